@@ -1,0 +1,90 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Every target is compiled in the Swift 6 language mode (the tools-version default) with
+/// strict concurrency; C libraries come from Debian's -dev packages through pkg-config.
+let package = Package(
+    name: "Tuisong",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tuisong", targets: ["tuisong"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // MARK: C libraries (header + link only)
+        .systemLibrary(
+            name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        // Tiny C for what Swift cannot call: variadic functions and function-like macros.
+        .target(
+            name: "CTuisongShims", dependencies: ["CMicroHTTPD", "CNGHTTP2", "COpenSSL"],
+            path: "Sources/CTuisongShims"),
+
+        // MARK: Swift modules
+        .target(name: "TuisongCore", path: "Sources/TuisongCore"),
+        .target(
+            name: "TuisongCrypto", dependencies: ["COpenSSL", "CTuisongShims"],
+            path: "Sources/TuisongCrypto"),
+        .target(
+            name: "TuisongHTTP", dependencies: ["CMicroHTTPD", "CTuisongShims"],
+            path: "Sources/TuisongHTTP"),
+        .target(
+            name: "TuisongStore",
+            dependencies: ["TuisongCore", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Sources/TuisongStore"),
+        .target(
+            name: "TuisongAPNs",
+            dependencies: [
+                "TuisongCore", "TuisongCrypto", "CNGHTTP2", "COpenSSL", "CTuisongShims",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/TuisongAPNs"),
+        .target(
+            name: "TuisongAPNsMock",
+            dependencies: [
+                "TuisongCrypto", "CNGHTTP2", "COpenSSL", "CTuisongShims",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/TuisongAPNsMock"),
+        .target(
+            name: "TuisongGateway",
+            dependencies: [
+                "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongStore", "TuisongAPNs",
+                "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/TuisongGateway"),
+        .executableTarget(
+            name: "tuisong",
+            dependencies: [
+                "TuisongGateway", "TuisongAPNsMock",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/tuisong"),
+
+        // MARK: Tests
+        .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),
+        .testTarget(name: "TuisongCryptoTests", dependencies: ["TuisongCrypto"]),
+        .testTarget(name: "TuisongHTTPTests", dependencies: ["TuisongHTTP"]),
+        .testTarget(name: "TuisongStoreTests", dependencies: ["TuisongStore", "TuisongCore"]),
+        .testTarget(
+            name: "TuisongAPNsTests",
+            dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore"]),
+        .testTarget(
+            name: "TuisongGatewayTests",
+            dependencies: [
+                "TuisongGateway", "TuisongHTTP", "TuisongStore", "TuisongCore", "TuisongAPNsMock",
+                "TuisongCrypto",
+            ]),
+    ]
+)

@@ -1,0 +1,1 @@
+#include "tuisong_mhd.h"

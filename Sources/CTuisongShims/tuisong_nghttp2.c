@@ -1,0 +1,1 @@
+#include "tuisong_nghttp2.h"

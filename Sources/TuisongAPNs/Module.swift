@@ -1,0 +1,1 @@
+// TuisongAPNs — module placeholder until its first file lands.

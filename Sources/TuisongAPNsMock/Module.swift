@@ -1,0 +1,1 @@
+// TuisongAPNsMock — module placeholder until its first file lands.

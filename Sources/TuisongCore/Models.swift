@@ -1,0 +1,164 @@
+import Foundation
+
+/// The APNs environment a device token belongs to and a credential is valid for.
+public enum APNsEnvironment: String, Sendable, Codable, CaseIterable, Hashable {
+    case sandbox
+    case production
+}
+
+/// An application registered with the gateway: one bundle id, one native API key, and the
+/// vendor keys its app servers authenticate with.
+public struct App: Sendable, Hashable, Codable {
+    public var id: Int64
+    public var name: String
+    /// The iOS bundle id; the base of every `apns-topic`.
+    public var bundleID: String
+    /// SHA-256 (hex) of the native API key. The key itself is shown once and never stored.
+    public var apiKeyHash: String
+    public var createdAt: Date
+    public var updatedAt: Date
+    /// Vendor settings, one JSON object per vendor name (`"baidu"`, `"tencent"`, `"easemob"`).
+    /// Secret values inside are stored encrypted by the gateway before they reach the store.
+    public var vendorSettings: [String: [String: String]]
+
+    public init(
+        id: Int64, name: String, bundleID: String, apiKeyHash: String, createdAt: Date,
+        updatedAt: Date, vendorSettings: [String: [String: String]] = [:]
+    ) {
+        self.id = id
+        self.name = name
+        self.bundleID = bundleID
+        self.apiKeyHash = apiKeyHash
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.vendorSettings = vendorSettings
+    }
+}
+
+/// A device token as APNs knows it: hex, even length, 64–200 characters, stored lower-case.
+public struct DeviceToken: Sendable, Hashable, Codable, CustomStringConvertible {
+    public let hex: String
+
+    /// Validates and normalises a token (`"ABCD…"` → `"abcd…"`); `nil` when it is not one.
+    public init?(_ raw: String) {
+        let count = raw.utf8.count
+        guard count >= 64, count <= 200, count % 2 == 0 else { return nil }
+        var lowered = [UInt8]()
+        lowered.reserveCapacity(count)
+        for byte in raw.utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"):
+                lowered.append(byte)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"):
+                lowered.append(byte + 32)
+            default:
+                return nil
+            }
+        }
+        hex = String(decoding: lowered, as: UTF8.self)
+    }
+
+    public var description: String { hex }
+}
+
+/// A tag name: 1–128 characters of letters, digits, `_ - .` and CJK ideographs.
+public struct TagName: Sendable, Hashable, Codable, CustomStringConvertible {
+    public let value: String
+
+    public init?(_ raw: String) {
+        let count = raw.count
+        guard count >= 1, count <= 128 else { return nil }
+        for scalar in raw.unicodeScalars where !TagName.isAllowed(scalar) { return nil }
+        value = raw
+    }
+
+    static func isAllowed(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true  // ASCII digits and letters
+        case 0x5F, 0x2D, 0x2E: return true  // _ - .
+        case 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xF900...0xFAFF, 0x20000...0x2FA1F:
+            return true  // CJK unified ideographs, extensions, compatibility
+        case 0x3040...0x30FF, 0xAC00...0xD7AF: return true  // kana, hangul
+        default:
+            // Other letters (accented Latin, Cyrillic, …) are letters too.
+            return scalar.value > 0x7F && scalar.properties.isAlphabetic
+        }
+    }
+
+    public var description: String { value }
+}
+
+/// A registered device: one APNs token of one app.
+public struct Device: Sendable, Hashable, Codable {
+    public var id: Int64
+    public var appID: Int64
+    public var token: String
+    public var environment: APNsEnvironment
+    /// The app's own user identifier for this device, if it gave one.
+    public var user: String?
+    public var locale: String?
+    /// Baidu bind identifiers, set by the Baidu provider.
+    public var baiduUserID: String?
+    public var baiduChannelID: String?
+    /// The IM account (Tencent identifier, Easemob username) bound to this device.
+    public var imAccount: String?
+    public var createdAt: Date
+    public var updatedAt: Date
+    /// Set when APNs answered 410/BadDeviceToken; such a device receives no more pushes
+    /// until it registers again.
+    public var invalidatedAt: Date?
+    public var invalidReason: String?
+
+    public init(
+        id: Int64, appID: Int64, token: String, environment: APNsEnvironment, user: String? = nil,
+        locale: String? = nil, baiduUserID: String? = nil, baiduChannelID: String? = nil,
+        imAccount: String? = nil, createdAt: Date, updatedAt: Date, invalidatedAt: Date? = nil,
+        invalidReason: String? = nil
+    ) {
+        self.id = id
+        self.appID = appID
+        self.token = token
+        self.environment = environment
+        self.user = user
+        self.locale = locale
+        self.baiduUserID = baiduUserID
+        self.baiduChannelID = baiduChannelID
+        self.imAccount = imAccount
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.invalidatedAt = invalidatedAt
+        self.invalidReason = invalidReason
+    }
+}
+
+/// What a client sends to register or update a device. `nil` fields are left unchanged on
+/// an update; `tags`, when given, replaces the device's tag set.
+public struct DeviceRegistration: Sendable, Hashable {
+    public var token: DeviceToken
+    public var environment: APNsEnvironment
+    public var user: String?
+    public var locale: String?
+    public var tags: [TagName]?
+
+    public init(
+        token: DeviceToken, environment: APNsEnvironment, user: String? = nil,
+        locale: String? = nil, tags: [TagName]? = nil
+    ) {
+        self.token = token
+        self.environment = environment
+        self.user = user
+        self.locale = locale
+        self.tags = tags
+    }
+}
+
+/// One page of a keyset-paginated listing. `nextCursor` is `nil` on the last page.
+public struct Page<Element: Sendable>: Sendable {
+    public var items: [Element]
+    public var nextCursor: String?
+
+    public init(items: [Element], nextCursor: String?) {
+        self.items = items
+        self.nextCursor = nextCursor
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// Apps: created by the CLI or the console, found by the hash of their native API key.
+public protocol AppStore: Sendable {
+    func createApp(name: String, bundleID: String, apiKeyHash: String) async throws -> App
+    func app(id: Int64) async throws -> App?
+    func app(apiKeyHash: String) async throws -> App?
+    func apps() async throws -> [App]
+    /// Replaces name, bundle id, API key hash and vendor settings of an existing app.
+    func updateApp(_ app: App) async throws
+    /// Deletes the app and everything that belongs to it. `false` if there was none.
+    func deleteApp(id: Int64) async throws -> Bool
+}
+
+/// Devices and their tags, always scoped to one app.
+public protocol DeviceStore: Sendable {
+    /// Registers a device or updates the existing one with the same (app, token).
+    /// Idempotent, and safe when many callers register the same token at once.
+    /// A registration clears `invalidatedAt`. Returns the stored device and whether it is new.
+    func registerDevice(appID: Int64, _ registration: DeviceRegistration) async throws -> (
+        device: Device, created: Bool
+    )
+    func device(appID: Int64, token: DeviceToken) async throws -> Device?
+    func device(id: Int64) async throws -> Device?
+    /// `false` when there was no such device.
+    func deleteDevice(appID: Int64, token: DeviceToken) async throws -> Bool
+
+    /// Adds a tag to a registered device (no-op if present). Throws `StoreError.notFound`
+    /// when the device does not exist.
+    func addTag(appID: Int64, token: DeviceToken, tag: TagName) async throws
+    /// `false` when the device did not have the tag. Throws `.notFound` for an unknown device.
+    func removeTag(appID: Int64, token: DeviceToken, tag: TagName) async throws -> Bool
+    /// Tags of a device, sorted. Throws `.notFound` for an unknown device.
+    func tags(appID: Int64, token: DeviceToken) async throws -> [String]
+    /// Devices carrying `tag`, ordered by device id, starting after `cursor`.
+    func devices(appID: Int64, tag: TagName, cursor: String?, limit: Int) async throws -> Page<Device>
+}
+
+/// Errors the store reports in its own terms; callers map them to their API's dialect.
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        case notFound = "not_found"
+        case conflict
+        case invalidCursor = "invalid_cursor"
+        case unavailable
+    }
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func notFound(_ what: String) -> StoreError { StoreError(.notFound, what) }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}
+
+/// The whole store as the gateway sees it. Later issues add message, delivery, credential
+/// and template stores to this composition.
+public protocol Store: AppStore, DeviceStore {
+    /// Answers when the database does; used by `/healthz`.
+    func ping() async throws
+}

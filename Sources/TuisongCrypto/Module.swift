@@ -1,0 +1,1 @@
+// TuisongCrypto — module placeholder until its first file lands.

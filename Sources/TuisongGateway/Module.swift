@@ -1,0 +1,1 @@
+// TuisongGateway — module placeholder until its first file lands.

@@ -1,0 +1,1 @@
+// TuisongHTTP — module placeholder until its first file lands.

@@ -1,0 +1,1 @@
+// TuisongStore — module placeholder until its first file lands.
