@@ -12,6 +12,13 @@ public enum JWT {
         /// Issued-at, epoch seconds.
         public var iat: Int64?
 
+        public init(alg: String, kid: String?, iss: String?, iat: Int64?) {
+            self.alg = alg
+            self.kid = kid
+            self.iss = iss
+            self.iat = iat
+        }
+
         public var issuedAt: Date? { iat.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
     }
 
