@@ -16,13 +16,13 @@ final class MockHarness {
     let tokenKey: PrivateKey
 
     init(
-        setup: APNsMockLocalSetup? = nil, configure: (inout APNsMockConfiguration) -> Void = { _ in },
+        setup: APNsMockLocalSetup? = nil, configure: (inout APNsMockConfiguration) throws -> Void = { _ in },
         requestLog: (@Sendable (String) -> Void)? = nil
     ) throws {
         let setup = try setup ?? APNsMockLocalSetup.generate(bundleID: Self.bundleID)
         self.setup = setup
         var configuration = setup.configuration()
-        configure(&configuration)
+        try configure(&configuration)
         server = try APNsMockServer(
             configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey,
             requestLog: requestLog)
@@ -86,6 +86,29 @@ final class MockHarness {
         return result.stdout.components(separatedBy: "\n--END--\n").dropLast().map(CurlResponse.init)
     }
 
+    /// `nghttp -v -n` (verbose frames, discard bodies) POSTing the payload with `headers`.
+    func nghttp(
+        headers: [String], path: String = "/3/device/\(MockHarness.deviceToken)", extraArguments: [String] = []
+    ) throws -> Command.Result {
+        var arguments = ["-v", "-n", "--no-dep", "-t", "20", "-d", self.path("payload.json")]
+        for header in headers { arguments += ["-H", header] }
+        return try Command.run("nghttp", arguments + extraArguments + [baseURL + path])
+    }
+
+    /// A bounded h2load run POSTing the payload; returns h2load's counters.
+    func h2load(
+        requests: Int, connections: Int, streams: Int, headers: [String],
+        path: String = "/3/device/\(MockHarness.deviceToken)"
+    ) throws -> H2LoadResult {
+        var arguments = [
+            "-n", String(requests), "-c", String(connections), "-m", String(streams), "-T", "20", "-N", "20",
+            "--data=\(self.path("payload.json"))",
+        ]
+        for header in headers { arguments += ["-H", header] }
+        let result = try Command.run("h2load", arguments + [baseURL + path], timeout: 120)
+        return H2LoadResult(result.stdout)
+    }
+
     func curl(_ request: CurlRequest, extraArguments: [String] = []) throws -> CurlResponse {
         let responses = try curl([request], extraArguments: extraArguments)
         guard let response = responses.first else {
@@ -135,6 +158,35 @@ struct CurlResponse {
     var json: [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any]
     }
+}
+
+/// h2load's summary lines: `finished in 1.23s, 45678.90 req/s, …` and
+/// `requests: N total, N started, N done, N succeeded, N failed, N errored, N timeout`.
+struct H2LoadResult {
+    var requestsPerSecond = 0.0
+    var counts: [String: Int] = [:]
+    var statusCodes: [String: Int] = [:]
+    var output: String
+
+    init(_ output: String) {
+        self.output = output
+        for line in output.split(separator: "\n") {
+            if line.hasPrefix("finished in") {
+                let parts = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                if parts.count > 1, let rate = Double(parts[1].split(separator: " ")[0]) { requestsPerSecond = rate }
+            } else if line.hasPrefix("requests:") || line.hasPrefix("status codes:") {
+                let isStatus = line.hasPrefix("status codes:")
+                let values = line.split(separator: ":", maxSplits: 1)[1].split(separator: ",")
+                for value in values {
+                    let words = value.split(separator: " ")
+                    guard words.count == 2, let count = Int(words[0]) else { continue }
+                    if isStatus { statusCodes[String(words[1])] = count } else { counts[String(words[1])] = count }
+                }
+            }
+        }
+    }
+
+    var succeeded: Int { counts["succeeded"] ?? -1 }
 }
 
 struct HarnessError: Error, CustomStringConvertible {
