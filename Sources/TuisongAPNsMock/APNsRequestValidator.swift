@@ -80,11 +80,12 @@ struct APNsRequestValidator: Sendable {
 
     func validate(
         _ head: APNsRequestHead, body: [UInt8], bodyLength: Int,
-        authentication: inout ConnectionAuthentication, nowSeconds: Int64
+        authentication: inout ConnectionAuthentication, nowSeconds: Int64,
+        idGenerator: inout some RandomNumberGenerator
     ) -> APNsRequestVerdict {
         let requestID = head.apnsID.flatMap { Self.isCanonicalLowercaseUUID($0) ? $0 : nil }
         var verdict = APNsRequestVerdict(
-            status: 200, reason: nil, deviceToken: "", apnsID: requestID ?? Self.makeUUID())
+            status: 200, reason: nil, deviceToken: "", apnsID: requestID ?? Self.makeUUID(using: &idGenerator))
         func fail(_ status: Int, _ reason: String) -> APNsRequestVerdict {
             verdict.status = status
             verdict.reason = reason
@@ -218,8 +219,7 @@ struct APNsRequestValidator: Sendable {
     }
 
     /// A random (version 4) UUID in APNs' lower-case canonical form.
-    static func makeUUID() -> String {
-        var generator = SystemRandomNumberGenerator()
+    static func makeUUID(using generator: inout some RandomNumberGenerator) -> String {
         var bytes = (generator.next() as UInt64, generator.next() as UInt64)
         return withUnsafeMutableBytes(of: &bytes) { raw in
             raw[6] = (raw[6] & 0x0F) | 0x40
@@ -239,6 +239,25 @@ struct APNsRequestValidator: Sendable {
                 return position
             }
         }
+    }
+}
+
+/// SplitMix64 seeded from the system generator: apns-ids need to be unique, not secret, and the
+/// system generator costs a getrandom(2) call per draw — several per request at benchmark rates.
+struct APNsIDGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init() {
+        var system = SystemRandomNumberGenerator()
+        state = system.next()
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var mixed = state
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return mixed ^ (mixed >> 31)
     }
 }
 

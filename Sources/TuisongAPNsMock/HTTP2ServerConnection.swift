@@ -287,7 +287,7 @@ final class HTTP2ServerConnection {
         let receivedAt = WallClock.milliseconds()
         var verdict = core.validator.validate(
             stream.head, body: stream.body, bodyLength: stream.bodyLength,
-            authentication: &authentication, nowSeconds: receivedAt / 1000)
+            authentication: &authentication, nowSeconds: receivedAt / 1000, idGenerator: &loop.apnsIDGenerator)
         if verdict.status == 200, let fault = faults.prefixes.fault(forDeviceToken: verdict.deviceToken) {
             verdict.status = fault.status
             verdict.reason = fault.reason

@@ -4,11 +4,12 @@ import Glibc
 import Synchronization
 internal import CTuisongShims
 
-/// epoll tokens below `firstConnection` name the loop's own descriptors; connection ids (from 1)
-/// are offset by `firstConnection`.
+/// epoll tokens: those below `firstConnection` name the loop's own descriptors; a connection's
+/// token is its id plus `firstConnection`.
 enum EventLoopToken {
     static let wake: UInt64 = 0
     static let listener: UInt64 = 1
+    static let firstConnection: UInt64 = 16
 }
 
 /// Deadlines for the latency fault, earliest first.
@@ -72,7 +73,6 @@ struct TimerHeap {
 /// (or before that thread starts / after it was joined).
 final class MockEventLoop: @unchecked Sendable {
     static let readBufferSize = 64 * 1024
-    private static let firstConnectionToken: UInt64 = 16
 
     let core: MockServerCore
     let index: Int
@@ -89,6 +89,7 @@ final class MockEventLoop: @unchecked Sendable {
     private var faultsGeneration = -1
     private var faults = ActiveFaults(APNsMockConfiguration.Faults())
     let readBuffer: UnsafeMutableRawPointer
+    var apnsIDGenerator = APNsIDGenerator()
     private var thread: pthread_t?
 
     init(core: MockServerCore, index: Int) throws(APNsMockError) {
@@ -173,7 +174,7 @@ final class MockEventLoop: @unchecked Sendable {
                 case EventLoopToken.wake: drainWake()
                 case EventLoopToken.listener: acceptConnections()
                 case let token:
-                    connections[token - Self.firstConnectionToken]?.handle(events: event.events)
+                    connections[token - EventLoopToken.firstConnection]?.handle(events: event.events)
                 }
             }
             fireDueTimers()
@@ -202,7 +203,7 @@ final class MockEventLoop: @unchecked Sendable {
     func updateInterest(socket: Int32, token connectionID: UInt64, writable: Bool) {
         var event = epoll_event()
         event.events = EPOLLIN.rawValue | (writable ? EPOLLOUT.rawValue : 0)
-        event.data.u64 = connectionID + Self.firstConnectionToken
+        event.data.u64 = connectionID + EventLoopToken.firstConnection
         _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, socket, &event)
     }
 
@@ -247,7 +248,7 @@ final class MockEventLoop: @unchecked Sendable {
         let id = core.nextConnectionID()
         do {
             let connection = try HTTP2ServerConnection(id: id, socket: socket, loop: self)
-            try register(socket, token: id + Self.firstConnectionToken, writable: false)
+            try register(socket, token: id + EventLoopToken.firstConnection, writable: false)
             connections[id] = connection
             core.recorder.update {
                 $0.connectionsAccepted += 1

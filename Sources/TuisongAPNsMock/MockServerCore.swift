@@ -65,8 +65,7 @@ final class MockServerCore: Sendable {
         self.logger = logger
     }
 
-    /// Server-wide connection numbers start at 1; the event loops reserve epoll tokens below
-    /// `EventLoopToken.firstConnection` for their own descriptors.
+    /// Server-wide connection numbers, from 1.
     func nextConnectionID() -> UInt64 {
         connectionIDs.add(1, ordering: .relaxed).newValue
     }

@@ -41,7 +41,8 @@ struct MockPayloadCheckTests {
 
     @Test("generated apns-ids are canonical lower-case version 4 UUIDs, and unique")
     func generatedUUIDs() {
-        let ids = (0..<1000).map { _ in APNsRequestValidator.makeUUID() }
+        var generator = APNsIDGenerator()
+        let ids = (0..<1000).map { _ in APNsRequestValidator.makeUUID(using: &generator) }
         #expect(Set(ids).count == 1000)
         for id in ids {
             #expect(APNsRequestValidator.isCanonicalLowercaseUUID(id))
