@@ -16,4 +16,5 @@
 #include <openssl/md5.h>
 #include <openssl/sha.h>
 #include <openssl/core_names.h>
+#include <openssl/provider.h>
 #endif

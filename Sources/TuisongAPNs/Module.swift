@@ -1,1 +1,0 @@
-// TuisongAPNs — module placeholder until its first file lands.

@@ -1,0 +1,506 @@
+import Foundation
+
+/// A JSON value with a deterministic serialisation: object keys sorted by their UTF-8 bytes,
+/// no insignificant whitespace, only `"`, `\` and control characters escaped (non-ASCII stays
+/// UTF-8), integers without a fraction. The same value always gives the same bytes, so a
+/// rendered APNs payload can be stored, compared and counted against the size limit.
+///
+///     let custom: JSONValue = ["order": ["id": 42, "paid": true], "note": "好"]
+///     String(decoding: custom.serialized(), as: UTF8.self)
+///     // {"note":"好","order":{"id":42,"paid":true}}
+public enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+}
+
+// MARK: - Access
+
+extension JSONValue {
+    /// The member `key` of an object; `nil` for a missing key or a non-object.
+    public subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members[key]
+    }
+
+    /// The element at `index` of an array; `nil` when out of range or not an array.
+    public subscript(index: Int) -> JSONValue? {
+        guard case .array(let elements) = self, elements.indices.contains(index) else { return nil }
+        return elements[index]
+    }
+
+    public var isNull: Bool { self == .null }
+
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    /// An integer, or a double with an exact integral value that fits.
+    public var intValue: Int64? {
+        switch self {
+        case .int(let value): return value
+        case .double(let value): return Int64(exactly: value)
+        default: return nil
+        }
+    }
+
+    /// Any number as a double.
+    public var doubleValue: Double? {
+        switch self {
+        case .int(let value): return Double(value)
+        case .double(let value): return value
+        default: return nil
+        }
+    }
+
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    public var arrayValue: [JSONValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
+
+    public var objectValue: [String: JSONValue]? {
+        if case .object(let value) = self { return value }
+        return nil
+    }
+}
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+// MARK: - Bridging to Foundation's untyped JSON
+
+extension JSONValue {
+    /// Converts what `JSONSerialization` returns (`NSNull`, `NSNumber`, `String`, arrays and
+    /// dictionaries with string keys); `nil` for anything else.
+    public init?(jsonObject: Any) {
+        switch jsonObject {
+        case is NSNull:
+            self = .null
+        case let value as String:
+            self = .string(value)
+        case let value as NSNumber:
+            let type = String(cString: value.objCType)
+            if JSONValue.isBoolean(value, objCType: type) {
+                self = .bool(value.boolValue)
+            } else if type == "d" || type == "f" {
+                self = .double(value.doubleValue)
+            } else if type == "Q", value.uint64Value > UInt64(Int64.max) {
+                self = .double(value.doubleValue)
+            } else {
+                self = .int(value.int64Value)
+            }
+        case let value as [Any]:
+            var elements: [JSONValue] = []
+            elements.reserveCapacity(value.count)
+            for element in value {
+                guard let converted = JSONValue(jsonObject: element) else { return nil }
+                elements.append(converted)
+            }
+            self = .array(elements)
+        case let value as [String: Any]:
+            var members: [String: JSONValue] = [:]
+            for (key, member) in value {
+                guard let converted = JSONValue(jsonObject: member) else { return nil }
+                members[key] = converted
+            }
+            self = .object(members)
+        default:
+            return nil
+        }
+    }
+
+    /// The value as `JSONSerialization` objects (`NSNull()`, `Bool`, `Int64`, `Double`,
+    /// `String`, `[Any]`, `[String: Any]`).
+    public var jsonObject: Any {
+        switch self {
+        case .null: return NSNull()
+        case .bool(let value): return value
+        case .int(let value): return value
+        case .double(let value): return value
+        case .string(let value): return value
+        case .array(let elements): return elements.map(\.jsonObject)
+        case .object(let members): return members.mapValues(\.jsonObject)
+        }
+    }
+
+    /// JSON true/false arrive as a boxed Bool NSNumber, which must not become 1/0.
+    private static func isBoolean(_ number: NSNumber, objCType: String) -> Bool {
+        #if canImport(Darwin)
+            return CFGetTypeID(number) == CFBooleanGetTypeID()
+        #else
+            // swift-corelibs-foundation boxes Bool as __NSCFBoolean with the "c" (char) type;
+            // JSONSerialization produces no other char-typed numbers.
+            return objCType == "c"
+        #endif
+    }
+}
+
+// MARK: - Serialisation
+
+extension JSONValue {
+    /// The deterministic UTF-8 JSON text (see the type's documentation). A double that is an
+    /// exact integer below 2^53 is written without a fraction (`1.0` → `1`); NaN and
+    /// infinities, which JSON cannot express, are written as `null`.
+    public func serialized() -> [UInt8] {
+        var out: [UInt8] = []
+        write(into: &out)
+        return out
+    }
+
+    /// `serialized()` as a `String`.
+    public var serializedString: String { String(decoding: serialized(), as: UTF8.self) }
+
+    func write(into out: inout [UInt8]) {
+        switch self {
+        case .null:
+            out += Array("null".utf8)
+        case .bool(let value):
+            out += Array((value ? "true" : "false").utf8)
+        case .int(let value):
+            out += Array(String(value).utf8)
+        case .double(let value):
+            out += Array(JSONValue.format(value).utf8)
+        case .string(let value):
+            JSONValue.writeString(value, into: &out)
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                element.write(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            let keys = members.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            for (index, key) in keys.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                members[key]!.write(into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    static func format(_ value: Double) -> String {
+        guard value.isFinite else { return "null" }
+        if value == value.rounded(), abs(value) < 9_007_199_254_740_992 {
+            return String(Int64(value))
+        }
+        // Swift's description is the shortest text that reads back as the same double, and
+        // its forms ("0.1", "1e-07", "1.5e+300") are all valid JSON numbers.
+        return value.description
+    }
+
+    static func writeString(_ value: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x08: out += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x0C: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+            case 0x00..<0x20:
+                let digits = Array("0123456789abcdef".utf8)
+                out += Array("\\u00".utf8) + [digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+// MARK: - Parsing
+
+extension JSONValue {
+    /// Why bytes are not JSON, with the byte offset where the parser gave up.
+    public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+        public let offset: Int
+        public let message: String
+        public var description: String { "invalid JSON at byte \(offset): \(message)" }
+    }
+
+    /// Parses one JSON text (RFC 8259): whitespace around it allowed, nothing after it.
+    /// Numbers without fraction or exponent that fit in Int64 become `.int`, others
+    /// `.double`; duplicate keys keep the last value; nesting deeper than 512 is refused.
+    public init(parsing bytes: [UInt8]) throws(ParseError) {
+        var parser = JSONParser(bytes: bytes)
+        self = try parser.parseDocument()
+    }
+
+    /// Parses UTF-8 JSON text.
+    public init(parsing text: String) throws(ParseError) {
+        try self.init(parsing: Array(text.utf8))
+    }
+}
+
+private struct JSONParser {
+    let bytes: [UInt8]
+    var index = 0
+    var depth = 0
+    static let maximumDepth = 512
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    mutating func parseDocument() throws(JSONValue.ParseError) -> JSONValue {
+        skipWhitespace()
+        let value = try parseValue()
+        skipWhitespace()
+        guard index == bytes.count else { throw fail("unexpected text after the JSON value") }
+        return value
+    }
+
+    func fail(_ message: String) -> JSONValue.ParseError { JSONValue.ParseError(offset: index, message: message) }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+    }
+
+    mutating func parseValue() throws(JSONValue.ParseError) -> JSONValue {
+        guard index < bytes.count else { throw fail("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw fail("unexpected character")
+        }
+    }
+
+    mutating func expectLiteral(_ literal: String) throws(JSONValue.ParseError) {
+        let expected = Array(literal.utf8)
+        guard bytes.count - index >= expected.count, Array(bytes[index..<(index + expected.count)]) == expected else {
+            throw fail("expected \(literal)")
+        }
+        index += expected.count
+    }
+
+    mutating func enter() throws(JSONValue.ParseError) {
+        depth += 1
+        guard depth <= JSONParser.maximumDepth else { throw fail("nested deeper than \(JSONParser.maximumDepth)") }
+    }
+
+    mutating func parseObject() throws(JSONValue.ParseError) -> JSONValue {
+        try enter()
+        defer { depth -= 1 }
+        index += 1
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+            let key = try parseString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            index += 1
+            skipWhitespace()
+            members[key] = try parseValue()
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unterminated object") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return .object(members)
+            } else {
+                throw fail("expected ',' or '}'")
+            }
+        }
+    }
+
+    mutating func parseArray() throws(JSONValue.ParseError) -> JSONValue {
+        try enter()
+        defer { depth -= 1 }
+        index += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue())
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unterminated array") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return .array(elements)
+            } else {
+                throw fail("expected ',' or ']'")
+            }
+        }
+    }
+
+    mutating func parseString() throws(JSONValue.ParseError) -> String {
+        index += 1  // opening quote
+        var out: [UInt8] = []
+        while true {
+            guard index < bytes.count else { throw fail("unterminated string") }
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                // Validate UTF-8 rather than silently replacing bad bytes.
+                guard let string = String(validating: out, as: UTF8.self) else { throw fail("string is not valid UTF-8") }
+                return string
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < bytes.count else { throw fail("unterminated escape") }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""): out.append(0x22)
+                case UInt8(ascii: "\\"): out.append(0x5C)
+                case UInt8(ascii: "/"): out.append(0x2F)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try parseHex4()
+                    if (0xD800...0xDBFF).contains(scalar) {
+                        guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                            throw fail("unpaired surrogate")
+                        }
+                        index += 2
+                        let low = try parseHex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("unpaired surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(scalar) {
+                        throw fail("unpaired surrogate")
+                    }
+                    out += Array(String(Character(Unicode.Scalar(scalar)!)).utf8)
+                default:
+                    throw fail("invalid escape")
+                }
+            case 0x00..<0x20:
+                throw fail("control character in string")
+            default:
+                out.append(byte)
+                index += 1
+            }
+        }
+    }
+
+    mutating func parseHex4() throws(JSONValue.ParseError) -> UInt32 {
+        guard bytes.count - index >= 4 else { throw fail("short \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let c = bytes[index]
+            let digit: UInt32
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(c - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(c - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(c - UInt8(ascii: "A") + 10)
+            default: throw fail("invalid \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    mutating func parseNumber() throws(JSONValue.ParseError) -> JSONValue {
+        let start = index
+        var isInteger = true
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected a digit") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected a digit after '.'") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            isInteger = false
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected an exponent digit") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        if isInteger, let value = Int64(text) { return .int(value) }
+        guard let value = Double(text), value.isFinite else { throw JSONValue.ParseError(offset: start, message: "number out of range") }
+        return .double(value)
+    }
+
+    func isDigit(_ c: UInt8) -> Bool { c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") }
+}
+
+// MARK: - Codable
+
+extension JSONValue: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .int(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .double(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else if let value = try? container.decode([String: JSONValue].self) {
+            self = .object(value)
+        } else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a JSON value")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
+        case .double(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+}

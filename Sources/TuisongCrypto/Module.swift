@@ -1,1 +1,0 @@
-// TuisongCrypto — module placeholder until its first file lands.
