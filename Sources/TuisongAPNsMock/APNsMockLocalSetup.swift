@@ -88,10 +88,79 @@ public struct APNsMockLocalSetup: Sendable {
         try Data(caCertificatePEM.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 
+    /// Reuses the setup saved at `path` when it is for `bundleID` and its server certificate stays
+    /// valid for at least another day, so credentials a gateway stored from it keep working across
+    /// restarts; otherwise generates a fresh one and saves it there (mode 0600: it holds keys).
+    public static func loadOrGenerate(at path: String, bundleID: String) throws -> APNsMockLocalSetup {
+        if let data = FileManager.default.contents(atPath: path),
+            let saved = try? JSONDecoder().decode(APNsMockLocalSetup.self, from: data),
+            saved.bundleID == bundleID, saved.serverCertificate.isValid(at: Date().addingTimeInterval(24 * 3600))
+        {
+            return saved
+        }
+        let setup = try generate(bundleID: bundleID)
+        try setup.save(to: path)
+        return setup
+    }
+
+    /// Writes this setup as JSON (PEM strings) with mode 0600, replacing any file at `path`.
+    public func save(to path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(self)
+        let temporary = path + ".tmp-\(getpid())"
+        guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600])
+        else {
+            throw APNsMockError.posix("create \(temporary)")
+        }
+        guard rename(temporary, path) == 0 else {
+            let error = APNsMockError.posix("rename \(temporary) to \(path)")
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
+    }
+
     /// Apple's key and team ids: 10 characters of A–Z and 0–9.
     static func randomIdentifier() -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
         var generator = SystemRandomNumberGenerator()
         return String((0..<10).map { _ in alphabet.randomElement(using: &generator)! })
+    }
+}
+
+/// Encoded as PEM strings, so a setup can be saved and reused (see `loadOrGenerate`).
+extension APNsMockLocalSetup: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case bundleID, caCertificatePEM, serverCertificatePEM, serverKeyPEM, tokenKeyPEM, tokenPublicKeyPEM
+        case keyID, teamID, clientCertificatePEM, clientKeyPEM
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func string(_ key: CodingKeys) throws -> String { try container.decode(String.self, forKey: key) }
+        bundleID = try string(.bundleID)
+        caCertificatePEM = try string(.caCertificatePEM)
+        serverCertificate = try Certificate(pem: try string(.serverCertificatePEM))
+        serverKey = try PrivateKey(pem: try string(.serverKeyPEM))
+        tokenKeyPEM = try string(.tokenKeyPEM)
+        tokenPublicKeyPEM = try string(.tokenPublicKeyPEM)
+        keyID = try string(.keyID)
+        teamID = try string(.teamID)
+        clientCertificatePEM = try string(.clientCertificatePEM)
+        clientKeyPEM = try string(.clientKeyPEM)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(bundleID, forKey: .bundleID)
+        try container.encode(caCertificatePEM, forKey: .caCertificatePEM)
+        try container.encode(serverCertificate.pem(), forKey: .serverCertificatePEM)
+        try container.encode(try serverKey.pkcs8PEM(), forKey: .serverKeyPEM)
+        try container.encode(tokenKeyPEM, forKey: .tokenKeyPEM)
+        try container.encode(tokenPublicKeyPEM, forKey: .tokenPublicKeyPEM)
+        try container.encode(keyID, forKey: .keyID)
+        try container.encode(teamID, forKey: .teamID)
+        try container.encode(clientCertificatePEM, forKey: .clientCertificatePEM)
+        try container.encode(clientKeyPEM, forKey: .clientKeyPEM)
     }
 }

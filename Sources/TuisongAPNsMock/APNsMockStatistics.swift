@@ -37,11 +37,15 @@ public struct APNsMockStatistics: Sendable, Equatable {
 public struct ReceivedNotification: Sendable, Equatable {
     /// Device token from the path (as sent, hex).
     public var deviceToken: String
-    /// Raw header values; nil when the header was absent.
+    /// `apns-topic` as sent; nil when absent (certificate auth may omit it).
     public var topic: String?
+    /// `apns-push-type` as sent, e.g. `alert`; nil when absent.
     public var pushType: String?
+    /// `apns-priority` as sent (`10`, `5`, `1`); nil when absent.
     public var priority: String?
+    /// `apns-expiration` as sent (epoch seconds); nil when absent.
     public var expiration: String?
+    /// `apns-collapse-id` as sent; nil when absent.
     public var collapseID: String?
     /// The `apns-id` answered: the request's, or the one the mock generated.
     public var apnsID: String

@@ -120,6 +120,37 @@ struct MockServerTests {
         #expect(configuration.clientCertificateCAPEMs == [setup.caCertificatePEM])
     }
 
+    @Test("a saved local setup is reused for its bundle id and replaced for another")
+    func loadOrGenerate() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mock-setup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("apns-mock.json").path
+
+        let first = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.keep")
+        let permissions = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber
+        #expect(permissions?.intValue == 0o600)
+        let again = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.keep")
+        #expect(again.keyID == first.keyID)
+        #expect(again.tokenKeyPEM == first.tokenKeyPEM)
+        #expect(again.serverCertificate == first.serverCertificate)
+        #expect(again.serverCertificate.matches(again.serverKey))
+
+        // The reloaded setup serves: a client trusting the saved CA gets through with a token.
+        let harness = try MockHarness(setup: again)
+        let response = try harness.curl(
+            CurlRequest(headers: try harness.validHeaders(), bodyFile: harness.path("payload.json")))
+        #expect(response.status == 200)
+
+        let other = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.other")
+        #expect(other.keyID != first.keyID || other.tokenKeyPEM != first.tokenKeyPEM)
+        #expect(other.bundleID == "com.example.other")
+
+        try Data("not json".utf8).write(to: URL(fileURLWithPath: path))
+        let replaced = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.other")
+        #expect(replaced.tokenKeyPEM != other.tokenKeyPEM)
+    }
+
     @Test("configuration JSON may name only what it changes, and round-trips")
     func configurationCoding() throws {
         let partial = #"{"port": 2197, "faults": {"latencyMilliseconds": 20, "tokenPrefixes": {"410": {"status": 410, "reason": "Unregistered"}}}}"#
