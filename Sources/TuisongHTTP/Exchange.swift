@@ -23,6 +23,10 @@ final class Exchange: @unchecked Sendable {
         case headers
         /// Routed; collecting the body until the final call.
         case body
+        /// The request will be answered with this error once it is complete; up to
+        /// `budget` more body bytes are read and dropped meanwhile so the answer can be sent
+        /// and the connection kept. Past the budget the connection is closed.
+        case discarding(HTTPError, budget: Int)
         /// An error response was queued before the request was complete; further body data
         /// is discarded.
         case rejected
@@ -46,20 +50,28 @@ final class Exchange: @unchecked Sendable {
     let rawTarget: String
     let outcome = Mutex(Outcome())
 
+    /// How far past its limit a chunked body is still read to answer 413 properly.
+    static let overLimitAllowance = 64 * 1024
+
     private var phase = Phase.headers
     private var connection: OpaquePointer?
     private var method = HTTPMethod.GET
     private var target: RequestTarget?
     private var headers = HTTPHeaders()
     private var body: [UInt8] = []
+    private var discarded = 0
     private var route: ResolvedRoute?
     private var routes: RouteTableSnapshot?
     /// The request given to the handler, kept to render a timeout in the route's dialect.
     private var request: Request?
 
-    init(core: ServerCore, rawTarget: String) {
+    /// False when the request line's target was not UTF-8 (`rawTarget` holds a repaired copy).
+    let rawTargetIsValid: Bool
+
+    init(core: ServerCore, rawTarget: String, rawTargetIsValid: Bool) {
         self.core = core
         self.rawTarget = rawTarget
+        self.rawTargetIsValid = rawTargetIsValid
     }
 
     // MARK: Access handler steps (MHD worker thread)
@@ -79,12 +91,27 @@ final class Exchange: @unchecked Sendable {
                 uploadSize.pointee = 0
                 let limit = route?.bodyLimit ?? 0
                 guard body.count + count <= limit else {
-                    return reject(.payloadTooLarge(limit: limit))
+                    // A chunked body (no Content-Length) ran past the limit. Drop a little
+                    // more in case it ends soon and can get a proper 413; otherwise cut it off.
+                    discarded = body.count + count
+                    body = []
+                    phase = .discarding(
+                        .payloadTooLarge(limit: limit), budget: limit + Self.overLimitAllowance)
+                    return discarded > limit + Self.overLimitAllowance
+                        ? reject(.payloadTooLarge(limit: limit)) : MHD_Result.YES
                 }
                 body.append(contentsOf: UnsafeRawBufferPointer(start: uploadData, count: count))
                 return MHD_Result.YES
             }
             return startHandler()
+        case .discarding(let error, let budget):
+            let count = uploadSize.pointee
+            if count > 0 {
+                uploadSize.pointee = 0
+                discarded += count
+                return discarded > budget ? reject(error) : MHD_Result.YES
+            }
+            return reject(error)
         case .rejected:
             uploadSize.pointee = 0
             return MHD_Result.YES
@@ -100,16 +127,17 @@ final class Exchange: @unchecked Sendable {
         let routes = core.router.snapshot()
         self.routes = routes
         let target: RequestTarget
-        do {
+        do throws(HTTPError) {
+            guard rawTargetIsValid else { throw .badRequest("request target is not valid UTF-8") }
             target = try RequestTarget(parsing: rawTarget)
         } catch {
             self.target = RequestTarget(undecodable: rawTarget)
-            return reject(error)
+            return answerWhenComplete(error, limit: routes.table.defaultBodyLimit)
         }
         self.target = target
         switch routes.table.resolve(method: method, segments: target.segments) {
         case .failure(let error):
-            return reject(error)
+            return answerWhenComplete(error, limit: routes.table.defaultBodyLimit)
         case .success(let route):
             self.route = route
             if let declared = headers["Content-Length"], let length = Int(declared) {
@@ -122,12 +150,25 @@ final class Exchange: @unchecked Sendable {
         }
     }
 
+    /// Answers `error` once the request is complete (keeping the connection open), or now if
+    /// the declared body is larger than `limit`.
+    private func answerWhenComplete(_ error: HTTPError, limit: Int) -> MHD_Result {
+        if let declared = headers["Content-Length"], let length = Int(declared), length > limit {
+            return reject(error)
+        }
+        phase = .discarding(error, budget: limit)
+        return MHD_Result.YES
+    }
+
     /// Queues the error now, before (the rest of) the body is read; MHD then closes the
     /// connection if body bytes remain unread.
     private func reject(_ error: HTTPError) -> MHD_Result {
         phase = .rejected
         let request = makeRequest(withBody: false)
         let response = routes?.table.renderError(error, for: request) ?? Router.nativeErrorResponse(error)
+        // libmicrohttpd refuses a response while body bytes are still arriving
+        // (MHD_queue_response returns MHD_NO); answering MHD_NO then closes the connection,
+        // which is the cut-off wanted here.
         return queue(response)
     }
 

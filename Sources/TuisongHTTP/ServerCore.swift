@@ -110,7 +110,12 @@ enum MHDCallbacks {
             UnsafeMutableRawPointer? = { cls, uri, _ in
                 guard let cls else { return nil }
                 let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
-                let exchange = Exchange(core: core, rawTarget: uri.map { String(cString: $0) } ?? "/")
+                // String(cString:) would silently repair invalid UTF-8; keep the verdict so
+                // the request can be answered 400.
+                let target = uri.flatMap { String(validatingCString: $0) }
+                let exchange = Exchange(
+                    core: core, rawTarget: target ?? uri.map { String(cString: $0) } ?? "/",
+                    rawTargetIsValid: target != nil)
                 core.liveExchanges.add(1, ordering: .relaxed)
                 return Unmanaged.passRetained(exchange).toOpaque()
             }

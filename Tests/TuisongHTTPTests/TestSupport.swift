@@ -89,6 +89,11 @@ final class RawHTTPClient: @unchecked Sendable {  // used by one test thread at 
         }
     }
 
+    /// Half-closes the connection: the server reads end-of-stream after what was sent.
+    func finishSending() {
+        shutdown(descriptor, Int32(SHUT_WR))
+    }
+
     /// Reads more bytes into the buffer; false at end of stream.
     private func fill() throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -185,6 +190,14 @@ final class RawHTTPClient: @unchecked Sendable {  // used by one test thread at 
         } catch {
             return false
         }
+    }
+
+    /// The next response, or nil when the server closes the connection without sending one.
+    func readResponseOrClose() throws -> RawResponse? {
+        if buffer.isEmpty {
+            guard try fill() else { return nil }
+        }
+        return try readResponse()
     }
 
     /// Whatever arrives until the server closes the connection.
