@@ -21,7 +21,7 @@ extension SQLiteStore {
     }
 
     public func app(id: Int64) async throws -> App? {
-        try await readOneStatement { db in
+        try lookUp { db in
             let statement = try db.cachedStatement(sql: "SELECT \(Rows.appColumns) FROM apps WHERE id = ?")
             return try Row.fetchOne(statement, arguments: [id]).map(Rows.app)
         }
@@ -30,7 +30,7 @@ extension SQLiteStore {
     /// The app whose native API key hashes to `apiKeyHash`; on the path of every native
     /// API request, hence the cached statement.
     public func app(apiKeyHash: String) async throws -> App? {
-        try await readOneStatement { db in
+        try lookUp { db in
             let statement = try db.cachedStatement(
                 sql: "SELECT \(Rows.appColumns) FROM apps WHERE api_key_hash = ?")
             return try Row.fetchOne(statement, arguments: [apiKeyHash]).map(Rows.app)

@@ -37,7 +37,7 @@ extension SQLiteStore {
     }
 
     public func device(appID: Int64, token: DeviceToken) async throws -> Device? {
-        try await readOneStatement { db in
+        try lookUp { db in
             let statement = try db.cachedStatement(
                 sql: "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ? AND token = ?")
             return try Row.fetchOne(statement, arguments: [appID, token.hex]).map(Rows.device)
@@ -45,7 +45,7 @@ extension SQLiteStore {
     }
 
     public func device(id: Int64) async throws -> Device? {
-        try await readOneStatement { db in
+        try lookUp { db in
             let statement = try db.cachedStatement(sql: "SELECT \(Rows.deviceColumns) FROM devices WHERE id = ?")
             return try Row.fetchOne(statement, arguments: [id]).map(Rows.device)
         }

@@ -91,7 +91,11 @@ struct SchemaTests {
         }
         #expect(registerError?.code == .unavailable)
 
-        // The WAL was folded back into the file: a new store sees the app.
+        // The WAL was folded back into the file and emptied; a new store sees the app.
+        let wal = database.path + "-wal"
+        if FileManager.default.fileExists(atPath: wal) {
+            #expect(try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int == 0)
+        }
         let reopened = try SQLiteStore(path: database.path)
         #expect(try await reopened.app(id: app.id)?.name == app.name)
         try reopened.close()
