@@ -58,7 +58,8 @@ final class RegistrationBatcher: Sendable {
     /// Queues one registration and returns once the transaction holding it has committed.
     func submit(appID: Int64, _ registration: DeviceRegistration) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
-            let request = Request(appID: appID, registration: registration, continuation: continuation)
+            let request = Request(
+                appID: appID, registration: registration, continuation: continuation)
             let mustSchedule = state.withLock { state in
                 state.pending.append(request)
                 if state.flushScheduled { return false }

@@ -29,7 +29,8 @@ enum Rows {
     static func device(_ row: Row) throws -> Device {
         let environmentName: String = row[3]
         guard let environment = APNsEnvironment(rawValue: environmentName) else {
-            throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
+            throw StoreError(
+                .unavailable, "devices.environment holds unknown value \(environmentName)")
         }
         let invalidatedAt: Int64? = row[11]
         return Device(
@@ -39,7 +40,8 @@ enum Rows {
             invalidatedAt: invalidatedAt.map(Milliseconds.date), invalidReason: row[12])
     }
 
-    static let appColumns = "id, name, bundle_id, api_key_hash, vendor_settings, created_at, updated_at"
+    static let appColumns =
+        "id, name, bundle_id, api_key_hash, vendor_settings, created_at, updated_at"
 
     static func app(_ row: Row) throws -> App {
         let settingsJSON: String = row[4]
@@ -48,7 +50,10 @@ enum Rows {
             settings = try JSONDecoder().decode(
                 [String: [String: String]].self, from: Data(settingsJSON.utf8))
         } catch {
-            throw StoreError(.unavailable, "apps.vendor_settings of app \(row[0] as Int64) is not an object of string objects: \(error)")
+            throw StoreError(
+                .unavailable,
+                "apps.vendor_settings of app \(row[0] as Int64) is not an object of string objects: \(error)"
+            )
         }
         return App(
             id: row[0], name: row[1], bundleID: row[2], apiKeyHash: row[3],
@@ -94,9 +99,9 @@ enum Cursor {
 enum ErrorMapping {
     static func storeError(_ error: any Error) -> any Error {
         guard let databaseError = error as? DatabaseError else { return error }
+        // "SQLite error 2067 (constraint failed): UNIQUE constraint failed: apps.api_key_hash"
         let text =
-            "SQLite \(databaseError.extendedResultCode.rawValue) "
-            + "(\(databaseError.resultCode)): \(databaseError.message ?? "no message")"
+            "SQLite error \(databaseError.extendedResultCode): \(databaseError.message ?? "no message")"
         switch databaseError.extendedResultCode {
         case .SQLITE_CONSTRAINT_FOREIGNKEY:
             // The row refers to a parent that is not there (in practice: an unknown app).

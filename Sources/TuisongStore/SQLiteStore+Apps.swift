@@ -8,21 +8,26 @@ extension SQLiteStore {
     public func createApp(name: String, bundleID: String, apiKeyHash: String) async throws -> App {
         let now = nowMilliseconds
         return try await write { db in
-            let row = try Row.fetchOne(
-                db,
-                sql: """
-                    INSERT INTO apps (name, bundle_id, api_key_hash, vendor_settings, created_at, updated_at)
-                    VALUES (?, ?, ?, '{}', ?, ?)
-                    RETURNING \(Rows.appColumns)
-                    """,
-                arguments: [name, bundleID, apiKeyHash, now, now])
-            return try Rows.app(row!)
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        INSERT INTO apps (name, bundle_id, api_key_hash, vendor_settings, created_at, updated_at)
+                        VALUES (?, ?, ?, '{}', ?, ?)
+                        RETURNING \(Rows.appColumns)
+                        """,
+                    arguments: [name, bundleID, apiKeyHash, now, now])
+            else {
+                throw StoreError(.unavailable, "INSERT INTO apps … RETURNING returned no row")
+            }
+            return try Rows.app(row)
         }
     }
 
     public func app(id: Int64) async throws -> App? {
         try lookUp { db in
-            let statement = try db.cachedStatement(sql: "SELECT \(Rows.appColumns) FROM apps WHERE id = ?")
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(Rows.appColumns) FROM apps WHERE id = ?")
             return try Row.fetchOne(statement, arguments: [id]).map(Rows.app)
         }
     }
@@ -40,7 +45,8 @@ extension SQLiteStore {
     /// Every app, by id.
     public func apps() async throws -> [App] {
         try await readOneStatement { db in
-            try Row.fetchAll(db, sql: "SELECT \(Rows.appColumns) FROM apps ORDER BY id").map(Rows.app)
+            let rows = try Row.fetchAll(db, sql: "SELECT \(Rows.appColumns) FROM apps ORDER BY id")
+            return try rows.map(Rows.app)
         }
     }
 

@@ -23,7 +23,9 @@ extension SQLiteStore {
     /// `registerDevice(appID:_:)`; a token repeated in `registrations` is applied in order.
     ///
     /// - Returns: how many devices were created (the others already existed and were updated).
-    public func registerDevices(appID: Int64, _ registrations: [DeviceRegistration]) async throws -> Int {
+    public func registerDevices(
+        appID: Int64, _ registrations: [DeviceRegistration]
+    ) async throws -> Int {
         let now = nowMilliseconds
         return try await write { db in
             var created = 0
@@ -46,7 +48,8 @@ extension SQLiteStore {
 
     public func device(id: Int64) async throws -> Device? {
         try lookUp { db in
-            let statement = try db.cachedStatement(sql: "SELECT \(Rows.deviceColumns) FROM devices WHERE id = ?")
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(Rows.deviceColumns) FROM devices WHERE id = ?")
             return try Row.fetchOne(statement, arguments: [id]).map(Rows.device)
         }
     }
@@ -55,7 +58,8 @@ extension SQLiteStore {
     public func deleteDevice(appID: Int64, token: DeviceToken) async throws -> Bool {
         try await write { db in
             try db.execute(
-                sql: "DELETE FROM devices WHERE app_id = ? AND token = ?", arguments: [appID, token.hex])
+                sql: "DELETE FROM devices WHERE app_id = ? AND token = ?",
+                arguments: [appID, token.hex])
             return db.changesCount > 0
         }
     }
@@ -63,7 +67,8 @@ extension SQLiteStore {
     /// Every device of the app, valid or invalidated.
     public func deviceCount(appID: Int64) async throws -> Int {
         try await readOneStatement { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM devices WHERE app_id = ?", arguments: [appID]) ?? 0
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM devices WHERE app_id = ?", arguments: [appID]) ?? 0
         }
     }
 
@@ -72,10 +77,12 @@ extension SQLiteStore {
     ///
     /// - Parameters:
     ///   - since: APNs's `timestamp` of a 410, the moment the token stopped being valid
-    ///     (`nil`: now). A device registered after that moment holds a token the app
-    ///     confirmed again, so it is left alone.
+    ///     (`nil`: now). A device whose `updatedAt` (its last registration) is later holds
+    ///     a token the app confirmed again, so it is left alone.
     /// - Returns: `false` when there is no such device or it registered after `since`.
-    public func invalidateDevice(id: Int64, reason: String, since: Date? = nil) async throws -> Bool {
+    public func invalidateDevice(
+        id: Int64, reason: String, since: Date? = nil
+    ) async throws -> Bool {
         let now = nowMilliseconds
         let cutoff = since.map(Milliseconds.from) ?? now
         return try await write { db in
@@ -131,7 +138,9 @@ extension SQLiteStore {
     /// Devices carrying `tag`, by ascending id, invalidated ones included (the dispatcher
     /// decides what to skip). `limit` is clamped to 1…1000; an unknown tag is an empty page.
     /// Throws `.invalidCursor` for a cursor this store did not issue.
-    public func devices(appID: Int64, tag: TagName, cursor: String?, limit: Int) async throws -> Page<Device> {
+    public func devices(
+        appID: Int64, tag: TagName, cursor: String?, limit: Int
+    ) async throws -> Page<Device> {
         let afterID = try cursor.map(Cursor.decode) ?? 0
         let pageSize = min(max(limit, 1), 1000)
         let devices = try await readOneStatement { db in
@@ -146,8 +155,9 @@ extension SQLiteStore {
                     ORDER BY dt.device_id
                     LIMIT ?
                     """)
-            return try Row.fetchAll(statement, arguments: [appID, tag.value, afterID, pageSize + 1])
-                .map(Rows.device)
+            let rows = try Row.fetchAll(
+                statement, arguments: [appID, tag.value, afterID, pageSize + 1])
+            return try rows.map(Rows.device)
         }
         if devices.count > pageSize {
             let page = Array(devices.prefix(pageSize))
@@ -194,7 +204,8 @@ extension SQLiteStore {
         }
         let device = try Rows.device(row)
         if let tags = registration.tags {
-            try replaceTags(db, appID: appID, deviceID: device.id, with: tags, deviceIsNew: existing == nil)
+            try replaceTags(
+                db, appID: appID, deviceID: device.id, with: tags, deviceIsNew: existing == nil)
         }
         return (device, existing == nil)
     }
@@ -226,7 +237,9 @@ extension SQLiteStore {
         return db.lastInsertedRowID
     }
 
-    private static func existingDeviceID(_ db: Database, appID: Int64, token: DeviceToken) throws -> Int64 {
+    private static func existingDeviceID(
+        _ db: Database, appID: Int64, token: DeviceToken
+    ) throws -> Int64 {
         guard
             let id = try Int64.fetchOne(
                 db.cachedStatement(sql: "SELECT id FROM devices WHERE app_id = ? AND token = ?"),

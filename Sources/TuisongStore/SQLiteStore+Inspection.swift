@@ -15,7 +15,9 @@ extension SQLiteStore {
     /// Rows in `table`, which must be one of `schemaObjectNames()`.
     func rowCount(_ table: String) async throws -> Int {
         precondition(table.allSatisfy { $0.isLetter || $0 == "_" }, "not a table name: \(table)")
-        return try await read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0 }
+        return try await read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0
+        }
     }
 
     /// The value of a pragma as the writer connection sees it (`journal_mode`,

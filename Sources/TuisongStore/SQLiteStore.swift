@@ -71,7 +71,8 @@ public final class SQLiteStore: Store {
         self.clock = configuration.clock
         do {
             let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true)
         } catch {
             throw StoreError(.unavailable, "cannot create the directory of \(path): \(error)")
         }

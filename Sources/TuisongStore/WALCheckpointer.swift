@@ -27,7 +27,9 @@ final class WALCheckpointer: Sendable {
     private let minimumInterval: Duration
     private let state = Mutex(State())
 
-    init(path: String, busyTimeout: TimeInterval, minimumInterval: Duration = .milliseconds(50)) throws {
+    init(path: String, busyTimeout: TimeInterval, minimumInterval: Duration = .milliseconds(50))
+        throws
+    {
         var configuration = Configuration()
         configuration.label = "tuisong.store.checkpoint"
         configuration.busyMode = .timeout(busyTimeout)

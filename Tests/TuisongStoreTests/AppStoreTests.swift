@@ -12,7 +12,8 @@ struct AppStoreTests {
         let fixture = try StoreFixture(.init(clock: clock))
         defer { fixture.tearDown() }
         let store = fixture.store
-        let app = try await store.createApp(name: "Demo", bundleID: "com.example.demo", apiKeyHash: "abc")
+        let app = try await store.createApp(
+            name: "Demo", bundleID: "com.example.demo", apiKeyHash: "abc")
         #expect(app.name == "Demo")
         #expect(app.bundleID == "com.example.demo")
         #expect(app.createdAt == clock.now)
@@ -23,7 +24,8 @@ struct AppStoreTests {
         #expect(try await store.app(apiKeyHash: "nope") == nil)
         #expect(try await store.app(id: app.id + 100) == nil)
 
-        let other = try await store.createApp(name: "Other", bundleID: "com.example.other", apiKeyHash: "def")
+        let other = try await store.createApp(
+            name: "Other", bundleID: "com.example.other", apiKeyHash: "def")
         #expect(try await store.apps().map(\.id) == [app.id, other.id])
     }
 
@@ -38,7 +40,7 @@ struct AppStoreTests {
         }
         #expect(error?.code == .conflict)
         #expect(error?.message.contains("UNIQUE constraint failed: apps.api_key_hash") == true)
-        #expect(error?.message.contains("SQLite 2067") == true)  // SQLITE_CONSTRAINT_UNIQUE
+        #expect(error?.message.contains("SQLite error 2067") == true)  // SQLITE_CONSTRAINT_UNIQUE
     }
 
     @Test("updateApp replaces the fields and vendor settings and moves updatedAt only")
@@ -47,7 +49,8 @@ struct AppStoreTests {
         let fixture = try StoreFixture(.init(clock: clock))
         defer { fixture.tearDown() }
         let store = fixture.store
-        var app = try await store.createApp(name: "Demo", bundleID: "com.example.demo", apiKeyHash: "abc")
+        var app = try await store.createApp(
+            name: "Demo", bundleID: "com.example.demo", apiKeyHash: "abc")
         let created = app.createdAt
         clock.advance(by: 60)
         app.name = "Renamed"
@@ -97,7 +100,8 @@ struct AppStoreTests {
             for n in 0..<5 {
                 _ = try await store.registerDevice(
                     appID: app.id,
-                    DeviceRegistration(token: token(n), environment: .sandbox, tags: [tag("a"), tag("b")]))
+                    DeviceRegistration(
+                        token: token(n), environment: .sandbox, tags: [tag("a"), tag("b")]))
             }
         }
         #expect(try await store.rowCount("device_tags") == 20)

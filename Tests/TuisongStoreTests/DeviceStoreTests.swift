@@ -15,7 +15,8 @@ struct DeviceStoreTests {
         let app = try await makeApp(store)
         let first = try await store.registerDevice(
             appID: app.id,
-            DeviceRegistration(token: token(1), environment: .sandbox, user: "alice", locale: "zh_CN"))
+            DeviceRegistration(
+                token: token(1), environment: .sandbox, user: "alice", locale: "zh_CN"))
         #expect(first.created)
         #expect(first.device.token == token(1).hex)
         #expect(first.device.user == "alice")
@@ -33,7 +34,8 @@ struct DeviceStoreTests {
         #expect(second.device.updatedAt == clock.now)
 
         let third = try await store.registerDevice(
-            appID: app.id, DeviceRegistration(token: token(1), environment: .production, user: "bob"))
+            appID: app.id,
+            DeviceRegistration(token: token(1), environment: .production, user: "bob"))
         #expect(third.device.user == "bob")
         #expect(third.device.locale == "zh_CN")
 
@@ -49,8 +51,10 @@ struct DeviceStoreTests {
         let store = fixture.store
         let a = try await makeApp(store, "a")
         let b = try await makeApp(store, "b")
-        let inA = try await store.registerDevice(appID: a.id, DeviceRegistration(token: token(1), environment: .sandbox))
-        let inB = try await store.registerDevice(appID: b.id, DeviceRegistration(token: token(1), environment: .sandbox))
+        let inA = try await store.registerDevice(
+            appID: a.id, DeviceRegistration(token: token(1), environment: .sandbox))
+        let inB = try await store.registerDevice(
+            appID: b.id, DeviceRegistration(token: token(1), environment: .sandbox))
         #expect(inA.created && inB.created)
         #expect(inA.device.id != inB.device.id)
         #expect(try await store.device(appID: a.id, token: token(2)) == nil)
@@ -92,9 +96,12 @@ struct DeviceStoreTests {
         clock.advance(by: 30)
         let (device, _) = try await store.registerDevice(
             appID: app.id, DeviceRegistration(token: token(4), environment: .production))
-        #expect(try await store.invalidateDevice(id: device.id, reason: "Unregistered", since: before) == false)
+        #expect(
+            try await store.invalidateDevice(id: device.id, reason: "Unregistered", since: before)
+                == false)
         #expect(try await store.device(id: device.id)?.invalidatedAt == nil)
-        #expect(try await store.invalidateDevice(id: device.id + 1, reason: "BadDeviceToken") == false)
+        #expect(
+            try await store.invalidateDevice(id: device.id + 1, reason: "BadDeviceToken") == false)
     }
 
     @Test("deleteDevice removes the device and its tag memberships")
@@ -104,7 +111,8 @@ struct DeviceStoreTests {
         let store = fixture.store
         let app = try await makeApp(store)
         _ = try await store.registerDevice(
-            appID: app.id, DeviceRegistration(token: token(5), environment: .sandbox, tags: [tag("x")]))
+            appID: app.id,
+            DeviceRegistration(token: token(5), environment: .sandbox, tags: [tag("x")]))
         #expect(try await store.deleteDevice(appID: app.id, token: token(5)))
         #expect(try await store.deleteDevice(appID: app.id, token: token(5)) == false)
         #expect(try await store.device(appID: app.id, token: token(5)) == nil)
@@ -117,19 +125,23 @@ struct DeviceStoreTests {
         defer { fixture.tearDown() }
         let store = fixture.store
         let app = try await makeApp(store)
-        _ = try await store.registerDevice(appID: app.id, DeviceRegistration(token: token(0), environment: .sandbox))
+        _ = try await store.registerDevice(
+            appID: app.id, DeviceRegistration(token: token(0), environment: .sandbox))
         let batch = (0..<500).map {
-            DeviceRegistration(token: token($0), environment: .production, tags: $0 % 2 == 0 ? [tag("even")] : nil)
+            DeviceRegistration(
+                token: token($0), environment: .production, tags: $0 % 2 == 0 ? [tag("even")] : nil)
         }
         #expect(try await store.registerDevices(appID: app.id, batch) == 499)
         #expect(try await store.deviceCount(appID: app.id) == 500)
         #expect(try await store.device(appID: app.id, token: token(0))?.environment == .production)
-        let even = try await store.devices(appID: app.id, tag: tag("even"), cursor: nil, limit: 1000)
+        let even = try await store.devices(
+            appID: app.id, tag: tag("even"), cursor: nil, limit: 1000)
         #expect(even.items.count == 250)
 
         // All or nothing: an unknown app fails the batch and stores none of it.
         let error = await #expect(throws: StoreError.self) {
-            _ = try await store.registerDevices(appID: 9999, [DeviceRegistration(token: token(1), environment: .sandbox)])
+            _ = try await store.registerDevices(
+                appID: 9999, [DeviceRegistration(token: token(1), environment: .sandbox)])
         }
         #expect(error?.code == .notFound)
         #expect(try await store.rowCount("devices") == 500)
@@ -147,7 +159,8 @@ struct DeviceStoreTests {
                 group.addTask {
                     let (device, created) = try await store.registerDevice(
                         appID: app.id,
-                        DeviceRegistration(token: token(77), environment: .sandbox, user: "user-\(n)"))
+                        DeviceRegistration(
+                            token: token(77), environment: .sandbox, user: "user-\(n)"))
                     return (device.id, created)
                 }
             }
@@ -171,7 +184,8 @@ struct DeviceStoreTests {
             for n in 0..<count {
                 group.addTask {
                     let (device, created) = try await store.registerDevice(
-                        appID: app.id, DeviceRegistration(token: token(n), environment: .sandbox, user: "u\(n)"))
+                        appID: app.id,
+                        DeviceRegistration(token: token(n), environment: .sandbox, user: "u\(n)"))
                     #expect(created)
                     #expect(device.token == token(n).hex)
                     return device.id

@@ -28,7 +28,9 @@ struct LoadTests {
                         let registration = DeviceRegistration(
                             token: token(n), environment: n % 3 == 0 ? .production : .sandbox,
                             user: "user-\(n % 1000)", tags: n % 5 == 0 ? [tag("t\(n % 7)")] : nil)
-                        if try await store.registerDevice(appID: app.id, registration).created { created += 1 }
+                        if try await store.registerDevice(appID: app.id, registration).created {
+                            created += 1
+                        }
                     }
                     return created
                 }
@@ -57,7 +59,8 @@ struct LoadTests {
         var tagged = 0
         var cursor: String?
         repeat {
-            let page = try await store.devices(appID: app.id, tag: tag("t0"), cursor: cursor, limit: 500)
+            let page = try await store.devices(
+                appID: app.id, tag: tag("t0"), cursor: cursor, limit: 500)
             tagged += page.items.count
             cursor = page.nextCursor
         } while cursor != nil

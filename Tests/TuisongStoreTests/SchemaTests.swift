@@ -83,7 +83,9 @@ struct SchemaTests {
         try store.close()
         try store.close()
 
-        let readError = await #expect(throws: StoreError.self) { _ = try await store.app(id: app.id) }
+        let readError = await #expect(throws: StoreError.self) {
+            _ = try await store.app(id: app.id)
+        }
         #expect(readError?.code == .unavailable)
         let registerError = await #expect(throws: StoreError.self) {
             _ = try await store.registerDevice(
@@ -125,7 +127,8 @@ struct SharedFileTests {
         let cli = try SQLiteStore(path: fixture.database.path)
         defer { try? cli.close() }
 
-        let app = try await cli.createApp(name: "cli", bundleID: "com.example.cli", apiKeyHash: "k1")
+        let app = try await cli.createApp(
+            name: "cli", bundleID: "com.example.cli", apiKeyHash: "k1")
         #expect(try await server.app(apiKeyHash: "k1")?.id == app.id)
 
         let (device, _) = try await server.registerDevice(
@@ -138,7 +141,8 @@ struct SharedFileTests {
                 let writer = n % 2 == 0 ? server : cli
                 group.addTask {
                     _ = try await writer.registerDevice(
-                        appID: app.id, DeviceRegistration(token: token(1000 + n), environment: .sandbox))
+                        appID: app.id,
+                        DeviceRegistration(token: token(1000 + n), environment: .sandbox))
                 }
             }
             try await group.waitForAll()

@@ -12,7 +12,8 @@ struct TagTests {
         defer { fixture.tearDown() }
         let store = fixture.store
         let app = try await makeApp(store)
-        _ = try await store.registerDevice(appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox))
+        _ = try await store.registerDevice(
+            appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox))
         #expect(try await store.tags(appID: app.id, token: token(1)) == [])
 
         try await store.addTag(appID: app.id, token: token(1), tag: tag("vip"))
@@ -23,7 +24,8 @@ struct TagTests {
 
         #expect(try await store.removeTag(appID: app.id, token: token(1), tag: tag("vip")))
         #expect(try await store.removeTag(appID: app.id, token: token(1), tag: tag("vip")) == false)
-        #expect(try await store.removeTag(appID: app.id, token: token(1), tag: tag("never")) == false)
+        #expect(
+            try await store.removeTag(appID: app.id, token: token(1), tag: tag("never")) == false)
         #expect(try await store.tags(appID: app.id, token: token(1)) == ["beta", "北京"])
     }
 
@@ -54,14 +56,18 @@ struct TagTests {
         let store = fixture.store
         let app = try await makeApp(store)
         _ = try await store.registerDevice(
-            appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox, tags: [tag("a"), tag("b"), tag("a")]))
-        #expect(try await store.tags(appID: app.id, token: token(1)) == ["a", "b"])
-
-        _ = try await store.registerDevice(appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox))
+            appID: app.id,
+            DeviceRegistration(
+                token: token(1), environment: .sandbox, tags: [tag("a"), tag("b"), tag("a")]))
         #expect(try await store.tags(appID: app.id, token: token(1)) == ["a", "b"])
 
         _ = try await store.registerDevice(
-            appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox, tags: [tag("c")]))
+            appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox))
+        #expect(try await store.tags(appID: app.id, token: token(1)) == ["a", "b"])
+
+        _ = try await store.registerDevice(
+            appID: app.id,
+            DeviceRegistration(token: token(1), environment: .sandbox, tags: [tag("c")]))
         #expect(try await store.tags(appID: app.id, token: token(1)) == ["c"])
 
         _ = try await store.registerDevice(
@@ -80,18 +86,21 @@ struct TagTests {
         for n in 0..<60 {
             let tags = n % 2 == 0 ? [tag("news")] : [tag("sports")]
             let (device, _) = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(n), environment: .sandbox, tags: tags))
+                appID: app.id,
+                DeviceRegistration(token: token(n), environment: .sandbox, tags: tags))
             if n % 2 == 0 { tagged.append(device.id) }
             // The same tag name in another app must not leak into the listing.
             _ = try await store.registerDevice(
-                appID: other.id, DeviceRegistration(token: token(n), environment: .sandbox, tags: [tag("news")]))
+                appID: other.id,
+                DeviceRegistration(token: token(n), environment: .sandbox, tags: [tag("news")]))
         }
 
         var seen = [Int64]()
         var cursor: String?
         var pages = 0
         repeat {
-            let page = try await store.devices(appID: app.id, tag: tag("news"), cursor: cursor, limit: 7)
+            let page = try await store.devices(
+                appID: app.id, tag: tag("news"), cursor: cursor, limit: 7)
             #expect(page.items.count <= 7)
             #expect(page.items.allSatisfy { $0.appID == app.id })
             seen += page.items.map(\.id)
@@ -105,7 +114,8 @@ struct TagTests {
         #expect(exact.items.count == 30)
         #expect(exact.nextCursor == nil)
 
-        let none = try await store.devices(appID: app.id, tag: tag("nobody"), cursor: nil, limit: 10)
+        let none = try await store.devices(
+            appID: app.id, tag: tag("nobody"), cursor: nil, limit: 10)
         #expect(none.items.isEmpty && none.nextCursor == nil)
     }
 
@@ -115,22 +125,28 @@ struct TagTests {
         defer { fixture.tearDown() }
         let store = fixture.store
         let app = try await makeApp(store)
-        let batch = (0..<1005).map { DeviceRegistration(token: token($0), environment: .sandbox, tags: [tag("all")]) }
+        let batch = (0..<1005).map {
+            DeviceRegistration(token: token($0), environment: .sandbox, tags: [tag("all")])
+        }
         _ = try await store.registerDevices(appID: app.id, batch)
 
         let one = try await store.devices(appID: app.id, tag: tag("all"), cursor: nil, limit: 0)
         #expect(one.items.count == 1)
         #expect(one.nextCursor != nil)
-        let most = try await store.devices(appID: app.id, tag: tag("all"), cursor: nil, limit: 50_000)
+        let most = try await store.devices(
+            appID: app.id, tag: tag("all"), cursor: nil, limit: 50_000)
         #expect(most.items.count == 1000)
-        let rest = try await store.devices(appID: app.id, tag: tag("all"), cursor: most.nextCursor, limit: 50_000)
+        let rest = try await store.devices(
+            appID: app.id, tag: tag("all"), cursor: most.nextCursor, limit: 50_000)
         #expect(rest.items.count == 5)
         #expect(rest.nextCursor == nil)
     }
 
-    @Test("A cursor the store did not issue is an invalid cursor", arguments: [
-        "", "not base64!", "MTIz=", "LTU", "MDEy", "YWJj", "KzE",
-    ])
+    @Test(
+        "A cursor the store did not issue is an invalid cursor",
+        arguments: [
+            "", "not base64!", "MTIz=", "LTU", "MDEy", "YWJj", "KzE",
+        ])
     func badCursor(cursor: String) async throws {
         // "MTIz=" is padded "123"; "LTU" is "-5"; "MDEy" is "012"; "YWJj" is "abc"; "KzE" is "+1".
         let fixture = try StoreFixture()

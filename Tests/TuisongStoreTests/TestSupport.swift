@@ -61,5 +61,6 @@ func tag(_ name: String) -> TagName { TagName(name)! }
 
 func makeApp(_ store: SQLiteStore, _ name: String = "demo") async throws -> App {
     try await store.createApp(
-        name: name, bundleID: "com.example.\(name)", apiKeyHash: "hash-\(name)-\(UUID().uuidString)")
+        name: name, bundleID: "com.example.\(name)", apiKeyHash: "hash-\(name)-\(UUID().uuidString)"
+    )
 }
