@@ -98,7 +98,11 @@ enum Cursor {
 /// Translates GRDB's errors into `StoreError`, keeping SQLite's code and message in the text.
 enum ErrorMapping {
     static func storeError(_ error: any Error) -> any Error {
-        guard let databaseError = error as? DatabaseError else { return error }
+        if error is StoreError || error is CancellationError { return error }
+        guard let databaseError = error as? DatabaseError else {
+            // A row GRDB could not decode, an encoding failure: no GRDB type leaves the module.
+            return StoreError(.unavailable, String(describing: error))
+        }
         // "SQLite error 2067 (constraint failed): UNIQUE constraint failed: apps.api_key_hash"
         let text =
             "SQLite error \(databaseError.extendedResultCode): \(databaseError.message ?? "no message")"

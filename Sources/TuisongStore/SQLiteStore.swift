@@ -22,17 +22,20 @@ public final class SQLiteStore: Store {
     /// How the store opens its database.
     public struct Options: Sendable {
         /// `false` (the default): `PRAGMA synchronous = NORMAL`. In WAL mode a commit then
-        /// writes the WAL without waiting for fsync; the WAL is synced at each checkpoint.
+        /// writes the WAL without waiting for fsync; the WAL is synced at each checkpoint
+        /// (under write load the background checkpointer runs every 50 ms or so).
         /// A committed transaction survives the process being killed (`kill -9`, a crash),
-        /// since the data is in the OS page cache; a power loss or kernel crash may lose the
-        /// last transactions committed before the most recent checkpoint, though the database
+        /// since its pages are in the OS page cache. A power loss or kernel crash may lose
+        /// the transactions committed since the WAL was last synced; the database itself
         /// stays consistent. `true`: `synchronous = FULL`, every commit waits for fsync and
-        /// survives power loss, at a large cost in commit latency.
+        /// survives power loss, at a large cost in commit latency and registrations/s.
         public var synchronousFull: Bool
         /// How long a write waits for another connection (another process) holding the
         /// write lock before failing with `StoreError.unavailable`.
         public var busyTimeout: TimeInterval
-        /// Reader connections; concurrent reads beyond this wait for a free one.
+        /// Reader connections; concurrent reads beyond this wait for a free one. Point
+        /// lookups run on the calling thread, so keep this at least as large as the number
+        /// of threads that look up at once (the default covers Swift's cooperative pool).
         public var maximumReaderCount: Int
         /// The most device registrations committed in one group-commit transaction.
         public var maximumRegistrationBatch: Int

@@ -48,6 +48,24 @@ struct SchemaTests {
         }
     }
 
+    @Test("Stores opening one fresh file at the same moment all succeed and migrate it once")
+    func concurrentFirstOpen() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let path = database.path
+        let opened = try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    let store = try SQLiteStore(path: path)
+                    defer { try? store.close() }
+                    return try await store.appliedMigrations()
+                }
+            }
+            return try await group.reduce(into: [[String]]()) { $0.append($1) }
+        }
+        #expect(opened == Array(repeating: SQLiteStore.migrationNames(), count: 4))
+    }
+
     @Test("Connections run in WAL mode with foreign keys, a busy timeout and synchronous=NORMAL")
     func connectionSettings() async throws {
         let fixture = try StoreFixture(.init(busyTimeout: 3))
