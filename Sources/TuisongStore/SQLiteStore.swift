@@ -17,7 +17,8 @@ import TuisongCore
 /// ```
 ///
 /// Device registrations are group-committed (see `registerDevice(appID:_:)`). Every error
-/// thrown is a `StoreError` whose message carries SQLite's code and text.
+/// thrown is a `StoreError` whose message carries SQLite's code and text (or a
+/// `CancellationError` when the calling task was cancelled while waiting for a connection).
 public final class SQLiteStore: Store {
     /// How the store opens its database.
     public struct Options: Sendable {
