@@ -20,6 +20,9 @@ enum Schema {
         migrator.registerMigration("v1-apps-credentials-devices-tags-templates-settings") { db in
             try db.execute(sql: v1)
         }
+        migrator.registerMigration("v2-settings-messages-deliveries") { db in
+            try db.execute(sql: v2)
+        }
         return migrator
     }()
 
