@@ -218,9 +218,11 @@ public protocol MessageStore: Sendable {
     func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord]
     /// Messages to (re)start: queued or sending, and scheduled ones whose time has come.
     func dispatchableMessages(now: Date) async throws -> [MessageRecord]
-    /// Marks a message sending with its expected total.
-    func startMessage(id: Int64, total: Int, at: Date) async throws
+    /// Marks a message sending with its expected total. `false` when it was cancelled meanwhile.
+    func startMessage(id: Int64, total: Int, at: Date) async throws -> Bool
     func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws
+    /// Cancels a message still `scheduled` (or `queued` and not started). `false` otherwise.
+    func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool
     /// Persists one flush atomically.
     func recordProgress(_ progress: MessageProgress, at: Date) async throws
 

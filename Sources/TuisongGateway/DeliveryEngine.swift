@@ -45,17 +45,10 @@ public struct DeliverySettings: Sendable {
     }
 }
 
-/// A message with the engine's live view of it.
-public struct MessageStatus: Sendable {
-    public var record: MessageRecord
-    public var counts: DeliveryCounts
-    public var failures: [String: Int]
-}
-
 /// Durable delivery: `submit` commits a message before it returns; a dispatcher expands
 /// audiences page by page and sends through a bounded pool of in-flight pushes; failed,
 /// retried and held deliveries get rows; everything survives a crash (at-least-once).
-public final class DeliveryEngine: Sendable {
+public final class DeliveryEngine: PushGateway {
     typealias Backend = MessageStore & AppStore
 
     let store: any Backend
@@ -102,7 +95,7 @@ public final class DeliveryEngine: Sendable {
     }
 
     /// Validates, renders and commits the message; it is durable when this returns.
-    func submit(_ job: PushJob) async throws -> MessageRecord {
+    public func submit(_ job: PushJob) async throws -> MessageRecord {
         let payload = try APNsPayload.build(job.notification, pushType: job.options.pushType)
         let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
         let record = try await store.createMessage(job, payload: payload, state: state)
@@ -113,7 +106,11 @@ public final class DeliveryEngine: Sendable {
     /// Wakes the dispatcher (a scheduled message came due, a held delivery was released).
     func wake() { wakeSignal.signal() }
 
-    func status(messageID: Int64) async throws -> MessageStatus? {
+    public func cancel(messageID: Int64) async throws -> Bool {
+        try await store.cancelScheduledMessage(id: messageID, at: clock.now)
+    }
+
+    public func status(messageID: Int64) async throws -> MessageStatus? {
         guard let record = try await store.message(id: messageID) else { return nil }
         let run = runs.withLock { $0[messageID] }
         var counts = record.counts

@@ -79,10 +79,16 @@ final class MessageRun: Sendable {
         let store = engine.store
         let settings = engine.settings
         if record.state != .sending {
+            var started = false
             await persistently("start") {
                 let total = try await store.audienceCount(
                     appID: record.appID, audience: record.audience, environment: record.options.environment)
-                try await store.startMessage(id: record.id, total: total, at: engine.clock.now)
+                started = try await store.startMessage(id: record.id, total: total, at: engine.clock.now)
+            }
+            guard started else {
+                // Cancelled between being listed and being started.
+                finish()
+                return
             }
         }
         let flusher = Task { await flushLoop() }
@@ -129,6 +135,10 @@ final class MessageRun: Sendable {
         await waitForInFlight()
         flusher.cancel()
         await flushLoop(once: true)
+        finish()
+    }
+
+    private func finish() {
         state.withLock { state in
             state.done = true
             for waiter in state.doneWaiters { waiter.resume() }

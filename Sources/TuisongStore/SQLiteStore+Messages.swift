@@ -82,7 +82,7 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    public func startMessage(id: Int64, total: Int, at: Date) async throws {
+    public func startMessage(id: Int64, total: Int, at: Date) async throws -> Bool {
         try await write { db in
             try db.execute(
                 sql: """
@@ -90,6 +90,7 @@ extension SQLiteStore: MessageStore {
                     WHERE id = ? AND state IN ('scheduled', 'queued', 'sending')
                     """,
                 arguments: [total, Milliseconds.from(at), id])
+            return db.changesCount > 0
         }
     }
 
@@ -99,6 +100,18 @@ extension SQLiteStore: MessageStore {
             try db.execute(
                 sql: "UPDATE messages SET state = ?, completed_at = coalesce(?, completed_at) WHERE id = ?",
                 arguments: [state.rawValue, completed, id])
+        }
+    }
+
+    public func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE messages SET state = 'cancelled', completed_at = ?
+                    WHERE id = ? AND state IN ('scheduled', 'queued') AND started_at IS NULL
+                    """,
+                arguments: [Milliseconds.from(at), id])
+            return db.changesCount > 0
         }
     }
 
