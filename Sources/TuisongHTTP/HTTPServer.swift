@@ -124,7 +124,7 @@ public final class HTTPServer: Sendable {
                     core: core, configuration: configuration, listenSocket: listener.descriptor,
                     isIPv6: listener.isIPv6)
             } catch {
-                listener.close()
+                listener.closeIfStillOurs()
                 throw error
             }
             let tick = Duration.milliseconds(
@@ -232,13 +232,15 @@ final class MHDDaemon: @unchecked Sendable {
         options.tls_key_pem = UnsafePointer(tlsKey)
         options.tls_cert_pem = UnsafePointer(tlsCertificate)
 
-        core.lastLibraryMessage.withLock { $0 = nil }
+        core.recentLibraryMessages.withLock { $0.removeAll() }
         guard let daemon = tuisong_mhd_start_daemon(&options) else {
             let code = errno
             free(tlsKey)
             free(tlsCertificate)
-            let message = core.lastLibraryMessage.withLock { $0 } ?? String(cString: strerror(code))
-            throw HTTPServerError(operation: "start libmicrohttpd", errno: nil, message: message)
+            let messages = core.recentLibraryMessages.withLock { $0 }
+            throw HTTPServerError(
+                operation: "start libmicrohttpd", errno: messages.isEmpty ? code : nil,
+                message: messages.isEmpty ? String(cString: strerror(code)) : messages.joined(separator: " "))
         }
         self.daemon = daemon
     }

@@ -9,6 +9,8 @@ struct ListeningSocket {
     let descriptor: Int32
     let port: Int
     let isIPv6: Bool
+    /// The socket's inode, to recognise it after libmicrohttpd may have closed the descriptor.
+    private let inode: UInt64
 
     init(host: String, port: Int, backlog: Int) throws(HTTPServerError) {
         guard (0...65535).contains(port) else {
@@ -64,12 +66,23 @@ struct ListeningSocket {
                 pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port }
             }
         }
+        var info = stat()
+        _ = fstat(descriptor, &info)
         self.descriptor = descriptor
         self.port = Int(UInt16(bigEndian: networkPort))
         self.isIPv6 = family == AF_INET6
+        self.inode = UInt64(info.st_ino)
     }
 
-    func close() {
+    /// After a failed MHD_start_daemon: libmicrohttpd closes the listening socket on some
+    /// failure paths (e.g. TLS set-up) and not on others (option checks). Close it only if
+    /// the descriptor still refers to this very socket, never to one another thread opened
+    /// since under the same number.
+    func closeIfStillOurs() {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, UInt64(info.st_ino) == inode,
+            info.st_mode & S_IFMT == S_IFSOCK
+        else { return }
         Glibc.close(descriptor)
     }
 }

@@ -31,9 +31,13 @@ public typealias Handler = @Sendable (Request) async -> Response
 /// responders should be set before the server starts; later changes apply to requests that
 /// arrive afterwards.
 public final class Router: Sendable {
-    /// Replaced whole on every change, so a request takes one reference under the lock and
-    /// then reads an immutable table.
-    private let current: Mutex<RouteTableSnapshot>
+    /// Every table ever published, newest last. Changes are rare (registration at start-up);
+    /// keeping the old tables alive for the router's lifetime lets a request read the
+    /// newest one through `published` without taking a lock: two server threads contending
+    /// for a lock per request cost tail latency whenever the holder is preempted.
+    private let tables: Mutex<[RouteTableSnapshot]>
+    /// The newest entry of `tables`, as an unretained object pointer.
+    private let published: Atomic<UInt>
 
     /// - Parameters:
     ///   - defaultBodyLimit: the largest request body a route accepts unless it sets its own.
@@ -43,11 +47,12 @@ public final class Router: Sendable {
         defaultBodyLimit: Int = 1 << 20,
         errorResponder: @escaping ErrorResponder = Router.nativeJSONErrors
     ) {
-        current = Mutex(
-            RouteTableSnapshot(
-                RouteTable(
-                    root: RouteNode(), defaultBodyLimit: defaultBodyLimit,
-                    defaultResponder: errorResponder, prefixResponders: [], staticFiles: nil)))
+        let first = RouteTableSnapshot(
+            RouteTable(
+                root: RouteNode(), defaultBodyLimit: defaultBodyLimit,
+                defaultResponder: errorResponder, prefixResponders: [], staticFiles: nil))
+        tables = Mutex([first])
+        published = Atomic(UInt(bitPattern: Unmanaged.passUnretained(first).toOpaque()))
     }
 
     /// The native dialect: `{"error": {"code": "not_found", "message": "..."}}`.
@@ -134,14 +139,20 @@ public final class Router: Sendable {
 
     /// A consistent view of the routes for one request.
     func snapshot() -> RouteTableSnapshot {
-        current.withLock { $0 }
+        let address = published.load(ordering: .acquiring)
+        // Safe: `tables` retains every snapshot ever published until the router is freed.
+        return Unmanaged<RouteTableSnapshot>.fromOpaque(UnsafeRawPointer(bitPattern: address)!)
+            .takeUnretainedValue()
     }
 
     private func update(_ change: (inout RouteTable) -> Void) {
-        current.withLock { snapshot in
-            var table = snapshot.table
+        tables.withLock { tables in
+            var table = tables[tables.count - 1].table
             change(&table)
-            snapshot = RouteTableSnapshot(table)
+            let next = RouteTableSnapshot(table)
+            tables.append(next)
+            published.store(
+                UInt(bitPattern: Unmanaged.passUnretained(next).toOpaque()), ordering: .releasing)
         }
     }
 }

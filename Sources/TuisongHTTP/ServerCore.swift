@@ -21,8 +21,8 @@ final class ServerCore: Sendable {
     /// Set when shutdown begins: answers then carry `Connection: close`.
     let shuttingDown = Atomic<Bool>(false)
     let pending = PendingExchanges()
-    /// libmicrohttpd's most recent log line, to explain a failed start.
-    let lastLibraryMessage = Mutex<String?>(nil)
+    /// libmicrohttpd's last few log lines, to explain a failed start.
+    let recentLibraryMessages = Mutex<[String]>([])
 
     init(router: Router, configuration: HTTPServer.Configuration) {
         self.router = router
@@ -48,7 +48,10 @@ final class ServerCore: Sendable {
     }
 
     func log(_ message: String) {
-        lastLibraryMessage.withLock { $0 = message }
+        recentLibraryMessages.withLock { messages in
+            if messages.count == 4 { messages.removeFirst() }
+            messages.append(message)
+        }
         diagnostics?(message)
     }
 }

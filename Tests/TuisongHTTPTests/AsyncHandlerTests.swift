@@ -207,6 +207,44 @@ struct AsyncHandlerTests {
         await first.shutdown()
     }
 
+    @Test("a failed libmicrohttpd start explains itself and releases the port")
+    func failedStart() async throws {
+        var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
+        configuration.tls = .init(certificateChainPEM: "not a certificate", privateKeyPEM: "not a key")
+        let broken = HTTPServer(configuration: configuration, router: Router())
+        do {
+            try broken.start()
+            Issue.record("a server with a garbage certificate started")
+        } catch let error as HTTPServerError {
+            #expect(error.description.contains("TLS"), "\(error)")
+        }
+        // Bind an ephemeral port, then fail on it: the port must be free again afterwards.
+        let probe = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), router: Router())
+        try probe.start()
+        let port = probe.port
+        await probe.shutdown()
+        configuration.port = port
+        #expect(throws: HTTPServerError.self) { try HTTPServer(configuration: configuration, router: Router()).start() }
+        let again = HTTPServer(configuration: .init(host: "127.0.0.1", port: port), router: Router())
+        try again.start()
+        await again.shutdown()
+    }
+
+    @Test("IPv6 loopback")
+    func ipv6() async throws {
+        let router = Router()
+        router.add(.GET, "/peer") { request in .text(request.remoteAddress ?? "none") }
+        let server = HTTPServer(configuration: .init(host: "::1", port: 0), router: router)
+        do {
+            try server.start()
+        } catch let error as HTTPServerError where error.errno == EADDRNOTAVAIL || error.errno == EAFNOSUPPORT {
+            return  // no IPv6 on this machine
+        }
+        let result = try await curl(["-g", "http://[::1]:\(server.port)/peer"])
+        #expect(result.output == "::1")
+        await server.shutdown()
+    }
+
     @Test("HTTPS with a certificate, request.isTLS set")
     func tls() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tuisong-tls-\(UUID().uuidString)")
