@@ -165,7 +165,8 @@ final class Exchange: @unchecked Sendable {
     private func reject(_ error: HTTPError) -> MHD_Result {
         phase = .rejected
         let request = makeRequest(withBody: false)
-        let response = routes?.table.renderError(error, for: request) ?? Router.nativeErrorResponse(error)
+        let response =
+            routes?.table.renderError(error, for: request) ?? Router.nativeErrorResponse(error)
         // libmicrohttpd refuses a response while body bytes are still arriving
         // (MHD_queue_response returns MHD_NO); answering MHD_NO then closes the connection,
         // which is the cut-off wanted here.
@@ -318,7 +319,8 @@ extension RequestTarget {
     /// Stand-in for a target that failed to decode, so its error can still be rendered.
     init(undecodable rawTarget: String) {
         let rawPath = rawTarget.prefix { $0 != "?" }
-        self.init(path: rawPath.isEmpty ? "/" : String(rawPath), segments: [], query: QueryParameters())
+        self.init(
+            path: rawPath.isEmpty ? "/" : String(rawPath), segments: [], query: QueryParameters())
     }
 }
 
@@ -329,13 +331,17 @@ func formatAddress(_ address: UnsafePointer<sockaddr>) -> String? {
     case AF_INET:
         return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { ipv4 in
             var raw = ipv4.pointee.sin_addr
-            guard inet_ntop(AF_INET, &raw, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+            guard inet_ntop(AF_INET, &raw, &buffer, socklen_t(buffer.count)) != nil else {
+                return nil
+            }
             return string(fromNulTerminated: buffer)
         }
     case AF_INET6:
         return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { ipv6 in
             var raw = ipv6.pointee.sin6_addr
-            guard inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+            guard inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count)) != nil else {
+                return nil
+            }
             return string(fromNulTerminated: buffer)
         }
     default:

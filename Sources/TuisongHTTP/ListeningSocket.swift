@@ -14,9 +14,11 @@ struct ListeningSocket {
 
     init(host: String, port: Int, backlog: Int) throws(HTTPServerError) {
         guard (0...65535).contains(port) else {
-            throw HTTPServerError(operation: "listen on port \(port)", errno: nil, message: "port out of range")
+            throw HTTPServerError(
+                operation: "listen on port \(port)", errno: nil, message: "port out of range")
         }
-        let host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let host =
+            host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         let display = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
 
         var hints = addrinfo()
@@ -27,17 +29,22 @@ struct ListeningSocket {
         let status = getaddrinfo(host, String(port), &hints, &results)
         guard status == 0, let address = results else {
             throw HTTPServerError(
-                operation: "resolve \(host)", errno: nil, message: String(cString: gai_strerror(status)))
+                operation: "resolve \(host)", errno: nil,
+                message: String(cString: gai_strerror(status)))
         }
         defer { freeaddrinfo(results) }
 
         let family = address.pointee.ai_family
-        let descriptor = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let descriptor = socket(
+            family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw .system("socket for \(display)") }
         var yes: Int32 = 1
-        _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        _ = setsockopt(
+            descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         if family == AF_INET6 {
-            _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &yes, socklen_t(MemoryLayout<Int32>.size))
+            _ = setsockopt(
+                descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &yes,
+                socklen_t(MemoryLayout<Int32>.size))
         }
         guard bind(descriptor, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 else {
             let error = HTTPServerError.system("bind \(display)")
@@ -52,7 +59,9 @@ struct ListeningSocket {
         var bound = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let named = withUnsafeMutablePointer(to: &bound) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                getsockname(descriptor, $0, &length)
+            }
         }
         guard named == 0 else {
             let error = HTTPServerError.system("getsockname for \(display)")
@@ -61,7 +70,9 @@ struct ListeningSocket {
         }
         let networkPort: UInt16 = withUnsafePointer(to: &bound) { pointer in
             if family == AF_INET6 {
-                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port }
+                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    $0.pointee.sin6_port
+                }
             } else {
                 pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port }
             }

@@ -68,7 +68,8 @@ public final class Router: Sendable {
             }
             let error: Detail
         }
-        return .json(Envelope(error: .init(code: error.code, message: error.message)), status: error.status)
+        return .json(
+            Envelope(error: .init(code: error.code, message: error.message)), status: error.status)
     }
 
     /// Registers `handler` for `method` on `pattern`. `bodyLimit` overrides the router's
@@ -130,7 +131,8 @@ public final class Router: Sendable {
             request.pathParameters = target.parameters
             var response = await target.handler(request)
             if request.method == .HEAD {
-                response.headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))
+                response.headers.replaceOrAdd(
+                    name: "Content-Length", value: String(response.body.count))
                 response.body = []
             }
             return response
@@ -200,7 +202,8 @@ struct RouteNode: Sendable {
         }
         switch step {
         case .literal(let name):
-            literals[name, default: RouteNode()].insert(route, method: method, along: path.dropFirst())
+            literals[name, default: RouteNode()].insert(
+                route, method: method, along: path.dropFirst())
         case .parameter:
             if parameter.isEmpty { parameter.append(RouteNode()) }
             parameter[0].insert(route, method: method, along: path.dropFirst())
@@ -295,7 +298,8 @@ struct RouteTable: Sendable {
     func renderError(_ error: HTTPError, for request: Request) -> Response {
         var response = errorResponder(forPath: request.path)(error, request)
         if !error.allow.isEmpty && !response.headers.contains(name: "Allow") {
-            response.headers.add(name: "Allow", value: error.allow.map(\.rawValue).joined(separator: ", "))
+            response.headers.add(
+                name: "Allow", value: error.allow.map(\.rawValue).joined(separator: ", "))
         }
         return response
     }

@@ -28,7 +28,8 @@ final class ServerCore: Sendable {
         self.router = router
         self.isTLS = configuration.tls != nil
         self.requestTimeoutSeconds = configuration.requestTimeout
-        self.requestTimeout = .milliseconds(Int64((configuration.requestTimeout * 1000).rounded(.up)))
+        self.requestTimeout = .milliseconds(
+            Int64((configuration.requestTimeout * 1000).rounded(.up)))
         self.diagnostics = configuration.diagnostics
     }
 
@@ -61,7 +62,8 @@ final class ServerCore: Sendable {
 /// never calls into an exchange while holding its own lock.
 final class PendingExchanges: Sendable {
     private struct State {
-        var entries: [ObjectIdentifier: (exchange: Exchange, deadline: ContinuousClock.Instant)] = [:]
+        var entries: [ObjectIdentifier: (exchange: Exchange, deadline: ContinuousClock.Instant)] =
+            [:]
         var closed = false
     }
 
@@ -146,7 +148,8 @@ enum MHDCallbacks {
     static let collectHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
         guard let cls, let key else { return MHD_Result.YES }
         let headers = cls.assumingMemoryBound(to: HTTPHeaders.self)
-        let name = String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self)
+        let name = String(
+            decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self)
         let text =
             value.map {
                 String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self)

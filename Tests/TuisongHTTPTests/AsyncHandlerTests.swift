@@ -59,10 +59,14 @@ struct AsyncHandlerTests {
 
             let stubborn = try await fetch(port: port, "GET", "/stubborn")
             #expect(stubborn.status == 503)
-            #expect(try (stubborn.json()["error"] as? [String: Any])?["code"] as? String == "request_timeout")
+            #expect(
+                try (stubborn.json()["error"] as? [String: Any])?["code"] as? String
+                    == "request_timeout")
             // Its answer arrives after the request is complete and the exchange released.
             #expect(await eventually { lateAnswers.load(ordering: .relaxed) == 2 })
-            #expect(await eventually { server.liveRequestCount == 0 && server.pendingHandlerCount == 0 })
+            #expect(
+                await eventually { server.liveRequestCount == 0 && server.pendingHandlerCount == 0 }
+            )
             #expect(try await fetch(port: port, "GET", "/fast").text == "fast")
         }
     }
@@ -164,7 +168,9 @@ struct AsyncHandlerTests {
         #expect(clock.now - start < .seconds(2))
         let response = try await stuck
         #expect(response.status == 503)
-        #expect(try (response.json()["error"] as? [String: Any])?["code"] as? String == "service_unavailable")
+        #expect(
+            try (response.json()["error"] as? [String: Any])?["code"] as? String
+                == "service_unavailable")
     }
 
     @Test("a server dropped without shutdown stops cleanly, even with a handler running")
@@ -175,7 +181,8 @@ struct AsyncHandlerTests {
             return .text("late")
         }
         var port = 0
-        var server: HTTPServer? = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), router: router)
+        var server: HTTPServer? = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0), router: router)
         try server?.start()
         port = server?.port ?? 0
         let capturedPort = port
@@ -191,7 +198,8 @@ struct AsyncHandlerTests {
     func addressInUse() async throws {
         let first = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), router: Router())
         try first.start()
-        let second = HTTPServer(configuration: .init(host: "127.0.0.1", port: first.port), router: Router())
+        let second = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: first.port), router: Router())
         do {
             try second.start()
             Issue.record("the second bind succeeded")
@@ -201,7 +209,8 @@ struct AsyncHandlerTests {
             #expect(error.description.contains("127.0.0.1:\(first.port)"))
         }
         #expect(throws: HTTPServerError.self) { try first.start() }
-        let badHost = HTTPServer(configuration: .init(host: "not a host name", port: 0), router: Router())
+        let badHost = HTTPServer(
+            configuration: .init(host: "not a host name", port: 0), router: Router())
         #expect(throws: HTTPServerError.self) { try badHost.start() }
         await first.shutdown()
         await first.shutdown()
@@ -210,7 +219,8 @@ struct AsyncHandlerTests {
     @Test("a failed libmicrohttpd start explains itself and releases the port")
     func failedStart() async throws {
         var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
-        configuration.tls = .init(certificateChainPEM: "not a certificate", privateKeyPEM: "not a key")
+        configuration.tls = .init(
+            certificateChainPEM: "not a certificate", privateKeyPEM: "not a key")
         let broken = HTTPServer(configuration: configuration, router: Router())
         do {
             try broken.start()
@@ -224,8 +234,11 @@ struct AsyncHandlerTests {
         let port = probe.port
         await probe.shutdown()
         configuration.port = port
-        #expect(throws: HTTPServerError.self) { try HTTPServer(configuration: configuration, router: Router()).start() }
-        let again = HTTPServer(configuration: .init(host: "127.0.0.1", port: port), router: Router())
+        #expect(throws: HTTPServerError.self) {
+            try HTTPServer(configuration: configuration, router: Router()).start()
+        }
+        let again = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: port), router: Router())
         try again.start()
         await again.shutdown()
     }
@@ -237,7 +250,9 @@ struct AsyncHandlerTests {
         let server = HTTPServer(configuration: .init(host: "::1", port: 0), router: router)
         do {
             try server.start()
-        } catch let error as HTTPServerError where error.errno == EADDRNOTAVAIL || error.errno == EAFNOSUPPORT {
+        } catch let error as HTTPServerError
+            where error.errno == EADDRNOTAVAIL || error.errno == EAFNOSUPPORT
+        {
             return  // no IPv6 on this machine
         }
         let result = try await curl(["-g", "http://[::1]:\(server.port)/peer"])
@@ -247,7 +262,8 @@ struct AsyncHandlerTests {
 
     @Test("HTTPS with a certificate, request.isTLS set")
     func tls() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tuisong-tls-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tuisong-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = directory.appendingPathComponent("key.pem").path
@@ -269,7 +285,9 @@ struct AsyncHandlerTests {
             certificateChainPEM: try String(contentsOfFile: certificate, encoding: .utf8),
             privateKeyPEM: try String(contentsOfFile: key, encoding: .utf8))
         try await withServer({ $0.tls = tls }, router: router) { server in
-            let result = try await curl(["--cacert", certificate, "https://localhost:\(server.port)/whoami"])
+            let result = try await curl([
+                "--cacert", certificate, "https://localhost:\(server.port)/whoami",
+            ])
             #expect(result.status == 0)
             #expect(result.output == #"{"tls":true}"#)
         }
