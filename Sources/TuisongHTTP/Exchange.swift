@@ -198,7 +198,6 @@ final class Exchange: @unchecked Sendable {
             outcome.suspended = true
             outcome.task = task
             MHD_suspend_connection(connection)
-            core.suspendedConnections.add(1, ordering: .relaxed)
             return nil
         }
         if let immediate { return queue(immediate) }
@@ -236,7 +235,6 @@ final class Exchange: @unchecked Sendable {
         outcome.task = nil
         core.pending.unregister(self)
         MHD_resume_connection(connection)
-        core.suspendedConnections.subtract(1, ordering: .relaxed)
     }
 
     /// Called by MHD's request-completed callback: no answer may reach the connection after

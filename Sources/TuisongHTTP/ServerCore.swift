@@ -16,8 +16,6 @@ final class ServerCore: Sendable {
 
     /// Requests between MHD's URI-log callback and its request-completed callback.
     let liveExchanges = Atomic<Int>(0)
-    /// Connections suspended while a handler runs and not yet resumed.
-    let suspendedConnections = Atomic<Int>(0)
     /// Set when shutdown begins: answers then carry `Connection: close`.
     let shuttingDown = Atomic<Bool>(false)
     let pending = PendingExchanges()
@@ -67,11 +65,23 @@ final class PendingExchanges: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    /// One lock per shard: every suspended request registers on a server thread and
+    /// unregisters on the thread that finishes its handler, so a single lock would be
+    /// contended by all of them.
+    private final class Shard: Sendable {
+        let state = Mutex(State())
+    }
+
+    private let shards: [Shard] = (0..<16).map { _ in Shard() }
+
+    private func shard(for exchange: Exchange) -> Shard {
+        // Objects are 16-byte aligned: drop the constant low bits before picking a shard.
+        shards[(ObjectIdentifier(exchange).hashValue >> 4) & (shards.count - 1)]
+    }
 
     /// False once shutdown has closed the set: the caller must answer without suspending.
     func register(_ exchange: Exchange, deadline: ContinuousClock.Instant) -> Bool {
-        state.withLock { state in
+        shard(for: exchange).state.withLock { state in
             guard !state.closed else { return false }
             state.entries[ObjectIdentifier(exchange)] = (exchange, deadline)
             return true
@@ -79,30 +89,40 @@ final class PendingExchanges: Sendable {
     }
 
     func unregister(_ exchange: Exchange) {
-        _ = state.withLock { $0.entries.removeValue(forKey: ObjectIdentifier(exchange)) }
+        _ = shard(for: exchange).state.withLock {
+            $0.entries.removeValue(forKey: ObjectIdentifier(exchange))
+        }
     }
 
     func removeExpired(now: ContinuousClock.Instant) -> [Exchange] {
-        state.withLock { state in
-            var expired: [Exchange] = []
-            for (key, entry) in state.entries where entry.deadline <= now {
-                expired.append(entry.exchange)
-                state.entries.removeValue(forKey: key)
+        var expired: [Exchange] = []
+        for shard in shards {
+            shard.state.withLock { state in
+                for (key, entry) in state.entries where entry.deadline <= now {
+                    expired.append(entry.exchange)
+                    state.entries.removeValue(forKey: key)
+                }
             }
-            return expired
         }
+        return expired
     }
 
+    /// Closes every shard (later registrations fail) and hands back what was registered.
     func close() -> [Exchange] {
-        state.withLock { state in
-            state.closed = true
-            let all = state.entries.values.map(\.exchange)
-            state.entries.removeAll()
-            return all
+        var all: [Exchange] = []
+        for shard in shards {
+            shard.state.withLock { state in
+                state.closed = true
+                all.append(contentsOf: state.entries.values.map(\.exchange))
+                state.entries.removeAll()
+            }
         }
+        return all
     }
 
-    var count: Int { state.withLock { $0.entries.count } }
+    var count: Int {
+        shards.reduce(0) { total, shard in total + shard.state.withLock { $0.entries.count } }
+    }
 }
 
 /// The C entry points MHD calls. Each is a non-capturing `@convention(c)` closure stored in a
