@@ -71,6 +71,45 @@ struct AsyncHandlerTests {
         }
     }
 
+    @Test("the idle timeout does not cut off a connection whose handler is still working")
+    func idleTimeoutSparesSuspended() async throws {
+        let router = Router()
+        router.add(.GET, "/slow") { _ in
+            await uncancellableSleep(2.5)
+            return .text("worth the wait")
+        }
+        try await withServer({ $0.connectionTimeout = 1 }, router: router) { server in
+            let response = try await fetch(port: server.port, "GET", "/slow")
+            #expect(response.status == 200)
+            #expect(response.text == "worth the wait")
+            #expect(await eventually { server.liveRequestCount == 0 })
+        }
+    }
+
+    @Test("a client that hangs up while its handler runs costs nothing")
+    func clientGone() async throws {
+        let router = Router()
+        let finished = Atomic<Int>(0)
+        router.add(.GET, "/slow") { _ in
+            await uncancellableSleep(0.3)
+            finished.add(1, ordering: .relaxed)
+            return .text(String(repeating: "x", count: 100_000))
+        }
+        router.add(.GET, "/fast") { _ in .text("fast") }
+        try await withServer(router: router) { server in
+            let port = server.port
+            for _ in 0..<5 {
+                try await offPool {
+                    let client = try RawHTTPClient(port: port)
+                    try client.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+                }  // the client is closed here, before the answer
+            }
+            #expect(await eventually { finished.load(ordering: .relaxed) == 5 })
+            #expect(await eventually { server.liveRequestCount == 0 })
+            #expect(try await fetch(port: port, "GET", "/fast").text == "fast")
+        }
+    }
+
     @Test("200 parallel connections are all answered")
     func manyConnections() async throws {
         let router = Router()
