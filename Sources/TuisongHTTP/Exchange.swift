@@ -280,6 +280,8 @@ final class Exchange: @unchecked Sendable {
     /// Hands `response` to MHD (which copies the body). A header MHD refuses (e.g. one with a
     /// line break) turns the answer into a 500.
     private func queue(_ response: Response) -> MHD_Result {
+        var response = response
+        if let error = response.error { response = renderError(error) }
         if let mhdResponse = makeMHDResponse(response) {
             defer { MHD_destroy_response(mhdResponse) }
             return MHD_queue_response(connection, UInt32(response.status), mhdResponse)

@@ -129,7 +129,7 @@ public final class Router: Sendable {
                 return table.renderError(.payloadTooLarge(limit: target.bodyLimit), for: request)
             }
             request.pathParameters = target.parameters
-            var response = await target.handler(request)
+            var response = table.resolveError(in: await target.handler(request), for: request)
             if request.method == .HEAD {
                 response.headers.replaceOrAdd(
                     name: "Content-Length", value: String(response.body.count))
@@ -295,8 +295,18 @@ struct RouteTable: Sendable {
         return defaultResponder
     }
 
+    /// `response` itself, or the error it carries (`Response.error`) rendered for `request`.
+    func resolveError(in response: Response, for request: Request) -> Response {
+        guard let error = response.error else { return response }
+        return renderError(error, for: request)
+    }
+
     func renderError(_ error: HTTPError, for request: Request) -> Response {
         var response = errorResponder(forPath: request.path)(error, request)
+        if response.error != nil {
+            // A dialect that answers with `Response.error` would loop; use the native one.
+            response = Router.nativeErrorResponse(error)
+        }
         if !error.allow.isEmpty && !response.headers.contains(name: "Allow") {
             response.headers.add(
                 name: "Allow", value: error.allow.map(\.rawValue).joined(separator: ", "))

@@ -142,6 +142,33 @@ struct RouterTests {
         #expect(try errorCode(native) == "not_found")
     }
 
+    @Test("a handler answering Response.error gets the path's dialect")
+    func errorResponses() async throws {
+        let router = Router()
+        router.setErrorResponder(forPrefix: "/rest/") { error, request in
+            .json(object: ["error_msg": error.message, "path": request.path], status: error.status)
+        }
+        router.setErrorResponder(forPrefix: "/loop/") { error, _ in .error(error) }
+        let failing: Handler = { _ in .error(.badRequest("channel_id is required")) }
+        router.add(.POST, "/rest/2.0/channel/channel", handler: failing)
+        router.add(.POST, "/api/v1/push", handler: failing)
+        router.add(.POST, "/loop/x", handler: failing)
+
+        let baidu = await router.respond(
+            to: try Request(method: .POST, target: "/rest/2.0/channel/channel"))
+        #expect(baidu.status == 400)
+        #expect(baidu.error == nil)
+        let object = try JSONSerialization.jsonObject(with: Data(baidu.body)) as? [String: Any]
+        #expect(object?["error_msg"] as? String == "channel_id is required")
+        #expect(object?["path"] as? String == "/rest/2.0/channel/channel")
+
+        let native = await router.respond(to: try Request(method: .POST, target: "/api/v1/push"))
+        #expect(native.status == 400)
+        #expect(try errorCode(native) == "bad_request")
+        let loop = await router.respond(to: try Request(method: .POST, target: "/loop/x"))
+        #expect(try errorCode(loop) == "bad_request")
+    }
+
     @Test("the route's body limit answers 413 before the handler")
     func bodyLimit() async throws {
         let router = Router(defaultBodyLimit: 10)

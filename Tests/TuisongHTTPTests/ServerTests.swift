@@ -64,7 +64,7 @@ struct ServerTests {
                 echo.count += await counter.next()
                 return .json(echo, status: 201)
             } catch {
-                return router.renderError(error, for: request)
+                return .error(error)
             }
         }
         try await withServer(router: router) { server in
