@@ -27,7 +27,8 @@ public final class HTTPServer: Sendable {
         /// sending mid-request) before it is closed. Whole seconds; 0 disables.
         public var connectionTimeout: Double
         /// Seconds a handler may take; past that the client gets 503 `request_timeout` in the
-        /// route's dialect, the handler task is cancelled and its late answer dropped.
+        /// route's dialect, the handler task is cancelled and its late answer dropped. 0 or less
+        /// disables the limit.
         public var requestTimeout: Double
         /// Room for the request line and headers. Requests up to this size are always
         /// accepted. libmicrohttpd's per-connection memory pool is twice this size (it also
@@ -84,7 +85,7 @@ public final class HTTPServer: Sendable {
     private enum State {
         case idle
         case running(Running)
-        case stopping
+        case stopping(Task<Void, Never>)
         case stopped
     }
 
@@ -132,8 +133,10 @@ public final class HTTPServer: Sendable {
                 listener.closeIfStillOurs()
                 throw error
             }
+            // Timeouts fire within a twentieth of the limit (10 ms to 250 ms late).
+            let timeout = configuration.requestTimeout
             let tick = Duration.milliseconds(
-                Int64(min(250, max(10, configuration.requestTimeout * 1000 / 20))))
+                Int64(timeout > 0 ? min(250, max(10, timeout * 1000 / 20)) : 250))
             let sweeper = Task.detached { [core] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: tick)
@@ -158,20 +161,36 @@ public final class HTTPServer: Sendable {
 
     /// Stops accepting connections, lets in-flight requests finish (up to
     /// `shutdownGracePeriod`, then answers the rest 503), and stops the daemon. Answers sent
-    /// meanwhile carry `Connection: close`. Safe to call more than once.
+    /// meanwhile carry `Connection: close`. Every caller returns once the server has stopped;
+    /// calling it again afterwards (or before `start()`) does nothing.
     public func shutdown() async {
-        let taken: Running? = state.withLock { state in
-            guard case .running(let running) = state else { return nil }
-            state = .stopping
-            return running
+        let stopping: Task<Void, Never>? = state.withLock { state in
+            switch state {
+            case .idle, .stopped:
+                return nil
+            case .stopping(let task):
+                return task
+            case .running(let running):
+                let task = Task { [core, configuration] in
+                    await Self.stop(
+                        running, core: core, gracePeriod: configuration.shutdownGracePeriod)
+                }
+                state = .stopping(task)
+                return task
+            }
         }
-        guard let running = taken else { return }
+        guard let stopping else { return }
+        await stopping.value
+        state.withLock { $0 = .stopped }
+    }
+
+    private static func stop(_ running: Running, core: ServerCore, gracePeriod: Double) async {
         core.shuttingDown.store(true, ordering: .relaxed)
         running.daemon.quiesce()
         close(running.listener)
 
         let clock = ContinuousClock()
-        let grace = clock.now + .milliseconds(Int64(configuration.shutdownGracePeriod * 1000))
+        let grace = clock.now + .milliseconds(Int64(max(0, gracePeriod) * 1000))
         while core.liveExchanges.load(ordering: .relaxed) > 0 && clock.now < grace {
             try? await Task.sleep(for: .milliseconds(5))
         }
@@ -183,7 +202,6 @@ public final class HTTPServer: Sendable {
         }
         running.sweeper.cancel()
         running.daemon.stop()
-        state.withLock { $0 = .stopped }
     }
 
     /// Requests MHD has started and not yet completed (for tests).

@@ -26,8 +26,11 @@ final class ServerCore: Sendable {
         self.router = router
         self.isTLS = configuration.tls != nil
         self.requestTimeoutSeconds = configuration.requestTimeout
-        self.requestTimeout = .milliseconds(
-            Int64((configuration.requestTimeout * 1000).rounded(.up)))
+        // "No limit" is a deadline a century away.
+        self.requestTimeout =
+            configuration.requestTimeout > 0
+            ? .milliseconds(Int64((configuration.requestTimeout * 1000).rounded(.up)))
+            : .seconds(100 * 365 * 24 * 3600)
         self.diagnostics = configuration.diagnostics
     }
 

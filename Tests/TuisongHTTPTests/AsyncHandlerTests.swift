@@ -71,6 +71,19 @@ struct AsyncHandlerTests {
         }
     }
 
+    @Test("a request timeout of 0 means no limit")
+    func noRequestTimeout() async throws {
+        let router = Router()
+        router.add(.GET, "/slow") { _ in
+            try? await Task.sleep(for: .milliseconds(400))
+            return .text("done")
+        }
+        try await withServer({ $0.requestTimeout = 0 }, router: router) {
+            (server: HTTPServer) async throws in
+            #expect(try await fetch(port: server.port, "GET", "/slow").text == "done")
+        }
+    }
+
     @Test("the idle timeout does not cut off a connection whose handler is still working")
     func idleTimeoutSparesSuspended() async throws {
         let router = Router()
@@ -177,6 +190,10 @@ struct AsyncHandlerTests {
             (try? RawHTTPClient(port: port)) == nil
         }
         #expect(refused)
+        // A second caller returns only once the server has stopped, too.
+        await server.shutdown()
+        #expect(clock.now - start >= .milliseconds(300))
+        #expect(server.liveRequestCount == 0)
         let response = try await inFlight
         #expect(response.status == 200)
         #expect(response.text == "finished")
