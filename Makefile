@@ -9,7 +9,7 @@ TEST_OUTPUT ?= test-output
 # Debian packages: build-time libraries, then tools the tests and benchmarks drive.
 BUILD_PACKAGES := pkg-config libmicrohttpd-dev libnghttp2-dev libssl-dev libsqlite3-dev
 TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver python3-pip
-BENCH_PACKAGES := wrk nghttp2-client
+BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl
 PYTHON ?= python3
 
 .PHONY: all build release run test test-swift test-browser deps test-deps bench bench-http bench-apns clean check-config

@@ -39,6 +39,10 @@ let package = Package(
             name: "TuisongHTTP", dependencies: ["CMicroHTTPD", "CTuisongShims"],
             path: "Sources/TuisongHTTP"),
         .target(
+            name: "TuisongPlugin",
+            dependencies: ["TuisongCore", "TuisongHTTP", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/TuisongPlugin"),
+        .target(
             name: "TuisongStore",
             dependencies: ["TuisongCore", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Sources/TuisongStore"),
@@ -59,8 +63,8 @@ let package = Package(
         .target(
             name: "TuisongGateway",
             dependencies: [
-                "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongStore", "TuisongAPNs",
-                "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+                "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
+                "TuisongAPNs", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/TuisongGateway"),
         .executableTarget(

@@ -94,15 +94,15 @@ public struct PayloadError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// Notification → APNs JSON, and the checks APNs would apply to it.
+/// PushNotification → APNs JSON, and the checks APNs would apply to it.
 public enum APNsPayload {
     /// The APNs JSON for `notification`: deterministic (sorted keys, see `JSONValue`), with
     /// Apple's key names. Unset fields are left out; `aps` is always present. A custom `aps`
-    /// key never overrides the real one (`Notification.validate()` rejects it).
+    /// key never overrides the real one (`PushNotification.validate()` rejects it).
     ///
-    ///     APNsPayload.render(Notification(alert: .plain("Hi"), badge: 1))
+    ///     APNsPayload.render(PushNotification(alert: .plain("Hi"), badge: 1))
     ///     // {"aps":{"alert":"Hi","badge":1}}
-    public static func render(_ notification: Notification) -> [UInt8] {
+    public static func render(_ notification: PushNotification) -> [UInt8] {
         var aps: [String: JSONValue] = [:]
         if let alert = notification.alert { aps["alert"] = render(alert) }
         if let badge = notification.badge { aps["badge"] = .int(Int64(badge)) }
@@ -134,7 +134,7 @@ public enum APNsPayload {
         return JSONValue.object(root).serialized()
     }
 
-    private static func render(_ alert: Notification.Alert) -> JSONValue {
+    private static func render(_ alert: PushNotification.Alert) -> JSONValue {
         switch alert {
         case .plain(let text):
             return .string(text)
@@ -213,7 +213,7 @@ public enum APNsPayload {
     }
 
     /// `notification.validate()`, `render`, then `validate(_:pushType:)`: the bytes to send.
-    public static func build(_ notification: Notification, pushType: PushType) throws(PayloadError) -> [UInt8] {
+    public static func build(_ notification: PushNotification, pushType: PushType) throws(PayloadError) -> [UInt8] {
         try notification.validate()
         let bytes = render(notification)
         try validate(bytes, pushType: pushType)

@@ -162,3 +162,20 @@ public struct Page<Element: Sendable>: Sendable {
         self.nextCursor = nextCursor
     }
 }
+
+/// iOS bundle identifiers: reverse-DNS of letters, digits and `-`, at most 155 characters.
+public enum BundleID {
+    public static func isValid(_ raw: String) -> Bool {
+        guard !raw.isEmpty, raw.utf8.count <= 155, !raw.hasPrefix("."), !raw.hasSuffix("."),
+            !raw.contains("..")
+        else { return false }
+        return raw.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                true
+            default: false
+            }
+        }
+    }
+}

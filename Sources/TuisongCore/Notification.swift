@@ -1,19 +1,16 @@
 import Foundation
 
-/// `Notification` under a name that does not collide with Foundation's.
-public typealias PushNotification = Notification
-
 /// The canonical notification every vendor adapter produces and `APNsPayload.render` turns
 /// into APNs JSON. Field names follow Apple's `aps` keys (camel-cased); `custom` holds the
 /// app's own keys, which sit next to `aps` in the payload.
 ///
-///     var n = Notification(alert: .fields(.init(title: "订单", body: "已发货")), badge: 3)
+///     var n = PushNotification(alert: .fields(.init(title: "订单", body: "已发货")), badge: 3)
 ///     n.sound = .named("default")
 ///     n.custom = ["order_id": 42]
 ///
-/// Foundation also declares `Notification`: in a file that imports both Foundation and
-/// TuisongCore, write `TuisongCore.Notification` or use the alias `PushNotification`.
-public struct Notification: Sendable, Hashable, Codable {
+/// Named `PushNotification`, not `Notification`, so files importing Foundation (which has its
+/// own `Notification`) can name it without qualification.
+public struct PushNotification: Sendable, Hashable, Codable {
     /// `aps.alert`: a plain string (shown as the body) or a dictionary of fields.
     public enum Alert: Sendable, Hashable, Codable {
         /// Rendered as `"alert": "text"`.

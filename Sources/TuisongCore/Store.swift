@@ -63,3 +63,12 @@ public protocol Store: AppStore, DeviceStore {
     /// Answers when the database does; used by `/healthz`.
     func ping() async throws
 }
+
+/// Small gateway-wide settings (admin password hash, console session secret, …).
+public protocol SettingsStore: Sendable {
+    func setting(_ key: String) async throws -> String?
+    func setSetting(_ key: String, value: String) async throws
+    /// Sets `key` only when it has no value yet; `true` when this call set it. Two processes
+    /// starting at once agree on one value.
+    func insertSettingIfAbsent(_ key: String, value: String) async throws -> Bool
+}

@@ -3,23 +3,22 @@ import Testing
 
 @testable import TuisongCore
 
-// Foundation has a `Notification` too; a client importing both must say which (or use the
+// Foundation has a `PushNotification` too; a client importing both must say which (or use the
 // `PushNotification` alias). The tests check that this works.
-private typealias Notification = TuisongCore.Notification
 
-private func rendered(_ notification: Notification) -> String {
+private func rendered(_ notification: PushNotification) -> String {
     String(decoding: APNsPayload.render(notification), as: UTF8.self)
 }
 
 @Suite struct APNsPayloadRenderTests {
     @Test func plainStringAlertVersusBodyOnlyFields() {
-        #expect(rendered(Notification(alert: .plain("Hi"))) == #"{"aps":{"alert":"Hi"}}"#)
-        #expect(rendered(Notification(alert: .fields(.init(body: "Hi")))) == #"{"aps":{"alert":{"body":"Hi"}}}"#)
-        #expect(rendered(Notification()) == #"{"aps":{}}"#)
+        #expect(rendered(PushNotification(alert: .plain("Hi"))) == #"{"aps":{"alert":"Hi"}}"#)
+        #expect(rendered(PushNotification(alert: .fields(.init(body: "Hi")))) == #"{"aps":{"alert":{"body":"Hi"}}}"#)
+        #expect(rendered(PushNotification()) == #"{"aps":{}}"#)
     }
 
     @Test func everyApsKeyWithApplesNames() {
-        let notification = Notification(
+        let notification = PushNotification(
             alert: .fields(
                 .init(
                     title: "T", subtitle: "S", body: "B", launchImage: "L.png", titleLocKey: "TK", titleLocArgs: ["t1"],
@@ -39,7 +38,7 @@ private func rendered(_ notification: Notification) -> String {
     }
 
     @Test func criticalSoundAndFalseFlagsOmitted() {
-        let notification = Notification(
+        let notification = PushNotification(
             alert: .plain("Fire"), sound: .critical(name: "alarm.caf", volume: 0.5), contentAvailable: false,
             mutableContent: false, interruptionLevel: .critical)
         #expect(
@@ -48,7 +47,7 @@ private func rendered(_ notification: Notification) -> String {
     }
 
     @Test func liveActivityFields() {
-        let notification = Notification(
+        let notification = PushNotification(
             alert: .fields(.init(title: "Score", body: "2-1")), timestamp: Date(timeIntervalSince1970: 1_700_000_000.9),
             event: .update, contentState: ["home": 2, "away": 1], staleDate: Date(timeIntervalSince1970: 1_700_003_600),
             dismissalDate: Date(timeIntervalSince1970: 1_700_007_200), attributesType: "MatchAttributes",
@@ -63,7 +62,7 @@ private func rendered(_ notification: Notification) -> String {
     }
 
     @Test func customApsNeverOverridesTheRealOne() throws {
-        let notification = Notification(alert: .plain("real"), custom: ["aps": ["alert": "fake"], "k": 1])
+        let notification = PushNotification(alert: .plain("real"), custom: ["aps": ["alert": "fake"], "k": 1])
         #expect(rendered(notification) == #"{"aps":{"alert":"real"},"k":1}"#)
         #expect(throws: PayloadError.self) { try notification.validate() }
         do {
@@ -74,7 +73,7 @@ private func rendered(_ notification: Notification) -> String {
     }
 
     @Test func renderedPayloadIsValidJSONForFoundation() throws {
-        let notification = Notification(
+        let notification = PushNotification(
             alert: .fields(.init(title: "标题 \"quoted\"", body: "line\nbreak\u{7}")), badge: 5,
             custom: ["emoji": "😀", "nested": ["list": [1, 2.5, nil]]])
         let object = try JSONSerialization.jsonObject(with: Data(APNsPayload.render(notification))) as? [String: Any]
@@ -89,8 +88,8 @@ private func rendered(_ notification: Notification) -> String {
 @Suite struct APNsPayloadValidationTests {
     /// A payload of exactly `size` bytes: `{"aps":{"alert":"x"},"p":"…"}` padded.
     private func payload(ofSize size: Int) -> [UInt8] {
-        let base = APNsPayload.render(Notification(alert: .plain("x"), custom: ["p": ""])).count
-        let bytes = APNsPayload.render(Notification(alert: .plain("x"), custom: ["p": .string(String(repeating: "a", count: size - base))]))
+        let base = APNsPayload.render(PushNotification(alert: .plain("x"), custom: ["p": ""])).count
+        let bytes = APNsPayload.render(PushNotification(alert: .plain("x"), custom: ["p": .string(String(repeating: "a", count: size - base))]))
         precondition(bytes.count == size)
         return bytes
     }
@@ -109,7 +108,7 @@ private func rendered(_ notification: Notification) -> String {
         try APNsPayload.validate(payload(ofSize: 5120), pushType: .voip)
         #expect(throws: PayloadError.self) { try APNsPayload.validate(payload(ofSize: 5121), pushType: .voip) }
         // Multi-byte characters count as bytes, not characters.
-        let chinese = Notification(alert: .plain(String(repeating: "推", count: 1400)))
+        let chinese = PushNotification(alert: .plain(String(repeating: "推", count: 1400)))
         #expect(APNsPayload.render(chinese).count > 4096)
         #expect(throws: PayloadError.self) { try APNsPayload.build(chinese, pushType: .alert) }
     }
@@ -140,7 +139,7 @@ private func rendered(_ notification: Notification) -> String {
     }
 
     @Test func notificationValueRanges() {
-        func code(_ notification: Notification) -> PayloadError.Code? {
+        func code(_ notification: PushNotification) -> PayloadError.Code? {
             do {
                 try notification.validate()
                 return nil
@@ -148,20 +147,20 @@ private func rendered(_ notification: Notification) -> String {
                 return error.code
             }
         }
-        #expect(code(Notification(badge: -1)) == .invalidValue)
-        #expect(code(Notification(badge: 0)) == nil)
-        #expect(code(Notification(relevanceScore: 1.5)) == .invalidValue)
-        #expect(code(Notification(relevanceScore: 1)) == nil)
-        #expect(code(Notification(sound: .critical(name: "a", volume: 2))) == .invalidValue)
-        #expect(code(Notification(sound: .critical(name: "a", volume: 1))) == nil)
+        #expect(code(PushNotification(badge: -1)) == .invalidValue)
+        #expect(code(PushNotification(badge: 0)) == nil)
+        #expect(code(PushNotification(relevanceScore: 1.5)) == .invalidValue)
+        #expect(code(PushNotification(relevanceScore: 1)) == nil)
+        #expect(code(PushNotification(sound: .critical(name: "a", volume: 2))) == .invalidValue)
+        #expect(code(PushNotification(sound: .critical(name: "a", volume: 1))) == nil)
     }
 
     @Test func buildReturnsTheRenderedBytes() throws {
-        let notification = Notification(contentAvailable: true, custom: ["sync": true])
+        let notification = PushNotification(contentAvailable: true, custom: ["sync": true])
         #expect(notification.isBackgroundOnly)
         #expect(notification.suggestedPushType == .background)
         #expect(try APNsPayload.build(notification, pushType: .background) == APNsPayload.render(notification))
-        #expect(Notification(alert: .plain("x"), contentAvailable: true).suggestedPushType == .alert)
+        #expect(PushNotification(alert: .plain("x"), contentAvailable: true).suggestedPushType == .alert)
     }
 }
 
@@ -197,8 +196,8 @@ private func rendered(_ notification: Notification) -> String {
 @Suite struct NotificationCodableTests {
     @Test func roundTripsThroughJSONEncoder() throws {
         let notifications = [
-            Notification(alert: .plain("plain"), badge: 1, sound: .named("default")),
-            Notification(
+            PushNotification(alert: .plain("plain"), badge: 1, sound: .named("default")),
+            PushNotification(
                 alert: .fields(.init(title: "t", body: "b", locArgs: ["x"])), sound: .critical(name: "c", volume: 0.3),
                 contentAvailable: true, interruptionLevel: .passive, relevanceScore: 0.2,
                 timestamp: Date(timeIntervalSince1970: 1_700_000_000), event: .start, contentState: ["a": 1],
@@ -206,14 +205,14 @@ private func rendered(_ notification: Notification) -> String {
         ]
         for notification in notifications {
             let data = try JSONEncoder().encode(notification)
-            #expect(try JSONDecoder().decode(Notification.self, from: data) == notification)
+            #expect(try JSONDecoder().decode(PushNotification.self, from: data) == notification)
         }
-        let plain = try JSONEncoder().encode(Notification.Alert.plain("hello"))
+        let plain = try JSONEncoder().encode(PushNotification.Alert.plain("hello"))
         #expect(String(decoding: plain, as: UTF8.self) == #""hello""#)
-        #expect(Notification.Alert.plain("b").body == "b")
-        #expect(Notification.Alert.fields(.init(title: "t", body: "b")).title == "t")
-        #expect(Notification.Sound.critical(name: "n", volume: 1).name == "n")
-        let alias: PushNotification = Notification(badge: 1)
+        #expect(PushNotification.Alert.plain("b").body == "b")
+        #expect(PushNotification.Alert.fields(.init(title: "t", body: "b")).title == "t")
+        #expect(PushNotification.Sound.critical(name: "n", volume: 1).name == "n")
+        let alias: PushNotification = PushNotification(badge: 1)
         #expect(alias.badge == 1)
     }
 }

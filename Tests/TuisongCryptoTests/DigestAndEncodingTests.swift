@@ -130,3 +130,22 @@ import Testing
         #expect(try box.open(sealed) == [UInt8](repeating: 0, count: 16))
     }
 }
+
+@Suite struct PasswordHashTests {
+    @Test func roundTripAndRejection() throws {
+        let stored = try PasswordHash.make("correct horse", iterations: 1000)
+        #expect(stored.hasPrefix("pbkdf2-sha256$1000$"))
+        #expect(PasswordHash.verify("correct horse", against: stored))
+        #expect(!PasswordHash.verify("correct horsE", against: stored))
+        #expect(!PasswordHash.verify("correct horse", against: "garbage"))
+        #expect(!PasswordHash.verify("x", against: "pbkdf2-sha256$0$AA$AA"))
+        // Two hashes of one password differ (random salt).
+        #expect(try PasswordHash.make("p", iterations: 1000) != PasswordHash.make("p", iterations: 1000))
+    }
+
+    /// RFC 7914 §11 / widely published PBKDF2-HMAC-SHA256 vector ("passwd", "salt", 1 iteration).
+    @Test func knownVector() throws {
+        let derived = try PasswordHash.derive("passwd", salt: Array("salt".utf8), iterations: 1)
+        #expect(Hex.encode(derived).hasPrefix("55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc"))
+    }
+}

@@ -1,0 +1,164 @@
+/// How an `APNsMockServer` listens, authenticates and misbehaves.
+///
+/// Every key is optional when decoding, so a JSON config only names what it changes:
+/// ```json
+/// {"port": 2197, "tokenKeys": [{"keyID": "ABC123DEFG", "teamID": "DEF123GHIJ", "publicKeyPEM": "..."}],
+///  "faults": {"tokenPrefixes": {"410": {"status": 410, "reason": "Unregistered"}}}}
+/// ```
+public struct APNsMockConfiguration: Sendable, Codable, Equatable {
+    /// A provider token signing key the mock accepts: JWTs with `kid == keyID` must be signed by
+    /// the matching private key and carry `iss == teamID`.
+    public struct TokenKey: Sendable, Codable, Equatable {
+        /// The 10-character key id (`kid` in the JWT header).
+        public var keyID: String
+        /// The 10-character team id (`iss` in the JWT claims).
+        public var teamID: String
+        /// The P-256 public key as PEM (`-----BEGIN PUBLIC KEY-----`).
+        public var publicKeyPEM: String
+
+        public init(keyID: String, teamID: String, publicKeyPEM: String) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.publicKeyPEM = publicKeyPEM
+        }
+    }
+
+    /// A canned APNs error answer.
+    public struct Fault: Sendable, Codable, Equatable {
+        /// HTTP status, e.g. 410.
+        public var status: Int
+        /// APNs reason string, e.g. `Unregistered`. A 410 answer also carries a timestamp.
+        public var reason: String
+
+        public init(status: Int, reason: String) {
+            self.status = status
+            self.reason = reason
+        }
+    }
+
+    /// Misbehaviour injected into an otherwise valid exchange. Changeable at run time with
+    /// `APNsMockServer.setFaults(_:)`.
+    public struct Faults: Sendable, Codable, Equatable {
+        /// Device-token prefix (lower-case hex) → answer. Applied after validation, so a request
+        /// that is invalid anyway still gets its validation error. The longest matching prefix wins.
+        public var tokenPrefixes: [String: Fault]
+        /// Every response is held back this long; other streams keep flowing meanwhile.
+        public var latencyMilliseconds: Int
+        /// Each connection sends GOAWAY (last stream id = the N-th processed stream) once it has
+        /// processed this many requests; streams above that id are not processed and must be retried.
+        public var goawayAfterRequests: Int?
+        /// Each connection is closed abruptly (no GOAWAY, no TLS close_notify) right after it has
+        /// processed this many requests; requests still in flight get no answer.
+        public var dropConnectionAfterRequests: Int?
+
+        public init(
+            tokenPrefixes: [String: Fault] = [:], latencyMilliseconds: Int = 0,
+            goawayAfterRequests: Int? = nil, dropConnectionAfterRequests: Int? = nil
+        ) {
+            self.tokenPrefixes = tokenPrefixes
+            self.latencyMilliseconds = latencyMilliseconds
+            self.goawayAfterRequests = goawayAfterRequests
+            self.dropConnectionAfterRequests = dropConnectionAfterRequests
+        }
+
+        /// The "magic token" set of local mode: tokens starting `410` are unregistered, `400bad`
+        /// are bad device tokens, `429` are throttled and `500` fail with a server error.
+        /// Not the default: random real tokens hit these prefixes about once in 4096.
+        public static let magicTokenPrefixes = Faults(tokenPrefixes: [
+            "410": Fault(status: 410, reason: "Unregistered"),
+            "400bad": Fault(status: 400, reason: "BadDeviceToken"),
+            "429": Fault(status: 429, reason: "TooManyRequests"),
+            "500": Fault(status: 500, reason: "InternalServerError"),
+        ])
+
+        private enum CodingKeys: String, CodingKey {
+            case tokenPrefixes, latencyMilliseconds, goawayAfterRequests, dropConnectionAfterRequests
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let defaults = Faults()
+            tokenPrefixes =
+                try container.decodeIfPresent([String: Fault].self, forKey: .tokenPrefixes)
+                ?? defaults.tokenPrefixes
+            latencyMilliseconds =
+                try container.decodeIfPresent(Int.self, forKey: .latencyMilliseconds)
+                ?? defaults.latencyMilliseconds
+            goawayAfterRequests = try container.decodeIfPresent(Int.self, forKey: .goawayAfterRequests)
+            dropConnectionAfterRequests = try container.decodeIfPresent(
+                Int.self, forKey: .dropConnectionAfterRequests)
+        }
+    }
+
+    /// Address to bind; loopback by default.
+    public var host: String
+    /// TCP port; 0 picks a free one (read it back from `APNsMockServer.port`).
+    public var port: Int
+    /// SETTINGS_MAX_CONCURRENT_STREAMS once a valid provider token was accepted on the connection
+    /// (token auth), or from the start (certificate auth).
+    public var maxConcurrentStreams: Int
+    /// SETTINGS_MAX_CONCURRENT_STREAMS before the first valid provider token; APNs allows one.
+    public var streamsBeforeFirstValidToken: Int
+    /// Keys accepted for token (JWT) authentication.
+    public var tokenKeys: [TokenKey]
+    /// PEM CA certificates; client certificates issued by one of them authenticate the
+    /// connection, and their APNs topic extension lists the allowed `apns-topic` values.
+    public var clientCertificateCAPEMs: [String]
+    /// A provider token whose `iat` is older than this is answered 403 ExpiredProviderToken.
+    public var maxTokenAgeSeconds: Int
+    /// Injected misbehaviour; see `Faults`.
+    public var faults: Faults
+    /// Log one JSON line per processed request (to stdout unless the server was given a sink).
+    public var logRequests: Bool
+    /// Event-loop threads; accepted connections are spread over them round-robin.
+    public var eventLoopThreads: Int
+    /// How many requests `receivedNotifications()` keeps (oldest dropped first).
+    public var recordedNotificationLimit: Int
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 0, maxConcurrentStreams: Int = 1000,
+        streamsBeforeFirstValidToken: Int = 1, tokenKeys: [TokenKey] = [],
+        clientCertificateCAPEMs: [String] = [], maxTokenAgeSeconds: Int = 3600,
+        faults: Faults = Faults(), logRequests: Bool = false, eventLoopThreads: Int = 1,
+        recordedNotificationLimit: Int = 100_000
+    ) {
+        self.host = host
+        self.port = port
+        self.maxConcurrentStreams = maxConcurrentStreams
+        self.streamsBeforeFirstValidToken = streamsBeforeFirstValidToken
+        self.tokenKeys = tokenKeys
+        self.clientCertificateCAPEMs = clientCertificateCAPEMs
+        self.maxTokenAgeSeconds = maxTokenAgeSeconds
+        self.faults = faults
+        self.logRequests = logRequests
+        self.eventLoopThreads = eventLoopThreads
+        self.recordedNotificationLimit = recordedNotificationLimit
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case host, port, maxConcurrentStreams, streamsBeforeFirstValidToken, tokenKeys
+        case clientCertificateCAPEMs, maxTokenAgeSeconds, faults, logRequests, eventLoopThreads
+        case recordedNotificationLimit
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = APNsMockConfiguration()
+        func value<T: Decodable>(_ key: CodingKeys, _ fallback: T) throws -> T {
+            try container.decodeIfPresent(T.self, forKey: key) ?? fallback
+        }
+        host = try value(.host, defaults.host)
+        port = try value(.port, defaults.port)
+        maxConcurrentStreams = try value(.maxConcurrentStreams, defaults.maxConcurrentStreams)
+        streamsBeforeFirstValidToken = try value(
+            .streamsBeforeFirstValidToken, defaults.streamsBeforeFirstValidToken)
+        tokenKeys = try value(.tokenKeys, defaults.tokenKeys)
+        clientCertificateCAPEMs = try value(.clientCertificateCAPEMs, defaults.clientCertificateCAPEMs)
+        maxTokenAgeSeconds = try value(.maxTokenAgeSeconds, defaults.maxTokenAgeSeconds)
+        faults = try value(.faults, defaults.faults)
+        logRequests = try value(.logRequests, defaults.logRequests)
+        eventLoopThreads = try value(.eventLoopThreads, defaults.eventLoopThreads)
+        recordedNotificationLimit = try value(
+            .recordedNotificationLimit, defaults.recordedNotificationLimit)
+    }
+}

@@ -1,0 +1,191 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import Synchronization
+public import TuisongCrypto
+
+/// An APNs look-alike: HTTP/2 over TLS on nghttp2's server API, validating requests the way
+/// Apple documents, recording what it received and injecting faults on demand.
+///
+///     let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.app")
+///     let server = try APNsMockServer(configuration: setup.configuration(), certificate: setup.serverCertificate,
+///                                     key: setup.serverKey)
+///     try server.start()
+///     // point a client at https://127.0.0.1:\(server.port), trusting setup.caCertificatePEM
+///     server.shutdown()
+///
+/// Served by `eventLoopThreads` epoll threads with non-blocking sockets and TLS; no thread per
+/// connection or request.
+public final class APNsMockServer: Sendable {
+    private enum Lifecycle {
+        case idle
+        case running(loops: [MockEventLoop], listenFD: Int32, port: Int)
+        case stopped
+    }
+
+    private let core: MockServerCore
+    private let lifecycle = Mutex(Lifecycle.idle)
+
+    /// - Parameters:
+    ///   - certificate, key, chain: the TLS server identity (e.g. `APNsMockLocalSetup`'s).
+    ///   - requestLog: receives one JSON line per request when `logRequests` is on; default stdout.
+    ///     Called on event-loop threads.
+    ///   - logger: lifecycle and connection errors.
+    public init(
+        configuration: APNsMockConfiguration, certificate: Certificate, key: PrivateKey,
+        chain: [Certificate] = [], requestLog: (@Sendable (String) -> Void)? = nil,
+        logger: Logger = Logger(label: "tuisong.apns-mock")
+    ) throws {
+        var clientCAs: [Certificate] = []
+        for pem in configuration.clientCertificateCAPEMs {
+            clientCAs += try Certificate.parseChain(pem: pem)
+        }
+        let tlsContext = try TLSContext.server(
+            certificate: certificate, key: key, chain: chain, alpn: ["h2"],
+            clientCertificateCAs: clientCAs.isEmpty ? nil : clientCAs)
+        let verifier = try ProviderTokenVerifier(tokenKeys: configuration.tokenKeys)
+        tokenVerifier = verifier
+        var log = requestLog
+        if configuration.logRequests && log == nil {
+            log = { line in print(line) }
+        }
+        core = MockServerCore(
+            configuration: configuration, tlsContext: tlsContext, verifier: verifier,
+            requestLog: configuration.logRequests ? log : nil, logger: logger)
+    }
+
+    deinit { shutdown() }
+
+    private let tokenVerifier: ProviderTokenVerifier
+
+    /// Accepts provider tokens signed with this key from now on.
+    public func trustTokenKey(_ tokenKey: APNsMockConfiguration.TokenKey) {
+        do {
+            try tokenVerifier.trust(tokenKey)
+        } catch {
+            core.logger.error("APNs mock: cannot trust key \(tokenKey.keyID): \(error)")
+        }
+    }
+
+    public var configuration: APNsMockConfiguration { core.configuration }
+
+    /// Binds, listens and starts the event loops. Throws if already started or stopped.
+    public func start() throws {
+        try lifecycle.withLock { lifecycle in
+            guard case .idle = lifecycle else {
+                throw APNsMockError(operation: "start", code: 0, message: "the server was already started")
+            }
+            let configuration = core.configuration
+            let (listenFD, port) = try Self.listen(host: configuration.host, port: configuration.port)
+            var loops: [MockEventLoop] = []
+            do {
+                for index in 0..<max(1, configuration.eventLoopThreads) {
+                    loops.append(try MockEventLoop(core: core, index: index))
+                }
+                try loops[0].adoptListener(listenFD, siblings: loops)
+                for loop in loops { try loop.start() }
+            } catch {
+                for loop in loops {
+                    loop.requestStop()
+                    loop.join()
+                }
+                Glibc.close(listenFD)
+                throw error
+            }
+            core.logger.info("APNs mock listening on \(configuration.host):\(port)")
+            lifecycle = .running(loops: loops, listenFD: listenFD, port: port)
+        }
+    }
+
+    /// The bound port (useful with `port: 0`); 0 before `start()` and after `shutdown()`.
+    public var port: Int {
+        lifecycle.withLock { lifecycle in
+            if case .running(_, _, let port) = lifecycle { return port }
+            return 0
+        }
+    }
+
+    /// Sends GOAWAY on every connection, closes them and the listener, and joins the threads.
+    /// Idempotent; a stopped server cannot be started again.
+    public func shutdown() {
+        let running = lifecycle.withLock { lifecycle -> ([MockEventLoop], Int32)? in
+            defer { lifecycle = .stopped }
+            if case .running(let loops, let listenFD, _) = lifecycle { return (loops, listenFD) }
+            return nil
+        }
+        guard let (loops, listenFD) = running else { return }
+        for loop in loops { loop.requestStop() }
+        for loop in loops { loop.join() }
+        Glibc.close(listenFD)
+        core.logger.info("APNs mock stopped")
+    }
+
+    /// Counters since start or the last `resetStatistics()`.
+    public var statistics: APNsMockStatistics { core.recorder.statistics }
+
+    /// The most recent requests (up to `recordedNotificationLimit`), oldest first, each with the
+    /// answer it got.
+    public func receivedNotifications() -> [ReceivedNotification] { core.recorder.notifications() }
+
+    /// Forgets the recorded notifications.
+    public func resetRecorded() { core.recorder.resetNotifications() }
+
+    /// Zeroes the counters (open connections stay counted).
+    public func resetStatistics() { core.recorder.resetStatistics() }
+
+    /// The faults in force.
+    public var faults: APNsMockConfiguration.Faults { core.faultBoard.faults }
+
+    /// Replaces the faults; requests completing after this call see the new ones.
+    public func setFaults(_ faults: APNsMockConfiguration.Faults) { core.faultBoard.replace(faults) }
+
+    // MARK: Listening socket
+
+    private static func listen(host: String, port: Int) throws(APNsMockError) -> (Int32, Int) {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            throw APNsMockError(
+                operation: "getaddrinfo", code: Int(status), message: "\(host): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(list) }
+        let address = first.pointee
+        let fd = socket(address.ai_family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .posix("socket") }
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        guard bind(fd, address.ai_addr, address.ai_addrlen) == 0 else {
+            let error = APNsMockError.posix("bind \(host):\(port)")
+            Glibc.close(fd)
+            throw error
+        }
+        guard Glibc.listen(fd, 1024) == 0 else {
+            let error = APNsMockError.posix("listen")
+            Glibc.close(fd)
+            throw error
+        }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else {
+            let error = APNsMockError.posix("getsockname")
+            Glibc.close(fd)
+            throw error
+        }
+        let family = storage.ss_family
+        let boundPort = withUnsafePointer(to: &storage) { pointer -> UInt16 in
+            if family == sa_family_t(AF_INET6) {
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port }
+            }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port }
+        }
+        return (fd, Int(UInt16(bigEndian: boundPort)))
+    }
+}

@@ -1,0 +1,435 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import CNGHTTP2
+internal import CTuisongShims
+internal import TuisongCrypto
+
+/// A response waiting to be submitted (latency fault) or being sent.
+struct MockResponse {
+    var status: Int
+    var reason: String?
+    var apnsID: String
+    /// Only 410 answers carry a timestamp (ms since 1970).
+    var timestampMilliseconds: Int64?
+}
+
+/// One request stream as it arrives.
+final class MockStream {
+    var head = APNsRequestHead()
+    var body: [UInt8] = []
+    var bodyLength = 0
+    var processed = false
+    var responseBody: [UInt8] = []
+    var responseOffset = 0
+    /// Held back by the latency fault until its timer fires.
+    var delayedResponse: MockResponse?
+}
+
+@available(*, unavailable)
+extension MockStream: Sendable {}
+
+/// One client connection: TLS on a non-blocking socket, then an nghttp2 server session.
+/// Confined to its event loop's thread; nghttp2 calls back into it only from inside
+/// `nghttp2_session_mem_recv`/`mem_send`, which run on that thread too.
+final class HTTP2ServerConnection {
+    enum Phase { case handshaking, established, closed }
+
+    let id: UInt64
+    let socket: Int32
+    unowned let loop: MockEventLoop
+    private let transport: TLSConnection
+    private(set) var phase = Phase.handshaking
+    private var session: OpaquePointer?
+    var streams: [Int32: MockStream] = [:]
+    private var authentication = ConnectionAuthentication()
+    private var processedRequests = 0
+    private var streamLimitRaised = false
+    private var lastAcceptedProviderToken: String?
+    private var goawayLastStreamID: Int32?
+    private var dropRequested = false
+    private let output = ByteQueue(capacity: 64 * 1024)
+    private var writableInterest = false
+    /// SSL_read asked for a writable socket (TLS may need to send while reading).
+    private var readWaitsForWritable = false
+
+    init(id: UInt64, socket: Int32, loop: MockEventLoop) throws(CryptoError) {
+        self.id = id
+        self.socket = socket
+        self.loop = loop
+        transport = try TLSConnection(context: loop.core.tlsContext, fileDescriptor: socket)
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    var core: MockServerCore { loop.core }
+
+    // MARK: Events
+
+    func handle(events: UInt32) {
+        switch phase {
+        case .handshaking:
+            continueHandshake()
+        case .established:
+            let readable = events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0
+            if readable || (readWaitsForWritable && events & EPOLLOUT.rawValue != 0) {
+                readAvailable()
+            }
+            if phase == .established { flush() }
+        case .closed:
+            break
+        }
+    }
+
+    private func continueHandshake() {
+        switch transport.handshake() {
+        case .done:
+            guard transport.negotiatedALPN == "h2" else {
+                core.logger.debug("APNs mock: connection \(id) did not negotiate h2, closing")
+                core.recorder.update { $0.handshakeFailures += 1 }
+                close()
+                return
+            }
+            if let certificate = transport.peerCertificate, transport.verificationFailure == nil {
+                var topics = certificate.apnsTopics
+                // Apple's push certificates name the bundle id in the subject UID as well.
+                if topics.isEmpty, let uid = certificate.userID { topics = [uid] }
+                authentication.certificateTopics = topics
+            }
+            do throws(APNsMockError) {
+                try startSession()
+            } catch {
+                core.logger.error("APNs mock: \(error)")
+                close()
+                return
+            }
+            phase = .established
+            setWritableInterest(false)
+            // TLS 1.3 clients send the HTTP/2 preface right behind Finished; it may already
+            // sit in OpenSSL's buffer, where epoll cannot see it.
+            readAvailable()
+            if phase == .established { flush() }
+        case .wantRead:
+            setWritableInterest(false)
+        case .wantWrite:
+            setWritableInterest(true)
+        case .closed:
+            core.recorder.update { $0.handshakeFailures += 1 }
+            close()
+        case .failed(let error):
+            core.logger.debug("APNs mock: TLS handshake failed on connection \(id): \(error)")
+            core.recorder.update { $0.handshakeFailures += 1 }
+            close()
+        }
+    }
+
+    private func startSession() throws(APNsMockError) {
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
+            throw APNsMockError(operation: "nghttp2_session_callbacks_new", code: 0, message: "out of memory")
+        }
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        NGHTTP2ServerCallbacks.install(in: callbacks)
+        var session: OpaquePointer?
+        let result = nghttp2_session_server_new(
+            &session, callbacks, Unmanaged.passUnretained(self).toOpaque())
+        guard result == 0, let session else {
+            throw NGHTTP2ServerCallbacks.error("nghttp2_session_server_new", Int32(result))
+        }
+        self.session = session
+        let configuration = core.configuration
+        let initialLimit =
+            authentication.certificateTopics != nil
+            ? configuration.maxConcurrentStreams : configuration.streamsBeforeFirstValidToken
+        try submitSettings(maxConcurrentStreams: initialLimit)
+        // A roomy connection window: 100+ streams of 4 KB payloads must not wait for
+        // WINDOW_UPDATE round trips.
+        _ = nghttp2_session_set_local_window_size(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 16 * 1024 * 1024)
+    }
+
+    private func submitSettings(maxConcurrentStreams: Int) throws(APNsMockError) {
+        guard let session else { return }
+        var entries = [
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                value: UInt32(clamping: max(0, maxConcurrentStreams)))
+        ]
+        let result = nghttp2_submit_settings(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+        guard result == 0 else { throw NGHTTP2ServerCallbacks.error("nghttp2_submit_settings", result) }
+    }
+
+    /// Reads until OpenSSL wants more bytes from the socket, feeding nghttp2. Reading to
+    /// exhaustion matters: bytes OpenSSL already decrypted do not make the socket readable.
+    private func readAvailable() {
+        readWaitsForWritable = false
+        let buffer = loop.readBuffer
+        while phase == .established && !dropRequested {
+            switch transport.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: MockEventLoop.readBufferSize)) {
+            case .done(let count):
+                guard let session else { return }
+                let consumed = nghttp2_session_mem_recv(
+                    session, buffer.assumingMemoryBound(to: UInt8.self), count)
+                if consumed < 0 {
+                    core.logger.debug(
+                        "APNs mock: connection \(id): \(NGHTTP2ServerCallbacks.error("nghttp2_session_mem_recv", Int32(consumed)))"
+                    )
+                    close()
+                    return
+                }
+            case .wantRead:
+                return
+            case .wantWrite:
+                readWaitsForWritable = true
+                setWritableInterest(true)
+                return
+            case .closed:
+                close()
+                return
+            case .failed(let error):
+                core.logger.debug("APNs mock: connection \(id): \(error)")
+                close()
+                return
+            }
+        }
+        if dropRequested {
+            // The drop fault: answers produced so far go out, then the socket closes with
+            // neither GOAWAY nor close_notify.
+            flush()
+            core.recorder.update { $0.connectionsDropped += 1 }
+            close()
+        }
+    }
+
+    /// Moves nghttp2's pending frames through TLS to the socket until either side runs dry.
+    func flush() {
+        guard phase == .established, let session else { return }
+        while true {
+            while output.count < 64 * 1024 {
+                var chunk: UnsafePointer<UInt8>?
+                let count = nghttp2_session_mem_send(session, &chunk)
+                if count < 0 {
+                    core.logger.debug(
+                        "APNs mock: connection \(id): \(NGHTTP2ServerCallbacks.error("nghttp2_session_mem_send", Int32(count)))"
+                    )
+                    close()
+                    return
+                }
+                guard count > 0, let chunk else { break }
+                output.append(chunk, count: count)
+            }
+            if output.isEmpty { break }
+            switch transport.write(UnsafeRawBufferPointer(start: output.readable, count: output.count)) {
+            case .done(let written):
+                output.consume(written)
+            case .wantWrite, .wantRead:
+                setWritableInterest(true)
+                return
+            case .closed:
+                close()
+                return
+            case .failed(let error):
+                core.logger.debug("APNs mock: connection \(id): \(error)")
+                close()
+                return
+            }
+        }
+        if !readWaitsForWritable { setWritableInterest(false) }
+        // After a GOAWAY, nghttp2 wants neither once the last stream is done: close cleanly.
+        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+            close()
+        }
+    }
+
+    private func setWritableInterest(_ wanted: Bool) {
+        guard wanted != writableInterest, phase != .closed else { return }
+        writableInterest = wanted
+        loop.updateInterest(socket: socket, token: id, writable: wanted)
+    }
+
+    /// Sends GOAWAY(NO_ERROR) and what is pending, then closes; for server shutdown.
+    func closeGracefully() {
+        if phase == .established, let session {
+            let lastStream = nghttp2_session_get_last_proc_stream_id(session)
+            if nghttp2_submit_goaway(
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStream,
+                NGHTTP2_NO_ERROR.rawValue, nil, 0) == 0
+            {
+                flush()
+            }
+        }
+        close()
+    }
+
+    func close() {
+        guard phase != .closed else { return }
+        phase = .closed
+        Glibc.close(socket)
+        loop.connectionClosed(self)
+    }
+
+    // MARK: Requests (called from nghttp2 callbacks, inside mem_recv)
+
+    /// A request's END_STREAM arrived: validate, count, answer (now or after the latency fault),
+    /// and apply the per-connection GOAWAY and drop faults.
+    func requestCompleted(streamID: Int32) {
+        guard let stream = streams[streamID], !stream.processed, !dropRequested else { return }
+        // Streams above a GOAWAY's last stream id are the client's to retry; they are neither
+        // processed nor counted.
+        if let last = goawayLastStreamID, streamID > last { return }
+        stream.processed = true
+        processedRequests += 1
+
+        let faults = loop.currentFaults()
+        let receivedAt = WallClock.milliseconds()
+        var verdict = core.validator.validate(
+            stream.head, body: stream.body, bodyLength: stream.bodyLength,
+            authentication: &authentication, nowSeconds: receivedAt / 1000, idGenerator: &loop.apnsIDGenerator)
+        if verdict.status == 200, let fault = faults.prefixes.fault(forDeviceToken: verdict.deviceToken) {
+            verdict.status = fault.status
+            verdict.reason = fault.reason
+        }
+        if verdict.providerTokenAccepted {
+            if let token = stream.head.authorization, token != lastAcceptedProviderToken {
+                lastAcceptedProviderToken = token
+                core.recorder.providerTokenAccepted(token)
+            }
+            if !streamLimitRaised {
+                streamLimitRaised = true
+                if authentication.certificateTopics == nil {
+                    do throws(APNsMockError) {
+                        try submitSettings(maxConcurrentStreams: core.configuration.maxConcurrentStreams)
+                        core.recorder.update { $0.streamLimitRaises += 1 }
+                    } catch {
+                        core.logger.error("APNs mock: \(error)")
+                    }
+                }
+            }
+        }
+
+        let response = MockResponse(
+            status: verdict.status, reason: verdict.reason, apnsID: verdict.apnsID,
+            timestampMilliseconds: verdict.status == 410 ? receivedAt : nil)
+        let notification = ReceivedNotification(
+            deviceToken: verdict.deviceToken, topic: stream.head.topic, pushType: stream.head.pushType,
+            priority: stream.head.priority, expiration: stream.head.expiration,
+            collapseID: stream.head.collapseID, apnsID: verdict.apnsID, payload: stream.body,
+            connectionID: Int(id), streamID: Int(streamID), teamID: verdict.teamID, keyID: verdict.keyID,
+            status: verdict.status, reason: verdict.reason, receivedAtMilliseconds: receivedAt)
+        core.recorder.record(
+            notification, providerTokenRejected: verdict.providerTokenRejected,
+            certificateAuthenticated: verdict.certificateAuthenticated)
+        if let log = core.requestLog {
+            log(RequestLogLine.make(notification, method: stream.head.method, path: stream.head.path))
+        }
+
+        let latency = faults.faults.latencyMilliseconds
+        if latency > 0 {
+            stream.delayedResponse = response
+            loop.schedule(
+                after: UInt64(latency) * 1_000_000, connectionID: id, streamID: streamID)
+        } else {
+            submit(response, on: stream, streamID: streamID)
+        }
+
+        if let limit = faults.faults.goawayAfterRequests, processedRequests == limit, goawayLastStreamID == nil,
+            let session
+        {
+            goawayLastStreamID = streamID
+            let reason = Array(#"{"reason":"Shutdown"}"#.utf8)
+            _ = nghttp2_submit_goaway(
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_NO_ERROR.rawValue,
+                reason, reason.count)
+        }
+        if let limit = faults.faults.dropConnectionAfterRequests, processedRequests >= limit {
+            dropRequested = true
+        }
+    }
+
+    /// The latency fault's timer fired for this stream.
+    func deliverDelayedResponse(streamID: Int32) {
+        guard phase == .established, let stream = streams[streamID],
+            let response = stream.delayedResponse
+        else { return }
+        stream.delayedResponse = nil
+        submit(response, on: stream, streamID: streamID)
+    }
+
+    private func submit(_ response: MockResponse, on stream: MockStream, streamID: Int32) {
+        guard let session else { return }
+        var fields: [(String, String)] = [
+            (":status", String(response.status)), ("apns-id", response.apnsID),
+        ]
+        if let reason = response.reason {
+            var body = #"{"reason":""# + reason + "\""
+            if let timestamp = response.timestampMilliseconds { body += #","timestamp":"# + String(timestamp) }
+            body += "}"
+            stream.responseBody = Array(body.utf8)
+            fields.append(("content-type", "application/json"))
+            fields.append(("content-length", String(stream.responseBody.count)))
+        }
+        let result = NGHTTP2ServerCallbacks.withHeaderFields(fields) { fields, count in
+            if stream.responseBody.isEmpty {
+                return nghttp2_submit_response(session, streamID, fields, count, nil)
+            }
+            var provider = nghttp2_data_provider(
+                source: nghttp2_data_source(ptr: nil), read_callback: NGHTTP2ServerCallbacks.readResponseBody)
+            return nghttp2_submit_response(session, streamID, fields, count, &provider)
+        }
+        if result != 0 {
+            core.logger.debug(
+                "APNs mock: connection \(id): \(NGHTTP2ServerCallbacks.error("nghttp2_submit_response", result))")
+        }
+    }
+}
+
+@available(*, unavailable)
+extension HTTP2ServerConnection: Sendable {}
+
+/// One JSON line per request for `logRequests`.
+enum RequestLogLine {
+    static func make(_ notification: ReceivedNotification, method: String?, path: String?) -> String {
+        var fields: [String] = [
+            #""time":\#(notification.receivedAtMilliseconds)"#,
+            #""connection":\#(notification.connectionID)"#,
+            #""stream":\#(notification.streamID)"#,
+            #""status":\#(notification.status)"#,
+            #""apns-id":\#(quoted(notification.apnsID))"#,
+            #""payload-bytes":\#(notification.payload.count)"#,
+        ]
+        func add(_ key: String, _ value: String?) {
+            if let value { fields.append("\(quoted(key)):\(quoted(value))") }
+        }
+        add("method", method)
+        add("path", path)
+        add("reason", notification.reason)
+        add("apns-topic", notification.topic)
+        add("apns-push-type", notification.pushType)
+        add("apns-priority", notification.priority)
+        add("apns-expiration", notification.expiration)
+        add("apns-collapse-id", notification.collapseID)
+        add("team", notification.teamID)
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    static func quoted(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}

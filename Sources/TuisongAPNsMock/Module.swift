@@ -1,1 +1,0 @@
-// TuisongAPNsMock — module placeholder until its first file lands.

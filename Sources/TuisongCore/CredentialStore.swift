@@ -1,0 +1,89 @@
+import Foundation
+
+/// How a credential authenticates to APNs.
+public enum CredentialKind: String, Sendable, Codable, Hashable {
+    /// Token auth: a `.p8` key with key id and team id.
+    case p8
+    /// Certificate auth from a `.p12` bundle.
+    case p12
+    /// Certificate auth from PEM certificate + key.
+    case pem
+}
+
+/// An APNs credential of one app and environment. The secret (p8 key, p12 bytes + password,
+/// PEM key) is only ever held encrypted here; the gateway decrypts it to open a pool.
+public struct CredentialRecord: Sendable, Hashable {
+    public var id: Int64
+    public var appID: Int64
+    public var kind: CredentialKind
+    public var environment: APNsEnvironment
+    public var teamID: String?
+    public var keyID: String?
+    public var subject: String?
+    public var topics: [String]
+    public var expiresAt: Date?
+    public var encryptedSecret: [UInt8]
+    /// `ok`, or `failing` after APNs refused it (InvalidProviderToken, BadCertificate, …).
+    public var status: String
+    public var statusReason: String?
+    public var createdAt: Date
+
+    public init(
+        id: Int64, appID: Int64, kind: CredentialKind, environment: APNsEnvironment, teamID: String?,
+        keyID: String?, subject: String?, topics: [String], expiresAt: Date?, encryptedSecret: [UInt8],
+        status: String, statusReason: String?, createdAt: Date
+    ) {
+        self.id = id
+        self.appID = appID
+        self.kind = kind
+        self.environment = environment
+        self.teamID = teamID
+        self.keyID = keyID
+        self.subject = subject
+        self.topics = topics
+        self.expiresAt = expiresAt
+        self.encryptedSecret = encryptedSecret
+        self.status = status
+        self.statusReason = statusReason
+        self.createdAt = createdAt
+    }
+
+    public var isFailing: Bool { status == "failing" }
+}
+
+public struct NewCredential: Sendable, Hashable {
+    public var appID: Int64
+    public var kind: CredentialKind
+    public var environment: APNsEnvironment
+    public var teamID: String?
+    public var keyID: String?
+    public var subject: String?
+    public var topics: [String]
+    public var expiresAt: Date?
+    public var encryptedSecret: [UInt8]
+
+    public init(
+        appID: Int64, kind: CredentialKind, environment: APNsEnvironment, teamID: String?, keyID: String?,
+        subject: String?, topics: [String], expiresAt: Date?, encryptedSecret: [UInt8]
+    ) {
+        self.appID = appID
+        self.kind = kind
+        self.environment = environment
+        self.teamID = teamID
+        self.keyID = keyID
+        self.subject = subject
+        self.topics = topics
+        self.expiresAt = expiresAt
+        self.encryptedSecret = encryptedSecret
+    }
+}
+
+public protocol CredentialStore: Sendable {
+    func addCredential(_ credential: NewCredential) async throws -> CredentialRecord
+    func credentials(appID: Int64) async throws -> [CredentialRecord]
+    /// The newest credential of an app for an environment, the one pushes use.
+    func activeCredential(appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord?
+    func credential(id: Int64) async throws -> CredentialRecord?
+    func deleteCredential(id: Int64) async throws -> Bool
+    func setCredentialStatus(id: Int64, status: String, reason: String?) async throws
+}

@@ -1,0 +1,245 @@
+import Foundation
+
+/// A stored message with its live-or-persisted progress.
+public struct MessageRecord: Sendable, Hashable {
+    public var id: Int64
+    public var appID: Int64
+    public var vendor: String
+    public var vendorMessageID: String?
+    public var audience: Audience
+    public var notification: PushNotification
+    public var options: PushOptions
+    /// The APNs payload, rendered once when the message was accepted.
+    public var payload: [UInt8]
+    public var state: MessageState
+    public var sendAt: Date?
+    public var labels: [String: String]
+    public var createdAt: Date
+    public var startedAt: Date?
+    public var completedAt: Date?
+    /// Audience entries expected (known once dispatch starts; final at completion).
+    public var total: Int?
+    /// Audience position (device id, or token index + 1) up to which every entry has a
+    /// persisted outcome. Dispatch resumes after it following a restart.
+    public var cursor: Int64
+    /// Persisted counts: entries ≤ cursor plus retry rows. `sending` is always 0 here; the
+    /// dispatcher overlays what is in flight.
+    public var counts: DeliveryCounts
+    public var failures: [String: Int]
+
+    public init(
+        id: Int64, appID: Int64, vendor: String, vendorMessageID: String?, audience: Audience,
+        notification: PushNotification, options: PushOptions, payload: [UInt8], state: MessageState,
+        sendAt: Date?, labels: [String: String], createdAt: Date, startedAt: Date?,
+        completedAt: Date?, total: Int?, cursor: Int64, counts: DeliveryCounts, failures: [String: Int]
+    ) {
+        self.id = id
+        self.appID = appID
+        self.vendor = vendor
+        self.vendorMessageID = vendorMessageID
+        self.audience = audience
+        self.notification = notification
+        self.options = options
+        self.payload = payload
+        self.state = state
+        self.sendAt = sendAt
+        self.labels = labels
+        self.createdAt = createdAt
+        self.startedAt = startedAt
+        self.completedAt = completedAt
+        self.total = total
+        self.cursor = cursor
+        self.counts = counts
+        self.failures = failures
+    }
+}
+
+/// One audience entry handed to the dispatcher.
+public struct AudienceEntry: Sendable, Hashable {
+    /// Keyset position: the device id for device audiences, token index + 1 for tokens.
+    public var position: Int64
+    public var deviceID: Int64?
+    public var token: String
+    public var environment: APNsEnvironment
+    /// The device's last registration, to settle the 410 race.
+    public var registeredAt: Date?
+    /// Why this entry is skipped without sending (unknown device, invalidated token, …).
+    public var skipReason: String?
+
+    public init(
+        position: Int64, deviceID: Int64?, token: String, environment: APNsEnvironment,
+        registeredAt: Date? = nil, skipReason: String? = nil
+    ) {
+        self.position = position
+        self.deviceID = deviceID
+        self.token = token
+        self.environment = environment
+        self.registeredAt = registeredAt
+        self.skipReason = skipReason
+    }
+}
+
+/// One device's recorded outcome (rows exist for failed, retried, held and skipped entries;
+/// deliveries that succeeded first time are only counted).
+public struct DeliveryRecord: Sendable, Hashable {
+    public var id: Int64
+    public var messageID: Int64
+    public var deviceID: Int64?
+    public var token: String
+    public var environment: APNsEnvironment
+    public var state: DeliveryState
+    public var reason: String?
+    public var apnsID: String?
+    public var attempts: Int
+    public var nextAttemptAt: Date?
+    public var updatedAt: Date
+
+    public init(
+        id: Int64, messageID: Int64, deviceID: Int64?, token: String, environment: APNsEnvironment,
+        state: DeliveryState, reason: String?, apnsID: String?, attempts: Int, nextAttemptAt: Date?,
+        updatedAt: Date
+    ) {
+        self.id = id
+        self.messageID = messageID
+        self.deviceID = deviceID
+        self.token = token
+        self.environment = environment
+        self.state = state
+        self.reason = reason
+        self.apnsID = apnsID
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A delivery row to insert with a progress flush.
+public struct NewDelivery: Sendable, Hashable {
+    public var deviceID: Int64?
+    public var token: String
+    public var environment: APNsEnvironment
+    public var state: DeliveryState
+    public var reason: String?
+    public var apnsID: String?
+    public var attempts: Int
+    public var nextAttemptAt: Date?
+
+    public init(
+        deviceID: Int64?, token: String, environment: APNsEnvironment, state: DeliveryState,
+        reason: String?, apnsID: String? = nil, attempts: Int, nextAttemptAt: Date? = nil
+    ) {
+        self.deviceID = deviceID
+        self.token = token
+        self.environment = environment
+        self.state = state
+        self.reason = reason
+        self.apnsID = apnsID
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+    }
+}
+
+/// APNs said a token is dead. Applied only if the device was not registered again after `at`.
+public struct DeviceInvalidation: Sendable, Hashable {
+    public var deviceID: Int64
+    public var reason: String
+    public var at: Date
+
+    public init(deviceID: Int64, reason: String, at: Date) {
+        self.deviceID = deviceID
+        self.reason = reason
+        self.at = at
+    }
+}
+
+/// Everything one dispatcher flush persists, in one transaction.
+public struct MessageProgress: Sendable {
+    public var messageID: Int64
+    /// Every entry up to here now has its outcome in `counts`/`deliveries`.
+    public var cursor: Int64
+    /// Added to the persisted counts (queued here = new retry rows).
+    public var counts: DeliveryCounts
+    public var failures: [String: Int]
+    public var deliveries: [NewDelivery]
+    public var invalidations: [DeviceInvalidation]
+    /// Set when this flush finishes the expansion.
+    public var finalState: MessageState?
+
+    public init(
+        messageID: Int64, cursor: Int64, counts: DeliveryCounts = DeliveryCounts(),
+        failures: [String: Int] = [:], deliveries: [NewDelivery] = [],
+        invalidations: [DeviceInvalidation] = [], finalState: MessageState? = nil
+    ) {
+        self.messageID = messageID
+        self.cursor = cursor
+        self.counts = counts
+        self.failures = failures
+        self.deliveries = deliveries
+        self.invalidations = invalidations
+        self.finalState = finalState
+    }
+}
+
+/// The outcome of one retried delivery row.
+public struct DeliveryUpdate: Sendable, Hashable {
+    public var deliveryID: Int64
+    public var messageID: Int64
+    public var from: DeliveryState
+    public var to: DeliveryState
+    public var reason: String?
+    public var apnsID: String?
+    public var attempts: Int
+    public var nextAttemptAt: Date?
+    public var invalidation: DeviceInvalidation?
+
+    public init(
+        deliveryID: Int64, messageID: Int64, from: DeliveryState, to: DeliveryState, reason: String?,
+        apnsID: String?, attempts: Int, nextAttemptAt: Date?, invalidation: DeviceInvalidation? = nil
+    ) {
+        self.deliveryID = deliveryID
+        self.messageID = messageID
+        self.from = from
+        self.to = to
+        self.reason = reason
+        self.apnsID = apnsID
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.invalidation = invalidation
+    }
+}
+
+/// Durable messages and deliveries.
+public protocol MessageStore: Sendable {
+    /// Commits the message; when this returns it survives a crash.
+    func createMessage(_ job: PushJob, payload: [UInt8], state: MessageState) async throws -> MessageRecord
+    func message(id: Int64) async throws -> MessageRecord?
+    func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord?
+    /// Recent messages of an app (or all apps), newest first.
+    func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord]
+    /// Messages to (re)start: queued or sending, and scheduled ones whose time has come.
+    func dispatchableMessages(now: Date) async throws -> [MessageRecord]
+    /// Marks a message sending with its expected total. `false` when it was cancelled meanwhile.
+    func startMessage(id: Int64, total: Int, at: Date) async throws -> Bool
+    func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws
+    /// Cancels a message still `scheduled` (or `queued` and not started). `false` otherwise.
+    func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool
+    /// Persists one flush atomically.
+    func recordProgress(_ progress: MessageProgress, at: Date) async throws
+
+    /// The next page of the message's audience after `cursor`, invalidated devices left out.
+    func audiencePage(
+        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int
+    ) async throws -> [AudienceEntry]
+    /// How many entries the audience has now.
+    func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int
+
+    /// Claims due retry rows (`queued` with next_attempt_at ≤ now) by moving them to `sending`.
+    func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord]
+    /// Rows left `sending` by a crash go back to `queued` (at-least-once). Returns how many.
+    func requeueInterruptedDeliveries() async throws -> Int
+    func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws
+    /// Held rows of an app and environment go back to `queued`, due now (a credential was fixed).
+    func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int
+    func deliveries(messageID: Int64, state: DeliveryState?, cursor: String?, limit: Int) async throws
+        -> Page<DeliveryRecord>
+}

@@ -1,0 +1,138 @@
+import Foundation
+
+/// Who a push goes to. Vendor adapters translate their own addressing (Baidu user/channel,
+/// Tencent account, Easemob username) into one of these.
+public enum Audience: Sendable, Hashable, Codable {
+    /// Explicit APNs tokens, registered or not (validated, lower-case hex).
+    case tokens([String])
+    /// Registered device ids of the app.
+    case devices([Int64])
+    /// Every valid device carrying the tag.
+    case tag(String)
+    /// Every valid device of the app.
+    case all
+    /// Devices bound to these IM accounts / users (Tencent identifiers, Easemob usernames,
+    /// Baidu user ids resolved by the adapter to `devices` otherwise).
+    case accounts([String])
+
+    /// A short label for logs and the console, never the whole list.
+    public var summary: String {
+        switch self {
+        case .tokens(let t): "\(t.count) token(s)"
+        case .devices(let d): "\(d.count) device(s)"
+        case .tag(let tag): "tag \(tag)"
+        case .all: "all devices"
+        case .accounts(let a): "\(a.count) account(s)"
+        }
+    }
+}
+
+/// APNs request options of one push; the same for every device of the message.
+public struct PushOptions: Sendable, Hashable, Codable {
+    public var pushType: PushType
+    public var priority: APNsPriority?
+    /// When APNs may stop trying; `nil` = the gateway's default (24 h). Retries stop then too.
+    public var expiration: Date?
+    public var collapseID: String?
+    /// `nil` = each device's own environment; set = only devices of that environment (and
+    /// explicit tokens are sent there).
+    public var environment: APNsEnvironment?
+
+    public init(
+        pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil,
+        collapseID: String? = nil, environment: APNsEnvironment? = nil
+    ) {
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.environment = environment
+    }
+}
+
+/// What a provider (or the native API) asks the gateway to send.
+public struct PushJob: Sendable, Hashable {
+    public var appID: Int64
+    /// `native`, `baidu`, `tencent`, `easemob`: whose API accepted it.
+    public var vendor: String
+    /// The vendor's own id for the message (Baidu `msg_id`, …) if it has one, for lookups.
+    public var vendorMessageID: String?
+    public var audience: Audience
+    public var notification: PushNotification
+    public var options: PushOptions
+    /// Scheduled send (Baidu `send_time`); `nil` = now.
+    public var sendAt: Date?
+    /// Free-form labels kept with the message for statistics (Baidu `topic_id`, …).
+    public var labels: [String: String]
+
+    public init(
+        appID: Int64, vendor: String, vendorMessageID: String? = nil, audience: Audience,
+        notification: PushNotification, options: PushOptions, sendAt: Date? = nil,
+        labels: [String: String] = [:]
+    ) {
+        self.appID = appID
+        self.vendor = vendor
+        self.vendorMessageID = vendorMessageID
+        self.audience = audience
+        self.notification = notification
+        self.options = options
+        self.sendAt = sendAt
+        self.labels = labels
+    }
+}
+
+/// The life of a message.
+public enum MessageState: String, Sendable, Codable, Hashable {
+    /// Accepted; waiting for its `sendAt`.
+    case scheduled
+    /// Accepted; the dispatcher has not started it.
+    case queued
+    /// Being expanded and sent.
+    case sending
+    /// Every device has a final outcome except retries still queued (see counts).
+    case completed
+    /// Cancelled before it was sent (scheduled pushes).
+    case cancelled
+}
+
+/// Where one device's delivery stands.
+public enum DeliveryState: String, Sendable, Codable, Hashable, CaseIterable {
+    case queued, sending, delivered, failed, skipped, held
+}
+
+/// Per-state counts of one message.
+public struct DeliveryCounts: Sendable, Hashable, Codable {
+    public var queued = 0
+    public var sending = 0
+    public var delivered = 0
+    public var failed = 0
+    public var skipped = 0
+    public var held = 0
+
+    public init() {}
+
+    public subscript(state: DeliveryState) -> Int {
+        get {
+            switch state {
+            case .queued: queued
+            case .sending: sending
+            case .delivered: delivered
+            case .failed: failed
+            case .skipped: skipped
+            case .held: held
+            }
+        }
+        set {
+            switch state {
+            case .queued: queued = newValue
+            case .sending: sending = newValue
+            case .delivered: delivered = newValue
+            case .failed: failed = newValue
+            case .skipped: skipped = newValue
+            case .held: held = newValue
+            }
+        }
+    }
+
+    public var total: Int { queued + sending + delivered + failed + skipped + held }
+}

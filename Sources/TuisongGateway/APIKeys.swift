@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+import Synchronization
+import TuisongCore
+import TuisongCrypto
+import TuisongHTTP
+
+/// Native API keys: shown once at creation, stored only as a SHA-256 hash.
+public enum APIKey {
+    /// A new key: `tsk_` + 43 base64url characters (256 random bits).
+    public static func generate() -> String {
+        "tsk_" + Base64URL.encode(SecureRandom.bytes(32))
+    }
+
+    public static func hash(_ key: String) -> String {
+        Hex.encode(Digest.sha256(Array(key.utf8)))
+    }
+}
+
+/// Resolves `Authorization: Bearer <api_key>` to an app. Resolved keys are cached for a few
+/// seconds so a lookup costs one database read, not two; a regenerated or deleted key stops
+/// working in this process at once (`forget`) and in others within `ttl`.
+final class APIKeyAuthenticator: Sendable {
+    private struct Entry {
+        var app: App
+        var expires: Date
+    }
+
+    private let store: any AppStore
+    private let clock: any Clock
+    private let ttl: TimeInterval
+    private let logger: Logger
+    private let cache = Mutex<[String: Entry]>([:])
+    private static let maxEntries = 10_000
+
+    init(store: any AppStore, clock: any Clock, logger: Logger, ttl: TimeInterval = 5) {
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+        self.ttl = ttl
+    }
+
+    func forget(app id: Int64) {
+        cache.withLock { entries in entries = entries.filter { $0.value.app.id != id } }
+    }
+
+    func app(for request: Request) async throws -> App {
+        guard let header = request.headers["authorization"] else { throw NativeAPIError.unauthorized }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw NativeAPIError.unauthorized
+        }
+        let key = parts[1].trimmingCharacters(in: .whitespaces)
+        guard key.hasPrefix("tsk_"), key.utf8.count < 200 else {
+            throw NativeAPIError(401, "unauthorized", "unknown API key")
+        }
+        let hash = APIKey.hash(key)
+        let now = clock.now
+        if let cached = cache.withLock({ $0[hash] }), cached.expires > now { return cached.app }
+        guard let app = try await store.app(apiKeyHash: hash) else {
+            throw NativeAPIError(401, "unauthorized", "unknown API key")
+        }
+        cache.withLock { entries in
+            if entries.count >= Self.maxEntries { entries.removeAll(keepingCapacity: true) }
+            entries[hash] = Entry(app: app, expires: now.addingTimeInterval(ttl))
+        }
+        return app
+    }
+
+    /// Authenticates, runs `body`, and renders any error as a native JSON error.
+    func withApp(_ request: Request, _ body: (App) async throws -> Response) async -> Response {
+        do {
+            let app = try await app(for: request)
+            return try await body(app)
+        } catch let error as NativeAPIError {
+            return error.response
+        } catch let error as HTTPError {
+            return NativeAPIError(httpError: error).response
+        } catch let error as StoreError where error.code == .unavailable {
+            logger.warning("store unavailable: \(error)")
+            return NativeAPIError(503, "unavailable", "the database is busy, retry shortly").response
+        } catch {
+            logger.error("native API \(request.method.rawValue) \(request.path) failed: \(error)")
+            return NativeAPIError(500, "internal_error", "internal error").response
+        }
+    }
+}

@@ -1,0 +1,330 @@
+import Foundation
+
+/// The gateway's effective configuration: the embedded default (`config/tuisong.json`),
+/// overlaid by an optional file, overlaid by `TUISONG_<PATH>` environment variables.
+///
+/// Every leaf key of the default has an environment name: its dotted path upper-cased with
+/// dots as underscores, e.g. `listen.port` → `TUISONG_LISTEN_PORT`,
+/// `apns.production_url` → `TUISONG_APNS_PRODUCTION_URL`.
+public struct GatewayConfig: Sendable, Equatable {
+    public struct Listen: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+        /// 0 = one MHD thread per core.
+        public var threads: Int
+        public var connectionTimeoutSeconds: Int
+        public var requestTimeoutSeconds: Int
+        public var maxBodyBytes: Int
+        public var maxHeaderBytes: Int
+        public var maxConnections: Int
+    }
+    public struct Database: Sendable, Equatable {
+        public var path: String
+        /// fsync on every commit (survives power loss, slower); off = WAL NORMAL (survives kill -9).
+        public var synchronousFull: Bool
+    }
+    public struct Security: Sendable, Equatable {
+        public var masterKeyFile: String
+        /// Base64 32-byte key; when set it wins over the key file. Secret.
+        public var masterKey: String
+        public var initialAdminPasswordFile: String
+    }
+    public struct Web: Sendable, Equatable {
+        public var root: String
+        /// The URL operators reach the console at, printed on start; derived from `listen` if empty.
+        public var publicURL: String
+    }
+    public struct Log: Sendable, Equatable {
+        public var level: String
+    }
+    public struct APNs: Sendable, Equatable {
+        public var productionURL: String
+        public var sandboxURL: String
+        public var caFile: String
+        public var connections: Int
+        public var connectTimeoutSeconds: Int
+        public var requestTimeoutSeconds: Int
+        public var tokenRefreshMinutes: Int
+        /// Start the bundled APNs mock in-process and point both URLs at it.
+        public var localMock: Bool
+        public var localMockPort: Int
+    }
+    public struct Delivery: Sendable, Equatable {
+        public var workers: Int
+        public var pageSize: Int
+        public var maxAttempts: Int
+        public var retryBaseSeconds: Double
+        public var retryMaxSeconds: Double
+    }
+
+    public var listen: Listen
+    public var database: Database
+    public var security: Security
+    public var web: Web
+    public var log: Log
+    public var providers: [String]
+    public var apns: APNs
+    public var delivery: Delivery
+    /// Each vendor provider's own section (`"baidu": {...}`), handed to the provider as is.
+    public var providerSections: [String: ConfigTree]
+    /// The merged tree this was typed from, for `check-config`.
+    public var effectiveTree: ConfigTree
+
+    /// Keys whose values are secrets: masked by `check-config`, never logged.
+    public static let secretKeys: Set<String> = ["security.master_key"]
+}
+
+/// An untyped JSON value of the configuration, Sendable so provider sections can travel.
+public indirect enum ConfigTree: Sendable, Equatable, Codable {
+    case object([String: ConfigTree])
+    case array([ConfigTree])
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case bool(Bool)
+    case null
+
+    var anyValue: Any {
+        switch self {
+        case .object(let o): return o.mapValues { $0.anyValue }
+        case .array(let a): return a.map { $0.anyValue }
+        case .string(let s): return s
+        case .int(let i): return i
+        case .double(let d): return d
+        case .bool(let b): return b
+        case .null: return NSNull()
+        }
+    }
+
+    var typeName: String {
+        switch self {
+        case .object: "object"
+        case .array: "array"
+        case .string: "string"
+        case .int: "integer"
+        case .double: "number"
+        case .bool: "boolean"
+        case .null: "null"
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        // Order matters: JSONDecoder refuses Bool for numbers and Int for 1.5, so the first
+        // type that decodes is the JSON type.
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int.self) {
+            self = .int(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .double(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([ConfigTree].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: ConfigTree].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .object(let o): try container.encode(o)
+        case .array(let a): try container.encode(a)
+        case .string(let s): try container.encode(s)
+        case .int(let i): try container.encode(i)
+        case .double(let d): try container.encode(d)
+        case .bool(let b): try container.encode(b)
+        case .null: try container.encodeNil()
+        }
+    }
+
+    public subscript(key: String) -> ConfigTree? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
+
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+}
+
+/// A configuration problem, naming the key and the offending value.
+public struct ConfigError: Error, Sendable, CustomStringConvertible, Equatable {
+    public var key: String
+    public var message: String
+
+    public init(_ key: String, _ message: String) {
+        self.key = key
+        self.message = message
+    }
+
+    public var description: String {
+        key.isEmpty ? "config: \(message)" : "config: \(key): \(message)"
+    }
+}
+
+extension GatewayConfig {
+    /// The embedded default, identical to `config/tuisong.json` (a test keeps them equal).
+    public static var embeddedDefault: GatewayConfig {
+        // The embedded JSON is a literal of this module; failing to parse it is a build bug.
+        try! GatewayConfig.load(fileContents: nil, environment: [:])
+    }
+
+    /// Loads the effective configuration.
+    /// - Parameters:
+    ///   - path: a JSON file overlaying the embedded default; `nil` = the default alone.
+    ///   - environment: usually `ProcessInfo.processInfo.environment`.
+    public static func load(path: String?, environment: [String: String]) throws(ConfigError)
+        -> GatewayConfig
+    {
+        var contents: Data?
+        if let path {
+            do {
+                contents = try Data(contentsOf: URL(fileURLWithPath: path))
+            } catch {
+                throw ConfigError("", "cannot read \(path): \(error.localizedDescription)")
+            }
+        }
+        return try load(fileContents: contents, environment: environment)
+    }
+
+    public static func load(fileContents: Data?, environment: [String: String]) throws(ConfigError)
+        -> GatewayConfig
+    {
+        let tree = try effectiveTree(fileContents: fileContents, environment: environment)
+        return try GatewayConfig(tree: tree)
+    }
+
+    /// The merged tree (default ← file ← environment), before typing and validation.
+    static func effectiveTree(fileContents: Data?, environment: [String: String]) throws(ConfigError)
+        -> ConfigTree
+    {
+        let defaults = try parse(Data(embeddedDefaultJSON.utf8), source: "embedded default")
+        var tree = defaults
+        if let fileContents {
+            let file = try parse(fileContents, source: "config file")
+            tree = try overlay(file, on: defaults, path: "")
+        }
+        return try applyEnvironment(environment, to: tree, path: "")
+    }
+
+    static func parse(_ data: Data, source: String) throws(ConfigError) -> ConfigTree {
+        let tree: ConfigTree
+        do {
+            tree = try JSONDecoder().decode(ConfigTree.self, from: data)
+        } catch {
+            throw ConfigError("", "\(source) is not valid JSON: \(describe(error))")
+        }
+        guard case .object = tree else { throw ConfigError("", "\(source) must be a JSON object") }
+        return tree
+    }
+
+    /// Keys under these paths are free-form (vendor sections): taken as given.
+    static let openSections: Set<String> = ["baidu", "tencent", "easemob"]
+
+    /// Overlays a file's values on the default, refusing keys the default does not know so a
+    /// typo (`"lisen"`) is reported instead of silently ignored.
+    static func overlay(_ file: ConfigTree, on base: ConfigTree, path: String) throws(ConfigError)
+        -> ConfigTree
+    {
+        guard case .object(let fileObject) = file, case .object(var baseObject) = base else {
+            return file
+        }
+        for (key, value) in fileObject {
+            let childPath = path.isEmpty ? key : "\(path).\(key)"
+            guard let baseValue = baseObject[key] else {
+                if path.isEmpty, openSections.contains(key) || key.hasPrefix("x-") {
+                    baseObject[key] = value
+                    continue
+                }
+                throw ConfigError(childPath, "unknown key")
+            }
+            if case .object = baseValue {
+                guard case .object = value else {
+                    throw ConfigError(childPath, "must be an object, got \(value.typeName)")
+                }
+                baseObject[key] = try overlay(value, on: baseValue, path: childPath)
+            } else {
+                baseObject[key] = value
+            }
+        }
+        return .object(baseObject)
+    }
+
+    /// The environment variable that overrides a dotted key path.
+    public static func environmentName(forKeyPath path: String) -> String {
+        "TUISONG_" + path.uppercased().replacingOccurrences(of: ".", with: "_")
+    }
+
+    static func applyEnvironment(_ environment: [String: String], to tree: ConfigTree, path: String)
+        throws(ConfigError) -> ConfigTree
+    {
+        switch tree {
+        case .object(let object):
+            var result = object
+            for (key, value) in object {
+                let childPath = path.isEmpty ? key : "\(path).\(key)"
+                result[key] = try applyEnvironment(environment, to: value, path: childPath)
+            }
+            return .object(result)
+        default:
+            let name = environmentName(forKeyPath: path)
+            guard let raw = environment[name] else { return tree }
+            return try parseOverride(raw, like: tree, key: path, variable: name)
+        }
+    }
+
+    static func parseOverride(_ raw: String, like current: ConfigTree, key: String, variable: String)
+        throws(ConfigError) -> ConfigTree
+    {
+        let shown = GatewayConfig.secretKeys.contains(key) ? "(secret)" : "\"\(raw)\""
+        switch current {
+        case .string: return .string(raw)
+        case .int:
+            let trimmed = raw.trimmingCharacters(in: .whitespaces)
+            if let value = Int(trimmed) { return .int(value) }
+            // A fractional value for a key whose default is whole (retry_base_seconds = 1):
+            // typing decides whether the key takes fractions, and names the key if not.
+            if let value = Double(trimmed), value.isFinite { return .double(value) }
+            throw ConfigError(key, "\(variable)=\(shown) is not a number")
+        case .double:
+            guard let value = Double(raw.trimmingCharacters(in: .whitespaces)) else {
+                throw ConfigError(key, "\(variable)=\(shown) is not a number")
+            }
+            return .double(value)
+        case .bool:
+            switch raw.lowercased() {
+            case "1", "true", "yes", "on": return .bool(true)
+            case "0", "false", "no", "off": return .bool(false)
+            default: throw ConfigError(key, "\(variable)=\(shown) is not a boolean (true/false)")
+            }
+        case .array:
+            // Either a JSON array or a comma-separated list: TUISONG_PROVIDERS=baidu,tencent
+            if raw.hasPrefix("["),
+                let parsed = try? JSONDecoder().decode([ConfigTree].self, from: Data(raw.utf8))
+            {
+                return .array(parsed)
+            }
+            let items = raw.split(separator: ",").map {
+                ConfigTree.string($0.trimmingCharacters(in: .whitespaces))
+            }
+            return .array(items)
+        default:
+            return .string(raw)
+        }
+    }
+}
+
+/// A short, human sentence for a decoding error (JSONDecoder's descriptions are verbose).
+func describe(_ error: any Error) -> String {
+    if case DecodingError.dataCorrupted(let context) = error {
+        let underlying = (context.underlyingError as NSError?)?.userInfo["NSDebugDescription"] as? String
+        return underlying ?? context.debugDescription
+    }
+    return "\(error)"
+}

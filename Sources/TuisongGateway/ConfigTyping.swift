@@ -1,0 +1,197 @@
+import Foundation
+
+/// Reads typed, validated values out of the merged tree; every failure names its key path.
+struct ConfigReader {
+    let tree: ConfigTree
+
+    func value(_ path: String) throws(ConfigError) -> ConfigTree {
+        var node = tree
+        for part in path.split(separator: ".") {
+            guard let child = node[String(part)] else { throw ConfigError(path, "missing") }
+            node = child
+        }
+        return node
+    }
+
+    func string(_ path: String) throws(ConfigError) -> String {
+        let node = try value(path)
+        guard case .string(let s) = node else {
+            throw ConfigError(path, "must be a string, got \(node.typeName) \(shown(path, node))")
+        }
+        return s
+    }
+
+    func bool(_ path: String) throws(ConfigError) -> Bool {
+        let node = try value(path)
+        guard case .bool(let b) = node else {
+            throw ConfigError(path, "must be true or false, got \(node.typeName) \(shown(path, node))")
+        }
+        return b
+    }
+
+    func int(_ path: String, in range: ClosedRange<Int>) throws(ConfigError) -> Int {
+        let node = try value(path)
+        guard case .int(let i) = node else {
+            throw ConfigError(path, "must be an integer, got \(node.typeName) \(shown(path, node))")
+        }
+        guard range.contains(i) else {
+            throw ConfigError(path, "\(i) is out of range \(range.lowerBound)…\(range.upperBound)")
+        }
+        return i
+    }
+
+    func double(_ path: String, in range: ClosedRange<Double>) throws(ConfigError) -> Double {
+        let node = try value(path)
+        let number: Double
+        switch node {
+        case .int(let i): number = Double(i)
+        case .double(let d): number = d
+        default: throw ConfigError(path, "must be a number, got \(node.typeName) \(shown(path, node))")
+        }
+        guard range.contains(number) else {
+            throw ConfigError(path, "\(number) is out of range \(range.lowerBound)…\(range.upperBound)")
+        }
+        return number
+    }
+
+    func strings(_ path: String) throws(ConfigError) -> [String] {
+        let node = try value(path)
+        guard case .array(let items) = node else {
+            throw ConfigError(path, "must be an array of strings, got \(node.typeName)")
+        }
+        var result: [String] = []
+        for item in items {
+            guard case .string(let s) = item else {
+                throw ConfigError(path, "must contain only strings, found \(item.typeName)")
+            }
+            result.append(s)
+        }
+        return result
+    }
+
+    private func shown(_ path: String, _ node: ConfigTree) -> String {
+        if GatewayConfig.secretKeys.contains(path) { return "(secret)" }
+        guard let data = try? JSONEncoder().encode(node) else { return "" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+extension GatewayConfig {
+    init(tree: ConfigTree) throws(ConfigError) {
+        let r = ConfigReader(tree: tree)
+        listen = Listen(
+            host: try r.string("listen.host"),
+            port: try r.int("listen.port", in: 0...65535),
+            threads: try r.int("listen.threads", in: 0...256),
+            connectionTimeoutSeconds: try r.int("listen.connection_timeout_seconds", in: 1...3600),
+            requestTimeoutSeconds: try r.int("listen.request_timeout_seconds", in: 1...3600),
+            maxBodyBytes: try r.int("listen.max_body_bytes", in: 1024...(64 << 20)),
+            maxHeaderBytes: try r.int("listen.max_header_bytes", in: 1024...(1 << 20)),
+            maxConnections: try r.int("listen.max_connections", in: 1...1_000_000))
+        guard !listen.host.isEmpty else { throw ConfigError("listen.host", "must not be empty") }
+
+        database = Database(
+            path: try r.string("database.path"),
+            synchronousFull: try r.bool("database.synchronous_full"))
+        guard !database.path.isEmpty else { throw ConfigError("database.path", "must not be empty") }
+
+        security = Security(
+            masterKeyFile: try r.string("security.master_key_file"),
+            masterKey: try r.string("security.master_key"),
+            initialAdminPasswordFile: try r.string("security.initial_admin_password_file"))
+        if !security.masterKey.isEmpty {
+            let decoded = Data(base64Encoded: security.masterKey)
+            guard decoded?.count == 32 else {
+                throw ConfigError("security.master_key", "must be 32 bytes in base64 (value hidden)")
+            }
+        } else if security.masterKeyFile.isEmpty {
+            throw ConfigError("security.master_key_file", "must be set when security.master_key is empty")
+        }
+
+        web = Web(root: try r.string("web.root"), publicURL: try r.string("web.public_url"))
+        log = Log(level: try r.string("log.level"))
+        let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+        guard levels.contains(log.level) else {
+            throw ConfigError("log.level", "\"\(log.level)\" is not one of \(levels.joined(separator: ", "))")
+        }
+
+        // Names are checked against the provider registry by the composition root.
+        providers = try r.strings("providers")
+        if let duplicate = Dictionary(grouping: providers, by: { $0 }).first(where: { $0.value.count > 1 }) {
+            throw ConfigError("providers", "\"\(duplicate.key)\" is listed twice")
+        }
+
+        apns = APNs(
+            productionURL: try r.string("apns.production_url"),
+            sandboxURL: try r.string("apns.sandbox_url"),
+            caFile: try r.string("apns.ca_file"),
+            connections: try r.int("apns.connections", in: 1...64),
+            connectTimeoutSeconds: try r.int("apns.connect_timeout_seconds", in: 1...300),
+            requestTimeoutSeconds: try r.int("apns.request_timeout_seconds", in: 1...600),
+            tokenRefreshMinutes: try r.int("apns.token_refresh_minutes", in: 20...60),
+            localMock: try r.bool("apns.local_mock"),
+            localMockPort: try r.int("apns.local_mock_port", in: 0...65535))
+        for key in ["apns.production_url", "apns.sandbox_url"] {
+            let url = key == "apns.production_url" ? apns.productionURL : apns.sandboxURL
+            guard let parsed = URLComponents(string: url), parsed.scheme == "https",
+                let host = parsed.host, !host.isEmpty
+            else {
+                throw ConfigError(key, "\"\(url)\" is not an https URL")
+            }
+        }
+        if !apns.caFile.isEmpty, !FileManager.default.isReadableFile(atPath: apns.caFile) {
+            throw ConfigError("apns.ca_file", "\"\(apns.caFile)\" is not a readable file")
+        }
+
+        delivery = Delivery(
+            workers: try r.int("delivery.workers", in: 1...100_000),
+            pageSize: try r.int("delivery.page_size", in: 10...100_000),
+            maxAttempts: try r.int("delivery.max_attempts", in: 1...1000),
+            retryBaseSeconds: try r.double("delivery.retry_base_seconds", in: 0.001...3600),
+            retryMaxSeconds: try r.double("delivery.retry_max_seconds", in: 0.001...86400))
+
+        var sections: [String: ConfigTree] = [:]
+        if case .object(let root) = tree {
+            for key in GatewayConfig.openSections { if let section = root[key] { sections[key] = section } }
+        }
+        providerSections = sections
+        effectiveTree = tree
+    }
+
+    /// The effective configuration as pretty JSON with every secret masked.
+    public func maskedJSON() -> String {
+        func mask(_ node: ConfigTree, path: String) -> ConfigTree {
+            switch node {
+            case .object(let object):
+                var result: [String: ConfigTree] = [:]
+                for (key, value) in object {
+                    let childPath = path.isEmpty ? key : "\(path).\(key)"
+                    if GatewayConfig.secretKeys.contains(childPath) || GatewayConfig.looksSecret(key) {
+                        if case .string(let s) = value, s.isEmpty {
+                            result[key] = value
+                        } else {
+                            result[key] = .string("********")
+                        }
+                    } else {
+                        result[key] = mask(value, path: childPath)
+                    }
+                }
+                return .object(result)
+            default:
+                return node
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(mask(effectiveTree, path: ""))) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Vendor sections are free-form: anything named like a secret is masked.
+    static func looksSecret(_ key: String) -> Bool {
+        let lowered = key.lowercased()
+        return lowered.contains("secret") || lowered.contains("password")
+            || lowered.hasSuffix("_key") && !lowered.hasSuffix("api_key_header")
+            || lowered == "key"
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+import Logging
+import Synchronization
+import TuisongCore
+
+/// What happened when one device was tried.
+enum SendOutcome: Sendable, Hashable {
+    case delivered(apnsID: String?)
+    /// APNs says the token is dead (410, BadDeviceToken); `since` is APNs's timestamp.
+    case invalidate(reason: String, since: Date?)
+    /// Try again later (429, 5xx, connection trouble), after `after` if APNs said.
+    case retry(reason: String, after: Duration?)
+    /// The app's credential is missing or failing: kept, visible, released when fixed.
+    case held(reason: String)
+    case failed(reason: String)
+}
+
+/// Sends one push for the engine. The APNs implementation owns pools and credentials; tests
+/// may swap a fake.
+protocol PushSender: Sendable {
+    func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome
+}
+
+public struct DeliverySettings: Sendable {
+    public var workers: Int
+    public var pageSize: Int
+    public var maxAttempts: Int
+    public var retryBase: TimeInterval
+    public var retryMax: TimeInterval
+    /// Retry window for messages without an explicit expiration.
+    public var defaultExpiration: TimeInterval = 24 * 3600
+    public var flushInterval: Duration = .milliseconds(100)
+    public var pollInterval: Duration = .milliseconds(250)
+    public var maxConcurrentMessages = 4
+    /// Audience pages read ahead of the oldest unfinished one; bounds memory and the
+    /// duplicates a crash can cause to about `windowPages × pageSize`.
+    public var windowPages = 3
+
+    public init(_ config: GatewayConfig.Delivery) {
+        workers = config.workers
+        pageSize = config.pageSize
+        maxAttempts = config.maxAttempts
+        retryBase = config.retryBaseSeconds
+        retryMax = config.retryMaxSeconds
+    }
+}
+
+/// Durable delivery: `submit` commits a message before it returns; a dispatcher expands
+/// audiences page by page and sends through a bounded pool of in-flight pushes; failed,
+/// retried and held deliveries get rows; everything survives a crash (at-least-once).
+public final class DeliveryEngine: PushGateway {
+    typealias Backend = MessageStore & AppStore
+
+    let store: any Backend
+    let sender: any PushSender
+    let settings: DeliverySettings
+    let clock: any Clock
+    let logger: Logger
+    let permits: AsyncSemaphore
+    private let runs = Mutex<[Int64: MessageRun]>([:])
+    private let wakeSignal = WakeSignal()
+    private let loops = Mutex<[Task<Void, Never>]>([])
+    private let stopping = Atomic<Bool>(false)
+    let appCache = Mutex<[Int64: App]>([:])
+
+    init(store: any Backend, sender: any PushSender, settings: DeliverySettings, clock: any Clock, logger: Logger) {
+        self.store = store
+        self.sender = sender
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+        self.permits = AsyncSemaphore(permits: settings.workers)
+    }
+
+    var isStopping: Bool { stopping.load(ordering: .acquiring) }
+
+    /// Recovers what a crash left and starts the dispatch and retry loops.
+    func start() async throws {
+        let requeued = try await store.requeueInterruptedDeliveries()
+        if requeued > 0 { logger.notice("requeued \(requeued) deliveries interrupted by the last stop") }
+        let dispatch = Task { await self.dispatchLoop() }
+        let retry = Task { await RetryWorker(engine: self).run() }
+        loops.withLock { $0 = [dispatch, retry] }
+    }
+
+    /// Stops launching sends, lets in-flight ones finish and flushes what finished. What was
+    /// not flushed is sent again after the next start.
+    func stop() async {
+        stopping.store(true, ordering: .releasing)
+        wakeSignal.signal()
+        let tasks = loops.withLock { $0 }
+        for task in tasks { await task.value }
+        let active = runs.withLock { Array($0.values) }
+        for run in active { await run.finished() }
+    }
+
+    /// Validates, renders and commits the message; it is durable when this returns.
+    public func submit(_ job: PushJob) async throws -> MessageRecord {
+        let payload = try APNsPayload.build(job.notification, pushType: job.options.pushType)
+        let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
+        let record = try await store.createMessage(job, payload: payload, state: state)
+        if state == .queued { wakeSignal.signal() }
+        return record
+    }
+
+    /// Wakes the dispatcher (a scheduled message came due, a held delivery was released).
+    func wake() { wakeSignal.signal() }
+
+    public func cancel(messageID: Int64) async throws -> Bool {
+        try await store.cancelScheduledMessage(id: messageID, at: clock.now)
+    }
+
+    public func status(messageID: Int64) async throws -> MessageStatus? {
+        guard let record = try await store.message(id: messageID) else { return nil }
+        let run = runs.withLock { $0[messageID] }
+        var counts = record.counts
+        var failures = record.failures
+        if let run {
+            let live = run.liveCounts()
+            for state in DeliveryState.allCases { counts[state] += live.counts[state] }
+            counts.sending += live.inFlight
+            for (reason, n) in live.failures { failures[reason, default: 0] += n }
+        }
+        if let total = record.total, record.state == .queued || record.state == .sending || record.state == .scheduled {
+            let accounted = counts.total
+            if total > accounted { counts.queued += total - accounted }
+        }
+        return MessageStatus(record: record, counts: counts, failures: failures)
+    }
+
+    func app(id: Int64) async throws -> App? {
+        if let cached = appCache.withLock({ $0[id] }) { return cached }
+        let app = try await store.app(id: id)
+        if let app { appCache.withLock { $0[id] = app } }
+        return app
+    }
+
+    /// When a retryable failure should be tried again, or nil when it should not.
+    func nextAttempt(after attempts: Int, message: MessageRecord, hint: Duration?) -> Date? {
+        guard attempts < settings.maxAttempts else { return nil }
+        let exponential = min(settings.retryMax, settings.retryBase * pow(2, Double(attempts - 1)))
+        // Full jitter halves synchronized retry storms against a recovering APNs.
+        var delay = exponential / 2 + Double.random(in: 0...(exponential / 2))
+        if let hint {
+            let seconds = Double(hint.components.seconds) + Double(hint.components.attoseconds) / 1e18
+            delay = max(delay, seconds)
+        }
+        let next = clock.now.addingTimeInterval(delay)
+        let expiration = message.options.expiration ?? message.createdAt.addingTimeInterval(settings.defaultExpiration)
+        return next <= expiration ? next : nil
+    }
+
+    // MARK: dispatch loop
+
+    private func dispatchLoop() async {
+        while !isStopping {
+            do {
+                let due = try await store.dispatchableMessages(now: clock.now)
+                for record in due {
+                    let canStart = runs.withLock { runs -> Bool in
+                        guard runs[record.id] == nil, runs.count < settings.maxConcurrentMessages else { return false }
+                        return true
+                    }
+                    guard canStart, !isStopping else { continue }
+                    guard let app = try await app(id: record.appID) else {
+                        try await store.setMessageState(id: record.id, .cancelled, at: clock.now)
+                        continue
+                    }
+                    let run = MessageRun(engine: self, record: record, app: app)
+                    runs.withLock { $0[record.id] = run }
+                    Task {
+                        await run.execute()
+                        self.runs.withLock { _ = $0.removeValue(forKey: record.id) }
+                        self.wakeSignal.signal()
+                    }
+                }
+            } catch {
+                logger.error("dispatcher: \(error)")
+            }
+            await wakeSignal.wait(timeout: settings.pollInterval)
+        }
+    }
+}
+
+/// A resettable wake-up: `signal()` before `wait` is remembered; `wait` also returns after a
+/// timeout so time-based work (scheduled messages) is noticed.
+final class WakeSignal: Sendable {
+    private struct State {
+        var pending = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+    private let state = Mutex(State())
+
+    func signal() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.pending = true
+            return nil
+        }
+        waiter?.resume()
+    }
+
+    func wait(timeout: Duration) async {
+        let timer = Task {
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            self.signal()
+        }
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.pending {
+                    state.pending = false
+                    return true
+                }
+                state.waiter = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+        timer.cancel()
+    }
+}

@@ -1,0 +1,310 @@
+import Foundation
+import Logging
+import Synchronization
+import TuisongCore
+
+/// Sends one message: reads its audience page by page after the persisted cursor, sends each
+/// entry under the engine's in-flight bound, and flushes finished pages in order so the
+/// database always holds whole pages: counts, failure reasons, delivery rows for everything
+/// not delivered first time, device invalidations, and the cursor, in one transaction.
+final class MessageRun: Sendable {
+    /// Outcomes of one audience page, kept until every entry of the page has one.
+    struct PageResults {
+        var lastPosition: Int64
+        var pending: Int
+        var counts = DeliveryCounts()
+        var failures: [String: Int] = [:]
+        var deliveries: [NewDelivery] = []
+        var invalidations: [DeviceInvalidation] = []
+    }
+
+    struct State {
+        var pages: [PageResults] = []
+        /// Index in `pages` of the first page not yet flushed, as seen by senders.
+        var flushedPages = 0
+        var inFlight = 0
+        var exhausted = false
+        /// Outcomes taken out of `pages` but not yet committed, still shown as live.
+        var flushingCounts = DeliveryCounts()
+        var flushingFailures: [String: Int] = [:]
+        var pageWaiter: CheckedContinuation<Void, Never>?
+        var done = false
+        var doneWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    struct Live {
+        var counts: DeliveryCounts
+        var failures: [String: Int]
+        var inFlight: Int
+    }
+
+    let engine: DeliveryEngine
+    let record: MessageRecord
+    let app: App
+    private let state = Mutex(State())
+
+    init(engine: DeliveryEngine, record: MessageRecord, app: App) {
+        self.engine = engine
+        self.record = record
+        self.app = app
+    }
+
+    var logger: Logger { engine.logger }
+
+    func liveCounts() -> Live {
+        state.withLock { state in
+            var counts = state.flushingCounts
+            var failures = state.flushingFailures
+            for page in state.pages[state.flushedPages...] {
+                for s in DeliveryState.allCases { counts[s] += page.counts[s] }
+                for (reason, n) in page.failures { failures[reason, default: 0] += n }
+            }
+            return Live(counts: counts, failures: failures, inFlight: state.inFlight)
+        }
+    }
+
+    /// Returns once the run has stopped (finished, or interrupted by `stop`).
+    func finished() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.done { return true }
+                state.doneWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func execute() async {
+        let store = engine.store
+        let settings = engine.settings
+        if record.state != .sending {
+            var started = false
+            await persistently("start") {
+                let total = try await store.audienceCount(
+                    appID: record.appID, audience: record.audience, environment: record.options.environment)
+                started = try await store.startMessage(id: record.id, total: total, at: engine.clock.now)
+            }
+            guard started else {
+                // Cancelled between being listed and being started.
+                finish()
+                return
+            }
+        }
+        let flusher = Task { await flushLoop() }
+        var cursor = record.cursor
+        reading: while !engine.isStopping {
+            await waitForWindow()
+            var entries: [AudienceEntry] = []
+            let loaded = await persistently("read audience") {
+                entries = try await store.audiencePage(
+                    appID: record.appID, audience: record.audience, environment: record.options.environment,
+                    after: cursor, limit: settings.pageSize)
+            }
+            guard loaded else { break }
+            if entries.isEmpty {
+                state.withLock { $0.exhausted = true }
+                break
+            }
+            let pageIndex = state.withLock { state -> Int in
+                state.pages.append(PageResults(lastPosition: entries[entries.count - 1].position, pending: entries.count))
+                if entries.count < settings.pageSize { state.exhausted = true }
+                return state.pages.count - 1
+            }
+            cursor = entries[entries.count - 1].position
+            for entry in entries {
+                if let reason = entry.skipReason {
+                    record(.skipped(reason), entry: entry, page: pageIndex, attempted: false)
+                    continue
+                }
+                await engine.permits.wait()
+                if engine.isStopping {
+                    engine.permits.signal()
+                    break reading
+                }
+                state.withLock { $0.inFlight += 1 }
+                Task {
+                    let outcome = await engine.sender.send(
+                        app: app, message: record, token: entry.token, environment: entry.environment)
+                    self.record(outcome.asResult, entry: entry, page: pageIndex, attempted: true)
+                    self.engine.permits.signal()
+                }
+            }
+            if state.withLock({ $0.exhausted }) { break }
+        }
+        await waitForInFlight()
+        flusher.cancel()
+        await flushLoop(once: true)
+        finish()
+    }
+
+    private func finish() {
+        state.withLock { state in
+            state.done = true
+            for waiter in state.doneWaiters { waiter.resume() }
+            state.doneWaiters.removeAll()
+        }
+    }
+
+    /// An entry's final result within this run.
+    enum EntryResult {
+        case outcome(SendOutcome)
+        case skipped(String)
+    }
+
+    private func record(_ result: EntryResult, entry: AudienceEntry, page: Int, attempted: Bool) {
+        let now = engine.clock.now
+        var retryAt: Date?
+        if case .outcome(.retry(_, let hint)) = result {
+            retryAt = engine.nextAttempt(after: 1, message: record, hint: hint)
+        }
+        let wake = state.withLock { state -> Bool in
+            if attempted { state.inFlight -= 1 }
+            var results = state.pages[page]
+            results.pending -= 1
+            func row(_ s: DeliveryState, _ reason: String?, apnsID: String? = nil, next: Date? = nil) {
+                results.deliveries.append(
+                    NewDelivery(
+                        deviceID: entry.deviceID, token: entry.token, environment: entry.environment, state: s,
+                        reason: reason, apnsID: apnsID, attempts: attempted ? 1 : 0, nextAttemptAt: next))
+            }
+            switch result {
+            case .skipped(let reason):
+                results.counts.skipped += 1
+                row(.skipped, reason)
+            case .outcome(.delivered):
+                results.counts.delivered += 1
+            case .outcome(.invalidate(let reason, let since)):
+                results.counts.failed += 1
+                results.failures[reason, default: 0] += 1
+                row(.failed, reason)
+                if let deviceID = entry.deviceID {
+                    results.invalidations.append(DeviceInvalidation(deviceID: deviceID, reason: reason, at: since ?? now))
+                }
+            case .outcome(.retry(let reason, _)):
+                if let retryAt {
+                    results.counts.queued += 1
+                    row(.queued, reason, next: retryAt)
+                } else {
+                    results.counts.failed += 1
+                    results.failures[reason, default: 0] += 1
+                    row(.failed, reason)
+                }
+            case .outcome(.held(let reason)):
+                results.counts.held += 1
+                row(.held, reason)
+            case .outcome(.failed(let reason)):
+                results.counts.failed += 1
+                results.failures[reason, default: 0] += 1
+                row(.failed, reason)
+            }
+            state.pages[page] = results
+            return page == state.flushedPages && results.pending == 0 || state.inFlight == 0
+        }
+        if wake { wakeWaiter() }
+    }
+
+    private func wakeWaiter() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            defer { state.pageWaiter = nil }
+            return state.pageWaiter
+        }
+        waiter?.resume()
+    }
+
+    /// Waits until fewer than `windowPages` pages are unflushed.
+    private func waitForWindow() async {
+        while true {
+            let full = state.withLock { $0.pages.count - $0.flushedPages >= engine.settings.windowPages }
+            if !full { return }
+            await waitForChange()
+        }
+    }
+
+    private func waitForInFlight() async {
+        while state.withLock({ $0.inFlight > 0 }) { await waitForChange() }
+    }
+
+    /// Suspends until a page completes, in-flight drains, or a flush happens (bounded).
+    private func waitForChange() async {
+        let timer = Task {
+            guard (try? await Task.sleep(for: .milliseconds(50))) != nil else { return }
+            self.wakeWaiter()
+        }
+        await withCheckedContinuation { continuation in
+            let previous = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                let previous = state.pageWaiter
+                state.pageWaiter = continuation
+                return previous
+            }
+            previous?.resume()
+        }
+        timer.cancel()
+    }
+
+    private func flushLoop(once: Bool = false) async {
+        repeat {
+            if !once {
+                guard (try? await Task.sleep(for: engine.settings.flushInterval)) != nil else { return }
+            }
+            await flush()
+        } while !once && !Task.isCancelled
+    }
+
+    /// Commits every leading page whose entries all have outcomes.
+    private func flush() async {
+        let progress = state.withLock { state -> MessageProgress? in
+            var end = state.flushedPages
+            while end < state.pages.count, state.pages[end].pending == 0 { end += 1 }
+            let finishing = state.exhausted && end == state.pages.count && state.inFlight == 0
+            guard end > state.flushedPages || finishing else { return nil }
+            var progress = MessageProgress(messageID: record.id, cursor: record.cursor)
+            if state.flushedPages > 0 { progress.cursor = state.pages[state.flushedPages - 1].lastPosition }
+            for index in state.flushedPages..<end {
+                let page = state.pages[index]
+                progress.cursor = page.lastPosition
+                for s in DeliveryState.allCases { progress.counts[s] += page.counts[s] }
+                for (reason, n) in page.failures { progress.failures[reason, default: 0] += n }
+                progress.deliveries += page.deliveries
+                progress.invalidations += page.invalidations
+                state.pages[index] = PageResults(lastPosition: page.lastPosition, pending: 0)
+            }
+            state.flushedPages = end
+            state.flushingCounts = progress.counts
+            state.flushingFailures = progress.failures
+            if finishing { progress.finalState = .completed }
+            return progress
+        }
+        guard let progress else { return }
+        await persistently("record progress") {
+            try await engine.store.recordProgress(progress, at: engine.clock.now)
+        }
+        state.withLock { state in
+            state.flushingCounts = DeliveryCounts()
+            state.flushingFailures = [:]
+        }
+        if progress.counts.queued > 0 { engine.wake() }
+        wakeWaiter()
+    }
+
+    /// Retries a store operation until it succeeds or the engine stops; `false` if it stopped.
+    @discardableResult
+    private func persistently(_ what: String, _ operation: () async throws -> Void) async -> Bool {
+        var delay: Duration = .milliseconds(50)
+        while true {
+            do {
+                try await operation()
+                return true
+            } catch {
+                logger.error("message \(record.id): \(what) failed: \(error); retrying")
+                if engine.isStopping { return false }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+}
+
+extension SendOutcome {
+    var asResult: MessageRun.EntryResult { .outcome(self) }
+}

@@ -1,1 +1,0 @@
-// TuisongGateway — module placeholder until its first file lands.

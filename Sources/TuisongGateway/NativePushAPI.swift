@@ -1,0 +1,133 @@
+import Foundation
+import Logging
+import TuisongCore
+import TuisongHTTP
+
+/// `POST /api/v1/push` and the message status endpoints of the native API.
+struct NativePushAPI: Sendable {
+    let engine: DeliveryEngine
+    let authenticator: APIKeyAuthenticator
+
+    static let maxTokens = 50_000
+
+    func register(on router: Router) {
+        router.add(.POST, "/api/v1/push", bodyLimit: 4 << 20) { request in
+            await authenticator.withApp(request) { app in try await push(app, request) }
+        }
+        router.add(.GET, "/api/v1/messages/{id}") { request in
+            await authenticator.withApp(request) { app in try await message(app, request) }
+        }
+        router.add(.GET, "/api/v1/messages/{id}/deliveries") { request in
+            await authenticator.withApp(request) { app in try await deliveries(app, request) }
+        }
+    }
+
+    private func push(_ app: App, _ request: Request) async throws -> Response {
+        let body: [String: Any]
+        do {
+            body = try request.jsonObject()
+        } catch {
+            throw NativeAPIError(httpError: error)
+        }
+        let job = try NativePushRequest.parse(body, appID: app.id)
+        let record: MessageRecord
+        do {
+            record = try await engine.submit(job)
+        } catch let error as PayloadError {
+            throw NativeAPIError(400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message)
+        }
+        return .json(object: ["message_id": record.id, "state": record.state.rawValue], status: 202)
+    }
+
+    private func messageID(_ request: Request) throws -> Int64 {
+        guard let raw = request.pathParameters["id"], let id = Int64(raw), id > 0 else {
+            throw NativeAPIError(400, "invalid_message_id", "a message id is a positive integer")
+        }
+        return id
+    }
+
+    private func message(_ app: App, _ request: Request) async throws -> Response {
+        let id = try messageID(request)
+        guard let status = try await engine.status(messageID: id), status.record.appID == app.id else {
+            throw NativeAPIError(404, "message_not_found", "no message \(id) in this app")
+        }
+        return .json(object: MessageView.object(status))
+    }
+
+    private func deliveries(_ app: App, _ request: Request) async throws -> Response {
+        let id = try messageID(request)
+        guard let record = try await engine.store.message(id: id), record.appID == app.id else {
+            throw NativeAPIError(404, "message_not_found", "no message \(id) in this app")
+        }
+        var state: DeliveryState?
+        if let raw = request.query["state"], !raw.isEmpty {
+            guard let parsed = DeliveryState(rawValue: raw) else {
+                throw NativeAPIError(
+                    400, "invalid_state",
+                    "state must be one of \(DeliveryState.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            state = parsed
+        }
+        var limit = 100
+        if let raw = request.query["limit"] {
+            guard let value = Int(raw), (1...1000).contains(value) else {
+                throw NativeAPIError(400, "invalid_limit", "limit must be an integer 1–1000")
+            }
+            limit = value
+        }
+        let page: Page<DeliveryRecord>
+        do {
+            page = try await engine.store.deliveries(
+                messageID: id, state: state, cursor: request.query["cursor"].flatMap { $0.isEmpty ? nil : $0 },
+                limit: limit)
+        } catch let error as StoreError where error.code == .invalidCursor {
+            throw NativeAPIError(400, "invalid_cursor", "cursor is not one this API returned")
+        }
+        return .json(object: [
+            "deliveries": page.items.map(MessageView.delivery),
+            "next_cursor": page.nextCursor as Any? ?? NSNull(),
+        ])
+    }
+}
+
+/// How the native API shows messages and deliveries.
+enum MessageView {
+    static func object(_ status: MessageStatus) -> [String: Any] {
+        let r = status.record
+        var object: [String: Any] = [
+            "id": r.id,
+            "state": r.state.rawValue,
+            "vendor": r.vendor,
+            "audience": r.audience.summary,
+            "push_type": r.options.pushType.rawValue,
+            "counts": counts(status.counts),
+            "failures": status.failures,
+            "created_at": ISO8601.string(r.createdAt),
+            "total": r.total as Any? ?? NSNull(),
+            "started_at": r.startedAt.map(ISO8601.string) as Any? ?? NSNull(),
+            "completed_at": r.completedAt.map(ISO8601.string) as Any? ?? NSNull(),
+        ]
+        if let sendAt = r.sendAt { object["send_at"] = ISO8601.string(sendAt) }
+        if let vendorID = r.vendorMessageID { object["vendor_message_id"] = vendorID }
+        return object
+    }
+
+    static func counts(_ c: DeliveryCounts) -> [String: Int] {
+        var result: [String: Int] = [:]
+        for state in DeliveryState.allCases { result[state.rawValue] = c[state] }
+        return result
+    }
+
+    static func delivery(_ d: DeliveryRecord) -> [String: Any] {
+        [
+            "token": d.token,
+            "environment": d.environment.rawValue,
+            "state": d.state.rawValue,
+            "reason": d.reason as Any? ?? NSNull(),
+            "apns_id": d.apnsID as Any? ?? NSNull(),
+            "attempts": d.attempts,
+            "next_attempt_at": d.nextAttemptAt.map(ISO8601.string) as Any? ?? NSNull(),
+            "updated_at": ISO8601.string(d.updatedAt),
+        ]
+    }
+}

@@ -1,0 +1,229 @@
+import Foundation
+import TuisongCore
+
+/// Parses the body of `POST /api/v1/push` into a `PushJob`, with an error naming the field.
+///
+///     {"audience": {"tag": "vip"},
+///      "notification": {"alert": {"title": "Hi", "body": "There"}, "badge": 1, "custom": {"k": 1}},
+///      "push_type": "alert", "priority": 10, "expiration": 1767225600, "collapse_id": "news",
+///      "environment": "production"}
+enum NativePushRequest {
+    static func parse(_ body: [String: Any], appID: Int64, now: Date = Date()) throws -> PushJob {
+        let known: Set<String> = [
+            "audience", "notification", "push_type", "priority", "expiration", "collapse_id", "environment", "send_at",
+        ]
+        if let unknown = body.keys.first(where: { !known.contains($0) }) {
+            throw invalid("unknown field \"\(unknown)\"")
+        }
+        guard let audienceObject = body["audience"] as? [String: Any] else {
+            throw invalid("\"audience\" is required: {\"tokens\": [...]}, {\"devices\": [...]}, {\"tag\": \"...\"} or {\"all\": true}")
+        }
+        let audience = try parseAudience(audienceObject)
+        guard let notificationObject = body["notification"] as? [String: Any] else {
+            throw invalid("\"notification\" is required and must be an object")
+        }
+        let notification = try parseNotification(notificationObject)
+
+        var options = PushOptions(pushType: notification.suggestedPushType)
+        if let raw = body["push_type"] {
+            guard let name = raw as? String, let type = PushType(rawValue: name) else {
+                throw invalid("\"push_type\" must be one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            options.pushType = type
+        }
+        if let raw = body["priority"] {
+            guard let value = integer(raw), let priority = APNsPriority(rawValue: value) else {
+                throw invalid("\"priority\" must be 10, 5 or 1")
+            }
+            if priority == .immediate, notification.isBackgroundOnly {
+                throw invalid("priority 10 with a background-only notification is refused by APNs; use 5")
+            }
+            options.priority = priority
+        } else if options.pushType == .background {
+            options.priority = .powerAware
+        }
+        if let raw = body["expiration"] {
+            guard let seconds = integer(raw), seconds >= 0 else {
+                throw invalid("\"expiration\" must be epoch seconds (0 = deliver once, do not store)")
+            }
+            if seconds > 0, Double(seconds) < now.timeIntervalSince1970 {
+                throw invalid("\"expiration\" \(seconds) is in the past")
+            }
+            options.expiration = seconds == 0 ? nil : Date(timeIntervalSince1970: Double(seconds))
+        }
+        if let raw = body["collapse_id"] {
+            guard let id = raw as? String, !id.isEmpty, id.utf8.count <= 64 else {
+                throw invalid("\"collapse_id\" must be a string of 1–64 bytes")
+            }
+            options.collapseID = id
+        }
+        if let raw = body["environment"] {
+            guard let name = raw as? String, let environment = APNsEnvironment(rawValue: name) else {
+                throw invalid("\"environment\" must be \"sandbox\" or \"production\"")
+            }
+            options.environment = environment
+        }
+        var sendAt: Date?
+        if let raw = body["send_at"] {
+            guard let seconds = integer(raw), Double(seconds) >= now.timeIntervalSince1970 - 1 else {
+                throw invalid("\"send_at\" must be epoch seconds, not in the past")
+            }
+            sendAt = Date(timeIntervalSince1970: Double(seconds))
+        }
+        return PushJob(appID: appID, vendor: "native", audience: audience, notification: notification, options: options, sendAt: sendAt)
+    }
+
+    static func parseAudience(_ object: [String: Any]) throws -> Audience {
+        guard object.count == 1, let (kind, value) = object.first else {
+            throw invalid("\"audience\" must have exactly one of tokens, devices, tag, all")
+        }
+        switch kind {
+        case "tokens":
+            guard let list = value as? [Any], !list.isEmpty else { throw invalid("\"audience.tokens\" must be a non-empty array") }
+            guard list.count <= NativePushAPI.maxTokens else {
+                throw invalid("\"audience.tokens\" has \(list.count) tokens; at most \(NativePushAPI.maxTokens) per push (use a tag)")
+            }
+            var tokens: [String] = []
+            var seen = Set<String>()
+            for (index, item) in list.enumerated() {
+                guard let raw = item as? String, let token = DeviceToken(raw) else {
+                    throw NativeAPIError(400, "invalid_token", "audience.tokens[\(index)] is not a device token (64–200 hex digits)")
+                }
+                if seen.insert(token.hex).inserted { tokens.append(token.hex) }
+            }
+            return .tokens(tokens)
+        case "devices":
+            guard let list = value as? [Any], !list.isEmpty, list.count <= NativePushAPI.maxTokens else {
+                throw invalid("\"audience.devices\" must be a non-empty array of at most \(NativePushAPI.maxTokens) device ids")
+            }
+            var ids: [Int64] = []
+            for (index, item) in list.enumerated() {
+                guard let id = integer(item), id > 0 else { throw invalid("audience.devices[\(index)] is not a device id") }
+                ids.append(Int64(id))
+            }
+            return .devices(ids)
+        case "tag":
+            guard let raw = value as? String, let tag = TagName(raw) else {
+                throw NativeAPIError(400, "invalid_tag", "\"audience.tag\" must be 1–128 letters, digits, _ - . or CJK")
+            }
+            return .tag(tag.value)
+        case "all":
+            guard let flag = value as? Bool, flag else { throw invalid("\"audience.all\" must be true") }
+            return .all
+        default:
+            throw invalid("unknown audience \"\(kind)\": use tokens, devices, tag or all")
+        }
+    }
+
+    static func parseNotification(_ object: [String: Any]) throws -> PushNotification {
+        var n = PushNotification()
+        for (key, value) in object {
+            switch key {
+            case "alert":
+                if let text = value as? String {
+                    n.alert = .plain(text)
+                } else if let fields = value as? [String: Any] {
+                    n.alert = .fields(try parseAlert(fields))
+                } else {
+                    throw invalid("\"notification.alert\" must be a string or an object")
+                }
+            case "badge":
+                guard let badge = integer(value), badge >= 0 else { throw invalid("\"notification.badge\" must be an integer ≥ 0") }
+                n.badge = badge
+            case "sound":
+                if let name = value as? String {
+                    n.sound = .named(name)
+                } else if let sound = value as? [String: Any], let name = sound["name"] as? String {
+                    let volume = (sound["volume"] as? NSNumber)?.doubleValue ?? 1
+                    n.sound = .critical(name: name, volume: volume)
+                } else {
+                    throw invalid("\"notification.sound\" must be a sound name or {\"name\", \"volume\"} for a critical alert")
+                }
+            case "content_available": n.contentAvailable = try flag(value, key)
+            case "mutable_content": n.mutableContent = try flag(value, key)
+            case "category": n.category = try string(value, key)
+            case "thread_id": n.threadID = try string(value, key)
+            case "target_content_id": n.targetContentID = try string(value, key)
+            case "interruption_level":
+                guard let raw = value as? String, let level = PushNotification.InterruptionLevel(rawValue: raw) else {
+                    throw invalid("\"notification.interruption_level\" must be passive, active, time-sensitive or critical")
+                }
+                n.interruptionLevel = level
+            case "relevance_score":
+                guard let number = value as? NSNumber, !(value is Bool) else {
+                    throw invalid("\"notification.relevance_score\" must be a number 0…1")
+                }
+                n.relevanceScore = number.doubleValue
+            case "custom":
+                guard let custom = value as? [String: Any] else { throw invalid("\"notification.custom\" must be an object") }
+                for (customKey, customValue) in custom {
+                    guard let json = JSONValue(jsonObject: customValue) else {
+                        throw invalid("\"notification.custom.\(customKey)\" is not JSON")
+                    }
+                    n.custom[customKey] = json
+                }
+            default:
+                throw invalid("unknown field \"notification.\(key)\"")
+            }
+        }
+        do {
+            try n.validate()
+        } catch {
+            throw NativeAPIError(400, "invalid_notification", error.message)
+        }
+        return n
+    }
+
+    static func parseAlert(_ object: [String: Any]) throws -> PushNotification.Alert.Fields {
+        var f = PushNotification.Alert.Fields()
+        for (key, value) in object {
+            let path = "notification.alert.\(key)"
+            switch key {
+            case "title": f.title = try string(value, path)
+            case "subtitle": f.subtitle = try string(value, path)
+            case "body": f.body = try string(value, path)
+            case "launch_image": f.launchImage = try string(value, path)
+            case "title_loc_key": f.titleLocKey = try string(value, path)
+            case "title_loc_args": f.titleLocArgs = try strings(value, path)
+            case "subtitle_loc_key": f.subtitleLocKey = try string(value, path)
+            case "subtitle_loc_args": f.subtitleLocArgs = try strings(value, path)
+            case "loc_key": f.locKey = try string(value, path)
+            case "loc_args": f.locArgs = try strings(value, path)
+            case "action_loc_key": f.actionLocKey = try string(value, path)
+            case "summary_arg": f.summaryArg = try string(value, path)
+            case "summary_arg_count":
+                guard let n = integer(value) else { throw invalid("\"\(path)\" must be an integer") }
+                f.summaryArgCount = n
+            default: throw invalid("unknown field \"\(path)\"")
+            }
+        }
+        return f
+    }
+
+    private static func invalid(_ message: String) -> NativeAPIError {
+        NativeAPIError(400, "invalid_request", message)
+    }
+
+    private static func integer(_ value: Any) -> Int? {
+        guard !(value is Bool), let number = value as? NSNumber else { return nil }
+        let double = number.doubleValue
+        guard double.rounded() == double, abs(double) < 9e15 else { return nil }
+        return Int(double)
+    }
+
+    private static func flag(_ value: Any, _ key: String) throws -> Bool {
+        if let bool = value as? Bool { return bool }
+        if let n = integer(value), n == 0 || n == 1 { return n == 1 }
+        throw invalid("\"notification.\(key)\" must be true or false")
+    }
+
+    private static func string(_ value: Any, _ key: String) throws -> String {
+        guard let s = value as? String else { throw invalid("\"\(key)\" must be a string") }
+        return s
+    }
+
+    private static func strings(_ value: Any, _ key: String) throws -> [String] {
+        guard let list = value as? [String] else { throw invalid("\"\(key)\" must be an array of strings") }
+        return list
+    }
+}

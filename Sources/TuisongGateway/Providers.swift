@@ -1,0 +1,57 @@
+import Foundation
+import Logging
+import TuisongCore
+import TuisongHTTP
+import TuisongPlugin
+
+/// The vendor adapters this build knows: name → type. Adding a vendor is one line here.
+enum ProviderRegistry {
+    static let providers: [any PushProvider.Type] = []
+
+    static var names: [String] { providers.map { $0.name } }
+
+    static func provider(named name: String) -> (any PushProvider.Type)? {
+        providers.first { $0.name == name }
+    }
+
+    /// Builds the providers the config names, in its order, and mounts their routes.
+    static func mount(
+        _ names: [String], router: Router, context: (String) -> ProviderContext
+    ) throws -> [any PushProvider] {
+        var mounted: [any PushProvider] = []
+        for name in names {
+            guard let type = provider(named: name) else {
+                let known = Self.names.sorted().joined(separator: ", ")
+                throw ConfigError("providers", "unknown provider \"\(name)\" (this build has: \(known.isEmpty ? "none" : known))")
+            }
+            let provider = try type.init(context: context(name))
+            provider.register(on: router)
+            mounted.append(provider)
+        }
+        return mounted
+    }
+}
+
+/// Seals vendor secrets with the master key; the sealed text is base64.
+struct MasterKeySealer: SecretSealer {
+    let masterKey: MasterKey
+
+    func seal(_ plaintext: String, context: String) throws -> String {
+        Data(try masterKey.box.seal(Array(plaintext.utf8), associatedData: Array(context.utf8))).base64EncodedString()
+    }
+
+    func open(_ sealed: String, context: String) throws -> String {
+        guard let bytes = Data(base64Encoded: sealed) else {
+            throw ConfigError("", "a sealed secret is not base64")
+        }
+        return String(decoding: try masterKey.box.open(Array(bytes), associatedData: Array(context.utf8)), as: UTF8.self)
+    }
+}
+
+extension ConfigTree {
+    /// The same JSON as a `JSONValue`, for providers (which do not see gateway types).
+    var jsonValue: JSONValue? {
+        guard let data = try? JSONEncoder().encode(self) else { return nil }
+        return try? JSONDecoder().decode(JSONValue.self, from: data)
+    }
+}

@@ -1,0 +1,368 @@
+internal import CMicroHTTPD
+internal import CTuisongShims
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One request from its first line to its completion: created by MHD's URI-log callback,
+/// driven by the access handler, released by the request-completed callback.
+///
+/// `@unchecked Sendable` is true because of two invariants:
+/// - every `var` outside `outcome` is touched only by the MHD worker thread that owns the
+///   connection (MHD calls a connection's callbacks from one thread at a time); the handler
+///   task receives an immutable `Request` copy, never these fields;
+/// - what other threads need of the request (to render a timeout) is copied into `outcome`;
+/// - `connection` is used from other threads only for `MHD_resume_connection`, under
+///   `outcome`'s lock and only while `outcome.suspended` is true. A suspended connection stays
+///   alive until it is resumed: MHD never closes it on its own, and `HTTPServer` resumes every
+///   suspended connection before it calls `MHD_stop_daemon`.
+final class Exchange: @unchecked Sendable {
+    enum Phase {
+        /// Waiting for the first access-handler call (headers complete).
+        case headers
+        /// Routed; collecting the body until the final call.
+        case body
+        /// The request will be answered with this error once it is complete; up to
+        /// `budget` more body bytes are read and dropped meanwhile so the answer can be sent
+        /// and the connection kept. Past the budget the connection is closed.
+        case discarding(HTTPError, budget: Int)
+        /// An error response was queued before the request was complete; further body data
+        /// is discarded.
+        case rejected
+        /// The handler was started; the next call (after a resume) queues its response.
+        case handling
+    }
+
+    /// Decided across threads: who answers first (handler, timeout or shutdown) wins.
+    struct Outcome {
+        /// The answer waiting to be queued on the MHD thread.
+        var response: Response?
+        /// An answer has been chosen; later ones are dropped.
+        var settled = false
+        /// The connection is suspended and waits for `MHD_resume_connection`.
+        var suspended = false
+        /// The handler task, kept while suspended so a timeout can cancel it.
+        var task: Task<Void, Never>?
+        /// What a timeout or shutdown needs to render its error in the route's dialect, set
+        /// before the exchange is registered as pending.
+        var request: Request?
+        var routes: RouteTableSnapshot?
+    }
+
+    let core: ServerCore
+    let rawTarget: String
+    let outcome = Mutex(Outcome())
+
+    /// How far past its limit a chunked body is still read to answer 413 properly.
+    static let overLimitAllowance = 64 * 1024
+
+    private var phase = Phase.headers
+    private var connection: OpaquePointer?
+    private var method = HTTPMethod.GET
+    private var target: RequestTarget?
+    private var headers = HTTPHeaders()
+    private var body: [UInt8] = []
+    private var discarded = 0
+    private var route: ResolvedRoute?
+    private var routes: RouteTableSnapshot?
+
+    /// False when the request line's target was not UTF-8 (`rawTarget` holds a repaired copy).
+    let rawTargetIsValid: Bool
+
+    init(core: ServerCore, rawTarget: String, rawTargetIsValid: Bool) {
+        self.core = core
+        self.rawTarget = rawTarget
+        self.rawTargetIsValid = rawTargetIsValid
+    }
+
+    // MARK: Access handler steps (MHD worker thread)
+
+    func step(
+        connection: OpaquePointer, method: UnsafePointer<CChar>,
+        uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>
+    ) -> MHD_Result {
+        switch phase {
+        case .headers:
+            self.connection = connection
+            phase = .body
+            return begin(method: method)
+        case .body:
+            let count = uploadSize.pointee
+            if count > 0 {
+                uploadSize.pointee = 0
+                let limit = route?.bodyLimit ?? 0
+                guard body.count + count <= limit else {
+                    // A chunked body (no Content-Length) ran past the limit. Drop a little
+                    // more in case it ends soon and can get a proper 413; otherwise cut it off.
+                    discarded = body.count + count
+                    body = []
+                    phase = .discarding(
+                        .payloadTooLarge(limit: limit), budget: limit + Self.overLimitAllowance)
+                    return discarded > limit + Self.overLimitAllowance
+                        ? reject(.payloadTooLarge(limit: limit)) : MHD_Result.YES
+                }
+                body.append(contentsOf: UnsafeRawBufferPointer(start: uploadData, count: count))
+                return MHD_Result.YES
+            }
+            return startHandler()
+        case .discarding(let error, let budget):
+            let count = uploadSize.pointee
+            if count > 0 {
+                uploadSize.pointee = 0
+                discarded += count
+                return discarded > budget ? reject(error) : MHD_Result.YES
+            }
+            return reject(error)
+        case .rejected:
+            uploadSize.pointee = 0
+            return MHD_Result.YES
+        case .handling:
+            let response = outcome.withLock { $0.response.take() }
+            return queue(response ?? Router.nativeErrorResponse(.internalError("no response")))
+        }
+    }
+
+    private func begin(method methodName: UnsafePointer<CChar>) -> MHD_Result {
+        method = HTTPMethod(rawValue: String(cString: methodName))
+        headers = collectHeaders()
+        let routes = core.router.snapshot()
+        self.routes = routes
+        let target: RequestTarget
+        do throws(HTTPError) {
+            guard rawTargetIsValid else { throw .badRequest("request target is not valid UTF-8") }
+            target = try RequestTarget(parsing: rawTarget)
+        } catch {
+            self.target = RequestTarget(undecodable: rawTarget)
+            return answerWhenComplete(error, limit: routes.table.defaultBodyLimit)
+        }
+        self.target = target
+        switch routes.table.resolve(method: method, segments: target.segments) {
+        case .failure(let error):
+            return answerWhenComplete(error, limit: routes.table.defaultBodyLimit)
+        case .success(let route):
+            self.route = route
+            if let declared = headers["Content-Length"], let length = Int(declared) {
+                guard length <= route.bodyLimit else {
+                    return reject(.payloadTooLarge(limit: route.bodyLimit))
+                }
+                body.reserveCapacity(length)
+            }
+            return MHD_Result.YES
+        }
+    }
+
+    /// Answers `error` once the request is complete (keeping the connection open), or now if
+    /// the declared body is larger than `limit`.
+    private func answerWhenComplete(_ error: HTTPError, limit: Int) -> MHD_Result {
+        if let declared = headers["Content-Length"], let length = Int(declared), length > limit {
+            return reject(error)
+        }
+        phase = .discarding(error, budget: limit)
+        return MHD_Result.YES
+    }
+
+    /// Queues the error now, before (the rest of) the body is read; MHD then closes the
+    /// connection if body bytes remain unread.
+    private func reject(_ error: HTTPError) -> MHD_Result {
+        phase = .rejected
+        let response = Self.render(error, for: makeRequest(withBody: false), with: routes)
+        // libmicrohttpd refuses a response while body bytes are still arriving
+        // (MHD_queue_response returns MHD_NO); answering MHD_NO then closes the connection,
+        // which is the cut-off wanted here.
+        return queue(response)
+    }
+
+    private func startHandler() -> MHD_Result {
+        guard let route else { return reject(.internalError("no route")) }
+        phase = .handling
+        var request = makeRequest(withBody: true)
+        request.pathParameters = route.parameters
+        body = []
+        let handler = route.handler
+        let started = ContinuousClock.now
+        // Runs the handler on this thread until its first suspension point: a handler that
+        // answers without awaiting is queued below with no suspend, resume or thread hop.
+        let task = Task.immediate { [self, request] in
+            deliver(await handler(request))
+        }
+        let immediate: Response? = outcome.withLock { outcome in
+            if outcome.response != nil { return outcome.response.take() }
+            outcome.request = request
+            outcome.routes = routes
+            guard core.pending.register(self, deadline: started + core.requestTimeout) else {
+                // Shutdown has begun: answer now rather than suspend.
+                outcome.settled = true
+                task.cancel()
+                return Self.render(
+                    .serviceUnavailable("the server is shutting down"), for: request, with: routes)
+            }
+            outcome.suspended = true
+            outcome.task = task
+            MHD_suspend_connection(connection)
+            return nil
+        }
+        if let immediate { return queue(immediate) }
+        return MHD_Result.YES
+    }
+
+    // MARK: Answers from other threads
+
+    /// The handler's answer. Dropped when a timeout or shutdown answered first.
+    func deliver(_ response: Response) {
+        outcome.withLock { outcome in
+            guard !outcome.settled else { return }
+            outcome.settled = true
+            outcome.response = response
+            resumeIfSuspended(&outcome)
+        }
+    }
+
+    /// Answers with `error` in the route's dialect unless the handler already answered, and
+    /// cancels the handler.
+    func abandon(with error: HTTPError) {
+        let context = outcome.withLock { outcome in
+            outcome.settled ? nil : (request: outcome.request, routes: outcome.routes)
+        }
+        guard let context, let request = context.request else { return }
+        // Rendered outside the lock: a dialect responder is caller code.
+        let response = Self.render(error, for: request, with: context.routes)
+        outcome.withLock { outcome in
+            guard !outcome.settled else { return }
+            outcome.settled = true
+            outcome.response = response
+            outcome.task?.cancel()
+            resumeIfSuspended(&outcome)
+        }
+    }
+
+    private func resumeIfSuspended(_ outcome: inout Outcome) {
+        guard outcome.suspended else { return }
+        outcome.suspended = false
+        outcome.task = nil
+        core.pending.unregister(self)
+        MHD_resume_connection(connection)
+    }
+
+    /// Called by MHD's request-completed callback: no answer may reach the connection after
+    /// this.
+    func finish() {
+        outcome.withLock { outcome in
+            outcome.settled = true
+            outcome.response = nil
+            outcome.task = nil
+            outcome.request = nil
+            outcome.routes = nil
+        }
+    }
+
+    private static func render(
+        _ error: HTTPError, for request: Request, with routes: RouteTableSnapshot?
+    ) -> Response {
+        routes?.table.renderError(error, for: request) ?? Router.nativeErrorResponse(error)
+    }
+
+    // MARK: MHD access
+
+    private func makeRequest(withBody: Bool) -> Request {
+        Request(
+            method: method, rawTarget: rawTarget,
+            target: target ?? RequestTarget(undecodable: rawTarget), headers: headers,
+            body: withBody ? body : [], remoteAddress: remoteAddress(), isTLS: core.isTLS)
+    }
+
+    private func collectHeaders() -> HTTPHeaders {
+        let count = MHD_get_connection_values_n(connection, MHD_ValueKind.HEADER_KIND, nil, nil)
+        var headers = HTTPHeaders(reservingCapacity: Int(max(count, 0)))
+        withUnsafeMutablePointer(to: &headers) { pointer in
+            _ = MHD_get_connection_values_n(
+                connection, MHD_ValueKind.HEADER_KIND, MHDCallbacks.collectHeader, pointer)
+        }
+        return headers
+    }
+
+    private func remoteAddress() -> String? {
+        guard let connection, let address = tuisong_mhd_connection_client_address(connection)
+        else { return nil }
+        return formatAddress(address)
+    }
+
+    /// Hands `response` to MHD (which copies the body). A header MHD refuses (e.g. one with a
+    /// line break) turns the answer into a 500.
+    private func queue(_ response: Response) -> MHD_Result {
+        var response = response
+        if let error = response.error {
+            response = Self.render(error, for: makeRequest(withBody: false), with: routes)
+        }
+        if let mhdResponse = makeMHDResponse(response) {
+            defer { MHD_destroy_response(mhdResponse) }
+            return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+        }
+        let fallback = Router.nativeErrorResponse(
+            .internalError("the handler produced an invalid response (status or header)"))
+        guard let mhdResponse = makeMHDResponse(fallback) else { return MHD_Result.NO }
+        defer { MHD_destroy_response(mhdResponse) }
+        return MHD_queue_response(connection, UInt32(fallback.status), mhdResponse)
+    }
+
+    private func makeMHDResponse(_ response: Response) -> OpaquePointer? {
+        guard (100...999).contains(response.status) else { return nil }
+        let created = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                .RESPMEM_MUST_COPY)
+        }
+        guard let created else { return nil }
+        for (name, value) in response.headers
+        where !asciiCaseInsensitiveEquals(name, "Content-Length") {
+            guard MHD_add_response_header(created, name, value) == MHD_Result.YES else {
+                MHD_destroy_response(created)
+                return nil
+            }
+        }
+        if core.shuttingDown.load(ordering: .relaxed) {
+            _ = MHD_add_response_header(created, "Connection", "close")
+        }
+        return created
+    }
+}
+
+extension RequestTarget {
+    /// Stand-in for a target that failed to decode, so its error can still be rendered.
+    init(undecodable rawTarget: String) {
+        let rawPath = rawTarget.prefix { $0 != "?" }
+        self.init(
+            path: rawPath.isEmpty ? "/" : String(rawPath), segments: [], query: QueryParameters())
+    }
+}
+
+/// `127.0.0.1` / `::1` for an IPv4 / IPv6 socket address.
+func formatAddress(_ address: UnsafePointer<sockaddr>) -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+    switch Int32(address.pointee.sa_family) {
+    case AF_INET:
+        return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { ipv4 in
+            var raw = ipv4.pointee.sin_addr
+            guard inet_ntop(AF_INET, &raw, &buffer, socklen_t(buffer.count)) != nil else {
+                return nil
+            }
+            return string(fromNulTerminated: buffer)
+        }
+    case AF_INET6:
+        return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { ipv6 in
+            var raw = ipv6.pointee.sin6_addr
+            guard inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count)) != nil else {
+                return nil
+            }
+            return string(fromNulTerminated: buffer)
+        }
+    default:
+        return nil
+    }
+}
+
+/// The text before the first NUL of a C character buffer.
+func string(fromNulTerminated buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}

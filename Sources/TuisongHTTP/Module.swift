@@ -1,1 +1,0 @@
-// TuisongHTTP — module placeholder until its first file lands.

@@ -1,0 +1,316 @@
+import Synchronization
+
+/// Answers one request. Handlers run as Swift tasks: the server starts each one on the
+/// libmicrohttpd thread that read the request and lets it run there until its first
+/// suspension point, so a handler that answers without awaiting costs no thread hop. Do
+/// blocking work (file or database I/O through synchronous APIs, long computations) behind an
+/// `await` that leaves the thread, never inline.
+public typealias Handler = @Sendable (Request) async -> Response
+
+/// Maps method + path to a handler.
+///
+/// Patterns are `/`-separated literal segments and `{name}` parameters:
+///
+///     router.add(.PUT, "/api/v1/devices/{token}") { request in
+///         .json(["token": request.pathParameters["token"]!])
+///     }
+///     router.add(.POST, "/{org}/{app}/users") { ... }
+///
+/// Matching rules:
+/// - A literal segment beats a parameter at the same depth (`/api/v1/devices/x` goes to the
+///   native route, not to `/{org}/{app}/...`). When the literal branch cannot reach any route,
+///   matching backtracks and tries the parameter.
+/// - A path is matched segment by segment after percent-decoding each segment, so `%2F`
+///   stays inside its segment. Empty segments are ignored: `/a/b/`, `/a//b` and `/a/b` are
+///   the same path, i.e. a trailing slash never matters and a parameter never matches "".
+/// - A path that reaches routes but not for this method answers 405 with `Allow`. HEAD is
+///   answered by the GET route (without a body) unless a HEAD route exists; OPTIONS is
+///   answered with 204 and `Allow` unless an OPTIONS route exists.
+/// - A path with no route answers 404 — or, for GET and HEAD, goes to the static files.
+/// Registering the same method and pattern again replaces the earlier handler. Routes and
+/// responders should be set before the server starts; later changes apply to requests that
+/// arrive afterwards.
+public final class Router: Sendable {
+    /// Every table ever published, newest last. Changes are rare (registration at start-up);
+    /// keeping the old tables alive for the router's lifetime lets a request read the
+    /// newest one through `published` without taking a lock: two server threads contending
+    /// for a lock per request cost tail latency whenever the holder is preempted.
+    private let tables: Mutex<[RouteTableSnapshot]>
+    /// The newest entry of `tables`, as an unretained object pointer.
+    private let published: Atomic<UInt>
+
+    /// - Parameters:
+    ///   - defaultBodyLimit: the largest request body a route accepts unless it sets its own.
+    ///   - errorResponder: renders 400/404/405/413/503... outside any prefix given to
+    ///     `setErrorResponder(forPrefix:_:)`.
+    public init(
+        defaultBodyLimit: Int = 1 << 20,
+        errorResponder: @escaping ErrorResponder = Router.nativeJSONErrors
+    ) {
+        let first = RouteTableSnapshot(
+            RouteTable(
+                root: RouteNode(), defaultBodyLimit: defaultBodyLimit,
+                defaultResponder: errorResponder, prefixResponders: [], staticFiles: nil))
+        tables = Mutex([first])
+        published = Atomic(UInt(bitPattern: Unmanaged.passUnretained(first).toOpaque()))
+    }
+
+    /// The native dialect: `{"error": {"code": "not_found", "message": "..."}}`.
+    public static let nativeJSONErrors: ErrorResponder = { error, _ in
+        nativeErrorResponse(error)
+    }
+
+    static func nativeErrorResponse(_ error: HTTPError) -> Response {
+        struct Envelope: Encodable {
+            struct Detail: Encodable {
+                let code: String
+                let message: String
+            }
+            let error: Detail
+        }
+        return .json(
+            Envelope(error: .init(code: error.code, message: error.message)), status: error.status)
+    }
+
+    /// Registers `handler` for `method` on `pattern`. `bodyLimit` overrides the router's
+    /// default; a larger body answers 413 before the handler runs.
+    public func add(
+        _ method: HTTPMethod, _ pattern: String, bodyLimit: Int? = nil,
+        handler: @escaping Handler
+    ) {
+        var parameterNames: [String] = []
+        var path: [RouteNode.Step] = []
+        for segment in pattern.split(separator: "/", omittingEmptySubsequences: true) {
+            if segment.hasPrefix("{") && segment.hasSuffix("}") && segment.count > 2 {
+                parameterNames.append(String(segment.dropFirst().dropLast()))
+                path.append(.parameter)
+            } else {
+                path.append(.literal(String(segment)))
+            }
+        }
+        update { table in
+            let route = Route(
+                pattern: pattern, parameterNames: parameterNames, handler: handler,
+                bodyLimit: bodyLimit)
+            table.root.insert(route, method: method, along: path[...])
+        }
+    }
+
+    /// Renders errors for paths starting with `prefix` (e.g. `/rest/` for Baidu's dialect).
+    /// The longest matching prefix wins; paths under no prefix use the router's default.
+    public func setErrorResponder(forPrefix prefix: String, _ responder: @escaping ErrorResponder) {
+        update { table in
+            table.prefixResponders.removeAll { $0.prefix == prefix }
+            table.prefixResponders.append((prefix: prefix, responder: responder))
+            table.prefixResponders.sort { $0.prefix.utf8.count > $1.prefix.utf8.count }
+        }
+    }
+
+    /// Serves `files` for GET and HEAD requests that match no route.
+    public func setStaticFiles(_ files: StaticFiles) {
+        update { $0.staticFiles = files }
+    }
+
+    /// Renders `error` in the dialect of `request`'s path, making sure a 405 carries `Allow`.
+    public func renderError(_ error: HTTPError, for request: Request) -> Response {
+        snapshot().table.renderError(error, for: request)
+    }
+
+    /// Routes and answers `request` in-process, as the server would (body limit included, but
+    /// not the request timeout). For testing routes without a socket.
+    public func respond(to request: Request) async -> Response {
+        let table = snapshot().table
+        var request = request
+        switch table.resolve(method: request.method, segments: request.segments) {
+        case .failure(let error):
+            return table.renderError(error, for: request)
+        case .success(let target):
+            if request.body.count > target.bodyLimit {
+                return table.renderError(.payloadTooLarge(limit: target.bodyLimit), for: request)
+            }
+            request.pathParameters = target.parameters
+            var response = table.resolveError(in: await target.handler(request), for: request)
+            if request.method == .HEAD {
+                response.headers.replaceOrAdd(
+                    name: "Content-Length", value: String(response.body.count))
+                response.body = []
+            }
+            return response
+        }
+    }
+
+    /// A consistent view of the routes for one request.
+    func snapshot() -> RouteTableSnapshot {
+        let address = published.load(ordering: .acquiring)
+        // Safe: `tables` retains every snapshot ever published until the router is freed.
+        return Unmanaged<RouteTableSnapshot>.fromOpaque(UnsafeRawPointer(bitPattern: address)!)
+            .takeUnretainedValue()
+    }
+
+    private func update(_ change: (inout RouteTable) -> Void) {
+        tables.withLock { tables in
+            var table = tables[tables.count - 1].table
+            change(&table)
+            let next = RouteTableSnapshot(table)
+            tables.append(next)
+            published.store(
+                UInt(bitPattern: Unmanaged.passUnretained(next).toOpaque()), ordering: .releasing)
+        }
+    }
+}
+
+final class RouteTableSnapshot: Sendable {
+    let table: RouteTable
+
+    init(_ table: RouteTable) {
+        self.table = table
+    }
+}
+
+/// One registered route.
+struct Route: Sendable {
+    let pattern: String
+    let parameterNames: [String]
+    let handler: Handler
+    let bodyLimit: Int?
+}
+
+/// What a request resolved to: the handler to run with its body limit and parameters.
+struct ResolvedRoute: Sendable {
+    let handler: Handler
+    let bodyLimit: Int
+    let parameters: [String: String]
+}
+
+/// The routing trie. A value type so the router can hand out snapshots without locking for
+/// the duration of a request.
+struct RouteNode: Sendable {
+    enum Step {
+        case literal(String)
+        case parameter
+    }
+
+    var literals: [String: RouteNode] = [:]
+    /// Zero or one node: the parameter child (an array because a struct cannot contain itself).
+    var parameter: [RouteNode] = []
+    var routes: [HTTPMethod: Route] = [:]
+
+    mutating func insert(_ route: Route, method: HTTPMethod, along path: ArraySlice<Step>) {
+        guard let step = path.first else {
+            routes[method] = route
+            return
+        }
+        switch step {
+        case .literal(let name):
+            literals[name, default: RouteNode()].insert(
+                route, method: method, along: path.dropFirst())
+        case .parameter:
+            if parameter.isEmpty { parameter.append(RouteNode()) }
+            parameter[0].insert(route, method: method, along: path.dropFirst())
+        }
+    }
+
+    /// The deepest-literal-first node that has routes for exactly these segments, collecting
+    /// the segments consumed by parameters.
+    func match(_ segments: [String], from index: Int, captured: inout [String]) -> RouteNode? {
+        if index == segments.count {
+            return routes.isEmpty ? nil : self
+        }
+        if let child = literals[segments[index]],
+            let found = child.match(segments, from: index + 1, captured: &captured)
+        {
+            return found
+        }
+        if let child = parameter.first {
+            captured.append(segments[index])
+            if let found = child.match(segments, from: index + 1, captured: &captured) {
+                return found
+            }
+            captured.removeLast()
+        }
+        return nil
+    }
+
+    /// Methods this node answers, as sent in `Allow`.
+    var allowedMethods: [HTTPMethod] {
+        var methods = Set(routes.keys)
+        if methods.contains(.GET) { methods.insert(.HEAD) }
+        methods.insert(.OPTIONS)
+        return methods.sorted { $0.rawValue < $1.rawValue }
+    }
+}
+
+/// Everything the router knows, copied out under its lock once per request.
+struct RouteTable: Sendable {
+    var root: RouteNode
+    var defaultBodyLimit: Int
+    var defaultResponder: ErrorResponder
+    var prefixResponders: [(prefix: String, responder: ErrorResponder)]
+    var staticFiles: StaticFiles?
+
+    func resolve(method: HTTPMethod, segments: [String]) -> Result<ResolvedRoute, HTTPError> {
+        var captured: [String] = []
+        guard let node = root.match(segments, from: 0, captured: &captured) else {
+            if let staticFiles, method == .GET || method == .HEAD {
+                let handler: Handler = { [self] request in
+                    do throws(HTTPError) {
+                        return try await staticFiles.serve(request)
+                    } catch {
+                        return renderError(error, for: request)
+                    }
+                }
+                return .success(
+                    ResolvedRoute(handler: handler, bodyLimit: defaultBodyLimit, parameters: [:]))
+            }
+            return .failure(.notFound("no route for this path"))
+        }
+        guard let route = node.routes[method] ?? (method == .HEAD ? node.routes[.GET] : nil) else {
+            let allow = node.allowedMethods
+            if method == .OPTIONS {
+                let allowValue = allow.map(\.rawValue).joined(separator: ", ")
+                return .success(
+                    ResolvedRoute(
+                        handler: { _ in Response(status: 204, headers: ["Allow": allowValue]) },
+                        bodyLimit: defaultBodyLimit, parameters: [:]))
+            }
+            return .failure(.methodNotAllowed(allow: allow, method: method))
+        }
+        var parameters: [String: String] = [:]
+        if !captured.isEmpty {
+            parameters.reserveCapacity(captured.count)
+            for (name, value) in zip(route.parameterNames, captured) {
+                parameters[name] = value
+            }
+        }
+        return .success(
+            ResolvedRoute(
+                handler: route.handler, bodyLimit: route.bodyLimit ?? defaultBodyLimit,
+                parameters: parameters))
+    }
+
+    func errorResponder(forPath path: String) -> ErrorResponder {
+        for entry in prefixResponders where path.hasPrefix(entry.prefix) {
+            return entry.responder
+        }
+        return defaultResponder
+    }
+
+    /// `response` itself, or the error it carries (`Response.error`) rendered for `request`.
+    func resolveError(in response: Response, for request: Request) -> Response {
+        guard let error = response.error else { return response }
+        return renderError(error, for: request)
+    }
+
+    func renderError(_ error: HTTPError, for request: Request) -> Response {
+        var response = errorResponder(forPath: request.path)(error, request)
+        if response.error != nil {
+            // A dialect that answers with `Response.error` would loop; use the native one.
+            response = Router.nativeErrorResponse(error)
+        }
+        if !error.allow.isEmpty && !response.headers.contains(name: "Allow") {
+            response.headers.add(
+                name: "Allow", value: error.allow.map(\.rawValue).joined(separator: ", "))
+        }
+        return response
+    }
+}

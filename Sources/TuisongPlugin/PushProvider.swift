@@ -1,0 +1,77 @@
+import Logging
+import TuisongCore
+import TuisongHTTP
+
+/// A vendor adapter: it speaks one vendor's HTTP API (Baidu, Tencent, Easemob) and turns
+/// what it receives into devices, tags and `PushJob`s.
+///
+/// To add a vendor: a folder `Plugins/<Vendor>/` with a type conforming to this protocol, a
+/// target in `Package.swift`, and one line in the gateway's provider registry. The provider
+/// reaches the rest of the gateway only through its `ProviderContext`: never through the
+/// store implementation, another provider, or C.
+///
+///     struct BaiduProvider: PushProvider {
+///         static let name = "baidu"
+///         init(context: ProviderContext) throws { … }
+///         func register(on router: Router) { router.add(.POST, "/rest/3.0/{class}/{method}") { … } }
+///     }
+public protocol PushProvider: Sendable {
+    /// The name the config's `providers` list uses (`"baidu"`).
+    static var name: String { get }
+    /// Builds the provider; throw a `ProviderConfigError` for a bad config section.
+    init(context: ProviderContext) throws
+    /// Mounts the vendor's routes at the vendor's own paths, and its error dialect for them
+    /// (`router.setErrorResponder(forPrefix:)`). Called once before the server starts.
+    func register(on router: Router)
+}
+
+/// Everything a provider may use.
+public struct ProviderContext: Sendable {
+    /// Apps, devices, tags, messages, settings.
+    public var store: any ProviderStore
+    /// Where pushes go.
+    public var gateway: any PushGateway
+    /// Seals vendor secrets (secret keys) under the gateway's master key before they are stored.
+    public var secrets: any SecretSealer
+    public var clock: any Clock
+    public var logger: Logger
+    /// The provider's own config section (`"baidu": {…}`), or nil.
+    public var configuration: JSONValue?
+
+    public init(
+        store: any ProviderStore, gateway: any PushGateway, secrets: any SecretSealer, clock: any Clock,
+        logger: Logger, configuration: JSONValue?
+    ) {
+        self.store = store
+        self.gateway = gateway
+        self.secrets = secrets
+        self.clock = clock
+        self.logger = logger
+        self.configuration = configuration
+    }
+}
+
+/// The store as providers see it.
+public typealias ProviderStore = Store & MessageStore & SettingsStore
+
+/// Encrypts and decrypts small secrets (AES-256-GCM under the master key). `context` binds a
+/// sealed value to where it belongs (e.g. `"baidu:app:3"`), so it cannot be moved elsewhere.
+public protocol SecretSealer: Sendable {
+    func seal(_ plaintext: String, context: String) throws -> String
+    func open(_ sealed: String, context: String) throws -> String
+}
+
+/// A provider's config section is wrong; names the key.
+public struct ProviderConfigError: Error, Sendable, CustomStringConvertible {
+    public var provider: String
+    public var key: String
+    public var message: String
+
+    public init(provider: String, key: String, message: String) {
+        self.provider = provider
+        self.key = key
+        self.message = message
+    }
+
+    public var description: String { "config: \(provider).\(key): \(message)" }
+}

@@ -1,1 +1,0 @@
-// TuisongStore — module placeholder until its first file lands.

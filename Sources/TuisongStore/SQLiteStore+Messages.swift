@@ -1,0 +1,561 @@
+import Foundation
+import GRDB
+import TuisongCore
+
+extension SQLiteStore: MessageStore {
+    private static let messageColumns = """
+        id, app_id, vendor, vendor_message_id, audience, notification, options, payload, state, \
+        send_at, labels, created_at, started_at, completed_at, total, cursor, \
+        queued, sending, delivered, failed, skipped, held
+        """
+
+    public func createMessage(_ job: PushJob, payload: [UInt8], state: MessageState) async throws -> MessageRecord {
+        let audience = try JSONText.encode(job.audience)
+        let notification = try JSONText.encode(job.notification)
+        let options = try JSONText.encode(job.options)
+        let labels = try JSONText.encode(job.labels)
+        let now = nowMilliseconds
+        let id: Int64 = try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO messages (app_id, vendor, vendor_message_id, audience, notification, options,
+                        payload, labels, state, send_at, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    job.appID, job.vendor, job.vendorMessageID, audience, notification, options,
+                    Data(payload), labels, state.rawValue, job.sendAt.map(Milliseconds.from), now,
+                ])
+            return db.lastInsertedRowID
+        }
+        guard let record = try await message(id: id) else { throw StoreError.notFound("message \(id)") }
+        return record
+    }
+
+    public func message(id: Int64) async throws -> MessageRecord? {
+        try await read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE id = ?", arguments: [id])
+            else { return nil }
+            return try Self.messageRecord(row, failures: Self.failures(db, messageID: id))
+        }
+    }
+
+    public func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord? {
+        try await read { db in
+            guard let row = try Row.fetchOne(
+                db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE app_id = ? AND vendor_message_id = ?",
+                arguments: [appID, vendorMessageID])
+            else { return nil }
+            let id: Int64 = row[0]
+            return try Self.messageRecord(row, failures: Self.failures(db, messageID: id))
+        }
+    }
+
+    public func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord] {
+        let limit = min(max(limit, 1), 1000)
+        return try await read { db in
+            let rows: [Row]
+            if let appID {
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE app_id = ? ORDER BY id DESC LIMIT ?",
+                    arguments: [appID, limit])
+            } else {
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT \(Self.messageColumns) FROM messages ORDER BY id DESC LIMIT ?", arguments: [limit])
+            }
+            return try rows.map { row in try Self.messageRecord(row, failures: Self.failures(db, messageID: row[0])) }
+        }
+    }
+
+    public func dispatchableMessages(now: Date) async throws -> [MessageRecord] {
+        let nowMs = Milliseconds.from(now)
+        return try await read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Self.messageColumns) FROM messages
+                    WHERE state IN ('queued', 'sending') OR (state = 'scheduled' AND send_at <= ?)
+                    ORDER BY id LIMIT 100
+                    """,
+                arguments: [nowMs])
+            return try rows.map { row in try Self.messageRecord(row, failures: Self.failures(db, messageID: row[0])) }
+        }
+    }
+
+    public func startMessage(id: Int64, total: Int, at: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE messages SET state = 'sending', total = ?, started_at = coalesce(started_at, ?)
+                    WHERE id = ? AND state IN ('scheduled', 'queued', 'sending')
+                    """,
+                arguments: [total, Milliseconds.from(at), id])
+            return db.changesCount > 0
+        }
+    }
+
+    public func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws {
+        try await write { db in
+            let completed: Int64? = (state == .completed || state == .cancelled) ? Milliseconds.from(at) : nil
+            try db.execute(
+                sql: "UPDATE messages SET state = ?, completed_at = coalesce(?, completed_at) WHERE id = ?",
+                arguments: [state.rawValue, completed, id])
+        }
+    }
+
+    public func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE messages SET state = 'cancelled', completed_at = ?
+                    WHERE id = ? AND state IN ('scheduled', 'queued') AND started_at IS NULL
+                    """,
+                arguments: [Milliseconds.from(at), id])
+            return db.changesCount > 0
+        }
+    }
+
+    public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
+        let now = Milliseconds.from(at)
+        try await write { db in
+            let c = progress.counts
+            try db.execute(
+                sql: """
+                    UPDATE messages SET cursor = max(cursor, ?), queued = queued + ?, sending = sending + ?,
+                        delivered = delivered + ?, failed = failed + ?, skipped = skipped + ?, held = held + ?
+                    WHERE id = ?
+                    """,
+                arguments: [progress.cursor, c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, progress.messageID])
+            try Self.addFailures(db, messageID: progress.messageID, progress.failures)
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, apns_id,
+                        attempts, next_attempt_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            for d in progress.deliveries {
+                try insert.execute(arguments: [
+                    progress.messageID, d.deviceID, d.token, d.environment.rawValue, d.state.rawValue, d.reason,
+                    d.apnsID, d.attempts, d.nextAttemptAt.map(Milliseconds.from), now,
+                ])
+            }
+            for invalidation in progress.invalidations {
+                try Self.invalidate(db, invalidation, now: now)
+            }
+            if let final = progress.finalState {
+                // The audience may have changed while it was read: the final total is what
+                // actually got an outcome.
+                try db.execute(
+                    sql: """
+                        UPDATE messages SET state = ?, completed_at = ?,
+                            total = queued + sending + delivered + failed + skipped + held
+                        WHERE id = ?
+                        """,
+                    arguments: [final.rawValue, now, progress.messageID])
+            }
+        }
+    }
+
+    // MARK: audience
+
+    public func audiencePage(
+        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int
+    ) async throws -> [AudienceEntry] {
+        let limit = max(1, limit)
+        return try await read { db in
+            switch audience {
+            case .all:
+                return try Self.deviceEntries(
+                    db, where: "app_id = ? AND id > ?", [appID, cursor], environment: environment, limit: limit)
+            case .tag(let name):
+                var arguments: [(any DatabaseValueConvertible)?] = [appID, name, cursor]
+                var environmentFilter = ""
+                if let environment {
+                    environmentFilter = "AND d.environment = ?"
+                    arguments.append(environment.rawValue)
+                }
+                arguments.append(limit)
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT d.id, d.token, d.environment, d.updated_at FROM device_tags dt
+                        JOIN devices d ON d.id = dt.device_id
+                        WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?) AND dt.device_id > ?
+                            AND d.invalidated_at IS NULL \(environmentFilter)
+                        ORDER BY dt.device_id LIMIT ?
+                        """,
+                    arguments: StatementArguments(arguments))
+                return try rows.map(Self.entry)
+            case .accounts(let accounts):
+                guard !accounts.isEmpty else { return [] }
+                let marks = Array(repeating: "?", count: accounts.count).joined(separator: ", ")
+                var arguments: [(any DatabaseValueConvertible)?] = [appID]
+                arguments += accounts.map { $0 as (any DatabaseValueConvertible)? }
+                arguments.append(cursor)
+                return try Self.deviceEntries(
+                    db, where: "app_id = ? AND im_account IN (\(marks)) AND id > ?", arguments,
+                    environment: environment, limit: limit)
+            case .devices(let ids):
+                let wanted = Array(Set(ids).filter { $0 > cursor }.sorted().prefix(limit))
+                guard !wanted.isEmpty else { return [] }
+                let marks = Array(repeating: "?", count: wanted.count).joined(separator: ", ")
+                var arguments: [(any DatabaseValueConvertible)?] = [appID]
+                arguments += wanted.map { $0 as (any DatabaseValueConvertible)? }
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT id, token, environment, updated_at, invalidated_at FROM devices
+                        WHERE app_id = ? AND id IN (\(marks))
+                        """,
+                    arguments: StatementArguments(arguments))
+                var found: [Int64: Row] = [:]
+                for row in rows { found[row[0]] = row }
+                return try wanted.map { id in
+                    guard let row = found[id] else {
+                        return AudienceEntry(position: id, deviceID: nil, token: "", environment: environment ?? .production,
+                                             skipReason: "UnknownDevice")
+                    }
+                    var entry = try Self.entry(row)
+                    let invalidatedAt: Int64? = row[4]
+                    if invalidatedAt != nil {
+                        entry.skipReason = "DeviceInvalidated"
+                    } else if let environment, entry.environment != environment {
+                        entry.skipReason = "EnvironmentMismatch"
+                    }
+                    return entry
+                }
+            case .tokens(let tokens):
+                let start = Int(min(max(cursor, 0), Int64(tokens.count)))
+                let slice = Array(tokens[start..<min(tokens.count, start + limit)])
+                guard !slice.isEmpty else { return [] }
+                let marks = Array(repeating: "?", count: slice.count).joined(separator: ", ")
+                var arguments: [(any DatabaseValueConvertible)?] = [appID]
+                arguments += slice.map { $0 as (any DatabaseValueConvertible)? }
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT id, token, environment, updated_at, invalidated_at FROM devices
+                        WHERE app_id = ? AND token IN (\(marks))
+                        """,
+                    arguments: StatementArguments(arguments))
+                var registered: [String: Row] = [:]
+                for row in rows { registered[row[1]] = row }
+                return try slice.enumerated().map { offset, token in
+                    let position = Int64(start + offset + 1)
+                    guard let row = registered[token] else {
+                        return AudienceEntry(
+                            position: position, deviceID: nil, token: token, environment: environment ?? .production)
+                    }
+                    var entry = try Self.entry(row)
+                    entry.position = position
+                    if let environment { entry.environment = environment }
+                    let invalidatedAt: Int64? = row[4]
+                    if invalidatedAt != nil { entry.skipReason = "DeviceInvalidated" }
+                    return entry
+                }
+            }
+        }
+    }
+
+    public func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int {
+        try await read { db in
+            let environmentFilter = environment == nil ? "" : "AND environment = ?"
+            func withEnvironment(_ a: [(any DatabaseValueConvertible)?]) -> StatementArguments {
+                StatementArguments(a + (environment.map { [$0.rawValue] } ?? []))
+            }
+            switch audience {
+            case .all:
+                return try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM devices WHERE app_id = ? AND invalidated_at IS NULL \(environmentFilter)",
+                    arguments: withEnvironment([appID])) ?? 0
+            case .tag(let name):
+                return try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*) FROM device_tags dt JOIN devices d ON d.id = dt.device_id
+                        WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?)
+                            AND d.invalidated_at IS NULL \(environment == nil ? "" : "AND d.environment = ?")
+                        """,
+                    arguments: withEnvironment([appID, name])) ?? 0
+            case .accounts(let accounts):
+                guard !accounts.isEmpty else { return 0 }
+                let marks = Array(repeating: "?", count: accounts.count).joined(separator: ", ")
+                return try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*) FROM devices WHERE app_id = ? AND im_account IN (\(marks))
+                            AND invalidated_at IS NULL \(environmentFilter)
+                        """,
+                    arguments: withEnvironment([appID] + accounts.map { $0 as (any DatabaseValueConvertible)? })) ?? 0
+            case .devices(let ids):
+                return Set(ids).count
+            case .tokens(let tokens):
+                return tokens.count
+            }
+        }
+    }
+
+    // MARK: deliveries
+
+    public func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord] {
+        let nowMs = Milliseconds.from(now)
+        return try await write { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Self.deliveryColumns) FROM deliveries
+                    WHERE state = 'queued' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?
+                    """,
+                arguments: [nowMs, limit])
+            let records = try rows.map(Self.deliveryRecord)
+            var perMessage: [Int64: Int] = [:]
+            for record in records {
+                try db.execute(
+                    sql: "UPDATE deliveries SET state = 'sending', updated_at = ? WHERE id = ?",
+                    arguments: [nowMs, record.id])
+                perMessage[record.messageID, default: 0] += 1
+            }
+            for (messageID, n) in perMessage {
+                try db.execute(
+                    sql: "UPDATE messages SET queued = queued - ?, sending = sending + ? WHERE id = ?",
+                    arguments: [n, n, messageID])
+            }
+            return records.map { record in
+                var claimed = record
+                claimed.state = .sending
+                return claimed
+            }
+        }
+    }
+
+    public func requeueInterruptedDeliveries() async throws -> Int {
+        let now = nowMilliseconds
+        return try await write { db in
+            let perMessage = try Row.fetchAll(
+                db, sql: "SELECT message_id, count(*) FROM deliveries WHERE state = 'sending' GROUP BY message_id")
+            var total = 0
+            for row in perMessage {
+                let messageID: Int64 = row[0]
+                let n: Int = row[1]
+                try db.execute(
+                    sql: "UPDATE messages SET queued = queued + ?, sending = sending - ? WHERE id = ?",
+                    arguments: [n, n, messageID])
+                total += n
+            }
+            try db.execute(
+                sql: "UPDATE deliveries SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'sending'",
+                arguments: [now, now])
+            return total
+        }
+    }
+
+    public func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws {
+        guard !updates.isEmpty else { return }
+        let now = Milliseconds.from(at)
+        try await write { db in
+            var deltas: [Int64: DeliveryCounts] = [:]
+            var failures: [Int64: [String: Int]] = [:]
+            for update in updates {
+                try db.execute(
+                    sql: """
+                        UPDATE deliveries SET state = ?, reason = ?, apns_id = coalesce(?, apns_id), attempts = ?,
+                            next_attempt_at = ?, updated_at = ?
+                        WHERE id = ? AND state = ?
+                        """,
+                    arguments: [
+                        update.to.rawValue, update.reason, update.apnsID, update.attempts,
+                        update.nextAttemptAt.map(Milliseconds.from), now, update.deliveryID, update.from.rawValue,
+                    ])
+                guard db.changesCount > 0 else { continue }
+                deltas[update.messageID, default: DeliveryCounts()][update.from] -= 1
+                deltas[update.messageID, default: DeliveryCounts()][update.to] += 1
+                if update.to == .failed, let reason = update.reason {
+                    failures[update.messageID, default: [:]][reason, default: 0] += 1
+                }
+                if let invalidation = update.invalidation { try Self.invalidate(db, invalidation, now: now) }
+            }
+            for (messageID, c) in deltas {
+                try db.execute(
+                    sql: """
+                        UPDATE messages SET queued = queued + ?, sending = sending + ?, delivered = delivered + ?,
+                            failed = failed + ?, skipped = skipped + ?, held = held + ?
+                        WHERE id = ?
+                        """,
+                    arguments: [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, messageID])
+            }
+            for (messageID, reasons) in failures { try Self.addFailures(db, messageID: messageID, reasons) }
+        }
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
+        let nowMs = Milliseconds.from(now)
+        return try await write { db in
+            let perMessage = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT d.message_id, count(*) FROM deliveries d JOIN messages m ON m.id = d.message_id
+                    WHERE d.state = 'held' AND d.environment = ? AND m.app_id = ? GROUP BY d.message_id
+                    """,
+                arguments: [environment.rawValue, appID])
+            var total = 0
+            for row in perMessage {
+                let messageID: Int64 = row[0]
+                let n: Int = row[1]
+                try db.execute(
+                    sql: """
+                        UPDATE deliveries SET state = 'queued', next_attempt_at = ?, updated_at = ?
+                        WHERE message_id = ? AND state = 'held' AND environment = ?
+                        """,
+                    arguments: [nowMs, nowMs, messageID, environment.rawValue])
+                try db.execute(
+                    sql: "UPDATE messages SET held = held - ?, queued = queued + ? WHERE id = ?",
+                    arguments: [n, n, messageID])
+                total += n
+            }
+            return total
+        }
+    }
+
+    public func deliveries(messageID: Int64, state: DeliveryState?, cursor: String?, limit: Int) async throws
+        -> Page<DeliveryRecord>
+    {
+        let afterID = try cursor.map(Cursor.decode) ?? 0
+        let limit = min(max(limit, 1), 1000)
+        return try await read { db in
+            var sql = "SELECT \(Self.deliveryColumns) FROM deliveries WHERE message_id = ? AND id > ?"
+            var arguments: [(any DatabaseValueConvertible)?] = [messageID, afterID]
+            if let state {
+                sql += " AND state = ?"
+                arguments.append(state.rawValue)
+            }
+            sql += " ORDER BY id LIMIT ?"
+            arguments.append(limit + 1)
+            var records = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(Self.deliveryRecord)
+            var next: String?
+            if records.count > limit {
+                records.removeLast()
+                next = records.last.map { Cursor.encode($0.id) }
+            }
+            return Page(items: records, nextCursor: next)
+        }
+    }
+
+    // MARK: plumbing
+
+    private static let deliveryColumns =
+        "id, message_id, device_id, token, environment, state, reason, apns_id, attempts, next_attempt_at, updated_at"
+
+    private static func deliveryRecord(_ row: Row) throws -> DeliveryRecord {
+        let environmentName: String = row[4]
+        let stateName: String = row[5]
+        guard let environment = APNsEnvironment(rawValue: environmentName),
+            let state = DeliveryState(rawValue: stateName)
+        else { throw StoreError(.unavailable, "deliveries row \(row[0] as Int64) holds unknown values") }
+        let next: Int64? = row[9]
+        return DeliveryRecord(
+            id: row[0], messageID: row[1], deviceID: row[2], token: row[3], environment: environment, state: state,
+            reason: row[6], apnsID: row[7], attempts: row[8], nextAttemptAt: next.map(Milliseconds.date),
+            updatedAt: Milliseconds.date(row[10]))
+    }
+
+    private static func messageRecord(_ row: Row, failures: [String: Int]) throws -> MessageRecord {
+        let stateName: String = row[8]
+        guard let state = MessageState(rawValue: stateName) else {
+            throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
+        }
+        let payload: Data = row[7]
+        let sendAt: Int64? = row[9]
+        let startedAt: Int64? = row[12]
+        let completedAt: Int64? = row[13]
+        var counts = DeliveryCounts()
+        counts.queued = row[16]
+        counts.sending = row[17]
+        counts.delivered = row[18]
+        counts.failed = row[19]
+        counts.skipped = row[20]
+        counts.held = row[21]
+        return MessageRecord(
+            id: row[0], appID: row[1], vendor: row[2], vendorMessageID: row[3],
+            audience: try JSONText.decode(Audience.self, row[4]),
+            notification: try JSONText.decode(PushNotification.self, row[5]),
+            options: try JSONText.decode(PushOptions.self, row[6]), payload: Array(payload), state: state,
+            sendAt: sendAt.map(Milliseconds.date), labels: try JSONText.decode([String: String].self, row[10]),
+            createdAt: Milliseconds.date(row[11]), startedAt: startedAt.map(Milliseconds.date),
+            completedAt: completedAt.map(Milliseconds.date), total: row[14], cursor: row[15], counts: counts,
+            failures: failures)
+    }
+
+    private static func failures(_ db: Database, messageID: Int64) throws -> [String: Int] {
+        var result: [String: Int] = [:]
+        for row in try Row.fetchAll(
+            db, sql: "SELECT reason, count FROM message_failures WHERE message_id = ?", arguments: [messageID])
+        {
+            result[row[0]] = row[1]
+        }
+        return result
+    }
+
+    private static func addFailures(_ db: Database, messageID: Int64, _ failures: [String: Int]) throws {
+        for (reason, n) in failures where n != 0 {
+            try db.execute(
+                sql: """
+                    INSERT INTO message_failures (message_id, reason, count) VALUES (?, ?, ?)
+                    ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
+                    """,
+                arguments: [messageID, reason, n])
+        }
+    }
+
+    /// Applies an APNs invalidation unless the device registered again after APNs's moment.
+    private static func invalidate(_ db: Database, _ invalidation: DeviceInvalidation, now: Int64) throws {
+        try db.execute(
+            sql: """
+                UPDATE devices SET invalidated_at = ?, invalid_reason = ?
+                WHERE id = ? AND updated_at <= ? AND invalidated_at IS NULL
+                """,
+            arguments: [now, invalidation.reason, invalidation.deviceID, Milliseconds.from(invalidation.at)])
+    }
+
+    private static func entry(_ row: Row) throws -> AudienceEntry {
+        let environmentName: String = row[2]
+        guard let environment = APNsEnvironment(rawValue: environmentName) else {
+            throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
+        }
+        let updatedAt: Int64 = row[3]
+        return AudienceEntry(
+            position: row[0], deviceID: row[0], token: row[1], environment: environment,
+            registeredAt: Milliseconds.date(updatedAt))
+    }
+
+    private static func deviceEntries(
+        _ db: Database, where condition: String, _ arguments: [(any DatabaseValueConvertible)?],
+        environment: APNsEnvironment?, limit: Int
+    ) throws -> [AudienceEntry] {
+        var arguments = arguments
+        var sql = "SELECT id, token, environment, updated_at FROM devices WHERE \(condition) AND invalidated_at IS NULL"
+        if let environment {
+            sql += " AND environment = ?"
+            arguments.append(environment.rawValue)
+        }
+        sql += " ORDER BY id LIMIT ?"
+        arguments.append(limit)
+        return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(entry)
+    }
+}
+
+/// JSON columns: sorted keys so equal values are equal text.
+enum JSONText {
+    static func encode<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
+        do {
+            return try JSONDecoder().decode(type, from: Data(text.utf8))
+        } catch {
+            throw StoreError(.unavailable, "stored JSON does not decode as \(type): \(error)")
+        }
+    }
+}

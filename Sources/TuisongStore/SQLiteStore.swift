@@ -1,0 +1,234 @@
+import Foundation
+import GRDB
+import Synchronization
+import TuisongCore
+
+/// The SQLite implementation of `Store`, on a GRDB `DatabasePool`.
+///
+/// One writer connection and a few concurrent reader connections on one database file in
+/// WAL mode. Several processes may open the same file at once (the server and the `tuisong`
+/// CLI); SQLite's file locks serialise their writes and the busy timeout makes a writer wait
+/// for the other instead of failing.
+///
+/// ```swift
+/// let store = try SQLiteStore(path: "data/tuisong.db")
+/// defer { try? store.close() }
+/// let app = try await store.createApp(name: "Demo", bundleID: "com.example.demo", apiKeyHash: hash)
+/// ```
+///
+/// Device registrations are group-committed (see `registerDevice(appID:_:)`). Every error
+/// thrown is a `StoreError` whose message carries SQLite's code and text (or a
+/// `CancellationError` when the calling task was cancelled while waiting for a connection).
+public final class SQLiteStore: Store {
+    /// How the store opens its database.
+    public struct Options: Sendable {
+        /// `false` (the default): `PRAGMA synchronous = NORMAL`. In WAL mode a commit then
+        /// writes the WAL without waiting for fsync; the WAL is synced at each checkpoint
+        /// (under write load the background checkpointer runs every 50 ms or so).
+        /// A committed transaction survives the process being killed (`kill -9`, a crash),
+        /// since its pages are in the OS page cache. A power loss or kernel crash may lose
+        /// the transactions committed since the WAL was last synced; the database itself
+        /// stays consistent. `true`: `synchronous = FULL`, every commit waits for fsync and
+        /// survives power loss, at a large cost in commit latency and registrations/s.
+        public var synchronousFull: Bool
+        /// How long a write waits for another connection (another process) holding the
+        /// write lock before failing with `StoreError.unavailable`.
+        public var busyTimeout: TimeInterval
+        /// Reader connections; concurrent reads beyond this wait for a free one. Point
+        /// lookups run on the calling thread, so keep this at least as large as the number
+        /// of threads that look up at once (the default covers Swift's cooperative pool).
+        public var maximumReaderCount: Int
+        /// The most device registrations committed in one group-commit transaction.
+        public var maximumRegistrationBatch: Int
+        /// Where `created_at`, `updated_at` and other timestamps come from.
+        public var clock: any TuisongCore.Clock
+
+        public init(
+            synchronousFull: Bool = false, busyTimeout: TimeInterval = 5,
+            maximumReaderCount: Int = max(4, ProcessInfo.processInfo.activeProcessorCount),
+            maximumRegistrationBatch: Int = 256,
+            clock: any TuisongCore.Clock = SystemClock()
+        ) {
+            self.synchronousFull = synchronousFull
+            self.busyTimeout = busyTimeout
+            self.maximumReaderCount = maximumReaderCount
+            self.maximumRegistrationBatch = maximumRegistrationBatch
+            self.clock = clock
+        }
+    }
+
+    /// The database file.
+    public let path: String
+    let pool: DatabasePool
+    let clock: any TuisongCore.Clock
+    let batcher: RegistrationBatcher
+    let checkpointer: WALCheckpointer
+    /// Serialises `close()` calls and remembers that the pool is closed.
+    private let closed = Mutex(false)
+
+    /// Opens (creating it and its parent directory if needed) the database at `path` and
+    /// brings its schema up to date.
+    ///
+    /// - Throws: `StoreError(.unavailable, …)` when the file cannot be opened or migrated.
+    public init(path: String, configuration: Options = .init()) throws {
+        self.path = path
+        self.clock = configuration.clock
+        do {
+            let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw StoreError(.unavailable, "cannot create the directory of \(path): \(error)")
+        }
+
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(configuration.busyTimeout)
+        config.maximumReaderCount = max(1, configuration.maximumReaderCount)
+        config.label = "tuisong.store"
+        config.prepareDatabase { db in
+            // The WAL is reset, not shrunk, after a checkpoint; cap what it keeps on disk
+            // after a burst of writes.
+            try db.execute(sql: "PRAGMA journal_size_limit = 67108864")
+        }
+        do {
+            // DatabasePool puts the database in WAL mode.
+            pool = try DatabasePool(path: path, configuration: config)
+            // Only the writer commits, so only its setting matters. Set here rather than in
+            // prepareDatabase: GRDB sets NORMAL itself when it switches the pool to WAL.
+            let synchronous = configuration.synchronousFull ? "FULL" : "NORMAL"
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+                // SQLite's default (1000 pages, 4 MB) makes the writer stop to checkpoint
+                // every few hundred registrations. 8000 pages (32 MB of WAL) measured about
+                // twice the sustained registration rate; the background checkpointer does
+                // most of the copying in between.
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = 8000")
+            }
+            try Self.migrate(pool)
+        } catch {
+            throw ErrorMapping.storeError(error)
+        }
+        let checkpointer: WALCheckpointer
+        do {
+            checkpointer = try WALCheckpointer(path: path, busyTimeout: configuration.busyTimeout)
+        } catch {
+            try? pool.close()
+            throw ErrorMapping.storeError(error)
+        }
+        self.checkpointer = checkpointer
+        batcher = RegistrationBatcher(
+            writer: pool, maximumBatchSize: configuration.maximumRegistrationBatch,
+            clock: configuration.clock, apply: Self.applyRegistration,
+            afterCommit: { checkpointer.noteCommit() })
+    }
+
+    /// Two processes opening a fresh file at the same moment both see "nothing applied";
+    /// the loser's first migration then fails on a table the winner just created. Retrying
+    /// re-reads what is applied, so the loser finds the work done.
+    private static func migrate(_ pool: DatabasePool) throws {
+        var attempt = 0
+        while true {
+            do {
+                try Schema.migrator.migrate(pool)
+                return
+            } catch {
+                attempt += 1
+                if attempt >= 3 { throw error }
+            }
+        }
+    }
+
+    /// Folds the WAL into the database file (as far as other processes' readers allow) and
+    /// closes every connection. Calls after the first do nothing. Afterwards every method
+    /// throws `StoreError.unavailable`; registrations still queued fail the same way.
+    public func close() throws {
+        try closed.withLock { isClosed in
+            if isClosed { return }
+            // GRDB closes the writer before the (read-only) readers, so the last connection
+            // to close cannot checkpoint and remove the WAL as SQLite otherwise would: copy
+            // everything back and truncate the WAL here. TRUNCATE waits (busy timeout) for
+            // another process's readers; failing is harmless, the WAL stays valid.
+            try? checkpointer.close()
+            _ = try? pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+            do {
+                try pool.close()
+            } catch {
+                throw ErrorMapping.storeError(error)
+            }
+            isClosed = true
+        }
+    }
+
+    /// The migrations this binary knows, in the order they apply.
+    public static func migrationNames() -> [String] {
+        Schema.migrator.migrations
+    }
+
+    /// The migrations applied to the open database, in order.
+    public func appliedMigrations() async throws -> [String] {
+        try await read { db in try Schema.migrator.appliedMigrations(db) }
+    }
+
+    /// The name of the last migration applied to the open database (`nil` for an empty one).
+    public func schemaVersion() async throws -> String? {
+        try await appliedMigrations().last
+    }
+
+    public func ping() async throws {
+        try await read { db in try db.execute(sql: "SELECT 1") }
+    }
+
+    // MARK: - Plumbing
+
+    /// A read in a deferred transaction: the closure sees one consistent snapshot.
+    func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw ErrorMapping.storeError(error)
+        }
+    }
+
+    /// A point lookup: one statement, run on the calling thread.
+    ///
+    /// GRDB's async reads hop through two dispatch queues (a serial queue that waits for a
+    /// free reader, then the reader's own queue) and back to the task; for a lookup that
+    /// takes a few microseconds those hops cost several times the query. Here the reader is
+    /// taken and used synchronously on the caller's thread instead: `DispatchQueue.sync` on
+    /// an idle serial queue runs the block in place. This blocks the calling thread only for
+    /// the query itself, as long as there are at least as many readers as threads calling at
+    /// once (`Options.maximumReaderCount` defaults to at least the cooperative pool's width).
+    ///
+    /// Only for closures running a single short statement: without a transaction around
+    /// it, SQLite still runs one statement on one consistent snapshot.
+    func lookUp<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try pool.unsafeRead(body)
+        } catch {
+            throw ErrorMapping.storeError(error)
+        }
+    }
+
+    /// A read without a transaction, through GRDB's async path, for single statements that
+    /// may run long (counts, listings) and must not hold a cooperative thread meanwhile.
+    func readOneStatement<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.unsafeRead(body)
+        } catch {
+            throw ErrorMapping.storeError(error)
+        }
+    }
+
+    /// A write in an immediate transaction on the writer connection.
+    func write<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            defer { checkpointer.noteCommit() }
+            return try await pool.write(body)
+        } catch {
+            throw ErrorMapping.storeError(error)
+        }
+    }
+
+    var nowMilliseconds: Int64 { Milliseconds.from(clock.now) }
+}

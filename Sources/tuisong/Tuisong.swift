@@ -1,0 +1,234 @@
+import ArgumentParser
+import Foundation
+import Logging
+import TuisongCore
+import TuisongGateway
+import TuisongStore
+
+@main
+struct Tuisong: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tuisong",
+        abstract: "Tuisong (推送): a self-hosted multi-vendor push gateway delivering through APNs.",
+        version: TuisongVersion.current,
+        subcommands: [
+            Serve.self, CheckConfig.self, Migrate.self, Version.self, AppCommand.self, DeviceCommand.self,
+        ])
+}
+
+/// `--config FILE`, shared by every subcommand.
+struct ConfigOptions: ParsableArguments {
+    @Option(name: .long, help: "The JSON config file overlaying the embedded default.")
+    var config: String = "config/tuisong.json"
+
+    func load() throws -> GatewayConfig {
+        // The default path may be absent (a binary run elsewhere): the embedded default applies.
+        let path: String? =
+            (config == "config/tuisong.json" && !FileManager.default.fileExists(atPath: config)) ? nil : config
+        do {
+            return try GatewayConfig.load(path: path, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+
+    func openStore(_ config: GatewayConfig) throws -> SQLiteStore {
+        try SQLiteStore(
+            path: config.database.path,
+            configuration: SQLiteStore.Options(synchronousFull: config.database.synchronousFull))
+    }
+}
+
+func makeLogger(_ label: String, level: String) -> Logger {
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = .info
+        return handler
+    }
+    var logger = Logger(label: label)
+    logger.logLevel = Logger.Level(rawValue: level) ?? .info
+    return logger
+}
+
+/// Prints JSON with stable key order, for scripts.
+func printJSON(_ object: Any) {
+    if let data = try? JSONSerialization.data(
+        withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+    {
+        print(String(decoding: data, as: UTF8.self))
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the gateway until SIGINT or SIGTERM.")
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let config = try options.load()
+        let logger = makeLogger("tuisong", level: config.log.level)
+        let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
+        let runtime: GatewayRuntime
+        do {
+            runtime = try await GatewayRuntime.start(config: config, logger: logger)
+        } catch {
+            logger.critical("cannot start: \(error)")
+            throw ExitCode.failure
+        }
+        print("Tuisong \(TuisongVersion.current) listening on \(runtime.consoleURL)")
+        print("  database: \(config.database.path)")
+        print("  master key: \(runtime.masterKey.source)\(runtime.masterKey.created ? " (created, mode 0600)" : "")")
+        switch runtime.adminPassword {
+        case .generated(let file):
+            print("  console: \(runtime.consoleURL) — log in as admin with the password in \(file) (created now, mode 0600)")
+        case .fromEnvironment:
+            print("  console: \(runtime.consoleURL) — log in with TUISONG_ADMIN_PASSWORD")
+        case .existing:
+            print("  console: \(runtime.consoleURL) — log in with the admin password set on the first start")
+        }
+        fflush(nil)  // all output streams: the banner must show before we block
+        let received = await signals.wait()
+        logger.info("received signal \(received), shutting down")
+        await runtime.shutdown()
+        logger.info("stopped cleanly")
+    }
+}
+
+struct CheckConfig: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config", abstract: "Validate the config and print it, secrets masked.")
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let config = try options.load()
+        print(config.maskedJSON())
+    }
+}
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create or migrate the database, then exit.")
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let config = try options.load()
+        let store = try options.openStore(config)
+        defer { try? store.close() }
+        print("database \(config.database.path) is at schema \(try await store.schemaVersion() ?? "none")")
+    }
+}
+
+struct Version: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the version.")
+    func run() async throws {
+        print("tuisong \(TuisongVersion.current)")
+    }
+}
+
+struct AppCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "app", abstract: "Manage apps.", subcommands: [Create.self, List.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create an app and print its API key once.")
+        @OptionGroup var options: ConfigOptions
+        @Option(help: "A name for people.") var name: String
+        @Option(name: .customLong("bundle-id"), help: "The iOS bundle id (the APNs topic).") var bundleID: String
+
+        func validate() throws {
+            guard !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 200 else {
+                throw ValidationError("--name must be 1–200 characters")
+            }
+            guard BundleID.isValid(bundleID) else {
+                throw ValidationError("--bundle-id \"\(bundleID)\" is not a bundle id (letters, digits, - and . like com.example.app)")
+            }
+        }
+
+        func run() async throws {
+            let config = try options.load()
+            let store = try options.openStore(config)
+            defer { try? store.close() }
+            let key = APIKey.generate()
+            let app = try await store.createApp(name: name, bundleID: bundleID, apiKeyHash: APIKey.hash(key))
+            printJSON(["id": app.id, "name": app.name, "bundle_id": app.bundleID, "api_key": key])
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List apps (never their keys).")
+        @OptionGroup var options: ConfigOptions
+
+        func run() async throws {
+            let config = try options.load()
+            let store = try options.openStore(config)
+            defer { try? store.close() }
+            let apps = try await store.apps()
+            printJSON(apps.map { ["id": $0.id, "name": $0.name, "bundle_id": $0.bundleID] as [String: Any] })
+        }
+    }
+}
+
+struct DeviceCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "device", abstract: "Manage devices.", subcommands: [Import.self])
+
+    /// Bulk import, e.g. tokens exported from a vendor console: one hex token per line.
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register device tokens read one per line from a file or standard input.")
+        @OptionGroup var options: ConfigOptions
+        @Option(help: "The app id.") var app: Int64
+        @Option(help: "sandbox or production.") var environment: String = "production"
+        @Option(help: "A file of tokens; standard input when absent.") var file: String?
+
+        func run() async throws {
+            guard let environment = APNsEnvironment(rawValue: environment) else {
+                throw ValidationError("--environment must be sandbox or production")
+            }
+            let config = try options.load()
+            let store = try options.openStore(config)
+            defer { try? store.close() }
+            guard try await store.app(id: app) != nil else { throw ValidationError("no app with id \(app)") }
+            let input: UnsafeMutablePointer<FILE>
+            if let file {
+                guard let opened = fopen(file, "r") else { throw ValidationError("cannot read \(file)") }
+                input = opened
+            } else {
+                input = fdopen(0, "r")  // not `stdin`: a C global Swift 6 cannot prove safe
+            }
+            defer { if file != nil { fclose(input) } }
+            var batch: [DeviceRegistration] = []
+            var imported = 0
+            var rejected = 0
+            var lineNumber = 0
+            while let line = readLine(from: input) {
+                lineNumber += 1
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+                guard let token = DeviceToken(trimmed) else {
+                    rejected += 1
+                    FileHandle.standardError.write(Data("line \(lineNumber): not a device token\n".utf8))
+                    continue
+                }
+                batch.append(DeviceRegistration(token: token, environment: environment))
+                if batch.count == 5000 {
+                    imported += try await store.registerDevices(appID: app, batch)
+                    batch.removeAll(keepingCapacity: true)
+                }
+            }
+            if !batch.isEmpty { imported += try await store.registerDevices(appID: app, batch) }
+            printJSON(["imported": imported, "rejected": rejected])
+        }
+    }
+}
+
+/// One line without its newline, or nil at end of file.
+func readLine(from file: UnsafeMutablePointer<FILE>) -> String? {
+    var buffer: UnsafeMutablePointer<CChar>?
+    var capacity = 0
+    defer { free(buffer) }
+    let count = getline(&buffer, &capacity, file)
+    guard count >= 0, let buffer else { return nil }
+    var line = String(cString: buffer)
+    while line.hasSuffix("\n") || line.hasSuffix("\r") { line.removeLast() }
+    return line
+}

@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+import TuisongAPNsMock
+
+@Suite("APNs mock under load")
+struct MockLoadTests {
+    @Test("h2load: every request of a bounded multi-stream run succeeds and is counted")
+    func boundedRun() throws {
+        // h2load may open all its streams before reading the server's SETTINGS; with the
+        // Apple-like initial limit of one, the excess would be refused (see the next test).
+        let harness = try MockHarness { configuration in
+            configuration.recordedNotificationLimit = 500
+            configuration.streamsBeforeFirstValidToken = 1000
+        }
+        let result = try harness.h2load(requests: 3000, connections: 2, streams: 50, headers: try harness.validHeaders())
+        #expect(result.succeeded == 3000, "\(result.output)")
+        #expect(result.statusCodes["2xx"] == 3000)
+        let statistics = harness.server.statistics
+        #expect(statistics.requests == 3000)
+        #expect(statistics.responsesByStatus == [200: 3000])
+        #expect(statistics.connectionsAccepted == 2)
+        #expect(statistics.providerTokensAccepted == 1)
+        // The ring keeps the most recent requests only.
+        #expect(harness.server.receivedNotifications().count == 500)
+    }
+
+    @Test("two event loops share the connections; streams refused before the first token are accounted for")
+    func twoEventLoops() throws {
+        let harness = try MockHarness { $0.eventLoopThreads = 2 }
+        let result = try harness.h2load(requests: 2000, connections: 4, streams: 20, headers: try harness.validHeaders())
+        let statistics = harness.server.statistics
+        #expect(result.succeeded == statistics.requests, "\(result.output)")
+        #expect(statistics.requests + statistics.refusedStreams == 2000)
+        #expect(statistics.responsesByStatus == [200: statistics.requests])
+        #expect(statistics.connectionsAccepted == 4)
+        #expect(statistics.streamLimitRaises == 4)
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+@testable import TuisongGateway
+
+@Suite struct ConfigTests {
+    /// The repository's config file and the embedded default must never drift apart.
+    @Test func embeddedDefaultMatchesFile() throws {
+        let file = try String(contentsOf: repositoryRoot().appending(path: "config/tuisong.json"), encoding: .utf8)
+        #expect(file.trimmingCharacters(in: .newlines) == embeddedDefaultJSON.trimmingCharacters(in: .newlines))
+        let fromFile = try GatewayConfig.load(path: repositoryRoot().appending(path: "config/tuisong.json").path, environment: [:])
+        #expect(fromFile == GatewayConfig.embeddedDefault)
+    }
+
+    @Test func defaults() {
+        let config = GatewayConfig.embeddedDefault
+        #expect(config.listen.host == "127.0.0.1")
+        #expect(config.listen.port == 8080)
+        #expect(config.database.path == "data/tuisong.db")
+        #expect(config.apns.productionURL == "https://api.push.apple.com:443")
+        #expect(config.apns.sandboxURL == "https://api.sandbox.push.apple.com:443")
+        #expect(config.apns.localMock)
+        #expect(config.apns.connections == 2)
+    }
+
+    @Test func environmentOverridesEveryKind() throws {
+        let config = try GatewayConfig.load(fileContents: nil, environment: [
+            "TUISONG_LISTEN_PORT": "9090",
+            "TUISONG_APNS_PRODUCTION_URL": "https://apns.example.test:2197",
+            "TUISONG_APNS_LOCAL_MOCK": "false",
+            "TUISONG_DELIVERY_RETRY_BASE_SECONDS": "0.5",
+            "TUISONG_PROVIDERS": "a,b",
+        ])
+        #expect(config.listen.port == 9090)
+        #expect(config.apns.productionURL == "https://apns.example.test:2197")
+        #expect(config.apns.localMock == false)
+        #expect(config.delivery.retryBaseSeconds == 0.5)
+        #expect(config.providers == ["a", "b"])
+    }
+
+    @Test func fileOverlaysDefaultAndEnvironmentWins() throws {
+        let file = Data(#"{"listen": {"port": 7000}, "database": {"path": "/tmp/x.db"}}"#.utf8)
+        let config = try GatewayConfig.load(fileContents: file, environment: ["TUISONG_LISTEN_PORT": "7001"])
+        #expect(config.listen.port == 7001)
+        #expect(config.listen.host == "127.0.0.1")
+        #expect(config.database.path == "/tmp/x.db")
+    }
+
+    @Test func environmentNames() {
+        #expect(GatewayConfig.environmentName(forKeyPath: "listen.port") == "TUISONG_LISTEN_PORT")
+        #expect(GatewayConfig.environmentName(forKeyPath: "apns.production_url") == "TUISONG_APNS_PRODUCTION_URL")
+    }
+
+    @Test(arguments: [
+        (#"{"listen": {"port": 70000}}"#, [String: String](), "listen.port", "70000"),
+        (#"{"listen": {"port": "80"}}"#, [:], "listen.port", "string"),
+        (#"{"lisen": {}}"#, [:], "lisen", "unknown key"),
+        (#"{"apns": {"production_url": "http://x"}}"#, [:], "apns.production_url", "http://x"),
+        ("{}", ["TUISONG_LISTEN_PORT": "eighty"], "listen.port", "eighty"),
+        ("{}", ["TUISONG_APNS_LOCAL_MOCK": "maybe"], "apns.local_mock", "maybe"),
+        ("{}", ["TUISONG_LOG_LEVEL": "loud"], "log.level", "loud"),
+        (#"{"apns": {"token_refresh_minutes": 10}}"#, [:], "apns.token_refresh_minutes", "10"),
+        (#"{"apns": {"ca_file": "/nonexistent/ca.pem"}}"#, [:], "apns.ca_file", "/nonexistent/ca.pem"),
+    ])
+    func invalidValuesNameKeyAndValue(file: String, environment: [String: String], key: String, shown: String) {
+        do {
+            _ = try GatewayConfig.load(fileContents: Data(file.utf8), environment: environment)
+            Issue.record("expected a ConfigError for \(key)")
+        } catch {
+            #expect(error.key == key)
+            #expect(error.description.contains(key))
+            #expect(error.description.contains(shown))
+        }
+    }
+
+    @Test func malformedJSONIsReported() {
+        #expect(throws: ConfigError.self) {
+            try GatewayConfig.load(fileContents: Data("{not json".utf8), environment: [:])
+        }
+    }
+
+    @Test func secretsAreMaskedAndNeverEchoed() throws {
+        let key = Data(repeating: 7, count: 32).base64EncodedString()
+        let config = try GatewayConfig.load(fileContents: nil, environment: ["TUISONG_SECURITY_MASTER_KEY": key])
+        let json = config.maskedJSON()
+        #expect(!json.contains(key))
+        #expect(json.contains("********"))
+        do {
+            _ = try GatewayConfig.load(fileContents: nil, environment: ["TUISONG_SECURITY_MASTER_KEY": "short-secret"])
+            Issue.record("a short master key must be refused")
+        } catch {
+            #expect(!error.description.contains("short-secret"))
+        }
+    }
+}
+
+/// The package root, found from this source file so tests run from any directory.
+func repositoryRoot() -> URL {
+    var url = URL(fileURLWithPath: #filePath)
+    while url.path != "/" {
+        url.deleteLastPathComponent()
+        if FileManager.default.fileExists(atPath: url.appending(path: "Package.swift").path) { return url }
+    }
+    return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+}

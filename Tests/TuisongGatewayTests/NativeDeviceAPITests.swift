@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+@testable import TuisongGateway
+import TuisongCore
+
+@Suite(.serialized) struct NativeDeviceAPITests {
+    @Test func registerGetUpdateDelete() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        let upper = token(1).uppercased()
+        let url = "\(gw.baseURL)/api/v1/devices/\(upper)"
+
+        let created = try await http("PUT", url, key: key, json: ["environment": "production", "user": "u1", "locale": "zh-Hans", "tags": ["vip", "北京"]])
+        #expect(created.status == 201)
+        #expect(created.json["token"] as? String == token(1))
+        #expect(created.json["tags"] as? [String] == ["vip", "北京"].sorted())
+        #expect(created.json["invalidated_at"] is NSNull)
+
+        let again = try await http("PUT", url, key: key, json: ["environment": "sandbox"])
+        #expect(again.status == 200)
+        #expect(again.json["environment"] as? String == "sandbox")
+        #expect(again.json["user"] as? String == "u1", "fields left out keep their value")
+
+        let fetched = try await http("GET", "\(gw.baseURL)/api/v1/devices/\(token(1))", key: key)
+        #expect(fetched.status == 200)
+        #expect(fetched.json["locale"] as? String == "zh-Hans")
+
+        let deleted = try await http("DELETE", url, key: key)
+        #expect(deleted.status == 204)
+        let gone = try await http("GET", url, key: key)
+        #expect(gone.status == 404)
+        #expect(gone.errorCode == "device_not_found")
+    }
+
+    @Test func tagsAndPagination() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        for n in 1...25 {
+            let r = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token(n))", key: key, json: ["environment": "production"])
+            #expect(r.status == 201)
+            let tagged = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token(n))/tags/%E5%8C%97%E4%BA%AC", key: key)
+            #expect(tagged.status == 204)
+        }
+        let tags = try await http("GET", "\(gw.baseURL)/api/v1/devices/\(token(3))/tags", key: key)
+        #expect(tags.json["tags"] as? [String] == ["北京"])
+
+        var seen: [String] = []
+        var cursor: String?
+        repeat {
+            var url = "\(gw.baseURL)/api/v1/tags/%E5%8C%97%E4%BA%AC/devices?limit=10"
+            if let cursor { url += "&cursor=\(cursor)" }
+            let page = try await http("GET", url, key: key)
+            #expect(page.status == 200)
+            let devices = page.json["devices"] as? [[String: Any]] ?? []
+            seen += devices.compactMap { $0["token"] as? String }
+            cursor = page.json["next_cursor"] as? String
+        } while cursor != nil
+        #expect(seen == (1...25).map { token($0) })
+
+        let removed = try await http("DELETE", "\(gw.baseURL)/api/v1/devices/\(token(3))/tags/%E5%8C%97%E4%BA%AC", key: key)
+        #expect(removed.status == 204)
+        let removedAgain = try await http("DELETE", "\(gw.baseURL)/api/v1/devices/\(token(3))/tags/%E5%8C%97%E4%BA%AC", key: key)
+        #expect(removedAgain.errorCode == "tag_not_found")
+        let unknownDevice = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token(99))/tags/vip", key: key)
+        #expect(unknownDevice.status == 404)
+        #expect(unknownDevice.errorCode == "device_not_found")
+        let badCursor = try await http("GET", "\(gw.baseURL)/api/v1/tags/vip/devices?cursor=@@@", key: key)
+        #expect(badCursor.status == 400)
+        #expect(badCursor.errorCode == "invalid_cursor")
+    }
+
+    @Test func authentication() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        let url = "\(gw.baseURL)/api/v1/devices/\(token(1))"
+        let none = try await http("GET", url)
+        #expect(none.status == 401)
+        #expect(none.errorCode == "unauthorized")
+        #expect(none.headers["www-authenticate"] == "Bearer")
+        let unknown = try await http("GET", url, key: "tsk_" + String(repeating: "A", count: 43))
+        #expect(unknown.status == 401)
+        // Another app's key does not see this app's devices.
+        _ = try await http("PUT", url, key: key, json: ["environment": "production"])
+        let (_, otherKey) = try await gw.createApp(bundleID: "com.example.other")
+        let other = try await http("GET", url, key: otherKey)
+        #expect(other.status == 404)
+    }
+
+    @Test func badInput() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        let url = "\(gw.baseURL)/api/v1/devices/\(token(1))"
+
+        let malformed = try await http("PUT", url, key: key, body: Data("{\"environment\": ".utf8), contentType: "application/json")
+        #expect(malformed.status == 400)
+        #expect(malformed.errorCode == "bad_request")
+
+        let wrongType = try await http("PUT", url, key: key, body: Data("environment=production".utf8), contentType: "application/x-www-form-urlencoded")
+        #expect(wrongType.status == 415)
+
+        let invalidUTF8 = try await http("PUT", url, key: key, body: Data([0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D]), contentType: "application/json")
+        #expect(invalidUTF8.status == 400)
+
+        let badEnvironment = try await http("PUT", url, key: key, json: ["environment": "staging"])
+        #expect(badEnvironment.errorCode == "invalid_environment")
+
+        let missingEnvironment = try await http("PUT", url, key: key, json: ["user": "x"])
+        #expect(missingEnvironment.status == 400)
+
+        let badToken = try await http("PUT", "\(gw.baseURL)/api/v1/devices/xyz", key: key, json: ["environment": "production"])
+        #expect(badToken.errorCode == "invalid_token")
+        let oddToken = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(String(repeating: "a", count: 65))", key: key, json: ["environment": "production"])
+        #expect(oddToken.errorCode == "invalid_token")
+
+        let badTag = try await http("PUT", url, key: key, json: ["environment": "production", "tags": ["has space"]])
+        #expect(badTag.errorCode == "invalid_tag")
+        let longTag = try await http("PUT", url, key: key, json: ["environment": "production", "tags": [String(repeating: "t", count: 200)]])
+        #expect(longTag.errorCode == "invalid_tag")
+
+        let oversized = try await http("PUT", url, key: key, json: ["environment": "production", "user": String(repeating: "u", count: 100_000)])
+        #expect(oversized.status == 413)
+
+        let wrongMethod = try await http("POST", url, key: key, json: [:])
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.headers["allow"]?.contains("PUT") == true)
+
+        let unknownPath = try await http("GET", "\(gw.baseURL)/api/v1/nothing-here", key: key)
+        #expect(unknownPath.status == 404)
+
+        // Nothing of the above left a device behind.
+        #expect(try await gw.runtime.store.deviceCount(appID: 1) == 0)
+    }
+
+    @Test func concurrentRegistrationOfOneTokenIsIdempotent() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp()
+        let url = "\(gw.baseURL)/api/v1/devices/\(token(7))"
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for i in 0..<40 {
+                group.addTask {
+                    try await http("PUT", url, key: key, json: ["environment": "production", "user": "u\(i % 3)"]).status
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.filter { $0 == 201 }.count == 1)
+        #expect(statuses.filter { $0 == 200 }.count == 39)
+        #expect(try await gw.runtime.store.deviceCount(appID: appID) == 1)
+    }
+
+    @Test func healthAndFirstStartFiles() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let health = try await http("GET", "\(gw.baseURL)/healthz")
+        #expect(health.status == 200)
+        #expect(health.json["database"] as? String == "ok")
+
+        for file in ["master.key", "admin-password"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: gw.directory.appending(path: file).path)
+            #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(file) must be 0600")
+        }
+        guard case .generated = gw.runtime.adminPassword else {
+            Issue.record("first start must generate an admin password")
+            return
+        }
+        let password = try String(contentsOf: gw.directory.appending(path: "admin-password"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await AdminPassword.verify(password, settings: gw.runtime.store))
+        #expect(try await AdminPassword.verify("wrong", settings: gw.runtime.store) == false)
+    }
+}

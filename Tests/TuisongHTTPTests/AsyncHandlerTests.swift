@@ -1,0 +1,351 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import TuisongHTTP
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Resumes after `seconds` on a Dispatch timer, ignoring task cancellation: a handler that
+/// cannot be stopped.
+func uncancellableSleep(_ seconds: Double) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { continuation.resume() }
+    }
+}
+
+@Suite("Async handlers: timeouts, concurrency, shutdown")
+struct AsyncHandlerTests {
+    @Test("a handler past the request timeout gets 503 in its dialect; its late answer is dropped")
+    func requestTimeout() async throws {
+        let router = Router()
+        let observedCancellation = Mutex(false)
+        let lateAnswers = Atomic<Int>(0)
+        router.setErrorResponder(forPrefix: "/rest/") { error, _ in
+            .json(object: ["error_code": 30600, "error_msg": error.code], status: error.status)
+        }
+        router.add(.GET, "/rest/slow") { _ in
+            try? await Task.sleep(for: .seconds(5))
+            observedCancellation.withLock { $0 = Task.isCancelled }
+            lateAnswers.add(1, ordering: .relaxed)
+            return .text("too late")
+        }
+        router.add(.GET, "/stubborn") { _ in
+            await uncancellableSleep(1.0)
+            lateAnswers.add(1, ordering: .relaxed)
+            return .text("too late")
+        }
+        router.add(.GET, "/fast") { _ in .text("fast") }
+        try await withServer({ $0.requestTimeout = 0.3 }, router: router) { server in
+            let port = server.port
+            let clock = ContinuousClock()
+            let start = clock.now
+            let (slow, next) = try await offPool {
+                let client = try RawHTTPClient(port: port)
+                let slow = try client.request("GET", "/rest/slow")
+                return (slow, try client.request("GET", "/fast"))
+            }
+            let elapsed = clock.now - start
+            #expect(slow.status == 503)
+            #expect(try slow.json()["error_msg"] as? String == "request_timeout")
+            #expect(elapsed >= .milliseconds(300))
+            #expect(elapsed < .seconds(3))
+            #expect(next.text == "fast")
+            // The cancelled handler finished; nothing reached the connection.
+            #expect(await eventually { lateAnswers.load(ordering: .relaxed) == 1 })
+            #expect(observedCancellation.withLock { $0 })
+
+            let stubborn = try await fetch(port: port, "GET", "/stubborn")
+            #expect(stubborn.status == 503)
+            #expect(
+                try (stubborn.json()["error"] as? [String: Any])?["code"] as? String
+                    == "request_timeout")
+            // Its answer arrives after the request is complete and the exchange released.
+            #expect(await eventually { lateAnswers.load(ordering: .relaxed) == 2 })
+            #expect(
+                await eventually { server.liveRequestCount == 0 && server.pendingHandlerCount == 0 }
+            )
+            #expect(try await fetch(port: port, "GET", "/fast").text == "fast")
+        }
+    }
+
+    @Test("a request timeout of 0 means no limit")
+    func noRequestTimeout() async throws {
+        let router = Router()
+        router.add(.GET, "/slow") { _ in
+            try? await Task.sleep(for: .milliseconds(400))
+            return .text("done")
+        }
+        try await withServer({ $0.requestTimeout = 0 }, router: router) {
+            (server: HTTPServer) async throws in
+            #expect(try await fetch(port: server.port, "GET", "/slow").text == "done")
+        }
+    }
+
+    @Test("the idle timeout does not cut off a connection whose handler is still working")
+    func idleTimeoutSparesSuspended() async throws {
+        let router = Router()
+        router.add(.GET, "/slow") { _ in
+            await uncancellableSleep(2.5)
+            return .text("worth the wait")
+        }
+        try await withServer({ $0.connectionTimeout = 1 }, router: router) { server in
+            let response = try await fetch(port: server.port, "GET", "/slow")
+            #expect(response.status == 200)
+            #expect(response.text == "worth the wait")
+            #expect(await eventually { server.liveRequestCount == 0 })
+        }
+    }
+
+    @Test("a client that hangs up while its handler runs costs nothing")
+    func clientGone() async throws {
+        let router = Router()
+        let finished = Atomic<Int>(0)
+        router.add(.GET, "/slow") { _ in
+            await uncancellableSleep(0.3)
+            finished.add(1, ordering: .relaxed)
+            return .text(String(repeating: "x", count: 100_000))
+        }
+        router.add(.GET, "/fast") { _ in .text("fast") }
+        try await withServer(router: router) { server in
+            let port = server.port
+            for _ in 0..<5 {
+                try await offPool {
+                    let client = try RawHTTPClient(port: port)
+                    try client.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+                }  // the client is closed here, before the answer
+            }
+            #expect(await eventually { finished.load(ordering: .relaxed) == 5 })
+            #expect(await eventually { server.liveRequestCount == 0 })
+            #expect(try await fetch(port: port, "GET", "/fast").text == "fast")
+        }
+    }
+
+    @Test("200 parallel connections are all answered")
+    func manyConnections() async throws {
+        let router = Router()
+        router.add(.GET, "/work/{id}") { request in
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 1...50)))
+            return .text(request.pathParameters["id"] ?? "")
+        }
+        try await withServer(router: router) { server in
+            let port = server.port
+            let answers = try await withThrowingTaskGroup(of: (Int, RawResponse).self) { group in
+                for index in 0..<200 {
+                    group.addTask { (index, try await fetch(port: port, "GET", "/work/\(index)")) }
+                }
+                var answers: [Int: RawResponse] = [:]
+                for try await (index, response) in group { answers[index] = response }
+                return answers
+            }
+            #expect(answers.count == 200)
+            for (index, response) in answers {
+                #expect(response.status == 200)
+                #expect(response.text == "\(index)")
+            }
+            #expect(await eventually { server.liveRequestCount == 0 })
+        }
+    }
+
+    @Test("a suspended handler does not hold up a single server thread")
+    func noThreadWaits() async throws {
+        let router = Router()
+        router.add(.GET, "/slow") { _ in
+            try? await Task.sleep(for: .seconds(1))
+            return .text("slow")
+        }
+        router.add(.GET, "/fast") { _ in .text("fast") }
+        try await withServer({ $0.threads = 1 }, router: router) { server in
+            let port = server.port
+            async let slow = fetch(port: port, "GET", "/slow")
+            #expect(await eventually { server.pendingHandlerCount == 1 })
+            let clock = ContinuousClock()
+            let start = clock.now
+            let fast = try await fetch(port: port, "GET", "/fast")
+            #expect(fast.text == "fast")
+            #expect(clock.now - start < .milliseconds(500))
+            #expect(try await slow.text == "slow")
+        }
+    }
+
+    @Test("shutdown stops accepting, lets the in-flight handler finish, then stops")
+    func gracefulShutdown() async throws {
+        let router = Router()
+        router.add(.GET, "/slow") { _ in
+            await uncancellableSleep(0.5)
+            return .text("finished")
+        }
+        let server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), router: router)
+        try server.start()
+        let port = server.port
+        async let inFlight = fetch(port: port, "GET", "/slow")
+        #expect(await eventually { server.pendingHandlerCount == 1 })
+        let clock = ContinuousClock()
+        let start = clock.now
+        async let stopping: Void = server.shutdown()
+        // Once quiesced, new connections are refused while the slow request is still running.
+        let refused = await eventually(within: 0.4) {
+            (try? RawHTTPClient(port: port)) == nil
+        }
+        #expect(refused)
+        // A second caller returns only once the server has stopped, too.
+        await server.shutdown()
+        #expect(clock.now - start >= .milliseconds(300))
+        #expect(server.liveRequestCount == 0)
+        let response = try await inFlight
+        #expect(response.status == 200)
+        #expect(response.text == "finished")
+        #expect(response.header("Connection")?.lowercased() == "close")
+        await stopping
+        #expect(clock.now - start >= .milliseconds(300))
+        #expect(server.liveRequestCount == 0)
+        await server.shutdown()
+    }
+
+    @Test("a handler outliving the grace period is answered 503 and the daemon still stops")
+    func shutdownGraceExceeded() async throws {
+        let router = Router()
+        router.add(.GET, "/stuck") { _ in
+            await uncancellableSleep(3)
+            return .text("never seen")
+        }
+        var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
+        configuration.shutdownGracePeriod = 0.2
+        let server = HTTPServer(configuration: configuration, router: router)
+        try server.start()
+        let port = server.port
+        async let stuck = fetch(port: port, "GET", "/stuck")
+        #expect(await eventually { server.pendingHandlerCount == 1 })
+        let clock = ContinuousClock()
+        let start = clock.now
+        await server.shutdown()
+        #expect(clock.now - start < .seconds(2))
+        let response = try await stuck
+        #expect(response.status == 503)
+        #expect(
+            try (response.json()["error"] as? [String: Any])?["code"] as? String
+                == "service_unavailable")
+    }
+
+    @Test("a server dropped without shutdown stops cleanly, even with a handler running")
+    func deinitStops() async throws {
+        let router = Router()
+        router.add(.GET, "/stuck") { _ in
+            await uncancellableSleep(1)
+            return .text("late")
+        }
+        var port = 0
+        var server: HTTPServer? = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0), router: router)
+        try server?.start()
+        port = server?.port ?? 0
+        let capturedPort = port
+        async let stuck = fetch(port: capturedPort, "GET", "/stuck")
+        #expect(await eventually { (server?.pendingHandlerCount ?? 0) == 1 })
+        server = nil
+        let response = try? await stuck
+        #expect(response == nil || response?.status == 503)
+        #expect((try? RawHTTPClient(port: capturedPort)) == nil)
+    }
+
+    @Test("start reports an occupied port with the system's reason")
+    func addressInUse() async throws {
+        let first = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), router: Router())
+        try first.start()
+        let second = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: first.port), router: Router())
+        do {
+            try second.start()
+            Issue.record("the second bind succeeded")
+        } catch let error as HTTPServerError {
+            #expect(error.errno == EADDRINUSE)
+            #expect(error.description.contains("Address already in use"))
+            #expect(error.description.contains("127.0.0.1:\(first.port)"))
+        }
+        #expect(throws: HTTPServerError.self) { try first.start() }
+        let badHost = HTTPServer(
+            configuration: .init(host: "not a host name", port: 0), router: Router())
+        #expect(throws: HTTPServerError.self) { try badHost.start() }
+        await first.shutdown()
+        await first.shutdown()
+    }
+
+    @Test("a failed libmicrohttpd start explains itself and releases the port")
+    func failedStart() async throws {
+        var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
+        configuration.tls = .init(
+            certificateChainPEM: "not a certificate", privateKeyPEM: "not a key")
+        let broken = HTTPServer(configuration: configuration, router: Router())
+        do {
+            try broken.start()
+            Issue.record("a server with a garbage certificate started")
+        } catch let error as HTTPServerError {
+            #expect(error.description.contains("TLS"), "\(error)")
+        }
+        // Bind an ephemeral port, then fail on it: the port must be free again afterwards.
+        let probe = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), router: Router())
+        try probe.start()
+        let port = probe.port
+        await probe.shutdown()
+        configuration.port = port
+        #expect(throws: HTTPServerError.self) {
+            try HTTPServer(configuration: configuration, router: Router()).start()
+        }
+        let again = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: port), router: Router())
+        try again.start()
+        await again.shutdown()
+    }
+
+    @Test("IPv6 loopback")
+    func ipv6() async throws {
+        let router = Router()
+        router.add(.GET, "/peer") { request in .text(request.remoteAddress ?? "none") }
+        let server = HTTPServer(configuration: .init(host: "::1", port: 0), router: router)
+        do {
+            try server.start()
+        } catch let error as HTTPServerError
+            where error.errno == EADDRNOTAVAIL || error.errno == EAFNOSUPPORT
+        {
+            return  // no IPv6 on this machine
+        }
+        let result = try await curl(["-g", "http://[::1]:\(server.port)/peer"])
+        #expect(result.output == "::1")
+        await server.shutdown()
+    }
+
+    @Test("HTTPS with a certificate, request.isTLS set")
+    func tls() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tuisong-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("key.pem").path
+        let certificate = directory.appendingPathComponent("cert.pem").path
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
+            "-days", "1", "-subj", "/CN=localhost",
+        ]
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        #expect(openssl.terminationStatus == 0)
+
+        let router = Router()
+        router.add(.GET, "/whoami") { request in .json(object: ["tls": request.isTLS]) }
+        let tls = HTTPServer.Configuration.TLS(
+            certificateChainPEM: try String(contentsOfFile: certificate, encoding: .utf8),
+            privateKeyPEM: try String(contentsOfFile: key, encoding: .utf8))
+        try await withServer({ $0.tls = tls }, router: router) { server in
+            let result = try await curl([
+                "--cacert", certificate, "https://localhost:\(server.port)/whoami",
+            ])
+            #expect(result.status == 0)
+            #expect(result.output == #"{"tls":true}"#)
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+import TuisongCore
+
+@testable import TuisongStore
+
+@Suite("Schema, connection settings and lifecycle")
+struct SchemaTests {
+    @Test("An empty file is migrated to the latest schema, with every table and index")
+    func migratesFromEmpty() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        let names = SQLiteStore.migrationNames()
+        #expect(names.first?.hasPrefix("v1-") == true)
+        #expect(try await store.appliedMigrations() == names)
+        #expect(try await store.schemaVersion() == names.last)
+
+        let objects = try await store.schemaObjectNames()
+        for table in [
+            "apps", "credentials", "devices", "tags", "device_tags", "templates", "push_settings",
+            "settings", "messages", "message_failures", "deliveries",
+        ] {
+            #expect(objects.contains(table), "missing table \(table)")
+        }
+        for index in [
+            "devices_by_user", "devices_by_baidu_channel", "devices_by_im_account",
+            "device_tags_by_device", "credentials_by_app", "messages_pending", "deliveries_due",
+            "deliveries_by_message",
+        ] {
+            #expect(objects.contains(index), "missing index \(index)")
+        }
+    }
+
+    @Test("Re-opening a migrated file applies nothing twice and keeps the data")
+    func reopenIsIdempotent() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+
+        let first = try SQLiteStore(path: database.path)
+        let app = try await makeApp(first)
+        try first.close()
+
+        for _ in 0..<2 {
+            let again = try SQLiteStore(path: database.path)
+            #expect(try await again.appliedMigrations() == SQLiteStore.migrationNames())
+            #expect(try await again.app(id: app.id) == app)
+            try again.close()
+        }
+    }
+
+    @Test("Stores opening one fresh file at the same moment all succeed and migrate it once")
+    func concurrentFirstOpen() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let path = database.path
+        let opened = try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    let store = try SQLiteStore(path: path)
+                    defer { try? store.close() }
+                    return try await store.appliedMigrations()
+                }
+            }
+            return try await group.reduce(into: [[String]]()) { $0.append($1) }
+        }
+        #expect(opened == Array(repeating: SQLiteStore.migrationNames(), count: 4))
+    }
+
+    @Test("Connections run in WAL mode with foreign keys, a busy timeout and synchronous=NORMAL")
+    func connectionSettings() async throws {
+        let fixture = try StoreFixture(.init(busyTimeout: 3))
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        #expect(try await store.writerPragma("journal_mode") == "wal")
+        #expect(try await store.writerPragma("foreign_keys") == "1")
+        #expect(try await store.writerPragma("synchronous") == "1")  // NORMAL
+        #expect(try await store.writerPragma("busy_timeout") == "3000")
+
+        let durable = try StoreFixture(.init(synchronousFull: true))
+        defer { durable.tearDown() }
+        #expect(try await durable.store.writerPragma("synchronous") == "2")  // FULL
+    }
+
+    @Test("ping answers on an open store and fails as unavailable once closed")
+    func ping() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let store = try SQLiteStore(path: database.path)
+        try await store.ping()
+        try store.close()
+        let error = await #expect(throws: StoreError.self) { try await store.ping() }
+        #expect(error?.code == .unavailable)
+    }
+
+    @Test("close() twice is fine; later calls and queued registrations fail as unavailable")
+    func closeTwice() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let store = try SQLiteStore(path: database.path)
+        let app = try await makeApp(store)
+        try store.close()
+        try store.close()
+
+        let readError = await #expect(throws: StoreError.self) {
+            _ = try await store.app(id: app.id)
+        }
+        #expect(readError?.code == .unavailable)
+        let registerError = await #expect(throws: StoreError.self) {
+            _ = try await store.registerDevice(
+                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox))
+        }
+        #expect(registerError?.code == .unavailable)
+
+        // The WAL was folded back into the file and emptied; a new store sees the app.
+        let wal = database.path + "-wal"
+        if FileManager.default.fileExists(atPath: wal) {
+            #expect(try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int == 0)
+        }
+        let reopened = try SQLiteStore(path: database.path)
+        #expect(try await reopened.app(id: app.id)?.name == app.name)
+        try reopened.close()
+    }
+
+    @Test("A path whose directory cannot be created is reported as unavailable")
+    func unopenablePath() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        // A regular file where the parent directory should be.
+        let blocker = database.directory.appendingPathComponent("file")
+        try Data("x".utf8).write(to: blocker)
+        let error = #expect(throws: StoreError.self) {
+            _ = try SQLiteStore(path: blocker.appendingPathComponent("tuisong.db").path)
+        }
+        #expect(error?.code == .unavailable)
+    }
+}
+
+@Suite("Two stores on one file (server and CLI)")
+struct SharedFileTests {
+    @Test("A second store on the same file sees the first one's writes, and the reverse")
+    func secondStoreSeesWrites() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let server = fixture.store
+        let cli = try SQLiteStore(path: fixture.database.path)
+        defer { try? cli.close() }
+
+        let app = try await cli.createApp(
+            name: "cli", bundleID: "com.example.cli", apiKeyHash: "k1")
+        #expect(try await server.app(apiKeyHash: "k1")?.id == app.id)
+
+        let (device, _) = try await server.registerDevice(
+            appID: app.id, DeviceRegistration(token: token(7), environment: .production))
+        #expect(try await cli.device(appID: app.id, token: token(7)) == device)
+
+        // Both write at once: the busy timeout makes each wait for the other's lock.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for n in 0..<200 {
+                let writer = n % 2 == 0 ? server : cli
+                group.addTask {
+                    _ = try await writer.registerDevice(
+                        appID: app.id,
+                        DeviceRegistration(token: token(1000 + n), environment: .sandbox))
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await server.deviceCount(appID: app.id) == 201)
+        #expect(try await cli.deviceCount(appID: app.id) == 201)
+
+        #expect(try await cli.deleteApp(id: app.id))
+        #expect(try await server.app(id: app.id) == nil)
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Synchronization
+import TuisongCore
+
+@testable import TuisongStore
+
+/// A temporary directory holding one test's database, removed when the test ends.
+struct TemporaryDatabase {
+    let directory: URL
+    var path: String { directory.appendingPathComponent("nested/tuisong.db").path }
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("tuisong-store-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// A store on a fresh file, in a directory that does not exist yet (so the store has to
+/// create it). `tearDown()` closes the store and deletes the files.
+struct StoreFixture {
+    let database: TemporaryDatabase
+    let store: SQLiteStore
+
+    init(_ options: SQLiteStore.Options = .init()) throws {
+        database = try TemporaryDatabase()
+        store = try SQLiteStore(path: database.path, configuration: options)
+    }
+
+    func tearDown() {
+        try? store.close()
+        database.remove()
+    }
+}
+
+/// A clock the test moves by hand.
+final class ManualClock: TuisongCore.Clock {
+    private let current: Mutex<Date>
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) {
+        current = Mutex(start)
+    }
+
+    var now: Date { current.withLock { $0 } }
+
+    func advance(by seconds: TimeInterval) {
+        current.withLock { $0 += seconds }
+    }
+}
+
+/// A valid 64-hex-digit token derived from `n`.
+func token(_ n: Int) -> DeviceToken {
+    DeviceToken(String(repeating: "0", count: 48) + String(format: "%016x", n))!
+}
+
+func tag(_ name: String) -> TagName { TagName(name)! }
+
+func makeApp(_ store: SQLiteStore, _ name: String = "demo") async throws -> App {
+    try await store.createApp(
+        name: name, bundleID: "com.example.\(name)", apiKeyHash: "hash-\(name)-\(UUID().uuidString)"
+    )
+}
