@@ -78,6 +78,8 @@ final class APNsConnection: EventLoopFileHandler {
     /// Peak of `streams.count`, for statistics and tests.
     private(set) var peakConcurrentStreams = 0
     private(set) var streamsOpened = 0
+    /// Keepalive PINGs the server acknowledged.
+    private(set) var pingsAcknowledged = 0
     var needsFlush = false
 
     fileprivate(set) var streams: [Int32: HTTP2Stream] = [:]
@@ -361,18 +363,25 @@ final class APNsConnection: EventLoopFileHandler {
             case .closed:
                 deliverEvents()
                 guard state != .closed else { return false }
-                close(
-                    isGoingAway && streams.isEmpty
-                        ? nil
-                        : APNsTransportError(
-                            .connectionLost, "\(settings.endpoint) closed the connection"))
+                closeAfterPeerEnded(detail: "\(settings.endpoint) closed the connection")
                 return false
             case .failed(let error):
                 deliverEvents()
                 guard state != .closed else { return false }
-                close(APNsTransportError(.connectionLost, error.message))
+                closeAfterPeerEnded(detail: error.message)
                 return false
             }
+        }
+    }
+
+    /// The peer closed or reset the socket. After its GOAWAY with every stream answered that
+    /// is the expected end (servers rarely send close_notify, which OpenSSL 3 reports as an
+    /// "unexpected eof" error); otherwise the open streams were lost with the connection.
+    private func closeAfterPeerEnded(detail: String) {
+        if isGoingAway && streams.isEmpty {
+            close(nil)
+        } else {
+            close(APNsTransportError(.connectionLost, detail))
         }
     }
 
@@ -434,12 +443,10 @@ final class APNsConnection: EventLoopFileHandler {
                 case .wantRead:
                     return
                 case .closed:
-                    close(
-                        APNsTransportError(
-                            .connectionLost, "\(settings.endpoint) closed the connection"))
+                    closeAfterPeerEnded(detail: "\(settings.endpoint) closed the connection")
                     return
                 case .failed(let error):
-                    close(APNsTransportError(.connectionLost, error.message))
+                    closeAfterPeerEnded(detail: error.message)
                     return
                 }
             }
@@ -628,6 +635,7 @@ final class APNsConnection: EventLoopFileHandler {
     }
 
     fileprivate func pingAcknowledged() {
+        if pingSentAt != nil { pingsAcknowledged += 1 }
         pingSentAt = nil
     }
 

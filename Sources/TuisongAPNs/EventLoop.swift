@@ -68,6 +68,10 @@ final class EventLoop: @unchecked Sendable {
     private var timers = TimerHeap()
     private var running = true
 
+    /// Runs on the loop thread at the end of every iteration, after all events, tasks and
+    /// timers of that iteration. Set before `start()`; cleared when the loop ends.
+    var iterationEndHandler: (() -> Void)?
+
     let name: String
 
     init(name: String) throws(APNsTransportError) {
@@ -116,20 +120,22 @@ final class EventLoop: @unchecked Sendable {
         assert(isLoopThread, "\(name): called off the event loop thread")
     }
 
-    /// Runs `task` on the loop thread. Safe from any thread; tasks submitted after `shutdown()`
-    /// are dropped. Submissions in one loop iteration share one `eventfd` write.
-    func execute(_ task: @escaping @Sendable () -> Void) {
-        let mustWake: Bool = inbox.withLock { inbox in
-            guard !inbox.stopped else { return false }
+    /// Runs `task` on the loop thread. Safe from any thread. Returns false (and drops the task)
+    /// once the loop has stopped. Submissions in one loop iteration share one `eventfd` write.
+    @discardableResult
+    func execute(_ task: @escaping @Sendable () -> Void) -> Bool {
+        let (accepted, mustWake): (Bool, Bool) = inbox.withLock { inbox in
+            guard !inbox.stopped else { return (false, false) }
             inbox.tasks.append(task)
-            if inbox.wakePending { return false }
+            if inbox.wakePending { return (true, false) }
             inbox.wakePending = true
-            return true
+            return (true, true)
         }
         if mustWake {
             var one: UInt64 = 1
             _ = write(wakeFD, &one, 8)
         }
+        return accepted
     }
 
     /// Stops the loop after the tasks already submitted ran, and waits for its thread to end.
@@ -217,12 +223,16 @@ final class EventLoop: @unchecked Sendable {
             }
             runSubmittedTasks()
             runDueTimers()
+            iterationEndHandler?()
         }
-        // Tasks submitted from now on are dropped; those already queued are released here.
-        inbox.withLock { inbox in
+        // Tasks submitted from now on are refused; those that raced in still run once.
+        let leftovers = inbox.withLock { inbox in
             inbox.stopped = true
-            inbox.tasks.removeAll()
+            return inbox.tasks.moveAll()
         }
+        for task in leftovers { task() }
+        iterationEndHandler?()
+        iterationEndHandler = nil
         handlers.removeAll()
         timers = TimerHeap()
         let waiters = finished.withLock { state -> [CheckedContinuation<Void, Never>] in

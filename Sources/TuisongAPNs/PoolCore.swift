@@ -8,8 +8,8 @@ import TuisongCrypto
     import Glibc
 #endif
 
-/// Counters describing a pool, for metrics and tests. A snapshot: read `statistics` again for
-/// newer values.
+/// Counters describing a pool, for metrics and tests. A snapshot taken on the pool's thread
+/// after each batch of events, so it may trail a response that was just returned by moments.
 public struct PoolStatistics: Sendable, Hashable {
     /// Connections that completed TLS + HTTP/2 setup.
     public var connectionsOpened = 0
@@ -40,6 +40,8 @@ public struct PoolStatistics: Sendable, Hashable {
     public var retries = 0
     /// Requests that ended with `.timeout`.
     public var timeouts = 0
+    /// Keepalive PINGs sent on idle connections and acknowledged by the server.
+    public var pingsAcknowledged = 0
     /// The debug data of the most recent GOAWAY (APNs sends `{"reason": …}`).
     public var lastGoAwayReason: String?
     /// The most recent connection failure.
@@ -100,8 +102,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     private var lastConnectError: APNsTransportError?
     private var sweepTimer: TimerID?
     private var isShutdown = false
-    private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     private var inboxScratch: [InboxEntry] = []
+    private let completions = CompletionBatch()
 
     init(
         settings: Settings, authentication: PoolAuthentication, tlsContext: TLSContext,
@@ -115,6 +117,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         self.tlsContext = tlsContext
         self.logger = logger
         loop = try EventLoop(name: "apns \(settings.endpoint.host)")
+        // Set before the thread starts; the loop drops it (and so this cycle) when it ends.
+        loop.iterationEndHandler = { [self] in settleIteration() }
         loop.start()
     }
 
@@ -147,8 +151,19 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             }
             return
         }
-        if mustSchedule {
-            loop.execute { [self] in drainInbox() }
+        if mustSchedule && !loop.execute({ [self] in drainInbox() }) {
+            // The loop already stopped (shutdown raced this send): nobody else will drain.
+            failInboxAfterStop()
+        }
+    }
+
+    private func failInboxAfterStop() {
+        let entries = inbox.withLock { inbox -> [InboxEntry] in
+            defer { inbox.entries.removeAll() }
+            return inbox.entries
+        }
+        for case .submit(let pending) in entries {
+            pending.finish(.failure(APNsTransportError(.shutdown, "the APNs pool is shut down")))
         }
     }
 
@@ -187,6 +202,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         for entry in inboxScratch {
             switch entry {
             case .submit(let pending):
+                pending.batch = completions
                 if pending.cancellationRequested {
                     pending.finish(.failure(cancelledError))
                 } else if isShutdown {
@@ -274,7 +290,12 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         }
         flushConnections()
         armSweep()
+    }
+
+    /// End of a loop iteration: publish the counters, then hand out the answers.
+    private func settleIteration() {
         publishStatistics()
+        completions.resumeAll()
     }
 
     private func leastLoadedConnection() -> APNsConnection? {
@@ -394,7 +415,6 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             first.finish(.failure(queuedTimeoutError()))
         }
         flushConnections()
-        publishStatistics()
     }
 
     private func queuedTimeoutError() -> APNsTransportError {
@@ -491,6 +511,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         unanswered: [HTTP2Stream]
     ) {
         connections.removeAll { $0 === connection }
+        statistics.pingsAcknowledged += connection.pingsAcknowledged
         statistics.peakStreamsPerConnection = max(
             statistics.peakStreamsPerConnection, connection.peakConcurrentStreams)
         if let error {
@@ -546,10 +567,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 pending.finish(.failure(error))
             }
         }
-        guard !isShutdown else {
-            resumeShutdownWaitersIfDone()
-            return
-        }
+        guard !isShutdown else { return }
         ensureConnections()
         pump()
     }
@@ -559,6 +577,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     private func shutdownOnLoop() {
         guard !isShutdown else { return }
         isShutdown = true
+        drainInbox()
         if let reconnectTimer { loop.cancel(reconnectTimer) }
         if let sweepTimer { loop.cancel(sweepTimer) }
         reconnectTimer = nil
@@ -571,11 +590,6 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         for connection in connections { connection.retire() }
         // Retiring with no streams left closes synchronously; force whatever remains.
         for connection in connections { connection.close(nil) }
-        publishStatistics()
-    }
-
-    private func resumeShutdownWaitersIfDone() {
-        publishStatistics()
     }
 
     private func publishStatistics() {
@@ -583,6 +597,13 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         snapshot.liveConnections = connections.count { $0.state == .ready }
         snapshot.inFlight = connections.reduce(0) { $0 + $1.inFlight }
         snapshot.queued = queue.count
+        snapshot.pingsAcknowledged += connections.reduce(0) { $0 + $1.pingsAcknowledged }
+        for connection in connections {
+            snapshot.peakStreamsPerConnection = max(
+                snapshot.peakStreamsPerConnection, connection.peakConcurrentStreams)
+            snapshot.maxConcurrentStreamsSeen = max(
+                snapshot.maxConcurrentStreamsSeen, connection.remoteMaxConcurrentStreams)
+        }
         if let lastConnectError, snapshot.lastConnectError == nil {
             snapshot.lastConnectError = lastConnectError.description
         }

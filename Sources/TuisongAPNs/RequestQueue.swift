@@ -76,6 +76,10 @@ final class PendingRequest: @unchecked Sendable {
     /// Set when the caller's task was cancelled before the loop saw the request.
     var cancellationRequested = false
 
+    /// Completions are resumed in batches (`CompletionBatch`) once the pool has finished its
+    /// loop iteration; `nil` before the pool took the request.
+    var batch: CompletionBatch?
+
     /// Where the current attempt is in flight.
     weak var connection: APNsConnection?
     var streamID: Int32 = 0
@@ -89,8 +93,31 @@ final class PendingRequest: @unchecked Sendable {
         guard !isFinished else { return }
         isFinished = true
         connection = nil
-        let continuation = self.continuation
+        guard let continuation else { return }
         self.continuation = nil
-        continuation?.resume(returning: result)
+        if let batch {
+            batch.completions.append((continuation, result))
+        } else {
+            continuation.resume(returning: result)
+        }
     }
 }
+
+/// Continuations finished during one event-loop iteration, resumed together at its end: after
+/// the next requests went out on the wire and the statistics were published, so a caller that
+/// got its answer sees counters that include it.
+final class CompletionBatch {
+    var completions:
+        [(UnsafeContinuation<Result<APNsResponse, APNsTransportError>, Never>,
+            Result<APNsResponse, APNsTransportError>)] = []
+
+    func resumeAll() {
+        guard !completions.isEmpty else { return }
+        let ready = completions
+        completions.removeAll(keepingCapacity: true)
+        for (continuation, result) in ready { continuation.resume(returning: result) }
+    }
+}
+
+@available(*, unavailable)
+extension CompletionBatch: Sendable {}

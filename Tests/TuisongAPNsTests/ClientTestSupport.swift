@@ -216,7 +216,7 @@ func clientEventually(
 
 let clientTestLogger: Logger = {
     var logger = Logger(label: "tuisong.apns.test")
-    logger.logLevel = .critical
+    logger.logLevel = ProcessInfo.processInfo.environment["APNS_TEST_LOG"] != nil ? .debug : .critical
     return logger
 }()
 
