@@ -1,4 +1,5 @@
 internal import CNGHTTP2
+internal import CTuisongShims
 import Foundation
 import TuisongCrypto
 
@@ -104,6 +105,8 @@ final class APNsConnection: EventLoopFileHandler {
     private var outOffset = 0
     private var headerBytes: [UInt8] = []
     private var headerOffsets: [(name: Range<Int>, value: Range<Int>)] = []
+    private var nameValues: [nghttp2_nv] = []
+    private let authorityBytes: [UInt8]
 
     // Events recorded by nghttp2 callbacks during mem_recv/mem_send, delivered afterwards.
     fileprivate var closedStreams: [(stream: HTTP2Stream, errorCode: UInt32)] = []
@@ -115,6 +118,7 @@ final class APNsConnection: EventLoopFileHandler {
         self.settings = settings
         self.loop = loop
         self.tlsContext = tlsContext
+        authorityBytes = Array(settings.endpoint.authority.utf8)
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
         outBuffer.reserveCapacity(64 * 1024)
     }
@@ -492,31 +496,34 @@ final class APNsConnection: EventLoopFileHandler {
     /// connection).
     func submit(_ pending: PendingRequest, authorization: String?) -> Int32 {
         guard let session else { return Int32(NGHTTP2_ERR_INVALID_STATE.rawValue) }
-        let request = pending.request
         headerBytes.removeAll(keepingCapacity: true)
         headerOffsets.removeAll(keepingCapacity: true)
         appendHeader(":method", "POST")
         appendHeader(":scheme", "https")
-        appendHeader(":authority", settings.endpoint.authority)
-        appendHeader(":path", "/3/device/", request.deviceToken)
+        appendHeader(":authority", authorityBytes)
+        appendHeader(":path", "/3/device/", pending.request.deviceToken)
         if let authorization { appendHeader("authorization", "bearer ", authorization) }
-        appendHeader("apns-push-type", request.pushType)
-        appendHeader("apns-topic", request.topic)
-        if let priority = request.priority { appendHeader("apns-priority", String(priority)) }
-        if let expiration = request.expiration {
-            appendHeader("apns-expiration", String(expiration))
+        appendHeader("apns-push-type", "", pending.request.pushType)
+        appendHeader("apns-topic", "", pending.request.topic)
+        if let priority = pending.request.priority { appendHeader("apns-priority", decimal: priority) }
+        if let expiration = pending.request.expiration {
+            appendHeader("apns-expiration", decimal: expiration)
         }
-        if let collapseID = request.collapseID { appendHeader("apns-collapse-id", collapseID) }
-        if let apnsID = request.apnsID { appendHeader("apns-id", apnsID) }
-        appendHeader("content-length", String(request.payload.count))
+        if let collapseID = pending.request.collapseID {
+            appendHeader("apns-collapse-id", "", collapseID)
+        }
+        if let apnsID = pending.request.apnsID { appendHeader("apns-id", "", apnsID) }
+        appendHeader("content-length", decimal: pending.request.payload.count)
 
         let streamID: Int32 = headerBytes.withUnsafeMutableBufferPointer { bytes in
             let base = bytes.baseAddress!
-            var nameValues = headerOffsets.map { offsets in
-                nghttp2_nv(
-                    name: base + offsets.name.lowerBound, value: base + offsets.value.lowerBound,
-                    namelen: offsets.name.count, valuelen: offsets.value.count,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+            nameValues.removeAll(keepingCapacity: true)
+            for offsets in headerOffsets {
+                nameValues.append(
+                    nghttp2_nv(
+                        name: base + offsets.name.lowerBound,
+                        value: base + offsets.value.lowerBound, namelen: offsets.name.count,
+                        valuelen: offsets.value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
             }
             var provider = nghttp2_data_provider(
                 source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Callbacks.readPayload)
@@ -539,12 +546,47 @@ final class APNsConnection: EventLoopFileHandler {
         return streamID
     }
 
-    private func appendHeader(_ name: StaticString, _ value: String, _ suffix: String? = nil) {
+    // Header values are copied byte-wise into one scratch buffer: no per-header String
+    // building on the loop thread.
+
+    private func appendHeader(_ name: StaticString, _ value: StaticString) {
         let nameStart = headerBytes.count
         name.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
         let valueStart = headerBytes.count
-        headerBytes.append(contentsOf: value.utf8)
-        if let suffix { headerBytes.append(contentsOf: suffix.utf8) }
+        value.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
+        headerOffsets.append((nameStart..<valueStart, valueStart..<headerBytes.count))
+    }
+
+    private func appendHeader(_ name: StaticString, _ value: [UInt8]) {
+        let nameStart = headerBytes.count
+        name.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
+        let valueStart = headerBytes.count
+        headerBytes.append(contentsOf: value)
+        headerOffsets.append((nameStart..<valueStart, valueStart..<headerBytes.count))
+    }
+
+    private func appendHeader(_ name: StaticString, _ prefix: StaticString, _ value: String) {
+        let nameStart = headerBytes.count
+        name.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
+        let valueStart = headerBytes.count
+        prefix.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
+        var value = value
+        value.withUTF8 { headerBytes.append(contentsOf: $0) }
+        headerOffsets.append((nameStart..<valueStart, valueStart..<headerBytes.count))
+    }
+
+    private func appendHeader(_ name: StaticString, decimal value: Int) {
+        let nameStart = headerBytes.count
+        name.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
+        let valueStart = headerBytes.count
+        if value < 0 { headerBytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        let digitsStart = headerBytes.count
+        repeat {
+            headerBytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        headerBytes[digitsStart...].reverse()
         headerOffsets.append((nameStart..<valueStart, valueStart..<headerBytes.count))
     }
 

@@ -1,3 +1,4 @@
+internal import CTuisongShims
 import Dispatch
 
 #if canImport(Glibc)
