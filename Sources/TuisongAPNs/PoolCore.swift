@@ -96,6 +96,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     private var queue = RingDeque<PendingRequest>()
     private var statistics = PoolStatistics()
     private var nextConnectionID = 1
+    private var connectionAttempts = 0
     private var initialConnectionsStarted = false
     private var consecutiveFailures = 0
     private var reconnectTimer: TimerID?
@@ -228,27 +229,17 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
 
     private func cancelOnLoop(_ pending: PendingRequest) {
         guard !pending.isFinished else { return }
-        // Not yet through the inbox: the submit entry will see the flag.
         pending.cancellationRequested = true
-        if let connection = pending.connection {
+        // Not yet through the inbox (no batch): the submit entry will see the flag. Queued:
+        // finished here and skipped by `pump`. In flight: the stream is reset too.
+        guard pending.batch != nil else { return }
+        let connection = pending.connection
+        // Finished before the reset goes out: the stream's close must find it answered.
+        pending.finish(.failure(cancelledError))
+        if let connection {
             connection.cancelStream(pending.streamID)
-            pending.finish(.failure(cancelledError))
             flushConnections()
-        } else if queueContains(pending) {
-            pending.finish(.failure(cancelledError))
         }
-    }
-
-    private func queueContains(_ pending: PendingRequest) -> Bool {
-        // Only used on cancellation; the queue stays short in steady state.
-        var found = false
-        var rebuilt = RingDeque<PendingRequest>()
-        while let next = queue.popFirst() {
-            if next === pending { found = true }
-            rebuilt.append(next)
-        }
-        queue = rebuilt
-        return found
     }
 
     /// Assigns queued requests to the least-loaded ready connections that have a free stream.
@@ -351,9 +342,9 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     }
 
     private func openConnection() {
-        let isReplacement = statistics.connectionsOpened + statistics.connectFailures
-            + connections.count >= settings.connections
-        if isReplacement { statistics.reconnects += 1 }
+        // Every attempt beyond the initial set replaces one that failed, broke or went away.
+        if connectionAttempts >= settings.connections { statistics.reconnects += 1 }
+        connectionAttempts += 1
         let connection = APNsConnection(
             id: nextConnectionID,
             settings: APNsConnection.Settings(
@@ -397,6 +388,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             }
         }
         for pending in expired {
+            // The reset is only queued here; it goes out in `flushConnections` below, after
+            // the request is finished, so its stream close finds it answered.
             pending.connection?.cancelStream(pending.streamID)
             statistics.timeouts += 1
             pending.finish(
