@@ -66,7 +66,10 @@ final class APNsConnection: EventLoopFileHandler {
     let settings: Settings
     private let loop: EventLoop
     private let tlsContext: TLSContext
-    weak var delegate: (any APNsConnectionDelegate)?
+    /// The pool (or the tester's probe). Not retained, and not `weak` either: a weak
+    /// reference gives the pool a side table that makes every retain of it slow. The delegate
+    /// outlives its connections: it is only called on the loop thread, which it keeps alive.
+    unowned(unsafe) var delegate: (any APNsConnectionDelegate)?
 
     private(set) var state = State.resolving
     private var hasBeenReady = false
@@ -103,9 +106,7 @@ final class APNsConnection: EventLoopFileHandler {
     private let readBuffer: UnsafeMutableRawBufferPointer
     private var outBuffer: [UInt8] = []
     private var outOffset = 0
-    private var headerBytes: [UInt8] = []
-    private var headerOffsets: [(name: Range<Int>, value: Range<Int>)] = []
-    private var nameValues: [nghttp2_nv] = []
+    private var headerScratch = HeaderBlock()
     private let authorityBytes: [UInt8]
 
     // Events recorded by nghttp2 callbacks during mem_recv/mem_send, delivered afterwards.
@@ -152,8 +153,9 @@ final class APNsConnection: EventLoopFileHandler {
     /// server's first SETTINGS.
     func start() {
         loop.assertOnLoop()
-        connectTimer = loop.schedule(after: settings.connectTimeout) { [weak self] in
-            guard let self, self.state != .ready, self.state != .closed else { return }
+        // Timers hold the connection until they fire or `close` cancels them.
+        connectTimer = loop.schedule(after: settings.connectTimeout) { [self] in
+            guard self.state != .ready, self.state != .closed else { return }
             let detail = self.lastAddressError.map { " (\($0))" } ?? ""
             self.close(
                 APNsTransportError(
@@ -344,10 +346,12 @@ final class APNsConnection: EventLoopFileHandler {
     /// Reads and feeds nghttp2 until the socket would block; false when the connection closed.
     private func readAvailable() -> Bool {
         guard let tls, let session else { return false }
+        var receivedData = false
+        defer { if receivedData { lastActivity = MonotonicTime.now() } }
         while true {
             switch tls.read(into: readBuffer) {
             case .done(let count):
-                lastActivity = MonotonicTime.now()
+                receivedData = true
                 let consumed = nghttp2_session_mem_recv(
                     session, readBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
                 if consumed < 0 {
@@ -496,40 +500,39 @@ final class APNsConnection: EventLoopFileHandler {
     /// connection).
     func submit(_ pending: PendingRequest, authorization: String?) -> Int32 {
         guard let session else { return Int32(NGHTTP2_ERR_INVALID_STATE.rawValue) }
-        headerBytes.removeAll(keepingCapacity: true)
-        headerOffsets.removeAll(keepingCapacity: true)
-        appendHeader(":method", "POST")
-        appendHeader(":scheme", "https")
-        appendHeader(":authority", authorityBytes)
-        appendHeader(":path", "/3/device/", pending.request.deviceToken)
-        if let authorization { appendHeader("authorization", "bearer ", authorization) }
-        appendHeader("apns-push-type", "", pending.request.pushType)
-        appendHeader("apns-topic", "", pending.request.topic)
-        if let priority = pending.request.priority { appendHeader("apns-priority", decimal: priority) }
-        if let expiration = pending.request.expiration {
-            appendHeader("apns-expiration", decimal: expiration)
+        // Built in a local (swapped out of the scratch property and back) so the many appends
+        // are plain local mutations rather than exclusivity-checked class accesses.
+        var block = HeaderBlock()
+        swap(&block, &headerScratch)
+        defer { swap(&block, &headerScratch) }
+        block.reset()
+        let request = pending.request
+        block.append(":method", "POST")
+        block.append(":scheme", "https")
+        block.append(":authority", authorityBytes)
+        block.append(":path", "/3/device/", request.deviceToken)
+        if let authorization { block.append("authorization", "bearer ", authorization) }
+        block.append("apns-push-type", "", request.pushType)
+        block.append("apns-topic", "", request.topic)
+        if let priority = request.priority { block.append("apns-priority", decimal: priority) }
+        if let expiration = request.expiration {
+            block.append("apns-expiration", decimal: expiration)
         }
-        if let collapseID = pending.request.collapseID {
-            appendHeader("apns-collapse-id", "", collapseID)
-        }
-        if let apnsID = pending.request.apnsID { appendHeader("apns-id", "", apnsID) }
-        appendHeader("content-length", decimal: pending.request.payload.count)
+        if let collapseID = request.collapseID { block.append("apns-collapse-id", "", collapseID) }
+        if let apnsID = request.apnsID { block.append("apns-id", "", apnsID) }
+        block.append("content-length", decimal: request.payload.count)
 
-        let streamID: Int32 = headerBytes.withUnsafeMutableBufferPointer { bytes in
-            let base = bytes.baseAddress!
-            nameValues.removeAll(keepingCapacity: true)
-            for offsets in headerOffsets {
-                nameValues.append(
-                    nghttp2_nv(
-                        name: base + offsets.name.lowerBound,
-                        value: base + offsets.value.lowerBound, namelen: offsets.name.count,
-                        valuelen: offsets.value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
-            }
+        let stream = HTTP2Stream(request: pending)
+        let streamPointer = Unmanaged.passUnretained(stream).toOpaque()
+        let streamID = block.withNameValues { nameValues, count in
             var provider = nghttp2_data_provider(
-                source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Callbacks.readPayload)
+                source: nghttp2_data_source(ptr: streamPointer),
+                read_callback: HTTP2Callbacks.readPayload)
             // nghttp2 copies the header block, so the pointers need only live for this call.
+            // The stream's user data points at `stream`, which `streams` keeps alive until
+            // nghttp2 reports the stream closed.
             return nghttp2_submit_request(
-                session, nil, &nameValues, nameValues.count, &provider, nil)
+                session, nil, nameValues, count, &provider, streamPointer)
         }
         guard streamID > 0 else {
             if streamID == Int32(NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue) {
@@ -537,57 +540,13 @@ final class APNsConnection: EventLoopFileHandler {
             }
             return streamID
         }
-        streams[streamID] = HTTP2Stream(request: pending)
+        streams[streamID] = stream
         streamsOpened += 1
         if streams.count > peakConcurrentStreams { peakConcurrentStreams = streams.count }
         pending.connection = self
         pending.streamID = streamID
         needsFlush = true
         return streamID
-    }
-
-    // Header values are copied byte-wise into one scratch buffer: no per-header String
-    // building on the loop thread.
-
-    private func appendHeader(_ name: StaticString, _ value: StaticString) {
-        let nameStart = headerBytes.count
-        name.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
-        let valueStart = headerBytes.count
-        value.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
-        headerOffsets.append((nameStart..<valueStart, valueStart..<headerBytes.count))
-    }
-
-    private func appendHeader(_ name: StaticString, _ value: [UInt8]) {
-        let nameStart = headerBytes.count
-        name.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
-        let valueStart = headerBytes.count
-        headerBytes.append(contentsOf: value)
-        headerOffsets.append((nameStart..<valueStart, valueStart..<headerBytes.count))
-    }
-
-    private func appendHeader(_ name: StaticString, _ prefix: StaticString, _ value: String) {
-        let nameStart = headerBytes.count
-        name.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
-        let valueStart = headerBytes.count
-        prefix.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
-        var value = value
-        value.withUTF8 { headerBytes.append(contentsOf: $0) }
-        headerOffsets.append((nameStart..<valueStart, valueStart..<headerBytes.count))
-    }
-
-    private func appendHeader(_ name: StaticString, decimal value: Int) {
-        let nameStart = headerBytes.count
-        name.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
-        let valueStart = headerBytes.count
-        if value < 0 { headerBytes.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        let digitsStart = headerBytes.count
-        repeat {
-            headerBytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0
-        headerBytes[digitsStart...].reverse()
-        headerOffsets.append((nameStart..<valueStart, valueStart..<headerBytes.count))
     }
 
     /// Resets a stream whose request timed out or was cancelled; the stream keeps counting
@@ -648,8 +607,8 @@ final class APNsConnection: EventLoopFileHandler {
     private func scheduleKeepalive() {
         let interval = settings.pingInterval
         let check = min(interval, settings.pingTimeout)
-        keepaliveTimer = loop.schedule(after: check) { [weak self] in
-            self?.keepaliveTick()
+        keepaliveTimer = loop.schedule(after: check) { [self] in
+            keepaliveTick()
         }
     }
 
@@ -713,6 +672,15 @@ enum HTTP2Callbacks {
         Unmanaged<APNsConnection>.fromOpaque(userData!).takeUnretainedValue()
     }
 
+    /// The stream's user data: its `HTTP2Stream`, kept alive by the connection's `streams`
+    /// until `onStreamClose` (after which nghttp2 no longer reports the stream).
+    private static func stream(_ session: OpaquePointer?, _ streamID: Int32) -> HTTP2Stream? {
+        guard let pointer = nghttp2_session_get_stream_user_data(session, streamID) else {
+            return nil
+        }
+        return Unmanaged<HTTP2Stream>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
     static let onFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, userData in
         guard let frame else { return 0 }
         let connection = HTTP2Callbacks.connection(userData)
@@ -744,12 +712,13 @@ enum HTTP2Callbacks {
     }
 
     static let onHeader: nghttp2_on_header_callback = {
-        _, frame, name, nameLength, value, valueLength, _, userData in
+        session, frame, name, nameLength, value, valueLength, _, _ in
         guard let frame, let name, let value,
             UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue
         else { return 0 }
-        let connection = HTTP2Callbacks.connection(userData)
-        guard let stream = connection.streams[frame.pointee.hd.stream_id] else { return 0 }
+        guard let stream = HTTP2Callbacks.stream(session, frame.pointee.hd.stream_id) else {
+            return 0
+        }
         if nameLength == 7 && memcmp(name, ":status", 7) == 0 {
             var status = 0
             for index in 0..<valueLength {
@@ -767,10 +736,8 @@ enum HTTP2Callbacks {
     }
 
     static let onDataChunkRecv: nghttp2_on_data_chunk_recv_callback = {
-        _, _, streamID, data, length, userData in
-        guard let data else { return 0 }
-        let connection = HTTP2Callbacks.connection(userData)
-        guard let stream = connection.streams[streamID] else { return 0 }
+        session, _, streamID, data, length, _ in
+        guard let data, let stream = HTTP2Callbacks.stream(session, streamID) else { return 0 }
         // APNs error bodies are tiny; cap what a misbehaving server can make us hold.
         let room = max(0, 16 * 1024 - stream.body.count)
         stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: min(room, length)))
@@ -803,11 +770,11 @@ enum HTTP2Callbacks {
     }
 
     static let readPayload: nghttp2_data_source_read_callback = {
-        _, streamID, buffer, length, flags, _, userData in
-        let connection = HTTP2Callbacks.connection(userData)
-        guard let buffer, let flags, let stream = connection.streams[streamID] else {
+        _, _, buffer, length, flags, source, _ in
+        guard let buffer, let flags, let pointer = source?.pointee.ptr else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
+        let stream = Unmanaged<HTTP2Stream>.fromOpaque(pointer).takeUnretainedValue()
         let payload = stream.request.request.payload
         let count = min(length, payload.count - stream.payloadOffset)
         if count > 0 {
@@ -821,5 +788,86 @@ enum HTTP2Callbacks {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
         }
         return count
+    }
+}
+
+/// One request's header block: every name and value in one byte buffer, with their ranges,
+/// then handed to nghttp2 as `nghttp2_nv` entries pointing into it.
+struct HeaderBlock {
+    private var bytes: [UInt8] = []
+    private var ranges: [(name: Range<Int>, value: Range<Int>)] = []
+    private var nameValues: [nghttp2_nv] = []
+
+    mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        ranges.removeAll(keepingCapacity: true)
+    }
+
+    mutating func append(_ name: StaticString, _ value: StaticString) {
+        let header = beginHeader(name)
+        value.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        endHeader(header)
+    }
+
+    mutating func append(_ name: StaticString, _ value: [UInt8]) {
+        let header = beginHeader(name)
+        bytes.append(contentsOf: value)
+        endHeader(header)
+    }
+
+    mutating func append(_ name: StaticString, _ prefix: StaticString, _ value: String) {
+        let header = beginHeader(name)
+        prefix.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: value.utf8)
+        endHeader(header)
+    }
+
+    mutating func append(_ name: StaticString, decimal value: Int) {
+        let header = beginHeader(name)
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        let digitsStart = bytes.count
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        bytes[digitsStart...].reverse()
+        endHeader(header)
+    }
+
+    /// Appends the name; returns where the name and the value start.
+    private mutating func beginHeader(_ name: StaticString) -> (name: Int, value: Int) {
+        let nameStart = bytes.count
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        return (nameStart, bytes.count)
+    }
+
+    private mutating func endHeader(_ start: (name: Int, value: Int)) {
+        ranges.append((start.name..<start.value, start.value..<bytes.count))
+    }
+
+    /// Calls `body` with the `nghttp2_nv` array, valid only during the call.
+    mutating func withNameValues<Result>(
+        _ body: (UnsafeMutablePointer<nghttp2_nv>, Int) -> Result
+    ) -> Result {
+        let ranges = self.ranges
+        var nameValues = self.nameValues
+        self.nameValues = []
+        defer {
+            nameValues.removeAll(keepingCapacity: true)
+            self.nameValues = nameValues
+        }
+        return bytes.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            nameValues.removeAll(keepingCapacity: true)
+            for range in ranges {
+                nameValues.append(
+                    nghttp2_nv(
+                        name: base + range.name.lowerBound, value: base + range.value.lowerBound,
+                        namelen: range.name.count, valuelen: range.value.count,
+                        flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+            }
+            return nameValues.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
+        }
     }
 }

@@ -32,7 +32,7 @@ public enum APNsConnectionTester {
             return (false, error.description)
         }
         loop.start()
-        // The probe is the connection's (weakly held) delegate: this function keeps it alive.
+        // The probe is the connection's unretained delegate: this function keeps it alive.
         let probe = LoopBound(ConnectionProbe())
         let outcome = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<String, APNsTransportError>, Never>) in

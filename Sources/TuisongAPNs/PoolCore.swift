@@ -321,8 +321,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 "endpoint": "\(settings.endpoint)", "delay": "\(delay)",
                 "failures": "\(consecutiveFailures)",
             ])
-        reconnectTimer = loop.schedule(after: delay) { [weak self] in
-            guard let self else { return }
+        reconnectTimer = loop.schedule(after: delay) { [self] in
             self.reconnectTimer = nil
             guard !self.isShutdown else { return }
             let missingNow = self.settings.connections - self.connections.count { !$0.isGoingAway }
@@ -368,8 +367,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     private func armSweep() {
         guard sweepTimer == nil, !isShutdown else { return }
         guard !queue.isEmpty || connections.contains(where: { $0.inFlight > 0 }) else { return }
-        sweepTimer = loop.schedule(after: sweepInterval) { [weak self] in
-            guard let self else { return }
+        sweepTimer = loop.schedule(after: sweepInterval) { [self] in
             self.sweepTimer = nil
             self.expireDeadlines()
             self.armSweep()
