@@ -111,6 +111,7 @@ final class APNsConnection: EventLoopFileHandler {
 
     // Events recorded by nghttp2 callbacks during mem_recv/mem_send, delivered afterwards.
     fileprivate var closedStreams: [(stream: HTTP2Stream, errorCode: UInt32)] = []
+    private var closedStreamsScratch: [(stream: HTTP2Stream, errorCode: UInt32)] = []
     fileprivate var receivedSettings = false
     fileprivate var receivedGoAway: (lastStreamID: Int32, errorCode: UInt32, debugData: String)?
 
@@ -411,12 +412,15 @@ final class APNsConnection: EventLoopFileHandler {
             }
         }
         if !closedStreams.isEmpty {
-            let closed = closedStreams
-            closedStreams.removeAll(keepingCapacity: true)
+            // Swapped with a scratch array so neither reallocates per batch.
+            var closed = closedStreamsScratch
+            swap(&closed, &closedStreams)
             for (stream, errorCode) in closed {
                 if stream.status != 0 && stream.status != 403 { authenticationConfirmed = true }
                 delegate?.connection(self, closed: stream, errorCode: errorCode)
             }
+            closed.removeAll(keepingCapacity: true)
+            closedStreamsScratch = closed
         }
         if let goAway = receivedGoAway {
             receivedGoAway = nil

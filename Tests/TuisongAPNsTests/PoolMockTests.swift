@@ -202,6 +202,24 @@ func poolDeviceToken(_ index: Int) -> String {
         await fixture.shutdownPools()
     }
 
+    @Test func largePayloadsFlowThroughTheFlowControlWindows() async throws {
+        // 4,500 × ~4 KB is beyond the mock's 16 MB connection window: the bodies only get
+        // through as the server's WINDOW_UPDATEs arrive.
+        let fixture = try PoolMockFixture()
+        let pool = try fixture.pool { $0.connections = 1 }
+        let filler = String(repeating: "x", count: 3900)
+        let payload = Array(#"{"aps":{"alert":"\#(filler)"}}"#.utf8)
+        let responses = await sendConcurrently(pool, count: 4500) { index in
+            var request = PoolMockFixture.request(deviceToken: poolDeviceToken(index))
+            request.payload = payload
+            return request
+        }
+        #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
+        #expect(fixture.server.receivedNotifications().allSatisfy { $0.payload == payload })
+        #expect(fixture.server.statistics.requests == 4500)
+        await fixture.shutdownPools()
+    }
+
     @Test func goAwayMidBurstLosesNothing() async throws {
         let fixture = try PoolMockFixture { configuration in
             configuration.faults.goawayAfterRequests = 300
