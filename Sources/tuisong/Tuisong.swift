@@ -13,6 +13,7 @@ struct Tuisong: AsyncParsableCommand {
         version: TuisongVersion.current,
         subcommands: [
             Serve.self, CheckConfig.self, Migrate.self, Version.self, AppCommand.self, DeviceCommand.self,
+            CredentialCommand.self, APNsMockCommand.self,
         ])
 }
 
