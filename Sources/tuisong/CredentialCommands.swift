@@ -130,6 +130,9 @@ struct APNsMockCommand: AsyncParsableCommand {
         printJSON([
             "url": "https://\(host):\(server.port)", "port": server.port, "ca_file": caPath, "p8_file": keyPath,
             "key_id": setup.keyID, "team_id": setup.teamID,
+            // A provider token valid for the next hour, for h2load and curl.
+            "provider_token": try JWT.apnsProviderToken(
+                keyID: setup.keyID, teamID: setup.teamID, issuedAt: Date(), key: try PrivateKey(pem: setup.tokenKeyPEM)),
         ])
         fflush(nil)
         _ = await signals.wait()
