@@ -1,5 +1,4 @@
 internal import CNGHTTP2
-internal import CTuisongShims
 import Foundation
 import TuisongCrypto
 

@@ -1,4 +1,4 @@
-internal import CTuisongShims
+internal import CNGHTTP2
 import Foundation
 import Synchronization
 

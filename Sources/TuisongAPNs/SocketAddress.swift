@@ -1,4 +1,3 @@
-internal import CTuisongShims
 import Dispatch
 
 #if canImport(Glibc)
