@@ -186,7 +186,8 @@ final class APNsConnection: EventLoopFileHandler {
             let address = addresses[addressIndex]
             addressIndex += 1
             let socketFD = socket(
-                address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+                address.family,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
                     | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard socketFD >= 0 else {
                 lastAddressError = "socket: \(String(cString: strerror(errno)))"
@@ -194,7 +195,8 @@ final class APNsConnection: EventLoopFileHandler {
             }
             var one: Int32 = 1
             setsockopt(
-                socketFD, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                socketFD, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)
+            )
             let result = address.withSockAddr { connect(socketFD, $0, $1) }
             if result == 0 || errno == EINPROGRESS {
                 fd = socketFD
@@ -312,7 +314,8 @@ final class APNsConnection: EventLoopFileHandler {
         }
         session = newSession
         var entries = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 20),
         ]

@@ -148,7 +148,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         }
         if closed {
             if case .submit(let pending) = entry {
-                pending.finish(.failure(APNsTransportError(.shutdown, "the APNs pool is shut down")))
+                pending.finish(
+                    .failure(PoolCore.shutdownError))
             }
             return
         }
@@ -164,7 +165,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             return inbox.entries
         }
         for case .submit(let pending) in entries {
-            pending.finish(.failure(APNsTransportError(.shutdown, "the APNs pool is shut down")))
+            pending.finish(.failure(PoolCore.shutdownError))
         }
     }
 
@@ -207,7 +208,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 if pending.cancellationRequested {
                     pending.finish(.failure(cancelledError))
                 } else if isShutdown {
-                    pending.finish(.failure(APNsTransportError(.shutdown, "the APNs pool is shut down")))
+                    pending.finish(
+                        .failure(PoolCore.shutdownError))
                 } else {
                     queue.append(pending)
                 }
@@ -222,6 +224,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         ensureConnections()
         pump()
     }
+
+    static let shutdownError = APNsTransportError(.shutdown, "the APNs pool is shut down")
 
     private var cancelledError: APNsTransportError {
         APNsTransportError(.cancelled, "the sending task was cancelled")
@@ -531,7 +535,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             if pending.connection === connection { pending.connection = nil }
             guard !pending.isFinished else { continue }
             if isShutdown {
-                pending.finish(.failure(APNsTransportError(.shutdown, "the APNs pool is shut down")))
+                pending.finish(
+                    .failure(PoolCore.shutdownError))
                 continue
             }
             if !stream.refused {
@@ -573,7 +578,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         if let sweepTimer { loop.cancel(sweepTimer) }
         reconnectTimer = nil
         sweepTimer = nil
-        let error = APNsTransportError(.shutdown, "the APNs pool is shut down")
+        let error = PoolCore.shutdownError
         for pending in queue.removeAll() { pending.finish(.failure(error)) }
         for connection in connections {
             for stream in connection.streams.values { stream.request.finish(.failure(error)) }

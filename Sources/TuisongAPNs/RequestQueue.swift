@@ -109,8 +109,10 @@ final class PendingRequest: @unchecked Sendable {
 /// got its answer sees counters that include it.
 final class CompletionBatch {
     var completions:
-        [(UnsafeContinuation<Result<APNsResponse, APNsTransportError>, Never>,
-            Result<APNsResponse, APNsTransportError>)] = []
+        [(
+            UnsafeContinuation<Result<APNsResponse, APNsTransportError>, Never>,
+            Result<APNsResponse, APNsTransportError>
+        )] = []
 
     func resumeAll() {
         guard !completions.isEmpty else { return }
