@@ -42,6 +42,14 @@ final class HTTP2Stream {
     init(request: PendingRequest) {
         self.request = request
     }
+
+    /// Whether an answer shows APNs accepted the provider token: a 200, or a 4xx about the
+    /// request itself (APNs checks the token first, so 400 BadDeviceToken or 410 Unregistered
+    /// also got past it). 403 is the token's (or certificate's) own rejection; a 5xx proves
+    /// nothing.
+    static func provesTokenAccepted(status: Int) -> Bool {
+        status == 200 || (400..<500).contains(status) && status != 403
+    }
 }
 
 /// One HTTP/2 connection to APNs: a non-blocking TCP socket, a TLS session and an nghttp2
@@ -76,7 +84,8 @@ final class APNsConnection: EventLoopFileHandler {
     private(set) var isGoingAway = false
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (0 until its first SETTINGS).
     private(set) var remoteMaxConcurrentStreams = 0
-    /// Token auth: the server answered a request with something other than 403 here.
+    /// Token auth: an answer on this connection showed the token accepted
+    /// (`HTTP2Stream.provesTokenAccepted`).
     private(set) var authenticationConfirmed = false
     /// Peak of `streams.count`, for statistics and tests.
     private(set) var peakConcurrentStreams = 0
@@ -418,7 +427,9 @@ final class APNsConnection: EventLoopFileHandler {
             var closed = closedStreamsScratch
             swap(&closed, &closedStreams)
             for (stream, errorCode) in closed {
-                if stream.status != 0 && stream.status != 403 { authenticationConfirmed = true }
+                if HTTP2Stream.provesTokenAccepted(status: stream.status) {
+                    authenticationConfirmed = true
+                }
                 delegate?.connection(self, closed: stream, errorCode: errorCode)
             }
             closed.removeAll(keepingCapacity: true)

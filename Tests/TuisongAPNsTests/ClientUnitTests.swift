@@ -56,6 +56,15 @@ import Testing
                 == nil)
     }
 
+    @Test func onlyAnswersPastTheTokenCheckLiftTheOneStreamLimit() {
+        for status in [200, 400, 404, 405, 410, 413, 429] {
+            #expect(HTTP2Stream.provesTokenAccepted(status: status), "\(status)")
+        }
+        for status in [0, 403, 500, 503] {
+            #expect(!HTTP2Stream.provesTokenAccepted(status: status), "\(status)")
+        }
+    }
+
     @Test func errorDescriptionNamesTheCode() {
         let error = APNsTransportError(.alpnNotNegotiated, "server selected none")
         #expect(error.description == "APNs alpnNotNegotiated: server selected none")

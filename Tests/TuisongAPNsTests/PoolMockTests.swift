@@ -211,6 +211,23 @@ func poolDeviceToken(_ index: Int) -> String {
         await fixture.shutdownPools()
     }
 
+    @Test func aRejectedTokenKeepsTheConnectionAtOneStream() async throws {
+        let fixture = try PoolMockFixture()
+        let stranger = try PrivateKey.generateP256()
+        let pool = try fixture.pool(
+            credential: .token(key: stranger, keyID: "UNKNOWN001", teamID: "UNKNOWN001")
+        ) { $0.connections = 1 }
+        let responses = await sendConcurrently(pool, count: 30) { index in
+            PoolMockFixture.request(deviceToken: poolDeviceToken(index))
+        }
+        #expect(responses.allSatisfy { (try? $0.get().status) == 403 })
+        #expect(responses.allSatisfy { (try? $0.get().reason) == "InvalidProviderToken" })
+        #expect(pool.statistics.peakStreamsPerConnection == 1)
+        #expect(fixture.server.statistics.refusedStreams == 0)
+        #expect(fixture.server.statistics.streamLimitRaises == 0)
+        await fixture.shutdownPools()
+    }
+
     @Test func largePayloadsFlowThroughTheFlowControlWindows() async throws {
         // 4,500 × ~4 KB is beyond the mock's 16 MB connection window: the bodies only get
         // through as the server's WINDOW_UPDATEs arrive.
