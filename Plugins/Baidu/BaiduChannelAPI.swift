@@ -93,7 +93,9 @@ extension BaiduProvider {
         var messages: [(message: BaiduMessage, key: String?)] = []
         for (index, value) in texts.enumerated() {
             let parameter = texts.count > 1 ? "messages[\(index)]" : "messages"
-            messages.append((try BaiduMessage(value, type: type, parameter: parameter), keys[index]))
+            // A single object is kept exactly as sent; array elements as their JSON.
+            let original = texts.count == 1 && value.objectValue != nil ? parameters["messages"] : nil
+            messages.append((try BaiduMessage(value, original: original, type: type, parameter: parameter), keys[index]))
         }
         let expiresIn = try parameters.integer("message_expires", default: 86_400, in: 0...604_800)
         let environment = try Self.environment(parameters)

@@ -26,8 +26,12 @@ struct BaiduMessage: Sendable {
     let text: String
     let notification: PushNotification
 
-    init(_ value: JSONValue, type: BaiduMessageType, parameter: String) throws(BaiduError) {
-        (text, notification) = try Self.build(value, type: type, parameter: parameter)
+    /// `original`: the text as the app server sent it, kept instead of the re-serialised
+    /// value (what `fetch_msg` and `timer/query_list` show).
+    init(_ value: JSONValue, original: String? = nil, type: BaiduMessageType, parameter: String) throws(BaiduError) {
+        let (text, notification) = try Self.build(value, type: type, parameter: parameter)
+        self.text = original ?? text
+        self.notification = notification
     }
 
     private static func build(_ value: JSONValue, type: BaiduMessageType, parameter: String) throws(BaiduError)
@@ -37,7 +41,7 @@ struct BaiduMessage: Sendable {
         case .string(let string):
             // Python's SDK json.dumps() a message that is already JSON text: unwrap it.
             if string.hasPrefix("{"), let object = try? JSONValue(parsing: string), case .object = object {
-                return try build(object, type: type, parameter: parameter)
+                return (string, try build(object, type: type, parameter: parameter).1)
             }
             switch type {
             case .notification:
@@ -81,7 +85,7 @@ struct BaiduMessage: Sendable {
         } catch {
             throw .invalidParameter(parameter, "is not valid JSON (\(error.message) at byte \(error.offset))")
         }
-        try self.init(value, type: type, parameter: parameter)
+        try self.init(value, original: text, type: type, parameter: parameter)
     }
 
     // MARK: aps

@@ -127,7 +127,7 @@ final class BaiduFixture: Sendable {
             context: ProviderContext(
                 store: store, gateway: gateway, secrets: sealer, clock: clock, logger: logger,
                 configuration: configuration))
-        let router = Router(defaultBodyLimit: 64 * 1024)
+        let router = Router(defaultBodyLimit: 1 << 20)
         provider.register(on: router)
         server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0, threads: 2), router: router)
         try server.start()
@@ -335,4 +335,66 @@ func token(_ n: Int) -> String {
 func payloadJSON(_ job: PushJob) -> [String: Any] {
     let bytes = APNsPayload.render(job.notification)
     return (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
+}
+
+/// Runs `body` with a fresh fixture and always stops it.
+func withFixture(configuration: JSONValue? = nil, _ body: (BaiduFixture) async throws -> Void) async throws {
+    let fixture = try await BaiduFixture(configuration: configuration)
+    do {
+        try await body(fixture)
+    } catch {
+        await fixture.stop()
+        throw error
+    }
+    await fixture.stop()
+}
+
+extension BaiduFixture {
+    /// A Channel API 2.0 call (`/rest/2.0/channel/channel` unless `channel` names one).
+    func channel(_ method: String, _ parameters: [String: String] = [:], channel: String = "channel")
+        async throws -> BaiduResponse
+    {
+        var parameters = parameters
+        parameters["method"] = method
+        return try await rest("/rest/2.0/channel/\(channel)", parameters)
+    }
+
+    /// A REST API 3.0 call.
+    func v3(_ method: String, _ parameters: [String: String] = [:], httpMethod: String = "POST") async throws
+        -> BaiduResponse
+    {
+        try await rest("/rest/3.0/\(method)", parameters, method: httpMethod)
+    }
+
+    func deviceRecord(channel: String) async throws -> Device {
+        try #require(try await store.baiduDevice(appID: app.id, channelID: channel))
+    }
+
+    func messageCount() async throws -> Int {
+        try await store.messages(appID: app.id, limit: 1000).count
+    }
+}
+
+/// Checks a Baidu error answer: the code, a non-200 status, the envelope.
+func expectError(
+    _ response: BaiduResponse, _ code: Int, status: Int? = nil, mentioning: String? = nil,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(response.errorCode == code, "\(response.text)", sourceLocation: sourceLocation)
+    #expect(response.status != 200, sourceLocation: sourceLocation)
+    if let status { #expect(response.status == status, "\(response.text)", sourceLocation: sourceLocation) }
+    #expect(response.requestID != nil, sourceLocation: sourceLocation)
+    #expect(response.json["response_params"] == nil, sourceLocation: sourceLocation)
+    if let mentioning {
+        #expect(response.errorMessage.contains(mentioning), "\(response.errorMessage)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Checks a success answer and returns its `response_params`.
+@discardableResult
+func expectSuccess(_ response: BaiduResponse, sourceLocation: SourceLocation = #_sourceLocation) -> [String: Any] {
+    #expect(response.status == 200, "\(response.text)", sourceLocation: sourceLocation)
+    #expect(response.requestID != nil, sourceLocation: sourceLocation)
+    #expect(response.json["response_params"] is [String: Any], "\(response.text)", sourceLocation: sourceLocation)
+    return response.parameters
 }
