@@ -98,7 +98,7 @@ let package = Package(
             name: "BaiduProviderTests",
             dependencies: [
                 "BaiduProvider", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto",
-                .product(name: "Logging", package: "swift-log"),
+                "TuisongGateway", .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "TuisongGatewayTests",

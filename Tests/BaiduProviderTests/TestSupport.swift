@@ -102,18 +102,25 @@ final class BaiduFixture: Sendable {
     let directory: URL
     let store: SQLiteStore
     let clock: ManualClock
-    let gateway: RecordingGateway
+    /// What the provider submits to: a `RecordingGateway` unless the test built another.
+    let pushGateway: any PushGateway
     let server: HTTPServer
     let app: App
     let baseURL: String
 
-    init(configuration: JSONValue? = nil) async throws {
+    /// The recording gateway (for fixtures built without another gateway).
+    var gateway: RecordingGateway { pushGateway as! RecordingGateway }
+
+    init(
+        configuration: JSONValue? = nil,
+        gateway makeGateway: (SQLiteStore, ManualClock) -> any PushGateway = { RecordingGateway(store: $0, clock: $1) }
+    ) async throws {
         directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-baidu-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         clock = ManualClock()
         store = try SQLiteStore(
             path: directory.appending(path: "tuisong.db").path, configuration: .init(clock: clock))
-        gateway = RecordingGateway(store: store, clock: clock)
+        pushGateway = makeGateway(store, clock)
         let sealer = try TestSealer()
         var app = try await store.createApp(name: "demo", bundleID: "com.example.demo", apiKeyHash: UUID().uuidString)
         app.vendorSettings["baidu"] = try BaiduKeys(
@@ -125,7 +132,7 @@ final class BaiduFixture: Sendable {
         logger.logLevel = .critical
         let provider = try BaiduProvider(
             context: ProviderContext(
-                store: store, gateway: gateway, secrets: sealer, clock: clock, logger: logger,
+                store: store, gateway: pushGateway, secrets: sealer, clock: clock, logger: logger,
                 configuration: configuration))
         let router = Router(defaultBodyLimit: 1 << 20)
         provider.register(on: router)
@@ -338,8 +345,12 @@ func payloadJSON(_ job: PushJob) -> [String: Any] {
 }
 
 /// Runs `body` with a fresh fixture and always stops it.
-func withFixture(configuration: JSONValue? = nil, _ body: (BaiduFixture) async throws -> Void) async throws {
-    let fixture = try await BaiduFixture(configuration: configuration)
+func withFixture(
+    configuration: JSONValue? = nil,
+    gateway: (SQLiteStore, ManualClock) -> any PushGateway = { RecordingGateway(store: $0, clock: $1) },
+    _ body: (BaiduFixture) async throws -> Void
+) async throws {
+    let fixture = try await BaiduFixture(configuration: configuration, gateway: gateway)
     do {
         try await body(fixture)
     } catch {
