@@ -19,6 +19,14 @@ enum ChannelMethod: String, CaseIterable, Sendable {
     case fetchMessageCount = "fetch_msgcount"
     case deleteMessage = "delete_msg"
 
+    /// Queries may come as GET; what changes something is POST only.
+    var allowsGET: Bool {
+        switch self {
+        case .pushMessage, .setTag, .deleteTag, .deleteMessage: false
+        default: true
+        }
+    }
+
     var takesChannelInBody: Bool {
         switch self {
         case .pushMessage, .setTag, .fetchTag, .deleteTag, .queryUserTags: true
@@ -43,6 +51,9 @@ extension BaiduProvider {
             let name = try parameters.required("method")
             guard let method = ChannelMethod(rawValue: name) else {
                 throw BaiduError(.methodNotAllowed, "unknown method \(name)")
+            }
+            guard request.method == .POST || method.allowsGET else {
+                throw BaiduError(.methodNotAllowed, "\(name) accepts POST only", httpStatus: 405)
             }
             let caller = try await authenticator.authenticate(request, parameters)
             let segment = request.pathParameters["channel"] ?? "channel"

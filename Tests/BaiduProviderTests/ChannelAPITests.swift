@@ -170,6 +170,10 @@ import TuisongCore
                 30602, mentioning: "4096")
             expectError(try await f.channel("set_tag", ["tag": String(repeating: "t", count: 200)]), 30602, mentioning: "tag")
             expectError(try await f.channel("no_such_method"), 30601)
+            expectError(
+                try await f.rest("/rest/2.0/channel/channel", ["method": "push_msg", "push_type": "3", "messages": #""x""#],
+                                 method: "GET"), 30601, status: 405)
+            expectSuccess(try await f.rest("/rest/2.0/channel/channel", ["method": "fetch_tag"], method: "GET"))
             expectError(try await f.channel("push_msg", ["push_type": "1", "user_id": "12", "messages": #""x""#]), 30608)
             #expect(f.gateway.jobs.isEmpty)
             #expect(try await f.messageCount() == 0)

@@ -180,6 +180,9 @@ import TuisongCore
             expectError(try await f.v3("push/all", ["msg": #""x""#], httpMethod: "GET"), 30601, status: 405)
             expectError(try await f.v3("push/nothing"), 30601, status: 400)
             expectError(try await f.v3("push/all", ["msg": #""x""#, "device_type": "3"]), 30602, mentioning: "device_type")
+            let big = #"{"aps":{"alert":"\#(String(repeating: "x", count: 4100))"}}"#
+            expectError(try await f.v3("push/all", ["msg_type": "1", "msg": big]), 30602, mentioning: "4096")
+            expectError(try await f.v3("push/all", ["msg_type": "1", "msg": "{broken"]), 30602, mentioning: "msg")
             #expect(try await f.messageCount() == 0)
         }
     }
