@@ -72,7 +72,8 @@ struct BaiduAuthenticator: Sendable {
                 sign: sign, method: request.method.rawValue, urls: urls, parameters: parameters.pairs,
                 secretKey: keys.secretKey)
         else {
-            logger.info("baidu: bad sign for apikey \(apiKey) on \(request.method.rawValue) \(urls.first ?? request.path)")
+            logger.info(
+                "baidu: bad sign for apikey \(apiKey) on \(request.method.rawValue) \(urls.first ?? request.path)")
             throw BaiduError(.authenticationFailed, "sign does not match")
         }
         guard limiter.allow(apiKey) else {

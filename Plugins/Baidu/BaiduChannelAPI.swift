@@ -106,7 +106,8 @@ extension BaiduProvider {
             let parameter = texts.count > 1 ? "messages[\(index)]" : "messages"
             // A single object is kept exactly as sent; array elements as their JSON.
             let original = texts.count == 1 && value.objectValue != nil ? parameters["messages"] : nil
-            messages.append((try BaiduMessage(value, original: original, type: type, parameter: parameter), keys[index]))
+            messages.append(
+                (try BaiduMessage(value, original: original, type: type, parameter: parameter), keys[index]))
         }
         let expiresIn = try parameters.integer("message_expires", default: 86_400, in: 0...604_800)
         let environment = try Self.environment(parameters)
@@ -116,7 +117,8 @@ extension BaiduProvider {
             environment: environment, sendAt: nil, labels: ["api": "2.0"], parameter: "messages")
         switch pushType {
         case 1:
-            let devices = try await devices(app: call.app, userID: try parameters.required("user_id"), channelID: call.channelID)
+            let devices = try await devices(
+                app: call.app, userID: try parameters.required("user_id"), channelID: call.channelID)
             push.audience = .devices(devices.map(\.id))
             push.keepFor = devices
             push.labels["range_type"] = "7"
@@ -182,7 +184,8 @@ extension BaiduProvider {
         let tag = try call.parameters.tag()
         if let userID = call.parameters["user_id"] {
             let devices = try await devices(app: call.app, userID: userID, channelID: call.channelID)
-            let (stored, _) = try await store.addBaiduTag(appID: call.app.id, name: tag.value, deviceIDs: devices.map(\.id))
+            let (stored, _) = try await store.addBaiduTag(
+                appID: call.app.id, name: tag.value, deviceIDs: devices.map(\.id))
             return ["tid": .int(stored.id)]
         }
         let (stored, _) = try await store.createBaiduTag(appID: call.app.id, name: tag.value)

@@ -67,7 +67,8 @@ extension BaiduProvider {
         case "development"?: environment = .sandbox
         case "production"?: environment = .production
         case nil: throw BaiduError.missingParameter("push_mode")
-        case let other?: throw BaiduError.invalidParameter("push_mode", "must be development or production, got \(other)")
+        case let other?:
+            throw BaiduError.invalidParameter("push_mode", "must be development or production, got \(other)")
         }
         let userID = BaiduIDs.userID(appID: app.id, token: token)
         let channelID = BaiduIDs.channelID(appID: app.id, token: token)

@@ -64,8 +64,9 @@ struct BaiduMessage: Sendable {
                 }
                 var notification = try notification(fromAPS: aps, parameter: parameter)
                 notification.custom = members
-                guard notification.alert != nil || notification.badge != nil || notification.sound != nil
-                    || notification.contentAvailable
+                guard
+                    notification.alert != nil || notification.badge != nil || notification.sound != nil
+                        || notification.contentAvailable
                 else {
                     throw .invalidParameter(
                         parameter, "aps has nothing to show: give alert, badge, sound or content-available")
@@ -142,7 +143,8 @@ struct BaiduMessage: Sendable {
         notification.targetContentID = try string("target-content-id")
         if let level = try string("interruption-level") {
             guard let parsed = PushNotification.InterruptionLevel(rawValue: level) else {
-                throw .invalidParameter(field("interruption-level"), "must be passive, active, time-sensitive or critical")
+                throw .invalidParameter(
+                    field("interruption-level"), "must be passive, active, time-sensitive or critical")
             }
             notification.interruptionLevel = parsed
         }
@@ -166,7 +168,9 @@ struct BaiduMessage: Sendable {
         }
         func strings(_ key: String) throws(BaiduError) -> [String]? {
             guard let value = alert[key], !value.isNull else { return nil }
-            guard let array = value.arrayValue else { throw .invalidParameter(field(key), "must be an array of strings") }
+            guard let array = value.arrayValue else {
+                throw .invalidParameter(field(key), "must be an array of strings")
+            }
             var texts: [String] = []
             for element in array {
                 // Format arguments are often numbers; iOS formats them as text.

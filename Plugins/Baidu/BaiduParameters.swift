@@ -19,7 +19,8 @@ struct BaiduParameters: Sendable {
                 if error.status == 415 {
                     throw BaiduError(
                         .invalidParameters,
-                        "the body must be application/x-www-form-urlencoded (got \(request.contentType ?? "no Content-Type"))")
+                        "the body must be application/x-www-form-urlencoded (got \(request.contentType ?? "no Content-Type"))"
+                    )
                 }
                 throw BaiduError(.invalidParameters, error.message)
             }
@@ -72,7 +73,10 @@ struct BaiduParameters: Sendable {
 
     /// `start` and `limit` of Baidu's listings.
     func page(defaultLimit: Int, maxLimit: Int) throws(BaiduError) -> (start: Int, limit: Int) {
-        (try integer("start", default: 0, in: 0...Int(Int32.max)), try integer("limit", default: defaultLimit, in: 1...maxLimit))
+        (
+            try integer("start", default: 0, in: 0...Int(Int32.max)),
+            try integer("limit", default: defaultLimit, in: 1...maxLimit)
+        )
     }
 
     /// A tag name (1–128 characters of letters, digits, `_ - .`, CJK).

@@ -28,9 +28,11 @@ public struct BaiduProvider: PushProvider {
         configuration = try BaiduConfiguration(context.configuration)
         authenticator = BaiduAuthenticator(
             store: context.store, secrets: context.secrets, clock: context.clock,
-            limiter: RateLimiter(rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock),
+            limiter: RateLimiter(
+                rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock),
             window: configuration.signatureWindow, logger: context.logger)
-        pusher = BaiduPusher(store: context.store, gateway: context.gateway, clock: context.clock, logger: context.logger)
+        pusher = BaiduPusher(
+            store: context.store, gateway: context.gateway, clock: context.clock, logger: context.logger)
     }
 
     public func register(on router: Router) {
@@ -63,7 +65,8 @@ public struct BaiduProvider: PushProvider {
             return BaiduReply.failure(requestID, error)
         } catch {
             logger.error("baidu: request \(requestID) failed: \(error)")
-            return BaiduReply.failure(requestID, BaiduError(.internalError, "see the gateway log, request \(requestID)"))
+            return BaiduReply.failure(
+                requestID, BaiduError(.internalError, "see the gateway log, request \(requestID)"))
         }
     }
 
@@ -112,7 +115,8 @@ public struct BaiduProvider: PushProvider {
     /// `device_type`, when given, must be 4: this gateway delivers to iOS only.
     static func checkDeviceType(_ parameters: BaiduParameters) throws(BaiduError) {
         if let type = try parameters.optionalInteger("device_type", in: 1...5), type != 4 {
-            throw BaiduError.invalidParameter("device_type", "must be 4 (iOS): this gateway delivers through APNs only, got \(type)")
+            throw BaiduError.invalidParameter(
+                "device_type", "must be 4 (iOS): this gateway delivers through APNs only, got \(type)")
         }
     }
 

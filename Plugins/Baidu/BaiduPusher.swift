@@ -97,7 +97,8 @@ struct BaiduPusher: Sendable {
             let kept = push.keepFor.compactMap { device -> BaiduKeptMessage? in
                 guard let userID = device.baiduUserID, let channelID = device.baiduChannelID else { return nil }
                 return BaiduKeptMessage(
-                    appID: push.app.id, msgID: msgID, userID: userID, channelID: channelID, msgKey: job.options.collapseID,
+                    appID: push.app.id, msgID: msgID, userID: userID, channelID: channelID,
+                    msgKey: job.options.collapseID,
                     message: text, messageType: push.messageType.rawValue,
                     expiresAt: job.options.expiration ?? now, createdAt: now)
             }

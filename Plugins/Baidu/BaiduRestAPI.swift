@@ -155,7 +155,9 @@ extension BaiduProvider {
     private func queryMessageStatus(_ call: RestCall) async throws -> [String: JSONValue] {
         let msgIDs = try call.parameters.idList("msg_id", max: 100, bareAllowed: true)
         let records = try await store.baiduMessages(appID: call.app.id, msgIDs: msgIDs)
-        guard !records.isEmpty else { throw BaiduError(.dataNotFound, "no message with msg_id \(msgIDs.joined(separator: ", "))") }
+        guard !records.isEmpty else {
+            throw BaiduError(.dataNotFound, "no message with msg_id \(msgIDs.joined(separator: ", "))")
+        }
         var result: [JSONValue] = []
         for record in records {
             guard let status = try await gateway.status(messageID: record.id) else { continue }
@@ -189,12 +191,17 @@ extension BaiduProvider {
         if let from, let to, from > to {
             throw BaiduError.invalidParameter("range_end", "must not be before range_start")
         }
-        return (from.map { Date(timeIntervalSince1970: TimeInterval($0)) }, to.map { Date(timeIntervalSince1970: TimeInterval($0)) })
+        return (
+            from.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+            to.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        )
     }
 
     private func queryTimerRecords(_ call: RestCall) async throws -> [String: JSONValue] {
         let timerID = try call.parameters.required("timer_id")
-        guard BaiduParameters.isPlainID(timerID) else { throw BaiduError.invalidParameter("timer_id", "must be digits") }
+        guard BaiduParameters.isPlainID(timerID) else {
+            throw BaiduError.invalidParameter("timer_id", "must be digits")
+        }
         let (start, limit) = try call.parameters.page(defaultLimit: 100, maxLimit: 100)
         let (from, to) = try recordRange(call.parameters)
         guard try await store.baiduTimerMessage(appID: call.app.id, timerID: timerID) != nil else {
@@ -216,7 +223,8 @@ extension BaiduProvider {
 
     private func statisticDevice(_ call: RestCall) async throws -> [String: JSONValue] {
         let days = try await store.baiduDeviceDays(
-            appID: call.app.id, now: clock.now, days: configuration.reportDays, utcOffset: configuration.reportUTCOffset)
+            appID: call.app.id, now: clock.now, days: configuration.reportDays, utcOffset: configuration.reportUTCOffset
+        )
         var result: [String: JSONValue] = [:]
         for day in days {
             result[String(Int64(day.start.timeIntervalSince1970))] = [
@@ -295,7 +303,8 @@ extension BaiduProvider {
             changed = Set(byChannel.values)
             _ = try await store.addBaiduTag(appID: call.app.id, name: tag.value, deviceIDs: Array(changed))
         } else {
-            changed = try await store.removeBaiduTag(appID: call.app.id, name: tag.value, deviceIDs: Array(byChannel.values))
+            changed = try await store.removeBaiduTag(
+                appID: call.app.id, name: tag.value, deviceIDs: Array(byChannel.values))
         }
         // result 0: the device now is (add) / no longer is (delete) in the tag; 1: unknown
         // channel, or (delete) it was not in the tag.
@@ -322,7 +331,8 @@ extension BaiduProvider {
             throw BaiduError.invalidParameter("timer_id", "must be digits")
         }
         let (start, limit) = try call.parameters.page(defaultLimit: 100, maxLimit: 100)
-        let (total, timers) = try await store.baiduTimers(appID: call.app.id, timerID: timerID, start: start, limit: limit)
+        let (total, timers) = try await store.baiduTimers(
+            appID: call.app.id, timerID: timerID, start: start, limit: limit)
         return [
             "total_num": .int(Int64(total)),
             "result": .array(
@@ -340,7 +350,9 @@ extension BaiduProvider {
 
     private func cancelTimer(_ call: RestCall) async throws -> [String: JSONValue] {
         let timerID = try call.parameters.required("timer_id")
-        guard BaiduParameters.isPlainID(timerID) else { throw BaiduError.invalidParameter("timer_id", "must be digits") }
+        guard BaiduParameters.isPlainID(timerID) else {
+            throw BaiduError.invalidParameter("timer_id", "must be digits")
+        }
         guard let record = try await store.baiduTimerMessage(appID: call.app.id, timerID: timerID) else {
             throw BaiduError(.dataNotFound, "no timer \(timerID)")
         }

@@ -188,13 +188,15 @@ extension SQLiteStore: BaiduStore {
         let filter = condition
         let filterArguments = arguments
         return try await read { db in
-            let total = try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM devices WHERE \(filter)",
-                arguments: StatementArguments(filterArguments)) ?? 0
+            let total =
+                try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM devices WHERE \(filter)",
+                    arguments: StatementArguments(filterArguments)) ?? 0
             let devices = try Row.fetchAll(
                 db,
                 sql: "SELECT \(Rows.deviceColumns) FROM devices WHERE \(filter) ORDER BY id LIMIT ? OFFSET ?",
-                arguments: StatementArguments(filterArguments + [max(0, limit).databaseValue, max(0, start).databaseValue])
+                arguments: StatementArguments(
+                    filterArguments + [max(0, limit).databaseValue, max(0, start).databaseValue])
             ).map(Rows.device)
             return (total, devices)
         }
@@ -221,8 +223,10 @@ extension SQLiteStore: BaiduStore {
                 condition += " AND name = ?"
                 arguments.append(name)
             }
-            let total = try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM tags WHERE \(condition)", arguments: StatementArguments(arguments)) ?? 0
+            let total =
+                try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM tags WHERE \(condition)", arguments: StatementArguments(arguments))
+                ?? 0
             let tags = try Row.fetchAll(
                 db,
                 sql: "SELECT id, name, created_at FROM tags WHERE \(condition) ORDER BY id LIMIT ? OFFSET ?",
@@ -363,7 +367,9 @@ extension SQLiteStore: BaiduStore {
         appID: Int64, userID: String, channelID: String?, now: Date, start: Int, limit: Int
     ) async throws -> (total: Int, messages: [BaiduKeptMessage]) {
         var condition = "app_id = ? AND user_id = ? AND expires_at > ?"
-        var arguments: [DatabaseValue] = [appID.databaseValue, userID.databaseValue, Milliseconds.from(now).databaseValue]
+        var arguments: [DatabaseValue] = [
+            appID.databaseValue, userID.databaseValue, Milliseconds.from(now).databaseValue,
+        ]
         if let channelID {
             condition += " AND channel_id = ?"
             arguments.append(channelID.databaseValue)
@@ -371,9 +377,10 @@ extension SQLiteStore: BaiduStore {
         let filter = condition
         let filterArguments = arguments
         return try await read { db in
-            let total = try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM baidu_kept_messages WHERE \(filter)",
-                arguments: StatementArguments(filterArguments)) ?? 0
+            let total =
+                try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM baidu_kept_messages WHERE \(filter)",
+                    arguments: StatementArguments(filterArguments)) ?? 0
             let rows = try Row.fetchAll(
                 db,
                 sql: """
@@ -381,7 +388,8 @@ extension SQLiteStore: BaiduStore {
                         created_at
                     FROM baidu_kept_messages WHERE \(filter) ORDER BY id LIMIT ? OFFSET ?
                     """,
-                arguments: StatementArguments(filterArguments + [max(0, limit).databaseValue, max(0, start).databaseValue]))
+                arguments: StatementArguments(
+                    filterArguments + [max(0, limit).databaseValue, max(0, start).databaseValue]))
             let messages = rows.map { row in
                 BaiduKeptMessage(
                     appID: row[0], msgID: row[1], userID: row[2], channelID: row[3], msgKey: row[4],
@@ -461,12 +469,14 @@ extension SQLiteStore: BaiduStore {
         let filter = condition
         let filterArguments = arguments
         let (total, ids) = try await read { db in
-            let total = try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM messages WHERE \(filter)",
-                arguments: StatementArguments(filterArguments)) ?? 0
+            let total =
+                try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM messages WHERE \(filter)",
+                    arguments: StatementArguments(filterArguments)) ?? 0
             let ids = try Int64.fetchAll(
                 db, sql: "SELECT id FROM messages WHERE \(filter) ORDER BY send_at, id LIMIT ? OFFSET ?",
-                arguments: StatementArguments(filterArguments + [max(0, limit).databaseValue, max(0, start).databaseValue]))
+                arguments: StatementArguments(
+                    filterArguments + [max(0, limit).databaseValue, max(0, start).databaseValue]))
             return (total, ids)
         }
         return (total, try await records(ids))
@@ -512,7 +522,8 @@ extension SQLiteStore: BaiduStore {
         let ids = try await read { db in
             try Int64.fetchAll(
                 db, sql: "SELECT id FROM messages WHERE \(filter) ORDER BY \(sentAt) DESC, id DESC LIMIT ? OFFSET ?",
-                arguments: StatementArguments(filterArguments + [max(0, limit).databaseValue, max(0, start).databaseValue]))
+                arguments: StatementArguments(
+                    filterArguments + [max(0, limit).databaseValue, max(0, start).databaseValue]))
         }
         return try await records(ids)
     }
@@ -522,13 +533,14 @@ extension SQLiteStore: BaiduStore {
     {
         try await read { db in
             let topic = "json_extract(labels, '$.topic_id')"
-            let total = try Int.fetchOne(
-                db,
-                sql: """
-                    SELECT count(DISTINCT \(topic)) FROM messages
-                    WHERE app_id = ? AND vendor = 'baidu' AND \(topic) IS NOT NULL
-                    """,
-                arguments: [appID]) ?? 0
+            let total =
+                try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(DISTINCT \(topic)) FROM messages
+                        WHERE app_id = ? AND vendor = 'baidu' AND \(topic) IS NOT NULL
+                        """,
+                    arguments: [appID]) ?? 0
             let rows = try Row.fetchAll(
                 db,
                 sql: """
@@ -589,7 +601,9 @@ extension SQLiteStore: BaiduStore {
                 let day: Int64 = row[0]
                 let kind: String = row[1]
                 let count: Int = row[2]
-                if kind == "bind" { events[day, default: (0, 0)].bound += count } else {
+                if kind == "bind" {
+                    events[day, default: (0, 0)].bound += count
+                } else {
                     events[day, default: (0, 0)].unbound += count
                 }
             }
@@ -604,9 +618,10 @@ extension SQLiteStore: BaiduStore {
             {
                 active[row[0]] = row[1]
             }
-            let boundNow = try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM devices WHERE app_id = ? AND baidu_channel_id IS NOT NULL",
-                arguments: [appID]) ?? 0
+            let boundNow =
+                try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM devices WHERE app_id = ? AND baidu_channel_id IS NOT NULL",
+                    arguments: [appID]) ?? 0
             return (events, active, boundNow)
         }
         var result: [BaiduDeviceDay] = []

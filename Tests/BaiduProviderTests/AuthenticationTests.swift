@@ -21,7 +21,9 @@ import TuisongCore
         try await withFixture { f in
             let query = "/rest/3.0/app/query_tags"
             expectSuccess(try await f.rest(query, ["timestamp": String(f.now - 599)]))
-            expectError(try await f.rest(query, ["timestamp": String(f.now - 601)]), 30606, status: 401, mentioning: "timestamp")
+            expectError(
+                try await f.rest(query, ["timestamp": String(f.now - 601)]), 30606, status: 401, mentioning: "timestamp"
+            )
             expectError(try await f.rest(query, ["timestamp": String(f.now + 601)]), 30606, mentioning: "future")
             // `expires` sets the end instead.
             expectSuccess(try await f.rest(query, ["timestamp": String(f.now - 3000), "expires": String(f.now + 10)]))
@@ -38,7 +40,8 @@ import TuisongCore
             // Missing apikey: the SDK would never send that; named in the error.
             let url = f.baseURL + query
             var unsigned = ["timestamp": String(f.now)]
-            unsigned["sign"] = try signWithPython(method: "POST", url: url, parameters: unsigned, secret: "x", style: .python)
+            unsigned["sign"] = try signWithPython(
+                method: "POST", url: url, parameters: unsigned, secret: "x", style: .python)
             expectError(try await f.send(method: "POST", url: url, parameters: unsigned), 30602, mentioning: "apikey")
             expectError(try await f.rest(query, ["apikey": "SomeoneElse"]), 30603, status: 401, mentioning: "apikey")
             expectError(try await f.rest(query, [:], secret: "wrong-secret"), 30603, mentioning: "sign")
@@ -89,7 +92,8 @@ import TuisongCore
         try await withFixture { f in
             var app = try #require(try await f.store.app(id: f.app.id))
             // Sealed for another app: does not open here.
-            app.vendorSettings["baidu"]?["secret_key_sealed"] = try TestSealer().seal("s", context: "baidu:app:\(app.id)")
+            app.vendorSettings["baidu"]?["secret_key_sealed"] = try TestSealer().seal(
+                "s", context: "baidu:app:\(app.id)")
             try await f.store.updateApp(app)
             let response = try await f.rest("/rest/3.0/app/query_tags", [:])
             expectError(response, 30600, status: 500)

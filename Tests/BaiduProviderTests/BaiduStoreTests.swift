@@ -14,7 +14,8 @@ import TuisongStore
         let app: App
 
         init() async throws {
-            directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-baidu-store-\(UUID().uuidString)")
+            directory = FileManager.default.temporaryDirectory.appending(
+                path: "tuisong-baidu-store-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             clock = ManualClock()
             store = try SQLiteStore(path: directory.appending(path: "t.db").path, configuration: .init(clock: clock))
@@ -145,8 +146,10 @@ import TuisongStore
                 messageType: 1, expiresAt: f.clock.now.addingTimeInterval(expiresIn), createdAt: f.clock.now)
         }
         try await f.store.keepBaiduMessages(
-            [kept("1", channel: "100", expiresIn: 60), kept("2", channel: "200", expiresIn: 600),
-             kept("3", channel: "100", expiresIn: 600)], now: f.clock.now)
+            [
+                kept("1", channel: "100", expiresIn: 60), kept("2", channel: "200", expiresIn: 600),
+                kept("3", channel: "100", expiresIn: 600),
+            ], now: f.clock.now)
         var listed = try await f.store.baiduKeptMessages(
             appID: f.app.id, userID: "7", channelID: nil, now: f.clock.now, start: 0, limit: 10)
         #expect(listed.total == 3 && listed.messages.map(\.msgID) == ["1", "2", "3"])
@@ -187,16 +190,23 @@ import TuisongStore
             counts.delivered = delivered
             counts.failed = 1
             try await f.store.recordProgress(
-                MessageProgress(messageID: record.id, cursor: 5, counts: counts, finalState: .completed), at: f.clock.now)
+                MessageProgress(messageID: record.id, cursor: 5, counts: counts, finalState: .completed),
+                at: f.clock.now)
         }
-        let topicA1 = try await f.store.createMessage(job(f, msgID: "101", labels: ["topic_id": "a"]), payload: payload, state: .queued)
+        let topicA1 = try await f.store.createMessage(
+            job(f, msgID: "101", labels: ["topic_id": "a"]), payload: payload, state: .queued)
         try await complete(topicA1, delivered: 3)
         f.clock.advance(by: 86_400)
-        let topicA2 = try await f.store.createMessage(job(f, msgID: "102", labels: ["topic_id": "a"]), payload: payload, state: .queued)
-        _ = try await f.store.createMessage(job(f, msgID: "103", labels: ["topic_id": "b"]), payload: payload, state: .queued)
+        let topicA2 = try await f.store.createMessage(
+            job(f, msgID: "102", labels: ["topic_id": "a"]), payload: payload, state: .queued)
+        _ = try await f.store.createMessage(
+            job(f, msgID: "103", labels: ["topic_id": "b"]), payload: payload, state: .queued)
         try await complete(topicA2, delivered: 4)
 
-        #expect(try await f.store.baiduMessages(appID: f.app.id, msgIDs: ["102", "nope", "100"]).map(\.id) == [topicA2.id, timer.id])
+        #expect(
+            try await f.store.baiduMessages(appID: f.app.id, msgIDs: ["102", "nope", "100"]).map(\.id) == [
+                topicA2.id, timer.id,
+            ])
         let timers = try await f.store.baiduTimers(appID: f.app.id, timerID: nil, start: 0, limit: 10)
         #expect(timers.total == 1 && timers.messages.first?.id == timer.id)
         #expect(try await f.store.baiduTimerMessage(appID: f.app.id, timerID: "900")?.id == timer.id)

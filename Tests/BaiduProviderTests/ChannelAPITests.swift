@@ -43,7 +43,8 @@ import TuisongCore
             #expect(kept["message_type"] as? Int == 1)
             #expect(kept["channel_id"] as? String == channelID)
 
-            let deleted = expectSuccess(try await f.channel("delete_msg", ["user_id": userID, "msg_ids": #"["\#(msgIDs[0])","1"]"#]))
+            let deleted = expectSuccess(
+                try await f.channel("delete_msg", ["user_id": userID, "msg_ids": #"["\#(msgIDs[0])","1"]"#]))
             #expect(deleted["success_amount"] as? Int == 1)
             #expect(expectSuccess(try await f.channel("fetch_msgcount", ["user_id": userID]))["total_num"] as? Int == 0)
             // Kept messages expire with the message.
@@ -62,8 +63,11 @@ import TuisongCore
             #expect(tid != nil)
             let toTag = expectSuccess(
                 try await f.channel(
-                    "push_msg", ["push_type": "2", "tag": "vip", "message_type": "1", "messages": #""hello vip""#,
-                                 "deploy_status": "1"]))
+                    "push_msg",
+                    [
+                        "push_type": "2", "tag": "vip", "message_type": "1", "messages": #""hello vip""#,
+                        "deploy_status": "1",
+                    ]))
             #expect(toTag["success_amount"] as? Int == 1)
             #expect(f.gateway.jobs.last?.audience == .tag("vip"))
             #expect(f.gateway.jobs.last?.options.environment == .sandbox)
@@ -82,8 +86,11 @@ import TuisongCore
             // Several messages at once, one key each.
             let two = expectSuccess(
                 try await f.channel(
-                    "push_msg", ["push_type": "3", "message_type": "1", "messages": #"["one",{"aps":{"alert":"two"}}]"#,
-                                 "msg_keys": #"["a","b"]"#]))
+                    "push_msg",
+                    [
+                        "push_type": "3", "message_type": "1", "messages": #"["one",{"aps":{"alert":"two"}}]"#,
+                        "msg_keys": #"["a","b"]"#,
+                    ]))
             #expect((two["msgids"] as? [String])?.count == 2)
             #expect(f.gateway.jobs.suffix(2).map { $0.options.collapseID } == ["a", "b"])
         }
@@ -124,7 +131,8 @@ import TuisongCore
             expectSuccess(try await f.channel("verify_bind", ["user_id": user1]))
             expectError(try await f.channel("verify_bind", ["user_id": "42"]), 30608, status: 404)
 
-            #expect(expectSuccess(try await f.channel("query_device_type", channel: channel1))["device_type"] as? Int == 4)
+            #expect(
+                expectSuccess(try await f.channel("query_device_type", channel: channel1))["device_type"] as? Int == 4)
             expectError(try await f.channel("query_device_type", channel: "1234567890123456789"), 30608)
             expectError(try await f.channel("query_device_type"), 30602, mentioning: "channel_id")
         }
@@ -135,16 +143,20 @@ import TuisongCore
             let (userID, channelID) = try await f.bind(token(1))
             // push_msg takes channel_id in the body…
             expectSuccess(
-                try await f.channel("push_msg", ["push_type": "1", "user_id": userID, "channel_id": channelID, "messages": #""x""#]))
+                try await f.channel(
+                    "push_msg", ["push_type": "1", "user_id": userID, "channel_id": channelID, "messages": #""x""#]))
             expectError(
-                try await f.channel("push_msg", ["push_type": "1", "user_id": userID, "messages": #""x""#], channel: channelID),
+                try await f.channel(
+                    "push_msg", ["push_type": "1", "user_id": userID, "messages": #""x""#], channel: channelID),
                 30602, mentioning: "channel_id")
             // …query_device_type in the path.
-            expectError(try await f.channel("query_device_type", ["channel_id": channelID]), 30602, mentioning: "channel_id")
+            expectError(
+                try await f.channel("query_device_type", ["channel_id": channelID]), 30602, mentioning: "channel_id")
             // A user on a channel that is not theirs.
             let (_, other) = try await f.bind(token(2))
             expectError(
-                try await f.channel("push_msg", ["push_type": "1", "user_id": userID, "channel_id": other, "messages": #""x""#]),
+                try await f.channel(
+                    "push_msg", ["push_type": "1", "user_id": userID, "channel_id": other, "messages": #""x""#]),
                 30608)
         }
     }
@@ -155,11 +167,17 @@ import TuisongCore
             expectError(
                 try await f.channel("push_msg", ["push_type": "one", "messages": #""x""#]), 30602, status: 400,
                 mentioning: "push_type")
-            expectError(try await f.channel("push_msg", ["push_type": "3", "messages": "not json{"]), 30602, mentioning: "messages")
-            expectError(try await f.channel("push_msg", ["push_type": "1", "messages": #""x""#]), 30602, mentioning: "user_id")
-            expectError(try await f.channel("push_msg", ["push_type": "3", "messages": #""x""#, "device_type": "3"]), 30602, mentioning: "device_type")
             expectError(
-                try await f.channel("push_msg", ["push_type": "3", "messages": #"["a","b"]"#, "msg_keys": #"["k"]"#]), 30602,
+                try await f.channel("push_msg", ["push_type": "3", "messages": "not json{"]), 30602,
+                mentioning: "messages")
+            expectError(
+                try await f.channel("push_msg", ["push_type": "1", "messages": #""x""#]), 30602, mentioning: "user_id")
+            expectError(
+                try await f.channel("push_msg", ["push_type": "3", "messages": #""x""#, "device_type": "3"]), 30602,
+                mentioning: "device_type")
+            expectError(
+                try await f.channel("push_msg", ["push_type": "3", "messages": #"["a","b"]"#, "msg_keys": #"["k"]"#]),
+                30602,
                 mentioning: "msg_keys")
             // Over 4 KB, and the first of two messages was fine: nothing is pushed or kept.
             let big = #"{"aps":{"alert":"\#(String(repeating: "长", count: 1500))"}}"#
@@ -168,13 +186,16 @@ import TuisongCore
                     "push_msg",
                     ["push_type": "1", "user_id": userID, "message_type": "1", "messages": #"["fine", \#(big)]"#]),
                 30602, mentioning: "4096")
-            expectError(try await f.channel("set_tag", ["tag": String(repeating: "t", count: 200)]), 30602, mentioning: "tag")
+            expectError(
+                try await f.channel("set_tag", ["tag": String(repeating: "t", count: 200)]), 30602, mentioning: "tag")
             expectError(try await f.channel("no_such_method"), 30601)
             expectError(
-                try await f.rest("/rest/2.0/channel/channel", ["method": "push_msg", "push_type": "3", "messages": #""x""#],
-                                 method: "GET"), 30601, status: 405)
+                try await f.rest(
+                    "/rest/2.0/channel/channel", ["method": "push_msg", "push_type": "3", "messages": #""x""#],
+                    method: "GET"), 30601, status: 405)
             expectSuccess(try await f.rest("/rest/2.0/channel/channel", ["method": "fetch_tag"], method: "GET"))
-            expectError(try await f.channel("push_msg", ["push_type": "1", "user_id": "12", "messages": #""x""#]), 30608)
+            expectError(
+                try await f.channel("push_msg", ["push_type": "1", "user_id": "12", "messages": #""x""#]), 30608)
             #expect(f.gateway.jobs.isEmpty)
             #expect(try await f.messageCount() == 0)
             #expect(expectSuccess(try await f.channel("fetch_msgcount", ["user_id": userID]))["total_num"] as? Int == 0)

@@ -9,7 +9,8 @@ import TuisongCore
     @Test func bindAnswersStableIDs() async throws {
         try await withFixture { f in
             let response = try await f.device(
-                "bind", ["apikey": BaiduFixture.apiKey, "device_token": token(1).uppercased(), "push_mode": "development"])
+                "bind",
+                ["apikey": BaiduFixture.apiKey, "device_token": token(1).uppercased(), "push_mode": "development"])
             #expect(response.status == 200)
             #expect(response.errorCode == 0)
             #expect(response.requestID != nil)
@@ -46,7 +47,8 @@ import TuisongCore
 
             let listed = try await f.device("list_tags", base)
             #expect(listed.parameters["tag_num"] as? Int == 2)
-            #expect((listed.parameters["tags"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["vip", "体育"])
+            #expect(
+                (listed.parameters["tags"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["vip", "体育"])
 
             // A wrong channel_id for this token is not its binding.
             let mismatched = try await f.device("list_tags", base.merging(["channel_id": "1234"]) { $1 })
@@ -69,7 +71,8 @@ import TuisongCore
             expectError(try await f.device("list_tags", base), 30608)
             expectError(try await f.device("unbind", base), 30608)
             // Never bound at all.
-            expectError(try await f.device("list_tags", ["apikey": BaiduFixture.apiKey, "device_token": token(9)]), 30608)
+            expectError(
+                try await f.device("list_tags", ["apikey": BaiduFixture.apiKey, "device_token": token(9)]), 30608)
             // Bound again: the same channel, tag calls work again.
             #expect(try await f.bind(token(1)).channelID == channelID)
             #expect(try await f.device("list_tags", base).errorCode == 0)
@@ -82,13 +85,19 @@ import TuisongCore
             expectError(
                 try await f.device("bind", ["apikey": "nope", "device_token": token(1), "push_mode": "production"]),
                 30603, status: 401)
-            expectError(try await f.device("bind", ["device_token": token(1), "push_mode": "production"]), 30602, mentioning: "apikey")
-            expectError(try await f.device("bind", ["apikey": BaiduFixture.apiKey, "push_mode": "production"]), 30602, mentioning: "device_token")
             expectError(
-                try await f.device("bind", ["apikey": BaiduFixture.apiKey, "device_token": "xyz", "push_mode": "production"]),
+                try await f.device("bind", ["device_token": token(1), "push_mode": "production"]), 30602,
+                mentioning: "apikey")
+            expectError(
+                try await f.device("bind", ["apikey": BaiduFixture.apiKey, "push_mode": "production"]), 30602,
+                mentioning: "device_token")
+            expectError(
+                try await f.device(
+                    "bind", ["apikey": BaiduFixture.apiKey, "device_token": "xyz", "push_mode": "production"]),
                 30602, mentioning: "device_token")
             expectError(
-                try await f.device("bind", ["apikey": BaiduFixture.apiKey, "device_token": token(1), "push_mode": "dev"]),
+                try await f.device(
+                    "bind", ["apikey": BaiduFixture.apiKey, "device_token": token(1), "push_mode": "dev"]),
                 30602, mentioning: "push_mode")
             let notJSON = try await f.http(
                 method: "POST", url: "\(f.baseURL)/baidu/device/bind", body: Data("apikey=x".utf8),
@@ -106,7 +115,8 @@ import TuisongCore
 
             // Unknown device routes answer in Baidu's dialect.
             let unknown = try await f.http(
-                method: "POST", url: "\(f.baseURL)/baidu/device/nope", body: Data("{}".utf8), contentType: "application/json")
+                method: "POST", url: "\(f.baseURL)/baidu/device/nope", body: Data("{}".utf8),
+                contentType: "application/json")
             expectError(unknown, 30601, status: 404)
         }
     }

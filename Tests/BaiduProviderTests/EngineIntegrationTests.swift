@@ -78,7 +78,8 @@ final class RecordingSender: PushSender {
         try await f.bind(token(3), mode: "development")
         try await f.bind(token(4))
         for n in [1, 3] {
-            let tagged = try await f.device("set_tags", ["apikey": BaiduFixture.apiKey, "device_token": token(n), "tag": "vip"])
+            let tagged = try await f.device(
+                "set_tags", ["apikey": BaiduFixture.apiKey, "device_token": token(n), "tag": "vip"])
             #expect(tagged.errorCode == 0)
         }
         expectSuccess(try await f.v3("tag/add_devices", ["tag": "vip", "channel_ids": #"["\#(c2)"]"#]))
@@ -113,7 +114,9 @@ final class RecordingSender: PushSender {
         let fired = sender.sends(of: timerMessage)
         #expect(Set(fired.map(\.token)) == [token(1), token(2), token(4)])
         #expect(fired.first?.message.options.pushType == .background)
-        #expect(String(decoding: fired.first?.message.payload ?? [], as: UTF8.self) == #"{"aps":{"content-available":1},"cmd":"refresh"}"#)
+        #expect(
+            String(decoding: fired.first?.message.payload ?? [], as: UTF8.self)
+                == #"{"aps":{"content-available":1},"cmd":"refresh"}"#)
         let records = expectSuccess(
             try await f.v3("report/query_timer_records", ["timer_id": try #require(timer["timer_id"] as? String)]))
         #expect((records["result"] as? [[String: Any]])?.first?["status"] as? Int == 0)
@@ -121,7 +124,8 @@ final class RecordingSender: PushSender {
         // After an unbind the device gets nothing.
         let unbound = try await f.device("unbind", ["apikey": BaiduFixture.apiKey, "device_token": token(1)])
         #expect(unbound.errorCode == 0)
-        let all = expectSuccess(try await f.channel("push_msg", ["push_type": "3", "message_type": "1", "messages": #""hi""#]))
+        let all = expectSuccess(
+            try await f.channel("push_msg", ["push_type": "3", "message_type": "1", "messages": #""hi""#]))
         let allID = try await messageID(f, msgID: try #require((all["msgids"] as? [String])?.first))
         _ = try await completed(engine, allID)
         #expect(Set(sender.sends(of: allID).map(\.token)) == [token(2), token(4)])

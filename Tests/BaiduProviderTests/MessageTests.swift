@@ -23,7 +23,8 @@ import TuisongCore
 
     @Test func iOSFormatKeepsApsAndCustomKeys() throws {
         let json = try payload(
-            #"{"aps":{"alert":{"title":"订单","body":"已发货","loc-args":["a",2]},"badge":3,"sound":"ping.caf","mutable-content":1,"thread-id":"orders","category":"ORDER","content-available":1},"order_id":42,"extra":{"a":[1,2]}}"#)
+            #"{"aps":{"alert":{"title":"订单","body":"已发货","loc-args":["a",2]},"badge":3,"sound":"ping.caf","mutable-content":1,"thread-id":"orders","category":"ORDER","content-available":1},"order_id":42,"extra":{"a":[1,2]}}"#
+        )
         let aps = json["aps"] as! [String: Any]
         #expect((aps["alert"] as! [String: Any])["title"] as? String == "订单")
         #expect((aps["alert"] as! [String: Any])["body"] as? String == "已发货")
@@ -41,7 +42,8 @@ import TuisongCore
 
     @Test func baiduSampleWithEmptySound() throws {
         // The iOS sample of Baidu's SDK docs.
-        let json = try payload(#"{"aps":{"alert":"iOS Message from Push","sound":"","badge":1},"key1":"value1","key2":"value2"}"#)
+        let json = try payload(
+            #"{"aps":{"alert":"iOS Message from Push","sound":"","badge":1},"key1":"value1","key2":"value2"}"#)
         let aps = json["aps"] as! [String: Any]
         #expect(aps["alert"] as? String == "iOS Message from Push")
         #expect(aps["sound"] == nil)

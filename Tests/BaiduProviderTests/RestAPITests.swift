@@ -6,7 +6,8 @@ import TuisongCore
 
 /// REST API 3.0 over loopback, every call signed by the Python signer.
 @Suite(.serialized) struct RestAPITests {
-    static let alert = #"{"aps":{"alert":{"title":"T","body":"B"},"sound":"default","thread-id":"t1","mutable-content":1},"deep_link":"app://x"}"#
+    static let alert =
+        #"{"aps":{"alert":{"title":"T","body":"B"},"sound":"default","thread-id":"t1","mutable-content":1},"deep_link":"app://x"}"#
 
     @Test func singleDeviceAndItsStatus() async throws {
         try await withFixture { f in
@@ -14,8 +15,10 @@ import TuisongCore
             let sent = expectSuccess(
                 try await f.v3(
                     "push/single_device",
-                    ["channel_id": channelID, "msg_type": "1", "msg": Self.alert, "msg_expires": "600",
-                     "deploy_status": "1", "topic_id": "promo_1"]))
+                    [
+                        "channel_id": channelID, "msg_type": "1", "msg": Self.alert, "msg_expires": "600",
+                        "deploy_status": "1", "topic_id": "promo_1",
+                    ]))
             let msgID = try #require(sent["msg_id"] as? String)
             #expect(sent["send_time"] as? Int == f.now)
 
@@ -57,7 +60,8 @@ import TuisongCore
             // Kept for the 2.0 mailbox too.
             let user = try #require(device.baiduUserID)
             #expect(expectSuccess(try await f.channel("fetch_msgcount", ["user_id": user]))["total_num"] as? Int == 1)
-            expectError(try await f.v3("push/single_device", ["channel_id": "1234567890123456789", "msg": Self.alert]), 30608)
+            expectError(
+                try await f.v3("push/single_device", ["channel_id": "1234567890123456789", "msg": Self.alert]), 30608)
         }
     }
 
@@ -95,7 +99,8 @@ import TuisongCore
             // A tag push can be scheduled too; it fires, then has a timer record.
             expectSuccess(try await f.v3("app/create_tag", ["tag": "vip"]))
             let tagged = expectSuccess(
-                try await f.v3("push/tags", ["type": "1", "tag": "vip", "msg": #""x""#, "send_time": String(f.now + 120)]))
+                try await f.v3(
+                    "push/tags", ["type": "1", "tag": "vip", "msg": #""x""#, "send_time": String(f.now + 120)]))
             let tagTimer = try #require(tagged["timer_id"] as? String)
             let fired = try #require(try await f.store.baiduTimerMessage(appID: f.app.id, timerID: tagTimer))
             f.clock.advance(by: 121)
@@ -109,7 +114,8 @@ import TuisongCore
         try await withFixture { f in
             for sendTime in [f.now - 10, f.now + 30, f.now + 366 * 86_400] {
                 expectError(
-                    try await f.v3("push/all", ["msg": #""x""#, "send_time": String(sendTime)]), 30602, mentioning: "send_time")
+                    try await f.v3("push/all", ["msg": #""x""#, "send_time": String(sendTime)]), 30602,
+                    mentioning: "send_time")
             }
             #expect(try await f.messageCount() == 0)
         }
@@ -122,7 +128,8 @@ import TuisongCore
             let unknown = "1234567890123456789"
             #expect(expectSuccess(try await f.v3("app/create_tag", ["tag": "vip"]))["result"] as? Int == 0)
             #expect(expectSuccess(try await f.v3("app/create_tag", ["tag": "vip"]))["result"] as? Int == 1)
-            let added = expectSuccess(try await f.v3("tag/add_devices", ["tag": "vip", "channel_ids": #"["\#(c1)","\#(unknown)"]"#]))
+            let added = expectSuccess(
+                try await f.v3("tag/add_devices", ["tag": "vip", "channel_ids": #"["\#(c1)","\#(unknown)"]"#]))
             #expect((added["result"] as? [[String: Any]])?.map { $0["result"] as? Int } == [0, 1])
             #expect(expectSuccess(try await f.v3("tag/device_num", ["tag": "vip"]))["device_num"] as? Int == 1)
             let listed = expectSuccess(try await f.v3("app/query_tags"))
@@ -131,21 +138,30 @@ import TuisongCore
 
             expectSuccess(try await f.v3("push/tags", ["type": "1", "tag": "vip", "msg_type": "1", "msg": Self.alert]))
             #expect(f.gateway.jobs.last?.audience == .tag("vip"))
-            expectError(try await f.v3("push/tags", ["type": "2", "tag": "vip", "msg": Self.alert]), 30602, mentioning: "type")
+            expectError(
+                try await f.v3("push/tags", ["type": "2", "tag": "vip", "msg": Self.alert]), 30602, mentioning: "type")
             expectError(try await f.v3("push/tags", ["type": "1", "tag": "nope", "msg": Self.alert]), 30611)
 
-            let removed = expectSuccess(try await f.v3("tag/del_devices", ["tag": "vip", "channel_ids": #"["\#(c1)","\#(c2)"]"#]))
+            let removed = expectSuccess(
+                try await f.v3("tag/del_devices", ["tag": "vip", "channel_ids": #"["\#(c1)","\#(c2)"]"#]))
             #expect((removed["result"] as? [[String: Any]])?.map { $0["result"] as? Int } == [0, 1])
             expectError(try await f.v3("tag/add_devices", ["tag": "nope", "channel_ids": #"["\#(c1)"]"#]), 30611)
             let eleven = "[" + (1...11).map { "\"\($0)\"" }.joined(separator: ",") + "]"
-            expectError(try await f.v3("tag/add_devices", ["tag": "vip", "channel_ids": eleven]), 30602, mentioning: "channel_ids")
+            expectError(
+                try await f.v3("tag/add_devices", ["tag": "vip", "channel_ids": eleven]), 30602,
+                mentioning: "channel_ids")
             expectSuccess(try await f.v3("app/del_tag", ["tag": "vip"]))
             expectError(try await f.v3("app/del_tag", ["tag": "vip"]), 30611)
-            expectError(try await f.v3("app/query_tags", ["tag": String(repeating: "x", count: 200)]), 30602, mentioning: "tag")
+            expectError(
+                try await f.v3("app/query_tags", ["tag": String(repeating: "x", count: 200)]), 30602, mentioning: "tag")
 
             let batch = expectSuccess(
-                try await f.v3("push/batch_device", ["channel_ids": #"["\#(c1)","\#(c2)","\#(unknown)"]"#, "msg_type": "1",
-                                                      "msg": Self.alert, "topic_id": "batch"]))
+                try await f.v3(
+                    "push/batch_device",
+                    [
+                        "channel_ids": #"["\#(c1)","\#(c2)","\#(unknown)"]"#, "msg_type": "1",
+                        "msg": Self.alert, "topic_id": "batch",
+                    ]))
             #expect(batch["msg_id"] is String)
             let d1 = try await f.deviceRecord(channel: c1)
             let d2 = try await f.deviceRecord(channel: c2)
@@ -153,8 +169,10 @@ import TuisongCore
             let tooMany = "[" + (0...10_000).map { "\"\(1_000_000 + $0)\"" }.joined(separator: ",") + "]"
             let jobs = f.gateway.jobs.count
             expectError(
-                try await f.v3("push/batch_device", ["channel_ids": tooMany, "msg": Self.alert]), 30602, mentioning: "10000")
-            expectError(try await f.v3("push/batch_device", ["channel_ids": #"["\#(unknown)"]"#, "msg": Self.alert]), 30608)
+                try await f.v3("push/batch_device", ["channel_ids": tooMany, "msg": Self.alert]), 30602,
+                mentioning: "10000")
+            expectError(
+                try await f.v3("push/batch_device", ["channel_ids": #"["\#(unknown)"]"#, "msg": Self.alert]), 30608)
             expectError(try await f.v3("push/batch_device", ["channel_ids": "not json", "msg": Self.alert]), 30602)
             #expect(f.gateway.jobs.count == jobs)
         }
@@ -179,7 +197,8 @@ import TuisongCore
             expectSuccess(try await f.v3("app/query_tags", httpMethod: "GET"))
             expectError(try await f.v3("push/all", ["msg": #""x""#], httpMethod: "GET"), 30601, status: 405)
             expectError(try await f.v3("push/nothing"), 30601, status: 400)
-            expectError(try await f.v3("push/all", ["msg": #""x""#, "device_type": "3"]), 30602, mentioning: "device_type")
+            expectError(
+                try await f.v3("push/all", ["msg": #""x""#, "device_type": "3"]), 30602, mentioning: "device_type")
             let big = #"{"aps":{"alert":"\#(String(repeating: "x", count: 4100))"}}"#
             expectError(try await f.v3("push/all", ["msg_type": "1", "msg": big]), 30602, mentioning: "4096")
             expectError(try await f.v3("push/all", ["msg_type": "1", "msg": "{broken"]), 30602, mentioning: "msg")

@@ -49,7 +49,8 @@ import TuisongHTTP
         // Upper-case hex is the same signature.
         #expect(
             BaiduSignature.verify(
-                sign: sign.uppercased(), method: "POST", urls: [Self.url], parameters: Self.pairs(Self.trickyParameters),
+                sign: sign.uppercased(), method: "POST", urls: [Self.url],
+                parameters: Self.pairs(Self.trickyParameters),
                 secretKey: Self.secret))
     }
 
@@ -59,7 +60,8 @@ import TuisongHTTP
         for style in SignatureStyle.allCases {
             signs.insert(
                 try signWithPython(
-                    method: "POST", url: Self.url, parameters: Self.trickyParameters, secret: Self.secret, style: style))
+                    method: "POST", url: Self.url, parameters: Self.trickyParameters, secret: Self.secret, style: style)
+            )
         }
         #expect(signs.count == 3)  // java and node agree; python keeps ~; rfc3986 writes %20
     }
@@ -68,8 +70,10 @@ import TuisongHTTP
         let parameters = Self.pairs(Self.trickyParameters)
         let sign = try signWithPython(
             method: "POST", url: Self.url, parameters: Self.trickyParameters, secret: Self.secret, style: .python)
-        func verify(method: String = "POST", url: String = Self.url, parameters: [(name: String, value: String)]? = nil,
-                    secret: String = Self.secret, sign: String = sign) -> Bool {
+        func verify(
+            method: String = "POST", url: String = Self.url, parameters: [(name: String, value: String)]? = nil,
+            secret: String = Self.secret, sign: String = sign
+        ) -> Bool {
             BaiduSignature.verify(
                 sign: sign, method: method, urls: [url], parameters: parameters ?? Self.pairs(Self.trickyParameters),
                 secretKey: secret)
@@ -189,8 +193,10 @@ import TuisongHTTP
             headers: ["Host": "10.0.0.5:8080", "X-Forwarded-Host": "api.tuisong.baidu.com"], isTLS: true)
         #expect(
             BaiduAuthenticator.candidateURLs(proxied) == [
-                "https://api.tuisong.baidu.com/rest/2.0/channel/channel", "https://10.0.0.5:8080/rest/2.0/channel/channel",
-                "http://api.tuisong.baidu.com/rest/2.0/channel/channel", "http://10.0.0.5:8080/rest/2.0/channel/channel",
+                "https://api.tuisong.baidu.com/rest/2.0/channel/channel",
+                "https://10.0.0.5:8080/rest/2.0/channel/channel",
+                "http://api.tuisong.baidu.com/rest/2.0/channel/channel",
+                "http://10.0.0.5:8080/rest/2.0/channel/channel",
             ])
     }
 }

@@ -42,7 +42,9 @@ struct TestSealer: SecretSealer {
     }
 
     func open(_ sealed: String, context: String) throws -> String {
-        String(decoding: try box.open(Array(Data(base64Encoded: sealed)!), associatedData: Array(context.utf8)), as: UTF8.self)
+        String(
+            decoding: try box.open(Array(Data(base64Encoded: sealed)!), associatedData: Array(context.utf8)),
+            as: UTF8.self)
     }
 }
 
@@ -185,7 +187,8 @@ final class BaiduFixture: Sendable {
     /// A device-side JSON call.
     func device(_ call: String, _ body: [String: Any]) async throws -> BaiduResponse {
         try await http(
-            method: "POST", url: "\(baseURL)/baidu/device/\(call)", body: try JSONSerialization.data(withJSONObject: body),
+            method: "POST", url: "\(baseURL)/baidu/device/\(call)",
+            body: try JSONSerialization.data(withJSONObject: body),
             contentType: "application/json")
     }
 
@@ -324,7 +327,8 @@ func run(_ executable: String, _ arguments: [String], input: Data, directory: UR
     let errors = stderr.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     guard process.terminationStatus == 0 else {
-        throw SignerError(description: "\(arguments.first ?? executable) failed: \(String(decoding: errors, as: UTF8.self))")
+        throw SignerError(
+            description: "\(arguments.first ?? executable) failed: \(String(decoding: errors, as: UTF8.self))")
     }
     return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }
