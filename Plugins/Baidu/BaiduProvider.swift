@@ -31,8 +31,7 @@ public struct BaiduProvider: PushProvider {
             limiter: RateLimiter(
                 rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock),
             window: configuration.signatureWindow, logger: context.logger)
-        pusher = BaiduPusher(
-            store: context.store, gateway: context.gateway, clock: context.clock, logger: context.logger)
+        pusher = BaiduPusher(store: context.store, gateway: context.gateway, clock: context.clock)
     }
 
     public func register(on router: Router) {

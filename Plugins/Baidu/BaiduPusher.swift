@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import TuisongCore
 import TuisongPlugin
 
@@ -37,7 +36,6 @@ struct BaiduPusher: Sendable {
     let store: any ProviderStore
     let gateway: any PushGateway
     let clock: any TuisongCore.Clock
-    let logger: Logger
 
     func submit(_ push: BaiduPush) async throws -> [BaiduSent] {
         var jobs: [(job: PushJob, text: String)] = []
