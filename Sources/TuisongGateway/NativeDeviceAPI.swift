@@ -169,6 +169,7 @@ struct DeviceRegistrationBody: Decodable {
 
 /// A device as the native API shows it.
 struct DeviceView: Encodable {
+    var id: Int64
     var token: String
     var environment: String
     var user: String?
@@ -180,6 +181,7 @@ struct DeviceView: Encodable {
     var invalidReason: String?
 
     init(_ device: Device, tags: [String]?) {
+        id = device.id
         token = device.token
         environment = device.environment.rawValue
         user = device.user
@@ -192,7 +194,7 @@ struct DeviceView: Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case token, environment, user, locale, tags
+        case id, token, environment, user, locale, tags
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case invalidatedAt = "invalidated_at"
@@ -202,6 +204,7 @@ struct DeviceView: Encodable {
     func encode(to encoder: any Encoder) throws {
         // Absent values are explicit nulls so clients can rely on every key being present.
         var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
         try c.encode(token, forKey: .token)
         try c.encode(environment, forKey: .environment)
         try c.encode(user, forKey: .user)
