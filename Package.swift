@@ -98,7 +98,7 @@ let package = Package(
             name: "BaiduProviderTests",
             dependencies: [
                 "BaiduProvider", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto",
-                "TuisongGateway", .product(name: "Logging", package: "swift-log"),
+                "TuisongGateway", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "TuisongGatewayTests",

@@ -53,9 +53,12 @@ struct BaiduPusher: Sendable {
             let start = push.sendAt ?? clock.now
             var labels = push.labels
             labels["msg_type"] = String(push.messageType.rawValue)
+            // Explicit, because an absent apns-priority means 10, which APNs refuses for a
+            // background push.
             let options = PushOptions(
-                pushType: pushType, expiration: start.addingTimeInterval(TimeInterval(push.expiresIn)),
-                collapseID: entry.key, environment: push.environment)
+                pushType: pushType, priority: pushType.defaultPriority,
+                expiration: start.addingTimeInterval(TimeInterval(push.expiresIn)), collapseID: entry.key,
+                environment: push.environment)
             let job = PushJob(
                 appID: push.app.id, vendor: BaiduKeys.vendor, audience: push.audience,
                 notification: entry.message.notification, options: options, sendAt: push.sendAt, labels: labels)

@@ -80,6 +80,7 @@ import TuisongCore
             let silent = try #require(f.gateway.jobs.last)
             #expect(silent.audience == .all)
             #expect(silent.options.pushType == .background)
+            #expect(silent.options.priority == .powerAware)
             #expect(payloadJSON(silent)["aps"] as? [String: Int] == ["content-available": 1])
             #expect(payloadJSON(silent)["cmd"] as? String == "sync")
 

@@ -204,15 +204,22 @@ final class BaiduFixture: Sendable {
     func http(method: String, url: String, body: Data?, contentType: String?, headers: [String: String] = [:])
         async throws -> BaiduResponse
     {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = method
-        request.timeoutInterval = 30
-        request.httpBody = body
-        if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        return BaiduResponse(status: (response as! HTTPURLResponse).statusCode, body: data)
+        try await httpCall(method: method, url: url, body: body, contentType: contentType, headers: headers)
     }
+}
+
+/// One HTTP exchange over URLSession (libcurl underneath on Linux).
+func httpCall(method: String, url: String, body: Data?, contentType: String?, headers: [String: String] = [:])
+    async throws -> BaiduResponse
+{
+    var request = URLRequest(url: URL(string: url)!)
+    request.httpMethod = method
+    request.timeoutInterval = 30
+    request.httpBody = body
+    if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+    let (data, response) = try await URLSession.shared.data(for: request)
+    return BaiduResponse(status: (response as! HTTPURLResponse).statusCode, body: data)
 }
 
 /// A response with Baidu's envelope picked apart.
