@@ -35,9 +35,16 @@ final class APNsPushSender: PushSender {
         var environment: APNsEnvironment
     }
 
-    private struct Resolved {
-        var credential: CredentialRecord?
-        var expires: Date
+    /// A looked-up credential. A class: the hot path copies only a reference per send, not
+    /// the record with its sealed secret.
+    private final class Resolved: Sendable {
+        let credential: CredentialRecord?
+        let expires: Date
+
+        init(credential: CredentialRecord?, expires: Date) {
+            self.credential = credential
+            self.expires = expires
+        }
     }
 
     let credentials: CredentialService
@@ -93,7 +100,9 @@ final class APNsPushSender: PushSender {
             deviceToken: token, pushType: options.pushType.rawValue,
             topic: options.pushType.topic(forBundleID: app.bundleID), priority: options.priority?.rawValue,
             expiration: options.expiration.map { Int($0.timeIntervalSince1970) }, collapseID: options.collapseID,
-            apnsID: UUID().uuidString.lowercased(), payload: message.payload)
+            // No apns-id of our own: APNs assigns one and returns it (a UUID per push cost a
+            // /dev/urandom read and a format call).
+            apnsID: nil, payload: message.payload)
         let response: APNsResponse
         do {
             response = try await pool.send(request)

@@ -162,6 +162,13 @@ public final class DeliveryEngine: PushGateway {
                         return true
                     }
                     guard canStart, !isStopping else { continue }
+                    // The listing may predate a run that finished since: re-read, so a
+                    // completed message is not started again from a stale cursor.
+                    guard let record = try await store.message(id: record.id),
+                        record.state == .queued || record.state == .sending
+                            || (record.state == .scheduled && (record.sendAt ?? .distantPast) <= clock.now)
+                    else { continue }
+                    guard runs.withLock({ $0[record.id] == nil }) else { continue }
                     guard let app = try await app(id: record.appID) else {
                         try await store.setMessageState(id: record.id, .cancelled, at: clock.now)
                         continue

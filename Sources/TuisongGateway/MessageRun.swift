@@ -160,48 +160,54 @@ final class MessageRun: Sendable {
         }
         let wake = state.withLock { state -> Bool in
             if attempted { state.inFlight -= 1 }
-            var results = state.pages[page]
-            results.pending -= 1
-            func row(_ s: DeliveryState, _ reason: String?, apnsID: String? = nil, next: Date? = nil) {
-                results.deliveries.append(
-                    NewDelivery(
-                        deviceID: entry.deviceID, token: entry.token, environment: entry.environment, state: s,
-                        reason: reason, apnsID: apnsID, attempts: attempted ? 1 : 0, nextAttemptAt: next))
-            }
-            switch result {
-            case .skipped(let reason):
-                results.counts.skipped += 1
-                row(.skipped, reason)
-            case .outcome(.delivered):
-                results.counts.delivered += 1
-            case .outcome(.invalidate(let reason, let since)):
-                results.counts.failed += 1
-                results.failures[reason, default: 0] += 1
-                row(.failed, reason)
-                if let deviceID = entry.deviceID {
-                    results.invalidations.append(DeviceInvalidation(deviceID: deviceID, reason: reason, at: since ?? now))
-                }
-            case .outcome(.retry(let reason, _)):
-                if let retryAt {
-                    results.counts.queued += 1
-                    row(.queued, reason, next: retryAt)
-                } else {
-                    results.counts.failed += 1
-                    results.failures[reason, default: 0] += 1
-                    row(.failed, reason)
-                }
-            case .outcome(.held(let reason)):
-                results.counts.held += 1
-                row(.held, reason)
-            case .outcome(.failed(let reason)):
-                results.counts.failed += 1
-                results.failures[reason, default: 0] += 1
-                row(.failed, reason)
-            }
-            state.pages[page] = results
-            return page == state.flushedPages && results.pending == 0 || state.inFlight == 0
+            // In place (inout on the array element): a copy would duplicate the page's arrays.
+            Self.apply(result, entry: entry, attempted: attempted, retryAt: retryAt, now: now, to: &state.pages[page])
+            return page == state.flushedPages && state.pages[page].pending == 0 || state.inFlight == 0
         }
         if wake { wakeWaiter() }
+    }
+
+    private static func apply(
+        _ result: EntryResult, entry: AudienceEntry, attempted: Bool, retryAt: Date?, now: Date,
+        to results: inout PageResults
+    ) {
+        results.pending -= 1
+        func row(_ s: DeliveryState, _ reason: String?, apnsID: String? = nil, next: Date? = nil) {
+            results.deliveries.append(
+                NewDelivery(
+                    deviceID: entry.deviceID, token: entry.token, environment: entry.environment, state: s,
+                    reason: reason, apnsID: apnsID, attempts: attempted ? 1 : 0, nextAttemptAt: next))
+        }
+        switch result {
+        case .skipped(let reason):
+            results.counts.skipped += 1
+            row(.skipped, reason)
+        case .outcome(.delivered):
+            results.counts.delivered += 1
+        case .outcome(.invalidate(let reason, let since)):
+            results.counts.failed += 1
+            results.failures[reason, default: 0] += 1
+            row(.failed, reason)
+            if let deviceID = entry.deviceID {
+                results.invalidations.append(DeviceInvalidation(deviceID: deviceID, reason: reason, at: since ?? now))
+            }
+        case .outcome(.retry(let reason, _)):
+            if let retryAt {
+                results.counts.queued += 1
+                row(.queued, reason, next: retryAt)
+            } else {
+                results.counts.failed += 1
+                results.failures[reason, default: 0] += 1
+                row(.failed, reason)
+            }
+        case .outcome(.held(let reason)):
+            results.counts.held += 1
+            row(.held, reason)
+        case .outcome(.failed(let reason)):
+            results.counts.failed += 1
+            results.failures[reason, default: 0] += 1
+            row(.failed, reason)
+        }
     }
 
     private func wakeWaiter() {
