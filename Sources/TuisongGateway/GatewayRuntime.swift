@@ -41,6 +41,10 @@ public final class GatewayRuntime: Sendable {
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
+            AdminAPI(
+                store: store, masterKey: masterKey, apiKeys: authenticator, gateway: nil, config: config,
+                clock: clock, logger: logger
+            ).register(on: router)
             if FileManager.default.fileExists(atPath: config.web.root) {
                 router.setStaticFiles(try StaticFiles(root: config.web.root))
             } else {

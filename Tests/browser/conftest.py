@@ -1,0 +1,202 @@
+"""Fixtures for the console tests: a real `tuisong serve` on a free loopback port with its own
+temporary database, and a headless Chromium driven through chromedriver.
+
+Everything is bounded: the server must answer /healthz within 60 s, every HTTP call and page
+wait has a timeout, and the server is stopped (SIGTERM, then SIGKILL) when the session ends.
+"""
+
+import http.cookiejar
+import json
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+OUTPUT = pathlib.Path(os.environ.get("TEST_OUTPUT", REPO / "test-output")) / "browser"
+ADMIN_PASSWORD = "console-test-密码-7f3a"
+
+
+def find_binary():
+    explicit = os.environ.get("TUISONG_BIN")
+    if explicit:
+        return pathlib.Path(explicit)
+    candidates = [REPO / ".build" / "release" / "tuisong", REPO / ".build" / "debug" / "tuisong"]
+    existing = [c for c in candidates if c.exists()]
+    if not existing:
+        pytest.fail("no tuisong binary: run `swift build -c release` (or set TUISONG_BIN)")
+    # The newest build is the one that matches the sources being tested.
+    return max(existing, key=lambda c: c.stat().st_mtime)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Gateway:
+    """A running `tuisong serve` and a small HTTP client for its APIs."""
+
+    def __init__(self, directory):
+        self.directory = pathlib.Path(directory)
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        OUTPUT.mkdir(parents=True, exist_ok=True)
+        self.log_path = OUTPUT / "server.log"
+        env = {
+            k: v for k, v in os.environ.items()
+            if not k.startswith("TUISONG_") or k == "TUISONG_BIN"
+        }
+        env.update({
+            "TUISONG_LISTEN_PORT": str(self.port),
+            "TUISONG_LISTEN_HOST": "127.0.0.1",
+            "TUISONG_DATABASE_PATH": str(self.directory / "tuisong.db"),
+            "TUISONG_SECURITY_MASTER_KEY_FILE": str(self.directory / "master.key"),
+            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": str(self.directory / "admin-password"),
+            "TUISONG_WEB_ROOT": str(REPO / "web"),
+            "TUISONG_ADMIN_PASSWORD": ADMIN_PASSWORD,
+            "TUISONG_LOG_LEVEL": "info",
+        })
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            [str(find_binary()), "serve"],
+            cwd=self.directory, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
+            stderr=subprocess.STDOUT, start_new_session=True)
+        self.wait_ready()
+
+    def wait_ready(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail(f"tuisong serve exited with {self.process.returncode}; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(self.base + "/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        pytest.fail(f"tuisong serve did not answer /healthz within {timeout} s; see {self.log_path}")
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=5)
+        self.log.close()
+
+    def request(self, method, path, body=None, headers=None, opener=None, raw=None):
+        """Returns (status, headers, text). Never raises for an HTTP status."""
+        data = None
+        all_headers = dict(headers or {})
+        if body is not None:
+            data = json.dumps(body).encode()
+            all_headers.setdefault("Content-Type", "application/json")
+        if raw is not None:
+            data = raw
+        request = urllib.request.Request(self.base + path, data=data, method=method, headers=all_headers)
+        try:
+            response = (opener or urllib.request.build_opener()).open(request, timeout=20)
+            with response:
+                return response.status, response.headers, response.read().decode()
+        except urllib.error.HTTPError as error:
+            with error:
+                return error.code, error.headers, error.read().decode()
+
+
+class AdminClient:
+    """The admin API with a cookie jar and the CSRF token, as the console uses it."""
+
+    def __init__(self, gateway):
+        self.gateway = gateway
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+        self.csrf = None
+        self.transcript = []
+
+    def call(self, method, path, body=None, csrf=True, headers=None):
+        all_headers = dict(headers or {})
+        if csrf and self.csrf and method != "GET":
+            all_headers["X-CSRF-Token"] = self.csrf
+        status, response_headers, text = self.gateway.request(
+            method, "/admin/api" + path, body=body, headers=all_headers, opener=self.opener)
+        self.transcript.append((method, path, status, dict(response_headers), text))
+        data = json.loads(text) if text else None
+        return status, data, response_headers
+
+    def login(self, password=ADMIN_PASSWORD):
+        status, data, headers = self.call("POST", "/login", {"password": password}, csrf=False)
+        if status == 200:
+            self.csrf = data["csrf_token"]
+        return status, data, headers
+
+
+@pytest.fixture(scope="session")
+def gateway():
+    directory = tempfile.mkdtemp(prefix="tuisong-browser-")
+    gw = Gateway(directory)
+    yield gw
+    gw.stop()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture()
+def admin(gateway):
+    client = AdminClient(gateway)
+    status, _, _ = client.login()
+    assert status == 200
+    return client
+
+
+def make_driver(width, height):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for argument in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        f"--window-size={width},{height}", "--lang=en-US", "--no-first-run",
+        "--disable-extensions", "--disable-background-networking",
+    ):
+        options.add_argument(argument)
+    service = Service(executable_path=shutil.which("chromedriver") or "/usr/bin/chromedriver")
+    driver = webdriver.Chrome(options=options, service=service)
+    driver.set_page_load_timeout(30)
+    driver.set_script_timeout(30)
+    return driver
+
+
+@pytest.fixture(scope="session")
+def browser():
+    driver = make_driver(1280, 900)
+    yield driver
+    driver.quit()
+
+
+def screenshot(driver, name):
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    path = OUTPUT / f"{name}.png"
+    # The whole page, not just the window: resize to the document's height first.
+    height = driver.execute_script(
+        "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)")
+    width = driver.execute_script("return window.innerWidth")
+    original = driver.get_window_size()
+    driver.set_window_size(original["width"], min(max(height + 120, original["height"]), 4000))
+    time.sleep(0.2)
+    driver.save_screenshot(str(path))
+    driver.set_window_size(original["width"], original["height"])
+    assert width > 0
+    return path
