@@ -68,14 +68,38 @@ struct AdminBody {
 
     init(_ request: Request) throws {
         do {
-            object = try request.jsonObject()
+            object = Self.normalized(try request.jsonObject()) as? [String: Any] ?? [:]
         } catch {
             throw AdminError(httpError: error)
         }
     }
 
     init(object: [String: Any]) {
-        self.object = object
+        self.object = Self.normalized(object) as? [String: Any] ?? [:]
+    }
+
+    /// JSON numbers and booleans as Swift `Int`, `Double` and `Bool`. On Linux a parsed `1`
+    /// or `0` is an `NSNumber` for which `is Bool` holds, so "is this a boolean?" checks
+    /// (here and in the shared native parser) would refuse a badge of 1; Swift values
+    /// answer them truthfully. Booleans are the NSNumbers whose type is `char`.
+    static func normalized(_ value: Any) -> Any {
+        switch value {
+        case let object as [String: Any]:
+            return object.mapValues(normalized)
+        case let array as [Any]:
+            return array.map(normalized)
+        case let number as NSNumber:
+            switch String(cString: number.objCType) {
+            case "c", "B": return number.boolValue
+            case "f", "d":
+                let double = number.doubleValue
+                if double.rounded() == double, abs(double) < 9e15 { return Int(double) }
+                return double
+            default: return number.intValue
+            }
+        default:
+            return value
+        }
     }
 
     func has(_ key: String) -> Bool { object[key] != nil && !(object[key] is NSNull) }
@@ -98,10 +122,8 @@ struct AdminBody {
 
     func integer(_ key: String) throws -> Int? {
         guard let raw = object[key], !(raw is NSNull) else { return nil }
-        guard !(raw is Bool), let number = raw as? NSNumber, number.doubleValue.rounded() == number.doubleValue,
-            abs(number.doubleValue) < 9e15
-        else { throw AdminError.invalid(key, "\"\(key)\" must be an integer") }
-        return number.intValue
+        guard let integer = raw as? Int else { throw AdminError.invalid(key, "\"\(key)\" must be an integer") }
+        return integer
     }
 
     func object(_ key: String) throws -> [String: Any]? {
@@ -119,7 +141,8 @@ struct AdminBody {
         }
         return try list.enumerated().map { index, item in
             if let text = item as? String { return text }
-            if let number = item as? NSNumber, !(item is Bool) { return number.stringValue }
+            if let integer = item as? Int { return String(integer) }
+            if let double = item as? Double { return String(double) }
             throw AdminError.invalid(key, "\"\(key)[\(index)]\" must be a string")
         }
     }
