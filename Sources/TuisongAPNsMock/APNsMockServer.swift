@@ -45,6 +45,7 @@ public final class APNsMockServer: Sendable {
             certificate: certificate, key: key, chain: chain, alpn: ["h2"],
             clientCertificateCAs: clientCAs.isEmpty ? nil : clientCAs)
         let verifier = try ProviderTokenVerifier(tokenKeys: configuration.tokenKeys)
+        tokenVerifier = verifier
         var log = requestLog
         if configuration.logRequests && log == nil {
             log = { line in print(line) }
@@ -55,6 +56,17 @@ public final class APNsMockServer: Sendable {
     }
 
     deinit { shutdown() }
+
+    private let tokenVerifier: ProviderTokenVerifier
+
+    /// Accepts provider tokens signed with this key from now on.
+    public func trustTokenKey(_ tokenKey: APNsMockConfiguration.TokenKey) {
+        do {
+            try tokenVerifier.trust(tokenKey)
+        } catch {
+            core.logger.error("APNs mock: cannot trust key \(tokenKey.keyID): \(error)")
+        }
+    }
 
     public var configuration: APNsMockConfiguration { core.configuration }
 

@@ -30,7 +30,7 @@ final class ProviderTokenVerifier: ProviderTokenVerifying {
     }
 
     private static let cacheLimit = 4096
-    private let keys: [String: Key]
+    private let keys: Mutex<[String: Key]>
     private let verdicts = Mutex<[String: ProviderTokenVerdict]>([:])
 
     init(tokenKeys: [APNsMockConfiguration.TokenKey]) throws(CryptoError) {
@@ -38,7 +38,15 @@ final class ProviderTokenVerifier: ProviderTokenVerifying {
         for tokenKey in tokenKeys {
             keys[tokenKey.keyID] = Key(teamID: tokenKey.teamID, publicKey: try PublicKey(pem: tokenKey.publicKeyPEM))
         }
-        self.keys = keys
+        self.keys = Mutex(keys)
+    }
+
+    /// Trusts one more key from now on (a gateway in local mode learning an uploaded .p8).
+    func trust(_ tokenKey: APNsMockConfiguration.TokenKey) throws(CryptoError) {
+        let key = Key(teamID: tokenKey.teamID, publicKey: try PublicKey(pem: tokenKey.publicKeyPEM))
+        keys.withLock { $0[tokenKey.keyID] = key }
+        // Earlier verdicts for this key id were "unknown key"; forget them.
+        verdicts.withLock { $0.removeAll(keepingCapacity: true) }
     }
 
     func verify(_ jwt: String) -> ProviderTokenVerdict {
@@ -55,7 +63,7 @@ final class ProviderTokenVerifier: ProviderTokenVerifying {
     /// kid picks the key, the signature must verify with it, and iss must be that key's team.
     private func freshVerdict(_ jwt: String) -> ProviderTokenVerdict {
         guard let unverified = try? JWT.decodeUnverified(jwt), let keyID = unverified.kid,
-            let key = keys[keyID], let token = try? JWT.verifyES256(jwt, publicKey: key.publicKey),
+            let key = keys.withLock({ $0[keyID] }), let token = try? JWT.verifyES256(jwt, publicKey: key.publicKey),
             token.kid == keyID, token.iss == key.teamID, let issuedAt = token.iat
         else { return .invalid }
         return .valid(ProviderTokenClaims(keyID: keyID, teamID: key.teamID, issuedAt: issuedAt))

@@ -13,6 +13,7 @@ import Glibc
 /// - every `var` outside `outcome` is touched only by the MHD worker thread that owns the
 ///   connection (MHD calls a connection's callbacks from one thread at a time); the handler
 ///   task receives an immutable `Request` copy, never these fields;
+/// - what other threads need of the request (to render a timeout) is copied into `outcome`;
 /// - `connection` is used from other threads only for `MHD_resume_connection`, under
 ///   `outcome`'s lock and only while `outcome.suspended` is true. A suspended connection stays
 ///   alive until it is resumed: MHD never closes it on its own, and `HTTPServer` resumes every
@@ -44,6 +45,10 @@ final class Exchange: @unchecked Sendable {
         var suspended = false
         /// The handler task, kept while suspended so a timeout can cancel it.
         var task: Task<Void, Never>?
+        /// What a timeout or shutdown needs to render its error in the route's dialect, set
+        /// before the exchange is registered as pending.
+        var request: Request?
+        var routes: RouteTableSnapshot?
     }
 
     let core: ServerCore
@@ -62,8 +67,6 @@ final class Exchange: @unchecked Sendable {
     private var discarded = 0
     private var route: ResolvedRoute?
     private var routes: RouteTableSnapshot?
-    /// The request given to the handler, kept to render a timeout in the route's dialect.
-    private var request: Request?
 
     /// False when the request line's target was not UTF-8 (`rawTarget` holds a repaired copy).
     let rawTargetIsValid: Bool
@@ -164,8 +167,7 @@ final class Exchange: @unchecked Sendable {
     /// connection if body bytes remain unread.
     private func reject(_ error: HTTPError) -> MHD_Result {
         phase = .rejected
-        let request = makeRequest(withBody: false)
-        let response = routes?.table.renderError(error, for: request) ?? Router.nativeErrorResponse(error)
+        let response = Self.render(error, for: makeRequest(withBody: false), with: routes)
         // libmicrohttpd refuses a response while body bytes are still arriving
         // (MHD_queue_response returns MHD_NO); answering MHD_NO then closes the connection,
         // which is the cut-off wanted here.
@@ -178,26 +180,27 @@ final class Exchange: @unchecked Sendable {
         var request = makeRequest(withBody: true)
         request.pathParameters = route.parameters
         body = []
-        self.request = request
         let handler = route.handler
         let started = ContinuousClock.now
         // Runs the handler on this thread until its first suspension point: a handler that
         // answers without awaiting is queued below with no suspend, resume or thread hop.
-        let task = Task.immediate { [self] in
+        let task = Task.immediate { [self, request] in
             deliver(await handler(request))
         }
         let immediate: Response? = outcome.withLock { outcome in
             if outcome.response != nil { return outcome.response.take() }
+            outcome.request = request
+            outcome.routes = routes
             guard core.pending.register(self, deadline: started + core.requestTimeout) else {
                 // Shutdown has begun: answer now rather than suspend.
                 outcome.settled = true
                 task.cancel()
-                return renderError(.serviceUnavailable("the server is shutting down"))
+                return Self.render(
+                    .serviceUnavailable("the server is shutting down"), for: request, with: routes)
             }
             outcome.suspended = true
             outcome.task = task
             MHD_suspend_connection(connection)
-            core.suspendedConnections.add(1, ordering: .relaxed)
             return nil
         }
         if let immediate { return queue(immediate) }
@@ -219,7 +222,12 @@ final class Exchange: @unchecked Sendable {
     /// Answers with `error` in the route's dialect unless the handler already answered, and
     /// cancels the handler.
     func abandon(with error: HTTPError) {
-        let response = renderError(error)
+        let context = outcome.withLock { outcome in
+            outcome.settled ? nil : (request: outcome.request, routes: outcome.routes)
+        }
+        guard let context, let request = context.request else { return }
+        // Rendered outside the lock: a dialect responder is caller code.
+        let response = Self.render(error, for: request, with: context.routes)
         outcome.withLock { outcome in
             guard !outcome.settled else { return }
             outcome.settled = true
@@ -235,7 +243,6 @@ final class Exchange: @unchecked Sendable {
         outcome.task = nil
         core.pending.unregister(self)
         MHD_resume_connection(connection)
-        core.suspendedConnections.subtract(1, ordering: .relaxed)
     }
 
     /// Called by MHD's request-completed callback: no answer may reach the connection after
@@ -245,12 +252,15 @@ final class Exchange: @unchecked Sendable {
             outcome.settled = true
             outcome.response = nil
             outcome.task = nil
+            outcome.request = nil
+            outcome.routes = nil
         }
     }
 
-    private func renderError(_ error: HTTPError) -> Response {
-        let request = self.request ?? makeRequest(withBody: false)
-        return routes?.table.renderError(error, for: request) ?? Router.nativeErrorResponse(error)
+    private static func render(
+        _ error: HTTPError, for request: Request, with routes: RouteTableSnapshot?
+    ) -> Response {
+        routes?.table.renderError(error, for: request) ?? Router.nativeErrorResponse(error)
     }
 
     // MARK: MHD access
@@ -281,6 +291,10 @@ final class Exchange: @unchecked Sendable {
     /// Hands `response` to MHD (which copies the body). A header MHD refuses (e.g. one with a
     /// line break) turns the answer into a 500.
     private func queue(_ response: Response) -> MHD_Result {
+        var response = response
+        if let error = response.error {
+            response = Self.render(error, for: makeRequest(withBody: false), with: routes)
+        }
         if let mhdResponse = makeMHDResponse(response) {
             defer { MHD_destroy_response(mhdResponse) }
             return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
@@ -318,7 +332,8 @@ extension RequestTarget {
     /// Stand-in for a target that failed to decode, so its error can still be rendered.
     init(undecodable rawTarget: String) {
         let rawPath = rawTarget.prefix { $0 != "?" }
-        self.init(path: rawPath.isEmpty ? "/" : String(rawPath), segments: [], query: QueryParameters())
+        self.init(
+            path: rawPath.isEmpty ? "/" : String(rawPath), segments: [], query: QueryParameters())
     }
 }
 
@@ -329,13 +344,17 @@ func formatAddress(_ address: UnsafePointer<sockaddr>) -> String? {
     case AF_INET:
         return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { ipv4 in
             var raw = ipv4.pointee.sin_addr
-            guard inet_ntop(AF_INET, &raw, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+            guard inet_ntop(AF_INET, &raw, &buffer, socklen_t(buffer.count)) != nil else {
+                return nil
+            }
             return string(fromNulTerminated: buffer)
         }
     case AF_INET6:
         return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { ipv6 in
             var raw = ipv6.pointee.sin6_addr
-            guard inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+            guard inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count)) != nil else {
+                return nil
+            }
             return string(fromNulTerminated: buffer)
         }
     default:

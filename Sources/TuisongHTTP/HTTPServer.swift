@@ -27,9 +27,14 @@ public final class HTTPServer: Sendable {
         /// sending mid-request) before it is closed. Whole seconds; 0 disables.
         public var connectionTimeout: Double
         /// Seconds a handler may take; past that the client gets 503 `request_timeout` in the
-        /// route's dialect, the handler task is cancelled and its late answer dropped.
+        /// route's dialect, the handler task is cancelled and its late answer dropped. 0 or less
+        /// disables the limit.
         public var requestTimeout: Double
-        /// Room for the request line and headers; a longer URL answers 414, longer headers 431.
+        /// Room for the request line and headers. Requests up to this size are always
+        /// accepted. libmicrohttpd's per-connection memory pool is twice this size (it also
+        /// holds the response headers and its bookkeeping), so a somewhat larger request may
+        /// pass too; one that does not fit is answered by libmicrohttpd itself, 414 for a long
+        /// URL or 431 for long headers (a small HTML body, not the JSON dialects).
         public var maxHeaderBytes: Int
         /// Concurrent connections accepted; more wait in the listen backlog.
         public var maxConnections: Int
@@ -80,7 +85,7 @@ public final class HTTPServer: Sendable {
     private enum State {
         case idle
         case running(Running)
-        case stopping
+        case stopping(Task<Void, Never>)
         case stopped
     }
 
@@ -113,7 +118,8 @@ public final class HTTPServer: Sendable {
     public func start() throws {
         try state.withLock { state in
             guard case .idle = state else {
-                throw HTTPServerError(operation: "start", errno: nil, message: "the server was already started")
+                throw HTTPServerError(
+                    operation: "start", errno: nil, message: "the server was already started")
             }
             let listener = try ListeningSocket(
                 host: configuration.host, port: configuration.port,
@@ -124,11 +130,13 @@ public final class HTTPServer: Sendable {
                     core: core, configuration: configuration, listenSocket: listener.descriptor,
                     isIPv6: listener.isIPv6)
             } catch {
-                listener.close()
+                listener.closeIfStillOurs()
                 throw error
             }
+            // Timeouts fire within a twentieth of the limit (10 ms to 250 ms late).
+            let timeout = configuration.requestTimeout
             let tick = Duration.milliseconds(
-                Int64(min(250, max(10, configuration.requestTimeout * 1000 / 20))))
+                Int64(timeout > 0 ? min(250, max(10, timeout * 1000 / 20)) : 250))
             let sweeper = Task.detached { [core] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: tick)
@@ -136,7 +144,9 @@ public final class HTTPServer: Sendable {
                 }
             }
             state = .running(
-                Running(daemon: daemon, listener: listener.descriptor, port: listener.port, sweeper: sweeper))
+                Running(
+                    daemon: daemon, listener: listener.descriptor, port: listener.port,
+                    sweeper: sweeper))
         }
     }
 
@@ -151,20 +161,36 @@ public final class HTTPServer: Sendable {
 
     /// Stops accepting connections, lets in-flight requests finish (up to
     /// `shutdownGracePeriod`, then answers the rest 503), and stops the daemon. Answers sent
-    /// meanwhile carry `Connection: close`. Safe to call more than once.
+    /// meanwhile carry `Connection: close`. Every caller returns once the server has stopped;
+    /// calling it again afterwards (or before `start()`) does nothing.
     public func shutdown() async {
-        let taken: Running? = state.withLock { state in
-            guard case .running(let running) = state else { return nil }
-            state = .stopping
-            return running
+        let stopping: Task<Void, Never>? = state.withLock { state in
+            switch state {
+            case .idle, .stopped:
+                return nil
+            case .stopping(let task):
+                return task
+            case .running(let running):
+                let task = Task { [core, configuration] in
+                    await Self.stop(
+                        running, core: core, gracePeriod: configuration.shutdownGracePeriod)
+                }
+                state = .stopping(task)
+                return task
+            }
         }
-        guard let running = taken else { return }
+        guard let stopping else { return }
+        await stopping.value
+        state.withLock { $0 = .stopped }
+    }
+
+    private static func stop(_ running: Running, core: ServerCore, gracePeriod: Double) async {
         core.shuttingDown.store(true, ordering: .relaxed)
         running.daemon.quiesce()
         close(running.listener)
 
         let clock = ContinuousClock()
-        let grace = clock.now + .milliseconds(Int64(configuration.shutdownGracePeriod * 1000))
+        let grace = clock.now + .milliseconds(Int64(max(0, gracePeriod) * 1000))
         while core.liveExchanges.load(ordering: .relaxed) > 0 && clock.now < grace {
             try? await Task.sleep(for: .milliseconds(5))
         }
@@ -176,7 +202,6 @@ public final class HTTPServer: Sendable {
         }
         running.sweeper.cancel()
         running.daemon.stop()
-        state.withLock { $0 = .stopped }
     }
 
     /// Requests MHD has started and not yet completed (for tests).
@@ -196,12 +221,15 @@ final class MHDDaemon: @unchecked Sendable {
     private let tlsKey: UnsafeMutablePointer<CChar>?
     private let tlsCertificate: UnsafeMutablePointer<CChar>?
 
-    init(core: ServerCore, configuration: HTTPServer.Configuration, listenSocket: Int32, isIPv6: Bool)
+    init(
+        core: ServerCore, configuration: HTTPServer.Configuration, listenSocket: Int32, isIPv6: Bool
+    )
         throws(HTTPServerError)
     {
         var flags =
             MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
-            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue | MHD_USE_TURBO.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
+            | MHD_USE_TURBO.rawValue
         if isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         if configuration.tls != nil {
             guard MHD_is_feature_supported(.FEATURE_TLS) == MHD_Result.YES else {
@@ -219,8 +247,10 @@ final class MHDDaemon: @unchecked Sendable {
         options.flags = flags
         options.listen_fd = listenSocket
         options.thread_pool_size = UInt32(max(1, configuration.threads))
-        options.connection_timeout_seconds = UInt32(max(0, configuration.connectionTimeout.rounded(.up)))
-        options.connection_memory_limit = Self.memoryLimit(maxHeaderBytes: configuration.maxHeaderBytes)
+        options.connection_timeout_seconds = UInt32(
+            max(0, configuration.connectionTimeout.rounded(.up)))
+        options.connection_memory_limit = Self.memoryLimit(
+            maxHeaderBytes: configuration.maxHeaderBytes)
         options.connection_limit = UInt32(max(1, configuration.maxConnections))
         options.access_handler = MHDCallbacks.accessHandler
         options.request_completed = MHDCallbacks.requestCompleted
@@ -232,21 +262,27 @@ final class MHDDaemon: @unchecked Sendable {
         options.tls_key_pem = UnsafePointer(tlsKey)
         options.tls_cert_pem = UnsafePointer(tlsCertificate)
 
-        core.lastLibraryMessage.withLock { $0 = nil }
+        core.recentLibraryMessages.withLock { $0.removeAll() }
         guard let daemon = tuisong_mhd_start_daemon(&options) else {
             let code = errno
             free(tlsKey)
             free(tlsCertificate)
-            let message = core.lastLibraryMessage.withLock { $0 } ?? String(cString: strerror(code))
-            throw HTTPServerError(operation: "start libmicrohttpd", errno: nil, message: message)
+            let messages = core.recentLibraryMessages.withLock { $0 }
+            throw HTTPServerError(
+                operation: "start libmicrohttpd", errno: messages.isEmpty ? code : nil,
+                message: messages.isEmpty
+                    ? String(cString: strerror(code)) : messages.joined(separator: " "))
         }
         self.daemon = daemon
     }
 
-    /// The per-connection memory pool: the request line and headers must fit with room left
-    /// for MHD's own bookkeeping and the response headers.
+    /// The per-connection memory pool (MHD_OPTION_CONNECTION_MEMORY_LIMIT): the request line
+    /// and headers must fit with room left for MHD's bookkeeping (one record per header) and
+    /// the response headers. Measured on 0.9.75: with only a few KiB of slack, a request near
+    /// the budget left too little room and MHD closed the connection without an answer; at 2×
+    /// every request shape tried was answered (200 within the budget, 414/431 beyond).
     static func memoryLimit(maxHeaderBytes: Int) -> Int {
-        max(8 * 1024, maxHeaderBytes + 8 * 1024)
+        max(8 * 1024, 2 * maxHeaderBytes)
     }
 
     /// Stops accepting; open connections carry on. MHD hands the listening socket back and

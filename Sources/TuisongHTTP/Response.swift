@@ -10,11 +10,30 @@ public struct Response: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// Set by `Response.error(_:)`: the router sends this error rendered in the dialect of the
+    /// request's path instead of this response's own status, headers and body.
+    public internal(set) var error: HTTPError?
 
     public init(status: Int = 200, headers: HTTPHeaders = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.error = nil
+    }
+
+    /// Answers `error` in the dialect of the request's path (native JSON, Baidu, ...), so a
+    /// handler need not reach for its router:
+    ///
+    ///     do throws(HTTPError) {
+    ///         let body = try request.decodeJSON(Registration.self)
+    ///         ...
+    ///     } catch {
+    ///         return .error(error)
+    ///     }
+    public static func error(_ error: HTTPError) -> Response {
+        var response = Response(status: error.status)
+        response.error = error
+        return response
     }
 
     static let jsonContentType = "application/json; charset=utf-8"

@@ -31,9 +31,13 @@ public typealias Handler = @Sendable (Request) async -> Response
 /// responders should be set before the server starts; later changes apply to requests that
 /// arrive afterwards.
 public final class Router: Sendable {
-    /// Replaced whole on every change, so a request takes one reference under the lock and
-    /// then reads an immutable table.
-    private let current: Mutex<RouteTableSnapshot>
+    /// Every table ever published, newest last. Changes are rare (registration at start-up);
+    /// keeping the old tables alive for the router's lifetime lets a request read the
+    /// newest one through `published` without taking a lock: two server threads contending
+    /// for a lock per request cost tail latency whenever the holder is preempted.
+    private let tables: Mutex<[RouteTableSnapshot]>
+    /// The newest entry of `tables`, as an unretained object pointer.
+    private let published: Atomic<UInt>
 
     /// - Parameters:
     ///   - defaultBodyLimit: the largest request body a route accepts unless it sets its own.
@@ -43,11 +47,12 @@ public final class Router: Sendable {
         defaultBodyLimit: Int = 1 << 20,
         errorResponder: @escaping ErrorResponder = Router.nativeJSONErrors
     ) {
-        current = Mutex(
-            RouteTableSnapshot(
-                RouteTable(
-                    root: RouteNode(), defaultBodyLimit: defaultBodyLimit,
-                    defaultResponder: errorResponder, prefixResponders: [], staticFiles: nil)))
+        let first = RouteTableSnapshot(
+            RouteTable(
+                root: RouteNode(), defaultBodyLimit: defaultBodyLimit,
+                defaultResponder: errorResponder, prefixResponders: [], staticFiles: nil))
+        tables = Mutex([first])
+        published = Atomic(UInt(bitPattern: Unmanaged.passUnretained(first).toOpaque()))
     }
 
     /// The native dialect: `{"error": {"code": "not_found", "message": "..."}}`.
@@ -63,7 +68,8 @@ public final class Router: Sendable {
             }
             let error: Detail
         }
-        return .json(Envelope(error: .init(code: error.code, message: error.message)), status: error.status)
+        return .json(
+            Envelope(error: .init(code: error.code, message: error.message)), status: error.status)
     }
 
     /// Registers `handler` for `method` on `pattern`. `bodyLimit` overrides the router's
@@ -123,9 +129,10 @@ public final class Router: Sendable {
                 return table.renderError(.payloadTooLarge(limit: target.bodyLimit), for: request)
             }
             request.pathParameters = target.parameters
-            var response = await target.handler(request)
+            var response = table.resolveError(in: await target.handler(request), for: request)
             if request.method == .HEAD {
-                response.headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))
+                response.headers.replaceOrAdd(
+                    name: "Content-Length", value: String(response.body.count))
                 response.body = []
             }
             return response
@@ -134,14 +141,20 @@ public final class Router: Sendable {
 
     /// A consistent view of the routes for one request.
     func snapshot() -> RouteTableSnapshot {
-        current.withLock { $0 }
+        let address = published.load(ordering: .acquiring)
+        // Safe: `tables` retains every snapshot ever published until the router is freed.
+        return Unmanaged<RouteTableSnapshot>.fromOpaque(UnsafeRawPointer(bitPattern: address)!)
+            .takeUnretainedValue()
     }
 
     private func update(_ change: (inout RouteTable) -> Void) {
-        current.withLock { snapshot in
-            var table = snapshot.table
+        tables.withLock { tables in
+            var table = tables[tables.count - 1].table
             change(&table)
-            snapshot = RouteTableSnapshot(table)
+            let next = RouteTableSnapshot(table)
+            tables.append(next)
+            published.store(
+                UInt(bitPattern: Unmanaged.passUnretained(next).toOpaque()), ordering: .releasing)
         }
     }
 }
@@ -189,7 +202,8 @@ struct RouteNode: Sendable {
         }
         switch step {
         case .literal(let name):
-            literals[name, default: RouteNode()].insert(route, method: method, along: path.dropFirst())
+            literals[name, default: RouteNode()].insert(
+                route, method: method, along: path.dropFirst())
         case .parameter:
             if parameter.isEmpty { parameter.append(RouteNode()) }
             parameter[0].insert(route, method: method, along: path.dropFirst())
@@ -281,10 +295,21 @@ struct RouteTable: Sendable {
         return defaultResponder
     }
 
+    /// `response` itself, or the error it carries (`Response.error`) rendered for `request`.
+    func resolveError(in response: Response, for request: Request) -> Response {
+        guard let error = response.error else { return response }
+        return renderError(error, for: request)
+    }
+
     func renderError(_ error: HTTPError, for request: Request) -> Response {
         var response = errorResponder(forPath: request.path)(error, request)
+        if response.error != nil {
+            // A dialect that answers with `Response.error` would loop; use the native one.
+            response = Router.nativeErrorResponse(error)
+        }
         if !error.allow.isEmpty && !response.headers.contains(name: "Allow") {
-            response.headers.add(name: "Allow", value: error.allow.map(\.rawValue).joined(separator: ", "))
+            response.headers.add(
+                name: "Allow", value: error.allow.map(\.rawValue).joined(separator: ", "))
         }
         return response
     }

@@ -16,19 +16,21 @@ final class ServerCore: Sendable {
 
     /// Requests between MHD's URI-log callback and its request-completed callback.
     let liveExchanges = Atomic<Int>(0)
-    /// Connections suspended while a handler runs and not yet resumed.
-    let suspendedConnections = Atomic<Int>(0)
     /// Set when shutdown begins: answers then carry `Connection: close`.
     let shuttingDown = Atomic<Bool>(false)
     let pending = PendingExchanges()
-    /// libmicrohttpd's most recent log line, to explain a failed start.
-    let lastLibraryMessage = Mutex<String?>(nil)
+    /// libmicrohttpd's last few log lines, to explain a failed start.
+    let recentLibraryMessages = Mutex<[String]>([])
 
     init(router: Router, configuration: HTTPServer.Configuration) {
         self.router = router
         self.isTLS = configuration.tls != nil
         self.requestTimeoutSeconds = configuration.requestTimeout
-        self.requestTimeout = .milliseconds(Int64((configuration.requestTimeout * 1000).rounded(.up)))
+        // "No limit" is a deadline a century away.
+        self.requestTimeout =
+            configuration.requestTimeout > 0
+            ? .milliseconds(Int64((configuration.requestTimeout * 1000).rounded(.up)))
+            : .seconds(100 * 365 * 24 * 3600)
         self.diagnostics = configuration.diagnostics
     }
 
@@ -48,7 +50,10 @@ final class ServerCore: Sendable {
     }
 
     func log(_ message: String) {
-        lastLibraryMessage.withLock { $0 = message }
+        recentLibraryMessages.withLock { messages in
+            if messages.count == 4 { messages.removeFirst() }
+            messages.append(message)
+        }
         diagnostics?(message)
     }
 }
@@ -58,15 +63,28 @@ final class ServerCore: Sendable {
 /// never calls into an exchange while holding its own lock.
 final class PendingExchanges: Sendable {
     private struct State {
-        var entries: [ObjectIdentifier: (exchange: Exchange, deadline: ContinuousClock.Instant)] = [:]
+        var entries: [ObjectIdentifier: (exchange: Exchange, deadline: ContinuousClock.Instant)] =
+            [:]
         var closed = false
     }
 
-    private let state = Mutex(State())
+    /// One lock per shard: every suspended request registers on a server thread and
+    /// unregisters on the thread that finishes its handler, so a single lock would be
+    /// contended by all of them.
+    private final class Shard: Sendable {
+        let state = Mutex(State())
+    }
+
+    private let shards: [Shard] = (0..<16).map { _ in Shard() }
+
+    private func shard(for exchange: Exchange) -> Shard {
+        // Objects are 16-byte aligned: drop the constant low bits before picking a shard.
+        shards[(ObjectIdentifier(exchange).hashValue >> 4) & (shards.count - 1)]
+    }
 
     /// False once shutdown has closed the set: the caller must answer without suspending.
     func register(_ exchange: Exchange, deadline: ContinuousClock.Instant) -> Bool {
-        state.withLock { state in
+        shard(for: exchange).state.withLock { state in
             guard !state.closed else { return false }
             state.entries[ObjectIdentifier(exchange)] = (exchange, deadline)
             return true
@@ -74,30 +92,40 @@ final class PendingExchanges: Sendable {
     }
 
     func unregister(_ exchange: Exchange) {
-        _ = state.withLock { $0.entries.removeValue(forKey: ObjectIdentifier(exchange)) }
+        _ = shard(for: exchange).state.withLock {
+            $0.entries.removeValue(forKey: ObjectIdentifier(exchange))
+        }
     }
 
     func removeExpired(now: ContinuousClock.Instant) -> [Exchange] {
-        state.withLock { state in
-            var expired: [Exchange] = []
-            for (key, entry) in state.entries where entry.deadline <= now {
-                expired.append(entry.exchange)
-                state.entries.removeValue(forKey: key)
+        var expired: [Exchange] = []
+        for shard in shards {
+            shard.state.withLock { state in
+                for (key, entry) in state.entries where entry.deadline <= now {
+                    expired.append(entry.exchange)
+                    state.entries.removeValue(forKey: key)
+                }
             }
-            return expired
         }
+        return expired
     }
 
+    /// Closes every shard (later registrations fail) and hands back what was registered.
     func close() -> [Exchange] {
-        state.withLock { state in
-            state.closed = true
-            let all = state.entries.values.map(\.exchange)
-            state.entries.removeAll()
-            return all
+        var all: [Exchange] = []
+        for shard in shards {
+            shard.state.withLock { state in
+                state.closed = true
+                all.append(contentsOf: state.entries.values.map(\.exchange))
+                state.entries.removeAll()
+            }
         }
+        return all
     }
 
-    var count: Int { state.withLock { $0.entries.count } }
+    var count: Int {
+        shards.reduce(0) { total, shard in total + shard.state.withLock { $0.entries.count } }
+    }
 }
 
 /// The C entry points MHD calls. Each is a non-capturing `@convention(c)` closure stored in a
@@ -143,7 +171,8 @@ enum MHDCallbacks {
     static let collectHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
         guard let cls, let key else { return MHD_Result.YES }
         let headers = cls.assumingMemoryBound(to: HTTPHeaders.self)
-        let name = String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self)
+        let name = String(
+            decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self)
         let text =
             value.map {
                 String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self)

@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// Files under one root folder, served for GET and HEAD requests that match no route.
 ///
@@ -28,7 +29,9 @@ public final class StaticFiles: Sendable {
         defer { free(resolved) }
         let path = String(cString: resolved)
         var info = stat()
-        guard stat(path, &info) == 0 else { throw HTTPServerError.system("static files root \(root)") }
+        guard stat(path, &info) == 0 else {
+            throw HTTPServerError.system("static files root \(root)")
+        }
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw HTTPServerError.system("static files root \(root)", errno: ENOTDIR)
         }
@@ -59,7 +62,9 @@ public final class StaticFiles: Sendable {
             Glibc.close(file.descriptor)
             body = cached
         } else {
-            guard let contents = await Self.readAndClose(file.descriptor, size: Int(file.info.st_size))
+            guard
+                let contents = await Self.readAndClose(
+                    file.descriptor, size: Int(file.info.st_size))
             else { throw .notFound() }
             if contents.count <= Self.cacheableFileSize {
                 cache.withLock { $0.store(file.path, validators: validators, body: contents) }
@@ -115,7 +120,9 @@ public final class StaticFiles: Sendable {
 
     private static func isSafe(_ segment: String) -> Bool {
         !segment.isEmpty && !segment.hasPrefix(".")
-            && !segment.utf8.contains { $0 == UInt8(ascii: "/") || $0 == 0 || $0 == UInt8(ascii: "\\") }
+            && !segment.utf8.contains {
+                $0 == UInt8(ascii: "/") || $0 == 0 || $0 == UInt8(ascii: "\\")
+            }
     }
 
     /// Reads the whole file on the global executor, never on the server thread.
@@ -177,7 +184,10 @@ struct Validators: Equatable {
     }
 
     var etag: String {
-        "\"\(String(size, radix: 16))-\(String(modifiedSeconds, radix: 16))\(String(modifiedNanoseconds, radix: 16))\""
+        let size = String(self.size, radix: 16)
+        let seconds = String(modifiedSeconds, radix: 16)
+        let nanoseconds = String(modifiedNanoseconds, radix: 16)
+        return "\"\(size)-\(seconds).\(nanoseconds)\""
     }
 
     var lastModified: String { HTTPDate.format(modifiedSeconds) }
@@ -239,7 +249,8 @@ enum HTTPDate {
         gmtime_r(&time, &parts)
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) "
-            + "\(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+            + "\(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min))"
+            + ":\(two(parts.tm_sec)) GMT"
     }
 
     /// Seconds since the epoch, or nil when `text` is not an IMF-fixdate.
@@ -266,7 +277,9 @@ enum HTTPDate {
 extension Substring {
     func trimmingWhitespace() -> Substring {
         var result = self
-        while let first = result.first, first == " " || first == "\t" { result = result.dropFirst() }
+        while let first = result.first, first == " " || first == "\t" {
+            result = result.dropFirst()
+        }
         while let last = result.last, last == " " || last == "\t" { result = result.dropLast() }
         return result
     }

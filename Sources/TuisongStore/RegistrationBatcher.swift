@@ -41,6 +41,8 @@ final class RegistrationBatcher: Sendable {
     private let maximumBatchSize: Int
     private let clock: any TuisongCore.Clock
     private let apply: Apply
+    /// Runs on the writer queue after each committed batch (the store nudges its
+    /// background checkpointer there).
     private let afterCommit: @Sendable () -> Void
     private let state = Mutex(State())
 
@@ -114,12 +116,12 @@ final class RegistrationBatcher: Sendable {
                 }
                 return .commit
             }
+            afterCommit()
         } catch {
             let failure = ErrorMapping.storeError(error)
             outcomes = batch.map { _ in .failure(failure) }
         }
 
-        afterCommit()
         for (request, outcome) in zip(batch, outcomes) {
             request.continuation.resume(with: outcome)
         }

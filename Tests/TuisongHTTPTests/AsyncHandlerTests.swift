@@ -59,10 +59,66 @@ struct AsyncHandlerTests {
 
             let stubborn = try await fetch(port: port, "GET", "/stubborn")
             #expect(stubborn.status == 503)
-            #expect(try (stubborn.json()["error"] as? [String: Any])?["code"] as? String == "request_timeout")
+            #expect(
+                try (stubborn.json()["error"] as? [String: Any])?["code"] as? String
+                    == "request_timeout")
             // Its answer arrives after the request is complete and the exchange released.
             #expect(await eventually { lateAnswers.load(ordering: .relaxed) == 2 })
-            #expect(await eventually { server.liveRequestCount == 0 && server.pendingHandlerCount == 0 })
+            #expect(
+                await eventually { server.liveRequestCount == 0 && server.pendingHandlerCount == 0 }
+            )
+            #expect(try await fetch(port: port, "GET", "/fast").text == "fast")
+        }
+    }
+
+    @Test("a request timeout of 0 means no limit")
+    func noRequestTimeout() async throws {
+        let router = Router()
+        router.add(.GET, "/slow") { _ in
+            try? await Task.sleep(for: .milliseconds(400))
+            return .text("done")
+        }
+        try await withServer({ $0.requestTimeout = 0 }, router: router) {
+            (server: HTTPServer) async throws in
+            #expect(try await fetch(port: server.port, "GET", "/slow").text == "done")
+        }
+    }
+
+    @Test("the idle timeout does not cut off a connection whose handler is still working")
+    func idleTimeoutSparesSuspended() async throws {
+        let router = Router()
+        router.add(.GET, "/slow") { _ in
+            await uncancellableSleep(2.5)
+            return .text("worth the wait")
+        }
+        try await withServer({ $0.connectionTimeout = 1 }, router: router) { server in
+            let response = try await fetch(port: server.port, "GET", "/slow")
+            #expect(response.status == 200)
+            #expect(response.text == "worth the wait")
+            #expect(await eventually { server.liveRequestCount == 0 })
+        }
+    }
+
+    @Test("a client that hangs up while its handler runs costs nothing")
+    func clientGone() async throws {
+        let router = Router()
+        let finished = Atomic<Int>(0)
+        router.add(.GET, "/slow") { _ in
+            await uncancellableSleep(0.3)
+            finished.add(1, ordering: .relaxed)
+            return .text(String(repeating: "x", count: 100_000))
+        }
+        router.add(.GET, "/fast") { _ in .text("fast") }
+        try await withServer(router: router) { server in
+            let port = server.port
+            for _ in 0..<5 {
+                try await offPool {
+                    let client = try RawHTTPClient(port: port)
+                    try client.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+                }  // the client is closed here, before the answer
+            }
+            #expect(await eventually { finished.load(ordering: .relaxed) == 5 })
+            #expect(await eventually { server.liveRequestCount == 0 })
             #expect(try await fetch(port: port, "GET", "/fast").text == "fast")
         }
     }
@@ -134,6 +190,10 @@ struct AsyncHandlerTests {
             (try? RawHTTPClient(port: port)) == nil
         }
         #expect(refused)
+        // A second caller returns only once the server has stopped, too.
+        await server.shutdown()
+        #expect(clock.now - start >= .milliseconds(300))
+        #expect(server.liveRequestCount == 0)
         let response = try await inFlight
         #expect(response.status == 200)
         #expect(response.text == "finished")
@@ -164,7 +224,9 @@ struct AsyncHandlerTests {
         #expect(clock.now - start < .seconds(2))
         let response = try await stuck
         #expect(response.status == 503)
-        #expect(try (response.json()["error"] as? [String: Any])?["code"] as? String == "service_unavailable")
+        #expect(
+            try (response.json()["error"] as? [String: Any])?["code"] as? String
+                == "service_unavailable")
     }
 
     @Test("a server dropped without shutdown stops cleanly, even with a handler running")
@@ -175,7 +237,8 @@ struct AsyncHandlerTests {
             return .text("late")
         }
         var port = 0
-        var server: HTTPServer? = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), router: router)
+        var server: HTTPServer? = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0), router: router)
         try server?.start()
         port = server?.port ?? 0
         let capturedPort = port
@@ -191,7 +254,8 @@ struct AsyncHandlerTests {
     func addressInUse() async throws {
         let first = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), router: Router())
         try first.start()
-        let second = HTTPServer(configuration: .init(host: "127.0.0.1", port: first.port), router: Router())
+        let second = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: first.port), router: Router())
         do {
             try second.start()
             Issue.record("the second bind succeeded")
@@ -201,15 +265,61 @@ struct AsyncHandlerTests {
             #expect(error.description.contains("127.0.0.1:\(first.port)"))
         }
         #expect(throws: HTTPServerError.self) { try first.start() }
-        let badHost = HTTPServer(configuration: .init(host: "not a host name", port: 0), router: Router())
+        let badHost = HTTPServer(
+            configuration: .init(host: "not a host name", port: 0), router: Router())
         #expect(throws: HTTPServerError.self) { try badHost.start() }
         await first.shutdown()
         await first.shutdown()
     }
 
+    @Test("a failed libmicrohttpd start explains itself and releases the port")
+    func failedStart() async throws {
+        var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
+        configuration.tls = .init(
+            certificateChainPEM: "not a certificate", privateKeyPEM: "not a key")
+        let broken = HTTPServer(configuration: configuration, router: Router())
+        do {
+            try broken.start()
+            Issue.record("a server with a garbage certificate started")
+        } catch let error as HTTPServerError {
+            #expect(error.description.contains("TLS"), "\(error)")
+        }
+        // Bind an ephemeral port, then fail on it: the port must be free again afterwards.
+        let probe = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), router: Router())
+        try probe.start()
+        let port = probe.port
+        await probe.shutdown()
+        configuration.port = port
+        #expect(throws: HTTPServerError.self) {
+            try HTTPServer(configuration: configuration, router: Router()).start()
+        }
+        let again = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: port), router: Router())
+        try again.start()
+        await again.shutdown()
+    }
+
+    @Test("IPv6 loopback")
+    func ipv6() async throws {
+        let router = Router()
+        router.add(.GET, "/peer") { request in .text(request.remoteAddress ?? "none") }
+        let server = HTTPServer(configuration: .init(host: "::1", port: 0), router: router)
+        do {
+            try server.start()
+        } catch let error as HTTPServerError
+            where error.errno == EADDRNOTAVAIL || error.errno == EAFNOSUPPORT
+        {
+            return  // no IPv6 on this machine
+        }
+        let result = try await curl(["-g", "http://[::1]:\(server.port)/peer"])
+        #expect(result.output == "::1")
+        await server.shutdown()
+    }
+
     @Test("HTTPS with a certificate, request.isTLS set")
     func tls() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tuisong-tls-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tuisong-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = directory.appendingPathComponent("key.pem").path
@@ -231,7 +341,9 @@ struct AsyncHandlerTests {
             certificateChainPEM: try String(contentsOfFile: certificate, encoding: .utf8),
             privateKeyPEM: try String(contentsOfFile: key, encoding: .utf8))
         try await withServer({ $0.tls = tls }, router: router) { server in
-            let result = try await curl(["--cacert", certificate, "https://localhost:\(server.port)/whoami"])
+            let result = try await curl([
+                "--cacert", certificate, "https://localhost:\(server.port)/whoami",
+            ])
             #expect(result.status == 0)
             #expect(result.output == #"{"tls":true}"#)
         }

@@ -7,7 +7,8 @@ import Testing
 struct DecodingTests {
     @Test("query strings decode %XX and +, keep order and repeats")
     func query() throws {
-        let request = try Request(method: .GET, target: "/x?a=1&b=two+words&a=3&c&=empty&d=%E4%BD%A0%2B%26&&e=")
+        let request = try Request(
+            method: .GET, target: "/x?a=1&b=two+words&a=3&c&=empty&d=%E4%BD%A0%2B%26&&e=")
         #expect(request.query["a"] == "1")
         #expect(request.query.values(for: "a") == ["1", "3"])
         #expect(request.query["b"] == "two words")
@@ -24,7 +25,9 @@ struct DecodingTests {
     @Test("invalid escapes and invalid UTF-8 in a query are 400")
     func badQuery() {
         for target in ["/x?a=%", "/x?a=%4", "/x?a=%zz", "/x?a=%FF", "/x?%C3%28=1"] {
-            #expect(throws: HTTPError.self, "\(target)") { try Request(method: .GET, target: target) }
+            #expect(throws: HTTPError.self, "\(target)") {
+                try Request(method: .GET, target: target)
+            }
             do throws(HTTPError) {
                 _ = try Request(method: .GET, target: target)
             } catch {
@@ -45,20 +48,28 @@ struct DecodingTests {
         #expect(parameters["msg"] == "hello 世界")
         #expect(parameters["sign"] == "abc")
 
-        let json = try Request(method: .POST, target: "/f", headers: ["Content-Type": "application/json"], body: Array("a=1".utf8))
-        #expect(throws: HTTPError.unsupportedMediaType("expected Content-Type application/x-www-form-urlencoded, got application/json")) {
+        let json = try Request(
+            method: .POST, target: "/f", headers: ["Content-Type": "application/json"],
+            body: Array("a=1".utf8))
+        #expect(
+            throws: HTTPError.unsupportedMediaType(
+                "expected Content-Type application/x-www-form-urlencoded, got application/json")
+        ) {
             try json.formParameters()
         }
         let rawInvalid = try Request(
-            method: .POST, target: "/f", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            method: .POST, target: "/f",
+            headers: ["Content-Type": "application/x-www-form-urlencoded"],
             body: Array("a=".utf8) + [0xFF, 0xFE])
         #expect(throws: HTTPError.self) { try rawInvalid.formParameters() }
         let escapedInvalid = try Request(
-            method: .POST, target: "/f", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            method: .POST, target: "/f",
+            headers: ["Content-Type": "application/x-www-form-urlencoded"],
             body: Array("a=%C0%AF".utf8))
         #expect(throws: HTTPError.self) { try escapedInvalid.formParameters() }
         let badEscape = try Request(
-            method: .POST, target: "/f", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            method: .POST, target: "/f",
+            headers: ["Content-Type": "application/x-www-form-urlencoded"],
             body: Array("a=%2".utf8))
         #expect(throws: HTTPError.self) { try badEscape.formParameters() }
         #expect(try Request(method: .POST, target: "/f").formParameters().isEmpty)
@@ -75,11 +86,18 @@ struct DecodingTests {
         func request(_ body: String, type: String? = "application/json") throws -> Request {
             var headers: HTTPHeaders = []
             if let type { headers.add(name: "Content-Type", value: type) }
-            return try Request(method: .POST, target: "/j", headers: headers, body: Array(body.utf8))
+            return try Request(
+                method: .POST, target: "/j", headers: headers, body: Array(body.utf8))
         }
-        #expect(try request(#"{"token":"t","badge":2}"#).decodeJSON(Device.self) == Device(token: "t", badge: 2))
-        #expect(try request(#"{"token":"t","badge":2}"#, type: "application/merge-patch+json").decodeJSON(Device.self).badge == 2)
-        #expect(try request(#"{"token":"t","badge":2}"#, type: "Application/JSON; charset=UTF-8").decodeJSON(Device.self).token == "t")
+        #expect(
+            try request(#"{"token":"t","badge":2}"#).decodeJSON(Device.self)
+                == Device(token: "t", badge: 2))
+        #expect(
+            try request(#"{"token":"t","badge":2}"#, type: "application/merge-patch+json")
+                .decodeJSON(Device.self).badge == 2)
+        #expect(
+            try request(#"{"token":"t","badge":2}"#, type: "Application/JSON; charset=UTF-8")
+                .decodeJSON(Device.self).token == "t")
 
         func failure(_ body: String, type: String? = "application/json") throws -> HTTPError? {
             let request = try request(body, type: type)
@@ -93,8 +111,12 @@ struct DecodingTests {
         #expect(try failure("{}", type: "text/plain")?.status == 415)
         #expect(try failure("{}", type: nil)?.status == 415)
         #expect(try failure(#"{"token":"t"}"#)?.message == #"field "badge" is required"#)
-        #expect(try failure(#"{"token":"t","badge":"x"}"#)?.message.contains(#"field "badge" has the wrong type"#) == true)
-        #expect(try failure(#"{"token":"t","badge":1,"tags":[1]}"#)?.message.contains(#"field "tags[0]""#) == true)
+        #expect(
+            try failure(#"{"token":"t","badge":"x"}"#)?.message.contains(
+                #"field "badge" has the wrong type"#) == true)
+        #expect(
+            try failure(#"{"token":"t","badge":1,"tags":[1]}"#)?.message.contains(
+                #"field "tags[0]""#) == true)
         #expect(try failure(#"{"token": "#)?.status == 400)
         #expect(try failure("")?.message.contains("empty") == true)
 
@@ -110,7 +132,9 @@ struct DecodingTests {
 
         let object = try request(#"{"a":[1,2],"b":{"c":null}}"#).jsonObject()
         #expect((object["a"] as? [Int]) == [1, 2])
-        #expect(throws: HTTPError.badRequest("the JSON body must be an object")) { try request("[1]").jsonObject() }
+        #expect(throws: HTTPError.badRequest("the JSON body must be an object")) {
+            try request("[1]").jsonObject()
+        }
         #expect(throws: HTTPError.self) { try request("{oops}").jsonObject() }
     }
 
@@ -123,7 +147,9 @@ struct DecodingTests {
         }
         let encoded = Response.json(Payload(), status: 202)
         #expect(encoded.status == 202)
-        #expect(String(decoding: encoded.body, as: UTF8.self) == #"{"alpha":"a/b","middle":[3,1],"zeta":1}"#)
+        #expect(
+            String(decoding: encoded.body, as: UTF8.self)
+                == #"{"alpha":"a/b","middle":[3,1],"zeta":1}"#)
         #expect(encoded.headers["content-type"] == "application/json; charset=utf-8")
         let object = Response.json(object: ["b": 1, "a": ["y": true, "x": NSNull()]])
         #expect(String(decoding: object.body, as: UTF8.self) == #"{"a":{"x":null,"y":true},"b":1}"#)

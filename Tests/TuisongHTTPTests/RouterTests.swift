@@ -6,7 +6,9 @@ import Testing
 /// A handler that names itself and echoes its parameters, to see which route answered.
 func named(_ name: String) -> Handler {
     { request in
-        .json(object: ["route": name, "params": request.pathParameters, "method": request.method.rawValue])
+        .json(object: [
+            "route": name, "params": request.pathParameters, "method": request.method.rawValue,
+        ])
     }
 }
 
@@ -35,7 +37,8 @@ struct RouterTests {
         return router
     }
 
-    func respond(_ router: Router, _ method: HTTPMethod, _ target: String) async throws -> Response {
+    func respond(_ router: Router, _ method: HTTPMethod, _ target: String) async throws -> Response
+    {
         await router.respond(to: try Request(method: method, target: target))
     }
 
@@ -48,7 +51,8 @@ struct RouterTests {
         #expect(try routeName(admin) == "admin-apps")
         let easemob = try await respond(router, .POST, "/acme/chat/users")
         #expect(try routeName(easemob) == "easemob-users")
-        let parameters = try JSONSerialization.jsonObject(with: Data(easemob.body)) as? [String: Any]
+        let parameters =
+            try JSONSerialization.jsonObject(with: Data(easemob.body)) as? [String: Any]
         #expect(parameters?["params"] as? [String: String] == ["org": "acme", "app": "chat"])
     }
 
@@ -116,7 +120,9 @@ struct RouterTests {
     func dialects() async throws {
         let router = makeRouter()
         router.setErrorResponder(forPrefix: "/rest/") { error, _ in
-            .json(object: ["error_code": 30000 + error.status, "error_msg": error.message], status: error.status)
+            .json(
+                object: ["error_code": 30000 + error.status, "error_msg": error.message],
+                status: error.status)
         }
         router.setErrorResponder(forPrefix: "/rest/3.0/push/") { error, _ in
             .json(object: ["push_error": error.code], status: error.status)
@@ -136,15 +142,44 @@ struct RouterTests {
         #expect(try errorCode(native) == "not_found")
     }
 
+    @Test("a handler answering Response.error gets the path's dialect")
+    func errorResponses() async throws {
+        let router = Router()
+        router.setErrorResponder(forPrefix: "/rest/") { error, request in
+            .json(object: ["error_msg": error.message, "path": request.path], status: error.status)
+        }
+        router.setErrorResponder(forPrefix: "/loop/") { error, _ in .error(error) }
+        let failing: Handler = { _ in .error(.badRequest("channel_id is required")) }
+        router.add(.POST, "/rest/2.0/channel/channel", handler: failing)
+        router.add(.POST, "/api/v1/push", handler: failing)
+        router.add(.POST, "/loop/x", handler: failing)
+
+        let baidu = await router.respond(
+            to: try Request(method: .POST, target: "/rest/2.0/channel/channel"))
+        #expect(baidu.status == 400)
+        #expect(baidu.error == nil)
+        let object = try JSONSerialization.jsonObject(with: Data(baidu.body)) as? [String: Any]
+        #expect(object?["error_msg"] as? String == "channel_id is required")
+        #expect(object?["path"] as? String == "/rest/2.0/channel/channel")
+
+        let native = await router.respond(to: try Request(method: .POST, target: "/api/v1/push"))
+        #expect(native.status == 400)
+        #expect(try errorCode(native) == "bad_request")
+        let loop = await router.respond(to: try Request(method: .POST, target: "/loop/x"))
+        #expect(try errorCode(loop) == "bad_request")
+    }
+
     @Test("the route's body limit answers 413 before the handler")
     func bodyLimit() async throws {
         let router = Router(defaultBodyLimit: 10)
         router.add(.POST, "/small", handler: named("small"))
         router.add(.POST, "/large", bodyLimit: 100, handler: named("large"))
-        let small = await router.respond(to: try Request(method: .POST, target: "/small", body: Array(repeating: 1, count: 11)))
+        let small = await router.respond(
+            to: try Request(method: .POST, target: "/small", body: Array(repeating: 1, count: 11)))
         #expect(small.status == 413)
         #expect(try errorCode(small) == "payload_too_large")
-        let large = await router.respond(to: try Request(method: .POST, target: "/large", body: Array(repeating: 1, count: 11)))
+        let large = await router.respond(
+            to: try Request(method: .POST, target: "/large", body: Array(repeating: 1, count: 11)))
         #expect(try routeName(large) == "large")
     }
 

@@ -10,10 +10,13 @@ struct WebRoot {
     var root: URL { base.appendingPathComponent("web") }
 
     init() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("tuisong-web-\(UUID().uuidString)")
+        base = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tuisong-web-\(UUID().uuidString)")
         let files = FileManager.default
-        try files.createDirectory(at: base.appendingPathComponent("web/sub"), withIntermediateDirectories: true)
-        try files.createDirectory(at: base.appendingPathComponent("outside"), withIntermediateDirectories: true)
+        try files.createDirectory(
+            at: base.appendingPathComponent("web/sub"), withIntermediateDirectories: true)
+        try files.createDirectory(
+            at: base.appendingPathComponent("outside"), withIntermediateDirectories: true)
         let contents: [String: String] = [
             "web/index.html": "<h1>console</h1>",
             "web/app.js": "console.log('hi')",
@@ -31,9 +34,13 @@ struct WebRoot {
         for (path, text) in contents {
             try text.write(to: base.appendingPathComponent(path), atomically: true, encoding: .utf8)
         }
-        try files.createSymbolicLink(atPath: root.appendingPathComponent("link-out").path, withDestinationPath: "../outside/secret.txt")
-        try files.createSymbolicLink(atPath: root.appendingPathComponent("dir-out").path, withDestinationPath: "../outside")
-        try files.createSymbolicLink(atPath: root.appendingPathComponent("link-in.js").path, withDestinationPath: "app.js")
+        try files.createSymbolicLink(
+            atPath: root.appendingPathComponent("link-out").path,
+            withDestinationPath: "../outside/secret.txt")
+        try files.createSymbolicLink(
+            atPath: root.appendingPathComponent("dir-out").path, withDestinationPath: "../outside")
+        try files.createSymbolicLink(
+            atPath: root.appendingPathComponent("link-in.js").path, withDestinationPath: "app.js")
     }
 
     func remove() {
@@ -95,24 +102,32 @@ struct StaticFilesTests {
             let etag = try #require(first.header("ETag"))
             let lastModified = try #require(first.header("Last-Modified"))
 
-            let matched = try await fetch(port: port, "GET", "/notes.txt", headers: [("If-None-Match", etag)])
+            let matched = try await fetch(
+                port: port, "GET", "/notes.txt", headers: [("If-None-Match", etag)])
             #expect(matched.status == 304)
             #expect(matched.body.isEmpty)
             #expect(matched.header("ETag") == etag)
-            let listed = try await fetch(port: port, "GET", "/notes.txt", headers: [("If-None-Match", "\"x\", W/\(etag)")])
+            let listed = try await fetch(
+                port: port, "GET", "/notes.txt", headers: [("If-None-Match", "\"x\", W/\(etag)")])
             #expect(listed.status == 304)
-            let other = try await fetch(port: port, "GET", "/notes.txt", headers: [("If-None-Match", "\"other\"")])
+            let other = try await fetch(
+                port: port, "GET", "/notes.txt", headers: [("If-None-Match", "\"other\"")])
             #expect(other.status == 200)
-            let since = try await fetch(port: port, "GET", "/notes.txt", headers: [("If-Modified-Since", lastModified)])
+            let since = try await fetch(
+                port: port, "GET", "/notes.txt", headers: [("If-Modified-Since", lastModified)])
             #expect(since.status == 304)
             let older = try await fetch(
-                port: port, "GET", "/notes.txt", headers: [("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")])
+                port: port, "GET", "/notes.txt",
+                headers: [("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")])
             #expect(older.status == 200)
             #expect(older.text == "notes")
 
             try await Task.sleep(for: .milliseconds(20))
-            try "changed notes".write(to: web.root.appendingPathComponent("notes.txt"), atomically: false, encoding: .utf8)
-            let changed = try await fetch(port: port, "GET", "/notes.txt", headers: [("If-None-Match", etag)])
+            try "changed notes".write(
+                to: web.root.appendingPathComponent("notes.txt"), atomically: false, encoding: .utf8
+            )
+            let changed = try await fetch(
+                port: port, "GET", "/notes.txt", headers: [("If-None-Match", etag)])
             #expect(changed.status == 200)
             #expect(changed.text == "changed notes")
             #expect(changed.header("ETag") != etag)
@@ -144,10 +159,14 @@ struct StaticFilesTests {
             for path in attempts {
                 let response = try await fetch(port: port, "GET", path)
                 #expect(response.status == 404, "\(path) → \(response.status)")
-                #expect(!response.text.contains("secret") || response.text.contains("not_found"), "\(path)")
+                #expect(
+                    !response.text.contains("secret") || response.text.contains("not_found"),
+                    "\(path)")
             }
             // curl's own path normalisation is switched off so the dots reach the server.
-            let raw = try await curl(["--path-as-is", "http://127.0.0.1:\(port)/../../outside/secret.txt"])
+            let raw = try await curl([
+                "--path-as-is", "http://127.0.0.1:\(port)/../../outside/secret.txt",
+            ])
             #expect(!raw.output.contains("secret\n") && raw.output != "secret")
         }
     }

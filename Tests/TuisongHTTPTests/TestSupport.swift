@@ -35,7 +35,8 @@ struct RawResponse: Sendable {
     var text: String { String(decoding: body, as: UTF8.self) }
 
     func json() throws -> [String: Any] {
-        guard let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+        guard let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        else {
             throw ClientError(description: "not a JSON object: \(text)")
         }
         return object
@@ -66,10 +67,13 @@ final class RawHTTPClient: @unchecked Sendable {  // used by one test thread at 
             throw ClientError(description: "connect: \(String(cString: strerror(code)))")
         }
         var timeout = timeval(
-            tv_sec: Int(receiveTimeout), tv_usec: Int((receiveTimeout - receiveTimeout.rounded(.down)) * 1e6))
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            tv_sec: Int(receiveTimeout),
+            tv_usec: Int((receiveTimeout - receiveTimeout.rounded(.down)) * 1e6))
+        setsockopt(
+            descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var one: Int32 = 1
-        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(
+            descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
     deinit {
@@ -83,8 +87,12 @@ final class RawHTTPClient: @unchecked Sendable {  // used by one test thread at 
     func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { throw ClientError(description: "send: \(String(cString: strerror(errno)))") }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            guard sent > 0 else {
+                throw ClientError(description: "send: \(String(cString: strerror(errno)))")
+            }
             offset += sent
         }
     }
@@ -139,12 +147,21 @@ final class RawHTTPClient: @unchecked Sendable {  // used by one test thread at 
         while true {
             let line = try readLine()
             if line.isEmpty { break }
-            guard let colon = line.firstIndex(of: ":") else { throw ClientError(description: "bad header: \(line)") }
-            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            guard let colon = line.firstIndex(of: ":") else {
+                throw ClientError(description: "bad header: \(line)")
+            }
+            headers.append(
+                (
+                    String(line[..<colon]),
+                    line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                ))
         }
         var response = RawResponse(
-            status: status, reason: parts.count > 2 ? String(parts[2]) : "", headers: headers, body: [])
-        if head || status == 204 || status == 304 || (100..<200).contains(status) { return response }
+            status: status, reason: parts.count > 2 ? String(parts[2]) : "", headers: headers,
+            body: [])
+        if head || status == 204 || status == 304 || (100..<200).contains(status) {
+            return response
+        }
         if let length = response.header("Content-Length").flatMap({ Int($0) }) {
             response.body = try readExactly(length)
         } else if response.header("Transfer-Encoding")?.lowercased() == "chunked" {
@@ -175,7 +192,9 @@ final class RawHTTPClient: @unchecked Sendable {  // used by one test thread at 
     ) throws -> RawResponse {
         var text = "\(method) \(target) HTTP/1.1\r\nHost: localhost\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
-        if !body.isEmpty || method == "POST" || method == "PUT" { text += "Content-Length: \(body.count)\r\n" }
+        if !body.isEmpty || method == "POST" || method == "PUT" {
+            text += "Content-Length: \(body.count)\r\n"
+        }
         text += "\r\n"
         try send(Array(text.utf8) + body)
         return try readResponse(head: head || method == "HEAD")
@@ -210,7 +229,8 @@ final class RawHTTPClient: @unchecked Sendable {  // used by one test thread at 
 
 /// One request on a fresh connection, off the cooperative pool.
 func fetch(
-    port: Int, _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []
+    port: Int, _ method: String, _ target: String, headers: [(String, String)] = [],
+    body: [UInt8] = []
 ) async throws -> RawResponse {
     try await offPool {
         let client = try RawHTTPClient(port: port)
