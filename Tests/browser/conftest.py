@@ -46,12 +46,12 @@ def free_port():
 class Gateway:
     """A running `tuisong serve` and a small HTTP client for its APIs."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, name="server"):
         self.directory = pathlib.Path(directory)
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         OUTPUT.mkdir(parents=True, exist_ok=True)
-        self.log_path = OUTPUT / "server.log"
+        self.log_path = OUTPUT / f"{name}.log"
         env = {
             k: v for k, v in os.environ.items()
             if not k.startswith("TUISONG_") or k == "TUISONG_BIN"
@@ -143,10 +143,11 @@ class AdminClient:
         return status, data, headers
 
 
-@pytest.fixture(scope="session")
-def gateway():
+@pytest.fixture(scope="module")
+def gateway(request):
+    """One server per test module, so modules do not see each other's apps."""
     directory = tempfile.mkdtemp(prefix="tuisong-browser-")
-    gw = Gateway(directory)
+    gw = Gateway(directory, name=f"server-{request.module.__name__}")
     yield gw
     gw.stop()
     shutil.rmtree(directory, ignore_errors=True)
@@ -176,6 +177,10 @@ def make_driver(width, height):
     driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(30)
     driver.set_script_timeout(30)
+    if width < 500:
+        # Chromium keeps a window at least 500 px wide; a phone's width is emulated instead.
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": width, "height": height, "deviceScaleFactor": 1, "mobile": True})
     return driver
 
 
@@ -190,13 +195,18 @@ def screenshot(driver, name):
     OUTPUT.mkdir(parents=True, exist_ok=True)
     path = OUTPUT / f"{name}.png"
     # The whole page, not just the window: resize to the document's height first.
+    width = driver.execute_script("return window.innerWidth")
     height = driver.execute_script(
         "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)")
-    width = driver.execute_script("return window.innerWidth")
-    original = driver.get_window_size()
-    driver.set_window_size(original["width"], min(max(height + 120, original["height"]), 4000))
+    height = min(max(height, 600), 4000)
+    # Emulate a viewport as tall as the page, take it, and go back to the real window.
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500})
     time.sleep(0.2)
     driver.save_screenshot(str(path))
-    driver.set_window_size(original["width"], original["height"])
-    assert width > 0
+    if width < 500:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": width, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+    else:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     return path

@@ -48,6 +48,7 @@ async function route({ focus = true } = {}) {
   const token = ++renderToken;
   clear(main);
   main.setAttribute('aria-busy', 'true');
+  delete main.dataset.route;
   try {
     const result = await routes[name](main, { arg, navigate });
     if (token !== renderToken) {
@@ -55,6 +56,8 @@ async function route({ focus = true } = {}) {
       return;
     }
     cleanup = typeof result === 'function' ? result : null;
+    // Says which route the content belongs to (for tests and styles), once it is there.
+    main.dataset.route = arg ? `${name}/${arg}` : name;
   } catch (error) {
     if (error.status === 401) return;
     clear(main);
@@ -125,6 +128,11 @@ async function boot() {
   applyStaticText();
   updateLanguageButtons();
   document.getElementById('lang-toggle-top').addEventListener('click', toggleLanguage);
+  // The skip link moves focus, not the route (routes live in the hash too).
+  document.querySelector('.skip-link').addEventListener('click', (event) => {
+    event.preventDefault();
+    main.focus();
+  });
   onLanguageChange(() => {
     applyStaticText();
     updateLanguageButtons();

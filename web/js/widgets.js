@@ -61,9 +61,10 @@ export function failureBars(failures) {
 }
 
 /** An SVG area chart of deliveries per second; `points` = [{ t, per_second }]. */
-export function rateChart(points, bucketSeconds) {
-  const width = 720;
-  const height = 200;
+export function rateChart(points, bucketSeconds, pixelWidth = 720) {
+  // Drawn at the width it is shown at, so labels keep their size on a phone.
+  const width = Math.round(Math.min(900, Math.max(300, pixelWidth)));
+  const height = width < 500 ? 180 : 200;
   const pad = { left: 44, right: 10, top: 12, bottom: 26 };
   const innerW = width - pad.left - pad.right;
   const innerH = height - pad.top - pad.bottom;

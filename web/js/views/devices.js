@@ -1,5 +1,5 @@
 import { get } from '../api.js';
-import { h, field, formatTime, formatNumber, shortToken } from '../dom.js';
+import { h, append, field, formatTime, formatNumber, shortToken } from '../dom.js';
 import { t, errorText } from '../i18n.js';
 import { currentApp } from '../state.js';
 import { stateBadge } from '../widgets.js';
@@ -65,7 +65,7 @@ export async function renderDevices(container, { arg }) {
   }
 
   const form = h('form', { role: 'search', id: 'device-search', novalidate: true },
-    h('div', { class: 'row' },
+    h('div', { class: 'row bottom' },
       field(t('dev.searchBy'), by, { id: 'device-by' }).wrap,
       field(t('dev.query'), q, { id: 'device-q' }).wrap,
       h('div', { class: 'field' }, h('button', { type: 'submit', class: 'primary', text: t('dev.search') }))));
@@ -122,7 +122,7 @@ async function renderDevice(container, app, token) {
       row(t('dev.when'), formatTime(last.at || last.created_at)))
     : h('p', { class: 'empty', id: 'last-delivery', text: t('dev.noDelivery') });
 
-  container.append(
+  append(container, [
     h('p', {}, h('a', { href: '#/devices', text: `← ${t('dev.back')}` })),
     h('h1', { tabindex: '-1', text: t('dev.detail') }),
     h('p', { class: 'subtitle token', text: device.token }),
@@ -154,6 +154,6 @@ async function renderDevice(container, app, token) {
                 h('td', {}, stateBadge(p.state)),
                 h('td', { text: p.reason || '—' }),
                 h('td', { class: 'wide-only nowrap', text: formatTime(p.updated_at) }))))))]
-          : null)));
+          : null))]);
   return null;
 }

@@ -41,7 +41,7 @@ export async function renderMonitor(container) {
           progressBar(message), countsLine(message)));
       }
     }
-    clear(chart).append(rateChart(data.rate, data.bucket_seconds));
+    clear(chart).append(rateChart(data.rate, data.bucket_seconds, chart.clientWidth || 720));
     clear(failures).append(
       h('p', { class: 'muted', text: t('monitor.failuresWindow', { minutes: Math.round(data.failures_window_seconds / 60) }) }),
       failureBars(data.failures));

@@ -242,7 +242,7 @@ async function followMessage(container, id) {
         h('section', { class: 'panel', 'aria-labelledby': 'follow-failures' }, h('h2', { id: 'follow-failures', text: t('monitor.failures') }), failuresBox),
         h('section', { class: 'panel', 'aria-labelledby': 'follow-payload' },
           h('h2', { id: 'follow-payload', text: t('push.payload') }),
-          h('p', { class: 'muted', text: t('push.size', { size: formatNumber(message.payload_bytes), limit: formatNumber(PAYLOAD_LIMIT) }) }),
+          h('p', { class: 'muted', id: 'follow-payload-size', text: t('push.size', { size: formatNumber(message.payload_bytes), limit: formatNumber(PAYLOAD_LIMIT) }) }),
           h('pre', { class: 'payload', text: message.payload }))));
       payloadShown = true;
     }
