@@ -105,14 +105,23 @@ export function confirmDialog(title, message, confirmLabel, cancelLabel) {
   });
 }
 
+/** The page's language (set by i18n.js), so numbers and dates follow the toggle. */
+function locale() {
+  return document.documentElement.lang || undefined;
+}
+
 export function formatNumber(n) {
-  return new Intl.NumberFormat().format(n);
+  return new Intl.NumberFormat(locale()).format(n);
 }
 
 export function formatTime(iso) {
   if (!iso) return '—';
   const date = new Date(iso);
-  return date.toLocaleString(undefined, { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  return date.toLocaleString(locale(), { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+export function formatClock(date, withSeconds = true) {
+  return date.toLocaleTimeString(locale(), withSeconds ? undefined : { hour: '2-digit', minute: '2-digit' });
 }
 
 export function shortToken(token) {

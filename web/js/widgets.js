@@ -1,7 +1,7 @@
 // Pieces several pages show: delivery progress, message state badges, the rate chart,
 // failure bars and credential alerts.
 
-import { h, svg, formatNumber } from './dom.js';
+import { h, svg, formatNumber, formatClock } from './dom.js';
 import { t } from './i18n.js';
 
 const STATE_CLASS = {
@@ -92,7 +92,7 @@ export function rateChart(points, bucketSeconds, pixelWidth = 720) {
     const labelEvery = Math.max(1, Math.round(points.length / 5));
     points.forEach((p, i) => {
       if (i % labelEvery !== 0 && i !== points.length - 1) return;
-      const label = new Date(p.t).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+      const label = formatClock(new Date(p.t), false);
       chart.append(svg('text', { x: x(i), y: height - 8, 'text-anchor': i === 0 ? 'start' : (i === points.length - 1 ? 'end' : 'middle'), text: label }));
     });
   }

@@ -1,5 +1,5 @@
 import { get } from '../api.js';
-import { h, clear, formatTime, formatNumber } from '../dom.js';
+import { h, clear, formatTime, formatNumber, formatClock } from '../dom.js';
 import { t } from '../i18n.js';
 import { state } from '../state.js';
 import { stateBadge, progressBar, countsLine, failureBars, rateChart, credentialBanners } from '../widgets.js';
@@ -69,7 +69,7 @@ export async function renderMonitor(container) {
           h('td', { class: 'num', text: formatNumber(m.counts.failed) }),
           h('td', { class: 'wide-only nowrap', text: formatTime(m.created_at) }))))));
     }
-    updated.textContent = t('monitor.updated', { time: new Date(data.now).toLocaleTimeString() });
+    updated.textContent = t('monitor.updated', { time: formatClock(new Date(data.now)) });
   }
 
   let stopped = false;

@@ -150,7 +150,7 @@ export async function renderPush(container, { arg, navigate }) {
           h('div', { class: 'row' }, field(t('push.badge'), badge, { id: 'push-badge' }).wrap, field(t('push.sound'), sound, { id: 'push-sound' }).wrap),
           customField.wrap)),
       h('div', {},
-        h('div', { class: 'panel', style: { marginBottom: '0' } },
+        h('div', { class: 'panel sticky-panel', style: { marginBottom: '0' } },
           h('div', { class: 'meter-line' }, h('span', { id: 'payload-size-label', text: t('push.payloadSize') }), sizeText),
           meter,
           h('h3', { style: { marginTop: '14px' }, text: t('push.payload') }),
