@@ -21,6 +21,8 @@ struct AdminAPI: Sendable {
     let apiKeys: APIKeyAuthenticator?
     /// Where test pushes go; nil when this process runs no delivery engine.
     let gateway: (any PushGateway)?
+    /// Checks, stores and tests APNs credentials; nil in a build without the APNs sender.
+    let credentials: (any AdminCredentialBackend)?
     let config: GatewayConfig
     let clock: any Clock
     let logger: Logger
@@ -34,13 +36,14 @@ struct AdminAPI: Sendable {
 
     init(
         store: any AdminStore, masterKey: MasterKey, apiKeys: APIKeyAuthenticator?, gateway: (any PushGateway)?,
-        config: GatewayConfig, clock: any Clock, logger: Logger,
+        credentials: (any AdminCredentialBackend)? = nil, config: GatewayConfig, clock: any Clock, logger: Logger,
         sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil
     ) {
         self.store = store
         self.sealer = MasterKeySealer(masterKey: masterKey)
         self.apiKeys = apiKeys
         self.gateway = gateway
+        self.credentials = credentials
         self.config = config
         self.clock = clock
         self.logger = logger
@@ -69,7 +72,7 @@ struct AdminAPI: Sendable {
             return .json(object: [
                 "csrf_token": session.csrfToken,
                 "version": TuisongVersion.current,
-                "features": ["push": gateway != nil, "credentials": false],
+                "features": ["push": gateway != nil, "credentials": credentials != nil],
                 "idle_timeout_seconds": Int(sessions.idleTimeout),
             ])
         }
@@ -81,6 +84,9 @@ struct AdminAPI: Sendable {
         AdminDevicesAPI(api: self).register(on: router)
         AdminPushAPI(api: self).register(on: router)
         AdminMonitorAPI(api: self).register(on: router)
+        if let credentials {
+            AdminCredentialsAPI(api: self, backend: credentials).register(on: router)
+        }
     }
 
     /// Mounts a handler behind the session and CSRF checks, rendering its errors.

@@ -41,8 +41,13 @@ async function route({ focus = true } = {}) {
   }
   const { name, arg } = parseHash();
   for (const link of document.querySelectorAll('#sidenav a')) {
-    if (link.dataset.route === name) link.setAttribute('aria-current', 'page');
-    else link.removeAttribute('aria-current');
+    if (link.dataset.route === name) {
+      link.setAttribute('aria-current', 'page');
+      // On a phone the navigation is a scrolling strip: keep the current page in view.
+      link.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+    } else {
+      link.removeAttribute('aria-current');
+    }
   }
   document.title = `${t(`nav.${name}`)} · ${t('brand')}`;
   const token = ++renderToken;
