@@ -130,6 +130,12 @@ function updateLanguageButtons() {
 }
 
 async function boot() {
+  // Never inside another site's frame: the static files carry no frame-ancestors header, so
+  // the page refuses by itself (the API answers with X-Frame-Options: DENY).
+  if (window.top !== window.self) {
+    document.body.textContent = 'The Tuisong console cannot be shown inside a frame.';
+    return;
+  }
   applyStaticText();
   updateLanguageButtons();
   document.getElementById('lang-toggle-top').addEventListener('click', toggleLanguage);
