@@ -237,6 +237,9 @@ def test_devices_registered_through_the_native_api_are_searchable(browser, gatew
     details = visible(browser, "#device-details")
     assert "console-test" in details.text and "北京" in details.text and "Sandbox" in details.text
     screenshot(browser, "09-device-detail")
+    browser.find_element(By.ID, "device-send-push").click()
+    token_input = visible(browser, "#push-token")
+    assert token_input.get_attribute("value") == shared["tokens"][0]
 
 
 def test_test_push_reaches_every_device(browser, gateway):

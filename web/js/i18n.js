@@ -261,6 +261,8 @@ const en = {
   'push.following': 'Message #{id}',
   'push.another': 'New test push',
   'push.done': 'Finished {time}.',
+  'push.silent': '(no visible alert)',
+  'dev.sendPush': 'Send a test push to this device',
 
   'env.sandbox': 'Sandbox',
   'env.production': 'Production',
@@ -540,6 +542,8 @@ const zh = {
   'push.following': '消息 #{id}',
   'push.another': '再发一条测试推送',
   'push.done': '已于 {time} 完成。',
+  'push.silent': '（无可见提醒）',
+  'dev.sendPush': '向该设备发送测试推送',
 
   'env.sandbox': '开发环境',
   'env.production': '生产环境',

@@ -126,6 +126,7 @@ async function renderDevice(container, app, token) {
     h('p', {}, h('a', { href: '#/devices', text: `← ${t('dev.back')}` })),
     h('h1', { tabindex: '-1', text: t('dev.detail') }),
     h('p', { class: 'subtitle token', text: device.token }),
+    h('p', {}, h('a', { href: `#/push/device/${device.token}`, id: 'device-send-push', text: t('dev.sendPush') })),
     device.invalidated_at
       ? h('div', { class: 'banner bad', role: 'status' }, h('div', {}, h('strong', { text: t('dev.invalidatedAt', { time: formatTime(device.invalidated_at) }) }), device.invalid_reason || ''))
       : null,

@@ -8,7 +8,9 @@ import { stateBadge, progressBar, countsLine, failureBars } from '../widgets.js'
 import { noAppPanel } from './common.js';
 
 export async function renderPush(container, { arg, navigate }) {
-  if (arg) return followMessage(container, Number(arg));
+  // #/push/<message id> follows a message; #/push/device/<token> composes for one device.
+  const prefillToken = arg?.startsWith('device/') ? arg.slice('device/'.length) : null;
+  if (arg && !prefillToken) return followMessage(container, Number(arg));
   const app = currentApp();
   container.append(h('div', { class: 'page-head' },
     h('div', {}, h('h1', { tabindex: '-1', text: t('push.title') }), h('p', { class: 'subtitle', text: app ? t('push.subtitle', { name: app.name }) : '' }))));
@@ -31,7 +33,7 @@ export async function renderPush(container, { arg, navigate }) {
     const input = h('input', { type: 'radio', name: 'audience', value: kind, id: `audience-${kind}`, checked: kind === 'token' });
     return { kind, input, label: h('label', { for: input.id }, input, ` ${t(`push.audience.${kind}`)}`) };
   });
-  const token = h('input', { type: 'text', name: 'token', autocomplete: 'off', spellcheck: 'false', placeholder: t('push.tokenPlaceholder') });
+  const token = h('input', { type: 'text', name: 'token', autocomplete: 'off', spellcheck: 'false', placeholder: t('push.tokenPlaceholder'), value: prefillToken || '' });
   const tag = h('input', { type: 'text', name: 'tag', autocomplete: 'off', list: 'push-tags' });
   const tagList = h('datalist', { id: 'push-tags' }, tags.map((x) => h('option', { value: x.name })));
   const tokenField = field(t('push.token'), token, { id: 'push-token' });
@@ -53,6 +55,10 @@ export async function renderPush(container, { arg, navigate }) {
   const meterFill = h('span');
   const meter = h('div', { class: 'meter', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': PAYLOAD_LIMIT, 'aria-labelledby': 'payload-size-label' }, meterFill);
   const payloadPre = h('pre', { class: 'payload', id: 'payload-preview' });
+  const previewTitle = h('div', { class: 'preview-title', id: 'push-preview-title' });
+  const previewBody = h('div', { class: 'preview-body', id: 'push-preview-body' });
+  const preview = h('div', { class: 'preview-phone', role: 'group', 'aria-label': t('tpl.preview') },
+    h('div', { class: 'preview-card' }, h('div', { class: 'preview-app', text: app.name }), previewTitle, previewBody));
   const send = h('button', { type: 'submit', class: 'primary', id: 'push-send', text: t('push.send') });
   const inputs = { token, tag, 'audience.token': token, 'audience.tag': tag, environment, title, body, badge, sound, custom, template_id: templateSelect };
 
@@ -125,6 +131,8 @@ export async function renderPush(container, { arg, navigate }) {
     meter.className = `meter ${size > PAYLOAD_LIMIT ? 'over' : size > PAYLOAD_LIMIT * 0.9 ? 'warn' : ''}`;
     meterFill.style.width = `${Math.min(100, (100 * size) / PAYLOAD_LIMIT)}%`;
     payloadPre.textContent = text;
+    previewTitle.textContent = fields.title;
+    previewBody.textContent = fields.body || (fields.title ? '' : t('push.silent'));
     send.disabled = size > PAYLOAD_LIMIT || Boolean(parsed.error) || !features().push;
   }
 
@@ -153,6 +161,8 @@ export async function renderPush(container, { arg, navigate }) {
         h('div', { class: 'panel sticky-panel', style: { marginBottom: '0' } },
           h('div', { class: 'meter-line' }, h('span', { id: 'payload-size-label', text: t('push.payloadSize') }), sizeText),
           meter,
+          h('h3', { style: { marginTop: '14px' }, text: t('tpl.preview') }),
+          preview,
           h('h3', { style: { marginTop: '14px' }, text: t('push.payload') }),
           payloadPre,
           h('div', { class: 'actions', style: { marginTop: '14px' } }, send)))));
