@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+internal import CNGHTTP2
 internal import CTuisongShims
 
 /// epoll tokens: those below `firstConnection` name the loop's own descriptors; a connection's

@@ -1,16 +1,26 @@
 import Foundation
 import Logging
+import TuisongAPNs
+import TuisongAPNsMock
 import TuisongCore
+import TuisongCrypto
 import TuisongHTTP
+import TuisongPlugin
 import TuisongStore
 
-/// The composition root: opens the store, loads the master key, builds the router from the
-/// native API and the mounted providers, and runs the HTTP server until `shutdown()`.
+/// The composition root: opens the store, loads the master key, starts the local APNs mock
+/// when configured, builds the delivery engine and the router (native API, providers,
+/// console), and runs the HTTP server until `shutdown()`.
 public final class GatewayRuntime: Sendable {
     public let config: GatewayConfig
     public let store: SQLiteStore
     public let masterKey: MasterKey
     public let adminPassword: AdminPassword.Bootstrap
+    public let engine: DeliveryEngine
+    public let credentials: CredentialService
+    /// The in-process APNs look-alike (`apns.local_mock`), or nil when sending to Apple.
+    public let localMock: APNsMockServer?
+    let sender: APNsPushSender
     let server: HTTPServer
     let logger: Logger
 
@@ -28,22 +38,56 @@ public final class GatewayRuntime: Sendable {
         config: GatewayConfig, environment: [String: String] = ProcessInfo.processInfo.environment,
         clock: any Clock = SystemClock(), logger: Logger
     ) async throws -> GatewayRuntime {
+        // OpenSSL writes to sockets with write(2): a peer that hangs up must not kill us.
+        signal(SIGPIPE, SIG_IGN)
         let store = try SQLiteStore(
             path: config.database.path,
             configuration: SQLiteStore.Options(synchronousFull: config.database.synchronousFull))
+        var mock: APNsMockServer?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)
             let admin = try await AdminPassword.bootstrap(
                 settings: store, environment: environment,
                 passwordFile: config.security.initialAdminPasswordFile)
+            let credentials = CredentialService(store: store, masterKey: masterKey, clock: clock)
+
+            var endpoints = APNsPushSender.Endpoints(
+                production: try endpoint(config.apns.productionURL, key: "apns.production_url"),
+                sandbox: try endpoint(config.apns.sandboxURL, key: "apns.sandbox_url"),
+                caFile: config.apns.caFile.isEmpty ? nil : config.apns.caFile, extraCACertificates: [])
+            var fallback: APNsPushSender.Fallback?
+            if config.apns.localMock {
+                let local = try await LocalAPNs.start(config: config, store: store, credentials: credentials, logger: logger)
+                mock = local.server
+                endpoints.production = local.endpoint
+                endpoints.sandbox = local.endpoint
+                endpoints.extraCACertificates = [local.caCertificate]
+                fallback = local.fallback
+            }
+            let sender = APNsPushSender(
+                credentials: credentials, store: store, endpoints: endpoints, poolSettings: config.apns,
+                fallback: fallback, clock: clock, logger: logger)
+            let engine = DeliveryEngine(
+                store: store, sender: sender, settings: DeliverySettings(config.delivery), clock: clock, logger: logger)
+            try await engine.start()
 
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
+            NativePushAPI(engine: engine, authenticator: authenticator).register(on: router)
+            let sealer = MasterKeySealer(masterKey: masterKey)
+            _ = try ProviderRegistry.mount(config.providers, router: router) { name in
+                ProviderContext(
+                    store: store, gateway: engine, secrets: sealer, clock: clock,
+                    logger: Logger(label: "tuisong.\(name)"), configuration: config.providerSections[name]?.jsonValue)
+            }
             AdminAPI(
-                store: store, masterKey: masterKey, apiKeys: authenticator, gateway: nil, config: config,
-                clock: clock, logger: logger
+                store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
+                credentials: GatewayCredentialBackend(
+                    credentials: credentials, store: store, sender: sender, engine: engine, localMock: mock,
+                    logger: logger),
+                config: config, clock: clock, logger: logger
             ).register(on: router)
             if FileManager.default.fileExists(atPath: config.web.root) {
                 router.setStaticFiles(try StaticFiles(root: config.web.root))
@@ -61,36 +105,115 @@ public final class GatewayRuntime: Sendable {
                     maxHeaderBytes: config.listen.maxHeaderBytes,
                     maxConnections: config.listen.maxConnections),
                 router: router)
-            try server.start()
+            do {
+                try server.start()
+            } catch {
+                await engine.stop()
+                await sender.shutdown()
+                throw error
+            }
             return GatewayRuntime(
-                config: config, store: store, masterKey: masterKey, adminPassword: admin,
-                server: server, logger: logger)
+                config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
+                credentials: credentials, localMock: mock, sender: sender, server: server, logger: logger)
         } catch {
+            mock?.shutdown()
             try? store.close()
             throw error
         }
     }
 
     private init(
-        config: GatewayConfig, store: SQLiteStore, masterKey: MasterKey,
-        adminPassword: AdminPassword.Bootstrap, server: HTTPServer, logger: Logger
+        config: GatewayConfig, store: SQLiteStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
+        engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, sender: APNsPushSender,
+        server: HTTPServer, logger: Logger
     ) {
         self.config = config
         self.store = store
         self.masterKey = masterKey
         self.adminPassword = adminPassword
+        self.engine = engine
+        self.credentials = credentials
+        self.localMock = localMock
+        self.sender = sender
         self.server = server
         self.logger = logger
     }
 
-    /// Stops accepting, lets in-flight requests finish, then closes the database cleanly.
+    /// Adds an APNs credential to an app: validated, sealed, stored; deliveries held for want of
+    /// one are released.
+    public func addCredential(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment) async throws
+        -> CredentialRecord
+    {
+        let record = try await credentials.add(upload, appID: appID, environment: environment)
+        if let localMock, record.kind == .p8, let material = try? credentials.material(record),
+            case .token(let key, let keyID, let teamID) = material
+        {
+            // Local mode: the mock learns the key, as Apple knows every key of a team.
+            localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
+        }
+        await sender.credentialsChanged(appID: appID)
+        if try await store.releaseHeldDeliveries(appID: appID, environment: environment, now: Date()) > 0 {
+            engine.wake()
+        }
+        return record
+    }
+
+    /// Stops accepting, lets in-flight requests finish, stops the delivery engine (what it
+    /// had not flushed is sent again on the next start), closes the APNs connections and the
+    /// database.
     public func shutdown() async {
         await server.shutdown()
+        await engine.stop()
+        await sender.shutdown()
+        localMock?.shutdown()
         do {
             try store.close()
         } catch {
             logger.error("closing the database failed: \(error)")
         }
+    }
+
+    private static func endpoint(_ url: String, key: String) throws -> APNsEndpoint {
+        guard let endpoint = APNsEndpoint(url: url) else { throw ConfigError(key, "\"\(url)\" is not an https URL with a host") }
+        return endpoint
+    }
+}
+
+/// Local mode: the bundled APNs mock in-process with throwaway keys kept next to the database
+/// (so credentials stored against it keep working across restarts).
+enum LocalAPNs {
+    struct Started {
+        var server: APNsMockServer
+        var endpoint: APNsEndpoint
+        var caCertificate: Certificate
+        var fallback: APNsPushSender.Fallback
+    }
+
+    static func start(config: GatewayConfig, store: SQLiteStore, credentials: CredentialService, logger: Logger) async throws
+        -> Started
+    {
+        let directory = (config.database.path as NSString).deletingLastPathComponent
+        let path = (directory.isEmpty ? "." : directory) + "/apns-mock-local.json"
+        let setup = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "tuisong.local")
+        var configuration = setup.configuration(host: "127.0.0.1", port: config.apns.localMockPort)
+        // Every p8 key already stored is trusted, as Apple trusts every key of a team.
+        for app in try await store.apps() {
+            for record in try await store.credentials(appID: app.id) where record.kind == .p8 {
+                if case .token(let key, let keyID, let teamID)? = try? credentials.material(record) {
+                    configuration.tokenKeys.append(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
+                }
+            }
+        }
+        var mockLogger = logger
+        mockLogger.logLevel = max(logger.logLevel, .notice)
+        let server = try APNsMockServer(
+            configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey, logger: mockLogger)
+        try server.start()
+        logger.notice("APNs local mode: sending to the bundled mock at https://127.0.0.1:\(server.port) (apns.local_mock)")
+        return Started(
+            server: server, endpoint: APNsEndpoint(host: "127.0.0.1", port: server.port),
+            caCertificate: try Certificate(pem: setup.caCertificatePEM),
+            fallback: .init(material: .token(key: try PrivateKey(pem: setup.tokenKeyPEM), keyID: setup.keyID, teamID: setup.teamID)))
     }
 }
 

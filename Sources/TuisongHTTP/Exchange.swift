@@ -339,30 +339,24 @@ extension RequestTarget {
 
 /// `127.0.0.1` / `::1` for an IPv4 / IPv6 socket address.
 func formatAddress(_ address: UnsafePointer<sockaddr>) -> String? {
-    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-    switch Int32(address.pointee.sa_family) {
-    case AF_INET:
-        return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { ipv4 in
-            var raw = ipv4.pointee.sin_addr
-            guard inet_ntop(AF_INET, &raw, &buffer, socklen_t(buffer.count)) != nil else {
-                return nil
+    let family = Int32(address.pointee.sa_family)
+    guard family == AF_INET || family == AF_INET6 else { return nil }
+    // A stack buffer: this runs once per request.
+    return withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN)) {
+        buffer -> String? in
+        let written: UnsafePointer<CChar>?
+        if family == AF_INET {
+            written = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { ipv4 in
+                var raw = ipv4.pointee.sin_addr
+                return inet_ntop(AF_INET, &raw, buffer.baseAddress, socklen_t(buffer.count))
             }
-            return string(fromNulTerminated: buffer)
-        }
-    case AF_INET6:
-        return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { ipv6 in
-            var raw = ipv6.pointee.sin6_addr
-            guard inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count)) != nil else {
-                return nil
+        } else {
+            written = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { ipv6 in
+                var raw = ipv6.pointee.sin6_addr
+                return inet_ntop(AF_INET6, &raw, buffer.baseAddress, socklen_t(buffer.count))
             }
-            return string(fromNulTerminated: buffer)
         }
-    default:
-        return nil
+        guard let written else { return nil }
+        return String(validatingCString: written)
     }
-}
-
-/// The text before the first NUL of a C character buffer.
-func string(fromNulTerminated buffer: [CChar]) -> String {
-    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

@@ -200,3 +200,8 @@ enum MHDCallbacks {
         core.log(message)
     }
 }
+
+/// The text before the first NUL of a C character buffer.
+func string(fromNulTerminated buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}

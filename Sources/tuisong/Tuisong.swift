@@ -13,6 +13,7 @@ struct Tuisong: AsyncParsableCommand {
         version: TuisongVersion.current,
         subcommands: [
             Serve.self, CheckConfig.self, Migrate.self, Version.self, AppCommand.self, DeviceCommand.self,
+            CredentialCommand.self, APNsMockCommand.self,
         ])
 }
 
@@ -179,10 +180,16 @@ struct DeviceCommand: AsyncParsableCommand {
         @Option(help: "The app id.") var app: Int64
         @Option(help: "sandbox or production.") var environment: String = "production"
         @Option(help: "A file of tokens; standard input when absent.") var file: String?
+        @Option(help: "Tag every imported device with this tag.") var tag: String?
 
         func run() async throws {
             guard let environment = APNsEnvironment(rawValue: environment) else {
                 throw ValidationError("--environment must be sandbox or production")
+            }
+            var tags: [TagName]?
+            if let tag {
+                guard let name = TagName(tag) else { throw ValidationError("--tag \"\(tag)\" is not a valid tag") }
+                tags = [name]
             }
             let config = try options.load()
             let store = try options.openStore(config)
@@ -209,7 +216,7 @@ struct DeviceCommand: AsyncParsableCommand {
                     FileHandle.standardError.write(Data("line \(lineNumber): not a device token\n".utf8))
                     continue
                 }
-                batch.append(DeviceRegistration(token: token, environment: environment))
+                batch.append(DeviceRegistration(token: token, environment: environment, tags: tags))
                 if batch.count == 5000 {
                     imported += try await store.registerDevices(appID: app, batch)
                     batch.removeAll(keepingCapacity: true)

@@ -102,3 +102,11 @@ func repositoryRoot() -> URL {
     }
     return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
 }
+
+@Suite struct ISO8601Tests {
+    @Test func formatsUTCWithMilliseconds() {
+        #expect(ISO8601.string(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
+        #expect(ISO8601.string(Date(timeIntervalSince1970: 1_795_305_600.123)) == "2026-11-22T00:00:00.123Z")
+        #expect(ISO8601.string(Date(timeIntervalSince1970: 951_782_400.5)) == "2000-02-29T00:00:00.500Z")
+    }
+}

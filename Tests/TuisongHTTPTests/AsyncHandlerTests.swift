@@ -165,7 +165,8 @@ struct AsyncHandlerTests {
             let start = clock.now
             let fast = try await fetch(port: port, "GET", "/fast")
             #expect(fast.text == "fast")
-            #expect(clock.now - start < .milliseconds(500))
+            // Well under the slow handler's second, with room for a loaded machine.
+            #expect(clock.now - start < .milliseconds(800))
             #expect(try await slow.text == "slow")
         }
     }

@@ -3,10 +3,7 @@
 // Shims for nghttp2: each function is prefixed tuisong_nghttp2_ and says why Swift cannot call
 // the library directly.
 
-// --- APNs mock server (TuisongAPNsMock) ---
-// The mock's HTTP/2 event loop is epoll-based, and Swift's Glibc module does not export
-// <sys/epoll.h> or <sys/eventfd.h>; exposing them here keeps the loop in Swift.
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
+// (epoll and eventfd, which Swift's Glibc module does not export, come from CNGHTTP2's
+// shim.h: one module owns those headers, so every build mode sees the same declarations.)
 
 #endif

@@ -1,0 +1,137 @@
+import Foundation
+public import Logging
+public import TuisongCore
+public import TuisongCrypto
+
+/// HTTP/2 connections to one APNs endpoint for one credential.
+///
+/// Requests are spread over `connections` connections (the least-loaded one with a free
+/// stream), never above what each server connection allows (SETTINGS_MAX_CONCURRENT_STREAMS,
+/// and one stream until a token-authenticated connection has had a request accepted).
+/// Requests beyond that wait in a queue. GOAWAY, refused streams and broken connections are
+/// handled by retrying on another connection; every request ends with a response or an
+/// `APNsTransportError`, at the latest when `requestTimeout` runs out.
+///
+/// One pool per (credential, environment): a connection never carries two teams' tokens.
+///
+/// ```swift
+/// let pool = try APNsConnectionPool(
+///     configuration: .init(endpoint: .sandbox), credential: credential, logger: logger)
+/// let response = try await pool.send(request)
+/// ```
+public final class APNsConnectionPool: APNsTransport {
+    public struct Configuration: Sendable {
+        public var endpoint: APNsEndpoint
+        /// Connections kept open (APNs allows several for volume).
+        public var connections: Int = 2
+        /// DNS + TCP + TLS + the server's first SETTINGS.
+        public var connectTimeout: Duration = .seconds(10)
+        /// From `send` to the response, including waiting for a stream and retries.
+        public var requestTimeout: Duration = .seconds(30)
+        /// An idle connection sends a PING this often.
+        public var pingInterval: Duration = .seconds(60)
+        /// A PING unanswered this long means the connection is dead.
+        public var pingTimeout: Duration = .seconds(10)
+        /// A PEM file of extra CAs trusted besides the system's (the local mock's throwaway CA).
+        public var caFile: String?
+        /// Extra trusted CAs given as certificates.
+        public var extraCACertificates: [Certificate] = []
+        /// Token auth: how often the JWT is re-minted (clamped to APNs' 20–60 minutes).
+        public var tokenRefreshInterval: Duration = .seconds(50 * 60)
+        /// How often a request that was in flight on a broken connection is retried.
+        public var maxRetriesOnConnectionLoss: Int = 3
+        /// Reconnect backoff after failures: doubles from `initial` up to `maximum`, jittered.
+        public var reconnectBackoffInitial: Duration = .milliseconds(200)
+        public var reconnectBackoffMaximum: Duration = .seconds(30)
+
+        public init(endpoint: APNsEndpoint) {
+            self.endpoint = endpoint
+        }
+    }
+
+    private let core: PoolCore
+    private let requestTimeoutNanoseconds: UInt64
+
+    /// Builds the TLS context for `credential` (a client certificate is checked against its
+    /// key here) and starts the pool's event loop thread. Connections open on the first
+    /// request and are then kept open.
+    ///
+    /// - Parameter clock: wall-clock time for token issue times (tests move it).
+    public convenience init(
+        configuration: Configuration, credential: APNsCredentialMaterial,
+        clock: any TuisongCore.Clock = SystemClock(), logger: Logger
+    ) throws(APNsTransportError) {
+        let tlsContext = try credential.makeTLSContext(
+            caFile: configuration.caFile, extraCACertificates: configuration.extraCACertificates)
+        let authentication: PoolAuthentication
+        switch credential {
+        case .token(let key, let keyID, let teamID):
+            do {
+                authentication = .token(
+                    try ProviderTokenCache(
+                        key: key, keyID: keyID, teamID: teamID,
+                        refreshInterval: configuration.tokenRefreshInterval, clock: clock))
+            } catch {
+                throw APNsTransportError(.credentialFailed, "token key \(keyID): \(error.message)")
+            }
+        case .certificate:
+            authentication = .certificate
+        }
+        var logger = logger
+        logger[metadataKey: "apns"] = "\(credential.summary)"
+        try self.init(
+            configuration: configuration, authentication: authentication, tlsContext: tlsContext,
+            logger: logger)
+    }
+
+    init(
+        configuration: Configuration, authentication: PoolAuthentication,
+        tlsContext: TLSContext, logger: Logger
+    ) throws(APNsTransportError) {
+        guard configuration.connections > 0 else {
+            throw APNsTransportError(.connectFailed, "a pool needs at least one connection")
+        }
+        requestTimeoutNanoseconds = MonotonicTime.nanoseconds(configuration.requestTimeout)
+        core = try PoolCore(
+            settings: PoolCore.Settings(
+                endpoint: configuration.endpoint, connections: configuration.connections,
+                connectTimeout: configuration.connectTimeout,
+                requestTimeout: configuration.requestTimeout,
+                pingInterval: configuration.pingInterval, pingTimeout: configuration.pingTimeout,
+                maxRetriesOnConnectionLoss: configuration.maxRetriesOnConnectionLoss,
+                reconnectBackoffInitial: configuration.reconnectBackoffInitial,
+                reconnectBackoffMaximum: configuration.reconnectBackoffMaximum),
+            authentication: authentication, tlsContext: tlsContext, logger: logger)
+    }
+
+    deinit {
+        core.shutdownDetached()
+    }
+
+    /// Sends one notification and waits for APNs' answer (any HTTP status is a response).
+    /// Cancelling the calling task resets the stream and throws `.cancelled`.
+    public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
+        let pending = PendingRequest(
+            request: request, deadline: MonotonicTime.now() &+ requestTimeoutNanoseconds)
+        let core = self.core
+        let result = await withTaskCancellationHandler {
+            await withUnsafeContinuation { continuation in
+                pending.continuation = continuation
+                core.submit(pending)
+            }
+        } onCancel: {
+            core.cancel(pending)
+        }
+        return try result.get()
+    }
+
+    /// Fails waiting and in-flight requests with `.shutdown`, closes the connections (GOAWAY)
+    /// and stops the pool's thread. Idempotent.
+    public func shutdown() async {
+        await core.shutdown()
+    }
+
+    public var statistics: PoolStatistics {
+        core.published.withLock { $0 }
+    }
+}

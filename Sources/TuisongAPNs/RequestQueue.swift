@@ -1,0 +1,123 @@
+/// A growable ring buffer: O(1) push at either end and pop at the front. Requests waiting for a
+/// stream go at the back; requests to retry go back at the front so they keep their turn.
+struct RingDeque<Element> {
+    private var storage: [Element?] = []
+    private var head = 0
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    var first: Element? { count == 0 ? nil : storage[head] }
+
+    mutating func append(_ element: Element) {
+        growIfFull()
+        storage[(head + count) % storage.count] = element
+        count += 1
+    }
+
+    mutating func prepend(_ element: Element) {
+        growIfFull()
+        head = (head - 1 + storage.count) % storage.count
+        storage[head] = element
+        count += 1
+    }
+
+    mutating func popFirst() -> Element? {
+        guard count > 0 else { return nil }
+        let element = storage[head]
+        storage[head] = nil
+        head = (head + 1) % storage.count
+        count -= 1
+        if count == 0 { head = 0 }
+        return element
+    }
+
+    /// Removes and returns everything, front first.
+    mutating func removeAll() -> [Element] {
+        var all: [Element] = []
+        all.reserveCapacity(count)
+        while let element = popFirst() { all.append(element) }
+        storage = []
+        head = 0
+        return all
+    }
+
+    private mutating func growIfFull() {
+        guard count == storage.count else { return }
+        let newCapacity = Swift.max(16, storage.count * 2)
+        var grown = [Element?](repeating: nil, count: newCapacity)
+        for index in 0..<count {
+            grown[index] = storage[(head + index) % storage.count]
+        }
+        storage = grown
+        head = 0
+    }
+}
+
+/// One `send` call travelling through the pool: queued, in flight on a stream, possibly retried,
+/// finished exactly once.
+final class PendingRequest: @unchecked Sendable {
+    // @unchecked Sendable: `send` creates it and installs the continuation before handing it to
+    // the pool's inbox (a Mutex, so those writes happen-before the loop reads them); from then on
+    // every field is read and written only on the pool's event loop thread.
+
+    let request: APNsRequest
+    /// Monotonic ns after which the request fails with a timeout.
+    let deadline: UInt64
+    var continuation: UnsafeContinuation<Result<APNsResponse, APNsTransportError>, Never>?
+    private(set) var isFinished = false
+
+    /// Attempts lost with a broken connection (the server may have seen them).
+    var connectionLossRetries = 0
+    /// Set once the request was retried after `403 ExpiredProviderToken`.
+    var retriedAfterTokenExpiry = false
+    /// The provider token sent with the latest attempt, so only that one is invalidated on 403.
+    var tokenUsed: ProviderToken?
+    /// Set when the caller's task was cancelled before the loop saw the request.
+    var cancellationRequested = false
+
+    /// Completions are resumed in batches (`CompletionBatch`) once the pool has finished its
+    /// loop iteration; `nil` before the pool took the request.
+    var batch: CompletionBatch?
+
+    /// Where the current attempt is in flight.
+    weak var connection: APNsConnection?
+    var streamID: Int32 = 0
+
+    init(request: APNsRequest, deadline: UInt64) {
+        self.request = request
+        self.deadline = deadline
+    }
+
+    func finish(_ result: Result<APNsResponse, APNsTransportError>) {
+        guard !isFinished else { return }
+        isFinished = true
+        connection = nil
+        guard let continuation else { return }
+        self.continuation = nil
+        if let batch {
+            batch.completions.append((continuation, result))
+        } else {
+            continuation.resume(returning: result)
+        }
+    }
+}
+
+/// Continuations finished during one event-loop iteration, resumed together at its end: after
+/// the next requests went out on the wire and the statistics were published, so a caller that
+/// got its answer sees counters that include it.
+final class CompletionBatch {
+    var completions:
+        [(UnsafeContinuation<Result<APNsResponse, APNsTransportError>, Never>,
+            Result<APNsResponse, APNsTransportError>)] = []
+
+    func resumeAll() {
+        guard !completions.isEmpty else { return }
+        let ready = completions
+        completions.removeAll(keepingCapacity: true)
+        for (continuation, result) in ready { continuation.resume(returning: result) }
+    }
+}
+
+@available(*, unavailable)
+extension CompletionBatch: Sendable {}

@@ -1,0 +1,200 @@
+import Foundation
+import Logging
+import TuisongAPNs
+import TuisongCore
+import TuisongCrypto
+
+/// What an operator uploads for an app and environment.
+public enum CredentialUpload: Sendable {
+    /// Token auth: the `.p8` PEM with its key id and team id.
+    case p8(pem: String, keyID: String, teamID: String)
+    /// A `.p12` certificate bundle and its password.
+    case p12(der: [UInt8], password: String)
+    /// PEM certificate (+ chain) and private key, in one text.
+    case pem(text: String, password: String?)
+}
+
+/// A credential problem, told in the words an operator needs.
+public struct CredentialError: Error, Sendable, CustomStringConvertible, Equatable {
+    public enum Code: String, Sendable {
+        case wrongPassword = "wrong_password"
+        case corruptFile = "corrupt_file"
+        case wrongKind = "wrong_kind"
+        case expired
+        case keyMismatch = "key_mismatch"
+        case invalidKeyID = "invalid_key_id"
+        case invalidTeamID = "invalid_team_id"
+        case notFound = "not_found"
+    }
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// The decrypted secret of a credential; only ever exists in memory.
+enum CredentialSecret: Codable {
+    case p8(pem: String)
+    case p12(der: Data, password: String)
+    case pem(text: String, password: String?)
+}
+
+/// Validates uploads, seals secrets under the master key, and opens them for the APNs pools.
+public struct CredentialService: Sendable {
+    let store: any CredentialStore
+    let masterKey: MasterKey
+    let clock: any Clock
+
+    public init(store: any CredentialStore, masterKey: MasterKey, clock: any Clock = SystemClock()) {
+        self.store = store
+        self.masterKey = masterKey
+        self.clock = clock
+    }
+
+    /// Parses and checks an upload: the file parses, the password is right, the key matches the
+    /// certificate, it has not expired, and it is the kind it claims to be.
+    public func inspect(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment) throws(CredentialError)
+        -> NewCredential
+    {
+        switch upload {
+        case .p8(let pem, let keyID, let teamID):
+            guard Self.isAppleIdentifier(keyID) else {
+                throw CredentialError(.invalidKeyID, "the key id must be the 10 letters and digits Apple shows, got \"\(keyID)\"")
+            }
+            guard Self.isAppleIdentifier(teamID) else {
+                throw CredentialError(.invalidTeamID, "the team id must be the 10 letters and digits Apple shows, got \"\(teamID)\"")
+            }
+            let key: PrivateKey
+            do {
+                key = try PrivateKey(pem: pem)
+            } catch {
+                if pem.contains("CERTIFICATE") {
+                    throw CredentialError(.wrongKind, "this is a certificate, not a .p8 key: upload it as PEM or .p12")
+                }
+                throw CredentialError(.corruptFile, "the .p8 file does not hold a private key (\(error))")
+            }
+            guard key.kind == .ecP256 else {
+                throw CredentialError(.wrongKind, "a .p8 APNs key is an EC P-256 key; this one is not")
+            }
+            return NewCredential(
+                appID: appID, kind: .p8, environment: environment, teamID: teamID, keyID: keyID, subject: nil,
+                topics: [], expiresAt: nil, encryptedSecret: try seal(.p8(pem: pem), appID: appID))
+        case .p12(let der, let password):
+            let parsed: (certificate: Certificate, key: PrivateKey, chain: [Certificate])
+            do {
+                parsed = try PKCS12.parse(der, password: password)
+            } catch where error.code == .wrongPassword {
+                throw CredentialError(.wrongPassword, "the password does not open this .p12 file")
+            } catch {
+                throw CredentialError(.corruptFile, "this is not a readable .p12 file (\(error))")
+            }
+            return try certificateCredential(
+                parsed.certificate, key: parsed.key, kind: .p12, appID: appID, environment: environment,
+                secret: .p12(der: Data(der), password: password))
+        case .pem(let text, let password):
+            let parsed: (certificate: Certificate, key: PrivateKey?, chain: [Certificate])
+            do {
+                parsed = try PEMBundle.parse(text, password: password)
+            } catch where error.code == .wrongPassword {
+                throw CredentialError(.wrongPassword, "the password does not decrypt the PEM private key")
+            } catch {
+                if text.contains("PRIVATE KEY"), !text.contains("CERTIFICATE") {
+                    throw CredentialError(.wrongKind, "this PEM holds only a key; a .p8 key is uploaded with its key id and team id")
+                }
+                throw CredentialError(.corruptFile, "the PEM text does not hold a certificate (\(error))")
+            }
+            guard let key = parsed.key else {
+                throw CredentialError(.wrongKind, "the PEM holds a certificate but no private key; paste both")
+            }
+            return try certificateCredential(
+                parsed.certificate, key: key, kind: .pem, appID: appID, environment: environment,
+                secret: .pem(text: text, password: password))
+        }
+    }
+
+    private func certificateCredential(
+        _ certificate: Certificate, key: PrivateKey, kind: CredentialKind, appID: Int64, environment: APNsEnvironment,
+        secret: CredentialSecret
+    ) throws(CredentialError) -> NewCredential {
+        guard certificate.matches(key) else {
+            throw CredentialError(.keyMismatch, "the private key does not belong to the certificate")
+        }
+        guard certificate.notAfter > clock.now else {
+            throw CredentialError(.expired, "the certificate expired on \(ISO8601.string(certificate.notAfter))")
+        }
+        return NewCredential(
+            appID: appID, kind: kind, environment: environment, teamID: nil, keyID: nil,
+            subject: certificate.subject, topics: certificate.apnsTopics, expiresAt: certificate.notAfter,
+            encryptedSecret: try seal(secret, appID: appID))
+    }
+
+    /// Stores a validated upload. The caller releases held deliveries afterwards.
+    public func add(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord {
+        let credential = try inspect(upload, appID: appID, environment: environment)
+        return try await store.addCredential(credential)
+    }
+
+    /// The material an APNs pool authenticates with.
+    func material(_ record: CredentialRecord) throws -> APNsCredentialMaterial {
+        let secret = try open(record.encryptedSecret, appID: record.appID)
+        switch secret {
+        case .p8(let pem):
+            guard let keyID = record.keyID, let teamID = record.teamID else {
+                throw CredentialError(.corruptFile, "credential \(record.id) lacks its key id or team id")
+            }
+            return .token(key: try PrivateKey(pem: pem), keyID: keyID, teamID: teamID)
+        case .p12(let der, let password):
+            let parsed = try PKCS12.parse(Array(der), password: password)
+            return .certificate(certificate: parsed.certificate, key: parsed.key, chain: parsed.chain)
+        case .pem(let text, let password):
+            let parsed = try PEMBundle.parse(text, password: password)
+            guard let key = parsed.key else { throw CredentialError(.wrongKind, "credential \(record.id) has no key") }
+            return .certificate(certificate: parsed.certificate, key: key, chain: parsed.chain)
+        }
+    }
+
+    private func seal(_ secret: CredentialSecret, appID: Int64) throws(CredentialError) -> [UInt8] {
+        do {
+            let plaintext = try JSONEncoder().encode(secret)
+            return try masterKey.box.seal(Array(plaintext), associatedData: Self.associatedData(appID))
+        } catch {
+            throw CredentialError(.corruptFile, "cannot seal the credential: \(error)")
+        }
+    }
+
+    private func open(_ sealed: [UInt8], appID: Int64) throws -> CredentialSecret {
+        let plaintext = try masterKey.box.open(sealed, associatedData: Self.associatedData(appID))
+        return try JSONDecoder().decode(CredentialSecret.self, from: Data(plaintext))
+    }
+
+    /// Binds a sealed secret to its app: a row copied to another app does not decrypt.
+    static func associatedData(_ appID: Int64) -> [UInt8] { Array("tuisong-credential-v1:\(appID)".utf8) }
+
+    static func isAppleIdentifier(_ s: String) -> Bool {
+        s.utf8.count == 10 && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) }
+    }
+}
+
+/// How APIs and the CLI show a credential: never its secret.
+public enum CredentialView {
+    public static func object(_ r: CredentialRecord, now: Date = Date()) -> [String: Any] {
+        var object: [String: Any] = [
+            "id": r.id, "app_id": r.appID, "kind": r.kind.rawValue, "environment": r.environment.rawValue,
+            "status": r.status, "created_at": ISO8601.string(r.createdAt), "topics": r.topics,
+        ]
+        if let v = r.teamID { object["team_id"] = v }
+        if let v = r.keyID { object["key_id"] = v }
+        if let v = r.subject { object["subject"] = v }
+        if let v = r.statusReason { object["status_reason"] = v }
+        if let expires = r.expiresAt {
+            object["expires_at"] = ISO8601.string(expires)
+            object["expires_in_days"] = Int(expires.timeIntervalSince(now) / 86400)
+        }
+        return object
+    }
+}

@@ -1,0 +1,143 @@
+import ArgumentParser
+import Foundation
+import TuisongAPNsMock
+import TuisongCore
+import TuisongCrypto
+import TuisongGateway
+
+struct CredentialCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "credential", abstract: "Manage APNs credentials.", subcommands: [Add.self, List.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add an APNs credential (.p8 token key, .p12 or PEM certificate) to an app.")
+        @OptionGroup var options: ConfigOptions
+        @Option(help: "The app id.") var app: Int64
+        @Option(help: "sandbox or production.") var environment: String
+        @Option(help: "A .p8 token key file (with --key-id and --team-id).") var p8: String?
+        @Option(name: .customLong("key-id"), help: "The 10-character key id of the .p8.") var keyID: String?
+        @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
+        @Option(help: "A .p12 certificate file (with --password-env).") var p12: String?
+        @Option(help: "A PEM file with certificate and private key.") var pem: String?
+        @Option(name: .customLong("password-env"), help: "The environment variable holding the .p12 or PEM key password.")
+        var passwordEnv: String?
+
+        func validate() throws {
+            let given = [p8, p12, pem].compactMap { $0 }.count
+            guard given == 1 else { throw ValidationError("give exactly one of --p8, --p12, --pem") }
+            if p8 != nil, keyID == nil || teamID == nil { throw ValidationError("--p8 needs --key-id and --team-id") }
+            guard APNsEnvironment(rawValue: environment) != nil else {
+                throw ValidationError("--environment must be sandbox or production")
+            }
+        }
+
+        func run() async throws {
+            let config = try options.load()
+            let store = try options.openStore(config)
+            defer { try? store.close() }
+            guard try await store.app(id: app) != nil else { throw ValidationError("no app with id \(app)") }
+            var password: String?
+            if let passwordEnv {
+                guard let value = ProcessInfo.processInfo.environment[passwordEnv] else {
+                    throw ValidationError("the environment variable \(passwordEnv) is not set")
+                }
+                password = value
+            }
+            let upload: CredentialUpload
+            if let p8 {
+                upload = .p8(pem: try readText(p8), keyID: keyID ?? "", teamID: teamID ?? "")
+            } else if let p12 {
+                guard let data = FileManager.default.contents(atPath: p12) else { throw ValidationError("cannot read \(p12)") }
+                upload = .p12(der: Array(data), password: password ?? "")
+            } else {
+                upload = .pem(text: try readText(pem ?? ""), password: password)
+            }
+            let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
+            let service = CredentialService(store: store, masterKey: masterKey)
+            let record: CredentialRecord
+            do {
+                record = try await service.add(upload, appID: app, environment: APNsEnvironment(rawValue: environment)!)
+            } catch let error as CredentialError {
+                throw ValidationError(error.message)
+            }
+            let released = try await store.releaseHeldDeliveries(appID: app, environment: record.environment, now: Date())
+            var summary = CredentialView.object(record)
+            summary["released_deliveries"] = released
+            printJSON(summary)
+        }
+
+        private func readText(_ path: String) throws -> String {
+            guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List an app's credentials (never their secrets).")
+        @OptionGroup var options: ConfigOptions
+        @Option(help: "The app id.") var app: Int64
+
+        func run() async throws {
+            let config = try options.load()
+            let store = try options.openStore(config)
+            defer { try? store.close() }
+            printJSON(try await store.credentials(appID: app).map { CredentialView.object($0) })
+        }
+    }
+}
+
+struct APNsMockCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apns-mock",
+        abstract: "Run the bundled APNs look-alike (TLS + HTTP/2) for tests and benchmarks.")
+    @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
+    @Option(help: "Port (0 = any free port).") var port: Int = 2197
+    @Option(name: .customLong("setup"), help: "Where the throwaway CA, server certificate and token key are kept (created if absent).")
+    var setupPath: String = "data/apns-mock-setup.json"
+    @Option(name: .customLong("bundle-id"), help: "The bundle id of the generated client certificate.")
+    var bundleID: String = "tuisong.local"
+    @Option(name: .customLong("max-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS after the first valid token.")
+    var maxStreams: Int = 1000
+    @Option(name: .customLong("streams-before-token"), help: "Streams allowed before the first valid token (APNs: 1).")
+    var streamsBeforeToken: Int = 1
+    @Option(name: .customLong("threads"), help: "Event loop threads.") var threads: Int = 1
+    @Option(name: .customLong("latency-ms"), help: "Delay every response by this much.") var latency: Int = 0
+    @Flag(name: .customLong("log-requests"), help: "Print every request as a JSON line.") var logRequests = false
+
+    func run() async throws {
+        let setup = try APNsMockLocalSetup.loadOrGenerate(at: setupPath, bundleID: bundleID)
+        var configuration = setup.configuration(host: host, port: port)
+        configuration.maxConcurrentStreams = maxStreams
+        configuration.streamsBeforeFirstValidToken = streamsBeforeToken
+        configuration.eventLoopThreads = threads
+        configuration.faults.latencyMilliseconds = latency
+        configuration.logRequests = logRequests
+        let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
+        // Unbuffered, one write per line: whoever reads the pipe sees each request at once.
+        let server = try APNsMockServer(
+            configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey,
+            requestLog: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) },
+            logger: makeLogger("apns-mock", level: "info"))
+        try server.start()
+        let directory = (setupPath as NSString).deletingLastPathComponent
+        let caPath = (directory.isEmpty ? "." : directory) + "/apns-mock-ca.pem"
+        let keyPath = (directory.isEmpty ? "." : directory) + "/apns-mock-token.p8"
+        try setup.writeCAFile(to: caPath)
+        guard FileManager.default.createFile(atPath: keyPath, contents: Data(setup.tokenKeyPEM.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw ValidationError("cannot write \(keyPath)")
+        }
+        printJSON([
+            "url": "https://\(host):\(server.port)", "port": server.port, "ca_file": caPath, "p8_file": keyPath,
+            "key_id": setup.keyID, "team_id": setup.teamID,
+            // A provider token valid for the next hour, for h2load and curl.
+            "provider_token": try JWT.apnsProviderToken(
+                keyID: setup.keyID, teamID: setup.teamID, issuedAt: Date(), key: try PrivateKey(pem: setup.tokenKeyPEM)),
+        ])
+        fflush(nil)
+        _ = await signals.wait()
+        let stats = server.statistics
+        server.shutdown()
+        printJSON(["requests": stats.requests])
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// kill -9 in the middle of a fan-out, then restart: every accepted message finishes, nothing
+/// is lost, and only what was in flight is sent twice. Real processes: `tuisong apns-mock` as
+/// APNs (it outlives both gateway runs and logs every request), `tuisong serve` twice.
+@Suite(.serialized) struct CrashRecoveryTests {
+    static let binary = repositoryRoot().appending(path: ".build/debug/tuisong").path
+
+    final class Spawned: @unchecked Sendable {
+        // @unchecked: `output` is only appended from the pipe's readability handler, under `lock`.
+        let process = Process()
+        let lock = NSLock()
+        var output = Data()
+
+        init(_ arguments: [String], environment: [String: String]) throws {
+            process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
+            process.arguments = arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            pipe.fileHandleForReading.readabilityHandler = { [self] handle in
+                let data = handle.availableData
+                lock.lock()
+                output.append(data)
+                lock.unlock()
+            }
+            try process.run()
+        }
+
+        var text: String {
+            lock.lock()
+            defer { lock.unlock() }
+            return String(decoding: output, as: UTF8.self)
+        }
+
+        func kill9() {
+            sendSignal(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+
+        func terminate() {
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        }
+    }
+
+    @Test func killDuringFanOutLosesNothing() async throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
+            Issue.record("build the tuisong executable first (swift build)")
+            return
+        }
+        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-crash-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+
+        // APNs: an external mock that survives the gateway's crash, slowed so the kill lands mid-burst.
+        let mock = try Spawned(
+            ["apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path, "--log-requests", "--latency-ms", "20"],
+            environment: [:])
+        defer { mock.terminate() }
+        let mockInfo = try await firstJSONObject(in: mock, timeout: .seconds(20))
+        let mockURL = try #require(mockInfo["url"] as? String)
+
+        let port = Int.random(in: 20_000...40_000)
+        let env: [String: String] = [
+            "TUISONG_LISTEN_PORT": "\(port)",
+            "TUISONG_DATABASE_PATH": directory.appending(path: "db.sqlite").path,
+            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
+            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "pw").path,
+            "TUISONG_APNS_LOCAL_MOCK": "false",
+            "TUISONG_APNS_PRODUCTION_URL": mockURL,
+            "TUISONG_APNS_SANDBOX_URL": mockURL,
+            "TUISONG_APNS_CA_FILE": try #require(mockInfo["ca_file"] as? String),
+            "TUISONG_DELIVERY_WORKERS": "64",
+            "TUISONG_DELIVERY_PAGE_SIZE": "100",
+        ]
+        let created = try run(["app", "create", "--name", "crash", "--bundle-id", "com.example.crash"], env)
+        let app = try JSONSerialization.jsonObject(with: Data(created.utf8)) as! [String: Any]
+        let appID = app["id"] as! Int
+        let key = app["api_key"] as! String
+        _ = try run([
+            "credential", "add", "--app", "\(appID)", "--environment", "production", "--p8", mockInfo["p8_file"] as! String,
+            "--key-id", mockInfo["key_id"] as! String, "--team-id", mockInfo["team_id"] as! String,
+        ], env)
+        let tokens = (1...2000).map { token($0, prefix: "c0") }
+        let importFile = directory.appending(path: "tokens.txt")
+        try tokens.joined(separator: "\n").write(to: importFile, atomically: true, encoding: .utf8)
+        _ = try run(["device", "import", "--app", "\(appID)", "--file", importFile.path], env)
+
+        let first = try Spawned(["serve"], environment: env)
+        defer { first.terminate() }
+        try await waitForHealth(port)
+        let push = try await http("POST", "http://127.0.0.1:\(port)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "crash"]])
+        #expect(push.status == 202)
+        let messageID = try #require(push.json["message_id"] as? Int)
+        // Kill once a few hundred have gone out, well before the end.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while received(mock).count < 300, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        first.kill9()
+        let beforeRestart = received(mock)
+        #expect(beforeRestart.count < 2000, "the kill must land mid-burst")
+
+        let second = try Spawned(["serve"], environment: env)
+        defer { second.terminate() }
+        try await waitForHealth(port)
+        var message: [String: Any] = [:]
+        let finish = ContinuousClock.now + .seconds(60)
+        repeat {
+            try await Task.sleep(for: .milliseconds(100))
+            message = try await http("GET", "http://127.0.0.1:\(port)/api/v1/messages/\(messageID)", key: key).json
+        } while message["state"] as? String != "completed" && ContinuousClock.now < finish
+        #expect(message["state"] as? String == "completed")
+        #expect((message["counts"] as? [String: Int])?["delivered"] == 2000)
+
+        let all = received(mock)
+        let distinct = Set(all)
+        #expect(distinct == Set(tokens), "every device got the push")
+        let duplicates = all.count - distinct.count
+        // In flight at the kill: at most the workers plus the unflushed pages of the window.
+        #expect(duplicates <= 64 + 3 * 100, "duplicates \(duplicates) exceed what was in flight")
+    }
+
+    func received(_ mock: Spawned) -> [String] {
+        mock.text.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                object["status"] as? Int == 200, let path = object["path"] as? String
+            else { return nil }
+            return String(path.dropFirst("/3/device/".count))
+        }
+    }
+
+    func run(_ arguments: [String], _ environment: [String: String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "tuisong \(arguments.joined(separator: " ")) failed")
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    func firstJSONObject(in spawned: Spawned, timeout: Duration) async throws -> [String: Any] {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let text = spawned.text
+            if let end = text.range(of: "\n}") {
+                let candidate = String(text[..<end.upperBound])
+                if let start = candidate.firstIndex(of: "{"),
+                    let object = try? JSONSerialization.jsonObject(with: Data(candidate[start...].utf8)) as? [String: Any]
+                {
+                    return object
+                }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestTimeout(message: "no JSON from the process: \(spawned.text)")
+    }
+
+    func waitForHealth(_ port: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let r = try? await http("GET", "http://127.0.0.1:\(port)/healthz"), r.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw TestTimeout(message: "gateway on \(port) did not become healthy")
+    }
+}
+
+@inline(__always) func sendSignal(_ pid: Int32, _ signal: Int32) {
+    _ = kill(pid, signal)
+}

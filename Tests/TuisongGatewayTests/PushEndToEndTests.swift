@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+import TuisongAPNsMock
+import TuisongCore
+@testable import TuisongGateway
+
+/// The native push API through the real path: HTTP → durable message → dispatcher → APNs pool
+/// over TLS + HTTP/2 → the bundled APNs mock (local mode).
+@Suite(.serialized) struct PushEndToEndTests {
+    func register(_ gw: TestGateway, _ key: String, _ tokens: [String], tag: String? = nil) async throws {
+        for t in tokens {
+            var body: [String: Any] = ["environment": "production"]
+            if let tag { body["tags"] = [tag] }
+            let r = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(t)", key: key, json: body)
+            #expect(r.status == 201)
+        }
+    }
+
+    func waitForCompletion(_ gw: TestGateway, _ key: String, _ id: Int, timeout: Duration = .seconds(60)) async throws -> [String: Any] {
+        let deadline = ContinuousClock.now + timeout
+        var last: [String: Any] = [:]
+        while ContinuousClock.now < deadline {
+            last = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).json
+            let counts = last["counts"] as? [String: Int] ?? [:]
+            if last["state"] as? String == "completed", counts["queued"] == 0, counts["sending"] == 0 { return last }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestTimeout(message: "message \(id) not completed: \(last)")
+    }
+
+    @Test func tagPushReachesExactlyTheTaggedDevices() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp(bundleID: "com.example.news")
+        let tagged = (1...30).map { token($0, prefix: "aa") }
+        let others = (1...10).map { token($0, prefix: "bb") }
+        try await register(gw, key, tagged, tag: "sports")
+        try await register(gw, key, others)
+
+        let push = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: [
+            "audience": ["tag": "sports"],
+            "notification": ["alert": ["title": "进球", "body": "2:1"], "badge": 3, "sound": "default", "custom": ["match": 42]],
+            "collapse_id": "match-42",
+        ])
+        #expect(push.status == 202)
+        let id = try #require(push.json["message_id"] as? Int)
+        let message = try await waitForCompletion(gw, key, id)
+        #expect((message["counts"] as? [String: Int])?["delivered"] == 30)
+
+        let mock = try #require(gw.runtime.localMock)
+        let received = mock.receivedNotifications()
+        #expect(Set(received.map(\.deviceToken)) == Set(tagged))
+        #expect(received.count == 30)
+        let first = try #require(received.first)
+        #expect(first.topic == "com.example.news")
+        #expect(first.pushType == "alert")
+        #expect(first.collapseID == "match-42")
+        #expect(first.status == 200)
+        #expect(String(decoding: first.payload, as: UTF8.self)
+            == #"{"aps":{"alert":{"body":"2:1","title":"进球"},"badge":3,"sound":"default"},"match":42}"#)
+    }
+
+    @Test func unregisteredTokensAreInvalidatedAndSkippedAfterwards() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        let dead = token(1, prefix: "410")
+        let alive = token(2, prefix: "ab")
+        try await register(gw, key, [dead, alive])
+        let mock = try #require(gw.runtime.localMock)
+        mock.setFaults(APNsMockConfiguration.Faults.magicTokenPrefixes)
+
+        let push = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "x"]])
+        let id = try #require(push.json["message_id"] as? Int)
+        let message = try await waitForCompletion(gw, key, id)
+        #expect((message["counts"] as? [String: Int])?["delivered"] == 1)
+        #expect((message["counts"] as? [String: Int])?["failed"] == 1)
+        #expect(message["failures"] as? [String: Int] == ["Unregistered": 1])
+
+        let failed = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)/deliveries?state=failed", key: key)
+        let rows = failed.json["deliveries"] as? [[String: Any]] ?? []
+        #expect(rows.count == 1)
+        #expect(rows.first?["token"] as? String == dead)
+        #expect(rows.first?["reason"] as? String == "Unregistered")
+
+        let device = try await http("GET", "\(gw.baseURL)/api/v1/devices/\(dead)", key: key)
+        #expect(device.json["invalidated_at"] is String)
+
+        mock.resetRecorded()
+        let second = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "y"]])
+        _ = try await waitForCompletion(gw, key, try #require(second.json["message_id"] as? Int))
+        #expect(mock.receivedNotifications().map(\.deviceToken) == [alive], "an invalidated device receives nothing")
+
+        // Registering again makes it deliverable again.
+        let again = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(dead)", key: key, json: ["environment": "production"])
+        #expect(again.json["invalidated_at"] is NSNull)
+    }
+
+    @Test func retryableFailuresAreRetriedUntilDelivered() async throws {
+        let gw = try await TestGateway.start(environment: ["TUISONG_DELIVERY_RETRY_BASE_SECONDS": "0.05", "TUISONG_DELIVERY_RETRY_MAX_SECONDS": "0.2"])
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        let flaky = token(1, prefix: "500")
+        try await register(gw, key, [flaky])
+        let mock = try #require(gw.runtime.localMock)
+        mock.setFaults(.init(tokenPrefixes: ["500": .init(status: 500, reason: "InternalServerError")]))
+        let push = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["tokens": [flaky]], "notification": ["alert": "x"]])
+        let id = try #require(push.json["message_id"] as? Int)
+        // Let it fail a few times, then heal APNs.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while mock.receivedNotifications().count < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        mock.setFaults(.init())
+        let message = try await waitForCompletion(gw, key, id)
+        #expect((message["counts"] as? [String: Int])?["delivered"] == 1)
+        let rows = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)/deliveries", key: key).json["deliveries"] as? [[String: Any]] ?? []
+        #expect(rows.first?["state"] as? String == "delivered")
+        #expect((rows.first?["attempts"] as? Int ?? 0) >= 3)
+    }
+
+    @Test func badPushRequestsAreRefusedInTheNativeDialect() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        func post(_ body: Any) async throws -> HTTPResult { try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: body) }
+        #expect(try await post(["notification": ["alert": "x"]]).errorCode == "invalid_request")
+        #expect(try await post(["audience": ["tag": "a", "all": true], "notification": ["alert": "x"]]).errorCode == "invalid_request")
+        #expect(try await post(["audience": ["tokens": ["zz"]], "notification": ["alert": "x"]]).errorCode == "invalid_token")
+        #expect(try await post(["audience": ["all": true], "notification": ["alert": "x", "custom": ["big": String(repeating: "x", count: 5000)]]]).errorCode == "notification_too_large")
+        #expect(try await post(["audience": ["all": true], "notification": ["alert": "x"], "push_type": "fax"]).errorCode == "invalid_request")
+        #expect(try await post(["audience": ["all": true], "notification": ["alert": "x"], "collapse_id": String(repeating: "c", count: 65)]).errorCode == "invalid_request")
+        #expect(try await gw.runtime.store.messages(appID: nil, limit: 10).isEmpty, "nothing half-done stays behind")
+        let missing = try await http("GET", "\(gw.baseURL)/api/v1/messages/999", key: key)
+        #expect(missing.status == 404)
+    }
+}
