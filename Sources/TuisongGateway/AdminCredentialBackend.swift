@@ -66,14 +66,14 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         switch upload.kind {
         case .p8:
             guard let pem = String(validating: upload.file, as: UTF8.self) else {
-                throw CredentialError(.corruptFile, "a .p8 file is PEM text; this file is binary (a .p12?)")
+                throw CredentialError(.wrongKind, "a .p8 key is PEM text; this file is binary (a .p12 certificate?)")
             }
             return .p8(pem: pem, keyID: upload.keyID ?? "", teamID: upload.teamID ?? "")
         case .p12:
             return .p12(der: upload.file, password: upload.password ?? "")
         case .pem:
             guard let text = String(validating: upload.file, as: UTF8.self) else {
-                throw CredentialError(.corruptFile, "a PEM file is text; this file is binary (a .p12?)")
+                throw CredentialError(.wrongKind, "a PEM file is text; this file is binary (a .p12 certificate?)")
             }
             return .pem(text: text, password: upload.password)
         }

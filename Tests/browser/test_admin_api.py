@@ -65,18 +65,17 @@ def test_no_secret_in_any_answer_or_in_the_log(gateway, tmp_path):
     api_key = data["api_key"]
     secrets = [SECRET, SECRET + "-em"]
 
-    features = client.call("GET", "/session")[1]["features"]
-    if features.get("credentials"):
-        key = tmp_path / "AuthKey.p8"
-        subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
-                        "-out", str(key)], check=True, capture_output=True, timeout=30)
-        pem = key.read_text()
-        secrets.append(pem.splitlines()[1])  # a line of the key's base64
-        status, data, _ = client.call("POST", f"/apps/{app_id}/credentials", {
-            "kind": "p8", "environment": "sandbox", "key_id": "KEY1234567", "team_id": "TEAM123456",
-            "file": base64.b64encode(pem.encode()).decode()})
-        assert status == 201, data
-        client.call("GET", f"/apps/{app_id}/credentials")
+    assert client.call("GET", "/session")[1]["features"]["credentials"]
+    key = tmp_path / "AuthKey.p8"
+    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-out", str(key)], check=True, capture_output=True, timeout=30)
+    pem = key.read_text()
+    secrets.append(pem.splitlines()[1])  # a line of the key's base64
+    status, data, _ = client.call("POST", f"/apps/{app_id}/credentials", {
+        "kind": "p8", "environment": "sandbox", "key_id": "KEY1234567", "team_id": "TEAM123456",
+        "file": base64.b64encode(pem.encode()).decode()})
+    assert status == 201, data
+    client.call("GET", f"/apps/{app_id}/credentials")
 
     for path in ("/apps", f"/apps/{app_id}", "/monitor", "/session", "/vendors", f"/apps/{app_id}/devices",
                  f"/apps/{app_id}/templates", "/messages"):

@@ -8,6 +8,7 @@ The tests share one server and one browser and build on each other, so they run 
 
 import json
 import re
+import sqlite3
 import subprocess
 import time
 
@@ -152,8 +153,7 @@ def test_vendor_secret_is_write_only(browser, gateway):
 
 
 def test_upload_p8_and_p12_with_clear_errors(browser, gateway, credentials_dir):
-    if not features(gateway).get("credentials"):
-        pytest.skip("this build has no credential service (it arrives with the APNs sender)")
+    assert features(gateway)["credentials"], "the gateway mounts the credential service"
     go(browser, gateway, "credentials")
     visible(browser, "#cred-upload-form")
 
@@ -244,8 +244,7 @@ def test_devices_registered_through_the_native_api_are_searchable(browser, gatew
 
 
 def test_test_push_reaches_every_device(browser, gateway):
-    if not features(gateway).get("push"):
-        pytest.skip("this build runs no delivery engine (it arrives with the APNs sender)")
+    assert features(gateway)["push"], "the gateway runs a delivery engine"
     go(browser, gateway, "push")
     browser.find_element(By.ID, "audience-tag").click()
     browser.find_element(By.ID, "push-tag").send_keys("console-test")
@@ -283,15 +282,33 @@ def test_test_push_reaches_every_device(browser, gateway):
     text_in(browser, "#last-delivery", f"#{shared['message_id']}")
 
 
+def test_failing_credentials_are_shown_prominently(browser, gateway):
+    # APNs refusing a credential is the sender's business (and its tests'); here the row is
+    # marked as the sender marks it, and the console must put it in front of the operator.
+    with sqlite3.connect(gateway.directory / "tuisong.db", timeout=10) as db:
+        db.execute("UPDATE credentials SET status = 'failing', status_reason = 'BadCertificate' WHERE kind = 'p12'")
+    go(browser, gateway, "monitor")
+    banner = visible(browser, "#failing-credentials")
+    assert "BadCertificate" in banner.text and "订单助手 Orders" in banner.text
+    assert banner.get_attribute("role") == "alert"
+    # First thing on the page after the heading.
+    first = browser.execute_script("return document.querySelector('#monitor-alerts').firstElementChild.id")
+    assert first == "failing-credentials"
+    screenshot(browser, "13-monitor-failing-credential")
+    go(browser, gateway, "credentials")
+    row = visible(browser, "#credentials-table tr[data-kind='p12']")
+    assert "BadCertificate" in row.text
+
+
 def test_language_toggle_switches_to_chinese_and_back(browser, gateway):
     go(browser, gateway, "monitor")
     browser.find_element(By.ID, "lang-toggle-top").click()
     text_in(browser, "main h1", "投递监控")
     assert browser.find_element(By.CSS_SELECTOR, "#sidenav a[data-route='devices']").text == "设备"
     assert browser.execute_script("return document.documentElement.lang") == "zh-CN"
-    screenshot(browser, "13-monitor-zh")
+    screenshot(browser, "14-monitor-zh")
     go(browser, gateway, "push")
-    screenshot(browser, "14-push-zh")
+    screenshot(browser, "15-push-zh")
     browser.find_element(By.ID, "lang-toggle-top").click()
     text_in(browser, "main h1", "Test push")
 
@@ -346,5 +363,5 @@ def test_logout_returns_to_login_and_the_session_is_gone(browser, gateway):
     assert session_cookie(browser) is None
     browser.get(f"{gateway.base}/#/apps")
     visible(browser, "#login-password")
-    screenshot(browser, "15-logged-out")
+    screenshot(browser, "16-logged-out")
     assert browser_errors(browser) == []

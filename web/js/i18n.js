@@ -282,6 +282,8 @@ const en = {
   'err.wrong_kind': 'This file is not of the kind selected.',
   'err.not_yet_valid': 'The certificate is not valid yet.',
   'err.not_push_certificate': 'This is not an Apple push certificate.',
+  'err.invalid_key_id': 'The Key ID is 10 letters and digits.',
+  'err.invalid_team_id': 'The Team ID is 10 letters and digits.',
 };
 
 const zh = {
@@ -563,6 +565,8 @@ const zh = {
   'err.wrong_kind': '文件类型与所选类型不符。',
   'err.not_yet_valid': '证书尚未生效。',
   'err.not_push_certificate': '这不是 Apple 推送证书。',
+  'err.invalid_key_id': 'Key ID 应为 10 位字母和数字。',
+  'err.invalid_team_id': 'Team ID 应为 10 位字母和数字。',
 };
 
 const dictionaries = { en, zh };

@@ -121,7 +121,7 @@ export function credentialBanners(alerts) {
   }
   if (alerts?.expiring?.length) {
     out.push(h('div', { class: 'banner warn', id: 'expiring-credentials' },
-      h('span', { class: 'banner-icon', 'aria-hidden': 'true', text: '⏳' }),
+      h('span', { class: 'banner-icon', 'aria-hidden': 'true', text: '!' }),
       h('div', {},
         h('strong', { text: t('cred.expiringTitle', { n: alerts.expiring.length }) }),
         h('ul', {}, alerts.expiring.map((c) => h('li', {},
