@@ -26,7 +26,7 @@ export async function renderCredentials(container) {
       list.replaceChildren(h('p', { class: 'empty', text: t('cred.none') }));
       return;
     }
-    list.replaceChildren(h('table', { id: 'credentials-table' },
+    list.replaceChildren(h('table', { id: 'credentials-table', class: 'cards' },
       h('thead', {}, h('tr', {},
         h('th', { scope: 'col', text: t('cred.kind') }),
         h('th', { scope: 'col', text: t('cred.environment') }),
@@ -76,15 +76,16 @@ export async function renderCredentials(container) {
     const identity = c.kind === 'p8'
       ? `${t('cred.keyID')} ${c.key_id} · ${t('cred.teamID')} ${c.team_id}`
       : `${c.subject || ''}${c.topics?.length ? ` · ${c.topics.join(', ')}` : ''}`;
+    // data-label names each cell when a phone shows the rows as cards.
     return h('tr', { dataset: { credential: c.id, kind: c.kind } },
-      h('td', {}, h('b', { text: c.kind.toUpperCase() })),
-      h('td', { text: t(`env.${c.environment}`) }),
-      h('td', { class: 'mono', text: identity }),
-      h('td', {}, expiry, c.expires_at ? h('div', { class: 'muted wide-only', text: formatTime(c.expires_at) }) : null),
-      h('td', {}, c.status === 'failing'
+      h('td', { dataset: { label: t('cred.kind') } }, h('b', { text: c.kind.toUpperCase() })),
+      h('td', { dataset: { label: t('cred.environment') }, text: t(`env.${c.environment}`) }),
+      h('td', { class: 'mono', dataset: { label: t('cred.identity') }, text: identity }),
+      h('td', { dataset: { label: t('cred.expires') } }, expiry, c.expires_at ? h('div', { class: 'muted wide-only', text: formatTime(c.expires_at) }) : null),
+      h('td', { dataset: { label: t('cred.status') } }, c.status === 'failing'
         ? h('span', { class: 'badge bad', title: c.status_reason || '', text: `${t('cred.failing')}: ${c.status_reason || ''}` })
         : h('span', { class: 'badge ok', text: t('cred.ok') })),
-      h('td', {}, h('div', { class: 'actions' }, test, remove)));
+      h('td', { dataset: { label: t('common.actions') } }, h('div', { class: 'actions' }, test, remove)));
   }
 
   container.append(
