@@ -5,6 +5,8 @@ Everything is bounded: the server must answer /healthz within 60 s, every HTTP c
 wait has a timeout, and the server is stopped (SIGTERM, then SIGKILL) when the session ends.
 """
 
+import atexit
+import ctypes
 import http.cookiejar
 import json
 import os
@@ -23,6 +25,22 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 OUTPUT = pathlib.Path(os.environ.get("TEST_OUTPUT", REPO / "test-output")) / "browser"
 ADMIN_PASSWORD = "console-test-密码-7f3a"
+
+
+def _die_with_parent():
+    """Runs in the server's child process before exec: if pytest dies, even by SIGKILL (the
+    Makefile's `timeout`), the kernel kills the server too (PR_SET_PDEATHSIG = 1)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
+def _interrupt_on_sigterm(signum, frame):
+    # `timeout` sends SIGTERM first: unwind like Ctrl-C so fixtures stop what they started.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+_running = []
+atexit.register(lambda: [gateway.stop() for gateway in list(_running)])
 
 
 def find_binary():
@@ -70,7 +88,8 @@ class Gateway:
         self.process = subprocess.Popen(
             [str(find_binary()), "serve"],
             cwd=self.directory, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
-            stderr=subprocess.STDOUT, start_new_session=True)
+            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
+        _running.append(self)
         self.wait_ready()
 
     def wait_ready(self, timeout=60):
@@ -88,6 +107,8 @@ class Gateway:
         pytest.fail(f"tuisong serve did not answer /healthz within {timeout} s; see {self.log_path}")
 
     def stop(self):
+        if self in _running:
+            _running.remove(self)
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -95,7 +116,8 @@ class Gateway:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=5)
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
 
     def request(self, method, path, body=None, headers=None, opener=None, raw=None):
         """Returns (status, headers, text). Never raises for an HTTP status."""
