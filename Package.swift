@@ -65,16 +65,26 @@ let package = Package(
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
                 "TuisongAPNs", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+                "BaiduProvider",
             ],
             path: "Sources/TuisongGateway"),
         .executableTarget(
             name: "tuisong",
             dependencies: [
-                "TuisongGateway", "TuisongAPNsMock",
+                "TuisongGateway", "TuisongAPNsMock", "BaiduProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/tuisong"),
+
+        // MARK: Vendor providers
+        .target(
+            name: "BaiduProvider",
+            dependencies: [
+                "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/Baidu"),
 
         // MARK: Tests
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),
@@ -84,6 +94,12 @@ let package = Package(
         .testTarget(
             name: "TuisongAPNsTests",
             dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore"]),
+        .testTarget(
+            name: "BaiduProviderTests",
+            dependencies: [
+                "BaiduProvider", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto",
+                "TuisongGateway", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "TuisongGatewayTests",
             dependencies: [

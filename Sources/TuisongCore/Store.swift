@@ -22,6 +22,8 @@ public protocol DeviceStore: Sendable {
     )
     func device(appID: Int64, token: DeviceToken) async throws -> Device?
     func device(id: Int64) async throws -> Device?
+    /// The device and its sorted tags in one read (the native API's lookup path).
+    func deviceWithTags(appID: Int64, token: DeviceToken) async throws -> (device: Device, tags: [String])?
     /// `false` when there was no such device.
     func deleteDevice(appID: Int64, token: DeviceToken) async throws -> Bool
 

@@ -64,16 +64,21 @@ struct NativeDeviceAPI: Sendable {
         let registration = DeviceRegistration(
             token: token, environment: environment, user: body.user, locale: body.locale, tags: tags)
         let result = try await store.registerDevice(appID: app.id, registration)
-        let deviceTags = try await store.tags(appID: app.id, token: token)
+        // The tags just written, or (tags not given) what the device already had.
+        let deviceTags: [String]
+        if let tags {
+            deviceTags = Set(tags.map(\.value)).sorted()
+        } else {
+            deviceTags = try await store.tags(appID: app.id, token: token)
+        }
         return DeviceView(result.device, tags: deviceTags).response(status: result.created ? 201 : 200)
     }
 
     private func getDevice(_ app: App, _ request: Request) async throws -> Response {
         let token = try deviceToken(request)
-        guard let device = try await store.device(appID: app.id, token: token) else {
+        guard let (device, tags) = try await store.deviceWithTags(appID: app.id, token: token) else {
             throw NativeAPIError.deviceNotFound(token)
         }
-        let tags = try await store.tags(appID: app.id, token: token)
         return DeviceView(device, tags: tags).response()
     }
 

@@ -1,3 +1,4 @@
+import BaiduProvider
 import Foundation
 import Logging
 import TuisongCore
@@ -6,7 +7,7 @@ import TuisongPlugin
 
 /// The vendor adapters this build knows: name → type. Adding a vendor is one line here.
 enum ProviderRegistry {
-    static let providers: [any PushProvider.Type] = []
+    static let providers: [any PushProvider.Type] = [BaiduProvider.self]
 
     static var names: [String] { providers.map { $0.name } }
 
@@ -32,15 +33,20 @@ enum ProviderRegistry {
     }
 }
 
-/// Seals vendor secrets with the master key; the sealed text is base64.
-struct MasterKeySealer: SecretSealer {
+/// Seals vendor secrets with the master key; the sealed text is base64. Public so the CLI
+/// can store vendor secrets (`tuisong app set-baidu`) exactly as the gateway reads them.
+public struct MasterKeySealer: SecretSealer {
     let masterKey: MasterKey
 
-    func seal(_ plaintext: String, context: String) throws -> String {
+    public init(masterKey: MasterKey) {
+        self.masterKey = masterKey
+    }
+
+    public func seal(_ plaintext: String, context: String) throws -> String {
         Data(try masterKey.box.seal(Array(plaintext.utf8), associatedData: Array(context.utf8))).base64EncodedString()
     }
 
-    func open(_ sealed: String, context: String) throws -> String {
+    public func open(_ sealed: String, context: String) throws -> String {
         guard let bytes = Data(base64Encoded: sealed) else {
             throw ConfigError("", "a sealed secret is not base64")
         }

@@ -52,7 +52,7 @@ public struct ProviderContext: Sendable {
 }
 
 /// The store as providers see it.
-public typealias ProviderStore = Store & MessageStore & SettingsStore
+public typealias ProviderStore = Store & MessageStore & SettingsStore & BaiduStore
 
 /// Encrypts and decrypts small secrets (AES-256-GCM under the master key). `context` binds a
 /// sealed value to where it belongs (e.g. `"baidu:app:3"`), so it cannot be moved elsewhere.

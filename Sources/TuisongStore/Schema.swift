@@ -23,6 +23,9 @@ enum Schema {
         migrator.registerMigration("v2-settings-messages-deliveries") { db in
             try db.execute(sql: v2)
         }
+        migrator.registerMigration("v3-baidu-bindings-tags-kept-messages") { db in
+            try db.execute(sql: v3Baidu)
+        }
         return migrator
     }()
 

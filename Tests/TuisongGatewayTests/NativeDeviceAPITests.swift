@@ -25,6 +25,7 @@ import TuisongCore
         let fetched = try await http("GET", "\(gw.baseURL)/api/v1/devices/\(token(1))", key: key)
         #expect(fetched.status == 200)
         #expect(fetched.json["locale"] as? String == "zh-Hans")
+        #expect(fetched.json["tags"] as? [String] == ["vip", "北京"].sorted(), "tags come with the device in one read")
 
         let deleted = try await http("DELETE", url, key: key)
         #expect(deleted.status == 204)

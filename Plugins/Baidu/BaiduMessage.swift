@@ -1,0 +1,228 @@
+import Foundation
+import TuisongCore
+
+/// Baidu `message_type` / `msg_type`.
+enum BaiduMessageType: Int, Sendable {
+    /// A pass-through message: on iOS a silent background push carrying the message.
+    case message = 0
+    /// A notification the user sees.
+    case notification = 1
+}
+
+/// One message as an app server sent it (`msg`, or one element of `messages`) and the
+/// notification it becomes.
+///
+/// - An object with `aps` (Baidu's iOS format) keeps its `aps` fields — alert (text or
+///   dictionary), badge, sound, content-available, mutable-content, category, thread-id,
+///   target-content-id, interruption-level, relevance-score — and every other key as a
+///   custom key next to `aps`.
+/// - A JSON string is the alert text.
+/// - An object without `aps` in Baidu's Android format (`title`, `description`,
+///   `custom_content`) becomes an alert with that title and body and the custom content.
+/// - As a pass-through message (type 0) the push is silent (`content-available: 1`): an
+///   object's keys other than `aps` travel as custom keys, a string as `"message"`.
+struct BaiduMessage: Sendable {
+    /// The text to keep for `fetch_msg`: the string, or the object's JSON.
+    let text: String
+    let notification: PushNotification
+
+    /// `original`: the text as the app server sent it, kept instead of the re-serialised
+    /// value (what `fetch_msg` and `timer/query_list` show).
+    init(_ value: JSONValue, original: String? = nil, type: BaiduMessageType, parameter: String) throws(BaiduError) {
+        let (text, notification) = try Self.build(value, type: type, parameter: parameter)
+        self.text = original ?? text
+        self.notification = notification
+    }
+
+    private static func build(_ value: JSONValue, type: BaiduMessageType, parameter: String) throws(BaiduError)
+        -> (String, PushNotification)
+    {
+        switch value {
+        case .string(let string):
+            // Python's SDK json.dumps() a message that is already JSON text: unwrap it.
+            if string.hasPrefix("{"), let object = try? JSONValue(parsing: string), case .object = object {
+                return (string, try build(object, type: type, parameter: parameter).1)
+            }
+            switch type {
+            case .notification:
+                return (string, PushNotification(alert: .plain(string)))
+            case .message:
+                return (string, PushNotification(contentAvailable: true, custom: ["message": .string(string)]))
+            }
+        case .object(var members):
+            let text = value.serializedString
+            let aps = members.removeValue(forKey: "aps")
+            if let aps, aps.objectValue == nil {
+                throw .invalidParameter(parameter, "field aps must be an object")
+            }
+            switch type {
+            case .message:
+                return (text, PushNotification(contentAvailable: true, custom: members))
+            case .notification:
+                guard let aps = aps?.objectValue else {
+                    return (text, try notification(fromAndroidStyle: members, parameter: parameter))
+                }
+                var notification = try notification(fromAPS: aps, parameter: parameter)
+                notification.custom = members
+                guard
+                    notification.alert != nil || notification.badge != nil || notification.sound != nil
+                        || notification.contentAvailable
+                else {
+                    throw .invalidParameter(
+                        parameter, "aps has nothing to show: give alert, badge, sound or content-available")
+                }
+                return (text, notification)
+            }
+        default:
+            throw .invalidParameter(parameter, "must be a JSON object or string")
+        }
+    }
+
+    /// Parses the text of `msg` / an element of `messages`.
+    init(text: String, type: BaiduMessageType, parameter: String) throws(BaiduError) {
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: text)
+        } catch {
+            throw .invalidParameter(parameter, "is not valid JSON (\(error.message) at byte \(error.offset))")
+        }
+        try self.init(value, original: text, type: type, parameter: parameter)
+    }
+
+    // MARK: aps
+
+    private static func notification(fromAPS aps: [String: JSONValue], parameter: String) throws(BaiduError)
+        -> PushNotification
+    {
+        func field(_ key: String) -> String { "\(parameter) field aps.\(key)" }
+        func string(_ key: String) throws(BaiduError) -> String? {
+            guard let value = aps[key], !value.isNull else { return nil }
+            guard let text = value.stringValue else { throw .invalidParameter(field(key), "must be a string") }
+            return text
+        }
+        func flag(_ key: String) throws(BaiduError) -> Bool {
+            guard let value = aps[key], !value.isNull else { return false }
+            if let number = value.intValue { return number != 0 }
+            if let bool = value.boolValue { return bool }
+            if let text = value.stringValue, let number = Int(text) { return number != 0 }
+            throw .invalidParameter(field(key), "must be 0 or 1")
+        }
+
+        var notification = PushNotification()
+        switch aps["alert"] {
+        case nil, .null?: break
+        case .string(let text)?: notification.alert = .plain(text)
+        case .object(let members)?: notification.alert = .fields(try alertFields(members, parameter: parameter))
+        default: throw .invalidParameter(field("alert"), "must be a string or an object")
+        }
+        switch aps["badge"] {
+        case nil, .null?: break
+        case let value?:
+            guard let badge = value.intValue ?? value.stringValue.flatMap({ Int64($0) }), badge >= 0,
+                badge <= Int64(Int32.max)
+            else { throw .invalidParameter(field("badge"), "must be a non-negative integer") }
+            notification.badge = Int(badge)
+        }
+        switch aps["sound"] {
+        case nil, .null?: break
+        // Baidu's examples send "sound": "" for no sound.
+        case .string(let name)?: notification.sound = name.isEmpty ? nil : .named(name)
+        case .object(let sound)?:
+            guard let name = sound["name"]?.stringValue, let volume = (sound["volume"] ?? .double(1)).doubleValue,
+                (0...1).contains(volume)
+            else {
+                throw .invalidParameter(field("sound"), "must be a name or {\"critical\":1,\"name\":…,\"volume\":0…1}")
+            }
+            notification.sound = .critical(name: name, volume: volume)
+        default: throw .invalidParameter(field("sound"), "must be a string or an object")
+        }
+        notification.contentAvailable = try flag("content-available")
+        notification.mutableContent = try flag("mutable-content")
+        notification.category = try string("category")
+        notification.threadID = try string("thread-id")
+        notification.targetContentID = try string("target-content-id")
+        if let level = try string("interruption-level") {
+            guard let parsed = PushNotification.InterruptionLevel(rawValue: level) else {
+                throw .invalidParameter(
+                    field("interruption-level"), "must be passive, active, time-sensitive or critical")
+            }
+            notification.interruptionLevel = parsed
+        }
+        if let score = aps["relevance-score"], !score.isNull {
+            guard let value = score.doubleValue, (0...1).contains(value) else {
+                throw .invalidParameter(field("relevance-score"), "must be a number within 0…1")
+            }
+            notification.relevanceScore = value
+        }
+        return notification
+    }
+
+    private static func alertFields(_ alert: [String: JSONValue], parameter: String) throws(BaiduError)
+        -> PushNotification.Alert.Fields
+    {
+        func field(_ key: String) -> String { "\(parameter) field aps.alert.\(key)" }
+        func string(_ key: String) throws(BaiduError) -> String? {
+            guard let value = alert[key], !value.isNull else { return nil }
+            guard let text = value.stringValue else { throw .invalidParameter(field(key), "must be a string") }
+            return text
+        }
+        func strings(_ key: String) throws(BaiduError) -> [String]? {
+            guard let value = alert[key], !value.isNull else { return nil }
+            guard let array = value.arrayValue else {
+                throw .invalidParameter(field(key), "must be an array of strings")
+            }
+            var texts: [String] = []
+            for element in array {
+                // Format arguments are often numbers; iOS formats them as text.
+                if let text = element.stringValue {
+                    texts.append(text)
+                } else if case .int(let number) = element {
+                    texts.append(String(number))
+                } else {
+                    throw .invalidParameter(field(key), "must be an array of strings")
+                }
+            }
+            return texts
+        }
+        var fields = PushNotification.Alert.Fields()
+        fields.title = try string("title")
+        fields.subtitle = try string("subtitle")
+        fields.body = try string("body")
+        fields.launchImage = try string("launch-image")
+        fields.titleLocKey = try string("title-loc-key")
+        fields.titleLocArgs = try strings("title-loc-args")
+        fields.subtitleLocKey = try string("subtitle-loc-key")
+        fields.subtitleLocArgs = try strings("subtitle-loc-args")
+        fields.locKey = try string("loc-key")
+        fields.locArgs = try strings("loc-args")
+        fields.actionLocKey = try string("action-loc-key")
+        fields.summaryArg = try string("summary-arg")
+        if let count = alert["summary-arg-count"], !count.isNull {
+            guard let value = count.intValue, value >= 0, value <= Int64(Int32.max) else {
+                throw .invalidParameter(field("summary-arg-count"), "must be a non-negative integer")
+            }
+            fields.summaryArgCount = Int(value)
+        }
+        return fields
+    }
+
+    /// `{"title": …, "description": …, "custom_content": {…}}`, Baidu's Android notification.
+    private static func notification(fromAndroidStyle members: [String: JSONValue], parameter: String)
+        throws(BaiduError) -> PushNotification
+    {
+        let title = members["title"]?.stringValue
+        let description = members["description"]?.stringValue
+        guard title != nil || description != nil else {
+            throw .invalidParameter(
+                parameter, "an iOS notification needs \"aps\" (or Baidu's \"title\"/\"description\")")
+        }
+        var notification = PushNotification(alert: .fields(.init(title: title, body: description)))
+        if let custom = members["custom_content"] {
+            guard let object = custom.objectValue else {
+                throw .invalidParameter("\(parameter) field custom_content", "must be an object")
+            }
+            notification.custom = object.filter { $0.key != "aps" }
+        }
+        return notification
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Logging
+import TuisongCore
+import TuisongHTTP
+import TuisongPlugin
+
+/// Baidu Cloud Push (百度云推送) for iOS, at Baidu's own paths so app servers written against
+/// Baidu's SDKs only change their host:
+///
+/// - `/rest/2.0/channel/{channel|<channel_id>}`: Channel REST API 2.0 (`push_msg`, tags,
+///   bindings, kept messages), form-encoded, `method` naming the call.
+/// - `/rest/3.0/{class}/{method}`: REST API 3.0 (push, report, app, tag, timer, topic).
+/// - `/baidu/device/*`: what the BPush iOS SDK did (bind, unbind, tags), as JSON, for apps
+///   that registered through Baidu's SDK.
+///
+/// Server calls authenticate with Baidu's MD5 signature under the app's apikey and secret
+/// key (`BaiduKeys`); every answer is in Baidu's format (`BaiduReply`, `BaiduError`).
+public struct BaiduProvider: PushProvider {
+    public static let name = "baidu"
+
+    let context: ProviderContext
+    let configuration: BaiduConfiguration
+    let authenticator: BaiduAuthenticator
+    let pusher: BaiduPusher
+
+    public init(context: ProviderContext) throws {
+        self.context = context
+        configuration = try BaiduConfiguration(context.configuration)
+        authenticator = BaiduAuthenticator(
+            store: context.store, secrets: context.secrets, clock: context.clock,
+            limiter: RateLimiter(
+                rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock),
+            window: configuration.signatureWindow, logger: context.logger)
+        pusher = BaiduPusher(store: context.store, gateway: context.gateway, clock: context.clock)
+    }
+
+    public func register(on router: Router) {
+        router.setErrorResponder(forPrefix: "/rest/", BaiduReply.errorResponder)
+        router.setErrorResponder(forPrefix: "/baidu/", BaiduReply.errorResponder)
+        for method in [HTTPMethod.GET, .POST] {
+            router.add(method, "/rest/2.0/channel/{channel}") { request in await channelAPI(request) }
+            router.add(method, "/rest/3.0/{class}/{method}") { request in await restAPI(request) }
+        }
+        for call in BaiduDeviceCall.allCases {
+            router.add(.POST, "/baidu/device/\(call.rawValue)") { request in await deviceAPI(call, request) }
+        }
+    }
+
+    var store: any ProviderStore { context.store }
+    var gateway: any PushGateway { context.gateway }
+    var clock: any TuisongCore.Clock { context.clock }
+    var logger: Logger { context.logger }
+
+    /// Runs a call and renders its outcome; anything but a `BaiduError` is logged and answered
+    /// as 30600 without its details.
+    func respond(
+        _ requestID: Int64, device: Bool = false, _ body: () async throws -> [String: JSONValue]
+    ) async -> Response {
+        do {
+            let parameters = try await body()
+            return device
+                ? BaiduReply.deviceSuccess(requestID, parameters) : BaiduReply.success(requestID, parameters)
+        } catch let error as BaiduError {
+            return BaiduReply.failure(requestID, error)
+        } catch {
+            logger.error("baidu: request \(requestID) failed: \(error)")
+            return BaiduReply.failure(
+                requestID, BaiduError(.internalError, "see the gateway log, request \(requestID)"))
+        }
+    }
+
+    // MARK: Shared lookups
+
+    /// The bound device of `channelID`, or 30608.
+    func device(app: App, channelID: String, parameter: String = "channel_id") async throws -> Device {
+        guard BaiduParameters.isPlainID(channelID) else {
+            throw BaiduError.invalidParameter(parameter, "must be a channel id (digits)")
+        }
+        guard let device = try await store.baiduDevice(appID: app.id, channelID: channelID) else {
+            throw BaiduError(.bindNotFound, "no device is bound to channel \(channelID)")
+        }
+        return device
+    }
+
+    /// The devices bound to `userID` (only `channelID` when given), or 30608.
+    func devices(app: App, userID: String, channelID: String? = nil) async throws -> [Device] {
+        guard BaiduParameters.isPlainID(userID) else {
+            throw BaiduError.invalidParameter("user_id", "must be a user id (digits)")
+        }
+        var devices = try await store.baiduDevices(appID: app.id, userID: userID)
+        if let channelID { devices = devices.filter { $0.baiduChannelID == channelID } }
+        guard !devices.isEmpty else {
+            if let channelID {
+                throw BaiduError(.bindNotFound, "user \(userID) is not bound on channel \(channelID)")
+            }
+            throw BaiduError(.bindNotFound, "no device is bound to user \(userID)")
+        }
+        return devices
+    }
+
+    /// The app tag `name`, or 30611.
+    func existingTag(app: App, _ name: TagName) async throws -> BaiduTag {
+        guard let tag = try await store.baiduTag(appID: app.id, name: name.value) else {
+            throw BaiduError(.tagNotFound, "tag \(name.value) does not exist")
+        }
+        return tag
+    }
+
+    /// `deploy_status`: 1 development (APNs sandbox), 2 production (the default).
+    static func environment(_ parameters: BaiduParameters) throws(BaiduError) -> APNsEnvironment {
+        try parameters.integer("deploy_status", default: 2, in: 1...2) == 1 ? .sandbox : .production
+    }
+
+    /// `device_type`, when given, must be 4: this gateway delivers to iOS only.
+    static func checkDeviceType(_ parameters: BaiduParameters) throws(BaiduError) {
+        if let type = try parameters.optionalInteger("device_type", in: 1...5), type != 4 {
+            throw BaiduError.invalidParameter(
+                "device_type", "must be 4 (iOS): this gateway delivers through APNs only, got \(type)")
+        }
+    }
+
+    /// `topic_id`: 1–128 letters, digits and `_`.
+    static func topicID(_ parameters: BaiduParameters, required: Bool) throws(BaiduError) -> String? {
+        guard let topic = parameters["topic_id"] else {
+            if required { throw BaiduError.missingParameter("topic_id") }
+            return nil
+        }
+        guard topic.utf8.count <= 128,
+            topic.utf8.allSatisfy({ byte in
+                byte == UInt8(ascii: "_") || (48...57).contains(byte) || (65...90).contains(byte)
+                    || (97...122).contains(byte)
+            })
+        else {
+            throw BaiduError.invalidParameter("topic_id", "must be 1–128 letters, digits or _")
+        }
+        return topic
+    }
+
+    /// Baidu's `status` of a message: 0 sent, 1 waiting, 2 sending, 3 failed.
+    static func baiduStatus(_ status: MessageStatus) -> Int64 {
+        switch status.record.state {
+        case .scheduled, .queued: return 1
+        case .sending: return 2
+        case .cancelled: return 3
+        case .completed:
+            let counts = status.counts
+            if counts.queued > 0 || counts.sending > 0 { return 2 }
+            if counts.delivered == 0 && counts.failed > 0 { return 3 }
+            return 0
+        }
+    }
+
+    /// When a message was (or will be) sent.
+    static func sendTime(_ record: MessageRecord) -> JSONValue {
+        .seconds(record.startedAt ?? record.sendAt ?? record.createdAt)
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+import TuisongCore
+import TuisongStore
+
+@testable import BaiduProvider
+@testable import TuisongGateway
+
+/// Records what the delivery engine hands to APNs.
+final class RecordingSender: PushSender {
+    struct Sent: Sendable {
+        var token: String
+        var environment: APNsEnvironment
+        var message: MessageRecord
+    }
+
+    private let sent = Mutex<[Sent]>([])
+
+    func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome {
+        sent.withLock { $0.append(Sent(token: token, environment: environment, message: message)) }
+        return .delivered(apnsID: UUID().uuidString)
+    }
+
+    func sends(of messageID: Int64) -> [Sent] {
+        sent.withLock { $0.filter { $0.message.id == messageID } }
+    }
+}
+
+/// Baidu calls through the real delivery engine (its dispatcher, audiences and environment
+/// filters, scheduling), with a sender that records instead of talking to APNs.
+@Suite(.serialized) struct EngineIntegrationTests {
+    static func engine(_ store: SQLiteStore, _ clock: ManualClock, _ sender: RecordingSender) -> DeliveryEngine {
+        var settings = DeliverySettings(GatewayConfig.embeddedDefault.delivery)
+        settings.flushInterval = .milliseconds(20)
+        settings.pollInterval = .milliseconds(20)
+        var logger = Logger(label: "engine")
+        logger.logLevel = .critical
+        return DeliveryEngine(store: store, sender: sender, settings: settings, clock: clock, logger: logger)
+    }
+
+    func completed(_ engine: DeliveryEngine, _ messageID: Int64) async throws -> MessageStatus {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let status = try await engine.status(messageID: messageID), status.record.state == .completed,
+                status.counts.queued == 0, status.counts.sending == 0
+            {
+                return status
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw SignerError(description: "message \(messageID) did not complete")
+    }
+
+    func messageID(_ f: BaiduFixture, msgID: String) async throws -> Int64 {
+        try #require(try await f.store.baiduMessages(appID: f.app.id, msgIDs: [msgID]).first).id
+    }
+
+    @Test func bindTagPushReachesExactlyTheRightDevices() async throws {
+        let sender = RecordingSender()
+        try await withFixture(gateway: { Self.engine($0, $1, sender) }) { f in
+            let engine = f.pushGateway as! DeliveryEngine
+            try await engine.start()
+            do {
+                try await scenario(f, engine, sender)
+            } catch {
+                await engine.stop()
+                throw error
+            }
+            await engine.stop()
+        }
+    }
+
+    func scenario(_ f: BaiduFixture, _ engine: DeliveryEngine, _ sender: RecordingSender) async throws {
+        try await f.bind(token(1))
+        let (_, c2) = try await f.bind(token(2))
+        try await f.bind(token(3), mode: "development")
+        try await f.bind(token(4))
+        for n in [1, 3] {
+            let tagged = try await f.device(
+                "set_tags", ["apikey": BaiduFixture.apiKey, "device_token": token(n), "tag": "vip"])
+            #expect(tagged.errorCode == 0)
+        }
+        expectSuccess(try await f.v3("tag/add_devices", ["tag": "vip", "channel_ids": #"["\#(c2)"]"#]))
+
+        let msg = #"{"aps":{"alert":{"title":"会员日","body":"全场八折"},"badge":5,"sound":"default"},"coupon":"VIP8"}"#
+        let pushed = expectSuccess(
+            try await f.v3("push/tags", ["type": "1", "tag": "vip", "msg_type": "1", "msg": msg, "deploy_status": "2"]))
+        let id = try await messageID(f, msgID: try #require(pushed["msg_id"] as? String))
+        let status = try await completed(engine, id)
+        // The development device carries the tag but is not in production.
+        #expect(Set(sender.sends(of: id).map(\.token)) == [token(1), token(2)])
+        #expect(sender.sends(of: id).allSatisfy { $0.environment == .production })
+        let payload = try #require(sender.sends(of: id).first?.message.payload)
+        #expect(
+            String(decoding: payload, as: UTF8.self)
+                == #"{"aps":{"alert":{"body":"全场八折","title":"会员日"},"badge":5,"sound":"default"},"coupon":"VIP8"}"#)
+        #expect(status.counts.delivered == 2)
+
+        let reported = expectSuccess(try await f.v3("report/query_msg_status", ["msg_id": pushed["msg_id"] as! String]))
+        let result = try #require((reported["result"] as? [[String: Any]])?.first)
+        #expect(result["status"] as? Int == 0 && result["success"] as? Int == 2)
+
+        // A timer fires when its time comes, as a silent push to every production device.
+        let sendTime = f.now + 3600
+        let timer = expectSuccess(
+            try await f.v3("push/all", ["msg_type": "0", "msg": #"{"cmd":"refresh"}"#, "send_time": String(sendTime)]))
+        let timerMessage = try await messageID(f, msgID: try #require(timer["msg_id"] as? String))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(sender.sends(of: timerMessage).isEmpty)
+        f.clock.advance(by: 3601)
+        _ = try await completed(engine, timerMessage)
+        let fired = sender.sends(of: timerMessage)
+        #expect(Set(fired.map(\.token)) == [token(1), token(2), token(4)])
+        #expect(fired.first?.message.options.pushType == .background)
+        #expect(
+            String(decoding: fired.first?.message.payload ?? [], as: UTF8.self)
+                == #"{"aps":{"content-available":1},"cmd":"refresh"}"#)
+        let records = expectSuccess(
+            try await f.v3("report/query_timer_records", ["timer_id": try #require(timer["timer_id"] as? String)]))
+        #expect((records["result"] as? [[String: Any]])?.first?["status"] as? Int == 0)
+
+        // After an unbind the device gets nothing.
+        let unbound = try await f.device("unbind", ["apikey": BaiduFixture.apiKey, "device_token": token(1)])
+        #expect(unbound.errorCode == 0)
+        let all = expectSuccess(
+            try await f.channel("push_msg", ["push_type": "3", "message_type": "1", "messages": #""hi""#]))
+        let allID = try await messageID(f, msgID: try #require((all["msgids"] as? [String])?.first))
+        _ = try await completed(engine, allID)
+        #expect(Set(sender.sends(of: allID).map(\.token)) == [token(2), token(4)])
+    }
+}
