@@ -1,23 +1,30 @@
+import BaiduProvider
 import Foundation
 import TuisongCore
 import TuisongPlugin
 
 /// The per-vendor settings an app can carry, as the console edits them. Stored in
-/// `App.vendorSettings[vendor][key]`; a secret field's value is stored sealed with the
-/// master key (`SecretSealer`, context `"<vendor>:app:<app id>"`), so the provider that reads
-/// it calls `secrets.open(value, context: "baidu:app:\(app.id)")`.
+/// `App.vendorSettings[vendor]`: an ordinary field under its key, a secret field sealed with
+/// the master key under `<key>_sealed` (`SecretSealer`, context `"<vendor>:app:<app id>"`), so
+/// the provider reads it with `secrets.open(settings["secret_key_sealed"], context:
+/// "baidu:app:\(app.id)")`, as `BaiduKeys.of` does.
 ///
 /// A vendor adapter that needs another setting adds its field here; the console renders
 /// whatever this table lists.
 enum AdminVendorSettings {
     struct Field: Sendable {
-        /// The key in `App.vendorSettings[vendor]`, in the vendor's own words.
+        /// The setting's name, in the vendor's own words.
         let key: String
         /// Write-only: stored sealed, never returned, shown as set or not set.
         let secret: Bool
         /// No two apps may share the value (the provider finds the app by it).
         let unique: Bool
         let maxLength: Int
+        /// Why a value is not acceptable, or nil when it is.
+        var problem: @Sendable (String) -> String? = { _ in nil }
+
+        /// Where the value lives in `App.vendorSettings[vendor]`.
+        var storageKey: String { secret ? key + "_sealed" : key }
     }
 
     struct Vendor: Sendable {
@@ -29,8 +36,18 @@ enum AdminVendorSettings {
         Vendor(
             name: "baidu",
             fields: [
-                Field(key: "apikey", secret: false, unique: true, maxLength: 128),
-                Field(key: "secret_key", secret: true, unique: false, maxLength: 256),
+                // The same rules as BaiduKeys, which the Baidu provider reads these with.
+                Field(key: "apikey", secret: false, unique: true, maxLength: 64) { value in
+                    BaiduKeys.isValidAPIKey(value) ? nil : "must be 1–64 letters, digits, - or _"
+                },
+                Field(key: "secret_key", secret: true, unique: false, maxLength: 256) { value in
+                    value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+                        ? nil : "must be printable ASCII characters without spaces"
+                },
+                Field(key: "app_id", secret: false, unique: false, maxLength: 20) { value in
+                    value.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+                        ? nil : "Baidu's app id is digits"
+                },
             ]),
         Vendor(
             name: "tencent",
@@ -75,7 +92,7 @@ enum AdminVendorSettings {
             let stored = settings[vendor.name] ?? [:]
             var fields: [String: Any] = [:]
             for field in vendor.fields {
-                let value = stored[field.key] ?? ""
+                let value = stored[field.storageKey] ?? ""
                 if field.secret {
                     fields[field.key] = ["set": !value.isEmpty]
                 } else {
@@ -116,8 +133,11 @@ enum AdminVendorSettings {
                     throw AdminError.invalid(path, "\(path) must be at most \(field.maxLength) characters")
                 }
                 if value.isEmpty {
-                    stored.removeValue(forKey: key)
+                    stored.removeValue(forKey: field.storageKey)
                     continue
+                }
+                if let problem = field.problem(value) {
+                    throw AdminError.invalid(path, "\(vendorName) \(key) \(problem)")
                 }
                 if field.unique,
                     let other = otherApps.first(where: { $0.id != app.id && $0.vendorSettings[vendorName]?[key] == value })
@@ -126,12 +146,13 @@ enum AdminVendorSettings {
                 }
                 if field.secret {
                     do {
-                        stored[key] = try sealer.seal(value, context: sealingContext(vendor: vendorName, appID: app.id))
+                        stored[field.storageKey] = try sealer.seal(
+                            value, context: sealingContext(vendor: vendorName, appID: app.id))
                     } catch {
                         throw AdminError(500, "internal_error", "the secret could not be encrypted")
                     }
                 } else {
-                    stored[key] = value
+                    stored[field.storageKey] = value
                 }
             }
             if stored.isEmpty {

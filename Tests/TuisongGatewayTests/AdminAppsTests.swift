@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import TuisongGateway
 import TuisongCore
+import BaiduProvider
 
 @Suite(.serialized) struct AdminAppsTests {
     @Test func createShowsTheAPIKeyOnceAndItWorksOnTheNativeAPI() async throws {
@@ -56,19 +57,24 @@ import TuisongCore
         #expect(baidu["secret_key"]?["value"] == nil)
 
         // At rest: sealed under the master key, bound to this app and vendor.
-        let stored = try #require(try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key"])
+        let stored = try #require(try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key_sealed"])
         #expect(stored != secret && !stored.contains(secret))
         let sealer = MasterKeySealer(masterKey: gw.runtime.masterKey)
         #expect(try sealer.open(stored, context: "baidu:app:\(id)") == secret)
         #expect(throws: (any Error).self) { try sealer.open(stored, context: "baidu:app:\(id + 1)") }
+        // The Baidu provider reads exactly what the console wrote.
+        let saved = try #require(try await gw.runtime.store.app(id: Int64(id)))
+        let keys = try #require(try BaiduKeys.of(saved, sealer: sealer))
+        #expect(keys.apiKey == "AK-123")
+        #expect(keys.secretKey == secret)
 
         // Editing other fields keeps the secret; "" clears it; a new value replaces it.
         let renamed = try await client.call("PUT", "/apps/\(id)", json: ["name": "B", "vendors": ["baidu": ["apikey": "AK-124"]]])
         #expect(renamed.status == 200)
-        #expect(try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key"] == stored)
+        #expect(try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key_sealed"] == stored)
         let replaced = try await client.call("PUT", "/apps/\(id)", json: ["vendors": ["baidu": ["secret_key": "second-secret-77"]]])
         #expect(replaced.status == 200)
-        let resealed = try #require(try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key"])
+        let resealed = try #require(try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key_sealed"])
         #expect(try sealer.open(resealed, context: "baidu:app:\(id)") == "second-secret-77")
         let cleared = try await client.call("PUT", "/apps/\(id)", json: ["vendors": ["baidu": ["secret_key": ""]]])
         let clearedView = (cleared.json["vendors"] as? [String: Any])?["baidu"] as? [String: [String: Any]]
@@ -88,6 +94,13 @@ import TuisongCore
         let badBundle = try await client.call("POST", "/apps", json: ["name": "x", "bundle_id": "not a bundle id"])
         #expect(badBundle.status == 400)
         #expect(badBundle.errorField == "bundle_id")
+        let badAPIKey = try await client.call(
+            "POST", "/apps", json: ["name": "x", "bundle_id": "com.example.x", "vendors": ["baidu": ["apikey": "has space"]]])
+        #expect(badAPIKey.errorField == "vendors.baidu.apikey")
+        let badSecret = try await client.call(
+            "POST", "/apps", json: ["name": "x", "bundle_id": "com.example.x", "vendors": ["baidu": ["secret_key": "a b"]]])
+        #expect(badSecret.errorField == "vendors.baidu.secret_key")
+        #expect(!String(decoding: badSecret.body, as: UTF8.self).contains("a b"), "not even a refused secret is echoed")
         let noName = try await client.call("POST", "/apps", json: ["name": "  ", "bundle_id": "com.example.x"])
         #expect(noName.errorField == "name")
         let unknownVendor = try await client.call(

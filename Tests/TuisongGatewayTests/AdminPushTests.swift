@@ -82,6 +82,7 @@ struct AdminPushFixture {
         let done = try await f.follow(id)
         let counts = try #require(done["counts"] as? [String: Int])
         #expect(counts["delivered"] == 28)
+        #expect(sender.totalAttempts == 30, "each device tried once")
         #expect(counts["failed"] == 2)
         #expect(done["failures"] as? [String: Int] == ["Unregistered": 2])
         #expect(done["total"] as? Int == 30)
