@@ -42,6 +42,14 @@ final class HTTP2Stream {
     init(request: PendingRequest) {
         self.request = request
     }
+
+    /// Whether an answer shows APNs accepted the provider token: a 200, or a 4xx about the
+    /// request itself (APNs checks the token first, so 400 BadDeviceToken or 410 Unregistered
+    /// also got past it). 403 is the token's (or certificate's) own rejection; a 5xx proves
+    /// nothing.
+    static func provesTokenAccepted(status: Int) -> Bool {
+        status == 200 || (400..<500).contains(status) && status != 403
+    }
 }
 
 /// One HTTP/2 connection to APNs: a non-blocking TCP socket, a TLS session and an nghttp2
@@ -65,7 +73,10 @@ final class APNsConnection: EventLoopFileHandler {
     let settings: Settings
     private let loop: EventLoop
     private let tlsContext: TLSContext
-    weak var delegate: (any APNsConnectionDelegate)?
+    /// The pool (or the tester's probe). Not retained, and not `weak` either: a weak
+    /// reference gives the pool a side table that makes every retain of it slow. The delegate
+    /// outlives its connections: it is only called on the loop thread, which it keeps alive.
+    unowned(unsafe) var delegate: (any APNsConnectionDelegate)?
 
     private(set) var state = State.resolving
     private var hasBeenReady = false
@@ -73,7 +84,8 @@ final class APNsConnection: EventLoopFileHandler {
     private(set) var isGoingAway = false
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (0 until its first SETTINGS).
     private(set) var remoteMaxConcurrentStreams = 0
-    /// Token auth: the server answered a request with something other than 403 here.
+    /// Token auth: an answer on this connection showed the token accepted
+    /// (`HTTP2Stream.provesTokenAccepted`).
     private(set) var authenticationConfirmed = false
     /// Peak of `streams.count`, for statistics and tests.
     private(set) var peakConcurrentStreams = 0
@@ -102,11 +114,12 @@ final class APNsConnection: EventLoopFileHandler {
     private let readBuffer: UnsafeMutableRawBufferPointer
     private var outBuffer: [UInt8] = []
     private var outOffset = 0
-    private var headerBytes: [UInt8] = []
-    private var headerOffsets: [(name: Range<Int>, value: Range<Int>)] = []
+    private var headerScratch = HeaderBlock()
+    private let authorityBytes: [UInt8]
 
     // Events recorded by nghttp2 callbacks during mem_recv/mem_send, delivered afterwards.
     fileprivate var closedStreams: [(stream: HTTP2Stream, errorCode: UInt32)] = []
+    private var closedStreamsScratch: [(stream: HTTP2Stream, errorCode: UInt32)] = []
     fileprivate var receivedSettings = false
     fileprivate var receivedGoAway: (lastStreamID: Int32, errorCode: UInt32, debugData: String)?
 
@@ -115,6 +128,7 @@ final class APNsConnection: EventLoopFileHandler {
         self.settings = settings
         self.loop = loop
         self.tlsContext = tlsContext
+        authorityBytes = Array(settings.endpoint.authority.utf8)
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
         outBuffer.reserveCapacity(64 * 1024)
     }
@@ -148,8 +162,9 @@ final class APNsConnection: EventLoopFileHandler {
     /// server's first SETTINGS.
     func start() {
         loop.assertOnLoop()
-        connectTimer = loop.schedule(after: settings.connectTimeout) { [weak self] in
-            guard let self, self.state != .ready, self.state != .closed else { return }
+        // Timers hold the connection until they fire or `close` cancels them.
+        connectTimer = loop.schedule(after: settings.connectTimeout) { [self] in
+            guard self.state != .ready, self.state != .closed else { return }
             let detail = self.lastAddressError.map { " (\($0))" } ?? ""
             self.close(
                 APNsTransportError(
@@ -180,7 +195,8 @@ final class APNsConnection: EventLoopFileHandler {
             let address = addresses[addressIndex]
             addressIndex += 1
             let socketFD = socket(
-                address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+                address.family,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
                     | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard socketFD >= 0 else {
                 lastAddressError = "socket: \(String(cString: strerror(errno)))"
@@ -188,7 +204,8 @@ final class APNsConnection: EventLoopFileHandler {
             }
             var one: Int32 = 1
             setsockopt(
-                socketFD, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                socketFD, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)
+            )
             let result = address.withSockAddr { connect(socketFD, $0, $1) }
             if result == 0 || errno == EINPROGRESS {
                 fd = socketFD
@@ -306,7 +323,8 @@ final class APNsConnection: EventLoopFileHandler {
         }
         session = newSession
         var entries = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 20),
         ]
@@ -340,10 +358,12 @@ final class APNsConnection: EventLoopFileHandler {
     /// Reads and feeds nghttp2 until the socket would block; false when the connection closed.
     private func readAvailable() -> Bool {
         guard let tls, let session else { return false }
+        var receivedData = false
+        defer { if receivedData { lastActivity = MonotonicTime.now() } }
         while true {
             switch tls.read(into: readBuffer) {
             case .done(let count):
-                lastActivity = MonotonicTime.now()
+                receivedData = true
                 let consumed = nghttp2_session_mem_recv(
                     session, readBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
                 if consumed < 0 {
@@ -403,12 +423,17 @@ final class APNsConnection: EventLoopFileHandler {
             }
         }
         if !closedStreams.isEmpty {
-            let closed = closedStreams
-            closedStreams.removeAll(keepingCapacity: true)
+            // Swapped with a scratch array so neither reallocates per batch.
+            var closed = closedStreamsScratch
+            swap(&closed, &closedStreams)
             for (stream, errorCode) in closed {
-                if stream.status != 0 && stream.status != 403 { authenticationConfirmed = true }
+                if HTTP2Stream.provesTokenAccepted(status: stream.status) {
+                    authenticationConfirmed = true
+                }
                 delegate?.connection(self, closed: stream, errorCode: errorCode)
             }
+            closed.removeAll(keepingCapacity: true)
+            closedStreamsScratch = closed
         }
         if let goAway = receivedGoAway {
             receivedGoAway = nil
@@ -492,37 +517,39 @@ final class APNsConnection: EventLoopFileHandler {
     /// connection).
     func submit(_ pending: PendingRequest, authorization: String?) -> Int32 {
         guard let session else { return Int32(NGHTTP2_ERR_INVALID_STATE.rawValue) }
+        // Built in a local (swapped out of the scratch property and back) so the many appends
+        // are plain local mutations rather than exclusivity-checked class accesses.
+        var block = HeaderBlock()
+        swap(&block, &headerScratch)
+        defer { swap(&block, &headerScratch) }
+        block.reset()
         let request = pending.request
-        headerBytes.removeAll(keepingCapacity: true)
-        headerOffsets.removeAll(keepingCapacity: true)
-        appendHeader(":method", "POST")
-        appendHeader(":scheme", "https")
-        appendHeader(":authority", settings.endpoint.authority)
-        appendHeader(":path", "/3/device/", request.deviceToken)
-        if let authorization { appendHeader("authorization", "bearer ", authorization) }
-        appendHeader("apns-push-type", request.pushType)
-        appendHeader("apns-topic", request.topic)
-        if let priority = request.priority { appendHeader("apns-priority", String(priority)) }
+        block.append(":method", "POST")
+        block.append(":scheme", "https")
+        block.append(":authority", authorityBytes)
+        block.append(":path", "/3/device/", request.deviceToken)
+        if let authorization { block.append("authorization", "bearer ", authorization) }
+        block.append("apns-push-type", "", request.pushType)
+        block.append("apns-topic", "", request.topic)
+        if let priority = request.priority { block.append("apns-priority", decimal: priority) }
         if let expiration = request.expiration {
-            appendHeader("apns-expiration", String(expiration))
+            block.append("apns-expiration", decimal: expiration)
         }
-        if let collapseID = request.collapseID { appendHeader("apns-collapse-id", collapseID) }
-        if let apnsID = request.apnsID { appendHeader("apns-id", apnsID) }
-        appendHeader("content-length", String(request.payload.count))
+        if let collapseID = request.collapseID { block.append("apns-collapse-id", "", collapseID) }
+        if let apnsID = request.apnsID { block.append("apns-id", "", apnsID) }
+        block.append("content-length", decimal: request.payload.count)
 
-        let streamID: Int32 = headerBytes.withUnsafeMutableBufferPointer { bytes in
-            let base = bytes.baseAddress!
-            var nameValues = headerOffsets.map { offsets in
-                nghttp2_nv(
-                    name: base + offsets.name.lowerBound, value: base + offsets.value.lowerBound,
-                    namelen: offsets.name.count, valuelen: offsets.value.count,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
+        let stream = HTTP2Stream(request: pending)
+        let streamPointer = Unmanaged.passUnretained(stream).toOpaque()
+        let streamID = block.withNameValues { nameValues, count in
             var provider = nghttp2_data_provider(
-                source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Callbacks.readPayload)
+                source: nghttp2_data_source(ptr: streamPointer),
+                read_callback: HTTP2Callbacks.readPayload)
             // nghttp2 copies the header block, so the pointers need only live for this call.
+            // The stream's user data points at `stream`, which `streams` keeps alive until
+            // nghttp2 reports the stream closed.
             return nghttp2_submit_request(
-                session, nil, &nameValues, nameValues.count, &provider, nil)
+                session, nil, nameValues, count, &provider, streamPointer)
         }
         guard streamID > 0 else {
             if streamID == Int32(NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue) {
@@ -530,22 +557,13 @@ final class APNsConnection: EventLoopFileHandler {
             }
             return streamID
         }
-        streams[streamID] = HTTP2Stream(request: pending)
+        streams[streamID] = stream
         streamsOpened += 1
         if streams.count > peakConcurrentStreams { peakConcurrentStreams = streams.count }
         pending.connection = self
         pending.streamID = streamID
         needsFlush = true
         return streamID
-    }
-
-    private func appendHeader(_ name: StaticString, _ value: String, _ suffix: String? = nil) {
-        let nameStart = headerBytes.count
-        name.withUTF8Buffer { headerBytes.append(contentsOf: $0) }
-        let valueStart = headerBytes.count
-        headerBytes.append(contentsOf: value.utf8)
-        if let suffix { headerBytes.append(contentsOf: suffix.utf8) }
-        headerOffsets.append((nameStart..<valueStart, valueStart..<headerBytes.count))
     }
 
     /// Resets a stream whose request timed out or was cancelled; the stream keeps counting
@@ -606,8 +624,8 @@ final class APNsConnection: EventLoopFileHandler {
     private func scheduleKeepalive() {
         let interval = settings.pingInterval
         let check = min(interval, settings.pingTimeout)
-        keepaliveTimer = loop.schedule(after: check) { [weak self] in
-            self?.keepaliveTick()
+        keepaliveTimer = loop.schedule(after: check) { [self] in
+            keepaliveTick()
         }
     }
 
@@ -671,6 +689,15 @@ enum HTTP2Callbacks {
         Unmanaged<APNsConnection>.fromOpaque(userData!).takeUnretainedValue()
     }
 
+    /// The stream's user data: its `HTTP2Stream`, kept alive by the connection's `streams`
+    /// until `onStreamClose` (after which nghttp2 no longer reports the stream).
+    private static func stream(_ session: OpaquePointer?, _ streamID: Int32) -> HTTP2Stream? {
+        guard let pointer = nghttp2_session_get_stream_user_data(session, streamID) else {
+            return nil
+        }
+        return Unmanaged<HTTP2Stream>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
     static let onFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, userData in
         guard let frame else { return 0 }
         let connection = HTTP2Callbacks.connection(userData)
@@ -702,12 +729,13 @@ enum HTTP2Callbacks {
     }
 
     static let onHeader: nghttp2_on_header_callback = {
-        _, frame, name, nameLength, value, valueLength, _, userData in
+        session, frame, name, nameLength, value, valueLength, _, _ in
         guard let frame, let name, let value,
             UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue
         else { return 0 }
-        let connection = HTTP2Callbacks.connection(userData)
-        guard let stream = connection.streams[frame.pointee.hd.stream_id] else { return 0 }
+        guard let stream = HTTP2Callbacks.stream(session, frame.pointee.hd.stream_id) else {
+            return 0
+        }
         if nameLength == 7 && memcmp(name, ":status", 7) == 0 {
             var status = 0
             for index in 0..<valueLength {
@@ -725,10 +753,8 @@ enum HTTP2Callbacks {
     }
 
     static let onDataChunkRecv: nghttp2_on_data_chunk_recv_callback = {
-        _, _, streamID, data, length, userData in
-        guard let data else { return 0 }
-        let connection = HTTP2Callbacks.connection(userData)
-        guard let stream = connection.streams[streamID] else { return 0 }
+        session, _, streamID, data, length, _ in
+        guard let data, let stream = HTTP2Callbacks.stream(session, streamID) else { return 0 }
         // APNs error bodies are tiny; cap what a misbehaving server can make us hold.
         let room = max(0, 16 * 1024 - stream.body.count)
         stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: min(room, length)))
@@ -761,11 +787,11 @@ enum HTTP2Callbacks {
     }
 
     static let readPayload: nghttp2_data_source_read_callback = {
-        _, streamID, buffer, length, flags, _, userData in
-        let connection = HTTP2Callbacks.connection(userData)
-        guard let buffer, let flags, let stream = connection.streams[streamID] else {
+        _, _, buffer, length, flags, source, _ in
+        guard let buffer, let flags, let pointer = source?.pointee.ptr else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
+        let stream = Unmanaged<HTTP2Stream>.fromOpaque(pointer).takeUnretainedValue()
         let payload = stream.request.request.payload
         let count = min(length, payload.count - stream.payloadOffset)
         if count > 0 {
@@ -779,5 +805,86 @@ enum HTTP2Callbacks {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
         }
         return count
+    }
+}
+
+/// One request's header block: every name and value in one byte buffer, with their ranges,
+/// then handed to nghttp2 as `nghttp2_nv` entries pointing into it.
+struct HeaderBlock {
+    private var bytes: [UInt8] = []
+    private var ranges: [(name: Range<Int>, value: Range<Int>)] = []
+    private var nameValues: [nghttp2_nv] = []
+
+    mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        ranges.removeAll(keepingCapacity: true)
+    }
+
+    mutating func append(_ name: StaticString, _ value: StaticString) {
+        let header = beginHeader(name)
+        value.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        endHeader(header)
+    }
+
+    mutating func append(_ name: StaticString, _ value: [UInt8]) {
+        let header = beginHeader(name)
+        bytes.append(contentsOf: value)
+        endHeader(header)
+    }
+
+    mutating func append(_ name: StaticString, _ prefix: StaticString, _ value: String) {
+        let header = beginHeader(name)
+        prefix.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: value.utf8)
+        endHeader(header)
+    }
+
+    mutating func append(_ name: StaticString, decimal value: Int) {
+        let header = beginHeader(name)
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        let digitsStart = bytes.count
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        bytes[digitsStart...].reverse()
+        endHeader(header)
+    }
+
+    /// Appends the name; returns where the name and the value start.
+    private mutating func beginHeader(_ name: StaticString) -> (name: Int, value: Int) {
+        let nameStart = bytes.count
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        return (nameStart, bytes.count)
+    }
+
+    private mutating func endHeader(_ start: (name: Int, value: Int)) {
+        ranges.append((start.name..<start.value, start.value..<bytes.count))
+    }
+
+    /// Calls `body` with the `nghttp2_nv` array, valid only during the call.
+    mutating func withNameValues<Result>(
+        _ body: (UnsafeMutablePointer<nghttp2_nv>, Int) -> Result
+    ) -> Result {
+        let ranges = self.ranges
+        var nameValues = self.nameValues
+        self.nameValues = []
+        defer {
+            nameValues.removeAll(keepingCapacity: true)
+            self.nameValues = nameValues
+        }
+        return bytes.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            nameValues.removeAll(keepingCapacity: true)
+            for range in ranges {
+                nameValues.append(
+                    nghttp2_nv(
+                        name: base + range.name.lowerBound, value: base + range.value.lowerBound,
+                        namelen: range.name.count, valuelen: range.value.count,
+                        flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+            }
+            return nameValues.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
+        }
     }
 }

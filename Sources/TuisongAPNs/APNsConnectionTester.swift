@@ -14,7 +14,8 @@ public enum APNsConnectionTester {
         var tokenNote = ""
         if case .token(let key, let keyID, let teamID) = credential {
             do {
-                _ = try JWT.apnsProviderToken(keyID: keyID, teamID: teamID, issuedAt: Date(), key: key)
+                _ = try JWT.apnsProviderToken(
+                    keyID: keyID, teamID: teamID, issuedAt: Date(), key: key)
             } catch {
                 return (false, "cannot sign a provider token with key \(keyID): \(error.message)")
             }
@@ -32,7 +33,7 @@ public enum APNsConnectionTester {
             return (false, error.description)
         }
         loop.start()
-        // The probe is the connection's (weakly held) delegate: this function keeps it alive.
+        // The probe is the connection's unretained delegate: this function keeps it alive.
         let probe = LoopBound(ConnectionProbe())
         let outcome = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<String, APNsTransportError>, Never>) in
@@ -56,7 +57,8 @@ public enum APNsConnectionTester {
         case .success(let summary):
             var detail = "connected to \(endpoint): \(summary)"
             if case .certificate(let certificate, _, _) = credential {
-                detail += "; client certificate \(certificate.subject) accepted in the TLS "
+                detail +=
+                    "; client certificate \(certificate.subject) accepted in the TLS "
                     + "handshake — APNs confirms it on the first push"
             }
             return (true, detail + tokenNote)
@@ -77,7 +79,8 @@ private final class ConnectionProbe: APNsConnectionDelegate {
     }
 
     func connectionBecameReady(_ connection: APNsConnection) {
-        let summary = "\(connection.tlsVersion ?? "TLS"), ALPN h2, server SETTINGS received "
+        let summary =
+            "\(connection.tlsVersion ?? "TLS"), ALPN h2, server SETTINGS received "
             + "(max concurrent streams \(connection.remoteMaxConcurrentStreams))"
         finish(.success(summary))
         connection.retire()

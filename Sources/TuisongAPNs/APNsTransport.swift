@@ -53,12 +53,14 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
 
     /// `https://host:port` (brackets around IPv6 literals).
     public var description: String {
-        host.contains(":") ? "https://[\(host)]:\(port)" : "https://\(host):\(port)"
+        isIPv6Literal ? "https://[\(host)]:\(port)" : "https://\(host):\(port)"
     }
+
+    private var isIPv6Literal: Bool { host.utf8.contains(UInt8(ascii: ":")) }
 
     /// The `:authority` pseudo-header: the port only when it is not 443.
     var authority: String {
-        let hostText = host.contains(":") ? "[\(host)]" : host
+        let hostText = isIPv6Literal ? "[\(host)]" : host
         return port == 443 ? hostText : "\(hostText):\(port)"
     }
 }

@@ -78,7 +78,8 @@ final class EventLoop: @unchecked Sendable {
         self.name = name
         let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epoll >= 0 else {
-            throw APNsTransportError(.protocolError, "epoll_create1: \(String(cString: strerror(errno)))")
+            throw APNsTransportError(
+                .protocolError, "epoll_create1: \(String(cString: strerror(errno)))")
         }
         let wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         guard wake >= 0 else {
@@ -155,7 +156,8 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Loop-thread API
 
     /// Registers `fd` for `events` (`EPOLLIN`, `EPOLLOUT`, level-triggered).
-    func register(fd: Int32, events: UInt32, handler: any EventLoopFileHandler) -> FileRegistration {
+    func register(fd: Int32, events: UInt32, handler: any EventLoopFileHandler) -> FileRegistration
+    {
         assertOnLoop()
         let id = nextRegistrationID
         nextRegistrationID += 1

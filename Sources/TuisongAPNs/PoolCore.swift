@@ -96,6 +96,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     private var queue = RingDeque<PendingRequest>()
     private var statistics = PoolStatistics()
     private var nextConnectionID = 1
+    private var connectionAttempts = 0
     private var initialConnectionsStarted = false
     private var consecutiveFailures = 0
     private var reconnectTimer: TimerID?
@@ -147,7 +148,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         }
         if closed {
             if case .submit(let pending) = entry {
-                pending.finish(.failure(APNsTransportError(.shutdown, "the APNs pool is shut down")))
+                pending.finish(
+                    .failure(PoolCore.shutdownError))
             }
             return
         }
@@ -163,7 +165,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             return inbox.entries
         }
         for case .submit(let pending) in entries {
-            pending.finish(.failure(APNsTransportError(.shutdown, "the APNs pool is shut down")))
+            pending.finish(.failure(PoolCore.shutdownError))
         }
     }
 
@@ -206,7 +208,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 if pending.cancellationRequested {
                     pending.finish(.failure(cancelledError))
                 } else if isShutdown {
-                    pending.finish(.failure(APNsTransportError(.shutdown, "the APNs pool is shut down")))
+                    pending.finish(
+                        .failure(PoolCore.shutdownError))
                 } else {
                     queue.append(pending)
                 }
@@ -222,33 +225,25 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         pump()
     }
 
+    static let shutdownError = APNsTransportError(.shutdown, "the APNs pool is shut down")
+
     private var cancelledError: APNsTransportError {
         APNsTransportError(.cancelled, "the sending task was cancelled")
     }
 
     private func cancelOnLoop(_ pending: PendingRequest) {
         guard !pending.isFinished else { return }
-        // Not yet through the inbox: the submit entry will see the flag.
         pending.cancellationRequested = true
-        if let connection = pending.connection {
+        // Not yet through the inbox (no batch): the submit entry will see the flag. Queued:
+        // finished here and skipped by `pump`. In flight: the stream is reset too.
+        guard pending.batch != nil else { return }
+        let connection = pending.connection
+        // Finished before the reset goes out: the stream's close must find it answered.
+        pending.finish(.failure(cancelledError))
+        if let connection {
             connection.cancelStream(pending.streamID)
-            pending.finish(.failure(cancelledError))
             flushConnections()
-        } else if queueContains(pending) {
-            pending.finish(.failure(cancelledError))
         }
-    }
-
-    private func queueContains(_ pending: PendingRequest) -> Bool {
-        // Only used on cancellation; the queue stays short in steady state.
-        var found = false
-        var rebuilt = RingDeque<PendingRequest>()
-        while let next = queue.popFirst() {
-            if next === pending { found = true }
-            rebuilt.append(next)
-        }
-        queue = rebuilt
-        return found
     }
 
     /// Assigns queued requests to the least-loaded ready connections that have a free stream.
@@ -330,8 +325,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 "endpoint": "\(settings.endpoint)", "delay": "\(delay)",
                 "failures": "\(consecutiveFailures)",
             ])
-        reconnectTimer = loop.schedule(after: delay) { [weak self] in
-            guard let self else { return }
+        reconnectTimer = loop.schedule(after: delay) { [self] in
             self.reconnectTimer = nil
             guard !self.isShutdown else { return }
             let missingNow = self.settings.connections - self.connections.count { !$0.isGoingAway }
@@ -351,9 +345,9 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     }
 
     private func openConnection() {
-        let isReplacement = statistics.connectionsOpened + statistics.connectFailures
-            + connections.count >= settings.connections
-        if isReplacement { statistics.reconnects += 1 }
+        // Every attempt beyond the initial set replaces one that failed, broke or went away.
+        if connectionAttempts >= settings.connections { statistics.reconnects += 1 }
+        connectionAttempts += 1
         let connection = APNsConnection(
             id: nextConnectionID,
             settings: APNsConnection.Settings(
@@ -377,8 +371,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     private func armSweep() {
         guard sweepTimer == nil, !isShutdown else { return }
         guard !queue.isEmpty || connections.contains(where: { $0.inFlight > 0 }) else { return }
-        sweepTimer = loop.schedule(after: sweepInterval) { [weak self] in
-            guard let self else { return }
+        sweepTimer = loop.schedule(after: sweepInterval) { [self] in
             self.sweepTimer = nil
             self.expireDeadlines()
             self.armSweep()
@@ -397,6 +390,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             }
         }
         for pending in expired {
+            // The reset is only queued here; it goes out in `flushConnections` below, after
+            // the request is finished, so its stream close finds it answered.
             pending.connection?.cancelStream(pending.streamID)
             statistics.timeouts += 1
             pending.finish(
@@ -540,7 +535,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             if pending.connection === connection { pending.connection = nil }
             guard !pending.isFinished else { continue }
             if isShutdown {
-                pending.finish(.failure(APNsTransportError(.shutdown, "the APNs pool is shut down")))
+                pending.finish(
+                    .failure(PoolCore.shutdownError))
                 continue
             }
             if !stream.refused {
@@ -582,7 +578,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         if let sweepTimer { loop.cancel(sweepTimer) }
         reconnectTimer = nil
         sweepTimer = nil
-        let error = APNsTransportError(.shutdown, "the APNs pool is shut down")
+        let error = PoolCore.shutdownError
         for pending in queue.removeAll() { pending.finish(.failure(error)) }
         for connection in connections {
             for stream in connection.streams.values { stream.request.finish(.failure(error)) }

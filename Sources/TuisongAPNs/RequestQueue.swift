@@ -80,8 +80,9 @@ final class PendingRequest: @unchecked Sendable {
     /// loop iteration; `nil` before the pool took the request.
     var batch: CompletionBatch?
 
-    /// Where the current attempt is in flight.
-    weak var connection: APNsConnection?
+    /// Where the current attempt is in flight. Strong, but only while in flight: cleared when
+    /// the stream closes, the connection closes, or the request finishes.
+    var connection: APNsConnection?
     var streamID: Int32 = 0
 
     init(request: APNsRequest, deadline: UInt64) {
@@ -108,8 +109,10 @@ final class PendingRequest: @unchecked Sendable {
 /// got its answer sees counters that include it.
 final class CompletionBatch {
     var completions:
-        [(UnsafeContinuation<Result<APNsResponse, APNsTransportError>, Never>,
-            Result<APNsResponse, APNsTransportError>)] = []
+        [(
+            UnsafeContinuation<Result<APNsResponse, APNsTransportError>, Never>,
+            Result<APNsResponse, APNsTransportError>
+        )] = []
 
     func resumeAll() {
         guard !completions.isEmpty else { return }

@@ -45,7 +45,8 @@ enum Resolver {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let list else {
-            let reason = status == EAI_SYSTEM
+            let reason =
+                status == EAI_SYSTEM
                 ? String(cString: strerror(errno)) : String(cString: gai_strerror(status))
             return .failure(APNsTransportError(.connectFailed, "resolve \(host): \(reason)"))
         }

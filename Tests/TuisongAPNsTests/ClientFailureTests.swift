@@ -13,7 +13,8 @@ import TuisongCrypto
     }
 
     private func pool(
-        port: Int, host: String = "127.0.0.1", caFile: String?, requestTimeout: Duration = .seconds(5),
+        port: Int, host: String = "127.0.0.1", caFile: String?,
+        requestTimeout: Duration = .seconds(5),
         connectTimeout: Duration = .seconds(5)
     ) throws -> APNsConnectionPool {
         var configuration = APNsConnectionPool.Configuration(
@@ -141,7 +142,8 @@ import TuisongCrypto
         await pool.shutdown()
 
         let tested = await APNsConnectionTester.test(
-            endpoint: APNsEndpoint(host: "127.0.0.1", port: port), credential: try tokenCredential(),
+            endpoint: APNsEndpoint(host: "127.0.0.1", port: port),
+            credential: try tokenCredential(),
             timeout: .seconds(2))
         #expect(!tested.ok)
         #expect(tested.detail.contains("Connection refused"))

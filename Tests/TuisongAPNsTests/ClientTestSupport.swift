@@ -77,9 +77,11 @@ final class OpenSSLTestServer {
     }
 
     static func start(
-        certificate: Certificate, key: PrivateKey, alpn: String?, directory: ClientTemporaryDirectory
+        certificate: Certificate, key: PrivateKey, alpn: String?,
+        directory: ClientTemporaryDirectory
     ) async throws -> OpenSSLTestServer {
-        let certificatePath = try directory.write("server-\(UUID().uuidString).pem", certificate.pem())
+        let certificatePath = try directory.write(
+            "server-\(UUID().uuidString).pem", certificate.pem())
         let keyPath = try directory.write("server-key-\(UUID().uuidString).pem", try key.pkcs8PEM())
         let outputPath = directory.path("s_server-\(UUID().uuidString).out")
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
@@ -216,7 +218,8 @@ func clientEventually(
 
 let clientTestLogger: Logger = {
     var logger = Logger(label: "tuisong.apns.test")
-    logger.logLevel = ProcessInfo.processInfo.environment["APNS_TEST_LOG"] != nil ? .debug : .critical
+    logger.logLevel =
+        ProcessInfo.processInfo.environment["APNS_TEST_LOG"] != nil ? .debug : .critical
     return logger
 }()
 

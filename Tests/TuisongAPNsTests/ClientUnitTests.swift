@@ -11,7 +11,9 @@ import Testing
         #expect(
             APNsEndpoint(url: "https://api.push.apple.com:2197/")
                 == APNsEndpoint(host: "api.push.apple.com", port: 2197))
-        #expect(APNsEndpoint(url: "HTTPS://localhost:8443") == APNsEndpoint(host: "localhost", port: 8443))
+        #expect(
+            APNsEndpoint(url: "HTTPS://localhost:8443")
+                == APNsEndpoint(host: "localhost", port: 8443))
         #expect(APNsEndpoint(url: "https://[::1]:9443") == APNsEndpoint(host: "::1", port: 9443))
     }
 
@@ -44,10 +46,23 @@ import Testing
 
     @Test func toleratesBodiesThatAreNotTheErrorJSON() {
         #expect(APNsResponse(status: 400, apnsID: nil, body: Array("<html>".utf8)).reason == nil)
-        #expect(APNsResponse(status: 400, apnsID: nil, body: Array(#"{"reason":5}"#.utf8)).reason == nil)
+        #expect(
+            APNsResponse(status: 400, apnsID: nil, body: Array(#"{"reason":5}"#.utf8)).reason == nil
+        )
         #expect(APNsResponse(status: 500, apnsID: nil, body: []).reason == nil)
         // A 200 body is not an error report.
-        #expect(APNsResponse(status: 200, apnsID: nil, body: Array(#"{"reason":"x"}"#.utf8)).reason == nil)
+        #expect(
+            APNsResponse(status: 200, apnsID: nil, body: Array(#"{"reason":"x"}"#.utf8)).reason
+                == nil)
+    }
+
+    @Test func onlyAnswersPastTheTokenCheckLiftTheOneStreamLimit() {
+        for status in [200, 400, 404, 405, 410, 413, 429] {
+            #expect(HTTP2Stream.provesTokenAccepted(status: status), "\(status)")
+        }
+        for status in [0, 403, 500, 503] {
+            #expect(!HTTP2Stream.provesTokenAccepted(status: status), "\(status)")
+        }
     }
 
     @Test func errorDescriptionNamesTheCode() {

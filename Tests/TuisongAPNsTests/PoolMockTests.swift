@@ -22,7 +22,8 @@ final class PoolMockFixture {
         var configuration = setup.configuration()
         configure(&configuration)
         server = try APNsMockServer(
-            configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey)
+            configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey
+        )
         try server.start()
         directory = try ClientTemporaryDirectory()
         caFile = try directory.write("ca.pem", setup.caCertificatePEM)
@@ -147,12 +148,14 @@ func poolDeviceToken(_ index: Int) -> String {
     @Test func errorResponsesCarryReasonAndTimestamp() async throws {
         let fixture = try PoolMockFixture { $0.faults = .magicTokenPrefixes }
         let pool = try fixture.pool()
-        let gone = try await pool.send(fixture.request(deviceToken: "410" + String(repeating: "0", count: 61)))
+        let gone = try await pool.send(
+            fixture.request(deviceToken: "410" + String(repeating: "0", count: 61)))
         #expect(gone.status == 410)
         #expect(gone.reason == "Unregistered")
         let timestamp = try #require(gone.timestamp)
         #expect(abs(timestamp.timeIntervalSinceNow) < 60)
-        let bad = try await pool.send(fixture.request(deviceToken: "400bad" + String(repeating: "0", count: 58)))
+        let bad = try await pool.send(
+            fixture.request(deviceToken: "400bad" + String(repeating: "0", count: 58)))
         #expect(bad.status == 400)
         #expect(bad.reason == "BadDeviceToken")
         #expect(bad.timestamp == nil)
@@ -187,18 +190,59 @@ func poolDeviceToken(_ index: Int) -> String {
         let fixture = try PoolMockFixture { configuration in
             configuration.streamsBeforeFirstValidToken = 100
             configuration.maxConcurrentStreams = 100
-            configuration.faults.latencyMilliseconds = 400
+            configuration.faults.latencyMilliseconds = 1500
         }
         let pool = try fixture.pool { $0.connections = 1 }
-        async let burst = sendConcurrently(pool, count: 20) { index in
+        async let first = sendConcurrently(pool, count: 1) { _ in PoolMockFixture.request() }
+        #expect(await clientEventually { pool.statistics.inFlight == 1 })
+        async let rest = sendConcurrently(pool, count: 19) { index in
             PoolMockFixture.request(deviceToken: poolDeviceToken(index))
         }
-        // During the first response's latency exactly one stream is open.
-        #expect(await clientEventually { pool.statistics.queued == 19 })
-        #expect(pool.statistics.inFlight == 1)
-        let responses = await burst
+        // While the first answer is pending, the other 19 wait although 100 would be allowed.
+        #expect(
+            await clientEventually {
+                let statistics = pool.statistics
+                return statistics.queued == 19 && statistics.inFlight == 1
+            })
+        let responses = await first + rest
         #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
+        // Once answered, the waiting requests went out together.
         #expect(pool.statistics.peakStreamsPerConnection == 19)
+        await fixture.shutdownPools()
+    }
+
+    @Test func aRejectedTokenKeepsTheConnectionAtOneStream() async throws {
+        let fixture = try PoolMockFixture()
+        let stranger = try PrivateKey.generateP256()
+        let pool = try fixture.pool(
+            credential: .token(key: stranger, keyID: "UNKNOWN001", teamID: "UNKNOWN001")
+        ) { $0.connections = 1 }
+        let responses = await sendConcurrently(pool, count: 30) { index in
+            PoolMockFixture.request(deviceToken: poolDeviceToken(index))
+        }
+        #expect(responses.allSatisfy { (try? $0.get().status) == 403 })
+        #expect(responses.allSatisfy { (try? $0.get().reason) == "InvalidProviderToken" })
+        #expect(pool.statistics.peakStreamsPerConnection == 1)
+        #expect(fixture.server.statistics.refusedStreams == 0)
+        #expect(fixture.server.statistics.streamLimitRaises == 0)
+        await fixture.shutdownPools()
+    }
+
+    @Test func largePayloadsFlowThroughTheFlowControlWindows() async throws {
+        // 4,500 × ~4 KB is beyond the mock's 16 MB connection window: the bodies only get
+        // through as the server's WINDOW_UPDATEs arrive.
+        let fixture = try PoolMockFixture()
+        let pool = try fixture.pool { $0.connections = 1 }
+        let filler = String(repeating: "x", count: 3900)
+        let payload = Array(#"{"aps":{"alert":"\#(filler)"}}"#.utf8)
+        let responses = await sendConcurrently(pool, count: 4500) { index in
+            var request = PoolMockFixture.request(deviceToken: poolDeviceToken(index))
+            request.payload = payload
+            return request
+        }
+        #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
+        #expect(fixture.server.receivedNotifications().allSatisfy { $0.payload == payload })
+        #expect(fixture.server.statistics.requests == 4500)
         await fixture.shutdownPools()
     }
 
@@ -274,17 +318,18 @@ func poolDeviceToken(_ index: Int) -> String {
             return false
         }
         #expect(!lost.isEmpty)
-        #expect(responses.allSatisfy { result in
-            switch result {
-            case .success(let response): response.status == 200
-            case .failure(let error): error.code == .connectionLost
-            }
-        })
+        #expect(
+            responses.allSatisfy { result in
+                switch result {
+                case .success(let response): response.status == 200
+                case .failure(let error): error.code == .connectionLost
+                }
+            })
         await fixture.shutdownPools()
     }
 
     @Test func slowResponsesTimeOutAndTheConnectionStaysUsable() async throws {
-        let fixture = try PoolMockFixture { $0.faults.latencyMilliseconds = 1500 }
+        let fixture = try PoolMockFixture { $0.faults.latencyMilliseconds = 3000 }
         let pool = try fixture.pool {
             $0.connections = 1
             $0.requestTimeout = .milliseconds(400)
@@ -297,8 +342,8 @@ func poolDeviceToken(_ index: Int) -> String {
             #expect(error.code == .timeout)
             #expect(error.message.contains("stream reset"))
         }
-        let waited = ContinuousClock.now - started
-        #expect(waited >= .milliseconds(400) && waited < .milliseconds(1400))
+        // Not earlier than the timeout (the response itself would have been a 200).
+        #expect(ContinuousClock.now - started >= .milliseconds(400))
         #expect(pool.statistics.timeouts == 1)
         // The reset freed the stream; the same connection answers once the latency is gone.
         fixture.server.setFaults(.init())
@@ -306,6 +351,27 @@ func poolDeviceToken(_ index: Int) -> String {
         #expect(response.status == 200)
         #expect(pool.statistics.connectionsOpened == 1)
         #expect(await clientEventually { pool.statistics.inFlight == 0 })
+        await fixture.shutdownPools()
+    }
+
+    @Test func cancellingAnInFlightSendResetsItsStream() async throws {
+        let fixture = try PoolMockFixture { $0.faults.latencyMilliseconds = 3000 }
+        let pool = try fixture.pool { $0.connections = 1 }
+        let request = fixture.request()
+        let task = Task { try await pool.send(request) }
+        #expect(await clientEventually { pool.statistics.inFlight == 1 })
+        task.cancel()
+        let result = await task.result
+        guard case .failure(let error) = result else {
+            Issue.record("expected a cancellation, got \(result)")
+            return
+        }
+        #expect((error as? APNsTransportError)?.code == .cancelled)
+        // The reset closes the stream on both sides; the connection carries on.
+        #expect(await clientEventually { pool.statistics.inFlight == 0 })
+        fixture.server.setFaults(.init())
+        #expect(try await pool.send(fixture.request()).status == 200)
+        #expect(pool.statistics.connectionsOpened == 1)
         await fixture.shutdownPools()
     }
 
@@ -350,7 +416,9 @@ func poolDeviceToken(_ index: Int) -> String {
         let response = try await pool.send(fixture.request(deviceToken: deviceToken))
         #expect(response.status == 403)
         #expect(response.reason == "ExpiredProviderToken")
-        let attempts = fixture.server.receivedNotifications().filter { $0.deviceToken == deviceToken }
+        let attempts = fixture.server.receivedNotifications().filter {
+            $0.deviceToken == deviceToken
+        }
         #expect(attempts.count == 2)
         await fixture.shutdownPools()
     }
@@ -359,7 +427,9 @@ func poolDeviceToken(_ index: Int) -> String {
         let fixture = try PoolMockFixture()
         let otherKey = try PrivateKey.generateP256()
         fixture.server.trustTokenKey(
-            .init(keyID: "OTHERKEY01", teamID: "OTHERTEAM1", publicKeyPEM: try otherKey.publicKey.pem()))
+            .init(
+                keyID: "OTHERKEY01", teamID: "OTHERTEAM1",
+                publicKeyPEM: try otherKey.publicKey.pem()))
         let first = try fixture.pool()
         let second = try fixture.pool(
             credential: .token(key: otherKey, keyID: "OTHERKEY01", teamID: "OTHERTEAM1"))
@@ -373,7 +443,8 @@ func poolDeviceToken(_ index: Int) -> String {
         }
         #expect(teamsByConnection.count >= 2)
         #expect(teamsByConnection.values.allSatisfy { $0.count == 1 })
-        #expect(Set(teamsByConnection.values.flatMap { $0 }) == [fixture.setup.teamID, "OTHERTEAM1"])
+        #expect(
+            Set(teamsByConnection.values.flatMap { $0 }) == [fixture.setup.teamID, "OTHERTEAM1"])
         await fixture.shutdownPools()
     }
 
@@ -385,7 +456,8 @@ func poolDeviceToken(_ index: Int) -> String {
             $0.pingTimeout = .seconds(2)
         }
         #expect(try await pool.send(fixture.request()).status == 200)
-        #expect(await clientEventually(timeout: .seconds(5)) { pool.statistics.pingsAcknowledged >= 3 })
+        #expect(
+            await clientEventually(timeout: .seconds(5)) { pool.statistics.pingsAcknowledged >= 3 })
         #expect(try await pool.send(fixture.request()).status == 200)
         #expect(pool.statistics.connectionsOpened == 1)
         #expect(fixture.server.statistics.connectionsAccepted == 1)

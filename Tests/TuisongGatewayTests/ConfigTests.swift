@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TuisongGateway
+import TuisongCore
 
 @Suite struct ConfigTests {
     /// The repository's config file and the embedded default must never drift apart.
@@ -108,5 +109,29 @@ func repositoryRoot() -> URL {
         #expect(ISO8601.string(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
         #expect(ISO8601.string(Date(timeIntervalSince1970: 1_795_305_600.123)) == "2026-11-22T00:00:00.123Z")
         #expect(ISO8601.string(Date(timeIntervalSince1970: 951_782_400.5)) == "2000-02-29T00:00:00.500Z")
+    }
+}
+
+@Suite struct NativePushRequestTests {
+    func parse(_ json: String) throws -> PushJob {
+        let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as! [String: Any]
+        return try NativePushRequest.parse(object, appID: 1)
+    }
+
+    @Test func numbersAndBooleansAreToldApart() throws {
+        let job = try parse(#"{"audience": {"all": true}, "notification": {"alert": "x", "badge": 1, "mutable_content": true, "relevance_score": 1}}"#)
+        #expect(job.notification.badge == 1)
+        #expect(job.notification.mutableContent)
+        #expect(job.notification.relevanceScore == 1)
+        #expect(job.audience == .all)
+        #expect(throws: NativeAPIError.self) { try parse(#"{"audience": {"all": 1}, "notification": {"alert": "x"}}"#) }
+        #expect(throws: NativeAPIError.self) { try parse(#"{"audience": {"all": true}, "notification": {"badge": true}}"#) }
+        #expect(throws: NativeAPIError.self) { try parse(#"{"audience": {"all": true}, "notification": {"badge": 1.5}}"#) }
+    }
+
+    @Test func backgroundOnlyDefaultsToBackgroundPushAtPriorityFive() throws {
+        let job = try parse(#"{"audience": {"tag": "t"}, "notification": {"content_available": true, "custom": {"sync": 1}}}"#)
+        #expect(job.options.pushType == .background)
+        #expect(job.options.priority == .powerAware)
     }
 }
