@@ -58,8 +58,17 @@ test: test-deps
 	@if [ -d Tests/browser ] && ls Tests/browser/test_*.py >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory test-browser; fi
 
-test-browser: test-deps release
-	$(PYTHON) -m pytest -q Tests/browser --output-dir $(TEST_OUTPUT)
+# The console in headless Chromium against a real `tuisong serve` (the debug build the Swift
+# tests just made). Screenshots and server logs land in $(TEST_OUTPUT)/browser; `timeout`
+# bounds the whole run whatever hangs.
+test-browser: test-deps
+	$(call apt_install,fonts-wqy-microhei)
+	@$(PYTHON) -c "import pytest" 2>/dev/null || $(PYTHON) -m pip install --quiet pytest < /dev/null
+	$(SWIFT) build --product tuisong
+	@mkdir -p $(TEST_OUTPUT)/browser
+	TEST_OUTPUT="$(abspath $(TEST_OUTPUT))" TUISONG_BIN="$(CURDIR)/.build/debug/tuisong" \
+	  timeout -k 10 600 $(PYTHON) -m pytest -q -p no:cacheprovider Tests/browser \
+	  --junitxml="$(abspath $(TEST_OUTPUT))/browser/junit.xml" < /dev/null
 
 bench: bench-http bench-apns
 

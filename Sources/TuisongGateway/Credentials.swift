@@ -90,6 +90,8 @@ public struct CredentialService: Sendable {
                 parsed = try PKCS12.parse(der, password: password)
             } catch where error.code == .wrongPassword {
                 throw CredentialError(.wrongPassword, "the password does not open this .p12 file")
+            } catch where error.code == .keyMismatch {
+                throw CredentialError(.keyMismatch, "the private key in this .p12 file does not belong to its certificate")
             } catch {
                 throw CredentialError(.corruptFile, "this is not a readable .p12 file (\(error))")
             }
@@ -102,6 +104,8 @@ public struct CredentialService: Sendable {
                 parsed = try PEMBundle.parse(text, password: password)
             } catch where error.code == .wrongPassword {
                 throw CredentialError(.wrongPassword, "the password does not decrypt the PEM private key")
+            } catch where error.code == .keyMismatch {
+                throw CredentialError(.keyMismatch, "the private key does not belong to the certificate")
             } catch {
                 if text.contains("PRIVATE KEY"), !text.contains("CERTIFICATE") {
                     throw CredentialError(.wrongKind, "this PEM holds only a key; a .p8 key is uploaded with its key id and team id")

@@ -82,6 +82,13 @@ public final class GatewayRuntime: Sendable {
                     store: store, gateway: engine, secrets: sealer, clock: clock,
                     logger: Logger(label: "tuisong.\(name)"), configuration: config.providerSections[name]?.jsonValue)
             }
+            AdminAPI(
+                store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
+                credentials: GatewayCredentialBackend(
+                    credentials: credentials, store: store, sender: sender, engine: engine, localMock: mock,
+                    logger: logger),
+                config: config, clock: clock, logger: logger
+            ).register(on: router)
             if FileManager.default.fileExists(atPath: config.web.root) {
                 router.setStaticFiles(try StaticFiles(root: config.web.root))
             } else {

@@ -1,0 +1,204 @@
+import Foundation
+import Logging
+import TuisongCore
+import TuisongHTTP
+import TuisongPlugin
+import TuisongStore
+
+/// The store as the console sees it.
+typealias AdminStore = Store & SettingsStore & CredentialStore & MessageStore & TemplateStore & ConsoleStore
+
+/// The admin API under `/admin/api/`, used by the console in `web/`.
+///
+/// Every route but `POST /admin/api/login` needs a session cookie (401 without one, for
+/// unknown paths too, so the API's shape is not visible before login); every method other
+/// than GET also needs the session's CSRF token in `X-CSRF-Token` (403 otherwise). Secrets
+/// (vendor secret keys, p8 keys, p12 files and passwords) go in and never come out.
+/// See `docs/admin-api.md`.
+struct AdminAPI: Sendable {
+    let store: any AdminStore
+    let sealer: any SecretSealer
+    let apiKeys: APIKeyAuthenticator?
+    /// Where test pushes go; nil when this process runs no delivery engine.
+    let gateway: (any PushGateway)?
+    /// Checks, stores and tests APNs credentials; nil in a build without the APNs sender.
+    let credentials: (any AdminCredentialBackend)?
+    let config: GatewayConfig
+    let clock: any Clock
+    let logger: Logger
+    let sessions: AdminSessions
+    let throttle: LoginThrottle
+    /// One password check at a time: PBKDF2 is deliberately slow, and a burst of logins must
+    /// not occupy every cooperative thread.
+    let passwordChecks = AsyncSemaphore(permits: 1)
+
+    static let prefix = "/admin/api"
+
+    init(
+        store: any AdminStore, masterKey: MasterKey, apiKeys: APIKeyAuthenticator?, gateway: (any PushGateway)?,
+        credentials: (any AdminCredentialBackend)? = nil, config: GatewayConfig, clock: any Clock, logger: Logger,
+        sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil
+    ) {
+        self.store = store
+        self.sealer = MasterKeySealer(masterKey: masterKey)
+        self.apiKeys = apiKeys
+        self.gateway = gateway
+        self.credentials = credentials
+        self.config = config
+        self.clock = clock
+        self.logger = logger
+        self.sessions = sessions ?? AdminSessions(clock: clock)
+        self.throttle = throttle ?? LoginThrottle(clock: clock)
+    }
+
+    func register(on router: Router) {
+        let sessions = self.sessions
+        router.setErrorResponder(forPrefix: Self.prefix + "/") { error, request in
+            // Without a session every path is 401, existing or not.
+            guard sessions.session(for: request) != nil else { return AdminError.unauthorized.response }
+            return AdminError(httpError: error).response
+        }
+        router.add(.POST, Self.prefix + "/login", bodyLimit: 4096) { request in
+            await login(request)
+        }
+        add(.POST, "/logout", on: router) { request in
+            sessions.end(for: request)
+            var response = Response.empty()
+            response.headers.add(name: "Set-Cookie", value: sessions.clearCookie(secure: secureCookies(request)))
+            return response
+        }
+        add(.GET, "/session", on: router) { request in
+            guard let session = sessions.session(for: request) else { throw AdminError.unauthorized }
+            return .json(object: [
+                "csrf_token": session.csrfToken,
+                "version": TuisongVersion.current,
+                "features": ["push": gateway != nil, "credentials": credentials != nil],
+                "idle_timeout_seconds": Int(sessions.idleTimeout),
+            ])
+        }
+        add(.GET, "/vendors", on: router) { _ in
+            .json(object: ["vendors": AdminVendorSettings.schemaObject])
+        }
+        AdminAppsAPI(api: self).register(on: router)
+        AdminTemplatesAPI(api: self).register(on: router)
+        AdminDevicesAPI(api: self).register(on: router)
+        AdminPushAPI(api: self).register(on: router)
+        AdminMonitorAPI(api: self).register(on: router)
+        if let credentials {
+            AdminCredentialsAPI(api: self, backend: credentials).register(on: router)
+        }
+    }
+
+    /// Mounts a handler behind the session and CSRF checks, rendering its errors.
+    func add(
+        _ method: HTTPMethod, _ path: String, bodyLimit: Int? = nil, on router: Router,
+        _ handler: @escaping @Sendable (Request) async throws -> Response
+    ) {
+        router.add(method, Self.prefix + path, bodyLimit: bodyLimit) { request in
+            await guarded(request, handler)
+        }
+    }
+
+    func guarded(_ request: Request, _ handler: (Request) async throws -> Response) async -> Response {
+        guard let session = sessions.session(for: request) else { return AdminError.unauthorized.response }
+        if request.method != .GET && request.method != .HEAD && !AdminSessions.csrfMatches(request, session) {
+            return AdminError.csrf.response
+        }
+        do {
+            return AdminHeaders.apply(to: try await handler(request))
+        } catch let error as AdminError {
+            return error.response
+        } catch let error as HTTPError {
+            return AdminError(httpError: error).response
+        } catch let error as NativeAPIError {
+            // Shared parsers (NativePushRequest) speak the native API's error type.
+            return AdminError(error.status, error.code, error.message).response
+        } catch let error as StoreError {
+            switch error.code {
+            case .notFound: return AdminError(404, "not_found", "no such item (it may have just been deleted)").response
+            case .conflict: return AdminError(409, "conflict", "that conflicts with an existing item").response
+            case .invalidCursor: return AdminError(400, "invalid_cursor", "the page cursor is not valid").response
+            case .unavailable:
+                logger.warning("admin API: store unavailable: \(error)")
+                return AdminError(503, "unavailable", "the database is busy; try again").response
+            }
+        } catch let error as PayloadError {
+            return AdminError(400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message)
+                .response
+        } catch {
+            // The error's text may hold request data; log its type and route only.
+            logger.error("admin API \(request.method.rawValue) \(request.path) failed: \(type(of: error))")
+            return AdminError(500, "internal_error", "internal error; see the gateway log").response
+        }
+    }
+
+    /// Cookies get `Secure` when this request came over TLS or the console's public URL is
+    /// https (TLS ended at a proxy in front).
+    func secureCookies(_ request: Request) -> Bool {
+        request.isTLS || config.web.publicURL.lowercased().hasPrefix("https://")
+    }
+
+    // MARK: login
+
+    private func login(_ request: Request) async -> Response {
+        let address = request.remoteAddress ?? "unknown"
+        if let wait = throttle.waitTime(for: address) {
+            return Self.tooManyAttempts(wait)
+        }
+        let password: String
+        do {
+            let body = try AdminBody(request)
+            guard let given = try body.string("password", maxLength: 1024), !given.isEmpty else {
+                throw AdminError.invalid("password", "\"password\" is required")
+            }
+            password = given
+        } catch let error as AdminError {
+            return error.response
+        } catch {
+            return AdminError(400, "bad_request", "malformed request").response
+        }
+        await passwordChecks.wait()
+        defer { passwordChecks.signal() }
+        // Requests that queued behind a failing one see its lock now.
+        if let wait = throttle.waitTime(for: address) {
+            return Self.tooManyAttempts(wait)
+        }
+        let valid: Bool
+        do {
+            valid = try await AdminPassword.verify(password, settings: store)
+        } catch {
+            logger.warning("admin login: cannot read the password hash: \(type(of: error))")
+            return AdminError(503, "unavailable", "the database is busy; try again").response
+        }
+        guard valid else {
+            let delay = throttle.recordFailure(for: address)
+            logger.warning("console login failed from \(address)")
+            return AdminError(
+                401, "invalid_password", "wrong password",
+                retryAfter: delay > 0 ? Int(delay.rounded(.up)) : nil
+            ).response
+        }
+        throttle.recordSuccess(for: address)
+        let (cookie, session) = sessions.create()
+        logger.info("console login from \(address)")
+        var response = Response.json(object: [
+            "csrf_token": session.csrfToken,
+            "idle_timeout_seconds": Int(sessions.idleTimeout),
+        ])
+        response.headers.add(name: "Set-Cookie", value: sessions.setCookie(cookie, secure: secureCookies(request)))
+        return AdminHeaders.apply(to: response)
+    }
+
+    private static func tooManyAttempts(_ wait: Int) -> Response {
+        AdminError(
+            429, "too_many_attempts", "too many failed logins; try again in \(wait) s", retryAfter: wait
+        ).response
+    }
+}
+
+/// Timestamps in admin answers: RFC 3339 UTC with milliseconds, or null.
+enum AdminTime {
+    static func string(_ date: Date?) -> Any {
+        orNull(date.map(ISO8601.string))
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Logging
+import TuisongAPNs
+import TuisongAPNsMock
+import TuisongCore
+
+/// The console's credential operations on the running gateway: `CredentialService` checks and
+/// seals uploads, the APNs sender forgets what it cached, held deliveries are released, and in
+/// local mode the bundled mock learns a new token key (as Apple knows every key of a team).
+/// The same steps as `GatewayRuntime.addCredential`, for the admin API, which is mounted
+/// before the runtime exists.
+struct GatewayCredentialBackend: AdminCredentialBackend {
+    let credentials: CredentialService
+    let store: any CredentialStore & MessageStore
+    let sender: APNsPushSender
+    let engine: DeliveryEngine
+    let localMock: APNsMockServer?
+    let logger: Logger
+    /// How long "test connection" may take, DNS to the server's SETTINGS.
+    var testTimeout: Duration = .seconds(15)
+
+    func add(_ upload: AdminCredentialUpload) async throws -> CredentialRecord {
+        let record: CredentialRecord
+        do {
+            record = try await credentials.add(
+                try Self.credentialUpload(upload), appID: upload.appID, environment: upload.environment)
+        } catch let error as CredentialError {
+            throw AdminCredentialRejection(code: error.code.rawValue, message: error.message, field: Self.field(error.code))
+        }
+        if let localMock, record.kind == .p8, let material = try? credentials.material(record),
+            case .token(let key, let keyID, let teamID) = material
+        {
+            localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
+        }
+        await sender.credentialsChanged(appID: record.appID)
+        if try await store.releaseHeldDeliveries(appID: record.appID, environment: record.environment, now: Date()) > 0 {
+            engine.wake()
+        }
+        return record
+    }
+
+    func remove(_ credential: CredentialRecord) async throws -> Bool {
+        let removed = try await store.deleteCredential(id: credential.id)
+        await sender.credentialsChanged(appID: credential.appID)
+        return removed
+    }
+
+    func testConnection(_ credential: CredentialRecord) async -> (ok: Bool, detail: String, endpoint: String) {
+        let endpoint = sender.endpoints.endpoint(credential.environment)
+        let material: APNsCredentialMaterial
+        do {
+            material = try credentials.material(credential)
+        } catch {
+            // Never the secret: the error names the credential and what failed.
+            return (false, "the stored credential cannot be opened: \(type(of: error))", "\(endpoint)")
+        }
+        let result = await APNsConnectionTester.test(
+            endpoint: endpoint, credential: material, caFile: sender.endpoints.caFile,
+            extraCACertificates: sender.endpoints.extraCACertificates, timeout: testTimeout)
+        logger.info("console: tested credential \(credential.id) against \(endpoint): \(result.ok ? "ok" : "failed")")
+        return (result.ok, result.detail, "\(endpoint)")
+    }
+
+    /// The service's upload from the console's: text kinds must be UTF-8.
+    static func credentialUpload(_ upload: AdminCredentialUpload) throws -> CredentialUpload {
+        switch upload.kind {
+        case .p8:
+            guard let pem = String(validating: upload.file, as: UTF8.self) else {
+                throw CredentialError(.wrongKind, "a .p8 key is PEM text; this file is binary (a .p12 certificate?)")
+            }
+            return .p8(pem: pem, keyID: upload.keyID ?? "", teamID: upload.teamID ?? "")
+        case .p12:
+            return .p12(der: upload.file, password: upload.password ?? "")
+        case .pem:
+            guard let text = String(validating: upload.file, as: UTF8.self) else {
+                throw CredentialError(.wrongKind, "a PEM file is text; this file is binary (a .p12 certificate?)")
+            }
+            return .pem(text: text, password: upload.password)
+        }
+    }
+
+    /// The form field a refusal is about.
+    static func field(_ code: CredentialError.Code) -> String {
+        switch code {
+        case .wrongPassword: "password"
+        case .invalidKeyID: "key_id"
+        case .invalidTeamID: "team_id"
+        default: "file"
+        }
+    }
+}

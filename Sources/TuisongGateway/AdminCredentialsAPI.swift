@@ -1,0 +1,129 @@
+import Foundation
+import TuisongCore
+import TuisongHTTP
+
+/// A credential file as the console uploads it, decoded but not yet checked.
+struct AdminCredentialUpload: Sendable {
+    var appID: Int64
+    var kind: CredentialKind
+    var environment: APNsEnvironment
+    /// The file's bytes: a `.p8` PEM, a `.p12` bundle, or PEM certificate + key. Secret.
+    var file: [UInt8]
+    /// The `.p12` password or the PEM key's passphrase. Secret.
+    var password: String?
+    var keyID: String?
+    var teamID: String?
+}
+
+/// Why an uploaded credential was refused, in the credential service's words:
+/// `wrong_password`, `corrupt_file`, `expired`, `key_mismatch`, `wrong_kind`, ….
+struct AdminCredentialRejection: Error, Sendable {
+    var code: String
+    var message: String
+    var field: String?
+}
+
+/// What the console needs from the credential service: check and store an upload (sealing its
+/// secret), remove a credential (closing what uses it), and try one against APNs.
+protocol AdminCredentialBackend: Sendable {
+    /// Parses and checks the upload; throws `AdminCredentialRejection` for a file that cannot
+    /// be used. The returned record is stored, its secret sealed.
+    func add(_ upload: AdminCredentialUpload) async throws -> CredentialRecord
+    func remove(_ credential: CredentialRecord) async throws -> Bool
+    /// Opens TLS + HTTP/2 to the APNs URL of the credential's environment with it.
+    func testConnection(_ credential: CredentialRecord) async -> (ok: Bool, detail: String, endpoint: String)
+}
+
+/// APNs credentials of an app: list with expiry warnings, upload, delete, test connection.
+struct AdminCredentialsAPI: Sendable {
+    let api: AdminAPI
+    let backend: any AdminCredentialBackend
+
+    var store: any AdminStore { api.store }
+    /// Credential files are a few KiB; 64 KiB is generous and keeps parsers on small input.
+    static let maxFileBytes = 64 << 10
+
+    func register(on router: Router) {
+        let apps = AdminAppsAPI(api: api)
+        api.add(.GET, "/apps/{app}/credentials", on: router) { request in
+            let app = try await apps.app(request)
+            let now = api.clock.now
+            let records = try await store.credentials(appID: app.id)
+            return .json(object: ["credentials": records.map { AdminCredentialView.object($0, now: now) }])
+        }
+        api.add(.POST, "/apps/{app}/credentials", bodyLimit: 256 << 10, on: router) { request in
+            let app = try await apps.app(request)
+            let upload = try Self.upload(appID: app.id, AdminBody(request))
+            let record: CredentialRecord
+            do {
+                record = try await backend.add(upload)
+            } catch let rejection as AdminCredentialRejection {
+                throw AdminError(422, rejection.code, rejection.message, field: rejection.field ?? "file")
+            }
+            api.logger.info(
+                "console: added \(record.kind.rawValue) credential \(record.id) (\(record.environment.rawValue)) to app \(app.id)")
+            return .json(object: AdminCredentialView.object(record, now: api.clock.now), status: 201)
+        }
+        api.add(.DELETE, "/apps/{app}/credentials/{credential}", on: router) { request in
+            let credential = try await credential(request)
+            guard try await backend.remove(credential) else { throw AdminError.notFound("credential") }
+            api.logger.info("console: deleted credential \(credential.id) of app \(credential.appID)")
+            return .empty()
+        }
+        api.add(.POST, "/apps/{app}/credentials/{credential}/test", on: router) { request in
+            let credential = try await credential(request)
+            let result = await backend.testConnection(credential)
+            return .json(object: ["ok": result.ok, "detail": result.detail, "endpoint": result.endpoint])
+        }
+    }
+
+    private func credential(_ request: Request) async throws -> CredentialRecord {
+        let appID = try request.adminID("app", "app")
+        let id = try request.adminID("credential", "credential")
+        guard let credential = try await store.credential(id: id), credential.appID == appID else {
+            throw AdminError.notFound("credential")
+        }
+        return credential
+    }
+
+    static func upload(appID: Int64, _ body: AdminBody) throws -> AdminCredentialUpload {
+        guard let kindName = try body.string("kind"), let kind = CredentialKind(rawValue: kindName) else {
+            throw AdminError.invalid("kind", "\"kind\" must be p8, p12 or pem")
+        }
+        guard let environmentName = try body.string("environment"),
+            let environment = APNsEnvironment(rawValue: environmentName)
+        else {
+            throw AdminError.invalid("environment", "\"environment\" must be sandbox or production")
+        }
+        guard let encoded = try body.string("file", maxLength: maxFileBytes * 2), !encoded.isEmpty else {
+            throw AdminError.invalid("file", "choose a file to upload")
+        }
+        guard let data = Data(base64Encoded: encoded, options: .ignoreUnknownCharacters), !data.isEmpty else {
+            throw AdminError.invalid("file", "\"file\" must be the file's bytes in base64")
+        }
+        guard data.count <= maxFileBytes else {
+            throw AdminError.invalid("file", "the file is larger than \(maxFileBytes / 1024) KiB; that is not a credential")
+        }
+        var upload = AdminCredentialUpload(
+            appID: appID, kind: kind, environment: environment, file: Array(data),
+            password: try body.string("password", maxLength: 1024).flatMap { $0.isEmpty ? nil : $0 })
+        if kind == .p8 {
+            upload.keyID = try appleIdentifier(body, "key_id", "Key ID")
+            upload.teamID = try appleIdentifier(body, "team_id", "Team ID")
+            upload.password = nil
+        } else if kind == .p12, upload.password == nil {
+            // Keychain Access always asks for one, but an empty password is possible.
+            upload.password = ""
+        }
+        return upload
+    }
+
+    /// Apple's key and team ids: 10 upper-case letters and digits.
+    private static func appleIdentifier(_ body: AdminBody, _ key: String, _ name: String) throws -> String {
+        let value = (try body.string(key, maxLength: 64) ?? "").trimmingCharacters(in: .whitespaces).uppercased()
+        guard value.count == 10, value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw AdminError.invalid(key, "the \(name) is 10 letters and digits, as the Apple Developer site shows it")
+        }
+        return value
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import TuisongCore
+import TuisongHTTP
+
+/// Devices and tags of an app: search by token prefix, user (or IM account) or tag, page by
+/// page; one device in detail with its tags and its last delivery.
+struct AdminDevicesAPI: Sendable {
+    let api: AdminAPI
+
+    var store: any AdminStore { api.store }
+    /// How many of the app's newest messages the detail view looks through for the device's
+    /// last delivery.
+    static let lastDeliveryScan = 50
+
+    func register(on router: Router) {
+        let apps = AdminAppsAPI(api: api)
+        api.add(.GET, "/apps/{app}/devices", on: router) { request in
+            let app = try await apps.app(request)
+            return try await search(app, request)
+        }
+        api.add(.GET, "/apps/{app}/devices/{token}", on: router) { request in
+            let app = try await apps.app(request)
+            return try await detail(app, request)
+        }
+        api.add(.GET, "/apps/{app}/tags", on: router) { request in
+            let app = try await apps.app(request)
+            let tags = try await store.tagUsage(appID: app.id, limit: 1000)
+            return .json(object: ["tags": tags.map { ["name": $0.name, "devices": $0.devices] }])
+        }
+    }
+
+    /// `GET /apps/{id}/devices?by=token|user|tag|all&q=…&cursor=…&limit=…`
+    private func search(_ app: App, _ request: Request) async throws -> Response {
+        let text = (request.query["q"] ?? "").trimmingCharacters(in: .whitespaces)
+        var by = request.query["by"] ?? ""
+        if by.isEmpty { by = text.isEmpty ? "all" : "token" }
+        let query: DeviceQuery
+        switch by {
+        case "all":
+            query = .all
+        case "token":
+            guard text.allSatisfy({ $0.isASCII && $0.isHexDigit }), text.utf8.count <= 200 else {
+                throw AdminError.invalid("q", "a token is made of hexadecimal digits only")
+            }
+            query = text.isEmpty ? .all : .tokenPrefix(text.lowercased())
+        case "user":
+            guard !text.isEmpty, text.count <= 256 else { throw AdminError.invalid("q", "enter a user or IM account") }
+            query = .user(text)
+        case "tag":
+            guard let tag = TagName(text) else {
+                throw AdminError.invalid("q", "a tag is 1–128 letters, digits, _ - . or CJK characters")
+            }
+            query = .tag(tag)
+        default:
+            throw AdminError.invalid("by", "\"by\" must be all, token, user or tag")
+        }
+        var limit = 50
+        if let raw = request.query["limit"] {
+            guard let value = Int(raw), (1...500).contains(value) else {
+                throw AdminError.invalid("limit", "limit must be 1–500")
+            }
+            limit = value
+        }
+        let cursor = request.query["cursor"].flatMap { $0.isEmpty ? nil : $0 }
+        let page = try await store.searchDevices(appID: app.id, query: query, cursor: cursor, limit: limit)
+        return .json(object: [
+            "devices": page.items.map(Self.view),
+            "next_cursor": orNull(page.nextCursor),
+            "total": try await store.deviceCount(appID: app.id),
+        ])
+    }
+
+    private func detail(_ app: App, _ request: Request) async throws -> Response {
+        guard let token = DeviceToken(request.pathParameters["token"] ?? "") else {
+            throw AdminError.notFound("device")
+        }
+        guard let device = try await store.device(appID: app.id, token: token) else {
+            throw AdminError.notFound("device")
+        }
+        let tags = try await store.tags(appID: app.id, token: token)
+        let rows = try await store.deliveries(deviceID: device.id, limit: 20)
+        var object = Self.view(device)
+        object["tags"] = tags
+        object["recent_problems"] = rows.map { row -> [String: Any] in
+            var entry = MessageView.delivery(row)
+            entry["message_id"] = row.messageID
+            return entry
+        }
+        object["last_delivery"] = orNull(try await lastDelivery(device, tags: Set(tags), rows: rows))
+        return .json(object: object)
+    }
+
+    static func view(_ device: Device) -> [String: Any] {
+        [
+            "id": device.id,
+            "token": device.token,
+            "environment": device.environment.rawValue,
+            "user": orNull(device.user),
+            "locale": orNull(device.locale),
+            "baidu_user_id": orNull(device.baiduUserID),
+            "baidu_channel_id": orNull(device.baiduChannelID),
+            "im_account": orNull(device.imAccount),
+            "created_at": ISO8601.string(device.createdAt),
+            "updated_at": ISO8601.string(device.updatedAt),
+            "invalidated_at": AdminTime.string(device.invalidatedAt),
+            "invalid_reason": orNull(device.invalidReason),
+        ]
+    }
+
+    /// The newest of the app's recent messages whose audience takes in this device, with
+    /// what became of it for this device. Only failed, retried, held and skipped deliveries
+    /// leave a row; a device without a row for a message whose dispatch has passed it was
+    /// delivered the first time.
+    private func lastDelivery(_ device: Device, tags: Set<String>, rows: [DeliveryRecord]) async throws
+        -> [String: Any]?
+    {
+        let messages = try await store.messages(appID: device.appID, limit: Self.lastDeliveryScan)
+        for message in messages {
+            guard let position = Self.position(of: device, in: message, tags: tags) else { continue }
+            var result: [String: Any] = [
+                "message_id": message.id,
+                "vendor": message.vendor,
+                "message_state": message.state.rawValue,
+                "created_at": ISO8601.string(message.createdAt),
+            ]
+            if let row = rows.first(where: { $0.messageID == message.id }) {
+                result["state"] = row.state.rawValue
+                result["reason"] = orNull(row.reason)
+                result["at"] = ISO8601.string(row.updatedAt)
+                result["attempts"] = row.attempts
+                return result
+            }
+            switch message.state {
+            case .scheduled, .queued:
+                result["state"] = "queued"
+            case .cancelled:
+                result["state"] = "cancelled"
+            case .sending:
+                result["state"] = message.cursor >= position ? "delivered" : "queued"
+            case .completed:
+                result["state"] = "delivered"
+                result["at"] = AdminTime.string(message.completedAt)
+            }
+            result["reason"] = NSNull()
+            return result
+        }
+        return nil
+    }
+
+    /// The device's audience position in the message (what the dispatch cursor counts), or
+    /// nil when the message does not address it.
+    static func position(of device: Device, in message: MessageRecord, tags: Set<String>) -> Int64? {
+        if case .tokens(let tokens) = message.audience {
+            return tokens.firstIndex(of: device.token).map { Int64($0 + 1) }
+        }
+        if let environment = message.options.environment, environment != device.environment { return nil }
+        switch message.audience {
+        case .all:
+            return device.createdAt <= (message.completedAt ?? .distantFuture) ? device.id : nil
+        case .tag(let tag):
+            return tags.contains(tag) ? device.id : nil
+        case .devices(let ids):
+            return ids.contains(device.id) ? device.id : nil
+        case .accounts(let accounts):
+            guard let account = device.imAccount, accounts.contains(account) else { return nil }
+            return device.id
+        case .tokens:
+            return nil
+        }
+    }
+}

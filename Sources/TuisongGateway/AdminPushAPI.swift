@@ -1,0 +1,162 @@
+import Foundation
+import TuisongCore
+import TuisongHTTP
+
+/// Test pushes from the console and the messages they (and every other API) created.
+///
+/// The body of a test push is the native push body with a console-sized audience and an
+/// optional template:
+///
+///     {"environment": "sandbox", "audience": {"token": "ab12…"},
+///      "notification": {"alert": {"title": "Hi", "body": "There"}, "badge": 1, "custom": {"k": 1}},
+///      "template_id": 3, "arguments": ["A-17"]}
+struct AdminPushAPI: Sendable {
+    let api: AdminAPI
+
+    var store: any AdminStore { api.store }
+
+    func register(on router: Router) {
+        let apps = AdminAppsAPI(api: api)
+        api.add(.POST, "/apps/{app}/push", bodyLimit: 64 << 10, on: router) { request in
+            let app = try await apps.app(request)
+            return try await push(app, request)
+        }
+        api.add(.POST, "/apps/{app}/push/preview", bodyLimit: 64 << 10, on: router) { request in
+            let app = try await apps.app(request)
+            return try await preview(app, request)
+        }
+        api.add(.GET, "/messages", on: router) { request in try await recent(request) }
+        api.add(.GET, "/messages/{message}", on: router) { request in
+            let id = try request.adminID("message", "message")
+            guard let status = try await status(id) else { throw AdminError.notFound("message") }
+            return .json(object: Self.view(status, detailed: true))
+        }
+    }
+
+    /// Parses the console's body into the job the native API would build for it.
+    func job(_ app: App, _ body: AdminBody) async throws -> PushJob {
+        var native: [String: Any] = [:]
+        guard let audience = try body.object("audience"), audience.count == 1, let (kind, value) = audience.first else {
+            throw AdminError.invalid("audience", "choose one audience: a device, a tag or all devices")
+        }
+        switch kind {
+        case "token":
+            guard let raw = value as? String, let token = DeviceToken(raw.trimmingCharacters(in: .whitespaces)) else {
+                throw AdminError.invalid("audience.token", "a device token is 64–200 hexadecimal digits")
+            }
+            native["audience"] = ["tokens": [token.hex]]
+        case "tag", "all":
+            native["audience"] = audience
+        default:
+            throw AdminError.invalid("audience", "the audience is a token, a tag or all")
+        }
+        if let environment = try body.string("environment"), !environment.isEmpty {
+            native["environment"] = environment
+        }
+        var notification = try body.object("notification") ?? [:]
+        if let templateID = try body.integer("template_id") {
+            guard let template = try await store.template(id: Int64(templateID)), template.appID == app.id else {
+                throw AdminError.invalid("template_id", "this app has no such template")
+            }
+            let arguments = try body.strings("arguments", maxCount: 100) ?? []
+            let rendered = template.render(arguments: arguments)
+            var alert = notification["alert"] as? [String: Any] ?? [:]
+            if !rendered.title.isEmpty { alert["title"] = rendered.title }
+            alert["body"] = rendered.body
+            notification["alert"] = alert
+        }
+        native["notification"] = notification
+        for key in ["push_type", "priority", "collapse_id", "expiration"] where body.has(key) {
+            native[key] = body.object[key]
+        }
+        var job = try NativePushRequest.parse(native, appID: app.id, now: api.clock.now)
+        job.vendor = "console"
+        job.labels["source"] = "console"
+        return job
+    }
+
+    private func push(_ app: App, _ request: Request) async throws -> Response {
+        guard let gateway = api.gateway else {
+            throw AdminError(503, "push_unavailable", "this gateway runs no delivery engine")
+        }
+        let job = try await job(app, try AdminBody(request))
+        let record = try await gateway.submit(job)
+        api.logger.info("console: test push \(record.id) to app \(app.id), \(job.audience.summary)")
+        return .json(
+            object: ["message_id": record.id, "state": record.state.rawValue, "payload_bytes": record.payload.count],
+            status: 202)
+    }
+
+    /// The exact APNs payload the push would carry, or why it cannot be sent.
+    private func preview(_ app: App, _ request: Request) async throws -> Response {
+        let job = try await job(app, try AdminBody(request))
+        let limit = job.options.pushType.payloadLimit
+        do {
+            let payload = try APNsPayload.build(job.notification, pushType: job.options.pushType)
+            return .json(object: [
+                "payload": String(decoding: payload, as: UTF8.self), "bytes": payload.count, "limit": limit,
+            ])
+        } catch {
+            let rendered = APNsPayload.render(job.notification)
+            return .json(object: [
+                "payload": String(decoding: rendered, as: UTF8.self), "bytes": rendered.count, "limit": limit,
+                "error": ["code": error.code.rawValue, "message": error.message],
+            ])
+        }
+    }
+
+    /// `GET /messages?app=ID&limit=N`: the newest messages, live counts for those running.
+    private func recent(_ request: Request) async throws -> Response {
+        var appID: Int64?
+        if let raw = request.query["app"], !raw.isEmpty {
+            guard let id = Int64(raw), id > 0 else { throw AdminError.invalid("app", "app must be an app id") }
+            appID = id
+        }
+        var limit = 20
+        if let raw = request.query["limit"] {
+            guard let value = Int(raw), (1...200).contains(value) else {
+                throw AdminError.invalid("limit", "limit must be 1–200")
+            }
+            limit = value
+        }
+        var views: [[String: Any]] = []
+        for record in try await store.messages(appID: appID, limit: limit) {
+            let status = try await liveStatus(record)
+            views.append(Self.view(status, detailed: false))
+        }
+        return .json(object: ["messages": views])
+    }
+
+    func status(_ id: Int64) async throws -> MessageStatus? {
+        if let gateway = api.gateway { return try await gateway.status(messageID: id) }
+        guard let record = try await store.message(id: id) else { return nil }
+        return MessageStatus(record: record, counts: record.counts, failures: record.failures)
+    }
+
+    /// Running messages get the engine's live counts; the rest are final in the store.
+    func liveStatus(_ record: MessageRecord) async throws -> MessageStatus {
+        if let gateway = api.gateway, record.state == .sending || record.state == .queued,
+            let live = try await gateway.status(messageID: record.id)
+        {
+            return live
+        }
+        return MessageStatus(record: record, counts: record.counts, failures: record.failures)
+    }
+
+    static func view(_ status: MessageStatus, detailed: Bool) -> [String: Any] {
+        var object = MessageView.object(status)
+        let record = status.record
+        object["app_id"] = record.appID
+        object["title"] = orNull(record.notification.alert?.title)
+        object["body"] = orNull(record.notification.alert?.body)
+        object["environment"] = orNull(record.options.environment?.rawValue)
+        object["payload_bytes"] = record.payload.count
+        let c = status.counts
+        object["finished"] = c.delivered + c.failed + c.skipped + c.held
+        if detailed {
+            object["payload"] = String(decoding: record.payload, as: UTF8.self)
+            object["labels"] = record.labels
+        }
+        return object
+    }
+}

@@ -1,0 +1,194 @@
+import Foundation
+import Synchronization
+import TuisongCore
+import TuisongCrypto
+import TuisongHTTP
+
+/// One logged-in console.
+struct AdminSession: Sendable {
+    /// Sent back on every mutation as `X-CSRF-Token`; the cookie alone never suffices.
+    let csrfToken: String
+    let createdAt: Date
+    var lastSeen: Date
+}
+
+/// Console sessions, held in memory: a restart logs everyone out, which is the safe default
+/// for a one-operator console. The cookie carries 256 random bits; only their SHA-256 is kept,
+/// so a heap dump does not hand out live sessions.
+final class AdminSessions: Sendable {
+    static let cookieName = "tuisong_session"
+    /// Sessions end after this long without a request…
+    let idleTimeout: TimeInterval
+    /// …and after this long in any case.
+    let absoluteTimeout: TimeInterval
+    static let maxSessions = 256
+
+    private let clock: any Clock
+    private let sessions = Mutex<[String: AdminSession]>([:])
+
+    init(clock: any Clock, idleTimeout: TimeInterval = 2 * 3600, absoluteTimeout: TimeInterval = 12 * 3600) {
+        self.clock = clock
+        self.idleTimeout = idleTimeout
+        self.absoluteTimeout = absoluteTimeout
+    }
+
+    /// Starts a session; returns the cookie value (secret) and the session.
+    func create() -> (cookie: String, session: AdminSession) {
+        let cookie = Base64URL.encode(SecureRandom.bytes(32))
+        let now = clock.now
+        let session = AdminSession(
+            csrfToken: Base64URL.encode(SecureRandom.bytes(32)), createdAt: now, lastSeen: now)
+        sessions.withLock { sessions in
+            sessions = sessions.filter { !isExpired($0.value, now: now) }
+            if sessions.count >= Self.maxSessions,
+                let oldest = sessions.min(by: { $0.value.lastSeen < $1.value.lastSeen })
+            {
+                sessions.removeValue(forKey: oldest.key)
+            }
+            sessions[Self.key(cookie)] = session
+        }
+        return (cookie, session)
+    }
+
+    /// The live session the request's cookie names, refreshed; nil without one.
+    func session(for request: Request) -> AdminSession? {
+        guard let cookie = Self.cookie(in: request) else { return nil }
+        let key = Self.key(cookie)
+        let now = clock.now
+        return sessions.withLock { sessions in
+            guard var session = sessions[key] else { return nil }
+            if isExpired(session, now: now) {
+                sessions.removeValue(forKey: key)
+                return nil
+            }
+            session.lastSeen = now
+            sessions[key] = session
+            return session
+        }
+    }
+
+    func end(for request: Request) {
+        guard let cookie = Self.cookie(in: request) else { return }
+        _ = sessions.withLock { $0.removeValue(forKey: Self.key(cookie)) }
+    }
+
+    /// Ends every session (the password changed).
+    func endAll() {
+        sessions.withLock { $0.removeAll() }
+    }
+
+    var count: Int { sessions.withLock { $0.count } }
+
+    private func isExpired(_ session: AdminSession, now: Date) -> Bool {
+        now.timeIntervalSince(session.lastSeen) > idleTimeout
+            || now.timeIntervalSince(session.createdAt) > absoluteTimeout
+    }
+
+    private static func key(_ cookie: String) -> String {
+        Hex.encode(Digest.sha256(Array(cookie.utf8)))
+    }
+
+    /// The session cookie's value from any `Cookie` header, or nil.
+    static func cookie(in request: Request) -> String? {
+        for header in request.headers.values(for: "Cookie") {
+            for pair in header.split(separator: ";") {
+                let trimmed = pair.trimmingCharacters(in: .whitespaces)
+                guard let equals = trimmed.firstIndex(of: "=") else { continue }
+                if trimmed[..<equals] == cookieName {
+                    let value = String(trimmed[trimmed.index(after: equals)...])
+                    // Ours are 43 base64url characters; anything else is not worth hashing.
+                    guard value.utf8.count == 43 else { return nil }
+                    return value
+                }
+            }
+        }
+        return nil
+    }
+
+    /// `Set-Cookie` for a new session: invisible to scripts, never sent cross-site, only to
+    /// the admin API, and only over TLS when the console is served over TLS.
+    func setCookie(_ value: String, secure: Bool) -> String {
+        var cookie = "\(Self.cookieName)=\(value); Path=/admin/api; HttpOnly; SameSite=Strict; Max-Age=\(Int(absoluteTimeout))"
+        if secure { cookie += "; Secure" }
+        return cookie
+    }
+
+    func clearCookie(secure: Bool) -> String {
+        var cookie = "\(Self.cookieName)=; Path=/admin/api; HttpOnly; SameSite=Strict; Max-Age=0"
+        if secure { cookie += "; Secure" }
+        return cookie
+    }
+
+    /// Constant-time comparison of the CSRF header with the session's token.
+    static func csrfMatches(_ request: Request, _ session: AdminSession) -> Bool {
+        guard let given = request.headers["X-CSRF-Token"] else { return false }
+        let a = Array(given.utf8)
+        let b = Array(session.csrfToken.utf8)
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for (x, y) in zip(a, b) { difference |= x ^ y }
+        return difference == 0
+    }
+}
+
+/// Growing delays after failed logins, per client address: the first `freeFailures` cost
+/// nothing, then each further failure locks the address out for twice as long as the last
+/// (1 s, 2 s, 4 s, … up to `maxDelay`). A success clears the address's record; records of
+/// addresses quiet for an hour are forgotten.
+///
+/// Behind a reverse proxy every client shares the proxy's address, so the delays then apply
+/// to all of them together: slower for the operator during an attack, never faster for the
+/// attacker.
+final class LoginThrottle: Sendable {
+    struct Record {
+        var failures: Int
+        var lockedUntil: Date
+        var lastFailure: Date
+    }
+
+    let freeFailures: Int
+    let maxDelay: TimeInterval
+    private let clock: any Clock
+    private let records = Mutex<[String: Record]>([:])
+    static let maxRecords = 10_000
+
+    init(clock: any Clock, freeFailures: Int = 3, maxDelay: TimeInterval = 300) {
+        self.clock = clock
+        self.freeFailures = freeFailures
+        self.maxDelay = maxDelay
+    }
+
+    /// Seconds the address must still wait (rounded up), or nil when it may try now.
+    func waitTime(for address: String) -> Int? {
+        let now = clock.now
+        return records.withLock { records in
+            guard let record = records[address], record.lockedUntil > now else { return nil }
+            return Int(record.lockedUntil.timeIntervalSince(now).rounded(.up))
+        }
+    }
+
+    /// Records a failure; returns the delay now imposed (0 while failures are still free).
+    @discardableResult
+    func recordFailure(for address: String) -> TimeInterval {
+        let now = clock.now
+        return records.withLock { records in
+            if records.count >= Self.maxRecords {
+                records = records.filter { now.timeIntervalSince($0.value.lastFailure) < 3600 }
+                if records.count >= Self.maxRecords { records.removeAll() }
+            }
+            var record = records[address] ?? Record(failures: 0, lockedUntil: now, lastFailure: now)
+            if now.timeIntervalSince(record.lastFailure) > 3600 { record.failures = 0 }
+            record.failures += 1
+            record.lastFailure = now
+            let beyond = record.failures - freeFailures
+            let delay = beyond > 0 ? min(maxDelay, pow(2, Double(beyond - 1))) : 0
+            record.lockedUntil = now.addingTimeInterval(delay)
+            records[address] = record
+            return delay
+        }
+    }
+
+    func recordSuccess(for address: String) {
+        _ = records.withLock { $0.removeValue(forKey: address) }
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import Testing
+@testable import TuisongGateway
+import TuisongCore
+import TuisongHTTP
+
+@Suite(.serialized) struct AdminAuthTests {
+    @Test func everyAdminPathWithoutASessionIs401() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        let app = try await gw.runtime.store.createApp(name: "a", bundleID: "com.example.a", apiKeyHash: "h")
+        let probes: [(String, String)] = [
+            ("GET", "/session"), ("GET", "/apps"), ("POST", "/apps"), ("GET", "/apps/\(app.id)"),
+            ("PUT", "/apps/\(app.id)"), ("DELETE", "/apps/\(app.id)"), ("POST", "/apps/\(app.id)/api-key"),
+            ("GET", "/apps/\(app.id)/templates"), ("GET", "/apps/\(app.id)/devices"), ("GET", "/monitor"),
+            ("GET", "/messages"), ("POST", "/logout"), ("GET", "/vendors"),
+            // Unknown paths and wrong methods too: the API's shape is not visible before login.
+            ("GET", "/no-such-thing"), ("PATCH", "/apps"), ("GET", "/login"),
+        ]
+        for (method, path) in probes {
+            let result = try await client.call(method, path, json: method == "GET" ? nil : [:])
+            #expect(result.status == 401, "\(method) \(path) answered \(result.status)")
+            #expect(result.errorCode == "unauthorized", "\(method) \(path)")
+            #expect(result.headers["cache-control"] == "no-store")
+        }
+        // A made-up cookie of the right shape is no session either.
+        let forged = try await client.call("GET", "/apps", cookie: "tuisong_session=" + String(repeating: "A", count: 43))
+        #expect(forged.status == 401)
+        #expect(try await gw.runtime.store.app(id: app.id) != nil, "nothing was deleted without a session")
+    }
+
+    @Test func loginSetsAStrictHttpOnlyCookieAndACSRFToken() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        let wrong = try await client.login("not the password")
+        #expect(wrong.status == 401)
+        #expect(wrong.errorCode == "invalid_password")
+        #expect(wrong.headers["set-cookie"] == nil)
+
+        let ok = try await client.login()
+        #expect(ok.status == 200)
+        let cookie = try #require(ok.headers["set-cookie"])
+        #expect(cookie.hasPrefix("tuisong_session="))
+        #expect(cookie.contains("; HttpOnly"))
+        #expect(cookie.contains("; SameSite=Strict"))
+        #expect(cookie.contains("; Path=/admin/api"))
+        #expect(!cookie.contains("Secure"), "plain HTTP without an https public URL: no Secure flag")
+        let csrf = try #require(ok.json["csrf_token"] as? String)
+        #expect(csrf.count >= 40)
+        #expect(!cookie.contains(csrf), "the CSRF token is not the cookie")
+
+        let session = try await client.call("GET", "/session")
+        #expect(session.status == 200)
+        #expect(session.json["csrf_token"] as? String == csrf)
+    }
+
+    @Test func cookieIsSecureWhenTheConsoleIsServedOverHTTPS() async throws {
+        let (gw, client) = try await AdminTestClient.start(environment: ["TUISONG_WEB_PUBLIC_URL": "https://push.example.com/"])
+        defer { Task { await gw.stop() } }
+        let ok = try await client.login()
+        #expect(ok.status == 200)
+        #expect(ok.headers["set-cookie"]?.contains("; Secure") == true)
+    }
+
+    @Test func mutationsNeedTheSessionsCSRFToken() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let body: [String: Any] = ["name": "Demo", "bundle_id": "com.example.demo"]
+
+        let missing = try await client.call("POST", "/apps", json: body, csrf: false)
+        #expect(missing.status == 403)
+        #expect(missing.errorCode == "csrf_failed")
+        let wrong = try await client.call("POST", "/apps", json: body, csrfValue: String(repeating: "x", count: 43))
+        #expect(wrong.status == 403)
+        // Another session's token does not work with this cookie.
+        let other = AdminTestClient(baseURL: gw.baseURL)
+        try await other.login()
+        let crossed = try await client.call("POST", "/apps", json: body, csrfValue: other.csrf)
+        #expect(crossed.status == 403)
+        #expect(try await gw.runtime.store.apps().isEmpty, "no refused request created anything")
+
+        let created = try await client.call("POST", "/apps", json: body)
+        #expect(created.status == 201)
+        // Reads need no token.
+        let list = try await client.call("GET", "/apps", csrf: false)
+        #expect(list.status == 200)
+        // Logout is a mutation too.
+        #expect(try await client.call("POST", "/logout", csrf: false).status == 403)
+    }
+
+    @Test func logoutEndsTheSession() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let out = try await client.call("POST", "/logout")
+        #expect(out.status == 204)
+        #expect(out.headers["set-cookie"]?.contains("Max-Age=0") == true)
+        let after = try await client.call("GET", "/apps")
+        #expect(after.status == 401)
+    }
+
+    @Test func repeatedFailuresGetGrowingDelays() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        for attempt in 1...3 {
+            let result = try await client.login("wrong \(attempt)")
+            #expect(result.status == 401)
+            #expect(result.headers["retry-after"] == nil, "the first failures are free")
+        }
+        let fourth = try await client.login("wrong 4")
+        #expect(fourth.status == 401)
+        #expect(fourth.headers["retry-after"] == "1")
+        // Locked now: even the right password waits.
+        let locked = try await client.login()
+        #expect(locked.status == 429)
+        #expect(locked.errorCode == "too_many_attempts")
+        #expect(locked.headers["retry-after"] == "1")
+        try await Task.sleep(for: .milliseconds(1100))
+        let ok = try await client.login()
+        #expect(ok.status == 200, "the lock ends and a success clears the record")
+        let fresh = try await client.login("wrong again")
+        #expect(fresh.headers["retry-after"] == nil)
+    }
+
+    @Test func throttleDoublesUpToTheCapAndForgetsAfterSuccess() {
+        let clock = ManualClock()
+        let throttle = LoginThrottle(clock: clock, freeFailures: 2, maxDelay: 8)
+        #expect(throttle.recordFailure(for: "a") == 0)
+        #expect(throttle.recordFailure(for: "a") == 0)
+        #expect(throttle.waitTime(for: "a") == nil)
+        var delays: [TimeInterval] = []
+        for _ in 0..<6 {
+            delays.append(throttle.recordFailure(for: "a"))
+            clock.advance(10)
+        }
+        #expect(delays == [1, 2, 4, 8, 8, 8])
+        #expect(throttle.waitTime(for: "b") == nil, "addresses are counted apart")
+        throttle.recordFailure(for: "a")
+        #expect(throttle.waitTime(for: "a") == 8)
+        clock.advance(3)
+        #expect(throttle.waitTime(for: "a") == 5)
+        throttle.recordSuccess(for: "a")
+        #expect(throttle.waitTime(for: "a") == nil)
+        #expect(throttle.recordFailure(for: "a") == 0)
+        // An hour of quiet starts the count again.
+        throttle.recordFailure(for: "a")
+        clock.advance(3700)
+        #expect(throttle.recordFailure(for: "a") == 0)
+    }
+
+    @Test func sessionsExpireWhenIdleAndAfterTheirLifetime() throws {
+        let clock = ManualClock()
+        let sessions = AdminSessions(clock: clock, idleTimeout: 60, absoluteTimeout: 300)
+        let (cookie, _) = sessions.create()
+        let request = try Request(method: .GET, target: "/admin/api/apps", headers: ["Cookie": "a=b; tuisong_session=\(cookie)"])
+        #expect(sessions.session(for: request) != nil)
+        clock.advance(50)
+        #expect(sessions.session(for: request) != nil, "a request refreshes the idle timer")
+        clock.advance(50)
+        #expect(sessions.session(for: request) != nil)
+        clock.advance(61)
+        #expect(sessions.session(for: request) == nil, "idle too long")
+
+        let (second, _) = sessions.create()
+        let again = try Request(method: .GET, target: "/", headers: ["Cookie": "tuisong_session=\(second)"])
+        for _ in 0..<6 {
+            clock.advance(55)
+            _ = sessions.session(for: again)
+        }
+        #expect(sessions.session(for: again) == nil, "past the absolute lifetime even when active")
+    }
+}

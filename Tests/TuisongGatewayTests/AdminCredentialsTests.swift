@@ -1,0 +1,170 @@
+import Foundation
+import Testing
+@testable import TuisongGateway
+import TuisongCore
+import TuisongCrypto
+
+@Suite struct AdminCredentialUploadParsingTests {
+    private func parse(_ object: [String: Any]) throws -> AdminCredentialUpload {
+        try AdminCredentialsAPI.upload(appID: 7, AdminBody(object: object))
+    }
+
+    private func field(_ object: [String: Any]) -> String? {
+        do {
+            _ = try parse(object)
+            return nil
+        } catch let error as AdminError {
+            return error.field
+        } catch {
+            return "unexpected \(error)"
+        }
+    }
+
+    @Test func p8NeedsKeyAndTeamIdsAndDropsAnyPassword() throws {
+        let file = Data("-----BEGIN PRIVATE KEY-----\nMIG...\n-----END PRIVATE KEY-----\n".utf8).base64EncodedString()
+        let upload = try parse([
+            "kind": "p8", "environment": "sandbox", "file": file, "key_id": " abc123defg ", "team_id": "TEAM123456",
+            "password": "ignored",
+        ])
+        #expect(upload.appID == 7)
+        #expect(upload.kind == .p8)
+        #expect(upload.environment == .sandbox)
+        #expect(upload.keyID == "ABC123DEFG")
+        #expect(upload.teamID == "TEAM123456")
+        #expect(upload.password == nil)
+        #expect(String(decoding: upload.file, as: UTF8.self).hasPrefix("-----BEGIN PRIVATE KEY-----"))
+
+        #expect(field(["kind": "p8", "environment": "sandbox", "file": file, "team_id": "TEAM123456"]) == "key_id")
+        #expect(field(["kind": "p8", "environment": "sandbox", "file": file, "key_id": "ABC123DEFG", "team_id": "TEAM-12345"]) == "team_id")
+    }
+
+    @Test func p12KeepsItsPasswordEvenWhenEmpty() throws {
+        let file = Data([0x30, 0x82, 0x01, 0x00]).base64EncodedString()
+        #expect(try parse(["kind": "p12", "environment": "production", "file": file, "password": "pw"]).password == "pw")
+        #expect(try parse(["kind": "p12", "environment": "production", "file": file]).password == "")
+        #expect(try parse(["kind": "pem", "environment": "production", "file": file]).password == nil)
+    }
+
+    @Test func refusesWhatIsNotACredentialUpload() {
+        let file = Data("x".utf8).base64EncodedString()
+        #expect(field(["kind": "jks", "environment": "sandbox", "file": file]) == "kind")
+        #expect(field(["kind": "p12", "environment": "staging", "file": file]) == "environment")
+        #expect(field(["kind": "p12", "environment": "sandbox"]) == "file")
+        #expect(field(["kind": "p12", "environment": "sandbox", "file": "!!!"]) == "file")
+        let huge = Data(repeating: 0x41, count: AdminCredentialsAPI.maxFileBytes + 1).base64EncodedString()
+        #expect(field(["kind": "p12", "environment": "sandbox", "file": huge]) == "file")
+    }
+}
+
+/// Uploads through the admin API of a real gateway in local mode: CredentialService checks
+/// each file, the bundled APNs mock answers "test connection".
+@Suite(.serialized) struct AdminCredentialsTests {
+    struct PushCertificate {
+        let certificate: Certificate
+        let key: PrivateKey
+    }
+
+    static func pushCertificate(days: Double, bundleID: String = "com.example.creds") throws -> PushCertificate {
+        let key = try PrivateKey.generateRSA(bits: 2048)
+        let now = Date()
+        let certificate = try Certificate.issue(
+            subjectCommonName: "Apple Push Services: \(bundleID)", subjectUID: bundleID, subjectAltNames: [],
+            publicKey: key.publicKey, issuer: nil, signingKey: key, isCA: false,
+            notBefore: now.addingTimeInterval(-86400 * 400), notAfter: now.addingTimeInterval(86400 * days))
+        return PushCertificate(certificate: certificate, key: key)
+    }
+
+    private func upload(_ client: AdminTestClient, _ appID: Int64, _ body: [String: Any]) async throws -> HTTPResult {
+        try await client.call("POST", "/apps/\(appID)/credentials", json: body)
+    }
+
+    @Test func uploadsAreCheckedWithAClearCodeForEachFailure() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let app = try await gw.runtime.store.createApp(name: "c", bundleID: "com.example.creds", apiKeyHash: "h")
+        let good = try Self.pushCertificate(days: 20)
+        let p12 = try PKCS12.make(certificate: good.certificate, key: good.key, password: "right horse")
+        let p12Base64 = Data(p12).base64EncodedString()
+
+        let wrongPassword = try await upload(client, app.id, ["kind": "p12", "environment": "production", "file": p12Base64, "password": "wrong"])
+        #expect(wrongPassword.status == 422)
+        #expect(wrongPassword.errorCode == "wrong_password")
+        #expect(wrongPassword.errorField == "password")
+
+        let accepted = try await upload(client, app.id, ["kind": "p12", "environment": "production", "file": p12Base64, "password": "right horse"])
+        #expect(accepted.status == 201, "\(String(decoding: accepted.body, as: UTF8.self))")
+        #expect(accepted.json["kind"] as? String == "p12")
+        #expect((accepted.json["subject"] as? String)?.contains("com.example.creds") == true)
+        #expect(accepted.json["expiring_soon"] as? Bool == true)
+        #expect(accepted.json["days_left"] as? Int == 19)
+
+        let expired = try Self.pushCertificate(days: -1)
+        let expiredP12 = try PKCS12.make(certificate: expired.certificate, key: expired.key, password: "p")
+        let refusedExpired = try await upload(
+            client, app.id, ["kind": "p12", "environment": "production", "file": Data(expiredP12).base64EncodedString(), "password": "p"])
+        #expect(refusedExpired.errorCode == "expired")
+
+        let otherKey = try PrivateKey.generateRSA(bits: 2048)
+        let mismatched = good.certificate.pem() + (try otherKey.pkcs8PEM())
+        let refusedMismatch = try await upload(
+            client, app.id, ["kind": "pem", "environment": "production", "file": Data(mismatched.utf8).base64EncodedString()])
+        #expect(refusedMismatch.errorCode == "key_mismatch")
+
+        let asP8 = try await upload(
+            client, app.id, ["kind": "p8", "environment": "sandbox", "file": p12Base64, "key_id": "ABC123DEFG", "team_id": "TEAM123456"])
+        #expect(asP8.errorCode == "wrong_kind")
+        let certAsP8 = try await upload(
+            client, app.id,
+            ["kind": "p8", "environment": "sandbox", "file": Data(good.certificate.pem().utf8).base64EncodedString(),
+             "key_id": "ABC123DEFG", "team_id": "TEAM123456"])
+        #expect(certAsP8.errorCode == "wrong_kind")
+        let rsaAsP8 = try await upload(
+            client, app.id,
+            ["kind": "p8", "environment": "sandbox", "file": Data(try otherKey.pkcs8PEM().utf8).base64EncodedString(),
+             "key_id": "ABC123DEFG", "team_id": "TEAM123456"])
+        #expect(rsaAsP8.errorCode == "wrong_kind", "an APNs key is P-256")
+        let garbage = try await upload(
+            client, app.id, ["kind": "p12", "environment": "sandbox", "file": Data("not a certificate".utf8).base64EncodedString()])
+        #expect(garbage.errorCode == "corrupt_file")
+
+        let list = try await client.call("GET", "/apps/\(app.id)/credentials")
+        #expect(list.list("credentials").count == 1, "only the good file was stored")
+        #expect(!client.everReceived("right horse"))
+        #expect(!client.everReceived(p12Base64.prefix(60).description))
+    }
+
+    @Test func p8KeyTestsItsConnectionAndIsDeleted() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let app = try await gw.runtime.store.createApp(name: "c", bundleID: "com.example.creds", apiKeyHash: "h")
+        let other = try await gw.runtime.store.createApp(name: "d", bundleID: "com.example.d", apiKeyHash: "h2")
+        let pem = try PrivateKey.generateP256().pkcs8PEM()
+        let created = try await upload(
+            client, app.id,
+            ["kind": "p8", "environment": "sandbox", "file": Data(pem.utf8).base64EncodedString(), "key_id": "abc123defg",
+             "team_id": "TEAM123456"])
+        #expect(created.status == 201)
+        let id = try #require(created.json["id"] as? Int)
+        #expect(created.json["key_id"] as? String == "ABC123DEFG")
+        #expect(created.json["expires_at"] is NSNull)
+
+        let stored = try #require(try await gw.runtime.store.credential(id: Int64(id)))
+        let keyLine = String(pem.split(separator: "\n")[1])
+        #expect(!String(decoding: stored.encryptedSecret, as: UTF8.self).contains(keyLine), "sealed at rest")
+        #expect(!client.everReceived(keyLine))
+
+        let tested = try await client.call("POST", "/apps/\(app.id)/credentials/\(id)/test")
+        #expect(tested.status == 200)
+        #expect(tested.json["ok"] as? Bool == true, "\(tested.json)")
+        #expect((tested.json["endpoint"] as? String)?.contains("127.0.0.1") == true)
+        #expect((tested.json["detail"] as? String)?.contains("ALPN h2") == true)
+
+        #expect(try await client.call("POST", "/apps/\(other.id)/credentials/\(id)/test").status == 404)
+        #expect(try await client.call("DELETE", "/apps/\(other.id)/credentials/\(id)").status == 404)
+        #expect(try await client.call("DELETE", "/apps/\(app.id)/credentials/\(id)").status == 204)
+        #expect(try await client.call("DELETE", "/apps/\(app.id)/credentials/\(id)").status == 404)
+        #expect(try await client.call("GET", "/apps/\(app.id)/credentials").list("credentials").isEmpty)
+    }
+}

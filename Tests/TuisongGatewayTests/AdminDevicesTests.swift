@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+@testable import TuisongGateway
+import TuisongCore
+
+@Suite(.serialized) struct AdminDevicesTests {
+    /// 30 devices: even ones tagged "vip", users u-0…u-2 in turn, tokens with distinct prefixes.
+    private func seed(_ gw: TestGateway) async throws -> (Int64, String) {
+        let (appID, key) = try await gw.createApp()
+        for n in 1...30 {
+            let body: [String: Any] = [
+                "environment": n % 3 == 0 ? "production" : "sandbox", "user": "u-\(n % 3)",
+                "tags": n % 2 == 0 ? ["vip", "北京"] : ["北京"],
+            ]
+            let result = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token(n, prefix: n == 7 ? "cafe" : "ab"))", key: key, json: body)
+            #expect(result.status == 201)
+        }
+        return (appID, key)
+    }
+
+    @Test func searchByAllTokenUserAndTagWithPages() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let (appID, _) = try await seed(gw)
+
+        var seen: [String] = []
+        var cursor: String?
+        var pages = 0
+        repeat {
+            var path = "/apps/\(appID)/devices?by=all&limit=12"
+            if let cursor { path += "&cursor=\(cursor)" }
+            let page = try await client.call("GET", path)
+            #expect(page.status == 200)
+            #expect(page.json["total"] as? Int == 30)
+            seen += page.list("devices").compactMap { $0["token"] as? String }
+            cursor = page.json["next_cursor"] as? String
+            pages += 1
+        } while cursor != nil && pages < 10
+        #expect(pages == 3)
+        #expect(Set(seen).count == 30)
+
+        let prefix = try await client.call("GET", "/apps/\(appID)/devices?by=token&q=CAFE")
+        #expect(prefix.list("devices").compactMap { $0["token"] as? String } == [token(7, prefix: "cafe")])
+        let tokenPages = try await client.call("GET", "/apps/\(appID)/devices?by=token&q=ab&limit=20")
+        #expect(tokenPages.list("devices").count == 20)
+        let nextTokenCursor = try #require(tokenPages.json["next_cursor"] as? String)
+        let rest = try await client.call("GET", "/apps/\(appID)/devices?by=token&q=ab&limit=20&cursor=\(nextTokenCursor)")
+        #expect(rest.list("devices").count == 9)
+        #expect(rest.json["next_cursor"] is NSNull)
+
+        let user = try await client.call("GET", "/apps/\(appID)/devices?by=user&q=u-1")
+        #expect(user.list("devices").count == 10)
+        #expect(user.list("devices").allSatisfy { $0["user"] as? String == "u-1" })
+
+        let tag = try await client.call("GET", "/apps/\(appID)/devices?by=tag&q=%E5%8C%97%E4%BA%AC&limit=500")
+        #expect(tag.list("devices").count == 30)
+        let vip = try await client.call("GET", "/apps/\(appID)/devices?by=tag&q=vip")
+        #expect(vip.list("devices").count == 15)
+
+        let tags = try await client.call("GET", "/apps/\(appID)/tags")
+        let counts = Dictionary(uniqueKeysWithValues: tags.list("tags").map { ($0["name"] as! String, $0["devices"] as! Int) })
+        #expect(counts == ["vip": 15, "北京": 30])
+
+        #expect(try await client.call("GET", "/apps/\(appID)/devices?by=token&q=xyz").errorField == "q")
+        #expect(try await client.call("GET", "/apps/\(appID)/devices?by=all&cursor=bogus").errorCode == "invalid_cursor")
+        #expect(try await client.call("GET", "/apps/\(appID)/devices?by=color").errorField == "by")
+    }
+
+    @Test func detailShowsVendorIdsTagsAndInvalidation() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let (appID, _) = try await seed(gw)
+        let device = try #require(try await gw.runtime.store.device(appID: appID, token: DeviceToken(token(2))!))
+        #expect(try await gw.runtime.store.invalidateDevice(id: device.id, reason: "Unregistered"))
+
+        let detail = try await client.call("GET", "/apps/\(appID)/devices/\(token(2).uppercased())")
+        #expect(detail.status == 200)
+        #expect(detail.json["token"] as? String == token(2))
+        #expect(detail.json["tags"] as? [String] == ["vip", "北京"])
+        #expect(detail.json["environment"] as? String == "sandbox")
+        #expect(detail.json["invalid_reason"] as? String == "Unregistered")
+        #expect(detail.json["invalidated_at"] is String)
+        #expect(detail.json["baidu_channel_id"] is NSNull)
+        #expect(detail.json["last_delivery"] is NSNull, "no message yet")
+
+        #expect(try await client.call("GET", "/apps/\(appID)/devices/\(token(99))").status == 404)
+        #expect(try await client.call("GET", "/apps/\(appID)/devices/not-a-token").status == 404)
+    }
+
+    @Test func lastDeliveryFollowsTheNewestMessageAddressingTheDevice() async throws {
+        let (gw, _) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        let (appID, _) = try await seed(gw)
+        let store = gw.runtime.store
+        let device = try #require(try await store.device(appID: appID, token: DeviceToken(token(4))!))
+        func message(_ audience: Audience, environment: APNsEnvironment? = nil) -> MessageRecord {
+            MessageRecord(
+                id: 1, appID: appID, vendor: "native", vendorMessageID: nil, audience: audience,
+                notification: PushNotification(), options: PushOptions(environment: environment), payload: [],
+                state: .sending, sendAt: nil, labels: [:], createdAt: Date(), startedAt: nil, completedAt: nil,
+                total: nil, cursor: 0, counts: DeliveryCounts(), failures: [:])
+        }
+        let tags: Set<String> = ["vip", "北京"]
+        #expect(AdminDevicesAPI.position(of: device, in: message(.all), tags: tags) == device.id)
+        #expect(AdminDevicesAPI.position(of: device, in: message(.all, environment: .production), tags: tags) == nil)
+        #expect(AdminDevicesAPI.position(of: device, in: message(.tag("vip")), tags: tags) == device.id)
+        #expect(AdminDevicesAPI.position(of: device, in: message(.tag("other")), tags: tags) == nil)
+        #expect(AdminDevicesAPI.position(of: device, in: message(.devices([device.id])), tags: tags) == device.id)
+        #expect(AdminDevicesAPI.position(of: device, in: message(.tokens([token(9), token(4)])), tags: tags) == 2)
+        #expect(AdminDevicesAPI.position(of: device, in: message(.tokens([token(9)])), tags: tags) == nil)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+@testable import TuisongGateway
+import TuisongCore
+
+@Suite(.serialized) struct AdminMonitorTests {
+    private func activity(
+        _ id: Int64, state: MessageState, started: Date?, completed: Date?, delivered: Int
+    ) -> MessageActivity {
+        var counts = DeliveryCounts()
+        counts.delivered = delivered
+        return MessageActivity(
+            id: id, appID: 1, state: state, createdAt: started ?? Date(timeIntervalSince1970: 0), startedAt: started,
+            completedAt: completed, total: delivered, counts: counts)
+    }
+
+    @Test func rateSpreadsEachMessageOverItsSendingTime() {
+        let now = Date(timeIntervalSince1970: 10_000)
+        let items = [
+            // 600 deliveries over the 60 s ending 30 s ago: 10/s in those buckets.
+            activity(1, state: .completed, started: now.addingTimeInterval(-90), completed: now.addingTimeInterval(-30), delivered: 600),
+            // Done within a millisecond: all of it in one bucket.
+            activity(2, state: .completed, started: now.addingTimeInterval(-15), completed: now.addingTimeInterval(-15), delivered: 50),
+            // Still sending: 100 delivered since it started 10 s ago, the live count wins.
+            activity(3, state: .sending, started: now.addingTimeInterval(-10), completed: nil, delivered: 1),
+            // Long before the window.
+            activity(4, state: .completed, started: now.addingTimeInterval(-7200), completed: now.addingTimeInterval(-7100), delivered: 999),
+        ]
+        let points = AdminMonitorAPI.rate(items, liveDelivered: [3: 100], now: now, window: 120, bucketSeconds: 10)
+        let rates = points.map { $0["per_second"] as! Double }
+        #expect(rates.count == 12)
+        #expect(rates[0] == 0 && rates[1] == 0 && rates[2] == 0, "before message 1 started")
+        #expect(rates[3...8].allSatisfy { $0 == 10 })
+        #expect(rates[9] == 0)
+        #expect(rates[10] == 5, "50 in one bucket of 10 s")
+        #expect(rates[11] == 10, "100 over the last 10 s")
+        let total = rates.reduce(0) { $0 + $1 * 10 }
+        #expect(total == 600 + 50 + 100)
+    }
+
+    @Test func monitorAnswersWithEmptyStore() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let monitor = try await client.call("GET", "/monitor?minutes=5&bucket=30")
+        #expect(monitor.status == 200)
+        #expect((monitor.json["rate"] as? [Any])?.count == 10)
+        #expect(monitor.list("running").isEmpty)
+        #expect((monitor.json["credentials"] as? [String: Any])?["failing"] as? [Any] != nil)
+        #expect(try await client.call("GET", "/monitor?minutes=0").errorField == "minutes")
+    }
+
+    @Test func monitorShowsFailingAndExpiringCredentials() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let store = gw.runtime.store
+        let app = try await store.createApp(name: "商城", bundleID: "com.example.shop", apiKeyHash: "h")
+        let failing = try await store.addCredential(NewCredential(
+            appID: app.id, kind: .p8, environment: .production, teamID: "TEAM123456", keyID: "KEY1234567",
+            subject: nil, topics: [], expiresAt: nil, encryptedSecret: [1, 2, 3]))
+        try await store.setCredentialStatus(id: failing.id, status: "failing", reason: "InvalidProviderToken")
+        _ = try await store.addCredential(NewCredential(
+            appID: app.id, kind: .p12, environment: .sandbox, teamID: nil, keyID: nil, subject: "CN=Apple Push",
+            topics: ["com.example.shop"], expiresAt: Date().addingTimeInterval(10 * 86400), encryptedSecret: [4]))
+        let monitor = try await client.call("GET", "/monitor")
+        let alerts = try #require(monitor.json["credentials"] as? [String: Any])
+        let failingList = alerts["failing"] as? [[String: Any]] ?? []
+        #expect(failingList.count == 1)
+        #expect(failingList.first?["status_reason"] as? String == "InvalidProviderToken")
+        #expect(failingList.first?["app_name"] as? String == "商城")
+        #expect(failingList.first?["encrypted_secret"] == nil)
+        let expiring = alerts["expiring"] as? [[String: Any]] ?? []
+        #expect(expiring.count == 1)
+        #expect(expiring.first?["days_left"] as? Int == 9)
+        #expect(expiring.first?["expiring_soon"] as? Bool == true)
+    }
+
+    @Test func pushPreviewRendersTheExactPayloadAndTemplates() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let app = try await gw.runtime.store.createApp(name: "a", bundleID: "com.example.a", apiKeyHash: "h")
+        let template = try await gw.runtime.store.createTemplate(
+            appID: app.id, name: "t", titlePattern: "订单 {0}", bodyPattern: "{1} 已发货")
+        let preview = try await client.call(
+            "POST", "/apps/\(app.id)/push/preview",
+            json: ["audience": ["all": true], "template_id": template.id, "arguments": ["A-1", "手环"],
+                   "notification": ["badge": 2, "custom": ["order": 7]]])
+        #expect(preview.status == 200, "\(String(decoding: preview.body, as: UTF8.self))")
+        let payload = try #require(preview.json["payload"] as? String)
+        #expect(payload == #"{"aps":{"alert":{"body":"手环 已发货","title":"订单 A-1"},"badge":2},"order":7}"#)
+        #expect(preview.json["bytes"] as? Int == payload.utf8.count)
+        #expect(preview.json["limit"] as? Int == 4096)
+
+        // 1 and 0 are numbers, not booleans (Linux's JSONSerialization blurs the two).
+        let small = try await client.call(
+            "POST", "/apps/\(app.id)/push/preview",
+            json: ["audience": ["all": true], "notification": ["badge": 1, "custom": ["flag": true, "n": 0]]])
+        #expect(small.json["payload"] as? String == #"{"aps":{"badge":1},"flag":true,"n":0}"#)
+
+        let big = try await client.call(
+            "POST", "/apps/\(app.id)/push/preview",
+            json: ["audience": ["all": true], "notification": ["alert": ["body": String(repeating: "字", count: 1400)]]])
+        #expect((big.json["error"] as? [String: Any])?["code"] as? String == "tooLarge")
+
+        let badToken = try await client.call(
+            "POST", "/apps/\(app.id)/push/preview", json: ["audience": ["token": "xyz"], "notification": [:]])
+        #expect(badToken.errorField == "audience.token")
+    }
+}

@@ -1,0 +1,367 @@
+"""The console in a real browser, in the order an operator works: log in, create an app, set
+its vendor keys, upload a .p8 key and a .p12 certificate, write a template, register devices
+through the native API, send a test push to the bundled APNs mock, watch every device get it,
+log out. Screenshots of each page go to test-output/browser/.
+
+The tests share one server and one browser and build on each other, so they run in file order.
+"""
+
+import json
+import re
+import sqlite3
+import subprocess
+import time
+
+import pytest
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from conftest import ADMIN_PASSWORD, AdminClient, make_driver, screenshot
+
+WAIT = 15
+DEVICE_COUNT = 6
+VENDOR_SECRET = "baidu-secret-console-9Qx"
+P12_PASSWORD = "p12-pass-Lm7"
+
+# What earlier tests created, for later ones.
+shared = {}
+
+
+def wait(driver, timeout=WAIT):
+    # Pages re-render after a save: an element found a moment ago may be gone; look again.
+    return WebDriverWait(driver, timeout, poll_frequency=0.1,
+                         ignored_exceptions=(NoSuchElementException, StaleElementReferenceException))
+
+
+def visible(driver, css, timeout=WAIT):
+    return wait(driver, timeout).until(EC.visibility_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def text_in(driver, css, text, timeout=WAIT):
+    return wait(driver, timeout).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
+
+
+def go(driver, gateway, route):
+    """Opens a route and waits until its page has rendered (a hash change reloads nothing)."""
+    driver.get(f"{gateway.base}/#/{route}")
+    wait(driver).until(lambda d: d.find_element(By.ID, "main").get_attribute("data-route") == route)
+    heading = visible(driver, "main h1")
+    text = driver.find_element(By.ID, "main").text
+    leaked = [word for word in ("undefined", "NaN", "[object Object]") if word in text]
+    leaked += ["null"] if re.search(r"(^|\n)null($|\n)", text) else []
+    assert not leaked, f"{route} shows {leaked}"
+    return heading
+
+
+def browser_errors(driver):
+    """Console errors other than the expected refusals: the session probe before login, the
+    wrong login password and the wrong .p12 password on purpose."""
+    return [
+        entry for entry in driver.get_log("browser")
+        if entry["level"] == "SEVERE"
+        and "/admin/api/session" not in entry["message"] and "/admin/api/login" not in entry["message"]
+        and not ("/credentials " in entry["message"] and "status of 422" in entry["message"])
+    ]
+
+
+def session_cookie(driver):
+    """The session cookie, whose path (/admin/api) hides it from get_cookie on the page."""
+    cookies = driver.execute_cdp_cmd("Network.getAllCookies", {})["cookies"]
+    return next((c for c in cookies if c["name"] == "tuisong_session"), None)
+
+
+def features(gateway):
+    client = AdminClient(gateway)
+    assert client.login()[0] == 200
+    return client.call("GET", "/session")[1]["features"]
+
+
+def openssl(*args, input=None):
+    result = subprocess.run(["openssl", *args], input=input, capture_output=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def credentials_dir(tmp_path_factory):
+    """A .p8 signing key and a .p12 push certificate made with openssl, as Apple hands them out."""
+    directory = tmp_path_factory.mktemp("credentials")
+    p8 = directory / "AuthKey_ABC123DEFG.p8"
+    openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", str(p8))
+    key = directory / "push.key"
+    cert = directory / "push.crt"
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+            "-days", "20", "-subj", "/UID=com.example.console/CN=Apple Push Services: com.example.console/O=Console Test")
+    p12 = directory / "push.p12"
+    openssl("pkcs12", "-export", "-inkey", str(key), "-in", str(cert), "-out", str(p12),
+            "-passout", f"pass:{P12_PASSWORD}")
+    return {"p8": p8, "p12": p12}
+
+
+def test_login_refuses_a_wrong_password_then_enters(browser, gateway):
+    browser.get(gateway.base + "/")
+    password = visible(browser, "#login-password")
+    assert browser.switch_to.active_element == password, "the password field has the focus"
+    password.send_keys("not the password", Keys.ENTER)
+    text_in(browser, "#login-error", "Wrong password")
+    screenshot(browser, "01-login-wrong-password")
+    password = browser.find_element(By.ID, "login-password")
+    password.clear()
+    password.send_keys(ADMIN_PASSWORD, Keys.ENTER)
+    visible(browser, "#topbar")
+    text_in(browser, "main h1", "Delivery monitor")
+    # The session cookie is invisible to scripts.
+    assert "tuisong_session" not in browser.execute_script("return document.cookie")
+    cookie = session_cookie(browser)
+    assert cookie["httpOnly"] is True
+    assert cookie["sameSite"] == "Strict"
+    assert cookie["path"] == "/admin/api"
+    screenshot(browser, "02-monitor-empty")
+
+
+def test_create_an_app_shows_its_key_once(browser, gateway):
+    go(browser, gateway, "apps")
+    browser.find_element(By.ID, "new-app-name").send_keys("订单助手 Orders")
+    browser.find_element(By.ID, "new-app-bundle").send_keys("com.example.console")
+    browser.find_element(By.ID, "new-app-submit").click()
+    key = visible(browser, "#api-key-value").text
+    assert key.startswith("tsk_")
+    shared["api_key"] = key
+    row = visible(browser, "#apps-table tbody tr")
+    shared["app_id"] = int(row.get_attribute("data-app"))
+    assert "com.example.console" in row.text
+    screenshot(browser, "03-app-created")
+    # Shown once: the app's own page never shows it again.
+    go(browser, gateway, f"apps/{shared['app_id']}")
+    assert key not in browser.page_source
+
+
+def test_vendor_secret_is_write_only(browser, gateway):
+    go(browser, gateway, f"apps/{shared['app_id']}")
+    browser.find_element(By.ID, "vendor-baidu-apikey").send_keys("AK-console-1")
+    browser.find_element(By.ID, "vendor-baidu-secret_key").send_keys(VENDOR_SECRET)
+    browser.find_element(By.ID, "app-save").click()
+    wait(browser).until(lambda d: "set" in d.find_element(By.CSS_SELECTOR, "label[for='vendor-baidu-secret_key'] .badge").text
+                        and d.find_element(By.ID, "vendor-baidu-secret_key").get_attribute("value") == "")
+    assert browser.find_element(By.ID, "vendor-baidu-apikey").get_attribute("value") == "AK-console-1"
+    assert VENDOR_SECRET not in browser.page_source
+    screenshot(browser, "04-app-vendor-settings")
+
+
+def test_upload_p8_and_p12_with_clear_errors(browser, gateway, credentials_dir):
+    assert features(gateway)["credentials"], "the gateway mounts the credential service"
+    go(browser, gateway, "credentials")
+    visible(browser, "#cred-upload-form")
+
+    # A .p12 with the wrong password is refused with a clear message.
+    browser.find_element(By.ID, "cred-kind-p12").click()
+    browser.find_element(By.ID, "cred-file").send_keys(str(credentials_dir["p12"]))
+    browser.find_element(By.ID, "cred-password").send_keys("wrong password")
+    browser.find_element(By.ID, "cred-upload-submit").click()
+    banner = visible(browser, "#cred-upload-result .banner.bad")
+    assert banner.get_attribute("data-code") == "wrong_password"
+    assert "Wrong password" in banner.text
+    screenshot(browser, "05-credential-wrong-password")
+
+    # The same file with its password.
+    browser.find_element(By.ID, "cred-file").send_keys(str(credentials_dir["p12"]))
+    password = browser.find_element(By.ID, "cred-password")
+    password.clear()
+    password.send_keys(P12_PASSWORD)
+    Select(browser.find_element(By.ID, "cred-environment")).select_by_value("production")
+    browser.find_element(By.ID, "cred-upload-submit").click()
+    visible(browser, "#cred-upload-result .banner.ok")
+    row = visible(browser, "#credentials-table tr[data-kind='p12']")
+    assert "days left" in row.text and "badge warn" in row.get_attribute("innerHTML"), "expires in 20 days: a warning"
+
+    # The .p8 key for the sandbox, where the test devices are.
+    browser.find_element(By.ID, "cred-kind-p8").click()
+    browser.find_element(By.ID, "cred-file").send_keys(str(credentials_dir["p8"]))
+    browser.find_element(By.ID, "cred-key-id").send_keys("ABC123DEFG")
+    browser.find_element(By.ID, "cred-team-id").send_keys("TEAM123456")
+    Select(browser.find_element(By.ID, "cred-environment")).select_by_value("sandbox")
+    browser.find_element(By.ID, "cred-upload-submit").click()
+    row = visible(browser, "#credentials-table tr[data-kind='p8']")
+    assert "ABC123DEFG" in row.text
+
+    # Test connection to the bundled APNs mock with the p8 credential.
+    row.find_element(By.CSS_SELECTOR, "button[data-test]").click()
+    result = visible(browser, "#credential-test-result .banner", timeout=45)
+    assert result.get_attribute("data-ok") == "true", result.text
+    screenshot(browser, "06-credentials")
+    assert P12_PASSWORD not in browser.page_source
+
+
+def test_template_with_live_preview(browser, gateway):
+    go(browser, gateway, "templates/new")
+    browser.find_element(By.ID, "template-name").send_keys("shipped")
+    browser.find_element(By.ID, "template-title").send_keys("订单 {0} 已发货")
+    browser.find_element(By.ID, "template-body").send_keys("{1} 正在路上 {{ok}}")
+    # Placeholders without a sample value show as written, marked.
+    assert visible(browser, "#preview-title .placeholder-missing").text == "{0}"
+    browser.find_element(By.ID, "template-arg-0").send_keys("A-17")
+    browser.find_element(By.ID, "template-arg-1").send_keys("小米手环")
+    text_in(browser, "#preview-title", "订单 A-17 已发货")
+    assert browser.find_element(By.ID, "preview-body").text == "小米手环 正在路上 {ok}"
+    screenshot(browser, "07-template-preview")
+    browser.find_element(By.ID, "template-save").click()
+    link = visible(browser, "#template-list a")
+    assert link.text == "shipped"
+    shared["template_id"] = int(link.get_attribute("href").rsplit("/", 1)[1])
+
+
+def test_devices_registered_through_the_native_api_are_searchable(browser, gateway):
+    headers = {"Authorization": f"Bearer {shared['api_key']}"}
+    shared["tokens"] = []
+    for n in range(DEVICE_COUNT):
+        token = f"c0{n:062x}"
+        body = {"environment": "sandbox", "user": f"user-{n % 2}", "tags": ["console-test", "北京"]}
+        status, _, text = gateway.request("PUT", f"/api/v1/devices/{token}", body=body, headers=headers)
+        assert status == 201, text
+        shared["tokens"].append(token)
+    go(browser, gateway, "devices")
+    text_in(browser, "#device-summary", f"{DEVICE_COUNT} devices")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#devices-table tbody tr")) == DEVICE_COUNT
+
+    Select(browser.find_element(By.ID, "device-by")).select_by_value("user")
+    browser.find_element(By.ID, "device-q").send_keys("user-1", Keys.ENTER)
+    wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#devices-table tbody tr")) == DEVICE_COUNT // 2)
+    browser.find_element(By.CSS_SELECTOR, "#tag-list [data-tag='console-test']").click()
+    wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#devices-table tbody tr")) == DEVICE_COUNT)
+    screenshot(browser, "08-devices")
+
+    browser.find_element(By.CSS_SELECTOR, f"tr[data-token='{shared['tokens'][0]}'] a").click()
+    details = visible(browser, "#device-details")
+    assert "console-test" in details.text and "北京" in details.text and "Sandbox" in details.text
+    screenshot(browser, "09-device-detail")
+    browser.find_element(By.ID, "device-send-push").click()
+    token_input = visible(browser, "#push-token")
+    assert token_input.get_attribute("value") == shared["tokens"][0]
+
+
+def test_test_push_reaches_every_device(browser, gateway):
+    assert features(gateway)["push"], "the gateway runs a delivery engine"
+    go(browser, gateway, "push")
+    browser.find_element(By.ID, "audience-tag").click()
+    browser.find_element(By.ID, "push-tag").send_keys("console-test")
+    Select(browser.find_element(By.ID, "push-environment")).select_by_value("sandbox")
+    Select(browser.find_element(By.ID, "push-template")).select_by_value(str(shared["template_id"]))
+    browser.find_element(By.ID, "push-arg-0").send_keys("A-17")
+    browser.find_element(By.ID, "push-arg-1").send_keys("小米手环")
+    browser.find_element(By.ID, "push-badge").send_keys("1")
+    custom = browser.find_element(By.ID, "push-custom")
+    custom.send_keys('{"order": ')
+    visible(browser, "#push-custom-error")  # invalid JSON is flagged while typing
+    assert not browser.find_element(By.ID, "push-send").is_enabled()
+    custom.send_keys("17}")
+    wait(browser).until(lambda d: not d.find_elements(By.ID, "push-custom-error"))
+    payload = browser.find_element(By.ID, "payload-preview").text
+    counted = int(browser.find_element(By.ID, "payload-size").get_attribute("data-bytes"))
+    assert counted == len(payload.encode()), "the counter counts UTF-8 bytes of the payload"
+    assert json.loads(payload) == {"aps": {"alert": {"title": "订单 A-17 已发货", "body": "小米手环 正在路上 {ok}"}, "badge": 1}, "order": 17}
+    screenshot(browser, "10-push-compose")
+
+    browser.find_element(By.ID, "push-send").click()
+    text_in(browser, "main h1", "Message #")
+    shared["message_id"] = int(browser.find_element(By.CSS_SELECTOR, "main h1").text.split("#")[1])
+    # Follow it live until the delivered count reaches the device count.
+    wait(browser, 60).until(lambda d: d.find_element(By.ID, "follow-status").get_attribute("data-delivered") == str(DEVICE_COUNT))
+    visible(browser, "#follow-done", timeout=30)
+    payload_bytes = browser.find_element(By.ID, "follow-payload-size").text
+    assert f"{counted} /" in payload_bytes.replace(",", ""), "the server rendered the payload the counter counted"
+    screenshot(browser, "11-push-delivered")
+
+    go(browser, gateway, "monitor")
+    visible(browser, f"#monitor-recent tr[data-message='{shared['message_id']}']")
+    screenshot(browser, "12-monitor-after-push")
+    go(browser, gateway, f"devices/{shared['tokens'][0]}")
+    text_in(browser, "#last-delivery", f"#{shared['message_id']}")
+
+
+def test_failing_credentials_are_shown_prominently(browser, gateway):
+    # APNs refusing a credential is the sender's business (and its tests'); here the row is
+    # marked as the sender marks it, and the console must put it in front of the operator.
+    with sqlite3.connect(gateway.directory / "tuisong.db", timeout=10) as db:
+        db.execute("UPDATE credentials SET status = 'failing', status_reason = 'BadCertificate' WHERE kind = 'p12'")
+    go(browser, gateway, "monitor")
+    banner = visible(browser, "#failing-credentials")
+    assert "BadCertificate" in banner.text and "订单助手 Orders" in banner.text
+    assert banner.get_attribute("role") == "alert"
+    # First thing on the page after the heading.
+    first = browser.execute_script("return document.querySelector('#monitor-alerts').firstElementChild.id")
+    assert first == "failing-credentials"
+    screenshot(browser, "13-monitor-failing-credential")
+    go(browser, gateway, "credentials")
+    row = visible(browser, "#credentials-table tr[data-kind='p12']")
+    assert "BadCertificate" in row.text
+
+
+def test_language_toggle_switches_to_chinese_and_back(browser, gateway):
+    go(browser, gateway, "monitor")
+    browser.find_element(By.ID, "lang-toggle-top").click()
+    text_in(browser, "main h1", "投递监控")
+    assert browser.find_element(By.CSS_SELECTOR, "#sidenav a[data-route='devices']").text == "设备"
+    assert browser.execute_script("return document.documentElement.lang") == "zh-CN"
+    screenshot(browser, "14-monitor-zh")
+    go(browser, gateway, "push")
+    screenshot(browser, "15-push-zh")
+    browser.find_element(By.ID, "lang-toggle-top").click()
+    text_in(browser, "main h1", "Test push")
+
+
+def test_keyboard_reaches_the_skip_link_and_navigation(browser, gateway):
+    browser.get("about:blank")  # a fresh document: focus starts at the top
+    go(browser, gateway, "apps")
+    ActionChains(browser).send_keys(Keys.TAB).perform()
+    active = browser.switch_to.active_element
+    assert active.get_attribute("class") == "skip-link"
+    ActionChains(browser).send_keys(Keys.ENTER).perform()
+    assert browser.switch_to.active_element.get_attribute("id") == "main"
+    assert browser.execute_script("return location.hash") == "#/apps", "the skip link does not change the route"
+    ActionChains(browser).send_keys(Keys.TAB).perform()
+    assert browser.switch_to.active_element.tag_name in ("a", "input", "button", "select")
+    # Every form control on the pages has a label.
+    for route in ("apps", f"apps/{shared['app_id']}", "templates/new", "devices", "push", "credentials"):
+        go(browser, gateway, route)
+        unlabeled = browser.execute_script("""
+            return [...document.querySelectorAll('main input, main select, main textarea')]
+              .filter(el => el.type !== 'hidden' && !el.labels?.length && !el.getAttribute('aria-label'))
+              .map(el => el.outerHTML);""")
+        assert unlabeled == [], f"{route}: {unlabeled}"
+
+
+def test_narrow_screen_has_no_horizontal_scroll(gateway):
+    driver = make_driver(390, 844)
+    try:
+        driver.get(gateway.base + "/")
+        visible(driver, "#login-password").send_keys(ADMIN_PASSWORD, Keys.ENTER)
+        visible(driver, "#topbar")
+        routes = ["monitor", "apps", f"apps/{shared['app_id']}", "credentials", f"templates/{shared['template_id']}",
+                  "devices", f"devices/{shared['tokens'][0]}", "push"]
+        if shared.get("message_id"):
+            routes.append(f"push/{shared['message_id']}")
+        for route in routes:
+            go(driver, gateway, route)
+            time.sleep(0.3)
+            assert driver.execute_script("return window.innerWidth") == 390
+            overflow = driver.execute_script("return document.documentElement.scrollWidth")
+            assert overflow <= 390, f"{route} is {overflow} px wide"
+            screenshot(driver, "narrow-" + route.replace("/", "-"))
+        assert browser_errors(driver) == []
+    finally:
+        driver.quit()
+
+
+def test_logout_returns_to_login_and_the_session_is_gone(browser, gateway):
+    go(browser, gateway, "monitor")
+    browser.find_element(By.ID, "logout").click()
+    visible(browser, "#login-password")
+    assert session_cookie(browser) is None
+    browser.get(f"{gateway.base}/#/apps")
+    visible(browser, "#login-password")
+    screenshot(browser, "16-logged-out")
+    assert browser_errors(browser) == []

@@ -1,0 +1,196 @@
+import { get, post, del, features } from '../api.js';
+import { h, field, setFieldError, notice, confirmDialog, formatTime } from '../dom.js';
+import { t, errorText } from '../i18n.js';
+import { currentApp } from '../state.js';
+import { noAppPanel } from './common.js';
+
+export async function renderCredentials(container) {
+  const app = currentApp();
+  container.append(h('div', { class: 'page-head' },
+    h('div', {}, h('h1', { tabindex: '-1', text: t('cred.title') }), h('p', { class: 'subtitle', text: app ? t('cred.subtitle', { name: app.name }) : '' }))));
+  if (!app) {
+    container.append(noAppPanel());
+    return null;
+  }
+  if (!features().credentials) {
+    container.append(h('div', { class: 'banner warn' }, h('div', {}, t('cred.unavailable'))));
+    return null;
+  }
+
+  const list = h('div', { class: 'table-wrap', id: 'credential-list' });
+  const testResult = h('div', { id: 'credential-test-result', 'aria-live': 'polite' });
+
+  async function refresh() {
+    const data = await get(`/apps/${app.id}/credentials`);
+    if (!data.credentials.length) {
+      list.replaceChildren(h('p', { class: 'empty', text: t('cred.none') }));
+      return;
+    }
+    list.replaceChildren(h('table', { id: 'credentials-table', class: 'cards' },
+      h('thead', {}, h('tr', {},
+        h('th', { scope: 'col', text: t('cred.kind') }),
+        h('th', { scope: 'col', text: t('cred.environment') }),
+        h('th', { scope: 'col', text: t('cred.identity') }),
+        h('th', { scope: 'col', text: t('cred.expires') }),
+        h('th', { scope: 'col', text: t('cred.status') }),
+        h('th', { scope: 'col', text: t('common.actions') }))),
+      h('tbody', {}, data.credentials.map((c) => credentialRow(c)))));
+  }
+
+  function credentialRow(c) {
+    const test = h('button', { type: 'button', class: 'small', text: t('cred.test'), dataset: { test: c.id } });
+    test.addEventListener('click', async () => {
+      test.disabled = true;
+      test.textContent = t('cred.testing');
+      testResult.replaceChildren();
+      try {
+        const result = await post(`/apps/${app.id}/credentials/${c.id}/test`, {}, { timeout: 40000 });
+        testResult.replaceChildren(h('div', { class: `banner ${result.ok ? 'ok' : 'bad'}`, role: 'status', dataset: { ok: String(result.ok) } },
+          h('div', {},
+            h('strong', { text: result.ok ? t('cred.testOk') : t('cred.testFailed') }),
+            h('div', { class: 'mono', text: `${result.endpoint}` }),
+            h('div', { text: result.detail }))));
+      } catch (error) {
+        testResult.replaceChildren(h('div', { class: 'banner bad', role: 'alert' }, errorText(error)));
+      } finally {
+        test.disabled = false;
+        test.textContent = t('cred.test');
+      }
+    });
+    const remove = h('button', { type: 'button', class: 'small danger', text: t('common.delete'), dataset: { delete: c.id } });
+    remove.addEventListener('click', async () => {
+      if (!await confirmDialog(t('cred.deleteTitle'), t('cred.deleteConfirm'), t('common.delete'), t('common.cancel'))) return;
+      try {
+        await del(`/apps/${app.id}/credentials/${c.id}`);
+        notice(t('cred.deleted'), 'ok');
+        await refresh();
+      } catch (error) {
+        notice(errorText(error), 'bad');
+      }
+    });
+    let expiry;
+    if (!c.expires_at) expiry = h('span', { class: 'muted', text: t('cred.noExpiry') });
+    else if (c.expired) expiry = h('span', { class: 'badge bad', text: t('cred.expired') });
+    else if (c.expiring_soon) expiry = h('span', { class: 'badge warn', text: t('cred.daysLeft', { n: c.days_left }) });
+    else expiry = h('span', { title: formatTime(c.expires_at), text: t('cred.daysLeft', { n: c.days_left }) });
+    const identity = c.kind === 'p8'
+      ? `${t('cred.keyID')} ${c.key_id} · ${t('cred.teamID')} ${c.team_id}`
+      : `${c.subject || ''}${c.topics?.length ? ` · ${c.topics.join(', ')}` : ''}`;
+    // data-label names each cell when a phone shows the rows as cards.
+    return h('tr', { dataset: { credential: c.id, kind: c.kind } },
+      h('td', { dataset: { label: t('cred.kind') } }, h('b', { text: c.kind.toUpperCase() })),
+      h('td', { dataset: { label: t('cred.environment') }, text: t(`env.${c.environment}`) }),
+      h('td', { class: 'mono', dataset: { label: t('cred.identity') }, text: identity }),
+      h('td', { dataset: { label: t('cred.expires') } }, expiry, c.expires_at ? h('div', { class: 'muted wide-only', text: formatTime(c.expires_at) }) : null),
+      h('td', { dataset: { label: t('cred.status') } }, c.status === 'failing'
+        ? h('span', { class: 'badge bad', title: c.status_reason || '', text: `${t('cred.failing')}: ${c.status_reason || ''}` })
+        : h('span', { class: 'badge ok', text: t('cred.ok') })),
+      h('td', { dataset: { label: t('common.actions') } }, h('div', { class: 'actions' }, test, remove)));
+  }
+
+  container.append(
+    h('section', { class: 'panel', 'aria-labelledby': 'cred-list-title' }, h('h2', { id: 'cred-list-title', text: t('cred.list') }), list, testResult),
+    h('section', { class: 'panel', 'aria-labelledby': 'cred-upload-title' }, h('h2', { id: 'cred-upload-title', text: t('cred.upload') }), uploadForm(app, refresh)));
+  await refresh();
+  return null;
+}
+
+function uploadForm(app, refresh) {
+  const kindRadios = ['p8', 'p12', 'pem'].map((kind) => {
+    const input = h('input', { type: 'radio', name: 'cred-kind', value: kind, id: `cred-kind-${kind}`, checked: kind === 'p8' });
+    return { kind, input, label: h('label', { for: input.id }, input, ` ${t(`cred.kind.${kind}`)}`) };
+  });
+  const environment = h('select', { name: 'environment' },
+    h('option', { value: 'sandbox', text: t('env.sandbox') }),
+    h('option', { value: 'production', text: t('env.production') }));
+  const file = h('input', { type: 'file', name: 'file' });
+  const keyID = h('input', { type: 'text', name: 'key_id', maxlength: 10, autocomplete: 'off', spellcheck: 'false', placeholder: 'ABC123DEFG' });
+  const teamID = h('input', { type: 'text', name: 'team_id', maxlength: 10, autocomplete: 'off', spellcheck: 'false', placeholder: 'DEF123GHIJ' });
+  const password = h('input', { type: 'password', name: 'password', autocomplete: 'off' });
+  const fileField = field(t('cred.file'), file, { id: 'cred-file' });
+  const keyField = field(t('cred.keyID'), keyID, { id: 'cred-key-id' });
+  const teamField = field(t('cred.teamID'), teamID, { id: 'cred-team-id' });
+  const passwordField = field(t('cred.password'), password, { id: 'cred-password' });
+  const result = h('div', { id: 'cred-upload-result', 'aria-live': 'polite' });
+  const submit = h('button', { type: 'submit', class: 'primary', id: 'cred-upload-submit', text: t('cred.uploadButton') });
+  const inputs = { file, key_id: keyID, team_id: teamID, password, environment };
+
+  function selectedKind() {
+    return kindRadios.find((r) => r.input.checked).kind;
+  }
+  function update() {
+    const kind = selectedKind();
+    keyField.wrap.hidden = kind !== 'p8';
+    teamField.wrap.hidden = kind !== 'p8';
+    passwordField.wrap.hidden = kind === 'p8';
+    passwordField.wrap.querySelector('label').textContent = kind === 'pem' ? t('cred.passwordOptional') : t('cred.password');
+    file.accept = { p8: '.p8,.pem,.txt', p12: '.p12,.pfx', pem: '.pem,.crt,.cer,.key,.txt' }[kind];
+    fileField.wrap.querySelector('.hint')?.remove();
+    fileField.wrap.append(h('div', { class: 'hint', text: t(`cred.fileHint.${kind}`) }));
+  }
+  for (const r of kindRadios) r.input.addEventListener('change', update);
+
+  const form = h('form', { id: 'cred-upload-form', novalidate: true },
+    h('fieldset', {}, h('legend', { text: t('cred.kind') }), h('div', { class: 'radios' }, kindRadios.map((r) => r.label))),
+    h('div', { class: 'row' }, field(t('cred.environment'), environment, { id: 'cred-environment' }).wrap, fileField.wrap),
+    h('div', { class: 'row' }, keyField.wrap, teamField.wrap, passwordField.wrap),
+    result,
+    h('div', { class: 'actions' }, submit));
+  update();
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    for (const input of Object.values(inputs)) setFieldError(input, null);
+    result.replaceChildren();
+    const kind = selectedKind();
+    if (!file.files.length) {
+      setFieldError(file, t('cred.fileRequired'));
+      file.focus();
+      return;
+    }
+    if (file.files[0].size > 64 * 1024) {
+      setFieldError(file, t('cred.fileTooLarge'));
+      return;
+    }
+    const body = { kind, environment: environment.value, file: await fileBase64(file.files[0]) };
+    if (kind === 'p8') {
+      body.key_id = keyID.value.trim();
+      body.team_id = teamID.value.trim();
+    } else if (password.value) {
+      body.password = password.value;
+    }
+    submit.disabled = true;
+    try {
+      const created = await post(`/apps/${app.id}/credentials`, body);
+      password.value = '';
+      file.value = '';
+      result.replaceChildren(h('div', { class: 'banner ok', role: 'status' },
+        h('div', {}, h('strong', { text: t('cred.uploaded', { kind: created.kind.toUpperCase(), env: t(`env.${created.environment}`) }) }),
+          created.subject ? h('div', { class: 'mono', text: created.subject }) : null,
+          created.expires_at ? h('div', { text: `${t('cred.expires')}: ${formatTime(created.expires_at)}` }) : null)));
+      await refresh();
+    } catch (error) {
+      const input = error.field && inputs[error.field];
+      if (input) setFieldError(input, errorText(error));
+      result.replaceChildren(h('div', { class: 'banner bad', role: 'alert', dataset: { code: error.code } },
+        h('div', {}, h('strong', { text: t('cred.rejected') }), h('div', { text: errorText(error) }))));
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
+}
+
+function fileBase64(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => {
+      const bytes = new Uint8Array(reader.result);
+      let binary = '';
+      for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      resolve(btoa(binary));
+    };
+    reader.onerror = () => reject(reader.error);
+    reader.readAsArrayBuffer(file);
+  });
+}

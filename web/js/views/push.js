@@ -1,0 +1,267 @@
+import { get, post, features } from '../api.js';
+import { h, field, setFieldError, notice, formatTime, formatNumber, utf8Length } from '../dom.js';
+import { t, errorText } from '../i18n.js';
+import { currentApp, state } from '../state.js';
+import { render as renderPattern, argumentCount } from '../template.js';
+import { buildPayload, canonicalJSON, PAYLOAD_LIMIT } from '../payload.js';
+import { stateBadge, progressBar, countsLine, failureBars } from '../widgets.js';
+import { noAppPanel } from './common.js';
+
+export async function renderPush(container, { arg, navigate }) {
+  // #/push/<message id> follows a message; #/push/device/<token> composes for one device.
+  const prefillToken = arg?.startsWith('device/') ? arg.slice('device/'.length) : null;
+  if (arg && !prefillToken) return followMessage(container, Number(arg));
+  const app = currentApp();
+  container.append(h('div', { class: 'page-head' },
+    h('div', {}, h('h1', { tabindex: '-1', text: t('push.title') }), h('p', { class: 'subtitle', text: app ? t('push.subtitle', { name: app.name }) : '' }))));
+  if (!app) {
+    container.append(noAppPanel());
+    return null;
+  }
+  if (!features().push) container.append(h('div', { class: 'banner warn' }, h('div', {}, t('push.unavailable'))));
+
+  const [templates, tags] = await Promise.all([
+    get(`/apps/${app.id}/templates`).then((d) => d.templates),
+    get(`/apps/${app.id}/tags`).then((d) => d.tags),
+  ]);
+
+  const environment = h('select', { name: 'environment' },
+    h('option', { value: '', text: t('push.envEach') }),
+    h('option', { value: 'sandbox', text: t('env.sandbox') }),
+    h('option', { value: 'production', text: t('env.production') }));
+  const audienceRadios = ['token', 'tag', 'all'].map((kind) => {
+    const input = h('input', { type: 'radio', name: 'audience', value: kind, id: `audience-${kind}`, checked: kind === 'token' });
+    return { kind, input, label: h('label', { for: input.id }, input, ` ${t(`push.audience.${kind}`)}`) };
+  });
+  const token = h('input', { type: 'text', name: 'token', autocomplete: 'off', spellcheck: 'false', placeholder: t('push.tokenPlaceholder'), value: prefillToken || '' });
+  const tag = h('input', { type: 'text', name: 'tag', autocomplete: 'off', list: 'push-tags' });
+  const tagList = h('datalist', { id: 'push-tags' }, tags.map((x) => h('option', { value: x.name })));
+  const tokenField = field(t('push.token'), token, { id: 'push-token' });
+  const tagField = field(t('push.tag'), tag, { id: 'push-tag' });
+
+  const templateSelect = h('select', { name: 'template' },
+    h('option', { value: '', text: t('push.noTemplate') }),
+    templates.map((tpl) => h('option', { value: tpl.id, text: tpl.name })));
+  const argsBox = h('div', { class: 'row', id: 'push-template-args' });
+  const argInputs = [];
+  const title = h('input', { type: 'text', name: 'title', maxlength: 1000, autocomplete: 'off' });
+  const body = h('textarea', { name: 'body', rows: 3, maxlength: 4000 });
+  const badge = h('input', { type: 'number', name: 'badge', min: 0, step: 1, inputmode: 'numeric' });
+  const sound = h('input', { type: 'text', name: 'sound', placeholder: 'default', autocomplete: 'off' });
+  const custom = h('textarea', { name: 'custom', rows: 4, class: 'code', spellcheck: 'false', placeholder: '{"order_id": 42}' });
+  const customField = field(t('push.custom'), custom, { id: 'push-custom', hint: t('push.customHint') });
+
+  const sizeText = h('span', { id: 'payload-size' });
+  const meterFill = h('span');
+  const meter = h('div', { class: 'meter', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': PAYLOAD_LIMIT, 'aria-labelledby': 'payload-size-label' }, meterFill);
+  const payloadPre = h('pre', { class: 'payload', id: 'payload-preview' });
+  const previewTitle = h('div', { class: 'preview-title', id: 'push-preview-title' });
+  const previewBody = h('div', { class: 'preview-body', id: 'push-preview-body' });
+  const preview = h('div', { class: 'preview-phone', role: 'group', 'aria-label': t('tpl.preview') },
+    h('div', { class: 'preview-card' }, h('div', { class: 'preview-app', text: app.name }), previewTitle, previewBody));
+  const send = h('button', { type: 'submit', class: 'primary', id: 'push-send', text: t('push.send') });
+  const inputs = { token, tag, 'audience.token': token, 'audience.tag': tag, environment, title, body, badge, sound, custom, template_id: templateSelect };
+
+  function audienceKind() {
+    return audienceRadios.find((r) => r.input.checked).kind;
+  }
+  function selectedTemplate() {
+    return templates.find((tpl) => tpl.id === Number(templateSelect.value)) || null;
+  }
+  function parseCustom() {
+    const text = custom.value.trim();
+    if (!text) return { value: {} };
+    try {
+      const value = JSON.parse(text);
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) return { error: t('push.customObject') };
+      if ('aps' in value) return { error: t('push.customAps') };
+      return { value };
+    } catch (error) {
+      return { error: t('push.customInvalid', { message: error.message }) };
+    }
+  }
+
+  function updateTemplateArgs() {
+    const tpl = selectedTemplate();
+    const count = tpl ? Math.min(argumentCount(tpl.title_pattern, tpl.body_pattern), 20) : 0;
+    while (argInputs.length > count) {
+      argInputs.pop();
+      argsBox.lastElementChild.remove();
+    }
+    for (let i = argInputs.length; i < count; i += 1) {
+      const input = h('input', { type: 'text', id: `push-arg-${i}`, autocomplete: 'off' });
+      input.addEventListener('input', update);
+      argInputs.push(input);
+      argsBox.append(field(`{${i}}`, input).wrap);
+    }
+    title.disabled = Boolean(tpl);
+    body.disabled = Boolean(tpl);
+  }
+
+  /** The fields as they will be sent (a template renders title and body). */
+  function currentFields() {
+    const tpl = selectedTemplate();
+    const args = argInputs.map((input) => input.value);
+    return {
+      title: tpl ? renderPattern(tpl.title_pattern, args) : title.value,
+      body: tpl ? renderPattern(tpl.body_pattern, args) : body.value,
+      badge: badge.value === '' ? null : badge.value,
+      sound: sound.value.trim(),
+      custom: parseCustom().value || {},
+    };
+  }
+
+  function update() {
+    const kind = audienceKind();
+    tokenField.wrap.hidden = kind !== 'token';
+    tagField.wrap.hidden = kind !== 'tag';
+    const tpl = selectedTemplate();
+    const fields = currentFields();
+    if (tpl) {
+      title.value = fields.title;
+      body.value = fields.body;
+    }
+    const parsed = parseCustom();
+    setFieldError(custom, parsed.error || null);
+    const text = canonicalJSON(buildPayload(fields));
+    const size = utf8Length(text);
+    sizeText.textContent = t('push.size', { size: formatNumber(size), limit: formatNumber(PAYLOAD_LIMIT) });
+    sizeText.dataset.bytes = String(size);
+    meter.setAttribute('aria-valuenow', String(size));
+    meter.className = `meter ${size > PAYLOAD_LIMIT ? 'over' : size > PAYLOAD_LIMIT * 0.9 ? 'warn' : ''}`;
+    meterFill.style.width = `${Math.min(100, (100 * size) / PAYLOAD_LIMIT)}%`;
+    payloadPre.textContent = text;
+    previewTitle.textContent = fields.title;
+    previewBody.textContent = fields.body || (fields.title ? '' : t('push.silent'));
+    send.disabled = size > PAYLOAD_LIMIT || Boolean(parsed.error) || !features().push;
+  }
+
+  for (const r of audienceRadios) r.input.addEventListener('change', update);
+  templateSelect.addEventListener('change', () => {
+    updateTemplateArgs();
+    update();
+  });
+  for (const input of [title, body, badge, sound, custom]) input.addEventListener('input', update);
+
+  const form = h('form', { id: 'push-form', novalidate: true },
+    h('div', { class: 'grid-2' },
+      h('div', {},
+        h('fieldset', {}, h('legend', { text: t('push.audience') }),
+          h('div', { class: 'radios' }, audienceRadios.map((r) => r.label)),
+          h('div', { style: { marginTop: '10px' } }, tokenField.wrap, tagField.wrap, tagList)),
+        field(t('push.environment'), environment, { id: 'push-environment', hint: t('push.environmentHint') }).wrap,
+        h('fieldset', {}, h('legend', { text: t('push.content') }),
+          field(t('push.template'), templateSelect, { id: 'push-template' }).wrap,
+          argsBox,
+          field(t('push.alertTitle'), title, { id: 'push-title' }).wrap,
+          field(t('push.alertBody'), body, { id: 'push-body' }).wrap,
+          h('div', { class: 'row' }, field(t('push.badge'), badge, { id: 'push-badge' }).wrap, field(t('push.sound'), sound, { id: 'push-sound' }).wrap),
+          customField.wrap)),
+      h('div', {},
+        h('div', { class: 'panel sticky-panel', style: { marginBottom: '0' } },
+          h('div', { class: 'meter-line' }, h('span', { id: 'payload-size-label', text: t('push.payloadSize') }), sizeText),
+          meter,
+          h('h3', { style: { marginTop: '14px' }, text: t('tpl.preview') }),
+          preview,
+          h('h3', { style: { marginTop: '14px' }, text: t('push.payload') }),
+          payloadPre,
+          h('div', { class: 'actions', style: { marginTop: '14px' } }, send)))));
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    for (const input of Object.values(inputs)) setFieldError(input, null);
+    const kind = audienceKind();
+    const audience = kind === 'token' ? { token: token.value.trim() } : kind === 'tag' ? { tag: tag.value.trim() } : { all: true };
+    const tpl = selectedTemplate();
+    const fields = currentFields();
+    const notification = {};
+    const alert = {};
+    if (!tpl && fields.title) alert.title = fields.title;
+    if (!tpl && fields.body) alert.body = fields.body;
+    if (Object.keys(alert).length) notification.alert = alert;
+    if (fields.badge !== null) notification.badge = Number(fields.badge);
+    if (fields.sound) notification.sound = fields.sound;
+    if (Object.keys(fields.custom).length) notification.custom = fields.custom;
+    const request = { audience, notification };
+    if (environment.value) request.environment = environment.value;
+    if (tpl) {
+      request.template_id = tpl.id;
+      request.arguments = argInputs.map((input) => input.value);
+    }
+    send.disabled = true;
+    try {
+      const result = await post(`/apps/${app.id}/push`, request);
+      notice(t('push.sent', { id: result.message_id }), 'ok');
+      navigate(`#/push/${result.message_id}`);
+    } catch (error) {
+      const input = error.field && inputs[error.field];
+      if (input) {
+        setFieldError(input, errorText(error));
+        input.focus();
+      } else {
+        notice(errorText(error), 'bad');
+      }
+      send.disabled = false;
+    }
+  });
+
+  container.append(h('section', { class: 'panel' }, form));
+  updateTemplateArgs();
+  update();
+  return null;
+}
+
+/** Follows one message live until every device has an outcome. */
+async function followMessage(container, id) {
+  const head = h('div', { class: 'page-head' },
+    h('div', {}, h('h1', { tabindex: '-1', text: t('push.following', { id }) }), h('p', { class: 'subtitle', id: 'follow-subtitle' })),
+    h('a', { href: '#/push', text: t('push.another') }));
+  const status = h('div', { id: 'follow-status', 'aria-live': 'polite' });
+  const details = h('div', { id: 'follow-details' });
+  container.append(head, h('section', { class: 'panel' }, status), details);
+
+  let stopped = false;
+  let timer = null;
+  let payloadShown = false;
+  const failuresBox = h('div', { id: 'follow-failure-list' });
+  async function poll() {
+    let message;
+    try {
+      message = await get(`/messages/${id}`);
+    } catch (error) {
+      if (stopped || error.status === 401) return;
+      status.replaceChildren(h('div', { class: 'banner bad', role: 'alert' }, errorText(error)));
+      if (error.status !== 404) timer = setTimeout(poll, 2000);
+      return;
+    }
+    if (stopped) return;
+    const appName = state.apps.find((a) => a.id === message.app_id)?.name ?? `#${message.app_id}`;
+    head.querySelector('#follow-subtitle').textContent = `${appName} · ${message.vendor} · ${message.audience} · ${formatTime(message.created_at)}`;
+    const c = message.counts;
+    const done = ['completed', 'cancelled'].includes(message.state) && c.queued + c.sending === 0;
+    status.replaceChildren(
+      h('div', { class: 'meter-line' }, h('span', {}, message.title ? h('b', { text: `${message.title} ` }) : null, message.body || ''), stateBadge(message.state)),
+      progressBar(message),
+      countsLine(message),
+      done ? h('p', { class: 'muted', id: 'follow-done', text: t('push.done', { time: formatTime(message.completed_at) }) }) : null);
+    status.dataset.state = message.state;
+    status.dataset.delivered = String(c.delivered);
+    status.dataset.total = String(message.total ?? '');
+    if (!payloadShown) {
+      details.replaceChildren(h('div', { class: 'grid-2' },
+        h('section', { class: 'panel', 'aria-labelledby': 'follow-failures' }, h('h2', { id: 'follow-failures', text: t('monitor.failures') }), failuresBox),
+        h('section', { class: 'panel', 'aria-labelledby': 'follow-payload' },
+          h('h2', { id: 'follow-payload', text: t('push.payload') }),
+          h('p', { class: 'muted', id: 'follow-payload-size', text: t('push.size', { size: formatNumber(message.payload_bytes), limit: formatNumber(PAYLOAD_LIMIT) }) }),
+          h('pre', { class: 'payload', text: message.payload }))));
+      payloadShown = true;
+    }
+    failuresBox.replaceChildren(failureBars(message.failures));
+    if (!done) timer = setTimeout(poll, 500);
+  }
+  await poll();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
