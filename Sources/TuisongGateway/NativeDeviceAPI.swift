@@ -69,7 +69,8 @@ struct NativeDeviceAPI: Sendable {
         if let tags {
             deviceTags = Set(tags.map(\.value)).sorted()
         } else {
-            deviceTags = try await store.tags(appID: app.id, token: token)
+            // One statement on this thread, not another trip through the reader pool.
+            deviceTags = try await store.deviceWithTags(appID: app.id, token: token)?.tags ?? []
         }
         return DeviceView(result.device, tags: deviceTags).response(status: result.created ? 201 : 200)
     }
