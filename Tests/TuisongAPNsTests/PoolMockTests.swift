@@ -384,7 +384,9 @@ func poolDeviceToken(_ index: Int) -> String {
         let response = try await pool.send(fixture.request())
         #expect(response.status == 200)
         let statistics = pool.statistics
-        #expect(statistics.connectionsLost == 2 || statistics.goAwaysReceived == 2)
+        // Both connections noticed the restart: each by the GOAWAY the mock sends on shutdown,
+        // or, when the close raced it, as a lost connection.
+        #expect(statistics.connectionsLost + statistics.goAwaysReceived >= 2)
         #expect(statistics.reconnects >= 2)
         #expect(statistics.connectionsOpened >= 3)
         await fixture.shutdownPools()
