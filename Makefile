@@ -8,8 +8,11 @@ TEST_OUTPUT ?= test-output
 
 # Debian packages: build-time libraries, then tools the tests and benchmarks drive.
 BUILD_PACKAGES := pkg-config libmicrohttpd-dev libnghttp2-dev libssl-dev libsqlite3-dev
-TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver python3-pip
-BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl
+# python3 runs the Baidu signature cross-checks and the browser tests; Debian's own selenium and
+# pytest, because Debian 12's system Python refuses `pip install` (PEP 668, externally managed).
+TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-microhei \
+	python3 python3-selenium python3-pytest
+BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3
 PYTHON ?= python3
 
 .PHONY: all build release run test test-swift test-browser deps test-deps bench bench-http bench-apns clean check-config
@@ -33,9 +36,16 @@ endef
 deps:
 	$(call apt_install,$(BUILD_PACKAGES))
 
+# A python3 other than Debian's (pyenv, a venv) does not see the apt modules: pip for it.
+define python_module
+	@$(PYTHON) -c "import $(1)" 2>/dev/null || $(PYTHON) -m pip install --quiet $(1) < /dev/null \
+	  || $(PYTHON) -m pip install --quiet --break-system-packages $(1) < /dev/null
+endef
+
 test-deps: deps
 	$(call apt_install,$(TEST_PACKAGES))
-	@$(PYTHON) -c "import selenium" 2>/dev/null || $(PYTHON) -m pip install --quiet selenium < /dev/null
+	$(call python_module,selenium)
+	$(call python_module,pytest)
 
 build: deps
 	$(SWIFT) build
@@ -62,8 +72,6 @@ test: test-deps
 # tests just made). Screenshots and server logs land in $(TEST_OUTPUT)/browser; `timeout`
 # bounds the whole run whatever hangs.
 test-browser: test-deps
-	$(call apt_install,fonts-wqy-microhei)
-	@$(PYTHON) -c "import pytest" 2>/dev/null || $(PYTHON) -m pip install --quiet pytest < /dev/null
 	$(SWIFT) build --product tuisong
 	@mkdir -p $(TEST_OUTPUT)/browser
 	TEST_OUTPUT="$(abspath $(TEST_OUTPUT))" TUISONG_BIN="$(CURDIR)/.build/debug/tuisong" \
