@@ -144,6 +144,13 @@ extension JSONValue {
         }
     }
 
+    /// Whether a `JSONSerialization` value is JSON `true`/`false`. Not `value is Bool`: on
+    /// Linux every NSNumber (1, 0, 42) casts to Bool too.
+    public static func isBoolean(_ value: Any) -> Bool {
+        guard let number = value as? NSNumber else { return false }
+        return isBoolean(number, objCType: String(cString: number.objCType))
+    }
+
     /// JSON true/false arrive as a boxed Bool NSNumber, which must not become 1/0.
     private static func isBoolean(_ number: NSNumber, objCType: String) -> Bool {
         #if canImport(Darwin)

@@ -7,8 +7,7 @@ import TuisongCore
 /// The console's credential operations on the running gateway: `CredentialService` checks and
 /// seals uploads, the APNs sender forgets what it cached, held deliveries are released, and in
 /// local mode the bundled mock learns a new token key (as Apple knows every key of a team).
-/// The same steps as `GatewayRuntime.addCredential`, for the admin API, which is mounted
-/// before the runtime exists.
+/// `GatewayRuntime.addCredential` goes through here too, so the steps exist once.
 struct GatewayCredentialBackend: AdminCredentialBackend {
     let credentials: CredentialService
     let store: any CredentialStore & MessageStore
@@ -20,13 +19,17 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     var testTimeout: Duration = .seconds(15)
 
     func add(_ upload: AdminCredentialUpload) async throws -> CredentialRecord {
-        let record: CredentialRecord
         do {
-            record = try await credentials.add(
-                try Self.credentialUpload(upload), appID: upload.appID, environment: upload.environment)
+            return try await add(try Self.credentialUpload(upload), appID: upload.appID, environment: upload.environment)
         } catch let error as CredentialError {
             throw AdminCredentialRejection(code: error.code.rawValue, message: error.message, field: Self.field(error.code))
         }
+    }
+
+    /// Validates, seals and stores the credential, then puts it to work: the sender forgets its
+    /// cache, held deliveries are released, and in local mode the mock learns a new token key.
+    func add(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord {
+        let record = try await credentials.add(upload, appID: appID, environment: environment)
         if let localMock, record.kind == .p8, let material = try? credentials.material(record),
             case .token(let key, let keyID, let teamID) = material
         {

@@ -81,7 +81,7 @@ struct AdminBody {
     /// JSON numbers and booleans as Swift `Int`, `Double` and `Bool`. On Linux a parsed `1`
     /// or `0` is an `NSNumber` for which `is Bool` holds, so "is this a boolean?" checks
     /// (here and in the shared native parser) would refuse a badge of 1; Swift values
-    /// answer them truthfully. Booleans are the NSNumbers whose type is `char`.
+    /// answer them truthfully. Booleans are told apart by `JSONValue.isBoolean`.
     static func normalized(_ value: Any) -> Any {
         switch value {
         case let object as [String: Any]:
@@ -89,8 +89,8 @@ struct AdminBody {
         case let array as [Any]:
             return array.map(normalized)
         case let number as NSNumber:
+            if JSONValue.isBoolean(number) { return number.boolValue }
             switch String(cString: number.objCType) {
-            case "c", "B": return number.boolValue
             case "f", "d":
                 let double = number.doubleValue
                 if double.rounded() == double, abs(double) < 9e15 { return Int(double) }

@@ -1,4 +1,5 @@
 import Foundation
+import TuisongCore
 
 /// The gateway's effective configuration: the embedded default (`config/tuisong.json`),
 /// overlaid by an optional file, overlaid by `TUISONG_<PATH>` environment variables.
@@ -66,36 +67,16 @@ public struct GatewayConfig: Sendable, Equatable {
     public var apns: APNs
     public var delivery: Delivery
     /// Each vendor provider's own section (`"baidu": {...}`), handed to the provider as is.
-    public var providerSections: [String: ConfigTree]
+    public var providerSections: [String: JSONValue]
     /// The merged tree this was typed from, for `check-config`.
-    public var effectiveTree: ConfigTree
+    public var effectiveTree: JSONValue
 
     /// Keys whose values are secrets: masked by `check-config`, never logged.
     public static let secretKeys: Set<String> = ["security.master_key"]
 }
 
-/// An untyped JSON value of the configuration, Sendable so provider sections can travel.
-public indirect enum ConfigTree: Sendable, Equatable, Codable {
-    case object([String: ConfigTree])
-    case array([ConfigTree])
-    case string(String)
-    case int(Int)
-    case double(Double)
-    case bool(Bool)
-    case null
-
-    var anyValue: Any {
-        switch self {
-        case .object(let o): return o.mapValues { $0.anyValue }
-        case .array(let a): return a.map { $0.anyValue }
-        case .string(let s): return s
-        case .int(let i): return i
-        case .double(let d): return d
-        case .bool(let b): return b
-        case .null: return NSNull()
-        }
-    }
-
+extension JSONValue {
+    /// The JSON type's name, for configuration errors.
     var typeName: String {
         switch self {
         case .object: "object"
@@ -106,50 +87,6 @@ public indirect enum ConfigTree: Sendable, Equatable, Codable {
         case .bool: "boolean"
         case .null: "null"
         }
-    }
-
-    public init(from decoder: any Decoder) throws {
-        // Order matters: JSONDecoder refuses Bool for numbers and Int for 1.5, so the first
-        // type that decodes is the JSON type.
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int.self) {
-            self = .int(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .double(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([ConfigTree].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: ConfigTree].self))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .object(let o): try container.encode(o)
-        case .array(let a): try container.encode(a)
-        case .string(let s): try container.encode(s)
-        case .int(let i): try container.encode(i)
-        case .double(let d): try container.encode(d)
-        case .bool(let b): try container.encode(b)
-        case .null: try container.encodeNil()
-        }
-    }
-
-    public subscript(key: String) -> ConfigTree? {
-        if case .object(let o) = self { return o[key] }
-        return nil
-    }
-
-    public var stringValue: String? {
-        if case .string(let s) = self { return s }
-        return nil
     }
 }
 
@@ -202,7 +139,7 @@ extension GatewayConfig {
 
     /// The merged tree (default ← file ← environment), before typing and validation.
     static func effectiveTree(fileContents: Data?, environment: [String: String]) throws(ConfigError)
-        -> ConfigTree
+        -> JSONValue
     {
         let defaults = try parse(Data(embeddedDefaultJSON.utf8), source: "embedded default")
         var tree = defaults
@@ -213,10 +150,10 @@ extension GatewayConfig {
         return try applyEnvironment(environment, to: tree, path: "")
     }
 
-    static func parse(_ data: Data, source: String) throws(ConfigError) -> ConfigTree {
-        let tree: ConfigTree
+    static func parse(_ data: Data, source: String) throws(ConfigError) -> JSONValue {
+        let tree: JSONValue
         do {
-            tree = try JSONDecoder().decode(ConfigTree.self, from: data)
+            tree = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
             throw ConfigError("", "\(source) is not valid JSON: \(describe(error))")
         }
@@ -229,8 +166,8 @@ extension GatewayConfig {
 
     /// Overlays a file's values on the default, refusing keys the default does not know so a
     /// typo (`"lisen"`) is reported instead of silently ignored.
-    static func overlay(_ file: ConfigTree, on base: ConfigTree, path: String) throws(ConfigError)
-        -> ConfigTree
+    static func overlay(_ file: JSONValue, on base: JSONValue, path: String) throws(ConfigError)
+        -> JSONValue
     {
         guard case .object(let fileObject) = file, case .object(var baseObject) = base else {
             return file
@@ -261,8 +198,8 @@ extension GatewayConfig {
         "TUISONG_" + path.uppercased().replacingOccurrences(of: ".", with: "_")
     }
 
-    static func applyEnvironment(_ environment: [String: String], to tree: ConfigTree, path: String)
-        throws(ConfigError) -> ConfigTree
+    static func applyEnvironment(_ environment: [String: String], to tree: JSONValue, path: String)
+        throws(ConfigError) -> JSONValue
     {
         switch tree {
         case .object(let object):
@@ -279,15 +216,15 @@ extension GatewayConfig {
         }
     }
 
-    static func parseOverride(_ raw: String, like current: ConfigTree, key: String, variable: String)
-        throws(ConfigError) -> ConfigTree
+    static func parseOverride(_ raw: String, like current: JSONValue, key: String, variable: String)
+        throws(ConfigError) -> JSONValue
     {
         let shown = GatewayConfig.secretKeys.contains(key) ? "(secret)" : "\"\(raw)\""
         switch current {
         case .string: return .string(raw)
         case .int:
             let trimmed = raw.trimmingCharacters(in: .whitespaces)
-            if let value = Int(trimmed) { return .int(value) }
+            if let value = Int64(trimmed) { return .int(value) }
             // A fractional value for a key whose default is whole (retry_base_seconds = 1):
             // typing decides whether the key takes fractions, and names the key if not.
             if let value = Double(trimmed), value.isFinite { return .double(value) }
@@ -306,12 +243,12 @@ extension GatewayConfig {
         case .array:
             // Either a JSON array or a comma-separated list: TUISONG_PROVIDERS=baidu,tencent
             if raw.hasPrefix("["),
-                let parsed = try? JSONDecoder().decode([ConfigTree].self, from: Data(raw.utf8))
+                let parsed = try? JSONDecoder().decode([JSONValue].self, from: Data(raw.utf8))
             {
                 return .array(parsed)
             }
             let items = raw.split(separator: ",").map {
-                ConfigTree.string($0.trimmingCharacters(in: .whitespaces))
+                JSONValue.string($0.trimmingCharacters(in: .whitespaces))
             }
             return .array(items)
         default:

@@ -1,10 +1,11 @@
 import Foundation
+import TuisongCore
 
 /// Reads typed, validated values out of the merged tree; every failure names its key path.
 struct ConfigReader {
-    let tree: ConfigTree
+    let tree: JSONValue
 
-    func value(_ path: String) throws(ConfigError) -> ConfigTree {
+    func value(_ path: String) throws(ConfigError) -> JSONValue {
         var node = tree
         for part in path.split(separator: ".") {
             guard let child = node[String(part)] else { throw ConfigError(path, "missing") }
@@ -31,7 +32,7 @@ struct ConfigReader {
 
     func int(_ path: String, in range: ClosedRange<Int>) throws(ConfigError) -> Int {
         let node = try value(path)
-        guard case .int(let i) = node else {
+        guard case .int(let wide) = node, let i = Int(exactly: wide) else {
             throw ConfigError(path, "must be an integer, got \(node.typeName) \(shown(path, node))")
         }
         guard range.contains(i) else {
@@ -69,7 +70,7 @@ struct ConfigReader {
         return result
     }
 
-    private func shown(_ path: String, _ node: ConfigTree) -> String {
+    private func shown(_ path: String, _ node: JSONValue) -> String {
         if GatewayConfig.secretKeys.contains(path) { return "(secret)" }
         guard let data = try? JSONEncoder().encode(node) else { return "" }
         return String(decoding: data, as: UTF8.self)
@@ -77,7 +78,7 @@ struct ConfigReader {
 }
 
 extension GatewayConfig {
-    init(tree: ConfigTree) throws(ConfigError) {
+    init(tree: JSONValue) throws(ConfigError) {
         let r = ConfigReader(tree: tree)
         listen = Listen(
             host: try r.string("listen.host"),
@@ -150,7 +151,7 @@ extension GatewayConfig {
             retryBaseSeconds: try r.double("delivery.retry_base_seconds", in: 0.001...3600),
             retryMaxSeconds: try r.double("delivery.retry_max_seconds", in: 0.001...86400))
 
-        var sections: [String: ConfigTree] = [:]
+        var sections: [String: JSONValue] = [:]
         if case .object(let root) = tree {
             for key in GatewayConfig.openSections { if let section = root[key] { sections[key] = section } }
         }
@@ -160,10 +161,10 @@ extension GatewayConfig {
 
     /// The effective configuration as pretty JSON with every secret masked.
     public func maskedJSON() -> String {
-        func mask(_ node: ConfigTree, path: String) -> ConfigTree {
+        func mask(_ node: JSONValue, path: String) -> JSONValue {
             switch node {
             case .object(let object):
-                var result: [String: ConfigTree] = [:]
+                var result: [String: JSONValue] = [:]
                 for (key, value) in object {
                     let childPath = path.isEmpty ? key : "\(path).\(key)"
                     if GatewayConfig.secretKeys.contains(childPath) || GatewayConfig.looksSecret(key) {

@@ -21,6 +21,7 @@ public final class GatewayRuntime: Sendable {
     /// The in-process APNs look-alike (`apns.local_mock`), or nil when sending to Apple.
     public let localMock: APNsMockServer?
     let sender: APNsPushSender
+    let credentialBackend: GatewayCredentialBackend
     let server: HTTPServer
     let logger: Logger
 
@@ -80,14 +81,13 @@ public final class GatewayRuntime: Sendable {
             _ = try ProviderRegistry.mount(config.providers, router: router) { name in
                 ProviderContext(
                     store: store, gateway: engine, secrets: sealer, clock: clock,
-                    logger: Logger(label: "tuisong.\(name)"), configuration: config.providerSections[name]?.jsonValue)
+                    logger: Logger(label: "tuisong.\(name)"), configuration: config.providerSections[name])
             }
+            let credentialBackend = GatewayCredentialBackend(
+                credentials: credentials, store: store, sender: sender, engine: engine, localMock: mock, logger: logger)
             AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
-                credentials: GatewayCredentialBackend(
-                    credentials: credentials, store: store, sender: sender, engine: engine, localMock: mock,
-                    logger: logger),
-                config: config, clock: clock, logger: logger
+                credentials: credentialBackend, config: config, clock: clock, logger: logger
             ).register(on: router)
             if FileManager.default.fileExists(atPath: config.web.root) {
                 router.setStaticFiles(try StaticFiles(root: config.web.root))
@@ -114,7 +114,8 @@ public final class GatewayRuntime: Sendable {
             }
             return GatewayRuntime(
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
-                credentials: credentials, localMock: mock, sender: sender, server: server, logger: logger)
+                credentials: credentials, localMock: mock, sender: sender, credentialBackend: credentialBackend,
+                server: server, logger: logger)
         } catch {
             mock?.shutdown()
             try? store.close()
@@ -125,6 +126,7 @@ public final class GatewayRuntime: Sendable {
     private init(
         config: GatewayConfig, store: SQLiteStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, sender: APNsPushSender,
+        credentialBackend: GatewayCredentialBackend,
         server: HTTPServer, logger: Logger
     ) {
         self.config = config
@@ -135,6 +137,7 @@ public final class GatewayRuntime: Sendable {
         self.credentials = credentials
         self.localMock = localMock
         self.sender = sender
+        self.credentialBackend = credentialBackend
         self.server = server
         self.logger = logger
     }
@@ -144,18 +147,7 @@ public final class GatewayRuntime: Sendable {
     public func addCredential(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment) async throws
         -> CredentialRecord
     {
-        let record = try await credentials.add(upload, appID: appID, environment: environment)
-        if let localMock, record.kind == .p8, let material = try? credentials.material(record),
-            case .token(let key, let keyID, let teamID) = material
-        {
-            // Local mode: the mock learns the key, as Apple knows every key of a team.
-            localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
-        }
-        await sender.credentialsChanged(appID: appID)
-        if try await store.releaseHeldDeliveries(appID: appID, environment: environment, now: Date()) > 0 {
-            engine.wake()
-        }
-        return record
+        try await credentialBackend.add(upload, appID: appID, environment: environment)
     }
 
     /// Stops accepting, lets in-flight requests finish, stops the delivery engine (what it

@@ -108,7 +108,7 @@ enum NativePushRequest {
             }
             return .tag(tag.value)
         case "all":
-            guard isBoolean(value), (value as? NSNumber)?.boolValue == true else {
+            guard JSONValue.isBoolean(value), (value as? NSNumber)?.boolValue == true else {
                 throw invalid("\"audience.all\" must be true")
             }
             return .all
@@ -152,7 +152,7 @@ enum NativePushRequest {
                 }
                 n.interruptionLevel = level
             case "relevance_score":
-                guard let number = value as? NSNumber, !isBoolean(value) else {
+                guard let number = value as? NSNumber, !JSONValue.isBoolean(value) else {
                     throw invalid("\"notification.relevance_score\" must be a number 0…1")
                 }
                 n.relevanceScore = number.doubleValue
@@ -202,26 +202,19 @@ enum NativePushRequest {
         return f
     }
 
-    /// JSON `true`/`false` as JSONSerialization hands them over. Not `value is Bool`: on Linux
-    /// every NSNumber (1, 0, 42) casts to Bool too.
-    private static func isBoolean(_ value: Any) -> Bool {
-        guard let number = value as? NSNumber else { return false }
-        return String(cString: number.objCType) == "c"
-    }
-
     private static func invalid(_ message: String) -> NativeAPIError {
         NativeAPIError(400, "invalid_request", message)
     }
 
     private static func integer(_ value: Any) -> Int? {
-        guard !isBoolean(value), let number = value as? NSNumber else { return nil }
+        guard !JSONValue.isBoolean(value), let number = value as? NSNumber else { return nil }
         let double = number.doubleValue
         guard double.rounded() == double, abs(double) < 9e15 else { return nil }
         return Int(double)
     }
 
     private static func flag(_ value: Any, _ key: String) throws -> Bool {
-        if isBoolean(value), let number = value as? NSNumber { return number.boolValue }
+        if JSONValue.isBoolean(value), let number = value as? NSNumber { return number.boolValue }
         if let n = integer(value), n == 0 || n == 1 { return n == 1 }
         throw invalid("\"notification.\(key)\" must be true or false")
     }

@@ -53,11 +53,3 @@ public struct MasterKeySealer: SecretSealer {
         return String(decoding: try masterKey.box.open(Array(bytes), associatedData: Array(context.utf8)), as: UTF8.self)
     }
 }
-
-extension ConfigTree {
-    /// The same JSON as a `JSONValue`, for providers (which do not see gateway types).
-    var jsonValue: JSONValue? {
-        guard let data = try? JSONEncoder().encode(self) else { return nil }
-        return try? JSONDecoder().decode(JSONValue.self, from: data)
-    }
-}

@@ -79,13 +79,9 @@ extension SQLiteStore: ConsoleStore {
         try await readOneStatement { db in
             try Row.fetchAll(
                 db,
-                sql: """
-                    SELECT id, message_id, device_id, token, environment, state, reason, apns_id, attempts,
-                        next_attempt_at, updated_at
-                    FROM deliveries WHERE device_id = ? ORDER BY id DESC LIMIT ?
-                    """,
+                sql: "SELECT \(Self.deliveryColumns) FROM deliveries WHERE device_id = ? ORDER BY id DESC LIMIT ?",
                 arguments: [deviceID, min(max(limit, 1), 1000)]
-            ).map(Self.consoleDeliveryRecord)
+            ).map(Self.deliveryRecord)
         }
     }
 
@@ -147,19 +143,6 @@ extension SQLiteStore: ConsoleStore {
         guard items.count > pageSize else { return Page(items: items, nextCursor: nil) }
         let page = Array(items.prefix(pageSize))
         return Page(items: page, nextCursor: cursor(page[page.count - 1]))
-    }
-
-    private static func consoleDeliveryRecord(_ row: Row) throws -> DeliveryRecord {
-        let environmentName: String = row[4]
-        let stateName: String = row[5]
-        guard let environment = APNsEnvironment(rawValue: environmentName),
-            let state = DeliveryState(rawValue: stateName)
-        else { throw StoreError(.unavailable, "deliveries row \(row[0] as Int64) holds unknown values") }
-        let next: Int64? = row[9]
-        return DeliveryRecord(
-            id: row[0], messageID: row[1], deviceID: row[2], token: row[3], environment: environment, state: state,
-            reason: row[6], apnsID: row[7], attempts: row[8], nextAttemptAt: next.map(Milliseconds.date),
-            updatedAt: Milliseconds.date(row[10]))
     }
 
     private static func activity(_ row: Row) throws -> MessageActivity {

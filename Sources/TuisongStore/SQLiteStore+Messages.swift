@@ -442,10 +442,11 @@ extension SQLiteStore: MessageStore {
 
     // MARK: plumbing
 
-    private static let deliveryColumns =
+    /// Shared with the console's per-device listing: one column list, one decoder.
+    static let deliveryColumns =
         "id, message_id, device_id, token, environment, state, reason, apns_id, attempts, next_attempt_at, updated_at"
 
-    private static func deliveryRecord(_ row: Row) throws -> DeliveryRecord {
+    static func deliveryRecord(_ row: Row) throws -> DeliveryRecord {
         let environmentName: String = row[4]
         let stateName: String = row[5]
         guard let environment = APNsEnvironment(rawValue: environmentName),
