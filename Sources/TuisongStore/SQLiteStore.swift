@@ -93,7 +93,7 @@ public final class SQLiteStore: Store {
         }
         do {
             // DatabasePool puts the database in WAL mode.
-            pool = try DatabasePool(path: path, configuration: config)
+            pool = try Self.openPool(path: path, configuration: config, busyTimeout: configuration.busyTimeout)
             // Only the writer commits, so only its setting matters. Set here rather than in
             // prepareDatabase: GRDB sets NORMAL itself when it switches the pool to WAL.
             let synchronous = configuration.synchronousFull ? "FULL" : "NORMAL"
@@ -126,6 +126,24 @@ public final class SQLiteStore: Store {
     /// Two processes opening a fresh file at the same moment both see "nothing applied";
     /// the loser's first migration then fails on a table the winner just created. Retrying
     /// re-reads what is applied, so the loser finds the work done.
+    /// Opening switches a new file to WAL, and SQLite answers that pragma SQLITE_BUSY at once,
+    /// without its busy handler, while another process (the CLI beside a starting server) is
+    /// doing the same. Retried briefly, within the busy timeout.
+    private static func openPool(path: String, configuration: Configuration, busyTimeout: TimeInterval) throws
+        -> DatabasePool
+    {
+        let deadline = Date().addingTimeInterval(busyTimeout)
+        var delay: useconds_t = 5_000
+        while true {
+            do {
+                return try DatabasePool(path: path, configuration: configuration)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && Date() < deadline {
+                usleep(delay)
+                delay = min(delay * 2, 100_000)
+            }
+        }
+    }
+
     private static func migrate(_ pool: DatabasePool) throws {
         var attempt = 0
         while true {
