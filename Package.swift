@@ -44,7 +44,11 @@ let package = Package(
             path: "Sources/TuisongPlugin"),
         .target(
             name: "TuisongStore",
-            dependencies: ["TuisongCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "TuisongCore", .product(name: "GRDB", package: "GRDB.swift"),
+                // The raw C API, for PointReaders' prepared statements (same system libsqlite3).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             path: "Sources/TuisongStore"),
         .target(
             name: "TuisongAPNs",

@@ -171,6 +171,7 @@ extension JSONValue {
     /// infinities, which JSON cannot express, are written as `null`.
     public func serialized() -> [UInt8] {
         var out: [UInt8] = []
+        out.reserveCapacity(256)
         write(into: &out)
         return out
     }
@@ -181,13 +182,13 @@ extension JSONValue {
     func write(into out: inout [UInt8]) {
         switch self {
         case .null:
-            out += Array("null".utf8)
+            out.append(contentsOf: "null".utf8)
         case .bool(let value):
-            out += Array((value ? "true" : "false").utf8)
+            out.append(contentsOf: (value ? "true" : "false").utf8)
         case .int(let value):
-            out += Array(String(value).utf8)
+            out.append(contentsOf: String(value).utf8)
         case .double(let value):
-            out += Array(JSONValue.format(value).utf8)
+            out.append(contentsOf: JSONValue.format(value).utf8)
         case .string(let value):
             JSONValue.writeString(value, into: &out)
         case .array(let elements):
@@ -222,6 +223,12 @@ extension JSONValue {
 
     static func writeString(_ value: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most strings (tokens, timestamps, keys) need no escaping: copy them whole.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: value.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]

@@ -45,26 +45,41 @@ final class APIKeyAuthenticator: Sendable {
     }
 
     func app(for request: Request) async throws -> App {
-        guard let header = request.headers["authorization"] else { throw NativeAPIError.unauthorized }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+        guard let header = request.headers["authorization"], let key = Self.bearerKey(header) else {
             throw NativeAPIError.unauthorized
         }
-        let key = parts[1].trimmingCharacters(in: .whitespaces)
         guard key.hasPrefix("tsk_"), key.utf8.count < 200 else {
             throw NativeAPIError(401, "unauthorized", "unknown API key")
         }
-        let hash = APIKey.hash(key)
+        // Keyed by the presented key itself: a hit costs one dictionary lookup, not a
+        // SHA-256. The plain key lives only in this process's memory, for `ttl`, as it does
+        // in every request that carries it; the database keeps only the hash.
         let now = clock.now
-        if let cached = cache.withLock({ $0[hash] }), cached.expires > now { return cached.app }
-        guard let app = try await store.app(apiKeyHash: hash) else {
+        if let cached = cache.withLock({ $0[key] }), cached.expires > now { return cached.app }
+        guard let app = try await store.app(apiKeyHash: APIKey.hash(key)) else {
             throw NativeAPIError(401, "unauthorized", "unknown API key")
         }
         cache.withLock { entries in
             if entries.count >= Self.maxEntries { entries.removeAll(keepingCapacity: true) }
-            entries[hash] = Entry(app: app, expires: now.addingTimeInterval(ttl))
+            entries[key] = Entry(app: app, expires: now.addingTimeInterval(ttl))
         }
         return app
+    }
+
+    /// The key of `Bearer <key>` (scheme case-insensitive, spaces and tabs around the key
+    /// ignored), or nil for any other scheme. Byte-level: Foundation's trimming bridged
+    /// through NSString and showed up in the lookup profile.
+    static func bearerKey(_ header: String) -> String? {
+        let bytes = Array(header.utf8)
+        let scheme = Array("bearer".utf8)
+        guard bytes.count > scheme.count, bytes[scheme.count] == UInt8(ascii: " ") else { return nil }
+        for (index, letter) in scheme.enumerated() where bytes[index] | 0x20 != letter { return nil }
+        func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        var start = scheme.count + 1
+        var end = bytes.count
+        while start < end, isBlank(bytes[start]) { start += 1 }
+        while end > start, isBlank(bytes[end - 1]) { end -= 1 }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
     }
 
     /// Authenticates, runs `body`, and renders any error as a native JSON error.

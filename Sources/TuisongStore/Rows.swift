@@ -13,6 +13,27 @@ enum Milliseconds {
     }
 }
 
+/// Positional column access shared by GRDB rows and `PointReaders` rows, so one decoder
+/// serves both.
+protocol ColumnValues {
+    func isNull(_ index: Int32) -> Bool
+    /// 0 for NULL.
+    func int64(_ index: Int32) -> Int64
+    /// "" for NULL.
+    func string(_ index: Int32) -> String
+}
+
+extension ColumnValues {
+    func optionalInt64(_ index: Int32) -> Int64? { isNull(index) ? nil : int64(index) }
+    func optionalString(_ index: Int32) -> String? { isNull(index) ? nil : string(index) }
+}
+
+extension Row: ColumnValues {
+    func isNull(_ index: Int32) -> Bool { hasNull(atIndex: Int(index)) }
+    func int64(_ index: Int32) -> Int64 { (self[Int(index)] as Int64?) ?? 0 }
+    func string(_ index: Int32) -> String { (self[Int(index)] as String?) ?? "" }
+}
+
 /// Column lists and row decoding. Rows are read by position: the column lists below and the
 /// decoders are kept side by side so they cannot drift apart.
 enum Rows {
@@ -26,18 +47,20 @@ enum Rows {
         .map { "d." + $0.trimmingCharacters(in: .whitespaces) }
         .joined(separator: ", ")
 
-    static func device(_ row: Row) throws -> Device {
-        let environmentName: String = row[3]
+    static func device(_ row: Row) throws -> Device { try device(columns: row) }
+
+    static func device(columns row: some ColumnValues) throws -> Device {
+        let environmentName = row.string(3)
         guard let environment = APNsEnvironment(rawValue: environmentName) else {
             throw StoreError(
                 .unavailable, "devices.environment holds unknown value \(environmentName)")
         }
-        let invalidatedAt: Int64? = row[11]
         return Device(
-            id: row[0], appID: row[1], token: row[2], environment: environment, user: row[4],
-            locale: row[5], baiduUserID: row[6], baiduChannelID: row[7], imAccount: row[8],
-            createdAt: Milliseconds.date(row[9]), updatedAt: Milliseconds.date(row[10]),
-            invalidatedAt: invalidatedAt.map(Milliseconds.date), invalidReason: row[12])
+            id: row.int64(0), appID: row.int64(1), token: row.string(2), environment: environment,
+            user: row.optionalString(4), locale: row.optionalString(5), baiduUserID: row.optionalString(6),
+            baiduChannelID: row.optionalString(7), imAccount: row.optionalString(8),
+            createdAt: Milliseconds.date(row.int64(9)), updatedAt: Milliseconds.date(row.int64(10)),
+            invalidatedAt: row.optionalInt64(11).map(Milliseconds.date), invalidReason: row.optionalString(12))
     }
 
     static let appColumns =

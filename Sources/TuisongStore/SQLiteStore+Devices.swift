@@ -40,35 +40,18 @@ extension SQLiteStore {
 
     /// One statement: the tags ride along as a unit-separator-joined column.
     public func deviceWithTags(appID: Int64, token: DeviceToken) async throws -> (device: Device, tags: [String])? {
-        try lookUp { db in
-            let statement = try db.cachedStatement(
-                sql: """
-                    SELECT \(Rows.deviceColumns),
-                        (SELECT group_concat(t.name, char(31)) FROM device_tags dt JOIN tags t ON t.id = dt.tag_id
-                         WHERE dt.device_id = devices.id)
-                    FROM devices WHERE app_id = ? AND token = ?
-                    """)
-            guard let row = try Row.fetchOne(statement, arguments: [appID, token.hex]) else { return nil }
-            let joined: String? = row[13]
-            let tags = joined.map { $0.split(separator: "\u{1F}").map(String.init).sorted() } ?? []
-            return (try Rows.device(row), tags)
+        try pointLookUp(.deviceWithTagsByToken, [.int64(appID), .text(token.hex)]) { row in
+            let tags = row.optionalString(13).map { $0.split(separator: "\u{1F}").map(String.init).sorted() } ?? []
+            return (try Rows.device(columns: row), tags)
         }
     }
 
     public func device(appID: Int64, token: DeviceToken) async throws -> Device? {
-        try lookUp { db in
-            let statement = try db.cachedStatement(
-                sql: "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ? AND token = ?")
-            return try Row.fetchOne(statement, arguments: [appID, token.hex]).map(Rows.device)
-        }
+        try pointLookUp(.deviceByToken, [.int64(appID), .text(token.hex)]) { row in try Rows.device(columns: row) }
     }
 
     public func device(id: Int64) async throws -> Device? {
-        try lookUp { db in
-            let statement = try db.cachedStatement(
-                sql: "SELECT \(Rows.deviceColumns) FROM devices WHERE id = ?")
-            return try Row.fetchOne(statement, arguments: [id]).map(Rows.device)
-        }
+        try pointLookUp(.deviceByID, [.int64(id)]) { row in try Rows.device(columns: row) }
     }
 
     /// Deletes the device and its tag memberships.

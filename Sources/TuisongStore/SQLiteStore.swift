@@ -63,6 +63,7 @@ public final class SQLiteStore: Store {
     let clock: any TuisongCore.Clock
     let batcher: RegistrationBatcher
     let checkpointer: WALCheckpointer
+    let pointReaders: PointReaders
     /// Serialises `close()` calls and remembers that the pool is closed.
     private let closed = Mutex(false)
 
@@ -117,6 +118,7 @@ public final class SQLiteStore: Store {
             throw ErrorMapping.storeError(error)
         }
         self.checkpointer = checkpointer
+        pointReaders = PointReaders(path: path, busyTimeout: configuration.busyTimeout)
         batcher = RegistrationBatcher(
             writer: pool, maximumBatchSize: configuration.maximumRegistrationBatch,
             clock: configuration.clock, apply: Self.applyRegistration,
@@ -163,6 +165,7 @@ public final class SQLiteStore: Store {
     public func close() throws {
         try closed.withLock { isClosed in
             if isClosed { return }
+            pointReaders.close()
             // GRDB closes the writer before the (read-only) readers, so the last connection
             // to close cannot checkpoint and remove the WAL as SQLite otherwise would: copy
             // everything back and truncate the WAL here. TRUNCATE waits (busy timeout) for
@@ -219,13 +222,21 @@ public final class SQLiteStore: Store {
     /// once (`Options.maximumReaderCount` defaults to at least the cooperative pool's width).
     ///
     /// Only for closures running a single short statement: without a transaction around
-    /// it, SQLite still runs one statement on one consistent snapshot.
+    /// it, SQLite still runs one statement on one consistent snapshot. The hottest lookups
+    /// skip GRDB altogether (`pointLookUp`).
     func lookUp<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try pool.unsafeRead(body)
         } catch {
             throw ErrorMapping.storeError(error)
         }
+    }
+
+    /// A point lookup on a raw prepared statement, on the calling thread (see `PointReaders`).
+    func pointLookUp<T>(
+        _ query: PointQuery, _ arguments: [PointArgument], decode: (PointRow) throws -> T
+    ) throws -> T? {
+        try pointReaders.withConnection { connection in try connection.first(query, arguments, decode: decode) }
     }
 
     /// A read without a transaction, through GRDB's async path, for single statements that

@@ -88,6 +88,25 @@ import TuisongCore
         let (_, otherKey) = try await gw.createApp(bundleID: "com.example.other")
         let other = try await http("GET", url, key: otherKey)
         #expect(other.status == 404)
+        // The scheme is case-insensitive and blanks around the key are ignored; other schemes fail.
+        let lowerCase = try await http("GET", url, headers: ["Authorization": "bearer \(key)"])
+        #expect(lowerCase.status == 200)
+        let padded = try await http("GET", url, headers: ["Authorization": "BEARER \t \(key)  "])
+        #expect(padded.status == 200)
+        let basic = try await http("GET", url, headers: ["Authorization": "Basic \(key)"])
+        #expect(basic.status == 401)
+        // A key that differs in one character is unknown, even right after the real one was cached.
+        let altered = try await http("GET", url, key: String(key.dropLast()) + (key.last == "A" ? "B" : "A"))
+        #expect(altered.status == 401)
+    }
+
+    @Test(arguments: [
+        ("Bearer tsk_abc", "tsk_abc"), ("bearer tsk_abc", "tsk_abc"), ("BeArEr   tsk_abc \t", "tsk_abc"),
+        ("Bearer ", ""), ("Bearer", nil), ("Bearertsk_abc", nil), ("Basic tsk_abc", nil), ("", nil),
+        ("Béarer tsk_abc", nil),
+    ] as [(String, String?)])
+    func bearerKeyParsing(header: String, key: String?) {
+        #expect(APIKeyAuthenticator.bearerKey(header) == key)
     }
 
     @Test func badInput() async throws {
