@@ -50,15 +50,26 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         /// Each connection is closed abruptly (no GOAWAY, no TLS close_notify) right after it has
         /// processed this many requests; requests still in flight get no answer.
         public var dropConnectionAfterRequests: Int?
+        /// Each connection lowers SETTINGS_MAX_CONCURRENT_STREAMS to `loweredStreamLimit` once it
+        /// has processed this many requests, as a server under load may at any time.
+        public var lowerStreamLimitAfterRequests: Int?
+        /// The limit `lowerStreamLimitAfterRequests` switches to.
+        public var loweredStreamLimit: Int
+        /// Connections accepted while this is set never answer PING frames (a half-dead peer).
+        public var ignorePings: Bool
 
         public init(
             tokenPrefixes: [String: Fault] = [:], latencyMilliseconds: Int = 0,
-            goawayAfterRequests: Int? = nil, dropConnectionAfterRequests: Int? = nil
+            goawayAfterRequests: Int? = nil, dropConnectionAfterRequests: Int? = nil,
+            lowerStreamLimitAfterRequests: Int? = nil, loweredStreamLimit: Int = 1, ignorePings: Bool = false
         ) {
             self.tokenPrefixes = tokenPrefixes
             self.latencyMilliseconds = latencyMilliseconds
             self.goawayAfterRequests = goawayAfterRequests
             self.dropConnectionAfterRequests = dropConnectionAfterRequests
+            self.lowerStreamLimitAfterRequests = lowerStreamLimitAfterRequests
+            self.loweredStreamLimit = loweredStreamLimit
+            self.ignorePings = ignorePings
         }
 
         /// The "magic token" set of local mode: tokens starting `410` are unregistered, `400bad`
@@ -73,6 +84,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
 
         private enum CodingKeys: String, CodingKey {
             case tokenPrefixes, latencyMilliseconds, goawayAfterRequests, dropConnectionAfterRequests
+            case lowerStreamLimitAfterRequests, loweredStreamLimit, ignorePings
         }
 
         public init(from decoder: any Decoder) throws {
@@ -87,6 +99,11 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
             goawayAfterRequests = try container.decodeIfPresent(Int.self, forKey: .goawayAfterRequests)
             dropConnectionAfterRequests = try container.decodeIfPresent(
                 Int.self, forKey: .dropConnectionAfterRequests)
+            lowerStreamLimitAfterRequests = try container.decodeIfPresent(
+                Int.self, forKey: .lowerStreamLimitAfterRequests)
+            loweredStreamLimit =
+                try container.decodeIfPresent(Int.self, forKey: .loweredStreamLimit) ?? defaults.loweredStreamLimit
+            ignorePings = try container.decodeIfPresent(Bool.self, forKey: .ignorePings) ?? defaults.ignorePings
         }
     }
 

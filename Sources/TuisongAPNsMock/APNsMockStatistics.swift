@@ -23,6 +23,13 @@ public struct APNsMockStatistics: Sendable, Equatable {
     public var refusedStreams = 0
     /// Times a connection raised its stream limit after its first valid provider token.
     public var streamLimitRaises = 0
+    /// Times a connection lowered its stream limit (the `lowerStreamLimitAfterRequests` fault).
+    public var streamLimitLowerings = 0
+    /// The most request streams open at once on one connection after its client acknowledged
+    /// a lowered limit: a client that honours SETTINGS keeps this at or below the new limit.
+    public var peakStreamsAfterLowering = 0
+    /// PING frames received from clients (acknowledgements not counted).
+    public var pingsReceived = 0
     /// Distinct provider tokens (JWT strings) that were accepted.
     public var providerTokensAccepted = 0
     /// Requests whose provider token was rejected (403 Invalid/Expired/MissingProviderToken).

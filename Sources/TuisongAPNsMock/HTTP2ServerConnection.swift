@@ -45,6 +45,12 @@ final class HTTP2ServerConnection {
     private var authentication = ConnectionAuthentication()
     private var processedRequests = 0
     private var streamLimitRaised = false
+    /// SETTINGS frames submitted and acknowledged, in order: a lowered limit is in force once
+    /// the client has acknowledged the SETTINGS frame that carried it.
+    private var settingsSubmitted = 0
+    private var settingsAcknowledged = 0
+    /// `settingsSubmitted` right after the lowering SETTINGS; nil until the limit is lowered.
+    private var loweringSettingsNumber: Int?
     private var lastAcceptedProviderToken: String?
     private var goawayLastStreamID: Int32?
     private var dropRequested = false
@@ -133,8 +139,14 @@ final class HTTP2ServerConnection {
         defer { nghttp2_session_callbacks_del(callbacks) }
         NGHTTP2ServerCallbacks.install(in: callbacks)
         var session: OpaquePointer?
-        let result = nghttp2_session_server_new(
-            &session, callbacks, Unmanaged.passUnretained(self).toOpaque())
+        var options: OpaquePointer?
+        guard nghttp2_option_new(&options) == 0, let options else {
+            throw APNsMockError(operation: "nghttp2_option_new", code: 0, message: "out of memory")
+        }
+        defer { nghttp2_option_del(options) }
+        if loop.currentFaults().faults.ignorePings { nghttp2_option_set_no_auto_ping_ack(options, 1) }
+        let result = nghttp2_session_server_new2(
+            &session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
         guard result == 0, let session else {
             throw NGHTTP2ServerCallbacks.error("nghttp2_session_server_new", Int32(result))
         }
@@ -160,6 +172,19 @@ final class HTTP2ServerConnection {
         let result = nghttp2_submit_settings(
             session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         guard result == 0 else { throw NGHTTP2ServerCallbacks.error("nghttp2_submit_settings", result) }
+        settingsSubmitted += 1
+    }
+
+    /// The client acknowledged our oldest unacknowledged SETTINGS frame.
+    func settingsAcknowledgedByClient() {
+        settingsAcknowledged += 1
+    }
+
+    /// A request stream opened; checks it against a lowered limit already in force.
+    func requestStreamOpened() {
+        guard let lowering = loweringSettingsNumber, settingsAcknowledged >= lowering else { return }
+        let open = streams.count
+        core.recorder.update { $0.peakStreamsAfterLowering = max($0.peakStreamsAfterLowering, open) }
     }
 
     /// Reads until OpenSSL wants more bytes from the socket, feeding nghttp2. Reading to
@@ -343,6 +368,17 @@ final class HTTP2ServerConnection {
             _ = nghttp2_submit_goaway(
                 session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_NO_ERROR.rawValue,
                 reason, reason.count)
+        }
+        if let limit = faults.faults.lowerStreamLimitAfterRequests, processedRequests == limit,
+            loweringSettingsNumber == nil
+        {
+            do throws(APNsMockError) {
+                try submitSettings(maxConcurrentStreams: faults.faults.loweredStreamLimit)
+                loweringSettingsNumber = settingsSubmitted
+                core.recorder.update { $0.streamLimitLowerings += 1 }
+            } catch {
+                core.logger.error("APNs mock: \(error)")
+            }
         }
         if let limit = faults.faults.dropConnectionAfterRequests, processedRequests >= limit {
             dropRequested = true

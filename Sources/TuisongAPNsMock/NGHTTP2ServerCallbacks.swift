@@ -29,7 +29,9 @@ enum NGHTTP2ServerCallbacks {
 
     static let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, userData in
         guard let frame, isRequestHeaders(frame) else { return 0 }
-        connection(userData).streams[frame.pointee.hd.stream_id] = MockStream()
+        let connection = connection(userData)
+        connection.streams[frame.pointee.hd.stream_id] = MockStream()
+        connection.requestStreamOpened()
         return 0
     }
 
@@ -57,9 +59,14 @@ enum NGHTTP2ServerCallbacks {
     static let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, userData in
         guard let frame else { return 0 }
         let type = frame.pointee.hd.type
-        let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        let flags = frame.pointee.hd.flags
+        let endStream = flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         if endStream && (type == UInt8(NGHTTP2_DATA.rawValue) || type == UInt8(NGHTTP2_HEADERS.rawValue)) {
             connection(userData).requestCompleted(streamID: frame.pointee.hd.stream_id)
+        } else if type == UInt8(NGHTTP2_SETTINGS.rawValue), flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+            connection(userData).settingsAcknowledgedByClient()
+        } else if type == UInt8(NGHTTP2_PING.rawValue), flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+            connection(userData).core.recorder.update { $0.pingsReceived += 1 }
         }
         return 0
     }

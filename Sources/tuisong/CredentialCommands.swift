@@ -103,15 +103,43 @@ struct APNsMockCommand: AsyncParsableCommand {
     var streamsBeforeToken: Int = 1
     @Option(name: .customLong("threads"), help: "Event loop threads.") var threads: Int = 1
     @Option(name: .customLong("latency-ms"), help: "Delay every response by this much.") var latency: Int = 0
+    @Option(
+        name: .customLong("faults"),
+        help: """
+            A JSON file of faults to inject: {"tokenPrefixes": {"410": {"status": 410, "reason": "Unregistered"}}, \
+            "latencyMilliseconds", "goawayAfterRequests", "dropConnectionAfterRequests", \
+            "lowerStreamLimitAfterRequests", "loweredStreamLimit", "ignorePings"} (all optional).
+            """)
+    var faultsFile: String?
+    @Flag(
+        name: .customLong("magic-tokens"),
+        help: "Answer tokens starting 410 / 400bad / 429 / 500 with that error (local mode's set).")
+    var magicTokens = false
     @Flag(name: .customLong("log-requests"), help: "Print every request as a JSON line.") var logRequests = false
 
     func run() async throws {
+        // Before anything is created on disk: a bad faults file changes nothing.
+        var faults = APNsMockConfiguration.Faults()
+        if let faultsFile {
+            guard let data = FileManager.default.contents(atPath: faultsFile) else {
+                throw ValidationError("cannot read \(faultsFile)")
+            }
+            do {
+                faults = try JSONDecoder().decode(APNsMockConfiguration.Faults.self, from: data)
+            } catch {
+                throw ValidationError("\(faultsFile) is not a valid faults file: \(error)")
+            }
+        }
         let setup = try APNsMockLocalSetup.loadOrGenerate(at: setupPath, bundleID: bundleID)
         var configuration = setup.configuration(host: host, port: port)
+        configuration.faults = faults
         configuration.maxConcurrentStreams = maxStreams
         configuration.streamsBeforeFirstValidToken = streamsBeforeToken
         configuration.eventLoopThreads = threads
-        configuration.faults.latencyMilliseconds = latency
+        if magicTokens {
+            configuration.faults.tokenPrefixes.merge(APNsMockConfiguration.Faults.magicTokenPrefixes.tokenPrefixes) { own, _ in own }
+        }
+        if latency > 0 { configuration.faults.latencyMilliseconds = latency }
         configuration.logRequests = logRequests
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
         // Unbuffered, one write per line: whoever reads the pipe sees each request at once.

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+import TuisongAPNsMock
+
+@testable import TuisongAPNs
+
+/// A server that changes its mind mid-connection: it lowers its stream limit under load, or
+/// stops answering PINGs while keeping the TCP connection open.
+@Suite(.timeLimit(.minutes(2))) struct PoolPeerBehaviourTests {
+    @Test func aStreamLimitLoweredMidConnectionIsHonouredOnceAcknowledged() async throws {
+        let fixture = try PoolMockFixture { configuration in
+            configuration.streamsBeforeFirstValidToken = 1
+            configuration.maxConcurrentStreams = 50
+            configuration.faults.latencyMilliseconds = 5
+            configuration.faults.lowerStreamLimitAfterRequests = 20
+            configuration.faults.loweredStreamLimit = 3
+        }
+        let pool = try fixture.pool { $0.connections = 1 }
+        let responses = await sendConcurrently(pool, count: 300) { index in
+            PoolMockFixture.request(deviceToken: poolDeviceToken(index))
+        }
+        #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
+        let server = fixture.server.statistics
+        #expect(server.requests == 300)
+        #expect(server.streamLimitLowerings == 1)
+        // Streams opened after the client acknowledged the new limit never exceed it, and
+        // nothing was refused (nghttp2 refuses streams beyond an acknowledged limit).
+        #expect(server.peakStreamsAfterLowering >= 1)
+        #expect(server.peakStreamsAfterLowering <= 3)
+        #expect(server.refusedStreams == 0)
+        #expect(pool.statistics.peakStreamsPerConnection <= 50)
+        await fixture.shutdownPools()
+    }
+
+    @Test func anUnansweredPingClosesTheConnectionAndTheNextSendUsesANewOne() async throws {
+        let fixture = try PoolMockFixture { $0.faults.ignorePings = true }
+        let pool = try fixture.pool { configuration in
+            configuration.connections = 1
+            configuration.pingInterval = .milliseconds(200)
+            configuration.pingTimeout = .milliseconds(300)
+        }
+        #expect(try await pool.send(fixture.request()).status == 200)
+        // Idle: the pool pings, hears nothing, and gives the connection up.
+        #expect(await clientEventually { pool.statistics.connectionsLost >= 1 })
+        #expect(fixture.server.statistics.pingsReceived >= 1)
+        #expect(pool.statistics.pingsAcknowledged == 0)
+        #expect(try await pool.send(fixture.request()).status == 200)
+        #expect(fixture.server.statistics.connectionsAccepted >= 2)
+        await fixture.shutdownPools()
+    }
+
+    @Test func answeredPingsKeepAnIdleConnection() async throws {
+        let fixture = try PoolMockFixture()
+        let pool = try fixture.pool { configuration in
+            configuration.connections = 1
+            configuration.pingInterval = .milliseconds(100)
+            configuration.pingTimeout = .milliseconds(500)
+        }
+        #expect(try await pool.send(fixture.request()).status == 200)
+        #expect(await clientEventually { pool.statistics.pingsAcknowledged >= 3 })
+        #expect(pool.statistics.connectionsLost == 0)
+        #expect(fixture.server.statistics.connectionsAccepted == 1)
+        #expect(try await pool.send(fixture.request()).status == 200)
+        await fixture.shutdownPools()
+    }
+}
