@@ -125,6 +125,37 @@ public final class APNsConnectionPool: APNsTransport {
         return try result.get()
     }
 
+    /// Sends many notifications with one hand-off to the pool's thread, and returns at once.
+    ///
+    /// `onAnswers` runs on the pool's event loop thread at the end of each loop iteration in
+    /// which requests of this batch finished, with their answers (`index` is the position in
+    /// `requests`). Across its calls every request is answered exactly once: with APNs'
+    /// response (any status), or with an `APNsTransportError` (timeout, connection lost too
+    /// often, shutdown, …) at the latest when `requestTimeout` runs out. The handler shares
+    /// the thread that drives the connections: keep it short and never block in it. An empty
+    /// batch is never answered. Requests of a batch cannot be cancelled one by one; `shutdown`
+    /// fails those still waiting.
+    ///
+    /// ```swift
+    /// pool.send(requests) { answers in
+    ///     for answer in answers { record(answer.index, answer.result) }
+    /// }
+    /// ```
+    public func send(
+        _ requests: [APNsRequest], onAnswers: @escaping @Sendable ([APNsBatchAnswer]) -> Void
+    ) {
+        guard !requests.isEmpty else { return }
+        let sink = BatchSink(handler: onAnswers)
+        let deadline = MonotonicTime.now() &+ requestTimeoutNanoseconds
+        var batch: [PendingRequest] = []
+        batch.reserveCapacity(requests.count)
+        for (index, request) in requests.enumerated() {
+            batch.append(
+                PendingRequest(request: request, deadline: deadline, sink: sink, index: index))
+        }
+        core.submit(batch: batch)
+    }
+
     /// Fails waiting and in-flight requests with `.shutdown`, closes the connections (GOAWAY)
     /// and stops the pool's thread. Idempotent.
     public func shutdown() async {
@@ -133,5 +164,18 @@ public final class APNsConnectionPool: APNsTransport {
 
     public var statistics: PoolStatistics {
         core.published.withLock { $0 }
+    }
+}
+
+/// One answer to a request sent with `APNsConnectionPool.send(_:onAnswers:)`.
+public struct APNsBatchAnswer: Sendable {
+    /// The request's position in the array given to `send(_:onAnswers:)`.
+    public var index: Int
+    /// APNs' response (any HTTP status), or why there is none.
+    public var result: Result<APNsResponse, APNsTransportError>
+
+    public init(index: Int, result: Result<APNsResponse, APNsTransportError>) {
+        self.index = index
+        self.result = result
     }
 }

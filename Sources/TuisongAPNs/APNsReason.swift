@@ -183,11 +183,11 @@ public enum APNsOutcome: Sendable, Hashable {
     ///     APNsOutcome.classify(status: 410, reason: "Unregistered", timestamp: t)
     ///     // .invalidateDevice(.unregistered, since: t)
     public static func classify(status: Int, reason: String?, timestamp: Date?) -> APNsOutcome {
+        // Before the reason is parsed: the common answer should not pay for a formatted string.
+        if (200..<300).contains(status) { return .delivered }
         let parsed: APNsReason =
             if let reason, !reason.isEmpty { APNsReason(reason) } else { .unknown("HTTP \(status)") }
         switch status {
-        case 200..<300:
-            return .delivered
         case 410:
             return .invalidateDevice(parsed, since: timestamp)
         case 400 where parsed == .badDeviceToken:

@@ -78,6 +78,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
 
     private enum InboxEntry {
         case submit(PendingRequest)
+        case submitBatch([PendingRequest])
         case cancel(PendingRequest)
     }
 
@@ -134,6 +135,12 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         enqueueInbox(.submit(pending))
     }
 
+    /// Hands a whole batch to the loop with one lock and at most one wake-up.
+    func submit(batch: [PendingRequest]) {
+        guard !batch.isEmpty else { return }
+        enqueueInbox(.submitBatch(batch))
+    }
+
     func cancel(_ pending: PendingRequest) {
         enqueueInbox(.cancel(pending))
     }
@@ -147,10 +154,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             return (true, false)
         }
         if closed {
-            if case .submit(let pending) = entry {
-                pending.finish(
-                    .failure(PoolCore.shutdownError))
-            }
+            Self.failAfterShutdown([entry])
             return
         }
         if mustSchedule && !loop.execute({ [self] in drainInbox() }) {
@@ -164,8 +168,23 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             defer { inbox.entries.removeAll() }
             return inbox.entries
         }
-        for case .submit(let pending) in entries {
-            pending.finish(.failure(PoolCore.shutdownError))
+        Self.failAfterShutdown(entries)
+    }
+
+    /// Answers submissions the loop will never see; a batch's handler gets one call with all
+    /// of its failures.
+    private static func failAfterShutdown(_ entries: [InboxEntry]) {
+        for entry in entries {
+            switch entry {
+            case .submit(let pending):
+                pending.finish(.failure(shutdownError))
+            case .submitBatch(let batch):
+                guard let sink = batch.first?.sink else { continue }
+                sink.handler(
+                    batch.map { APNsBatchAnswer(index: $0.index, result: .failure(shutdownError)) })
+            case .cancel:
+                break
+            }
         }
     }
 
@@ -213,6 +232,15 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 } else {
                     queue.append(pending)
                 }
+            case .submitBatch(let batch):
+                for pending in batch {
+                    pending.batch = completions
+                    if isShutdown {
+                        pending.finish(.failure(PoolCore.shutdownError))
+                    } else {
+                        queue.append(pending)
+                    }
+                }
             case .cancel(let pending):
                 cancelOnLoop(pending)
             }
@@ -248,6 +276,9 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
 
     /// Assigns queued requests to the least-loaded ready connections that have a free stream.
     private func pump() {
+        // One token for the whole pump: fetching it per request took the cache's lock and read
+        // the clock each time; a token is fresh for at least 20 minutes.
+        var currentToken: ProviderToken?
         while !queue.isEmpty {
             guard let connection = leastLoadedConnection() else { break }
             let pending = queue.popFirst()!
@@ -255,7 +286,13 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             var authorization: String?
             if case .token(let cache) = authentication {
                 do {
-                    let token = try cache.providerToken()
+                    let token: ProviderToken
+                    if let currentToken {
+                        token = currentToken
+                    } else {
+                        token = try cache.providerToken()
+                        currentToken = token
+                    }
                     authorization = token.jwt
                     pending.tokenUsed = token
                 } catch {

@@ -54,17 +54,21 @@ struct RingDeque<Element> {
     }
 }
 
-/// One `send` call travelling through the pool: queued, in flight on a stream, possibly retried,
-/// finished exactly once.
+/// One request travelling through the pool: queued, in flight on a stream, possibly retried,
+/// finished exactly once. Its answer goes to a continuation (`send(_:)`) or to the sink of the
+/// batch it came in (`send(_:onAnswers:)`).
 final class PendingRequest: @unchecked Sendable {
-    // @unchecked Sendable: `send` creates it and installs the continuation before handing it to
-    // the pool's inbox (a Mutex, so those writes happen-before the loop reads them); from then on
-    // every field is read and written only on the pool's event loop thread.
+    // @unchecked Sendable: the sender creates it and installs the continuation or sink before
+    // handing it to the pool's inbox (a Mutex, so those writes happen-before the loop reads
+    // them); from then on every field is read and written only on the pool's event loop thread.
 
     let request: APNsRequest
     /// Monotonic ns after which the request fails with a timeout.
     let deadline: UInt64
     var continuation: UnsafeContinuation<Result<APNsResponse, APNsTransportError>, Never>?
+    /// The batch this request belongs to, and its position there.
+    let sink: BatchSink?
+    let index: Int
     private(set) var isFinished = false
 
     /// Attempts lost with a broken connection (the server may have seen them).
@@ -76,7 +80,7 @@ final class PendingRequest: @unchecked Sendable {
     /// Set when the caller's task was cancelled before the loop saw the request.
     var cancellationRequested = false
 
-    /// Completions are resumed in batches (`CompletionBatch`) once the pool has finished its
+    /// Completions are handed out in batches (`CompletionBatch`) once the pool has finished its
     /// loop iteration; `nil` before the pool took the request.
     var batch: CompletionBatch?
 
@@ -85,15 +89,26 @@ final class PendingRequest: @unchecked Sendable {
     var connection: APNsConnection?
     var streamID: Int32 = 0
 
-    init(request: APNsRequest, deadline: UInt64) {
+    init(request: APNsRequest, deadline: UInt64, sink: BatchSink? = nil, index: Int = 0) {
         self.request = request
         self.deadline = deadline
+        self.sink = sink
+        self.index = index
     }
 
     func finish(_ result: Result<APNsResponse, APNsTransportError>) {
         guard !isFinished else { return }
         isFinished = true
         connection = nil
+        if let sink {
+            if let batch {
+                batch.add(APNsBatchAnswer(index: index, result: result), to: sink)
+            } else {
+                // Refused before the loop took it (the pool was shut down): nothing to batch with.
+                sink.handler([APNsBatchAnswer(index: index, result: result)])
+            }
+            return
+        }
         guard let continuation else { return }
         self.continuation = nil
         if let batch {
@@ -104,17 +119,52 @@ final class PendingRequest: @unchecked Sendable {
     }
 }
 
-/// Continuations finished during one event-loop iteration, resumed together at its end: after
+/// The receiving end of one `send(_:onAnswers:)` call: its handler, and the answers gathered in
+/// the current loop iteration.
+final class BatchSink: @unchecked Sendable {
+    // @unchecked Sendable: `handler` is immutable and Sendable; `answers` and `isScheduled` are
+    // touched only on the pool's event loop thread (by `CompletionBatch`).
+
+    let handler: @Sendable ([APNsBatchAnswer]) -> Void
+    fileprivate var answers: [APNsBatchAnswer] = []
+    fileprivate var isScheduled = false
+
+    init(handler: @escaping @Sendable ([APNsBatchAnswer]) -> Void) {
+        self.handler = handler
+    }
+}
+
+/// Answers finished during one event-loop iteration, handed out together at its end: after
 /// the next requests went out on the wire and the statistics were published, so a caller that
-/// got its answer sees counters that include it.
+/// got its answer sees counters that include it. Continuations are resumed one by one; each
+/// batch's handler is called once with all of its answers of the iteration.
 final class CompletionBatch {
     var completions:
         [(
             UnsafeContinuation<Result<APNsResponse, APNsTransportError>, Never>,
             Result<APNsResponse, APNsTransportError>
         )] = []
+    private var sinks: [BatchSink] = []
+
+    func add(_ answer: APNsBatchAnswer, to sink: BatchSink) {
+        sink.answers.append(answer)
+        if !sink.isScheduled {
+            sink.isScheduled = true
+            sinks.append(sink)
+        }
+    }
 
     func resumeAll() {
+        if !sinks.isEmpty {
+            let ready = sinks
+            sinks.removeAll(keepingCapacity: true)
+            for sink in ready {
+                var answers: [APNsBatchAnswer] = []
+                swap(&answers, &sink.answers)
+                sink.isScheduled = false
+                sink.handler(answers)
+            }
+        }
         guard !completions.isEmpty else { return }
         let ready = completions
         completions.removeAll(keepingCapacity: true)

@@ -76,54 +76,132 @@ final class APNsPushSender: PushSender {
         resolved.withLock { cache in cache = cache.filter { $0.key.appID != appID } }
     }
 
+    /// Where an (app, environment)'s pushes go now, or why they cannot go anywhere.
+    private enum Route {
+        case pool(APNsConnectionPool, credential: CredentialRecord?)
+        case refused(SendOutcome)
+    }
+
     func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome {
+        let pool: APNsConnectionPool
+        let credential: CredentialRecord?
+        switch await route(app: app, environment: environment) {
+        case .refused(let outcome): return outcome
+        case .pool(let found, let foundCredential): (pool, credential) = (found, foundCredential)
+        }
+        var request = Self.request(message, app: app)
+        request.deviceToken = token
+        let result: Result<APNsResponse, APNsTransportError>
+        do {
+            result = .success(try await pool.send(request))
+        } catch {
+            result = .failure(error)
+        }
+        let (outcome, failingReason) = Self.outcome(of: result)
+        if let failingReason, let credential { await markFailing(credential, reason: failingReason) }
+        return outcome
+    }
+
+    /// The credential, pool, topic and headers are resolved once for the whole batch; the pool
+    /// gets every request in one hand-off and answers on its thread, where the outcomes are
+    /// classified and reported.
+    func send(
+        app: App, message: MessageRecord, environment: APNsEnvironment, tokens: [String],
+        report: @escaping @Sendable ([SendReport]) -> Void
+    ) async {
+        guard !tokens.isEmpty else { return }
+        let pool: APNsConnectionPool
+        let credential: CredentialRecord?
+        switch await route(app: app, environment: environment) {
+        case .refused(let outcome):
+            report(tokens.indices.map { SendReport(index: $0, outcome: outcome) })
+            return
+        case .pool(let found, let foundCredential): (pool, credential) = (found, foundCredential)
+        }
+        let template = Self.request(message, app: app)
+        var requests: [APNsRequest] = []
+        requests.reserveCapacity(tokens.count)
+        for token in tokens {
+            var request = template
+            request.deviceToken = token
+            requests.append(request)
+        }
+        pool.send(requests) { [self] answers in
+            var reports: [SendReport] = []
+            reports.reserveCapacity(answers.count)
+            var failingReason: String?
+            for answer in answers {
+                let (outcome, failing) = Self.outcome(of: answer.result)
+                if let failing { failingReason = failing }
+                reports.append(SendReport(index: answer.index, outcome: outcome))
+            }
+            guard let failingReason, let credential else {
+                report(reports)
+                return
+            }
+            // Off the pool's thread: the credential is marked failing (a database write) before
+            // these held deliveries are reported, as a single send does.
+            Task {
+                await markFailing(credential, reason: failingReason)
+                report(reports)
+            }
+        }
+    }
+
+    private func route(app: App, environment: APNsEnvironment) async -> Route {
         let credential: CredentialRecord?
         do {
             credential = try await activeCredential(appID: app.id, environment: environment)
         } catch {
-            return .retry(reason: "CredentialLookupFailed", after: .seconds(1))
+            return .refused(.retry(reason: "CredentialLookupFailed", after: .seconds(1)))
         }
         if let credential, credential.isFailing {
-            return .held(reason: credential.statusReason ?? "CredentialFailing")
+            return .refused(.held(reason: credential.statusReason ?? "CredentialFailing"))
         }
-        if credential == nil, fallback == nil { return .held(reason: "NoCredential") }
-        let pool: APNsConnectionPool
+        if credential == nil, fallback == nil { return .refused(.held(reason: "NoCredential")) }
         do {
-            pool = try self.pool(for: credential, environment: environment)
+            return .pool(try pool(for: credential, environment: environment), credential: credential)
         } catch {
             logger.error("cannot open an APNs pool for app \(app.id) \(environment.rawValue): \(error)")
             if let credential { await markFailing(credential, reason: "CredentialUnusable") }
-            return .held(reason: "CredentialUnusable")
+            return .refused(.held(reason: "CredentialUnusable"))
         }
+    }
+
+    /// The message's request with an empty device token, to be filled in per device.
+    private static func request(_ message: MessageRecord, app: App) -> APNsRequest {
         let options = message.options
-        let request = APNsRequest(
-            deviceToken: token, pushType: options.pushType.rawValue,
+        return APNsRequest(
+            deviceToken: "", pushType: options.pushType.rawValue,
             topic: options.pushType.topic(forBundleID: app.bundleID), priority: options.priority?.rawValue,
             expiration: options.expiration.map { Int($0.timeIntervalSince1970) }, collapseID: options.collapseID,
             // No apns-id of our own: APNs assigns one and returns it (a UUID per push cost a
             // /dev/urandom read and a format call).
             apnsID: nil, payload: message.payload)
+    }
+
+    /// What an answer means for the device, and the reason to mark the credential failing when
+    /// APNs refused the credential itself.
+    private static func outcome(of result: Result<APNsResponse, APNsTransportError>) -> (SendOutcome, failing: String?) {
         let response: APNsResponse
-        do {
-            response = try await pool.send(request)
-        } catch {
-            return .retry(reason: "Transport\(error.code)", after: nil)
+        switch result {
+        case .success(let answered): response = answered
+        case .failure(let error): return (.retry(reason: "Transport\(error.code)", after: nil), nil)
         }
         switch APNsOutcome.classify(status: response.status, reason: response.reason, timestamp: response.timestamp) {
         case .delivered:
-            return .delivered(apnsID: response.apnsID)
+            return (.delivered(apnsID: response.apnsID), nil)
         case .invalidateDevice(let reason, let since):
-            return .invalidate(reason: reason.description, since: since)
+            return (.invalidate(reason: reason.description, since: since), nil)
         case .retry(let reason, let after):
-            return .retry(reason: reason.description, after: after)
+            return (.retry(reason: reason.description, after: after), nil)
         case .refreshProviderToken:
             // The pool already refreshed the token and retried once; try again later.
-            return .retry(reason: "ExpiredProviderToken", after: .seconds(1))
+            return (.retry(reason: "ExpiredProviderToken", after: .seconds(1)), nil)
         case .credentialFailing(let reason):
-            if let credential { await markFailing(credential, reason: reason.description) }
-            return .held(reason: reason.description)
+            return (.held(reason: reason.description), reason.description)
         case .failed(let reason):
-            return .failed(reason: reason.description)
+            return (.failed(reason: reason.description), nil)
         }
     }
 
@@ -165,6 +243,14 @@ final class APNsPushSender: PushSender {
     }
 
     private func markFailing(_ credential: CredentialRecord, reason: String) async {
+        let key = AppEnvironment(appID: credential.appID, environment: credential.environment)
+        let now = clock.now
+        let alreadyMarked = resolved.withLock { cache -> Bool in
+            guard let cached = cache[key], cached.expires > now, let marked = cached.credential else { return false }
+            return marked.id == credential.id && marked.isFailing && marked.statusReason == reason
+        }
+        // Every answer of a batch on a refused credential says the same; one write is enough.
+        if alreadyMarked { return }
         logger.error("APNs refused credential \(credential.id) of app \(credential.appID) (\(credential.environment.rawValue)): \(reason); holding its deliveries")
         do {
             try await store.setCredentialStatus(id: credential.id, status: "failing", reason: reason)

@@ -15,10 +15,41 @@ enum SendOutcome: Sendable, Hashable {
     case failed(reason: String)
 }
 
-/// Sends one push for the engine. The APNs implementation owns pools and credentials; tests
+/// One device's outcome in a batch sent with `PushSender.send(app:message:environment:tokens:report:)`.
+struct SendReport: Sendable {
+    /// The device's position in `tokens`.
+    var index: Int
+    var outcome: SendOutcome
+}
+
+/// Sends pushes for the engine. The APNs implementation owns pools and credentials; tests
 /// may swap a fake.
 protocol PushSender: Sendable {
     func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome
+
+    /// Sends `message` to every token (all of `environment`) and returns without waiting for
+    /// the answers. `report` is called from any thread, possibly several times, with outcomes
+    /// by position in `tokens`, until every token has had exactly one. It must be quick: the
+    /// APNs sender calls it on its pool's event loop thread.
+    func send(
+        app: App, message: MessageRecord, environment: APNsEnvironment, tokens: [String],
+        report: @escaping @Sendable ([SendReport]) -> Void) async
+}
+
+extension PushSender {
+    /// One task per token through `send(app:message:token:environment:)`, for senders with no
+    /// cheaper way to send many (test fakes).
+    func send(
+        app: App, message: MessageRecord, environment: APNsEnvironment, tokens: [String],
+        report: @escaping @Sendable ([SendReport]) -> Void
+    ) async {
+        for (index, token) in tokens.enumerated() {
+            Task {
+                let outcome = await send(app: app, message: message, token: token, environment: environment)
+                report([SendReport(index: index, outcome: outcome)])
+            }
+        }
+    }
 }
 
 public struct DeliverySettings: Sendable {

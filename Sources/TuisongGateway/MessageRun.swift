@@ -3,10 +3,12 @@ import Logging
 import Synchronization
 import TuisongCore
 
-/// Sends one message: reads its audience page by page after the persisted cursor, sends each
-/// entry under the engine's in-flight bound, and flushes finished pages in order so the
-/// database always holds whole pages: counts, failure reasons, delivery rows for everything
-/// not delivered first time, device invalidations, and the cursor, in one transaction.
+/// Sends one message: reads its audience page by page after the persisted cursor, hands the
+/// sender chunks of a page as the engine's in-flight bound allows, and flushes finished pages in
+/// order so the database always holds whole pages: counts, failure reasons, delivery rows for
+/// everything not delivered first time, device invalidations, and the cursor, in one
+/// transaction. A page is flushed as soon as it and every page before it are finished (or
+/// after `flushInterval` at the latest), so the window of unflushed pages keeps moving.
 final class MessageRun: Sendable {
     /// Outcomes of one audience page, kept until every entry of the page has one.
     struct PageResults {
@@ -28,6 +30,8 @@ final class MessageRun: Sendable {
         var flushingCounts = DeliveryCounts()
         var flushingFailures: [String: Int] = [:]
         var pageWaiter: CheckedContinuation<Void, Never>?
+        /// Tells the flush loop to end; the run's last flush follows.
+        var flusherStopped = false
         var done = false
         var doneWaiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -42,6 +46,8 @@ final class MessageRun: Sendable {
     let record: MessageRecord
     let app: App
     private let state = Mutex(State())
+    /// Raised when the oldest unflushed page finished.
+    private let flushSignal = WakeSignal()
 
     init(engine: DeliveryEngine, record: MessageRecord, app: App) {
         self.engine = engine
@@ -92,6 +98,9 @@ final class MessageRun: Sendable {
             }
         }
         let flusher = Task { await flushLoop() }
+        // Chunks below this wait for more permits, so a busy pool is fed in batches rather
+        // than one device per returned permit.
+        let chunkFloor = max(1, min(engine.permits.capacity / 4, 256))
         var cursor = record.cursor
         reading: while !engine.isStopping {
             await waitForWindow()
@@ -112,29 +121,47 @@ final class MessageRun: Sendable {
                 return state.pages.count - 1
             }
             cursor = entries[entries.count - 1].position
+            var skipped: [(entry: AudienceEntry, reason: String)] = []
+            var sendable: [APNsEnvironment: [AudienceEntry]] = [:]
+            var environments: [APNsEnvironment] = []
             for entry in entries {
                 if let reason = entry.skipReason {
-                    record(.skipped(reason), entry: entry, page: pageIndex, attempted: false)
-                    continue
+                    skipped.append((entry, reason))
+                } else {
+                    if sendable[entry.environment] == nil { environments.append(entry.environment) }
+                    sendable[entry.environment, default: []].append(entry)
                 }
-                await engine.permits.wait()
-                if engine.isStopping {
-                    engine.permits.signal()
-                    break reading
-                }
-                state.withLock { $0.inFlight += 1 }
-                Task {
-                    let outcome = await engine.sender.send(
-                        app: app, message: record, token: entry.token, environment: entry.environment)
-                    self.record(outcome.asResult, entry: entry, page: pageIndex, attempted: true)
-                    self.engine.permits.signal()
+            }
+            if !skipped.isEmpty { recordSkipped(skipped, page: pageIndex) }
+            for environment in environments {
+                let group = sendable[environment]!
+                var start = 0
+                while start < group.count {
+                    let wanted = group.count - start
+                    let granted = await engine.permits.acquire(atLeast: min(wanted, chunkFloor), upTo: wanted)
+                    if engine.isStopping {
+                        engine.permits.signal(count: granted)
+                        break reading
+                    }
+                    let chunk = Array(group[start..<(start + granted)])
+                    start += granted
+                    state.withLock { $0.inFlight += granted }
+                    await engine.sender.send(
+                        app: app, message: record, environment: environment, tokens: chunk.map(\.token)
+                    ) { reports in
+                        self.record(reports, of: chunk, page: pageIndex)
+                    }
                 }
             }
             if state.withLock({ $0.exhausted }) { break }
         }
         await waitForInFlight()
-        flusher.cancel()
-        await flushLoop(once: true)
+        // Not task cancellation: a flush in progress must finish (the store refuses work from
+        // a cancelled task).
+        state.withLock { $0.flusherStopped = true }
+        flushSignal.signal()
+        await flusher.value
+        await flush()
         finish()
     }
 
@@ -152,19 +179,44 @@ final class MessageRun: Sendable {
         case skipped(String)
     }
 
-    private func record(_ result: EntryResult, entry: AudienceEntry, page: Int, attempted: Bool) {
+    /// Records a chunk's outcomes with one lock, returns their permits, and wakes the flusher
+    /// when the oldest unflushed page is done.
+    private func record(_ reports: [SendReport], of chunk: [AudienceEntry], page: Int) {
         let now = engine.clock.now
-        var retryAt: Date?
-        if case .outcome(.retry(_, let hint)) = result {
-            retryAt = engine.nextAttempt(after: 1, message: record, hint: hint)
+        // Retry dates are drawn outside the lock; most chunks have none.
+        var retryDates: [Date?] = []
+        for (position, report) in reports.enumerated() {
+            guard case .retry(_, let hint) = report.outcome else { continue }
+            if retryDates.isEmpty { retryDates = Array(repeating: nil, count: reports.count) }
+            retryDates[position] = engine.nextAttempt(after: 1, message: record, hint: hint)
         }
-        let wake = state.withLock { state -> Bool in
-            if attempted { state.inFlight -= 1 }
-            // In place (inout on the array element): a copy would duplicate the page's arrays.
-            Self.apply(result, entry: entry, attempted: attempted, retryAt: retryAt, now: now, to: &state.pages[page])
-            return page == state.flushedPages && state.pages[page].pending == 0 || state.inFlight == 0
+        let (pageDone, drained) = state.withLock { state -> (Bool, Bool) in
+            state.inFlight -= reports.count
+            for (position, report) in reports.enumerated() {
+                // In place (inout on the array element): a copy would duplicate the page's arrays.
+                Self.apply(
+                    .outcome(report.outcome), entry: chunk[report.index], attempted: true,
+                    retryAt: retryDates.isEmpty ? nil : retryDates[position], now: now, to: &state.pages[page])
+            }
+            return (page == state.flushedPages && state.pages[page].pending == 0, state.inFlight == 0)
         }
-        if wake { wakeWaiter() }
+        engine.permits.signal(count: reports.count)
+        if pageDone { flushSignal.signal() }
+        if pageDone || drained { wakeWaiter() }
+    }
+
+    private func recordSkipped(_ skipped: [(entry: AudienceEntry, reason: String)], page: Int) {
+        let now = engine.clock.now
+        let pageDone = state.withLock { state -> Bool in
+            for (entry, reason) in skipped {
+                Self.apply(.skipped(reason), entry: entry, attempted: false, retryAt: nil, now: now, to: &state.pages[page])
+            }
+            return page == state.flushedPages && state.pages[page].pending == 0
+        }
+        if pageDone {
+            flushSignal.signal()
+            wakeWaiter()
+        }
     }
 
     private static func apply(
@@ -248,13 +300,13 @@ final class MessageRun: Sendable {
         timer.cancel()
     }
 
-    private func flushLoop(once: Bool = false) async {
-        repeat {
-            if !once {
-                guard (try? await Task.sleep(for: engine.settings.flushInterval)) != nil else { return }
-            }
+    /// Flushes when the oldest unflushed page finishes, and every `flushInterval` regardless.
+    private func flushLoop() async {
+        while true {
+            await flushSignal.wait(timeout: engine.settings.flushInterval)
+            if state.withLock({ $0.flusherStopped }) { return }
             await flush()
-        } while !once && !Task.isCancelled
+        }
     }
 
     /// Commits every leading page whose entries all have outcomes.

@@ -29,6 +29,44 @@ final class ScriptedSender: PushSender {
     var totalAttempts: Int { attempts.withLock { $0.values.reduce(0, +) } }
 }
 
+/// A sender with a batch path of its own, as the APNs sender has: records each batch it is
+/// handed and answers it later from another task, in two parts.
+final class BatchScriptedSender: PushSender {
+    struct Batch: Sendable {
+        var environment: APNsEnvironment
+        var tokens: [String]
+    }
+
+    let script: @Sendable (String) -> SendOutcome
+    let batches = Mutex<[Batch]>([])
+    let singles = Atomic<Int>(0)
+
+    init(script: @escaping @Sendable (String) -> SendOutcome) {
+        self.script = script
+    }
+
+    func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome {
+        singles.add(1, ordering: .relaxed)
+        return script(token)
+    }
+
+    func send(
+        app: App, message: MessageRecord, environment: APNsEnvironment, tokens: [String],
+        report: @escaping @Sendable ([SendReport]) -> Void
+    ) async {
+        batches.withLock { $0.append(Batch(environment: environment, tokens: tokens)) }
+        let script = self.script
+        Task {
+            try? await Task.sleep(for: .milliseconds(2))
+            let reports = tokens.enumerated().map { SendReport(index: $0.offset, outcome: script($0.element)) }
+            let half = reports.count / 2
+            // Out of order, in two calls: the dispatcher must map by index.
+            report(Array(reports[half...]))
+            report(Array(reports[..<half]))
+        }
+    }
+}
+
 struct EngineFixture {
     let store: SQLiteStore
     let directory: URL
@@ -41,13 +79,16 @@ struct EngineFixture {
         return EngineFixture(store: store, directory: directory, appID: app.id)
     }
 
-    func engine(_ sender: any PushSender, pageSize: Int = 100, workers: Int = 32, retryBase: Double = 0.01) -> DeliveryEngine {
+    func engine(
+        _ sender: any PushSender, pageSize: Int = 100, workers: Int = 32, retryBase: Double = 0.01,
+        flushInterval: Duration = .milliseconds(20)
+    ) -> DeliveryEngine {
         var settings = DeliverySettings(GatewayConfig.embeddedDefault.delivery)
         settings.pageSize = pageSize
         settings.workers = workers
         settings.retryBase = retryBase
         settings.retryMax = 0.05
-        settings.flushInterval = .milliseconds(20)
+        settings.flushInterval = flushInterval
         settings.pollInterval = .milliseconds(20)
         var logger = Logger(label: "engine-test")
         logger.logLevel = .critical
@@ -139,6 +180,57 @@ struct TestTimeout: Error, CustomStringConvertible {
         let invalidated = try await f.store.device(appID: f.appID, token: DeviceToken(token(2, prefix: "cd"))!)
         #expect(invalidated?.invalidatedAt != nil)
         #expect(invalidated?.invalidReason == "Unregistered")
+    }
+
+    @Test func pagesAreSentInBatchesOfOneEnvironmentAndAnsweredByIndex() async throws {
+        let f = try await EngineFixture.make()
+        defer { f.cleanUp() }
+        try await f.seed(300)
+        var sandbox: [DeviceRegistration] = []
+        for n in 1...200 {
+            sandbox.append(DeviceRegistration(token: DeviceToken(token(n, prefix: "5a"))!, environment: .sandbox, tags: [TagName("all-users")!]))
+        }
+        _ = try await f.store.registerDevices(appID: f.appID, sandbox)
+        let sender = BatchScriptedSender { token in
+            token.hasPrefix("5a") && Int(token.suffix(4), radix: 16)! % 4 == 0
+                ? .invalidate(reason: "Unregistered", since: nil) : .delivered(apnsID: nil)
+        }
+        let engine = f.engine(sender, pageSize: 100, workers: 64)
+        try await engine.start()
+        let record = try await engine.submit(f.job(.tag("all-users")))
+        let status = try await f.waitUntilCompleted(engine, record.id)
+        await engine.stop()
+        #expect(status.counts.delivered == 450)
+        #expect(status.counts.failed == 50)
+        #expect(status.failures == ["Unregistered": 50])
+        let failed = try await f.store.deliveries(messageID: record.id, state: .failed, cursor: nil, limit: 100)
+        #expect(failed.items.allSatisfy { $0.token.hasPrefix("5a") && Int($0.token.suffix(4), radix: 16)! % 4 == 0 })
+        let batches = sender.batches.withLock { $0 }
+        let sent = batches.flatMap(\.tokens)
+        #expect(sent.count == 500 && Set(sent).count == 500, "each device handed over once")
+        #expect(batches.allSatisfy { batch in batch.tokens.allSatisfy { $0.hasPrefix("5a") == (batch.environment == .sandbox) } })
+        // Chunks, not devices: at least a quarter of the 64 permits per hand-over.
+        #expect(batches.count <= 500 / 16, "\(batches.count) batches")
+        #expect(sender.singles.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func finishedPagesAreFlushedWithoutWaitingForTheFlushInterval() async throws {
+        let f = try await EngineFixture.make()
+        defer { f.cleanUp() }
+        try await f.seed(300)
+        // 30 pages through a window of 3: were pages flushed only every 30 s, this would take
+        // minutes.
+        let engine = f.engine(ScriptedSender(), pageSize: 10, flushInterval: .seconds(30))
+        try await engine.start()
+        let started = ContinuousClock.now
+        let record = try await engine.submit(f.job(.tag("all-users")))
+        let status = try await f.waitUntilCompleted(engine, record.id, timeout: .seconds(20))
+        #expect(ContinuousClock.now - started < .seconds(20))
+        await engine.stop()
+        #expect(status.counts.delivered == 300)
+        let stored = try #require(try await f.store.message(id: record.id))
+        #expect(stored.state == .completed)
+        #expect(stored.counts.delivered == 300)
     }
 
     @Test func reRegistrationAfterThe410TimestampWins() async throws {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongAPNsMock
 import TuisongCore
+import TuisongCrypto
 @testable import TuisongGateway
 
 /// The native push API through the real path: HTTP → durable message → dispatcher → APNs pool
@@ -115,6 +116,39 @@ import TuisongCore
         let rows = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)/deliveries", key: key).json["deliveries"] as? [[String: Any]] ?? []
         #expect(rows.first?["state"] as? String == "delivered")
         #expect((rows.first?["attempts"] as? Int ?? 0) >= 3)
+    }
+
+    @Test func aCredentialAPNsRefusesHoldsItsDeliveriesAndIsMarkedFailing() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp()
+        // A key the mock was never told about (the console would have registered it): APNs
+        // answers 403 InvalidProviderToken.
+        let stranger = try PrivateKey.generateP256().pkcs8PEM()
+        let credential = try await gw.runtime.credentials.add(
+            .p8(pem: stranger, keyID: "STRANGER01", teamID: "STRANGER01"), appID: appID, environment: .production)
+        let tokens = (1...25).map { token($0, prefix: "cc") }
+        try await register(gw, key, tokens)
+        let mock = try #require(gw.runtime.localMock)
+
+        let push = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "x"]])
+        let id = try #require(push.json["message_id"] as? Int)
+        let message = try await waitForCompletion(gw, key, id)
+        #expect((message["counts"] as? [String: Int])?["held"] == 25)
+        #expect((message["counts"] as? [String: Int])?["delivered"] == 0)
+        let held = try await gw.runtime.store.deliveries(messageID: Int64(id), state: .held, cursor: nil, limit: 100)
+        #expect(Set(held.items.map(\.token)) == Set(tokens))
+        #expect(held.items.allSatisfy { $0.reason == "InvalidProviderToken" })
+        let marked = try #require(try await gw.runtime.store.credential(id: credential.id))
+        #expect(marked.status == "failing")
+        #expect(marked.statusReason == "InvalidProviderToken")
+
+        // The next push is held without being offered to APNs at all.
+        mock.resetRecorded()
+        let second = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "y"]])
+        let secondMessage = try await waitForCompletion(gw, key, try #require(second.json["message_id"] as? Int))
+        #expect((secondMessage["counts"] as? [String: Int])?["held"] == 25)
+        #expect(mock.receivedNotifications().isEmpty)
     }
 
     @Test func badPushRequestsAreRefusedInTheNativeDialect() async throws {
