@@ -286,7 +286,8 @@ final class APNsConnection: EventLoopFileHandler {
         case .failed(let error):
             close(
                 APNsTransportError(
-                    .tlsFailed, "TLS handshake with \(settings.endpoint): \(error.message)"))
+                    error.code == .certificateRejectedByPeer ? .certificateRejected : .tlsFailed,
+                    "TLS handshake with \(settings.endpoint): \(error.message)"))
         }
     }
 
@@ -388,7 +389,15 @@ final class APNsConnection: EventLoopFileHandler {
             case .failed(let error):
                 deliverEvents()
                 guard state != .closed else { return false }
-                closeAfterPeerEnded(detail: error.message)
+                if error.code == .certificateRejectedByPeer {
+                    // TLS 1.3: the server's verdict on our certificate arrives after our side
+                    // of the handshake finished, as the first thing we read.
+                    close(
+                        APNsTransportError(
+                            .certificateRejected, "\(settings.endpoint) refused the client certificate: \(error.message)"))
+                } else {
+                    closeAfterPeerEnded(detail: error.message)
+                }
                 return false
             }
         }

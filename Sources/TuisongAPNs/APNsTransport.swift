@@ -148,7 +148,7 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Kind: String, Sendable, Hashable {
             case connectFailed, tlsFailed, alpnNotNegotiated, timeout, connectionLost, shutdown,
-                protocolError, cancelled, credentialFailed
+                protocolError, cancelled, credentialFailed, certificateRejected
         }
 
         private let kind: Kind
@@ -173,6 +173,10 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
         public static let cancelled = Code(.cancelled)
         /// The credential could not be used locally (e.g. signing the provider token failed).
         public static let credentialFailed = Code(.credentialFailed)
+        /// The server refused the client certificate during the TLS handshake (an alert such as
+        /// bad_certificate, unknown_ca or certificate_expired): the certificate credential is
+        /// unusable until replaced, like APNs' 403 BadCertificate.
+        public static let certificateRejected = Code(.certificateRejected)
 
         public var description: String { kind.rawValue }
     }

@@ -592,7 +592,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             statistics.retries += 1
             queue.prepend(pending)
         }
-        if let error, !wasReady, error.code == .tlsFailed || error.code == .alpnNotNegotiated,
+        if let error, !wasReady,
+            error.code == .tlsFailed || error.code == .alpnNotNegotiated || error.code == .certificateRejected,
             !connections.contains(where: { $0.state == .ready })
         {
             // Trust and protocol failures do not fix themselves within a request timeout.

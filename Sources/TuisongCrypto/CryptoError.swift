@@ -23,6 +23,9 @@ public struct CryptoError: Error, Sendable, CustomStringConvertible {
         case verificationFailed
         /// OpenSSL failed for a reason outside the caller's control.
         case openssl
+        /// The TLS peer refused our certificate with an alert (bad, unknown CA, expired,
+        /// revoked, unsupported, access denied, or required and missing).
+        case certificateRejectedByPeer
     }
 
     public let code: Code

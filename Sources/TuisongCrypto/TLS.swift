@@ -300,6 +300,17 @@ package final class TLSConnection {
     /// "TLSv1.3", "TLSv1.2".
     package var protocolVersion: String { String(cString: SSL_get_version(ssl)) }
 
+    /// OpenSSL's reasons for alerts received from the peer about our certificate: 1000 + the
+    /// TLS alert number (bad_certificate 42, unsupported_certificate 43, certificate_revoked
+    /// 44, certificate_expired 45, certificate_unknown 46, unknown_ca 48, access_denied 49,
+    /// certificate_required 116). With TLS 1.3 the alert arrives after the client's handshake
+    /// finished, on the first read, so reads are checked as well as the handshake.
+    private static let certificateRejectionReasons: Set<Int32> = [1042, 1043, 1044, 1045, 1046, 1048, 1049, 1116]
+
+    static func isCertificateRejection(_ packed: UInt) -> Bool {
+        ERR_GET_LIB(packed) == ERR_LIB_SSL && certificateRejectionReasons.contains(ERR_GET_REASON(packed))
+    }
+
     private func status(_ result: Int32, operation: String) -> TLSIOResult {
         let error = SSL_get_error(ssl, result)
         switch error {
@@ -322,7 +333,13 @@ package final class TLSConnection {
             if let failure = verificationFailure {
                 return .failed(.drained(.verificationFailed, "\(operation): peer certificate rejected: \(failure)"))
             }
-            return .failed(.drained(.openssl, "\(operation) failed (SSL_get_error \(error))"))
+            let queued = OpenSSLErrorQueue.drain()
+            let detail = queued.isEmpty ? "" : " [openssl: \(queued.map(\.text).joined(separator: "; "))]"
+            let code: CryptoError.Code =
+                queued.contains { Self.isCertificateRejection($0.code) }
+                ? .certificateRejectedByPeer : .openssl
+            return .failed(
+                CryptoError(code, "\(operation) failed (SSL_get_error \(error))\(detail)", opensslErrorCodes: queued.map(\.code)))
         }
     }
 }

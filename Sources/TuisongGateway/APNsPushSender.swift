@@ -186,6 +186,10 @@ final class APNsPushSender: PushSender {
         let response: APNsResponse
         switch result {
         case .success(let answered): response = answered
+        case .failure(let error) where error.code == .certificateRejected:
+            // APNs refused the client certificate in the TLS handshake: the certificate-auth
+            // form of 403 BadCertificate, and as permanent.
+            return (.held(reason: APNsReason.badCertificate.description), APNsReason.badCertificate.description)
         case .failure(let error): return (.retry(reason: "Transport\(error.code)", after: nil), nil)
         }
         switch APNsOutcome.classify(status: response.status, reason: response.reason, timestamp: response.timestamp) {
@@ -264,6 +268,15 @@ final class APNsPushSender: PushSender {
             failing.statusReason = reason
             cache[key] = Resolved(credential: failing, expires: clock.now.addingTimeInterval(5))
         }
+        // Nothing is routed to the refused credential's pools any more; without this they
+        // would keep reconnecting to APNs with it. A later send opens a new pool if the
+        // credential is made active again.
+        let refused = pools.withLock { pools -> [APNsConnectionPool] in
+            let keys = pools.keys.filter { $0.credentialID == credential.id }
+            return keys.compactMap { pools.removeValue(forKey: $0) }
+        }
+        // Not awaited: the caller reports its held deliveries meanwhile.
+        for pool in refused { Task { await pool.shutdown() } }
     }
 
     func shutdown() async {

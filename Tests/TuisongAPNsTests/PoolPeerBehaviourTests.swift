@@ -49,6 +49,20 @@ import TuisongAPNsMock
         await fixture.shutdownPools()
     }
 
+    @Test func aClientCertificateTheServerRefusesFailsSendsAsCertificateRejected() async throws {
+        let fixture = try PoolMockFixture()
+        let stranger = try APNsMockLocalSetup.generate(bundleID: PoolMockFixture.bundleID)
+        let pool = try fixture.pool(
+            credential: try .certificate(pem: stranger.clientCertificatePEM + "\n" + stranger.clientKeyPEM))
+        let started = ContinuousClock.now
+        let error = await #expect(throws: APNsTransportError.self) { try await pool.send(fixture.request()) }
+        #expect(error?.code == .certificateRejected)
+        // Failed as soon as the handshake did, not after the 20 s request timeout.
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(fixture.server.statistics.requests == 0)
+        await fixture.shutdownPools()
+    }
+
     @Test func answeredPingsKeepAnIdleConnection() async throws {
         let fixture = try PoolMockFixture()
         let pool = try fixture.pool { configuration in

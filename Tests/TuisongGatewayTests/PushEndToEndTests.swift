@@ -151,6 +151,35 @@ import TuisongCrypto
         #expect(mock.receivedNotifications().isEmpty)
     }
 
+    @Test func aClientCertificateAPNsRefusesInTheHandshakeHoldsDeliveriesAndIsMarkedFailing() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp()
+        // A well-formed push certificate for the app's topic, issued by a CA the mock (APNs)
+        // does not trust: the TLS handshake ends with an alert, no HTTP answer ever comes.
+        let stranger = try APNsMockLocalSetup.generate(bundleID: "com.example.test")
+        let credential = try await gw.runtime.credentials.add(
+            .pem(text: stranger.clientCertificatePEM + "\n" + stranger.clientKeyPEM, password: nil),
+            appID: appID, environment: .production)
+        let tokens = (1...10).map { token($0, prefix: "cd") }
+        try await register(gw, key, tokens)
+        let mock = try #require(gw.runtime.localMock)
+
+        let push = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "x"]])
+        let id = try #require(push.json["message_id"] as? Int)
+        let message = try await waitForCompletion(gw, key, id)
+        // Held at once rather than retried as a transport error until the message expires.
+        #expect((message["counts"] as? [String: Int])?["held"] == 10)
+        #expect((message["failures"] as? [String: Int] ?? [:]).isEmpty)
+        let held = try await gw.runtime.store.deliveries(messageID: Int64(id), state: .held, cursor: nil, limit: 100)
+        #expect(held.items.allSatisfy { $0.reason == "BadCertificate" })
+        let marked = try #require(try await gw.runtime.store.credential(id: credential.id))
+        #expect(marked.status == "failing")
+        #expect(marked.statusReason == "BadCertificate")
+        #expect(mock.receivedNotifications().isEmpty)
+        #expect(mock.statistics.handshakeFailures >= 1)
+    }
+
     @Test func badPushRequestsAreRefusedInTheNativeDialect() async throws {
         let gw = try await TestGateway.start()
         defer { Task { await gw.stop() } }
