@@ -15,7 +15,7 @@ TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-
 BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3
 PYTHON ?= python3
 
-.PHONY: all build release run test test-swift test-browser deps test-deps bench bench-http bench-apns clean check-config
+.PHONY: all build release run test test-swift test-browser deps test-deps bench bench-http bench-apns clean check-config format lint
 
 all: build
 
@@ -59,7 +59,7 @@ run: release
 check-config: release
 	.build/release/tuisong check-config --config $(CONFIG)
 
-test: test-deps
+test: test-deps lint
 	@mkdir -p $(TEST_OUTPUT)
 	$(SWIFT) build --build-tests
 	@# One test at a time: several suites measure latency and timeouts, and on a 2-core machine
@@ -77,6 +77,16 @@ test-browser: test-deps
 	TEST_OUTPUT="$(abspath $(TEST_OUTPUT))" TUISONG_BIN="$(CURDIR)/.build/debug/tuisong" \
 	  timeout -k 10 600 $(PYTHON) -m pytest -q -p no:cacheprovider Tests/browser \
 	  --junitxml="$(abspath $(TEST_OUTPUT))/browser/junit.xml" < /dev/null
+
+# Style: .swift-format (swift-format ships with the toolchain). `make format` rewrites in
+# place; `make lint` (part of `make test`) fails on any deviation.
+SWIFT_SOURCES = Package.swift Sources Tests Plugins
+
+format:
+	$(SWIFT) format -i -r --configuration .swift-format $(SWIFT_SOURCES)
+
+lint:
+	$(SWIFT) format lint -r --strict --configuration .swift-format $(SWIFT_SOURCES)
 
 bench: bench-http bench-apns
 

@@ -7,7 +7,7 @@ let package = Package(
     name: "Tuisong",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "tuisong", targets: ["tuisong"]),
+        .executable(name: "tuisong", targets: ["tuisong"])
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),

@@ -394,7 +394,8 @@ final class APNsConnection: EventLoopFileHandler {
                     // of the handshake finished, as the first thing we read.
                     close(
                         APNsTransportError(
-                            .certificateRejected, "\(settings.endpoint) refused the client certificate: \(error.message)"))
+                            .certificateRejected,
+                            "\(settings.endpoint) refused the client certificate: \(error.message)"))
                 } else {
                     closeAfterPeerEnded(detail: error.message)
                 }

@@ -55,7 +55,8 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
         .internalServerError, .serviceUnavailable, .shutdown,
     ]
 
-    private static let byString: [String: APNsReason] = Dictionary(uniqueKeysWithValues: known.map { ($0.rawValue, $0) })
+    private static let byString: [String: APNsReason] = Dictionary(
+        uniqueKeysWithValues: known.map { ($0.rawValue, $0) })
 
     /// `"BadDeviceToken"` → `.badDeviceToken`; anything else → `.unknown(string)`.
     public init(_ string: String) {
@@ -107,7 +108,8 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
     public var status: Int? {
         switch self {
         case .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
-            .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken, .missingTopic,
+            .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,
+            .missingTopic,
             .payloadEmpty, .topicDisallowed:
             400
         case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden, .invalidProviderToken,
@@ -143,7 +145,8 @@ public struct APNsErrorBody: Sendable, Hashable {
             return
         }
         let milliseconds = json["timestamp"]?.doubleValue
-        self.init(reason: json["reason"]?.stringValue, timestamp: milliseconds.map { Date(timeIntervalSince1970: $0 / 1000) })
+        self.init(
+            reason: json["reason"]?.stringValue, timestamp: milliseconds.map { Date(timeIntervalSince1970: $0 / 1000) })
     }
 
     /// The JSON APNs sends (the mock writes this).

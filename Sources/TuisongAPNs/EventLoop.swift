@@ -156,8 +156,7 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Loop-thread API
 
     /// Registers `fd` for `events` (`EPOLLIN`, `EPOLLOUT`, level-triggered).
-    func register(fd: Int32, events: UInt32, handler: any EventLoopFileHandler) -> FileRegistration
-    {
+    func register(fd: Int32, events: UInt32, handler: any EventLoopFileHandler) -> FileRegistration {
         assertOnLoop()
         let id = nextRegistrationID
         nextRegistrationID += 1

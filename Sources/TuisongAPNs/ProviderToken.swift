@@ -51,7 +51,8 @@ public final class ProviderTokenCache: Sendable {
         clock: any TuisongCore.Clock
     ) throws(CryptoError) {
         guard key.kind == .ecP256 else {
-            throw CryptoError(.wrongKind, "APNs token authentication needs an EC P-256 (.p8) key, this one is \(key.kind)")
+            throw CryptoError(
+                .wrongKind, "APNs token authentication needs an EC P-256 (.p8) key, this one is \(key.kind)")
         }
         self.key = key
         self.keyID = keyID
@@ -91,7 +92,9 @@ public final class ProviderTokenCache: Sendable {
     /// one (many streams fail at once), cause no further refresh.
     public func invalidate(ifIssuedAt issuedAt: Date) {
         state.withLock { state in
-            guard let current = state.current, current.issuedAt == issuedAt, state.lastForcedIssuedAt != issuedAt else { return }
+            guard let current = state.current, current.issuedAt == issuedAt, state.lastForcedIssuedAt != issuedAt else {
+                return
+            }
             state.refreshForced = true
         }
     }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
 import Synchronization
 public import TuisongCrypto
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An APNs look-alike: HTTP/2 over TLS on nghttp2's server API, validating requests the way
 /// Apple documents, recording what it received and injecting faults on demand.
@@ -151,11 +152,13 @@ public final class APNsMockServer: Sendable {
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let first = list else {
             throw APNsMockError(
-                operation: "getaddrinfo", code: Int(status), message: "\(host): \(String(cString: gai_strerror(status)))")
+                operation: "getaddrinfo", code: Int(status),
+                message: "\(host): \(String(cString: gai_strerror(status)))")
         }
         defer { freeaddrinfo(list) }
         let address = first.pointee
-        let fd = socket(address.ai_family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            address.ai_family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .posix("socket") }
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))

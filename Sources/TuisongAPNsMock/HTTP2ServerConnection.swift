@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CNGHTTP2
 internal import CTuisongShims
 internal import TuisongCrypto
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A response waiting to be submitted (latency fault) or being sent.
 struct MockResponse {
@@ -193,7 +194,9 @@ final class HTTP2ServerConnection {
         readWaitsForWritable = false
         let buffer = loop.readBuffer
         while phase == .established && !dropRequested {
-            switch transport.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: MockEventLoop.readBufferSize)) {
+            switch transport.read(
+                into: UnsafeMutableRawBufferPointer(start: buffer, count: MockEventLoop.readBufferSize))
+            {
             case .done(let count):
                 guard let session else { return }
                 let consumed = nghttp2_session_mem_recv(

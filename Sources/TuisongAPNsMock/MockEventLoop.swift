@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-import Synchronization
 internal import CNGHTTP2
 internal import CTuisongShims
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// epoll tokens: those below `firstConnection` name the loop's own descriptors; a connection's
 /// token is its id plus `firstConnection`.
@@ -128,11 +129,13 @@ final class MockEventLoop: @unchecked Sendable {
     func start() throws(APNsMockError) {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
-        let result = pthread_create(&thread, nil, { context in
-            let loop = Unmanaged<MockEventLoop>.fromOpaque(context!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, context)
+        let result = pthread_create(
+            &thread, nil,
+            { context in
+                let loop = Unmanaged<MockEventLoop>.fromOpaque(context!).takeRetainedValue()
+                loop.run()
+                return nil
+            }, context)
         guard result == 0 else {
             Unmanaged<MockEventLoop>.fromOpaque(context).release()
             throw .posix("pthread_create", errno: result)
@@ -182,7 +185,10 @@ final class MockEventLoop: @unchecked Sendable {
         }
         for connection in Array(connections.values) { connection.closeGracefully() }
         connections.removeAll()
-        for socket in inbox.withLock({ fds in defer { fds.removeAll() }; return fds }) { Glibc.close(socket) }
+        for socket in inbox.withLock({ fds in
+            defer { fds.removeAll() }
+            return fds
+        }) { Glibc.close(socket) }
     }
 
     private func timeoutMilliseconds() -> Int32 {
@@ -211,7 +217,10 @@ final class MockEventLoop: @unchecked Sendable {
     private func drainWake() {
         var value: UInt64 = 0
         _ = Glibc.read(wakeFD, &value, MemoryLayout<UInt64>.size)
-        for socket in inbox.withLock({ fds in defer { fds.removeAll() }; return fds }) {
+        for socket in inbox.withLock({ fds in
+            defer { fds.removeAll() }
+            return fds
+        }) {
             adopt(socket)
         }
     }

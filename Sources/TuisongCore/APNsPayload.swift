@@ -141,7 +141,9 @@ public enum APNsPayload {
         case .fields(let fields):
             var object: [String: JSONValue] = [:]
             func set(_ key: String, _ value: String?) { if let value { object[key] = .string(value) } }
-            func set(_ key: String, _ values: [String]?) { if let values { object[key] = .array(values.map(JSONValue.string)) } }
+            func set(_ key: String, _ values: [String]?) {
+                if let values { object[key] = .array(values.map(JSONValue.string)) }
+            }
             set("title", fields.title)
             set("subtitle", fields.subtitle)
             set("body", fields.body)
@@ -169,7 +171,8 @@ public enum APNsPayload {
         let limit = pushType.payloadLimit
         guard bytes.count <= limit else {
             throw PayloadError(
-                .tooLarge, "payload is \(bytes.count) bytes, over the \(limit)-byte limit for \(pushType.rawValue) pushes",
+                .tooLarge,
+                "payload is \(bytes.count) bytes, over the \(limit)-byte limit for \(pushType.rawValue) pushes",
                 size: bytes.count, limit: limit)
         }
         guard !bytes.isEmpty else { throw PayloadError(.invalidJSON, "payload is empty") }
@@ -179,7 +182,9 @@ public enum APNsPayload {
         } catch {
             throw PayloadError(.invalidJSON, "payload is not JSON: \(error)")
         }
-        guard case .object(let members) = root else { throw PayloadError(.invalidJSON, "payload must be a JSON object") }
+        guard case .object(let members) = root else {
+            throw PayloadError(.invalidJSON, "payload must be a JSON object")
+        }
         let aps: [String: JSONValue]
         switch members["aps"] {
         case .object(let dictionary)?:

@@ -110,7 +110,9 @@ public struct PushNotification: Sendable, Hashable, Codable {
                 return
             }
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            self = .critical(name: try container.decode(String.self, forKey: .name), volume: try container.decode(Double.self, forKey: .volume))
+            self = .critical(
+                name: try container.decode(String.self, forKey: .name),
+                volume: try container.decode(Double.self, forKey: .volume))
         }
 
         public func encode(to encoder: any Encoder) throws {

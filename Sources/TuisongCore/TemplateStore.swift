@@ -24,8 +24,10 @@ public struct PushTemplate: Sendable, Hashable, Codable {
 
     /// Title and body with the placeholders filled (see `TemplatePattern.render`).
     public func render(arguments: [String]) -> (title: String, body: String) {
-        (TemplatePattern.render(titlePattern, arguments: arguments),
-         TemplatePattern.render(bodyPattern, arguments: arguments))
+        (
+            TemplatePattern.render(titlePattern, arguments: arguments),
+            TemplatePattern.render(bodyPattern, arguments: arguments)
+        )
     }
 
     /// The highest placeholder index used in title or body plus one: how many arguments
@@ -77,7 +79,7 @@ public enum TemplatePattern {
         while index < pattern.endIndex {
             let character = pattern[index]
             let next = pattern.index(after: index)
-            if (character == "{" || character == "}"), next < pattern.endIndex, pattern[next] == character {
+            if character == "{" || character == "}", next < pattern.endIndex, pattern[next] == character {
                 // An escaped brace: emit the text so far plus one brace, skip the pair.
                 flushText(upTo: next)
                 index = pattern.index(after: next)

@@ -33,7 +33,8 @@ final class MemoryBIO {
 }
 
 /// Serialises with an `i2d_*` function: first call for the length, second to fill.
-func derEncode(_ encode: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) throws(CryptoError) -> [UInt8] {
+func derEncode(_ encode: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) throws(CryptoError) -> [UInt8]
+{
     let length = encode(nil)
     guard length > 0 else { throw .drained(.openssl, "DER encoding failed") }
     var out = [UInt8](repeating: 0, count: Int(length))

@@ -89,7 +89,9 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
         while true {
             index = X509_NAME_get_index_by_NID(name, nid, index)
             if index < 0 { break }
-            guard let entry = X509_NAME_get_entry(name, index), let data = X509_NAME_ENTRY_get_data(entry) else { continue }
+            guard let entry = X509_NAME_get_entry(name, index), let data = X509_NAME_ENTRY_get_data(entry) else {
+                continue
+            }
             var utf8: UnsafeMutablePointer<UInt8>?
             let length = ASN1_STRING_to_UTF8(&utf8, data)
             if length >= 0, let utf8 {
@@ -159,7 +161,9 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
         guard let object = OBJ_txt2obj(oid, 1) else { return nil }
         defer { ASN1_OBJECT_free(object) }
         let index = X509_get_ext_by_OBJ(x509, object, -1)
-        guard index >= 0, let ext = X509_get_ext(x509, index), let data = X509_EXTENSION_get_data(ext) else { return nil }
+        guard index >= 0, let ext = X509_get_ext(x509, index), let data = X509_EXTENSION_get_data(ext) else {
+            return nil
+        }
         let length = Int(ASN1_STRING_length(data))
         guard length > 0, let bytes = ASN1_STRING_get0_data(data) else { return [] }
         return Array(UnsafeBufferPointer(start: bytes, count: length))

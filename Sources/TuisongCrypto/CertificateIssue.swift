@@ -27,17 +27,21 @@ extension Certificate {
         let signer: PrivateKey
         if let (issuerCertificate, issuerKey) = issuer {
             guard issuerCertificate.matches(issuerKey) else {
-                throw CryptoError(.keyMismatch, "the issuer key does not belong to the issuer certificate \(issuerCertificate.subject)")
+                throw CryptoError(
+                    .keyMismatch,
+                    "the issuer key does not belong to the issuer certificate \(issuerCertificate.subject)")
             }
             signer = issuerKey
         } else {
             guard signingKey.publicKey == publicKey else {
-                throw CryptoError(.keyMismatch, "a self-signed certificate must be signed by the private half of its public key")
+                throw CryptoError(
+                    .keyMismatch, "a self-signed certificate must be signed by the private half of its public key")
             }
             signer = signingKey
         }
         guard notAfter > notBefore else { throw CryptoError(.corruptInput, "notAfter must be later than notBefore") }
-        for name in subjectAltNames where name.isEmpty || name.contains(",") || name.contains(":") && !isIPAddress(name) {
+        for name in subjectAltNames where name.isEmpty || name.contains(",") || name.contains(":") && !isIPAddress(name)
+        {
             throw CryptoError(.corruptInput, "invalid subject alternative name \(name.debugDescription)")
         }
 
@@ -61,7 +65,9 @@ extension Certificate {
         if let subjectUID { try addEntry(subjectName, nid: NID_userId, value: subjectUID) }
         try addEntry(subjectName, nid: NID_commonName, value: subjectCommonName)
         let issuerName = issuer.map { X509_get_subject_name($0.0.x509) } ?? subjectName
-        guard X509_set_issuer_name(x509, issuerName) == 1 else { throw .drained(.openssl, "X509_set_issuer_name failed") }
+        guard X509_set_issuer_name(x509, issuerName) == 1 else {
+            throw .drained(.openssl, "X509_set_issuer_name failed")
+        }
 
         guard ASN1_TIME_set(X509_getm_notBefore(x509), time_t(notBefore.timeIntervalSince1970.rounded(.down))) != nil,
             ASN1_TIME_set(X509_getm_notAfter(x509), time_t(notAfter.timeIntervalSince1970.rounded(.down))) != nil
@@ -77,7 +83,8 @@ extension Certificate {
             standard.append((NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"))
         } else {
             standard.append((NID_basic_constraints, "critical,CA:FALSE"))
-            let usage = publicKey.kind == .rsa ? "critical,digitalSignature,keyEncipherment" : "critical,digitalSignature"
+            let usage =
+                publicKey.kind == .rsa ? "critical,digitalSignature,keyEncipherment" : "critical,digitalSignature"
             standard.append((NID_key_usage, usage))
             standard.append((NID_ext_key_usage, "serverAuth,clientAuth"))
         }

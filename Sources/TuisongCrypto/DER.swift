@@ -69,5 +69,7 @@ enum DER {
     }
 
     static func utf8String(_ s: String) -> [UInt8] { encode(tag: utf8StringTag, content: Array(s.utf8)) }
-    static func sequence(_ children: [[UInt8]]) -> [UInt8] { encode(tag: sequenceTag, content: children.flatMap { $0 }) }
+    static func sequence(_ children: [[UInt8]]) -> [UInt8] {
+        encode(tag: sequenceTag, content: children.flatMap { $0 })
+    }
 }

@@ -12,7 +12,9 @@ public enum Digest {
         var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let ok = input.withUnsafeBytes { inBytes in
-            out.withUnsafeMutableBufferPointer { EVP_Digest(inBytes.baseAddress, inBytes.count, $0.baseAddress, &length, md, nil) }
+            out.withUnsafeMutableBufferPointer {
+                EVP_Digest(inBytes.baseAddress, inBytes.count, $0.baseAddress, &length, md, nil)
+            }
         }
         // Only fails on allocation failure or a provider without the algorithm: both would
         // make every later operation meaningless, so this is a programming/system fault.

@@ -26,7 +26,9 @@ public enum JWT {
     ///
     ///     let jwt = try JWT.apnsProviderToken(keyID: "ABC123DEFG", teamID: "DEF123GHIJ",
     ///                                         issuedAt: clock.now, key: p8Key)
-    public static func apnsProviderToken(keyID: String, teamID: String, issuedAt: Date, key: PrivateKey) throws(CryptoError) -> String {
+    public static func apnsProviderToken(keyID: String, teamID: String, issuedAt: Date, key: PrivateKey)
+        throws(CryptoError) -> String
+    {
         let header = "{\"alg\":\"ES256\",\"kid\":\(jsonString(keyID))}"
         let seconds = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
         let claims = "{\"iss\":\(jsonString(teamID)),\"iat\":\(seconds)}"
@@ -63,9 +65,13 @@ public enum JWT {
         let iat: Int64?
     }
 
-    private static func split(_ token: String) throws(CryptoError) -> (token: Token, signingInput: Substring, signature: [UInt8]) {
+    private static func split(_ token: String) throws(CryptoError) -> (
+        token: Token, signingInput: Substring, signature: [UInt8]
+    ) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw CryptoError(.corruptInput, "a JWT has 3 dot-separated parts, this has \(parts.count)") }
+        guard parts.count == 3 else {
+            throw CryptoError(.corruptInput, "a JWT has 3 dot-separated parts, this has \(parts.count)")
+        }
         guard let headerBytes = Base64URL.decode(String(parts[0])), let claimBytes = Base64URL.decode(String(parts[1])),
             let signature = Base64URL.decode(String(parts[2]))
         else { throw CryptoError(.corruptInput, "a JWT part is not base64url") }

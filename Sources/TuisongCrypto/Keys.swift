@@ -41,11 +41,14 @@ public final class PrivateKey: @unchecked Sendable {
         let bio = try MemoryBIO(bytes: Array(block.text.utf8))
         let passphrase = PassphraseSource(password)
         let pkey = withExtendedLifetime(passphrase) {
-            PEM_read_bio_PrivateKey(bio.pointer, nil, PassphraseSource.callback, Unmanaged.passUnretained(passphrase).toOpaque())
+            PEM_read_bio_PrivateKey(
+                bio.pointer, nil, PassphraseSource.callback, Unmanaged.passUnretained(passphrase).toOpaque())
         }
         guard let pkey else {
             if passphrase.wasAsked || block.isEncrypted {
-                let reason = password == nil ? "the private key is encrypted and no password was given" : "wrong password for the private key"
+                let reason =
+                    password == nil
+                    ? "the private key is encrypted and no password was given" : "wrong password for the private key"
                 throw .drained(.wrongPassword, reason)
             }
             throw .drained(.corruptInput, "cannot parse the \(block.label) block")
@@ -61,11 +64,15 @@ public final class PrivateKey: @unchecked Sendable {
 
     /// A fresh RSA key of `bits` (2048 or more is sensible).
     public static func generateRSA(bits: Int) throws(CryptoError) -> PrivateKey {
-        guard bits >= 1024, bits <= 16384 else { throw CryptoError(.unsupported, "RSA key size \(bits) is out of range") }
+        guard bits >= 1024, bits <= 16384 else {
+            throw CryptoError(.unsupported, "RSA key size \(bits) is out of range")
+        }
         return try generate(algorithm: "RSA") { ctx in EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, Int32(bits)) }
     }
 
-    private static func generate(algorithm: String, configure: (OpaquePointer) -> Int32) throws(CryptoError) -> PrivateKey {
+    private static func generate(algorithm: String, configure: (OpaquePointer) -> Int32) throws(CryptoError)
+        -> PrivateKey
+    {
         guard let ctx = EVP_PKEY_CTX_new_from_name(nil, algorithm, nil) else {
             throw .drained(.openssl, "EVP_PKEY_CTX_new_from_name(\(algorithm)) failed")
         }
@@ -166,7 +173,9 @@ public final class PublicKey: @unchecked Sendable, Equatable {
     /// `-----BEGIN PUBLIC KEY-----` PEM.
     public func pem() throws(CryptoError) -> String {
         let bio = try MemoryBIO()
-        guard PEM_write_bio_PUBKEY(bio.pointer, evpPKey) == 1 else { throw .drained(.openssl, "PEM_write_bio_PUBKEY failed") }
+        guard PEM_write_bio_PUBKEY(bio.pointer, evpPKey) == 1 else {
+            throw .drained(.openssl, "PEM_write_bio_PUBKEY failed")
+        }
         return bio.readString()
     }
 
@@ -268,15 +277,18 @@ final class PassphraseSource {
 
     /// `pem_password_cb`: copies the password into `buffer`, or returns -1 (abort) when none
     /// was given or it does not fit.
-    static let callback: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = {
-        buffer, size, _, context in
-        guard let buffer, let context else { return -1 }
-        let source = Unmanaged<PassphraseSource>.fromOpaque(context).takeUnretainedValue()
-        source.wasAsked = true
-        guard let password = source.password, password.count <= Int(size) else { return -1 }
-        password.withUnsafeBytes { bytes in
-            if let base = bytes.baseAddress { UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: bytes.count) }
+    static let callback:
+        @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = {
+            buffer, size, _, context in
+            guard let buffer, let context else { return -1 }
+            let source = Unmanaged<PassphraseSource>.fromOpaque(context).takeUnretainedValue()
+            source.wasAsked = true
+            guard let password = source.password, password.count <= Int(size) else { return -1 }
+            password.withUnsafeBytes { bytes in
+                if let base = bytes.baseAddress {
+                    UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: bytes.count)
+                }
+            }
+            return Int32(password.count)
         }
-        return Int32(password.count)
-    }
 }

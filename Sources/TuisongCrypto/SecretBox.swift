@@ -38,7 +38,8 @@ public final class SecretBox: Sendable {
             throw .drained(.openssl, "AES-GCM encrypt init failed")
         }
         if !associatedData.isEmpty {
-            guard EVP_EncryptUpdate(cipher.pointer, nil, &produced, associatedData, Int32(associatedData.count)) == 1 else {
+            guard EVP_EncryptUpdate(cipher.pointer, nil, &produced, associatedData, Int32(associatedData.count)) == 1
+            else {
                 throw .drained(.openssl, "AES-GCM associated data failed")
             }
         }
@@ -64,7 +65,9 @@ public final class SecretBox: Sendable {
     /// `verificationFailed` when the key, the associated data or any byte is wrong.
     public func open(_ sealed: [UInt8], associatedData: [UInt8] = []) throws(CryptoError) -> [UInt8] {
         guard sealed.count >= SecretBox.overhead else {
-            throw CryptoError(.corruptInput, "sealed box is \(sealed.count) bytes, shorter than its \(SecretBox.overhead)-byte overhead")
+            throw CryptoError(
+                .corruptInput,
+                "sealed box is \(sealed.count) bytes, shorter than its \(SecretBox.overhead)-byte overhead")
         }
         guard sealed[0] == SecretBox.version else {
             throw CryptoError(.unsupported, "sealed box version \(sealed[0]) is not supported")
@@ -80,7 +83,8 @@ public final class SecretBox: Sendable {
             throw .drained(.openssl, "AES-GCM decrypt init failed")
         }
         if !associatedData.isEmpty {
-            guard EVP_DecryptUpdate(cipher.pointer, nil, &produced, associatedData, Int32(associatedData.count)) == 1 else {
+            guard EVP_DecryptUpdate(cipher.pointer, nil, &produced, associatedData, Int32(associatedData.count)) == 1
+            else {
                 throw .drained(.openssl, "AES-GCM associated data failed")
             }
         }
@@ -98,7 +102,8 @@ public final class SecretBox: Sendable {
             EVP_DecryptFinal_ex(cipher.pointer, $0.baseAddress! + total, &produced)
         }
         guard finalOK == 1 else {
-            throw .drained(.verificationFailed, "sealed box did not authenticate (wrong key, wrong associated data, or tampered)")
+            throw .drained(
+                .verificationFailed, "sealed box did not authenticate (wrong key, wrong associated data, or tampered)")
         }
         total += Int(produced)
         return Array(plaintext.prefix(total))

@@ -117,7 +117,8 @@ public final class TLSContext: @unchecked Sendable {
         }
         // Non-blocking I/O: a partial SSL_write is fine, and a retry may come from another
         // buffer address (the caller's HTTP/2 output buffer moves between attempts).
-        _ = tuisong_openssl_ctx_set_mode(sslCtx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+        _ = tuisong_openssl_ctx_set_mode(
+            sslCtx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
     }
 
     private func trust(_ certificates: [Certificate]) throws(CryptoError) {
@@ -161,7 +162,9 @@ final class ALPNSelection: @unchecked Sendable {
         var wire: [UInt8] = []
         for name in protocols {
             let bytes = Array(name.utf8)
-            guard !bytes.isEmpty, bytes.count <= 255 else { throw CryptoError(.corruptInput, "invalid ALPN protocol \(name.debugDescription)") }
+            guard !bytes.isEmpty, bytes.count <= 255 else {
+                throw CryptoError(.corruptInput, "invalid ALPN protocol \(name.debugDescription)")
+            }
             wire.append(UInt8(bytes.count))
             wire += bytes
         }
@@ -179,7 +182,8 @@ final class ALPNSelection: @unchecked Sendable {
             let selection = Unmanaged<ALPNSelection>.fromOpaque(context).takeUnretainedValue()
             var chosen: UnsafeMutablePointer<UInt8>?
             let result = SSL_select_next_proto(
-                &chosen, outLength, selection.buffer.baseAddress, UInt32(selection.buffer.count), clientList, clientLength)
+                &chosen, outLength, selection.buffer.baseAddress, UInt32(selection.buffer.count), clientList,
+                clientLength)
             guard result == OPENSSL_NPN_NEGOTIATED, let chosen else { return SSL_TLSEXT_ERR_NOACK }
             out.pointee = UnsafePointer(chosen)
             return SSL_TLSEXT_ERR_OK
@@ -233,7 +237,9 @@ package final class TLSConnection {
                 throw .drained(.openssl, "cannot set SNI \(serverName)")
             }
             SSL_set_hostflags(ssl, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
-            guard SSL_set1_host(ssl, serverName) == 1 else { throw .drained(.openssl, "cannot verify host \(serverName)") }
+            guard SSL_set1_host(ssl, serverName) == 1 else {
+                throw .drained(.openssl, "cannot verify host \(serverName)")
+            }
         }
     }
 
@@ -328,7 +334,11 @@ package final class TLSConnection {
                 return .closed
             }
             let detail = queued.map(\.text).joined(separator: "; ")
-            return .failed(CryptoError(.openssl, "\(operation): socket error \(systemError) (\(String(cString: strerror(systemError)))) \(detail)", opensslErrorCodes: queued.map(\.code)))
+            return .failed(
+                CryptoError(
+                    .openssl,
+                    "\(operation): socket error \(systemError) (\(String(cString: strerror(systemError)))) \(detail)",
+                    opensslErrorCodes: queued.map(\.code)))
         default:
             if let failure = verificationFailure {
                 return .failed(.drained(.verificationFailed, "\(operation): peer certificate rejected: \(failure)"))
@@ -339,7 +349,9 @@ package final class TLSConnection {
                 queued.contains { Self.isCertificateRejection($0.code) }
                 ? .certificateRejectedByPeer : .openssl
             return .failed(
-                CryptoError(code, "\(operation) failed (SSL_get_error \(error))\(detail)", opensslErrorCodes: queued.map(\.code)))
+                CryptoError(
+                    code, "\(operation) failed (SSL_get_error \(error))\(detail)", opensslErrorCodes: queued.map(\.code)
+                ))
         }
     }
 }

@@ -58,7 +58,8 @@ final class APNsPushSender: PushSender {
     private let resolved = Mutex<[AppEnvironment: Resolved]>([:])
 
     init(
-        credentials: CredentialService, store: any CredentialStore, endpoints: Endpoints, poolSettings: GatewayConfig.APNs,
+        credentials: CredentialService, store: any CredentialStore, endpoints: Endpoints,
+        poolSettings: GatewayConfig.APNs,
         fallback: Fallback?, clock: any Clock, logger: Logger
     ) {
         self.credentials = credentials
@@ -182,7 +183,8 @@ final class APNsPushSender: PushSender {
 
     /// What an answer means for the device, and the reason to mark the credential failing when
     /// APNs refused the credential itself.
-    private static func outcome(of result: Result<APNsResponse, APNsTransportError>) -> (SendOutcome, failing: String?) {
+    private static func outcome(of result: Result<APNsResponse, APNsTransportError>) -> (SendOutcome, failing: String?)
+    {
         let response: APNsResponse
         switch result {
         case .success(let answered): response = answered
@@ -236,7 +238,8 @@ final class APNsPushSender: PushSender {
         configuration.caFile = endpoints.caFile
         configuration.extraCACertificates = endpoints.extraCACertificates
         configuration.tokenRefreshInterval = .seconds(poolSettings.tokenRefreshMinutes * 60)
-        let created = try APNsConnectionPool(configuration: configuration, credential: material, clock: clock, logger: logger)
+        let created = try APNsConnectionPool(
+            configuration: configuration, credential: material, clock: clock, logger: logger)
         let (pool, loser) = pools.withLock { pools -> (APNsConnectionPool, APNsConnectionPool?) in
             if let existing = pools[key] { return (existing, created) }
             pools[key] = created
@@ -255,7 +258,9 @@ final class APNsPushSender: PushSender {
         }
         // Every answer of a batch on a refused credential says the same; one write is enough.
         if alreadyMarked { return }
-        logger.error("APNs refused credential \(credential.id) of app \(credential.appID) (\(credential.environment.rawValue)): \(reason); holding its deliveries")
+        logger.error(
+            "APNs refused credential \(credential.id) of app \(credential.appID) (\(credential.environment.rawValue)): \(reason); holding its deliveries"
+        )
         do {
             try await store.setCredentialStatus(id: credential.id, status: "failing", reason: reason)
         } catch {

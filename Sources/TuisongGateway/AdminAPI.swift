@@ -123,8 +123,10 @@ struct AdminAPI: Sendable {
                 return AdminError(503, "unavailable", "the database is busy; try again").response
             }
         } catch let error as PayloadError {
-            return AdminError(400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message)
-                .response
+            return AdminError(
+                400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message
+            )
+            .response
         } catch {
             // The error's text may hold request data; log its type and route only.
             logger.error("admin API \(request.method.rawValue) \(request.path) failed: \(type(of: error))")

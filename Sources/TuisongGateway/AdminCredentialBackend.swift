@@ -20,9 +20,11 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
 
     func add(_ upload: AdminCredentialUpload) async throws -> CredentialRecord {
         do {
-            return try await add(try Self.credentialUpload(upload), appID: upload.appID, environment: upload.environment)
+            return try await add(
+                try Self.credentialUpload(upload), appID: upload.appID, environment: upload.environment)
         } catch let error as CredentialError {
-            throw AdminCredentialRejection(code: error.code.rawValue, message: error.message, field: Self.field(error.code))
+            throw AdminCredentialRejection(
+                code: error.code.rawValue, message: error.message, field: Self.field(error.code))
         }
     }
 
@@ -36,7 +38,8 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
         }
         await sender.credentialsChanged(appID: record.appID)
-        if try await store.releaseHeldDeliveries(appID: record.appID, environment: record.environment, now: Date()) > 0 {
+        if try await store.releaseHeldDeliveries(appID: record.appID, environment: record.environment, now: Date()) > 0
+        {
             engine.wake()
         }
         return record

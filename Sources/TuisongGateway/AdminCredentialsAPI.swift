@@ -61,7 +61,8 @@ struct AdminCredentialsAPI: Sendable {
                 throw AdminError(422, rejection.code, rejection.message, field: rejection.field ?? "file")
             }
             api.logger.info(
-                "console: added \(record.kind.rawValue) credential \(record.id) (\(record.environment.rawValue)) to app \(app.id)")
+                "console: added \(record.kind.rawValue) credential \(record.id) (\(record.environment.rawValue)) to app \(app.id)"
+            )
             return .json(object: AdminCredentialView.object(record, now: api.clock.now), status: 201)
         }
         api.add(.DELETE, "/apps/{app}/credentials/{credential}", on: router) { request in
@@ -102,7 +103,8 @@ struct AdminCredentialsAPI: Sendable {
             throw AdminError.invalid("file", "\"file\" must be the file's bytes in base64")
         }
         guard data.count <= maxFileBytes else {
-            throw AdminError.invalid("file", "the file is larger than \(maxFileBytes / 1024) KiB; that is not a credential")
+            throw AdminError.invalid(
+                "file", "the file is larger than \(maxFileBytes / 1024) KiB; that is not a credential")
         }
         var upload = AdminCredentialUpload(
             appID: appID, kind: kind, environment: environment, file: Array(data),

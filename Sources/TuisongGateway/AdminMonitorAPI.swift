@@ -23,7 +23,8 @@ struct AdminMonitorAPI: Sendable {
         let window = TimeInterval(minutes * 60)
         let push = AdminPushAPI(api: api)
 
-        let activity = try await store.messageActivity(since: now.addingTimeInterval(-window), scanLimit: Self.scanLimit)
+        let activity = try await store.messageActivity(
+            since: now.addingTimeInterval(-window), scanLimit: Self.scanLimit)
         var live: [Int64: MessageStatus] = [:]
         var running: [[String: Any]] = []
         for item in activity where item.state == .sending {
@@ -116,7 +117,9 @@ struct AdminMonitorAPI: Sendable {
                 var view = AdminCredentialView.object(credential, now: now)
                 view["app_name"] = app.name
                 if credential.isFailing { failing.append(view) }
-                if let expires = credential.expiresAt, expires.timeIntervalSince(now) < AdminCredentialView.warningWindow {
+                if let expires = credential.expiresAt,
+                    expires.timeIntervalSince(now) < AdminCredentialView.warningWindow
+                {
                     expiring.append(view)
                 }
             }

@@ -108,7 +108,8 @@ final class AdminSessions: Sendable {
     /// `Set-Cookie` for a new session: invisible to scripts, never sent cross-site, only to
     /// the admin API, and only over TLS when the console is served over TLS.
     func setCookie(_ value: String, secure: Bool) -> String {
-        var cookie = "\(Self.cookieName)=\(value); Path=/admin/api; HttpOnly; SameSite=Strict; Max-Age=\(Int(absoluteTimeout))"
+        var cookie =
+            "\(Self.cookieName)=\(value); Path=/admin/api; HttpOnly; SameSite=Strict; Max-Age=\(Int(absoluteTimeout))"
         if secure { cookie += "; Secure" }
         return cookie
     }

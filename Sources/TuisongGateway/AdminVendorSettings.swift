@@ -140,7 +140,9 @@ enum AdminVendorSettings {
                     throw AdminError.invalid(path, "\(vendorName) \(key) \(problem)")
                 }
                 if field.unique,
-                    let other = otherApps.first(where: { $0.id != app.id && $0.vendorSettings[vendorName]?[key] == value })
+                    let other = otherApps.first(where: {
+                        $0.id != app.id && $0.vendorSettings[vendorName]?[key] == value
+                    })
                 {
                     throw AdminError.conflict(path, "app \"\(other.name)\" already uses this \(vendorName) \(key)")
                 }

@@ -64,10 +64,12 @@ public struct CredentialService: Sendable {
         switch upload {
         case .p8(let pem, let keyID, let teamID):
             guard Self.isAppleIdentifier(keyID) else {
-                throw CredentialError(.invalidKeyID, "the key id must be the 10 letters and digits Apple shows, got \"\(keyID)\"")
+                throw CredentialError(
+                    .invalidKeyID, "the key id must be the 10 letters and digits Apple shows, got \"\(keyID)\"")
             }
             guard Self.isAppleIdentifier(teamID) else {
-                throw CredentialError(.invalidTeamID, "the team id must be the 10 letters and digits Apple shows, got \"\(teamID)\"")
+                throw CredentialError(
+                    .invalidTeamID, "the team id must be the 10 letters and digits Apple shows, got \"\(teamID)\"")
             }
             let key: PrivateKey
             do {
@@ -88,10 +90,11 @@ public struct CredentialService: Sendable {
             let parsed: (certificate: Certificate, key: PrivateKey, chain: [Certificate])
             do {
                 parsed = try PKCS12.parse(der, password: password)
-            } catch where error.code == .wrongPassword {
+            } catch  where error.code == .wrongPassword {
                 throw CredentialError(.wrongPassword, "the password does not open this .p12 file")
-            } catch where error.code == .keyMismatch {
-                throw CredentialError(.keyMismatch, "the private key in this .p12 file does not belong to its certificate")
+            } catch  where error.code == .keyMismatch {
+                throw CredentialError(
+                    .keyMismatch, "the private key in this .p12 file does not belong to its certificate")
             } catch {
                 throw CredentialError(.corruptFile, "this is not a readable .p12 file (\(error))")
             }
@@ -102,13 +105,14 @@ public struct CredentialService: Sendable {
             let parsed: (certificate: Certificate, key: PrivateKey?, chain: [Certificate])
             do {
                 parsed = try PEMBundle.parse(text, password: password)
-            } catch where error.code == .wrongPassword {
+            } catch  where error.code == .wrongPassword {
                 throw CredentialError(.wrongPassword, "the password does not decrypt the PEM private key")
-            } catch where error.code == .keyMismatch {
+            } catch  where error.code == .keyMismatch {
                 throw CredentialError(.keyMismatch, "the private key does not belong to the certificate")
             } catch {
                 if text.contains("PRIVATE KEY"), !text.contains("CERTIFICATE") {
-                    throw CredentialError(.wrongKind, "this PEM holds only a key; a .p8 key is uploaded with its key id and team id")
+                    throw CredentialError(
+                        .wrongKind, "this PEM holds only a key; a .p8 key is uploaded with its key id and team id")
                 }
                 throw CredentialError(.corruptFile, "the PEM text does not hold a certificate (\(error))")
             }
@@ -138,7 +142,9 @@ public struct CredentialService: Sendable {
     }
 
     /// Stores a validated upload. The caller releases held deliveries afterwards.
-    public func add(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord {
+    public func add(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment) async throws
+        -> CredentialRecord
+    {
         let credential = try inspect(upload, appID: appID, environment: environment)
         return try await store.addCredential(credential)
     }
@@ -180,7 +186,8 @@ public struct CredentialService: Sendable {
     static func associatedData(_ appID: Int64) -> [UInt8] { Array("tuisong-credential-v1:\(appID)".utf8) }
 
     static func isAppleIdentifier(_ s: String) -> Bool {
-        s.utf8.count == 10 && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) }
+        s.utf8.count == 10
+            && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) }
     }
 }
 

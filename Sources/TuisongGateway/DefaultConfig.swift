@@ -1,51 +1,51 @@
 /// The embedded default configuration: byte for byte `config/tuisong.json`
 /// (`ConfigTests.embeddedDefaultMatchesFile` fails when they drift apart).
 let embeddedDefaultJSON = #"""
-{
-  "listen": {
-    "host": "127.0.0.1",
-    "port": 8080,
-    "threads": 0,
-    "connection_timeout_seconds": 30,
-    "request_timeout_seconds": 30,
-    "max_body_bytes": 1048576,
-    "max_header_bytes": 16384,
-    "max_connections": 4096
-  },
-  "database": {
-    "path": "data/tuisong.db",
-    "synchronous_full": false
-  },
-  "security": {
-    "master_key_file": "data/master.key",
-    "master_key": "",
-    "initial_admin_password_file": "data/initial-admin-password"
-  },
-  "web": {
-    "root": "web",
-    "public_url": ""
-  },
-  "log": {
-    "level": "info"
-  },
-  "providers": ["baidu"],
-  "apns": {
-    "production_url": "https://api.push.apple.com:443",
-    "sandbox_url": "https://api.sandbox.push.apple.com:443",
-    "ca_file": "",
-    "connections": 2,
-    "connect_timeout_seconds": 10,
-    "request_timeout_seconds": 30,
-    "token_refresh_minutes": 50,
-    "local_mock": true,
-    "local_mock_port": 0
-  },
-  "delivery": {
-    "workers": 512,
-    "page_size": 1000,
-    "max_attempts": 12,
-    "retry_base_seconds": 1,
-    "retry_max_seconds": 300
-  }
-}
-"""#
+    {
+      "listen": {
+        "host": "127.0.0.1",
+        "port": 8080,
+        "threads": 0,
+        "connection_timeout_seconds": 30,
+        "request_timeout_seconds": 30,
+        "max_body_bytes": 1048576,
+        "max_header_bytes": 16384,
+        "max_connections": 4096
+      },
+      "database": {
+        "path": "data/tuisong.db",
+        "synchronous_full": false
+      },
+      "security": {
+        "master_key_file": "data/master.key",
+        "master_key": "",
+        "initial_admin_password_file": "data/initial-admin-password"
+      },
+      "web": {
+        "root": "web",
+        "public_url": ""
+      },
+      "log": {
+        "level": "info"
+      },
+      "providers": ["baidu"],
+      "apns": {
+        "production_url": "https://api.push.apple.com:443",
+        "sandbox_url": "https://api.sandbox.push.apple.com:443",
+        "ca_file": "",
+        "connections": 2,
+        "connect_timeout_seconds": 10,
+        "request_timeout_seconds": 30,
+        "token_refresh_minutes": 50,
+        "local_mock": true,
+        "local_mock_port": 0
+      },
+      "delivery": {
+        "workers": 512,
+        "page_size": 1000,
+        "max_attempts": 12,
+        "retry_base_seconds": 1,
+        "retry_max_seconds": 300
+      }
+    }
+    """#

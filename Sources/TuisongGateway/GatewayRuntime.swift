@@ -58,7 +58,8 @@ public final class GatewayRuntime: Sendable {
                 caFile: config.apns.caFile.isEmpty ? nil : config.apns.caFile, extraCACertificates: [])
             var fallback: APNsPushSender.Fallback?
             if config.apns.localMock {
-                let local = try await LocalAPNs.start(config: config, store: store, credentials: credentials, logger: logger)
+                let local = try await LocalAPNs.start(
+                    config: config, store: store, credentials: credentials, logger: logger)
                 mock = local.server
                 endpoints.production = local.endpoint
                 endpoints.sandbox = local.endpoint
@@ -166,7 +167,9 @@ public final class GatewayRuntime: Sendable {
     }
 
     private static func endpoint(_ url: String, key: String) throws -> APNsEndpoint {
-        guard let endpoint = APNsEndpoint(url: url) else { throw ConfigError(key, "\"\(url)\" is not an https URL with a host") }
+        guard let endpoint = APNsEndpoint(url: url) else {
+            throw ConfigError(key, "\"\(url)\" is not an https URL with a host")
+        }
         return endpoint
     }
 }
@@ -181,7 +184,8 @@ enum LocalAPNs {
         var fallback: APNsPushSender.Fallback
     }
 
-    static func start(config: GatewayConfig, store: SQLiteStore, credentials: CredentialService, logger: Logger) async throws
+    static func start(config: GatewayConfig, store: SQLiteStore, credentials: CredentialService, logger: Logger)
+        async throws
         -> Started
     {
         let directory = (config.database.path as NSString).deletingLastPathComponent
@@ -192,20 +196,25 @@ enum LocalAPNs {
         for app in try await store.apps() {
             for record in try await store.credentials(appID: app.id) where record.kind == .p8 {
                 if case .token(let key, let keyID, let teamID)? = try? credentials.material(record) {
-                    configuration.tokenKeys.append(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
+                    configuration.tokenKeys.append(
+                        .init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
                 }
             }
         }
         var mockLogger = logger
         mockLogger.logLevel = max(logger.logLevel, .notice)
         let server = try APNsMockServer(
-            configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey, logger: mockLogger)
+            configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey, logger: mockLogger
+        )
         try server.start()
-        logger.notice("APNs local mode: sending to the bundled mock at https://127.0.0.1:\(server.port) (apns.local_mock)")
+        logger.notice(
+            "APNs local mode: sending to the bundled mock at https://127.0.0.1:\(server.port) (apns.local_mock)")
         return Started(
             server: server, endpoint: APNsEndpoint(host: "127.0.0.1", port: server.port),
             caCertificate: try Certificate(pem: setup.caCertificatePEM),
-            fallback: .init(material: .token(key: try PrivateKey(pem: setup.tokenKeyPEM), keyID: setup.keyID, teamID: setup.teamID)))
+            fallback: .init(
+                material: .token(key: try PrivateKey(pem: setup.tokenKeyPEM), keyID: setup.keyID, teamID: setup.teamID))
+        )
     }
 }
 

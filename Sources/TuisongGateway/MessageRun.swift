@@ -116,7 +116,8 @@ final class MessageRun: Sendable {
                 break
             }
             let pageIndex = state.withLock { state -> Int in
-                state.pages.append(PageResults(lastPosition: entries[entries.count - 1].position, pending: entries.count))
+                state.pages.append(
+                    PageResults(lastPosition: entries[entries.count - 1].position, pending: entries.count))
                 if entries.count < settings.pageSize { state.exhausted = true }
                 return state.pages.count - 1
             }
@@ -209,7 +210,8 @@ final class MessageRun: Sendable {
         let now = engine.clock.now
         let pageDone = state.withLock { state -> Bool in
             for (entry, reason) in skipped {
-                Self.apply(.skipped(reason), entry: entry, attempted: false, retryAt: nil, now: now, to: &state.pages[page])
+                Self.apply(
+                    .skipped(reason), entry: entry, attempted: false, retryAt: nil, now: now, to: &state.pages[page])
             }
             return page == state.flushedPages && state.pages[page].pending == 0
         }

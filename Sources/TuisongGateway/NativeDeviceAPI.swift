@@ -133,7 +133,8 @@ struct NativeDeviceAPI: Sendable {
             throw NativeAPIError(400, "invalid_cursor", "cursor is not one this API returned")
         }
         let devices = JSONValue.array(page.items.map { DeviceView($0, tags: nil).json })
-        return jsonResponse(.object(["devices": devices, "next_cursor": page.nextCursor.map(JSONValue.string) ?? .null]))
+        return jsonResponse(
+            .object(["devices": devices, "next_cursor": page.nextCursor.map(JSONValue.string) ?? .null]))
     }
 
     // MARK: helpers

@@ -34,7 +34,8 @@ struct NativePushAPI: Sendable {
         do {
             record = try await engine.submit(job)
         } catch let error as PayloadError {
-            throw NativeAPIError(400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message)
+            throw NativeAPIError(
+                400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message)
         }
         return .json(object: ["message_id": record.id, "state": record.state.rawValue], status: 202)
     }

@@ -16,7 +16,9 @@ enum NativePushRequest {
             throw invalid("unknown field \"\(unknown)\"")
         }
         guard let audienceObject = body["audience"] as? [String: Any] else {
-            throw invalid("\"audience\" is required: {\"tokens\": [...]}, {\"devices\": [...]}, {\"tag\": \"...\"} or {\"all\": true}")
+            throw invalid(
+                "\"audience\" is required: {\"tokens\": [...]}, {\"devices\": [...]}, {\"tag\": \"...\"} or {\"all\": true}"
+            )
         }
         let audience = try parseAudience(audienceObject)
         guard let notificationObject = body["notification"] as? [String: Any] else {
@@ -27,7 +29,8 @@ enum NativePushRequest {
         var options = PushOptions(pushType: notification.suggestedPushType)
         if let raw = body["push_type"] {
             guard let name = raw as? String, let type = PushType(rawValue: name) else {
-                throw invalid("\"push_type\" must be one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw invalid(
+                    "\"push_type\" must be one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             options.pushType = type
         }
@@ -70,7 +73,9 @@ enum NativePushRequest {
             }
             sendAt = Date(timeIntervalSince1970: Double(seconds))
         }
-        return PushJob(appID: appID, vendor: "native", audience: audience, notification: notification, options: options, sendAt: sendAt)
+        return PushJob(
+            appID: appID, vendor: "native", audience: audience, notification: notification, options: options,
+            sendAt: sendAt)
     }
 
     static func parseAudience(_ object: [String: Any]) throws -> Audience {
@@ -79,26 +84,34 @@ enum NativePushRequest {
         }
         switch kind {
         case "tokens":
-            guard let list = value as? [Any], !list.isEmpty else { throw invalid("\"audience.tokens\" must be a non-empty array") }
+            guard let list = value as? [Any], !list.isEmpty else {
+                throw invalid("\"audience.tokens\" must be a non-empty array")
+            }
             guard list.count <= NativePushAPI.maxTokens else {
-                throw invalid("\"audience.tokens\" has \(list.count) tokens; at most \(NativePushAPI.maxTokens) per push (use a tag)")
+                throw invalid(
+                    "\"audience.tokens\" has \(list.count) tokens; at most \(NativePushAPI.maxTokens) per push (use a tag)"
+                )
             }
             var tokens: [String] = []
             var seen = Set<String>()
             for (index, item) in list.enumerated() {
                 guard let raw = item as? String, let token = DeviceToken(raw) else {
-                    throw NativeAPIError(400, "invalid_token", "audience.tokens[\(index)] is not a device token (64–200 hex digits)")
+                    throw NativeAPIError(
+                        400, "invalid_token", "audience.tokens[\(index)] is not a device token (64–200 hex digits)")
                 }
                 if seen.insert(token.hex).inserted { tokens.append(token.hex) }
             }
             return .tokens(tokens)
         case "devices":
             guard let list = value as? [Any], !list.isEmpty, list.count <= NativePushAPI.maxTokens else {
-                throw invalid("\"audience.devices\" must be a non-empty array of at most \(NativePushAPI.maxTokens) device ids")
+                throw invalid(
+                    "\"audience.devices\" must be a non-empty array of at most \(NativePushAPI.maxTokens) device ids")
             }
             var ids: [Int64] = []
             for (index, item) in list.enumerated() {
-                guard let id = integer(item), id > 0 else { throw invalid("audience.devices[\(index)] is not a device id") }
+                guard let id = integer(item), id > 0 else {
+                    throw invalid("audience.devices[\(index)] is not a device id")
+                }
                 ids.append(Int64(id))
             }
             return .devices(ids)
@@ -130,7 +143,9 @@ enum NativePushRequest {
                     throw invalid("\"notification.alert\" must be a string or an object")
                 }
             case "badge":
-                guard let badge = integer(value), badge >= 0 else { throw invalid("\"notification.badge\" must be an integer ≥ 0") }
+                guard let badge = integer(value), badge >= 0 else {
+                    throw invalid("\"notification.badge\" must be an integer ≥ 0")
+                }
                 n.badge = badge
             case "sound":
                 if let name = value as? String {
@@ -139,7 +154,8 @@ enum NativePushRequest {
                     let volume = (sound["volume"] as? NSNumber)?.doubleValue ?? 1
                     n.sound = .critical(name: name, volume: volume)
                 } else {
-                    throw invalid("\"notification.sound\" must be a sound name or {\"name\", \"volume\"} for a critical alert")
+                    throw invalid(
+                        "\"notification.sound\" must be a sound name or {\"name\", \"volume\"} for a critical alert")
                 }
             case "content_available": n.contentAvailable = try flag(value, key)
             case "mutable_content": n.mutableContent = try flag(value, key)
@@ -148,7 +164,8 @@ enum NativePushRequest {
             case "target_content_id": n.targetContentID = try string(value, key)
             case "interruption_level":
                 guard let raw = value as? String, let level = PushNotification.InterruptionLevel(rawValue: raw) else {
-                    throw invalid("\"notification.interruption_level\" must be passive, active, time-sensitive or critical")
+                    throw invalid(
+                        "\"notification.interruption_level\" must be passive, active, time-sensitive or critical")
                 }
                 n.interruptionLevel = level
             case "relevance_score":
@@ -157,7 +174,9 @@ enum NativePushRequest {
                 }
                 n.relevanceScore = number.doubleValue
             case "custom":
-                guard let custom = value as? [String: Any] else { throw invalid("\"notification.custom\" must be an object") }
+                guard let custom = value as? [String: Any] else {
+                    throw invalid("\"notification.custom\" must be an object")
+                }
                 for (customKey, customValue) in custom {
                     guard let json = JSONValue(jsonObject: customValue) else {
                         throw invalid("\"notification.custom.\(customKey)\" is not JSON")

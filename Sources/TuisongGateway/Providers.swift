@@ -23,7 +23,8 @@ enum ProviderRegistry {
         for name in names {
             guard let type = provider(named: name) else {
                 let known = Self.names.sorted().joined(separator: ", ")
-                throw ConfigError("providers", "unknown provider \"\(name)\" (this build has: \(known.isEmpty ? "none" : known))")
+                throw ConfigError(
+                    "providers", "unknown provider \"\(name)\" (this build has: \(known.isEmpty ? "none" : known))")
             }
             let provider = try type.init(context: context(name))
             provider.register(on: router)
@@ -50,6 +51,7 @@ public struct MasterKeySealer: SecretSealer {
         guard let bytes = Data(base64Encoded: sealed) else {
             throw ConfigError("", "a sealed secret is not base64")
         }
-        return String(decoding: try masterKey.box.open(Array(bytes), associatedData: Array(context.utf8)), as: UTF8.self)
+        return String(
+            decoding: try masterKey.box.open(Array(bytes), associatedData: Array(context.utf8)), as: UTF8.self)
     }
 }

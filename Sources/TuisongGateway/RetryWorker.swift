@@ -50,8 +50,10 @@ struct RetryWorker: Sendable {
 
     private func retry(_ delivery: DeliveryRecord, messages: MessageCache) async -> DeliveryUpdate {
         let attempts = delivery.attempts + 1
-        func update(_ to: DeliveryState, _ reason: String?, apnsID: String? = nil, next: Date? = nil,
-                    invalidation: DeviceInvalidation? = nil) -> DeliveryUpdate {
+        func update(
+            _ to: DeliveryState, _ reason: String?, apnsID: String? = nil, next: Date? = nil,
+            invalidation: DeviceInvalidation? = nil
+        ) -> DeliveryUpdate {
             DeliveryUpdate(
                 deliveryID: delivery.id, messageID: delivery.messageID, from: .sending, to: to, reason: reason,
                 apnsID: apnsID, attempts: attempts, nextAttemptAt: next, invalidation: invalidation)

@@ -21,7 +21,8 @@ public struct MasterKey: Sendable {
         }
         let path = security.masterKeyFile
         if FileManager.default.fileExists(atPath: path) {
-            return MasterKey(box: try SecretBox(key: try readKeyFile(path, logger: logger)), source: path, created: false)
+            return MasterKey(
+                box: try SecretBox(key: try readKeyFile(path, logger: logger)), source: path, created: false)
         }
         let key = SecureRandom.bytes(32)
         if try writeNewKeyFile(path, key: key) {
@@ -103,8 +104,9 @@ public enum AdminPassword {
         }
         try createParentDirectory(of: passwordFile)
         try? FileManager.default.removeItem(atPath: passwordFile)
-        guard FileManager.default.createFile(
-            atPath: passwordFile, contents: Data((password + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        guard
+            FileManager.default.createFile(
+                atPath: passwordFile, contents: Data((password + "\n").utf8), attributes: [.posixPermissions: 0o600])
         else {
             throw ConfigError("security.initial_admin_password_file", "cannot write \(passwordFile)")
         }

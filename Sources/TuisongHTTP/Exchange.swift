@@ -3,7 +3,7 @@ internal import CTuisongShims
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One request from its first line to its completion: created by MHD's URI-log callback,

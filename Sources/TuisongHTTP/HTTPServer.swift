@@ -3,7 +3,7 @@ internal import CTuisongShims
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An HTTP/1.1 server on libmicrohttpd: a pool of epoll threads reads requests, the router

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A bound, listening TCP socket. TuisongHTTP binds it itself (and hands it to MHD with

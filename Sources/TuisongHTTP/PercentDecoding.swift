@@ -19,8 +19,7 @@ func percentDecode(
     _ bytes: UnsafeBufferPointer<UInt8>, plusAsSpace: Bool
 ) throws(PercentDecodingFailure) -> String {
     var needsDecoding = false
-    for byte in bytes where byte == UInt8(ascii: "%") || (plusAsSpace && byte == UInt8(ascii: "+"))
-    {
+    for byte in bytes where byte == UInt8(ascii: "%") || (plusAsSpace && byte == UInt8(ascii: "+")) {
         needsDecoding = true
         break
     }

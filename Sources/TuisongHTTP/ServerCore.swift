@@ -2,7 +2,7 @@ internal import CMicroHTTPD
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The state MHD's callbacks reach through their `cls` pointer. `HTTPServer` keeps it alive

@@ -174,7 +174,10 @@ enum TokenCursor {
     static func decode(_ cursor: String) throws -> String {
         let token = cursor.dropFirst(2)
         guard cursor.hasPrefix("t."), !token.isEmpty, token.utf8.count <= 200,
-            token.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) })
+            token.utf8.allSatisfy({
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            })
         else {
             throw StoreError(.invalidCursor, "not a cursor this store issued: \(cursor.prefix(64))")
         }

@@ -34,7 +34,9 @@ extension SQLiteStore: MessageStore {
 
     public func message(id: Int64) async throws -> MessageRecord? {
         try await read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE id = ?", arguments: [id])
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE id = ?", arguments: [id])
             else { return nil }
             return try Self.messageRecord(row, failures: Self.failures(db, messageID: id))
         }
@@ -42,9 +44,10 @@ extension SQLiteStore: MessageStore {
 
     public func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord? {
         try await read { db in
-            guard let row = try Row.fetchOne(
-                db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE app_id = ? AND vendor_message_id = ?",
-                arguments: [appID, vendorMessageID])
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE app_id = ? AND vendor_message_id = ?",
+                    arguments: [appID, vendorMessageID])
             else { return nil }
             let id: Int64 = row[0]
             return try Self.messageRecord(row, failures: Self.failures(db, messageID: id))
@@ -125,7 +128,9 @@ extension SQLiteStore: MessageStore {
                         delivered = delivered + ?, failed = failed + ?, skipped = skipped + ?, held = held + ?
                     WHERE id = ?
                     """,
-                arguments: [progress.cursor, c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, progress.messageID])
+                arguments: [
+                    progress.cursor, c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, progress.messageID,
+                ])
             try Self.addFailures(db, messageID: progress.messageID, progress.failures)
             let insert = try db.cachedStatement(
                 sql: """
@@ -212,8 +217,9 @@ extension SQLiteStore: MessageStore {
                 for row in rows { found[row[0]] = row }
                 return try wanted.map { id in
                     guard let row = found[id] else {
-                        return AudienceEntry(position: id, deviceID: nil, token: "", environment: environment ?? .production,
-                                             skipReason: "UnknownDevice")
+                        return AudienceEntry(
+                            position: id, deviceID: nil, token: "", environment: environment ?? .production,
+                            skipReason: "UnknownDevice")
                     }
                     var entry = try Self.entry(row)
                     let invalidatedAt: Int64? = row[4]
@@ -266,7 +272,9 @@ extension SQLiteStore: MessageStore {
             switch audience {
             case .all:
                 return try Int.fetchOne(
-                    db, sql: "SELECT count(*) FROM devices WHERE app_id = ? AND invalidated_at IS NULL \(environmentFilter)",
+                    db,
+                    sql:
+                        "SELECT count(*) FROM devices WHERE app_id = ? AND invalidated_at IS NULL \(environmentFilter)",
                     arguments: withEnvironment([appID])) ?? 0
             case .tag(let name):
                 return try Int.fetchOne(
@@ -343,7 +351,8 @@ extension SQLiteStore: MessageStore {
                 total += n
             }
             try db.execute(
-                sql: "UPDATE deliveries SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'sending'",
+                sql:
+                    "UPDATE deliveries SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'sending'",
                 arguments: [now, now])
             return total
         }
@@ -430,7 +439,8 @@ extension SQLiteStore: MessageStore {
             }
             sql += " ORDER BY id LIMIT ?"
             arguments.append(limit + 1)
-            var records = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(Self.deliveryRecord)
+            var records = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(
+                Self.deliveryRecord)
             var next: String?
             if records.count > limit {
                 records.removeLast()

@@ -12,7 +12,8 @@ extension SQLiteStore: SettingsStore {
     public func setSetting(_ key: String, value: String) async throws {
         try await write { db in
             try db.execute(
-                sql: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                sql:
+                    "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 arguments: [key, value])
         }
     }

@@ -20,7 +20,8 @@ struct CredentialCommand: AsyncParsableCommand {
         @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
         @Option(help: "A .p12 certificate file (with --password-env).") var p12: String?
         @Option(help: "A PEM file with certificate and private key.") var pem: String?
-        @Option(name: .customLong("password-env"), help: "The environment variable holding the .p12 or PEM key password.")
+        @Option(
+            name: .customLong("password-env"), help: "The environment variable holding the .p12 or PEM key password.")
         var passwordEnv: String?
 
         func validate() throws {
@@ -48,7 +49,9 @@ struct CredentialCommand: AsyncParsableCommand {
             if let p8 {
                 upload = .p8(pem: try readText(p8), keyID: keyID ?? "", teamID: teamID ?? "")
             } else if let p12 {
-                guard let data = FileManager.default.contents(atPath: p12) else { throw ValidationError("cannot read \(p12)") }
+                guard let data = FileManager.default.contents(atPath: p12) else {
+                    throw ValidationError("cannot read \(p12)")
+                }
                 upload = .p12(der: Array(data), password: password ?? "")
             } else {
                 upload = .pem(text: try readText(pem ?? ""), password: password)
@@ -61,14 +64,17 @@ struct CredentialCommand: AsyncParsableCommand {
             } catch let error as CredentialError {
                 throw ValidationError(error.message)
             }
-            let released = try await store.releaseHeldDeliveries(appID: app, environment: record.environment, now: Date())
+            let released = try await store.releaseHeldDeliveries(
+                appID: app, environment: record.environment, now: Date())
             var summary = CredentialView.object(record)
             summary["released_deliveries"] = released
             printJSON(summary)
         }
 
         private func readText(_ path: String) throws -> String {
-            guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ValidationError("cannot read \(path)")
+            }
             return String(decoding: data, as: UTF8.self)
         }
     }
@@ -93,7 +99,9 @@ struct APNsMockCommand: AsyncParsableCommand {
         abstract: "Run the bundled APNs look-alike (TLS + HTTP/2) for tests and benchmarks.")
     @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
     @Option(help: "Port (0 = any free port).") var port: Int = 2197
-    @Option(name: .customLong("setup"), help: "Where the throwaway CA, server certificate and token key are kept (created if absent).")
+    @Option(
+        name: .customLong("setup"),
+        help: "Where the throwaway CA, server certificate and token key are kept (created if absent).")
     var setupPath: String = "data/apns-mock-setup.json"
     @Option(name: .customLong("bundle-id"), help: "The bundle id of the generated client certificate.")
     var bundleID: String = "tuisong.local"
@@ -137,7 +145,9 @@ struct APNsMockCommand: AsyncParsableCommand {
         configuration.streamsBeforeFirstValidToken = streamsBeforeToken
         configuration.eventLoopThreads = threads
         if magicTokens {
-            configuration.faults.tokenPrefixes.merge(APNsMockConfiguration.Faults.magicTokenPrefixes.tokenPrefixes) { own, _ in own }
+            configuration.faults.tokenPrefixes.merge(APNsMockConfiguration.Faults.magicTokenPrefixes.tokenPrefixes) {
+                own, _ in own
+            }
         }
         if latency > 0 { configuration.faults.latencyMilliseconds = latency }
         configuration.logRequests = logRequests
@@ -152,7 +162,10 @@ struct APNsMockCommand: AsyncParsableCommand {
         let caPath = (directory.isEmpty ? "." : directory) + "/apns-mock-ca.pem"
         let keyPath = (directory.isEmpty ? "." : directory) + "/apns-mock-token.p8"
         try setup.writeCAFile(to: caPath)
-        guard FileManager.default.createFile(atPath: keyPath, contents: Data(setup.tokenKeyPEM.utf8), attributes: [.posixPermissions: 0o600]) else {
+        guard
+            FileManager.default.createFile(
+                atPath: keyPath, contents: Data(setup.tokenKeyPEM.utf8), attributes: [.posixPermissions: 0o600])
+        else {
             throw ValidationError("cannot write \(keyPath)")
         }
         printJSON([

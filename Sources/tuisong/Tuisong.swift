@@ -81,7 +81,9 @@ struct Serve: AsyncParsableCommand {
         print("  master key: \(runtime.masterKey.source)\(runtime.masterKey.created ? " (created, mode 0600)" : "")")
         switch runtime.adminPassword {
         case .generated(let file):
-            print("  console: \(runtime.consoleURL) — log in as admin with the password in \(file) (created now, mode 0600)")
+            print(
+                "  console: \(runtime.consoleURL) — log in as admin with the password in \(file) (created now, mode 0600)"
+            )
         case .fromEnvironment:
             print("  console: \(runtime.consoleURL) — log in with TUISONG_ADMIN_PASSWORD")
         case .existing:
@@ -141,7 +143,8 @@ struct AppCommand: AsyncParsableCommand {
                 throw ValidationError("--name must be 1–200 characters")
             }
             guard BundleID.isValid(bundleID) else {
-                throw ValidationError("--bundle-id \"\(bundleID)\" is not a bundle id (letters, digits, - and . like com.example.app)")
+                throw ValidationError(
+                    "--bundle-id \"\(bundleID)\" is not a bundle id (letters, digits, - and . like com.example.app)")
             }
         }
 

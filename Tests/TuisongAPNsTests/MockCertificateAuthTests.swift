@@ -34,7 +34,8 @@ struct MockCertificateAuthTests {
     func fullLimitImmediately() throws {
         let harness = try MockHarness()
         let output = try harness.nghttp(
-            headers: ["apns-topic: \(MockHarness.bundleID)"], extraArguments: certificateArguments(harness) + ["-m", "4"]
+            headers: ["apns-topic: \(MockHarness.bundleID)"],
+            extraArguments: certificateArguments(harness) + ["-m", "4"]
         ).stdout
         #expect(output.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):1000]"), "\(output)")
         #expect(!output.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):1]"))

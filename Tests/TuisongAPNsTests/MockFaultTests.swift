@@ -21,7 +21,10 @@ struct MockFaultTests {
             })
         let after = Int64(Date().timeIntervalSince1970 * 1000)
         #expect(responses.map(\.status) == [410, 400, 429, 500, 200, 200])
-        #expect(responses.map(\.reason) == ["Unregistered", "BadDeviceToken", "TooManyRequests", "InternalServerError", nil, nil])
+        #expect(
+            responses.map(\.reason) == [
+                "Unregistered", "BadDeviceToken", "TooManyRequests", "InternalServerError", nil, nil,
+            ])
         let timestamp = try #require((responses[0].json?["timestamp"] as? NSNumber)?.int64Value)
         #expect(timestamp >= before && timestamp <= after)
         for response in responses.dropFirst() { #expect(response.json?["timestamp"] == nil) }
@@ -59,7 +62,9 @@ struct MockFaultTests {
             configuration.streamsBeforeFirstValidToken = 100
         }
         let single = Date()
-        #expect(try harness.curl(CurlRequest(headers: try harness.validHeaders(), bodyFile: harness.path("payload.json"))).status == 200)
+        #expect(
+            try harness.curl(CurlRequest(headers: try harness.validHeaders(), bodyFile: harness.path("payload.json")))
+                .status == 200)
         #expect(Date().timeIntervalSince(single) >= 0.3)
 
         // 20 requests 10 at a time: two rounds of ~300 ms; one at a time would take 6 s.

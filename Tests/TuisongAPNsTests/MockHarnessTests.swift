@@ -124,7 +124,10 @@ struct CurlRequest {
     var headers: [String]
     var bodyFile: String?
 
-    init(method: String = "POST", path: String = "/3/device/\(MockHarness.deviceToken)", headers: [String], bodyFile: String?) {
+    init(
+        method: String = "POST", path: String = "/3/device/\(MockHarness.deviceToken)", headers: [String],
+        bodyFile: String?
+    ) {
         self.method = method
         self.path = path
         self.headers = headers
@@ -147,7 +150,8 @@ struct CurlResponse {
             if index == 0 {
                 status = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
             } else if let colon = line.firstIndex(of: ":") {
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
             }
         }
     }
@@ -245,8 +249,16 @@ enum Command {
             if isError { err = data } else { out = data }
         }
 
-        var stdout: String { lock.lock(); defer { lock.unlock() }; return String(decoding: out, as: UTF8.self) }
-        var stderr: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
+        var stdout: String {
+            lock.lock()
+            defer { lock.unlock() }
+            return String(decoding: out, as: UTF8.self)
+        }
+        var stderr: String {
+            lock.lock()
+            defer { lock.unlock() }
+            return String(decoding: err, as: UTF8.self)
+        }
     }
 }
 

@@ -12,7 +12,8 @@ struct MockLoadTests {
             configuration.recordedNotificationLimit = 500
             configuration.streamsBeforeFirstValidToken = 1000
         }
-        let result = try harness.h2load(requests: 3000, connections: 2, streams: 50, headers: try harness.validHeaders())
+        let result = try harness.h2load(
+            requests: 3000, connections: 2, streams: 50, headers: try harness.validHeaders())
         #expect(result.succeeded == 3000, "\(result.output)")
         #expect(result.statusCodes["2xx"] == 3000)
         let statistics = harness.server.statistics
@@ -27,7 +28,8 @@ struct MockLoadTests {
     @Test("two event loops share the connections; streams refused before the first token are accounted for")
     func twoEventLoops() throws {
         let harness = try MockHarness { $0.eventLoopThreads = 2 }
-        let result = try harness.h2load(requests: 2000, connections: 4, streams: 20, headers: try harness.validHeaders())
+        let result = try harness.h2load(
+            requests: 2000, connections: 4, streams: 20, headers: try harness.validHeaders())
         let statistics = harness.server.statistics
         #expect(result.succeeded == statistics.requests, "\(result.output)")
         #expect(statistics.requests + statistics.refusedStreams == 2000)

@@ -86,7 +86,10 @@ struct MockPayloadCheckTests {
         var expected: [UInt8] = []
         var next: UInt8 = 0
         for round in 0..<50 {
-            let chunk = (0..<(round % 13 + 1)).map { _ in next &+= 1; return next }
+            let chunk = (0..<(round % 13 + 1)).map { _ in
+                next &+= 1
+                return next
+            }
             chunk.withUnsafeBufferPointer { queue.append($0.baseAddress!, count: $0.count) }
             expected += chunk
             let take = min(queue.count, round % 7)

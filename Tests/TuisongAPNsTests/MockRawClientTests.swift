@@ -4,7 +4,7 @@ import TuisongAPNsMock
 import TuisongCrypto
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A deliberately naive HTTP/2 client: it writes hand-built frames without waiting for the
@@ -72,7 +72,8 @@ final class RawHTTP2Client {
         }
         var block: [UInt8] = []
         for (name, value) in fields {
-            block += [0x00] + integer(name.utf8.count) + Array(name.utf8) + integer(value.utf8.count) + Array(value.utf8)
+            block +=
+                [0x00] + integer(name.utf8.count) + Array(name.utf8) + integer(value.utf8.count) + Array(value.utf8)
         }
         return block
     }
@@ -94,8 +95,12 @@ final class RawHTTP2Client {
             if pending.count >= 9 {
                 let length = Int(pending[0]) << 16 | Int(pending[1]) << 8 | Int(pending[2])
                 if pending.count >= 9 + length {
-                    let streamID = UInt32(pending[5] & 0x7F) << 24 | UInt32(pending[6]) << 16 | UInt32(pending[7]) << 8 | UInt32(pending[8])
-                    let frame = Frame(type: pending[3], flags: pending[4], streamID: streamID, payload: Array(pending[9..<(9 + length)]))
+                    let streamID =
+                        UInt32(pending[5] & 0x7F) << 24 | UInt32(pending[6]) << 16 | UInt32(pending[7]) << 8
+                        | UInt32(pending[8])
+                    let frame = Frame(
+                        type: pending[3], flags: pending[4], streamID: streamID,
+                        payload: Array(pending[9..<(9 + length)]))
                     pending.removeFirst(9 + length)
                     return frame
                 }

@@ -54,7 +54,8 @@ struct MockServerTests {
         let harness = try MockHarness(
             configure: { $0.logRequests = true }, requestLog: { line in lines.withLock { $0.append(line) } })
         let response = try harness.curl(
-            CurlRequest(headers: try harness.validHeaders() + ["apns-priority: 5"], bodyFile: harness.path("payload.json")))
+            CurlRequest(
+                headers: try harness.validHeaders() + ["apns-priority: 5"], bodyFile: harness.path("payload.json")))
         #expect(response.status == 200)
         let logged = lines.withLock { $0 }
         #expect(logged.count == 1)
@@ -109,14 +110,18 @@ struct MockServerTests {
         #expect(setup.serverCertificate.issuer == ca.subject)
         #expect(setup.serverCertificate.matches(setup.serverKey))
 
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("mock-ca-\(UUID().uuidString).pem").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("mock-ca-\(UUID().uuidString).pem")
+            .path
         defer { try? FileManager.default.removeItem(atPath: path) }
         try setup.writeCAFile(to: path)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == setup.caCertificatePEM)
 
         let configuration = setup.configuration(port: 2197)
         #expect(configuration.port == 2197)
-        #expect(configuration.tokenKeys == [.init(keyID: setup.keyID, teamID: setup.teamID, publicKeyPEM: setup.tokenPublicKeyPEM)])
+        #expect(
+            configuration.tokenKeys == [
+                .init(keyID: setup.keyID, teamID: setup.teamID, publicKeyPEM: setup.tokenPublicKeyPEM)
+            ])
         #expect(configuration.clientCertificateCAPEMs == [setup.caCertificatePEM])
     }
 
@@ -153,7 +158,8 @@ struct MockServerTests {
 
     @Test("configuration JSON may name only what it changes, and round-trips")
     func configurationCoding() throws {
-        let partial = #"{"port": 2197, "faults": {"latencyMilliseconds": 20, "tokenPrefixes": {"410": {"status": 410, "reason": "Unregistered"}}}}"#
+        let partial =
+            #"{"port": 2197, "faults": {"latencyMilliseconds": 20, "tokenPrefixes": {"410": {"status": 410, "reason": "Unregistered"}}}}"#
         let decoded = try JSONDecoder().decode(APNsMockConfiguration.self, from: Data(partial.utf8))
         var expected = APNsMockConfiguration(port: 2197)
         expected.faults.latencyMilliseconds = 20

@@ -36,7 +36,8 @@ struct RejectionCase: Sendable, CustomTestStringConvertible {
         RejectionCase(name: "no authorization", authorization: .absent, status: 403, reason: "MissingProviderToken"),
         RejectionCase(name: "token too old", authorization: .expired, status: 403, reason: "ExpiredProviderToken"),
         RejectionCase(name: "unknown kid", authorization: .unknownKeyID, status: 403, reason: "InvalidProviderToken"),
-        RejectionCase(name: "iss of another team", authorization: .otherTeam, status: 403, reason: "InvalidProviderToken"),
+        RejectionCase(
+            name: "iss of another team", authorization: .otherTeam, status: 403, reason: "InvalidProviderToken"),
         RejectionCase(
             name: "signed by another key", authorization: .otherSigningKey, status: 403,
             reason: "InvalidProviderToken"),
@@ -74,7 +75,8 @@ struct RejectionCase: Sendable, CustomTestStringConvertible {
             body: RejectionCase.jsonPayload(bytes: 5121), status: 413, reason: "PayloadTooLarge"),
         RejectionCase(name: "payload not JSON", body: "hello", status: 400, reason: "BadPayload"),
         RejectionCase(name: "payload a JSON array", body: "[1,2]", status: 400, reason: "BadPayload"),
-        RejectionCase(name: "payload truncated JSON", body: #"{"aps":{"alert":"hi"}"#, status: 400, reason: "BadPayload"),
+        RejectionCase(
+            name: "payload truncated JSON", body: #"{"aps":{"alert":"hi"}"#, status: 400, reason: "BadPayload"),
     ]
 
     /// `{"aps":{"alert":"xxx…"}}` of exactly `bytes` bytes.

@@ -23,10 +23,12 @@ final class FakeClock: TuisongCore.Clock {
                 "MissingTopic", "PayloadEmpty", "TopicDisallowed",
             ],
             403: [
-                "BadCertificate", "BadCertificateEnvironment", "ExpiredProviderToken", "Forbidden", "InvalidProviderToken",
+                "BadCertificate", "BadCertificateEnvironment", "ExpiredProviderToken", "Forbidden",
+                "InvalidProviderToken",
                 "MissingProviderToken", "BadEnvironmentKeyInToken",
             ],
-            404: ["BadPath"], 405: ["MethodNotAllowed"], 410: ["ExpiredToken", "Unregistered"], 413: ["PayloadTooLarge"],
+            404: ["BadPath"], 405: ["MethodNotAllowed"], 410: ["ExpiredToken", "Unregistered"],
+            413: ["PayloadTooLarge"],
             429: ["TooManyProviderTokenUpdates", "TooManyRequests"], 500: ["InternalServerError"],
             503: ["ServiceUnavailable", "Shutdown"],
         ]
@@ -51,12 +53,16 @@ final class FakeClock: TuisongCore.Clock {
         let body = APNsErrorBody(parsing: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8))
         #expect(body.reason == "Unregistered")
         #expect(body.timestamp == Date(timeIntervalSince1970: 1_700_000_000.123))
-        #expect(APNsErrorBody(parsing: Array(#"{"reason":"BadTopic"}"#.utf8)) == APNsErrorBody(reason: "BadTopic", timestamp: nil))
+        #expect(
+            APNsErrorBody(parsing: Array(#"{"reason":"BadTopic"}"#.utf8))
+                == APNsErrorBody(reason: "BadTopic", timestamp: nil))
         #expect(APNsErrorBody(parsing: []) == APNsErrorBody(reason: nil, timestamp: nil))
         #expect(APNsErrorBody(parsing: Array("<html>".utf8)) == APNsErrorBody(reason: nil, timestamp: nil))
         #expect(APNsErrorBody(parsing: Array(#"{"reason":5}"#.utf8)).reason == nil)
         let written = APNsErrorBody(reason: "ExpiredToken", timestamp: Date(timeIntervalSince1970: 1_600_000_000.5))
-        #expect(String(decoding: written.serialized(), as: UTF8.self) == #"{"reason":"ExpiredToken","timestamp":1600000000500}"#)
+        #expect(
+            String(decoding: written.serialized(), as: UTF8.self)
+                == #"{"reason":"ExpiredToken","timestamp":1600000000500}"#)
         #expect(APNsErrorBody(parsing: written.serialized()) == written)
     }
 }
@@ -66,40 +72,66 @@ final class FakeClock: TuisongCore.Clock {
 
     @Test func deliveredAndInvalidated() {
         #expect(APNsOutcome.classify(status: 200, reason: nil, timestamp: nil) == .delivered)
-        #expect(APNsOutcome.classify(status: 410, reason: "Unregistered", timestamp: since) == .invalidateDevice(.unregistered, since: since))
-        #expect(APNsOutcome.classify(status: 410, reason: "ExpiredToken", timestamp: nil) == .invalidateDevice(.expiredToken, since: nil))
-        #expect(APNsOutcome.classify(status: 410, reason: nil, timestamp: since) == .invalidateDevice(.unknown("HTTP 410"), since: since))
-        #expect(APNsOutcome.classify(status: 400, reason: "BadDeviceToken", timestamp: nil) == .invalidateDevice(.badDeviceToken, since: nil))
+        #expect(
+            APNsOutcome.classify(status: 410, reason: "Unregistered", timestamp: since)
+                == .invalidateDevice(.unregistered, since: since))
+        #expect(
+            APNsOutcome.classify(status: 410, reason: "ExpiredToken", timestamp: nil)
+                == .invalidateDevice(.expiredToken, since: nil))
+        #expect(
+            APNsOutcome.classify(status: 410, reason: nil, timestamp: since)
+                == .invalidateDevice(.unknown("HTTP 410"), since: since))
+        #expect(
+            APNsOutcome.classify(status: 400, reason: "BadDeviceToken", timestamp: nil)
+                == .invalidateDevice(.badDeviceToken, since: nil))
     }
 
     @Test func retries() {
-        #expect(APNsOutcome.classify(status: 429, reason: "TooManyRequests", timestamp: nil) == .retry(.tooManyRequests, after: .seconds(60)))
+        #expect(
+            APNsOutcome.classify(status: 429, reason: "TooManyRequests", timestamp: nil)
+                == .retry(.tooManyRequests, after: .seconds(60)))
         #expect(
             APNsOutcome.classify(status: 429, reason: "TooManyProviderTokenUpdates", timestamp: nil)
                 == .retry(.tooManyProviderTokenUpdates, after: .seconds(60)))
-        #expect(APNsOutcome.classify(status: 500, reason: "InternalServerError", timestamp: nil) == .retry(.internalServerError, after: nil))
-        #expect(APNsOutcome.classify(status: 503, reason: "ServiceUnavailable", timestamp: nil) == .retry(.serviceUnavailable, after: nil))
+        #expect(
+            APNsOutcome.classify(status: 500, reason: "InternalServerError", timestamp: nil)
+                == .retry(.internalServerError, after: nil))
+        #expect(
+            APNsOutcome.classify(status: 503, reason: "ServiceUnavailable", timestamp: nil)
+                == .retry(.serviceUnavailable, after: nil))
         #expect(APNsOutcome.classify(status: 503, reason: "Shutdown", timestamp: nil) == .retry(.shutdown, after: nil))
-        #expect(APNsOutcome.classify(status: 502, reason: nil, timestamp: nil) == .retry(.unknown("HTTP 502"), after: nil))
-        #expect(APNsOutcome.classify(status: 400, reason: "IdleTimeout", timestamp: nil) == .retry(.idleTimeout, after: nil))
+        #expect(
+            APNsOutcome.classify(status: 502, reason: nil, timestamp: nil) == .retry(.unknown("HTTP 502"), after: nil))
+        #expect(
+            APNsOutcome.classify(status: 400, reason: "IdleTimeout", timestamp: nil) == .retry(.idleTimeout, after: nil)
+        )
     }
 
     @Test func credentials() {
-        #expect(APNsOutcome.classify(status: 403, reason: "ExpiredProviderToken", timestamp: nil) == .refreshProviderToken)
-        for raw in ["InvalidProviderToken", "BadCertificate", "BadCertificateEnvironment", "MissingProviderToken", "BadEnvironmentKeyInToken"] {
-            #expect(APNsOutcome.classify(status: 403, reason: raw, timestamp: nil) == .credentialFailing(APNsReason(raw)))
+        #expect(
+            APNsOutcome.classify(status: 403, reason: "ExpiredProviderToken", timestamp: nil) == .refreshProviderToken)
+        for raw in [
+            "InvalidProviderToken", "BadCertificate", "BadCertificateEnvironment", "MissingProviderToken",
+            "BadEnvironmentKeyInToken",
+        ] {
+            #expect(
+                APNsOutcome.classify(status: 403, reason: raw, timestamp: nil) == .credentialFailing(APNsReason(raw)))
         }
         #expect(APNsOutcome.classify(status: 403, reason: "Forbidden", timestamp: nil) == .failed(.forbidden))
         #expect(APNsOutcome.classify(status: 403, reason: "NewThing", timestamp: nil) == .failed(.unknown("NewThing")))
     }
 
     @Test func permanentFailures() {
-        for raw in ["DeviceTokenNotForTopic", "BadTopic", "TopicDisallowed", "PayloadEmpty", "BadCollapseId", "InvalidPushType"] {
+        for raw in [
+            "DeviceTokenNotForTopic", "BadTopic", "TopicDisallowed", "PayloadEmpty", "BadCollapseId", "InvalidPushType",
+        ] {
             #expect(APNsOutcome.classify(status: 400, reason: raw, timestamp: nil) == .failed(APNsReason(raw)))
         }
-        #expect(APNsOutcome.classify(status: 413, reason: "PayloadTooLarge", timestamp: nil) == .failed(.payloadTooLarge))
+        #expect(
+            APNsOutcome.classify(status: 413, reason: "PayloadTooLarge", timestamp: nil) == .failed(.payloadTooLarge))
         #expect(APNsOutcome.classify(status: 404, reason: "BadPath", timestamp: nil) == .failed(.badPath))
-        #expect(APNsOutcome.classify(status: 405, reason: "MethodNotAllowed", timestamp: nil) == .failed(.methodNotAllowed))
+        #expect(
+            APNsOutcome.classify(status: 405, reason: "MethodNotAllowed", timestamp: nil) == .failed(.methodNotAllowed))
     }
 
     @Test(arguments: [-1, 0, 100, 204, 302, 418, 499, 600, 999, Int.max, Int.min])
@@ -140,13 +172,15 @@ final class FakeClock: TuisongCore.Clock {
         let key = try PrivateKey.generateP256()
         let clock = FakeClock()
         func interval(_ requested: Duration) throws -> Duration {
-            try ProviderTokenCache(key: key, keyID: "K", teamID: "T", refreshInterval: requested, clock: clock).refreshInterval
+            try ProviderTokenCache(key: key, keyID: "K", teamID: "T", refreshInterval: requested, clock: clock)
+                .refreshInterval
         }
         #expect(try interval(.seconds(60)) == .seconds(1200))
         #expect(try interval(.seconds(3 * 3600)) == .seconds(3600))
         #expect(try interval(.seconds(1800)) == .seconds(1800))
 
-        let short = try ProviderTokenCache(key: key, keyID: "K", teamID: "T", refreshInterval: .seconds(1), clock: clock)
+        let short = try ProviderTokenCache(
+            key: key, keyID: "K", teamID: "T", refreshInterval: .seconds(1), clock: clock)
         let token = try short.token()
         clock.advance(by: 20 * 60 - 1)
         #expect(try short.token() == token)
@@ -224,7 +258,8 @@ final class FakeClock: TuisongCore.Clock {
 
     @Test func needsAP256Key() throws {
         #expect(throws: CryptoError.self) {
-            _ = try ProviderTokenCache(key: PrivateKey.generateRSA(bits: 2048), keyID: "K", teamID: "T", clock: FakeClock())
+            _ = try ProviderTokenCache(
+                key: PrivateKey.generateRSA(bits: 2048), keyID: "K", teamID: "T", clock: FakeClock())
         }
     }
 }

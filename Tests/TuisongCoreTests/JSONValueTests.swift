@@ -11,7 +11,8 @@ import Testing
         ]
         #expect(
             value.serializedString
-                == #"{"B":"x","a":[true,false,null],"aa":{"y":0.5,"z":-7},"b":1,"esc":"q\"b\\s/n\nt\tc\u0001\u001f é 😀","中":"推送"}"#)
+                == #"{"B":"x","a":[true,false,null],"aa":{"y":0.5,"z":-7},"b":1,"esc":"q\"b\\s/n\nt\tc\u0001\u001f é 😀","中":"推送"}"#
+        )
         // Non-ASCII stays UTF-8 bytes, not \u escapes.
         #expect(JSONValue.string("好").serialized() == [0x22, 0xE5, 0xA5, 0xBD, 0x22])
     }
@@ -51,7 +52,9 @@ import Testing
 
 @Suite struct JSONValueParsingTests {
     @Test func parsesEveryKind() throws {
-        let parsed = try JSONValue(parsing: #" { "a" : [ 1 , -0 , 2.5 , 1e2 , -3E-2 , true , false , null ] , "s" : "x\u00e9\ud83d\ude00\/\n" } "#)
+        let parsed = try JSONValue(
+            parsing:
+                #" { "a" : [ 1 , -0 , 2.5 , 1e2 , -3E-2 , true , false , null ] , "s" : "x\u00e9\ud83d\ude00\/\n" } "#)
         #expect(parsed["a"] == [.int(1), .int(0), .double(2.5), .double(100), .double(-0.03), true, false, nil])
         #expect(parsed["s"] == "xé😀/\n")
         #expect(parsed["a"]?[0]?.intValue == 1)
@@ -97,7 +100,8 @@ import Testing
         ]
         for document in documents {
             let ours = try JSONValue(parsing: document)
-            let theirs = try #require(JSONValue(jsonObject: try JSONSerialization.jsonObject(with: Data(document.utf8))))
+            let theirs = try #require(
+                JSONValue(jsonObject: try JSONSerialization.jsonObject(with: Data(document.utf8))))
             #expect(ours == theirs, "\(document)")
             // Serialising and parsing again is stable.
             #expect(try JSONValue(parsing: ours.serialized()).serialized() == ours.serialized())
@@ -114,11 +118,14 @@ import Testing
         // Swift values (not NSNumbers from JSONSerialization) bridge the same way.
         #expect(JSONValue(jsonObject: value.jsonObject) == value)
         let swiftValues: [String: Any] = ["b": true, "i": 7, "i64": Int64(-3), "d": 2.25, "s": "x", "a": [false, 1]]
-        #expect(JSONValue(jsonObject: swiftValues) == ["b": true, "i": 7, "i64": -3, "d": 2.25, "s": "x", "a": [false, 1]])
+        #expect(
+            JSONValue(jsonObject: swiftValues) == ["b": true, "i": 7, "i64": -3, "d": 2.25, "s": "x", "a": [false, 1]])
     }
 
     @Test func codableRoundTrip() throws {
-        let value: JSONValue = ["flag": true, "count": 3, "ratio": 0.75, "name": "推送", "none": nil, "list": [1, "two"]]
+        let value: JSONValue = [
+            "flag": true, "count": 3, "ratio": 0.75, "name": "推送", "none": nil, "list": [1, "two"],
+        ]
         let data = try JSONEncoder().encode(value)
         #expect(try JSONDecoder().decode(JSONValue.self, from: data) == value)
         #expect(try JSONDecoder().decode(JSONValue.self, from: Data("true".utf8)) == .bool(true))

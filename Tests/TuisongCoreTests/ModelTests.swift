@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TuisongCore
 
 @Suite struct DeviceTokenTests {

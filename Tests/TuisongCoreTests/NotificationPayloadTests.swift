@@ -22,7 +22,8 @@ private func rendered(_ notification: PushNotification) -> String {
             alert: .fields(
                 .init(
                     title: "T", subtitle: "S", body: "B", launchImage: "L.png", titleLocKey: "TK", titleLocArgs: ["t1"],
-                    subtitleLocKey: "SK", subtitleLocArgs: ["s1", "s2"], locKey: "BK", locArgs: ["b1"], actionLocKey: "AK",
+                    subtitleLocKey: "SK", subtitleLocArgs: ["s1", "s2"], locKey: "BK", locArgs: ["b1"],
+                    actionLocKey: "AK",
                     summaryArg: "Ann", summaryArgCount: 2)),
             badge: 0, sound: .named("default"), contentAvailable: true, mutableContent: true, category: "REPLY",
             threadID: "chat-7", targetContentID: "win-1", interruptionLevel: .timeSensitive, relevanceScore: 0.75,
@@ -43,7 +44,8 @@ private func rendered(_ notification: PushNotification) -> String {
             mutableContent: false, interruptionLevel: .critical)
         #expect(
             rendered(notification)
-                == #"{"aps":{"alert":"Fire","interruption-level":"critical","sound":{"critical":1,"name":"alarm.caf","volume":0.5}}}"#)
+                == #"{"aps":{"alert":"Fire","interruption-level":"critical","sound":{"critical":1,"name":"alarm.caf","volume":0.5}}}"#
+        )
     }
 
     @Test func liveActivityFields() {
@@ -89,7 +91,8 @@ private func rendered(_ notification: PushNotification) -> String {
     /// A payload of exactly `size` bytes: `{"aps":{"alert":"x"},"p":"…"}` padded.
     private func payload(ofSize size: Int) -> [UInt8] {
         let base = APNsPayload.render(PushNotification(alert: .plain("x"), custom: ["p": ""])).count
-        let bytes = APNsPayload.render(PushNotification(alert: .plain("x"), custom: ["p": .string(String(repeating: "a", count: size - base))]))
+        let bytes = APNsPayload.render(
+            PushNotification(alert: .plain("x"), custom: ["p": .string(String(repeating: "a", count: size - base))]))
         precondition(bytes.count == size)
         return bytes
     }

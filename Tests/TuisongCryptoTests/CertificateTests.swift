@@ -32,7 +32,8 @@ import Testing
         let key = try PrivateKey.generateP256()
         let certificate = try Certificate.issue(
             subjectCommonName: "Apple Push Services: com.example.推送", subjectUID: "com.example.推送", subjectAltNames: [],
-            publicKey: key.publicKey, issuer: nil, signingKey: key, isCA: false, notBefore: notBefore, notAfter: notAfter)
+            publicKey: key.publicKey, issuer: nil, signingKey: key, isCA: false, notBefore: notBefore,
+            notAfter: notAfter)
         #expect(certificate.commonName == "Apple Push Services: com.example.推送")
         #expect(certificate.userID == "com.example.推送")
         #expect(certificate.subject == "CN=Apple Push Services: com.example.推送,UID=com.example.推送")
@@ -56,14 +57,16 @@ import Testing
         let key = try PrivateKey.generateP256()
         let now = Date()
         let expired = try Certificate.issue(
-            subjectCommonName: "old", subjectAltNames: [], publicKey: key.publicKey, issuer: nil, signingKey: key, isCA: false,
+            subjectCommonName: "old", subjectAltNames: [], publicKey: key.publicKey, issuer: nil, signingKey: key,
+            isCA: false,
             notBefore: now.addingTimeInterval(-90 * 86400), notAfter: now.addingTimeInterval(-86400))
         #expect(expired.notAfter < now)
         #expect(!expired.isValid(at: now))
         // Dates beyond 2049 use GeneralizedTime; they must read back the same.
         let far = Date(timeIntervalSince1970: 4_102_444_800)  // 2100-01-01
         let longLived = try Certificate.issue(
-            subjectCommonName: "long", subjectAltNames: [], publicKey: key.publicKey, issuer: nil, signingKey: key, isCA: true,
+            subjectCommonName: "long", subjectAltNames: [], publicKey: key.publicKey, issuer: nil, signingKey: key,
+            isCA: true,
             notBefore: now, notAfter: far)
         #expect(longLived.notAfter == far)
     }
@@ -121,7 +124,9 @@ import Testing
         #expect(certificate.apnsTopics == ["com.example.app", "com.example.app.voip"])
         #expect(certificate.apnsEnvironments == ["production"])
         #expect(certificate.userID == "com.example.app")
-        #expect(certificate.subject == "C=CN,O=Example,OU=TEAM123456,CN=Apple Push Services: com.example.app,UID=com.example.app")
+        #expect(
+            certificate.subject
+                == "C=CN,O=Example,OU=TEAM123456,CN=Apple Push Services: com.example.app,UID=com.example.app")
         #expect(certificate.matches(try PrivateKey(pem: try dir.readText("key.pem"))))
         let days = certificate.notAfter.timeIntervalSince(certificate.notBefore) / 86400
         #expect(abs(days - 30) < 0.01)
@@ -133,17 +138,20 @@ import Testing
         let now = Date()
         expectCryptoError(.keyMismatch) {
             _ = try Certificate.issue(
-                subjectCommonName: "x", subjectAltNames: [], publicKey: other.publicKey, issuer: nil, signingKey: pki.caKey,
+                subjectCommonName: "x", subjectAltNames: [], publicKey: other.publicKey, issuer: nil,
+                signingKey: pki.caKey,
                 isCA: false, notBefore: now, notAfter: now.addingTimeInterval(60))
         }
         expectCryptoError(.keyMismatch) {
             _ = try Certificate.issue(
-                subjectCommonName: "x", subjectAltNames: [], publicKey: other.publicKey, issuer: (pki.ca, other), signingKey: other,
+                subjectCommonName: "x", subjectAltNames: [], publicKey: other.publicKey, issuer: (pki.ca, other),
+                signingKey: other,
                 isCA: false, notBefore: now, notAfter: now.addingTimeInterval(60))
         }
         expectCryptoError(.corruptInput) {
             _ = try Certificate.issue(
-                subjectCommonName: "x", subjectAltNames: ["a,b"], publicKey: other.publicKey, issuer: nil, signingKey: other,
+                subjectCommonName: "x", subjectAltNames: ["a,b"], publicKey: other.publicKey, issuer: nil,
+                signingKey: other,
                 isCA: false, notBefore: now, notAfter: now.addingTimeInterval(60))
         }
         expectCryptoError(.corruptInput) {
@@ -162,19 +170,24 @@ import Testing
         #expect(chain[0].issuer == pki.ca.subject)
         expectCryptoError(.wrongKind) { _ = try Certificate.parseChain(pem: "nothing here") }
         expectCryptoError(.wrongKind) { _ = try Certificate(pem: pki.leafKey.pkcs8PEM()) }
-        expectCryptoError(.corruptInput) { _ = try Certificate(pem: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n") }
+        expectCryptoError(.corruptInput) {
+            _ = try Certificate(pem: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+        }
         expectCryptoError(.corruptInput) { _ = try Certificate(der: Array(pki.leaf.der().dropLast(5))) }
         expectCryptoError(.corruptInput) { _ = try Certificate(der: []) }
     }
 }
 
 @Suite struct PKCS12Tests {
-    private func exportWithCLI(_ pki: TestPKI, password: String, legacy: Bool = false, in dir: TemporaryDirectory) throws -> [UInt8] {
+    private func exportWithCLI(_ pki: TestPKI, password: String, legacy: Bool = false, in dir: TemporaryDirectory)
+        throws -> [UInt8]
+    {
         try dir.write("cert.pem", pki.leaf.pem())
         try dir.write("key.pem", pki.leafKey.pkcs8PEM())
         try dir.write("ca.pem", pki.ca.pem())
         var arguments = [
-            "pkcs12", "-export", "-inkey", "key.pem", "-in", "cert.pem", "-certfile", "ca.pem", "-passout", "pass:\(password)",
+            "pkcs12", "-export", "-inkey", "key.pem", "-in", "cert.pem", "-certfile", "ca.pem", "-passout",
+            "pass:\(password)",
             "-out", "push.p12",
         ]
         if legacy { arguments.append("-legacy") }
@@ -184,7 +197,8 @@ import Testing
 
     @Test func parsesCLIExport() throws {
         let dir = try TemporaryDirectory()
-        let pki = try TestPKI(leafCommonName: "Apple Push Services: com.example.app", leafUID: "com.example.app", altNames: [])
+        let pki = try TestPKI(
+            leafCommonName: "Apple Push Services: com.example.app", leafUID: "com.example.app", altNames: [])
         let p12 = try exportWithCLI(pki, password: "s3cret", in: dir)
         let parsed = try PKCS12.parse(p12, password: "s3cret")
         #expect(parsed.certificate == pki.leaf)
@@ -199,7 +213,9 @@ import Testing
         let p12 = try exportWithCLI(try TestPKI(), password: "s3cret", in: dir)
         expectCryptoError(.wrongPassword) { _ = try PKCS12.parse(p12, password: "guess") }
         expectCryptoError(.wrongPassword) { _ = try PKCS12.parse(p12, password: "") }
-        expectCryptoError(.corruptInput) { _ = try PKCS12.parse(Array("definitely not a p12".utf8), password: "s3cret") }
+        expectCryptoError(.corruptInput) {
+            _ = try PKCS12.parse(Array("definitely not a p12".utf8), password: "s3cret")
+        }
         expectCryptoError(.corruptInput) { _ = try PKCS12.parse(SecureRandom.bytes(2048), password: "s3cret") }
         expectCryptoError(.corruptInput) { _ = try PKCS12.parse(Array(p12.prefix(p12.count / 2)), password: "s3cret") }
         expectCryptoError(.corruptInput) { _ = try PKCS12.parse([], password: "") }
@@ -222,7 +238,8 @@ import Testing
         let dir = try TemporaryDirectory()
         let pki = try TestPKI()
         try dir.write("cert.pem", pki.leaf.pem())
-        try openssl(["pkcs12", "-export", "-nokeys", "-in", "cert.pem", "-passout", "pass:pw", "-out", "nokey.p12"], in: dir)
+        try openssl(
+            ["pkcs12", "-export", "-nokeys", "-in", "cert.pem", "-passout", "pass:pw", "-out", "nokey.p12"], in: dir)
         expectCryptoError(.wrongKind) { _ = try PKCS12.parse(try dir.read("nokey.p12"), password: "pw") }
     }
 
@@ -260,12 +277,16 @@ import Testing
         let dir = try TemporaryDirectory()
         let pki = try TestPKI()
         try dir.write("key.pem", pki.leafKey.pkcs8PEM())
-        try openssl(["pkcs8", "-topk8", "-in", "key.pem", "-v2", "aes-128-cbc", "-passout", "pass:pw", "-out", "enc.pem"], in: dir)
+        try openssl(
+            ["pkcs8", "-topk8", "-in", "key.pem", "-v2", "aes-128-cbc", "-passout", "pass:pw", "-out", "enc.pem"],
+            in: dir)
         let text = pki.leaf.pem() + (try dir.readText("enc.pem"))
         #expect(try PEMBundle.parse(text, password: "pw").key?.publicKey == pki.leafKey.publicKey)
         expectCryptoError(.wrongPassword) { _ = try PEMBundle.parse(text) }
         expectCryptoError(.keyMismatch) { _ = try PEMBundle.parse(pki.leaf.pem() + pki.caKey.pkcs8PEM()) }
-        expectCryptoError(.keyMismatch) { _ = try PEMBundle.parse(pki.leaf.pem() + PrivateKey.generateP256().pkcs8PEM()) }
+        expectCryptoError(.keyMismatch) {
+            _ = try PEMBundle.parse(pki.leaf.pem() + PrivateKey.generateP256().pkcs8PEM())
+        }
         expectCryptoError(.wrongKind) { _ = try PEMBundle.parse(pki.leafKey.pkcs8PEM()) }
     }
 }

@@ -9,7 +9,8 @@ import Testing
         #expect(Hex.encode(Digest.md5(Array("abc".utf8))) == "900150983cd24fb0d6963f7d28e17f72")
         #expect(Hex.encode(Digest.sha1(Array("abc".utf8))) == "a9993e364706816aba3e25717850c26c9cd0d89d")
         #expect(Hex.encode(Digest.sha256([])) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(Hex.encode(Digest.sha256("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            Hex.encode(Digest.sha256("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
     @Test func hmacRFC4231() {
@@ -51,7 +52,10 @@ import Testing
 
     @Test func base64URLVectors() {
         // RFC 4648 §10 vectors, unpadded.
-        let vectors = [("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"), ("fooba", "Zm9vYmE"), ("foobar", "Zm9vYmFy")]
+        let vectors = [
+            ("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"), ("fooba", "Zm9vYmE"),
+            ("foobar", "Zm9vYmFy"),
+        ]
         for (plain, encoded) in vectors {
             #expect(Base64URL.encode(plain.utf8) == encoded)
             #expect(Base64URL.decode(encoded) == Array(plain.utf8))
@@ -75,9 +79,11 @@ import Testing
         for length in 0..<70 {
             let bytes = SecureRandom.bytes(length)
             #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes)
-            #expect(Base64URL.encode(bytes) == Data(bytes).base64EncodedString()
-                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-                .replacingOccurrences(of: "=", with: ""))
+            #expect(
+                Base64URL.encode(bytes)
+                    == Data(bytes).base64EncodedString()
+                    .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                    .replacingOccurrences(of: "=", with: ""))
         }
     }
 }
@@ -114,7 +120,9 @@ import Testing
     @Test func wrongKeyOrAssociatedData() throws {
         let box = try SecretBox(key: SecureRandom.bytes(32))
         let sealed = try box.seal(Array("secret".utf8), associatedData: [1])
-        expectCryptoError(.verificationFailed) { _ = try SecretBox(key: SecureRandom.bytes(32)).open(sealed, associatedData: [1]) }
+        expectCryptoError(.verificationFailed) {
+            _ = try SecretBox(key: SecureRandom.bytes(32)).open(sealed, associatedData: [1])
+        }
         expectCryptoError(.verificationFailed) { _ = try box.open(sealed, associatedData: [2]) }
         expectCryptoError(.verificationFailed) { _ = try box.open(sealed) }
         expectCryptoError(.wrongKind) { _ = try SecretBox(key: SecureRandom.bytes(16)) }
@@ -125,7 +133,8 @@ import Testing
         // fixed key/nonce known-answer test instead (NIST GCM test case 14: AES-256, zero
         // key, zero IV, one zero block).
         let box = try SecretBox(key: [UInt8](repeating: 0, count: 32))
-        let sealed = [UInt8(1)] + [UInt8](repeating: 0, count: 12)
+        let sealed =
+            [UInt8(1)] + [UInt8](repeating: 0, count: 12)
             + Hex.decode("cea7403d4d606b6e074ec5d3baf39d18")! + Hex.decode("d0d1c8a799996bf0265b98b5d48ab919")!
         #expect(try box.open(sealed) == [UInt8](repeating: 0, count: 16))
     }

@@ -22,7 +22,8 @@ import Testing
 
     @Test func loadsOpenSSLGeneratedP8AndCrossVerifies() throws {
         let dir = try TemporaryDirectory()
-        try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "AuthKey.p8"], in: dir)
+        try openssl(
+            ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "AuthKey.p8"], in: dir)
         let p8 = try dir.readText("AuthKey.p8")
         #expect(p8.hasPrefix("-----BEGIN PRIVATE KEY-----"))
         let key = try PrivateKey(pem: p8)
@@ -37,13 +38,16 @@ import Testing
         try dir.write("message", bytes: message)
         let ours = try key.signES256(message)
         try dir.write("ours.der", bytes: TestDER.derFromRaw(ours))
-        let verified = try openssl(["dgst", "-sha256", "-verify", "pub.pem", "-signature", "ours.der", "message"], in: dir)
+        let verified = try openssl(
+            ["dgst", "-sha256", "-verify", "pub.pem", "-signature", "ours.der", "message"], in: dir)
         #expect(verified.stdout.contains("Verified OK"))
         // A wrong signature is rejected by the CLI too (the check above can fail).
         var wrong = ours
         wrong[40] ^= 0x80
         try dir.write("wrong.der", bytes: TestDER.derFromRaw(wrong))
-        let rejected = try openssl(["dgst", "-sha256", "-verify", "pub.pem", "-signature", "wrong.der", "message"], in: dir, expectSuccess: false)
+        let rejected = try openssl(
+            ["dgst", "-sha256", "-verify", "pub.pem", "-signature", "wrong.der", "message"], in: dir,
+            expectSuccess: false)
         #expect(rejected.status != 0)
 
         // The CLI's DER signature, converted to raw r‖s, verifies with us.
@@ -84,7 +88,8 @@ import Testing
         expectCryptoError(.wrongKind) { _ = try rsa.signES256([1, 2, 3]) }
 
         // P-384 loads but is not ES256 material.
-        try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", "p384.pem"], in: dir)
+        try openssl(
+            ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", "p384.pem"], in: dir)
         let p384 = try PrivateKey(pem: try dir.readText("p384.pem"))
         #expect(p384.kind == .other)
         expectCryptoError(.wrongKind) { _ = try p384.signES256([1]) }
@@ -93,8 +98,13 @@ import Testing
 
     @Test func encryptedKeysNeedTheRightPassword() throws {
         let dir = try TemporaryDirectory()
-        try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "plain.pem"], in: dir)
-        try openssl(["pkcs8", "-topk8", "-in", "plain.pem", "-v2", "aes-256-cbc", "-passout", "pass:s3cret", "-out", "enc.pem"], in: dir)
+        try openssl(
+            ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "plain.pem"], in: dir)
+        try openssl(
+            [
+                "pkcs8", "-topk8", "-in", "plain.pem", "-v2", "aes-256-cbc", "-passout", "pass:s3cret", "-out",
+                "enc.pem",
+            ], in: dir)
         let encrypted = try dir.readText("enc.pem")
         #expect(encrypted.contains("BEGIN ENCRYPTED PRIVATE KEY"))
         let plain = try PrivateKey(pem: try dir.readText("plain.pem"))
@@ -138,8 +148,12 @@ import Testing
         let parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         #expect(parts.count == 3)
         #expect(!token.contains("="))
-        #expect(String(decoding: try #require(Base64URL.decode(parts[0])), as: UTF8.self) == #"{"alg":"ES256","kid":"ABC123DEFG"}"#)
-        #expect(String(decoding: try #require(Base64URL.decode(parts[1])), as: UTF8.self) == #"{"iss":"DEF123GHIJ","iat":1700000000}"#)
+        #expect(
+            String(decoding: try #require(Base64URL.decode(parts[0])), as: UTF8.self)
+                == #"{"alg":"ES256","kid":"ABC123DEFG"}"#)
+        #expect(
+            String(decoding: try #require(Base64URL.decode(parts[1])), as: UTF8.self)
+                == #"{"iss":"DEF123GHIJ","iat":1700000000}"#)
         let signature = try #require(Base64URL.decode(parts[2]))
         #expect(signature.count == 64)
         #expect(key.publicKey.verifyES256(signature: signature, message: Array("\(parts[0]).\(parts[1])".utf8)))
@@ -153,25 +167,37 @@ import Testing
     @Test func verificationFailures() throws {
         let key = try PrivateKey.generateP256()
         let token = try JWT.apnsProviderToken(keyID: "K", teamID: "T", issuedAt: Date(), key: key)
-        expectCryptoError(.verificationFailed) { _ = try JWT.verifyES256(token, publicKey: PrivateKey.generateP256().publicKey) }
+        expectCryptoError(.verificationFailed) {
+            _ = try JWT.verifyES256(token, publicKey: PrivateKey.generateP256().publicKey)
+        }
 
         let parts = token.split(separator: ".").map(String.init)
         let forgedClaims = Base64URL.encode(#"{"iss":"EVIL","iat":1}"#.utf8)
-        expectCryptoError(.verificationFailed) { _ = try JWT.verifyES256("\(parts[0]).\(forgedClaims).\(parts[2])", publicKey: key.publicKey) }
+        expectCryptoError(.verificationFailed) {
+            _ = try JWT.verifyES256("\(parts[0]).\(forgedClaims).\(parts[2])", publicKey: key.publicKey)
+        }
 
         let hs256 = Base64URL.encode(#"{"alg":"HS256","kid":"K"}"#.utf8)
-        expectCryptoError(.unsupported) { _ = try JWT.verifyES256("\(hs256).\(parts[1]).\(parts[2])", publicKey: key.publicKey) }
+        expectCryptoError(.unsupported) {
+            _ = try JWT.verifyES256("\(hs256).\(parts[1]).\(parts[2])", publicKey: key.publicKey)
+        }
         expectCryptoError(.corruptInput) { _ = try JWT.verifyES256("a.b", publicKey: key.publicKey) }
-        expectCryptoError(.corruptInput) { _ = try JWT.verifyES256("\(parts[0]).\(parts[1]).!!", publicKey: key.publicKey) }
-        expectCryptoError(.corruptInput) { _ = try JWT.verifyES256("\(Base64URL.encode("[]".utf8)).\(parts[1]).\(parts[2])", publicKey: key.publicKey) }
+        expectCryptoError(.corruptInput) {
+            _ = try JWT.verifyES256("\(parts[0]).\(parts[1]).!!", publicKey: key.publicKey)
+        }
+        expectCryptoError(.corruptInput) {
+            _ = try JWT.verifyES256("\(Base64URL.encode("[]".utf8)).\(parts[1]).\(parts[2])", publicKey: key.publicKey)
+        }
         expectCryptoError(.wrongKind) {
-            _ = try JWT.apnsProviderToken(keyID: "K", teamID: "T", issuedAt: Date(), key: PrivateKey.generateRSA(bits: 2048))
+            _ = try JWT.apnsProviderToken(
+                keyID: "K", teamID: "T", issuedAt: Date(), key: PrivateKey.generateRSA(bits: 2048))
         }
     }
 
     @Test func escapesIdentifiersInJSON() throws {
         let key = try PrivateKey.generateP256()
-        let token = try JWT.apnsProviderToken(keyID: "a\"b\\c", teamID: "t\n", issuedAt: Date(timeIntervalSince1970: 5), key: key)
+        let token = try JWT.apnsProviderToken(
+            keyID: "a\"b\\c", teamID: "t\n", issuedAt: Date(timeIntervalSince1970: 5), key: key)
         let verified = try JWT.verifyES256(token, publicKey: key.publicKey)
         #expect(verified.kid == "a\"b\\c")
         #expect(verified.iss == "t\n")

@@ -16,7 +16,9 @@ final class TemporaryDirectory {
 
     func path(_ name: String) -> String { url.appendingPathComponent(name).path }
 
-    func write(_ name: String, _ text: String) throws { try Data(text.utf8).write(to: url.appendingPathComponent(name)) }
+    func write(_ name: String, _ text: String) throws {
+        try Data(text.utf8).write(to: url.appendingPathComponent(name))
+    }
     func write(_ name: String, bytes: [UInt8]) throws { try Data(bytes).write(to: url.appendingPathComponent(name)) }
     func read(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: url.appendingPathComponent(name))) }
     func readText(_ name: String) throws -> String { String(decoding: try read(name), as: UTF8.self) }
@@ -31,8 +33,10 @@ struct CommandResult {
 /// Runs the `openssl` command-line tool in `directory`: the independent implementation the
 /// tests cross-check against.
 @discardableResult
-func openssl(_ arguments: [String], in directory: TemporaryDirectory, expectSuccess: Bool = true,
-             sourceLocation: SourceLocation = #_sourceLocation) throws -> CommandResult {
+func openssl(
+    _ arguments: [String], in directory: TemporaryDirectory, expectSuccess: Bool = true,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws -> CommandResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
     process.arguments = arguments
@@ -50,13 +54,17 @@ func openssl(_ arguments: [String], in directory: TemporaryDirectory, expectSucc
         status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
         stderr: String(decoding: stderr, as: UTF8.self))
     if expectSuccess {
-        #expect(result.status == 0, "openssl \(arguments.joined(separator: " ")): \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(
+            result.status == 0, "openssl \(arguments.joined(separator: " ")): \(result.stderr)",
+            sourceLocation: sourceLocation)
     }
     return result
 }
 
 /// Expects `body` to throw a `CryptoError` with `code`.
-func expectCryptoError(_ code: CryptoError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
+func expectCryptoError(
+    _ code: CryptoError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) {
     do {
         try body()
         Issue.record("expected CryptoError.\(code), but it succeeded", sourceLocation: sourceLocation)
@@ -105,16 +113,20 @@ struct TestPKI {
     let leafKey: PrivateKey
     let leaf: Certificate
 
-    init(leafCommonName: String = "localhost", leafUID: String? = nil, altNames: [String] = ["localhost", "127.0.0.1"],
-         extraExtensions: [(oid: String, value: [UInt8])] = [], rsaLeaf: Bool = false) throws {
+    init(
+        leafCommonName: String = "localhost", leafUID: String? = nil, altNames: [String] = ["localhost", "127.0.0.1"],
+        extraExtensions: [(oid: String, value: [UInt8])] = [], rsaLeaf: Bool = false
+    ) throws {
         let now = Date()
         caKey = try PrivateKey.generateP256()
         ca = try Certificate.issue(
             subjectCommonName: "Tuisong Test CA", subjectAltNames: [], publicKey: caKey.publicKey, issuer: nil,
-            signingKey: caKey, isCA: true, notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(86400))
+            signingKey: caKey, isCA: true, notBefore: now.addingTimeInterval(-3600),
+            notAfter: now.addingTimeInterval(86400))
         leafKey = rsaLeaf ? try PrivateKey.generateRSA(bits: 2048) : try PrivateKey.generateP256()
         leaf = try Certificate.issue(
-            subjectCommonName: leafCommonName, subjectUID: leafUID, subjectAltNames: altNames, publicKey: leafKey.publicKey,
+            subjectCommonName: leafCommonName, subjectUID: leafUID, subjectAltNames: altNames,
+            publicKey: leafKey.publicKey,
             issuer: (ca, caKey), signingKey: caKey, isCA: false, notBefore: now.addingTimeInterval(-3600),
             notAfter: now.addingTimeInterval(86400), extraExtensions: extraExtensions)
     }

@@ -24,7 +24,9 @@ final class LoopbackPair {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         try withUnsafeMutablePointer(to: &address) { pointer in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                guard bind(listener, raw, length) == 0, listen(listener, 4) == 0, getsockname(listener, raw, &length) == 0 else {
+                guard bind(listener, raw, length) == 0, listen(listener, 4) == 0,
+                    getsockname(listener, raw, &length) == 0
+                else {
                     throw POSIXError(.EADDRINUSE)
                 }
             }
@@ -98,7 +100,8 @@ func readExactly(_ connection: TLSConnection, count: Int) -> [UInt8] {
     @Test func h2HandshakeWithHostVerificationAndData() throws {
         let pki = try TestPKI(altNames: ["localhost", "127.0.0.1"])
         let serverContext = try TLSContext.server(certificate: pki.leaf, key: pki.leafKey, alpn: ["h2", "http/1.1"])
-        let clientContext = try TLSContext.client(alpn: ["http/1.1", "h2"], trustSystemCAs: false, caCertificates: [pki.ca])
+        let clientContext = try TLSContext.client(
+            alpn: ["http/1.1", "h2"], trustSystemCAs: false, caCertificates: [pki.ca])
         for name in ["localhost", "127.0.0.1"] {
             let pair = try LoopbackPair()
             let client = try TLSConnection(context: clientContext, fileDescriptor: pair.client, serverName: name)
@@ -127,7 +130,11 @@ func readExactly(_ connection: TLSConnection, count: Int) -> [UInt8] {
             var sawClose = false
             let deadline = Date().addingTimeInterval(5)
             while !sawClose, Date() < deadline {
-                if case .closed = byte.withUnsafeMutableBytes({ server.read(into: $0) }) { sawClose = true } else { usleep(200) }
+                if case .closed = byte.withUnsafeMutableBytes({ server.read(into: $0) }) {
+                    sawClose = true
+                } else {
+                    usleep(200)
+                }
             }
             #expect(sawClose)
         }
@@ -225,7 +232,9 @@ func readExactly(_ connection: TLSConnection, count: Int) -> [UInt8] {
         #expect(client.negotiatedALPN == nil)
         #expect(server.negotiatedALPN == nil)
 
-        expectCryptoError(.keyMismatch) { _ = try TLSContext.server(certificate: pki.leaf, key: pki.caKey, alpn: ["h2"]) }
+        expectCryptoError(.keyMismatch) {
+            _ = try TLSContext.server(certificate: pki.leaf, key: pki.caKey, alpn: ["h2"])
+        }
         expectCryptoError(.keyMismatch) {
             _ = try TLSContext.client(alpn: ["h2"], clientCertificate: pki.leaf, clientKey: pki.caKey)
         }

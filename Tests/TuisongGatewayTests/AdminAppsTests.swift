@@ -1,8 +1,9 @@
+import BaiduProvider
 import Foundation
 import Testing
-@testable import TuisongGateway
 import TuisongCore
-import BaiduProvider
+
+@testable import TuisongGateway
 
 @Suite(.serialized) struct AdminAppsTests {
     @Test func createShowsTheAPIKeyOnceAndItWorksOnTheNativeAPI() async throws {
@@ -46,8 +47,10 @@ import BaiduProvider
         let secret = "baidu-secret-Zq81x"
         let created = try await client.call(
             "POST", "/apps",
-            json: ["name": "A", "bundle_id": "com.example.a",
-                   "vendors": ["baidu": ["apikey": "AK-123", "secret_key": secret]]])
+            json: [
+                "name": "A", "bundle_id": "com.example.a",
+                "vendors": ["baidu": ["apikey": "AK-123", "secret_key": secret]],
+            ])
         #expect(created.status == 201)
         let id = try #require((created.json["app"] as? [String: Any])?["id"] as? Int)
         let view = try #require((created.json["app"] as? [String: Any])?["vendors"] as? [String: Any])
@@ -57,7 +60,8 @@ import BaiduProvider
         #expect(baidu["secret_key"]?["value"] == nil)
 
         // At rest: sealed under the master key, bound to this app and vendor.
-        let stored = try #require(try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key_sealed"])
+        let stored = try #require(
+            try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key_sealed"])
         #expect(stored != secret && !stored.contains(secret))
         let sealer = MasterKeySealer(masterKey: gw.runtime.masterKey)
         #expect(try sealer.open(stored, context: "baidu:app:\(id)") == secret)
@@ -69,12 +73,15 @@ import BaiduProvider
         #expect(keys.secretKey == secret)
 
         // Editing other fields keeps the secret; "" clears it; a new value replaces it.
-        let renamed = try await client.call("PUT", "/apps/\(id)", json: ["name": "B", "vendors": ["baidu": ["apikey": "AK-124"]]])
+        let renamed = try await client.call(
+            "PUT", "/apps/\(id)", json: ["name": "B", "vendors": ["baidu": ["apikey": "AK-124"]]])
         #expect(renamed.status == 200)
         #expect(try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key_sealed"] == stored)
-        let replaced = try await client.call("PUT", "/apps/\(id)", json: ["vendors": ["baidu": ["secret_key": "second-secret-77"]]])
+        let replaced = try await client.call(
+            "PUT", "/apps/\(id)", json: ["vendors": ["baidu": ["secret_key": "second-secret-77"]]])
         #expect(replaced.status == 200)
-        let resealed = try #require(try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key_sealed"])
+        let resealed = try #require(
+            try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key_sealed"])
         #expect(try sealer.open(resealed, context: "baidu:app:\(id)") == "second-secret-77")
         let cleared = try await client.call("PUT", "/apps/\(id)", json: ["vendors": ["baidu": ["secret_key": ""]]])
         let clearedView = (cleared.json["vendors"] as? [String: Any])?["baidu"] as? [String: [String: Any]]
@@ -95,10 +102,12 @@ import BaiduProvider
         #expect(badBundle.status == 400)
         #expect(badBundle.errorField == "bundle_id")
         let badAPIKey = try await client.call(
-            "POST", "/apps", json: ["name": "x", "bundle_id": "com.example.x", "vendors": ["baidu": ["apikey": "has space"]]])
+            "POST", "/apps",
+            json: ["name": "x", "bundle_id": "com.example.x", "vendors": ["baidu": ["apikey": "has space"]]])
         #expect(badAPIKey.errorField == "vendors.baidu.apikey")
         let badSecret = try await client.call(
-            "POST", "/apps", json: ["name": "x", "bundle_id": "com.example.x", "vendors": ["baidu": ["secret_key": "a b"]]])
+            "POST", "/apps",
+            json: ["name": "x", "bundle_id": "com.example.x", "vendors": ["baidu": ["secret_key": "a b"]]])
         #expect(badSecret.errorField == "vendors.baidu.secret_key")
         #expect(!String(decoding: badSecret.body, as: UTF8.self).contains("a b"), "not even a refused secret is echoed")
         let noName = try await client.call("POST", "/apps", json: ["name": "  ", "bundle_id": "com.example.x"])
@@ -110,10 +119,12 @@ import BaiduProvider
         #expect(try await gw.runtime.store.apps().isEmpty, "a refused create leaves no half-made app")
 
         let first = try await client.call(
-            "POST", "/apps", json: ["name": "one", "bundle_id": "com.example.one", "vendors": ["tencent": ["sdkappid": "1400000001"]]])
+            "POST", "/apps",
+            json: ["name": "one", "bundle_id": "com.example.one", "vendors": ["tencent": ["sdkappid": "1400000001"]]])
         #expect(first.status == 201)
         let second = try await client.call(
-            "POST", "/apps", json: ["name": "two", "bundle_id": "com.example.two", "vendors": ["tencent": ["sdkappid": "1400000001"]]])
+            "POST", "/apps",
+            json: ["name": "two", "bundle_id": "com.example.two", "vendors": ["tencent": ["sdkappid": "1400000001"]]])
         #expect(second.status == 409)
         #expect(second.errorField == "vendors.tencent.sdkappid")
         #expect(try await gw.runtime.store.apps().count == 1)

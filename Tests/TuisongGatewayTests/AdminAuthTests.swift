@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import TuisongGateway
 import TuisongCore
 import TuisongHTTP
+
+@testable import TuisongGateway
 
 @Suite(.serialized) struct AdminAuthTests {
     @Test func everyAdminPathWithoutASessionIs401() async throws {
@@ -24,7 +25,8 @@ import TuisongHTTP
             #expect(result.headers["cache-control"] == "no-store")
         }
         // A made-up cookie of the right shape is no session either.
-        let forged = try await client.call("GET", "/apps", cookie: "tuisong_session=" + String(repeating: "A", count: 43))
+        let forged = try await client.call(
+            "GET", "/apps", cookie: "tuisong_session=" + String(repeating: "A", count: 43))
         #expect(forged.status == 401)
         #expect(try await gw.runtime.store.app(id: app.id) != nil, "nothing was deleted without a session")
     }
@@ -55,7 +57,9 @@ import TuisongHTTP
     }
 
     @Test func cookieIsSecureWhenTheConsoleIsServedOverHTTPS() async throws {
-        let (gw, client) = try await AdminTestClient.start(environment: ["TUISONG_WEB_PUBLIC_URL": "https://push.example.com/"])
+        let (gw, client) = try await AdminTestClient.start(environment: [
+            "TUISONG_WEB_PUBLIC_URL": "https://push.example.com/"
+        ])
         defer { Task { await gw.stop() } }
         let ok = try await client.login()
         #expect(ok.status == 200)
@@ -153,7 +157,8 @@ import TuisongHTTP
         let clock = ManualClock()
         let sessions = AdminSessions(clock: clock, idleTimeout: 60, absoluteTimeout: 300)
         let (cookie, _) = sessions.create()
-        let request = try Request(method: .GET, target: "/admin/api/apps", headers: ["Cookie": "a=b; tuisong_session=\(cookie)"])
+        let request = try Request(
+            method: .GET, target: "/admin/api/apps", headers: ["Cookie": "a=b; tuisong_session=\(cookie)"])
         #expect(sessions.session(for: request) != nil)
         clock.advance(50)
         #expect(sessions.session(for: request) != nil, "a request refreshes the idle timer")

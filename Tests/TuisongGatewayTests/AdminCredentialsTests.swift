@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import TuisongGateway
 import TuisongCore
 import TuisongCrypto
+
+@testable import TuisongGateway
 
 @Suite struct AdminCredentialUploadParsingTests {
     private func parse(_ object: [String: Any]) throws -> AdminCredentialUpload {
@@ -35,12 +36,16 @@ import TuisongCrypto
         #expect(String(decoding: upload.file, as: UTF8.self).hasPrefix("-----BEGIN PRIVATE KEY-----"))
 
         #expect(field(["kind": "p8", "environment": "sandbox", "file": file, "team_id": "TEAM123456"]) == "key_id")
-        #expect(field(["kind": "p8", "environment": "sandbox", "file": file, "key_id": "ABC123DEFG", "team_id": "TEAM-12345"]) == "team_id")
+        #expect(
+            field([
+                "kind": "p8", "environment": "sandbox", "file": file, "key_id": "ABC123DEFG", "team_id": "TEAM-12345",
+            ]) == "team_id")
     }
 
     @Test func p12KeepsItsPasswordEvenWhenEmpty() throws {
         let file = Data([0x30, 0x82, 0x01, 0x00]).base64EncodedString()
-        #expect(try parse(["kind": "p12", "environment": "production", "file": file, "password": "pw"]).password == "pw")
+        #expect(
+            try parse(["kind": "p12", "environment": "production", "file": file, "password": "pw"]).password == "pw")
         #expect(try parse(["kind": "p12", "environment": "production", "file": file]).password == "")
         #expect(try parse(["kind": "pem", "environment": "production", "file": file]).password == nil)
     }
@@ -87,12 +92,14 @@ import TuisongCrypto
         let p12 = try PKCS12.make(certificate: good.certificate, key: good.key, password: "right horse")
         let p12Base64 = Data(p12).base64EncodedString()
 
-        let wrongPassword = try await upload(client, app.id, ["kind": "p12", "environment": "production", "file": p12Base64, "password": "wrong"])
+        let wrongPassword = try await upload(
+            client, app.id, ["kind": "p12", "environment": "production", "file": p12Base64, "password": "wrong"])
         #expect(wrongPassword.status == 422)
         #expect(wrongPassword.errorCode == "wrong_password")
         #expect(wrongPassword.errorField == "password")
 
-        let accepted = try await upload(client, app.id, ["kind": "p12", "environment": "production", "file": p12Base64, "password": "right horse"])
+        let accepted = try await upload(
+            client, app.id, ["kind": "p12", "environment": "production", "file": p12Base64, "password": "right horse"])
         #expect(accepted.status == 201, "\(String(decoding: accepted.body, as: UTF8.self))")
         #expect(accepted.json["kind"] as? String == "p12")
         #expect((accepted.json["subject"] as? String)?.contains("com.example.creds") == true)
@@ -102,30 +109,45 @@ import TuisongCrypto
         let expired = try Self.pushCertificate(days: -1)
         let expiredP12 = try PKCS12.make(certificate: expired.certificate, key: expired.key, password: "p")
         let refusedExpired = try await upload(
-            client, app.id, ["kind": "p12", "environment": "production", "file": Data(expiredP12).base64EncodedString(), "password": "p"])
+            client, app.id,
+            [
+                "kind": "p12", "environment": "production", "file": Data(expiredP12).base64EncodedString(),
+                "password": "p",
+            ])
         #expect(refusedExpired.errorCode == "expired")
 
         let otherKey = try PrivateKey.generateRSA(bits: 2048)
         let mismatched = good.certificate.pem() + (try otherKey.pkcs8PEM())
         let refusedMismatch = try await upload(
-            client, app.id, ["kind": "pem", "environment": "production", "file": Data(mismatched.utf8).base64EncodedString()])
+            client, app.id,
+            ["kind": "pem", "environment": "production", "file": Data(mismatched.utf8).base64EncodedString()])
         #expect(refusedMismatch.errorCode == "key_mismatch")
 
         let asP8 = try await upload(
-            client, app.id, ["kind": "p8", "environment": "sandbox", "file": p12Base64, "key_id": "ABC123DEFG", "team_id": "TEAM123456"])
+            client, app.id,
+            [
+                "kind": "p8", "environment": "sandbox", "file": p12Base64, "key_id": "ABC123DEFG",
+                "team_id": "TEAM123456",
+            ])
         #expect(asP8.errorCode == "wrong_kind")
         let certAsP8 = try await upload(
             client, app.id,
-            ["kind": "p8", "environment": "sandbox", "file": Data(good.certificate.pem().utf8).base64EncodedString(),
-             "key_id": "ABC123DEFG", "team_id": "TEAM123456"])
+            [
+                "kind": "p8", "environment": "sandbox", "file": Data(good.certificate.pem().utf8).base64EncodedString(),
+                "key_id": "ABC123DEFG", "team_id": "TEAM123456",
+            ])
         #expect(certAsP8.errorCode == "wrong_kind")
         let rsaAsP8 = try await upload(
             client, app.id,
-            ["kind": "p8", "environment": "sandbox", "file": Data(try otherKey.pkcs8PEM().utf8).base64EncodedString(),
-             "key_id": "ABC123DEFG", "team_id": "TEAM123456"])
+            [
+                "kind": "p8", "environment": "sandbox",
+                "file": Data(try otherKey.pkcs8PEM().utf8).base64EncodedString(),
+                "key_id": "ABC123DEFG", "team_id": "TEAM123456",
+            ])
         #expect(rsaAsP8.errorCode == "wrong_kind", "an APNs key is P-256")
         let garbage = try await upload(
-            client, app.id, ["kind": "p12", "environment": "sandbox", "file": Data("not a certificate".utf8).base64EncodedString()])
+            client, app.id,
+            ["kind": "p12", "environment": "sandbox", "file": Data("not a certificate".utf8).base64EncodedString()])
         #expect(garbage.errorCode == "corrupt_file")
 
         let list = try await client.call("GET", "/apps/\(app.id)/credentials")
@@ -143,8 +165,11 @@ import TuisongCrypto
         let pem = try PrivateKey.generateP256().pkcs8PEM()
         let created = try await upload(
             client, app.id,
-            ["kind": "p8", "environment": "sandbox", "file": Data(pem.utf8).base64EncodedString(), "key_id": "abc123defg",
-             "team_id": "TEAM123456"])
+            [
+                "kind": "p8", "environment": "sandbox", "file": Data(pem.utf8).base64EncodedString(),
+                "key_id": "abc123defg",
+                "team_id": "TEAM123456",
+            ])
         #expect(created.status == 201)
         let id = try #require(created.json["id"] as? Int)
         #expect(created.json["key_id"] as? String == "ABC123DEFG")

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TuisongGateway
 import TuisongCore
+
+@testable import TuisongGateway
 
 @Suite(.serialized) struct AdminDevicesTests {
     /// 30 devices: even ones tagged "vip", users u-0…u-2 in turn, tokens with distinct prefixes.
@@ -12,7 +13,8 @@ import TuisongCore
                 "environment": n % 3 == 0 ? "production" : "sandbox", "user": "u-\(n % 3)",
                 "tags": n % 2 == 0 ? ["vip", "北京"] : ["北京"],
             ]
-            let result = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token(n, prefix: n == 7 ? "cafe" : "ab"))", key: key, json: body)
+            let result = try await http(
+                "PUT", "\(gw.baseURL)/api/v1/devices/\(token(n, prefix: n == 7 ? "cafe" : "ab"))", key: key, json: body)
             #expect(result.status == 201)
         }
         return (appID, key)
@@ -45,7 +47,8 @@ import TuisongCore
         let tokenPages = try await client.call("GET", "/apps/\(appID)/devices?by=token&q=ab&limit=20")
         #expect(tokenPages.list("devices").count == 20)
         let nextTokenCursor = try #require(tokenPages.json["next_cursor"] as? String)
-        let rest = try await client.call("GET", "/apps/\(appID)/devices?by=token&q=ab&limit=20&cursor=\(nextTokenCursor)")
+        let rest = try await client.call(
+            "GET", "/apps/\(appID)/devices?by=token&q=ab&limit=20&cursor=\(nextTokenCursor)")
         #expect(rest.list("devices").count == 9)
         #expect(rest.json["next_cursor"] is NSNull)
 
@@ -59,11 +62,13 @@ import TuisongCore
         #expect(vip.list("devices").count == 15)
 
         let tags = try await client.call("GET", "/apps/\(appID)/tags")
-        let counts = Dictionary(uniqueKeysWithValues: tags.list("tags").map { ($0["name"] as! String, $0["devices"] as! Int) })
+        let counts = Dictionary(
+            uniqueKeysWithValues: tags.list("tags").map { ($0["name"] as! String, $0["devices"] as! Int) })
         #expect(counts == ["vip": 15, "北京": 30])
 
         #expect(try await client.call("GET", "/apps/\(appID)/devices?by=token&q=xyz").errorField == "q")
-        #expect(try await client.call("GET", "/apps/\(appID)/devices?by=all&cursor=bogus").errorCode == "invalid_cursor")
+        #expect(
+            try await client.call("GET", "/apps/\(appID)/devices?by=all&cursor=bogus").errorCode == "invalid_cursor")
         #expect(try await client.call("GET", "/apps/\(appID)/devices?by=color").errorField == "by")
     }
 

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TuisongGateway
 import TuisongCore
+
+@testable import TuisongGateway
 
 @Suite(.serialized) struct AdminMonitorTests {
     private func activity(
@@ -18,13 +19,19 @@ import TuisongCore
         let now = Date(timeIntervalSince1970: 10_000)
         let items = [
             // 600 deliveries over the 60 s ending 30 s ago: 10/s in those buckets.
-            activity(1, state: .completed, started: now.addingTimeInterval(-90), completed: now.addingTimeInterval(-30), delivered: 600),
+            activity(
+                1, state: .completed, started: now.addingTimeInterval(-90), completed: now.addingTimeInterval(-30),
+                delivered: 600),
             // Done within a millisecond: all of it in one bucket.
-            activity(2, state: .completed, started: now.addingTimeInterval(-15), completed: now.addingTimeInterval(-15), delivered: 50),
+            activity(
+                2, state: .completed, started: now.addingTimeInterval(-15), completed: now.addingTimeInterval(-15),
+                delivered: 50),
             // Still sending: 100 delivered since it started 10 s ago, the live count wins.
             activity(3, state: .sending, started: now.addingTimeInterval(-10), completed: nil, delivered: 1),
             // Long before the window.
-            activity(4, state: .completed, started: now.addingTimeInterval(-7200), completed: now.addingTimeInterval(-7100), delivered: 999),
+            activity(
+                4, state: .completed, started: now.addingTimeInterval(-7200), completed: now.addingTimeInterval(-7100),
+                delivered: 999),
         ]
         let points = AdminMonitorAPI.rate(items, liveDelivered: [3: 100], now: now, window: 120, bucketSeconds: 10)
         let rates = points.map { $0["per_second"] as! Double }
@@ -56,13 +63,15 @@ import TuisongCore
         try await client.login()
         let store = gw.runtime.store
         let app = try await store.createApp(name: "商城", bundleID: "com.example.shop", apiKeyHash: "h")
-        let failing = try await store.addCredential(NewCredential(
-            appID: app.id, kind: .p8, environment: .production, teamID: "TEAM123456", keyID: "KEY1234567",
-            subject: nil, topics: [], expiresAt: nil, encryptedSecret: [1, 2, 3]))
+        let failing = try await store.addCredential(
+            NewCredential(
+                appID: app.id, kind: .p8, environment: .production, teamID: "TEAM123456", keyID: "KEY1234567",
+                subject: nil, topics: [], expiresAt: nil, encryptedSecret: [1, 2, 3]))
         try await store.setCredentialStatus(id: failing.id, status: "failing", reason: "InvalidProviderToken")
-        _ = try await store.addCredential(NewCredential(
-            appID: app.id, kind: .p12, environment: .sandbox, teamID: nil, keyID: nil, subject: "CN=Apple Push",
-            topics: ["com.example.shop"], expiresAt: Date().addingTimeInterval(10 * 86400), encryptedSecret: [4]))
+        _ = try await store.addCredential(
+            NewCredential(
+                appID: app.id, kind: .p12, environment: .sandbox, teamID: nil, keyID: nil, subject: "CN=Apple Push",
+                topics: ["com.example.shop"], expiresAt: Date().addingTimeInterval(10 * 86400), encryptedSecret: [4]))
         let monitor = try await client.call("GET", "/monitor")
         let alerts = try #require(monitor.json["credentials"] as? [String: Any])
         let failingList = alerts["failing"] as? [[String: Any]] ?? []
@@ -85,8 +94,10 @@ import TuisongCore
             appID: app.id, name: "t", titlePattern: "订单 {0}", bodyPattern: "{1} 已发货")
         let preview = try await client.call(
             "POST", "/apps/\(app.id)/push/preview",
-            json: ["audience": ["all": true], "template_id": template.id, "arguments": ["A-1", "手环"],
-                   "notification": ["badge": 2, "custom": ["order": 7]]])
+            json: [
+                "audience": ["all": true], "template_id": template.id, "arguments": ["A-1", "手环"],
+                "notification": ["badge": 2, "custom": ["order": 7]],
+            ])
         #expect(preview.status == 200, "\(String(decoding: preview.body, as: UTF8.self))")
         let payload = try #require(preview.json["payload"] as? String)
         #expect(payload == #"{"aps":{"alert":{"body":"手环 已发货","title":"订单 A-1"},"badge":2},"order":7}"#)

@@ -1,11 +1,12 @@
 import Foundation
 import Logging
 import Testing
-@testable import TuisongGateway
 import TuisongCore
 import TuisongCrypto
 import TuisongHTTP
 import TuisongStore
+
+@testable import TuisongGateway
 
 /// The admin API over loopback with a real delivery engine whose sender is scripted: what the
 /// console shows while a push runs and after it finished.
@@ -73,8 +74,10 @@ struct AdminPushFixture {
 
         let sent = try await f.client.call(
             "POST", "/apps/\(f.fixture.appID)/push",
-            json: ["audience": ["tag": "vip"], "environment": "production", "template_id": template.id,
-                   "arguments": ["A-1", "手环"], "notification": ["badge": 1, "custom": ["order": 1]]])
+            json: [
+                "audience": ["tag": "vip"], "environment": "production", "template_id": template.id,
+                "arguments": ["A-1", "手环"], "notification": ["badge": 1, "custom": ["order": 1]],
+            ])
         #expect(sent.status == 202, "\(String(decoding: sent.body, as: UTF8.self))")
         let id = try #require(sent.json["message_id"] as? Int)
         let payloadBytes = try #require(sent.json["payload_bytes"] as? Int)
@@ -90,7 +93,8 @@ struct AdminPushFixture {
         #expect(done["title"] as? String == "订单 A-1")
         #expect(done["body"] as? String == "手环 已发货")
         #expect(done["payload_bytes"] as? Int == payloadBytes)
-        #expect(done["payload"] as? String == #"{"aps":{"alert":{"body":"手环 已发货","title":"订单 A-1"},"badge":1},"order":1}"#)
+        #expect(
+            done["payload"] as? String == #"{"aps":{"alert":{"body":"手环 已发货","title":"订单 A-1"},"badge":1},"order":1}"#)
 
         // The monitor: the message in the recent list, its failures, its deliveries in the rate.
         let monitor = try await f.client.call("GET", "/monitor?minutes=5&bucket=5")
@@ -147,7 +151,8 @@ struct AdminPushFixture {
         let noAudience = try await f.client.call("POST", "/apps/\(app)/push", json: ["notification": ["alert": "x"]])
         #expect(noAudience.errorField == "audience")
         let badEnvironment = try await f.client.call(
-            "POST", "/apps/\(app)/push", json: ["audience": ["all": true], "environment": "staging", "notification": [:]])
+            "POST", "/apps/\(app)/push",
+            json: ["audience": ["all": true], "environment": "staging", "notification": [:]])
         #expect(badEnvironment.status == 400)
         let tooBig = try await f.client.call(
             "POST", "/apps/\(app)/push",

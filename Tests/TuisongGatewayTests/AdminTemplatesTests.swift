@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TuisongGateway
 import TuisongCore
+
+@testable import TuisongGateway
 
 @Suite struct TemplatePatternTests {
     @Test(arguments: [
@@ -51,7 +52,8 @@ import TuisongCore
         let sameNameElsewhere = try await client.call(
             "POST", "/apps/\(other.id)/templates", json: ["name": "shipped", "body_pattern": "x"])
         #expect(sameNameElsewhere.status == 201, "names are unique per app only")
-        let noBody = try await client.call("POST", "/apps/\(app.id)/templates", json: ["name": "empty", "body_pattern": " "])
+        let noBody = try await client.call(
+            "POST", "/apps/\(app.id)/templates", json: ["name": "empty", "body_pattern": " "])
         #expect(noBody.status == 400)
         #expect(noBody.errorField == "body_pattern")
 
@@ -66,7 +68,9 @@ import TuisongCore
         #expect(templates.first?["argument_count"] as? Int == 1)
 
         // A template is reached only through its own app.
-        #expect(try await client.call("PUT", "/apps/\(other.id)/templates/\(id)", json: ["name": "x", "body_pattern": "y"]).status == 404)
+        #expect(
+            try await client.call("PUT", "/apps/\(other.id)/templates/\(id)", json: ["name": "x", "body_pattern": "y"])
+                .status == 404)
         #expect(try await client.call("DELETE", "/apps/\(other.id)/templates/\(id)").status == 404)
         #expect(try await client.call("DELETE", "/apps/\(app.id)/templates/\(id)").status == 204)
         #expect(try await gw.runtime.store.templates(appID: app.id).isEmpty)

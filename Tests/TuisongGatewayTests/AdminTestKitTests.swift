@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TuisongGateway
 import TuisongCore
+
+@testable import TuisongGateway
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

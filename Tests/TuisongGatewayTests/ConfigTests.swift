@@ -1,14 +1,16 @@
 import Foundation
 import Testing
-@testable import TuisongGateway
 import TuisongCore
+
+@testable import TuisongGateway
 
 @Suite struct ConfigTests {
     /// The repository's config file and the embedded default must never drift apart.
     @Test func embeddedDefaultMatchesFile() throws {
         let file = try String(contentsOf: repositoryRoot().appending(path: "config/tuisong.json"), encoding: .utf8)
         #expect(file.trimmingCharacters(in: .newlines) == embeddedDefaultJSON.trimmingCharacters(in: .newlines))
-        let fromFile = try GatewayConfig.load(path: repositoryRoot().appending(path: "config/tuisong.json").path, environment: [:])
+        let fromFile = try GatewayConfig.load(
+            path: repositoryRoot().appending(path: "config/tuisong.json").path, environment: [:])
         #expect(fromFile == GatewayConfig.embeddedDefault)
     }
 
@@ -24,13 +26,15 @@ import TuisongCore
     }
 
     @Test func environmentOverridesEveryKind() throws {
-        let config = try GatewayConfig.load(fileContents: nil, environment: [
-            "TUISONG_LISTEN_PORT": "9090",
-            "TUISONG_APNS_PRODUCTION_URL": "https://apns.example.test:2197",
-            "TUISONG_APNS_LOCAL_MOCK": "false",
-            "TUISONG_DELIVERY_RETRY_BASE_SECONDS": "0.5",
-            "TUISONG_PROVIDERS": "a,b",
-        ])
+        let config = try GatewayConfig.load(
+            fileContents: nil,
+            environment: [
+                "TUISONG_LISTEN_PORT": "9090",
+                "TUISONG_APNS_PRODUCTION_URL": "https://apns.example.test:2197",
+                "TUISONG_APNS_LOCAL_MOCK": "false",
+                "TUISONG_DELIVERY_RETRY_BASE_SECONDS": "0.5",
+                "TUISONG_PROVIDERS": "a,b",
+            ])
         #expect(config.listen.port == 9090)
         #expect(config.apns.productionURL == "https://apns.example.test:2197")
         #expect(config.apns.localMock == false)
@@ -119,18 +123,25 @@ func repositoryRoot() -> URL {
     }
 
     @Test func numbersAndBooleansAreToldApart() throws {
-        let job = try parse(#"{"audience": {"all": true}, "notification": {"alert": "x", "badge": 1, "mutable_content": true, "relevance_score": 1}}"#)
+        let job = try parse(
+            #"{"audience": {"all": true}, "notification": {"alert": "x", "badge": 1, "mutable_content": true, "relevance_score": 1}}"#
+        )
         #expect(job.notification.badge == 1)
         #expect(job.notification.mutableContent)
         #expect(job.notification.relevanceScore == 1)
         #expect(job.audience == .all)
         #expect(throws: NativeAPIError.self) { try parse(#"{"audience": {"all": 1}, "notification": {"alert": "x"}}"#) }
-        #expect(throws: NativeAPIError.self) { try parse(#"{"audience": {"all": true}, "notification": {"badge": true}}"#) }
-        #expect(throws: NativeAPIError.self) { try parse(#"{"audience": {"all": true}, "notification": {"badge": 1.5}}"#) }
+        #expect(throws: NativeAPIError.self) {
+            try parse(#"{"audience": {"all": true}, "notification": {"badge": true}}"#)
+        }
+        #expect(throws: NativeAPIError.self) {
+            try parse(#"{"audience": {"all": true}, "notification": {"badge": 1.5}}"#)
+        }
     }
 
     @Test func backgroundOnlyDefaultsToBackgroundPushAtPriorityFive() throws {
-        let job = try parse(#"{"audience": {"tag": "t"}, "notification": {"content_available": true, "custom": {"sync": 1}}}"#)
+        let job = try parse(
+            #"{"audience": {"tag": "t"}, "notification": {"content_available": true, "custom": {"sync": 1}}}"#)
         #expect(job.options.pushType == .background)
         #expect(job.options.priority == .powerAware)
     }

@@ -63,7 +63,10 @@ import Testing
 
         // APNs: an external mock that survives the gateway's crash, slowed so the kill lands mid-burst.
         let mock = try Spawned(
-            ["apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path, "--log-requests", "--latency-ms", "20"],
+            [
+                "apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path, "--log-requests",
+                "--latency-ms", "20",
+            ],
             environment: [:])
         defer { mock.terminate() }
         let mockInfo = try await firstJSONObject(in: mock, timeout: .seconds(20))
@@ -86,10 +89,12 @@ import Testing
         let app = try JSONSerialization.jsonObject(with: Data(created.utf8)) as! [String: Any]
         let appID = app["id"] as! Int
         let key = app["api_key"] as! String
-        _ = try run([
-            "credential", "add", "--app", "\(appID)", "--environment", "production", "--p8", mockInfo["p8_file"] as! String,
-            "--key-id", mockInfo["key_id"] as! String, "--team-id", mockInfo["team_id"] as! String,
-        ], env)
+        _ = try run(
+            [
+                "credential", "add", "--app", "\(appID)", "--environment", "production", "--p8",
+                mockInfo["p8_file"] as! String,
+                "--key-id", mockInfo["key_id"] as! String, "--team-id", mockInfo["team_id"] as! String,
+            ], env)
         let tokens = (1...2000).map { token($0, prefix: "c0") }
         let importFile = directory.appending(path: "tokens.txt")
         try tokens.joined(separator: "\n").write(to: importFile, atomically: true, encoding: .utf8)
@@ -98,12 +103,16 @@ import Testing
         let first = try Spawned(["serve"], environment: env)
         defer { first.terminate() }
         try await waitForHealth(port)
-        let push = try await http("POST", "http://127.0.0.1:\(port)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "crash"]])
+        let push = try await http(
+            "POST", "http://127.0.0.1:\(port)/api/v1/push", key: key,
+            json: ["audience": ["all": true], "notification": ["alert": "crash"]])
         #expect(push.status == 202)
         let messageID = try #require(push.json["message_id"] as? Int)
         // Kill once a few hundred have gone out, well before the end.
         let deadline = ContinuousClock.now + .seconds(30)
-        while received(mock).count < 300, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        while received(mock).count < 300, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         first.kill9()
         let beforeRestart = received(mock)
         #expect(beforeRestart.count < 2000, "the kill must land mid-burst")
@@ -158,7 +167,8 @@ import Testing
             if let end = text.range(of: "\n}") {
                 let candidate = String(text[..<end.upperBound])
                 if let start = candidate.firstIndex(of: "{"),
-                    let object = try? JSONSerialization.jsonObject(with: Data(candidate[start...].utf8)) as? [String: Any]
+                    let object = try? JSONSerialization.jsonObject(with: Data(candidate[start...].utf8))
+                        as? [String: Any]
                 {
                     return object
                 }

@@ -3,8 +3,9 @@ import Logging
 import Synchronization
 import Testing
 import TuisongCore
-@testable import TuisongGateway
 import TuisongStore
+
+@testable import TuisongGateway
 
 /// A scripted sender: decides each token's outcome and records every attempt.
 final class ScriptedSender: PushSender {
@@ -12,7 +13,10 @@ final class ScriptedSender: PushSender {
     let attempts = Mutex<[String: Int]>([:])
     let delay: Duration?
 
-    init(delay: Duration? = nil, script: @escaping @Sendable (String, Int) -> SendOutcome = { _, _ in .delivered(apnsID: nil) }) {
+    init(
+        delay: Duration? = nil,
+        script: @escaping @Sendable (String, Int) -> SendOutcome = { _, _ in .delivered(apnsID: nil) }
+    ) {
         self.script = script
         self.delay = delay
     }
@@ -98,16 +102,22 @@ struct EngineFixture {
     func seed(_ count: Int, tag: String = "all-users", prefix: String = "cd") async throws {
         var batch: [DeviceRegistration] = []
         for n in 1...count {
-            batch.append(DeviceRegistration(token: DeviceToken(token(n, prefix: prefix))!, environment: .production, tags: [TagName(tag)!]))
+            batch.append(
+                DeviceRegistration(
+                    token: DeviceToken(token(n, prefix: prefix))!, environment: .production, tags: [TagName(tag)!]))
         }
         _ = try await store.registerDevices(appID: appID, batch)
     }
 
     func job(_ audience: Audience) -> PushJob {
-        PushJob(appID: appID, vendor: "native", audience: audience, notification: PushNotification(alert: .plain("hi")), options: PushOptions())
+        PushJob(
+            appID: appID, vendor: "native", audience: audience, notification: PushNotification(alert: .plain("hi")),
+            options: PushOptions())
     }
 
-    func waitUntilCompleted(_ engine: DeliveryEngine, _ id: Int64, timeout: Duration = .seconds(30)) async throws -> MessageStatus {
+    func waitUntilCompleted(_ engine: DeliveryEngine, _ id: Int64, timeout: Duration = .seconds(30)) async throws
+        -> MessageStatus
+    {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let status = try await engine.status(messageID: id), status.record.state == .completed,
@@ -117,7 +127,9 @@ struct EngineFixture {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw TestTimeout(message: "message \(id) did not complete: \(String(describing: try await engine.status(messageID: id)?.counts))")
+        throw TestTimeout(
+            message:
+                "message \(id) did not complete: \(String(describing: try await engine.status(messageID: id)?.counts))")
     }
 
     func cleanUp() {
@@ -161,7 +173,9 @@ struct TestTimeout: Error, CustomStringConvertible {
             let n = Int(token.suffix(4), radix: 16)!
             switch n % 5 {
             case 1: return attempt < 3 ? .retry(reason: "TooManyRequests", after: nil) : .delivered(apnsID: "a")
-            case 2: return .invalidate(reason: "Unregistered", since: Date(timeIntervalSince1970: 0).addingTimeInterval(4_000_000_000))
+            case 2:
+                return .invalidate(
+                    reason: "Unregistered", since: Date(timeIntervalSince1970: 0).addingTimeInterval(4_000_000_000))
             case 3: return .failed(reason: "PayloadTooLarge")
             default: return .delivered(apnsID: nil)
             }
@@ -188,7 +202,9 @@ struct TestTimeout: Error, CustomStringConvertible {
         try await f.seed(300)
         var sandbox: [DeviceRegistration] = []
         for n in 1...200 {
-            sandbox.append(DeviceRegistration(token: DeviceToken(token(n, prefix: "5a"))!, environment: .sandbox, tags: [TagName("all-users")!]))
+            sandbox.append(
+                DeviceRegistration(
+                    token: DeviceToken(token(n, prefix: "5a"))!, environment: .sandbox, tags: [TagName("all-users")!]))
         }
         _ = try await f.store.registerDevices(appID: f.appID, sandbox)
         let sender = BatchScriptedSender { token in
@@ -208,7 +224,10 @@ struct TestTimeout: Error, CustomStringConvertible {
         let batches = sender.batches.withLock { $0 }
         let sent = batches.flatMap(\.tokens)
         #expect(sent.count == 500 && Set(sent).count == 500, "each device handed over once")
-        #expect(batches.allSatisfy { batch in batch.tokens.allSatisfy { $0.hasPrefix("5a") == (batch.environment == .sandbox) } })
+        #expect(
+            batches.allSatisfy { batch in
+                batch.tokens.allSatisfy { $0.hasPrefix("5a") == (batch.environment == .sandbox) }
+            })
         // Chunks, not devices: at least a quarter of the 64 permits per hand-over.
         #expect(batches.count <= 500 / 16, "\(batches.count) batches")
         #expect(sender.singles.load(ordering: .relaxed) == 0)
@@ -238,7 +257,9 @@ struct TestTimeout: Error, CustomStringConvertible {
         defer { f.cleanUp() }
         try await f.seed(2)
         // APNs says the token died long ago; the device registered since, so it stays valid.
-        let sender = ScriptedSender { _, _ in .invalidate(reason: "Unregistered", since: Date(timeIntervalSince1970: 1_000_000)) }
+        let sender = ScriptedSender { _, _ in
+            .invalidate(reason: "Unregistered", since: Date(timeIntervalSince1970: 1_000_000))
+        }
         let engine = f.engine(sender)
         try await engine.start()
         let record = try await engine.submit(f.job(.all))
@@ -253,7 +274,9 @@ struct TestTimeout: Error, CustomStringConvertible {
         defer { f.cleanUp() }
         try await f.seed(10)
         let healthy = Atomic<Bool>(false)
-        let sender = ScriptedSender { _, _ in healthy.load(ordering: .relaxed) ? .delivered(apnsID: nil) : .held(reason: "InvalidProviderToken") }
+        let sender = ScriptedSender { _, _ in
+            healthy.load(ordering: .relaxed) ? .delivered(apnsID: nil) : .held(reason: "InvalidProviderToken")
+        }
         let engine = f.engine(sender)
         try await engine.start()
         let record = try await engine.submit(f.job(.all))

@@ -15,8 +15,10 @@ import Testing
         try Data(#"{"tokenPrefixes": {"c0ffee": {"status": 429, "reason": "TooManyRequests"}}}"#.utf8).write(to: faults)
 
         let mock = try CrashRecoveryTests.Spawned(
-            ["apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path,
-             "--faults", faults.path, "--magic-tokens"],
+            [
+                "apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path,
+                "--faults", faults.path, "--magic-tokens",
+            ],
             environment: [:])
         defer { mock.terminate() }
         let info = try await CrashRecoveryTests().firstJSONObject(in: mock, timeout: .seconds(20))
@@ -48,7 +50,10 @@ import Testing
     @Test func anUnreadableFaultsFileIsRefusedWithItsName() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
-        process.arguments = ["apns-mock", "--port", "0", "--setup", "/tmp/unused-\(UUID().uuidString).json", "--faults", "/nonexistent/faults.json"]
+        process.arguments = [
+            "apns-mock", "--port", "0", "--setup", "/tmp/unused-\(UUID().uuidString).json", "--faults",
+            "/nonexistent/faults.json",
+        ]
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice

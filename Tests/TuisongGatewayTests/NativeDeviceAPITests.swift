@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TuisongGateway
 import TuisongCore
+
+@testable import TuisongGateway
 
 @Suite(.serialized) struct NativeDeviceAPITests {
     @Test func registerGetUpdateDelete() async throws {
@@ -11,7 +12,9 @@ import TuisongCore
         let upper = token(1).uppercased()
         let url = "\(gw.baseURL)/api/v1/devices/\(upper)"
 
-        let created = try await http("PUT", url, key: key, json: ["environment": "production", "user": "u1", "locale": "zh-Hans", "tags": ["vip", "北京"]])
+        let created = try await http(
+            "PUT", url, key: key,
+            json: ["environment": "production", "user": "u1", "locale": "zh-Hans", "tags": ["vip", "北京"]])
         #expect(created.status == 201)
         #expect(created.json["token"] as? String == token(1))
         #expect(created.json["tags"] as? [String] == ["vip", "北京"].sorted())
@@ -39,9 +42,11 @@ import TuisongCore
         defer { Task { await gw.stop() } }
         let (_, key) = try await gw.createApp()
         for n in 1...25 {
-            let r = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token(n))", key: key, json: ["environment": "production"])
+            let r = try await http(
+                "PUT", "\(gw.baseURL)/api/v1/devices/\(token(n))", key: key, json: ["environment": "production"])
             #expect(r.status == 201)
-            let tagged = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token(n))/tags/%E5%8C%97%E4%BA%AC", key: key)
+            let tagged = try await http(
+                "PUT", "\(gw.baseURL)/api/v1/devices/\(token(n))/tags/%E5%8C%97%E4%BA%AC", key: key)
             #expect(tagged.status == 204)
         }
         let tags = try await http("GET", "\(gw.baseURL)/api/v1/devices/\(token(3))/tags", key: key)
@@ -60,9 +65,11 @@ import TuisongCore
         } while cursor != nil
         #expect(seen == (1...25).map { token($0) })
 
-        let removed = try await http("DELETE", "\(gw.baseURL)/api/v1/devices/\(token(3))/tags/%E5%8C%97%E4%BA%AC", key: key)
+        let removed = try await http(
+            "DELETE", "\(gw.baseURL)/api/v1/devices/\(token(3))/tags/%E5%8C%97%E4%BA%AC", key: key)
         #expect(removed.status == 204)
-        let removedAgain = try await http("DELETE", "\(gw.baseURL)/api/v1/devices/\(token(3))/tags/%E5%8C%97%E4%BA%AC", key: key)
+        let removedAgain = try await http(
+            "DELETE", "\(gw.baseURL)/api/v1/devices/\(token(3))/tags/%E5%8C%97%E4%BA%AC", key: key)
         #expect(removedAgain.errorCode == "tag_not_found")
         let unknownDevice = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token(99))/tags/vip", key: key)
         #expect(unknownDevice.status == 404)
@@ -100,11 +107,12 @@ import TuisongCore
         #expect(altered.status == 401)
     }
 
-    @Test(arguments: [
-        ("Bearer tsk_abc", "tsk_abc"), ("bearer tsk_abc", "tsk_abc"), ("BeArEr   tsk_abc \t", "tsk_abc"),
-        ("Bearer ", ""), ("Bearer", nil), ("Bearertsk_abc", nil), ("Basic tsk_abc", nil), ("", nil),
-        ("Béarer tsk_abc", nil),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("Bearer tsk_abc", "tsk_abc"), ("bearer tsk_abc", "tsk_abc"), ("BeArEr   tsk_abc \t", "tsk_abc"),
+            ("Bearer ", ""), ("Bearer", nil), ("Bearertsk_abc", nil), ("Basic tsk_abc", nil), ("", nil),
+            ("Béarer tsk_abc", nil),
+        ] as [(String, String?)])
     func bearerKeyParsing(header: String, key: String?) {
         #expect(APIKeyAuthenticator.bearerKey(header) == key)
     }
@@ -115,14 +123,18 @@ import TuisongCore
         let (_, key) = try await gw.createApp()
         let url = "\(gw.baseURL)/api/v1/devices/\(token(1))"
 
-        let malformed = try await http("PUT", url, key: key, body: Data("{\"environment\": ".utf8), contentType: "application/json")
+        let malformed = try await http(
+            "PUT", url, key: key, body: Data("{\"environment\": ".utf8), contentType: "application/json")
         #expect(malformed.status == 400)
         #expect(malformed.errorCode == "bad_request")
 
-        let wrongType = try await http("PUT", url, key: key, body: Data("environment=production".utf8), contentType: "application/x-www-form-urlencoded")
+        let wrongType = try await http(
+            "PUT", url, key: key, body: Data("environment=production".utf8),
+            contentType: "application/x-www-form-urlencoded")
         #expect(wrongType.status == 415)
 
-        let invalidUTF8 = try await http("PUT", url, key: key, body: Data([0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D]), contentType: "application/json")
+        let invalidUTF8 = try await http(
+            "PUT", url, key: key, body: Data([0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D]), contentType: "application/json")
         #expect(invalidUTF8.status == 400)
 
         let badEnvironment = try await http("PUT", url, key: key, json: ["environment": "staging"])
@@ -131,17 +143,22 @@ import TuisongCore
         let missingEnvironment = try await http("PUT", url, key: key, json: ["user": "x"])
         #expect(missingEnvironment.status == 400)
 
-        let badToken = try await http("PUT", "\(gw.baseURL)/api/v1/devices/xyz", key: key, json: ["environment": "production"])
+        let badToken = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/xyz", key: key, json: ["environment": "production"])
         #expect(badToken.errorCode == "invalid_token")
-        let oddToken = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(String(repeating: "a", count: 65))", key: key, json: ["environment": "production"])
+        let oddToken = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(String(repeating: "a", count: 65))", key: key,
+            json: ["environment": "production"])
         #expect(oddToken.errorCode == "invalid_token")
 
         let badTag = try await http("PUT", url, key: key, json: ["environment": "production", "tags": ["has space"]])
         #expect(badTag.errorCode == "invalid_tag")
-        let longTag = try await http("PUT", url, key: key, json: ["environment": "production", "tags": [String(repeating: "t", count: 200)]])
+        let longTag = try await http(
+            "PUT", url, key: key, json: ["environment": "production", "tags": [String(repeating: "t", count: 200)]])
         #expect(longTag.errorCode == "invalid_tag")
 
-        let oversized = try await http("PUT", url, key: key, json: ["environment": "production", "user": String(repeating: "u", count: 100_000)])
+        let oversized = try await http(
+            "PUT", url, key: key, json: ["environment": "production", "user": String(repeating: "u", count: 100_000)])
         #expect(oversized.status == 413)
 
         let wrongMethod = try await http("POST", url, key: key, json: [:])
@@ -163,7 +180,8 @@ import TuisongCore
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for i in 0..<40 {
                 group.addTask {
-                    try await http("PUT", url, key: key, json: ["environment": "production", "user": "u\(i % 3)"]).status
+                    try await http("PUT", url, key: key, json: ["environment": "production", "user": "u\(i % 3)"])
+                        .status
                 }
             }
             return try await group.reduce(into: [Int]()) { $0.append($1) }

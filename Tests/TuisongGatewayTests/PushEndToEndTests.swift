@@ -3,6 +3,7 @@ import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
+
 @testable import TuisongGateway
 
 /// The native push API through the real path: HTTP → durable message → dispatcher → APNs pool
@@ -17,7 +18,9 @@ import TuisongCrypto
         }
     }
 
-    func waitForCompletion(_ gw: TestGateway, _ key: String, _ id: Int, timeout: Duration = .seconds(60)) async throws -> [String: Any] {
+    func waitForCompletion(_ gw: TestGateway, _ key: String, _ id: Int, timeout: Duration = .seconds(60)) async throws
+        -> [String: Any]
+    {
         let deadline = ContinuousClock.now + timeout
         var last: [String: Any] = [:]
         while ContinuousClock.now < deadline {
@@ -38,11 +41,15 @@ import TuisongCrypto
         try await register(gw, key, tagged, tag: "sports")
         try await register(gw, key, others)
 
-        let push = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: [
-            "audience": ["tag": "sports"],
-            "notification": ["alert": ["title": "进球", "body": "2:1"], "badge": 3, "sound": "default", "custom": ["match": 42]],
-            "collapse_id": "match-42",
-        ])
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: [
+                "audience": ["tag": "sports"],
+                "notification": [
+                    "alert": ["title": "进球", "body": "2:1"], "badge": 3, "sound": "default", "custom": ["match": 42],
+                ],
+                "collapse_id": "match-42",
+            ])
         #expect(push.status == 202)
         let id = try #require(push.json["message_id"] as? Int)
         let message = try await waitForCompletion(gw, key, id)
@@ -57,8 +64,9 @@ import TuisongCrypto
         #expect(first.pushType == "alert")
         #expect(first.collapseID == "match-42")
         #expect(first.status == 200)
-        #expect(String(decoding: first.payload, as: UTF8.self)
-            == #"{"aps":{"alert":{"body":"2:1","title":"进球"},"badge":3,"sound":"default"},"match":42}"#)
+        #expect(
+            String(decoding: first.payload, as: UTF8.self)
+                == #"{"aps":{"alert":{"body":"2:1","title":"进球"},"badge":3,"sound":"default"},"match":42}"#)
     }
 
     @Test func unregisteredTokensAreInvalidatedAndSkippedAfterwards() async throws {
@@ -71,7 +79,9 @@ import TuisongCrypto
         let mock = try #require(gw.runtime.localMock)
         mock.setFaults(APNsMockConfiguration.Faults.magicTokenPrefixes)
 
-        let push = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "x"]])
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["all": true], "notification": ["alert": "x"]])
         let id = try #require(push.json["message_id"] as? Int)
         let message = try await waitForCompletion(gw, key, id)
         #expect((message["counts"] as? [String: Int])?["delivered"] == 1)
@@ -88,32 +98,43 @@ import TuisongCrypto
         #expect(device.json["invalidated_at"] is String)
 
         mock.resetRecorded()
-        let second = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "y"]])
+        let second = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["all": true], "notification": ["alert": "y"]])
         _ = try await waitForCompletion(gw, key, try #require(second.json["message_id"] as? Int))
         #expect(mock.receivedNotifications().map(\.deviceToken) == [alive], "an invalidated device receives nothing")
 
         // Registering again makes it deliverable again.
-        let again = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(dead)", key: key, json: ["environment": "production"])
+        let again = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(dead)", key: key, json: ["environment": "production"])
         #expect(again.json["invalidated_at"] is NSNull)
     }
 
     @Test func retryableFailuresAreRetriedUntilDelivered() async throws {
-        let gw = try await TestGateway.start(environment: ["TUISONG_DELIVERY_RETRY_BASE_SECONDS": "0.05", "TUISONG_DELIVERY_RETRY_MAX_SECONDS": "0.2"])
+        let gw = try await TestGateway.start(environment: [
+            "TUISONG_DELIVERY_RETRY_BASE_SECONDS": "0.05", "TUISONG_DELIVERY_RETRY_MAX_SECONDS": "0.2",
+        ])
         defer { Task { await gw.stop() } }
         let (_, key) = try await gw.createApp()
         let flaky = token(1, prefix: "500")
         try await register(gw, key, [flaky])
         let mock = try #require(gw.runtime.localMock)
         mock.setFaults(.init(tokenPrefixes: ["500": .init(status: 500, reason: "InternalServerError")]))
-        let push = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["tokens": [flaky]], "notification": ["alert": "x"]])
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["tokens": [flaky]], "notification": ["alert": "x"]])
         let id = try #require(push.json["message_id"] as? Int)
         // Let it fail a few times, then heal APNs.
         let deadline = ContinuousClock.now + .seconds(20)
-        while mock.receivedNotifications().count < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        while mock.receivedNotifications().count < 3, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         mock.setFaults(.init())
         let message = try await waitForCompletion(gw, key, id)
         #expect((message["counts"] as? [String: Int])?["delivered"] == 1)
-        let rows = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)/deliveries", key: key).json["deliveries"] as? [[String: Any]] ?? []
+        let rows =
+            try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)/deliveries", key: key).json["deliveries"]
+            as? [[String: Any]] ?? []
         #expect(rows.first?["state"] as? String == "delivered")
         #expect((rows.first?["attempts"] as? Int ?? 0) >= 3)
     }
@@ -131,7 +152,9 @@ import TuisongCrypto
         try await register(gw, key, tokens)
         let mock = try #require(gw.runtime.localMock)
 
-        let push = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "x"]])
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["all": true], "notification": ["alert": "x"]])
         let id = try #require(push.json["message_id"] as? Int)
         let message = try await waitForCompletion(gw, key, id)
         #expect((message["counts"] as? [String: Int])?["held"] == 25)
@@ -145,7 +168,9 @@ import TuisongCrypto
 
         // The next push is held without being offered to APNs at all.
         mock.resetRecorded()
-        let second = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "y"]])
+        let second = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["all": true], "notification": ["alert": "y"]])
         let secondMessage = try await waitForCompletion(gw, key, try #require(second.json["message_id"] as? Int))
         #expect((secondMessage["counts"] as? [String: Int])?["held"] == 25)
         #expect(mock.receivedNotifications().isEmpty)
@@ -165,7 +190,9 @@ import TuisongCrypto
         try await register(gw, key, tokens)
         let mock = try #require(gw.runtime.localMock)
 
-        let push = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: ["audience": ["all": true], "notification": ["alert": "x"]])
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["all": true], "notification": ["alert": "x"]])
         let id = try #require(push.json["message_id"] as? Int)
         let message = try await waitForCompletion(gw, key, id)
         // Held at once rather than retried as a transport error until the message expires.
@@ -184,13 +211,29 @@ import TuisongCrypto
         let gw = try await TestGateway.start()
         defer { Task { await gw.stop() } }
         let (_, key) = try await gw.createApp()
-        func post(_ body: Any) async throws -> HTTPResult { try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: body) }
+        func post(_ body: Any) async throws -> HTTPResult {
+            try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: body)
+        }
         #expect(try await post(["notification": ["alert": "x"]]).errorCode == "invalid_request")
-        #expect(try await post(["audience": ["tag": "a", "all": true], "notification": ["alert": "x"]]).errorCode == "invalid_request")
-        #expect(try await post(["audience": ["tokens": ["zz"]], "notification": ["alert": "x"]]).errorCode == "invalid_token")
-        #expect(try await post(["audience": ["all": true], "notification": ["alert": "x", "custom": ["big": String(repeating: "x", count: 5000)]]]).errorCode == "notification_too_large")
-        #expect(try await post(["audience": ["all": true], "notification": ["alert": "x"], "push_type": "fax"]).errorCode == "invalid_request")
-        #expect(try await post(["audience": ["all": true], "notification": ["alert": "x"], "collapse_id": String(repeating: "c", count: 65)]).errorCode == "invalid_request")
+        #expect(
+            try await post(["audience": ["tag": "a", "all": true], "notification": ["alert": "x"]]).errorCode
+                == "invalid_request")
+        #expect(
+            try await post(["audience": ["tokens": ["zz"]], "notification": ["alert": "x"]]).errorCode
+                == "invalid_token")
+        #expect(
+            try await post([
+                "audience": ["all": true],
+                "notification": ["alert": "x", "custom": ["big": String(repeating: "x", count: 5000)]],
+            ]).errorCode == "notification_too_large")
+        #expect(
+            try await post(["audience": ["all": true], "notification": ["alert": "x"], "push_type": "fax"]).errorCode
+                == "invalid_request")
+        #expect(
+            try await post([
+                "audience": ["all": true], "notification": ["alert": "x"],
+                "collapse_id": String(repeating: "c", count: 65),
+            ]).errorCode == "invalid_request")
         #expect(try await gw.runtime.store.messages(appID: nil, limit: 10).isEmpty, "nothing half-done stays behind")
         let missing = try await http("GET", "\(gw.baseURL)/api/v1/messages/999", key: key)
         #expect(missing.status == 404)

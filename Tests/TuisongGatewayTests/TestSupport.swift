@@ -1,9 +1,10 @@
 import Foundation
 import Logging
 import Testing
-@testable import TuisongGateway
 import TuisongCore
 import TuisongStore
+
+@testable import TuisongGateway
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

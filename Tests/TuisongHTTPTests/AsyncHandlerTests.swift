@@ -5,7 +5,7 @@ import Testing
 @testable import TuisongHTTP
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Resumes after `seconds` on a Dispatch timer, ignoring task cancellation: a handler that

@@ -37,8 +37,7 @@ struct RouterTests {
         return router
     }
 
-    func respond(_ router: Router, _ method: HTTPMethod, _ target: String) async throws -> Response
-    {
+    func respond(_ router: Router, _ method: HTTPMethod, _ target: String) async throws -> Response {
         await router.respond(to: try Request(method: method, target: target))
     }
 

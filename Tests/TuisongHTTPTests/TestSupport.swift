@@ -4,7 +4,7 @@ import Testing
 @testable import TuisongHTTP
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs blocking work (socket reads, child processes) on its own thread so the test never

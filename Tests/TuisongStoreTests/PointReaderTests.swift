@@ -42,7 +42,8 @@ struct PointReaderTests {
         let other = try SQLiteStore(path: fixture.database.path)
         _ = try await other.registerDevice(appID: app.id, DeviceRegistration(token: token(7), environment: .production))
         try other.close()
-        #expect(try await fixture.store.deviceWithTags(appID: app.id, token: token(7))?.device.environment == .production)
+        #expect(
+            try await fixture.store.deviceWithTags(appID: app.id, token: token(7))?.device.environment == .production)
     }
 
     @Test("Lookups from many threads at once all answer correctly")
@@ -52,7 +53,8 @@ struct PointReaderTests {
         let store = fixture.store
         let app = try await makeApp(store)
         for n in 1...50 {
-            _ = try await store.registerDevice(appID: app.id, DeviceRegistration(token: token(n), environment: .sandbox))
+            _ = try await store.registerDevice(
+                appID: app.id, DeviceRegistration(token: token(n), environment: .sandbox))
         }
         let mismatches = try await withThrowingTaskGroup(of: Int.self) { group in
             for worker in 0..<8 {
