@@ -57,6 +57,11 @@ public final class StaticFiles: Sendable {
         }
         headers.add(name: "Content-Type", value: Self.contentType(forPath: file.path))
         headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        // The console must not be framed by another site (clickjacking); a <meta> CSP cannot
+        // say frame-ancestors, so the header does, with X-Frame-Options for older browsers.
+        headers.add(name: "X-Frame-Options", value: "DENY")
+        headers.add(name: "Content-Security-Policy", value: "frame-ancestors 'none'")
+        headers.add(name: "Referrer-Policy", value: "no-referrer")
         let body: [UInt8]
         if let cached = cache.withLock({ $0.lookup(file.path, validators: validators) }) {
             Glibc.close(file.descriptor)

@@ -85,6 +85,9 @@ struct StaticFilesTests {
                 #expect(response.header("Cache-Control") == "no-cache", "\(path)")
                 #expect(response.header("ETag")?.hasPrefix("\"") == true, "\(path)")
                 #expect(response.header("Last-Modified")?.hasSuffix(" GMT") == true, "\(path)")
+                #expect(response.header("X-Content-Type-Options") == "nosniff", "\(path)")
+                #expect(response.header("X-Frame-Options") == "DENY", "\(path)")
+                #expect(response.header("Content-Security-Policy") == "frame-ancestors 'none'", "\(path)")
             }
             // Routes still win over files.
             #expect(try await fetch(port: port, "GET", "/healthz").text == "ok")
