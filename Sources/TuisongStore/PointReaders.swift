@@ -3,8 +3,9 @@ internal import GRDBSQLite
 import Synchronization
 import TuisongCore
 
-/// Read-only SQLite connections for the hottest point lookups (a device by token, on every
-/// `GET /api/v1/devices/{token}`), run on the calling thread with statements prepared once.
+/// Read-only SQLite connections for point lookups (a device by token on every
+/// `GET /api/v1/devices/{token}`, an app by API key hash on every native request), run on the
+/// calling thread with statements prepared once.
 ///
 /// GRDB's synchronous pool read costs several times the query itself: a semaphore and a
 /// dispatch queue to borrow a reader, a second queue to run on it, and a
@@ -15,6 +16,11 @@ import TuisongCore
 ///
 /// Every statement is one `SELECT`, so it reads one consistent WAL snapshot and holds the
 /// read lock only until `sqlite3_reset`, which always runs before the connection goes back.
+///
+/// A lookup on the calling thread never waits for a lock: with `waiting: false` SQLite's busy
+/// handler is off and SQLITE_BUSY (WAL recovery after another process crashed, a writer in
+/// exclusive locking mode) throws `PointReaderBusy` at once; the store then repeats the lookup
+/// off the caller's thread, waiting up to the busy timeout (see `SQLiteStore.pointLookUp`).
 final class PointReaders: Sendable {
     private struct State {
         var idle: [PointReaderConnection] = []
@@ -24,6 +30,7 @@ final class PointReaders: Sendable {
     private let path: String
     private let busyTimeoutMilliseconds: Int32
     private let state = Mutex(State())
+    private let busyFallbackCount = Atomic<Int>(0)
     /// Idle connections kept beyond this are closed: only as many are ever open as threads
     /// look up at the same moment.
     private static let maximumIdle = 16
@@ -33,12 +40,19 @@ final class PointReaders: Sendable {
         busyTimeoutMilliseconds = Int32(clamping: Int((busyTimeout * 1000).rounded()))
     }
 
-    /// Runs `body` with a connection used by this thread alone until `body` returns.
-    func withConnection<T>(_ body: (PointReaderConnection) throws -> T) throws -> T {
+    /// Runs `body` with a connection used by this thread alone until `body` returns; with
+    /// `waiting`, SQLite waits for locks up to the busy timeout, otherwise not at all.
+    func withConnection<T>(waiting: Bool = false, _ body: (PointReaderConnection) throws -> T) throws -> T {
         let connection = try checkOut()
         defer { checkIn(connection) }
+        connection.setBusyTimeout(waiting ? busyTimeoutMilliseconds : 0)
         return try body(connection)
     }
+
+    /// Lookups that found the database locked and were repeated off the calling thread.
+    var busyFallbacks: Int { busyFallbackCount.load(ordering: .relaxed) }
+
+    func noteBusyFallback() { busyFallbackCount.add(1, ordering: .relaxed) }
 
     /// Closes the idle connections; connections in use close when they come back.
     func close() {
@@ -56,7 +70,7 @@ final class PointReaders: Sendable {
             return state.idle.popLast()
         }
         if let reused { return reused }
-        return try PointReaderConnection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        return try PointReaderConnection(path: path)
     }
 
     private func checkIn(_ connection: PointReaderConnection) {
@@ -75,6 +89,11 @@ enum PointQuery: Int, CaseIterable {
     case deviceWithTagsByToken
     case deviceByToken
     case deviceByID
+    case baiduDeviceByChannel
+    case appByID
+    case appByAPIKeyHash
+    case appByBaiduAPIKey
+    case baiduMessageID
 
     var sql: String {
         switch self {
@@ -89,6 +108,16 @@ enum PointQuery: Int, CaseIterable {
             "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ?1 AND token = ?2"
         case .deviceByID:
             "SELECT \(Rows.deviceColumns) FROM devices WHERE id = ?1"
+        case .baiduDeviceByChannel:
+            "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ?1 AND baidu_channel_id = ?2"
+        case .appByID:
+            "SELECT \(Rows.appColumns) FROM apps WHERE id = ?1"
+        case .appByAPIKeyHash:
+            "SELECT \(Rows.appColumns) FROM apps WHERE api_key_hash = ?1"
+        case .appByBaiduAPIKey:
+            "SELECT \(Rows.appColumns) FROM apps WHERE json_extract(vendor_settings, '$.baidu.apikey') = ?1"
+        case .baiduMessageID:
+            "SELECT id FROM messages WHERE app_id = ?1 AND vendor = 'baidu' AND vendor_message_id = ?2"
         }
     }
 }
@@ -100,8 +129,9 @@ final class PointReaderConnection: @unchecked Sendable {
     // handle and the statement array are never touched by two threads at once.
     private var handle: OpaquePointer?
     private var statements: [OpaquePointer?]
+    private var busyTimeoutMilliseconds: Int32 = 0
 
-    init(path: String, busyTimeoutMilliseconds: Int32) throws {
+    init(path: String) throws {
         statements = Array(repeating: nil, count: PointQuery.allCases.count)
         // NOMUTEX: SQLite's per-connection mutex is redundant under the one-user rule above.
         let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
@@ -113,7 +143,13 @@ final class PointReaderConnection: @unchecked Sendable {
             throw StoreError(.unavailable, "cannot open \(path) for reading: SQLite error \(code): \(message)")
         }
         handle = opened
-        sqlite3_busy_timeout(opened, busyTimeoutMilliseconds)
+    }
+
+    /// 0 turns SQLite's busy handler off: a locked database answers SQLITE_BUSY at once.
+    func setBusyTimeout(_ milliseconds: Int32) {
+        guard milliseconds != busyTimeoutMilliseconds, let handle else { return }
+        sqlite3_busy_timeout(handle, milliseconds)
+        busyTimeoutMilliseconds = milliseconds
     }
 
     deinit { close() }
@@ -150,6 +186,8 @@ final class PointReaderConnection: @unchecked Sendable {
             return try decode(PointRow(statement: statement))
         case SQLITE_DONE:
             return nil
+        case let busy where busy & 0xFF == SQLITE_BUSY:
+            throw PointReaderBusy()
         default:
             throw error(code, "running \(query)")
         }
@@ -160,6 +198,8 @@ final class PointReaderConnection: @unchecked Sendable {
         guard let handle else { throw StoreError(.unavailable, "the store is closed") }
         var statement: OpaquePointer?
         let code = sqlite3_prepare_v3(handle, query.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        // Preparing reads the schema, so a locked database stops it too.
+        if code & 0xFF == SQLITE_BUSY { throw PointReaderBusy() }
         guard code == SQLITE_OK, let statement else { throw error(code, "preparing \(query)") }
         statements[query.rawValue] = statement
         return statement
@@ -173,6 +213,9 @@ final class PointReaderConnection: @unchecked Sendable {
     /// SQLITE_TRANSIENT: SQLite copies the bound text before `bind` returns.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 }
+
+/// The database was locked and the connection was told not to wait.
+struct PointReaderBusy: Error {}
 
 /// A value bound to a `PointQuery` parameter.
 enum PointArgument {

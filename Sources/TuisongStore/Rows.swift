@@ -66,21 +66,21 @@ enum Rows {
     static let appColumns =
         "id, name, bundle_id, api_key_hash, vendor_settings, created_at, updated_at"
 
-    static func app(_ row: Row) throws -> App {
-        let settingsJSON: String = row[4]
+    static func app(_ row: Row) throws -> App { try app(columns: row) }
+
+    static func app(columns row: some ColumnValues) throws -> App {
         let settings: [String: [String: String]]
         do {
-            settings = try JSONDecoder().decode(
-                [String: [String: String]].self, from: Data(settingsJSON.utf8))
+            settings = try JSONDecoder().decode([String: [String: String]].self, from: Data(row.string(4).utf8))
         } catch {
             throw StoreError(
                 .unavailable,
-                "apps.vendor_settings of app \(row[0] as Int64) is not an object of string objects: \(error)"
+                "apps.vendor_settings of app \(row.int64(0)) is not an object of string objects: \(error)"
             )
         }
         return App(
-            id: row[0], name: row[1], bundleID: row[2], apiKeyHash: row[3],
-            createdAt: Milliseconds.date(row[5]), updatedAt: Milliseconds.date(row[6]),
+            id: row.int64(0), name: row.string(1), bundleID: row.string(2), apiKeyHash: row.string(3),
+            createdAt: Milliseconds.date(row.int64(5)), updatedAt: Milliseconds.date(row.int64(6)),
             vendorSettings: settings)
     }
 

@@ -25,21 +25,13 @@ extension SQLiteStore {
     }
 
     public func app(id: Int64) async throws -> App? {
-        try lookUp { db in
-            let statement = try db.cachedStatement(
-                sql: "SELECT \(Rows.appColumns) FROM apps WHERE id = ?")
-            return try Row.fetchOne(statement, arguments: [id]).map(Rows.app)
-        }
+        try await pointLookUp(.appByID, [.int64(id)]) { row in try Rows.app(columns: row) }
     }
 
     /// The app whose native API key hashes to `apiKeyHash`; on the path of every native
-    /// API request, hence the cached statement.
+    /// API request whose key is not cached.
     public func app(apiKeyHash: String) async throws -> App? {
-        try lookUp { db in
-            let statement = try db.cachedStatement(
-                sql: "SELECT \(Rows.appColumns) FROM apps WHERE api_key_hash = ?")
-            return try Row.fetchOne(statement, arguments: [apiKeyHash]).map(Rows.app)
-        }
+        try await pointLookUp(.appByAPIKeyHash, [.text(apiKeyHash)]) { row in try Rows.app(columns: row) }
     }
 
     /// Every app, by id.

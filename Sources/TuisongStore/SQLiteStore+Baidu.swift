@@ -70,14 +70,7 @@ extension SQLiteStore: BaiduStore {
     private static let chunkSize = 500
 
     public func app(baiduAPIKey apiKey: String) async throws -> App? {
-        try lookUp { db in
-            let statement = try db.cachedStatement(
-                sql: """
-                    SELECT \(Rows.appColumns) FROM apps
-                    WHERE json_extract(vendor_settings, '$.baidu.apikey') = ?
-                    """)
-            return try Row.fetchOne(statement, arguments: [apiKey]).map(Rows.app)
-        }
+        try await pointLookUp(.appByBaiduAPIKey, [.text(apiKey)]) { row in try Rows.app(columns: row) }
     }
 
     // MARK: Bindings
@@ -131,10 +124,8 @@ extension SQLiteStore: BaiduStore {
     }
 
     public func baiduDevice(appID: Int64, channelID: String) async throws -> Device? {
-        try lookUp { db in
-            let statement = try db.cachedStatement(
-                sql: "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ? AND baidu_channel_id = ?")
-            return try Row.fetchOne(statement, arguments: [appID, channelID]).map(Rows.device)
+        try await pointLookUp(.baiduDeviceByChannel, [.int64(appID), .text(channelID)]) { row in
+            try Rows.device(columns: row)
         }
     }
 
@@ -440,15 +431,7 @@ extension SQLiteStore: BaiduStore {
     public func baiduMessages(appID: Int64, msgIDs: [String]) async throws -> [MessageRecord] {
         var records: [MessageRecord] = []
         for msgID in msgIDs {
-            let id = try lookUp { db in
-                try Int64.fetchOne(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT id FROM messages
-                            WHERE app_id = ? AND vendor = 'baidu' AND vendor_message_id = ?
-                            """),
-                    arguments: [appID, msgID])
-            }
+            let id = try await pointLookUp(.baiduMessageID, [.int64(appID), .text(msgID)]) { row in row.int64(0) }
             if let id, let record = try await message(id: id) { records.append(record) }
         }
         return records

@@ -40,18 +40,19 @@ extension SQLiteStore {
 
     /// One statement: the tags ride along as a unit-separator-joined column.
     public func deviceWithTags(appID: Int64, token: DeviceToken) async throws -> (device: Device, tags: [String])? {
-        try pointLookUp(.deviceWithTagsByToken, [.int64(appID), .text(token.hex)]) { row in
+        try await pointLookUp(.deviceWithTagsByToken, [.int64(appID), .text(token.hex)]) { row in
             let tags = row.optionalString(13).map { $0.split(separator: "\u{1F}").map(String.init).sorted() } ?? []
             return (try Rows.device(columns: row), tags)
         }
     }
 
     public func device(appID: Int64, token: DeviceToken) async throws -> Device? {
-        try pointLookUp(.deviceByToken, [.int64(appID), .text(token.hex)]) { row in try Rows.device(columns: row) }
+        try await pointLookUp(.deviceByToken, [.int64(appID), .text(token.hex)]) { row in try Rows.device(columns: row)
+        }
     }
 
     public func device(id: Int64) async throws -> Device? {
-        try pointLookUp(.deviceByID, [.int64(id)]) { row in try Rows.device(columns: row) }
+        try await pointLookUp(.deviceByID, [.int64(id)]) { row in try Rows.device(columns: row) }
     }
 
     /// Deletes the device and its tag memberships.

@@ -34,9 +34,9 @@ public final class SQLiteStore: Store {
         /// How long a write waits for another connection (another process) holding the
         /// write lock before failing with `StoreError.unavailable`.
         public var busyTimeout: TimeInterval
-        /// Reader connections; concurrent reads beyond this wait for a free one. Point
-        /// lookups run on the calling thread, so keep this at least as large as the number
-        /// of threads that look up at once (the default covers Swift's cooperative pool).
+        /// GRDB reader connections (listings, pages, counts); concurrent reads beyond this
+        /// wait, suspended, for a free one. Point lookups use their own connections
+        /// (`PointReaders`), one per thread looking up at the same moment.
         public var maximumReaderCount: Int
         /// The most device registrations committed in one group-commit transaction.
         public var maximumRegistrationBatch: Int
@@ -211,32 +211,32 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// A point lookup: one statement, run on the calling thread.
-    ///
-    /// GRDB's async reads hop through two dispatch queues (a serial queue that waits for a
-    /// free reader, then the reader's own queue) and back to the task; for a lookup that
-    /// takes a few microseconds those hops cost several times the query. Here the reader is
-    /// taken and used synchronously on the caller's thread instead: `DispatchQueue.sync` on
-    /// an idle serial queue runs the block in place. This blocks the calling thread only for
-    /// the query itself, as long as there are at least as many readers as threads calling at
-    /// once (`Options.maximumReaderCount` defaults to at least the cooperative pool's width).
-    ///
-    /// Only for closures running a single short statement: without a transaction around
-    /// it, SQLite still runs one statement on one consistent snapshot. The hottest lookups
-    /// skip GRDB altogether (`pointLookUp`).
-    func lookUp<T>(_ body: (Database) throws -> T) throws -> T {
-        do {
-            return try pool.unsafeRead(body)
-        } catch {
-            throw ErrorMapping.storeError(error)
-        }
-    }
-
     /// A point lookup on a raw prepared statement, on the calling thread (see `PointReaders`).
-    func pointLookUp<T>(
-        _ query: PointQuery, _ arguments: [PointArgument], decode: (PointRow) throws -> T
-    ) throws -> T? {
-        try pointReaders.withConnection { connection in try connection.first(query, arguments, decode: decode) }
+    ///
+    /// The calling thread (an HTTP server thread, for lookups) never waits for a lock here: if
+    /// the database is locked, the lookup is repeated on the cooperative pool, where it may
+    /// wait up to the busy timeout while the caller is suspended.
+    func pointLookUp<T: Sendable>(
+        _ query: PointQuery, _ arguments: [PointArgument], decode: @escaping @Sendable (PointRow) throws -> T
+    ) async throws -> T? {
+        do {
+            return try pointReaders.withConnection { connection in
+                try connection.first(query, arguments, decode: decode)
+            }
+        } catch is PointReaderBusy {
+            pointReaders.noteBusyFallback()
+            let readers = pointReaders
+            let waited = Task.detached {
+                try readers.withConnection(waiting: true) { connection in
+                    try connection.first(query, arguments, decode: decode)
+                }
+            }
+            do {
+                return try await waited.value
+            } catch is PointReaderBusy {
+                throw StoreError(.unavailable, "the database stayed locked for the whole busy timeout")
+            }
+        }
     }
 
     /// A read without a transaction, through GRDB's async path, for single statements that

@@ -73,6 +73,47 @@ struct PointReaderTests {
         #expect(mismatches == 0)
     }
 
+    @Test("A locked database never makes the calling thread wait: the lookup moves off it and waits there")
+    func lockedDatabaseFallsBackOffThread() async throws {
+        let fixture = try StoreFixture(.init(busyTimeout: 5))
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        let app = try await makeApp(store)
+        _ = try await store.registerDevice(appID: app.id, DeviceRegistration(token: token(3), environment: .sandbox))
+        #expect(store.pointReaders.busyFallbacks == 0)
+
+        // Another connection takes the database in exclusive locking mode: every other
+        // connection's read gets SQLITE_BUSY until it closes.
+        let holder = try LockHolder(path: fixture.database.path)
+        let releaser = Task {
+            try await Task.sleep(for: .milliseconds(300))
+            holder.release()
+        }
+        let started = ContinuousClock.now
+        let found = try await store.deviceWithTags(appID: app.id, token: token(3))
+        #expect(found?.device.token == token(3).hex)
+        #expect(ContinuousClock.now - started >= .milliseconds(250), "it waited for the lock, off the caller's thread")
+        #expect(store.pointReaders.busyFallbacks == 1)
+        try await releaser.value
+
+        // Unlocked again: back on the fast path.
+        _ = try await store.deviceWithTags(appID: app.id, token: token(3))
+        #expect(store.pointReaders.busyFallbacks == 1)
+    }
+
+    @Test("A lock held longer than the busy timeout fails the lookup as unavailable")
+    func lockedBeyondTheBusyTimeout() async throws {
+        let fixture = try StoreFixture(.init(busyTimeout: 0.2))
+        defer { fixture.tearDown() }
+        let app = try await makeApp(fixture.store)
+        let holder = try LockHolder(path: fixture.database.path)
+        defer { holder.release() }
+        let error = await #expect(throws: StoreError.self) {
+            try await fixture.store.device(appID: app.id, token: token(1))
+        }
+        #expect(error?.code == .unavailable)
+    }
+
     @Test("After close, lookups fail as unavailable instead of reopening the file")
     func closedStore() async throws {
         let fixture = try StoreFixture()
@@ -96,5 +137,49 @@ struct PointReaderTests {
         }
         #expect(error?.code == .unavailable)
         #expect(error?.message.contains("SQLite error") == true)
+    }
+}
+
+/// Another process in the middle of WAL recovery, as after a crash: it holds the WAL write and
+/// recover locks of the shared-memory index (fcntl locks on bytes 120–122 of the `-shm` file)
+/// and the index header's two copies disagree, so every reader must wait for the recovery and
+/// gets SQLITE_BUSY(_RECOVERY) meanwhile. A process, not a connection of ours: POSIX locks never
+/// conflict within one process. `release()` restores the header and lets go of the locks.
+final class LockHolder: @unchecked Sendable {
+    // @unchecked: `process` and `input` are only touched by init and the idempotent release.
+    private let process = Process()
+    private let input = Pipe()
+
+    init(path: String) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c",
+            """
+            import fcntl, os, sys
+            fd = os.open(sys.argv[1] + "-shm", os.O_RDWR)
+            fcntl.lockf(fd, fcntl.LOCK_EX, 3, 120)
+            original = os.pread(fd, 1, 64)
+            os.pwrite(fd, bytes([original[0] ^ 0xFF]), 64)
+            print("locked", flush=True)
+            sys.stdin.read()
+            os.pwrite(fd, original, 64)
+            """,
+            path,
+        ]
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        let line = output.fileHandleForReading.availableData
+        guard String(decoding: line, as: UTF8.self).hasPrefix("locked") else {
+            process.terminate()
+            throw StoreError(.unavailable, "the lock holder did not start")
+        }
+    }
+
+    func release() {
+        guard process.isRunning else { return }
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
     }
 }
