@@ -152,19 +152,7 @@ import TuisongCrypto
         try await register(gw, key, tokens)
         let mock = try #require(gw.runtime.localMock)
 
-        let push = try await http(
-            "POST", "\(gw.baseURL)/api/v1/push", key: key,
-            json: ["audience": ["all": true], "notification": ["alert": "x"]])
-        let id = try #require(push.json["message_id"] as? Int)
-        let message = try await waitForCompletion(gw, key, id)
-        #expect((message["counts"] as? [String: Int])?["held"] == 25)
-        #expect((message["counts"] as? [String: Int])?["delivered"] == 0)
-        let held = try await gw.runtime.store.deliveries(messageID: Int64(id), state: .held, cursor: nil, limit: 100)
-        #expect(Set(held.items.map(\.token)) == Set(tokens))
-        #expect(held.items.allSatisfy { $0.reason == "InvalidProviderToken" })
-        let marked = try #require(try await gw.runtime.store.credential(id: credential.id))
-        #expect(marked.status == "failing")
-        #expect(marked.statusReason == "InvalidProviderToken")
+        try await expectPushToAllHeld(gw, key, tokens, credentialID: credential.id, reason: "InvalidProviderToken")
 
         // The next push is held without being offered to APNs at all.
         mock.resetRecorded()
@@ -190,19 +178,8 @@ import TuisongCrypto
         try await register(gw, key, tokens)
         let mock = try #require(gw.runtime.localMock)
 
-        let push = try await http(
-            "POST", "\(gw.baseURL)/api/v1/push", key: key,
-            json: ["audience": ["all": true], "notification": ["alert": "x"]])
-        let id = try #require(push.json["message_id"] as? Int)
-        let message = try await waitForCompletion(gw, key, id)
         // Held at once rather than retried as a transport error until the message expires.
-        #expect((message["counts"] as? [String: Int])?["held"] == 10)
-        #expect((message["failures"] as? [String: Int] ?? [:]).isEmpty)
-        let held = try await gw.runtime.store.deliveries(messageID: Int64(id), state: .held, cursor: nil, limit: 100)
-        #expect(held.items.allSatisfy { $0.reason == "BadCertificate" })
-        let marked = try #require(try await gw.runtime.store.credential(id: credential.id))
-        #expect(marked.status == "failing")
-        #expect(marked.statusReason == "BadCertificate")
+        try await expectPushToAllHeld(gw, key, tokens, credentialID: credential.id, reason: "BadCertificate")
         #expect(mock.receivedNotifications().isEmpty)
         #expect(mock.statistics.handshakeFailures >= 1)
     }
@@ -237,5 +214,30 @@ import TuisongCrypto
         #expect(try await gw.runtime.store.messages(appID: nil, limit: 10).isEmpty, "nothing half-done stays behind")
         let missing = try await http("GET", "\(gw.baseURL)/api/v1/messages/999", key: key)
         #expect(missing.status == 404)
+    }
+}
+
+extension PushEndToEndTests {
+    /// Pushes to all of the app's devices and expects every one held with `reason`, nothing
+    /// delivered or failed, and the credential marked failing with the same reason.
+    func expectPushToAllHeld(
+        _ gw: TestGateway, _ key: String, _ tokens: [String], credentialID: Int64, reason: String
+    ) async throws {
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["all": true], "notification": ["alert": "x"]])
+        let id = try #require(push.json["message_id"] as? Int)
+        let message = try await waitForCompletion(gw, key, id)
+        let counts = message["counts"] as? [String: Int]
+        #expect(counts?["held"] == tokens.count)
+        #expect(counts?["delivered"] == 0)
+        #expect(counts?["failed"] == 0)
+        #expect((message["failures"] as? [String: Int] ?? [:]).isEmpty)
+        let held = try await gw.runtime.store.deliveries(messageID: Int64(id), state: .held, cursor: nil, limit: 100)
+        #expect(Set(held.items.map(\.token)) == Set(tokens))
+        #expect(held.items.allSatisfy { $0.reason == reason })
+        let marked = try #require(try await gw.runtime.store.credential(id: credentialID))
+        #expect(marked.status == "failing")
+        #expect(marked.statusReason == reason)
     }
 }
