@@ -63,6 +63,27 @@ import TuisongAPNsMock
         await fixture.shutdownPools()
     }
 
+    @Test func anIPv6EndpointIsReachedAndItsAddressVerified() async throws {
+        // The mock listens on ::1 only; its certificate names ::1 among its addresses.
+        let fixture = try PoolMockFixture { $0.host = "::1" }
+        guard let endpoint = APNsEndpoint(url: "https://[::1]:\(fixture.server.port)") else {
+            Issue.record("the bracketed IPv6 URL did not parse")
+            return
+        }
+        #expect(endpoint.host == "::1")
+        var configuration = APNsConnectionPool.Configuration(endpoint: endpoint)
+        configuration.caFile = fixture.caFile
+        configuration.connections = 1
+        let pool = try APNsConnectionPool(
+            configuration: configuration, credential: try fixture.tokenCredential(), logger: clientTestLogger)
+        let responses = await sendConcurrently(pool, count: 20) { index in
+            PoolMockFixture.request(deviceToken: poolDeviceToken(index))
+        }
+        #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
+        #expect(fixture.server.statistics.requests == 20)
+        await pool.shutdown()
+    }
+
     @Test func answeredPingsKeepAnIdleConnection() async throws {
         let fixture = try PoolMockFixture()
         let pool = try fixture.pool { configuration in
