@@ -23,6 +23,28 @@ public protocol PushProvider: Sendable {
     /// Mounts the vendor's routes at the vendor's own paths, and its error dialect for them
     /// (`router.setErrorResponder(forPrefix:)`). Called once before the server starts.
     func register(on router: Router)
+
+    /// The provider's own tables (named `<name>_…`), applied in order on the shared database.
+    static var migrations: [PluginMigration] { get }
+    /// App-level settings (keys, ids, secrets) the provider reads from `App.vendorSettings[name]`.
+    static var settings: [VendorSetting] { get }
+    /// Vendor columns the console's device views show.
+    static var deviceColumns: [DeviceColumn] { get }
+    /// Values of `deviceColumns` for these devices of an app (device id → column key → value).
+    func deviceColumnValues(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]]
+    /// Decides per receiver whether and how this provider's messages are pushed; `nil` = every
+    /// device of the audience gets the message's one payload.
+    var deliveryPolicy: (any DeliveryPolicy)? { get }
+}
+
+extension PushProvider {
+    public static var migrations: [PluginMigration] { [] }
+    public static var settings: [VendorSetting] { [] }
+    public static var deviceColumns: [DeviceColumn] { [] }
+    public func deviceColumnValues(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]] {
+        [:]
+    }
+    public var deliveryPolicy: (any DeliveryPolicy)? { nil }
 }
 
 /// Everything a provider may use.

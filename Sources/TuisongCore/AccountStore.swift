@@ -1,0 +1,40 @@
+import Foundation
+
+/// IM accounts: what Tencent IM and Easemob share. An account is an app-scoped user id
+/// (a Tencent identifier, an Easemob username). Devices are bound to at most one account;
+/// binding a device that belongs to another account moves it. Everything else an IM vendor
+/// keeps (profiles, groups, push modes, passwords) lives in its plugin's own tables.
+public protocol AccountStore: Sendable {
+    /// Creates the account if it does not exist. `true` when this call created it.
+    @discardableResult
+    func createAccount(appID: Int64, account: String) async throws -> Bool
+    /// The accounts among `accounts` that exist.
+    func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String>
+    /// Deletes the account, its app state and badge; its devices are unbound and stop
+    /// receiving. `false` when there was no such account.
+    func deleteAccount(appID: Int64, account: String) async throws -> Bool
+    /// Accounts of the app in id order, after `cursor` (an opaque value from a previous page).
+    func accounts(appID: Int64, cursor: String?, limit: Int) async throws -> Page<String>
+
+    /// Registers the device (or updates the one with the same token) and binds it to
+    /// `account`, creating the account if needed; a device bound to another account moves.
+    /// `credentialSelector` is kept with the device (nil clears it).
+    func bindDevice(
+        appID: Int64, account: String, registration: DeviceRegistration, credentialSelector: String?
+    ) async throws -> Device
+    /// Unbinds the device with this token from whatever account holds it. `false` if none did.
+    func unbindDevice(appID: Int64, token: DeviceToken) async throws -> Bool
+    /// Valid devices bound to the account, in id order.
+    func devices(appID: Int64, account: String) async throws -> [Device]
+
+    func setAppState(appID: Int64, account: String, _ state: AppState) async throws
+    func appState(appID: Int64, account: String) async throws -> AppState?
+
+    /// Adds one to each named account's badge counter and returns the new values, atomically
+    /// and durably: messages decided concurrently for one account get distinct values. An
+    /// account named twice is incremented twice (its last value returned).
+    func incrementBadges(appID: Int64, accounts: [String]) async throws -> [String: Int]
+    /// "The client reports unread = N"; 0 resets.
+    func setBadge(appID: Int64, account: String, to value: Int) async throws
+    func badge(appID: Int64, account: String) async throws -> Int
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+/// Whether an IM account's app is on screen, as its devices last reported it.
+public enum AppState: String, Sendable, Codable, Hashable {
+    /// On screen: the IM connection delivers; no push.
+    case foreground
+    /// In the background or killed: offline push.
+    case background
+}
+
+/// One device a message is about to reach, as the dispatcher hands it to a `DeliveryPolicy`.
+public struct Recipient: Sendable, Hashable {
+    public var deviceID: Int64?
+    public var token: String
+    public var environment: APNsEnvironment
+    /// The IM account (app-scoped user id) the device is bound to, if any.
+    public var account: String?
+    public var locale: String?
+    /// The account's last reported app state; `nil` when it never reported one.
+    public var appState: AppState?
+    /// The credential selector the device registered with (Tencent busiId, Easemob notifier name).
+    public var credentialSelector: String?
+
+    public init(
+        deviceID: Int64?, token: String, environment: APNsEnvironment, account: String? = nil,
+        locale: String? = nil, appState: AppState? = nil, credentialSelector: String? = nil
+    ) {
+        self.deviceID = deviceID
+        self.token = token
+        self.environment = environment
+        self.account = account
+        self.locale = locale
+        self.appState = appState
+        self.credentialSelector = credentialSelector
+    }
+}
+
+/// What a policy decided for one recipient.
+public enum DeliveryDecision: Sendable, Hashable {
+    /// Send the message's own payload.
+    case send
+    /// Send these payload bytes to this device (a per-receiver badge, alert or template). The
+    /// dispatcher checks the size like any payload and keeps the bytes with the delivery row
+    /// when it has to retry, so a retry resends exactly what was decided.
+    case sendPayload([UInt8])
+    /// Do not send; counted under `skipped` with this reason (`foreground`, `dnd`, `sender`, …).
+    case skip(reason: String)
+}
+
+/// Decides, per receiver, whether and how a message is pushed (Tencent IM's and Easemob's
+/// offline push rules). A provider hands one to the dispatcher through
+/// `PushProvider.deliveryPolicy`; messages whose vendor has none take the one-payload path.
+///
+/// The dispatcher calls `decide` once per audience page (up to the page size, a few hundred
+/// recipients), from its own task, with pages of one message in order. Answer with exactly one
+/// decision per recipient, in the same order. Do batched work (one store round trip per page,
+/// e.g. `AccountStore.incrementBadges`), never one per device. A thrown error is retried by the
+/// dispatcher after a pause, with the same page.
+public protocol DeliveryPolicy: Sendable {
+    func decide(_ recipients: [Recipient], message: MessageRecord) async throws -> [DeliveryDecision]
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+/// A value bound to or read from a SQL statement.
+public enum SQLValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+
+    public var int: Int64? { if case .integer(let v) = self { v } else { nil } }
+    public var string: String? { if case .text(let v) = self { v } else { nil } }
+    public var bytes: [UInt8]? {
+        switch self {
+        case .blob(let v): v
+        case .text(let v): Array(v.utf8)
+        default: nil
+        }
+    }
+    public var double: Double? {
+        switch self {
+        case .real(let v): v
+        case .integer(let v): Double(v)
+        default: nil
+        }
+    }
+    public var isNull: Bool { self == .null }
+}
+
+extension SQLValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByNilLiteral {
+    public init(stringLiteral value: String) { self = .text(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(nilLiteral: ()) { self = .null }
+    public init(_ value: String?) { self = value.map(SQLValue.text) ?? .null }
+    public init(_ value: Int64?) { self = value.map(SQLValue.integer) ?? .null }
+    public init(_ value: Int?) { self = value.map { SQLValue.integer(Int64($0)) } ?? .null }
+}
+
+/// One result row, by column name (as the query spelled it) or position.
+public struct SQLRow: Sendable, Hashable {
+    public var columns: [String]
+    public var values: [SQLValue]
+
+    public init(columns: [String], values: [SQLValue]) {
+        self.columns = columns
+        self.values = values
+    }
+
+    public subscript(column: String) -> SQLValue {
+        guard let index = columns.firstIndex(of: column) else { return .null }
+        return values[index]
+    }
+
+    public subscript(index: Int) -> SQLValue { values[index] }
+}
+
+/// Runs statements inside one transaction (`SharedDatabase.write`) or one read snapshot
+/// (`read`). Valid only inside the closure it was handed to; never keep it.
+public protocol SQLExecutor {
+    func execute(_ sql: String, _ arguments: [SQLValue]) throws
+    func query(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow]
+    /// The rowid of the last row inserted through this executor.
+    var lastInsertedRowID: Int64 { get }
+    /// Rows changed by the last `execute`.
+    var changedRows: Int { get }
+}
+
+extension SQLExecutor {
+    public func execute(_ sql: String) throws { try execute(sql, []) }
+    public func query(_ sql: String) throws -> [SQLRow] { try query(sql, []) }
+    public func queryOne(_ sql: String, _ arguments: [SQLValue] = []) throws -> SQLRow? {
+        try query(sql, arguments).first
+    }
+}
+
+/// The gateway's database as a plugin sees it: portable SQL (no SQLite-only functions, so a
+/// PostgreSQL backend can follow) on the plugin's own tables, prefixed with the plugin's name
+/// (`tencent_groups`), plus reads of the core tables it was told about (`devices`, `accounts`).
+/// Writes are serialized and atomic: the closure is one transaction, rolled back if it throws.
+public protocol SharedDatabase: Sendable {
+    func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
+}
+
+/// One step of a plugin's schema. Applied once, in declaration order, when the gateway opens
+/// the database (and by `tuisong migrate`); recorded under `<plugin name>:<identifier>` so it
+/// never runs twice. Never edit a released migration: add the next one.
+public struct PluginMigration: Sendable, Hashable {
+    public var identifier: String
+    /// One or more statements separated by `;`.
+    public var sql: String
+
+    public init(_ identifier: String, sql: String) {
+        self.identifier = identifier
+        self.sql = sql
+    }
+}

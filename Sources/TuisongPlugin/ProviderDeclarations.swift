@@ -1,0 +1,70 @@
+import TuisongCore
+import TuisongHTTP
+
+/// A text shown to operators in both of the console's languages.
+public struct LocalizedText: Sendable, Hashable {
+    public var en: String
+    public var zh: String
+
+    public init(en: String, zh: String) {
+        self.en = en
+        self.zh = zh
+    }
+}
+
+/// One app-level setting a provider needs (Baidu's apikey, Tencent's SDKAppID, Easemob's org).
+/// Declared once by the provider; the admin API, the console's vendor form, the CLI's
+/// `tuisong app set-<vendor>` and `check-config` masking all derive from the declaration.
+///
+/// Stored in `App.vendorSettings[<provider name>]`: an ordinary value under `key`, a secret
+/// sealed (`SecretSealer`, context `"<provider name>:app:<app id>"`) under `key + "_sealed"`.
+public struct VendorSetting: Sendable {
+    /// The name in the vendor's own words (`sdkappid`, `client_secret`).
+    public var key: String
+    public var label: LocalizedText
+    /// Write-only: stored sealed, never returned or logged, shown as set or not set. The CLI
+    /// reads it from an environment variable (`--<flag>-env VAR`), never the command line.
+    public var isSecret: Bool
+    /// No two apps may share the value (the provider finds the app by it).
+    public var isUniqueAcrossApps: Bool
+    /// Must be set for the vendor to be configured on an app.
+    public var isRequired: Bool
+    /// The CLI flag without dashes (`sdkappid`, `client-secret` → `--client-secret-env`).
+    public var cliFlag: String
+    /// Used when the value is not set (shown as a placeholder, never stored on its own).
+    public var defaultValue: String?
+    public var maxLength: Int
+    /// Why a value is not acceptable, or nil when it is.
+    public var problem: @Sendable (String) -> String?
+
+    public init(
+        key: String, label: LocalizedText, isSecret: Bool = false, isUniqueAcrossApps: Bool = false,
+        isRequired: Bool = true, cliFlag: String? = nil, defaultValue: String? = nil, maxLength: Int = 256,
+        problem: @escaping @Sendable (String) -> String? = { _ in nil }
+    ) {
+        self.key = key
+        self.label = label
+        self.isSecret = isSecret
+        self.isUniqueAcrossApps = isUniqueAcrossApps
+        self.isRequired = isRequired
+        self.cliFlag = cliFlag ?? key.replacingOccurrences(of: "_", with: "-")
+        self.defaultValue = defaultValue
+        self.maxLength = maxLength
+        self.problem = problem
+    }
+
+    /// Where the value lives in `App.vendorSettings[vendor]`.
+    public var storageKey: String { isSecret ? key + "_sealed" : key }
+}
+
+/// A column the console's device views show for a provider (`baidu_channel_id`), read from
+/// `DeviceColumnSource` rows the provider fills.
+public struct DeviceColumn: Sendable, Hashable {
+    public var key: String
+    public var label: LocalizedText
+
+    public init(key: String, label: LocalizedText) {
+        self.key = key
+        self.label = label
+    }
+}
