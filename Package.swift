@@ -89,6 +89,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Plugins/Baidu"),
+        .target(
+            name: "TencentProvider",
+            dependencies: [
+                "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/Tencent"),
 
         // MARK: Tests
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),
@@ -103,6 +110,13 @@ let package = Package(
             dependencies: [
                 "BaiduProvider", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto",
                 "TuisongGateway", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "TencentProviderTests",
+            dependencies: [
+                "TencentProvider", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto",
+                "TuisongGateway", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "TuisongGatewayTests",
