@@ -13,6 +13,8 @@ struct AdminCredentialUpload: Sendable {
     var password: String?
     var keyID: String?
     var teamID: String?
+    /// The vendor selector (Tencent busiId, Easemob notifier name); nil = the default credential.
+    var selector: String?
 }
 
 /// Why an uploaded credential was refused, in the credential service's words:
