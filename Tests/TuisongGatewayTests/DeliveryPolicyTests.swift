@@ -209,4 +209,22 @@ final class TestIMPolicy: DeliveryPolicy {
         try reopened.close()
         try? FileManager.default.removeItem(at: gw.directory)
     }
+
+    @Test func theConsoleShowsSkipsByReason() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let (appID, _) = try await gw.createApp()
+        try await bind(gw, appID, "bob", token(1, prefix: "b0"))
+        try await bind(gw, appID, "dave", token(2, prefix: "d0"))
+        try await gw.runtime.store.setAppState(appID: appID, account: "bob", .foreground)
+        gw.runtime.engine.setPolicies(["testim": TestIMPolicy(accounts: gw.runtime.store, pushDisabled: ["dave"])])
+        let record = try await gw.runtime.engine.submit(job(appID, .allAccounts))
+        _ = try await waitUntilCompleted(gw, record.id)
+
+        let message = try await client.call("GET", "/messages/\(record.id)")
+        #expect(message.json["skips"] as? [String: Int] == ["foreground": 1, "push_disabled": 1])
+        let monitor = try await client.call("GET", "/monitor")
+        #expect(monitor.json["skips"] as? [String: Int] == ["foreground": 1, "push_disabled": 1])
+    }
 }
