@@ -23,6 +23,8 @@ struct AdminAPI: Sendable {
     let gateway: (any PushGateway)?
     /// Checks, stores and tests APNs credentials; nil in a build without the APNs sender.
     let credentials: (any AdminCredentialBackend)?
+    /// The gateway's app cache; nil when this process runs no delivery engine.
+    let apps: AppCache?
     let config: GatewayConfig
     let clock: any Clock
     let logger: Logger
@@ -36,7 +38,8 @@ struct AdminAPI: Sendable {
 
     init(
         store: any AdminStore, masterKey: MasterKey, apiKeys: APIKeyAuthenticator?, gateway: (any PushGateway)?,
-        credentials: (any AdminCredentialBackend)? = nil, config: GatewayConfig, clock: any Clock, logger: Logger,
+        credentials: (any AdminCredentialBackend)? = nil, apps: AppCache? = nil, config: GatewayConfig,
+        clock: any Clock, logger: Logger,
         sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil
     ) {
         self.store = store
@@ -44,11 +47,22 @@ struct AdminAPI: Sendable {
         self.apiKeys = apiKeys
         self.gateway = gateway
         self.credentials = credentials
+        self.apps = apps
         self.config = config
         self.clock = clock
         self.logger = logger
         self.sessions = sessions ?? AdminSessions(clock: clock)
         self.throttle = throttle ?? LoginThrottle(clock: clock)
+    }
+
+    /// Every change to an app (bundle id, key, vendor settings, deletion) goes through here, so
+    /// the delivery path and the API key cache see it at once.
+    func appChanged(_ id: Int64) {
+        if let apps {
+            apps.changed(id: id)
+        } else {
+            apiKeys?.forget(app: id)
+        }
     }
 
     func register(on router: Router) {

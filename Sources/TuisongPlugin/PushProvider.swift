@@ -51,6 +51,8 @@ extension PushProvider {
 public struct ProviderContext: Sendable {
     /// Apps, devices, tags, messages, settings.
     public var store: any ProviderStore
+    /// IM accounts: devices bound to them, app state, badge counters (core tables).
+    public var accounts: any AccountStore
     /// Where pushes go.
     public var gateway: any PushGateway
     /// Seals vendor secrets (secret keys) under the gateway's master key before they are stored.
@@ -61,10 +63,11 @@ public struct ProviderContext: Sendable {
     public var configuration: JSONValue?
 
     public init(
-        store: any ProviderStore, gateway: any PushGateway, secrets: any SecretSealer, clock: any Clock,
-        logger: Logger, configuration: JSONValue?
+        store: any ProviderStore, accounts: any AccountStore, gateway: any PushGateway, secrets: any SecretSealer,
+        clock: any Clock, logger: Logger, configuration: JSONValue?
     ) {
         self.store = store
+        self.accounts = accounts
         self.gateway = gateway
         self.secrets = secrets
         self.clock = clock

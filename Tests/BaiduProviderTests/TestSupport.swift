@@ -134,7 +134,7 @@ final class BaiduFixture: Sendable {
         logger.logLevel = .critical
         let provider = try BaiduProvider(
             context: ProviderContext(
-                store: store, gateway: pushGateway, secrets: sealer, clock: clock, logger: logger,
+                store: store, accounts: store, gateway: pushGateway, secrets: sealer, clock: clock, logger: logger,
                 configuration: configuration))
         let router = Router(defaultBodyLimit: 1 << 20)
         provider.register(on: router)

@@ -285,6 +285,19 @@ def test_upload_p8_and_p12_with_clear_errors(browser, gateway, credentials_dir):
     assert P12_PASSWORD not in browser.page_source
     shared["credentials"] = True
 
+    # A Tencent busiId / Easemob notifier name: the selector is stored and shown with the key.
+    browser.find_element(By.ID, "cred-kind-p8").click()
+    browser.find_element(By.ID, "cred-file").send_keys(str(credentials_dir["p8"]))
+    key_id = browser.find_element(By.ID, "cred-key-id")
+    key_id.clear()
+    key_id.send_keys("BUSI1001KY")
+    Select(browser.find_element(By.ID, "cred-environment")).select_by_value("production")
+    browser.find_element(By.ID, "cred-selector").send_keys("1001")
+    browser.find_element(By.ID, "cred-upload-submit").click()
+    wait(browser).until(lambda d: any("BUSI1001KY" in r.text and "Selector 1001" in r.text
+                                      for r in d.find_elements(By.CSS_SELECTOR, "#credentials-table tr[data-kind='p8']")))
+    assert browser.find_element(By.ID, "cred-selector").get_attribute("value") == ""
+
 
 def test_template_with_live_preview(browser, gateway):
     ensure_app(gateway)
