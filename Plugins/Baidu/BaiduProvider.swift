@@ -20,19 +20,31 @@ public struct BaiduProvider: PushProvider {
 
     let context: ProviderContext
     let configuration: BaiduConfiguration
+    /// Baidu's bindings, tags, kept messages and lookups, on the shared database.
+    let baiduStore: BaiduStore
     let authenticator: BaiduAuthenticator
     let pusher: BaiduPusher
 
     public init(context: ProviderContext) throws {
         self.context = context
         configuration = try BaiduConfiguration(context.configuration)
+        baiduStore = BaiduStore(database: context.database, store: context.store, clock: context.clock)
         authenticator = BaiduAuthenticator(
-            store: context.store, secrets: context.secrets, clock: context.clock,
+            baiduStore: baiduStore, secrets: context.secrets, clock: context.clock,
             limiter: RateLimiter(
                 rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock),
             window: configuration.signatureWindow, logger: context.logger)
-        pusher = BaiduPusher(store: context.store, gateway: context.gateway, clock: context.clock)
+        pusher = BaiduPusher(baiduStore: baiduStore, gateway: context.gateway, clock: context.clock)
     }
+
+    /// Baidu's tables came with the core migration `v3-baidu-bindings-tags-kept-messages`
+    /// (see `BaiduStore`); what changed since is here.
+    public static let migrations = [
+        // Unbinding deletes a channel's kept messages: find them without scanning the user's.
+        PluginMigration(
+            "1-kept-messages-by-channel",
+            sql: "CREATE INDEX baidu_kept_by_channel ON baidu_kept_messages(app_id, channel_id)")
+    ]
 
     public func register(on router: Router) {
         router.setErrorResponder(forPrefix: "/rest/", BaiduReply.errorResponder)
@@ -76,7 +88,7 @@ public struct BaiduProvider: PushProvider {
         guard BaiduParameters.isPlainID(channelID) else {
             throw BaiduError.invalidParameter(parameter, "must be a channel id (digits)")
         }
-        guard let device = try await store.baiduDevice(appID: app.id, channelID: channelID) else {
+        guard let device = try await baiduStore.device(appID: app.id, channelID: channelID) else {
             throw BaiduError(.bindNotFound, "no device is bound to channel \(channelID)")
         }
         return device
@@ -87,7 +99,7 @@ public struct BaiduProvider: PushProvider {
         guard BaiduParameters.isPlainID(userID) else {
             throw BaiduError.invalidParameter("user_id", "must be a user id (digits)")
         }
-        var devices = try await store.baiduDevices(appID: app.id, userID: userID)
+        var devices = try await baiduStore.devices(appID: app.id, userID: userID)
         if let channelID { devices = devices.filter { $0.baiduChannelID == channelID } }
         guard !devices.isEmpty else {
             if let channelID {
@@ -100,7 +112,7 @@ public struct BaiduProvider: PushProvider {
 
     /// The app tag `name`, or 30611.
     func existingTag(app: App, _ name: TagName) async throws -> BaiduTag {
-        guard let tag = try await store.baiduTag(appID: app.id, name: name.value) else {
+        guard let tag = try await baiduStore.tag(appID: app.id, name: name.value) else {
             throw BaiduError(.tagNotFound, "tag \(name.value) does not exist")
         }
         return tag

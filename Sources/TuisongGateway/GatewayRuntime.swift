@@ -43,7 +43,8 @@ public final class GatewayRuntime: Sendable {
         signal(SIGPIPE, SIG_IGN)
         let store = try SQLiteStore(
             path: config.database.path,
-            configuration: SQLiteStore.Options(synchronousFull: config.database.synchronousFull))
+            configuration: SQLiteStore.Options(
+                synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations))
         var mock: APNsMockServer?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)
@@ -81,7 +82,7 @@ public final class GatewayRuntime: Sendable {
             let sealer = MasterKeySealer(masterKey: masterKey)
             _ = try ProviderRegistry.mount(config.providers, router: router) { name in
                 ProviderContext(
-                    store: store, gateway: engine, secrets: sealer, clock: clock,
+                    store: store, database: store.sharedDatabase, gateway: engine, secrets: sealer, clock: clock,
                     logger: Logger(label: "tuisong.\(name)"), configuration: config.providerSections[name])
             }
             let credentialBackend = GatewayCredentialBackend(

@@ -49,8 +49,10 @@ extension PushProvider {
 
 /// Everything a provider may use.
 public struct ProviderContext: Sendable {
-    /// Apps, devices, tags, messages, settings.
+    /// Apps, devices, tags, messages.
     public var store: any ProviderStore
+    /// The provider's own tables (its `migrations`) and reads of the core ones, as SQL.
+    public var database: any SharedDatabase
     /// Where pushes go.
     public var gateway: any PushGateway
     /// Seals vendor secrets (secret keys) under the gateway's master key before they are stored.
@@ -61,10 +63,11 @@ public struct ProviderContext: Sendable {
     public var configuration: JSONValue?
 
     public init(
-        store: any ProviderStore, gateway: any PushGateway, secrets: any SecretSealer, clock: any Clock,
-        logger: Logger, configuration: JSONValue?
+        store: any ProviderStore, database: any SharedDatabase, gateway: any PushGateway, secrets: any SecretSealer,
+        clock: any Clock, logger: Logger, configuration: JSONValue?
     ) {
         self.store = store
+        self.database = database
         self.gateway = gateway
         self.secrets = secrets
         self.clock = clock
@@ -73,8 +76,10 @@ public struct ProviderContext: Sendable {
     }
 }
 
-/// The store as providers see it.
-public typealias ProviderStore = Store & MessageStore & SettingsStore & BaiduStore
+/// The store as providers see it: apps, devices, tags and messages. Not the gateway's own
+/// settings (admin password hash, session secret) nor another vendor's data; a provider's
+/// own data lives in its tables on `ProviderContext.database`.
+public typealias ProviderStore = Store & MessageStore
 
 /// Encrypts and decrypts small secrets (AES-256-GCM under the master key). `context` binds a
 /// sealed value to where it belongs (e.g. `"baidu:app:3"`), so it cannot be moved elsewhere.

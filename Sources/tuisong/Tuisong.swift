@@ -37,7 +37,8 @@ struct ConfigOptions: ParsableArguments {
     func openStore(_ config: GatewayConfig) throws -> SQLiteStore {
         try SQLiteStore(
             path: config.database.path,
-            configuration: SQLiteStore.Options(synchronousFull: config.database.synchronousFull))
+            configuration: SQLiteStore.Options(
+                synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations))
     }
 }
 
@@ -201,7 +202,7 @@ struct SetBaidu: AsyncParsableCommand {
         let store = try options.openStore(config)
         defer { try? store.close() }
         guard var record = try await store.app(id: app) else { throw ValidationError("no app with id \(app)") }
-        if let owner = try await store.app(baiduAPIKey: apikey), owner.id != app {
+        if let owner = try await store.app(vendor: "baidu", setting: "apikey", value: apikey), owner.id != app {
             throw ValidationError("apikey \(apikey) already belongs to app \(owner.id)")
         }
         let masterKey = try MasterKey.load(config.security, logger: Logger(label: "tuisong"))
