@@ -47,14 +47,18 @@ public struct BaiduProvider: PushProvider {
     ]
 
     public func register(on router: Router) {
-        router.setErrorResponder(forPrefix: "/rest/", BaiduReply.errorResponder)
-        router.setErrorResponder(forPrefix: "/baidu/", BaiduReply.errorResponder)
-        for method in [HTTPMethod.GET, .POST] {
-            router.add(method, "/rest/2.0/channel/{channel}") { request in await channelAPI(request) }
-            router.add(method, "/rest/3.0/{class}/{method}") { request in await restAPI(request) }
-        }
-        for call in BaiduDeviceCall.allCases {
-            router.add(.POST, "/baidu/device/\(call.rawValue)") { request in await deviceAPI(call, request) }
+        // Everything under Baidu's two roots is Baidu's, errors (404, 405, 413) included.
+        router.addGroup(
+            name: Self.name, claims: { $0.hasPrefix("/rest/") || $0.hasPrefix("/baidu/") },
+            errorResponder: BaiduReply.errorResponder
+        ) { group in
+            for method in [HTTPMethod.GET, .POST] {
+                group.add(method, "/rest/2.0/channel/{channel}") { request in await channelAPI(request) }
+                group.add(method, "/rest/3.0/{class}/{method}") { request in await restAPI(request) }
+            }
+            for call in BaiduDeviceCall.allCases {
+                group.add(.POST, "/baidu/device/\(call.rawValue)") { request in await deviceAPI(call, request) }
+            }
         }
     }
 

@@ -20,8 +20,9 @@ public protocol PushProvider: Sendable {
     static var name: String { get }
     /// Builds the provider; throw a `ProviderConfigError` for a bad config section.
     init(context: ProviderContext) throws
-    /// Mounts the vendor's routes at the vendor's own paths, and its error dialect for them
-    /// (`router.setErrorResponder(forPrefix:)`). Called once before the server starts.
+    /// Mounts the vendor's routes at the vendor's own paths, as a route group with its error
+    /// dialect (`router.addGroup(name:claims:errorResponder:)`). Called once before the server
+    /// starts.
     func register(on router: Router)
 
     /// The provider's own tables (named `<name>_…`), applied in order on the shared database.
