@@ -75,7 +75,7 @@ let package = Package(
         .executableTarget(
             name: "tuisong",
             dependencies: [
-                "TuisongGateway", "TuisongAPNsMock", "BaiduProvider",
+                "TuisongGateway", "TuisongAPNsMock", "TuisongPlugin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

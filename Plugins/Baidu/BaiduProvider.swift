@@ -37,6 +37,39 @@ public struct BaiduProvider: PushProvider {
         pusher = BaiduPusher(baiduStore: baiduStore, gateway: context.gateway, clock: context.clock)
     }
 
+    public static let displayName = LocalizedText(en: "Baidu Cloud Push", zh: "百度云推送")
+
+    /// An app's Baidu keys (`BaiduKeys` reads and checks them by these declarations): the
+    /// console's form, `tuisong app set-baidu --apikey … --secret-env VAR [--baidu-app-id …]`
+    /// and the admin API all follow them.
+    public static let settings = [
+        VendorSetting(
+            key: "apikey", label: LocalizedText(en: "API key (apikey)", zh: "API Key（apikey）"),
+            isUniqueAcrossApps: true, maxLength: 64,
+            problem: { BaiduKeys.isValidAPIKey($0) ? nil : "must be 1–64 letters, digits, - or _" }),
+        VendorSetting(
+            key: "secret_key", label: LocalizedText(en: "Secret key", zh: "Secret Key"), isSecret: true,
+            cliFlag: "secret", maxLength: 256,
+            problem: { value in
+                value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+                    ? nil : "must be printable ASCII characters without spaces"
+            }),
+        VendorSetting(
+            key: "app_id", label: LocalizedText(en: "Baidu app id", zh: "百度 AppID"), isRequired: false,
+            cliFlag: "baidu-app-id", maxLength: 20,
+            problem: { BaiduParameters.isPlainID($0) ? nil : "must be digits (Baidu's numeric app id)" }),
+    ]
+
+    /// Devices bound through Baidu show their ids in the console.
+    public static let deviceColumns = [
+        DeviceColumn(key: "channel_id", label: LocalizedText(en: "Baidu channel_id", zh: "百度 channel_id")),
+        DeviceColumn(key: "user_id", label: LocalizedText(en: "Baidu user_id", zh: "百度 user_id")),
+    ]
+
+    public func deviceColumnValues(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]] {
+        try await baiduStore.bindings(appID: appID, deviceIDs: deviceIDs)
+    }
+
     /// Baidu's tables came with the core migration `v3-baidu-bindings-tags-kept-messages`
     /// (see `BaiduStore`); what changed since is here.
     public static let migrations = [

@@ -156,6 +156,30 @@ struct BaiduStore: Sendable {
         }
     }
 
+    /// The Baidu ids of those of `deviceIDs` that are bound (device id → `channel_id`,
+    /// `user_id`), for the console's device views.
+    func bindings(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]] {
+        let unique = Array(Set(deviceIDs))
+        guard !unique.isEmpty else { return [:] }
+        return try await database.read { db in
+            var result: [Int64: [String: String]] = [:]
+            for chunk in Self.chunks(unique) {
+                for row in try db.query(
+                    """
+                    SELECT id, baidu_channel_id, baidu_user_id FROM devices
+                    WHERE app_id = ? AND baidu_channel_id IS NOT NULL AND id IN (\(Self.placeholders(chunk.count)))
+                    """, [.integer(appID)] + chunk.map(SQLValue.integer))
+                {
+                    guard let id = row[0].int, let channel = row[1].string else { continue }
+                    var values = ["channel_id": channel]
+                    if let user = row[2].string { values["user_id"] = user }
+                    result[id] = values
+                }
+            }
+            return result
+        }
+    }
+
     // MARK: Tags
 
     func tag(appID: Int64, name: String) async throws -> BaiduTag? {

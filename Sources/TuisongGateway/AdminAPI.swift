@@ -24,6 +24,8 @@ struct AdminAPI: Sendable {
     /// Checks, stores and tests APNs credentials; nil in a build without the APNs sender.
     let credentials: (any AdminCredentialBackend)?
     let config: GatewayConfig
+    /// The mounted providers: their device columns show in the device views.
+    let providers: [any PushProvider]
     let clock: any Clock
     let logger: Logger
     let sessions: AdminSessions
@@ -36,8 +38,8 @@ struct AdminAPI: Sendable {
 
     init(
         store: any AdminStore, masterKey: MasterKey, apiKeys: APIKeyAuthenticator?, gateway: (any PushGateway)?,
-        credentials: (any AdminCredentialBackend)? = nil, config: GatewayConfig, clock: any Clock, logger: Logger,
-        sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil
+        credentials: (any AdminCredentialBackend)? = nil, config: GatewayConfig, providers: [any PushProvider] = [],
+        clock: any Clock, logger: Logger, sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil
     ) {
         self.store = store
         self.sealer = MasterKeySealer(masterKey: masterKey)
@@ -45,6 +47,7 @@ struct AdminAPI: Sendable {
         self.gateway = gateway
         self.credentials = credentials
         self.config = config
+        self.providers = providers
         self.clock = clock
         self.logger = logger
         self.sessions = sessions ?? AdminSessions(clock: clock)
@@ -77,7 +80,7 @@ struct AdminAPI: Sendable {
             ])
         }
         add(.GET, "/vendors", on: router) { _ in
-            .json(object: ["vendors": AdminVendorSettings.schemaObject])
+            .json(object: ["vendors": AdminVendorSettings.schemaObject()])
         }
         AdminAppsAPI(api: self).register(on: router)
         AdminTemplatesAPI(api: self).register(on: router)

@@ -80,7 +80,7 @@ public final class GatewayRuntime: Sendable {
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
             NativePushAPI(engine: engine, authenticator: authenticator).register(on: router)
             let sealer = MasterKeySealer(masterKey: masterKey)
-            _ = try ProviderRegistry.mount(config.providers, router: router) { name in
+            let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
                 ProviderContext(
                     store: store, database: store.sharedDatabase, gateway: engine, secrets: sealer, clock: clock,
                     logger: Logger(label: "tuisong.\(name)"), configuration: config.providerSections[name])
@@ -89,7 +89,7 @@ public final class GatewayRuntime: Sendable {
                 credentials: credentials, store: store, sender: sender, engine: engine, localMock: mock, logger: logger)
             AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
-                credentials: credentialBackend, config: config, clock: clock, logger: logger
+                credentials: credentialBackend, config: config, providers: providers, clock: clock, logger: logger
             ).register(on: router)
             if FileManager.default.fileExists(atPath: config.web.root) {
                 router.setStaticFiles(try StaticFiles(root: config.web.root))

@@ -29,6 +29,8 @@ public protocol PushProvider: Sendable {
     static var migrations: [PluginMigration] { get }
     /// App-level settings (keys, ids, secrets) the provider reads from `App.vendorSettings[name]`.
     static var settings: [VendorSetting] { get }
+    /// The name operators see in the console (`Baidu Cloud Push`, `百度云推送`); `name` by default.
+    static var displayName: LocalizedText { get }
     /// Vendor columns the console's device views show.
     static var deviceColumns: [DeviceColumn] { get }
     /// Values of `deviceColumns` for these devices of an app (device id → column key → value).
@@ -41,6 +43,7 @@ public protocol PushProvider: Sendable {
 extension PushProvider {
     public static var migrations: [PluginMigration] { [] }
     public static var settings: [VendorSetting] { [] }
+    public static var displayName: LocalizedText { LocalizedText(en: name, zh: name) }
     public static var deviceColumns: [DeviceColumn] { [] }
     public func deviceColumnValues(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]] {
         [:]
