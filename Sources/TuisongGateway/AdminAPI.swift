@@ -26,6 +26,8 @@ struct AdminAPI: Sendable {
     /// The gateway's app cache; nil when this process runs no delivery engine.
     let apps: AppCache?
     let config: GatewayConfig
+    /// The mounted providers: their device columns show in the device views.
+    let providers: [any PushProvider]
     let clock: any Clock
     let logger: Logger
     let sessions: AdminSessions
@@ -39,7 +41,7 @@ struct AdminAPI: Sendable {
     init(
         store: any AdminStore, masterKey: MasterKey, apiKeys: APIKeyAuthenticator?, gateway: (any PushGateway)?,
         credentials: (any AdminCredentialBackend)? = nil, apps: AppCache? = nil, config: GatewayConfig,
-        clock: any Clock, logger: Logger,
+        providers: [any PushProvider] = [], clock: any Clock, logger: Logger,
         sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil
     ) {
         self.store = store
@@ -49,6 +51,7 @@ struct AdminAPI: Sendable {
         self.credentials = credentials
         self.apps = apps
         self.config = config
+        self.providers = providers
         self.clock = clock
         self.logger = logger
         self.sessions = sessions ?? AdminSessions(clock: clock)
@@ -91,7 +94,7 @@ struct AdminAPI: Sendable {
             ])
         }
         add(.GET, "/vendors", on: router) { _ in
-            .json(object: ["vendors": AdminVendorSettings.schemaObject])
+            .json(object: ["vendors": AdminVendorSettings.schemaObject()])
         }
         AdminAppsAPI(api: self).register(on: router)
         AdminTemplatesAPI(api: self).register(on: router)

@@ -43,7 +43,8 @@ public final class GatewayRuntime: Sendable {
         signal(SIGPIPE, SIG_IGN)
         let store = try SQLiteStore(
             path: config.database.path,
-            configuration: SQLiteStore.Options(synchronousFull: config.database.synchronousFull))
+            configuration: SQLiteStore.Options(
+                synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations))
         var mock: APNsMockServer?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)
@@ -85,7 +86,8 @@ public final class GatewayRuntime: Sendable {
             let sealer = MasterKeySealer(masterKey: masterKey)
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
                 ProviderContext(
-                    store: store, accounts: store, gateway: engine, secrets: sealer, clock: clock,
+                    store: store, accounts: store, database: store.sharedDatabase, gateway: engine, secrets: sealer,
+                    clock: clock,
                     logger: Logger(label: "tuisong.\(name)"), configuration: config.providerSections[name])
             }
             var policies: [String: any DeliveryPolicy] = [:]
@@ -100,7 +102,8 @@ public final class GatewayRuntime: Sendable {
                 credentials: credentials, store: store, sender: sender, engine: engine, localMock: mock, logger: logger)
             AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
-                credentials: credentialBackend, apps: apps, config: config, clock: clock, logger: logger
+                credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
+                logger: logger
             ).register(on: router)
             if FileManager.default.fileExists(atPath: config.web.root) {
                 router.setStaticFiles(try StaticFiles(root: config.web.root))
