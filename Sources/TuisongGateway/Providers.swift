@@ -1,6 +1,7 @@
 import BaiduProvider
 import Foundation
 import Logging
+import TencentProvider
 import TuisongCore
 import TuisongHTTP
 import TuisongPlugin
@@ -8,7 +9,7 @@ import TuisongStore
 
 /// The vendor adapters this build knows: name → type. Adding a vendor is one line here.
 public enum ProviderRegistry {
-    public static let providers: [any PushProvider.Type] = [BaiduProvider.self]
+    public static let providers: [any PushProvider.Type] = [BaiduProvider.self, TencentProvider.self]
 
     public static var names: [String] { providers.map { $0.name } }
 

@@ -1,12 +1,14 @@
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import TencentProvider
 
 @Suite struct TencentStoreTests {
     @Test func profilesGroupsTagsAndPushConfig() async throws {
-        let database = try SQLiteSharedDatabase()
-        let store = TencentStore(database: database)
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = TencentStore(database: temporary.database)
 
         try await store.setProfile(appID: 1, account: "alice", items: [("Tag_Profile_IM_Nick", "Alice")])
         try await store.setProfile(
@@ -58,7 +60,9 @@ import TuisongCore
     }
 
     @Test func badgesGivenPerMessageAreRememberedOnce() async throws {
-        let store = TencentStore(database: try SQLiteSharedDatabase())
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = TencentStore(database: temporary.database)
         try await store.recordBadges(messageID: 7, ["alice": 5, "bob": 1], now: 100, keepSince: 0)
         try await store.recordBadges(messageID: 7, ["alice": 6], now: 100, keepSince: 0)
         #expect(
@@ -70,7 +74,9 @@ import TuisongCore
     }
 
     @Test func manyAccountsAreQueriedInChunks() async throws {
-        let store = TencentStore(database: try SQLiteSharedDatabase())
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = TencentStore(database: temporary.database)
         let accounts = (0..<1_200).map { "user\($0)" }
         for account in accounts where account.hasSuffix("7") {
             try await store.setOpenPush(appID: 1, account: account, enabled: false)
