@@ -22,8 +22,8 @@ public struct TencentProvider: PushProvider {
     public static var settings: [VendorSetting] { TencentKeys.settings }
     public static var deviceColumns: [DeviceColumn] {
         [
-            DeviceColumn(key: "tencent_identifier", label: LocalizedText(en: "Tencent identifier", zh: "腾讯 IM 帐号")),
-            DeviceColumn(key: "tencent_busi_id", label: LocalizedText(en: "BusiId", zh: "证书 BusiId")),
+            DeviceColumn(key: "identifier", label: LocalizedText(en: "Tencent identifier", zh: "腾讯 IM 帐号")),
+            DeviceColumn(key: "busi_id", label: LocalizedText(en: "BusiId", zh: "证书 BusiId")),
         ]
     }
 
@@ -42,13 +42,16 @@ public struct TencentProvider: PushProvider {
 
     public var deliveryPolicy: (any DeliveryPolicy)? { policy }
 
+    /// A device's Tencent identifier and BusiId, for apps configured for Tencent (an Easemob
+    /// app's devices are bound to accounts too, but not through Tencent).
     public func deviceColumnValues(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]] {
+        guard try await store.app(id: appID)?.vendorSettings[TencentKeys.vendor] != nil else { return [:] }
         var values: [Int64: [String: String]] = [:]
         for id in deviceIDs {
             guard let device = try await store.device(id: id), device.appID == appID else { continue }
             var columns: [String: String] = [:]
-            if let account = device.imAccount { columns["tencent_identifier"] = account }
-            if let selector = device.credentialSelector { columns["tencent_busi_id"] = selector }
+            if let account = device.imAccount { columns["identifier"] = account }
+            if let selector = device.credentialSelector { columns["busi_id"] = selector }
             if !columns.isEmpty { values[id] = columns }
         }
         return values

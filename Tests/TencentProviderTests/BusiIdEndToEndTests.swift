@@ -37,6 +37,9 @@ extension TencentGatewayEndToEndTests {
                 try await Task.sleep(for: .milliseconds(50))
             }
             #expect(status?.counts.delivered == 2 && status?.counts.held == 1)
+            let held = try await gw.runtime.store.deliveries(messageID: record.id, state: .held, cursor: nil, limit: 10)
+            #expect(held.items.map(\.token) == [Self.token(3)])
+            #expect(held.items.map(\.reason) == ["no_credential_for_selector"])
             let keys = Dictionary(
                 uniqueKeysWithValues: gw.mock.receivedNotifications().map { ($0.deviceToken, $0.keyID) })
             #expect(keys[Self.token(1)] == "BUSI12345K")

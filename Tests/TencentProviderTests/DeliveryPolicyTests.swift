@@ -57,4 +57,26 @@ import TuisongPluginTestKit
         #expect(try await store.badge(appID: app.id, account: "bob") == 5)
         #expect(try await store.badge(appID: app.id, account: "carol") == 0)
     }
+
+    @Test func deviceColumnsShowIdentifierAndBusiId() async throws {
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = temporary.store
+        let provider = try TencentProvider(
+            context: temporary.context(
+                gateway: RecordingGateway(store: store, clock: SystemClock()), secrets: try TestSealer()))
+        var app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
+        let token = DeviceToken(String(repeating: "d", count: 64))!
+        let device = try await store.bindDevice(
+            appID: app.id, account: "alice", registration: DeviceRegistration(token: token, environment: .production),
+            credentialSelector: "12345")
+        // Not a Tencent app (yet): no values.
+        #expect(try await provider.deviceColumnValues(appID: app.id, deviceIDs: [device.id]).isEmpty)
+        app.vendorSettings["tencent"] = ["sdkappid": "1400000000"]
+        try await store.updateApp(app)
+        #expect(
+            try await provider.deviceColumnValues(appID: app.id, deviceIDs: [device.id])
+                == [device.id: ["identifier": "alice", "busi_id": "12345"]])
+        #expect(TencentProvider.deviceColumns.map(\.key) == ["identifier", "busi_id"])
+    }
 }

@@ -230,6 +230,8 @@ import TuisongGateway
             try await skipReason(
                 #"{"To_Account":"bob","MsgRandom":7,"MsgBody":[{"MsgType":"TIMCustomElem","MsgContent":{"Data":"d","Desc":""}}]}"#,
                 expect: "empty_content")
+            try await skipReason(
+                #"{"To_Account":"bob","MsgRandom":7,"MsgLifeTime":0,\#(text)}"#, expect: "online_only")
             try await skipReason(#"{"From_Account":"bob","To_Account":"bob","MsgRandom":7,\#(text)}"#, expect: "sender")
             _ = try await gw.ok("offline_push/report_foreground", "{}", as: "bob")
             try await skipReason(#"{"To_Account":"bob","MsgRandom":7,\#(text)}"#, expect: "foreground")
