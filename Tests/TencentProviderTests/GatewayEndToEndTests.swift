@@ -20,12 +20,24 @@ import TuisongGateway
         let runtime: GatewayRuntime
         let directory: URL
         let app: App
+        /// The app's native API key (`/api/v1/messages`).
+        let apiKey: String
         private var sigs: [String: String] = [:]
 
-        init(runtime: GatewayRuntime, directory: URL, app: App) {
+        init(runtime: GatewayRuntime, directory: URL, app: App, apiKey: String) {
             self.runtime = runtime
             self.directory = directory
             self.app = app
+            self.apiKey = apiKey
+        }
+
+        /// The message as the native API shows it.
+        func nativeMessage(_ id: Int64) async throws -> [String: Any] {
+            let response = try await rawHTTP(
+                port: port, method: "GET", target: "/api/v1/messages/\(id)", body: [],
+                headers: ["Authorization": "Bearer \(apiKey)"])
+            #expect(response.status == 200, "\(response.text)")
+            return response.json
         }
 
         var port: Int { Int(runtime.port) }
@@ -142,13 +154,14 @@ import TuisongGateway
         logger.logLevel = .critical
         let runtime = try await GatewayRuntime.start(config: config, environment: environment, logger: logger)
         do {
+            let apiKey = APIKey.generate()
             var app = try await runtime.store.createApp(
-                name: "tencent", bundleID: "com.example.tencent", apiKeyHash: UUID().uuidString)
+                name: "tencent", bundleID: "com.example.tencent", apiKeyHash: APIKey.hash(apiKey))
             app.vendorSettings["tencent"] = try TencentKeys(
                 sdkAppID: Self.sdkAppID, secretKey: Self.key, adminIdentifier: "administrator"
             ).settings(appID: app.id, sealer: MasterKeySealer(masterKey: runtime.masterKey))
             try await runtime.store.updateApp(app)
-            try await body(Gateway(runtime: runtime, directory: directory, app: app))
+            try await body(Gateway(runtime: runtime, directory: directory, app: app, apiKey: apiKey))
         } catch {
             await runtime.shutdown()
             try? FileManager.default.removeItem(at: directory)
@@ -168,7 +181,12 @@ import TuisongGateway
             try await gw.setToken("bob", Self.token(1))
             // Reporting the same token again is the same device.
             try await gw.setToken("bob", Self.token(1))
-            #expect(try await gw.runtime.store.device(appID: gw.app.id, token: DeviceToken(Self.token(1))!) != nil)
+            #expect(
+                try await gw.runtime.store.devices(appID: gw.app.id, account: "bob").map(\.token) == [Self.token(1)])
+            // The Environment a device reports is kept with it (the APNs endpoint it is sent to).
+            try await gw.setToken("alice", Self.token(2), environment: "sandbox")
+            #expect(
+                try await gw.runtime.store.devices(appID: gw.app.id, account: "alice").map(\.environment) == [.sandbox])
             try await gw.background("bob", unread: 4)
 
             let seed = try await gw.ok(
@@ -223,6 +241,10 @@ import TuisongGateway
                 #expect(status.counts.skipped == 1 && status.counts.delivered == 0)
                 #expect(try await gw.skipped(status) == [Self.token(1): reason])
                 #expect(gw.mock.receivedNotifications().isEmpty)
+                // One Tuisong message, its skip reason in the native API too.
+                let native = try await gw.nativeMessage(status.record.id)
+                #expect(native["vendor"] as? String == "tencent")
+                #expect(native["skips"] as? [String: Int] == [reason: 1])
             }
             let text = #""MsgBody":[{"MsgType":"TIMTextElem","MsgContent":{"Text":"z"}}]"#
             try await skipReason(

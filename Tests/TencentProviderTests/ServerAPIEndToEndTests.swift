@@ -138,6 +138,11 @@ extension TencentGatewayEndToEndTests {
                 "im_open_login_svc/account_check", #"{"CheckItem":[{"UserID":"bob"}]}"#, method: "GET")
             #expect(
                 (check2.json["ResultItem"] as? [[String: Any]])?.first?["AccountStatus"] as? String == "NotImported")
+            // Its device no longer receives a push to every account.
+            gw.mock.resetRecorded()
+            let everyone = try await gw.ok("all_member_push/im_push", #"{"MsgRandom":4,\#(text)}"#)
+            let status = try await gw.completed(try #require(everyone["TaskId"] as? String))
+            #expect(status.counts.delivered == 0 && gw.mock.receivedNotifications().isEmpty)
         }
     }
 
@@ -181,6 +186,11 @@ extension TencentGatewayEndToEndTests {
                 try await gw.background(members[n], unread: 10 * n)
             }
             _ = try await gw.ok("offline_push/report_foreground", "{}", as: members[4])
+            let states = try await gw.ok("openim/querystate", #"{"To_Account":["m00004","m00003","m00009"]}"#)
+            #expect(
+                (states["QueryResult"] as? [[String: Any]])?.map { $0["State"] as? String } == [
+                    "Online", "PushOnline", "Offline",
+                ])
             _ = try await gw.ok(
                 "group_open_http_svc/modify_group_member_info",
                 #"{"GroupId":"\#(groupID)","Member_Account":"m00003","NameCard":"Three"}"#)
