@@ -71,6 +71,11 @@ final class APNsPushSender: PushSender {
         self.logger = logger
     }
 
+    /// Each open pool's statistics (for metrics, read at scrape time).
+    func poolStatistics() -> [(credentialID: Int64, environment: APNsEnvironment, statistics: PoolStatistics)] {
+        pools.withLock { Array($0) }.map { ($0.key.credentialID, $0.key.environment, $0.value.statistics) }
+    }
+
     /// Forget an app's cached credential (one was added, deleted or fixed) and close pools of
     /// credentials that no longer exist.
     func credentialsChanged(appID: Int64) async {

@@ -93,8 +93,13 @@ public final class DeliveryEngine: PushGateway {
     private let loops = Mutex<[Task<Void, Never>]>([])
     private let stopping = Atomic<Bool>(false)
     let appCache = Mutex<[Int64: App]>([:])
+    let metrics: GatewayMetrics
 
-    init(store: any Backend, sender: any PushSender, settings: DeliverySettings, clock: any Clock, logger: Logger) {
+    init(
+        store: any Backend, sender: any PushSender, settings: DeliverySettings, clock: any Clock, logger: Logger,
+        metrics: GatewayMetrics = GatewayMetrics()
+    ) {
+        self.metrics = metrics
         self.store = store
         self.sender = sender
         self.settings = settings
@@ -130,6 +135,7 @@ public final class DeliveryEngine: PushGateway {
         let payload = try APNsPayload.build(job.notification, pushType: job.options.pushType)
         let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
         let record = try await store.createMessage(job, payload: payload, state: state)
+        metrics.messagesAccepted.increment([job.vendor])
         if state == .queued { wakeSignal.signal() }
         return record
     }

@@ -208,6 +208,7 @@ final class MessageRun: Sendable {
 
     private func recordSkipped(_ skipped: [(entry: AudienceEntry, reason: String)], page: Int) {
         let now = engine.clock.now
+        engine.metrics.skips.increment(Dictionary(skipped.map { ([$0.reason], UInt64(1)) }, uniquingKeysWith: +))
         let pageDone = state.withLock { state -> Bool in
             for (entry, reason) in skipped {
                 Self.apply(

@@ -7,6 +7,12 @@ import Synchronization
 /// `await` that leaves the thread, never inline.
 public typealias Handler = @Sendable (Request) async -> Response
 
+/// Runs around the handler of every routed request (routes, static files, OPTIONS): it may
+/// look at the request, bind task-local values for the handler, time it, and change the
+/// answer. `next` is the handler. Errors the router answers itself without a handler (no route,
+/// wrong method, body too large, a malformed target, a request timeout) do not pass through it.
+public typealias Middleware = @Sendable (_ request: Request, _ next: Handler) async -> Response
+
 /// Maps method + path to a handler.
 ///
 /// Patterns are `/`-separated literal segments and `{name}` parameters:
@@ -50,7 +56,8 @@ public final class Router: Sendable {
         let first = RouteTableSnapshot(
             RouteTable(
                 root: RouteNode(), defaultBodyLimit: defaultBodyLimit,
-                defaultResponder: errorResponder, prefixResponders: [], staticFiles: nil))
+                defaultResponder: errorResponder, prefixResponders: [], staticFiles: nil,
+                middleware: nil))
         tables = Mutex([first])
         published = Atomic(UInt(bitPattern: Unmanaged.passUnretained(first).toOpaque()))
     }
@@ -104,6 +111,11 @@ public final class Router: Sendable {
             table.prefixResponders.append((prefix: prefix, responder: responder))
             table.prefixResponders.sort { $0.prefix.utf8.count > $1.prefix.utf8.count }
         }
+    }
+
+    /// Wraps every routed request's handler in `middleware` (nil removes it).
+    public func setMiddleware(_ middleware: Middleware?) {
+        update { $0.middleware = middleware }
     }
 
     /// Serves `files` for GET and HEAD requests that match no route.
@@ -247,8 +259,19 @@ struct RouteTable: Sendable {
     var defaultResponder: ErrorResponder
     var prefixResponders: [(prefix: String, responder: ErrorResponder)]
     var staticFiles: StaticFiles?
+    var middleware: Middleware?
 
     func resolve(method: HTTPMethod, segments: [String]) -> Result<ResolvedRoute, HTTPError> {
+        guard let middleware else { return resolveHandler(method: method, segments: segments) }
+        return resolveHandler(method: method, segments: segments).map { route in
+            let inner = route.handler
+            return ResolvedRoute(
+                handler: { request in await middleware(request, inner) }, bodyLimit: route.bodyLimit,
+                parameters: route.parameters)
+        }
+    }
+
+    private func resolveHandler(method: HTTPMethod, segments: [String]) -> Result<ResolvedRoute, HTTPError> {
         var captured: [String] = []
         guard let node = root.match(segments, from: 0, captured: &captured) else {
             if let staticFiles, method == .GET || method == .HEAD {

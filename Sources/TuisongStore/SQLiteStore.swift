@@ -42,6 +42,9 @@ public final class SQLiteStore: Store {
         public var maximumRegistrationBatch: Int
         /// Where `created_at`, `updated_at` and other timestamps come from.
         public var clock: any TuisongCore.Clock
+        /// Told how long each `write` transaction took, waiting for the writer connection
+        /// included (the gateway's store metrics). Group-committed registrations are not timed.
+        public var writeObserver: (@Sendable (Duration) -> Void)?
 
         public init(
             synchronousFull: Bool = false, busyTimeout: TimeInterval = 5,
@@ -64,6 +67,7 @@ public final class SQLiteStore: Store {
     let batcher: RegistrationBatcher
     let checkpointer: WALCheckpointer
     let pointReaders: PointReaders
+    let writeObserver: (@Sendable (Duration) -> Void)?
     /// Serialises `close()` calls and remembers that the pool is closed.
     private let closed = Mutex(false)
 
@@ -74,6 +78,7 @@ public final class SQLiteStore: Store {
     public init(path: String, configuration: Options = .init()) throws {
         self.path = path
         self.clock = configuration.clock
+        self.writeObserver = configuration.writeObserver
         do {
             let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(
@@ -251,6 +256,8 @@ public final class SQLiteStore: Store {
 
     /// A write in an immediate transaction on the writer connection.
     func write<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws -> T {
+        let started = ContinuousClock.now
+        defer { writeObserver?(ContinuousClock.now - started) }
         do {
             defer { checkpointer.noteCommit() }
             return try await pool.write(body)
