@@ -93,6 +93,53 @@ import TuisongAPNsMock
         #expect(skipped.value("tuisong_messages_accepted_total", ["vendor": "native"]) == 2)
     }
 
+    @Test func aThrottledDeviceShowsInTheRetryQueueGauge() async throws {
+        // A long first retry delay keeps the delivery waiting while we look.
+        let gw = try await TestGateway.start(environment: ["TUISONG_DELIVERY_RETRY_BASE_SECONDS": "600"])
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        gw.runtime.localMock?.setFaults(APNsMockConfiguration.Faults.magicTokenPrefixes)
+        let throttled = token(1, prefix: "429")
+        let r = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(throttled)", key: key, json: ["environment": "production"])
+        #expect(r.status == 201)
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["tokens": [throttled]], "notification": ["alert": "later"]])
+        #expect(push.status == 202)
+        var last: Exposition.Parsed?
+        try await waitUntil {
+            last = try await scrape("\(gw.baseURL)/metrics")
+            return last?.value("tuisong_retry_queue_depth") == 1
+        }
+        #expect(last?.value("tuisong_deliveries_total", ["outcome": "retry", "reason": "TooManyRequests"]) == 1)
+        #expect(last?.value("tuisong_held_deliveries") == 0)
+    }
+
+    @Test func anAppWithoutACredentialShowsHeldDeliveries() async throws {
+        // Not local mode and no credential: nothing is sent anywhere, the delivery is held.
+        let gw = try await TestGateway.start(environment: ["TUISONG_APNS_LOCAL_MOCK": "false"])
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        let device = token(1)
+        let r = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(device)", key: key, json: ["environment": "production"])
+        #expect(r.status == 201)
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["tokens": [device]], "notification": ["alert": "kept"]])
+        #expect(push.status == 202)
+        var last: Exposition.Parsed?
+        try await waitUntil {
+            last = try await scrape("\(gw.baseURL)/metrics")
+            return last?.value("tuisong_held_deliveries") == 1
+        }
+        #expect(last?.value("tuisong_deliveries_total", ["outcome": "held", "reason": "NoCredential"]) == 1)
+        // Held before anything was sent: no APNs answer time, no pool.
+        #expect(last?.value("tuisong_apns_response_seconds_count", ["environment": "production"]) == nil)
+        #expect(last?.samples(named: "tuisong_apns_connections").isEmpty == true)
+    }
+
     @Test func aSeparateListenerWithABearerTokenRefusesScrapesWithoutIt() async throws {
         let gw = try await TestGateway.start(environment: [
             "TUISONG_METRICS_LISTEN": "127.0.0.1:0", "TUISONG_METRICS_BEARER_TOKEN": "s3cret-scrape",
