@@ -65,20 +65,30 @@ public final class GatewayMetrics: Sendable {
     /// Counts one batch of outcomes under one lock per family.
     func record(_ outcomes: [SendOutcome], seconds: Double, environment: APNsEnvironment) {
         var counts: [LabelValues: UInt64] = [:]
-        var answered: [Double] = []
-        answered.reserveCapacity(outcomes.count)
+        var delivered: UInt64 = 0
+        var answered = 0
         for outcome in outcomes {
-            counts[outcome.metricLabels, default: 0] += 1
-            // A held outcome is usually decided before anything is sent (no usable credential).
-            if case .held = outcome { continue }
-            answered.append(seconds)
+            switch outcome {
+            case .delivered:
+                delivered += 1  // the common case, counted without hashing labels
+                answered += 1
+            case .held:
+                // Usually decided before anything is sent (no usable credential): no answer time.
+                counts[outcome.metricLabels, default: 0] += 1
+            default:
+                counts[outcome.metricLabels, default: 0] += 1
+                answered += 1
+            }
         }
+        if delivered > 0 { counts[SendOutcome.deliveredLabels, default: 0] += delivered }
         deliveries.increment(counts)
-        apnsResponseSeconds.observe(answered, [environment.rawValue])
+        apnsResponseSeconds.observe(seconds, times: answered, [environment.rawValue])
     }
 }
 
 extension SendOutcome {
+    static let deliveredLabels: LabelValues = ["delivered", ""]
+
     var metricLabels: LabelValues {
         switch self {
         case .delivered: ["delivered", ""]

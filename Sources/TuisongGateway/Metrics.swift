@@ -143,6 +143,20 @@ final class HistogramFamily: MetricFamily {
         }
     }
 
+    /// Records `value` observed `times` times (a batch answered at once) under one lock.
+    func observe(_ value: Double, times: Int, _ labels: LabelValues = []) {
+        precondition(labels.count == labelNames.count, "\(name) takes \(labelNames.count) label values")
+        guard times > 0 else { return }
+        let slot = buckets.firstIndex { value <= $0 } ?? buckets.count
+        series.withLock { series in
+            var entry = series[labels] ?? Series(counts: Array(repeating: 0, count: buckets.count + 1))
+            entry.counts[slot] += UInt64(times)
+            entry.sum += value * Double(times)
+            entry.count += UInt64(times)
+            series[labels] = entry
+        }
+    }
+
     func count(_ labels: LabelValues = []) -> UInt64 {
         series.withLock { $0[labels]?.count ?? 0 }
     }

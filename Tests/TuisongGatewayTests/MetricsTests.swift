@@ -172,6 +172,30 @@ import TuisongAPNsMock
         #expect(try await http("GET", "\(gw.baseURL)/metrics").status == 404)
     }
 
+    @Test func theWriterEscapesAndTheParserReadsBack() async throws {
+        let registry = MetricsRegistry()
+        let counter = registry.counter("t_total", "Help with \\ and\na line feed.", labels: ["reason"])
+        counter.increment(["quote \" backslash \\ line\nfeed 推送"], by: 3)
+        counter.increment(["plain"])
+        let histogram = registry.histogram("t_seconds", "Latency.", labels: ["env"], buckets: [0.1, 1])
+        histogram.observe(0.05, ["a"])
+        histogram.observe(0.5, times: 2, ["a"])
+        histogram.observe(7, ["a"])
+        registry.gauge("t_depth", "A gauge.") { [([], 2.5)] }
+        let text = await registry.exposition()
+        #expect(text.contains("# HELP t_total Help with \\\\ and\\na line feed.\n"))
+        let parsed = try Exposition.Parsed(text)
+        #expect(parsed.value("t_total", ["reason": "quote \" backslash \\ line\nfeed 推送"]) == 3)
+        #expect(parsed.value("t_total", ["reason": "plain"]) == 1)
+        #expect(parsed.value("t_seconds_bucket", ["env": "a", "le": "0.1"]) == 1)
+        #expect(parsed.value("t_seconds_bucket", ["env": "a", "le": "1"]) == 3)
+        #expect(parsed.value("t_seconds_bucket", ["env": "a", "le": "+Inf"]) == 4)
+        #expect(parsed.value("t_seconds_count", ["env": "a"]) == 4)
+        #expect(parsed.value("t_seconds_sum", ["env": "a"]) == 8.05)
+        #expect(parsed.value("t_depth") == 2.5)
+        #expect(parsed.types == ["t_total": "counter", "t_seconds": "histogram", "t_depth": "gauge"])
+    }
+
     @Test func theParserRefusesMalformedExpositions() {
         let good = """
             # HELP a_total A counter.
