@@ -124,7 +124,10 @@ import Testing
         #expect((generatedLine["metadata"] as? [String: Any])?["group"] as? String == "native")
         #expect(accessLine(replacedID) != nil)
         #expect(lines.contains { ($0["message"] as? String)?.contains("stopped cleanly") == true })
-        // Nothing but the requests' own lines carries a request id.
-        #expect(lines.filter { $0["request_id"] != nil }.count == 3)
+        // Only lines written while answering these requests carry a request id, and only theirs.
+        let ids = Set(lines.compactMap { $0["request_id"] as? String })
+        #expect(ids == ["lb-7f3a.42:trace", generatedID, replacedID])
+        #expect(
+            !lines.contains { ($0["message"] as? String)?.contains("listening on") == true && $0["request_id"] != nil })
     }
 }
