@@ -203,6 +203,8 @@ struct AdminDevicesAPI: Sendable {
         case .accounts(let accounts):
             guard let account = device.imAccount, accounts.contains(account) else { return nil }
             return device.id
+        case .allAccounts:
+            return device.imAccount == nil ? nil : device.id
         case .tokens:
             return nil
         }

@@ -55,6 +55,8 @@ extension PushProvider {
 public struct ProviderContext: Sendable {
     /// Apps, devices, tags, messages.
     public var store: any ProviderStore
+    /// IM accounts: devices bound to them, app state, badge counters (core tables).
+    public var accounts: any AccountStore
     /// The provider's own tables (its `migrations`) and reads of the core ones, as SQL.
     public var database: any SharedDatabase
     /// Where pushes go.
@@ -67,10 +69,11 @@ public struct ProviderContext: Sendable {
     public var configuration: JSONValue?
 
     public init(
-        store: any ProviderStore, database: any SharedDatabase, gateway: any PushGateway, secrets: any SecretSealer,
-        clock: any Clock, logger: Logger, configuration: JSONValue?
+        store: any ProviderStore, accounts: any AccountStore, database: any SharedDatabase, gateway: any PushGateway,
+        secrets: any SecretSealer, clock: any Clock, logger: Logger, configuration: JSONValue?
     ) {
         self.store = store
+        self.accounts = accounts
         self.database = database
         self.gateway = gateway
         self.secrets = secrets

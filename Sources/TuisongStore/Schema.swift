@@ -27,6 +27,9 @@ enum Schema {
         migrator.registerMigration("v3-baidu-bindings-tags-kept-messages") { db in
             try db.execute(sql: v3Baidu)
         }
+        migrator.registerMigration("v4-accounts-selectors-vendor-context-device-payloads") { db in
+            try db.execute(sql: v4Accounts)
+        }
         return migrator
     }()
 

@@ -66,8 +66,8 @@ public final class TemporaryStore: Sendable {
         logger: Logger = TemporaryStore.quietLogger
     ) -> ProviderContext {
         ProviderContext(
-            store: store, database: store.sharedDatabase, gateway: gateway, secrets: secrets, clock: clock,
-            logger: logger, configuration: configuration)
+            store: store, accounts: store, database: store.sharedDatabase, gateway: gateway, secrets: secrets,
+            clock: clock, logger: logger, configuration: configuration)
     }
 
     /// Logs only what is critical.
