@@ -126,6 +126,9 @@ struct APNsMockCommand: AsyncParsableCommand {
     @Flag(name: .customLong("log-requests"), help: "Print every request as a JSON line.") var logRequests = false
 
     func run() async throws {
+        // OpenSSL writes to sockets with write(2): a client that hangs up while its answers are
+        // being written must not end the mock (as `serve` does, GatewayRuntime.start).
+        signal(SIGPIPE, SIG_IGN)
         // Before anything is created on disk: a bad faults file changes nothing.
         var faults = APNsMockConfiguration.Faults()
         if let faultsFile {
