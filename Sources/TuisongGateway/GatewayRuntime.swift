@@ -104,7 +104,9 @@ public final class GatewayRuntime: Sendable {
                     connectionTimeout: Double(config.listen.connectionTimeoutSeconds),
                     requestTimeout: Double(config.listen.requestTimeoutSeconds),
                     maxHeaderBytes: config.listen.maxHeaderBytes,
-                    maxConnections: config.listen.maxConnections),
+                    receiveTimeout: Double(config.listen.receiveTimeoutSeconds),
+                    maxConnections: config.listen.maxConnections,
+                    maxConnectionsPerAddress: config.listen.maxConnectionsPerAddress),
                 router: router)
             do {
                 try server.start()

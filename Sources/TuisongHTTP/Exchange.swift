@@ -167,6 +167,7 @@ final class Exchange: @unchecked Sendable {
     /// connection if body bytes remain unread.
     private func reject(_ error: HTTPError) -> MHD_Result {
         phase = .rejected
+        if let connection { core.connections.requestReceived(connection) }
         let response = Self.render(error, for: makeRequest(withBody: false), with: routes)
         // libmicrohttpd refuses a response while body bytes are still arriving
         // (MHD_queue_response returns MHD_NO); answering MHD_NO then closes the connection,
@@ -177,6 +178,7 @@ final class Exchange: @unchecked Sendable {
     private func startHandler() -> MHD_Result {
         guard let route else { return reject(.internalError("no route")) }
         phase = .handling
+        if let connection { core.connections.requestReceived(connection) }
         var request = makeRequest(withBody: true)
         request.pathParameters = route.parameters
         body = []

@@ -36,8 +36,17 @@ public final class HTTPServer: Sendable {
         /// pass too; one that does not fit is answered by libmicrohttpd itself, 414 for a long
         /// URL or 431 for long headers (a small HTML body, not the JSON dialects).
         public var maxHeaderBytes: Int
+        /// Seconds a request may take to arrive, from its request line to its last body byte,
+        /// however steadily the client trickles it; the connection is then closed. A connection
+        /// that sends no request line is closed after the longer of this and
+        /// `connectionTimeout`. 0 disables.
+        public var receiveTimeout: Double
         /// Concurrent connections accepted; more wait in the listen backlog.
         public var maxConnections: Int
+        /// Concurrent connections one client address may hold; more are closed at once. Never
+        /// more than `maxConnections` less a sixteenth (at least one), so one address cannot take
+        /// every connection and a health check from elsewhere still gets in.
+        public var maxConnectionsPerAddress: Int
         /// How long `shutdown()` lets in-flight requests finish before answering them 503.
         public var shutdownGracePeriod: Double
         /// Serve HTTPS with this certificate chain and key (PEM text) instead of plain HTTP.
@@ -58,8 +67,8 @@ public final class HTTPServer: Sendable {
         public init(
             host: String = "127.0.0.1", port: Int = 8080, threads: Int = HTTPServer.coreCount,
             connectionTimeout: Double = 30, requestTimeout: Double = 30,
-            maxHeaderBytes: Int = 16 * 1024, maxConnections: Int = 4096,
-            shutdownGracePeriod: Double = 10, tls: TLS? = nil,
+            maxHeaderBytes: Int = 16 * 1024, receiveTimeout: Double = 30, maxConnections: Int = 4096,
+            maxConnectionsPerAddress: Int = 256, shutdownGracePeriod: Double = 10, tls: TLS? = nil,
             diagnostics: (@Sendable (String) -> Void)? = nil
         ) {
             self.host = host
@@ -68,11 +77,20 @@ public final class HTTPServer: Sendable {
             self.connectionTimeout = connectionTimeout
             self.requestTimeout = requestTimeout
             self.maxHeaderBytes = maxHeaderBytes
+            self.receiveTimeout = receiveTimeout
             self.maxConnections = maxConnections
+            self.maxConnectionsPerAddress = maxConnectionsPerAddress
             self.shutdownGracePeriod = shutdownGracePeriod
             self.tls = tls
             self.diagnostics = diagnostics
         }
+    }
+
+    /// The per-address limit handed to libmicrohttpd: the configured one, but always leaving a
+    /// sixteenth of `maxConnections` (at least one connection) to other addresses.
+    public static func effectivePerAddressLimit(maxConnections: Int, maxConnectionsPerAddress: Int) -> Int {
+        let reserved = max(1, maxConnections / 16)
+        return max(1, min(maxConnectionsPerAddress, maxConnections - reserved))
     }
 
     /// Online processor cores, the default thread count.
@@ -108,6 +126,7 @@ public final class HTTPServer: Sendable {
             running.sweeper.cancel()
             core.shuttingDown.store(true, ordering: .relaxed)
             core.abandonAllPending(with: .serviceUnavailable("the server is shutting down"))
+            core.connections.stop()
             running.daemon.stop()
             close(running.listener)
         }
@@ -201,6 +220,7 @@ public final class HTTPServer: Sendable {
             try? await Task.sleep(for: .milliseconds(5))
         }
         running.sweeper.cancel()
+        core.connections.stop()
         running.daemon.stop()
     }
 
@@ -252,6 +272,12 @@ final class MHDDaemon: @unchecked Sendable {
         options.connection_memory_limit = Self.memoryLimit(
             maxHeaderBytes: configuration.maxHeaderBytes)
         options.connection_limit = UInt32(max(1, configuration.maxConnections))
+        options.per_ip_connection_limit = UInt32(
+            HTTPServer.effectivePerAddressLimit(
+                maxConnections: max(1, configuration.maxConnections),
+                maxConnectionsPerAddress: configuration.maxConnectionsPerAddress))
+        options.notify_connection = MHDCallbacks.notifyConnection
+        options.notify_connection_cls = coreContext
         options.access_handler = MHDCallbacks.accessHandler
         options.request_completed = MHDCallbacks.requestCompleted
         options.uri_log = MHDCallbacks.uriLog
