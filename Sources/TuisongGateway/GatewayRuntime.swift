@@ -44,6 +44,10 @@ public final class GatewayRuntime: Sendable {
         let store = try SQLiteStore(
             path: config.database.path,
             configuration: SQLiteStore.Options(synchronousFull: config.database.synchronousFull))
+        for change in store.permissionChanges {
+            logger.notice("database file readable by others, now private: \(change)")
+        }
+        DataDirectory.secure(config, logger: logger)
         var mock: APNsMockServer?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)

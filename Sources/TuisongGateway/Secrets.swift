@@ -66,7 +66,8 @@ public struct MasterKey: Sendable {
 func createParentDirectory(of path: String) throws {
     let directory = (path as NSString).deletingLastPathComponent
     if !directory.isEmpty {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 }
 

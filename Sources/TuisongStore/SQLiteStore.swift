@@ -64,20 +64,22 @@ public final class SQLiteStore: Store {
     let batcher: RegistrationBatcher
     let checkpointer: WALCheckpointer
     let pointReaders: PointReaders
+    /// Database files that were readable by group or others and were set to 0600 on opening
+    /// (`"path 0644 → 0600"`), for the caller to log.
+    public let permissionChanges: [String]
     /// Serialises `close()` calls and remembers that the pool is closed.
     private let closed = Mutex(false)
 
     /// Opens (creating it and its parent directory if needed) the database at `path` and
-    /// brings its schema up to date.
+    /// brings its schema up to date. A new directory is created 0700 and the database files
+    /// are created 0600; existing ones readable by others are set to 0600.
     ///
     /// - Throws: `StoreError(.unavailable, …)` when the file cannot be opened or migrated.
     public init(path: String, configuration: Options = .init()) throws {
         self.path = path
         self.clock = configuration.clock
         do {
-            let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true)
+            permissionChanges = try DatabaseFilePermissions.prepare(databasePath: path)
         } catch {
             throw StoreError(.unavailable, "cannot create the directory of \(path): \(error)")
         }
