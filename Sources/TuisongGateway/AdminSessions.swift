@@ -189,6 +189,11 @@ final class LoginThrottle: Sendable {
         }
     }
 
+    /// Whether the address has a failed login on record (its checks wait behind clean ones).
+    func hasFailures(for address: String) -> Bool {
+        records.withLock { $0[address] != nil }
+    }
+
     func recordSuccess(for address: String) {
         _ = records.withLock { $0.removeValue(forKey: address) }
     }

@@ -22,6 +22,8 @@ public final class GatewayRuntime: Sendable {
     public let localMock: APNsMockServer?
     let sender: APNsPushSender
     let credentialBackend: GatewayCredentialBackend
+    /// The console API (its login checks are observable in tests).
+    let adminAPI: AdminAPI
     let server: HTTPServer
     let logger: Logger
 
@@ -90,10 +92,10 @@ public final class GatewayRuntime: Sendable {
             }
             let credentialBackend = GatewayCredentialBackend(
                 credentials: credentials, store: store, sender: sender, engine: engine, localMock: mock, logger: logger)
-            AdminAPI(
+            let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
-                credentials: credentialBackend, config: config, clock: clock, logger: logger
-            ).register(on: router)
+                credentials: credentialBackend, config: config, clock: clock, logger: logger)
+            adminAPI.register(on: router)
             if FileManager.default.fileExists(atPath: config.web.root) {
                 router.setStaticFiles(try StaticFiles(root: config.web.root))
             } else {
@@ -122,7 +124,7 @@ public final class GatewayRuntime: Sendable {
             return GatewayRuntime(
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
                 credentials: credentials, localMock: mock, sender: sender, credentialBackend: credentialBackend,
-                server: server, logger: logger)
+                adminAPI: adminAPI, server: server, logger: logger)
         } catch {
             mock?.shutdown()
             try? store.close()
@@ -133,9 +135,10 @@ public final class GatewayRuntime: Sendable {
     private init(
         config: GatewayConfig, store: SQLiteStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, sender: APNsPushSender,
-        credentialBackend: GatewayCredentialBackend,
+        credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
         server: HTTPServer, logger: Logger
     ) {
+        self.adminAPI = adminAPI
         self.config = config
         self.store = store
         self.masterKey = masterKey

@@ -114,6 +114,12 @@ public enum AdminPassword {
         return .generated(file: passwordFile)
     }
 
+    /// Whether `candidate` matches a stored hash (PBKDF2: slow on purpose; keep it off the
+    /// cooperative pool, see `PasswordVerifier`).
+    static func matches(_ candidate: String, storedHash: String) -> Bool {
+        PasswordHash.verify(candidate, against: storedHash)
+    }
+
     public static func verify(_ candidate: String, settings: any SettingsStore) async throws -> Bool {
         guard let stored = try await settings.setting(settingKey) else { return false }
         return PasswordHash.verify(candidate, against: stored)
