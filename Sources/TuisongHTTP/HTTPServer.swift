@@ -49,6 +49,10 @@ public final class HTTPServer: Sendable {
         public var maxConnectionsPerAddress: Int
         /// How long `shutdown()` lets in-flight requests finish before answering them 503.
         public var shutdownGracePeriod: Double
+        /// After the grace period, how long `shutdown()` still waits for requests that were
+        /// uploading to finish their body, so they can be answered 503 (libmicrohttpd cannot
+        /// answer a request mid-body); one still uploading after that is closed unanswered.
+        public var shutdownAnswerWindow: Double
         /// Serve HTTPS with this certificate chain and key (PEM text) instead of plain HTTP.
         public var tls: TLS?
         /// Receives libmicrohttpd's own log lines (malformed requests, resource limits...).
@@ -68,7 +72,8 @@ public final class HTTPServer: Sendable {
             host: String = "127.0.0.1", port: Int = 8080, threads: Int = HTTPServer.coreCount,
             connectionTimeout: Double = 30, requestTimeout: Double = 30,
             maxHeaderBytes: Int = 16 * 1024, receiveTimeout: Double = 30, maxConnections: Int = 4096,
-            maxConnectionsPerAddress: Int = 256, shutdownGracePeriod: Double = 10, tls: TLS? = nil,
+            maxConnectionsPerAddress: Int = 256, shutdownGracePeriod: Double = 10,
+            shutdownAnswerWindow: Double = 5, tls: TLS? = nil,
             diagnostics: (@Sendable (String) -> Void)? = nil
         ) {
             self.host = host
@@ -81,6 +86,7 @@ public final class HTTPServer: Sendable {
             self.maxConnections = maxConnections
             self.maxConnectionsPerAddress = maxConnectionsPerAddress
             self.shutdownGracePeriod = shutdownGracePeriod
+            self.shutdownAnswerWindow = shutdownAnswerWindow
             self.tls = tls
             self.diagnostics = diagnostics
         }
@@ -179,7 +185,8 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting connections, lets in-flight requests finish (up to
-    /// `shutdownGracePeriod`, then answers the rest 503), and stops the daemon. Answers sent
+    /// `shutdownGracePeriod`, then answers the rest 503 — a request still uploading as soon as
+    /// its body is in, within `shutdownAnswerWindow`), and stops the daemon. Answers sent
     /// meanwhile carry `Connection: close`. Every caller returns once the server has stopped;
     /// calling it again afterwards (or before `start()`) does nothing.
     public func shutdown() async {
@@ -192,7 +199,8 @@ public final class HTTPServer: Sendable {
             case .running(let running):
                 let task = Task { [core, configuration] in
                     await Self.stop(
-                        running, core: core, gracePeriod: configuration.shutdownGracePeriod)
+                        running, core: core, gracePeriod: configuration.shutdownGracePeriod,
+                        answerWindow: configuration.shutdownAnswerWindow)
                 }
                 state = .stopping(task)
                 return task
@@ -203,7 +211,9 @@ public final class HTTPServer: Sendable {
         state.withLock { $0 = .stopped }
     }
 
-    private static func stop(_ running: Running, core: ServerCore, gracePeriod: Double) async {
+    private static func stop(
+        _ running: Running, core: ServerCore, gracePeriod: Double, answerWindow: Double
+    ) async {
         core.shuttingDown.store(true, ordering: .relaxed)
         running.daemon.quiesce()
         close(running.listener)
@@ -213,9 +223,13 @@ public final class HTTPServer: Sendable {
         while core.liveExchanges.load(ordering: .relaxed) > 0 && clock.now < grace {
             try? await Task.sleep(for: .milliseconds(5))
         }
+        // From here every request still arriving is answered 503: those with a handler now,
+        // those still uploading once their body is in (see `Exchange.step`).
+        core.graceOver.store(true, ordering: .relaxed)
         core.abandonAllPending(with: .serviceUnavailable("the server is shutting down"))
-        // Give the answers just released a moment to be written before connections close.
-        let flush = clock.now + .seconds(1)
+        // Give the answers just released a moment to be written, and uploads a moment to end
+        // so they can be answered, before connections close.
+        let flush = clock.now + .milliseconds(Int64(max(1, answerWindow) * 1000))
         while core.liveExchanges.load(ordering: .relaxed) > 0 && clock.now < flush {
             try? await Task.sleep(for: .milliseconds(5))
         }

@@ -19,6 +19,9 @@ final class ServerCore: Sendable {
     let liveExchanges = Atomic<Int>(0)
     /// Set when shutdown begins: answers then carry `Connection: close`.
     let shuttingDown = Atomic<Bool>(false)
+    /// Set when shutdown's grace period is over: requests still arriving are answered 503
+    /// (as soon as libmicrohttpd lets an answer be queued) instead of being handled.
+    let graceOver = Atomic<Bool>(false)
     let pending = PendingExchanges()
     /// Each connection's deadline for its current request (slow clients).
     let connections: ConnectionDeadlines
