@@ -170,7 +170,7 @@ struct AdminAPI: Sendable {
         // Requests that waited for a check see a lock set meanwhile: such a request is answered
         // 429 without using a slot (checked again once its turn comes).
         let throttle = self.throttle
-        let valid = await passwordChecks.verify(suspect: throttle.hasFailures(for: address)) {
+        let valid = await passwordChecks.verify(standing: throttle.standing(of: address)) {
             guard throttle.waitTime(for: address) == nil else { return false }
             guard let stored else { return false }
             return AdminPassword.matches(password, storedHash: stored)

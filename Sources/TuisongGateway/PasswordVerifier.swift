@@ -5,16 +5,24 @@ import Synchronization
 /// time, on dispatch threads rather than the cooperative pool, so a burst of logins neither
 /// occupies every cooperative thread nor makes each login wait for all the others one by one.
 ///
-/// Checks wait in two lines: addresses with no failed login on record go first, addresses that
-/// have failed before wait behind them. The CPU is the limit under a guessing burst (more
-/// concurrency does not make PBKDF2 cheaper), so the operator's login from a clean address
-/// waits for the checks already running, not for every guess queued before it.
+/// Checks wait in three lines, served in this order: addresses that logged in successfully
+/// before (since the server started), addresses with nothing on record, addresses with a
+/// failed login on record. The CPU is the limit under a guessing burst (more concurrency does
+/// not make PBKDF2 cheaper), so the operator's login waits for the checks already running, not
+/// for every guess queued before it.
 final class PasswordVerifier: Sendable {
     private struct State {
         var running = 0
         var peakRunning = 0
-        var clean: [CheckedContinuation<Void, Never>] = []
-        var suspect: [CheckedContinuation<Void, Never>] = []
+        /// One line per `Standing`, served in order.
+        var lines: [[CheckedContinuation<Void, Never>]] = [[], [], []]
+    }
+
+    /// What is known of the address a check comes from.
+    enum Standing: Int {
+        case trusted = 0
+        case unknown = 1
+        case suspect = 2
     }
 
     let concurrency: Int
@@ -27,11 +35,11 @@ final class PasswordVerifier: Sendable {
     /// The most checks that ever ran at once (for tests and diagnostics).
     var peakConcurrency: Int { state.withLock { $0.peakRunning } }
     /// Checks waiting for a slot now.
-    var waitingCount: Int { state.withLock { $0.clean.count + $0.suspect.count } }
+    var waitingCount: Int { state.withLock { $0.lines.reduce(0) { $0 + $1.count } } }
 
-    /// Runs `check` when a slot is free (`suspect` callers after every waiting clean one).
-    func verify(suspect: Bool, _ check: @escaping @Sendable () -> Bool) async -> Bool {
-        await acquire(suspect: suspect)
+    /// Runs `check` when a slot is free and no caller of better standing waits.
+    func verify(standing: Standing, _ check: @escaping @Sendable () -> Bool) async -> Bool {
+        await acquire(standing)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(returning: check())
@@ -41,7 +49,7 @@ final class PasswordVerifier: Sendable {
         return result
     }
 
-    private func acquire(suspect: Bool) async {
+    private func acquire(_ standing: Standing) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let granted = state.withLock { state -> Bool in
                 if state.running < concurrency {
@@ -49,7 +57,7 @@ final class PasswordVerifier: Sendable {
                     state.peakRunning = max(state.peakRunning, state.running)
                     return true
                 }
-                if suspect { state.suspect.append(continuation) } else { state.clean.append(continuation) }
+                state.lines[standing.rawValue].append(continuation)
                 return false
             }
             if granted { continuation.resume() }
@@ -59,8 +67,9 @@ final class PasswordVerifier: Sendable {
     private func release() {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
             // The slot passes straight to the next waiter, so `running` stays as it is.
-            if !state.clean.isEmpty { return state.clean.removeFirst() }
-            if !state.suspect.isEmpty { return state.suspect.removeFirst() }
+            for index in state.lines.indices where !state.lines[index].isEmpty {
+                return state.lines[index].removeFirst()
+            }
             state.running -= 1
             return nil
         }

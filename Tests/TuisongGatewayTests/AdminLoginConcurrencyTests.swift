@@ -94,6 +94,16 @@ import Testing
         #expect(stillWaiting > 0, "the right login waited for every guess")
         let statuses = await burst.value
         #expect(statuses.allSatisfy { $0 == 401 || $0 == 429 }, "\(statuses)")
+
+        // A first guessing round from fresh addresses: the operator's address, known from its
+        // successful login, still goes ahead of them.
+        let fresh = (12...31).map { "127.0.0.\($0)" }
+        let freshBurst = Task { await Self.loginsAtOnce(port: port, fresh.map { ($0, "first try") }) }
+        #expect(await eventually(within: 10) { verifier.waitingCount >= 5 }, "the fresh guesses never queued")
+        let again = try await client.login()
+        #expect(again.status == 200)
+        #expect(verifier.waitingCount > 0, "the known address waited for every fresh guess")
+        _ = await freshBurst.value
         await gateway.stop()
     }
 }
