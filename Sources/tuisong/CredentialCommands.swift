@@ -182,6 +182,10 @@ struct APNsMockCommand: AsyncParsableCommand {
         _ = await signals.wait()
         let stats = server.statistics
         server.shutdown()
-        printJSON(["requests": stats.requests])
+        printJSON([
+            "requests": stats.requests, "connections_accepted": stats.connectionsAccepted,
+            "connections_dropped": stats.connectionsDropped, "goaways_sent": stats.goawaysSent,
+            "refused_streams": stats.refusedStreams, "stream_limit_lowerings": stats.streamLimitLowerings,
+        ])
     }
 }
