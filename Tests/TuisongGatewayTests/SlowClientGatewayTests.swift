@@ -47,7 +47,7 @@ import Testing
         // URLSession connects from 127.0.0.1. Generous bound: what counts is an answer at all.
         let health = try await http("GET", "\(gateway.baseURL)/healthz", headers: [:])
         #expect(health.status == 200)
-        held.forEach { close($0) }
+        for descriptor in held { close(descriptor) }
         await gateway.stop()
     }
 }
