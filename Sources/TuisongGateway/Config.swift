@@ -17,7 +17,11 @@ public struct GatewayConfig: Sendable, Equatable {
         public var requestTimeoutSeconds: Int
         public var maxBodyBytes: Int
         public var maxHeaderBytes: Int
+        /// Seconds from a request's first line to its last body byte, however steadily sent.
+        public var receiveTimeoutSeconds: Int
         public var maxConnections: Int
+        /// Connections one client address may hold at once.
+        public var maxConnectionsPerAddress: Int
     }
     public struct Database: Sendable, Equatable {
         public var path: String
@@ -37,6 +41,16 @@ public struct GatewayConfig: Sendable, Equatable {
     }
     public struct Log: Sendable, Equatable {
         public var level: String
+        /// `text` (swift-log's stream format) or `json` (one object per line).
+        public var format: String
+    }
+    public struct Metrics: Sendable, Equatable {
+        /// Serve `GET /metrics` (Prometheus text format).
+        public var enabled: Bool
+        /// `host:port` for a separate metrics listener; empty = on the main listener.
+        public var listen: String
+        /// When set, a scrape must send `Authorization: Bearer <token>`. Secret.
+        public var bearerToken: String
     }
     public struct APNs: Sendable, Equatable {
         public var productionURL: String
@@ -63,6 +77,7 @@ public struct GatewayConfig: Sendable, Equatable {
     public var security: Security
     public var web: Web
     public var log: Log
+    public var metrics: Metrics
     public var providers: [String]
     public var apns: APNs
     public var delivery: Delivery
@@ -72,7 +87,7 @@ public struct GatewayConfig: Sendable, Equatable {
     public var effectiveTree: JSONValue
 
     /// Keys whose values are secrets: masked by `check-config`, never logged.
-    public static let secretKeys: Set<String> = ["security.master_key"]
+    public static let secretKeys: Set<String> = ["security.master_key", "metrics.bearer_token"]
 }
 
 extension JSONValue {

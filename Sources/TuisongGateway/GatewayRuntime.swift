@@ -22,11 +22,19 @@ public final class GatewayRuntime: Sendable {
     public let localMock: APNsMockServer?
     let sender: APNsPushSender
     let credentialBackend: GatewayCredentialBackend
+    /// The console API (its login checks are observable in tests).
+    let adminAPI: AdminAPI
     let server: HTTPServer
+    /// The separate metrics listener (`metrics.listen`), if configured.
+    let metricsServer: HTTPServer?
+    public let metrics: GatewayMetrics
     let logger: Logger
 
     /// The port the HTTP server is bound to (useful with `listen.port` 0).
     public var port: Int { server.port }
+
+    /// The port of the separate metrics listener, nil when metrics are served on `port`.
+    public var metricsPort: Int? { metricsServer?.port }
 
     /// Where an operator reaches the console.
     public var consoleURL: String {
@@ -41,10 +49,19 @@ public final class GatewayRuntime: Sendable {
     ) async throws -> GatewayRuntime {
         // OpenSSL writes to sockets with write(2): a peer that hangs up must not kill us.
         signal(SIGPIPE, SIG_IGN)
-        let store = try SQLiteStore(
-            path: config.database.path,
-            configuration: SQLiteStore.Options(
-                synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations))
+        let metrics = GatewayMetrics()
+        let storeWrites = metrics.addHistogram(
+            "tuisong_store_write_seconds",
+            "Seconds a store write transaction took, waiting for the writer connection included.",
+            buckets: GatewayMetrics.latencyBuckets)
+        var storeOptions = SQLiteStore.Options(
+            synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations)
+        storeOptions.writeObserver = { elapsed in storeWrites.observe(MetricsEndpoint.seconds(elapsed)) }
+        let store = try SQLiteStore(path: config.database.path, configuration: storeOptions)
+        for change in store.permissionChanges {
+            logger.notice("database file readable by others, now private: \(change)")
+        }
+        DataDirectory.secure(config, logger: logger)
         var mock: APNsMockServer?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)
@@ -74,12 +91,31 @@ public final class GatewayRuntime: Sendable {
             // which also drops the API keys resolved to that app.
             let apps = AppCache(store: store, clock: clock)
             let engine = DeliveryEngine(
-                store: store, sender: sender, settings: DeliverySettings(config.delivery), clock: clock, logger: logger,
-                apps: apps)
+                store: store, sender: MeteredPushSender(sender, metrics: metrics),
+                settings: DeliverySettings(config.delivery), clock: clock, logger: logger, apps: apps, metrics: metrics)
+            MetricsEndpoint.addGauges(to: metrics, sender: sender, store: store)
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             apps.onChange { id in authenticator.forget(app: id) }
 
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
+            router.setMiddleware(HTTPObservation.middleware(router: router, metrics: metrics, logger: logger))
+            var metricsServer: HTTPServer?
+            if config.metrics.enabled {
+                let scrape = MetricsEndpoint.handler(metrics: metrics, bearerToken: config.metrics.bearerToken)
+                if let (host, port) = GatewayConfig.hostAndPort(config.metrics.listen) {
+                    let metricsRouter = Router(defaultBodyLimit: 1024)
+                    metricsRouter.setMiddleware(
+                        HTTPObservation.middleware(router: metricsRouter, metrics: metrics, logger: logger))
+                    metricsRouter.add(.GET, "/metrics", handler: scrape)
+                    metricsServer = HTTPServer(
+                        configuration: HTTPServer.Configuration(
+                            host: host, port: port, threads: 1, connectionTimeout: 30, requestTimeout: 30,
+                            maxHeaderBytes: 8192, maxConnections: 64),
+                        router: metricsRouter)
+                } else {
+                    router.add(.GET, "/metrics", handler: scrape)
+                }
+            }
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
             NativePushAPI(engine: engine, authenticator: authenticator).register(on: router)
@@ -100,11 +136,11 @@ public final class GatewayRuntime: Sendable {
             try await engine.start()
             let credentialBackend = GatewayCredentialBackend(
                 credentials: credentials, store: store, sender: sender, engine: engine, localMock: mock, logger: logger)
-            AdminAPI(
+            let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
-                logger: logger
-            ).register(on: router)
+                logger: logger)
+            adminAPI.register(on: router)
             if FileManager.default.fileExists(atPath: config.web.root) {
                 router.setStaticFiles(try StaticFiles(root: config.web.root))
             } else {
@@ -119,10 +155,18 @@ public final class GatewayRuntime: Sendable {
                     connectionTimeout: Double(config.listen.connectionTimeoutSeconds),
                     requestTimeout: Double(config.listen.requestTimeoutSeconds),
                     maxHeaderBytes: config.listen.maxHeaderBytes,
-                    maxConnections: config.listen.maxConnections),
+                    receiveTimeout: Double(config.listen.receiveTimeoutSeconds),
+                    maxConnections: config.listen.maxConnections,
+                    maxConnectionsPerAddress: config.listen.maxConnectionsPerAddress),
                 router: router)
             do {
                 try server.start()
+                do {
+                    try metricsServer?.start()
+                } catch {
+                    await server.shutdown()
+                    throw error
+                }
             } catch {
                 await engine.stop()
                 await sender.shutdown()
@@ -131,7 +175,7 @@ public final class GatewayRuntime: Sendable {
             return GatewayRuntime(
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
                 credentials: credentials, localMock: mock, sender: sender, credentialBackend: credentialBackend,
-                server: server, logger: logger)
+                adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, logger: logger)
         } catch {
             mock?.shutdown()
             try? store.close()
@@ -142,9 +186,12 @@ public final class GatewayRuntime: Sendable {
     private init(
         config: GatewayConfig, store: SQLiteStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, sender: APNsPushSender,
-        credentialBackend: GatewayCredentialBackend,
-        server: HTTPServer, logger: Logger
+        credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
+        server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, logger: Logger
     ) {
+        self.adminAPI = adminAPI
+        self.metricsServer = metricsServer
+        self.metrics = metrics
         self.config = config
         self.store = store
         self.masterKey = masterKey
@@ -171,6 +218,7 @@ public final class GatewayRuntime: Sendable {
     /// database.
     public func shutdown() async {
         await server.shutdown()
+        await metricsServer?.shutdown()
         await engine.stop()
         await sender.shutdown()
         localMock?.shutdown()

@@ -7,6 +7,12 @@ import Synchronization
 /// `await` that leaves the thread, never inline.
 public typealias Handler = @Sendable (Request) async -> Response
 
+/// Runs around the handler of every routed request (routes, static files, OPTIONS): it may
+/// look at the request, bind task-local values for the handler, time it, and change the
+/// answer. `next` is the handler. Errors the router answers itself without a handler (no route,
+/// wrong method, body too large, a malformed target, a request timeout) do not pass through it.
+public typealias Middleware = @Sendable (_ request: Request, _ next: Handler) async -> Response
+
 /// Maps method + path to a handler.
 ///
 /// Patterns are `/`-separated literal segments and `{name}` parameters:
@@ -23,6 +29,9 @@ public typealias Handler = @Sendable (Request) async -> Response
 /// - A path is matched segment by segment after percent-decoding each segment, so `%2F`
 ///   stays inside its segment. Empty segments are ignored: `/a/b/`, `/a//b` and `/a/b` are
 ///   the same path, i.e. a trailing slash never matters and a parameter never matches "".
+///   `Request.path` agrees: runs of `/` are one `/` there (`//rest//x` is `/rest/x`), so the
+///   error dialect chosen by prefix, and every prefix check a handler makes, see the path the
+///   request was routed by.
 /// - A path that reaches routes but not for this method answers 405 with `Allow`. HEAD is
 ///   answered by the GET route (without a body) unless a HEAD route exists; OPTIONS is
 ///   answered with 204 and `Allow` unless an OPTIONS route exists.
@@ -51,7 +60,8 @@ public final class Router: Sendable {
         let first = RouteTableSnapshot(
             RouteTable(
                 root: RouteNode(), defaultBodyLimit: defaultBodyLimit,
-                defaultResponder: errorResponder, groups: [], prefixGroups: [], staticFiles: nil))
+                defaultResponder: errorResponder, groups: [], prefixGroups: [], staticFiles: nil,
+                middleware: nil))
         tables = Mutex([first])
         published = Atomic(UInt(bitPattern: Unmanaged.passUnretained(first).toOpaque()))
     }
@@ -128,6 +138,11 @@ public final class Router: Sendable {
                     name: prefix, claims: { $0.hasPrefix(prefix) }, responder: responder, root: RouteNode()))
             table.prefixGroups.sort { $0.name.utf8.count > $1.name.utf8.count }
         }
+    }
+
+    /// Wraps every routed request's handler in `middleware` (nil removes it).
+    public func setMiddleware(_ middleware: Middleware?) {
+        update { $0.middleware = middleware }
     }
 
     /// Serves `files` for GET and HEAD requests that match no route.
@@ -314,8 +329,21 @@ struct RouteTable: Sendable {
     /// `Router.setErrorResponder(forPrefix:)`, longest prefix first; no routes of their own.
     var prefixGroups: [RouteGroupEntry]
     var staticFiles: StaticFiles?
+    var middleware: Middleware?
 
     func resolve(method: HTTPMethod, path: String, segments: [String]) -> Result<ResolvedRoute, HTTPError> {
+        guard let middleware else { return resolveHandler(method: method, path: path, segments: segments) }
+        return resolveHandler(method: method, path: path, segments: segments).map { route in
+            let inner = route.handler
+            return ResolvedRoute(
+                handler: { request in await middleware(request, inner) }, bodyLimit: route.bodyLimit,
+                parameters: route.parameters)
+        }
+    }
+
+    private func resolveHandler(method: HTTPMethod, path: String, segments: [String]) -> Result<
+        ResolvedRoute, HTTPError
+    > {
         var captured: [String] = []
         if let node = root.match(segments, from: 0, captured: &captured) {
             return resolve(method: method, node: node, captured: captured)

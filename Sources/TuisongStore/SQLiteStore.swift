@@ -46,6 +46,9 @@ public final class SQLiteStore: Store {
         /// Pass every provider the binary knows (mounted or not), so the server and the CLI
         /// agree on the schema of one file.
         public var pluginMigrations: [PluginSchema]
+        /// Told how long each `write` transaction took, waiting for the writer connection
+        /// included (the gateway's store metrics). Group-committed registrations are not timed.
+        public var writeObserver: (@Sendable (Duration) -> Void)?
 
         public init(
             synchronousFull: Bool = false, busyTimeout: TimeInterval = 5,
@@ -82,11 +85,16 @@ public final class SQLiteStore: Store {
     let pointReaders: PointReaders
     /// The core migrations followed by the plugins'.
     let migrator: DatabaseMigrator
+    let writeObserver: (@Sendable (Duration) -> Void)?
+    /// Database files that were readable by group or others and were set to 0600 on opening
+    /// (`"path 0644 → 0600"`), for the caller to log.
+    public let permissionChanges: [String]
     /// Serialises `close()` calls and remembers that the pool is closed.
     private let closed = Mutex(false)
 
     /// Opens (creating it and its parent directory if needed) the database at `path` and
-    /// brings its schema up to date.
+    /// brings its schema up to date. A new directory is created 0700 and the database files
+    /// are created 0600; existing ones readable by others are set to 0600.
     ///
     /// - Throws: `StoreError(.unavailable, …)` when the file cannot be opened or migrated.
     public init(path: String, configuration: Options = .init()) throws {
@@ -94,10 +102,9 @@ public final class SQLiteStore: Store {
         self.clock = configuration.clock
         let migrator = try Schema.migrator(plugins: configuration.pluginMigrations)
         self.migrator = migrator
+        self.writeObserver = configuration.writeObserver
         do {
-            let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true)
+            permissionChanges = try DatabaseFilePermissions.prepare(databasePath: path)
         } catch {
             throw StoreError(.unavailable, "cannot create the directory of \(path): \(error)")
         }
@@ -276,6 +283,8 @@ public final class SQLiteStore: Store {
 
     /// A write in an immediate transaction on the writer connection.
     func write<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws -> T {
+        let started = ContinuousClock.now
+        defer { writeObserver?(ContinuousClock.now - started) }
         do {
             defer { checkpointer.noteCommit() }
             return try await pool.write(body)

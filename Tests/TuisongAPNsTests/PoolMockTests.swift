@@ -67,6 +67,20 @@ final class PoolMockFixture {
         try server.start()
     }
 
+    /// Stops the server (an outage); `startServer(port:)` brings it back.
+    func stopServer() -> Int {
+        let port = server.port
+        server.shutdown()
+        return port
+    }
+
+    func startServer(port: Int) throws {
+        server = try APNsMockServer(
+            configuration: setup.configuration(port: port), certificate: setup.serverCertificate,
+            key: setup.serverKey)
+        try server.start()
+    }
+
     func shutdownPools() async {
         for pool in pools { await pool.shutdown() }
     }
@@ -131,6 +145,12 @@ func poolDeviceToken(_ index: Int) -> String {
         #expect(received.teamID == fixture.setup.teamID)
         #expect(received.keyID == fixture.setup.keyID)
         #expect(fixture.server.statistics.providerTokensAccepted >= 1)
+        // The second connection opens beside the first send; on a loaded machine it may still be
+        // on its way when the answer arrives.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while pool.statistics.connectionsOpened < 2, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(pool.statistics.connectionsOpened == 2)
         await fixture.shutdownPools()
     }
