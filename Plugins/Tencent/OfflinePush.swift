@@ -39,6 +39,8 @@ struct OfflinePushTemplate: Sendable, Hashable {
         let custom = MessageElement.custom(elements)
         var content = MessageElement.pushContent(elements)
         if let desc = pushInfo?.desc, !desc.isEmpty { content = desc }
+        let isEmpty = content.isEmpty
+        content = Self.shortened(content, toBytes: Self.contentLimit)
 
         switch origin {
         case .oneToOne(let nick), .broadcast(let nick):
@@ -55,9 +57,29 @@ struct OfflinePushTemplate: Sendable, Hashable {
         countsBadge = (pushInfo?.badgeMode ?? 0) != 1
         if pushInfo?.pushFlag == 1 {
             suppressed = "push_flag"
-        } else if content.isEmpty {
+        } else if isEmpty {
             suppressed = "empty_content"
         }
+    }
+
+    /// The most UTF-8 bytes of content a push carries. A message may hold up to 8 KB of text
+    /// but an APNs payload only 4 KB: like Tencent, the push shows the beginning of a long
+    /// message rather than refusing it.
+    static let contentLimit = 2_000
+
+    /// `text` cut on a character boundary to at most `limit` bytes, ending with "…" when cut.
+    static func shortened(_ text: String, toBytes limit: Int) -> String {
+        guard text.utf8.count > limit else { return text }
+        let ellipsis = "…"
+        var result = ""
+        var size = ellipsis.utf8.count
+        for character in text {
+            let length = character.utf8.count
+            guard size + length <= limit else { break }
+            result.append(character)
+            size += length
+        }
+        return result + ellipsis
     }
 
     private static func nonEmpty(_ text: String?) -> String? {

@@ -59,6 +59,17 @@ import TuisongCore
         #expect(anonymous.alert == "大家好")
     }
 
+    @Test func longContentIsShortenedToFitAPNs() throws {
+        let long = String(repeating: "长", count: 2_500)
+        let elements = try body(#"[{"MsgType":"TIMTextElem","MsgContent":{"Text":"\#(long)"}}]"#)
+        let template = OfflinePushTemplate(
+            sender: "alice", origin: .oneToOne(senderNick: "Alice"), elements: elements, pushInfo: nil)
+        #expect(template.alert.hasPrefix("Alice:长长") && template.alert.hasSuffix("长…"))
+        #expect(template.alert.utf8.count == "Alice:".utf8.count + 665 * 3 + "…".utf8.count)
+        #expect(template.payload(badge: 99_999).count <= 4096)
+        #expect(OfflinePushTemplate.shortened("短", toBytes: 2_000) == "短")
+    }
+
     @Test func emptyContentAndPushFlagSuppress() throws {
         let emptyDesc = try body(#"[{"MsgType":"TIMCustomElem","MsgContent":{"Data":"x","Desc":""}}]"#)
         #expect(
