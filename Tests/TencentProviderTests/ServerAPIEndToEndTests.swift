@@ -264,3 +264,49 @@ extension TencentGatewayEndToEndTests {
         }
     }
 }
+
+extension TencentGatewayEndToEndTests {
+    @Test func groupErrors() async throws {
+        try await withGateway { gw in
+            try await gw.importAccounts([("owner", nil), ("guest", nil)])
+            func code(_ command: String, _ body: String) async throws -> Int? {
+                let response = try await gw.call(command, body)
+                #expect(response.status == 200 && response.actionStatus == "FAIL", "\(response.text)")
+                return response.errorCode
+            }
+            let created = try await gw.ok(
+                "group_open_http_svc/create_group",
+                #"{"Owner_Account":"owner","Type":"Private","Name":"Pair","GroupId":"pair-1"}"#)
+            #expect(created["GroupId"] as? String == "pair-1")
+            #expect(
+                try await code(
+                    "group_open_http_svc/create_group",
+                    #"{"Owner_Account":"owner","Type":"Private","Name":"P","GroupId":"pair-1"}"#)
+                    == 10021)
+            #expect(
+                try await code(
+                    "group_open_http_svc/create_group", #"{"Type":"Private","Name":"P","GroupId":"@TGS#mine"}"#)
+                    == 10015)
+            #expect(
+                try await code(
+                    "group_open_http_svc/create_group", #"{"Type":"Private","Name":"P","Owner_Account":"nobody"}"#)
+                    == 10019)
+            #expect(try await code("group_open_http_svc/create_group", #"{"Type":"Club","Name":"P"}"#) == 10004)
+            #expect(
+                try await code(
+                    "group_open_http_svc/modify_group_member_info",
+                    #"{"GroupId":"pair-1","Member_Account":"guest","NameCard":"G"}"#) == 10007)
+            #expect(
+                try await code(
+                    "group_open_http_svc/add_group_member",
+                    #"{"GroupId":"nope","MemberList":[{"Member_Account":"guest"}]}"#)
+                    == 10010)
+            #expect(
+                try await code(
+                    "group_open_http_svc/send_group_msg",
+                    #"{"GroupId":"pair-1","From_Account":"guest","Random":1,"MsgBody":[{"MsgType":"TIMTextElem","MsgContent":{"Text":"x"}}]}"#
+                ) == 10007)
+            #expect(try await code("group_open_http_svc/get_group_info", #"{"GroupIdList":"pair-1"}"#) == 10004)
+        }
+    }
+}
