@@ -106,16 +106,27 @@ extension SQLiteStore: ConsoleStore {
     }
 
     public func failureReasons(since: Date, scanLimit: Int) async throws -> [String: Int] {
+        try await reasonTotals(in: .failures, since: since, scanLimit: scanLimit)
+    }
+
+    /// The tables that count a message's outcomes by reason.
+    enum ReasonTable: String {
+        case failures = "message_failures"
+        case skips = "message_skips"
+    }
+
+    /// Totals by reason over the newest `scanLimit` messages created since `since`.
+    func reasonTotals(in table: ReasonTable, since: Date, scanLimit: Int) async throws -> [String: Int] {
         let sinceMilliseconds = Milliseconds.from(since)
         return try await read { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT f.reason, sum(f.count) FROM message_failures f
-                    WHERE f.message_id IN (
+                    SELECT r.reason, sum(r.count) FROM \(table.rawValue) r
+                    WHERE r.message_id IN (
                         SELECT id FROM (SELECT id, created_at FROM messages ORDER BY id DESC LIMIT ?)
                         WHERE created_at >= ?)
-                    GROUP BY f.reason
+                    GROUP BY r.reason
                     """,
                 arguments: [min(max(scanLimit, 1), 100_000), sinceMilliseconds])
             var result: [String: Int] = [:]

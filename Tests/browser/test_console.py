@@ -63,19 +63,23 @@ def ensure_template(gateway):
     return shared["template_id"]
 
 
+def register_devices(gateway):
+    """DEVICE_COUNT sandbox devices through the native API, tagged console-test and 北京."""
+    ensure_app(gateway)
+    headers = {"Authorization": f"Bearer {shared['api_key']}"}
+    tokens = []
+    for n in range(DEVICE_COUNT):
+        token = f"c0{n:062x}"
+        body = {"environment": "sandbox", "user": f"user-{n % 2}", "tags": ["console-test", "北京"]}
+        status, _, text = gateway.request("PUT", f"/api/v1/devices/{token}", body=body, headers=headers)
+        assert status in (200, 201), text
+        tokens.append(token)
+    shared["tokens"] = tokens
+    return tokens
+
+
 def ensure_devices(gateway):
-    if "tokens" not in shared:
-        ensure_app(gateway)
-        headers = {"Authorization": f"Bearer {shared['api_key']}"}
-        tokens = []
-        for n in range(DEVICE_COUNT):
-            token = f"c0{n:062x}"
-            body = {"environment": "sandbox", "user": f"user-{n % 2}", "tags": ["console-test", "北京"]}
-            status, _, text = gateway.request("PUT", f"/api/v1/devices/{token}", body=body, headers=headers)
-            assert status in (200, 201), text
-            tokens.append(token)
-        shared["tokens"] = tokens
-    return shared["tokens"]
+    return shared["tokens"] if "tokens" in shared else register_devices(gateway)
 
 
 def ensure_credentials(gateway, credentials_dir):
@@ -319,16 +323,7 @@ def test_template_with_live_preview(browser, gateway):
 
 
 def test_devices_registered_through_the_native_api_are_searchable(browser, gateway):
-    ensure_app(gateway)
-    headers = {"Authorization": f"Bearer {shared['api_key']}"}
-    tokens = []
-    for n in range(DEVICE_COUNT):
-        token = f"c0{n:062x}"
-        body = {"environment": "sandbox", "user": f"user-{n % 2}", "tags": ["console-test", "北京"]}
-        status, _, text = gateway.request("PUT", f"/api/v1/devices/{token}", body=body, headers=headers)
-        assert status in (200, 201), text
-        tokens.append(token)
-    shared["tokens"] = tokens
+    register_devices(gateway)
     go(browser, gateway, "devices")
     text_in(browser, "#device-summary", f"{DEVICE_COUNT} devices")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#devices-table tbody tr")) == DEVICE_COUNT
