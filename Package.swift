@@ -89,6 +89,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Plugins/Baidu"),
+        .target(
+            name: "EasemobProvider",
+            dependencies: [
+                "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/Easemob"),
 
         // MARK: Tests
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),
@@ -102,6 +109,12 @@ let package = Package(
             name: "BaiduProviderTests",
             dependencies: [
                 "BaiduProvider", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto",
+                "TuisongGateway", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "EasemobProviderTests",
+            dependencies: [
+                "EasemobProvider", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto",
                 "TuisongGateway", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
