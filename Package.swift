@@ -116,6 +116,7 @@ let package = Package(
             dependencies: [
                 "EasemobProvider", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto",
                 "TuisongGateway", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "TuisongGatewayTests",
