@@ -86,12 +86,14 @@ import TuisongCore
     }
 
     @Test func intervalWithoutWrapAndAllDay() throws {
-        let morning = bob(app: .init(ignoreInterval: try #require(EasemobDailyInterval(parsing: "08:30-10:00"))))
+        let morningInterval: EasemobDailyInterval = try #require(EasemobDailyInterval(parsing: "08:30-10:00"))
+        let morning = bob(app: .init(ignoreInterval: morningInterval))
         #expect(decide(morning, now: at(8, 30)) == .dnd)
         #expect(decide(morning, now: at(9, 59)) == .dnd)
         #expect(decide(morning, now: at(10)) == nil)
         #expect(decide(morning, now: at(8, 29)) == nil)
-        let allDay = bob(app: .init(ignoreInterval: try #require(EasemobDailyInterval(parsing: "09:00-09:00"))))
+        let allDayInterval: EasemobDailyInterval = try #require(EasemobDailyInterval(parsing: "09:00-09:00"))
+        let allDay = bob(app: .init(ignoreInterval: allDayInterval))
         #expect(decide(allDay, now: at(3)) == .dnd)
     }
 

@@ -24,7 +24,8 @@ import TuisongCore
 
         let page1 = try await store.users(appID: appID, cursor: nil, limit: 2)
         #expect(page1.users.map(\.username) == ["u1", "u2"])
-        let page2 = try await store.users(appID: appID, cursor: try #require(page1.next), limit: 2)
+        let cursor: String = try #require(page1.next)
+        let page2 = try await store.users(appID: appID, cursor: cursor, limit: 2)
         #expect(page2.users.map(\.username) == ["u3"] && page2.next == nil)
         await #expect(throws: EasemobError.self) { try await store.users(appID: appID, cursor: "!!", limit: 2) }
 
