@@ -67,8 +67,11 @@ final class EasemobDirectory: Sendable {
     /// claimed by two apps is refused rather than guessed.
     func resolve(org: String, app appName: String) async throws -> (app: App, settings: EasemobAppSettings)? {
         let pair = EasemobPair(org: org, appName: appName)
-        var ids = snapshot.withLock { $0.pairs[pair] }
-        if ids == nil {
+        let (known, loadedAt) = snapshot.withLock { ($0.pairs[pair], $0.loadedAt) }
+        var ids = known
+        // An unknown pair reads the apps again, but not more than ten times a second: requests
+        // naming pairs nobody configured must not turn into a read of every app each.
+        if ids == nil, loadedAt.map({ ContinuousClock.now - $0 > .milliseconds(100) }) ?? true {
             try await reload()
             ids = snapshot.withLock { $0.pairs[pair] }
         }
