@@ -19,7 +19,7 @@ enum EasemobSchema {
                     app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
                     username TEXT NOT NULL,
                     uuid TEXT NOT NULL,
-                    -- PBKDF2 (TuisongCrypto.PasswordHash); NULL = registered without a password
+                    -- PBKDF2 (TuisongCrypto.PasswordHash), NULL = registered without a password
                     password_hash TEXT,
                     nickname TEXT,
                     display_style INTEGER,
