@@ -35,7 +35,7 @@ enum EasemobSchema {
                 CREATE TABLE easemob_notification_settings (
                     app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
                     username TEXT NOT NULL,
-                    -- 'user' (key = the peer; key = the user itself is the app level) or 'chatgroup'
+                    -- 'user' (key = the peer, or the user itself for the app level) or 'chatgroup'
                     chat_type TEXT NOT NULL,
                     target TEXT NOT NULL,
                     mode TEXT NOT NULL,
@@ -79,7 +79,7 @@ enum EasemobSchema {
                     PRIMARY KEY (app_id, username, device_id)
                 );
                 CREATE INDEX easemob_bindings_token ON easemob_bindings (app_id, device_token);
-                -- Easemob answers createAt/updateAt for templates; the templates themselves are
+                -- Easemob answers createAt/updateAt for templates, but the templates themselves are
                 -- the app's core templates (the console edits them too), which keep no times.
                 -- A stamp remembers when this provider first saw a template's content and when
                 -- it last saw it change.
