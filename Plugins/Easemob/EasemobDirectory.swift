@@ -63,8 +63,7 @@ final class EasemobDirectory: Sendable {
     }
 
     /// The app serving `/org/app`, with its settings (secret opened). Nil when no app is
-    /// configured for the pair. Throws `illegal_argument`-free internal errors only: a pair
-    /// claimed by two apps is refused rather than guessed.
+    /// configured for the pair. A pair two apps claim is refused (500), never guessed.
     func resolve(org: String, app appName: String) async throws -> (app: App, settings: EasemobAppSettings)? {
         let pair = EasemobPair(org: org, appName: appName)
         let (known, loadedAt) = snapshot.withLock { ($0.pairs[pair], $0.loadedAt) }
@@ -77,8 +76,10 @@ final class EasemobDirectory: Sendable {
         }
         guard let ids, !ids.isEmpty else { return nil }
         guard ids.count == 1 else {
+            // Org and app name are unique together, which a per-key declaration cannot enforce:
+            // refuse rather than guess, and let the operator see why.
             throw EasemobError.internalError(
-                "apps \(ids.map(String.init).joined(separator: ", ")) are all configured for \(org)/\(appName)")
+                "\(org)/\(appName) is configured on more than one app; an operator must remove it from all but one")
         }
         guard let app = try await apps.app(id: ids[0]), EasemobAppSettings.pair(of: app) == pair,
             let settings = try EasemobAppSettings.of(app, sealer: sealer)
