@@ -75,7 +75,7 @@ let package = Package(
         .executableTarget(
             name: "tuisong",
             dependencies: [
-                "TuisongGateway", "TuisongAPNsMock", "BaiduProvider",
+                "TuisongGateway", "TuisongAPNsMock", "TuisongPlugin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -98,6 +98,17 @@ let package = Package(
             path: "Plugins/Easemob"),
 
         // MARK: Tests
+
+        // What a plugin's tests need: manual clock, test sealer, recording gateway, a
+        // temporary store with the plugin's migrations, requests through a router without a
+        // socket. A regular target used only by test targets.
+        .target(
+            name: "TuisongPluginTestKit",
+            dependencies: [
+                "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/TuisongPluginTestKit"),
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),
         .testTarget(name: "TuisongCryptoTests", dependencies: ["TuisongCrypto"]),
         .testTarget(name: "TuisongHTTPTests", dependencies: ["TuisongHTTP"]),
@@ -108,7 +119,8 @@ let package = Package(
         .testTarget(
             name: "BaiduProviderTests",
             dependencies: [
-                "BaiduProvider", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto",
+                "BaiduProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
+                "TuisongCrypto",
                 "TuisongGateway", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(

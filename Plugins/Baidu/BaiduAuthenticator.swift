@@ -15,7 +15,7 @@ struct BaiduCaller: Sendable {
 /// URL, sorted parameters and the app's secret key. Then the apikey's rate limit applies
 /// (after the signature, so nobody can use up an app's quota with its public apikey).
 struct BaiduAuthenticator: Sendable {
-    let store: any ProviderStore
+    let baiduStore: BaiduStore
     let secrets: any SecretSealer
     let clock: any TuisongCore.Clock
     let limiter: RateLimiter
@@ -47,7 +47,7 @@ struct BaiduAuthenticator: Sendable {
 
         let app: App?
         do {
-            app = try await store.app(baiduAPIKey: apiKey)
+            app = try await baiduStore.app(apiKey: apiKey)
         } catch {
             logger.error("baidu: looking up an apikey failed: \(error)")
             throw BaiduError(.internalError, "the store is unavailable")

@@ -184,11 +184,11 @@ extension BaiduProvider {
         let tag = try call.parameters.tag()
         if let userID = call.parameters["user_id"] {
             let devices = try await devices(app: call.app, userID: userID, channelID: call.channelID)
-            let (stored, _) = try await store.addBaiduTag(
+            let (stored, _) = try await baiduStore.addTag(
                 appID: call.app.id, name: tag.value, deviceIDs: devices.map(\.id))
             return ["tid": .int(stored.id)]
         }
-        let (stored, _) = try await store.createBaiduTag(appID: call.app.id, name: tag.value)
+        let (stored, _) = try await baiduStore.createTag(appID: call.app.id, name: tag.value)
         return ["tid": .int(stored.id)]
     }
 
@@ -197,7 +197,7 @@ extension BaiduProvider {
             try BaiduParameters.tagName(raw, parameter: "name").value
         }
         let (start, limit) = try call.parameters.page(defaultLimit: 10, maxLimit: 100)
-        let (total, tags) = try await store.baiduTags(appID: call.app.id, name: name, start: start, limit: limit)
+        let (total, tags) = try await baiduStore.tags(appID: call.app.id, name: name, start: start, limit: limit)
         return [
             "total_num": .int(Int64(total)),
             "amount": .int(Int64(tags.count)),
@@ -216,9 +216,9 @@ extension BaiduProvider {
         let stored = try await existingTag(app: call.app, tag)
         if let userID = call.parameters["user_id"] {
             let devices = try await devices(app: call.app, userID: userID, channelID: call.channelID)
-            _ = try await store.removeBaiduTag(appID: call.app.id, name: tag.value, deviceIDs: devices.map(\.id))
+            _ = try await baiduStore.removeTag(appID: call.app.id, name: tag.value, deviceIDs: devices.map(\.id))
         } else {
-            guard try await store.deleteBaiduTag(appID: call.app.id, name: tag.value) else {
+            guard try await baiduStore.deleteTag(appID: call.app.id, name: tag.value) else {
                 throw BaiduError(.tagNotFound, "tag \(tag.value) does not exist")
             }
         }
@@ -228,7 +228,7 @@ extension BaiduProvider {
     private func queryUserTags(_ call: ChannelCall) async throws -> [String: JSONValue] {
         let devices = try await devices(
             app: call.app, userID: try call.parameters.required("user_id"), channelID: call.channelID)
-        let tags = try await store.baiduTags(appID: call.app.id, deviceIDs: devices.map(\.id))
+        let tags = try await baiduStore.tags(appID: call.app.id, deviceIDs: devices.map(\.id))
         return [
             "tag_num": .int(Int64(tags.count)),
             "tags": .array(
@@ -252,7 +252,7 @@ extension BaiduProvider {
         guard deviceType == nil || deviceType == 4 else {
             return ["total_num": 0, "amount": 0, "binds": []]
         }
-        let (total, devices) = try await store.baiduBindings(
+        let (total, devices) = try await baiduStore.bindings(
             appID: call.app.id, userID: userID, channelID: call.channelID, start: start, limit: limit)
         return [
             "total_num": .int(Int64(total)),
@@ -334,7 +334,7 @@ extension BaiduProvider {
         let userID = try call.parameters.required("user_id")
         let msgIDs = try call.parameters.idList("msg_ids", max: 1000, bareAllowed: true)
         _ = try await keptMessages(call, userID: userID, start: 0, limit: 0)
-        let deleted = try await store.deleteBaiduKeptMessages(
+        let deleted = try await baiduStore.deleteKeptMessages(
             appID: call.app.id, userID: userID, channelID: call.channelID, msgIDs: msgIDs)
         return ["success_amount": .int(Int64(deleted.count)), "msgids": .array(deleted.map(JSONValue.string))]
     }
@@ -346,7 +346,7 @@ extension BaiduProvider {
         guard BaiduParameters.isPlainID(userID) else {
             throw BaiduError.invalidParameter("user_id", "must be a user id (digits)")
         }
-        let kept = try await store.baiduKeptMessages(
+        let kept = try await baiduStore.keptMessages(
             appID: call.app.id, userID: userID, channelID: call.channelID, now: clock.now, start: start, limit: limit)
         if kept.total == 0 {
             // Unknown user (or channel) rather than an empty mailbox.

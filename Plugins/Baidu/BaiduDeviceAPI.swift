@@ -31,14 +31,14 @@ extension BaiduProvider {
             case .unbind:
                 let device = try await boundDevice(app: app, token: token, body: body)
                 guard let channelID = device.baiduChannelID,
-                    try await store.unbindBaiduDevice(appID: app.id, channelID: channelID)
+                    try await baiduStore.unbindDevice(appID: app.id, channelID: channelID)
                 else { throw BaiduError(.bindNotFound, "the device is not bound") }
                 return [:]
             case .setTags:
                 let device = try await boundDevice(app: app, token: token, body: body)
                 var details: [JSONValue] = []
                 for tag in try Self.tags(body) {
-                    _ = try await store.addBaiduTag(appID: app.id, name: tag.value, deviceIDs: [device.id])
+                    _ = try await baiduStore.addTag(appID: app.id, name: tag.value, deviceIDs: [device.id])
                     details.append(["tag": .string(tag.value), "result": 0])
                 }
                 return ["details": .array(details)]
@@ -46,13 +46,13 @@ extension BaiduProvider {
                 let device = try await boundDevice(app: app, token: token, body: body)
                 var details: [JSONValue] = []
                 for tag in try Self.tags(body) {
-                    let removed = try await store.removeBaiduTag(appID: app.id, name: tag.value, deviceIDs: [device.id])
+                    let removed = try await baiduStore.removeTag(appID: app.id, name: tag.value, deviceIDs: [device.id])
                     details.append(["tag": .string(tag.value), "result": removed.isEmpty ? 1 : 0])
                 }
                 return ["details": .array(details)]
             case .listTags:
                 let device = try await boundDevice(app: app, token: token, body: body)
-                let tags = try await store.baiduTags(appID: app.id, deviceIDs: [device.id])
+                let tags = try await baiduStore.tags(appID: app.id, deviceIDs: [device.id])
                 return [
                     "tag_num": .int(Int64(tags.count)),
                     "tags": .array(tags.map { ["tid": .int($0.id), "name": .string($0.name)] }),
@@ -72,7 +72,7 @@ extension BaiduProvider {
         }
         let userID = BaiduIDs.userID(appID: app.id, token: token)
         let channelID = BaiduIDs.channelID(appID: app.id, token: token)
-        let (device, created) = try await store.bindBaiduDevice(
+        let (device, created) = try await baiduStore.bindDevice(
             appID: app.id, token: token, environment: environment, userID: userID, channelID: channelID)
         if created { logger.debug("baidu: app \(app.id) bound channel \(channelID) (device \(device.id))") }
         return [
@@ -86,7 +86,7 @@ extension BaiduProvider {
         guard let apiKey = body["apikey"]?.stringValue, !apiKey.isEmpty else {
             throw BaiduError.missingParameter("apikey")
         }
-        guard let app = try await store.app(baiduAPIKey: apiKey) else {
+        guard let app = try await baiduStore.app(apiKey: apiKey) else {
             throw BaiduError(.authenticationFailed, "unknown apikey \(apiKey)")
         }
         return app

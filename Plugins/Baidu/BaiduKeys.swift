@@ -14,18 +14,17 @@ public struct BaiduKeys: Sendable, Hashable {
     public var secretKey: String
     public var baiduAppID: String?
 
-    /// Validates the values; throws a `BaiduKeys.InvalidValue` naming the bad one.
+    /// Checks the values against `BaiduProvider.settings`; throws a `BaiduKeys.InvalidValue`
+    /// naming the bad one.
     public init(apiKey: String, secretKey: String, baiduAppID: String? = nil) throws {
-        guard Self.isValidAPIKey(apiKey) else {
-            throw InvalidValue(field: "apikey", message: "must be 1–64 letters, digits, - or _")
-        }
-        guard !secretKey.isEmpty, secretKey.utf8.count <= 256,
-            secretKey.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
-        else {
-            throw InvalidValue(field: "secret key", message: "must be 1–256 printable ASCII characters without spaces")
-        }
-        if let baiduAppID, !BaiduParameters.isPlainID(baiduAppID) {
-            throw InvalidValue(field: "app id", message: "must be digits")
+        for (key, value) in [("apikey", apiKey), ("secret_key", secretKey), ("app_id", baiduAppID)] {
+            guard let value, let setting = BaiduProvider.setting(key) else { continue }
+            if value.isEmpty {
+                throw InvalidValue(field: key, message: "must not be empty")
+            }
+            if let problem = setting.rejection(of: value) {
+                throw InvalidValue(field: key, message: problem)
+            }
         }
         self.apiKey = apiKey
         self.secretKey = secretKey

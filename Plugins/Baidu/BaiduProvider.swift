@@ -20,29 +20,78 @@ public struct BaiduProvider: PushProvider {
 
     let context: ProviderContext
     let configuration: BaiduConfiguration
+    /// Baidu's bindings, tags, kept messages and lookups, on the shared database.
+    let baiduStore: BaiduStore
     let authenticator: BaiduAuthenticator
     let pusher: BaiduPusher
 
     public init(context: ProviderContext) throws {
         self.context = context
         configuration = try BaiduConfiguration(context.configuration)
+        baiduStore = BaiduStore(database: context.database, store: context.store, clock: context.clock)
         authenticator = BaiduAuthenticator(
-            store: context.store, secrets: context.secrets, clock: context.clock,
+            baiduStore: baiduStore, secrets: context.secrets, clock: context.clock,
             limiter: RateLimiter(
                 rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock),
             window: configuration.signatureWindow, logger: context.logger)
-        pusher = BaiduPusher(store: context.store, gateway: context.gateway, clock: context.clock)
+        pusher = BaiduPusher(baiduStore: baiduStore, gateway: context.gateway, clock: context.clock)
     }
 
+    public static let displayName = LocalizedText(en: "Baidu Cloud Push", zh: "百度云推送")
+
+    /// An app's Baidu keys (`BaiduKeys` reads and checks them by these declarations): the
+    /// console's form, `tuisong app set-baidu --apikey … --secret-env VAR [--baidu-app-id …]`
+    /// and the admin API all follow them.
+    public static let settings = [
+        VendorSetting(
+            key: "apikey", label: LocalizedText(en: "API key (apikey)", zh: "API Key（apikey）"),
+            isUniqueAcrossApps: true, maxLength: 64,
+            problem: { BaiduKeys.isValidAPIKey($0) ? nil : "must be 1–64 letters, digits, - or _" }),
+        VendorSetting(
+            key: "secret_key", label: LocalizedText(en: "Secret key", zh: "Secret Key"), isSecret: true,
+            cliFlag: "secret", maxLength: 256,
+            problem: { value in
+                value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+                    ? nil : "must be printable ASCII characters without spaces"
+            }),
+        VendorSetting(
+            key: "app_id", label: LocalizedText(en: "Baidu app id", zh: "百度 AppID"), isRequired: false,
+            cliFlag: "baidu-app-id", maxLength: 20,
+            problem: { BaiduParameters.isPlainID($0) ? nil : "must be digits (Baidu's numeric app id)" }),
+    ]
+
+    /// Devices bound through Baidu show their ids in the console.
+    public static let deviceColumns = [
+        DeviceColumn(key: "channel_id", label: LocalizedText(en: "Baidu channel_id", zh: "百度 channel_id")),
+        DeviceColumn(key: "user_id", label: LocalizedText(en: "Baidu user_id", zh: "百度 user_id")),
+    ]
+
+    public func deviceColumnValues(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]] {
+        try await baiduStore.bindings(appID: appID, deviceIDs: deviceIDs)
+    }
+
+    /// Baidu's tables came with the core migration `v3-baidu-bindings-tags-kept-messages`
+    /// (see `BaiduStore`); what changed since is here.
+    public static let migrations = [
+        // Unbinding deletes a channel's kept messages: find them without scanning the user's.
+        PluginMigration(
+            "1-kept-messages-by-channel",
+            sql: "CREATE INDEX baidu_kept_by_channel ON baidu_kept_messages(app_id, channel_id)")
+    ]
+
     public func register(on router: Router) {
-        router.setErrorResponder(forPrefix: "/rest/", BaiduReply.errorResponder)
-        router.setErrorResponder(forPrefix: "/baidu/", BaiduReply.errorResponder)
-        for method in [HTTPMethod.GET, .POST] {
-            router.add(method, "/rest/2.0/channel/{channel}") { request in await channelAPI(request) }
-            router.add(method, "/rest/3.0/{class}/{method}") { request in await restAPI(request) }
-        }
-        for call in BaiduDeviceCall.allCases {
-            router.add(.POST, "/baidu/device/\(call.rawValue)") { request in await deviceAPI(call, request) }
+        // Everything under Baidu's two roots is Baidu's, errors (404, 405, 413) included.
+        router.addGroup(
+            name: Self.name, claims: { $0.hasPrefix("/rest/") || $0.hasPrefix("/baidu/") },
+            errorResponder: BaiduReply.errorResponder
+        ) { group in
+            for method in [HTTPMethod.GET, .POST] {
+                group.add(method, "/rest/2.0/channel/{channel}") { request in await channelAPI(request) }
+                group.add(method, "/rest/3.0/{class}/{method}") { request in await restAPI(request) }
+            }
+            for call in BaiduDeviceCall.allCases {
+                group.add(.POST, "/baidu/device/\(call.rawValue)") { request in await deviceAPI(call, request) }
+            }
         }
     }
 
@@ -76,7 +125,7 @@ public struct BaiduProvider: PushProvider {
         guard BaiduParameters.isPlainID(channelID) else {
             throw BaiduError.invalidParameter(parameter, "must be a channel id (digits)")
         }
-        guard let device = try await store.baiduDevice(appID: app.id, channelID: channelID) else {
+        guard let device = try await baiduStore.device(appID: app.id, channelID: channelID) else {
             throw BaiduError(.bindNotFound, "no device is bound to channel \(channelID)")
         }
         return device
@@ -87,7 +136,7 @@ public struct BaiduProvider: PushProvider {
         guard BaiduParameters.isPlainID(userID) else {
             throw BaiduError.invalidParameter("user_id", "must be a user id (digits)")
         }
-        var devices = try await store.baiduDevices(appID: app.id, userID: userID)
+        var devices = try await baiduStore.devices(appID: app.id, userID: userID)
         if let channelID { devices = devices.filter { $0.baiduChannelID == channelID } }
         guard !devices.isEmpty else {
             if let channelID {
@@ -100,7 +149,7 @@ public struct BaiduProvider: PushProvider {
 
     /// The app tag `name`, or 30611.
     func existingTag(app: App, _ name: TagName) async throws -> BaiduTag {
-        guard let tag = try await store.baiduTag(appID: app.id, name: name.value) else {
+        guard let tag = try await baiduStore.tag(appID: app.id, name: name.value) else {
             throw BaiduError(.tagNotFound, "tag \(name.value) does not exist")
         }
         return tag

@@ -33,7 +33,7 @@ struct BaiduSent: Sendable {
 /// submitted, so a bad second message leaves nothing of the first behind; kept messages are
 /// written before their push and removed if the gateway refuses it.
 struct BaiduPusher: Sendable {
-    let store: any ProviderStore
+    let baiduStore: BaiduStore
     let gateway: any PushGateway
     let clock: any TuisongCore.Clock
 
@@ -74,7 +74,7 @@ struct BaiduPusher: Sendable {
             // Messages of this request already accepted: take back what has not started.
             for earlier in sent {
                 _ = try? await gateway.cancel(messageID: earlier.record.id)
-                try? await store.discardBaiduKeptMessages(appID: push.app.id, msgID: earlier.msgID)
+                try? await baiduStore.discardKeptMessages(appID: push.app.id, msgID: earlier.msgID)
             }
             throw error
         }
@@ -103,12 +103,12 @@ struct BaiduPusher: Sendable {
                     message: text, messageType: push.messageType.rawValue,
                     expiresAt: job.options.expiration ?? now, createdAt: now)
             }
-            if !kept.isEmpty { try await store.keepBaiduMessages(kept, now: now) }
+            if !kept.isEmpty { try await baiduStore.keepMessages(kept, now: now) }
             do {
                 let record = try await gateway.submit(job)
                 return BaiduSent(msgID: msgID, timerID: timerID, record: record)
             } catch {
-                if !kept.isEmpty { try? await store.discardBaiduKeptMessages(appID: push.app.id, msgID: msgID) }
+                if !kept.isEmpty { try? await baiduStore.discardKeptMessages(appID: push.app.id, msgID: msgID) }
                 if let payloadError = error as? PayloadError {
                     throw BaiduError.invalidParameter(push.parameter, payloadError.message)
                 }

@@ -141,7 +141,7 @@ extension BaiduProvider {
     private func pushBatchDevice(_ call: RestCall) async throws -> [String: JSONValue] {
         let channelIDs = try call.parameters.idList("channel_ids", max: Self.batchDeviceLimit, bareAllowed: false)
         var push = try basePush(call, audience: .all, rangeType: 2, schedulable: false)
-        let devices = try await store.baiduDevices(appID: call.app.id, channelIDs: channelIDs)
+        let devices = try await baiduStore.devices(appID: call.app.id, channelIDs: channelIDs)
         guard !devices.isEmpty else {
             throw BaiduError(.bindNotFound, "none of the \(channelIDs.count) channel ids is bound")
         }
@@ -154,7 +154,7 @@ extension BaiduProvider {
 
     private func queryMessageStatus(_ call: RestCall) async throws -> [String: JSONValue] {
         let msgIDs = try call.parameters.idList("msg_id", max: 100, bareAllowed: true)
-        let records = try await store.baiduMessages(appID: call.app.id, msgIDs: msgIDs)
+        let records = try await baiduStore.messages(appID: call.app.id, msgIDs: msgIDs)
         guard !records.isEmpty else {
             throw BaiduError(.dataNotFound, "no message with msg_id \(msgIDs.joined(separator: ", "))")
         }
@@ -204,10 +204,10 @@ extension BaiduProvider {
         }
         let (start, limit) = try call.parameters.page(defaultLimit: 100, maxLimit: 100)
         let (from, to) = try recordRange(call.parameters)
-        guard try await store.baiduTimerMessage(appID: call.app.id, timerID: timerID) != nil else {
+        guard try await baiduStore.timerMessage(appID: call.app.id, timerID: timerID) != nil else {
             throw BaiduError(.dataNotFound, "no timer \(timerID)")
         }
-        let records = try await store.baiduSentMessages(
+        let records = try await baiduStore.sentMessages(
             appID: call.app.id, label: "timer_id", value: timerID, from: from, to: to, start: start, limit: limit)
         return ["timer_id": .string(timerID), "result": .array(try await self.records(records))]
     }
@@ -216,13 +216,13 @@ extension BaiduProvider {
         let topicID = try Self.topicID(call.parameters, required: true)!
         let (start, limit) = try call.parameters.page(defaultLimit: 100, maxLimit: 100)
         let (from, to) = try recordRange(call.parameters)
-        let records = try await store.baiduSentMessages(
+        let records = try await baiduStore.sentMessages(
             appID: call.app.id, label: "topic_id", value: topicID, from: from, to: to, start: start, limit: limit)
         return ["topic_id": .string(topicID), "result": .array(try await self.records(records))]
     }
 
     private func statisticDevice(_ call: RestCall) async throws -> [String: JSONValue] {
-        let days = try await store.baiduDeviceDays(
+        let days = try await baiduStore.deviceDays(
             appID: call.app.id, now: clock.now, days: configuration.reportDays, utcOffset: configuration.reportUTCOffset
         )
         var result: [String: JSONValue] = [:]
@@ -246,7 +246,7 @@ extension BaiduProvider {
         let now = clock.now.timeIntervalSince1970
         let today = ((now + Double(offset)) / 86_400).rounded(.down)
         let first = Date(timeIntervalSince1970: (today - Double(days - 1)) * 86_400 - Double(offset))
-        let delivered = try await store.baiduTopicDeliveries(
+        let delivered = try await baiduStore.topicDeliveries(
             appID: call.app.id, topicID: topicID, since: first, utcOffset: offset)
         var result: [String: JSONValue] = [:]
         for index in 0..<days {
@@ -263,7 +263,7 @@ extension BaiduProvider {
             try BaiduParameters.tagName(raw, parameter: "tag").value
         }
         let (start, limit) = try call.parameters.page(defaultLimit: 100, maxLimit: 100)
-        let (total, tags) = try await store.baiduTags(appID: call.app.id, name: name, start: start, limit: limit)
+        let (total, tags) = try await baiduStore.tags(appID: call.app.id, name: name, start: start, limit: limit)
         return [
             "total_num": .int(Int64(total)),
             "result": .array(
@@ -278,14 +278,14 @@ extension BaiduProvider {
 
     private func createTag(_ call: RestCall) async throws -> [String: JSONValue] {
         let tag = try call.parameters.tag()
-        let (_, created) = try await store.createBaiduTag(appID: call.app.id, name: tag.value)
+        let (_, created) = try await baiduStore.createTag(appID: call.app.id, name: tag.value)
         // result 1: Baidu's "not created" — the tag already exists.
         return ["tag": .string(tag.value), "result": created ? 0 : 1]
     }
 
     private func deleteTag(_ call: RestCall) async throws -> [String: JSONValue] {
         let tag = try call.parameters.tag()
-        guard try await store.deleteBaiduTag(appID: call.app.id, name: tag.value) else {
+        guard try await baiduStore.deleteTag(appID: call.app.id, name: tag.value) else {
             throw BaiduError(.tagNotFound, "tag \(tag.value) does not exist")
         }
         return ["tag": .string(tag.value), "result": 0]
@@ -295,15 +295,15 @@ extension BaiduProvider {
         let tag = try call.parameters.tag()
         let channelIDs = try call.parameters.idList("channel_ids", max: Self.tagDevicesLimit, bareAllowed: false)
         _ = try await existingTag(app: call.app, tag)
-        let devices = try await store.baiduDevices(appID: call.app.id, channelIDs: channelIDs)
+        let devices = try await baiduStore.devices(appID: call.app.id, channelIDs: channelIDs)
         var byChannel: [String: Int64] = [:]
         for device in devices { if let channel = device.baiduChannelID { byChannel[channel] = device.id } }
         let changed: Set<Int64>
         if add {
             changed = Set(byChannel.values)
-            _ = try await store.addBaiduTag(appID: call.app.id, name: tag.value, deviceIDs: Array(changed))
+            _ = try await baiduStore.addTag(appID: call.app.id, name: tag.value, deviceIDs: Array(changed))
         } else {
-            changed = try await store.removeBaiduTag(
+            changed = try await baiduStore.removeTag(
                 appID: call.app.id, name: tag.value, deviceIDs: Array(byChannel.values))
         }
         // result 0: the device now is (add) / no longer is (delete) in the tag; 1: unknown
@@ -320,7 +320,7 @@ extension BaiduProvider {
     private func deviceCount(_ call: RestCall) async throws -> [String: JSONValue] {
         let tag = try call.parameters.tag()
         _ = try await existingTag(app: call.app, tag)
-        return ["device_num": .int(Int64(try await store.baiduTagDeviceCount(appID: call.app.id, name: tag.value)))]
+        return ["device_num": .int(Int64(try await baiduStore.tagDeviceCount(appID: call.app.id, name: tag.value)))]
     }
 
     // MARK: timers and topics
@@ -331,7 +331,7 @@ extension BaiduProvider {
             throw BaiduError.invalidParameter("timer_id", "must be digits")
         }
         let (start, limit) = try call.parameters.page(defaultLimit: 100, maxLimit: 100)
-        let (total, timers) = try await store.baiduTimers(
+        let (total, timers) = try await baiduStore.timers(
             appID: call.app.id, timerID: timerID, start: start, limit: limit)
         return [
             "total_num": .int(Int64(total)),
@@ -353,7 +353,7 @@ extension BaiduProvider {
         guard BaiduParameters.isPlainID(timerID) else {
             throw BaiduError.invalidParameter("timer_id", "must be digits")
         }
-        guard let record = try await store.baiduTimerMessage(appID: call.app.id, timerID: timerID) else {
+        guard let record = try await baiduStore.timerMessage(appID: call.app.id, timerID: timerID) else {
             throw BaiduError(.dataNotFound, "no timer \(timerID)")
         }
         guard try await gateway.cancel(messageID: record.id) else {
@@ -364,7 +364,7 @@ extension BaiduProvider {
 
     private func queryTopics(_ call: RestCall) async throws -> [String: JSONValue] {
         let (start, limit) = try call.parameters.page(defaultLimit: 20, maxLimit: 20)
-        let (total, topics) = try await store.baiduTopics(appID: call.app.id, start: start, limit: limit)
+        let (total, topics) = try await baiduStore.topics(appID: call.app.id, start: start, limit: limit)
         return [
             "total_num": .int(Int64(total)),
             "result": .array(

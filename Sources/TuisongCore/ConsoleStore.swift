@@ -68,4 +68,6 @@ public protocol ConsoleStore: Sendable {
     /// Failure counts by reason over the messages created at or after `since`, among the
     /// newest `scanLimit` messages.
     func failureReasons(since: Date, scanLimit: Int) async throws -> [String: Int]
+    /// Skip counts by reason (a policy's `foreground`, `dnd`…) over the same messages.
+    func skipReasons(since: Date, scanLimit: Int) async throws -> [String: Int]
 }

@@ -27,11 +27,14 @@ public struct CredentialRecord: Sendable, Hashable {
     public var status: String
     public var statusReason: String?
     public var createdAt: Date
+    /// The vendor selector (Tencent busiId, Easemob notifier name) devices name this credential
+    /// by; `nil` = the app's default credential for its environment.
+    public var selector: String?
 
     public init(
         id: Int64, appID: Int64, kind: CredentialKind, environment: APNsEnvironment, teamID: String?,
         keyID: String?, subject: String?, topics: [String], expiresAt: Date?, encryptedSecret: [UInt8],
-        status: String, statusReason: String?, createdAt: Date
+        status: String, statusReason: String?, createdAt: Date, selector: String? = nil
     ) {
         self.id = id
         self.appID = appID
@@ -46,6 +49,7 @@ public struct CredentialRecord: Sendable, Hashable {
         self.status = status
         self.statusReason = statusReason
         self.createdAt = createdAt
+        self.selector = selector
     }
 
     public var isFailing: Bool { status == "failing" }
@@ -61,10 +65,11 @@ public struct NewCredential: Sendable, Hashable {
     public var topics: [String]
     public var expiresAt: Date?
     public var encryptedSecret: [UInt8]
+    public var selector: String?
 
     public init(
         appID: Int64, kind: CredentialKind, environment: APNsEnvironment, teamID: String?, keyID: String?,
-        subject: String?, topics: [String], expiresAt: Date?, encryptedSecret: [UInt8]
+        subject: String?, topics: [String], expiresAt: Date?, encryptedSecret: [UInt8], selector: String? = nil
     ) {
         self.appID = appID
         self.kind = kind
@@ -75,13 +80,15 @@ public struct NewCredential: Sendable, Hashable {
         self.topics = topics
         self.expiresAt = expiresAt
         self.encryptedSecret = encryptedSecret
+        self.selector = selector
     }
 }
 
 public protocol CredentialStore: Sendable {
     func addCredential(_ credential: NewCredential) async throws -> CredentialRecord
     func credentials(appID: Int64) async throws -> [CredentialRecord]
-    /// The newest credential of an app for an environment, the one pushes use.
+    /// The newest default (selector-less) credential of an app for an environment, the one
+    /// pushes to devices without a selector use.
     func activeCredential(appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord?
     func credential(id: Int64) async throws -> CredentialRecord?
     func deleteCredential(id: Int64) async throws -> Bool

@@ -26,12 +26,17 @@ public struct MessageRecord: Sendable, Hashable {
     /// dispatcher overlays what is in flight.
     public var counts: DeliveryCounts
     public var failures: [String: Int]
+    /// Persisted skip counts by reason (a policy's `foreground`, `dnd`…, `DeviceInvalidated`).
+    public var skips: [String: Int]
+    /// The vendor's own description of the message (see `PushJob.vendorContext`).
+    public var vendorContext: JSONValue?
 
     public init(
         id: Int64, appID: Int64, vendor: String, vendorMessageID: String?, audience: Audience,
         notification: PushNotification, options: PushOptions, payload: [UInt8], state: MessageState,
         sendAt: Date?, labels: [String: String], createdAt: Date, startedAt: Date?,
-        completedAt: Date?, total: Int?, cursor: Int64, counts: DeliveryCounts, failures: [String: Int]
+        completedAt: Date?, total: Int?, cursor: Int64, counts: DeliveryCounts, failures: [String: Int],
+        skips: [String: Int] = [:], vendorContext: JSONValue? = nil
     ) {
         self.id = id
         self.appID = appID
@@ -51,6 +56,8 @@ public struct MessageRecord: Sendable, Hashable {
         self.cursor = cursor
         self.counts = counts
         self.failures = failures
+        self.skips = skips
+        self.vendorContext = vendorContext
     }
 }
 
@@ -65,10 +72,18 @@ public struct AudienceEntry: Sendable, Hashable {
     public var registeredAt: Date?
     /// Why this entry is skipped without sending (unknown device, invalidated token, …).
     public var skipReason: String?
+    /// The credential selector the device registered with; picks the app's credential.
+    public var credentialSelector: String?
+    /// The bound IM account, its last reported app state and the device's locale: filled for
+    /// `accounts`/`allAccounts` audiences and whenever the page is read `withRecipientDetails`.
+    public var account: String?
+    public var appState: AppState?
+    public var locale: String?
 
     public init(
         position: Int64, deviceID: Int64?, token: String, environment: APNsEnvironment,
-        registeredAt: Date? = nil, skipReason: String? = nil
+        registeredAt: Date? = nil, skipReason: String? = nil, credentialSelector: String? = nil,
+        account: String? = nil, appState: AppState? = nil, locale: String? = nil
     ) {
         self.position = position
         self.deviceID = deviceID
@@ -76,6 +91,17 @@ public struct AudienceEntry: Sendable, Hashable {
         self.environment = environment
         self.registeredAt = registeredAt
         self.skipReason = skipReason
+        self.credentialSelector = credentialSelector
+        self.account = account
+        self.appState = appState
+        self.locale = locale
+    }
+
+    /// The entry as a `DeliveryPolicy` sees it.
+    public var recipient: Recipient {
+        Recipient(
+            deviceID: deviceID, token: token, environment: environment, account: account, locale: locale,
+            appState: appState, credentialSelector: credentialSelector)
     }
 }
 
@@ -93,11 +119,16 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var attempts: Int
     public var nextAttemptAt: Date?
     public var updatedAt: Date
+    /// The payload decided for this device when it differs from the message's (a policy's
+    /// per-receiver badge or alert); a retry resends exactly these bytes.
+    public var payload: [UInt8]?
+    /// The device's credential selector when the delivery was decided.
+    public var credentialSelector: String?
 
     public init(
         id: Int64, messageID: Int64, deviceID: Int64?, token: String, environment: APNsEnvironment,
         state: DeliveryState, reason: String?, apnsID: String?, attempts: Int, nextAttemptAt: Date?,
-        updatedAt: Date
+        updatedAt: Date, payload: [UInt8]? = nil, credentialSelector: String? = nil
     ) {
         self.id = id
         self.messageID = messageID
@@ -110,6 +141,8 @@ public struct DeliveryRecord: Sendable, Hashable {
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
         self.updatedAt = updatedAt
+        self.payload = payload
+        self.credentialSelector = credentialSelector
     }
 }
 
@@ -123,10 +156,14 @@ public struct NewDelivery: Sendable, Hashable {
     public var apnsID: String?
     public var attempts: Int
     public var nextAttemptAt: Date?
+    /// Kept only when it differs from the message's payload (see `DeliveryRecord.payload`).
+    public var payload: [UInt8]?
+    public var credentialSelector: String?
 
     public init(
         deviceID: Int64?, token: String, environment: APNsEnvironment, state: DeliveryState,
-        reason: String?, apnsID: String? = nil, attempts: Int, nextAttemptAt: Date? = nil
+        reason: String?, apnsID: String? = nil, attempts: Int, nextAttemptAt: Date? = nil,
+        payload: [UInt8]? = nil, credentialSelector: String? = nil
     ) {
         self.deviceID = deviceID
         self.token = token
@@ -136,6 +173,8 @@ public struct NewDelivery: Sendable, Hashable {
         self.apnsID = apnsID
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
+        self.payload = payload
+        self.credentialSelector = credentialSelector
     }
 }
 
@@ -160,6 +199,8 @@ public struct MessageProgress: Sendable {
     /// Added to the persisted counts (queued here = new retry rows).
     public var counts: DeliveryCounts
     public var failures: [String: Int]
+    /// Added to the persisted skip counts by reason.
+    public var skips: [String: Int]
     public var deliveries: [NewDelivery]
     public var invalidations: [DeviceInvalidation]
     /// Set when this flush finishes the expansion.
@@ -167,13 +208,14 @@ public struct MessageProgress: Sendable {
 
     public init(
         messageID: Int64, cursor: Int64, counts: DeliveryCounts = DeliveryCounts(),
-        failures: [String: Int] = [:], deliveries: [NewDelivery] = [],
+        failures: [String: Int] = [:], skips: [String: Int] = [:], deliveries: [NewDelivery] = [],
         invalidations: [DeviceInvalidation] = [], finalState: MessageState? = nil
     ) {
         self.messageID = messageID
         self.cursor = cursor
         self.counts = counts
         self.failures = failures
+        self.skips = skips
         self.deliveries = deliveries
         self.invalidations = invalidations
         self.finalState = finalState
@@ -227,8 +269,11 @@ public protocol MessageStore: Sendable {
     func recordProgress(_ progress: MessageProgress, at: Date) async throws
 
     /// The next page of the message's audience after `cursor`, invalidated devices left out.
+    /// `withRecipientDetails` also fills each device's account, app state and locale (for a
+    /// `DeliveryPolicy`); `accounts`/`allAccounts` pages always carry them.
     func audiencePage(
-        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int
+        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int,
+        withRecipientDetails: Bool
     ) async throws -> [AudienceEntry]
     /// How many entries the audience has now.
     func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int
@@ -240,6 +285,20 @@ public protocol MessageStore: Sendable {
     func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws
     /// Held rows of an app and environment go back to `queued`, due now (a credential was fixed).
     func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int
+    /// Held rows of an app's devices registered with `selector` go back to `queued`, due now,
+    /// whatever their environment (a credential with that selector was added).
+    func releaseHeldDeliveries(appID: Int64, selector: String, now: Date) async throws -> Int
     func deliveries(messageID: Int64, state: DeliveryState?, cursor: String?, limit: Int) async throws
         -> Page<DeliveryRecord>
+}
+
+extension MessageStore {
+    /// The page without recipient details (the one-payload path).
+    public func audiencePage(
+        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int
+    ) async throws -> [AudienceEntry] {
+        try await audiencePage(
+            appID: appID, audience: audience, environment: environment, after: cursor, limit: limit,
+            withRecipientDetails: false)
+    }
 }

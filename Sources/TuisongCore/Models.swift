@@ -108,12 +108,15 @@ public struct Device: Sendable, Hashable, Codable {
     /// until it registers again.
     public var invalidatedAt: Date?
     public var invalidReason: String?
+    /// The vendor credential selector the device registered with (Tencent busiId, Easemob
+    /// notifier name); delivery uses the app's credential carrying the same selector.
+    public var credentialSelector: String?
 
     public init(
         id: Int64, appID: Int64, token: String, environment: APNsEnvironment, user: String? = nil,
         locale: String? = nil, baiduUserID: String? = nil, baiduChannelID: String? = nil,
         imAccount: String? = nil, createdAt: Date, updatedAt: Date, invalidatedAt: Date? = nil,
-        invalidReason: String? = nil
+        invalidReason: String? = nil, credentialSelector: String? = nil
     ) {
         self.id = id
         self.appID = appID
@@ -128,6 +131,7 @@ public struct Device: Sendable, Hashable, Codable {
         self.updatedAt = updatedAt
         self.invalidatedAt = invalidatedAt
         self.invalidReason = invalidReason
+        self.credentialSelector = credentialSelector
     }
 }
 
@@ -139,16 +143,19 @@ public struct DeviceRegistration: Sendable, Hashable {
     public var user: String?
     public var locale: String?
     public var tags: [TagName]?
+    /// The vendor credential selector (Tencent busiId, Easemob notifier name); nil = unchanged.
+    public var credentialSelector: String?
 
     public init(
         token: DeviceToken, environment: APNsEnvironment, user: String? = nil,
-        locale: String? = nil, tags: [TagName]? = nil
+        locale: String? = nil, tags: [TagName]? = nil, credentialSelector: String? = nil
     ) {
         self.token = token
         self.environment = environment
         self.user = user
         self.locale = locale
         self.tags = tags
+        self.credentialSelector = credentialSelector
     }
 }
 

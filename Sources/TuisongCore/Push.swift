@@ -12,8 +12,11 @@ public enum Audience: Sendable, Hashable, Codable {
     /// Every valid device of the app.
     case all
     /// Devices bound to these IM accounts / users (Tencent identifiers, Easemob usernames,
-    /// Baidu user ids resolved by the adapter to `devices` otherwise).
+    /// Baidu user ids resolved by the adapter to `devices` otherwise). One account may have
+    /// several devices; pages carry each device's account, app state, locale and selector.
     case accounts([String])
+    /// Every valid device bound to any account of the app (an IM "push to everyone").
+    case allAccounts
 
     /// A short label for logs and the console, never the whole list.
     public var summary: String {
@@ -23,6 +26,7 @@ public enum Audience: Sendable, Hashable, Codable {
         case .tag(let tag): "tag \(tag)"
         case .all: "all devices"
         case .accounts(let a): "\(a.count) account(s)"
+        case .allAccounts: "all accounts"
         }
     }
 }
@@ -64,11 +68,14 @@ public struct PushJob: Sendable, Hashable {
     public var sendAt: Date?
     /// Free-form labels kept with the message for statistics (Baidu `topic_id`, …).
     public var labels: [String: String]
+    /// The vendor's own description of the message (sender, group id, elements, ext…), kept
+    /// with it for the vendor's `DeliveryPolicy` to read back. `nil` for one-payload vendors.
+    public var vendorContext: JSONValue?
 
     public init(
         appID: Int64, vendor: String, vendorMessageID: String? = nil, audience: Audience,
         notification: PushNotification, options: PushOptions, sendAt: Date? = nil,
-        labels: [String: String] = [:]
+        labels: [String: String] = [:], vendorContext: JSONValue? = nil
     ) {
         self.appID = appID
         self.vendor = vendor
@@ -78,6 +85,7 @@ public struct PushJob: Sendable, Hashable {
         self.options = options
         self.sendAt = sendAt
         self.labels = labels
+        self.vendorContext = vendorContext
     }
 }
 

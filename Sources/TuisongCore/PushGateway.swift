@@ -6,11 +6,14 @@ public struct MessageStatus: Sendable {
     /// Persisted counts with what is in flight or not yet flushed laid over them.
     public var counts: DeliveryCounts
     public var failures: [String: Int]
+    /// Skip counts by reason, live like `failures`.
+    public var skips: [String: Int]
 
-    public init(record: MessageRecord, counts: DeliveryCounts, failures: [String: Int]) {
+    public init(record: MessageRecord, counts: DeliveryCounts, failures: [String: Int], skips: [String: Int]? = nil) {
         self.record = record
         self.counts = counts
         self.failures = failures
+        self.skips = skips ?? record.skips
     }
 }
 

@@ -6,6 +6,9 @@ public protocol AppStore: Sendable {
     func app(id: Int64) async throws -> App?
     func app(apiKeyHash: String) async throws -> App?
     func apps() async throws -> [App]
+    /// The app whose `vendorSettings[vendor][setting]` is `value` (for settings unique across
+    /// apps, which is how a vendor API names its app), or nil.
+    func app(vendor: String, setting: String, value: String) async throws -> App?
     /// Replaces name, bundle id, API key hash and vendor settings of an existing app.
     func updateApp(_ app: App) async throws
     /// Deletes the app and everything that belongs to it. `false` if there was none.

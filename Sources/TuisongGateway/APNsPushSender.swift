@@ -6,7 +6,7 @@ import TuisongCore
 import TuisongCrypto
 
 /// Sends pushes through one APNs pool per (credential, environment), opened on first use.
-/// Credentials are looked up per (app, environment) and cached briefly; a failing credential
+/// Credentials are looked up per (app, environment, device selector) and cached briefly; a failing credential
 /// holds its deliveries instead of sending.
 final class APNsPushSender: PushSender {
     struct Endpoints: Sendable {
@@ -26,26 +26,39 @@ final class APNsPushSender: PushSender {
     }
 
     private struct PoolKey: Hashable {
+        var appID: Int64  // 0 for the local-mode fallback, shared by every app
         var credentialID: Int64  // 0 = the local-mode fallback
         var environment: APNsEnvironment
     }
 
-    private struct AppEnvironment: Hashable {
+    /// Devices of one app, environment and credential selector reach APNs the same way.
+    private struct RouteKey: Hashable {
         var appID: Int64
         var environment: APNsEnvironment
+        var selector: String?
     }
 
-    /// A looked-up credential. A class: the hot path copies only a reference per send, not
-    /// the record with its sealed secret.
+    /// A looked-up credential and the environment its pushes go to. A class: the hot path
+    /// copies only a reference per send, not the record with its sealed secret.
     private final class Resolved: Sendable {
         let credential: CredentialRecord?
+        /// The device's environment, or the credential's when only a credential of the other
+        /// environment carries the device's selector.
+        let environment: APNsEnvironment
+        /// Why nothing can be sent (a selector naming no credential).
+        let refusal: String?
         let expires: Date
 
-        init(credential: CredentialRecord?, expires: Date) {
+        init(credential: CredentialRecord?, environment: APNsEnvironment, refusal: String? = nil, expires: Date) {
             self.credential = credential
+            self.environment = environment
+            self.refusal = refusal
             self.expires = expires
         }
     }
+
+    /// The hold reason of a device whose credential selector names none of the app's credentials.
+    static let noCredentialForSelector = "no_credential_for_selector"
 
     let credentials: CredentialService
     let store: any CredentialStore
@@ -55,7 +68,7 @@ final class APNsPushSender: PushSender {
     let clock: any Clock
     let logger: Logger
     private let pools = Mutex<[PoolKey: APNsConnectionPool]>([:])
-    private let resolved = Mutex<[AppEnvironment: Resolved]>([:])
+    private let resolved = Mutex<[RouteKey: Resolved]>([:])
 
     init(
         credentials: CredentialService, store: any CredentialStore, endpoints: Endpoints,
@@ -71,27 +84,53 @@ final class APNsPushSender: PushSender {
         self.logger = logger
     }
 
-    /// Forget an app's cached credential (one was added, deleted or fixed) and close pools of
-    /// credentials that no longer exist.
+    /// Forget an app's cached credentials (one was added, deleted or fixed) and close the pools
+    /// of its credentials that no longer exist: nothing would send through them again, and
+    /// they would keep their APNs connections open.
     func credentialsChanged(appID: Int64) async {
         resolved.withLock { cache in cache = cache.filter { $0.key.appID != appID } }
+        let remaining: Set<Int64>
+        do {
+            remaining = Set(try await store.credentials(appID: appID).map(\.id))
+        } catch {
+            logger.error("cannot list the credentials of app \(appID) to close unused pools: \(error)")
+            return
+        }
+        let closed = pools.withLock { pools -> [APNsConnectionPool] in
+            let gone = pools.keys.filter {
+                $0.appID == appID && $0.credentialID != 0 && !remaining.contains($0.credentialID)
+            }
+            return gone.compactMap { pools.removeValue(forKey: $0) }
+        }
+        for pool in closed { await pool.shutdown() }
     }
 
-    /// Where an (app, environment)'s pushes go now, or why they cannot go anywhere.
+    /// How many APNs pools are open (for tests and diagnostics).
+    var openPoolCount: Int { pools.withLock { $0.count } }
+
+    /// Where an (app, environment, selector)'s pushes go now, or why they cannot go anywhere.
     private enum Route {
         case pool(APNsConnectionPool, credential: CredentialRecord?)
         case refused(SendOutcome)
     }
 
     func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome {
+        await send(app: app, message: message, token: token, environment: environment, selector: nil, payload: nil)
+    }
+
+    func send(
+        app: App, message: MessageRecord, token: String, environment: APNsEnvironment, selector: String?,
+        payload: [UInt8]?
+    ) async -> SendOutcome {
         let pool: APNsConnectionPool
         let credential: CredentialRecord?
-        switch await route(app: app, environment: environment) {
+        switch await route(app: app, environment: environment, selector: selector) {
         case .refused(let outcome): return outcome
         case .pool(let found, let foundCredential): (pool, credential) = (found, foundCredential)
         }
         var request = Self.request(message, app: app)
         request.deviceToken = token
+        if let payload { request.payload = payload }
         let result: Result<APNsResponse, APNsTransportError>
         do {
             result = .success(try await pool.send(request))
@@ -103,17 +142,26 @@ final class APNsPushSender: PushSender {
         return outcome
     }
 
-    /// The credential, pool, topic and headers are resolved once for the whole batch; the pool
-    /// gets every request in one hand-off and answers on its thread, where the outcomes are
-    /// classified and reported.
     func send(
         app: App, message: MessageRecord, environment: APNsEnvironment, tokens: [String],
         report: @escaping @Sendable ([SendReport]) -> Void
     ) async {
+        await send(
+            app: app, message: message, environment: environment, selector: nil, tokens: tokens, payloads: nil,
+            report: report)
+    }
+
+    /// The credential, pool, topic and headers are resolved once for the whole batch; the pool
+    /// gets every request in one hand-off and answers on its thread, where the outcomes are
+    /// classified and reported.
+    func send(
+        app: App, message: MessageRecord, environment: APNsEnvironment, selector: String?, tokens: [String],
+        payloads: [[UInt8]?]?, report: @escaping @Sendable ([SendReport]) -> Void
+    ) async {
         guard !tokens.isEmpty else { return }
         let pool: APNsConnectionPool
         let credential: CredentialRecord?
-        switch await route(app: app, environment: environment) {
+        switch await route(app: app, environment: environment, selector: selector) {
         case .refused(let outcome):
             report(tokens.indices.map { SendReport(index: $0, outcome: outcome) })
             return
@@ -122,9 +170,10 @@ final class APNsPushSender: PushSender {
         let template = Self.request(message, app: app)
         var requests: [APNsRequest] = []
         requests.reserveCapacity(tokens.count)
-        for token in tokens {
+        for (index, token) in tokens.enumerated() {
             var request = template
             request.deviceToken = token
+            if let payloads, let own = payloads[index] { request.payload = own }
             requests.append(request)
         }
         pool.send(requests) { [self] answers in
@@ -149,21 +198,24 @@ final class APNsPushSender: PushSender {
         }
     }
 
-    private func route(app: App, environment: APNsEnvironment) async -> Route {
-        let credential: CredentialRecord?
+    private func route(app: App, environment: APNsEnvironment, selector: String?) async -> Route {
+        let resolved: Resolved
         do {
-            credential = try await activeCredential(appID: app.id, environment: environment)
+            resolved = try await resolve(appID: app.id, environment: environment, selector: selector)
         } catch {
             return .refused(.retry(reason: "CredentialLookupFailed", after: .seconds(1)))
         }
+        if let refusal = resolved.refusal { return .refused(.held(reason: refusal)) }
+        let credential = resolved.credential
         if let credential, credential.isFailing {
             return .refused(.held(reason: credential.statusReason ?? "CredentialFailing"))
         }
         if credential == nil, fallback == nil { return .refused(.held(reason: "NoCredential")) }
         do {
-            return .pool(try pool(for: credential, environment: environment), credential: credential)
+            return .pool(
+                try pool(for: credential, appID: app.id, environment: resolved.environment), credential: credential)
         } catch {
-            logger.error("cannot open an APNs pool for app \(app.id) \(environment.rawValue): \(error)")
+            logger.error("cannot open an APNs pool for app \(app.id) \(resolved.environment.rawValue): \(error)")
             if let credential { await markFailing(credential, reason: "CredentialUnusable") }
             return .refused(.held(reason: "CredentialUnusable"))
         }
@@ -211,17 +263,39 @@ final class APNsPushSender: PushSender {
         }
     }
 
-    private func activeCredential(appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord? {
-        let key = AppEnvironment(appID: appID, environment: environment)
+    /// The credential of a device with `selector` in `environment`: with a selector, the
+    /// app's newest credential carrying it in the device's environment, else in the other
+    /// environment (whose endpoint is then used: the credential implies it); no such
+    /// credential holds the device. Without a selector, the app's default credential.
+    private func resolve(appID: Int64, environment: APNsEnvironment, selector: String?) async throws -> Resolved {
+        let key = RouteKey(appID: appID, environment: environment, selector: selector)
         let now = clock.now
-        if let hit = resolved.withLock({ $0[key] }), hit.expires > now { return hit.credential }
-        let credential = try await store.activeCredential(appID: appID, environment: environment)
-        resolved.withLock { $0[key] = Resolved(credential: credential, expires: now.addingTimeInterval(5)) }
-        return credential
+        if let hit = resolved.withLock({ $0[key] }), hit.expires > now { return hit }
+        let expires = now.addingTimeInterval(5)
+        let found: Resolved
+        if let selector {
+            let matching = try await store.credentials(appID: appID).filter { $0.selector == selector }
+            if let own = matching.last(where: { $0.environment == environment }) {
+                found = Resolved(credential: own, environment: environment, expires: expires)
+            } else if let other = matching.last {
+                found = Resolved(credential: other, environment: other.environment, expires: expires)
+            } else {
+                found = Resolved(
+                    credential: nil, environment: environment, refusal: Self.noCredentialForSelector, expires: expires)
+            }
+        } else {
+            let credential = try await store.activeCredential(appID: appID, environment: environment)
+            found = Resolved(credential: credential, environment: environment, expires: expires)
+        }
+        resolved.withLock { $0[key] = found }
+        return found
     }
 
-    private func pool(for credential: CredentialRecord?, environment: APNsEnvironment) throws -> APNsConnectionPool {
-        let key = PoolKey(credentialID: credential?.id ?? 0, environment: environment)
+    private func pool(for credential: CredentialRecord?, appID: Int64, environment: APNsEnvironment) throws
+        -> APNsConnectionPool
+    {
+        let key = PoolKey(
+            appID: credential == nil ? 0 : appID, credentialID: credential?.id ?? 0, environment: environment)
         if let pool = pools.withLock({ $0[key] }) { return pool }
         let material: APNsCredentialMaterial
         if let credential {
@@ -250,11 +324,12 @@ final class APNsPushSender: PushSender {
     }
 
     private func markFailing(_ credential: CredentialRecord, reason: String) async {
-        let key = AppEnvironment(appID: credential.appID, environment: credential.environment)
         let now = clock.now
         let alreadyMarked = resolved.withLock { cache -> Bool in
-            guard let cached = cache[key], cached.expires > now, let marked = cached.credential else { return false }
-            return marked.id == credential.id && marked.isFailing && marked.statusReason == reason
+            cache.values.contains { cached in
+                guard cached.expires > now, let marked = cached.credential else { return false }
+                return marked.id == credential.id && marked.isFailing && marked.statusReason == reason
+            }
         }
         // Every answer of a batch on a refused credential says the same; one write is enough.
         if alreadyMarked { return }
@@ -266,12 +341,20 @@ final class APNsPushSender: PushSender {
         } catch {
             logger.error("cannot mark credential \(credential.id) failing: \(error)")
         }
+        var failing = credential
+        failing.status = "failing"
+        failing.statusReason = reason
+        let expires = clock.now.addingTimeInterval(5)
+        // Every route that resolved to this credential now sees it failing; the default route
+        // of its environment too, should it not have been looked up yet.
         resolved.withLock { cache in
-            let key = AppEnvironment(appID: credential.appID, environment: credential.environment)
-            var failing = credential
-            failing.status = "failing"
-            failing.statusReason = reason
-            cache[key] = Resolved(credential: failing, expires: clock.now.addingTimeInterval(5))
+            for (key, cached) in cache where cached.credential?.id == credential.id {
+                cache[key] = Resolved(credential: failing, environment: cached.environment, expires: expires)
+            }
+            if credential.selector == nil {
+                let key = RouteKey(appID: credential.appID, environment: credential.environment, selector: nil)
+                cache[key] = Resolved(credential: failing, environment: credential.environment, expires: expires)
+            }
         }
         // Nothing is routed to the refused credential's pools any more; without this they
         // would keep reconnecting to APNs with it. A later send opens a new pool if the

@@ -23,7 +23,11 @@ struct AdminAPI: Sendable {
     let gateway: (any PushGateway)?
     /// Checks, stores and tests APNs credentials; nil in a build without the APNs sender.
     let credentials: (any AdminCredentialBackend)?
+    /// The gateway's app cache; nil when this process runs no delivery engine.
+    let apps: AppCache?
     let config: GatewayConfig
+    /// The mounted providers: their device columns show in the device views.
+    let providers: [any PushProvider]
     let clock: any Clock
     let logger: Logger
     let sessions: AdminSessions
@@ -36,7 +40,8 @@ struct AdminAPI: Sendable {
 
     init(
         store: any AdminStore, masterKey: MasterKey, apiKeys: APIKeyAuthenticator?, gateway: (any PushGateway)?,
-        credentials: (any AdminCredentialBackend)? = nil, config: GatewayConfig, clock: any Clock, logger: Logger,
+        credentials: (any AdminCredentialBackend)? = nil, apps: AppCache? = nil, config: GatewayConfig,
+        providers: [any PushProvider] = [], clock: any Clock, logger: Logger,
         sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil
     ) {
         self.store = store
@@ -44,11 +49,23 @@ struct AdminAPI: Sendable {
         self.apiKeys = apiKeys
         self.gateway = gateway
         self.credentials = credentials
+        self.apps = apps
         self.config = config
+        self.providers = providers
         self.clock = clock
         self.logger = logger
         self.sessions = sessions ?? AdminSessions(clock: clock)
         self.throttle = throttle ?? LoginThrottle(clock: clock)
+    }
+
+    /// Every change to an app (bundle id, key, vendor settings, deletion) goes through here, so
+    /// the delivery path and the API key cache see it at once.
+    func appChanged(_ id: Int64) {
+        if let apps {
+            apps.changed(id: id)
+        } else {
+            apiKeys?.forget(app: id)
+        }
     }
 
     func register(on router: Router) {
@@ -77,7 +94,7 @@ struct AdminAPI: Sendable {
             ])
         }
         add(.GET, "/vendors", on: router) { _ in
-            .json(object: ["vendors": AdminVendorSettings.schemaObject])
+            .json(object: ["vendors": AdminVendorSettings.schemaObject()])
         }
         AdminAppsAPI(api: self).register(on: router)
         AdminTemplatesAPI(api: self).register(on: router)

@@ -21,7 +21,8 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     func add(_ upload: AdminCredentialUpload) async throws -> CredentialRecord {
         do {
             return try await add(
-                try Self.credentialUpload(upload), appID: upload.appID, environment: upload.environment)
+                try Self.credentialUpload(upload), appID: upload.appID, environment: upload.environment,
+                selector: upload.selector)
         } catch let error as CredentialError {
             throw AdminCredentialRejection(
                 code: error.code.rawValue, message: error.message, field: Self.field(error.code))
@@ -30,18 +31,23 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
 
     /// Validates, seals and stores the credential, then puts it to work: the sender forgets its
     /// cache, held deliveries are released, and in local mode the mock learns a new token key.
-    func add(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord {
-        let record = try await credentials.add(upload, appID: appID, environment: environment)
+    func add(
+        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment, selector: String? = nil
+    ) async throws -> CredentialRecord {
+        let record = try await credentials.add(upload, appID: appID, environment: environment, selector: selector)
         if let localMock, record.kind == .p8, let material = try? credentials.material(record),
             case .token(let key, let keyID, let teamID) = material
         {
             localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
         }
         await sender.credentialsChanged(appID: record.appID)
-        if try await store.releaseHeldDeliveries(appID: record.appID, environment: record.environment, now: Date()) > 0
-        {
-            engine.wake()
+        var released = try await store.releaseHeldDeliveries(
+            appID: record.appID, environment: record.environment, now: Date())
+        if let selector = record.selector {
+            // Devices held for want of this selector may be of the other environment.
+            released += try await store.releaseHeldDeliveries(appID: record.appID, selector: selector, now: Date())
         }
+        if released > 0 { engine.wake() }
         return record
     }
 
@@ -91,6 +97,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         case .wrongPassword: "password"
         case .invalidKeyID: "key_id"
         case .invalidTeamID: "team_id"
+        case .invalidSelector: "selector"
         default: "file"
         }
     }

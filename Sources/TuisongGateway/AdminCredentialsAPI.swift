@@ -13,6 +13,8 @@ struct AdminCredentialUpload: Sendable {
     var password: String?
     var keyID: String?
     var teamID: String?
+    /// The vendor selector (Tencent busiId, Easemob notifier name); nil = the default credential.
+    var selector: String?
 }
 
 /// Why an uploaded credential was refused, in the credential service's words:
@@ -109,6 +111,13 @@ struct AdminCredentialsAPI: Sendable {
         var upload = AdminCredentialUpload(
             appID: appID, kind: kind, environment: environment, file: Array(data),
             password: try body.string("password", maxLength: 1024).flatMap { $0.isEmpty ? nil : $0 })
+        // A Tencent busiId may come as a JSON number.
+        let selector = try (try? body.integer("selector")).map(String.init) ?? body.string("selector", maxLength: 1024)
+        switch Result(catching: { () throws(CredentialError) -> String? in try CredentialSelector.validated(selector) })
+        {
+        case .success(let valid): upload.selector = valid
+        case .failure(let error): throw AdminError.invalid("selector", error.message)
+        }
         if kind == .p8 {
             upload.keyID = try appleIdentifier(body, "key_id", "Key ID")
             upload.teamID = try appleIdentifier(body, "team_id", "Team ID")

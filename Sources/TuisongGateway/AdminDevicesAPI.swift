@@ -63,8 +63,14 @@ struct AdminDevicesAPI: Sendable {
         }
         let cursor = request.query["cursor"].flatMap { $0.isEmpty ? nil : $0 }
         let page = try await store.searchDevices(appID: app.id, query: query, cursor: cursor, limit: limit)
+        let vendorValues = try await vendorValues(app, page.items)
         return .json(object: [
-            "devices": page.items.map(Self.view),
+            "devices": page.items.map { device in
+                var object = Self.view(device)
+                object["vendor_values"] = vendorValues[device.id] ?? [:]
+                return object
+            },
+            "vendor_columns": vendorColumns,
             "next_cursor": orNull(page.nextCursor),
             "total": try await store.deviceCount(appID: app.id),
         ])
@@ -81,6 +87,8 @@ struct AdminDevicesAPI: Sendable {
         let rows = try await store.deliveries(deviceID: device.id, limit: 20)
         var object = Self.view(device)
         object["tags"] = tags
+        object["vendor_columns"] = vendorColumns
+        object["vendor_values"] = try await vendorValues(app, [device])[device.id] ?? [:]
         object["recent_problems"] = rows.map { row -> [String: Any] in
             var entry = MessageView.delivery(row)
             entry["message_id"] = row.messageID
@@ -90,6 +98,39 @@ struct AdminDevicesAPI: Sendable {
         return .json(object: object)
     }
 
+    /// The device columns the mounted providers declare:
+    /// `[{"vendor": "baidu", "key": "channel_id", "label": {"en", "zh"}}]`.
+    var vendorColumns: [[String: Any]] {
+        api.providers.flatMap { provider in
+            type(of: provider).deviceColumns.map { column -> [String: Any] in
+                [
+                    "vendor": type(of: provider).name, "key": column.key,
+                    "label": ["en": column.label.en, "zh": column.label.zh],
+                ]
+            }
+        }
+    }
+
+    /// Device id → vendor → column key → value, from each mounted provider that declares
+    /// columns. A provider that fails to answer leaves its columns empty (logged): the device
+    /// view still shows.
+    private func vendorValues(_ app: App, _ devices: [Device]) async throws -> [Int64: [String: [String: String]]] {
+        var result: [Int64: [String: [String: String]]] = [:]
+        let ids = devices.map(\.id)
+        guard !ids.isEmpty else { return result }
+        for provider in api.providers where !type(of: provider).deviceColumns.isEmpty {
+            let name = type(of: provider).name
+            do {
+                for (id, values) in try await provider.deviceColumnValues(appID: app.id, deviceIDs: ids) {
+                    result[id, default: [:]][name] = values
+                }
+            } catch {
+                api.logger.error("admin: \(name) device columns failed: \(error)")
+            }
+        }
+        return result
+    }
+
     static func view(_ device: Device) -> [String: Any] {
         [
             "id": device.id,
@@ -97,8 +138,6 @@ struct AdminDevicesAPI: Sendable {
             "environment": device.environment.rawValue,
             "user": orNull(device.user),
             "locale": orNull(device.locale),
-            "baidu_user_id": orNull(device.baiduUserID),
-            "baidu_channel_id": orNull(device.baiduChannelID),
             "im_account": orNull(device.imAccount),
             "created_at": ISO8601.string(device.createdAt),
             "updated_at": ISO8601.string(device.updatedAt),
@@ -164,6 +203,8 @@ struct AdminDevicesAPI: Sendable {
         case .accounts(let accounts):
             guard let account = device.imAccount, accounts.contains(account) else { return nil }
             return device.id
+        case .allAccounts:
+            return device.imAccount == nil ? nil : device.id
         case .tokens:
             return nil
         }

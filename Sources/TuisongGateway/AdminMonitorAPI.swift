@@ -42,6 +42,8 @@ struct AdminMonitorAPI: Sendable {
         }
         let failures = try await store.failureReasons(
             since: now.addingTimeInterval(-Self.failureWindow), scanLimit: Self.scanLimit)
+        let skips = try await store.skipReasons(
+            since: now.addingTimeInterval(-Self.failureWindow), scanLimit: Self.scanLimit)
 
         return .json(object: [
             "now": ISO8601.string(now),
@@ -51,6 +53,7 @@ struct AdminMonitorAPI: Sendable {
             "running": running,
             "recent": recent,
             "failures": failures,
+            "skips": skips,
             "failures_window_seconds": Int(Self.failureWindow),
             "credentials": try await credentialAlerts(now: now),
         ])
@@ -145,6 +148,7 @@ enum AdminCredentialView {
             "expires_at": AdminTime.string(credential.expiresAt),
             "status": credential.status,
             "status_reason": orNull(credential.statusReason),
+            "selector": orNull(credential.selector),
             "created_at": ISO8601.string(credential.createdAt),
         ]
         if let expires = credential.expiresAt {

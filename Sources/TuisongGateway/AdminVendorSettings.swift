@@ -1,102 +1,70 @@
-import BaiduProvider
 import Foundation
 import TuisongCore
 import TuisongPlugin
 
-/// The per-vendor settings an app can carry, as the console edits them. Stored in
-/// `App.vendorSettings[vendor]`: an ordinary field under its key, a secret field sealed with
-/// the master key under `<key>_sealed` (`SecretSealer`, context `"<vendor>:app:<app id>"`), so
-/// the provider reads it with `secrets.open(settings["secret_key_sealed"], context:
-/// "baidu:app:\(app.id)")`, as `BaiduKeys.of` does.
+/// The per-vendor settings an app can carry, as the console and the CLI edit them, derived
+/// from the registered providers' declarations (`PushProvider.settings`): a vendor adapter
+/// that needs a setting declares it in its plugin, nowhere else.
 ///
-/// A vendor adapter that needs another setting adds its field here; the console renders
-/// whatever this table lists.
+/// Stored in `App.vendorSettings[vendor]`: an ordinary setting under its key, a secret sealed
+/// with the master key under `<key>_sealed` (`SecretSealer`, context `"<vendor>:app:<app id>"`),
+/// so the provider reads it with `secrets.open(settings["secret_key_sealed"], context:
+/// "baidu:app:\(app.id)")`, as `BaiduKeys.of` does.
 enum AdminVendorSettings {
-    struct Field: Sendable {
-        /// The setting's name, in the vendor's own words.
-        let key: String
-        /// Write-only: stored sealed, never returned, shown as set or not set.
-        let secret: Bool
-        /// No two apps may share the value (the provider finds the app by it).
-        let unique: Bool
-        let maxLength: Int
-        /// Why a value is not acceptable, or nil when it is.
-        var problem: @Sendable (String) -> String? = { _ in nil }
-
-        /// Where the value lives in `App.vendorSettings[vendor]`.
-        var storageKey: String { secret ? key + "_sealed" : key }
-    }
-
     struct Vendor: Sendable {
         let name: String
-        let fields: [Field]
+        let displayName: LocalizedText
+        let settings: [VendorSetting]
     }
 
-    static let vendors: [Vendor] = [
-        Vendor(
-            name: "baidu",
-            fields: [
-                // The same rules as BaiduKeys, which the Baidu provider reads these with.
-                Field(key: "apikey", secret: false, unique: true, maxLength: 64) { value in
-                    BaiduKeys.isValidAPIKey(value) ? nil : "must be 1–64 letters, digits, - or _"
-                },
-                Field(key: "secret_key", secret: true, unique: false, maxLength: 256) { value in
-                    value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
-                        ? nil : "must be printable ASCII characters without spaces"
-                },
-                Field(key: "app_id", secret: false, unique: false, maxLength: 20) { value in
-                    value.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
-                        ? nil : "Baidu's app id is digits"
-                },
-            ]),
-        Vendor(
-            name: "tencent",
-            fields: [
-                Field(key: "sdkappid", secret: false, unique: true, maxLength: 32),
-                Field(key: "key", secret: true, unique: false, maxLength: 512),
-                Field(key: "admin_identifier", secret: false, unique: false, maxLength: 128),
-            ]),
-        Vendor(
-            name: "easemob",
-            fields: [
-                Field(key: "org_name", secret: false, unique: false, maxLength: 128),
-                Field(key: "app_name", secret: false, unique: false, maxLength: 128),
-                Field(key: "client_id", secret: false, unique: false, maxLength: 256),
-                Field(key: "client_secret", secret: true, unique: false, maxLength: 512),
-            ]),
-    ]
-
-    static func vendor(named name: String) -> Vendor? {
-        vendors.first { $0.name == name }
+    /// Every registered provider that declares settings, in registry order.
+    static func vendors(_ providers: [any PushProvider.Type] = ProviderRegistry.providers) -> [Vendor] {
+        providers.filter { !$0.settings.isEmpty }.map {
+            Vendor(name: $0.name, displayName: $0.displayName, settings: $0.settings)
+        }
     }
 
     static func sealingContext(vendor: String, appID: Int64) -> String {
         "\(vendor):app:\(appID)"
     }
 
-    /// The schema for the console: `[{"vendor": "baidu", "fields": [{"key", "secret"}]}]`.
-    static var schemaObject: [[String: Any]] {
-        vendors.map { vendor in
+    /// The declarations for the console: `[{"vendor": "baidu", "label": {"en", "zh"}, "fields":
+    /// [{"key", "label", "secret", "required", "unique", "default", "max_length"}]}]`.
+    static func schemaObject(_ providers: [any PushProvider.Type] = ProviderRegistry.providers) -> [[String: Any]] {
+        vendors(providers).map { vendor in
             [
                 "vendor": vendor.name,
-                "fields": vendor.fields.map { ["key": $0.key, "secret": $0.secret, "max_length": $0.maxLength] },
+                "label": ["en": vendor.displayName.en, "zh": vendor.displayName.zh],
+                "fields": vendor.settings.map { setting -> [String: Any] in
+                    [
+                        "key": setting.key,
+                        "label": ["en": setting.label.en, "zh": setting.label.zh],
+                        "secret": setting.isSecret,
+                        "required": setting.isRequired,
+                        "unique": setting.isUniqueAcrossApps,
+                        "default": setting.defaultValue.map { $0 as Any } ?? NSNull(),
+                        "max_length": setting.maxLength,
+                    ]
+                },
             ]
         }
     }
 
-    /// The settings as the console may see them: plain values of ordinary fields, only
-    /// whether a secret field is set.
-    static func view(_ settings: [String: [String: String]]) -> [String: Any] {
+    /// The settings as the console may see them: plain values of ordinary settings, only
+    /// whether a secret is set.
+    static func view(
+        _ settings: [String: [String: String]], providers: [any PushProvider.Type] = ProviderRegistry.providers
+    ) -> [String: Any] {
         var result: [String: Any] = [:]
-        for vendor in vendors {
+        for vendor in vendors(providers) {
             let stored = settings[vendor.name] ?? [:]
             var fields: [String: Any] = [:]
-            for field in vendor.fields {
-                let value = stored[field.storageKey] ?? ""
-                if field.secret {
-                    fields[field.key] = ["set": !value.isEmpty]
+            for setting in vendor.settings {
+                let value = stored[setting.storageKey] ?? ""
+                if setting.isSecret {
+                    fields[setting.key] = ["set": !value.isEmpty]
                 } else {
-                    fields[field.key] = ["set": !value.isEmpty, "value": value]
+                    fields[setting.key] = ["set": !value.isEmpty, "value": value]
                 }
             }
             result[vendor.name] = fields
@@ -105,17 +73,21 @@ enum AdminVendorSettings {
     }
 
     /// Applies an edit `{"baidu": {"apikey": "…", "secret_key": "…"}}` to `app`:
-    /// - an ordinary field is set to the string given ("" clears it);
-    /// - a secret field given as a non-empty string is sealed and stored; "" clears it;
-    ///   absent or null leaves it unchanged (the console never has the old value to resend).
+    /// - an ordinary setting is set to the string given ("" clears it);
+    /// - a secret given as a non-empty string is sealed and stored; "" clears it; absent or
+    ///   null leaves it unchanged (the console never has the old value to resend).
+    /// Each value is checked against its declaration (length, the provider's own rule, unique
+    /// across `otherApps`).
     static func apply(
-        _ edit: [String: Any], to app: inout App, sealer: any SecretSealer, otherApps: [App]
+        _ edit: [String: Any], to app: inout App, sealer: any SecretSealer, otherApps: [App],
+        providers: [any PushProvider.Type] = ProviderRegistry.providers
     ) throws {
+        let known = vendors(providers)
         for (vendorName, rawFields) in edit {
-            guard let vendor = vendor(named: vendorName) else {
+            guard let vendor = known.first(where: { $0.name == vendorName }) else {
                 throw AdminError.invalid(
                     "vendors.\(vendorName)",
-                    "unknown vendor \"\(vendorName)\"; known: \(vendors.map(\.name).joined(separator: ", "))")
+                    "unknown vendor \"\(vendorName)\"; known: \(known.map(\.name).joined(separator: ", "))")
             }
             guard let fields = rawFields as? [String: Any] else {
                 throw AdminError.invalid("vendors.\(vendorName)", "vendors.\(vendorName) must be an object")
@@ -123,38 +95,35 @@ enum AdminVendorSettings {
             var stored = app.vendorSettings[vendorName] ?? [:]
             for (key, rawValue) in fields {
                 let path = "vendors.\(vendorName).\(key)"
-                guard let field = vendor.fields.first(where: { $0.key == key }) else {
+                guard let setting = vendor.settings.first(where: { $0.key == key }) else {
                     throw AdminError.invalid(path, "unknown setting \"\(key)\" for \(vendorName)")
                 }
                 if rawValue is NSNull { continue }
                 guard let text = rawValue as? String else { throw AdminError.invalid(path, "\(path) must be a string") }
-                let value = field.secret ? text : text.trimmingCharacters(in: .whitespacesAndNewlines)
-                guard value.count <= field.maxLength else {
-                    throw AdminError.invalid(path, "\(path) must be at most \(field.maxLength) characters")
-                }
+                let value = setting.isSecret ? text : text.trimmingCharacters(in: .whitespacesAndNewlines)
                 if value.isEmpty {
-                    stored.removeValue(forKey: field.storageKey)
+                    stored.removeValue(forKey: setting.storageKey)
                     continue
                 }
-                if let problem = field.problem(value) {
+                if let problem = setting.rejection(of: value) {
                     throw AdminError.invalid(path, "\(vendorName) \(key) \(problem)")
                 }
-                if field.unique,
+                if setting.isUniqueAcrossApps,
                     let other = otherApps.first(where: {
-                        $0.id != app.id && $0.vendorSettings[vendorName]?[key] == value
+                        $0.id != app.id && $0.vendorSettings[vendorName]?[setting.storageKey] == value
                     })
                 {
                     throw AdminError.conflict(path, "app \"\(other.name)\" already uses this \(vendorName) \(key)")
                 }
-                if field.secret {
+                if setting.isSecret {
                     do {
-                        stored[field.storageKey] = try sealer.seal(
+                        stored[setting.storageKey] = try sealer.seal(
                             value, context: sealingContext(vendor: vendorName, appID: app.id))
                     } catch {
                         throw AdminError(500, "internal_error", "the secret could not be encrypted")
                     }
                 } else {
-                    stored[field.storageKey] = value
+                    stored[setting.storageKey] = value
                 }
             }
             if stored.isEmpty {
@@ -163,5 +132,41 @@ enum AdminVendorSettings {
                 app.vendorSettings[vendorName] = stored
             }
         }
+    }
+}
+
+/// An app's settings for one vendor, replaced as `tuisong app set-<vendor>` does: by the
+/// provider's declarations, the same checks and sealing as the console.
+public enum VendorSettingsUpdate {
+    /// A value the declarations refuse, or an app that already holds a unique value.
+    public struct Refusal: Error, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Replaces `app.vendorSettings[vendor]` with `values` (setting key → value, secrets in
+    /// clear; sealed here); settings left out are cleared. Required settings must be given.
+    public static func replace(
+        vendor: String, with values: [String: String], in app: inout App, sealer: any SecretSealer,
+        otherApps: [App], providers: [any PushProvider.Type] = ProviderRegistry.providers
+    ) throws(Refusal) {
+        guard let provider = providers.first(where: { $0.name == vendor }), !provider.settings.isEmpty else {
+            throw Refusal(description: "no provider \"\(vendor)\" with settings in this build")
+        }
+        for setting in provider.settings where setting.isRequired && (values[setting.key] ?? "").isEmpty {
+            throw Refusal(description: "\(setting.key) is required")
+        }
+        var edit: [String: Any] = [:]
+        for setting in provider.settings { edit[setting.key] = values[setting.key] ?? "" }
+        var updated = app
+        updated.vendorSettings.removeValue(forKey: vendor)
+        do {
+            try AdminVendorSettings.apply(
+                [vendor: edit], to: &updated, sealer: sealer, otherApps: otherApps, providers: providers)
+        } catch let error as AdminError {
+            throw Refusal(description: error.message)
+        } catch {
+            throw Refusal(description: "\(error)")
+        }
+        app = updated
     }
 }

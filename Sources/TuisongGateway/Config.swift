@@ -161,8 +161,9 @@ extension GatewayConfig {
         return tree
     }
 
-    /// Keys under these paths are free-form (vendor sections): taken as given.
-    static let openSections: Set<String> = ["baidu", "tencent", "easemob"]
+    /// Keys under these paths are free-form (the sections of the providers this build
+    /// knows, `"baidu": {…}`): taken as given, handed to the provider.
+    static var openSections: Set<String> { Set(ProviderRegistry.names) }
 
     /// Overlays a file's values on the default, refusing keys the default does not know so a
     /// typo (`"lisen"`) is reported instead of silently ignored.

@@ -167,7 +167,9 @@ extension GatewayConfig {
                 var result: [String: JSONValue] = [:]
                 for (key, value) in object {
                     let childPath = path.isEmpty ? key : "\(path).\(key)"
-                    if GatewayConfig.secretKeys.contains(childPath) || GatewayConfig.looksSecret(key) {
+                    if GatewayConfig.secretKeys.contains(childPath) || GatewayConfig.looksSecret(key)
+                        || GatewayConfig.vendorSecretKeys[path]?.contains(key) == true
+                    {
                         if case .string(let s) = value, s.isEmpty {
                             result[key] = value
                         } else {
@@ -188,7 +190,18 @@ extension GatewayConfig {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// Vendor sections are free-form: anything named like a secret is masked.
+    /// In a provider's section, the keys of the settings it declares secret (`secret_key`,
+    /// `secret_key_sealed`): provider name → keys.
+    static var vendorSecretKeys: [String: Set<String>] {
+        var keys: [String: Set<String>] = [:]
+        for provider in ProviderRegistry.providers {
+            let secret = provider.settings.filter(\.isSecret).flatMap { [$0.key, $0.storageKey] }
+            if !secret.isEmpty { keys[provider.name] = Set(secret) }
+        }
+        return keys
+    }
+
+    /// Vendor sections are free-form: anything named like a secret is masked too.
     static func looksSecret(_ key: String) -> Bool {
         let lowered = key.lowercased()
         return lowered.contains("secret") || lowered.contains("password")

@@ -25,6 +25,7 @@ public struct CredentialError: Error, Sendable, CustomStringConvertible, Equatab
         case invalidKeyID = "invalid_key_id"
         case invalidTeamID = "invalid_team_id"
         case notFound = "not_found"
+        case invalidSelector = "invalid_selector"
     }
     public var code: Code
     public var message: String
@@ -141,11 +142,14 @@ public struct CredentialService: Sendable {
             encryptedSecret: try seal(secret, appID: appID))
     }
 
-    /// Stores a validated upload. The caller releases held deliveries afterwards.
-    public func add(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment) async throws
-        -> CredentialRecord
-    {
-        let credential = try inspect(upload, appID: appID, environment: environment)
+    /// Stores a validated upload, with the vendor `selector` devices name it by (Tencent busiId,
+    /// Easemob notifier name; nil = the app's default credential for the environment). The
+    /// caller releases held deliveries afterwards.
+    public func add(
+        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment, selector: String? = nil
+    ) async throws -> CredentialRecord {
+        var credential = try inspect(upload, appID: appID, environment: environment)
+        credential.selector = try CredentialSelector.validated(selector)
         return try await store.addCredential(credential)
     }
 
@@ -202,10 +206,30 @@ public enum CredentialView {
         if let v = r.keyID { object["key_id"] = v }
         if let v = r.subject { object["subject"] = v }
         if let v = r.statusReason { object["status_reason"] = v }
+        if let v = r.selector { object["selector"] = v }
         if let expires = r.expiresAt {
             object["expires_at"] = ISO8601.string(expires)
             object["expires_in_days"] = Int(expires.timeIntervalSince(now) / 86400)
         }
         return object
+    }
+}
+
+/// A credential's vendor selector: Tencent's numeric busiId, Easemob's notifier (certificate)
+/// name. Devices registered with the same selector are sent through this credential.
+public enum CredentialSelector {
+    public static let maxLength = 128
+
+    /// `nil` and blank stay nil (the default credential); otherwise trimmed, at most
+    /// `maxLength` characters, no control characters.
+    public static func validated(_ raw: String?) throws(CredentialError) -> String? {
+        guard let trimmed = raw?.trimmingCharacters(in: .whitespaces), !trimmed.isEmpty else { return nil }
+        guard trimmed.count <= maxLength else {
+            throw CredentialError(.invalidSelector, "the selector is longer than \(maxLength) characters")
+        }
+        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw CredentialError(.invalidSelector, "the selector contains control characters")
+        }
+        return trimmed
     }
 }

@@ -34,6 +34,19 @@ protocol PushSender: Sendable {
     func send(
         app: App, message: MessageRecord, environment: APNsEnvironment, tokens: [String],
         report: @escaping @Sendable ([SendReport]) -> Void) async
+
+    /// One device with the credential its `selector` names (nil: the app's default one) and
+    /// `payload` instead of the message's when given (a policy's per-device bytes, a retry).
+    func send(
+        app: App, message: MessageRecord, token: String, environment: APNsEnvironment, selector: String?,
+        payload: [UInt8]?
+    ) async -> SendOutcome
+
+    /// The batch form of the above: `payloads`, when given, holds one entry per token (nil =
+    /// the message's payload).
+    func send(
+        app: App, message: MessageRecord, environment: APNsEnvironment, selector: String?, tokens: [String],
+        payloads: [[UInt8]?]?, report: @escaping @Sendable ([SendReport]) -> Void) async
 }
 
 extension PushSender {
@@ -46,6 +59,35 @@ extension PushSender {
         for (index, token) in tokens.enumerated() {
             Task {
                 let outcome = await send(app: app, message: message, token: token, environment: environment)
+                report([SendReport(index: index, outcome: outcome)])
+            }
+        }
+    }
+
+    /// For senders that know no selectors (test fakes): the message with the device's payload.
+    func send(
+        app: App, message: MessageRecord, token: String, environment: APNsEnvironment, selector: String?,
+        payload: [UInt8]?
+    ) async -> SendOutcome {
+        guard let payload else { return await send(app: app, message: message, token: token, environment: environment) }
+        var own = message
+        own.payload = payload
+        return await send(app: app, message: own, token: token, environment: environment)
+    }
+
+    func send(
+        app: App, message: MessageRecord, environment: APNsEnvironment, selector: String?, tokens: [String],
+        payloads: [[UInt8]?]?, report: @escaping @Sendable ([SendReport]) -> Void
+    ) async {
+        guard let payloads else {
+            await send(app: app, message: message, environment: environment, tokens: tokens, report: report)
+            return
+        }
+        for (index, token) in tokens.enumerated() {
+            Task {
+                let outcome = await send(
+                    app: app, message: message, token: token, environment: environment, selector: selector,
+                    payload: payloads[index])
                 report([SendReport(index: index, outcome: outcome)])
             }
         }
@@ -92,15 +134,32 @@ public final class DeliveryEngine: PushGateway {
     private let wakeSignal = WakeSignal()
     private let loops = Mutex<[Task<Void, Never>]>([])
     private let stopping = Atomic<Bool>(false)
-    let appCache = Mutex<[Int64: App]>([:])
+    /// Apps by id; every writer of an app calls `apps.changed(id:)`.
+    let apps: AppCache
+    /// Delivery policies by vendor (provider name), from the mounted providers.
+    private let policies = Mutex<[String: any DeliveryPolicy]>([:])
 
-    init(store: any Backend, sender: any PushSender, settings: DeliverySettings, clock: any Clock, logger: Logger) {
+    init(
+        store: any Backend, sender: any PushSender, settings: DeliverySettings, clock: any Clock, logger: Logger,
+        apps: AppCache? = nil
+    ) {
         self.store = store
         self.sender = sender
         self.settings = settings
         self.clock = clock
         self.logger = logger
         self.permits = AsyncSemaphore(permits: settings.workers)
+        self.apps = apps ?? AppCache(store: store, clock: clock)
+    }
+
+    /// Sets the per-recipient policies (vendor name → policy). Messages of other vendors take
+    /// the one-payload path.
+    func setPolicies(_ policies: [String: any DeliveryPolicy]) {
+        self.policies.withLock { $0 = policies }
+    }
+
+    func policy(forVendor vendor: String) -> (any DeliveryPolicy)? {
+        policies.withLock { $0[vendor] }
     }
 
     var isStopping: Bool { stopping.load(ordering: .acquiring) }
@@ -146,24 +205,23 @@ public final class DeliveryEngine: PushGateway {
         let run = runs.withLock { $0[messageID] }
         var counts = record.counts
         var failures = record.failures
+        var skips = record.skips
         if let run {
             let live = run.liveCounts()
             for state in DeliveryState.allCases { counts[state] += live.counts[state] }
             counts.sending += live.inFlight
             for (reason, n) in live.failures { failures[reason, default: 0] += n }
+            for (reason, n) in live.skips { skips[reason, default: 0] += n }
         }
         if let total = record.total, record.state == .queued || record.state == .sending || record.state == .scheduled {
             let accounted = counts.total
             if total > accounted { counts.queued += total - accounted }
         }
-        return MessageStatus(record: record, counts: counts, failures: failures)
+        return MessageStatus(record: record, counts: counts, failures: failures, skips: skips)
     }
 
     func app(id: Int64) async throws -> App? {
-        if let cached = appCache.withLock({ $0[id] }) { return cached }
-        let app = try await store.app(id: id)
-        if let app { appCache.withLock { $0[id] = app } }
-        return app
+        try await apps.app(id: id)
     }
 
     /// When a retryable failure should be tried again, or nil when it should not.

@@ -43,7 +43,8 @@ public final class GatewayRuntime: Sendable {
         signal(SIGPIPE, SIG_IGN)
         let store = try SQLiteStore(
             path: config.database.path,
-            configuration: SQLiteStore.Options(synchronousFull: config.database.synchronousFull))
+            configuration: SQLiteStore.Options(
+                synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations))
         var mock: APNsMockServer?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)
@@ -69,26 +70,40 @@ public final class GatewayRuntime: Sendable {
             let sender = APNsPushSender(
                 credentials: credentials, store: store, endpoints: endpoints, poolSettings: config.apns,
                 fallback: fallback, clock: clock, logger: logger)
+            // One cache of apps: the engine reads it, every writer of an app calls `changed(id:)`,
+            // which also drops the API keys resolved to that app.
+            let apps = AppCache(store: store, clock: clock)
             let engine = DeliveryEngine(
-                store: store, sender: sender, settings: DeliverySettings(config.delivery), clock: clock, logger: logger)
-            try await engine.start()
+                store: store, sender: sender, settings: DeliverySettings(config.delivery), clock: clock, logger: logger,
+                apps: apps)
+            let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
+            apps.onChange { id in authenticator.forget(app: id) }
 
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
-            let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
             NativePushAPI(engine: engine, authenticator: authenticator).register(on: router)
             let sealer = MasterKeySealer(masterKey: masterKey)
-            _ = try ProviderRegistry.mount(config.providers, router: router) { name in
+            let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
                 ProviderContext(
-                    store: store, gateway: engine, secrets: sealer, clock: clock,
+                    store: store, accounts: store, database: store.sharedDatabase, gateway: engine, secrets: sealer,
+                    clock: clock,
                     logger: Logger(label: "tuisong.\(name)"), configuration: config.providerSections[name])
             }
+            var policies: [String: any DeliveryPolicy] = [:]
+            for provider in providers {
+                if let policy = provider.deliveryPolicy { policies[type(of: provider).name] = policy }
+            }
+            engine.setPolicies(policies)
+            // Started once the policies are known: a message left sending by the last stop must
+            // not be resumed on the one-payload path.
+            try await engine.start()
             let credentialBackend = GatewayCredentialBackend(
                 credentials: credentials, store: store, sender: sender, engine: engine, localMock: mock, logger: logger)
             AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
-                credentials: credentialBackend, config: config, clock: clock, logger: logger
+                credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
+                logger: logger
             ).register(on: router)
             if FileManager.default.fileExists(atPath: config.web.root) {
                 router.setStaticFiles(try StaticFiles(root: config.web.root))
@@ -145,10 +160,10 @@ public final class GatewayRuntime: Sendable {
 
     /// Adds an APNs credential to an app: validated, sealed, stored; deliveries held for want of
     /// one are released.
-    public func addCredential(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment) async throws
-        -> CredentialRecord
-    {
-        try await credentialBackend.add(upload, appID: appID, environment: environment)
+    public func addCredential(
+        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment, selector: String? = nil
+    ) async throws -> CredentialRecord {
+        try await credentialBackend.add(upload, appID: appID, environment: environment, selector: selector)
     }
 
     /// Stops accepting, lets in-flight requests finish, stops the delivery engine (what it

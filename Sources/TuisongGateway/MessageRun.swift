@@ -16,6 +16,7 @@ final class MessageRun: Sendable {
         var pending: Int
         var counts = DeliveryCounts()
         var failures: [String: Int] = [:]
+        var skips: [String: Int] = [:]
         var deliveries: [NewDelivery] = []
         var invalidations: [DeviceInvalidation] = []
     }
@@ -29,6 +30,7 @@ final class MessageRun: Sendable {
         /// Outcomes taken out of `pages` but not yet committed, still shown as live.
         var flushingCounts = DeliveryCounts()
         var flushingFailures: [String: Int] = [:]
+        var flushingSkips: [String: Int] = [:]
         var pageWaiter: CheckedContinuation<Void, Never>?
         /// Tells the flush loop to end; the run's last flush follows.
         var flusherStopped = false
@@ -39,12 +41,28 @@ final class MessageRun: Sendable {
     struct Live {
         var counts: DeliveryCounts
         var failures: [String: Int]
+        var skips: [String: Int]
         var inFlight: Int
+    }
+
+    /// Devices of one page that go out through one credential: same environment and selector.
+    struct SendGroup {
+        var entries: [AudienceEntry] = []
+        /// Per entry, the policy's own bytes when they differ from the message's payload.
+        var payloads: [[UInt8]?] = []
+        var hasOwnPayloads = false
+    }
+
+    struct SendRoute: Hashable {
+        var environment: APNsEnvironment
+        var selector: String?
     }
 
     let engine: DeliveryEngine
     let record: MessageRecord
     let app: App
+    /// The vendor's per-recipient policy, or nil for the one-payload path.
+    let policy: (any DeliveryPolicy)?
     private let state = Mutex(State())
     /// Raised when the oldest unflushed page finished.
     private let flushSignal = WakeSignal()
@@ -53,6 +71,7 @@ final class MessageRun: Sendable {
         self.engine = engine
         self.record = record
         self.app = app
+        self.policy = engine.policy(forVendor: record.vendor)
     }
 
     var logger: Logger { engine.logger }
@@ -61,11 +80,13 @@ final class MessageRun: Sendable {
         state.withLock { state in
             var counts = state.flushingCounts
             var failures = state.flushingFailures
+            var skips = state.flushingSkips
             for page in state.pages[state.flushedPages...] {
                 for s in DeliveryState.allCases { counts[s] += page.counts[s] }
                 for (reason, n) in page.failures { failures[reason, default: 0] += n }
+                for (reason, n) in page.skips { skips[reason, default: 0] += n }
             }
-            return Live(counts: counts, failures: failures, inFlight: state.inFlight)
+            return Live(counts: counts, failures: failures, skips: skips, inFlight: state.inFlight)
         }
     }
 
@@ -108,7 +129,7 @@ final class MessageRun: Sendable {
             let loaded = await persistently("read audience") {
                 entries = try await store.audiencePage(
                     appID: record.appID, audience: record.audience, environment: record.options.environment,
-                    after: cursor, limit: settings.pageSize)
+                    after: cursor, limit: settings.pageSize, withRecipientDetails: policy != nil)
             }
             guard loaded else { break }
             if entries.isEmpty {
@@ -122,35 +143,74 @@ final class MessageRun: Sendable {
                 return state.pages.count - 1
             }
             cursor = entries[entries.count - 1].position
-            var skipped: [(entry: AudienceEntry, reason: String)] = []
-            var sendable: [APNsEnvironment: [AudienceEntry]] = [:]
-            var environments: [APNsEnvironment] = []
+            var unsent: [(entry: AudienceEntry, result: EntryResult)] = []
+            var candidates: [AudienceEntry] = []
             for entry in entries {
                 if let reason = entry.skipReason {
-                    skipped.append((entry, reason))
+                    unsent.append((entry, .skipped(reason)))
                 } else {
-                    if sendable[entry.environment] == nil { environments.append(entry.environment) }
-                    sendable[entry.environment, default: []].append(entry)
+                    candidates.append(entry)
                 }
             }
-            if !skipped.isEmpty { recordSkipped(skipped, page: pageIndex) }
-            for environment in environments {
-                let group = sendable[environment]!
+            var decisions: [DeliveryDecision]?
+            if let policy, !candidates.isEmpty {
+                let page = candidates
+                let decided = await persistently("decide") {
+                    decisions = try await policy.decide(page.map(\.recipient), message: record)
+                }
+                guard decided else { break reading }
+                if decisions?.count != candidates.count {
+                    logger.error(
+                        "message \(record.id): the \(record.vendor) policy answered \(decisions?.count ?? 0) decisions for \(candidates.count) recipients; skipping them"
+                    )
+                    decisions = Array(repeating: .skip(reason: "PolicyError"), count: candidates.count)
+                }
+            }
+            var groups: [SendRoute: SendGroup] = [:]
+            var routes: [SendRoute] = []
+            let payloadLimit = record.options.pushType.payloadLimit
+            for (index, entry) in candidates.enumerated() {
+                var own: [UInt8]?
+                switch decisions?[index] ?? .send {
+                case .send:
+                    break
+                case .skip(let reason):
+                    unsent.append((entry, .skipped(reason)))
+                    continue
+                case .sendPayload(let bytes):
+                    if bytes.count > payloadLimit {
+                        unsent.append((entry, .outcome(.failed(reason: "PayloadTooLarge"))))
+                        continue
+                    }
+                    // Kept only when it differs: the message's own bytes need no copy per row.
+                    if bytes != record.payload { own = bytes }
+                }
+                let route = SendRoute(environment: entry.environment, selector: entry.credentialSelector)
+                if groups[route] == nil { routes.append(route) }
+                groups[route, default: SendGroup()].entries.append(entry)
+                groups[route]!.payloads.append(own)
+                if own != nil { groups[route]!.hasOwnPayloads = true }
+            }
+            if !unsent.isEmpty { recordUnsent(unsent, page: pageIndex) }
+            for route in routes {
+                let group = groups[route]!
                 var start = 0
-                while start < group.count {
-                    let wanted = group.count - start
+                while start < group.entries.count {
+                    let wanted = group.entries.count - start
                     let granted = await engine.permits.acquire(atLeast: min(wanted, chunkFloor), upTo: wanted)
                     if engine.isStopping {
                         engine.permits.signal(count: granted)
                         break reading
                     }
-                    let chunk = Array(group[start..<(start + granted)])
+                    let chunk = Array(group.entries[start..<(start + granted)])
+                    let payloads = group.hasOwnPayloads ? Array(group.payloads[start..<(start + granted)]) : nil
                     start += granted
                     state.withLock { $0.inFlight += granted }
                     await engine.sender.send(
-                        app: app, message: record, environment: environment, tokens: chunk.map(\.token)
+                        app: app, message: record, environment: route.environment, selector: route.selector,
+                        tokens: chunk.map(\.token), payloads: payloads
                     ) { reports in
-                        self.record(reports, of: chunk, page: pageIndex)
+                        self.record(reports, of: chunk, payloads: payloads, page: pageIndex)
                     }
                 }
             }
@@ -182,7 +242,7 @@ final class MessageRun: Sendable {
 
     /// Records a chunk's outcomes with one lock, returns their permits, and wakes the flusher
     /// when the oldest unflushed page is done.
-    private func record(_ reports: [SendReport], of chunk: [AudienceEntry], page: Int) {
+    private func record(_ reports: [SendReport], of chunk: [AudienceEntry], payloads: [[UInt8]?]?, page: Int) {
         let now = engine.clock.now
         // Retry dates are drawn outside the lock; most chunks have none.
         var retryDates: [Date?] = []
@@ -196,8 +256,9 @@ final class MessageRun: Sendable {
             for (position, report) in reports.enumerated() {
                 // In place (inout on the array element): a copy would duplicate the page's arrays.
                 Self.apply(
-                    .outcome(report.outcome), entry: chunk[report.index], attempted: true,
-                    retryAt: retryDates.isEmpty ? nil : retryDates[position], now: now, to: &state.pages[page])
+                    .outcome(report.outcome), entry: chunk[report.index], payload: payloads?[report.index],
+                    attempted: true, retryAt: retryDates.isEmpty ? nil : retryDates[position], now: now,
+                    to: &state.pages[page])
             }
             return (page == state.flushedPages && state.pages[page].pending == 0, state.inFlight == 0)
         }
@@ -206,12 +267,15 @@ final class MessageRun: Sendable {
         if pageDone || drained { wakeWaiter() }
     }
 
-    private func recordSkipped(_ skipped: [(entry: AudienceEntry, reason: String)], page: Int) {
+    /// Records entries decided without sending: skipped (by the audience or the policy) or
+    /// refused before sending (a policy's payload too large).
+    private func recordUnsent(_ unsent: [(entry: AudienceEntry, result: EntryResult)], page: Int) {
         let now = engine.clock.now
         let pageDone = state.withLock { state -> Bool in
-            for (entry, reason) in skipped {
+            for (entry, result) in unsent {
                 Self.apply(
-                    .skipped(reason), entry: entry, attempted: false, retryAt: nil, now: now, to: &state.pages[page])
+                    result, entry: entry, payload: nil, attempted: false, retryAt: nil, now: now,
+                    to: &state.pages[page])
             }
             return page == state.flushedPages && state.pages[page].pending == 0
         }
@@ -222,7 +286,7 @@ final class MessageRun: Sendable {
     }
 
     private static func apply(
-        _ result: EntryResult, entry: AudienceEntry, attempted: Bool, retryAt: Date?, now: Date,
+        _ result: EntryResult, entry: AudienceEntry, payload: [UInt8]?, attempted: Bool, retryAt: Date?, now: Date,
         to results: inout PageResults
     ) {
         results.pending -= 1
@@ -230,11 +294,13 @@ final class MessageRun: Sendable {
             results.deliveries.append(
                 NewDelivery(
                     deviceID: entry.deviceID, token: entry.token, environment: entry.environment, state: s,
-                    reason: reason, apnsID: apnsID, attempts: attempted ? 1 : 0, nextAttemptAt: next))
+                    reason: reason, apnsID: apnsID, attempts: attempted ? 1 : 0, nextAttemptAt: next,
+                    payload: payload, credentialSelector: entry.credentialSelector))
         }
         switch result {
         case .skipped(let reason):
             results.counts.skipped += 1
+            results.skips[reason, default: 0] += 1
             row(.skipped, reason)
         case .outcome(.delivered):
             results.counts.delivered += 1
@@ -325,6 +391,7 @@ final class MessageRun: Sendable {
                 progress.cursor = page.lastPosition
                 for s in DeliveryState.allCases { progress.counts[s] += page.counts[s] }
                 for (reason, n) in page.failures { progress.failures[reason, default: 0] += n }
+                for (reason, n) in page.skips { progress.skips[reason, default: 0] += n }
                 progress.deliveries += page.deliveries
                 progress.invalidations += page.invalidations
                 state.pages[index] = PageResults(lastPosition: page.lastPosition, pending: 0)
@@ -332,6 +399,7 @@ final class MessageRun: Sendable {
             state.flushedPages = end
             state.flushingCounts = progress.counts
             state.flushingFailures = progress.failures
+            state.flushingSkips = progress.skips
             if finishing { progress.finalState = .completed }
             return progress
         }
@@ -342,6 +410,7 @@ final class MessageRun: Sendable {
         state.withLock { state in
             state.flushingCounts = DeliveryCounts()
             state.flushingFailures = [:]
+            state.flushingSkips = [:]
         }
         if progress.counts.queued > 0 { engine.wake() }
         wakeWaiter()

@@ -103,6 +103,7 @@ enum MessageView {
             "push_type": r.options.pushType.rawValue,
             "counts": counts(status.counts),
             "failures": status.failures,
+            "skips": status.skips,
             "created_at": ISO8601.string(r.createdAt),
             "total": r.total as Any? ?? NSNull(),
             "started_at": r.startedAt.map(ISO8601.string) as Any? ?? NSNull(),

@@ -4,15 +4,22 @@ import Logging
 import TuisongCore
 import TuisongHTTP
 import TuisongPlugin
+import TuisongStore
 
 /// The vendor adapters this build knows: name → type. Adding a vendor is one line here.
-enum ProviderRegistry {
-    static let providers: [any PushProvider.Type] = [BaiduProvider.self]
+public enum ProviderRegistry {
+    public static let providers: [any PushProvider.Type] = [BaiduProvider.self]
 
-    static var names: [String] { providers.map { $0.name } }
+    public static var names: [String] { providers.map { $0.name } }
 
-    static func provider(named name: String) -> (any PushProvider.Type)? {
+    public static func provider(named name: String) -> (any PushProvider.Type)? {
         providers.first { $0.name == name }
+    }
+
+    /// Every known provider's migrations, mounted or not: the server, `tuisong migrate` and
+    /// every other command open the database with the same schema.
+    public static var pluginMigrations: [SQLiteStore.PluginSchema] {
+        providers.map { SQLiteStore.PluginSchema(name: $0.name, migrations: $0.migrations) }
     }
 
     /// Builds the providers the config names, in its order, and mounts their routes.

@@ -61,8 +61,10 @@ struct RetryWorker: Sendable {
         guard let (message, app) = await messages.get(delivery.messageID) else {
             return update(.failed, "MessageGone")
         }
+        // The bytes decided for this device when it was first sent (a policy's own payload).
         let outcome = await engine.sender.send(
-            app: app, message: message, token: delivery.token, environment: delivery.environment)
+            app: app, message: message, token: delivery.token, environment: delivery.environment,
+            selector: delivery.credentialSelector, payload: delivery.payload)
         switch outcome {
         case .delivered(let apnsID):
             return update(.delivered, nil, apnsID: apnsID)
@@ -84,24 +86,28 @@ struct RetryWorker: Sendable {
     }
 }
 
-/// Messages and apps of retried deliveries, loaded once per batch run.
+/// Messages of retried deliveries, loaded once per worker; their apps come from the engine's
+/// `AppCache` on every retry, so a changed bundle id is used at once.
 final class MessageCache: Sendable {
     private let engine: DeliveryEngine
-    private let entries = Mutex<[Int64: (MessageRecord, App)]>([:])
+    private let entries = Mutex<[Int64: MessageRecord]>([:])
 
     init(engine: DeliveryEngine) {
         self.engine = engine
     }
 
     func get(_ id: Int64) async -> (MessageRecord, App)? {
-        if let hit = entries.withLock({ $0[id] }) { return hit }
-        guard let message = try? await engine.store.message(id: id),
-            let app = try? await engine.app(id: message.appID)
-        else { return nil }
-        entries.withLock { entries in
-            if entries.count > 1000 { entries.removeAll() }
-            entries[id] = (message, app)
+        var message = entries.withLock { $0[id] }
+        if message == nil {
+            message = try? await engine.store.message(id: id)
+            if let message {
+                entries.withLock { entries in
+                    if entries.count > 1000 { entries.removeAll() }
+                    entries[id] = message
+                }
+            }
         }
+        guard let message, let app = try? await engine.app(id: message.appID) else { return nil }
         return (message, app)
     }
 }

@@ -138,7 +138,7 @@ final class Exchange: @unchecked Sendable {
             return answerWhenComplete(error, limit: routes.table.defaultBodyLimit)
         }
         self.target = target
-        switch routes.table.resolve(method: method, segments: target.segments) {
+        switch routes.table.resolve(method: method, path: target.path, segments: target.segments) {
         case .failure(let error):
             return answerWhenComplete(error, limit: routes.table.defaultBodyLimit)
         case .success(let route):

@@ -27,6 +27,8 @@ public typealias Handler = @Sendable (Request) async -> Response
 ///   answered by the GET route (without a body) unless a HEAD route exists; OPTIONS is
 ///   answered with 204 and `Allow` unless an OPTIONS route exists.
 /// - A path with no route answers 404 — or, for GET and HEAD, goes to the static files.
+/// - A route group (`addGroup`) owns the paths its claim accepts: its routes are matched when
+///   no route outside a group matches, and its error responder renders every error there.
 /// Registering the same method and pattern again replaces the earlier handler. Routes and
 /// responders should be set before the server starts; later changes apply to requests that
 /// arrive afterwards.
@@ -41,8 +43,7 @@ public final class Router: Sendable {
 
     /// - Parameters:
     ///   - defaultBodyLimit: the largest request body a route accepts unless it sets its own.
-    ///   - errorResponder: renders 400/404/405/413/503... outside any prefix given to
-    ///     `setErrorResponder(forPrefix:_:)`.
+    ///   - errorResponder: renders 400/404/405/413/503... on paths no route group claims.
     public init(
         defaultBodyLimit: Int = 1 << 20,
         errorResponder: @escaping ErrorResponder = Router.nativeJSONErrors
@@ -50,7 +51,7 @@ public final class Router: Sendable {
         let first = RouteTableSnapshot(
             RouteTable(
                 root: RouteNode(), defaultBodyLimit: defaultBodyLimit,
-                defaultResponder: errorResponder, prefixResponders: [], staticFiles: nil))
+                defaultResponder: errorResponder, groups: [], prefixGroups: [], staticFiles: nil))
         tables = Mutex([first])
         published = Atomic(UInt(bitPattern: Unmanaged.passUnretained(first).toOpaque()))
     }
@@ -78,31 +79,54 @@ public final class Router: Sendable {
         _ method: HTTPMethod, _ pattern: String, bodyLimit: Int? = nil,
         handler: @escaping Handler
     ) {
-        var parameterNames: [String] = []
-        var path: [RouteNode.Step] = []
-        for segment in pattern.split(separator: "/", omittingEmptySubsequences: true) {
-            if segment.hasPrefix("{") && segment.hasSuffix("}") && segment.count > 2 {
-                parameterNames.append(String(segment.dropFirst().dropLast()))
-                path.append(.parameter)
-            } else {
-                path.append(.literal(String(segment)))
-            }
-        }
+        let (route, path) = Route.parse(pattern, bodyLimit: bodyLimit, handler: handler)
         update { table in
-            let route = Route(
-                pattern: pattern, parameterNames: parameterNames, handler: handler,
-                bodyLimit: bodyLimit)
             table.root.insert(route, method: method, along: path[...])
         }
     }
 
-    /// Renders errors for paths starting with `prefix` (e.g. `/rest/` for Baidu's dialect).
-    /// The longest matching prefix wins; paths under no prefix use the router's default.
+    /// Mounts a group of routes that owns the paths `claims` accepts and answers every error
+    /// on them in its own dialect: the 404 of a claimed path no route of the group matches,
+    /// the 405 of a wrong method, a 413, and whatever its handlers return as `Response.error`.
+    ///
+    ///     router.addGroup(name: "easemob", claims: { path in configured.contains(orgApp(path)) },
+    ///                     errorResponder: EasemobError.render) { group in
+    ///         group.add(.POST, "/{org}/{app}/token") { request in … }
+    ///     }
+    ///
+    /// `claims` sees the percent-decoded path (`Request.path`) and runs on the server's
+    /// threads for every request no route outside a group matches, so it must be quick and
+    /// must not block (read a snapshot of the configured names, never the database).
+    /// Routes outside any group win: a group cannot take over `/api/v1/...`. Groups are asked
+    /// in the order they were added; adding a group again under the same `name` replaces it.
+    public func addGroup(
+        name: String, claims: @escaping @Sendable (String) -> Bool, errorResponder: @escaping ErrorResponder,
+        _ build: (RouteGroup) -> Void
+    ) {
+        let group = RouteGroup(name: name)
+        build(group)
+        let entry = RouteGroupEntry(name: name, claims: claims, responder: errorResponder, root: group.root)
+        update { table in
+            if let index = table.groups.firstIndex(where: { $0.name == name }) {
+                table.groups[index] = entry
+            } else {
+                table.groups.append(entry)
+            }
+        }
+    }
+
+    /// Renders errors for paths starting with `prefix` (e.g. `/rest/` for Baidu's dialect),
+    /// whichever route answers them. A convenience over `addGroup` for routes added with
+    /// `add`: a group with no routes of its own, claiming the prefix for its errors only
+    /// (unmatched GETs still go to the static files). Groups added with `addGroup` are asked
+    /// first, then prefixes, the longest matching prefix winning.
     public func setErrorResponder(forPrefix prefix: String, _ responder: @escaping ErrorResponder) {
         update { table in
-            table.prefixResponders.removeAll { $0.prefix == prefix }
-            table.prefixResponders.append((prefix: prefix, responder: responder))
-            table.prefixResponders.sort { $0.prefix.utf8.count > $1.prefix.utf8.count }
+            table.prefixGroups.removeAll { $0.name == prefix }
+            table.prefixGroups.append(
+                RouteGroupEntry(
+                    name: prefix, claims: { $0.hasPrefix(prefix) }, responder: responder, root: RouteNode()))
+            table.prefixGroups.sort { $0.name.utf8.count > $1.name.utf8.count }
         }
     }
 
@@ -121,7 +145,7 @@ public final class Router: Sendable {
     public func respond(to request: Request) async -> Response {
         let table = snapshot().table
         var request = request
-        switch table.resolve(method: request.method, segments: request.segments) {
+        switch table.resolve(method: request.method, path: request.path, segments: request.segments) {
         case .failure(let error):
             return table.renderError(error, for: request)
         case .success(let target):
@@ -173,6 +197,46 @@ struct Route: Sendable {
     let parameterNames: [String]
     let handler: Handler
     let bodyLimit: Int?
+
+    /// The route of `pattern` and the trie steps that lead to it.
+    static func parse(_ pattern: String, bodyLimit: Int?, handler: @escaping Handler) -> (Route, [RouteNode.Step]) {
+        var parameterNames: [String] = []
+        var path: [RouteNode.Step] = []
+        for segment in pattern.split(separator: "/", omittingEmptySubsequences: true) {
+            if segment.hasPrefix("{") && segment.hasSuffix("}") && segment.count > 2 {
+                parameterNames.append(String(segment.dropFirst().dropLast()))
+                path.append(.parameter)
+            } else {
+                path.append(.literal(String(segment)))
+            }
+        }
+        return (Route(pattern: pattern, parameterNames: parameterNames, handler: handler, bodyLimit: bodyLimit), path)
+    }
+}
+
+/// The routes of one group while `Router.addGroup` builds it; patterns and matching as for
+/// `Router.add`.
+public final class RouteGroup {
+    public let name: String
+    fileprivate var root = RouteNode()
+
+    fileprivate init(name: String) {
+        self.name = name
+    }
+
+    /// Registers `handler` for `method` on `pattern` inside the group.
+    public func add(_ method: HTTPMethod, _ pattern: String, bodyLimit: Int? = nil, handler: @escaping Handler) {
+        let (route, path) = Route.parse(pattern, bodyLimit: bodyLimit, handler: handler)
+        root.insert(route, method: method, along: path[...])
+    }
+}
+
+/// A mounted group: what it claims, how it answers errors, its routes.
+struct RouteGroupEntry: Sendable {
+    let name: String
+    let claims: @Sendable (String) -> Bool
+    let responder: ErrorResponder
+    let root: RouteNode
 }
 
 /// What a request resolved to: the handler to run with its body limit and parameters.
@@ -245,25 +309,39 @@ struct RouteTable: Sendable {
     var root: RouteNode
     var defaultBodyLimit: Int
     var defaultResponder: ErrorResponder
-    var prefixResponders: [(prefix: String, responder: ErrorResponder)]
+    /// `Router.addGroup`, in the order added.
+    var groups: [RouteGroupEntry]
+    /// `Router.setErrorResponder(forPrefix:)`, longest prefix first; no routes of their own.
+    var prefixGroups: [RouteGroupEntry]
     var staticFiles: StaticFiles?
 
-    func resolve(method: HTTPMethod, segments: [String]) -> Result<ResolvedRoute, HTTPError> {
+    func resolve(method: HTTPMethod, path: String, segments: [String]) -> Result<ResolvedRoute, HTTPError> {
         var captured: [String] = []
-        guard let node = root.match(segments, from: 0, captured: &captured) else {
-            if let staticFiles, method == .GET || method == .HEAD {
-                let handler: Handler = { [self] request in
-                    do throws(HTTPError) {
-                        return try await staticFiles.serve(request)
-                    } catch {
-                        return renderError(error, for: request)
-                    }
-                }
-                return .success(
-                    ResolvedRoute(handler: handler, bodyLimit: defaultBodyLimit, parameters: [:]))
-            }
-            return .failure(.notFound("no route for this path"))
+        if let node = root.match(segments, from: 0, captured: &captured) {
+            return resolve(method: method, node: node, captured: captured)
         }
+        if let group = claimingGroup(path) {
+            captured.removeAll()
+            guard let node = group.root.match(segments, from: 0, captured: &captured) else {
+                return .failure(.notFound("no route for this path"))
+            }
+            return resolve(method: method, node: node, captured: captured)
+        }
+        if let staticFiles, method == .GET || method == .HEAD {
+            let handler: Handler = { [self] request in
+                do throws(HTTPError) {
+                    return try await staticFiles.serve(request)
+                } catch {
+                    return renderError(error, for: request)
+                }
+            }
+            return .success(ResolvedRoute(handler: handler, bodyLimit: defaultBodyLimit, parameters: [:]))
+        }
+        return .failure(.notFound("no route for this path"))
+    }
+
+    /// The route of `method` at `node`, or the 405 (OPTIONS answered with `Allow`).
+    private func resolve(method: HTTPMethod, node: RouteNode, captured: [String]) -> Result<ResolvedRoute, HTTPError> {
         guard let route = node.routes[method] ?? (method == .HEAD ? node.routes[.GET] : nil) else {
             let allow = node.allowedMethods
             if method == .OPTIONS {
@@ -288,9 +366,18 @@ struct RouteTable: Sendable {
                 parameters: parameters))
     }
 
+    /// The first group (not prefix) that claims `path`.
+    private func claimingGroup(_ path: String) -> RouteGroupEntry? {
+        for group in groups where group.claims(path) {
+            return group
+        }
+        return nil
+    }
+
     func errorResponder(forPath path: String) -> ErrorResponder {
-        for entry in prefixResponders where path.hasPrefix(entry.prefix) {
-            return entry.responder
+        if let group = claimingGroup(path) { return group.responder }
+        for group in prefixGroups where group.claims(path) {
+            return group.responder
         }
         return defaultResponder
     }

@@ -20,14 +20,17 @@ public protocol PushProvider: Sendable {
     static var name: String { get }
     /// Builds the provider; throw a `ProviderConfigError` for a bad config section.
     init(context: ProviderContext) throws
-    /// Mounts the vendor's routes at the vendor's own paths, and its error dialect for them
-    /// (`router.setErrorResponder(forPrefix:)`). Called once before the server starts.
+    /// Mounts the vendor's routes at the vendor's own paths, as a route group with its error
+    /// dialect (`router.addGroup(name:claims:errorResponder:)`). Called once before the server
+    /// starts.
     func register(on router: Router)
 
     /// The provider's own tables (named `<name>_…`), applied in order on the shared database.
     static var migrations: [PluginMigration] { get }
     /// App-level settings (keys, ids, secrets) the provider reads from `App.vendorSettings[name]`.
     static var settings: [VendorSetting] { get }
+    /// The name operators see in the console (`Baidu Cloud Push`, `百度云推送`); `name` by default.
+    static var displayName: LocalizedText { get }
     /// Vendor columns the console's device views show.
     static var deviceColumns: [DeviceColumn] { get }
     /// Values of `deviceColumns` for these devices of an app (device id → column key → value).
@@ -40,6 +43,7 @@ public protocol PushProvider: Sendable {
 extension PushProvider {
     public static var migrations: [PluginMigration] { [] }
     public static var settings: [VendorSetting] { [] }
+    public static var displayName: LocalizedText { LocalizedText(en: name, zh: name) }
     public static var deviceColumns: [DeviceColumn] { [] }
     public func deviceColumnValues(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]] {
         [:]
@@ -49,8 +53,12 @@ extension PushProvider {
 
 /// Everything a provider may use.
 public struct ProviderContext: Sendable {
-    /// Apps, devices, tags, messages, settings.
+    /// Apps, devices, tags, messages.
     public var store: any ProviderStore
+    /// IM accounts: devices bound to them, app state, badge counters (core tables).
+    public var accounts: any AccountStore
+    /// The provider's own tables (its `migrations`) and reads of the core ones, as SQL.
+    public var database: any SharedDatabase
     /// Where pushes go.
     public var gateway: any PushGateway
     /// Seals vendor secrets (secret keys) under the gateway's master key before they are stored.
@@ -61,10 +69,12 @@ public struct ProviderContext: Sendable {
     public var configuration: JSONValue?
 
     public init(
-        store: any ProviderStore, gateway: any PushGateway, secrets: any SecretSealer, clock: any Clock,
-        logger: Logger, configuration: JSONValue?
+        store: any ProviderStore, accounts: any AccountStore, database: any SharedDatabase, gateway: any PushGateway,
+        secrets: any SecretSealer, clock: any Clock, logger: Logger, configuration: JSONValue?
     ) {
         self.store = store
+        self.accounts = accounts
+        self.database = database
         self.gateway = gateway
         self.secrets = secrets
         self.clock = clock
@@ -73,8 +83,10 @@ public struct ProviderContext: Sendable {
     }
 }
 
-/// The store as providers see it.
-public typealias ProviderStore = Store & MessageStore & SettingsStore & BaiduStore
+/// The store as providers see it: apps, devices, tags and messages. Not the gateway's own
+/// settings (admin password hash, session secret) nor another vendor's data; a provider's
+/// own data lives in its tables on `ProviderContext.database`.
+public typealias ProviderStore = Store & MessageStore
 
 /// Encrypts and decrypts small secrets (AES-256-GCM under the master key). `context` binds a
 /// sealed value to where it belongs (e.g. `"baidu:app:3"`), so it cannot be moved elsewhere.

@@ -89,11 +89,10 @@ enum PointQuery: Int, CaseIterable {
     case deviceWithTagsByToken
     case deviceByToken
     case deviceByID
-    case baiduDeviceByChannel
     case appByID
     case appByAPIKeyHash
-    case appByBaiduAPIKey
-    case baiduMessageID
+    /// An app by one vendor setting (`?1` the JSON path `$."vendor"."key"`, `?2` the value).
+    case appByVendorSetting
 
     var sql: String {
         switch self {
@@ -108,16 +107,12 @@ enum PointQuery: Int, CaseIterable {
             "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ?1 AND token = ?2"
         case .deviceByID:
             "SELECT \(Rows.deviceColumns) FROM devices WHERE id = ?1"
-        case .baiduDeviceByChannel:
-            "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ?1 AND baidu_channel_id = ?2"
         case .appByID:
             "SELECT \(Rows.appColumns) FROM apps WHERE id = ?1"
         case .appByAPIKeyHash:
             "SELECT \(Rows.appColumns) FROM apps WHERE api_key_hash = ?1"
-        case .appByBaiduAPIKey:
-            "SELECT \(Rows.appColumns) FROM apps WHERE json_extract(vendor_settings, '$.baidu.apikey') = ?1"
-        case .baiduMessageID:
-            "SELECT id FROM messages WHERE app_id = ?1 AND vendor = 'baidu' AND vendor_message_id = ?2"
+        case .appByVendorSetting:
+            "SELECT \(Rows.appColumns) FROM apps WHERE json_extract(vendor_settings, ?1) = ?2 ORDER BY id LIMIT 1"
         }
     }
 }

@@ -39,7 +39,7 @@ extension Row: ColumnValues {
 enum Rows {
     static let deviceColumns = """
         id, app_id, token, environment, user, locale, baidu_user_id, baidu_channel_id, \
-        im_account, created_at, updated_at, invalidated_at, invalid_reason
+        im_account, created_at, updated_at, invalidated_at, invalid_reason, credential_selector
         """
 
     /// `deviceColumns` qualified with the alias `d`, for joins.
@@ -60,7 +60,8 @@ enum Rows {
             user: row.optionalString(4), locale: row.optionalString(5), baiduUserID: row.optionalString(6),
             baiduChannelID: row.optionalString(7), imAccount: row.optionalString(8),
             createdAt: Milliseconds.date(row.int64(9)), updatedAt: Milliseconds.date(row.int64(10)),
-            invalidatedAt: row.optionalInt64(11).map(Milliseconds.date), invalidReason: row.optionalString(12))
+            invalidatedAt: row.optionalInt64(11).map(Milliseconds.date), invalidReason: row.optionalString(12),
+            credentialSelector: row.optionalString(13))
     }
 
     static let appColumns =

@@ -34,6 +34,19 @@ extension SQLiteStore {
         try await pointLookUp(.appByAPIKeyHash, [.text(apiKeyHash)]) { row in try Rows.app(columns: row) }
     }
 
+    /// The app whose `vendorSettings[vendor][setting]` is `value`: how a provider finds the app
+    /// a request names by a setting declared unique across apps (Baidu's apikey, Tencent's
+    /// SDKAppID). A point lookup on the calling thread; it reads every app's settings (apps
+    /// are few), so it is meant for unique settings, the first app by id answering otherwise.
+    public func app(vendor: String, setting: String, value: String) async throws -> App? {
+        // Quoted JSON path labels, so a name is taken literally (SQLite has no escape inside
+        // them; vendor and setting names are plain words).
+        guard !vendor.contains("\""), !setting.contains("\"") else { return nil }
+        return try await pointLookUp(.appByVendorSetting, [.text("$.\"\(vendor)\".\"\(setting)\""), .text(value)]) {
+            row in try Rows.app(columns: row)
+        }
+    }
+
     /// Every app, by id.
     public func apps() async throws -> [App] {
         try await readOneStatement { db in

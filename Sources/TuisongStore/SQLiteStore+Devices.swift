@@ -41,7 +41,7 @@ extension SQLiteStore {
     /// One statement: the tags ride along as a unit-separator-joined column.
     public func deviceWithTags(appID: Int64, token: DeviceToken) async throws -> (device: Device, tags: [String])? {
         try await pointLookUp(.deviceWithTagsByToken, [.int64(appID), .text(token.hex)]) { row in
-            let tags = row.optionalString(13).map { $0.split(separator: "\u{1F}").map(String.init).sorted() } ?? []
+            let tags = row.optionalString(14).map { $0.split(separator: "\u{1F}").map(String.init).sorted() } ?? []
             return (try Rows.device(columns: row), tags)
         }
     }
@@ -182,12 +182,14 @@ extension SQLiteStore {
             arguments: [appID, registration.token.hex])
         let upsert = try db.cachedStatement(
             sql: """
-                INSERT INTO devices (app_id, token, environment, user, locale, created_at, updated_at)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+                INSERT INTO devices (app_id, token, environment, user, locale, created_at, updated_at,
+                    credential_selector)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)
                 ON CONFLICT (app_id, token) DO UPDATE SET
                     environment = excluded.environment,
                     user = coalesce(excluded.user, devices.user),
                     locale = coalesce(excluded.locale, devices.locale),
+                    credential_selector = coalesce(excluded.credential_selector, devices.credential_selector),
                     updated_at = excluded.updated_at,
                     invalidated_at = NULL,
                     invalid_reason = NULL
@@ -198,7 +200,7 @@ extension SQLiteStore {
                 upsert,
                 arguments: [
                     appID, registration.token.hex, registration.environment.rawValue,
-                    registration.user, registration.locale, now,
+                    registration.user, registration.locale, now, registration.credentialSelector,
                 ])
         else {
             throw StoreError(.unavailable, "the device upsert returned no row")

@@ -6,7 +6,7 @@ extension SQLiteStore: MessageStore {
     private static let messageColumns = """
         id, app_id, vendor, vendor_message_id, audience, notification, options, payload, state, \
         send_at, labels, created_at, started_at, completed_at, total, cursor, \
-        queued, sending, delivered, failed, skipped, held
+        queued, sending, delivered, failed, skipped, held, vendor_context
         """
 
     public func createMessage(_ job: PushJob, payload: [UInt8], state: MessageState) async throws -> MessageRecord {
@@ -14,17 +14,18 @@ extension SQLiteStore: MessageStore {
         let notification = try JSONText.encode(job.notification)
         let options = try JSONText.encode(job.options)
         let labels = try JSONText.encode(job.labels)
+        let vendorContext = try job.vendorContext.map { try JSONText.encode($0) }
         let now = nowMilliseconds
         let id: Int64 = try await write { db in
             try db.execute(
                 sql: """
                     INSERT INTO messages (app_id, vendor, vendor_message_id, audience, notification, options,
-                        payload, labels, state, send_at, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        payload, labels, state, send_at, created_at, vendor_context)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     job.appID, job.vendor, job.vendorMessageID, audience, notification, options,
-                    Data(payload), labels, state.rawValue, job.sendAt.map(Milliseconds.from), now,
+                    Data(payload), labels, state.rawValue, job.sendAt.map(Milliseconds.from), now, vendorContext,
                 ])
             return db.lastInsertedRowID
         }
@@ -38,7 +39,7 @@ extension SQLiteStore: MessageStore {
                 let row = try Row.fetchOne(
                     db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE id = ?", arguments: [id])
             else { return nil }
-            return try Self.messageRecord(row, failures: Self.failures(db, messageID: id))
+            return try Self.messageRecord(db, row)
         }
     }
 
@@ -49,8 +50,7 @@ extension SQLiteStore: MessageStore {
                     db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE app_id = ? AND vendor_message_id = ?",
                     arguments: [appID, vendorMessageID])
             else { return nil }
-            let id: Int64 = row[0]
-            return try Self.messageRecord(row, failures: Self.failures(db, messageID: id))
+            return try Self.messageRecord(db, row)
         }
     }
 
@@ -66,7 +66,7 @@ extension SQLiteStore: MessageStore {
                 rows = try Row.fetchAll(
                     db, sql: "SELECT \(Self.messageColumns) FROM messages ORDER BY id DESC LIMIT ?", arguments: [limit])
             }
-            return try rows.map { row in try Self.messageRecord(row, failures: Self.failures(db, messageID: row[0])) }
+            return try rows.map { row in try Self.messageRecord(db, row) }
         }
     }
 
@@ -81,7 +81,7 @@ extension SQLiteStore: MessageStore {
                     ORDER BY id LIMIT 100
                     """,
                 arguments: [nowMs])
-            return try rows.map { row in try Self.messageRecord(row, failures: Self.failures(db, messageID: row[0])) }
+            return try rows.map { row in try Self.messageRecord(db, row) }
         }
     }
 
@@ -132,16 +132,18 @@ extension SQLiteStore: MessageStore {
                     progress.cursor, c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, progress.messageID,
                 ])
             try Self.addFailures(db, messageID: progress.messageID, progress.failures)
+            try Self.addSkips(db, messageID: progress.messageID, progress.skips)
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, apns_id,
-                        attempts, next_attempt_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        attempts, next_attempt_at, updated_at, payload, credential_selector)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
             for d in progress.deliveries {
                 try insert.execute(arguments: [
                     progress.messageID, d.deviceID, d.token, d.environment.rawValue, d.state.rawValue, d.reason,
-                    d.apnsID, d.attempts, d.nextAttemptAt.map(Milliseconds.from), now,
+                    d.apnsID, d.attempts, d.nextAttemptAt.map(Milliseconds.from), now, d.payload.map { Data($0) },
+                    d.credentialSelector,
                 ])
             }
             for invalidation in progress.invalidations {
@@ -164,101 +166,120 @@ extension SQLiteStore: MessageStore {
     // MARK: audience
 
     public func audiencePage(
-        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int
+        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int,
+        withRecipientDetails: Bool
     ) async throws -> [AudienceEntry] {
         let limit = max(1, limit)
+        let details: Bool
+        switch audience {
+        case .accounts, .allAccounts: details = true
+        default: details = withRecipientDetails
+        }
         return try await read { db in
-            switch audience {
-            case .all:
-                return try Self.deviceEntries(
-                    db, where: "app_id = ? AND id > ?", [appID, cursor], environment: environment, limit: limit)
-            case .tag(let name):
-                var arguments: [(any DatabaseValueConvertible)?] = [appID, name, cursor]
-                var environmentFilter = ""
-                if let environment {
-                    environmentFilter = "AND d.environment = ?"
-                    arguments.append(environment.rawValue)
+            let entries = try Self.audienceEntries(
+                db, appID: appID, audience: audience, environment: environment, after: cursor, limit: limit)
+            return details ? try Self.addRecipientDetails(db, appID: appID, to: entries) : entries
+        }
+    }
+
+    private static func audienceEntries(
+        _ db: Database, appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64,
+        limit: Int
+    ) throws -> [AudienceEntry] {
+        switch audience {
+        case .all:
+            return try Self.deviceEntries(
+                db, where: "app_id = ? AND id > ?", [appID, cursor], environment: environment, limit: limit)
+        case .tag(let name):
+            var arguments: [(any DatabaseValueConvertible)?] = [appID, name, cursor]
+            var environmentFilter = ""
+            if let environment {
+                environmentFilter = "AND d.environment = ?"
+                arguments.append(environment.rawValue)
+            }
+            arguments.append(limit)
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector FROM device_tags dt
+                    JOIN devices d ON d.id = dt.device_id
+                    WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?) AND dt.device_id > ?
+                        AND d.invalidated_at IS NULL \(environmentFilter)
+                    ORDER BY dt.device_id LIMIT ?
+                    """,
+                arguments: StatementArguments(arguments))
+            return try rows.map(Self.entry)
+        case .accounts(let accounts):
+            guard !accounts.isEmpty else { return [] }
+            let marks = Array(repeating: "?", count: accounts.count).joined(separator: ", ")
+            var arguments: [(any DatabaseValueConvertible)?] = [appID]
+            arguments += accounts.map { $0 as (any DatabaseValueConvertible)? }
+            arguments.append(cursor)
+            return try Self.deviceEntries(
+                db, where: "app_id = ? AND im_account IN (\(marks)) AND id > ?", arguments,
+                environment: environment, limit: limit)
+        case .allAccounts:
+            return try Self.deviceEntries(
+                db, where: "app_id = ? AND im_account IS NOT NULL AND id > ?", [appID, cursor],
+                environment: environment, limit: limit)
+        case .devices(let ids):
+            let wanted = Array(Set(ids).filter { $0 > cursor }.sorted().prefix(limit))
+            guard !wanted.isEmpty else { return [] }
+            let marks = Array(repeating: "?", count: wanted.count).joined(separator: ", ")
+            var arguments: [(any DatabaseValueConvertible)?] = [appID]
+            arguments += wanted.map { $0 as (any DatabaseValueConvertible)? }
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, token, environment, updated_at, credential_selector, invalidated_at FROM devices
+                    WHERE app_id = ? AND id IN (\(marks))
+                    """,
+                arguments: StatementArguments(arguments))
+            var found: [Int64: Row] = [:]
+            for row in rows { found[row[0]] = row }
+            return try wanted.map { id in
+                guard let row = found[id] else {
+                    return AudienceEntry(
+                        position: id, deviceID: nil, token: "", environment: environment ?? .production,
+                        skipReason: "UnknownDevice")
                 }
-                arguments.append(limit)
-                let rows = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT d.id, d.token, d.environment, d.updated_at FROM device_tags dt
-                        JOIN devices d ON d.id = dt.device_id
-                        WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?) AND dt.device_id > ?
-                            AND d.invalidated_at IS NULL \(environmentFilter)
-                        ORDER BY dt.device_id LIMIT ?
-                        """,
-                    arguments: StatementArguments(arguments))
-                return try rows.map(Self.entry)
-            case .accounts(let accounts):
-                guard !accounts.isEmpty else { return [] }
-                let marks = Array(repeating: "?", count: accounts.count).joined(separator: ", ")
-                var arguments: [(any DatabaseValueConvertible)?] = [appID]
-                arguments += accounts.map { $0 as (any DatabaseValueConvertible)? }
-                arguments.append(cursor)
-                return try Self.deviceEntries(
-                    db, where: "app_id = ? AND im_account IN (\(marks)) AND id > ?", arguments,
-                    environment: environment, limit: limit)
-            case .devices(let ids):
-                let wanted = Array(Set(ids).filter { $0 > cursor }.sorted().prefix(limit))
-                guard !wanted.isEmpty else { return [] }
-                let marks = Array(repeating: "?", count: wanted.count).joined(separator: ", ")
-                var arguments: [(any DatabaseValueConvertible)?] = [appID]
-                arguments += wanted.map { $0 as (any DatabaseValueConvertible)? }
-                let rows = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT id, token, environment, updated_at, invalidated_at FROM devices
-                        WHERE app_id = ? AND id IN (\(marks))
-                        """,
-                    arguments: StatementArguments(arguments))
-                var found: [Int64: Row] = [:]
-                for row in rows { found[row[0]] = row }
-                return try wanted.map { id in
-                    guard let row = found[id] else {
-                        return AudienceEntry(
-                            position: id, deviceID: nil, token: "", environment: environment ?? .production,
-                            skipReason: "UnknownDevice")
-                    }
-                    var entry = try Self.entry(row)
-                    let invalidatedAt: Int64? = row[4]
-                    if invalidatedAt != nil {
-                        entry.skipReason = "DeviceInvalidated"
-                    } else if let environment, entry.environment != environment {
-                        entry.skipReason = "EnvironmentMismatch"
-                    }
-                    return entry
+                var entry = try Self.entry(row)
+                let invalidatedAt: Int64? = row[5]
+                if invalidatedAt != nil {
+                    entry.skipReason = "DeviceInvalidated"
+                } else if let environment, entry.environment != environment {
+                    entry.skipReason = "EnvironmentMismatch"
                 }
-            case .tokens(let tokens):
-                let start = Int(min(max(cursor, 0), Int64(tokens.count)))
-                let slice = Array(tokens[start..<min(tokens.count, start + limit)])
-                guard !slice.isEmpty else { return [] }
-                let marks = Array(repeating: "?", count: slice.count).joined(separator: ", ")
-                var arguments: [(any DatabaseValueConvertible)?] = [appID]
-                arguments += slice.map { $0 as (any DatabaseValueConvertible)? }
-                let rows = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT id, token, environment, updated_at, invalidated_at FROM devices
-                        WHERE app_id = ? AND token IN (\(marks))
-                        """,
-                    arguments: StatementArguments(arguments))
-                var registered: [String: Row] = [:]
-                for row in rows { registered[row[1]] = row }
-                return try slice.enumerated().map { offset, token in
-                    let position = Int64(start + offset + 1)
-                    guard let row = registered[token] else {
-                        return AudienceEntry(
-                            position: position, deviceID: nil, token: token, environment: environment ?? .production)
-                    }
-                    var entry = try Self.entry(row)
-                    entry.position = position
-                    if let environment { entry.environment = environment }
-                    let invalidatedAt: Int64? = row[4]
-                    if invalidatedAt != nil { entry.skipReason = "DeviceInvalidated" }
-                    return entry
+                return entry
+            }
+        case .tokens(let tokens):
+            let start = Int(min(max(cursor, 0), Int64(tokens.count)))
+            let slice = Array(tokens[start..<min(tokens.count, start + limit)])
+            guard !slice.isEmpty else { return [] }
+            let marks = Array(repeating: "?", count: slice.count).joined(separator: ", ")
+            var arguments: [(any DatabaseValueConvertible)?] = [appID]
+            arguments += slice.map { $0 as (any DatabaseValueConvertible)? }
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, token, environment, updated_at, credential_selector, invalidated_at FROM devices
+                    WHERE app_id = ? AND token IN (\(marks))
+                    """,
+                arguments: StatementArguments(arguments))
+            var registered: [String: Row] = [:]
+            for row in rows { registered[row[1]] = row }
+            return try slice.enumerated().map { offset, token in
+                let position = Int64(start + offset + 1)
+                guard let row = registered[token] else {
+                    return AudienceEntry(
+                        position: position, deviceID: nil, token: token, environment: environment ?? .production)
                 }
+                var entry = try Self.entry(row)
+                entry.position = position
+                if let environment { entry.environment = environment }
+                let invalidatedAt: Int64? = row[5]
+                if invalidatedAt != nil { entry.skipReason = "DeviceInvalidated" }
+                return entry
             }
         }
     }
@@ -295,6 +316,14 @@ extension SQLiteStore: MessageStore {
                             AND invalidated_at IS NULL \(environmentFilter)
                         """,
                     arguments: withEnvironment([appID] + accounts.map { $0 as (any DatabaseValueConvertible)? })) ?? 0
+            case .allAccounts:
+                return try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*) FROM devices WHERE app_id = ? AND im_account IS NOT NULL
+                            AND invalidated_at IS NULL \(environmentFilter)
+                        """,
+                    arguments: withEnvironment([appID])) ?? 0
             case .devices(let ids):
                 return Set(ids).count
             case .tokens(let tokens):
@@ -397,15 +426,25 @@ extension SQLiteStore: MessageStore {
     }
 
     public func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
+        try await releaseHeld(appID: appID, condition: "environment = ?", environment.rawValue, now: now)
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, selector: String, now: Date) async throws -> Int {
+        try await releaseHeld(appID: appID, condition: "credential_selector = ?", selector, now: now)
+    }
+
+    /// Held rows of the app's messages matching `condition` (one `?`, bound to `value`) go back
+    /// to `queued`, due now, with the messages' counters moved along.
+    private func releaseHeld(appID: Int64, condition: String, _ value: String, now: Date) async throws -> Int {
         let nowMs = Milliseconds.from(now)
         return try await write { db in
             let perMessage = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT d.message_id, count(*) FROM deliveries d JOIN messages m ON m.id = d.message_id
-                    WHERE d.state = 'held' AND d.environment = ? AND m.app_id = ? GROUP BY d.message_id
+                    WHERE d.state = 'held' AND d.\(condition) AND m.app_id = ? GROUP BY d.message_id
                     """,
-                arguments: [environment.rawValue, appID])
+                arguments: [value, appID])
             var total = 0
             for row in perMessage {
                 let messageID: Int64 = row[0]
@@ -413,9 +452,9 @@ extension SQLiteStore: MessageStore {
                 try db.execute(
                     sql: """
                         UPDATE deliveries SET state = 'queued', next_attempt_at = ?, updated_at = ?
-                        WHERE message_id = ? AND state = 'held' AND environment = ?
+                        WHERE message_id = ? AND state = 'held' AND \(condition)
                         """,
-                    arguments: [nowMs, nowMs, messageID, environment.rawValue])
+                    arguments: [nowMs, nowMs, messageID, value])
                 try db.execute(
                     sql: "UPDATE messages SET held = held - ?, queued = queued + ? WHERE id = ?",
                     arguments: [n, n, messageID])
@@ -453,8 +492,10 @@ extension SQLiteStore: MessageStore {
     // MARK: plumbing
 
     /// Shared with the console's per-device listing: one column list, one decoder.
-    static let deliveryColumns =
-        "id, message_id, device_id, token, environment, state, reason, apns_id, attempts, next_attempt_at, updated_at"
+    static let deliveryColumns = """
+        id, message_id, device_id, token, environment, state, reason, apns_id, attempts, next_attempt_at, updated_at, \
+        payload, credential_selector
+        """
 
     static func deliveryRecord(_ row: Row) throws -> DeliveryRecord {
         let environmentName: String = row[4]
@@ -463,13 +504,22 @@ extension SQLiteStore: MessageStore {
             let state = DeliveryState(rawValue: stateName)
         else { throw StoreError(.unavailable, "deliveries row \(row[0] as Int64) holds unknown values") }
         let next: Int64? = row[9]
+        let payload: Data? = row[11]
         return DeliveryRecord(
             id: row[0], messageID: row[1], deviceID: row[2], token: row[3], environment: environment, state: state,
             reason: row[6], apnsID: row[7], attempts: row[8], nextAttemptAt: next.map(Milliseconds.date),
-            updatedAt: Milliseconds.date(row[10]))
+            updatedAt: Milliseconds.date(row[10]), payload: payload.map { Array($0) }, credentialSelector: row[12])
     }
 
-    private static func messageRecord(_ row: Row, failures: [String: Int]) throws -> MessageRecord {
+    private static func messageRecord(_ db: Database, _ row: Row) throws -> MessageRecord {
+        let id: Int64 = row[0]
+        return try messageRecord(
+            row, failures: failures(db, messageID: id), skips: counts(db, table: "message_skips", messageID: id))
+    }
+
+    private static func messageRecord(_ row: Row, failures: [String: Int], skips: [String: Int]) throws
+        -> MessageRecord
+    {
         let stateName: String = row[8]
         guard let state = MessageState(rawValue: stateName) else {
             throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
@@ -485,6 +535,7 @@ extension SQLiteStore: MessageStore {
         counts.failed = row[19]
         counts.skipped = row[20]
         counts.held = row[21]
+        let vendorContext: String? = row[22]
         return MessageRecord(
             id: row[0], appID: row[1], vendor: row[2], vendorMessageID: row[3],
             audience: try JSONText.decode(Audience.self, row[4]),
@@ -493,17 +544,62 @@ extension SQLiteStore: MessageStore {
             sendAt: sendAt.map(Milliseconds.date), labels: try JSONText.decode([String: String].self, row[10]),
             createdAt: Milliseconds.date(row[11]), startedAt: startedAt.map(Milliseconds.date),
             completedAt: completedAt.map(Milliseconds.date), total: row[14], cursor: row[15], counts: counts,
-            failures: failures)
+            failures: failures, skips: skips,
+            vendorContext: try vendorContext.map { try JSONText.decode(JSONValue.self, $0) })
     }
 
     private static func failures(_ db: Database, messageID: Int64) throws -> [String: Int] {
+        try counts(db, table: "message_failures", messageID: messageID)
+    }
+
+    /// Per-reason counts of `message_failures` or `message_skips`.
+    private static func counts(_ db: Database, table: String, messageID: Int64) throws -> [String: Int] {
         var result: [String: Int] = [:]
         for row in try Row.fetchAll(
-            db, sql: "SELECT reason, count FROM message_failures WHERE message_id = ?", arguments: [messageID])
+            db, sql: "SELECT reason, count FROM \(table) WHERE message_id = ?", arguments: [messageID])
         {
             result[row[0]] = row[1]
         }
         return result
+    }
+
+    private static func addSkips(_ db: Database, messageID: Int64, _ skips: [String: Int]) throws {
+        for (reason, n) in skips where n != 0 {
+            try db.execute(
+                sql: """
+                    INSERT INTO message_skips (message_id, reason, count) VALUES (?, ?, ?)
+                    ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
+                    """,
+                arguments: [messageID, reason, n])
+        }
+    }
+
+    /// Fills account, app state and locale of a page's devices in one query.
+    private static func addRecipientDetails(_ db: Database, appID: Int64, to entries: [AudienceEntry]) throws
+        -> [AudienceEntry]
+    {
+        let ids = entries.compactMap(\.deviceID)
+        guard !ids.isEmpty else { return entries }
+        let marks = Array(repeating: "?", count: ids.count).joined(separator: ", ")
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT d.id, d.im_account, d.locale, a.app_state FROM devices d
+                LEFT JOIN accounts a ON a.app_id = d.app_id AND a.account = d.im_account
+                WHERE d.app_id = ? AND d.id IN (\(marks))
+                """,
+            arguments: StatementArguments([appID] + ids.map { $0 as (any DatabaseValueConvertible)? }))
+        var found: [Int64: Row] = [:]
+        for row in rows { found[row[0]] = row }
+        return entries.map { entry in
+            guard let id = entry.deviceID, let row = found[id] else { return entry }
+            var detailed = entry
+            detailed.account = row[1]
+            detailed.locale = row[2]
+            let state: String? = row[3]
+            detailed.appState = state.flatMap(AppState.init(rawValue:))
+            return detailed
+        }
     }
 
     private static func addFailures(_ db: Database, messageID: Int64, _ failures: [String: Int]) throws {
@@ -535,7 +631,7 @@ extension SQLiteStore: MessageStore {
         let updatedAt: Int64 = row[3]
         return AudienceEntry(
             position: row[0], deviceID: row[0], token: row[1], environment: environment,
-            registeredAt: Milliseconds.date(updatedAt))
+            registeredAt: Milliseconds.date(updatedAt), credentialSelector: row[4])
     }
 
     private static func deviceEntries(
@@ -543,7 +639,10 @@ extension SQLiteStore: MessageStore {
         environment: APNsEnvironment?, limit: Int
     ) throws -> [AudienceEntry] {
         var arguments = arguments
-        var sql = "SELECT id, token, environment, updated_at FROM devices WHERE \(condition) AND invalidated_at IS NULL"
+        var sql = """
+            SELECT id, token, environment, updated_at, credential_selector FROM devices
+            WHERE \(condition) AND invalidated_at IS NULL
+            """
         if let environment {
             sql += " AND environment = ?"
             arguments.append(environment.rawValue)

@@ -31,7 +31,7 @@ extension SQLiteStore: SettingsStore {
 extension SQLiteStore: CredentialStore {
     private static let credentialColumns = """
         id, app_id, kind, environment, team_id, key_id, subject, topic, expires_at, encrypted_secret, \
-        status, status_reason, created_at
+        status, status_reason, created_at, selector
         """
 
     public func addCredential(_ credential: NewCredential) async throws -> CredentialRecord {
@@ -41,13 +41,13 @@ extension SQLiteStore: CredentialStore {
             try db.execute(
                 sql: """
                     INSERT INTO credentials (app_id, kind, environment, team_id, key_id, subject, topic, expires_at,
-                        encrypted_secret, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        encrypted_secret, created_at, selector)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     credential.appID, credential.kind.rawValue, credential.environment.rawValue, credential.teamID,
                     credential.keyID, credential.subject, topics, credential.expiresAt.map(Milliseconds.from),
-                    Data(credential.encryptedSecret), now,
+                    Data(credential.encryptedSecret), now, credential.selector,
                 ])
             return db.lastInsertedRowID
         }
@@ -69,7 +69,8 @@ extension SQLiteStore: CredentialStore {
             try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT \(Self.credentialColumns) FROM credentials WHERE app_id = ? AND environment = ?
+                    SELECT \(Self.credentialColumns) FROM credentials
+                    WHERE app_id = ? AND environment = ? AND selector IS NULL
                     ORDER BY id DESC LIMIT 1
                     """,
                 arguments: [appID, environment.rawValue]
@@ -113,6 +114,6 @@ extension SQLiteStore: CredentialStore {
             id: row[0], appID: row[1], kind: kind, environment: environment, teamID: row[4], keyID: row[5],
             subject: row[6], topics: try topicsText.map { try JSONText.decode([String].self, $0) } ?? [],
             expiresAt: expires.map(Milliseconds.date), encryptedSecret: Array(secret), status: row[10],
-            statusReason: row[11], createdAt: Milliseconds.date(row[12]))
+            statusReason: row[11], createdAt: Milliseconds.date(row[12]), selector: row[13])
     }
 }

@@ -42,18 +42,34 @@ public final class SQLiteStore: Store {
         public var maximumRegistrationBatch: Int
         /// Where `created_at`, `updated_at` and other timestamps come from.
         public var clock: any TuisongCore.Clock
+        /// The plugins' own migrations, applied after the core ones when the store opens.
+        /// Pass every provider the binary knows (mounted or not), so the server and the CLI
+        /// agree on the schema of one file.
+        public var pluginMigrations: [PluginSchema]
 
         public init(
             synchronousFull: Bool = false, busyTimeout: TimeInterval = 5,
             maximumReaderCount: Int = max(4, ProcessInfo.processInfo.activeProcessorCount),
             maximumRegistrationBatch: Int = 256,
-            clock: any TuisongCore.Clock = SystemClock()
+            clock: any TuisongCore.Clock = SystemClock(), pluginMigrations: [PluginSchema] = []
         ) {
             self.synchronousFull = synchronousFull
             self.busyTimeout = busyTimeout
             self.maximumReaderCount = maximumReaderCount
             self.maximumRegistrationBatch = maximumRegistrationBatch
             self.clock = clock
+            self.pluginMigrations = pluginMigrations
+        }
+    }
+
+    /// One plugin's migrations (`PushProvider.migrations`), recorded as `<name>:<identifier>`.
+    public struct PluginSchema: Sendable {
+        public var name: String
+        public var migrations: [PluginMigration]
+
+        public init(name: String, migrations: [PluginMigration]) {
+            self.name = name
+            self.migrations = migrations
         }
     }
 
@@ -64,6 +80,8 @@ public final class SQLiteStore: Store {
     let batcher: RegistrationBatcher
     let checkpointer: WALCheckpointer
     let pointReaders: PointReaders
+    /// The core migrations followed by the plugins'.
+    let migrator: DatabaseMigrator
     /// Serialises `close()` calls and remembers that the pool is closed.
     private let closed = Mutex(false)
 
@@ -74,6 +92,8 @@ public final class SQLiteStore: Store {
     public init(path: String, configuration: Options = .init()) throws {
         self.path = path
         self.clock = configuration.clock
+        let migrator = try Schema.migrator(plugins: configuration.pluginMigrations)
+        self.migrator = migrator
         do {
             let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(
@@ -106,7 +126,7 @@ public final class SQLiteStore: Store {
                 // most of the copying in between.
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = 8000")
             }
-            try Self.migrate(pool)
+            try Self.migrate(pool, migrator)
         } catch {
             throw ErrorMapping.storeError(error)
         }
@@ -146,11 +166,11 @@ public final class SQLiteStore: Store {
         }
     }
 
-    private static func migrate(_ pool: DatabasePool) throws {
+    private static func migrate(_ pool: DatabasePool, _ migrator: DatabaseMigrator) throws {
         var attempt = 0
         while true {
             do {
-                try Schema.migrator.migrate(pool)
+                try migrator.migrate(pool)
                 return
             } catch {
                 attempt += 1
@@ -181,14 +201,19 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// The migrations this binary knows, in the order they apply.
+    /// The core migrations this binary knows, in the order they apply.
     public static func migrationNames() -> [String] {
         Schema.migrator.migrations
     }
 
-    /// The migrations applied to the open database, in order.
+    /// The migrations this store applies: the core ones, then the plugins' as
+    /// `<plugin>:<identifier>`.
+    public var migrationNames: [String] { migrator.migrations }
+
+    /// The migrations applied to the open database that this store knows, in order.
     public func appliedMigrations() async throws -> [String] {
-        try await read { db in try Schema.migrator.appliedMigrations(db) }
+        let migrator = migrator
+        return try await read { db in try migrator.appliedMigrations(db) }
     }
 
     /// The name of the last migration applied to the open database (`nil` for an empty one).

@@ -1,4 +1,5 @@
 import GRDB
+import TuisongCore
 
 /// The database schema, as an ordered list of named migrations.
 ///
@@ -26,8 +27,34 @@ enum Schema {
         migrator.registerMigration("v3-baidu-bindings-tags-kept-messages") { db in
             try db.execute(sql: v3Baidu)
         }
+        migrator.registerMigration("v4-accounts-selectors-vendor-context-device-payloads") { db in
+            try db.execute(sql: v4Accounts)
+        }
         return migrator
     }()
+
+    /// The core migrations, then each plugin's in the order given, as `<plugin>:<identifier>`.
+    /// Plugins come after every core migration, so a core migration added later still runs
+    /// before them on a new database; on an existing one GRDB applies whatever is missing,
+    /// in this order. Throws for a name or identifier that is empty, contains `:`, or repeats.
+    static func migrator(plugins: [SQLiteStore.PluginSchema]) throws -> DatabaseMigrator {
+        var migrator = Schema.migrator
+        var seen = Set(migrator.migrations)
+        for plugin in plugins {
+            guard !plugin.name.isEmpty, !plugin.name.contains(":") else {
+                throw StoreError(.conflict, "plugin name \"\(plugin.name)\" is empty or contains ':'")
+            }
+            for migration in plugin.migrations {
+                let identifier = "\(plugin.name):\(migration.identifier)"
+                guard !migration.identifier.isEmpty, seen.insert(identifier).inserted else {
+                    throw StoreError(.conflict, "plugin migration \"\(identifier)\" is empty or declared twice")
+                }
+                let sql = migration.sql
+                migrator.registerMigration(identifier) { db in try db.execute(sql: sql) }
+            }
+        }
+        return migrator
+    }
 
     /// `messages` and `deliveries` arrive in a later migration.
     static let v1 = """

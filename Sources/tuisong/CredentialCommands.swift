@@ -23,10 +23,29 @@ struct CredentialCommand: AsyncParsableCommand {
         @Option(
             name: .customLong("password-env"), help: "The environment variable holding the .p12 or PEM key password.")
         var passwordEnv: String?
+        @Option(
+            name: .customLong("busi-id"),
+            help: "Tencent IM: the certificate's busiId; devices reporting this BusiId are sent through it.")
+        var busiID: Int64?
+        @Option(
+            name: .customLong("notifier-name"),
+            help: "Easemob: the certificate (notifier) name devices bind with; they are sent through it.")
+        var notifierName: String?
+
+        /// The credential's selector: a busiId or a notifier name, never both.
+        var selector: String? { busiID.map(String.init) ?? notifierName }
 
         func validate() throws {
             let given = [p8, p12, pem].compactMap { $0 }.count
             guard given == 1 else { throw ValidationError("give exactly one of --p8, --p12, --pem") }
+            if busiID != nil, notifierName != nil {
+                throw ValidationError("give --busi-id or --notifier-name, not both")
+            }
+            if let busiID, busiID < 0 { throw ValidationError("--busi-id must be a non-negative number") }
+            if let notifierName, (try? CredentialSelector.validated(notifierName)) ?? nil == nil {
+                throw ValidationError(
+                    "--notifier-name must be 1–\(CredentialSelector.maxLength) characters without control characters")
+            }
             if p8 != nil, keyID == nil || teamID == nil { throw ValidationError("--p8 needs --key-id and --team-id") }
             guard APNsEnvironment(rawValue: environment) != nil else {
                 throw ValidationError("--environment must be sandbox or production")
@@ -60,12 +79,16 @@ struct CredentialCommand: AsyncParsableCommand {
             let service = CredentialService(store: store, masterKey: masterKey)
             let record: CredentialRecord
             do {
-                record = try await service.add(upload, appID: app, environment: APNsEnvironment(rawValue: environment)!)
+                record = try await service.add(
+                    upload, appID: app, environment: APNsEnvironment(rawValue: environment)!, selector: selector)
             } catch let error as CredentialError {
                 throw ValidationError(error.message)
             }
-            let released = try await store.releaseHeldDeliveries(
+            var released = try await store.releaseHeldDeliveries(
                 appID: app, environment: record.environment, now: Date())
+            if let selector = record.selector {
+                released += try await store.releaseHeldDeliveries(appID: app, selector: selector, now: Date())
+            }
             var summary = CredentialView.object(record)
             summary["released_deliveries"] = released
             printJSON(summary)

@@ -1,5 +1,4 @@
 import ArgumentParser
-import BaiduProvider
 import Foundation
 import Logging
 import TuisongCore
@@ -37,7 +36,8 @@ struct ConfigOptions: ParsableArguments {
     func openStore(_ config: GatewayConfig) throws -> SQLiteStore {
         try SQLiteStore(
             path: config.database.path,
-            configuration: SQLiteStore.Options(synchronousFull: config.database.synchronousFull))
+            configuration: SQLiteStore.Options(
+                synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations))
     }
 }
 
@@ -129,7 +129,9 @@ struct Version: AsyncParsableCommand {
 
 struct AppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "app", abstract: "Manage apps.", subcommands: [Create.self, List.self, SetBaidu.self])
+        commandName: "app", abstract: "Manage apps.",
+        // `set-<vendor>` for each registered provider, from its settings declarations.
+        subcommands: [Create.self, List.self] + VendorCommands.all)
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -169,51 +171,6 @@ struct AppCommand: AsyncParsableCommand {
             let apps = try await store.apps()
             printJSON(apps.map { ["id": $0.id, "name": $0.name, "bundle_id": $0.bundleID] as [String: Any] })
         }
-    }
-}
-
-/// `tuisong app set-baidu`: an app's Baidu keys. The secret key is read from an environment
-/// variable (never the command line, where `ps` would show it), sealed under the master key,
-/// and never printed.
-struct SetBaidu: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "set-baidu",
-        abstract: "Set an app's Baidu apikey and secret key (stored encrypted under the master key).")
-    @OptionGroup var options: ConfigOptions
-    @Option(help: "The app id.") var app: Int64
-    @Option(help: "The Baidu apikey; unique across apps.") var apikey: String
-    @Option(name: .customLong("secret-env"), help: "The environment variable holding the Baidu secret key.")
-    var secretEnv: String
-    @Option(name: .customLong("baidu-app-id"), help: "Baidu's numeric app id (bind answers it as app_id).")
-    var baiduAppID: String?
-
-    func run() async throws {
-        guard let secret = ProcessInfo.processInfo.environment[secretEnv], !secret.isEmpty else {
-            throw ValidationError("environment variable \(secretEnv) is not set or empty")
-        }
-        let keys: BaiduKeys
-        do {
-            keys = try BaiduKeys(apiKey: apikey, secretKey: secret, baiduAppID: baiduAppID)
-        } catch {
-            throw ValidationError("\(error)")
-        }
-        let config = try options.load()
-        let store = try options.openStore(config)
-        defer { try? store.close() }
-        guard var record = try await store.app(id: app) else { throw ValidationError("no app with id \(app)") }
-        if let owner = try await store.app(baiduAPIKey: apikey), owner.id != app {
-            throw ValidationError("apikey \(apikey) already belongs to app \(owner.id)")
-        }
-        let masterKey = try MasterKey.load(config.security, logger: Logger(label: "tuisong"))
-        record.vendorSettings["baidu"] = try keys.settings(appID: app, sealer: MasterKeySealer(masterKey: masterKey))
-        do {
-            try await store.updateApp(record)
-        } catch let error as StoreError where error.code == .conflict {
-            throw ValidationError("apikey \(apikey) already belongs to another app")
-        }
-        var baidu: [String: Any] = ["apikey": apikey]
-        if let baiduAppID { baidu["app_id"] = baiduAppID }
-        printJSON(["id": app, "baidu": baidu])
     }
 }
 

@@ -1,35 +1,36 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 import TuisongStore
 
 @testable import BaiduProvider
 
-/// `BaiduStore` on a real SQLite file.
+/// `BaiduStore` on a real SQLite file with Baidu's migrations.
 @Suite struct BaiduStoreTests {
     struct Fixture {
-        let directory: URL
+        let temporary: TemporaryStore
+        /// The core store, for what the tests arrange and check beyond Baidu's view.
         let store: SQLiteStore
+        let baidu: BaiduStore
         let clock: ManualClock
         let app: App
 
         init() async throws {
-            directory = FileManager.default.temporaryDirectory.appending(
-                path: "tuisong-baidu-store-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             clock = ManualClock()
-            store = try SQLiteStore(path: directory.appending(path: "t.db").path, configuration: .init(clock: clock))
+            temporary = try TemporaryStore(providers: [BaiduProvider.self], clock: clock)
+            store = temporary.store
+            baidu = BaiduStore(database: temporary.database, store: temporary.providerStore, clock: clock)
             app = try await store.createApp(name: "a", bundleID: "com.example.a", apiKeyHash: UUID().uuidString)
         }
 
         func tearDown() {
-            try? store.close()
-            try? FileManager.default.removeItem(at: directory)
+            temporary.remove()
         }
 
         func bind(_ n: Int, user: String? = nil, environment: APNsEnvironment = .production) async throws -> Device {
             let token = DeviceToken(token(n))!
-            return try await store.bindBaiduDevice(
+            return try await baidu.bindDevice(
                 appID: app.id, token: token, environment: environment,
                 userID: user ?? BaiduIDs.userID(appID: app.id, token: token),
                 channelID: BaiduIDs.channelID(appID: app.id, token: token)
@@ -44,37 +45,37 @@ import TuisongStore
         defer { f.tearDown() }
         let token = DeviceToken(token(1))!
         let channel = f.channel(1)
-        let first = try await f.store.bindBaiduDevice(
+        let first = try await f.baidu.bindDevice(
             appID: f.app.id, token: token, environment: .sandbox, userID: "11", channelID: channel)
         #expect(first.created)
         #expect(first.device.baiduChannelID == channel && first.device.baiduUserID == "11")
         #expect(first.device.environment == .sandbox)
-        let again = try await f.store.bindBaiduDevice(
+        let again = try await f.baidu.bindDevice(
             appID: f.app.id, token: token, environment: .production, userID: "11", channelID: channel)
         #expect(!again.created)
         #expect(again.device.id == first.device.id && again.device.environment == .production)
-        #expect(try await f.store.baiduDevice(appID: f.app.id, channelID: channel)?.id == first.device.id)
-        #expect(try await f.store.baiduDevices(appID: f.app.id, userID: "11").map(\.id) == [first.device.id])
+        #expect(try await f.baidu.device(appID: f.app.id, channelID: channel)?.id == first.device.id)
+        #expect(try await f.baidu.devices(appID: f.app.id, userID: "11").map(\.id) == [first.device.id])
 
-        _ = try await f.store.addBaiduTag(appID: f.app.id, name: "vip", deviceIDs: [first.device.id])
-        try await f.store.keepBaiduMessages(
+        _ = try await f.baidu.addTag(appID: f.app.id, name: "vip", deviceIDs: [first.device.id])
+        try await f.baidu.keepMessages(
             [
                 BaiduKeptMessage(
                     appID: f.app.id, msgID: "5", userID: "11", channelID: channel, msgKey: nil, message: "hi",
                     messageType: 0, expiresAt: f.clock.now.addingTimeInterval(60), createdAt: f.clock.now)
             ], now: f.clock.now)
 
-        #expect(try await f.store.unbindBaiduDevice(appID: f.app.id, channelID: channel))
-        #expect(try await f.store.baiduDevice(appID: f.app.id, channelID: channel) == nil)
+        #expect(try await f.baidu.unbindDevice(appID: f.app.id, channelID: channel))
+        #expect(try await f.baidu.device(appID: f.app.id, channelID: channel) == nil)
         #expect(try await f.store.device(appID: f.app.id, token: token) == nil)
-        #expect(try await f.store.baiduTagDeviceCount(appID: f.app.id, name: "vip") == 0)
+        #expect(try await f.baidu.tagDeviceCount(appID: f.app.id, name: "vip") == 0)
         #expect(
-            try await f.store.baiduKeptMessages(
+            try await f.baidu.keptMessages(
                 appID: f.app.id, userID: "11", channelID: nil, now: f.clock.now, start: 0, limit: 10
             ).total == 0)
-        #expect(try await !f.store.unbindBaiduDevice(appID: f.app.id, channelID: channel))
+        #expect(try await !f.baidu.unbindDevice(appID: f.app.id, channelID: channel))
         #expect(
-            try await f.store.bindBaiduDevice(
+            try await f.baidu.bindDevice(
                 appID: f.app.id, token: token, environment: .production, userID: "11", channelID: channel
             ).created)
     }
@@ -84,7 +85,7 @@ import TuisongStore
         defer { f.tearDown() }
         _ = try await f.bind(1)
         await #expect(throws: StoreError.self) {
-            _ = try await f.store.bindBaiduDevice(
+            _ = try await f.baidu.bindDevice(
                 appID: f.app.id, token: DeviceToken(token(2))!, environment: .production, userID: "1",
                 channelID: f.channel(1))
         }
@@ -98,14 +99,14 @@ import TuisongStore
         var first = f.app
         first.vendorSettings["baidu"] = ["apikey": "K1", "secret_key_sealed": "x"]
         try await f.store.updateApp(first)
-        #expect(try await f.store.app(baiduAPIKey: "K1")?.id == first.id)
-        #expect(try await f.store.app(baiduAPIKey: "K2") == nil)
+        #expect(try await f.baidu.app(apiKey: "K1")?.id == first.id)
+        #expect(try await f.baidu.app(apiKey: "K2") == nil)
         var second = try await f.store.createApp(name: "b", bundleID: "com.example.b", apiKeyHash: "other")
         second.vendorSettings["baidu"] = ["apikey": "K1", "secret_key_sealed": "y"]
         await #expect(throws: StoreError.self) { try await f.store.updateApp(second) }
         second.vendorSettings["baidu"] = ["apikey": "K2", "secret_key_sealed": "y"]
         try await f.store.updateApp(second)
-        #expect(try await f.store.app(baiduAPIKey: "K2")?.id == second.id)
+        #expect(try await f.baidu.app(apiKey: "K2")?.id == second.id)
     }
 
     @Test func tags() async throws {
@@ -113,28 +114,28 @@ import TuisongStore
         defer { f.tearDown() }
         let one = try await f.bind(1)
         let two = try await f.bind(2)
-        let (created, isNew) = try await f.store.createBaiduTag(appID: f.app.id, name: "news")
+        let (created, isNew) = try await f.baidu.createTag(appID: f.app.id, name: "news")
         #expect(isNew && created.createdAt == f.clock.now)
-        #expect(try await !f.store.createBaiduTag(appID: f.app.id, name: "news").created)
-        let (_, added) = try await f.store.addBaiduTag(appID: f.app.id, name: "news", deviceIDs: [one.id, two.id, 999])
+        #expect(try await !f.baidu.createTag(appID: f.app.id, name: "news").created)
+        let (_, added) = try await f.baidu.addTag(appID: f.app.id, name: "news", deviceIDs: [one.id, two.id, 999])
         #expect(added == [one.id, two.id])
-        #expect(try await f.store.addBaiduTag(appID: f.app.id, name: "news", deviceIDs: [one.id]).added.isEmpty)
-        _ = try await f.store.addBaiduTag(appID: f.app.id, name: "sports", deviceIDs: [two.id])
-        #expect(try await f.store.baiduTagDeviceCount(appID: f.app.id, name: "news") == 2)
-        #expect(try await f.store.baiduTags(appID: f.app.id, deviceIDs: [two.id]).map(\.name) == ["news", "sports"])
+        #expect(try await f.baidu.addTag(appID: f.app.id, name: "news", deviceIDs: [one.id]).added.isEmpty)
+        _ = try await f.baidu.addTag(appID: f.app.id, name: "sports", deviceIDs: [two.id])
+        #expect(try await f.baidu.tagDeviceCount(appID: f.app.id, name: "news") == 2)
+        #expect(try await f.baidu.tags(appID: f.app.id, deviceIDs: [two.id]).map(\.name) == ["news", "sports"])
 
-        let page = try await f.store.baiduTags(appID: f.app.id, name: nil, start: 1, limit: 5)
+        let page = try await f.baidu.tags(appID: f.app.id, name: nil, start: 1, limit: 5)
         #expect(page.total == 2 && page.tags.map(\.name) == ["sports"])
-        #expect(try await f.store.baiduTags(appID: f.app.id, name: "news", start: 0, limit: 5).tags.count == 1)
+        #expect(try await f.baidu.tags(appID: f.app.id, name: "news", start: 0, limit: 5).tags.count == 1)
 
-        #expect(try await f.store.removeBaiduTag(appID: f.app.id, name: "news", deviceIDs: [one.id, 999]) == [one.id])
-        #expect(try await f.store.deleteBaiduTag(appID: f.app.id, name: "sports"))
-        #expect(try await !f.store.deleteBaiduTag(appID: f.app.id, name: "sports"))
-        #expect(try await f.store.baiduTags(appID: f.app.id, deviceIDs: [two.id]).map(\.name) == ["news"])
+        #expect(try await f.baidu.removeTag(appID: f.app.id, name: "news", deviceIDs: [one.id, 999]) == [one.id])
+        #expect(try await f.baidu.deleteTag(appID: f.app.id, name: "sports"))
+        #expect(try await !f.baidu.deleteTag(appID: f.app.id, name: "sports"))
+        #expect(try await f.baidu.tags(appID: f.app.id, deviceIDs: [two.id]).map(\.name) == ["news"])
 
         // Tags created through the plain DeviceStore get a creation time too (the trigger).
         try await f.store.addTag(appID: f.app.id, token: DeviceToken(token(1))!, tag: TagName("plain")!)
-        #expect(try await f.store.baiduTag(appID: f.app.id, name: "plain")?.createdAt != nil)
+        #expect(try await f.baidu.tag(appID: f.app.id, name: "plain")?.createdAt != nil)
     }
 
     @Test func keptMessagesExpireAndDelete() async throws {
@@ -145,28 +146,28 @@ import TuisongStore
                 appID: f.app.id, msgID: id, userID: "7", channelID: channel, msgKey: "k\(id)", message: "m\(id)",
                 messageType: 1, expiresAt: f.clock.now.addingTimeInterval(expiresIn), createdAt: f.clock.now)
         }
-        try await f.store.keepBaiduMessages(
+        try await f.baidu.keepMessages(
             [
                 kept("1", channel: "100", expiresIn: 60), kept("2", channel: "200", expiresIn: 600),
                 kept("3", channel: "100", expiresIn: 600),
             ], now: f.clock.now)
-        var listed = try await f.store.baiduKeptMessages(
+        var listed = try await f.baidu.keptMessages(
             appID: f.app.id, userID: "7", channelID: nil, now: f.clock.now, start: 0, limit: 10)
         #expect(listed.total == 3 && listed.messages.map(\.msgID) == ["1", "2", "3"])
         #expect(listed.messages[0].msgKey == "k1" && listed.messages[0].message == "m1")
-        listed = try await f.store.baiduKeptMessages(
+        listed = try await f.baidu.keptMessages(
             appID: f.app.id, userID: "7", channelID: "100", now: f.clock.now, start: 1, limit: 10)
         #expect(listed.total == 2 && listed.messages.map(\.msgID) == ["3"])
         f.clock.advance(by: 120)
-        listed = try await f.store.baiduKeptMessages(
+        listed = try await f.baidu.keptMessages(
             appID: f.app.id, userID: "7", channelID: nil, now: f.clock.now, start: 0, limit: 10)
         #expect(listed.messages.map(\.msgID) == ["2", "3"])
         #expect(
-            try await f.store.deleteBaiduKeptMessages(
+            try await f.baidu.deleteKeptMessages(
                 appID: f.app.id, userID: "7", channelID: nil, msgIDs: ["3", "9", "3"]) == ["3"])
-        try await f.store.discardBaiduKeptMessages(appID: f.app.id, msgID: "2")
+        try await f.baidu.discardKeptMessages(appID: f.app.id, msgID: "2")
         #expect(
-            try await f.store.baiduKeptMessages(
+            try await f.baidu.keptMessages(
                 appID: f.app.id, userID: "7", channelID: nil, now: f.clock.now, start: 0, limit: 10
             ).total == 0)
     }
@@ -204,33 +205,33 @@ import TuisongStore
         try await complete(topicA2, delivered: 4)
 
         #expect(
-            try await f.store.baiduMessages(appID: f.app.id, msgIDs: ["102", "nope", "100"]).map(\.id) == [
+            try await f.baidu.messages(appID: f.app.id, msgIDs: ["102", "nope", "100"]).map(\.id) == [
                 topicA2.id, timer.id,
             ])
-        let timers = try await f.store.baiduTimers(appID: f.app.id, timerID: nil, start: 0, limit: 10)
+        let timers = try await f.baidu.timers(appID: f.app.id, timerID: nil, start: 0, limit: 10)
         #expect(timers.total == 1 && timers.messages.first?.id == timer.id)
-        #expect(try await f.store.baiduTimerMessage(appID: f.app.id, timerID: "900")?.id == timer.id)
-        #expect(try await f.store.baiduTimers(appID: f.app.id, timerID: "901", start: 0, limit: 10).total == 0)
+        #expect(try await f.baidu.timerMessage(appID: f.app.id, timerID: "900")?.id == timer.id)
+        #expect(try await f.baidu.timers(appID: f.app.id, timerID: "901", start: 0, limit: 10).total == 0)
         // Not sent yet: no timer records.
         #expect(
-            try await f.store.baiduSentMessages(
+            try await f.baidu.sentMessages(
                 appID: f.app.id, label: "timer_id", value: "900", from: nil, to: nil, start: 0, limit: 10
             ).isEmpty)
-        let sentA = try await f.store.baiduSentMessages(
+        let sentA = try await f.baidu.sentMessages(
             appID: f.app.id, label: "topic_id", value: "a", from: nil, to: nil, start: 0, limit: 10)
         #expect(sentA.map(\.id) == [topicA2.id, topicA1.id])
-        let sentLater = try await f.store.baiduSentMessages(
+        let sentLater = try await f.baidu.sentMessages(
             appID: f.app.id, label: "topic_id", value: "a", from: f.clock.now.addingTimeInterval(-10), to: nil,
             start: 0, limit: 10)
         #expect(sentLater.map(\.id) == [topicA2.id])
 
-        let topics = try await f.store.baiduTopics(appID: f.app.id, start: 0, limit: 10)
+        let topics = try await f.baidu.topics(appID: f.app.id, start: 0, limit: 10)
         #expect(topics.total == 2)
         #expect(topics.topics.map(\.topicID) == ["a", "b"])
         #expect(topics.topics[0].pushed == 9 && topics.topics[0].delivered == 7)
         #expect(topics.topics[0].lastPushAt.timeIntervalSince(topics.topics[0].firstPushAt) == 86_400)
 
-        let deliveries = try await f.store.baiduTopicDeliveries(
+        let deliveries = try await f.baidu.topicDeliveries(
             appID: f.app.id, topicID: "a", since: f.clock.now.addingTimeInterval(-3 * 86_400), utcOffset: 8 * 3600)
         #expect(deliveries.values.sorted() == [3, 4])
         for day in deliveries.keys {
@@ -248,8 +249,8 @@ import TuisongStore
         f.clock.advance(by: 86_400)
         _ = try await f.bind(3)
         _ = try await f.bind(1)  // a re-bind is not a new device
-        #expect(try await f.store.unbindBaiduDevice(appID: f.app.id, channelID: f.channel(2)))
-        let days = try await f.store.baiduDeviceDays(appID: f.app.id, now: f.clock.now, days: 3, utcOffset: 8 * 3600)
+        #expect(try await f.baidu.unbindDevice(appID: f.app.id, channelID: f.channel(2)))
+        let days = try await f.baidu.deviceDays(appID: f.app.id, now: f.clock.now, days: 3, utcOffset: 8 * 3600)
         #expect(days.count == 3)
         #expect(days.map(\.bound) == [0, 2, 1])
         #expect(days.map(\.unbound) == [0, 0, 1])

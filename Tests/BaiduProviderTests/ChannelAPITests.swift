@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import BaiduProvider
 
@@ -116,9 +117,9 @@ import TuisongCore
             #expect(userTags["tag_num"] as? Int == 2)
             // delete_tag with a user only takes that user out of the tag.
             expectSuccess(try await f.channel("delete_tag", ["tag": "news", "user_id": user2]))
-            #expect(try await f.store.baiduTagDeviceCount(appID: f.app.id, name: "news") == 1)
+            #expect(try await f.baidu.tagDeviceCount(appID: f.app.id, name: "news") == 1)
             expectSuccess(try await f.channel("delete_tag", ["tag": "news"]))
-            #expect(try await f.store.baiduTag(appID: f.app.id, name: "news") == nil)
+            #expect(try await f.baidu.tag(appID: f.app.id, name: "news") == nil)
             expectError(try await f.channel("delete_tag", ["tag": "news"]), 30611)
 
             let binds = expectSuccess(try await f.channel("query_bindlist", ["user_id": user1]))
@@ -200,7 +201,7 @@ import TuisongCore
             #expect(f.gateway.jobs.isEmpty)
             #expect(try await f.messageCount() == 0)
             #expect(expectSuccess(try await f.channel("fetch_msgcount", ["user_id": userID]))["total_num"] as? Int == 0)
-            #expect(try await f.store.baiduTags(appID: f.app.id, name: nil, start: 0, limit: 10).total == 0)
+            #expect(try await f.baidu.tags(appID: f.app.id, name: nil, start: 0, limit: 10).total == 0)
         }
     }
 }

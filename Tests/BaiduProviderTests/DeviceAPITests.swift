@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import BaiduProvider
 
@@ -63,8 +64,8 @@ import TuisongCore
             #expect(try await f.device("set_tags", base.merging(["tag": "vip"]) { $1 }).errorCode == 0)
             let unbound = try await f.device("unbind", base)
             #expect(unbound.status == 200 && unbound.errorCode == 0, "\(unbound.text)")
-            #expect(try await f.store.baiduDevice(appID: f.app.id, channelID: channelID) == nil)
-            #expect(try await f.store.baiduTagDeviceCount(appID: f.app.id, name: "vip") == 0)
+            #expect(try await f.baidu.device(appID: f.app.id, channelID: channelID) == nil)
+            #expect(try await f.baidu.tagDeviceCount(appID: f.app.id, name: "vip") == 0)
 
             expectError(try await f.device("set_tags", base.merging(["tag": "vip"]) { $1 }), 30608, status: 404)
             expectError(try await f.device("del_tags", base.merging(["tag": "vip"]) { $1 }), 30608)

@@ -3,6 +3,7 @@ import Logging
 import Synchronization
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 import TuisongStore
 
 @testable import BaiduProvider
@@ -54,7 +55,7 @@ final class RecordingSender: PushSender {
     }
 
     func messageID(_ f: BaiduFixture, msgID: String) async throws -> Int64 {
-        try #require(try await f.store.baiduMessages(appID: f.app.id, msgIDs: [msgID]).first).id
+        try #require(try await f.baidu.messages(appID: f.app.id, msgIDs: [msgID]).first).id
     }
 
     @Test func bindTagPushReachesExactlyTheRightDevices() async throws {

@@ -4,6 +4,8 @@ import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
+import TuisongPluginTestKit
+import TuisongStore
 
 @testable import BaiduProvider
 
@@ -16,6 +18,10 @@ import TuisongGateway
         let app: App
         var baseURL: String { "http://127.0.0.1:\(runtime.port)" }
         var mock: APNsMockServer { runtime.localMock! }
+        /// Baidu's data on the running gateway's database.
+        var baiduStore: BaiduStore {
+            BaiduStore(database: runtime.store.sharedDatabase, store: runtime.store, clock: SystemClock())
+        }
 
         /// A REST call signed (by the Python signer) with the wall clock's timestamp.
         func rest(_ path: String, _ parameters: [String: String]) async throws -> BaiduResponse {
@@ -42,7 +48,7 @@ import TuisongGateway
 
         /// Waits until the message with this `msg_id` has an outcome for every device.
         func completed(msgID: String) async throws -> MessageStatus {
-            let record = try #require(try await runtime.store.baiduMessages(appID: app.id, msgIDs: [msgID]).first)
+            let record = try #require(try await baiduStore.messages(appID: app.id, msgIDs: [msgID]).first)
             let deadline = ContinuousClock.now + .seconds(60)
             while ContinuousClock.now < deadline {
                 if let status = try await runtime.engine.status(messageID: record.id),
@@ -149,7 +155,7 @@ import TuisongGateway
             // 2.0 to a user, after the user's device unbound: refused, nothing sent.
             gw.mock.resetRecorded()
             let user = try #require(
-                try await gw.runtime.store.baiduDevice(appID: gw.app.id, channelID: channels[5]!)?.baiduUserID)
+                try await gw.baiduStore.device(appID: gw.app.id, channelID: channels[5]!)?.baiduUserID)
             #expect(try await gw.device("unbind", ["device_token": token(5)]).errorCode == 0)
             expectError(
                 try await gw.rest(

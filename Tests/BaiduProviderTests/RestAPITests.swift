@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import BaiduProvider
 
@@ -38,7 +39,7 @@ import TuisongCore
             var result = try #require((status["result"] as? [[String: Any]])?.first)
             #expect(result["status"] as? Int == 1 && result["success"] as? Int == 0)
 
-            let record = try #require(try await f.store.baiduMessages(appID: f.app.id, msgIDs: [msgID]).first)
+            let record = try #require(try await f.baidu.messages(appID: f.app.id, msgIDs: [msgID]).first)
             try await f.gateway.deliver(messageID: record.id, delivered: 1)
             status = expectSuccess(try await f.v3("report/query_msg_status", ["msg_id": #"["\#(msgID)"]"#]))
             result = try #require((status["result"] as? [[String: Any]])?.first)
@@ -91,7 +92,7 @@ import TuisongCore
 
             expectSuccess(try await f.v3("timer/cancel", ["timer_id": timerID]))
             #expect(expectSuccess(try await f.v3("timer/query_list"))["total_num"] as? Int == 0)
-            let record = try #require(try await f.store.baiduTimerMessage(appID: f.app.id, timerID: timerID))
+            let record = try #require(try await f.baidu.timerMessage(appID: f.app.id, timerID: timerID))
             #expect(record.state == .cancelled)
             expectError(try await f.v3("timer/cancel", ["timer_id": timerID]), 30605)
             expectError(try await f.v3("timer/cancel", ["timer_id": "999"]), 30605)
@@ -102,7 +103,7 @@ import TuisongCore
                 try await f.v3(
                     "push/tags", ["type": "1", "tag": "vip", "msg": #""x""#, "send_time": String(f.now + 120)]))
             let tagTimer = try #require(tagged["timer_id"] as? String)
-            let fired = try #require(try await f.store.baiduTimerMessage(appID: f.app.id, timerID: tagTimer))
+            let fired = try #require(try await f.baidu.timerMessage(appID: f.app.id, timerID: tagTimer))
             f.clock.advance(by: 121)
             try await f.gateway.deliver(messageID: fired.id, delivered: 0)
             let tagRecords = expectSuccess(try await f.v3("report/query_timer_records", ["timer_id": tagTimer]))
@@ -182,7 +183,7 @@ import TuisongCore
         try await withFixture { f in
             try await f.bind(token(1))
             let (_, c2) = try await f.bind(token(2))
-            #expect(try await f.store.unbindBaiduDevice(appID: f.app.id, channelID: c2))
+            #expect(try await f.baidu.unbindDevice(appID: f.app.id, channelID: c2))
             let statistics = expectSuccess(try await f.v3("report/statistic_device"))
             #expect(statistics["total_num"] as? Int == 7)
             let days = try #require(statistics["result"] as? [String: [String: Int]])

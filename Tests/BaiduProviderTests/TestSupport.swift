@@ -6,6 +6,7 @@ import TuisongCore
 import TuisongCrypto
 import TuisongHTTP
 import TuisongPlugin
+import TuisongPluginTestKit
 import TuisongStore
 
 @testable import BaiduProvider
@@ -14,94 +15,13 @@ import TuisongStore
     import FoundationNetworking
 #endif
 
-/// A clock the test moves by hand.
-final class ManualClock: TuisongCore.Clock {
-    private let current: Mutex<Date>
-
-    init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) {
-        current = Mutex(start)
-    }
-
-    var now: Date { current.withLock { $0 } }
-
-    func advance(by seconds: TimeInterval) {
-        current.withLock { $0 += seconds }
-    }
-}
-
-/// Seals with AES-256-GCM under a random key, as the gateway's master-key sealer does.
-struct TestSealer: SecretSealer {
-    let box: SecretBox
-
-    init() throws {
-        box = try SecretBox(key: SecureRandom.bytes(32))
-    }
-
-    func seal(_ plaintext: String, context: String) throws -> String {
-        Data(try box.seal(Array(plaintext.utf8), associatedData: Array(context.utf8))).base64EncodedString()
-    }
-
-    func open(_ sealed: String, context: String) throws -> String {
-        String(
-            decoding: try box.open(Array(Data(base64Encoded: sealed)!), associatedData: Array(context.utf8)),
-            as: UTF8.self)
-    }
-}
-
-/// A `PushGateway` that records every job and commits it to the real store the way the
-/// delivery engine does (rendered, validated, `scheduled` when `sendAt` is ahead), but sends
-/// nothing. `deliver` stands in for the dispatcher finishing a message.
-final class RecordingGateway: PushGateway {
-    let store: SQLiteStore
-    let clock: any TuisongCore.Clock
-    private let recorded = Mutex<[PushJob]>([])
-
-    init(store: SQLiteStore, clock: any TuisongCore.Clock) {
-        self.store = store
-        self.clock = clock
-    }
-
-    var jobs: [PushJob] { recorded.withLock { $0 } }
-
-    func submit(_ job: PushJob) async throws -> MessageRecord {
-        let payload = try APNsPayload.build(job.notification, pushType: job.options.pushType)
-        let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
-        let record = try await store.createMessage(job, payload: payload, state: state)
-        recorded.withLock { $0.append(job) }
-        return record
-    }
-
-    func status(messageID: Int64) async throws -> MessageStatus? {
-        guard let record = try await store.message(id: messageID) else { return nil }
-        return MessageStatus(record: record, counts: record.counts, failures: record.failures)
-    }
-
-    func cancel(messageID: Int64) async throws -> Bool {
-        try await store.cancelScheduledMessage(id: messageID, at: clock.now)
-    }
-
-    /// Completes the message through the store's own progress API: `delivered` devices
-    /// accepted, `failed` refused.
-    func deliver(messageID: Int64, delivered: Int, failed: Int = 0) async throws {
-        _ = try await store.startMessage(id: messageID, total: delivered + failed, at: clock.now)
-        var counts = DeliveryCounts()
-        counts.delivered = delivered
-        counts.failed = failed
-        try await store.recordProgress(
-            MessageProgress(
-                messageID: messageID, cursor: Int64(delivered + failed), counts: counts,
-                failures: failed > 0 ? ["BadDeviceToken": failed] : [:], finalState: .completed),
-            at: clock.now)
-    }
-}
-
 /// One Baidu provider on a loopback HTTP server with its own temporary database, an app with
 /// Baidu keys, a manual clock and a recording gateway.
 final class BaiduFixture: Sendable {
     static let apiKey = "Ljc710pzAa99GULCo8y48NvB"
     static let secretKey = "87772555E1C16715EBA5C85341684C58"
 
-    let directory: URL
+    let temporary: TemporaryStore
     let store: SQLiteStore
     let clock: ManualClock
     /// What the provider submits to: a `RecordingGateway` unless the test built another.
@@ -109,6 +29,7 @@ final class BaiduFixture: Sendable {
     let server: HTTPServer
     let app: App
     let baseURL: String
+    let provider: BaiduProvider
 
     /// The recording gateway (for fixtures built without another gateway).
     var gateway: RecordingGateway { pushGateway as! RecordingGateway }
@@ -117,11 +38,9 @@ final class BaiduFixture: Sendable {
         configuration: JSONValue? = nil,
         gateway makeGateway: (SQLiteStore, ManualClock) -> any PushGateway = { RecordingGateway(store: $0, clock: $1) }
     ) async throws {
-        directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-baidu-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         clock = ManualClock()
-        store = try SQLiteStore(
-            path: directory.appending(path: "tuisong.db").path, configuration: .init(clock: clock))
+        temporary = try TemporaryStore(providers: [BaiduProvider.self], clock: clock)
+        store = temporary.store
         pushGateway = makeGateway(store, clock)
         let sealer = try TestSealer()
         var app = try await store.createApp(name: "demo", bundleID: "com.example.demo", apiKeyHash: UUID().uuidString)
@@ -130,12 +49,9 @@ final class BaiduFixture: Sendable {
         ).settings(appID: app.id, sealer: sealer)
         try await store.updateApp(app)
         self.app = app
-        var logger = Logger(label: "baidu-test")
-        logger.logLevel = .critical
         let provider = try BaiduProvider(
-            context: ProviderContext(
-                store: store, gateway: pushGateway, secrets: sealer, clock: clock, logger: logger,
-                configuration: configuration))
+            context: temporary.context(gateway: pushGateway, secrets: sealer, configuration: configuration))
+        self.provider = provider
         let router = Router(defaultBodyLimit: 1 << 20)
         provider.register(on: router)
         server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0, threads: 2), router: router)
@@ -145,8 +61,7 @@ final class BaiduFixture: Sendable {
 
     func stop() async {
         await server.shutdown()
-        try? store.close()
-        try? FileManager.default.removeItem(at: directory)
+        temporary.remove()
     }
 
     var now: Int { Int(clock.now.timeIntervalSince1970) }
@@ -372,6 +287,9 @@ func withFixture(
 }
 
 extension BaiduFixture {
+    /// Baidu's data, as the provider stores it.
+    var baidu: BaiduStore { provider.baiduStore }
+
     /// A Channel API 2.0 call (`/rest/2.0/channel/channel` unless `channel` names one).
     func channel(_ method: String, _ parameters: [String: String] = [:], channel: String = "channel")
         async throws -> BaiduResponse
@@ -389,7 +307,7 @@ extension BaiduFixture {
     }
 
     func deviceRecord(channel: String) async throws -> Device {
-        try #require(try await store.baiduDevice(appID: app.id, channelID: channel))
+        try #require(try await provider.baiduStore.device(appID: app.id, channelID: channel))
     }
 
     func messageCount() async throws -> Int {

@@ -120,13 +120,13 @@ import TuisongCore
 
         let first = try await client.call(
             "POST", "/apps",
-            json: ["name": "one", "bundle_id": "com.example.one", "vendors": ["tencent": ["sdkappid": "1400000001"]]])
+            json: ["name": "one", "bundle_id": "com.example.one", "vendors": ["baidu": ["apikey": "AK-unique"]]])
         #expect(first.status == 201)
         let second = try await client.call(
             "POST", "/apps",
-            json: ["name": "two", "bundle_id": "com.example.two", "vendors": ["tencent": ["sdkappid": "1400000001"]]])
+            json: ["name": "two", "bundle_id": "com.example.two", "vendors": ["baidu": ["apikey": "AK-unique"]]])
         #expect(second.status == 409)
-        #expect(second.errorField == "vendors.tencent.sdkappid")
+        #expect(second.errorField == "vendors.baidu.apikey")
         #expect(try await gw.runtime.store.apps().count == 1)
     }
 
@@ -151,9 +151,19 @@ import TuisongCore
         try await client.login()
         let schema = try await client.call("GET", "/vendors")
         let vendors = schema.list("vendors")
-        #expect(vendors.compactMap { $0["vendor"] as? String } == ["baidu", "tencent", "easemob"])
-        let baiduFields = vendors.first?["fields"] as? [[String: Any]] ?? []
+        // Every registered provider that declares settings, in registry order.
+        let declaring = ProviderRegistry.providers.filter { !$0.settings.isEmpty }.map { $0.name }
+        #expect(vendors.compactMap { $0["vendor"] as? String } == declaring)
+        let baidu = vendors.first { $0["vendor"] as? String == "baidu" }
+        #expect(baidu?["label"] as? [String: String] == ["en": "Baidu Cloud Push", "zh": "百度云推送"])
+        let baiduFields = baidu?["fields"] as? [[String: Any]] ?? []
+        #expect(baiduFields.compactMap { $0["key"] as? String } == ["apikey", "secret_key", "app_id"])
         #expect(baiduFields.first { $0["key"] as? String == "secret_key" }?["secret"] as? Bool == true)
         #expect(baiduFields.first { $0["key"] as? String == "apikey" }?["secret"] as? Bool == false)
+        #expect(baiduFields.first { $0["key"] as? String == "apikey" }?["unique"] as? Bool == true)
+        #expect(baiduFields.first { $0["key"] as? String == "app_id" }?["required"] as? Bool == false)
+        #expect(
+            (baiduFields.first { $0["key"] as? String == "apikey" }?["label"] as? [String: String])?["zh"]
+                == "API Key（apikey）")
     }
 }

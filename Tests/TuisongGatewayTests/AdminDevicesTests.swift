@@ -87,8 +87,28 @@ import TuisongCore
         #expect(detail.json["environment"] as? String == "sandbox")
         #expect(detail.json["invalid_reason"] as? String == "Unregistered")
         #expect(detail.json["invalidated_at"] is String)
-        #expect(detail.json["baidu_channel_id"] is NSNull)
+        #expect(detail.json["baidu_channel_id"] == nil, "vendor fields come from the providers' declarations")
+        #expect((detail.json["vendor_values"] as? [String: Any])?.isEmpty == true, "not bound through any vendor")
         #expect(detail.json["last_delivery"] is NSNull, "no message yet")
+        // The mounted Baidu provider declares its columns; a device bound through Baidu has values.
+        let columns = detail.json["vendor_columns"] as? [[String: Any]] ?? []
+        #expect(columns.map { "\($0["vendor"] ?? "").\($0["key"] ?? "")" } == ["baidu.channel_id", "baidu.user_id"])
+        #expect((columns.first?["label"] as? [String: String])?["zh"] == "百度 channel_id")
+        var app = try #require(try await gw.runtime.store.app(id: appID))
+        app.vendorSettings["baidu"] = ["apikey": "AK-devices"]
+        try await gw.runtime.store.updateApp(app)
+        let bound = try await http(
+            "POST", "\(gw.baseURL)/baidu/device/bind",
+            json: ["apikey": "AK-devices", "device_token": token(3), "push_mode": "development"])
+        #expect(bound.status == 200)
+        let channel = try #require((bound.json["response_params"] as? [String: Any])?["channel_id"] as? String)
+        let boundDetail = try await client.call("GET", "/apps/\(appID)/devices/\(token(3))")
+        let values = (boundDetail.json["vendor_values"] as? [String: [String: String]])?["baidu"]
+        #expect(values?["channel_id"] == channel)
+        #expect(values?["user_id"]?.isEmpty == false)
+        let listed = try await client.call("GET", "/apps/\(appID)/devices?by=token&q=\(token(3))")
+        let first = listed.list("devices").first
+        #expect((first?["vendor_values"] as? [String: [String: String]])?["baidu"]?["channel_id"] == channel)
 
         #expect(try await client.call("GET", "/apps/\(appID)/devices/\(token(99))").status == 404)
         #expect(try await client.call("GET", "/apps/\(appID)/devices/not-a-token").status == 404)

@@ -38,6 +38,8 @@ const en = {
   'monitor.failures': 'Failures by reason',
   'monitor.failuresWindow': 'Last {minutes} minutes',
   'monitor.noFailures': 'No failures.',
+  'monitor.skips': 'Skipped by reason',
+  'monitor.noSkips': 'Nothing skipped.',
   'monitor.recent': 'Recent messages',
   'monitor.noMessages': 'No messages yet. Send a test push to see one here.',
   'monitor.updated': 'Updated {time}',
@@ -88,6 +90,7 @@ const en = {
   'app.save': 'Save changes',
   'app.saved': 'Saved.',
   'app.vendorSettings': 'Vendor settings',
+  'field.optional': 'optional',
   'app.vendorHint': 'Keys your app servers use with the vendor-compatible APIs. Secrets are stored encrypted and never shown again.',
   'app.apiKey': 'Native API key',
   'app.apiKeyHint': 'Only a hash of the key is stored. A new key replaces the old one at once.',
@@ -109,19 +112,6 @@ const en = {
   'secret.setHint': 'Leave empty to keep the stored secret; type a new one to replace it.',
   'secret.unsetHint': 'Stored encrypted; never shown again.',
   'secret.clear': 'Remove the stored secret',
-  'vendor.baidu': 'Baidu Cloud Push',
-  'vendor.tencent': 'Tencent IM',
-  'vendor.easemob': 'Easemob IM',
-  'vendor.baidu.apikey': 'API key (apikey)',
-  'vendor.baidu.secret_key': 'Secret key',
-  'vendor.baidu.app_id': 'Baidu app id (optional)',
-  'vendor.tencent.sdkappid': 'SDKAppID',
-  'vendor.tencent.key': 'Key (UserSig secret)',
-  'vendor.tencent.admin_identifier': 'Admin identifier',
-  'vendor.easemob.org_name': 'Org name',
-  'vendor.easemob.app_name': 'App name',
-  'vendor.easemob.client_id': 'Client ID',
-  'vendor.easemob.client_secret': 'Client secret',
 
   'cred.title': 'APNs certificates and keys',
   'cred.subtitle': 'Credentials of {name}, per environment. The newest one of an environment is used.',
@@ -155,6 +145,9 @@ const en = {
   'cred.fileHint.pem': 'One PEM file with the certificate and its private key.',
   'cred.keyID': 'Key ID',
   'cred.teamID': 'Team ID',
+  'cred.selector': 'Selector (optional)',
+  'cred.selectorLabel': 'Selector',
+  'cred.selectorHint': 'Tencent IM busiId or Easemob certificate (notifier) name. Devices that register with it are sent through this credential; leave empty for the app\'s default credential.',
   'cred.password': 'Password',
   'cred.passwordOptional': 'Key password (if encrypted)',
   'cred.uploadButton': 'Upload and check',
@@ -218,8 +211,6 @@ const en = {
   'dev.fields': 'Registration',
   'dev.locale': 'Locale',
   'dev.imAccount': 'IM account',
-  'dev.baiduUser': 'Baidu user_id',
-  'dev.baiduChannel': 'Baidu channel_id',
   'dev.lastDelivery': 'Last delivery',
   'dev.noDelivery': 'No recent message was addressed to this device.',
   'dev.message': 'Message',
@@ -322,6 +313,8 @@ const zh = {
   'monitor.failures': '失败原因',
   'monitor.failuresWindow': '最近 {minutes} 分钟',
   'monitor.noFailures': '没有失败。',
+  'monitor.skips': '跳过原因',
+  'monitor.noSkips': '没有跳过。',
   'monitor.recent': '最近的消息',
   'monitor.noMessages': '还没有消息。发送一条测试推送即可在这里看到。',
   'monitor.updated': '更新于 {time}',
@@ -372,6 +365,7 @@ const zh = {
   'app.save': '保存修改',
   'app.saved': '已保存。',
   'app.vendorSettings': '厂商设置',
+  'field.optional': '可选',
   'app.vendorHint': '业务服务器调用兼容接口时使用的密钥。密钥加密存储，保存后不再显示。',
   'app.apiKey': '原生 API 密钥',
   'app.apiKeyHint': '服务器只保存密钥的哈希。生成新密钥后旧密钥立即失效。',
@@ -393,19 +387,6 @@ const zh = {
   'secret.setHint': '留空则保留已保存的密钥；输入新值则替换。',
   'secret.unsetHint': '加密存储，保存后不再显示。',
   'secret.clear': '删除已保存的密钥',
-  'vendor.baidu': '百度云推送',
-  'vendor.tencent': '腾讯云 IM',
-  'vendor.easemob': '环信 IM',
-  'vendor.baidu.apikey': 'API Key（apikey）',
-  'vendor.baidu.secret_key': 'Secret Key',
-  'vendor.baidu.app_id': '百度 AppID（可选）',
-  'vendor.tencent.sdkappid': 'SDKAppID',
-  'vendor.tencent.key': '密钥（UserSig 签名）',
-  'vendor.tencent.admin_identifier': '管理员账号',
-  'vendor.easemob.org_name': 'Org Name',
-  'vendor.easemob.app_name': 'App Name',
-  'vendor.easemob.client_id': 'Client ID',
-  'vendor.easemob.client_secret': 'Client Secret',
 
   'cred.title': 'APNs 证书与密钥',
   'cred.subtitle': '{name} 各环境的凭证；每个环境使用最新上传的一个。',
@@ -439,6 +420,9 @@ const zh = {
   'cred.fileHint.pem': '包含证书和私钥的 PEM 文件。',
   'cred.keyID': 'Key ID',
   'cred.teamID': 'Team ID',
+  'cred.selector': '选择器（可选）',
+  'cred.selectorLabel': '选择器',
+  'cred.selectorHint': '腾讯云 IM 的 busiId 或环信的证书名（notifier name）。用它注册的设备经此证书推送；留空即应用的默认证书。',
   'cred.password': '密码',
   'cred.passwordOptional': '私钥密码（如已加密）',
   'cred.uploadButton': '上传并校验',
@@ -502,8 +486,6 @@ const zh = {
   'dev.fields': '注册信息',
   'dev.locale': '语言区域',
   'dev.imAccount': 'IM 账号',
-  'dev.baiduUser': '百度 user_id',
-  'dev.baiduChannel': '百度 channel_id',
   'dev.lastDelivery': '最近一次投递',
   'dev.noDelivery': '最近的消息都没有发往该设备。',
   'dev.message': '消息',
@@ -591,6 +573,11 @@ export function currentLanguage() {
 export function t(key, params = {}) {
   const text = dictionaries[language][key] ?? en[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (match, name) => (name in params ? String(params[name]) : match));
+}
+
+/** A label a provider declares (`{en, zh}`) in the current language, else `fallback`. */
+export function localized(label, fallback) {
+  return (label && (label[language] || label.en)) || fallback;
 }
 
 /** Error codes the console words itself; every other error shows the server's message. */

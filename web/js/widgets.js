@@ -49,9 +49,10 @@ export function countsLine(message) {
     item('total', total, 'count-total'));
 }
 
-export function failureBars(failures) {
+/** Counts by reason as bars: failures, or skips with `emptyKey` 'monitor.noSkips'. */
+export function failureBars(failures, emptyKey = 'monitor.noFailures') {
   const entries = Object.entries(failures || {}).sort((a, b) => b[1] - a[1]);
-  if (!entries.length) return h('p', { class: 'empty', text: t('monitor.noFailures') });
+  if (!entries.length) return h('p', { class: 'empty', text: t(emptyKey) });
   const max = entries[0][1];
   return h('div', { class: 'bars' }, entries.map(([reason, count]) =>
     h('div', { class: 'bar-row' },

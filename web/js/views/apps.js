@@ -1,11 +1,20 @@
 import { get, post, put, del } from '../api.js';
 import { h, field, setFieldError, notice, confirmDialog, formatNumber, formatTime } from '../dom.js';
-import { t, errorText } from '../i18n.js';
+import { t, errorText, localized } from '../i18n.js';
 import { state, loadApps, selectApp } from '../state.js';
+
+/** Vendor name → its declared label, from the last `/vendors` schema read. */
+let vendorLabels = {};
+
+async function loadVendorSchema() {
+  const schema = (await get('/vendors')).vendors;
+  vendorLabels = Object.fromEntries(schema.map((v) => [v.vendor, v.label]));
+  return schema;
+}
 
 export async function renderApps(container, { arg, navigate }) {
   if (arg) return renderApp(container, Number(arg), navigate);
-  await loadApps();
+  await Promise.all([loadApps(), loadVendorSchema()]);
 
   const list = h('div', { class: 'table-wrap' });
   appsTable(list);
@@ -68,7 +77,7 @@ function configuredVendors(app) {
     .filter(([, fields]) => Object.values(fields).some((f) => f.set))
     .map(([vendor]) => vendor);
   if (!names.length) return h('span', { class: 'muted', text: '—' });
-  return names.map((vendor) => h('span', { class: 'badge info', text: t(`vendor.${vendor}`) }, ' '));
+  return names.map((vendor) => h('span', { class: 'badge info', text: localized(vendorLabels[vendor], vendor) }, ' '));
 }
 
 function apiKeyOnce(key, appName) {
@@ -109,23 +118,25 @@ async function renderApp(container, id, navigate) {
     }
     throw error;
   }
-  const schema = (await get('/vendors')).vendors;
+  const schema = await loadVendorSchema();
   if (state.appID !== app.id) selectApp(app.id);
 
   const name = h('input', { type: 'text', name: 'name', value: app.name, required: true, maxlength: 200 });
   const bundle = h('input', { type: 'text', name: 'bundle_id', value: app.bundle_id, required: true, maxlength: 155, spellcheck: 'false' });
   const inputs = { name, bundle_id: bundle };
-  const vendorSets = schema.map(({ vendor, fields }) => {
+  // The form is the providers' declarations: label, secret (write-only), required, default.
+  const vendorSets = schema.map(({ vendor, label, fields }) => {
     const current = app.vendors[vendor] || {};
     const controls = fields.map((f) => {
       const info = current[f.key] || { set: false };
       const id = `vendor-${vendor}-${f.key}`;
       const input = f.secret
         ? h('input', { type: 'password', name: id, autocomplete: 'new-password', maxlength: f.max_length, placeholder: info.set ? t('secret.setPlaceholder') : t('secret.unsetPlaceholder') })
-        : h('input', { type: 'text', name: id, value: info.value || '', maxlength: f.max_length, autocomplete: 'off', spellcheck: 'false' });
+        : h('input', { type: 'text', name: id, value: info.value || '', maxlength: f.max_length, autocomplete: 'off', spellcheck: 'false', placeholder: f.default || null });
       inputs[`vendors.${vendor}.${f.key}`] = input;
       const hint = f.secret ? (info.set ? t('secret.setHint') : t('secret.unsetHint')) : null;
-      const wrapped = field(t(`vendor.${vendor}.${f.key}`), input, { id, hint });
+      const text = localized(f.label, f.key) + (f.required ? '' : ` (${t('field.optional')})`);
+      const wrapped = field(text, input, { id, hint });
       let clearBox = null;
       if (f.secret && info.set) {
         clearBox = h('input', { type: 'checkbox', id: `${id}-clear` });
@@ -139,7 +150,7 @@ async function renderApp(container, id, navigate) {
     return {
       vendor, controls,
       element: h('fieldset', { class: 'vendor', dataset: { vendor } },
-        h('legend', { text: t(`vendor.${vendor}`) }),
+        h('legend', { text: localized(label, vendor) }),
         h('div', { class: 'row' }, controls.map((c) => c.wrap))),
     };
   });

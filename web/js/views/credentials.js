@@ -73,9 +73,10 @@ export async function renderCredentials(container) {
     else if (c.expired) expiry = h('span', { class: 'badge bad', text: t('cred.expired') });
     else if (c.expiring_soon) expiry = h('span', { class: 'badge warn', text: t('cred.daysLeft', { n: c.days_left }) });
     else expiry = h('span', { title: formatTime(c.expires_at), text: t('cred.daysLeft', { n: c.days_left }) });
-    const identity = c.kind === 'p8'
+    const identity = (c.kind === 'p8'
       ? `${t('cred.keyID')} ${c.key_id} · ${t('cred.teamID')} ${c.team_id}`
-      : `${c.subject || ''}${c.topics?.length ? ` · ${c.topics.join(', ')}` : ''}`;
+      : `${c.subject || ''}${c.topics?.length ? ` · ${c.topics.join(', ')}` : ''}`)
+      + (c.selector ? ` · ${t('cred.selectorLabel')} ${c.selector}` : '');
     // data-label names each cell when a phone shows the rows as cards.
     return h('tr', { dataset: { credential: c.id, kind: c.kind } },
       h('td', { dataset: { label: t('cred.kind') } }, h('b', { text: c.kind.toUpperCase() })),
@@ -107,13 +108,15 @@ function uploadForm(app, refresh) {
   const keyID = h('input', { type: 'text', name: 'key_id', maxlength: 10, autocomplete: 'off', spellcheck: 'false', placeholder: 'ABC123DEFG' });
   const teamID = h('input', { type: 'text', name: 'team_id', maxlength: 10, autocomplete: 'off', spellcheck: 'false', placeholder: 'DEF123GHIJ' });
   const password = h('input', { type: 'password', name: 'password', autocomplete: 'off' });
+  const selector = h('input', { type: 'text', name: 'selector', maxlength: 128, autocomplete: 'off', spellcheck: 'false', placeholder: '1001 · ios-prod' });
   const fileField = field(t('cred.file'), file, { id: 'cred-file' });
   const keyField = field(t('cred.keyID'), keyID, { id: 'cred-key-id' });
   const teamField = field(t('cred.teamID'), teamID, { id: 'cred-team-id' });
   const passwordField = field(t('cred.password'), password, { id: 'cred-password' });
+  const selectorField = field(t('cred.selector'), selector, { id: 'cred-selector', hint: t('cred.selectorHint') });
   const result = h('div', { id: 'cred-upload-result', 'aria-live': 'polite' });
   const submit = h('button', { type: 'submit', class: 'primary', id: 'cred-upload-submit', text: t('cred.uploadButton') });
-  const inputs = { file, key_id: keyID, team_id: teamID, password, environment };
+  const inputs = { file, key_id: keyID, team_id: teamID, password, environment, selector };
 
   function selectedKind() {
     return kindRadios.find((r) => r.input.checked).kind;
@@ -134,6 +137,7 @@ function uploadForm(app, refresh) {
     h('fieldset', {}, h('legend', { text: t('cred.kind') }), h('div', { class: 'radios' }, kindRadios.map((r) => r.label))),
     h('div', { class: 'row' }, field(t('cred.environment'), environment, { id: 'cred-environment' }).wrap, fileField.wrap),
     h('div', { class: 'row' }, keyField.wrap, teamField.wrap, passwordField.wrap),
+    h('div', { class: 'row' }, selectorField.wrap),
     result,
     h('div', { class: 'actions' }, submit));
   update();
@@ -153,6 +157,7 @@ function uploadForm(app, refresh) {
       return;
     }
     const body = { kind, environment: environment.value, file: await fileBase64(file.files[0]) };
+    if (selector.value.trim()) body.selector = selector.value.trim();
     if (kind === 'p8') {
       body.key_id = keyID.value.trim();
       body.team_id = teamID.value.trim();
@@ -164,6 +169,7 @@ function uploadForm(app, refresh) {
       const created = await post(`/apps/${app.id}/credentials`, body);
       password.value = '';
       file.value = '';
+      selector.value = '';
       result.replaceChildren(h('div', { class: 'banner ok', role: 'status' },
         h('div', {}, h('strong', { text: t('cred.uploaded', { kind: created.kind.toUpperCase(), env: t(`env.${created.environment}`) }) }),
           created.subject ? h('div', { class: 'mono', text: created.subject }) : null,

@@ -1,6 +1,6 @@
 import { get } from '../api.js';
 import { h, append, field, formatTime, formatNumber, shortToken } from '../dom.js';
-import { t, errorText } from '../i18n.js';
+import { t, errorText, localized } from '../i18n.js';
 import { currentApp } from '../state.js';
 import { stateBadge } from '../widgets.js';
 import { noAppPanel } from './common.js';
@@ -139,8 +139,8 @@ async function renderDevice(container, app, token) {
           row(t('dev.user'), device.user),
           row(t('dev.locale'), device.locale),
           row(t('dev.imAccount'), device.im_account),
-          row(t('dev.baiduUser'), device.baidu_user_id, 'mono'),
-          row(t('dev.baiduChannel'), device.baidu_channel_id, 'mono'),
+          // Columns the mounted providers declare (Baidu's channel_id and user_id, …).
+          (device.vendor_columns || []).map((c) => row(localized(c.label, c.key), device.vendor_values?.[c.vendor]?.[c.key], 'mono')),
           row(t('dev.created'), formatTime(device.created_at)),
           row(t('dev.updated'), formatTime(device.updated_at)),
           row(t('dev.tags'), device.tags.length ? h('span', { class: 'tag-list' }, device.tags.map((tag) => h('span', { class: 'badge', text: tag }))) : null))),

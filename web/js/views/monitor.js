@@ -11,6 +11,7 @@ export async function renderMonitor(container) {
   const running = h('div', { id: 'monitor-running' });
   const chart = h('div', { id: 'monitor-chart' });
   const failures = h('div', { id: 'monitor-failures' });
+  const skips = h('div', { id: 'monitor-skips' });
   const recent = h('div', { id: 'monitor-recent', class: 'table-wrap' });
   const updated = h('span', { class: 'muted', id: 'monitor-updated' });
 
@@ -22,7 +23,8 @@ export async function renderMonitor(container) {
     h('section', { class: 'panel', 'aria-labelledby': 'running-title' }, h('h2', { id: 'running-title', text: t('monitor.running') }), running),
     h('div', { class: 'grid-2' },
       h('section', { class: 'panel', 'aria-labelledby': 'rate-title' }, h('h2', { id: 'rate-title', text: t('monitor.rate') }), chart),
-      h('section', { class: 'panel', 'aria-labelledby': 'failures-title' }, h('h2', { id: 'failures-title', text: t('monitor.failures') }), failures)),
+      h('section', { class: 'panel', 'aria-labelledby': 'failures-title' }, h('h2', { id: 'failures-title', text: t('monitor.failures') }), failures,
+        h('h2', { id: 'skips-title', text: t('monitor.skips') }), skips)),
     h('section', { class: 'panel', 'aria-labelledby': 'recent-title', style: { marginTop: '16px' } }, h('h2', { id: 'recent-title', text: t('monitor.recent') }), recent));
 
   const appName = (id) => state.apps.find((app) => app.id === id)?.name ?? `#${id}`;
@@ -45,6 +47,7 @@ export async function renderMonitor(container) {
     clear(failures).append(
       h('p', { class: 'muted', text: t('monitor.failuresWindow', { minutes: Math.round(data.failures_window_seconds / 60) }) }),
       failureBars(data.failures));
+    clear(skips).append(failureBars(data.skips, 'monitor.noSkips'));
     clear(recent);
     if (!data.recent.length) {
       recent.append(h('p', { class: 'empty', text: t('monitor.noMessages') }));

@@ -224,6 +224,7 @@ async function followMessage(container, id) {
   let timer = null;
   let payloadShown = false;
   const failuresBox = h('div', { id: 'follow-failure-list' });
+  const skipsBox = h('div', { id: 'follow-skip-list' });
   async function poll() {
     let message;
     try {
@@ -249,7 +250,8 @@ async function followMessage(container, id) {
     status.dataset.total = String(message.total ?? '');
     if (!payloadShown) {
       details.replaceChildren(h('div', { class: 'grid-2' },
-        h('section', { class: 'panel', 'aria-labelledby': 'follow-failures' }, h('h2', { id: 'follow-failures', text: t('monitor.failures') }), failuresBox),
+        h('section', { class: 'panel', 'aria-labelledby': 'follow-failures' }, h('h2', { id: 'follow-failures', text: t('monitor.failures') }), failuresBox,
+          h('h2', { id: 'follow-skips', text: t('monitor.skips') }), skipsBox),
         h('section', { class: 'panel', 'aria-labelledby': 'follow-payload' },
           h('h2', { id: 'follow-payload', text: t('push.payload') }),
           h('p', { class: 'muted', id: 'follow-payload-size', text: t('push.size', { size: formatNumber(message.payload_bytes), limit: formatNumber(PAYLOAD_LIMIT) }) }),
@@ -257,6 +259,7 @@ async function followMessage(container, id) {
       payloadShown = true;
     }
     failuresBox.replaceChildren(failureBars(message.failures));
+    skipsBox.replaceChildren(failureBars(message.skips, 'monitor.noSkips'));
     if (!done) timer = setTimeout(poll, 500);
   }
   await poll();

@@ -1,0 +1,184 @@
+import Foundation
+import GRDB
+import TuisongCore
+
+// IM accounts on the core tables: `accounts` (app state, badge) and `devices.im_account` (the
+// bound account) with `devices.credential_selector`. Every write is one transaction on the
+// single writer connection, so concurrent badge increments of one account are serialised and
+// each gets its own value.
+extension SQLiteStore: AccountStore {
+    @discardableResult
+    public func createAccount(appID: Int64, account: String) async throws -> Bool {
+        let now = nowMilliseconds
+        return try await write { db in
+            try Self.insertAccount(db, appID: appID, account: account, now: now)
+        }
+    }
+
+    public func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String> {
+        guard !accounts.isEmpty else { return [] }
+        return try await read { db in
+            var found = Set<String>()
+            // SQLite limits bound parameters; a few hundred per statement stays far below.
+            for chunk in Self.chunks(Array(Set(accounts)), of: 500) {
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                let rows = try String.fetchAll(
+                    db, sql: "SELECT account FROM accounts WHERE app_id = ? AND account IN (\(marks))",
+                    arguments: StatementArguments([appID] + chunk.map { $0 as (any DatabaseValueConvertible)? }))
+                found.formUnion(rows)
+            }
+            return found
+        }
+    }
+
+    public func deleteAccount(appID: Int64, account: String) async throws -> Bool {
+        // `updated_at` stays: it is the device's last registration (see `invalidateDevice`).
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE devices SET im_account = NULL WHERE app_id = ? AND im_account = ?",
+                arguments: [appID, account])
+            try db.execute(
+                sql: "DELETE FROM accounts WHERE app_id = ? AND account = ?", arguments: [appID, account])
+            return db.changesCount > 0
+        }
+    }
+
+    public func accounts(appID: Int64, cursor: String?, limit: Int) async throws -> Page<String> {
+        let afterID = try cursor.map(Cursor.decode) ?? 0
+        let pageSize = min(max(limit, 1), 1000)
+        let rows = try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT id, account FROM accounts WHERE app_id = ? AND id > ? ORDER BY id LIMIT ?",
+                arguments: [appID, afterID, pageSize + 1]
+            ).map { (id: $0[0] as Int64, account: $0[1] as String) }
+        }
+        guard rows.count > pageSize else { return Page(items: rows.map(\.account), nextCursor: nil) }
+        let page = rows.prefix(pageSize)
+        return Page(items: page.map(\.account), nextCursor: Cursor.encode(page[page.endIndex - 1].id))
+    }
+
+    public func bindDevice(
+        appID: Int64, account: String, registration: DeviceRegistration, credentialSelector: String?
+    ) async throws -> Device {
+        let now = nowMilliseconds
+        return try await write { db in
+            try Self.insertAccount(db, appID: appID, account: account, now: now)
+            let registered = try Self.applyRegistration(db, appID: appID, registration, now: now).device
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        UPDATE devices SET im_account = ?, credential_selector = ? WHERE id = ?
+                        RETURNING \(Rows.deviceColumns)
+                        """,
+                    arguments: [account, credentialSelector, registered.id])
+            else { throw StoreError(.unavailable, "the bound device \(registered.id) vanished") }
+            return try Rows.device(row)
+        }
+    }
+
+    public func unbindDevice(appID: Int64, token: DeviceToken) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE devices SET im_account = NULL WHERE app_id = ? AND token = ? AND im_account IS NOT NULL",
+                arguments: [appID, token.hex])
+            return db.changesCount > 0
+        }
+    }
+
+    public func devices(appID: Int64, account: String) async throws -> [Device] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Rows.deviceColumns) FROM devices
+                    WHERE app_id = ? AND im_account = ? AND invalidated_at IS NULL ORDER BY id
+                    """,
+                arguments: [appID, account]
+            ).map(Rows.device)
+        }
+    }
+
+    public func setAppState(appID: Int64, account: String, _ state: AppState) async throws {
+        let now = nowMilliseconds
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO accounts (app_id, account, app_state, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
+                    ON CONFLICT (app_id, account) DO UPDATE SET
+                        app_state = excluded.app_state, updated_at = excluded.updated_at
+                    """,
+                arguments: [appID, account, state.rawValue, now])
+        }
+    }
+
+    public func appState(appID: Int64, account: String) async throws -> AppState? {
+        let name = try await read { db in
+            try String.fetchOne(
+                db, sql: "SELECT app_state FROM accounts WHERE app_id = ? AND account = ?",
+                arguments: [appID, account])
+        }
+        return name.flatMap(AppState.init(rawValue:))
+    }
+
+    public func incrementBadges(appID: Int64, accounts: [String]) async throws -> [String: Int] {
+        guard !accounts.isEmpty else { return [:] }
+        let now = nowMilliseconds
+        return try await write { db in
+            let increment = try db.cachedStatement(
+                sql: """
+                    INSERT INTO accounts (app_id, account, badge, created_at, updated_at) VALUES (?1, ?2, 1, ?3, ?3)
+                    ON CONFLICT (app_id, account) DO UPDATE SET
+                        badge = accounts.badge + 1, updated_at = excluded.updated_at
+                    RETURNING badge
+                    """)
+            var values: [String: Int] = [:]
+            for account in accounts {
+                guard let value = try Int.fetchOne(increment, arguments: [appID, account, now]) else {
+                    throw StoreError(.unavailable, "the badge increment of \(account) returned no value")
+                }
+                values[account] = value
+            }
+            return values
+        }
+    }
+
+    public func setBadge(appID: Int64, account: String, to value: Int) async throws {
+        guard value >= 0 else { throw StoreError(.conflict, "a badge cannot be negative (got \(value))") }
+        let now = nowMilliseconds
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO accounts (app_id, account, badge, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
+                    ON CONFLICT (app_id, account) DO UPDATE SET badge = excluded.badge, updated_at = excluded.updated_at
+                    """,
+                arguments: [appID, account, value, now])
+        }
+    }
+
+    public func badge(appID: Int64, account: String) async throws -> Int {
+        try await read { db in
+            try Int.fetchOne(
+                db, sql: "SELECT badge FROM accounts WHERE app_id = ? AND account = ?", arguments: [appID, account])
+                ?? 0
+        }
+    }
+
+    // MARK: plumbing
+
+    /// Creates the account row if missing; `true` when it did. Writer only.
+    @discardableResult
+    private static func insertAccount(_ db: Database, appID: Int64, account: String, now: Int64) throws -> Bool {
+        try db.execute(
+            sql: """
+                INSERT INTO accounts (app_id, account, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+                ON CONFLICT (app_id, account) DO NOTHING
+                """,
+            arguments: [appID, account, now])
+        return db.changesCount > 0
+    }
+
+    private static func chunks<T>(_ items: [T], of size: Int) -> [[T]] {
+        stride(from: 0, to: items.count, by: size).map { Array(items[$0..<min($0 + size, items.count)]) }
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import GRDB
+import TuisongCore
+
+/// `SharedDatabase` on the store's GRDB pool: a plugin's `write` is one immediate
+/// transaction on the writer connection (serialized with every other write of the gateway),
+/// a `read` one deferred transaction on a reader (one WAL snapshot).
+public struct SQLiteSharedDatabase: SharedDatabase {
+    let store: SQLiteStore
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        defer { store.checkpointer.noteCommit() }
+        return try await Self.mapped { try await store.pool.write { db in try body(GRDBExecutor(db: db)) } }
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        try await Self.mapped { try await store.pool.read { db in try body(GRDBExecutor(db: db)) } }
+    }
+
+    /// SQLite's errors come back as `StoreError` (a constraint → `.conflict`), what plugins
+    /// already handle for the rest of the store; errors the plugin's closure throws itself
+    /// pass through unchanged.
+    private static func mapped<T: Sendable>(_ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch let error as DatabaseError {
+            throw ErrorMapping.storeError(error)
+        }
+    }
+}
+
+extension SQLiteStore {
+    /// The database as plugins see it (`ProviderContext.database`).
+    public var sharedDatabase: SQLiteSharedDatabase { SQLiteSharedDatabase(store: self) }
+}
+
+/// One GRDB connection, inside the transaction `SQLiteSharedDatabase` opened.
+private final class GRDBExecutor: SQLExecutor {
+    let db: Database
+    private(set) var changedRows = 0
+
+    init(db: Database) {
+        self.db = db
+    }
+
+    func execute(_ sql: String, _ arguments: [SQLValue]) throws {
+        if arguments.isEmpty {
+            // May hold several statements (`;`-separated), like a migration.
+            try db.execute(sql: sql)
+        } else {
+            try db.execute(sql: sql, arguments: Self.arguments(arguments))
+        }
+        changedRows = db.changesCount
+    }
+
+    func query(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {
+        let rows = try Row.fetchAll(db, sql: sql, arguments: Self.arguments(arguments))
+        // `RETURNING` changes rows too.
+        changedRows = db.changesCount
+        return rows.map { row in
+            SQLRow(columns: Array(row.columnNames), values: row.databaseValues.map(Self.value))
+        }
+    }
+
+    var lastInsertedRowID: Int64 { db.lastInsertedRowID }
+
+    static func arguments(_ values: [SQLValue]) -> StatementArguments {
+        StatementArguments(
+            values.map { value -> DatabaseValue in
+                switch value {
+                case .null: .null
+                case .integer(let v): v.databaseValue
+                case .real(let v): v.databaseValue
+                case .text(let v): v.databaseValue
+                case .blob(let v): Data(v).databaseValue
+                }
+            })
+    }
+
+    static func value(_ value: DatabaseValue) -> SQLValue {
+        switch value.storage {
+        case .null: .null
+        case .int64(let v): .integer(v)
+        case .double(let v): .real(v)
+        case .string(let v): .text(v)
+        case .blob(let v): .blob(Array(v))
+        }
+    }
+}

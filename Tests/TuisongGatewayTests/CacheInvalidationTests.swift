@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+import TuisongAPNsMock
+import TuisongCore
+import TuisongCrypto
+
+@testable import TuisongGateway
+
+/// Two bugs found in review (issue #9, item 8), each through the running gateway and the APNs
+/// mock over TLS + HTTP/2.
+@Suite(.serialized) struct CacheInvalidationTests {
+    func pushAll(_ gw: TestGateway, _ key: String) async throws -> Int {
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["all": true], "notification": ["alert": "x"]])
+        #expect(push.status == 202)
+        let id = try #require(push.json["message_id"] as? Int)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let view = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).json
+            let counts = view["counts"] as? [String: Int] ?? [:]
+            if view["state"] as? String == "completed", counts["queued"] == 0, counts["sending"] == 0 {
+                #expect(counts["delivered"] == 1)
+                return id
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestTimeout(message: "message \(id) did not complete")
+    }
+
+    @Test func aBundleIDChangedInTheConsoleIsTheTopicOfTheNextPush() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let created = try await client.call("POST", "/apps", json: ["name": "n", "bundle_id": "com.example.old"])
+        let key = try #require(created.json["api_key"] as? String)
+        let id = try #require((created.json["app"] as? [String: Any])?["id"] as? Int)
+        let device = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(token(1))", key: key, json: ["environment": "production"])
+        #expect(device.status == 201)
+        let mock = try #require(gw.runtime.localMock)
+
+        _ = try await pushAll(gw, key)
+        #expect(mock.receivedNotifications().map(\.topic) == ["com.example.old"])
+
+        let changed = try await client.call("PUT", "/apps/\(id)", json: ["bundle_id": "com.example.new"])
+        #expect(changed.status == 200)
+        mock.resetRecorded()
+        _ = try await pushAll(gw, key)
+        #expect(mock.receivedNotifications().map(\.topic) == ["com.example.new"], "not the cached old bundle id")
+    }
+
+    @Test func deletingACredentialClosesItsPool() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp()
+        let credential = try await gw.runtime.addCredential(
+            .p8(pem: try PrivateKey.generateP256().pkcs8PEM(), keyID: "POOLKEY001", teamID: "POOLTEAM01"),
+            appID: appID, environment: .production)
+        _ = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(token(1))", key: key, json: ["environment": "production"])
+        let mock = try #require(gw.runtime.localMock)
+
+        _ = try await pushAll(gw, key)
+        #expect(mock.receivedNotifications().map(\.keyID) == ["POOLKEY001"])
+        #expect(gw.runtime.sender.openPoolCount == 1)
+        #expect(mock.statistics.connectionsOpen >= 1)
+
+        // What the console's delete does.
+        #expect(try await gw.runtime.credentialBackend.remove(credential))
+        #expect(gw.runtime.sender.openPoolCount == 0, "the deleted credential's pool is closed")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while mock.statistics.connectionsOpen > 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(mock.statistics.connectionsOpen == 0, "its APNs connections are gone")
+    }
+}

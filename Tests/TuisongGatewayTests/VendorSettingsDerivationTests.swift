@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+import TuisongCore
+import TuisongHTTP
+import TuisongPlugin
+
+@testable import TuisongGateway
+
+/// A provider that only declares (Tencent's expected settings): what the admin API, the
+/// console schema and `check-config` derive from the declarations, for any vendor.
+private struct DeclaringProvider: PushProvider {
+    static let name = "declaring"
+    static let displayName = LocalizedText(en: "Declaring IM", zh: "声明 IM")
+    static let settings = [
+        VendorSetting(
+            key: "sdkappid", label: LocalizedText(en: "SDKAppID", zh: "SDKAppID"), isUniqueAcrossApps: true,
+            maxLength: 20, problem: { $0.allSatisfy(\.isNumber) ? nil : "must be digits" }),
+        VendorSetting(
+            key: "secret_key", label: LocalizedText(en: "Key", zh: "密钥"), isSecret: true, cliFlag: "secret"),
+        VendorSetting(
+            key: "admin_identifier", label: LocalizedText(en: "Admin", zh: "管理员"), isRequired: false,
+            cliFlag: "admin", defaultValue: "administrator"),
+    ]
+
+    init(context: ProviderContext) throws {}
+    func register(on router: Router) {}
+}
+
+private struct Sealer: SecretSealer {
+    func seal(_ plaintext: String, context: String) throws -> String { "sealed(\(context)):\(plaintext.count)" }
+    func open(_ sealed: String, context: String) throws -> String { "" }
+}
+
+@Suite struct VendorSettingsDerivationTests {
+    let providers: [any PushProvider.Type] = [DeclaringProvider.self]
+
+    func app(_ id: Int64, _ settings: [String: [String: String]] = [:]) -> App {
+        App(
+            id: id, name: "app \(id)", bundleID: "com.example.a", apiKeyHash: "h\(id)", createdAt: Date(),
+            updatedAt: Date(), vendorSettings: settings)
+    }
+
+    @Test func schemaCarriesLabelsSecretRequiredDefault() throws {
+        let schema = AdminVendorSettings.schemaObject(providers)
+        #expect(schema.count == 1)
+        #expect(schema[0]["vendor"] as? String == "declaring")
+        #expect(schema[0]["label"] as? [String: String] == ["en": "Declaring IM", "zh": "声明 IM"])
+        let fields = try #require(schema[0]["fields"] as? [[String: Any]])
+        #expect(fields.map { $0["key"] as? String } == ["sdkappid", "secret_key", "admin_identifier"])
+        #expect(fields[1]["secret"] as? Bool == true)
+        #expect(fields[2]["required"] as? Bool == false)
+        #expect(fields[2]["default"] as? String == "administrator")
+        #expect(fields[0]["default"] is NSNull)
+        #expect(fields[1]["label"] as? [String: String] == ["en": "Key", "zh": "密钥"])
+    }
+
+    @Test func editsFollowTheDeclarations() throws {
+        var edited = app(1)
+        try AdminVendorSettings.apply(
+            ["declaring": ["sdkappid": " 1400000001 ", "secret_key": "k"]], to: &edited, sealer: Sealer(),
+            otherApps: [], providers: providers)
+        #expect(
+            edited.vendorSettings["declaring"] == [
+                "sdkappid": "1400000001", "secret_key_sealed": "sealed(declaring:app:1):1",
+            ])
+        let view = AdminVendorSettings.view(edited.vendorSettings, providers: providers)
+        let fields = try #require(view["declaring"] as? [String: [String: Any]])
+        #expect(fields["secret_key"]?["set"] as? Bool == true)
+        #expect(fields["secret_key"]?["value"] == nil)
+        #expect(fields["admin_identifier"]?["set"] as? Bool == false)
+
+        var other = app(2)
+        #expect(throws: AdminError.self) {
+            try AdminVendorSettings.apply(
+                ["declaring": ["sdkappid": "1400000001"]], to: &other, sealer: Sealer(), otherApps: [edited],
+                providers: providers)
+        }
+        #expect(throws: AdminError.self) {
+            try AdminVendorSettings.apply(
+                ["declaring": ["sdkappid": "14x"]], to: &other, sealer: Sealer(), otherApps: [], providers: providers)
+        }
+        #expect(throws: AdminError.self) {
+            try AdminVendorSettings.apply(
+                ["baidu": ["apikey": "x"]], to: &other, sealer: Sealer(), otherApps: [], providers: providers)
+        }
+    }
+
+    @Test func replaceAsTheCLIDoesNeedsRequiredSettings() throws {
+        var target = app(3, ["declaring": ["stale": "x"]])
+        #expect(throws: VendorSettingsUpdate.Refusal.self) {
+            try VendorSettingsUpdate.replace(
+                vendor: "declaring", with: ["sdkappid": "1"], in: &target, sealer: Sealer(), otherApps: [],
+                providers: providers)
+        }
+        try VendorSettingsUpdate.replace(
+            vendor: "declaring", with: ["sdkappid": "1", "secret_key": "abc", "admin_identifier": "boss"], in: &target,
+            sealer: Sealer(), otherApps: [], providers: providers)
+        #expect(
+            target.vendorSettings["declaring"] == [
+                "sdkappid": "1", "secret_key_sealed": "sealed(declaring:app:3):3", "admin_identifier": "boss",
+            ])
+    }
+
+    @Test func checkConfigMasksDeclaredSecretsOfProviderSections() throws {
+        let config = try GatewayConfig.load(
+            fileContents: Data(#"{"baidu": {"secret_key": "plain-secret-value", "requests_per_second": 5}}"#.utf8),
+            environment: [:])
+        let masked = config.maskedJSON()
+        #expect(!masked.contains("plain-secret-value"))
+        #expect(masked.contains("requests_per_second"))
+        #expect(GatewayConfig.vendorSecretKeys["baidu"]?.contains("secret_key") == true)
+        #expect(GatewayConfig.openSections == Set(ProviderRegistry.names))
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Logging
+import TuisongCore
+import TuisongPlugin
+import TuisongStore
+
+/// A real SQLite file in a directory of its own, migrated with the core migrations and the
+/// given providers' `migrations`, as the gateway opens it. `remove()` closes it and deletes
+/// the directory.
+///
+///     let temporary = try TemporaryStore(providers: [BaiduProvider.self], clock: clock)
+///     defer { temporary.remove() }
+///     let provider = try BaiduProvider(context: temporary.context(gateway: gateway, secrets: sealer))
+public final class TemporaryStore: Sendable {
+    public let directory: URL
+    /// The database file.
+    public let path: String
+    /// The store itself, for what a test arranges or checks beyond the plugin's view.
+    public let store: SQLiteStore
+    public let providers: [any PushProvider.Type]
+    public let clock: any TuisongCore.Clock
+
+    /// A new, empty database.
+    public convenience init(providers: [any PushProvider.Type], clock: any TuisongCore.Clock = SystemClock()) throws {
+        try self.init(copying: nil, providers: providers, clock: clock)
+    }
+
+    /// A copy of `file` (a database an older build wrote), migrated on open; the file itself
+    /// is never opened.
+    public init(copying file: URL?, providers: [any PushProvider.Type], clock: any TuisongCore.Clock = SystemClock())
+        throws
+    {
+        directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-kit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        path = directory.appending(path: "tuisong.db").path
+        if let file {
+            try FileManager.default.copyItem(atPath: file.path, toPath: path)
+        }
+        self.providers = providers
+        self.clock = clock
+        store = try SQLiteStore(path: path, configuration: Self.options(providers: providers, clock: clock))
+    }
+
+    /// The store options the gateway would use for these providers.
+    public static func options(providers: [any PushProvider.Type], clock: any TuisongCore.Clock) -> SQLiteStore.Options
+    {
+        SQLiteStore.Options(
+            clock: clock,
+            pluginMigrations: providers.map { SQLiteStore.PluginSchema(name: $0.name, migrations: $0.migrations) })
+    }
+
+    /// The database as plugins see it.
+    public var database: any SharedDatabase { store.sharedDatabase }
+    /// The store as plugins see it.
+    public var providerStore: any ProviderStore { store }
+
+    /// A second store on the same file, opened as a restarted gateway would (migrating what
+    /// is missing); the caller closes it.
+    public func reopen() throws -> SQLiteStore {
+        try SQLiteStore(path: path, configuration: Self.options(providers: providers, clock: clock))
+    }
+
+    /// What the gateway hands a provider, on this store.
+    public func context(
+        gateway: any PushGateway, secrets: any SecretSealer, configuration: JSONValue? = nil,
+        logger: Logger = TemporaryStore.quietLogger
+    ) -> ProviderContext {
+        ProviderContext(
+            store: store, accounts: store, database: store.sharedDatabase, gateway: gateway, secrets: secrets,
+            clock: clock, logger: logger, configuration: configuration)
+    }
+
+    /// Logs only what is critical.
+    public static var quietLogger: Logger {
+        var logger = Logger(label: "plugin-test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    public func remove() {
+        try? store.close()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import Testing
+import TuisongCore
+
+@testable import TuisongStore
+
+/// IM accounts on the core tables, on a real SQLite file.
+@Suite struct AccountStoreTests {
+    func app(_ store: SQLiteStore) async throws -> Int64 {
+        try await store.createApp(name: "im", bundleID: "com.example.im", apiKeyHash: UUID().uuidString).id
+    }
+
+    func registration(_ n: Int, _ environment: APNsEnvironment = .production, locale: String? = nil)
+        -> DeviceRegistration
+    {
+        DeviceRegistration(token: token(n), environment: environment, locale: locale)
+    }
+
+    @Test func bindingMovesADeviceBetweenAccountsAndDeletingAnAccountUnbindsItsDevices() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        let appID = try await app(store)
+        #expect(try await store.createAccount(appID: appID, account: "alice"))
+        #expect(try await store.createAccount(appID: appID, account: "alice") == false)
+
+        let phone = try await store.bindDevice(
+            appID: appID, account: "alice", registration: registration(1), credentialSelector: "12345")
+        _ = try await store.bindDevice(
+            appID: appID, account: "alice", registration: registration(2), credentialSelector: nil)
+        #expect(phone.imAccount == "alice")
+        #expect(phone.credentialSelector == "12345")
+        #expect(try await store.devices(appID: appID, account: "alice").map(\.token) == [token(1).hex, token(2).hex])
+        #expect(try await store.existingAccounts(appID: appID, among: ["alice", "bob"]) == ["alice"])
+
+        // The same token bound by bob: one device, now bob's; bob is created on the way.
+        let moved = try await store.bindDevice(
+            appID: appID, account: "bob", registration: registration(1), credentialSelector: nil)
+        #expect(moved.id == phone.id)
+        #expect(moved.credentialSelector == nil, "a nil selector clears it")
+        #expect(try await store.devices(appID: appID, account: "alice").map(\.token) == [token(2).hex])
+        #expect(try await store.devices(appID: appID, account: "bob").map(\.id) == [phone.id])
+        #expect(try await store.deviceCount(appID: appID) == 2)
+
+        #expect(try await store.unbindDevice(appID: appID, token: token(2)))
+        #expect(try await store.unbindDevice(appID: appID, token: token(2)) == false)
+        #expect(try await store.devices(appID: appID, account: "alice").isEmpty)
+
+        try await store.setAppState(appID: appID, account: "bob", .background)
+        try await store.setBadge(appID: appID, account: "bob", to: 7)
+        #expect(try await store.deleteAccount(appID: appID, account: "bob"))
+        #expect(try await store.deleteAccount(appID: appID, account: "bob") == false)
+        #expect(try await store.devices(appID: appID, account: "bob").isEmpty)
+        #expect(try await store.device(id: phone.id)?.imAccount == nil, "the device stays, unbound")
+        #expect(try await store.appState(appID: appID, account: "bob") == nil)
+        #expect(try await store.badge(appID: appID, account: "bob") == 0)
+        #expect(try await store.existingAccounts(appID: appID, among: ["alice", "bob"]) == ["alice"])
+    }
+
+    @Test func accountsArePagedInCreationOrder() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        let appID = try await app(store)
+        let names = (1...7).map { "user\($0)" }
+        for name in names { try await store.createAccount(appID: appID, account: name) }
+        var seen: [String] = []
+        var cursor: String?
+        repeat {
+            let page = try await store.accounts(appID: appID, cursor: cursor, limit: 3)
+            seen += page.items
+            cursor = page.nextCursor
+        } while cursor != nil
+        #expect(seen == names)
+    }
+
+    @Test func concurrentBadgeIncrementsOfOneAccountAreDistinctAndDurable() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        var store = try SQLiteStore(path: database.path)
+        let appID = try await app(store)
+        try await store.setBadge(appID: appID, account: "alice", to: 4)
+        let opened = store
+        let values = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<50 {
+                group.addTask { try await opened.incrementBadges(appID: appID, accounts: ["alice"])["alice"]! }
+            }
+            var values: [Int] = []
+            for try await value in group { values.append(value) }
+            return values
+        }
+        #expect(values.sorted() == Array(5...54), "50 distinct values after the reported 4")
+        // One account named twice in one call is incremented twice.
+        #expect(
+            try await store.incrementBadges(appID: appID, accounts: ["alice", "bob", "alice"]) == [
+                "alice": 56, "bob": 1,
+            ])
+
+        try store.close()
+        store = try SQLiteStore(path: database.path)
+        defer { try? store.close() }
+        #expect(try await store.badge(appID: appID, account: "alice") == 56, "survives a reopen")
+        try await store.setBadge(appID: appID, account: "alice", to: 0)
+        #expect(try await store.incrementBadges(appID: appID, accounts: ["alice"]) == ["alice": 1])
+        await #expect(throws: StoreError.self) { try await store.setBadge(appID: appID, account: "alice", to: -1) }
+    }
+
+    @Test func accountAudiencesCarryAccountAppStateLocaleAndSelectorPageByPage() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        let appID = try await app(store)
+        // alice: two devices, bob: one, carol: one (invalidated), one unbound device.
+        let alice1 = try await store.bindDevice(
+            appID: appID, account: "alice", registration: registration(1, locale: "zh_CN"), credentialSelector: "111")
+        _ = try await store.registerDevice(appID: appID, registration(2))
+        let bob = try await store.bindDevice(
+            appID: appID, account: "bob", registration: registration(3, .sandbox), credentialSelector: nil)
+        let alice2 = try await store.bindDevice(
+            appID: appID, account: "alice", registration: registration(4), credentialSelector: "222")
+        let carol = try await store.bindDevice(
+            appID: appID, account: "carol", registration: registration(5), credentialSelector: nil)
+        #expect(try await store.invalidateDevice(id: carol.id, reason: "Unregistered"))
+        try await store.setAppState(appID: appID, account: "alice", .background)
+        try await store.setAppState(appID: appID, account: "bob", .foreground)
+
+        func pages(_ audience: Audience, size: Int) async throws -> [[AudienceEntry]] {
+            var result: [[AudienceEntry]] = []
+            var cursor: Int64 = 0
+            while true {
+                let page = try await store.audiencePage(
+                    appID: appID, audience: audience, environment: nil, after: cursor, limit: size)
+                if page.isEmpty { return result }
+                result.append(page)
+                cursor = page[page.count - 1].position
+            }
+        }
+        let all = try await pages(.allAccounts, size: 2)
+        #expect(all.map { $0.map(\.deviceID) } == [[alice1.id, bob.id], [alice2.id]])
+        let entries = all.flatMap { $0 }
+        #expect(entries.map(\.account) == ["alice", "bob", "alice"])
+        #expect(entries.map(\.appState) == [.background, .foreground, .background])
+        #expect(entries.map(\.locale) == ["zh_CN", nil, nil])
+        #expect(entries.map(\.credentialSelector) == ["111", nil, "222"])
+        #expect(entries.map(\.environment) == [.production, .sandbox, .production])
+        #expect(try await store.audienceCount(appID: appID, audience: .allAccounts, environment: nil) == 3)
+        #expect(try await store.audienceCount(appID: appID, audience: .allAccounts, environment: .sandbox) == 1)
+
+        let alice = try await pages(.accounts(["alice", "carol"]), size: 1)
+        #expect(alice.flatMap { $0 }.map(\.deviceID) == [alice1.id, alice2.id])
+        #expect(alice.flatMap { $0 }.allSatisfy { $0.account == "alice" && $0.appState == .background })
+
+        // Other audiences carry the selector always, the rest on request.
+        let plain = try await store.audiencePage(appID: appID, audience: .all, environment: nil, after: 0, limit: 10)
+        #expect(plain.map(\.credentialSelector) == ["111", nil, nil, "222"])
+        #expect(plain.allSatisfy { $0.account == nil })
+        let detailed = try await store.audiencePage(
+            appID: appID, audience: .all, environment: nil, after: 0, limit: 10, withRecipientDetails: true)
+        #expect(detailed.map(\.account) == ["alice", nil, "bob", "alice"])
+        #expect(detailed.map(\.appState) == [.background, nil, .foreground, .background])
+    }
+
+    @Test func vendorContextAndPerDevicePayloadsAreKept() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        let appID = try await app(store)
+        let context: JSONValue = ["From_Account": "alice", "MsgBody": [["MsgType": "TIMTextElem"]], "n": 3]
+        let job = PushJob(
+            appID: appID, vendor: "tencent", audience: .accounts(["bob"]), notification: PushNotification(),
+            options: PushOptions(), vendorContext: context)
+        let message = try await store.createMessage(job, payload: Array("{}".utf8), state: .queued)
+        #expect(message.vendorContext == context)
+        #expect(try await store.message(id: message.id)?.vendorContext == context)
+        let plain = try await store.createMessage(
+            PushJob(
+                appID: appID, vendor: "native", audience: .all, notification: PushNotification(),
+                options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+        #expect(plain.vendorContext == nil)
+
+        let own = Array(#"{"aps":{"badge":5}}"#.utf8)
+        try await store.recordProgress(
+            MessageProgress(
+                messageID: message.id, cursor: 2,
+                counts: {
+                    var c = DeliveryCounts()
+                    c.queued = 1
+                    c.skipped = 1
+                    return c
+                }(),
+                skips: ["foreground": 1],
+                deliveries: [
+                    NewDelivery(
+                        deviceID: nil, token: token(1).hex, environment: .production, state: .queued,
+                        reason: "ServiceUnavailable", attempts: 1, nextAttemptAt: Date(), payload: own,
+                        credentialSelector: "111"),
+                    NewDelivery(
+                        deviceID: nil, token: token(2).hex, environment: .production, state: .skipped,
+                        reason: "foreground", attempts: 0),
+                ]), at: Date())
+        let stored = try #require(try await store.message(id: message.id))
+        #expect(stored.skips == ["foreground": 1])
+        #expect(stored.counts.skipped == 1)
+        let claimed = try await store.claimDueDeliveries(now: Date().addingTimeInterval(1), limit: 10)
+        #expect(claimed.count == 1)
+        #expect(claimed.first?.payload == own)
+        #expect(claimed.first?.credentialSelector == "111")
+        let skipped = try await store.deliveries(messageID: message.id, state: .skipped, cursor: nil, limit: 10)
+        #expect(skipped.items.first?.payload == nil)
+    }
+}
