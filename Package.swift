@@ -69,7 +69,7 @@ let package = Package(
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
                 "TuisongAPNs", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
-                "BaiduProvider",
+                "BaiduProvider", "EasemobProvider",
             ],
             path: "Sources/TuisongGateway"),
         .executableTarget(
@@ -126,9 +126,9 @@ let package = Package(
         .testTarget(
             name: "EasemobProviderTests",
             dependencies: [
-                "EasemobProvider", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto",
-                "TuisongGateway", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "EasemobProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin",
+                "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongAPNsMock",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "TuisongGatewayTests",

@@ -28,7 +28,7 @@ let embeddedDefaultJSON = #"""
       "log": {
         "level": "info"
       },
-      "providers": ["baidu"],
+      "providers": ["baidu", "easemob"],
       "apns": {
         "production_url": "https://api.push.apple.com:443",
         "sandbox_url": "https://api.sandbox.push.apple.com:443",

@@ -1,4 +1,5 @@
 import BaiduProvider
+import EasemobProvider
 import Foundation
 import Logging
 import TuisongCore
@@ -8,7 +9,7 @@ import TuisongStore
 
 /// The vendor adapters this build knows: name → type. Adding a vendor is one line here.
 public enum ProviderRegistry {
-    public static let providers: [any PushProvider.Type] = [BaiduProvider.self]
+    public static let providers: [any PushProvider.Type] = [BaiduProvider.self, EasemobProvider.self]
 
     public static var names: [String] { providers.map { $0.name } }
 

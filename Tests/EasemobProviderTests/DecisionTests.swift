@@ -11,7 +11,7 @@ import TuisongCore
 
     @Test func pageOfDecisionsFromStoredSettings() async throws {
         let db = try await EasemobTestDatabase()
-        let store = EasemobStore(database: db)
+        let store = EasemobStore(database: db.database)
         let appID = db.app.id
         let names = ["alice", "bob", "carol", "dave", "erin"]
         _ = try await store.createUsers(

@@ -3,6 +3,7 @@ import Testing
 import TuisongCore
 import TuisongHTTP
 import TuisongPlugin
+import TuisongPluginTestKit
 
 @testable import EasemobProvider
 

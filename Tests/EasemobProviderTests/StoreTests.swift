@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import EasemobProvider
 
@@ -14,7 +15,7 @@ import TuisongCore
 
     @Test func usersRegisterOnceListInOrderUpdateAndDelete() async throws {
         let db = try await EasemobTestDatabase()
-        let store = EasemobStore(database: db)
+        let store = EasemobStore(database: db.database)
         let appID = db.app.id
         let first = try await store.createUsers(appID: appID, users("u1", "u2"), now: now)
         #expect(first.created.map(\.username) == ["u1", "u2"] && first.existing.isEmpty)
@@ -69,7 +70,7 @@ import TuisongCore
 
     @Test func groupsAndMembers() async throws {
         let db = try await EasemobTestDatabase()
-        let store = EasemobStore(database: db)
+        let store = EasemobStore(database: db.database)
         let appID = db.app.id
         _ = try await store.createUsers(appID: appID, users("o", "a", "b"), now: now)
         try await store.createGroup(appID: appID, group(id: "1", owner: "o"), members: ["a", "o"])
@@ -97,7 +98,7 @@ import TuisongCore
 
     @Test func settingsAndWhatThePolicyReads() async throws {
         let db = try await EasemobTestDatabase()
-        let store = EasemobStore(database: db)
+        let store = EasemobStore(database: db.database)
         let appID = db.app.id
         _ = try await store.createUsers(appID: appID, users("alice", "bob", "carol"), now: now)
         let interval = EasemobDailyInterval(parsing: "22:00-07:00")
@@ -136,7 +137,7 @@ import TuisongCore
 
     @Test func bindingsMoveTokensAndReportReplacedOnes() async throws {
         let db = try await EasemobTestDatabase()
-        let store = EasemobStore(database: db)
+        let store = EasemobStore(database: db.database)
         let appID = db.app.id
         #expect(try await store.bind(appID: appID, username: "u", binding("d1", "aa"), now: now) == nil)
         #expect(try await store.bind(appID: appID, username: "u", binding("d2", "bb", "dev"), now: now) == nil)
@@ -153,7 +154,7 @@ import TuisongCore
 
     @Test func signingKeyIsCreatedOnceAndSealed() async throws {
         let db = try await EasemobTestDatabase()
-        let store = EasemobStore(database: db)
+        let store = EasemobStore(database: db.database)
         let sealer = try TestSealer()
         let keys = try await withThrowingTaskGroup(of: [UInt8].self) { group in
             for _ in 0..<8 {
@@ -171,7 +172,7 @@ import TuisongCore
 
     @Test func templateStampsNoticeChanges() async throws {
         let db = try await EasemobTestDatabase()
-        let store = EasemobStore(database: db)
+        let store = EasemobStore(database: db.database)
         var template = try await db.core.createTemplate(
             appID: db.app.id, name: "t", titlePattern: "你好,{0}", bodyPattern: "{0}")
         let first = try await store.stamp(appID: db.app.id, template, now: now)
