@@ -487,6 +487,34 @@ struct EasemobStore: Sendable {
         }
     }
 
+    /// The console's Easemob columns of these devices of an app: the Easemob `device_id` and
+    /// notifier name each was bound with (devices bound otherwise have none).
+    func deviceColumns(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]] {
+        guard !deviceIDs.isEmpty else { return [:] }
+        return try await database.read { db in
+            var values: [Int64: [String: String]] = [:]
+            for chunk in deviceIDs.chunked(400) {
+                let rows = try db.query(
+                    """
+                    SELECT d.id AS device, b.device_id, b.notifier_name FROM devices d
+                    JOIN easemob_bindings b ON b.app_id = d.app_id AND b.device_token = d.token
+                    WHERE d.app_id = ? AND d.id IN (\(Self.marks(chunk.count)))
+                    """,
+                    [.integer(appID)] + chunk.map { SQLValue.integer($0) })
+                for row in rows {
+                    guard let id = row["device"].int else { continue }
+                    var columns: [String: String] = [:]
+                    if let deviceID = row["device_id"].string { columns["device_id"] = deviceID }
+                    if let notifier = row["notifier_name"].string, !notifier.isEmpty {
+                        columns["notifier_name"] = notifier
+                    }
+                    values[id] = columns
+                }
+            }
+            return values
+        }
+    }
+
     // MARK: Template stamps
 
     /// When `template` was first seen and last seen changed, recording `now` for a template

@@ -148,7 +148,16 @@ import TuisongPluginTestKit
         // Another user's device takes token bb: it leaves u.
         _ = try await store.bind(appID: appID, username: "v", binding("x", "bb"), now: now)
         #expect(try await store.bindings(appID: appID, username: "u").map(\.deviceToken) == ["cc"])
-        #expect(try await store.unbind(appID: appID, username: "u", deviceID: "d1") == "cc")
+        // The console's columns, for devices the core knows by these tokens.
+        let tokenCC = String(repeating: "cc", count: 32)
+        _ = try await store.bind(appID: appID, username: "u", binding("d1", tokenCC, "ios-prod"), now: now)
+        let device = try await db.core.bindDevice(
+            appID: appID, account: "u",
+            registration: DeviceRegistration(token: DeviceToken(tokenCC)!, environment: .production),
+            credentialSelector: "ios-prod")
+        let columns = try await store.deviceColumns(appID: appID, deviceIDs: [device.id, 999])
+        #expect(columns == [device.id: ["device_id": "d1", "notifier_name": "ios-prod"]])
+        #expect(try await store.unbind(appID: appID, username: "u", deviceID: "d1") == tokenCC)
         #expect(try await store.unbind(appID: appID, username: "u", deviceID: "d1") == nil)
     }
 
