@@ -28,6 +28,8 @@ struct EasemobHTTPResponse: Sendable {
 struct EasemobGateway: Sendable {
     static let clientID = "YXA6i-Ak8Ol4Eei2l11ZjV-EAg"
     static let clientSecret = "YXA6VunqiNxoB7IwXHInk1cGiXOOJfc"
+    /// The app's native API key (to read messages through `/api/v1/messages`).
+    static let apiKey = "tsk_easemob-e2e-native-key"
 
     let runtime: GatewayRuntime
     let directory: URL
@@ -63,7 +65,7 @@ struct EasemobGateway: Sendable {
                 app = first
             } else {
                 app = try await runtime.store.createApp(
-                    name: "chat", bundleID: "com.example.chat", apiKeyHash: UUID().uuidString)
+                    name: "chat", bundleID: "com.example.chat", apiKeyHash: APIKey.hash(apiKey))
                 let settings = EasemobAppSettings(
                     org: "acme", appName: "chat", clientID: clientID, clientSecret: clientSecret,
                     timeZone: TimeZone(secondsFromGMT: 0)!)
@@ -113,6 +115,15 @@ struct EasemobGateway: Sendable {
         }
         let (data, response) = try await URLSession.shared.data(for: request)
         return EasemobHTTPResponse(status: (response as! HTTPURLResponse).statusCode, body: data)
+    }
+
+    /// A message as the native API shows it (`/api/v1/messages/{id}`), by its Easemob msg id.
+    func nativeMessage(msgID: String) async throws -> [String: Any] {
+        let record = try #require(try await runtime.store.message(appID: app.id, vendorMessageID: msgID))
+        var request = URLRequest(url: URL(string: "\(baseURL)/api/v1/messages/\(record.id)")!)
+        request.setValue("Bearer \(Self.apiKey)", forHTTPHeaderField: "Authorization")
+        let (data, _) = try await URLSession.shared.data(for: request)
+        return (try JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
     }
 
     func appToken(ttl: Int? = nil) async throws -> String {

@@ -250,6 +250,10 @@ import TuisongGateway
             let unmentionedID = try #require(unmentioned.data[group] as? String)
             let skipped = try await gw.completed(msgID: unmentionedID)
             #expect(Set(gw.received(msgID: unmentionedID).keys) == [apnsToken(10)])
+            // The native API shows the Easemob message with its skip reasons.
+            let native = try await gw.nativeMessage(msgID: unmentionedID)
+            #expect(native["vendor"] as? String == "easemob" && native["vendor_message_id"] as? String == unmentionedID)
+            #expect(native["skips"] as? [String: Int] == ["not_mentioned": 1, "sender": 1])
             #expect(
                 skipped.deliveries.filter { $0.state == .skipped }.compactMap(\.reason).sorted() == [
                     "not_mentioned", "sender",
