@@ -84,6 +84,11 @@ final class APNsPushSender: PushSender {
         self.logger = logger
     }
 
+    /// Each open pool's statistics (for metrics, read at scrape time).
+    func poolStatistics() -> [(credentialID: Int64, environment: APNsEnvironment, statistics: PoolStatistics)] {
+        pools.withLock { Array($0) }.map { ($0.key.credentialID, $0.key.environment, $0.value.statistics) }
+    }
+
     /// Forget an app's cached credentials (one was added, deleted or fixed) and close the pools
     /// of its credentials that no longer exist: nothing would send through them again, and
     /// they would keep their APNs connections open.

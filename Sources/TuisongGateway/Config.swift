@@ -37,6 +37,16 @@ public struct GatewayConfig: Sendable, Equatable {
     }
     public struct Log: Sendable, Equatable {
         public var level: String
+        /// `text` (swift-log's stream format) or `json` (one object per line).
+        public var format: String
+    }
+    public struct Metrics: Sendable, Equatable {
+        /// Serve `GET /metrics` (Prometheus text format).
+        public var enabled: Bool
+        /// `host:port` for a separate metrics listener; empty = on the main listener.
+        public var listen: String
+        /// When set, a scrape must send `Authorization: Bearer <token>`. Secret.
+        public var bearerToken: String
     }
     public struct APNs: Sendable, Equatable {
         public var productionURL: String
@@ -63,6 +73,7 @@ public struct GatewayConfig: Sendable, Equatable {
     public var security: Security
     public var web: Web
     public var log: Log
+    public var metrics: Metrics
     public var providers: [String]
     public var apns: APNs
     public var delivery: Delivery
@@ -72,7 +83,7 @@ public struct GatewayConfig: Sendable, Equatable {
     public var effectiveTree: JSONValue
 
     /// Keys whose values are secrets: masked by `check-config`, never logged.
-    public static let secretKeys: Set<String> = ["security.master_key"]
+    public static let secretKeys: Set<String> = ["security.master_key", "metrics.bearer_token"]
 }
 
 extension JSONValue {

@@ -110,7 +110,17 @@ extension GatewayConfig {
         }
 
         web = Web(root: try r.string("web.root"), publicURL: try r.string("web.public_url"))
-        log = Log(level: try r.string("log.level"))
+        log = Log(level: try r.string("log.level"), format: try r.string("log.format"))
+        guard ["text", "json"].contains(log.format) else {
+            throw ConfigError("log.format", "\"\(log.format)\" is not one of text, json")
+        }
+        metrics = Metrics(
+            enabled: try r.bool("metrics.enabled"), listen: try r.string("metrics.listen"),
+            bearerToken: try r.string("metrics.bearer_token"))
+        if !metrics.listen.isEmpty, GatewayConfig.hostAndPort(metrics.listen) == nil {
+            throw ConfigError(
+                "metrics.listen", "\"\(metrics.listen)\" is not host:port (e.g. 127.0.0.1:9090, [::1]:9090)")
+        }
         let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
         guard levels.contains(log.level) else {
             throw ConfigError("log.level", "\"\(log.level)\" is not one of \(levels.joined(separator: ", "))")
@@ -157,6 +167,18 @@ extension GatewayConfig {
         }
         providerSections = sections
         effectiveTree = tree
+    }
+
+    /// `127.0.0.1:9090` → ("127.0.0.1", 9090), `[::1]:9090` → ("::1", 9090); port 0–65535.
+    static func hostAndPort(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, !host.contains(where: { $0 == " " || $0 == "/" }) else { return nil }
+        if host.contains(":") && !text.hasPrefix("[") { return nil }
+        return (host, port)
     }
 
     /// The effective configuration as pretty JSON with every secret masked.

@@ -26,7 +26,13 @@ let embeddedDefaultJSON = #"""
         "public_url": ""
       },
       "log": {
-        "level": "info"
+        "level": "info",
+        "format": "text"
+      },
+      "metrics": {
+        "enabled": true,
+        "listen": "",
+        "bearer_token": ""
       },
       "providers": ["baidu", "easemob"],
       "apns": {

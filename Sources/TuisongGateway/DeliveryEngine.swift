@@ -138,11 +138,13 @@ public final class DeliveryEngine: PushGateway {
     let apps: AppCache
     /// Delivery policies by vendor (provider name), from the mounted providers.
     private let policies = Mutex<[String: any DeliveryPolicy]>([:])
+    let metrics: GatewayMetrics
 
     init(
         store: any Backend, sender: any PushSender, settings: DeliverySettings, clock: any Clock, logger: Logger,
-        apps: AppCache? = nil
+        apps: AppCache? = nil, metrics: GatewayMetrics = GatewayMetrics()
     ) {
+        self.metrics = metrics
         self.store = store
         self.sender = sender
         self.settings = settings
@@ -189,6 +191,7 @@ public final class DeliveryEngine: PushGateway {
         let payload = try APNsPayload.build(job.notification, pushType: job.options.pushType)
         let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
         let record = try await store.createMessage(job, payload: payload, state: state)
+        metrics.messagesAccepted.increment([job.vendor])
         if state == .queued { wakeSignal.signal() }
         return record
     }

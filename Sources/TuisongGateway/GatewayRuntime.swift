@@ -23,10 +23,16 @@ public final class GatewayRuntime: Sendable {
     let sender: APNsPushSender
     let credentialBackend: GatewayCredentialBackend
     let server: HTTPServer
+    /// The separate metrics listener (`metrics.listen`), if configured.
+    let metricsServer: HTTPServer?
+    public let metrics: GatewayMetrics
     let logger: Logger
 
     /// The port the HTTP server is bound to (useful with `listen.port` 0).
     public var port: Int { server.port }
+
+    /// The port of the separate metrics listener, nil when metrics are served on `port`.
+    public var metricsPort: Int? { metricsServer?.port }
 
     /// Where an operator reaches the console.
     public var consoleURL: String {
@@ -41,10 +47,15 @@ public final class GatewayRuntime: Sendable {
     ) async throws -> GatewayRuntime {
         // OpenSSL writes to sockets with write(2): a peer that hangs up must not kill us.
         signal(SIGPIPE, SIG_IGN)
-        let store = try SQLiteStore(
-            path: config.database.path,
-            configuration: SQLiteStore.Options(
-                synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations))
+        let metrics = GatewayMetrics()
+        let storeWrites = metrics.addHistogram(
+            "tuisong_store_write_seconds",
+            "Seconds a store write transaction took, waiting for the writer connection included.",
+            buckets: GatewayMetrics.latencyBuckets)
+        var storeOptions = SQLiteStore.Options(
+            synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations)
+        storeOptions.writeObserver = { elapsed in storeWrites.observe(MetricsEndpoint.seconds(elapsed)) }
+        let store = try SQLiteStore(path: config.database.path, configuration: storeOptions)
         var mock: APNsMockServer?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)
@@ -74,12 +85,31 @@ public final class GatewayRuntime: Sendable {
             // which also drops the API keys resolved to that app.
             let apps = AppCache(store: store, clock: clock)
             let engine = DeliveryEngine(
-                store: store, sender: sender, settings: DeliverySettings(config.delivery), clock: clock, logger: logger,
-                apps: apps)
+                store: store, sender: MeteredPushSender(sender, metrics: metrics),
+                settings: DeliverySettings(config.delivery), clock: clock, logger: logger, apps: apps, metrics: metrics)
+            MetricsEndpoint.addGauges(to: metrics, sender: sender, store: store)
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             apps.onChange { id in authenticator.forget(app: id) }
 
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
+            router.setMiddleware(HTTPObservation.middleware(router: router, metrics: metrics, logger: logger))
+            var metricsServer: HTTPServer?
+            if config.metrics.enabled {
+                let scrape = MetricsEndpoint.handler(metrics: metrics, bearerToken: config.metrics.bearerToken)
+                if let (host, port) = GatewayConfig.hostAndPort(config.metrics.listen) {
+                    let metricsRouter = Router(defaultBodyLimit: 1024)
+                    metricsRouter.setMiddleware(
+                        HTTPObservation.middleware(router: metricsRouter, metrics: metrics, logger: logger))
+                    metricsRouter.add(.GET, "/metrics", handler: scrape)
+                    metricsServer = HTTPServer(
+                        configuration: HTTPServer.Configuration(
+                            host: host, port: port, threads: 1, connectionTimeout: 30, requestTimeout: 30,
+                            maxHeaderBytes: 8192, maxConnections: 64),
+                        router: metricsRouter)
+                } else {
+                    router.add(.GET, "/metrics", handler: scrape)
+                }
+            }
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
             NativePushAPI(engine: engine, authenticator: authenticator).register(on: router)
@@ -123,6 +153,12 @@ public final class GatewayRuntime: Sendable {
                 router: router)
             do {
                 try server.start()
+                do {
+                    try metricsServer?.start()
+                } catch {
+                    await server.shutdown()
+                    throw error
+                }
             } catch {
                 await engine.stop()
                 await sender.shutdown()
@@ -131,7 +167,7 @@ public final class GatewayRuntime: Sendable {
             return GatewayRuntime(
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
                 credentials: credentials, localMock: mock, sender: sender, credentialBackend: credentialBackend,
-                server: server, logger: logger)
+                server: server, metricsServer: metricsServer, metrics: metrics, logger: logger)
         } catch {
             mock?.shutdown()
             try? store.close()
@@ -143,8 +179,10 @@ public final class GatewayRuntime: Sendable {
         config: GatewayConfig, store: SQLiteStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, sender: APNsPushSender,
         credentialBackend: GatewayCredentialBackend,
-        server: HTTPServer, logger: Logger
+        server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, logger: Logger
     ) {
+        self.metricsServer = metricsServer
+        self.metrics = metrics
         self.config = config
         self.store = store
         self.masterKey = masterKey
@@ -171,6 +209,7 @@ public final class GatewayRuntime: Sendable {
     /// database.
     public func shutdown() async {
         await server.shutdown()
+        await metricsServer?.shutdown()
         await engine.stop()
         await sender.shutdown()
         localMock?.shutdown()

@@ -7,6 +7,12 @@ import Synchronization
 /// `await` that leaves the thread, never inline.
 public typealias Handler = @Sendable (Request) async -> Response
 
+/// Runs around the handler of every routed request (routes, static files, OPTIONS): it may
+/// look at the request, bind task-local values for the handler, time it, and change the
+/// answer. `next` is the handler. Errors the router answers itself without a handler (no route,
+/// wrong method, body too large, a malformed target, a request timeout) do not pass through it.
+public typealias Middleware = @Sendable (_ request: Request, _ next: Handler) async -> Response
+
 /// Maps method + path to a handler.
 ///
 /// Patterns are `/`-separated literal segments and `{name}` parameters:
@@ -51,7 +57,8 @@ public final class Router: Sendable {
         let first = RouteTableSnapshot(
             RouteTable(
                 root: RouteNode(), defaultBodyLimit: defaultBodyLimit,
-                defaultResponder: errorResponder, groups: [], prefixGroups: [], staticFiles: nil))
+                defaultResponder: errorResponder, groups: [], prefixGroups: [], staticFiles: nil,
+                middleware: nil))
         tables = Mutex([first])
         published = Atomic(UInt(bitPattern: Unmanaged.passUnretained(first).toOpaque()))
     }
@@ -128,6 +135,11 @@ public final class Router: Sendable {
                     name: prefix, claims: { $0.hasPrefix(prefix) }, responder: responder, root: RouteNode()))
             table.prefixGroups.sort { $0.name.utf8.count > $1.name.utf8.count }
         }
+    }
+
+    /// Wraps every routed request's handler in `middleware` (nil removes it).
+    public func setMiddleware(_ middleware: Middleware?) {
+        update { $0.middleware = middleware }
     }
 
     /// Serves `files` for GET and HEAD requests that match no route.
@@ -314,8 +326,19 @@ struct RouteTable: Sendable {
     /// `Router.setErrorResponder(forPrefix:)`, longest prefix first; no routes of their own.
     var prefixGroups: [RouteGroupEntry]
     var staticFiles: StaticFiles?
+    var middleware: Middleware?
 
     func resolve(method: HTTPMethod, path: String, segments: [String]) -> Result<ResolvedRoute, HTTPError> {
+        guard let middleware else { return resolveHandler(method: method, path: path, segments: segments) }
+        return resolveHandler(method: method, path: path, segments: segments).map { route in
+            let inner = route.handler
+            return ResolvedRoute(
+                handler: { request in await middleware(request, inner) }, bodyLimit: route.bodyLimit,
+                parameters: route.parameters)
+        }
+    }
+
+    private func resolveHandler(method: HTTPMethod, path: String, segments: [String]) -> Result<ResolvedRoute, HTTPError> {
         var captured: [String] = []
         if let node = root.match(segments, from: 0, captured: &captured) {
             return resolve(method: method, node: node, captured: captured)

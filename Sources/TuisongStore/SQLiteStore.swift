@@ -46,6 +46,9 @@ public final class SQLiteStore: Store {
         /// Pass every provider the binary knows (mounted or not), so the server and the CLI
         /// agree on the schema of one file.
         public var pluginMigrations: [PluginSchema]
+        /// Told how long each `write` transaction took, waiting for the writer connection
+        /// included (the gateway's store metrics). Group-committed registrations are not timed.
+        public var writeObserver: (@Sendable (Duration) -> Void)?
 
         public init(
             synchronousFull: Bool = false, busyTimeout: TimeInterval = 5,
@@ -82,6 +85,7 @@ public final class SQLiteStore: Store {
     let pointReaders: PointReaders
     /// The core migrations followed by the plugins'.
     let migrator: DatabaseMigrator
+    let writeObserver: (@Sendable (Duration) -> Void)?
     /// Serialises `close()` calls and remembers that the pool is closed.
     private let closed = Mutex(false)
 
@@ -94,6 +98,7 @@ public final class SQLiteStore: Store {
         self.clock = configuration.clock
         let migrator = try Schema.migrator(plugins: configuration.pluginMigrations)
         self.migrator = migrator
+        self.writeObserver = configuration.writeObserver
         do {
             let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(
@@ -276,6 +281,8 @@ public final class SQLiteStore: Store {
 
     /// A write in an immediate transaction on the writer connection.
     func write<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws -> T {
+        let started = ContinuousClock.now
+        defer { writeObserver?(ContinuousClock.now - started) }
         do {
             defer { checkpointer.noteCommit() }
             return try await pool.write(body)

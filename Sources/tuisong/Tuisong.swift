@@ -41,8 +41,15 @@ struct ConfigOptions: ParsableArguments {
     }
 }
 
-func makeLogger(_ label: String, level: String) -> Logger {
+/// Bootstraps swift-log (once per process) and returns a logger at `level`. `format` is
+/// `log.format`: `text` (swift-log's stream format) or `json` (one object per line).
+func makeLogger(_ label: String, level: String, format: String = "text") -> Logger {
     LoggingSystem.bootstrap { label in
+        if format == "json" {
+            var handler = JSONLogHandler.standardError(label: label)
+            handler.logLevel = .info
+            return handler
+        }
         var handler = StreamLogHandler.standardError(label: label)
         handler.logLevel = .info
         return handler
@@ -67,7 +74,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
-        let logger = makeLogger("tuisong", level: config.log.level)
+        let logger = makeLogger("tuisong", level: config.log.level, format: config.log.format)
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
         let runtime: GatewayRuntime
         do {
@@ -76,18 +83,30 @@ struct Serve: AsyncParsableCommand {
             logger.critical("cannot start: \(error)")
             throw ExitCode.failure
         }
-        print("Tuisong \(TuisongVersion.current) listening on \(runtime.consoleURL)")
-        print("  database: \(config.database.path)")
-        print("  master key: \(runtime.masterKey.source)\(runtime.masterKey.created ? " (created, mode 0600)" : "")")
+        let console: String
         switch runtime.adminPassword {
         case .generated(let file):
-            print(
-                "  console: \(runtime.consoleURL) — log in as admin with the password in \(file) (created now, mode 0600)"
-            )
+            console = "\(runtime.consoleURL) — log in as admin with the password in \(file) (created now, mode 0600)"
         case .fromEnvironment:
-            print("  console: \(runtime.consoleURL) — log in with TUISONG_ADMIN_PASSWORD")
+            console = "\(runtime.consoleURL) — log in with TUISONG_ADMIN_PASSWORD"
         case .existing:
-            print("  console: \(runtime.consoleURL) — log in with the admin password set on the first start")
+            console = "\(runtime.consoleURL) — log in with the admin password set on the first start"
+        }
+        let masterKey = "\(runtime.masterKey.source)\(runtime.masterKey.created ? " (created, mode 0600)" : "")"
+        if config.log.format == "json" {
+            // Every output line is JSON for the log shipper: the banner too.
+            logger.notice(
+                "Tuisong \(TuisongVersion.current) listening on \(runtime.consoleURL)",
+                metadata: [
+                    "url": "\(runtime.consoleURL)", "database": "\(config.database.path)", "master_key": "\(masterKey)",
+                    "console": "\(console)", "metrics_port": "\(runtime.metricsPort.map(String.init) ?? "")",
+                ])
+        } else {
+            print("Tuisong \(TuisongVersion.current) listening on \(runtime.consoleURL)")
+            print("  database: \(config.database.path)")
+            print("  master key: \(masterKey)")
+            print("  console: \(console)")
+            if let metricsPort = runtime.metricsPort { print("  metrics: port \(metricsPort)") }
         }
         fflush(nil)  // all output streams: the banner must show before we block
         let received = await signals.wait()

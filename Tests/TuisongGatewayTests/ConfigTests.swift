@@ -65,6 +65,11 @@ import TuisongCore
         ("{}", ["TUISONG_LOG_LEVEL": "loud"], "log.level", "loud"),
         (#"{"apns": {"token_refresh_minutes": 10}}"#, [:], "apns.token_refresh_minutes", "10"),
         (#"{"apns": {"ca_file": "/nonexistent/ca.pem"}}"#, [:], "apns.ca_file", "/nonexistent/ca.pem"),
+        ("{}", ["TUISONG_LOG_FORMAT": "xml"], "log.format", "xml"),
+        (#"{"metrics": {"listen": "9464"}}"#, [:], "metrics.listen", "9464"),
+        ("{}", ["TUISONG_METRICS_LISTEN": "::1:9464"], "metrics.listen", "::1:9464"),
+        ("{}", ["TUISONG_METRICS_LISTEN": "127.0.0.1:99999"], "metrics.listen", "99999"),
+        ("{}", ["TUISONG_METRICS_ENABLED": "sometimes"], "metrics.enabled", "sometimes"),
     ])
     func invalidValuesNameKeyAndValue(file: String, environment: [String: String], key: String, shown: String) {
         do {
@@ -75,6 +80,19 @@ import TuisongCore
             #expect(error.description.contains(key))
             #expect(error.description.contains(shown))
         }
+    }
+
+    @Test func metricsAndLogKeys() throws {
+        let config = try GatewayConfig.load(
+            fileContents: Data(#"{"log": {"format": "json"}, "metrics": {"listen": "[::1]:9464"}}"#.utf8),
+            environment: ["TUISONG_METRICS_BEARER_TOKEN": "scrape-secret", "TUISONG_METRICS_ENABLED": "false"])
+        #expect(config.log.format == "json")
+        #expect(config.metrics == .init(enabled: false, listen: "[::1]:9464", bearerToken: "scrape-secret"))
+        #expect(GatewayConfig.hostAndPort(config.metrics.listen)! == ("::1", 9464))
+        #expect(GatewayConfig.hostAndPort("0.0.0.0:0")! == ("0.0.0.0", 0))
+        #expect(!config.maskedJSON().contains("scrape-secret"))
+        #expect(GatewayConfig.embeddedDefault.metrics == .init(enabled: true, listen: "", bearerToken: ""))
+        #expect(GatewayConfig.embeddedDefault.log.format == "text")
     }
 
     @Test func malformedJSONIsReported() {

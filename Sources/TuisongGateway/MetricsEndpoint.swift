@@ -1,0 +1,95 @@
+import Foundation
+import TuisongAPNs
+import TuisongCrypto
+import TuisongHTTP
+import TuisongStore
+
+/// `GET /metrics`: the registry in the Prometheus text format, behind an optional bearer
+/// token, plus the gauges read from the pools and the store when scraped.
+enum MetricsEndpoint {
+    static func handler(metrics: GatewayMetrics, bearerToken: String) -> Handler {
+        let expected = Array("Bearer \(bearerToken)".utf8)
+        return { request in
+            if !bearerToken.isEmpty {
+                let given = Array((request.headers["Authorization"] ?? "").utf8)
+                guard constantTimeEquals(given, expected) else {
+                    var refused = Response.json(
+                        ["error": ["code": "unauthorized", "message": "a metrics bearer token is required"]],
+                        status: 401)
+                    refused.headers.add(name: "WWW-Authenticate", value: #"Bearer realm="metrics""#)
+                    return refused
+                }
+            }
+            let text = await metrics.exposition()
+            return Response(
+                status: 200, headers: ["Content-Type": Exposition.contentType], body: Array(text.utf8))
+        }
+    }
+
+    /// Compares without an early exit, so the time taken says nothing about the token.
+    static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for index in 0..<max(a.count, b.count) {
+            difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
+        }
+        return difference == 0
+    }
+
+    static func addGauges(to metrics: GatewayMetrics, sender: APNsPushSender, store: SQLiteStore) {
+        func perPool(_ value: @escaping @Sendable (PoolStatistics) -> Int)
+            -> @Sendable () async -> [(
+                labels: [String], value: Double
+            )]
+        {
+            {
+                sender.poolStatistics().map { pool in
+                    ([String(pool.credentialID), pool.environment.rawValue], Double(value(pool.statistics)))
+                }
+            }
+        }
+        let poolLabels = ["credential", "environment"]
+        metrics.addGauge(
+            "tuisong_apns_connections", "Open (ready) HTTP/2 connections per APNs pool (credential 0 = local mode).",
+            labels: poolLabels, read: perPool { $0.liveConnections })
+        metrics.addGauge(
+            "tuisong_apns_streams", "HTTP/2 streams in flight per APNs pool.", labels: poolLabels,
+            read: perPool { $0.inFlight })
+        metrics.addGauge(
+            "tuisong_apns_waiting_requests", "Pushes waiting for a free stream per APNs pool.", labels: poolLabels,
+            read: perPool { $0.queued })
+        // One query serves both gauges of a scrape: the first reads, the second takes its answer.
+        let backlog = BacklogReading(store: store)
+        metrics.addGauge("tuisong_retry_queue_depth", "Deliveries waiting for a retry.") {
+            guard let counts = await backlog.read() else { return [] }
+            return [([], Double(counts.retryQueued))]
+        }
+        metrics.addGauge(
+            "tuisong_held_deliveries", "Deliveries held until their app has a working APNs credential."
+        ) {
+            guard let counts = await backlog.last() else { return [] }
+            return [([], Double(counts.held))]
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// The store's delivery backlog, read once per scrape.
+actor BacklogReading {
+    let store: SQLiteStore
+    private var latest: (retryQueued: Int, held: Int)?
+
+    init(store: SQLiteStore) {
+        self.store = store
+    }
+
+    /// Reads the counts now; nil when the database does not answer (the gauge is left out).
+    func read() async -> (retryQueued: Int, held: Int)? {
+        latest = try? await store.deliveryBacklog()
+        return latest
+    }
+
+    func last() -> (retryQueued: Int, held: Int)? { latest }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+import Synchronization
+import TuisongHTTP
+
+/// The HTTP request a task is answering, bound around its handler so that every log line it
+/// writes carries the request id (`JSONLogHandler` adds it as `request_id`).
+public enum RequestContext {
+    @TaskLocal public static var requestID: String?
+}
+
+/// Request ids: a client's own `X-Request-Id` when it is sane, else a process-unique one
+/// (random per process, then a counter) that costs no system call.
+final class RequestIDs: Sendable {
+    private let prefix: String
+    private let counter = Atomic<UInt64>(0)
+
+    init() {
+        prefix = String(UInt32.random(in: .min ... .max), radix: 16)
+    }
+
+    func next() -> String {
+        let n = counter.add(1, ordering: .relaxed).newValue
+        return prefix + "-" + String(n, radix: 16)
+    }
+
+    /// 1–128 characters of letters, digits and `-_.:@/+=` : enough for UUIDs, trace ids and
+    /// load balancers' formats, nothing that could break a log line or a header.
+    static func accepted(_ incoming: String?) -> String? {
+        guard let incoming, (1...128).contains(incoming.utf8.count) else { return nil }
+        let allowed = incoming.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
+                true
+            default: "-_.:@/+=".utf8.contains(byte)
+            }
+        }
+        return allowed ? incoming : nil
+    }
+}
+
+/// What the gateway does around every routed HTTP request: gives it a request id (sent back
+/// as `X-Request-Id` and bound for its log lines), counts and times it by route group and
+/// status, and writes an access line (debug; warning for a 5xx).
+enum HTTPObservation {
+    static func middleware(router: Router, metrics: GatewayMetrics, logger: Logger) -> Middleware {
+        let ids = RequestIDs()
+        return { request, next in
+            let id = RequestIDs.accepted(request.headers["X-Request-Id"]) ?? ids.next()
+            let started = ContinuousClock.now
+            return await RequestContext.$requestID.withValue(id) {
+                var response = await next(request)
+                // Render a handler's `.error(...)` now, so the header survives.
+                if let error = response.error { response = router.renderError(error, for: request) }
+                response.headers.replaceOrAdd(name: "X-Request-Id", value: id)
+                let group = group(of: request)
+                let seconds = MeteredPushSender.seconds(since: started)
+                metrics.httpRequests.increment([group, String(response.status)])
+                metrics.httpRequestSeconds.observe(seconds, [group])
+                let level: Logger.Level = response.status >= 500 ? .warning : .debug
+                if logger.logLevel <= level {
+                    logger.log(
+                        level: level, "\(request.method.rawValue) \(request.path) \(response.status)",
+                        metadata: [
+                            "method": "\(request.method.rawValue)", "path": "\(request.path)",
+                            "status": "\(response.status)", "group": "\(group)",
+                            "duration_ms": "\(String(format: "%.3f", seconds * 1000))",
+                        ])
+                }
+                return response
+            }
+        }
+    }
+
+    /// A bounded label for a request: which API it belongs to, not its path.
+    static func group(of request: Request) -> String {
+        let path = request.path
+        if path.hasPrefix("/api/v1/") { return "native" }
+        if path.hasPrefix("/admin/api/") { return "admin" }
+        if path.hasPrefix("/rest/") { return "baidu" }
+        if path == "/healthz" { return "health" }
+        if path == "/metrics" { return "metrics" }
+        if request.method == .GET || request.method == .HEAD { return "console" }
+        return "other"
+    }
+}
