@@ -271,7 +271,13 @@ final class MessageRun: Sendable {
     /// refused before sending (a policy's payload too large).
     private func recordUnsent(_ unsent: [(entry: AudienceEntry, result: EntryResult)], page: Int) {
         let now = engine.clock.now
-        engine.metrics.skips.increment(Dictionary(skipped.map { ([$0.reason], UInt64(1)) }, uniquingKeysWith: +))
+        let skipReasons = unsent.compactMap { unsent -> [String]? in
+            if case .skipped(let reason) = unsent.result { return [reason] }
+            return nil
+        }
+        if !skipReasons.isEmpty {
+            engine.metrics.skips.increment(Dictionary(skipReasons.map { ($0, UInt64(1)) }, uniquingKeysWith: +))
+        }
         let pageDone = state.withLock { state -> Bool in
             for (entry, result) in unsent {
                 Self.apply(

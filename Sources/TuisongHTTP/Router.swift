@@ -338,7 +338,9 @@ struct RouteTable: Sendable {
         }
     }
 
-    private func resolveHandler(method: HTTPMethod, path: String, segments: [String]) -> Result<ResolvedRoute, HTTPError> {
+    private func resolveHandler(method: HTTPMethod, path: String, segments: [String]) -> Result<
+        ResolvedRoute, HTTPError
+    > {
         var captured: [String] = []
         if let node = root.match(segments, from: 0, captured: &captured) {
             return resolve(method: method, node: node, captured: captured)
