@@ -132,7 +132,7 @@ import TuisongGateway
             #expect(outcome.status.counts.delivered == 2)
             var keys: [String: String] = [:]
             for notification in gw.mock.receivedNotifications() { keys[notification.deviceToken] = notification.keyID }
-            #expect(keys[apnsToken(1)] == "EMPRODCERT" && keys[apnsToken(2)] == "EMDEVCERT1")
+            #expect(keys[apnsToken(1)] == "EMPRODCERT" && keys[apnsToken(2)] == "EMDEVCERT1", "\(keys)")
             // Both devices of one receiver carry the same badge.
             let payloads = gw.received(msgID: id)
             #expect(payloads[apnsToken(1)]?.badge == 1 && payloads[apnsToken(2)]?.badge == 1)
