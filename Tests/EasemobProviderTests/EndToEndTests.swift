@@ -6,6 +6,10 @@ import TuisongGateway
 
 @testable import EasemobProvider
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// Easemob's REST API over real HTTP against a real gateway (`GatewayRuntime`, the delivery
 /// engine, the APNs pool over TLS + HTTP/2) and the bundled APNs mock.
 @Suite(.serialized) struct EndToEndTests {
@@ -110,6 +114,19 @@ import TuisongGateway
             #expect(gone.status == 404 && gone.error == "service_resource_not_found")
             let nowhere = try await gw.call("GET", "/no/such/thing", token: token)
             #expect(nowhere.status == 404 && nowhere.error == "service_resource_not_found")
+            // The router's own errors on claimed paths, in Easemob's words.
+            let wrongMethod = try await gw.call("PATCH", "/users/alice", ["nickname": "x"], token: token)
+            #expect(wrongMethod.status == 405 && wrongMethod.error == "unsupported_service_operation")
+            let huge = try await gw.call(
+                "POST", "/users", token: token, raw: Data(repeating: UInt8(ascii: " "), count: (1 << 20) + 1))
+            #expect(huge.status == 413 && huge.json["error_description"] != nil)
+            // An org/app nobody configured: Easemob's 404, not the native one.
+            var other = URLRequest(url: URL(string: "\(gw.baseURL)/acme/other/users")!)
+            other.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            let (otherBody, otherResponse) = try await URLSession.shared.data(for: other)
+            #expect((otherResponse as! HTTPURLResponse).statusCode == 404)
+            let otherJSON = (try JSONSerialization.jsonObject(with: otherBody)) as? [String: Any]
+            #expect(otherJSON?["error"] as? String == "organization_application_not_found")
             // Deleting the user revokes its token.
             #expect(try await gw.call("DELETE", "/users/bob", token: token).status == 200)
             #expect(try await gw.call("GET", "/users/bob/push/binding", token: bobToken).status == 401)

@@ -273,6 +273,18 @@ import TuisongGateway
                     "mode_none", "sender",
                 ])
 
+            let members = try await gw.call("GET", "/chatgroups/\(group)/users", token: token)
+            #expect(members.json["count"] as? Int == 3)
+            // Chat rooms: acknowledged with ids, nothing kept or pushed (their members are online).
+            let room = try await gw.call(
+                "POST", "/messages/chatrooms", ["from": "m1", "to": ["r1"], "type": "txt", "body": ["msg": "x"]],
+                token: token)
+            #expect(room.status == 200 && room.data["r1"] is String)
+            let oldRoom = try await gw.call(
+                "POST", "/messages",
+                ["target_type": "chatrooms", "target": ["r1"], "msg": ["type": "txt", "msg": "x"]],
+                token: token)
+            #expect(oldRoom.data["r1"] as? String == "success")
             #expect(try await gw.call("DELETE", "/chatgroups/\(group)", token: token).data["success"] as? Bool == true)
             let toGone = try await gw.call(
                 "POST", "/messages/chatgroups", ["from": "m1", "to": [group], "type": "txt", "body": ["msg": "x"]],
