@@ -1,7 +1,7 @@
 #include "tuisong_mhd.h"
 
 struct MHD_Daemon *tuisong_mhd_start_daemon(const struct tuisong_mhd_daemon_config *config) {
-    struct MHD_OptionItem options[16];
+    struct MHD_OptionItem options[20];
     size_t count = 0;
 #define TUISONG_MHD_OPTION(name, int_value, pointer_value) \
     do { \
@@ -26,6 +26,10 @@ struct MHD_Daemon *tuisong_mhd_start_daemon(const struct tuisong_mhd_daemon_conf
         TUISONG_MHD_OPTION(MHD_OPTION_CONNECTION_MEMORY_INCREMENT, config->connection_memory_increment, NULL);
     if (config->connection_limit > 0)
         TUISONG_MHD_OPTION(MHD_OPTION_CONNECTION_LIMIT, config->connection_limit, NULL);
+    if (config->per_ip_connection_limit > 0)
+        TUISONG_MHD_OPTION(MHD_OPTION_PER_IP_CONNECTION_LIMIT, config->per_ip_connection_limit, NULL);
+    if (config->notify_connection != NULL)
+        TUISONG_MHD_OPTION(MHD_OPTION_NOTIFY_CONNECTION, config->notify_connection, config->notify_connection_cls);
     if (config->request_completed != NULL)
         TUISONG_MHD_OPTION(MHD_OPTION_NOTIFY_COMPLETED, config->request_completed, config->request_completed_cls);
     if (config->uri_log != NULL)
@@ -48,4 +52,10 @@ const struct sockaddr *tuisong_mhd_connection_client_address(struct MHD_Connecti
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info == NULL ? NULL : info->client_addr;
+}
+
+int tuisong_mhd_connection_socket(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : (int)info->connect_fd;
 }

@@ -43,6 +43,10 @@ public final class APNsConnectionPool: APNsTransport {
         /// Reconnect backoff after failures: doubles from `initial` up to `maximum`, jittered.
         public var reconnectBackoffInitial: Duration = .milliseconds(200)
         public var reconnectBackoffMaximum: Duration = .seconds(30)
+        /// While requests wait for a connection, attempts are at most this far apart (jittered
+        /// down to half), so an endpoint that comes back after an outage is in use again within
+        /// about this long. `reconnectBackoffMaximum` applies only while nothing waits.
+        public var reconnectBackoffMaximumWhileQueued: Duration = .seconds(1)
 
         public init(endpoint: APNsEndpoint) {
             self.endpoint = endpoint
@@ -100,7 +104,8 @@ public final class APNsConnectionPool: APNsTransport {
                 pingInterval: configuration.pingInterval, pingTimeout: configuration.pingTimeout,
                 maxRetriesOnConnectionLoss: configuration.maxRetriesOnConnectionLoss,
                 reconnectBackoffInitial: configuration.reconnectBackoffInitial,
-                reconnectBackoffMaximum: configuration.reconnectBackoffMaximum),
+                reconnectBackoffMaximum: configuration.reconnectBackoffMaximum,
+                reconnectBackoffMaximumWhileQueued: configuration.reconnectBackoffMaximumWhileQueued),
             authentication: authentication, tlsContext: tlsContext, logger: logger)
     }
 

@@ -46,6 +46,8 @@ public struct PoolStatistics: Sendable, Hashable {
     public var lastGoAwayReason: String?
     /// The most recent connection failure.
     public var lastConnectError: String?
+    /// The longest wait before a reconnect attempt scheduled while requests were queued.
+    public var longestReconnectDelayWhileQueued: Duration = .zero
 
     public init() {}
 }
@@ -74,6 +76,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         var maxRetriesOnConnectionLoss: Int
         var reconnectBackoffInitial: Duration
         var reconnectBackoffMaximum: Duration
+        var reconnectBackoffMaximumWhileQueued: Duration
     }
 
     private enum InboxEntry {
@@ -101,6 +104,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     private var initialConnectionsStarted = false
     private var consecutiveFailures = 0
     private var reconnectTimer: TimerID?
+    /// When `reconnectTimer` fires (MonotonicTime).
+    private var reconnectDue: UInt64 = 0
     private var lastConnectError: APNsTransportError?
     private var sweepTimer: TimerID?
     private var isShutdown = false
@@ -345,9 +350,21 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     }
 
     /// Keeps `settings.connections` connections that accept new streams open or opening;
-    /// after failures the next attempt waits an exponentially growing, jittered delay.
+    /// after failures the next attempt waits an exponentially growing, jittered delay — up to
+    /// `reconnectBackoffMaximum` while nothing waits, but never more than
+    /// `reconnectBackoffMaximumWhileQueued` while requests are queued: after an outage the
+    /// endpoint is probed often enough to be in use again soon after it recovers, however long
+    /// the outage lasted. A request arriving during a long wait brings the attempt forward.
     private func ensureConnections() {
-        guard !isShutdown, initialConnectionsStarted, reconnectTimer == nil else { return }
+        guard !isShutdown, initialConnectionsStarted else { return }
+        let waiting = !queue.isEmpty
+        if let reconnectTimer {
+            let soonest =
+                MonotonicTime.now() &+ MonotonicTime.nanoseconds(settings.reconnectBackoffMaximumWhileQueued)
+            guard waiting, reconnectDue > soonest else { return }
+            loop.cancel(reconnectTimer)
+            self.reconnectTimer = nil
+        }
         let active = connections.count { !$0.isGoingAway }
         let missing = settings.connections - active
         guard missing > 0 else { return }
@@ -355,7 +372,13 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             for _ in 0..<missing { openConnection() }
             return
         }
-        let delay = backoffDelay(failures: consecutiveFailures)
+        let delay = backoffDelay(
+            failures: consecutiveFailures,
+            maximum: waiting ? settings.reconnectBackoffMaximumWhileQueued : settings.reconnectBackoffMaximum)
+        if waiting {
+            statistics.longestReconnectDelayWhileQueued = max(statistics.longestReconnectDelayWhileQueued, delay)
+        }
+        reconnectDue = MonotonicTime.now() &+ MonotonicTime.nanoseconds(delay)
         logger.debug(
             "reconnecting after backoff",
             metadata: [
@@ -370,11 +393,11 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         }
     }
 
-    /// `initial × 2^(failures-1)`, capped, then scaled by a random factor in [0.5, 1] so many
-    /// pools that failed together do not reconnect in step.
-    func backoffDelay(failures: Int) -> Duration {
+    /// `initial × 2^(failures-1)`, capped at `maximum`, then scaled by a random factor in
+    /// [0.5, 1] so many pools that failed together do not reconnect in step.
+    func backoffDelay(failures: Int, maximum: Duration) -> Duration {
         let initial = Double(MonotonicTime.nanoseconds(settings.reconnectBackoffInitial))
-        let maximum = Double(MonotonicTime.nanoseconds(settings.reconnectBackoffMaximum))
+        let maximum = Double(MonotonicTime.nanoseconds(maximum))
         let exponent = Double(min(max(failures - 1, 0), 30))
         let capped = min(maximum, initial * pow(2, exponent))
         let jittered = capped * Double.random(in: 0.5...1.0)

@@ -72,7 +72,10 @@ public final class APNsMockServer: Sendable {
     public var configuration: APNsMockConfiguration { core.configuration }
 
     /// Binds, listens and starts the event loops. Throws if already started or stopped.
+    /// Ignores SIGPIPE for the process: OpenSSL writes with write(2), and a client that hangs
+    /// up mid-answer would otherwise end whatever process embeds the mock.
     public func start() throws {
+        signal(SIGPIPE, SIG_IGN)
         try lifecycle.withLock { lifecycle in
             guard case .idle = lifecycle else {
                 throw APNsMockError(operation: "start", code: 0, message: "the server was already started")

@@ -32,9 +32,10 @@ struct AdminAPI: Sendable {
     let logger: Logger
     let sessions: AdminSessions
     let throttle: LoginThrottle
-    /// One password check at a time: PBKDF2 is deliberately slow, and a burst of logins must
-    /// not occupy every cooperative thread.
-    let passwordChecks = AsyncSemaphore(permits: 1)
+    /// Password checks, a few at a time off the cooperative pool: PBKDF2 is deliberately slow,
+    /// and a burst of logins must neither occupy every cooperative thread nor queue the
+    /// operator's login behind every guess.
+    let passwordChecks = PasswordVerifier(concurrency: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
     static let prefix = "/admin/api"
 
@@ -176,18 +177,23 @@ struct AdminAPI: Sendable {
         } catch {
             return AdminError(400, "bad_request", "malformed request").response
         }
-        await passwordChecks.wait()
-        defer { passwordChecks.signal() }
-        // Requests that queued behind a failing one see its lock now.
-        if let wait = throttle.waitTime(for: address) {
-            return Self.tooManyAttempts(wait)
-        }
-        let valid: Bool
+        let stored: String?
         do {
-            valid = try await AdminPassword.verify(password, settings: store)
+            stored = try await store.setting(AdminPassword.settingKey)
         } catch {
             logger.warning("admin login: cannot read the password hash: \(type(of: error))")
             return AdminError(503, "unavailable", "the database is busy; try again").response
+        }
+        // Requests that waited for a check see a lock set meanwhile: such a request is answered
+        // 429 without using a slot (checked again once its turn comes).
+        let throttle = self.throttle
+        let valid = await passwordChecks.verify(standing: throttle.standing(of: address)) {
+            guard throttle.waitTime(for: address) == nil else { return false }
+            guard let stored else { return false }
+            return AdminPassword.matches(password, storedHash: stored)
+        }
+        if !valid, let wait = throttle.waitTime(for: address) {
+            return Self.tooManyAttempts(wait)
         }
         guard valid else {
             let delay = throttle.recordFailure(for: address)

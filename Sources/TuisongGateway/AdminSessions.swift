@@ -151,6 +151,8 @@ final class LoginThrottle: Sendable {
     let maxDelay: TimeInterval
     private let clock: any Clock
     private let records = Mutex<[String: Record]>([:])
+    /// Addresses that logged in successfully since start (taken after `records`, never before).
+    private let succeeded = Mutex<Set<String>>([])
     static let maxRecords = 10_000
 
     init(clock: any Clock, freeFailures: Int = 3, maxDelay: TimeInterval = 300) {
@@ -189,7 +191,22 @@ final class LoginThrottle: Sendable {
         }
     }
 
+    /// How the address's next password check queues (`PasswordVerifier`): a failure on record
+    /// makes it wait behind everyone, a successful login since start puts it first.
+    func standing(of address: String) -> PasswordVerifier.Standing {
+        records.withLock { records in
+            if records[address] != nil { return .suspect }
+            return succeeded.withLock { $0.contains(address) } ? .trusted : .unknown
+        }
+    }
+
     func recordSuccess(for address: String) {
-        _ = records.withLock { $0.removeValue(forKey: address) }
+        records.withLock { records in
+            records.removeValue(forKey: address)
+            succeeded.withLock { succeeded in
+                if succeeded.count >= Self.maxRecords { succeeded.removeAll() }
+                succeeded.insert(address)
+            }
+        }
     }
 }

@@ -17,7 +17,11 @@ public struct GatewayConfig: Sendable, Equatable {
         public var requestTimeoutSeconds: Int
         public var maxBodyBytes: Int
         public var maxHeaderBytes: Int
+        /// Seconds from a request's first line to its last body byte, however steadily sent.
+        public var receiveTimeoutSeconds: Int
         public var maxConnections: Int
+        /// Connections one client address may hold at once.
+        public var maxConnectionsPerAddress: Int
     }
     public struct Database: Sendable, Equatable {
         public var path: String

@@ -88,7 +88,9 @@ extension GatewayConfig {
             requestTimeoutSeconds: try r.int("listen.request_timeout_seconds", in: 1...3600),
             maxBodyBytes: try r.int("listen.max_body_bytes", in: 1024...(64 << 20)),
             maxHeaderBytes: try r.int("listen.max_header_bytes", in: 1024...(1 << 20)),
-            maxConnections: try r.int("listen.max_connections", in: 1...1_000_000))
+            receiveTimeoutSeconds: try r.int("listen.receive_timeout_seconds", in: 1...3600),
+            maxConnections: try r.int("listen.max_connections", in: 1...1_000_000),
+            maxConnectionsPerAddress: try r.int("listen.max_connections_per_address", in: 1...1_000_000))
         guard !listen.host.isEmpty else { throw ConfigError("listen.host", "must not be empty") }
 
         database = Database(

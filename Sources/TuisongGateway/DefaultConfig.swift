@@ -10,7 +10,9 @@ let embeddedDefaultJSON = #"""
         "request_timeout_seconds": 30,
         "max_body_bytes": 1048576,
         "max_header_bytes": 16384,
-        "max_connections": 4096
+        "receive_timeout_seconds": 30,
+        "max_connections": 4096,
+        "max_connections_per_address": 256
       },
       "database": {
         "path": "data/tuisong.db",

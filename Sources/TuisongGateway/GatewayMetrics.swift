@@ -130,6 +130,33 @@ final class MeteredPushSender: PushSender {
         }
     }
 
+    // The selector-aware forms must be forwarded too: the protocol's defaults would drop the
+    // selector and send every device through the app's default credential.
+    func send(
+        app: App, message: MessageRecord, token: String, environment: APNsEnvironment, selector: String?,
+        payload: [UInt8]?
+    ) async -> SendOutcome {
+        let started = ContinuousClock.now
+        let outcome = await wrapped.send(
+            app: app, message: message, token: token, environment: environment, selector: selector, payload: payload)
+        metrics.record([outcome], seconds: Self.seconds(since: started), environment: environment)
+        return outcome
+    }
+
+    func send(
+        app: App, message: MessageRecord, environment: APNsEnvironment, selector: String?, tokens: [String],
+        payloads: [[UInt8]?]?, report: @escaping @Sendable ([SendReport]) -> Void
+    ) async {
+        let started = ContinuousClock.now
+        let metrics = self.metrics
+        await wrapped.send(
+            app: app, message: message, environment: environment, selector: selector, tokens: tokens, payloads: payloads
+        ) { reports in
+            metrics.record(reports.map(\.outcome), seconds: Self.seconds(since: started), environment: environment)
+            report(reports)
+        }
+    }
+
     static func seconds(since start: ContinuousClock.Instant) -> Double {
         let elapsed = ContinuousClock.now - start
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -22,6 +22,8 @@ public final class GatewayRuntime: Sendable {
     public let localMock: APNsMockServer?
     let sender: APNsPushSender
     let credentialBackend: GatewayCredentialBackend
+    /// The console API (its login checks are observable in tests).
+    let adminAPI: AdminAPI
     let server: HTTPServer
     /// The separate metrics listener (`metrics.listen`), if configured.
     let metricsServer: HTTPServer?
@@ -56,6 +58,10 @@ public final class GatewayRuntime: Sendable {
             synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations)
         storeOptions.writeObserver = { elapsed in storeWrites.observe(MetricsEndpoint.seconds(elapsed)) }
         let store = try SQLiteStore(path: config.database.path, configuration: storeOptions)
+        for change in store.permissionChanges {
+            logger.notice("database file readable by others, now private: \(change)")
+        }
+        DataDirectory.secure(config, logger: logger)
         var mock: APNsMockServer?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)
@@ -130,11 +136,11 @@ public final class GatewayRuntime: Sendable {
             try await engine.start()
             let credentialBackend = GatewayCredentialBackend(
                 credentials: credentials, store: store, sender: sender, engine: engine, localMock: mock, logger: logger)
-            AdminAPI(
+            let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
-                logger: logger
-            ).register(on: router)
+                logger: logger)
+            adminAPI.register(on: router)
             if FileManager.default.fileExists(atPath: config.web.root) {
                 router.setStaticFiles(try StaticFiles(root: config.web.root))
             } else {
@@ -149,7 +155,9 @@ public final class GatewayRuntime: Sendable {
                     connectionTimeout: Double(config.listen.connectionTimeoutSeconds),
                     requestTimeout: Double(config.listen.requestTimeoutSeconds),
                     maxHeaderBytes: config.listen.maxHeaderBytes,
-                    maxConnections: config.listen.maxConnections),
+                    receiveTimeout: Double(config.listen.receiveTimeoutSeconds),
+                    maxConnections: config.listen.maxConnections,
+                    maxConnectionsPerAddress: config.listen.maxConnectionsPerAddress),
                 router: router)
             do {
                 try server.start()
@@ -167,7 +175,7 @@ public final class GatewayRuntime: Sendable {
             return GatewayRuntime(
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
                 credentials: credentials, localMock: mock, sender: sender, credentialBackend: credentialBackend,
-                server: server, metricsServer: metricsServer, metrics: metrics, logger: logger)
+                adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, logger: logger)
         } catch {
             mock?.shutdown()
             try? store.close()
@@ -178,9 +186,10 @@ public final class GatewayRuntime: Sendable {
     private init(
         config: GatewayConfig, store: SQLiteStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, sender: APNsPushSender,
-        credentialBackend: GatewayCredentialBackend,
+        credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
         server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, logger: Logger
     ) {
+        self.adminAPI = adminAPI
         self.metricsServer = metricsServer
         self.metrics = metrics
         self.config = config

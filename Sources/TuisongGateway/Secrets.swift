@@ -66,7 +66,8 @@ public struct MasterKey: Sendable {
 func createParentDirectory(of path: String) throws {
     let directory = (path as NSString).deletingLastPathComponent
     if !directory.isEmpty {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 }
 
@@ -111,6 +112,12 @@ public enum AdminPassword {
             throw ConfigError("security.initial_admin_password_file", "cannot write \(passwordFile)")
         }
         return .generated(file: passwordFile)
+    }
+
+    /// Whether `candidate` matches a stored hash (PBKDF2: slow on purpose; keep it off the
+    /// cooperative pool, see `PasswordVerifier`).
+    static func matches(_ candidate: String, storedHash: String) -> Bool {
+        PasswordHash.verify(candidate, against: storedHash)
     }
 
     public static func verify(_ candidate: String, settings: any SettingsStore) async throws -> Bool {

@@ -90,6 +90,14 @@ final class Exchange: @unchecked Sendable {
             return begin(method: method)
         case .body:
             let count = uploadSize.pointee
+            if count > 0 && core.graceOver.load(ordering: .relaxed) {
+                // Shutdown's grace is over: no handler will run. MHD cannot answer mid-body,
+                // so read the rest and answer 503 once it is in.
+                uploadSize.pointee = 0
+                body = []
+                phase = .discarding(.serviceUnavailable("the server is shutting down"), budget: Int.max)
+                return MHD_Result.YES
+            }
             if count > 0 {
                 uploadSize.pointee = 0
                 let limit = route?.bodyLimit ?? 0
@@ -129,6 +137,12 @@ final class Exchange: @unchecked Sendable {
         headers = collectHeaders()
         let routes = core.router.snapshot()
         self.routes = routes
+        if core.graceOver.load(ordering: .relaxed) {
+            // Headers completed after shutdown's grace: answer now, before any body (the one
+            // moment MHD accepts an early answer); MHD then closes the connection.
+            target = try? RequestTarget(parsing: rawTarget)
+            return reject(.serviceUnavailable("the server is shutting down"))
+        }
         let target: RequestTarget
         do throws(HTTPError) {
             guard rawTargetIsValid else { throw .badRequest("request target is not valid UTF-8") }
@@ -167,6 +181,7 @@ final class Exchange: @unchecked Sendable {
     /// connection if body bytes remain unread.
     private func reject(_ error: HTTPError) -> MHD_Result {
         phase = .rejected
+        if let connection { core.connections.requestReceived(connection) }
         let response = Self.render(error, for: makeRequest(withBody: false), with: routes)
         // libmicrohttpd refuses a response while body bytes are still arriving
         // (MHD_queue_response returns MHD_NO); answering MHD_NO then closes the connection,
@@ -177,6 +192,7 @@ final class Exchange: @unchecked Sendable {
     private func startHandler() -> MHD_Result {
         guard let route else { return reject(.internalError("no route")) }
         phase = .handling
+        if let connection { core.connections.requestReceived(connection) }
         var request = makeRequest(withBody: true)
         request.pathParameters = route.parameters
         body = []

@@ -36,10 +36,23 @@ public final class HTTPServer: Sendable {
         /// pass too; one that does not fit is answered by libmicrohttpd itself, 414 for a long
         /// URL or 431 for long headers (a small HTML body, not the JSON dialects).
         public var maxHeaderBytes: Int
+        /// Seconds a request may take to arrive, from its request line to its last body byte,
+        /// however steadily the client trickles it; the connection is then closed. A connection
+        /// that sends no request line is closed after the longer of this and
+        /// `connectionTimeout`. 0 disables.
+        public var receiveTimeout: Double
         /// Concurrent connections accepted; more wait in the listen backlog.
         public var maxConnections: Int
+        /// Concurrent connections one client address may hold; more are closed at once. Never
+        /// more than `maxConnections` less a sixteenth (at least one), so one address cannot take
+        /// every connection and a health check from elsewhere still gets in.
+        public var maxConnectionsPerAddress: Int
         /// How long `shutdown()` lets in-flight requests finish before answering them 503.
         public var shutdownGracePeriod: Double
+        /// After the grace period, how long `shutdown()` still waits for requests that were
+        /// uploading to finish their body, so they can be answered 503 (libmicrohttpd cannot
+        /// answer a request mid-body); one still uploading after that is closed unanswered.
+        public var shutdownAnswerWindow: Double
         /// Serve HTTPS with this certificate chain and key (PEM text) instead of plain HTTP.
         public var tls: TLS?
         /// Receives libmicrohttpd's own log lines (malformed requests, resource limits...).
@@ -58,8 +71,9 @@ public final class HTTPServer: Sendable {
         public init(
             host: String = "127.0.0.1", port: Int = 8080, threads: Int = HTTPServer.coreCount,
             connectionTimeout: Double = 30, requestTimeout: Double = 30,
-            maxHeaderBytes: Int = 16 * 1024, maxConnections: Int = 4096,
-            shutdownGracePeriod: Double = 10, tls: TLS? = nil,
+            maxHeaderBytes: Int = 16 * 1024, receiveTimeout: Double = 30, maxConnections: Int = 4096,
+            maxConnectionsPerAddress: Int = 256, shutdownGracePeriod: Double = 10,
+            shutdownAnswerWindow: Double = 5, tls: TLS? = nil,
             diagnostics: (@Sendable (String) -> Void)? = nil
         ) {
             self.host = host
@@ -68,11 +82,21 @@ public final class HTTPServer: Sendable {
             self.connectionTimeout = connectionTimeout
             self.requestTimeout = requestTimeout
             self.maxHeaderBytes = maxHeaderBytes
+            self.receiveTimeout = receiveTimeout
             self.maxConnections = maxConnections
+            self.maxConnectionsPerAddress = maxConnectionsPerAddress
             self.shutdownGracePeriod = shutdownGracePeriod
+            self.shutdownAnswerWindow = shutdownAnswerWindow
             self.tls = tls
             self.diagnostics = diagnostics
         }
+    }
+
+    /// The per-address limit handed to libmicrohttpd: the configured one, but always leaving a
+    /// sixteenth of `maxConnections` (at least one connection) to other addresses.
+    public static func effectivePerAddressLimit(maxConnections: Int, maxConnectionsPerAddress: Int) -> Int {
+        let reserved = max(1, maxConnections / 16)
+        return max(1, min(maxConnectionsPerAddress, maxConnections - reserved))
     }
 
     /// Online processor cores, the default thread count.
@@ -108,6 +132,7 @@ public final class HTTPServer: Sendable {
             running.sweeper.cancel()
             core.shuttingDown.store(true, ordering: .relaxed)
             core.abandonAllPending(with: .serviceUnavailable("the server is shutting down"))
+            core.connections.stop()
             running.daemon.stop()
             close(running.listener)
         }
@@ -160,7 +185,8 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting connections, lets in-flight requests finish (up to
-    /// `shutdownGracePeriod`, then answers the rest 503), and stops the daemon. Answers sent
+    /// `shutdownGracePeriod`, then answers the rest 503 — a request still uploading as soon as
+    /// its body is in, within `shutdownAnswerWindow`), and stops the daemon. Answers sent
     /// meanwhile carry `Connection: close`. Every caller returns once the server has stopped;
     /// calling it again afterwards (or before `start()`) does nothing.
     public func shutdown() async {
@@ -173,7 +199,8 @@ public final class HTTPServer: Sendable {
             case .running(let running):
                 let task = Task { [core, configuration] in
                     await Self.stop(
-                        running, core: core, gracePeriod: configuration.shutdownGracePeriod)
+                        running, core: core, gracePeriod: configuration.shutdownGracePeriod,
+                        answerWindow: configuration.shutdownAnswerWindow)
                 }
                 state = .stopping(task)
                 return task
@@ -184,7 +211,9 @@ public final class HTTPServer: Sendable {
         state.withLock { $0 = .stopped }
     }
 
-    private static func stop(_ running: Running, core: ServerCore, gracePeriod: Double) async {
+    private static func stop(
+        _ running: Running, core: ServerCore, gracePeriod: Double, answerWindow: Double
+    ) async {
         core.shuttingDown.store(true, ordering: .relaxed)
         running.daemon.quiesce()
         close(running.listener)
@@ -194,13 +223,18 @@ public final class HTTPServer: Sendable {
         while core.liveExchanges.load(ordering: .relaxed) > 0 && clock.now < grace {
             try? await Task.sleep(for: .milliseconds(5))
         }
+        // From here every request still arriving is answered 503: those with a handler now,
+        // those still uploading once their body is in (see `Exchange.step`).
+        core.graceOver.store(true, ordering: .relaxed)
         core.abandonAllPending(with: .serviceUnavailable("the server is shutting down"))
-        // Give the answers just released a moment to be written before connections close.
-        let flush = clock.now + .seconds(1)
+        // Give the answers just released a moment to be written, and uploads a moment to end
+        // so they can be answered, before connections close.
+        let flush = clock.now + .milliseconds(Int64(max(1, answerWindow) * 1000))
         while core.liveExchanges.load(ordering: .relaxed) > 0 && clock.now < flush {
             try? await Task.sleep(for: .milliseconds(5))
         }
         running.sweeper.cancel()
+        core.connections.stop()
         running.daemon.stop()
     }
 
@@ -252,6 +286,12 @@ final class MHDDaemon: @unchecked Sendable {
         options.connection_memory_limit = Self.memoryLimit(
             maxHeaderBytes: configuration.maxHeaderBytes)
         options.connection_limit = UInt32(max(1, configuration.maxConnections))
+        options.per_ip_connection_limit = UInt32(
+            HTTPServer.effectivePerAddressLimit(
+                maxConnections: max(1, configuration.maxConnections),
+                maxConnectionsPerAddress: configuration.maxConnectionsPerAddress))
+        options.notify_connection = MHDCallbacks.notifyConnection
+        options.notify_connection_cls = coreContext
         options.access_handler = MHDCallbacks.accessHandler
         options.request_completed = MHDCallbacks.requestCompleted
         options.uri_log = MHDCallbacks.uriLog

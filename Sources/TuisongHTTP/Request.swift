@@ -4,7 +4,8 @@ import Foundation
 /// libmicrohttpd's buffers, so a handler may keep it as long as it likes.
 public struct Request: Sendable {
     public let method: HTTPMethod
-    /// The percent-decoded path without the query, e.g. `/rest/2.0/channel/channel`.
+    /// The percent-decoded path without the query, e.g. `/rest/2.0/channel/channel`, with runs
+    /// of `/` written as one (`//rest//2.0` is `/rest/2.0`).
     public let path: String
     /// The request target exactly as received, e.g. `/rest/2.0/channel/channel?x=%2F`.
     public let rawTarget: String
@@ -198,7 +199,7 @@ struct RequestTarget: Sendable {
         }
         let rawPath = UnsafeBufferPointer(rebasing: bytes[pathStart..<pathEnd])
         do {
-            path = rawPath.isEmpty ? "/" : try percentDecode(rawPath, plusAsSpace: false)
+            path = rawPath.isEmpty ? "/" : try Self.decodeCollapsingSlashes(rawPath)
             segments = []
             var start = 0
             while start < rawPath.count {
@@ -214,6 +215,38 @@ struct RequestTarget: Sendable {
             }
         } catch {
             throw .badRequest("request path: \(error.message)")
+        }
+    }
+
+    /// The decoded path with every run of `/` written as one: `//admin/api/x` is
+    /// `/admin/api/x`. Routing already skips empty segments, so the path must agree with it:
+    /// the error dialect (`/rest/`, `/admin/api/`...) and every other prefix check read `path`,
+    /// and a request routed as `/admin/api/apps` must not be answered as if it were elsewhere.
+    private static func decodeCollapsingSlashes(_ rawPath: UnsafeBufferPointer<UInt8>)
+        throws(PercentDecodingFailure)
+        -> String
+    {
+        let slash = UInt8(ascii: "/")
+        var previousWasSlash = false
+        var hasRun = false
+        for byte in rawPath {
+            if byte == slash && previousWasSlash {
+                hasRun = true
+                break
+            }
+            previousWasSlash = byte == slash
+        }
+        guard hasRun else { return try percentDecode(rawPath, plusAsSpace: false) }
+        var collapsed: [UInt8] = []
+        collapsed.reserveCapacity(rawPath.count)
+        previousWasSlash = false
+        for byte in rawPath {
+            if byte == slash && previousWasSlash { continue }
+            collapsed.append(byte)
+            previousWasSlash = byte == slash
+        }
+        return try collapsed.withUnsafeBufferPointer { bytes throws(PercentDecodingFailure) in
+            try percentDecode(bytes, plusAsSpace: false)
         }
     }
 

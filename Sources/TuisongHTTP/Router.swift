@@ -29,6 +29,9 @@ public typealias Middleware = @Sendable (_ request: Request, _ next: Handler) as
 /// - A path is matched segment by segment after percent-decoding each segment, so `%2F`
 ///   stays inside its segment. Empty segments are ignored: `/a/b/`, `/a//b` and `/a/b` are
 ///   the same path, i.e. a trailing slash never matters and a parameter never matches "".
+///   `Request.path` agrees: runs of `/` are one `/` there (`//rest//x` is `/rest/x`), so the
+///   error dialect chosen by prefix, and every prefix check a handler makes, see the path the
+///   request was routed by.
 /// - A path that reaches routes but not for this method answers 405 with `Allow`. HEAD is
 ///   answered by the GET route (without a body) unless a HEAD route exists; OPTIONS is
 ///   answered with 204 and `Allow` unless an OPTIONS route exists.

@@ -1,4 +1,5 @@
 internal import CMicroHTTPD
+internal import CTuisongShims
 import Synchronization
 
 #if canImport(Glibc)
@@ -18,7 +19,12 @@ final class ServerCore: Sendable {
     let liveExchanges = Atomic<Int>(0)
     /// Set when shutdown begins: answers then carry `Connection: close`.
     let shuttingDown = Atomic<Bool>(false)
+    /// Set when shutdown's grace period is over: requests still arriving are answered 503
+    /// (as soon as libmicrohttpd lets an answer be queued) instead of being handled.
+    let graceOver = Atomic<Bool>(false)
     let pending = PendingExchanges()
+    /// Each connection's deadline for its current request (slow clients).
+    let connections: ConnectionDeadlines
     /// libmicrohttpd's last few log lines, to explain a failed start.
     let recentLibraryMessages = Mutex<[String]>([])
 
@@ -32,12 +38,18 @@ final class ServerCore: Sendable {
             ? .milliseconds(Int64((configuration.requestTimeout * 1000).rounded(.up)))
             : .seconds(100 * 365 * 24 * 3600)
         self.diagnostics = configuration.diagnostics
+        self.connections = ConnectionDeadlines(
+            receiveTimeout: configuration.receiveTimeout, idleTimeout: configuration.connectionTimeout)
     }
 
     /// Answers every handler still running past its deadline.
     func expireOverdue(now: ContinuousClock.Instant) {
         for exchange in pending.removeExpired(now: now) {
             exchange.abandon(with: .requestTimeout(seconds: requestTimeoutSeconds))
+        }
+        let slow = connections.expire(now: now)
+        if slow > 0 {
+            diagnostics?("closed \(slow) connection(s) that did not deliver a request in time")
         }
     }
 
@@ -135,9 +147,10 @@ enum MHDCallbacks {
     /// the request's `*con_cls`; the retain taken here is released in `requestCompleted`.
     static let uriLog:
         @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) ->
-            UnsafeMutableRawPointer? = { cls, uri, _ in
+            UnsafeMutableRawPointer? = { cls, uri, connection in
                 guard let cls else { return nil }
                 let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+                if let connection { core.connections.requestStarted(connection, now: .now) }
                 // String(cString:) would silently repair invalid UTF-8; keep the verdict so
                 // the request can be answered 400.
                 let target = uri.flatMap { String(validatingCString: $0) }
@@ -160,12 +173,24 @@ enum MHDCallbacks {
 
     /// MHD_OPTION_NOTIFY_COMPLETED: the request is over (answered, failed or the daemon is
     /// stopping). Releases the exchange exactly once and clears the slot.
-    static let requestCompleted: MHD_RequestCompletedCallback = { _, _, context, _ in
+    static let requestCompleted: MHD_RequestCompletedCallback = { _, connection, context, _ in
         guard let context, let slot = context.pointee else { return }
         context.pointee = nil
         let exchange = Unmanaged<Exchange>.fromOpaque(slot).takeRetainedValue()
         exchange.finish()
+        if let connection { exchange.core.connections.requestCompleted(connection, now: .now) }
         exchange.core.liveExchanges.subtract(1, ordering: .relaxed)
+    }
+
+    /// MHD_OPTION_NOTIFY_CONNECTION: connections come and go (for their deadlines).
+    static let notifyConnection: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+        guard let cls, let connection else { return }
+        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+        if code == .CONNECTION_NOTIFY_STARTED {
+            core.connections.opened(connection, socket: tuisong_mhd_connection_socket(connection), now: .now)
+        } else {
+            core.connections.closed(connection)
+        }
     }
 
     static let collectHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in

@@ -57,8 +57,8 @@ public struct VendorSetting: Sendable {
     public var storageKey: String { isSecret ? key + "_sealed" : key }
 }
 
-/// A column the console's device views show for a provider (`baidu_channel_id`), read from
-/// `DeviceColumnSource` rows the provider fills.
+/// A column the console's device views show for a provider (Baidu's `channel_id`); the values
+/// come from the provider's `deviceColumnValues(appID:deviceIDs:)`.
 public struct DeviceColumn: Sendable, Hashable {
     public var key: String
     public var label: LocalizedText

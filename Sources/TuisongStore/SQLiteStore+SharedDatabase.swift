@@ -55,8 +55,8 @@ private final class GRDBExecutor: SQLExecutor {
 
     func query(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {
         let rows = try Row.fetchAll(db, sql: sql, arguments: Self.arguments(arguments))
-        // `RETURNING` changes rows too.
-        changedRows = db.changesCount
+        // `changedRows` stays what the last `execute` changed (the protocol's promise): SQLite's
+        // count is not reset by a SELECT, so reading it here would report a stale number.
         return rows.map { row in
             SQLRow(columns: Array(row.columnNames), values: row.databaseValues.map(Self.value))
         }

@@ -86,11 +86,15 @@ public final class SQLiteStore: Store {
     /// The core migrations followed by the plugins'.
     let migrator: DatabaseMigrator
     let writeObserver: (@Sendable (Duration) -> Void)?
+    /// Database files that were readable by group or others and were set to 0600 on opening
+    /// (`"path 0644 → 0600"`), for the caller to log.
+    public let permissionChanges: [String]
     /// Serialises `close()` calls and remembers that the pool is closed.
     private let closed = Mutex(false)
 
     /// Opens (creating it and its parent directory if needed) the database at `path` and
-    /// brings its schema up to date.
+    /// brings its schema up to date. A new directory is created 0700 and the database files
+    /// are created 0600; existing ones readable by others are set to 0600.
     ///
     /// - Throws: `StoreError(.unavailable, …)` when the file cannot be opened or migrated.
     public init(path: String, configuration: Options = .init()) throws {
@@ -100,9 +104,7 @@ public final class SQLiteStore: Store {
         self.migrator = migrator
         self.writeObserver = configuration.writeObserver
         do {
-            let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true)
+            permissionChanges = try DatabaseFilePermissions.prepare(databasePath: path)
         } catch {
             throw StoreError(.unavailable, "cannot create the directory of \(path): \(error)")
         }

@@ -149,6 +149,9 @@ struct APNsMockCommand: AsyncParsableCommand {
     @Flag(name: .customLong("log-requests"), help: "Print every request as a JSON line.") var logRequests = false
 
     func run() async throws {
+        // OpenSSL writes to sockets with write(2): a client that hangs up while its answers are
+        // being written must not end the mock (as `serve` does, GatewayRuntime.start).
+        signal(SIGPIPE, SIG_IGN)
         // Before anything is created on disk: a bad faults file changes nothing.
         var faults = APNsMockConfiguration.Faults()
         if let faultsFile {
@@ -202,6 +205,10 @@ struct APNsMockCommand: AsyncParsableCommand {
         _ = await signals.wait()
         let stats = server.statistics
         server.shutdown()
-        printJSON(["requests": stats.requests])
+        printJSON([
+            "requests": stats.requests, "connections_accepted": stats.connectionsAccepted,
+            "connections_dropped": stats.connectionsDropped, "goaways_sent": stats.goawaysSent,
+            "refused_streams": stats.refusedStreams, "stream_limit_lowerings": stats.streamLimitLowerings,
+        ])
     }
 }

@@ -113,12 +113,12 @@ import Testing
                 endpoint: .sandbox, connections: 1, connectTimeout: .seconds(1),
                 requestTimeout: .seconds(1), pingInterval: .seconds(60), pingTimeout: .seconds(1),
                 maxRetriesOnConnectionLoss: 1, reconnectBackoffInitial: .milliseconds(100),
-                reconnectBackoffMaximum: .seconds(1)),
+                reconnectBackoffMaximum: .seconds(1), reconnectBackoffMaximumWhileQueued: .seconds(1)),
             authentication: .certificate,
             tlsContext: try .client(alpn: ["h2"]), logger: clientTestLogger)
         for (failures, ceiling) in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (40, 1000)] {
             for _ in 0..<20 {
-                let delay = core.backoffDelay(failures: failures)
+                let delay = core.backoffDelay(failures: failures, maximum: .seconds(1))
                 #expect(delay <= .milliseconds(ceiling))
                 #expect(delay >= .milliseconds(ceiling) / 2)
             }

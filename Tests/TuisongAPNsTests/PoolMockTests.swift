@@ -67,6 +67,20 @@ final class PoolMockFixture {
         try server.start()
     }
 
+    /// Stops the server (an outage); `startServer(port:)` brings it back.
+    func stopServer() -> Int {
+        let port = server.port
+        server.shutdown()
+        return port
+    }
+
+    func startServer(port: Int) throws {
+        server = try APNsMockServer(
+            configuration: setup.configuration(port: port), certificate: setup.serverCertificate,
+            key: setup.serverKey)
+        try server.start()
+    }
+
     func shutdownPools() async {
         for pool in pools { await pool.shutdown() }
     }

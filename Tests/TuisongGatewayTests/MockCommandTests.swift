@@ -64,3 +64,67 @@ import Testing
         #expect(message.contains("/nonexistent/faults.json"))
     }
 }
+
+/// Clients that vanish while `tuisong apns-mock` is still answering them: the mock's writes
+/// then fail with EPIPE, which must not end the process (SIGPIPE's default action).
+@Suite(.serialized) struct MockCommandHangUpTests {
+    @Test func clientsKilledMidAnswerDoNotKillTheMock() async throws {
+        guard FileManager.default.isExecutableFile(atPath: CrashRecoveryTests.binary) else {
+            Issue.record("build the tuisong executable first (swift build)")
+            return
+        }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/h2load") else {
+            Issue.record("h2load is missing: install nghttp2-client (make test-deps)")
+            return
+        }
+        let directory = FileManager.default.temporaryDirectory.appending(
+            path: "tuisong-mock-hangup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let mock = try CrashRecoveryTests.Spawned(
+            ["apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path, "--latency-ms", "5"],
+            environment: [:])
+        defer { mock.terminate() }
+        let info = try await CrashRecoveryTests().firstJSONObject(in: mock, timeout: .seconds(20))
+        let url = try #require(info["url"] as? String)
+        let token = try #require(info["provider_token"] as? String)
+        let payload = directory.appending(path: "payload.json")
+        try Data(#"{"aps":{"alert":"hi"}}"#.utf8).write(to: payload)
+
+        // 200 connections with 100 streams each, killed (SIGKILL: every socket closes at once,
+        // unread answers and all) while the mock is answering; five times over. Before the mock
+        // ignored SIGPIPE this ended it with status 141 in the first round or two.
+        for _ in 0..<5 {
+            let load = Process()
+            load.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
+            load.arguments = [
+                "-n", "1000000", "-c", "200", "-m", "100", "-d", payload.path,
+                "-H", "authorization: bearer \(token)", "-H", "apns-topic: tuisong.local",
+                "\(url)/3/device/" + String(repeating: "ab", count: 32),
+            ]
+            load.standardOutput = FileHandle.nullDevice
+            load.standardError = FileHandle.nullDevice
+            try load.run()
+            try await Task.sleep(for: .milliseconds(700))
+            sendSignal(load.processIdentifier, SIGKILL)
+            load.waitUntilExit()
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(mock.process.isRunning, "the mock exited with status \(mock.process.terminationStatus)")
+            if !mock.process.isRunning { return }
+        }
+        // Still serving.
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = [
+            "-s", "--http2", "--cacert", try #require(info["ca_file"] as? String), "-o", "/dev/null", "-w",
+            "%{http_code}", "-H", "authorization: bearer \(token)", "-H", "apns-topic: tuisong.local",
+            "--data", #"{"aps":{"alert":"hi"}}"#, "\(url)/3/device/" + String(repeating: "ab", count: 32),
+        ]
+        let pipe = Pipe()
+        curl.standardOutput = pipe
+        try curl.run()
+        let status = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        curl.waitUntilExit()
+        #expect(status == "200")
+    }
+}

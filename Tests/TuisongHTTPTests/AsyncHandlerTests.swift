@@ -231,6 +231,42 @@ struct AsyncHandlerTests {
                 == "service_unavailable")
     }
 
+    @Test("a request still uploading, or still sending headers, when the grace ends is answered 503")
+    func shutdownAnswersUploadsInProgress() async throws {
+        let router = Router()
+        router.add(.POST, "/upload") { request in .text("got \(request.body.count)") }
+        var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
+        configuration.shutdownGracePeriod = 0.3
+        let server = HTTPServer(configuration: configuration, router: router)
+        try server.start()
+        let port = server.port
+        let uploading = try RawHTTPClient(port: port)
+        try uploading.send(
+            "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n" + String(repeating: "a", count: 10))
+        let heading = try RawHTTPClient(port: port)
+        try heading.send("POST /upload HTTP/1.1\r\nHost: a\r\n")
+        #expect(await eventually { server.liveRequestCount == 2 })
+
+        async let stopping: Void = server.shutdown()
+        // Well past the grace period (and the 1 s that used to follow it before connections
+        // were closed), both clients go on and finish their requests.
+        try await Task.sleep(for: .milliseconds(1800))
+        let (upload, headers) = try await offPool {
+            try uploading.send(String(repeating: "b", count: 90))
+            try heading.send("Content-Length: 5\r\n\r\nhello")
+            return (try uploading.readResponseOrClose(), try heading.readResponseOrClose())
+        }
+        for response in [upload, headers] {
+            #expect(response?.status == 503, "closed without an answer")
+            #expect(
+                try response.map { try $0.json()["error"] as? [String: Any] }??["code"] as? String
+                    == "service_unavailable")
+            #expect(response?.header("Connection")?.lowercased() == "close")
+        }
+        await stopping
+        #expect(server.liveRequestCount == 0)
+    }
+
     @Test("a server dropped without shutdown stops cleanly, even with a handler running")
     func deinitStops() async throws {
         let router = Router()

@@ -193,3 +193,30 @@ struct RouterTests {
         #expect(absolute.query["c"] == "1")
     }
 }
+
+@Suite("Paths with empty segments")
+struct EmptySegmentTests {
+    @Test("runs of slashes are one slash in the path every dialect and prefix check reads")
+    func collapsed() throws {
+        #expect(try Request(method: .GET, target: "//admin/api/x").path == "/admin/api/x")
+        #expect(try Request(method: .GET, target: "/a//b///c/").path == "/a/b/c/")
+        #expect(try Request(method: .GET, target: "//").path == "/")
+        #expect(try Request(method: .GET, target: "/a/%2F/b").path == "/a///b")  // decoded, not collapsed
+        #expect(try Request(method: .GET, target: "http://host//rest//x?y=1").path == "/rest/x")
+        #expect(try Request(method: .GET, target: "//rest//x?a=%2F%2F").query["a"] == "//")
+    }
+
+    @Test("an error under a dialect's prefix is rendered in that dialect with doubled slashes too")
+    func dialect() async throws {
+        let router = Router()
+        router.setErrorResponder(forPrefix: "/rest/") { error, _ in .text("rest \(error.status)", status: error.status)
+        }
+        router.add(.GET, "/rest/known") { _ in .text("known") }
+        let plain = await router.respond(to: try Request(method: .GET, target: "/rest/unknown"))
+        let doubled = await router.respond(to: try Request(method: .GET, target: "//rest//unknown"))
+        #expect(plain.status == 404)
+        #expect(doubled.status == 404)
+        #expect(doubled.body == plain.body)
+        #expect(String(decoding: doubled.body, as: UTF8.self) == "rest 404")
+    }
+}

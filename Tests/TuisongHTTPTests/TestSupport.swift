@@ -49,9 +49,26 @@ final class RawHTTPClient: @unchecked Sendable {  // used by one test thread at 
     let descriptor: Int32
     private var buffer: [UInt8] = []
 
-    init(port: Int, host: String = "127.0.0.1", receiveTimeout: Double = 10) throws {
+    /// - Parameter source: the local address to connect from (any of 127.0.0.0/8 on loopback),
+    ///   so one test can be several clients; nil lets the kernel choose.
+    init(port: Int, host: String = "127.0.0.1", receiveTimeout: Double = 10, source: String? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw ClientError(description: "socket: \(errno)") }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else {
+                let code = errno
+                Glibc.close(descriptor)
+                throw ClientError(description: "bind \(source): \(String(cString: strerror(code)))")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian

@@ -53,6 +53,8 @@ public final class TemporaryStore: Sendable {
     public var database: any SharedDatabase { store.sharedDatabase }
     /// The store as plugins see it.
     public var providerStore: any ProviderStore { store }
+    /// IM accounts, their devices, app state and badge counters (core tables).
+    public var accounts: any AccountStore { store }
 
     /// A second store on the same file, opened as a restarted gateway would (migrating what
     /// is missing); the caller closes it.

@@ -19,6 +19,11 @@ struct tuisong_mhd_daemon_config {
     size_t connection_memory_limit;
     size_t connection_memory_increment;
     unsigned int connection_limit;
+    /// MHD_OPTION_PER_IP_CONNECTION_LIMIT: connections one client address may hold at once.
+    unsigned int per_ip_connection_limit;
+    /// MHD_OPTION_NOTIFY_CONNECTION: told when a connection opens and closes.
+    MHD_NotifyConnectionCallback notify_connection;
+    void *notify_connection_cls;
     MHD_AccessHandlerCallback access_handler;
     void *access_handler_cls;
     MHD_RequestCompletedCallback request_completed;
@@ -41,5 +46,9 @@ struct MHD_Daemon *tuisong_mhd_start_daemon(const struct tuisong_mhd_daemon_conf
 /// MHD_get_connection_info is variadic; this asks it for the peer address of a connection
 /// (NULL when MHD does not know it).
 const struct sockaddr *tuisong_mhd_connection_client_address(struct MHD_Connection *connection);
+
+/// MHD_get_connection_info is variadic; this asks it for the socket of a connection (-1 when
+/// MHD does not say).
+int tuisong_mhd_connection_socket(struct MHD_Connection *connection);
 
 #endif

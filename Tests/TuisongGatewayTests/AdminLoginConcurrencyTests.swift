@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+@testable import TuisongGateway
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Logins are checked a few at a time (PBKDF2 is slow on purpose), and a guessing burst from
+/// other addresses does not make the operator's login wait for every guess. The throttle keys
+/// addresses by the socket's peer (X-Forwarded-For is not trusted), so the guesses come from
+/// other loopback addresses (127.0.0.2…).
+@Suite(.serialized) struct AdminLoginConcurrencyTests {
+    /// POST /admin/api/login from `source`; the answer's status.
+    static func login(port: Int, source: String, password: String) -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        inet_pton(AF_INET, source, &local.sin_addr)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = UInt16(port).bigEndian
+        inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        let connected = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, connected == 0 else { return 0 }
+        var timeout = timeval(tv_sec: 60, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let body = #"{"password": "\#(password)"}"#
+        let request = Array(
+            ("POST /admin/api/login HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)").utf8)
+        _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            answer += buffer[..<count]
+        }
+        let text = String(decoding: answer, as: UTF8.self)
+        return Int(text.split(separator: " ", maxSplits: 2).dropFirst().first ?? "") ?? 0
+    }
+
+    /// Runs every login at once, each on its own thread (blocking sockets), and returns the statuses.
+    static func loginsAtOnce(port: Int, _ logins: [(source: String, password: String)]) async -> [Int] {
+        await withTaskGroup(of: Int.self) { group in
+            for (source, password) in logins {
+                group.addTask {
+                    await withCheckedContinuation { continuation in
+                        Thread.detachNewThread {
+                            continuation.resume(returning: login(port: port, source: source, password: password))
+                        }
+                    }
+                }
+            }
+            var statuses: [Int] = []
+            for await status in group { statuses.append(status) }
+            return statuses
+        }
+    }
+
+    @Test func theOperatorsLoginDoesNotWaitForEveryGuess() async throws {
+        let (gateway, client) = try await AdminTestClient.start()
+        let port = gateway.runtime.port
+        let verifier = gateway.runtime.adminAPI.passwordChecks
+        let guessers = (2...11).map { "127.0.0.\($0)" }
+
+        // Each guessing address fails once: on record, its further checks wait behind clean ones.
+        let first = await Self.loginsAtOnce(port: port, guessers.map { ($0, "wrong") })
+        #expect(first.allSatisfy { $0 == 401 }, "\(first)")
+        #expect(verifier.peakConcurrency > 1, "checks ran one at a time")
+
+        // Two more guesses per address at once (still within the free failures: full checks).
+        let burst = Task {
+            await Self.loginsAtOnce(port: port, guessers.flatMap { [($0, "wrong 2"), ($0, "wrong 3")] })
+        }
+        #expect(await eventually(within: 10) { verifier.waitingCount >= 5 }, "the guesses never queued")
+        let ok = try await client.login()  // from 127.0.0.1, no failure on record
+        let stillWaiting = verifier.waitingCount
+        #expect(ok.status == 200)
+        // Before, the right login queued behind every guess sent before it, so none waited
+        // once it was through.
+        #expect(stillWaiting > 0, "the right login waited for every guess")
+        let statuses = await burst.value
+        #expect(statuses.allSatisfy { $0 == 401 || $0 == 429 }, "\(statuses)")
+
+        // A first guessing round from fresh addresses: the operator's address, known from its
+        // successful login, still goes ahead of them.
+        let fresh = (12...31).map { "127.0.0.\($0)" }
+        let freshBurst = Task { await Self.loginsAtOnce(port: port, fresh.map { ($0, "first try") }) }
+        #expect(await eventually(within: 10) { verifier.waitingCount >= 5 }, "the fresh guesses never queued")
+        let again = try await client.login()
+        #expect(again.status == 200)
+        #expect(verifier.waitingCount > 0, "the known address waited for every fresh guess")
+        _ = await freshBurst.value
+        await gateway.stop()
+    }
+}
+
+/// Polls `condition` until it holds or `seconds` pass.
+func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
