@@ -28,9 +28,13 @@ public struct EasemobProvider: PushProvider {
     let store: EasemobStore
     let directory: EasemobDirectory
     let policy: EasemobDeliveryPolicy
+    let limiter: EasemobRateLimiter
 
     public init(context: ProviderContext) throws {
         self.context = context
+        let configuration = try EasemobConfiguration(context.configuration)
+        limiter = EasemobRateLimiter(
+            rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock)
         store = EasemobStore(database: context.database)
         directory = EasemobDirectory(apps: context.store, sealer: context.secrets)
         policy = EasemobDeliveryPolicy(
@@ -121,15 +125,17 @@ public struct EasemobProvider: PushProvider {
                 app: app, settings: settings, envelope: envelope, request: request, principal: nil, now: now)
             switch access {
             case .open:
-                break
+                try limiter.take("\(app.id):token")
             case .app:
                 let principal = try await authenticate(request, app: app, settings: settings, now: now)
+                try limiter.take("\(app.id)")
                 guard principal == .app else {
                     throw EasemobError.unauthorized("this call needs the app's token, not a user token")
                 }
                 call.principal = principal
             case .appOrSelf:
                 let principal = try await authenticate(request, app: app, settings: settings, now: now)
+                try limiter.take("\(app.id)")
                 if case .user(let name) = principal, name != (try call.pathUser()) {
                     throw EasemobError.unauthorized("a user token may only act for its own user")
                 }
