@@ -56,10 +56,14 @@ public struct EasemobProvider: PushProvider {
         router.addGroup(
             name: Self.name,
             // Configured pairs, and any `/{org}/{app}/<Easemob resource>/…` so that a wrong org
-            // or app name is told so in Easemob's words (routes outside groups still win).
+            // or app name is told so in Easemob's words. Routes outside groups still win, but
+            // the claiming group renders every error on its paths, so the gateway's own API
+            // namespaces are never claimed (`/api/v1/messages/…` keeps the native dialect).
             claims: { path in
                 let segments = path.split(separator: "/", omittingEmptySubsequences: true)
-                guard segments.count >= 2 else { return false }
+                guard segments.count >= 2, !EasemobRoutes.gatewayNamespaces.contains(String(segments[0])) else {
+                    return false
+                }
                 if segments.count >= 3, EasemobRoutes.resources.contains(String(segments[2])) { return true }
                 return directory.claims(org: String(segments[0]), app: String(segments[1]))
             },

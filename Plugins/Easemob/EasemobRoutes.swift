@@ -6,6 +6,8 @@ import TuisongHTTP
 enum EasemobRoutes {
     /// The third segment of every Easemob REST path.
     static let resources: Set<String> = ["token", "users", "messages", "chatgroups", "chatrooms", "notification"]
+    /// The gateway's own first segments (native and admin APIs), never Easemob's.
+    static let gatewayNamespaces: Set<String> = ["api", "admin"]
 
     static func register(_ provider: EasemobProvider, on group: RouteGroup) {
         let base = "/{org}/{app}"

@@ -91,4 +91,20 @@ import TuisongPluginTestKit
         let parsed = try EasemobConfiguration(["requests_per_second": 5, "burst": 10])
         #expect(parsed.requestsPerSecond == 5 && parsed.burst == 10)
     }
+
+    @Test func theGatewaysOwnPathsKeepTheirDialect() async throws {
+        let f = try await Fixture()
+        defer { f.temporary.remove() }
+        f.router.router.add(.GET, "/api/v1/messages/{id}") { _ in .json(object: ["ok": true]) }
+        // A wrong method on a native path: the native 405, not Easemob's.
+        let native = try await f.router.send(.DELETE, "/api/v1/messages/7")
+        #expect(native.status == 405 && native.jsonObject["error"] is [String: Any])
+        // An unconfigured org/app on an Easemob resource: Easemob's 404.
+        let wrongApp = try await f.router.send(.GET, "/acme/other/users")
+        #expect(
+            wrongApp.status == 404 && wrongApp.jsonObject["error"] as? String == "organization_application_not_found")
+        // A configured pair, an unknown resource: Easemob's 404 too.
+        let unknown = try await f.router.send(.GET, "/acme/chat/nothing/here")
+        #expect(unknown.status == 404 && unknown.jsonObject["error"] as? String == "service_resource_not_found")
+    }
 }
