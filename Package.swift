@@ -69,7 +69,7 @@ let package = Package(
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
                 "TuisongAPNs", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
-                "BaiduProvider", "EasemobProvider",
+                "BaiduProvider", "TencentProvider", "EasemobProvider",
             ],
             path: "Sources/TuisongGateway"),
         .executableTarget(
@@ -89,6 +89,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Plugins/Baidu"),
+        .target(
+            name: "TencentProvider",
+            dependencies: [
+                "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/Tencent"),
         .target(
             name: "EasemobProvider",
             dependencies: [
@@ -122,6 +129,13 @@ let package = Package(
                 "BaiduProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
                 "TuisongCrypto",
                 "TuisongGateway", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "TencentProviderTests",
+            dependencies: [
+                "TencentProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin",
+                "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongAPNsMock",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "EasemobProviderTests",

@@ -1,0 +1,127 @@
+import Foundation
+import TuisongCore
+import TuisongHTTP
+
+/// What Tencent's iOS SDK reports for offline push (seed 003: setToken, doBackground,
+/// doForeground, and the per-user push config), each authenticated by the user's own UserSig
+/// and acting on that identifier.
+extension TencentProvider {
+    /// 70402 as the account service answers a bad parameter.
+    static func badDeviceParameter(_ detail: String) -> TencentError {
+        TencentError(70402, "invalid parameter: \(detail)")
+    }
+
+    /// `{"Token":"<hex>","BusiId":N,"Environment":"production"|"sandbox"}`. The token is bound
+    /// to the identifier (the same token again is the same device); BusiId picks the app's
+    /// APNs credential with that selector, 0 or none the app's default one.
+    func setToken(_ call: TencentCall) async throws -> Response {
+        guard let raw = call.body["Token"]?.stringValue, !raw.isEmpty else {
+            throw Self.badDeviceParameter("Token is required (the APNs device token, hex)")
+        }
+        // The SDK formats NSData as "<a1b2 c3d4 …>"; accept that shape too.
+        let hex = String(raw.unicodeScalars.filter { !" <>".unicodeScalars.contains($0) })
+        guard let token = DeviceToken(hex) else {
+            throw Self.badDeviceParameter("Token must be an APNs device token (64–200 hex digits)")
+        }
+        var selector: String?
+        if let busi = call.body["BusiId"], busi != .null {
+            guard let id = busi.intValue, id >= 0, id <= Int64(UInt32.max) else {
+                throw Self.badDeviceParameter("BusiId must be the certificate's id, a 32-bit unsigned integer")
+            }
+            selector = id == 0 ? nil : String(id)
+        }
+        let environment: APNsEnvironment
+        switch call.body["Environment"]?.stringValue?.lowercased() {
+        case nil, "production", "product", "prod": environment = .production
+        case "sandbox", "development", "dev": environment = .sandbox
+        case let other?:
+            throw Self.badDeviceParameter("Environment must be production or sandbox, got \(other.prefix(20))")
+        }
+        guard Account.isValid(call.identifier) else { throw Self.badDeviceParameter("identifier is not an account") }
+        _ = try await accounts.bindDevice(
+            appID: call.app.id, account: call.identifier,
+            registration: DeviceRegistration(token: token, environment: environment), credentialSelector: selector)
+        return TencentReply.ok()
+    }
+
+    /// `{"C2CUnread":N}`: the app went to the background; N becomes the badge counter.
+    func reportBackground(_ call: TencentCall) async throws -> Response {
+        var unread: Int?
+        if let value = call.body["C2CUnread"] ?? call.body["UnreadCount"], value != .null {
+            guard let count = value.intValue, count >= 0, count <= 1_000_000 else {
+                throw Self.badDeviceParameter("C2CUnread must be a count of 0 or more")
+            }
+            unread = Int(count)
+        }
+        try await accounts.setAppState(appID: call.app.id, account: call.identifier, .background)
+        if let unread { try await accounts.setBadge(appID: call.app.id, account: call.identifier, to: unread) }
+        return TencentReply.ok()
+    }
+
+    /// `{}`: the app is on screen; it gets nothing until it reports the background again.
+    func reportForeground(_ call: TencentCall) async throws -> Response {
+        try await accounts.setAppState(appID: call.app.id, account: call.identifier, .foreground)
+        return TencentReply.ok()
+    }
+
+    /// `{"OpenPush":0|1|2}`: 0 keeps the setting, 1 turns offline push on, 2 off.
+    func setConfig(_ call: TencentCall) async throws -> Response {
+        let value = call.body["OpenPush"]?.intValue ?? 0
+        guard let openPush = OpenPush(rawValue: Int(clamping: value)) else {
+            throw Self.badDeviceParameter("OpenPush must be 0 (keep), 1 (on) or 2 (off)")
+        }
+        if openPush != .keep {
+            try await accounts.createAccount(appID: call.app.id, account: call.identifier)
+            try await tencentStore.setOpenPush(appID: call.app.id, account: call.identifier, enabled: openPush == .on)
+        }
+        return TencentReply.ok()
+    }
+}
+
+/// Per receiver: seed 003's rules (`OfflinePushRules`) and the badge. Pushed accounts get
+/// their counter incremented once per message (unless BadgeMode 1), in one store call per
+/// page; what each account got is remembered with the message, so a page decided again
+/// (a retry) or an account whose devices fall on two pages is not counted twice.
+struct TencentDeliveryPolicy: DeliveryPolicy {
+    let store: TencentStore
+    let accounts: any AccountStore
+    let clock: any TuisongCore.Clock
+
+    func decide(_ recipients: [Recipient], message: MessageRecord) async throws -> [DeliveryDecision] {
+        guard let template = OfflinePushTemplate(vendorContext: message.vendorContext) else {
+            return recipients.map { _ in .send }
+        }
+        if let suppressed = template.suppressed { return recipients.map { _ in .skip(reason: suppressed) } }
+        let disabled = try await store.pushDisabled(appID: message.appID, accounts: recipients.compactMap(\.account))
+        let reasons = recipients.map { recipient in
+            OfflinePushRules.skipReason(
+                suppressed: nil, account: recipient.account, sender: template.sender,
+                pushDisabled: recipient.account.map { disabled.contains($0) } ?? false, appState: recipient.appState)
+        }
+        var badges: [String: Int] = [:]
+        if template.countsBadge {
+            var pushed: [String] = []
+            var seen = Set<String>()
+            for (recipient, reason) in zip(recipients, reasons) where reason == nil {
+                if let account = recipient.account, seen.insert(account).inserted { pushed.append(account) }
+            }
+            badges = try await store.givenBadges(messageID: message.id, accounts: pushed)
+            let missing = pushed.filter { badges[$0] == nil }
+            if !missing.isEmpty {
+                let incremented = try await accounts.incrementBadges(appID: message.appID, accounts: missing)
+                let now = Int64(clock.now.timeIntervalSince1970)
+                try await store.recordBadges(
+                    messageID: message.id, incremented, now: now, keepSince: now - Self.badgeMemory)
+                badges.merge(incremented) { _, new in new }
+            }
+        }
+        return zip(recipients, reasons).map { recipient, reason in
+            if let reason { return .skip(reason: reason) }
+            let badge = template.countsBadge ? recipient.account.flatMap { badges[$0] } : nil
+            return .sendPayload(template.payload(badge: badge))
+        }
+    }
+
+    /// How long the badges given for a message are remembered: longer than any retry of a page.
+    static let badgeMemory: Int64 = 7 * 86_400
+}

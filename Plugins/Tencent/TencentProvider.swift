@@ -1,0 +1,211 @@
+import Foundation
+import Logging
+import TuisongCore
+import TuisongHTTP
+import TuisongPlugin
+
+/// Tencent Cloud IM (腾讯云通信) server REST API v4 and its iOS offline push, at Tencent's own
+/// paths so an app server written against Tencent's SDKs only changes its host:
+///
+/// - `/v4/<service>/<command>?sdkappid=&identifier=&usersig=&random=&contenttype=json`,
+///   authenticated with a UserSig v2 under the app's secret key; server calls need the
+///   app's administrator identifier.
+/// - `/v4/offline_push/{set_token|report_background|report_foreground|set_config}`: what
+///   Tencent's iOS SDK reports (seed 003), authenticated by the user's own UserSig.
+///
+/// Every answer is HTTP 200 with Tencent's envelope (`TencentReply`). Messages become one
+/// Tuisong message each, pushed per receiver by `TencentDeliveryPolicy` with seed 003's
+/// rendering (`OfflinePushTemplate`).
+public struct TencentProvider: PushProvider {
+    public static let name = "tencent"
+    public static var migrations: [PluginMigration] { TencentSchema.migrations }
+    public static var settings: [VendorSetting] { TencentKeys.settings }
+    public static var deviceColumns: [DeviceColumn] {
+        [
+            DeviceColumn(key: "identifier", label: LocalizedText(en: "Tencent identifier", zh: "腾讯 IM 帐号")),
+            DeviceColumn(key: "busi_id", label: LocalizedText(en: "BusiId", zh: "证书 BusiId")),
+        ]
+    }
+
+    let context: ProviderContext
+    let tencentStore: TencentStore
+    let policy: TencentDeliveryPolicy
+
+    public init(context: ProviderContext) throws {
+        if let configuration = context.configuration, configuration.objectValue == nil {
+            throw ProviderConfigError(provider: Self.name, key: "", message: "must be an object")
+        }
+        self.context = context
+        tencentStore = TencentStore(database: context.database)
+        policy = TencentDeliveryPolicy(store: tencentStore, accounts: context.accounts, clock: context.clock)
+    }
+
+    public var deliveryPolicy: (any DeliveryPolicy)? { policy }
+
+    /// A device's Tencent identifier and BusiId, for apps configured for Tencent (an Easemob
+    /// app's devices are bound to accounts too, but not through Tencent).
+    public func deviceColumnValues(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]] {
+        guard try await store.app(id: appID)?.vendorSettings[TencentKeys.vendor] != nil else { return [:] }
+        var values: [Int64: [String: String]] = [:]
+        for id in deviceIDs {
+            guard let device = try await store.device(id: id), device.appID == appID else { continue }
+            var columns: [String: String] = [:]
+            if let account = device.imAccount { columns["identifier"] = account }
+            if let selector = device.credentialSelector { columns["busi_id"] = selector }
+            if !columns.isEmpty { values[id] = columns }
+        }
+        return values
+    }
+
+    /// The largest body accepted at all; message calls stop at 8 KB (93000) themselves, but a
+    /// batchsendmsg naming 500 accounts needs more room for its account list.
+    static let bodyLimit = 64 * 1024
+
+    public func register(on router: Router) {
+        router.setErrorResponder(forPrefix: "/v4/", TencentReply.errorResponder)
+        for method in [HTTPMethod.POST, .GET] {
+            router.add(method, "/v4/{service}/{command}", bodyLimit: Self.bodyLimit) { request in
+                await handle(request)
+            }
+        }
+    }
+
+    var store: any ProviderStore { context.store }
+    var accounts: any AccountStore { context.accounts }
+    var gateway: any PushGateway { context.gateway }
+    var clock: any TuisongCore.Clock { context.clock }
+    var logger: Logger { context.logger }
+    var nowSeconds: Int64 { Int64(clock.now.timeIntervalSince1970.rounded(.down)) }
+
+    // MARK: One call
+
+    func handle(_ request: Request) async -> Response {
+        let service = request.pathParameters["service"] ?? ""
+        let commandName = request.pathParameters["command"] ?? ""
+        do {
+            guard let command = TencentCommand(rawValue: "\(service)/\(commandName)") else {
+                throw TencentError.unknownCommand(request.path)
+            }
+            let parameters = try TencentCallParameters.parse(request.query)
+            let caller = try await authenticate(parameters)
+            if command.isServerCall, caller.identifier != caller.keys.adminIdentifier { throw TencentError.needsAdmin }
+            if command.isMessageCall, command != .batchSendMessage, request.body.count > TencentBody.messageLimit {
+                throw TencentError.bodyTooLarge
+            }
+            let body = try TencentBody.parse(request.body)
+            let call = TencentCall(app: caller.app, keys: caller.keys, identifier: caller.identifier, body: body)
+            return try await perform(command, call, rawBodySize: request.body.count)
+        } catch let error as TencentError {
+            return TencentReply.fail(error)
+        } catch {
+            let reference = UUID().uuidString.prefix(8)
+            logger.error("tencent: \(request.path) failed (\(reference)): \(error)")
+            return TencentReply.fail(.internalError(String(reference)))
+        }
+    }
+
+    private func perform(_ command: TencentCommand, _ call: TencentCall, rawBodySize: Int) async throws -> Response {
+        switch command {
+        case .accountImport: return try await accountImport(call)
+        case .multiAccountImport: return try await multiAccountImport(call)
+        case .accountDelete: return try await accountDelete(call)
+        case .accountCheck: return try await accountCheck(call)
+        case .portraitSet: return try await portraitSet(call)
+        case .portraitGet: return try await portraitGet(call)
+        case .queryState: return try await queryState(call)
+        case .sendMessage: return try await sendMessage(call)
+        case .batchSendMessage: return try await batchSendMessage(call, rawBodySize: rawBodySize)
+        case .createGroup: return try await createGroup(call)
+        case .addGroupMember: return try await addGroupMember(call)
+        case .deleteGroupMember: return try await deleteGroupMember(call)
+        case .modifyGroupMemberInfo: return try await modifyGroupMemberInfo(call)
+        case .getGroupInfo: return try await getGroupInfo(call)
+        case .sendGroupMessage: return try await sendGroupMessage(call)
+        case .allMemberPush: return try await allMemberPush(call)
+        case .setTag: return try await setTags(call, add: true)
+        case .removeTag: return try await setTags(call, add: false)
+        case .getTag: return try await getTags(call)
+        case .setToken: return try await setToken(call)
+        case .reportBackground: return try await reportBackground(call)
+        case .reportForeground: return try await reportForeground(call)
+        case .setConfig: return try await setConfig(call)
+        }
+    }
+
+    // MARK: Authentication
+
+    struct Caller {
+        var app: App
+        var keys: TencentKeys
+        var identifier: String
+    }
+
+    /// Finds the app by SDKAppID (60006 when none has it) and verifies the UserSig.
+    func authenticate(_ parameters: TencentCallParameters) async throws -> Caller {
+        for app in try await store.apps() {
+            guard let text = app.vendorSettings[TencentKeys.vendor]?["sdkappid"],
+                TencentKeys.sdkAppID(text) == parameters.sdkAppID
+            else { continue }
+            let keys: TencentKeys
+            do {
+                guard let opened = try TencentKeys.of(app, sealer: context.secrets) else { break }
+                keys = opened
+            } catch {
+                logger.error("tencent: the secret key of app \(app.id) cannot be opened: \(error)")
+                throw TencentError.internalError("app \(app.id) key")
+            }
+            _ = try UserSig.verify(
+                parameters.userSig, identifier: parameters.identifier, sdkAppID: parameters.sdkAppID,
+                secretKey: keys.secretKey, now: clock.now)
+            return Caller(app: app, keys: keys, identifier: parameters.identifier)
+        }
+        throw TencentError.unknownSDKAppID(String(parameters.sdkAppID))
+    }
+}
+
+/// The commands served under `/v4/`.
+enum TencentCommand: String, CaseIterable, Sendable {
+    case accountImport = "im_open_login_svc/account_import"
+    case multiAccountImport = "im_open_login_svc/multiaccount_import"
+    case accountDelete = "im_open_login_svc/account_delete"
+    case accountCheck = "im_open_login_svc/account_check"
+    case portraitSet = "profile/portrait_set"
+    case portraitGet = "profile/portrait_get"
+    case queryState = "openim/querystate"
+    case sendMessage = "openim/sendmsg"
+    case batchSendMessage = "openim/batchsendmsg"
+    case createGroup = "group_open_http_svc/create_group"
+    case addGroupMember = "group_open_http_svc/add_group_member"
+    case deleteGroupMember = "group_open_http_svc/delete_group_member"
+    case modifyGroupMemberInfo = "group_open_http_svc/modify_group_member_info"
+    case getGroupInfo = "group_open_http_svc/get_group_info"
+    case sendGroupMessage = "group_open_http_svc/send_group_msg"
+    case allMemberPush = "all_member_push/im_push"
+    case setTag = "all_member_push/im_set_tag"
+    case removeTag = "all_member_push/im_remove_tag"
+    case getTag = "all_member_push/im_get_tag"
+    case setToken = "offline_push/set_token"
+    case reportBackground = "offline_push/report_background"
+    case reportForeground = "offline_push/report_foreground"
+    case setConfig = "offline_push/set_config"
+
+    /// Device-side calls act for the identifier that signed them; all others are the app
+    /// server's and need the administrator.
+    var isServerCall: Bool { !rawValue.hasPrefix("offline_push/") }
+
+    /// Calls carrying a message, limited to 8 KB (93000).
+    var isMessageCall: Bool {
+        switch self {
+        case .sendMessage, .batchSendMessage, .sendGroupMessage, .allMemberPush: true
+        default: false
+        }
+    }
+}
+
+/// One authenticated call.
+struct TencentCall: Sendable {
+    var app: App
+    var keys: TencentKeys
+    var identifier: String
+    var body: [String: JSONValue]
+}

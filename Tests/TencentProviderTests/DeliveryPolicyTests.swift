@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import TuisongCore
+import TuisongPluginTestKit
+
+@testable import TencentProvider
+
+/// `TencentDeliveryPolicy` on a real store: seed 003's rules per receiver, and the badge
+/// counted once per account and message however often a page is decided.
+@Suite struct TencentDeliveryPolicyTests {
+    @Test func decidesPerReceiverAndCountsEachAccountOnce() async throws {
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = temporary.store
+        let app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
+        let tencent = TencentStore(database: temporary.database)
+        let policy = TencentDeliveryPolicy(store: tencent, accounts: store, clock: SystemClock())
+        for account in ["alice", "bob", "carol", "dave"] {
+            try await store.createAccount(appID: app.id, account: account)
+        }
+        try await store.setBadge(appID: app.id, account: "bob", to: 4)
+        try await tencent.setOpenPush(appID: app.id, account: "dave", enabled: false)
+
+        let elements = try MessageElement.parseBody(
+            try JSONValue(
+                parsing:
+                    #"[{"MsgType":"TIMCustomElem","MsgContent":{"Data":"x","Desc":"helloworld","Ext":"www.qq.com","Sound":"dingdong.aiff"}}]"#
+            ))
+        let template = OfflinePushTemplate(
+            sender: "alice", origin: .oneToOne(senderNick: "Alice"), elements: elements, pushInfo: nil)
+        let job = PushJob(
+            appID: app.id, vendor: "tencent", audience: .accounts(["alice", "bob", "carol", "dave"]),
+            notification: template.notification(badge: nil), options: PushOptions(),
+            vendorContext: template.vendorContext)
+        let message = try await store.createMessage(job, payload: template.payload(badge: nil), state: .queued)
+
+        func recipient(_ n: Int, _ account: String, _ state: AppState?) -> Recipient {
+            Recipient(
+                deviceID: Int64(n), token: String(repeating: "b", count: 63) + String(n), environment: .production,
+                account: account, appState: state)
+        }
+        // bob has two devices on this page and one more on the next.
+        let page = [
+            recipient(1, "alice", .background), recipient(2, "bob", .background), recipient(3, "bob", nil),
+            recipient(4, "carol", .foreground), recipient(5, "dave", .background),
+        ]
+        let seed = Array(
+            #"{"aps":{"alert":"Alice:helloworld","badge":5,"sound":"dingdong.aiff"},"ext":"www.qq.com"}"#.utf8)
+        let expected: [DeliveryDecision] = [
+            .skip(reason: "sender"), .sendPayload(seed), .sendPayload(seed), .skip(reason: "foreground"),
+            .skip(reason: "push_disabled"),
+        ]
+        #expect(try await policy.decide(page, message: message) == expected)
+        // The same page again (a retry) and bob's device on the next page: still 5.
+        #expect(try await policy.decide(page, message: message) == expected)
+        #expect(try await policy.decide([recipient(6, "bob", .background)], message: message) == [.sendPayload(seed)])
+        #expect(try await store.badge(appID: app.id, account: "bob") == 5)
+        #expect(try await store.badge(appID: app.id, account: "carol") == 0)
+    }
+
+    @Test func deviceColumnsShowIdentifierAndBusiId() async throws {
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = temporary.store
+        let provider = try TencentProvider(
+            context: temporary.context(
+                gateway: RecordingGateway(store: store, clock: SystemClock()), secrets: try TestSealer()))
+        var app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
+        let token = DeviceToken(String(repeating: "d", count: 64))!
+        let device = try await store.bindDevice(
+            appID: app.id, account: "alice", registration: DeviceRegistration(token: token, environment: .production),
+            credentialSelector: "12345")
+        // Not a Tencent app (yet): no values.
+        #expect(try await provider.deviceColumnValues(appID: app.id, deviceIDs: [device.id]).isEmpty)
+        app.vendorSettings["tencent"] = ["sdkappid": "1400000000"]
+        try await store.updateApp(app)
+        #expect(
+            try await provider.deviceColumnValues(appID: app.id, deviceIDs: [device.id])
+                == [device.id: ["identifier": "alice", "busi_id": "12345"]])
+        #expect(TencentProvider.deviceColumns.map(\.key) == ["identifier", "busi_id"])
+    }
+}

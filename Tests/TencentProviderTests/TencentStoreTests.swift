@@ -1,0 +1,86 @@
+import Testing
+import TuisongCore
+import TuisongPluginTestKit
+
+@testable import TencentProvider
+
+@Suite struct TencentStoreTests {
+    @Test func profilesGroupsTagsAndPushConfig() async throws {
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = TencentStore(database: temporary.database)
+
+        try await store.setProfile(appID: 1, account: "alice", items: [("Tag_Profile_IM_Nick", "Alice")])
+        try await store.setProfile(
+            appID: 1, account: "alice",
+            items: [("Tag_Profile_IM_Nick", "Alice2"), ("Tag_Profile_IM_Gender", "Gender_Type_Female")])
+        try await store.setProfile(appID: 2, account: "alice", items: [("Tag_Profile_IM_Nick", "Other app")])
+        #expect(try await store.nicks(appID: 1, accounts: ["alice", "bob"]) == ["alice": "Alice2"])
+        #expect(try await store.profiles(appID: 1, accounts: ["alice"])["alice"]?.count == 2)
+
+        #expect(
+            try await store.createGroup(
+                appID: 1, groupID: "g1", type: "Public", name: "Team", owner: "alice",
+                members: [("bob", "Bobby"), ("alice", nil), ("carol", nil)], now: 10))
+        #expect(
+            !(try await store.createGroup(
+                appID: 1, groupID: "g1", type: "Public", name: "Again", owner: nil, members: [], now: 11)))
+        #expect(try await store.group(appID: 1, groupID: "g1")?.memberCount == 3)
+        #expect(try await store.group(appID: 2, groupID: "g1") == nil)
+        #expect(try await store.nextMessageSequence(appID: 1, groupID: "g1") == 1)
+        #expect(try await store.nextMessageSequence(appID: 1, groupID: "g1") == 2)
+        #expect(try await store.nextMessageSequence(appID: 1, groupID: "nope") == nil)
+        #expect(
+            try await store.addMembers(appID: 1, groupID: "g1", accounts: ["bob", "dave", "dave"], now: 12) == ["dave"])
+        #expect(try await store.deleteMembers(appID: 1, groupID: "g1", accounts: ["carol", "erin"]) == ["carol"])
+        #expect(try await store.memberAccounts(appID: 1, groupID: "g1") == ["alice", "bob", "dave"])
+        #expect(try await store.member(appID: 1, groupID: "g1", account: "bob") == (true, "Bobby"))
+        #expect(try await store.setNameCard(appID: 1, groupID: "g1", account: "dave", nameCard: "D"))
+        #expect(!(try await store.setNameCard(appID: 1, groupID: "g1", account: "carol", nameCard: "C")))
+        #expect(try await store.member(appID: 1, groupID: "g1", account: "dave") == (true, "D"))
+
+        try await store.addTags(appID: 1, account: "alice", tags: ["vip", "beijing"])
+        try await store.addTags(appID: 1, account: "bob", tags: ["vip"])
+        try await store.addTags(appID: 1, account: "bob", tags: ["vip"])
+        #expect(try await store.accounts(appID: 1, allOf: ["vip", "beijing"]) == ["alice"])
+        #expect(try await store.accounts(appID: 1, anyOf: ["vip", "beijing"]) == ["alice", "bob"])
+        try await store.removeTags(appID: 1, account: "alice", tags: ["beijing"])
+        #expect(
+            try await store.tags(appID: 1, accounts: ["alice", "bob", "carol"]) == ["alice": ["vip"], "bob": ["vip"]])
+
+        try await store.setOpenPush(appID: 1, account: "bob", enabled: false)
+        try await store.setOpenPush(appID: 1, account: "alice", enabled: false)
+        try await store.setOpenPush(appID: 1, account: "alice", enabled: true)
+        #expect(try await store.pushDisabled(appID: 1, accounts: ["alice", "bob", "carol"]) == ["bob"])
+
+        try await store.deleteAccountData(appID: 1, account: "bob")
+        #expect(try await store.memberAccounts(appID: 1, groupID: "g1") == ["alice", "dave"])
+        #expect(try await store.pushDisabled(appID: 1, accounts: ["bob"]).isEmpty)
+        #expect(try await store.tags(appID: 1, accounts: ["bob"]).isEmpty)
+    }
+
+    @Test func badgesGivenPerMessageAreRememberedOnce() async throws {
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = TencentStore(database: temporary.database)
+        try await store.recordBadges(messageID: 7, ["alice": 5, "bob": 1], now: 100, keepSince: 0)
+        try await store.recordBadges(messageID: 7, ["alice": 6], now: 100, keepSince: 0)
+        #expect(
+            try await store.givenBadges(messageID: 7, accounts: ["alice", "bob", "carol"]) == ["alice": 5, "bob": 1])
+        // Old rows are forgotten.
+        try await store.recordBadges(messageID: 8, ["alice": 7], now: 200, keepSince: 150)
+        #expect(try await store.givenBadges(messageID: 7, accounts: ["alice"]).isEmpty)
+        #expect(try await store.givenBadges(messageID: 8, accounts: ["alice"]) == ["alice": 7])
+    }
+
+    @Test func manyAccountsAreQueriedInChunks() async throws {
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = TencentStore(database: temporary.database)
+        let accounts = (0..<1_200).map { "user\($0)" }
+        for account in accounts where account.hasSuffix("7") {
+            try await store.setOpenPush(appID: 1, account: account, enabled: false)
+        }
+        #expect(try await store.pushDisabled(appID: 1, accounts: accounts).count == 120)
+    }
+}
