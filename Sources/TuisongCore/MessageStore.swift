@@ -76,9 +76,12 @@ public struct AudienceEntry: Sendable, Hashable {
     public var credentialSelector: String?
     /// The bound IM account, its last reported app state and the device's locale: filled for
     /// `accounts`/`allAccounts` audiences and whenever the page is read `withRecipientDetails`.
-    public var account: String?
-    public var appState: AppState?
-    public var locale: String?
+    /// One reference, so entries of the one-payload path stay small to copy.
+    public var details: RecipientDetails?
+
+    public var account: String? { details?.account }
+    public var appState: AppState? { details?.appState }
+    public var locale: String? { details?.locale }
 
     public init(
         position: Int64, deviceID: Int64?, token: String, environment: APNsEnvironment,
@@ -92,9 +95,9 @@ public struct AudienceEntry: Sendable, Hashable {
         self.registeredAt = registeredAt
         self.skipReason = skipReason
         self.credentialSelector = credentialSelector
-        self.account = account
-        self.appState = appState
-        self.locale = locale
+        if account != nil || appState != nil || locale != nil {
+            details = RecipientDetails(account: account, appState: appState, locale: locale)
+        }
     }
 
     /// The entry as a `DeliveryPolicy` sees it.
@@ -102,6 +105,29 @@ public struct AudienceEntry: Sendable, Hashable {
         Recipient(
             deviceID: deviceID, token: token, environment: environment, account: account, locale: locale,
             appState: appState, credentialSelector: credentialSelector)
+    }
+}
+
+/// What a `DeliveryPolicy` needs to know of a device beyond its token.
+public final class RecipientDetails: Sendable, Hashable {
+    public let account: String?
+    public let appState: AppState?
+    public let locale: String?
+
+    public init(account: String?, appState: AppState?, locale: String?) {
+        self.account = account
+        self.appState = appState
+        self.locale = locale
+    }
+
+    public static func == (a: RecipientDetails, b: RecipientDetails) -> Bool {
+        a.account == b.account && a.appState == b.appState && a.locale == b.locale
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(account)
+        hasher.combine(appState)
+        hasher.combine(locale)
     }
 }
 

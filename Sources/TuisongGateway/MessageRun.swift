@@ -48,7 +48,8 @@ final class MessageRun: Sendable {
     /// Devices of one page that go out through one credential: same environment and selector.
     struct SendGroup {
         var entries: [AudienceEntry] = []
-        /// Per entry, the policy's own bytes when they differ from the message's payload.
+        /// Per entry (only when the message has a policy), its own bytes when they differ from
+        /// the message's payload.
         var payloads: [[UInt8]?] = []
         var hasOwnPayloads = false
     }
@@ -144,56 +145,71 @@ final class MessageRun: Sendable {
             }
             cursor = entries[entries.count - 1].position
             var unsent: [(entry: AudienceEntry, result: EntryResult)] = []
-            var candidates: [AudienceEntry] = []
+            // One decision per entry that is not already skipped, in order; nil = send the
+            // message's payload to all (no policy).
+            var decisions: [DeliveryDecision]?
+            if let policy {
+                let candidates = entries.filter { $0.skipReason == nil }
+                if !candidates.isEmpty {
+                    let decided = await persistently("decide") {
+                        decisions = try await policy.decide(candidates.map(\.recipient), message: record)
+                    }
+                    guard decided else { break reading }
+                    if decisions?.count != candidates.count {
+                        logger.error(
+                            "message \(record.id): the \(record.vendor) policy answered \(decisions?.count ?? 0) decisions for \(candidates.count) recipients; skipping them"
+                        )
+                        decisions = Array(repeating: .skip(reason: "PolicyError"), count: candidates.count)
+                    }
+                }
+            }
+            // Usually one group (one environment, no selector): found by comparing with the
+            // previous entry's, not by hashing every entry.
+            var groups: [(route: SendRoute, group: SendGroup)] = []
+            var slot = -1
+            var decisionIndex = 0
+            let payloadLimit = record.options.pushType.payloadLimit
             for entry in entries {
                 if let reason = entry.skipReason {
                     unsent.append((entry, .skipped(reason)))
-                } else {
-                    candidates.append(entry)
-                }
-            }
-            var decisions: [DeliveryDecision]?
-            if let policy, !candidates.isEmpty {
-                let page = candidates
-                let decided = await persistently("decide") {
-                    decisions = try await policy.decide(page.map(\.recipient), message: record)
-                }
-                guard decided else { break reading }
-                if decisions?.count != candidates.count {
-                    logger.error(
-                        "message \(record.id): the \(record.vendor) policy answered \(decisions?.count ?? 0) decisions for \(candidates.count) recipients; skipping them"
-                    )
-                    decisions = Array(repeating: .skip(reason: "PolicyError"), count: candidates.count)
-                }
-            }
-            var groups: [SendRoute: SendGroup] = [:]
-            var routes: [SendRoute] = []
-            let payloadLimit = record.options.pushType.payloadLimit
-            for (index, entry) in candidates.enumerated() {
-                var own: [UInt8]?
-                switch decisions?[index] ?? .send {
-                case .send:
-                    break
-                case .skip(let reason):
-                    unsent.append((entry, .skipped(reason)))
                     continue
-                case .sendPayload(let bytes):
-                    if bytes.count > payloadLimit {
-                        unsent.append((entry, .outcome(.failed(reason: "PayloadTooLarge"))))
+                }
+                var own: [UInt8]?
+                if let decisions {
+                    let decision = decisions[decisionIndex]
+                    decisionIndex += 1
+                    switch decision {
+                    case .send:
+                        break
+                    case .skip(let reason):
+                        unsent.append((entry, .skipped(reason)))
                         continue
+                    case .sendPayload(let bytes):
+                        if bytes.count > payloadLimit {
+                            unsent.append((entry, .outcome(.failed(reason: "PayloadTooLarge"))))
+                            continue
+                        }
+                        // Kept only when it differs: the message's own bytes need no copy per row.
+                        if bytes != record.payload { own = bytes }
                     }
-                    // Kept only when it differs: the message's own bytes need no copy per row.
-                    if bytes != record.payload { own = bytes }
                 }
                 let route = SendRoute(environment: entry.environment, selector: entry.credentialSelector)
-                if groups[route] == nil { routes.append(route) }
-                groups[route, default: SendGroup()].entries.append(entry)
-                groups[route]!.payloads.append(own)
-                if own != nil { groups[route]!.hasOwnPayloads = true }
+                if slot < 0 || groups[slot].route != route {
+                    if let found = groups.firstIndex(where: { $0.route == route }) {
+                        slot = found
+                    } else {
+                        groups.append((route, SendGroup()))
+                        slot = groups.count - 1
+                    }
+                }
+                groups[slot].group.entries.append(entry)
+                if decisions != nil {
+                    groups[slot].group.payloads.append(own)
+                    if own != nil { groups[slot].group.hasOwnPayloads = true }
+                }
             }
             if !unsent.isEmpty { recordUnsent(unsent, page: pageIndex) }
-            for route in routes {
-                let group = groups[route]!
+            for (route, group) in groups {
                 var start = 0
                 while start < group.entries.count {
                     let wanted = group.entries.count - start
