@@ -69,7 +69,7 @@ let package = Package(
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
                 "TuisongAPNs", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
-                "BaiduProvider", "TencentProvider",
+                "BaiduProvider", "TencentProvider", "EasemobProvider",
             ],
             path: "Sources/TuisongGateway"),
         .executableTarget(
@@ -96,6 +96,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Plugins/Tencent"),
+        .target(
+            name: "EasemobProvider",
+            dependencies: [
+                "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/Easemob"),
 
         // MARK: Tests
 
@@ -127,6 +134,13 @@ let package = Package(
             name: "TencentProviderTests",
             dependencies: [
                 "TencentProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin",
+                "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongAPNsMock",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "EasemobProviderTests",
+            dependencies: [
+                "EasemobProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin",
                 "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongAPNsMock",
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -36,7 +36,7 @@ let embeddedDefaultJSON = #"""
         "listen": "",
         "bearer_token": ""
       },
-      "providers": ["baidu", "tencent"],
+      "providers": ["baidu", "tencent", "easemob"],
       "apns": {
         "production_url": "https://api.push.apple.com:443",
         "sandbox_url": "https://api.sandbox.push.apple.com:443",

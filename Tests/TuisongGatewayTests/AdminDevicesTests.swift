@@ -90,11 +90,13 @@ import TuisongCore
         #expect(detail.json["baidu_channel_id"] == nil, "vendor fields come from the providers' declarations")
         #expect((detail.json["vendor_values"] as? [String: Any])?.isEmpty == true, "not bound through any vendor")
         #expect(detail.json["last_delivery"] is NSNull, "no message yet")
-        // The mounted Baidu provider declares its columns; a device bound through Baidu has values.
+        // The mounted providers (Baidu, Tencent, Easemob by default) declare their columns; a
+        // device bound through Baidu has values.
         let columns = detail.json["vendor_columns"] as? [[String: Any]] ?? []
         #expect(
             columns.map { "\($0["vendor"] ?? "").\($0["key"] ?? "")" } == [
                 "baidu.channel_id", "baidu.user_id", "tencent.identifier", "tencent.busi_id",
+                "easemob.notifier_name", "easemob.device_id",
             ])
         #expect((columns.first?["label"] as? [String: String])?["zh"] == "百度 channel_id")
         var app = try #require(try await gw.runtime.store.app(id: appID))

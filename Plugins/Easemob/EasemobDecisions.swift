@@ -1,0 +1,42 @@
+import Foundation
+import TuisongCore
+
+/// Seed 004 per receiver, for one page of devices of one message: either the receiver's own
+/// payload (badge, display style, language, template, `em_apns_ext`) or a skip reason. Pure:
+/// the delivery policy reads what it needs (one store read per page) and calls this.
+enum EasemobDecisions {
+    static func decide(
+        accounts: [String?], message: EasemobMessage, badges: [String: Int], data: EasemobReceiverData,
+        template: PushTemplate?, now: Date, timeZone: TimeZone
+    ) -> [DeliveryDecision] {
+        let rules = message.rules
+        let senderNickname = data.users[message.from]?.nickname
+        return accounts.map { account in
+            // A device without an account cannot be in an `.accounts` audience; refuse rather than guess.
+            guard let username = account else { return .skip(reason: EasemobSkipReason.ignored.rawValue) }
+            let user = data.users[username]
+            let receiver = EasemobReceiverRules(
+                username: username, appLevel: data.appLevel[username], conversation: data.conversation[username],
+                legacy: user?.legacyDoNotDisturb)
+            if let reason = EasemobPushRules.skipReason(
+                receiver: receiver, message: rules, now: now, timeZone: timeZone)
+            {
+                return .skip(reason: reason.rawValue)
+            }
+            let display = EasemobReceiverDisplay(
+                username: username, displayStyle: user?.displayStyle ?? 0, language: user?.language)
+            let notification = EasemobPushContent.notification(
+                message, receiver: display, senderNickname: senderNickname, template: template, badge: badges[username])
+            return .sendPayload(APNsPayload.render(notification))
+        }
+    }
+
+    /// The offline counts kept with the message when it was sent (`vendorContext.badges`).
+    static func badges(_ context: JSONValue?) -> [String: Int] {
+        var badges: [String: Int] = [:]
+        for (name, value) in context?["badges"]?.objectValue ?? [:] {
+            if let count = value.intValue { badges[name] = Int(count) }
+        }
+        return badges
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import TuisongCore
+
+/// Seed 004 per receiver (`EasemobDecisions`): for each page of devices of an Easemob
+/// message, one read of the receivers' profiles and settings (and the sender's nickname) and
+/// one of the template the message names. The badge is the receiver's offline count kept with
+/// the message when it was sent, so every device of one receiver shows the same number and a
+/// retry resends it.
+struct EasemobDeliveryPolicy: DeliveryPolicy {
+    let store: EasemobStore
+    let templates: (any TemplateStore)?
+    let apps: any AppStore
+    let clock: any TuisongCore.Clock
+
+    func decide(_ recipients: [Recipient], message record: MessageRecord) async throws -> [DeliveryDecision] {
+        guard let message = EasemobMessage(context: record.vendorContext) else {
+            // Not one of ours (it should not happen): the message's own payload.
+            return recipients.map { _ in .send }
+        }
+        let timeZone = try await appTimeZone(appID: record.appID)
+        let usernames = Array(Set(recipients.compactMap(\.account)))
+        let data = try await store.receiverData(
+            appID: record.appID, usernames: usernames, sender: message.from, conversation: message.conversation)
+        var template: PushTemplate?
+        if let wanted = message.template, let templates {
+            template = try await templates.template(appID: record.appID, name: wanted.name)
+        }
+        return EasemobDecisions.decide(
+            accounts: recipients.map(\.account), message: message,
+            badges: EasemobDecisions.badges(record.vendorContext), data: data, template: template, now: clock.now,
+            timeZone: timeZone)
+    }
+
+    /// The app's do-not-disturb time zone (its Easemob `time_zone`, UTC+8 by default).
+    func appTimeZone(appID: Int64) async throws -> TimeZone {
+        let text = try await apps.app(id: appID)?.vendorSettings[EasemobAppSettings.vendor]?["time_zone"]
+        if let text, !text.isEmpty, let zone = EasemobAppSettings.parseTimeZone(text) { return zone }
+        return TimeZone(secondsFromGMT: 8 * 3600)!
+    }
+}

@@ -1,0 +1,188 @@
+import Foundation
+import Logging
+import TuisongCore
+import TuisongCrypto
+import TuisongHTTP
+import TuisongPlugin
+
+/// Easemob IM (环信) REST API at Easemob's own paths, `/{org}/{app_name}/…`, for the pairs
+/// configured on apps (`tuisong app set-easemob`), so an app server written against Easemob
+/// only changes its host. Users, groups and push settings live in the provider's tables;
+/// devices, app state and badges are the core's accounts; every message becomes one Tuisong
+/// message decided per receiver by `EasemobDeliveryPolicy` (seed 004's rules).
+public struct EasemobProvider: PushProvider {
+    public static let name = "easemob"
+    public static let displayName = LocalizedText(en: "Easemob IM", zh: "环信 IM")
+    public static var migrations: [PluginMigration] { EasemobSchema.migrations }
+    public static var settings: [VendorSetting] { EasemobAppSettings.declarations }
+    public static let deviceColumns = [
+        DeviceColumn(key: "notifier_name", label: LocalizedText(en: "Easemob notifier_name", zh: "环信推送证书名称")),
+        DeviceColumn(key: "device_id", label: LocalizedText(en: "Easemob device_id", zh: "环信 device_id")),
+    ]
+
+    public func deviceColumnValues(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]] {
+        try await store.deviceColumns(appID: appID, deviceIDs: deviceIDs)
+    }
+
+    let context: ProviderContext
+    let store: EasemobStore
+    let directory: EasemobDirectory
+    let policy: EasemobDeliveryPolicy
+    let limiter: EasemobRateLimiter
+
+    public init(context: ProviderContext) throws {
+        self.context = context
+        let configuration = try EasemobConfiguration(context.configuration)
+        limiter = EasemobRateLimiter(
+            rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock)
+        store = EasemobStore(database: context.database)
+        directory = EasemobDirectory(apps: context.store, sealer: context.secrets)
+        policy = EasemobDeliveryPolicy(
+            store: store, templates: context.store as? any TemplateStore, apps: context.store, clock: context.clock)
+    }
+
+    public var deliveryPolicy: (any DeliveryPolicy)? { policy }
+
+    var clock: any TuisongCore.Clock { context.clock }
+    var accounts: any AccountStore { context.accounts }
+    var logger: Logger { context.logger }
+    /// The app's templates: the core's, which the console edits too.
+    var templates: (any TemplateStore)? { context.store as? any TemplateStore }
+
+    public func register(on router: Router) {
+        let directory = self.directory
+        // Learn the configured pairs before the first request asks.
+        Task { try? await directory.reload() }
+        router.addGroup(
+            name: Self.name,
+            // Configured pairs, and any `/{org}/{app}/<Easemob resource>/…` so that a wrong org
+            // or app name is told so in Easemob's words. Routes outside groups still win, but
+            // the claiming group renders every error on its paths, so the gateway's own API
+            // namespaces are never claimed (`/api/v1/messages/…` keeps the native dialect).
+            claims: { path in
+                let segments = path.split(separator: "/", omittingEmptySubsequences: true)
+                guard segments.count >= 2, !EasemobRoutes.gatewayNamespaces.contains(String(segments[0])) else {
+                    return false
+                }
+                if segments.count >= 3, EasemobRoutes.resources.contains(String(segments[2])) { return true }
+                return directory.claims(org: String(segments[0]), app: String(segments[1]))
+            },
+            errorResponder: EasemobReply.errorResponder
+        ) { group in
+            EasemobRoutes.register(self, on: group)
+        }
+    }
+
+    // MARK: Serving one call
+
+    /// Who may make a call.
+    enum Access {
+        /// `POST token`: no token.
+        case open
+        /// The app token.
+        case app
+        /// The app token, or the token of the user named by the path's `{username}`.
+        case appOrSelf
+    }
+
+    /// One call of a configured app, authenticated.
+    struct Call: Sendable {
+        var app: App
+        var settings: EasemobAppSettings
+        var envelope: EasemobCall
+        var request: Request
+        var principal: EasemobPrincipal?
+        var now: Date
+
+        var appID: Int64 { app.id }
+
+        func success(entities: [JSONValue]? = nil, data: JSONValue? = nil, extra: [String: JSONValue] = [:])
+            -> Response
+        {
+            EasemobReply.success(envelope, now: now, entities: entities, data: data, extra: extra)
+        }
+
+        func body() throws(EasemobError) -> EasemobObject { try EasemobBody(request.body).object() }
+
+        /// The path's `{username}`, validated and lower-cased.
+        func pathUser() throws(EasemobError) -> String {
+            try EasemobUsername.validated(request.pathParameters["username"] ?? "")
+        }
+    }
+
+    /// Resolves the app, authenticates, runs `body` and renders the outcome in Easemob's
+    /// dialect. Anything but an `EasemobError` is logged and answered as a 500 without details.
+    func serve(
+        _ request: Request, resource: String, access: Access, _ body: @Sendable (Call) async throws -> Response
+    ) async -> Response {
+        let org = request.pathParameters["org"] ?? ""
+        let appName = request.pathParameters["app"] ?? ""
+        do {
+            guard let resolved = try await directory.resolve(org: org, app: appName) else {
+                throw EasemobError.applicationNotFound(org: org, app: appName, path: request.path)
+            }
+            let (app, settings) = (resolved.app, resolved.settings)
+            let envelope = EasemobCall(
+                org: settings.org, appName: settings.appName, appID: app.id, request: request, resourcePath: resource)
+            let now = clock.now
+            var call = Call(
+                app: app, settings: settings, envelope: envelope, request: request, principal: nil, now: now)
+            switch access {
+            case .open:
+                try limiter.take("\(app.id):token")
+            case .app:
+                let principal = try await authenticate(request, app: app, settings: settings, now: now)
+                try limiter.take("\(app.id)")
+                guard principal == .app else {
+                    throw EasemobError.unauthorized("this call needs the app's token, not a user token")
+                }
+                call.principal = principal
+            case .appOrSelf:
+                let principal = try await authenticate(request, app: app, settings: settings, now: now)
+                try limiter.take("\(app.id)")
+                if case .user(let name) = principal, name != (try call.pathUser()) {
+                    throw EasemobError.unauthorized("a user token may only act for its own user")
+                }
+                call.principal = principal
+            }
+            return try await body(call)
+        } catch let error as EasemobError {
+            return EasemobReply.failure(error, now: clock.now)
+        } catch let error as StoreError where error.code == .notFound {
+            return EasemobReply.failure(.notFound(), now: clock.now)
+        } catch {
+            logger.error("easemob: \(request.method.rawValue) \(request.path) failed: \(error)")
+            return EasemobReply.failure(.internalError("see the gateway log"), now: clock.now)
+        }
+    }
+
+    /// The principal of the request's bearer token: the app, or one user.
+    func authenticate(_ request: Request, app: App, settings: EasemobAppSettings, now: Date) async throws
+        -> EasemobPrincipal
+    {
+        let token = try EasemobBearer.token(from: request.headers["Authorization"])
+        guard let claims = EasemobToken.peek(token), claims.appID == app.id else {
+            throw EasemobError.unauthorized("Unable to authenticate due to corrupt access token")
+        }
+        let key = try await signingKey(appID: app.id)
+        switch claims.principal {
+        case .app:
+            let binding = EasemobToken.appBinding(clientID: settings.clientID, clientSecret: settings.clientSecret)
+            return try EasemobToken.verify(token, signingKey: key, binding: binding, now: now).principal
+        case .user(let name):
+            guard let user = try await store.user(appID: app.id, username: name), let hash = user.passwordHash else {
+                throw EasemobError.unauthorized("Unable to authenticate: the token's user no longer exists")
+            }
+            return try EasemobToken.verify(
+                token, signingKey: key, binding: EasemobToken.userBinding(passwordHash: hash), now: now
+            ).principal
+        }
+    }
+
+    func signingKey(appID: Int64) async throws -> [UInt8] {
+        if let key = directory.cachedKey(appID: appID) { return key }
+        let key = try await store.signingKey(appID: appID, sealer: context.secrets, now: clock.now)
+        directory.remember(key: key, appID: appID)
+        return key
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import Logging
+import Testing
+import TuisongAPNsMock
+import TuisongCore
+import TuisongGateway
+
+@testable import EasemobProvider
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// An answer of the gateway, JSON picked apart.
+struct EasemobHTTPResponse: Sendable {
+    var status: Int
+    var body: Data
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+    var error: String? { json["error"] as? String }
+    var data: [String: Any] { json["data"] as? [String: Any] ?? [:] }
+    var entities: [[String: Any]] { json["entities"] as? [[String: Any]] ?? [] }
+}
+
+/// A real `tuisong serve` (GatewayRuntime) with the Easemob provider mounted from config, the
+/// bundled APNs mock, and one app configured for `/acme/chat`.
+struct EasemobGateway: Sendable {
+    static let clientID = "YXA6i-Ak8Ol4Eei2l11ZjV-EAg"
+    static let clientSecret = "YXA6VunqiNxoB7IwXHInk1cGiXOOJfc"
+    /// The app's native API key (to read messages through `/api/v1/messages`).
+    static let apiKey = "tsk_easemob-e2e-native-key"
+
+    let runtime: GatewayRuntime
+    let directory: URL
+    let app: App
+    var baseURL: String { "http://127.0.0.1:\(runtime.port)" }
+    var base: String { "\(baseURL)/acme/chat" }
+    var mock: APNsMockServer { runtime.localMock! }
+
+    static func with(
+        timeZone: String? = nil, in existing: URL? = nil, keep: Bool = false,
+        _ body: (EasemobGateway) async throws -> Void
+    ) async throws {
+        let directory =
+            existing
+            ?? FileManager.default.temporaryDirectory.appending(path: "tuisong-easemob-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let environment = [
+            "TUISONG_LISTEN_PORT": "0",
+            "TUISONG_DATABASE_PATH": directory.appending(path: "tuisong.db").path,
+            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
+            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "admin-password").path,
+            "TUISONG_WEB_ROOT": directory.appending(path: "no-console").path,
+            "TUISONG_LOG_LEVEL": "warning",
+            "TUISONG_PROVIDERS": "easemob",
+        ]
+        let config = try GatewayConfig.load(fileContents: nil, environment: environment)
+        var logger = Logger(label: "easemob-e2e")
+        logger.logLevel = .critical
+        let runtime = try await GatewayRuntime.start(config: config, environment: environment, logger: logger)
+        do {
+            var app: App
+            if let first = try await runtime.store.apps().first {
+                app = first
+            } else {
+                app = try await runtime.store.createApp(
+                    name: "chat", bundleID: "com.example.chat", apiKeyHash: APIKey.hash(apiKey))
+                let settings = EasemobAppSettings(
+                    org: "acme", appName: "chat", clientID: clientID, clientSecret: clientSecret,
+                    timeZone: TimeZone(secondsFromGMT: 0)!)
+                app.vendorSettings["easemob"] = try settings.stored(
+                    appID: app.id, sealer: MasterKeySealer(masterKey: runtime.masterKey), timeZoneText: timeZone)
+                try await runtime.store.updateApp(app)
+            }
+            let gateway = EasemobGateway(runtime: runtime, directory: directory, app: app)
+            try await gateway.waitUntilServed()
+            try await body(gateway)
+        } catch {
+            await runtime.shutdown()
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+        await runtime.shutdown()
+        if !keep { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    /// The provider learns of newly configured pairs within about a second.
+    func waitUntilServed() async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let answer = try await call("POST", "/token", ["grant_type": "client_credentials"])
+            if answer.status != 404 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("/acme/chat was never served")
+    }
+
+    /// A call as Easemob's clients make it: JSON content type on every method, body or not.
+    func call(
+        _ method: String, _ path: String, _ body: Any? = nil, token: String? = nil, raw: Data? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> EasemobHTTPResponse {
+        var request = URLRequest(url: URL(string: base + path)!)
+        request.httpMethod = method
+        request.timeoutInterval = 30
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let raw {
+            request.httpBody = raw
+        } else if let body {
+            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return EasemobHTTPResponse(status: (response as! HTTPURLResponse).statusCode, body: data)
+    }
+
+    /// A message as the native API shows it (`/api/v1/messages/{id}`), by its Easemob msg id.
+    func nativeMessage(msgID: String) async throws -> [String: Any] {
+        let record = try #require(try await runtime.store.message(appID: app.id, vendorMessageID: msgID))
+        var request = URLRequest(url: URL(string: "\(baseURL)/api/v1/messages/\(record.id)")!)
+        request.setValue("Bearer \(Self.apiKey)", forHTTPHeaderField: "Authorization")
+        let (data, _) = try await URLSession.shared.data(for: request)
+        return (try JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+    }
+
+    func appToken(ttl: Int? = nil) async throws -> String {
+        var body: [String: Any] = [
+            "grant_type": "client_credentials", "client_id": Self.clientID, "client_secret": Self.clientSecret,
+        ]
+        if let ttl { body["ttl"] = ttl }
+        let answer = try await call("POST", "/token", body)
+        #expect(answer.status == 200, "\(answer.text)")
+        return try #require(answer.json["access_token"] as? String)
+    }
+
+    func register(_ token: String, _ users: [[String: Any]]) async throws {
+        let answer = try await call("POST", "/users", users, token: token)
+        #expect(answer.status == 200, "\(answer.text)")
+    }
+
+    func bind(_ token: String, user: String, device: String, apnsToken: String, notifier: String = "")
+        async throws -> EasemobHTTPResponse
+    {
+        try await call(
+            "PUT", "/users/\(user)/push/binding",
+            ["device_id": device, "device_token": apnsToken, "notifier_name": notifier], token: token)
+    }
+
+    /// Waits until the Tuisong message of this Easemob msg id has an outcome for every device.
+    func completed(msgID: String) async throws -> (status: MessageStatus, deliveries: [DeliveryRecord]) {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if let record = try await runtime.store.message(appID: app.id, vendorMessageID: msgID),
+                let status = try await runtime.engine.status(messageID: record.id), status.record.state == .completed,
+                status.counts.queued == 0, status.counts.sending == 0
+            {
+                let deliveries = try await runtime.store.deliveries(
+                    messageID: record.id, state: nil, cursor: nil, limit: 1000)
+                return (status, deliveries.items)
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw EasemobE2EError("message \(msgID) did not complete")
+    }
+
+    /// The payloads the mock received for this msg id, by device token.
+    func received(msgID: String) -> [String: [String: Any]] {
+        var result: [String: [String: Any]] = [:]
+        for notification in mock.receivedNotifications() {
+            guard let json = (try? JSONSerialization.jsonObject(with: Data(notification.payload))) as? [String: Any],
+                json["m"] as? String == msgID
+            else { continue }
+            result[notification.deviceToken] = json
+        }
+        return result
+    }
+}
+
+struct EasemobE2EError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A distinct APNs device token.
+func apnsToken(_ n: Int) -> String {
+    String(repeating: "e", count: 48) + String(format: "%016x", n)
+}
+
+extension [String: Any] {
+    var aps: [String: Any] { self["aps"] as? [String: Any] ?? [:] }
+    var alert: [String: Any] { aps["alert"] as? [String: Any] ?? [:] }
+    var body: String? { alert["body"] as? String }
+    var badge: Int? { aps["badge"] as? Int }
+}

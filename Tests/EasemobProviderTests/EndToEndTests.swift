@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+import TuisongAPNsMock
+import TuisongCore
+import TuisongGateway
+
+@testable import EasemobProvider
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Easemob's REST API over real HTTP against a real gateway (`GatewayRuntime`, the delivery
+/// engine, the APNs pool over TLS + HTTP/2) and the bundled APNs mock.
+@Suite(.serialized) struct EndToEndTests {
+    @Test func tokensUsersAndTheErrorDialect() async throws {
+        try await EasemobGateway.with { gw in
+            // No token, `Bearer None`, a forged token: 401 unauthorized.
+            let anonymous = try await gw.call("POST", "/users", ["username": "x", "password": "p"])
+            #expect(anonymous.status == 401 && anonymous.error == "unauthorized")
+            let none = try await gw.call("POST", "/users", ["username": "x"], headers: ["Authorization": "Bearer None"])
+            #expect(none.status == 401 && none.error == "unauthorized")
+            let forged = try await gw.call("GET", "/users", token: "YWMtZm9yZ2Vk.AAAA")
+            #expect(forged.status == 401 && forged.error == "unauthorized")
+
+            let wrong = try await gw.call(
+                "POST", "/token",
+                ["grant_type": "client_credentials", "client_id": EasemobGateway.clientID, "client_secret": "nope"])
+            #expect(wrong.status == 400 && wrong.error == "invalid_grant")
+            let granted = try await gw.call(
+                "POST", "/token",
+                [
+                    "grant_type": "client_credentials", "client_id": EasemobGateway.clientID,
+                    "client_secret": EasemobGateway.clientSecret, "ttl": "1024000",
+                ])
+            #expect(granted.json["expires_in"] as? Int == 1_024_000)
+            #expect((granted.json["application"] as? String)?.count == 36)
+            let token = try #require(granted.json["access_token"] as? String)
+
+            // ttl 1: good now, expired a second later.
+            let short = try await gw.appToken(ttl: 1)
+            #expect(try await gw.call("GET", "/users", token: short).status == 200)
+            try await Task.sleep(for: .milliseconds(1100))
+            let expired = try await gw.call("GET", "/users", token: short)
+            #expect(expired.status == 401 && expired.error == "unauthorized")
+            #expect((expired.json["error_description"] as? String)?.contains("expired") == true)
+
+            // Register one, then a list with a duplicate.
+            let alice = try await gw.call(
+                "POST", "/users", ["username": "Alice", "password": "p1", "nickname": "艾"], token: token)
+            #expect(alice.status == 200 && alice.json["action"] as? String == "post")
+            #expect(alice.entities.first?["username"] as? String == "alice")
+            #expect(
+                alice.json["organization"] as? String == "acme" && alice.json["applicationName"] as? String == "chat")
+            #expect(alice.json["path"] as? String == "/users")
+            #expect((alice.json["uri"] as? String)?.hasSuffix("/acme/chat/users") == true)
+            let again = try await gw.call("POST", "/users", ["username": "alice", "password": "p"], token: token)
+            #expect(again.status == 400 && again.error == "duplicate_unique_property_exists")
+            let batch = try await gw.call(
+                "POST", "/users",
+                [
+                    ["username": "bob", "password": "p2"], ["username": "carol", "password": "p3"],
+                    ["username": "alice", "password": "x"],
+                ],
+                token: token)
+            #expect(batch.entities.map { $0["username"] as? String } == ["bob", "carol"])
+            #expect(((batch.json["data"] as? [[String: Any]])?.first?["username"] as? String) == "alice")
+
+            // Listing in pages.
+            let page1 = try await gw.call("GET", "/users?limit=2", token: token)
+            #expect(page1.entities.count == 2 && page1.json["count"] as? Int == 2)
+            let cursor = try #require(page1.json["cursor"] as? String)
+            let page2 = try await gw.call("GET", "/users?limit=2&cursor=\(cursor)", token: token)
+            #expect(page2.entities.count == 1 && page2.json["cursor"] == nil)
+
+            // Profile and legacy push fields, echoed.
+            let updated = try await gw.call(
+                "PUT", "/users/alice",
+                [
+                    "nickname": "小艾", "notification_display_style": 1, "notification_no_disturbing": true,
+                    "notification_no_disturbing_start": "22", "notification_no_disturbing_end": "7",
+                ], token: token)
+            let entity = try #require(updated.entities.first)
+            #expect(entity["nickname"] as? String == "小艾" && entity["notification_display_style"] as? Int == 1)
+            #expect(entity["notification_no_disturbing"] as? Bool == true)
+            #expect(entity["notification_no_disturbing_start"] as? Int == 22)
+            #expect(entity["notification_no_disturbing_end"] as? Int == 7)
+            let badStyle = try await gw.call("PUT", "/users/alice", ["notification_display_style": 3], token: token)
+            #expect(badStyle.status == 400 && badStyle.error == "illegal_argument")
+            let badJSON = try await gw.call("PUT", "/users/alice", token: token, raw: Data(#"{"nickname"="x"}"#.utf8))
+            #expect(badJSON.status == 400 && badJSON.error == "json_parse")
+            #expect(
+                try await gw.call("GET", "/users/alice", token: token).entities.first?["nickname"] as? String == "小艾")
+
+            // A user's own token: only for its own binding.
+            let login = try await gw.call(
+                "POST", "/token", ["grant_type": "password", "username": "bob", "password": "p2"])
+            #expect((login.json["user"] as? [String: Any])?["username"] as? String == "bob")
+            #expect(login.json["expires_in"] as? Int ?? 0 > 0)
+            let bobToken = try #require(login.json["access_token"] as? String)
+            let badLogin = try await gw.call(
+                "POST", "/token", ["grant_type": "password", "username": "bob", "password": "x"])
+            #expect(badLogin.status == 400 && badLogin.error == "invalid_grant")
+            #expect(try await gw.bind(bobToken, user: "bob", device: "d1", apnsToken: apnsToken(1)).status == 200)
+            #expect(try await gw.bind(bobToken, user: "alice", device: "d1", apnsToken: apnsToken(2)).status == 401)
+            #expect(try await gw.call("GET", "/users", token: bobToken).status == 401)
+            #expect(try await gw.call("GET", "/users/bob/push/binding", token: bobToken).entities.count == 1)
+
+            // Delete; then 404 in Easemob's words, also for a path that does not exist.
+            #expect(
+                try await gw.call("DELETE", "/users/carol", token: token).entities.first?["username"] as? String
+                    == "carol")
+            let gone = try await gw.call("GET", "/users/carol", token: token)
+            #expect(gone.status == 404 && gone.error == "service_resource_not_found")
+            let nowhere = try await gw.call("GET", "/no/such/thing", token: token)
+            #expect(nowhere.status == 404 && nowhere.error == "service_resource_not_found")
+            // The router's own errors on claimed paths, in Easemob's words.
+            let wrongMethod = try await gw.call("PATCH", "/users/alice", ["nickname": "x"], token: token)
+            #expect(wrongMethod.status == 405 && wrongMethod.error == "unsupported_service_operation")
+            let huge = try await gw.call(
+                "POST", "/users", token: token, raw: Data(repeating: UInt8(ascii: " "), count: (1 << 20) + 1))
+            #expect(huge.status == 413 && huge.json["error_description"] != nil)
+            // An org/app nobody configured: Easemob's 404, not the native one.
+            var other = URLRequest(url: URL(string: "\(gw.baseURL)/acme/other/users")!)
+            other.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            let (otherBody, otherResponse) = try await URLSession.shared.data(for: other)
+            #expect((otherResponse as! HTTPURLResponse).statusCode == 404)
+            let otherJSON = (try JSONSerialization.jsonObject(with: otherBody)) as? [String: Any]
+            #expect(otherJSON?["error"] as? String == "organization_application_not_found")
+            // Deleting the user revokes its token.
+            #expect(try await gw.call("DELETE", "/users/bob", token: token).status == 200)
+            #expect(try await gw.call("GET", "/users/bob/push/binding", token: bobToken).status == 401)
+        }
+    }
+
+    @Test func tokensSurviveARestartAndSecretRotationRevokesThem() async throws {
+        let directory = FileManager.default.temporaryDirectory.appending(
+            path: "tuisong-easemob-restart-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var token = ""
+        try await EasemobGateway.with(in: directory, keep: true) { gw in
+            token = try await gw.appToken()
+            try await gw.register(token, [["username": "bob", "password": "pw"]])
+        }
+        try await EasemobGateway.with(in: directory, keep: true) { gw in
+            #expect(try await gw.call("GET", "/users/bob", token: token).status == 200)
+            // A new client secret: the old app tokens are dead, new ones work.
+            var app = gw.app
+            let settings = try #require(
+                try EasemobAppSettings.of(app, sealer: MasterKeySealer(masterKey: gw.runtime.masterKey)))
+            var rotated = settings
+            rotated.clientSecret = "rotated-secret"
+            app.vendorSettings["easemob"] = try rotated.stored(
+                appID: app.id, sealer: MasterKeySealer(masterKey: gw.runtime.masterKey))
+            try await gw.runtime.store.updateApp(app)
+            let revoked = try await gw.call("GET", "/users/bob", token: token)
+            #expect(revoked.status == 401 && revoked.error == "unauthorized")
+            let fresh = try await gw.call(
+                "POST", "/token",
+                [
+                    "grant_type": "client_credentials", "client_id": EasemobGateway.clientID,
+                    "client_secret": "rotated-secret",
+                ])
+            let newToken = try #require(fresh.json["access_token"] as? String)
+            #expect(try await gw.call("GET", "/users/bob", token: newToken).status == 200)
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+import TuisongCore
+
+@testable import EasemobProvider
+
+/// The payload Easemob sends, per receiver: fields f/t/g/m/e, display styles, em_apns_ext,
+/// templates, languages.
+@Suite struct PushContentTests {
+    func message(
+        from: String = "6001", group: String? = nil, type: String = "txt", body: JSONValue = ["msg": "早"],
+        ext: JSONValue? = nil
+    ) -> EasemobMessage {
+        EasemobMessage(
+            msgID: "373360335316321408", from: from, chatType: group == nil ? .users : .chatgroups, groupID: group,
+            type: type, body: body, ext: ext)
+    }
+
+    func payload(
+        _ message: EasemobMessage, style: Int = 0, language: String? = nil, nickname: String? = nil,
+        template: PushTemplate? = nil, badge: Int = 1
+    ) -> String {
+        let notification = EasemobPushContent.notification(
+            message, receiver: EasemobReceiverDisplay(username: "6006", displayStyle: style, language: language),
+            senderNickname: nickname, template: template, badge: badge)
+        return String(decoding: APNsPayload.render(notification), as: UTF8.self)
+    }
+
+    @Test func simpleBannerOneToOne() {
+        #expect(
+            payload(message())
+                == #"{"aps":{"alert":{"body":"你有一条新消息"},"badge":1,"sound":"default"},"f":"6001","m":"373360335316321408","t":"6006"}"#
+        )
+    }
+
+    @Test func groupCarriesGAndTheReceiverAsT() {
+        #expect(
+            payload(message(group: "1421300621769"), badge: 3)
+                == #"{"aps":{"alert":{"body":"你有一条新消息"},"badge":3,"sound":"default"},"f":"6001","g":"1421300621769","m":"373360335316321408","t":"6006"}"#
+        )
+    }
+
+    @Test func messageSummaryUsesNicknameElseUsername() {
+        #expect(payload(message(), style: 1, nickname: "小明").contains(#""body":"小明:早""#))
+        #expect(payload(message(), style: 1).contains(#""body":"6001:早""#))
+        #expect(payload(message(), style: 1, nickname: "").contains(#""body":"6001:早""#))
+        #expect(payload(message(type: "img", body: ["filename": "a.jpg"]), style: 1).contains(#""body":"6001:[图片]""#))
+    }
+
+    @Test func languageWithTranslationElseOriginal() {
+        let translated = message(body: ["msg": "早", "translations": ["en": "Morning", "EU": "Egun on"]])
+        #expect(payload(translated, style: 1, language: "en").contains(#""body":"6001:Morning""#))
+        #expect(payload(translated, style: 1, language: "eu").contains(#""body":"6001:Egun on""#))
+        #expect(payload(translated, style: 1, language: "fr").contains(#""body":"6001:早""#))
+        #expect(payload(message(), style: 1, language: "en").contains(#""body":"6001:早""#))
+    }
+
+    @Test func apnsExtMapsEveryField() {
+        let ext: JSONValue = [
+            "em_apns_ext": [
+                "extern": "custom string", "em_alert_title": "customTitle", "em_alert_subTitle": "customSubTitle",
+                "em_alert_body": "customBody", "em_push_sound": "custom.caf", "em_push_mutable_content": true,
+                "em_push_category": "chat",
+            ]
+        ]
+        #expect(
+            payload(message(ext: ext))
+                == #"{"aps":{"alert":{"body":"customBody","subtitle":"customSubTitle","title":"customTitle"},"badge":1,"category":"chat","mutable-content":1,"sound":"custom.caf"},"e":"custom string","f":"6001","m":"373360335316321408","t":"6006"}"#
+        )
+        // Only extern: the body stays the display style's.
+        #expect(payload(message(ext: ["em_apns_ext": ["extern": ["k": 1]]])).contains(#""e":{"k":1}"#))
+        #expect(!payload(message()).contains(#""e":"#))
+    }
+
+    @Test func templateRendersPlaceholders() {
+        let template = PushTemplate(id: 1, appID: 1, name: "t1", titlePattern: "你好,{0}", bodyPattern: "{0}说：{1}")
+        let ext: JSONValue = ["em_push_template": ["name": "t1", "title_args": ["环信"], "content_args": ["小明", "早"]]]
+        #expect(payload(message(ext: ext), template: template).contains(#""alert":{"body":"小明说：早","title":"你好,环信"}"#))
+        // em_apns_ext's own alert fields beat the template.
+        let both: JSONValue = [
+            "em_push_template": ["name": "t1", "title_args": ["环信"], "content_args": ["小明", "早"]],
+            "em_apns_ext": ["em_alert_body": "自定义"],
+        ]
+        #expect(payload(message(ext: both), template: template).contains(#""alert":{"body":"自定义","title":"你好,环信"}"#))
+        // A missing argument shows its placeholder.
+        let short: JSONValue = ["em_push_template": ["name": "t1", "title_args": [], "content_args": ["小明"]]]
+        #expect(payload(message(ext: short), template: template).contains(#""body":"小明说：{1}""#))
+    }
+
+    @Test func vendorContextRoundTrips() {
+        let original = message(group: "99", type: "txt", ext: ["em_at_list": "all"])
+        #expect(EasemobMessage(context: original.context) == original)
+        #expect(EasemobMessage(context: ["from": "x"]) == nil)
+        #expect(EasemobMessage(context: nil) == nil)
+        #expect(original.conversation == ("chatgroup", "99"))
+        #expect(message().conversation == ("user", "6001"))
+    }
+}
