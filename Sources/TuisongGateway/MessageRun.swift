@@ -270,6 +270,13 @@ final class MessageRun: Sendable {
         let (pageDone, drained) = state.withLock { state -> (Bool, Bool) in
             state.inFlight -= reports.count
             for (position, report) in reports.enumerated() {
+                // This runs on the APNs pool's event loop thread, which also does the sending:
+                // the common outcome touches neither the entry nor its payload.
+                if case .delivered = report.outcome {
+                    state.pages[page].pending -= 1
+                    state.pages[page].counts.delivered += 1
+                    continue
+                }
                 // In place (inout on the array element): a copy would duplicate the page's arrays.
                 Self.apply(
                     .outcome(report.outcome), entry: chunk[report.index], payload: payloads?[report.index],
