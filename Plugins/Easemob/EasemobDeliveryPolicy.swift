@@ -8,7 +8,7 @@ import TuisongCore
 /// retry resends it.
 struct EasemobDeliveryPolicy: DeliveryPolicy {
     let store: EasemobStore
-    let templates: (any TemplateStore)?
+    let templates: any TemplateStore
     let apps: any AppStore
     let clock: any TuisongCore.Clock
 
@@ -22,7 +22,7 @@ struct EasemobDeliveryPolicy: DeliveryPolicy {
         let data = try await store.receiverData(
             appID: record.appID, usernames: usernames, sender: message.from, conversation: message.conversation)
         var template: PushTemplate?
-        if let wanted = message.template, let templates {
+        if let wanted = message.template {
             template = try await templates.template(appID: record.appID, name: wanted.name)
         }
         return EasemobDecisions.decide(

@@ -107,13 +107,6 @@ extension EasemobProvider {
 
     // MARK: Templates (the app's core templates)
 
-    func templateStore() throws -> any TemplateStore {
-        guard let templates else {
-            throw EasemobError.internalError("this gateway does not give providers the template store")
-        }
-        return templates
-    }
-
     func templateData(_ call: Call, _ template: PushTemplate) async throws -> JSONValue {
         let stamp = try await store.stamp(appID: call.appID, template, now: call.now)
         return [
@@ -135,7 +128,7 @@ extension EasemobProvider {
             guard title.count <= 1024, content.count <= 1024 else {
                 throw EasemobError.illegalArgument("title_pattern and content_pattern must be at most 1024 characters")
             }
-            let templates = try templateStore()
+            let templates = self.templates
             let template: PushTemplate
             do {
                 template = try await templates.createTemplate(
@@ -150,7 +143,7 @@ extension EasemobProvider {
     func getTemplate(_ request: Request) async -> Response {
         await serve(request, resource: "/notification/template", access: .app) { call in
             let name = request.pathParameters["name"] ?? ""
-            guard let template = try await templateStore().template(appID: call.appID, name: name) else {
+            guard let template = try await templates.template(appID: call.appID, name: name) else {
                 throw EasemobError.notFound()
             }
             return call.success(data: try await templateData(call, template))
@@ -160,7 +153,7 @@ extension EasemobProvider {
     func deleteTemplate(_ request: Request) async -> Response {
         await serve(request, resource: "/notification/template", access: .app) { call in
             let name = request.pathParameters["name"] ?? ""
-            let templates = try templateStore()
+            let templates = self.templates
             guard let template = try await templates.template(appID: call.appID, name: name) else {
                 throw EasemobError.notFound()
             }

@@ -38,7 +38,7 @@ public struct EasemobProvider: PushProvider {
         store = EasemobStore(database: context.database)
         directory = EasemobDirectory(apps: context.store, sealer: context.secrets)
         policy = EasemobDeliveryPolicy(
-            store: store, templates: context.store as? any TemplateStore, apps: context.store, clock: context.clock)
+            store: store, templates: context.store, apps: context.store, clock: context.clock)
     }
 
     public var deliveryPolicy: (any DeliveryPolicy)? { policy }
@@ -47,7 +47,7 @@ public struct EasemobProvider: PushProvider {
     var accounts: any AccountStore { context.accounts }
     var logger: Logger { context.logger }
     /// The app's templates: the core's, which the console edits too.
-    var templates: (any TemplateStore)? { context.store as? any TemplateStore }
+    var templates: any TemplateStore { context.store }
 
     public func register(on router: Router) {
         let directory = self.directory

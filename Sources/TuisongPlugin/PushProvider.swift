@@ -83,10 +83,11 @@ public struct ProviderContext: Sendable {
     }
 }
 
-/// The store as providers see it: apps, devices, tags and messages. Not the gateway's own
+/// The store as providers see it: apps, devices, tags, messages and the app's templates (which
+/// the console edits; Easemob's template API serves the same ones). Not the gateway's own
 /// settings (admin password hash, session secret) nor another vendor's data; a provider's
 /// own data lives in its tables on `ProviderContext.database`.
-public typealias ProviderStore = Store & MessageStore
+public typealias ProviderStore = Store & MessageStore & TemplateStore
 
 /// Encrypts and decrypts small secrets (AES-256-GCM under the master key). `context` binds a
 /// sealed value to where it belongs (e.g. `"baidu:app:3"`), so it cannot be moved elsewhere.
