@@ -6,7 +6,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// An HTTP/1.1 server on libmicrohttpd: a pool of epoll threads reads requests, the router
+/// An HTTP/1.1 server on libmicrohttpd: a pool of poll(2) threads reads requests, the router
 /// picks a handler, and each handler runs as a Swift task while its connection is suspended,
 /// so no server thread ever waits for a handler.
 ///
@@ -21,7 +21,7 @@ public final class HTTPServer: Sendable {
         public var host: String
         /// 0 picks a free port; read it back from `HTTPServer.port`.
         public var port: Int
-        /// libmicrohttpd worker threads, each with its own epoll set.
+        /// libmicrohttpd worker threads, each polling its own share of the connections.
         public var threads: Int
         /// Seconds a connection may stay silent (idle keep-alive, or a client that stops
         /// sending mid-request) before it is closed. Whole seconds; 0 disables.
@@ -260,8 +260,14 @@ final class MHDDaemon: @unchecked Sendable {
     )
         throws(HTTPServerError)
     {
+        // poll(2), not epoll: with epoll, libmicrohttpd 0.9.75's MHD_quiesce_daemon races a
+        // worker removing the listening socket from the same epoll set, and the loser's
+        // epoll_ctl(DEL) answers ENOENT, on which MHD aborts the process ("Failed to remove
+        // listen FD from epoll set", seen in our shutdown tests under load; an open MHD defect).
+        // With poll, quiescing signals the workers through their inter-thread channel instead.
+        // Each worker polls only its own share of the connections, so poll's cost stays small.
         var flags =
-            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
             | MHD_USE_TURBO.rawValue
         if isIPv6 { flags |= MHD_USE_IPv6.rawValue }
