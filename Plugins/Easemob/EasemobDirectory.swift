@@ -76,8 +76,8 @@ final class EasemobDirectory: Sendable {
         }
         guard let ids, !ids.isEmpty else { return nil }
         guard ids.count == 1 else {
-            // Org and app name are unique together, which a per-key declaration cannot enforce:
-            // refuse rather than guess, and let the operator see why.
+            // The console and the CLI refuse a second app with the pair; one written into the
+            // database by other means is refused rather than guessed, and the operator told why.
             throw EasemobError.internalError(
                 "\(org)/\(appName) is configured on more than one app; an operator must remove it from all but one")
         }

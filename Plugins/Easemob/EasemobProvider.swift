@@ -15,6 +15,7 @@ public struct EasemobProvider: PushProvider {
     public static let displayName = LocalizedText(en: "Easemob IM", zh: "环信 IM")
     public static var migrations: [PluginMigration] { EasemobSchema.migrations }
     public static var settings: [VendorSetting] { EasemobAppSettings.declarations }
+    public static var settingsUniqueTogether: [[String]] { [["org", "app_name"]] }
     public static let deviceColumns = [
         DeviceColumn(key: "notifier_name", label: LocalizedText(en: "Easemob notifier_name", zh: "环信推送证书名称")),
         DeviceColumn(key: "device_id", label: LocalizedText(en: "Easemob device_id", zh: "环信 device_id")),

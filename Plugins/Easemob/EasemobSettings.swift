@@ -17,9 +17,9 @@ struct EasemobAppSettings: Sendable, Hashable {
 
     /// The declarations the console, the admin API and `tuisong app set-easemob` derive from.
     ///
-    /// `org` and `app_name` are unique *together* (two apps may share an org), which a per-key
-    /// `isUniqueAcrossApps` cannot say; the provider finds apps by the pair and refuses to
-    /// serve a pair two apps claim (`EasemobDirectory`).
+    /// `org` and `app_name` are unique *together* (two apps may share an org): see
+    /// `EasemobProvider.settingsUniqueTogether`. A pair two apps claim anyway (written to the
+    /// database by hand) is refused, never guessed (`EasemobDirectory`).
     static let declarations: [VendorSetting] = [
         VendorSetting(
             key: "org", label: LocalizedText(en: "Org name", zh: "Org Name（组织名）"), maxLength: 64,

@@ -15,12 +15,15 @@ enum AdminVendorSettings {
         let name: String
         let displayName: LocalizedText
         let settings: [VendorSetting]
+        let uniqueTogether: [[String]]
     }
 
     /// Every registered provider that declares settings, in registry order.
     static func vendors(_ providers: [any PushProvider.Type] = ProviderRegistry.providers) -> [Vendor] {
         providers.filter { !$0.settings.isEmpty }.map {
-            Vendor(name: $0.name, displayName: $0.displayName, settings: $0.settings)
+            Vendor(
+                name: $0.name, displayName: $0.displayName, settings: $0.settings,
+                uniqueTogether: $0.settingsUniqueTogether)
         }
     }
 
@@ -124,6 +127,18 @@ enum AdminVendorSettings {
                     }
                 } else {
                     stored[setting.storageKey] = value
+                }
+            }
+            for keys in vendor.uniqueTogether {
+                let values = keys.map { stored[$0] }
+                guard values.allSatisfy({ $0 != nil }) else { continue }
+                if let other = otherApps.first(where: { other in
+                    other.id != app.id && keys.map({ other.vendorSettings[vendorName]?[$0] }) == values
+                }) {
+                    let names = keys.joined(separator: " + ")
+                    throw AdminError.conflict(
+                        "vendors.\(vendorName).\(keys[0])",
+                        "app \"\(other.name)\" already uses this \(vendorName) \(names)")
                 }
             }
             if stored.isEmpty {

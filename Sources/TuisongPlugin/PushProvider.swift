@@ -29,6 +29,10 @@ public protocol PushProvider: Sendable {
     static var migrations: [PluginMigration] { get }
     /// App-level settings (keys, ids, secrets) the provider reads from `App.vendorSettings[name]`.
     static var settings: [VendorSetting] { get }
+    /// Groups of setting keys whose values, taken together, no two apps may share (Easemob's
+    /// `org` + `app_name`: two apps may share an org, not a pair). The console, the admin API
+    /// and `tuisong app set-<name>` refuse a second app with the same values.
+    static var settingsUniqueTogether: [[String]] { get }
     /// The name operators see in the console (`Baidu Cloud Push`, `百度云推送`); `name` by default.
     static var displayName: LocalizedText { get }
     /// Vendor columns the console's device views show.
@@ -43,6 +47,7 @@ public protocol PushProvider: Sendable {
 extension PushProvider {
     public static var migrations: [PluginMigration] { [] }
     public static var settings: [VendorSetting] { [] }
+    public static var settingsUniqueTogether: [[String]] { [] }
     public static var displayName: LocalizedText { LocalizedText(en: name, zh: name) }
     public static var deviceColumns: [DeviceColumn] { [] }
     public func deviceColumnValues(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: [String: String]] {

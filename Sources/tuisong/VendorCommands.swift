@@ -59,10 +59,12 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
             }
         }
         let masterKey = try MasterKey.load(config.security, logger: Logger(label: "tuisong"))
+        // Every app, for the settings that are unique together (one lookup per key above).
+        let otherApps = Provider.settingsUniqueTogether.isEmpty ? [] : try await store.apps()
         do {
             try VendorSettingsUpdate.replace(
                 vendor: Provider.name, with: values, in: &record, sealer: MasterKeySealer(masterKey: masterKey),
-                otherApps: [])
+                otherApps: otherApps)
         } catch {
             throw ValidationError(error.description)
         }

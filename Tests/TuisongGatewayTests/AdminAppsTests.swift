@@ -130,6 +130,32 @@ import TuisongCore
         #expect(try await gw.runtime.store.apps().count == 1)
     }
 
+    @Test func settingsUniqueTogetherRefuseOnlyTheWholePair() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        func easemob(_ name: String, org: String, appName: String) async throws -> HTTPResult {
+            try await client.call(
+                "POST", "/apps",
+                json: [
+                    "name": name, "bundle_id": "com.example.\(name)",
+                    "vendors": [
+                        "easemob": [
+                            "org": org, "app_name": appName, "client_id": "YXA6-\(name)", "client_secret": "s-\(name)",
+                        ]
+                    ],
+                ])
+        }
+        #expect(try await easemob("one", org: "acme", appName: "chat").status == 201)
+        // Two apps may share an org, not an org and app name together.
+        #expect(try await easemob("two", org: "acme", appName: "shop").status == 201)
+        let taken = try await easemob("three", org: "acme", appName: "chat")
+        #expect(taken.status == 409)
+        #expect(taken.errorField == "vendors.easemob.org")
+        #expect(String(decoding: taken.body, as: UTF8.self).contains("org + app_name"))
+        #expect(try await gw.runtime.store.apps().count == 2)
+    }
+
     @Test func deleteRemovesTheAppAndUnknownIdsAre404() async throws {
         let (gw, client) = try await AdminTestClient.start()
         defer { Task { await gw.stop() } }

@@ -104,6 +104,22 @@ import TuisongStore
         #expect(throws: (any Error).self) { try box.open(sealedBytes, associatedData: Array("baidu:app:2".utf8)) }
         #expect(try await store.app(id: 2)?.vendorSettings["baidu"] == nil)
 
+        // Easemob's org and app name are unique together: a shared org is fine, a shared pair is not.
+        let easemob = { (app: String, org: String, name: String) throws -> (status: Int32, errors: String) in
+            let result = try tuisong(
+                [
+                    "app", "set-easemob", "--app", app, "--org", org, "--app-name", name, "--client-id", "YXA6-\(app)",
+                    "--client-secret-env", "EM_SECRET",
+                ],
+                in: directory, environment: ["EM_SECRET": "em-secret-\(app)"])
+            return (result.status, result.errors)
+        }
+        #expect(try easemob("1", "acme", "chat").status == 0)
+        #expect(try easemob("2", "acme", "shop").status == 0)
+        let pairTaken = try easemob("2", "acme", "chat")
+        #expect(pairTaken.status != 0)
+        #expect(pairTaken.errors.contains("org + app_name"), "\(pairTaken.errors)")
+
         // The help lists the declared flags.
         let help = try tuisong(["app", "set-baidu", "--help"], in: directory)
         #expect(help.output.contains("--apikey VALUE") && help.output.contains("--secret-env VAR"))
