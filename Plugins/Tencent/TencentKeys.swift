@@ -35,8 +35,11 @@ struct TencentKeys: Sendable, Hashable {
         return value
     }
 
+    /// Also refuses leading zeros: the stored text is the number's one spelling, so a call's
+    /// SDKAppID finds its app by a point lookup of that text.
     static func sdkAppIDProblem(_ text: String) -> String? {
-        sdkAppID(text) == nil ? "must be a positive number (Tencent's SDKAppID, e.g. 1400000000)" : nil
+        sdkAppID(text) == nil || text.hasPrefix("0")
+            ? "must be a positive number without leading zeros (Tencent's SDKAppID, e.g. 1400000000)" : nil
     }
 
     static func secretKeyProblem(_ text: String) -> String? {

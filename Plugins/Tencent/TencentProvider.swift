@@ -142,24 +142,27 @@ public struct TencentProvider: PushProvider {
 
     /// Finds the app by SDKAppID (60006 when none has it) and verifies the UserSig.
     func authenticate(_ parameters: TencentCallParameters) async throws -> Caller {
-        for app in try await store.apps() {
-            guard let text = app.vendorSettings[TencentKeys.vendor]?["sdkappid"],
-                TencentKeys.sdkAppID(text) == parameters.sdkAppID
-            else { continue }
-            let keys: TencentKeys
-            do {
-                guard let opened = try TencentKeys.of(app, sealer: context.secrets) else { break }
-                keys = opened
-            } catch {
-                logger.error("tencent: the secret key of app \(app.id) cannot be opened: \(error)")
-                throw TencentError.internalError("app \(app.id) key")
+        // One point lookup: SDKAppIDs are stored in their one spelling (no leading zeros).
+        guard
+            let app = try await store.app(
+                vendor: TencentKeys.vendor, setting: "sdkappid", value: String(parameters.sdkAppID))
+        else { throw TencentError.unknownSDKAppID(String(parameters.sdkAppID)) }
+        let keys: TencentKeys
+        do {
+            guard let opened = try TencentKeys.of(app, sealer: context.secrets) else {
+                throw TencentError.unknownSDKAppID(String(parameters.sdkAppID))
             }
-            _ = try UserSig.verify(
-                parameters.userSig, identifier: parameters.identifier, sdkAppID: parameters.sdkAppID,
-                secretKey: keys.secretKey, now: clock.now)
-            return Caller(app: app, keys: keys, identifier: parameters.identifier)
+            keys = opened
+        } catch let error as TencentError {
+            throw error
+        } catch {
+            logger.error("tencent: the secret key of app \(app.id) cannot be opened: \(error)")
+            throw TencentError.internalError("app \(app.id) key")
         }
-        throw TencentError.unknownSDKAppID(String(parameters.sdkAppID))
+        _ = try UserSig.verify(
+            parameters.userSig, identifier: parameters.identifier, sdkAppID: parameters.sdkAppID,
+            secretKey: keys.secretKey, now: clock.now)
+        return Caller(app: app, keys: keys, identifier: parameters.identifier)
     }
 }
 
