@@ -18,6 +18,7 @@ import TuisongPlugin
 /// rendering (`OfflinePushTemplate`).
 public struct TencentProvider: PushProvider {
     public static let name = "tencent"
+    public static let displayName = LocalizedText(en: "Tencent Cloud IM", zh: "腾讯云通信 IM")
     public static var migrations: [PluginMigration] { TencentSchema.migrations }
     public static var settings: [VendorSetting] { TencentKeys.settings }
     public static var deviceColumns: [DeviceColumn] {
