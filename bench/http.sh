@@ -3,7 +3,7 @@
 # devices stored. Release build, wrk on loopback, a throwaway database. Not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=.build/release/tuisong
+BIN=${BENCH_BIN:-.build/release/tuisong}
 DURATION=${BENCH_DURATION:-15s}
 CONNECTIONS=${BENCH_CONNECTIONS:-64}
 SEEDED=${BENCH_SEEDED:-1000000}
