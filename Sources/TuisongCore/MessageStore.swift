@@ -286,8 +286,12 @@ public protocol MessageStore: Sendable {
     func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord]
     /// Messages to (re)start: queued or sending, and scheduled ones whose time has come.
     func dispatchableMessages(now: Date) async throws -> [MessageRecord]
-    /// Marks a message sending with its expected total. `false` when it was cancelled meanwhile.
-    func startMessage(id: Int64, total: Int, at: Date) async throws -> Bool
+    /// Marks a message sending, with its expected total when known (nil leaves the total as it
+    /// is). `false` when it was cancelled meanwhile.
+    func startMessage(id: Int64, total: Int?, at: Date) async throws -> Bool
+    /// Records the expected total of a message that is still sending (counted while it is
+    /// sent); no effect on a finished one, whose total is what got an outcome.
+    func setExpectedTotal(id: Int64, total: Int) async throws
     func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws
     /// Cancels a message still `scheduled` (or `queued` and not started). `false` otherwise.
     func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool

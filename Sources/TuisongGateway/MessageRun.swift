@@ -109,9 +109,7 @@ final class MessageRun: Sendable {
         if record.state != .sending {
             var started = false
             await persistently("start") {
-                let total = try await store.audienceCount(
-                    appID: record.appID, audience: record.audience, environment: record.options.environment)
-                started = try await store.startMessage(id: record.id, total: total, at: engine.clock.now)
+                started = try await store.startMessage(id: record.id, total: nil, at: engine.clock.now)
             }
             guard started else {
                 // Cancelled between being listed and being started.
@@ -119,6 +117,10 @@ final class MessageRun: Sendable {
                 return
             }
         }
+        // Counted beside the sending, not before it: a count walks the whole audience (hundreds
+        // of milliseconds for a million-device tag) and the first device need not wait for it.
+        // A restart after a crash counts again if the count had not been recorded.
+        let counter = record.total == nil ? Task { await recordExpectedTotal() } : nil
         let flusher = Task { await flushLoop() }
         // Chunks below this wait for more permits, so a busy pool is fed in batches rather
         // than one device per returned permit.
@@ -233,6 +235,9 @@ final class MessageRun: Sendable {
             if state.withLock({ $0.exhausted }) { break }
         }
         await waitForInFlight()
+        // The count is only a progress estimate; the final flush records the real total.
+        counter?.cancel()
+        await counter?.value
         // Not task cancellation: a flush in progress must finish (the store refuses work from
         // a cancelled task).
         state.withLock { $0.flusherStopped = true }
@@ -240,6 +245,19 @@ final class MessageRun: Sendable {
         await flusher.value
         await flush()
         finish()
+    }
+
+    /// Counts the audience and records it as the expected total while the message is sending.
+    private func recordExpectedTotal() async {
+        do {
+            let total = try await engine.store.audienceCount(
+                appID: record.appID, audience: record.audience, environment: record.options.environment)
+            try await engine.store.setExpectedTotal(id: record.id, total: total)
+        } catch is CancellationError {
+        } catch {
+            // Only the estimate is missing (status shows no total until the message completes).
+            if !Task.isCancelled { logger.warning("message \(record.id): counting the audience failed: \(error)") }
+        }
     }
 
     private func finish() {

@@ -85,15 +85,23 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    public func startMessage(id: Int64, total: Int, at: Date) async throws -> Bool {
+    public func startMessage(id: Int64, total: Int?, at: Date) async throws -> Bool {
         try await write { db in
             try db.execute(
                 sql: """
-                    UPDATE messages SET state = 'sending', total = ?, started_at = coalesce(started_at, ?)
+                    UPDATE messages SET state = 'sending', total = coalesce(?, total),
+                        started_at = coalesce(started_at, ?)
                     WHERE id = ? AND state IN ('scheduled', 'queued', 'sending')
                     """,
                 arguments: [total, Milliseconds.from(at), id])
             return db.changesCount > 0
+        }
+    }
+
+    public func setExpectedTotal(id: Int64, total: Int) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE messages SET total = ? WHERE id = ? AND state = 'sending'", arguments: [total, id])
         }
     }
 
