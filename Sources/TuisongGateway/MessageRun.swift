@@ -28,9 +28,7 @@ final class MessageRun: Sendable {
         var inFlight = 0
         var exhausted = false
         /// Outcomes taken out of `pages` but not yet committed, still shown as live.
-        var flushingCounts = DeliveryCounts()
-        var flushingFailures: [String: Int] = [:]
-        var flushingSkips: [String: Int] = [:]
+        var flushing: Tally?
         var pageWaiter: CheckedContinuation<Void, Never>?
         /// Tells the flush loop to end; the run's last flush follows.
         var flusherStopped = false
@@ -38,11 +36,36 @@ final class MessageRun: Sendable {
         var doneWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
+    /// Outcomes not known to be committed, with the audience position that commits them
+    /// (a page's last position, or a flush's cursor).
+    struct Tally {
+        var lastPosition: Int64
+        var counts = DeliveryCounts()
+        var failures: [String: Int] = [:]
+        var skips: [String: Int] = [:]
+    }
+
     struct Live {
-        var counts: DeliveryCounts
-        var failures: [String: Int]
-        var skips: [String: Int]
+        /// In audience order: the flush being committed, then each unflushed page.
+        var tallies: [Tally]
         var inFlight: Int
+
+        /// What is not in a store snapshot whose cursor is `committedCursor`: a flush commits
+        /// its counts and its cursor in one transaction, so a tally at or below the cursor is
+        /// already counted there, whichever happened first, the poll's store read or the flush.
+        func uncommitted(after committedCursor: Int64) -> (
+            counts: DeliveryCounts, failures: [String: Int], skips: [String: Int]
+        ) {
+            var counts = DeliveryCounts()
+            var failures: [String: Int] = [:]
+            var skips: [String: Int] = [:]
+            for tally in tallies where tally.lastPosition > committedCursor {
+                for s in DeliveryState.allCases { counts[s] += tally.counts[s] }
+                for (reason, n) in tally.failures { failures[reason, default: 0] += n }
+                for (reason, n) in tally.skips { skips[reason, default: 0] += n }
+            }
+            return (counts, failures, skips)
+        }
     }
 
     /// Devices of one page that go out through one credential: same environment and selector.
@@ -77,17 +100,19 @@ final class MessageRun: Sendable {
 
     var logger: Logger { engine.logger }
 
+    /// Taken before the store is read for a status: see `Live.uncommitted(after:)`.
     func liveCounts() -> Live {
         state.withLock { state in
-            var counts = state.flushingCounts
-            var failures = state.flushingFailures
-            var skips = state.flushingSkips
+            var tallies: [Tally] = []
+            tallies.reserveCapacity(state.pages.count - state.flushedPages + 1)
+            if let flushing = state.flushing { tallies.append(flushing) }
             for page in state.pages[state.flushedPages...] {
-                for s in DeliveryState.allCases { counts[s] += page.counts[s] }
-                for (reason, n) in page.failures { failures[reason, default: 0] += n }
-                for (reason, n) in page.skips { skips[reason, default: 0] += n }
+                tallies.append(
+                    Tally(
+                        lastPosition: page.lastPosition, counts: page.counts, failures: page.failures,
+                        skips: page.skips))
             }
-            return Live(counts: counts, failures: failures, skips: skips, inFlight: state.inFlight)
+            return Live(tallies: tallies, inFlight: state.inFlight)
         }
     }
 
@@ -438,9 +463,9 @@ final class MessageRun: Sendable {
                 state.pages[index] = PageResults(lastPosition: page.lastPosition, pending: 0)
             }
             state.flushedPages = end
-            state.flushingCounts = progress.counts
-            state.flushingFailures = progress.failures
-            state.flushingSkips = progress.skips
+            state.flushing = Tally(
+                lastPosition: progress.cursor, counts: progress.counts, failures: progress.failures,
+                skips: progress.skips)
             if finishing { progress.finalState = .completed }
             return progress
         }
@@ -448,11 +473,7 @@ final class MessageRun: Sendable {
         await persistently("record progress") {
             try await engine.store.recordProgress(progress, at: engine.clock.now)
         }
-        state.withLock { state in
-            state.flushingCounts = DeliveryCounts()
-            state.flushingFailures = [:]
-            state.flushingSkips = [:]
-        }
+        state.withLock { $0.flushing = nil }
         if progress.counts.queued > 0 { engine.wake() }
         wakeWaiter()
     }

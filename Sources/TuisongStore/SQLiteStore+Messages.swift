@@ -43,6 +43,41 @@ extension SQLiteStore: MessageStore {
         }
     }
 
+    /// A point lookup on the calling thread (see `PointReaders`): one statement, one snapshot,
+    /// no JSON column decoded. Polling a message's status 100 times a second must not cost a
+    /// push its throughput.
+    public func messageProgress(id: Int64) async throws -> MessageProgressSnapshot? {
+        try await pointLookUp(.messageProgressByID, [.int64(id)]) { row in
+            let stateName = row.string(0)
+            guard let state = MessageState(rawValue: stateName) else {
+                throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
+            }
+            var counts = DeliveryCounts()
+            counts.queued = Int(row.int64(5))
+            counts.sending = Int(row.int64(6))
+            counts.delivered = Int(row.int64(7))
+            counts.failed = Int(row.int64(8))
+            counts.skipped = Int(row.int64(9))
+            counts.held = Int(row.int64(10))
+            return MessageProgressSnapshot(
+                state: state, total: row.optionalInt64(1).map { Int($0) },
+                startedAt: row.optionalInt64(2).map(Milliseconds.date),
+                completedAt: row.optionalInt64(3).map(Milliseconds.date), cursor: row.int64(4), counts: counts,
+                failures: try Self.reasonCounts(row.string(11)), skips: try Self.reasonCounts(row.string(12)))
+        }
+    }
+
+    /// `{"reason":count,…}` from `json_group_object` (empty text for no rows).
+    private static func reasonCounts(_ text: String) throws -> [String: Int] {
+        guard !text.isEmpty, text != "{}" else { return [:] }
+        guard case .object(let members) = try JSONValue(parsing: Array(text.utf8)) else {
+            throw StoreError(.unavailable, "reason counts are not a JSON object: \(text)")
+        }
+        var counts: [String: Int] = [:]
+        for (reason, value) in members { counts[reason] = Int(value.intValue ?? 0) }
+        return counts
+    }
+
     public func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord? {
         try await read { db in
             guard
