@@ -151,18 +151,29 @@ final class MessageRun: Sendable {
         // than one device per returned permit.
         let chunkFloor = max(1, min(engine.permits.capacity / 4, 256))
         var cursor = record.cursor
+        // With a policy, the next page is read and decided while this one is sent: a decision
+        // (the policy's reads and badge writes) takes as long as sending a page, and pages are
+        // still decided one at a time, in order. Without one, the loop mostly waits for the
+        // window and reads as it goes.
+        var nextPage: Task<PreparedPage?, Never>?
         reading: while !engine.isStopping {
             await waitForWindow()
-            var entries: [AudienceEntry] = []
-            let loaded = await persistently("read audience") {
-                entries = try await store.audiencePage(
-                    appID: record.appID, audience: record.audience, environment: record.options.environment,
-                    after: cursor, limit: settings.pageSize, withRecipientDetails: policy != nil)
+            let prepared: PreparedPage?
+            if let nextPage {
+                prepared = await nextPage.value
+            } else {
+                prepared = await preparePage(after: cursor)
             }
-            guard loaded else { break }
+            nextPage = nil
+            guard let prepared else { break }
+            let entries = prepared.entries
             if entries.isEmpty {
                 state.withLock { $0.exhausted = true }
                 break
+            }
+            if policy != nil, entries.count == settings.pageSize {
+                let last = entries[entries.count - 1].position
+                nextPage = Task { await self.preparePage(after: last) }
             }
             let pageIndex = state.withLock { state -> Int in
                 state.pages.append(
@@ -174,22 +185,7 @@ final class MessageRun: Sendable {
             var unsent: [(entry: AudienceEntry, result: EntryResult)] = []
             // One decision per entry that is not already skipped, in order; nil = send the
             // message's payload to all (no policy).
-            var decisions: [DeliveryDecision]?
-            if let policy {
-                let candidates = entries.filter { $0.skipReason == nil }
-                if !candidates.isEmpty {
-                    let decided = await persistently("decide") {
-                        decisions = try await policy.decide(candidates.map(\.recipient), message: record)
-                    }
-                    guard decided else { break reading }
-                    if decisions?.count != candidates.count {
-                        logger.error(
-                            "message \(record.id): the \(record.vendor) policy answered \(decisions?.count ?? 0) decisions for \(candidates.count) recipients; skipping them"
-                        )
-                        decisions = Array(repeating: .skip(reason: "PolicyError"), count: candidates.count)
-                    }
-                }
-            }
+            let decisions = prepared.decisions
             // Usually one group (one environment, no selector): found by comparing with the
             // previous entry's, not by hashing every entry.
             var groups: [(route: SendRoute, group: SendGroup)] = []
@@ -259,6 +255,8 @@ final class MessageRun: Sendable {
             }
             if state.withLock({ $0.exhausted }) { break }
         }
+        // Only when stopping: the prepared page's store calls give up once the engine stops.
+        _ = await nextPage?.value
         await waitForInFlight()
         // The count is only a progress estimate; the final flush records the real total.
         counter?.cancel()
@@ -270,6 +268,41 @@ final class MessageRun: Sendable {
         await flusher.value
         await flush()
         finish()
+    }
+
+    /// An audience page and, with a policy, its decisions: one per entry not already skipped,
+    /// in order (nil: send the message's payload to all).
+    struct PreparedPage {
+        var entries: [AudienceEntry]
+        var decisions: [DeliveryDecision]?
+    }
+
+    /// Reads the page after `cursor` and has the policy decide it; nil when the engine stopped
+    /// first. A page decided again after a crash gets the same badges (the policy remembers
+    /// what it gave per message), so deciding ahead of sending is safe.
+    private func preparePage(after cursor: Int64) async -> PreparedPage? {
+        var entries: [AudienceEntry] = []
+        let loaded = await persistently("read audience") {
+            entries = try await engine.store.audiencePage(
+                appID: record.appID, audience: record.audience, environment: record.options.environment,
+                after: cursor, limit: engine.settings.pageSize, withRecipientDetails: policy != nil)
+        }
+        guard loaded else { return nil }
+        guard let policy else { return PreparedPage(entries: entries) }
+        let candidates = entries.filter { $0.skipReason == nil }
+        guard !candidates.isEmpty else { return PreparedPage(entries: entries) }
+        var decisions: [DeliveryDecision]?
+        let decided = await persistently("decide") {
+            decisions = try await policy.decide(candidates.map(\.recipient), message: record)
+        }
+        guard decided else { return nil }
+        if decisions?.count != candidates.count {
+            logger.error(
+                "message \(record.id): the \(record.vendor) policy answered \(decisions?.count ?? 0) decisions for \(candidates.count) recipients; skipping them"
+            )
+            decisions = Array(repeating: .skip(reason: "PolicyError"), count: candidates.count)
+        }
+        return PreparedPage(entries: entries, decisions: decisions)
     }
 
     /// Counts the audience and records it as the expected total while the message is sending.
