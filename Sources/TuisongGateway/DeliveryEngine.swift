@@ -47,9 +47,17 @@ protocol PushSender: Sendable {
     func send(
         app: App, message: MessageRecord, environment: APNsEnvironment, selector: String?, tokens: [String],
         payloads: [[UInt8]?]?, report: @escaping @Sendable ([SendReport]) -> Void) async
+
+    /// Gets ready to send the app's pushes of `environment` (nil: the default, production):
+    /// opens the connections a first push would otherwise wait for. Returns without waiting
+    /// for them.
+    func prepare(app: App, environment: APNsEnvironment?) async
 }
 
 extension PushSender {
+    /// Nothing to open (test fakes).
+    func prepare(app: App, environment: APNsEnvironment?) async {}
+
     /// One task per token through `send(app:message:token:environment:)`, for senders with no
     /// cheaper way to send many (test fakes).
     func send(
@@ -196,7 +204,18 @@ public final class DeliveryEngine: PushGateway {
         let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
         let record = try await store.createMessage(job, payload: payload, state: state)
         metrics.messagesAccepted.increment([job.vendor])
-        if state == .queued { wakeSignal.signal() }
+        if state == .queued {
+            wakeSignal.signal()
+            // The first push after a start would otherwise wait for the APNs connections (TLS,
+            // HTTP/2 settings): they open while the dispatcher starts the message.
+            let sender = sender
+            let apps = apps
+            let environment = job.options.environment
+            Task {
+                guard let app = try? await apps.app(id: job.appID) else { return }
+                await sender.prepare(app: app, environment: environment)
+            }
+        }
         return record
     }
 
