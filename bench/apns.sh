@@ -2,15 +2,24 @@
 # make bench-apns: delivery throughput against the bundled APNs mock on loopback. Not a test.
 #  (a) baseline: h2load straight at `tuisong apns-mock` (same payload, connections, streams)
 #  (b) Tuisong: one tag push through the native API, from the API call to the last delivery
-#      recorded, for BENCH_DEVICES (200,000) and then BENCH_LARGE (1,000,000) devices.
+#      recorded, for BENCH_DEVICES (200,000) and then BENCH_LARGE (1,000,000) devices, each
+#      watched by a poller of GET /api/v1/messages/{id} at BENCH_POLL_HZ (100) on one
+#      keep-alive connection (bench/push_watch.py). BENCH_POLL_COMPARE=1 (the default) pushes
+#      to the large tag a second time with a 4 Hz poller, to show what the polling costs.
+#  (c) the per-recipient path: a Tencent all_member_push/im_push to BENCH_POLICY_DEVICES
+#      (200,000) background accounts with one device each, through the Tencent delivery
+#      policy (skip rules, a badge per account, a payload rendered per device). 0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=.build/release/tuisong
+BIN=${BENCH_BIN:-.build/release/tuisong}
 DEVICES=${BENCH_DEVICES:-200000}
 LARGE=${BENCH_LARGE:-1000000}
 CONNECTIONS=${BENCH_CONNECTIONS:-2}
 STREAMS=${BENCH_STREAMS:-500}
 PORT=${BENCH_PORT:-18090}
+POLL_HZ=${BENCH_POLL_HZ:-100}
+POLL_COMPARE=${BENCH_POLL_COMPARE:-1}
+POLICY_DEVICES=${BENCH_POLICY_DEVICES:-200000}
 WORK=$(mktemp -d /tmp/tuisong-bench-apns.XXXXXX)
 MOCK_PID=""
 GW_PID=""
@@ -63,39 +72,37 @@ for i in range($1, $2 + 1): w('%064x\n' % i)
 " | $BIN device import --app "$APP_ID" --tag "$3" > /dev/null
 }
 
-push_and_wait() {  # push_and_wait TAG COUNT
-  python3 - "$1" "$2" "$PORT" "$KEY" "$GW_PID" <<'PY'
-import json, sys, time, urllib.request
-tag, count, port, key, pid = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-base = f"http://127.0.0.1:{port}/api/v1"
-def call(method, path, body=None):
-    req = urllib.request.Request(base + path, method=method, data=json.dumps(body).encode() if body else None,
-        headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.load(r)
-def rss():
-    fields = dict(l.split(":", 1) for l in open(f"/proc/{pid}/status"))
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-start = time.monotonic()
-msg = call("POST", "/push", {"audience": {"tag": tag},
-    "notification": {"alert": {"title": "Tuisong", "body": "bench"}, "badge": 1, "sound": "default", "custom": {"id": 42}}})
-first = None; peak = 0; status = {}
-while True:
-    status = call("GET", f"/messages/{msg['message_id']}")
-    c = status["counts"]
-    if first is None and c["delivered"] > 0: first = time.monotonic() - start
-    peak = max(peak, rss()[0])
-    if status["state"] == "completed" and c["queued"] == 0 and c["sending"] == 0: break
-    if time.monotonic() - start > 900: print("timed out", status); break
-    time.sleep(0.02)
-elapsed = time.monotonic() - start
-c = status["counts"]
-print(f"   {count} devices: {c['delivered']} delivered, {c['failed']} failed in {elapsed:.2f} s "
-      f"= {c['delivered'] / elapsed:,.0f} notifications/s; first delivery after {first * 1000:.0f} ms; "
-      f"peak RSS {max(peak, rss()[1]):.1f} MB (sampled {peak:.1f} MB)")
-print(f"RATE {c['delivered'] / elapsed:.0f}")
-PY
+push_and_wait() {  # push_and_wait TAG COUNT [HZ]
+  python3 bench/push_watch.py --port "$PORT" --key "$KEY" --pid "$GW_PID" --tag "$1" --count "$2" --hz "${3:-$POLL_HZ}"
 }
+
+ratio() {  # ratio OUTPUT: b/a of push_watch.py's output
+  python3 -c "print(f'   ratio b/a = {$(echo "$1" | awk '/^RATE/ {print $2}') / $BASELINE:.2f} (baseline {$BASELINE:,.0f} req/s)')"
+}
+
+# The per-recipient bench's app: Tencent settings, the mock's key, BENCH_POLICY_DEVICES devices
+# each bound to its own account, every account in the background (what report_background does;
+# set directly in the database because a million device calls would take longer than the push).
+TENCENT_SDKAPPID=1400000042
+TENCENT_SECRET=5bd2850fff3ecb11d7c805251c51ee463a25727bddc2385f3fa8bfee1bb93b5e
+if [ "$POLICY_DEVICES" -gt 0 ]; then
+  TAPP=$($BIN app create --name bench-tencent --bundle-id com.example.bench)
+  TAPP_ID=$(echo "$TAPP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  TKEY=$(echo "$TAPP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])')
+  TENCENT_SECRET="$TENCENT_SECRET" $BIN app set-tencent --app "$TAPP_ID" --sdkappid "$TENCENT_SDKAPPID" \
+    --secret-env TENCENT_SECRET > /dev/null
+  $BIN credential add --app "$TAPP_ID" --environment production --p8 "$(field p8_file)" \
+    --key-id "$(field key_id)" --team-id "$(field team_id)" > /dev/null
+  python3 -c "
+import sys
+w = sys.stdout.write
+for i in range(1, $POLICY_DEVICES + 1): w('%064x\\n' % (0x7000000000 + i))
+" | $BIN device import --app "$TAPP_ID" > /dev/null
+  sqlite3 "$TUISONG_DATABASE_PATH" "
+    UPDATE devices SET im_account = 'user' || id WHERE app_id = $TAPP_ID;
+    INSERT INTO accounts (app_id, account, app_state, badge, created_at, updated_at)
+      SELECT app_id, im_account, 'background', 0, 0, 0 FROM devices WHERE app_id = $TAPP_ID;"
+fi
 
 echo "== seeding $DEVICES devices tagged bench-a"
 seed 1 "$DEVICES" bench-a
@@ -103,14 +110,24 @@ $BIN serve > "$WORK/serve.log" 2>&1 &
 GW_PID=$!
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$PORT/healthz" > /dev/null 2>&1 && break; sleep 0.1; done
 
-echo "== (b) Tuisong: tag push to $DEVICES devices through POST /api/v1/push"
-OUT=$(push_and_wait bench-a "$DEVICES"); echo "$OUT" | grep -v '^RATE'
-RATE=$(echo "$OUT" | awk '/^RATE/ {print $2}')
-python3 -c "print(f'   ratio b/a = {$RATE / $BASELINE:.2f} (baseline {$BASELINE:,.0f} req/s)')"
+echo "== (b) Tuisong: tag push to $DEVICES devices through POST /api/v1/push, polled at $POLL_HZ Hz"
+OUT=$(push_and_wait bench-a "$DEVICES"); echo "$OUT" | grep -v '^RATE'; ratio "$OUT"
+
+if [ "$POLICY_DEVICES" -gt 0 ]; then
+  echo "== (c) per-recipient path: Tencent all_member_push/im_push to $POLICY_DEVICES background accounts, polled at $POLL_HZ Hz"
+  OUT=$(python3 bench/push_watch.py --port "$PORT" --key "$TKEY" --pid "$GW_PID" --count "$POLICY_DEVICES" \
+    --hz "$POLL_HZ" --tencent "$TENCENT_SDKAPPID" "$TENCENT_SECRET" --database "$TUISONG_DATABASE_PATH")
+  echo "$OUT" | grep -v '^RATE'; ratio "$OUT"
+fi
 
 if [ "$LARGE" -gt 0 ]; then
   echo "== seeding $LARGE devices tagged bench-b (server running)"
   seed $((DEVICES + 1)) $((DEVICES + LARGE)) bench-b
-  echo "== (b) Tuisong: tag push to $LARGE devices"
-  push_and_wait bench-b "$LARGE" | grep -v '^RATE'
+  echo "== (b) Tuisong: tag push to $LARGE devices, polled at $POLL_HZ Hz"
+  OUT=$(push_and_wait bench-b "$LARGE"); echo "$OUT" | grep -v '^RATE'; ratio "$OUT"
+  if [ "$POLL_COMPARE" = 1 ]; then
+    echo "== (b) the same $LARGE devices again, polled at 4 Hz (the cost of polling at $POLL_HZ Hz)"
+    OUT4=$(push_and_wait bench-b "$LARGE" 4); echo "$OUT4" | grep -v '^RATE'; ratio "$OUT4"
+    python3 -c "print(f'   polling at $POLL_HZ Hz costs {(1 - $(echo "$OUT" | awk '/^RATE/ {print $2}') / $(echo "$OUT4" | awk '/^RATE/ {print $2}')) * 100:.1f} % of the 4 Hz rate')"
+  fi
 fi

@@ -115,10 +115,16 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
                 badges.merge(incremented) { _, new in new }
             }
         }
+        // Rendered once per distinct badge, not per receiver: a page's badges take few values,
+        // and equal payloads then share one buffer.
+        var rendered: [Int?: [UInt8]] = [:]
         return zip(recipients, reasons).map { recipient, reason in
             if let reason { return .skip(reason: reason) }
             let badge = template.countsBadge ? recipient.account.flatMap { badges[$0] } : nil
-            return .sendPayload(template.payload(badge: badge))
+            if let bytes = rendered[badge] { return .sendPayload(bytes) }
+            let bytes = template.payload(badge: badge)
+            rendered[badge] = bytes
+            return .sendPayload(bytes)
         }
     }
 

@@ -347,19 +347,32 @@ struct TencentStore: Sendable {
     /// Remembers the badges given for this message; forgets those older than `keepSince`.
     func recordBadges(messageID: Int64, _ badges: [String: Int], now: Int64, keepSince: Int64) async throws {
         guard !badges.isEmpty else { return }
+        let rows = Array(badges)
         try await database.write { db in
-            for (account, badge) in badges {
+            // Many rows per INSERT: one statement per badge was most of a 1,000-device page's
+            // decision time (im_push to every account).
+            for start in stride(from: 0, to: rows.count, by: Self.rowsPerInsert) {
+                let part = rows[start..<min(start + Self.rowsPerInsert, rows.count)]
+                var arguments: [SQLValue] = []
+                arguments.reserveCapacity(part.count * 4)
+                for (account, badge) in part {
+                    arguments += [.integer(messageID), .text(account), .integer(Int64(badge)), .integer(now)]
+                }
                 try db.execute(
                     """
-                    INSERT INTO tencent_message_badges (message_id, account, badge, created_at) VALUES (?, ?, ?, ?)
+                    INSERT INTO tencent_message_badges (message_id, account, badge, created_at)
+                    VALUES \(Array(repeating: "(?, ?, ?, ?)", count: part.count).joined(separator: ", "))
                     ON CONFLICT (message_id, account) DO NOTHING
-                    """, [.integer(messageID), .text(account), .integer(Int64(badge)), .integer(now)])
+                    """, arguments)
             }
             try db.execute("DELETE FROM tencent_message_badges WHERE created_at < ?", [.integer(keepSince)])
         }
     }
 
     // MARK: Helpers
+
+    /// Rows per multi-row INSERT: 4 parameters each, well under SQLite's 32,766.
+    static let rowsPerInsert = 250
 
     static func marks(_ count: Int) -> String {
         Array(repeating: "?", count: max(count, 1)).joined(separator: ", ")

@@ -113,6 +113,12 @@ public final class APNsConnectionPool: APNsTransport {
         core.shutdownDetached()
     }
 
+    /// Opens the pool's connections now (TLS and HTTP/2 set-up) instead of on the first
+    /// request, so a push about to be sent does not wait for them. No effect once open.
+    public func connect() {
+        core.connect()
+    }
+
     /// Sends one notification and waits for APNs' answer (any HTTP status is a response).
     /// Cancelling the calling task resets the stream and throws `.cancelled`.
     public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 public import TuisongCrypto
 
 /// How a pool proves who it is to APNs. One pool per credential and environment: a
@@ -53,9 +54,7 @@ public enum APNsCredentialMaterial: Sendable {
         do {
             switch self {
             case .token:
-                return try TLSContext.client(
-                    alpn: ["h2"], trustSystemCAs: true, caFile: caFile,
-                    caCertificates: extraCACertificates)
+                return try Self.tokenContext(caFile: caFile, extraCACertificates: extraCACertificates)
             case .certificate(let certificate, let key, let chain):
                 return try TLSContext.client(
                     alpn: ["h2"], trustSystemCAs: true, caFile: caFile,
@@ -68,5 +67,34 @@ public enum APNsCredentialMaterial: Sendable {
                 ? .credentialFailed : .tlsFailed
             throw APNsTransportError(code, "TLS context: \(error.message)")
         }
+    }
+}
+
+extension APNsCredentialMaterial {
+    private struct TrustKey: Hashable {
+        var caFile: String?
+        var extraCertificates: [String]
+    }
+
+    /// One TLS context per trust set for every token credential: without a client certificate
+    /// the contexts of two pools are the same, and building one loads and parses the system CA
+    /// store (about 30 ms here), which the first push through each new pool waited for.
+    private static let tokenContexts = Mutex<[TrustKey: TLSContext]>([:])
+
+    static func tokenContext(caFile: String?, extraCACertificates: [Certificate]) throws(CryptoError) -> TLSContext {
+        let key = TrustKey(caFile: caFile, extraCertificates: extraCACertificates.map(\.sha256Fingerprint))
+        if let context = tokenContexts.withLock({ $0[key] }) { return context }
+        let context = try TLSContext.client(
+            alpn: ["h2"], trustSystemCAs: true, caFile: caFile, caCertificates: extraCACertificates)
+        return tokenContexts.withLock { contexts in
+            if let existing = contexts[key] { return existing }
+            contexts[key] = context
+            return context
+        }
+    }
+
+    /// Builds the token credentials' TLS context ahead of the first pool (a gateway starting).
+    public static func prepareTokenContext(caFile: String?, extraCACertificates: [Certificate]) {
+        _ = try? tokenContext(caFile: caFile, extraCACertificates: extraCACertificates)
     }
 }

@@ -83,6 +83,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         case submit(PendingRequest)
         case submitBatch([PendingRequest])
         case cancel(PendingRequest)
+        /// Open the connections now, ahead of the first request.
+        case connect
     }
 
     let loop: EventLoop
@@ -150,6 +152,10 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         enqueueInbox(.cancel(pending))
     }
 
+    func connect() {
+        enqueueInbox(.connect)
+    }
+
     private func enqueueInbox(_ entry: InboxEntry) {
         let (mustSchedule, closed): (Bool, Bool) = inbox.withLock { inbox in
             if inbox.closed { return (false, true) }
@@ -187,7 +193,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 guard let sink = batch.first?.sink else { continue }
                 sink.handler(
                     batch.map { APNsBatchAnswer(index: $0.index, result: .failure(shutdownError)) })
-            case .cancel:
+            case .cancel, .connect:
                 break
             }
         }
@@ -248,6 +254,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 }
             case .cancel(let pending):
                 cancelOnLoop(pending)
+            case .connect:
+                if !isShutdown { initialConnectionsStarted = true }
             }
         }
         inboxScratch.removeAll(keepingCapacity: true)

@@ -217,6 +217,51 @@ public struct DeviceInvalidation: Sendable, Hashable {
     }
 }
 
+/// The parts of a message that change while it is sent, read in one snapshot without the
+/// message's JSON columns: what a status poll needs from the store (the rest of a message
+/// never changes after it is created).
+public struct MessageProgressSnapshot: Sendable, Hashable {
+    public var state: MessageState
+    public var total: Int?
+    public var startedAt: Date?
+    public var completedAt: Date?
+    /// The audience position up to which outcomes are committed (`MessageRecord.cursor`).
+    public var cursor: Int64
+    public var counts: DeliveryCounts
+    public var failures: [String: Int]
+    public var skips: [String: Int]
+
+    public init(
+        state: MessageState, total: Int?, startedAt: Date?, completedAt: Date?, cursor: Int64,
+        counts: DeliveryCounts, failures: [String: Int], skips: [String: Int]
+    ) {
+        self.state = state
+        self.total = total
+        self.startedAt = startedAt
+        self.completedAt = completedAt
+        self.cursor = cursor
+        self.counts = counts
+        self.failures = failures
+        self.skips = skips
+    }
+}
+
+extension MessageRecord {
+    /// This record with the changing parts replaced by `snapshot`'s.
+    public func updated(with snapshot: MessageProgressSnapshot) -> MessageRecord {
+        var record = self
+        record.state = snapshot.state
+        record.total = snapshot.total
+        record.startedAt = snapshot.startedAt
+        record.completedAt = snapshot.completedAt
+        record.cursor = snapshot.cursor
+        record.counts = snapshot.counts
+        record.failures = snapshot.failures
+        record.skips = snapshot.skips
+        return record
+    }
+}
+
 /// Everything one dispatcher flush persists, in one transaction.
 public struct MessageProgress: Sendable {
     public var messageID: Int64
@@ -281,13 +326,19 @@ public protocol MessageStore: Sendable {
     /// Commits the message; when this returns it survives a crash.
     func createMessage(_ job: PushJob, payload: [UInt8], state: MessageState) async throws -> MessageRecord
     func message(id: Int64) async throws -> MessageRecord?
+    /// The changing parts of a message, cheaply (a status poll). nil: no such message.
+    func messageProgress(id: Int64) async throws -> MessageProgressSnapshot?
     func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord?
     /// Recent messages of an app (or all apps), newest first.
     func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord]
     /// Messages to (re)start: queued or sending, and scheduled ones whose time has come.
     func dispatchableMessages(now: Date) async throws -> [MessageRecord]
-    /// Marks a message sending with its expected total. `false` when it was cancelled meanwhile.
-    func startMessage(id: Int64, total: Int, at: Date) async throws -> Bool
+    /// Marks a message sending, with its expected total when known (nil leaves the total as it
+    /// is). `false` when it was cancelled meanwhile.
+    func startMessage(id: Int64, total: Int?, at: Date) async throws -> Bool
+    /// Records the expected total of a message that is still sending (counted while it is
+    /// sent); no effect on a finished one, whose total is what got an outcome.
+    func setExpectedTotal(id: Int64, total: Int) async throws
     func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws
     /// Cancels a message still `scheduled` (or `queued` and not started). `false` otherwise.
     func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool

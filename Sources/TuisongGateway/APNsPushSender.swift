@@ -82,6 +82,11 @@ final class APNsPushSender: PushSender {
         self.fallback = fallback
         self.clock = clock
         self.logger = logger
+        // Off the start-up path, before the first push needs it.
+        Task.detached(priority: .utility) {
+            APNsCredentialMaterial.prepareTokenContext(
+                caFile: endpoints.caFile, extraCACertificates: endpoints.extraCACertificates)
+        }
     }
 
     /// Each open pool's statistics (for metrics, read at scrape time).
@@ -121,6 +126,14 @@ final class APNsPushSender: PushSender {
 
     func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome {
         await send(app: app, message: message, token: token, environment: environment, selector: nil, payload: nil)
+    }
+
+    /// Opens the pool of the app's default credential for `environment`; devices with a
+    /// credential selector open theirs on their first send.
+    func prepare(app: App, environment: APNsEnvironment?) async {
+        if case .pool(let pool, _) = await route(app: app, environment: environment ?? .production, selector: nil) {
+            pool.connect()
+        }
     }
 
     func send(

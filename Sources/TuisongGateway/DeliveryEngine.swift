@@ -47,9 +47,17 @@ protocol PushSender: Sendable {
     func send(
         app: App, message: MessageRecord, environment: APNsEnvironment, selector: String?, tokens: [String],
         payloads: [[UInt8]?]?, report: @escaping @Sendable ([SendReport]) -> Void) async
+
+    /// Gets ready to send the app's pushes of `environment` (nil: the default, production):
+    /// opens the connections a first push would otherwise wait for. Returns without waiting
+    /// for them.
+    func prepare(app: App, environment: APNsEnvironment?) async
 }
 
 extension PushSender {
+    /// Nothing to open (test fakes).
+    func prepare(app: App, environment: APNsEnvironment?) async {}
+
     /// One task per token through `send(app:message:token:environment:)`, for senders with no
     /// cheaper way to send many (test fakes).
     func send(
@@ -131,6 +139,10 @@ public final class DeliveryEngine: PushGateway {
     let logger: Logger
     let permits: AsyncSemaphore
     private let runs = Mutex<[Int64: MessageRun]>([:])
+    /// Messages whose status was asked for, by id, for their parts that never change
+    /// (audience, notification, options…); their counters are read from the store each time.
+    private let messageHeads = Mutex<[Int64: MessageRecord]>([:])
+    private static let messageHeadLimit = 256
     private let wakeSignal = WakeSignal()
     private let loops = Mutex<[Task<Void, Never>]>([])
     private let stopping = Atomic<Bool>(false)
@@ -192,7 +204,18 @@ public final class DeliveryEngine: PushGateway {
         let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
         let record = try await store.createMessage(job, payload: payload, state: state)
         metrics.messagesAccepted.increment([job.vendor])
-        if state == .queued { wakeSignal.signal() }
+        if state == .queued {
+            wakeSignal.signal()
+            // The first push after a start would otherwise wait for the APNs connections (TLS,
+            // HTTP/2 settings): they open while the dispatcher starts the message.
+            let sender = sender
+            let apps = apps
+            let environment = job.options.environment
+            Task {
+                guard let app = try? await apps.app(id: job.appID) else { return }
+                await sender.prepare(app: app, environment: environment)
+            }
+        }
         return record
     }
 
@@ -203,18 +226,38 @@ public final class DeliveryEngine: PushGateway {
         try await store.cancelScheduledMessage(id: messageID, at: clock.now)
     }
 
+    /// A message's status: its changing parts from one point read of the store (no JSON
+    /// column decoded, no hop to a database queue), the rest from the running message or a
+    /// small cache (it never changes), and a running message's outcomes not yet committed laid
+    /// over the store's counts. Cheap enough to poll at 100 Hz during a push.
     public func status(messageID: Int64) async throws -> MessageStatus? {
-        guard let record = try await store.message(id: messageID) else { return nil }
         let run = runs.withLock { $0[messageID] }
+        // Before the store read: `uncommitted(after:)` then leaves out whatever the read saw.
+        let live = run?.liveCounts()
+        guard let snapshot = try await store.messageProgress(id: messageID) else { return nil }
+        let head: MessageRecord
+        if let run {
+            head = run.record
+        } else if let cached = messageHeads.withLock({ $0[messageID] }) {
+            head = cached
+        } else {
+            guard let full = try await store.message(id: messageID) else { return nil }
+            messageHeads.withLock { heads in
+                if heads.count >= Self.messageHeadLimit { heads.removeAll(keepingCapacity: true) }
+                heads[messageID] = full
+            }
+            head = full
+        }
+        let record = head.updated(with: snapshot)
         var counts = record.counts
         var failures = record.failures
         var skips = record.skips
-        if let run {
-            let live = run.liveCounts()
-            for state in DeliveryState.allCases { counts[state] += live.counts[state] }
+        if let live {
+            let uncommitted = live.uncommitted(after: snapshot.cursor)
+            for state in DeliveryState.allCases { counts[state] += uncommitted.counts[state] }
             counts.sending += live.inFlight
-            for (reason, n) in live.failures { failures[reason, default: 0] += n }
-            for (reason, n) in live.skips { skips[reason, default: 0] += n }
+            for (reason, n) in uncommitted.failures { failures[reason, default: 0] += n }
+            for (reason, n) in uncommitted.skips { skips[reason, default: 0] += n }
         }
         if let total = record.total, record.state == .queued || record.state == .sending || record.state == .scheduled {
             let accounted = counts.total

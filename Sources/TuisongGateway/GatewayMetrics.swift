@@ -130,6 +130,10 @@ final class MeteredPushSender: PushSender {
         }
     }
 
+    func prepare(app: App, environment: APNsEnvironment?) async {
+        await wrapped.prepare(app: app, environment: environment)
+    }
+
     // The selector-aware forms must be forwarded too: the protocol's defaults would drop the
     // selector and send every device through the app's default credential.
     func send(

@@ -28,9 +28,7 @@ final class MessageRun: Sendable {
         var inFlight = 0
         var exhausted = false
         /// Outcomes taken out of `pages` but not yet committed, still shown as live.
-        var flushingCounts = DeliveryCounts()
-        var flushingFailures: [String: Int] = [:]
-        var flushingSkips: [String: Int] = [:]
+        var flushing: Tally?
         var pageWaiter: CheckedContinuation<Void, Never>?
         /// Tells the flush loop to end; the run's last flush follows.
         var flusherStopped = false
@@ -38,11 +36,36 @@ final class MessageRun: Sendable {
         var doneWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
+    /// Outcomes not known to be committed, with the audience position that commits them
+    /// (a page's last position, or a flush's cursor).
+    struct Tally {
+        var lastPosition: Int64
+        var counts = DeliveryCounts()
+        var failures: [String: Int] = [:]
+        var skips: [String: Int] = [:]
+    }
+
     struct Live {
-        var counts: DeliveryCounts
-        var failures: [String: Int]
-        var skips: [String: Int]
+        /// In audience order: the flush being committed, then each unflushed page.
+        var tallies: [Tally]
         var inFlight: Int
+
+        /// What is not in a store snapshot whose cursor is `committedCursor`: a flush commits
+        /// its counts and its cursor in one transaction, so a tally at or below the cursor is
+        /// already counted there, whichever happened first, the poll's store read or the flush.
+        func uncommitted(after committedCursor: Int64) -> (
+            counts: DeliveryCounts, failures: [String: Int], skips: [String: Int]
+        ) {
+            var counts = DeliveryCounts()
+            var failures: [String: Int] = [:]
+            var skips: [String: Int] = [:]
+            for tally in tallies where tally.lastPosition > committedCursor {
+                for s in DeliveryState.allCases { counts[s] += tally.counts[s] }
+                for (reason, n) in tally.failures { failures[reason, default: 0] += n }
+                for (reason, n) in tally.skips { skips[reason, default: 0] += n }
+            }
+            return (counts, failures, skips)
+        }
     }
 
     /// Devices of one page that go out through one credential: same environment and selector.
@@ -77,17 +100,19 @@ final class MessageRun: Sendable {
 
     var logger: Logger { engine.logger }
 
+    /// Taken before the store is read for a status: see `Live.uncommitted(after:)`.
     func liveCounts() -> Live {
         state.withLock { state in
-            var counts = state.flushingCounts
-            var failures = state.flushingFailures
-            var skips = state.flushingSkips
+            var tallies: [Tally] = []
+            tallies.reserveCapacity(state.pages.count - state.flushedPages + 1)
+            if let flushing = state.flushing { tallies.append(flushing) }
             for page in state.pages[state.flushedPages...] {
-                for s in DeliveryState.allCases { counts[s] += page.counts[s] }
-                for (reason, n) in page.failures { failures[reason, default: 0] += n }
-                for (reason, n) in page.skips { skips[reason, default: 0] += n }
+                tallies.append(
+                    Tally(
+                        lastPosition: page.lastPosition, counts: page.counts, failures: page.failures,
+                        skips: page.skips))
             }
-            return Live(counts: counts, failures: failures, skips: skips, inFlight: state.inFlight)
+            return Live(tallies: tallies, inFlight: state.inFlight)
         }
     }
 
@@ -109,9 +134,7 @@ final class MessageRun: Sendable {
         if record.state != .sending {
             var started = false
             await persistently("start") {
-                let total = try await store.audienceCount(
-                    appID: record.appID, audience: record.audience, environment: record.options.environment)
-                started = try await store.startMessage(id: record.id, total: total, at: engine.clock.now)
+                started = try await store.startMessage(id: record.id, total: nil, at: engine.clock.now)
             }
             guard started else {
                 // Cancelled between being listed and being started.
@@ -119,23 +142,38 @@ final class MessageRun: Sendable {
                 return
             }
         }
+        // Counted beside the sending, not before it: a count walks the whole audience (hundreds
+        // of milliseconds for a million-device tag) and the first device need not wait for it.
+        // A restart after a crash counts again if the count had not been recorded.
+        let counter = record.total == nil ? Task { await recordExpectedTotal() } : nil
         let flusher = Task { await flushLoop() }
         // Chunks below this wait for more permits, so a busy pool is fed in batches rather
         // than one device per returned permit.
         let chunkFloor = max(1, min(engine.permits.capacity / 4, 256))
         var cursor = record.cursor
+        // With a policy, the next page is read and decided while this one is sent: a decision
+        // (the policy's reads and badge writes) takes as long as sending a page, and pages are
+        // still decided one at a time, in order. Without one, the loop mostly waits for the
+        // window and reads as it goes.
+        var nextPage: Task<PreparedPage?, Never>?
         reading: while !engine.isStopping {
             await waitForWindow()
-            var entries: [AudienceEntry] = []
-            let loaded = await persistently("read audience") {
-                entries = try await store.audiencePage(
-                    appID: record.appID, audience: record.audience, environment: record.options.environment,
-                    after: cursor, limit: settings.pageSize, withRecipientDetails: policy != nil)
+            let prepared: PreparedPage?
+            if let nextPage {
+                prepared = await nextPage.value
+            } else {
+                prepared = await preparePage(after: cursor)
             }
-            guard loaded else { break }
+            nextPage = nil
+            guard let prepared else { break }
+            let entries = prepared.entries
             if entries.isEmpty {
                 state.withLock { $0.exhausted = true }
                 break
+            }
+            if policy != nil, entries.count == settings.pageSize {
+                let last = entries[entries.count - 1].position
+                nextPage = Task { await self.preparePage(after: last) }
             }
             let pageIndex = state.withLock { state -> Int in
                 state.pages.append(
@@ -147,22 +185,7 @@ final class MessageRun: Sendable {
             var unsent: [(entry: AudienceEntry, result: EntryResult)] = []
             // One decision per entry that is not already skipped, in order; nil = send the
             // message's payload to all (no policy).
-            var decisions: [DeliveryDecision]?
-            if let policy {
-                let candidates = entries.filter { $0.skipReason == nil }
-                if !candidates.isEmpty {
-                    let decided = await persistently("decide") {
-                        decisions = try await policy.decide(candidates.map(\.recipient), message: record)
-                    }
-                    guard decided else { break reading }
-                    if decisions?.count != candidates.count {
-                        logger.error(
-                            "message \(record.id): the \(record.vendor) policy answered \(decisions?.count ?? 0) decisions for \(candidates.count) recipients; skipping them"
-                        )
-                        decisions = Array(repeating: .skip(reason: "PolicyError"), count: candidates.count)
-                    }
-                }
-            }
+            let decisions = prepared.decisions
             // Usually one group (one environment, no selector): found by comparing with the
             // previous entry's, not by hashing every entry.
             var groups: [(route: SendRoute, group: SendGroup)] = []
@@ -232,7 +255,12 @@ final class MessageRun: Sendable {
             }
             if state.withLock({ $0.exhausted }) { break }
         }
+        // Only when stopping: the prepared page's store calls give up once the engine stops.
+        _ = await nextPage?.value
         await waitForInFlight()
+        // The count is only a progress estimate; the final flush records the real total.
+        counter?.cancel()
+        await counter?.value
         // Not task cancellation: a flush in progress must finish (the store refuses work from
         // a cancelled task).
         state.withLock { $0.flusherStopped = true }
@@ -240,6 +268,54 @@ final class MessageRun: Sendable {
         await flusher.value
         await flush()
         finish()
+    }
+
+    /// An audience page and, with a policy, its decisions: one per entry not already skipped,
+    /// in order (nil: send the message's payload to all).
+    struct PreparedPage {
+        var entries: [AudienceEntry]
+        var decisions: [DeliveryDecision]?
+    }
+
+    /// Reads the page after `cursor` and has the policy decide it; nil when the engine stopped
+    /// first. A page decided again after a crash gets the same badges (the policy remembers
+    /// what it gave per message), so deciding ahead of sending is safe.
+    private func preparePage(after cursor: Int64) async -> PreparedPage? {
+        var entries: [AudienceEntry] = []
+        let loaded = await persistently("read audience") {
+            entries = try await engine.store.audiencePage(
+                appID: record.appID, audience: record.audience, environment: record.options.environment,
+                after: cursor, limit: engine.settings.pageSize, withRecipientDetails: policy != nil)
+        }
+        guard loaded else { return nil }
+        guard let policy else { return PreparedPage(entries: entries) }
+        let candidates = entries.filter { $0.skipReason == nil }
+        guard !candidates.isEmpty else { return PreparedPage(entries: entries) }
+        var decisions: [DeliveryDecision]?
+        let decided = await persistently("decide") {
+            decisions = try await policy.decide(candidates.map(\.recipient), message: record)
+        }
+        guard decided else { return nil }
+        if decisions?.count != candidates.count {
+            logger.error(
+                "message \(record.id): the \(record.vendor) policy answered \(decisions?.count ?? 0) decisions for \(candidates.count) recipients; skipping them"
+            )
+            decisions = Array(repeating: .skip(reason: "PolicyError"), count: candidates.count)
+        }
+        return PreparedPage(entries: entries, decisions: decisions)
+    }
+
+    /// Counts the audience and records it as the expected total while the message is sending.
+    private func recordExpectedTotal() async {
+        do {
+            let total = try await engine.store.audienceCount(
+                appID: record.appID, audience: record.audience, environment: record.options.environment)
+            try await engine.store.setExpectedTotal(id: record.id, total: total)
+        } catch is CancellationError {
+        } catch {
+            // Only the estimate is missing (status shows no total until the message completes).
+            if !Task.isCancelled { logger.warning("message \(record.id): counting the audience failed: \(error)") }
+        }
     }
 
     private func finish() {
@@ -427,9 +503,9 @@ final class MessageRun: Sendable {
                 state.pages[index] = PageResults(lastPosition: page.lastPosition, pending: 0)
             }
             state.flushedPages = end
-            state.flushingCounts = progress.counts
-            state.flushingFailures = progress.failures
-            state.flushingSkips = progress.skips
+            state.flushing = Tally(
+                lastPosition: progress.cursor, counts: progress.counts, failures: progress.failures,
+                skips: progress.skips)
             if finishing { progress.finalState = .completed }
             return progress
         }
@@ -437,11 +513,7 @@ final class MessageRun: Sendable {
         await persistently("record progress") {
             try await engine.store.recordProgress(progress, at: engine.clock.now)
         }
-        state.withLock { state in
-            state.flushingCounts = DeliveryCounts()
-            state.flushingFailures = [:]
-            state.flushingSkips = [:]
-        }
+        state.withLock { $0.flushing = nil }
         if progress.counts.queued > 0 { engine.wake() }
         wakeWaiter()
     }

@@ -93,6 +93,9 @@ enum PointQuery: Int, CaseIterable {
     case appByAPIKeyHash
     /// An app by one vendor setting (`?1` the JSON path `$."vendor"."key"`, `?2` the value).
     case appByVendorSetting
+    /// A message's changing columns, with its failure and skip counts as JSON objects
+    /// (`{"reason":count}`) in the last two columns.
+    case messageProgressByID
 
     var sql: String {
         switch self {
@@ -113,6 +116,13 @@ enum PointQuery: Int, CaseIterable {
             "SELECT \(Rows.appColumns) FROM apps WHERE api_key_hash = ?1"
         case .appByVendorSetting:
             "SELECT \(Rows.appColumns) FROM apps WHERE json_extract(vendor_settings, ?1) = ?2 ORDER BY id LIMIT 1"
+        case .messageProgressByID:
+            """
+            SELECT state, total, started_at, completed_at, cursor, queued, sending, delivered, failed, skipped, held,
+                (SELECT json_group_object(reason, count) FROM message_failures WHERE message_id = messages.id),
+                (SELECT json_group_object(reason, count) FROM message_skips WHERE message_id = messages.id)
+            FROM messages WHERE id = ?1
+            """
         }
     }
 }

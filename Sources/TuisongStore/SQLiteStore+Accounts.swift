@@ -124,20 +124,31 @@ extension SQLiteStore: AccountStore {
     public func incrementBadges(appID: Int64, accounts: [String]) async throws -> [String: Int] {
         guard !accounts.isEmpty else { return [:] }
         let now = nowMilliseconds
+        // One statement for the whole list (a JSON array walked by json_each): an upsert per
+        // account was most of this write's time for a 1,000-account page. An account named
+        // twice is upserted twice; RETURNING's rows come in no set order, so the larger value
+        // is its last.
+        let list = JSONValue.array(accounts.map(JSONValue.string)).serializedString
+        let unique = Set(accounts).count
         return try await write { db in
             let increment = try db.cachedStatement(
                 sql: """
-                    INSERT INTO accounts (app_id, account, badge, created_at, updated_at) VALUES (?1, ?2, 1, ?3, ?3)
+                    INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
+                        SELECT ?1, value, 1, ?2, ?2 FROM json_each(?3) WHERE true
                     ON CONFLICT (app_id, account) DO UPDATE SET
                         badge = accounts.badge + 1, updated_at = excluded.updated_at
-                    RETURNING badge
+                    RETURNING account, badge
                     """)
             var values: [String: Int] = [:]
-            for account in accounts {
-                guard let value = try Int.fetchOne(increment, arguments: [appID, account, now]) else {
-                    throw StoreError(.unavailable, "the badge increment of \(account) returned no value")
-                }
-                values[account] = value
+            values.reserveCapacity(unique)
+            for row in try Row.fetchAll(increment, arguments: [appID, now, list]) {
+                let account: String = row[0]
+                let badge: Int = row[1]
+                values[account] = max(values[account] ?? 0, badge)
+            }
+            guard values.count == unique else {
+                throw StoreError(
+                    .unavailable, "the badge increments returned \(values.count) values for \(unique) accounts")
             }
             return values
         }

@@ -47,6 +47,8 @@ private final class GRDBExecutor: SQLExecutor {
         if arguments.isEmpty {
             // May hold several statements (`;`-separated), like a migration.
             try db.execute(sql: sql)
+        } else if let statement = try Self.reusable(sql, db) {
+            try statement.execute(arguments: Self.arguments(arguments))
         } else {
             try db.execute(sql: sql, arguments: Self.arguments(arguments))
         }
@@ -54,7 +56,12 @@ private final class GRDBExecutor: SQLExecutor {
     }
 
     func query(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {
-        let rows = try Row.fetchAll(db, sql: sql, arguments: Self.arguments(arguments))
+        let rows: [Row]
+        if let statement = try Self.reusable(sql, db) {
+            rows = try Row.fetchAll(statement, arguments: Self.arguments(arguments))
+        } else {
+            rows = try Row.fetchAll(db, sql: sql, arguments: Self.arguments(arguments))
+        }
         // `changedRows` stays what the last `execute` changed (the protocol's promise): SQLite's
         // count is not reset by a SELECT, so reading it here would report a stale number.
         return rows.map { row in
@@ -63,6 +70,16 @@ private final class GRDBExecutor: SQLExecutor {
     }
 
     var lastInsertedRowID: Int64 { db.lastInsertedRowID }
+
+    /// The connection's prepared statement for a short single statement, compiled once: a
+    /// plugin running one INSERT per row (a badge per account of a 1,000-device page) otherwise
+    /// has SQLite parse and GRDB authorize the same text a thousand times, the larger part of
+    /// the per-recipient path's write time. Long texts are usually IN lists whose length varies
+    /// with the page; caching each length would only fill the cache.
+    private static func reusable(_ sql: String, _ db: Database) throws -> Statement? {
+        guard sql.utf8.count <= 512, !sql.utf8.contains(UInt8(ascii: ";")) else { return nil }
+        return try db.cachedStatement(sql: sql)
+    }
 
     static func arguments(_ values: [SQLValue]) -> StatementArguments {
         StatementArguments(

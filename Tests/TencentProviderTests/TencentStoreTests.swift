@@ -73,6 +73,20 @@ import TuisongPluginTestKit
         #expect(try await store.givenBadges(messageID: 8, accounts: ["alice"]) == ["alice": 7])
     }
 
+    @Test func aPageOfBadgesIsRecordedAcrossSeveralMultiRowInserts() async throws {
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = TencentStore(database: temporary.database)
+        // More than two INSERTs' worth (TencentStore.rowsPerInsert rows each), one already given.
+        try await store.recordBadges(messageID: 9, ["user3": 100], now: 100, keepSince: 0)
+        let count = TencentStore.rowsPerInsert * 2 + 17
+        let badges = Dictionary(uniqueKeysWithValues: (0..<count).map { ("user\($0)", $0 + 1) })
+        try await store.recordBadges(messageID: 9, badges, now: 100, keepSince: 0)
+        var expected = badges
+        expected["user3"] = 100
+        #expect(try await store.givenBadges(messageID: 9, accounts: Array(badges.keys)) == expected)
+    }
+
     @Test func manyAccountsAreQueriedInChunks() async throws {
         let temporary = try TemporaryStore(providers: [TencentProvider.self])
         defer { temporary.remove() }

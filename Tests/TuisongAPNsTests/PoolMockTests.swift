@@ -155,6 +155,37 @@ func poolDeviceToken(_ index: Int) -> String {
         await fixture.shutdownPools()
     }
 
+    @Test func connectOpensTheConnectionsBeforeAnyRequest() async throws {
+        let fixture = try PoolMockFixture()
+        let pool = try fixture.pool()
+        #expect(pool.statistics.connectionsOpened == 0, "a pool opens nothing until asked")
+        pool.connect()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while pool.statistics.connectionsOpened < 2, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(pool.statistics.connectionsOpened == 2)
+        #expect(fixture.server.statistics.requests == 0)
+        // Asking again opens nothing more; the open connections carry the first push.
+        pool.connect()
+        let response = try await pool.send(fixture.request())
+        #expect(response.status == 200)
+        #expect(pool.statistics.connectionsOpened == 2)
+        await fixture.shutdownPools()
+    }
+
+    @Test func tokenPoolsOfOneTrustSetShareOneTLSContext() throws {
+        let fixture = try PoolMockFixture()
+        let first = try fixture.tokenCredential().makeTLSContext(caFile: fixture.caFile, extraCACertificates: [])
+        let second = try fixture.tokenCredential().makeTLSContext(caFile: fixture.caFile, extraCACertificates: [])
+        #expect(first === second)
+        let certificate = try fixture.certificateCredential().makeTLSContext(
+            caFile: fixture.caFile, extraCACertificates: [])
+        #expect(certificate !== first, "a client certificate needs a context of its own")
+        let otherTrust = try fixture.tokenCredential().makeTLSContext(caFile: nil, extraCACertificates: [])
+        #expect(otherTrust !== first)
+    }
+
     @Test func certificateAuthenticatedPushIsAccepted() async throws {
         let fixture = try PoolMockFixture()
         let pool = try fixture.pool(credential: try fixture.certificateCredential())
