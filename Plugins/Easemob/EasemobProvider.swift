@@ -29,12 +29,12 @@ public struct EasemobProvider: PushProvider {
     let store: EasemobStore
     let directory: EasemobDirectory
     let policy: EasemobDeliveryPolicy
-    let limiter: EasemobRateLimiter
+    let limiter: RateLimiter
 
     public init(context: ProviderContext) throws {
         self.context = context
         let configuration = try EasemobConfiguration(context.configuration)
-        limiter = EasemobRateLimiter(
+        limiter = RateLimiter(
             rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock)
         store = EasemobStore(database: context.database)
         directory = EasemobDirectory(apps: context.store, sealer: context.secrets)

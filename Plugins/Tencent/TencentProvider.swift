@@ -33,9 +33,8 @@ public struct TencentProvider: PushProvider {
     let policy: TencentDeliveryPolicy
 
     public init(context: ProviderContext) throws {
-        if let configuration = context.configuration, configuration.objectValue == nil {
-            throw ProviderConfigError(provider: Self.name, key: "", message: "must be an object")
-        }
+        // Tencent has no settings of its own in the config file (yet): a section may be empty.
+        try ProviderConfigSection.read(context.configuration, provider: Self.name) { _, _ in false }
         self.context = context
         tencentStore = TencentStore(database: context.database)
         policy = TencentDeliveryPolicy(store: tencentStore, accounts: context.accounts, clock: context.clock)
