@@ -213,31 +213,17 @@ extension SQLiteStore: MessageStore {
         withRecipientDetails: Bool
     ) async throws -> [AudienceEntry] {
         let limit = max(1, limit)
-        let details: Bool
+        // Account audiences are read with their details joined in (`boundDeviceEntries`); others
+        // get them in a second query only when a policy wants them.
+        let needsDetails: Bool
         switch audience {
-        case .accounts, .allAccounts: details = true
-        default: details = withRecipientDetails
+        case .accounts, .allAccounts: needsDetails = false
+        default: needsDetails = withRecipientDetails
         }
         return try await read { db in
-            switch audience {
-            case .accounts(let accounts):
-                guard !accounts.isEmpty else { return [] }
-                let marks = Array(repeating: "?", count: accounts.count).joined(separator: ", ")
-                var arguments: [(any DatabaseValueConvertible)?] = [appID]
-                arguments += accounts.map { $0 as (any DatabaseValueConvertible)? }
-                arguments.append(cursor)
-                return try Self.boundDeviceEntries(
-                    db, where: "d.app_id = ? AND d.im_account IN (\(marks)) AND d.id > ?", arguments,
-                    environment: environment, limit: limit)
-            case .allAccounts:
-                return try Self.boundDeviceEntries(
-                    db, where: "d.app_id = ? AND d.im_account IS NOT NULL AND d.id > ?", [appID, cursor],
-                    environment: environment, limit: limit)
-            default:
-                let entries = try Self.audienceEntries(
-                    db, appID: appID, audience: audience, environment: environment, after: cursor, limit: limit)
-                return details ? try Self.addRecipientDetails(db, appID: appID, to: entries) : entries
-            }
+            let entries = try Self.audienceEntries(
+                db, appID: appID, audience: audience, environment: environment, after: cursor, limit: limit)
+            return needsDetails ? try Self.addRecipientDetails(db, appID: appID, to: entries) : entries
         }
     }
 
@@ -305,12 +291,12 @@ extension SQLiteStore: MessageStore {
             var arguments: [(any DatabaseValueConvertible)?] = [appID]
             arguments += accounts.map { $0 as (any DatabaseValueConvertible)? }
             arguments.append(cursor)
-            return try Self.deviceEntries(
-                db, where: "app_id = ? AND im_account IN (\(marks)) AND id > ?", arguments,
+            return try Self.boundDeviceEntries(
+                db, where: "d.app_id = ? AND d.im_account IN (\(marks)) AND d.id > ?", arguments,
                 environment: environment, limit: limit)
         case .allAccounts:
-            return try Self.deviceEntries(
-                db, where: "app_id = ? AND im_account IS NOT NULL AND id > ?", [appID, cursor],
+            return try Self.boundDeviceEntries(
+                db, where: "d.app_id = ? AND d.im_account IS NOT NULL AND d.id > ?", [appID, cursor],
                 environment: environment, limit: limit)
         case .devices(let ids):
             let wanted = Array(Set(ids).filter { $0 > cursor }.sorted().prefix(limit))
