@@ -80,12 +80,11 @@ extension TencentProvider {
 
 /// Per receiver: seed 003's rules (`OfflinePushRules`) and the badge. Pushed accounts get
 /// their counter incremented once per message (unless BadgeMode 1), in one store call per
-/// page; what each account got is remembered with the message, so a page decided again
-/// (a retry) or an account whose devices fall on two pages is not counted twice.
+/// page (`AccountStore.grantBadges`), which remembers what each account got with the message:
+/// a page decided again or an account whose devices fall on two pages is not counted twice.
 struct TencentDeliveryPolicy: DeliveryPolicy {
     let store: TencentStore
     let accounts: any AccountStore
-    let clock: any TuisongCore.Clock
 
     func decide(_ recipients: [Recipient], message: MessageRecord) async throws -> [DeliveryDecision] {
         guard let template = OfflinePushTemplate(vendorContext: message.vendorContext) else {
@@ -105,15 +104,7 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
             for (recipient, reason) in zip(recipients, reasons) where reason == nil {
                 if let account = recipient.account, seen.insert(account).inserted { pushed.append(account) }
             }
-            badges = try await store.givenBadges(messageID: message.id, accounts: pushed)
-            let missing = pushed.filter { badges[$0] == nil }
-            if !missing.isEmpty {
-                let incremented = try await accounts.incrementBadges(appID: message.appID, accounts: missing)
-                let now = Int64(clock.now.timeIntervalSince1970)
-                try await store.recordBadges(
-                    messageID: message.id, incremented, now: now, keepSince: now - Self.badgeMemory)
-                badges.merge(incremented) { _, new in new }
-            }
+            badges = try await accounts.grantBadges(appID: message.appID, messageID: message.id, accounts: pushed)
         }
         // Rendered once per distinct badge, not per receiver: a page's badges take few values,
         // and equal payloads then share one buffer.
@@ -127,7 +118,4 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
             return .sendPayload(bytes)
         }
     }
-
-    /// How long the badges given for a message are remembered: longer than any retry of a page.
-    static let badgeMemory: Int64 = 7 * 86_400
 }

@@ -37,7 +37,7 @@ public struct TencentProvider: PushProvider {
         try ProviderConfigSection.read(context.configuration, provider: Self.name) { _, _ in false }
         self.context = context
         tencentStore = TencentStore(database: context.database)
-        policy = TencentDeliveryPolicy(store: tencentStore, accounts: context.accounts, clock: context.clock)
+        policy = TencentDeliveryPolicy(store: tencentStore, accounts: context.accounts)
     }
 
     public var deliveryPolicy: (any DeliveryPolicy)? { policy }

@@ -56,6 +56,14 @@ enum TencentSchema {
                     PRIMARY KEY (message_id, account)
                 );
                 CREATE INDEX tencent_message_badges_by_age ON tencent_message_badges (created_at)
-                """)
+                """),
+        // The badges given per message moved to the core (`AccountStore.grantBadges`), which
+        // increments and remembers in one transaction.
+        PluginMigration(
+            "v2-badge-grants-in-core",
+            sql: """
+                DROP INDEX tencent_message_badges_by_age;
+                DROP TABLE tencent_message_badges
+                """),
     ]
 }

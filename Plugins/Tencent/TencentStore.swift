@@ -306,15 +306,16 @@ struct TencentStore: Sendable {
     }
 
     /// The accounts among these that turned offline push off (OpenPush 2).
+    /// Asked once per page of a push (the delivery policy): padded lists keep it prepared.
     func pushDisabled(appID: Int64, accounts: [String]) async throws -> Set<String> {
-        let unique = Array(Set(accounts))
-        guard !unique.isEmpty else { return [] }
+        let lists = SQLList.chunks(accounts)
+        guard !lists.isEmpty else { return [] }
         return try await database.read { db in
             var disabled = Set<String>()
-            for part in Self.chunks(unique) {
+            for list in lists {
                 for row in try db.query(
-                    "SELECT account FROM tencent_push_config WHERE app_id = ? AND open_push = 2 AND account IN (\(Self.marks(part.count)))",
-                    [.integer(appID)] + part.map { .text($0) })
+                    "SELECT account FROM tencent_push_config WHERE app_id = ? AND open_push = 2 AND account IN (\(list.marks))",
+                    [.integer(appID)] + list.values)
                 {
                     if let account = row["account"].string { disabled.insert(account) }
                 }
@@ -323,56 +324,7 @@ struct TencentStore: Sendable {
         }
     }
 
-    // MARK: Badges given per message
-
-    /// The badge each of these accounts already got for this message (a page decided again
-    /// after a retry, or an account whose devices fall on two pages, keeps one increment).
-    func givenBadges(messageID: Int64, accounts: [String]) async throws -> [String: Int] {
-        let unique = Array(Set(accounts))
-        guard !unique.isEmpty else { return [:] }
-        return try await database.read { db in
-            var given: [String: Int] = [:]
-            for part in Self.chunks(unique) {
-                for row in try db.query(
-                    "SELECT account, badge FROM tencent_message_badges WHERE message_id = ? AND account IN (\(Self.marks(part.count)))",
-                    [.integer(messageID)] + part.map { .text($0) })
-                {
-                    if let account = row["account"].string, let badge = row["badge"].int { given[account] = Int(badge) }
-                }
-            }
-            return given
-        }
-    }
-
-    /// Remembers the badges given for this message; forgets those older than `keepSince`.
-    func recordBadges(messageID: Int64, _ badges: [String: Int], now: Int64, keepSince: Int64) async throws {
-        guard !badges.isEmpty else { return }
-        let rows = Array(badges)
-        try await database.write { db in
-            // Many rows per INSERT: one statement per badge was most of a 1,000-device page's
-            // decision time (im_push to every account).
-            for start in stride(from: 0, to: rows.count, by: Self.rowsPerInsert) {
-                let part = rows[start..<min(start + Self.rowsPerInsert, rows.count)]
-                var arguments: [SQLValue] = []
-                arguments.reserveCapacity(part.count * 4)
-                for (account, badge) in part {
-                    arguments += [.integer(messageID), .text(account), .integer(Int64(badge)), .integer(now)]
-                }
-                try db.execute(
-                    """
-                    INSERT INTO tencent_message_badges (message_id, account, badge, created_at)
-                    VALUES \(Array(repeating: "(?, ?, ?, ?)", count: part.count).joined(separator: ", "))
-                    ON CONFLICT (message_id, account) DO NOTHING
-                    """, arguments)
-            }
-            try db.execute("DELETE FROM tencent_message_badges WHERE created_at < ?", [.integer(keepSince)])
-        }
-    }
-
     // MARK: Helpers
-
-    /// Rows per multi-row INSERT: 4 parameters each, well under SQLite's 32,766.
-    static let rowsPerInsert = 250
 
     static func marks(_ count: Int) -> String {
         Array(repeating: "?", count: max(count, 1)).joined(separator: ", ")

@@ -344,6 +344,11 @@ public protocol MessageStore: Sendable {
     func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool
     /// Persists one flush atomically.
     func recordProgress(_ progress: MessageProgress, at: Date) async throws
+    /// Deletes the badge grants (`AccountStore.grantBadges`) of every message that is no longer
+    /// sending, a few thousand rows per transaction so that other writes are not held up behind
+    /// a million-account push. Returns how many it deleted.
+    @discardableResult
+    func forgetFinishedBadgeGrants() async throws -> Int
 
     /// The next page of the message's audience after `cursor`, invalidated devices left out.
     /// `withRecipientDetails` also fills each device's account, app state and locale (for a

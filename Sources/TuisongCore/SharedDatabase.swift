@@ -54,6 +54,37 @@ public struct SQLRow: Sendable, Hashable {
     public subscript(index: Int) -> SQLValue { values[index] }
 }
 
+/// A list of values for `IN (…)`, cut into chunks whose lengths are powers of two (the last
+/// value repeated, which changes nothing for `IN`). A statement is kept prepared on its
+/// connection when its text is short (up to 512 bytes) or holds such a list: a per-page lookup
+/// then has a handful of texts (1, 2, 4 … `maximumLength` values), each parsed once per
+/// connection, instead of one text per page length parsed on every call.
+public struct SQLList: Sendable, Hashable {
+    /// What `marks` starts with; `SQLExecutor` implementations look for it.
+    public static let marker = "/* list */ "
+    /// Values per chunk at most: far below every SQL engine's parameter limit.
+    public static let maximumLength = 512
+
+    /// `/* list */ ?, ?, …`: one placeholder per value, to put inside `IN (…)`.
+    public let marks: String
+    public let values: [SQLValue]
+
+    /// The distinct values (first occurrence kept), in padded chunks; none for an empty list.
+    public static func chunks(_ values: [SQLValue]) -> [SQLList] {
+        var seen = Set<SQLValue>()
+        let unique = values.filter { seen.insert($0).inserted }
+        return stride(from: 0, to: unique.count, by: maximumLength).map { start in
+            var chunk = Array(unique[start..<min(start + maximumLength, unique.count)])
+            var length = 1
+            while length < chunk.count { length *= 2 }
+            chunk += Array(repeating: chunk[chunk.count - 1], count: length - chunk.count)
+            return SQLList(marks: marker + Array(repeating: "?", count: length).joined(separator: ", "), values: chunk)
+        }
+    }
+
+    public static func chunks(_ values: [String]) -> [SQLList] { chunks(values.map(SQLValue.text)) }
+}
+
 /// Runs statements inside one transaction (`SharedDatabase.write`) or one read snapshot
 /// (`read`). Valid only inside the closure it was handed to; never keep it.
 public protocol SQLExecutor {

@@ -145,6 +145,8 @@ public final class DeliveryEngine: PushGateway {
     private static let messageHeadLimit = 256
     private let wakeSignal = WakeSignal()
     private let loops = Mutex<[Task<Void, Never>]>([])
+    /// The running clean-up of badge grants, if any; at most one at a time.
+    private let grantCleanup = Mutex<Task<Void, Never>?>(nil)
     private let stopping = Atomic<Bool>(false)
     /// Apps by id; every writer of an app calls `apps.changed(id:)`.
     let apps: AppCache
@@ -185,6 +187,27 @@ public final class DeliveryEngine: PushGateway {
         let dispatch = Task { await self.dispatchLoop() }
         let retry = Task { await RetryWorker(engine: self).run() }
         loops.withLock { $0 = [dispatch, retry] }
+        // What a crash left between a policy's message finishing and its clean-up.
+        forgetFinishedBadgeGrants()
+    }
+
+    /// Deletes, in the background, the badge grants of messages that finished sending (each
+    /// message with a policy ends by calling this). A call while one runs starts another after
+    /// it, which then sees the message that just finished.
+    func forgetFinishedBadgeGrants() {
+        grantCleanup.withLock { running in
+            let previous = running
+            running = Task {
+                await previous?.value
+                if self.isStopping { return }
+                do {
+                    let forgotten = try await self.store.forgetFinishedBadgeGrants()
+                    if forgotten > 0 { self.logger.debug("forgot \(forgotten) badge grants of finished messages") }
+                } catch {
+                    self.logger.warning("forgetting the badge grants of finished messages failed: \(error)")
+                }
+            }
+        }
     }
 
     /// Stops launching sends, lets in-flight ones finish and flushes what finished. What was
@@ -194,6 +217,7 @@ public final class DeliveryEngine: PushGateway {
         wakeSignal.signal()
         let tasks = loops.withLock { $0 }
         for task in tasks { await task.value }
+        await grantCleanup.withLock { $0 }?.value
         let active = runs.withLock { Array($0.values) }
         for run in active { await run.finished() }
     }

@@ -128,7 +128,7 @@ extension SQLiteStore: AccountStore {
         // account was most of this write's time for a 1,000-account page. An account named
         // twice is upserted twice; RETURNING's rows come in no set order, so the larger value
         // is its last.
-        let list = JSONValue.array(accounts.map(JSONValue.string)).serializedString
+        let list = JSONValue.serializedArray(accounts)
         let unique = Set(accounts).count
         return try await write { db in
             let increment = try db.cachedStatement(
@@ -151,6 +151,62 @@ extension SQLiteStore: AccountStore {
                     .unavailable, "the badge increments returned \(values.count) values for \(unique) accounts")
             }
             return values
+        }
+    }
+
+    public func grantBadges(appID: Int64, messageID: Int64, accounts: [String]) async throws -> [String: Int] {
+        guard !accounts.isEmpty else { return [:] }
+        var seen = Set<String>()
+        let unique = accounts.filter { seen.insert($0).inserted }
+        let now = nowMilliseconds
+        let list = JSONValue.serializedArray(unique)
+        // One transaction for the lookup, the increments and the grants: a crash or a failed
+        // write between an increment and its grant would count the account again when the page
+        // is decided again. Each list goes in as one JSON array (json_each), so the statements
+        // keep one shape and stay prepared whatever the page's length. CROSS JOIN keeps the list
+        // as the outer loop: the planner would otherwise walk every grant of the message and
+        // scan the list for each (quadratic in the audience).
+        return try await write { db in
+            var badges: [String: Int] = [:]
+            badges.reserveCapacity(unique.count)
+            let given = try db.cachedStatement(
+                sql: """
+                    SELECT g.account, g.badge FROM json_each(?2) j
+                    CROSS JOIN badge_grants g ON g.message_id = ?1 AND g.account = j.value
+                    """)
+            let rows = try Row.fetchCursor(given, arguments: [messageID, list])
+            while let row = try rows.next() { badges[row[0] as String] = row[1] as Int }
+            let missing = badges.isEmpty ? unique : unique.filter { badges[$0] == nil }
+            guard !missing.isEmpty else { return badges }
+            let increment = try db.cachedStatement(
+                sql: """
+                    INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
+                        SELECT ?1, value, 1, ?2, ?2 FROM json_each(?3) WHERE true
+                    ON CONFLICT (app_id, account) DO UPDATE SET
+                        badge = accounts.badge + 1, updated_at = excluded.updated_at
+                    RETURNING account, badge
+                    """)
+            let missingList = missing.count == unique.count ? list : JSONValue.serializedArray(missing)
+            var granted: [(String, Int)] = []
+            granted.reserveCapacity(missing.count)
+            let incremented = try Row.fetchCursor(increment, arguments: [appID, now, missingList])
+            while let row = try incremented.next() {
+                let account: String = row[0]
+                let badge: Int = row[1]
+                badges[account] = badge
+                granted.append((account, badge))
+            }
+            guard granted.count == missing.count else {
+                throw StoreError(
+                    .unavailable, "the badge increments returned \(granted.count) values for \(missing.count) accounts")
+            }
+            let remember = try db.cachedStatement(
+                sql: """
+                    INSERT INTO badge_grants (message_id, account, badge)
+                        SELECT ?1, value ->> 0, value ->> 1 FROM json_each(?2)
+                    """)
+            try remember.execute(arguments: [messageID, JSONValue.serializedPairs(granted)])
+            return badges
         }
     }
 
@@ -191,5 +247,52 @@ extension SQLiteStore: AccountStore {
 
     private static func chunks<T>(_ items: [T], of size: Int) -> [[T]] {
         stride(from: 0, to: items.count, by: size).map { Array(items[$0..<min($0 + size, items.count)]) }
+    }
+}
+
+extension SQLiteStore {
+    /// Rows deleted per transaction by `forgetFinishedBadgeGrants`.
+    static let badgeGrantsForgottenPerTransaction = 5_000
+
+    @discardableResult
+    public func forgetFinishedBadgeGrants() async throws -> Int {
+        var forgotten = 0
+        var nextAfter: Int64 = 0
+        // Message by message: the next message id is one seek (not a scan of every grant of a
+        // message still sending), then its grants go as a key range in bounded transactions.
+        while true {
+            let after = nextAfter
+            let next = try await read { db -> (id: Int64, sending: Bool)? in
+                guard
+                    let id = try Int64.fetchOne(
+                        db, sql: "SELECT message_id FROM badge_grants WHERE message_id > ? ORDER BY message_id LIMIT 1",
+                        arguments: [after])
+                else { return nil }
+                let sending = try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM messages WHERE id = ? AND state = 'sending'", arguments: [id])
+                return (id, sending != nil)
+            }
+            guard let next else { return forgotten }
+            nextAfter = next.id
+            if next.sending { continue }
+            let messageID = next.id
+            while true {
+                let deleted = try await write { db in
+                    // Checked again in the transaction: the message may have been restarted.
+                    let sending = try Bool.fetchOne(
+                        db, sql: "SELECT 1 FROM messages WHERE id = ? AND state = 'sending'", arguments: [messageID])
+                    guard sending == nil else { return 0 }
+                    try db.execute(
+                        sql: """
+                            DELETE FROM badge_grants WHERE message_id = ?1 AND account IN
+                                (SELECT account FROM badge_grants WHERE message_id = ?1 LIMIT ?2)
+                            """,
+                        arguments: [messageID, Self.badgeGrantsForgottenPerTransaction])
+                    return db.changesCount
+                }
+                forgotten += deleted
+                if deleted < Self.badgeGrantsForgottenPerTransaction { break }
+            }
+        }
     }
 }

@@ -232,7 +232,7 @@ extension SQLiteStore: MessageStore {
     /// of the page's ids, which took longer than the page itself (per-recipient path).
     private static func boundDeviceEntries(
         _ db: Database, where condition: String, _ arguments: [(any DatabaseValueConvertible)?],
-        environment: APNsEnvironment?, limit: Int
+        environment: APNsEnvironment?, limit: Int, prepared: Bool
     ) throws -> [AudienceEntry] {
         var arguments = arguments
         var sql = """
@@ -247,7 +247,10 @@ extension SQLiteStore: MessageStore {
         }
         sql += " ORDER BY d.id LIMIT ?"
         arguments.append(limit)
-        return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map { row in
+        // A page of a whole app's accounts has one text per environment filter: prepared once
+        // per connection. An account list's IN list varies with its length: parsed each time.
+        let statement = prepared ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+        return try entries(statement, StatementArguments(arguments)) { row in
             var entry = try entry(row)
             let account: String? = row.hasNull(atIndex: 5) ? nil : (row[5] as String)
             let locale: String? = row.hasNull(atIndex: 6) ? nil : (row[6] as String)
@@ -274,17 +277,15 @@ extension SQLiteStore: MessageStore {
                 arguments.append(environment.rawValue)
             }
             arguments.append(limit)
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector FROM device_tags dt
-                    JOIN devices d ON d.id = dt.device_id
-                    WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?) AND dt.device_id > ?
-                        AND d.invalidated_at IS NULL \(environmentFilter)
-                    ORDER BY dt.device_id LIMIT ?
-                    """,
-                arguments: StatementArguments(arguments))
-            return try rows.map(Self.entry)
+            return try Self.entries(
+                db.cachedStatement(
+                    sql: """
+                        SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector FROM device_tags dt
+                        JOIN devices d ON d.id = dt.device_id
+                        WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?) AND dt.device_id > ?
+                            AND d.invalidated_at IS NULL \(environmentFilter)
+                        ORDER BY dt.device_id LIMIT ?
+                        """), StatementArguments(arguments), Self.entry)
         case .accounts(let accounts):
             guard !accounts.isEmpty else { return [] }
             let marks = Array(repeating: "?", count: accounts.count).joined(separator: ", ")
@@ -293,11 +294,11 @@ extension SQLiteStore: MessageStore {
             arguments.append(cursor)
             return try Self.boundDeviceEntries(
                 db, where: "d.app_id = ? AND d.im_account IN (\(marks)) AND d.id > ?", arguments,
-                environment: environment, limit: limit)
+                environment: environment, limit: limit, prepared: false)
         case .allAccounts:
             return try Self.boundDeviceEntries(
                 db, where: "d.app_id = ? AND d.im_account IS NOT NULL AND d.id > ?", [appID, cursor],
-                environment: environment, limit: limit)
+                environment: environment, limit: limit, prepared: true)
         case .devices(let ids):
             let wanted = Array(Set(ids).filter { $0 > cursor }.sorted().prefix(limit))
             guard !wanted.isEmpty else { return [] }
@@ -727,7 +728,20 @@ extension SQLiteStore: MessageStore {
         }
         sql += " ORDER BY id LIMIT ?"
         arguments.append(limit)
-        return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(entry)
+        // One text per environment filter: prepared once per connection, not parsed per page.
+        return try entries(db.cachedStatement(sql: sql), StatementArguments(arguments), entry)
+    }
+
+    /// The page's rows read off the statement as they are stepped: `Row.fetchAll` would copy
+    /// every row (an array of values each) before the entry is built, GRDB's larger share of a
+    /// page read.
+    private static func entries(
+        _ statement: Statement, _ arguments: StatementArguments, _ makeEntry: (Row) throws -> AudienceEntry
+    ) throws -> [AudienceEntry] {
+        var entries: [AudienceEntry] = []
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() { entries.append(try makeEntry(row)) }
+        return entries
     }
 }
 

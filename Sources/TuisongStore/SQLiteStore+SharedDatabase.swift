@@ -74,10 +74,13 @@ private final class GRDBExecutor: SQLExecutor {
     /// The connection's prepared statement for a short single statement, compiled once: a
     /// plugin running one INSERT per row (a badge per account of a 1,000-device page) otherwise
     /// has SQLite parse and GRDB authorize the same text a thousand times, the larger part of
-    /// the per-recipient path's write time. Long texts are usually IN lists whose length varies
-    /// with the page; caching each length would only fill the cache.
+    /// the per-recipient path's write time. Long texts are kept only when their lists come from
+    /// `SQLList`, whose padded lengths give a handful of texts; other long texts are usually IN
+    /// lists whose length varies with the page, and caching each length would only fill the
+    /// cache.
     private static func reusable(_ sql: String, _ db: Database) throws -> Statement? {
-        guard sql.utf8.count <= 512, !sql.utf8.contains(UInt8(ascii: ";")) else { return nil }
+        guard !sql.utf8.contains(UInt8(ascii: ";")) else { return nil }
+        guard sql.utf8.count <= 512 || sql.contains(SQLList.marker) else { return nil }
         return try db.cachedStatement(sql: sql)
     }
 

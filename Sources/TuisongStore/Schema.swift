@@ -30,6 +30,9 @@ enum Schema {
         migrator.registerMigration("v4-accounts-selectors-vendor-context-device-payloads") { db in
             try db.execute(sql: v4Accounts)
         }
+        migrator.registerMigration("v5-badge-grants") { db in
+            try db.execute(sql: v5BadgeGrants)
+        }
         return migrator
     }()
 

@@ -14,7 +14,7 @@ import TuisongPluginTestKit
         let store = temporary.store
         let app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
         let tencent = TencentStore(database: temporary.database)
-        let policy = TencentDeliveryPolicy(store: tencent, accounts: store, clock: SystemClock())
+        let policy = TencentDeliveryPolicy(store: tencent, accounts: store)
         for account in ["alice", "bob", "carol", "dave"] {
             try await store.createAccount(appID: app.id, account: account)
         }

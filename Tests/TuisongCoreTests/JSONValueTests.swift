@@ -131,4 +131,31 @@ import Testing
         #expect(try JSONDecoder().decode(JSONValue.self, from: Data("true".utf8)) == .bool(true))
         #expect(try JSONDecoder().decode(JSONValue.self, from: Data("1".utf8)) == .int(1))
     }
+
+    @Test func listsForOneStatementParameterAreWrittenAsTheValueWouldBe() throws {
+        let strings = ["alice", "quote\"d", "back\\slash", "line\nbreak", "推送", ""]
+        #expect(JSONValue.serializedArray(strings) == JSONValue.array(strings.map(JSONValue.string)).serializedString)
+        #expect(JSONValue.serializedArray([]) == "[]")
+        let pairs = [("alice", 1), ("b\"ob", -2), ("推送", 0)]
+        let expected = JSONValue.array(pairs.map { .array([.string($0.0), .int(Int64($0.1))]) }).serializedString
+        #expect(JSONValue.serializedPairs(pairs) == expected)
+        #expect(
+            try JSONValue(parsing: Array(JSONValue.serializedPairs(pairs).utf8))
+                == JSONValue(parsing: Array(expected.utf8)))
+        #expect(JSONValue.serializedPairs([]) == "[]")
+    }
+
+    @Test func sqlListsArePaddedToPowersOfTwoWithDistinctValues() {
+        #expect(SQLList.chunks([String]()).isEmpty)
+        let three = SQLList.chunks(["a", "b", "a", "c"])
+        #expect(three.count == 1)
+        #expect(three[0].values == ["a", "b", "c", "c"], "duplicates dropped, the last value repeated")
+        #expect(three[0].marks == SQLList.marker + "?, ?, ?, ?")
+        let many = SQLList.chunks((0..<(SQLList.maximumLength + 3)).map { "user\($0)" })
+        #expect(many.map(\.values.count) == [SQLList.maximumLength, 4])
+        #expect(Set(many.flatMap(\.values)).count == SQLList.maximumLength + 3)
+        // Every length of list gives one of a handful of texts.
+        let texts = Set((1...SQLList.maximumLength).map { SQLList.chunks((0..<$0).map { "u\($0)" })[0].marks })
+        #expect(texts.count == 10)
+    }
 }

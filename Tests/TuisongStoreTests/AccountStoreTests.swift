@@ -105,6 +105,76 @@ import TuisongCore
         await #expect(throws: StoreError.self) { try await store.setBadge(appID: appID, account: "alice", to: -1) }
     }
 
+    func sendingMessage(_ store: SQLiteStore, appID: Int64) async throws -> Int64 {
+        let job = PushJob(
+            appID: appID, vendor: "tencent", audience: .allAccounts, notification: PushNotification(),
+            options: PushOptions())
+        let message = try await store.createMessage(job, payload: Array("{}".utf8), state: .queued)
+        #expect(try await store.startMessage(id: message.id, total: nil, at: Date()))
+        return message.id
+    }
+
+    @Test func badgesAreGrantedOncePerMessageEvenWhenPagesAskConcurrently() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        var store = try SQLiteStore(path: database.path)
+        let appID = try await app(store)
+        try await store.setBadge(appID: appID, account: "alice", to: 4)
+        let first = try await sendingMessage(store, appID: appID)
+        let second = try await sendingMessage(store, appID: appID)
+
+        // alice and bob on every page of the first message, asked for by 20 concurrent pages,
+        // interleaved with the second message's pages: each message counts each account once.
+        let opened = store
+        let answers = try await withThrowingTaskGroup(of: (Int64, [String: Int]).self) { group in
+            for page in 0..<40 {
+                let message = page.isMultiple(of: 2) ? first : second
+                group.addTask {
+                    (
+                        message,
+                        try await opened.grantBadges(
+                            appID: appID, messageID: message, accounts: ["bob", "alice", "bob"])
+                    )
+                }
+            }
+            var answers: [(Int64, [String: Int])] = []
+            for try await answer in group { answers.append(answer) }
+            return answers
+        }
+        #expect(answers.count == 40)
+        let byMessage = Dictionary(grouping: answers, by: \.0).mapValues { Set($0.map(\.1)) }
+        #expect(byMessage[first]?.count == 1, "every page of a message sees the same badges")
+        #expect(byMessage[second]?.count == 1)
+        let firstBadges = try #require(byMessage[first]?.first)
+        let secondBadges = try #require(byMessage[second]?.first)
+        #expect(Set([firstBadges["alice"], secondBadges["alice"]]) == [5, 6], "two messages, two increments")
+        #expect(Set([firstBadges["bob"], secondBadges["bob"]]) == [1, 2], "bob is created on the way")
+        #expect(try await store.badge(appID: appID, account: "alice") == 6)
+
+        // A page decided again after a reopen (a crash) gets the same values; a new account
+        // on it is counted.
+        try store.close()
+        store = try SQLiteStore(path: database.path)
+        defer { try? store.close() }
+        let again = try await store.grantBadges(appID: appID, messageID: first, accounts: ["alice", "carol"])
+        #expect(again == ["alice": firstBadges["alice"]!, "carol": 1])
+        #expect(try await store.grantBadges(appID: appID, messageID: first, accounts: []) == [:])
+
+        // Grants of a message still sending are kept; a finished message's are forgotten,
+        // across several bounded transactions when there are many.
+        let many = (0..<(SQLiteStore.badgeGrantsForgottenPerTransaction + 7)).map { "user\($0)" }
+        _ = try await store.grantBadges(appID: appID, messageID: second, accounts: many)
+        #expect(try await store.forgetFinishedBadgeGrants() == 0)
+        try await store.setMessageState(id: second, .completed, at: Date())
+        #expect(try await store.forgetFinishedBadgeGrants() == many.count + 2)
+        #expect(try await store.forgetFinishedBadgeGrants() == 0)
+        #expect(
+            try await store.grantBadges(appID: appID, messageID: first, accounts: ["alice"]) == [
+                "alice": firstBadges["alice"]!
+            ], "the sending message kept its grants")
+        #expect(try await store.badge(appID: appID, account: "alice") == 6, "no increment for a grant already given")
+    }
+
     @Test func accountAudiencesCarryAccountAppStateLocaleAndSelectorPageByPage() async throws {
         let fixture = try StoreFixture()
         defer { fixture.tearDown() }
