@@ -51,11 +51,14 @@ public enum DeliveryDecision: Sendable, Hashable {
 /// offline push rules). A provider hands one to the dispatcher through
 /// `PushProvider.deliveryPolicy`; messages whose vendor has none take the one-payload path.
 ///
-/// The dispatcher calls `decide` once per audience page (up to the page size, a few hundred
-/// recipients), from its own task, with pages of one message in order. Answer with exactly one
-/// decision per recipient, in the same order. Do batched work (one store round trip per page,
-/// e.g. `AccountStore.incrementBadges`), never one per device. A thrown error is retried by the
-/// dispatcher after a pause, with the same page.
+/// The dispatcher calls `decide` once per audience page (up to the page size, a thousand
+/// recipients by default). Pages are read in audience order but several pages of one message
+/// may be decided at the same time, so a decision must not depend on another page's having
+/// been decided first: a badge counted once per message comes from `AccountStore.grantBadges`,
+/// which is atomic per call. Answer with exactly one decision per recipient, in the same order.
+/// Do batched work (one store round trip per page), never one per device. A thrown error is
+/// retried by the dispatcher after a pause, with the same page; a page may also be decided
+/// again after a crash.
 public protocol DeliveryPolicy: Sendable {
     func decide(_ recipients: [Recipient], message: MessageRecord) async throws -> [DeliveryDecision]
 }

@@ -151,29 +151,27 @@ final class MessageRun: Sendable {
         // than one device per returned permit.
         let chunkFloor = max(1, min(engine.permits.capacity / 4, 256))
         var cursor = record.cursor
-        // With a policy, the next page is read and decided while this one is sent: a decision
-        // (the policy's reads and badge writes) takes as long as sending a page, and pages are
-        // still decided one at a time, in order. Without one, the loop mostly waits for the
-        // window and reads as it goes.
-        var nextPage: Task<PreparedPage?, Never>?
+        // With a policy, up to `decidedAhead` pages are read (in order) and decided (at once)
+        // in their own tasks while this loop sends: a decision (the policy's reads and badge
+        // writes) takes longer than sending a page, and reading inline let the requests in
+        // flight drain. Without one, the loop mostly waits for the window and reads as it goes.
+        var ahead: [PageAhead] = []
         reading: while !engine.isStopping {
             await waitForWindow()
             let prepared: PreparedPage?
-            if let nextPage {
-                prepared = await nextPage.value
+            if policy != nil {
+                while ahead.count < Self.decidedAhead {
+                    ahead.append(pageAhead(after: ahead.last?.read, cursor: cursor))
+                }
+                prepared = await ahead.removeFirst().prepared.value
             } else {
-                prepared = await preparePage(after: cursor)
+                prepared = await readPage(after: cursor).map { PreparedPage(entries: $0) }
             }
-            nextPage = nil
             guard let prepared else { break }
             let entries = prepared.entries
             if entries.isEmpty {
                 state.withLock { $0.exhausted = true }
                 break
-            }
-            if policy != nil, entries.count == settings.pageSize {
-                let last = entries[entries.count - 1].position
-                nextPage = Task { await self.preparePage(after: last) }
             }
             let pageIndex = state.withLock { state -> Int in
                 state.pages.append(
@@ -255,8 +253,8 @@ final class MessageRun: Sendable {
             }
             if state.withLock({ $0.exhausted }) { break }
         }
-        // Only when stopping: the prepared page's store calls give up once the engine stops.
-        _ = await nextPage?.value
+        // Only when stopping: the prepared pages' store calls give up once the engine stops.
+        for page in ahead { _ = await page.prepared.value }
         await waitForInFlight()
         // The count is only a progress estimate; the final flush records the real total.
         counter?.cancel()
@@ -267,6 +265,9 @@ final class MessageRun: Sendable {
         flushSignal.signal()
         await flusher.value
         await flush()
+        // The grants are only needed while pages may be decided (again); a stop leaves the
+        // message sending, and its grants with it.
+        if policy != nil, !engine.isStopping { engine.forgetFinishedBadgeGrants() }
         finish()
     }
 
@@ -277,17 +278,52 @@ final class MessageRun: Sendable {
         var decisions: [DeliveryDecision]?
     }
 
-    /// Reads the page after `cursor` and has the policy decide it; nil when the engine stopped
-    /// first. A page decided again after a crash gets the same badges (the policy remembers
-    /// what it gave per message), so deciding ahead of sending is safe.
-    private func preparePage(after cursor: Int64) async -> PreparedPage? {
+    /// Pages of a message read and decided ahead of the one being sent, at most.
+    static let decidedAhead = 2
+
+    /// A page read in order after the one before it (or after `cursor` for the first), then
+    /// decided, in tasks of its own: the sending loop never waits for a read, which would let
+    /// the requests in flight drain meanwhile.
+    struct PageAhead {
+        var read: Task<[AudienceEntry]?, Never>
+        var prepared: Task<PreparedPage?, Never>
+    }
+
+    private func pageAhead(after previous: Task<[AudienceEntry]?, Never>?, cursor: Int64) -> PageAhead {
+        let pageSize = engine.settings.pageSize
+        let read = Task { () -> [AudienceEntry]? in
+            var after = cursor
+            if let previous {
+                guard let entries = await previous.value else { return nil }
+                // The page before was the last: an empty page ends the loop.
+                guard entries.count == pageSize else { return [] }
+                after = entries[entries.count - 1].position
+            }
+            return await self.readPage(after: after)
+        }
+        let prepared = Task { () -> PreparedPage? in
+            guard let entries = await read.value else { return nil }
+            return await self.decide(entries)
+        }
+        return PageAhead(read: read, prepared: prepared)
+    }
+
+    /// The audience page after `cursor`; nil when the engine stopped first.
+    private func readPage(after cursor: Int64) async -> [AudienceEntry]? {
         var entries: [AudienceEntry] = []
         let loaded = await persistently("read audience") {
             entries = try await engine.store.audiencePage(
                 appID: record.appID, audience: record.audience, environment: record.options.environment,
                 after: cursor, limit: engine.settings.pageSize, withRecipientDetails: policy != nil)
         }
-        guard loaded else { return nil }
+        return loaded ? entries : nil
+    }
+
+    /// Has the policy decide a page; nil when the engine stopped first. Pages of one message
+    /// are decided concurrently (`DeliveryPolicy`'s contract allows it), and a page decided
+    /// again after a crash gets the same badges (`AccountStore.grantBadges`), so deciding ahead
+    /// of sending is safe.
+    private func decide(_ entries: [AudienceEntry]) async -> PreparedPage? {
         guard let policy else { return PreparedPage(entries: entries) }
         let candidates = entries.filter { $0.skipReason == nil }
         guard !candidates.isEmpty else { return PreparedPage(entries: entries) }

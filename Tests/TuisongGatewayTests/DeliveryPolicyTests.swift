@@ -44,6 +44,32 @@ final class TestIMPolicy: DeliveryPolicy {
     }
 }
 
+/// A policy that counts each account's badge once per message with `grantBadges`, slowly
+/// enough that the dispatcher's concurrent decisions show.
+final class GrantingPolicy: DeliveryPolicy {
+    let accounts: any AccountStore
+    let deciding = Atomic<Int>(0)
+    let mostAtOnce = Atomic<Int>(0)
+
+    init(accounts: any AccountStore) {
+        self.accounts = accounts
+    }
+
+    func decide(_ recipients: [Recipient], message: MessageRecord) async throws -> [DeliveryDecision] {
+        let now = deciding.add(1, ordering: .relaxed).newValue
+        defer { deciding.subtract(1, ordering: .relaxed) }
+        mostAtOnce.max(now, ordering: .relaxed)
+        let badges = try await accounts.grantBadges(
+            appID: message.appID, messageID: message.id, accounts: recipients.compactMap(\.account))
+        try await Task.sleep(for: .milliseconds(30))
+        return recipients.map { recipient in
+            let badge = recipient.account.flatMap { badges[$0] } ?? 0
+            let payload: JSONValue = ["aps": ["alert": "hi", "badge": .int(Int64(badge))]]
+            return .sendPayload(payload.serialized())
+        }
+    }
+}
+
 @Suite(.serialized) struct DeliveryPolicyTests {
     static let retryFast = [
         "TUISONG_DELIVERY_RETRY_BASE_SECONDS": "0.05", "TUISONG_DELIVERY_RETRY_MAX_SECONDS": "0.2",
@@ -208,6 +234,52 @@ final class TestIMPolicy: DeliveryPolicy {
         #expect(try await reopened.badge(appID: appID, account: "erin") == 50)
         try reopened.close()
         try? FileManager.default.removeItem(at: gw.directory)
+    }
+
+    @Test func pagesDecidedAtOnceCountEachAccountOncePerMessageAndTheGrantsAreForgotten() async throws {
+        // Pages of ten devices; each of seven accounts has ten devices, one every seven, so
+        // every account is on every page.
+        let gw = try await TestGateway.start(environment: ["TUISONG_DELIVERY_PAGE_SIZE": "10"])
+        defer { Task { await gw.stop() } }
+        let (appID, _) = try await gw.createApp()
+        let names = ["alice", "bob", "carol", "dave", "erin", "frank", "grace"]
+        let owners = (0..<70).map { names[$0 % names.count] }
+        for (n, owner) in owners.enumerated() { try await bind(gw, appID, owner, token(n + 1, prefix: "c0")) }
+        let store = gw.runtime.store
+        try await store.setBadge(appID: appID, account: "bob", to: 9)
+        let policy = GrantingPolicy(accounts: store)
+        gw.runtime.engine.setPolicies(["testim": policy])
+        let mock = try #require(gw.runtime.localMock)
+
+        for round in 1...2 {
+            let record = try await gw.runtime.engine.submit(job(appID, .allAccounts))
+            #expect(try await waitUntilCompleted(gw, record.id).counts.delivered == owners.count)
+            let received = mock.receivedNotifications().suffix(owners.count)
+            var badges: [String: Set<Int>] = [:]
+            for notification in received {
+                let n = Int(notification.deviceToken.suffix(8), radix: 16)!
+                let badge = try JSONValue(parsing: notification.payload)["aps"]?["badge"]?.intValue ?? -1
+                badges[owners[n - 1], default: []].insert(Int(badge))
+            }
+            var expected = Dictionary(uniqueKeysWithValues: names.map { ($0, Set([round])) })
+            expected["bob"] = [9 + round]
+            #expect(
+                badges == expected, "every device of an account carries the one value its account got for the message")
+        }
+        #expect(try await store.badge(appID: appID, account: "alice") == 2, "one increment per message")
+        #expect(policy.mostAtOnce.load(ordering: .relaxed) >= 2, "pages were decided concurrently")
+
+        // Each finished message's grants are deleted in the background.
+        let deadline = ContinuousClock.now + .seconds(10)
+        var left: Int64 = -1
+        while ContinuousClock.now < deadline {
+            left = try await store.sharedDatabase.read {
+                try $0.queryOne("SELECT COUNT(*) AS n FROM badge_grants")?["n"].int ?? -1
+            }
+            if left == 0 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(left == 0)
     }
 
     @Test func theConsoleShowsSkipsByReason() async throws {
