@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench-apns: delivery throughput against the bundled APNs mock on loopback. Not a test.
-#  (a) baseline: h2load straight at `tuisong apns-mock` (same payload, connections, streams)
+#  (a) baseline: h2load straight at `tuisong apns-mock` (same payload, connections, streams),
+#      BENCH_BASELINE_REQUESTS (200,000) requests, run again before each measurement below
 #  (b) Tuisong: one tag push through the native API, from the API call to the last delivery
 #      recorded, for BENCH_DEVICES (200,000) and then BENCH_LARGE (1,000,000) devices, each
 #      watched by a poller of GET /api/v1/messages/{id} at BENCH_POLL_HZ (100) on one
@@ -40,12 +41,18 @@ MOCK_URL=$(field url); MOCK_PORT=$(field port); TOKEN=$(field provider_token)
 
 PAYLOAD='{"aps":{"alert":{"body":"bench","title":"Tuisong"},"badge":1,"sound":"default"},"id":42}'
 printf '%s' "$PAYLOAD" > "$WORK/payload.json"
-echo "== (a) baseline: h2load -n $DEVICES -c $CONNECTIONS -m $STREAMS against tuisong apns-mock"
-h2load -n "$DEVICES" -c "$CONNECTIONS" -m "$STREAMS" --data="$WORK/payload.json" \
-  -H "authorization: bearer $TOKEN" -H "apns-topic: com.example.bench" -H "apns-push-type: alert" \
-  "https://127.0.0.1:$MOCK_PORT/3/device/$(python3 -c 'print("ab"*32)')" > "$WORK/h2load.txt" 2>&1 || true
-grep -E "^finished in|requests:|status codes" "$WORK/h2load.txt"
-BASELINE=$(awk '/^finished in/ {gsub(",","",$4); print $4}' "$WORK/h2load.txt")
+# The baseline is measured again right before every Tuisong measurement and each b/a uses the
+# one next to it: this VM's speed moves by half between minutes (h2load alone has measured
+# 92k–163k req/s within an hour), which a single baseline at the start turned into b/a noise.
+BASELINE_REQUESTS=${BENCH_BASELINE_REQUESTS:-200000}
+baseline() {  # sets BASELINE (req/s) from one h2load run; prints its summary
+  h2load -n "$BASELINE_REQUESTS" -c "$CONNECTIONS" -m "$STREAMS" --data="$WORK/payload.json" \
+    -H "authorization: bearer $TOKEN" -H "apns-topic: com.example.bench" -H "apns-push-type: alert" \
+    "https://127.0.0.1:$MOCK_PORT/3/device/$(python3 -c 'print("ab"*32)')" > "$WORK/h2load.txt" 2>&1 || true
+  grep -E "^finished in|requests:|status codes" "$WORK/h2load.txt" | sed 's/^/   (a) /'
+  BASELINE=$(awk '/^finished in/ {gsub(",","",$4); print $4}' "$WORK/h2load.txt")
+}
+echo "== (a) baseline, before each measurement: h2load -n $BASELINE_REQUESTS -c $CONNECTIONS -m $STREAMS against tuisong apns-mock"
 
 export TUISONG_DATABASE_PATH=$WORK/tuisong.db
 export TUISONG_SECURITY_MASTER_KEY_FILE=$WORK/master.key
@@ -73,7 +80,7 @@ for i in range($1, $2 + 1): w('%064x\n' % i)
 }
 
 push_and_wait() {  # push_and_wait TAG COUNT [HZ]
-  python3 bench/push_watch.py --port "$PORT" --key "$KEY" --pid "$GW_PID" --tag "$1" --count "$2" --hz "${3:-$POLL_HZ}"
+  python3 bench/push_watch.py --port "$PORT" --key "$KEY" --pid "$GW_PID" --mock-pid "$MOCK_PID" --tag "$1" --count "$2" --hz "${3:-$POLL_HZ}"
 }
 
 ratio() {  # ratio OUTPUT: b/a of push_watch.py's output
@@ -111,11 +118,13 @@ GW_PID=$!
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$PORT/healthz" > /dev/null 2>&1 && break; sleep 0.1; done
 
 echo "== (b) Tuisong: tag push to $DEVICES devices through POST /api/v1/push, polled at $POLL_HZ Hz"
+baseline
 OUT=$(push_and_wait bench-a "$DEVICES"); echo "$OUT" | grep -v '^RATE'; ratio "$OUT"
 
 if [ "$POLICY_DEVICES" -gt 0 ]; then
   echo "== (c) per-recipient path: Tencent all_member_push/im_push to $POLICY_DEVICES background accounts, polled at $POLL_HZ Hz"
-  OUT=$(python3 bench/push_watch.py --port "$PORT" --key "$TKEY" --pid "$GW_PID" --count "$POLICY_DEVICES" \
+  baseline
+  OUT=$(python3 bench/push_watch.py --port "$PORT" --key "$TKEY" --pid "$GW_PID" --mock-pid "$MOCK_PID" --count "$POLICY_DEVICES" \
     --hz "$POLL_HZ" --tencent "$TENCENT_SDKAPPID" "$TENCENT_SECRET" --database "$TUISONG_DATABASE_PATH")
   echo "$OUT" | grep -v '^RATE'; ratio "$OUT"
 fi
@@ -124,9 +133,11 @@ if [ "$LARGE" -gt 0 ]; then
   echo "== seeding $LARGE devices tagged bench-b (server running)"
   seed $((DEVICES + 1)) $((DEVICES + LARGE)) bench-b
   echo "== (b) Tuisong: tag push to $LARGE devices, polled at $POLL_HZ Hz"
+  baseline
   OUT=$(push_and_wait bench-b "$LARGE"); echo "$OUT" | grep -v '^RATE'; ratio "$OUT"
   if [ "$POLL_COMPARE" = 1 ]; then
     echo "== (b) the same $LARGE devices again, polled at 4 Hz (the cost of polling at $POLL_HZ Hz)"
+    baseline
     OUT4=$(push_and_wait bench-b "$LARGE" 4); echo "$OUT4" | grep -v '^RATE'; ratio "$OUT4"
     python3 -c "print(f'   polling at $POLL_HZ Hz costs {(1 - $(echo "$OUT" | awk '/^RATE/ {print $2}') / $(echo "$OUT4" | awk '/^RATE/ {print $2}')) * 100:.1f} % of the 4 Hz rate')"
   fi

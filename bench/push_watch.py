@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import http.client
 import json
+import os
 import random
 import sqlite3
 import sys
@@ -37,11 +38,19 @@ def rss_mb(pid):
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
+def cpu_seconds(pid):
+    """utime + stime of a process, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--key", required=True, help="the app's API key (status polls)")
-    p.add_argument("--pid", type=int, required=True, help="the gateway's pid (RSS)")
+    p.add_argument("--pid", type=int, required=True, help="the gateway's pid (RSS, CPU time)")
+    p.add_argument("--mock-pid", type=int, help="the APNs mock's pid (CPU time)")
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--hz", type=float, default=100)
     p.add_argument("--tag", help="native tag push to this tag")
@@ -62,6 +71,8 @@ def main():
         return json.loads(data)
 
     cpu0 = time.process_time()
+    gateway_cpu0 = cpu_seconds(args.pid)
+    mock_cpu0 = cpu_seconds(args.mock_pid) if args.mock_pid else 0
     start = time.monotonic()
     if args.tag:
         answer = call("POST", "/api/v1/push", {"audience": {"tag": args.tag}, "notification": {
@@ -109,12 +120,22 @@ def main():
             next_poll = time.monotonic()
     elapsed = time.monotonic() - start
     cpu = time.process_time() - cpu0
+    gateway_cpu = cpu_seconds(args.pid) - gateway_cpu0
+    mock_cpu = cpu_seconds(args.mock_pid) - mock_cpu0 if args.mock_pid else None
     c = status["counts"]
     rate = c["delivered"] / elapsed
     print(f"   {args.count} devices: {c['delivered']} delivered, {c['failed']} failed, {c['skipped']} skipped "
           f"in {elapsed:.2f} s = {rate:,.0f} notifications/s; push answered after {answered * 1000:.1f} ms, "
           f"first delivery after {(first or 0) * 1000:.0f} ms; peak RSS {max(peak, rss_mb(args.pid)[1]):.1f} MB "
           f"(sampled {peak:.1f} MB); {polls} polls ({polls / elapsed:.0f}/s, poller CPU {cpu / elapsed * 100:.0f} %)")
+    # CPU time per notification is steadier than the rate on a shared 2-core machine: it
+    # compares builds even when the machine's speed moves between runs.
+    delivered = max(c["delivered"], 1)
+    line = (f"   CPU per notification: gateway {gateway_cpu / delivered * 1e6:.1f} µs "
+            f"({gateway_cpu / elapsed * 100:.0f} % of a core)")
+    if mock_cpu is not None:
+        line += f", mock {mock_cpu / delivered * 1e6:.1f} µs ({mock_cpu / elapsed * 100:.0f} % of a core)"
+    print(line)
     print(f"RATE {rate:.0f}")
 
 
