@@ -45,12 +45,15 @@ printf '%s' "$PAYLOAD" > "$WORK/payload.json"
 # one next to it: this VM's speed moves by half between minutes (h2load alone has measured
 # 92k–163k req/s within an hour), which a single baseline at the start turned into b/a noise.
 BASELINE_REQUESTS=${BENCH_BASELINE_REQUESTS:-200000}
-baseline() {  # sets BASELINE (req/s) from one h2load run; prints its summary
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+baseline() {  # sets BASELINE (req/s) from one h2load run; prints its summary and the mock's CPU
+  local before; before=$(cpu_ticks "$MOCK_PID")
   h2load -n "$BASELINE_REQUESTS" -c "$CONNECTIONS" -m "$STREAMS" --data="$WORK/payload.json" \
     -H "authorization: bearer $TOKEN" -H "apns-topic: com.example.bench" -H "apns-push-type: alert" \
     "https://127.0.0.1:$MOCK_PORT/3/device/$(python3 -c 'print("ab"*32)')" > "$WORK/h2load.txt" 2>&1 || true
   grep -E "^finished in|requests:|status codes" "$WORK/h2load.txt" | sed 's/^/   (a) /'
   BASELINE=$(awk '/^finished in/ {gsub(",","",$4); print $4}' "$WORK/h2load.txt")
+  python3 -c "import os; print(f'   (a) mock CPU per request: {($(cpu_ticks "$MOCK_PID") - $before) / os.sysconf(\"SC_CLK_TCK\") / $BASELINE_REQUESTS * 1e6:.1f} µs')"
 }
 echo "== (a) baseline, before each measurement: h2load -n $BASELINE_REQUESTS -c $CONNECTIONS -m $STREAMS against tuisong apns-mock"
 
