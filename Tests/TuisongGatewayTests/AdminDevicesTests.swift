@@ -90,15 +90,17 @@ import TuisongCore
         #expect(detail.json["baidu_channel_id"] == nil, "vendor fields come from the providers' declarations")
         #expect((detail.json["vendor_values"] as? [String: Any])?.isEmpty == true, "not bound through any vendor")
         #expect(detail.json["last_delivery"] is NSNull, "no message yet")
-        // The mounted providers (Baidu, Tencent, Easemob by default) declare their columns; a
+        // The mounted providers (the default config's) declare their columns, in the config's
+        // order: derived from the registry, so a vendor added later needs no edit here. A
         // device bound through Baidu has values.
         let columns = detail.json["vendor_columns"] as? [[String: Any]] ?? []
-        #expect(
-            columns.map { "\($0["vendor"] ?? "").\($0["key"] ?? "")" } == [
-                "baidu.channel_id", "baidu.user_id", "tencent.identifier", "tencent.busi_id",
-                "easemob.notifier_name", "easemob.device_id",
-            ])
-        #expect((columns.first?["label"] as? [String: String])?["zh"] == "百度 channel_id")
+        let declared = gw.runtime.config.providers.flatMap { name in
+            (ProviderRegistry.provider(named: name)?.deviceColumns ?? []).map { "\(name).\($0.key)" }
+        }
+        #expect(declared.contains("baidu.channel_id"))
+        #expect(columns.map { "\($0["vendor"] ?? "").\($0["key"] ?? "")" } == declared)
+        let baiduChannel = columns.first { $0["vendor"] as? String == "baidu" && $0["key"] as? String == "channel_id" }
+        #expect((baiduChannel?["label"] as? [String: String])?["zh"] == "百度 channel_id")
         var app = try #require(try await gw.runtime.store.app(id: appID))
         app.vendorSettings["baidu"] = ["apikey": "AK-devices"]
         try await gw.runtime.store.updateApp(app)
