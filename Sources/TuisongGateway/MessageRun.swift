@@ -156,17 +156,23 @@ final class MessageRun: Sendable {
         // writes) takes longer than sending a page, and reading inline let the requests in
         // flight drain. Without one, the loop mostly waits for the window and reads as it goes.
         var ahead: [PageAhead] = []
+        // The run's first page is small, so the first devices need not wait for a whole page to
+        // be read and decided (a thousand badges written, for a policy); the rest are full.
+        var limit = min(settings.pageSize, Self.firstPageSize)
         reading: while !engine.isStopping {
             await waitForWindow()
             let prepared: PreparedPage?
             if policy != nil {
                 while ahead.count < Self.decidedAhead {
-                    ahead.append(pageAhead(after: ahead.last?.read, cursor: cursor))
+                    ahead.append(pageAhead(after: ahead.last?.read, cursor: cursor, firstLimit: limit))
                 }
                 prepared = await ahead.removeFirst().prepared.value
             } else {
-                prepared = await readPage(after: cursor).map { PreparedPage(entries: $0) }
+                prepared = await readPage(after: cursor, limit: limit).map {
+                    PreparedPage(entries: $0.entries, limit: $0.limit)
+                }
             }
+            limit = settings.pageSize
             guard let prepared else { break }
             let entries = prepared.entries
             if entries.isEmpty {
@@ -176,7 +182,7 @@ final class MessageRun: Sendable {
             let pageIndex = state.withLock { state -> Int in
                 state.pages.append(
                     PageResults(lastPosition: entries[entries.count - 1].position, pending: entries.count))
-                if entries.count < settings.pageSize { state.exhausted = true }
+                if entries.count < prepared.limit { state.exhausted = true }
                 return state.pages.count - 1
             }
             cursor = entries[entries.count - 1].position
@@ -276,57 +282,69 @@ final class MessageRun: Sendable {
     struct PreparedPage {
         var entries: [AudienceEntry]
         var decisions: [DeliveryDecision]?
+        /// What the page was read with: fewer entries means the audience is exhausted.
+        var limit: Int
+    }
+
+    /// An audience page as read, with the limit it was read with.
+    struct PageRead {
+        var entries: [AudienceEntry]
+        var limit: Int
     }
 
     /// Pages of a message read and decided ahead of the one being sent, at most.
     static let decidedAhead = 2
+    /// The size of a run's first page (at most the page size).
+    static let firstPageSize = 100
 
     /// A page read in order after the one before it (or after `cursor` for the first), then
     /// decided, in tasks of its own: the sending loop never waits for a read, which would let
     /// the requests in flight drain meanwhile.
     struct PageAhead {
-        var read: Task<[AudienceEntry]?, Never>
+        var read: Task<PageRead?, Never>
         var prepared: Task<PreparedPage?, Never>
     }
 
-    private func pageAhead(after previous: Task<[AudienceEntry]?, Never>?, cursor: Int64) -> PageAhead {
+    /// `firstLimit` is the limit of a page read after `cursor` (no page before it); pages read
+    /// after another are full.
+    private func pageAhead(after previous: Task<PageRead?, Never>?, cursor: Int64, firstLimit: Int) -> PageAhead {
         let pageSize = engine.settings.pageSize
-        let read = Task { () -> [AudienceEntry]? in
-            var after = cursor
-            if let previous {
-                guard let entries = await previous.value else { return nil }
-                // The page before was the last: an empty page ends the loop.
-                guard entries.count == pageSize else { return [] }
-                after = entries[entries.count - 1].position
+        let read = Task { () -> PageRead? in
+            guard let previous else { return await self.readPage(after: cursor, limit: firstLimit) }
+            guard let before = await previous.value else { return nil }
+            // The page before was the last: an empty page ends the loop.
+            guard before.entries.count == before.limit, let last = before.entries.last else {
+                return PageRead(entries: [], limit: pageSize)
             }
-            return await self.readPage(after: after)
+            return await self.readPage(after: last.position, limit: pageSize)
         }
         let prepared = Task { () -> PreparedPage? in
-            guard let entries = await read.value else { return nil }
-            return await self.decide(entries)
+            guard let page = await read.value else { return nil }
+            return await self.decide(page)
         }
         return PageAhead(read: read, prepared: prepared)
     }
 
     /// The audience page after `cursor`; nil when the engine stopped first.
-    private func readPage(after cursor: Int64) async -> [AudienceEntry]? {
+    private func readPage(after cursor: Int64, limit: Int) async -> PageRead? {
         var entries: [AudienceEntry] = []
         let loaded = await persistently("read audience") {
             entries = try await engine.store.audiencePage(
                 appID: record.appID, audience: record.audience, environment: record.options.environment,
-                after: cursor, limit: engine.settings.pageSize, withRecipientDetails: policy != nil)
+                after: cursor, limit: limit, withRecipientDetails: policy != nil)
         }
-        return loaded ? entries : nil
+        return loaded ? PageRead(entries: entries, limit: limit) : nil
     }
 
     /// Has the policy decide a page; nil when the engine stopped first. Pages of one message
     /// are decided concurrently (`DeliveryPolicy`'s contract allows it), and a page decided
     /// again after a crash gets the same badges (`AccountStore.grantBadges`), so deciding ahead
     /// of sending is safe.
-    private func decide(_ entries: [AudienceEntry]) async -> PreparedPage? {
-        guard let policy else { return PreparedPage(entries: entries) }
+    private func decide(_ page: PageRead) async -> PreparedPage? {
+        let entries = page.entries
+        guard let policy else { return PreparedPage(entries: entries, limit: page.limit) }
         let candidates = entries.filter { $0.skipReason == nil }
-        guard !candidates.isEmpty else { return PreparedPage(entries: entries) }
+        guard !candidates.isEmpty else { return PreparedPage(entries: entries, limit: page.limit) }
         var decisions: [DeliveryDecision]?
         let decided = await persistently("decide") {
             decisions = try await policy.decide(candidates.map(\.recipient), message: record)
@@ -338,7 +356,7 @@ final class MessageRun: Sendable {
             )
             decisions = Array(repeating: .skip(reason: "PolicyError"), count: candidates.count)
         }
-        return PreparedPage(entries: entries, decisions: decisions)
+        return PreparedPage(entries: entries, decisions: decisions, limit: page.limit)
     }
 
     /// Counts the audience and records it as the expected total while the message is sending.

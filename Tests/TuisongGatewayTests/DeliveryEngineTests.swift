@@ -233,6 +233,25 @@ struct TestTimeout: Error, CustomStringConvertible {
         #expect(sender.singles.load(ordering: .relaxed) == 0)
     }
 
+    @Test func aRunStartsWithASmallPageSoTheFirstDevicesDoNotWaitForAWholeOne() async throws {
+        for count in [250, MessageRun.firstPageSize] {
+            let f = try await EngineFixture.make()
+            defer { f.cleanUp() }
+            try await f.seed(count)
+            let sender = BatchScriptedSender { _ in .delivered(apnsID: nil) }
+            let engine = f.engine(sender, pageSize: 1000, workers: 1000)
+            try await engine.start()
+            let record = try await engine.submit(f.job(.tag("all-users")))
+            let status = try await f.waitUntilCompleted(engine, record.id)
+            await engine.stop()
+            #expect(status.counts.delivered == count)
+            let batches = sender.batches.withLock { $0 }
+            #expect(batches.first?.tokens.count == MessageRun.firstPageSize, "the first page, then full ones")
+            let sent = batches.flatMap(\.tokens)
+            #expect(sent.count == count && Set(sent).count == count, "each device handed over once")
+        }
+    }
+
     @Test func finishedPagesAreFlushedWithoutWaitingForTheFlushInterval() async throws {
         let f = try await EngineFixture.make()
         defer { f.cleanUp() }
