@@ -34,7 +34,18 @@ extension MockStream: Sendable {}
 /// Confined to its event loop's thread; nghttp2 calls back into it only from inside
 /// `nghttp2_session_mem_recv`/`mem_send`, which run on that thread too.
 final class HTTP2ServerConnection {
-    enum Phase { case handshaking, established, closed }
+    enum Phase {
+        case handshaking, established
+        /// GOAWAY sent and every stream at or below it answered: our side is shut (close_notify,
+        /// FIN) and what the client still sends is read and dropped until it closes.
+        case lingering
+        case closed
+    }
+
+    /// How long a lingering connection waits for the client to close before closing anyway.
+    static let lingerNanoseconds: UInt64 = 2_000_000_000
+    /// The timer "stream" that ends a lingering connection.
+    static let lingerTimer: Int32 = -1
 
     let id: UInt64
     let socket: Int32
@@ -85,6 +96,8 @@ final class HTTP2ServerConnection {
                 readAvailable()
             }
             if phase == .established { flush() }
+        case .lingering:
+            if events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 { drainWhileLingering() }
         case .closed:
             break
         }
@@ -268,6 +281,32 @@ final class HTTP2ServerConnection {
         if !readWaitsForWritable { setWritableInterest(false) }
         // After a GOAWAY, nghttp2 wants neither once the last stream is done: close cleanly.
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+            linger()
+        }
+    }
+
+    /// Shuts our side and waits for the client to close. Closing the socket at once, with the
+    /// client's frames sent before it saw the GOAWAY still unread, makes the kernel answer with
+    /// a reset, and a reset can take the GOAWAY and the last answers with it before the client
+    /// reads them: the client then sees a lost connection and sends processed requests again.
+    /// A server closes after the client does (or after a while), as APNs does.
+    private func linger() {
+        guard phase == .established else { return }
+        phase = .lingering
+        transport.shutdown()
+        Glibc.shutdown(socket, Int32(SHUT_WR))
+        setWritableInterest(false)
+        loop.schedule(after: Self.lingerNanoseconds, connectionID: id, streamID: Self.lingerTimer)
+        drainWhileLingering()
+    }
+
+    /// Reads and drops what the client sends until it closes (or the read fails).
+    private func drainWhileLingering() {
+        let buffer = loop.readBuffer
+        while phase == .lingering {
+            let count = Glibc.read(socket, buffer, MockEventLoop.readBufferSize)
+            if count > 0 { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
             close()
         }
     }
@@ -280,6 +319,10 @@ final class HTTP2ServerConnection {
 
     /// Sends GOAWAY(NO_ERROR) and what is pending, then closes; for server shutdown.
     func closeGracefully() {
+        if phase == .lingering {
+            close()
+            return
+        }
         if phase == .established, let session {
             let lastStream = nghttp2_session_get_last_proc_stream_id(session)
             if nghttp2_submit_goaway(
@@ -390,6 +433,11 @@ final class HTTP2ServerConnection {
 
     /// The latency fault's timer fired for this stream.
     func deliverDelayedResponse(streamID: Int32) {
+        if streamID == Self.lingerTimer {
+            // The client never closed: close anyway.
+            if phase == .lingering { close() }
+            return
+        }
         guard phase == .established, let stream = streams[streamID],
             let response = stream.delayedResponse
         else { return }

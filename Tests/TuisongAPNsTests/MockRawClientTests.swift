@@ -50,6 +50,12 @@ final class RawHTTP2Client {
 
     deinit { close(socket) }
 
+    /// Bytes straight onto the socket, under TLS (the server only drops them once it lingers).
+    func sendRaw(_ bytes: [UInt8]) -> Int { bytes.withUnsafeBytes { Glibc.write(socket, $0.baseAddress, $0.count) } }
+
+    /// Half-closes: the server sees the end of the stream.
+    func shutdownWriting() { Glibc.shutdown(socket, Int32(SHUT_WR)) }
+
     static func frame(_ type: UInt8, flags: UInt8 = 0, stream: UInt32 = 0, _ payload: [UInt8] = []) -> [UInt8] {
         let length = payload.count
         return [
@@ -191,5 +197,37 @@ struct MockRawClientTests {
         #expect(harness.server.statistics.connectionsOpen == 0)
         #expect(harness.server.port == 0)
         harness.server.shutdown()  // idempotent
+    }
+
+    @Test("after a GOAWAY it shuts its side and reads until the client closes, so nothing it sent is reset away")
+    func goawayLingersUntilTheClientCloses() async throws {
+        let harness = try MockHarness { $0.faults.goawayAfterRequests = 1 }
+        let client = try RawHTTP2Client(port: harness.server.port, caPEM: harness.setup.caCertificatePEM)
+        let headers = requestHeaders(harness, token: try harness.jwt())
+        try client.send(
+            RawHTTP2Client.preface
+                + RawHTTP2Client.frame(
+                    RawHTTP2Client.headers, flags: RawHTTP2Client.endHeaders, stream: 1, RawHTTP2Client.hpack(headers))
+                + RawHTTP2Client.frame(
+                    RawHTTP2Client.data, flags: RawHTTP2Client.endStream, stream: 1, Array(MockHarness.payload.utf8)))
+        // Everything up to the end of the server's stream: the answer, the GOAWAY, close_notify.
+        let frames = client.frames { _ in false }
+        #expect(frames.contains { $0.type == RawHTTP2Client.headers && $0.streamID == 1 })
+        #expect(frames.contains { $0.type == RawHTTP2Client.goaway })
+        // The server's side is shut, but the connection is still open and takes what a client
+        // sent before it saw the GOAWAY, without a reset.
+        #expect(harness.server.statistics.connectionsOpen == 1)
+        #expect(client.sendRaw(Array(repeating: 0x17, count: 4096)) == 4096)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(client.sendRaw(Array(repeating: 0x17, count: 4096)) == 4096, "no reset came back")
+        #expect(harness.server.statistics.connectionsOpen == 1)
+        // The client closes; so does the server.
+        client.shutdownWriting()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while harness.server.statistics.connectionsOpen != 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(harness.server.statistics.connectionsOpen == 0)
+        #expect(harness.server.statistics.requests == 1)
     }
 }

@@ -434,6 +434,9 @@ func poolDeviceToken(_ index: Int) -> String {
         let fixture = try PoolMockFixture()
         let pool = try fixture.pool { $0.reconnectBackoffInitial = .milliseconds(50) }
         #expect(try await pool.send(fixture.request()).status == 200)
+        // Both connections ready first: one still in its TLS handshake when the server stops
+        // would fail to connect instead of noticing the restart (a loaded machine did that).
+        #expect(await clientEventually { pool.statistics.liveConnections == 2 })
         try await fixture.restartServer(downtime: .milliseconds(400))
         // Sent while the pool may still be backing off: it waits for a new connection.
         let response = try await pool.send(fixture.request())
