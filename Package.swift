@@ -145,14 +145,12 @@ let package = Package(
             dependencies: [
                 "TencentProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin",
                 "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongGatewayTestKit", "TuisongAPNsMock",
-                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "EasemobProviderTests",
             dependencies: [
                 "EasemobProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin",
                 "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongGatewayTestKit", "TuisongAPNsMock",
-                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "TuisongGatewayTests",
