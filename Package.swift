@@ -116,6 +116,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TuisongPluginTestKit"),
+        // A whole gateway on loopback for end-to-end tests: temporary directory, environment,
+        // start and stop. Separate from the plugin kit so a plugin's unit tests do not build
+        // the gateway.
+        .target(
+            name: "TuisongGatewayTestKit",
+            dependencies: [
+                "TuisongGateway", "TuisongCore", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/TuisongGatewayTestKit"),
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),
         .testTarget(name: "TuisongCryptoTests", dependencies: ["TuisongCrypto"]),
         .testTarget(name: "TuisongHTTPTests", dependencies: ["TuisongHTTP"]),
@@ -128,27 +137,26 @@ let package = Package(
             dependencies: [
                 "BaiduProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
                 "TuisongCrypto",
-                "TuisongGateway", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+                "TuisongGateway", "TuisongGatewayTestKit", "TuisongAPNsMock",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "TencentProviderTests",
             dependencies: [
                 "TencentProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin",
-                "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongAPNsMock",
-                .product(name: "Logging", package: "swift-log"),
+                "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongGatewayTestKit", "TuisongAPNsMock",
             ]),
         .testTarget(
             name: "EasemobProviderTests",
             dependencies: [
                 "EasemobProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin",
-                "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongAPNsMock",
-                .product(name: "Logging", package: "swift-log"),
+                "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongGatewayTestKit", "TuisongAPNsMock",
             ]),
         .testTarget(
             name: "TuisongGatewayTests",
             dependencies: [
-                "TuisongGateway", "TuisongHTTP", "TuisongStore", "TuisongCore", "TuisongAPNsMock",
-                "TuisongCrypto",
+                "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
+                "TuisongAPNsMock", "TuisongCrypto",
             ]),
     ]
 )

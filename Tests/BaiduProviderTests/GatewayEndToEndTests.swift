@@ -1,9 +1,9 @@
 import Foundation
-import Logging
 import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
+import TuisongGatewayTestKit
 import TuisongPluginTestKit
 import TuisongStore
 
@@ -13,11 +13,11 @@ import TuisongStore
 /// durable messages → dispatcher → APNs pool over TLS + HTTP/2 → the bundled APNs mock.
 @Suite(.serialized) struct GatewayEndToEndTests {
     struct Gateway {
-        let runtime: GatewayRuntime
-        let directory: URL
+        let running: RunningGateway
         let app: App
-        var baseURL: String { "http://127.0.0.1:\(runtime.port)" }
-        var mock: APNsMockServer { runtime.localMock! }
+        var runtime: GatewayRuntime { running.runtime }
+        var baseURL: String { running.baseURL }
+        var mock: APNsMockServer { running.mock }
         /// Baidu's data on the running gateway's database.
         var baiduStore: BaiduStore {
             BaiduStore(database: runtime.store.sharedDatabase, store: runtime.store, clock: SystemClock())
@@ -64,35 +64,20 @@ import TuisongStore
     }
 
     func withGateway(_ body: (Gateway) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-baidu-e2e-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let environment = [
-            "TUISONG_LISTEN_PORT": "0",
-            "TUISONG_DATABASE_PATH": directory.appending(path: "tuisong.db").path,
-            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
-            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "admin-password").path,
-            "TUISONG_WEB_ROOT": directory.appending(path: "no-console").path,
-            "TUISONG_LOG_LEVEL": "warning",
-            "TUISONG_PROVIDERS": "baidu",
-        ]
-        let config = try GatewayConfig.load(fileContents: nil, environment: environment)
-        var logger = Logger(label: "baidu-e2e")
-        logger.logLevel = .critical
-        let runtime = try await GatewayRuntime.start(config: config, environment: environment, logger: logger)
+        let running = try await RunningGateway.start(providers: ["baidu"], logLevel: .critical, name: "baidu-e2e")
         do {
+            let runtime = running.runtime
             var app = try await runtime.store.createApp(
                 name: "baidu", bundleID: "com.example.baidu", apiKeyHash: UUID().uuidString)
             app.vendorSettings["baidu"] = try BaiduKeys(apiKey: BaiduFixture.apiKey, secretKey: BaiduFixture.secretKey)
                 .settings(appID: app.id, sealer: MasterKeySealer(masterKey: runtime.masterKey))
             try await runtime.store.updateApp(app)
-            try await body(Gateway(runtime: runtime, directory: directory, app: app))
+            try await body(Gateway(running: running, app: app))
         } catch {
-            await runtime.shutdown()
-            try? FileManager.default.removeItem(at: directory)
+            await running.stop()
             throw error
         }
-        await runtime.shutdown()
-        try? FileManager.default.removeItem(at: directory)
+        await running.stop()
     }
 
     @Test func bindTagPushReachesExactlyTheTaggedDevices() async throws {

@@ -1,9 +1,9 @@
 import Foundation
-import Logging
 import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
+import TuisongGatewayTestKit
 
 @testable import EasemobProvider
 
@@ -31,34 +31,20 @@ struct EasemobGateway: Sendable {
     /// The app's native API key (to read messages through `/api/v1/messages`).
     static let apiKey = "tsk_easemob-e2e-native-key"
 
-    let runtime: GatewayRuntime
-    let directory: URL
+    let running: RunningGateway
     let app: App
-    var baseURL: String { "http://127.0.0.1:\(runtime.port)" }
+    var runtime: GatewayRuntime { running.runtime }
+    var baseURL: String { running.baseURL }
     var base: String { "\(baseURL)/acme/chat" }
-    var mock: APNsMockServer { runtime.localMock! }
+    var mock: APNsMockServer { running.mock }
 
     static func with(
         timeZone: String? = nil, in existing: URL? = nil, keep: Bool = false,
         _ body: (EasemobGateway) async throws -> Void
     ) async throws {
-        let directory =
-            existing
-            ?? FileManager.default.temporaryDirectory.appending(path: "tuisong-easemob-e2e-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let environment = [
-            "TUISONG_LISTEN_PORT": "0",
-            "TUISONG_DATABASE_PATH": directory.appending(path: "tuisong.db").path,
-            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
-            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "admin-password").path,
-            "TUISONG_WEB_ROOT": directory.appending(path: "no-console").path,
-            "TUISONG_LOG_LEVEL": "warning",
-            "TUISONG_PROVIDERS": "easemob",
-        ]
-        let config = try GatewayConfig.load(fileContents: nil, environment: environment)
-        var logger = Logger(label: "easemob-e2e")
-        logger.logLevel = .critical
-        let runtime = try await GatewayRuntime.start(config: config, environment: environment, logger: logger)
+        let running = try await RunningGateway.start(
+            providers: ["easemob"], directory: existing, logLevel: .critical, name: "easemob-e2e")
+        let runtime = running.runtime
         do {
             var app: App
             if let first = try await runtime.store.apps().first {
@@ -73,16 +59,14 @@ struct EasemobGateway: Sendable {
                     appID: app.id, sealer: MasterKeySealer(masterKey: runtime.masterKey), timeZoneText: timeZone)
                 try await runtime.store.updateApp(app)
             }
-            let gateway = EasemobGateway(runtime: runtime, directory: directory, app: app)
+            let gateway = EasemobGateway(running: running, app: app)
             try await gateway.waitUntilServed()
             try await body(gateway)
         } catch {
-            await runtime.shutdown()
-            try? FileManager.default.removeItem(at: directory)
+            await running.stop()
             throw error
         }
-        await runtime.shutdown()
-        if !keep { try? FileManager.default.removeItem(at: directory) }
+        await running.stop(keepingDirectory: keep)
     }
 
     /// The provider learns of newly configured pairs within about a second.

@@ -1,9 +1,9 @@
 import Foundation
-import Logging
 import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
+import TuisongGatewayTestKit
 
 @testable import TencentProvider
 
@@ -17,19 +17,19 @@ import TuisongGateway
 
     final class Gateway: @unchecked Sendable {
         // Only mutated by the test's own task (the sig cache), never concurrently.
-        let runtime: GatewayRuntime
-        let directory: URL
+        let running: RunningGateway
         let app: App
         /// The app's native API key (`/api/v1/messages`).
         let apiKey: String
         private var sigs: [String: String] = [:]
 
-        init(runtime: GatewayRuntime, directory: URL, app: App, apiKey: String) {
-            self.runtime = runtime
-            self.directory = directory
+        init(running: RunningGateway, app: App, apiKey: String) {
+            self.running = running
             self.app = app
             self.apiKey = apiKey
         }
+
+        var runtime: GatewayRuntime { running.runtime }
 
         /// The message as the native API shows it.
         func nativeMessage(_ id: Int64) async throws -> [String: Any] {
@@ -40,8 +40,8 @@ import TuisongGateway
             return response.json
         }
 
-        var port: Int { Int(runtime.port) }
-        var mock: APNsMockServer { runtime.localMock! }
+        var port: Int { running.port }
+        var mock: APNsMockServer { running.mock }
 
         func sig(_ identifier: String) throws -> String {
             if let sig = sigs[identifier] { return sig }
@@ -137,23 +137,10 @@ import TuisongGateway
     }
 
     func withGateway(_ body: (Gateway) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appending(
-            path: "tuisong-tencent-e2e-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let environment = [
-            "TUISONG_LISTEN_PORT": "0",
-            "TUISONG_DATABASE_PATH": directory.appending(path: "tuisong.db").path,
-            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
-            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "admin-password").path,
-            "TUISONG_WEB_ROOT": directory.appending(path: "no-console").path,
-            "TUISONG_LOG_LEVEL": "warning",
-            "TUISONG_PROVIDERS": "baidu,tencent",
-        ]
-        let config = try GatewayConfig.load(fileContents: nil, environment: environment)
-        var logger = Logger(label: "tencent-e2e")
-        logger.logLevel = .critical
-        let runtime = try await GatewayRuntime.start(config: config, environment: environment, logger: logger)
+        let running = try await RunningGateway.start(
+            providers: ["baidu", "tencent"], logLevel: .critical, name: "tencent-e2e")
         do {
+            let runtime = running.runtime
             let apiKey = APIKey.generate()
             var app = try await runtime.store.createApp(
                 name: "tencent", bundleID: "com.example.tencent", apiKeyHash: APIKey.hash(apiKey))
@@ -161,14 +148,12 @@ import TuisongGateway
                 sdkAppID: Self.sdkAppID, secretKey: Self.key, adminIdentifier: "administrator"
             ).settings(appID: app.id, sealer: MasterKeySealer(masterKey: runtime.masterKey))
             try await runtime.store.updateApp(app)
-            try await body(Gateway(runtime: runtime, directory: directory, app: app, apiKey: apiKey))
+            try await body(Gateway(running: running, app: app, apiKey: apiKey))
         } catch {
-            await runtime.shutdown()
-            try? FileManager.default.removeItem(at: directory)
+            await running.stop()
             throw error
         }
-        await runtime.shutdown()
-        try? FileManager.default.removeItem(at: directory)
+        await running.stop()
     }
 
     static func token(_ n: Int) -> String { String(repeating: "c", count: 48) + String(format: "%016x", n) }

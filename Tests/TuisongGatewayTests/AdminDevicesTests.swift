@@ -1,12 +1,13 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongGatewayTestKit
 
 @testable import TuisongGateway
 
 @Suite(.serialized) struct AdminDevicesTests {
     /// 30 devices: even ones tagged "vip", users u-0…u-2 in turn, tokens with distinct prefixes.
-    private func seed(_ gw: TestGateway) async throws -> (Int64, String) {
+    private func seed(_ gw: RunningGateway) async throws -> (Int64, String) {
         let (appID, key) = try await gw.createApp()
         for n in 1...30 {
             let body: [String: Any] = [

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongGatewayTestKit
 
 @testable import TuisongGateway
 
@@ -30,7 +31,7 @@ final class AdminTestClient: @unchecked Sendable {
         session = URLSession(configuration: configuration)
     }
 
-    static func start(environment: [String: String] = [:]) async throws -> (TestGateway, AdminTestClient) {
+    static func start(environment: [String: String] = [:]) async throws -> (RunningGateway, AdminTestClient) {
         var env = ["TUISONG_ADMIN_PASSWORD": password]
         env.merge(environment) { _, new in new }
         let gateway = try await TestGateway.start(environment: env)

@@ -3,13 +3,14 @@ import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
+import TuisongGatewayTestKit
 
 @testable import TuisongGateway
 
 /// Two bugs found in review (issue #9, item 8), each through the running gateway and the APNs
 /// mock over TLS + HTTP/2.
 @Suite(.serialized) struct CacheInvalidationTests {
-    func pushAll(_ gw: TestGateway, _ key: String) async throws -> Int {
+    func pushAll(_ gw: RunningGateway, _ key: String) async throws -> Int {
         let push = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
             json: ["audience": ["all": true], "notification": ["alert": "x"]])

@@ -3,6 +3,7 @@ import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
+import TuisongGatewayTestKit
 
 @testable import TuisongGateway
 
@@ -10,21 +11,23 @@ import TuisongCrypto
 /// the APNs mock: the mock reports which p8 key (key id) signed each request.
 @Suite(.serialized) struct CredentialSelectorTests {
     func addKey(
-        _ gw: TestGateway, _ appID: Int64, keyID: String, _ environment: APNsEnvironment, selector: String?
+        _ gw: RunningGateway, _ appID: Int64, keyID: String, _ environment: APNsEnvironment, selector: String?
     ) async throws -> CredentialRecord {
         try await gw.runtime.addCredential(
             .p8(pem: try PrivateKey.generateP256().pkcs8PEM(), keyID: keyID, teamID: "SELTEAM001"),
             appID: appID, environment: environment, selector: selector)
     }
 
-    func bind(_ gw: TestGateway, _ appID: Int64, _ account: String, _ token: String, selector: String?) async throws {
+    func bind(
+        _ gw: RunningGateway, _ appID: Int64, _ account: String, _ token: String, selector: String?
+    ) async throws {
         _ = try await gw.runtime.store.bindDevice(
             appID: appID, account: account,
             registration: DeviceRegistration(token: DeviceToken(token)!, environment: .production),
             credentialSelector: selector)
     }
 
-    func push(_ gw: TestGateway, _ appID: Int64) async throws -> MessageRecord {
+    func push(_ gw: RunningGateway, _ appID: Int64) async throws -> MessageRecord {
         try await gw.runtime.engine.submit(
             PushJob(
                 appID: appID, vendor: "native", audience: .allAccounts,
@@ -32,7 +35,7 @@ import TuisongCrypto
     }
 
     func waitFor(
-        _ gw: TestGateway, _ id: Int64, _ done: (MessageStatus) -> Bool, timeout: Duration = .seconds(30)
+        _ gw: RunningGateway, _ id: Int64, _ done: (MessageStatus) -> Bool, timeout: Duration = .seconds(30)
     ) async throws -> MessageStatus {
         let deadline = ContinuousClock.now + timeout
         var last: MessageStatus?

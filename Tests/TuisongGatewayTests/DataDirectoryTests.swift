@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuisongGatewayTestKit
 
 @testable import TuisongGateway
 
@@ -13,23 +14,23 @@ import Testing
 
     /// Starts a gateway whose database lives in `data/` under its directory, created 0755 with
     /// `extraFile` in it first.
-    func start(extraFile: String?) async throws -> (TestGateway, String) {
-        var dataDirectory = ""
-        let gateway = try await TestGateway.start { env in
-            let root = (env["TUISONG_DATABASE_PATH"]! as NSString).deletingLastPathComponent
-            dataDirectory = root + "/data"
-            try? FileManager.default.createDirectory(
-                atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-            chmod(dataDirectory, 0o755)
-            _ = FileManager.default.createFile(atPath: dataDirectory + "/tuisong.db", contents: nil)
-            chmod(dataDirectory + "/tuisong.db", 0o644)
-            if let extraFile {
-                _ = FileManager.default.createFile(atPath: dataDirectory + "/" + extraFile, contents: nil)
-            }
-            env["TUISONG_DATABASE_PATH"] = dataDirectory + "/tuisong.db"
-            env["TUISONG_SECURITY_MASTER_KEY_FILE"] = dataDirectory + "/master.key"
-            env["TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE"] = dataDirectory + "/initial-admin-password"
+    func start(extraFile: String?) async throws -> (RunningGateway, String) {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-gw-\(UUID().uuidString)")
+        let dataDirectory = directory.appending(path: "data").path
+        try? FileManager.default.createDirectory(
+            atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        chmod(dataDirectory, 0o755)
+        _ = FileManager.default.createFile(atPath: dataDirectory + "/tuisong.db", contents: nil)
+        chmod(dataDirectory + "/tuisong.db", 0o644)
+        if let extraFile {
+            _ = FileManager.default.createFile(atPath: dataDirectory + "/" + extraFile, contents: nil)
         }
+        let gateway = try await TestGateway.start(
+            environment: [
+                "TUISONG_DATABASE_PATH": dataDirectory + "/tuisong.db",
+                "TUISONG_SECURITY_MASTER_KEY_FILE": dataDirectory + "/master.key",
+                "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": dataDirectory + "/initial-admin-password",
+            ], directory: directory)
         return (gateway, dataDirectory)
     }
 

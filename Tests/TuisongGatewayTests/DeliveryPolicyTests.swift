@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TuisongAPNsMock
 import TuisongCore
+import TuisongGatewayTestKit
 import TuisongStore
 
 @testable import TuisongGateway
@@ -75,7 +76,7 @@ final class GrantingPolicy: DeliveryPolicy {
         "TUISONG_DELIVERY_RETRY_BASE_SECONDS": "0.05", "TUISONG_DELIVERY_RETRY_MAX_SECONDS": "0.2",
     ]
 
-    func bind(_ gw: TestGateway, _ appID: Int64, _ account: String, _ token: String, selector: String? = nil)
+    func bind(_ gw: RunningGateway, _ appID: Int64, _ account: String, _ token: String, selector: String? = nil)
         async throws
     {
         _ = try await gw.runtime.store.bindDevice(
@@ -90,7 +91,7 @@ final class GrantingPolicy: DeliveryPolicy {
             options: PushOptions(), vendorContext: ["text": .string(text)])
     }
 
-    func waitUntilCompleted(_ gw: TestGateway, _ id: Int64, timeout: Duration = .seconds(60)) async throws
+    func waitUntilCompleted(_ gw: RunningGateway, _ id: Int64, timeout: Duration = .seconds(60)) async throws
         -> MessageStatus
     {
         let deadline = ContinuousClock.now + timeout

@@ -3,13 +3,14 @@ import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
+import TuisongGatewayTestKit
 
 @testable import TuisongGateway
 
 /// The native push API through the real path: HTTP → durable message → dispatcher → APNs pool
 /// over TLS + HTTP/2 → the bundled APNs mock (local mode).
 @Suite(.serialized) struct PushEndToEndTests {
-    func register(_ gw: TestGateway, _ key: String, _ tokens: [String], tag: String? = nil) async throws {
+    func register(_ gw: RunningGateway, _ key: String, _ tokens: [String], tag: String? = nil) async throws {
         for t in tokens {
             var body: [String: Any] = ["environment": "production"]
             if let tag { body["tags"] = [tag] }
@@ -18,7 +19,8 @@ import TuisongCrypto
         }
     }
 
-    func waitForCompletion(_ gw: TestGateway, _ key: String, _ id: Int, timeout: Duration = .seconds(60)) async throws
+    func waitForCompletion(_ gw: RunningGateway, _ key: String, _ id: Int, timeout: Duration = .seconds(60))
+        async throws
         -> [String: Any]
     {
         let deadline = ContinuousClock.now + timeout
@@ -221,7 +223,7 @@ extension PushEndToEndTests {
     /// Pushes to all of the app's devices and expects every one held with `reason`, nothing
     /// delivered or failed, and the credential marked failing with the same reason.
     func expectPushToAllHeld(
-        _ gw: TestGateway, _ key: String, _ tokens: [String], credentialID: Int64, reason: String
+        _ gw: RunningGateway, _ key: String, _ tokens: [String], credentialID: Int64, reason: String
     ) async throws {
         let push = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,

@@ -34,12 +34,12 @@ import Testing
     }
 
     @Test func healthzIsAnsweredWhileOneAddressHoldsEveryConnectionItMay() async throws {
-        let gateway = try await TestGateway.start { env in
-            env["TUISONG_LISTEN_MAX_CONNECTIONS"] = "32"
-            env["TUISONG_LISTEN_MAX_CONNECTIONS_PER_ADDRESS"] = "1000"
-            env["TUISONG_LISTEN_RECEIVE_TIMEOUT_SECONDS"] = "600"
-            env["TUISONG_LISTEN_CONNECTION_TIMEOUT_SECONDS"] = "600"
-        }
+        let gateway = try await TestGateway.start(environment: [
+            "TUISONG_LISTEN_MAX_CONNECTIONS": "32",
+            "TUISONG_LISTEN_MAX_CONNECTIONS_PER_ADDRESS": "1000",
+            "TUISONG_LISTEN_RECEIVE_TIMEOUT_SECONDS": "600",
+            "TUISONG_LISTEN_CONNECTION_TIMEOUT_SECONDS": "600",
+        ])
         let port = gateway.runtime.port
         // More than max_connections from 127.0.0.2; the server keeps two (32/16) for others.
         let held = (0..<40).map { _ in halfRequest(port: port, source: "127.0.0.2") }

@@ -1,7 +1,7 @@
 import Foundation
-import Logging
 import Testing
 import TuisongCore
+import TuisongGatewayTestKit
 import TuisongStore
 
 @testable import TuisongGateway
@@ -10,46 +10,16 @@ import TuisongStore
     import FoundationNetworking
 #endif
 
-/// A gateway on loopback with its own temporary directory (database, master key, password
-/// file), torn down by `stop()`.
-final class TestGateway: Sendable {
-    let runtime: GatewayRuntime
-    let directory: URL
-    let baseURL: String
-
-    static func start(
-        environment: [String: String] = [:], configure: (inout [String: String]) -> Void = { _ in }
-    ) async throws -> TestGateway {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-gw-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var env: [String: String] = [
-            "TUISONG_LISTEN_PORT": "0",
-            "TUISONG_DATABASE_PATH": directory.appending(path: "tuisong.db").path,
-            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
-            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "admin-password").path,
-            "TUISONG_WEB_ROOT": repositoryRoot().appending(path: "web").path,
-            "TUISONG_LOG_LEVEL": "warning",
-        ]
-        env.merge(environment) { _, new in new }
-        configure(&env)
-        let config = try GatewayConfig.load(fileContents: nil, environment: env)
-        var logger = Logger(label: "test")
-        logger.logLevel = .warning
-        let runtime = try await GatewayRuntime.start(config: config, environment: env, logger: logger)
-        return TestGateway(runtime: runtime, directory: directory)
+/// The gateway these suites start: the config's default providers and the repository's
+/// console, which the admin tests drive.
+enum TestGateway {
+    static func start(environment: [String: String] = [:], directory: URL? = nil) async throws -> RunningGateway {
+        try await RunningGateway.start(
+            environment: environment, directory: directory, webRoot: RunningGateway.repositoryWebRoot, name: "gw")
     }
+}
 
-    private init(runtime: GatewayRuntime, directory: URL) {
-        self.runtime = runtime
-        self.directory = directory
-        self.baseURL = "http://127.0.0.1:\(runtime.port)"
-    }
-
-    func stop() async {
-        await runtime.shutdown()
-        try? FileManager.default.removeItem(at: directory)
-    }
-
+extension RunningGateway {
     /// Creates an app directly in the store and returns (app id, API key).
     func createApp(bundleID: String = "com.example.test") async throws -> (Int64, String) {
         let key = APIKey.generate()

@@ -1,0 +1,95 @@
+import Foundation
+import Logging
+import TuisongAPNsMock
+import TuisongCore
+import TuisongGateway
+
+/// A whole gateway (`GatewayRuntime`, as `tuisong serve` runs it) on a loopback port chosen by
+/// the system, with its database, master key and initial admin password file in a temporary
+/// directory, and the bundled APNs mock unless the environment turns it off.
+public final class RunningGateway: Sendable {
+    public let runtime: GatewayRuntime
+    /// Holds the database (`tuisong.db`), `master.key` and `admin-password`.
+    public let directory: URL
+    public let baseURL: String
+
+    public var port: Int { runtime.port }
+
+    /// The bundled APNs mock every notification goes to (`apns.local_mock`, on by default).
+    public var mock: APNsMockServer {
+        guard let mock = runtime.localMock else {
+            preconditionFailure("the gateway was started with TUISONG_APNS_LOCAL_MOCK=false: it has no mock")
+        }
+        return mock
+    }
+
+    /// The repository's `web/` folder: the admin console as `tuisong serve` ships it.
+    public static let repositoryWebRoot = repositoryRoot().appending(path: "web")
+
+    /// Starts a gateway configured only from the environment, as the container runs it.
+    ///
+    /// - Parameters:
+    ///   - providers: `TUISONG_PROVIDERS`; nil leaves the config's default list.
+    ///   - environment: more `TUISONG_*` variables; they win over the ones made here.
+    ///   - directory: where the files go; an existing one is reused as it is (a restart on the
+    ///     same database). Nil makes a fresh `tuisong-<name>-<uuid>` under the temporary directory.
+    ///   - webRoot: the console's folder; nil names a folder that does not exist, so no console.
+    ///   - logLevel: the level of the logger handed to the runtime (`TUISONG_LOG_LEVEL` stays
+    ///     `warning` unless `environment` says otherwise).
+    ///   - name: the logger's label and the fresh directory's name.
+    ///   - clock: the clock the runtime hands its components (credentials, caches, API keys, providers).
+    public static func start(
+        providers: [String]? = nil, environment: [String: String] = [:], directory: URL? = nil,
+        webRoot: URL? = nil, logLevel: Logger.Level = .warning, name: String = "gateway",
+        clock: any TuisongCore.Clock = SystemClock()
+    ) async throws -> RunningGateway {
+        let created = directory == nil
+        let directory =
+            directory ?? FileManager.default.temporaryDirectory.appending(path: "tuisong-\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var variables = [
+            "TUISONG_LISTEN_PORT": "0",
+            "TUISONG_DATABASE_PATH": directory.appending(path: "tuisong.db").path,
+            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
+            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "admin-password").path,
+            "TUISONG_WEB_ROOT": (webRoot ?? directory.appending(path: "no-console")).path,
+            "TUISONG_LOG_LEVEL": "warning",
+        ]
+        if let providers { variables["TUISONG_PROVIDERS"] = providers.joined(separator: ",") }
+        variables.merge(environment) { _, new in new }
+        var logger = Logger(label: name)
+        logger.logLevel = logLevel
+        do {
+            let config = try GatewayConfig.load(fileContents: nil, environment: variables)
+            let runtime = try await GatewayRuntime.start(
+                config: config, environment: variables, clock: clock, logger: logger)
+            return RunningGateway(runtime: runtime, directory: directory)
+        } catch {
+            // A directory the caller handed in may hold what it means to restart on.
+            if created { try? FileManager.default.removeItem(at: directory) }
+            throw error
+        }
+    }
+
+    private init(runtime: GatewayRuntime, directory: URL) {
+        self.runtime = runtime
+        self.directory = directory
+        self.baseURL = "http://127.0.0.1:\(runtime.port)"
+    }
+
+    /// Shuts the runtime down, then removes the directory unless it is kept for a restart.
+    public func stop(keepingDirectory: Bool = false) async {
+        await runtime.shutdown()
+        if !keepingDirectory { try? FileManager.default.removeItem(at: directory) }
+    }
+}
+
+/// The package root, found from this source file so tests run from any directory.
+private func repositoryRoot() -> URL {
+    var url = URL(fileURLWithPath: #filePath)
+    while url.path != "/" {
+        url.deleteLastPathComponent()
+        if FileManager.default.fileExists(atPath: url.appending(path: "Package.swift").path) { return url }
+    }
+    return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+}
