@@ -131,14 +131,7 @@ extension SQLiteStore: AccountStore {
         let list = JSONValue.serializedArray(accounts)
         let unique = Set(accounts).count
         return try await write { db in
-            let increment = try db.cachedStatement(
-                sql: """
-                    INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
-                        SELECT ?1, value, 1, ?2, ?2 FROM json_each(?3) WHERE true
-                    ON CONFLICT (app_id, account) DO UPDATE SET
-                        badge = accounts.badge + 1, updated_at = excluded.updated_at
-                    RETURNING account, badge
-                    """)
+            let increment = try db.cachedStatement(sql: Self.incrementBadgesSQL)
             var values: [String: Int] = [:]
             values.reserveCapacity(unique)
             for row in try Row.fetchAll(increment, arguments: [appID, now, list]) {
@@ -178,14 +171,7 @@ extension SQLiteStore: AccountStore {
             while let row = try rows.next() { badges[row[0] as String] = row[1] as Int }
             let missing = badges.isEmpty ? unique : unique.filter { badges[$0] == nil }
             guard !missing.isEmpty else { return badges }
-            let increment = try db.cachedStatement(
-                sql: """
-                    INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
-                        SELECT ?1, value, 1, ?2, ?2 FROM json_each(?3) WHERE true
-                    ON CONFLICT (app_id, account) DO UPDATE SET
-                        badge = accounts.badge + 1, updated_at = excluded.updated_at
-                    RETURNING account, badge
-                    """)
+            let increment = try db.cachedStatement(sql: Self.incrementBadgesSQL)
             let missingList = missing.count == unique.count ? list : JSONValue.serializedArray(missing)
             var granted: [(String, Int)] = []
             granted.reserveCapacity(missing.count)
@@ -251,6 +237,16 @@ extension SQLiteStore: AccountStore {
 }
 
 extension SQLiteStore {
+    /// Adds one to the badge of every account in the JSON array ?3 of app ?1 (creating missing
+    /// accounts at 1; ?2 is now) and returns each new value.
+    static let incrementBadgesSQL = """
+        INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
+            SELECT ?1, value, 1, ?2, ?2 FROM json_each(?3) WHERE true
+        ON CONFLICT (app_id, account) DO UPDATE SET
+            badge = accounts.badge + 1, updated_at = excluded.updated_at
+        RETURNING account, badge
+        """
+
     /// Rows deleted per transaction by `forgetFinishedBadgeGrants`.
     static let badgeGrantsForgottenPerTransaction = 5_000
 
