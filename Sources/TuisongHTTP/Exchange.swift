@@ -159,13 +159,31 @@ final class Exchange: @unchecked Sendable {
             self.route = route
             if let declared = headers["Content-Length"], let length = Int(declared) {
                 guard length <= route.bodyLimit else {
-                    return reject(.payloadTooLarge(limit: route.bodyLimit))
+                    return refuseDeclaredBody(length: length, limit: route.bodyLimit)
                 }
                 body.reserveCapacity(length)
             }
             return MHD_Result.YES
         }
     }
+
+    /// A declared body over the route's limit. A client that asked `Expect: 100-continue` is
+    /// waiting for the answer before it sends the body: it gets the 413 at once. One that is
+    /// sending the body already has it read and dropped, up to `discardAllowance` over the
+    /// limit, and gets the 413 afterwards on a connection that stays open: answered at once,
+    /// libmicrohttpd would close the connection with the body unread, and the kernel's reset can
+    /// destroy the 413 before the client reads it (clients then saw "connection reset" instead of
+    /// the vendor's error). A body far larger than that is cut off at once.
+    private func refuseDeclaredBody(length: Int, limit: Int) -> MHD_Result {
+        let error = HTTPError.payloadTooLarge(limit: limit)
+        let waitsForContinue = headers["Expect"]?.lowercased() == "100-continue"
+        guard !waitsForContinue, length <= limit + Self.discardAllowance else { return reject(error) }
+        phase = .discarding(error, budget: length)
+        return MHD_Result.YES
+    }
+
+    /// How far past its limit a declared body is read and dropped to answer 413 properly.
+    static let discardAllowance = 1 << 20
 
     /// Answers `error` once the request is complete (keeping the connection open), or now if
     /// the declared body is larger than `limit`.

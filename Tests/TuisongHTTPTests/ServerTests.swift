@@ -185,19 +185,44 @@ struct ConnectionTests {
         }
     }
 
-    @Test("a declared body over the route's limit gets 413 before it is sent")
+    @Test(
+        "a declared body over the route's limit: 413 before it is sent to a client that waits for 100-continue, after it is read to one that sends it, cut off far over"
+    )
     func contentLengthLimit() async throws {
         try await withServer(router: standardRouter()) { server in
             let port = server.port
             try await offPool {
                 let client = try RawHTTPClient(port: port)
                 // Only the headers go out: the answer must not wait for the 5000 bytes.
-                try client.send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\n\r\n")
+                try client.send(
+                    "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n")
                 let response = try client.readResponse()
                 #expect(response.status == 413)
                 #expect(response.header("Connection")?.lowercased() == "close")
                 let error = try response.json()["error"] as? [String: Any]
                 #expect(error?["code"] as? String == "payload_too_large")
+                #expect(try client.waitsForClose())
+            }
+            try await offPool {
+                // Headers and body at once, as most clients send them: the body is read and
+                // dropped, the 413 follows, and the connection carries the next request.
+                let client = try RawHTTPClient(port: port)
+                try client.send(
+                    "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\n\r\n"
+                        + String(repeating: "x", count: 5000))
+                let response = try client.readResponse()
+                #expect(response.status == 413)
+                #expect(response.header("Connection")?.lowercased() != "close")
+                #expect((try response.json()["error"] as? [String: Any])?["code"] as? String == "payload_too_large")
+                #expect(try client.request("POST", "/upload", body: [1, 2]).text == "got 2")
+            }
+            try await offPool {
+                // Far over the limit (more than the 1 MiB it would read and drop): cut off at once.
+                let client = try RawHTTPClient(port: port)
+                try client.send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 50000000\r\n\r\n")
+                let response = try client.readResponse()
+                #expect(response.status == 413)
+                #expect(response.header("Connection")?.lowercased() == "close")
                 #expect(try client.waitsForClose())
             }
             let after = try await fetch(
