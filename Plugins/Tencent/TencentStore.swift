@@ -15,8 +15,8 @@ struct TencentGroup: Sendable, Hashable {
 struct TencentStore: Sendable {
     let database: any SharedDatabase
 
-    /// Statement arguments are bound in chunks of this many, under every SQL engine's limit.
-    static let chunk = 500
+    // Lists of accounts are bound as `SQLList` chunks: under every SQL engine's parameter
+    // limit, and few statement texts, which the connection keeps prepared.
 
     // MARK: Profiles
 
@@ -39,10 +39,10 @@ struct TencentStore: Sendable {
     {
         let rows = try await database.read { db in
             var rows: [SQLRow] = []
-            for part in Self.chunks(accounts) {
+            for list in SQLList.chunks(accounts) {
                 var sql =
-                    "SELECT account, tag, value FROM tencent_profile_items WHERE app_id = ? AND account IN (\(Self.marks(part.count)))"
-                var arguments: [SQLValue] = [.integer(appID)] + part.map { .text($0) }
+                    "SELECT account, tag, value FROM tencent_profile_items WHERE app_id = ? AND account IN (\(list.marks))"
+                var arguments: [SQLValue] = [.integer(appID)] + list.values
                 if let tags {
                     sql += " AND tag IN (\(Self.marks(tags.count)))"
                     arguments += tags.map { .text($0) }
@@ -250,10 +250,10 @@ struct TencentStore: Sendable {
     func tags(appID: Int64, accounts: [String]) async throws -> [String: [String]] {
         let rows = try await database.read { db in
             var rows: [SQLRow] = []
-            for part in Self.chunks(accounts) {
+            for list in SQLList.chunks(accounts) {
                 rows += try db.query(
-                    "SELECT account, tag FROM tencent_account_tags WHERE app_id = ? AND account IN (\(Self.marks(part.count))) ORDER BY tag",
-                    [.integer(appID)] + part.map { .text($0) })
+                    "SELECT account, tag FROM tencent_account_tags WHERE app_id = ? AND account IN (\(list.marks)) ORDER BY tag",
+                    [.integer(appID)] + list.values)
             }
             return rows
         }
@@ -306,7 +306,7 @@ struct TencentStore: Sendable {
     }
 
     /// The accounts among these that turned offline push off (OpenPush 2).
-    /// Asked once per page of a push (the delivery policy): padded lists keep it prepared.
+    /// Asked once per page of a push (the delivery policy).
     func pushDisabled(appID: Int64, accounts: [String]) async throws -> Set<String> {
         let lists = SQLList.chunks(accounts)
         guard !lists.isEmpty else { return [] }
@@ -328,9 +328,5 @@ struct TencentStore: Sendable {
 
     static func marks(_ count: Int) -> String {
         Array(repeating: "?", count: max(count, 1)).joined(separator: ", ")
-    }
-
-    static func chunks(_ values: [String]) -> [ArraySlice<String>] {
-        stride(from: 0, to: values.count, by: chunk).map { values[$0..<min($0 + chunk, values.count)] }
     }
 }

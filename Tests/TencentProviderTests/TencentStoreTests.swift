@@ -71,5 +71,14 @@ import TuisongPluginTestKit
         // Padded lists (SQLList): other lengths reuse the same few prepared texts.
         #expect(try await store.pushDisabled(appID: 1, accounts: Array(accounts.prefix(700))).count == 70)
         #expect(try await store.pushDisabled(appID: 1, accounts: ["user7", "user8", "user7"]) == ["user7"])
+        // Tags and profiles of as many accounts, read in the same padded chunks.
+        for account in accounts where account.hasSuffix("99") {
+            try await store.addTags(appID: 1, account: account, tags: ["vip"])
+            try await store.setProfile(appID: 1, account: account, items: [("Tag_Profile_IM_Nick", .string(account))])
+        }
+        let tagged = try await store.tags(appID: 1, accounts: accounts)
+        #expect(tagged.count == 12 && tagged.values.allSatisfy { $0 == ["vip"] })
+        let profiles = try await store.profiles(appID: 1, accounts: accounts, tags: ["Tag_Profile_IM_Nick"])
+        #expect(profiles.count == 12 && profiles["user1099"]?["Tag_Profile_IM_Nick"] == .string("user1099"))
     }
 }
