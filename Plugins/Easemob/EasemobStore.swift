@@ -343,9 +343,7 @@ struct EasemobStore: Sendable {
             set("max_users", changes.maxUsers.map { .integer(Int64($0)) })
             set("custom", changes.custom.map(SQLValue.text))
             if assignments.isEmpty {
-                return try db.queryOne(
-                    "SELECT group_id FROM easemob_groups WHERE app_id = ? AND group_id = ?",
-                    [.integer(appID), .text(groupID)]) != nil
+                return try Self.groupExists(db, appID: appID, groupID: groupID)
             }
             try db.execute(
                 "UPDATE easemob_groups SET \(assignments.joined(separator: ", ")) WHERE app_id = ? AND group_id = ?",
@@ -371,11 +369,7 @@ struct EasemobStore: Sendable {
         added: [String], already: [String]
     )? {
         try await database.write { db in
-            guard
-                try db.queryOne(
-                    "SELECT group_id FROM easemob_groups WHERE app_id = ? AND group_id = ?",
-                    [.integer(appID), .text(groupID)]) != nil
-            else { return nil }
+            guard try Self.groupExists(db, appID: appID, groupID: groupID) else { return nil }
             var added: [String] = []
             var already: [String] = []
             for name in usernames {
@@ -395,11 +389,7 @@ struct EasemobStore: Sendable {
     /// user was not a member.
     func removeMember(appID: Int64, groupID: String, username: String) async throws -> Bool? {
         try await database.write { db in
-            guard
-                try db.queryOne(
-                    "SELECT group_id FROM easemob_groups WHERE app_id = ? AND group_id = ?",
-                    [.integer(appID), .text(groupID)]) != nil
-            else { return nil }
+            guard try Self.groupExists(db, appID: appID, groupID: groupID) else { return nil }
             try db.execute(
                 "DELETE FROM easemob_group_members WHERE app_id = ? AND group_id = ? AND username = ? AND role = 'member'",
                 [.integer(appID), .text(groupID), .text(username)])
@@ -410,16 +400,18 @@ struct EasemobStore: Sendable {
     /// The group's members (owner included), or nil when there is no such group.
     func members(appID: Int64, groupID: String) async throws -> [String]? {
         try await database.read { db in
-            guard
-                try db.queryOne(
-                    "SELECT group_id FROM easemob_groups WHERE app_id = ? AND group_id = ?",
-                    [.integer(appID), .text(groupID)]) != nil
-            else { return nil }
+            guard try Self.groupExists(db, appID: appID, groupID: groupID) else { return nil }
             return try db.query(
                 "SELECT username FROM easemob_group_members WHERE app_id = ? AND group_id = ? ORDER BY joined_at, username",
                 [.integer(appID), .text(groupID)]
             ).compactMap { $0["username"].string }
         }
+    }
+
+    private static func groupExists(_ db: any SQLExecutor, appID: Int64, groupID: String) throws -> Bool {
+        try db.queryOne(
+            "SELECT group_id FROM easemob_groups WHERE app_id = ? AND group_id = ?", [.integer(appID), .text(groupID)])
+            != nil
     }
 
     private static func insertMember(

@@ -49,17 +49,7 @@ import TuisongStore
         /// Waits until the message with this `msg_id` has an outcome for every device.
         func completed(msgID: String) async throws -> MessageStatus {
             let record = try #require(try await baiduStore.messages(appID: app.id, msgIDs: [msgID]).first)
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline {
-                if let status = try await runtime.engine.status(messageID: record.id),
-                    status.record.state == .completed,
-                    status.counts.queued == 0, status.counts.sending == 0
-                {
-                    return status
-                }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            throw SignerError(description: "message \(msgID) did not complete")
+            return try await running.completed(messageID: record.id)
         }
     }
 

@@ -97,17 +97,7 @@ import TuisongGatewayTestKit
         func completed(_ vendorMessageID: String) async throws -> MessageStatus {
             let record = try #require(
                 try await runtime.store.message(appID: app.id, vendorMessageID: vendorMessageID))
-            let deadline = ContinuousClock.now + .seconds(120)
-            while ContinuousClock.now < deadline {
-                if let status = try await runtime.engine.status(messageID: record.id),
-                    status.record.state == .completed,
-                    status.counts.queued == 0, status.counts.sending == 0
-                {
-                    return status
-                }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            throw RawHTTPError(description: "message \(vendorMessageID) did not complete")
+            return try await running.completed(messageID: record.id, timeout: .seconds(120))
         }
 
         /// Skip reasons of a message's skipped deliveries, by device token.

@@ -77,6 +77,21 @@ public final class RunningGateway: Sendable {
         self.baseURL = "http://127.0.0.1:\(runtime.port)"
     }
 
+    /// Waits until every device of the message has an outcome (completed, nothing queued or
+    /// sending) and returns its status; throws after `timeout`.
+    public func completed(messageID: Int64, timeout: Duration = .seconds(60)) async throws -> MessageStatus {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let status = try await runtime.engine.status(messageID: messageID),
+                status.record.state == .completed, status.counts.queued == 0, status.counts.sending == 0
+            {
+                return status
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw RunningGatewayError(description: "message \(messageID) did not complete within \(timeout)")
+    }
+
     /// Shuts the runtime down, then removes the directory unless it is kept for a restart.
     public func stop(keepingDirectory: Bool = false) async {
         await runtime.shutdown()
@@ -92,4 +107,8 @@ private func repositoryRoot() -> URL {
         if FileManager.default.fileExists(atPath: url.appending(path: "Package.swift").path) { return url }
     }
     return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+}
+
+public struct RunningGatewayError: Error, CustomStringConvertible {
+    public var description: String
 }
