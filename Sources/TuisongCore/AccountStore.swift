@@ -37,8 +37,10 @@ public protocol AccountStore: Sendable {
     /// The badge each account gets for this message: its counter is incremented once per
     /// message, in the same transaction that remembers the grant, so a page decided again (after
     /// a crash or a failed write) and an account whose devices fall on several pages of the
-    /// message get the value already given. Pages of one message may call this concurrently.
-    /// The grants are forgotten once the message has finished sending (`forgetBadgeGrants`).
+    /// message are not counted again; they get the counter as it is now (which a later message
+    /// or a reset may have moved: what the device should show). Pages of one message may call
+    /// this concurrently. The grants are forgotten once the message has finished sending
+    /// (`forgetFinishedBadgeGrants`).
     func grantBadges(appID: Int64, messageID: Int64, accounts: [String]) async throws -> [String: Int]
     /// "The client reports unread = N"; 0 resets.
     func setBadge(appID: Int64, account: String, to value: Int) async throws

@@ -193,22 +193,6 @@ extension JSONValue {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// `[["a",1],["b",2],…]`, likewise.
-    public static func serializedPairs(_ pairs: [(String, Int)]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(pairs.count * 24 + 2)
-        out.append(UInt8(ascii: "["))
-        for (index, (string, number)) in pairs.enumerated() {
-            out.append(contentsOf: index > 0 ? Array(",[".utf8) : [UInt8(ascii: "[")])
-            writeString(string, into: &out)
-            out.append(UInt8(ascii: ","))
-            out.append(contentsOf: String(number).utf8)
-            out.append(UInt8(ascii: "]"))
-        }
-        out.append(UInt8(ascii: "]"))
-        return String(decoding: out, as: UTF8.self)
-    }
-
     func write(into out: inout [UInt8]) {
         switch self {
         case .null:

@@ -153,45 +153,46 @@ extension SQLiteStore: AccountStore {
         let unique = accounts.filter { seen.insert($0).inserted }
         let now = nowMilliseconds
         let list = JSONValue.serializedArray(unique)
-        // One transaction for the lookup, the increments and the grants: a crash or a failed
-        // write between an increment and its grant would count the account again when the page
-        // is decided again. Each list goes in as one JSON array (json_each), so the statements
-        // keep one shape and stay prepared whatever the page's length. CROSS JOIN keeps the list
-        // as the outer loop: the planner would otherwise walk every grant of the message and
-        // scan the list for each (quadratic in the audience).
+        // One transaction for the grants and the increments: a crash or a failed write between
+        // an increment and its grant would count the account again when the page is decided
+        // again. Recording the grants is the lookup too: the insert returns the accounts not yet
+        // counted for the message. Each list goes in as one JSON array (json_each), so the
+        // statements keep one shape and stay prepared whatever the page's length.
         return try await write { db in
+            var counted: [String] = []
+            counted.reserveCapacity(unique.count)
+            let grant = try db.cachedStatement(
+                sql: """
+                    INSERT INTO badge_grants (message_id, account) SELECT ?1, value FROM json_each(?2) WHERE true
+                    ON CONFLICT DO NOTHING RETURNING account
+                    """)
+            let inserted = try String.fetchCursor(grant, arguments: [messageID, list])
+            while let account = try inserted.next() { counted.append(account) }
             var badges: [String: Int] = [:]
             badges.reserveCapacity(unique.count)
-            let given = try db.cachedStatement(
+            if !counted.isEmpty {
+                let increment = try db.cachedStatement(sql: Self.incrementBadgesSQL)
+                let countedList = counted.count == unique.count ? list : JSONValue.serializedArray(counted)
+                let incremented = try Row.fetchCursor(increment, arguments: [appID, now, countedList])
+                while let row = try incremented.next() { badges[row[0] as String] = row[1] as Int }
+                guard badges.count == counted.count else {
+                    throw StoreError(
+                        .unavailable,
+                        "the badge increments returned \(badges.count) values for \(counted.count) accounts")
+                }
+            }
+            guard badges.count < unique.count else { return badges }
+            // Counted for this message already (another page, or this one before a crash): the
+            // counter as it is now. Their rows exist: the increment that counted them made them.
+            let current = try db.cachedStatement(
                 sql: """
-                    SELECT g.account, g.badge FROM json_each(?2) j
-                    CROSS JOIN badge_grants g ON g.message_id = ?1 AND g.account = j.value
+                    SELECT a.account, a.badge FROM json_each(?2) j
+                    CROSS JOIN accounts a ON a.app_id = ?1 AND a.account = j.value
                     """)
-            let rows = try Row.fetchCursor(given, arguments: [messageID, list])
+            let before = badges.count
+            let rest = before == 0 ? list : JSONValue.serializedArray(unique.filter { badges[$0] == nil })
+            let rows = try Row.fetchCursor(current, arguments: [appID, rest])
             while let row = try rows.next() { badges[row[0] as String] = row[1] as Int }
-            let missing = badges.isEmpty ? unique : unique.filter { badges[$0] == nil }
-            guard !missing.isEmpty else { return badges }
-            let increment = try db.cachedStatement(sql: Self.incrementBadgesSQL)
-            let missingList = missing.count == unique.count ? list : JSONValue.serializedArray(missing)
-            var granted: [(String, Int)] = []
-            granted.reserveCapacity(missing.count)
-            let incremented = try Row.fetchCursor(increment, arguments: [appID, now, missingList])
-            while let row = try incremented.next() {
-                let account: String = row[0]
-                let badge: Int = row[1]
-                badges[account] = badge
-                granted.append((account, badge))
-            }
-            guard granted.count == missing.count else {
-                throw StoreError(
-                    .unavailable, "the badge increments returned \(granted.count) values for \(missing.count) accounts")
-            }
-            let remember = try db.cachedStatement(
-                sql: """
-                    INSERT INTO badge_grants (message_id, account, badge)
-                        SELECT ?1, value ->> 0, value ->> 1 FROM json_each(?2)
-                    """)
-            try remember.execute(arguments: [messageID, JSONValue.serializedPairs(granted)])
             return badges
         }
     }

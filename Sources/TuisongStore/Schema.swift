@@ -33,6 +33,9 @@ enum Schema {
         migrator.registerMigration("v5-badge-grants") { db in
             try db.execute(sql: v5BadgeGrants)
         }
+        migrator.registerMigration("v6-badge-grants-without-values") { db in
+            try db.execute(sql: v6BadgeGrantsWithoutValues)
+        }
         return migrator
     }()
 

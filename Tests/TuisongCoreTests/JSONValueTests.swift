@@ -136,13 +136,6 @@ import Testing
         let strings = ["alice", "quote\"d", "back\\slash", "line\nbreak", "推送", ""]
         #expect(JSONValue.serializedArray(strings) == JSONValue.array(strings.map(JSONValue.string)).serializedString)
         #expect(JSONValue.serializedArray([]) == "[]")
-        let pairs = [("alice", 1), ("b\"ob", -2), ("推送", 0)]
-        let expected = JSONValue.array(pairs.map { .array([.string($0.0), .int(Int64($0.1))]) }).serializedString
-        #expect(JSONValue.serializedPairs(pairs) == expected)
-        #expect(
-            try JSONValue(parsing: Array(JSONValue.serializedPairs(pairs).utf8))
-                == JSONValue(parsing: Array(expected.utf8)))
-        #expect(JSONValue.serializedPairs([]) == "[]")
     }
 
     @Test func sqlListsArePaddedToPowersOfTwoWithDistinctValues() {

@@ -142,22 +142,30 @@ import TuisongCore
             return answers
         }
         #expect(answers.count == 40)
-        let byMessage = Dictionary(grouping: answers, by: \.0).mapValues { Set($0.map(\.1)) }
-        #expect(byMessage[first]?.count == 1, "every page of a message sees the same badges")
-        #expect(byMessage[second]?.count == 1)
-        let firstBadges = try #require(byMessage[first]?.first)
-        let secondBadges = try #require(byMessage[second]?.first)
-        #expect(Set([firstBadges["alice"], secondBadges["alice"]]) == [5, 6], "two messages, two increments")
-        #expect(Set([firstBadges["bob"], secondBadges["bob"]]) == [1, 2], "bob is created on the way")
+        #expect(answers.allSatisfy { Set($0.1.keys) == ["alice", "bob"] })
+        // Each message counted each account once, whichever page asked first: alice went from 4
+        // to 6 and bob (created on the way) to 2, and every page saw one of those counts.
+        #expect(Set(answers.compactMap { $0.1["alice"] }).isSubset(of: [5, 6]))
+        #expect(Set(answers.compactMap { $0.1["bob"] }).isSubset(of: [1, 2]))
         #expect(try await store.badge(appID: appID, account: "alice") == 6)
+        #expect(try await store.badge(appID: appID, account: "bob") == 2)
+        let grants = try await store.sharedDatabase.read {
+            try $0.queryOne("SELECT COUNT(*) AS n FROM badge_grants")?["n"].int
+        }
+        #expect(grants == 4, "one grant per (message, account)")
 
-        // A page decided again after a reopen (a crash) gets the same values; a new account
-        // on it is counted.
+        // A page decided again after a reopen (a crash) is not counted again: its devices get the
+        // account's counter as it is now, a reset included; a new account on it is counted.
         try store.close()
         store = try SQLiteStore(path: database.path)
         defer { try? store.close() }
         let again = try await store.grantBadges(appID: appID, messageID: first, accounts: ["alice", "carol"])
-        #expect(again == ["alice": firstBadges["alice"]!, "carol": 1])
+        #expect(again == ["alice": 6, "carol": 1])
+        try await store.setBadge(appID: appID, account: "alice", to: 0)
+        #expect(
+            try await store.grantBadges(appID: appID, messageID: first, accounts: ["carol", "alice"]) == [
+                "alice": 0, "carol": 1,
+            ])
         #expect(try await store.grantBadges(appID: appID, messageID: first, accounts: []) == [:])
 
         // Grants of a message still sending are kept; a finished message's are forgotten,
@@ -169,10 +177,9 @@ import TuisongCore
         #expect(try await store.forgetFinishedBadgeGrants() == many.count + 2)
         #expect(try await store.forgetFinishedBadgeGrants() == 0)
         #expect(
-            try await store.grantBadges(appID: appID, messageID: first, accounts: ["alice"]) == [
-                "alice": firstBadges["alice"]!
-            ], "the sending message kept its grants")
-        #expect(try await store.badge(appID: appID, account: "alice") == 6, "no increment for a grant already given")
+            try await store.grantBadges(appID: appID, messageID: first, accounts: ["alice"]) == ["alice": 0],
+            "the sending message kept its grants")
+        #expect(try await store.badge(appID: appID, account: "alice") == 0, "no increment for a grant already given")
     }
 
     @Test func accountAudiencesCarryAccountAppStateLocaleAndSelectorPageByPage() async throws {

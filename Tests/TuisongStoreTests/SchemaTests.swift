@@ -32,6 +32,27 @@ struct SchemaTests {
         }
     }
 
+    @Test("v6 keeps the badge grants of messages still sending, without their values")
+    func badgeGrantsKeepTheirAccountsThroughV6() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        // The table as v5 made it, with a grant in it, then v6's statements over it.
+        try await store.sharedDatabase.write { db in
+            try db.execute("DROP TABLE badge_grants")
+            try db.execute(Schema.v5BadgeGrants)
+            try db.execute("INSERT INTO badge_grants (message_id, account, badge) VALUES (7, 'alice', 3)")
+            try db.execute(Schema.v6BadgeGrantsWithoutValues)
+        }
+        let grants = try await store.sharedDatabase.read { db in
+            try db.query("SELECT * FROM badge_grants")
+        }
+        #expect(grants.count == 1)
+        #expect(grants.first?["message_id"].int == 7)
+        #expect(grants.first?["account"].string == "alice")
+        #expect(grants.first?.columns.count == 2)
+    }
+
     @Test("Re-opening a migrated file applies nothing twice and keeps the data")
     func reopenIsIdempotent() async throws {
         let database = try TemporaryDatabase()
