@@ -80,8 +80,9 @@ extension TencentProvider {
 
 /// Per receiver: seed 003's rules (`OfflinePushRules`) and the badge. Pushed accounts get
 /// their counter incremented once per message (unless BadgeMode 1), in one store call per
-/// page (`AccountStore.grantBadges`), which remembers what each account got with the message:
-/// a page decided again or an account whose devices fall on two pages is not counted twice.
+/// page (`AccountStore.grantBadges`), which remembers which accounts the message counted: a
+/// page decided again or an account whose devices fall on two pages is not counted twice (it
+/// carries the account's counter as it is then).
 struct TencentDeliveryPolicy: DeliveryPolicy {
     let store: TencentStore
     let accounts: any AccountStore
