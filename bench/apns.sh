@@ -109,7 +109,7 @@ w = sys.stdout.write
 for i in range(1, $POLICY_DEVICES + 1): w('%064x\\n' % (0x7000000000 + i))
 " | $BIN device import --app "$TAPP_ID" > /dev/null
   sqlite3 "$TUISONG_DATABASE_PATH" "
-    UPDATE devices SET im_account = 'user' || id WHERE app_id = $TAPP_ID;
+    UPDATE devices SET im_account = 'user' || id, app_state = 'background' WHERE app_id = $TAPP_ID;
     INSERT INTO accounts (app_id, account, app_state, badge, created_at, updated_at)
       SELECT app_id, im_account, 'background', 0, 0, 0 FROM devices WHERE app_id = $TAPP_ID;"
 fi

@@ -35,7 +35,7 @@ extension SQLiteStore: AccountStore {
         // `updated_at` stays: it is the device's last registration (see `invalidateDevice`).
         try await write { db in
             try db.execute(
-                sql: "UPDATE devices SET im_account = NULL WHERE app_id = ? AND im_account = ?",
+                sql: "UPDATE devices SET im_account = NULL, app_state = NULL WHERE app_id = ? AND im_account = ?",
                 arguments: [appID, account])
             try db.execute(
                 sql: "DELETE FROM accounts WHERE app_id = ? AND account = ?", arguments: [appID, account])
@@ -68,10 +68,12 @@ extension SQLiteStore: AccountStore {
                 let row = try Row.fetchOne(
                     db,
                     sql: """
-                        UPDATE devices SET im_account = ?, credential_selector = ? WHERE id = ?
+                        UPDATE devices SET im_account = ?1, credential_selector = ?2,
+                            app_state = (SELECT app_state FROM accounts WHERE app_id = ?3 AND account = ?1)
+                        WHERE id = ?4
                         RETURNING \(Rows.deviceColumns)
                         """,
-                    arguments: [account, credentialSelector, registered.id])
+                    arguments: [account, credentialSelector, appID, registered.id])
             else { throw StoreError(.unavailable, "the bound device \(registered.id) vanished") }
             return try Rows.device(row)
         }
@@ -80,7 +82,10 @@ extension SQLiteStore: AccountStore {
     public func unbindDevice(appID: Int64, token: DeviceToken) async throws -> Bool {
         try await write { db in
             try db.execute(
-                sql: "UPDATE devices SET im_account = NULL WHERE app_id = ? AND token = ? AND im_account IS NOT NULL",
+                sql: """
+                    UPDATE devices SET im_account = NULL, app_state = NULL
+                    WHERE app_id = ? AND token = ? AND im_account IS NOT NULL
+                    """,
                 arguments: [appID, token.hex])
             return db.changesCount > 0
         }
@@ -109,6 +114,10 @@ extension SQLiteStore: AccountStore {
                         app_state = excluded.app_state, updated_at = excluded.updated_at
                     """,
                 arguments: [appID, account, state.rawValue, now])
+            // The bound devices' copy, read by account audiences' pages (schema v7).
+            try db.execute(
+                sql: "UPDATE devices SET app_state = ?3 WHERE app_id = ?1 AND im_account = ?2",
+                arguments: [appID, account, state.rawValue])
         }
     }
 

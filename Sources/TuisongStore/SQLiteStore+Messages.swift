@@ -227,9 +227,10 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    /// A page of devices bound to accounts with their recipient details, in one query: the
-    /// account's app state joined to each device, rather than a second query with an IN list
-    /// of the page's ids, which took longer than the page itself (per-recipient path).
+    /// A page of devices bound to accounts with their recipient details, in one query: each
+    /// bound device carries its account's app state (schema v7), so the page needs neither a
+    /// lookup in `accounts` per device nor a second query with an IN list of the page's ids,
+    /// which took longer than the page itself (per-recipient path).
     private static func boundDeviceEntries(
         _ db: Database, where condition: String, _ arguments: [(any DatabaseValueConvertible)?],
         environment: APNsEnvironment?, limit: Int, prepared: Bool
@@ -237,8 +238,8 @@ extension SQLiteStore: MessageStore {
         var arguments = arguments
         var sql = """
             SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.im_account, d.locale,
-                a.app_state
-            FROM devices d LEFT JOIN accounts a ON a.app_id = d.app_id AND a.account = d.im_account
+                d.app_state
+            FROM devices d
             WHERE \(condition) AND d.invalidated_at IS NULL
             """
         if let environment {
@@ -661,8 +662,7 @@ extension SQLiteStore: MessageStore {
         let rows = try Row.fetchAll(
             db,
             sql: """
-                SELECT d.id, d.im_account, d.locale, a.app_state FROM devices d
-                LEFT JOIN accounts a ON a.app_id = d.app_id AND a.account = d.im_account
+                SELECT d.id, d.im_account, d.locale, d.app_state FROM devices d
                 WHERE d.app_id = ? AND d.id IN (\(marks))
                 """,
             arguments: StatementArguments([appID] + ids.map { $0 as (any DatabaseValueConvertible)? }))

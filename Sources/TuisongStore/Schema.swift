@@ -36,6 +36,9 @@ enum Schema {
         migrator.registerMigration("v6-badge-grants-without-values") { db in
             try db.execute(sql: v6BadgeGrantsWithoutValues)
         }
+        migrator.registerMigration("v7-device-app-state-from-account") { db in
+            try db.execute(sql: v7DeviceAppStateFromAccount)
+        }
         return migrator
     }()
 

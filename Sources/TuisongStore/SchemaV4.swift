@@ -4,7 +4,8 @@ extension Schema {
     /// message, per-device payloads of delivery rows, and skip counts by reason.
     ///
     /// The bound account of a device stays `devices.im_account`. `devices.app_state` and
-    /// `devices.unread_count` of v1 are not used: app state and badge belong to the account.
+    /// `devices.unread_count` of v1 are not used: app state and badge belong to the account
+    /// (since v7 a bound device carries a copy of its account's app state).
     static let v4Accounts = """
         CREATE TABLE accounts (
             id INTEGER PRIMARY KEY,

@@ -235,6 +235,27 @@ import TuisongCore
             appID: appID, audience: .all, environment: nil, after: 0, limit: 10, withRecipientDetails: true)
         #expect(detailed.map(\.account) == ["alice", nil, "bob", "alice"])
         #expect(detailed.map(\.appState) == [.background, nil, .foreground, .background])
+
+        // A device carries its account's state: copied when bound (dave reported before his
+        // device was bound), moved with a rebinding, changed with the account, gone unbound.
+        try await store.setAppState(appID: appID, account: "dave", .foreground)
+        let dave = try await store.bindDevice(
+            appID: appID, account: "dave", registration: registration(6), credentialSelector: nil)
+        _ = try await store.bindDevice(
+            appID: appID, account: "bob", registration: registration(4), credentialSelector: nil)
+        try await store.setAppState(appID: appID, account: "bob", .background)
+        #expect(try await store.unbindDevice(appID: appID, token: token(1)))
+        let moved = try await pages(.allAccounts, size: 10).flatMap { $0 }
+        #expect(moved.map(\.deviceID) == [bob.id, alice2.id, dave.id])
+        #expect(moved.map(\.account) == ["bob", "bob", "dave"])
+        #expect(moved.map(\.appState) == [.background, .background, .foreground])
+        let unbound = try await store.audiencePage(
+            appID: appID, audience: .all, environment: nil, after: 0, limit: 10, withRecipientDetails: true)
+        #expect(unbound.first { $0.deviceID == alice1.id }.map { $0.account == nil && $0.appState == nil } == true)
+        #expect(try await store.deleteAccount(appID: appID, account: "dave"))
+        let left = try await store.audiencePage(
+            appID: appID, audience: .all, environment: nil, after: 0, limit: 10, withRecipientDetails: true)
+        #expect(left.first { $0.deviceID == dave.id }.map { $0.account == nil && $0.appState == nil } == true)
     }
 
     @Test func vendorContextAndPerDevicePayloadsAreKept() async throws {

@@ -53,6 +53,30 @@ struct SchemaTests {
         #expect(grants.first?.columns.count == 2)
     }
 
+    @Test("v7 copies each bound device's account app state to the device")
+    func deviceAppStateIsBackfilledByV7() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        let app = try await makeApp(store)
+        try await store.sharedDatabase.write { db in
+            try db.execute(
+                """
+                INSERT INTO accounts (app_id, account, app_state, created_at, updated_at)
+                    VALUES (\(app.id), 'alice', 'background', 0, 0), (\(app.id), 'bob', NULL, 0, 0);
+                INSERT INTO devices (app_id, token, environment, im_account, app_state, created_at, updated_at)
+                    VALUES (\(app.id), 'aa', 'production', 'alice', NULL, 0, 0),
+                           (\(app.id), 'bb', 'production', 'bob', 'foreground', 0, 0),
+                           (\(app.id), 'cc', 'production', NULL, 'foreground', 0, 0);
+                """)
+            try db.execute(Schema.v7DeviceAppStateFromAccount)
+        }
+        let states = try await store.sharedDatabase.read { db in
+            try db.query("SELECT token, app_state FROM devices ORDER BY token").map { $0["app_state"].string }
+        }
+        #expect(states == ["background", nil, nil])
+    }
+
     @Test("Re-opening a migrated file applies nothing twice and keeps the data")
     func reopenIsIdempotent() async throws {
         let database = try TemporaryDatabase()
