@@ -192,7 +192,8 @@ extension SQLiteStore: AccountStore {
             }
             guard badges.count < unique.count else { return badges }
             // Counted for this message already (another page, or this one before a crash): the
-            // counter as it is now. Their rows exist: the increment that counted them made them.
+            // counter as it is now. An account deleted since has no row, and so no badge. CROSS
+            // JOIN keeps the list as the outer loop, one lookup per account.
             let current = try db.cachedStatement(
                 sql: """
                     SELECT a.account, a.badge FROM json_each(?2) j
