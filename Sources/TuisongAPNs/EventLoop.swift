@@ -104,6 +104,9 @@ final class EventLoop: @unchecked Sendable {
     func start() {
         let thread = Thread { [self] in
             threadID.withLock { $0 = pthread_self() }
+            // Foundation does not name the thread on Linux, which would otherwise show the
+            // name of the thread that started it ("…default-qos") in top -H and perf.
+            _ = tuisong_name_current_thread(name)
             run()
         }
         thread.name = name

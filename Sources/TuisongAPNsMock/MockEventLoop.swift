@@ -133,6 +133,7 @@ final class MockEventLoop: @unchecked Sendable {
             &thread, nil,
             { context in
                 let loop = Unmanaged<MockEventLoop>.fromOpaque(context!).takeRetainedValue()
+                _ = tuisong_name_current_thread("apns-mock \(loop.index)")
                 loop.run()
                 return nil
             }, context)

@@ -129,10 +129,15 @@ import Testing
 
 @Suite(.timeLimit(.minutes(1))) struct ClientEventLoopTests {
     @Test func runsSubmittedTasksInOrderOnItsThread() async throws {
-        let loop = try EventLoop(name: "test loop")
+        let loop = try EventLoop(name: "test loop named at most 15 bytes")
         loop.start()
         let seen = Mutex<[Int]>([])
         let onLoop = Mutex(true)
+        let threadName = Mutex("")
+        loop.execute {
+            let name = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+            threadName.withLock { $0 = name ?? "" }
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             for index in 0..<1000 {
                 loop.execute {
@@ -144,6 +149,7 @@ import Testing
         }
         #expect(seen.withLock { $0 } == Array(0..<1000))
         #expect(onLoop.withLock { $0 })
+        #expect(threadName.withLock { $0 } == "test loop named\n", "the thread carries the loop's name (15 bytes)")
         #expect(!loop.isLoopThread)
         await loop.shutdown()
         // After shutdown submissions are dropped rather than run or leaked into a dead loop.
