@@ -111,7 +111,9 @@ for i in range(1, $POLICY_DEVICES + 1): w('%064x\\n' % (0x7000000000 + i))
   sqlite3 "$TUISONG_DATABASE_PATH" "
     UPDATE devices SET im_account = 'user' || id, app_state = 'background' WHERE app_id = $TAPP_ID;
     INSERT INTO accounts (app_id, account, app_state, badge, created_at, updated_at)
-      SELECT app_id, im_account, 'background', 0, 0, 0 FROM devices WHERE app_id = $TAPP_ID;"
+      SELECT app_id, im_account, 'background', 0, 0, 0 FROM devices WHERE app_id = $TAPP_ID;
+    UPDATE devices SET account_id = (SELECT a.id FROM accounts a WHERE a.app_id = devices.app_id AND a.account = devices.im_account)
+      WHERE app_id = $TAPP_ID;"
 fi
 
 echo "== seeding $DEVICES devices tagged bench-a"

@@ -100,10 +100,10 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
         }
         var badges: [String: Int] = [:]
         if template.countsBadge {
-            var pushed: [String] = []
-            var seen = Set<String>()
+            var pushed: [AccountKey] = []
+            var seen = Set<Int64>()
             for (recipient, reason) in zip(recipients, reasons) where reason == nil {
-                if let account = recipient.account, seen.insert(account).inserted { pushed.append(account) }
+                if let account = recipient.accountKey, seen.insert(account.id).inserted { pushed.append(account) }
             }
             badges = try await accounts.grantBadges(appID: message.appID, messageID: message.id, accounts: pushed)
         }

@@ -34,15 +34,28 @@ public protocol AccountStore: Sendable {
     /// and durably: messages decided concurrently for one account get distinct values. An
     /// account named twice is incremented twice (its last value returned).
     func incrementBadges(appID: Int64, accounts: [String]) async throws -> [String: Int]
-    /// The badge each account gets for this message: its counter is incremented once per
-    /// message, in the same transaction that remembers the grant, so a page decided again (after
-    /// a crash or a failed write) and an account whose devices fall on several pages of the
-    /// message are not counted again; they get the counter as it is now (which a later message
-    /// or a reset may have moved: what the device should show). Pages of one message may call
-    /// this concurrently. The grants are forgotten once the message has finished sending
-    /// (`forgetFinishedBadgeGrants`).
-    func grantBadges(appID: Int64, messageID: Int64, accounts: [String]) async throws -> [String: Int]
+    /// The badge each account gets for this message, by name: its counter is incremented once
+    /// per message, in the same transaction that remembers the grant, so a page decided again
+    /// (after a crash or a failed write) and an account whose devices fall on several pages of
+    /// the message are not counted again; they get the counter as it is now (which a later
+    /// message or a reset may have moved: what the device should show). Accounts are named by
+    /// their row (`Recipient.accountKey`, carried by each bound device), so the per-page work
+    /// needs no lookup by name. An account deleted since gets no badge. Pages of one message
+    /// may call this concurrently. The grants are forgotten once the message has finished
+    /// sending (`forgetFinishedBadgeGrants`).
+    func grantBadges(appID: Int64, messageID: Int64, accounts: [AccountKey]) async throws -> [String: Int]
     /// "The client reports unread = N"; 0 resets.
     func setBadge(appID: Int64, account: String, to value: Int) async throws
     func badge(appID: Int64, account: String) async throws -> Int
+}
+
+/// An IM account as a bound device names it: its `accounts` row id and its name.
+public struct AccountKey: Sendable, Hashable {
+    public var id: Int64
+    public var name: String
+
+    public init(id: Int64, name: String) {
+        self.id = id
+        self.name = name
+    }
 }

@@ -15,6 +15,8 @@ public struct Recipient: Sendable, Hashable {
     public var environment: APNsEnvironment
     /// The IM account (app-scoped user id) the device is bound to, if any.
     public var account: String?
+    /// That account's row id, carried by the device (see `accountKey`).
+    public var accountID: Int64?
     public var locale: String?
     /// The account's last reported app state; `nil` when it never reported one.
     public var appState: AppState?
@@ -23,15 +25,22 @@ public struct Recipient: Sendable, Hashable {
 
     public init(
         deviceID: Int64?, token: String, environment: APNsEnvironment, account: String? = nil,
-        locale: String? = nil, appState: AppState? = nil, credentialSelector: String? = nil
+        accountID: Int64? = nil, locale: String? = nil, appState: AppState? = nil, credentialSelector: String? = nil
     ) {
         self.deviceID = deviceID
         self.token = token
         self.environment = environment
         self.account = account
+        self.accountID = accountID
         self.locale = locale
         self.appState = appState
         self.credentialSelector = credentialSelector
+    }
+
+    /// The bound account as `AccountStore.grantBadges` takes it; nil when unbound.
+    public var accountKey: AccountKey? {
+        guard let account, let accountID else { return nil }
+        return AccountKey(id: accountID, name: account)
     }
 }
 

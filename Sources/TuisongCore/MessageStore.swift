@@ -80,13 +80,14 @@ public struct AudienceEntry: Sendable, Hashable {
     public var details: RecipientDetails?
 
     public var account: String? { details?.account }
+    public var accountID: Int64? { details?.accountID }
     public var appState: AppState? { details?.appState }
     public var locale: String? { details?.locale }
 
     public init(
         position: Int64, deviceID: Int64?, token: String, environment: APNsEnvironment,
         registeredAt: Date? = nil, skipReason: String? = nil, credentialSelector: String? = nil,
-        account: String? = nil, appState: AppState? = nil, locale: String? = nil
+        account: String? = nil, accountID: Int64? = nil, appState: AppState? = nil, locale: String? = nil
     ) {
         self.position = position
         self.deviceID = deviceID
@@ -96,36 +97,40 @@ public struct AudienceEntry: Sendable, Hashable {
         self.skipReason = skipReason
         self.credentialSelector = credentialSelector
         if account != nil || appState != nil || locale != nil {
-            details = RecipientDetails(account: account, appState: appState, locale: locale)
+            details = RecipientDetails(account: account, accountID: accountID, appState: appState, locale: locale)
         }
     }
 
     /// The entry as a `DeliveryPolicy` sees it.
     public var recipient: Recipient {
         Recipient(
-            deviceID: deviceID, token: token, environment: environment, account: account, locale: locale,
-            appState: appState, credentialSelector: credentialSelector)
+            deviceID: deviceID, token: token, environment: environment, account: account, accountID: accountID,
+            locale: locale, appState: appState, credentialSelector: credentialSelector)
     }
 }
 
 /// What a `DeliveryPolicy` needs to know of a device beyond its token.
 public final class RecipientDetails: Sendable, Hashable {
     public let account: String?
+    /// The account's row (`AccountKey`), carried by the bound device.
+    public let accountID: Int64?
     public let appState: AppState?
     public let locale: String?
 
-    public init(account: String?, appState: AppState?, locale: String?) {
+    public init(account: String?, accountID: Int64? = nil, appState: AppState?, locale: String?) {
         self.account = account
+        self.accountID = accountID
         self.appState = appState
         self.locale = locale
     }
 
     public static func == (a: RecipientDetails, b: RecipientDetails) -> Bool {
-        a.account == b.account && a.appState == b.appState && a.locale == b.locale
+        a.account == b.account && a.accountID == b.accountID && a.appState == b.appState && a.locale == b.locale
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(account)
+        hasher.combine(accountID)
         hasher.combine(appState)
         hasher.combine(locale)
     }

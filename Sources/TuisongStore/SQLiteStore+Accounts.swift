@@ -35,7 +35,10 @@ extension SQLiteStore: AccountStore {
         // `updated_at` stays: it is the device's last registration (see `invalidateDevice`).
         try await write { db in
             try db.execute(
-                sql: "UPDATE devices SET im_account = NULL, app_state = NULL WHERE app_id = ? AND im_account = ?",
+                sql: """
+                    UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
+                    WHERE app_id = ? AND im_account = ?
+                    """,
                 arguments: [appID, account])
             try db.execute(
                 sql: "DELETE FROM accounts WHERE app_id = ? AND account = ?", arguments: [appID, account])
@@ -69,7 +72,7 @@ extension SQLiteStore: AccountStore {
                     db,
                     sql: """
                         UPDATE devices SET im_account = ?1, credential_selector = ?2,
-                            app_state = (SELECT app_state FROM accounts WHERE app_id = ?3 AND account = ?1)
+                            (account_id, app_state) = (SELECT id, app_state FROM accounts WHERE app_id = ?3 AND account = ?1)
                         WHERE id = ?4
                         RETURNING \(Rows.deviceColumns)
                         """,
@@ -83,7 +86,7 @@ extension SQLiteStore: AccountStore {
         try await write { db in
             try db.execute(
                 sql: """
-                    UPDATE devices SET im_account = NULL, app_state = NULL
+                    UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
                     WHERE app_id = ? AND token = ? AND im_account IS NOT NULL
                     """,
                 arguments: [appID, token.hex])
@@ -156,55 +159,69 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func grantBadges(appID: Int64, messageID: Int64, accounts: [String]) async throws -> [String: Int] {
+    public func grantBadges(appID: Int64, messageID: Int64, accounts: [AccountKey]) async throws -> [String: Int] {
         guard !accounts.isEmpty else { return [:] }
-        var seen = Set<String>()
-        let unique = accounts.filter { seen.insert($0).inserted }
+        var byID: [Int64: String] = [:]
+        byID.reserveCapacity(accounts.count)
+        var distinct: [Int64] = []
+        distinct.reserveCapacity(accounts.count)
+        for account in accounts where byID.updateValue(account.name, forKey: account.id) == nil {
+            distinct.append(account.id)
+        }
+        let (names, ids) = (byID, distinct)
         let now = nowMilliseconds
-        let list = JSONValue.serializedArray(unique)
+        let list = Self.jsonArray(ids)
         // One transaction for the grants and the increments: a crash or a failed write between
         // an increment and its grant would count the account again when the page is decided
         // again. Recording the grants is the lookup too: the insert returns the accounts not yet
         // counted for the message. Each list goes in as one JSON array (json_each), so the
-        // statements keep one shape and stay prepared whatever the page's length.
+        // statements keep one shape and stay prepared whatever the page's length; accounts are
+        // row ids, so every step is an integer-keyed B-tree seek. `+app_id` (a check on the rows
+        // found, not an index term) keeps the planner from walking every account of the app
+        // through the (app_id, account) index instead: quadratic in the audience.
         return try await write { db in
-            var counted: [String] = []
-            counted.reserveCapacity(unique.count)
+            var counted: [Int64] = []
+            counted.reserveCapacity(ids.count)
             let grant = try db.cachedStatement(
                 sql: """
-                    INSERT INTO badge_grants (message_id, account) SELECT ?1, value FROM json_each(?2) WHERE true
-                    ON CONFLICT DO NOTHING RETURNING account
+                    INSERT INTO badge_grants (message_id, account_id) SELECT ?1, value FROM json_each(?2) WHERE true
+                    ON CONFLICT DO NOTHING RETURNING account_id
                     """)
-            let inserted = try String.fetchCursor(grant, arguments: [messageID, list])
-            while let account = try inserted.next() { counted.append(account) }
+            let inserted = try Int64.fetchCursor(grant, arguments: [messageID, list])
+            while let id = try inserted.next() { counted.append(id) }
             var badges: [String: Int] = [:]
-            badges.reserveCapacity(unique.count)
-            if !counted.isEmpty {
-                let increment = try db.cachedStatement(sql: Self.incrementBadgesSQL)
-                let countedList = counted.count == unique.count ? list : JSONValue.serializedArray(counted)
-                let incremented = try Row.fetchCursor(increment, arguments: [appID, now, countedList])
-                while let row = try incremented.next() { badges[row[0] as String] = row[1] as Int }
-                guard badges.count == counted.count else {
-                    throw StoreError(
-                        .unavailable,
-                        "the badge increments returned \(badges.count) values for \(counted.count) accounts")
+            badges.reserveCapacity(ids.count)
+            func collect(_ statement: Statement, _ arguments: StatementArguments) throws {
+                let rows = try Row.fetchCursor(statement, arguments: arguments)
+                while let row = try rows.next() {
+                    if let name = names[row[0] as Int64] { badges[name] = row[1] as Int }
                 }
             }
-            guard badges.count < unique.count else { return badges }
+            if !counted.isEmpty {
+                try collect(
+                    db.cachedStatement(
+                        sql: """
+                            UPDATE accounts SET badge = badge + 1, updated_at = ?3
+                            WHERE id IN (SELECT value FROM json_each(?2)) AND +app_id = ?1
+                            RETURNING id, badge
+                            """), [appID, counted.count == ids.count ? list : Self.jsonArray(counted), now])
+            }
+            guard counted.count < ids.count else { return badges }
             // Counted for this message already (another page, or this one before a crash): the
-            // counter as it is now. An account deleted since has no row, and so no badge. CROSS
-            // JOIN keeps the list as the outer loop, one lookup per account.
-            let current = try db.cachedStatement(
-                sql: """
-                    SELECT a.account, a.badge FROM json_each(?2) j
-                    CROSS JOIN accounts a ON a.app_id = ?1 AND a.account = j.value
-                    """)
-            let before = badges.count
-            let rest = before == 0 ? list : JSONValue.serializedArray(unique.filter { badges[$0] == nil })
-            let rows = try Row.fetchCursor(current, arguments: [appID, rest])
-            while let row = try rows.next() { badges[row[0] as String] = row[1] as Int }
+            // counter as it is now. An account deleted since has no row, and so no badge.
+            let countedNow = Set(counted)
+            try collect(
+                db.cachedStatement(
+                    sql: """
+                        SELECT id, badge FROM accounts WHERE id IN (SELECT value FROM json_each(?2)) AND +app_id = ?1
+                        """), [appID, counted.isEmpty ? list : Self.jsonArray(ids.filter { !countedNow.contains($0) })])
             return badges
         }
+    }
+
+    /// `[1,2,…]`: a list of row ids bound to one statement parameter (`json_each`).
+    private static func jsonArray(_ ids: [Int64]) -> String {
+        "[" + ids.map(String.init).joined(separator: ",") + "]"
     }
 
     public func setBadge(appID: Int64, account: String, to value: Int) async throws {
@@ -291,8 +308,8 @@ extension SQLiteStore {
                     guard sending == nil else { return 0 }
                     try db.execute(
                         sql: """
-                            DELETE FROM badge_grants WHERE message_id = ?1 AND account IN
-                                (SELECT account FROM badge_grants WHERE message_id = ?1 LIMIT ?2)
+                            DELETE FROM badge_grants WHERE message_id = ?1 AND account_id IN
+                                (SELECT account_id FROM badge_grants WHERE message_id = ?1 LIMIT ?2)
                             """,
                         arguments: [messageID, Self.badgeGrantsForgottenPerTransaction])
                     return db.changesCount

@@ -228,7 +228,7 @@ extension SQLiteStore: MessageStore {
     }
 
     /// A page of devices bound to accounts with their recipient details, in one query: each
-    /// bound device carries its account's app state (schema v7), so the page needs neither a
+    /// bound device carries its account's row id and app state (schema v7), so the page needs neither a
     /// lookup in `accounts` per device nor a second query with an IN list of the page's ids,
     /// which took longer than the page itself (per-recipient path).
     private static func boundDeviceEntries(
@@ -238,7 +238,7 @@ extension SQLiteStore: MessageStore {
         var arguments = arguments
         var sql = """
             SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.im_account, d.locale,
-                d.app_state
+                d.app_state, d.account_id
             FROM devices d
             WHERE \(condition) AND d.invalidated_at IS NULL
             """
@@ -256,8 +256,10 @@ extension SQLiteStore: MessageStore {
             let account: String? = row.hasNull(atIndex: 5) ? nil : (row[5] as String)
             let locale: String? = row.hasNull(atIndex: 6) ? nil : (row[6] as String)
             let state: String? = row.hasNull(atIndex: 7) ? nil : (row[7] as String)
+            let accountID: Int64? = row.hasNull(atIndex: 8) ? nil : (row[8] as Int64)
             entry.details = RecipientDetails(
-                account: account, appState: state.flatMap(AppState.init(rawValue:)), locale: locale)
+                account: account, accountID: accountID, appState: state.flatMap(AppState.init(rawValue:)),
+                locale: locale)
             return entry
         }
     }
@@ -662,7 +664,7 @@ extension SQLiteStore: MessageStore {
         let rows = try Row.fetchAll(
             db,
             sql: """
-                SELECT d.id, d.im_account, d.locale, d.app_state FROM devices d
+                SELECT d.id, d.im_account, d.locale, d.app_state, d.account_id FROM devices d
                 WHERE d.app_id = ? AND d.id IN (\(marks))
                 """,
             arguments: StatementArguments([appID] + ids.map { $0 as (any DatabaseValueConvertible)? }))
@@ -673,7 +675,7 @@ extension SQLiteStore: MessageStore {
             var detailed = entry
             let state: String? = row[3]
             detailed.details = RecipientDetails(
-                account: row[1], appState: state.flatMap(AppState.init(rawValue:)), locale: row[2])
+                account: row[1], accountID: row[4], appState: state.flatMap(AppState.init(rawValue:)), locale: row[2])
             return detailed
         }
     }

@@ -33,11 +33,11 @@ enum Schema {
         migrator.registerMigration("v5-badge-grants") { db in
             try db.execute(sql: v5BadgeGrants)
         }
-        migrator.registerMigration("v6-badge-grants-without-values") { db in
-            try db.execute(sql: v6BadgeGrantsWithoutValues)
+        migrator.registerMigration("v6-badge-grants-by-account-row") { db in
+            try db.execute(sql: v6BadgeGrantsByAccountRow)
         }
-        migrator.registerMigration("v7-device-app-state-from-account") { db in
-            try db.execute(sql: v7DeviceAppStateFromAccount)
+        migrator.registerMigration("v7-devices-carry-their-account") { db in
+            try db.execute(sql: v7DevicesCarryTheirAccount)
         }
         return migrator
     }()

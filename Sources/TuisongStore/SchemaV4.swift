@@ -5,7 +5,7 @@ extension Schema {
     ///
     /// The bound account of a device stays `devices.im_account`. `devices.app_state` and
     /// `devices.unread_count` of v1 are not used: app state and badge belong to the account
-    /// (since v7 a bound device carries a copy of its account's app state).
+    /// (since v7 a bound device carries its account's row id and a copy of its app state).
     static let v4Accounts = """
         CREATE TABLE accounts (
             id INTEGER PRIMARY KEY,

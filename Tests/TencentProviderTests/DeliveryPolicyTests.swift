@@ -34,10 +34,15 @@ import TuisongPluginTestKit
             vendorContext: template.vendorContext)
         let message = try await store.createMessage(job, payload: template.payload(badge: nil), state: .queued)
 
+        // Each bound device names its account by row too (what the audience page reads).
+        let rows = try await temporary.database.read { db in
+            try db.query("SELECT id, account FROM accounts WHERE app_id = ?", [.integer(app.id)])
+        }
+        let ids = Dictionary(uniqueKeysWithValues: rows.map { ($0["account"].string ?? "", $0["id"].int) })
         func recipient(_ n: Int, _ account: String, _ state: AppState?) -> Recipient {
             Recipient(
                 deviceID: Int64(n), token: String(repeating: "b", count: 63) + String(n), environment: .production,
-                account: account, appState: state)
+                account: account, accountID: ids[account] ?? nil, appState: state)
         }
         // bob has two devices on this page and one more on the next.
         let page = [

@@ -61,7 +61,7 @@ final class GrantingPolicy: DeliveryPolicy {
         defer { deciding.subtract(1, ordering: .relaxed) }
         mostAtOnce.max(now, ordering: .relaxed)
         let badges = try await accounts.grantBadges(
-            appID: message.appID, messageID: message.id, accounts: recipients.compactMap(\.account))
+            appID: message.appID, messageID: message.id, accounts: recipients.compactMap(\.accountKey))
         try await Task.sleep(for: .milliseconds(30))
         return recipients.map { recipient in
             let badge = recipient.account.flatMap { badges[$0] } ?? 0

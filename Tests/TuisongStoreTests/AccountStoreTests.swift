@@ -114,12 +114,31 @@ import TuisongCore
         return message.id
     }
 
+    /// The accounts' keys, creating the missing ones (in one transaction: thousands at once).
+    func keys(_ store: SQLiteStore, _ appID: Int64, _ names: [String]) async throws -> [AccountKey] {
+        let list = JSONValue.array(names.map(JSONValue.string)).serializedString
+        let rows = try await store.sharedDatabase.write { db in
+            try db.execute(
+                """
+                INSERT INTO accounts (app_id, account, created_at, updated_at)
+                    SELECT ?, value, 0, 0 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING
+                """, [.integer(appID), .text(list)])
+            return try db.query(
+                "SELECT id, account FROM accounts WHERE app_id = ? AND account IN (SELECT value FROM json_each(?))",
+                [.integer(appID), .text(list)])
+        }
+        let ids = Dictionary(uniqueKeysWithValues: rows.map { ($0["account"].string ?? "", $0["id"].int ?? 0) })
+        return names.map { AccountKey(id: ids[$0] ?? 0, name: $0) }
+    }
+
     @Test func badgesAreGrantedOncePerMessageEvenWhenPagesAskConcurrently() async throws {
         let database = try TemporaryDatabase()
         defer { database.remove() }
         var store = try SQLiteStore(path: database.path)
         let appID = try await app(store)
         try await store.setBadge(appID: appID, account: "alice", to: 4)
+        let alice = try await keys(store, appID, ["alice"])[0]
+        let bob = try await keys(store, appID, ["bob"])[0]
         let first = try await sendingMessage(store, appID: appID)
         let second = try await sendingMessage(store, appID: appID)
 
@@ -133,7 +152,7 @@ import TuisongCore
                     (
                         message,
                         try await opened.grantBadges(
-                            appID: appID, messageID: message, accounts: ["bob", "alice", "bob"])
+                            appID: appID, messageID: message, accounts: [bob, alice, bob])
                     )
                 }
             }
@@ -144,7 +163,7 @@ import TuisongCore
         #expect(answers.count == 40)
         #expect(answers.allSatisfy { Set($0.1.keys) == ["alice", "bob"] })
         // Each message counted each account once, whichever page asked first: alice went from 4
-        // to 6 and bob (created on the way) to 2, and every page saw one of those counts.
+        // to 6 and bob from 0 to 2, and every page saw one of those counts.
         #expect(Set(answers.compactMap { $0.1["alice"] }).isSubset(of: [5, 6]))
         #expect(Set(answers.compactMap { $0.1["bob"] }).isSubset(of: [1, 2]))
         #expect(try await store.badge(appID: appID, account: "alice") == 6)
@@ -159,25 +178,33 @@ import TuisongCore
         try store.close()
         store = try SQLiteStore(path: database.path)
         defer { try? store.close() }
-        let again = try await store.grantBadges(appID: appID, messageID: first, accounts: ["alice", "carol"])
+        let carol = try await keys(store, appID, ["carol"])[0]
+        let again = try await store.grantBadges(appID: appID, messageID: first, accounts: [alice, carol])
         #expect(again == ["alice": 6, "carol": 1])
         try await store.setBadge(appID: appID, account: "alice", to: 0)
         #expect(
-            try await store.grantBadges(appID: appID, messageID: first, accounts: ["carol", "alice"]) == [
+            try await store.grantBadges(appID: appID, messageID: first, accounts: [carol, alice]) == [
                 "alice": 0, "carol": 1,
             ])
         #expect(try await store.grantBadges(appID: appID, messageID: first, accounts: []) == [:])
+        // An account deleted since gets no badge, counted or not.
+        let dave = try await keys(store, appID, ["dave"])[0]
+        #expect(try await store.deleteAccount(appID: appID, account: "carol"))
+        #expect(try await store.deleteAccount(appID: appID, account: "dave"))
+        #expect(
+            try await store.grantBadges(appID: appID, messageID: first, accounts: [carol, dave, alice]) == ["alice": 0])
 
         // Grants of a message still sending are kept; a finished message's are forgotten,
         // across several bounded transactions when there are many.
-        let many = (0..<(SQLiteStore.badgeGrantsForgottenPerTransaction + 7)).map { "user\($0)" }
-        _ = try await store.grantBadges(appID: appID, messageID: second, accounts: many)
+        let many = try await keys(
+            store, appID, (0..<(SQLiteStore.badgeGrantsForgottenPerTransaction + 7)).map { "user\($0)" })
+        #expect(try await store.grantBadges(appID: appID, messageID: second, accounts: many).count == many.count)
         #expect(try await store.forgetFinishedBadgeGrants() == 0)
         try await store.setMessageState(id: second, .completed, at: Date())
         #expect(try await store.forgetFinishedBadgeGrants() == many.count + 2)
         #expect(try await store.forgetFinishedBadgeGrants() == 0)
         #expect(
-            try await store.grantBadges(appID: appID, messageID: first, accounts: ["alice"]) == ["alice": 0],
+            try await store.grantBadges(appID: appID, messageID: first, accounts: [alice]) == ["alice": 0],
             "the sending message kept its grants")
         #expect(try await store.badge(appID: appID, account: "alice") == 0, "no increment for a grant already given")
     }
@@ -216,6 +243,9 @@ import TuisongCore
         #expect(all.map { $0.map(\.deviceID) } == [[alice1.id, bob.id], [alice2.id]])
         let entries = all.flatMap { $0 }
         #expect(entries.map(\.account) == ["alice", "bob", "alice"])
+        let ids = try await keys(store, appID, ["alice", "bob"]).map(\.id)
+        #expect(entries.map(\.accountID) == [ids[0], ids[1], ids[0]], "each device carries its account's row")
+        #expect(entries.map(\.recipient.accountKey?.name) == ["alice", "bob", "alice"])
         #expect(entries.map(\.appState) == [.background, .foreground, .background])
         #expect(entries.map(\.locale) == ["zh_CN", nil, nil])
         #expect(entries.map(\.credentialSelector) == ["111", nil, "222"])
@@ -248,14 +278,21 @@ import TuisongCore
         let moved = try await pages(.allAccounts, size: 10).flatMap { $0 }
         #expect(moved.map(\.deviceID) == [bob.id, alice2.id, dave.id])
         #expect(moved.map(\.account) == ["bob", "bob", "dave"])
+        let daveID = try await keys(store, appID, ["dave"])[0].id
+        #expect(moved.map(\.accountID) == [ids[1], ids[1], daveID])
         #expect(moved.map(\.appState) == [.background, .background, .foreground])
         let unbound = try await store.audiencePage(
             appID: appID, audience: .all, environment: nil, after: 0, limit: 10, withRecipientDetails: true)
-        #expect(unbound.first { $0.deviceID == alice1.id }.map { $0.account == nil && $0.appState == nil } == true)
+        #expect(
+            unbound.first { $0.deviceID == alice1.id }.map {
+                $0.account == nil && $0.accountID == nil && $0.appState == nil
+            } == true)
         #expect(try await store.deleteAccount(appID: appID, account: "dave"))
         let left = try await store.audiencePage(
             appID: appID, audience: .all, environment: nil, after: 0, limit: 10, withRecipientDetails: true)
-        #expect(left.first { $0.deviceID == dave.id }.map { $0.account == nil && $0.appState == nil } == true)
+        #expect(
+            left.first { $0.deviceID == dave.id }.map { $0.account == nil && $0.accountID == nil && $0.appState == nil }
+                == true)
     }
 
     @Test func vendorContextAndPerDevicePayloadsAreKept() async throws {

@@ -32,49 +32,54 @@ struct SchemaTests {
         }
     }
 
-    @Test("v6 keeps the badge grants of messages still sending, without their values")
-    func badgeGrantsKeepTheirAccountsThroughV6() async throws {
-        let fixture = try StoreFixture()
-        defer { fixture.tearDown() }
-        let store = fixture.store
-        // The table as v5 made it, with a grant in it, then v6's statements over it.
-        try await store.sharedDatabase.write { db in
-            try db.execute("DROP TABLE badge_grants")
-            try db.execute(Schema.v5BadgeGrants)
-            try db.execute("INSERT INTO badge_grants (message_id, account, badge) VALUES (7, 'alice', 3)")
-            try db.execute(Schema.v6BadgeGrantsWithoutValues)
-        }
-        let grants = try await store.sharedDatabase.read { db in
-            try db.query("SELECT * FROM badge_grants")
-        }
-        #expect(grants.count == 1)
-        #expect(grants.first?["message_id"].int == 7)
-        #expect(grants.first?["account"].string == "alice")
-        #expect(grants.first?.columns.count == 2)
-    }
-
-    @Test("v7 copies each bound device's account app state to the device")
-    func deviceAppStateIsBackfilledByV7() async throws {
+    @Test("v6 keys the badge grants by account row, keeping those of accounts that still exist")
+    func badgeGrantsMoveToAccountRowsInV6() async throws {
         let fixture = try StoreFixture()
         defer { fixture.tearDown() }
         let store = fixture.store
         let app = try await makeApp(store)
-        try await store.sharedDatabase.write { db in
+        // The table as v5 made it, with grants in it, then v6's statements over it.
+        let rows = try await store.sharedDatabase.write { db in
             try db.execute(
                 """
-                INSERT INTO accounts (app_id, account, app_state, created_at, updated_at)
-                    VALUES (\(app.id), 'alice', 'background', 0, 0), (\(app.id), 'bob', NULL, 0, 0);
+                INSERT INTO accounts (id, app_id, account, created_at, updated_at)
+                    VALUES (41, \(app.id), 'alice', 0, 0);
+                INSERT INTO messages (id, app_id, vendor, audience, notification, options, payload, state, created_at)
+                    VALUES (7, \(app.id), 'tencent', '{}', '{}', '{}', X'7B7D', 'sending', 0);
+                DROP TABLE badge_grants;
+                """)
+            try db.execute(Schema.v5BadgeGrants)
+            try db.execute(
+                "INSERT INTO badge_grants (message_id, account, badge) VALUES (7, 'alice', 3), (7, 'deleted', 1)")
+            try db.execute(Schema.v6BadgeGrantsByAccountRow)
+            return try db.query("SELECT * FROM badge_grants")
+        }
+        #expect(rows.map(\.columns) == [["message_id", "account_id"]])
+        #expect(rows.map { [$0["message_id"].int, $0["account_id"].int] } == [[7, 41]])
+    }
+
+    @Test("v7 gives each bound device its account's row id and app state")
+    func devicesCarryTheirAccountFromV7() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        let app = try await makeApp(store)
+        let rows = try await store.sharedDatabase.write { db in
+            try db.execute(
+                """
+                INSERT INTO accounts (id, app_id, account, app_state, created_at, updated_at)
+                    VALUES (41, \(app.id), 'alice', 'background', 0, 0), (42, \(app.id), 'bob', NULL, 0, 0);
                 INSERT INTO devices (app_id, token, environment, im_account, app_state, created_at, updated_at)
                     VALUES (\(app.id), 'aa', 'production', 'alice', NULL, 0, 0),
                            (\(app.id), 'bb', 'production', 'bob', 'foreground', 0, 0),
                            (\(app.id), 'cc', 'production', NULL, 'foreground', 0, 0);
+                ALTER TABLE devices DROP COLUMN account_id;
                 """)
-            try db.execute(Schema.v7DeviceAppStateFromAccount)
+            try db.execute(Schema.v7DevicesCarryTheirAccount)
+            return try db.query("SELECT account_id, app_state FROM devices ORDER BY token")
         }
-        let states = try await store.sharedDatabase.read { db in
-            try db.query("SELECT token, app_state FROM devices ORDER BY token").map { $0["app_state"].string }
-        }
-        #expect(states == ["background", nil, nil])
+        #expect(rows.map { $0["account_id"].int } == [41, 42, nil])
+        #expect(rows.map { $0["app_state"].string } == ["background", nil, nil])
     }
 
     @Test("Re-opening a migrated file applies nothing twice and keeps the data")
