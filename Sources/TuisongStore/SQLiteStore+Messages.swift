@@ -165,15 +165,17 @@ extension SQLiteStore: MessageStore {
         let now = Milliseconds.from(at)
         try await write { db in
             let c = progress.counts
-            try db.execute(
+            // Prepared once per connection: a push flushes after every page, and parsing this
+            // statement each time showed in the per-recipient profile.
+            try db.cachedStatement(
                 sql: """
                     UPDATE messages SET cursor = max(cursor, ?), queued = queued + ?, sending = sending + ?,
                         delivered = delivered + ?, failed = failed + ?, skipped = skipped + ?, held = held + ?
                     WHERE id = ?
-                    """,
-                arguments: [
-                    progress.cursor, c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, progress.messageID,
-                ])
+                    """
+            ).execute(arguments: [
+                progress.cursor, c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, progress.messageID,
+            ])
             try Self.addFailures(db, messageID: progress.messageID, progress.failures)
             try Self.addSkips(db, messageID: progress.messageID, progress.skips)
             let insert = try db.cachedStatement(
