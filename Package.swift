@@ -64,10 +64,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/TuisongAPNsMock"),
+        // The delivery pipeline: engine, message runs, retries, and the one send seam
+        // (`PushTransport`) with APNs as its first transport. Crypto for the credential
+        // material APNs authenticates with (keys, certificates).
+        .target(
+            name: "TuisongDelivery",
+            dependencies: [
+                "TuisongCore", "TuisongAPNs", "TuisongCrypto", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/TuisongDelivery"),
         .target(
             name: "TuisongGateway",
             dependencies: [
-                "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
+                "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
                 "TuisongAPNs", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
                 "BaiduProvider", "TencentProvider", "EasemobProvider",
             ],
@@ -112,7 +121,7 @@ let package = Package(
         .target(
             name: "TuisongPluginTestKit",
             dependencies: [
-                "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
+                "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TuisongPluginTestKit"),
@@ -130,13 +139,19 @@ let package = Package(
         .testTarget(name: "TuisongHTTPTests", dependencies: ["TuisongHTTP"]),
         .testTarget(name: "TuisongStoreTests", dependencies: ["TuisongStore", "TuisongCore"]),
         .testTarget(
+            name: "TuisongDeliveryTests",
+            dependencies: [
+                "TuisongDelivery", "TuisongPluginTestKit", "TuisongStore", "TuisongCore", "TuisongAPNs",
+                "TuisongAPNsMock", "TuisongCrypto", .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
             name: "TuisongAPNsTests",
             dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore"]),
         .testTarget(
             name: "BaiduProviderTests",
             dependencies: [
                 "BaiduProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
-                "TuisongCrypto",
+                "TuisongCrypto", "TuisongDelivery",
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongAPNsMock",
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -156,7 +171,7 @@ let package = Package(
             name: "TuisongGatewayTests",
             dependencies: [
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
-                "TuisongAPNsMock", "TuisongCrypto",
+                "TuisongAPNsMock", "TuisongCrypto", "TuisongDelivery", "TuisongPluginTestKit",
             ]),
     ]
 )

@@ -336,8 +336,10 @@ public protocol MessageStore: Sendable {
     func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord?
     /// Recent messages of an app (or all apps), newest first.
     func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord]
-    /// Messages to (re)start: queued or sending, and scheduled ones whose time has come.
-    func dispatchableMessages(now: Date) async throws -> [MessageRecord]
+    /// Ids of messages to (re)start, oldest first, at most 100: queued or sending, and
+    /// scheduled ones whose time has come. Ids only: the dispatcher reads each message it
+    /// starts once, after the listing.
+    func dispatchableMessageIDs(now: Date) async throws -> [Int64]
     /// Marks a message sending, with its expected total when known (nil leaves the total as it
     /// is). `false` when it was cancelled meanwhile.
     func startMessage(id: Int64, total: Int?, at: Date) async throws -> Bool

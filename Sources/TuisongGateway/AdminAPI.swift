@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TuisongCore
+import TuisongDelivery
 import TuisongHTTP
 import TuisongPlugin
 import TuisongStore
@@ -21,7 +22,7 @@ struct AdminAPI: Sendable {
     let apiKeys: APIKeyAuthenticator?
     /// Where test pushes go; nil when this process runs no delivery engine.
     let gateway: (any PushGateway)?
-    /// Checks, stores and tests APNs credentials; nil in a build without the APNs sender.
+    /// Checks, stores and tests APNs credentials; nil in a build without the APNs transport.
     let credentials: (any AdminCredentialBackend)?
     /// The gateway's app cache; nil when this process runs no delivery engine.
     let apps: AppCache?

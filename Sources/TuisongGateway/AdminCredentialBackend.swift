@@ -3,17 +3,19 @@ import Logging
 import TuisongAPNs
 import TuisongAPNsMock
 import TuisongCore
+import TuisongDelivery
 
 /// The console's credential operations on the running gateway: `CredentialService` checks and
-/// seals uploads, the APNs sender forgets what it cached, held deliveries are released, and in
+/// seals uploads, the APNs transport forgets what it cached, held deliveries are released, and in
 /// local mode the bundled mock learns a new token key (as Apple knows every key of a team).
 /// `GatewayRuntime.addCredential` goes through here too, so the steps exist once.
 struct GatewayCredentialBackend: AdminCredentialBackend {
     let credentials: CredentialService
     let store: any CredentialStore & MessageStore
-    let sender: APNsPushSender
+    let apns: APNsPushTransport
     let engine: DeliveryEngine
     let localMock: APNsMockServer?
+    let clock: any Clock
     let logger: Logger
     /// How long "test connection" may take, DNS to the server's SETTINGS.
     var testTimeout: Duration = .seconds(15)
@@ -29,7 +31,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         }
     }
 
-    /// Validates, seals and stores the credential, then puts it to work: the sender forgets its
+    /// Validates, seals and stores the credential, then puts it to work: the APNs transport forgets its
     /// cache, held deliveries are released, and in local mode the mock learns a new token key.
     func add(
         _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment, selector: String? = nil
@@ -40,12 +42,13 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         {
             localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
         }
-        await sender.credentialsChanged(appID: record.appID)
+        await apns.credentialsChanged(appID: record.appID)
         var released = try await store.releaseHeldDeliveries(
-            appID: record.appID, environment: record.environment, now: Date())
+            appID: record.appID, environment: record.environment, now: clock.now)
         if let selector = record.selector {
             // Devices held for want of this selector may be of the other environment.
-            released += try await store.releaseHeldDeliveries(appID: record.appID, selector: selector, now: Date())
+            released += try await store.releaseHeldDeliveries(
+                appID: record.appID, selector: selector, now: clock.now)
         }
         if released > 0 { engine.wake() }
         return record
@@ -53,12 +56,12 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
 
     func remove(_ credential: CredentialRecord) async throws -> Bool {
         let removed = try await store.deleteCredential(id: credential.id)
-        await sender.credentialsChanged(appID: credential.appID)
+        await apns.credentialsChanged(appID: credential.appID)
         return removed
     }
 
     func testConnection(_ credential: CredentialRecord) async -> (ok: Bool, detail: String, endpoint: String) {
-        let endpoint = sender.endpoints.endpoint(credential.environment)
+        let endpoint = apns.endpoints.endpoint(credential.environment)
         let material: APNsCredentialMaterial
         do {
             material = try credentials.material(credential)
@@ -67,9 +70,13 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             return (false, "the stored credential cannot be opened: \(type(of: error))", "\(endpoint)")
         }
         let result = await APNsConnectionTester.test(
-            endpoint: endpoint, credential: material, caFile: sender.endpoints.caFile,
-            extraCACertificates: sender.endpoints.extraCACertificates, timeout: testTimeout)
-        logger.info("console: tested credential \(credential.id) against \(endpoint): \(result.ok ? "ok" : "failed")")
+            endpoint: endpoint, credential: material, caFile: apns.endpoints.caFile,
+            extraCACertificates: apns.endpoints.extraCACertificates, timeout: testTimeout)
+        logger.info(
+            "console: tested a credential",
+            metadata: [
+                "credential": "\(credential.id)", "endpoint": "\(endpoint)", "result": "\(result.ok ? "ok" : "failed")",
+            ])
         return (result.ok, result.detail, "\(endpoint)")
     }
 

@@ -3,6 +3,7 @@ import Logging
 import TuisongAPNs
 import TuisongCore
 import TuisongCrypto
+import TuisongDelivery
 
 /// What an operator uploads for an app and environment.
 public enum CredentialUpload: Sendable {
@@ -154,7 +155,7 @@ public struct CredentialService: Sendable {
     }
 
     /// The material an APNs pool authenticates with.
-    func material(_ record: CredentialRecord) throws -> APNsCredentialMaterial {
+    public func material(_ record: CredentialRecord) throws -> APNsCredentialMaterial {
         let secret = try open(record.encryptedSecret, appID: record.appID)
         switch secret {
         case .p8(let pem):
@@ -233,3 +234,6 @@ public enum CredentialSelector {
         return trimmed
     }
 }
+
+/// The APNs transport opens stored credentials through the service that sealed them.
+extension CredentialService: APNsCredentialSource {}

@@ -1,5 +1,6 @@
 import Foundation
 import TuisongCore
+import TuisongDelivery
 
 /// The gateway's metric families (see `docs/api.md`, "Metrics"). One instance per runtime;
 /// the parts of the gateway that count things hold it. Gauges over state kept elsewhere are
@@ -86,79 +87,65 @@ public final class GatewayMetrics: Sendable {
     }
 }
 
+extension GatewayMetrics: DeliveryObserver {
+    public func accepted(vendor: String) {
+        messagesAccepted.increment([vendor])
+    }
+
+    public func skipped(_ reasons: [String: UInt64]) {
+        skips.increment(Dictionary(uniqueKeysWithValues: reasons.map { ([$0.key], $0.value) }))
+    }
+}
+
 extension SendOutcome {
     static let deliveredLabels: LabelValues = ["delivered", ""]
 
     var metricLabels: LabelValues {
         switch self {
         case .delivered: ["delivered", ""]
-        case .invalidate(let reason, _): ["invalidated", reason]
-        case .retry(let reason, _): ["retry", reason]
-        case .held(let reason): ["held", reason]
-        case .failed(let reason): ["failed", reason]
+        case .invalidate(let reason, _): ["invalidated", reason.description]
+        case .retry(let reason, _): ["retry", reason.description]
+        case .held(let reason): ["held", reason.description]
+        case .failed(let reason): ["failed", reason.description]
         }
     }
 }
 
-/// Counts and times what the engine's sender does, for the engine and the retry worker
+/// Counts and times what the engine's transport does, for the engine and the retry worker
 /// alike, without either knowing.
-final class MeteredPushSender: PushSender {
-    let wrapped: any PushSender
+final class MeteredTransport: PushTransport {
+    let wrapped: any PushTransport
     let metrics: GatewayMetrics
 
-    init(_ wrapped: any PushSender, metrics: GatewayMetrics) {
+    init(_ wrapped: any PushTransport, metrics: GatewayMetrics) {
         self.wrapped = wrapped
         self.metrics = metrics
     }
 
-    func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome {
-        let started = ContinuousClock.now
-        let outcome = await wrapped.send(app: app, message: message, token: token, environment: environment)
-        metrics.record([outcome], seconds: Self.seconds(since: started), environment: environment)
-        return outcome
-    }
-
-    func send(
-        app: App, message: MessageRecord, environment: APNsEnvironment, tokens: [String],
-        report: @escaping @Sendable ([SendReport]) -> Void
-    ) async {
+    func send(_ batch: PushBatch, report: @escaping @Sendable ([SendReport]) -> Void) async {
         let started = ContinuousClock.now
         let metrics = self.metrics
-        await wrapped.send(app: app, message: message, environment: environment, tokens: tokens) { reports in
-            metrics.record(reports.map(\.outcome), seconds: Self.seconds(since: started), environment: environment)
+        // The environment of each push, for the latency histogram's label; one value when the
+        // batch has one environment (the usual case), so nothing is copied per push.
+        let first = batch.pushes.first?.environment
+        let single = batch.pushes.contains { $0.environment != first } ? nil : first
+        let environments = single == nil ? batch.pushes.map(\.environment) : []
+        await wrapped.send(batch) { reports in
+            let seconds = Self.seconds(since: started)
+            if let single {
+                metrics.record(reports.map(\.outcome), seconds: seconds, environment: single)
+            } else {
+                let byEnvironment = Dictionary(grouping: reports) { environments[$0.index] }
+                for (environment, reports) in byEnvironment {
+                    metrics.record(reports.map(\.outcome), seconds: seconds, environment: environment)
+                }
+            }
             report(reports)
         }
     }
 
     func prepare(app: App, environment: APNsEnvironment?) async {
         await wrapped.prepare(app: app, environment: environment)
-    }
-
-    // The selector-aware forms must be forwarded too: the protocol's defaults would drop the
-    // selector and send every device through the app's default credential.
-    func send(
-        app: App, message: MessageRecord, token: String, environment: APNsEnvironment, selector: String?,
-        payload: [UInt8]?
-    ) async -> SendOutcome {
-        let started = ContinuousClock.now
-        let outcome = await wrapped.send(
-            app: app, message: message, token: token, environment: environment, selector: selector, payload: payload)
-        metrics.record([outcome], seconds: Self.seconds(since: started), environment: environment)
-        return outcome
-    }
-
-    func send(
-        app: App, message: MessageRecord, environment: APNsEnvironment, selector: String?, tokens: [String],
-        payloads: [[UInt8]?]?, report: @escaping @Sendable ([SendReport]) -> Void
-    ) async {
-        let started = ContinuousClock.now
-        let metrics = self.metrics
-        await wrapped.send(
-            app: app, message: message, environment: environment, selector: selector, tokens: tokens, payloads: payloads
-        ) { reports in
-            metrics.record(reports.map(\.outcome), seconds: Self.seconds(since: started), environment: environment)
-            report(reports)
-        }
     }
 
     static func seconds(since start: ContinuousClock.Instant) -> Double {

@@ -4,6 +4,7 @@ import TuisongAPNs
 import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
+import TuisongDelivery
 import TuisongHTTP
 import TuisongPlugin
 import TuisongStore
@@ -20,7 +21,7 @@ public final class GatewayRuntime: Sendable {
     public let credentials: CredentialService
     /// The in-process APNs look-alike (`apns.local_mock`), or nil when sending to Apple.
     public let localMock: APNsMockServer?
-    let sender: APNsPushSender
+    let apns: APNsPushTransport
     let credentialBackend: GatewayCredentialBackend
     /// The console API (its login checks are observable in tests).
     let adminAPI: AdminAPI
@@ -50,115 +51,54 @@ public final class GatewayRuntime: Sendable {
         // OpenSSL writes to sockets with write(2): a peer that hangs up must not kill us.
         signal(SIGPIPE, SIG_IGN)
         let metrics = GatewayMetrics()
-        let storeWrites = metrics.addHistogram(
-            "tuisong_store_write_seconds",
-            "Seconds a store write transaction took, waiting for the writer connection included.",
-            buckets: GatewayMetrics.latencyBuckets)
-        var storeOptions = SQLiteStore.Options(
-            synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations)
-        storeOptions.writeObserver = { elapsed in storeWrites.observe(MetricsEndpoint.seconds(elapsed)) }
-        let store = try SQLiteStore(path: config.database.path, configuration: storeOptions)
-        for change in store.permissionChanges {
-            logger.notice("database file readable by others, now private: \(change)")
-        }
+        let store = try openStore(config, metrics: metrics, logger: logger)
         DataDirectory.secure(config, logger: logger)
         var mock: APNsMockServer?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)
             let admin = try await AdminPassword.bootstrap(
-                settings: store, environment: environment,
-                passwordFile: config.security.initialAdminPasswordFile)
+                settings: store, environment: environment, passwordFile: config.security.initialAdminPasswordFile)
             let credentials = CredentialService(store: store, masterKey: masterKey, clock: clock)
-
-            var endpoints = APNsPushSender.Endpoints(
-                production: try endpoint(config.apns.productionURL, key: "apns.production_url"),
-                sandbox: try endpoint(config.apns.sandboxURL, key: "apns.sandbox_url"),
-                caFile: config.apns.caFile.isEmpty ? nil : config.apns.caFile, extraCACertificates: [])
-            var fallback: APNsPushSender.Fallback?
-            if config.apns.localMock {
-                let local = try await LocalAPNs.start(
-                    config: config, store: store, credentials: credentials, logger: logger)
-                mock = local.server
-                endpoints.production = local.endpoint
-                endpoints.sandbox = local.endpoint
-                endpoints.extraCACertificates = [local.caCertificate]
-                fallback = local.fallback
-            }
-            let sender = APNsPushSender(
-                credentials: credentials, store: store, endpoints: endpoints, poolSettings: config.apns,
-                fallback: fallback, clock: clock, logger: logger)
+            let apns = try await startAPNs(config, store: store, credentials: credentials, clock: clock, logger: logger)
+            mock = apns.localMock
             // One cache of apps: the engine reads it, every writer of an app calls `changed(id:)`,
             // which also drops the API keys resolved to that app.
             let apps = AppCache(store: store, clock: clock)
             let engine = DeliveryEngine(
-                store: store, sender: MeteredPushSender(sender, metrics: metrics),
-                settings: DeliverySettings(config.delivery), clock: clock, logger: logger, apps: apps, metrics: metrics)
-            MetricsEndpoint.addGauges(to: metrics, sender: sender, store: store)
+                store: store, transport: MeteredTransport(apns.transport, metrics: metrics),
+                settings: DeliverySettings(config.delivery), clock: clock, logger: logger, apps: apps,
+                observer: metrics)
+            MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, store: store)
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             apps.onChange { id in authenticator.forget(app: id) }
 
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
             router.setMiddleware(HTTPObservation.middleware(router: router, metrics: metrics, logger: logger))
-            var metricsServer: HTTPServer?
-            if config.metrics.enabled {
-                let scrape = MetricsEndpoint.handler(metrics: metrics, bearerToken: config.metrics.bearerToken)
-                if let (host, port) = GatewayConfig.hostAndPort(config.metrics.listen) {
-                    let metricsRouter = Router(defaultBodyLimit: 1024)
-                    metricsRouter.setMiddleware(
-                        HTTPObservation.middleware(router: metricsRouter, metrics: metrics, logger: logger))
-                    metricsRouter.add(.GET, "/metrics", handler: scrape)
-                    metricsServer = HTTPServer(
-                        configuration: HTTPServer.Configuration(
-                            host: host, port: port, threads: 1, connectionTimeout: 30, requestTimeout: 30,
-                            maxHeaderBytes: 8192, maxConnections: 64),
-                        router: metricsRouter)
-                } else {
-                    router.add(.GET, "/metrics", handler: scrape)
-                }
-            }
+            let metricsServer = mountMetrics(config, metrics: metrics, on: router, logger: logger)
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
-            NativePushAPI(engine: engine, authenticator: authenticator).register(on: router)
-            let sealer = MasterKeySealer(masterKey: masterKey)
+            NativePushAPI(engine: engine, authenticator: authenticator, clock: clock).register(on: router)
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
                 ProviderContext(
-                    store: store, accounts: store, database: store.sharedDatabase, gateway: engine, secrets: sealer,
-                    clock: clock,
+                    store: store, accounts: store, database: store.sharedDatabase, gateway: engine,
+                    secrets: MasterKeySealer(masterKey: masterKey), clock: clock,
                     logger: Logger(label: "tuisong.\(name)"), configuration: config.providerSections[name])
             }
-            var policies: [String: any DeliveryPolicy] = [:]
-            for provider in providers {
-                if let policy = provider.deliveryPolicy { policies[type(of: provider).name] = policy }
-            }
-            engine.setPolicies(policies)
+            engine.setPolicies(deliveryPolicies(of: providers))
             // Started once the policies are known: a message left sending by the last stop must
             // not be resumed on the one-payload path.
             try await engine.start()
             let credentialBackend = GatewayCredentialBackend(
-                credentials: credentials, store: store, sender: sender, engine: engine, localMock: mock, logger: logger)
+                credentials: credentials, store: store, apns: apns.transport, engine: engine, localMock: mock,
+                clock: clock, logger: logger)
             let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
                 logger: logger)
             adminAPI.register(on: router)
-            if FileManager.default.fileExists(atPath: config.web.root) {
-                router.setStaticFiles(try StaticFiles(root: config.web.root))
-            } else {
-                logger.warning("web.root \(config.web.root) does not exist; the console is not served")
-            }
+            try mountConsole(config, on: router, logger: logger)
 
-            let server = HTTPServer(
-                configuration: HTTPServer.Configuration(
-                    host: config.listen.host, port: config.listen.port,
-                    threads: config.listen.threads == 0
-                        ? ProcessInfo.processInfo.activeProcessorCount : config.listen.threads,
-                    connectionTimeout: Double(config.listen.connectionTimeoutSeconds),
-                    requestTimeout: Double(config.listen.requestTimeoutSeconds),
-                    maxHeaderBytes: config.listen.maxHeaderBytes,
-                    receiveTimeout: Double(config.listen.receiveTimeoutSeconds),
-                    maxConnections: config.listen.maxConnections,
-                    maxConnectionsPerAddress: config.listen.maxConnectionsPerAddress),
-                router: router)
+            let server = HTTPServer(configuration: HTTPServer.Configuration(config.listen), router: router)
             do {
                 try server.start()
                 do {
@@ -169,12 +109,12 @@ public final class GatewayRuntime: Sendable {
                 }
             } catch {
                 await engine.stop()
-                await sender.shutdown()
+                await apns.transport.shutdown()
                 throw error
             }
             return GatewayRuntime(
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
-                credentials: credentials, localMock: mock, sender: sender, credentialBackend: credentialBackend,
+                credentials: credentials, localMock: mock, apns: apns.transport, credentialBackend: credentialBackend,
                 adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, logger: logger)
         } catch {
             mock?.shutdown()
@@ -183,9 +123,92 @@ public final class GatewayRuntime: Sendable {
         }
     }
 
+    /// The per-recipient policies of the mounted providers that have one, by provider name.
+    private static func deliveryPolicies(of providers: [any PushProvider]) -> [String: any DeliveryPolicy] {
+        var policies: [String: any DeliveryPolicy] = [:]
+        for provider in providers {
+            if let policy = provider.deliveryPolicy { policies[type(of: provider).name] = policy }
+        }
+        return policies
+    }
+
+    /// The database, its write times observed by `metrics`.
+    private static func openStore(_ config: GatewayConfig, metrics: GatewayMetrics, logger: Logger) throws
+        -> SQLiteStore
+    {
+        let storeWrites = metrics.addHistogram(
+            "tuisong_store_write_seconds",
+            "Seconds a store write transaction took, waiting for the writer connection included.",
+            buckets: GatewayMetrics.latencyBuckets)
+        var options = SQLiteStore.Options(
+            synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations)
+        options.writeObserver = { elapsed in storeWrites.observe(MetricsEndpoint.seconds(elapsed)) }
+        let store = try SQLiteStore(path: config.database.path, configuration: options)
+        for change in store.permissionChanges {
+            logger.notice("database file readable by others, now private", metadata: ["change": "\(change)"])
+        }
+        return store
+    }
+
+    /// The APNs transport, sending to Apple or, in local mode, to the bundled mock started here.
+    private static func startAPNs(
+        _ config: GatewayConfig, store: SQLiteStore, credentials: CredentialService, clock: any Clock, logger: Logger
+    ) async throws -> (transport: APNsPushTransport, localMock: APNsMockServer?) {
+        var endpoints = APNsPushTransport.Endpoints(
+            production: try endpoint(config.apns.productionURL, key: "apns.production_url"),
+            sandbox: try endpoint(config.apns.sandboxURL, key: "apns.sandbox_url"),
+            caFile: config.apns.caFile.isEmpty ? nil : config.apns.caFile)
+        var fallback: APNsPushTransport.Fallback?
+        var mock: APNsMockServer?
+        if config.apns.localMock {
+            let local = try await LocalAPNs.start(
+                config: config, store: store, credentials: credentials, logger: logger)
+            mock = local.server
+            endpoints.production = local.endpoint
+            endpoints.sandbox = local.endpoint
+            endpoints.extraCACertificates = [local.caCertificate]
+            fallback = local.fallback
+        }
+        let transport = APNsPushTransport(
+            credentials: credentials, store: store, endpoints: endpoints, poolSettings: APNsPoolSettings(config.apns),
+            fallback: fallback, clock: clock, logger: logger)
+        return (transport, mock)
+    }
+
+    /// `/metrics` on the main router, or on a listener of its own (`metrics.listen`), which is
+    /// returned unstarted; nil when metrics are off or share the main listener.
+    private static func mountMetrics(
+        _ config: GatewayConfig, metrics: GatewayMetrics, on router: Router, logger: Logger
+    ) -> HTTPServer? {
+        guard config.metrics.enabled else { return nil }
+        let scrape = MetricsEndpoint.handler(metrics: metrics, bearerToken: config.metrics.bearerToken)
+        guard let (host, port) = GatewayConfig.hostAndPort(config.metrics.listen) else {
+            router.add(.GET, "/metrics", handler: scrape)
+            return nil
+        }
+        let metricsRouter = Router(defaultBodyLimit: 1024)
+        metricsRouter.setMiddleware(HTTPObservation.middleware(router: metricsRouter, metrics: metrics, logger: logger))
+        metricsRouter.add(.GET, "/metrics", handler: scrape)
+        return HTTPServer(
+            configuration: HTTPServer.Configuration(
+                host: host, port: port, threads: 1, connectionTimeout: 30, requestTimeout: 30, maxHeaderBytes: 8192,
+                maxConnections: 64),
+            router: metricsRouter)
+    }
+
+    /// The console's static files from `web.root`, when it exists.
+    private static func mountConsole(_ config: GatewayConfig, on router: Router, logger: Logger) throws {
+        guard FileManager.default.fileExists(atPath: config.web.root) else {
+            logger.warning(
+                "web.root does not exist; the console is not served", metadata: ["path": "\(config.web.root)"])
+            return
+        }
+        router.setStaticFiles(try StaticFiles(root: config.web.root))
+    }
+
     private init(
         config: GatewayConfig, store: SQLiteStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
-        engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, sender: APNsPushSender,
+        engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, apns: APNsPushTransport,
         credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
         server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, logger: Logger
     ) {
@@ -199,7 +222,7 @@ public final class GatewayRuntime: Sendable {
         self.engine = engine
         self.credentials = credentials
         self.localMock = localMock
-        self.sender = sender
+        self.apns = apns
         self.credentialBackend = credentialBackend
         self.server = server
         self.logger = logger
@@ -220,7 +243,7 @@ public final class GatewayRuntime: Sendable {
         await server.shutdown()
         await metricsServer?.shutdown()
         await engine.stop()
-        await sender.shutdown()
+        await apns.shutdown()
         localMock?.shutdown()
         do {
             try store.close()
@@ -244,7 +267,7 @@ enum LocalAPNs {
         var server: APNsMockServer
         var endpoint: APNsEndpoint
         var caCertificate: Certificate
-        var fallback: APNsPushSender.Fallback
+        var fallback: APNsPushTransport.Fallback
     }
 
     static func start(config: GatewayConfig, store: SQLiteStore, credentials: CredentialService, logger: Logger)

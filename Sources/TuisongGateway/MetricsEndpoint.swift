@@ -1,6 +1,7 @@
 import Foundation
 import TuisongAPNs
 import TuisongCrypto
+import TuisongDelivery
 import TuisongHTTP
 import TuisongStore
 
@@ -35,14 +36,14 @@ enum MetricsEndpoint {
         return difference == 0
     }
 
-    static func addGauges(to metrics: GatewayMetrics, sender: APNsPushSender, store: SQLiteStore) {
+    static func addGauges(to metrics: GatewayMetrics, apns: APNsPushTransport, store: SQLiteStore) {
         func perPool(_ value: @escaping @Sendable (PoolStatistics) -> Int)
             -> @Sendable () async -> [(
                 labels: [String], value: Double
             )]
         {
             {
-                sender.poolStatistics().map { pool in
+                apns.poolStatistics().map { pool in
                     ([String(pool.credentialID), pool.environment.rawValue], Double(value(pool.statistics)))
                 }
             }

@@ -1,12 +1,14 @@
 import Foundation
 import Logging
 import TuisongCore
+import TuisongDelivery
 import TuisongHTTP
 
 /// `POST /api/v1/push` and the message status endpoints of the native API.
 struct NativePushAPI: Sendable {
     let engine: DeliveryEngine
     let authenticator: APIKeyAuthenticator
+    let clock: any Clock
 
     static let maxTokens = 50_000
 
@@ -29,7 +31,7 @@ struct NativePushAPI: Sendable {
         } catch {
             throw NativeAPIError(httpError: error)
         }
-        let job = try NativePushRequest.parse(body, appID: app.id)
+        let job = try NativePushRequest.parse(body, appID: app.id, now: clock.now)
         let record: MessageRecord
         do {
             record = try await engine.submit(job)

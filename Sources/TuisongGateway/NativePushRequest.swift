@@ -8,7 +8,7 @@ import TuisongCore
 ///      "push_type": "alert", "priority": 10, "expiration": 1767225600, "collapse_id": "news",
 ///      "environment": "production"}
 enum NativePushRequest {
-    static func parse(_ body: [String: Any], appID: Int64, now: Date = Date()) throws -> PushJob {
+    static func parse(_ body: [String: Any], appID: Int64, now: Date) throws -> PushJob {
         let known: Set<String> = [
             "audience", "notification", "push_type", "priority", "expiration", "collapse_id", "environment", "send_at",
         ]

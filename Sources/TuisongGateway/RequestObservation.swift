@@ -55,7 +55,7 @@ enum HTTPObservation {
                 if let error = response.error { response = router.renderError(error, for: request) }
                 response.headers.replaceOrAdd(name: "X-Request-Id", value: id)
                 let group = group(of: request)
-                let seconds = MeteredPushSender.seconds(since: started)
+                let seconds = MeteredTransport.seconds(since: started)
                 metrics.httpRequests.increment([group, String(response.status)])
                 metrics.httpRequestSeconds.observe(seconds, [group])
                 let level: Logger.Level = response.status >= 500 ? .warning : .debug

@@ -105,18 +105,17 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    public func dispatchableMessages(now: Date) async throws -> [MessageRecord] {
+    public func dispatchableMessageIDs(now: Date) async throws -> [Int64] {
         let nowMs = Milliseconds.from(now)
         return try await read { db in
-            let rows = try Row.fetchAll(
+            try Int64.fetchAll(
                 db,
                 sql: """
-                    SELECT \(Self.messageColumns) FROM messages
+                    SELECT id FROM messages
                     WHERE state IN ('queued', 'sending') OR (state = 'scheduled' AND send_at <= ?)
                     ORDER BY id LIMIT 100
                     """,
                 arguments: [nowMs])
-            return try rows.map { row in try Self.messageRecord(db, row) }
         }
     }
 

@@ -3,55 +3,30 @@ import Logging
 import Synchronization
 import Testing
 import TuisongCore
+import TuisongDelivery
 import TuisongPluginTestKit
 import TuisongStore
 
 @testable import BaiduProvider
-@testable import TuisongGateway
-
-/// Records what the delivery engine hands to APNs.
-final class RecordingSender: PushSender {
-    struct Sent: Sendable {
-        var token: String
-        var environment: APNsEnvironment
-        var message: MessageRecord
-    }
-
-    private let sent = Mutex<[Sent]>([])
-
-    func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome {
-        sent.withLock { $0.append(Sent(token: token, environment: environment, message: message)) }
-        return .delivered(apnsID: UUID().uuidString)
-    }
-
-    func sends(of messageID: Int64) -> [Sent] {
-        sent.withLock { $0.filter { $0.message.id == messageID } }
-    }
-}
 
 /// Baidu calls through the real delivery engine (its dispatcher, audiences and environment
 /// filters, scheduling), with a sender that records instead of talking to APNs.
 @Suite(.serialized) struct EngineIntegrationTests {
-    static func engine(_ store: SQLiteStore, _ clock: ManualClock, _ sender: RecordingSender) -> DeliveryEngine {
-        var settings = DeliverySettings(GatewayConfig.embeddedDefault.delivery)
-        settings.flushInterval = .milliseconds(20)
-        settings.pollInterval = .milliseconds(20)
+    static func engine(_ store: SQLiteStore, _ clock: ManualClock, _ transport: ScriptedTransport) -> DeliveryEngine {
         var logger = Logger(label: "engine")
         logger.logLevel = .critical
-        return DeliveryEngine(store: store, sender: sender, settings: settings, clock: clock, logger: logger)
+        return DeliveryEngine(
+            store: store, transport: transport, settings: EngineFixture.settings(), clock: clock, logger: logger)
     }
 
     func completed(_ engine: DeliveryEngine, _ messageID: Int64) async throws -> MessageStatus {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if let status = try await engine.status(messageID: messageID), status.record.state == .completed,
-                status.counts.queued == 0, status.counts.sending == 0
-            {
-                return status
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw SignerError(description: "message \(messageID) did not complete")
+        try await DeliveryWait.completed(engine, messageID)
+    }
+
+    /// The pushes of one message: those carrying its payload.
+    func sends(_ transport: ScriptedTransport, of messageID: Int64, _ f: BaiduFixture) async throws -> [OutgoingPush] {
+        let message = try #require(try await f.store.message(id: messageID))
+        return transport.pushes(carrying: message.payload)
     }
 
     func messageID(_ f: BaiduFixture, msgID: String) async throws -> Int64 {
@@ -59,7 +34,7 @@ final class RecordingSender: PushSender {
     }
 
     @Test func bindTagPushReachesExactlyTheRightDevices() async throws {
-        let sender = RecordingSender()
+        let sender = ScriptedTransport()
         try await withFixture(gateway: { Self.engine($0, $1, sender) }) { f in
             let engine = f.pushGateway as! DeliveryEngine
             try await engine.start()
@@ -73,7 +48,7 @@ final class RecordingSender: PushSender {
         }
     }
 
-    func scenario(_ f: BaiduFixture, _ engine: DeliveryEngine, _ sender: RecordingSender) async throws {
+    func scenario(_ f: BaiduFixture, _ engine: DeliveryEngine, _ sender: ScriptedTransport) async throws {
         try await f.bind(token(1))
         let (_, c2) = try await f.bind(token(2))
         try await f.bind(token(3), mode: "development")
@@ -91,9 +66,9 @@ final class RecordingSender: PushSender {
         let id = try await messageID(f, msgID: try #require(pushed["msg_id"] as? String))
         let status = try await completed(engine, id)
         // The development device carries the tag but is not in production.
-        #expect(Set(sender.sends(of: id).map(\.token)) == [token(1), token(2)])
-        #expect(sender.sends(of: id).allSatisfy { $0.environment == .production })
-        let payload = try #require(sender.sends(of: id).first?.message.payload)
+        #expect(Set(try await sends(sender, of: id, f).map(\.token)) == [token(1), token(2)])
+        #expect(try await sends(sender, of: id, f).allSatisfy { $0.environment == .production })
+        let payload = try #require(try await sends(sender, of: id, f).first?.payload)
         #expect(
             String(decoding: payload, as: UTF8.self)
                 == #"{"aps":{"alert":{"body":"全场八折","title":"会员日"},"badge":5,"sound":"default"},"coupon":"VIP8"}"#)
@@ -109,14 +84,14 @@ final class RecordingSender: PushSender {
             try await f.v3("push/all", ["msg_type": "0", "msg": #"{"cmd":"refresh"}"#, "send_time": String(sendTime)]))
         let timerMessage = try await messageID(f, msgID: try #require(timer["msg_id"] as? String))
         try await Task.sleep(for: .milliseconds(200))
-        #expect(sender.sends(of: timerMessage).isEmpty)
+        #expect(try await sends(sender, of: timerMessage, f).isEmpty)
         f.clock.advance(by: 3601)
         _ = try await completed(engine, timerMessage)
-        let fired = sender.sends(of: timerMessage)
+        let fired = try await sends(sender, of: timerMessage, f)
         #expect(Set(fired.map(\.token)) == [token(1), token(2), token(4)])
-        #expect(fired.first?.message.options.pushType == .background)
+        #expect(fired.first?.headers.pushType == .background)
         #expect(
-            String(decoding: fired.first?.message.payload ?? [], as: UTF8.self)
+            String(decoding: fired.first?.payload ?? [], as: UTF8.self)
                 == #"{"aps":{"content-available":1},"cmd":"refresh"}"#)
         let records = expectSuccess(
             try await f.v3("report/query_timer_records", ["timer_id": try #require(timer["timer_id"] as? String)]))
@@ -129,6 +104,6 @@ final class RecordingSender: PushSender {
             try await f.channel("push_msg", ["push_type": "3", "message_type": "1", "messages": #""hi""#]))
         let allID = try await messageID(f, msgID: try #require((all["msgids"] as? [String])?.first))
         _ = try await completed(engine, allID)
-        #expect(Set(sender.sends(of: allID).map(\.token)) == [token(2), token(4)])
+        #expect(Set(try await sends(sender, of: allID, f).map(\.token)) == [token(2), token(4)])
     }
 }

@@ -3,7 +3,9 @@ import Logging
 import Testing
 import TuisongCore
 import TuisongCrypto
+import TuisongDelivery
 import TuisongHTTP
+import TuisongPluginTestKit
 import TuisongStore
 
 @testable import TuisongGateway
@@ -16,7 +18,7 @@ struct AdminPushFixture {
     let server: HTTPServer
     let client: AdminTestClient
 
-    static func start(sender: any PushSender) async throws -> AdminPushFixture {
+    static func start(sender: any PushTransport) async throws -> AdminPushFixture {
         let fixture = try await EngineFixture.make()
         let engine = fixture.engine(sender, pageSize: 10, workers: 8)
         try await engine.start()
@@ -63,8 +65,8 @@ struct AdminPushFixture {
 @Suite(.serialized) struct AdminPushTests {
     @Test func aTestPushToATagIsFollowedToTheEnd() async throws {
         // Every seventh device's token is dead; the rest are delivered.
-        let sender = ScriptedSender { token, _ in
-            token.hasSuffix("7") ? .invalidate(reason: "Unregistered", since: nil) : .delivered(apnsID: nil)
+        let sender = ScriptedTransport { token, _ in
+            token.hasSuffix("7") ? .invalidate(.apns(.unregistered), since: nil) : .delivered(apnsID: nil)
         }
         let f = try await AdminPushFixture.start(sender: sender)
         defer { Task { await f.stop() } }
@@ -120,7 +122,7 @@ struct AdminPushFixture {
     }
 
     @Test func aRunningFanOutShowsLiveProgress() async throws {
-        let f = try await AdminPushFixture.start(sender: ScriptedSender(delay: .milliseconds(40)))
+        let f = try await AdminPushFixture.start(sender: ScriptedTransport(answering: .after(.milliseconds(40))))
         defer { Task { await f.stop() } }
         try await f.fixture.seed(60)
         let sent = try await f.client.call(
@@ -145,7 +147,7 @@ struct AdminPushFixture {
     }
 
     @Test func refusedPushesNameTheField() async throws {
-        let f = try await AdminPushFixture.start(sender: ScriptedSender())
+        let f = try await AdminPushFixture.start(sender: ScriptedTransport())
         defer { Task { await f.stop() } }
         let app = f.fixture.appID
         let noAudience = try await f.client.call("POST", "/apps/\(app)/push", json: ["notification": ["alert": "x"]])

@@ -4,6 +4,7 @@ import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
 import TuisongGatewayTestKit
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -64,12 +65,12 @@ import TuisongGatewayTestKit
 
         _ = try await pushAll(gw, key)
         #expect(mock.receivedNotifications().map(\.keyID) == ["POOLKEY001"])
-        #expect(gw.runtime.sender.openPoolCount == 1)
+        #expect(gw.runtime.apns.openPoolCount == 1)
         #expect(mock.statistics.connectionsOpen >= 1)
 
         // What the console's delete does.
         #expect(try await gw.runtime.credentialBackend.remove(credential))
-        #expect(gw.runtime.sender.openPoolCount == 0, "the deleted credential's pool is closed")
+        #expect(gw.runtime.apns.openPoolCount == 0, "the deleted credential's pool is closed")
         let deadline = ContinuousClock.now + .seconds(10)
         while mock.statistics.connectionsOpen > 0, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))

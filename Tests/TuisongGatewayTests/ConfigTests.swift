@@ -137,7 +137,7 @@ func repositoryRoot() -> URL {
 @Suite struct NativePushRequestTests {
     func parse(_ json: String) throws -> PushJob {
         let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as! [String: Any]
-        return try NativePushRequest.parse(object, appID: 1)
+        return try NativePushRequest.parse(object, appID: 1, now: Date())
     }
 
     @Test func numbersAndBooleansAreToldApart() throws {

@@ -4,6 +4,7 @@ import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
 import TuisongGatewayTestKit
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 

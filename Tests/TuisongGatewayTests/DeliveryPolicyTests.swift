@@ -4,6 +4,7 @@ import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongGatewayTestKit
+import TuisongPluginTestKit
 import TuisongStore
 
 @testable import TuisongGateway

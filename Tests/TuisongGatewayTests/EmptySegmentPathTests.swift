@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuisongPluginTestKit
 
 #if canImport(Glibc)
     import Glibc

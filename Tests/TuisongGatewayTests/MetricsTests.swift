@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongAPNsMock
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 

@@ -2,13 +2,14 @@ import Foundation
 import Synchronization
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 import TuisongStore
 
-@testable import TuisongGateway
+@testable import TuisongDelivery
 
-/// A sender whose batches wait for the test to answer them, so a run can be looked at with
+/// A transport whose batches wait for the test to answer them, so a run can be looked at with
 /// outcomes in flight, recorded but not flushed, and flushed.
-final class GatedSender: PushSender {
+final class GatedTransport: PushTransport {
     private struct Pending {
         var tokens: [String]
         var report: @Sendable ([SendReport]) -> Void
@@ -17,16 +18,9 @@ final class GatedSender: PushSender {
     private let pending = Mutex<[Pending]>([])
     let handedOver = Atomic<Int>(0)
 
-    func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome {
-        .failed(reason: "GatedSenderSendsBatchesOnly")
-    }
-
-    func send(
-        app: App, message: MessageRecord, environment: APNsEnvironment, tokens: [String],
-        report: @escaping @Sendable ([SendReport]) -> Void
-    ) async {
-        pending.withLock { $0.append(Pending(tokens: tokens, report: report)) }
-        handedOver.add(tokens.count, ordering: .relaxed)
+    func send(_ batch: PushBatch, report: @escaping @Sendable ([SendReport]) -> Void) async {
+        pending.withLock { $0.append(Pending(tokens: batch.pushes.map(\.token), report: report)) }
+        handedOver.add(batch.pushes.count, ordering: .relaxed)
     }
 
     /// Answers every batch handed over so far: `fail` tokens fail with `BadDeviceToken`'s
@@ -40,8 +34,7 @@ final class GatedSender: PushSender {
         for batch in batches {
             batch.report(
                 batch.tokens.enumerated().map { index, token in
-                    SendReport(
-                        index: index, outcome: fail(token) ? .failed(reason: "BadTopic") : .delivered(apnsID: nil))
+                    SendReport(index: index, outcome: fail(token) ? .failed(.apns(.badTopic)) : .delivered(apnsID: nil))
                 })
         }
         return batches.reduce(0) { $0 + $1.tokens.count }
@@ -49,19 +42,6 @@ final class GatedSender: PushSender {
 }
 
 @Suite(.serialized) struct StatusPollTests {
-    /// Polls `engine.status` until `condition` holds (or fails after `timeout`).
-    func poll(
-        _ engine: DeliveryEngine, _ id: Int64, timeout: Duration = .seconds(20),
-        until condition: (MessageStatus) -> Bool
-    ) async throws -> MessageStatus {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let status = try await engine.status(messageID: id), condition(status) { return status }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        throw TestTimeout(message: "message \(id): condition not reached")
-    }
-
     @Test func liveTalliesAtOrBelowTheCommittedCursorAreLeftOut() {
         func tally(_ position: Int64, delivered: Int, failed: [String: Int] = [:], skipped: [String: Int] = [:])
             -> MessageRun.Tally
@@ -100,15 +80,17 @@ final class GatedSender: PushSender {
         let f = try await EngineFixture.make()
         defer { f.cleanUp() }
         try await f.seed(250)
-        let sender = GatedSender()
+        let sender = GatedTransport()
         let engine = f.engine(sender, pageSize: 50, workers: 1000, flushInterval: .milliseconds(10))
         try await engine.start()
         let record = try await engine.submit(f.job(.tag("all-users")))
         // The window (3 pages) is handed over; nothing answered yet.
-        var status = try await poll(engine, record.id) { _ in sender.handedOver.load(ordering: .relaxed) == 150 }
+        var status = try await DeliveryWait.until(engine, record.id, timeout: .seconds(20)) { _ in
+            sender.handedOver.load(ordering: .relaxed) == 150
+        }
         #expect(status.counts.delivered == 0)
         // The audience is counted while the first pages are out, not before them.
-        status = try await poll(engine, record.id) { $0.record.total != nil }
+        status = try await DeliveryWait.until(engine, record.id, timeout: .seconds(20)) { $0.record.total != nil }
         #expect(status.record.total == 250)
         #expect(status.record.state == .sending)
         #expect(status.counts.total == 250, "queued + sending = the expected total: \(status.counts)")
@@ -129,7 +111,9 @@ final class GatedSender: PushSender {
                 try await Task.sleep(for: .milliseconds(2))
             }
             if answered < 250 {
-                _ = try await poll(engine, record.id) { _ in sender.handedOver.load(ordering: .relaxed) > answered }
+                _ = try await DeliveryWait.until(engine, record.id, timeout: .seconds(20)) { _ in
+                    sender.handedOver.load(ordering: .relaxed) > answered
+                }
             }
         }
         let done = try await f.waitUntilCompleted(engine, record.id)
@@ -151,9 +135,9 @@ final class GatedSender: PushSender {
         defer { f.cleanUp() }
         try await f.seed(30)
         let engine = f.engine(
-            ScriptedSender { token, _ in
+            ScriptedTransport { token, _ in
                 Int(token.suffix(4), radix: 16)! % 3 == 0
-                    ? .invalidate(reason: "Unregistered", since: nil) : .delivered(apnsID: nil)
+                    ? .invalidate(.apns(.unregistered), since: nil) : .delivered(apnsID: nil)
             })
         try await engine.start()
         let record = try await engine.submit(f.job(.tag("all-users")))

@@ -5,24 +5,59 @@ import TuisongAPNs
 import TuisongCore
 import TuisongCrypto
 
+/// Where an APNs transport gets a credential's key or certificate: the gateway's sealed
+/// credential store opens it. Throws when the stored secret cannot be used.
+public protocol APNsCredentialSource: Sendable {
+    func material(_ record: CredentialRecord) throws -> APNsCredentialMaterial
+}
+
+/// How the APNs transport opens its pools (`apns.*` of the config).
+public struct APNsPoolSettings: Sendable, Hashable {
+    public var connections: Int
+    public var connectTimeout: Duration
+    public var requestTimeout: Duration
+    public var tokenRefreshInterval: Duration
+
+    public init(connections: Int, connectTimeout: Duration, requestTimeout: Duration, tokenRefreshInterval: Duration) {
+        self.connections = connections
+        self.connectTimeout = connectTimeout
+        self.requestTimeout = requestTimeout
+        self.tokenRefreshInterval = tokenRefreshInterval
+    }
+}
+
 /// Sends pushes through one APNs pool per (credential, environment), opened on first use.
 /// Credentials are looked up per (app, environment, device selector) and cached briefly; a failing credential
 /// holds its deliveries instead of sending.
-final class APNsPushSender: PushSender {
-    struct Endpoints: Sendable {
-        var production: APNsEndpoint
-        var sandbox: APNsEndpoint
-        var caFile: String?
-        var extraCACertificates: [Certificate]
+public final class APNsPushTransport: PushTransport {
+    public struct Endpoints: Sendable {
+        public var production: APNsEndpoint
+        public var sandbox: APNsEndpoint
+        public var caFile: String?
+        public var extraCACertificates: [Certificate]
 
-        func endpoint(_ environment: APNsEnvironment) -> APNsEndpoint {
+        public init(
+            production: APNsEndpoint, sandbox: APNsEndpoint, caFile: String? = nil,
+            extraCACertificates: [Certificate] = []
+        ) {
+            self.production = production
+            self.sandbox = sandbox
+            self.caFile = caFile
+            self.extraCACertificates = extraCACertificates
+        }
+
+        public func endpoint(_ environment: APNsEnvironment) -> APNsEndpoint {
             environment == .production ? production : sandbox
         }
     }
 
     /// The credential an app without its own uses in local mode (the bundled mock's key).
-    struct Fallback: Sendable {
-        var material: APNsCredentialMaterial
+    public struct Fallback: Sendable {
+        public var material: APNsCredentialMaterial
+
+        public init(material: APNsCredentialMaterial) {
+            self.material = material
+        }
     }
 
     private struct PoolKey: Hashable {
@@ -46,10 +81,10 @@ final class APNsPushSender: PushSender {
         /// environment carries the device's selector.
         let environment: APNsEnvironment
         /// Why nothing can be sent (a selector naming no credential).
-        let refusal: String?
+        let refusal: SendReason?
         let expires: Date
 
-        init(credential: CredentialRecord?, environment: APNsEnvironment, refusal: String? = nil, expires: Date) {
+        init(credential: CredentialRecord?, environment: APNsEnvironment, refusal: SendReason? = nil, expires: Date) {
             self.credential = credential
             self.environment = environment
             self.refusal = refusal
@@ -57,23 +92,19 @@ final class APNsPushSender: PushSender {
         }
     }
 
-    /// The hold reason of a device whose credential selector names none of the app's credentials.
-    static let noCredentialForSelector = "no_credential_for_selector"
-
-    let credentials: CredentialService
+    let credentials: any APNsCredentialSource
     let store: any CredentialStore
-    let endpoints: Endpoints
-    let poolSettings: GatewayConfig.APNs
+    public let endpoints: Endpoints
+    let poolSettings: APNsPoolSettings
     let fallback: Fallback?
     let clock: any Clock
     let logger: Logger
     private let pools = Mutex<[PoolKey: APNsConnectionPool]>([:])
     private let resolved = Mutex<[RouteKey: Resolved]>([:])
 
-    init(
-        credentials: CredentialService, store: any CredentialStore, endpoints: Endpoints,
-        poolSettings: GatewayConfig.APNs,
-        fallback: Fallback?, clock: any Clock, logger: Logger
+    public init(
+        credentials: any APNsCredentialSource, store: any CredentialStore, endpoints: Endpoints,
+        poolSettings: APNsPoolSettings, fallback: Fallback?, clock: any Clock, logger: Logger
     ) {
         self.credentials = credentials
         self.store = store
@@ -90,20 +121,22 @@ final class APNsPushSender: PushSender {
     }
 
     /// Each open pool's statistics (for metrics, read at scrape time).
-    func poolStatistics() -> [(credentialID: Int64, environment: APNsEnvironment, statistics: PoolStatistics)] {
+    public func poolStatistics() -> [(credentialID: Int64, environment: APNsEnvironment, statistics: PoolStatistics)] {
         pools.withLock { Array($0) }.map { ($0.key.credentialID, $0.key.environment, $0.value.statistics) }
     }
 
     /// Forget an app's cached credentials (one was added, deleted or fixed) and close the pools
     /// of its credentials that no longer exist: nothing would send through them again, and
     /// they would keep their APNs connections open.
-    func credentialsChanged(appID: Int64) async {
+    public func credentialsChanged(appID: Int64) async {
         resolved.withLock { cache in cache = cache.filter { $0.key.appID != appID } }
         let remaining: Set<Int64>
         do {
             remaining = Set(try await store.credentials(appID: appID).map(\.id))
         } catch {
-            logger.error("cannot list the credentials of app \(appID) to close unused pools: \(error)")
+            logger.error(
+                "cannot list an app's credentials to close unused pools",
+                metadata: ["app": "\(appID)", "error": "\(error)"])
             return
         }
         let closed = pools.withLock { pools -> [APNsConnectionPool] in
@@ -116,7 +149,7 @@ final class APNsPushSender: PushSender {
     }
 
     /// How many APNs pools are open (for tests and diagnostics).
-    var openPoolCount: Int { pools.withLock { $0.count } }
+    public var openPoolCount: Int { pools.withLock { $0.count } }
 
     /// Where an (app, environment, selector)'s pushes go now, or why they cannot go anywhere.
     private enum Route {
@@ -124,91 +157,83 @@ final class APNsPushSender: PushSender {
         case refused(SendOutcome)
     }
 
-    func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome {
-        await send(app: app, message: message, token: token, environment: environment, selector: nil, payload: nil)
-    }
-
     /// Opens the pool of the app's default credential for `environment`; devices with a
     /// credential selector open theirs on their first send.
-    func prepare(app: App, environment: APNsEnvironment?) async {
+    public func prepare(app: App, environment: APNsEnvironment?) async {
         if case .pool(let pool, _) = await route(app: app, environment: environment ?? .production, selector: nil) {
             pool.connect()
         }
     }
 
-    func send(
-        app: App, message: MessageRecord, token: String, environment: APNsEnvironment, selector: String?,
-        payload: [UInt8]?
-    ) async -> SendOutcome {
-        let pool: APNsConnectionPool
-        let credential: CredentialRecord?
-        switch await route(app: app, environment: environment, selector: selector) {
-        case .refused(let outcome): return outcome
-        case .pool(let found, let foundCredential): (pool, credential) = (found, foundCredential)
+    /// Pushes of one environment and selector share a credential and pool, resolved once;
+    /// each group's requests go to its pool in one hand-off, answered on the pool's thread,
+    /// where the outcomes are classified and reported. A batch is usually one group (the
+    /// engine groups a page by route), found without hashing every push.
+    public func send(_ batch: PushBatch, report: @escaping @Sendable ([SendReport]) -> Void) async {
+        let pushes = batch.pushes
+        guard let first = pushes.first else { return }
+        if pushes.allSatisfy({ $0.environment == first.environment && $0.selector == first.selector }) {
+            await send(
+                pushes, indices: nil, app: batch.app, environment: first.environment, selector: first.selector,
+                report: report)
+            return
         }
-        var request = Self.request(message, app: app)
-        request.deviceToken = token
-        if let payload { request.payload = payload }
-        let result: Result<APNsResponse, APNsTransportError>
-        do {
-            result = .success(try await pool.send(request))
-        } catch {
-            result = .failure(error)
+        var groups: [RouteKey: [Int]] = [:]
+        for (index, push) in pushes.enumerated() {
+            groups[RouteKey(appID: batch.app.id, environment: push.environment, selector: push.selector), default: []]
+                .append(index)
         }
-        let (outcome, failingReason) = Self.outcome(of: result)
-        if let failingReason, let credential { await markFailing(credential, reason: failingReason) }
-        return outcome
+        for (key, indices) in groups {
+            await send(
+                indices.map { pushes[$0] }, indices: indices, app: batch.app, environment: key.environment,
+                selector: key.selector, report: report)
+        }
     }
 
-    func send(
-        app: App, message: MessageRecord, environment: APNsEnvironment, tokens: [String],
+    /// Sends pushes of one route; `indices` maps their positions back to the batch's (nil: the
+    /// same positions).
+    private func send(
+        _ pushes: [OutgoingPush], indices: [Int]?, app: App, environment: APNsEnvironment, selector: String?,
         report: @escaping @Sendable ([SendReport]) -> Void
     ) async {
-        await send(
-            app: app, message: message, environment: environment, selector: nil, tokens: tokens, payloads: nil,
-            report: report)
-    }
-
-    /// The credential, pool, topic and headers are resolved once for the whole batch; the pool
-    /// gets every request in one hand-off and answers on its thread, where the outcomes are
-    /// classified and reported.
-    func send(
-        app: App, message: MessageRecord, environment: APNsEnvironment, selector: String?, tokens: [String],
-        payloads: [[UInt8]?]?, report: @escaping @Sendable ([SendReport]) -> Void
-    ) async {
-        guard !tokens.isEmpty else { return }
+        @Sendable func position(_ index: Int) -> Int { indices.map { $0[index] } ?? index }
         let pool: APNsConnectionPool
         let credential: CredentialRecord?
         switch await route(app: app, environment: environment, selector: selector) {
         case .refused(let outcome):
-            report(tokens.indices.map { SendReport(index: $0, outcome: outcome) })
+            report(pushes.indices.map { SendReport(index: position($0), outcome: outcome) })
             return
         case .pool(let found, let foundCredential): (pool, credential) = (found, foundCredential)
         }
-        let template = Self.request(message, app: app)
+        var templateHeaders = pushes[0].headers
+        var template = Self.request(templateHeaders, app: app)
         var requests: [APNsRequest] = []
-        requests.reserveCapacity(tokens.count)
-        for (index, token) in tokens.enumerated() {
+        requests.reserveCapacity(pushes.count)
+        for push in pushes {
+            if push.headers != templateHeaders {
+                templateHeaders = push.headers
+                template = Self.request(templateHeaders, app: app)
+            }
             var request = template
-            request.deviceToken = token
-            if let payloads, let own = payloads[index] { request.payload = own }
+            request.deviceToken = push.token
+            request.payload = push.payload
             requests.append(request)
         }
         pool.send(requests) { [self] answers in
             var reports: [SendReport] = []
             reports.reserveCapacity(answers.count)
-            var failingReason: String?
+            var failingReason: SendReason?
             for answer in answers {
                 let (outcome, failing) = Self.outcome(of: answer.result)
                 if let failing { failingReason = failing }
-                reports.append(SendReport(index: answer.index, outcome: outcome))
+                reports.append(SendReport(index: position(answer.index), outcome: outcome))
             }
             guard let failingReason, let credential else {
                 report(reports)
                 return
             }
             // Off the pool's thread: the credential is marked failing (a database write) before
-            // these held deliveries are reported, as a single send does.
+            // these held deliveries are reported.
             Task {
                 await markFailing(credential, reason: failingReason)
                 report(reports)
@@ -221,63 +246,65 @@ final class APNsPushSender: PushSender {
         do {
             resolved = try await resolve(appID: app.id, environment: environment, selector: selector)
         } catch {
-            return .refused(.retry(reason: "CredentialLookupFailed", after: .seconds(1)))
+            return .refused(.retry(.credentialLookupFailed, after: .seconds(1)))
         }
-        if let refusal = resolved.refusal { return .refused(.held(reason: refusal)) }
+        if let refusal = resolved.refusal { return .refused(.held(refusal)) }
         let credential = resolved.credential
         if let credential, credential.isFailing {
-            return .refused(.held(reason: credential.statusReason ?? "CredentialFailing"))
+            return .refused(.held(credential.statusReason.map(SendReason.init) ?? .credentialFailing))
         }
-        if credential == nil, fallback == nil { return .refused(.held(reason: "NoCredential")) }
+        if credential == nil, fallback == nil { return .refused(.held(.noCredential)) }
         do {
             return .pool(
                 try pool(for: credential, appID: app.id, environment: resolved.environment), credential: credential)
         } catch {
-            logger.error("cannot open an APNs pool for app \(app.id) \(resolved.environment.rawValue): \(error)")
-            if let credential { await markFailing(credential, reason: "CredentialUnusable") }
-            return .refused(.held(reason: "CredentialUnusable"))
+            logger.error(
+                "cannot open an APNs pool",
+                metadata: ["app": "\(app.id)", "environment": "\(resolved.environment.rawValue)", "error": "\(error)"])
+            if let credential { await markFailing(credential, reason: .credentialUnusable) }
+            return .refused(.held(.credentialUnusable))
         }
     }
 
-    /// The message's request with an empty device token, to be filled in per device.
-    private static func request(_ message: MessageRecord, app: App) -> APNsRequest {
-        let options = message.options
-        return APNsRequest(
-            deviceToken: "", pushType: options.pushType.rawValue,
-            topic: options.pushType.topic(forBundleID: app.bundleID), priority: options.priority?.rawValue,
-            expiration: options.expiration.map { Int($0.timeIntervalSince1970) }, collapseID: options.collapseID,
+    /// A request with `headers`, to be given each device's token and payload.
+    private static func request(_ headers: PushHeaders, app: App) -> APNsRequest {
+        APNsRequest(
+            deviceToken: "", pushType: headers.pushType.rawValue,
+            topic: headers.pushType.topic(forBundleID: app.bundleID), priority: headers.priority?.rawValue,
+            expiration: headers.expiration.map { Int($0.timeIntervalSince1970) }, collapseID: headers.collapseID,
             // No apns-id of our own: APNs assigns one and returns it (a UUID per push cost a
             // /dev/urandom read and a format call).
-            apnsID: nil, payload: message.payload)
+            apnsID: nil, payload: [])
     }
 
     /// What an answer means for the device, and the reason to mark the credential failing when
     /// APNs refused the credential itself.
-    private static func outcome(of result: Result<APNsResponse, APNsTransportError>) -> (SendOutcome, failing: String?)
-    {
+    private static func outcome(of result: Result<APNsResponse, APNsTransportError>) -> (
+        SendOutcome, failing: SendReason?
+    ) {
         let response: APNsResponse
         switch result {
         case .success(let answered): response = answered
         case .failure(let error) where error.code == .certificateRejected:
             // APNs refused the client certificate in the TLS handshake: the certificate-auth
             // form of 403 BadCertificate, and as permanent.
-            return (.held(reason: APNsReason.badCertificate.description), APNsReason.badCertificate.description)
-        case .failure(let error): return (.retry(reason: "Transport\(error.code)", after: nil), nil)
+            return (.held(.apns(.badCertificate)), .apns(.badCertificate))
+        case .failure(let error): return (.retry(.transport("\(error.code)"), after: nil), nil)
         }
         switch APNsOutcome.classify(status: response.status, reason: response.reason, timestamp: response.timestamp) {
         case .delivered:
             return (.delivered(apnsID: response.apnsID), nil)
         case .invalidateDevice(let reason, let since):
-            return (.invalidate(reason: reason.description, since: since), nil)
+            return (.invalidate(.apns(reason), since: since), nil)
         case .retry(let reason, let after):
-            return (.retry(reason: reason.description, after: after), nil)
+            return (.retry(.apns(reason), after: after), nil)
         case .refreshProviderToken:
             // The pool already refreshed the token and retried once; try again later.
-            return (.retry(reason: "ExpiredProviderToken", after: .seconds(1)), nil)
+            return (.retry(.apns(.expiredProviderToken), after: .seconds(1)), nil)
         case .credentialFailing(let reason):
-            return (.held(reason: reason.description), reason.description)
+            return (.held(.apns(reason)), .apns(reason))
         case .failed(let reason):
-            return (.failed(reason: reason.description), nil)
+            return (.failed(.apns(reason)), nil)
         }
     }
 
@@ -299,7 +326,7 @@ final class APNsPushSender: PushSender {
                 found = Resolved(credential: other, environment: other.environment, expires: expires)
             } else {
                 found = Resolved(
-                    credential: nil, environment: environment, refusal: Self.noCredentialForSelector, expires: expires)
+                    credential: nil, environment: environment, refusal: .noCredentialForSelector, expires: expires)
             }
         } else {
             let credential = try await store.activeCredential(appID: appID, environment: environment)
@@ -321,15 +348,15 @@ final class APNsPushSender: PushSender {
         } else if let fallback {
             material = fallback.material
         } else {
-            throw CredentialError(.notFound, "no credential")
+            throw NoCredentialError()
         }
         var configuration = APNsConnectionPool.Configuration(endpoint: endpoints.endpoint(environment))
         configuration.connections = poolSettings.connections
-        configuration.connectTimeout = .seconds(poolSettings.connectTimeoutSeconds)
-        configuration.requestTimeout = .seconds(poolSettings.requestTimeoutSeconds)
+        configuration.connectTimeout = poolSettings.connectTimeout
+        configuration.requestTimeout = poolSettings.requestTimeout
         configuration.caFile = endpoints.caFile
         configuration.extraCACertificates = endpoints.extraCACertificates
-        configuration.tokenRefreshInterval = .seconds(poolSettings.tokenRefreshMinutes * 60)
+        configuration.tokenRefreshInterval = poolSettings.tokenRefreshInterval
         let created = try APNsConnectionPool(
             configuration: configuration, credential: material, clock: clock, logger: logger)
         let (pool, loser) = pools.withLock { pools -> (APNsConnectionPool, APNsConnectionPool?) in
@@ -341,27 +368,31 @@ final class APNsPushSender: PushSender {
         return pool
     }
 
-    private func markFailing(_ credential: CredentialRecord, reason: String) async {
+    private func markFailing(_ credential: CredentialRecord, reason: SendReason) async {
         let now = clock.now
         let alreadyMarked = resolved.withLock { cache -> Bool in
             cache.values.contains { cached in
                 guard cached.expires > now, let marked = cached.credential else { return false }
-                return marked.id == credential.id && marked.isFailing && marked.statusReason == reason
+                return marked.id == credential.id && marked.isFailing && marked.statusReason == reason.description
             }
         }
         // Every answer of a batch on a refused credential says the same; one write is enough.
         if alreadyMarked { return }
         logger.error(
-            "APNs refused credential \(credential.id) of app \(credential.appID) (\(credential.environment.rawValue)): \(reason); holding its deliveries"
-        )
+            "APNs refused a credential; holding its deliveries",
+            metadata: [
+                "credential": "\(credential.id)", "app": "\(credential.appID)",
+                "environment": "\(credential.environment.rawValue)", "reason": "\(reason)",
+            ])
         do {
-            try await store.setCredentialStatus(id: credential.id, status: "failing", reason: reason)
+            try await store.setCredentialStatus(id: credential.id, status: "failing", reason: reason.description)
         } catch {
-            logger.error("cannot mark credential \(credential.id) failing: \(error)")
+            logger.error(
+                "cannot mark a credential failing", metadata: ["credential": "\(credential.id)", "error": "\(error)"])
         }
         var failing = credential
         failing.status = "failing"
-        failing.statusReason = reason
+        failing.statusReason = reason.description
         let expires = clock.now.addingTimeInterval(5)
         // Every route that resolved to this credential now sees it failing; the default route
         // of its environment too, should it not have been looked up yet.
@@ -385,11 +416,16 @@ final class APNsPushSender: PushSender {
         for pool in refused { Task { await pool.shutdown() } }
     }
 
-    func shutdown() async {
+    public func shutdown() async {
         let all = pools.withLock { pools -> [APNsConnectionPool] in
             defer { pools.removeAll() }
             return Array(pools.values)
         }
         for pool in all { await pool.shutdown() }
     }
+}
+
+/// The local-mode fallback is absent and the app has no credential.
+private struct NoCredentialError: Error, CustomStringConvertible {
+    var description: String { "no credential" }
 }

@@ -3,152 +3,19 @@ import Logging
 import Synchronization
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 import TuisongStore
 
-@testable import TuisongGateway
+@testable import TuisongDelivery
 
-/// A scripted sender: decides each token's outcome and records every attempt.
-final class ScriptedSender: PushSender {
-    let script: @Sendable (String, Int) -> SendOutcome
-    let attempts = Mutex<[String: Int]>([:])
-    let delay: Duration?
-
-    init(
-        delay: Duration? = nil,
-        script: @escaping @Sendable (String, Int) -> SendOutcome = { _, _ in .delivered(apnsID: nil) }
-    ) {
-        self.script = script
-        self.delay = delay
-    }
-
-    func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome {
-        let attempt = attempts.withLock { attempts -> Int in
-            attempts[token, default: 0] += 1
-            return attempts[token]!
-        }
-        if let delay { try? await Task.sleep(for: delay) }
-        return script(token, attempt)
-    }
-
-    var totalAttempts: Int { attempts.withLock { $0.values.reduce(0, +) } }
-}
-
-/// A sender with a batch path of its own, as the APNs sender has: records each batch it is
-/// handed and answers it later from another task, in two parts.
-final class BatchScriptedSender: PushSender {
-    struct Batch: Sendable {
-        var environment: APNsEnvironment
-        var tokens: [String]
-    }
-
-    let script: @Sendable (String) -> SendOutcome
-    let batches = Mutex<[Batch]>([])
-    let singles = Atomic<Int>(0)
-
-    init(script: @escaping @Sendable (String) -> SendOutcome) {
-        self.script = script
-    }
-
-    func send(app: App, message: MessageRecord, token: String, environment: APNsEnvironment) async -> SendOutcome {
-        singles.add(1, ordering: .relaxed)
-        return script(token)
-    }
-
-    func send(
-        app: App, message: MessageRecord, environment: APNsEnvironment, tokens: [String],
-        report: @escaping @Sendable ([SendReport]) -> Void
-    ) async {
-        batches.withLock { $0.append(Batch(environment: environment, tokens: tokens)) }
-        let script = self.script
-        Task {
-            try? await Task.sleep(for: .milliseconds(2))
-            let reports = tokens.enumerated().map { SendReport(index: $0.offset, outcome: script($0.element)) }
-            let half = reports.count / 2
-            // Out of order, in two calls: the dispatcher must map by index.
-            report(Array(reports[half...]))
-            report(Array(reports[..<half]))
-        }
-    }
-}
-
-struct EngineFixture {
-    let store: SQLiteStore
-    let directory: URL
-    let appID: Int64
-
-    static func make() async throws -> EngineFixture {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-engine-\(UUID().uuidString)")
-        let store = try SQLiteStore(path: directory.appending(path: "t.db").path)
-        let app = try await store.createApp(name: "e", bundleID: "com.example.engine", apiKeyHash: UUID().uuidString)
-        return EngineFixture(store: store, directory: directory, appID: app.id)
-    }
-
-    func engine(
-        _ sender: any PushSender, pageSize: Int = 100, workers: Int = 32, retryBase: Double = 0.01,
-        flushInterval: Duration = .milliseconds(20)
-    ) -> DeliveryEngine {
-        var settings = DeliverySettings(GatewayConfig.embeddedDefault.delivery)
-        settings.pageSize = pageSize
-        settings.workers = workers
-        settings.retryBase = retryBase
-        settings.retryMax = 0.05
-        settings.flushInterval = flushInterval
-        settings.pollInterval = .milliseconds(20)
-        var logger = Logger(label: "engine-test")
-        logger.logLevel = .critical
-        return DeliveryEngine(store: store, sender: sender, settings: settings, clock: SystemClock(), logger: logger)
-    }
-
-    func seed(_ count: Int, tag: String = "all-users", prefix: String = "cd") async throws {
-        var batch: [DeviceRegistration] = []
-        for n in 1...count {
-            batch.append(
-                DeviceRegistration(
-                    token: DeviceToken(token(n, prefix: prefix))!, environment: .production, tags: [TagName(tag)!]))
-        }
-        _ = try await store.registerDevices(appID: appID, batch)
-    }
-
-    func job(_ audience: Audience) -> PushJob {
-        PushJob(
-            appID: appID, vendor: "native", audience: audience, notification: PushNotification(alert: .plain("hi")),
-            options: PushOptions())
-    }
-
-    func waitUntilCompleted(_ engine: DeliveryEngine, _ id: Int64, timeout: Duration = .seconds(30)) async throws
-        -> MessageStatus
-    {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let status = try await engine.status(messageID: id), status.record.state == .completed,
-                status.counts.queued == 0, status.counts.sending == 0
-            {
-                return status
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestTimeout(
-            message:
-                "message \(id) did not complete: \(String(describing: try await engine.status(messageID: id)?.counts))")
-    }
-
-    func cleanUp() {
-        try? store.close()
-        try? FileManager.default.removeItem(at: directory)
-    }
-}
-
-struct TestTimeout: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
-}
+func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
 
 @Suite(.serialized) struct DeliveryEngineTests {
     @Test func tagFanOutDeliversEveryDeviceOnce() async throws {
         let f = try await EngineFixture.make()
         defer { f.cleanUp() }
         try await f.seed(1050)
-        let sender = ScriptedSender()
+        let sender = ScriptedTransport()
         let engine = f.engine(sender)
         try await engine.start()
         let record = try await engine.submit(f.job(.tag("all-users")))
@@ -169,14 +36,14 @@ struct TestTimeout: Error, CustomStringConvertible {
         let f = try await EngineFixture.make()
         defer { f.cleanUp() }
         try await f.seed(40)
-        let sender = ScriptedSender { token, attempt in
+        let sender = ScriptedTransport { token, attempt in
             let n = Int(token.suffix(4), radix: 16)!
             switch n % 5 {
-            case 1: return attempt < 3 ? .retry(reason: "TooManyRequests", after: nil) : .delivered(apnsID: "a")
+            case 1: return attempt < 3 ? .retry(.apns(.tooManyRequests), after: nil) : .delivered(apnsID: "a")
             case 2:
                 return .invalidate(
-                    reason: "Unregistered", since: Date(timeIntervalSince1970: 0).addingTimeInterval(4_000_000_000))
-            case 3: return .failed(reason: "PayloadTooLarge")
+                    .apns(.unregistered), since: Date(timeIntervalSince1970: 0).addingTimeInterval(4_000_000_000))
+            case 3: return .failed(.apns(.payloadTooLarge))
             default: return .delivered(apnsID: nil)
             }
         }
@@ -207,9 +74,9 @@ struct TestTimeout: Error, CustomStringConvertible {
                     token: DeviceToken(token(n, prefix: "5a"))!, environment: .sandbox, tags: [TagName("all-users")!]))
         }
         _ = try await f.store.registerDevices(appID: f.appID, sandbox)
-        let sender = BatchScriptedSender { token in
+        let sender = ScriptedTransport(answering: .laterInTwoParts) { token, _ in
             token.hasPrefix("5a") && Int(token.suffix(4), radix: 16)! % 4 == 0
-                ? .invalidate(reason: "Unregistered", since: nil) : .delivered(apnsID: nil)
+                ? .invalidate(.apns(.unregistered), since: nil) : .delivered(apnsID: nil)
         }
         let engine = f.engine(sender, pageSize: 100, workers: 64)
         try await engine.start()
@@ -222,15 +89,17 @@ struct TestTimeout: Error, CustomStringConvertible {
         let failed = try await f.store.deliveries(messageID: record.id, state: .failed, cursor: nil, limit: 100)
         #expect(failed.items.allSatisfy { $0.token.hasPrefix("5a") && Int($0.token.suffix(4), radix: 16)! % 4 == 0 })
         let batches = sender.batches.withLock { $0 }
-        let sent = batches.flatMap(\.tokens)
+        let sent = batches.flatMap { $0.pushes.map(\.token) }
         #expect(sent.count == 500 && Set(sent).count == 500, "each device handed over once")
         #expect(
             batches.allSatisfy { batch in
-                batch.tokens.allSatisfy { $0.hasPrefix("5a") == (batch.environment == .sandbox) }
-            })
+                let environment = batch.pushes[0].environment
+                return batch.pushes.allSatisfy {
+                    $0.environment == environment && $0.token.hasPrefix("5a") == (environment == .sandbox)
+                }
+            }, "a batch holds one environment")
         // Chunks, not devices: at least a quarter of the 64 permits per hand-over.
         #expect(batches.count <= 500 / 16, "\(batches.count) batches")
-        #expect(sender.singles.load(ordering: .relaxed) == 0)
     }
 
     @Test func aRunStartsWithASmallPageSoTheFirstDevicesDoNotWaitForAWholeOne() async throws {
@@ -238,7 +107,7 @@ struct TestTimeout: Error, CustomStringConvertible {
             let f = try await EngineFixture.make()
             defer { f.cleanUp() }
             try await f.seed(count)
-            let sender = BatchScriptedSender { _ in .delivered(apnsID: nil) }
+            let sender = ScriptedTransport(answering: .laterInTwoParts)
             let engine = f.engine(sender, pageSize: 1000, workers: 1000)
             try await engine.start()
             let record = try await engine.submit(f.job(.tag("all-users")))
@@ -246,8 +115,8 @@ struct TestTimeout: Error, CustomStringConvertible {
             await engine.stop()
             #expect(status.counts.delivered == count)
             let batches = sender.batches.withLock { $0 }
-            #expect(batches.first?.tokens.count == MessageRun.firstPageSize, "the first page, then full ones")
-            let sent = batches.flatMap(\.tokens)
+            #expect(batches.first?.pushes.count == MessageRun.firstPageSize, "the first page, then full ones")
+            let sent = batches.flatMap { $0.pushes.map(\.token) }
             #expect(sent.count == count && Set(sent).count == count, "each device handed over once")
         }
     }
@@ -258,7 +127,7 @@ struct TestTimeout: Error, CustomStringConvertible {
         try await f.seed(300)
         // 30 pages through a window of 3: were pages flushed only every 30 s, this would take
         // minutes.
-        let engine = f.engine(ScriptedSender(), pageSize: 10, flushInterval: .seconds(30))
+        let engine = f.engine(ScriptedTransport(), pageSize: 10, flushInterval: .seconds(30))
         try await engine.start()
         let started = ContinuousClock.now
         let record = try await engine.submit(f.job(.tag("all-users")))
@@ -276,8 +145,8 @@ struct TestTimeout: Error, CustomStringConvertible {
         defer { f.cleanUp() }
         try await f.seed(2)
         // APNs says the token died long ago; the device registered since, so it stays valid.
-        let sender = ScriptedSender { _, _ in
-            .invalidate(reason: "Unregistered", since: Date(timeIntervalSince1970: 1_000_000))
+        let sender = ScriptedTransport { _, _ in
+            .invalidate(.apns(.unregistered), since: Date(timeIntervalSince1970: 1_000_000))
         }
         let engine = f.engine(sender)
         try await engine.start()
@@ -293,8 +162,8 @@ struct TestTimeout: Error, CustomStringConvertible {
         defer { f.cleanUp() }
         try await f.seed(10)
         let healthy = Atomic<Bool>(false)
-        let sender = ScriptedSender { _, _ in
-            healthy.load(ordering: .relaxed) ? .delivered(apnsID: nil) : .held(reason: "InvalidProviderToken")
+        let sender = ScriptedTransport { _, _ in
+            healthy.load(ordering: .relaxed) ? .delivered(apnsID: nil) : .held(.apns(.invalidProviderToken))
         }
         let engine = f.engine(sender)
         try await engine.start()
@@ -322,7 +191,7 @@ struct TestTimeout: Error, CustomStringConvertible {
         defer { f.cleanUp() }
         try await f.seed(2000)
         // First engine: slow sends, stopped mid-way (as a shutdown or crash would).
-        let slow = ScriptedSender(delay: .milliseconds(5))
+        let slow = ScriptedTransport(answering: .after(.milliseconds(5)))
         let first = f.engine(slow, pageSize: 100, workers: 16)
         try await first.start()
         let record = try await first.submit(f.job(.tag("all-users")))
@@ -332,7 +201,7 @@ struct TestTimeout: Error, CustomStringConvertible {
         #expect(partial.state == .sending)
         #expect(partial.counts.delivered < 2000)
 
-        let fast = ScriptedSender()
+        let fast = ScriptedTransport()
         let second = f.engine(fast, pageSize: 100, workers: 16)
         try await second.start()
         let status = try await f.waitUntilCompleted(second, record.id)
@@ -349,7 +218,7 @@ struct TestTimeout: Error, CustomStringConvertible {
         let f = try await EngineFixture.make()
         defer { f.cleanUp() }
         try await f.seed(3)
-        let sender = ScriptedSender()
+        let sender = ScriptedTransport()
         let engine = f.engine(sender)
         try await engine.start()
         var later = f.job(.all)
@@ -371,7 +240,7 @@ struct TestTimeout: Error, CustomStringConvertible {
     @Test func payloadTooLargeIsRefusedBeforeAnythingIsStored() async throws {
         let f = try await EngineFixture.make()
         defer { f.cleanUp() }
-        let engine = f.engine(ScriptedSender())
+        let engine = f.engine(ScriptedTransport())
         var job = f.job(.all)
         job.notification.custom["blob"] = .string(String(repeating: "x", count: 5000))
         await #expect(throws: PayloadError.self) { try await engine.submit(job) }

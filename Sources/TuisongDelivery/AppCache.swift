@@ -8,7 +8,7 @@ import TuisongCore
 /// calls `changed(id:)`, which drops the entry and tells the listeners (the API key cache), so
 /// the next push uses the new bundle id at once. Writers in other processes (the CLI) are
 /// seen within `ttl`.
-final class AppCache: Sendable {
+public final class AppCache: Sendable {
     private struct Entry {
         var app: App
         var expires: Date
@@ -27,13 +27,13 @@ final class AppCache: Sendable {
     private let ttl: TimeInterval
     private let state = Mutex(State())
 
-    init(store: any AppStore, clock: any Clock, ttl: TimeInterval = 5) {
+    public init(store: any AppStore, clock: any Clock, ttl: TimeInterval = 5) {
         self.store = store
         self.clock = clock
         self.ttl = ttl
     }
 
-    func app(id: Int64) async throws -> App? {
+    public func app(id: Int64) async throws -> App? {
         let now = clock.now
         let (cached, generation) = state.withLock { state in
             (state.entries[id].flatMap { $0.expires > now ? $0.app : nil }, state.generation)
@@ -53,7 +53,7 @@ final class AppCache: Sendable {
     }
 
     /// The app was updated or deleted: forget it here and in every listener.
-    func changed(id: Int64) {
+    public func changed(id: Int64) {
         let listeners = state.withLock { state in
             state.generation &+= 1
             state.entries[id] = nil
@@ -63,7 +63,7 @@ final class AppCache: Sendable {
     }
 
     /// `listener` is called with the id of every changed app (other caches keyed by app).
-    func onChange(_ listener: @escaping @Sendable (Int64) -> Void) {
+    public func onChange(_ listener: @escaping @Sendable (Int64) -> Void) {
         state.withLock { $0.listeners.append(listener) }
     }
 }

@@ -1,0 +1,290 @@
+import Foundation
+import Logging
+import Synchronization
+import TuisongCore
+
+/// How the engine paces a message (`delivery.*` of the config, plus what tests tune).
+public struct DeliverySettings: Sendable {
+    /// Pushes in flight at once, across messages and retries.
+    public var workers: Int
+    public var pageSize: Int
+    public var maxAttempts: Int
+    public var retryBase: TimeInterval
+    public var retryMax: TimeInterval
+    /// Retry window for messages without an explicit expiration.
+    public var defaultExpiration: TimeInterval = 24 * 3600
+    public var flushInterval: Duration = .milliseconds(100)
+    public var pollInterval: Duration = .milliseconds(250)
+    public var maxConcurrentMessages = 4
+    /// Audience pages read ahead of the oldest unfinished one; bounds memory and the
+    /// duplicates a crash can cause to about `windowPages × pageSize`.
+    public var windowPages = 3
+
+    public init(workers: Int, pageSize: Int, maxAttempts: Int, retryBase: TimeInterval, retryMax: TimeInterval) {
+        self.workers = workers
+        self.pageSize = pageSize
+        self.maxAttempts = maxAttempts
+        self.retryBase = retryBase
+        self.retryMax = retryMax
+    }
+}
+
+/// What the engine tells whoever counts (the gateway's metrics). Sent outcomes are not
+/// here: a counting `PushTransport` wrapped around the real one sees those.
+public protocol DeliveryObserver: Sendable {
+    /// A message was committed by `submit`.
+    func accepted(vendor: String)
+    /// Audience devices were not sent to, by reason.
+    func skipped(_ reasons: [String: UInt64])
+}
+
+/// Counts nothing.
+public struct NoDeliveryObserver: DeliveryObserver {
+    public init() {}
+    public func accepted(vendor: String) {}
+    public func skipped(_ reasons: [String: UInt64]) {}
+}
+
+/// Durable delivery: `submit` commits a message before it returns; a dispatcher expands
+/// audiences page by page and sends through a bounded pool of in-flight pushes; failed,
+/// retried and held deliveries get rows; everything survives a crash (at-least-once).
+public final class DeliveryEngine: PushGateway {
+    public typealias Backend = MessageStore & AppStore
+
+    public let store: any Backend
+    let transport: any PushTransport
+    let settings: DeliverySettings
+    let clock: any Clock
+    let logger: Logger
+    let permits: AsyncSemaphore
+    /// Messages sending now, by id.
+    let runs = RunningMessages()
+    private let statusReader: MessageStatusReader
+    private let badgeGrants: BadgeGrantJanitor
+    private let wakeSignal = WakeSignal()
+    private let loops = Mutex<[Task<Void, Never>]>([])
+    private let stopping = Atomic<Bool>(false)
+    /// Apps by id; every writer of an app calls `apps.changed(id:)`.
+    public let apps: AppCache
+    /// Delivery policies by vendor (provider name), from the mounted providers.
+    private let policies = Mutex<[String: any DeliveryPolicy]>([:])
+    let observer: any DeliveryObserver
+
+    public init(
+        store: any Backend, transport: any PushTransport, settings: DeliverySettings, clock: any Clock, logger: Logger,
+        apps: AppCache? = nil, observer: any DeliveryObserver = NoDeliveryObserver()
+    ) {
+        self.observer = observer
+        self.store = store
+        self.transport = transport
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+        self.permits = AsyncSemaphore(permits: settings.workers)
+        self.apps = apps ?? AppCache(store: store, clock: clock)
+        self.statusReader = MessageStatusReader(store: store, runs: runs)
+        self.badgeGrants = BadgeGrantJanitor(store: store, logger: logger)
+    }
+
+    /// Sets the per-recipient policies (vendor name → policy). Messages of other vendors take
+    /// the one-payload path.
+    public func setPolicies(_ policies: [String: any DeliveryPolicy]) {
+        self.policies.withLock { $0 = policies }
+    }
+
+    func policy(forVendor vendor: String) -> (any DeliveryPolicy)? {
+        policies.withLock { $0[vendor] }
+    }
+
+    var isStopping: Bool { stopping.load(ordering: .acquiring) }
+
+    /// Recovers what a crash left and starts the dispatch and retry loops.
+    public func start() async throws {
+        let requeued = try await store.requeueInterruptedDeliveries()
+        if requeued > 0 {
+            logger.notice("requeued deliveries interrupted by the last stop", metadata: ["deliveries": "\(requeued)"])
+        }
+        let dispatch = Task { await self.dispatchLoop() }
+        let retry = Task { await RetryWorker(engine: self).run() }
+        loops.withLock { $0 = [dispatch, retry] }
+        // What a crash left between a policy's message finishing and its clean-up.
+        badgeGrants.forgetFinished(unlessStopping: { self.isStopping })
+    }
+
+    /// A message with a policy finished sending: its badge grants can go.
+    func messageWithPolicyFinished() {
+        badgeGrants.forgetFinished(unlessStopping: { self.isStopping })
+    }
+
+    /// Stops launching sends, lets in-flight ones finish and flushes what finished. What was
+    /// not flushed is sent again after the next start.
+    public func stop() async {
+        stopping.store(true, ordering: .releasing)
+        wakeSignal.signal()
+        let tasks = loops.withLock { $0 }
+        for task in tasks { await task.value }
+        await badgeGrants.finished()
+        for run in runs.all() { await run.finished() }
+    }
+
+    /// Validates, renders and commits the message; it is durable when this returns.
+    public func submit(_ job: PushJob) async throws -> MessageRecord {
+        let payload = try APNsPayload.build(job.notification, pushType: job.options.pushType)
+        let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
+        let record = try await store.createMessage(job, payload: payload, state: state)
+        observer.accepted(vendor: job.vendor)
+        if state == .queued {
+            wakeSignal.signal()
+            // The first push after a start would otherwise wait for the APNs connections (TLS,
+            // HTTP/2 settings): they open while the dispatcher starts the message.
+            let transport = transport
+            let apps = apps
+            let environment = job.options.environment
+            Task {
+                guard let app = try? await apps.app(id: job.appID) else { return }
+                await transport.prepare(app: app, environment: environment)
+            }
+        }
+        return record
+    }
+
+    /// Wakes the dispatcher (a scheduled message came due, a held delivery was released).
+    public func wake() { wakeSignal.signal() }
+
+    public func cancel(messageID: Int64) async throws -> Bool {
+        try await store.cancelScheduledMessage(id: messageID, at: clock.now)
+    }
+
+    /// A message's status with what its run has not committed yet (see `MessageStatusReader`).
+    public func status(messageID: Int64) async throws -> MessageStatus? {
+        try await statusReader.status(messageID: messageID)
+    }
+
+    func app(id: Int64) async throws -> App? {
+        try await apps.app(id: id)
+    }
+
+    /// When a retryable failure should be tried again, or nil when it should not.
+    func nextAttempt(after attempts: Int, message: MessageRecord, hint: Duration?) -> Date? {
+        guard attempts < settings.maxAttempts else { return nil }
+        let exponential = min(settings.retryMax, settings.retryBase * pow(2, Double(attempts - 1)))
+        // Full jitter halves synchronized retry storms against a recovering APNs.
+        var delay = exponential / 2 + Double.random(in: 0...(exponential / 2))
+        if let hint {
+            let seconds = Double(hint.components.seconds) + Double(hint.components.attoseconds) / 1e18
+            delay = max(delay, seconds)
+        }
+        let next = clock.now.addingTimeInterval(delay)
+        let expiration = message.options.expiration ?? message.createdAt.addingTimeInterval(settings.defaultExpiration)
+        return next <= expiration ? next : nil
+    }
+
+    // MARK: dispatch loop
+
+    private func dispatchLoop() async {
+        while !isStopping {
+            do {
+                for id in try await store.dispatchableMessageIDs(now: clock.now) {
+                    guard !isStopping, runs.canStart(id, limit: settings.maxConcurrentMessages) else { continue }
+                    // Read after the listing, once: a message that finished since is not started
+                    // again from a stale cursor.
+                    guard let record = try await store.message(id: id), record.isDispatchable(at: clock.now) else {
+                        continue
+                    }
+                    guard let app = try await app(id: record.appID) else {
+                        try await store.setMessageState(id: record.id, .cancelled, at: clock.now)
+                        continue
+                    }
+                    let run = MessageRun(engine: self, record: record, app: app)
+                    guard runs.insert(run) else { continue }
+                    Task {
+                        await run.execute()
+                        self.runs.remove(id: record.id)
+                        self.wakeSignal.signal()
+                    }
+                }
+            } catch {
+                logger.error("dispatcher failed; trying again", metadata: ["error": "\(error)"])
+            }
+            await wakeSignal.wait(timeout: settings.pollInterval)
+        }
+    }
+}
+
+extension MessageRecord {
+    /// Whether the dispatcher may (re)start it now.
+    func isDispatchable(at now: Date) -> Bool {
+        state == .queued || state == .sending || (state == .scheduled && (sendAt ?? .distantPast) <= now)
+    }
+}
+
+/// The messages sending now, by id: the dispatcher starts at most one run per message.
+final class RunningMessages: Sendable {
+    private let runs = Mutex<[Int64: MessageRun]>([:])
+
+    func canStart(_ id: Int64, limit: Int) -> Bool {
+        runs.withLock { $0[id] == nil && $0.count < limit }
+    }
+
+    /// Registers `run`; false when its message already has one.
+    func insert(_ run: MessageRun) -> Bool {
+        runs.withLock { runs in
+            guard runs[run.record.id] == nil else { return false }
+            runs[run.record.id] = run
+            return true
+        }
+    }
+
+    func remove(id: Int64) {
+        runs.withLock { _ = $0.removeValue(forKey: id) }
+    }
+
+    func run(id: Int64) -> MessageRun? {
+        runs.withLock { $0[id] }
+    }
+
+    func all() -> [MessageRun] {
+        runs.withLock { Array($0.values) }
+    }
+}
+
+/// A resettable wake-up: `signal()` before `wait` is remembered; `wait` also returns after a
+/// timeout so time-based work (scheduled messages) is noticed.
+final class WakeSignal: Sendable {
+    private struct State {
+        var pending = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+    private let state = Mutex(State())
+
+    func signal() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.pending = true
+            return nil
+        }
+        waiter?.resume()
+    }
+
+    func wait(timeout: Duration) async {
+        let timer = Task {
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            self.signal()
+        }
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.pending {
+                    state.pending = false
+                    return true
+                }
+                state.waiter = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+        timer.cancel()
+    }
+}

@@ -1,0 +1,425 @@
+import Foundation
+import Logging
+import Synchronization
+import TuisongCore
+
+/// Sends one message: reads its audience page by page after the persisted cursor, hands the
+/// transport chunks of a page as the engine's in-flight bound allows, and flushes finished pages in
+/// order so the database always holds whole pages: counts, failure reasons, delivery rows for
+/// everything not delivered first time, device invalidations, and the cursor, in one
+/// transaction. A page is flushed as soon as it and every page before it are finished (or
+/// after `flushInterval` at the latest), so the window of unflushed pages keeps moving.
+final class MessageRun: Sendable {
+    /// Outcomes of one audience page, kept until every entry of the page has one.
+    struct PageResults {
+        var lastPosition: Int64
+        var pending: Int
+        var counts = DeliveryCounts()
+        var failures: [String: Int] = [:]
+        var skips: [String: Int] = [:]
+        var deliveries: [NewDelivery] = []
+        var invalidations: [DeviceInvalidation] = []
+    }
+
+    struct State {
+        var pages: [PageResults] = []
+        /// Index in `pages` of the first page not yet flushed, as seen by senders.
+        var flushedPages = 0
+        var inFlight = 0
+        var exhausted = false
+        /// Outcomes taken out of `pages` but not yet committed, still shown as live.
+        var flushing: Tally?
+        var pageWaiter: CheckedContinuation<Void, Never>?
+        /// Tells the flush loop to end; the run's last flush follows.
+        var flusherStopped = false
+        var done = false
+        var doneWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// Outcomes not known to be committed, with the audience position that commits them
+    /// (a page's last position, or a flush's cursor).
+    struct Tally {
+        var lastPosition: Int64
+        var counts = DeliveryCounts()
+        var failures: [String: Int] = [:]
+        var skips: [String: Int] = [:]
+    }
+
+    struct Live {
+        /// In audience order: the flush being committed, then each unflushed page.
+        var tallies: [Tally]
+        var inFlight: Int
+
+        /// What is not in a store snapshot whose cursor is `committedCursor`: a flush commits
+        /// its counts and its cursor in one transaction, so a tally at or below the cursor is
+        /// already counted there, whichever happened first, the poll's store read or the flush.
+        func uncommitted(after committedCursor: Int64) -> (
+            counts: DeliveryCounts, failures: [String: Int], skips: [String: Int]
+        ) {
+            var counts = DeliveryCounts()
+            var failures: [String: Int] = [:]
+            var skips: [String: Int] = [:]
+            for tally in tallies where tally.lastPosition > committedCursor {
+                for s in DeliveryState.allCases { counts[s] += tally.counts[s] }
+                for (reason, n) in tally.failures { failures[reason, default: 0] += n }
+                for (reason, n) in tally.skips { skips[reason, default: 0] += n }
+            }
+            return (counts, failures, skips)
+        }
+    }
+
+    let engine: DeliveryEngine
+    let record: MessageRecord
+    let app: App
+    /// The vendor's per-recipient policy, or nil for the one-payload path.
+    let policy: (any DeliveryPolicy)?
+    /// The message's request headers, the same for every device.
+    let headers: PushHeaders
+    let state = Mutex(State())
+    /// Raised when the oldest unflushed page finished.
+    let flushSignal = WakeSignal()
+
+    init(engine: DeliveryEngine, record: MessageRecord, app: App) {
+        self.engine = engine
+        self.record = record
+        self.app = app
+        self.policy = engine.policy(forVendor: record.vendor)
+        self.headers = PushHeaders(record.options)
+    }
+
+    var logger: Logger { engine.logger }
+
+    /// Taken before the store is read for a status: see `Live.uncommitted(after:)`.
+    func liveCounts() -> Live {
+        state.withLock { state in
+            var tallies: [Tally] = []
+            tallies.reserveCapacity(state.pages.count - state.flushedPages + 1)
+            if let flushing = state.flushing { tallies.append(flushing) }
+            for page in state.pages[state.flushedPages...] {
+                tallies.append(
+                    Tally(
+                        lastPosition: page.lastPosition, counts: page.counts, failures: page.failures,
+                        skips: page.skips))
+            }
+            return Live(tallies: tallies, inFlight: state.inFlight)
+        }
+    }
+
+    /// Returns once the run has stopped (finished, or interrupted by `stop`).
+    func finished() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.done { return true }
+                state.doneWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Reads and decides pages, sends them, and leaves the accounting to `record` (as answers
+    /// come) and the flush loop (as pages finish).
+    func execute() async {
+        guard await markStarted() else {
+            // Cancelled between being listed and being started.
+            finish()
+            return
+        }
+        // Counted beside the sending, not before it: a count walks the whole audience (hundreds
+        // of milliseconds for a million-device tag) and the first device need not wait for it.
+        // A restart after a crash counts again if the count had not been recorded.
+        let counter = record.total == nil ? Task { await recordExpectedTotal() } : nil
+        let flusher = Task { await flushLoop() }
+        var pages = PageSource(run: self, cursor: record.cursor)
+        while !engine.isStopping {
+            await waitForWindow()
+            guard let page = await pages.next() else { break }
+            let entries = page.entries
+            if entries.isEmpty {
+                state.withLock { $0.exhausted = true }
+                break
+            }
+            let pageIndex = state.withLock { state -> Int in
+                state.pages.append(
+                    PageResults(lastPosition: entries[entries.count - 1].position, pending: entries.count))
+                if entries.count < page.limit { state.exhausted = true }
+                return state.pages.count - 1
+            }
+            let plan = SendPlan.make(
+                entries: entries, decisions: page.decisions, messagePayload: record.payload,
+                payloadLimit: record.options.pushType.payloadLimit)
+            if !plan.unsent.isEmpty { recordUnsent(plan.unsent, page: pageIndex) }
+            guard await send(plan, page: pageIndex) else { break }
+            if state.withLock({ $0.exhausted }) { break }
+        }
+        // Only when stopping: the prepared pages' store calls give up once the engine stops.
+        await pages.drain()
+        await waitForInFlight()
+        // The count is only a progress estimate; the final flush records the real total.
+        counter?.cancel()
+        await counter?.value
+        // Not task cancellation: a flush in progress must finish (the store refuses work from
+        // a cancelled task).
+        state.withLock { $0.flusherStopped = true }
+        flushSignal.signal()
+        await flusher.value
+        await flush()
+        // The grants are only needed while pages may be decided (again); a stop leaves the
+        // message sending, and its grants with it.
+        if policy != nil, !engine.isStopping { engine.messageWithPolicyFinished() }
+        finish()
+    }
+
+    /// Marks the message sending unless it already is; false when it was cancelled meanwhile.
+    private func markStarted() async -> Bool {
+        if record.state == .sending { return true }
+        var started = false
+        await persistently("start") {
+            started = try await engine.store.startMessage(id: record.id, total: nil, at: engine.clock.now)
+        }
+        return started
+    }
+
+    /// Hands a planned page to the transport in chunks as permits (requests in flight) allow;
+    /// false when the engine began stopping.
+    private func send(_ plan: SendPlan, page pageIndex: Int) async -> Bool {
+        // Chunks below this wait for more permits, so a busy pool is fed in batches rather
+        // than one device per returned permit.
+        let chunkFloor = max(1, min(engine.permits.capacity / 4, 256))
+        for group in plan.groups {
+            var start = 0
+            while start < group.entries.count {
+                let wanted = group.entries.count - start
+                let granted = await engine.permits.acquire(atLeast: min(wanted, chunkFloor), upTo: wanted)
+                if engine.isStopping {
+                    engine.permits.signal(count: granted)
+                    return false
+                }
+                let chunk = Array(group.entries[start..<(start + granted)])
+                let payloads = group.hasOwnPayloads ? Array(group.payloads[start..<(start + granted)]) : nil
+                start += granted
+                state.withLock { $0.inFlight += granted }
+                var pushes: [OutgoingPush] = []
+                pushes.reserveCapacity(granted)
+                for (index, entry) in chunk.enumerated() {
+                    pushes.append(
+                        OutgoingPush(
+                            token: entry.token, environment: group.route.environment, selector: group.route.selector,
+                            payload: payloads?[index] ?? record.payload, headers: headers))
+                }
+                await engine.transport.send(PushBatch(app: app, pushes: pushes)) { reports in
+                    self.record(reports, of: chunk, payloads: payloads, page: pageIndex)
+                }
+            }
+        }
+        return true
+    }
+
+    /// Pages in audience order. With a policy, up to `decidedAhead` pages are read (in order)
+    /// and decided (at once) in their own tasks while the run sends: a decision (the policy's
+    /// reads and badge writes) takes longer than sending a page, and reading inline let the
+    /// requests in flight drain. Without one, pages are read as the run asks for them.
+    struct PageSource {
+        let run: MessageRun
+        var cursor: Int64
+        var ahead: [PageAhead] = []
+        /// The run's first page is small, so the first devices need not wait for a whole page
+        /// to be read and decided (a thousand badges written, for a policy); the rest are full.
+        var limit: Int
+
+        init(run: MessageRun, cursor: Int64) {
+            self.run = run
+            self.cursor = cursor
+            self.limit = min(run.engine.settings.pageSize, MessageRun.firstPageSize)
+        }
+
+        /// The next page, decided; nil when the engine stopped first.
+        mutating func next() async -> PreparedPage? {
+            let prepared: PreparedPage?
+            if run.policy != nil {
+                while ahead.count < MessageRun.decidedAhead {
+                    ahead.append(run.pageAhead(after: ahead.last?.read, cursor: cursor, firstLimit: limit))
+                }
+                prepared = await ahead.removeFirst().prepared.value
+            } else {
+                prepared = await run.readPage(after: cursor, limit: limit).map {
+                    PreparedPage(entries: $0.entries, limit: $0.limit)
+                }
+            }
+            limit = run.engine.settings.pageSize
+            if let last = prepared?.entries.last { cursor = last.position }
+            return prepared
+        }
+
+        /// Waits for the pages read ahead (their store calls give up once the engine stops).
+        func drain() async {
+            for page in ahead { _ = await page.prepared.value }
+        }
+    }
+
+    /// An audience page and, with a policy, its decisions: one per entry not already skipped,
+    /// in order (nil: send the message's payload to all).
+    struct PreparedPage {
+        var entries: [AudienceEntry]
+        var decisions: [DeliveryDecision]?
+        /// What the page was read with: fewer entries means the audience is exhausted.
+        var limit: Int
+    }
+
+    /// An audience page as read, with the limit it was read with.
+    struct PageRead {
+        var entries: [AudienceEntry]
+        var limit: Int
+    }
+
+    /// Pages of a message read and decided ahead of the one being sent, at most.
+    static let decidedAhead = 2
+    /// The size of a run's first page (at most the page size).
+    static let firstPageSize = 100
+
+    /// A page read in order after the one before it (or after `cursor` for the first), then
+    /// decided, in tasks of its own: the sending loop never waits for a read, which would let
+    /// the requests in flight drain meanwhile.
+    struct PageAhead {
+        var read: Task<PageRead?, Never>
+        var prepared: Task<PreparedPage?, Never>
+    }
+
+    /// `firstLimit` is the limit of a page read after `cursor` (no page before it); pages read
+    /// after another are full.
+    fileprivate func pageAhead(after previous: Task<PageRead?, Never>?, cursor: Int64, firstLimit: Int) -> PageAhead {
+        let pageSize = engine.settings.pageSize
+        let read = Task { () -> PageRead? in
+            guard let previous else { return await self.readPage(after: cursor, limit: firstLimit) }
+            guard let before = await previous.value else { return nil }
+            // The page before was the last: an empty page ends the loop.
+            guard before.entries.count == before.limit, let last = before.entries.last else {
+                return PageRead(entries: [], limit: pageSize)
+            }
+            return await self.readPage(after: last.position, limit: pageSize)
+        }
+        let prepared = Task { () -> PreparedPage? in
+            guard let page = await read.value else { return nil }
+            return await self.decide(page)
+        }
+        return PageAhead(read: read, prepared: prepared)
+    }
+
+    /// The audience page after `cursor`; nil when the engine stopped first.
+    fileprivate func readPage(after cursor: Int64, limit: Int) async -> PageRead? {
+        var entries: [AudienceEntry] = []
+        let loaded = await persistently("read audience") {
+            entries = try await engine.store.audiencePage(
+                appID: record.appID, audience: record.audience, environment: record.options.environment,
+                after: cursor, limit: limit, withRecipientDetails: policy != nil)
+        }
+        return loaded ? PageRead(entries: entries, limit: limit) : nil
+    }
+
+    /// Has the policy decide a page; nil when the engine stopped first. Pages of one message
+    /// are decided concurrently (`DeliveryPolicy`'s contract allows it), and a page decided
+    /// again after a crash gets the same badges (`AccountStore.grantBadges`), so deciding ahead
+    /// of sending is safe.
+    private func decide(_ page: PageRead) async -> PreparedPage? {
+        let entries = page.entries
+        guard let policy else { return PreparedPage(entries: entries, limit: page.limit) }
+        let candidates = entries.filter { $0.skipReason == nil }
+        guard !candidates.isEmpty else { return PreparedPage(entries: entries, limit: page.limit) }
+        var decisions: [DeliveryDecision]?
+        let decided = await persistently("decide") {
+            decisions = try await policy.decide(candidates.map(\.recipient), message: record)
+        }
+        guard decided else { return nil }
+        if decisions?.count != candidates.count {
+            logger.error(
+                "a policy answered the wrong number of decisions; skipping the page's recipients",
+                metadata: [
+                    "message": "\(record.id)", "vendor": "\(record.vendor)",
+                    "decisions": "\(decisions?.count ?? 0)", "recipients": "\(candidates.count)",
+                ])
+            decisions = Array(repeating: .skip(reason: "PolicyError"), count: candidates.count)
+        }
+        return PreparedPage(entries: entries, decisions: decisions, limit: page.limit)
+    }
+
+    /// Counts the audience and records it as the expected total while the message is sending.
+    private func recordExpectedTotal() async {
+        do {
+            let total = try await engine.store.audienceCount(
+                appID: record.appID, audience: record.audience, environment: record.options.environment)
+            try await engine.store.setExpectedTotal(id: record.id, total: total)
+        } catch is CancellationError {
+        } catch {
+            // Only the estimate is missing (status shows no total until the message completes).
+            if !Task.isCancelled {
+                logger.warning(
+                    "counting the audience failed", metadata: ["message": "\(record.id)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func finish() {
+        state.withLock { state in
+            state.done = true
+            for waiter in state.doneWaiters { waiter.resume() }
+            state.doneWaiters.removeAll()
+        }
+    }
+
+    func wakeWaiter() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            defer { state.pageWaiter = nil }
+            return state.pageWaiter
+        }
+        waiter?.resume()
+    }
+
+    /// Waits until fewer than `windowPages` pages are unflushed.
+    private func waitForWindow() async {
+        while true {
+            let full = state.withLock { $0.pages.count - $0.flushedPages >= engine.settings.windowPages }
+            if !full { return }
+            await waitForChange()
+        }
+    }
+
+    private func waitForInFlight() async {
+        while state.withLock({ $0.inFlight > 0 }) { await waitForChange() }
+    }
+
+    /// Suspends until a page completes, in-flight drains, or a flush happens (bounded).
+    private func waitForChange() async {
+        let timer = Task {
+            guard (try? await Task.sleep(for: .milliseconds(50))) != nil else { return }
+            self.wakeWaiter()
+        }
+        await withCheckedContinuation { continuation in
+            let previous = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                let previous = state.pageWaiter
+                state.pageWaiter = continuation
+                return previous
+            }
+            previous?.resume()
+        }
+        timer.cancel()
+    }
+
+    /// Retries a store operation until it succeeds or the engine stops; `false` if it stopped.
+    @discardableResult
+    func persistently(_ what: String, _ operation: () async throws -> Void) async -> Bool {
+        var delay: Duration = .milliseconds(50)
+        while true {
+            do {
+                try await operation()
+                return true
+            } catch {
+                logger.error(
+                    "a store operation failed; retrying",
+                    metadata: ["message": "\(record.id)", "operation": "\(what)", "error": "\(error)"])
+                if engine.isStopping { return false }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import Synchronization
+import TuisongAPNs
+import TuisongCore
+
+/// The request headers of a push, as the message's options fix them: the same for every
+/// device of a message, carried per push so a batch may mix messages (retries do).
+public struct PushHeaders: Sendable, Hashable {
+    public var pushType: PushType
+    public var priority: APNsPriority?
+    /// When the service may stop trying; nil = the service's default.
+    public var expiration: Date?
+    public var collapseID: String?
+
+    public init(
+        pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil, collapseID: String? = nil
+    ) {
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+    }
+
+    /// A message's headers.
+    public init(_ options: PushOptions) {
+        self.init(
+            pushType: options.pushType, priority: options.priority, expiration: options.expiration,
+            collapseID: options.collapseID)
+    }
+}
+
+/// One push to one device: where it goes, through which credential, and what it carries.
+public struct OutgoingPush: Sendable {
+    /// The device's token on its push service.
+    public var token: String
+    public var environment: APNsEnvironment
+    /// The vendor credential selector the device registered with; nil = the app's default
+    /// credential.
+    public var selector: String?
+    public var payload: [UInt8]
+    public var headers: PushHeaders
+
+    public init(
+        token: String, environment: APNsEnvironment, selector: String? = nil, payload: [UInt8], headers: PushHeaders
+    ) {
+        self.token = token
+        self.environment = environment
+        self.selector = selector
+        self.payload = payload
+        self.headers = headers
+    }
+}
+
+/// Pushes of one app, handed to a transport at once so it can resolve credentials and
+/// connections once for all of them.
+public struct PushBatch: Sendable {
+    public var app: App
+    public var pushes: [OutgoingPush]
+
+    public init(app: App, pushes: [OutgoingPush]) {
+        self.app = app
+        self.pushes = pushes
+    }
+}
+
+/// Why a push was not delivered. The engine stores and counts `description` (the string
+/// operators see in statuses, delivery rows and metrics); a service's own reason that this
+/// build does not know is kept verbatim in `unknown`.
+public enum SendReason: Sendable, Hashable, CustomStringConvertible {
+    /// APNs's own reason (`BadDeviceToken`, `TooManyRequests`, …).
+    case apns(APNsReason)
+    /// The connection failed before an answer; the transport's error code.
+    case transport(String)
+    /// The app has no credential for the device's environment.
+    case noCredential
+    /// The device's credential selector names none of the app's credentials.
+    case noCredentialForSelector
+    /// The credential could not be read from the store (retried).
+    case credentialLookupFailed
+    /// The stored credential cannot be used (undecryptable, unparsable).
+    case credentialUnusable
+    /// The credential was refused earlier and is held until an operator fixes it.
+    case credentialFailing
+    /// The bytes a policy decided exceed the push type's limit.
+    case payloadTooLarge
+    /// A retried delivery whose message no longer exists.
+    case messageGone
+    /// A reason this build does not know, kept verbatim.
+    case unknown(String)
+
+    private static let gatewayReasons: [String: SendReason] = [
+        "NoCredential": .noCredential, "no_credential_for_selector": .noCredentialForSelector,
+        "CredentialLookupFailed": .credentialLookupFailed, "CredentialUnusable": .credentialUnusable,
+        "CredentialFailing": .credentialFailing, "PayloadTooLarge": .payloadTooLarge, "MessageGone": .messageGone,
+    ]
+
+    /// Parses a stored reason: the gateway's own first, then APNs's, else `.unknown`.
+    public init(_ string: String) {
+        if let own = Self.gatewayReasons[string] {
+            self = own
+        } else if string.hasPrefix("Transport"), string.count > "Transport".count {
+            self = .transport(String(string.dropFirst("Transport".count)))
+        } else if case .unknown = APNsReason(string) {
+            self = .unknown(string)
+        } else {
+            self = .apns(APNsReason(string))
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .apns(let reason): reason.description
+        case .transport(let code): "Transport\(code)"
+        case .noCredential: "NoCredential"
+        case .noCredentialForSelector: "no_credential_for_selector"
+        case .credentialLookupFailed: "CredentialLookupFailed"
+        case .credentialUnusable: "CredentialUnusable"
+        case .credentialFailing: "CredentialFailing"
+        case .payloadTooLarge: "PayloadTooLarge"
+        case .messageGone: "MessageGone"
+        case .unknown(let raw): raw
+        }
+    }
+}
+
+/// What happened when one device was tried.
+public enum SendOutcome: Sendable, Hashable {
+    case delivered(apnsID: String?)
+    /// The service says the token is dead (410, BadDeviceToken); `since` is its timestamp.
+    case invalidate(SendReason, since: Date?)
+    /// Try again later (429, 5xx, connection trouble), after `after` if the service said.
+    case retry(SendReason, after: Duration?)
+    /// The app's credential is missing or failing: kept, visible, released when fixed.
+    case held(SendReason)
+    case failed(SendReason)
+
+    /// The reason, nil when delivered.
+    public var reason: SendReason? {
+        switch self {
+        case .delivered: nil
+        case .invalidate(let reason, _), .retry(let reason, _), .held(let reason), .failed(let reason): reason
+        }
+    }
+}
+
+/// One push's outcome in a batch: `index` is its position in `PushBatch.pushes`.
+public struct SendReport: Sendable, Hashable {
+    public var index: Int
+    public var outcome: SendOutcome
+
+    public init(index: Int, outcome: SendOutcome) {
+        self.index = index
+        self.outcome = outcome
+    }
+}
+
+/// The one seam between the delivery pipeline and a push service (APNs; the Android
+/// services are others): a batch of pushes in, one outcome each out.
+///
+/// An implementer sends every push of `batch` through the credential its `selector` names
+/// (nil: the app's default) in its `environment`, with its own `payload` and `headers`, and
+/// calls `report` with outcomes by index until every push has had exactly one. `send` may
+/// return before the answers arrive; `report` may be called from any thread, several times,
+/// and must be cheap to call (the APNs transport calls it on its event-loop thread). A push
+/// that cannot be sent (no credential, a refused one) is reported at once, never dropped.
+public protocol PushTransport: Sendable {
+    func send(_ batch: PushBatch, report: @escaping @Sendable ([SendReport]) -> Void) async
+
+    /// Gets ready to send the app's pushes of `environment` (nil: production): opens the
+    /// connections a first push would otherwise wait for. Returns without waiting for them.
+    func prepare(app: App, environment: APNsEnvironment?) async
+}
+
+extension PushTransport {
+    /// Nothing to open.
+    public func prepare(app: App, environment: APNsEnvironment?) async {}
+
+    /// Sends `batch` and waits for every outcome, in the order of `batch.pushes`.
+    public func outcomes(of batch: PushBatch) async -> [SendOutcome] {
+        guard !batch.pushes.isEmpty else { return [] }
+        let collected = OutcomeCollector(count: batch.pushes.count)
+        return await withCheckedContinuation { continuation in
+            collected.onComplete(continuation)
+            Task { await send(batch) { collected.add($0) } }
+        }
+    }
+}
+
+/// Gathers a batch's reports until each push has one.
+private final class OutcomeCollector: Sendable {
+    private struct State {
+        var outcomes: [SendOutcome?]
+        var missing: Int
+        var continuation: CheckedContinuation<[SendOutcome], Never>?
+    }
+    private let state: Mutex<State>
+
+    init(count: Int) {
+        state = Mutex(State(outcomes: Array(repeating: nil, count: count), missing: count))
+    }
+
+    func onComplete(_ continuation: CheckedContinuation<[SendOutcome], Never>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    func add(_ reports: [SendReport]) {
+        let finished = state.withLock { state -> (CheckedContinuation<[SendOutcome], Never>, [SendOutcome])? in
+            for report in reports where state.outcomes[report.index] == nil {
+                state.outcomes[report.index] = report.outcome
+                state.missing -= 1
+            }
+            guard state.missing == 0, let continuation = state.continuation else { return nil }
+            state.continuation = nil
+            return (continuation, state.outcomes.map { $0! })
+        }
+        if let (continuation, outcomes) = finished { continuation.resume(returning: outcomes) }
+    }
+}

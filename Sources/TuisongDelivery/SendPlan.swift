@@ -1,0 +1,83 @@
+import TuisongCore
+
+/// An audience entry's result decided without a transport's answer, or with one.
+enum EntryResult: Sendable {
+    case outcome(SendOutcome)
+    case skipped(String)
+}
+
+/// How a page's devices go out: grouped by route (environment and credential selector, in
+/// order of first appearance), each with its own bytes where a policy decided bytes other than
+/// the message's, and the entries decided without sending (skipped by the audience or the
+/// policy, or refused before sending: a policy's payload over the push type's limit).
+struct SendPlan: Sendable {
+    /// Devices of one route reach their service through one credential.
+    struct Route: Hashable, Sendable {
+        var environment: APNsEnvironment
+        var selector: String?
+    }
+
+    struct Group: Sendable {
+        var route: Route
+        var entries: [AudienceEntry] = []
+        /// Per entry, only when the page was decided by a policy: its own bytes when they
+        /// differ from the message's payload, else nil.
+        var payloads: [[UInt8]?] = []
+        var hasOwnPayloads = false
+    }
+
+    var groups: [Group] = []
+    var unsent: [(entry: AudienceEntry, result: EntryResult)] = []
+
+    /// Plans `entries`. `decisions` (nil: no policy, everyone gets `messagePayload`) holds one
+    /// decision per entry that is not already skipped, in order.
+    static func make(
+        entries: [AudienceEntry], decisions: [DeliveryDecision]?, messagePayload: [UInt8], payloadLimit: Int
+    ) -> SendPlan {
+        var plan = SendPlan()
+        // Usually one group (one environment, no selector): found by comparing with the
+        // previous entry's, not by hashing every entry.
+        var slot = -1
+        var decisionIndex = 0
+        for entry in entries {
+            if let reason = entry.skipReason {
+                plan.unsent.append((entry, .skipped(reason)))
+                continue
+            }
+            var own: [UInt8]?
+            if let decisions {
+                let decision = decisions[decisionIndex]
+                decisionIndex += 1
+                switch decision {
+                case .send:
+                    break
+                case .skip(let reason):
+                    plan.unsent.append((entry, .skipped(reason)))
+                    continue
+                case .sendPayload(let bytes):
+                    if bytes.count > payloadLimit {
+                        plan.unsent.append((entry, .outcome(.failed(.payloadTooLarge))))
+                        continue
+                    }
+                    // Kept only when it differs: the message's own bytes need no copy per row.
+                    if bytes != messagePayload { own = bytes }
+                }
+            }
+            let route = Route(environment: entry.environment, selector: entry.credentialSelector)
+            if slot < 0 || plan.groups[slot].route != route {
+                if let found = plan.groups.firstIndex(where: { $0.route == route }) {
+                    slot = found
+                } else {
+                    plan.groups.append(Group(route: route))
+                    slot = plan.groups.count - 1
+                }
+            }
+            plan.groups[slot].entries.append(entry)
+            if decisions != nil {
+                plan.groups[slot].payloads.append(own)
+                if own != nil { plan.groups[slot].hasOwnPayloads = true }
+            }
+        }
+        return plan
+    }
+}

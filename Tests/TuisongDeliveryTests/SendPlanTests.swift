@@ -1,0 +1,101 @@
+import Testing
+import TuisongAPNs
+import TuisongCore
+
+@testable import TuisongDelivery
+
+/// The grouping of a page by route and payload, without an engine.
+@Suite struct SendPlanTests {
+    static let message: [UInt8] = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+
+    func entry(
+        _ position: Int64, _ environment: APNsEnvironment = .production, selector: String? = nil,
+        skip: String? = nil
+    ) -> AudienceEntry {
+        AudienceEntry(
+            position: position, deviceID: position, token: "t\(position)", environment: environment,
+            skipReason: skip, credentialSelector: selector)
+    }
+
+    @Test func withoutAPolicyEveryoneOfARouteIsOneGroupInOrder() {
+        let entries = [entry(1), entry(2, .sandbox), entry(3), entry(4, skip: "invalidated"), entry(5, .sandbox)]
+        let plan = SendPlan.make(entries: entries, decisions: nil, messagePayload: Self.message, payloadLimit: 4096)
+        #expect(plan.groups.map(\.route.environment) == [.production, .sandbox])
+        #expect(plan.groups[0].entries.map(\.position) == [1, 3])
+        #expect(plan.groups[1].entries.map(\.position) == [2, 5])
+        #expect(plan.groups.allSatisfy { $0.payloads.isEmpty && !$0.hasOwnPayloads })
+        #expect(plan.unsent.map(\.entry.position) == [4])
+        guard case .skipped("invalidated") = plan.unsent[0].result else {
+            Issue.record("the audience's skip is kept: \(plan.unsent[0].result)")
+            return
+        }
+    }
+
+    @Test func selectorsSplitGroupsOfOneEnvironment() {
+        let entries = [entry(1, selector: "a"), entry(2), entry(3, selector: "a"), entry(4, selector: "b")]
+        let plan = SendPlan.make(entries: entries, decisions: nil, messagePayload: Self.message, payloadLimit: 4096)
+        #expect(plan.groups.map(\.route.selector) == ["a", nil, "b"])
+        #expect(plan.groups[0].entries.map(\.position) == [1, 3])
+    }
+
+    @Test func decisionsSkipSendOwnBytesOrRefuseOversizedOnes() {
+        // Entry 2 is skipped by the audience and so has no decision.
+        let entries = [entry(1), entry(2, skip: "unknown_device"), entry(3), entry(4), entry(5), entry(6)]
+        let own: [UInt8] = Array(#"{"aps":{"badge":3}}"#.utf8)
+        let decisions: [DeliveryDecision] = [
+            .send, .skip(reason: "dnd"), .sendPayload(own), .sendPayload(Self.message),
+            .sendPayload(Array(repeating: 0x20, count: 40)),
+        ]
+        let plan = SendPlan.make(entries: entries, decisions: decisions, messagePayload: Self.message, payloadLimit: 32)
+        #expect(plan.groups.count == 1)
+        let group = plan.groups[0]
+        #expect(group.entries.map(\.position) == [1, 4, 5])
+        // Bytes equal to the message's are not kept per device.
+        #expect(group.payloads == [nil, own, nil])
+        #expect(group.hasOwnPayloads)
+        let unsent = plan.unsent.map { ($0.entry.position, "\($0.result)") }
+        #expect(unsent.map(\.0) == [2, 3, 6])
+        guard case .outcome(.failed(.payloadTooLarge)) = plan.unsent[2].result else {
+            Issue.record("an oversized decision fails before sending: \(plan.unsent[2].result)")
+            return
+        }
+    }
+
+    @Test func aPolicyThatSendsTheMessageAsItIsKeepsNoBytes() {
+        let entries = [entry(1), entry(2)]
+        let plan = SendPlan.make(
+            entries: entries, decisions: [.send, .sendPayload(Self.message)], messagePayload: Self.message,
+            payloadLimit: 4096)
+        #expect(plan.groups[0].payloads == [nil, nil])
+        #expect(!plan.groups[0].hasOwnPayloads)
+    }
+}
+
+/// Stored reason strings and the typed ones, both ways.
+@Suite struct SendReasonTests {
+    @Test func everyReasonRoundTripsThroughItsString() {
+        let reasons: [SendReason] =
+            [
+                .noCredential, .noCredentialForSelector, .credentialLookupFailed, .credentialUnusable,
+                .credentialFailing, .payloadTooLarge, .messageGone, .transport("connectFailed"),
+                .unknown("SomethingNew"),
+            ] + APNsReasonSample.all
+        for reason in reasons {
+            #expect(SendReason(reason.description) == reason, "\(reason)")
+        }
+    }
+
+    @Test func storedStringsKeepTheirMeaning() {
+        #expect(SendReason("Unregistered") == .apns(.unregistered))
+        #expect(SendReason("NoCredential").description == "NoCredential")
+        #expect(SendReason("TransportTimedOut") == .transport("TimedOut"))
+        #expect(SendReason("Transport") == .unknown("Transport"))
+        #expect(SendReason("NewAppleReason") == .unknown("NewAppleReason"))
+    }
+}
+
+enum APNsReasonSample {
+    /// APNs's known reasons but the one the gateway also names (`PayloadTooLarge` parses as
+    /// the gateway's own).
+    static let all: [SendReason] = APNsReason.known.filter { $0 != .payloadTooLarge }.map { .apns($0) }
+}
