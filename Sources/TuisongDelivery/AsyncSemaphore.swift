@@ -41,16 +41,6 @@ final class AsyncSemaphore: Sendable {
         state = Mutex(State(permits: permits))
     }
 
-    /// Takes one permit.
-    func wait() async {
-        _ = await acquire(atLeast: 1, upTo: 1)
-    }
-
-    /// Returns one permit.
-    func signal() {
-        signal(count: 1)
-    }
-
     /// Waits until at least `minimum` permits are free (and no earlier waiter is still
     /// waiting), then takes as many as are free up to `maximum`; returns how many it took.
     func acquire(atLeast minimum: Int, upTo maximum: Int) async -> Int {
