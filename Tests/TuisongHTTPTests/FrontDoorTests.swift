@@ -246,6 +246,15 @@ struct FrontDoorTests {
             status: 400, headerBlocks: 2)
     }
 
+    @Test("a Content-Length over 2^64 is libmicrohttpd's 413, its header block sent twice")
+    func overflowingContentLength() async throws {
+        try await expectLibraryAnswer(
+            Array(
+                ("POST /api/v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n"
+                    + hiddenRequest).utf8),
+            status: 413, headerBlocks: 2)
+    }
+
     @Test("a URI too long even for libmicrohttpd's pool: its 414, one header block, closed")
     func uriBeyondThePool() async throws {
         try await expectLibraryAnswer(
