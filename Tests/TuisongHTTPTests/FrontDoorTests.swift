@@ -229,6 +229,7 @@ struct FrontDoorTests {
                 #expect(response.status == status, sourceLocation: sourceLocation)
             }
             #expect(hits.total == 0, sourceLocation: sourceLocation)
+            #expect(await eventually { server.liveRequestCount == 0 }, sourceLocation: sourceLocation)
             // The server goes on serving.
             let next = try await fetch(port: server.port, "PUT", "/api/v1/devices/next")
             #expect(next.status == 200, sourceLocation: sourceLocation)
