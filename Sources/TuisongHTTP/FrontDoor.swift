@@ -23,6 +23,20 @@ enum FrontDoor {
             return .badRequest(
                 "header field name \(excerpt(field.name)) is not a token (whitespace before the colon is not allowed)")
         }
+        // libmicrohttpd 0.9.75 glues a folded line (obs-fold, RFC 9112 §5.2) onto the field's
+        // *name*: `Transfer-Encoding:` + CRLF + ` chunked` arrives as a field named
+        // `Transfer-Encodingchunked`, so the body is framed by Content-Length while a proxy that
+        // unfolds sees chunked. No real field name extends these two.
+        for field in headers {
+            for framing in ["Transfer-Encoding", "Content-Length"]
+            where field.name.utf8.count > framing.utf8.count
+                && asciiCaseInsensitiveEquals(String(field.name.prefix(framing.count)), framing)
+            {
+                return .badRequest(
+                    "header field name \(excerpt(field.name)) is a folded \(framing) line (obsolete line folding is not allowed)"
+                )
+            }
+        }
         let lengths = headers.values(for: "Content-Length")
         let codings = headers.values(for: "Transfer-Encoding")
         if lengths.count > 1 {
