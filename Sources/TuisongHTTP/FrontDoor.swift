@@ -23,6 +23,11 @@ enum FrontDoor {
             return .badRequest(
                 "header field name \(excerpt(field.name)) is not a token (whitespace before the colon is not allowed)")
         }
+        // RFC 9110 §5.5 / RFC 9112 §2.2: a bare CR is invalid; libmicrohttpd keeps it inside the
+        // value, while a lenient proxy may end the line there and read what follows as a field.
+        for field in headers where field.value.utf8.contains(13) {
+            return .badRequest("header field \(excerpt(field.name)) holds a bare CR")
+        }
         // libmicrohttpd 0.9.75 glues a folded line (obs-fold, RFC 9112 §5.2) onto the field's
         // *name*: `Transfer-Encoding:` + CRLF + ` chunked` arrives as a field named
         // `Transfer-Encodingchunked`, so the body is framed by Content-Length while a proxy that
