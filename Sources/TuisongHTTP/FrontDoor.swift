@@ -15,28 +15,27 @@ enum FrontDoor {
     ///
     /// - Parameter version: the request line's version, e.g. `HTTP/1.1`.
     static func framingRefusal(headers: HTTPHeaders, version: String) -> HTTPError? {
-        // RFC 9112 §5.1: whitespace between a field name and its colon MUST be refused with
-        // 400; libmicrohttpd keeps it as part of the name, so `Content-Length : 5` would not
-        // frame the body here while a lenient proxy honours it. Any name that is not a token is
-        // refused the same way.
-        for field in headers where !isToken(field.name[...]) {
-            return .badRequest(
-                "header field name \(excerpt(field.name)) is not a token (whitespace before the colon is not allowed)")
-        }
-        // RFC 9110 §5.5 / RFC 9112 §2.2: a bare CR is invalid; libmicrohttpd keeps it inside the
-        // value, while a lenient proxy may end the line there and read what follows as a field.
-        for field in headers where field.value.utf8.contains(13) {
-            return .badRequest("header field \(excerpt(field.name)) holds a bare CR")
-        }
-        // libmicrohttpd 0.9.75 glues a folded line (obs-fold, RFC 9112 §5.2) onto the field's
-        // *name*: `Transfer-Encoding:` + CRLF + ` chunked` arrives as a field named
-        // `Transfer-Encodingchunked`, so the body is framed by Content-Length while a proxy that
-        // unfolds sees chunked. No real field name extends these two.
         for field in headers {
-            for framing in ["Transfer-Encoding", "Content-Length"]
-            where field.name.utf8.count > framing.utf8.count
-                && asciiCaseInsensitiveEquals(String(field.name.prefix(framing.count)), framing)
-            {
+            // RFC 9112 §5.1: whitespace between a field name and its colon MUST be refused with
+            // 400; libmicrohttpd keeps it as part of the name, so `Content-Length : 5` would not
+            // frame the body here while a lenient proxy honours it. Any name that is not a token
+            // is refused the same way.
+            guard isToken(field.name[...]) else {
+                return .badRequest(
+                    "header field name \(excerpt(field.name)) is not a token (whitespace before the colon is not allowed)"
+                )
+            }
+            // RFC 9110 §5.5 / RFC 9112 §2.2: a bare CR is invalid; libmicrohttpd keeps it inside
+            // the value, while a lenient proxy may end the line there and read what follows as a
+            // field.
+            if field.value.utf8.contains(UInt8(ascii: "\r")) {
+                return .badRequest("header field \(excerpt(field.name)) holds a bare CR")
+            }
+            // libmicrohttpd 0.9.75 glues a folded line (obs-fold, RFC 9112 §5.2) onto the field's
+            // *name*: `Transfer-Encoding:` + CRLF + ` chunked` arrives as a field named
+            // `Transfer-Encodingchunked`, so the body is framed by Content-Length while a proxy
+            // that unfolds sees chunked. No real field name extends these two.
+            for framing in framingFieldNames where extends(field.name, framing) {
                 return .badRequest(
                     "header field name \(excerpt(field.name)) is a folded \(framing) line (obsolete line folding is not allowed)"
                 )
@@ -79,6 +78,18 @@ enum FrontDoor {
             return .uriTooLong("the request line is longer than the limit of \(limit) bytes")
         }
         return .headerTooLarge("the request line and headers are larger than the limit of \(limit) bytes")
+    }
+
+    private static let framingFieldNames = ["Transfer-Encoding", "Content-Length"]
+
+    /// Whether `name` is longer than `prefix` and starts with it, ASCII case-insensitively.
+    private static func extends(_ name: String, _ prefix: String) -> Bool {
+        name.utf8.count > prefix.utf8.count
+            && zip(name.utf8, prefix.utf8).allSatisfy { pair in
+                let (a, b) = pair
+                return a == b
+                    || (a | 0x20 == b | 0x20 && (a | 0x20) >= UInt8(ascii: "a") && (a | 0x20) <= UInt8(ascii: "z"))
+            }
     }
 
     /// RFC 9110 §5.6.2 `token`: one or more of `!#$%&'*+-.^_`|~`, digits and letters.
