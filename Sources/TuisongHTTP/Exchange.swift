@@ -80,14 +80,14 @@ final class Exchange: @unchecked Sendable {
     // MARK: Access handler steps (MHD worker thread)
 
     func step(
-        connection: OpaquePointer, method: UnsafePointer<CChar>,
+        connection: OpaquePointer, method: UnsafePointer<CChar>, version: UnsafePointer<CChar>?,
         uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>
     ) -> MHD_Result {
         switch phase {
         case .headers:
             self.connection = connection
             phase = .body
-            return begin(method: method)
+            return begin(method: method, version: version.map { String(cString: $0) } ?? "")
         case .body:
             let count = uploadSize.pointee
             if count > 0 && core.graceOver.load(ordering: .relaxed) {
@@ -132,8 +132,9 @@ final class Exchange: @unchecked Sendable {
         }
     }
 
-    private func begin(method methodName: UnsafePointer<CChar>) -> MHD_Result {
-        method = HTTPMethod(rawValue: String(cString: methodName))
+    private func begin(method methodName: UnsafePointer<CChar>, version: String) -> MHD_Result {
+        let methodText = String(cString: methodName)
+        method = HTTPMethod(rawValue: methodText)
         headers = collectHeaders()
         let routes = core.router.snapshot()
         self.routes = routes
@@ -142,6 +143,19 @@ final class Exchange: @unchecked Sendable {
             // moment MHD accepts an early answer); MHD then closes the connection.
             target = try? RequestTarget(parsing: rawTarget)
             return reject(.serviceUnavailable("the server is shutting down"))
+        }
+        let requestLineBytes = methodText.utf8.count + rawTarget.utf8.count + version.utf8.count + 4
+        if let refusal = FrontDoor.sizeRefusal(
+            headerBytes: Int(tuisong_mhd_connection_header_size(connection)),
+            requestLineBytes: requestLineBytes, limit: core.maxHeaderBytes)
+            ?? FrontDoor.framingRefusal(headers: headers, version: version)
+        {
+            // Answered before MHD reads any body, closing the connection: whatever follows on it
+            // (a body framed some other way, a request hidden in it) is never read.
+            target =
+                (rawTargetIsValid ? try? RequestTarget(parsing: rawTarget) : nil)
+                ?? RequestTarget(undecodable: rawTarget)
+            return reject(refusal, closingConnection: true)
         }
         let target: RequestTarget
         do throws(HTTPError) {
@@ -196,15 +210,15 @@ final class Exchange: @unchecked Sendable {
     }
 
     /// Queues the error now, before (the rest of) the body is read; MHD then closes the
-    /// connection if body bytes remain unread.
-    private func reject(_ error: HTTPError) -> MHD_Result {
+    /// connection if body bytes remain unread, and always with `closingConnection`.
+    private func reject(_ error: HTTPError, closingConnection: Bool = false) -> MHD_Result {
         phase = .rejected
         if let connection { core.connections.requestReceived(connection) }
         let response = Self.render(error, for: makeRequest(withBody: false), with: routes)
         // libmicrohttpd refuses a response while body bytes are still arriving
         // (MHD_queue_response returns MHD_NO); answering MHD_NO then closes the connection,
         // which is the cut-off wanted here.
-        return queue(response)
+        return queue(response, closingConnection: closingConnection)
     }
 
     private func startHandler() -> MHD_Result {
@@ -324,23 +338,26 @@ final class Exchange: @unchecked Sendable {
 
     /// Hands `response` to MHD (which copies the body). A header MHD refuses (e.g. one with a
     /// line break) turns the answer into a 500.
-    private func queue(_ response: Response) -> MHD_Result {
+    private func queue(_ response: Response, closingConnection: Bool = false) -> MHD_Result {
         var response = response
         if let error = response.error {
             response = Self.render(error, for: makeRequest(withBody: false), with: routes)
         }
-        if let mhdResponse = makeMHDResponse(response) {
+        if let mhdResponse = makeMHDResponse(response, closingConnection: closingConnection) {
             defer { MHD_destroy_response(mhdResponse) }
             return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
         }
         let fallback = Router.nativeErrorResponse(
             .internalError("the handler produced an invalid response (status or header)"))
-        guard let mhdResponse = makeMHDResponse(fallback) else { return MHD_Result.NO }
+        guard let mhdResponse = makeMHDResponse(fallback, closingConnection: closingConnection)
+        else { return MHD_Result.NO }
         defer { MHD_destroy_response(mhdResponse) }
         return MHD_queue_response(connection, UInt32(fallback.status), mhdResponse)
     }
 
-    private func makeMHDResponse(_ response: Response) -> OpaquePointer? {
+    /// With `closingConnection` (or during shutdown) the answer carries `Connection: close`, on
+    /// which MHD closes the connection once it is sent.
+    private func makeMHDResponse(_ response: Response, closingConnection: Bool) -> OpaquePointer? {
         guard (100...999).contains(response.status) else { return nil }
         let created = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(
@@ -355,7 +372,7 @@ final class Exchange: @unchecked Sendable {
                 return nil
             }
         }
-        if core.shuttingDown.load(ordering: .relaxed) {
+        if closingConnection || core.shuttingDown.load(ordering: .relaxed) {
             _ = MHD_add_response_header(created, "Connection", "close")
         }
         return created

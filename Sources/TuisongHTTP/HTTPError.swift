@@ -6,8 +6,8 @@ public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The HTTP status code, e.g. 404.
     public var status: Int
     /// A stable snake_case code, e.g. `not_found`, `method_not_allowed`, `payload_too_large`,
-    /// `unsupported_media_type`, `bad_request`, `request_timeout`, `header_too_large`,
-    /// `service_unavailable`, `internal_error`.
+    /// `unsupported_media_type`, `bad_request`, `request_timeout`, `uri_too_long`,
+    /// `header_too_large`, `not_implemented`, `service_unavailable`, `internal_error`.
     public var code: String
     /// What went wrong, in words a client developer can act on.
     public var message: String
@@ -60,6 +60,15 @@ public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
         -> HTTPError
     {
         HTTPError(status: 431, code: "header_too_large", message: message)
+    }
+
+    public static func uriTooLong(_ message: String = "request target too long") -> HTTPError {
+        HTTPError(status: 414, code: "uri_too_long", message: message)
+    }
+
+    /// A feature of the request the server does not support (an unknown transfer coding).
+    public static func notImplemented(_ message: String) -> HTTPError {
+        HTTPError(status: 501, code: "not_implemented", message: message)
     }
 
     public static func serviceUnavailable(_ message: String) -> HTTPError {

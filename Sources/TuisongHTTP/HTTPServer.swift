@@ -30,11 +30,12 @@ public final class HTTPServer: Sendable {
         /// route's dialect, the handler task is cancelled and its late answer dropped. 0 or less
         /// disables the limit.
         public var requestTimeout: Double
-        /// Room for the request line and headers. Requests up to this size are always
-        /// accepted. libmicrohttpd's per-connection memory pool is twice this size (it also
-        /// holds the response headers and its bookkeeping), so a somewhat larger request may
-        /// pass too; one that does not fit is answered by libmicrohttpd itself, 414 for a long
-        /// URL or 431 for long headers (a small HTML body, not the JSON dialects).
+        /// Room for the request line and headers. Requests up to this size are accepted; a
+        /// larger one is answered in the route's dialect, 414 when the request line alone is
+        /// over it, else 431, and its connection closed. libmicrohttpd's per-connection memory
+        /// pool is four times this size so that such requests reach Tuisong; one too large even
+        /// for the pool is answered by libmicrohttpd itself, 414 or 431 with a small HTML body
+        /// (see docs/security.md).
         public var maxHeaderBytes: Int
         /// Seconds a request may take to arrive, from its request line to its last body byte,
         /// however steadily the client trickles it; the connection is then closed. A connection
@@ -326,9 +327,12 @@ final class MHDDaemon: @unchecked Sendable {
     /// and headers must fit with room left for MHD's bookkeeping (one record per header) and
     /// the response headers. Measured on 0.9.75: with only a few KiB of slack, a request near
     /// the budget left too little room and MHD closed the connection without an answer; at 2×
-    /// every request shape tried was answered (200 within the budget, 414/431 beyond).
+    /// every request shape tried was answered. At 4×, a request up to about twice the budget
+    /// still fits and reaches Tuisong, which answers 414/431 in JSON; only beyond that does
+    /// libmicrohttpd answer on its own, in HTML. Memory is touched only as far as a request
+    /// fills it.
     static func memoryLimit(maxHeaderBytes: Int) -> Int {
-        max(8 * 1024, 2 * maxHeaderBytes)
+        max(8 * 1024, 4 * maxHeaderBytes)
     }
 
     /// Stops accepting; open connections carry on. MHD hands the listening socket back and

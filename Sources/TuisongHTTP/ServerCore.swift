@@ -14,6 +14,9 @@ final class ServerCore: Sendable {
     let requestTimeout: Duration
     let requestTimeoutSeconds: Double
     let diagnostics: (@Sendable (String) -> Void)?
+    /// `Configuration.maxHeaderBytes`: a larger request line and header block is answered 414
+    /// or 431 in the route's dialect.
+    let maxHeaderBytes: Int
 
     /// Requests between MHD's URI-log callback and its request-completed callback.
     let liveExchanges = Atomic<Int>(0)
@@ -38,6 +41,7 @@ final class ServerCore: Sendable {
             ? .milliseconds(Int64((configuration.requestTimeout * 1000).rounded(.up)))
             : .seconds(100 * 365 * 24 * 3600)
         self.diagnostics = configuration.diagnostics
+        self.maxHeaderBytes = configuration.maxHeaderBytes
         self.connections = ConnectionDeadlines(
             receiveTimeout: configuration.receiveTimeout, idleTimeout: configuration.connectionTimeout)
     }
@@ -162,13 +166,14 @@ enum MHDCallbacks {
             }
 
     static let accessHandler: MHD_AccessHandlerCallback = {
-        _, connection, _, method, _, uploadData, uploadSize, context in
+        _, connection, _, method, version, uploadData, uploadSize, context in
         guard let connection, let method, let uploadSize, let slot = context?.pointee else {
             return MHD_Result.NO
         }
         let exchange = Unmanaged<Exchange>.fromOpaque(slot).takeUnretainedValue()
         return exchange.step(
-            connection: connection, method: method, uploadData: uploadData, uploadSize: uploadSize)
+            connection: connection, method: method, version: version, uploadData: uploadData,
+            uploadSize: uploadSize)
     }
 
     /// MHD_OPTION_NOTIFY_COMPLETED: the request is over (answered, failed or the daemon is

@@ -43,6 +43,55 @@ struct RawResponse: Sendable {
     }
 }
 
+extension RawResponse {
+    /// Parses `bytes`, everything a connection delivered until the server closed it, as exactly
+    /// one well-formed response: one status line and header block, a body of exactly its
+    /// `Content-Length`, nothing after. Throws saying what else was found.
+    static func only(in bytes: [UInt8]) throws -> RawResponse {
+        let blocks = statusLineCount(in: bytes)
+        guard blocks == 1 else {
+            throw ClientError(
+                description: "\(blocks) status lines, not one: \(String(decoding: bytes, as: UTF8.self))")
+        }
+        let separator = Array("\r\n\r\n".utf8)
+        guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: separator) }) else {
+            throw ClientError(description: "no end of headers: \(String(decoding: bytes, as: UTF8.self))")
+        }
+        let lines = String(decoding: bytes[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        let parts = lines[0].split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
+            throw ClientError(description: "bad status line: \(lines[0])")
+        }
+        var headers: [(name: String, value: String)] = []
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else {
+                throw ClientError(description: "bad header: \(line)")
+            }
+            headers.append(
+                (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        }
+        var response = RawResponse(
+            status: status, reason: parts.count > 2 ? String(parts[2]) : "", headers: headers, body: [])
+        let body = Array(bytes[(end + separator.count)...])
+        guard let length = response.header("Content-Length").flatMap({ Int($0) }), length == body.count else {
+            throw ClientError(
+                description:
+                    "Content-Length \(response.header("Content-Length") ?? "none") but \(body.count) body bytes")
+        }
+        response.body = body
+        return response
+    }
+
+    /// How many status lines (`HTTP/1.x` at the start of a line) `bytes` holds: one per header
+    /// block sent.
+    static func statusLineCount(in bytes: [UInt8]) -> Int {
+        let marker = Array("HTTP/1.".utf8)
+        return bytes.indices.filter { index in
+            (index == 0 || bytes[index - 1] == 10) && bytes[index...].starts(with: marker)
+        }.count
+    }
+}
+
 /// A deliberately small HTTP/1.1 client over a blocking loopback socket: it sends exactly the
 /// bytes a test writes (malformed ones included) and parses what comes back.
 final class RawHTTPClient: @unchecked Sendable {  // used by one test thread at a time
@@ -241,6 +290,17 @@ final class RawHTTPClient: @unchecked Sendable {  // used by one test thread at 
         while try fill() {}
         defer { buffer = [] }
         return buffer
+    }
+}
+
+/// Sends `bytes` on a fresh connection and returns everything the server sends until it closes
+/// the connection; throws if it is still open after `timeout` seconds. A send cut short by the
+/// server closing is not an error: what it answered is still read.
+func sendUntilClose(port: Int, _ bytes: [UInt8], timeout: Double = 5) async throws -> [UInt8] {
+    try await offPool {
+        let client = try RawHTTPClient(port: port, receiveTimeout: timeout)
+        try? client.send(bytes)
+        return try client.readUntilClose()
     }
 }
 

@@ -51,4 +51,8 @@ const struct sockaddr *tuisong_mhd_connection_client_address(struct MHD_Connecti
 /// MHD does not say).
 int tuisong_mhd_connection_socket(struct MHD_Connection *connection);
 
+/// MHD_get_connection_info is variadic; this asks it for the size of the request line and header
+/// block as received, final blank line included (0 before the headers are complete).
+size_t tuisong_mhd_connection_header_size(struct MHD_Connection *connection);
+
 #endif
