@@ -121,10 +121,12 @@ public final class GatewayRuntime: Sendable {
             NativePushAPI(engine: engine, authenticator: authenticator).register(on: router)
             let sealer = MasterKeySealer(masterKey: masterKey)
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
-                ProviderContext(
+                // At the gateway's level, whatever handler the process bootstrapped.
+                var providerLogger = Logger(label: "tuisong.\(name)")
+                providerLogger.logLevel = logger.logLevel
+                return ProviderContext(
                     store: store, accounts: store, database: store.sharedDatabase, gateway: engine, secrets: sealer,
-                    clock: clock,
-                    logger: Logger(label: "tuisong.\(name)"), configuration: config.providerSections[name])
+                    clock: clock, logger: providerLogger, configuration: config.providerSections[name])
             }
             var policies: [String: any DeliveryPolicy] = [:]
             for provider in providers {
