@@ -1,6 +1,33 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// The vendor providers the gateway links, each `Plugins/<Vendor>/` (target `<Vendor>Provider`)
+/// with its tests in `Tests/<Vendor>ProviderTests/`. A new vendor is one more name here and one
+/// line in the gateway's registry (`Sources/TuisongGateway/Providers.swift`).
+let vendors = ["Baidu", "Tencent", "Easemob"]
+
+/// A provider's target and its test target. A provider sees the core through `TuisongPlugin`
+/// and never imports the store, the gateway, another provider or a C module; its tests run on
+/// `TuisongPluginTestKit`, and end to end on `TuisongGatewayTestKit`.
+func provider(_ vendor: String) -> [Target] {
+    [
+        .target(
+            name: "\(vendor)Provider",
+            dependencies: [
+                "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/\(vendor)"),
+        .testTarget(
+            name: "\(vendor)ProviderTests",
+            dependencies: [
+                .target(name: "\(vendor)Provider"), "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP",
+                "TuisongPlugin", "TuisongStore", "TuisongCrypto", "TuisongDelivery", "TuisongGateway",
+                "TuisongGatewayTestKit", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+            ]),
+    ]
+}
+
 /// Every target is compiled in the Swift 6 language mode (the tools-version default) with
 /// strict concurrency; C libraries come from Debian's -dev packages through pkg-config.
 let package = Package(
@@ -53,15 +80,13 @@ let package = Package(
         .target(
             name: "TuisongAPNs",
             dependencies: [
-                "TuisongCore", "TuisongCrypto", "CNGHTTP2", "COpenSSL", "CTuisongShims",
-                .product(name: "Logging", package: "swift-log"),
+                "TuisongCore", "TuisongCrypto", "CNGHTTP2", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/TuisongAPNs"),
         .target(
             name: "TuisongAPNsMock",
             dependencies: [
-                "TuisongCrypto", "CNGHTTP2", "COpenSSL", "CTuisongShims",
-                .product(name: "Logging", package: "swift-log"),
+                "TuisongCrypto", "CNGHTTP2", "CTuisongShims", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/TuisongAPNsMock"),
         // The delivery pipeline: engine, message runs, retries, and the one send seam
@@ -78,40 +103,16 @@ let package = Package(
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
                 "TuisongAPNs", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
-                "BaiduProvider", "TencentProvider", "EasemobProvider",
-            ],
+            ] + vendors.map { .target(name: "\($0)Provider") },
             path: "Sources/TuisongGateway"),
         .executableTarget(
             name: "tuisong",
             dependencies: [
-                "TuisongGateway", "TuisongAPNsMock", "TuisongPlugin",
+                "TuisongGateway", "TuisongAPNsMock", "TuisongPlugin", "TuisongCore", "TuisongCrypto", "TuisongStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/tuisong"),
-
-        // MARK: Vendor providers
-        .target(
-            name: "BaiduProvider",
-            dependencies: [
-                "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongCrypto",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Plugins/Baidu"),
-        .target(
-            name: "TencentProvider",
-            dependencies: [
-                "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongCrypto",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Plugins/Tencent"),
-        .target(
-            name: "EasemobProvider",
-            dependencies: [
-                "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongCrypto",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Plugins/Easemob"),
 
         // MARK: Tests
 
@@ -148,30 +149,10 @@ let package = Package(
             name: "TuisongAPNsTests",
             dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore"]),
         .testTarget(
-            name: "BaiduProviderTests",
-            dependencies: [
-                "BaiduProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore",
-                "TuisongCrypto", "TuisongDelivery",
-                "TuisongGateway", "TuisongGatewayTestKit", "TuisongAPNsMock",
-                .product(name: "Logging", package: "swift-log"),
-            ]),
-        .testTarget(
-            name: "TencentProviderTests",
-            dependencies: [
-                "TencentProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin",
-                "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongGatewayTestKit", "TuisongAPNsMock",
-            ]),
-        .testTarget(
-            name: "EasemobProviderTests",
-            dependencies: [
-                "EasemobProvider", "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP", "TuisongPlugin",
-                "TuisongStore", "TuisongCrypto", "TuisongGateway", "TuisongGatewayTestKit", "TuisongAPNsMock",
-            ]),
-        .testTarget(
             name: "TuisongGatewayTests",
             dependencies: [
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
                 "TuisongAPNsMock", "TuisongCrypto", "TuisongDelivery", "TuisongPluginTestKit",
             ]),
-    ]
+    ] + vendors.flatMap(provider)
 )

@@ -263,10 +263,10 @@ extension BaiduProvider {
 
     /// Baidu's `BindInfo`; the device is online as far as APNs is concerned until it is
     /// invalidated.
-    private static func bindInfo(_ device: Device) -> JSONValue {
+    private static func bindInfo(_ device: BaiduDevice) -> JSONValue {
         [
-            "channel_id": .int(Int64(device.baiduChannelID ?? "") ?? 0),
-            "user_id": .string(device.baiduUserID ?? ""),
+            "channel_id": .int(Int64(device.channelID) ?? 0),
+            "user_id": .string(device.userID ?? ""),
             "device_id": .string(String(device.token.prefix(16))),
             "device_type": 4,
             "bind_name": "",

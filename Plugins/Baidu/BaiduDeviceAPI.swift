@@ -30,9 +30,9 @@ extension BaiduProvider {
                 return try await bind(app: app, token: token, body: body)
             case .unbind:
                 let device = try await boundDevice(app: app, token: token, body: body)
-                guard let channelID = device.baiduChannelID,
-                    try await baiduStore.unbindDevice(appID: app.id, channelID: channelID)
-                else { throw BaiduError(.bindNotFound, "the device is not bound") }
+                guard try await baiduStore.unbindDevice(appID: app.id, channelID: device.channelID) else {
+                    throw BaiduError(.bindNotFound, "the device is not bound")
+                }
                 return [:]
             case .setTags:
                 let device = try await boundDevice(app: app, token: token, body: body)
@@ -93,11 +93,11 @@ extension BaiduProvider {
     }
 
     /// The device of `device_token` if it is bound (and is `channel_id`, when that is given).
-    private func boundDevice(app: App, token: DeviceToken, body: [String: JSONValue]) async throws -> Device {
-        guard let device = try await store.device(appID: app.id, token: token), device.baiduChannelID != nil else {
+    private func boundDevice(app: App, token: DeviceToken, body: [String: JSONValue]) async throws -> BaiduDevice {
+        guard let device = try await baiduStore.device(appID: app.id, token: token) else {
             throw BaiduError(.bindNotFound, "the device is not bound; call bind first")
         }
-        if let channelID = body["channel_id"]?.stringValue, channelID != device.baiduChannelID {
+        if let channelID = body["channel_id"]?.stringValue, channelID != device.channelID {
             throw BaiduError(.bindNotFound, "the device is not bound to channel \(channelID)")
         }
         return device

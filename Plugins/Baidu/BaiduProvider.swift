@@ -70,13 +70,36 @@ public struct BaiduProvider: PushProvider {
         try await baiduStore.bindings(appID: appID, deviceIDs: deviceIDs)
     }
 
-    /// Baidu's tables came with the core migration `v3-baidu-bindings-tags-kept-messages`
+    /// Baidu's first tables came with the core migration `v3-baidu-bindings-tags-kept-messages`
     /// (see `BaiduStore`); what changed since is here.
     public static let migrations = [
         // Unbinding deletes a channel's kept messages: find them without scanning the user's.
         PluginMigration(
             "1-kept-messages-by-channel",
-            sql: "CREATE INDEX baidu_kept_by_channel ON baidu_kept_messages(app_id, channel_id)")
+            sql: "CREATE INDEX baidu_kept_by_channel ON baidu_kept_messages(app_id, channel_id)"),
+        // A device's Baidu ids, in Baidu's own table: a channel is one device of one app; the
+        // binding goes when the device does.
+        PluginMigration(
+            "2-bindings",
+            sql: """
+                CREATE TABLE baidu_bindings (
+                    device_id INTEGER PRIMARY KEY REFERENCES devices(id) ON DELETE CASCADE,
+                    app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+                    user_id TEXT,
+                    channel_id TEXT NOT NULL,
+                    UNIQUE (app_id, channel_id)
+                ) STRICT;
+                CREATE INDEX baidu_bindings_by_user ON baidu_bindings(app_id, user_id) WHERE user_id IS NOT NULL;
+                """),
+        // The bindings kept in the core's `devices.baidu_user_id`/`baidu_channel_id` (v1 to v7)
+        // move here before the core drops those columns. A device was bound when it had a
+        // channel (every query asked for one; a bind wrote both ids at once).
+        PluginMigration(
+            "3-bindings-from-core-devices", before: "v8-vendor-columns-leave-the-core",
+            sql: """
+                INSERT INTO baidu_bindings (device_id, app_id, user_id, channel_id)
+                SELECT id, app_id, baidu_user_id, baidu_channel_id FROM devices WHERE baidu_channel_id IS NOT NULL
+                """),
     ]
 
     public func register(on router: Router) {
@@ -121,7 +144,7 @@ public struct BaiduProvider: PushProvider {
     // MARK: Shared lookups
 
     /// The bound device of `channelID`, or 30608.
-    func device(app: App, channelID: String, parameter: String = "channel_id") async throws -> Device {
+    func device(app: App, channelID: String, parameter: String = "channel_id") async throws -> BaiduDevice {
         guard BaiduParameters.isPlainID(channelID) else {
             throw BaiduError.invalidParameter(parameter, "must be a channel id (digits)")
         }
@@ -132,12 +155,12 @@ public struct BaiduProvider: PushProvider {
     }
 
     /// The devices bound to `userID` (only `channelID` when given), or 30608.
-    func devices(app: App, userID: String, channelID: String? = nil) async throws -> [Device] {
+    func devices(app: App, userID: String, channelID: String? = nil) async throws -> [BaiduDevice] {
         guard BaiduParameters.isPlainID(userID) else {
             throw BaiduError.invalidParameter("user_id", "must be a user id (digits)")
         }
         var devices = try await baiduStore.devices(appID: app.id, userID: userID)
-        if let channelID { devices = devices.filter { $0.baiduChannelID == channelID } }
+        if let channelID { devices = devices.filter { $0.channelID == channelID } }
         guard !devices.isEmpty else {
             if let channelID {
                 throw BaiduError(.bindNotFound, "user \(userID) is not bound on channel \(channelID)")

@@ -19,7 +19,7 @@ struct BaiduPush: Sendable {
     /// The parameter the messages came from (`msg`, `messages`), for errors.
     var parameter: String
     /// Devices whose user keeps the message for `fetch_msg` (pushes to users and channels).
-    var keepFor: [Device] = []
+    var keepFor: [BaiduDevice] = []
 }
 
 /// One message the gateway accepted.
@@ -96,7 +96,8 @@ struct BaiduPusher: Sendable {
             }
             let now = clock.now
             let kept = push.keepFor.compactMap { device -> BaiduKeptMessage? in
-                guard let userID = device.baiduUserID, let channelID = device.baiduChannelID else { return nil }
+                guard let userID = device.userID else { return nil }
+                let channelID = device.channelID
                 return BaiduKeptMessage(
                     appID: push.app.id, msgID: msgID, userID: userID, channelID: channelID,
                     msgKey: job.options.collapseID,

@@ -297,7 +297,7 @@ extension BaiduProvider {
         _ = try await existingTag(app: call.app, tag)
         let devices = try await baiduStore.devices(appID: call.app.id, channelIDs: channelIDs)
         var byChannel: [String: Int64] = [:]
-        for device in devices { if let channel = device.baiduChannelID { byChannel[channel] = device.id } }
+        for device in devices { byChannel[device.channelID] = device.id }
         let changed: Set<Int64>
         if add {
             changed = Set(byChannel.values)

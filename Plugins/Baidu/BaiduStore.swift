@@ -2,16 +2,29 @@ import Foundation
 import TuisongCore
 import TuisongPlugin
 
+/// A device bound through Baidu: the core's device and its Baidu ids. Reads as the device
+/// (`binding.token`, `binding.id`).
+@dynamicMemberLookup
+struct BaiduDevice: Sendable, Hashable {
+    var device: Device
+    var userID: String?
+    var channelID: String
+
+    subscript<T>(dynamicMember keyPath: KeyPath<Device, T>) -> T { device[keyPath: keyPath] }
+}
+
 /// Baidu's data on the shared database: bindings (a device token bound to a stable
-/// `user_id`/`channel_id`, in `devices.baidu_user_id`/`baidu_channel_id`), app-level tags with
-/// Baidu's listing semantics (`tags`, `device_tags`), messages kept per user for `fetch_msg`
-/// (`baidu_kept_messages`), bind/unbind events (`baidu_binding_events`) and the lookups behind
-/// Baidu's report, timer and topic APIs. Everything is scoped to one app.
+/// `user_id`/`channel_id`, in `baidu_bindings`), app-level tags with Baidu's listing semantics
+/// (`tags`, `device_tags`), messages kept per user for `fetch_msg` (`baidu_kept_messages`),
+/// bind/unbind events (`baidu_binding_events`) and the lookups behind Baidu's report, timer and
+/// topic APIs. Everything is scoped to one app. Devices themselves are the core's: read through
+/// `DeviceStore.devices(appID:ids:)`, never decoded here.
 ///
-/// The tables and columns were created by the gateway's core migration
+/// The kept messages and binding events were created by the gateway's core migration
 /// `v3-baidu-bindings-tags-kept-messages` before plugins had migrations of their own; they keep
 /// their names so existing databases keep working. Later changes are Baidu's own
-/// `BaiduProvider.migrations`.
+/// `BaiduProvider.migrations` (the bindings moved out of the core `devices` table in
+/// `3-bindings-from-core-devices`).
 struct BaiduStore: Sendable {
     let database: any SharedDatabase
     /// Devices (registration) and messages (records) stay the core store's.
@@ -35,40 +48,40 @@ struct BaiduStore: Sendable {
     /// registered is removed again.
     func bindDevice(
         appID: Int64, token: DeviceToken, environment: APNsEnvironment, userID: String, channelID: String
-    ) async throws -> (device: Device, created: Bool) {
+    ) async throws -> (device: BaiduDevice, created: Bool) {
         // The registration is the core store's (group-committed); the binding is one
         // transaction after it. An unbind in between deletes the device: register again.
         for _ in 0..<3 {
             let (registered, isNew) = try await store.registerDevice(
                 appID: appID, DeviceRegistration(token: token, environment: environment))
             let now = nowMilliseconds
-            let bound: (Device, Bool)?
+            let bound: Bool?
             do {
-                bound = try await database.write { db -> (Device, Bool)? in
-                    guard
-                        let previous = try db.queryOne(
-                            "SELECT baidu_channel_id FROM devices WHERE id = ?", [.integer(registered.id)])
+                bound = try await database.write { db -> Bool? in
+                    guard try db.queryOne("SELECT 1 FROM devices WHERE id = ?", [.integer(registered.id)]) != nil
                     else { return nil }
-                    let wasBound = !previous[0].isNull
-                    guard
-                        let row = try db.queryOne(
-                            """
-                            UPDATE devices SET baidu_user_id = ?, baidu_channel_id = ? WHERE id = ?
-                            RETURNING \(Self.deviceColumns)
-                            """, [.text(userID), .text(channelID), .integer(registered.id)])
-                    else { return nil }
+                    let wasBound =
+                        try db.queryOne("SELECT 1 FROM baidu_bindings WHERE device_id = ?", [.integer(registered.id)])
+                        != nil
+                    try db.execute(
+                        """
+                        INSERT INTO baidu_bindings (device_id, app_id, user_id, channel_id) VALUES (?, ?, ?, ?)
+                        ON CONFLICT (device_id) DO UPDATE SET user_id = excluded.user_id, channel_id = excluded.channel_id
+                        """, [.integer(registered.id), .integer(appID), .text(userID), .text(channelID)])
                     if !wasBound {
                         try db.execute(
                             "INSERT INTO baidu_binding_events (app_id, kind, at) VALUES (?, 'bind', ?)",
                             [.integer(appID), .integer(now)])
                     }
-                    return (try Self.device(row), !wasBound)
+                    return !wasBound
                 }
             } catch let error as StoreError where error.code == .conflict {
                 if isNew { _ = try? await store.deleteDevice(appID: appID, token: token) }
                 throw error
             }
-            if let bound { return bound }
+            if let bound {
+                return (BaiduDevice(device: registered, userID: userID, channelID: channelID), bound)
+            }
         }
         throw StoreError(.unavailable, "the device of app \(appID) was unbound while binding, three times")
     }
@@ -78,8 +91,12 @@ struct BaiduStore: Sendable {
     func unbindDevice(appID: Int64, channelID: String) async throws -> Bool {
         let now = nowMilliseconds
         return try await database.write { db in
+            // The binding goes with the device (ON DELETE CASCADE).
             try db.execute(
-                "DELETE FROM devices WHERE app_id = ? AND baidu_channel_id = ?", [.integer(appID), .text(channelID)])
+                """
+                DELETE FROM devices WHERE id = (
+                    SELECT device_id FROM baidu_bindings WHERE app_id = ? AND channel_id = ?)
+                """, [.integer(appID), .text(channelID)])
             guard db.changedRows > 0 else { return false }
             try db.execute(
                 "DELETE FROM baidu_kept_messages WHERE app_id = ? AND channel_id = ?",
@@ -91,69 +108,76 @@ struct BaiduStore: Sendable {
         }
     }
 
-    func device(appID: Int64, channelID: String) async throws -> Device? {
-        try await database.read { db in
-            try db.queryOne(
-                "SELECT \(Self.deviceColumns) FROM devices WHERE app_id = ? AND baidu_channel_id = ?",
-                [.integer(appID), .text(channelID)]
-            ).map(Self.device)
+    func device(appID: Int64, channelID: String) async throws -> BaiduDevice? {
+        try await devices(appID: appID, channelIDs: [channelID]).first
+    }
+
+    /// The device of `token` with its Baidu ids, if it is bound.
+    func device(appID: Int64, token: DeviceToken) async throws -> BaiduDevice? {
+        guard let device = try await store.device(appID: appID, token: token) else { return nil }
+        let row = try await database.read { db in
+            try db.queryOne("SELECT user_id, channel_id FROM baidu_bindings WHERE device_id = ?", [.integer(device.id)])
         }
+        guard let row, let channelID = row[1].string else { return nil }
+        return BaiduDevice(device: device, userID: row[0].string, channelID: channelID)
     }
 
     /// Devices bound to `userID`, by id.
-    func devices(appID: Int64, userID: String) async throws -> [Device] {
-        try await database.read { db in
+    func devices(appID: Int64, userID: String) async throws -> [BaiduDevice] {
+        let rows = try await database.read { db in
             try db.query(
                 """
-                SELECT \(Self.deviceColumns) FROM devices
-                WHERE app_id = ? AND baidu_user_id = ? AND baidu_channel_id IS NOT NULL ORDER BY id
-                """, [.integer(appID), .text(userID)]
-            ).map(Self.device)
+                SELECT device_id, user_id, channel_id FROM baidu_bindings
+                WHERE app_id = ? AND user_id = ? ORDER BY device_id
+                """, [.integer(appID), .text(userID)])
         }
+        return try await devices(appID: appID, bindings: rows)
     }
 
     /// The bound devices among `channelIDs` (any number; unknown ones are left out), by id.
-    func devices(appID: Int64, channelIDs: [String]) async throws -> [Device] {
+    func devices(appID: Int64, channelIDs: [String]) async throws -> [BaiduDevice] {
         let unique = Array(Set(channelIDs))
         guard !unique.isEmpty else { return [] }
-        return try await database.read { db in
-            var devices: [Device] = []
+        let rows = try await database.read { db in
+            var rows: [SQLRow] = []
             for chunk in Self.chunks(unique) {
-                devices += try db.query(
+                rows += try db.query(
                     """
-                    SELECT \(Self.deviceColumns) FROM devices
-                    WHERE app_id = ? AND baidu_channel_id IN (\(Self.placeholders(chunk.count)))
-                    """, [.integer(appID)] + chunk.map(SQLValue.text)
-                ).map(Self.device)
+                    SELECT device_id, user_id, channel_id FROM baidu_bindings
+                    WHERE app_id = ? AND channel_id IN (\(Self.placeholders(chunk.count)))
+                    """, [.integer(appID)] + chunk.map(SQLValue.text))
             }
-            return devices.sorted { $0.id < $1.id }
+            return rows
         }
+        return try await devices(appID: appID, bindings: rows)
     }
 
     /// Bound devices, optionally of one user and/or one channel, by id, `start` rows skipped.
     func bindings(appID: Int64, userID: String?, channelID: String?, start: Int, limit: Int) async throws
-        -> (total: Int, devices: [Device])
+        -> (total: Int, devices: [BaiduDevice])
     {
-        var condition = "app_id = ? AND baidu_channel_id IS NOT NULL"
+        var condition = "app_id = ?"
         var arguments: [SQLValue] = [.integer(appID)]
         if let userID {
-            condition += " AND baidu_user_id = ?"
+            condition += " AND user_id = ?"
             arguments.append(.text(userID))
         }
         if let channelID {
-            condition += " AND baidu_channel_id = ?"
+            condition += " AND channel_id = ?"
             arguments.append(.text(channelID))
         }
         let filter = condition
         let filterArguments = arguments
-        return try await database.read { db in
-            let total = try Self.count(db, "SELECT count(*) FROM devices WHERE \(filter)", filterArguments)
-            let devices = try db.query(
-                "SELECT \(Self.deviceColumns) FROM devices WHERE \(filter) ORDER BY id LIMIT ? OFFSET ?",
-                filterArguments + Self.window(start: start, limit: limit)
-            ).map(Self.device)
-            return (total, devices)
+        let (total, rows) = try await database.read { db in
+            let total = try Self.count(db, "SELECT count(*) FROM baidu_bindings WHERE \(filter)", filterArguments)
+            let rows = try db.query(
+                """
+                SELECT device_id, user_id, channel_id FROM baidu_bindings WHERE \(filter)
+                ORDER BY device_id LIMIT ? OFFSET ?
+                """, filterArguments + Self.window(start: start, limit: limit))
+            return (total, rows)
         }
+        return (total, try await devices(appID: appID, bindings: rows))
     }
 
     /// The Baidu ids of those of `deviceIDs` that are bound (device id → `channel_id`,
@@ -166,8 +190,8 @@ struct BaiduStore: Sendable {
             for chunk in Self.chunks(unique) {
                 for row in try db.query(
                     """
-                    SELECT id, baidu_channel_id, baidu_user_id FROM devices
-                    WHERE app_id = ? AND baidu_channel_id IS NOT NULL AND id IN (\(Self.placeholders(chunk.count)))
+                    SELECT device_id, channel_id, user_id FROM baidu_bindings
+                    WHERE app_id = ? AND device_id IN (\(Self.placeholders(chunk.count)))
                     """, [.integer(appID)] + chunk.map(SQLValue.integer))
                 {
                     guard let id = row[0].int, let channel = row[1].string else { continue }
@@ -177,6 +201,19 @@ struct BaiduStore: Sendable {
                 }
             }
             return result
+        }
+    }
+
+    /// The core's devices behind binding rows (`device_id, user_id, channel_id`), by id; a
+    /// device deleted since the rows were read is left out.
+    private func devices(appID: Int64, bindings rows: [SQLRow]) async throws -> [BaiduDevice] {
+        var ids: [Int64: (userID: String?, channelID: String)] = [:]
+        for row in rows {
+            guard let id = row[0].int, let channel = row[2].string else { continue }
+            ids[id] = (row[1].string, channel)
+        }
+        return try await store.devices(appID: appID, ids: Array(ids.keys)).compactMap { device in
+            ids[device.id].map { BaiduDevice(device: device, userID: $0.userID, channelID: $0.channelID) }
         }
     }
 
@@ -568,14 +605,15 @@ struct BaiduStore: Sendable {
             var active: [Int64: Int] = [:]
             for row in try db.query(
                 """
-                SELECT (updated_at + ?) / ? AS day, count(*) FROM devices
-                WHERE app_id = ? AND baidu_channel_id IS NOT NULL AND updated_at >= ? GROUP BY day
+                SELECT (d.updated_at + ?) / ? AS day, count(*) FROM baidu_bindings b
+                JOIN devices d ON d.id = b.device_id
+                WHERE b.app_id = ? AND d.updated_at >= ? GROUP BY day
                 """, [.integer(offset), .integer(dayLength), .integer(appID), .integer(firstStart)])
             {
                 active[row[0].int ?? 0] = Int(row[1].int ?? 0)
             }
             let boundNow = try Self.count(
-                db, "SELECT count(*) FROM devices WHERE app_id = ? AND baidu_channel_id IS NOT NULL",
+                db, "SELECT count(*) FROM baidu_bindings WHERE app_id = ?",
                 [.integer(appID)])
             return (events, active, boundNow)
         }
@@ -603,25 +641,6 @@ struct BaiduStore: Sendable {
             if let record = try await store.message(id: id) { records.append(record) }
         }
         return records
-    }
-
-    /// The `devices` columns a `Device` is read from, in `device(_:)`'s order.
-    static let deviceColumns = """
-        id, app_id, token, environment, user, locale, baidu_user_id, baidu_channel_id, im_account, \
-        created_at, updated_at, invalidated_at, invalid_reason
-        """
-
-    static func device(_ row: SQLRow) throws -> Device {
-        let environmentName = row[3].string ?? ""
-        guard let environment = APNsEnvironment(rawValue: environmentName) else {
-            throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
-        }
-        return Device(
-            id: row[0].int ?? 0, appID: row[1].int ?? 0, token: row[2].string ?? "", environment: environment,
-            user: row[4].string, locale: row[5].string, baiduUserID: row[6].string, baiduChannelID: row[7].string,
-            imAccount: row[8].string, createdAt: SQLTime.date(row[9].int ?? 0),
-            updatedAt: SQLTime.date(row[10].int ?? 0), invalidatedAt: row[11].int.map(SQLTime.date),
-            invalidReason: row[12].string)
     }
 
     private static func tag(_ row: SQLRow) -> BaiduTag {

@@ -13,6 +13,12 @@ import TuisongPlugin
 public struct EasemobProvider: PushProvider {
     public static let name = "easemob"
     public static let displayName = LocalizedText(en: "Easemob IM", zh: "环信 IM")
+
+    /// A certificate's notifier name: devices bind with it and are sent through the credential
+    /// carrying it. `tuisong credential add --notifier-name NAME`.
+    public static let credentialSelector: CredentialSelectorDeclaration? = CredentialSelectorDeclaration(
+        cliFlag: "notifier-name",
+        help: "Easemob: the certificate (notifier) name devices bind with; they are sent through it.")
     public static var migrations: [PluginMigration] { EasemobSchema.migrations }
     public static var settings: [VendorSetting] { EasemobAppSettings.declarations }
     public static var settingsUniqueTogether: [[String]] { [["org", "app_name"]] }

@@ -19,6 +19,17 @@ import TuisongPlugin
 public struct TencentProvider: PushProvider {
     public static let name = "tencent"
     public static let displayName = LocalizedText(en: "Tencent Cloud IM", zh: "腾讯云通信 IM")
+
+    /// A certificate's busiId: devices report it with their token (`BusiId`) and are sent
+    /// through the credential carrying it. `tuisong credential add --busi-id N`.
+    public static let credentialSelector: CredentialSelectorDeclaration? = CredentialSelectorDeclaration(
+        cliFlag: "busi-id",
+        help: "Tencent IM: the certificate's busiId; devices reporting this BusiId are sent through it.",
+        // The device API takes a BusiId as a 32-bit unsigned integer: a larger one would never match.
+        problem: { value in
+            value.utf8.allSatisfy { (48...57).contains($0) } && UInt32(value) != nil
+                ? nil : "must be a number from 0 to \(UInt32.max) (the certificate's busiId)"
+        })
     public static var migrations: [PluginMigration] { TencentSchema.migrations }
     public static var settings: [VendorSetting] { TencentKeys.settings }
     public static var deviceColumns: [DeviceColumn] {
@@ -62,10 +73,14 @@ public struct TencentProvider: PushProvider {
     static let bodyLimit = 64 * 1024
 
     public func register(on router: Router) {
-        router.setErrorResponder(forPrefix: "/v4/", TencentReply.errorResponder)
-        for method in [HTTPMethod.POST, .GET] {
-            router.add(method, "/v4/{service}/{command}", bodyLimit: Self.bodyLimit) { request in
-                await handle(request)
+        // Everything under `/v4/` is Tencent's, errors (404, 405, 413) included.
+        router.addGroup(
+            name: Self.name, claims: { $0.hasPrefix("/v4/") }, errorResponder: TencentReply.errorResponder
+        ) { group in
+            for method in [HTTPMethod.POST, .GET] {
+                group.add(method, "/v4/{service}/{command}", bodyLimit: Self.bodyLimit) { request in
+                    await handle(request)
+                }
             }
         }
     }

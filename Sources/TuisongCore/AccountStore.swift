@@ -1,7 +1,7 @@
 import Foundation
 
-/// IM accounts: what Tencent IM and Easemob share. An account is an app-scoped user id
-/// (a Tencent identifier, an Easemob username). Devices are bound to at most one account;
+/// IM accounts: what the IM vendors share. An account is an app-scoped user id (a
+/// vendor's identifier or username). Devices are bound to at most one account;
 /// binding a device that belongs to another account moves it. Everything else an IM vendor
 /// keeps (profiles, groups, push modes, passwords) lives in its plugin's own tables.
 public protocol AccountStore: Sendable {

@@ -27,7 +27,7 @@ public struct CredentialRecord: Sendable, Hashable {
     public var status: String
     public var statusReason: String?
     public var createdAt: Date
-    /// The vendor selector (Tencent busiId, Easemob notifier name) devices name this credential
+    /// The vendor selector (a vendor's certificate id or name) devices name this credential
     /// by; `nil` = the app's default credential for its environment.
     public var selector: String?
 

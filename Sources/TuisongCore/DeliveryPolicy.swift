@@ -20,7 +20,7 @@ public struct Recipient: Sendable, Hashable {
     public var locale: String?
     /// The account's last reported app state; `nil` when it never reported one.
     public var appState: AppState?
-    /// The credential selector the device registered with (Tencent busiId, Easemob notifier name).
+    /// The credential selector the device registered with (a vendor's credential selector).
     public var credentialSelector: String?
 
     public init(
@@ -56,8 +56,8 @@ public enum DeliveryDecision: Sendable, Hashable {
     case skip(reason: String)
 }
 
-/// Decides, per receiver, whether and how a message is pushed (Tencent IM's and Easemob's
-/// offline push rules). A provider hands one to the dispatcher through
+/// Decides, per receiver, whether and how a message is pushed (an IM
+/// vendor's offline push rules). A provider hands one to the dispatcher through
 /// `PushProvider.deliveryPolicy`; messages whose vendor has none take the one-payload path.
 ///
 /// The dispatcher calls `decide` once per audience page (up to the page size, a thousand

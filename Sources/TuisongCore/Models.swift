@@ -17,7 +17,7 @@ public struct App: Sendable, Hashable, Codable {
     public var apiKeyHash: String
     public var createdAt: Date
     public var updatedAt: Date
-    /// Vendor settings, one JSON object per vendor name (`"baidu"`, `"tencent"`, `"easemob"`).
+    /// Vendor settings, one JSON object per vendor name (a provider's `name`).
     /// Secret values inside are stored encrypted by the gateway before they reach the store.
     public var vendorSettings: [String: [String: String]]
 
@@ -97,10 +97,7 @@ public struct Device: Sendable, Hashable, Codable {
     /// The app's own user identifier for this device, if it gave one.
     public var user: String?
     public var locale: String?
-    /// Baidu bind identifiers, set by the Baidu provider.
-    public var baiduUserID: String?
-    public var baiduChannelID: String?
-    /// The IM account (Tencent identifier, Easemob username) bound to this device.
+    /// The IM account (an app-scoped user id of an IM vendor) bound to this device.
     public var imAccount: String?
     public var createdAt: Date
     public var updatedAt: Date
@@ -108,14 +105,13 @@ public struct Device: Sendable, Hashable, Codable {
     /// until it registers again.
     public var invalidatedAt: Date?
     public var invalidReason: String?
-    /// The vendor credential selector the device registered with (Tencent busiId, Easemob
-    /// notifier name); delivery uses the app's credential carrying the same selector.
+    /// The vendor credential selector the device registered with (a vendor's
+    /// certificate id or name); delivery uses the app's credential carrying the same selector.
     public var credentialSelector: String?
 
     public init(
         id: Int64, appID: Int64, token: String, environment: APNsEnvironment, user: String? = nil,
-        locale: String? = nil, baiduUserID: String? = nil, baiduChannelID: String? = nil,
-        imAccount: String? = nil, createdAt: Date, updatedAt: Date, invalidatedAt: Date? = nil,
+        locale: String? = nil, imAccount: String? = nil, createdAt: Date, updatedAt: Date, invalidatedAt: Date? = nil,
         invalidReason: String? = nil, credentialSelector: String? = nil
     ) {
         self.id = id
@@ -124,8 +120,6 @@ public struct Device: Sendable, Hashable, Codable {
         self.environment = environment
         self.user = user
         self.locale = locale
-        self.baiduUserID = baiduUserID
-        self.baiduChannelID = baiduChannelID
         self.imAccount = imAccount
         self.createdAt = createdAt
         self.updatedAt = updatedAt
@@ -143,7 +137,7 @@ public struct DeviceRegistration: Sendable, Hashable {
     public var user: String?
     public var locale: String?
     public var tags: [TagName]?
-    /// The vendor credential selector (Tencent busiId, Easemob notifier name); nil = unchanged.
+    /// The vendor credential selector (a vendor's certificate id or name); nil = unchanged.
     public var credentialSelector: String?
 
     public init(

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Who a push goes to. Vendor adapters translate their own addressing (Baidu user/channel,
-/// Tencent account, Easemob username) into one of these.
+/// Who a push goes to. Vendor adapters translate their own addressing (users, channels,
+/// IM accounts) into one of these.
 public enum Audience: Sendable, Hashable, Codable {
     /// Explicit APNs tokens, registered or not (validated, lower-case hex).
     case tokens([String])
@@ -11,8 +11,8 @@ public enum Audience: Sendable, Hashable, Codable {
     case tag(String)
     /// Every valid device of the app.
     case all
-    /// Devices bound to these IM accounts / users (Tencent identifiers, Easemob usernames,
-    /// Baidu user ids resolved by the adapter to `devices` otherwise). One account may have
+    /// Devices bound to these IM accounts / users (an IM vendor's identifiers or
+    /// usernames; a vendor's own user ids are resolved by its adapter to `devices`). One account may have
     /// several devices; pages carry each device's account, app state, locale and selector.
     case accounts([String])
     /// Every valid device bound to any account of the app (an IM "push to everyone").
@@ -57,16 +57,16 @@ public struct PushOptions: Sendable, Hashable, Codable {
 /// What a provider (or the native API) asks the gateway to send.
 public struct PushJob: Sendable, Hashable {
     public var appID: Int64
-    /// `native`, `baidu`, `tencent`, `easemob`: whose API accepted it.
+    /// `native` or a provider's `name`: whose API accepted it.
     public var vendor: String
-    /// The vendor's own id for the message (Baidu `msg_id`, …) if it has one, for lookups.
+    /// The vendor's own id for the message (a `msg_id`, …) if it has one, for lookups.
     public var vendorMessageID: String?
     public var audience: Audience
     public var notification: PushNotification
     public var options: PushOptions
-    /// Scheduled send (Baidu `send_time`); `nil` = now.
+    /// Scheduled send (a vendor's `send_time`); `nil` = now.
     public var sendAt: Date?
-    /// Free-form labels kept with the message for statistics (Baidu `topic_id`, …).
+    /// Free-form labels kept with the message for statistics (a `topic_id`, …).
     public var labels: [String: String]
     /// The vendor's own description of the message (sender, group id, elements, ext…), kept
     /// with it for the vendor's `DeliveryPolicy` to read back. `nil` for one-payload vendors.

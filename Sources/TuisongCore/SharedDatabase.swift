@@ -106,7 +106,7 @@ extension SQLExecutor {
 
 /// The gateway's database as a plugin sees it: portable SQL (no SQLite-only functions, so a
 /// PostgreSQL backend can follow) on the plugin's own tables, prefixed with the plugin's name
-/// (`tencent_groups`), plus reads of the core tables it was told about (`devices`, `accounts`).
+/// (`acme_groups`), plus reads of the core tables it was told about (`devices`, `accounts`).
 /// Writes are serialized and atomic: the closure is one transaction, rolled back if it throws.
 public protocol SharedDatabase: Sendable {
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
@@ -116,13 +116,23 @@ public protocol SharedDatabase: Sendable {
 /// One step of a plugin's schema. Applied once, in declaration order, when the gateway opens
 /// the database (and by `tuisong migrate`); recorded under `<plugin name>:<identifier>` so it
 /// never runs twice. Never edit a released migration: add the next one.
+///
+/// A plugin's migrations run after the core ones, unless one names a core migration it must
+/// precede (`before`): a core migration that removes a core column the plugin copies into a
+/// table of its own first. That migration, and the plugin's migrations declared before it, then
+/// run just before the named core migration. On a database where the named core migration has
+/// already run (the plugin was not registered then), there is nothing left to copy: the
+/// migration is recorded without running its SQL.
 public struct PluginMigration: Sendable, Hashable {
     public var identifier: String
     /// One or more statements separated by `;`.
     public var sql: String
+    /// The identifier of the core migration this one must run before, or nil (after them all).
+    public var before: String?
 
-    public init(_ identifier: String, sql: String) {
+    public init(_ identifier: String, before coreMigration: String? = nil, sql: String) {
         self.identifier = identifier
         self.sql = sql
+        self.before = coreMigration
     }
 }

@@ -25,6 +25,9 @@ public protocol DeviceStore: Sendable {
     )
     func device(appID: Int64, token: DeviceToken) async throws -> Device?
     func device(id: Int64) async throws -> Device?
+    /// The app's devices among `ids` (any number; unknown ids and other apps' devices left
+    /// out), by id: how a provider reads the devices its own tables name.
+    func devices(appID: Int64, ids: [Int64]) async throws -> [Device]
     /// The device and its sorted tags in one read (the native API's lookup path).
     func deviceWithTags(appID: Int64, token: DeviceToken) async throws -> (device: Device, tags: [String])?
     /// `false` when there was no such device.

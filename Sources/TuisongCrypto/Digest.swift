@@ -3,7 +3,7 @@ internal import COpenSSL
 /// One-shot message digests.
 public enum Digest {
     public static func sha256(_ bytes: some Sequence<UInt8>) -> [UInt8] { run(EVP_sha256(), Array(bytes)) }
-    /// For legacy vendor signatures (Baidu's sign) only; never for anything security-relevant.
+    /// For legacy vendor signatures (a vendor's request signature) only; never for anything security-relevant.
     public static func md5(_ bytes: some Sequence<UInt8>) -> [UInt8] { run(EVP_md5(), Array(bytes)) }
     /// For legacy vendor signatures and certificate fingerprints only.
     public static func sha1(_ bytes: some Sequence<UInt8>) -> [UInt8] { run(EVP_sha1(), Array(bytes)) }

@@ -13,7 +13,7 @@ struct AdminCredentialUpload: Sendable {
     var password: String?
     var keyID: String?
     var teamID: String?
-    /// The vendor selector (Tencent busiId, Easemob notifier name); nil = the default credential.
+    /// The vendor selector (a vendor's credential selector); nil = the default credential.
     var selector: String?
 }
 
@@ -111,7 +111,7 @@ struct AdminCredentialsAPI: Sendable {
         var upload = AdminCredentialUpload(
             appID: appID, kind: kind, environment: environment, file: Array(data),
             password: try body.string("password", maxLength: 1024).flatMap { $0.isEmpty ? nil : $0 })
-        // A Tencent busiId may come as a JSON number.
+        // A numeric selector may come as a JSON number.
         let selector = try (try? body.integer("selector")).map(String.init) ?? body.string("selector", maxLength: 1024)
         switch Result(catching: { () throws(CredentialError) -> String? in try CredentialSelector.validated(selector) })
         {

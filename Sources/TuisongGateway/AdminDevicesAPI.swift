@@ -99,7 +99,7 @@ struct AdminDevicesAPI: Sendable {
     }
 
     /// The device columns the mounted providers declare:
-    /// `[{"vendor": "baidu", "key": "channel_id", "label": {"en", "zh"}}]`.
+    /// `[{"vendor": "acme", "key": "channel_id", "label": {"en", "zh"}}]`.
     var vendorColumns: [[String: Any]] {
         api.providers.flatMap { provider in
             type(of: provider).deviceColumns.map { column -> [String: Any] in

@@ -9,7 +9,7 @@ import TuisongPlugin
 /// Stored in `App.vendorSettings[vendor]`: an ordinary setting under its key, a secret sealed
 /// with the master key under `<key>_sealed` (`SecretSealer`, context `"<vendor>:app:<app id>"`),
 /// so the provider reads it with `secrets.open(settings["secret_key_sealed"], context:
-/// "baidu:app:\(app.id)")`, as `BaiduKeys.of` does.
+/// "<vendor>:app:\(app.id)")`.
 enum AdminVendorSettings {
     struct Vendor: Sendable {
         let name: String
@@ -31,7 +31,7 @@ enum AdminVendorSettings {
         "\(vendor):app:\(appID)"
     }
 
-    /// The declarations for the console: `[{"vendor": "baidu", "label": {"en", "zh"}, "fields":
+    /// The declarations for the console: `[{"vendor": "acme", "label": {"en", "zh"}, "fields":
     /// [{"key", "label", "secret", "required", "unique", "default", "max_length"}]}]`.
     static func schemaObject(_ providers: [any PushProvider.Type] = ProviderRegistry.providers) -> [[String: Any]] {
         vendors(providers).map { vendor in
@@ -75,7 +75,7 @@ enum AdminVendorSettings {
         return result
     }
 
-    /// Applies an edit `{"baidu": {"apikey": "…", "secret_key": "…"}}` to `app`:
+    /// Applies an edit `{"acme": {"apikey": "…", "secret_key": "…"}}` to `app`:
     /// - an ordinary setting is set to the string given ("" clears it);
     /// - a secret given as a non-empty string is sealed and stored; "" clears it; absent or
     ///   null leaves it unchanged (the console never has the old value to resend).

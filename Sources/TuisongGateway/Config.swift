@@ -81,7 +81,7 @@ public struct GatewayConfig: Sendable, Equatable {
     public var providers: [String]
     public var apns: APNs
     public var delivery: Delivery
-    /// Each vendor provider's own section (`"baidu": {...}`), handed to the provider as is.
+    /// Each vendor provider's own section (`"acme": {...}`), handed to the provider as is.
     public var providerSections: [String: JSONValue]
     /// The merged tree this was typed from, for `check-config`.
     public var effectiveTree: JSONValue
@@ -177,7 +177,7 @@ extension GatewayConfig {
     }
 
     /// Keys under these paths are free-form (the sections of the providers this build
-    /// knows, `"baidu": {…}`): taken as given, handed to the provider.
+    /// knows, `"acme": {…}`): taken as given, handed to the provider.
     static var openSections: Set<String> { Set(ProviderRegistry.names) }
 
     /// Overlays a file's values on the default, refusing keys the default does not know so a
@@ -257,7 +257,7 @@ extension GatewayConfig {
             default: throw ConfigError(key, "\(variable)=\(shown) is not a boolean (true/false)")
             }
         case .array:
-            // Either a JSON array or a comma-separated list: TUISONG_PROVIDERS=baidu,tencent
+            // Either a JSON array or a comma-separated list: TUISONG_PROVIDERS=acme,other
             if raw.hasPrefix("["),
                 let parsed = try? JSONDecoder().decode([JSONValue].self, from: Data(raw.utf8))
             {

@@ -143,8 +143,8 @@ public struct CredentialService: Sendable {
             encryptedSecret: try seal(secret, appID: appID))
     }
 
-    /// Stores a validated upload, with the vendor `selector` devices name it by (Tencent busiId,
-    /// Easemob notifier name; nil = the app's default credential for the environment). The
+    /// Stores a validated upload, with the vendor `selector` devices name it by (a
+    /// vendor's credential selector; nil = the app's default credential for the environment). The
     /// caller releases held deliveries afterwards.
     public func add(
         _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment, selector: String? = nil
@@ -216,8 +216,9 @@ public enum CredentialView {
     }
 }
 
-/// A credential's vendor selector: Tencent's numeric busiId, Easemob's notifier (certificate)
-/// name. Devices registered with the same selector are sent through this credential.
+/// A credential's vendor selector (what a provider declares as `credentialSelector`: a
+/// certificate's id or name in the vendor's words). Devices registered with the same selector
+/// are sent through this credential.
 public enum CredentialSelector {
     public static let maxLength = 128
 

@@ -79,10 +79,13 @@ public final class GatewayRuntime: Sendable {
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
             NativePushAPI(engine: engine, authenticator: authenticator, clock: clock).register(on: router)
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
-                ProviderContext(
+                // At the gateway's level, whatever handler the process bootstrapped.
+                var providerLogger = Logger(label: "tuisong.\(name)")
+                providerLogger.logLevel = logger.logLevel
+                return ProviderContext(
                     store: store, accounts: store, database: store.sharedDatabase, gateway: engine,
-                    secrets: MasterKeySealer(masterKey: masterKey), clock: clock,
-                    logger: Logger(label: "tuisong.\(name)"), configuration: config.providerSections[name])
+                    secrets: MasterKeySealer(masterKey: masterKey), clock: clock, logger: providerLogger,
+                    configuration: config.providerSections[name])
             }
             engine.setPolicies(deliveryPolicies(of: providers))
             // Started once the policies are known: a message left sending by the last stop must

@@ -6,6 +6,25 @@ import Synchronization
     import Glibc
 #endif
 
+/// What `LoggingSystem.bootstrap` is given: a handler per label in `log.format` (`json`, else
+/// swift-log's text stream) at `log.level`, so every logger of the process starts at the
+/// configured level: the gateway's, and those made by label alone (each provider's
+/// `tuisong.<name>`).
+public enum LogHandlers {
+    public static func factory(format: String, level: Logger.Level) -> @Sendable (String) -> any LogHandler {
+        { label in
+            if format == "json" {
+                var handler = JSONLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
+
 /// `log.format: json`: one JSON object per line on standard error, for log shippers:
 ///
 ///     {"label":"tuisong","level":"info","message":"…","metadata":{…},"request_id":"…","time":"2026-11-22T23:00:00.000Z"}

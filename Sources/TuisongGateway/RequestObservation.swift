@@ -54,7 +54,7 @@ enum HTTPObservation {
                 // Render a handler's `.error(...)` now, so the header survives.
                 if let error = response.error { response = router.renderError(error, for: request) }
                 response.headers.replaceOrAdd(name: "X-Request-Id", value: id)
-                let group = group(of: request)
+                let group = group(of: request, router: router)
                 let seconds = MeteredTransport.seconds(since: started)
                 metrics.httpRequests.increment([group, String(response.status)])
                 metrics.httpRequestSeconds.observe(seconds, [group])
@@ -73,14 +73,16 @@ enum HTTPObservation {
         }
     }
 
-    /// A bounded label for a request: which API it belongs to, not its path.
-    static func group(of request: Request) -> String {
+    /// A bounded label for a request: which API it belongs to, not its path. A vendor's API is
+    /// labelled by the provider whose route group claims the path (group names are provider
+    /// names, so the label set stays bounded).
+    static func group(of request: Request, router: Router) -> String {
         let path = request.path
         if path.hasPrefix("/api/v1/") { return "native" }
         if path.hasPrefix("/admin/api/") { return "admin" }
-        if path.hasPrefix("/rest/") { return "baidu" }
         if path == "/healthz" { return "health" }
         if path == "/metrics" { return "metrics" }
+        if let provider = router.groupName(claiming: path) { return provider }
         if request.method == .GET || request.method == .HEAD { return "console" }
         return "other"
     }

@@ -80,7 +80,7 @@ public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Renders an `HTTPError` in a caller's dialect (native JSON, Baidu `error_code`, ...). The
+/// Renders an `HTTPError` in a caller's dialect (native JSON, a vendor's `error_code`, ...). The
 /// request is the one that failed; its body may be empty when the error came before the body
 /// was read (413, 404, 405).
 public typealias ErrorResponder = @Sendable (HTTPError, Request) -> Response

@@ -21,7 +21,7 @@ public struct Response: Sendable {
         self.error = nil
     }
 
-    /// Answers `error` in the dialect of the request's path (native JSON, Baidu, ...), so a
+    /// Answers `error` in the dialect of the request's path (native JSON, a vendor's, ...), so a
     /// handler need not reach for its router:
     ///
     ///     do throws(HTTPError) {

@@ -99,8 +99,8 @@ public final class Router: Sendable {
     /// on them in its own dialect: the 404 of a claimed path no route of the group matches,
     /// the 405 of a wrong method, a 413, and whatever its handlers return as `Response.error`.
     ///
-    ///     router.addGroup(name: "easemob", claims: { path in configured.contains(orgApp(path)) },
-    ///                     errorResponder: EasemobError.render) { group in
+    ///     router.addGroup(name: "acme", claims: { path in configured.contains(orgApp(path)) },
+    ///                     errorResponder: AcmeError.render) { group in
     ///         group.add(.POST, "/{org}/{app}/token") { request in … }
     ///     }
     ///
@@ -125,7 +125,7 @@ public final class Router: Sendable {
         }
     }
 
-    /// Renders errors for paths starting with `prefix` (e.g. `/rest/` for Baidu's dialect),
+    /// Renders errors for paths starting with `prefix` (e.g. `/rest/` for a vendor's dialect),
     /// whichever route answers them. A convenience over `addGroup` for routes added with
     /// `add`: a group with no routes of its own, claiming the prefix for its errors only
     /// (unmatched GETs still go to the static files). Groups added with `addGroup` are asked
@@ -148,6 +148,12 @@ public final class Router: Sendable {
     /// Serves `files` for GET and HEAD requests that match no route.
     public func setStaticFiles(_ files: StaticFiles) {
         update { $0.staticFiles = files }
+    }
+
+    /// The name of the route group (`addGroup`) that claims `path`, or nil: which mounted API a
+    /// request belongs to, for labels. Asks the groups' claims, as routing does.
+    public func groupName(claiming path: String) -> String? {
+        snapshot().table.claimingGroup(path)?.name
     }
 
     /// Renders `error` in the dialect of `request`'s path, making sure a 405 carries `Allow`.
@@ -395,7 +401,7 @@ struct RouteTable: Sendable {
     }
 
     /// The first group (not prefix) that claims `path`.
-    private func claimingGroup(_ path: String) -> RouteGroupEntry? {
+    func claimingGroup(_ path: String) -> RouteGroupEntry? {
         for group in groups where group.claims(path) {
             return group
         }

@@ -1,9 +1,9 @@
 import TuisongCore
 
-/// Reads a provider's config section (`"baidu": {…}`): an object whose keys the provider
+/// Reads a provider's config section (`"acme": {…}`): an object whose keys the provider
 /// knows, each checked where it is read, every mistake a `ProviderConfigError` naming the key.
 ///
-///     try ProviderConfigSection.read(context.configuration, provider: "baidu") { key, value in
+///     try ProviderConfigSection.read(context.configuration, provider: "acme") { key, value in
 ///         switch key {
 ///         case "burst": burst = try value.number(in: 1...10_000_000)
 ///         default: return false

@@ -12,7 +12,7 @@ public struct LocalizedText: Sendable, Hashable {
     }
 }
 
-/// One app-level setting a provider needs (Baidu's apikey, Tencent's SDKAppID, Easemob's org).
+/// One app-level setting a provider needs (a vendor's API key, app id or org).
 /// Declared once by the provider; the admin API, the console's vendor form, the CLI's
 /// `tuisong app set-<vendor>` and `check-config` masking all derive from the declaration.
 ///
@@ -57,7 +57,7 @@ public struct VendorSetting: Sendable {
     public var storageKey: String { isSecret ? key + "_sealed" : key }
 }
 
-/// A column the console's device views show for a provider (Baidu's `channel_id`); the values
+/// A column the console's device views show for a provider (a vendor's own device id); the values
 /// come from the provider's `deviceColumnValues(appID:deviceIDs:)`.
 public struct DeviceColumn: Sendable, Hashable {
     public var key: String
@@ -66,5 +66,28 @@ public struct DeviceColumn: Sendable, Hashable {
     public init(key: String, label: LocalizedText) {
         self.key = key
         self.label = label
+    }
+}
+
+/// How a provider's devices name the APNs credential they are sent through (the credential's
+/// selector, stored with it and with each device that registers with it). Declared by a
+/// provider whose vendor has one; `tuisong credential add --<cliFlag> VALUE` follows it (as
+/// does the generic `--selector VALUE`).
+///
+///     CredentialSelectorDeclaration(
+///         cliFlag: "notifier-name", help: "the certificate (notifier) name devices bind with")
+public struct CredentialSelectorDeclaration: Sendable {
+    /// The CLI flag without dashes (`notifier-name` → `--notifier-name VALUE`).
+    public var cliFlag: String
+    /// What the selector is, in the vendor's words, for the CLI's help.
+    public var help: String
+    /// Why a value is not acceptable as this vendor's selector, or nil when it is. Every
+    /// selector is also trimmed, at most 128 characters and free of control characters.
+    public var problem: @Sendable (String) -> String?
+
+    public init(cliFlag: String, help: String, problem: @escaping @Sendable (String) -> String? = { _ in nil }) {
+        self.cliFlag = cliFlag
+        self.help = help
+        self.problem = problem
     }
 }

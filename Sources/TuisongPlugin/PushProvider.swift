@@ -2,7 +2,7 @@ import Logging
 import TuisongCore
 import TuisongHTTP
 
-/// A vendor adapter: it speaks one vendor's HTTP API (Baidu, Tencent, Easemob) and turns
+/// A vendor adapter: it speaks one vendor's HTTP API (a push or IM vendor's) and turns
 /// what it receives into devices, tags and `PushJob`s.
 ///
 /// To add a vendor: a folder `Plugins/<Vendor>/` with a type conforming to this protocol, a
@@ -10,13 +10,16 @@ import TuisongHTTP
 /// reaches the rest of the gateway only through its `ProviderContext`: never through the
 /// store implementation, another provider, or C.
 ///
-///     struct BaiduProvider: PushProvider {
-///         static let name = "baidu"
+///     struct AcmeProvider: PushProvider {
+///         static let name = "acme"
 ///         init(context: ProviderContext) throws { … }
-///         func register(on router: Router) { router.add(.POST, "/rest/3.0/{class}/{method}") { … } }
+///         func register(on router: Router) {
+///             router.addGroup(name: Self.name, claims: { $0.hasPrefix("/acme/") }, errorResponder: AcmeError.render)
+///             { group in group.add(.POST, "/acme/push") { … } }
+///         }
 ///     }
 public protocol PushProvider: Sendable {
-    /// The name the config's `providers` list uses (`"baidu"`).
+    /// The name the config's `providers` list uses (`"acme"`); also its route group's name, which labels its requests.
     static var name: String { get }
     /// Builds the provider; throw a `ProviderConfigError` for a bad config section.
     init(context: ProviderContext) throws
@@ -29,11 +32,11 @@ public protocol PushProvider: Sendable {
     static var migrations: [PluginMigration] { get }
     /// App-level settings (keys, ids, secrets) the provider reads from `App.vendorSettings[name]`.
     static var settings: [VendorSetting] { get }
-    /// Groups of setting keys whose values, taken together, no two apps may share (Easemob's
+    /// Groups of setting keys whose values, taken together, no two apps may share (an
     /// `org` + `app_name`: two apps may share an org, not a pair). The console, the admin API
     /// and `tuisong app set-<name>` refuse a second app with the same values.
     static var settingsUniqueTogether: [[String]] { get }
-    /// The name operators see in the console (`Baidu Cloud Push`, `百度云推送`); `name` by default.
+    /// The name operators see in the console (`Acme Push`, `阿克米推送`); `name` by default.
     static var displayName: LocalizedText { get }
     /// Vendor columns the console's device views show.
     static var deviceColumns: [DeviceColumn] { get }
@@ -42,6 +45,9 @@ public protocol PushProvider: Sendable {
     /// Decides per receiver whether and how this provider's messages are pushed; `nil` = every
     /// device of the audience gets the message's one payload.
     var deliveryPolicy: (any DeliveryPolicy)? { get }
+    /// How the vendor's devices name their credential, if they do (the CLI flag that sets a
+    /// credential's selector); nil by default.
+    static var credentialSelector: CredentialSelectorDeclaration? { get }
 }
 
 extension PushProvider {
@@ -54,6 +60,7 @@ extension PushProvider {
         [:]
     }
     public var deliveryPolicy: (any DeliveryPolicy)? { nil }
+    public static var credentialSelector: CredentialSelectorDeclaration? { nil }
 }
 
 /// Everything a provider may use.
@@ -70,7 +77,7 @@ public struct ProviderContext: Sendable {
     public var secrets: any SecretSealer
     public var clock: any Clock
     public var logger: Logger
-    /// The provider's own config section (`"baidu": {…}`), or nil.
+    /// The provider's own config section (`"acme": {…}`), or nil.
     public var configuration: JSONValue?
 
     public init(
@@ -89,13 +96,13 @@ public struct ProviderContext: Sendable {
 }
 
 /// The store as providers see it: apps, devices, tags, messages and the app's templates (which
-/// the console edits; Easemob's template API serves the same ones). Not the gateway's own
+/// the console edits; a vendor's template API serves the same ones). Not the gateway's own
 /// settings (admin password hash, session secret) nor another vendor's data; a provider's
 /// own data lives in its tables on `ProviderContext.database`.
 public typealias ProviderStore = Store & MessageStore & TemplateStore
 
 /// Encrypts and decrypts small secrets (AES-256-GCM under the master key). `context` binds a
-/// sealed value to where it belongs (e.g. `"baidu:app:3"`), so it cannot be moved elsewhere.
+/// sealed value to where it belongs (e.g. `"acme:app:3"`), so it cannot be moved elsewhere.
 public protocol SecretSealer: Sendable {
     func seal(_ plaintext: String, context: String) throws -> String
     func open(_ sealed: String, context: String) throws -> String

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import TuisongCore
 
-/// A token bucket per key (a Baidu apikey, an Easemob app): `burst` calls at once, refilled at
+/// A token bucket per key (a vendor's API key, an app): `burst` calls at once, refilled at
 /// `rate` per second. Each provider answers a refusal in its own dialect.
 public final class RateLimiter: Sendable {
     private struct Bucket {

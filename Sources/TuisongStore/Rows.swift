@@ -38,9 +38,11 @@ extension Row: ColumnValues {
 /// decoders are kept side by side so they cannot drift apart.
 enum Rows {
     static let deviceColumns = """
-        id, app_id, token, environment, user, locale, baidu_user_id, baidu_channel_id, \
-        im_account, created_at, updated_at, invalidated_at, invalid_reason, credential_selector
+        id, app_id, token, environment, user, locale, im_account, created_at, updated_at, \
+        invalidated_at, invalid_reason, credential_selector
         """
+    /// How many columns `deviceColumns` lists (a query may add its own after them).
+    static let deviceColumnCount = 12
 
     /// `deviceColumns` qualified with the alias `d`, for joins.
     static let qualifiedDeviceColumns = deviceColumns.split(separator: ",")
@@ -57,11 +59,10 @@ enum Rows {
         }
         return Device(
             id: row.int64(0), appID: row.int64(1), token: row.string(2), environment: environment,
-            user: row.optionalString(4), locale: row.optionalString(5), baiduUserID: row.optionalString(6),
-            baiduChannelID: row.optionalString(7), imAccount: row.optionalString(8),
-            createdAt: Milliseconds.date(row.int64(9)), updatedAt: Milliseconds.date(row.int64(10)),
-            invalidatedAt: row.optionalInt64(11).map(Milliseconds.date), invalidReason: row.optionalString(12),
-            credentialSelector: row.optionalString(13))
+            user: row.optionalString(4), locale: row.optionalString(5), imAccount: row.optionalString(6),
+            createdAt: Milliseconds.date(row.int64(7)), updatedAt: Milliseconds.date(row.int64(8)),
+            invalidatedAt: row.optionalInt64(9).map(Milliseconds.date), invalidReason: row.optionalString(10),
+            credentialSelector: row.optionalString(11))
     }
 
     static let appColumns =

@@ -35,8 +35,8 @@ extension SQLiteStore {
     }
 
     /// The app whose `vendorSettings[vendor][setting]` is `value`: how a provider finds the app
-    /// a request names by a setting declared unique across apps (Baidu's apikey, Tencent's
-    /// SDKAppID). A point lookup on the calling thread; it reads every app's settings (apps
+    /// a request names by a setting declared unique across apps (a vendor's API key or
+    /// app id). A point lookup on the calling thread; it reads every app's settings (apps
     /// are few), so it is meant for unique settings, the first app by id answering otherwise.
     public func app(vendor: String, setting: String, value: String) async throws -> App? {
         // Quoted JSON path labels, so a name is taken literally (SQLite has no escape inside

@@ -41,7 +41,10 @@ extension SQLiteStore {
     /// One statement: the tags ride along as a unit-separator-joined column.
     public func deviceWithTags(appID: Int64, token: DeviceToken) async throws -> (device: Device, tags: [String])? {
         try await pointLookUp(.deviceWithTagsByToken, [.int64(appID), .text(token.hex)]) { row in
-            let tags = row.optionalString(14).map { $0.split(separator: "\u{1F}").map(String.init).sorted() } ?? []
+            let tags =
+                row.optionalString(Int32(Rows.deviceColumnCount)).map {
+                    $0.split(separator: "\u{1F}").map(String.init).sorted()
+                } ?? []
             return (try Rows.device(columns: row), tags)
         }
     }
@@ -53,6 +56,25 @@ extension SQLiteStore {
 
     public func device(id: Int64) async throws -> Device? {
         try await pointLookUp(.deviceByID, [.int64(id)]) { row in try Rows.device(columns: row) }
+    }
+
+    public func devices(appID: Int64, ids: [Int64]) async throws -> [Device] {
+        let unique = Array(Set(ids))
+        guard !unique.isEmpty else { return [] }
+        let devices = try await read { db in
+            var devices: [Device] = []
+            // Chunks far below SQLite's limit on parameters.
+            for start in stride(from: 0, to: unique.count, by: 500) {
+                let chunk = unique[start..<min(unique.count, start + 500)]
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                devices += try Row.fetchAll(
+                    db, sql: "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ? AND id IN (\(marks))",
+                    arguments: StatementArguments([appID] + Array(chunk))
+                ).map(Rows.device)
+            }
+            return devices
+        }
+        return devices.sorted { $0.id < $1.id }
     }
 
     /// Deletes the device and its tag memberships.

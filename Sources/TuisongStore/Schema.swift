@@ -16,28 +16,23 @@ import TuisongCore
 /// - A migration is never edited once released; changes go into a new `vN-…` migration
 ///   appended to `migrator`.
 enum Schema {
+    /// The core migrations, in order: identifier and SQL.
+    static let coreMigrations: [(identifier: String, sql: String)] = [
+        ("v1-apps-credentials-devices-tags-templates-settings", v1),
+        ("v2-settings-messages-deliveries", v2),
+        ("v3-baidu-bindings-tags-kept-messages", v3Baidu),
+        ("v4-accounts-selectors-vendor-context-device-payloads", v4Accounts),
+        ("v5-badge-grants", v5BadgeGrants),
+        ("v6-badge-grants-by-account-row", v6BadgeGrantsByAccountRow),
+        ("v7-devices-carry-their-account", v7DevicesCarryTheirAccount),
+        (v8Identifier, v8VendorColumnsLeaveTheCore),
+    ]
+
+    /// The core migrations alone.
     static let migrator: DatabaseMigrator = {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1-apps-credentials-devices-tags-templates-settings") { db in
-            try db.execute(sql: v1)
-        }
-        migrator.registerMigration("v2-settings-messages-deliveries") { db in
-            try db.execute(sql: v2)
-        }
-        migrator.registerMigration("v3-baidu-bindings-tags-kept-messages") { db in
-            try db.execute(sql: v3Baidu)
-        }
-        migrator.registerMigration("v4-accounts-selectors-vendor-context-device-payloads") { db in
-            try db.execute(sql: v4Accounts)
-        }
-        migrator.registerMigration("v5-badge-grants") { db in
-            try db.execute(sql: v5BadgeGrants)
-        }
-        migrator.registerMigration("v6-badge-grants-by-account-row") { db in
-            try db.execute(sql: v6BadgeGrantsByAccountRow)
-        }
-        migrator.registerMigration("v7-devices-carry-their-account") { db in
-            try db.execute(sql: v7DevicesCarryTheirAccount)
+        for (identifier, sql) in coreMigrations {
+            migrator.registerMigration(identifier) { db in try db.execute(sql: sql) }
         }
         return migrator
     }()
@@ -45,10 +40,13 @@ enum Schema {
     /// The core migrations, then each plugin's in the order given, as `<plugin>:<identifier>`.
     /// Plugins come after every core migration, so a core migration added later still runs
     /// before them on a new database; on an existing one GRDB applies whatever is missing,
-    /// in this order. Throws for a name or identifier that is empty, contains `:`, or repeats.
+    /// in this order. A plugin migration naming a core migration in `before` runs just before
+    /// it, with the plugin's migrations declared ahead of it (see `PluginMigration`). Throws
+    /// for a name or identifier that is empty, contains `:`, or repeats, and for a `before`
+    /// that names no core migration.
     static func migrator(plugins: [SQLiteStore.PluginSchema]) throws -> DatabaseMigrator {
-        var migrator = Schema.migrator
-        var seen = Set(migrator.migrations)
+        let core = coreMigrations.map(\.identifier)
+        var seen = Set(core)
         for plugin in plugins {
             guard !plugin.name.isEmpty, !plugin.name.contains(":") else {
                 throw StoreError(.conflict, "plugin name \"\(plugin.name)\" is empty or contains ':'")
@@ -58,10 +56,42 @@ enum Schema {
                 guard !migration.identifier.isEmpty, seen.insert(identifier).inserted else {
                     throw StoreError(.conflict, "plugin migration \"\(identifier)\" is empty or declared twice")
                 }
-                let sql = migration.sql
-                migrator.registerMigration(identifier) { db in try db.execute(sql: sql) }
+                if let before = migration.before, !core.contains(before) {
+                    throw StoreError(
+                        .conflict, "plugin migration \"\(identifier)\" names no core migration \"\(before)\"")
+                }
             }
         }
+        var migrator = DatabaseMigrator()
+        // How many of each plugin's migrations are registered so far.
+        var registered = Array(repeating: 0, count: plugins.count)
+        func registerPlugins(through end: (SQLiteStore.PluginSchema) -> Int) {
+            for (index, plugin) in plugins.enumerated() where registered[index] < end(plugin) {
+                for migration in plugin.migrations[registered[index]..<end(plugin)] {
+                    let sql = migration.sql
+                    let before = migration.before
+                    migrator.registerMigration("\(plugin.name):\(migration.identifier)") { db in
+                        if let before,
+                            try Bool.fetchOne(
+                                db, sql: "SELECT EXISTS (SELECT 1 FROM grdb_migrations WHERE identifier = ?)",
+                                arguments: [before]) == true
+                        {
+                            return  // what it would copy is gone already
+                        }
+                        try db.execute(sql: sql)
+                    }
+                }
+                registered[index] = end(plugin)
+            }
+        }
+        for (identifier, sql) in coreMigrations {
+            // Each plugin's migrations up to the last one that must precede this core migration.
+            registerPlugins { plugin in
+                (plugin.migrations.lastIndex { $0.before == identifier }).map { $0 + 1 } ?? 0
+            }
+            migrator.registerMigration(identifier) { db in try db.execute(sql: sql) }
+        }
+        registerPlugins { $0.migrations.count }
         return migrator
     }
 

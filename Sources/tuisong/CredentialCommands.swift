@@ -4,14 +4,18 @@ import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
 import TuisongGateway
+import TuisongPlugin
 
 struct CredentialCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "credential", abstract: "Manage APNs credentials.", subcommands: [Add.self, List.self])
 
     struct Add: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Add an APNs credential (.p8 token key, .p12 or PEM certificate) to an app.")
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                abstract: "Add an APNs credential (.p8 token key, .p12 or PEM certificate) to an app.",
+                discussion: SelectorFlags.discussion)
+        }
         @OptionGroup var options: ConfigOptions
         @Option(help: "The app id.") var app: Int64
         @Option(help: "sandbox or production.") var environment: String
@@ -24,28 +28,23 @@ struct CredentialCommand: AsyncParsableCommand {
             name: .customLong("password-env"), help: "The environment variable holding the .p12 or PEM key password.")
         var passwordEnv: String?
         @Option(
-            name: .customLong("busi-id"),
-            help: "Tencent IM: the certificate's busiId; devices reporting this BusiId are sent through it.")
-        var busiID: Int64?
-        @Option(
-            name: .customLong("notifier-name"),
-            help: "Easemob: the certificate (notifier) name devices bind with; they are sent through it.")
-        var notifierName: String?
+            name: .customLong("selector"),
+            help:
+                "The credential's selector: devices registered with it are sent through it (or a provider's own flag, above)."
+        )
+        var genericSelector: String?
+        /// A provider's own selector flag (`--<cliFlag> VALUE`), declared by the provider.
+        @Argument(parsing: .allUnrecognized, help: .hidden) var selectorArguments: [String] = []
 
-        /// The credential's selector: a busiId or a notifier name, never both.
-        var selector: String? { busiID.map(String.init) ?? notifierName }
+        /// The credential's selector, from `--selector` or one provider's flag; nil = none.
+        var selector: String? {
+            get throws { try SelectorFlags.selector(generic: genericSelector, arguments: selectorArguments) }
+        }
 
         func validate() throws {
             let given = [p8, p12, pem].compactMap { $0 }.count
             guard given == 1 else { throw ValidationError("give exactly one of --p8, --p12, --pem") }
-            if busiID != nil, notifierName != nil {
-                throw ValidationError("give --busi-id or --notifier-name, not both")
-            }
-            if let busiID, busiID < 0 { throw ValidationError("--busi-id must be a non-negative number") }
-            if let notifierName, (try? CredentialSelector.validated(notifierName)) ?? nil == nil {
-                throw ValidationError(
-                    "--notifier-name must be 1–\(CredentialSelector.maxLength) characters without control characters")
-            }
+            _ = try selector
             if p8 != nil, keyID == nil || teamID == nil { throw ValidationError("--p8 needs --key-id and --team-id") }
             guard APNsEnvironment(rawValue: environment) != nil else {
                 throw ValidationError("--environment must be sandbox or production")
@@ -80,7 +79,7 @@ struct CredentialCommand: AsyncParsableCommand {
             let record: CredentialRecord
             do {
                 record = try await service.add(
-                    upload, appID: app, environment: APNsEnvironment(rawValue: environment)!, selector: selector)
+                    upload, appID: app, environment: APNsEnvironment(rawValue: environment)!, selector: try selector)
             } catch let error as CredentialError {
                 throw ValidationError(error.message)
             }
@@ -112,6 +111,47 @@ struct CredentialCommand: AsyncParsableCommand {
             let store = try options.openStore(config)
             defer { try? store.close() }
             printJSON(try await store.credentials(appID: app).map { CredentialView.object($0) })
+        }
+    }
+}
+
+/// The selector flags of `credential add`: the generic `--selector`, and each registered
+/// provider's own (`PushProvider.credentialSelector`), checked by that provider's rule.
+enum SelectorFlags {
+    static var declarations: [CredentialSelectorDeclaration] {
+        ProviderRegistry.providers.compactMap { $0.credentialSelector }
+    }
+
+    static var flagList: String {
+        let flags = ["--selector"] + declarations.map { "--\($0.cliFlag)" }
+        return flags.count < 2 ? flags.joined() : flags.dropLast().joined(separator: ", ") + " or " + flags.last!
+    }
+
+    static var discussion: String {
+        "Selector flags (at most one):\n  --selector VALUE: any selector"
+            + declarations.map { "\n  --\($0.cliFlag) VALUE: \($0.help)" }.joined()
+    }
+
+    /// The one selector given, checked (by its provider's rule for a provider's flag), or nil.
+    static func selector(generic: String?, arguments: [String]) throws -> String? {
+        let usage = "selector flags: \(flagList) VALUE"
+        var given: [(flag: String, value: String)] = generic.map { [("selector", $0)] } ?? []
+        for (flag, value) in try FlagArguments.pairs(arguments, usage: usage) {
+            guard let declaration = declarations.first(where: { $0.cliFlag == flag }) else {
+                throw ValidationError("unknown option --\(flag); \(usage)")
+            }
+            if let problem = declaration.problem(value) { throw ValidationError("--\(flag) \(problem)") }
+            given.append((flag, value))
+        }
+        guard given.count <= 1 else { throw ValidationError("give at most one of \(flagList), not several") }
+        guard let (flag, value) = given.first else { return nil }
+        do {
+            guard let selector = try CredentialSelector.validated(value) else {
+                throw ValidationError("--\(flag) must not be blank")
+            }
+            return selector
+        } catch let error as CredentialError {
+            throw ValidationError("--\(flag): \(error.message)")
         }
     }
 }

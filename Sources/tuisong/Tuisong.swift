@@ -44,19 +44,9 @@ struct ConfigOptions: ParsableArguments {
 /// Bootstraps swift-log (once per process) and returns a logger at `level`. `format` is
 /// `log.format`: `text` (swift-log's stream format) or `json` (one object per line).
 func makeLogger(_ label: String, level: String, format: String = "text") -> Logger {
-    LoggingSystem.bootstrap { label in
-        if format == "json" {
-            var handler = JSONLogHandler.standardError(label: label)
-            handler.logLevel = .info
-            return handler
-        }
-        var handler = StreamLogHandler.standardError(label: label)
-        handler.logLevel = .info
-        return handler
-    }
-    var logger = Logger(label: label)
-    logger.logLevel = Logger.Level(rawValue: level) ?? .info
-    return logger
+    let level = Logger.Level(rawValue: level) ?? .info
+    LoggingSystem.bootstrap(LogHandlers.factory(format: format, level: level))
+    return Logger(label: label)
 }
 
 /// Prints JSON with stable key order, for scripts.

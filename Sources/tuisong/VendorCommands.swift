@@ -82,25 +82,8 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
 
     /// Setting key → value from `--flag VALUE`, `--flag=VALUE` and `--flag-env VAR`.
     static func values(from arguments: [String], environment: [String: String]) throws -> [String: String] {
-        var pairs: [(flag: String, value: String)] = []
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            guard argument.hasPrefix("--"), argument.count > 2 else {
-                throw ValidationError("unexpected argument \"\(argument)\"; \(usage)")
-            }
-            let body = argument.dropFirst(2)
-            if let equals = body.firstIndex(of: "=") {
-                pairs.append((String(body[..<equals]), String(body[body.index(after: equals)...])))
-                index += 1
-            } else {
-                guard index + 1 < arguments.count else { throw ValidationError("\(argument) needs a value") }
-                pairs.append((String(body), arguments[index + 1]))
-                index += 2
-            }
-        }
         var values: [String: String] = [:]
-        for (flag, value) in pairs {
+        for (flag, value) in try FlagArguments.pairs(arguments, usage: usage) {
             if let setting = Provider.settings.first(where: { !$0.isSecret && $0.cliFlag == flag }) {
                 values[setting.key] = value
             } else if let setting = Provider.settings.first(where: { $0.isSecret && "\($0.cliFlag)-env" == flag }) {
@@ -127,5 +110,31 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
             return setting.isRequired ? flag : "[\(flag)]"
         }
         return "usage: tuisong app set-\(Provider.name) --app ID " + flags.joined(separator: " ")
+    }
+}
+
+/// Options only known at run time (declared by the registered providers), which
+/// ArgumentParser hands over unparsed (`@Argument(parsing: .allUnrecognized)`).
+enum FlagArguments {
+    /// `--flag VALUE` and `--flag=VALUE` pairs, flags without their dashes, in order.
+    static func pairs(_ arguments: [String], usage: String) throws -> [(flag: String, value: String)] {
+        var pairs: [(flag: String, value: String)] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            guard argument.hasPrefix("--"), argument.count > 2 else {
+                throw ValidationError("unexpected argument \"\(argument)\"; \(usage)")
+            }
+            let body = argument.dropFirst(2)
+            if let equals = body.firstIndex(of: "=") {
+                pairs.append((String(body[..<equals]), String(body[body.index(after: equals)...])))
+                index += 1
+            } else {
+                guard index + 1 < arguments.count else { throw ValidationError("\(argument) needs a value") }
+                pairs.append((String(body), arguments[index + 1]))
+                index += 2
+            }
+        }
+        return pairs
     }
 }

@@ -28,7 +28,8 @@ import TuisongStore
             temporary.remove()
         }
 
-        func bind(_ n: Int, user: String? = nil, environment: APNsEnvironment = .production) async throws -> Device {
+        func bind(_ n: Int, user: String? = nil, environment: APNsEnvironment = .production) async throws -> BaiduDevice
+        {
             let token = DeviceToken(token(n))!
             return try await baidu.bindDevice(
                 appID: app.id, token: token, environment: environment,
@@ -48,7 +49,7 @@ import TuisongStore
         let first = try await f.baidu.bindDevice(
             appID: f.app.id, token: token, environment: .sandbox, userID: "11", channelID: channel)
         #expect(first.created)
-        #expect(first.device.baiduChannelID == channel && first.device.baiduUserID == "11")
+        #expect(first.device.channelID == channel && first.device.userID == "11")
         #expect(first.device.environment == .sandbox)
         let again = try await f.baidu.bindDevice(
             appID: f.app.id, token: token, environment: .production, userID: "11", channelID: channel)

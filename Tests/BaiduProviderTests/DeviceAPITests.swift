@@ -29,7 +29,7 @@ import TuisongPluginTestKit
             // The re-bind (production) moved the device to the production environment.
             let device = try await f.deviceRecord(channel: channelID)
             #expect(device.token == token(1) && device.environment == .production)
-            #expect(device.baiduUserID == userID)
+            #expect(device.userID == userID)
         }
     }
 

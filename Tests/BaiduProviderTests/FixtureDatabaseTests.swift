@@ -20,25 +20,45 @@ import TuisongStore
     /// A moment after the fixture was written (its kept message lives 7 days).
     static let written = Date(timeIntervalSince1970: 1_795_388_200)
 
-    @Test("The old database opens, applies only Baidu's own migration, once, and keeps its data")
+    @Test("The old database opens, migrates once (bindings copied before the core drops them), keeps its data")
     func migratesOnce() async throws {
         let clock = ManualClock(Self.written)
         let temporary = try TemporaryStore(
             copying: Self.directory.appending(path: "tuisong.db"), providers: [BaiduProvider.self], clock: clock)
         defer { temporary.remove() }
         let core = SQLiteStore.migrationNames()
-        let expected = core + BaiduProvider.migrations.map { "baidu:\($0.identifier)" }
-        #expect(try await temporary.store.appliedMigrations() == expected)
+        let baidu = BaiduProvider.migrations.map { "baidu:\($0.identifier)" }
+        // Baidu's steps up to the copy of its bindings run before the core drops its columns.
+        let drop = try #require(core.firstIndex(of: "v8-vendor-columns-leave-the-core"))
+        let copy = try #require(baidu.firstIndex(of: "baidu:3-bindings-from-core-devices"))
+        let expected = core[..<drop] + baidu[...copy] + core[drop...] + baidu[(copy + 1)...]
+        #expect(temporary.store.migrationNames == Array(expected))
+        #expect(try await temporary.store.appliedMigrations() == Array(expected))
+
+        // The bindings of the core's old columns are Baidu's now, and the columns are gone.
+        let bindings = try await temporary.store.sharedDatabase.read { db in
+            try db.query("SELECT device_id, user_id, channel_id FROM baidu_bindings ORDER BY device_id").map {
+                [$0[0].int.map(String.init), $0[1].string, $0[2].string]
+            }
+        }
+        #expect(
+            bindings == [
+                ["1", "2877710625061467132", Self.channels[0]], ["2", "4067410889017549063", Self.channels[1]],
+            ])
+        let columns = try await temporary.store.sharedDatabase.read { db in
+            try db.query("SELECT name FROM pragma_table_info('devices')").compactMap { $0[0].string }
+        }
+        #expect(!columns.contains { $0.hasPrefix("baidu_") } && columns.contains("token"))
         try temporary.store.close()
 
         // Opened again, twice, as a restarted gateway would: nothing is applied again.
         for _ in 0..<2 {
             let reopened = try temporary.reopen()
-            #expect(try await reopened.appliedMigrations() == expected)
+            #expect(try await reopened.appliedMigrations() == Array(expected))
             let recorded = try await reopened.sharedDatabase.read { db in
                 try db.query("SELECT identifier FROM grdb_migrations ORDER BY rowid").compactMap { $0[0].string }
             }
-            #expect(recorded == expected)
+            #expect(recorded == Array(expected))
             let apps = try await reopened.apps()
             #expect(apps.map(\.name) == ["fixture"])
             try reopened.close()
@@ -125,5 +145,33 @@ import TuisongStore
         #expect(rebound.status == 200, "\(rebound.text)")
         let params = rebound.jsonObject["response_params"] as? [String: Any] ?? [:]
         #expect(params["channel_id"] as? String == Self.unboundChannel)
+    }
+
+    @Test("A fresh database: Baidu's bindings live in its table and go with their device")
+    func freshDatabase() async throws {
+        let clock = ManualClock(Self.written)
+        let temporary = try TemporaryStore(providers: [BaiduProvider.self], clock: clock)
+        defer { temporary.remove() }
+        #expect(try await temporary.store.appliedMigrations() == temporary.store.migrationNames)
+        let gateway = RecordingGateway(store: temporary.store, clock: clock)
+        let provider = try BaiduProvider(context: temporary.context(gateway: gateway, secrets: try TestSealer()))
+        let app = try await temporary.store.createApp(name: "fresh", bundleID: "com.example.fresh", apiKeyHash: "h")
+        let token = DeviceToken(String(repeating: "12", count: 32))!
+        let (bound, created) = try await provider.baiduStore.bindDevice(
+            appID: app.id, token: token, environment: .sandbox, userID: "7", channelID: "77")
+        #expect(created && bound.userID == "7" && bound.channelID == "77" && bound.token == token.hex)
+        #expect(try await provider.baiduStore.device(appID: app.id, token: token)?.channelID == "77")
+        #expect(
+            try await provider.deviceColumnValues(appID: app.id, deviceIDs: [bound.id]) == [
+                bound.id: ["channel_id": "77", "user_id": "7"]
+            ])
+
+        // The core deletes the device (its own API, not Baidu's unbind): the binding goes too.
+        #expect(try await temporary.store.deleteDevice(appID: app.id, token: token))
+        #expect(try await provider.baiduStore.device(appID: app.id, channelID: "77") == nil)
+        let left = try await temporary.store.sharedDatabase.read { db in
+            try db.queryOne("SELECT count(*) FROM baidu_bindings")?[0].int
+        }
+        #expect(left == 0)
     }
 }

@@ -130,7 +130,7 @@ import TuisongStore
             // 2.0 to a user, after the user's device unbound: refused, nothing sent.
             gw.mock.resetRecorded()
             let user = try #require(
-                try await gw.baiduStore.device(appID: gw.app.id, channelID: channels[5]!)?.baiduUserID)
+                try await gw.baiduStore.device(appID: gw.app.id, channelID: channels[5]!)?.userID)
             #expect(try await gw.device("unbind", ["device_token": token(5)]).errorCode == 0)
             expectError(
                 try await gw.rest(

@@ -59,7 +59,7 @@ import TuisongPluginTestKit
             #expect((records["result"] as? [[String: Any]])?.first?["msg_id"] as? String == msgID)
 
             // Kept for the 2.0 mailbox too.
-            let user = try #require(device.baiduUserID)
+            let user = try #require(device.userID)
             #expect(expectSuccess(try await f.channel("fetch_msgcount", ["user_id": user]))["total_num"] as? Int == 1)
             expectError(
                 try await f.v3("push/single_device", ["channel_id": "1234567890123456789", "msg": Self.alert]), 30608)

@@ -306,7 +306,7 @@ extension BaiduFixture {
         try await rest("/rest/3.0/\(method)", parameters, method: httpMethod)
     }
 
-    func deviceRecord(channel: String) async throws -> Device {
+    func deviceRecord(channel: String) async throws -> BaiduDevice {
         try #require(try await provider.baiduStore.device(appID: app.id, channelID: channel))
     }
 

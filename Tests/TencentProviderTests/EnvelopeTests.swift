@@ -1,6 +1,7 @@
 import Testing
 import TuisongCore
 import TuisongHTTP
+import TuisongPluginTestKit
 
 @testable import TencentProvider
 
@@ -30,6 +31,25 @@ import TuisongHTTP
             let response = TencentReply.errorResponder(error, request)
             #expect(response.status == 200)
             #expect(try object(response)["ErrorCode"]?.intValue == Int64(code))
+        }
+    }
+
+    @Test("Mounted, the provider's route group claims /v4/: its name labels the requests, its dialect answers")
+    func routesAreAGroup() async throws {
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let gateway = RecordingGateway(store: temporary.store, clock: ManualClock())
+        let provider = try TencentProvider(context: temporary.context(gateway: gateway, secrets: try TestSealer()))
+        let router = TestRouter()
+        provider.register(on: router.router)
+        #expect(router.router.groupName(claiming: "/v4/openim/sendmsg") == "tencent")
+        #expect(router.router.groupName(claiming: "/v4/no/such/command") == "tencent")
+        #expect(router.router.groupName(claiming: "/api/v1/push") == nil)
+        // A path under /v4/ that no route matches (a GET too: no static files there).
+        for method in [HTTPMethod.GET, .POST] {
+            let response = try await router.send(method, "/v4/openim")
+            #expect(response.status == 200)
+            #expect(response.jsonObject["ErrorCode"] as? Int == 60002, "\(response.text)")
         }
     }
 

@@ -105,27 +105,40 @@ import TuisongCrypto
         #expect(try add(["--busi-id", "1001"])["selector"] as? String == "1001")
         #expect(try add(["--notifier-name", "ios-prod"])["selector"] as? String == "ios-prod")
         #expect(try add([])["selector"] == nil)
+        #expect(try add(["--selector", "any-1"])["selector"] as? String == "any-1")
+        #expect(try add(["--busi-id=42"])["selector"] as? String == "42")
         let listed = try cli.run(["credential", "list", "--app", "\(appID)"], env)
         let selectors = (try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [[String: Any]] ?? []).map {
             $0["selector"] as? String
         }
-        #expect(selectors == ["1001", "ios-prod", nil])
+        #expect(selectors == ["1001", "ios-prod", nil, "any-1", "42"])
 
-        // Both at once is refused, with nothing stored.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
-        process.arguments = [
-            "credential", "add", "--app", "\(appID)", "--environment", "production", "--p8", keyFile.path,
-            "--key-id", "CLIKEY0001", "--team-id", "CLITEAM001", "--busi-id", "7", "--notifier-name", "x",
-        ]
-        process.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = Pipe()
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus != 0)
-        #expect(message.contains("--busi-id or --notifier-name"))
+        /// Runs `credential add` expecting a refusal; its standard error.
+        func refused(_ extra: [String]) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
+            process.arguments =
+                [
+                    "credential", "add", "--app", "\(appID)", "--environment", "production", "--p8", keyFile.path,
+                    "--key-id", "CLIKEY0001", "--team-id", "CLITEAM001",
+                ] + extra
+            process.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = Pipe()
+            try process.run()
+            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus != 0, "\(extra) was accepted")
+            return message
+        }
+        // Two selectors at once, a busiId that is not one, an unknown flag: refused, nothing stored.
+        #expect(try refused(["--busi-id", "7", "--notifier-name", "x"]).contains("--busi-id or --notifier-name"))
+        #expect(try refused(["--selector", "a", "--busi-id", "7"]).contains("at most one"))
+        #expect(try refused(["--busi-id", "seven"]).contains("--busi-id must be a number"))
+        #expect(try refused(["--busi-id", "4294967296"]).contains("--busi-id must be a number"))
+        #expect(try refused(["--bussi-id", "7"]).contains("unknown option --bussi-id"))
+        let after = try cli.run(["credential", "list", "--app", "\(appID)"], env)
+        #expect((try JSONSerialization.jsonObject(with: Data(after.utf8)) as? [[String: Any]])?.count == 5)
     }
 }

@@ -24,7 +24,7 @@ struct SchemaTests {
             #expect(objects.contains(table), "missing table \(table)")
         }
         for index in [
-            "devices_by_user", "devices_by_baidu_channel", "devices_by_im_account",
+            "devices_by_user", "devices_by_im_account",
             "device_tags_by_device", "credentials_by_app", "messages_pending", "deliveries_due",
             "deliveries_by_message",
         ] {
