@@ -137,7 +137,7 @@ let package = Package(
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),
         .testTarget(name: "TuisongCryptoTests", dependencies: ["TuisongCrypto"]),
         .testTarget(name: "TuisongHTTPTests", dependencies: ["TuisongHTTP"]),
-        .testTarget(name: "TuisongStoreTests", dependencies: ["TuisongStore", "TuisongCore"]),
+        .testTarget(name: "TuisongStoreTests", dependencies: ["TuisongStore", "TuisongCore", "TuisongPluginTestKit"]),
         .testTarget(
             name: "TuisongDeliveryTests",
             dependencies: [

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongHTTP
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -136,20 +137,20 @@ import TuisongHTTP
         var delays: [TimeInterval] = []
         for _ in 0..<6 {
             delays.append(throttle.recordFailure(for: "a"))
-            clock.advance(10)
+            clock.advance(by: 10)
         }
         #expect(delays == [1, 2, 4, 8, 8, 8])
         #expect(throttle.waitTime(for: "b") == nil, "addresses are counted apart")
         throttle.recordFailure(for: "a")
         #expect(throttle.waitTime(for: "a") == 8)
-        clock.advance(3)
+        clock.advance(by: 3)
         #expect(throttle.waitTime(for: "a") == 5)
         throttle.recordSuccess(for: "a")
         #expect(throttle.waitTime(for: "a") == nil)
         #expect(throttle.recordFailure(for: "a") == 0)
         // An hour of quiet starts the count again.
         throttle.recordFailure(for: "a")
-        clock.advance(3700)
+        clock.advance(by: 3700)
         #expect(throttle.recordFailure(for: "a") == 0)
     }
 
@@ -160,17 +161,17 @@ import TuisongHTTP
         let request = try Request(
             method: .GET, target: "/admin/api/apps", headers: ["Cookie": "a=b; tuisong_session=\(cookie)"])
         #expect(sessions.session(for: request) != nil)
-        clock.advance(50)
+        clock.advance(by: 50)
         #expect(sessions.session(for: request) != nil, "a request refreshes the idle timer")
-        clock.advance(50)
+        clock.advance(by: 50)
         #expect(sessions.session(for: request) != nil)
-        clock.advance(61)
+        clock.advance(by: 61)
         #expect(sessions.session(for: request) == nil, "idle too long")
 
         let (second, _) = sessions.create()
         let again = try Request(method: .GET, target: "/", headers: ["Cookie": "tuisong_session=\(second)"])
         for _ in 0..<6 {
-            clock.advance(55)
+            clock.advance(by: 55)
             _ = sessions.session(for: again)
         }
         #expect(sessions.session(for: again) == nil, "past the absolute lifetime even when active")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongGatewayTestKit
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -91,28 +92,17 @@ extension HTTPResult {
     var errorField: String? { (json["error"] as? [String: Any])?["field"] as? String }
 }
 
-/// A clock the test moves by hand.
-final class ManualClock: Clock, @unchecked Sendable {
-    // @unchecked: `current` is only touched under `lock`.
-    private let lock = NSLock()
-    private var current: Date
-
-    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        current = start
-    }
-
-    var now: Date { lock.withLock { current } }
-
-    func advance(_ seconds: TimeInterval) {
-        lock.withLock { current = current.addingTimeInterval(seconds) }
-    }
-}
-
 @Suite struct AdminTestKitTests {
     @Test func manualClockMovesOnlyWhenAdvanced() {
         let clock = ManualClock()
         let start = clock.now
-        clock.advance(5)
+        #expect(start == ManualClock.defaultStart)
+        clock.advance(by: 5)
         #expect(clock.now.timeIntervalSince(start) == 5)
+        clock.advance(by: .milliseconds(1500))
+        #expect(clock.now.timeIntervalSince(start) == 6.5)
+        let later = Date(timeIntervalSince1970: 1_800_000_000)
+        clock.set(later)
+        #expect(clock.now == later)
     }
 }
