@@ -136,7 +136,7 @@ let package = Package(
             path: "Tests/TuisongGatewayTestKit"),
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),
         .testTarget(name: "TuisongCryptoTests", dependencies: ["TuisongCrypto"]),
-        .testTarget(name: "TuisongHTTPTests", dependencies: ["TuisongHTTP"]),
+        .testTarget(name: "TuisongHTTPTests", dependencies: ["TuisongHTTP", "TuisongPluginTestKit"]),
         .testTarget(name: "TuisongStoreTests", dependencies: ["TuisongStore", "TuisongCore", "TuisongPluginTestKit"]),
         .testTarget(
             name: "TuisongDeliveryTests",
@@ -146,7 +146,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "TuisongAPNsTests",
-            dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore"]),
+            dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore", "TuisongPluginTestKit"]),
         .testTarget(
             name: "BaiduProviderTests",
             dependencies: [

@@ -220,16 +220,6 @@ func signWithPython(method: String, url: String, parameters: [String: String], s
     return try run("/usr/bin/env", ["python3", "-c", pythonSigner], input: input)
 }
 
-/// Runs blocking work (child processes) on its own thread, off the cooperative pool the
-/// server's handlers need.
-func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread {
-            continuation.resume(with: Result { try work() })
-        }
-    }
-}
-
 /// Runs a program with `input` on standard input; its trimmed standard output.
 func run(_ executable: String, _ arguments: [String], input: Data, directory: URL? = nil) throws -> String {
     let process = Process()

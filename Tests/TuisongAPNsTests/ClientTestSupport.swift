@@ -204,18 +204,6 @@ final class ClientCorrectedClock: TuisongCore.Clock {
     }
 }
 
-/// Waits until `condition` holds, polling; false when `timeout` passed first.
-func clientEventually(
-    timeout: Duration = .seconds(10), _ condition: () -> Bool
-) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return condition()
-}
-
 let clientTestLogger: Logger = {
     var logger = Logger(label: "tuisong.apns.test")
     logger.logLevel =

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TuisongAPNsMock
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import TuisongAPNs
 
@@ -208,7 +209,7 @@ extension APNsConnectionPool {
             collector.handle($0)
         }
         // Some on streams, the rest queued behind the first answer's one-stream limit.
-        #expect(await clientEventually { pool.statistics.inFlight > 0 })
+        #expect(await eventually { pool.statistics.inFlight > 0 })
         await pool.shutdown()
         let results = await collector.results()
         #expect(

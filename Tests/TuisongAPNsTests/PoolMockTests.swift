@@ -4,6 +4,7 @@ import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
+import TuisongPluginTestKit
 
 @testable import TuisongAPNs
 
@@ -245,13 +246,13 @@ func poolDeviceToken(_ index: Int) -> String {
         }
         let pool = try fixture.pool { $0.connections = 1 }
         async let first = sendConcurrently(pool, count: 1) { _ in PoolMockFixture.request() }
-        #expect(await clientEventually { pool.statistics.inFlight == 1 })
+        #expect(await eventually { pool.statistics.inFlight == 1 })
         async let rest = sendConcurrently(pool, count: 19) { index in
             PoolMockFixture.request(deviceToken: poolDeviceToken(index))
         }
         // While the first answer is pending, the other 19 wait although 100 would be allowed.
         #expect(
-            await clientEventually {
+            await eventually {
                 let statistics = pool.statistics
                 return statistics.queued == 19 && statistics.inFlight == 1
             })
@@ -405,7 +406,7 @@ func poolDeviceToken(_ index: Int) -> String {
         let response = try await pool.send(fixture.request())
         #expect(response.status == 200)
         #expect(pool.statistics.connectionsOpened == 1)
-        #expect(await clientEventually { pool.statistics.inFlight == 0 })
+        #expect(await eventually { pool.statistics.inFlight == 0 })
         await fixture.shutdownPools()
     }
 
@@ -414,7 +415,7 @@ func poolDeviceToken(_ index: Int) -> String {
         let pool = try fixture.pool { $0.connections = 1 }
         let request = fixture.request()
         let task = Task { try await pool.send(request) }
-        #expect(await clientEventually { pool.statistics.inFlight == 1 })
+        #expect(await eventually { pool.statistics.inFlight == 1 })
         task.cancel()
         let result = await task.result
         guard case .failure(let error) = result else {
@@ -423,7 +424,7 @@ func poolDeviceToken(_ index: Int) -> String {
         }
         #expect((error as? APNsTransportError)?.code == .cancelled)
         // The reset closes the stream on both sides; the connection carries on.
-        #expect(await clientEventually { pool.statistics.inFlight == 0 })
+        #expect(await eventually { pool.statistics.inFlight == 0 })
         fixture.server.setFaults(.init())
         #expect(try await pool.send(fixture.request()).status == 200)
         #expect(pool.statistics.connectionsOpened == 1)
@@ -436,7 +437,7 @@ func poolDeviceToken(_ index: Int) -> String {
         #expect(try await pool.send(fixture.request()).status == 200)
         // Both connections ready first: one still in its TLS handshake when the server stops
         // would fail to connect instead of noticing the restart (a loaded machine did that).
-        #expect(await clientEventually { pool.statistics.liveConnections == 2 })
+        #expect(await eventually { pool.statistics.liveConnections == 2 })
         try await fixture.restartServer(downtime: .milliseconds(400))
         // Sent while the pool may still be backing off: it waits for a new connection.
         let response = try await pool.send(fixture.request())
@@ -517,7 +518,7 @@ func poolDeviceToken(_ index: Int) -> String {
         }
         #expect(try await pool.send(fixture.request()).status == 200)
         #expect(
-            await clientEventually(timeout: .seconds(5)) { pool.statistics.pingsAcknowledged >= 3 })
+            await eventually(within: 5) { pool.statistics.pingsAcknowledged >= 3 })
         #expect(try await pool.send(fixture.request()).status == 200)
         #expect(pool.statistics.connectionsOpened == 1)
         #expect(fixture.server.statistics.connectionsAccepted == 1)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -106,14 +107,4 @@ import Testing
         _ = await freshBurst.value
         await gateway.stop()
     }
-}
-
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }

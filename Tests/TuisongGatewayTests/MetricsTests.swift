@@ -84,7 +84,7 @@ import TuisongPluginTestKit
             json: ["audience": ["devices": [deadID]], "notification": ["alert": "again"]])
         #expect(again.status == 202)
         let secondID = try #require(again.json["message_id"] as? Int)
-        try await waitUntil {
+        try await waitUntil(every: .milliseconds(50)) {
             try await http("GET", "\(gw.baseURL)/api/v1/messages/\(secondID)", key: key).json["state"] as? String
                 == "completed"
         }
@@ -109,7 +109,7 @@ import TuisongPluginTestKit
             json: ["audience": ["tokens": [throttled]], "notification": ["alert": "later"]])
         #expect(push.status == 202)
         var last: Exposition.Parsed?
-        try await waitUntil {
+        try await waitUntil(every: .milliseconds(50)) {
             last = try await scrape("\(gw.baseURL)/metrics")
             return last?.value("tuisong_retry_queue_depth") == 1
         }
@@ -131,7 +131,7 @@ import TuisongPluginTestKit
             json: ["audience": ["tokens": [device]], "notification": ["alert": "kept"]])
         #expect(push.status == 202)
         var last: Exposition.Parsed?
-        try await waitUntil {
+        try await waitUntil(every: .milliseconds(50)) {
             last = try await scrape("\(gw.baseURL)/metrics")
             return last?.value("tuisong_held_deliveries") == 1
         }
@@ -237,14 +237,6 @@ import TuisongPluginTestKit
         return try Exposition.Parsed(String(decoding: r.body, as: UTF8.self))
     }
 
-    func waitUntil(_ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        throw TestTimeout(message: "condition not met in 30 s")
-    }
 }
 
 struct ExpositionError: Error, CustomStringConvertible {

@@ -1,21 +1,14 @@
 import Foundation
 import Testing
+// Re-exported for every file of this target: the kit's `eventually` and `offPool` (and the
+// raw client) are used throughout without each file importing the kit.
+@_exported import TuisongPluginTestKit
 
 @testable import TuisongHTTP
 
 #if canImport(Glibc)
     import Glibc
 #endif
-
-/// Runs blocking work (socket reads, child processes) on its own thread so the test never
-/// blocks the cooperative pool that the server's handler tasks need.
-func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread {
-            continuation.resume(with: Result { try work() })
-        }
-    }
-}
 
 struct ClientError: Error, CustomStringConvertible {
     let description: String
@@ -273,16 +266,6 @@ func withServer<T>(
         await server.shutdown()
         throw error
     }
-}
-
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(within seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }
 
 /// Runs `curl` with `arguments` and returns its standard output (status checked by callers).
