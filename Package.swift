@@ -131,7 +131,8 @@ let package = Package(
         .target(
             name: "TuisongGatewayTestKit",
             dependencies: [
-                "TuisongGateway", "TuisongCore", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+                "TuisongGateway", "TuisongCore", "TuisongAPNsMock", "TuisongPluginTestKit",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TuisongGatewayTestKit"),
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),

@@ -106,7 +106,8 @@ import TuisongPluginTestKit
     }
 
     @Test func repeatedFailuresGetGrowingDelays() async throws {
-        let (gw, client) = try await AdminTestClient.start()
+        let clock = ManualClock(Date())
+        let (gw, client) = try await AdminTestClient.start(clock: clock)
         defer { Task { await gw.stop() } }
         for attempt in 1...3 {
             let result = try await client.login("wrong \(attempt)")
@@ -121,7 +122,7 @@ import TuisongPluginTestKit
         #expect(locked.status == 429)
         #expect(locked.errorCode == "too_many_attempts")
         #expect(locked.headers["retry-after"] == "1")
-        try await Task.sleep(for: .milliseconds(1100))
+        clock.advance(by: 1.1)
         let ok = try await client.login()
         #expect(ok.status == 200, "the lock ends and a success clears the record")
         let fresh = try await client.login("wrong again")

@@ -47,18 +47,10 @@ struct AdminPushFixture {
         try? FileManager.default.removeItem(at: fixture.directory)
     }
 
-    /// Polls the console's message view until nothing is pending.
+    /// The console's message view once the engine completed the message.
     func follow(_ id: Int) async throws -> [String: Any] {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            let message = try await client.call("GET", "/messages/\(id)")
-            let counts = message.json["counts"] as? [String: Int] ?? [:]
-            if message.json["state"] as? String == "completed", counts["queued"] == 0, counts["sending"] == 0 {
-                return message.json
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestTimeout(message: "message \(id) did not complete")
+        _ = try await DeliveryWait.completed(engine, Int64(id))
+        return try await client.call("GET", "/messages/\(id)").json
     }
 }
 

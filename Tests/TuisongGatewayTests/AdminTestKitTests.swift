@@ -32,10 +32,12 @@ final class AdminTestClient: @unchecked Sendable {
         session = URLSession(configuration: configuration)
     }
 
-    static func start(environment: [String: String] = [:]) async throws -> (RunningGateway, AdminTestClient) {
+    static func start(
+        environment: [String: String] = [:], clock: any TuisongCore.Clock = SystemClock()
+    ) async throws -> (RunningGateway, AdminTestClient) {
         var env = ["TUISONG_ADMIN_PASSWORD": password]
         env.merge(environment) { _, new in new }
-        let gateway = try await TestGateway.start(environment: env)
+        let gateway = try await TestGateway.start(environment: env, clock: clock)
         return (gateway, AdminTestClient(baseURL: gateway.baseURL))
     }
 

@@ -17,17 +17,8 @@ import TuisongPluginTestKit
             json: ["audience": ["all": true], "notification": ["alert": "x"]])
         #expect(push.status == 202)
         let id = try #require(push.json["message_id"] as? Int)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            let view = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).json
-            let counts = view["counts"] as? [String: Int] ?? [:]
-            if view["state"] as? String == "completed", counts["queued"] == 0, counts["sending"] == 0 {
-                #expect(counts["delivered"] == 1)
-                return id
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestTimeout(message: "message \(id) did not complete")
+        #expect(try await gw.completed(messageID: Int64(id)).counts.delivered == 1)
+        return id
     }
 
     @Test func aBundleIDChangedInTheConsoleIsTheTopicOfTheNextPush() async throws {
@@ -71,10 +62,6 @@ import TuisongPluginTestKit
         // What the console's delete does.
         #expect(try await gw.runtime.credentialBackend.remove(credential))
         #expect(gw.runtime.apns.openPoolCount == 0, "the deleted credential's pool is closed")
-        let deadline = ContinuousClock.now + .seconds(10)
-        while mock.statistics.connectionsOpen > 0, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(mock.statistics.connectionsOpen == 0, "its APNs connections are gone")
+        #expect(await eventually { mock.statistics.connectionsOpen == 0 }, "its APNs connections are gone")
     }
 }

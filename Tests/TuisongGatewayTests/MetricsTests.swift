@@ -49,15 +49,13 @@ import TuisongPluginTestKit
 
         // Scrape while the push is under way until it completes.
         var sawStreamsInFlight = false
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
+        try await waitUntil("message \(id) completed", within: .seconds(60), every: .milliseconds(20)) {
             let during = try await scrape("\(gw.baseURL)/metrics")
             if during.samples(named: "tuisong_apns_streams").contains(where: { $0.value > 0 }) {
                 sawStreamsInFlight = true
             }
             let status = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).json
-            if status["state"] as? String == "completed" { break }
-            try await Task.sleep(for: .milliseconds(20))
+            return status["state"] as? String == "completed"
         }
         #expect(sawStreamsInFlight)
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongAPNsMock
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -83,11 +84,9 @@ import TuisongCore
             expect: 400)
 
         let message = "/api/v1/messages/{id}"
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
+        try await waitUntil("message \(messageID) completed", every: .milliseconds(50)) {
             let status = try await checker.call("GET", "/api/v1/messages/\(messageID)", message, key: key, expect: 200)
-            if status["state"]?.stringValue == "completed" { break }
-            try await Task.sleep(for: .milliseconds(50))
+            return status["state"]?.stringValue == "completed"
         }
         try await checker.call("GET", "/api/v1/messages/999999", message, key: key, expect: 404)
         try await checker.call("GET", "/api/v1/messages/abc", message, key: key, expect: 400)

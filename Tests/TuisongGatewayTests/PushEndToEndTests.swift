@@ -20,19 +20,12 @@ import TuisongPluginTestKit
         }
     }
 
+    /// The message's view through the API once the gateway completed it.
     func waitForCompletion(_ gw: RunningGateway, _ key: String, _ id: Int, timeout: Duration = .seconds(60))
-        async throws
-        -> [String: Any]
+        async throws -> [String: Any]
     {
-        let deadline = ContinuousClock.now + timeout
-        var last: [String: Any] = [:]
-        while ContinuousClock.now < deadline {
-            last = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).json
-            let counts = last["counts"] as? [String: Int] ?? [:]
-            if last["state"] as? String == "completed", counts["queued"] == 0, counts["sending"] == 0 { return last }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        throw TestTimeout(message: "message \(id) not completed: \(last)")
+        _ = try await gw.completed(messageID: Int64(id), timeout: timeout)
+        return try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).json
     }
 
     @Test func tagPushReachesExactlyTheTaggedDevices() async throws {
@@ -128,10 +121,7 @@ import TuisongPluginTestKit
             json: ["audience": ["tokens": [flaky]], "notification": ["alert": "x"]])
         let id = try #require(push.json["message_id"] as? Int)
         // Let it fail a few times, then heal APNs.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while mock.receivedNotifications().count < 3, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        #expect(await eventually(within: 20) { mock.receivedNotifications().count >= 3 })
         mock.setFaults(.init())
         let message = try await waitForCompletion(gw, key, id)
         #expect((message["counts"] as? [String: Int])?["delivered"] == 1)

@@ -13,9 +13,12 @@ import TuisongStore
 /// The gateway these suites start: the config's default providers and the repository's
 /// console, which the admin tests drive.
 enum TestGateway {
-    static func start(environment: [String: String] = [:], directory: URL? = nil) async throws -> RunningGateway {
+    static func start(
+        environment: [String: String] = [:], directory: URL? = nil, clock: any TuisongCore.Clock = SystemClock()
+    ) async throws -> RunningGateway {
         try await RunningGateway.start(
-            environment: environment, directory: directory, webRoot: RunningGateway.repositoryWebRoot, name: "gw")
+            environment: environment, directory: directory, webRoot: RunningGateway.repositoryWebRoot, name: "gw",
+            clock: clock)
     }
 }
 
