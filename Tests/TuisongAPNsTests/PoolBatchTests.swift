@@ -126,7 +126,8 @@ extension APNsConnectionPool {
         #expect(Set(received).isSuperset(of: tokens))
         #expect(fixture.server.statistics.refusedStreams == 0)
         #expect(pool.statistics.peakStreamsPerConnection <= 100)
-        // Nothing is answered twice after the last answer either.
+        // Nothing is answered twice after the last answer either (a check that something does
+        // not happen, in 0.1 s).
         try await Task.sleep(for: .milliseconds(100))
         #expect(collector.duplicates == 0)
         await fixture.shutdownPools()

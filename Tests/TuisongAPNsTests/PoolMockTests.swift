@@ -57,11 +57,12 @@ final class PoolMockFixture {
         return pool
     }
 
-    /// Stops the server and starts a new one on the same port with the same keys.
-    func restartServer(downtime: Duration) async throws {
+    /// Stops the server, waits until `down` holds (the client noticed), and starts a new one on
+    /// the same port with the same keys.
+    func restartServer(once down: () -> Bool) async throws {
         let port = server.port
         server.shutdown()
-        try await Task.sleep(for: downtime)
+        try await waitUntil("the client noticed the server stop", down)
         server = try APNsMockServer(
             configuration: setup.configuration(port: port), certificate: setup.serverCertificate,
             key: setup.serverKey)
@@ -148,10 +149,7 @@ func poolDeviceToken(_ index: Int) -> String {
         #expect(fixture.server.statistics.providerTokensAccepted >= 1)
         // The second connection opens beside the first send; on a loaded machine it may still be
         // on its way when the answer arrives.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while pool.statistics.connectionsOpened < 2, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        #expect(await eventually { pool.statistics.connectionsOpened >= 2 })
         #expect(pool.statistics.connectionsOpened == 2)
         await fixture.shutdownPools()
     }
@@ -161,10 +159,7 @@ func poolDeviceToken(_ index: Int) -> String {
         let pool = try fixture.pool()
         #expect(pool.statistics.connectionsOpened == 0, "a pool opens nothing until asked")
         pool.connect()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while pool.statistics.connectionsOpened < 2, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        #expect(await eventually { pool.statistics.connectionsOpened >= 2 })
         #expect(pool.statistics.connectionsOpened == 2)
         #expect(fixture.server.statistics.requests == 0)
         // Asking again opens nothing more; the open connections carry the first push.
@@ -438,7 +433,7 @@ func poolDeviceToken(_ index: Int) -> String {
         // Both connections ready first: one still in its TLS handshake when the server stops
         // would fail to connect instead of noticing the restart (a loaded machine did that).
         #expect(await eventually { pool.statistics.liveConnections == 2 })
-        try await fixture.restartServer(downtime: .milliseconds(400))
+        try await fixture.restartServer { pool.statistics.liveConnections == 0 }
         // Sent while the pool may still be backing off: it waits for a new connection.
         let response = try await pool.send(fixture.request())
         #expect(response.status == 200)
