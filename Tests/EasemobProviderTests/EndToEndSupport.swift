@@ -4,6 +4,7 @@ import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
 import TuisongGatewayTestKit
+import TuisongPluginTestKit
 
 @testable import EasemobProvider
 
@@ -40,10 +41,10 @@ struct EasemobGateway: Sendable {
 
     static func with(
         timeZone: String? = nil, in existing: URL? = nil, keep: Bool = false,
-        _ body: (EasemobGateway) async throws -> Void
+        clock: any TuisongCore.Clock = SystemClock(), _ body: (EasemobGateway) async throws -> Void
     ) async throws {
         let running = try await RunningGateway.start(
-            providers: ["easemob"], directory: existing, logLevel: .critical, name: "easemob-e2e")
+            providers: ["easemob"], directory: existing, logLevel: .critical, name: "easemob-e2e", clock: clock)
         let runtime = running.runtime
         do {
             var app: App
@@ -71,13 +72,10 @@ struct EasemobGateway: Sendable {
 
     /// The provider learns of newly configured pairs within about a second.
     func waitUntilServed() async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            let answer = try await call("POST", "/token", ["grant_type": "client_credentials"])
-            if answer.status != 404 { return }
-            try await Task.sleep(for: .milliseconds(100))
+        let served = try await eventually(within: 10, every: .milliseconds(100)) {
+            try await call("POST", "/token", ["grant_type": "client_credentials"]).status != 404
         }
-        Issue.record("/acme/chat was never served")
+        if !served { Issue.record("/acme/chat was never served") }
     }
 
     /// A call as Easemob's clients make it: JSON content type on every method, body or not.

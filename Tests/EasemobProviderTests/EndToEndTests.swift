@@ -3,6 +3,7 @@ import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
+import TuisongPluginTestKit
 
 @testable import EasemobProvider
 
@@ -14,7 +15,8 @@ import TuisongGateway
 /// engine, the APNs pool over TLS + HTTP/2) and the bundled APNs mock.
 @Suite(.serialized) struct EndToEndTests {
     @Test func tokensUsersAndTheErrorDialect() async throws {
-        try await EasemobGateway.with { gw in
+        let clock = ManualClock(Date())
+        try await EasemobGateway.with(clock: clock) { gw in
             // No token, `Bearer None`, a forged token: 401 unauthorized.
             let anonymous = try await gw.call("POST", "/users", ["username": "x", "password": "p"])
             #expect(anonymous.status == 401 && anonymous.error == "unauthorized")
@@ -40,7 +42,7 @@ import TuisongGateway
             // ttl 1: good now, expired a second later.
             let short = try await gw.appToken(ttl: 1)
             #expect(try await gw.call("GET", "/users", token: short).status == 200)
-            try await Task.sleep(for: .milliseconds(1100))
+            clock.advance(by: 1.1)
             let expired = try await gw.call("GET", "/users", token: short)
             #expect(expired.status == 401 && expired.error == "unauthorized")
             #expect((expired.json["error_description"] as? String)?.contains("expired") == true)
