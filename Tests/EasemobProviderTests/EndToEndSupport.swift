@@ -12,16 +12,11 @@ import TuisongPluginTestKit
     import FoundationNetworking
 #endif
 
-/// An answer of the gateway, JSON picked apart.
-struct EasemobHTTPResponse: Sendable {
-    var status: Int
-    var body: Data
-
-    var text: String { String(decoding: body, as: UTF8.self) }
-    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
-    var error: String? { json["error"] as? String }
-    var data: [String: Any] { json["data"] as? [String: Any] ?? [:] }
-    var entities: [[String: Any]] { json["entities"] as? [[String: Any]] ?? [] }
+/// Easemob's answer, picked apart.
+extension TestResponse {
+    var error: String? { jsonObject["error"] as? String }
+    var data: [String: Any] { jsonObject["data"] as? [String: Any] ?? [:] }
+    var entities: [[String: Any]] { jsonObject["entities"] as? [[String: Any]] ?? [] }
 }
 
 /// A real `tuisong serve` (GatewayRuntime) with the Easemob provider mounted from config, the
@@ -82,30 +77,24 @@ struct EasemobGateway: Sendable {
     func call(
         _ method: String, _ path: String, _ body: Any? = nil, token: String? = nil, raw: Data? = nil,
         headers: [String: String] = [:]
-    ) async throws -> EasemobHTTPResponse {
-        var request = URLRequest(url: URL(string: base + path)!)
-        request.httpMethod = method
-        request.timeoutInterval = 30
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        if let raw {
-            request.httpBody = raw
-        } else if let body {
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+    ) async throws -> TestResponse {
+        var fields = [("Content-Type", "application/json"), ("Accept", "application/json")]
+        if let token { fields.append(("Authorization", "Bearer \(token)")) }
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            fields.removeAll { $0.0.lowercased() == name.lowercased() }
+            fields.append((name, value))
         }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        return EasemobHTTPResponse(status: (response as! HTTPURLResponse).statusCode, body: data)
+        let payload = try raw ?? body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
+        return try await TestClient(baseURL: baseURL).execute(
+            method, "/acme/chat" + path, headers: fields, body: Array(payload))
     }
 
     /// A message as the native API shows it (`/api/v1/messages/{id}`), by its Easemob msg id.
     func nativeMessage(msgID: String) async throws -> [String: Any] {
         let record = try #require(try await runtime.store.message(appID: app.id, vendorMessageID: msgID))
-        var request = URLRequest(url: URL(string: "\(baseURL)/api/v1/messages/\(record.id)")!)
-        request.setValue("Bearer \(Self.apiKey)", forHTTPHeaderField: "Authorization")
-        let (data, _) = try await URLSession.shared.data(for: request)
-        return (try JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        return try await TestClient(baseURL: baseURL).execute(
+            "GET", "/api/v1/messages/\(record.id)", headers: [("Authorization", "Bearer \(Self.apiKey)")]
+        ).jsonObject
     }
 
     func appToken(ttl: Int? = nil) async throws -> String {
@@ -115,7 +104,7 @@ struct EasemobGateway: Sendable {
         if let ttl { body["ttl"] = ttl }
         let answer = try await call("POST", "/token", body)
         #expect(answer.status == 200, "\(answer.text)")
-        return try #require(answer.json["access_token"] as? String)
+        return try #require(answer.jsonObject["access_token"] as? String)
     }
 
     func register(_ token: String, _ users: [[String: Any]]) async throws {
@@ -124,7 +113,7 @@ struct EasemobGateway: Sendable {
     }
 
     func bind(_ token: String, user: String, device: String, apnsToken: String, notifier: String = "")
-        async throws -> EasemobHTTPResponse
+        async throws -> TestResponse
     {
         try await call(
             "PUT", "/users/\(user)/push/binding",
