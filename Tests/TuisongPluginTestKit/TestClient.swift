@@ -74,6 +74,18 @@ public struct TestClient: Sendable {
 
     public init(port: Int, host: String = "127.0.0.1") { target = .server(host: host, port: port) }
 
+    /// Sends to a whole `http://host:port/path?query` URL, over a socket.
+    public static func execute(
+        _ method: String, url: String, headers: [(String, String)] = [], body: [UInt8] = []
+    ) async throws -> TestResponse {
+        guard let components = URLComponents(string: url) else {
+            throw TestClientError(description: "not a URL: \(url)")
+        }
+        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        let target = path + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+        return try await TestClient(baseURL: url).execute(method, target, headers: headers, body: body)
+    }
+
     /// `http://host:port` (a path after it is ignored).
     public init(baseURL: String) {
         let url = URL(string: baseURL)!
@@ -81,8 +93,9 @@ public struct TestClient: Sendable {
     }
 
     /// Sends `method target` (a path with an optional query) with `headers` and `body`. `Host`
-    /// is added unless given; over a socket `Content-Length` is added for a body (or a POST or
-    /// PUT) unless given.
+    /// is added unless given (`localhost` in process, `host:port` over a socket, as a browser
+    /// sends it); over a socket `Content-Length` is added for a body (or a POST or PUT) unless
+    /// given.
     public func execute(
         _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []
     ) async throws -> TestResponse {
@@ -95,8 +108,12 @@ public struct TestClient: Sendable {
                 remoteAddress: "127.0.0.1")
             return TestResponse(await router.respond(to: request))
         case .server(let host, let port):
-            return try await offPool {
-                try RawHTTPClient(port: port, host: host).request(method, target, headers: headers, body: body)
+            var fields = headers
+            if !fields.contains(where: { $0.0.lowercased() == "host" }) {
+                fields.insert(("Host", "\(host):\(port)"), at: 0)
+            }
+            return try await offPool { [fields] in
+                try RawHTTPClient(port: port, host: host).request(method, target, headers: fields, body: body)
             }
         }
     }
