@@ -11,10 +11,6 @@ import TuisongStore
 
 @testable import BaiduProvider
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// One Baidu provider on a loopback HTTP server with its own temporary database, an app with
 /// Baidu keys, a manual clock and a recording gateway.
 final class BaiduFixture: Sendable {

@@ -8,10 +8,6 @@ import TuisongPluginTestKit
 
 @testable import EasemobProvider
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// Easemob's answer, picked apart.
 extension TestResponse {
     var error: String? { jsonObject["error"] as? String }

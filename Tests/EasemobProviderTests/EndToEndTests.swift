@@ -7,10 +7,6 @@ import TuisongPluginTestKit
 
 @testable import EasemobProvider
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// Easemob's REST API over real HTTP against a real gateway (`GatewayRuntime`, the delivery
 /// engine, the APNs pool over TLS + HTTP/2) and the bundled APNs mock.
 @Suite(.serialized) struct EndToEndTests {
@@ -124,12 +120,10 @@ import TuisongPluginTestKit
                 "POST", "/users", token: token, raw: Data(repeating: UInt8(ascii: " "), count: (1 << 20) + 1))
             #expect(huge.status == 413 && huge.jsonObject["error_description"] != nil)
             // An org/app nobody configured: Easemob's 404, not the native one.
-            var other = URLRequest(url: URL(string: "\(gw.baseURL)/acme/other/users")!)
-            other.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            let (otherBody, otherResponse) = try await URLSession.shared.data(for: other)
-            #expect((otherResponse as! HTTPURLResponse).statusCode == 404)
-            let otherJSON = (try JSONSerialization.jsonObject(with: otherBody)) as? [String: Any]
-            #expect(otherJSON?["error"] as? String == "organization_application_not_found")
+            let other = try await TestClient(baseURL: gw.baseURL).execute(
+                "GET", "/acme/other/users", headers: [("Content-Type", "application/json")])
+            #expect(other.status == 404)
+            #expect(try other.json()["error"] as? String == "organization_application_not_found")
             // Deleting the user revokes its token.
             #expect(try await gw.call("DELETE", "/users/bob", token: token).status == 200)
             #expect(try await gw.call("GET", "/users/bob/push/binding", token: bobToken).status == 401)

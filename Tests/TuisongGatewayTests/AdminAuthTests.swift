@@ -48,13 +48,13 @@ import TuisongPluginTestKit
         #expect(cookie.contains("; SameSite=Strict"))
         #expect(cookie.contains("; Path=/admin/api"))
         #expect(!cookie.contains("Secure"), "plain HTTP without an https public URL: no Secure flag")
-        let csrf = try #require(ok.json["csrf_token"] as? String)
+        let csrf = try #require(ok.jsonObject["csrf_token"] as? String)
         #expect(csrf.count >= 40)
         #expect(!cookie.contains(csrf), "the CSRF token is not the cookie")
 
         let session = try await client.call("GET", "/session")
         #expect(session.status == 200)
-        #expect(session.json["csrf_token"] as? String == csrf)
+        #expect(session.jsonObject["csrf_token"] as? String == csrf)
     }
 
     @Test func cookieIsSecureWhenTheConsoleIsServedOverHTTPS() async throws {

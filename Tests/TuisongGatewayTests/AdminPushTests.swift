@@ -50,7 +50,7 @@ struct AdminPushFixture {
     /// The console's message view once the engine completed the message.
     func follow(_ id: Int) async throws -> [String: Any] {
         _ = try await DeliveryWait.completed(engine, Int64(id))
-        return try await client.call("GET", "/messages/\(id)").json
+        return try await client.call("GET", "/messages/\(id)").jsonObject
     }
 }
 
@@ -73,8 +73,8 @@ struct AdminPushFixture {
                 "arguments": ["A-1", "手环"], "notification": ["badge": 1, "custom": ["order": 1]],
             ])
         #expect(sent.status == 202, "\(String(decoding: sent.body, as: UTF8.self))")
-        let id = try #require(sent.json["message_id"] as? Int)
-        let payloadBytes = try #require(sent.json["payload_bytes"] as? Int)
+        let id = try #require(sent.jsonObject["message_id"] as? Int)
+        let payloadBytes = try #require(sent.jsonObject["payload_bytes"] as? Int)
 
         let done = try await f.follow(id)
         let counts = try #require(done["counts"] as? [String: Int])
@@ -93,21 +93,21 @@ struct AdminPushFixture {
         // The monitor: the message in the recent list, its failures, its deliveries in the rate.
         let monitor = try await f.client.call("GET", "/monitor?minutes=5&bucket=5")
         #expect(monitor.list("recent").first?["id"] as? Int == id)
-        #expect(monitor.json["failures"] as? [String: Int] == ["Unregistered": 2])
+        #expect(monitor.jsonObject["failures"] as? [String: Int] == ["Unregistered": 2])
         let delivered = monitor.list("rate").reduce(0.0) { $0 + ($1["per_second"] as? Double ?? 0) * 5 }
         #expect(abs(delivered - 28) < 0.5)
 
         // Device detail: a delivered device and an invalidated one.
         let good = try await f.client.call("GET", "/apps/\(f.fixture.appID)/devices/\(token(1, prefix: "cd"))")
-        let goodLast = try #require(good.json["last_delivery"] as? [String: Any])
+        let goodLast = try #require(good.jsonObject["last_delivery"] as? [String: Any])
         #expect(goodLast["message_id"] as? Int == id)
         #expect(goodLast["state"] as? String == "delivered")
         let dead = try await f.client.call("GET", "/apps/\(f.fixture.appID)/devices/\(token(7, prefix: "cd"))")
-        let deadLast = try #require(dead.json["last_delivery"] as? [String: Any])
+        let deadLast = try #require(dead.jsonObject["last_delivery"] as? [String: Any])
         #expect(deadLast["state"] as? String == "failed")
         #expect(deadLast["reason"] as? String == "Unregistered")
-        #expect(dead.json["invalidated_at"] is String)
-        #expect((dead.json["recent_problems"] as? [Any])?.count == 1)
+        #expect(dead.jsonObject["invalidated_at"] is String)
+        #expect((dead.jsonObject["recent_problems"] as? [Any])?.count == 1)
 
         let recent = try await f.client.call("GET", "/messages?app=\(f.fixture.appID)")
         #expect(recent.list("messages").map { $0["id"] as? Int } == [id])
@@ -120,7 +120,7 @@ struct AdminPushFixture {
         let sent = try await f.client.call(
             "POST", "/apps/\(f.fixture.appID)/push",
             json: ["audience": ["all": true], "notification": ["alert": ["body": "hi"]]])
-        let id = try #require(sent.json["message_id"] as? Int)
+        let id = try #require(sent.jsonObject["message_id"] as? Int)
         // With 8 workers and 40 ms per send, 60 devices take about 300 ms: catch it running.
         var sawRunning = false
         let deadline = ContinuousClock.now + .seconds(10)

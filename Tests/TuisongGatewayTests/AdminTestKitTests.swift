@@ -6,10 +6,6 @@ import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// The console's view of the admin API: its own cookie (no shared cookie storage between
 /// tests), the CSRF token, and a transcript of every answer for the no-secret checks.
 final class AdminTestClient: @unchecked Sendable {
@@ -19,17 +15,11 @@ final class AdminTestClient: @unchecked Sendable {
     var cookie: String?
     var csrf: String?
     var transcript: [String] = []
-    private let session: URLSession
 
     static let password = "correct horse battery 马"
 
     init(baseURL: String) {
         self.baseURL = baseURL
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
-        configuration.timeoutIntervalForRequest = 30
-        session = URLSession(configuration: configuration)
     }
 
     static func start(
@@ -42,10 +32,10 @@ final class AdminTestClient: @unchecked Sendable {
     }
 
     @discardableResult
-    func login(_ password: String = AdminTestClient.password) async throws -> HTTPResult {
+    func login(_ password: String = AdminTestClient.password) async throws -> TestResponse {
         let result = try await call("POST", "/login", json: ["password": password], csrf: false)
         if result.status == 200 {
-            csrf = result.json["csrf_token"] as? String
+            csrf = result.jsonObject["csrf_token"] as? String
             if let setCookie = result.headers["set-cookie"], let pair = setCookie.split(separator: ";").first {
                 cookie = String(pair)
             }
@@ -58,28 +48,23 @@ final class AdminTestClient: @unchecked Sendable {
     func call(
         _ method: String, _ path: String, json: Any? = nil, csrf: Bool = true, csrfValue: String? = nil,
         cookie overrideCookie: String? = nil, rawBody: Data? = nil, contentType: String? = nil
-    ) async throws -> HTTPResult {
-        var request = URLRequest(url: URL(string: baseURL + "/admin/api" + path)!)
-        request.httpMethod = method
+    ) async throws -> TestResponse {
+        var fields: [(String, String)] = []
+        var payload = Data()
         if let json {
-            request.httpBody = try JSONSerialization.data(withJSONObject: json)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            payload = try JSONSerialization.data(withJSONObject: json)
+            fields.append(("Content-Type", "application/json"))
         }
-        if let rawBody { request.httpBody = rawBody }
-        if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
-        if let value = overrideCookie ?? cookie { request.setValue(value, forHTTPHeaderField: "Cookie") }
-        if method != "GET", csrf, let token = csrfValue ?? self.csrf {
-            request.setValue(token, forHTTPHeaderField: "X-CSRF-Token")
+        if let rawBody { payload = rawBody }
+        if let contentType {
+            fields.removeAll { $0.0 == "Content-Type" }
+            fields.append(("Content-Type", contentType))
         }
-        let (data, response) = try await session.data(for: request)
-        let httpResponse = response as! HTTPURLResponse
-        var headers: [String: String] = [:]
-        for (name, value) in httpResponse.allHeaderFields {
-            headers[String(describing: name).lowercased()] = String(describing: value)
-        }
-        let result = HTTPResult(status: httpResponse.statusCode, headers: headers, body: data)
-        transcript.append(
-            headers.map { "\($0): \($1)" }.joined(separator: "\n") + "\n" + String(decoding: data, as: UTF8.self))
+        if let value = overrideCookie ?? cookie { fields.append(("Cookie", value)) }
+        if method != "GET", csrf, let token = csrfValue ?? self.csrf { fields.append(("X-CSRF-Token", token)) }
+        let result = try await TestClient(baseURL: baseURL).execute(
+            method, "/admin/api" + path, headers: fields, body: Array(payload))
+        transcript.append(result.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\n") + "\n" + result.text)
         return result
     }
 
@@ -89,9 +74,9 @@ final class AdminTestClient: @unchecked Sendable {
     }
 }
 
-extension HTTPResult {
-    func list(_ key: String) -> [[String: Any]] { json[key] as? [[String: Any]] ?? [] }
-    var errorField: String? { (json["error"] as? [String: Any])?["field"] as? String }
+extension TestResponse {
+    func list(_ key: String) -> [[String: Any]] { jsonObject[key] as? [[String: Any]] ?? [] }
+    var errorField: String? { (jsonObject["error"] as? [String: Any])?["field"] as? String }
 }
 
 @Suite struct AdminTestKitTests {

@@ -16,7 +16,7 @@ import TuisongPluginTestKit
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
             json: ["audience": ["all": true], "notification": ["alert": "x"]])
         #expect(push.status == 202)
-        let id = try #require(push.json["message_id"] as? Int)
+        let id = try #require(push.jsonObject["message_id"] as? Int)
         #expect(try await gw.completed(messageID: Int64(id)).counts.delivered == 1)
         return id
     }
@@ -26,8 +26,8 @@ import TuisongPluginTestKit
         defer { Task { await gw.stop() } }
         try await client.login()
         let created = try await client.call("POST", "/apps", json: ["name": "n", "bundle_id": "com.example.old"])
-        let key = try #require(created.json["api_key"] as? String)
-        let id = try #require((created.json["app"] as? [String: Any])?["id"] as? Int)
+        let key = try #require(created.jsonObject["api_key"] as? String)
+        let id = try #require((created.jsonObject["app"] as? [String: Any])?["id"] as? Int)
         let device = try await http(
             "PUT", "\(gw.baseURL)/api/v1/devices/\(token(1))", key: key, json: ["environment": "production"])
         #expect(device.status == 201)

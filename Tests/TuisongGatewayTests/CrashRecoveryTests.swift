@@ -108,7 +108,7 @@ import TuisongPluginTestKit
             "POST", "http://127.0.0.1:\(port)/api/v1/push", key: key,
             json: ["audience": ["all": true], "notification": ["alert": "crash"]])
         #expect(push.status == 202)
-        let messageID = try #require(push.json["message_id"] as? Int)
+        let messageID = try #require(push.jsonObject["message_id"] as? Int)
         // Kill once a few hundred have gone out, well before the end.
         #expect(await eventually(within: 30) { received(mock).count >= 300 })
         first.kill9()
@@ -120,7 +120,8 @@ import TuisongPluginTestKit
         try await waitForHealth(port)
         var message: [String: Any] = [:]
         _ = try await eventually(within: 60, every: .milliseconds(100)) {
-            message = try await http("GET", "http://127.0.0.1:\(port)/api/v1/messages/\(messageID)", key: key).json
+            message = try await http("GET", "http://127.0.0.1:\(port)/api/v1/messages/\(messageID)", key: key)
+                .jsonObject
             return message["state"] as? String == "completed"
         }
         #expect(message["state"] as? String == "completed")

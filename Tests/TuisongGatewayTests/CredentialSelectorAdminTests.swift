@@ -60,7 +60,7 @@ import TuisongPluginTestKit
                 "key_id": "CONSOLE001", "team_id": "CONSOLE001", "selector": "1001",
             ])
         #expect(uploaded.status == 201)
-        #expect(uploaded.json["selector"] as? String == "1001")
+        #expect(uploaded.jsonObject["selector"] as? String == "1001")
         let listed = try await client.call("GET", "/apps/\(appID)/credentials")
         #expect(listed.list("credentials").map { $0["selector"] as? String } == ["1001"])
 

@@ -161,7 +161,7 @@ final class GrantingPolicy: DeliveryPolicy {
             ])
 
         // The native API shows the same counts and reasons.
-        let view = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(record.id)", key: key).json
+        let view = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(record.id)", key: key).jsonObject
         #expect(view["vendor"] as? String == "testim")
         #expect((view["counts"] as? [String: Int])?["skipped"] == 2)
         #expect((view["counts"] as? [String: Int])?["delivered"] == 3)
@@ -276,8 +276,8 @@ final class GrantingPolicy: DeliveryPolicy {
         _ = try await gw.completed(messageID: record.id)
 
         let message = try await client.call("GET", "/messages/\(record.id)")
-        #expect(message.json["skips"] as? [String: Int] == ["foreground": 1, "push_disabled": 1])
+        #expect(message.jsonObject["skips"] as? [String: Int] == ["foreground": 1, "push_disabled": 1])
         let monitor = try await client.call("GET", "/monitor")
-        #expect(monitor.json["skips"] as? [String: Int] == ["foreground": 1, "push_disabled": 1])
+        #expect(monitor.jsonObject["skips"] as? [String: Int] == ["foreground": 1, "push_disabled": 1])
     }
 }

@@ -300,7 +300,7 @@ final class ResponseChecker: @unchecked Sendable {
         return try checkBody(result, against: documented, context)
     }
 
-    private func checkBody(_ result: HTTPResult, against responseNode: JSONValue?, _ context: String) throws
+    private func checkBody(_ result: TestResponse, against responseNode: JSONValue?, _ context: String) throws
         -> JSONValue
     {
         let response = spec.resolve(responseNode ?? .null)
@@ -316,7 +316,7 @@ final class ResponseChecker: @unchecked Sendable {
         guard mediaType == "application/json", let schema = media["schema"] else { return .null }
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: result.body)
+            value = try JSONDecoder().decode(JSONValue.self, from: Data(result.body))
         } catch {
             record(["\(context): body is not JSON"])
             return .null
