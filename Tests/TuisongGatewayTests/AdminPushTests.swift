@@ -122,16 +122,12 @@ struct AdminPushFixture {
             json: ["audience": ["all": true], "notification": ["alert": ["body": "hi"]]])
         let id = try #require(sent.jsonObject["message_id"] as? Int)
         // With 8 workers and 40 ms per send, 60 devices take about 300 ms: catch it running.
-        var sawRunning = false
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline, !sawRunning {
+        let sawRunning = try await eventually(within: 10) {
             let monitor = try await f.client.call("GET", "/monitor")
-            if let running = monitor.list("running").first(where: { $0["id"] as? Int == id }),
-                let counts = running["counts"] as? [String: Int], running["total"] as? Int == 60,
-                (counts["delivered"] ?? 0) > 0, (counts["delivered"] ?? 0) < 60
-            {
-                sawRunning = true
-            }
+            guard let running = monitor.list("running").first(where: { $0["id"] as? Int == id }),
+                let counts = running["counts"] as? [String: Int], running["total"] as? Int == 60
+            else { return false }
+            return (counts["delivered"] ?? 0) > 0 && (counts["delivered"] ?? 0) < 60
         }
         #expect(sawRunning, "the monitor showed the fan-out part-way")
         let done = try await f.follow(id)
