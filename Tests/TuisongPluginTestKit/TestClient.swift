@@ -142,32 +142,11 @@ public final class RawHTTPClient: @unchecked Sendable {  // used by one test thr
     public init(port: Int, host: String = "127.0.0.1", receiveTimeout: Double = 10, source: String? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestClientError(description: "socket: \(errno)") }
-        if let source {
-            var local = sockaddr_in()
-            local.sin_family = sa_family_t(AF_INET)
-            inet_pton(AF_INET, source, &local.sin_addr)
-            let bound = withUnsafePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            guard bound == 0 else {
-                let code = errno
-                Glibc.close(descriptor)
-                throw TestClientError(description: "bind \(source): \(String(cString: strerror(code)))")
-            }
+        if let source, let code = Self.attach(descriptor, to: source, port: 0, { bind($0, $1, $2) }) {
+            Glibc.close(descriptor)
+            throw TestClientError(description: "bind \(source): \(String(cString: strerror(code)))")
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        inet_pton(AF_INET, host, &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            let code = errno
+        if let code = Self.attach(descriptor, to: host, port: port, { connect($0, $1, $2) }) {
             Glibc.close(descriptor)
             throw TestClientError(description: "connect: \(String(cString: strerror(code)))")
         }
@@ -179,6 +158,23 @@ public final class RawHTTPClient: @unchecked Sendable {  // used by one test thr
         var one: Int32 = 1
         setsockopt(
             descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Binds or connects (`call`) `descriptor` to an IPv4 `address` and `port`; errno on failure.
+    private static func attach(
+        _ descriptor: Int32, to address: String, port: Int,
+        _ call: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32
+    ) -> Int32? {
+        var socketAddress = sockaddr_in()
+        socketAddress.sin_family = sa_family_t(AF_INET)
+        socketAddress.sin_port = UInt16(port).bigEndian
+        inet_pton(AF_INET, address, &socketAddress.sin_addr)
+        let result = withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                call(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return result == 0 ? nil : errno
     }
 
     deinit {
