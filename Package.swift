@@ -132,13 +132,14 @@ let package = Package(
         .target(
             name: "TuisongGatewayTestKit",
             dependencies: [
-                "TuisongGateway", "TuisongCore", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+                "TuisongGateway", "TuisongCore", "TuisongAPNsMock", "TuisongPluginTestKit",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TuisongGatewayTestKit"),
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),
         .testTarget(name: "TuisongCryptoTests", dependencies: ["TuisongCrypto"]),
-        .testTarget(name: "TuisongHTTPTests", dependencies: ["TuisongHTTP"]),
-        .testTarget(name: "TuisongStoreTests", dependencies: ["TuisongStore", "TuisongCore"]),
+        .testTarget(name: "TuisongHTTPTests", dependencies: ["TuisongHTTP", "TuisongPluginTestKit"]),
+        .testTarget(name: "TuisongStoreTests", dependencies: ["TuisongStore", "TuisongCore", "TuisongPluginTestKit"]),
         .testTarget(
             name: "TuisongDeliveryTests",
             dependencies: [
@@ -147,7 +148,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "TuisongAPNsTests",
-            dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore"]),
+            dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore", "TuisongPluginTestKit"]),
         .testTarget(
             name: "TuisongGatewayTests",
             dependencies: [

@@ -83,6 +83,7 @@ import TuisongStore
         let timer = expectSuccess(
             try await f.v3("push/all", ["msg_type": "0", "msg": #"{"cmd":"refresh"}"#, "send_time": String(sendTime)]))
         let timerMessage = try await messageID(f, msgID: try #require(timer["msg_id"] as? String))
+        // A check that something does not happen: the timer does not fire early (in 0.2 s).
         try await Task.sleep(for: .milliseconds(200))
         #expect(try await sends(sender, of: timerMessage, f).isEmpty)
         f.clock.advance(by: 3601)

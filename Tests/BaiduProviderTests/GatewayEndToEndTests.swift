@@ -24,7 +24,7 @@ import TuisongStore
         }
 
         /// A REST call signed (by the Python signer) with the wall clock's timestamp.
-        func rest(_ path: String, _ parameters: [String: String]) async throws -> BaiduResponse {
+        func rest(_ path: String, _ parameters: [String: String]) async throws -> TestResponse {
             var parameters = parameters
             parameters["apikey"] = BaiduFixture.apiKey
             parameters["timestamp"] = String(Int(Date().timeIntervalSince1970))
@@ -39,7 +39,7 @@ import TuisongStore
                 contentType: "application/x-www-form-urlencoded")
         }
 
-        func device(_ call: String, _ body: [String: Any]) async throws -> BaiduResponse {
+        func device(_ call: String, _ body: [String: Any]) async throws -> TestResponse {
             try await httpCall(
                 method: "POST", url: "\(baseURL)/baidu/device/\(call)",
                 body: try JSONSerialization.data(withJSONObject: body.merging(["apikey": BaiduFixture.apiKey]) { $1 }),

@@ -11,10 +11,6 @@ import TuisongStore
 
 @testable import BaiduProvider
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// One Baidu provider on a loopback HTTP server with its own temporary database, an app with
 /// Baidu keys, a manual clock and a recording gateway.
 final class BaiduFixture: Sendable {
@@ -73,7 +69,7 @@ final class BaiduFixture: Sendable {
     func rest(
         _ path: String, _ parameters: [String: String], method: String = "POST", encoding: SignatureStyle = .python,
         secret: String = BaiduFixture.secretKey, sign: String? = nil
-    ) async throws -> BaiduResponse {
+    ) async throws -> TestResponse {
         var parameters = parameters
         if parameters["apikey"] == nil { parameters["apikey"] = Self.apiKey }
         if parameters["timestamp"] == nil { parameters["timestamp"] = String(now) }
@@ -90,7 +86,7 @@ final class BaiduFixture: Sendable {
     }
 
     /// Sends form parameters as they are (no signing).
-    func send(method: String, url: String, parameters: [String: String]) async throws -> BaiduResponse {
+    func send(method: String, url: String, parameters: [String: String]) async throws -> TestResponse {
         let form = formEncode(parameters)
         if method == "GET" {
             return try await http(method: "GET", url: url + "?" + form, body: nil, contentType: nil)
@@ -100,7 +96,7 @@ final class BaiduFixture: Sendable {
     }
 
     /// A device-side JSON call.
-    func device(_ call: String, _ body: [String: Any]) async throws -> BaiduResponse {
+    func device(_ call: String, _ body: [String: Any]) async throws -> TestResponse {
         try await http(
             method: "POST", url: "\(baseURL)/baidu/device/\(call)",
             body: try JSONSerialization.data(withJSONObject: body),
@@ -117,37 +113,30 @@ final class BaiduFixture: Sendable {
     }
 
     func http(method: String, url: String, body: Data?, contentType: String?, headers: [String: String] = [:])
-        async throws -> BaiduResponse
+        async throws -> TestResponse
     {
         try await httpCall(method: method, url: url, body: body, contentType: contentType, headers: headers)
     }
 }
 
-/// One HTTP exchange over URLSession (libcurl underneath on Linux).
+/// One HTTP exchange over a loopback socket.
 func httpCall(method: String, url: String, body: Data?, contentType: String?, headers: [String: String] = [:])
-    async throws -> BaiduResponse
+    async throws -> TestResponse
 {
-    var request = URLRequest(url: URL(string: url)!)
-    request.httpMethod = method
-    request.timeoutInterval = 30
-    request.httpBody = body
-    if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
-    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-    let (data, response) = try await URLSession.shared.data(for: request)
-    return BaiduResponse(status: (response as! HTTPURLResponse).statusCode, body: data)
+    var fields = contentType.map { [("Content-Type", $0)] } ?? []
+    for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+        fields.removeAll { $0.0.lowercased() == name.lowercased() }
+        fields.append((name, value))
+    }
+    return try await TestClient.execute(method, url: url, headers: fields, body: Array(body ?? Data()))
 }
 
-/// A response with Baidu's envelope picked apart.
-struct BaiduResponse: Sendable {
-    var status: Int
-    var body: Data
-
-    var text: String { String(decoding: body, as: UTF8.self) }
-    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
-    var errorCode: Int? { json["error_code"] as? Int }
-    var errorMessage: String { json["error_msg"] as? String ?? "" }
-    var requestID: Int? { json["request_id"] as? Int }
-    var parameters: [String: Any] { json["response_params"] as? [String: Any] ?? [:] }
+/// Baidu's envelope on any answer.
+extension TestResponse {
+    var errorCode: Int? { jsonObject["error_code"] as? Int }
+    var errorMessage: String { jsonObject["error_msg"] as? String ?? "" }
+    var requestID: Int? { jsonObject["request_id"] as? Int }
+    var parameters: [String: Any] { jsonObject["response_params"] as? [String: Any] ?? [:] }
 }
 
 /// `application/x-www-form-urlencoded` as Python's `requests` writes it.
@@ -220,16 +209,6 @@ func signWithPython(method: String, url: String, parameters: [String: String], s
     return try run("/usr/bin/env", ["python3", "-c", pythonSigner], input: input)
 }
 
-/// Runs blocking work (child processes) on its own thread, off the cooperative pool the
-/// server's handlers need.
-func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread {
-            continuation.resume(with: Result { try work() })
-        }
-    }
-}
-
 /// Runs a program with `input` on standard input; its trimmed standard output.
 func run(_ executable: String, _ arguments: [String], input: Data, directory: URL? = nil) throws -> String {
     let process = Process()
@@ -292,7 +271,7 @@ extension BaiduFixture {
 
     /// A Channel API 2.0 call (`/rest/2.0/channel/channel` unless `channel` names one).
     func channel(_ method: String, _ parameters: [String: String] = [:], channel: String = "channel")
-        async throws -> BaiduResponse
+        async throws -> TestResponse
     {
         var parameters = parameters
         parameters["method"] = method
@@ -301,7 +280,7 @@ extension BaiduFixture {
 
     /// A REST API 3.0 call.
     func v3(_ method: String, _ parameters: [String: String] = [:], httpMethod: String = "POST") async throws
-        -> BaiduResponse
+        -> TestResponse
     {
         try await rest("/rest/3.0/\(method)", parameters, method: httpMethod)
     }
@@ -317,14 +296,14 @@ extension BaiduFixture {
 
 /// Checks a Baidu error answer: the code, a non-200 status, the envelope.
 func expectError(
-    _ response: BaiduResponse, _ code: Int, status: Int? = nil, mentioning: String? = nil,
+    _ response: TestResponse, _ code: Int, status: Int? = nil, mentioning: String? = nil,
     sourceLocation: SourceLocation = #_sourceLocation
 ) {
     #expect(response.errorCode == code, "\(response.text)", sourceLocation: sourceLocation)
     #expect(response.status != 200, sourceLocation: sourceLocation)
     if let status { #expect(response.status == status, "\(response.text)", sourceLocation: sourceLocation) }
     #expect(response.requestID != nil, sourceLocation: sourceLocation)
-    #expect(response.json["response_params"] == nil, sourceLocation: sourceLocation)
+    #expect(response.jsonObject["response_params"] == nil, sourceLocation: sourceLocation)
     if let mentioning {
         #expect(response.errorMessage.contains(mentioning), "\(response.errorMessage)", sourceLocation: sourceLocation)
     }
@@ -332,9 +311,9 @@ func expectError(
 
 /// Checks a success answer and returns its `response_params`.
 @discardableResult
-func expectSuccess(_ response: BaiduResponse, sourceLocation: SourceLocation = #_sourceLocation) -> [String: Any] {
+func expectSuccess(_ response: TestResponse, sourceLocation: SourceLocation = #_sourceLocation) -> [String: Any] {
     #expect(response.status == 200, "\(response.text)", sourceLocation: sourceLocation)
     #expect(response.requestID != nil, sourceLocation: sourceLocation)
-    #expect(response.json["response_params"] is [String: Any], "\(response.text)", sourceLocation: sourceLocation)
+    #expect(response.jsonObject["response_params"] is [String: Any], "\(response.text)", sourceLocation: sourceLocation)
     return response.parameters
 }

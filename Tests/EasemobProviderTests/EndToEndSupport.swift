@@ -4,23 +4,15 @@ import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
 import TuisongGatewayTestKit
+import TuisongPluginTestKit
 
 @testable import EasemobProvider
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
-/// An answer of the gateway, JSON picked apart.
-struct EasemobHTTPResponse: Sendable {
-    var status: Int
-    var body: Data
-
-    var text: String { String(decoding: body, as: UTF8.self) }
-    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
-    var error: String? { json["error"] as? String }
-    var data: [String: Any] { json["data"] as? [String: Any] ?? [:] }
-    var entities: [[String: Any]] { json["entities"] as? [[String: Any]] ?? [] }
+/// Easemob's answer, picked apart.
+extension TestResponse {
+    var error: String? { jsonObject["error"] as? String }
+    var data: [String: Any] { jsonObject["data"] as? [String: Any] ?? [:] }
+    var entities: [[String: Any]] { jsonObject["entities"] as? [[String: Any]] ?? [] }
 }
 
 /// A real `tuisong serve` (GatewayRuntime) with the Easemob provider mounted from config, the
@@ -40,10 +32,10 @@ struct EasemobGateway: Sendable {
 
     static func with(
         timeZone: String? = nil, in existing: URL? = nil, keep: Bool = false,
-        _ body: (EasemobGateway) async throws -> Void
+        clock: any TuisongCore.Clock = SystemClock(), _ body: (EasemobGateway) async throws -> Void
     ) async throws {
         let running = try await RunningGateway.start(
-            providers: ["easemob"], directory: existing, logLevel: .critical, name: "easemob-e2e")
+            providers: ["easemob"], directory: existing, logLevel: .critical, name: "easemob-e2e", clock: clock)
         let runtime = running.runtime
         do {
             var app: App
@@ -71,43 +63,34 @@ struct EasemobGateway: Sendable {
 
     /// The provider learns of newly configured pairs within about a second.
     func waitUntilServed() async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            let answer = try await call("POST", "/token", ["grant_type": "client_credentials"])
-            if answer.status != 404 { return }
-            try await Task.sleep(for: .milliseconds(100))
+        let served = try await eventually(within: 10, every: .milliseconds(100)) {
+            try await call("POST", "/token", ["grant_type": "client_credentials"]).status != 404
         }
-        Issue.record("/acme/chat was never served")
+        if !served { Issue.record("/acme/chat was never served") }
     }
 
     /// A call as Easemob's clients make it: JSON content type on every method, body or not.
     func call(
         _ method: String, _ path: String, _ body: Any? = nil, token: String? = nil, raw: Data? = nil,
         headers: [String: String] = [:]
-    ) async throws -> EasemobHTTPResponse {
-        var request = URLRequest(url: URL(string: base + path)!)
-        request.httpMethod = method
-        request.timeoutInterval = 30
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        if let raw {
-            request.httpBody = raw
-        } else if let body {
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+    ) async throws -> TestResponse {
+        var fields = [("Content-Type", "application/json"), ("Accept", "application/json")]
+        if let token { fields.append(("Authorization", "Bearer \(token)")) }
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            fields.removeAll { $0.0.lowercased() == name.lowercased() }
+            fields.append((name, value))
         }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        return EasemobHTTPResponse(status: (response as! HTTPURLResponse).statusCode, body: data)
+        let payload = try raw ?? body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
+        return try await TestClient(baseURL: baseURL).execute(
+            method, "/acme/chat" + path, headers: fields, body: Array(payload))
     }
 
     /// A message as the native API shows it (`/api/v1/messages/{id}`), by its Easemob msg id.
     func nativeMessage(msgID: String) async throws -> [String: Any] {
         let record = try #require(try await runtime.store.message(appID: app.id, vendorMessageID: msgID))
-        var request = URLRequest(url: URL(string: "\(baseURL)/api/v1/messages/\(record.id)")!)
-        request.setValue("Bearer \(Self.apiKey)", forHTTPHeaderField: "Authorization")
-        let (data, _) = try await URLSession.shared.data(for: request)
-        return (try JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        return try await TestClient(baseURL: baseURL).execute(
+            "GET", "/api/v1/messages/\(record.id)", headers: [("Authorization", "Bearer \(Self.apiKey)")]
+        ).jsonObject
     }
 
     func appToken(ttl: Int? = nil) async throws -> String {
@@ -117,7 +100,7 @@ struct EasemobGateway: Sendable {
         if let ttl { body["ttl"] = ttl }
         let answer = try await call("POST", "/token", body)
         #expect(answer.status == 200, "\(answer.text)")
-        return try #require(answer.json["access_token"] as? String)
+        return try #require(answer.jsonObject["access_token"] as? String)
     }
 
     func register(_ token: String, _ users: [[String: Any]]) async throws {
@@ -126,7 +109,7 @@ struct EasemobGateway: Sendable {
     }
 
     func bind(_ token: String, user: String, device: String, apnsToken: String, notifier: String = "")
-        async throws -> EasemobHTTPResponse
+        async throws -> TestResponse
     {
         try await call(
             "PUT", "/users/\(user)/push/binding",

@@ -3,18 +3,16 @@ import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
+import TuisongPluginTestKit
 
 @testable import EasemobProvider
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// Easemob's REST API over real HTTP against a real gateway (`GatewayRuntime`, the delivery
 /// engine, the APNs pool over TLS + HTTP/2) and the bundled APNs mock.
 @Suite(.serialized) struct EndToEndTests {
     @Test func tokensUsersAndTheErrorDialect() async throws {
-        try await EasemobGateway.with { gw in
+        let clock = ManualClock(Date())
+        try await EasemobGateway.with(clock: clock) { gw in
             // No token, `Bearer None`, a forged token: 401 unauthorized.
             let anonymous = try await gw.call("POST", "/users", ["username": "x", "password": "p"])
             #expect(anonymous.status == 401 && anonymous.error == "unauthorized")
@@ -33,27 +31,28 @@ import TuisongGateway
                     "grant_type": "client_credentials", "client_id": EasemobGateway.clientID,
                     "client_secret": EasemobGateway.clientSecret, "ttl": "1024000",
                 ])
-            #expect(granted.json["expires_in"] as? Int == 1_024_000)
-            #expect((granted.json["application"] as? String)?.count == 36)
-            let token = try #require(granted.json["access_token"] as? String)
+            #expect(granted.jsonObject["expires_in"] as? Int == 1_024_000)
+            #expect((granted.jsonObject["application"] as? String)?.count == 36)
+            let token = try #require(granted.jsonObject["access_token"] as? String)
 
             // ttl 1: good now, expired a second later.
             let short = try await gw.appToken(ttl: 1)
             #expect(try await gw.call("GET", "/users", token: short).status == 200)
-            try await Task.sleep(for: .milliseconds(1100))
+            clock.advance(by: 1.1)
             let expired = try await gw.call("GET", "/users", token: short)
             #expect(expired.status == 401 && expired.error == "unauthorized")
-            #expect((expired.json["error_description"] as? String)?.contains("expired") == true)
+            #expect((expired.jsonObject["error_description"] as? String)?.contains("expired") == true)
 
             // Register one, then a list with a duplicate.
             let alice = try await gw.call(
                 "POST", "/users", ["username": "Alice", "password": "p1", "nickname": "艾"], token: token)
-            #expect(alice.status == 200 && alice.json["action"] as? String == "post")
+            #expect(alice.status == 200 && alice.jsonObject["action"] as? String == "post")
             #expect(alice.entities.first?["username"] as? String == "alice")
             #expect(
-                alice.json["organization"] as? String == "acme" && alice.json["applicationName"] as? String == "chat")
-            #expect(alice.json["path"] as? String == "/users")
-            #expect((alice.json["uri"] as? String)?.hasSuffix("/acme/chat/users") == true)
+                alice.jsonObject["organization"] as? String == "acme"
+                    && alice.jsonObject["applicationName"] as? String == "chat")
+            #expect(alice.jsonObject["path"] as? String == "/users")
+            #expect((alice.jsonObject["uri"] as? String)?.hasSuffix("/acme/chat/users") == true)
             let again = try await gw.call("POST", "/users", ["username": "alice", "password": "p"], token: token)
             #expect(again.status == 400 && again.error == "duplicate_unique_property_exists")
             let batch = try await gw.call(
@@ -64,14 +63,14 @@ import TuisongGateway
                 ],
                 token: token)
             #expect(batch.entities.map { $0["username"] as? String } == ["bob", "carol"])
-            #expect(((batch.json["data"] as? [[String: Any]])?.first?["username"] as? String) == "alice")
+            #expect(((batch.jsonObject["data"] as? [[String: Any]])?.first?["username"] as? String) == "alice")
 
             // Listing in pages.
             let page1 = try await gw.call("GET", "/users?limit=2", token: token)
-            #expect(page1.entities.count == 2 && page1.json["count"] as? Int == 2)
-            let cursor = try #require(page1.json["cursor"] as? String)
+            #expect(page1.entities.count == 2 && page1.jsonObject["count"] as? Int == 2)
+            let cursor = try #require(page1.jsonObject["cursor"] as? String)
             let page2 = try await gw.call("GET", "/users?limit=2&cursor=\(cursor)", token: token)
-            #expect(page2.entities.count == 1 && page2.json["cursor"] == nil)
+            #expect(page2.entities.count == 1 && page2.jsonObject["cursor"] == nil)
 
             // Profile and legacy push fields, echoed.
             let updated = try await gw.call(
@@ -95,9 +94,9 @@ import TuisongGateway
             // A user's own token: only for its own binding.
             let login = try await gw.call(
                 "POST", "/token", ["grant_type": "password", "username": "bob", "password": "p2"])
-            #expect((login.json["user"] as? [String: Any])?["username"] as? String == "bob")
-            #expect(login.json["expires_in"] as? Int ?? 0 > 0)
-            let bobToken = try #require(login.json["access_token"] as? String)
+            #expect((login.jsonObject["user"] as? [String: Any])?["username"] as? String == "bob")
+            #expect(login.jsonObject["expires_in"] as? Int ?? 0 > 0)
+            let bobToken = try #require(login.jsonObject["access_token"] as? String)
             let badLogin = try await gw.call(
                 "POST", "/token", ["grant_type": "password", "username": "bob", "password": "x"])
             #expect(badLogin.status == 400 && badLogin.error == "invalid_grant")
@@ -119,14 +118,12 @@ import TuisongGateway
             #expect(wrongMethod.status == 405 && wrongMethod.error == "unsupported_service_operation")
             let huge = try await gw.call(
                 "POST", "/users", token: token, raw: Data(repeating: UInt8(ascii: " "), count: (1 << 20) + 1))
-            #expect(huge.status == 413 && huge.json["error_description"] != nil)
+            #expect(huge.status == 413 && huge.jsonObject["error_description"] != nil)
             // An org/app nobody configured: Easemob's 404, not the native one.
-            var other = URLRequest(url: URL(string: "\(gw.baseURL)/acme/other/users")!)
-            other.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            let (otherBody, otherResponse) = try await URLSession.shared.data(for: other)
-            #expect((otherResponse as! HTTPURLResponse).statusCode == 404)
-            let otherJSON = (try JSONSerialization.jsonObject(with: otherBody)) as? [String: Any]
-            #expect(otherJSON?["error"] as? String == "organization_application_not_found")
+            let other = try await TestClient(baseURL: gw.baseURL).execute(
+                "GET", "/acme/other/users", headers: [("Content-Type", "application/json")])
+            #expect(other.status == 404)
+            #expect(try other.json()["error"] as? String == "organization_application_not_found")
             // Deleting the user revokes its token.
             #expect(try await gw.call("DELETE", "/users/bob", token: token).status == 200)
             #expect(try await gw.call("GET", "/users/bob/push/binding", token: bobToken).status == 401)
@@ -161,7 +158,7 @@ import TuisongGateway
                     "grant_type": "client_credentials", "client_id": EasemobGateway.clientID,
                     "client_secret": "rotated-secret",
                 ])
-            let newToken = try #require(fresh.json["access_token"] as? String)
+            let newToken = try #require(fresh.jsonObject["access_token"] as? String)
             #expect(try await gw.call("GET", "/users/bob", token: newToken).status == 200)
         }
     }

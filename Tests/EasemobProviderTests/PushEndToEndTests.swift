@@ -23,7 +23,7 @@ import TuisongGateway
                     "ext": ["em_apns_ext": ["extern": "order-7"]],
                 ],
                 token: token)
-            #expect(first.status == 200 && first.json["path"] as? String == "/messages/users")
+            #expect(first.status == 200 && first.jsonObject["path"] as? String == "/messages/users")
             let firstID = try #require(first.data["bob"] as? String)
             _ = try await gw.completed(msgID: firstID)
             let payload = try #require(gw.received(msgID: firstID)[apnsToken(1)])
@@ -198,7 +198,7 @@ import TuisongGateway
             let batch = try await gw.call("POST", "/chatgroups/\(group)/users", ["usernames": ["m3"]], token: token)
             #expect(batch.data["newmembers"] as? [String] == ["m3"])
             let details = try await gw.call("GET", "/chatgroups/\(group)", token: token)
-            let info = try #require((details.json["data"] as? [[String: Any]])?.first)
+            let info = try #require((details.jsonObject["data"] as? [[String: Any]])?.first)
             #expect(
                 info["name"] as? String == "team" && info["affiliations_count"] as? Int == 4
                     && info["owner"] as? String == "owner")
@@ -274,7 +274,7 @@ import TuisongGateway
                 ])
 
             let members = try await gw.call("GET", "/chatgroups/\(group)/users", token: token)
-            #expect(members.json["count"] as? Int == 3)
+            #expect(members.jsonObject["count"] as? Int == 3)
             // Chat rooms: acknowledged with ids, nothing kept or pushed (their members are online).
             let room = try await gw.call(
                 "POST", "/messages/chatrooms", ["from": "m1", "to": ["r1"], "type": "txt", "body": ["msg": "x"]],

@@ -34,7 +34,7 @@ import TuisongPluginTestKit
             provider.register(on: router.router)
         }
 
-        func token(ttl: Int? = nil) async throws -> Response {
+        func token(ttl: Int? = nil) async throws -> TestResponse {
             var body: [String: Any] = [
                 "grant_type": "client_credentials", "client_id": "id", "client_secret": "secret",
             ]
@@ -42,7 +42,7 @@ import TuisongPluginTestKit
             return try await router.send(.POST, "/acme/chat/token", json: body)
         }
 
-        func users(_ token: String) async throws -> Response {
+        func users(_ token: String) async throws -> TestResponse {
             try await router.send(
                 .GET, "/acme/chat/users",
                 headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/json"])

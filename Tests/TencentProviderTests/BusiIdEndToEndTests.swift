@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongCrypto
+import TuisongPluginTestKit
 
 @testable import TencentProvider
 
@@ -29,14 +30,10 @@ extension TencentGatewayEndToEndTests {
             )
             let key = try #require(pushed["MsgKey"] as? String)
             let record = try #require(try await gw.runtime.store.message(appID: gw.app.id, vendorMessageID: key))
-            var status: MessageStatus?
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline {
-                status = try await gw.runtime.engine.status(messageID: record.id)
-                if let status, status.counts.delivered == 2, status.counts.held == 1 { break }
-                try await Task.sleep(for: .milliseconds(50))
+            let status = try await DeliveryWait.until(gw.runtime.engine, record.id, timeout: .seconds(60)) {
+                $0.counts.delivered == 2 && $0.counts.held == 1
             }
-            #expect(status?.counts.delivered == 2 && status?.counts.held == 1)
+            #expect(status.counts.delivered == 2 && status.counts.held == 1)
             let held = try await gw.runtime.store.deliveries(messageID: record.id, state: .held, cursor: nil, limit: 10)
             #expect(held.items.map(\.token) == [Self.token(3)])
             #expect(held.items.map(\.reason) == ["no_credential_for_selector"])
@@ -48,10 +45,8 @@ extension TencentGatewayEndToEndTests {
 
             // Adding busiId 777's credential releases the held one.
             try await addKey("BUSI777KEY", busiID: "777")
-            let released = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < released {
-                if gw.mock.receivedNotifications().contains(where: { $0.deviceToken == Self.token(3) }) { break }
-                try await Task.sleep(for: .milliseconds(50))
+            _ = await eventually(within: 60) {
+                gw.mock.receivedNotifications().contains { $0.deviceToken == Self.token(3) }
             }
             let third = gw.mock.receivedNotifications().first { $0.deviceToken == Self.token(3) }
             #expect(third?.keyID == "BUSI777KEY")

@@ -4,6 +4,7 @@ import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
 import TuisongGatewayTestKit
+import TuisongPluginTestKit
 
 @testable import TencentProvider
 
@@ -37,7 +38,7 @@ import TuisongGatewayTestKit
                 port: port, method: "GET", target: "/api/v1/messages/\(id)", body: [],
                 headers: ["Authorization": "Bearer \(apiKey)"])
             #expect(response.status == 200, "\(response.text)")
-            return response.json
+            return response.jsonObject
         }
 
         var port: Int { running.port }
@@ -56,7 +57,7 @@ import TuisongGatewayTestKit
         func call(
             _ command: String, _ body: String, as identifier: String = "administrator", sig: String? = nil,
             sdkAppID: Int64 = TencentGatewayEndToEndTests.sdkAppID, method: String = "POST", random: UInt32 = 99
-        ) async throws -> RawHTTPResponse {
+        ) async throws -> TestResponse {
             let usersig = try sig ?? self.sig(identifier)
             let target =
                 "/v4/\(command)?sdkappid=\(sdkAppID)&identifier=\(identifier)&usersig=\(usersig)&random=\(random)&contenttype=json"
@@ -70,7 +71,7 @@ import TuisongGatewayTestKit
             let response = try await call(command, body, as: identifier)
             #expect(response.status == 200)
             #expect(response.actionStatus == "OK" && response.errorCode == 0, "\(command): \(response.text)")
-            return response.json
+            return response.jsonObject
         }
 
         func importAccounts(_ accounts: [(String, String?)]) async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import TencentProvider
 
@@ -26,7 +27,7 @@ extension TencentGatewayEndToEndTests {
                 body: Array(body.utf8), headers: ["Content-Type": "application/json"])
             #expect(typed.errorCode == 0)
 
-            func code(_ response: RawHTTPResponse) -> Int? {
+            func code(_ response: TestResponse) -> Int? {
                 #expect(response.status == 200 && response.actionStatus == "FAIL", "\(response.text)")
                 return response.errorCode
             }
@@ -64,7 +65,7 @@ extension TencentGatewayEndToEndTests {
                 "im_open_login_svc/account_check", #"{"CheckItem":[{"UserID":"alice"},{"UserID":"zed"}]}"#,
                 method: "GET")
             #expect(check.errorCode == 0)
-            let items = try #require(check.json["ResultItem"] as? [[String: Any]])
+            let items = try #require(check.jsonObject["ResultItem"] as? [[String: Any]])
             #expect(items.map { $0["AccountStatus"] as? String } == ["Imported", "NotImported"])
             #expect(items.map { $0["UserID"] as? String } == ["alice", "zed"])
 
@@ -137,7 +138,8 @@ extension TencentGatewayEndToEndTests {
             let check2 = try await gw.call(
                 "im_open_login_svc/account_check", #"{"CheckItem":[{"UserID":"bob"}]}"#, method: "GET")
             #expect(
-                (check2.json["ResultItem"] as? [[String: Any]])?.first?["AccountStatus"] as? String == "NotImported")
+                (check2.jsonObject["ResultItem"] as? [[String: Any]])?.first?["AccountStatus"] as? String
+                    == "NotImported")
             // Its device no longer receives a push to every account.
             gw.mock.resetRecorded()
             let everyone = try await gw.ok("all_member_push/im_push", #"{"MsgRandom":4,\#(text)}"#)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCrypto
+import TuisongPluginTestKit
 
 @testable import TuisongAPNs
 
@@ -161,7 +162,7 @@ import TuisongCrypto
         let listener = try SilentListener()
         let pool = try pool(port: listener.port, caFile: nil, requestTimeout: .seconds(30))
         async let outcome = sendExpectingError(pool)
-        try await Task.sleep(for: .milliseconds(200))
+        try await waitUntil("the request is queued") { pool.statistics.queued == 1 }
         await pool.shutdown()
         let error = await outcome
         #expect(error?.code == .shutdown)
@@ -171,7 +172,7 @@ import TuisongCrypto
         let listener = try SilentListener()
         let pool = try pool(port: listener.port, caFile: nil, requestTimeout: .seconds(30))
         let task = Task { await sendExpectingError(pool) }
-        try await Task.sleep(for: .milliseconds(200))
+        try await waitUntil("the request is queued") { pool.statistics.queued == 1 }
         task.cancel()
         let error = await task.value
         #expect(error?.code == .cancelled)

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import TuisongCore
 import TuisongCrypto
+import TuisongPluginTestKit
 
 @testable import TuisongAPNs
 
@@ -100,17 +101,10 @@ final class OpenSSLTestServer {
         process.standardError = output
         try runWithDefaultSignalMask(process)
         // s_server prints "ACCEPT 0.0.0.0:<port>" once it listens.
-        let deadline = Date().addingTimeInterval(10)
-        var found: Int?
-        while found == nil && Date() < deadline {
+        let found = await firstValue { () -> Int? in
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT") }),
-                let portText = line.split(separator: ":").last, let port = Int(portText)
-            {
-                found = port
-            } else {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            let line = text.split(separator: "\n").first { $0.hasPrefix("ACCEPT") }
+            return line?.split(separator: ":").last.flatMap { Int($0) }
         }
         guard let found else {
             process.terminate()
@@ -134,6 +128,7 @@ final class OpenSSLTestServer {
 /// `terminate()` nor the `timeout` wrapper could stop the child.
 func runWithDefaultSignalMask(_ process: Process) throws {
     let outcome = Mutex<Result<Void, any Error>?>(nil)
+    let spawned = DispatchSemaphore(value: 0)
     let spawner = LoopBound(process)
     let thread = Thread {
         var empty = sigset_t()
@@ -141,12 +136,11 @@ func runWithDefaultSignalMask(_ process: Process) throws {
         pthread_sigmask(SIG_SETMASK, &empty, nil)
         let result = Result { try spawner.value.run() }
         outcome.withLock { $0 = result }
+        spawned.signal()
     }
     thread.start()
-    while true {
-        if let result = outcome.withLock({ $0 }) { return try result.get() }
-        usleep(1000)
-    }
+    spawned.wait()
+    return try outcome.withLock { $0 }!.get()
 }
 
 /// A loopback TCP listener that never accepts: connects complete in the kernel's backlog,
@@ -202,18 +196,6 @@ final class ClientCorrectedClock: TuisongCore.Clock {
         }
         return Date().addingTimeInterval(skewed ? skew : 0)
     }
-}
-
-/// Waits until `condition` holds, polling; false when `timeout` passed first.
-func clientEventually(
-    timeout: Duration = .seconds(10), _ condition: () -> Bool
-) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return condition()
 }
 
 let clientTestLogger: Logger = {

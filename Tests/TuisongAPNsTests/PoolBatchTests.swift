@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TuisongAPNsMock
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import TuisongAPNs
 
@@ -125,7 +126,8 @@ extension APNsConnectionPool {
         #expect(Set(received).isSuperset(of: tokens))
         #expect(fixture.server.statistics.refusedStreams == 0)
         #expect(pool.statistics.peakStreamsPerConnection <= 100)
-        // Nothing is answered twice after the last answer either.
+        // Nothing is answered twice after the last answer either (a check that something does
+        // not happen, in 0.1 s).
         try await Task.sleep(for: .milliseconds(100))
         #expect(collector.duplicates == 0)
         await fixture.shutdownPools()
@@ -208,7 +210,7 @@ extension APNsConnectionPool {
             collector.handle($0)
         }
         // Some on streams, the rest queued behind the first answer's one-stream limit.
-        #expect(await clientEventually { pool.statistics.inFlight > 0 })
+        #expect(await eventually { pool.statistics.inFlight > 0 })
         await pool.shutdown()
         let results = await collector.results()
         #expect(

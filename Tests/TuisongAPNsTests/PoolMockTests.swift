@@ -4,6 +4,7 @@ import Testing
 import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
+import TuisongPluginTestKit
 
 @testable import TuisongAPNs
 
@@ -56,11 +57,12 @@ final class PoolMockFixture {
         return pool
     }
 
-    /// Stops the server and starts a new one on the same port with the same keys.
-    func restartServer(downtime: Duration) async throws {
+    /// Stops the server, waits until `down` holds (the client noticed), and starts a new one on
+    /// the same port with the same keys.
+    func restartServer(once down: () -> Bool) async throws {
         let port = server.port
         server.shutdown()
-        try await Task.sleep(for: downtime)
+        try await waitUntil("the client noticed the server stop", down)
         server = try APNsMockServer(
             configuration: setup.configuration(port: port), certificate: setup.serverCertificate,
             key: setup.serverKey)
@@ -147,10 +149,7 @@ func poolDeviceToken(_ index: Int) -> String {
         #expect(fixture.server.statistics.providerTokensAccepted >= 1)
         // The second connection opens beside the first send; on a loaded machine it may still be
         // on its way when the answer arrives.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while pool.statistics.connectionsOpened < 2, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        #expect(await eventually { pool.statistics.connectionsOpened >= 2 })
         #expect(pool.statistics.connectionsOpened == 2)
         await fixture.shutdownPools()
     }
@@ -160,10 +159,7 @@ func poolDeviceToken(_ index: Int) -> String {
         let pool = try fixture.pool()
         #expect(pool.statistics.connectionsOpened == 0, "a pool opens nothing until asked")
         pool.connect()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while pool.statistics.connectionsOpened < 2, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        #expect(await eventually { pool.statistics.connectionsOpened >= 2 })
         #expect(pool.statistics.connectionsOpened == 2)
         #expect(fixture.server.statistics.requests == 0)
         // Asking again opens nothing more; the open connections carry the first push.
@@ -245,13 +241,13 @@ func poolDeviceToken(_ index: Int) -> String {
         }
         let pool = try fixture.pool { $0.connections = 1 }
         async let first = sendConcurrently(pool, count: 1) { _ in PoolMockFixture.request() }
-        #expect(await clientEventually { pool.statistics.inFlight == 1 })
+        #expect(await eventually { pool.statistics.inFlight == 1 })
         async let rest = sendConcurrently(pool, count: 19) { index in
             PoolMockFixture.request(deviceToken: poolDeviceToken(index))
         }
         // While the first answer is pending, the other 19 wait although 100 would be allowed.
         #expect(
-            await clientEventually {
+            await eventually {
                 let statistics = pool.statistics
                 return statistics.queued == 19 && statistics.inFlight == 1
             })
@@ -405,7 +401,7 @@ func poolDeviceToken(_ index: Int) -> String {
         let response = try await pool.send(fixture.request())
         #expect(response.status == 200)
         #expect(pool.statistics.connectionsOpened == 1)
-        #expect(await clientEventually { pool.statistics.inFlight == 0 })
+        #expect(await eventually { pool.statistics.inFlight == 0 })
         await fixture.shutdownPools()
     }
 
@@ -414,7 +410,7 @@ func poolDeviceToken(_ index: Int) -> String {
         let pool = try fixture.pool { $0.connections = 1 }
         let request = fixture.request()
         let task = Task { try await pool.send(request) }
-        #expect(await clientEventually { pool.statistics.inFlight == 1 })
+        #expect(await eventually { pool.statistics.inFlight == 1 })
         task.cancel()
         let result = await task.result
         guard case .failure(let error) = result else {
@@ -423,7 +419,7 @@ func poolDeviceToken(_ index: Int) -> String {
         }
         #expect((error as? APNsTransportError)?.code == .cancelled)
         // The reset closes the stream on both sides; the connection carries on.
-        #expect(await clientEventually { pool.statistics.inFlight == 0 })
+        #expect(await eventually { pool.statistics.inFlight == 0 })
         fixture.server.setFaults(.init())
         #expect(try await pool.send(fixture.request()).status == 200)
         #expect(pool.statistics.connectionsOpened == 1)
@@ -436,8 +432,8 @@ func poolDeviceToken(_ index: Int) -> String {
         #expect(try await pool.send(fixture.request()).status == 200)
         // Both connections ready first: one still in its TLS handshake when the server stops
         // would fail to connect instead of noticing the restart (a loaded machine did that).
-        #expect(await clientEventually { pool.statistics.liveConnections == 2 })
-        try await fixture.restartServer(downtime: .milliseconds(400))
+        #expect(await eventually { pool.statistics.liveConnections == 2 })
+        try await fixture.restartServer { pool.statistics.liveConnections == 0 }
         // Sent while the pool may still be backing off: it waits for a new connection.
         let response = try await pool.send(fixture.request())
         #expect(response.status == 200)
@@ -517,7 +513,7 @@ func poolDeviceToken(_ index: Int) -> String {
         }
         #expect(try await pool.send(fixture.request()).status == 200)
         #expect(
-            await clientEventually(timeout: .seconds(5)) { pool.statistics.pingsAcknowledged >= 3 })
+            await eventually(within: 5) { pool.statistics.pingsAcknowledged >= 3 })
         #expect(try await pool.send(fixture.request()).status == 200)
         #expect(pool.statistics.connectionsOpened == 1)
         #expect(fixture.server.statistics.connectionsAccepted == 1)

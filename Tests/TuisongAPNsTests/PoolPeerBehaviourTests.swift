@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongAPNsMock
+import TuisongPluginTestKit
 
 @testable import TuisongAPNs
 
@@ -41,7 +42,7 @@ import TuisongAPNsMock
         }
         #expect(try await pool.send(fixture.request()).status == 200)
         // Idle: the pool pings, hears nothing, and gives the connection up.
-        #expect(await clientEventually { pool.statistics.connectionsLost >= 1 })
+        #expect(await eventually { pool.statistics.connectionsLost >= 1 })
         #expect(fixture.server.statistics.pingsReceived >= 1)
         #expect(pool.statistics.pingsAcknowledged == 0)
         #expect(try await pool.send(fixture.request()).status == 200)
@@ -92,7 +93,7 @@ import TuisongAPNsMock
             configuration.pingTimeout = .milliseconds(500)
         }
         #expect(try await pool.send(fixture.request()).status == 200)
-        #expect(await clientEventually { pool.statistics.pingsAcknowledged >= 3 })
+        #expect(await eventually { pool.statistics.pingsAcknowledged >= 3 })
         #expect(pool.statistics.connectionsLost == 0)
         #expect(fixture.server.statistics.connectionsAccepted == 1)
         #expect(try await pool.send(fixture.request()).status == 200)

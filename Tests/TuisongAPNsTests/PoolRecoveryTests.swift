@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongAPNsMock
+import TuisongPluginTestKit
 
 @testable import TuisongAPNs
 
@@ -17,7 +18,8 @@ import TuisongAPNsMock
         let sends = Task {
             await sendConcurrently(pool, count: 20) { PoolMockFixture.request(deviceToken: poolDeviceToken($0)) }
         }
-        try await Task.sleep(for: .seconds(5))  // about six failed attempts, ~6 s of backoff at the old rate
+        // Six failed attempts: at the old rate the next one would have been 3.2–12.8 s away.
+        try await waitUntil("six failed connects", within: .seconds(30)) { pool.statistics.connectFailures >= 6 }
         try fixture.startServer(port: port)
         let recovered = ContinuousClock.now
         let results = await sends.value
@@ -43,7 +45,8 @@ import TuisongAPNsMock
         }
         #expect(try await pool.send(fixture.request()).status == 200)
         let port = fixture.stopServer()
-        try await Task.sleep(for: .milliseconds(300))  // both connections lost, a long attempt scheduled
+        // Both connections lost, a long attempt scheduled.
+        try await waitUntil("both connections lost") { pool.statistics.liveConnections == 0 }
         try fixture.startServer(port: port)
         let start = ContinuousClock.now
         #expect(try await pool.send(fixture.request()).status == 200)

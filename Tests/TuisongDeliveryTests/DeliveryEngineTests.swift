@@ -176,11 +176,7 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         healthy.store(true, ordering: .relaxed)
         #expect(try await f.store.releaseHeldDeliveries(appID: f.appID, environment: .production, now: Date()) == 10)
         engine.wake()
-        let deadline = ContinuousClock.now + .seconds(20)
-        repeat {
-            try await Task.sleep(for: .milliseconds(20))
-            status = try #require(try await engine.status(messageID: record.id))
-        } while status.counts.delivered < 10 && ContinuousClock.now < deadline
+        status = try await DeliveryWait.until(engine, record.id, timeout: .seconds(20)) { $0.counts.delivered >= 10 }
         await engine.stop()
         #expect(status.counts.delivered == 10)
         #expect(status.counts.held == 0)
@@ -195,7 +191,7 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         let first = f.engine(slow, pageSize: 100, workers: 16)
         try await first.start()
         let record = try await first.submit(f.job(.tag("all-users")))
-        try await Task.sleep(for: .milliseconds(300))
+        try await waitUntil("the first 300 sends", within: .seconds(20)) { slow.totalAttempts >= 300 }
         await first.stop()
         let partial = try #require(try await f.store.message(id: record.id))
         #expect(partial.state == .sending)
@@ -231,6 +227,7 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         _ = try await f.waitUntilCompleted(engine, due.id)
         #expect(try await engine.cancel(messageID: scheduled.id))
         #expect(try await engine.cancel(messageID: due.id) == false)
+        // A check that something does not happen: the cancelled message is not sent in 0.1 s.
         try await Task.sleep(for: .milliseconds(100))
         await engine.stop()
         #expect(try await f.store.message(id: scheduled.id)?.state == .cancelled)

@@ -108,6 +108,7 @@ final class GatedTransport: PushTransport {
                 #expect(s.counts.delivered >= lastDelivered, "delivered went back: \(s.counts)")
                 #expect(s.failures["BadTopic", default: 0] == s.counts.failed)
                 lastDelivered = s.counts.delivered
+                // Paces the poller: 20 samples over about two flushes, not a wait for anything.
                 try await Task.sleep(for: .milliseconds(2))
             }
             if answered < 250 {

@@ -3,6 +3,7 @@ import Logging
 import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
+import TuisongPluginTestKit
 
 /// A whole gateway (`GatewayRuntime`, as `tuisong serve` runs it) on a loopback port chosen by
 /// the system, with its database, master key and initial admin password file in a temporary
@@ -80,16 +81,7 @@ public final class RunningGateway: Sendable {
     /// Waits until every device of the message has an outcome (completed, nothing queued or
     /// sending) and returns its status; throws after `timeout`.
     public func completed(messageID: Int64, timeout: Duration = .seconds(60)) async throws -> MessageStatus {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let status = try await runtime.engine.status(messageID: messageID),
-                status.record.state == .completed, status.counts.queued == 0, status.counts.sending == 0
-            {
-                return status
-            }
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        throw RunningGatewayError(description: "message \(messageID) did not complete within \(timeout)")
+        try await DeliveryWait.completed(runtime.engine, messageID, timeout: timeout)
     }
 
     /// Shuts the runtime down, then removes the directory unless it is kept for a restart.
@@ -107,8 +99,4 @@ private func repositoryRoot() -> URL {
         if FileManager.default.fileExists(atPath: url.appending(path: "Package.swift").path) { return url }
     }
     return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-}
-
-public struct RunningGatewayError: Error, CustomStringConvertible {
-    public var description: String
 }

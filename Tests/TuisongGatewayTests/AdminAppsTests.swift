@@ -2,6 +2,7 @@ import BaiduProvider
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -12,8 +13,8 @@ import TuisongCore
         try await client.login()
         let created = try await client.call("POST", "/apps", json: ["name": "订单助手", "bundle_id": "com.example.orders"])
         #expect(created.status == 201)
-        let key = try #require(created.json["api_key"] as? String)
-        let app = try #require(created.json["app"] as? [String: Any])
+        let key = try #require(created.jsonObject["api_key"] as? String)
+        let app = try #require(created.jsonObject["app"] as? [String: Any])
         let id = try #require(app["id"] as? Int)
         #expect(app["name"] as? String == "订单助手")
         #expect(app["devices"] as? Int == 0)
@@ -24,7 +25,7 @@ import TuisongCore
 
         let shown = try await client.call("GET", "/apps/\(id)")
         #expect(shown.status == 200)
-        #expect(shown.json["devices"] as? Int == 1)
+        #expect(shown.jsonObject["devices"] as? Int == 1)
         #expect(!client.everReceived(APIKey.hash(key)), "not even the key's hash is shown")
         let listed = try await client.call("GET", "/apps")
         #expect(listed.list("apps").count == 1)
@@ -32,7 +33,7 @@ import TuisongCore
 
         let regenerated = try await client.call("POST", "/apps/\(id)/api-key")
         #expect(regenerated.status == 200)
-        let newKey = try #require(regenerated.json["api_key"] as? String)
+        let newKey = try #require(regenerated.jsonObject["api_key"] as? String)
         #expect(newKey != key)
         let old = try await http("GET", "\(gw.baseURL)/api/v1/devices/\(token(1))", key: key)
         #expect(old.status == 401, "the old key stops working at once")
@@ -52,8 +53,8 @@ import TuisongCore
                 "vendors": ["baidu": ["apikey": "AK-123", "secret_key": secret]],
             ])
         #expect(created.status == 201)
-        let id = try #require((created.json["app"] as? [String: Any])?["id"] as? Int)
-        let view = try #require((created.json["app"] as? [String: Any])?["vendors"] as? [String: Any])
+        let id = try #require((created.jsonObject["app"] as? [String: Any])?["id"] as? Int)
+        let view = try #require((created.jsonObject["app"] as? [String: Any])?["vendors"] as? [String: Any])
         let baidu = try #require(view["baidu"] as? [String: [String: Any]])
         #expect(baidu["apikey"]?["value"] as? String == "AK-123")
         #expect(baidu["secret_key"]?["set"] as? Bool == true)
@@ -84,7 +85,7 @@ import TuisongCore
             try await gw.runtime.store.app(id: Int64(id))?.vendorSettings["baidu"]?["secret_key_sealed"])
         #expect(try sealer.open(resealed, context: "baidu:app:\(id)") == "second-secret-77")
         let cleared = try await client.call("PUT", "/apps/\(id)", json: ["vendors": ["baidu": ["secret_key": ""]]])
-        let clearedView = (cleared.json["vendors"] as? [String: Any])?["baidu"] as? [String: [String: Any]]
+        let clearedView = (cleared.jsonObject["vendors"] as? [String: Any])?["baidu"] as? [String: [String: Any]]
         #expect(clearedView?["secret_key"]?["set"] as? Bool == false)
 
         _ = try await client.call("GET", "/apps")
@@ -134,7 +135,7 @@ import TuisongCore
         let (gw, client) = try await AdminTestClient.start()
         defer { Task { await gw.stop() } }
         try await client.login()
-        func easemob(_ name: String, org: String, appName: String) async throws -> HTTPResult {
+        func easemob(_ name: String, org: String, appName: String) async throws -> TestResponse {
             try await client.call(
                 "POST", "/apps",
                 json: [
@@ -161,8 +162,8 @@ import TuisongCore
         defer { Task { await gw.stop() } }
         try await client.login()
         let created = try await client.call("POST", "/apps", json: ["name": "x", "bundle_id": "com.example.x"])
-        let key = try #require(created.json["api_key"] as? String)
-        let id = try #require((created.json["app"] as? [String: Any])?["id"] as? Int)
+        let key = try #require(created.jsonObject["api_key"] as? String)
+        let id = try #require((created.jsonObject["app"] as? [String: Any])?["id"] as? Int)
         #expect(try await client.call("DELETE", "/apps/\(id)").status == 204)
         #expect(try await client.call("GET", "/apps/\(id)").status == 404)
         #expect(try await client.call("DELETE", "/apps/\(id)").status == 404)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongHTTP
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -47,13 +48,13 @@ import TuisongHTTP
         #expect(cookie.contains("; SameSite=Strict"))
         #expect(cookie.contains("; Path=/admin/api"))
         #expect(!cookie.contains("Secure"), "plain HTTP without an https public URL: no Secure flag")
-        let csrf = try #require(ok.json["csrf_token"] as? String)
+        let csrf = try #require(ok.jsonObject["csrf_token"] as? String)
         #expect(csrf.count >= 40)
         #expect(!cookie.contains(csrf), "the CSRF token is not the cookie")
 
         let session = try await client.call("GET", "/session")
         #expect(session.status == 200)
-        #expect(session.json["csrf_token"] as? String == csrf)
+        #expect(session.jsonObject["csrf_token"] as? String == csrf)
     }
 
     @Test func cookieIsSecureWhenTheConsoleIsServedOverHTTPS() async throws {
@@ -105,7 +106,8 @@ import TuisongHTTP
     }
 
     @Test func repeatedFailuresGetGrowingDelays() async throws {
-        let (gw, client) = try await AdminTestClient.start()
+        let clock = ManualClock(Date())
+        let (gw, client) = try await AdminTestClient.start(clock: clock)
         defer { Task { await gw.stop() } }
         for attempt in 1...3 {
             let result = try await client.login("wrong \(attempt)")
@@ -120,7 +122,7 @@ import TuisongHTTP
         #expect(locked.status == 429)
         #expect(locked.errorCode == "too_many_attempts")
         #expect(locked.headers["retry-after"] == "1")
-        try await Task.sleep(for: .milliseconds(1100))
+        clock.advance(by: 1.1)
         let ok = try await client.login()
         #expect(ok.status == 200, "the lock ends and a success clears the record")
         let fresh = try await client.login("wrong again")
@@ -136,20 +138,20 @@ import TuisongHTTP
         var delays: [TimeInterval] = []
         for _ in 0..<6 {
             delays.append(throttle.recordFailure(for: "a"))
-            clock.advance(10)
+            clock.advance(by: 10)
         }
         #expect(delays == [1, 2, 4, 8, 8, 8])
         #expect(throttle.waitTime(for: "b") == nil, "addresses are counted apart")
         throttle.recordFailure(for: "a")
         #expect(throttle.waitTime(for: "a") == 8)
-        clock.advance(3)
+        clock.advance(by: 3)
         #expect(throttle.waitTime(for: "a") == 5)
         throttle.recordSuccess(for: "a")
         #expect(throttle.waitTime(for: "a") == nil)
         #expect(throttle.recordFailure(for: "a") == 0)
         // An hour of quiet starts the count again.
         throttle.recordFailure(for: "a")
-        clock.advance(3700)
+        clock.advance(by: 3700)
         #expect(throttle.recordFailure(for: "a") == 0)
     }
 
@@ -160,17 +162,17 @@ import TuisongHTTP
         let request = try Request(
             method: .GET, target: "/admin/api/apps", headers: ["Cookie": "a=b; tuisong_session=\(cookie)"])
         #expect(sessions.session(for: request) != nil)
-        clock.advance(50)
+        clock.advance(by: 50)
         #expect(sessions.session(for: request) != nil, "a request refreshes the idle timer")
-        clock.advance(50)
+        clock.advance(by: 50)
         #expect(sessions.session(for: request) != nil)
-        clock.advance(61)
+        clock.advance(by: 61)
         #expect(sessions.session(for: request) == nil, "idle too long")
 
         let (second, _) = sessions.create()
         let again = try Request(method: .GET, target: "/", headers: ["Cookie": "tuisong_session=\(second)"])
         for _ in 0..<6 {
-            clock.advance(55)
+            clock.advance(by: 55)
             _ = sessions.session(for: again)
         }
         #expect(sessions.session(for: again) == nil, "past the absolute lifetime even when active")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongCrypto
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -79,7 +80,7 @@ import TuisongCrypto
         return PushCertificate(certificate: certificate, key: key)
     }
 
-    private func upload(_ client: AdminTestClient, _ appID: Int64, _ body: [String: Any]) async throws -> HTTPResult {
+    private func upload(_ client: AdminTestClient, _ appID: Int64, _ body: [String: Any]) async throws -> TestResponse {
         try await client.call("POST", "/apps/\(appID)/credentials", json: body)
     }
 
@@ -101,10 +102,10 @@ import TuisongCrypto
         let accepted = try await upload(
             client, app.id, ["kind": "p12", "environment": "production", "file": p12Base64, "password": "right horse"])
         #expect(accepted.status == 201, "\(String(decoding: accepted.body, as: UTF8.self))")
-        #expect(accepted.json["kind"] as? String == "p12")
-        #expect((accepted.json["subject"] as? String)?.contains("com.example.creds") == true)
-        #expect(accepted.json["expiring_soon"] as? Bool == true)
-        #expect(accepted.json["days_left"] as? Int == 19)
+        #expect(accepted.jsonObject["kind"] as? String == "p12")
+        #expect((accepted.jsonObject["subject"] as? String)?.contains("com.example.creds") == true)
+        #expect(accepted.jsonObject["expiring_soon"] as? Bool == true)
+        #expect(accepted.jsonObject["days_left"] as? Int == 19)
 
         let expired = try Self.pushCertificate(days: -1)
         let expiredP12 = try PKCS12.make(certificate: expired.certificate, key: expired.key, password: "p")
@@ -171,9 +172,9 @@ import TuisongCrypto
                 "team_id": "TEAM123456",
             ])
         #expect(created.status == 201)
-        let id = try #require(created.json["id"] as? Int)
-        #expect(created.json["key_id"] as? String == "ABC123DEFG")
-        #expect(created.json["expires_at"] is NSNull)
+        let id = try #require(created.jsonObject["id"] as? Int)
+        #expect(created.jsonObject["key_id"] as? String == "ABC123DEFG")
+        #expect(created.jsonObject["expires_at"] is NSNull)
 
         let stored = try #require(try await gw.runtime.store.credential(id: Int64(id)))
         let keyLine = String(pem.split(separator: "\n")[1])
@@ -182,9 +183,9 @@ import TuisongCrypto
 
         let tested = try await client.call("POST", "/apps/\(app.id)/credentials/\(id)/test")
         #expect(tested.status == 200)
-        #expect(tested.json["ok"] as? Bool == true, "\(tested.json)")
-        #expect((tested.json["endpoint"] as? String)?.contains("127.0.0.1") == true)
-        #expect((tested.json["detail"] as? String)?.contains("ALPN h2") == true)
+        #expect(tested.jsonObject["ok"] as? Bool == true, "\(tested.jsonObject)")
+        #expect((tested.jsonObject["endpoint"] as? String)?.contains("127.0.0.1") == true)
+        #expect((tested.jsonObject["detail"] as? String)?.contains("ALPN h2") == true)
 
         #expect(try await client.call("POST", "/apps/\(other.id)/credentials/\(id)/test").status == 404)
         #expect(try await client.call("DELETE", "/apps/\(other.id)/credentials/\(id)").status == 404)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongGatewayTestKit
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -35,9 +36,9 @@ import TuisongGatewayTestKit
             if let cursor { path += "&cursor=\(cursor)" }
             let page = try await client.call("GET", path)
             #expect(page.status == 200)
-            #expect(page.json["total"] as? Int == 30)
+            #expect(page.jsonObject["total"] as? Int == 30)
             seen += page.list("devices").compactMap { $0["token"] as? String }
-            cursor = page.json["next_cursor"] as? String
+            cursor = page.jsonObject["next_cursor"] as? String
             pages += 1
         } while cursor != nil && pages < 10
         #expect(pages == 3)
@@ -47,11 +48,11 @@ import TuisongGatewayTestKit
         #expect(prefix.list("devices").compactMap { $0["token"] as? String } == [token(7, prefix: "cafe")])
         let tokenPages = try await client.call("GET", "/apps/\(appID)/devices?by=token&q=ab&limit=20")
         #expect(tokenPages.list("devices").count == 20)
-        let nextTokenCursor = try #require(tokenPages.json["next_cursor"] as? String)
+        let nextTokenCursor = try #require(tokenPages.jsonObject["next_cursor"] as? String)
         let rest = try await client.call(
             "GET", "/apps/\(appID)/devices?by=token&q=ab&limit=20&cursor=\(nextTokenCursor)")
         #expect(rest.list("devices").count == 9)
-        #expect(rest.json["next_cursor"] is NSNull)
+        #expect(rest.jsonObject["next_cursor"] is NSNull)
 
         let user = try await client.call("GET", "/apps/\(appID)/devices?by=user&q=u-1")
         #expect(user.list("devices").count == 10)
@@ -83,18 +84,18 @@ import TuisongGatewayTestKit
 
         let detail = try await client.call("GET", "/apps/\(appID)/devices/\(token(2).uppercased())")
         #expect(detail.status == 200)
-        #expect(detail.json["token"] as? String == token(2))
-        #expect(detail.json["tags"] as? [String] == ["vip", "北京"])
-        #expect(detail.json["environment"] as? String == "sandbox")
-        #expect(detail.json["invalid_reason"] as? String == "Unregistered")
-        #expect(detail.json["invalidated_at"] is String)
-        #expect(detail.json["baidu_channel_id"] == nil, "vendor fields come from the providers' declarations")
-        #expect((detail.json["vendor_values"] as? [String: Any])?.isEmpty == true, "not bound through any vendor")
-        #expect(detail.json["last_delivery"] is NSNull, "no message yet")
+        #expect(detail.jsonObject["token"] as? String == token(2))
+        #expect(detail.jsonObject["tags"] as? [String] == ["vip", "北京"])
+        #expect(detail.jsonObject["environment"] as? String == "sandbox")
+        #expect(detail.jsonObject["invalid_reason"] as? String == "Unregistered")
+        #expect(detail.jsonObject["invalidated_at"] is String)
+        #expect(detail.jsonObject["baidu_channel_id"] == nil, "vendor fields come from the providers' declarations")
+        #expect((detail.jsonObject["vendor_values"] as? [String: Any])?.isEmpty == true, "not bound through any vendor")
+        #expect(detail.jsonObject["last_delivery"] is NSNull, "no message yet")
         // The mounted providers (the default config's) declare their columns, in the config's
         // order: derived from the registry, so a vendor added later needs no edit here. A
         // device bound through Baidu has values.
-        let columns = detail.json["vendor_columns"] as? [[String: Any]] ?? []
+        let columns = detail.jsonObject["vendor_columns"] as? [[String: Any]] ?? []
         let declared = gw.runtime.config.providers.flatMap { name in
             (ProviderRegistry.provider(named: name)?.deviceColumns ?? []).map { "\(name).\($0.key)" }
         }
@@ -109,9 +110,9 @@ import TuisongGatewayTestKit
             "POST", "\(gw.baseURL)/baidu/device/bind",
             json: ["apikey": "AK-devices", "device_token": token(3), "push_mode": "development"])
         #expect(bound.status == 200)
-        let channel = try #require((bound.json["response_params"] as? [String: Any])?["channel_id"] as? String)
+        let channel = try #require((bound.jsonObject["response_params"] as? [String: Any])?["channel_id"] as? String)
         let boundDetail = try await client.call("GET", "/apps/\(appID)/devices/\(token(3))")
-        let values = (boundDetail.json["vendor_values"] as? [String: [String: String]])?["baidu"]
+        let values = (boundDetail.jsonObject["vendor_values"] as? [String: [String: String]])?["baidu"]
         #expect(values?["channel_id"] == channel)
         #expect(values?["user_id"]?.isEmpty == false)
         let listed = try await client.call("GET", "/apps/\(appID)/devices?by=token&q=\(token(3))")

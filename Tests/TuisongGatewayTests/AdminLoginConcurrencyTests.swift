@@ -1,11 +1,8 @@
 import Foundation
 import Testing
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Logins are checked a few at a time (PBKDF2 is slow on purpose), and a guessing burst from
 /// other addresses does not make the operator's login wait for every guess. The throttle keys
@@ -14,42 +11,12 @@ import Testing
 @Suite(.serialized) struct AdminLoginConcurrencyTests {
     /// POST /admin/api/login from `source`; the answer's status.
     static func login(port: Int, source: String, password: String) -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        inet_pton(AF_INET, source, &local.sin_addr)
-        var remote = sockaddr_in()
-        remote.sin_family = sa_family_t(AF_INET)
-        remote.sin_port = UInt16(port).bigEndian
-        inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
-        let bound = withUnsafePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        let connected = withUnsafePointer(to: &remote) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, connected == 0 else { return 0 }
-        var timeout = timeval(tv_sec: 60, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let body = #"{"password": "\#(password)"}"#
-        let request = Array(
-            ("POST /admin/api/login HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
-                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)").utf8)
-        _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var answer: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count <= 0 { break }
-            answer += buffer[..<count]
-        }
-        let text = String(decoding: answer, as: UTF8.self)
-        return Int(text.split(separator: " ", maxSplits: 2).dropFirst().first ?? "") ?? 0
+        let body = Array(#"{"password": "\#(password)"}"#.utf8)
+        let client = try? RawHTTPClient(port: port, receiveTimeout: 60, source: source)
+        let answer = try? client?.request(
+            "POST", "/admin/api/login",
+            headers: [("Host", "a"), ("Content-Type", "application/json"), ("Connection", "close")], body: body)
+        return answer?.status ?? 0
     }
 
     /// Runs every login at once, each on its own thread (blocking sockets), and returns the statuses.
@@ -106,14 +73,4 @@ import Testing
         _ = await freshBurst.value
         await gateway.stop()
     }
-}
-
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -51,9 +52,9 @@ import TuisongCore
         try await client.login()
         let monitor = try await client.call("GET", "/monitor?minutes=5&bucket=30")
         #expect(monitor.status == 200)
-        #expect((monitor.json["rate"] as? [Any])?.count == 10)
+        #expect((monitor.jsonObject["rate"] as? [Any])?.count == 10)
         #expect(monitor.list("running").isEmpty)
-        #expect((monitor.json["credentials"] as? [String: Any])?["failing"] as? [Any] != nil)
+        #expect((monitor.jsonObject["credentials"] as? [String: Any])?["failing"] as? [Any] != nil)
         #expect(try await client.call("GET", "/monitor?minutes=0").errorField == "minutes")
     }
 
@@ -73,7 +74,7 @@ import TuisongCore
                 appID: app.id, kind: .p12, environment: .sandbox, teamID: nil, keyID: nil, subject: "CN=Apple Push",
                 topics: ["com.example.shop"], expiresAt: Date().addingTimeInterval(10 * 86400), encryptedSecret: [4]))
         let monitor = try await client.call("GET", "/monitor")
-        let alerts = try #require(monitor.json["credentials"] as? [String: Any])
+        let alerts = try #require(monitor.jsonObject["credentials"] as? [String: Any])
         let failingList = alerts["failing"] as? [[String: Any]] ?? []
         #expect(failingList.count == 1)
         #expect(failingList.first?["status_reason"] as? String == "InvalidProviderToken")
@@ -99,21 +100,21 @@ import TuisongCore
                 "notification": ["badge": 2, "custom": ["order": 7]],
             ])
         #expect(preview.status == 200, "\(String(decoding: preview.body, as: UTF8.self))")
-        let payload = try #require(preview.json["payload"] as? String)
+        let payload = try #require(preview.jsonObject["payload"] as? String)
         #expect(payload == #"{"aps":{"alert":{"body":"手环 已发货","title":"订单 A-1"},"badge":2},"order":7}"#)
-        #expect(preview.json["bytes"] as? Int == payload.utf8.count)
-        #expect(preview.json["limit"] as? Int == 4096)
+        #expect(preview.jsonObject["bytes"] as? Int == payload.utf8.count)
+        #expect(preview.jsonObject["limit"] as? Int == 4096)
 
         // 1 and 0 are numbers, not booleans (Linux's JSONSerialization blurs the two).
         let small = try await client.call(
             "POST", "/apps/\(app.id)/push/preview",
             json: ["audience": ["all": true], "notification": ["badge": 1, "custom": ["flag": true, "n": 0]]])
-        #expect(small.json["payload"] as? String == #"{"aps":{"badge":1},"flag":true,"n":0}"#)
+        #expect(small.jsonObject["payload"] as? String == #"{"aps":{"badge":1},"flag":true,"n":0}"#)
 
         let big = try await client.call(
             "POST", "/apps/\(app.id)/push/preview",
             json: ["audience": ["all": true], "notification": ["alert": ["body": String(repeating: "字", count: 1400)]]])
-        #expect((big.json["error"] as? [String: Any])?["code"] as? String == "tooLarge")
+        #expect((big.jsonObject["error"] as? [String: Any])?["code"] as? String == "tooLarge")
 
         let badToken = try await client.call(
             "POST", "/apps/\(app.id)/push/preview", json: ["audience": ["token": "xyz"], "notification": [:]])

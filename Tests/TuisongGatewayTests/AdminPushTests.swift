@@ -47,18 +47,10 @@ struct AdminPushFixture {
         try? FileManager.default.removeItem(at: fixture.directory)
     }
 
-    /// Polls the console's message view until nothing is pending.
+    /// The console's message view once the engine completed the message.
     func follow(_ id: Int) async throws -> [String: Any] {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            let message = try await client.call("GET", "/messages/\(id)")
-            let counts = message.json["counts"] as? [String: Int] ?? [:]
-            if message.json["state"] as? String == "completed", counts["queued"] == 0, counts["sending"] == 0 {
-                return message.json
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestTimeout(message: "message \(id) did not complete")
+        _ = try await DeliveryWait.completed(engine, Int64(id))
+        return try await client.call("GET", "/messages/\(id)").jsonObject
     }
 }
 
@@ -81,8 +73,8 @@ struct AdminPushFixture {
                 "arguments": ["A-1", "手环"], "notification": ["badge": 1, "custom": ["order": 1]],
             ])
         #expect(sent.status == 202, "\(String(decoding: sent.body, as: UTF8.self))")
-        let id = try #require(sent.json["message_id"] as? Int)
-        let payloadBytes = try #require(sent.json["payload_bytes"] as? Int)
+        let id = try #require(sent.jsonObject["message_id"] as? Int)
+        let payloadBytes = try #require(sent.jsonObject["payload_bytes"] as? Int)
 
         let done = try await f.follow(id)
         let counts = try #require(done["counts"] as? [String: Int])
@@ -101,21 +93,21 @@ struct AdminPushFixture {
         // The monitor: the message in the recent list, its failures, its deliveries in the rate.
         let monitor = try await f.client.call("GET", "/monitor?minutes=5&bucket=5")
         #expect(monitor.list("recent").first?["id"] as? Int == id)
-        #expect(monitor.json["failures"] as? [String: Int] == ["Unregistered": 2])
+        #expect(monitor.jsonObject["failures"] as? [String: Int] == ["Unregistered": 2])
         let delivered = monitor.list("rate").reduce(0.0) { $0 + ($1["per_second"] as? Double ?? 0) * 5 }
         #expect(abs(delivered - 28) < 0.5)
 
         // Device detail: a delivered device and an invalidated one.
         let good = try await f.client.call("GET", "/apps/\(f.fixture.appID)/devices/\(token(1, prefix: "cd"))")
-        let goodLast = try #require(good.json["last_delivery"] as? [String: Any])
+        let goodLast = try #require(good.jsonObject["last_delivery"] as? [String: Any])
         #expect(goodLast["message_id"] as? Int == id)
         #expect(goodLast["state"] as? String == "delivered")
         let dead = try await f.client.call("GET", "/apps/\(f.fixture.appID)/devices/\(token(7, prefix: "cd"))")
-        let deadLast = try #require(dead.json["last_delivery"] as? [String: Any])
+        let deadLast = try #require(dead.jsonObject["last_delivery"] as? [String: Any])
         #expect(deadLast["state"] as? String == "failed")
         #expect(deadLast["reason"] as? String == "Unregistered")
-        #expect(dead.json["invalidated_at"] is String)
-        #expect((dead.json["recent_problems"] as? [Any])?.count == 1)
+        #expect(dead.jsonObject["invalidated_at"] is String)
+        #expect((dead.jsonObject["recent_problems"] as? [Any])?.count == 1)
 
         let recent = try await f.client.call("GET", "/messages?app=\(f.fixture.appID)")
         #expect(recent.list("messages").map { $0["id"] as? Int } == [id])
@@ -128,18 +120,14 @@ struct AdminPushFixture {
         let sent = try await f.client.call(
             "POST", "/apps/\(f.fixture.appID)/push",
             json: ["audience": ["all": true], "notification": ["alert": ["body": "hi"]]])
-        let id = try #require(sent.json["message_id"] as? Int)
+        let id = try #require(sent.jsonObject["message_id"] as? Int)
         // With 8 workers and 40 ms per send, 60 devices take about 300 ms: catch it running.
-        var sawRunning = false
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline, !sawRunning {
+        let sawRunning = try await eventually(within: 10) {
             let monitor = try await f.client.call("GET", "/monitor")
-            if let running = monitor.list("running").first(where: { $0["id"] as? Int == id }),
-                let counts = running["counts"] as? [String: Int], running["total"] as? Int == 60,
-                (counts["delivered"] ?? 0) > 0, (counts["delivered"] ?? 0) < 60
-            {
-                sawRunning = true
-            }
+            guard let running = monitor.list("running").first(where: { $0["id"] as? Int == id }),
+                let counts = running["counts"] as? [String: Int], running["total"] as? Int == 60
+            else { return false }
+            return (counts["delivered"] ?? 0) > 0 && (counts["delivered"] ?? 0) < 60
         }
         #expect(sawRunning, "the monitor showed the fan-out part-way")
         let done = try await f.follow(id)

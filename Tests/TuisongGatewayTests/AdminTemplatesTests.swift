@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -42,8 +43,8 @@ import TuisongCore
             "POST", "/apps/\(app.id)/templates",
             json: ["name": "shipped", "title_pattern": "订单 {0}", "body_pattern": "{1} 已发货，预计 {2} 送达"])
         #expect(created.status == 201)
-        let id = try #require(created.json["id"] as? Int)
-        #expect(created.json["argument_count"] as? Int == 3)
+        let id = try #require(created.jsonObject["id"] as? Int)
+        #expect(created.jsonObject["argument_count"] as? Int == 3)
 
         let duplicate = try await client.call(
             "POST", "/apps/\(app.id)/templates", json: ["name": "shipped", "body_pattern": "x"])

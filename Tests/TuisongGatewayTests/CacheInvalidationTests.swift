@@ -16,18 +16,9 @@ import TuisongPluginTestKit
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
             json: ["audience": ["all": true], "notification": ["alert": "x"]])
         #expect(push.status == 202)
-        let id = try #require(push.json["message_id"] as? Int)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            let view = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).json
-            let counts = view["counts"] as? [String: Int] ?? [:]
-            if view["state"] as? String == "completed", counts["queued"] == 0, counts["sending"] == 0 {
-                #expect(counts["delivered"] == 1)
-                return id
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestTimeout(message: "message \(id) did not complete")
+        let id = try #require(push.jsonObject["message_id"] as? Int)
+        #expect(try await gw.completed(messageID: Int64(id)).counts.delivered == 1)
+        return id
     }
 
     @Test func aBundleIDChangedInTheConsoleIsTheTopicOfTheNextPush() async throws {
@@ -35,8 +26,8 @@ import TuisongPluginTestKit
         defer { Task { await gw.stop() } }
         try await client.login()
         let created = try await client.call("POST", "/apps", json: ["name": "n", "bundle_id": "com.example.old"])
-        let key = try #require(created.json["api_key"] as? String)
-        let id = try #require((created.json["app"] as? [String: Any])?["id"] as? Int)
+        let key = try #require(created.jsonObject["api_key"] as? String)
+        let id = try #require((created.jsonObject["app"] as? [String: Any])?["id"] as? Int)
         let device = try await http(
             "PUT", "\(gw.baseURL)/api/v1/devices/\(token(1))", key: key, json: ["environment": "production"])
         #expect(device.status == 201)
@@ -71,10 +62,6 @@ import TuisongPluginTestKit
         // What the console's delete does.
         #expect(try await gw.runtime.credentialBackend.remove(credential))
         #expect(gw.runtime.apns.openPoolCount == 0, "the deleted credential's pool is closed")
-        let deadline = ContinuousClock.now + .seconds(10)
-        while mock.statistics.connectionsOpen > 0, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(mock.statistics.connectionsOpen == 0, "its APNs connections are gone")
+        #expect(await eventually { mock.statistics.connectionsOpen == 0 }, "its APNs connections are gone")
     }
 }

@@ -108,12 +108,9 @@ import TuisongPluginTestKit
             "POST", "http://127.0.0.1:\(port)/api/v1/push", key: key,
             json: ["audience": ["all": true], "notification": ["alert": "crash"]])
         #expect(push.status == 202)
-        let messageID = try #require(push.json["message_id"] as? Int)
+        let messageID = try #require(push.jsonObject["message_id"] as? Int)
         // Kill once a few hundred have gone out, well before the end.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while received(mock).count < 300, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        #expect(await eventually(within: 30) { received(mock).count >= 300 })
         first.kill9()
         let beforeRestart = received(mock)
         #expect(beforeRestart.count < 2000, "the kill must land mid-burst")
@@ -122,11 +119,11 @@ import TuisongPluginTestKit
         defer { second.terminate() }
         try await waitForHealth(port)
         var message: [String: Any] = [:]
-        let finish = ContinuousClock.now + .seconds(60)
-        repeat {
-            try await Task.sleep(for: .milliseconds(100))
-            message = try await http("GET", "http://127.0.0.1:\(port)/api/v1/messages/\(messageID)", key: key).json
-        } while message["state"] as? String != "completed" && ContinuousClock.now < finish
+        _ = try await eventually(within: 60, every: .milliseconds(100)) {
+            message = try await http("GET", "http://127.0.0.1:\(port)/api/v1/messages/\(messageID)", key: key)
+                .jsonObject
+            return message["state"] as? String == "completed"
+        }
         #expect(message["state"] as? String == "completed")
         #expect((message["counts"] as? [String: Int])?["delivered"] == 2000)
 
@@ -162,30 +159,21 @@ import TuisongPluginTestKit
     }
 
     func firstJSONObject(in spawned: Spawned, timeout: Duration) async throws -> [String: Any] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        let object = await firstValue(within: timeout) { () -> [String: Any]? in
             let text = spawned.text
-            if let end = text.range(of: "\n}") {
-                let candidate = String(text[..<end.upperBound])
-                if let start = candidate.firstIndex(of: "{"),
-                    let object = try? JSONSerialization.jsonObject(with: Data(candidate[start...].utf8))
-                        as? [String: Any]
-                {
-                    return object
-                }
-            }
-            try await Task.sleep(for: .milliseconds(50))
+            guard let end = text.range(of: "\n}") else { return nil }
+            let candidate = String(text[..<end.upperBound])
+            guard let start = candidate.firstIndex(of: "{") else { return nil }
+            return try? JSONSerialization.jsonObject(with: Data(candidate[start...].utf8)) as? [String: Any]
         }
-        throw TestTimeout(message: "no JSON from the process: \(spawned.text)")
+        guard let object else { throw TestTimeout(message: "no JSON from the process: \(spawned.text)") }
+        return object
     }
 
     func waitForHealth(_ port: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if let r = try? await http("GET", "http://127.0.0.1:\(port)/healthz"), r.status == 200 { return }
-            try await Task.sleep(for: .milliseconds(100))
+        try await waitUntil("gateway on \(port) healthy", every: .milliseconds(100)) {
+            (try? await http("GET", "http://127.0.0.1:\(port)/healthz"))?.status == 200
         }
-        throw TestTimeout(message: "gateway on \(port) did not become healthy")
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongCrypto
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -49,12 +50,7 @@ import TuisongCrypto
             PushJob(
                 appID: appID, vendor: "native", audience: .accounts(["alice"]),
                 notification: PushNotification(alert: .plain("x")), options: PushOptions()))
-        var deadline = ContinuousClock.now + .seconds(20)
-        while try await gw.runtime.engine.status(messageID: message.id)?.counts.held != 1,
-            ContinuousClock.now < deadline
-        {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await DeliveryWait.until(gw.runtime.engine, message.id, timeout: .seconds(20)) { $0.counts.held == 1 }
 
         let pem = try PrivateKey.generateP256().pkcs8PEM()
         let uploaded = try await client.call(
@@ -64,17 +60,13 @@ import TuisongCrypto
                 "key_id": "CONSOLE001", "team_id": "CONSOLE001", "selector": "1001",
             ])
         #expect(uploaded.status == 201)
-        #expect(uploaded.json["selector"] as? String == "1001")
+        #expect(uploaded.jsonObject["selector"] as? String == "1001")
         let listed = try await client.call("GET", "/apps/\(appID)/credentials")
         #expect(listed.list("credentials").map { $0["selector"] as? String } == ["1001"])
 
-        deadline = ContinuousClock.now + .seconds(20)
-        while try await gw.runtime.engine.status(messageID: message.id)?.counts.delivered != 1,
-            ContinuousClock.now < deadline
-        {
-            try await Task.sleep(for: .milliseconds(20))
+        _ = try await DeliveryWait.until(gw.runtime.engine, message.id, timeout: .seconds(20)) {
+            $0.counts.delivered == 1
         }
-        #expect(try await gw.runtime.engine.status(messageID: message.id)?.counts.delivered == 1)
         #expect(try #require(gw.runtime.localMock).receivedNotifications().map(\.keyID) == ["CONSOLE001"])
     }
 

@@ -35,19 +35,6 @@ import TuisongPluginTestKit
                 notification: PushNotification(alert: .plain("x")), options: PushOptions()))
     }
 
-    func waitFor(
-        _ gw: RunningGateway, _ id: Int64, _ done: (MessageStatus) -> Bool, timeout: Duration = .seconds(30)
-    ) async throws -> MessageStatus {
-        let deadline = ContinuousClock.now + timeout
-        var last: MessageStatus?
-        while ContinuousClock.now < deadline {
-            last = try await gw.runtime.engine.status(messageID: id)
-            if let last, last.record.state == .completed, done(last) { return last }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestTimeout(message: "message \(id): \(String(describing: last?.counts))")
-    }
-
     @Test func aDeviceIsSentThroughTheCredentialOfItsSelectorInItsEnvironmentOthersThroughTheDefault() async throws {
         let gw = try await TestGateway.start()
         defer { Task { await gw.stop() } }
@@ -64,7 +51,9 @@ import TuisongPluginTestKit
         try await bind(gw, appID, "bob", plain, selector: nil)
 
         let message = try await push(gw, appID)
-        let status = try await waitFor(gw, message.id) { $0.counts.delivered == 2 }
+        let status = try await DeliveryWait.until(gw.runtime.engine, message.id) {
+            $0.record.state == .completed && $0.counts.delivered == 2
+        }
         #expect(status.counts.held == 0)
         let byToken = Dictionary(
             uniqueKeysWithValues: try #require(gw.runtime.localMock).receivedNotifications().map {
@@ -83,7 +72,9 @@ import TuisongPluginTestKit
         let device = token(1, prefix: "5b")
         try await bind(gw, appID, "alice", device, selector: "ios-dev")
         let message = try await push(gw, appID)
-        _ = try await waitFor(gw, message.id) { $0.counts.delivered == 1 }
+        _ = try await DeliveryWait.until(gw.runtime.engine, message.id) {
+            $0.record.state == .completed && $0.counts.delivered == 1
+        }
         #expect(try #require(gw.runtime.localMock).receivedNotifications().map(\.keyID) == ["NOTIFIER01"])
     }
 
@@ -99,7 +90,9 @@ import TuisongPluginTestKit
         let mock = try #require(gw.runtime.localMock)
 
         let message = try await push(gw, appID)
-        var status = try await waitFor(gw, message.id) { $0.counts.held == 1 && $0.counts.delivered == 1 }
+        var status = try await DeliveryWait.until(gw.runtime.engine, message.id) {
+            $0.record.state == .completed && $0.counts.held == 1 && $0.counts.delivered == 1
+        }
         let held = try await gw.runtime.store.deliveries(messageID: message.id, state: .held, cursor: nil, limit: 10)
         #expect(held.items.map(\.token) == [orphan])
         #expect(held.items.first?.reason == "no_credential_for_selector")
@@ -108,7 +101,9 @@ import TuisongPluginTestKit
         // The credential for busiId 3003 arrives (in the other environment, even): released and sent with it.
         mock.resetRecorded()
         _ = try await addKey(gw, appID, keyID: "BUSI3003SB", .sandbox, selector: "3003")
-        status = try await waitFor(gw, message.id) { $0.counts.delivered == 2 }
+        status = try await DeliveryWait.until(gw.runtime.engine, message.id) {
+            $0.record.state == .completed && $0.counts.delivered == 2
+        }
         #expect(status.counts.held == 0)
         #expect(mock.receivedNotifications().map(\.deviceToken) == [orphan])
         #expect(mock.receivedNotifications().map(\.keyID) == ["BUSI3003SB"])

@@ -46,8 +46,8 @@ final class TestIMPolicy: DeliveryPolicy {
     }
 }
 
-/// A policy that counts each account's badge once per message with `grantBadges`, slowly
-/// enough that the dispatcher's concurrent decisions show.
+/// A policy that counts each account's badge once per message with `grantBadges`, holding its
+/// first decisions until two overlap so that the dispatcher's concurrent decisions show.
 final class GrantingPolicy: DeliveryPolicy {
     let accounts: any AccountStore
     let deciding = Atomic<Int>(0)
@@ -63,7 +63,8 @@ final class GrantingPolicy: DeliveryPolicy {
         mostAtOnce.max(now, ordering: .relaxed)
         let badges = try await accounts.grantBadges(
             appID: message.appID, messageID: message.id, accounts: recipients.compactMap(\.accountKey))
-        try await Task.sleep(for: .milliseconds(30))
+        // Until two decisions overlap (or 5 s, after which the test's `mostAtOnce` check fails).
+        _ = await eventually(within: 5) { self.mostAtOnce.load(ordering: .relaxed) >= 2 }
         return recipients.map { recipient in
             let badge = recipient.account.flatMap { badges[$0] } ?? 0
             let payload: JSONValue = ["aps": ["alert": "hi", "badge": .int(Int64(badge))]]
@@ -90,23 +91,6 @@ final class GrantingPolicy: DeliveryPolicy {
         PushJob(
             appID: appID, vendor: "testim", audience: audience, notification: PushNotification(alert: .plain("hello")),
             options: PushOptions(), vendorContext: ["text": .string(text)])
-    }
-
-    func waitUntilCompleted(_ gw: RunningGateway, _ id: Int64, timeout: Duration = .seconds(60)) async throws
-        -> MessageStatus
-    {
-        let deadline = ContinuousClock.now + timeout
-        var last: MessageStatus?
-        while ContinuousClock.now < deadline {
-            last = try await gw.runtime.engine.status(messageID: id)
-            if let status = last, status.record.state == .completed, status.counts.queued == 0,
-                status.counts.sending == 0
-            {
-                return status
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestTimeout(message: "message \(id) did not complete: \(String(describing: last?.counts))")
     }
 
     @Test func aPolicySkipsRendersPerDeviceBadgesAndARetryResendsTheDevicesOwnPayload() async throws {
@@ -137,14 +121,11 @@ final class GrantingPolicy: DeliveryPolicy {
             job(appID, .accounts(["alice", "bob", "carol", "dave"])))
         #expect(record.vendorContext == ["text": "hi from the test"])
         // Carol's first answer is a 503; then APNs heals and the retry goes through.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !mock.receivedNotifications().contains(where: { $0.deviceToken == carolPhone && $0.status == 503 }),
-            ContinuousClock.now < deadline
-        {
-            try await Task.sleep(for: .milliseconds(10))
+        try await waitUntil("carol's 503", within: .seconds(20)) {
+            mock.receivedNotifications().contains { $0.deviceToken == carolPhone && $0.status == 503 }
         }
         mock.setFaults(.init())
-        let status = try await waitUntilCompleted(gw, record.id)
+        let status = try await gw.completed(messageID: record.id)
 
         #expect(status.counts.delivered == 3)
         #expect(status.counts.skipped == 2)
@@ -180,7 +161,7 @@ final class GrantingPolicy: DeliveryPolicy {
             ])
 
         // The native API shows the same counts and reasons.
-        let view = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(record.id)", key: key).json
+        let view = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(record.id)", key: key).jsonObject
         #expect(view["vendor"] as? String == "testim")
         #expect((view["counts"] as? [String: Int])?["skipped"] == 2)
         #expect((view["counts"] as? [String: Int])?["delivered"] == 3)
@@ -198,7 +179,7 @@ final class GrantingPolicy: DeliveryPolicy {
         var native = job(appID, .allAccounts)
         native.vendor = "native"
         let record = try await gw.runtime.engine.submit(native)
-        let status = try await waitUntilCompleted(gw, record.id)
+        let status = try await gw.completed(messageID: record.id)
         #expect(status.counts.delivered == 1)
         #expect(status.skips.isEmpty)
         let received = try #require(gw.runtime.localMock).receivedNotifications()
@@ -220,7 +201,7 @@ final class GrantingPolicy: DeliveryPolicy {
             for try await record in group { records.append(record) }
             return records
         }
-        for record in records { #expect(try await waitUntilCompleted(gw, record.id).counts.delivered == 1) }
+        for record in records { #expect(try await gw.completed(messageID: record.id).counts.delivered == 1) }
         let badges = try #require(gw.runtime.localMock).receivedNotifications().compactMap { notification -> Int? in
             guard let payload = try? JSONValue(parsing: notification.payload),
                 case .int(let badge)? = payload["aps"]?["badge"]
@@ -255,7 +236,7 @@ final class GrantingPolicy: DeliveryPolicy {
 
         for round in 1...2 {
             let record = try await gw.runtime.engine.submit(job(appID, .allAccounts))
-            #expect(try await waitUntilCompleted(gw, record.id).counts.delivered == owners.count)
+            #expect(try await gw.completed(messageID: record.id).counts.delivered == owners.count)
             let received = mock.receivedNotifications().suffix(owners.count)
             var badges: [String: Set<Int>] = [:]
             for notification in received {
@@ -272,16 +253,14 @@ final class GrantingPolicy: DeliveryPolicy {
         #expect(policy.mostAtOnce.load(ordering: .relaxed) >= 2, "pages were decided concurrently")
 
         // Each finished message's grants are deleted in the background.
-        let deadline = ContinuousClock.now + .seconds(10)
-        var left: Int64 = -1
-        while ContinuousClock.now < deadline {
-            left = try await store.sharedDatabase.read {
+        let grantsLeft = {
+            try await store.sharedDatabase.read {
                 try $0.queryOne("SELECT COUNT(*) AS n FROM badge_grants")?["n"].int ?? -1
             }
-            if left == 0 { break }
-            try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(left == 0)
+        if !(try await eventually { try await grantsLeft() == 0 }) {
+            Issue.record("\(try await grantsLeft()) grants left")
+        }
     }
 
     @Test func theConsoleShowsSkipsByReason() async throws {
@@ -294,11 +273,11 @@ final class GrantingPolicy: DeliveryPolicy {
         try await gw.runtime.store.setAppState(appID: appID, account: "bob", .foreground)
         gw.runtime.engine.setPolicies(["testim": TestIMPolicy(accounts: gw.runtime.store, pushDisabled: ["dave"])])
         let record = try await gw.runtime.engine.submit(job(appID, .allAccounts))
-        _ = try await waitUntilCompleted(gw, record.id)
+        _ = try await gw.completed(messageID: record.id)
 
         let message = try await client.call("GET", "/messages/\(record.id)")
-        #expect(message.json["skips"] as? [String: Int] == ["foreground": 1, "push_disabled": 1])
+        #expect(message.jsonObject["skips"] as? [String: Int] == ["foreground": 1, "push_disabled": 1])
         let monitor = try await client.call("GET", "/monitor")
-        #expect(monitor.json["skips"] as? [String: Int] == ["foreground": 1, "push_disabled": 1])
+        #expect(monitor.jsonObject["skips"] as? [String: Int] == ["foreground": 1, "push_disabled": 1])
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuisongPluginTestKit
 
 /// `tuisong serve` with `log.format: json`, as a log shipper sees it: every line it writes is
 /// one JSON object, and the request id a response carries is in the log.
@@ -77,15 +78,12 @@ import Testing
         defer { child.stop() }
 
         // The start banner is a log line too; its metadata says where the gateway listens.
-        var baseURL: String?
-        let deadline = ContinuousClock.now + .seconds(30)
-        while baseURL == nil, ContinuousClock.now < deadline {
+        let baseURL = await firstValue(within: .seconds(30)) { () -> String? in
             let complete = child.output.stderr.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
-            for line in complete {
+            return complete.lazy.compactMap { line in
                 let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-                if let url = (object?["metadata"] as? [String: Any])?["url"] as? String { baseURL = url }
-            }
-            if baseURL == nil { try await Task.sleep(for: .milliseconds(50)) }
+                return (object?["metadata"] as? [String: Any])?["url"] as? String
+            }.first
         }
         let base = try #require(baseURL, "no start line: \(child.output)")
 
@@ -102,10 +100,7 @@ import Testing
         #expect(replacedID != generatedID)
 
         // The access lines are written after the answers: wait for them, then stop cleanly.
-        let logDeadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < logDeadline, !child.output.stderr.contains(replacedID) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        #expect(await eventually { child.output.stderr.contains(replacedID) }, "no access line for \(replacedID)")
         child.stop()
         #expect(child.process.terminationStatus == 0)
 

@@ -39,25 +39,23 @@ import TuisongPluginTestKit
             let r = try await http(
                 "PUT", "\(gw.baseURL)/api/v1/devices/\(device)", key: key, json: ["environment": "production"])
             #expect(r.status == 201)
-            if device == dead { deadID = try #require(r.json["id"] as? Int) }
+            if device == dead { deadID = try #require(r.jsonObject["id"] as? Int) }
         }
         let push = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
             json: ["audience": ["all": true], "notification": ["alert": "指标"]])
         #expect(push.status == 202)
-        let id = try #require(push.json["message_id"] as? Int)
+        let id = try #require(push.jsonObject["message_id"] as? Int)
 
         // Scrape while the push is under way until it completes.
         var sawStreamsInFlight = false
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
+        try await waitUntil("message \(id) completed", within: .seconds(60), every: .milliseconds(20)) {
             let during = try await scrape("\(gw.baseURL)/metrics")
             if during.samples(named: "tuisong_apns_streams").contains(where: { $0.value > 0 }) {
                 sawStreamsInFlight = true
             }
-            let status = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).json
-            if status["state"] as? String == "completed" { break }
-            try await Task.sleep(for: .milliseconds(20))
+            let status = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).jsonObject
+            return status["state"] as? String == "completed"
         }
         #expect(sawStreamsInFlight)
 
@@ -83,9 +81,9 @@ import TuisongPluginTestKit
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
             json: ["audience": ["devices": [deadID]], "notification": ["alert": "again"]])
         #expect(again.status == 202)
-        let secondID = try #require(again.json["message_id"] as? Int)
-        try await waitUntil {
-            try await http("GET", "\(gw.baseURL)/api/v1/messages/\(secondID)", key: key).json["state"] as? String
+        let secondID = try #require(again.jsonObject["message_id"] as? Int)
+        try await waitUntil(every: .milliseconds(50)) {
+            try await http("GET", "\(gw.baseURL)/api/v1/messages/\(secondID)", key: key).jsonObject["state"] as? String
                 == "completed"
         }
         let skipped = try await scrape("\(gw.baseURL)/metrics")
@@ -109,9 +107,11 @@ import TuisongPluginTestKit
             json: ["audience": ["tokens": [throttled]], "notification": ["alert": "later"]])
         #expect(push.status == 202)
         var last: Exposition.Parsed?
-        try await waitUntil {
+        try await waitUntil(every: .milliseconds(50)) {
             last = try await scrape("\(gw.baseURL)/metrics")
+            // The gauge and the counter are two updates; a scrape may fall between them.
             return last?.value("tuisong_retry_queue_depth") == 1
+                && last?.value("tuisong_deliveries_total", ["outcome": "retry", "reason": "TooManyRequests"]) == 1
         }
         #expect(last?.value("tuisong_deliveries_total", ["outcome": "retry", "reason": "TooManyRequests"]) == 1)
         #expect(last?.value("tuisong_held_deliveries") == 0)
@@ -131,9 +131,11 @@ import TuisongPluginTestKit
             json: ["audience": ["tokens": [device]], "notification": ["alert": "kept"]])
         #expect(push.status == 202)
         var last: Exposition.Parsed?
-        try await waitUntil {
+        try await waitUntil(every: .milliseconds(50)) {
             last = try await scrape("\(gw.baseURL)/metrics")
+            // The gauge and the counter are two updates; a scrape may fall between them.
             return last?.value("tuisong_held_deliveries") == 1
+                && last?.value("tuisong_deliveries_total", ["outcome": "held", "reason": "NoCredential"]) == 1
         }
         #expect(last?.value("tuisong_deliveries_total", ["outcome": "held", "reason": "NoCredential"]) == 1)
         // Held before anything was sent: no APNs answer time, no pool.
@@ -237,14 +239,6 @@ import TuisongPluginTestKit
         return try Exposition.Parsed(String(decoding: r.body, as: UTF8.self))
     }
 
-    func waitUntil(_ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        throw TestTimeout(message: "condition not met in 30 s")
-    }
 }
 
 struct ExpositionError: Error, CustomStringConvertible {

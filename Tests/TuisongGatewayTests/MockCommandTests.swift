@@ -105,9 +105,11 @@ import Testing
             load.standardOutput = FileHandle.nullDevice
             load.standardError = FileHandle.nullDevice
             try load.run()
+            // Paces the load client: 0.7 s of unread answers, then it is killed mid-stream.
             try await Task.sleep(for: .milliseconds(700))
             sendSignal(load.processIdentifier, SIGKILL)
             load.waitUntilExit()
+            // A check that something does not happen: the mock must not exit (SIGPIPE) in 0.1 s.
             try await Task.sleep(for: .milliseconds(100))
             #expect(mock.process.isRunning, "the mock exited with status \(mock.process.terminationStatus)")
             if !mock.process.isRunning { return }

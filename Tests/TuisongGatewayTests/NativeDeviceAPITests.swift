@@ -16,19 +16,20 @@ import TuisongCore
             "PUT", url, key: key,
             json: ["environment": "production", "user": "u1", "locale": "zh-Hans", "tags": ["vip", "北京"]])
         #expect(created.status == 201)
-        #expect(created.json["token"] as? String == token(1))
-        #expect(created.json["tags"] as? [String] == ["vip", "北京"].sorted())
-        #expect(created.json["invalidated_at"] is NSNull)
+        #expect(created.jsonObject["token"] as? String == token(1))
+        #expect(created.jsonObject["tags"] as? [String] == ["vip", "北京"].sorted())
+        #expect(created.jsonObject["invalidated_at"] is NSNull)
 
         let again = try await http("PUT", url, key: key, json: ["environment": "sandbox"])
         #expect(again.status == 200)
-        #expect(again.json["environment"] as? String == "sandbox")
-        #expect(again.json["user"] as? String == "u1", "fields left out keep their value")
+        #expect(again.jsonObject["environment"] as? String == "sandbox")
+        #expect(again.jsonObject["user"] as? String == "u1", "fields left out keep their value")
 
         let fetched = try await http("GET", "\(gw.baseURL)/api/v1/devices/\(token(1))", key: key)
         #expect(fetched.status == 200)
-        #expect(fetched.json["locale"] as? String == "zh-Hans")
-        #expect(fetched.json["tags"] as? [String] == ["vip", "北京"].sorted(), "tags come with the device in one read")
+        #expect(fetched.jsonObject["locale"] as? String == "zh-Hans")
+        #expect(
+            fetched.jsonObject["tags"] as? [String] == ["vip", "北京"].sorted(), "tags come with the device in one read")
 
         let deleted = try await http("DELETE", url, key: key)
         #expect(deleted.status == 204)
@@ -50,7 +51,7 @@ import TuisongCore
             #expect(tagged.status == 204)
         }
         let tags = try await http("GET", "\(gw.baseURL)/api/v1/devices/\(token(3))/tags", key: key)
-        #expect(tags.json["tags"] as? [String] == ["北京"])
+        #expect(tags.jsonObject["tags"] as? [String] == ["北京"])
 
         var seen: [String] = []
         var cursor: String?
@@ -59,9 +60,9 @@ import TuisongCore
             if let cursor { url += "&cursor=\(cursor)" }
             let page = try await http("GET", url, key: key)
             #expect(page.status == 200)
-            let devices = page.json["devices"] as? [[String: Any]] ?? []
+            let devices = page.jsonObject["devices"] as? [[String: Any]] ?? []
             seen += devices.compactMap { $0["token"] as? String }
-            cursor = page.json["next_cursor"] as? String
+            cursor = page.jsonObject["next_cursor"] as? String
         } while cursor != nil
         #expect(seen == (1...25).map { token($0) })
 
@@ -196,7 +197,7 @@ import TuisongCore
         defer { Task { await gw.stop() } }
         let health = try await http("GET", "\(gw.baseURL)/healthz")
         #expect(health.status == 200)
-        #expect(health.json["database"] as? String == "ok")
+        #expect(health.jsonObject["database"] as? String == "ok")
 
         for file in ["master.key", "admin-password"] {
             let attributes = try FileManager.default.attributesOfItem(atPath: gw.directory.appending(path: file).path)

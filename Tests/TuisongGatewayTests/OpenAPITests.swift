@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongAPNsMock
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -83,11 +84,9 @@ import TuisongCore
             expect: 400)
 
         let message = "/api/v1/messages/{id}"
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
+        try await waitUntil("message \(messageID) completed", every: .milliseconds(50)) {
             let status = try await checker.call("GET", "/api/v1/messages/\(messageID)", message, key: key, expect: 200)
-            if status["state"]?.stringValue == "completed" { break }
-            try await Task.sleep(for: .milliseconds(50))
+            return status["state"]?.stringValue == "completed"
         }
         try await checker.call("GET", "/api/v1/messages/999999", message, key: key, expect: 404)
         try await checker.call("GET", "/api/v1/messages/abc", message, key: key, expect: 400)
@@ -301,7 +300,7 @@ final class ResponseChecker: @unchecked Sendable {
         return try checkBody(result, against: documented, context)
     }
 
-    private func checkBody(_ result: HTTPResult, against responseNode: JSONValue?, _ context: String) throws
+    private func checkBody(_ result: TestResponse, against responseNode: JSONValue?, _ context: String) throws
         -> JSONValue
     {
         let response = spec.resolve(responseNode ?? .null)
@@ -317,7 +316,7 @@ final class ResponseChecker: @unchecked Sendable {
         guard mediaType == "application/json", let schema = media["schema"] else { return .null }
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: result.body)
+            value = try JSONDecoder().decode(JSONValue.self, from: Data(result.body))
         } catch {
             record(["\(context): body is not JSON"])
             return .null

@@ -20,19 +20,12 @@ import TuisongPluginTestKit
         }
     }
 
+    /// The message's view through the API once the gateway completed it.
     func waitForCompletion(_ gw: RunningGateway, _ key: String, _ id: Int, timeout: Duration = .seconds(60))
-        async throws
-        -> [String: Any]
+        async throws -> [String: Any]
     {
-        let deadline = ContinuousClock.now + timeout
-        var last: [String: Any] = [:]
-        while ContinuousClock.now < deadline {
-            last = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).json
-            let counts = last["counts"] as? [String: Int] ?? [:]
-            if last["state"] as? String == "completed", counts["queued"] == 0, counts["sending"] == 0 { return last }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        throw TestTimeout(message: "message \(id) not completed: \(last)")
+        _ = try await gw.completed(messageID: Int64(id), timeout: timeout)
+        return try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).jsonObject
     }
 
     @Test func tagPushReachesExactlyTheTaggedDevices() async throws {
@@ -54,7 +47,7 @@ import TuisongPluginTestKit
                 "collapse_id": "match-42",
             ])
         #expect(push.status == 202)
-        let id = try #require(push.json["message_id"] as? Int)
+        let id = try #require(push.jsonObject["message_id"] as? Int)
         let message = try await waitForCompletion(gw, key, id)
         #expect((message["counts"] as? [String: Int])?["delivered"] == 30)
 
@@ -85,32 +78,32 @@ import TuisongPluginTestKit
         let push = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
             json: ["audience": ["all": true], "notification": ["alert": "x"]])
-        let id = try #require(push.json["message_id"] as? Int)
+        let id = try #require(push.jsonObject["message_id"] as? Int)
         let message = try await waitForCompletion(gw, key, id)
         #expect((message["counts"] as? [String: Int])?["delivered"] == 1)
         #expect((message["counts"] as? [String: Int])?["failed"] == 1)
         #expect(message["failures"] as? [String: Int] == ["Unregistered": 1])
 
         let failed = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)/deliveries?state=failed", key: key)
-        let rows = failed.json["deliveries"] as? [[String: Any]] ?? []
+        let rows = failed.jsonObject["deliveries"] as? [[String: Any]] ?? []
         #expect(rows.count == 1)
         #expect(rows.first?["token"] as? String == dead)
         #expect(rows.first?["reason"] as? String == "Unregistered")
 
         let device = try await http("GET", "\(gw.baseURL)/api/v1/devices/\(dead)", key: key)
-        #expect(device.json["invalidated_at"] is String)
+        #expect(device.jsonObject["invalidated_at"] is String)
 
         mock.resetRecorded()
         let second = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
             json: ["audience": ["all": true], "notification": ["alert": "y"]])
-        _ = try await waitForCompletion(gw, key, try #require(second.json["message_id"] as? Int))
+        _ = try await waitForCompletion(gw, key, try #require(second.jsonObject["message_id"] as? Int))
         #expect(mock.receivedNotifications().map(\.deviceToken) == [alive], "an invalidated device receives nothing")
 
         // Registering again makes it deliverable again.
         let again = try await http(
             "PUT", "\(gw.baseURL)/api/v1/devices/\(dead)", key: key, json: ["environment": "production"])
-        #expect(again.json["invalidated_at"] is NSNull)
+        #expect(again.jsonObject["invalidated_at"] is NSNull)
     }
 
     @Test func retryableFailuresAreRetriedUntilDelivered() async throws {
@@ -126,17 +119,14 @@ import TuisongPluginTestKit
         let push = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
             json: ["audience": ["tokens": [flaky]], "notification": ["alert": "x"]])
-        let id = try #require(push.json["message_id"] as? Int)
+        let id = try #require(push.jsonObject["message_id"] as? Int)
         // Let it fail a few times, then heal APNs.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while mock.receivedNotifications().count < 3, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        #expect(await eventually(within: 20) { mock.receivedNotifications().count >= 3 })
         mock.setFaults(.init())
         let message = try await waitForCompletion(gw, key, id)
         #expect((message["counts"] as? [String: Int])?["delivered"] == 1)
         let rows =
-            try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)/deliveries", key: key).json["deliveries"]
+            try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)/deliveries", key: key).jsonObject["deliveries"]
             as? [[String: Any]] ?? []
         #expect(rows.first?["state"] as? String == "delivered")
         #expect((rows.first?["attempts"] as? Int ?? 0) >= 3)
@@ -162,7 +152,7 @@ import TuisongPluginTestKit
         let second = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
             json: ["audience": ["all": true], "notification": ["alert": "y"]])
-        let secondMessage = try await waitForCompletion(gw, key, try #require(second.json["message_id"] as? Int))
+        let secondMessage = try await waitForCompletion(gw, key, try #require(second.jsonObject["message_id"] as? Int))
         #expect((secondMessage["counts"] as? [String: Int])?["held"] == 25)
         #expect(mock.receivedNotifications().isEmpty)
     }
@@ -191,7 +181,7 @@ import TuisongPluginTestKit
         let gw = try await TestGateway.start()
         defer { Task { await gw.stop() } }
         let (_, key) = try await gw.createApp()
-        func post(_ body: Any) async throws -> HTTPResult {
+        func post(_ body: Any) async throws -> TestResponse {
             try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: body)
         }
         #expect(try await post(["notification": ["alert": "x"]]).errorCode == "invalid_request")
@@ -229,7 +219,7 @@ extension PushEndToEndTests {
         let push = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
             json: ["audience": ["all": true], "notification": ["alert": "x"]])
-        let id = try #require(push.json["message_id"] as? Int)
+        let id = try #require(push.jsonObject["message_id"] as? Int)
         let message = try await waitForCompletion(gw, key, id)
         let counts = message["counts"] as? [String: Int]
         #expect(counts?["held"] == tokens.count)

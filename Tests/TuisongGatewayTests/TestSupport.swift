@@ -2,20 +2,20 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongGatewayTestKit
+import TuisongPluginTestKit
 import TuisongStore
 
 @testable import TuisongGateway
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// The gateway these suites start: the config's default providers and the repository's
 /// console, which the admin tests drive.
 enum TestGateway {
-    static func start(environment: [String: String] = [:], directory: URL? = nil) async throws -> RunningGateway {
+    static func start(
+        environment: [String: String] = [:], directory: URL? = nil, clock: any TuisongCore.Clock = SystemClock()
+    ) async throws -> RunningGateway {
         try await RunningGateway.start(
-            environment: environment, directory: directory, webRoot: RunningGateway.repositoryWebRoot, name: "gw")
+            environment: environment, directory: directory, webRoot: RunningGateway.repositoryWebRoot, name: "gw",
+            clock: clock)
     }
 }
 
@@ -28,41 +28,31 @@ extension RunningGateway {
     }
 }
 
-struct HTTPResult: Sendable {
-    var status: Int
-    var headers: [String: String]
-    var body: Data
-
-    var json: [String: Any] {
-        (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
-    }
-
-    var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+/// The gateway's error dialect on any answer.
+extension TestResponse {
+    var errorCode: String? { (jsonObject["error"] as? [String: Any])?["code"] as? String }
 }
 
-/// A small HTTP client over URLSession (libcurl underneath on Linux).
+/// One request to a whole URL over a loopback socket, with an API key, a JSON or raw body.
 func http(
     _ method: String, _ url: String, key: String? = nil, json: Any? = nil, body: Data? = nil,
     contentType: String? = nil, headers: [String: String] = [:]
-) async throws -> HTTPResult {
-    var request = URLRequest(url: URL(string: url)!)
-    request.httpMethod = method
-    request.timeoutInterval = 30
-    if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
+) async throws -> TestResponse {
+    var fields: [(String, String)] = []
+    func set(_ name: String, _ value: String) {
+        fields.removeAll { $0.0.lowercased() == name.lowercased() }
+        fields.append((name, value))
+    }
+    if let key { set("Authorization", "Bearer \(key)") }
+    var payload = Data()
     if let json {
-        request.httpBody = try JSONSerialization.data(withJSONObject: json)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        payload = try JSONSerialization.data(withJSONObject: json)
+        set("Content-Type", "application/json")
     }
-    if let body { request.httpBody = body }
-    if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
-    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-    let (data, response) = try await URLSession.shared.data(for: request)
-    let httpResponse = response as! HTTPURLResponse
-    var headerMap: [String: String] = [:]
-    for (name, value) in httpResponse.allHeaderFields {
-        headerMap[String(describing: name).lowercased()] = String(describing: value)
-    }
-    return HTTPResult(status: httpResponse.statusCode, headers: headerMap, body: data)
+    if let body { payload = body }
+    if let contentType { set("Content-Type", contentType) }
+    for (name, value) in headers.sorted(by: { $0.key < $1.key }) { set(name, value) }
+    return try await TestClient.execute(method, url: url, headers: fields, body: Array(payload))
 }
 
 /// A valid 64-hex-digit token distinct per `n`.

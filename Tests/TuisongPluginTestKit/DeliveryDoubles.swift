@@ -154,26 +154,16 @@ public enum DeliveryWait {
         _ gateway: any PushGateway, _ id: Int64, timeout: Duration = .seconds(30),
         _ condition: (MessageStatus) -> Bool
     ) async throws -> MessageStatus {
-        let deadline = ContinuousClock.now + timeout
         var last: MessageStatus?
-        while ContinuousClock.now < deadline {
-            if let status = try await gateway.status(messageID: id) {
-                if condition(status) { return status }
-                last = status
-            }
-            try await Task.sleep(for: .milliseconds(5))
+        let reached = try await firstValue(within: timeout) { () async throws -> MessageStatus? in
+            guard let status = try await gateway.status(messageID: id) else { return nil }
+            last = status
+            return condition(status) ? status : nil
         }
-        throw TestTimeout(message: "message \(id) did not get there: \(String(describing: last?.counts))")
-    }
-}
-
-/// A test waited longer than it allows.
-public struct TestTimeout: Error, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
-
-    public init(message: String) {
-        self.message = message
+        guard let reached else {
+            throw TestTimeout(message: "message \(id) did not get there: \(String(describing: last?.counts))")
+        }
+        return reached
     }
 }
 

@@ -2,7 +2,8 @@ import Foundation
 import TuisongHTTP
 
 /// Sends requests through a `Router` in-process, as the server would route them (route
-/// groups, error dialects, body limits), without a socket.
+/// groups, error dialects, body limits), without a socket: `TestClient(router:)` with a
+/// vendor test's conveniences (a query dictionary, a header dictionary, `Data` bodies).
 ///
 ///     let router = TestRouter()
 ///     provider.register(on: router.router)
@@ -18,7 +19,7 @@ public struct TestRouter: Sendable {
     public func send(
         _ method: HTTPMethod, _ path: String, query: [String: String] = [:], headers: [String: String] = [:],
         body: Data = Data()
-    ) async throws -> Response {
+    ) async throws -> TestResponse {
         var target = path
         if !query.isEmpty {
             var allowed = CharacterSet.alphanumerics
@@ -29,29 +30,16 @@ public struct TestRouter: Sendable {
             }
             target += (path.contains("?") ? "&" : "?") + encoded.joined(separator: "&")
         }
-        var fields = headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-        if !fields.contains(where: { $0.0.lowercased() == "host" }) { fields.append(("Host", "localhost")) }
-        let request = try Request(
-            method: method, target: target, headers: HTTPHeaders(fields), body: Array(body),
-            remoteAddress: "127.0.0.1")
-        return await router.respond(to: request)
+        let fields = headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        return try await TestClient(router: router).execute(method.rawValue, target, headers: fields, body: Array(body))
     }
 
     /// A JSON body (`Content-Type: application/json`).
     public func send(
         _ method: HTTPMethod, _ path: String, json: Any, headers: [String: String] = [:]
-    ) async throws -> Response {
+    ) async throws -> TestResponse {
         var headers = headers
         headers["Content-Type"] = headers["Content-Type"] ?? "application/json"
         return try await send(method, path, headers: headers, body: try JSONSerialization.data(withJSONObject: json))
     }
-}
-
-extension Response {
-    /// The body as a JSON object (empty when it is not one).
-    public var jsonObject: [String: Any] {
-        (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:]
-    }
-
-    public var text: String { String(decoding: body, as: UTF8.self) }
 }

@@ -1,6 +1,8 @@
 import Foundation
+import Synchronization
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import TuisongStore
 
@@ -85,14 +87,17 @@ struct PointReaderTests {
         // Another connection takes the database in exclusive locking mode: every other
         // connection's read gets SQLITE_BUSY until it closes.
         let holder = try LockHolder(path: fixture.database.path)
+        // Released once the lookup has met the lock and moved off the caller's thread.
+        let released = Atomic<Bool>(false)
         let releaser = Task {
-            try await Task.sleep(for: .milliseconds(300))
+            try await waitUntil("the lookup fell back") { store.pointReaders.busyFallbacks == 1 }
+            released.store(true, ordering: .sequentiallyConsistent)
             holder.release()
         }
-        let started = ContinuousClock.now
         let found = try await store.deviceWithTags(appID: app.id, token: token(3))
         #expect(found?.device.token == token(3).hex)
-        #expect(ContinuousClock.now - started >= .milliseconds(250), "it waited for the lock, off the caller's thread")
+        let waitedForTheLock = released.load(ordering: .sequentiallyConsistent)
+        #expect(waitedForTheLock, "it waited for the lock, off the caller's thread")
         #expect(store.pointReaders.busyFallbacks == 1)
         try await releaser.value
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TuisongCore
 
 @testable import TuisongStore
@@ -34,21 +33,6 @@ struct StoreFixture {
     func tearDown() {
         try? store.close()
         database.remove()
-    }
-}
-
-/// A clock the test moves by hand.
-final class ManualClock: TuisongCore.Clock {
-    private let current: Mutex<Date>
-
-    init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) {
-        current = Mutex(start)
-    }
-
-    var now: Date { current.withLock { $0 } }
-
-    func advance(by seconds: TimeInterval) {
-        current.withLock { $0 += seconds }
     }
 }
 
