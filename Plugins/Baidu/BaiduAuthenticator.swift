@@ -49,7 +49,7 @@ struct BaiduAuthenticator: Sendable {
         do {
             app = try await baiduStore.app(apiKey: apiKey)
         } catch {
-            logger.error("baidu: looking up an apikey failed: \(error)")
+            logger.error("baidu: looking up an apikey failed", metadata: ["error": "\(error)"])
             throw BaiduError(.internalError, "the store is unavailable")
         }
         guard let app else { throw BaiduError(.authenticationFailed, "unknown apikey \(apiKey)") }
@@ -63,7 +63,8 @@ struct BaiduAuthenticator: Sendable {
             throw error
         } catch {
             // The secret does not open under this master key: an operator problem, not the caller's.
-            logger.error("baidu: the secret key of app \(app.id) cannot be opened: \(error)")
+            logger.error(
+                "baidu: an app's secret key cannot be opened", metadata: ["app": "\(app.id)", "error": "\(error)"])
             throw BaiduError(.internalError, "the app's secret key cannot be read")
         }
         let urls = Self.candidateURLs(request)
@@ -73,7 +74,11 @@ struct BaiduAuthenticator: Sendable {
                 secretKey: keys.secretKey)
         else {
             logger.info(
-                "baidu: bad sign for apikey \(apiKey) on \(request.method.rawValue) \(urls.first ?? request.path)")
+                "baidu: bad sign",
+                metadata: [
+                    "apikey": "\(apiKey)", "method": "\(request.method.rawValue)",
+                    "url": "\(urls.first ?? request.path)",
+                ])
             throw BaiduError(.authenticationFailed, "sign does not match")
         }
         guard limiter.allow(apiKey) else {

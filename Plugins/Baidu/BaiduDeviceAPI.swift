@@ -74,7 +74,11 @@ extension BaiduProvider {
         let channelID = BaiduIDs.channelID(appID: app.id, token: token)
         let (device, created) = try await baiduStore.bindDevice(
             appID: app.id, token: token, environment: environment, userID: userID, channelID: channelID)
-        if created { logger.debug("baidu: app \(app.id) bound channel \(channelID) (device \(device.id))") }
+        if created {
+            logger.debug(
+                "baidu: bound a channel",
+                metadata: ["app": "\(app.id)", "channel_id": "\(channelID)", "device": "\(device.id)"])
+        }
         return [
             "app_id": .string(app.vendorSettings[BaiduKeys.vendor]?["app_id"] ?? String(app.id)),
             "user_id": .string(userID),

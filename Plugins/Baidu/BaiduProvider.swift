@@ -135,7 +135,7 @@ public struct BaiduProvider: PushProvider {
         } catch let error as BaiduError {
             return BaiduReply.failure(requestID, error)
         } catch {
-            logger.error("baidu: request \(requestID) failed: \(error)")
+            logger.error("baidu: request failed", metadata: ["baidu_request_id": "\(requestID)", "error": "\(error)"])
             return BaiduReply.failure(
                 requestID, BaiduError(.internalError, "see the gateway log, request \(requestID)"))
         }

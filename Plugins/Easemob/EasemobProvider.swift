@@ -158,7 +158,9 @@ public struct EasemobProvider: PushProvider {
         } catch let error as StoreError where error.code == .notFound {
             return EasemobReply.failure(.notFound(), now: clock.now)
         } catch {
-            logger.error("easemob: \(request.method.rawValue) \(request.path) failed: \(error)")
+            logger.error(
+                "easemob: request failed",
+                metadata: ["method": "\(request.method.rawValue)", "path": "\(request.path)", "error": "\(error)"])
             return EasemobReply.failure(.internalError("see the gateway log"), now: clock.now)
         }
     }

@@ -114,7 +114,9 @@ public struct TencentProvider: PushProvider {
             return TencentReply.fail(error)
         } catch {
             let reference = UUID().uuidString.prefix(8)
-            logger.error("tencent: \(request.path) failed (\(reference)): \(error)")
+            logger.error(
+                "tencent: request failed",
+                metadata: ["path": "\(request.path)", "reference": "\(reference)", "error": "\(error)"])
             return TencentReply.fail(.internalError(String(reference)))
         }
     }
@@ -171,7 +173,8 @@ public struct TencentProvider: PushProvider {
         } catch let error as TencentError {
             throw error
         } catch {
-            logger.error("tencent: the secret key of app \(app.id) cannot be opened: \(error)")
+            logger.error(
+                "tencent: an app's secret key cannot be opened", metadata: ["app": "\(app.id)", "error": "\(error)"])
             throw TencentError.internalError("app \(app.id) key")
         }
         _ = try UserSig.verify(

@@ -65,7 +65,8 @@ public final class APNsMockServer: Sendable {
         do {
             try tokenVerifier.trust(tokenKey)
         } catch {
-            core.logger.error("APNs mock: cannot trust key \(tokenKey.keyID): \(error)")
+            core.logger.error(
+                "APNs mock: cannot trust a token key", metadata: ["key_id": "\(tokenKey.keyID)", "error": "\(error)"])
         }
     }
 
@@ -97,7 +98,7 @@ public final class APNsMockServer: Sendable {
                 Glibc.close(listenFD)
                 throw error
             }
-            core.logger.info("APNs mock listening on \(configuration.host):\(port)")
+            core.logger.info("APNs mock listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
             lifecycle = .running(loops: loops, listenFD: listenFD, port: port)
         }
     }

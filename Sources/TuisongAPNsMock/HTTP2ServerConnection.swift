@@ -107,7 +107,8 @@ final class HTTP2ServerConnection {
         switch transport.handshake() {
         case .done:
             guard transport.negotiatedALPN == "h2" else {
-                core.logger.debug("APNs mock: connection \(id) did not negotiate h2, closing")
+                core.logger.debug(
+                    "APNs mock: a connection did not negotiate h2, closing", metadata: ["connection": "\(id)"])
                 core.recorder.update { $0.handshakeFailures += 1 }
                 close()
                 return
@@ -121,7 +122,8 @@ final class HTTP2ServerConnection {
             do throws(APNsMockError) {
                 try startSession()
             } catch {
-                core.logger.error("APNs mock: \(error)")
+                core.logger.error(
+                    "APNs mock: connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
                 close()
                 return
             }
@@ -139,7 +141,8 @@ final class HTTP2ServerConnection {
             core.recorder.update { $0.handshakeFailures += 1 }
             close()
         case .failed(let error):
-            core.logger.debug("APNs mock: TLS handshake failed on connection \(id): \(error)")
+            core.logger.debug(
+                "APNs mock: TLS handshake failed", metadata: ["connection": "\(id)", "error": "\(error)"])
             core.recorder.update { $0.handshakeFailures += 1 }
             close()
         }
@@ -216,7 +219,11 @@ final class HTTP2ServerConnection {
                     session, buffer.assumingMemoryBound(to: UInt8.self), count)
                 if consumed < 0 {
                     core.logger.debug(
-                        "APNs mock: connection \(id): \(NGHTTP2ServerCallbacks.error("nghttp2_session_mem_recv", Int32(consumed)))"
+                        "APNs mock: reading from a connection failed",
+                        metadata: [
+                            "connection": "\(id)",
+                            "error": "\(NGHTTP2ServerCallbacks.error("nghttp2_session_mem_recv", Int32(consumed)))",
+                        ]
                     )
                     close()
                     return
@@ -231,7 +238,8 @@ final class HTTP2ServerConnection {
                 close()
                 return
             case .failed(let error):
-                core.logger.debug("APNs mock: connection \(id): \(error)")
+                core.logger.debug(
+                    "APNs mock: connection closed on an error", metadata: ["connection": "\(id)", "error": "\(error)"])
                 close()
                 return
             }
@@ -254,7 +262,11 @@ final class HTTP2ServerConnection {
                 let count = nghttp2_session_mem_send(session, &chunk)
                 if count < 0 {
                     core.logger.debug(
-                        "APNs mock: connection \(id): \(NGHTTP2ServerCallbacks.error("nghttp2_session_mem_send", Int32(count)))"
+                        "APNs mock: writing to a connection failed",
+                        metadata: [
+                            "connection": "\(id)",
+                            "error": "\(NGHTTP2ServerCallbacks.error("nghttp2_session_mem_send", Int32(count)))",
+                        ]
                     )
                     close()
                     return
@@ -273,7 +285,8 @@ final class HTTP2ServerConnection {
                 close()
                 return
             case .failed(let error):
-                core.logger.debug("APNs mock: connection \(id): \(error)")
+                core.logger.debug(
+                    "APNs mock: connection closed on an error", metadata: ["connection": "\(id)", "error": "\(error)"])
                 close()
                 return
             }
@@ -375,7 +388,8 @@ final class HTTP2ServerConnection {
                         try submitSettings(maxConcurrentStreams: core.configuration.maxConcurrentStreams)
                         core.recorder.update { $0.streamLimitRaises += 1 }
                     } catch {
-                        core.logger.error("APNs mock: \(error)")
+                        core.logger.error(
+                            "APNs mock: connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
                     }
                 }
             }
@@ -423,7 +437,8 @@ final class HTTP2ServerConnection {
                 loweringSettingsNumber = settingsSubmitted
                 core.recorder.update { $0.streamLimitLowerings += 1 }
             } catch {
-                core.logger.error("APNs mock: \(error)")
+                core.logger.error(
+                    "APNs mock: connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
             }
         }
         if let limit = faults.faults.dropConnectionAfterRequests, processedRequests >= limit {
@@ -468,7 +483,11 @@ final class HTTP2ServerConnection {
         }
         if result != 0 {
             core.logger.debug(
-                "APNs mock: connection \(id): \(NGHTTP2ServerCallbacks.error("nghttp2_submit_response", result))")
+                "APNs mock: submitting a response failed",
+                metadata: [
+                    "connection": "\(id)",
+                    "error": "\(NGHTTP2ServerCallbacks.error("nghttp2_submit_response", result))",
+                ])
         }
     }
 }

@@ -171,7 +171,9 @@ final class MockEventLoop: @unchecked Sendable {
             }
             if count < 0 {
                 if errno == EINTR { continue }
-                core.logger.error("APNs mock: \(APNsMockError.posix("epoll_wait")); event loop \(index) stops")
+                core.logger.error(
+                    "APNs mock: an event loop stops",
+                    metadata: ["loop": "\(index)", "error": "\(APNsMockError.posix("epoll_wait"))"])
                 break
             }
             for event in events.prefix(Int(count)) {
@@ -236,7 +238,9 @@ final class MockEventLoop: @unchecked Sendable {
                 case EINTR, ECONNABORTED: continue
                 default:
                     // EMFILE and friends: leave the backlog for the next wake-up rather than spin.
-                    core.logger.warning("APNs mock: \(APNsMockError.posix("accept4"))")
+                    core.logger.warning(
+                        "APNs mock: accepting a connection failed",
+                        metadata: ["error": "\(APNsMockError.posix("accept4"))"])
                     return
                 }
             }
@@ -266,7 +270,7 @@ final class MockEventLoop: @unchecked Sendable {
                 $0.connectionsOpen += 1
             }
         } catch {
-            core.logger.error("APNs mock: cannot adopt a connection: \(error)")
+            core.logger.error("APNs mock: cannot adopt a connection", metadata: ["error": "\(error)"])
             Glibc.close(socket)
         }
     }

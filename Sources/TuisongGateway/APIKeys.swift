@@ -92,10 +92,12 @@ final class APIKeyAuthenticator: Sendable {
         } catch let error as HTTPError {
             return NativeAPIError(httpError: error).response
         } catch let error as StoreError where error.code == .unavailable {
-            logger.warning("store unavailable: \(error)")
+            logger.warning("store unavailable", metadata: ["error": "\(error)"])
             return NativeAPIError(503, "unavailable", "the database is busy, retry shortly").response
         } catch {
-            logger.error("native API \(request.method.rawValue) \(request.path) failed: \(error)")
+            logger.error(
+                "native API request failed",
+                metadata: ["method": "\(request.method.rawValue)", "path": "\(request.path)", "error": "\(error)"])
             return NativeAPIError(500, "internal_error", "internal error").response
         }
     }

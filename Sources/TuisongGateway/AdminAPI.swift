@@ -138,7 +138,7 @@ struct AdminAPI: Sendable {
             case .conflict: return AdminError(409, "conflict", "that conflicts with an existing item").response
             case .invalidCursor: return AdminError(400, "invalid_cursor", "the page cursor is not valid").response
             case .unavailable:
-                logger.warning("admin API: store unavailable: \(error)")
+                logger.warning("admin API: store unavailable", metadata: ["error": "\(error)"])
                 return AdminError(503, "unavailable", "the database is busy; try again").response
             }
         } catch let error as PayloadError {
@@ -148,7 +148,11 @@ struct AdminAPI: Sendable {
             .response
         } catch {
             // The error's text may hold request data; log its type and route only.
-            logger.error("admin API \(request.method.rawValue) \(request.path) failed: \(type(of: error))")
+            logger.error(
+                "admin API request failed",
+                metadata: [
+                    "method": "\(request.method.rawValue)", "path": "\(request.path)", "error": "\(type(of: error))",
+                ])
             return AdminError(500, "internal_error", "internal error; see the gateway log").response
         }
     }
@@ -182,7 +186,7 @@ struct AdminAPI: Sendable {
         do {
             stored = try await store.setting(AdminPassword.settingKey)
         } catch {
-            logger.warning("admin login: cannot read the password hash: \(type(of: error))")
+            logger.warning("admin login: cannot read the password hash", metadata: ["error": "\(type(of: error))"])
             return AdminError(503, "unavailable", "the database is busy; try again").response
         }
         // Requests that waited for a check see a lock set meanwhile: such a request is answered
@@ -198,7 +202,7 @@ struct AdminAPI: Sendable {
         }
         guard valid else {
             let delay = throttle.recordFailure(for: address)
-            logger.warning("console login failed from \(address)")
+            logger.warning("console login failed", metadata: ["address": "\(address)"])
             return AdminError(
                 401, "invalid_password", "wrong password",
                 retryAfter: delay > 0 ? Int(delay.rounded(.up)) : nil
@@ -206,7 +210,7 @@ struct AdminAPI: Sendable {
         }
         throttle.recordSuccess(for: address)
         let (cookie, session) = sessions.create()
-        logger.info("console login from \(address)")
+        logger.info("console login", metadata: ["address": "\(address)"])
         var response = Response.json(object: [
             "csrf_token": session.csrfToken,
             "idle_timeout_seconds": Int(sessions.idleTimeout),

@@ -88,7 +88,7 @@ struct AdminAppsAPI: Sendable {
                 throw error
             }
         }
-        api.logger.info("console: created app \(app.id) (\(bundleID))")
+        api.logger.info("console: created an app", metadata: ["app": "\(app.id)", "bundle_id": "\(bundleID)"])
         return .json(object: ["app": try await view(app, deviceCount: 0), "api_key": key], status: 201)
     }
 
@@ -111,7 +111,7 @@ struct AdminAppsAPI: Sendable {
         let id = try request.adminID("app", "app")
         guard try await store.deleteApp(id: id) else { throw AdminError.notFound("app") }
         api.appChanged(id)
-        api.logger.info("console: deleted app \(id)")
+        api.logger.info("console: deleted an app", metadata: ["app": "\(id)"])
         return .empty()
     }
 
@@ -122,7 +122,7 @@ struct AdminAppsAPI: Sendable {
         app.apiKeyHash = APIKey.hash(key)
         try await store.updateApp(app)
         api.appChanged(app.id)
-        api.logger.info("console: regenerated the API key of app \(app.id)")
+        api.logger.info("console: regenerated an app's API key", metadata: ["app": "\(app.id)"])
         return .json(object: ["api_key": key])
     }
 }

@@ -63,14 +63,20 @@ struct AdminCredentialsAPI: Sendable {
                 throw AdminError(422, rejection.code, rejection.message, field: rejection.field ?? "file")
             }
             api.logger.info(
-                "console: added \(record.kind.rawValue) credential \(record.id) (\(record.environment.rawValue)) to app \(app.id)"
+                "console: added a credential",
+                metadata: [
+                    "credential": "\(record.id)", "kind": "\(record.kind.rawValue)",
+                    "environment": "\(record.environment.rawValue)", "app": "\(app.id)",
+                ]
             )
             return .json(object: AdminCredentialView.object(record, now: api.clock.now), status: 201)
         }
         api.add(.DELETE, "/apps/{app}/credentials/{credential}", on: router) { request in
             let credential = try await credential(request)
             guard try await backend.remove(credential) else { throw AdminError.notFound("credential") }
-            api.logger.info("console: deleted credential \(credential.id) of app \(credential.appID)")
+            api.logger.info(
+                "console: deleted a credential",
+                metadata: ["credential": "\(credential.id)", "app": "\(credential.appID)"])
             return .empty()
         }
         api.add(.POST, "/apps/{app}/credentials/{credential}/test", on: router) { request in

@@ -125,7 +125,8 @@ struct AdminDevicesAPI: Sendable {
                     result[id, default: [:]][name] = values
                 }
             } catch {
-                api.logger.error("admin: \(name) device columns failed: \(error)")
+                api.logger.error(
+                    "admin: a provider's device columns failed", metadata: ["provider": "\(name)", "error": "\(error)"])
             }
         }
         return result

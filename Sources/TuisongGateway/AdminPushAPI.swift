@@ -81,7 +81,9 @@ struct AdminPushAPI: Sendable {
         }
         let job = try await job(app, try AdminBody(request))
         let record = try await gateway.submit(job)
-        api.logger.info("console: test push \(record.id) to app \(app.id), \(job.audience.summary)")
+        api.logger.info(
+            "console: test push",
+            metadata: ["message": "\(record.id)", "app": "\(app.id)", "audience": "\(job.audience.summary)"])
         return .json(
             object: ["message_id": record.id, "state": record.state.rawValue, "payload_bytes": record.payload.count],
             status: 202)

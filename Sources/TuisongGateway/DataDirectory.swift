@@ -21,14 +21,19 @@ enum DataDirectory {
         let foreign = entries.filter { !ours.contains($0) && !$0.hasPrefix("apns-mock") }
         guard info.st_uid == geteuid(), foreign.isEmpty else {
             logger.warning(
-                "\(path) (holding the database) is \(previous), readable by others; left alone because it holds other files too: chmod 700 it or move the database to a directory of its own"
+                "the database's directory is readable by others; left alone because it holds other files too: chmod 700 it or move the database to a directory of its own",
+                metadata: ["path": "\(path)", "mode": "\(previous)"]
             )
             return
         }
         if chmod(path, 0o700) == 0 {
-            logger.notice("\(path) (holding the database and keys) was \(previous); set to 0700")
+            logger.notice(
+                "the directory holding the database and keys was open to others; set to 0700",
+                metadata: ["path": "\(path)", "mode": "\(previous)"])
         } else {
-            logger.warning("\(path) is \(previous) and could not be set to 0700: \(String(cString: strerror(errno)))")
+            logger.warning(
+                "the database's directory could not be set to 0700",
+                metadata: ["path": "\(path)", "mode": "\(previous)", "error": "\(String(cString: strerror(errno)))"])
         }
     }
 

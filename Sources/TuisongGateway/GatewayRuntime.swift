@@ -251,7 +251,7 @@ public final class GatewayRuntime: Sendable {
         do {
             try store.close()
         } catch {
-            logger.error("closing the database failed: \(error)")
+            logger.error("closing the database failed", metadata: ["error": "\(error)"])
         }
     }
 
@@ -297,7 +297,8 @@ enum LocalAPNs {
         )
         try server.start()
         logger.notice(
-            "APNs local mode: sending to the bundled mock at https://127.0.0.1:\(server.port) (apns.local_mock)")
+            "APNs local mode: sending to the bundled mock (apns.local_mock)",
+            metadata: ["url": "https://127.0.0.1:\(server.port)"])
         return Started(
             server: server, endpoint: APNsEndpoint(host: "127.0.0.1", port: server.port),
             caCertificate: try Certificate(pem: setup.caCertificatePEM),

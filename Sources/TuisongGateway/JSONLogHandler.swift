@@ -18,7 +18,10 @@ public enum LogHandlers {
                 handler.logLevel = level
                 return handler
             }
-            var handler = StreamLogHandler.standardError(label: label)
+            // The request id reaches text lines through the provider (JSON lines carry it as
+            // their own `request_id` field).
+            var handler = StreamLogHandler.standardError(
+                label: label, metadataProvider: RequestContext.metadataProvider)
             handler.logLevel = level
             return handler
         }

@@ -7,6 +7,13 @@ import TuisongHTTP
 /// writes carries the request id (`JSONLogHandler` adds it as `request_id`).
 public enum RequestContext {
     @TaskLocal public static var requestID: String?
+
+    /// `request_id` for every log line written while a request is answered, in any handler
+    /// that takes a metadata provider (swift-log's way to carry task-local context).
+    public static let metadataProvider = Logger.MetadataProvider {
+        guard let id = requestID else { return [:] }
+        return ["request_id": .string(id)]
+    }
 }
 
 /// Request ids: a client's own `X-Request-Id` when it is sane, else a process-unique one
@@ -61,7 +68,7 @@ enum HTTPObservation {
                 let level: Logger.Level = response.status >= 500 ? .warning : .debug
                 if logger.logLevel <= level {
                     logger.log(
-                        level: level, "\(request.method.rawValue) \(request.path) \(response.status)",
+                        level: level, "request answered",
                         metadata: [
                             "method": "\(request.method.rawValue)", "path": "\(request.path)",
                             "status": "\(response.status)", "group": "\(group)",

@@ -35,7 +35,8 @@ public struct MasterKey: Sendable {
     static func readKeyFile(_ path: String, logger: Logger) throws -> [UInt8] {
         var info = stat()
         if stat(path, &info) == 0, info.st_mode & 0o077 != 0 {
-            logger.warning("master key file \(path) is readable by group or others; chmod 600 it")
+            logger.warning(
+                "the master key file is readable by group or others; chmod 600 it", metadata: ["path": "\(path)"])
         }
         let text = try String(contentsOfFile: path, encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)

@@ -70,7 +70,7 @@ struct Serve: AsyncParsableCommand {
         do {
             runtime = try await GatewayRuntime.start(config: config, logger: logger)
         } catch {
-            logger.critical("cannot start: \(error)")
+            logger.critical("cannot start", metadata: ["error": "\(error)"])
             throw ExitCode.failure
         }
         let console: String
@@ -86,9 +86,10 @@ struct Serve: AsyncParsableCommand {
         if config.log.format == "json" {
             // Every output line is JSON for the log shipper: the banner too.
             logger.notice(
-                "Tuisong \(TuisongVersion.current) listening on \(runtime.consoleURL)",
+                "Tuisong listening",
                 metadata: [
-                    "url": "\(runtime.consoleURL)", "database": "\(config.database.path)", "master_key": "\(masterKey)",
+                    "version": "\(TuisongVersion.current)", "url": "\(runtime.consoleURL)",
+                    "database": "\(config.database.path)", "master_key": "\(masterKey)",
                     "console": "\(console)", "metrics_port": "\(runtime.metricsPort.map(String.init) ?? "")",
                 ])
         } else {
@@ -100,7 +101,7 @@ struct Serve: AsyncParsableCommand {
         }
         fflush(nil)  // all output streams: the banner must show before we block
         let received = await signals.wait()
-        logger.info("received signal \(received), shutting down")
+        logger.info("shutting down", metadata: ["signal": "\(received)"])
         await runtime.shutdown()
         logger.info("stopped cleanly")
     }

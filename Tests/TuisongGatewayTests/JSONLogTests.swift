@@ -123,6 +123,6 @@ import TuisongPluginTestKit
         let ids = Set(lines.compactMap { $0["request_id"] as? String })
         #expect(ids == ["lb-7f3a.42:trace", generatedID, replacedID])
         #expect(
-            !lines.contains { ($0["message"] as? String)?.contains("listening on") == true && $0["request_id"] != nil })
+            !lines.contains { ($0["message"] as? String)?.contains("listening") == true && $0["request_id"] != nil })
     }
 }
