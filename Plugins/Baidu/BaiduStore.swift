@@ -140,11 +140,11 @@ struct BaiduStore: Sendable {
         guard !unique.isEmpty else { return [] }
         let rows = try await database.read { db in
             var rows: [SQLRow] = []
-            for chunk in Self.chunks(unique) {
+            for chunk in unique.chunks(ofCount: Self.chunkSize) {
                 rows += try db.query(
                     """
                     SELECT device_id, user_id, channel_id FROM baidu_bindings
-                    WHERE app_id = ? AND channel_id IN (\(Self.placeholders(chunk.count)))
+                    WHERE app_id = ? AND channel_id IN (\(SQLList.placeholders(chunk.count)))
                     """, [.integer(appID)] + chunk.map(SQLValue.text))
             }
             return rows
@@ -187,11 +187,11 @@ struct BaiduStore: Sendable {
         guard !unique.isEmpty else { return [:] }
         return try await database.read { db in
             var result: [Int64: [String: String]] = [:]
-            for chunk in Self.chunks(unique) {
+            for chunk in unique.chunks(ofCount: Self.chunkSize) {
                 for row in try db.query(
                     """
                     SELECT device_id, channel_id, user_id FROM baidu_bindings
-                    WHERE app_id = ? AND device_id IN (\(Self.placeholders(chunk.count)))
+                    WHERE app_id = ? AND device_id IN (\(SQLList.placeholders(chunk.count)))
                     """, [.integer(appID)] + chunk.map(SQLValue.integer))
                 {
                     guard let id = row[0].int, let channel = row[1].string else { continue }
@@ -324,12 +324,12 @@ struct BaiduStore: Sendable {
         guard !unique.isEmpty else { return [] }
         return try await database.read { db in
             var tags: [Int64: BaiduTag] = [:]
-            for chunk in Self.chunks(unique) {
+            for chunk in unique.chunks(ofCount: Self.chunkSize) {
                 let rows = try db.query(
                     """
                     SELECT DISTINCT t.id, t.name, t.created_at FROM device_tags dt
                     JOIN tags t ON t.id = dt.tag_id
-                    WHERE t.app_id = ? AND dt.device_id IN (\(Self.placeholders(chunk.count)))
+                    WHERE t.app_id = ? AND dt.device_id IN (\(SQLList.placeholders(chunk.count)))
                     """, [.integer(appID)] + chunk.map(SQLValue.integer))
                 for row in rows {
                     let tag = Self.tag(row)
@@ -407,8 +407,8 @@ struct BaiduStore: Sendable {
         guard !wanted.isEmpty else { return [] }
         let deleted = try await database.write { db in
             var deleted = Set<String>()
-            for chunk in Self.chunks(wanted) {
-                var filter = "app_id = ? AND user_id = ? AND msg_id IN (\(Self.placeholders(chunk.count)))"
+            for chunk in wanted.chunks(ofCount: Self.chunkSize) {
+                var filter = "app_id = ? AND user_id = ? AND msg_id IN (\(SQLList.placeholders(chunk.count)))"
                 var arguments: [SQLValue] = [.integer(appID), .text(userID)] + chunk.map(SQLValue.text)
                 if let channelID {
                     filter += " AND channel_id = ?"
@@ -671,14 +671,6 @@ struct BaiduStore: Sendable {
 
     private static func window(start: Int, limit: Int) -> [SQLValue] {
         [.integer(Int64(max(0, limit))), .integer(Int64(max(0, start)))]
-    }
-
-    private static func chunks<T>(_ values: [T]) -> [[T]] {
-        stride(from: 0, to: values.count, by: chunkSize).map { Array(values[$0..<min(values.count, $0 + chunkSize)]) }
-    }
-
-    private static func placeholders(_ count: Int) -> String {
-        Array(repeating: "?", count: count).joined(separator: ", ")
     }
 
     private static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {

@@ -40,7 +40,7 @@ extension EasemobProvider {
                 isPublic: try body.bool("public") ?? true,
                 membersOnly: try body.bool("membersonly") ?? body.bool("approval") ?? false,
                 allowInvites: try body.bool("allowinvites") ?? false, maxUsers: Int(maxUsers), owner: owner,
-                custom: try body.string("custom") ?? "", createdAt: call.now.millis)
+                custom: try body.string("custom") ?? "", createdAt: SQLTime.milliseconds(call.now))
             try await store.createGroup(appID: call.appID, group, members: members)
             return call.success(entities: [], data: ["groupid": .string(group.groupID)])
         }

@@ -72,7 +72,7 @@ extension EasemobProvider {
     /// Easemob's `data{type, ignoreInterval, ignoreDuration}`: the duration as the instant it
     /// ends (epoch ms, as Easemob answers), 0 when none is running.
     static func settingData(_ setting: EasemobNotificationSetting, now: Date) -> JSONValue {
-        let until = setting.ignoreUntil.flatMap { $0 > now ? $0.millis : nil } ?? 0
+        let until = setting.ignoreUntil.flatMap { $0 > now ? SQLTime.milliseconds($0) : nil } ?? 0
         return [
             "type": .string(setting.mode.rawValue),
             "ignoreInterval": .string(setting.ignoreInterval?.description ?? ""),

@@ -88,9 +88,9 @@ extension EasemobCall {
 }
 
 extension JSONValue {
-    /// Epoch milliseconds, as Easemob writes every time.
+    /// Epoch milliseconds, as Easemob writes every time (the same value the store keeps).
     static func millis(_ date: Date) -> JSONValue {
-        .int(Int64((date.timeIntervalSince1970 * 1000).rounded(.down)))
+        .int(SQLTime.milliseconds(date))
     }
 }
 

@@ -25,7 +25,7 @@ struct EasemobStore: Sendable {
         let stored = try await database.write { db in
             try db.execute(
                 "INSERT INTO easemob_token_keys (app_id, sealed_key, created_at) VALUES (?, ?, ?) ON CONFLICT (app_id) DO NOTHING",
-                [.integer(appID), .text(fresh), .integer(now.millis)])
+                [.integer(appID), .text(fresh), .integer(SQLTime.milliseconds(now))])
             return try db.queryOne("SELECT sealed_key FROM easemob_token_keys WHERE app_id = ?", [.integer(appID)])?[
                 "sealed_key"
             ].string
@@ -52,7 +52,7 @@ struct EasemobStore: Sendable {
             var created: [EasemobUser] = []
             var existing: [String] = []
             for user in users {
-                let millis = now.millis
+                let millis = SQLTime.milliseconds(now)
                 let row = EasemobUser(
                     username: user.username, uuid: EasemobIDs.randomUUID(), passwordHash: user.passwordHash,
                     nickname: user.nickname, createdAt: millis, modifiedAt: millis)
@@ -145,7 +145,7 @@ struct EasemobStore: Sendable {
     {
         try await database.write { db in
             var assignments: [String] = ["modified_at = ?"]
-            var arguments: [SQLValue] = [.integer(now.millis)]
+            var arguments: [SQLValue] = [.integer(SQLTime.milliseconds(now))]
             if let nickname = changes.nickname {
                 assignments.append("nickname = ?")
                 arguments.append(.text(nickname))
@@ -182,7 +182,10 @@ struct EasemobStore: Sendable {
         try await database.write { db in
             try db.execute(
                 "UPDATE easemob_users SET language = ?, modified_at = ? WHERE app_id = ? AND username = ?",
-                [language.isEmpty ? .null : .text(language), .integer(now.millis), .integer(appID), .text(username)])
+                [
+                    language.isEmpty ? .null : .text(language), .integer(SQLTime.milliseconds(now)), .integer(appID),
+                    .text(username),
+                ])
             return db.changedRows == 1
         }
     }
@@ -192,9 +195,9 @@ struct EasemobStore: Sendable {
         guard !usernames.isEmpty else { return [] }
         return try await database.read { db in
             var found: Set<String> = []
-            for chunk in usernames.chunked(400) {
+            for chunk in usernames.chunks(ofCount: 400) {
                 let rows = try db.query(
-                    "SELECT username FROM easemob_users WHERE app_id = ? AND username IN (\(Self.marks(chunk.count)))",
+                    "SELECT username FROM easemob_users WHERE app_id = ? AND username IN (\(SQLList.placeholders(chunk.count)))",
                     [.integer(appID)] + chunk.map(SQLValue.text))
                 for row in rows { if let name = row["username"].string { found.insert(name) } }
             }
@@ -235,8 +238,9 @@ struct EasemobStore: Sendable {
                 """,
                 [
                     .integer(appID), .text(username), .text(chatType), .text(key), .text(setting.mode.rawValue),
-                    SQLValue(setting.ignoreInterval?.description), SQLValue(setting.ignoreUntil.map(\.millis)),
-                    .integer(now.millis),
+                    SQLValue(setting.ignoreInterval?.description),
+                    SQLValue(setting.ignoreUntil.map(SQLTime.milliseconds)),
+                    .integer(SQLTime.milliseconds(now)),
                 ])
         }
     }
@@ -249,10 +253,10 @@ struct EasemobStore: Sendable {
         try await database.read { db in
             var data = EasemobReceiverData(users: [:], appLevel: [:], conversation: [:])
             let names = Array(Set(usernames + [sender]))
-            for chunk in names.chunked(400) {
+            for chunk in names.chunks(ofCount: 400) {
                 let values = chunk.map(SQLValue.text)
                 for row in try db.query(
-                    "SELECT \(Self.userColumns) FROM easemob_users WHERE app_id = ? AND username IN (\(Self.marks(chunk.count)))",
+                    "SELECT \(Self.userColumns) FROM easemob_users WHERE app_id = ? AND username IN (\(SQLList.placeholders(chunk.count)))",
                     [.integer(appID)] + values)
                 {
                     let user = Self.user(row)
@@ -262,7 +266,7 @@ struct EasemobStore: Sendable {
                 for row in try db.query(
                     """
                     SELECT username, chat_type, target, mode, ignore_interval, ignore_until
-                    FROM easemob_notification_settings WHERE app_id = ? AND username IN (\(Self.marks(chunk.count)))
+                    FROM easemob_notification_settings WHERE app_id = ? AND username IN (\(SQLList.placeholders(chunk.count)))
                     AND ((chat_type = 'user' AND target = username) OR (chat_type = ? AND target = ?))
                     """,
                     [.integer(appID)] + values + [.text(conversation.chatType), .text(conversation.key)])
@@ -378,7 +382,7 @@ struct EasemobStore: Sendable {
                     INSERT INTO easemob_group_members (app_id, group_id, username, role, joined_at) VALUES (?, ?, ?, 'member', ?)
                     ON CONFLICT (app_id, group_id, username) DO NOTHING
                     """,
-                    [.integer(appID), .text(groupID), .text(name), .integer(now.millis)])
+                    [.integer(appID), .text(groupID), .text(name), .integer(SQLTime.milliseconds(now))])
                 if db.changedRows == 1 { added.append(name) } else { already.append(name) }
             }
             return (added, already)
@@ -448,7 +452,7 @@ struct EasemobStore: Sendable {
                 """,
                 [
                     .integer(appID), .text(username), .text(binding.deviceID), .text(binding.deviceToken),
-                    .text(binding.notifierName), .integer(now.millis),
+                    .text(binding.notifierName), .integer(SQLTime.milliseconds(now)),
                 ])
             return previous == binding.deviceToken ? nil : previous
         }
@@ -485,12 +489,12 @@ struct EasemobStore: Sendable {
         guard !deviceIDs.isEmpty else { return [:] }
         return try await database.read { db in
             var values: [Int64: [String: String]] = [:]
-            for chunk in deviceIDs.chunked(400) {
+            for chunk in deviceIDs.chunks(ofCount: 400) {
                 let rows = try db.query(
                     """
                     SELECT d.id AS device, b.device_id, b.notifier_name FROM devices d
                     JOIN easemob_bindings b ON b.app_id = d.app_id AND b.device_token = d.token
-                    WHERE d.app_id = ? AND d.id IN (\(Self.marks(chunk.count)))
+                    WHERE d.app_id = ? AND d.id IN (\(SQLList.placeholders(chunk.count)))
                     """,
                     [.integer(appID)] + chunk.map { SQLValue.integer($0) })
                 for row in rows {
@@ -522,14 +526,14 @@ struct EasemobStore: Sendable {
             guard let row, let created = row["created_at"].int, let updated = row["updated_at"].int else {
                 try db.execute(
                     "INSERT INTO easemob_template_stamps (app_id, template_id, content_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-                    key + [.text(hash), .integer(now.millis), .integer(now.millis)])
-                return (now.millis, now.millis)
+                    key + [.text(hash), .integer(SQLTime.milliseconds(now)), .integer(SQLTime.milliseconds(now))])
+                return (SQLTime.milliseconds(now), SQLTime.milliseconds(now))
             }
             if row["content_hash"].string == hash { return (created, updated) }
             try db.execute(
                 "UPDATE easemob_template_stamps SET content_hash = ?, updated_at = ? WHERE app_id = ? AND template_id = ?",
-                [.text(hash), .integer(now.millis)] + key)
-            return (created, now.millis)
+                [.text(hash), .integer(SQLTime.milliseconds(now))] + key)
+            return (created, SQLTime.milliseconds(now))
         }
     }
 
@@ -581,18 +585,4 @@ struct EasemobStore: Sendable {
             notifierName: row["notifier_name"].string ?? "")
     }
 
-    static func marks(_ count: Int) -> String {
-        Array(repeating: "?", count: count).joined(separator: ", ")
-    }
-}
-
-extension Date {
-    /// Epoch milliseconds.
-    var millis: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
-}
-
-extension Array {
-    func chunked(_ size: Int) -> [ArraySlice<Element>] {
-        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
-    }
 }

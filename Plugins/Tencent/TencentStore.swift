@@ -44,7 +44,7 @@ struct TencentStore: Sendable {
                     "SELECT account, tag, value FROM tencent_profile_items WHERE app_id = ? AND account IN (\(list.marks))"
                 var arguments: [SQLValue] = [.integer(appID)] + list.values
                 if let tags {
-                    sql += " AND tag IN (\(Self.marks(tags.count)))"
+                    sql += " AND tag IN (\(SQLList.placeholders(tags.count)))"
                     arguments += tags.map { .text($0) }
                 }
                 rows += try db.query(sql, arguments)
@@ -273,7 +273,7 @@ struct TencentStore: Sendable {
         return try await database.read { db in
             try db.query(
                 """
-                SELECT account FROM tencent_account_tags WHERE app_id = ? AND tag IN (\(Self.marks(tags.count)))
+                SELECT account FROM tencent_account_tags WHERE app_id = ? AND tag IN (\(SQLList.placeholders(tags.count)))
                 GROUP BY account HAVING COUNT(*) = ? ORDER BY account
                 """, [.integer(appID)] + tags.map { .text($0) } + [.integer(Int64(tags.count))]
             ).compactMap { $0["account"].string }
@@ -286,7 +286,7 @@ struct TencentStore: Sendable {
         return try await database.read { db in
             try db.query(
                 """
-                SELECT DISTINCT account FROM tencent_account_tags WHERE app_id = ? AND tag IN (\(Self.marks(tags.count)))
+                SELECT DISTINCT account FROM tencent_account_tags WHERE app_id = ? AND tag IN (\(SQLList.placeholders(tags.count)))
                 ORDER BY account
                 """, [.integer(appID)] + tags.map { .text($0) }
             ).compactMap { $0["account"].string }
@@ -326,7 +326,4 @@ struct TencentStore: Sendable {
 
     // MARK: Helpers
 
-    static func marks(_ count: Int) -> String {
-        Array(repeating: "?", count: max(count, 1)).joined(separator: ", ")
-    }
 }

@@ -73,13 +73,22 @@ public struct SQLList: Sendable, Hashable {
     public static func chunks(_ values: [SQLValue]) -> [SQLList] {
         var seen = Set<SQLValue>()
         let unique = values.filter { seen.insert($0).inserted }
-        return stride(from: 0, to: unique.count, by: maximumLength).map { start in
-            var chunk = Array(unique[start..<min(start + maximumLength, unique.count)])
+        return unique.chunks(ofCount: maximumLength).map { slice in
+            var chunk = Array(slice)
             var length = 1
             while length < chunk.count { length *= 2 }
             chunk += Array(repeating: chunk[chunk.count - 1], count: length - chunk.count)
-            return SQLList(marks: marker + Array(repeating: "?", count: length).joined(separator: ", "), values: chunk)
+            return SQLList(marks: marker + placeholders(length), values: chunk)
         }
+    }
+
+    /// `?, ?, …`: `count` placeholders for `IN (…)`, the one way every query writes them. No
+    /// value gives `NULL`, so `x IN (NULL)` matches nothing, in SQLite and PostgreSQL alike
+    /// (`IN ()` is SQLite's alone; a lone `?` would bind nothing).
+    ///
+    ///     "WHERE id IN (\(SQLList.placeholders(ids.count)))"
+    public static func placeholders(_ count: Int) -> String {
+        count == 0 ? "NULL" : Array(repeating: "?", count: count).joined(separator: ", ")
     }
 
     public static func chunks(_ values: [String]) -> [SQLList] { chunks(values.map(SQLValue.text)) }

@@ -298,7 +298,7 @@ enum LocalAPNs {
         try server.start()
         logger.notice(
             "APNs local mode: sending to the bundled mock (apns.local_mock)",
-            metadata: ["url": "https://127.0.0.1:\(server.port)"])
+            metadata: ["apns_url": "https://127.0.0.1:\(server.port)"])
         return Started(
             server: server, endpoint: APNsEndpoint(host: "127.0.0.1", port: server.port),
             caCertificate: try Certificate(pem: setup.caCertificatePEM),

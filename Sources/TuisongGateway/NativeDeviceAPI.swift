@@ -228,7 +228,7 @@ enum ISO8601 {
     /// RFC 3339 with milliseconds, UTC: `2026-11-21T08:00:00.000Z`. Written by hand: the
     /// Foundation format style costs microseconds per call, and every device view has three.
     static func string(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let milliseconds = SQLTime.milliseconds(date)
         var seconds = time_t(milliseconds / 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)

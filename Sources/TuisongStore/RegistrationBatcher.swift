@@ -92,7 +92,7 @@ final class RegistrationBatcher: Sendable {
         var outcomes = [Result<Outcome, any Error>]()
         outcomes.reserveCapacity(batch.count)
         do {
-            let now = Milliseconds.from(clock.now)
+            let now = SQLTime.milliseconds(clock.now)
             try db.inTransaction(.immediate) {
                 // Prepared once per connection: `db.inSavepoint` would parse its SQL for
                 // every item, a noticeable share of the cost of one registration.

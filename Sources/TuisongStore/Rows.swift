@@ -3,16 +3,6 @@ import GRDB
 import TuisongCore
 
 /// Timestamps are stored as integer milliseconds since 1970 (see `Schema`).
-enum Milliseconds {
-    static func from(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded())
-    }
-
-    static func date(_ milliseconds: Int64) -> Date {
-        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
-    }
-}
-
 /// Positional column access shared by GRDB rows and `PointReaders` rows, so one decoder
 /// serves both.
 protocol ColumnValues {
@@ -60,8 +50,8 @@ enum Rows {
         return Device(
             id: row.int64(0), appID: row.int64(1), token: row.string(2), environment: environment,
             user: row.optionalString(4), locale: row.optionalString(5), imAccount: row.optionalString(6),
-            createdAt: Milliseconds.date(row.int64(7)), updatedAt: Milliseconds.date(row.int64(8)),
-            invalidatedAt: row.optionalInt64(9).map(Milliseconds.date), invalidReason: row.optionalString(10),
+            createdAt: SQLTime.date(row.int64(7)), updatedAt: SQLTime.date(row.int64(8)),
+            invalidatedAt: row.optionalInt64(9).map(SQLTime.date), invalidReason: row.optionalString(10),
             credentialSelector: row.optionalString(11))
     }
 
@@ -82,7 +72,7 @@ enum Rows {
         }
         return App(
             id: row.int64(0), name: row.string(1), bundleID: row.string(2), apiKeyHash: row.string(3),
-            createdAt: Milliseconds.date(row.int64(5)), updatedAt: Milliseconds.date(row.int64(6)),
+            createdAt: SQLTime.date(row.int64(5)), updatedAt: SQLTime.date(row.int64(6)),
             vendorSettings: settings)
     }
 

@@ -20,8 +20,8 @@ extension SQLiteStore: AccountStore {
         return try await read { db in
             var found = Set<String>()
             // SQLite limits bound parameters; a few hundred per statement stays far below.
-            for chunk in Self.chunks(Array(Set(accounts)), of: 500) {
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            for chunk in Array(Set(accounts)).chunks(ofCount: 500) {
+                let marks = SQLList.placeholders(chunk.count)
                 let rows = try String.fetchAll(
                     db, sql: "SELECT account FROM accounts WHERE app_id = ? AND account IN (\(marks))",
                     arguments: StatementArguments([appID] + chunk.map { $0 as (any DatabaseValueConvertible)? }))
@@ -257,10 +257,6 @@ extension SQLiteStore: AccountStore {
                 """,
             arguments: [appID, account, now])
         return db.changesCount > 0
-    }
-
-    private static func chunks<T>(_ items: [T], of size: Int) -> [[T]] {
-        stride(from: 0, to: items.count, by: size).map { Array(items[$0..<min($0 + size, items.count)]) }
     }
 }
 

@@ -86,7 +86,7 @@ extension SQLiteStore: ConsoleStore {
     }
 
     public func messageActivity(since: Date, scanLimit: Int) async throws -> [MessageActivity] {
-        let sinceMilliseconds = Milliseconds.from(since)
+        let sinceMilliseconds = SQLTime.milliseconds(since)
         return try await read { db in
             // The newest messages by id (a bounded scan of the primary key), plus every message
             // still sending however old (the messages_pending index).
@@ -117,7 +117,7 @@ extension SQLiteStore: ConsoleStore {
 
     /// Totals by reason over the newest `scanLimit` messages created since `since`.
     func reasonTotals(in table: ReasonTable, since: Date, scanLimit: Int) async throws -> [String: Int] {
-        let sinceMilliseconds = Milliseconds.from(since)
+        let sinceMilliseconds = SQLTime.milliseconds(since)
         return try await read { db in
             let rows = try Row.fetchAll(
                 db,
@@ -171,8 +171,8 @@ extension SQLiteStore: ConsoleStore {
         counts.skipped = row[11]
         counts.held = row[12]
         return MessageActivity(
-            id: row[0], appID: row[1], state: state, createdAt: Milliseconds.date(row[3]),
-            startedAt: started.map(Milliseconds.date), completedAt: completed.map(Milliseconds.date), total: row[6],
+            id: row[0], appID: row[1], state: state, createdAt: SQLTime.date(row[3]),
+            startedAt: started.map(SQLTime.date), completedAt: completed.map(SQLTime.date), total: row[6],
             counts: counts)
     }
 }

@@ -64,9 +64,8 @@ extension SQLiteStore {
         let devices = try await read { db in
             var devices: [Device] = []
             // Chunks far below SQLite's limit on parameters.
-            for start in stride(from: 0, to: unique.count, by: 500) {
-                let chunk = unique[start..<min(unique.count, start + 500)]
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            for chunk in unique.chunks(ofCount: 500) {
+                let marks = SQLList.placeholders(chunk.count)
                 devices += try Row.fetchAll(
                     db, sql: "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ? AND id IN (\(marks))",
                     arguments: StatementArguments([appID] + Array(chunk))
@@ -107,7 +106,7 @@ extension SQLiteStore {
         id: Int64, reason: String, since: Date? = nil
     ) async throws -> Bool {
         let now = nowMilliseconds
-        let cutoff = since.map(Milliseconds.from) ?? now
+        let cutoff = since.map(SQLTime.milliseconds) ?? now
         return try await write { db in
             try db.execute(
                 sql: """

@@ -25,7 +25,7 @@ extension SQLiteStore: MessageStore {
                     """,
                 arguments: [
                     job.appID, job.vendor, job.vendorMessageID, audience, notification, options,
-                    Data(payload), labels, state.rawValue, job.sendAt.map(Milliseconds.from), now, vendorContext,
+                    Data(payload), labels, state.rawValue, job.sendAt.map(SQLTime.milliseconds), now, vendorContext,
                 ])
             return db.lastInsertedRowID
         }
@@ -61,8 +61,8 @@ extension SQLiteStore: MessageStore {
             counts.held = Int(row.int64(10))
             return MessageProgressSnapshot(
                 state: state, total: row.optionalInt64(1).map { Int($0) },
-                startedAt: row.optionalInt64(2).map(Milliseconds.date),
-                completedAt: row.optionalInt64(3).map(Milliseconds.date), cursor: row.int64(4), counts: counts,
+                startedAt: row.optionalInt64(2).map(SQLTime.date),
+                completedAt: row.optionalInt64(3).map(SQLTime.date), cursor: row.int64(4), counts: counts,
                 failures: try Self.reasonCounts(row.string(11)), skips: try Self.reasonCounts(row.string(12)))
         }
     }
@@ -106,7 +106,7 @@ extension SQLiteStore: MessageStore {
     }
 
     public func dispatchableMessageIDs(now: Date) async throws -> [Int64] {
-        let nowMs = Milliseconds.from(now)
+        let nowMs = SQLTime.milliseconds(now)
         return try await read { db in
             try Int64.fetchAll(
                 db,
@@ -127,7 +127,7 @@ extension SQLiteStore: MessageStore {
                         started_at = coalesce(started_at, ?)
                     WHERE id = ? AND state IN ('scheduled', 'queued', 'sending')
                     """,
-                arguments: [total, Milliseconds.from(at), id])
+                arguments: [total, SQLTime.milliseconds(at), id])
             return db.changesCount > 0
         }
     }
@@ -141,7 +141,7 @@ extension SQLiteStore: MessageStore {
 
     public func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws {
         try await write { db in
-            let completed: Int64? = (state == .completed || state == .cancelled) ? Milliseconds.from(at) : nil
+            let completed: Int64? = (state == .completed || state == .cancelled) ? SQLTime.milliseconds(at) : nil
             try db.execute(
                 sql: "UPDATE messages SET state = ?, completed_at = coalesce(?, completed_at) WHERE id = ?",
                 arguments: [state.rawValue, completed, id])
@@ -155,13 +155,13 @@ extension SQLiteStore: MessageStore {
                     UPDATE messages SET state = 'cancelled', completed_at = ?
                     WHERE id = ? AND state IN ('scheduled', 'queued') AND started_at IS NULL
                     """,
-                arguments: [Milliseconds.from(at), id])
+                arguments: [SQLTime.milliseconds(at), id])
             return db.changesCount > 0
         }
     }
 
     public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
-        let now = Milliseconds.from(at)
+        let now = SQLTime.milliseconds(at)
         try await write { db in
             let c = progress.counts
             // Prepared once per connection: a push flushes after every page, and parsing this
@@ -186,7 +186,7 @@ extension SQLiteStore: MessageStore {
             for d in progress.deliveries {
                 try insert.execute(arguments: [
                     progress.messageID, d.deviceID, d.token, d.environment.rawValue, d.state.rawValue, d.reason,
-                    d.apnsID, d.attempts, d.nextAttemptAt.map(Milliseconds.from), now, d.payload.map { Data($0) },
+                    d.apnsID, d.attempts, d.nextAttemptAt.map(SQLTime.milliseconds), now, d.payload.map { Data($0) },
                     d.credentialSelector,
                 ])
             }
@@ -292,7 +292,7 @@ extension SQLiteStore: MessageStore {
                         """), StatementArguments(arguments), Self.entry)
         case .accounts(let accounts):
             guard !accounts.isEmpty else { return [] }
-            let marks = Array(repeating: "?", count: accounts.count).joined(separator: ", ")
+            let marks = SQLList.placeholders(accounts.count)
             var arguments: [(any DatabaseValueConvertible)?] = [appID]
             arguments += accounts.map { $0 as (any DatabaseValueConvertible)? }
             arguments.append(cursor)
@@ -306,7 +306,7 @@ extension SQLiteStore: MessageStore {
         case .devices(let ids):
             let wanted = Array(Set(ids).filter { $0 > cursor }.sorted().prefix(limit))
             guard !wanted.isEmpty else { return [] }
-            let marks = Array(repeating: "?", count: wanted.count).joined(separator: ", ")
+            let marks = SQLList.placeholders(wanted.count)
             var arguments: [(any DatabaseValueConvertible)?] = [appID]
             arguments += wanted.map { $0 as (any DatabaseValueConvertible)? }
             let rows = try Row.fetchAll(
@@ -337,7 +337,7 @@ extension SQLiteStore: MessageStore {
             let start = Int(min(max(cursor, 0), Int64(tokens.count)))
             let slice = Array(tokens[start..<min(tokens.count, start + limit)])
             guard !slice.isEmpty else { return [] }
-            let marks = Array(repeating: "?", count: slice.count).joined(separator: ", ")
+            let marks = SQLList.placeholders(slice.count)
             var arguments: [(any DatabaseValueConvertible)?] = [appID]
             arguments += slice.map { $0 as (any DatabaseValueConvertible)? }
             let rows = try Row.fetchAll(
@@ -389,7 +389,7 @@ extension SQLiteStore: MessageStore {
                     arguments: withEnvironment([appID, name])) ?? 0
             case .accounts(let accounts):
                 guard !accounts.isEmpty else { return 0 }
-                let marks = Array(repeating: "?", count: accounts.count).joined(separator: ", ")
+                let marks = SQLList.placeholders(accounts.count)
                 return try Int.fetchOne(
                     db,
                     sql: """
@@ -416,7 +416,7 @@ extension SQLiteStore: MessageStore {
     // MARK: deliveries
 
     public func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord] {
-        let nowMs = Milliseconds.from(now)
+        let nowMs = SQLTime.milliseconds(now)
         return try await write { db in
             let rows = try Row.fetchAll(
                 db,
@@ -470,7 +470,7 @@ extension SQLiteStore: MessageStore {
 
     public func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws {
         guard !updates.isEmpty else { return }
-        let now = Milliseconds.from(at)
+        let now = SQLTime.milliseconds(at)
         try await write { db in
             var deltas: [Int64: DeliveryCounts] = [:]
             var failures: [Int64: [String: Int]] = [:]
@@ -483,7 +483,7 @@ extension SQLiteStore: MessageStore {
                         """,
                     arguments: [
                         update.to.rawValue, update.reason, update.apnsID, update.attempts,
-                        update.nextAttemptAt.map(Milliseconds.from), now, update.deliveryID, update.from.rawValue,
+                        update.nextAttemptAt.map(SQLTime.milliseconds), now, update.deliveryID, update.from.rawValue,
                     ])
                 guard db.changesCount > 0 else { continue }
                 deltas[update.messageID, default: DeliveryCounts()][update.from] -= 1
@@ -517,7 +517,7 @@ extension SQLiteStore: MessageStore {
     /// Held rows of the app's messages matching `condition` (one `?`, bound to `value`) go back
     /// to `queued`, due now, with the messages' counters moved along.
     private func releaseHeld(appID: Int64, condition: String, _ value: String, now: Date) async throws -> Int {
-        let nowMs = Milliseconds.from(now)
+        let nowMs = SQLTime.milliseconds(now)
         return try await write { db in
             let perMessage = try Row.fetchAll(
                 db,
@@ -588,8 +588,8 @@ extension SQLiteStore: MessageStore {
         let payload: Data? = row[11]
         return DeliveryRecord(
             id: row[0], messageID: row[1], deviceID: row[2], token: row[3], environment: environment, state: state,
-            reason: row[6], apnsID: row[7], attempts: row[8], nextAttemptAt: next.map(Milliseconds.date),
-            updatedAt: Milliseconds.date(row[10]), payload: payload.map { Array($0) }, credentialSelector: row[12])
+            reason: row[6], apnsID: row[7], attempts: row[8], nextAttemptAt: next.map(SQLTime.date),
+            updatedAt: SQLTime.date(row[10]), payload: payload.map { Array($0) }, credentialSelector: row[12])
     }
 
     private static func messageRecord(_ db: Database, _ row: Row) throws -> MessageRecord {
@@ -622,9 +622,9 @@ extension SQLiteStore: MessageStore {
             audience: try JSONText.decode(Audience.self, row[4]),
             notification: try JSONText.decode(PushNotification.self, row[5]),
             options: try JSONText.decode(PushOptions.self, row[6]), payload: Array(payload), state: state,
-            sendAt: sendAt.map(Milliseconds.date), labels: try JSONText.decode([String: String].self, row[10]),
-            createdAt: Milliseconds.date(row[11]), startedAt: startedAt.map(Milliseconds.date),
-            completedAt: completedAt.map(Milliseconds.date), total: row[14], cursor: row[15], counts: counts,
+            sendAt: sendAt.map(SQLTime.date), labels: try JSONText.decode([String: String].self, row[10]),
+            createdAt: SQLTime.date(row[11]), startedAt: startedAt.map(SQLTime.date),
+            completedAt: completedAt.map(SQLTime.date), total: row[14], cursor: row[15], counts: counts,
             failures: failures, skips: skips,
             vendorContext: try vendorContext.map { try JSONText.decode(JSONValue.self, $0) })
     }
@@ -661,7 +661,7 @@ extension SQLiteStore: MessageStore {
     {
         let ids = entries.compactMap(\.deviceID)
         guard !ids.isEmpty else { return entries }
-        let marks = Array(repeating: "?", count: ids.count).joined(separator: ", ")
+        let marks = SQLList.placeholders(ids.count)
         let rows = try Row.fetchAll(
             db,
             sql: """
@@ -699,7 +699,7 @@ extension SQLiteStore: MessageStore {
                 UPDATE devices SET invalidated_at = ?, invalid_reason = ?
                 WHERE id = ? AND updated_at <= ? AND invalidated_at IS NULL
                 """,
-            arguments: [now, invalidation.reason, invalidation.deviceID, Milliseconds.from(invalidation.at)])
+            arguments: [now, invalidation.reason, invalidation.deviceID, SQLTime.milliseconds(invalidation.at)])
     }
 
     private static func entry(_ row: Row) throws -> AudienceEntry {
@@ -713,7 +713,7 @@ extension SQLiteStore: MessageStore {
         let selector: String? = row.hasNull(atIndex: 4) ? nil : (row[4] as String)
         return AudienceEntry(
             position: row[0], deviceID: row[0], token: row[1], environment: environment,
-            registeredAt: Milliseconds.date(updatedAt), credentialSelector: selector)
+            registeredAt: SQLTime.date(updatedAt), credentialSelector: selector)
     }
 
     private static func deviceEntries(

@@ -46,7 +46,7 @@ extension SQLiteStore: CredentialStore {
                     """,
                 arguments: [
                     credential.appID, credential.kind.rawValue, credential.environment.rawValue, credential.teamID,
-                    credential.keyID, credential.subject, topics, credential.expiresAt.map(Milliseconds.from),
+                    credential.keyID, credential.subject, topics, credential.expiresAt.map(SQLTime.milliseconds),
                     Data(credential.encryptedSecret), now, credential.selector,
                 ])
             return db.lastInsertedRowID
@@ -113,7 +113,7 @@ extension SQLiteStore: CredentialStore {
         return CredentialRecord(
             id: row[0], appID: row[1], kind: kind, environment: environment, teamID: row[4], keyID: row[5],
             subject: row[6], topics: try topicsText.map { try JSONText.decode([String].self, $0) } ?? [],
-            expiresAt: expires.map(Milliseconds.date), encryptedSecret: Array(secret), status: row[10],
-            statusReason: row[11], createdAt: Milliseconds.date(row[12]), selector: row[13])
+            expiresAt: expires.map(SQLTime.date), encryptedSecret: Array(secret), status: row[10],
+            statusReason: row[11], createdAt: SQLTime.date(row[12]), selector: row[13])
     }
 }

@@ -293,5 +293,5 @@ public final class SQLiteStore: Store {
         }
     }
 
-    var nowMilliseconds: Int64 { Milliseconds.from(clock.now) }
+    var nowMilliseconds: Int64 { SQLTime.milliseconds(clock.now) }
 }

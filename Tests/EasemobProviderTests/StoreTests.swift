@@ -38,7 +38,9 @@ import TuisongPluginTestKit
         changes.noDisturbingEnd = 7
         let updated = try #require(
             try await store.updateUser(appID: appID, username: "u1", changes, now: now.addingTimeInterval(5)))
-        #expect(updated.nickname == "小明" && updated.displayStyle == 1 && updated.modifiedAt == now.millis + 5000)
+        #expect(
+            updated.nickname == "小明" && updated.displayStyle == 1
+                && updated.modifiedAt == SQLTime.milliseconds(now) + 5000)
         #expect(updated.legacyDoNotDisturb == EasemobLegacyDoNotDisturb(enabled: true, startHour: 22, endHour: 7))
         #expect(updated.entity["notification_no_disturbing_start"] == 22)
         #expect(try await store.updateUser(appID: appID, username: "nobody", changes, now: now) == nil)
@@ -61,7 +63,7 @@ import TuisongPluginTestKit
     func group(id: String, owner: String) -> EasemobGroup {
         EasemobGroup(
             groupID: id, name: "g\(id)", description: "", isPublic: true, membersOnly: false, allowInvites: false,
-            maxUsers: 200, owner: owner, custom: "", createdAt: now.millis)
+            maxUsers: 200, owner: owner, custom: "", createdAt: SQLTime.milliseconds(now))
     }
 
     func binding(_ device: String, _ token: String, _ notifier: String = "cert") -> EasemobBinding {
@@ -185,15 +187,16 @@ import TuisongPluginTestKit
         var template = try await db.core.createTemplate(
             appID: db.app.id, name: "t", titlePattern: "你好,{0}", bodyPattern: "{0}")
         let first = try await store.stamp(appID: db.app.id, template, now: now)
-        #expect(first == (now.millis, now.millis))
+        #expect(first == (SQLTime.milliseconds(now), SQLTime.milliseconds(now)))
         let same = try await store.stamp(appID: db.app.id, template, now: now.addingTimeInterval(10))
-        #expect(same == (now.millis, now.millis))
+        #expect(same == (SQLTime.milliseconds(now), SQLTime.milliseconds(now)))
         template.bodyPattern = "{0}!"  // as the console would edit it
         let changed = try await store.stamp(appID: db.app.id, template, now: now.addingTimeInterval(20))
-        #expect(changed == (now.millis, now.millis + 20_000))
+        #expect(changed == (SQLTime.milliseconds(now), SQLTime.milliseconds(now) + 20_000))
         try await store.forgetStamp(appID: db.app.id, templateID: template.id)
         #expect(
-            try await store.stamp(appID: db.app.id, template, now: now.addingTimeInterval(30)).createAt == now.millis
+            try await store.stamp(appID: db.app.id, template, now: now.addingTimeInterval(30)).createAt
+                == SQLTime.milliseconds(now)
                 + 30_000)
     }
 }
