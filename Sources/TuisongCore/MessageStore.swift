@@ -74,6 +74,8 @@ public struct AudienceEntry: Sendable, Hashable {
     public var skipReason: String?
     /// The credential selector the device registered with; picks the app's credential.
     public var credentialSelector: String?
+    /// The device's push service; `apns` for a token that is no registered device.
+    public var channel: PushChannel = .apns
     /// The bound IM account, its last reported app state and the device's locale: filled for
     /// `accounts`/`allAccounts` audiences and whenever the page is read `withRecipientDetails`.
     /// One reference, so entries of the one-payload path stay small to copy.
@@ -155,12 +157,15 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var payload: [UInt8]?
     /// The device's credential selector when the delivery was decided.
     public var credentialSelector: String?
+    /// The device's push service when the delivery was decided; a retry goes the same way.
+    public var channel: PushChannel
 
     public init(
         id: Int64, messageID: Int64, deviceID: Int64?, token: String, environment: APNsEnvironment,
         state: DeliveryState, reason: String?, apnsID: String?, attempts: Int, nextAttemptAt: Date?,
-        updatedAt: Date, payload: [UInt8]? = nil, credentialSelector: String? = nil
+        updatedAt: Date, payload: [UInt8]? = nil, credentialSelector: String? = nil, channel: PushChannel = .apns
     ) {
+        self.channel = channel
         self.id = id
         self.messageID = messageID
         self.deviceID = deviceID
@@ -190,12 +195,14 @@ public struct NewDelivery: Sendable, Hashable {
     /// Kept only when it differs from the message's payload (see `DeliveryRecord.payload`).
     public var payload: [UInt8]?
     public var credentialSelector: String?
+    public var channel: PushChannel
 
     public init(
         deviceID: Int64?, token: String, environment: APNsEnvironment, state: DeliveryState,
         reason: String?, apnsID: String? = nil, attempts: Int, nextAttemptAt: Date? = nil,
-        payload: [UInt8]? = nil, credentialSelector: String? = nil
+        payload: [UInt8]? = nil, credentialSelector: String? = nil, channel: PushChannel = .apns
     ) {
+        self.channel = channel
         self.deviceID = deviceID
         self.token = token
         self.environment = environment

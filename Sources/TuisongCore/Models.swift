@@ -35,12 +35,69 @@ public struct App: Sendable, Hashable, Codable {
     }
 }
 
-/// A device token as APNs knows it: hex, even length, 64–200 characters, stored lower-case.
-public struct DeviceToken: Sendable, Hashable, Codable, CustomStringConvertible {
-    public let hex: String
+/// The push service a device's token belongs to, and so the transport a push to it leaves
+/// through. Android phones reach Google's FCM or their maker's own service; which one is the
+/// app's choice when it registers.
+public enum PushChannel: String, Sendable, Codable, CaseIterable, Hashable, CustomStringConvertible {
+    case apns
+    case fcm
+    case huawei
+    case honor
 
-    /// Validates and normalises a token (`"ABCD…"` → `"abcd…"`); `nil` when it is not one.
+    /// Whether the channel's devices are Android phones (no APNs environment: stored as
+    /// `production`).
+    public var isAndroid: Bool { self != .apns }
+
+    public var description: String { rawValue }
+}
+
+/// A device token as its push service knows it. APNs tokens are hex, even length, 64–200
+/// characters, stored lower-case; the Android services' tokens are opaque: 1–4,096 bytes of
+/// the characters they use (letters, digits and `-_.:~`), safe in a URL path unescaped.
+public struct DeviceToken: Sendable, Hashable, Codable, CustomStringConvertible {
+    public let value: String
+
+    /// Validates and normalises an APNs token (`"ABCD…"` → `"abcd…"`); `nil` when it is not one.
     public init?(_ raw: String) {
+        self.init(raw, channel: .apns)
+    }
+
+    /// Validates a token of `channel`; APNs tokens are normalised to lower case.
+    public init?(_ raw: String, channel: PushChannel) {
+        switch channel {
+        case .apns:
+            guard let hex = Self.normalisedHex(raw) else { return nil }
+            value = hex
+        case .fcm, .huawei, .honor:
+            // An APNs-shaped token on an Android channel is a client sending the wrong token
+            // (or the wrong channel); no Android service issues hex of that shape.
+            guard Self.isOpaqueToken(raw), Self.normalisedHex(raw) == nil else { return nil }
+            value = raw
+        }
+    }
+
+    /// A token naming an existing device, whatever its channel: an APNs token (normalised) if
+    /// it has APNs's shape, else an opaque token as given.
+    public init?(addressing raw: String) {
+        if let apns = DeviceToken(raw, channel: .apns) {
+            self = apns
+        } else if let opaque = DeviceToken(raw, channel: .fcm) {
+            self = opaque
+        } else {
+            return nil
+        }
+    }
+
+    /// The APNs spelling of the token (`value`; kept for the many APNs-only callers).
+    public var hex: String { value }
+
+    public var description: String { value }
+
+    /// The most bytes an opaque token may have: FCM's are ~163, Huawei's 130, Honor's 128;
+    /// 4 KB leaves room for a service that lengthens them without admitting a blob.
+    public static let maximumOpaqueLength = 4096
+
+    private static func normalisedHex(_ raw: String) -> String? {
         let count = raw.utf8.count
         guard count >= 64, count <= 200, count % 2 == 0 else { return nil }
         var lowered = [UInt8]()
@@ -55,10 +112,22 @@ public struct DeviceToken: Sendable, Hashable, Codable, CustomStringConvertible 
                 return nil
             }
         }
-        hex = String(decoding: lowered, as: UTF8.self)
+        return String(decoding: lowered, as: UTF8.self)
     }
 
-    public var description: String { hex }
+    private static func isOpaqueToken(_ raw: String) -> Bool {
+        let count = raw.utf8.count
+        guard count >= 1, count <= maximumOpaqueLength else { return false }
+        return raw.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
+                UInt8(ascii: ":"), UInt8(ascii: "~"):
+                true
+            default: false
+            }
+        }
+    }
 }
 
 /// A tag name: 1–128 characters of letters, digits, `_ - .` and CJK ideographs.
@@ -88,7 +157,7 @@ public struct TagName: Sendable, Hashable, Codable, CustomStringConvertible {
     public var description: String { value }
 }
 
-/// A registered device: one APNs token of one app.
+/// A registered device: one push token of one app, on the channel the token belongs to.
 public struct Device: Sendable, Hashable, Codable {
     public var id: Int64
     public var appID: Int64
@@ -108,12 +177,14 @@ public struct Device: Sendable, Hashable, Codable {
     /// The vendor credential selector the device registered with (a vendor's
     /// certificate id or name); delivery uses the app's credential carrying the same selector.
     public var credentialSelector: String?
+    public var channel: PushChannel
 
     public init(
         id: Int64, appID: Int64, token: String, environment: APNsEnvironment, user: String? = nil,
         locale: String? = nil, imAccount: String? = nil, createdAt: Date, updatedAt: Date, invalidatedAt: Date? = nil,
-        invalidReason: String? = nil, credentialSelector: String? = nil
+        invalidReason: String? = nil, credentialSelector: String? = nil, channel: PushChannel = .apns
     ) {
+        self.channel = channel
         self.id = id
         self.appID = appID
         self.token = token
@@ -139,11 +210,16 @@ public struct DeviceRegistration: Sendable, Hashable {
     public var tags: [TagName]?
     /// The vendor credential selector (a vendor's certificate id or name); nil = unchanged.
     public var credentialSelector: String?
+    /// The token's service. A token is one device of an app whatever its channel: registering
+    /// it again with another channel moves it (tokens of different services never coincide).
+    public var channel: PushChannel
 
     public init(
         token: DeviceToken, environment: APNsEnvironment, user: String? = nil,
-        locale: String? = nil, tags: [TagName]? = nil, credentialSelector: String? = nil
+        locale: String? = nil, tags: [TagName]? = nil, credentialSelector: String? = nil,
+        channel: PushChannel = .apns
     ) {
+        self.channel = channel
         self.token = token
         self.environment = environment
         self.user = user

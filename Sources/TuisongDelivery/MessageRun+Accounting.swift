@@ -73,7 +73,7 @@ extension MessageRun {
                 NewDelivery(
                     deviceID: entry.deviceID, token: entry.token, environment: entry.environment, state: s,
                     reason: reason, apnsID: apnsID, attempts: attempted ? 1 : 0, nextAttemptAt: next,
-                    payload: payload, credentialSelector: entry.credentialSelector))
+                    payload: payload, credentialSelector: entry.credentialSelector, channel: entry.channel))
         }
         switch result {
         case .skipped(let reason):

@@ -205,7 +205,8 @@ final class MessageRun: Sendable {
                     pushes.append(
                         OutgoingPush(
                             token: entry.token, environment: group.route.environment, selector: group.route.selector,
-                            payload: payloads?[index] ?? record.payload, headers: headers))
+                            payload: payloads?[index] ?? record.payload, headers: headers, channel: group.route.channel)
+                    )
                 }
                 await engine.transport.send(PushBatch(app: app, pushes: pushes)) { reports in
                     self.record(reports, of: chunk, payloads: payloads, page: pageIndex)

@@ -33,17 +33,24 @@ public struct PushHeaders: Sendable, Hashable {
 public struct OutgoingPush: Sendable {
     /// The device's token on its push service.
     public var token: String
+    /// The device's push service: the transport that sends it.
+    public var channel: PushChannel
+    /// APNs's environment; Android devices are `production`, and their transports ignore it.
     public var environment: APNsEnvironment
     /// The vendor credential selector the device registered with; nil = the app's default
     /// credential.
     public var selector: String?
+    /// The APNs payload (`{"aps": …, custom keys}`): what every policy decides. An Android
+    /// transport renders its service's message from it (alert, badge, sound, custom keys).
     public var payload: [UInt8]
     public var headers: PushHeaders
 
     public init(
-        token: String, environment: APNsEnvironment, selector: String? = nil, payload: [UInt8], headers: PushHeaders
+        token: String, environment: APNsEnvironment, selector: String? = nil, payload: [UInt8], headers: PushHeaders,
+        channel: PushChannel = .apns
     ) {
         self.token = token
+        self.channel = channel
         self.environment = environment
         self.selector = selector
         self.payload = payload
@@ -85,6 +92,8 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     case payloadTooLarge
     /// A retried delivery whose message no longer exists.
     case messageGone
+    /// The device's channel has no transport in this gateway.
+    case channelNotConfigured
     /// A reason this build does not know, kept verbatim.
     case unknown(String)
 
@@ -92,6 +101,7 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         "NoCredential": .noCredential, "no_credential_for_selector": .noCredentialForSelector,
         "CredentialLookupFailed": .credentialLookupFailed, "CredentialUnusable": .credentialUnusable,
         "CredentialFailing": .credentialFailing, "PayloadTooLarge": .payloadTooLarge, "MessageGone": .messageGone,
+        "ChannelNotConfigured": .channelNotConfigured,
     ]
 
     /// Parses a stored reason: the gateway's own first, then APNs's, else `.unknown`.
@@ -118,6 +128,7 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         case .credentialFailing: "CredentialFailing"
         case .payloadTooLarge: "PayloadTooLarge"
         case .messageGone: "MessageGone"
+        case .channelNotConfigured: "ChannelNotConfigured"
         case .unknown(let raw): raw
         }
     }

@@ -70,7 +70,7 @@ struct RetryWorker: Sendable {
                                     token: item.delivery.token, environment: item.delivery.environment,
                                     selector: item.delivery.credentialSelector,
                                     payload: item.delivery.payload ?? item.message.payload,
-                                    headers: PushHeaders(item.message.options))
+                                    headers: PushHeaders(item.message.options), channel: item.delivery.channel)
                             })
                         let outcomes = await engine.transport.outcomes(of: batch)
                         return zip(chunk, outcomes).map { item, outcome in

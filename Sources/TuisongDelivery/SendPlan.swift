@@ -6,7 +6,7 @@ enum EntryResult: Sendable {
     case skipped(String)
 }
 
-/// How a page's devices go out: grouped by route (environment and credential selector, in
+/// How a page's devices go out: grouped by route (channel, environment and credential selector, in
 /// order of first appearance), each with its own bytes where a policy decided bytes other than
 /// the message's, and the entries decided without sending (skipped by the audience or the
 /// policy, or refused before sending: a policy's payload over the push type's limit).
@@ -15,6 +15,7 @@ struct SendPlan: Sendable {
     struct Route: Hashable, Sendable {
         var environment: APNsEnvironment
         var selector: String?
+        var channel: PushChannel = .apns
     }
 
     struct Group: Sendable {
@@ -63,7 +64,8 @@ struct SendPlan: Sendable {
                     if bytes != messagePayload { own = bytes }
                 }
             }
-            let route = Route(environment: entry.environment, selector: entry.credentialSelector)
+            let route = Route(
+                environment: entry.environment, selector: entry.credentialSelector, channel: entry.channel)
             if slot < 0 || plan.groups[slot].route != route {
                 if let found = plan.groups.firstIndex(where: { $0.route == route }) {
                     slot = found

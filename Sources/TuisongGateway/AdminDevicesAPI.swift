@@ -39,10 +39,10 @@ struct AdminDevicesAPI: Sendable {
         case "all":
             query = .all
         case "token":
-            guard text.allSatisfy({ $0.isASCII && $0.isHexDigit }), text.utf8.count <= 200 else {
-                throw AdminError.invalid("q", "a token is made of hexadecimal digits only")
+            guard text.isEmpty || DeviceToken(addressing: text) != nil else {
+                throw AdminError.invalid("q", "a token is hexadecimal digits (APNs) or letters, digits and -_.:~")
             }
-            query = text.isEmpty ? .all : .tokenPrefix(text.lowercased())
+            query = text.isEmpty ? .all : .tokenPrefix(text)
         case "user":
             guard !text.isEmpty, text.count <= 256 else { throw AdminError.invalid("q", "enter a user or IM account") }
             query = .user(text)
@@ -77,7 +77,7 @@ struct AdminDevicesAPI: Sendable {
     }
 
     private func detail(_ app: App, _ request: Request) async throws -> Response {
-        guard let token = DeviceToken(request.pathParameters["token"] ?? "") else {
+        guard let token = DeviceToken(addressing: request.pathParameters["token"] ?? "") else {
             throw AdminError.notFound("device")
         }
         guard let device = try await store.device(appID: app.id, token: token) else {

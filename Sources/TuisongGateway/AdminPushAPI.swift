@@ -41,8 +41,12 @@ struct AdminPushAPI: Sendable {
         }
         switch kind {
         case "token":
-            guard let raw = value as? String, let token = DeviceToken(raw.trimmingCharacters(in: .whitespaces)) else {
-                throw AdminError.invalid("audience.token", "a device token is 64–200 hexadecimal digits")
+            guard let raw = value as? String,
+                let token = DeviceToken(addressing: raw.trimmingCharacters(in: .whitespaces))
+            else {
+                throw AdminError.invalid(
+                    "audience.token", "a device token is 64–200 hexadecimal digits (APNs) or an Android service's token"
+                )
             }
             native["audience"] = ["tokens": [token.hex]]
         case "tag", "all":

@@ -65,7 +65,7 @@ public final class GatewayRuntime: Sendable {
             // which also drops the API keys resolved to that app.
             let apps = AppCache(store: store, clock: clock)
             let engine = DeliveryEngine(
-                store: store, transport: MeteredTransport(apns.transport, metrics: metrics),
+                store: store, transport: MeteredTransport(ChannelRouter([.apns: apns.transport]), metrics: metrics),
                 settings: DeliverySettings(config.delivery), clock: clock, logger: logger, apps: apps,
                 observer: metrics)
             MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, store: store)

@@ -36,17 +36,30 @@ struct NativeDeviceAPI: Sendable {
 
     /// `PUT /api/v1/devices/{token}` — register or update. 201 when new, 200 when it existed.
     private func putDevice(_ app: App, _ request: Request) async throws -> Response {
-        let token = try deviceToken(request)
         let body: DeviceRegistrationBody
         do {
             body = try request.decodeJSON(DeviceRegistrationBody.self)
         } catch {
             throw NativeAPIError(httpError: error)
         }
-        guard let environment = APNsEnvironment(rawValue: body.environment) else {
-            throw NativeAPIError(
-                400, "invalid_environment",
-                "environment must be \"sandbox\" or \"production\", got \"\(body.environment)\"")
+        let channel = try Self.channel(body.channel)
+        let token = try deviceToken(request, channel: channel)
+        let environment: APNsEnvironment
+        if let name = body.environment {
+            guard let parsed = APNsEnvironment(rawValue: name) else {
+                throw NativeAPIError(
+                    400, "invalid_environment", "environment must be \"sandbox\" or \"production\", got \"\(name)\"")
+            }
+            guard !channel.isAndroid || parsed == .production else {
+                throw NativeAPIError(
+                    400, "invalid_environment",
+                    "environment applies to APNs only; a \(channel) device is \"production\" or has none")
+            }
+            environment = parsed
+        } else if channel.isAndroid {
+            environment = .production
+        } else {
+            throw NativeAPIError(400, "invalid_environment", "environment is required for an APNs device")
         }
         if let user = body.user, user.count > 256 {
             throw NativeAPIError(400, "invalid_user", "user must be at most 256 characters")
@@ -62,7 +75,8 @@ struct NativeDeviceAPI: Sendable {
             tags = try rawTags.map(tagName)
         }
         let registration = DeviceRegistration(
-            token: token, environment: environment, user: body.user, locale: body.locale, tags: tags)
+            token: token, environment: environment, user: body.user, locale: body.locale, tags: tags,
+            channel: channel)
         let result = try await store.registerDevice(appID: app.id, registration)
         // The tags just written, or (tags not given) what the device already had.
         let deviceTags: [String]
@@ -139,14 +153,38 @@ struct NativeDeviceAPI: Sendable {
 
     // MARK: helpers
 
+    /// The token of an existing device, whatever its channel.
     private func deviceToken(_ request: Request) throws -> DeviceToken {
         let raw = request.pathParameters["token"] ?? ""
-        guard let token = DeviceToken(raw) else {
+        guard let token = DeviceToken(addressing: raw) else {
             throw NativeAPIError(
                 400, "invalid_token",
-                "device token must be hexadecimal, an even number of 64–200 characters")
+                "device token must be an APNs token (hexadecimal, an even number of 64–200 characters) or an "
+                    + "Android service's token (1–\(DeviceToken.maximumOpaqueLength) letters, digits or -_.:~)")
         }
         return token
+    }
+
+    /// The token of a device being registered on `channel`.
+    private func deviceToken(_ request: Request, channel: PushChannel) throws -> DeviceToken {
+        let raw = request.pathParameters["token"] ?? ""
+        guard let token = DeviceToken(raw, channel: channel) else {
+            let expected =
+                channel == .apns
+                ? "hexadecimal, an even number of 64–200 characters"
+                : "1–\(DeviceToken.maximumOpaqueLength) letters, digits or -_.:~, and not an APNs token"
+            throw NativeAPIError(400, "invalid_token", "a \(channel) device token must be \(expected)")
+        }
+        return token
+    }
+
+    static func channel(_ name: String?) throws -> PushChannel {
+        guard let name else { return .apns }
+        guard let channel = PushChannel(rawValue: name) else {
+            let known = PushChannel.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+            throw NativeAPIError(400, "invalid_channel", "channel must be one of \(known), got \"\(name)\"")
+        }
+        return channel
     }
 
     private func tagName(_ raw: String) throws -> TagName {
@@ -169,7 +207,10 @@ struct NativeDeviceAPI: Sendable {
 
 /// The JSON body of `PUT /api/v1/devices/{token}`.
 struct DeviceRegistrationBody: Decodable {
-    var environment: String
+    /// Required for APNs devices; Android devices have none (`production` if given).
+    var environment: String?
+    /// `apns` (default), `fcm`, `huawei`, `honor`.
+    var channel: String?
     var user: String?
     var locale: String?
     var tags: [String]?
@@ -179,6 +220,7 @@ struct DeviceRegistrationBody: Decodable {
 struct DeviceView {
     var id: Int64
     var token: String
+    var channel: String
     var environment: String
     var user: String?
     var locale: String?
@@ -191,6 +233,7 @@ struct DeviceView {
     init(_ device: Device, tags: [String]?) {
         id = device.id
         token = device.token
+        channel = device.channel.rawValue
         environment = device.environment.rawValue
         user = device.user
         locale = device.locale
@@ -203,7 +246,7 @@ struct DeviceView {
 
     var json: JSONValue {
         var object: [String: JSONValue] = [
-            "id": .int(id), "token": .string(token), "environment": .string(environment),
+            "id": .int(id), "token": .string(token), "channel": .string(channel), "environment": .string(environment),
             "user": user.map(JSONValue.string) ?? .null, "locale": locale.map(JSONValue.string) ?? .null,
             "created_at": .string(createdAt), "updated_at": .string(updatedAt),
             "invalidated_at": invalidatedAt.map(JSONValue.string) ?? .null,

@@ -95,9 +95,11 @@ enum NativePushRequest {
             var tokens: [String] = []
             var seen = Set<String>()
             for (index, item) in list.enumerated() {
-                guard let raw = item as? String, let token = DeviceToken(raw) else {
+                guard let raw = item as? String, let token = DeviceToken(addressing: raw) else {
                     throw NativeAPIError(
-                        400, "invalid_token", "audience.tokens[\(index)] is not a device token (64–200 hex digits)")
+                        400, "invalid_token",
+                        "audience.tokens[\(index)] is not a device token (64–200 hex digits, or an Android service's token)"
+                    )
                 }
                 if seen.insert(token.hex).inserted { tokens.append(token.hex) }
             }

@@ -29,10 +29,10 @@ extension Row: ColumnValues {
 enum Rows {
     static let deviceColumns = """
         id, app_id, token, environment, user, locale, im_account, created_at, updated_at, \
-        invalidated_at, invalid_reason, credential_selector
+        invalidated_at, invalid_reason, credential_selector, channel
         """
     /// How many columns `deviceColumns` lists (a query may add its own after them).
-    static let deviceColumnCount = 12
+    static let deviceColumnCount = 13
 
     /// `deviceColumns` qualified with the alias `d`, for joins.
     static let qualifiedDeviceColumns = deviceColumns.split(separator: ",")
@@ -47,12 +47,16 @@ enum Rows {
             throw StoreError(
                 .unavailable, "devices.environment holds unknown value \(environmentName)")
         }
+        let channelName = row.string(12)
+        guard let channel = PushChannel(rawValue: channelName) else {
+            throw StoreError(.unavailable, "devices.channel holds a channel this build does not speak: \(channelName)")
+        }
         return Device(
             id: row.int64(0), appID: row.int64(1), token: row.string(2), environment: environment,
             user: row.optionalString(4), locale: row.optionalString(5), imAccount: row.optionalString(6),
             createdAt: SQLTime.date(row.int64(7)), updatedAt: SQLTime.date(row.int64(8)),
             invalidatedAt: row.optionalInt64(9).map(SQLTime.date), invalidReason: row.optionalString(10),
-            credentialSelector: row.optionalString(11))
+            credentialSelector: row.optionalString(11), channel: channel)
     }
 
     static let appColumns =

@@ -13,10 +13,14 @@ extension SQLiteStore: ConsoleStore {
         case .tag(let tag):
             return try await devices(appID: appID, tag: tag, cursor: cursor, limit: pageSize)
         case .tokenPrefix(let rawPrefix):
-            // Tokens are lower-case hex, so every token with the prefix sorts in
-            // [prefix, prefix + "g"): one range of the UNIQUE (app_id, token) index.
-            let prefix = rawPrefix.lowercased()
-            guard prefix.utf8.allSatisfy(Self.isHexDigit), prefix.utf8.count <= 200 else {
+            // Tokens are ASCII below DEL (APNs's lower-case hex, the Android services'
+            // letters, digits and -_.:~), so every token with the prefix sorts in
+            // [prefix, prefix + DEL): one range of the UNIQUE (app_id, token) index. A hex
+            // prefix is an APNs token's, stored lower-case.
+            let prefix = rawPrefix.lowercased().utf8.allSatisfy(Self.isHexDigit) ? rawPrefix.lowercased() : rawPrefix
+            guard prefix.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
+                prefix.utf8.count <= DeviceToken.maximumOpaqueLength
+            else {
                 return Page(items: [], nextCursor: nil)
             }
             let after = try cursor.map(TokenCursor.decode) ?? ""
@@ -28,7 +32,7 @@ extension SQLiteStore: ConsoleStore {
                         WHERE app_id = ? AND token >= ? AND token < ? AND token > ?
                         ORDER BY token LIMIT ?
                         """,
-                    arguments: [appID, prefix, prefix + "g", after, pageSize + 1]
+                    arguments: [appID, prefix, prefix + "\u{7F}", after, pageSize + 1]
                 ).map(Rows.device)
             }
             return Self.page(devices, pageSize) { TokenCursor.encode($0.token) }

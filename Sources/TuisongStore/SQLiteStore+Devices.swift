@@ -40,7 +40,7 @@ extension SQLiteStore {
 
     /// One statement: the tags ride along as a unit-separator-joined column.
     public func deviceWithTags(appID: Int64, token: DeviceToken) async throws -> (device: Device, tags: [String])? {
-        try await pointLookUp(.deviceWithTagsByToken, [.int64(appID), .text(token.hex)]) { row in
+        try await pointLookUp(.deviceWithTagsByToken, [.int64(appID), .text(token.value)]) { row in
             let tags =
                 row.optionalString(Int32(Rows.deviceColumnCount)).map {
                     $0.split(separator: "\u{1F}").map(String.init).sorted()
@@ -50,7 +50,8 @@ extension SQLiteStore {
     }
 
     public func device(appID: Int64, token: DeviceToken) async throws -> Device? {
-        try await pointLookUp(.deviceByToken, [.int64(appID), .text(token.hex)]) { row in try Rows.device(columns: row)
+        try await pointLookUp(.deviceByToken, [.int64(appID), .text(token.value)]) { row in
+            try Rows.device(columns: row)
         }
     }
 
@@ -81,7 +82,7 @@ extension SQLiteStore {
         try await write { db in
             try db.execute(
                 sql: "DELETE FROM devices WHERE app_id = ? AND token = ?",
-                arguments: [appID, token.hex])
+                arguments: [appID, token.value])
             return db.changesCount > 0
         }
     }
@@ -200,14 +201,15 @@ extension SQLiteStore {
         // can, and costs one index probe.
         let existing = try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT id FROM devices WHERE app_id = ? AND token = ?"),
-            arguments: [appID, registration.token.hex])
+            arguments: [appID, registration.token.value])
         let upsert = try db.cachedStatement(
             sql: """
                 INSERT INTO devices (app_id, token, environment, user, locale, created_at, updated_at,
-                    credential_selector)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)
+                    credential_selector, channel)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)
                 ON CONFLICT (app_id, token) DO UPDATE SET
                     environment = excluded.environment,
+                    channel = excluded.channel,
                     user = coalesce(excluded.user, devices.user),
                     locale = coalesce(excluded.locale, devices.locale),
                     credential_selector = coalesce(excluded.credential_selector, devices.credential_selector),
@@ -220,8 +222,9 @@ extension SQLiteStore {
             let row = try Row.fetchOne(
                 upsert,
                 arguments: [
-                    appID, registration.token.hex, registration.environment.rawValue,
+                    appID, registration.token.value, registration.environment.rawValue,
                     registration.user, registration.locale, now, registration.credentialSelector,
+                    registration.channel.rawValue,
                 ])
         else {
             throw StoreError(.unavailable, "the device upsert returned no row")
@@ -267,9 +270,9 @@ extension SQLiteStore {
         guard
             let id = try Int64.fetchOne(
                 db.cachedStatement(sql: "SELECT id FROM devices WHERE app_id = ? AND token = ?"),
-                arguments: [appID, token.hex])
+                arguments: [appID, token.value])
         else {
-            throw StoreError.notFound("device \(token.hex) of app \(appID)")
+            throw StoreError.notFound("device \(token.value) of app \(appID)")
         }
         return id
     }

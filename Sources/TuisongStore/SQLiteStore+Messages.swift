@@ -180,14 +180,14 @@ extension SQLiteStore: MessageStore {
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, apns_id,
-                        attempts, next_attempt_at, updated_at, payload, credential_selector)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        attempts, next_attempt_at, updated_at, payload, credential_selector, channel)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
             for d in progress.deliveries {
                 try insert.execute(arguments: [
                     progress.messageID, d.deviceID, d.token, d.environment.rawValue, d.state.rawValue, d.reason,
                     d.apnsID, d.attempts, d.nextAttemptAt.map(SQLTime.milliseconds), now, d.payload.map { Data($0) },
-                    d.credentialSelector,
+                    d.credentialSelector, d.channel.rawValue,
                 ])
             }
             for invalidation in progress.invalidations {
@@ -238,7 +238,7 @@ extension SQLiteStore: MessageStore {
     ) throws -> [AudienceEntry] {
         var arguments = arguments
         var sql = """
-            SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.im_account, d.locale,
+            SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel, d.im_account, d.locale,
                 d.app_state, d.account_id
             FROM devices d
             WHERE \(condition) AND d.invalidated_at IS NULL
@@ -254,10 +254,10 @@ extension SQLiteStore: MessageStore {
         let statement = prepared ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
         return try entries(statement, StatementArguments(arguments)) { row in
             var entry = try entry(row)
-            let account: String? = row.hasNull(atIndex: 5) ? nil : (row[5] as String)
-            let locale: String? = row.hasNull(atIndex: 6) ? nil : (row[6] as String)
-            let state: String? = row.hasNull(atIndex: 7) ? nil : (row[7] as String)
-            let accountID: Int64? = row.hasNull(atIndex: 8) ? nil : (row[8] as Int64)
+            let account: String? = row.hasNull(atIndex: 6) ? nil : (row[6] as String)
+            let locale: String? = row.hasNull(atIndex: 7) ? nil : (row[7] as String)
+            let state: String? = row.hasNull(atIndex: 8) ? nil : (row[8] as String)
+            let accountID: Int64? = row.hasNull(atIndex: 9) ? nil : (row[9] as Int64)
             entry.details = RecipientDetails(
                 account: account, accountID: accountID, appState: state.flatMap(AppState.init(rawValue:)),
                 locale: locale)
@@ -284,7 +284,7 @@ extension SQLiteStore: MessageStore {
             return try Self.entries(
                 db.cachedStatement(
                     sql: """
-                        SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector FROM device_tags dt
+                        SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel FROM device_tags dt
                         JOIN devices d ON d.id = dt.device_id
                         WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?) AND dt.device_id > ?
                             AND d.invalidated_at IS NULL \(environmentFilter)
@@ -312,7 +312,7 @@ extension SQLiteStore: MessageStore {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT id, token, environment, updated_at, credential_selector, invalidated_at FROM devices
+                    SELECT id, token, environment, updated_at, credential_selector, channel, invalidated_at FROM devices
                     WHERE app_id = ? AND id IN (\(marks))
                     """,
                 arguments: StatementArguments(arguments))
@@ -325,7 +325,7 @@ extension SQLiteStore: MessageStore {
                         skipReason: "UnknownDevice")
                 }
                 var entry = try Self.entry(row)
-                let invalidatedAt: Int64? = row[5]
+                let invalidatedAt: Int64? = row[6]
                 if invalidatedAt != nil {
                     entry.skipReason = "DeviceInvalidated"
                 } else if let environment, entry.environment != environment {
@@ -343,7 +343,7 @@ extension SQLiteStore: MessageStore {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT id, token, environment, updated_at, credential_selector, invalidated_at FROM devices
+                    SELECT id, token, environment, updated_at, credential_selector, channel, invalidated_at FROM devices
                     WHERE app_id = ? AND token IN (\(marks))
                     """,
                 arguments: StatementArguments(arguments))
@@ -352,13 +352,17 @@ extension SQLiteStore: MessageStore {
             return try slice.enumerated().map { offset, token in
                 let position = Int64(start + offset + 1)
                 guard let row = registered[token] else {
+                    // An unregistered token goes to APNs, the only service a token names by its
+                    // shape; an Android token must be registered for its channel to be known.
+                    let isAPNs = DeviceToken(token, channel: .apns) != nil
                     return AudienceEntry(
-                        position: position, deviceID: nil, token: token, environment: environment ?? .production)
+                        position: position, deviceID: nil, token: token, environment: environment ?? .production,
+                        skipReason: isAPNs ? nil : "UnknownDevice")
                 }
                 var entry = try Self.entry(row)
                 entry.position = position
                 if let environment { entry.environment = environment }
-                let invalidatedAt: Int64? = row[5]
+                let invalidatedAt: Int64? = row[6]
                 if invalidatedAt != nil { entry.skipReason = "DeviceInvalidated" }
                 return entry
             }
@@ -575,21 +579,23 @@ extension SQLiteStore: MessageStore {
     /// Shared with the console's per-device listing: one column list, one decoder.
     static let deliveryColumns = """
         id, message_id, device_id, token, environment, state, reason, apns_id, attempts, next_attempt_at, updated_at, \
-        payload, credential_selector
+        payload, credential_selector, channel
         """
 
     static func deliveryRecord(_ row: Row) throws -> DeliveryRecord {
         let environmentName: String = row[4]
         let stateName: String = row[5]
+        let channelName: String = row[13]
         guard let environment = APNsEnvironment(rawValue: environmentName),
-            let state = DeliveryState(rawValue: stateName)
+            let state = DeliveryState(rawValue: stateName), let channel = PushChannel(rawValue: channelName)
         else { throw StoreError(.unavailable, "deliveries row \(row[0] as Int64) holds unknown values") }
         let next: Int64? = row[9]
         let payload: Data? = row[11]
         return DeliveryRecord(
             id: row[0], messageID: row[1], deviceID: row[2], token: row[3], environment: environment, state: state,
             reason: row[6], apnsID: row[7], attempts: row[8], nextAttemptAt: next.map(SQLTime.date),
-            updatedAt: SQLTime.date(row[10]), payload: payload.map { Array($0) }, credentialSelector: row[12])
+            updatedAt: SQLTime.date(row[10]), payload: payload.map { Array($0) }, credentialSelector: row[12],
+            channel: channel)
     }
 
     private static func messageRecord(_ db: Database, _ row: Row) throws -> MessageRecord {
@@ -711,9 +717,19 @@ extension SQLiteStore: MessageStore {
         // Not `row[4] as String?`: GRDB's optional decode looks up Optional<String>'s generic
         // metadata on every call, a measurable share of a large fan-out's CPU.
         let selector: String? = row.hasNull(atIndex: 4) ? nil : (row[4] as String)
-        return AudienceEntry(
+        var entry = AudienceEntry(
             position: row[0], deviceID: row[0], token: row[1], environment: environment,
             registeredAt: SQLTime.date(updatedAt), credentialSelector: selector)
+        let channelName: String = row[5]
+        // Nearly every device is on APNs: one comparison, no enum parse, on the fan-out path.
+        if channelName != "apns" {
+            guard let channel = PushChannel(rawValue: channelName) else {
+                throw StoreError(
+                    .unavailable, "devices.channel holds a channel this build does not speak: \(channelName)")
+            }
+            entry.channel = channel
+        }
+        return entry
     }
 
     private static func deviceEntries(
@@ -722,7 +738,7 @@ extension SQLiteStore: MessageStore {
     ) throws -> [AudienceEntry] {
         var arguments = arguments
         var sql = """
-            SELECT id, token, environment, updated_at, credential_selector FROM devices
+            SELECT id, token, environment, updated_at, credential_selector, channel FROM devices
             WHERE \(condition) AND invalidated_at IS NULL
             """
         if let environment {

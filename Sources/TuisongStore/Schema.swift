@@ -26,6 +26,7 @@ enum Schema {
         ("v6-badge-grants-by-account-row", v6BadgeGrantsByAccountRow),
         ("v7-devices-carry-their-account", v7DevicesCarryTheirAccount),
         (v8Identifier, v8VendorColumnsLeaveTheCore),
+        (v9Identifier, v9Channels),
     ]
 
     /// The core migrations alone.

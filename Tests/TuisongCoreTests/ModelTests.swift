@@ -24,6 +24,45 @@ import Testing
     }
 }
 
+@Suite struct ChannelTokenTests {
+    /// Real-looking tokens of each Android service: FCM's registration token (base64url with a
+    /// colon), Huawei's and Honor's.
+    static let fcm = "dGVzdC1pbnN0YW5jZQ:APA91bHun4MxP5egoKMwt2KZFBaFUH-1RYqx1l8ELEtGjyL4UbCk7xMWIG_ZzfEKVLNs"
+    static let huawei = "AFcSAHhhnxdrMCYBxth2QOG9IgY2VydAM61DTThqNux3KBC_hgzQQT_tyDbb3ipcw7GrA8v8BgLsHjmN5eN6"
+
+    @Test func androidTokensAreKeptAsGiven() throws {
+        #expect(try #require(DeviceToken(Self.fcm, channel: .fcm)).value == Self.fcm)
+        #expect(try #require(DeviceToken(Self.huawei, channel: .huawei)).value == Self.huawei)
+        #expect(try #require(DeviceToken("0.1-2_3~4:5", channel: .honor)).value == "0.1-2_3~4:5")
+    }
+
+    @Test(arguments: ["", "has space", "slash/", "percent%20", "plus+", "é", String(repeating: "x", count: 4097)])
+    func androidTokensRefuse(_ raw: String) {
+        #expect(DeviceToken(raw, channel: .fcm) == nil)
+    }
+
+    @Test func anAPNsTokenOnAnAndroidChannelIsRefused() {
+        let apns = String(repeating: "ab", count: 32)
+        #expect(DeviceToken(apns, channel: .fcm) == nil)
+        #expect(DeviceToken(apns, channel: .apns) != nil)
+        #expect(DeviceToken(Self.fcm, channel: .apns) == nil)
+    }
+
+    @Test func addressingNormalisesAPNsTokensAndKeepsOthers() throws {
+        #expect(
+            try #require(DeviceToken(addressing: String(repeating: "AB", count: 32))).value
+                == String(repeating: "ab", count: 32))
+        #expect(try #require(DeviceToken(addressing: Self.fcm)).value == Self.fcm)
+        #expect(DeviceToken(addressing: "no spaces") == nil)
+        #expect(DeviceToken(addressing: String(repeating: "x", count: 4096)) != nil)
+    }
+
+    @Test func channels() {
+        #expect(PushChannel.allCases.map(\.rawValue) == ["apns", "fcm", "huawei", "honor"])
+        #expect(PushChannel.allCases.filter(\.isAndroid) == [.fcm, .huawei, .honor])
+    }
+}
+
 @Suite struct TagNameTests {
     @Test(arguments: ["a", "vip_2024", "beta-users.cn", "北京", "用户-组_1", String(repeating: "x", count: 128)])
     func accepts(_ raw: String) {

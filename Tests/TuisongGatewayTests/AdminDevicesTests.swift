@@ -68,7 +68,7 @@ import TuisongPluginTestKit
             uniqueKeysWithValues: tags.list("tags").map { ($0["name"] as! String, $0["devices"] as! Int) })
         #expect(counts == ["vip": 15, "北京": 30])
 
-        #expect(try await client.call("GET", "/apps/\(appID)/devices?by=token&q=xyz").errorField == "q")
+        #expect(try await client.call("GET", "/apps/\(appID)/devices?by=token&q=x%20y").errorField == "q")
         #expect(
             try await client.call("GET", "/apps/\(appID)/devices?by=all&cursor=bogus").errorCode == "invalid_cursor")
         #expect(try await client.call("GET", "/apps/\(appID)/devices?by=color").errorField == "by")

@@ -117,7 +117,7 @@ import TuisongPluginTestKit
         #expect((big.jsonObject["error"] as? [String: Any])?["code"] as? String == "tooLarge")
 
         let badToken = try await client.call(
-            "POST", "/apps/\(app.id)/push/preview", json: ["audience": ["token": "xyz"], "notification": [:]])
+            "POST", "/apps/\(app.id)/push/preview", json: ["audience": ["token": "x/y"], "notification": [:]])
         #expect(badToken.errorField == "audience.token")
     }
 }

@@ -38,6 +38,43 @@ import TuisongCore
         #expect(gone.errorCode == "device_not_found")
     }
 
+    @Test func androidDevicesCarryTheirChannel() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        let fcm = "dGVzdC1pbnN0YW5jZQ:APA91bHun4MxP5egoKMwt2KZFBaFUH-1RYqx1l8ELEtGjyL4UbCk7xMWIG_Zz"
+        let created = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(fcm)", key: key, json: ["channel": "fcm", "tags": ["vip"]])
+        #expect(created.status == 201)
+        #expect(created.jsonObject["channel"] as? String == "fcm")
+        #expect(created.jsonObject["token"] as? String == fcm, "an Android token is kept as given")
+        #expect(created.jsonObject["environment"] as? String == "production")
+        let fetched = try await http("GET", "\(gw.baseURL)/api/v1/devices/\(fcm)", key: key)
+        #expect(fetched.jsonObject["channel"] as? String == "fcm")
+        #expect(fetched.jsonObject["tags"] as? [String] == ["vip"])
+        let apns = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(token(2))", key: key, json: ["environment": "sandbox"])
+        #expect(apns.jsonObject["channel"] as? String == "apns")
+
+        let wrongShape = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(token(3))", key: key, json: ["channel": "huawei"])
+        #expect(wrongShape.status == 400)
+        #expect(wrongShape.errorCode == "invalid_token", "an APNs token registered as Huawei is a client's mistake")
+        let unknown = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(fcm)", key: key, json: ["channel": "blackberry"])
+        #expect(unknown.status == 400)
+        #expect(unknown.errorCode == "invalid_channel")
+        let sandbox = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(fcm)", key: key,
+            json: ["channel": "fcm", "environment": "sandbox"])
+        #expect(sandbox.errorCode == "invalid_environment")
+        let noEnvironment = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token(4))", key: key, json: [:])
+        #expect(noEnvironment.errorCode == "invalid_environment", "an APNs device still names its environment")
+        let badToken = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/a%2Fb", key: key, json: ["channel": "fcm"])
+        #expect(badToken.errorCode == "invalid_token")
+    }
+
     @Test func tagsAndPagination() async throws {
         let gw = try await TestGateway.start()
         defer { Task { await gw.stop() } }

@@ -42,7 +42,7 @@ import TuisongPluginTestKit
             json: ["environment": "production", "user": String(repeating: "x", count: 70_000)], expect: 413)
         try await checker.call("GET", "/api/v1/devices/\(device)", path, key: key, expect: 200)
         try await checker.call("GET", "/api/v1/devices/\(token(9))", path, key: key, expect: 404)
-        try await checker.call("GET", "/api/v1/devices/12", path, key: key, expect: 400)
+        try await checker.call("GET", "/api/v1/devices/a%20b", path, key: key, expect: 400)
         try await checker.call("POST", "/api/v1/devices/\(device)", path, key: key, json: [:], expect: 405)
 
         let tags = "/api/v1/devices/{token}/tags"
@@ -114,7 +114,8 @@ import TuisongPluginTestKit
         let spec = try OpenAPISpec(url: repositoryRoot().appending(path: "docs/openapi.json"))
         let device = try spec.schema(named: "Device")
         let good: JSONValue = .object([
-            "id": .int(1), "token": .string("ab"), "environment": .string("sandbox"), "user": .null,
+            "id": .int(1), "token": .string("ab"), "channel": .string("apns"), "environment": .string("sandbox"),
+            "user": .null,
             "locale": .string("en"), "created_at": .string("2026-11-21T08:00:00.000Z"),
             "updated_at": .string("2026-11-21T08:00:00.000Z"), "invalidated_at": .null,
         ])

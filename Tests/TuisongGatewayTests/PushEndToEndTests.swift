@@ -189,7 +189,7 @@ import TuisongPluginTestKit
             try await post(["audience": ["tag": "a", "all": true], "notification": ["alert": "x"]]).errorCode
                 == "invalid_request")
         #expect(
-            try await post(["audience": ["tokens": ["zz"]], "notification": ["alert": "x"]]).errorCode
+            try await post(["audience": ["tokens": ["z z"]], "notification": ["alert": "x"]]).errorCode
                 == "invalid_token")
         #expect(
             try await post([

@@ -1,0 +1,74 @@
+import Foundation
+
+/// An Android push service's credential of one app: the FCM service account of a Firebase
+/// project, or the OAuth client of a Huawei or Honor app. The secret (the service account's
+/// private key, the client secret) is only ever held sealed here; the gateway opens it to sign
+/// in. Separate from `CredentialRecord`: these have no APNs environment, topic, team or
+/// certificate expiry.
+public struct ChannelCredentialRecord: Sendable, Hashable {
+    public var id: Int64
+    public var appID: Int64
+    public var channel: PushChannel
+    /// The vendor selector devices name it by; nil = the app's default for the channel.
+    public var selector: String?
+    /// The service's name of the sender: the FCM project id, the Huawei or Honor app id.
+    public var vendorAppID: String
+    /// Who signs in: the service account's `client_email`, the OAuth client id.
+    public var clientID: String
+    public var encryptedSecret: [UInt8]
+    /// `ok`, or `failing` after the service refused it.
+    public var status: String
+    public var statusReason: String?
+    public var createdAt: Date
+
+    public init(
+        id: Int64, appID: Int64, channel: PushChannel, selector: String?, vendorAppID: String, clientID: String,
+        encryptedSecret: [UInt8], status: String, statusReason: String?, createdAt: Date
+    ) {
+        self.id = id
+        self.appID = appID
+        self.channel = channel
+        self.selector = selector
+        self.vendorAppID = vendorAppID
+        self.clientID = clientID
+        self.encryptedSecret = encryptedSecret
+        self.status = status
+        self.statusReason = statusReason
+        self.createdAt = createdAt
+    }
+
+    public var isFailing: Bool { status == "failing" }
+}
+
+public struct NewChannelCredential: Sendable, Hashable {
+    public var appID: Int64
+    public var channel: PushChannel
+    public var selector: String?
+    public var vendorAppID: String
+    public var clientID: String
+    public var encryptedSecret: [UInt8]
+
+    public init(
+        appID: Int64, channel: PushChannel, selector: String? = nil, vendorAppID: String, clientID: String,
+        encryptedSecret: [UInt8]
+    ) {
+        self.appID = appID
+        self.channel = channel
+        self.selector = selector
+        self.vendorAppID = vendorAppID
+        self.clientID = clientID
+        self.encryptedSecret = encryptedSecret
+    }
+}
+
+public protocol ChannelCredentialStore: Sendable {
+    func addChannelCredential(_ credential: NewChannelCredential) async throws -> ChannelCredentialRecord
+    func channelCredentials(appID: Int64) async throws -> [ChannelCredentialRecord]
+    /// The newest credential of an app for `channel` carrying `selector` (nil: the default,
+    /// selector-less one).
+    func activeChannelCredential(appID: Int64, channel: PushChannel, selector: String?) async throws
+        -> ChannelCredentialRecord?
+    func channelCredential(id: Int64) async throws -> ChannelCredentialRecord?
+    func deleteChannelCredential(id: Int64) async throws -> Bool
+    func setChannelCredentialStatus(id: Int64, status: String, reason: String?) async throws
+}
