@@ -7,7 +7,7 @@ CONFIG ?= config/tuisong.json
 TEST_OUTPUT ?= test-output
 
 # Debian packages: build-time libraries, then tools the tests and benchmarks drive.
-BUILD_PACKAGES := pkg-config libmicrohttpd-dev libnghttp2-dev libssl-dev libsqlite3-dev
+BUILD_PACKAGES := pkg-config libmicrohttpd-dev libnghttp2-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev
 # python3 runs the Baidu signature cross-checks and the browser tests; Debian's own selenium and
 # pytest, because Debian 12's system Python refuses `pip install` (PEP 668, externally managed).
 TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-microhei \

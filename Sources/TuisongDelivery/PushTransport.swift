@@ -78,6 +78,8 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     case apns(APNsReason)
     /// The connection failed before an answer; the transport's error code.
     case transport(String)
+    /// An Android service's own code (FCM's `UNREGISTERED`, Huawei's `80300007`), verbatim.
+    case service(String)
     /// The app has no credential for the device's environment.
     case noCredential
     /// The device's credential selector names none of the app's credentials.
@@ -121,6 +123,7 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .apns(let reason): reason.description
         case .transport(let code): "Transport\(code)"
+        case .service(let code): code
         case .noCredential: "NoCredential"
         case .noCredentialForSelector: "no_credential_for_selector"
         case .credentialLookupFailed: "CredentialLookupFailed"
