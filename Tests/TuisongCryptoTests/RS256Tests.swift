@@ -22,7 +22,8 @@ import Testing
 
     @Test func opensslSignatureVerifiesHere() throws {
         let directory = try TemporaryDirectory()
-        try openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "key.pem"], in: directory)
+        try openssl(
+            ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "key.pem"], in: directory)
         try directory.write("message", "a.b")
         try openssl(["dgst", "-sha256", "-sign", "key.pem", "-out", "signature", "message"], in: directory)
         let key = try PrivateKey(pem: directory.readText("key.pem"))
