@@ -57,12 +57,18 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         public var loweredStreamLimit: Int
         /// Connections accepted while this is set never answer PING frames (a half-dead peer).
         public var ignorePings: Bool
+        /// Android device-token prefix (case-sensitive, as the tokens are) → how FCM, Huawei and
+        /// Honor answer that token. Applied after authentication and body validation; the longest
+        /// matching prefix wins.
+        public var androidTokenPrefixes: [String: AndroidTokenFault]
 
         public init(
             tokenPrefixes: [String: Fault] = [:], latencyMilliseconds: Int = 0,
             goawayAfterRequests: Int? = nil, dropConnectionAfterRequests: Int? = nil,
-            lowerStreamLimitAfterRequests: Int? = nil, loweredStreamLimit: Int = 1, ignorePings: Bool = false
+            lowerStreamLimitAfterRequests: Int? = nil, loweredStreamLimit: Int = 1, ignorePings: Bool = false,
+            androidTokenPrefixes: [String: AndroidTokenFault] = [:]
         ) {
+            self.androidTokenPrefixes = androidTokenPrefixes
             self.tokenPrefixes = tokenPrefixes
             self.latencyMilliseconds = latencyMilliseconds
             self.goawayAfterRequests = goawayAfterRequests
@@ -75,16 +81,24 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         /// The "magic token" set of local mode: tokens starting `410` are unregistered, `400bad`
         /// are bad device tokens, `429` are throttled and `500` fail with a server error.
         /// Not the default: random real tokens hit these prefixes about once in 4096.
-        public static let magicTokenPrefixes = Faults(tokenPrefixes: [
-            "410": Fault(status: 410, reason: "Unregistered"),
-            "400bad": Fault(status: 400, reason: "BadDeviceToken"),
-            "429": Fault(status: 429, reason: "TooManyRequests"),
-            "500": Fault(status: 500, reason: "InternalServerError"),
-        ])
+        /// Android tokens: `unregistered-`, `invalid-`, `quota-` (retry after 30 s),
+        /// `unavailable-`, `internal-` (real tokens never contain `-` before their `:`).
+        public static let magicTokenPrefixes = Faults(
+            tokenPrefixes: [
+                "410": Fault(status: 410, reason: "Unregistered"),
+                "400bad": Fault(status: 400, reason: "BadDeviceToken"),
+                "429": Fault(status: 429, reason: "TooManyRequests"),
+                "500": Fault(status: 500, reason: "InternalServerError"),
+            ],
+            androidTokenPrefixes: [
+                "unregistered-": .unregistered, "invalid-": .invalidArgument,
+                "quota-": .quotaExceeded(retryAfterSeconds: 30), "unavailable-": .unavailable,
+                "internal-": .internal,
+            ])
 
         private enum CodingKeys: String, CodingKey {
             case tokenPrefixes, latencyMilliseconds, goawayAfterRequests, dropConnectionAfterRequests
-            case lowerStreamLimitAfterRequests, loweredStreamLimit, ignorePings
+            case lowerStreamLimitAfterRequests, loweredStreamLimit, ignorePings, androidTokenPrefixes
         }
 
         public init(from decoder: any Decoder) throws {
@@ -104,6 +118,9 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
             loweredStreamLimit =
                 try container.decodeIfPresent(Int.self, forKey: .loweredStreamLimit) ?? defaults.loweredStreamLimit
             ignorePings = try container.decodeIfPresent(Bool.self, forKey: .ignorePings) ?? defaults.ignorePings
+            androidTokenPrefixes =
+                try container.decodeIfPresent([String: AndroidTokenFault].self, forKey: .androidTokenPrefixes)
+                ?? defaults.androidTokenPrefixes
         }
     }
 
@@ -129,16 +146,33 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
     public var logRequests: Bool
     /// Event-loop threads; accepted connections are spread over them round-robin.
     public var eventLoopThreads: Int
-    /// How many requests `receivedNotifications()` keeps (oldest dropped first).
+    /// How many requests `receivedNotifications()` keeps (oldest dropped first); the same bound
+    /// applies to `receivedAndroidMessages()`.
     public var recordedNotificationLimit: Int
+    /// Google service accounts the FCM look-alike trusts (`POST /token`, then
+    /// `POST /v1/projects/{projectID}/messages:send`).
+    public var fcmServiceAccounts: [FCMServiceAccount]
+    /// Huawei Push Kit OAuth clients (`POST /oauth2/v3/token`, then `POST /v1/{appID}/messages:send`).
+    public var huaweiClients: [PushKitClient]
+    /// Honor Push OAuth clients (`POST /auth/token`, then `POST /api/v1/{appID}/sendMessage`).
+    public var honorClients: [PushKitClient]
+    /// Lifetime of the access tokens the three token endpoints issue (`expires_in`). 0 issues
+    /// tokens that are already expired, so a test sees the expiry answer without waiting.
+    public var accessTokenLifetimeSeconds: Int
 
     public init(
         host: String = "127.0.0.1", port: Int = 0, maxConcurrentStreams: Int = 1000,
         streamsBeforeFirstValidToken: Int = 1, tokenKeys: [TokenKey] = [],
         clientCertificateCAPEMs: [String] = [], maxTokenAgeSeconds: Int = 3600,
         faults: Faults = Faults(), logRequests: Bool = false, eventLoopThreads: Int = 1,
-        recordedNotificationLimit: Int = 100_000
+        recordedNotificationLimit: Int = 100_000, fcmServiceAccounts: [FCMServiceAccount] = [],
+        huaweiClients: [PushKitClient] = [], honorClients: [PushKitClient] = [],
+        accessTokenLifetimeSeconds: Int = 3600
     ) {
+        self.fcmServiceAccounts = fcmServiceAccounts
+        self.huaweiClients = huaweiClients
+        self.honorClients = honorClients
+        self.accessTokenLifetimeSeconds = accessTokenLifetimeSeconds
         self.host = host
         self.port = port
         self.maxConcurrentStreams = maxConcurrentStreams
@@ -155,7 +189,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case host, port, maxConcurrentStreams, streamsBeforeFirstValidToken, tokenKeys
         case clientCertificateCAPEMs, maxTokenAgeSeconds, faults, logRequests, eventLoopThreads
-        case recordedNotificationLimit
+        case recordedNotificationLimit, fcmServiceAccounts, huaweiClients, honorClients, accessTokenLifetimeSeconds
     }
 
     public init(from decoder: any Decoder) throws {
@@ -177,5 +211,83 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         eventLoopThreads = try value(.eventLoopThreads, defaults.eventLoopThreads)
         recordedNotificationLimit = try value(
             .recordedNotificationLimit, defaults.recordedNotificationLimit)
+        fcmServiceAccounts = try value(.fcmServiceAccounts, defaults.fcmServiceAccounts)
+        huaweiClients = try value(.huaweiClients, defaults.huaweiClients)
+        honorClients = try value(.honorClients, defaults.honorClients)
+        accessTokenLifetimeSeconds = try value(.accessTokenLifetimeSeconds, defaults.accessTokenLifetimeSeconds)
+    }
+}
+
+extension APNsMockConfiguration {
+    /// A Google service account the FCM look-alike trusts: an assertion with `iss == clientEmail`
+    /// and `kid == keyID` must be signed (RS256) by the private half of `publicKeyPEM`, and the
+    /// access token it buys may send for `projectID` only.
+    public struct FCMServiceAccount: Sendable, Codable, Equatable {
+        /// `client_email` of the service-account JSON.
+        public var clientEmail: String
+        /// `private_key_id` of the service-account JSON (the assertion's `kid`).
+        public var keyID: String
+        /// The RSA public key as PEM (`-----BEGIN PUBLIC KEY-----`).
+        public var publicKeyPEM: String
+        /// `project_id`: the `{project}` of the send path.
+        public var projectID: String
+
+        public init(clientEmail: String, keyID: String, publicKeyPEM: String, projectID: String) {
+            self.clientEmail = clientEmail
+            self.keyID = keyID
+            self.publicKeyPEM = publicKeyPEM
+            self.projectID = projectID
+        }
+    }
+
+    /// An OAuth client of Huawei Push Kit or Honor Push (client-credentials grant): its access
+    /// tokens may send for `appID` only.
+    public struct PushKitClient: Sendable, Codable, Equatable {
+        /// `client_id` (Huawei: digits only, usually the App ID).
+        public var clientID: String
+        public var clientSecret: String
+        /// The `{appId}` of the send path.
+        public var appID: String
+
+        public init(clientID: String, clientSecret: String, appID: String) {
+            self.clientID = clientID
+            self.clientSecret = clientSecret
+            self.appID = appID
+        }
+    }
+
+    /// How the Android look-alikes answer a device token (see `docs/reference/android.md`):
+    ///
+    /// | kind | FCM | Huawei | Honor |
+    /// |---|---|---|---|
+    /// | `unregistered` | 404 `UNREGISTERED` | token in `illegal_tokens` | token in `expireTokens` |
+    /// | `invalidArgument` | 400 `INVALID_ARGUMENT`, the token message | token in `illegal_tokens` | token in `failTokens` |
+    /// | `quotaExceeded` | 429 `QUOTA_EXCEEDED` + `Retry-After` | HTTP 503 (flow control) | HTTP 503 (flow control) |
+    /// | `unavailable` | 503 `UNAVAILABLE` | HTTP 500 `81000001` | HTTP 500 `81000001` |
+    /// | `internal` | 500 `INTERNAL` | HTTP 500 `81000001` | HTTP 500 `81000001` |
+    ///
+    /// The last three fail the whole Huawei/Honor request (their batches have no per-token retry).
+    /// JSON: `{"kind": "quotaExceeded", "retryAfterSeconds": 30}`.
+    public struct AndroidTokenFault: Sendable, Codable, Equatable {
+        public enum Kind: String, Sendable, Codable, Equatable {
+            case unregistered, invalidArgument, quotaExceeded, unavailable, `internal`
+        }
+
+        public var kind: Kind
+        /// The `Retry-After` of a `quotaExceeded` answer (seconds); ignored by other kinds.
+        public var retryAfterSeconds: Int?
+
+        public init(kind: Kind, retryAfterSeconds: Int? = nil) {
+            self.kind = kind
+            self.retryAfterSeconds = retryAfterSeconds
+        }
+
+        public static let unregistered = AndroidTokenFault(kind: .unregistered)
+        public static let invalidArgument = AndroidTokenFault(kind: .invalidArgument)
+        public static let unavailable = AndroidTokenFault(kind: .unavailable)
+        public static let `internal` = AndroidTokenFault(kind: .internal)
+        public static func quotaExceeded(retryAfterSeconds: Int) -> AndroidTokenFault {
+            AndroidTokenFault(kind: .quotaExceeded, retryAfterSeconds: retryAfterSeconds)
+        }
     }
 }

@@ -30,6 +30,19 @@ public struct APNsMockLocalSetup: Sendable {
     public var clientCertificatePEM: String
     /// The client certificate's private key (PKCS#8 PEM).
     public var clientKeyPEM: String
+    /// A Google service account of project `tuisong-local` the FCM look-alike trusts (its public
+    /// half); `fcmServiceAccountJSON(tokenURI:)` is the file a client loads.
+    public var fcmServiceAccount: APNsMockConfiguration.FCMServiceAccount
+    /// The service account's RSA 2048 private key (PKCS#8 PEM, `private_key` of the JSON).
+    public var fcmPrivateKeyPEM: String
+    /// `client_id` of the service-account JSON (21 digits, as Google's).
+    public var fcmClientID: String
+    /// A Huawei Push Kit OAuth client (numeric id, as AppGallery Connect issues them).
+    public var huaweiClient: APNsMockConfiguration.PushKitClient
+    /// A Honor Push OAuth client.
+    public var honorClient: APNsMockConfiguration.PushKitClient
+    /// False when this setup was decoded from a file saved before it had Android credentials.
+    var decodedAndroidCredentials = true
 
     /// Makes fresh keys and certificates (valid from an hour ago for 825 days).
     public static func generate(bundleID: String) throws -> APNsMockLocalSetup {
@@ -66,11 +79,66 @@ public struct APNsMockLocalSetup: Sendable {
                 ),
             ])
 
+        let android = try AndroidCredentials.generate()
         return APNsMockLocalSetup(
             bundleID: bundleID, caCertificatePEM: ca.pem(), serverCertificate: server, serverKey: serverKey,
             tokenKeyPEM: try tokenKey.pkcs8PEM(), tokenPublicKeyPEM: try tokenKey.publicKey.pem(),
             keyID: randomIdentifier(), teamID: randomIdentifier(), clientCertificatePEM: client.pem(),
-            clientKeyPEM: try clientKey.pkcs8PEM())
+            clientKeyPEM: try clientKey.pkcs8PEM(), fcmServiceAccount: android.fcmServiceAccount,
+            fcmPrivateKeyPEM: android.fcmPrivateKeyPEM, fcmClientID: android.fcmClientID,
+            huaweiClient: android.huaweiClient, honorClient: android.honorClient)
+    }
+
+    /// The Android services' credentials of a setup.
+    struct AndroidCredentials {
+        var fcmServiceAccount: APNsMockConfiguration.FCMServiceAccount
+        var fcmPrivateKeyPEM: String
+        var fcmClientID: String
+        var huaweiClient: APNsMockConfiguration.PushKitClient
+        var honorClient: APNsMockConfiguration.PushKitClient
+
+        static func generate() throws -> AndroidCredentials {
+            let key = try PrivateKey.generateRSA(bits: 2048)
+            let account = APNsMockConfiguration.FCMServiceAccount(
+                clientEmail: "tuisong-local@tuisong-local.iam.gserviceaccount.com",
+                keyID: randomString(count: 40, alphabet: "0123456789abcdef"), publicKeyPEM: try key.publicKey.pem(),
+                projectID: "tuisong-local")
+            let huaweiID = "10" + randomString(count: 7, alphabet: "0123456789")
+            let honorAppID = "104" + randomString(count: 6, alphabet: "0123456789")
+            return AndroidCredentials(
+                fcmServiceAccount: account, fcmPrivateKeyPEM: try key.pkcs8PEM(),
+                fcmClientID: "1" + randomString(count: 20, alphabet: "0123456789"),
+                huaweiClient: .init(
+                    clientID: huaweiID, clientSecret: randomString(count: 64, alphabet: "0123456789abcdef"),
+                    appID: huaweiID),
+                honorClient: .init(
+                    clientID: randomString(count: 32, alphabet: "0123456789abcdef"),
+                    clientSecret: randomString(
+                        count: 32, alphabet: "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+                    appID: honorAppID))
+        }
+    }
+
+    /// The service-account key file as Google's console downloads it, with `token_uri` pointing
+    /// at the mock (e.g. `https://127.0.0.1:2197/token`), for any Google auth library to load.
+    public func fcmServiceAccountJSON(tokenURI: String) -> [UInt8] {
+        let email = fcmServiceAccount.clientEmail
+        let escapedEmail = email.replacingOccurrences(of: "@", with: "%40")
+        let fields: [(String, String)] = [
+            ("type", "service_account"),
+            ("project_id", fcmServiceAccount.projectID),
+            ("private_key_id", fcmServiceAccount.keyID),
+            ("private_key", fcmPrivateKeyPEM),
+            ("client_email", email),
+            ("client_id", fcmClientID),
+            ("auth_uri", "https://accounts.google.com/o/oauth2/auth"),
+            ("token_uri", tokenURI),
+            ("auth_provider_x509_cert_url", "https://www.googleapis.com/oauth2/v1/certs"),
+            ("client_x509_cert_url", "https://www.googleapis.com/robot/v1/metadata/x509/\(escapedEmail)"),
+            ("universe_domain", "googleapis.com"),
+        ]
+        let lines = fields.map { "  \(RequestLogLine.quoted($0.0)): \(RequestLogLine.quoted($0.1))" }
+        return Array(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
     }
 
     /// A configuration accepting this setup's token key and client certificates.
@@ -80,7 +148,8 @@ public struct APNsMockLocalSetup: Sendable {
         APNsMockConfiguration(
             host: host, port: port,
             tokenKeys: [.init(keyID: keyID, teamID: teamID, publicKeyPEM: tokenPublicKeyPEM)],
-            clientCertificateCAPEMs: [caCertificatePEM], faults: faults)
+            clientCertificateCAPEMs: [caCertificatePEM], faults: faults, fcmServiceAccounts: [fcmServiceAccount],
+            huaweiClients: [huaweiClient], honorClients: [honorClient])
     }
 
     /// Writes the CA certificate (PEM) for clients to trust, e.g. `curl --cacert`.
@@ -96,6 +165,9 @@ public struct APNsMockLocalSetup: Sendable {
             let saved = try? JSONDecoder().decode(APNsMockLocalSetup.self, from: data),
             saved.bundleID == bundleID, saved.serverCertificate.isValid(at: Date().addingTimeInterval(24 * 3600))
         {
+            // A setup saved before the Android look-alikes got Android credentials on decoding;
+            // keep them from now on.
+            if !saved.decodedAndroidCredentials { try saved.save(to: path) }
             return saved
         }
         let setup = try generate(bundleID: bundleID)
@@ -122,9 +194,13 @@ public struct APNsMockLocalSetup: Sendable {
 
     /// Apple's key and team ids: 10 characters of A–Z and 0–9.
     static func randomIdentifier() -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        randomString(count: 10, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+    }
+
+    static func randomString(count: Int, alphabet: String) -> String {
+        let characters = Array(alphabet)
         var generator = SystemRandomNumberGenerator()
-        return String((0..<10).map { _ in alphabet.randomElement(using: &generator)! })
+        return String((0..<count).map { _ in characters.randomElement(using: &generator)! })
     }
 }
 
@@ -133,6 +209,7 @@ extension APNsMockLocalSetup: Codable {
     private enum CodingKeys: String, CodingKey {
         case bundleID, caCertificatePEM, serverCertificatePEM, serverKeyPEM, tokenKeyPEM, tokenPublicKeyPEM
         case keyID, teamID, clientCertificatePEM, clientKeyPEM
+        case fcmServiceAccount, fcmPrivateKeyPEM, fcmClientID, huaweiClient, honorClient
     }
 
     public init(from decoder: any Decoder) throws {
@@ -148,6 +225,23 @@ extension APNsMockLocalSetup: Codable {
         teamID = try string(.teamID)
         clientCertificatePEM = try string(.clientCertificatePEM)
         clientKeyPEM = try string(.clientKeyPEM)
+        if let account = try container.decodeIfPresent(
+            APNsMockConfiguration.FCMServiceAccount.self, forKey: .fcmServiceAccount)
+        {
+            fcmServiceAccount = account
+            fcmPrivateKeyPEM = try string(.fcmPrivateKeyPEM)
+            fcmClientID = try string(.fcmClientID)
+            huaweiClient = try container.decode(APNsMockConfiguration.PushKitClient.self, forKey: .huaweiClient)
+            honorClient = try container.decode(APNsMockConfiguration.PushKitClient.self, forKey: .honorClient)
+        } else {
+            let android = try AndroidCredentials.generate()
+            fcmServiceAccount = android.fcmServiceAccount
+            fcmPrivateKeyPEM = android.fcmPrivateKeyPEM
+            fcmClientID = android.fcmClientID
+            huaweiClient = android.huaweiClient
+            honorClient = android.honorClient
+            decodedAndroidCredentials = false
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -162,5 +256,10 @@ extension APNsMockLocalSetup: Codable {
         try container.encode(teamID, forKey: .teamID)
         try container.encode(clientCertificatePEM, forKey: .clientCertificatePEM)
         try container.encode(clientKeyPEM, forKey: .clientKeyPEM)
+        try container.encode(fcmServiceAccount, forKey: .fcmServiceAccount)
+        try container.encode(fcmPrivateKeyPEM, forKey: .fcmPrivateKeyPEM)
+        try container.encode(fcmClientID, forKey: .fcmClientID)
+        try container.encode(huaweiClient, forKey: .huaweiClient)
+        try container.encode(honorClient, forKey: .honorClient)
     }
 }

@@ -7,7 +7,9 @@ public import TuisongCrypto
 #endif
 
 /// An APNs look-alike: HTTP/2 over TLS on nghttp2's server API, validating requests the way
-/// Apple documents, recording what it received and injecting faults on demand.
+/// Apple documents, recording what it received and injecting faults on demand. The same port
+/// also serves look-alikes of FCM HTTP v1 (with Google's token endpoint), Huawei Push Kit and
+/// Honor Push, chosen by path (see `AndroidPushService` and `docs/reference/android.md`).
 ///
 ///     let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.app")
 ///     let server = try APNsMockServer(configuration: setup.configuration(), certificate: setup.serverCertificate,
@@ -51,7 +53,7 @@ public final class APNsMockServer: Sendable {
         if configuration.logRequests && log == nil {
             log = { line in print(line) }
         }
-        core = MockServerCore(
+        core = try MockServerCore(
             configuration: configuration, tlsContext: tlsContext, verifier: verifier,
             requestLog: configuration.logRequests ? log : nil, logger: logger)
     }
@@ -133,11 +135,32 @@ public final class APNsMockServer: Sendable {
     /// answer it got.
     public func receivedNotifications() -> [ReceivedNotification] { core.recorder.notifications() }
 
-    /// Forgets the recorded notifications.
-    public func resetRecorded() { core.recorder.resetNotifications() }
+    /// Forgets the recorded notifications, APNs and Android.
+    public func resetRecorded() {
+        core.recorder.resetNotifications()
+        core.android.recorder.resetMessages()
+    }
 
-    /// Zeroes the counters (open connections stay counted).
-    public func resetStatistics() { core.recorder.resetStatistics() }
+    /// Zeroes the counters, APNs and Android (open connections stay counted).
+    public func resetStatistics() {
+        core.recorder.resetStatistics()
+        core.android.recorder.resetStatistics()
+    }
+
+    // MARK: Android look-alikes
+
+    /// Per-service counters of the FCM, Huawei and Honor look-alikes since start or the last
+    /// `resetStatistics()`.
+    public var androidStatistics: AndroidMockStatistics { core.android.recorder.statistics }
+
+    /// The most recent accepted Android send requests (up to `recordedNotificationLimit`),
+    /// oldest first.
+    public func receivedAndroidMessages() -> [ReceivedAndroidMessage] { core.android.recorder.messages() }
+
+    /// Every access token issued so far (FCM, Huawei, Honor) expires now: its next use is
+    /// answered as an expired token (FCM 401 UNAUTHENTICATED, Huawei 80200003, Honor 80200003),
+    /// so a client's "refresh once and resend" path can be exercised.
+    public func revokeAccessTokens() { core.android.tokens.revokeAll() }
 
     /// The faults in force.
     public var faults: APNsMockConfiguration.Faults { core.faultBoard.faults }

@@ -9,6 +9,11 @@ struct APNsRequestHead {
     var expiration: String?
     var collapseID: String?
     var apnsID: String?
+    /// Read by the Android look-alikes only (the Google token endpoint checks `aud` against it).
+    var authority: String?
+    var contentType: String?
+    /// Honor's `timestamp` request header.
+    var timestamp: String?
     /// Set when a request header other than a pseudo-header appeared twice.
     var hasDuplicateHeader = false
 
@@ -28,6 +33,9 @@ struct APNsRequestHead {
         case "apns-expiration": store(&expiration)
         case "apns-collapse-id": store(&collapseID)
         case "apns-id": store(&apnsID)
+        case ":authority", "host": authority = value
+        case "content-type": contentType = value
+        case "timestamp": timestamp = value
         default: break
         }
     }

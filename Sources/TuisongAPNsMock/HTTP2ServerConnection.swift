@@ -13,6 +13,8 @@ struct MockResponse {
     var apnsID: String
     /// Only 410 answers carry a timestamp (ms since 1970).
     var timestampMilliseconds: Int64?
+    /// An Android look-alike's answer; when set it replaces the fields above.
+    var android: AndroidResponse?
 }
 
 /// One request stream as it arrives.
@@ -20,6 +22,8 @@ final class MockStream {
     var head = APNsRequestHead()
     var body: [UInt8] = []
     var bodyLength = 0
+    /// How much of the body is kept: set at the first DATA frame from the path.
+    var bodyStorageLimit = 0
     var processed = false
     var responseBody: [UInt8] = []
     var responseOffset = 0
@@ -369,6 +373,13 @@ final class HTTP2ServerConnection {
 
         let faults = loop.currentFaults()
         let receivedAt = WallClock.milliseconds()
+        // APNs paths start /3/; anything else may be one of the Android look-alikes.
+        if let path = stream.head.path, !path.hasPrefix("/3/"), let endpoint = AndroidEndpoint(path: path) {
+            completeAndroidRequest(
+                stream: stream, streamID: streamID, path: path, endpoint: endpoint, faults: faults,
+                receivedAt: receivedAt)
+            return
+        }
         var verdict = core.validator.validate(
             stream.head, body: stream.body, bodyLength: stream.bodyLength,
             authentication: &authentication, nowSeconds: receivedAt / 1000, idGenerator: &loop.apnsIDGenerator)
@@ -411,6 +422,48 @@ final class HTTP2ServerConnection {
             log(RequestLogLine.make(notification, method: stream.head.method, path: stream.head.path))
         }
 
+        respond(response, on: stream, streamID: streamID, faults: faults)
+    }
+
+    /// An FCM, Huawei or Honor request: answered by `AndroidServices`, then the same latency and
+    /// connection faults as APNs requests. The first one raises the stream limit, as the
+    /// Android services do not hold a connection to one stream.
+    private func completeAndroidRequest(
+        stream: MockStream, streamID: Int32, path: String, endpoint: AndroidEndpoint, faults: ActiveFaults,
+        receivedAt: Int64
+    ) {
+        let head = stream.head
+        let request = AndroidRequest(
+            method: head.method, path: path, authority: head.authority, authorization: head.authorization,
+            contentType: head.contentType, timestamp: head.timestamp, body: stream.body,
+            bodyLength: stream.bodyLength, connectionID: Int(id), streamID: Int(streamID),
+            receivedAtMilliseconds: receivedAt)
+        let answer = core.android.handle(request, endpoint: endpoint, faults: faults.androidPrefixes)
+        if !streamLimitRaised {
+            streamLimitRaised = true
+            if authentication.certificateTopics == nil {
+                do throws(APNsMockError) {
+                    try submitSettings(maxConcurrentStreams: core.configuration.maxConcurrentStreams)
+                    core.recorder.update { $0.streamLimitRaises += 1 }
+                } catch {
+                    core.logger.error(
+                        "APNs mock: connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
+                }
+            }
+        }
+        if let log = core.requestLog {
+            log(
+                RequestLogLine.make(
+                    android: answer, method: head.method, path: path, connectionID: Int(id), streamID: Int(streamID),
+                    receivedAt: receivedAt, payloadBytes: stream.bodyLength))
+        }
+        let response = MockResponse(status: answer.status, reason: nil, apnsID: "", android: answer)
+        respond(response, on: stream, streamID: streamID, faults: faults)
+    }
+
+    /// Sends (or, with the latency fault, schedules) the answer, then applies the per-connection
+    /// GOAWAY, stream-limit and drop faults, which count every processed request.
+    private func respond(_ response: MockResponse, on stream: MockStream, streamID: Int32, faults: ActiveFaults) {
         let latency = faults.faults.latencyMilliseconds
         if latency > 0 {
             stream.delayedResponse = response
@@ -462,9 +515,13 @@ final class HTTP2ServerConnection {
 
     private func submit(_ response: MockResponse, on stream: MockStream, streamID: Int32) {
         guard let session else { return }
-        var fields: [(String, String)] = [
-            (":status", String(response.status)), ("apns-id", response.apnsID),
-        ]
+        var fields: [(String, String)]
+        if let android = response.android {
+            fields = [(":status", String(android.status))] + android.headers
+            stream.responseBody = android.body
+        } else {
+            fields = [(":status", String(response.status)), ("apns-id", response.apnsID)]
+        }
         if let reason = response.reason {
             var body = #"{"reason":""# + reason + "\""
             if let timestamp = response.timestampMilliseconds { body += #","timestamp":"# + String(timestamp) }
@@ -518,6 +575,31 @@ enum RequestLogLine {
         add("apns-expiration", notification.expiration)
         add("apns-collapse-id", notification.collapseID)
         add("team", notification.teamID)
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// An Android request: the service, its project or app, the answer and its code.
+    static func make(
+        android response: AndroidResponse, method: String?, path: String, connectionID: Int, streamID: Int,
+        receivedAt: Int64, payloadBytes: Int
+    ) -> String {
+        var fields: [String] = [
+            #""time":\#(receivedAt)"#,
+            #""connection":\#(connectionID)"#,
+            #""stream":\#(streamID)"#,
+            #""status":\#(response.status)"#,
+            #""service":\#(quoted(response.service.rawValue))"#,
+            #""payload-bytes":\#(payloadBytes)"#,
+        ]
+        func add(_ key: String, _ value: String?) {
+            if let value { fields.append("\(quoted(key)):\(quoted(value))") }
+        }
+        add("method", method)
+        add("path", path)
+        add("code", response.code)
+        add("target", response.target)
+        add("principal", response.principal)
+        if response.tokenCount > 0 { fields.append(#""tokens":\#(response.tokenCount)"#) }
         return "{" + fields.joined(separator: ",") + "}"
     }
 

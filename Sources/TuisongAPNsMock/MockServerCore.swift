@@ -6,10 +6,12 @@ internal import TuisongCrypto
 struct ActiveFaults: Sendable {
     let faults: APNsMockConfiguration.Faults
     let prefixes: TokenPrefixFaults
+    let androidPrefixes: AndroidTokenPrefixFaults
 
     init(_ faults: APNsMockConfiguration.Faults) {
         self.faults = faults
         prefixes = TokenPrefixFaults(faults.tokenPrefixes)
+        androidPrefixes = AndroidTokenPrefixFaults(faults.androidTokenPrefixes)
     }
 }
 
@@ -47,6 +49,8 @@ final class MockServerCore: Sendable {
     let recorder: MockRecorder
     let validator: APNsRequestValidator
     let faultBoard: FaultBoard
+    /// FCM, Huawei and Honor, served on the same port by path.
+    let android: AndroidServices
     let requestLog: (@Sendable (String) -> Void)?
     let logger: Logger
     private let connectionIDs = Atomic<UInt64>(0)
@@ -54,13 +58,14 @@ final class MockServerCore: Sendable {
     init(
         configuration: APNsMockConfiguration, tlsContext: TLSContext,
         verifier: any ProviderTokenVerifying, requestLog: (@Sendable (String) -> Void)?, logger: Logger
-    ) {
+    ) throws {
         self.configuration = configuration
         self.tlsContext = tlsContext
         recorder = MockRecorder(capacity: configuration.recordedNotificationLimit)
         validator = APNsRequestValidator(
             maxTokenAgeSeconds: Int64(configuration.maxTokenAgeSeconds), verifier: verifier)
         faultBoard = FaultBoard(configuration.faults)
+        android = try AndroidServices(configuration: configuration)
         self.requestLog = requestLog
         self.logger = logger
     }

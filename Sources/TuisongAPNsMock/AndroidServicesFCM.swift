@@ -1,0 +1,458 @@
+internal import TuisongCrypto
+
+/// Google's OAuth token endpoint (JWT-bearer grant of a service account) and FCM HTTP v1
+/// `messages:send`, answering as `docs/reference/android.md` §1–2 says.
+extension AndroidServices {
+    static let jwtBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    static let googleTokenAudience = "https://oauth2.googleapis.com/token"
+    /// Either scope authorises `messages:send`.
+    static let fcmScopes: Set<String> = [
+        "https://www.googleapis.com/auth/firebase.messaging", "https://www.googleapis.com/auth/cloud-platform",
+    ]
+    static let fcmErrorType = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
+    static let badRequestType = "type.googleapis.com/google.rpc.BadRequest"
+    /// Google's front end refuses larger bodies before FCM sees them.
+    static let fcmRequestLimit = 1_048_576
+    /// FCM: "4096 bytes for most messages" (keys and values of the payload data).
+    static let fcmPayloadLimit = 4096
+    static let fcmMaximumTTLSeconds = 2_419_200
+
+    // MARK: POST /token
+
+    func googleToken(_ request: AndroidRequest) -> AndroidResponse {
+        func refuse(_ status: Int, _ error: String, _ description: String) -> AndroidResponse {
+            AndroidResponse(
+                status: status,
+                json:
+                    #"{"error":\#(RequestLogLine.quoted(error)),"error_description":\#(RequestLogLine.quoted(description))}"#,
+                service: .fcm, code: error)
+        }
+        guard request.method == "POST" else { return refuse(405, "invalid_request", "Method Not Allowed") }
+        guard let form = FormBody.parse(request.body) else {
+            return refuse(400, "invalid_request", "Invalid request body")
+        }
+        guard let grantType = form["grant_type"] else {
+            return refuse(400, "invalid_request", "Required parameter is missing: grant_type")
+        }
+        guard grantType == Self.jwtBearerGrant else {
+            return refuse(400, "unsupported_grant_type", "Invalid grant_type: \(grantType)")
+        }
+        guard let assertion = form["assertion"], !assertion.isEmpty else {
+            return refuse(400, "invalid_request", "Required parameter is missing: assertion")
+        }
+        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(String(parts[0])),
+            let claimsBytes = Base64URL.decode(String(parts[1])), let header = MockJSON.parse(headerBytes),
+            let claims = MockJSON.parse(claimsBytes), header.members != nil, claims.members != nil
+        else {
+            return refuse(400, "invalid_grant", "Invalid JWT Signature.")
+        }
+        guard header["alg"]?.stringValue == "RS256" else {
+            return refuse(400, "invalid_grant", "Invalid JWT Signature.")
+        }
+        guard let issuer = claims["iss"]?.stringValue, let trusted = accounts[issuer] else {
+            return refuse(400, "invalid_grant", "Invalid grant: account not found")
+        }
+        if let keyID = header["kid"], keyID.stringValue != trusted.account.keyID {
+            return refuse(400, "invalid_grant", "Invalid JWT Signature.")
+        }
+        do {
+            _ = try JWT.verifyRS256(assertion, publicKey: trusted.publicKey)
+        } catch {
+            return refuse(400, "invalid_grant", "Invalid JWT Signature.")
+        }
+        let nowSeconds = request.receivedAtMilliseconds / 1000
+        let timeframe =
+            "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim."
+        guard let issuedAt = claims["iat"]?.integerValue.map(Int64.init),
+            let expiresAt = claims["exp"]?.integerValue.map(Int64.init), expiresAt > issuedAt,
+            expiresAt - issuedAt <= 3600, issuedAt <= nowSeconds + 300, expiresAt > nowSeconds
+        else {
+            return refuse(400, "invalid_grant", timeframe)
+        }
+        // google-auth-python always says oauth2.googleapis.com while posting to token_uri; other
+        // libraries name token_uri itself, which here is this host's /token.
+        let ownAudience = request.authority.map { "https://\($0)/token" }
+        let audience = claims["aud"]?.stringValue
+        guard let audience, audience == Self.googleTokenAudience || audience == ownAudience else {
+            return refuse(
+                400, "invalid_grant",
+                "Invalid JWT: Failed audience check. The right audience is \(ownAudience ?? Self.googleTokenAudience)")
+        }
+        let scopes = (claims["scope"]?.stringValue ?? "").split(separator: " ").map(String.init)
+        guard !scopes.isEmpty else { return refuse(400, "invalid_scope", "Empty or missing scope not allowed.") }
+        let token = issueToken(
+            service: .fcm, principal: issuer, target: trusted.account.projectID, scopes: scopes,
+            nowMilliseconds: request.receivedAtMilliseconds)
+        var response = AndroidResponse(
+            status: 200,
+            json:
+                #"{"access_token":\#(RequestLogLine.quoted(token)),"expires_in":\#(lifetimeSeconds),"token_type":"Bearer"}"#,
+            service: .fcm, code: nil)
+        response.principal = issuer
+        response.target = trusted.account.projectID
+        return response
+    }
+
+    // MARK: POST /v1/projects/{project}/messages:send
+
+    /// An FCM error answer: `{"error":{"code","message","status","details"}}`.
+    static func fcmError(
+        _ httpStatus: Int, _ status: String, _ message: String, errorCode: String? = nil,
+        fieldViolation: (field: String, description: String)? = nil, extraHeaders: [(String, String)] = []
+    ) -> AndroidResponse {
+        var details: [String] = []
+        if let errorCode {
+            details.append(#"{"@type":"\#(fcmErrorType)","errorCode":"\#(errorCode)"}"#)
+        }
+        if let fieldViolation {
+            details.append(
+                #"{"@type":"\#(badRequestType)","fieldViolations":[{"field":\#(RequestLogLine.quoted(fieldViolation.field)),"description":\#(RequestLogLine.quoted(fieldViolation.description))}]}"#
+            )
+        }
+        var json =
+            #"{"error":{"code":\#(httpStatus),"message":\#(RequestLogLine.quoted(message)),"status":"\#(status)""#
+        if !details.isEmpty { json += #","details":["# + details.joined(separator: ",") + "]" }
+        json += "}}"
+        return AndroidResponse(
+            status: httpStatus, json: json, service: .fcm, code: errorCode ?? status, extraHeaders: extraHeaders)
+    }
+
+    func fcmSend(_ request: AndroidRequest, project: String, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
+        var response = fcmCheckedSend(request, project: project, faults: faults)
+        response.target = project
+        if response.status != 200 {
+            recorder.update(.fcm) {
+                $0.requestsRefused += 1
+                $0.messagesRefused += 1
+            }
+        }
+        return response
+    }
+
+    private func fcmCheckedSend(_ request: AndroidRequest, project: String, faults: AndroidTokenPrefixFaults)
+        -> AndroidResponse
+    {
+        guard request.method == "POST" else { return Self.fcmError(404, "NOT_FOUND", "Method not found.") }
+        let challenge = [("www-authenticate", #"Bearer realm="https://accounts.google.com/", error="invalid_token""#)]
+        guard let bearer = Self.bearerToken(request.authorization) else {
+            recorder.update(.fcm) { $0.authenticationFailures += 1 }
+            return Self.fcmError(
+                401, "UNAUTHENTICATED",
+                "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.",
+                extraHeaders: challenge)
+        }
+        guard case .valid(let issued) = tokens.lookup(bearer, nowMilliseconds: request.receivedAtMilliseconds),
+            issued.service == .fcm
+        else {
+            recorder.update(.fcm) { $0.authenticationFailures += 1 }
+            return Self.fcmError(
+                401, "UNAUTHENTICATED",
+                "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.",
+                extraHeaders: challenge)
+        }
+        guard issued.scopes.contains(where: Self.fcmScopes.contains) else {
+            recorder.update(.fcm) { $0.authenticationFailures += 1 }
+            return Self.fcmError(403, "PERMISSION_DENIED", "Request had insufficient authentication scopes.")
+        }
+        guard issued.target == project else {
+            recorder.update(.fcm) { $0.authenticationFailures += 1 }
+            return Self.fcmError(
+                403, "PERMISSION_DENIED",
+                "Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/\(project)' (or it may not exist)."
+            )
+        }
+        guard request.bodyLength <= Self.fcmRequestLimit else {
+            return Self.fcmError(
+                400, "INVALID_ARGUMENT", "Request payload size exceeds the limit: \(Self.fcmRequestLimit) bytes.")
+        }
+        guard let body = MockJSON.parse(request.body), body.members != nil else {
+            return Self.fcmError(
+                400, "INVALID_ARGUMENT", "Invalid JSON payload received. Unexpected token.",
+                fieldViolation: ("", "Invalid JSON payload received. Unexpected token."))
+        }
+        if let failure = FCMSchema.check(body, as: FCMSchema.sendRequest, path: "") {
+            return Self.fcmError(
+                400, "INVALID_ARGUMENT", failure.description, fieldViolation: (failure.field, failure.description))
+        }
+        let validateOnly: Bool
+        if case .bool(let flag) = body["validate_only"] ?? body["validateOnly"] ?? .bool(false) {
+            validateOnly = flag
+        } else {
+            validateOnly = false
+        }
+        guard let message = body["message"], message.members != nil else {
+            return Self.fcmError(400, "INVALID_ARGUMENT", "Recipient of the message is not set.")
+        }
+        if let failure = FCMSchema.semanticFailure(of: message) { return failure }
+
+        let token = message["token"]?.stringValue
+        if let token, let fault = faults.fault(forToken: token) {
+            switch fault.kind {
+            case .unregistered:
+                return Self.fcmError(404, "NOT_FOUND", "Requested entity was not found.", errorCode: "UNREGISTERED")
+            case .invalidArgument:
+                return Self.fcmError(
+                    400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token",
+                    errorCode: "INVALID_ARGUMENT")
+            case .quotaExceeded:
+                return Self.fcmError(
+                    429, "RESOURCE_EXHAUSTED", "Quota exceeded for the device.", errorCode: "QUOTA_EXCEEDED",
+                    extraHeaders: [("retry-after", String(max(0, fault.retryAfterSeconds ?? 60)))])
+            case .unavailable:
+                return Self.fcmError(
+                    503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE")
+            case .internal:
+                return Self.fcmError(500, "INTERNAL", "Internal error encountered.", errorCode: "INTERNAL")
+            }
+        }
+
+        let messageID: String
+        if validateOnly {
+            messageID = "fake_message_id"
+        } else {
+            var generator = SystemRandomNumberGenerator()
+            let suffix = (0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            messageID = "0:\(request.receivedAtMilliseconds)%\(Hex.encode(suffix))"
+        }
+        let name = "projects/\(project)/messages/\(messageID)"
+        var response = AndroidResponse(
+            status: 200, json: #"{"name":\#(RequestLogLine.quoted(name))}"#, service: .fcm, code: nil)
+        response.principal = issued.principal
+        response.tokenCount = token == nil ? 0 : 1
+        if !validateOnly {
+            recorder.update(.fcm) { $0.messagesDelivered += 1 }
+            recorder.record(
+                ReceivedAndroidMessage(
+                    service: .fcm, target: project, principal: issued.principal, tokens: token.map { [$0] } ?? [],
+                    refusedTokens: [], messageID: name, body: request.body, connectionID: request.connectionID,
+                    streamID: request.streamID, timestampHeader: nil,
+                    receivedAtMilliseconds: request.receivedAtMilliseconds))
+        }
+        return response
+    }
+}
+
+/// The shape of an FCM v1 send request, checked the way proto3 JSON parsing checks it: unknown
+/// names are refused (snake_case and lowerCamelCase both known), every value must have its
+/// field's type, enums take their names (any case: the Admin SDKs send `"high"`) or numbers.
+enum FCMSchema {
+    indirect enum FieldType {
+        case string, bool, int32, duration, number
+        case enumeration(String, Set<String>)
+        case stringArray, durationArray, stringMap
+        case object(String, [String: FieldType])
+        /// A `google.protobuf.Struct` or similar free-form object.
+        case anyObject
+    }
+
+    struct Failure {
+        var field: String
+        var description: String
+    }
+
+    static let notification: FieldType = .object(
+        "google.firebase.fcm.v1.Notification", ["title": .string, "body": .string, "image": .string])
+    static let androidNotification: FieldType = .object(
+        "google.firebase.fcm.v1.AndroidNotification",
+        [
+            "title": .string, "body": .string, "icon": .string, "color": .string, "sound": .string, "tag": .string,
+            "click_action": .string, "body_loc_key": .string, "body_loc_args": .stringArray,
+            "title_loc_key": .string, "title_loc_args": .stringArray, "channel_id": .string, "ticker": .string,
+            "sticky": .bool, "event_time": .string, "local_only": .bool,
+            "notification_priority": .enumeration(
+                "google.firebase.fcm.v1.AndroidNotification.NotificationPriority",
+                [
+                    "PRIORITY_UNSPECIFIED", "PRIORITY_MIN", "PRIORITY_LOW", "PRIORITY_DEFAULT", "PRIORITY_HIGH",
+                    "PRIORITY_MAX",
+                ]),
+            "default_sound": .bool, "default_vibrate_timings": .bool, "default_light_settings": .bool,
+            "vibrate_timings": .durationArray,
+            "visibility": .enumeration(
+                "google.firebase.fcm.v1.AndroidNotification.Visibility",
+                ["VISIBILITY_UNSPECIFIED", "PRIVATE", "PUBLIC", "SECRET"]),
+            "notification_count": .int32, "light_settings": .anyObject, "image": .string,
+            "bypass_proxy_notification": .bool,
+            "proxy": .enumeration(
+                "google.firebase.fcm.v1.AndroidNotification.Proxy",
+                ["PROXY_UNSPECIFIED", "ALLOW", "DENY", "IF_PRIORITY_LOWERED"]),
+        ])
+    static let androidConfig: FieldType = .object(
+        "google.firebase.fcm.v1.AndroidConfig",
+        [
+            "collapse_key": .string,
+            "priority": .enumeration("google.firebase.fcm.v1.AndroidMessagePriority", ["NORMAL", "HIGH"]),
+            "ttl": .duration, "restricted_package_name": .string, "data": .stringMap,
+            "notification": androidNotification,
+            "fcm_options": .object("google.firebase.fcm.v1.AndroidFcmOptions", ["analytics_label": .string]),
+            "direct_boot_ok": .bool, "bandwidth_constrained_ok": .bool, "restricted_satellite_ok": .bool,
+        ])
+    static let message: FieldType = .object(
+        "google.firebase.fcm.v1.Message",
+        [
+            "name": .string, "data": .stringMap, "notification": notification, "android": androidConfig,
+            "webpush": .object(
+                "google.firebase.fcm.v1.WebpushConfig",
+                [
+                    "headers": .stringMap, "data": .stringMap, "notification": .anyObject,
+                    "fcm_options": .object(
+                        "google.firebase.fcm.v1.WebpushFcmOptions", ["link": .string, "analytics_label": .string]),
+                ]),
+            "apns": .object(
+                "google.firebase.fcm.v1.ApnsConfig",
+                [
+                    "headers": .stringMap, "payload": .anyObject,
+                    "fcm_options": .object(
+                        "google.firebase.fcm.v1.ApnsFcmOptions", ["analytics_label": .string, "image": .string]),
+                    "live_activity_token": .string,
+                ]),
+            "fcm_options": .object("google.firebase.fcm.v1.FcmOptions", ["analytics_label": .string]),
+            "token": .string, "topic": .string, "condition": .string, "fid": .string,
+        ])
+    static let sendRequest: FieldType = .object(
+        "google.firebase.fcm.v1.SendMessageRequest", ["validate_only": .bool, "message": message])
+
+    /// `collapse_key` → `collapseKey`: proto3 JSON accepts both spellings.
+    static func camelCase(_ name: String) -> String {
+        var result = ""
+        var upper = false
+        for character in name {
+            if character == "_" {
+                upper = true
+            } else {
+                result.append(upper ? Character(character.uppercased()) : character)
+                upper = false
+            }
+        }
+        return result
+    }
+
+    /// The first shape error, depth first in member order.
+    static func check(_ value: MockJSON, as type: FieldType, path: String) -> Failure? {
+        func invalid(_ typeName: String) -> Failure {
+            Failure(field: path, description: "Invalid value at '\(path)' (\(typeName)), \(value.text)")
+        }
+        if value.isNull { return nil }
+        switch type {
+        case .string:
+            return value.stringValue == nil ? invalid("TYPE_STRING") : nil
+        case .bool:
+            if case .bool = value { return nil }
+            return invalid("TYPE_BOOL")
+        case .number:
+            if case .number = value { return nil }
+            return invalid("TYPE_DOUBLE")
+        case .int32:
+            guard let integer = value.integerValue, integer >= Int(Int32.min), integer <= Int(Int32.max) else {
+                return invalid("TYPE_INT32")
+            }
+            return nil
+        case .duration:
+            guard let text = value.stringValue, parseDuration(text) != nil else {
+                return invalid("type.googleapis.com/google.protobuf.Duration")
+            }
+            return nil
+        case .enumeration(let name, let values):
+            if let text = value.stringValue, values.contains(text.uppercased()) { return nil }
+            if case .number(let text) = value, let number = Int(text), number >= 0, number < values.count { return nil }
+            return invalid("type.googleapis.com/\(name)")
+        case .stringArray, .durationArray:
+            guard case .array(let elements) = value else { return invalid("TYPE_STRING") }
+            for (index, element) in elements.enumerated() {
+                let elementType: FieldType = if case .durationArray = type { .duration } else { .string }
+                if let failure = check(element, as: elementType, path: "\(path)[\(index)]") { return failure }
+            }
+            return nil
+        case .stringMap:
+            guard let members = value.members else { return invalid("TYPE_STRING") }
+            for (index, member) in members.enumerated() where member.value.stringValue == nil {
+                let field = "\(path)[\(index)].value"
+                return Failure(
+                    field: field, description: "Invalid value at '\(field)' (TYPE_STRING), \(member.value.text)")
+            }
+            return nil
+        case .anyObject:
+            return value.members == nil ? invalid("type.googleapis.com/google.protobuf.Struct") : nil
+        case .object(let name, let fields):
+            guard let members = value.members else { return invalid("type.googleapis.com/\(name)") }
+            for member in members {
+                let fieldName =
+                    fields[member.key] != nil ? member.key : fields.keys.first { camelCase($0) == member.key }
+                guard let fieldName, let fieldType = fields[fieldName] else {
+                    let at = path.isEmpty ? "" : " at '\(path)'"
+                    return Failure(
+                        field: path,
+                        description:
+                            "Invalid JSON payload received. Unknown name \"\(member.key)\"\(at): Cannot find field.")
+                }
+                let childPath = path.isEmpty ? fieldName : "\(path).\(fieldName)"
+                if let failure = check(member.value, as: fieldType, path: childPath) { return failure }
+            }
+            return nil
+        }
+    }
+
+    /// Seconds of a protobuf Duration string (`"3.5s"`), nil when malformed.
+    static func parseDuration(_ text: String) -> Double? {
+        guard text.hasSuffix("s") else { return nil }
+        let number = text.dropLast()
+        let parts = number.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let whole = parts.first else { return nil }
+        let digitsOnly: (Substring) -> Bool = { !$0.isEmpty && $0.allSatisfy(\.isASCIIDigit) }
+        let unsignedWhole = whole.hasPrefix("-") ? whole.dropFirst() : whole
+        guard digitsOnly(unsignedWhole) else { return nil }
+        if parts.count == 2 { guard digitsOnly(parts[1]), parts[1].count <= 9 else { return nil } }
+        return Double(number)
+    }
+
+    /// Checks FCM makes after parsing: one target, a plausible token, TTL range, reserved data
+    /// keys, payload size.
+    static func semanticFailure(of message: MockJSON) -> AndroidResponse? {
+        let targets = ["token", "topic", "condition", "fid"].filter { message[$0]?.stringValue != nil }
+        if targets.isEmpty {
+            return AndroidServices.fcmError(400, "INVALID_ARGUMENT", "Recipient of the message is not set.")
+        }
+        if targets.count > 1 {
+            let text =
+                "Invalid JSON payload received. Oneof field 'target' is already set. Cannot set '\(targets[1])'"
+            return AndroidServices.fcmError(400, "INVALID_ARGUMENT", text, fieldViolation: ("message", text))
+        }
+        if let token = message["token"]?.stringValue, !AndroidServices.isPlausibleDeviceToken(token) {
+            return AndroidServices.fcmError(
+                400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token",
+                errorCode: "INVALID_ARGUMENT")
+        }
+        let android = message["android"]
+        if let ttl = android?["ttl"]?.stringValue, let seconds = parseDuration(ttl),
+            seconds < 0 || seconds > Double(AndroidServices.fcmMaximumTTLSeconds)
+        {
+            return AndroidServices.fcmError(
+                400, "INVALID_ARGUMENT", "Invalid value at 'message.android.ttl': a TTL is 0 to 2419200 seconds",
+                errorCode: "INVALID_ARGUMENT", fieldViolation: ("message.android.ttl", "TTL out of range"))
+        }
+        var payloadBytes = 0
+        for data in [message["data"], android?["data"]] {
+            for member in data?.members ?? [] {
+                let key = member.key
+                if key == "from" || key == "gcm" || key.hasPrefix("google") {
+                    return AndroidServices.fcmError(
+                        400, "INVALID_ARGUMENT", "Invalid data payload key: \(key)", errorCode: "INVALID_ARGUMENT",
+                        fieldViolation: ("message.data", "Reserved key: \(key)"))
+                }
+                payloadBytes += key.utf8.count + (member.value.stringValue?.utf8.count ?? 0)
+            }
+        }
+        for notification in [message["notification"], android?["notification"]] {
+            for member in notification?.members ?? [] { payloadBytes += member.value.stringValue?.utf8.count ?? 0 }
+        }
+        if payloadBytes > AndroidServices.fcmPayloadLimit {
+            return AndroidServices.fcmError(
+                400, "INVALID_ARGUMENT", "Android message is too big", errorCode: "INVALID_ARGUMENT")
+        }
+        return nil
+    }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}
