@@ -159,7 +159,15 @@ enum SelectorFlags {
 struct APNsMockCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-mock",
-        abstract: "Run the bundled APNs look-alike (TLS + HTTP/2) for tests and benchmarks.")
+        abstract:
+            "Run the bundled APNs, FCM, Huawei and Honor look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
+        discussion: """
+            One port serves APNs (POST /3/device/<token>), FCM HTTP v1 (POST /token, the Google \
+            service-account token endpoint; POST /v1/projects/<project>/messages:send), Huawei Push Kit \
+            (POST /oauth2/v3/token; POST /v1/<appId>/messages:send) and Honor Push (POST /auth/token; \
+            POST /api/v1/<appId>/sendMessage). The banner prints each URL and the generated credentials; \
+            the FCM service-account key file is written next to the CA file.
+            """)
     @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
     @Option(help: "Port (0 = any free port).") var port: Int = 2197
     @Option(
@@ -179,12 +187,18 @@ struct APNsMockCommand: AsyncParsableCommand {
         help: """
             A JSON file of faults to inject: {"tokenPrefixes": {"410": {"status": 410, "reason": "Unregistered"}}, \
             "latencyMilliseconds", "goawayAfterRequests", "dropConnectionAfterRequests", \
-            "lowerStreamLimitAfterRequests", "loweredStreamLimit", "ignorePings"} (all optional).
+            "lowerStreamLimitAfterRequests", "loweredStreamLimit", "ignorePings", \
+            "androidTokenPrefixes": {"gone-": {"kind": "unregistered"}, "slow-": {"kind": "quotaExceeded", \
+            "retryAfterSeconds": 30}}} (all optional; Android kinds: unregistered, invalidArgument, \
+            quotaExceeded, unavailable, internal).
             """)
     var faultsFile: String?
     @Flag(
         name: .customLong("magic-tokens"),
-        help: "Answer tokens starting 410 / 400bad / 429 / 500 with that error (local mode's set).")
+        help: """
+            Answer APNs tokens starting 410 / 400bad / 429 / 500 with that error, and Android tokens \
+            starting unregistered- / invalid- / quota- / unavailable- / internal- likewise (local mode's set).
+            """)
     var magicTokens = false
     @Flag(name: .customLong("log-requests"), help: "Print every request as a JSON line.") var logRequests = false
 
@@ -214,6 +228,9 @@ struct APNsMockCommand: AsyncParsableCommand {
             configuration.faults.tokenPrefixes.merge(APNsMockConfiguration.Faults.magicTokenPrefixes.tokenPrefixes) {
                 own, _ in own
             }
+            configuration.faults.androidTokenPrefixes.merge(
+                APNsMockConfiguration.Faults.magicTokenPrefixes.androidTokenPrefixes
+            ) { own, _ in own }
         }
         if latency > 0 { configuration.faults.latencyMilliseconds = latency }
         configuration.logRequests = logRequests
@@ -234,8 +251,34 @@ struct APNsMockCommand: AsyncParsableCommand {
         else {
             throw ValidationError("cannot write \(keyPath)")
         }
+        let base = "https://\(host):\(server.port)"
+        let serviceAccountPath = (directory.isEmpty ? "." : directory) + "/apns-mock-fcm-service-account.json"
+        guard
+            FileManager.default.createFile(
+                atPath: serviceAccountPath, contents: Data(setup.fcmServiceAccountJSON(tokenURI: base + "/token")),
+                attributes: [.posixPermissions: 0o600])
+        else {
+            throw ValidationError("cannot write \(serviceAccountPath)")
+        }
+        let fcm = setup.fcmServiceAccount
         printJSON([
-            "url": "https://\(host):\(server.port)", "port": server.port, "ca_file": caPath, "p8_file": keyPath,
+            "fcm": [
+                "token_url": base + "/token", "send_url": "\(base)/v1/projects/\(fcm.projectID)/messages:send",
+                "service_account_file": serviceAccountPath, "project_id": fcm.projectID,
+                "client_email": fcm.clientEmail,
+            ],
+            "huawei": [
+                "token_url": base + "/oauth2/v3/token",
+                "send_url": "\(base)/v1/\(setup.huaweiClient.appID)/messages:send",
+                "client_id": setup.huaweiClient.clientID, "client_secret": setup.huaweiClient.clientSecret,
+                "app_id": setup.huaweiClient.appID,
+            ],
+            "honor": [
+                "token_url": base + "/auth/token", "send_url": "\(base)/api/v1/\(setup.honorClient.appID)/sendMessage",
+                "client_id": setup.honorClient.clientID, "client_secret": setup.honorClient.clientSecret,
+                "app_id": setup.honorClient.appID,
+            ],
+            "url": base, "port": server.port, "ca_file": caPath, "p8_file": keyPath,
             "key_id": setup.keyID, "team_id": setup.teamID,
             // A provider token valid for the next hour, for h2load and curl.
             "provider_token": try JWT.apnsProviderToken(
@@ -244,11 +287,20 @@ struct APNsMockCommand: AsyncParsableCommand {
         fflush(nil)
         _ = await signals.wait()
         let stats = server.statistics
+        let android = server.androidStatistics
         server.shutdown()
+        func summary(_ service: AndroidServiceStatistics) -> [String: Int] {
+            [
+                "token_grants": service.tokenGrants, "token_refusals": service.tokenRefusals,
+                "send_requests": service.sendRequests, "messages_delivered": service.messagesDelivered,
+                "messages_refused": service.messagesRefused,
+            ]
+        }
         printJSON([
             "requests": stats.requests, "connections_accepted": stats.connectionsAccepted,
             "connections_dropped": stats.connectionsDropped, "goaways_sent": stats.goawaysSent,
             "refused_streams": stats.refusedStreams, "stream_limit_lowerings": stats.streamLimitLowerings,
+            "fcm": summary(android.fcm), "huawei": summary(android.huawei), "honor": summary(android.honor),
         ])
     }
 }
