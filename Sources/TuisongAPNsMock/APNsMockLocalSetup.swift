@@ -97,8 +97,13 @@ public struct APNsMockLocalSetup: Sendable {
         var huaweiClient: APNsMockConfiguration.PushKitClient
         var honorClient: APNsMockConfiguration.PushKitClient
 
+        /// One RSA key per process: generating RSA 2048 costs about 150 ms of CPU, and test suites
+        /// build a setup per test (a hundred setups doubled the APNs suite's CPU time). Each setup
+        /// still has its own `private_key_id`, and a setup is throwaway by design.
+        private static let processKey = Result { try PrivateKey.generateRSA(bits: 2048) }
+
         static func generate() throws -> AndroidCredentials {
-            let key = try PrivateKey.generateRSA(bits: 2048)
+            let key = try processKey.get()
             let account = APNsMockConfiguration.FCMServiceAccount(
                 clientEmail: "tuisong-local@tuisong-local.iam.gserviceaccount.com",
                 keyID: randomString(count: 40, alphabet: "0123456789abcdef"), publicKeyPEM: try key.publicKey.pem(),

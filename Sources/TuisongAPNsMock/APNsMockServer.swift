@@ -157,6 +157,22 @@ public final class APNsMockServer: Sendable {
     /// oldest first.
     public func receivedAndroidMessages() -> [ReceivedAndroidMessage] { core.android.recorder.messages() }
 
+    /// Accepts assertions of this service account from now on (e.g. one a gateway stored after
+    /// start). Throws when its public key PEM does not parse.
+    public func trustFCMServiceAccount(_ account: APNsMockConfiguration.FCMServiceAccount) throws {
+        try core.android.trust(account)
+    }
+
+    /// Grants tokens to this Huawei Push Kit client from now on.
+    public func trustHuaweiClient(_ client: APNsMockConfiguration.PushKitClient) {
+        core.android.trust(client, service: .huawei)
+    }
+
+    /// Grants tokens to this Honor Push client from now on.
+    public func trustHonorClient(_ client: APNsMockConfiguration.PushKitClient) {
+        core.android.trust(client, service: .honor)
+    }
+
     /// Every access token issued so far (FCM, Huawei, Honor) expires now: its next use is
     /// answered as an expired token (FCM 401 UNAUTHENTICATED, Huawei 80200003, Honor 80200003),
     /// so a client's "refresh once and resend" path can be exercised.

@@ -332,26 +332,48 @@ final class AndroidServices: Sendable {
         let publicKey: PublicKey
     }
 
-    let accounts: [String: TrustedAccount]
-    let huaweiClients: [String: APNsMockConfiguration.PushKitClient]
-    let honorClients: [String: APNsMockConfiguration.PushKitClient]
+    /// Who the token endpoints trust, by `client_email` / `client_id`; growable at run time
+    /// (`APNsMockServer.trust…`), read once per token request.
+    struct Trust: Sendable {
+        var accounts: [String: TrustedAccount] = [:]
+        var huaweiClients: [String: APNsMockConfiguration.PushKitClient] = [:]
+        var honorClients: [String: APNsMockConfiguration.PushKitClient] = [:]
+    }
+
+    let trust: Mutex<Trust>
     let lifetimeSeconds: Int
     let tokens = AccessTokenStore()
     let recorder: AndroidRecorder
 
     init(configuration: APNsMockConfiguration) throws {
-        var accounts: [String: TrustedAccount] = [:]
+        var trust = Trust()
         for account in configuration.fcmServiceAccounts {
-            accounts[account.clientEmail] = TrustedAccount(
+            trust.accounts[account.clientEmail] = TrustedAccount(
                 account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
         }
-        self.accounts = accounts
-        huaweiClients = Dictionary(
-            configuration.huaweiClients.map { ($0.clientID, $0) }, uniquingKeysWith: { first, _ in first })
-        honorClients = Dictionary(
-            configuration.honorClients.map { ($0.clientID, $0) }, uniquingKeysWith: { first, _ in first })
+        for client in configuration.huaweiClients where trust.huaweiClients[client.clientID] == nil {
+            trust.huaweiClients[client.clientID] = client
+        }
+        for client in configuration.honorClients where trust.honorClients[client.clientID] == nil {
+            trust.honorClients[client.clientID] = client
+        }
+        self.trust = Mutex(trust)
         lifetimeSeconds = max(0, configuration.accessTokenLifetimeSeconds)
         recorder = AndroidRecorder(capacity: configuration.recordedNotificationLimit)
+    }
+
+    /// Trusts one more service account (replacing one with the same `client_email`).
+    func trust(_ account: APNsMockConfiguration.FCMServiceAccount) throws {
+        let trusted = TrustedAccount(account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
+        trust.withLock { $0.accounts[account.clientEmail] = trusted }
+    }
+
+    /// Trusts one more Huawei or Honor client (replacing one with the same `client_id`).
+    func trust(_ client: APNsMockConfiguration.PushKitClient, service: AndroidPushService) {
+        trust.withLock { trust in
+            if service == .huawei { trust.huaweiClients[client.clientID] = client }
+            if service == .honor { trust.honorClients[client.clientID] = client }
+        }
     }
 
     /// Answers one request for `endpoint` and counts it.

@@ -50,7 +50,7 @@ extension AndroidServices {
         guard header["alg"]?.stringValue == "RS256" else {
             return refuse(400, "invalid_grant", "Invalid JWT Signature.")
         }
-        guard let issuer = claims["iss"]?.stringValue, let trusted = accounts[issuer] else {
+        guard let issuer = claims["iss"]?.stringValue, let trusted = trust.withLock({ $0.accounts[issuer] }) else {
             return refuse(400, "invalid_grant", "Invalid grant: account not found")
         }
         if let keyID = header["kid"], keyID.stringValue != trusted.account.keyID {

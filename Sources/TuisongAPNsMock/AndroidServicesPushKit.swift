@@ -36,7 +36,7 @@ extension AndroidServices {
         }
         let clientID = form["client_id"] ?? ""
         let secret = form["client_secret"] ?? ""
-        let clients = isHuawei ? huaweiClients : honorClients
+        let clients = trust.withLock { isHuawei ? $0.huaweiClients : $0.honorClients }
         if isHuawei {
             guard !clientID.isEmpty, clientID.utf8.count <= 64, clientID.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
             else { return huaweiRefusal(20002, "invalid client_id") }

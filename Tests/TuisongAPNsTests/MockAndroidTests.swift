@@ -426,6 +426,56 @@ struct MockHuaweiTests {
     }
 }
 
+@Suite("Android look-alikes: credentials")
+struct MockAndroidCredentialTests {
+    @Test("clients and service accounts trusted at run time get tokens from then on")
+    func trustAtRunTime() throws {
+        let harness = try MockHarness()
+        let client = APNsMockConfiguration.PushKitClient(clientID: "777", clientSecret: "late", appID: "777")
+        let form = [("grant_type", "client_credentials"), ("client_id", "777"), ("client_secret", "late")]
+        #expect(try harness.postForm("/oauth2/v3/token", form).status == 400)
+        harness.server.trustHuaweiClient(client)
+        #expect(try harness.postForm("/oauth2/v3/token", form).status == 200)
+        #expect(try harness.postForm("/auth/token", form).status == 401)
+        harness.server.trustHonorClient(client)
+        #expect(try harness.postForm("/auth/token", form).status == 200)
+
+        let key = try PrivateKey.generateRSA(bits: 2048)
+        let account = APNsMockConfiguration.FCMServiceAccount(
+            clientEmail: "late@other.iam.gserviceaccount.com", keyID: "k1", publicKeyPEM: try key.publicKey.pem(),
+            projectID: "other")
+        let assertion = try harness.fcmAssertion(issuer: account.clientEmail, keyID: "k1", key: key)
+        #expect(try harness.fcmTokenResponse(assertion: assertion).status == 400)
+        try harness.server.trustFCMServiceAccount(account)
+        #expect(try harness.fcmTokenResponse(assertion: assertion).status == 200)
+    }
+
+    @Test("a setup saved before the Android look-alikes gains Android credentials on load, and keeps them")
+    func oldSetupFileGainsAndroidCredentials() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tuisong-setup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("setup.json").path
+        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.old")
+        try setup.save(to: path)
+        var saved = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        for key in ["fcmServiceAccount", "fcmPrivateKeyPEM", "fcmClientID", "huaweiClient", "honorClient"] {
+            saved[key] = nil
+        }
+        try JSONSerialization.data(withJSONObject: saved).write(to: URL(fileURLWithPath: path))
+
+        let loaded = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.old")
+        #expect(loaded.keyID == setup.keyID)
+        #expect(loaded.fcmServiceAccount.projectID == "tuisong-local")
+        let again = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.old")
+        #expect(again.huaweiClient == loaded.huaweiClient)
+        #expect(again.fcmServiceAccount == loaded.fcmServiceAccount)
+        #expect(again.fcmPrivateKeyPEM == loaded.fcmPrivateKeyPEM)
+    }
+}
+
 @Suite("Android look-alikes: Honor Push")
 struct MockHonorTests {
     @Test("token, send with per-token outcomes in failTokens and expireTokens, refusals")
