@@ -37,4 +37,33 @@ struct MockLoadTests {
         #expect(statistics.connectionsAccepted == 4)
         #expect(statistics.streamLimitRaises == 4)
     }
+
+    @Test("h2load: many FCM and Huawei sends multiplexed on few connections all succeed and are counted")
+    func androidRun() throws {
+        let harness = try MockHarness { configuration in
+            configuration.recordedNotificationLimit = 100
+            configuration.streamsBeforeFirstValidToken = 1000
+        }
+        let fcmToken = try harness.fcmAccessToken()
+        try harness.write(harness.fcmMessage(), to: "payload.json")
+        let fcm = try harness.h2load(
+            requests: 1000, connections: 2, streams: 50, headers: ["authorization: Bearer \(fcmToken)"],
+            path: harness.fcmSendPath)
+        #expect(fcm.succeeded == 1000, "\(fcm.output)")
+
+        let huaweiToken = try harness.pushKitAccessToken(path: "/oauth2/v3/token", client: harness.setup.huaweiClient)
+        let tokens = (0..<100).map { "device\($0)" }
+        try harness.write(#"{"message":{"token":\#(MockHarness.tokenArray(tokens)),"data":"x"}}"#, to: "payload.json")
+        let huawei = try harness.h2load(
+            requests: 200, connections: 1, streams: 20, headers: ["authorization: Bearer \(huaweiToken)"],
+            path: harness.huaweiSendPath)
+        #expect(huawei.succeeded == 200, "\(huawei.output)")
+
+        let statistics = harness.server.androidStatistics
+        #expect(statistics.fcm.sendRequests == 1000)
+        #expect(statistics.fcm.messagesDelivered == 1000)
+        #expect(statistics.huawei.messagesDelivered == 200 * 100)
+        #expect(harness.server.receivedAndroidMessages().count == 100)
+        #expect(harness.server.statistics.requests == 0)
+    }
 }
