@@ -50,6 +50,9 @@ let package = Package(
             name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
         // Tiny C for what Swift cannot call: variadic functions and function-like macros.
@@ -83,6 +86,11 @@ let package = Package(
                 "TuisongCore", "TuisongCrypto", "CNGHTTP2", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/TuisongAPNs"),
+        // HTTP/1.1 and HTTP/2 client on libcurl's multi interface: the Android push transports.
+        .target(
+            name: "TuisongHTTPClient",
+            dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/TuisongHTTPClient"),
         .target(
             name: "TuisongAPNsMock",
             dependencies: [
@@ -145,6 +153,11 @@ let package = Package(
             dependencies: [
                 "TuisongDelivery", "TuisongPluginTestKit", "TuisongStore", "TuisongCore", "TuisongAPNs",
                 "TuisongAPNsMock", "TuisongCrypto", .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "TuisongHTTPClientTests",
+            dependencies: [
+                "TuisongHTTPClient", "TuisongHTTP", "TuisongAPNsMock", "TuisongCrypto", "TuisongPluginTestKit",
             ]),
         .testTarget(
             name: "TuisongAPNsTests",

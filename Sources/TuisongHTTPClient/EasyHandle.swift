@@ -1,0 +1,297 @@
+internal import CCurl
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The client's counters: written on the event thread (and by curl's socket callbacks, which
+/// run there), read from any thread through `HTTPClient.statistics`.
+final class ClientCounters: Sendable {
+    let openConnections = Atomic<Int>(0)
+    let connectionsOpened = Atomic<Int>(0)
+    let requestsStarted = Atomic<Int>(0)
+    let requestsCompleted = Atomic<Int>(0)
+    let requestsFailed = Atomic<Int>(0)
+    let inFlight = Atomic<Int>(0)
+
+    var snapshot: HTTPClientStatistics {
+        HTTPClientStatistics(
+            openConnections: openConnections.load(ordering: .relaxed),
+            connectionsOpened: connectionsOpened.load(ordering: .relaxed),
+            requestsStarted: requestsStarted.load(ordering: .relaxed),
+            requestsCompleted: requestsCompleted.load(ordering: .relaxed),
+            requestsFailed: requestsFailed.load(ordering: .relaxed),
+            inFlight: inFlight.load(ordering: .relaxed))
+    }
+}
+
+/// What every transfer of one client shares.
+struct TransferSettings {
+    var connectTimeoutMilliseconds: Int
+    var caFile: String?
+    var userAgent: String
+}
+
+typealias Completion = @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void
+
+/// One curl easy handle and the transfer it carries. Reused from request to request; owned by the
+/// client's event thread and never touched elsewhere.
+final class EasyHandle {
+    let curl: UnsafeMutableRawPointer
+    /// curl writes its message for a failed transfer here (CURLOPT_ERRORBUFFER).
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+
+    /// CURLOPT_UPLOAD_BUFFERSIZE's minimum.
+    static let uploadBufferSize = 16 * 1024
+    static let downloadBufferSize = 8 * 1024
+
+    // The transfer in progress.
+    var completion: Completion?
+    /// Monotonic nanoseconds after which the request has outlived its timeout.
+    var deadline: UInt64 = 0
+    private var responseHeaders: [(name: String, value: String)] = []
+    private var responseBody: [UInt8] = []
+
+    /// Creates the handle with the options every request of the client shares; `counters` (the
+    /// socket callbacks' context) must outlive the handle.
+    init(settings: TransferSettings, counters: UnsafeMutableRawPointer) throws(HTTPClientError) {
+        guard let curl = curl_easy_init() else {
+            throw HTTPClientError(code: "Other", detail: "curl_easy_init failed")
+        }
+        self.curl = curl
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        var failed: CURLcode = CURLE_OK
+        func check(_ code: CURLcode) {
+            if code != CURLE_OK && failed == CURLE_OK { failed = code }
+        }
+        // Only HTTP(S): a URL from configuration must not become file:// or gopher://.
+        check(tuisong_curl_easy_setopt_str(curl, CURLOPT_PROTOCOLS_STR, "http,https"))
+        check(tuisong_curl_easy_setopt_long(curl, CURLOPT_NOSIGNAL, 1))
+        check(tuisong_curl_easy_setopt_long(curl, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+        // Wait for a connection that may multiplex rather than open one more per request.
+        check(tuisong_curl_easy_setopt_long(curl, CURLOPT_PIPEWAIT, 1))
+        check(tuisong_curl_easy_setopt_long(curl, CURLOPT_TCP_NODELAY, 1))
+        // Buffers a handle allocates once and keeps: 64 KB for uploads and 16 KB for downloads by
+        // default, 80 KB for each of up to maxInFlight handles. Push requests and answers are
+        // small JSON; larger bodies still pass, in more rounds.
+        check(tuisong_curl_easy_setopt_long(curl, CURLOPT_UPLOAD_BUFFERSIZE, Self.uploadBufferSize))
+        check(tuisong_curl_easy_setopt_long(curl, CURLOPT_BUFFERSIZE, Self.downloadBufferSize))
+        if let caFile = settings.caFile {
+            check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CAINFO, caFile))
+        }
+        check(tuisong_curl_easy_setopt_str(curl, CURLOPT_USERAGENT, settings.userAgent))
+        check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_ERRORBUFFER, errorBuffer))
+        check(tuisong_curl_easy_setopt_write_function(curl, CURLOPT_WRITEFUNCTION, bodyCallback))
+        check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_WRITEDATA, context))
+        check(tuisong_curl_easy_setopt_write_function(curl, CURLOPT_HEADERFUNCTION, headerCallback))
+        check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_HEADERDATA, context))
+        check(tuisong_curl_easy_setopt_opensocket_function(curl, openSocketCallback))
+        check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_OPENSOCKETDATA, counters))
+        check(tuisong_curl_easy_setopt_closesocket_function(curl, closeSocketCallback))
+        check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_CLOSESOCKETDATA, counters))
+        guard failed == CURLE_OK else { throw error(for: failed) }
+    }
+
+    deinit {
+        curl_easy_cleanup(curl)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+    }
+
+    /// Sets the options of `request`, every one a previous request may have set (the handle is
+    /// reused without curl_easy_reset, which would throw away the shared options above).
+    /// Returns the error when curl refuses one.
+    func prepare(
+        _ request: HTTPClientRequest, timeoutMilliseconds: Int, connectTimeoutMilliseconds: Int
+    ) -> HTTPClientError? {
+        errorBuffer[0] = 0
+        var failed: CURLcode = CURLE_OK
+        func check(_ code: CURLcode) {
+            if code != CURLE_OK && failed == CURLE_OK { failed = code }
+        }
+        check(tuisong_curl_easy_setopt_str(curl, CURLOPT_URL, request.url))
+        check(tuisong_curl_easy_setopt_long(curl, CURLOPT_TIMEOUT_MS, timeoutMilliseconds))
+        check(
+            tuisong_curl_easy_setopt_long(
+                curl, CURLOPT_CONNECTTIMEOUT_MS, min(connectTimeoutMilliseconds, timeoutMilliseconds)))
+
+        let method = request.method.uppercased()
+        if method == "HEAD" {
+            check(tuisong_curl_easy_setopt_long(curl, CURLOPT_NOBODY, 1))
+            check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CUSTOMREQUEST, nil))
+        } else if !request.body.isEmpty || method == "POST" || method == "PUT" || method == "PATCH" {
+            check(tuisong_curl_easy_setopt_long(curl, CURLOPT_NOBODY, 0))
+            // The size first: COPYPOSTFIELDS then copies exactly that many bytes (NULs included).
+            check(tuisong_curl_easy_setopt_off(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
+            if request.body.isEmpty {
+                check(tuisong_curl_easy_setopt_str(curl, CURLOPT_COPYPOSTFIELDS, ""))
+            } else {
+                request.body.withUnsafeBytes { bytes in
+                    check(
+                        tuisong_curl_easy_setopt_str(
+                            curl, CURLOPT_COPYPOSTFIELDS, bytes.baseAddress!.assumingMemoryBound(to: CChar.self)))
+                }
+            }
+            check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CUSTOMREQUEST, method == "POST" ? nil : method))
+        } else {
+            // Back to a bodiless GET (NOBODY off, no upload), then the method's own name.
+            check(tuisong_curl_easy_setopt_long(curl, CURLOPT_HTTPGET, 1))
+            check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CUSTOMREQUEST, method == "GET" ? nil : method))
+        }
+
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in request.headers {
+            // "Name;" is curl's way to send a header with an empty value ("Name:" removes it).
+            let line = header.value.isEmpty ? "\(header.name);" : "\(header.name): \(header.value)"
+            list = curl_slist_append(list, line)
+        }
+        // No "Expect: 100-continue" round trip before an HTTP/1.1 body over 1 KB.
+        list = curl_slist_append(list, "Expect:")
+        headerList = list
+        check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_HTTPHEADER, list))
+
+        guard failed == CURLE_OK else { return error(for: failed) }
+        return nil
+    }
+
+    /// The answer (or error) of the finished transfer; leaves the handle empty.
+    func outcome(_ result: CURLcode) -> Result<HTTPClientResponse, HTTPClientError> {
+        defer {
+            responseHeaders = []
+            responseBody = []
+        }
+        guard result == CURLE_OK else { return .failure(error(for: result)) }
+        var status = 0
+        _ = tuisong_curl_easy_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
+        var version = 0
+        _ = tuisong_curl_easy_getinfo_long(curl, CURLINFO_HTTP_VERSION, &version)
+        let httpVersion =
+            switch version {
+            case Int(CURL_HTTP_VERSION_2_0): 2
+            case Int(CURL_HTTP_VERSION_3): 3
+            default: 1
+            }
+        return .success(
+            HTTPClientResponse(
+                status: status, headers: responseHeaders, body: responseBody, httpVersion: httpVersion))
+    }
+
+    /// Forgets the request once its transfer has ended: its header list (the handle's pointer to
+    /// it cleared first), completion and response. The body copy curl made stays until the next
+    /// request replaces it (a GET sets no body) or the handle is cleaned up.
+    func clear() {
+        _ = tuisong_curl_easy_setopt_ptr(curl, CURLOPT_HTTPHEADER, nil)
+        curl_slist_free_all(headerList)
+        headerList = nil
+        completion = nil
+        responseHeaders = []
+        responseBody = []
+    }
+
+    func error(for code: CURLcode) -> HTTPClientError {
+        var detail = String(cString: errorBuffer)
+        if detail.isEmpty { detail = String(cString: curl_easy_strerror(code)) }
+        return HTTPClientError(code: Self.errorCode(for: code), detail: "\(detail) (curl error \(code.rawValue))")
+    }
+
+    static func errorCode(for code: CURLcode) -> String {
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT: "Timeout"
+        case CURLE_COULDNT_CONNECT: "ConnectFailed"
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: "ResolveFailed"
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+            CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
+            CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CRL_BADFILE, CURLE_SSL_CLIENTCERT,
+            CURLE_USE_SSL_FAILED:
+            "TLS"
+        case CURLE_ABORTED_BY_CALLBACK: "Aborted"
+        default: "Other"
+        }
+    }
+
+    // MARK: Called from curl's callbacks (on the event thread, inside curl_multi_perform)
+
+    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) {
+        responseBody.append(contentsOf: bytes)
+    }
+
+    /// One header line as curl hands it over (CRLF included). A status line starts a new
+    /// header block, so an interim 1xx answer's headers are dropped.
+    fileprivate func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+        var end = line.count
+        while end > 0 && (line[end - 1] == 10 || line[end - 1] == 13) { end -= 1 }
+        guard end > 0 else { return }
+        if end >= 5 && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T") && line[2] == UInt8(ascii: "T")
+            && line[3] == UInt8(ascii: "P") && line[4] == UInt8(ascii: "/")
+        {
+            responseHeaders.removeAll(keepingCapacity: true)
+            return
+        }
+        // A line without a colon (an obsolete folded continuation) carries no header of its own.
+        guard let colon = line[..<end].firstIndex(of: UInt8(ascii: ":")) else { return }
+        var valueStart = colon + 1
+        while valueStart < end && (line[valueStart] == 32 || line[valueStart] == 9) { valueStart += 1 }
+        var valueEnd = end
+        while valueEnd > valueStart && (line[valueEnd - 1] == 32 || line[valueEnd - 1] == 9) { valueEnd -= 1 }
+        let name = String(unsafeUninitializedCapacity: colon) { buffer in
+            for index in 0..<colon {
+                let byte = line[index]
+                buffer[index] = byte >= 65 && byte <= 90 ? byte + 32 : byte
+            }
+            return colon
+        }
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]), as: UTF8.self)
+        responseHeaders.append((name: name, value: value))
+    }
+}
+
+@available(*, unavailable)
+extension EasyHandle: Sendable {}
+
+// C callbacks: free functions (never closures written in main.swift, see design.md), touching
+// only the object their context pointer names.
+
+/// CURLOPT_WRITEFUNCTION: appends body bytes to the handle's response.
+private let bodyCallback: curl_write_callback = { buffer, size, count, context in
+    let length = size * count
+    guard let buffer, let context, length > 0 else { return length }
+    Unmanaged<EasyHandle>.fromOpaque(context).takeUnretainedValue()
+        .receiveBody(UnsafeRawBufferPointer(start: buffer, count: length))
+    return length
+}
+
+/// CURLOPT_HEADERFUNCTION: one header line at a time.
+private let headerCallback: curl_write_callback = { buffer, size, count, context in
+    let length = size * count
+    guard let buffer, let context, length > 0 else { return length }
+    Unmanaged<EasyHandle>.fromOpaque(context).takeUnretainedValue()
+        .receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
+    return length
+}
+
+/// CURLOPT_OPENSOCKETFUNCTION: opens the socket as curl would (curl sets non-blocking and the
+/// socket options afterwards) and counts it.
+private let openSocketCallback: curl_opensocket_callback = { context, _, address in
+    guard let context, let address else { return tuisong_curl_socket_bad() }
+    let fd = socket(
+        address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+    guard fd >= 0 else { return tuisong_curl_socket_bad() }
+    let counters = Unmanaged<ClientCounters>.fromOpaque(context).takeUnretainedValue()
+    counters.openConnections.add(1, ordering: .relaxed)
+    counters.connectionsOpened.add(1, ordering: .relaxed)
+    return fd
+}
+
+/// CURLOPT_CLOSESOCKETFUNCTION: closes what the open callback opened, and counts it.
+private let closeSocketCallback: curl_closesocket_callback = { context, fd in
+    if let context {
+        Unmanaged<ClientCounters>.fromOpaque(context).takeUnretainedValue()
+            .openConnections.subtract(1, ordering: .relaxed)
+    }
+    return close(fd)
+}

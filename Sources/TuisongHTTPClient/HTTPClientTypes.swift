@@ -1,0 +1,102 @@
+/// One HTTP request for `HTTPClient`.
+///
+///     let request = HTTPClientRequest(
+///         url: "https://fcm.googleapis.com/v1/projects/p/messages:send",
+///         headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")],
+///         body: Array(json.utf8))
+public struct HTTPClientRequest: Sendable {
+    /// "POST", "GET", "PUT", "DELETE", "PATCH", "HEAD" (any other token is sent as is).
+    public var method: String
+    /// An absolute `http://` or `https://` URL; other schemes are refused.
+    public var url: String
+    /// Sent in this order. A body without a `Content-Type` goes out as curl's default,
+    /// `application/x-www-form-urlencoded`.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// The whole request, counted from `execute`: time waiting in the client's queue, connecting,
+    /// sending and receiving. Past it the request fails with code "Timeout".
+    public var timeout: Duration
+
+    public init(
+        method: String = "POST", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+        timeout: Duration = .seconds(30)
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+}
+
+/// An HTTP answer, whatever its status (a 4xx or 5xx is a response, not an `HTTPClientError`).
+public struct HTTPClientResponse: Sendable {
+    public var status: Int
+    /// In the order received; names lowercased. Interim (1xx) answers are not included.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// 1 or 2: the HTTP version the connection negotiated (2 only over TLS with ALPN h2).
+    public var httpVersion: Int
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], httpVersion: Int = 1) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.httpVersion = httpVersion
+    }
+
+    /// The first header named `name`, compared case-insensitively: `response.header("Retry-After")`.
+    public func header(_ name: String) -> String? {
+        let wanted = name.lowercased()
+        return headers.first { $0.name == wanted }?.value
+    }
+}
+
+/// A request that got no HTTP answer.
+///
+/// `code` is one of a few stable names — "Timeout", "ConnectFailed", "ResolveFailed", "TLS",
+/// "Shutdown", "Aborted", "Other" — and `detail` is curl's own message (its error buffer).
+public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var code: String
+    public var detail: String
+
+    public init(code: String, detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { detail.isEmpty ? code : "\(code): \(detail)" }
+
+    static func shutdown() -> HTTPClientError {
+        HTTPClientError(code: "Shutdown", detail: "the HTTP client was shut down")
+    }
+}
+
+/// A snapshot of one client's counters, since it was created.
+public struct HTTPClientStatistics: Sendable, Hashable {
+    /// Sockets open now (connections in use or kept alive in curl's cache).
+    public var openConnections: Int
+    /// Sockets ever opened (each connection attempt counts, successful or not).
+    public var connectionsOpened: Int
+    /// Requests handed to curl.
+    public var requestsStarted: Int
+    /// Requests answered with an HTTP status (any status).
+    public var requestsCompleted: Int
+    /// Requests that ended without an HTTP answer: transport errors, timeouts (queued ones
+    /// included) and shutdown.
+    public var requestsFailed: Int
+    /// Requests in curl now (at most `Configuration.maxInFlight`); the rest wait in the queue.
+    public var inFlight: Int
+
+    public init(
+        openConnections: Int = 0, connectionsOpened: Int = 0, requestsStarted: Int = 0, requestsCompleted: Int = 0,
+        requestsFailed: Int = 0, inFlight: Int = 0
+    ) {
+        self.openConnections = openConnections
+        self.connectionsOpened = connectionsOpened
+        self.requestsStarted = requestsStarted
+        self.requestsCompleted = requestsCompleted
+        self.requestsFailed = requestsFailed
+        self.inFlight = inFlight
+    }
+}

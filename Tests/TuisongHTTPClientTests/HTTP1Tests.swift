@@ -1,0 +1,225 @@
+import Foundation
+import Testing
+import TuisongHTTP
+import TuisongHTTPClient
+import TuisongPluginTestKit
+
+@Suite("HTTPClient over HTTP/1.1 (libmicrohttpd on loopback)")
+struct HTTP1Tests {
+    private func echoRouter() -> Router {
+        let router = Router()
+        let echo: Handler = { request in
+            var response = Response.json(
+                object: [
+                    "method": request.method.rawValue,
+                    "path": request.rawTarget,
+                    "body": String(decoding: request.body, as: UTF8.self),
+                    "contentType": request.headers["content-type"] ?? "",
+                    "custom": request.headers["x-custom"] ?? "",
+                    "agent": request.headers["user-agent"] ?? "",
+                    "expect": request.headers["expect"] ?? "",
+                ], status: request.method == .POST ? 201 : 200)
+            response.headers.add(name: "X-Reply", value: "yes")
+            response.headers.add(name: "X-Reply", value: "second")
+            return response
+        }
+        router.add(.GET, "/echo", handler: echo)
+        router.add(.POST, "/echo", handler: echo)
+        router.add(.PUT, "/echo", handler: echo)
+        router.add(.DELETE, "/echo", handler: echo)
+        router.add(.HEAD, "/echo", handler: echo)
+        return router
+    }
+
+    private func json(_ response: HTTPClientResponse) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+    }
+
+    @Test("GET and POST: method, body, headers and status round-trip; response headers read")
+    func roundTrip() async throws {
+        try await withHTTPServer(router: echoRouter()) { server in
+            let client = try HTTPClient(label: "test-http1")
+            defer { client.shutdown() }
+            let base = "http://127.0.0.1:\(server.port)"
+
+            let get = try await client.execute(
+                HTTPClientRequest(method: "GET", url: "\(base)/echo?q=1", headers: [("X-Custom", "hello")])
+            ).get()
+            #expect(get.status == 200)
+            #expect(get.httpVersion == 1)
+            #expect(get.header("x-reply") == "yes")
+            #expect(get.header("X-REPLY") == "yes")
+            #expect(get.headers.filter { $0.name == "x-reply" }.map(\.value) == ["yes", "second"])
+            #expect(get.header("Content-Type") == "application/json; charset=utf-8")
+            #expect(get.headers.allSatisfy { $0.name == $0.name.lowercased() })
+            let getEcho = try json(get)
+            #expect(getEcho["method"] as? String == "GET")
+            #expect(getEcho["path"] as? String == "/echo?q=1")
+            #expect(getEcho["custom"] as? String == "hello")
+            #expect(getEcho["agent"] as? String == "tuisong")
+
+            // Over 1 KB: no Expect: 100-continue round trip.
+            let text = #"{"message":"推送 \#(String(repeating: "x", count: 2000))"}"#
+            let post = try await client.execute(
+                HTTPClientRequest(
+                    url: "\(base)/echo", headers: [("Content-Type", "application/json"), ("X-Custom", "")],
+                    body: Array(text.utf8))
+            ).get()
+            #expect(post.status == 201)
+            let postEcho = try json(post)
+            #expect(postEcho["method"] as? String == "POST")
+            #expect(postEcho["body"] as? String == text)
+            #expect(postEcho["contentType"] as? String == "application/json")
+            #expect(postEcho["expect"] as? String == "")
+
+            let form = try await client.execute(
+                HTTPClientRequest(url: "\(base)/echo", body: FormEncoding.encode([("a", "b c")]))
+            ).get()
+            #expect(try json(form)["contentType"] as? String == "application/x-www-form-urlencoded")
+            #expect(try json(form)["body"] as? String == "a=b+c")
+
+            let put = try await client.execute(
+                HTTPClientRequest(method: "PUT", url: "\(base)/echo", body: Array("p".utf8))
+            ).get()
+            #expect(try json(put)["method"] as? String == "PUT")
+            #expect(try json(put)["body"] as? String == "p")
+            // The one easy handle is reused: nothing of the PUT (method, body) may stick.
+            let delete = try await client.execute(HTTPClientRequest(method: "DELETE", url: "\(base)/echo")).get()
+            #expect(try json(delete)["method"] as? String == "DELETE")
+            #expect(try json(delete)["body"] as? String == "")
+            let head = try await client.execute(HTTPClientRequest(method: "HEAD", url: "\(base)/echo")).get()
+            #expect(head.status == 200)
+            #expect(head.body.isEmpty)
+            let again = try await client.execute(HTTPClientRequest(method: "GET", url: "\(base)/echo")).get()
+            #expect(try json(again)["method"] as? String == "GET")
+            #expect(try json(again)["body"] as? String == "")
+            #expect(try json(again)["custom"] as? String == "")
+
+            let missing = try await client.execute(HTTPClientRequest(method: "GET", url: "\(base)/nowhere")).get()
+            #expect(missing.status == 404)
+
+            let statistics = client.statistics
+            #expect(statistics.requestsStarted == 8)
+            #expect(statistics.requestsCompleted == 8)
+            #expect(statistics.requestsFailed == 0)
+            #expect(statistics.inFlight == 0)
+        }
+    }
+
+    @Test("sequential requests reuse one kept-alive connection")
+    func keepAlive() async throws {
+        try await withHTTPServer(router: echoRouter()) { server in
+            let client = try HTTPClient(label: "test-keepalive")
+            for index in 0..<50 {
+                let response = try await client.execute(
+                    HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/echo?n=\(index)")
+                ).get()
+                #expect(response.status == 200)
+            }
+            let statistics = client.statistics
+            #expect(statistics.requestsCompleted == 50)
+            #expect(statistics.connectionsOpened == 1)
+            #expect(statistics.openConnections == 1)
+            client.shutdown()
+            #expect(client.statistics.openConnections == 0)
+        }
+    }
+
+    @Test("concurrent HTTP/1.1 requests stay within maxConnectionsPerHost")
+    func connectionLimit() async throws {
+        try await withHTTPServer(router: echoRouter()) { server in
+            let client = try HTTPClient(configuration: .init(maxConnectionsPerHost: 2), label: "test-limit")
+            defer { client.shutdown() }
+            let statuses = await withTaskGroup(of: Int.self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        let result = await client.execute(
+                            HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/echo?n=\(index)"))
+                        return (try? result.get().status) ?? -1
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 200, count: 40))
+            #expect(client.statistics.connectionsOpened <= 2)
+        }
+    }
+
+    @Test("a closed port fails ConnectFailed; an unknown host ResolveFailed; a bad scheme Other")
+    func connectFailures() async throws {
+        let client = try HTTPClient(label: "test-refused")
+        defer { client.shutdown() }
+        let port = try closedPort()
+        let refused = await client.execute(HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(port)/"))
+        #expect(refused.failureCode == "ConnectFailed")
+        if case .failure(let error) = refused { #expect(!error.detail.isEmpty) }
+
+        let unresolved = await client.execute(HTTPClientRequest(method: "GET", url: "http://nowhere.invalid/"))
+        #expect(unresolved.failureCode == "ResolveFailed")
+
+        let file = await client.execute(HTTPClientRequest(method: "GET", url: "file:///etc/passwd"))
+        #expect(file.failureCode == "Other")
+
+        #expect(client.statistics.requestsFailed == 3)
+        #expect(client.statistics.requestsCompleted == 0)
+        #expect(client.statistics.openConnections == 0)
+    }
+
+    @Test("a server that never answers: Timeout, in flight and in the queue")
+    func timeout() async throws {
+        let listener = try SilentListener()
+        let client = try HTTPClient(configuration: .init(maxInFlight: 1), label: "test-timeout")
+        defer { client.shutdown() }
+        let url = "http://127.0.0.1:\(listener.port)/"
+        async let first = client.execute(HTTPClientRequest(method: "GET", url: url, timeout: .milliseconds(300)))
+        // Queued behind the first (one in flight at most): its timeout runs in the queue too.
+        async let second = client.execute(HTTPClientRequest(method: "GET", url: url, timeout: .milliseconds(200)))
+        let results = await [first, second]
+        #expect(results.map(\.failureCode) == ["Timeout", "Timeout"])
+        #expect(client.statistics.requestsFailed == 2)
+        #expect(client.statistics.inFlight == 0)
+    }
+
+    @Test("shutdown fails in-flight and queued requests with Shutdown, is idempotent, refuses new ones")
+    func shutdown() async throws {
+        let listener = try SilentListener()
+        let client = try HTTPClient(configuration: .init(maxInFlight: 1), label: "test-shutdown")
+        let box = ResultBox()
+        let url = "http://127.0.0.1:\(listener.port)/"
+        for _ in 0..<4 {
+            client.execute(HTTPClientRequest(method: "GET", url: url)) { box.append($0) }
+        }
+        try await waitUntil("one request in flight") {
+            client.statistics.inFlight == 1 && client.statistics.openConnections == 1
+        }
+        #expect(box.count == 0)
+        client.shutdown()
+        // Every completion ran before shutdown returned.
+        #expect(box.all.map(\.failureCode) == Array(repeating: "Shutdown", count: 4))
+        client.shutdown()
+        let late = await client.execute(HTTPClientRequest(method: "GET", url: url))
+        #expect(late.failureCode == "Shutdown")
+        let statistics = client.statistics
+        #expect(statistics.requestsStarted == 1)
+        #expect(statistics.requestsFailed == 5)
+        #expect(statistics.inFlight == 0)
+        #expect(statistics.openConnections == 0)
+    }
+
+    @Test("shutdown from a completion on the event thread does not deadlock")
+    func shutdownFromCompletion() async throws {
+        try await withHTTPServer(router: echoRouter()) { server in
+            let client = try HTTPClient(label: "test-self-stop")
+            let result = await withCheckedContinuation { continuation in
+                client.execute(HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/echo")) {
+                    result in
+                    client.shutdown()
+                    continuation.resume(returning: result)
+                }
+            }
+            #expect((try? result.get().status) == 200)
+            client.shutdown()
+            #expect(client.statistics.openConnections == 0)
+        }
+    }
+}
