@@ -106,11 +106,41 @@ let package = Package(
                 "TuisongCore", "TuisongAPNs", "TuisongCrypto", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/TuisongDelivery"),
+        // The Android transports behind the delivery seam, one folder each; the kit holds what
+        // they share besides the seam (OAuth token answers, the token-batch sender).
+        .target(
+            name: "TuisongTransportKit",
+            dependencies: [
+                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Transports/Kit"),
+        .target(
+            name: "TuisongFCM",
+            dependencies: [
+                "TuisongCore", "TuisongCrypto", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Transports/FCM"),
+        .target(
+            name: "TuisongHuawei",
+            dependencies: [
+                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Transports/Huawei"),
+        .target(
+            name: "TuisongHonor",
+            dependencies: [
+                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Transports/Honor"),
         .target(
             name: "TuisongGateway",
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
-                "TuisongAPNs", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+                "TuisongAPNs", "TuisongAPNsMock", "TuisongHTTPClient", "TuisongFCM", "TuisongHuawei", "TuisongHonor",
+                .product(name: "Logging", package: "swift-log"),
             ] + vendors.map { .target(name: "\($0)Provider") },
             path: "Sources/TuisongGateway"),
         .executableTarget(
@@ -147,6 +177,13 @@ let package = Package(
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),
         .testTarget(name: "TuisongCryptoTests", dependencies: ["TuisongCrypto"]),
         .testTarget(name: "TuisongHTTPTests", dependencies: ["TuisongHTTP", "TuisongPluginTestKit"]),
+        .testTarget(
+            name: "TuisongTransportsTests",
+            dependencies: [
+                "TuisongFCM", "TuisongHuawei", "TuisongHonor", "TuisongTransportKit", "TuisongDelivery", "TuisongCore",
+                "TuisongCrypto", "TuisongHTTPClient", "TuisongAPNsMock", "TuisongPluginTestKit",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(name: "TuisongStoreTests", dependencies: ["TuisongStore", "TuisongCore", "TuisongPluginTestKit"]),
         .testTarget(
             name: "TuisongDeliveryTests",

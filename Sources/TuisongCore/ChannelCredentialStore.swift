@@ -16,6 +16,8 @@ public struct ChannelCredentialRecord: Sendable, Hashable {
     /// Who signs in: the service account's `client_email`, the OAuth client id.
     public var clientID: String
     public var encryptedSecret: [UInt8]
+    /// Settings that are not secret (`badge_class` for Huawei and Honor).
+    public var options: [String: String]
     /// `ok`, or `failing` after the service refused it.
     public var status: String
     public var statusReason: String?
@@ -23,7 +25,8 @@ public struct ChannelCredentialRecord: Sendable, Hashable {
 
     public init(
         id: Int64, appID: Int64, channel: PushChannel, selector: String?, vendorAppID: String, clientID: String,
-        encryptedSecret: [UInt8], status: String, statusReason: String?, createdAt: Date
+        encryptedSecret: [UInt8], options: [String: String] = [:], status: String, statusReason: String?,
+        createdAt: Date
     ) {
         self.id = id
         self.appID = appID
@@ -32,6 +35,7 @@ public struct ChannelCredentialRecord: Sendable, Hashable {
         self.vendorAppID = vendorAppID
         self.clientID = clientID
         self.encryptedSecret = encryptedSecret
+        self.options = options
         self.status = status
         self.statusReason = statusReason
         self.createdAt = createdAt
@@ -47,11 +51,13 @@ public struct NewChannelCredential: Sendable, Hashable {
     public var vendorAppID: String
     public var clientID: String
     public var encryptedSecret: [UInt8]
+    public var options: [String: String]
 
     public init(
         appID: Int64, channel: PushChannel, selector: String? = nil, vendorAppID: String, clientID: String,
-        encryptedSecret: [UInt8]
+        encryptedSecret: [UInt8], options: [String: String] = [:]
     ) {
+        self.options = options
         self.appID = appID
         self.channel = channel
         self.selector = selector

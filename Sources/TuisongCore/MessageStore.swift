@@ -288,12 +288,16 @@ public struct MessageProgress: Sendable {
     public var invalidations: [DeviceInvalidation]
     /// Set when this flush finishes the expansion.
     public var finalState: MessageState?
+    /// First-attempt deliveries by channel (they leave no delivery row), for per-channel counts.
+    public var deliveredByChannel: [PushChannel: Int]
 
     public init(
         messageID: Int64, cursor: Int64, counts: DeliveryCounts = DeliveryCounts(),
         failures: [String: Int] = [:], skips: [String: Int] = [:], deliveries: [NewDelivery] = [],
-        invalidations: [DeviceInvalidation] = [], finalState: MessageState? = nil
+        invalidations: [DeviceInvalidation] = [], finalState: MessageState? = nil,
+        deliveredByChannel: [PushChannel: Int] = [:]
     ) {
+        self.deliveredByChannel = deliveredByChannel
         self.messageID = messageID
         self.cursor = cursor
         self.counts = counts
@@ -340,6 +344,9 @@ public protocol MessageStore: Sendable {
     func message(id: Int64) async throws -> MessageRecord?
     /// The changing parts of a message, cheaply (a status poll). nil: no such message.
     func messageProgress(id: Int64) async throws -> MessageProgressSnapshot?
+    /// A message's committed outcomes per push service (what has been flushed; the live
+    /// counts of a sending message are ahead of these).
+    func channelCounts(messageID: Int64) async throws -> [PushChannel: DeliveryCounts]
     func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord?
     /// Recent messages of an app (or all apps), newest first.
     func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord]

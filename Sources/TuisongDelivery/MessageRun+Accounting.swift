@@ -17,12 +17,14 @@ extension MessageRun {
         }
         let (pageDone, drained) = state.withLock { state -> (Bool, Bool) in
             state.inFlight -= reports.count
+            var delivered = 0
             for (position, report) in reports.enumerated() {
                 // This runs on the APNs pool's event loop thread, which also does the sending:
                 // the common outcome touches neither the entry nor its payload.
                 if case .delivered = report.outcome {
                     state.pages[page].pending -= 1
                     state.pages[page].counts.delivered += 1
+                    delivered += 1
                     continue
                 }
                 // In place (inout on the array element): a copy would duplicate the page's arrays.
@@ -30,6 +32,10 @@ extension MessageRun {
                     .outcome(report.outcome), entry: chunk[report.index], payload: payloads?[report.index],
                     attempted: true, retryAt: retryDates.isEmpty ? nil : retryDates[position], now: now,
                     to: &state.pages[page])
+            }
+            // A chunk is one plan group, so one channel: counted once, not per push.
+            if delivered > 0, let channel = chunk.first?.channel {
+                state.pages[page].deliveredByChannel[channel, default: 0] += delivered
             }
             return (page == state.flushedPages && state.pages[page].pending == 0, state.inFlight == 0)
         }
@@ -82,6 +88,7 @@ extension MessageRun {
             row(.skipped, reason)
         case .outcome(.delivered):
             results.counts.delivered += 1
+            results.deliveredByChannel[entry.channel, default: 0] += 1
         case .outcome(.invalidate(let typed, let since)):
             let reason = typed.description
             results.counts.failed += 1
@@ -103,6 +110,11 @@ extension MessageRun {
         case .outcome(.held(let typed)):
             results.counts.held += 1
             row(.held, typed.description)
+        case .outcome(.skipped(let typed)):
+            let reason = typed.description
+            results.counts.skipped += 1
+            results.skips[reason, default: 0] += 1
+            row(.skipped, reason)
         case .outcome(.failed(let typed)):
             let reason = typed.description
             results.counts.failed += 1
@@ -137,6 +149,7 @@ extension MessageRun {
                 for (reason, n) in page.skips { progress.skips[reason, default: 0] += n }
                 progress.deliveries += page.deliveries
                 progress.invalidations += page.invalidations
+                for (channel, n) in page.deliveredByChannel { progress.deliveredByChannel[channel, default: 0] += n }
                 state.pages[index] = PageResults(lastPosition: page.lastPosition, pending: 0)
             }
             state.flushedPages = end

@@ -19,6 +19,7 @@ final class MessageRun: Sendable {
         var skips: [String: Int] = [:]
         var deliveries: [NewDelivery] = []
         var invalidations: [DeviceInvalidation] = []
+        var deliveredByChannel: [PushChannel: Int] = [:]
     }
 
     struct State {

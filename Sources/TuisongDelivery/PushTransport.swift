@@ -96,6 +96,9 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     case messageGone
     /// The device's channel has no transport in this gateway.
     case channelNotConfigured
+    /// The app has no credential for the device's Android push service: skipped, not held
+    /// (an Android app may deliberately leave a service unconfigured).
+    case noChannelCredential
     /// A reason this build does not know, kept verbatim.
     case unknown(String)
 
@@ -103,7 +106,7 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         "NoCredential": .noCredential, "no_credential_for_selector": .noCredentialForSelector,
         "CredentialLookupFailed": .credentialLookupFailed, "CredentialUnusable": .credentialUnusable,
         "CredentialFailing": .credentialFailing, "PayloadTooLarge": .payloadTooLarge, "MessageGone": .messageGone,
-        "ChannelNotConfigured": .channelNotConfigured,
+        "ChannelNotConfigured": .channelNotConfigured, "no_credential": .noChannelCredential,
     ]
 
     /// Parses a stored reason: the gateway's own first, then APNs's, else `.unknown`.
@@ -132,6 +135,7 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         case .payloadTooLarge: "PayloadTooLarge"
         case .messageGone: "MessageGone"
         case .channelNotConfigured: "ChannelNotConfigured"
+        case .noChannelCredential: "no_credential"
         case .unknown(let raw): raw
         }
     }
@@ -146,13 +150,18 @@ public enum SendOutcome: Sendable, Hashable {
     case retry(SendReason, after: Duration?)
     /// The app's credential is missing or failing: kept, visible, released when fixed.
     case held(SendReason)
+    /// Not sent, by design rather than fault (no credential for the device's channel):
+    /// recorded as skipped with the reason.
+    case skipped(SendReason)
     case failed(SendReason)
 
     /// The reason, nil when delivered.
     public var reason: SendReason? {
         switch self {
         case .delivered: nil
-        case .invalidate(let reason, _), .retry(let reason, _), .held(let reason), .failed(let reason): reason
+        case .invalidate(let reason, _), .retry(let reason, _), .held(let reason), .skipped(let reason),
+            .failed(let reason):
+            reason
         }
     }
 }

@@ -115,6 +115,8 @@ struct RetryWorker: Sendable {
             return update(.failed, reason)
         case .held(let reason):
             return update(.held, reason)
+        case .skipped(let reason):
+            return update(.skipped, reason)
         case .failed(let reason):
             return update(.failed, reason)
         }

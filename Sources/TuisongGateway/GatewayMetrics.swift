@@ -16,6 +16,8 @@ public final class GatewayMetrics: Sendable {
     let skips: CounterFamily
     /// From handing a push to the APNs pool to its answer.
     let apnsResponseSeconds: HistogramFamily
+    /// From handing a push to an Android transport to its service's answer.
+    let channelResponseSeconds: HistogramFamily
     let httpRequests: CounterFamily
     let httpRequestSeconds: HistogramFamily
 
@@ -30,14 +32,18 @@ public final class GatewayMetrics: Sendable {
             labels: ["vendor"])
         deliveries = registry.counter(
             "tuisong_deliveries_total",
-            "Delivery attempts by outcome (delivered, invalidated, retry, held, failed) and reason (APNs reason or the gateway's; empty when delivered).",
-            labels: ["outcome", "reason"])
+            "Delivery attempts by push service (apns, fcm, huawei, honor), outcome (delivered, invalidated, retry, held, skipped, failed) and reason (the service's or the gateway's; empty when delivered).",
+            labels: ["channel", "outcome", "reason"])
         skips = registry.counter(
             "tuisong_delivery_skips_total", "Audience devices not sent to, by reason.", labels: ["reason"])
         apnsResponseSeconds = registry.histogram(
             "tuisong_apns_response_seconds",
             "Seconds from handing a push to the APNs connection pool to APNs's answer (includes waiting for a free stream).",
             labels: ["environment"], buckets: Self.latencyBuckets)
+        channelResponseSeconds = registry.histogram(
+            "tuisong_channel_response_seconds",
+            "Seconds from handing a push to an Android push service's transport to the service's answer (token fetch and queueing included).",
+            labels: ["channel"], buckets: Self.latencyBuckets)
         httpRequests = registry.counter(
             "tuisong_http_requests_total", "HTTP requests answered, by route group and status.",
             labels: ["group", "status"])
@@ -64,7 +70,7 @@ public final class GatewayMetrics: Sendable {
     }
 
     /// Counts one batch of outcomes under one lock per family.
-    func record(_ outcomes: [SendOutcome], seconds: Double, environment: APNsEnvironment) {
+    func record(_ outcomes: [SendOutcome], seconds: Double, channel: PushChannel, environment: APNsEnvironment) {
         var counts: [LabelValues: UInt64] = [:]
         var delivered: UInt64 = 0
         var answered = 0
@@ -73,17 +79,21 @@ public final class GatewayMetrics: Sendable {
             case .delivered:
                 delivered += 1  // the common case, counted without hashing labels
                 answered += 1
-            case .held:
+            case .held, .skipped:
                 // Usually decided before anything is sent (no usable credential): no answer time.
-                counts[outcome.metricLabels, default: 0] += 1
+                counts[outcome.metricLabels(channel), default: 0] += 1
             default:
-                counts[outcome.metricLabels, default: 0] += 1
+                counts[outcome.metricLabels(channel), default: 0] += 1
                 answered += 1
             }
         }
-        if delivered > 0 { counts[SendOutcome.deliveredLabels, default: 0] += delivered }
+        if delivered > 0 { counts[[channel.rawValue, "delivered", ""], default: 0] += delivered }
         deliveries.increment(counts)
-        apnsResponseSeconds.observe(seconds, times: answered, [environment.rawValue])
+        if channel == .apns {
+            apnsResponseSeconds.observe(seconds, times: answered, [environment.rawValue])
+        } else {
+            channelResponseSeconds.observe(seconds, times: answered, [channel.rawValue])
+        }
     }
 }
 
@@ -98,15 +108,14 @@ extension GatewayMetrics: DeliveryObserver {
 }
 
 extension SendOutcome {
-    static let deliveredLabels: LabelValues = ["delivered", ""]
-
-    var metricLabels: LabelValues {
+    func metricLabels(_ channel: PushChannel) -> LabelValues {
         switch self {
-        case .delivered: ["delivered", ""]
-        case .invalidate(let reason, _): ["invalidated", reason.description]
-        case .retry(let reason, _): ["retry", reason.description]
-        case .held(let reason): ["held", reason.description]
-        case .failed(let reason): ["failed", reason.description]
+        case .delivered: [channel.rawValue, "delivered", ""]
+        case .invalidate(let reason, _): [channel.rawValue, "invalidated", reason.description]
+        case .retry(let reason, _): [channel.rawValue, "retry", reason.description]
+        case .held(let reason): [channel.rawValue, "held", reason.description]
+        case .skipped(let reason): [channel.rawValue, "skipped", reason.description]
+        case .failed(let reason): [channel.rawValue, "failed", reason.description]
         }
     }
 }
@@ -125,23 +134,32 @@ final class MeteredTransport: PushTransport {
     func send(_ batch: PushBatch, report: @escaping @Sendable ([SendReport]) -> Void) async {
         let started = ContinuousClock.now
         let metrics = self.metrics
-        // The environment of each push, for the latency histogram's label; one value when the
-        // batch has one environment (the usual case), so nothing is copied per push.
-        let first = batch.pushes.first?.environment
-        let single = batch.pushes.contains { $0.environment != first } ? nil : first
-        let environments = single == nil ? batch.pushes.map(\.environment) : []
+        // Each push's route for the labels; one value when the batch has one route (the usual
+        // case: the engine sends a page's group), so nothing is copied per push.
+        let first = batch.pushes.first.map { Route(channel: $0.channel, environment: $0.environment) }
+        let single =
+            batch.pushes.contains { $0.channel != first?.channel || $0.environment != first?.environment }
+            ? nil : first
+        let routes = single == nil ? batch.pushes.map { Route(channel: $0.channel, environment: $0.environment) } : []
         await wrapped.send(batch) { reports in
             let seconds = Self.seconds(since: started)
             if let single {
-                metrics.record(reports.map(\.outcome), seconds: seconds, environment: single)
+                metrics.record(
+                    reports.map(\.outcome), seconds: seconds, channel: single.channel, environment: single.environment)
             } else {
-                let byEnvironment = Dictionary(grouping: reports) { environments[$0.index] }
-                for (environment, reports) in byEnvironment {
-                    metrics.record(reports.map(\.outcome), seconds: seconds, environment: environment)
+                for (route, reports) in Dictionary(grouping: reports, by: { routes[$0.index] }) {
+                    metrics.record(
+                        reports.map(\.outcome), seconds: seconds, channel: route.channel, environment: route.environment
+                    )
                 }
             }
             report(reports)
         }
+    }
+
+    private struct Route: Hashable {
+        var channel: PushChannel
+        var environment: APNsEnvironment
     }
 
     func prepare(app: App, environment: APNsEnvironment?) async {

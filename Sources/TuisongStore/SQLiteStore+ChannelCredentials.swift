@@ -4,7 +4,8 @@ import TuisongCore
 
 extension SQLiteStore: ChannelCredentialStore {
     private static let channelCredentialColumns = """
-        id, app_id, channel, selector, vendor_app_id, client_id, encrypted_secret, status, status_reason, created_at
+        id, app_id, channel, selector, vendor_app_id, client_id, encrypted_secret, status, status_reason, created_at,
+        options
         """
 
     public func addChannelCredential(_ credential: NewChannelCredential) async throws -> ChannelCredentialRecord {
@@ -16,12 +17,13 @@ extension SQLiteStore: ChannelCredentialStore {
             try db.execute(
                 sql: """
                     INSERT INTO channel_credentials (app_id, channel, selector, vendor_app_id, client_id,
-                        encrypted_secret, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                        encrypted_secret, created_at, options)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     credential.appID, credential.channel.rawValue, credential.selector, credential.vendorAppID,
                     credential.clientID, Data(credential.encryptedSecret), now,
+                    JSONValue.object(credential.options.mapValues(JSONValue.string)).serializedString,
                 ])
             return db.lastInsertedRowID
         }
@@ -88,8 +90,11 @@ extension SQLiteStore: ChannelCredentialStore {
                 .unavailable, "channel_credentials row \(row[0] as Int64) is for a channel this build does not speak")
         }
         let secret: Data = row[6]
+        let optionsText: String = row[10]
+        let options = (try? JSONValue(parsing: Array(optionsText.utf8)))?.objectValue?.compactMapValues(\.stringValue)
         return ChannelCredentialRecord(
             id: row[0], appID: row[1], channel: channel, selector: row[3], vendorAppID: row[4], clientID: row[5],
-            encryptedSecret: Array(secret), status: row[7], statusReason: row[8], createdAt: SQLTime.date(row[9]))
+            encryptedSecret: Array(secret), options: options ?? [:], status: row[7], statusReason: row[8],
+            createdAt: SQLTime.date(row[9]))
     }
 }

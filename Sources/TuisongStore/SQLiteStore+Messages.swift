@@ -160,6 +160,30 @@ extension SQLiteStore: MessageStore {
         }
     }
 
+    public func channelCounts(messageID: Int64) async throws -> [PushChannel: DeliveryCounts] {
+        try await read { db in
+            var counts: [PushChannel: DeliveryCounts] = [:]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT channel, delivered FROM message_channel_deliveries WHERE message_id = ?",
+                arguments: [messageID])
+            {
+                guard let channel = PushChannel(rawValue: row[0]) else { continue }
+                counts[channel, default: DeliveryCounts()].delivered += row[1] as Int
+            }
+            for row in try Row.fetchAll(
+                db,
+                sql: "SELECT channel, state, count(*) FROM deliveries WHERE message_id = ? GROUP BY channel, state",
+                arguments: [messageID])
+            {
+                guard let channel = PushChannel(rawValue: row[0]), let state = DeliveryState(rawValue: row[1]) else {
+                    continue
+                }
+                counts[channel, default: DeliveryCounts()][state] += row[2] as Int
+            }
+            return counts
+        }
+    }
+
     public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
         let now = SQLTime.milliseconds(at)
         try await write { db in
@@ -177,6 +201,14 @@ extension SQLiteStore: MessageStore {
             ])
             try Self.addFailures(db, messageID: progress.messageID, progress.failures)
             try Self.addSkips(db, messageID: progress.messageID, progress.skips)
+            for (channel, n) in progress.deliveredByChannel where n != 0 {
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO message_channel_deliveries (message_id, channel, delivered) VALUES (?, ?, ?)
+                        ON CONFLICT (message_id, channel) DO UPDATE SET delivered = delivered + excluded.delivered
+                        """
+                ).execute(arguments: [progress.messageID, channel.rawValue, n])
+            }
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, apns_id,

@@ -28,10 +28,20 @@ extension Schema {
             client_id TEXT NOT NULL,
             -- AES-256-GCM sealed service-account key or client secret, encrypted by the gateway
             encrypted_secret BLOB NOT NULL,
+            -- settings that are not secret, a JSON object of strings (Huawei's badge class)
+            options TEXT NOT NULL DEFAULT '{}',
             status TEXT NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'failing')),
             status_reason TEXT,
             created_at INTEGER NOT NULL
         ) STRICT;
         CREATE INDEX channel_credentials_by_app ON channel_credentials(app_id, channel);
+        -- Deliveries that succeeded on their first attempt leave no row: their count per
+        -- channel lives here (every other outcome is a deliveries row with its channel).
+        CREATE TABLE message_channel_deliveries (
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            channel TEXT NOT NULL,
+            delivered INTEGER NOT NULL,
+            PRIMARY KEY (message_id, channel)
+        ) STRICT, WITHOUT ROWID;
         """
 }

@@ -61,8 +61,12 @@ import TuisongPluginTestKit
 
         let after = try await scrape("\(gw.baseURL)/metrics")
         #expect(after.value("tuisong_messages_accepted_total", ["vendor": "native"]) == 1)
-        #expect(after.value("tuisong_deliveries_total", ["outcome": "delivered", "reason": ""]) == 20)
-        #expect(after.value("tuisong_deliveries_total", ["outcome": "invalidated", "reason": "Unregistered"]) == 1)
+        #expect(
+            after.value("tuisong_deliveries_total", ["channel": "apns", "outcome": "delivered", "reason": ""]) == 20)
+        #expect(
+            after.value(
+                "tuisong_deliveries_total", ["channel": "apns", "outcome": "invalidated", "reason": "Unregistered"])
+                == 1)
         #expect(after.value("tuisong_apns_response_seconds_count", ["environment": "production"]) == 21)
         // Every answer took the mock's 300 ms at least.
         #expect(after.value("tuisong_apns_response_seconds_bucket", ["environment": "production", "le": "0.25"]) == 0)
@@ -111,9 +115,13 @@ import TuisongPluginTestKit
             last = try await scrape("\(gw.baseURL)/metrics")
             // The gauge and the counter are two updates; a scrape may fall between them.
             return last?.value("tuisong_retry_queue_depth") == 1
-                && last?.value("tuisong_deliveries_total", ["outcome": "retry", "reason": "TooManyRequests"]) == 1
+                && last?.value(
+                    "tuisong_deliveries_total", ["channel": "apns", "outcome": "retry", "reason": "TooManyRequests"])
+                    == 1
         }
-        #expect(last?.value("tuisong_deliveries_total", ["outcome": "retry", "reason": "TooManyRequests"]) == 1)
+        #expect(
+            last?.value(
+                "tuisong_deliveries_total", ["channel": "apns", "outcome": "retry", "reason": "TooManyRequests"]) == 1)
         #expect(last?.value("tuisong_held_deliveries") == 0)
     }
 
@@ -135,9 +143,12 @@ import TuisongPluginTestKit
             last = try await scrape("\(gw.baseURL)/metrics")
             // The gauge and the counter are two updates; a scrape may fall between them.
             return last?.value("tuisong_held_deliveries") == 1
-                && last?.value("tuisong_deliveries_total", ["outcome": "held", "reason": "NoCredential"]) == 1
+                && last?.value(
+                    "tuisong_deliveries_total", ["channel": "apns", "outcome": "held", "reason": "NoCredential"]) == 1
         }
-        #expect(last?.value("tuisong_deliveries_total", ["outcome": "held", "reason": "NoCredential"]) == 1)
+        #expect(
+            last?.value("tuisong_deliveries_total", ["channel": "apns", "outcome": "held", "reason": "NoCredential"])
+                == 1)
         // Held before anything was sent: no APNs answer time, no pool.
         #expect(last?.value("tuisong_apns_response_seconds_count", ["environment": "production"]) == nil)
         #expect(last?.samples(named: "tuisong_apns_connections").isEmpty == true)

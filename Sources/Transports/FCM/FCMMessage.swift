@@ -1,0 +1,138 @@
+import Foundation
+import TuisongCore
+import TuisongDelivery
+import TuisongTransportKit
+
+/// The body of FCM HTTP v1's `POST /v1/projects/{project}/messages:send` for one token,
+/// rendered from the push's `AndroidContent` and the message's headers (docs/reference/
+/// android.md, FCM). Plain Swift, unit-tested without sockets.
+enum FCMMessage {
+    /// `{"message": {android{priority, ttl?, collapse_key?, notification?}, data?,
+    /// notification?, token}}`. A data-only push has no `notification` (the app handles it).
+    static func body(token: String, content: AndroidContent, headers: PushHeaders, now: Date) -> [UInt8] {
+        Template(content: content, headers: headers, now: now).body(token: token)
+    }
+
+    /// A message rendered once for every device of a push: only the token differs, written
+    /// into the rendered bytes (the serialisation sorts keys, so `token` is the message's last).
+    struct Template {
+        /// `{"message":{…` up to the token member.
+        private let head: [UInt8]
+
+        init(content: AndroidContent, headers: PushHeaders, now: Date) {
+            var message: [String: JSONValue] = [:]
+            if !content.isDataOnly {
+                var notification: [String: JSONValue] = [:]
+                if let title = content.title { notification["title"] = .string(title) }
+                if let body = content.body { notification["body"] = .string(body) }
+                if !notification.isEmpty { message["notification"] = .object(notification) }
+            }
+            if !content.data.isEmpty {
+                message["data"] = .object(Dictionary(content.data.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
+            }
+            var android: [String: JSONValue] = ["priority": .string(FCMMessage.priority(headers, content))]
+            if let expiration = headers.expiration {
+                // FCM refuses a TTL over four weeks.
+                let seconds = min(max(0, Int64(expiration.timeIntervalSince(now).rounded(.down))), 2_419_200)
+                android["ttl"] = .string("\(seconds)s")
+            }
+            if let collapseID = headers.collapseID { android["collapse_key"] = .string(collapseID) }
+            var notification = FCMMessage.androidNotification(content)
+            // APNs's collapse id replaces a shown notification, as FCM's tag does; a thread
+            // (grouping) has no FCM counterpart.
+            if let collapseID = headers.collapseID { notification["tag"] = .string(collapseID) }
+            if !content.isDataOnly, !notification.isEmpty { android["notification"] = .object(notification) }
+            message["android"] = .object(android)
+            // "android" is always there, so the object is never empty: drop its closing braces.
+            head = Array(JSONValue.object(["message": .object(message)]).serialized().dropLast(2))
+        }
+
+        func body(token: String) -> [UInt8] {
+            var out = head
+            out.reserveCapacity(head.count + token.utf8.count + 14)
+            out.append(contentsOf: #","token":"#.utf8)
+            out.append(contentsOf: JSONValue.string(token).serialized())
+            out.append(contentsOf: "}}".utf8)
+            return out
+        }
+    }
+
+    /// APNs's 10 (or no priority on an alert) is FCM's HIGH, which wakes the device; 5 and 1,
+    /// and data-only pushes without a priority, are NORMAL (as APNs requires 5 of background
+    /// pushes).
+    static func priority(_ headers: PushHeaders, _ content: AndroidContent) -> String {
+        switch headers.priority {
+        case .immediate?: "HIGH"
+        case .powerAware?, .low?: "NORMAL"
+        case nil: content.isDataOnly || headers.pushType == .background ? "NORMAL" : "HIGH"
+        }
+    }
+
+    /// `android.notification`: what has no place in the common `notification`.
+    static func androidNotification(_ content: AndroidContent) -> [String: JSONValue] {
+        var notification: [String: JSONValue] = [:]
+        if let sound = content.sound { notification["sound"] = .string(sound) }
+        if let action = content.category { notification["click_action"] = .string(action) }
+        if let badge = content.badge { notification["notification_count"] = .int(Int64(badge)) }
+        if let key = content.titleLocKey { notification["title_loc_key"] = .string(key) }
+        if let args = content.titleLocArgs { notification["title_loc_args"] = .array(args.map(JSONValue.string)) }
+        if let key = content.bodyLocKey { notification["body_loc_key"] = .string(key) }
+        if let args = content.bodyLocArgs { notification["body_loc_args"] = .array(args.map(JSONValue.string)) }
+        return notification
+    }
+}
+
+/// What FCM's answer to one send means for the device (docs/reference/android.md, FCM errors).
+enum FCMAnswer: Equatable {
+    case delivered(messageName: String?)
+    case outcome(SendOutcome)
+    /// The access token was refused (401 UNAUTHENTICATED): refresh it and send again, once.
+    case refreshAuth(SendReason)
+    /// The credential itself is refused (403 PERMISSION_DENIED, a second 401): hold the push
+    /// and mark the credential failing.
+    case credentialRefused(SendReason)
+
+    /// Reads FCM's answer. `retryAfter` is the `Retry-After` header, in seconds or an HTTP date.
+    static func read(status: Int, body: [UInt8], retryAfter: String?, now: Date) -> FCMAnswer {
+        if status == 200 {
+            let name = (try? JSONValue(parsing: body))?["name"]?.stringValue
+            return .delivered(messageName: name)
+        }
+        let error = (try? JSONValue(parsing: body))?["error"]
+        let statusName = error?["status"]?.stringValue
+        // The FcmError detail's errorCode is the precise one (UNREGISTERED under NOT_FOUND).
+        let detailCode = error?["details"]?.arrayValue?.lazy.compactMap { detail -> String? in
+            guard detail["@type"]?.stringValue?.hasSuffix("google.firebase.fcm.v1.FcmError") == true else {
+                return nil
+            }
+            return detail["errorCode"]?.stringValue
+        }.first
+        let code = detailCode ?? statusName ?? "HTTP\(status)"
+        let message = error?["message"]?.stringValue ?? ""
+        let reason = SendReason.service(code)
+        let delay = RetryAfter.parse(retryAfter, now: now)
+        switch code {
+        case "UNREGISTERED":
+            return .outcome(.invalidate(reason, since: nil))
+        case "INVALID_ARGUMENT":
+            // The same code answers a malformed message and a malformed token; only the token
+            // is the device's fault.
+            if message.localizedCaseInsensitiveContains("registration token") {
+                return .outcome(.invalidate(reason, since: nil))
+            }
+            return .outcome(.failed(reason))
+        case "QUOTA_EXCEEDED":
+            return .outcome(.retry(reason, after: delay ?? .seconds(60)))
+        case "UNAVAILABLE", "INTERNAL":
+            return .outcome(.retry(reason, after: delay))
+        case "UNAUTHENTICATED":
+            return .refreshAuth(reason)
+        case "PERMISSION_DENIED", "THIRD_PARTY_AUTH_ERROR":
+            return .credentialRefused(reason)
+        default:
+            if status >= 500 { return .outcome(.retry(reason, after: delay)) }
+            if status == 401 { return .refreshAuth(reason) }
+            return .outcome(.failed(reason))
+        }
+    }
+}

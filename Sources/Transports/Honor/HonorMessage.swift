@@ -1,0 +1,127 @@
+import Foundation
+import TuisongCore
+import TuisongDelivery
+import TuisongTransportKit
+
+/// The body of Honor Push's `POST /api/v1/{appId}/sendMessage` for up to 1,000 tokens:
+/// the message itself, no wrapper, camelCase inside `android` (docs/reference/android.md,
+/// Honor). Plain Swift, unit-tested without sockets.
+public enum HonorMessage {
+    /// Honor's limit on `token`, as Huawei's.
+    static let maxTokens = 1000
+
+    /// A message rendered once for every chunk of tokens of a push: `token` (the last key of
+    /// the sorted serialisation) is written into the rendered bytes.
+    public struct Template {
+        private let head: [UInt8]
+
+        init(content: AndroidContent, headers: PushHeaders, badgeClass: String?, now: Date) {
+            var message: [String: JSONValue] = [:]
+            var android: [String: JSONValue] = [:]
+            if let expiration = headers.expiration {
+                // Honor refuses a TTL over 15 days.
+                let seconds = min(max(0, Int64(expiration.timeIntervalSince(now).rounded(.down))), 1_296_000)
+                android["ttl"] = .string("\(seconds)s")
+            }
+            if !content.data.isEmpty {
+                // Honor's data is one string: the custom keys as a JSON object's text.
+                let object = JSONValue.object(
+                    Dictionary(content.data.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
+                message["data"] = .string(object.serializedString)
+            }
+            if !content.isDataOnly {
+                android["notification"] = .object(
+                    HonorMessage.notification(content, headers: headers, badgeClass: badgeClass))
+            }
+            if !android.isEmpty { message["android"] = .object(android) }
+            var rendered = JSONValue.object(message).serialized()
+            if message.isEmpty {
+                head = [UInt8(ascii: "{")]
+            } else {
+                rendered.removeLast()  // the closing brace; the token member follows
+                head = rendered + [UInt8(ascii: ",")]
+            }
+        }
+
+        /// `{…,"token":[…]}`.
+        func body(tokens: some Collection<String>) -> [UInt8] {
+            var out = head
+            out.reserveCapacity(head.count + tokens.count * 70 + 16)
+            out.append(contentsOf: #""token":["#.utf8)
+            var first = true
+            for token in tokens {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                out.append(contentsOf: JSONValue.string(token).serialized())
+            }
+            out.append(contentsOf: "]}".utf8)
+            return out
+        }
+    }
+
+    /// `android.notification`: title and body, a click that opens the app (or starts the
+    /// category's action), importance, badge, the tag that replaces (APNs's collapse id) and
+    /// the group that stacks (its thread id).
+    static func notification(_ content: AndroidContent, headers: PushHeaders, badgeClass: String?) -> [String:
+        JSONValue]
+    {
+        var notification: [String: JSONValue] = [:]
+        // Honor has no localisation keys: the key itself is better than nothing.
+        if let title = content.title ?? content.titleLocKey { notification["title"] = .string(title) }
+        if let body = content.body ?? content.bodyLocKey { notification["body"] = .string(body) }
+        if let action = content.category {
+            notification["clickAction"] = ["type": 1, "action": .string(action)]
+        } else {
+            notification["clickAction"] = ["type": 3]
+        }
+        notification["importance"] = .string(headers.priority == .low ? "LOW" : "NORMAL")
+        if let badge = content.badge, let badgeClass {
+            notification["badge"] = ["setNum": .int(Int64(badge)), "badgeClass": .string(badgeClass)]
+        }
+        if let tag = headers.collapseID { notification["tag"] = .string(tag) }
+        if let group = content.threadID { notification["group"] = .string(group) }
+        return notification
+    }
+}
+
+/// What Honor's answer to one request means for its tokens: `{"code", "message", "data":
+/// {"sendResult", "requestId", "failTokens", "expireTokens"}}`, `code` 200 on success; errors
+/// use Huawei's numbers (docs/reference/android.md, Honor: the table is unverified).
+enum HonorAnswer {
+    static func read(status: Int, body: [UInt8], tokens: [String], retryAfter: String?, now: Date) -> TokenBatchAnswer {
+        let json = try? JSONValue(parsing: body)
+        let code = json?["code"]?.intValue.map(String.init) ?? json?["code"]?.stringValue ?? "HTTP\(status)"
+        let reason = SendReason.service(code)
+        func all(_ outcome: SendOutcome) -> TokenBatchAnswer {
+            .outcomes(Array(repeating: outcome, count: tokens.count))
+        }
+        switch code {
+        case "200", "0":
+            let data = json?["data"]
+            let requestID = data?["requestId"]?.stringValue
+            // A token Honor calls expired or failed is no longer the device's.
+            let expired = Set(data?["expireTokens"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+            let failed = Set(data?["failTokens"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+            return .outcomes(
+                tokens.map { token in
+                    if expired.contains(token) { return .invalidate(.service("ExpiredToken"), since: nil) }
+                    if failed.contains(token) { return .invalidate(.service("FailedToken"), since: nil) }
+                    return .delivered(apnsID: requestID)
+                })
+        case "80300007":
+            return all(.invalidate(reason, since: nil))
+        case "80200001", "80200003":
+            return .refreshAuth(reason)
+        case "80300002":
+            return .credentialRefused(reason)
+        case "81000001":
+            return all(.retry(reason, after: RetryAfter.parse(retryAfter, now: now)))
+        default:
+            if status == 429 || status >= 500 {
+                return all(.retry(reason, after: RetryAfter.parse(retryAfter, now: now)))
+            }
+            if status == 401 { return .refreshAuth(reason) }
+            return all(.failed(reason))
+        }
+    }
+}
