@@ -8,6 +8,7 @@ import TuisongStore
 
 /// The store as the console sees it.
 typealias AdminStore = Store & SettingsStore & CredentialStore & MessageStore & TemplateStore & ConsoleStore
+    & ChannelCredentialStore
 
 /// The admin API under `/admin/api/`, used by the console in `web/`.
 ///

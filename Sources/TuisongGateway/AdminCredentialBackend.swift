@@ -15,6 +15,8 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     let apns: APNsPushTransport
     let engine: DeliveryEngine
     let localMock: APNsMockServer?
+    let channelCredentials: ChannelCredentialService
+    let android: AndroidTransports
     let clock: any Clock
     let logger: Logger
     /// How long "test connection" may take, DNS to the server's SETTINGS.
@@ -57,6 +59,30 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     func remove(_ credential: CredentialRecord) async throws -> Bool {
         let removed = try await store.deleteCredential(id: credential.id)
         await apns.credentialsChanged(appID: credential.appID)
+        return removed
+    }
+
+    func addChannel(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?) async throws
+        -> ChannelCredentialRecord
+    {
+        let record: ChannelCredentialRecord
+        do {
+            record = try await channelCredentials.add(upload, appID: appID, selector: selector)
+        } catch let error as CredentialError {
+            throw AdminCredentialRejection(
+                code: error.code.rawValue, message: error.message, field: Self.field(error.code))
+        }
+        android.credentialsChanged(appID: appID)
+        // Android deliveries held for a refused credential are of the production environment.
+        if try await store.releaseHeldDeliveries(appID: appID, environment: .production, now: clock.now) > 0 {
+            engine.wake()
+        }
+        return record
+    }
+
+    func removeChannel(_ credential: ChannelCredentialRecord) async throws -> Bool {
+        let removed = try await channelCredentials.store.deleteChannelCredential(id: credential.id)
+        android.credentialsChanged(appID: credential.appID)
         return removed
     }
 
@@ -105,6 +131,10 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         case .invalidKeyID: "key_id"
         case .invalidTeamID: "team_id"
         case .invalidSelector: "selector"
+        case .invalidVendorAppID: "vendor_app_id"
+        case .invalidClientID: "client_id"
+        case .invalidClientSecret: "client_secret"
+        case .invalidBadgeClass: "badge_class"
         default: "file"
         }
     }

@@ -34,6 +34,11 @@ protocol AdminCredentialBackend: Sendable {
     func remove(_ credential: CredentialRecord) async throws -> Bool
     /// Opens TLS + HTTP/2 to the APNs URL of the credential's environment with it.
     func testConnection(_ credential: CredentialRecord) async -> (ok: Bool, detail: String, endpoint: String)
+    /// Checks and stores an Android credential (sealing its secret); throws
+    /// `AdminCredentialRejection` for one that cannot be used.
+    func addChannel(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?) async throws
+        -> ChannelCredentialRecord
+    func removeChannel(_ credential: ChannelCredentialRecord) async throws -> Bool
 }
 
 /// APNs credentials of an app: list with expiry warnings, upload, delete, test connection.
@@ -84,6 +89,81 @@ struct AdminCredentialsAPI: Sendable {
             let result = await backend.testConnection(credential)
             return .json(object: ["ok": result.ok, "detail": result.detail, "endpoint": result.endpoint])
         }
+        registerChannels(on: router, apps: apps)
+    }
+
+    /// The Android services' credentials: an FCM service account (the file, base64) or a
+    /// Huawei or Honor OAuth client.
+    func registerChannels(on router: Router, apps: AdminAppsAPI) {
+        api.add(.GET, "/apps/{app}/channel-credentials", on: router) { request in
+            let app = try await apps.app(request)
+            let records = try await store.channelCredentials(appID: app.id)
+            return .json(object: ["credentials": records.map { ChannelCredentialView.object($0) }])
+        }
+        api.add(.POST, "/apps/{app}/channel-credentials", bodyLimit: 256 << 10, on: router) { request in
+            let app = try await apps.app(request)
+            let body = try AdminBody(request)
+            let (upload, selector) = try Self.channelUpload(body)
+            let record: ChannelCredentialRecord
+            do {
+                record = try await backend.addChannel(upload, appID: app.id, selector: selector)
+            } catch let rejection as AdminCredentialRejection {
+                throw AdminError(422, rejection.code, rejection.message, field: rejection.field ?? "file")
+            }
+            api.logger.info(
+                "console: added a channel credential",
+                metadata: ["credential": "\(record.id)", "channel": "\(record.channel.rawValue)", "app": "\(app.id)"])
+            return .json(object: ChannelCredentialView.object(record), status: 201)
+        }
+        api.add(.DELETE, "/apps/{app}/channel-credentials/{credential}", on: router) { request in
+            let appID = try request.adminID("app", "app")
+            let id = try request.adminID("credential", "credential")
+            guard let credential = try await store.channelCredential(id: id), credential.appID == appID,
+                try await backend.removeChannel(credential)
+            else { throw AdminError.notFound("credential") }
+            api.logger.info(
+                "console: deleted a channel credential",
+                metadata: ["credential": "\(credential.id)", "app": "\(credential.appID)"])
+            return .empty()
+        }
+    }
+
+    static func channelUpload(_ body: AdminBody) throws -> (ChannelCredentialUpload, String?) {
+        guard let name = try body.string("channel"), let channel = PushChannel(rawValue: name), channel.isAndroid else {
+            throw AdminError.invalid("channel", "\"channel\" must be fcm, huawei or honor")
+        }
+        let selector: String?
+        switch Result(catching: { () throws(CredentialError) -> String? in
+            try CredentialSelector.validated(try? body.string("selector", maxLength: 1024))
+        }) {
+        case .success(let valid): selector = valid
+        case .failure(let error): throw AdminError.invalid("selector", error.message)
+        }
+        if channel == .fcm {
+            guard let encoded = try body.string("file", maxLength: maxFileBytes * 2), !encoded.isEmpty else {
+                throw AdminError.invalid("file", "choose the service-account JSON file Firebase's console downloads")
+            }
+            guard let data = Data(base64Encoded: encoded, options: .ignoreUnknownCharacters), !data.isEmpty,
+                data.count <= maxFileBytes
+            else {
+                throw AdminError.invalid("file", "\"file\" must be the file's bytes in base64, at most 64 KiB")
+            }
+            return (.fcm(serviceAccountJSON: Array(data)), selector)
+        }
+        func field(_ key: String, _ name: String) throws -> String {
+            guard let value = try body.string(key, maxLength: 1024)?.trimmingCharacters(in: .whitespaces),
+                !value.isEmpty
+            else { throw AdminError.invalid(key, "the \(name) is required") }
+            return value
+        }
+        return (
+            .oauthClient(
+                channel: channel, vendorAppID: try field("vendor_app_id", "app id"),
+                clientID: try field("client_id", "client id"),
+                clientSecret: try field("client_secret", "client secret"),
+                badgeClass: try body.string("badge_class", maxLength: 256)),
+            selector
+        )
     }
 
     private func credential(_ request: Request) async throws -> CredentialRecord {

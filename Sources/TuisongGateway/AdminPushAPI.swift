@@ -29,7 +29,10 @@ struct AdminPushAPI: Sendable {
         api.add(.GET, "/messages/{message}", on: router) { request in
             let id = try request.adminID("message", "message")
             guard let status = try await status(id) else { throw AdminError.notFound("message") }
-            return .json(object: Self.view(status, detailed: true))
+            var object = Self.view(status, detailed: true)
+            object["channels"] = MessageView.channels(try await store.channelCounts(messageID: id)).mapValues(
+                \.jsonObject)
+            return .json(object: object)
         }
     }
 

@@ -64,6 +64,28 @@ public struct GatewayConfig: Sendable, Equatable {
         public var localMock: Bool
         public var localMockPort: Int
     }
+    /// The Android push services' endpoints (`transports.*`): each service's send URL and,
+    /// where it has one, its OAuth token URL. In local mode (`apns.local_mock`) every one of
+    /// them is the bundled look-alike instead.
+    public struct Transports: Sendable, Equatable {
+        public struct Service: Sendable, Equatable {
+            public var url: String
+            /// Empty for FCM: each service account names its own `token_uri`.
+            public var tokenURL: String
+        }
+        public var fcm: Service
+        public var huawei: Service
+        public var honor: Service
+        /// A PEM bundle of extra CAs to trust (a test's look-alike); empty = the system's.
+        public var caFile: String
+        public var connectionsPerHost: Int
+        public var connectTimeoutSeconds: Int
+        public var requestTimeoutSeconds: Int
+        /// Requests handed to a service's HTTP client at once; the rest wait their turn.
+        public var maxInFlight: Int
+        /// Tokens per Huawei and Honor request (their limit is 1,000).
+        public var tokensPerRequest: Int
+    }
     public struct Delivery: Sendable, Equatable {
         public var workers: Int
         public var pageSize: Int
@@ -80,6 +102,7 @@ public struct GatewayConfig: Sendable, Equatable {
     public var metrics: Metrics
     public var providers: [String]
     public var apns: APNs
+    public var transports: Transports
     public var delivery: Delivery
     /// Each vendor provider's own section (`"acme": {...}`), handed to the provider as is.
     public var providerSections: [String: JSONValue]

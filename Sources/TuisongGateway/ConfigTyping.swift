@@ -156,6 +156,35 @@ extension GatewayConfig {
             throw ConfigError("apns.ca_file", "\"\(apns.caFile)\" is not a readable file")
         }
 
+        func service(_ name: String) throws(ConfigError) -> Transports.Service {
+            let service = Transports.Service(
+                url: try r.string("transports.\(name).url"), tokenURL: try r.string("transports.\(name).token_url"))
+            for (key, url) in [("url", service.url), ("token_url", service.tokenURL)] where !url.isEmpty || key == "url"
+            {
+                guard let parsed = URLComponents(string: url), parsed.scheme == "https" || parsed.scheme == "http",
+                    let host = parsed.host, !host.isEmpty
+                else {
+                    throw ConfigError("transports.\(name).\(key)", "\"\(url)\" is not an http(s) URL")
+                }
+            }
+            return service
+        }
+        transports = Transports(
+            fcm: try service("fcm"), huawei: try service("huawei"), honor: try service("honor"),
+            caFile: try r.string("transports.ca_file"),
+            connectionsPerHost: try r.int("transports.connections_per_host", in: 1...64),
+            connectTimeoutSeconds: try r.int("transports.connect_timeout_seconds", in: 1...300),
+            requestTimeoutSeconds: try r.int("transports.request_timeout_seconds", in: 1...600),
+            maxInFlight: try r.int("transports.max_in_flight", in: 1...100_000),
+            tokensPerRequest: try r.int("transports.tokens_per_request", in: 1...1000))
+        for name in ["huawei", "honor"] where (name == "huawei" ? transports.huawei : transports.honor).tokenURL.isEmpty
+        {
+            throw ConfigError("transports.\(name).token_url", "must be set: the service's OAuth token endpoint")
+        }
+        if !transports.caFile.isEmpty, !FileManager.default.isReadableFile(atPath: transports.caFile) {
+            throw ConfigError("transports.ca_file", "\"\(transports.caFile)\" is not a readable file")
+        }
+
         delivery = Delivery(
             workers: try r.int("delivery.workers", in: 1...100_000),
             pageSize: try r.int("delivery.page_size", in: 10...100_000),

@@ -27,6 +27,10 @@ public struct CredentialError: Error, Sendable, CustomStringConvertible, Equatab
         case invalidTeamID = "invalid_team_id"
         case notFound = "not_found"
         case invalidSelector = "invalid_selector"
+        case invalidVendorAppID = "invalid_vendor_app_id"
+        case invalidClientID = "invalid_client_id"
+        case invalidClientSecret = "invalid_client_secret"
+        case invalidBadgeClass = "invalid_badge_class"
     }
     public var code: Code
     public var message: String

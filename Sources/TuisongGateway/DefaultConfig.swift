@@ -48,6 +48,26 @@ let embeddedDefaultJSON = #"""
         "local_mock": true,
         "local_mock_port": 0
       },
+      "transports": {
+        "fcm": {
+          "url": "https://fcm.googleapis.com",
+          "token_url": ""
+        },
+        "huawei": {
+          "url": "https://push-api.cloud.huawei.com",
+          "token_url": "https://oauth-login.cloud.huawei.com/oauth2/v3/token"
+        },
+        "honor": {
+          "url": "https://push-api.cloud.honor.com",
+          "token_url": "https://iam.developer.honor.com/auth/token"
+        },
+        "ca_file": "",
+        "connections_per_host": 4,
+        "connect_timeout_seconds": 10,
+        "request_timeout_seconds": 30,
+        "max_in_flight": 500,
+        "tokens_per_request": 1000
+      },
       "delivery": {
         "workers": 512,
         "page_size": 1000,

@@ -22,6 +22,7 @@ public final class GatewayRuntime: Sendable {
     /// The in-process APNs look-alike (`apns.local_mock`), or nil when sending to Apple.
     public let localMock: APNsMockServer?
     let apns: APNsPushTransport
+    let android: AndroidTransports
     let credentialBackend: GatewayCredentialBackend
     /// The console API (its login checks are observable in tests).
     let adminAPI: AdminAPI
@@ -59,16 +60,22 @@ public final class GatewayRuntime: Sendable {
             let admin = try await AdminPassword.bootstrap(
                 settings: store, environment: environment, passwordFile: config.security.initialAdminPasswordFile)
             let credentials = CredentialService(store: store, masterKey: masterKey, clock: clock)
+            let channelCredentials = ChannelCredentialService(store: store, masterKey: masterKey)
             let apns = try await startAPNs(config, store: store, credentials: credentials, clock: clock, logger: logger)
             mock = apns.localMock
+            let android = try AndroidTransports.start(
+                config.transports, local: apns.localAndroid, store: store, secrets: channelCredentials, clock: clock,
+                logger: logger)
             // One cache of apps: the engine reads it, every writer of an app calls `changed(id:)`,
             // which also drops the API keys resolved to that app.
             let apps = AppCache(store: store, clock: clock)
             let engine = DeliveryEngine(
-                store: store, transport: MeteredTransport(ChannelRouter([.apns: apns.transport]), metrics: metrics),
+                store: store,
+                transport: MeteredTransport(
+                    ChannelRouter(android.byChannel.merging([.apns: apns.transport]) { $1 }), metrics: metrics),
                 settings: DeliverySettings(config.delivery), clock: clock, logger: logger, apps: apps,
                 observer: metrics)
-            MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, store: store)
+            MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, android: android, store: store)
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             apps.onChange { id in authenticator.forget(app: id) }
 
@@ -93,7 +100,7 @@ public final class GatewayRuntime: Sendable {
             try await engine.start()
             let credentialBackend = GatewayCredentialBackend(
                 credentials: credentials, store: store, apns: apns.transport, engine: engine, localMock: mock,
-                clock: clock, logger: logger)
+                channelCredentials: channelCredentials, android: android, clock: clock, logger: logger)
             let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
@@ -113,11 +120,13 @@ public final class GatewayRuntime: Sendable {
             } catch {
                 await engine.stop()
                 await apns.transport.shutdown()
+                android.shutdown()
                 throw error
             }
             return GatewayRuntime(
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
-                credentials: credentials, localMock: mock, apns: apns.transport, credentialBackend: credentialBackend,
+                credentials: credentials, localMock: mock, apns: apns.transport, android: android,
+                credentialBackend: credentialBackend,
                 adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, logger: logger)
         } catch {
             mock?.shutdown()
@@ -156,13 +165,15 @@ public final class GatewayRuntime: Sendable {
     /// The APNs transport, sending to Apple or, in local mode, to the bundled mock started here.
     private static func startAPNs(
         _ config: GatewayConfig, store: SQLiteStore, credentials: CredentialService, clock: any Clock, logger: Logger
-    ) async throws -> (transport: APNsPushTransport, localMock: APNsMockServer?) {
+    ) async throws -> (transport: APNsPushTransport, localMock: APNsMockServer?, localAndroid: AndroidTransports.Local?)
+    {
         var endpoints = APNsPushTransport.Endpoints(
             production: try endpoint(config.apns.productionURL, key: "apns.production_url"),
             sandbox: try endpoint(config.apns.sandboxURL, key: "apns.sandbox_url"),
             caFile: config.apns.caFile.isEmpty ? nil : config.apns.caFile)
         var fallback: APNsPushTransport.Fallback?
         var mock: APNsMockServer?
+        var localAndroid: AndroidTransports.Local?
         if config.apns.localMock {
             let local = try await LocalAPNs.start(
                 config: config, store: store, credentials: credentials, logger: logger)
@@ -171,11 +182,12 @@ public final class GatewayRuntime: Sendable {
             endpoints.sandbox = local.endpoint
             endpoints.extraCACertificates = [local.caCertificate]
             fallback = local.fallback
+            localAndroid = local.android
         }
         let transport = APNsPushTransport(
             credentials: credentials, store: store, endpoints: endpoints, poolSettings: APNsPoolSettings(config.apns),
             fallback: fallback, clock: clock, logger: logger)
-        return (transport, mock)
+        return (transport, mock, localAndroid)
     }
 
     /// `/metrics` on the main router, or on a listener of its own (`metrics.listen`), which is
@@ -212,7 +224,7 @@ public final class GatewayRuntime: Sendable {
     private init(
         config: GatewayConfig, store: SQLiteStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, apns: APNsPushTransport,
-        credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
+        android: AndroidTransports, credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
         server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, logger: Logger
     ) {
         self.adminAPI = adminAPI
@@ -226,6 +238,7 @@ public final class GatewayRuntime: Sendable {
         self.credentials = credentials
         self.localMock = localMock
         self.apns = apns
+        self.android = android
         self.credentialBackend = credentialBackend
         self.server = server
         self.logger = logger
@@ -247,6 +260,7 @@ public final class GatewayRuntime: Sendable {
         await metricsServer?.shutdown()
         await engine.stop()
         await apns.shutdown()
+        android.shutdown()
         localMock?.shutdown()
         do {
             try store.close()
@@ -263,14 +277,16 @@ public final class GatewayRuntime: Sendable {
     }
 }
 
-/// Local mode: the bundled APNs mock in-process with throwaway keys kept next to the database
-/// (so credentials stored against it keep working across restarts).
+/// Local mode: the bundled look-alike of APNs, FCM, Huawei and Honor in-process, with throwaway
+/// keys kept next to the database (so credentials stored against it keep working across
+/// restarts); the Android transports sign in with its throwaway accounts when an app has none.
 enum LocalAPNs {
     struct Started {
         var server: APNsMockServer
         var endpoint: APNsEndpoint
         var caCertificate: Certificate
         var fallback: APNsPushTransport.Fallback
+        var android: AndroidTransports.Local
     }
 
     static func start(config: GatewayConfig, store: SQLiteStore, credentials: CredentialService, logger: Logger)
@@ -296,15 +312,37 @@ enum LocalAPNs {
             configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey, logger: mockLogger
         )
         try server.start()
+        let baseURL = "https://127.0.0.1:\(server.port)"
         logger.notice(
-            "APNs local mode: sending to the bundled mock (apns.local_mock)",
-            metadata: ["apns_url": "https://127.0.0.1:\(server.port)"])
+            "local mode: sending APNs, FCM, Huawei and Honor pushes to the bundled look-alike (apns.local_mock)",
+            metadata: ["apns_url": "\(baseURL)"])
+        let caFile = (directory.isEmpty ? "." : directory) + "/local-mock-ca.pem"
+        try setup.writeCAFile(to: caFile)
         return Started(
             server: server, endpoint: APNsEndpoint(host: "127.0.0.1", port: server.port),
             caCertificate: try Certificate(pem: setup.caCertificatePEM),
             fallback: .init(
-                material: .token(key: try PrivateKey(pem: setup.tokenKeyPEM), keyID: setup.keyID, teamID: setup.teamID))
-        )
+                material: .token(key: try PrivateKey(pem: setup.tokenKeyPEM), keyID: setup.keyID, teamID: setup.teamID)),
+            android: try localAndroid(setup, baseURL: baseURL, caFile: caFile))
+    }
+
+    /// The look-alike's own FCM service account (its token_uri the look-alike's) and Huawei
+    /// and Honor clients, every app's fallback credentials in local mode.
+    static func localAndroid(_ setup: APNsMockLocalSetup, baseURL: String, caFile: String) throws
+        -> AndroidTransports.Local
+    {
+        let fcm = setup.fcmServiceAccount
+        return AndroidTransports.Local(
+            baseURL: baseURL, caFile: caFile,
+            fcm: ChannelCredential(
+                id: 0, channel: .fcm, vendorAppID: fcm.projectID, clientID: fcm.clientEmail,
+                secret: setup.fcmServiceAccountJSON(tokenURI: baseURL + "/token")),
+            huawei: ChannelCredential(
+                id: 0, channel: .huawei, vendorAppID: setup.huaweiClient.appID, clientID: setup.huaweiClient.clientID,
+                secret: Array(setup.huaweiClient.clientSecret.utf8)),
+            honor: ChannelCredential(
+                id: 0, channel: .honor, vendorAppID: setup.honorClient.appID, clientID: setup.honorClient.clientID,
+                secret: Array(setup.honorClient.clientSecret.utf8)))
     }
 }
 

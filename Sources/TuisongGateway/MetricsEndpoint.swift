@@ -3,6 +3,7 @@ import TuisongAPNs
 import TuisongCrypto
 import TuisongDelivery
 import TuisongHTTP
+import TuisongHTTPClient
 import TuisongStore
 
 /// `GET /metrics`: the registry in the Prometheus text format, behind an optional bearer
@@ -36,7 +37,36 @@ enum MetricsEndpoint {
         return difference == 0
     }
 
-    static func addGauges(to metrics: GatewayMetrics, apns: APNsPushTransport, store: SQLiteStore) {
+    /// Each Android service's HTTP client (connections, requests in flight) and access-token
+    /// fetches, labelled by channel.
+    static func addAndroidGauges(to metrics: GatewayMetrics, android: AndroidTransports) {
+        func perChannel(_ value: @escaping @Sendable (HTTPClientStatistics, Int, Int) -> Int)
+            -> @Sendable () async -> [(labels: [String], value: Double)]
+        {
+            {
+                android.statistics.map {
+                    ([$0.channel.rawValue], Double(value($0.http, $0.tokenFetches, $0.tokenFailures)))
+                }
+            }
+        }
+        metrics.addGauge(
+            "tuisong_channel_connections", "Open connections per Android push service.", labels: ["channel"],
+            read: perChannel { http, _, _ in http.openConnections })
+        metrics.addGauge(
+            "tuisong_channel_requests_in_flight", "Requests sent and not yet answered per Android push service.",
+            labels: ["channel"], read: perChannel { http, _, _ in http.inFlight })
+        metrics.addGauge(
+            "tuisong_channel_token_refreshes", "Access tokens fetched from each Android service (refreshes included).",
+            labels: ["channel"], read: perChannel { _, fetches, _ in fetches })
+        metrics.addGauge(
+            "tuisong_channel_token_failures", "Access-token requests each Android service refused or failed.",
+            labels: ["channel"], read: perChannel { _, _, failures in failures })
+    }
+
+    static func addGauges(
+        to metrics: GatewayMetrics, apns: APNsPushTransport, android: AndroidTransports, store: SQLiteStore
+    ) {
+        addAndroidGauges(to: metrics, android: android)
         func perPool(_ value: @escaping @Sendable (PoolStatistics) -> Int)
             -> @Sendable () async -> [(
                 labels: [String], value: Double

@@ -54,9 +54,14 @@ struct NativePushAPI: Sendable {
         guard let status = try await engine.status(messageID: id), status.record.appID == app.id else {
             throw NativeAPIError(404, "message_not_found", "no message \(id) in this app")
         }
+        var fields = MessageView.fields(status)
+        // Per channel only when asked: the status route is what pollers call 100 times a second.
+        if request.query["channels"] == "true" {
+            fields["channels"] = .object(MessageView.channels(try await engine.store.channelCounts(messageID: id)))
+        }
         // JSONValue's writer, not JSONSerialization: this is the route pollers call 100 times a
         // second, and Foundation's sorted-key serialisation was a third of its cost.
-        return jsonResponse(.object(MessageView.fields(status)))
+        return jsonResponse(.object(fields))
     }
 
     private func deliveries(_ app: App, _ request: Request) async throws -> Response {
@@ -122,6 +127,14 @@ enum MessageView {
 
     static func object(_ status: MessageStatus) -> [String: Any] {
         fields(status).mapValues(\.jsonObject)
+    }
+
+    /// Committed counts per push service: `{"apns": {"delivered": …}, "fcm": {…}}`.
+    static func channels(_ counts: [PushChannel: DeliveryCounts]) -> [String: JSONValue] {
+        Dictionary(
+            uniqueKeysWithValues: counts.map { channel, c in
+                (channel.rawValue, JSONValue.object(Self.counts(c).mapValues { .int(Int64($0)) }))
+            })
     }
 
     static func counts(_ c: DeliveryCounts) -> [String: Int] {

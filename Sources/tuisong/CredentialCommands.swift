@@ -5,20 +5,44 @@ import TuisongCore
 import TuisongCrypto
 import TuisongGateway
 import TuisongPlugin
+import TuisongStore
 
 struct CredentialCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "credential", abstract: "Manage APNs credentials.", subcommands: [Add.self, List.self])
+        commandName: "credential", abstract: "Manage push credentials (APNs, FCM, Huawei, Honor).",
+        subcommands: [Add.self, List.self])
 
     struct Add: AsyncParsableCommand {
         static var configuration: CommandConfiguration {
             CommandConfiguration(
-                abstract: "Add an APNs credential (.p8 token key, .p12 or PEM certificate) to an app.",
-                discussion: SelectorFlags.discussion)
+                abstract: "Add a push credential to an app: APNs (.p8, .p12, PEM), FCM, Huawei or Honor.",
+                discussion: """
+                    Each channel's flags:
+                      --channel apns (default): --environment sandbox|production and one of
+                          --p8 FILE --key-id ID --team-id ID, --p12 FILE [--password-env VAR], --pem FILE
+                      --channel fcm: --service-account FILE (the JSON Firebase's console downloads)
+                      --channel huawei|honor: --vendor-app-id ID --client-id ID --client-secret-env VAR
+                          [--badge-class CLASS] (the launcher activity a badge number is shown on)
+
+                    """ + SelectorFlags.discussion)
         }
         @OptionGroup var options: ConfigOptions
         @Option(help: "The app id.") var app: Int64
-        @Option(help: "sandbox or production.") var environment: String
+        @Option(help: "apns (default), fcm, huawei or honor.") var channel: String = "apns"
+        @Option(help: "APNs: sandbox or production.") var environment: String?
+        @Option(name: .customLong("service-account"), help: "FCM: the service-account JSON file.")
+        var serviceAccount: String?
+        @Option(name: .customLong("vendor-app-id"), help: "Huawei, Honor: the app id the developer console shows.")
+        var vendorAppID: String?
+        @Option(name: .customLong("client-id"), help: "Huawei, Honor: the OAuth 2.0 client id.") var clientID: String?
+        @Option(
+            name: .customLong("client-secret-env"),
+            help:
+                "Huawei, Honor: the environment variable holding the client secret (never a flag: shells keep history)."
+        )
+        var clientSecretEnv: String?
+        @Option(name: .customLong("badge-class"), help: "Huawei, Honor: the launcher activity's class, for badges.")
+        var badgeClass: String?
         @Option(help: "A .p8 token key file (with --key-id and --team-id).") var p8: String?
         @Option(name: .customLong("key-id"), help: "The 10-character key id of the .p8.") var keyID: String?
         @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
@@ -42,12 +66,43 @@ struct CredentialCommand: AsyncParsableCommand {
         }
 
         func validate() throws {
-            let given = [p8, p12, pem].compactMap { $0 }.count
-            guard given == 1 else { throw ValidationError("give exactly one of --p8, --p12, --pem") }
             _ = try selector
-            if p8 != nil, keyID == nil || teamID == nil { throw ValidationError("--p8 needs --key-id and --team-id") }
-            guard APNsEnvironment(rawValue: environment) != nil else {
-                throw ValidationError("--environment must be sandbox or production")
+            guard let pushChannel = PushChannel(rawValue: channel) else {
+                throw ValidationError(
+                    "--channel must be one of \(PushChannel.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            let apnsFlags = [p8, p12, pem, environment, keyID, teamID, passwordEnv].compactMap { $0 }
+            let fcmFlags = [serviceAccount].compactMap { $0 }
+            let oauthFlags = [vendorAppID, clientID, clientSecretEnv, badgeClass].compactMap { $0 }
+            switch pushChannel {
+            case .apns:
+                guard fcmFlags.isEmpty, oauthFlags.isEmpty else {
+                    throw ValidationError(
+                        "--service-account, --client-id and the like are for Android channels (--channel)")
+                }
+                let given = [p8, p12, pem].compactMap { $0 }.count
+                guard given == 1 else { throw ValidationError("give exactly one of --p8, --p12, --pem") }
+                if p8 != nil, keyID == nil || teamID == nil {
+                    throw ValidationError("--p8 needs --key-id and --team-id")
+                }
+                guard let environment, APNsEnvironment(rawValue: environment) != nil else {
+                    throw ValidationError("--environment must be sandbox or production")
+                }
+            case .fcm:
+                guard apnsFlags.isEmpty, oauthFlags.isEmpty else {
+                    throw ValidationError("--channel fcm takes --service-account FILE (and a selector) only")
+                }
+                guard serviceAccount != nil else { throw ValidationError("--channel fcm needs --service-account FILE") }
+            case .huawei, .honor:
+                guard apnsFlags.isEmpty, fcmFlags.isEmpty else {
+                    throw ValidationError(
+                        "--channel \(channel) takes --vendor-app-id, --client-id, --client-secret-env and --badge-class"
+                    )
+                }
+                guard vendorAppID != nil, clientID != nil, clientSecretEnv != nil else {
+                    throw ValidationError(
+                        "--channel \(channel) needs --vendor-app-id, --client-id and --client-secret-env")
+                }
             }
         }
 
@@ -56,6 +111,10 @@ struct CredentialCommand: AsyncParsableCommand {
             let store = try options.openStore(config)
             defer { try? store.close() }
             guard try await store.app(id: app) != nil else { throw ValidationError("no app with id \(app)") }
+            let pushChannel = PushChannel(rawValue: channel) ?? .apns
+            guard pushChannel == .apns else {
+                return try await addChannelCredential(pushChannel, store: store, config: config)
+            }
             var password: String?
             if let passwordEnv {
                 guard let value = ProcessInfo.processInfo.environment[passwordEnv] else {
@@ -79,7 +138,8 @@ struct CredentialCommand: AsyncParsableCommand {
             let record: CredentialRecord
             do {
                 record = try await service.add(
-                    upload, appID: app, environment: APNsEnvironment(rawValue: environment)!, selector: try selector)
+                    upload, appID: app, environment: APNsEnvironment(rawValue: environment ?? "")!,
+                    selector: try selector)
             } catch let error as CredentialError {
                 throw ValidationError(error.message)
             }
@@ -93,6 +153,37 @@ struct CredentialCommand: AsyncParsableCommand {
             printJSON(summary)
         }
 
+        /// An FCM service account or a Huawei or Honor OAuth client, checked and sealed.
+        private func addChannelCredential(_ pushChannel: PushChannel, store: SQLiteStore, config: GatewayConfig)
+            async throws
+        {
+            let upload: ChannelCredentialUpload
+            if pushChannel == .fcm {
+                guard let data = FileManager.default.contents(atPath: serviceAccount ?? "") else {
+                    throw ValidationError("cannot read \(serviceAccount ?? "")")
+                }
+                upload = .fcm(serviceAccountJSON: Array(data))
+            } else {
+                let variable = clientSecretEnv ?? ""
+                guard let secret = ProcessInfo.processInfo.environment[variable], !secret.isEmpty else {
+                    throw ValidationError("the environment variable \(variable) is not set")
+                }
+                upload = .oauthClient(
+                    channel: pushChannel, vendorAppID: vendorAppID ?? "", clientID: clientID ?? "",
+                    clientSecret: secret,
+                    badgeClass: badgeClass)
+            }
+            let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
+            let record: ChannelCredentialRecord
+            do {
+                record = try await ChannelCredentialService(store: store, masterKey: masterKey).add(
+                    upload, appID: app, selector: try selector)
+            } catch let error as CredentialError {
+                throw ValidationError(error.message)
+            }
+            printJSON(ChannelCredentialView.object(record))
+        }
+
         private func readText(_ path: String) throws -> String {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ValidationError("cannot read \(path)")
@@ -102,7 +193,8 @@ struct CredentialCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List an app's credentials (never their secrets).")
+        static let configuration = CommandConfiguration(
+            abstract: "List an app's credentials of every channel (never their secrets).")
         @OptionGroup var options: ConfigOptions
         @Option(help: "The app id.") var app: Int64
 
@@ -110,7 +202,13 @@ struct CredentialCommand: AsyncParsableCommand {
             let config = try options.load()
             let store = try options.openStore(config)
             defer { try? store.close() }
-            printJSON(try await store.credentials(appID: app).map { CredentialView.object($0) })
+            let apns = try await store.credentials(appID: app).map { record -> [String: Any] in
+                var object = CredentialView.object(record)
+                object["channel"] = PushChannel.apns.rawValue
+                return object
+            }
+            let android = try await store.channelCredentials(appID: app).map { ChannelCredentialView.object($0) }
+            printJSON(apns + android)
         }
     }
 }

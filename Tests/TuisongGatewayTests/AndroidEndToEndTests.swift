@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+import TuisongAPNsMock
+import TuisongCore
+import TuisongCrypto
+import TuisongGatewayTestKit
+import TuisongPluginTestKit
+
+@testable import TuisongGateway
+
+/// Android devices through the whole gateway: native API → message → channel router → the
+/// FCM, Huawei and Honor transports over TLS + HTTP/2 → the bundled look-alike.
+@Suite(.serialized) struct AndroidEndToEndTests {
+    func register(_ gw: RunningGateway, _ key: String, _ token: String, _ body: [String: Any]) async throws {
+        let r = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token)", key: key, json: body)
+        #expect(r.status == 201, "\(r.text)")
+    }
+
+    func push(_ gw: RunningGateway, _ key: String, _ body: [String: Any]) async throws -> Int {
+        let push = try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: body)
+        #expect(push.status == 202, "\(push.text)")
+        return try #require(push.jsonObject["message_id"] as? Int)
+    }
+
+    /// Done when: local mode delivers one push to an iOS and an Android (FCM) device, each
+    /// through its own look-alike, with no account of either.
+    @Test func localModeDeliversToAnIPhoneAndEveryAndroidService() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp(bundleID: "com.example.chat")
+        let iphone = token(1, prefix: "ab")
+        try await register(gw, key, iphone, ["environment": "production", "tags": ["all"]])
+        try await register(gw, key, "fcm-token:APA91b-1", ["channel": "fcm", "tags": ["all"]])
+        try await register(gw, key, "huawei-token-1", ["channel": "huawei", "tags": ["all"]])
+        try await register(gw, key, "honor-token-1", ["channel": "honor", "tags": ["all"]])
+        let id = try await push(
+            gw, key,
+            [
+                "audience": ["tag": "all"],
+                "notification": ["alert": ["title": "Ann", "body": "Lunch?"], "badge": 2, "custom": ["chat": "7"]],
+            ])
+        _ = try await gw.completed(messageID: Int64(id))
+        let message = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)?channels=true", key: key).jsonObject
+        #expect((message["counts"] as? [String: Int])?["delivered"] == 4)
+        let channels = try #require(message["channels"] as? [String: [String: Int]])
+        for channel in ["apns", "fcm", "huawei", "honor"] {
+            #expect(channels[channel]?["delivered"] == 1, "\(channel)")
+        }
+
+        let mock = gw.mock
+        #expect(mock.receivedNotifications().map(\.deviceToken) == [iphone])
+        let android = mock.receivedAndroidMessages()
+        #expect(Set(android.map(\.service)) == [.fcm, .huawei, .honor])
+        let fcm = try #require(android.first { $0.service == .fcm })
+        #expect(fcm.tokens == ["fcm-token:APA91b-1"])
+        let sent = try #require(try JSONValue(parsing: fcm.body)["message"])
+        #expect(sent["notification"] == ["title": "Ann", "body": "Lunch?"])
+        #expect(sent["android"]?["notification"]?["notification_count"] == 2)
+        #expect(sent["data"] == ["chat": "7"])
+        let huawei = try #require(android.first { $0.service == .huawei })
+        #expect(try JSONValue(parsing: huawei.body)["message"]?["android"]?["notification"]?["body"] == "Lunch?")
+
+        // Metrics per channel.
+        let metrics = try await http("GET", "\(gw.baseURL)/metrics").text
+        #expect(metrics.contains(#"tuisong_deliveries_total{channel="fcm",outcome="delivered",reason=""} 1"#))
+        #expect(metrics.contains(#"tuisong_channel_token_refreshes{channel="fcm"} 1"#))
+    }
+
+    /// An app with no credential for a channel: its devices there are skipped `no_credential`,
+    /// counted, never lost; a channel with a credential delivers.
+    @Test func withoutLocalModeAChannelWithoutCredentialIsSkipped() async throws {
+        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.prod")
+        var configuration = setup.configuration(host: "127.0.0.1", port: 0)
+        configuration.faults = .magicTokenPrefixes
+        let mock = try APNsMockServer(
+            configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey)
+        try mock.start()
+        defer { mock.shutdown() }
+        let directory = FileManager.default.temporaryDirectory.appending(path: "android-prod-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let caFile = directory.appending(path: "ca.pem").path
+        try setup.writeCAFile(to: caFile)
+        let base = "https://127.0.0.1:\(mock.port)"
+        let gw = try await TestGateway.start(environment: [
+            "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_APNS_PRODUCTION_URL": base, "TUISONG_APNS_CA_FILE": caFile,
+            "TUISONG_TRANSPORTS_CA_FILE": caFile, "TUISONG_TRANSPORTS_FCM_URL": base,
+            "TUISONG_TRANSPORTS_HUAWEI_URL": base, "TUISONG_TRANSPORTS_HUAWEI_TOKEN_URL": base + "/oauth2/v3/token",
+        ])
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.prod")
+        _ = try await ChannelCredentialService(store: gw.runtime.store, masterKey: gw.runtime.masterKey).add(
+            .fcm(serviceAccountJSON: setup.fcmServiceAccountJSON(tokenURI: base + "/token")), appID: appID)
+        try await register(gw, key, "fcm-a", ["channel": "fcm", "tags": ["t"]])
+        try await register(gw, key, "unregistered-fcm-b", ["channel": "fcm", "tags": ["t"]])
+        try await register(gw, key, "huawei-a", ["channel": "huawei", "tags": ["t"]])
+        let id = try await push(gw, key, ["audience": ["tag": "t"], "notification": ["alert": "hi"]])
+        let status = try await gw.completed(messageID: Int64(id))
+        #expect(status.counts.delivered == 1)
+        #expect(status.counts.failed == 1)
+        #expect(status.counts.skipped == 1)
+        #expect(status.skips["no_credential"] == 1)
+        #expect(status.failures["UNREGISTERED"] == 1)
+        let channels = try await gw.runtime.store.channelCounts(messageID: Int64(id))
+        #expect(channels[.fcm]?.delivered == 1)
+        #expect(channels[.fcm]?.failed == 1)
+        #expect(channels[.huawei]?.skipped == 1)
+        // The unregistered token's device is invalidated.
+        let device = try await http("GET", "\(gw.baseURL)/api/v1/devices/unregistered-fcm-b", key: key)
+        #expect(device.jsonObject["invalidated_at"] is String)
+    }
+}
