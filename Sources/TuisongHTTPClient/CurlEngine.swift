@@ -152,13 +152,24 @@ final class CurlEngine: @unchecked Sendable {
 
     /// Asks the thread to stop and, unless called on it, waits until it has ended (every request
     /// answered, every connection closed). Safe to call any number of times from any thread.
-    func shutdown() {
+    func shutdown(releasingClient: Bool = false) {
         inbox.withLock { inbox in
             guard !inbox.stopRequested else { return }
             inbox.stopRequested = true
             curl_multi_wakeup(multi)
         }
-        if isEventThread { return }
+        if isEventThread {
+            // The thread cannot join itself: it ends on its own once this completion returns.
+            // A later shutdown() from another thread joins it; when the client itself is going
+            // away (its last reference dropped in a completion), nobody will, so it is detached.
+            if releasingClient {
+                _ = joinable.withLockIfAvailable { thread in
+                    if let running = thread { pthread_detach(running) }
+                    thread = nil
+                }
+            }
+            return
+        }
         // Held while joining so a second caller returns only once the thread has ended too.
         joinable.withLock { thread in
             guard let running = thread else { return }
@@ -251,7 +262,8 @@ final class CurlEngine: @unchecked Sendable {
                 handle = reused
             } else {
                 do throws(HTTPClientError) {
-                    handle = try EasyHandle()
+                    handle = try EasyHandle(
+                        settings: settings, counters: Unmanaged.passUnretained(counters).toOpaque())
                 } catch {
                     fail(submission.completion, error)
                     continue
@@ -259,8 +271,8 @@ final class CurlEngine: @unchecked Sendable {
             }
             let remaining = Int(max(1, (submission.deadline - now) / 1_000_000))
             if let refused = handle.prepare(
-                submission.request, timeoutMilliseconds: remaining, settings: settings,
-                counters: Unmanaged.passUnretained(counters).toOpaque())
+                submission.request, timeoutMilliseconds: remaining,
+                connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds)
             {
                 recycle(handle)
                 fail(submission.completion, refused)
@@ -315,7 +327,7 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     private func recycle(_ handle: EasyHandle) {
-        handle.reset()
+        handle.clear()
         if idle.count < maxIdleHandles { idle.append(handle) }
     }
 

@@ -35,13 +35,17 @@ struct TransferSettings {
 
 typealias Completion = @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void
 
-/// One curl easy handle and the transfer it carries. Reused from request to request (reset in
-/// between); owned by the client's event thread and never touched elsewhere.
+/// One curl easy handle and the transfer it carries. Reused from request to request; owned by the
+/// client's event thread and never touched elsewhere.
 final class EasyHandle {
     let curl: UnsafeMutableRawPointer
     /// curl writes its message for a failed transfer here (CURLOPT_ERRORBUFFER).
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private var headerList: UnsafeMutablePointer<curl_slist>?
+
+    /// CURLOPT_UPLOAD_BUFFERSIZE's minimum.
+    static let uploadBufferSize = 16 * 1024
+    static let downloadBufferSize = 8 * 1024
 
     // The transfer in progress.
     var completion: Completion?
@@ -50,34 +54,20 @@ final class EasyHandle {
     private var responseHeaders: [(name: String, value: String)] = []
     private var responseBody: [UInt8] = []
 
-    init() throws(HTTPClientError) {
+    /// Creates the handle with the options every request of the client shares; `counters` (the
+    /// socket callbacks' context) must outlive the handle.
+    init(settings: TransferSettings, counters: UnsafeMutableRawPointer) throws(HTTPClientError) {
         guard let curl = curl_easy_init() else {
             throw HTTPClientError(code: "Other", detail: "curl_easy_init failed")
         }
         self.curl = curl
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
-    }
-
-    deinit {
-        curl_easy_cleanup(curl)
-        curl_slist_free_all(headerList)
-        errorBuffer.deallocate()
-    }
-
-    /// Sets every option of `request` on the (freshly reset) handle. Returns the error when curl
-    /// refuses one, e.g. an unsupported option value.
-    func prepare(
-        _ request: HTTPClientRequest, timeoutMilliseconds: Int, settings: TransferSettings,
-        counters: UnsafeMutableRawPointer
-    ) -> HTTPClientError? {
-        errorBuffer[0] = 0
         let context = Unmanaged.passUnretained(self).toOpaque()
         var failed: CURLcode = CURLE_OK
         func check(_ code: CURLcode) {
             if code != CURLE_OK && failed == CURLE_OK { failed = code }
         }
-        check(tuisong_curl_easy_setopt_str(curl, CURLOPT_URL, request.url))
         // Only HTTP(S): a URL from configuration must not become file:// or gopher://.
         check(tuisong_curl_easy_setopt_str(curl, CURLOPT_PROTOCOLS_STR, "http,https"))
         check(tuisong_curl_easy_setopt_long(curl, CURLOPT_NOSIGNAL, 1))
@@ -85,10 +75,11 @@ final class EasyHandle {
         // Wait for a connection that may multiplex rather than open one more per request.
         check(tuisong_curl_easy_setopt_long(curl, CURLOPT_PIPEWAIT, 1))
         check(tuisong_curl_easy_setopt_long(curl, CURLOPT_TCP_NODELAY, 1))
-        check(tuisong_curl_easy_setopt_long(curl, CURLOPT_TIMEOUT_MS, timeoutMilliseconds))
-        check(
-            tuisong_curl_easy_setopt_long(
-                curl, CURLOPT_CONNECTTIMEOUT_MS, min(settings.connectTimeoutMilliseconds, timeoutMilliseconds)))
+        // Buffers a handle allocates once and keeps: 64 KB for uploads and 16 KB for downloads by
+        // default, 80 KB for each of up to maxInFlight handles. Push requests and answers are
+        // small JSON; larger bodies still pass, in more rounds.
+        check(tuisong_curl_easy_setopt_long(curl, CURLOPT_UPLOAD_BUFFERSIZE, Self.uploadBufferSize))
+        check(tuisong_curl_easy_setopt_long(curl, CURLOPT_BUFFERSIZE, Self.downloadBufferSize))
         if let caFile = settings.caFile {
             check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CAINFO, caFile))
         }
@@ -102,11 +93,38 @@ final class EasyHandle {
         check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_OPENSOCKETDATA, counters))
         check(tuisong_curl_easy_setopt_closesocket_function(curl, closeSocketCallback))
         check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_CLOSESOCKETDATA, counters))
+        guard failed == CURLE_OK else { throw error(for: failed) }
+    }
+
+    deinit {
+        curl_easy_cleanup(curl)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+    }
+
+    /// Sets the options of `request`, every one a previous request may have set (the handle is
+    /// reused without curl_easy_reset, which would throw away the shared options above).
+    /// Returns the error when curl refuses one.
+    func prepare(
+        _ request: HTTPClientRequest, timeoutMilliseconds: Int, connectTimeoutMilliseconds: Int
+    ) -> HTTPClientError? {
+        errorBuffer[0] = 0
+        var failed: CURLcode = CURLE_OK
+        func check(_ code: CURLcode) {
+            if code != CURLE_OK && failed == CURLE_OK { failed = code }
+        }
+        check(tuisong_curl_easy_setopt_str(curl, CURLOPT_URL, request.url))
+        check(tuisong_curl_easy_setopt_long(curl, CURLOPT_TIMEOUT_MS, timeoutMilliseconds))
+        check(
+            tuisong_curl_easy_setopt_long(
+                curl, CURLOPT_CONNECTTIMEOUT_MS, min(connectTimeoutMilliseconds, timeoutMilliseconds)))
 
         let method = request.method.uppercased()
         if method == "HEAD" {
             check(tuisong_curl_easy_setopt_long(curl, CURLOPT_NOBODY, 1))
+            check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CUSTOMREQUEST, nil))
         } else if !request.body.isEmpty || method == "POST" || method == "PUT" || method == "PATCH" {
+            check(tuisong_curl_easy_setopt_long(curl, CURLOPT_NOBODY, 0))
             // The size first: COPYPOSTFIELDS then copies exactly that many bytes (NULs included).
             check(tuisong_curl_easy_setopt_off(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
             if request.body.isEmpty {
@@ -118,11 +136,11 @@ final class EasyHandle {
                             curl, CURLOPT_COPYPOSTFIELDS, bytes.baseAddress!.assumingMemoryBound(to: CChar.self)))
                 }
             }
-            if method != "POST" {
-                check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CUSTOMREQUEST, method))
-            }
-        } else if method != "GET" {
-            check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CUSTOMREQUEST, method))
+            check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CUSTOMREQUEST, method == "POST" ? nil : method))
+        } else {
+            // Back to a bodiless GET (NOBODY off, no upload), then the method's own name.
+            check(tuisong_curl_easy_setopt_long(curl, CURLOPT_HTTPGET, 1))
+            check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CUSTOMREQUEST, method == "GET" ? nil : method))
         }
 
         var list: UnsafeMutablePointer<curl_slist>?
@@ -162,10 +180,11 @@ final class EasyHandle {
                 status: status, headers: responseHeaders, body: responseBody, httpVersion: httpVersion))
     }
 
-    /// Clears the options and the request's header list, so the handle holds nothing of the
-    /// request once it is back in the free list (the body copy curl kept is freed too).
-    func reset() {
-        curl_easy_reset(curl)
+    /// Forgets the request once its transfer has ended: its header list (the handle's pointer to
+    /// it cleared first), completion and response. The body copy curl made stays until the next
+    /// request replaces it (a GET sets no body) or the handle is cleaned up.
+    func clear() {
+        _ = tuisong_curl_easy_setopt_ptr(curl, CURLOPT_HTTPHEADER, nil)
         curl_slist_free_all(headerList)
         headerList = nil
         completion = nil

@@ -50,7 +50,7 @@ public final class HTTPClient: Sendable {
         self.engine = engine
     }
 
-    deinit { engine.shutdown() }
+    deinit { engine.shutdown(releasingClient: true) }
 
     /// Sends `request`. Thread-safe; `completion` runs on the client's event thread and must be
     /// cheap (hand real work elsewhere) — every other transfer waits while it runs. After

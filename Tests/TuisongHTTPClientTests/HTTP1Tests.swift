@@ -27,6 +27,7 @@ struct HTTP1Tests {
         router.add(.POST, "/echo", handler: echo)
         router.add(.PUT, "/echo", handler: echo)
         router.add(.DELETE, "/echo", handler: echo)
+        router.add(.HEAD, "/echo", handler: echo)
         return router
     }
 
@@ -82,15 +83,24 @@ struct HTTP1Tests {
             ).get()
             #expect(try json(put)["method"] as? String == "PUT")
             #expect(try json(put)["body"] as? String == "p")
+            // The one easy handle is reused: nothing of the PUT (method, body) may stick.
             let delete = try await client.execute(HTTPClientRequest(method: "DELETE", url: "\(base)/echo")).get()
             #expect(try json(delete)["method"] as? String == "DELETE")
+            #expect(try json(delete)["body"] as? String == "")
+            let head = try await client.execute(HTTPClientRequest(method: "HEAD", url: "\(base)/echo")).get()
+            #expect(head.status == 200)
+            #expect(head.body.isEmpty)
+            let again = try await client.execute(HTTPClientRequest(method: "GET", url: "\(base)/echo")).get()
+            #expect(try json(again)["method"] as? String == "GET")
+            #expect(try json(again)["body"] as? String == "")
+            #expect(try json(again)["custom"] as? String == "")
 
             let missing = try await client.execute(HTTPClientRequest(method: "GET", url: "\(base)/nowhere")).get()
             #expect(missing.status == 404)
 
             let statistics = client.statistics
-            #expect(statistics.requestsStarted == 6)
-            #expect(statistics.requestsCompleted == 6)
+            #expect(statistics.requestsStarted == 8)
+            #expect(statistics.requestsCompleted == 8)
             #expect(statistics.requestsFailed == 0)
             #expect(statistics.inFlight == 0)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TuisongAPNsMock
 import TuisongHTTPClient
@@ -9,7 +10,7 @@ struct HTTP2Tests {
     /// The mock with its stream limit raised from the start (APNs allows one stream before a
     /// valid provider token; these requests carry none), and a client trusting its CA.
     private func withMock<T>(
-        maxConnectionsPerHost: Int = 4, maxConcurrentStreams: Int = 1000,
+        maxConnectionsPerHost: Int = 4, maxConcurrentStreams: Int = 1000, maxInFlight: Int = 2000,
         _ body: (APNsMockServer, HTTPClient) async throws -> T
     ) async throws -> T {
         let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.app")
@@ -23,7 +24,7 @@ struct HTTP2Tests {
         let client = try HTTPClient(
             configuration: .init(
                 caFile: caFile, maxConnectionsPerHost: maxConnectionsPerHost,
-                maxConcurrentStreams: maxConcurrentStreams),
+                maxConcurrentStreams: maxConcurrentStreams, maxInFlight: maxInFlight),
             label: "test-h2")
         defer {
             client.shutdown()
@@ -89,6 +90,26 @@ struct HTTP2Tests {
             #expect(statuses == Array(repeating: 403, count: 200))
             #expect(server.statistics.connectionsAccepted <= 2)
             #expect(client.statistics.connectionsOpened <= 2)
+        }
+    }
+
+    @Test("requests beyond maxInFlight wait in the FIFO and are all answered")
+    func queued() async throws {
+        try await withMock(maxInFlight: 10) { server, client in
+            let box = ResultBox()
+            let peakInFlight = Mutex(0)
+            for index in 0..<300 {
+                client.execute(request(server, index)) { result in
+                    // Counters change before a completion runs: this one is already out.
+                    let inFlight = client.statistics.inFlight
+                    peakInFlight.withLock { $0 = max($0, inFlight) }
+                    box.append(result)
+                }
+            }
+            try await waitUntil("300 answers") { box.count == 300 }
+            #expect(box.all.allSatisfy { (try? $0.get().status) == 403 })
+            #expect(peakInFlight.withLock { $0 } <= 9)
+            #expect(client.statistics.requestsStarted == 300)
         }
     }
 
