@@ -125,6 +125,19 @@ struct HTTP1Tests {
         }
     }
 
+    @Test("a timeout too large to count in nanoseconds is as good as none; a zero one fails at once")
+    func extremeTimeouts() async throws {
+        try await withHTTPServer(router: echoRouter()) { server in
+            let client = try HTTPClient(label: "test-extremes")
+            defer { client.shutdown() }
+            let url = "http://127.0.0.1:\(server.port)/echo"
+            let long = await client.execute(HTTPClientRequest(method: "GET", url: url, timeout: .seconds(Int64.max)))
+            #expect((try? long.get().status) == 200)
+            let zero = await client.execute(HTTPClientRequest(method: "GET", url: url, timeout: .zero))
+            #expect(zero.failureCode == "Timeout")
+        }
+    }
+
     @Test("concurrent HTTP/1.1 requests stay within maxConnectionsPerHost")
     func connectionLimit() async throws {
         try await withHTTPServer(router: echoRouter()) { server in
