@@ -193,6 +193,26 @@ struct HTTP1Tests {
         #expect(client.statistics.inFlight == 0)
     }
 
+    // curl 7.88 checks CURLOPT_TIMEOUT_MS only for a transfer that has a connection: this one
+    // waits (PENDING) for the only connection allowed, held by a request that never ends, and
+    // is failed by the client's own once-a-second sweep.
+    @Test("a request parked waiting for a connection still times out")
+    func pendingTimeout() async throws {
+        let listener = try SilentListener()
+        let client = try HTTPClient(configuration: .init(maxConnectionsPerHost: 1), label: "test-pending")
+        let url = "http://127.0.0.1:\(listener.port)/"
+        let box = ResultBox()
+        client.execute(HTTPClientRequest(method: "GET", url: url)) { box.append($0) }
+        try await waitUntil("the first request holds the connection") {
+            client.statistics.inFlight == 1 && client.statistics.openConnections == 1
+        }
+        let parked = await client.execute(HTTPClientRequest(method: "GET", url: url, timeout: .milliseconds(200)))
+        #expect(parked.failureCode == "Timeout")
+        #expect(box.count == 0)
+        client.shutdown()
+        #expect(box.all.map(\.failureCode) == ["Shutdown"])
+    }
+
     @Test("shutdown fails in-flight and queued requests with Shutdown, is idempotent, refuses new ones")
     func shutdown() async throws {
         let listener = try SilentListener()
