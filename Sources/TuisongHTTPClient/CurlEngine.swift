@@ -18,10 +18,12 @@ enum MonotonicTime {
         return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
     }
 
+    /// Clamped to 0 below and to about a century above, so a deadline never wraps around.
     static func nanoseconds(_ duration: Duration) -> UInt64 {
         let (seconds, attoseconds) = duration.components
         guard seconds >= 0 else { return 0 }
-        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
+        guard seconds < 3_000_000_000 else { return 3_000_000_000 * 1_000_000_000 }
+        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
     }
 
     static func milliseconds(_ duration: Duration) -> Int {

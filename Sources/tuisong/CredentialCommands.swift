@@ -270,11 +270,16 @@ struct APNsMockCommand: AsyncParsableCommand {
     @Option(help: "Port (0 = any free port).") var port: Int = 2197
     @Option(
         name: .customLong("setup"),
-        help: "Where the throwaway CA, server certificate and token key are kept (created if absent).")
+        help: """
+            Where the throwaway CA, server certificate, APNs token key and Android credentials (FCM \
+            service account, Huawei and Honor clients) are kept (created if absent).
+            """)
     var setupPath: String = "data/apns-mock-setup.json"
     @Option(name: .customLong("bundle-id"), help: "The bundle id of the generated client certificate.")
     var bundleID: String = "tuisong.local"
-    @Option(name: .customLong("max-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS after the first valid token.")
+    @Option(
+        name: .customLong("max-streams"),
+        help: "SETTINGS_MAX_CONCURRENT_STREAMS after the first valid token or Android request.")
     var maxStreams: Int = 1000
     @Option(name: .customLong("streams-before-token"), help: "Streams allowed before the first valid token (APNs: 1).")
     var streamsBeforeToken: Int = 1
@@ -291,6 +296,16 @@ struct APNsMockCommand: AsyncParsableCommand {
             quotaExceeded, unavailable, internal).
             """)
     var faultsFile: String?
+    @Option(
+        name: .customLong("config"),
+        help: """
+            A JSON file in APNsMockConfiguration's shape. Its tokenKeys, clientCertificateCAPEMs, \
+            fcmServiceAccounts ({"clientEmail","keyID","publicKeyPEM","projectID"}), huaweiClients and \
+            honorClients ({"clientID","clientSecret","appID"}) are trusted besides the generated ones; \
+            accessTokenLifetimeSeconds, maxTokenAgeSeconds, recordedNotificationLimit and faults apply when \
+            present. Command-line options win.
+            """)
+    var configFile: String?
     @Flag(
         name: .customLong("magic-tokens"),
         help: """
@@ -316,9 +331,37 @@ struct APNsMockCommand: AsyncParsableCommand {
                 throw ValidationError("\(faultsFile) is not a valid faults file: \(error)")
             }
         }
+        var fileConfiguration: (configuration: APNsMockConfiguration, keys: Set<String>)?
+        if let configFile {
+            guard let data = FileManager.default.contents(atPath: configFile) else {
+                throw ValidationError("cannot read \(configFile)")
+            }
+            do {
+                let decoded = try JSONDecoder().decode(APNsMockConfiguration.self, from: data)
+                let keys = (try JSONSerialization.jsonObject(with: data) as? [String: Any]).map { Set($0.keys) } ?? []
+                fileConfiguration = (decoded, keys)
+            } catch {
+                throw ValidationError("\(configFile) is not a valid mock configuration: \(error)")
+            }
+        }
         let setup = try APNsMockLocalSetup.loadOrGenerate(at: setupPath, bundleID: bundleID)
         var configuration = setup.configuration(host: host, port: port)
         configuration.faults = faults
+        if let (file, keys) = fileConfiguration {
+            configuration.tokenKeys += file.tokenKeys
+            configuration.clientCertificateCAPEMs += file.clientCertificateCAPEMs
+            configuration.fcmServiceAccounts += file.fcmServiceAccounts
+            configuration.huaweiClients += file.huaweiClients
+            configuration.honorClients += file.honorClients
+            if keys.contains("accessTokenLifetimeSeconds") {
+                configuration.accessTokenLifetimeSeconds = file.accessTokenLifetimeSeconds
+            }
+            if keys.contains("maxTokenAgeSeconds") { configuration.maxTokenAgeSeconds = file.maxTokenAgeSeconds }
+            if keys.contains("recordedNotificationLimit") {
+                configuration.recordedNotificationLimit = file.recordedNotificationLimit
+            }
+            if keys.contains("faults") && faultsFile == nil { configuration.faults = file.faults }
+        }
         configuration.maxConcurrentStreams = maxStreams
         configuration.streamsBeforeFirstValidToken = streamsBeforeToken
         configuration.eventLoopThreads = threads

@@ -450,6 +450,28 @@ struct MockAndroidCredentialTests {
         #expect(try harness.fcmTokenResponse(assertion: assertion).status == 200)
     }
 
+    @Test("the configuration's Android fields round-trip through JSON and are optional")
+    func configurationCodable() throws {
+        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.codable")
+        var configuration = setup.configuration()
+        configuration.accessTokenLifetimeSeconds = 5
+        configuration.faults.androidTokenPrefixes = [
+            "slow-": .quotaExceeded(retryAfterSeconds: 9), "gone-": .unregistered,
+        ]
+        let data = try JSONEncoder().encode(configuration)
+        #expect(try JSONDecoder().decode(APNsMockConfiguration.self, from: data) == configuration)
+
+        let partial = try JSONDecoder().decode(
+            APNsMockConfiguration.self,
+            from: Data(
+                #"{"huaweiClients":[{"clientID":"1","clientSecret":"s","appID":"1"}],"faults":{"androidTokenPrefixes":{"x":{"kind":"internal"}}}}"#
+                    .utf8))
+        #expect(partial.huaweiClients == [.init(clientID: "1", clientSecret: "s", appID: "1")])
+        #expect(partial.faults.androidTokenPrefixes == ["x": .internal])
+        #expect(partial.accessTokenLifetimeSeconds == 3600)
+        #expect(partial.fcmServiceAccounts.isEmpty)
+    }
+
     @Test("a setup saved before the Android look-alikes gains Android credentials on load, and keeps them")
     func oldSetupFileGainsAndroidCredentials() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(

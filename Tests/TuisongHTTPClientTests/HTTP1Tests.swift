@@ -125,6 +125,19 @@ struct HTTP1Tests {
         }
     }
 
+    @Test("a timeout too large to count in nanoseconds is as good as none; a zero one fails at once")
+    func extremeTimeouts() async throws {
+        try await withHTTPServer(router: echoRouter()) { server in
+            let client = try HTTPClient(label: "test-extremes")
+            defer { client.shutdown() }
+            let url = "http://127.0.0.1:\(server.port)/echo"
+            let long = await client.execute(HTTPClientRequest(method: "GET", url: url, timeout: .seconds(Int64.max)))
+            #expect((try? long.get().status) == 200)
+            let zero = await client.execute(HTTPClientRequest(method: "GET", url: url, timeout: .zero))
+            #expect(zero.failureCode == "Timeout")
+        }
+    }
+
     @Test("concurrent HTTP/1.1 requests stay within maxConnectionsPerHost")
     func connectionLimit() async throws {
         try await withHTTPServer(router: echoRouter()) { server in
@@ -178,6 +191,26 @@ struct HTTP1Tests {
         #expect(results.map(\.failureCode) == ["Timeout", "Timeout"])
         #expect(client.statistics.requestsFailed == 2)
         #expect(client.statistics.inFlight == 0)
+    }
+
+    // curl 7.88 checks CURLOPT_TIMEOUT_MS only for a transfer that has a connection: this one
+    // waits (PENDING) for the only connection allowed, held by a request that never ends, and
+    // is failed by the client's own once-a-second sweep.
+    @Test("a request parked waiting for a connection still times out")
+    func pendingTimeout() async throws {
+        let listener = try SilentListener()
+        let client = try HTTPClient(configuration: .init(maxConnectionsPerHost: 1), label: "test-pending")
+        let url = "http://127.0.0.1:\(listener.port)/"
+        let box = ResultBox()
+        client.execute(HTTPClientRequest(method: "GET", url: url)) { box.append($0) }
+        try await waitUntil("the first request holds the connection") {
+            client.statistics.inFlight == 1 && client.statistics.openConnections == 1
+        }
+        let parked = await client.execute(HTTPClientRequest(method: "GET", url: url, timeout: .milliseconds(200)))
+        #expect(parked.failureCode == "Timeout")
+        #expect(box.count == 0)
+        client.shutdown()
+        #expect(box.all.map(\.failureCode) == ["Shutdown"])
     }
 
     @Test("shutdown fails in-flight and queued requests with Shutdown, is idempotent, refuses new ones")

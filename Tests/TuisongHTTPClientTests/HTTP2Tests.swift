@@ -58,23 +58,40 @@ struct HTTP2Tests {
         }
     }
 
+    /// Sends 500 requests at once and checks every one was answered over HTTP/2; returns the
+    /// connections the mock accepted.
+    private func fiveHundredAtOnce(_ server: APNsMockServer, _ client: HTTPClient) async throws -> Int {
+        let box = ResultBox()
+        for index in 0..<500 {
+            client.execute(request(server, index)) { box.append($0) }
+        }
+        try await waitUntil("500 answers") { box.count == 500 }
+        let results = box.all
+        #expect(results.allSatisfy { (try? $0.get().status) == 403 })
+        #expect(results.allSatisfy { (try? $0.get().httpVersion) == 2 })
+        #expect(server.statistics.requests == 500)
+        let statistics = client.statistics
+        #expect(statistics.requestsCompleted == 500)
+        #expect(statistics.inFlight == 0)
+        #expect(statistics.connectionsOpened == server.statistics.connectionsAccepted)
+        return server.statistics.connectionsAccepted
+    }
+
     @Test("500 concurrent requests are multiplexed on one connection")
     func multiplexed() async throws {
+        try await withMock(maxConnectionsPerHost: 1) { server, client in
+            let connections = try await fiveHundredAtOnce(server, client)
+            #expect(connections == 1)
+        }
+    }
+
+    // Until the server's SETTINGS arrive curl 7.88 counts 100 streams per connection, so a burst
+    // that comes before them may open further connections, up to maxConnectionsPerHost.
+    @Test("500 concurrent requests with the defaults stay within maxConnectionsPerHost (4)")
+    func multiplexedWithDefaults() async throws {
         try await withMock { server, client in
-            let box = ResultBox()
-            for index in 0..<500 {
-                client.execute(request(server, index)) { box.append($0) }
-            }
-            try await waitUntil("500 answers") { box.count == 500 }
-            let results = box.all
-            #expect(results.allSatisfy { (try? $0.get().status) == 403 })
-            #expect(results.allSatisfy { (try? $0.get().httpVersion) == 2 })
-            #expect(server.statistics.requests == 500)
-            #expect(server.statistics.connectionsAccepted == 1)
-            let statistics = client.statistics
-            #expect(statistics.connectionsOpened == 1)
-            #expect(statistics.requestsCompleted == 500)
-            #expect(statistics.inFlight == 0)
+            let connections = try await fiveHundredAtOnce(server, client)
+            #expect(connections >= 1 && connections <= 4)
         }
     }
 
