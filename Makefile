@@ -15,7 +15,7 @@ TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-
 BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3
 PYTHON ?= python3
 
-.PHONY: all build release run test test-swift test-browser deps test-deps bench bench-http bench-apns bench-faults clean check-config format lint
+.PHONY: all build release run test test-swift test-browser deps test-deps bench bench-http bench-apns bench-android bench-faults clean check-config format lint
 
 all: build
 
@@ -97,6 +97,10 @@ bench-http: release
 bench-apns: release
 	$(call apt_install,$(BENCH_PACKAGES))
 	bench/apns.sh
+
+bench-android: release
+	$(call apt_install,$(BENCH_PACKAGES))
+	bench/android.sh
 
 bench-faults: release
 	$(call apt_install,$(BENCH_PACKAGES))

@@ -188,19 +188,24 @@ struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device", abstract: "Manage devices.", subcommands: [Import.self])
 
-    /// Bulk import, e.g. tokens exported from a vendor console: one hex token per line.
+    /// Bulk import, e.g. tokens exported from a vendor console: one token per line.
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Register device tokens read one per line from a file or standard input.")
         @OptionGroup var options: ConfigOptions
         @Option(help: "The app id.") var app: Int64
-        @Option(help: "sandbox or production.") var environment: String = "production"
+        @Option(help: "The tokens' push service: apns (hex tokens), fcm, huawei or honor.") var channel: String = "apns"
+        @Option(help: "APNs: sandbox or production.") var environment: String = "production"
         @Option(help: "A file of tokens; standard input when absent.") var file: String?
         @Option(help: "Tag every imported device with this tag.") var tag: String?
 
         func run() async throws {
             guard let environment = APNsEnvironment(rawValue: environment) else {
                 throw ValidationError("--environment must be sandbox or production")
+            }
+            guard let channel = PushChannel(rawValue: channel) else {
+                throw ValidationError(
+                    "--channel must be one of \(PushChannel.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             var tags: [TagName]?
             if let tag {
@@ -227,12 +232,13 @@ struct DeviceCommand: AsyncParsableCommand {
                 lineNumber += 1
                 let trimmed = line.trimmingCharacters(in: .whitespaces)
                 if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
-                guard let token = DeviceToken(trimmed) else {
+                guard let token = DeviceToken(trimmed, channel: channel) else {
                     rejected += 1
-                    FileHandle.standardError.write(Data("line \(lineNumber): not a device token\n".utf8))
+                    FileHandle.standardError.write(Data("line \(lineNumber): not a \(channel) device token\n".utf8))
                     continue
                 }
-                batch.append(DeviceRegistration(token: token, environment: environment, tags: tags))
+                batch.append(
+                    DeviceRegistration(token: token, environment: environment, tags: tags, channel: channel))
                 if batch.count == 5000 {
                     imported += try await store.registerDevices(appID: app, batch)
                     batch.removeAll(keepingCapacity: true)
