@@ -136,6 +136,7 @@ struct AdminDevicesAPI: Sendable {
         [
             "id": device.id,
             "token": device.token,
+            "channel": device.channel.rawValue,
             "environment": device.environment.rawValue,
             "user": orNull(device.user),
             "locale": orNull(device.locale),

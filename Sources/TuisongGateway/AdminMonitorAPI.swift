@@ -30,7 +30,7 @@ struct AdminMonitorAPI: Sendable {
         for item in activity where item.state == .sending {
             guard let status = try await push.status(item.id) else { continue }
             live[item.id] = status
-            running.append(AdminPushAPI.view(status, detailed: false))
+            running.append(try await view(status))
         }
         let rate = Self.rate(
             activity, liveDelivered: live.mapValues(\.counts.delivered), now: now, window: window,
@@ -38,7 +38,7 @@ struct AdminMonitorAPI: Sendable {
 
         var recent: [[String: Any]] = []
         for record in try await store.messages(appID: nil, limit: 10) {
-            recent.append(AdminPushAPI.view(try await push.liveStatus(record), detailed: false))
+            recent.append(try await view(try await push.liveStatus(record)))
         }
         let failures = try await store.failureReasons(
             since: now.addingTimeInterval(-Self.failureWindow), scanLimit: Self.scanLimit)
@@ -57,6 +57,15 @@ struct AdminMonitorAPI: Sendable {
             "failures_window_seconds": Int(Self.failureWindow),
             "credentials": try await credentialAlerts(now: now),
         ])
+    }
+
+    /// A message as the console lists it, with its committed counts per channel
+    /// (`{"apns": {"delivered": 120, …}, "fcm": {…}}`; a channel without deliveries is absent).
+    private func view(_ status: MessageStatus) async throws -> [String: Any] {
+        var object = AdminPushAPI.view(status, detailed: false)
+        object["channels"] = MessageView.channels(try await store.channelCounts(messageID: status.record.id))
+            .mapValues(\.jsonObject)
+        return object
     }
 
     private static func parameter(_ request: Request, _ name: String, default value: Int, range: ClosedRange<Int>)
@@ -111,7 +120,9 @@ struct AdminMonitorAPI: Sendable {
         }
     }
 
-    /// Credentials APNs refused (most urgent) and credentials that expire within 30 days.
+    /// Credentials APNs, FCM, Huawei or Honor refused (most urgent) and APNs credentials that
+    /// expire within 30 days (Android credentials do not expire). A failing Android credential
+    /// is a `ChannelCredential` and carries its `channel`; an APNs one has none.
     func credentialAlerts(now: Date) async throws -> [String: Any] {
         var failing: [[String: Any]] = []
         var expiring: [[String: Any]] = []
@@ -125,6 +136,11 @@ struct AdminMonitorAPI: Sendable {
                 {
                     expiring.append(view)
                 }
+            }
+            for credential in try await store.channelCredentials(appID: app.id) where credential.isFailing {
+                var view = ChannelCredentialView.object(credential)
+                view["app_name"] = app.name
+                failing.append(view)
             }
         }
         return ["failing": failing, "expiring": expiring]

@@ -194,3 +194,88 @@ import TuisongPluginTestKit
         #expect(try await client.call("GET", "/apps/\(app.id)/credentials").list("credentials").isEmpty)
     }
 }
+
+/// Android credentials through the admin API: an FCM service account and a Huawei client are
+/// checked, stored sealed, listed without their secrets and deleted; a file whose key does not
+/// load is refused with the reason.
+@Suite(.serialized) struct AdminChannelCredentialsTests {
+    static func serviceAccount(privateKey: String, projectID: String = "console-project") throws -> String {
+        let object: [String: String] = [
+            "type": "service_account", "project_id": projectID, "private_key_id": "k1",
+            "private_key": privateKey, "client_email": "push@\(projectID).iam.gserviceaccount.com",
+            "token_uri": "https://oauth2.googleapis.com/token",
+        ]
+        return try JSONSerialization.data(withJSONObject: object).base64EncodedString()
+    }
+
+    @Test func fcmAndHuaweiAreAddedListedRefusedAndDeleted() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let app = try await gw.runtime.store.createApp(name: "c", bundleID: "com.example.android", apiKeyHash: "h")
+        let other = try await gw.runtime.store.createApp(name: "d", bundleID: "com.example.other", apiKeyHash: "h2")
+        let path = "/apps/\(app.id)/channel-credentials"
+        let keyPEM = try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()
+        let keyLine = String(keyPEM.split(separator: "\n")[1])
+
+        let fcm = try await client.call(
+            "POST", path, json: ["channel": "fcm", "file": try Self.serviceAccount(privateKey: keyPEM)])
+        #expect(fcm.status == 201, "\(String(decoding: fcm.body, as: UTF8.self))")
+        #expect(fcm.jsonObject["channel"] as? String == "fcm")
+        #expect(fcm.jsonObject["vendor_app_id"] as? String == "console-project")
+        #expect(fcm.jsonObject["client_id"] as? String == "push@console-project.iam.gserviceaccount.com")
+        #expect(fcm.jsonObject["status"] as? String == "ok")
+        #expect(fcm.jsonObject["selector"] is NSNull)
+
+        let garbage = try await client.call(
+            "POST", path, json: ["channel": "fcm", "file": try Self.serviceAccount(privateKey: "not a key")])
+        #expect(garbage.status == 422)
+        #expect(garbage.errorCode == "corrupt_file")
+        #expect(garbage.errorField == "file")
+        let reason = (garbage.jsonObject["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(reason.contains("private_key"), "the refusal says what is wrong: \(reason)")
+
+        let huawei = try await client.call(
+            "POST", path,
+            json: [
+                "channel": "huawei", "vendor_app_id": "10086", "client_id": "10086", "client_secret": "hw-secret-4Rk",
+                "badge_class": "com.example.MainActivity", "selector": "cn",
+            ])
+        #expect(huawei.status == 201, "\(String(decoding: huawei.body, as: UTF8.self))")
+        #expect(huawei.jsonObject["badge_class"] as? String == "com.example.MainActivity")
+        #expect(huawei.jsonObject["selector"] as? String == "cn")
+        let huaweiID = try #require(huawei.jsonObject["id"] as? Int)
+
+        let badAppID = try await client.call(
+            "POST", path, json: ["channel": "honor", "vendor_app_id": "abc", "client_id": "c", "client_secret": "s"])
+        #expect(badAppID.status == 422)
+        #expect(badAppID.errorCode == "invalid_vendor_app_id")
+        #expect(badAppID.errorField == "vendor_app_id")
+        let noSecret = try await client.call(
+            "POST", path, json: ["channel": "honor", "vendor_app_id": "1", "client_id": "c", "client_secret": ""])
+        #expect(noSecret.status == 400)
+        #expect(noSecret.errorField == "client_secret")
+        let badBadge = try await client.call(
+            "POST", path,
+            json: [
+                "channel": "honor", "vendor_app_id": "1", "client_id": "c", "client_secret": "s",
+                "badge_class": "not a class",
+            ])
+        #expect(badBadge.errorCode == "invalid_badge_class")
+        #expect(badBadge.errorField == "badge_class")
+        #expect(try await client.call("POST", path, json: ["channel": "apns"]).errorField == "channel")
+
+        let list = try await client.call("GET", path)
+        #expect(list.status == 200)
+        #expect(Set(list.list("credentials").compactMap { $0["channel"] as? String }) == ["fcm", "huawei"])
+        #expect(list.list("credentials").allSatisfy { $0["encrypted_secret"] == nil && $0["client_secret"] == nil })
+        #expect(!client.everReceived("hw-secret-4Rk"))
+        #expect(!client.everReceived(keyLine))
+        #expect(try await client.call("GET", "/apps/\(other.id)/channel-credentials").list("credentials").isEmpty)
+
+        #expect(try await client.call("DELETE", "/apps/\(other.id)/channel-credentials/\(huaweiID)").status == 404)
+        #expect(try await client.call("DELETE", "\(path)/\(huaweiID)").status == 204)
+        #expect(try await client.call("DELETE", "\(path)/\(huaweiID)").status == 404)
+        #expect(try await client.call("GET", path).list("credentials").map { $0["channel"] as? String } == ["fcm"])
+    }
+}

@@ -145,4 +145,27 @@ import TuisongPluginTestKit
         #expect(AdminDevicesAPI.position(of: device, in: message(.tokens([token(9), token(4)])), tags: tags) == 2)
         #expect(AdminDevicesAPI.position(of: device, in: message(.tokens([token(9)])), tags: tags) == nil)
     }
+
+    @Test func devicesShowTheirChannel() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let (appID, key) = try await gw.createApp()
+        let android = "fcm-token:APA91bHun4MxP5egoKMwt2KZFBaFUH-1RYqx"
+        for (device, body) in [
+            (token(1), ["environment": "sandbox"] as [String: Any]), (android, ["channel": "fcm"]),
+            ("huawei-token-1", ["channel": "huawei"]),
+        ] {
+            #expect(try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(device)", key: key, json: body).status == 201)
+        }
+        let page = try await client.call("GET", "/apps/\(appID)/devices?by=all")
+        let channels = Dictionary(
+            uniqueKeysWithValues: page.list("devices").map { ($0["token"] as? String ?? "", $0["channel"] as? String) })
+        #expect(channels == [token(1): "apns", android: "fcm", "huawei-token-1": "huawei"])
+        let byPrefix = try await client.call("GET", "/apps/\(appID)/devices?by=token&q=fcm-token")
+        #expect(byPrefix.list("devices").compactMap { $0["token"] as? String } == [android])
+        let detail = try await client.call("GET", "/apps/\(appID)/devices/\(android)")
+        #expect(detail.status == 200)
+        #expect(detail.jsonObject["channel"] as? String == "fcm")
+    }
 }

@@ -86,6 +86,65 @@ import TuisongPluginTestKit
         #expect(expiring.first?["expiring_soon"] as? Bool == true)
     }
 
+    @Test func monitorShowsFailingAndroidCredentials() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let store = gw.runtime.store
+        let app = try await store.createApp(name: "聊天", bundleID: "com.example.chat", apiKeyHash: "h")
+        let failing = try await store.addChannelCredential(
+            NewChannelCredential(
+                appID: app.id, channel: .huawei, vendorAppID: "10086", clientID: "10086", encryptedSecret: [1, 2]))
+        try await store.setChannelCredentialStatus(id: failing.id, status: "failing", reason: "80200001 bad client")
+        _ = try await store.addChannelCredential(
+            NewChannelCredential(
+                appID: app.id, channel: .fcm, vendorAppID: "p", clientID: "a@p.iam.gserviceaccount.com",
+                encryptedSecret: [3]))
+        let monitor = try await client.call("GET", "/monitor")
+        let alerts = try #require(monitor.jsonObject["credentials"] as? [String: Any])
+        let failingList = alerts["failing"] as? [[String: Any]] ?? []
+        #expect(failingList.count == 1, "only the failing one of the two")
+        #expect(failingList.first?["channel"] as? String == "huawei")
+        #expect(failingList.first?["app_name"] as? String == "聊天")
+        #expect(failingList.first?["status_reason"] as? String == "80200001 bad client")
+        #expect(failingList.first?["vendor_app_id"] as? String == "10086")
+        #expect(failingList.first?["encrypted_secret"] == nil)
+        #expect((alerts["expiring"] as? [Any])?.isEmpty == true, "Android credentials do not expire")
+    }
+
+    /// A push to an iPhone and an FCM phone: the message view, and the monitor's running and
+    /// recent lists, carry the counts of each channel.
+    @Test func messagesCarryTheirCountsPerChannel() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.channels")
+        for (device, body) in [
+            (token(1), ["environment": "production", "tags": ["both"]] as [String: Any]),
+            ("fcm-token:console-1", ["channel": "fcm", "tags": ["both"]]),
+        ] {
+            let registered = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(device)", key: key, json: body)
+            #expect(registered.status == 201, "\(registered.text)")
+        }
+        let push = try await client.call(
+            "POST", "/apps/\(appID)/push",
+            json: ["audience": ["tag": "both"], "notification": ["alert": ["title": "t", "body": "b"]]])
+        #expect(push.status == 202, "\(push.text)")
+        let id = try #require(push.jsonObject["message_id"] as? Int)
+        _ = try await gw.completed(messageID: Int64(id))
+
+        let message = try await client.call("GET", "/messages/\(id)")
+        let channels = try #require(message.jsonObject["channels"] as? [String: [String: Int]])
+        #expect(channels["apns"]?["delivered"] == 1)
+        #expect(channels["fcm"]?["delivered"] == 1)
+        #expect(channels["huawei"] == nil, "a channel without deliveries is absent")
+
+        let monitor = try await client.call("GET", "/monitor")
+        let recent = try #require(monitor.list("recent").first { $0["id"] as? Int == id })
+        #expect(recent["channels"] as? [String: [String: Int]] == channels)
+        #expect(monitor.list("running").allSatisfy { $0["channels"] is [String: Any] })
+    }
+
     @Test func pushPreviewRendersTheExactPayloadAndTemplates() async throws {
         let (gw, client) = try await AdminTestClient.start()
         defer { Task { await gw.stop() } }

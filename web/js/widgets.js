@@ -49,6 +49,58 @@ export function countsLine(message) {
     item('total', total, 'count-total'));
 }
 
+/** Channels in a fixed order (APNs first), then any this console does not know yet. */
+const CHANNEL_ORDER = ['apns', 'fcm', 'huawei', 'honor'];
+
+function channelEntries(channels) {
+  const entries = Object.entries(channels || {});
+  const rank = (name) => (CHANNEL_ORDER.includes(name) ? CHANNEL_ORDER.indexOf(name) : CHANNEL_ORDER.length);
+  return entries.sort((a, b) => rank(a[0]) - rank(b[0]) || a[0].localeCompare(b[0]));
+}
+
+function channelLabel(name) {
+  const key = `channel.${name}`;
+  const text = t(key);
+  return text === key ? name : text;
+}
+
+/**
+ * Delivered per channel in one line, "APNs 120 · FCM 80", with each channel's failures and
+ * pending deliveries after it when there are any; null when the message has no channel counts.
+ */
+export function channelCountsLine(message, { label = true } = {}) {
+  const entries = channelEntries(message.channels);
+  if (!entries.length) return null;
+  const items = [];
+  entries.forEach(([name, c], index) => {
+    if (index) items.push(h('span', { class: 'sep', 'aria-hidden': 'true', text: ' · ' }));
+    const extra = [];
+    if (c.failed) extra.push(`${t('count.failed')} ${formatNumber(c.failed)}`);
+    if (c.skipped) extra.push(`${t('count.skipped')} ${formatNumber(c.skipped)}`);
+    if (c.held) extra.push(`${t('count.held')} ${formatNumber(c.held)}`);
+    const pending = (c.queued || 0) + (c.sending || 0);
+    if (pending) extra.push(`${t('count.pending')} ${formatNumber(pending)}`);
+    items.push(h('span', { class: 'channel-count', dataset: { channel: name } },
+      `${channelLabel(name)} `, h('b', { text: formatNumber(c.delivered || 0) }),
+      extra.length ? h('span', { class: 'muted', text: ` (${extra.join(', ')})` }) : null));
+  });
+  return h('div', { class: 'channel-counts' }, label ? h('span', { class: 'muted', text: `${t('monitor.byChannel')}: ` }) : null, items);
+}
+
+/** Every count of every channel a message went through, as a table; null without counts. */
+export function channelTable(message) {
+  const entries = channelEntries(message.channels);
+  if (!entries.length) return null;
+  const states = ['delivered', 'failed', 'skipped', 'held', 'pending'];
+  return h('div', { class: 'table-wrap' }, h('table', { id: 'channel-table' },
+    h('thead', {}, h('tr', {},
+      h('th', { scope: 'col', text: t('msg.channel') }),
+      states.map((state) => h('th', { scope: 'col', class: 'num', text: t(`count.${state}`) })))),
+    h('tbody', {}, entries.map(([name, c]) => h('tr', { dataset: { channel: name } },
+      h('th', { scope: 'row', text: channelLabel(name) }),
+      states.map((state) => h('td', { class: 'num', dataset: { state }, text: formatNumber(state === 'pending' ? (c.queued || 0) + (c.sending || 0) : (c[state] || 0)) })))))));
+}
+
 /** Counts by reason as bars: failures, or skips with `emptyKey` 'monitor.noSkips'. */
 export function failureBars(failures, emptyKey = 'monitor.noFailures') {
   const entries = Object.entries(failures || {}).sort((a, b) => b[1] - a[1]);
@@ -116,8 +168,11 @@ export function credentialBanners(alerts) {
       h('span', { class: 'banner-icon', 'aria-hidden': 'true', text: '!' }),
       h('div', {},
         h('strong', { text: t('cred.failingTitle', { n: alerts.failing.length }) }),
-        h('ul', {}, alerts.failing.map((c) => h('li', {},
-          `${c.app_name} · ${t(`env.${c.environment}`)} · ${c.kind.toUpperCase()} ${c.key_id || c.subject || ''} — `,
+        h('ul', {}, alerts.failing.map((c) => h('li', { dataset: { channel: c.channel || 'apns' } },
+          // An Android credential carries its channel; an APNs one its environment and kind.
+          c.channel
+            ? `${c.app_name} · ${channelLabel(c.channel)} · ${c.vendor_app_id} ${c.client_id || ''} — `
+            : `${c.app_name} · ${t(`env.${c.environment}`)} · ${c.kind.toUpperCase()} ${c.key_id || c.subject || ''} — `,
           h('b', { text: c.status_reason || t('cred.failing') })))))));
   }
   if (alerts?.expiring?.length) {

@@ -89,11 +89,156 @@ export async function renderCredentials(container) {
       h('td', { dataset: { label: t('common.actions') } }, h('div', { class: 'actions' }, test, remove)));
   }
 
+  const android = androidSection(app);
   container.append(
     h('section', { class: 'panel', 'aria-labelledby': 'cred-list-title' }, h('h2', { id: 'cred-list-title', text: t('cred.list') }), list, testResult),
-    h('section', { class: 'panel', 'aria-labelledby': 'cred-upload-title' }, h('h2', { id: 'cred-upload-title', text: t('cred.upload') }), uploadForm(app, refresh)));
-  await refresh();
+    h('section', { class: 'panel', 'aria-labelledby': 'cred-upload-title' }, h('h2', { id: 'cred-upload-title', text: t('cred.upload') }), uploadForm(app, refresh)),
+    android.section);
+  await Promise.all([refresh(), android.refresh()]);
   return null;
+}
+
+const ANDROID_CHANNELS = ['fcm', 'huawei', 'honor'];
+
+/** The app's FCM, Huawei and Honor credentials: a list and a form that adds one. */
+function androidSection(app) {
+  const list = h('div', { class: 'table-wrap', id: 'channel-credential-list' });
+
+  async function refresh() {
+    const data = await get(`/apps/${app.id}/channel-credentials`);
+    if (!data.credentials.length) {
+      list.replaceChildren(h('p', { class: 'empty', text: t('cred.androidNone') }));
+      return;
+    }
+    const columns = ['cred.channel', 'cred.vendorAppID', 'cred.clientID', 'cred.selectorLabel', 'cred.status', 'cred.created', 'common.actions'];
+    list.replaceChildren(h('table', { id: 'channel-credentials-table', class: 'cards' },
+      h('thead', {}, h('tr', {}, columns.map((key) => h('th', { scope: 'col', text: t(key) })))),
+      h('tbody', {}, data.credentials.map((c) => row(c)))));
+  }
+
+  function row(c) {
+    const remove = h('button', { type: 'button', class: 'small danger', text: t('common.delete'), dataset: { delete: c.id } });
+    remove.addEventListener('click', async () => {
+      if (!await confirmDialog(t('cred.deleteTitle'), t('cred.androidDeleteConfirm', { channel: t(`channel.${c.channel}`) }), t('common.delete'), t('common.cancel'))) return;
+      try {
+        await del(`/apps/${app.id}/channel-credentials/${c.id}`);
+        notice(t('cred.deleted'), 'ok');
+        await refresh();
+      } catch (error) {
+        notice(errorText(error), 'bad');
+      }
+    });
+    const cell = (labelKey, content, cls) => h('td', { class: cls || null, dataset: { label: t(labelKey) } }, content);
+    return h('tr', { dataset: { channelCredential: c.id, channel: c.channel } },
+      cell('cred.channel', h('b', { text: t(`channel.${c.channel}`) })),
+      cell('cred.vendorAppID', c.vendor_app_id, 'mono'),
+      cell('cred.clientID', [c.client_id, c.badge_class ? h('div', { class: 'muted', text: `${t('cred.badgeClassLabel')} ${c.badge_class}` }) : null], 'mono'),
+      cell('cred.selectorLabel', c.selector || h('span', { class: 'muted', text: t('cred.defaultSelector') })),
+      cell('cred.status', c.status === 'failing'
+        ? h('span', { class: 'badge bad', title: c.status_reason || '', text: `${t('cred.failing')}: ${c.status_reason || ''}` })
+        : h('span', { class: 'badge ok', text: t('cred.ok') })),
+      cell('cred.created', formatTime(c.created_at), 'nowrap'),
+      cell('common.actions', h('div', { class: 'actions' }, remove)));
+  }
+
+  const section = h('section', { class: 'panel', 'aria-labelledby': 'android-cred-title' },
+    h('h2', { id: 'android-cred-title', text: t('cred.android') }),
+    h('p', { class: 'muted', text: t('cred.androidHint') }),
+    list,
+    h('h3', { id: 'android-add-title', style: { marginTop: '20px' }, text: t('cred.androidAdd') }),
+    androidForm(app, refresh));
+  return { section, refresh };
+}
+
+function androidForm(app, refresh) {
+  const channel = h('select', { name: 'channel' }, ANDROID_CHANNELS.map((value) => h('option', { value, text: t(`channel.${value}`) })));
+  const file = h('input', { type: 'file', name: 'file', accept: '.json,application/json' });
+  const vendorAppID = h('input', { type: 'text', name: 'vendor_app_id', inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false', placeholder: '10086' });
+  const clientID = h('input', { type: 'text', name: 'client_id', autocomplete: 'off', spellcheck: 'false' });
+  // Write-only: never filled from the server, cleared after a save.
+  const clientSecret = h('input', { type: 'password', name: 'client_secret', autocomplete: 'new-password' });
+  const badgeClass = h('input', { type: 'text', name: 'badge_class', autocomplete: 'off', spellcheck: 'false', placeholder: 'com.example.MainActivity' });
+  const selector = h('input', { type: 'text', name: 'selector', maxlength: 128, autocomplete: 'off', spellcheck: 'false' });
+  const fileField = field(t('cred.androidFile'), file, { id: 'android-file', hint: t('cred.androidFileHint') });
+  const appIDField = field(t('cred.appID'), vendorAppID, { id: 'android-app-id' });
+  const clientIDField = field(t('cred.clientID'), clientID, { id: 'android-client-id' });
+  const secretField = field(t('cred.clientSecret'), clientSecret, { id: 'android-client-secret', hint: t('secret.unsetHint') });
+  const badgeField = field(t('cred.badgeClass'), badgeClass, { id: 'android-badge-class', hint: t('cred.badgeClassHint') });
+  const selectorField = field(t('cred.selector'), selector, { id: 'android-selector', hint: t('cred.androidSelectorHint') });
+  const result = h('div', { id: 'android-cred-result', 'aria-live': 'polite' });
+  const submit = h('button', { type: 'submit', class: 'primary', id: 'android-cred-submit', text: t('cred.androidAddButton') });
+  // The server names the field a refusal is about with these keys.
+  const inputs = { channel, file, vendor_app_id: vendorAppID, client_id: clientID, client_secret: clientSecret, badge_class: badgeClass, selector };
+  const oauthFields = [appIDField, clientIDField, secretField, badgeField];
+
+  function update() {
+    const fcm = channel.value === 'fcm';
+    fileField.wrap.hidden = !fcm;
+    for (const f of oauthFields) f.wrap.hidden = fcm;
+    for (const input of Object.values(inputs)) setFieldError(input, null);
+    result.replaceChildren();
+  }
+  channel.addEventListener('change', update);
+
+  const form = h('form', { id: 'android-cred-form', novalidate: true, 'aria-labelledby': 'android-add-title' },
+    h('div', { class: 'row' }, field(t('cred.channel'), channel, { id: 'android-channel' }).wrap, fileField.wrap),
+    h('div', { class: 'row' }, appIDField.wrap, clientIDField.wrap),
+    h('div', { class: 'row' }, secretField.wrap, badgeField.wrap),
+    h('div', { class: 'row' }, selectorField.wrap),
+    result,
+    h('div', { class: 'actions' }, submit));
+  update();
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    for (const input of Object.values(inputs)) setFieldError(input, null);
+    result.replaceChildren();
+    const body = { channel: channel.value };
+    if (channel.value === 'fcm') {
+      if (!file.files.length) {
+        setFieldError(file, t('cred.fileRequired'));
+        file.focus();
+        return;
+      }
+      if (file.files[0].size > 64 * 1024) {
+        setFieldError(file, t('cred.fileTooLarge'));
+        return;
+      }
+      body.file = await fileBase64(file.files[0]);
+    } else {
+      body.vendor_app_id = vendorAppID.value.trim();
+      body.client_id = clientID.value.trim();
+      body.client_secret = clientSecret.value;
+      if (badgeClass.value.trim()) body.badge_class = badgeClass.value.trim();
+    }
+    if (selector.value.trim()) body.selector = selector.value.trim();
+    submit.disabled = true;
+    try {
+      const created = await post(`/apps/${app.id}/channel-credentials`, body);
+      for (const input of [file, vendorAppID, clientID, clientSecret, badgeClass, selector]) input.value = '';
+      result.replaceChildren(h('div', { class: 'banner ok', role: 'status' },
+        h('div', {}, h('strong', { text: t('cred.androidAdded', { channel: t(`channel.${created.channel}`) }) }),
+          h('div', { class: 'mono', text: `${created.vendor_app_id} · ${created.client_id}` }))));
+      await refresh();
+    } catch (error) {
+      const text = channelErrorText(error);
+      const input = error.field && inputs[error.field];
+      if (input) setFieldError(input, text);
+      result.replaceChildren(h('div', { class: 'banner bad', role: 'alert', dataset: { code: error.code, field: error.field || '' } },
+        h('div', {}, h('strong', { text: t('cred.androidRejected') }), h('div', { text: text }))));
+      (input && !input.closest('[hidden]') ? input : submit).focus();
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
+}
+
+/** A refusal in the console's words where it has them; a service-account file's reason as the
+ * server gave it, since only that says which part of the file is wrong. */
+function channelErrorText(error) {
+  if (error.code === 'corrupt_file') return `${t('err.corrupt_service_account')} (${error.message})`;
+  return errorText(error);
 }
 
 function uploadForm(app, refresh) {

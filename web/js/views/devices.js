@@ -47,6 +47,7 @@ export async function renderDevices(container, { arg }) {
           ? h('table', { id: 'devices-table' },
             h('thead', {}, h('tr', {},
               h('th', { scope: 'col', text: t('dev.token') }),
+              h('th', { scope: 'col', text: t('dev.channel') }),
               h('th', { scope: 'col', text: t('dev.environment') }),
               h('th', { scope: 'col', text: t('dev.user') }),
               h('th', { scope: 'col', class: 'wide-only', text: t('dev.updated') }),
@@ -91,10 +92,22 @@ export async function renderDevices(container, { arg }) {
   return null;
 }
 
+/** APNs, FCM, Huawei or Honor; a device stored before channels existed is an APNs one. */
+function channelName(device) {
+  return t(`channel.${device.channel || 'apns'}`);
+}
+
+/** Android devices have no APNs environment (stored as production): a dash says so. */
+function environmentText(device) {
+  return (device.channel || 'apns') === 'apns' ? t(`env.${device.environment}`) : '—';
+}
+
 function deviceRow(device) {
-  return h('tr', { dataset: { token: device.token } },
-    h('td', { class: 'token' }, h('a', { href: `#/devices/${device.token}`, title: device.token, text: shortToken(device.token) })),
-    h('td', { text: t(`env.${device.environment}`) }),
+  // Android tokens are opaque strings, not hex: encoded in the link, shown shortened as well.
+  return h('tr', { dataset: { token: device.token, channel: device.channel || 'apns' } },
+    h('td', { class: 'token' }, h('a', { href: `#/devices/${encodeURIComponent(device.token)}`, title: device.token, text: shortToken(device.token) })),
+    h('td', { class: 'channel', text: channelName(device) }),
+    h('td', { text: environmentText(device) }),
     h('td', { text: device.user || device.im_account || '—' }),
     h('td', { class: 'wide-only nowrap', text: formatTime(device.updated_at) }),
     h('td', {}, device.invalidated_at
@@ -126,7 +139,7 @@ async function renderDevice(container, app, token) {
     h('p', {}, h('a', { href: '#/devices', text: `← ${t('dev.back')}` })),
     h('h1', { tabindex: '-1', text: t('dev.detail') }),
     h('p', { class: 'subtitle token', text: device.token }),
-    h('p', {}, h('a', { href: `#/push/device/${device.token}`, id: 'device-send-push', text: t('dev.sendPush') })),
+    h('p', {}, h('a', { href: `#/push/device/${encodeURIComponent(device.token)}`, id: 'device-send-push', text: t('dev.sendPush') })),
     device.invalidated_at
       ? h('div', { class: 'banner bad', role: 'status' }, h('div', {}, h('strong', { text: t('dev.invalidatedAt', { time: formatTime(device.invalidated_at) }) }), device.invalid_reason || ''))
       : null,
@@ -134,7 +147,8 @@ async function renderDevice(container, app, token) {
       h('section', { class: 'panel', 'aria-labelledby': 'dev-fields' },
         h('h2', { id: 'dev-fields', text: t('dev.fields') }),
         h('dl', { class: 'details', id: 'device-details' },
-          row(t('dev.environment'), t(`env.${device.environment}`)),
+          row(t('dev.channel'), channelName(device)),
+          row(t('dev.environment'), environmentText(device)),
           row(t('dev.status'), device.invalidated_at ? h('span', { class: 'badge bad', text: t('dev.invalidated') }) : h('span', { class: 'badge ok', text: t('dev.valid') })),
           row(t('dev.user'), device.user),
           row(t('dev.locale'), device.locale),

@@ -2,7 +2,7 @@ import { get } from '../api.js';
 import { h, clear, formatTime, formatNumber, formatClock } from '../dom.js';
 import { t } from '../i18n.js';
 import { state } from '../state.js';
-import { stateBadge, progressBar, countsLine, failureBars, rateChart, credentialBanners } from '../widgets.js';
+import { stateBadge, progressBar, countsLine, channelCountsLine, failureBars, rateChart, credentialBanners } from '../widgets.js';
 
 const REFRESH_MS = 2000;
 
@@ -40,7 +40,7 @@ export async function renderMonitor(container) {
           h('div', { class: 'meter-line' },
             h('span', {}, h('a', { href: `#/push/${message.id}`, text: `#${message.id}` }), ` · ${appName(message.app_id)} · ${message.audience}`),
             stateBadge(message.state)),
-          progressBar(message), countsLine(message)));
+          progressBar(message), countsLine(message), channelCountsLine(message)));
       }
     }
     clear(chart).append(rateChart(data.rate, data.bucket_seconds, chart.clientWidth || 720));
@@ -61,6 +61,7 @@ export async function renderMonitor(container) {
           h('th', { scope: 'col', class: 'wide-only', text: t('msg.audience') }),
           h('th', { scope: 'col', class: 'num', text: t('count.delivered') }),
           h('th', { scope: 'col', class: 'num', text: t('count.failed') }),
+          h('th', { scope: 'col', text: t('msg.channels') }),
           h('th', { scope: 'col', class: 'wide-only', text: t('msg.created') }))),
         h('tbody', {}, data.recent.map((m) => h('tr', { dataset: { message: m.id } },
           h('td', {}, h('a', { href: `#/push/${m.id}`, text: `#${m.id}` })),
@@ -70,6 +71,7 @@ export async function renderMonitor(container) {
           h('td', { class: 'wide-only', text: m.audience }),
           h('td', { class: 'num', text: formatNumber(m.counts.delivered) }),
           h('td', { class: 'num', text: formatNumber(m.counts.failed) }),
+          h('td', { class: 'channels' }, channelCountsLine(m, { label: false }) ?? '—'),
           h('td', { class: 'wide-only nowrap', text: formatTime(m.created_at) }))))));
     }
     updated.textContent = t('monitor.updated', { time: formatClock(new Date(data.now)) });

@@ -4,7 +4,7 @@ import { t, errorText } from '../i18n.js';
 import { currentApp, state } from '../state.js';
 import { render as renderPattern, argumentCount } from '../template.js';
 import { buildPayload, canonicalJSON, PAYLOAD_LIMIT } from '../payload.js';
-import { stateBadge, progressBar, countsLine, failureBars } from '../widgets.js';
+import { stateBadge, progressBar, countsLine, channelTable, failureBars } from '../widgets.js';
 import { noAppPanel } from './common.js';
 
 export async function renderPush(container, { arg, navigate }) {
@@ -244,6 +244,7 @@ async function followMessage(container, id) {
       h('div', { class: 'meter-line' }, h('span', {}, message.title ? h('b', { text: `${message.title} ` }) : null, message.body || ''), stateBadge(message.state)),
       progressBar(message),
       countsLine(message),
+      channelTable(message),
       done ? h('p', { class: 'muted', id: 'follow-done', text: t('push.done', { time: formatTime(message.completed_at) }) }) : null);
     status.dataset.state = message.state;
     status.dataset.delivered = String(c.delivered);
