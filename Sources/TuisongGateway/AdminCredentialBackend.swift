@@ -72,6 +72,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             throw AdminCredentialRejection(
                 code: error.code.rawValue, message: error.message, field: Self.field(error.code))
         }
+        if let localMock { LocalAPNs.trust(record, secrets: channelCredentials, on: localMock, logger: logger) }
         android.credentialsChanged(appID: appID)
         // Android deliveries held for a refused credential are of the production environment.
         if try await store.releaseHeldDeliveries(appID: appID, environment: .production, now: clock.now) > 0 {

@@ -52,12 +52,13 @@ struct AndroidTransports: Sendable {
             .honor: resolver(.honor, fallback: local?.honor),
         ]
         let fcm = FCMTransport(
-            client: try client("fcm"), resolver: resolvers[.fcm]!,
+            clients: try (0..<config.fcmClients).map { try client("fcm-\($0)") }, resolver: resolvers[.fcm]!,
             endpoints: FCMTransport.Endpoints(
                 sendURL: local?.baseURL ?? config.fcm.url,
-                // Local mode's account names the look-alike's token_uri itself; a configured
-                // token_url replaces every account's (a test's look-alike).
-                tokenURL: local == nil && !config.fcm.tokenURL.isEmpty ? config.fcm.tokenURL : nil),
+                // In local mode every account, the uploaded ones too, signs in at the look-alike;
+                // otherwise a configured token_url replaces every account's (a test's look-alike).
+                tokenURL: local.map { $0.baseURL + "/token" }
+                    ?? (config.fcm.tokenURL.isEmpty ? nil : config.fcm.tokenURL)),
             requestTimeout: timeout, clock: clock, logger: logger)
         let huawei = HuaweiTransport(
             service: HuaweiService(baseURL: local?.baseURL ?? config.huawei.url), client: try client("huawei"),

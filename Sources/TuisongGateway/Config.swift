@@ -85,6 +85,9 @@ public struct GatewayConfig: Sendable, Equatable {
         public var maxInFlight: Int
         /// Tokens per Huawei and Honor request (their limit is 1,000).
         public var tokensPerRequest: Int
+        /// HTTP clients (threads, each with its own connections) FCM's one-request-per-device
+        /// sends are spread over.
+        public var fcmClients: Int
     }
     public struct Delivery: Sendable, Equatable {
         public var workers: Int

@@ -176,7 +176,8 @@ extension GatewayConfig {
             connectTimeoutSeconds: try r.int("transports.connect_timeout_seconds", in: 1...300),
             requestTimeoutSeconds: try r.int("transports.request_timeout_seconds", in: 1...600),
             maxInFlight: try r.int("transports.max_in_flight", in: 1...100_000),
-            tokensPerRequest: try r.int("transports.tokens_per_request", in: 1...1000))
+            tokensPerRequest: try r.int("transports.tokens_per_request", in: 1...1000),
+            fcmClients: try r.int("transports.fcm.clients", in: 1...16))
         for name in ["huawei", "honor"] where (name == "huawei" ? transports.huawei : transports.honor).tokenURL.isEmpty
         {
             throw ConfigError("transports.\(name).token_url", "must be set: the service's OAuth token endpoint")

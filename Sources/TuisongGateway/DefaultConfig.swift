@@ -51,7 +51,8 @@ let embeddedDefaultJSON = #"""
       "transports": {
         "fcm": {
           "url": "https://fcm.googleapis.com",
-          "token_url": ""
+          "token_url": "",
+          "clients": 1
         },
         "huawei": {
           "url": "https://push-api.cloud.huawei.com",
@@ -65,7 +66,7 @@ let embeddedDefaultJSON = #"""
         "connections_per_host": 4,
         "connect_timeout_seconds": 10,
         "request_timeout_seconds": 30,
-        "max_in_flight": 500,
+        "max_in_flight": 1000,
         "tokens_per_request": 1000
       },
       "delivery": {

@@ -5,6 +5,7 @@ import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
+import TuisongFCM
 import TuisongHTTP
 import TuisongPlugin
 import TuisongStore
@@ -61,7 +62,9 @@ public final class GatewayRuntime: Sendable {
                 settings: store, environment: environment, passwordFile: config.security.initialAdminPasswordFile)
             let credentials = CredentialService(store: store, masterKey: masterKey, clock: clock)
             let channelCredentials = ChannelCredentialService(store: store, masterKey: masterKey)
-            let apns = try await startAPNs(config, store: store, credentials: credentials, clock: clock, logger: logger)
+            let apns = try await startAPNs(
+                config, store: store, credentials: credentials, channelSecrets: channelCredentials, clock: clock,
+                logger: logger)
             mock = apns.localMock
             let android = try AndroidTransports.start(
                 config.transports, local: apns.localAndroid, store: store, secrets: channelCredentials, clock: clock,
@@ -164,7 +167,8 @@ public final class GatewayRuntime: Sendable {
 
     /// The APNs transport, sending to Apple or, in local mode, to the bundled mock started here.
     private static func startAPNs(
-        _ config: GatewayConfig, store: SQLiteStore, credentials: CredentialService, clock: any Clock, logger: Logger
+        _ config: GatewayConfig, store: SQLiteStore, credentials: CredentialService,
+        channelSecrets: any ChannelSecretOpener, clock: any Clock, logger: Logger
     ) async throws -> (transport: APNsPushTransport, localMock: APNsMockServer?, localAndroid: AndroidTransports.Local?)
     {
         var endpoints = APNsPushTransport.Endpoints(
@@ -176,7 +180,7 @@ public final class GatewayRuntime: Sendable {
         var localAndroid: AndroidTransports.Local?
         if config.apns.localMock {
             let local = try await LocalAPNs.start(
-                config: config, store: store, credentials: credentials, logger: logger)
+                config: config, store: store, credentials: credentials, channelSecrets: channelSecrets, logger: logger)
             mock = local.server
             endpoints.production = local.endpoint
             endpoints.sandbox = local.endpoint
@@ -289,10 +293,10 @@ enum LocalAPNs {
         var android: AndroidTransports.Local
     }
 
-    static func start(config: GatewayConfig, store: SQLiteStore, credentials: CredentialService, logger: Logger)
-        async throws
-        -> Started
-    {
+    static func start(
+        config: GatewayConfig, store: SQLiteStore, credentials: CredentialService,
+        channelSecrets: any ChannelSecretOpener, logger: Logger
+    ) async throws -> Started {
         let directory = (config.database.path as NSString).deletingLastPathComponent
         let path = (directory.isEmpty ? "." : directory) + "/apns-mock-local.json"
         let setup = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "tuisong.local")
@@ -312,6 +316,13 @@ enum LocalAPNs {
             configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey, logger: mockLogger
         )
         try server.start()
+        // Every Android credential already stored is known to its look-alike service, as each
+        // real service knows the accounts and clients its console issued.
+        for app in try await store.apps() {
+            for record in try await store.channelCredentials(appID: app.id) {
+                trust(record, secrets: channelSecrets, on: server, logger: logger)
+            }
+        }
         let baseURL = "https://127.0.0.1:\(server.port)"
         logger.notice(
             "local mode: sending APNs, FCM, Huawei and Honor pushes to the bundled look-alike (apns.local_mock)",
@@ -324,6 +335,40 @@ enum LocalAPNs {
             fallback: .init(
                 material: .token(key: try PrivateKey(pem: setup.tokenKeyPEM), keyID: setup.keyID, teamID: setup.teamID)),
             android: try localAndroid(setup, baseURL: baseURL, caFile: caFile))
+    }
+
+    /// Teaches the look-alike an Android credential (an uploaded FCM account's public key, a
+    /// Huawei or Honor client), so local mode delivers with it as the real service would.
+    static func trust(
+        _ record: ChannelCredentialRecord, secrets: any ChannelSecretOpener, on server: APNsMockServer, logger: Logger
+    ) {
+        do {
+            let secret = try secrets.secret(of: record)
+            switch record.channel {
+            case .fcm:
+                let account = try FCMServiceAccount(json: secret)
+                try server.trustFCMServiceAccount(
+                    .init(
+                        clientEmail: account.clientEmail, keyID: account.privateKeyID ?? "",
+                        publicKeyPEM: try PrivateKey(pem: account.privateKeyPEM).publicKey.pem(),
+                        projectID: account.projectID))
+            case .huawei, .honor:
+                let client = APNsMockConfiguration.PushKitClient(
+                    clientID: record.clientID, clientSecret: String(decoding: secret, as: UTF8.self),
+                    appID: record.vendorAppID)
+                if record.channel == .huawei {
+                    server.trustHuaweiClient(client)
+                } else {
+                    server.trustHonorClient(client)
+                }
+            case .apns:
+                break
+            }
+        } catch {
+            logger.warning(
+                "local mode: the look-alike cannot learn a stored channel credential",
+                metadata: ["credential": "\(record.id)", "channel": "\(record.channel.rawValue)", "error": "\(error)"])
+        }
     }
 
     /// The look-alike's own FCM service account (its token_uri the look-alike's) and Huawei

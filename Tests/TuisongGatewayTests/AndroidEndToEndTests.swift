@@ -66,6 +66,35 @@ import TuisongPluginTestKit
         #expect(metrics.contains(#"tuisong_channel_token_refreshes{channel="fcm"} 1"#))
     }
 
+    /// Local mode learns an uploaded Android credential as the real service knows its own
+    /// accounts: an app's own FCM service account and Huawei client deliver through the
+    /// look-alike, and the look-alike saw them sign in.
+    @Test func localModeDeliversWithAnUploadedCredential() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.own")
+        let rsa = try PrivateKey.generateRSA(bits: 2048)
+        let account: JSONValue = [
+            "type": "service_account", "project_id": "own-project", "private_key_id": "k1",
+            "private_key": .string(try rsa.pkcs8PEM()), "client_email": "push@own-project.iam.gserviceaccount.com",
+            "token_uri": "https://oauth2.googleapis.com/token",
+        ]
+        _ = try await gw.runtime.credentialBackend.addChannel(
+            .fcm(serviceAccountJSON: account.serialized()), appID: appID, selector: nil)
+        _ = try await gw.runtime.credentialBackend.addChannel(
+            .oauthClient(
+                channel: .huawei, vendorAppID: "10086", clientID: "10086", clientSecret: "s3cret", badgeClass: nil),
+            appID: appID, selector: nil)
+        try await register(gw, key, "own-fcm-1", ["channel": "fcm"])
+        try await register(gw, key, "own-huawei-1", ["channel": "huawei"])
+        let id = try await push(gw, key, ["audience": ["all": true], "notification": ["alert": "mine"]])
+        let status = try await gw.completed(messageID: Int64(id))
+        #expect(status.counts.delivered == 2, "\(status.failures) \(status.counts)")
+        let received = gw.mock.receivedAndroidMessages()
+        #expect(received.first { $0.service == .fcm }?.target == "own-project")
+        #expect(received.first { $0.service == .huawei }?.target == "10086")
+    }
+
     /// An app with no credential for a channel: its devices there are skipped `no_credential`,
     /// counted, never lost; a channel with a credential delivers.
     @Test func withoutLocalModeAChannelWithoutCredentialIsSkipped() async throws {

@@ -238,7 +238,7 @@ final class Harness: Sendable {
 
     func fcm(credential: ChannelCredentialRecord?) -> FCMTransport {
         FCMTransport(
-            client: try! client(), resolver: resolver(.fcm, credential),
+            clients: [try! client()], resolver: resolver(.fcm, credential),
             endpoints: FCMTransport.Endpoints(sendURL: baseURL), requestTimeout: .seconds(10), clock: clock,
             logger: Logger(label: "test"))
     }

@@ -52,7 +52,10 @@ public struct FCMServiceAccount: Sendable {
         do {
             key = try PrivateKey(pem: privateKeyPEM)
         } catch {
-            throw Invalid(description: "the service account's private_key does not load: \(error)")
+            // OpenSSL's error queue says nothing more an operator can act on.
+            throw Invalid(
+                description: "the service account's private_key does not load: it is not a PEM private key "
+                    + "(download the JSON again from Firebase's console)")
         }
         guard key.kind == .rsa else {
             throw Invalid(description: "the service account's private_key is not an RSA key (FCM signs with RS256)")

@@ -107,13 +107,16 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
             if let cached = rendered, cached.payload == push.payload, cached.headers == push.headers {
                 template = cached.template
             } else {
-                let content: AndroidContent
+                var content: AndroidContent
                 do {
                     content = try AndroidContent(apnsPayload: push.payload)
                 } catch {
                     report(chunk.map { SendReport(index: $0, outcome: .failed(.service("InvalidPayload"))) })
                     continue
                 }
+                // Huawei and Honor refuse a notification without a title (80100001): the app's
+                // name stands in, as iOS shows it above an alert that has none.
+                if !content.isDataOnly, content.title == nil { content.title = app.name }
                 template = service.template(content: content, headers: push.headers, credential: credential, now: now)
                 rendered = (push.payload, push.headers, template)
             }
