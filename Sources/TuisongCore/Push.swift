@@ -41,17 +41,67 @@ public struct PushOptions: Sendable, Hashable, Codable {
     /// `nil` = each device's own environment; set = only devices of that environment (and
     /// explicit tokens are sent there).
     public var environment: APNsEnvironment?
+    /// What only Android services take (notification channels, importance, vivo's
+    /// classification): a vendor API's Android fields. `nil` = none.
+    public var android: AndroidOptions?
 
     public init(
         pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil,
-        collapseID: String? = nil, environment: APNsEnvironment? = nil
+        collapseID: String? = nil, environment: APNsEnvironment? = nil, android: AndroidOptions? = nil
     ) {
+        self.android = android
         self.pushType = pushType
         self.priority = priority
         self.expiration = expiration
         self.collapseID = collapseID
         self.environment = environment
     }
+}
+
+/// A message's settings for Android services, the same for every device of the message
+/// (Tencent IM's `OfflinePushInfo.AndroidInfo`, the native API's `android` object). Each
+/// service's transport takes what it understands and ignores the rest.
+public struct AndroidOptions: Sendable, Hashable, Codable {
+    /// Per service: the Android notification channel (Android 8+) the notification shows in,
+    /// by channel name (`fcm`, `huawei`, `honor`, `xiaomi`, `oppo`, `vivo`).
+    public var channelIDs: [String: String]
+    /// Per service: the notification's importance in the service's words (Huawei and Honor:
+    /// `NORMAL` or `LOW`).
+    public var importance: [String: String]
+    /// Per service: the message's category in the service's words (Huawei's `IM`,
+    /// `VOIP`, …; vivo's `IM`, `ACCOUNT`, …).
+    public var category: [String: String]
+    /// vivo's classification: 0 operation message, 1 system message.
+    public var vivoClassification: Int?
+    /// The Android sound resource to play, for every service (APNs's `sound` is an iOS file).
+    public var sound: String?
+    /// An intent URI the notification opens (`intent://…#Intent;…;end`), for services that
+    /// take one (Huawei's click_action type 1, Xiaomi's intent_uri, OPPO's, vivo's skipContent).
+    public var intent: String?
+
+    public init(
+        channelIDs: [String: String] = [:], importance: [String: String] = [:], category: [String: String] = [:],
+        vivoClassification: Int? = nil, sound: String? = nil, intent: String? = nil
+    ) {
+        self.channelIDs = channelIDs
+        self.importance = importance
+        self.category = category
+        self.vivoClassification = vivoClassification
+        self.sound = sound
+        self.intent = intent
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        channelIDs = try container.decodeIfPresent([String: String].self, forKey: .channelIDs) ?? [:]
+        importance = try container.decodeIfPresent([String: String].self, forKey: .importance) ?? [:]
+        category = try container.decodeIfPresent([String: String].self, forKey: .category) ?? [:]
+        vivoClassification = try container.decodeIfPresent(Int.self, forKey: .vivoClassification)
+        sound = try container.decodeIfPresent(String.self, forKey: .sound)
+        intent = try container.decodeIfPresent(String.self, forKey: .intent)
+    }
+
+    public var isEmpty: Bool { self == AndroidOptions() }
 }
 
 /// What a provider (or the native API) asks the gateway to send.

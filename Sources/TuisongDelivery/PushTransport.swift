@@ -11,10 +11,14 @@ public struct PushHeaders: Sendable, Hashable {
     /// When the service may stop trying; nil = the service's default.
     public var expiration: Date?
     public var collapseID: String?
+    /// The message's Android settings (channels, importance, …), for the Android transports.
+    public var android: AndroidOptions?
 
     public init(
-        pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil, collapseID: String? = nil
+        pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil, collapseID: String? = nil,
+        android: AndroidOptions? = nil
     ) {
+        self.android = android
         self.pushType = pushType
         self.priority = priority
         self.expiration = expiration
@@ -25,7 +29,7 @@ public struct PushHeaders: Sendable, Hashable {
     public init(_ options: PushOptions) {
         self.init(
             pushType: options.pushType, priority: options.priority, expiration: options.expiration,
-            collapseID: options.collapseID)
+            collapseID: options.collapseID, android: options.android)
     }
 }
 

@@ -11,6 +11,7 @@ enum NativePushRequest {
     static func parse(_ body: [String: Any], appID: Int64, now: Date) throws -> PushJob {
         let known: Set<String> = [
             "audience", "notification", "push_type", "priority", "expiration", "collapse_id", "environment", "send_at",
+            "android",
         ]
         if let unknown = body.keys.first(where: { !known.contains($0) }) {
             throw invalid("unknown field \"\(unknown)\"")
@@ -65,6 +66,10 @@ enum NativePushRequest {
                 throw invalid("\"environment\" must be \"sandbox\" or \"production\"")
             }
             options.environment = environment
+        }
+        if let raw = body["android"] {
+            guard let object = raw as? [String: Any] else { throw invalid("\"android\" must be an object") }
+            options.android = try parseAndroid(object)
         }
         var sendAt: Date?
         if let raw = body["send_at"] {
@@ -225,6 +230,52 @@ enum NativePushRequest {
 
     private static func invalid(_ message: String) -> NativeAPIError {
         NativeAPIError(400, "invalid_request", message)
+    }
+
+    /// `{"channel_ids": {"fcm": "chat", …}, "importance": {"huawei": "NORMAL"}, "category":
+    /// {"huawei": "IM"}, "vivo_classification": 1, "sound": "ding", "intent": "intent://…"}`.
+    static func parseAndroid(_ object: [String: Any]) throws -> AndroidOptions? {
+        let known: Set<String> = ["channel_ids", "importance", "category", "vivo_classification", "sound", "intent"]
+        if let unknown = object.keys.first(where: { !known.contains($0) }) {
+            throw invalid("unknown field \"android.\(unknown)\"")
+        }
+        let services = Set(PushChannel.allCases.filter(\.isAndroid).map(\.rawValue))
+        func perService(_ key: String) throws -> [String: String] {
+            guard let raw = object[key] else { return [:] }
+            guard let map = raw as? [String: Any] else {
+                throw invalid("\"android.\(key)\" must be an object of service names to strings")
+            }
+            var result: [String: String] = [:]
+            for (service, value) in map {
+                guard services.contains(service) else {
+                    throw invalid(
+                        "\"android.\(key).\(service)\": the services are \(services.sorted().joined(separator: ", "))")
+                }
+                guard let text = value as? String, !text.isEmpty, text.utf8.count <= 256 else {
+                    throw invalid("\"android.\(key).\(service)\" must be a string of 1–256 bytes")
+                }
+                result[service] = text
+            }
+            return result
+        }
+        func text(_ key: String, limit: Int) throws -> String? {
+            guard let raw = object[key] else { return nil }
+            guard let value = raw as? String, !value.isEmpty, value.utf8.count <= limit else {
+                throw invalid("\"android.\(key)\" must be a string of 1–\(limit) bytes")
+            }
+            return value
+        }
+        var options = AndroidOptions(
+            channelIDs: try perService("channel_ids"), importance: try perService("importance"),
+            category: try perService("category"), sound: try text("sound", limit: 256),
+            intent: try text("intent", limit: 2048))
+        if let raw = object["vivo_classification"] {
+            guard let value = integer(raw), value == 0 || value == 1 else {
+                throw invalid("\"android.vivo_classification\" must be 0 (operation) or 1 (system)")
+            }
+            options.vivoClassification = value
+        }
+        return options.isEmpty ? nil : options
     }
 
     private static func integer(_ value: Any) -> Int? {

@@ -95,6 +95,50 @@ import TuisongPluginTestKit
         #expect(received.first { $0.service == .huawei }?.target == "10086")
     }
 
+    /// The native API's `android` object reaches each service in its own words; a field the
+    /// API does not know is refused in the native dialect.
+    @Test func androidOptionsReachEachService() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp(bundleID: "com.example.opts")
+        try await register(gw, key, "opt-fcm", ["channel": "fcm", "tags": ["o"]])
+        try await register(gw, key, "opt-huawei", ["channel": "huawei", "tags": ["o"]])
+        try await register(gw, key, "opt-honor", ["channel": "honor", "tags": ["o"]])
+        let id = try await push(
+            gw, key,
+            [
+                "audience": ["tag": "o"], "notification": ["alert": ["title": "T", "body": "B"]],
+                "android": [
+                    "channel_ids": ["fcm": "chat", "huawei": "im"], "importance": ["huawei": "LOW", "honor": "LOW"],
+                    "category": ["huawei": "IM"], "sound": "ding", "intent": "intent://chat/7#Intent;scheme=app;end",
+                ],
+            ])
+        let status = try await gw.completed(messageID: Int64(id))
+        #expect(status.counts.delivered == 3, "\(status.failures)")
+        let received = gw.mock.receivedAndroidMessages()
+        let fcm = try JSONValue(parsing: try #require(received.first { $0.service == .fcm }).body)
+        #expect(fcm["message"]?["android"]?["notification"]?["channel_id"] == "chat")
+        #expect(fcm["message"]?["android"]?["notification"]?["sound"] == "ding")
+        let huawei = try JSONValue(parsing: try #require(received.first { $0.service == .huawei }).body)
+        let android = try #require(huawei["message"]?["android"])
+        #expect(android["category"] == "IM")
+        #expect(android["notification"]?["importance"] == "LOW")
+        #expect(android["notification"]?["channel_id"] == "im")
+        #expect(android["notification"]?["click_action"]?["intent"] == "intent://chat/7#Intent;scheme=app;end")
+        let honor = try JSONValue(parsing: try #require(received.first { $0.service == .honor }).body)
+        #expect(honor["android"]?["notification"]?["importance"] == "LOW")
+
+        for bad: [String: Any] in [
+            ["channel_ids": ["apns": "x"]], ["importance": ["fcm": 3]], ["vivo_classification": 2], ["colour": "red"],
+        ] {
+            let r = try await http(
+                "POST", "\(gw.baseURL)/api/v1/push", key: key,
+                json: ["audience": ["tag": "o"], "notification": ["alert": "x"], "android": bad])
+            #expect(r.status == 400, "\(bad)")
+            #expect(r.errorCode == "invalid_request", "\(r.text)")
+        }
+    }
+
     /// An app with no credential for a channel: its devices there are skipped `no_credential`,
     /// counted, never lost; a channel with a credential delivers.
     @Test func withoutLocalModeAChannelWithoutCredentialIsSkipped() async throws {

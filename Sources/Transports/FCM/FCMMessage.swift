@@ -41,6 +41,8 @@ enum FCMMessage {
             // APNs's collapse id replaces a shown notification, as FCM's tag does; a thread
             // (grouping) has no FCM counterpart.
             if let collapseID = headers.collapseID { notification["tag"] = .string(collapseID) }
+            if let channelID = headers.android?.channelIDs["fcm"] { notification["channel_id"] = .string(channelID) }
+            if let sound = headers.android?.sound { notification["sound"] = .string(sound) }
             if !content.isDataOnly, !notification.isEmpty { android["notification"] = .object(notification) }
             message["android"] = .object(android)
             // "android" is always there, so the object is never empty: drop its closing braces.

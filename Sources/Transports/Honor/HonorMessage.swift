@@ -69,12 +69,15 @@ public enum HonorMessage {
         // Honor has no localisation keys: the key itself is better than nothing.
         if let title = content.title ?? content.titleLocKey { notification["title"] = .string(title) }
         if let body = content.body ?? content.bodyLocKey { notification["body"] = .string(body) }
-        if let action = content.category {
+        if let intent = headers.android?.intent {
+            notification["clickAction"] = ["type": 1, "intent": .string(intent)]
+        } else if let action = content.category {
             notification["clickAction"] = ["type": 1, "action": .string(action)]
         } else {
             notification["clickAction"] = ["type": 3]
         }
-        notification["importance"] = .string(headers.priority == .low ? "LOW" : "NORMAL")
+        notification["importance"] = .string(
+            headers.android?.importance["honor"] ?? (headers.priority == .low ? "LOW" : "NORMAL"))
         if let badge = content.badge, let badgeClass {
             notification["badge"] = ["setNum": .int(Int64(badge)), "badgeClass": .string(badgeClass)]
         }

@@ -39,6 +39,8 @@ public enum HuaweiMessage {
                 android["notification"] = .object(
                     HuaweiMessage.notification(content, headers: headers, badgeClass: badgeClass))
             }
+            // Huawei's self-classification (IM, VOIP, …) decides the message's quota and display.
+            if let category = headers.android?.category["huawei"] { android["category"] = .string(category) }
             message["android"] = .object(android)
             head = Array(JSONValue.object(["message": .object(message)]).serialized().dropLast(2))
         }
@@ -82,17 +84,24 @@ public enum HuaweiMessage {
         if let args = content.titleLocArgs { notification["title_loc_args"] = .array(args.map(JSONValue.string)) }
         if let key = content.bodyLocKey { notification["body_loc_key"] = .string(key) }
         if let args = content.bodyLocArgs { notification["body_loc_args"] = .array(args.map(JSONValue.string)) }
-        // type 1 starts the app's activity for an intent action, type 3 opens the app.
-        if let action = content.category {
+        // type 1 starts the app's activity for an intent (or an intent action), type 3 opens the app.
+        if let intent = headers.android?.intent {
+            notification["click_action"] = ["type": 1, "intent": .string(intent)]
+        } else if let action = content.category {
             notification["click_action"] = ["type": 1, "action": .string(action)]
         } else {
             notification["click_action"] = ["type": 3]
         }
-        notification["importance"] = .string(headers.priority == .low ? "LOW" : "NORMAL")
+        notification["importance"] = .string(
+            headers.android?.importance["huawei"] ?? (headers.priority == .low ? "LOW" : "NORMAL"))
+        if let channelID = headers.android?.channelIDs["huawei"] { notification["channel_id"] = .string(channelID) }
         if let badge = content.badge, let badgeClass {
             notification["badge"] = ["set_num": .int(Int64(badge)), "class": .string(badgeClass)]
         }
-        if let sound = content.sound, sound != "default" {
+        if let sound = headers.android?.sound {
+            notification["sound"] = .string(sound)
+            notification["default_sound"] = false
+        } else if let sound = content.sound, sound != "default" {
             notification["sound"] = .string(sound)
             notification["default_sound"] = false
         } else if content.sound != nil {
