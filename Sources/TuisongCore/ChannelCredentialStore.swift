@@ -78,3 +78,12 @@ public protocol ChannelCredentialStore: Sendable {
     func deleteChannelCredential(id: Int64) async throws -> Bool
     func setChannelCredentialStatus(id: Int64, status: String, reason: String?) async throws
 }
+
+extension ChannelCredentialStore {
+    /// The Android service of the app's newest credential carrying `selector` (a Tencent
+    /// busiId, an Easemob notifier name); nil when no Android credential carries it (an APNs
+    /// one may). A vendor's device call registers the device on that channel.
+    public func channel(appID: Int64, selector: String) async throws -> PushChannel? {
+        try await channelCredentials(appID: appID).last { $0.selector == selector }?.channel
+    }
+}

@@ -98,8 +98,10 @@ public struct ProviderContext: Sendable {
 /// The store as providers see it: apps, devices, tags, messages and the app's templates (which
 /// the console edits; a vendor's template API serves the same ones). Not the gateway's own
 /// settings (admin password hash, session secret) nor another vendor's data; a provider's
-/// own data lives in its tables on `ProviderContext.database`.
-public typealias ProviderStore = Store & MessageStore & TemplateStore
+/// own data lives in its tables on `ProviderContext.database`. The app's Android credentials are
+/// readable (never their secrets' plaintext) so a vendor's device call can tell which push
+/// service a credential selector names.
+public typealias ProviderStore = Store & MessageStore & TemplateStore & ChannelCredentialStore
 
 /// Encrypts and decrypts small secrets (AES-256-GCM under the master key). `context` binds a
 /// sealed value to where it belongs (e.g. `"acme:app:3"`), so it cannot be moved elsewhere.
