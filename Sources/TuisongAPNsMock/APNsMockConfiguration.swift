@@ -57,8 +57,8 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         public var loweredStreamLimit: Int
         /// Connections accepted while this is set never answer PING frames (a half-dead peer).
         public var ignorePings: Bool
-        /// Android device-token prefix (case-sensitive, as the tokens are) → how FCM, Huawei and
-        /// Honor answer that token. Applied after authentication and body validation; the longest
+        /// Android device-token prefix (case-sensitive, as the tokens are) → how FCM, Huawei,
+        /// Honor, Xiaomi, OPPO and vivo answer that token. Applied after authentication and body validation; the longest
         /// matching prefix wins.
         public var androidTokenPrefixes: [String: AndroidTokenFault]
 
@@ -156,8 +156,17 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
     public var huaweiClients: [PushKitClient]
     /// Honor Push OAuth clients (`POST /auth/token`, then `POST /api/v1/{appID}/sendMessage`).
     public var honorClients: [PushKitClient]
-    /// Lifetime of the access tokens the three token endpoints issue (`expires_in`). 0 issues
-    /// tokens that are already expired, so a test sees the expiry answer without waiting.
+    /// Xiaomi MiPush apps (`POST /v3/message/regid` with `Authorization: key=<appSecret>`).
+    public var xiaomiApps: [XiaomiApp]
+    /// OPPO Push apps (`POST /server/v1/auth`, then `/server/v1/message/notification/unicast`
+    /// and `unicast_batch`).
+    public var oppoApps: [OppoApp]
+    /// vivo Push apps (`POST /message/auth`, then `/message/send`, `/message/saveListPayload`
+    /// and `/message/pushToList`).
+    public var vivoApps: [VivoApp]
+    /// Lifetime of the access tokens the token endpoints issue (FCM, Huawei and Honor
+    /// `expires_in`; OPPO `auth_token` and vivo `authToken`). 0 issues tokens that are already
+    /// expired, so a test sees the expiry answer without waiting.
     public var accessTokenLifetimeSeconds: Int
 
     public init(
@@ -167,8 +176,12 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         faults: Faults = Faults(), logRequests: Bool = false, eventLoopThreads: Int = 1,
         recordedNotificationLimit: Int = 100_000, fcmServiceAccounts: [FCMServiceAccount] = [],
         huaweiClients: [PushKitClient] = [], honorClients: [PushKitClient] = [],
-        accessTokenLifetimeSeconds: Int = 3600
+        accessTokenLifetimeSeconds: Int = 3600, xiaomiApps: [XiaomiApp] = [], oppoApps: [OppoApp] = [],
+        vivoApps: [VivoApp] = []
     ) {
+        self.xiaomiApps = xiaomiApps
+        self.oppoApps = oppoApps
+        self.vivoApps = vivoApps
         self.fcmServiceAccounts = fcmServiceAccounts
         self.huaweiClients = huaweiClients
         self.honorClients = honorClients
@@ -190,6 +203,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         case host, port, maxConcurrentStreams, streamsBeforeFirstValidToken, tokenKeys
         case clientCertificateCAPEMs, maxTokenAgeSeconds, faults, logRequests, eventLoopThreads
         case recordedNotificationLimit, fcmServiceAccounts, huaweiClients, honorClients, accessTokenLifetimeSeconds
+        case xiaomiApps, oppoApps, vivoApps
     }
 
     public init(from decoder: any Decoder) throws {
@@ -215,6 +229,9 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         huaweiClients = try value(.huaweiClients, defaults.huaweiClients)
         honorClients = try value(.honorClients, defaults.honorClients)
         accessTokenLifetimeSeconds = try value(.accessTokenLifetimeSeconds, defaults.accessTokenLifetimeSeconds)
+        xiaomiApps = try value(.xiaomiApps, defaults.xiaomiApps)
+        oppoApps = try value(.oppoApps, defaults.oppoApps)
+        vivoApps = try value(.vivoApps, defaults.vivoApps)
     }
 }
 
@@ -256,6 +273,48 @@ extension APNsMockConfiguration {
         }
     }
 
+    /// A Xiaomi MiPush app: requests with `Authorization: key=<appSecret>` may send to
+    /// `restricted_package_name` = `packageName`.
+    public struct XiaomiApp: Sendable, Codable, Equatable {
+        /// The AppSecret of the Xiaomi developer console.
+        public var appSecret: String
+        /// The Android package the app's messages are restricted to.
+        public var packageName: String
+
+        public init(appSecret: String, packageName: String) {
+            self.appSecret = appSecret
+            self.packageName = packageName
+        }
+    }
+
+    /// An OPPO Push app: `POST /server/v1/auth` signs `appKey + timestamp + masterSecret`
+    /// (SHA-256); the `auth_token` it buys sends for this app only.
+    public struct OppoApp: Sendable, Codable, Equatable {
+        public var appKey: String
+        /// The MasterSecret (not the AppSecret: OPPO's server API signs with the master secret).
+        public var masterSecret: String
+
+        public init(appKey: String, masterSecret: String) {
+            self.appKey = appKey
+            self.masterSecret = masterSecret
+        }
+    }
+
+    /// A vivo Push app: `POST /message/auth` signs `appId + appKey + timestamp + appSecret`
+    /// (MD5, lowercase hex); the `authToken` it buys sends for this app only.
+    public struct VivoApp: Sendable, Codable, Equatable {
+        /// The numeric AppID, as text.
+        public var appID: String
+        public var appKey: String
+        public var appSecret: String
+
+        public init(appID: String, appKey: String, appSecret: String) {
+            self.appID = appID
+            self.appKey = appKey
+            self.appSecret = appSecret
+        }
+    }
+
     /// How the Android look-alikes answer a device token (see `docs/reference/android.md`):
     ///
     /// | kind | FCM | Huawei | Honor |
@@ -266,7 +325,15 @@ extension APNsMockConfiguration {
     /// | `unavailable` | 503 `UNAVAILABLE` | HTTP 500 `81000001` | HTTP 500 `81000001` |
     /// | `internal` | 500 `INTERNAL` | HTTP 500 `81000001` | HTTP 500 `81000001` |
     ///
-    /// The last three fail the whole Huawei/Honor request (their batches have no per-token retry).
+    /// | kind | Xiaomi | OPPO | vivo |
+    /// |---|---|---|---|
+    /// | `unregistered`, `invalidArgument` | id in `bad_regids` (all: `20301`) | `10000` (batch: the entry's `errorCode`) | `10302` (batch: in `invalidUsers`) |
+    /// | `quotaExceeded` | `200001` (daily limit) | `33` (daily limit) | `10070` (`10073` for system messages) |
+    /// | `unavailable` | `10002` | `-1` | `10040` |
+    /// | `internal` | HTTP 500 `10001` | HTTP 500 `-1` | HTTP 500 |
+    ///
+    /// The last three fail the whole request (these batches have no per-token retry); the
+    /// daily-quota codes are the services' own, so a gateway can tell "no more today" apart.
     /// JSON: `{"kind": "quotaExceeded", "retryAfterSeconds": 30}`.
     public struct AndroidTokenFault: Sendable, Codable, Equatable {
         public enum Kind: String, Sendable, Codable, Equatable {

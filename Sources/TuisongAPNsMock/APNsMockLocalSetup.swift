@@ -41,7 +41,14 @@ public struct APNsMockLocalSetup: Sendable {
     public var huaweiClient: APNsMockConfiguration.PushKitClient
     /// A Honor Push OAuth client.
     public var honorClient: APNsMockConfiguration.PushKitClient
-    /// False when this setup was decoded from a file saved before it had Android credentials.
+    /// A Xiaomi MiPush app (package `<bundleID>`, as the APNs topic).
+    public var xiaomiApp: APNsMockConfiguration.XiaomiApp
+    /// An OPPO Push app (AppKey and MasterSecret).
+    public var oppoApp: APNsMockConfiguration.OppoApp
+    /// A vivo Push app (numeric AppID, AppKey, AppSecret).
+    public var vivoApp: APNsMockConfiguration.VivoApp
+    /// False when this setup was decoded from a file saved before it had every Android
+    /// credential (those missing were generated on decoding).
     var decodedAndroidCredentials = true
 
     /// Makes fresh keys and certificates (valid from an hour ago for 825 days).
@@ -80,13 +87,37 @@ public struct APNsMockLocalSetup: Sendable {
             ])
 
         let android = try AndroidCredentials.generate()
+        let vendors = VendorCredentials.generate(packageName: bundleID)
         return APNsMockLocalSetup(
             bundleID: bundleID, caCertificatePEM: ca.pem(), serverCertificate: server, serverKey: serverKey,
             tokenKeyPEM: try tokenKey.pkcs8PEM(), tokenPublicKeyPEM: try tokenKey.publicKey.pem(),
             keyID: randomIdentifier(), teamID: randomIdentifier(), clientCertificatePEM: client.pem(),
             clientKeyPEM: try clientKey.pkcs8PEM(), fcmServiceAccount: android.fcmServiceAccount,
             fcmPrivateKeyPEM: android.fcmPrivateKeyPEM, fcmClientID: android.fcmClientID,
-            huaweiClient: android.huaweiClient, honorClient: android.honorClient)
+            huaweiClient: android.huaweiClient, honorClient: android.honorClient, xiaomiApp: vendors.xiaomiApp,
+            oppoApp: vendors.oppoApp, vivoApp: vendors.vivoApp)
+    }
+
+    /// The Xiaomi, OPPO and vivo apps of a setup (no key pair: their credentials are secrets).
+    struct VendorCredentials {
+        var xiaomiApp: APNsMockConfiguration.XiaomiApp
+        var oppoApp: APNsMockConfiguration.OppoApp
+        var vivoApp: APNsMockConfiguration.VivoApp
+
+        static func generate(packageName: String) -> VendorCredentials {
+            let base64 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/"
+            let hex = "0123456789abcdef"
+            func uuid() -> String {
+                [8, 4, 4, 4, 12].map { randomString(count: $0, alphabet: hex) }.joined(separator: "-")
+            }
+            return VendorCredentials(
+                xiaomiApp: .init(appSecret: randomString(count: 22, alphabet: base64) + "==", packageName: packageName),
+                oppoApp: .init(
+                    appKey: randomString(count: 32, alphabet: hex), masterSecret: randomString(count: 32, alphabet: hex)
+                ),
+                vivoApp: .init(
+                    appID: "1" + randomString(count: 8, alphabet: "0123456789"), appKey: uuid(), appSecret: uuid()))
+        }
     }
 
     /// The Android services' credentials of a setup.
@@ -154,7 +185,8 @@ public struct APNsMockLocalSetup: Sendable {
             host: host, port: port,
             tokenKeys: [.init(keyID: keyID, teamID: teamID, publicKeyPEM: tokenPublicKeyPEM)],
             clientCertificateCAPEMs: [caCertificatePEM], faults: faults, fcmServiceAccounts: [fcmServiceAccount],
-            huaweiClients: [huaweiClient], honorClients: [honorClient])
+            huaweiClients: [huaweiClient], honorClients: [honorClient], xiaomiApps: [xiaomiApp], oppoApps: [oppoApp],
+            vivoApps: [vivoApp])
     }
 
     /// Writes the CA certificate (PEM) for clients to trust, e.g. `curl --cacert`.
@@ -170,8 +202,8 @@ public struct APNsMockLocalSetup: Sendable {
             let saved = try? JSONDecoder().decode(APNsMockLocalSetup.self, from: data),
             saved.bundleID == bundleID, saved.serverCertificate.isValid(at: Date().addingTimeInterval(24 * 3600))
         {
-            // A setup saved before the Android look-alikes got Android credentials on decoding;
-            // keep them from now on.
+            // A setup saved before (some of) the Android look-alikes got their credentials on
+            // decoding; keep them from now on.
             if !saved.decodedAndroidCredentials { try saved.save(to: path) }
             return saved
         }
@@ -215,6 +247,7 @@ extension APNsMockLocalSetup: Codable {
         case bundleID, caCertificatePEM, serverCertificatePEM, serverKeyPEM, tokenKeyPEM, tokenPublicKeyPEM
         case keyID, teamID, clientCertificatePEM, clientKeyPEM
         case fcmServiceAccount, fcmPrivateKeyPEM, fcmClientID, huaweiClient, honorClient
+        case xiaomiApp, oppoApp, vivoApp
     }
 
     public init(from decoder: any Decoder) throws {
@@ -247,6 +280,18 @@ extension APNsMockLocalSetup: Codable {
             honorClient = android.honorClient
             decodedAndroidCredentials = false
         }
+        // Files saved before the Xiaomi, OPPO and vivo look-alikes lack these three.
+        let vendors = VendorCredentials.generate(packageName: bundleID)
+        var generated = false
+        func decode<T: Decodable>(_ key: CodingKeys, _ fresh: T) throws -> T {
+            if let value = try container.decodeIfPresent(T.self, forKey: key) { return value }
+            generated = true
+            return fresh
+        }
+        xiaomiApp = try decode(.xiaomiApp, vendors.xiaomiApp)
+        oppoApp = try decode(.oppoApp, vendors.oppoApp)
+        vivoApp = try decode(.vivoApp, vendors.vivoApp)
+        if generated { decodedAndroidCredentials = false }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -266,5 +311,8 @@ extension APNsMockLocalSetup: Codable {
         try container.encode(fcmClientID, forKey: .fcmClientID)
         try container.encode(huaweiClient, forKey: .huaweiClient)
         try container.encode(honorClient, forKey: .honorClient)
+        try container.encode(xiaomiApp, forKey: .xiaomiApp)
+        try container.encode(oppoApp, forKey: .oppoApp)
+        try container.encode(vivoApp, forKey: .vivoApp)
     }
 }

@@ -8,8 +8,9 @@ public import TuisongCrypto
 
 /// An APNs look-alike: HTTP/2 over TLS on nghttp2's server API, validating requests the way
 /// Apple documents, recording what it received and injecting faults on demand. The same port
-/// also serves look-alikes of FCM HTTP v1 (with Google's token endpoint), Huawei Push Kit and
-/// Honor Push, chosen by path (see `AndroidPushService` and `docs/reference/android.md`).
+/// also serves look-alikes of FCM HTTP v1 (with Google's token endpoint), Huawei Push Kit,
+/// Honor Push, Xiaomi MiPush, OPPO Push and vivo Push, chosen by path (see
+/// `AndroidPushService` and `docs/reference/android.md`).
 ///
 ///     let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.app")
 ///     let server = try APNsMockServer(configuration: setup.configuration(), certificate: setup.serverCertificate,
@@ -149,7 +150,7 @@ public final class APNsMockServer: Sendable {
 
     // MARK: Android look-alikes
 
-    /// Per-service counters of the FCM, Huawei and Honor look-alikes since start or the last
+    /// Per-service counters of the Android look-alikes since start or the last
     /// `resetStatistics()`.
     public var androidStatistics: AndroidMockStatistics { core.android.recorder.statistics }
 
@@ -173,9 +174,24 @@ public final class APNsMockServer: Sendable {
         core.android.trust(client, service: .honor)
     }
 
-    /// Every access token issued so far (FCM, Huawei, Honor) expires now: its next use is
-    /// answered as an expired token (FCM 401 UNAUTHENTICATED, Huawei 80200003, Honor 80200003),
-    /// so a client's "refresh once and resend" path can be exercised.
+    /// Accepts sends keyed with this Xiaomi app's AppSecret from now on.
+    public func trustXiaomiApp(_ app: APNsMockConfiguration.XiaomiApp) {
+        core.android.trust(app)
+    }
+
+    /// Grants `auth_token`s to this OPPO app from now on.
+    public func trustOppoApp(_ app: APNsMockConfiguration.OppoApp) {
+        core.android.trust(app)
+    }
+
+    /// Grants `authToken`s to this vivo app from now on.
+    public func trustVivoApp(_ app: APNsMockConfiguration.VivoApp) {
+        core.android.trust(app)
+    }
+
+    /// Every access token issued so far (FCM, Huawei, Honor, OPPO, vivo) expires now: its next
+    /// use is answered as an expired token (FCM 401 UNAUTHENTICATED, Huawei and Honor 80200003,
+    /// OPPO 11, vivo 10000), so a client's "refresh once and resend" path can be exercised.
     public func revokeAccessTokens() { core.android.tokens.revokeAll() }
 
     /// The faults in force.

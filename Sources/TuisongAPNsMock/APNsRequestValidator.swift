@@ -14,6 +14,8 @@ struct APNsRequestHead {
     var contentType: String?
     /// Honor's `timestamp` request header.
     var timestamp: String?
+    /// vivo's `authToken` or OPPO's `auth_token` request header.
+    var vendorToken: String?
     /// Set when a request header other than a pseudo-header appeared twice.
     var hasDuplicateHeader = false
 
@@ -36,6 +38,7 @@ struct APNsRequestHead {
         case ":authority", "host": authority = value
         case "content-type": contentType = value
         case "timestamp": timestamp = value
+        case "authtoken", "auth_token": vendorToken = value
         default: break
         }
     }

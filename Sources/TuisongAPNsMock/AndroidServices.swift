@@ -9,6 +9,12 @@ public enum AndroidPushService: String, Sendable, Codable, CaseIterable, CustomS
     case huawei
     /// Honor Push.
     case honor
+    /// Xiaomi MiPush (server API v3, form-encoded, AppSecret as the key).
+    case xiaomi
+    /// OPPO Push (HeyTap) server API v1.
+    case oppo
+    /// vivo Push server API.
+    case vivo
 
     public var description: String { rawValue }
 }
@@ -34,7 +40,7 @@ public struct AndroidServiceStatistics: Sendable, Equatable {
     /// Answers by HTTP status, token endpoint included.
     public var responsesByStatus: [Int: Int] = [:]
     /// Error answers by the service's code: FCM `errorCode` (or `status` when there is no
-    /// FcmError), Huawei/Honor result code, OAuth `error`.
+    /// FcmError), Huawei/Honor result code, OAuth `error`, Xiaomi/OPPO `code`, vivo `result`.
     public var responsesByCode: [String: Int] = [:]
 
     public init() {}
@@ -45,6 +51,9 @@ public struct AndroidMockStatistics: Sendable, Equatable {
     public var fcm = AndroidServiceStatistics()
     public var huawei = AndroidServiceStatistics()
     public var honor = AndroidServiceStatistics()
+    public var xiaomi = AndroidServiceStatistics()
+    public var oppo = AndroidServiceStatistics()
+    public var vivo = AndroidServiceStatistics()
 
     public init() {}
 
@@ -54,6 +63,9 @@ public struct AndroidMockStatistics: Sendable, Equatable {
             case .fcm: fcm
             case .huawei: huawei
             case .honor: honor
+            case .xiaomi: xiaomi
+            case .oppo: oppo
+            case .vivo: vivo
             }
         }
         set {
@@ -61,6 +73,9 @@ public struct AndroidMockStatistics: Sendable, Equatable {
             case .fcm: fcm = newValue
             case .huawei: huawei = newValue
             case .honor: honor = newValue
+            case .xiaomi: xiaomi = newValue
+            case .oppo: oppo = newValue
+            case .vivo: vivo = newValue
             }
         }
     }
@@ -70,18 +85,23 @@ public struct AndroidMockStatistics: Sendable, Equatable {
 /// recorded).
 public struct ReceivedAndroidMessage: Sendable, Equatable {
     public var service: AndroidPushService
-    /// FCM project id, Huawei or Honor app id, from the path.
+    /// FCM project id, Huawei or Honor app id, from the path; Xiaomi package name; OPPO
+    /// AppKey; vivo AppID.
     public var target: String
-    /// Who sent it: the service account's `client_email`, or the OAuth `client_id`.
+    /// Who sent it: the service account's `client_email`, the OAuth `client_id`, the Xiaomi
+    /// package name, the OPPO or vivo AppKey.
     public var principal: String
     /// Device tokens the message was accepted for.
     public var tokens: [String]
     /// Device tokens refused inside the request (Huawei `illegal_tokens`, Honor `failTokens` and
-    /// `expireTokens`).
+    /// `expireTokens`, Xiaomi `bad_regids`, OPPO entries with an `errorCode`, vivo
+    /// `invalidUsers`).
     public var refusedTokens: [String]
-    /// FCM `name`, or the Huawei/Honor `requestId` answered.
+    /// FCM `name`, the Huawei/Honor `requestId`, Xiaomi `data.id`, OPPO `messageId`s (`,`
+    /// between those of a batch), vivo `taskId`.
     public var messageID: String
-    /// The request body bytes as received.
+    /// The request body bytes as received (a vivo `pushToList`: the `saveListPayload` body its
+    /// `taskId` names).
     public var body: [UInt8]
     /// Server-wide connection number and HTTP/2 stream id of the request.
     public var connectionID: Int
@@ -100,6 +120,8 @@ struct AndroidRequest {
     var authorization: String?
     var contentType: String?
     var timestamp: String?
+    /// vivo's `authToken` or OPPO's `auth_token` request header.
+    var vendorToken: String? = nil
     var body: [UInt8]
     /// Bytes received, which may exceed `body` (stored up to `AndroidServices.bodyStorageLimit`).
     var bodyLength: Int
@@ -141,18 +163,29 @@ enum AndroidEndpoint: Equatable {
     case huaweiSend(appID: String)
     case honorToken
     case honorSend(appID: String)
+    case xiaomiSend
+    case oppoAuth
+    case oppoUnicast
+    case oppoUnicastBatch
+    case vivoAuth
+    case vivoSend
+    case vivoSaveListPayload
+    case vivoPushToList
 
     var service: AndroidPushService {
         switch self {
         case .googleToken, .fcmSend: .fcm
         case .huaweiToken, .huaweiSend: .huawei
         case .honorToken, .honorSend: .honor
+        case .xiaomiSend: .xiaomi
+        case .oppoAuth, .oppoUnicast, .oppoUnicastBatch: .oppo
+        case .vivoAuth, .vivoSend, .vivoSaveListPayload, .vivoPushToList: .vivo
         }
     }
 
     var isTokenEndpoint: Bool {
         switch self {
-        case .googleToken, .huaweiToken, .honorToken: true
+        case .googleToken, .huaweiToken, .honorToken, .oppoAuth, .vivoAuth: true
         default: false
         }
     }
@@ -165,6 +198,14 @@ enum AndroidEndpoint: Equatable {
         case "/token": self = .googleToken
         case "/oauth2/v3/token": self = .huaweiToken
         case "/auth/token", "/auth/realms/developer/protocol/openid-connect/token": self = .honorToken
+        case "/v3/message/regid", "/v2/message/regid": self = .xiaomiSend
+        case "/server/v1/auth": self = .oppoAuth
+        case "/server/v1/message/notification/unicast": self = .oppoUnicast
+        case "/server/v1/message/notification/unicast_batch": self = .oppoUnicastBatch
+        case "/message/auth": self = .vivoAuth
+        case "/message/send": self = .vivoSend
+        case "/message/saveListPayload": self = .vivoSaveListPayload
+        case "/message/pushToList": self = .vivoPushToList
         default:
             let parts = path.split(separator: "/", omittingEmptySubsequences: false)
             // "", "v1", "projects", P, "messages:send"
@@ -185,11 +226,11 @@ enum AndroidEndpoint: Equatable {
     }
 }
 
-/// The access tokens the three token endpoints issued.
+/// The access tokens the token endpoints issued (FCM, Huawei, Honor, OPPO, vivo).
 final class AccessTokenStore: Sendable {
     struct Issued: Sendable {
         var service: AndroidPushService
-        /// client_email or client_id.
+        /// client_email, client_id, or the OPPO/vivo AppKey.
         var principal: String
         /// Project or app the token may send for.
         var target: String
@@ -259,7 +300,8 @@ final class AndroidRecorder: Sendable {
             state.statistics[service].responsesByStatus[response.status, default: 0] += 1
             if let code = response.code { state.statistics[service].responsesByCode[code, default: 0] += 1 }
             if endpoint.isTokenEndpoint {
-                if response.status == 200 {
+                // OPPO and vivo refuse with HTTP 200 and a code.
+                if response.status == 200 && response.code == nil {
                     state.statistics[service].tokenGrants += 1
                 } else {
                     state.statistics[service].tokenRefusals += 1
@@ -319,8 +361,8 @@ struct AndroidTokenPrefixFaults: Sendable {
     }
 }
 
-/// The FCM, Huawei and Honor look-alikes: token endpoints, send endpoints, issued tokens,
-/// recording. Stateless per request apart from the token store and the recorder, so every
+/// The FCM, Huawei, Honor, Xiaomi, OPPO and vivo look-alikes: token endpoints, send
+/// endpoints, issued tokens, recording. Stateless per request apart from the token store and the recorder, so every
 /// event loop calls it directly.
 final class AndroidServices: Sendable {
     /// Android bodies are kept up to this size (1000 tokens of a few hundred bytes fit easily);
@@ -338,12 +380,20 @@ final class AndroidServices: Sendable {
         var accounts: [String: TrustedAccount] = [:]
         var huaweiClients: [String: APNsMockConfiguration.PushKitClient] = [:]
         var honorClients: [String: APNsMockConfiguration.PushKitClient] = [:]
+        /// By AppSecret (the key of every Xiaomi request).
+        var xiaomiApps: [String: APNsMockConfiguration.XiaomiApp] = [:]
+        /// By AppKey.
+        var oppoApps: [String: APNsMockConfiguration.OppoApp] = [:]
+        /// By AppID.
+        var vivoApps: [String: APNsMockConfiguration.VivoApp] = [:]
     }
 
     let trust: Mutex<Trust>
     let lifetimeSeconds: Int
     let tokens = AccessTokenStore()
     let recorder: AndroidRecorder
+    /// vivo `saveListPayload` bodies, by `taskId`, for `pushToList`.
+    let vivoTasks = VivoTaskStore()
 
     init(configuration: APNsMockConfiguration) throws {
         var trust = Trust()
@@ -357,6 +407,11 @@ final class AndroidServices: Sendable {
         for client in configuration.honorClients where trust.honorClients[client.clientID] == nil {
             trust.honorClients[client.clientID] = client
         }
+        for app in configuration.xiaomiApps where trust.xiaomiApps[app.appSecret] == nil {
+            trust.xiaomiApps[app.appSecret] = app
+        }
+        for app in configuration.oppoApps where trust.oppoApps[app.appKey] == nil { trust.oppoApps[app.appKey] = app }
+        for app in configuration.vivoApps where trust.vivoApps[app.appID] == nil { trust.vivoApps[app.appID] = app }
         self.trust = Mutex(trust)
         lifetimeSeconds = max(0, configuration.accessTokenLifetimeSeconds)
         recorder = AndroidRecorder(capacity: configuration.recordedNotificationLimit)
@@ -376,6 +431,21 @@ final class AndroidServices: Sendable {
         }
     }
 
+    /// Trusts one more Xiaomi app (replacing one with the same AppSecret).
+    func trust(_ app: APNsMockConfiguration.XiaomiApp) {
+        trust.withLock { $0.xiaomiApps[app.appSecret] = app }
+    }
+
+    /// Trusts one more OPPO app (replacing one with the same AppKey).
+    func trust(_ app: APNsMockConfiguration.OppoApp) {
+        trust.withLock { $0.oppoApps[app.appKey] = app }
+    }
+
+    /// Trusts one more vivo app (replacing one with the same AppID).
+    func trust(_ app: APNsMockConfiguration.VivoApp) {
+        trust.withLock { $0.vivoApps[app.appID] = app }
+    }
+
     /// Answers one request for `endpoint` and counts it.
     func handle(_ request: AndroidRequest, endpoint: AndroidEndpoint, faults: AndroidTokenPrefixFaults)
         -> AndroidResponse
@@ -388,6 +458,14 @@ final class AndroidServices: Sendable {
         case .huaweiSend(let appID): response = huaweiSend(request, appID: appID, faults: faults)
         case .honorToken: response = pushKitToken(request, service: .honor)
         case .honorSend(let appID): response = honorSend(request, appID: appID, faults: faults)
+        case .xiaomiSend: response = xiaomiSend(request, faults: faults)
+        case .oppoAuth: response = oppoAuth(request)
+        case .oppoUnicast: response = oppoSend(request, batch: false, faults: faults)
+        case .oppoUnicastBatch: response = oppoSend(request, batch: true, faults: faults)
+        case .vivoAuth: response = vivoAuth(request)
+        case .vivoSend: response = vivoSend(request, faults: faults)
+        case .vivoSaveListPayload: response = vivoSaveListPayload(request)
+        case .vivoPushToList: response = vivoPushToList(request, faults: faults)
         }
         recorder.count(response, endpoint: endpoint)
         return response
@@ -403,6 +481,9 @@ final class AndroidServices: Sendable {
         case .fcm: prefix = "ya29.mock-"
         case .huawei: prefix = "CgB6e3x9"
         case .honor: prefix = "honor."
+        case .xiaomi: prefix = "xiaomi."  // Xiaomi issues none; here for completeness
+        case .oppo: prefix = "oppo."
+        case .vivo: prefix = "vivo."
         }
         return tokens.issue(
             .init(

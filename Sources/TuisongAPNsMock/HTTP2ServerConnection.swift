@@ -425,7 +425,7 @@ final class HTTP2ServerConnection {
         respond(response, on: stream, streamID: streamID, faults: faults)
     }
 
-    /// An FCM, Huawei or Honor request: answered by `AndroidServices`, then the same latency and
+    /// An FCM, Huawei, Honor, Xiaomi, OPPO or vivo request: answered by `AndroidServices`, then the same latency and
     /// connection faults as APNs requests. The first one raises the stream limit, as the
     /// Android services do not hold a connection to one stream.
     private func completeAndroidRequest(
@@ -435,7 +435,7 @@ final class HTTP2ServerConnection {
         let head = stream.head
         let request = AndroidRequest(
             method: head.method, path: path, authority: head.authority, authorization: head.authorization,
-            contentType: head.contentType, timestamp: head.timestamp, body: stream.body,
+            contentType: head.contentType, timestamp: head.timestamp, vendorToken: head.vendorToken, body: stream.body,
             bodyLength: stream.bodyLength, connectionID: Int(id), streamID: Int(streamID),
             receivedAtMilliseconds: receivedAt)
         let answer = core.android.handle(request, endpoint: endpoint, faults: faults.androidPrefixes)

@@ -49,7 +49,7 @@ final class MockServerCore: Sendable {
     let recorder: MockRecorder
     let validator: APNsRequestValidator
     let faultBoard: FaultBoard
-    /// FCM, Huawei and Honor, served on the same port by path.
+    /// FCM, Huawei, Honor, Xiaomi, OPPO and vivo, served on the same port by path.
     let android: AndroidServices
     let requestLog: (@Sendable (String) -> Void)?
     let logger: Logger

@@ -258,13 +258,16 @@ struct APNsMockCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-mock",
         abstract:
-            "Run the bundled APNs, FCM, Huawei and Honor look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
+            "Run the bundled APNs, FCM, Huawei, Honor, Xiaomi, OPPO and vivo look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
         discussion: """
             One port serves APNs (POST /3/device/<token>), FCM HTTP v1 (POST /token, the Google \
             service-account token endpoint; POST /v1/projects/<project>/messages:send), Huawei Push Kit \
-            (POST /oauth2/v3/token; POST /v1/<appId>/messages:send) and Honor Push (POST /auth/token; \
-            POST /api/v1/<appId>/sendMessage). The banner prints each URL and the generated credentials; \
-            the FCM service-account key file is written next to the CA file.
+            (POST /oauth2/v3/token; POST /v1/<appId>/messages:send), Honor Push (POST /auth/token; \
+            POST /api/v1/<appId>/sendMessage), Xiaomi MiPush (POST /v3/message/regid with \
+            Authorization: key=<AppSecret>), OPPO Push (POST /server/v1/auth; POST \
+            /server/v1/message/notification/unicast and unicast_batch) and vivo Push (POST /message/auth; \
+            POST /message/send, /message/saveListPayload, /message/pushToList). The banner prints each URL \
+            and the generated credentials; the FCM service-account key file is written next to the CA file.
             """)
     @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
     @Option(help: "Port (0 = any free port).") var port: Int = 2197
@@ -272,7 +275,8 @@ struct APNsMockCommand: AsyncParsableCommand {
         name: .customLong("setup"),
         help: """
             Where the throwaway CA, server certificate, APNs token key and Android credentials (FCM \
-            service account, Huawei and Honor clients) are kept (created if absent).
+            service account, Huawei and Honor clients, Xiaomi, OPPO and vivo apps) are kept (created if \
+            absent; a file without the newer ones gains them).
             """)
     var setupPath: String = "data/apns-mock-setup.json"
     @Option(name: .customLong("bundle-id"), help: "The bundle id of the generated client certificate.")
@@ -301,7 +305,9 @@ struct APNsMockCommand: AsyncParsableCommand {
         help: """
             A JSON file in APNsMockConfiguration's shape. Its tokenKeys, clientCertificateCAPEMs, \
             fcmServiceAccounts ({"clientEmail","keyID","publicKeyPEM","projectID"}), huaweiClients and \
-            honorClients ({"clientID","clientSecret","appID"}) are trusted besides the generated ones; \
+            honorClients ({"clientID","clientSecret","appID"}), xiaomiApps ({"appSecret","packageName"}), \
+            oppoApps ({"appKey","masterSecret"}) and vivoApps ({"appID","appKey","appSecret"}) are trusted \
+            besides the generated ones; \
             accessTokenLifetimeSeconds, maxTokenAgeSeconds, recordedNotificationLimit and faults apply when \
             present. Command-line options win.
             """)
@@ -310,7 +316,8 @@ struct APNsMockCommand: AsyncParsableCommand {
         name: .customLong("magic-tokens"),
         help: """
             Answer APNs tokens starting 410 / 400bad / 429 / 500 with that error, and Android tokens \
-            starting unregistered- / invalid- / quota- / unavailable- / internal- likewise (local mode's set).
+            starting unregistered- / invalid- / quota- / unavailable- / internal- likewise, each service in \
+            its own way (quota- is Xiaomi 200001, OPPO 33, vivo 10070: their daily limits; local mode's set).
             """)
     var magicTokens = false
     @Flag(name: .customLong("log-requests"), help: "Print every request as a JSON line.") var logRequests = false
@@ -353,6 +360,9 @@ struct APNsMockCommand: AsyncParsableCommand {
             configuration.fcmServiceAccounts += file.fcmServiceAccounts
             configuration.huaweiClients += file.huaweiClients
             configuration.honorClients += file.honorClients
+            configuration.xiaomiApps += file.xiaomiApps
+            configuration.oppoApps += file.oppoApps
+            configuration.vivoApps += file.vivoApps
             if keys.contains("accessTokenLifetimeSeconds") {
                 configuration.accessTokenLifetimeSeconds = file.accessTokenLifetimeSeconds
             }
@@ -419,6 +429,21 @@ struct APNsMockCommand: AsyncParsableCommand {
                 "client_id": setup.honorClient.clientID, "client_secret": setup.honorClient.clientSecret,
                 "app_id": setup.honorClient.appID,
             ],
+            "xiaomi": [
+                "send_url": base + "/v3/message/regid", "app_secret": setup.xiaomiApp.appSecret,
+                "package_name": setup.xiaomiApp.packageName,
+            ],
+            "oppo": [
+                "auth_url": base + "/server/v1/auth", "unicast_url": base + "/server/v1/message/notification/unicast",
+                "unicast_batch_url": base + "/server/v1/message/notification/unicast_batch",
+                "app_key": setup.oppoApp.appKey, "master_secret": setup.oppoApp.masterSecret,
+            ],
+            "vivo": [
+                "auth_url": base + "/message/auth", "send_url": base + "/message/send",
+                "save_list_payload_url": base + "/message/saveListPayload",
+                "push_to_list_url": base + "/message/pushToList", "app_id": setup.vivoApp.appID,
+                "app_key": setup.vivoApp.appKey, "app_secret": setup.vivoApp.appSecret,
+            ],
             "url": base, "port": server.port, "ca_file": caPath, "p8_file": keyPath,
             "key_id": setup.keyID, "team_id": setup.teamID,
             // A provider token valid for the next hour, for h2load and curl.
@@ -442,6 +467,7 @@ struct APNsMockCommand: AsyncParsableCommand {
             "connections_dropped": stats.connectionsDropped, "goaways_sent": stats.goawaysSent,
             "refused_streams": stats.refusedStreams, "stream_limit_lowerings": stats.streamLimitLowerings,
             "fcm": summary(android.fcm), "huawei": summary(android.huawei), "honor": summary(android.honor),
+            "xiaomi": summary(android.xiaomi), "oppo": summary(android.oppo), "vivo": summary(android.vivo),
         ])
     }
 }

@@ -17,13 +17,13 @@ extension MockHarness {
         return try curl(CurlRequest(path: path, headers: headers, bodyFile: file))
     }
 
-    func postForm(_ path: String, _ fields: [(String, String)]) throws -> CurlResponse {
+    func postForm(_ path: String, _ fields: [(String, String)], headers: [String] = []) throws -> CurlResponse {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         let body = fields.map { name, value in
             "\(name)=\(value.addingPercentEncoding(withAllowedCharacters: allowed)!)"
         }.joined(separator: "&")
-        return try post(path, body: body, headers: ["content-type: application/x-www-form-urlencoded"])
+        return try post(path, body: body, headers: ["content-type: application/x-www-form-urlencoded"] + headers)
     }
 
     /// A service-account assertion as google-auth libraries build it.

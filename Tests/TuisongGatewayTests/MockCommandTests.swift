@@ -45,6 +45,33 @@ import Testing
         #expect(try status(forDevice: "c0ffee" + String(repeating: "0", count: 58)) == "429")  // from the file
         #expect(try status(forDevice: "410" + String(repeating: "0", count: 61)) == "410")  // --magic-tokens
         #expect(try status(forDevice: String(repeating: "ab", count: 32)) == "200")
+
+        // The banner names the Xiaomi, OPPO and vivo look-alikes and their generated credentials,
+        // and --magic-tokens covers them: quota- is Xiaomi's daily limit.
+        let xiaomi = try #require(info["xiaomi"] as? [String: Any])
+        let oppo = try #require(info["oppo"] as? [String: Any])
+        let vivo = try #require(info["vivo"] as? [String: Any])
+        #expect(oppo["auth_url"] as? String == url + "/server/v1/auth")
+        #expect(oppo["unicast_batch_url"] as? String == url + "/server/v1/message/notification/unicast_batch")
+        #expect((oppo["master_secret"] as? String)?.isEmpty == false)
+        #expect(vivo["push_to_list_url"] as? String == url + "/message/pushToList")
+        #expect((vivo["app_id"] as? String)?.allSatisfy(\.isNumber) == true)
+        #expect(xiaomi["package_name"] as? String == "tuisong.local")
+        let secret = try #require(xiaomi["app_secret"] as? String)
+        let send = try #require(xiaomi["send_url"] as? String)
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = [
+            "-s", "--http2", "--cacert", caFile, "-H", "authorization: key=\(secret)",
+            "--data-urlencode", "registration_id=quota-1", "--data-urlencode", "restricted_package_name=tuisong.local",
+            "--data-urlencode", "title=t", "--data-urlencode", "description=d", send,
+        ]
+        let pipe = Pipe()
+        curl.standardOutput = pipe
+        try curl.run()
+        let answer = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        curl.waitUntilExit()
+        #expect(answer.contains(#""code":200001"#))
     }
 
     @Test func anUnreadableFaultsFileIsRefusedWithItsName() throws {

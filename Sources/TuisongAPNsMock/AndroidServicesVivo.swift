@@ -1,0 +1,343 @@
+import Synchronization
+internal import TuisongCrypto
+
+/// vivo Push: `POST /message/auth` (MD5 sign), then `/message/send` for one regId and
+/// `/message/saveListPayload` + `/message/pushToList` for 2…1000, JSON bodies and the
+/// `authToken` header, answering as `docs/reference/android.md` §10 says (and, where the
+/// sources are silent, as it says the look-alike assumes).
+extension AndroidServices {
+    static let vivoMaximumListTokens = 1000
+
+    static func vivoAnswer(_ status: Int, _ result: Int, _ desc: String, extra: String = "") -> AndroidResponse {
+        AndroidResponse(
+            status: status, json: #"{"result":\#(result),"desc":\#(RequestLogLine.quoted(desc))\#(extra)}"#,
+            service: .vivo, code: result == 0 ? nil : String(result))
+    }
+
+    /// vivo's documented answer to a server failure: HTTP 500 and this text.
+    static func vivoServerError() -> AndroidResponse {
+        var response = AndroidResponse(status: 500, json: "", service: .vivo, code: nil)
+        response.body = Array("Internet server error!".utf8)
+        response.headers = [
+            ("content-type", "text/plain; charset=UTF-8"), ("content-length", String(response.body.count)),
+        ]
+        return response
+    }
+
+    // MARK: POST /message/auth
+
+    func vivoAuth(_ request: AndroidRequest) -> AndroidResponse {
+        guard request.method == "POST" else { return Self.vivoAnswer(405, 10050, "HTTP method 不合法") }
+        let body = MockJSON.parse(request.body)
+        func text(_ name: String) -> String? {
+            switch body?[name] {
+            case .string(let value): value.isEmpty ? nil : value
+            case .number(let value): value
+            default: nil
+            }
+        }
+        guard let appID = text("appId") else { return Self.vivoAnswer(200, 10200, "appId 不能为空") }
+        guard let appKey = text("appKey") else { return Self.vivoAnswer(200, 10201, "appKey 不能为空") }
+        guard let timestamp = text("timestamp") else { return Self.vivoAnswer(200, 10202, "timestamp 不能为空") }
+        guard let sign = text("sign") else { return Self.vivoAnswer(200, 10203, "sign 不能为空") }
+        guard let app = trust.withLock({ $0.vivoApps[appID] }) else {
+            return Self.vivoAnswer(200, 10205, "appId 不存在")
+        }
+        guard app.appKey == appKey else { return Self.vivoAnswer(200, 10206, "appKey 不合法") }
+        guard let milliseconds = Int64(timestamp),
+            abs(milliseconds - request.receivedAtMilliseconds) <= Self.signedTimestampWindowMilliseconds
+        else { return Self.vivoAnswer(200, 10204, "timestamp 不合法") }
+        // "字符串trim后拼接(appId+appKey+timestamp+appSecret)，然后通过MD5加密得到的值(字母小写)"
+        let material = [appID, appKey, timestamp, app.appSecret].map(Self.trimmed).joined()
+        guard sign == Hex.encode(Digest.md5(Array(material.utf8))) else {
+            return Self.vivoAnswer(200, 10207, "sign 不合法")
+        }
+        let token = issueToken(
+            service: .vivo, principal: appKey, target: appID, nowMilliseconds: request.receivedAtMilliseconds)
+        var response = Self.vivoAnswer(200, 0, "请求成功", extra: #","authToken":\#(RequestLogLine.quoted(token))"#)
+        response.principal = appKey
+        response.target = appID
+        return response
+    }
+
+    static func trimmed(_ text: String) -> String {
+        var slice = Substring(text)
+        while slice.first?.isWhitespace == true { slice = slice.dropFirst() }
+        while slice.last?.isWhitespace == true { slice = slice.dropLast() }
+        return String(slice)
+    }
+
+    // MARK: Sends
+
+    /// The app a send request's `authToken` (and body `appId`) stands for, or the refusal.
+    private func vivoAuthenticate(_ request: AndroidRequest, body: MockJSON?) -> Result<
+        AccessTokenStore.Issued, VivoRefusal
+    > {
+        guard let token = request.vendorToken, !token.isEmpty,
+            case .valid(let issued) = tokens.lookup(token, nowMilliseconds: request.receivedAtMilliseconds),
+            issued.service == .vivo
+        else {
+            recorder.update(.vivo) { $0.authenticationFailures += 1 }
+            return .failure(VivoRefusal(result: 10000, desc: "权限认证失败"))
+        }
+        switch body?["appId"] {
+        case .string(let value) where value != issued.target, .number(let value) where value != issued.target:
+            recorder.update(.vivo) { $0.authenticationFailures += 1 }
+            return .failure(VivoRefusal(result: 10094, desc: "appId 与鉴权信息不一致"))
+        default: return .success(issued)
+        }
+    }
+
+    struct VivoRefusal: Error {
+        var result: Int
+        var desc: String
+        var status = 200
+    }
+
+    private func vivoRefuse(_ refusal: VivoRefusal, tokens: Int = 0) -> AndroidResponse {
+        recorder.update(.vivo) {
+            $0.requestsRefused += 1
+            $0.messagesRefused += tokens
+        }
+        return Self.vivoAnswer(refusal.status, refusal.result, refusal.desc)
+    }
+
+    /// The request-level answer to a fault, or nil when the tokens may be sorted.
+    private func vivoFaultRefusal(_ fault: APNsMockConfiguration.AndroidTokenFault?, classification: Int, tokens: Int)
+        -> AndroidResponse?
+    {
+        guard let fault else { return nil }
+        switch fault.kind {
+        case .quotaExceeded:
+            return classification == 1
+                ? vivoRefuse(VivoRefusal(result: 10073, desc: "系统消息发送总量超出限制"), tokens: tokens)
+                : vivoRefuse(VivoRefusal(result: 10070, desc: "发送总量超出限制"), tokens: tokens)
+        case .unavailable: return vivoRefuse(VivoRefusal(result: 10040, desc: "系统繁忙，请稍后重试"), tokens: tokens)
+        default:
+            recorder.update(.vivo) {
+                $0.requestsRefused += 1
+                $0.messagesRefused += tokens
+            }
+            return Self.vivoServerError()
+        }
+    }
+
+    func vivoSend(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
+        guard request.method == "POST" else {
+            return vivoRefuse(VivoRefusal(result: 10050, desc: "HTTP method 不合法", status: 405))
+        }
+        let body = request.bodyLength <= Self.bodyStorageLimit ? MockJSON.parse(request.body) : nil
+        let issued: AccessTokenStore.Issued
+        switch vivoAuthenticate(request, body: body) {
+        case .success(let accepted): issued = accepted
+        case .failure(let refusal): return vivoRefuse(refusal)
+        }
+        guard let body, body.members != nil else {
+            return vivoRefuse(VivoRefusal(result: 10050, desc: "请求体不合法"))
+        }
+        guard let regID = body["regId"]?.stringValue, !regID.isEmpty else {
+            return vivoRefuse(VivoRefusal(result: 10050, desc: "regId 不能为空"))
+        }
+        if let failure = VivoSchema.failure(of: body) {
+            return vivoRefuse(VivoRefusal(result: 10050, desc: failure), tokens: 1)
+        }
+        let outcome = Self.sortBatch([regID], faults: faults)
+        let classification = body["classification"]?.integerValue ?? 0
+        if let refusal = vivoFaultRefusal(outcome.requestFault, classification: classification, tokens: 1) {
+            return refusal
+        }
+        guard !outcome.accepted.isEmpty else {
+            return vivoRefuse(VivoRefusal(result: 10302, desc: "regId不合法"), tokens: 1)
+        }
+        let taskID = vivoTasks.nextID()
+        recorder.update(.vivo) { $0.messagesDelivered += 1 }
+        var response = Self.vivoAnswer(200, 0, "请求成功", extra: #","taskId":"\#(taskID)""#)
+        response.target = issued.target
+        response.principal = issued.principal
+        response.tokenCount = 1
+        recorder.record(
+            ReceivedAndroidMessage(
+                service: .vivo, target: issued.target, principal: issued.principal, tokens: [regID], refusedTokens: [],
+                messageID: taskID, body: request.body, connectionID: request.connectionID,
+                streamID: request.streamID, timestampHeader: nil, receivedAtMilliseconds: request.receivedAtMilliseconds
+            ))
+        return response
+    }
+
+    func vivoSaveListPayload(_ request: AndroidRequest) -> AndroidResponse {
+        guard request.method == "POST" else {
+            return vivoRefuse(VivoRefusal(result: 10050, desc: "HTTP method 不合法", status: 405))
+        }
+        let body = request.bodyLength <= Self.bodyStorageLimit ? MockJSON.parse(request.body) : nil
+        let issued: AccessTokenStore.Issued
+        switch vivoAuthenticate(request, body: body) {
+        case .success(let accepted): issued = accepted
+        case .failure(let refusal): return vivoRefuse(refusal)
+        }
+        guard let body, body.members != nil else {
+            return vivoRefuse(VivoRefusal(result: 10050, desc: "请求体不合法"))
+        }
+        if let failure = VivoSchema.failure(of: body) { return vivoRefuse(VivoRefusal(result: 10050, desc: failure)) }
+        let taskID = vivoTasks.save(
+            .init(
+                appID: issued.target, classification: body["classification"]?.integerValue ?? 0, body: request.body))
+        var response = Self.vivoAnswer(200, 0, "请求成功", extra: #","taskId":"\#(taskID)""#)
+        response.target = issued.target
+        response.principal = issued.principal
+        return response
+    }
+
+    func vivoPushToList(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
+        guard request.method == "POST" else {
+            return vivoRefuse(VivoRefusal(result: 10050, desc: "HTTP method 不合法", status: 405))
+        }
+        let body = request.bodyLength <= Self.bodyStorageLimit ? MockJSON.parse(request.body) : nil
+        let issued: AccessTokenStore.Issued
+        switch vivoAuthenticate(request, body: body) {
+        case .success(let accepted): issued = accepted
+        case .failure(let refusal): return vivoRefuse(refusal)
+        }
+        guard let body, body.members != nil else {
+            return vivoRefuse(VivoRefusal(result: 10050, desc: "请求体不合法"))
+        }
+        guard let regIDs = Self.tokenList(body["regIds"]), (2...Self.vivoMaximumListTokens).contains(regIDs.count)
+        else {
+            return vivoRefuse(VivoRefusal(result: 10050, desc: "regIds 个数必须大于等于2,小于等于1000"))
+        }
+        guard let requestID = body["requestId"]?.stringValue, !requestID.isEmpty, requestID.utf8.count <= 64 else {
+            return vivoRefuse(VivoRefusal(result: 10050, desc: "requestId 不合法"), tokens: regIDs.count)
+        }
+        guard let taskID = body["taskId"]?.stringValue ?? body["taskId"].flatMap({ $0.integerValue.map(String.init) }),
+            let task = vivoTasks.task(taskID), task.appID == issued.target
+        else {
+            return vivoRefuse(VivoRefusal(result: 10050, desc: "taskId 不合法"), tokens: regIDs.count)
+        }
+        let outcome = Self.sortBatch(regIDs, faults: faults)
+        if let refusal = vivoFaultRefusal(
+            outcome.requestFault, classification: task.classification, tokens: regIDs.count)
+        {
+            return refusal
+        }
+        recorder.update(.vivo) {
+            $0.messagesRefused += outcome.illegal.count
+            $0.messagesDelivered += outcome.accepted.count
+        }
+        let invalidUsers = outcome.illegal.map { #"{"status":1,"userid":\#(RequestLogLine.quoted($0))}"# }
+        var response = Self.vivoAnswer(
+            200, 0, "请求成功",
+            extra:
+                #","requestId":\#(RequestLogLine.quoted(requestID)),"invalidUsers":[\#(invalidUsers.joined(separator: ","))]"#
+        )
+        response.target = issued.target
+        response.principal = issued.principal
+        response.tokenCount = regIDs.count
+        if !outcome.accepted.isEmpty {
+            recorder.record(
+                ReceivedAndroidMessage(
+                    service: .vivo, target: issued.target, principal: issued.principal, tokens: outcome.accepted,
+                    refusedTokens: outcome.illegal, messageID: taskID, body: task.body,
+                    connectionID: request.connectionID, streamID: request.streamID, timestampHeader: nil,
+                    receivedAtMilliseconds: request.receivedAtMilliseconds))
+        }
+        return response
+    }
+}
+
+/// The `saveListPayload` bodies `pushToList` refers to by `taskId`; the oldest go beyond
+/// `capacity` (a client pushes a task right after saving it).
+final class VivoTaskStore: Sendable {
+    struct Task: Sendable {
+        var appID: String
+        var classification: Int
+        var body: [UInt8]
+    }
+
+    private struct State {
+        var tasks: [String: Task] = [:]
+        var order: [String] = []
+        var orderStart = 0
+        var nextID = Int.random(in: 10_000_000...19_999_999)
+    }
+
+    private let state = Mutex(State())
+    private let capacity = 10_000
+
+    /// A fresh numeric task id (vivo's are digits, e.g. "12139732"), not remembered.
+    func nextID() -> String {
+        state.withLock { state in
+            state.nextID += 1
+            return String(state.nextID)
+        }
+    }
+
+    func save(_ task: Task) -> String {
+        state.withLock { state in
+            state.nextID += 1
+            let id = String(state.nextID)
+            state.tasks[id] = task
+            state.order.append(id)
+            if state.order.count - state.orderStart > capacity {
+                state.tasks[state.order[state.orderStart]] = nil
+                state.orderStart += 1
+                if state.orderStart > capacity {
+                    state.order.removeFirst(state.orderStart)
+                    state.orderStart = 0
+                }
+            }
+            return id
+        }
+    }
+
+    func task(_ id: String) -> Task? { state.withLock { $0.tasks[id] } }
+}
+
+/// vivo's checks of a message (`/message/send` and `/message/saveListPayload`), after the
+/// field table of its server document (§10 of the reference). Every refusal is `10050` with a
+/// text naming the field (vivo's own codes for these are not public).
+enum VivoSchema {
+    static func failure(of body: MockJSON) -> String? {
+        func int(_ name: String, required: Bool, _ allowed: ClosedRange<Int>) -> String? {
+            guard let value = body[name], !value.isNull else { return required ? "\(name) 不能为空" : nil }
+            guard case .number = value, let number = value.integerValue, allowed.contains(number) else {
+                return "\(name) 不合法"
+            }
+            return nil
+        }
+        func string(_ name: String, required: Bool, weightedLimit: Int) -> String? {
+            guard let value = body[name], !value.isNull else { return required ? "\(name) 不能为空" : nil }
+            guard let text = value.stringValue else { return "\(name) 不合法" }
+            if required && text.isEmpty { return "\(name) 不能为空" }
+            return weightedLength(text) > weightedLimit ? "\(name) 长度不合法" : nil
+        }
+        if let failure = int("notifyType", required: true, 1...4) ?? string("title", required: true, weightedLimit: 40)
+            ?? string("content", required: true, weightedLimit: 100)
+            ?? int("timeToLive", required: false, 900...604_800) ?? int("skipType", required: true, 1...4)
+            ?? int("classification", required: false, 0...1) ?? int("pushMode", required: false, 0...1)
+            ?? string("requestId", required: true, weightedLimit: 64)
+        {
+            return failure
+        }
+        if let network = body["networkType"], !network.isNull, network.integerValue != -1 && network.integerValue != 1 {
+            return "networkType 不合法"
+        }
+        let skipType = body["skipType"]?.integerValue ?? 1
+        if skipType != 1 {
+            guard let content = body["skipContent"]?.stringValue, !content.isEmpty else { return "skipContent 不能为空" }
+            if content.count > (skipType == 2 ? 1000 : 1024) { return "skipContent 长度不合法" }
+        }
+        for name in ["clientCustomMap", "extra"] {
+            guard let map = body[name], !map.isNull else { continue }
+            guard let members = map.members, members.allSatisfy({ $0.value.stringValue != nil }) else {
+                return "\(name) 不合法"
+            }
+        }
+        return nil
+    }
+
+    /// vivo's length rule: "一个汉字等于两个英文字符，一个表情占一个字符".
+    static func weightedLength(_ text: String) -> Int {
+        text.unicodeScalars.reduce(0) { total, scalar in
+            total + (scalar.isASCII || scalar.properties.isEmojiPresentation ? 1 : 2)
+        }
+    }
+}
