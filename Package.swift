@@ -136,11 +136,32 @@ let package = Package(
             ],
             path: "Sources/Transports/Honor"),
         .target(
+            name: "TuisongXiaomi",
+            dependencies: [
+                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Transports/Xiaomi"),
+        .target(
+            name: "TuisongOPPO",
+            dependencies: [
+                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit", "TuisongCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Transports/OPPO"),
+        .target(
+            name: "TuisongVivo",
+            dependencies: [
+                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit", "TuisongCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Transports/Vivo"),
+        .target(
             name: "TuisongGateway",
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
                 "TuisongAPNs", "TuisongAPNsMock", "TuisongHTTPClient", "TuisongFCM", "TuisongHuawei", "TuisongHonor",
-                .product(name: "Logging", package: "swift-log"),
+                "TuisongXiaomi", "TuisongOPPO", "TuisongVivo", .product(name: "Logging", package: "swift-log"),
             ] + vendors.map { .target(name: "\($0)Provider") },
             path: "Sources/TuisongGateway"),
         .executableTarget(
@@ -180,7 +201,8 @@ let package = Package(
         .testTarget(
             name: "TuisongTransportsTests",
             dependencies: [
-                "TuisongFCM", "TuisongHuawei", "TuisongHonor", "TuisongTransportKit", "TuisongDelivery", "TuisongCore",
+                "TuisongFCM", "TuisongHuawei", "TuisongHonor", "TuisongXiaomi", "TuisongOPPO", "TuisongVivo",
+                "TuisongTransportKit", "TuisongDelivery", "TuisongCore",
                 "TuisongCrypto", "TuisongHTTPClient", "TuisongAPNsMock", "TuisongPluginTestKit",
                 .product(name: "Logging", package: "swift-log"),
             ]),

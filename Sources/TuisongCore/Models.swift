@@ -43,6 +43,9 @@ public enum PushChannel: String, Sendable, Codable, CaseIterable, Hashable, Cust
     case fcm
     case huawei
     case honor
+    case xiaomi
+    case oppo
+    case vivo
 
     /// Whether the channel's devices are Android phones (no APNs environment: stored as
     /// `production`).
@@ -68,7 +71,7 @@ public struct DeviceToken: Sendable, Hashable, Codable, CustomStringConvertible 
         case .apns:
             guard let hex = Self.normalisedHex(raw) else { return nil }
             value = hex
-        case .fcm, .huawei, .honor:
+        case .fcm, .huawei, .honor, .xiaomi, .oppo, .vivo:
             // An APNs-shaped token on an Android channel is a client sending the wrong token
             // (or the wrong channel); no Android service issues hex of that shape.
             guard Self.isOpaqueToken(raw), Self.normalisedHex(raw) == nil else { return nil }

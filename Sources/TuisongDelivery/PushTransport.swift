@@ -103,6 +103,9 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     /// The app has no credential for the device's Android push service: skipped, not held
     /// (an Android app may deliberately leave a service unconfigured).
     case noChannelCredential
+    /// The service's daily quota for the app is used up (OPPO, vivo, Xiaomi): skipped until
+    /// its next day rather than retried into the limit.
+    case quota
     /// A reason this build does not know, kept verbatim.
     case unknown(String)
 
@@ -110,7 +113,7 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         "NoCredential": .noCredential, "no_credential_for_selector": .noCredentialForSelector,
         "CredentialLookupFailed": .credentialLookupFailed, "CredentialUnusable": .credentialUnusable,
         "CredentialFailing": .credentialFailing, "PayloadTooLarge": .payloadTooLarge, "MessageGone": .messageGone,
-        "ChannelNotConfigured": .channelNotConfigured, "no_credential": .noChannelCredential,
+        "ChannelNotConfigured": .channelNotConfigured, "no_credential": .noChannelCredential, "quota": .quota,
     ]
 
     /// Parses a stored reason: the gateway's own first, then APNs's, else `.unknown`.
@@ -140,6 +143,7 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         case .messageGone: "MessageGone"
         case .channelNotConfigured: "ChannelNotConfigured"
         case .noChannelCredential: "no_credential"
+        case .quota: "quota"
         case .unknown(let raw): raw
         }
     }

@@ -130,7 +130,7 @@ struct AdminCredentialsAPI: Sendable {
 
     static func channelUpload(_ body: AdminBody) throws -> (ChannelCredentialUpload, String?) {
         guard let name = try body.string("channel"), let channel = PushChannel(rawValue: name), channel.isAndroid else {
-            throw AdminError.invalid("channel", "\"channel\" must be fcm, huawei or honor")
+            throw AdminError.invalid("channel", "\"channel\" must be fcm, huawei, honor, xiaomi, oppo or vivo")
         }
         let selector: String?
         switch Result(catching: { () throws(CredentialError) -> String? in

@@ -6,6 +6,10 @@ import TuisongFCM
 import TuisongHTTPClient
 import TuisongHonor
 import TuisongHuawei
+import TuisongOPPO
+import TuisongTransportKit
+import TuisongVivo
+import TuisongXiaomi
 
 /// The Android transports of a gateway, one per service, each with its own HTTP client (one
 /// event thread) and credential resolver, configured from `transports.*` or, in local mode,
@@ -17,17 +21,22 @@ struct AndroidTransports: Sendable {
         var baseURL: String
         /// A PEM file of the look-alike's CA.
         var caFile: String
-        var fcm: ChannelCredential
-        var huawei: ChannelCredential
-        var honor: ChannelCredential
+        /// The look-alike's own credential of each service.
+        var fallbacks: [PushChannel: ChannelCredential]
     }
 
-    let fcm: FCMTransport
-    let huawei: HuaweiTransport
-    let honor: HonorTransport
+    /// One service's transport and what the gateway reads of it.
+    struct Member: Sendable {
+        var transport: any PushTransport
+        var tokens: AccessTokenCache
+        var statistics: @Sendable () -> HTTPClientStatistics
+        var shutdown: @Sendable () -> Void
+    }
+
+    let members: [PushChannel: Member]
     let resolvers: [PushChannel: ChannelCredentialResolver]
 
-    var byChannel: [PushChannel: any PushTransport] { [.fcm: fcm, .huawei: huawei, .honor: honor] }
+    var byChannel: [PushChannel: any PushTransport] { members.mapValues(\.transport) }
 
     static func start(
         _ config: GatewayConfig.Transports, local: Local?, store: any ChannelCredentialStore,
@@ -42,15 +51,13 @@ struct AndroidTransports: Sendable {
                     userAgent: "tuisong/\(TuisongVersion.current)"),
                 label: name, logger: logger)
         }
-        func resolver(_ channel: PushChannel, fallback: ChannelCredential?) -> ChannelCredentialResolver {
-            ChannelCredentialResolver(
-                channel: channel, store: store, secrets: secrets, fallback: fallback, clock: clock, logger: logger)
+        var resolvers: [PushChannel: ChannelCredentialResolver] = [:]
+        for channel in PushChannel.allCases where channel.isAndroid {
+            resolvers[channel] = ChannelCredentialResolver(
+                channel: channel, store: store, secrets: secrets, fallback: local?.fallbacks[channel], clock: clock,
+                logger: logger)
         }
         let timeout = Duration.seconds(config.requestTimeoutSeconds)
-        let resolvers: [PushChannel: ChannelCredentialResolver] = [
-            .fcm: resolver(.fcm, fallback: local?.fcm), .huawei: resolver(.huawei, fallback: local?.huawei),
-            .honor: resolver(.honor, fallback: local?.honor),
-        ]
         let fcm = FCMTransport(
             clients: try (0..<config.fcmClients).map { try client("fcm-\($0)") }, resolver: resolvers[.fcm]!,
             endpoints: FCMTransport.Endpoints(
@@ -60,16 +67,32 @@ struct AndroidTransports: Sendable {
                 tokenURL: local.map { $0.baseURL + "/token" }
                     ?? (config.fcm.tokenURL.isEmpty ? nil : config.fcm.tokenURL)),
             requestTimeout: timeout, clock: clock, logger: logger)
-        let huawei = HuaweiTransport(
-            service: HuaweiService(baseURL: local?.baseURL ?? config.huawei.url), client: try client("huawei"),
-            resolver: resolvers[.huawei]!,
-            tokenURL: local.map { $0.baseURL + "/oauth2/v3/token" } ?? config.huawei.tokenURL,
-            requestTimeout: timeout, tokensPerRequest: config.tokensPerRequest, clock: clock, logger: logger)
-        let honor = HonorTransport(
-            service: HonorService(baseURL: local?.baseURL ?? config.honor.url), client: try client("honor"),
-            resolver: resolvers[.honor]!, tokenURL: local.map { $0.baseURL + "/auth/token" } ?? config.honor.tokenURL,
-            requestTimeout: timeout, tokensPerRequest: config.tokensPerRequest, clock: clock, logger: logger)
-        return AndroidTransports(fcm: fcm, huawei: huawei, honor: honor, resolvers: resolvers)
+        var members: [PushChannel: Member] = [
+            .fcm: Member(
+                transport: fcm, tokens: fcm.tokens, statistics: { fcm.statistics }, shutdown: { fcm.shutdown() })
+        ]
+        func batch<Service: TokenBatchService>(_ channel: PushChannel, _ service: Service) throws {
+            let transport = TokenBatchTransport(
+                service: service, client: try client(channel.rawValue), resolver: resolvers[channel]!,
+                requestTimeout: timeout, tokensPerRequest: config.tokensPerRequest, clock: clock, logger: logger)
+            members[channel] = Member(
+                transport: transport, tokens: transport.tokens, statistics: { transport.statistics },
+                shutdown: { transport.shutdown() })
+        }
+        try batch(
+            .huawei,
+            HuaweiService(
+                baseURL: local?.baseURL ?? config.huawei.url,
+                tokenURL: local.map { $0.baseURL + "/oauth2/v3/token" } ?? config.huawei.tokenURL))
+        try batch(
+            .honor,
+            HonorService(
+                baseURL: local?.baseURL ?? config.honor.url,
+                tokenURL: local.map { $0.baseURL + "/auth/token" } ?? config.honor.tokenURL))
+        try batch(.xiaomi, XiaomiService(baseURL: local?.baseURL ?? config.xiaomiURL))
+        try batch(.oppo, OPPOService(baseURL: local?.baseURL ?? config.oppoURL))
+        try batch(.vivo, VivoService(baseURL: local?.baseURL ?? config.vivoURL))
+        return AndroidTransports(members: members, resolvers: resolvers)
     }
 
     /// An app's Android credentials changed: look them up again on the next send.
@@ -79,16 +102,12 @@ struct AndroidTransports: Sendable {
 
     /// Each service's HTTP client and token figures, for metrics.
     var statistics: [(channel: PushChannel, http: HTTPClientStatistics, tokenFetches: Int, tokenFailures: Int)] {
-        [
-            (.fcm, fcm.statistics, fcm.tokens.fetchCount, fcm.tokens.failureCount),
-            (.huawei, huawei.statistics, huawei.tokens.fetchCount, huawei.tokens.failureCount),
-            (.honor, honor.statistics, honor.tokens.fetchCount, honor.tokens.failureCount),
-        ]
+        PushChannel.allCases.compactMap { channel in
+            members[channel].map { (channel, $0.statistics(), $0.tokens.fetchCount, $0.tokens.failureCount) }
+        }
     }
 
     func shutdown() {
-        fcm.shutdown()
-        huawei.shutdown()
-        honor.shutdown()
+        for member in members.values { member.shutdown() }
     }
 }

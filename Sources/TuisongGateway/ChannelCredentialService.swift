@@ -9,7 +9,9 @@ public enum ChannelCredentialUpload: Sendable {
     /// FCM: the service-account JSON Firebase's console downloads.
     case fcm(serviceAccountJSON: [UInt8])
     /// Huawei or Honor: the app's OAuth 2.0 client (id and secret) and the service's app id;
-    /// `badgeClass` is the launcher activity a badge number is shown on.
+    /// `badgeClass` is the launcher activity a badge number is shown on. Xiaomi: the package
+    /// name, AppID and AppSecret; OPPO: AppID, AppKey and MasterSecret; vivo: AppID, AppKey
+    /// and AppSecret.
     case oauthClient(
         channel: PushChannel, vendorAppID: String, clientID: String, clientSecret: String, badgeClass: String?)
 
@@ -50,13 +52,24 @@ public struct ChannelCredentialService: Sendable, ChannelSecretOpener {
                 appID: appID, channel: .fcm, selector: selector, vendorAppID: account.projectID,
                 clientID: account.clientEmail, encryptedSecret: try seal(account.json, appID: appID, channel: .fcm))
         case .oauthClient(let channel, let vendorAppID, let clientID, let clientSecret, let badgeClass):
-            guard channel == .huawei || channel == .honor else {
-                throw CredentialError(.wrongKind, "\(channel.rawValue) does not sign in with an OAuth client")
+            guard channel.isAndroid, channel != .fcm else {
+                throw CredentialError(.wrongKind, "\(channel.rawValue) does not sign in with a client id and secret")
             }
             let appIDText = vendorAppID.trimmingCharacters(in: .whitespaces)
-            guard !appIDText.isEmpty, appIDText.count <= 32, appIDText.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-                throw CredentialError(
-                    .invalidVendorAppID, "the \(channel.rawValue) app id is the number the developer console shows")
+            if channel == .xiaomi {
+                // Xiaomi addresses the app by its package name (restricted_package_name).
+                guard !appIDText.isEmpty, appIDText.count <= 255, appIDText.contains("."),
+                    appIDText.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_") })
+                else {
+                    throw CredentialError(
+                        .invalidVendorAppID, "for xiaomi the app id is the app's package name, e.g. com.example.chat")
+                }
+            } else {
+                guard !appIDText.isEmpty, appIDText.count <= 32, appIDText.allSatisfy({ $0.isASCII && $0.isNumber })
+                else {
+                    throw CredentialError(
+                        .invalidVendorAppID, "the \(channel.rawValue) app id is the number the developer console shows")
+                }
             }
             let client = clientID.trimmingCharacters(in: .whitespaces)
             guard !client.isEmpty, client.count <= 256, !client.contains(where: \.isWhitespace) else {

@@ -76,6 +76,10 @@ public struct GatewayConfig: Sendable, Equatable {
         public var fcm: Service
         public var huawei: Service
         public var honor: Service
+        /// Xiaomi's, OPPO's and vivo's base URLs; their sign-in endpoints are on the same hosts.
+        public var xiaomiURL: String
+        public var oppoURL: String
+        public var vivoURL: String
         /// A PEM bundle of extra CAs to trust (a test's look-alike); empty = the system's.
         public var caFile: String
         public var connectionsPerHost: Int

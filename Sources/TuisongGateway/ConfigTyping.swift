@@ -169,8 +169,16 @@ extension GatewayConfig {
             }
             return service
         }
+        func baseURL(_ name: String) throws(ConfigError) -> String {
+            let url = try r.string("transports.\(name).url")
+            guard let parsed = URLComponents(string: url), parsed.scheme == "https" || parsed.scheme == "http",
+                let host = parsed.host, !host.isEmpty
+            else { throw ConfigError("transports.\(name).url", "\"\(url)\" is not an http(s) URL") }
+            return url
+        }
         transports = Transports(
             fcm: try service("fcm"), huawei: try service("huawei"), honor: try service("honor"),
+            xiaomiURL: try baseURL("xiaomi"), oppoURL: try baseURL("oppo"), vivoURL: try baseURL("vivo"),
             caFile: try r.string("transports.ca_file"),
             connectionsPerHost: try r.int("transports.connections_per_host", in: 1...64),
             connectTimeoutSeconds: try r.int("transports.connect_timeout_seconds", in: 1...300),

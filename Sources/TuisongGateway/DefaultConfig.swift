@@ -62,6 +62,15 @@ let embeddedDefaultJSON = #"""
           "url": "https://push-api.cloud.honor.com",
           "token_url": "https://iam.developer.honor.com/auth/token"
         },
+        "xiaomi": {
+          "url": "https://api.xmpush.xiaomi.com"
+        },
+        "oppo": {
+          "url": "https://api.push.oppomobile.com"
+        },
+        "vivo": {
+          "url": "https://api-push.vivo.com.cn"
+        },
         "ca_file": "",
         "connections_per_host": 4,
         "connect_timeout_seconds": 10,

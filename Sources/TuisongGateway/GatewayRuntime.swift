@@ -361,6 +361,17 @@ enum LocalAPNs {
                 } else {
                     server.trustHonorClient(client)
                 }
+            case .xiaomi:
+                server.trustXiaomiApp(
+                    .init(appSecret: String(decoding: secret, as: UTF8.self), packageName: record.vendorAppID))
+            case .oppo:
+                server.trustOppoApp(
+                    .init(appKey: record.clientID, masterSecret: String(decoding: secret, as: UTF8.self)))
+            case .vivo:
+                server.trustVivoApp(
+                    .init(
+                        appID: record.vendorAppID, appKey: record.clientID,
+                        appSecret: String(decoding: secret, as: UTF8.self)))
             case .apns:
                 break
             }
@@ -377,17 +388,27 @@ enum LocalAPNs {
         -> AndroidTransports.Local
     {
         let fcm = setup.fcmServiceAccount
-        return AndroidTransports.Local(
-            baseURL: baseURL, caFile: caFile,
-            fcm: ChannelCredential(
+        func credential(_ channel: PushChannel, app: String, client: String, secret: String) -> ChannelCredential {
+            ChannelCredential(
+                id: 0, channel: channel, vendorAppID: app, clientID: client, secret: Array(secret.utf8))
+        }
+        let fallbacks: [PushChannel: ChannelCredential] = [
+            .fcm: ChannelCredential(
                 id: 0, channel: .fcm, vendorAppID: fcm.projectID, clientID: fcm.clientEmail,
                 secret: setup.fcmServiceAccountJSON(tokenURI: baseURL + "/token")),
-            huawei: ChannelCredential(
-                id: 0, channel: .huawei, vendorAppID: setup.huaweiClient.appID, clientID: setup.huaweiClient.clientID,
-                secret: Array(setup.huaweiClient.clientSecret.utf8)),
-            honor: ChannelCredential(
-                id: 0, channel: .honor, vendorAppID: setup.honorClient.appID, clientID: setup.honorClient.clientID,
-                secret: Array(setup.honorClient.clientSecret.utf8)))
+            .huawei: credential(
+                .huawei, app: setup.huaweiClient.appID, client: setup.huaweiClient.clientID,
+                secret: setup.huaweiClient.clientSecret),
+            .honor: credential(
+                .honor, app: setup.honorClient.appID, client: setup.honorClient.clientID,
+                secret: setup.honorClient.clientSecret),
+            .xiaomi: credential(
+                .xiaomi, app: setup.xiaomiApp.packageName, client: "0", secret: setup.xiaomiApp.appSecret),
+            .oppo: credential(.oppo, app: "0", client: setup.oppoApp.appKey, secret: setup.oppoApp.masterSecret),
+            .vivo: credential(
+                .vivo, app: setup.vivoApp.appID, client: setup.vivoApp.appKey, secret: setup.vivoApp.appSecret),
+        ]
+        return AndroidTransports.Local(baseURL: baseURL, caFile: caFile, fallbacks: fallbacks)
     }
 }
 

@@ -23,12 +23,15 @@ struct CredentialCommand: AsyncParsableCommand {
                       --channel fcm: --service-account FILE (the JSON Firebase's console downloads)
                       --channel huawei|honor: --vendor-app-id ID --client-id ID --client-secret-env VAR
                           [--badge-class CLASS] (the launcher activity a badge number is shown on)
+                      --channel xiaomi: --vendor-app-id PACKAGE --client-id APPID --client-secret-env VAR (AppSecret)
+                      --channel oppo: --vendor-app-id APPID --client-id APPKEY --client-secret-env VAR (MasterSecret)
+                      --channel vivo: --vendor-app-id APPID --client-id APPKEY --client-secret-env VAR (AppSecret)
 
                     """ + SelectorFlags.discussion)
         }
         @OptionGroup var options: ConfigOptions
         @Option(help: "The app id.") var app: Int64
-        @Option(help: "apns (default), fcm, huawei or honor.") var channel: String = "apns"
+        @Option(help: "apns (default), fcm, huawei, honor, xiaomi, oppo or vivo.") var channel: String = "apns"
         @Option(help: "APNs: sandbox or production.") var environment: String?
         @Option(name: .customLong("service-account"), help: "FCM: the service-account JSON file.")
         var serviceAccount: String?
@@ -93,7 +96,7 @@ struct CredentialCommand: AsyncParsableCommand {
                     throw ValidationError("--channel fcm takes --service-account FILE (and a selector) only")
                 }
                 guard serviceAccount != nil else { throw ValidationError("--channel fcm needs --service-account FILE") }
-            case .huawei, .honor:
+            case .huawei, .honor, .xiaomi, .oppo, .vivo:
                 guard apnsFlags.isEmpty, fcmFlags.isEmpty else {
                     throw ValidationError(
                         "--channel \(channel) takes --vendor-app-id, --client-id, --client-secret-env and --badge-class"

@@ -194,7 +194,8 @@ struct DeviceCommand: AsyncParsableCommand {
             abstract: "Register device tokens read one per line from a file or standard input.")
         @OptionGroup var options: ConfigOptions
         @Option(help: "The app id.") var app: Int64
-        @Option(help: "The tokens' push service: apns (hex tokens), fcm, huawei or honor.") var channel: String = "apns"
+        @Option(help: "The tokens' push service: apns (hex tokens), fcm, huawei, honor, xiaomi, oppo or vivo.")
+        var channel: String = "apns"
         @Option(help: "APNs: sandbox or production.") var environment: String = "production"
         @Option(help: "A file of tokens; standard input when absent.") var file: String?
         @Option(help: "Tag every imported device with this tag.") var tag: String?

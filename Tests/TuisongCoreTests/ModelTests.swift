@@ -58,8 +58,8 @@ import Testing
     }
 
     @Test func channels() {
-        #expect(PushChannel.allCases.map(\.rawValue) == ["apns", "fcm", "huawei", "honor"])
-        #expect(PushChannel.allCases.filter(\.isAndroid) == [.fcm, .huawei, .honor])
+        #expect(PushChannel.allCases.map(\.rawValue) == ["apns", "fcm", "huawei", "honor", "xiaomi", "oppo", "vivo"])
+        #expect(PushChannel.allCases.filter(\.isAndroid) == [.fcm, .huawei, .honor, .xiaomi, .oppo, .vivo])
     }
 }
 

@@ -33,6 +33,9 @@ import TuisongPluginTestKit
         try await register(gw, key, "fcm-token:APA91b-1", ["channel": "fcm", "tags": ["all"]])
         try await register(gw, key, "huawei-token-1", ["channel": "huawei", "tags": ["all"]])
         try await register(gw, key, "honor-token-1", ["channel": "honor", "tags": ["all"]])
+        try await register(gw, key, "xiaomi-token-1", ["channel": "xiaomi", "tags": ["all"]])
+        try await register(gw, key, "oppo-token-1", ["channel": "oppo", "tags": ["all"]])
+        try await register(gw, key, "vivo-token-1", ["channel": "vivo", "tags": ["all"]])
         let id = try await push(
             gw, key,
             [
@@ -41,16 +44,16 @@ import TuisongPluginTestKit
             ])
         _ = try await gw.completed(messageID: Int64(id))
         let message = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)?channels=true", key: key).jsonObject
-        #expect((message["counts"] as? [String: Int])?["delivered"] == 4)
+        #expect((message["counts"] as? [String: Int])?["delivered"] == 7)
         let channels = try #require(message["channels"] as? [String: [String: Int]])
-        for channel in ["apns", "fcm", "huawei", "honor"] {
+        for channel in ["apns", "fcm", "huawei", "honor", "xiaomi", "oppo", "vivo"] {
             #expect(channels[channel]?["delivered"] == 1, "\(channel)")
         }
 
         let mock = gw.mock
         #expect(mock.receivedNotifications().map(\.deviceToken) == [iphone])
         let android = mock.receivedAndroidMessages()
-        #expect(Set(android.map(\.service)) == [.fcm, .huawei, .honor])
+        #expect(Set(android.map(\.service)) == [.fcm, .huawei, .honor, .xiaomi, .oppo, .vivo])
         let fcm = try #require(android.first { $0.service == .fcm })
         #expect(fcm.tokens == ["fcm-token:APA91b-1"])
         let sent = try #require(try JSONValue(parsing: fcm.body)["message"])

@@ -229,7 +229,7 @@ final class Harness: Sendable {
             encryptedSecret: secret, status: "ok", statusReason: nil, createdAt: Date())
     }
 
-    private func resolver(_ channel: PushChannel, _ credential: ChannelCredentialRecord?) -> ChannelCredentialResolver {
+    func resolver(_ channel: PushChannel, _ credential: ChannelCredentialRecord?) -> ChannelCredentialResolver {
         store.replace(credential)
         return ChannelCredentialResolver(
             channel: channel, store: store, secrets: PlainSecrets(), fallback: nil, clock: clock,
@@ -245,15 +245,15 @@ final class Harness: Sendable {
 
     func huawei(credential: ChannelCredentialRecord?, tokensPerRequest: Int) -> HuaweiTransport {
         HuaweiTransport(
-            service: HuaweiService(baseURL: baseURL), client: try! client(), resolver: resolver(.huawei, credential),
-            tokenURL: baseURL + "/oauth2/v3/token", requestTimeout: .seconds(10), tokensPerRequest: tokensPerRequest,
+            service: HuaweiService(baseURL: baseURL, tokenURL: baseURL + "/oauth2/v3/token"), client: try! client(),
+            resolver: resolver(.huawei, credential), requestTimeout: .seconds(10), tokensPerRequest: tokensPerRequest,
             clock: clock, logger: Logger(label: "test"))
     }
 
     func honor(credential: ChannelCredentialRecord?) -> HonorTransport {
         HonorTransport(
-            service: HonorService(baseURL: baseURL), client: try! client(), resolver: resolver(.honor, credential),
-            tokenURL: baseURL + "/auth/token", requestTimeout: .seconds(10), tokensPerRequest: 1000, clock: clock,
+            service: HonorService(baseURL: baseURL, tokenURL: baseURL + "/auth/token"), client: try! client(),
+            resolver: resolver(.honor, credential), requestTimeout: .seconds(10), tokensPerRequest: 1000, clock: clock,
             logger: Logger(label: "test"))
     }
 }

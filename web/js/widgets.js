@@ -50,7 +50,7 @@ export function countsLine(message) {
 }
 
 /** Channels in a fixed order (APNs first), then any this console does not know yet. */
-const CHANNEL_ORDER = ['apns', 'fcm', 'huawei', 'honor'];
+const CHANNEL_ORDER = ['apns', 'fcm', 'huawei', 'honor', 'xiaomi', 'oppo', 'vivo'];
 
 function channelEntries(channels) {
   const entries = Object.entries(channels || {});

@@ -12,7 +12,7 @@ public enum HonorMessage {
 
     /// A message rendered once for every chunk of tokens of a push: `token` (the last key of
     /// the sorted serialisation) is written into the rendered bytes.
-    public struct Template {
+    public struct Template: Sendable {
         private let head: [UInt8]
 
         init(content: AndroidContent, headers: PushHeaders, badgeClass: String?, now: Date) {

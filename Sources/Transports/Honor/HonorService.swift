@@ -7,15 +7,18 @@ import TuisongTransportKit
 
 /// Honor Push: `POST {url}/api/v1/{appId}/sendMessage` with up to 1,000 tokens a request,
 /// signed in with the app's OAuth 2.0 client at `/auth/token` (docs/reference/android.md, Honor).
-public struct HonorService: TokenBatchService {
+public struct HonorService: JSONBatchService {
     public static let defaultSendURL = "https://push-api.cloud.honor.com"
     public static let defaultTokenURL = "https://iam.developer.honor.com/auth/token"
 
     /// Where messages are sent, without a trailing slash.
     public var baseURL: String
+    /// The OAuth 2.0 token endpoint.
+    public var tokenURL: String
 
-    public init(baseURL: String = HonorService.defaultSendURL) {
+    public init(baseURL: String = HonorService.defaultSendURL, tokenURL: String = HonorService.defaultTokenURL) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.tokenURL = tokenURL
     }
 
     public var maxTokens: Int { HonorMessage.maxTokens }

@@ -13,7 +13,7 @@ public enum HuaweiMessage {
     /// A message rendered once for every chunk of tokens of a push: only `token` differs,
     /// written into the rendered bytes (the serialisation sorts keys, so `token` is the
     /// message's last member and `validate_only` follows the message).
-    public struct Template {
+    public struct Template: Sendable {
         /// `{"message":{…` up to the token member.
         private let head: [UInt8]
 

@@ -9,15 +9,18 @@ import TuisongTransportKit
 /// signed in with the app's OAuth 2.0 client at `/oauth2/v3/token` (docs/reference/android.md,
 /// Huawei). A partial success (80100000) invalidates the tokens it names one by one; an
 /// expired access token (80200003) is refreshed and the request sent again once.
-public struct HuaweiService: TokenBatchService {
+public struct HuaweiService: JSONBatchService {
     public static let defaultSendURL = "https://push-api.cloud.huawei.com"
     public static let defaultTokenURL = "https://oauth-login.cloud.huawei.com/oauth2/v3/token"
 
     /// Where messages are sent, without a trailing slash.
     public var baseURL: String
+    /// The OAuth 2.0 token endpoint.
+    public var tokenURL: String
 
-    public init(baseURL: String = HuaweiService.defaultSendURL) {
+    public init(baseURL: String = HuaweiService.defaultSendURL, tokenURL: String = HuaweiService.defaultTokenURL) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.tokenURL = tokenURL
     }
 
     public var maxTokens: Int { HuaweiMessage.maxTokens }

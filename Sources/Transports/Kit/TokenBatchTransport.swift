@@ -1,24 +1,89 @@
 import Foundation
 import Logging
+import Synchronization
 import TuisongCore
 import TuisongDelivery
 import TuisongHTTPClient
 
-/// What a service that takes many device tokens in one request (Huawei Push Kit, Honor
-/// Push) tells `TokenBatchTransport`: where to send, how to render, what an answer means.
-/// Everything vendor-specific lives in the conformer; the transport does the sending.
+/// What a service that takes many device tokens in one request (Huawei, Honor, Xiaomi, OPPO,
+/// vivo) tells `TokenBatchTransport`: how to sign in, how to render, how to send a chunk of
+/// tokens and what the answer means. Everything vendor-specific lives in the conformer; the
+/// transport does credentials, token caching, chunking and the outcomes.
 public protocol TokenBatchService: Sendable {
     /// A push's message rendered once, to be given each chunk of tokens.
-    associatedtype Template
+    associatedtype Template: Sendable
 
     /// The service's limit of tokens per request.
     var maxTokens: Int { get }
+    /// Trades the credential for an access token (an OAuth 2.0 client-credentials grant for
+    /// `JSONBatchService`s; a signed request for OPPO and vivo; Xiaomi's key needs none).
+    func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async -> Result<
+        AccessToken, AccessTokenFailure
+    >
+    func template(content: AndroidContent, headers: PushHeaders, credential: ChannelCredential, now: Date) -> Template
+    /// Sends one chunk of tokens (at most `maxTokens`) and calls `done` once with what the
+    /// service answered, on any thread.
+    func send(
+        _ template: Template, tokens: [String], credential: ChannelCredential, token: AccessToken, client: HTTPClient,
+        timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void)
+}
+
+/// A token-batch service that takes one JSON request per chunk with a bearer token from an
+/// OAuth 2.0 client-credentials grant (Huawei Push Kit, Honor Push).
+public protocol JSONBatchService: TokenBatchService {
+    var tokenURL: String { get }
     func sendURL(_ credential: ChannelCredential) -> String
     /// Headers besides authorization and content type (Honor's `timestamp`).
     func extraHeaders(now: Date) -> [(name: String, value: String)]
-    func template(content: AndroidContent, headers: PushHeaders, credential: ChannelCredential, now: Date) -> Template
     func body(_ template: Template, tokens: [String]) -> [UInt8]
     func read(status: Int, body: [UInt8], tokens: [String], retryAfter: String?, now: Date) -> TokenBatchAnswer
+}
+
+extension JSONBatchService {
+    /// OAuth 2.0 client credentials (RFC 6749 §4.4) at the service's token endpoint.
+    public func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async
+        -> Result<AccessToken, AccessTokenFailure>
+    {
+        let form = FormEncoding.encode([
+            ("grant_type", "client_credentials"), ("client_id", credential.clientID),
+            ("client_secret", String(decoding: credential.secret, as: UTF8.self)),
+        ])
+        let result = await client.execute(
+            HTTPClientRequest(
+                method: "POST", url: tokenURL,
+                headers: [(name: "content-type", value: "application/x-www-form-urlencoded")], body: form,
+                timeout: timeout))
+        switch result {
+        case .failure(let error):
+            return .failure(.unavailable(.transport(error.code), retryAfter: nil))
+        case .success(let response):
+            return OAuthTokenAnswer.read(
+                status: response.status, body: response.body, retryAfter: response.header("retry-after"), now: now)
+        }
+    }
+
+    public func send(
+        _ template: Template, tokens: [String], credential: ChannelCredential, token: AccessToken, client: HTTPClient,
+        timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void
+    ) {
+        let request = HTTPClientRequest(
+            method: "POST", url: sendURL(credential),
+            headers: [
+                (name: "authorization", value: "Bearer " + token.value),
+                (name: "content-type", value: "application/json; charset=UTF-8"),
+            ] + extraHeaders(now: now), body: body(template, tokens: tokens), timeout: timeout)
+        client.execute(request) { result in
+            switch result {
+            case .failure(let error):
+                done(.outcomes(Array(repeating: .retry(.transport(error.code), after: nil), count: tokens.count)))
+            case .success(let response):
+                done(
+                    read(
+                        status: response.status, body: response.body, tokens: tokens,
+                        retryAfter: response.header("retry-after"), now: now))
+            }
+        }
+    }
 }
 
 /// What a service's answer to one request means.
@@ -29,31 +94,34 @@ public enum TokenBatchAnswer: Equatable, Sendable {
     case refreshAuth(SendReason)
     /// The credential itself is refused: hold the pushes, mark the credential failing.
     case credentialRefused(SendReason)
+    /// The app's daily quota with the service is used up (OPPO 33, vivo 10070, Xiaomi
+    /// 200001): this chunk and every later push of the credential until the service's next
+    /// day are skipped `quota`, not retried into the limit.
+    case dailyQuota(SendReason)
 }
 
-/// Sends pushes to a token-batch service, signed in with the app's OAuth 2.0 client (client
-/// credentials at `tokenURL`): consecutive pushes with one payload share a request of up to
-/// `tokensPerRequest` tokens; a refused access token is refreshed and the request sent again
-/// once; a second refusal marks the credential failing.
+/// Sends pushes to a token-batch service: consecutive pushes with one payload share a request
+/// of up to `tokensPerRequest` tokens; a refused access token is refreshed and the request
+/// sent again once; a second refusal marks the credential failing; a used-up daily quota skips
+/// the credential's pushes until the service's next day.
 public final class TokenBatchTransport<Service: TokenBatchService>: PushTransport {
     let service: Service
     let client: HTTPClient
     let resolver: ChannelCredentialResolver
-    let tokenURL: String
     let requestTimeout: Duration
     let tokensPerRequest: Int
     let clock: any Clock
     let logger: Logger
     public let tokens: AccessTokenCache
+    let quota = DailyQuotaGate()
 
     public init(
-        service: Service, client: HTTPClient, resolver: ChannelCredentialResolver, tokenURL: String,
-        requestTimeout: Duration, tokensPerRequest: Int, clock: any Clock, logger: Logger
+        service: Service, client: HTTPClient, resolver: ChannelCredentialResolver, requestTimeout: Duration,
+        tokensPerRequest: Int, clock: any Clock, logger: Logger
     ) {
         self.service = service
         self.client = client
         self.resolver = resolver
-        self.tokenURL = tokenURL
         self.requestTimeout = requestTimeout
         self.tokensPerRequest = max(1, min(tokensPerRequest, service.maxTokens))
         self.clock = clock
@@ -79,6 +147,12 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
     ) async {
         let credential: ChannelCredential
         let token: AccessToken
+        switch await resolver.resolve(appID: app.id, selector: selector) {
+        case .credential(let resolved) where quota.isExhausted(resolved, now: clock.now):
+            return report(positions.map { SendReport(index: $0, outcome: .skipped(.quota)) })
+        default:
+            break
+        }
         switch await resolver.signIn(
             appID: app.id, selector: selector, tokens: tokens, fetch: { await self.fetchToken($0) })
         {
@@ -87,7 +161,6 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
         case .success(let signedIn):
             (credential, token) = signedIn
         }
-        let url = service.sendURL(credential)
         let now = clock.now
         // Consecutive pushes with the same payload and headers (a one-payload message's page)
         // share requests; per-recipient payloads make a request each.
@@ -121,39 +194,23 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
                 rendered = (push.payload, push.headers, template)
             }
             let deviceTokens = chunk.map { pushes[$0].token }
-            post(
-                service.body(template, tokens: deviceTokens), tokens: deviceTokens, to: url, token: token,
-                credential: credential, retriedAuth: false
-            ) { outcomes in
+            post(template, tokens: deviceTokens, token: token, credential: credential, retriedAuth: false) { outcomes in
                 report(zip(chunk, outcomes).map { SendReport(index: $0, outcome: $1) })
             }
         }
     }
 
-    /// One request; `done` gets each token's outcome in order, on the client's thread (or a
+    /// One chunk; `done` gets each token's outcome in order, on the client's thread (or a
     /// task's, when the access token had to be replaced).
     private func post(
-        _ body: [UInt8], tokens deviceTokens: [String], to url: String, token: AccessToken,
-        credential: ChannelCredential, retriedAuth: Bool, done: @escaping @Sendable ([SendOutcome]) -> Void
+        _ template: Service.Template, tokens deviceTokens: [String], token: AccessToken, credential: ChannelCredential,
+        retriedAuth: Bool, done: @escaping @Sendable ([SendOutcome]) -> Void
     ) {
-        let request = HTTPClientRequest(
-            method: "POST", url: url,
-            headers: [
-                (name: "authorization", value: "Bearer " + token.value),
-                (name: "content-type", value: "application/json; charset=UTF-8"),
-            ] + service.extraHeaders(now: clock.now), body: body, timeout: requestTimeout)
-        client.execute(request) { [self] result in
-            let response: HTTPClientResponse
-            switch result {
-            case .failure(let error):
-                return done(Array(repeating: .retry(.transport(error.code), after: nil), count: deviceTokens.count))
-            case .success(let answered):
-                response = answered
-            }
-            switch service.read(
-                status: response.status, body: response.body, tokens: deviceTokens,
-                retryAfter: response.header("retry-after"), now: clock.now)
-            {
+        service.send(
+            template, tokens: deviceTokens, credential: credential, token: token, client: client,
+            timeout: requestTimeout, now: clock.now
+        ) { [self] answer in
+            switch answer {
             case .outcomes(let outcomes):
                 done(outcomes)
             case .refreshAuth(let reason):
@@ -164,8 +221,8 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
                     {
                     case .success(let fresh):
                         post(
-                            body, tokens: deviceTokens, to: url, token: fresh, credential: credential,
-                            retriedAuth: true, done: done)
+                            template, tokens: deviceTokens, token: fresh, credential: credential, retriedAuth: true,
+                            done: done)
                     case .failure(let refusal):
                         done(Array(repeating: refusal.outcome, count: deviceTokens.count))
                     }
@@ -175,28 +232,40 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
                     await resolver.markFailing(credential, reason: reason)
                     done(Array(repeating: .held(reason), count: deviceTokens.count))
                 }
+            case .dailyQuota(let reason):
+                quota.exhausted(credential, reason: reason, now: clock.now)
+                logger.warning(
+                    "an Android service's daily quota is used up; skipping the credential's pushes until its next day",
+                    metadata: ["credential": "\(credential.id)", "reason": "\(reason)"])
+                done(Array(repeating: .skipped(.quota), count: deviceTokens.count))
             }
         }
     }
 
-    /// OAuth 2.0 client credentials (RFC 6749 §4.4) at the service's token endpoint.
     private func fetchToken(_ credential: ChannelCredential) async -> Result<AccessToken, AccessTokenFailure> {
-        let now = clock.now
-        let form = FormEncoding.encode([
-            ("grant_type", "client_credentials"), ("client_id", credential.clientID),
-            ("client_secret", String(decoding: credential.secret, as: UTF8.self)),
-        ])
-        let result = await client.execute(
-            HTTPClientRequest(
-                method: "POST", url: tokenURL,
-                headers: [(name: "content-type", value: "application/x-www-form-urlencoded")], body: form,
-                timeout: requestTimeout))
-        switch result {
-        case .failure(let error):
-            return .failure(.unavailable(.transport(error.code), retryAfter: nil))
-        case .success(let response):
-            return OAuthTokenAnswer.read(
-                status: response.status, body: response.body, retryAfter: response.header("retry-after"), now: now)
+        await service.signIn(credential, client: client, timeout: requestTimeout, now: clock.now)
+    }
+}
+
+/// Credentials whose daily quota the service said is used up, until the service's next day
+/// (midnight in China, where Xiaomi, OPPO and vivo count their days).
+final class DailyQuotaGate: Sendable {
+    private let until = Mutex<[Int64: Date]>([:])
+    private static let china = TimeZone(identifier: "Asia/Shanghai")!
+
+    func exhausted(_ credential: ChannelCredential, reason: SendReason, now: Date) {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = Self.china
+        let tomorrow = calendar.startOfDay(for: now).addingTimeInterval(86_400)
+        until.withLock { $0[credential.id] = tomorrow }
+    }
+
+    func isExhausted(_ credential: ChannelCredential, now: Date) -> Bool {
+        until.withLock { until in
+            guard let end = until[credential.id] else { return false }
+            if end > now { return true }
+            until[credential.id] = nil
+            return false
         }
     }
 }

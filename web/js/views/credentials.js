@@ -98,7 +98,7 @@ export async function renderCredentials(container) {
   return null;
 }
 
-const ANDROID_CHANNELS = ['fcm', 'huawei', 'honor'];
+const ANDROID_CHANNELS = ['fcm', 'huawei', 'honor', 'xiaomi', 'oppo', 'vivo'];
 
 /** The app's FCM, Huawei and Honor credentials: a list and a form that adds one. */
 function androidSection(app) {
@@ -175,6 +175,11 @@ function androidForm(app, refresh) {
     const fcm = channel.value === 'fcm';
     fileField.wrap.hidden = !fcm;
     for (const f of oauthFields) f.wrap.hidden = fcm;
+    // Only Huawei and Honor show a badge number (on their launcher activity); Xiaomi names the
+    // app by its package, the others by a number.
+    badgeField.wrap.hidden = fcm || !['huawei', 'honor'].includes(channel.value);
+    vendorAppID.inputMode = channel.value === 'xiaomi' ? 'text' : 'numeric';
+    vendorAppID.placeholder = channel.value === 'xiaomi' ? 'com.example.chat' : '10086';
     for (const input of Object.values(inputs)) setFieldError(input, null);
     result.replaceChildren();
   }

@@ -1,0 +1,133 @@
+import Foundation
+import TuisongCore
+import TuisongDelivery
+import TuisongHTTPClient
+import TuisongTransportKit
+
+/// Xiaomi MiPush: `POST {url}/v3/message/regid`, form-encoded, up to 1,000 registration ids a
+/// request, every request signed with `Authorization: key=<AppSecret>` (no token exchange);
+/// docs/reference/android.md §8. Ids Xiaomi names in `data.bad_regids` (or all of them, 20301)
+/// are invalidated; 200001 is the app's daily limit.
+///
+/// The credential: `vendorAppID` the app's package name (`restricted_package_name`),
+/// `clientID` Xiaomi's AppID, the secret its AppSecret.
+public struct XiaomiService: TokenBatchService {
+    public static let defaultSendURL = "https://api.xmpush.xiaomi.com"
+
+    public var baseURL: String
+
+    public init(baseURL: String = XiaomiService.defaultSendURL) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+    }
+
+    public var maxTokens: Int { 1000 }
+
+    /// The AppSecret is the key of every request: nothing to fetch.
+    public func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async
+        -> Result<AccessToken, AccessTokenFailure>
+    {
+        .success(AccessToken(value: String(decoding: credential.secret, as: UTF8.self), expires: .distantFuture))
+    }
+
+    /// The form fields of a push but its ids, in order.
+    public func template(content: AndroidContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
+        -> [(String, String)]
+    {
+        XiaomiMessage.fields(content: content, headers: headers, packageName: credential.vendorAppID, now: now)
+    }
+
+    public func send(
+        _ template: [(String, String)], tokens: [String], credential: ChannelCredential, token: AccessToken,
+        client: HTTPClient, timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void
+    ) {
+        let request = HTTPClientRequest(
+            method: "POST", url: baseURL + "/v3/message/regid",
+            headers: [
+                (name: "authorization", value: "key=" + token.value),
+                (name: "content-type", value: "application/x-www-form-urlencoded;charset=UTF-8"),
+            ], body: FormEncoding.encode([("registration_id", tokens.joined(separator: ","))] + template),
+            timeout: timeout)
+        client.execute(request) { result in
+            switch result {
+            case .failure(let error):
+                done(.outcomes(Array(repeating: .retry(.transport(error.code), after: nil), count: tokens.count)))
+            case .success(let response):
+                done(XiaomiAnswer.read(status: response.status, body: response.body, tokens: tokens))
+            }
+        }
+    }
+}
+
+/// The Xiaomi transport: the shared token-batch sender speaking Xiaomi.
+public typealias XiaomiTransport = TokenBatchTransport<XiaomiService>
+
+enum XiaomiMessage {
+    /// Xiaomi keeps a message at most two weeks (`time_to_live`, in milliseconds).
+    static let maxTimeToLive: Int64 = 1_209_600_000
+
+    static func fields(content: AndroidContent, headers: PushHeaders, packageName: String, now: Date) -> [(
+        String, String
+    )] {
+        var fields: [(String, String)] = [("restricted_package_name", packageName)]
+        if !content.data.isEmpty {
+            let object = JSONValue.object(Dictionary(content.data.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
+            fields.append(("payload", object.serializedString))
+        }
+        if content.isDataOnly {
+            fields.append(("pass_through", "1"))
+        } else {
+            fields.append(("pass_through", "0"))
+            fields.append(("title", content.title ?? content.titleLocKey ?? ""))
+            fields.append(("description", content.body ?? content.bodyLocKey ?? ""))
+            // -1: the phone's default sound, vibration and lights.
+            fields.append(("notify_type", "-1"))
+            if let intent = headers.android?.intent {
+                fields.append(("extra.notify_effect", "2"))
+                fields.append(("extra.intent_uri", intent))
+            } else {
+                fields.append(("extra.notify_effect", "1"))
+            }
+            if let channelID = headers.android?.channelIDs["xiaomi"] { fields.append(("extra.channel_id", channelID)) }
+        }
+        if let expiration = headers.expiration {
+            let milliseconds = Int64((expiration.timeIntervalSince(now) * 1000).rounded(.down))
+            fields.append(("time_to_live", String(min(max(1, milliseconds), maxTimeToLive))))
+        }
+        return fields
+    }
+}
+
+/// Xiaomi's answer: HTTP 200 with `{"result","code","description","data":{"id","bad_regids"}}`.
+enum XiaomiAnswer {
+    static func read(status: Int, body: [UInt8], tokens: [String]) -> TokenBatchAnswer {
+        let json = try? JSONValue(parsing: body)
+        let code = json?["code"]?.intValue.map(String.init) ?? "HTTP\(status)"
+        let reason = SendReason.service(code)
+        func all(_ outcome: SendOutcome) -> TokenBatchAnswer {
+            .outcomes(Array(repeating: outcome, count: tokens.count))
+        }
+        switch code {
+        case "0":
+            let id = json?["data"]?["id"]?.stringValue
+            let bad = Set(
+                (json?["data"]?["bad_regids"]?.stringValue ?? "").split(separator: ",").map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                })
+            return .outcomes(
+                tokens.map {
+                    bad.contains($0) ? .invalidate(.service("bad_regid"), since: nil) : .delivered(apnsID: id)
+                })
+        case "20301":
+            return all(.invalidate(reason, since: nil))
+        case "200001":
+            return .dailyQuota(reason)
+        case "21301":
+            return .credentialRefused(reason)
+        case "10001", "10002", "10003", "10027", "10037":
+            return all(.retry(reason, after: nil))
+        default:
+            if status >= 500 || status == 429 { return all(.retry(reason, after: nil)) }
+            return all(.failed(reason))
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+import TuisongCore
+import TuisongDelivery
+import TuisongTransportKit
+
+@testable import TuisongOPPO
+@testable import TuisongVivo
+@testable import TuisongXiaomi
+
+/// Xiaomi, OPPO and vivo: what each is sent for a push and what their answers mean
+/// (docs/reference/android.md §8–11). Plain rendering, no sockets.
+@Suite struct OEMRenderingTests {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func content(_ json: String) throws -> AndroidContent {
+        try AndroidContent(apnsPayload: Array(json.utf8))
+    }
+
+    static let alert = #"{"aps":{"alert":{"title":"Hi","body":"New message"},"sound":"a.caf"},"order":{"id":42}}"#
+
+    @Test func xiaomiFormFields() throws {
+        let headers = PushHeaders(
+            expiration: now.addingTimeInterval(60), android: AndroidOptions(channelIDs: ["xiaomi": "chat"]))
+        let fields = Dictionary(
+            XiaomiMessage.fields(content: try content(Self.alert), headers: headers, packageName: "com.ex", now: now)
+        ) { $1 }
+        #expect(fields["restricted_package_name"] == "com.ex")
+        #expect(fields["title"] == "Hi")
+        #expect(fields["description"] == "New message")
+        #expect(fields["pass_through"] == "0")
+        #expect(fields["payload"] == #"{"order":"{\"id\":42}"}"#)
+        #expect(fields["time_to_live"] == "60000")
+        #expect(fields["extra.channel_id"] == "chat")
+        #expect(fields["extra.notify_effect"] == "1")
+        let data = Dictionary(
+            XiaomiMessage.fields(
+                content: try content(#"{"aps":{"content-available":1},"k":"v"}"#), headers: PushHeaders(),
+                packageName: "com.ex", now: now)
+        ) { $1 }
+        #expect(data["pass_through"] == "1")
+        #expect(data["title"] == nil)
+    }
+
+    @Test func xiaomiAnswers() {
+        func read(_ json: String, status: Int = 200) -> TokenBatchAnswer {
+            XiaomiAnswer.read(status: status, body: Array(json.utf8), tokens: ["a", "b", "c"])
+        }
+        #expect(
+            read(#"{"result":"ok","code":0,"data":{"id":"m1","bad_regids":"b,c"}}"#)
+                == .outcomes([
+                    .delivered(apnsID: "m1"), .invalidate(.service("bad_regid"), since: nil),
+                    .invalidate(.service("bad_regid"), since: nil),
+                ]))
+        #expect(
+            read(#"{"result":"error","code":20301}"#)
+                == .outcomes(Array(repeating: .invalidate(.service("20301"), since: nil), count: 3)))
+        #expect(read(#"{"result":"error","code":200001}"#) == .dailyQuota(.service("200001")))
+        #expect(read(#"{"result":"error","code":21301}"#) == .credentialRefused(.service("21301")))
+        #expect(
+            read(#"{"result":"error","code":10002}"#)
+                == .outcomes(Array(repeating: .retry(.service("10002"), after: nil), count: 3)))
+        #expect(
+            read(#"{"result":"error","code":21305}"#)
+                == .outcomes(Array(repeating: .failed(.service("21305")), count: 3)))
+    }
+
+    @Test func oppoNotification() throws {
+        let headers = PushHeaders(
+            expiration: now.addingTimeInterval(10 * 86_400),
+            android: AndroidOptions(channelIDs: ["oppo": "im"], intent: "intent://x#Intent;end"))
+        let notification = OPPOMessage.notification(content: try content(Self.alert), headers: headers, now: now)
+        #expect(notification["title"] == "Hi")
+        #expect(notification["content"] == "New message")
+        #expect(notification["click_action_type"] == 5)
+        #expect(notification["click_action_url"] == "intent://x#Intent;end")
+        #expect(notification["channel_id"] == "im")
+        // At most three days offline.
+        #expect(notification["off_line_ttl"] == 259_200)
+        #expect(notification["action_parameters"] == .string(#"{"order":"{\"id\":42}"}"#))
+    }
+
+    @Test func oppoAnswers() {
+        func read(_ json: String, status: Int = 200) -> TokenBatchAnswer {
+            OPPOAnswer.read(status: status, body: Array(json.utf8), tokens: ["a", "b"])
+        }
+        #expect(
+            read(
+                #"{"code":0,"message":"Success","data":[{"messageId":"m1","registrationId":"a"},{"registrationId":"b","errorCode":10000,"errorMessage":"Invalid RegistrationId"}]}"#
+            ) == .outcomes([.delivered(apnsID: "m1"), .invalidate(.service("10000"), since: nil)]))
+        #expect(read(#"{"code":11,"message":"Invalid AuthToken"}"#) == .refreshAuth(.service("11")))
+        #expect(read(#"{"code":33,"message":"exceeds the daily limit"}"#) == .dailyQuota(.service("33")))
+        #expect(read(#"{"code":14,"message":"Invalid App Key"}"#) == .credentialRefused(.service("14")))
+        #expect(read(#"{"code":-1}"#) == .outcomes(Array(repeating: .retry(.service("-1"), after: nil), count: 2)))
+    }
+
+    @Test func vivoFieldsAndTruncation() throws {
+        let headers = PushHeaders(
+            expiration: now.addingTimeInterval(60),
+            android: AndroidOptions(category: ["vivo": "IM"], vivoClassification: 1))
+        let fields = VivoMessage.fields(content: try content(Self.alert), headers: headers, now: now)
+        #expect(fields["title"] == "Hi")
+        #expect(fields["content"] == "New message")
+        #expect(fields["classification"] == 1)
+        #expect(fields["category"] == "IM")
+        #expect(fields["skipType"] == 1)
+        #expect(fields["notifyType"] == 4)
+        // At least 15 minutes.
+        #expect(fields["timeToLive"] == 900)
+        #expect(fields["clientCustomMap"] == ["order": #"{"id":42}"#])
+        // A Chinese character counts two of the title's 40.
+        #expect(
+            VivoMessage.truncated(String(repeating: "好", count: 30), units: 40) == String(repeating: "好", count: 20))
+        #expect(VivoMessage.truncated("abc", units: 40) == "abc")
+    }
+
+    @Test func vivoAnswers() {
+        func read(_ json: String, status: Int = 200) -> TokenBatchAnswer {
+            VivoAnswer.read(status: status, body: Array(json.utf8), tokens: ["a", "b"])
+        }
+        #expect(
+            read(#"{"result":0,"desc":"请求成功","taskId":"t1","invalidUsers":[{"status":1,"userid":"b"}]}"#)
+                == .outcomes([.delivered(apnsID: "t1"), .invalidate(.service("10302"), since: nil)]))
+        #expect(
+            read(#"{"result":10302,"desc":"regId不合法"}"#)
+                == .outcomes(Array(repeating: .invalidate(.service("10302"), since: nil), count: 2)))
+        #expect(read(#"{"result":10000,"desc":"权限认证失败"}"#) == .refreshAuth(.service("10000")))
+        #expect(read(#"{"result":10070,"desc":"发送总量超出限制"}"#) == .dailyQuota(.service("10070")))
+        #expect(read(#"{"result":10073}"#) == .dailyQuota(.service("10073")))
+        #expect(
+            read("Internet server error!", status: 500)
+                == .outcomes(Array(repeating: .retry(.service("HTTP500"), after: nil), count: 2)))
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import Logging
+import Testing
+import TuisongAPNsMock
+import TuisongCore
+import TuisongDelivery
+import TuisongHTTPClient
+import TuisongTransportKit
+
+@testable import TuisongOPPO
+@testable import TuisongVivo
+@testable import TuisongXiaomi
+
+/// Xiaomi, OPPO and vivo transports against the bundled look-alikes over TLS + HTTP/2:
+/// sign-in (or Xiaomi's key), batches, per-token invalidation, refresh, daily quota.
+@Suite(.serialized) struct OEMTransportTests {
+    @Test func xiaomiBatchesAndInvalidatesBadRegids() async throws {
+        let harness = try await Harness()
+        defer { harness.stop() }
+        let transport = harness.xiaomi(credential: harness.xiaomiCredential())
+        let outcomes = await transport.outcomes(of: harness.batch(["mi-1", "unregistered-2", "mi-3"]))
+        #expect(outcomes[0].isDelivered && outcomes[2].isDelivered)
+        #expect(outcomes[1] == .invalidate(.service("bad_regid"), since: nil))
+        let received = try #require(harness.server.receivedAndroidMessages().first { $0.service == .xiaomi })
+        #expect(received.target == harness.setup.xiaomiApp.packageName)
+        let form = String(decoding: received.body, as: UTF8.self)
+        #expect(form.contains("title=Hi"))
+        #expect(form.contains("description=Hello"))
+    }
+
+    @Test func xiaomiWrongSecretIsHeldAndDailyQuotaSkips() async throws {
+        let harness = try await Harness()
+        defer { harness.stop() }
+        let wrong = harness.xiaomi(credential: harness.xiaomiCredential(secret: "wrong"))
+        guard case .held = await wrong.outcomes(of: harness.batch(["mi-1"]))[0] else {
+            Issue.record("a wrong AppSecret holds the push")
+            return
+        }
+        #expect(harness.store.status(of: 1) == "failing")
+        let transport = harness.xiaomi(credential: harness.xiaomiCredential())
+        #expect(
+            await transport.outcomes(of: harness.batch(["quota-1", "mi-2"])) == [.skipped(.quota), .skipped(.quota)])
+        // The rest of the day is skipped without asking Xiaomi.
+        let before = harness.server.androidStatistics[.xiaomi].sendRequests
+        #expect(await transport.outcomes(of: harness.batch(["mi-3"])) == [.skipped(.quota)])
+        #expect(harness.server.androidStatistics[.xiaomi].sendRequests == before)
+    }
+
+    @Test func oppoSignsInSendsABatchAndRefreshes() async throws {
+        let harness = try await Harness()
+        defer { harness.stop() }
+        let transport = harness.oppo(credential: harness.oppoCredential())
+        let outcomes = await transport.outcomes(of: harness.batch(["op-1", "invalid-2", "op-3"]))
+        #expect(outcomes[0].isDelivered && outcomes[2].isDelivered)
+        #expect(outcomes[1] == .invalidate(.service("10000"), since: nil))
+        #expect(transport.tokens.fetchCount == 1)
+        harness.server.revokeAccessTokens()
+        #expect(await transport.outcomes(of: harness.batch(["op-4"])).allSatisfy(\.isDelivered))
+        #expect(transport.tokens.fetchCount == 2)
+        #expect(await transport.outcomes(of: harness.batch(["quota-5"])) == [.skipped(.quota)])
+    }
+
+    @Test func oppoWrongMasterSecretIsRefused() async throws {
+        let harness = try await Harness()
+        defer { harness.stop() }
+        let transport = harness.oppo(credential: harness.oppoCredential(secret: "wrong"))
+        guard case .held(let reason) = await transport.outcomes(of: harness.batch(["op-1"]))[0] else {
+            Issue.record("a wrong MasterSecret holds the push")
+            return
+        }
+        #expect(reason == .service("16"))
+        #expect(harness.store.status(of: 1) == "failing")
+    }
+
+    @Test func vivoSendsOneOrAListAndRefreshes() async throws {
+        let harness = try await Harness()
+        defer { harness.stop() }
+        let transport = harness.vivo(credential: harness.vivoCredential())
+        #expect(await transport.outcomes(of: harness.batch(["vv-1"])).allSatisfy(\.isDelivered))
+        #expect(
+            await transport.outcomes(of: harness.batch(["unregistered-1"]))
+                == [.invalidate(.service("10302"), since: nil)])
+        let list = await transport.outcomes(of: harness.batch(["vv-2", "invalid-3", "vv-4"]))
+        #expect(list[0].isDelivered && list[2].isDelivered)
+        #expect(list[1] == .invalidate(.service("10302"), since: nil))
+        harness.server.revokeAccessTokens()
+        #expect(await transport.outcomes(of: harness.batch(["vv-5", "vv-6"])).allSatisfy(\.isDelivered))
+        #expect(transport.tokens.fetchCount == 2)
+        #expect(
+            await transport.outcomes(of: harness.batch(["quota-7", "vv-8"])) == [.skipped(.quota), .skipped(.quota)])
+        let received = harness.server.receivedAndroidMessages().filter { $0.service == .vivo }
+        #expect(received.count >= 3)
+    }
+}
+
+extension Harness {
+    func xiaomiCredential(secret: String? = nil) -> ChannelCredentialRecord {
+        oemRecord(
+            .xiaomi, vendorAppID: setup.xiaomiApp.packageName, clientID: "2882303761517",
+            secret: secret ?? setup.xiaomiApp.appSecret)
+    }
+
+    func oppoCredential(secret: String? = nil) -> ChannelCredentialRecord {
+        oemRecord(
+            .oppo, vendorAppID: "30001", clientID: setup.oppoApp.appKey, secret: secret ?? setup.oppoApp.masterSecret)
+    }
+
+    func vivoCredential() -> ChannelCredentialRecord {
+        oemRecord(
+            .vivo, vendorAppID: setup.vivoApp.appID, clientID: setup.vivoApp.appKey, secret: setup.vivoApp.appSecret)
+    }
+
+    private func oemRecord(_ channel: PushChannel, vendorAppID: String, clientID: String, secret: String)
+        -> ChannelCredentialRecord
+    {
+        ChannelCredentialRecord(
+            id: 1, appID: app.id, channel: channel, selector: nil, vendorAppID: vendorAppID, clientID: clientID,
+            encryptedSecret: Array(secret.utf8), status: "ok", statusReason: nil, createdAt: Date())
+    }
+
+    func xiaomi(credential: ChannelCredentialRecord) -> XiaomiTransport {
+        batchTransport(XiaomiService(baseURL: baseURL), channel: .xiaomi, credential: credential)
+    }
+
+    func oppo(credential: ChannelCredentialRecord) -> OPPOTransport {
+        batchTransport(OPPOService(baseURL: baseURL), channel: .oppo, credential: credential)
+    }
+
+    func vivo(credential: ChannelCredentialRecord) -> VivoTransport {
+        batchTransport(VivoService(baseURL: baseURL), channel: .vivo, credential: credential)
+    }
+
+    private func batchTransport<Service: TokenBatchService>(
+        _ service: Service, channel: PushChannel, credential: ChannelCredentialRecord
+    ) -> TokenBatchTransport<Service> {
+        TokenBatchTransport(
+            service: service, client: try! client(), resolver: resolver(channel, credential),
+            requestTimeout: .seconds(10),
+            tokensPerRequest: 1000, clock: clock, logger: Logger(label: "test"))
+    }
+}
