@@ -79,10 +79,15 @@ extension TencentProvider {
 }
 
 /// Per receiver: seed 003's rules (`OfflinePushRules`) and the badge. Pushed accounts get
-/// their counter incremented once per message (unless BadgeMode 1), in one store call per
-/// page (`AccountStore.grantBadges`), which remembers which accounts the message counted: a
-/// page decided again or an account whose devices fall on two pages is not counted twice (it
+/// their counter incremented once per message, in one store call per page
+/// (`AccountStore.grantBadges`), which remembers which accounts the message counted: a page
+/// decided again or an account whose devices fall on two pages is not counted twice (it
 /// carries the account's counter as it is then).
+///
+/// An Android device (`Recipient.channel`) gets the same alert, title and ext but none of
+/// ApnsInfo's overrides (`OfflinePushTemplate.notification(badge:android:)`). ApnsInfo's
+/// BadgeMode is iOS's too: a message with BadgeMode 1 still counts for an account it pushes
+/// on an Android device, and that device carries the counter; its iOS devices do not.
 struct TencentDeliveryPolicy: DeliveryPolicy {
     let store: TencentStore
     let accounts: any AccountStore
@@ -98,24 +103,30 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
                 suppressed: nil, account: recipient.account, sender: template.sender,
                 pushDisabled: recipient.account.map { disabled.contains($0) } ?? false, appState: recipient.appState)
         }
-        var badges: [String: Int] = [:]
-        if template.countsBadge {
-            var pushed: [AccountKey] = []
-            var seen = Set<Int64>()
-            for (recipient, reason) in zip(recipients, reasons) where reason == nil {
-                if let account = recipient.accountKey, seen.insert(account.id).inserted { pushed.append(account) }
-            }
-            badges = try await accounts.grantBadges(appID: message.appID, messageID: message.id, accounts: pushed)
+        func counts(_ recipient: Recipient) -> Bool { template.countsBadge || recipient.channel.isAndroid }
+        var pushed: [AccountKey] = []
+        var seen = Set<Int64>()
+        for (recipient, reason) in zip(recipients, reasons) where reason == nil && counts(recipient) {
+            if let account = recipient.accountKey, seen.insert(account.id).inserted { pushed.append(account) }
         }
-        // Rendered once per distinct badge, not per receiver: a page's badges take few values,
-        // and equal payloads then share one buffer.
-        var rendered: [Int?: [UInt8]] = [:]
+        let badges =
+            pushed.isEmpty
+            ? [:] : try await accounts.grantBadges(appID: message.appID, messageID: message.id, accounts: pushed)
+        // Rendered once per distinct badge and platform, not per receiver: a page's badges take
+        // few values, and equal payloads then share one buffer.
+        struct Shape: Hashable {
+            var badge: Int?
+            var android: Bool
+        }
+        var rendered: [Shape: [UInt8]] = [:]
         return zip(recipients, reasons).map { recipient, reason in
             if let reason { return .skip(reason: reason) }
-            let badge = template.countsBadge ? recipient.account.flatMap { badges[$0] } : nil
-            if let bytes = rendered[badge] { return .sendPayload(bytes) }
-            let bytes = template.payload(badge: badge)
-            rendered[badge] = bytes
+            let shape = Shape(
+                badge: counts(recipient) ? recipient.account.flatMap { badges[$0] } : nil,
+                android: recipient.channel.isAndroid)
+            if let bytes = rendered[shape] { return .sendPayload(bytes) }
+            let bytes = template.payload(badge: shape.badge, android: shape.android)
+            rendered[shape] = bytes
             return .sendPayload(bytes)
         }
     }
