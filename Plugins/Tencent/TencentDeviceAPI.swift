@@ -11,17 +11,15 @@ extension TencentProvider {
         TencentError(70402, "invalid parameter: \(detail)")
     }
 
-    /// `{"Token":"<hex>","BusiId":N,"Environment":"production"|"sandbox"}`. The token is bound
-    /// to the identifier (the same token again is the same device); BusiId picks the app's
-    /// APNs credential with that selector, 0 or none the app's default one.
+    /// `{"Token":"…","BusiId":N,"Environment":"production"|"sandbox"}`. The token is bound to
+    /// the identifier (the same token again is the same device). BusiId names the certificate
+    /// the token belongs to, as in Tencent's console: the app's Android credential with that
+    /// selector makes the device an Android one of that credential's service (FCM, Huawei,
+    /// Honor) and the token that service's; otherwise it is an APNs token, sent through the
+    /// app's APNs credential with that selector (0 or none: the app's default one).
     func setToken(_ call: TencentCall) async throws -> Response {
         guard let raw = call.body["Token"]?.stringValue, !raw.isEmpty else {
-            throw Self.badDeviceParameter("Token is required (the APNs device token, hex)")
-        }
-        // The SDK formats NSData as "<a1b2 c3d4 …>"; accept that shape too.
-        let hex = String(raw.unicodeScalars.filter { !" <>".unicodeScalars.contains($0) })
-        guard let token = DeviceToken(hex) else {
-            throw Self.badDeviceParameter("Token must be an APNs device token (64–200 hex digits)")
+            throw Self.badDeviceParameter("Token is required (the device's push token)")
         }
         var selector: String?
         if let busi = call.body["BusiId"], busi != .null {
@@ -30,17 +28,36 @@ extension TencentProvider {
             }
             selector = id == 0 ? nil : String(id)
         }
-        let environment: APNsEnvironment
-        switch call.body["Environment"]?.stringValue?.lowercased() {
-        case nil, "production", "product", "prod": environment = .production
-        case "sandbox", "development", "dev": environment = .sandbox
-        case let other?:
-            throw Self.badDeviceParameter("Environment must be production or sandbox, got \(other.prefix(20))")
+        var channel: PushChannel?
+        if let selector { channel = try await store.channel(appID: call.app.id, selector: selector) }
+        let token: DeviceToken
+        var environment = APNsEnvironment.production
+        if let channel, channel.isAndroid {
+            guard let android = DeviceToken(raw, channel: channel) else {
+                throw Self.badDeviceParameter(
+                    "Token must be a \(channel) push token (BusiId \(selector ?? "") is the app's \(channel) certificate)"
+                )
+            }
+            token = android
+        } else {
+            // The SDK formats NSData as "<a1b2 c3d4 …>"; accept that shape too.
+            let hex = String(raw.unicodeScalars.filter { !" <>".unicodeScalars.contains($0) })
+            guard let apns = DeviceToken(hex) else {
+                throw Self.badDeviceParameter("Token must be an APNs device token (64–200 hex digits)")
+            }
+            token = apns
+            switch call.body["Environment"]?.stringValue?.lowercased() {
+            case nil, "production", "product", "prod": environment = .production
+            case "sandbox", "development", "dev": environment = .sandbox
+            case let other?:
+                throw Self.badDeviceParameter("Environment must be production or sandbox, got \(other.prefix(20))")
+            }
         }
         guard Account.isValid(call.identifier) else { throw Self.badDeviceParameter("identifier is not an account") }
         _ = try await accounts.bindDevice(
             appID: call.app.id, account: call.identifier,
-            registration: DeviceRegistration(token: token, environment: environment), credentialSelector: selector)
+            registration: DeviceRegistration(token: token, environment: environment, channel: channel ?? .apns),
+            credentialSelector: selector)
         return TencentReply.ok()
     }
 
