@@ -128,6 +128,12 @@ struct OfflinePushInfo: Sendable, Hashable {
     var subtitle: String?
     var image: String?
     var mutableContent = false
+    /// `AndroidInfo`, in the transports' words (`PushOptions.android`): the notification
+    /// channel per service, importance, category, vivo's classification, the sound.
+    var android = AndroidOptions()
+    /// `AndroidInfo.ExtAsHuaweiIntentParam` 1: `Ext` travels as a parameter of the intent the
+    /// app's Huawei notification opens (the app's `huawei_intent` setting), not only as data.
+    var extAsHuaweiIntentParam = false
 
     init() {}
 
@@ -152,7 +158,57 @@ struct OfflinePushInfo: Sendable, Hashable {
         default:
             throw .badMsgBody("OfflinePushInfo.ApnsInfo must be an object")
         }
+        switch members["AndroidInfo"] {
+        case nil, .null?:
+            break
+        case .object(let android)?:
+            try info.readAndroidInfo(android)
+        default:
+            throw .badMsgBody("OfflinePushInfo.AndroidInfo must be an object")
+        }
         return info
+    }
+
+    /// Tencent's AndroidInfo fields by the service (`AndroidOptions` key) they address. An
+    /// empty string leaves the setting unset, as Tencent's "does not override the console".
+    static let androidChannelIDs = [
+        ("GoogleChannelID", "fcm"), ("HuaWeiChannelID", "huawei"), ("XiaoMiChannelID", "xiaomi"),
+        ("OPPOChannelID", "oppo"),
+    ]
+    static let androidImportance = [("HuaWeiImportance", "huawei"), ("HonorImportance", "honor")]
+    static let androidCategory = [("HuaWeiCategory", "huawei"), ("VIVOCategory", "vivo")]
+
+    /// Fields Tencent documents that Tuisong does not render (images, styles, OPPO and vivo
+    /// extras) are accepted and ignored, as Tencent ignores what a vendor does not take.
+    private mutating func readAndroidInfo(_ members: [String: JSONValue]) throws(TencentError) {
+        let at = "OfflinePushInfo.AndroidInfo."
+        func text(_ key: String) throws(TencentError) -> String? {
+            guard let value = try Self.string(members[key], at + key), !value.isEmpty else { return nil }
+            guard value.utf8.count <= 256 else { throw .badMsgBody("\(at)\(key) must be at most 256 bytes") }
+            return value
+        }
+        for (key, service) in Self.androidChannelIDs {
+            if let value = try text(key) { android.channelIDs[service] = value }
+        }
+        for (key, service) in Self.androidImportance {
+            guard let value = try text(key) else { continue }
+            guard value == "LOW" || value == "NORMAL" else { throw .badMsgBody("\(at)\(key) must be LOW or NORMAL") }
+            android.importance[service] = value
+        }
+        for (key, service) in Self.androidCategory {
+            if let value = try text(key) { android.category[service] = value }
+        }
+        android.sound = try text("Sound")
+        // An Integer in Tencent's table; Tencent's generated OpenAPI clients send "0"/"1".
+        switch members["VIVOClassification"] {
+        case nil, .null?: break
+        case .string("0")?: android.vivoClassification = 0
+        case .string("1")?: android.vivoClassification = 1
+        case let value? where value.intValue == 0 || value.intValue == 1:
+            android.vivoClassification = Int(value.intValue!)
+        default: throw .badMsgBody("\(at)VIVOClassification must be 0 (operation) or 1 (system)")
+        }
+        extAsHuaweiIntentParam = try Self.flag(members["ExtAsHuaweiIntentParam"], at + "ExtAsHuaweiIntentParam") == 1
     }
 
     private static func string(_ value: JSONValue?, _ name: String) throws(TencentError) -> String? {

@@ -21,6 +21,8 @@ struct OfflinePushTemplate: Sendable, Hashable {
     /// `aps.alert` (or its `body` when there is a title).
     var alert: String
     var title: String?
+    /// `OfflinePushInfo.Title` alone: Android devices get the common fields, never ApnsInfo's.
+    var androidTitle: String?
     var subtitle: String?
     var sound: String?
     /// Top-level `ext`.
@@ -48,7 +50,8 @@ struct OfflinePushTemplate: Sendable, Hashable {
         case .group(let name, let groupName):
             alert = "\(name ?? "")(\(groupName)):\(content)"
         }
-        title = Self.nonEmpty(pushInfo?.apnsTitle) ?? Self.nonEmpty(pushInfo?.title)
+        androidTitle = Self.nonEmpty(pushInfo?.title)
+        title = Self.nonEmpty(pushInfo?.apnsTitle) ?? androidTitle
         subtitle = Self.nonEmpty(pushInfo?.subtitle)
         sound = Self.nonEmpty(pushInfo?.apnsSound) ?? Self.nonEmpty(custom?.content["Sound"]?.stringValue)
         ext = Self.nonEmpty(pushInfo?.ext) ?? Self.nonEmpty(custom?.content["Ext"]?.stringValue)
@@ -87,9 +90,19 @@ struct OfflinePushTemplate: Sendable, Hashable {
         return text
     }
 
-    /// The notification for one receiver; `badge` nil leaves the badge out.
-    func notification(badge: Int?) -> PushNotification {
+    /// The notification for one receiver; `badge` nil leaves the badge out. An Android
+    /// device's (`android`) has the common fields only: the alert with `OfflinePushInfo.Title`,
+    /// the badge and `ext`; none of ApnsInfo's title, subtitle, sound, image or mutable-content,
+    /// and not a custom element's `Sound` (an iOS sound file). Its sound is
+    /// `AndroidInfo.Sound`, which reaches the transports in `PushOptions.android`.
+    func notification(badge: Int?, android: Bool = false) -> PushNotification {
         var notification = PushNotification()
+        if android {
+            notification.alert = androidTitle.map { .fields(.init(title: $0, body: alert)) } ?? .plain(alert)
+            notification.badge = badge
+            if let ext { notification.custom["ext"] = .string(ext) }
+            return notification
+        }
         if title != nil || subtitle != nil {
             notification.alert = .fields(.init(title: title, subtitle: subtitle, body: alert))
         } else {
@@ -105,8 +118,8 @@ struct OfflinePushTemplate: Sendable, Hashable {
 
     /// The APNs payload bytes for one receiver (`APNsPayload.render`: sorted keys, so the
     /// seed example comes out as `{"aps":{"alert":…,"badge":5,"sound":…},"ext":…}`).
-    func payload(badge: Int?) -> [UInt8] {
-        APNsPayload.render(notification(badge: badge))
+    func payload(badge: Int?, android: Bool = false) -> [UInt8] {
+        APNsPayload.render(notification(badge: badge, android: android))
     }
 
     // MARK: Kept with the message
@@ -118,6 +131,7 @@ struct OfflinePushTemplate: Sendable, Hashable {
         func set(_ key: String, _ value: String?) { if let value { object[key] = .string(value) } }
         set("sender", sender)
         set("title", title)
+        set("android_title", androidTitle)
         set("subtitle", subtitle)
         set("sound", sound)
         set("ext", ext)
@@ -132,6 +146,7 @@ struct OfflinePushTemplate: Sendable, Hashable {
         self.alert = alert
         sender = object["sender"]?.stringValue
         title = object["title"]?.stringValue
+        androidTitle = object["android_title"]?.stringValue
         subtitle = object["subtitle"]?.stringValue
         sound = object["sound"]?.stringValue
         ext = object["ext"]?.stringValue

@@ -11,17 +11,15 @@ extension TencentProvider {
         TencentError(70402, "invalid parameter: \(detail)")
     }
 
-    /// `{"Token":"<hex>","BusiId":N,"Environment":"production"|"sandbox"}`. The token is bound
-    /// to the identifier (the same token again is the same device); BusiId picks the app's
-    /// APNs credential with that selector, 0 or none the app's default one.
+    /// `{"Token":"…","BusiId":N,"Environment":"production"|"sandbox"}`. The token is bound to
+    /// the identifier (the same token again is the same device). BusiId names the certificate
+    /// the token belongs to, as in Tencent's console: the app's Android credential with that
+    /// selector makes the device an Android one of that credential's service (FCM, Huawei,
+    /// Honor) and the token that service's; otherwise it is an APNs token, sent through the
+    /// app's APNs credential with that selector (0 or none: the app's default one).
     func setToken(_ call: TencentCall) async throws -> Response {
         guard let raw = call.body["Token"]?.stringValue, !raw.isEmpty else {
-            throw Self.badDeviceParameter("Token is required (the APNs device token, hex)")
-        }
-        // The SDK formats NSData as "<a1b2 c3d4 …>"; accept that shape too.
-        let hex = String(raw.unicodeScalars.filter { !" <>".unicodeScalars.contains($0) })
-        guard let token = DeviceToken(hex) else {
-            throw Self.badDeviceParameter("Token must be an APNs device token (64–200 hex digits)")
+            throw Self.badDeviceParameter("Token is required (the device's push token)")
         }
         var selector: String?
         if let busi = call.body["BusiId"], busi != .null {
@@ -30,17 +28,36 @@ extension TencentProvider {
             }
             selector = id == 0 ? nil : String(id)
         }
-        let environment: APNsEnvironment
-        switch call.body["Environment"]?.stringValue?.lowercased() {
-        case nil, "production", "product", "prod": environment = .production
-        case "sandbox", "development", "dev": environment = .sandbox
-        case let other?:
-            throw Self.badDeviceParameter("Environment must be production or sandbox, got \(other.prefix(20))")
+        var channel: PushChannel?
+        if let selector { channel = try await store.channel(appID: call.app.id, selector: selector) }
+        let token: DeviceToken
+        var environment = APNsEnvironment.production
+        if let channel, channel.isAndroid {
+            guard let android = DeviceToken(raw, channel: channel) else {
+                throw Self.badDeviceParameter(
+                    "Token must be a \(channel) push token (BusiId \(selector ?? "") is the app's \(channel) certificate)"
+                )
+            }
+            token = android
+        } else {
+            // The SDK formats NSData as "<a1b2 c3d4 …>"; accept that shape too.
+            let hex = String(raw.unicodeScalars.filter { !" <>".unicodeScalars.contains($0) })
+            guard let apns = DeviceToken(hex) else {
+                throw Self.badDeviceParameter("Token must be an APNs device token (64–200 hex digits)")
+            }
+            token = apns
+            switch call.body["Environment"]?.stringValue?.lowercased() {
+            case nil, "production", "product", "prod": environment = .production
+            case "sandbox", "development", "dev": environment = .sandbox
+            case let other?:
+                throw Self.badDeviceParameter("Environment must be production or sandbox, got \(other.prefix(20))")
+            }
         }
         guard Account.isValid(call.identifier) else { throw Self.badDeviceParameter("identifier is not an account") }
         _ = try await accounts.bindDevice(
             appID: call.app.id, account: call.identifier,
-            registration: DeviceRegistration(token: token, environment: environment), credentialSelector: selector)
+            registration: DeviceRegistration(token: token, environment: environment, channel: channel ?? .apns),
+            credentialSelector: selector)
         return TencentReply.ok()
     }
 
@@ -79,10 +96,15 @@ extension TencentProvider {
 }
 
 /// Per receiver: seed 003's rules (`OfflinePushRules`) and the badge. Pushed accounts get
-/// their counter incremented once per message (unless BadgeMode 1), in one store call per
-/// page (`AccountStore.grantBadges`), which remembers which accounts the message counted: a
-/// page decided again or an account whose devices fall on two pages is not counted twice (it
+/// their counter incremented once per message, in one store call per page
+/// (`AccountStore.grantBadges`), which remembers which accounts the message counted: a page
+/// decided again or an account whose devices fall on two pages is not counted twice (it
 /// carries the account's counter as it is then).
+///
+/// An Android device (`Recipient.channel`) gets the same alert, title and ext but none of
+/// ApnsInfo's overrides (`OfflinePushTemplate.notification(badge:android:)`). ApnsInfo's
+/// BadgeMode is iOS's too: a message with BadgeMode 1 still counts for an account it pushes
+/// on an Android device, and that device carries the counter; its iOS devices do not.
 struct TencentDeliveryPolicy: DeliveryPolicy {
     let store: TencentStore
     let accounts: any AccountStore
@@ -98,24 +120,30 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
                 suppressed: nil, account: recipient.account, sender: template.sender,
                 pushDisabled: recipient.account.map { disabled.contains($0) } ?? false, appState: recipient.appState)
         }
-        var badges: [String: Int] = [:]
-        if template.countsBadge {
-            var pushed: [AccountKey] = []
-            var seen = Set<Int64>()
-            for (recipient, reason) in zip(recipients, reasons) where reason == nil {
-                if let account = recipient.accountKey, seen.insert(account.id).inserted { pushed.append(account) }
-            }
-            badges = try await accounts.grantBadges(appID: message.appID, messageID: message.id, accounts: pushed)
+        func counts(_ recipient: Recipient) -> Bool { template.countsBadge || recipient.channel.isAndroid }
+        var pushed: [AccountKey] = []
+        var seen = Set<Int64>()
+        for (recipient, reason) in zip(recipients, reasons) where reason == nil && counts(recipient) {
+            if let account = recipient.accountKey, seen.insert(account.id).inserted { pushed.append(account) }
         }
-        // Rendered once per distinct badge, not per receiver: a page's badges take few values,
-        // and equal payloads then share one buffer.
-        var rendered: [Int?: [UInt8]] = [:]
+        let badges =
+            pushed.isEmpty
+            ? [:] : try await accounts.grantBadges(appID: message.appID, messageID: message.id, accounts: pushed)
+        // Rendered once per distinct badge and platform, not per receiver: a page's badges take
+        // few values, and equal payloads then share one buffer.
+        struct Shape: Hashable {
+            var badge: Int?
+            var android: Bool
+        }
+        var rendered: [Shape: [UInt8]] = [:]
         return zip(recipients, reasons).map { recipient, reason in
             if let reason { return .skip(reason: reason) }
-            let badge = template.countsBadge ? recipient.account.flatMap { badges[$0] } : nil
-            if let bytes = rendered[badge] { return .sendPayload(bytes) }
-            let bytes = template.payload(badge: badge)
-            rendered[badge] = bytes
+            let shape = Shape(
+                badge: counts(recipient) ? recipient.account.flatMap { badges[$0] } : nil,
+                android: recipient.channel.isAndroid)
+            if let bytes = rendered[shape] { return .sendPayload(bytes) }
+            let bytes = template.payload(badge: shape.badge, android: shape.android)
+            rendered[shape] = bytes
             return .sendPayload(bytes)
         }
     }

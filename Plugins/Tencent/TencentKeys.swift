@@ -26,7 +26,16 @@ struct TencentKeys: Sendable, Hashable {
             key: "admin_identifier", label: LocalizedText(en: "Administrator identifier", zh: "App 管理员帐号"),
             isRequired: false, cliFlag: "admin", defaultValue: defaultAdminIdentifier, maxLength: 32,
             problem: { Account.problem($0) }),
+        VendorSetting(
+            key: huaweiIntentKey,
+            label: LocalizedText(
+                en: "Huawei/Honor: page a notification opens (intent URI)", zh: "华为/荣耀：点击通知打开应用内指定页面（intent）"),
+            isRequired: false, cliFlag: "huawei-intent", maxLength: 1024, problem: HuaweiIntent.problem),
     ]
+
+    /// The intent Huawei and Honor notifications open, as Tencent's console sets it per app;
+    /// unset: they open the app.
+    static let huaweiIntentKey = "huawei_intent"
 
     static func sdkAppID(_ text: String) -> Int64? {
         guard !text.isEmpty, text.utf8.count <= 19, text.utf8.allSatisfy({ (48...57).contains($0) }),
@@ -98,4 +107,38 @@ enum Account {
     }
 
     static func isValid(_ text: String) -> Bool { problem(text) == nil }
+}
+
+/// Android intent URIs as Huawei's `click_action.intent` takes them
+/// (`intent://host/path#Intent;scheme=app;launchFlags=0x4000000;end`).
+enum HuaweiIntent {
+    static func problem(_ text: String) -> String? {
+        guard text.hasPrefix("intent:"), text.contains("#Intent;"), text.hasSuffix(";end"),
+            text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+        else { return "must be an Android intent URI: intent://…#Intent;…;end, printable ASCII" }
+        return nil
+    }
+
+    /// `intent` with `S.<key>=<value>;` before its `end`, the value encoded as Android's
+    /// `Uri.encode` does (`Intent.parseUri` decodes it): a string extra the opened activity
+    /// reads with `getStringExtra(key)`.
+    static func appending(stringExtra key: String, value: String, to intent: String) -> String {
+        guard intent.hasSuffix(";end") else { return intent }
+        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-!.~'()*".utf8)
+        var encoded = ""
+        for byte in value.utf8 {
+            if unreserved.contains(byte) {
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return String(intent.dropLast(3)) + "S.\(key)=\(encoded);end"
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
 }

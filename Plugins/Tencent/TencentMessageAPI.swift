@@ -61,13 +61,31 @@ extension TencentProvider {
         let job = PushJob(
             appID: app.id, vendor: Self.name, vendorMessageID: vendorMessageID, audience: audience,
             notification: template.notification(badge: nil),
-            options: PushOptions(pushType: .alert, priority: .immediate, expiration: expiration),
+            options: PushOptions(
+                pushType: .alert, priority: .immediate, expiration: expiration,
+                android: Self.androidOptions(message.pushInfo, ext: template.ext, app: app)),
             labels: labels, vendorContext: template.vendorContext)
         do {
             return try await gateway.submit(job)
         } catch let error as PayloadError {
             throw TencentError.badMsgBody(error.message)
         }
+    }
+
+    /// The message's Android settings: `AndroidInfo`, and the intent the app's Huawei
+    /// notifications open (its `huawei_intent` setting, Tencent's console "open a page in the
+    /// app"), `Ext` appended as the intent's `ext` string extra when `ExtAsHuaweiIntentParam`
+    /// is 1 (0: `Ext` is only the message's `ext` data, which the app reads from the extras).
+    static func androidOptions(_ info: OfflinePushInfo?, ext: String?, app: App) -> AndroidOptions? {
+        var options = info?.android ?? AndroidOptions()
+        if let intent = app.vendorSettings[TencentKeys.vendor]?[TencentKeys.huaweiIntentKey], !intent.isEmpty {
+            if let ext, info?.extAsHuaweiIntentParam == true {
+                options.intent = HuaweiIntent.appending(stringExtra: "ext", value: ext, to: intent)
+            } else {
+                options.intent = intent
+            }
+        }
+        return options.isEmpty ? nil : options
     }
 
     /// A sender's nick (nil when the sender has none or there is no sender).

@@ -63,6 +63,53 @@ import TuisongPluginTestKit
         #expect(try await store.badge(appID: app.id, account: "carol") == 0)
     }
 
+    /// An Android device gets the common rendering; BadgeMode 1 (iOS's) leaves its counter on
+    /// Android: the account is counted once for its Android device, its iPhone carries none.
+    @Test func androidDevicesGetTheCommonRenderingAndTheCounter() async throws {
+        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = temporary.store
+        let app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
+        let policy = TencentDeliveryPolicy(store: TencentStore(database: temporary.database), accounts: store)
+        try await store.createAccount(appID: app.id, account: "bob")
+        try await store.createAccount(appID: app.id, account: "carol")
+        try await store.setBadge(appID: app.id, account: "bob", to: 2)
+        let rows = try await temporary.database.read { db in
+            try db.query("SELECT id, account FROM accounts WHERE app_id = ?", [.integer(app.id)])
+        }
+        let ids = Dictionary(uniqueKeysWithValues: rows.map { ($0["account"].string ?? "", $0["id"].int) })
+
+        let elements = try MessageElement.parseBody(
+            try JSONValue(parsing: #"[{"MsgType":"TIMTextElem","MsgContent":{"Text":"hi"}}]"#))
+        let pushInfo = try OfflinePushInfo.parse(
+            try JSONValue(parsing: #"{"Title":"T","ApnsInfo":{"Title":"iOS","BadgeMode":1,"Sound":"a.caf"}}"#))
+        let template = OfflinePushTemplate(
+            sender: "alice", origin: .oneToOne(senderNick: "Alice"), elements: elements, pushInfo: pushInfo)
+        let job = PushJob(
+            appID: app.id, vendor: "tencent", audience: .accounts(["bob", "carol"]),
+            notification: template.notification(badge: nil), options: PushOptions(),
+            vendorContext: template.vendorContext)
+        let message = try await store.createMessage(job, payload: template.payload(badge: nil), state: .queued)
+        let page = [
+            Recipient(
+                deviceID: 1, token: String(repeating: "a", count: 64), environment: .production, account: "bob",
+                accountID: ids["bob"] ?? nil, appState: .background),
+            Recipient(
+                deviceID: 2, token: "huawei-token-bob", environment: .production, account: "bob",
+                accountID: ids["bob"] ?? nil, appState: .background, channel: .huawei),
+            Recipient(
+                deviceID: 3, token: String(repeating: "c", count: 64), environment: .production, account: "carol",
+                accountID: ids["carol"] ?? nil, appState: .background),
+        ]
+        let ios = Array(#"{"aps":{"alert":{"body":"Alice:hi","title":"iOS"},"sound":"a.caf"}}"#.utf8)
+        let android = Array(#"{"aps":{"alert":{"body":"Alice:hi","title":"T"},"badge":3}}"#.utf8)
+        let expected: [DeliveryDecision] = [.sendPayload(ios), .sendPayload(android), .sendPayload(ios)]
+        #expect(try await policy.decide(page, message: message) == expected)
+        #expect(try await policy.decide(page, message: message) == expected)
+        #expect(try await store.badge(appID: app.id, account: "bob") == 3)
+        #expect(try await store.badge(appID: app.id, account: "carol") == 0)
+    }
+
     @Test func deviceColumnsShowIdentifierAndBusiId() async throws {
         let temporary = try TemporaryStore(providers: [TencentProvider.self])
         defer { temporary.remove() }

@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+import TuisongCore
+import TuisongCrypto
+import TuisongPluginTestKit
+
+@testable import TencentProvider
+@testable import TuisongGateway
+
+extension TencentGatewayEndToEndTests {
+    /// One account with an iPhone, a Huawei and an FCM phone, each reporting its token with
+    /// its certificate's BusiId: a sendmsg with ApnsInfo and AndroidInfo reaches APNs with the
+    /// iOS overrides and each Android look-alike with the common fields, the AndroidInfo of
+    /// its service, the intent carrying Ext, and the account's counter.
+    @Test func androidDevicesByBusiIdGetTheCommonRendering() async throws {
+        try await withGateway { gw in
+            _ = try await gw.runtime.credentialBackend.addChannel(
+                .oauthClient(
+                    channel: .huawei, vendorAppID: "10086", clientID: "10086", clientSecret: "s3cret",
+                    badgeClass: "com.example.tencent.MainActivity"),
+                appID: gw.app.id, selector: "2001")
+            let rsa = try PrivateKey.generateRSA(bits: 2048)
+            let account: JSONValue = [
+                "type": "service_account", "project_id": "tencent-project", "private_key_id": "k1",
+                "private_key": .string(try rsa.pkcs8PEM()),
+                "client_email": "push@tencent-project.iam.gserviceaccount.com",
+                "token_uri": "https://oauth2.googleapis.com/token",
+            ]
+            _ = try await gw.runtime.credentialBackend.addChannel(
+                .fcm(serviceAccountJSON: account.serialized()), appID: gw.app.id, selector: "2002")
+            // The console's "open a page in the app" for Huawei notifications.
+            var app = try #require(try await gw.runtime.store.app(id: gw.app.id))
+            let intent = "intent://chat/open#Intent;scheme=tuisong;launchFlags=0x4000000;end"
+            app.vendorSettings["tencent"]?["huawei_intent"] = intent
+            try await gw.runtime.store.updateApp(app)
+
+            try await gw.importAccounts([("alice", "Alice"), ("bob", nil)])
+            try await gw.setToken("bob", Self.token(1))
+            try await gw.setToken("bob", "huawei-bob-1", busiID: 2001)
+            try await gw.setToken("bob", "fcm-bob:APA91b-1", busiID: 2002)
+            let devices = try await gw.runtime.store.devices(appID: gw.app.id, account: "bob")
+            #expect(devices.map(\.channel) == [.apns, .huawei, .fcm])
+            #expect(devices.map(\.credentialSelector) == [nil, "2001", "2002"])
+
+            // A token that is not its certificate's service's is refused in Tencent's words.
+            for (token, busiID) in [(Self.token(2), 2001), ("bad token", 2002), ("huawei-bob-2", 0)] {
+                let refused = try await gw.call(
+                    "offline_push/set_token", #"{"Token":"\#(token)","BusiId":\#(busiID)}"#, as: "bob")
+                #expect(refused.status == 200 && refused.actionStatus == "FAIL" && refused.errorCode == 70402)
+            }
+            try await gw.background("bob", unread: 4)
+
+            let sent = try await gw.ok(
+                "openim/sendmsg",
+                #"""
+                {"From_Account":"alice","To_Account":"bob","MsgRandom":8,"MsgBody":[
+                  {"MsgType":"TIMTextElem","MsgContent":{"Text":"Hi"}},{"MsgType":"TIMImageElem","MsgContent":{"UUID":"u"}}],
+                 "OfflinePushInfo":{"Title":"Team","Ext":"{\"chat\":7}",
+                  "AndroidInfo":{"Sound":"ring","HuaWeiChannelID":"hw-im","GoogleChannelID":"g-chat","HuaWeiImportance":"LOW",
+                   "HuaWeiCategory":"IM","ExtAsHuaweiIntentParam":1,"VIVOClassification":1},
+                  "ApnsInfo":{"Title":"iOS","SubTitle":"S","Sound":"a.caf","Image":"https://x/i.png","MutableContent":1}}}
+                """#)
+            let status = try await gw.completed(try #require(sent["MsgKey"] as? String))
+            #expect(status.counts.delivered == 3, "\(status.failures) \(status.counts)")
+
+            #expect(
+                gw.payloads()
+                    == [
+                        Self.token(1):
+                            #"{"aps":{"alert":{"body":"Alice:Hi[图片]","subtitle":"S","title":"iOS"},"badge":5,"mutable-content":1,"sound":"a.caf"},"ext":"{\"chat\":7}","image":"https://x/i.png"}"#
+                    ])
+            let android = gw.mock.receivedAndroidMessages()
+            let huawei = try #require(android.first { $0.service == .huawei })
+            #expect(huawei.tokens == ["huawei-bob-1"] && huawei.target == "10086")
+            let huaweiMessage = try #require(try JSONValue(parsing: huawei.body)["message"])
+            #expect(huaweiMessage["android"]?["category"] == "IM")
+            let notification = try #require(huaweiMessage["android"]?["notification"])
+            #expect(notification["title"] == "Team")
+            #expect(notification["body"] == "Alice:Hi[图片]")
+            #expect(notification["channel_id"] == "hw-im")
+            #expect(notification["importance"] == "LOW")
+            #expect(notification["sound"] == "ring")
+            #expect(notification["badge"]?["set_num"] == 5)
+            #expect(
+                notification["click_action"]
+                    == [
+                        "type": 1,
+                        "intent":
+                            "intent://chat/open#Intent;scheme=tuisong;launchFlags=0x4000000;S.ext=%7B%22chat%22%3A7%7D;end",
+                    ])
+            #expect(huaweiMessage["data"] == #"{"ext":"{\"chat\":7}"}"#)
+
+            let fcm = try #require(android.first { $0.service == .fcm })
+            #expect(fcm.tokens == ["fcm-bob:APA91b-1"] && fcm.target == "tencent-project")
+            let fcmMessage = try #require(try JSONValue(parsing: fcm.body)["message"])
+            #expect(fcmMessage["notification"] == ["title": "Team", "body": "Alice:Hi[图片]"])
+            #expect(fcmMessage["android"]?["notification"]?["channel_id"] == "g-chat")
+            #expect(fcmMessage["android"]?["notification"]?["sound"] == "ring")
+            #expect(fcmMessage["android"]?["notification"]?["notification_count"] == 5)
+            #expect(fcmMessage["data"] == ["ext": #"{"chat":7}"#])
+            // Nothing of ApnsInfo reached Android.
+            for body in [huawei.body, fcm.body] {
+                let text = String(decoding: body, as: UTF8.self)
+                #expect(!text.contains("iOS") && !text.contains("a.caf") && !text.contains("i.png"), "\(text)")
+            }
+
+            // An all-member push with BadgeMode 1: the iPhone gets no badge, the Android phones
+            // still carry the counter (BadgeMode is ApnsInfo's).
+            gw.mock.resetRecorded()
+            let task = try await gw.ok(
+                "all_member_push/im_push",
+                #"""
+                {"MsgRandom":9,"MsgBody":[{"MsgType":"TIMTextElem","MsgContent":{"Text":"News"}}],
+                 "OfflinePushInfo":{"ApnsInfo":{"BadgeMode":1},"AndroidInfo":{"HonorImportance":"LOW"}}}
+                """#)
+            let broadcast = try await gw.completed(try #require(task["TaskId"] as? String))
+            #expect(broadcast.counts.delivered == 3, "\(broadcast.failures) \(broadcast.counts)")
+            #expect(gw.payloads() == [Self.token(1): #"{"aps":{"alert":"News"}}"#])
+            let second = gw.mock.receivedAndroidMessages()
+            let fcmAgain = try #require(second.first { $0.service == .fcm })
+            let again = try #require(try JSONValue(parsing: fcmAgain.body)["message"])
+            #expect(again["notification"] == ["body": "News"])
+            #expect(again["android"]?["notification"]?["notification_count"] == 6)
+            #expect(again["android"]?["notification"]?["channel_id"] == nil)
+        }
+    }
+}
