@@ -31,7 +31,8 @@ extension TencentGatewayEndToEndTests {
             let key = try #require(pushed["MsgKey"] as? String)
             let record = try #require(try await gw.runtime.store.message(appID: gw.app.id, vendorMessageID: key))
             let status = try await DeliveryWait.until(gw.runtime.engine, record.id, timeout: .seconds(60)) {
-                $0.counts.delivered == 2 && $0.counts.held == 1
+                // Completed: the held row is written, not only counted live.
+                $0.counts.delivered == 2 && $0.counts.held == 1 && $0.record.state == .completed
             }
             #expect(status.counts.delivered == 2 && status.counts.held == 1)
             let held = try await gw.runtime.store.deliveries(messageID: record.id, state: .held, cursor: nil, limit: 10)
