@@ -22,11 +22,16 @@ public struct Recipient: Sendable, Hashable {
     public var appState: AppState?
     /// The credential selector the device registered with (a vendor's credential selector).
     public var credentialSelector: String?
+    /// The device's push service: a policy renders what that service can show (an IM vendor's
+    /// iOS-only fields stay out of an Android device's payload).
+    public var channel: PushChannel
 
     public init(
         deviceID: Int64?, token: String, environment: APNsEnvironment, account: String? = nil,
-        accountID: Int64? = nil, locale: String? = nil, appState: AppState? = nil, credentialSelector: String? = nil
+        accountID: Int64? = nil, locale: String? = nil, appState: AppState? = nil, credentialSelector: String? = nil,
+        channel: PushChannel = .apns
     ) {
+        self.channel = channel
         self.deviceID = deviceID
         self.token = token
         self.environment = environment

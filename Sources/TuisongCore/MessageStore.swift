@@ -107,7 +107,7 @@ public struct AudienceEntry: Sendable, Hashable {
     public var recipient: Recipient {
         Recipient(
             deviceID: deviceID, token: token, environment: environment, account: account, accountID: accountID,
-            locale: locale, appState: appState, credentialSelector: credentialSelector)
+            locale: locale, appState: appState, credentialSelector: credentialSelector, channel: channel)
     }
 }
 
