@@ -97,7 +97,7 @@ extension BaiduProvider {
     private func pushMessage(_ call: ChannelCall) async throws -> [String: JSONValue] {
         let parameters = call.parameters
         let pushType = try parameters.integer("push_type", in: 1...3)
-        try Self.checkDeviceType(parameters)
+        let deviceType = try BaiduDeviceType.parse(parameters)
         let type = BaiduMessageType(rawValue: try parameters.integer("message_type", default: 0, in: 0...1))!
         let texts = try Self.messageTexts(parameters)
         let keys = try Self.messageKeys(parameters, count: texts.count)
@@ -114,11 +114,14 @@ extension BaiduProvider {
 
         var push = BaiduPush(
             app: call.app, audience: .all, messages: messages, messageType: type, expiresIn: expiresIn,
-            environment: environment, sendAt: nil, labels: ["api": "2.0"], parameter: "messages")
+            environment: environment, sendAt: nil, labels: ["api": "2.0"], parameter: "messages",
+            deviceType: deviceType)
         switch pushType {
         case 1:
-            let devices = try await devices(
-                app: call.app, userID: try parameters.required("user_id"), channelID: call.channelID)
+            let userID = try parameters.required("user_id")
+            let devices = try Self.ofType(
+                deviceType, try await devices(app: call.app, userID: userID, channelID: call.channelID),
+                naming: "user \(userID)")
             push.audience = .devices(devices.map(\.id))
             push.keepFor = devices
             push.labels["range_type"] = "7"
@@ -249,11 +252,19 @@ extension BaiduProvider {
         let (start, limit) = try call.parameters.page(defaultLimit: 10, maxLimit: 100)
         // 30608 for a user (or channel) with no binding at all.
         _ = try await devices(app: call.app, userID: userID, channelID: call.channelID)
-        guard deviceType == nil || deviceType == 4 else {
-            return ["total_num": 0, "amount": 0, "binds": []]
-        }
-        let (total, devices) = try await baiduStore.bindings(
+        var (total, devices) = try await baiduStore.bindings(
             appID: call.app.id, userID: userID, channelID: call.channelID, start: start, limit: limit)
+        if let deviceType {
+            // A user's devices are a handful: filter the page rather than the query.
+            guard let type = BaiduDeviceType(rawValue: deviceType) else {
+                return ["total_num": 0, "amount": 0, "binds": []]
+            }
+            let all = try await baiduStore.bindings(
+                appID: call.app.id, userID: userID, channelID: call.channelID, start: 0, limit: Int.max
+            ).devices.filter { type.matches($0.channel) }
+            total = all.count
+            devices = Array(all.dropFirst(start).prefix(limit))
+        }
         return [
             "total_num": .int(Int64(total)),
             "amount": .int(Int64(devices.count)),
@@ -268,7 +279,7 @@ extension BaiduProvider {
             "channel_id": .int(Int64(device.channelID) ?? 0),
             "user_id": .string(device.userID ?? ""),
             "device_id": .string(String(device.token.prefix(16))),
-            "device_type": 4,
+            "device_type": .int(Int64(BaiduDeviceType(channel: device.channel).rawValue)),
             "bind_name": "",
             "bind_time": .seconds(device.updatedAt),
             "create_time": .seconds(device.createdAt),
@@ -284,9 +295,12 @@ extension BaiduProvider {
     private func verifyBind(_ call: ChannelCall) async throws -> [String: JSONValue] {
         let userID = try call.parameters.required("user_id")
         let deviceType = try call.parameters.optionalInteger("device_type", in: 1...5)
-        let devices = try await devices(app: call.app, userID: userID, channelID: call.channelID)
-        guard deviceType == nil || deviceType == 4 else {
-            throw BaiduError(.bindNotFound, "user \(userID) has no binding of device type \(deviceType!)")
+        var devices = try await devices(app: call.app, userID: userID, channelID: call.channelID)
+        if let deviceType {
+            devices = devices.filter { BaiduDeviceType(channel: $0.channel).rawValue == deviceType }
+            guard !devices.isEmpty else {
+                throw BaiduError(.bindNotFound, "user \(userID) has no binding of device type \(deviceType)")
+            }
         }
         return ["total_num": .int(Int64(devices.count))]
     }
@@ -295,8 +309,8 @@ extension BaiduProvider {
         guard let channelID = call.channelID else {
             throw BaiduError.invalidParameter("channel_id", "is required in the path: /rest/2.0/channel/<channel_id>")
         }
-        _ = try await device(app: call.app, channelID: channelID)
-        return ["device_type": 4]
+        let device = try await device(app: call.app, channelID: channelID)
+        return ["device_type": .int(Int64(BaiduDeviceType(channel: device.channel).rawValue))]
     }
 
     // MARK: Kept messages

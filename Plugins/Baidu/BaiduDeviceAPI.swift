@@ -2,9 +2,10 @@ import Foundation
 import TuisongCore
 import TuisongHTTP
 
-/// The device side: what the BPush iOS SDK's calls did, as JSON under `/baidu/device/`.
-/// Every call names the app by `apikey` (public, in the app) and the device by its APNs
-/// `device_token`, which only the device and its app's servers know.
+/// The device side: what the BPush SDKs' calls did, as JSON under `/baidu/device/`.
+/// Every call names the app by `apikey` (public, in the app) and the device by its
+/// `device_token` (APNs, or on Android its push service's), which only the device and its
+/// app's servers know.
 enum BaiduDeviceCall: String, CaseIterable, Sendable {
     /// `registerChannel` + `registerDeviceToken` + `bindChannel`.
     case bind
@@ -24,17 +25,19 @@ extension BaiduProvider {
         return await respond(requestID, device: true) {
             let body = try Self.jsonBody(request)
             let app = try await deviceApp(body)
-            let token = try Self.token(body)
             switch call {
             case .bind:
-                return try await bind(app: app, token: token, body: body)
+                // The token is read for the device's service, which the bind decides.
+                return try await bind(app: app, body: body)
             case .unbind:
+                let token = try Self.token(body)
                 let device = try await boundDevice(app: app, token: token, body: body)
                 guard try await baiduStore.unbindDevice(appID: app.id, channelID: device.channelID) else {
                     throw BaiduError(.bindNotFound, "the device is not bound")
                 }
                 return [:]
             case .setTags:
+                let token = try Self.token(body)
                 let device = try await boundDevice(app: app, token: token, body: body)
                 var details: [JSONValue] = []
                 for tag in try Self.tags(body) {
@@ -43,6 +46,7 @@ extension BaiduProvider {
                 }
                 return ["details": .array(details)]
             case .deleteTags:
+                let token = try Self.token(body)
                 let device = try await boundDevice(app: app, token: token, body: body)
                 var details: [JSONValue] = []
                 for tag in try Self.tags(body) {
@@ -51,6 +55,7 @@ extension BaiduProvider {
                 }
                 return ["details": .array(details)]
             case .listTags:
+                let token = try Self.token(body)
                 let device = try await boundDevice(app: app, token: token, body: body)
                 let tags = try await baiduStore.tags(appID: app.id, deviceIDs: [device.id])
                 return [
@@ -61,19 +66,49 @@ extension BaiduProvider {
         }
     }
 
-    private func bind(app: App, token: DeviceToken, body: [String: JSONValue]) async throws -> [String: JSONValue] {
+    /// `device_type` 4 (the default): an iPhone's APNs token, `push_mode` its environment.
+    /// `device_type` 3: an Android phone's token of its push service (`androidChannel`).
+    private func bind(app: App, body: [String: JSONValue]) async throws -> [String: JSONValue] {
+        let deviceType: BaiduDeviceType
+        switch body["device_type"] {
+        case nil, .null?: deviceType = .iOS
+        case let value?:
+            guard let number = value.intValue ?? value.stringValue.flatMap({ Int64($0) }),
+                let type = BaiduDeviceType(rawValue: Int(clamping: number))
+            else { throw BaiduError.invalidParameter("device_type", "must be 3 (Android) or 4 (iOS)") }
+            deviceType = type
+        }
+        let channel: PushChannel
         let environment: APNsEnvironment
-        switch body["push_mode"]?.stringValue {
-        case "development"?: environment = .sandbox
-        case "production"?: environment = .production
-        case nil: throw BaiduError.missingParameter("push_mode")
-        case let other?:
-            throw BaiduError.invalidParameter("push_mode", "must be development or production, got \(other)")
+        switch deviceType {
+        case .android:
+            channel = try await androidChannel(app: app, body: body)
+            environment = .production
+        case .iOS:
+            channel = .apns
+            switch body["push_mode"]?.stringValue {
+            case "development"?: environment = .sandbox
+            case "production"?: environment = .production
+            case nil: throw BaiduError.missingParameter("push_mode")
+            case let other?:
+                throw BaiduError.invalidParameter("push_mode", "must be development or production, got \(other)")
+            }
+        }
+        guard let raw = body["device_token"]?.stringValue, !raw.isEmpty else {
+            throw BaiduError.missingParameter("device_token")
+        }
+        guard let token = DeviceToken(raw, channel: channel) else {
+            throw BaiduError.invalidParameter(
+                "device_token",
+                channel == .apns
+                    ? "must be an APNs token: 64–200 hex digits"
+                    : "must be a \(channel) token: 1–4096 letters, digits or -_.:~ (not APNs hex)")
         }
         let userID = BaiduIDs.userID(appID: app.id, token: token)
         let channelID = BaiduIDs.channelID(appID: app.id, token: token)
         let (device, created) = try await baiduStore.bindDevice(
-            appID: app.id, token: token, environment: environment, userID: userID, channelID: channelID)
+            appID: app.id, token: token, environment: environment, userID: userID, channelID: channelID,
+            channel: channel)
         if created {
             logger.debug(
                 "baidu: bound a channel",
@@ -84,6 +119,32 @@ extension BaiduProvider {
             "user_id": .string(userID),
             "channel_id": .string(channelID),
         ]
+    }
+
+    /// The push service of an Android device: the bind's own `channel` (what the app found on
+    /// the phone: Huawei's Push Kit on a Huawei, …), else the app's `android_channel` setting,
+    /// else the service of the app's Android credentials when they are all of one; 30602 when
+    /// none of these names one.
+    private func androidChannel(app: App, body: [String: JSONValue]) async throws -> PushChannel {
+        if let value = body["channel"], !value.isNull {
+            guard let name = value.stringValue, let channel = PushChannel(rawValue: name), channel.isAndroid else {
+                throw BaiduError.invalidParameter("channel", "must be fcm, huawei or honor")
+            }
+            return channel
+        }
+        if let name = app.vendorSettings[BaiduKeys.vendor]?[BaiduKeys.androidChannel],
+            let channel = PushChannel(rawValue: name), channel.isAndroid
+        {
+            return channel
+        }
+        let services = Set(try await store.channelCredentials(appID: app.id).map(\.channel).filter(\.isAndroid))
+        if services.count == 1, let only = services.first { return only }
+        throw BaiduError.invalidParameter(
+            "channel",
+            services.isEmpty
+                ? "is required for device_type 3: the app has no android_channel setting and no Android credential"
+                : "is required for device_type 3: the app has credentials for \(services.map(\.rawValue).sorted().joined(separator: ", ")) and no android_channel setting"
+        )
     }
 
     private func deviceApp(_ body: [String: JSONValue]) async throws -> App {
@@ -125,8 +186,10 @@ extension BaiduProvider {
         guard let raw = body["device_token"]?.stringValue, !raw.isEmpty else {
             throw BaiduError.missingParameter("device_token")
         }
-        guard let token = DeviceToken(raw) else {
-            throw BaiduError.invalidParameter("device_token", "must be an APNs token: 64–200 hex digits")
+        // Any bound device's token: an APNs token, or an Android service's.
+        guard let token = DeviceToken(addressing: raw) else {
+            throw BaiduError.invalidParameter(
+                "device_token", "must be an APNs token (64–200 hex digits) or an Android push service's")
         }
         return token
     }

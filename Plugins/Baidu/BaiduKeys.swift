@@ -39,6 +39,9 @@ public struct BaiduKeys: Sendable, Hashable {
     }
 
     static let vendor = "baidu"
+    /// The app's Android push service (`fcm`, `huawei`, `honor`): where an Android device
+    /// bound without naming its own service is reached. Optional.
+    static let androidChannel = "android_channel"
 
     /// What goes into `App.vendorSettings["baidu"]`; the secret key only sealed.
     public func settings(appID: Int64, sealer: any SecretSealer) throws -> [String: String] {

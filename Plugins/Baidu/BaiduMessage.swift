@@ -25,6 +25,9 @@ struct BaiduMessage: Sendable {
     /// The text to keep for `fetch_msg`: the string, or the object's JSON.
     let text: String
     let notification: PushNotification
+    /// What only Android services take, from Baidu's Android fields (`open_type` 2 with
+    /// `pkg_content`: the intent the notification opens); used when pushed to `device_type` 3.
+    let android: AndroidOptions?
 
     /// `original`: the text as the app server sent it, kept instead of the re-serialised
     /// value (what `fetch_msg` and `timer/query_list` show).
@@ -32,6 +35,21 @@ struct BaiduMessage: Sendable {
         let (text, notification) = try Self.build(value, type: type, parameter: parameter)
         self.text = original ?? text
         self.notification = notification
+        android = Self.androidOptions(value)
+    }
+
+    /// Baidu's Android click behaviour: `open_type` 1 opens `url`, 2 runs `pkg_content` (an
+    /// intent URI), 0/3 opens the app. Only the intent has a counterpart (`AndroidOptions.intent`:
+    /// Huawei's and Honor's click action); a URL or the app's launch is each service's default.
+    private static func androidOptions(_ value: JSONValue) -> AndroidOptions? {
+        var object = value
+        if case .string(let string) = value, string.hasPrefix("{"), let parsed = try? JSONValue(parsing: string) {
+            object = parsed
+        }
+        guard case .object(let members) = object else { return nil }
+        let openType = members["open_type"]?.intValue ?? members["open_type"]?.stringValue.flatMap { Int64($0) }
+        guard openType == 2, let intent = members["pkg_content"]?.stringValue, !intent.isEmpty else { return nil }
+        return AndroidOptions(intent: intent)
     }
 
     private static func build(_ value: JSONValue, type: BaiduMessageType, parameter: String) throws(BaiduError)

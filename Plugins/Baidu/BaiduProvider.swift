@@ -4,7 +4,7 @@ import TuisongCore
 import TuisongHTTP
 import TuisongPlugin
 
-/// Baidu Cloud Push (百度云推送) for iOS, at Baidu's own paths so app servers written against
+/// Baidu Cloud Push (百度云推送) for iOS and Android, at Baidu's own paths so app servers written against
 /// Baidu's SDKs only change their host:
 ///
 /// - `/rest/2.0/channel/{channel|<channel_id>}`: Channel REST API 2.0 (`push_msg`, tags,
@@ -37,6 +37,9 @@ public struct BaiduProvider: PushProvider {
         pusher = BaiduPusher(baiduStore: baiduStore, gateway: context.gateway, clock: context.clock)
     }
 
+    /// Keeps each push to its `device_type`'s devices.
+    public var deliveryPolicy: (any DeliveryPolicy)? { BaiduDeliveryPolicy() }
+
     public static let displayName = LocalizedText(en: "Baidu Cloud Push", zh: "百度云推送")
 
     /// An app's Baidu keys (`BaiduKeys` reads and checks them by these declarations): the
@@ -58,6 +61,13 @@ public struct BaiduProvider: PushProvider {
             key: "app_id", label: LocalizedText(en: "Baidu app id", zh: "百度 AppID"), isRequired: false,
             cliFlag: "baidu-app-id", maxLength: 20,
             problem: { BaiduParameters.isPlainID($0) ? nil : "must be digits (Baidu's numeric app id)" }),
+        VendorSetting(
+            key: BaiduKeys.androidChannel,
+            label: LocalizedText(en: "Android push service (fcm, huawei, honor)", zh: "Android 推送通道（fcm、huawei、honor）"),
+            isRequired: false, maxLength: 16,
+            problem: { value in
+                PushChannel(rawValue: value).map(\.isAndroid) == true ? nil : "must be fcm, huawei or honor"
+            }),
     ]
 
     /// Devices bound through Baidu show their ids in the console.
@@ -183,12 +193,16 @@ public struct BaiduProvider: PushProvider {
         try parameters.integer("deploy_status", default: 2, in: 1...2) == 1 ? .sandbox : .production
     }
 
-    /// `device_type`, when given, must be 4: this gateway delivers to iOS only.
-    static func checkDeviceType(_ parameters: BaiduParameters) throws(BaiduError) {
-        if let type = try parameters.optionalInteger("device_type", in: 1...5), type != 4 {
-            throw BaiduError.invalidParameter(
-                "device_type", "must be 4 (iOS): this gateway delivers through APNs only, got \(type)")
+    /// The devices of a push to named devices that are of its `device_type`, or 30608 when
+    /// none is (a channel id of the other type).
+    static func ofType(_ type: BaiduDeviceType, _ devices: [BaiduDevice], naming what: String) throws(BaiduError)
+        -> [BaiduDevice]
+    {
+        let matching = devices.filter { type.matches($0.channel) }
+        guard !matching.isEmpty else {
+            throw BaiduError(.bindNotFound, "\(what) has no device of device_type \(type.rawValue)")
         }
+        return matching
     }
 
     /// `topic_id`: 1–128 letters, digits and `_`.

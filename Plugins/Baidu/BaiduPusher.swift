@@ -20,6 +20,8 @@ struct BaiduPush: Sendable {
     var parameter: String
     /// Devices whose user keeps the message for `fetch_msg` (pushes to users and channels).
     var keepFor: [BaiduDevice] = []
+    /// `device_type`: only devices of this type are pushed (`BaiduDeliveryPolicy`).
+    var deviceType: BaiduDeviceType = .iOS
 }
 
 /// One message the gateway accepted.
@@ -53,12 +55,16 @@ struct BaiduPusher: Sendable {
             let start = push.sendAt ?? clock.now
             var labels = push.labels
             labels["msg_type"] = String(push.messageType.rawValue)
+            labels[BaiduDeviceType.label] = String(push.deviceType.rawValue)
             // Explicit, because an absent apns-priority means 10, which APNs refuses for a
             // background push.
+            let android = push.deviceType == .android
             let options = PushOptions(
                 pushType: pushType, priority: pushType.defaultPriority,
                 expiration: start.addingTimeInterval(TimeInterval(push.expiresIn)), collapseID: entry.key,
-                environment: push.environment)
+                // `deploy_status` is iOS's; Android devices are all listed as production.
+                environment: android ? .production : push.environment,
+                android: android ? entry.message.android : nil)
             let job = PushJob(
                 appID: push.app.id, vendor: BaiduKeys.vendor, audience: push.audience,
                 notification: entry.message.notification, options: options, sendAt: push.sendAt, labels: labels)

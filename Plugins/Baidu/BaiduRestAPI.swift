@@ -39,6 +39,8 @@ enum RestMethod: String, CaseIterable, Sendable {
 struct RestCall: Sendable {
     let app: App
     let parameters: BaiduParameters
+    /// `device_type`: 3 Android, 4 iOS (the default).
+    let deviceType: BaiduDeviceType
 }
 
 extension BaiduProvider {
@@ -58,8 +60,8 @@ extension BaiduProvider {
             }
             let parameters = try BaiduParameters(request)
             let caller = try await authenticator.authenticate(request, parameters)
-            try Self.checkDeviceType(parameters)
-            let call = RestCall(app: caller.app, parameters: parameters)
+            let call = RestCall(
+                app: caller.app, parameters: parameters, deviceType: try BaiduDeviceType.parse(parameters))
             switch method {
             case .pushSingleDevice: return try await pushSingleDevice(call)
             case .pushAll: return try await pushAll(call)
@@ -105,7 +107,8 @@ extension BaiduProvider {
         if let topic = try Self.topicID(parameters, required: false) { labels["topic_id"] = topic }
         return BaiduPush(
             app: call.app, audience: audience, messages: [(message, nil)], messageType: type, expiresIn: expiresIn,
-            environment: try Self.environment(parameters), sendAt: sendAt, labels: labels, parameter: "msg")
+            environment: try Self.environment(parameters), sendAt: sendAt, labels: labels, parameter: "msg",
+            deviceType: call.deviceType)
     }
 
     private func pushed(_ sent: [BaiduSent]) -> [String: JSONValue] {
@@ -119,7 +122,9 @@ extension BaiduProvider {
     }
 
     private func pushSingleDevice(_ call: RestCall) async throws -> [String: JSONValue] {
-        let device = try await device(app: call.app, channelID: try call.parameters.required("channel_id"))
+        let channelID = try call.parameters.required("channel_id")
+        let device = try await device(app: call.app, channelID: channelID)
+        _ = try Self.ofType(call.deviceType, [device], naming: "channel \(channelID)")
         var push = try basePush(call, audience: .devices([device.id]), rangeType: 7, schedulable: false)
         push.keepFor = [device]
         return pushed(try await pusher.submit(push))
@@ -141,10 +146,11 @@ extension BaiduProvider {
     private func pushBatchDevice(_ call: RestCall) async throws -> [String: JSONValue] {
         let channelIDs = try call.parameters.idList("channel_ids", max: Self.batchDeviceLimit, bareAllowed: false)
         var push = try basePush(call, audience: .all, rangeType: 2, schedulable: false)
-        let devices = try await baiduStore.devices(appID: call.app.id, channelIDs: channelIDs)
-        guard !devices.isEmpty else {
+        let bound = try await baiduStore.devices(appID: call.app.id, channelIDs: channelIDs)
+        guard !bound.isEmpty else {
             throw BaiduError(.bindNotFound, "none of the \(channelIDs.count) channel ids is bound")
         }
+        let devices = try Self.ofType(call.deviceType, bound, naming: "channel_ids")
         push.audience = .devices(devices.map(\.id))
         push.keepFor = devices
         return pushed(try await pusher.submit(push))

@@ -47,13 +47,14 @@ struct BaiduStore: Sendable {
     /// `.conflict` when another device of the app holds `channelID`; a device the refused bind
     /// registered is removed again.
     func bindDevice(
-        appID: Int64, token: DeviceToken, environment: APNsEnvironment, userID: String, channelID: String
+        appID: Int64, token: DeviceToken, environment: APNsEnvironment, userID: String, channelID: String,
+        channel: PushChannel = .apns
     ) async throws -> (device: BaiduDevice, created: Bool) {
         // The registration is the core store's (group-committed); the binding is one
         // transaction after it. An unbind in between deletes the device: register again.
         for _ in 0..<3 {
             let (registered, isNew) = try await store.registerDevice(
-                appID: appID, DeviceRegistration(token: token, environment: environment))
+                appID: appID, DeviceRegistration(token: token, environment: environment, channel: channel))
             let now = nowMilliseconds
             let bound: Bool?
             do {

@@ -2,16 +2,18 @@ import Foundation
 import TuisongCore
 
 /// Seed 004 per receiver, for one page of devices of one message: either the receiver's own
-/// payload (badge, display style, language, template, `em_apns_ext`) or a skip reason. Pure:
+/// payload (badge, display style, language, template, `em_apns_ext` on APNs devices) or a skip
+/// reason. An Android device of a receiver is decided exactly as the receiver's iPhone. Pure:
 /// the delivery policy reads what it needs (one store read per page) and calls this.
 enum EasemobDecisions {
     static func decide(
-        accounts: [String?], message: EasemobMessage, badges: [String: Int], data: EasemobReceiverData,
-        template: PushTemplate?, now: Date, timeZone: TimeZone
+        accounts: [String?], channels: [PushChannel]? = nil, message: EasemobMessage, badges: [String: Int],
+        data: EasemobReceiverData, template: PushTemplate?, now: Date, timeZone: TimeZone
     ) -> [DeliveryDecision] {
         let rules = message.rules
         let senderNickname = data.users[message.from]?.nickname
-        return accounts.map { account in
+        return accounts.enumerated().map { index, account in
+            let channel = channels?[index] ?? .apns
             // A device without an account cannot be in an `.accounts` audience; refuse rather than guess.
             guard let username = account else { return .skip(reason: EasemobSkipReason.ignored.rawValue) }
             let user = data.users[username]
@@ -26,7 +28,8 @@ enum EasemobDecisions {
             let display = EasemobReceiverDisplay(
                 username: username, displayStyle: user?.displayStyle ?? 0, language: user?.language)
             let notification = EasemobPushContent.notification(
-                message, receiver: display, senderNickname: senderNickname, template: template, badge: badges[username])
+                message, receiver: display, senderNickname: senderNickname, template: template, badge: badges[username],
+                channel: channel)
             return .sendPayload(APNsPayload.render(notification))
         }
     }

@@ -26,7 +26,7 @@ struct EasemobDeliveryPolicy: DeliveryPolicy {
             template = try await templates.template(appID: record.appID, name: wanted.name)
         }
         return EasemobDecisions.decide(
-            accounts: recipients.map(\.account), message: message,
+            accounts: recipients.map(\.account), channels: recipients.map(\.channel), message: message,
             badges: EasemobDecisions.badges(record.vendorContext), data: data, template: template, now: clock.now,
             timeZone: timeZone)
     }

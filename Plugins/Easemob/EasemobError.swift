@@ -19,6 +19,17 @@ public struct EasemobError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(status) \(error): \(errorDescription)" }
 
+    /// Easemob's `exception` (the Java class its server threw), for the errors whose class
+    /// Easemob's documentation shows; nil for the others.
+    public var exception: String? {
+        switch error {
+        case "illegal_argument": "java.lang.IllegalArgumentException"
+        case "unauthorized": "EasemobSecurityException"
+        case "json_parse": "com.fasterxml.jackson.core.JsonParseException"
+        default: nil
+        }
+    }
+
     /// No token, a token this gateway did not issue, an expired one, `Bearer None`, or a user
     /// token used for what only the app may do.
     static func unauthorized(_ description: String) -> EasemobError {

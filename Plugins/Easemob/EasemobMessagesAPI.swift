@@ -156,7 +156,10 @@ extension EasemobProvider {
         if let group = message.groupID { labels["group"] = group }
         let job = PushJob(
             appID: call.appID, vendor: Self.name, vendorMessageID: message.msgID, audience: .accounts(audience),
-            notification: generic, options: PushOptions(pushType: .alert, priority: .immediate), labels: labels,
+            notification: generic,
+            options: PushOptions(
+                pushType: .alert, priority: .immediate, android: EasemobAndroidOptions.options(ext: message.ext)),
+            labels: labels,
             vendorContext: .object(vendorContext))
         do {
             _ = try await context.gateway.submit(job)

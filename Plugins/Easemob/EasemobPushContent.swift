@@ -97,12 +97,18 @@ struct EasemobReceiverDisplay: Sendable, Hashable {
 /// `<sender nickname, else username>:<content>`, the content in the receiver's language when
 /// the message carries that translation), then `em_push_template`, then `em_apns_ext`'s own
 /// title, subtitle and body, which win over both.
+///
+/// An Android device (`channel` FCM, Huawei, Honor) gets the same decision and text: display
+/// style, language and template alike; `em_push_ext` (Easemob's settings for every platform)
+/// too. What `em_apns_ext` says is for APNs only and stays out of its payload; its click action
+/// is `em_android_push_ext`'s `huawei_click_action` / `honor_click_action` for its service,
+/// carried as the payload's `category` (what the Android transports send as the click action).
 enum EasemobPushContent {
     static let simpleBanner = "你有一条新消息"
 
     static func notification(
         _ message: EasemobMessage, receiver: EasemobReceiverDisplay, senderNickname: String?,
-        template: PushTemplate?, badge: Int?
+        template: PushTemplate?, badge: Int?, channel: PushChannel = .apns
     ) -> PushNotification {
         var title: String?
         var subtitle: String?
@@ -122,7 +128,21 @@ enum EasemobPushContent {
             "f": .string(message.from), "t": .string(receiver.username), "m": .string(message.msgID),
         ]
         if message.chatType == .chatgroups, let groupID = message.groupID { custom["g"] = .string(groupID) }
-        if let apns = message.ext?["em_apns_ext"], case .object = apns {
+        // `em_push_ext`: a title and content for every platform, and `custom` as the `e` field.
+        if let general = message.ext?["em_push_ext"], case .object = general {
+            if let value = general["title"]?.stringValue, !value.isEmpty { title = value }
+            if let value = general["content"]?.stringValue, !value.isEmpty { body = value }
+            if let extern = general["custom"] { custom["e"] = extern }
+        }
+        if channel.isAndroid {
+            let action: String? =
+                switch channel {
+                case .huawei: message.ext?["em_android_push_ext"]?["huawei_click_action"]?.stringValue
+                case .honor: message.ext?["em_android_push_ext"]?["honor_click_action"]?.stringValue
+                default: nil
+                }
+            if let action, !action.isEmpty { notification.category = action }
+        } else if let apns = message.ext?["em_apns_ext"], case .object = apns {
             if let extern = apns["extern"] { custom["e"] = extern }
             if let value = apns["em_alert_title"]?.stringValue { title = value }
             if let value = apns["em_alert_subTitle"]?.stringValue { subtitle = value }

@@ -61,11 +61,12 @@ enum EasemobReply {
     }
 
     static func failure(_ error: EasemobError, now: Date = Date(), duration: Int64 = 0) -> Response {
-        json(
-            [
-                "error": .string(error.error), "error_description": .string(error.errorDescription),
-                "timestamp": .millis(now), "duration": .int(duration),
-            ], status: error.status)
+        var fields: [String: JSONValue] = [
+            "error": .string(error.error), "error_description": .string(error.errorDescription),
+            "timestamp": .millis(now), "duration": .int(duration),
+        ]
+        if let exception = error.exception { fields["exception"] = .string(exception) }
+        return json(fields, status: error.status)
     }
 
     /// Renders the router's own errors (404, 405, 413, timeouts) on Easemob's paths.

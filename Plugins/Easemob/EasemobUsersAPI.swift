@@ -204,7 +204,7 @@ extension EasemobProvider {
             }
             let (user, bindings) = (deleted.user, deleted.bindings)
             for binding in bindings {
-                if let token = DeviceToken(binding.deviceToken) {
+                if let token = DeviceToken(addressing: binding.deviceToken) {
                     _ = try await accounts.unbindDevice(appID: call.appID, token: token)
                 }
             }
@@ -238,18 +238,27 @@ extension EasemobProvider {
             if rawToken.isEmpty {
                 // Easemob's unbind: the same call with an empty token.
                 if let old = try await store.unbind(appID: call.appID, username: user.username, deviceID: deviceID),
-                    let token = DeviceToken(old)
+                    let token = DeviceToken(addressing: old)
                 {
                     _ = try await accounts.unbindDevice(appID: call.appID, token: token)
                 }
             } else {
-                guard let token = DeviceToken(rawToken) else {
+                // The notifier name picks the device's service: a name one of the app's Android
+                // credentials carries (FCM, Huawei, Honor) makes it an Android device of that
+                // service; any other name (an APNs certificate's, or none yet) an iPhone.
+                let channel =
+                    notifier.isEmpty
+                    ? PushChannel.apns : try await context.store.channel(appID: call.appID, selector: notifier) ?? .apns
+                guard let token = DeviceToken(rawToken, channel: channel) else {
                     throw EasemobError.illegalArgument(
-                        "device_token must be an APNs device token (64–200 hex characters)")
+                        channel == .apns
+                            ? "device_token must be an APNs device token (64–200 hex characters)"
+                            : "device_token must be a \(channel) token (1–4096 letters, digits or -_.:~) for notifier_name \(notifier.prefix(64))"
+                    )
                 }
-                let binding = EasemobBinding(deviceID: deviceID, deviceToken: token.hex, notifierName: notifier)
+                let binding = EasemobBinding(deviceID: deviceID, deviceToken: token.value, notifierName: notifier)
                 if let old = try await store.bind(appID: call.appID, username: user.username, binding, now: call.now),
-                    let oldToken = DeviceToken(old)
+                    let oldToken = DeviceToken(addressing: old)
                 {
                     _ = try await accounts.unbindDevice(appID: call.appID, token: oldToken)
                 }
@@ -257,7 +266,8 @@ extension EasemobProvider {
                     appID: call.appID, account: user.username,
                     // Easemob's binding names no environment: the notifier name's credential
                     // implies it (a selector only the other environment carries uses that one).
-                    registration: DeviceRegistration(token: token, environment: .production),
+                    // Android devices have none (stored as production).
+                    registration: DeviceRegistration(token: token, environment: .production, channel: channel),
                     credentialSelector: notifier.isEmpty ? nil : notifier)
                 // A binding is a login: the offline messages are about to be fetched.
                 try await accounts.setBadge(appID: call.appID, account: user.username, to: 0)

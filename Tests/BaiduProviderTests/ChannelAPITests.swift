@@ -175,7 +175,7 @@ import TuisongPluginTestKit
             expectError(
                 try await f.channel("push_msg", ["push_type": "1", "messages": #""x""#]), 30602, mentioning: "user_id")
             expectError(
-                try await f.channel("push_msg", ["push_type": "3", "messages": #""x""#, "device_type": "3"]), 30602,
+                try await f.channel("push_msg", ["push_type": "3", "messages": #""x""#, "device_type": "5"]), 30602,
                 mentioning: "device_type")
             expectError(
                 try await f.channel("push_msg", ["push_type": "3", "messages": #"["a","b"]"#, "msg_keys": #"["k"]"#]),

@@ -199,7 +199,7 @@ import TuisongPluginTestKit
             expectError(try await f.v3("push/all", ["msg": #""x""#], httpMethod: "GET"), 30601, status: 405)
             expectError(try await f.v3("push/nothing"), 30601, status: 400)
             expectError(
-                try await f.v3("push/all", ["msg": #""x""#, "device_type": "3"]), 30602, mentioning: "device_type")
+                try await f.v3("push/all", ["msg": #""x""#, "device_type": "1"]), 30602, mentioning: "device_type")
             let big = #"{"aps":{"alert":"\#(String(repeating: "x", count: 4100))"}}"#
             expectError(try await f.v3("push/all", ["msg_type": "1", "msg": big]), 30602, mentioning: "4096")
             expectError(try await f.v3("push/all", ["msg_type": "1", "msg": "{broken"]), 30602, mentioning: "msg")

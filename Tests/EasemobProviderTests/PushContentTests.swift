@@ -18,11 +18,11 @@ import TuisongCore
 
     func payload(
         _ message: EasemobMessage, style: Int = 0, language: String? = nil, nickname: String? = nil,
-        template: PushTemplate? = nil, badge: Int = 1
+        template: PushTemplate? = nil, badge: Int = 1, channel: PushChannel = .apns
     ) -> String {
         let notification = EasemobPushContent.notification(
             message, receiver: EasemobReceiverDisplay(username: "6006", displayStyle: style, language: language),
-            senderNickname: nickname, template: template, badge: badge)
+            senderNickname: nickname, template: template, badge: badge, channel: channel)
         return String(decoding: APNsPayload.render(notification), as: UTF8.self)
     }
 
@@ -94,5 +94,56 @@ import TuisongCore
         #expect(EasemobMessage(context: nil) == nil)
         #expect(original.conversation == ("chatgroup", "99"))
         #expect(message().conversation == ("user", "6001"))
+    }
+
+    /// An Android device: the same text, `em_push_ext` applies, `em_apns_ext` does not; the
+    /// device's own service's click action.
+    @Test func androidDevicesLeaveOutEmApnsExt() {
+        let ext: JSONValue = [
+            "em_apns_ext": [
+                "extern": "x", "em_alert_title": "iOS", "em_push_sound": "ring.caf", "em_push_category": "C",
+                "em_push_mutable_content": true,
+            ],
+            "em_push_ext": ["custom": ["order": 7]],
+            "em_android_push_ext": ["huawei_click_action": "com.example.OPEN", "honor_click_action": "com.example.H"],
+        ]
+        #expect(
+            payload(message(ext: ext), style: 1, channel: .huawei)
+                == #"{"aps":{"alert":{"body":"6001:早"},"badge":1,"category":"com.example.OPEN","sound":"default"},"e":{"order":7},"f":"6001","m":"373360335316321408","t":"6006"}"#
+        )
+        #expect(
+            payload(message(ext: ext), channel: .fcm).contains(
+                #""aps":{"alert":{"body":"你有一条新消息"},"badge":1,"sound":"default"}"#))
+        #expect(payload(message(ext: ext), channel: .honor).contains(#""category":"com.example.H""#))
+        // The iPhone keeps em_apns_ext (its extern wins over em_push_ext's custom).
+        let iphone = payload(message(ext: ext))
+        #expect(
+            iphone.contains(#""title":"iOS""#) && iphone.contains(#""e":"x""#) && iphone.contains(#""category":"C""#))
+    }
+
+    @Test func emPushExtTitleAndContentForEveryPlatform() {
+        let ext: JSONValue = ["em_push_ext": ["title": "群组名", "content": "张三:发来一条消息"]]
+        for channel in [PushChannel.apns, .fcm] {
+            #expect(
+                payload(message(ext: ext), channel: channel).contains(
+                    #""alert":{"body":"张三:发来一条消息","title":"群组名"}"#), "\(channel)")
+        }
+    }
+
+    @Test func androidExtensionBecomesTheMessagesAndroidOptions() {
+        #expect(EasemobAndroidOptions.options(ext: ["em_apns_ext": ["extern": "x"]]) == nil)
+        let options = EasemobAndroidOptions.options(ext: [
+            "em_android_push_ext": [
+                "em_push_channel_id": "shared", "fcm_channel_id": "chat", "huawei_category": "IM",
+                "honor_importance": "LOW", "vivo_category": "IM", "em_push_sound": "/raw/ring",
+                "fcm_options": ["k": "v"],
+                "huawei_channel_id": "",
+            ]
+        ])
+        #expect(options?.channelIDs["fcm"] == "chat")
+        #expect(options?.channelIDs["huawei"] == "shared" && options?.channelIDs["oppo"] == "shared")
+        #expect(options?.category == ["huawei": "IM", "vivo": "IM"])
+        #expect(options?.importance == ["honor": "LOW"])
+        #expect(options?.sound == "/raw/ring" && options?.intent == nil)
     }
 }

@@ -184,7 +184,8 @@ import TuisongPluginTestKit
         let baidu = vendors.first { $0["vendor"] as? String == "baidu" }
         #expect(baidu?["label"] as? [String: String] == ["en": "Baidu Cloud Push", "zh": "百度云推送"])
         let baiduFields = baidu?["fields"] as? [[String: Any]] ?? []
-        #expect(baiduFields.compactMap { $0["key"] as? String } == ["apikey", "secret_key", "app_id"])
+        #expect(
+            baiduFields.compactMap { $0["key"] as? String } == ["apikey", "secret_key", "app_id", "android_channel"])
         #expect(baiduFields.first { $0["key"] as? String == "secret_key" }?["secret"] as? Bool == true)
         #expect(baiduFields.first { $0["key"] as? String == "apikey" }?["secret"] as? Bool == false)
         #expect(baiduFields.first { $0["key"] as? String == "apikey" }?["unique"] as? Bool == true)

@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+import TuisongAPNsMock
+import TuisongCore
+
+@testable import EasemobProvider
+@testable import TuisongGateway
+
+/// One Easemob user with an iPhone and a Huawei phone: the binding's notifier name picks the
+/// service, and Easemob's receiver rules decide both devices alike, each rendered for its own.
+@Suite(.serialized) struct AndroidEndToEndTests {
+    static let notifier = "HuaweiPush"
+
+    /// The Huawei request bodies the look-alike received for this msg id, by token.
+    func huawei(_ gw: EasemobGateway, msgID: String) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        for message in gw.mock.receivedAndroidMessages() where message.service == .huawei {
+            guard let body = try? JSONValue(parsing: message.body), let sent = body["message"],
+                let dataText = sent["data"]?.stringValue, let data = try? JSONValue(parsing: Array(dataText.utf8)),
+                data["m"]?.stringValue == msgID
+            else { continue }
+            for token in message.tokens { result[token] = sent }
+        }
+        return result
+    }
+
+    /// The Huawei message's `data` object.
+    func data(_ sent: JSONValue?) -> JSONValue? {
+        sent?["data"]?.stringValue.flatMap { try? JSONValue(parsing: Array($0.utf8)) }
+    }
+
+    @Test func anAndroidDeviceIsDecidedAndRenderedLikeTheUsersIPhone() async throws {
+        try await EasemobGateway.with { gw in
+            let token = try await gw.appToken()
+            try await gw.register(token, [["username": "alice", "nickname": "小艾"], ["username": "bob"]])
+            _ = try await gw.runtime.credentialBackend.addChannel(
+                .oauthClient(
+                    channel: .huawei, vendorAppID: "10086", clientID: "10086", clientSecret: "s3cret", badgeClass: nil),
+                appID: gw.app.id, selector: Self.notifier)
+
+            // The notifier name of the Huawei credential makes the device a Huawei one; its
+            // token is checked as a Huawei token (an APNs-shaped one is refused, in Easemob's words).
+            #expect(try await gw.bind(token, user: "bob", device: "bob-iphone", apnsToken: apnsToken(1)).status == 200)
+            let refused = try await gw.bind(
+                token, user: "bob", device: "bob-huawei", apnsToken: apnsToken(2), notifier: Self.notifier)
+            #expect(refused.status == 400 && refused.error == "illegal_argument", "\(refused.text)")
+            #expect(refused.jsonObject["exception"] as? String == "java.lang.IllegalArgumentException")
+            #expect((refused.jsonObject["error_description"] as? String)?.contains("huawei") == true)
+            let bound = try await gw.bind(
+                token, user: "bob", device: "bob-huawei", apnsToken: "huawei-bob-token_1", notifier: Self.notifier)
+            #expect(bound.status == 200, "\(bound.text)")
+            #expect(bound.entities.compactMap { $0["device_token"] as? String }.contains("huawei-bob-token_1"))
+            let huaweiToken = try #require(DeviceToken(addressing: "huawei-bob-token_1"))
+            let device = try #require(try await gw.runtime.store.device(appID: gw.app.id, token: huaweiToken))
+            #expect(device.channel == .huawei && device.credentialSelector == Self.notifier)
+
+            // Display style 1: both show "小艾:早"; em_apns_ext stays on the iPhone, the Android
+            // extension reaches Huawei as its channel, category and click action.
+            _ = try await gw.call("PUT", "/users/bob", ["notification_display_style": 1], token: token)
+            let sent = try await gw.call(
+                "POST", "/messages/users",
+                [
+                    "from": "alice", "to": ["bob"], "type": "txt", "body": ["msg": "早"],
+                    "ext": [
+                        "em_apns_ext": [
+                            "extern": "order-7", "em_push_category": "CHAT", "em_alert_subTitle": "iOS only",
+                        ],
+                        "em_android_push_ext": [
+                            "huawei_channel_id": "im", "huawei_category": "IM",
+                            "huawei_click_action": "com.example.chat.OPEN",
+                        ],
+                    ],
+                ],
+                token: token)
+            let id = try #require(sent.data["bob"] as? String)
+            let outcome = try await gw.completed(msgID: id)
+            #expect(outcome.status.counts.delivered == 2, "\(outcome.status.failures) \(outcome.status.skips)")
+            let iphone = try #require(gw.received(msgID: id)[apnsToken(1)])
+            #expect(iphone.body == "小艾:早" && iphone["e"] as? String == "order-7")
+            #expect(iphone.aps["category"] as? String == "CHAT" && iphone.alert["subtitle"] as? String == "iOS only")
+            let phone = try #require(huawei(gw, msgID: id)["huawei-bob-token_1"])
+            let notification = try #require(phone["android"]?["notification"])
+            #expect(notification["body"] == "小艾:早")
+            #expect(notification["click_action"]?["action"] == "com.example.chat.OPEN")
+            #expect(notification["channel_id"] == "im")
+            #expect(phone["android"]?["category"] == "IM")
+            let fields = try #require(data(phone))
+            #expect(fields["f"] == "alice" && fields["t"] == "bob" && fields["m"] == .string(id))
+            #expect(fields["e"] == nil, "em_apns_ext's extern is the iPhone's")
+            #expect(!phone.serializedString.contains("iOS only"))
+
+            // A template renders the same title and body on both.
+            let template = try await gw.call(
+                "POST", "/notification/template",
+                ["name": "greet", "title_pattern": "{0}来信", "content_pattern": "{0}说:{1}"], token: token)
+            #expect(template.status == 200, "\(template.text)")
+            let templated = try await gw.call(
+                "POST", "/messages/users",
+                [
+                    "from": "alice", "to": ["bob"], "type": "txt", "body": ["msg": "x"],
+                    "ext": [
+                        "em_push_template": ["name": "greet", "title_args": ["小艾"], "content_args": ["小艾", "午饭?"]]
+                    ],
+                ],
+                token: token)
+            let templatedID = try #require(templated.data["bob"] as? String)
+            _ = try await gw.completed(msgID: templatedID)
+            let iphone2 = try #require(gw.received(msgID: templatedID)[apnsToken(1)])
+            #expect(iphone2.alert["title"] as? String == "小艾来信" && iphone2.body == "小艾说:午饭?")
+            let phone2 = try #require(huawei(gw, msgID: templatedID)["huawei-bob-token_1"])
+            #expect(phone2["android"]?["notification"]?["title"] == "小艾来信")
+            #expect(phone2["android"]?["notification"]?["body"] == "小艾说:午饭?")
+
+            // Do-not-disturb silences both; so does the conversation's NONE once it ends.
+            _ = try await gw.call(
+                "PUT", "/users/bob/notification/user/bob", ["ignoreDuration": 3_600_000], token: token)
+            for (setup, reason) in [("dnd", "dnd"), ("none", "mode_none")] {
+                if setup == "none" {
+                    _ = try await gw.call(
+                        "PUT", "/users/bob/notification/user/bob", ["ignoreDuration": 0], token: token)
+                    _ = try await gw.call("PUT", "/users/bob/notification/user/alice", ["type": "NONE"], token: token)
+                }
+                let quiet = try await gw.call(
+                    "POST", "/messages/users", ["from": "alice", "to": ["bob"], "type": "txt", "body": ["msg": "嘘"]],
+                    token: token)
+                let quietID = try #require(quiet.data["bob"] as? String)
+                let quietOutcome = try await gw.completed(msgID: quietID)
+                #expect(quietOutcome.status.skips == [reason: 2], "\(setup)")
+                #expect(gw.received(msgID: quietID).isEmpty && huawei(gw, msgID: quietID).isEmpty, "\(setup)")
+            }
+
+            // Unbinding the Huawei phone (empty token) leaves only the iPhone bound.
+            let unbound = try await gw.call(
+                "PUT", "/users/bob/push/binding",
+                ["device_id": "bob-huawei", "device_token": "", "notifier_name": Self.notifier], token: token)
+            #expect(unbound.status == 200)
+            #expect(unbound.entities.compactMap { $0["device_id"] as? String } == ["bob-iphone"])
+        }
+    }
+}
