@@ -27,13 +27,10 @@ enum FCMMessage {
                 if let body = content.body { notification["body"] = .string(body) }
                 if !notification.isEmpty { message["notification"] = .object(notification) }
             }
-            if !content.data.isEmpty {
-                message["data"] = .object(Dictionary(content.data.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
-            }
+            if !content.data.isEmpty { message["data"] = content.dataObject }
             var android: [String: JSONValue] = ["priority": .string(FCMMessage.priority(headers, content))]
-            if let expiration = headers.expiration {
-                // FCM refuses a TTL over four weeks.
-                let seconds = min(max(0, Int64(expiration.timeIntervalSince(now).rounded(.down))), 2_419_200)
+            // FCM refuses a TTL over four weeks.
+            if let seconds = headers.secondsToLive(now: now, atMost: 2_419_200) {
                 android["ttl"] = .string("\(seconds)s")
             }
             if let collapseID = headers.collapseID { android["collapse_key"] = .string(collapseID) }

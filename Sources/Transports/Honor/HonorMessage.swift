@@ -18,17 +18,12 @@ public enum HonorMessage {
         init(content: AndroidContent, headers: PushHeaders, badgeClass: String?, now: Date) {
             var message: [String: JSONValue] = [:]
             var android: [String: JSONValue] = [:]
-            if let expiration = headers.expiration {
-                // Honor refuses a TTL over 15 days.
-                let seconds = min(max(0, Int64(expiration.timeIntervalSince(now).rounded(.down))), 1_296_000)
+            // Honor refuses a TTL over 15 days.
+            if let seconds = headers.secondsToLive(now: now, atMost: 1_296_000) {
                 android["ttl"] = .string("\(seconds)s")
             }
-            if !content.data.isEmpty {
-                // Honor's data is one string: the custom keys as a JSON object's text.
-                let object = JSONValue.object(
-                    Dictionary(content.data.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
-                message["data"] = .string(object.serializedString)
-            }
+            // Honor's data is one string: the custom keys as a JSON object's text.
+            if let data = content.dataText { message["data"] = .string(data) }
             if !content.isDataOnly {
                 android["notification"] = .object(
                     HonorMessage.notification(content, headers: headers, badgeClass: badgeClass))
@@ -47,14 +42,9 @@ public enum HonorMessage {
         func body(tokens: some Collection<String>) -> [UInt8] {
             var out = head
             out.reserveCapacity(head.count + tokens.count * 70 + 16)
-            out.append(contentsOf: #""token":["#.utf8)
-            var first = true
-            for token in tokens {
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                out.append(contentsOf: JSONValue.string(token).serialized())
-            }
-            out.append(contentsOf: "]}".utf8)
+            out.append(contentsOf: #""token":"#.utf8)
+            appendJSONStrings(tokens, to: &out)
+            out.append(UInt8(ascii: "}"))
             return out
         }
     }

@@ -24,17 +24,12 @@ public enum HuaweiMessage {
             var android: [String: JSONValue] = [
                 "urgency": .string(HuaweiMessage.urgency(headers, content))
             ]
-            if let expiration = headers.expiration {
-                // Huawei keeps a message at most 15 days.
-                let seconds = min(max(0, Int64(expiration.timeIntervalSince(now).rounded(.down))), 1_296_000)
+            // Huawei keeps a message at most 15 days.
+            if let seconds = headers.secondsToLive(now: now, atMost: 1_296_000) {
                 android["ttl"] = .string("\(seconds)s")
             }
-            if !content.data.isEmpty {
-                // Huawei's data is one string: the custom keys as a JSON object's text.
-                let object = JSONValue.object(
-                    Dictionary(content.data.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
-                message["data"] = .string(object.serializedString)
-            }
+            // Huawei's data is one string: the custom keys as a JSON object's text.
+            if let data = content.dataText { message["data"] = .string(data) }
             if !content.isDataOnly {
                 android["notification"] = .object(
                     HuaweiMessage.notification(content, headers: headers, badgeClass: badgeClass))
@@ -49,14 +44,9 @@ public enum HuaweiMessage {
         func body(tokens: some Collection<String>) -> [UInt8] {
             var out = head
             out.reserveCapacity(head.count + tokens.count * 70 + 40)
-            out.append(contentsOf: #","token":["#.utf8)
-            var first = true
-            for token in tokens {
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                out.append(contentsOf: JSONValue.string(token).serialized())
-            }
-            out.append(contentsOf: #"]},"validate_only":false}"#.utf8)
+            out.append(contentsOf: #","token":"#.utf8)
+            appendJSONStrings(tokens, to: &out)
+            out.append(contentsOf: #"},"validate_only":false}"#.utf8)
             return out
         }
     }

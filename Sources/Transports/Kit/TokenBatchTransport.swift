@@ -72,17 +72,12 @@ extension JSONBatchService {
                 (name: "authorization", value: "Bearer " + token.value),
                 (name: "content-type", value: "application/json; charset=UTF-8"),
             ] + extraHeaders(now: now), body: body(template, tokens: tokens), timeout: timeout)
-        client.execute(request) { result in
-            switch result {
-            case .failure(let error):
-                done(.outcomes(Array(repeating: .retry(.transport(error.code), after: nil), count: tokens.count)))
-            case .success(let response):
-                done(
-                    read(
-                        status: response.status, body: response.body, tokens: tokens,
-                        retryAfter: response.header("retry-after"), now: now))
-            }
-        }
+        client.execute(
+            request, tokens: tokens,
+            read: {
+                read(status: $0.status, body: $0.body, tokens: tokens, retryAfter: $0.header("retry-after"), now: now)
+            },
+            done: done)
     }
 }
 

@@ -74,14 +74,9 @@ public struct OPPOService: TokenBatchService {
             ],
             body: FormEncoding.encode([("auth_token", token.value), ("messages", messages.serializedString)]),
             timeout: timeout)
-        client.execute(request) { result in
-            switch result {
-            case .failure(let error):
-                done(.outcomes(Array(repeating: .retry(.transport(error.code), after: nil), count: tokens.count)))
-            case .success(let response):
-                done(OPPOAnswer.read(status: response.status, body: response.body, tokens: tokens))
-            }
-        }
+        client.execute(
+            request, tokens: tokens, read: { OPPOAnswer.read(status: $0.status, body: $0.body, tokens: tokens) },
+            done: done)
     }
 }
 
@@ -106,13 +101,9 @@ enum OPPOMessage {
         } else {
             notification["click_action_type"] = 0
         }
-        if !content.data.isEmpty {
-            let object = JSONValue.object(Dictionary(content.data.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
-            notification["action_parameters"] = .string(object.serializedString)
-        }
+        if let data = content.dataText { notification["action_parameters"] = .string(data) }
         if let channelID = headers.android?.channelIDs["oppo"] { notification["channel_id"] = .string(channelID) }
-        if let expiration = headers.expiration {
-            let seconds = min(max(1, Int64(expiration.timeIntervalSince(now).rounded(.down))), maxOfflineTTL)
+        if let seconds = headers.secondsToLive(now: now, atLeast: 1, atMost: maxOfflineTTL) {
             notification["off_line_ttl"] = .int(seconds)
         }
         return .object(notification)

@@ -130,13 +130,9 @@ enum VivoMessage {
         } else {
             fields["skipType"] = 1
         }
-        if !content.data.isEmpty {
-            fields["clientCustomMap"] = .object(
-                Dictionary(content.data.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
-        }
-        if let expiration = headers.expiration {
-            // vivo keeps a message 15 minutes to 7 days.
-            let seconds = min(max(900, Int64(expiration.timeIntervalSince(now).rounded(.down))), 604_800)
+        if !content.data.isEmpty { fields["clientCustomMap"] = content.dataObject }
+        // vivo keeps a message 15 minutes to 7 days.
+        if let seconds = headers.secondsToLive(now: now, atLeast: 900, atMost: 604_800) {
             fields["timeToLive"] = .int(seconds)
         }
         return fields

@@ -47,14 +47,9 @@ public struct XiaomiService: TokenBatchService {
                 (name: "content-type", value: "application/x-www-form-urlencoded;charset=UTF-8"),
             ], body: FormEncoding.encode([("registration_id", tokens.joined(separator: ","))] + template),
             timeout: timeout)
-        client.execute(request) { result in
-            switch result {
-            case .failure(let error):
-                done(.outcomes(Array(repeating: .retry(.transport(error.code), after: nil), count: tokens.count)))
-            case .success(let response):
-                done(XiaomiAnswer.read(status: response.status, body: response.body, tokens: tokens))
-            }
-        }
+        client.execute(
+            request, tokens: tokens, read: { XiaomiAnswer.read(status: $0.status, body: $0.body, tokens: tokens) },
+            done: done)
     }
 }
 
@@ -69,10 +64,7 @@ enum XiaomiMessage {
         String, String
     )] {
         var fields: [(String, String)] = [("restricted_package_name", packageName)]
-        if !content.data.isEmpty {
-            let object = JSONValue.object(Dictionary(content.data.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
-            fields.append(("payload", object.serializedString))
-        }
+        if let data = content.dataText { fields.append(("payload", data)) }
         if content.isDataOnly {
             fields.append(("pass_through", "1"))
         } else {
