@@ -8,6 +8,9 @@
 #      API call to the last delivery recorded, polled at BENCH_POLL_HZ (4)
 #  (c) a Huawei tag push to BENCH_DEVICES devices, 1,000 tokens a request
 #  (d) a mixed tag, half APNs and half FCM, against each half alone
+#  (e) the per-recipient path with half the accounts on Android: a Tencent all_member_push to
+#      BENCH_POLICY_DEVICES (200,000) background accounts, one device each, half APNs and half
+#      FCM, against h2load at the FCM look-alike (the slower channel's). 0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BENCH_BIN:-.build/release/tuisong}
@@ -17,12 +20,13 @@ STREAMS=${BENCH_STREAMS:-500}
 PORT=${BENCH_PORT:-18091}
 POLL_HZ=${BENCH_POLL_HZ:-4}
 WORKERS=${BENCH_WORKERS:-2000}
+POLICY_DEVICES=${BENCH_POLICY_DEVICES:-200000}
 WORK=$(mktemp -d /tmp/tuisong-bench-android.XXXXXX)
 MOCK_PID=""
 GW_PID=""
 cleanup() {
   for p in $GW_PID $MOCK_PID; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
+  if [ -z "${BENCH_KEEP:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
 }
 trap cleanup EXIT
 
@@ -131,6 +135,37 @@ seed fcm $((DEVICES + 1)) $((DEVICES + HALF)) mixed
 seed apns $((HALF + 1)) "$DEVICES" apns-half
 seed fcm $((DEVICES + HALF + 1)) $((2 * DEVICES)) fcm-half
 
+# The per-recipient app: Tencent settings, every account in the background with one device,
+# the first half on APNs and the second on FCM (set in the database, as bench/apns.sh does:
+# report_background for each would take longer than the push).
+TENCENT_SDKAPPID=1400000042
+TENCENT_SECRET=5bd2850fff3ecb11d7c805251c51ee463a25727bddc2385f3fa8bfee1bb93b5e
+if [ "$POLICY_DEVICES" -gt 0 ]; then
+  TAPP=$($BIN app create --name bench-tencent --bundle-id com.example.bench)
+  TAPP_ID=$(echo "$TAPP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  TKEY=$(echo "$TAPP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])')
+  TENCENT_SECRET="$TENCENT_SECRET" $BIN app set-tencent --app "$TAPP_ID" --sdkappid "$TENCENT_SDKAPPID" \
+    --secret-env TENCENT_SECRET > /dev/null
+  $BIN credential add --app "$TAPP_ID" --environment production --p8 "$(banner "['p8_file']")" \
+    --key-id "$(banner "['key_id']")" --team-id "$(banner "['team_id']")" > /dev/null
+  $BIN credential add --app "$TAPP_ID" --channel fcm --service-account "$SERVICE_ACCOUNT" > /dev/null
+  PHALF=$((POLICY_DEVICES / 2))
+  python3 -c "
+import sys
+for i in range(1, $PHALF + 1): sys.stdout.write('%064x\n' % (0x7000000000 + i))
+" | $BIN device import --app "$TAPP_ID" > /dev/null
+  python3 -c "
+import sys
+for i in range($PHALF + 1, $POLICY_DEVICES + 1): sys.stdout.write('fcm-tencent:%012d\n' % i)
+" | $BIN device import --app "$TAPP_ID" --channel fcm > /dev/null
+  sqlite3 "$TUISONG_DATABASE_PATH" "
+    UPDATE devices SET im_account = 'user' || id, app_state = 'background' WHERE app_id = $TAPP_ID;
+    INSERT INTO accounts (app_id, account, app_state, badge, created_at, updated_at)
+      SELECT app_id, im_account, 'background', 0, 0, 0 FROM devices WHERE app_id = $TAPP_ID;
+    UPDATE devices SET account_id = (SELECT a.id FROM accounts a WHERE a.app_id = devices.app_id AND a.account = devices.im_account)
+      WHERE app_id = $TAPP_ID;"
+fi
+
 $BIN serve > "$WORK/serve.log" 2>&1 &
 GW_PID=$!
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$PORT/healthz" > /dev/null 2>&1 && break; sleep 0.1; done
@@ -157,6 +192,15 @@ MIXED=$(echo "$OUT" | grep -oE 'in [0-9.]+ s' | head -1)
 OUT=$(push_and_wait apns-half "$HALF"); echo "$OUT" | grep -v '^RATE'
 OUT=$(push_and_wait fcm-half "$HALF"); echo "$OUT" | grep -v '^RATE'
 echo "   mixed finished $MIXED; compare with the slower half above"
+if [ "$POLICY_DEVICES" -gt 0 ]; then
+  echo "== (e) per-recipient path: Tencent all_member_push/im_push to $POLICY_DEVICES background accounts, half APNs, half FCM"
+  baseline
+  OUT=$(python3 bench/push_watch.py --port "$PORT" --key "$TKEY" --pid "$GW_PID" --mock-pid "$MOCK_PID" \
+    --count "$POLICY_DEVICES" --hz "$POLL_HZ" --tencent "$TENCENT_SDKAPPID" "$TENCENT_SECRET" \
+    --database "$TUISONG_DATABASE_PATH")
+  echo "$OUT" | grep -v '^RATE'; ratio "$OUT" "$BASELINE"
+fi
+
 echo "== the look-alike's counts"
 kill -INT "$MOCK_PID" 2>/dev/null; wait "$MOCK_PID" 2>/dev/null || true; MOCK_PID=""
 python3 -c "
