@@ -192,11 +192,17 @@ final class EasyHandle {
             }
             // No "Expect: 100-continue" round trip before an HTTP/1.1 body over 1 KB.
             list = curl_slist_append(list, "Expect:")
-            check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_HTTPHEADER, list))
-            // curl holds the new list now; the old one is no longer referenced.
-            curl_slist_free_all(headerList)
-            headerList = list
-            listedHeaders = request.headers
+            let set = tuisong_curl_easy_setopt_ptr(curl, CURLOPT_HTTPHEADER, list)
+            check(set)
+            if set == CURLE_OK {
+                // curl holds the new list now; the old one is no longer referenced.
+                curl_slist_free_all(headerList)
+                headerList = list
+                listedHeaders = request.headers
+            } else {
+                // curl kept the old list (and the request fails): the new one was never its.
+                curl_slist_free_all(list)
+            }
         }
         wantedHeaders = request.responseHeaders
 
