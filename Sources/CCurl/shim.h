@@ -19,14 +19,15 @@ static inline CURLcode tuisong_curl_easy_setopt_off(CURL *handle, CURLoption opt
     return curl_easy_setopt(handle, option, value);
 }
 
-/// Strings: curl copies them (except CURLOPT_POSTFIELDS, which Tuisong does not use; the body
-/// goes through CURLOPT_COPYPOSTFIELDS).
+/// Strings: curl copies them (the request body is not one: it goes through the pointer setter as
+/// CURLOPT_POSTFIELDS, which curl does not copy).
 static inline CURLcode tuisong_curl_easy_setopt_str(CURL *handle, CURLoption option, const char *value) {
     return curl_easy_setopt(handle, option, value);
 }
 
 /// Object pointers: CURLOPT_PRIVATE, CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_ERRORBUFFER,
-/// CURLOPT_OPENSOCKETDATA, CURLOPT_CLOSESOCKETDATA, CURLOPT_HTTPHEADER (a curl_slist).
+/// CURLOPT_OPENSOCKETDATA, CURLOPT_CLOSESOCKETDATA, CURLOPT_HTTPHEADER (a curl_slist),
+/// CURLOPT_POSTFIELDS (bytes the caller keeps alive until the transfer has ended).
 static inline CURLcode tuisong_curl_easy_setopt_ptr(CURL *handle, CURLoption option, void *value) {
     return curl_easy_setopt(handle, option, value);
 }

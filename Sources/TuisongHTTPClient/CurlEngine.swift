@@ -40,13 +40,13 @@ final class CurlEngine: @unchecked Sendable {
     // @unchecked Sendable: `inbox` and `joinable` are Mutexes and `counters`/`eventThread` atomics;
     // `multi` is immutable and used off the event thread only by `curl_multi_wakeup` (made for
     // that) under the inbox lock while no stop was requested. `waiting`, `waitingHead`, `active`,
-    // `idle` and `nextSweep` are touched only on the event thread, between `start()` and the end
+    // `idle`, `nextSweep`, `finished` and `unflushed` are touched only on the event thread, between `start()` and the end
     // of `run()`.
 
     struct Submission {
         var request: HTTPClientRequest
         var deadline: UInt64
-        var completion: Completion
+        var receiver: Receiver
     }
 
     private struct Inbox {
@@ -72,6 +72,10 @@ final class CurlEngine: @unchecked Sendable {
     private var active: [UnsafeMutableRawPointer: EasyHandle] = [:]
     private var idle: [EasyHandle] = []
     private var nextSweep: UInt64 = 0
+    /// The transfers one `collectFinished` found ended (kept for its capacity).
+    private var finished: [(UnsafeMutableRawPointer, CURLcode)] = []
+    /// Batch receivers holding answers not yet handed over (see `flushBatches`).
+    private var unflushed: [BatchReceiver] = []
 
     /// How long past its deadline a transfer curl has not ended is failed by the client itself.
     /// curl enforces CURLOPT_TIMEOUT_MS only once a transfer has a connection; one parked waiting
@@ -137,18 +141,48 @@ final class CurlEngine: @unchecked Sendable {
     /// on the calling thread.
     func submit(_ request: HTTPClientRequest, completion: @escaping Completion) {
         let deadline = MonotonicTime.now() &+ MonotonicTime.nanoseconds(request.timeout)
-        let accepted = inbox.withLock { inbox -> Bool in
+        if !enqueueFromCaller([Submission(request: request, deadline: deadline, receiver: .single(completion))]) {
+            counters.requestsFailed.add(1, ordering: .relaxed)
+            completion(.failure(.shutdown()))
+        }
+    }
+
+    /// Queues `requests` with one lock and at most one wakeup; their answers reach `completion`
+    /// in groups (see `BatchReceiver`). After a stop was requested, answers them all "Shutdown"
+    /// at once on the calling thread.
+    func submit(_ requests: [HTTPClientRequest], completion: @escaping BatchCompletion) {
+        guard !requests.isEmpty else { return }
+        let receiver = BatchReceiver(completion)
+        let now = MonotonicTime.now()
+        var submissions: [Submission] = []
+        submissions.reserveCapacity(requests.count)
+        for (index, request) in requests.enumerated() {
+            submissions.append(
+                Submission(
+                    request: request, deadline: now &+ MonotonicTime.nanoseconds(request.timeout),
+                    receiver: .batch(receiver, index)))
+        }
+        if !enqueueFromCaller(submissions) {
+            counters.requestsFailed.add(requests.count, ordering: .relaxed)
+            completion(requests.indices.map { (index: $0, result: .failure(.shutdown())) })
+        }
+    }
+
+    /// Appends to the inbox and wakes the event thread unless a wakeup is already on its way;
+    /// false once a stop was requested.
+    private func enqueueFromCaller(_ submissions: [Submission]) -> Bool {
+        inbox.withLock { inbox -> Bool in
             guard !inbox.stopRequested else { return false }
-            inbox.submissions.append(Submission(request: request, deadline: deadline, completion: completion))
+            if inbox.submissions.isEmpty {
+                inbox.submissions = submissions
+            } else {
+                inbox.submissions.append(contentsOf: submissions)
+            }
             if !inbox.wakePending {
                 inbox.wakePending = true
                 curl_multi_wakeup(multi)
             }
             return true
-        }
-        if !accepted {
-            counters.requestsFailed.add(1, ordering: .relaxed)
-            completion(.failure(.shutdown()))
         }
     }
 
@@ -205,6 +239,7 @@ final class CurlEngine: @unchecked Sendable {
                     metadata: ["client": "\(name)", "error": "\(String(cString: curl_multi_strerror(performed)))"])
             }
             collectFinished()
+            flushBatches()
             // Slots freed by finished transfers go to the queue now; curl runs new handles at
             // once (they carry a zero timeout), so the poll below does not sleep on them.
             admitWaiting()
@@ -213,6 +248,7 @@ final class CurlEngine: @unchecked Sendable {
                 sweepExpired(now: now)
                 nextSweep = now &+ 1_000_000_000
             }
+            flushBatches()
             let untilSweep = Int32(min(1000, (nextSweep &- min(now, nextSweep)) / 1_000_000 + 1))
             curl_multi_poll(multi, nil, 0, untilSweep, nil)
         }
@@ -251,11 +287,13 @@ final class CurlEngine: @unchecked Sendable {
 
     private func admitWaiting() {
         defer { compactWaiting() }
+        guard active.count < maxInFlight, waitingHead < waiting.count else { return }
+        // One clock read per pass: the pass takes microseconds, timeouts are in milliseconds.
+        let now = MonotonicTime.now()
         while active.count < maxInFlight, let submission = takeWaiting() {
-            let now = MonotonicTime.now()
             guard submission.deadline > now else {
                 fail(
-                    submission.completion,
+                    submission.receiver,
                     HTTPClientError(code: "Timeout", detail: "the request waited in the queue past its timeout"))
                 continue
             }
@@ -267,7 +305,7 @@ final class CurlEngine: @unchecked Sendable {
                     handle = try EasyHandle(
                         settings: settings, counters: Unmanaged.passUnretained(counters).toOpaque())
                 } catch {
-                    fail(submission.completion, error)
+                    fail(submission.receiver, error)
                     continue
                 }
             }
@@ -277,19 +315,19 @@ final class CurlEngine: @unchecked Sendable {
                 connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds)
             {
                 recycle(handle)
-                fail(submission.completion, refused)
+                fail(submission.receiver, refused)
                 continue
             }
             let added = curl_multi_add_handle(multi, handle.curl)
             guard added == CURLM_OK else {
                 recycle(handle)
                 fail(
-                    submission.completion,
+                    submission.receiver,
                     HTTPClientError(
                         code: "Other", detail: "curl_multi_add_handle: \(String(cString: curl_multi_strerror(added)))"))
                 continue
             }
-            handle.completion = submission.completion
+            handle.receiver = submission.receiver
             handle.deadline = submission.deadline
             active[handle.curl] = handle
             counters.requestsStarted.add(1, ordering: .relaxed)
@@ -298,11 +336,17 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     private func collectFinished() {
+        // Every message first, then the removals: curl_multi_remove_handle (7.88) walks the
+        // messages still queued looking for the handle's, so removing each handle as its message
+        // is read costs a pass over the rest — quadratic in the transfers that ended together.
         var left: Int32 = 0
+        finished.removeAll(keepingCapacity: true)
         while let message = curl_multi_info_read(multi, &left) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
             // Read before removing the handle: the message belongs to it.
-            let result = message.pointee.data.result
+            finished.append((easy, message.pointee.data.result))
+        }
+        for (easy, result) in finished {
             guard let handle = active.removeValue(forKey: easy) else { continue }
             curl_multi_remove_handle(multi, easy)
             finish(handle, handle.outcome(result))
@@ -312,7 +356,7 @@ final class CurlEngine: @unchecked Sendable {
     /// Ends `handle`'s transfer with `outcome`: counters first (a completion may read them), then
     /// the handle goes back to the free list, then the caller hears.
     private func finish(_ handle: EasyHandle, _ outcome: Result<HTTPClientResponse, HTTPClientError>) {
-        let completion = handle.completion
+        let receiver = handle.receiver
         counters.inFlight.subtract(1, ordering: .relaxed)
         if case .success = outcome {
             counters.requestsCompleted.add(1, ordering: .relaxed)
@@ -320,12 +364,40 @@ final class CurlEngine: @unchecked Sendable {
             counters.requestsFailed.add(1, ordering: .relaxed)
         }
         recycle(handle)
-        completion?(outcome)
+        if let receiver { deliver(outcome, to: receiver) }
     }
 
-    private func fail(_ completion: Completion, _ error: HTTPClientError) {
+    private func fail(_ receiver: Receiver, _ error: HTTPClientError) {
         counters.requestsFailed.add(1, ordering: .relaxed)
-        completion(.failure(error))
+        deliver(.failure(error), to: receiver)
+    }
+
+    /// A single request's completion runs now; a batch's answer waits for `flushBatches`.
+    private func deliver(_ outcome: Result<HTTPClientResponse, HTTPClientError>, to receiver: Receiver) {
+        switch receiver {
+        case .single(let completion):
+            completion(outcome)
+        case .batch(let batch, let index):
+            batch.pending.append((index: index, result: outcome))
+            if !batch.enlisted {
+                batch.enlisted = true
+                unflushed.append(batch)
+            }
+        }
+    }
+
+    /// Hands each batch the answers gathered since the last flush, in one call per batch.
+    private func flushBatches() {
+        while !unflushed.isEmpty {
+            let receivers = unflushed
+            unflushed = []
+            for receiver in receivers {
+                let answers = receiver.pending
+                receiver.pending = []
+                receiver.enlisted = false
+                receiver.completion(answers)
+            }
+        }
     }
 
     private func recycle(_ handle: EasyHandle) {
@@ -351,7 +423,7 @@ final class CurlEngine: @unchecked Sendable {
             guard let submission = waiting[index], submission.deadline <= now else { continue }
             waiting[index] = nil
             fail(
-                submission.completion,
+                submission.receiver,
                 HTTPClientError(code: "Timeout", detail: "the request waited in the queue past its timeout"))
         }
         compactWaiting()
@@ -359,7 +431,7 @@ final class CurlEngine: @unchecked Sendable {
 
     private func tearDown() {
         while let submission = takeWaiting() {
-            fail(submission.completion, .shutdown())
+            fail(submission.receiver, .shutdown())
         }
         waiting = []
         let stopped = active.values
@@ -368,6 +440,7 @@ final class CurlEngine: @unchecked Sendable {
             curl_multi_remove_handle(multi, handle.curl)
             finish(handle, .failure(.shutdown()))
         }
+        flushBatches()
         // Easy handles first (removed from the multi handle above), then the multi handle, which
         // closes the connections it kept alive.
         idle = []

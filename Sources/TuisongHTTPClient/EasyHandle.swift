@@ -34,6 +34,29 @@ struct TransferSettings {
 }
 
 typealias Completion = @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void
+typealias BatchCompletion = @Sendable ([(index: Int, result: Result<HTTPClientResponse, HTTPClientError>)]) -> Void
+
+/// The caller of a batch `execute`: answers are gathered here as transfers end and handed over
+/// together once per pass of the event loop (`CurlEngine.flushBatches`), so a batch's caller
+/// pays one call (and whatever lock it takes) per pass rather than one per request.
+final class BatchReceiver: @unchecked Sendable {
+    // @unchecked Sendable: `completion` is immutable; `pending` and `enlisted` are touched only on
+    // the event thread (a receiver crosses threads once, inside the inbox lock, before any answer).
+    let completion: BatchCompletion
+    var pending: [(index: Int, result: Result<HTTPClientResponse, HTTPClientError>)] = []
+    /// Listed in the engine's receivers to flush at the end of the pass.
+    var enlisted = false
+
+    init(_ completion: @escaping BatchCompletion) {
+        self.completion = completion
+    }
+}
+
+/// Who hears a request's answer: its own completion, or its batch's receiver (with its index).
+enum Receiver {
+    case single(Completion)
+    case batch(BatchReceiver, Int)
+}
 
 /// One curl easy handle and the transfer it carries. Reused from request to request; owned by the
 /// client's event thread and never touched elsewhere.
@@ -41,18 +64,28 @@ final class EasyHandle {
     let curl: UnsafeMutableRawPointer
     /// curl writes its message for a failed transfer here (CURLOPT_ERRORBUFFER).
     private let errorBuffer: UnsafeMutablePointer<CChar>
+    /// The last request's header list, kept set on the handle and reused while the next request's
+    /// headers are the same (a transport's requests share theirs): curl_slist_append mallocs a
+    /// node and a copy per line.
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var listedHeaders: [(name: String, value: String)] = []
+    /// The request body, handed to curl by pointer (CURLOPT_POSTFIELDS) rather than copied by
+    /// curl (CURLOPT_COPYPOSTFIELDS, a malloc and free per request): grown as needed, reused.
+    private var bodyBuffer: UnsafeMutableRawPointer
+    private var bodyCapacity: Int
 
     /// CURLOPT_UPLOAD_BUFFERSIZE's minimum.
     static let uploadBufferSize = 16 * 1024
     static let downloadBufferSize = 8 * 1024
 
     // The transfer in progress.
-    var completion: Completion?
+    var receiver: Receiver?
     /// Monotonic nanoseconds after which the request has outlived its timeout.
     var deadline: UInt64 = 0
     private var responseHeaders: [(name: String, value: String)] = []
     private var responseBody: [UInt8] = []
+    /// The request's `responseHeaders`: nil keeps every header.
+    private var wantedHeaders: [String]?
 
     /// Creates the handle with the options every request of the client shares; `counters` (the
     /// socket callbacks' context) must outlive the handle.
@@ -63,6 +96,8 @@ final class EasyHandle {
         self.curl = curl
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        bodyCapacity = 1024
+        bodyBuffer = .allocate(byteCount: bodyCapacity, alignment: 16)
         let context = Unmanaged.passUnretained(self).toOpaque()
         var failed: CURLcode = CURLE_OK
         func check(_ code: CURLcode) {
@@ -100,6 +135,7 @@ final class EasyHandle {
         curl_easy_cleanup(curl)
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
+        bodyBuffer.deallocate()
     }
 
     /// Sets the options of `request`, every one a previous request may have set (the handle is
@@ -119,23 +155,27 @@ final class EasyHandle {
             tuisong_curl_easy_setopt_long(
                 curl, CURLOPT_CONNECTTIMEOUT_MS, min(connectTimeoutMilliseconds, timeoutMilliseconds)))
 
-        let method = request.method.uppercased()
+        // The common case without uppercased()'s new String.
+        let method = request.method == "POST" ? "POST" : request.method.uppercased()
         if method == "HEAD" {
             check(tuisong_curl_easy_setopt_long(curl, CURLOPT_NOBODY, 1))
             check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CUSTOMREQUEST, nil))
         } else if !request.body.isEmpty || method == "POST" || method == "PUT" || method == "PATCH" {
             check(tuisong_curl_easy_setopt_long(curl, CURLOPT_NOBODY, 0))
-            // The size first: COPYPOSTFIELDS then copies exactly that many bytes (NULs included).
-            check(tuisong_curl_easy_setopt_off(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
-            if request.body.isEmpty {
-                check(tuisong_curl_easy_setopt_str(curl, CURLOPT_COPYPOSTFIELDS, ""))
-            } else {
-                request.body.withUnsafeBytes { bytes in
-                    check(
-                        tuisong_curl_easy_setopt_str(
-                            curl, CURLOPT_COPYPOSTFIELDS, bytes.baseAddress!.assumingMemoryBound(to: CChar.self)))
-                }
+            // The body stays in `bodyBuffer` until the transfer has ended (the handle is reused
+            // only after that). The size first: setting it drops a COPYPOSTFIELDS copy, never the
+            // pointer set after it; curl sends exactly that many bytes (NULs included).
+            let count = request.body.count
+            if count > bodyCapacity {
+                bodyBuffer.deallocate()
+                bodyCapacity = max(count, bodyCapacity * 2)
+                bodyBuffer = .allocate(byteCount: bodyCapacity, alignment: 16)
             }
+            request.body.withUnsafeBytes { bytes in
+                if count > 0 { bodyBuffer.copyMemory(from: bytes.baseAddress!, byteCount: count) }
+            }
+            check(tuisong_curl_easy_setopt_off(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(count)))
+            check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_POSTFIELDS, bodyBuffer))
             check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CUSTOMREQUEST, method == "POST" ? nil : method))
         } else {
             // Back to a bodiless GET (NOBODY off, no upload), then the method's own name.
@@ -143,16 +183,28 @@ final class EasyHandle {
             check(tuisong_curl_easy_setopt_str(curl, CURLOPT_CUSTOMREQUEST, method == "GET" ? nil : method))
         }
 
-        var list: UnsafeMutablePointer<curl_slist>?
-        for header in request.headers {
-            // "Name;" is curl's way to send a header with an empty value ("Name:" removes it).
-            let line = header.value.isEmpty ? "\(header.name);" : "\(header.name): \(header.value)"
-            list = curl_slist_append(list, line)
+        if headerList == nil || !Self.sameHeaders(request.headers, listedHeaders) {
+            var list: UnsafeMutablePointer<curl_slist>?
+            for header in request.headers {
+                // "Name;" is curl's way to send a header with an empty value ("Name:" removes it).
+                let line = header.value.isEmpty ? "\(header.name);" : "\(header.name): \(header.value)"
+                list = curl_slist_append(list, line)
+            }
+            // No "Expect: 100-continue" round trip before an HTTP/1.1 body over 1 KB.
+            list = curl_slist_append(list, "Expect:")
+            let set = tuisong_curl_easy_setopt_ptr(curl, CURLOPT_HTTPHEADER, list)
+            check(set)
+            if set == CURLE_OK {
+                // curl holds the new list now; the old one is no longer referenced.
+                curl_slist_free_all(headerList)
+                headerList = list
+                listedHeaders = request.headers
+            } else {
+                // curl kept the old list (and the request fails): the new one was never its.
+                curl_slist_free_all(list)
+            }
         }
-        // No "Expect: 100-continue" round trip before an HTTP/1.1 body over 1 KB.
-        list = curl_slist_append(list, "Expect:")
-        headerList = list
-        check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_HTTPHEADER, list))
+        wantedHeaders = request.responseHeaders
 
         guard failed == CURLE_OK else { return error(for: failed) }
         return nil
@@ -180,16 +232,26 @@ final class EasyHandle {
                 status: status, headers: responseHeaders, body: responseBody, httpVersion: httpVersion))
     }
 
-    /// Forgets the request once its transfer has ended: its header list (the handle's pointer to
-    /// it cleared first), completion and response. The body copy curl made stays until the next
-    /// request replaces it (a GET sets no body) or the handle is cleaned up.
+    /// Forgets the request once its transfer has ended: its receiver and response. The header
+    /// list stays set for the next request that sends the same headers, and the body in
+    /// `bodyBuffer` until the next request replaces it (a GET sends none).
     func clear() {
-        _ = tuisong_curl_easy_setopt_ptr(curl, CURLOPT_HTTPHEADER, nil)
-        curl_slist_free_all(headerList)
-        headerList = nil
-        completion = nil
+        receiver = nil
+        wantedHeaders = nil
         responseHeaders = []
         responseBody = []
+    }
+
+    /// Same names and values in the same order. Strings of the same storage (one token's
+    /// headers, shared by a batch) compare without reading their bytes.
+    static func sameHeaders(
+        _ a: [(name: String, value: String)], _ b: [(name: String, value: String)]
+    ) -> Bool {
+        guard a.count == b.count else { return false }
+        for index in a.indices where a[index].name != b[index].name || a[index].value != b[index].value {
+            return false
+        }
+        return true
     }
 
     func error(for code: CURLcode) -> HTTPClientError {
@@ -234,6 +296,7 @@ final class EasyHandle {
         }
         // A line without a colon (an obsolete folded continuation) carries no header of its own.
         guard let colon = line[..<end].firstIndex(of: UInt8(ascii: ":")) else { return }
+        if let wanted = wantedHeaders, !wanted.contains(where: { Self.nameMatches($0, line, colon) }) { return }
         var valueStart = colon + 1
         while valueStart < end && (line[valueStart] == 32 || line[valueStart] == 9) { valueStart += 1 }
         var valueEnd = end
@@ -247,6 +310,19 @@ final class EasyHandle {
         }
         let value = String(decoding: UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]), as: UTF8.self)
         responseHeaders.append((name: name, value: value))
+    }
+
+    /// `name` equals the first `length` bytes of `line`, ASCII case-insensitively.
+    private static func nameMatches(_ name: String, _ line: UnsafeRawBufferPointer, _ length: Int) -> Bool {
+        var index = 0
+        for byte in name.utf8 {
+            guard index < length else { return false }
+            let other = line[index]
+            guard (byte >= 65 && byte <= 90 ? byte + 32 : byte) == (other >= 65 && other <= 90 ? other + 32 : other)
+            else { return false }
+            index += 1
+        }
+        return index == length
     }
 }
 

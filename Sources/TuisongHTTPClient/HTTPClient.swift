@@ -62,6 +62,24 @@ public final class HTTPClient: Sendable {
         engine.submit(request, completion: completion)
     }
 
+    /// Sends every request of `requests` (taking the client's queue lock and waking its thread
+    /// once, however many there are). `completion` gets the answers in groups, each with its
+    /// request's position in `requests`: all the answers that ended in one pass of the client's
+    /// event loop come in one call, so it runs once per pass rather than once per request, on
+    /// the client's event thread (cheap, as for `execute(_:completion:)`), until every request
+    /// has had exactly one answer. After `shutdown()` it runs at once on the calling thread with
+    /// every request failed "Shutdown".
+    ///
+    ///     client.execute(requests) { answers in
+    ///         for (index, result) in answers { record(index, result) }
+    ///     }
+    public func execute(
+        _ requests: [HTTPClientRequest],
+        completion: @escaping @Sendable ([(index: Int, result: Result<HTTPClientResponse, HTTPClientError>)]) -> Void
+    ) {
+        engine.submit(requests, completion: completion)
+    }
+
     /// Sends `request` and waits for its answer. Cancelling the waiting task does not stop the
     /// request: it ends with its answer or its timeout.
     public func execute(_ request: HTTPClientRequest) async -> Result<HTTPClientResponse, HTTPClientError> {

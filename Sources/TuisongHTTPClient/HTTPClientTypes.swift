@@ -16,23 +16,29 @@ public struct HTTPClientRequest: Sendable {
     /// The whole request, counted from `execute`: time waiting in the client's queue, connecting,
     /// sending and receiving. Past it the request fails with code "Timeout".
     public var timeout: Duration
+    /// The response headers to keep, by name (compared case-insensitively): nil keeps them all.
+    /// Each kept header costs two Strings on the client's thread; a caller that reads one header
+    /// of the answer (`["retry-after"]`) names it and the others are skipped unread.
+    public var responseHeaders: [String]?
 
     public init(
         method: String = "POST", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-        timeout: Duration = .seconds(30)
+        timeout: Duration = .seconds(30), responseHeaders: [String]? = nil
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.responseHeaders = responseHeaders
     }
 }
 
 /// An HTTP answer, whatever its status (a 4xx or 5xx is a response, not an `HTTPClientError`).
 public struct HTTPClientResponse: Sendable {
     public var status: Int
-    /// In the order received; names lowercased. Interim (1xx) answers are not included.
+    /// In the order received; names lowercased. Interim (1xx) answers are not included, nor
+    /// headers the request's `responseHeaders` did not name.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
     /// 1 or 2: the HTTP version the connection negotiated (2 only over TLS with ALPN h2).

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TuisongHTTP
 import TuisongHTTPClient
@@ -253,6 +254,98 @@ struct HTTP1Tests {
             #expect((try? result.get().status) == 200)
             client.shutdown()
             #expect(client.statistics.openConnections == 0)
+        }
+    }
+
+    @Test("a batch: each request answered once, under its index, answers grouped per pass")
+    func batch() async throws {
+        try await withHTTPServer(router: echoRouter()) { server in
+            // One handle, reused for every request: shared header lists and the body buffer must
+            // follow each request (same headers, then others, then none; bodies that outgrow it).
+            let client = try HTTPClient(configuration: .init(maxInFlight: 1), label: "test-batch")
+            defer { client.shutdown() }
+            let url = "http://127.0.0.1:\(server.port)/echo"
+            let shared: [(name: String, value: String)] = [("Content-Type", "application/json"), ("X-Custom", "a")]
+            let requests = (0..<30).map { index -> HTTPClientRequest in
+                let headers: [(name: String, value: String)] =
+                    index < 10 ? shared : index < 20 ? [("X-Custom", "b\(index % 2)")] : []
+                let body = index % 7 == 6 ? String(repeating: "\(index)", count: 1500) : "n=\(index)"
+                return HTTPClientRequest(url: url, headers: headers, body: Array(body.utf8))
+            }
+            let (answers, calls) = await withCheckedContinuation { continuation in
+                let collected = Mutex<(answers: [Int: Result<HTTPClientResponse, HTTPClientError>], calls: Int)>(
+                    ([:], 0))
+                client.execute(requests) { group in
+                    let done = collected.withLock { state -> Bool in
+                        state.calls += 1
+                        for (index, result) in group {
+                            #expect(state.answers[index] == nil, "request \(index) answered twice")
+                            state.answers[index] = result
+                        }
+                        return state.answers.count == requests.count
+                    }
+                    if done { continuation.resume(returning: collected.withLock { ($0.answers, $0.calls) }) }
+                }
+            }
+            #expect(calls >= 1 && calls <= requests.count)
+            #expect(Set(answers.keys) == Set(0..<requests.count))
+            for (index, request) in requests.enumerated() {
+                let echo = try json(try #require(try answers[index]?.get()))
+                #expect(echo["body"] as? String == String(decoding: request.body, as: UTF8.self))
+                let custom = index < 10 ? "a" : index < 20 ? "b\(index % 2)" : ""
+                #expect(echo["custom"] as? String == custom, "request \(index)")
+                let contentType = index < 10 ? "application/json" : "application/x-www-form-urlencoded"
+                #expect(echo["contentType"] as? String == contentType, "request \(index)")
+            }
+            #expect(client.statistics.requestsCompleted == requests.count)
+            #expect(client.statistics.inFlight == 0)
+        }
+    }
+
+    @Test("a batch after shutdown: every request fails Shutdown at once, in one call")
+    func batchAfterShutdown() async throws {
+        let client = try HTTPClient(label: "test-batch-stop")
+        client.shutdown()
+        let calls = Mutex<[[(index: Int, code: String?)]]>([])
+        let request = HTTPClientRequest(method: "GET", url: "http://127.0.0.1:1/")
+        client.execute([request, request, request]) { group in
+            calls.withLock { $0.append(group.map { (index: $0.index, code: $0.result.failureCode) }) }
+        }
+        let seen = calls.withLock { $0 }
+        #expect(seen.count == 1)
+        #expect(seen.first?.map(\.index) == [0, 1, 2])
+        #expect(seen.first?.map(\.code) == ["Shutdown", "Shutdown", "Shutdown"])
+        #expect(client.statistics.requestsFailed == 3)
+        // An empty batch has nothing to answer.
+        client.execute([]) { _ in Issue.record("an empty batch was answered") }
+    }
+
+    @Test("responseHeaders keeps only the named headers, matched case-insensitively")
+    func selectedResponseHeaders() async throws {
+        try await withHTTPServer(router: echoRouter()) { server in
+            let client = try HTTPClient(configuration: .init(maxInFlight: 1), label: "test-headers")
+            defer { client.shutdown() }
+            let url = "http://127.0.0.1:\(server.port)/echo"
+            let named = try await client.execute(
+                HTTPClientRequest(method: "GET", url: url, responseHeaders: ["X-REPLY", "retry-after"])
+            ).get()
+            #expect(named.status == 200)
+            #expect(named.headers.map(\.name) == ["x-reply", "x-reply"])
+            #expect(named.headers.map(\.value) == ["yes", "second"])
+            #expect(named.header("Content-Type") == nil)
+            #expect(try json(named)["method"] as? String == "GET")
+            // A name that is a prefix of a sent one, or longer than it, is not that header.
+            let prefix = try await client.execute(
+                HTTPClientRequest(method: "GET", url: url, responseHeaders: ["x-rep", "x-reply-to", "content-typ"])
+            ).get()
+            #expect(prefix.headers.isEmpty)
+            let none = try await client.execute(HTTPClientRequest(method: "GET", url: url, responseHeaders: []))
+                .get()
+            #expect(none.headers.isEmpty)
+            // The same (reused) handle keeps every header again for a request that names none.
+            let all = try await client.execute(HTTPClientRequest(method: "GET", url: url)).get()
+            #expect(all.header("content-type") == "application/json; charset=utf-8")
+            #expect(all.headers.filter { $0.name == "x-reply" }.count == 2)
         }
     }
 }

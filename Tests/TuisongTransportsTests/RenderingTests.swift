@@ -184,6 +184,31 @@ import TuisongTransportKit
                 == .outcome(.retry(.service("HTTP502"), after: nil)))
     }
 
+    @Test func fcmSuccessNameReadWithOrWithoutTheJSONParser() {
+        // The shapes the fast path reads: compact (the look-alike's) and pretty-printed (FCM's).
+        #expect(
+            FCMAnswer.plainMessageName(Array(#"{"name":"projects/p/messages/0:1%ab"}"#.utf8))
+                == "projects/p/messages/0:1%ab")
+        #expect(
+            FCMAnswer.plainMessageName(Array("{\n  \"name\": \"projects/p/messages/2\"\n}\n".utf8))
+                == "projects/p/messages/2")
+        // Anything else is left to the parser, with the same answer as before.
+        for body in [
+            #"{"name":"projects/p/messages/\u0033"}"#, #"{"name":"projects/p/messages/é"}"#,
+            #"{"name":"a","extra":1}"#, #"{"other":"a"}"#, #"{"name":"a"} x"#, #"{"name":"a""#, "", "{}",
+            #"{"name":7}"#,
+        ] {
+            #expect(FCMAnswer.plainMessageName(Array(body.utf8)) == nil, "\(body)")
+            #expect(
+                FCMAnswer.read(status: 200, body: Array(body.utf8), retryAfter: nil, now: now)
+                    == .delivered(messageName: (try? JSONValue(parsing: Array(body.utf8)))?["name"]?.stringValue))
+        }
+        #expect(
+            FCMAnswer.read(
+                status: 200, body: Array(#"{"name":"projects/p/messages/\u0033"}"#.utf8), retryAfter: nil, now: now)
+                == .delivered(messageName: "projects/p/messages/3"))
+    }
+
     @Test func retryAfterTakesSecondsOrADate() {
         let now = Date(timeIntervalSince1970: 1_800_000_000)  // Fri, 15 Jan 2027 08:00:00 GMT
         #expect(RetryAfter.parse("120", now: now) == .seconds(120))

@@ -94,7 +94,7 @@ enum FCMAnswer: Equatable {
     /// Reads FCM's answer. `retryAfter` is the `Retry-After` header, in seconds or an HTTP date.
     static func read(status: Int, body: [UInt8], retryAfter: String?, now: Date) -> FCMAnswer {
         if status == 200 {
-            let name = (try? JSONValue(parsing: body))?["name"]?.stringValue
+            let name = plainMessageName(body) ?? (try? JSONValue(parsing: body))?["name"]?.stringValue
             return .delivered(messageName: name)
         }
         let error = (try? JSONValue(parsing: body))?["error"]
@@ -132,6 +132,51 @@ enum FCMAnswer: Equatable {
             if status >= 500 { return .outcome(.retry(reason, after: delay)) }
             if status == 401 { return .refreshAuth(reason) }
             return .outcome(.failed(reason))
+        }
+    }
+
+    /// The name of a success answer shaped `{"name": "projects/…/messages/…"}` (any whitespace
+    /// around the tokens) whose name is printable ASCII without escapes, read without building a
+    /// JSON tree — every delivered push has one. Nil for any other shape; the JSON parser reads
+    /// those.
+    static func plainMessageName(_ body: [UInt8]) -> String? {
+        body.withUnsafeBufferPointer { bytes -> String? in
+            var index = 0
+            func skipSpace() {
+                while index < bytes.count,
+                    bytes[index] == 32 || bytes[index] == 10 || bytes[index] == 13 || bytes[index] == 9
+                {
+                    index += 1
+                }
+            }
+            func take(_ literal: StaticString) -> Bool {
+                let count = literal.utf8CodeUnitCount
+                guard bytes.count - index >= count else { return false }
+                for offset in 0..<count where bytes[index + offset] != literal.utf8Start[offset] { return false }
+                index += count
+                return true
+            }
+            skipSpace()
+            guard take("{") else { return nil }
+            skipSpace()
+            guard take(#""name""#) else { return nil }
+            skipSpace()
+            guard take(":") else { return nil }
+            skipSpace()
+            guard take(#"""#) else { return nil }
+            let start = index
+            while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\"),
+                bytes[index] >= 0x20, bytes[index] < 0x7F
+            {
+                index += 1
+            }
+            let end = index
+            guard take(#"""#) else { return nil }
+            skipSpace()
+            guard take("}") else { return nil }
+            skipSpace()
+            guard index == bytes.count else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
         }
     }
 }

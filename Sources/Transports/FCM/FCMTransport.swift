@@ -108,6 +108,12 @@ public final class FCMTransport: PushTransport {
             endpoints.sendURL + "/v1/projects/" + percentEncodedPathSegment(credential.vendorAppID)
             + "/messages:send"
         let now = clock.now
+        // Every request of the chunk carries the same headers (one slist in the client's handles).
+        let headers = Self.requestHeaders(token)
+        var requests: [HTTPClientRequest] = []
+        var requested: [Int] = []
+        requests.reserveCapacity(indices.count)
+        requested.reserveCapacity(indices.count)
         // Pushes of one message share their payload and headers: rendered once.
         var template: (payload: [UInt8], headers: PushHeaders, rendered: FCMMessage.Template)?
         for index in indices {
@@ -126,10 +132,97 @@ public final class FCMTransport: PushTransport {
                 rendered = FCMMessage.Template(content: content, headers: push.headers, now: now)
                 template = (push.payload, push.headers, rendered)
             }
-            let body = rendered.body(token: push.token)
-            post(body, to: url, token: token, credential: credential, retriedAuth: false) { outcome in
-                report([SendReport(index: index, outcome: outcome)])
+            requests.append(
+                HTTPClientRequest(
+                    method: "POST", url: url, headers: headers, body: rendered.body(token: push.token),
+                    timeout: requestTimeout, responseHeaders: Self.responseHeaders))
+            requested.append(index)
+        }
+        guard !requests.isEmpty else { return }
+        // One submission for the chunk, and one report per group of answers the client hands
+        // over together (MessageRun.record takes a lock and returns permits per call).
+        client.execute(requests) { [self, requests, requested] answers in
+            var reports: [SendReport] = []
+            reports.reserveCapacity(answers.count)
+            let now = clock.now
+            for (position, result) in answers {
+                let index = requested[position]
+                switch answer(result, now: now) {
+                case .done(let outcome):
+                    reports.append(SendReport(index: index, outcome: outcome))
+                case .refreshAuth(let reason):
+                    refreshAndRetry(
+                        requests[position].body, to: url, refused: token, reason: reason, credential: credential,
+                        retriedAuth: false
+                    ) { report([SendReport(index: index, outcome: $0)]) }
+                case .credentialRefused(let reason):
+                    holdForRefusal(reason, credential: credential) { report([SendReport(index: index, outcome: $0)]) }
+                }
             }
+            if !reports.isEmpty { report(reports) }
+        }
+    }
+
+    /// FCM's answers are read for their status, body and Retry-After alone.
+    private static let responseHeaders = ["retry-after"]
+
+    private static func requestHeaders(_ token: AccessToken) -> [(name: String, value: String)] {
+        [
+            (name: "authorization", value: "Bearer " + token.value),
+            (name: "content-type", value: "application/json; charset=UTF-8"),
+        ]
+    }
+
+    /// What the client's answer to one send means: an outcome now, or a sign-in question first.
+    private enum Answer {
+        case done(SendOutcome)
+        case refreshAuth(SendReason)
+        case credentialRefused(SendReason)
+    }
+
+    private func answer(_ result: Result<HTTPClientResponse, HTTPClientError>, now: Date) -> Answer {
+        let response: HTTPClientResponse
+        switch result {
+        case .failure(let error):
+            return .done(.retry(.transport(error.code), after: nil))
+        case .success(let answered):
+            response = answered
+        }
+        switch FCMAnswer.read(
+            status: response.status, body: response.body, retryAfter: response.header("retry-after"), now: now)
+        {
+        case .delivered(let name): return .done(.delivered(apnsID: name))
+        case .outcome(let outcome): return .done(outcome)
+        case .refreshAuth(let reason): return .refreshAuth(reason)
+        case .credentialRefused(let reason): return .credentialRefused(reason)
+        }
+    }
+
+    /// A 401: a fresh access token (unless this send already had one) and the send again.
+    private func refreshAndRetry(
+        _ body: [UInt8], to url: String, refused token: AccessToken, reason: SendReason, credential: ChannelCredential,
+        retriedAuth: Bool, done: @escaping @Sendable (SendOutcome) -> Void
+    ) {
+        Task {
+            switch await resolver.reauthenticate(
+                credential, refused: token, reason: reason, alreadyRetried: retriedAuth, tokens: tokens,
+                fetch: { await self.fetchToken($0) })
+            {
+            case .success(let fresh):
+                post(body, to: url, token: fresh, credential: credential, retriedAuth: true, done: done)
+            case .failure(let refusal):
+                done(refusal.outcome)
+            }
+        }
+    }
+
+    /// A 403 (or a second 401): the credential is failing, the push held.
+    private func holdForRefusal(
+        _ reason: SendReason, credential: ChannelCredential, done: @escaping @Sendable (SendOutcome) -> Void
+    ) {
+        Task {
+            await resolver.markFailing(credential, reason: reason)
+            done(.held(reason))
         }
     }
 
@@ -140,44 +233,18 @@ public final class FCMTransport: PushTransport {
         done: @escaping @Sendable (SendOutcome) -> Void
     ) {
         let request = HTTPClientRequest(
-            method: "POST", url: url,
-            headers: [
-                (name: "authorization", value: "Bearer " + token.value),
-                (name: "content-type", value: "application/json; charset=UTF-8"),
-            ], body: body, timeout: requestTimeout)
+            method: "POST", url: url, headers: Self.requestHeaders(token), body: body, timeout: requestTimeout,
+            responseHeaders: Self.responseHeaders)
         client.execute(request) { [self] result in
-            let response: HTTPClientResponse
-            switch result {
-            case .failure(let error):
-                return done(.retry(.transport(error.code), after: nil))
-            case .success(let answered):
-                response = answered
-            }
-            switch FCMAnswer.read(
-                status: response.status, body: response.body, retryAfter: response.header("retry-after"),
-                now: clock.now)
-            {
-            case .delivered(let name):
-                done(.delivered(apnsID: name))
-            case .outcome(let outcome):
+            switch answer(result, now: clock.now) {
+            case .done(let outcome):
                 done(outcome)
             case .refreshAuth(let reason):
-                Task {
-                    switch await resolver.reauthenticate(
-                        credential, refused: token, reason: reason, alreadyRetried: retriedAuth, tokens: tokens,
-                        fetch: { await self.fetchToken($0) })
-                    {
-                    case .success(let fresh):
-                        post(body, to: url, token: fresh, credential: credential, retriedAuth: true, done: done)
-                    case .failure(let refusal):
-                        done(refusal.outcome)
-                    }
-                }
+                refreshAndRetry(
+                    body, to: url, refused: token, reason: reason, credential: credential, retriedAuth: retriedAuth,
+                    done: done)
             case .credentialRefused(let reason):
-                Task {
-                    await resolver.markFailing(credential, reason: reason)
-                    done(.held(reason))
-                }
+                holdForRefusal(reason, credential: credential, done: done)
             }
         }
     }
