@@ -130,8 +130,19 @@ HALF=$((DEVICES / 2))
 echo "== seeding $DEVICES FCM devices (fcm-all), $DEVICES Huawei devices (huawei-all), $HALF APNs + $HALF FCM (mixed), and halves of each alone"
 seed fcm 1 "$DEVICES" fcm-all
 seed huawei 1 "$DEVICES" huawei-all
-seed apns 1 "$HALF" mixed
-seed fcm $((DEVICES + 1)) $((DEVICES + HALF)) mixed
+# The mixed tag's devices registered alternately, a thousand of each at a time, as a real tag's
+# iPhones and Android phones arrive; all iPhones before all Android phones would send the two
+# halves one after the other (BENCH_MIXED_SORTED=1 does that, to see it).
+if [ -n "${BENCH_MIXED_SORTED:-}" ]; then
+  seed apns 1 "$HALF" mixed
+  seed fcm $((DEVICES + 1)) $((DEVICES + HALF)) mixed
+else
+  for ((from = 0; from < HALF; from += 1000)); do
+    to=$((from + 1000 < HALF ? from + 1000 : HALF))
+    seed apns $((from + 1)) "$to" mixed
+    seed fcm $((DEVICES + from + 1)) $((DEVICES + to)) mixed
+  done
+fi
 seed apns $((HALF + 1)) "$DEVICES" apns-half
 seed fcm $((DEVICES + HALF + 1)) $((2 * DEVICES)) fcm-half
 
