@@ -28,7 +28,7 @@ import TuisongTransportKit
         #expect(form.contains("description=Hello"))
     }
 
-    @Test func xiaomiWrongSecretIsHeldAndDailyQuotaSkips() async throws {
+    @Test func xiaomiWrongSecretIsHeldAndDailyQuotaWaits() async throws {
         let harness = try await Harness()
         defer { harness.stop() }
         let wrong = harness.xiaomi(credential: harness.xiaomiCredential(secret: "wrong"))
@@ -38,11 +38,20 @@ import TuisongTransportKit
         }
         #expect(harness.store.status(of: 1) == "failing")
         let transport = harness.xiaomi(credential: harness.xiaomiCredential())
-        #expect(
-            await transport.outcomes(of: harness.batch(["quota-1", "mi-2"])) == [.skipped(.quota), .skipped(.quota)])
-        // The rest of the day is skipped without asking Xiaomi.
+        // Xiaomi's daily limit keeps the pushes, reason quota, until midnight China time.
+        for outcome in await transport.outcomes(of: harness.batch(["quota-1", "mi-2"])) {
+            guard case .retry(.quota, let after?) = outcome else {
+                Issue.record("expected a retry after the quota resets, got \(outcome)")
+                continue
+            }
+            #expect(after > .zero && after <= .seconds(86_400))
+        }
+        // The rest of the day waits without asking Xiaomi.
         let before = harness.server.androidStatistics[.xiaomi].sendRequests
-        #expect(await transport.outcomes(of: harness.batch(["mi-3"])) == [.skipped(.quota)])
+        guard case .retry(.quota, _) = await transport.outcomes(of: harness.batch(["mi-3"]))[0] else {
+            Issue.record("a push after the limit waits too")
+            return
+        }
         #expect(harness.server.androidStatistics[.xiaomi].sendRequests == before)
     }
 

@@ -15,6 +15,9 @@ public protocol TokenBatchService: Sendable {
 
     /// The service's limit of tokens per request.
     var maxTokens: Int { get }
+    /// What a used-up daily quota does to the pushes it stops: skipped (OPPO, vivo) or kept
+    /// and sent again once the service's day turns (Xiaomi).
+    var dailyQuotaPolicy: DailyQuotaPolicy { get }
     /// Trades the credential for an access token (an OAuth 2.0 client-credentials grant for
     /// `JSONBatchService`s; a signed request for OPPO and vivo; Xiaomi's key needs none).
     func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async -> Result<
@@ -81,6 +84,19 @@ extension JSONBatchService {
     }
 }
 
+/// What a used-up daily quota does to the pushes it stops.
+public enum DailyQuotaPolicy: Sendable {
+    /// Skipped, reason `quota`: today's message is not worth tomorrow.
+    case skip
+    /// Kept, reason `quota`, and sent again after midnight China time (within the message's
+    /// expiration, like any retry).
+    case holdUntilTomorrow
+}
+
+extension TokenBatchService {
+    public var dailyQuotaPolicy: DailyQuotaPolicy { .skip }
+}
+
 /// What a service's answer to one request means.
 public enum TokenBatchAnswer: Equatable, Sendable {
     /// Each token's outcome, in request order.
@@ -143,8 +159,11 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
         let credential: ChannelCredential
         let token: AccessToken
         switch await resolver.resolve(appID: app.id, selector: selector) {
-        case .credential(let resolved) where quota.isExhausted(resolved, now: clock.now):
-            return report(positions.map { SendReport(index: $0, outcome: .skipped(.quota)) })
+        case .credential(let resolved):
+            if let until = quota.exhaustedUntil(resolved, now: clock.now) {
+                let outcome = quotaOutcome(until: until)
+                return report(positions.map { SendReport(index: $0, outcome: outcome) })
+            }
         default:
             break
         }
@@ -228,12 +247,26 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
                     done(Array(repeating: .held(reason), count: deviceTokens.count))
                 }
             case .dailyQuota(let reason):
-                quota.exhausted(credential, reason: reason, now: clock.now)
+                let until = quota.exhausted(credential, now: clock.now)
                 logger.warning(
-                    "an Android service's daily quota is used up; skipping the credential's pushes until its next day",
-                    metadata: ["credential": "\(credential.id)", "reason": "\(reason)"])
-                done(Array(repeating: .skipped(.quota), count: deviceTokens.count))
+                    "an Android service's daily quota is used up; the credential's pushes wait for its next day",
+                    metadata: [
+                        "credential": "\(credential.id)", "reason": "\(reason)",
+                        "policy": "\(service.dailyQuotaPolicy)",
+                    ])
+                done(Array(repeating: quotaOutcome(until: until), count: deviceTokens.count))
             }
+        }
+    }
+
+    /// A push stopped by a used-up daily quota: skipped, or retried once the quota resets.
+    private func quotaOutcome(until: Date) -> SendOutcome {
+        switch service.dailyQuotaPolicy {
+        case .skip:
+            return .skipped(.quota)
+        case .holdUntilTomorrow:
+            let seconds = max(1, until.timeIntervalSince(clock.now).rounded(.up))
+            return .retry(.quota, after: .seconds(Int64(seconds)))
         }
     }
 
@@ -248,19 +281,22 @@ final class DailyQuotaGate: Sendable {
     private let until = Mutex<[Int64: Date]>([:])
     private static let china = TimeZone(identifier: "Asia/Shanghai")!
 
-    func exhausted(_ credential: ChannelCredential, reason: SendReason, now: Date) {
+    /// Marks the credential's quota used up until the next midnight in China; returns it.
+    func exhausted(_ credential: ChannelCredential, now: Date) -> Date {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = Self.china
         let tomorrow = calendar.startOfDay(for: now).addingTimeInterval(86_400)
         until.withLock { $0[credential.id] = tomorrow }
+        return tomorrow
     }
 
-    func isExhausted(_ credential: ChannelCredential, now: Date) -> Bool {
+    /// When the credential's used-up quota resets; nil when it is not used up.
+    func exhaustedUntil(_ credential: ChannelCredential, now: Date) -> Date? {
         until.withLock { until in
-            guard let end = until[credential.id] else { return false }
-            if end > now { return true }
+            guard let end = until[credential.id] else { return nil }
+            if end > now { return end }
             until[credential.id] = nil
-            return false
+            return nil
         }
     }
 }

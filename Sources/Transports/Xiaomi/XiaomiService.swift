@@ -7,7 +7,8 @@ import TuisongTransportKit
 /// Xiaomi MiPush: `POST {url}/v3/message/regid`, form-encoded, up to 1,000 registration ids a
 /// request, every request signed with `Authorization: key=<AppSecret>` (no token exchange);
 /// docs/reference/android.md §8. Ids Xiaomi names in `data.bad_regids` (or all of them, 20301)
-/// are invalidated; 200001 is the app's daily limit.
+/// are invalidated; 200001 is the app's daily limit: the pushes it stops are kept (queued,
+/// reason `quota`) and sent again after midnight China time.
 ///
 /// The credential: `vendorAppID` the app's package name (`restricted_package_name`),
 /// `clientID` Xiaomi's AppID, the secret its AppSecret.
@@ -21,6 +22,9 @@ public struct XiaomiService: TokenBatchService {
     }
 
     public var maxTokens: Int { 1000 }
+
+    /// Xiaomi's daily limit keeps the pushes, with the reason, until its day turns.
+    public var dailyQuotaPolicy: DailyQuotaPolicy { .holdUntilTomorrow }
 
     /// The AppSecret is the key of every request: nothing to fetch.
     public func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async
