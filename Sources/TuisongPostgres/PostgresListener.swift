@@ -187,6 +187,12 @@ final class ListenerEngine: @unchecked Sendable {
                 }
                 continue
             }
+            // A bad connection has no socket (-1), which poll would ignore, sleeping forever.
+            guard connection.isConnected, PQsocket(connection.handle) >= 0 else {
+                self.connection = nil
+                backendPID.store(0, ordering: .releasing)
+                continue
+            }
             var descriptors = [
                 pollfd(fd: PQsocket(connection.handle), events: Int16(POLLIN), revents: 0),
                 pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
