@@ -7,11 +7,12 @@ CONFIG ?= config/tuisong.json
 TEST_OUTPUT ?= test-output
 
 # Debian packages: build-time libraries, then tools the tests and benchmarks drive.
-BUILD_PACKAGES := pkg-config libmicrohttpd-dev libnghttp2-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev
+BUILD_PACKAGES := pkg-config libmicrohttpd-dev libnghttp2-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libpq-dev
 # python3 runs the Baidu signature cross-checks and the browser tests; Debian's own selenium and
 # pytest, because Debian 12's system Python refuses `pip install` (PEP 668, externally managed).
+# postgresql: the server the PostgreSQL tests start a throwaway cluster of (scripts/pg-test-cluster.sh).
 TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-microhei \
-	python3 python3-selenium python3-pytest
+	python3 python3-selenium python3-pytest postgresql
 BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3
 PYTHON ?= python3
 
@@ -64,7 +65,12 @@ test: test-deps lint
 	$(SWIFT) build --build-tests
 	@# One test at a time: several suites measure latency and timeouts, and on a 2-core machine
 	@# running them side by side makes them measure each other (the whole suite takes ~70 s).
-	$(SWIFT) test --skip-build --no-parallel
+	@# A throwaway PostgreSQL cluster for the PostgreSQL tests, stopped and removed whatever the
+	@# tests do (the trap runs on success, failure and interruption).
+	@set -e; url=$$(scripts/pg-test-cluster.sh start); \
+	  trap 'scripts/pg-test-cluster.sh stop "$$url"' EXIT; trap 'exit 130' INT TERM; \
+	  echo "PostgreSQL test cluster: $$url"; \
+	  TUISONG_TEST_DATABASE_URL="$$url" $(SWIFT) test --skip-build --no-parallel
 	@if [ -d Tests/browser ] && ls Tests/browser/test_*.py >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory test-browser; fi
 

@@ -53,6 +53,9 @@ let package = Package(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(
+            name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
         // Tiny C for what Swift cannot call: variadic functions and function-like macros.
@@ -91,6 +94,12 @@ let package = Package(
             name: "TuisongHTTPClient",
             dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")],
             path: "Sources/TuisongHTTPClient"),
+        // libpq behind a small Swift API: connections, a pool on its own threads, pipelines,
+        // COPY, LISTEN/NOTIFY. The base of the PostgreSQL store (issue #21).
+        .target(
+            name: "TuisongPostgres",
+            dependencies: ["CPostgres", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/TuisongPostgres"),
         .target(
             name: "TuisongAPNsMock",
             dependencies: [
@@ -218,6 +227,7 @@ let package = Package(
             dependencies: [
                 "TuisongHTTPClient", "TuisongHTTP", "TuisongAPNsMock", "TuisongCrypto", "TuisongPluginTestKit",
             ]),
+        .testTarget(name: "TuisongPostgresTests", dependencies: ["TuisongPostgres"]),
         .testTarget(
             name: "TuisongAPNsTests",
             dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore", "TuisongPluginTestKit"]),

@@ -1,0 +1,153 @@
+internal import CPostgres
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension PostgresConnection {
+    /// Sends every statement in one round trip (libpq's pipeline mode) and returns one result
+    /// each, in order.
+    ///
+    /// `atomic` (the default) puts one sync point after the last statement: the batch is one
+    /// implicit transaction (unless it is inside BEGIN … COMMIT), and when a statement fails the
+    /// ones before it are rolled back and the ones after it are not run (their result is an
+    /// error saying so). With `atomic: false` each statement is synced on its own, so a failure
+    /// affects only that statement.
+    ///
+    ///     let results = connection.pipeline([
+    ///         ("UPDATE slices SET sent = sent + $1 WHERE id = $2", [.int(40), .int(7)]),
+    ///         ("INSERT INTO events (slice) VALUES ($1)", [.int(7)]),
+    ///     ])
+    public func pipeline(_ statements: [(String, [PostgresValue])], atomic: Bool = true) -> [Result<
+        PostgresResult, PostgresError
+    >] {
+        guard !statements.isEmpty else { return [] }
+        guard PQenterPipelineMode(handle) == 1 else {
+            let error = connectionError()
+            return statements.map { _ in .failure(error) }
+        }
+        // Non-blocking while sending: the server answers early statements while later ones are
+        // still going out, and a blocking send into a full socket would never read them.
+        PQsetnonblocking(handle, 1)
+        var sent = 0
+        var failure: PostgresError?
+        for (sql, parameters) in statements {
+            let encoded = EncodedParameters(parameters)
+            let queued = encoded.withArrays { types, values, lengths, formats in
+                PQsendQueryParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0)
+            }
+            guard queued == 1 else {
+                failure = connectionError()
+                break
+            }
+            sent += 1
+            if !atomic { PQpipelineSync(handle) }
+        }
+        if atomic || failure != nil { PQpipelineSync(handle) }
+        if failure == nil, !flushAll() { failure = connectionError() }
+        PQsetnonblocking(handle, 0)
+
+        var results: [Result<PostgresResult, PostgresError>] = []
+        results.reserveCapacity(statements.count)
+        for _ in 0..<sent {
+            if let failure {
+                results.append(.failure(failure))
+                continue
+            }
+            guard let result = PQgetResult(handle) else {
+                let lost = connectionError()
+                failure = lost
+                results.append(.failure(lost))
+                continue
+            }
+            do throws(PostgresError) {
+                results.append(.success(try decode(result)))
+            } catch {
+                results.append(.failure(error))
+            }
+            PQclear(result)
+            // Each statement's results end with a null result.
+            while let extra = PQgetResult(handle) { PQclear(extra) }
+            if !atomic, !readSync() { failure = connectionError() }
+        }
+        if failure == nil, atomic || sent < statements.count, !readSync() { failure = connectionError() }
+        while results.count < statements.count {
+            results.append(.failure(failure ?? PostgresError(kind: .usage, message: "statement not sent")))
+        }
+        PQexitPipelineMode(handle)
+        return results
+    }
+
+    /// Reads the result a `PQpipelineSync` produces.
+    private func readSync() -> Bool {
+        guard let result = PQgetResult(handle) else { return false }
+        defer { PQclear(result) }
+        return PQresultStatus(result) == PGRES_PIPELINE_SYNC
+    }
+
+    /// Sends everything libpq has buffered, reading the server's answers meanwhile so neither
+    /// side waits on a full socket.
+    private func flushAll() -> Bool {
+        while true {
+            let flushed = PQflush(handle)
+            if flushed == 0 { return true }
+            if flushed < 0 { return false }
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN | POLLOUT), revents: 0)
+            let ready = poll(&descriptor, 1, 60_000)
+            if ready < 0 && errno != EINTR { return false }
+            if descriptor.revents & Int16(POLLIN) != 0, PQconsumeInput(handle) == 0 { return false }
+        }
+    }
+
+    /// `COPY … FROM STDIN` in text format: each row's columns in the table's (or the column
+    /// list's) order, nil for NULL; escaping is done here. Returns the rows copied.
+    ///
+    ///     try connection.copyIn(sql: "COPY devices (token, locale) FROM STDIN", rows: [["ab01", "zh_CN"], ["cd02", nil]])
+    @discardableResult
+    public func copyIn(sql: String, rows: some Sequence<[String?]>) throws(PostgresError) -> Int {
+        guard let start = PQexec(handle, sql) else { throw connectionError() }
+        let status = PQresultStatus(start)
+        if status != PGRES_COPY_IN {
+            defer { PQclear(start) }
+            if status == PGRES_FATAL_ERROR { throw error(from: start) }
+            throw PostgresError(kind: .usage, message: "copyIn needs a COPY … FROM STDIN statement")
+        }
+        PQclear(start)
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 16 + 1024)
+        var sendFailed = false
+        for row in rows {
+            TextDecoding.appendCopyRow(row, to: &buffer)
+            if buffer.count >= 1 << 16 {
+                if !putCopyData(buffer) {
+                    sendFailed = true
+                    break
+                }
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        if !sendFailed, !buffer.isEmpty, !putCopyData(buffer) { sendFailed = true }
+        if sendFailed { throw connectionError() }
+        guard PQputCopyEnd(handle, nil) == 1 else { throw connectionError() }
+        var outcome: Result<PostgresResult, PostgresError> = .failure(connectionError())
+        var first = true
+        while let result = PQgetResult(handle) {
+            if first {
+                do throws(PostgresError) {
+                    outcome = .success(try decode(result))
+                } catch {
+                    outcome = .failure(error)
+                }
+                first = false
+            }
+            PQclear(result)
+        }
+        return try outcome.get().affectedRows ?? 0
+    }
+
+    private func putCopyData(_ buffer: [UInt8]) -> Bool {
+        buffer.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { PQputCopyData(handle, $0.baseAddress, Int32($0.count)) == 1 }
+        }
+    }
+}

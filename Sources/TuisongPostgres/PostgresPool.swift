@@ -1,0 +1,268 @@
+internal import CPostgres
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// N PostgreSQL connections for async code.
+///
+///     let pool = try PostgresPool(url: url, size: 4)
+///     let count = try await pool.withConnection { conn in
+///         try conn.execute("SELECT count(*) FROM devices").rows[0][0].int64
+///     }
+///     try await pool.transaction { conn in try conn.execute("UPDATE …") }
+///     await pool.shutdown()
+///
+/// **Blocking.** libpq's calls block, so each connection lives on a thread of its own (one
+/// worker per connection, started by `init`), and `withConnection` suspends the calling task on
+/// a continuation until a worker has run the closure: the cooperative pool never waits on the
+/// network. Dedicated threads rather than libpq's asynchronous API under one poll thread,
+/// because a closure may run several dependent statements (a transaction, a claim then an
+/// update) as plain straight-line code, the pool stays small (a database serves tens of
+/// connections, not thousands), and a thread per connection costs little next to the server
+/// process each connection already has.
+///
+/// Work waits in one FIFO; a free worker takes the oldest. On checkout the worker checks its
+/// connection without a round trip (status, and whether the server closed the socket — a
+/// terminated backend, a restart) and opens a new one when it is broken or was never opened; a
+/// statement failing because the connection broke mid-closure is not retried (it may have run).
+/// A closure that leaves a transaction open is rolled back when it returns. Cancelling the
+/// waiting task does not withdraw its closure.
+public final class PostgresPool: Sendable {
+    private let core: PoolCore
+
+    /// Starts `size` worker threads; connections open on first use (an unreachable server
+    /// fails the calls, not `init`).
+    public init(
+        url: String, size: Int = 4, connectTimeout: Duration = .seconds(10), label: String = "tuisong-pg",
+        logger: Logger = Logger(label: "tuisong.postgres")
+    ) throws(PostgresError) {
+        core = PoolCore(url: url, connectTimeout: connectTimeout, logger: logger)
+        try core.start(workers: max(1, size), label: label)
+    }
+
+    deinit { core.close() }
+
+    /// Runs `body` with a connection on one of the pool's threads, waiting for a free one.
+    /// `body` is synchronous on purpose: every call inside blocks that thread, not a task.
+    @discardableResult
+    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T)
+        async throws -> T
+    {
+        try await withCheckedThrowingContinuation { continuation in
+            let accepted = core.submit { worker in
+                let result = Result { () throws -> T in
+                    let connection = try worker.checkout()
+                    defer { worker.checkin() }
+                    return try body(connection)
+                }
+                continuation.resume(with: result)
+            }
+            if !accepted { continuation.resume(throwing: PostgresError.closed()) }
+        }
+    }
+
+    /// `withConnection` around `PostgresConnection.transaction`: BEGIN, `body`, COMMIT, or
+    /// ROLLBACK when `body` throws. `SELECT … FOR UPDATE SKIP LOCKED` inside claims rows no
+    /// concurrent transaction holds.
+    @discardableResult
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T)
+        async throws -> T
+    {
+        try await withConnection { connection in try connection.transaction(body) }
+    }
+
+    public var statistics: PostgresPoolStatistics { core.statistics }
+
+    /// Stops taking work, lets queued closures finish, closes every connection and waits for
+    /// the workers to end. Idempotent.
+    public func shutdown() async {
+        await withCheckedContinuation { continuation in core.close(whenDone: { continuation.resume() }) }
+    }
+}
+
+/// A pool's counters since it started.
+public struct PostgresPoolStatistics: Sendable, Hashable {
+    /// Connections opened, the first of each worker included.
+    public var connectionsOpened: Int
+    /// Connections found broken on checkout (or left broken by a closure) and closed.
+    public var connectionsReplaced: Int
+    /// Closures waiting for a worker now.
+    public var waiting: Int
+}
+
+extension PostgresError {
+    static func closed() -> PostgresError { PostgresError(kind: .closed, message: "the PostgreSQL pool was shut down") }
+}
+
+/// The shared FIFO, the workers' counters and shutdown bookkeeping.
+final class PoolCore: @unchecked Sendable {
+    // @unchecked Sendable: `state` is a Mutex and the counters atomics; `semaphore` is a POSIX
+    // semaphore (thread-safe by definition) allocated in init and never freed while a worker can
+    // reach it (workers retain the core); `url`, `connectTimeout` and `logger` are immutable.
+
+    typealias Job = @Sendable (PoolWorker) -> Void
+
+    private struct State {
+        var jobs: [Job?] = []
+        var head = 0
+        var closed = false
+        var workers = 0
+        var onDone: [@Sendable () -> Void] = []
+    }
+
+    let url: String
+    let connectTimeout: Duration
+    let logger: Logger
+    let opened = Atomic<Int>(0)
+    let replaced = Atomic<Int>(0)
+    private let state = Mutex(State())
+    private let semaphore: UnsafeMutablePointer<sem_t>
+
+    init(url: String, connectTimeout: Duration, logger: Logger) {
+        self.url = url
+        self.connectTimeout = connectTimeout
+        self.logger = logger
+        semaphore = .allocate(capacity: 1)
+        sem_init(semaphore, 0, 0)
+    }
+
+    deinit {
+        sem_destroy(semaphore)
+        semaphore.deallocate()
+    }
+
+    func start(workers: Int, label: String) throws(PostgresError) {
+        for index in 0..<workers {
+            let worker = PoolWorker(core: self, name: "\(label.prefix(11))-\(index)")
+            let context = Unmanaged.passRetained(worker).toOpaque()
+            var thread = pthread_t()
+            let created = pthread_create(
+                &thread, nil,
+                { context in
+                    let worker = Unmanaged<PoolWorker>.fromOpaque(context!).takeRetainedValue()
+                    worker.run()
+                    return nil
+                }, context)
+            guard created == 0 else {
+                Unmanaged<PoolWorker>.fromOpaque(context).release()
+                close()
+                throw PostgresError(kind: .usage, message: "pthread_create: \(String(cString: strerror(created)))")
+            }
+            pthread_detach(thread)
+            state.withLock { $0.workers += 1 }
+        }
+    }
+
+    /// Queues `job`; false once the pool is closed.
+    func submit(_ job: @escaping Job) -> Bool {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.jobs.append(job)
+            return true
+        }
+        if accepted { sem_post(semaphore) }
+        return accepted
+    }
+
+    /// Blocks the worker until there is a job; nil when the pool is closed and drained.
+    func next() -> Job? {
+        while true {
+            while sem_wait(semaphore) != 0 && errno == EINTR {}
+            let (job, stop) = state.withLock { state -> (Job?, Bool) in
+                if state.head < state.jobs.count {
+                    let job = state.jobs[state.head]
+                    state.jobs[state.head] = nil
+                    state.head += 1
+                    if state.head == state.jobs.count {
+                        state.jobs.removeAll(keepingCapacity: true)
+                        state.head = 0
+                    }
+                    return (job, false)
+                }
+                return (nil, state.closed)
+            }
+            if let job { return job }
+            if stop { return nil }
+        }
+    }
+
+    func workerEnded() {
+        let finished = state.withLock { state -> [@Sendable () -> Void] in
+            state.workers -= 1
+            guard state.workers == 0 else { return [] }
+            defer { state.onDone = [] }
+            return state.onDone
+        }
+        for callback in finished { callback() }
+    }
+
+    func close(whenDone: (@Sendable () -> Void)? = nil) {
+        let (workers, alreadyDone) = state.withLock { state -> (Int, Bool) in
+            let wasClosed = state.closed
+            state.closed = true
+            if let whenDone, state.workers > 0 { state.onDone.append(whenDone) }
+            return (wasClosed ? 0 : state.workers, state.workers == 0)
+        }
+        // One wake-up per worker: each finds the queue empty and closed, and ends.
+        for _ in 0..<workers { sem_post(semaphore) }
+        if alreadyDone { whenDone?() }
+    }
+
+    var statistics: PostgresPoolStatistics {
+        PostgresPoolStatistics(
+            connectionsOpened: opened.load(ordering: .relaxed), connectionsReplaced: replaced.load(ordering: .relaxed),
+            waiting: state.withLock { $0.jobs.count - $0.head })
+    }
+}
+
+/// One worker thread and the connection confined to it.
+final class PoolWorker: @unchecked Sendable {
+    // @unchecked Sendable: created on the thread calling `init`, then handed (retained) to its
+    // own thread, the only one that touches `connection` from then on.
+
+    private let core: PoolCore
+    private let name: String
+    private var connection: PostgresConnection?
+
+    init(core: PoolCore, name: String) {
+        self.core = core
+        self.name = name
+    }
+
+    func run() {
+        _ = tuisong_pq_name_current_thread(name)
+        while let job = core.next() { job(self) }
+        connection = nil
+        core.workerEnded()
+    }
+
+    /// The worker's connection, checked, or a new one in place of a broken one.
+    func checkout() throws(PostgresError) -> PostgresConnection {
+        if let connection {
+            if connection.isHealthyWhenIdle() { return connection }
+            core.replaced.add(1, ordering: .relaxed)
+            core.logger.warning(
+                "replacing a broken PostgreSQL connection",
+                metadata: ["worker": "\(name)", "error": "\(PostgresConnection.errorMessage(connection.handle))"])
+            self.connection = nil
+        }
+        let fresh = try PostgresConnection(url: core.url, connectTimeout: core.connectTimeout)
+        core.opened.add(1, ordering: .relaxed)
+        connection = fresh
+        return fresh
+    }
+
+    /// After a closure: roll back what it left open; a connection that cannot is dropped.
+    func checkin() {
+        guard let connection else { return }
+        if connection.isConnected, connection.isInTransaction {
+            if (try? connection.execute("ROLLBACK")) == nil || connection.isInTransaction {
+                self.connection = nil
+                core.replaced.add(1, ordering: .relaxed)
+            }
+        }
+    }
+}
