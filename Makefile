@@ -94,7 +94,7 @@ format:
 lint:
 	$(SWIFT) format lint -r --strict --configuration .swift-format $(SWIFT_SOURCES)
 
-bench: bench-http bench-apns
+bench: bench-http bench-apns bench-android
 
 bench-http: release
 	$(call apt_install,$(BENCH_PACKAGES))
