@@ -325,7 +325,7 @@ enum LocalAPNs {
         }
         let baseURL = "https://127.0.0.1:\(server.port)"
         logger.notice(
-            "local mode: sending APNs, FCM, Huawei and Honor pushes to the bundled look-alike (apns.local_mock)",
+            "local mode: sending APNs, FCM, Huawei, Honor, Xiaomi, OPPO and vivo pushes to the bundled look-alike (apns.local_mock)",
             metadata: ["apns_url": "\(baseURL)"])
         let caFile = (directory.isEmpty ? "." : directory) + "/local-mock-ca.pem"
         try setup.writeCAFile(to: caFile)
