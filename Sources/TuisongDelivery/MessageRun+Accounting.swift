@@ -137,7 +137,8 @@ extension MessageRun {
         let progress = state.withLock { state -> MessageProgress? in
             var end = state.flushedPages
             while end < state.pages.count, state.pages[end].pending == 0 { end += 1 }
-            let finishing = state.exhausted && end == state.pages.count && state.inFlight == 0
+            let finishing =
+                !state.completionFlushed && state.exhausted && end == state.pages.count && state.inFlight == 0
             guard end > state.flushedPages || finishing else { return nil }
             var progress = MessageProgress(messageID: record.id, cursor: record.cursor)
             if state.flushedPages > 0 { progress.cursor = state.pages[state.flushedPages - 1].lastPosition }
@@ -156,7 +157,10 @@ extension MessageRun {
             state.flushing = Tally(
                 lastPosition: progress.cursor, counts: progress.counts, failures: progress.failures,
                 skips: progress.skips)
-            if finishing { progress.finalState = .completed }
+            if finishing {
+                progress.finalState = .completed
+                state.completionFlushed = true
+            }
             return progress
         }
         guard let progress else { return }

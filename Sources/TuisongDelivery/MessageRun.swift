@@ -33,6 +33,8 @@ final class MessageRun: Sendable {
         var pageWaiter: CheckedContinuation<Void, Never>?
         /// Tells the flush loop to end; the run's last flush follows.
         var flusherStopped = false
+        /// The completion has been handed to the store: the run's last flush does not repeat it.
+        var completionFlushed = false
         var done = false
         var doneWaiters: [CheckedContinuation<Void, Never>] = []
     }

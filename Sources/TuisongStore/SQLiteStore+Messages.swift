@@ -227,10 +227,11 @@ extension SQLiteStore: MessageStore {
             }
             if let final = progress.finalState {
                 // The audience may have changed while it was read: the final total is what
-                // actually got an outcome.
+                // actually got an outcome. A message completes once: a second final flush
+                // keeps the first completion time, which status polls have already shown.
                 try db.execute(
                     sql: """
-                        UPDATE messages SET state = ?, completed_at = ?,
+                        UPDATE messages SET state = ?, completed_at = coalesce(completed_at, ?),
                             total = queued + sending + delivered + failed + skipped + held
                         WHERE id = ?
                         """,

@@ -55,6 +55,12 @@ import TuisongCore
         #expect(progress.completedAt == full.completedAt)
         #expect(message.updated(with: progress).counts == full.counts)
 
+        // A second final flush (the run's last, after the flusher's own) keeps the completion time.
+        try await store.recordProgress(
+            MessageProgress(messageID: message.id, cursor: 42, finalState: .completed),
+            at: Date().addingTimeInterval(5))
+        #expect(try await store.messageProgress(id: message.id)?.completedAt == progress.completedAt)
+
         #expect(try await store.messageProgress(id: message.id + 1) == nil)
     }
 }
