@@ -181,7 +181,16 @@ def test_fcm_service_account_is_added_and_a_bad_key_is_refused(browser, gateway,
 
 def test_huawei_client_is_added_and_deleted(browser, gateway, apps):
     choose_app(browser, gateway, "credentials", apps["creds"])
+    # Each service names its values its own way; only Huawei and Honor take a badge class.
+    channel = Select(visible(browser, "#android-channel"))
+    channel.select_by_value("oppo")
+    assert browser.find_element(By.CSS_SELECTOR, "label[for='android-client-id']").text == "AppKey"
+    assert browser.find_element(By.CSS_SELECTOR, "label[for='android-client-secret']").text == "MasterSecret"
+    assert not browser.find_element(By.ID, "android-badge-class").is_displayed()
+    channel.select_by_value("xiaomi")
+    assert browser.find_element(By.CSS_SELECTOR, "label[for='android-app-id']").text in ("Package name", "包名")
     Select(visible(browser, "#android-channel")).select_by_value("huawei")
+    assert browser.find_element(By.ID, "android-badge-class").is_displayed()
     assert not browser.find_element(By.ID, "android-file").is_displayed()
     app_id = visible(browser, "#android-app-id")
     app_id.send_keys("not-a-number")

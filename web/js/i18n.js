@@ -187,6 +187,7 @@ const en = {
   'channel.huawei': 'Huawei',
   'channel.honor': 'Honor',
   'channel.xiaomi': 'Xiaomi',
+  'cred.packageName': 'Package name',
   'channel.oppo': 'OPPO',
   'channel.vivo': 'vivo',
 
@@ -500,6 +501,7 @@ const zh = {
   'channel.huawei': '华为',
   'channel.honor': '荣耀',
   'channel.xiaomi': '小米',
+  'cred.packageName': '包名',
   'channel.oppo': 'OPPO',
   'channel.vivo': 'vivo',
 

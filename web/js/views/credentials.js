@@ -99,6 +99,14 @@ export async function renderCredentials(container) {
 }
 
 const ANDROID_CHANNELS = ['fcm', 'huawei', 'honor', 'xiaomi', 'oppo', 'vivo'];
+// The labels of app id, client id and secret per service: [i18n key or null, text, text].
+const CREDENTIAL_NAMES = {
+  huawei: [null, null, null],
+  honor: [null, null, null],
+  xiaomi: ['cred.packageName', 'AppID', 'AppSecret'],
+  oppo: [null, 'AppKey', 'MasterSecret'],
+  vivo: [null, 'AppKey', 'AppSecret'],
+};
 
 /** The app's FCM, Huawei and Honor credentials: a list and a form that adds one. */
 function androidSection(app) {
@@ -178,6 +186,13 @@ function androidForm(app, refresh) {
     // Only Huawei and Honor show a badge number (on their launcher activity); Xiaomi names the
     // app by its package, the others by a number.
     badgeField.wrap.hidden = fcm || !['huawei', 'honor'].includes(channel.value);
+    // Each service names its three values its own way (docs/android.md, Credentials).
+    const names = CREDENTIAL_NAMES[channel.value];
+    if (names) {
+      appIDField.wrap.querySelector('label').textContent = names[0] ? t(names[0]) : t('cred.appID');
+      clientIDField.wrap.querySelector('label').textContent = names[1] || t('cred.clientID');
+      secretField.wrap.querySelector('label').textContent = names[2] || t('cred.clientSecret');
+    }
     vendorAppID.inputMode = channel.value === 'xiaomi' ? 'text' : 'numeric';
     vendorAppID.placeholder = channel.value === 'xiaomi' ? 'com.example.chat' : '10086';
     for (const input of Object.values(inputs)) setFieldError(input, null);
