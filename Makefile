@@ -13,7 +13,7 @@ BUILD_PACKAGES := pkg-config libmicrohttpd-dev libnghttp2-dev libssl-dev libsqli
 # postgresql: the server the PostgreSQL tests start a throwaway cluster of (scripts/pg-test-cluster.sh).
 TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-microhei \
 	python3 python3-selenium python3-pytest postgresql
-BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3
+BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3 openssl
 PYTHON ?= python3
 
 .PHONY: all build release run test test-swift test-browser deps test-deps bench bench-http bench-apns bench-android bench-faults clean check-config format lint
