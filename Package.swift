@@ -78,7 +78,8 @@ let package = Package(
         .target(
             name: "TuisongStore",
             dependencies: [
-                "TuisongCore", .product(name: "GRDB", package: "GRDB.swift"),
+                "TuisongCore", "TuisongPostgres", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
                 // The raw C API, for PointReaders' prepared statements (same system libsqlite3).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
@@ -215,7 +216,9 @@ let package = Package(
                 "TuisongCrypto", "TuisongHTTPClient", "TuisongAPNsMock", "TuisongPluginTestKit",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "TuisongStoreTests", dependencies: ["TuisongStore", "TuisongCore", "TuisongPluginTestKit"]),
+        .testTarget(
+            name: "TuisongStoreTests",
+            dependencies: ["TuisongStore", "TuisongCore", "TuisongPluginTestKit", "TuisongPostgresTestKit"]),
         .testTarget(
             name: "TuisongDeliveryTests",
             dependencies: [
@@ -227,7 +230,11 @@ let package = Package(
             dependencies: [
                 "TuisongHTTPClient", "TuisongHTTP", "TuisongAPNsMock", "TuisongCrypto", "TuisongPluginTestKit",
             ]),
-        .testTarget(name: "TuisongPostgresTests", dependencies: ["TuisongPostgres"]),
+        // The throwaway PostgreSQL cluster (scripts/pg-test-cluster.sh) and a database per test,
+        // for every test target that runs against PostgreSQL.
+        .target(
+            name: "TuisongPostgresTestKit", dependencies: ["TuisongPostgres"], path: "Tests/TuisongPostgresTestKit"),
+        .testTarget(name: "TuisongPostgresTests", dependencies: ["TuisongPostgres", "TuisongPostgresTestKit"]),
         .testTarget(
             name: "TuisongAPNsTests",
             dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore", "TuisongPluginTestKit"]),

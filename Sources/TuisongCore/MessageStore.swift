@@ -242,11 +242,15 @@ public struct MessageProgressSnapshot: Sendable, Hashable {
     public var counts: DeliveryCounts
     public var failures: [String: Int]
     public var skips: [String: Int]
+    /// Each slice's committed cursor, by slice number, for a message sent in slices
+    /// (PostgreSQL); empty when `cursor` is the message's one cursor.
+    public var sliceCursors: [Int64: Int64]
 
     public init(
         state: MessageState, total: Int?, startedAt: Date?, completedAt: Date?, cursor: Int64,
-        counts: DeliveryCounts, failures: [String: Int], skips: [String: Int]
+        counts: DeliveryCounts, failures: [String: Int], skips: [String: Int], sliceCursors: [Int64: Int64] = [:]
     ) {
+        self.sliceCursors = sliceCursors
         self.state = state
         self.total = total
         self.startedAt = startedAt
@@ -290,13 +294,18 @@ public struct MessageProgress: Sendable {
     public var finalState: MessageState?
     /// First-attempt deliveries by channel (they leave no delivery row), for per-channel counts.
     public var deliveredByChannel: [PushChannel: Int]
+    /// The slice this flush belongs to and the claim it was sent under (`WorkQueue`); the store
+    /// refuses the flush (`StoreError.Code.leaseLost`) when the claim is no longer held. nil:
+    /// the whole message, unfenced (SQLite's single dispatcher, tests).
+    public var slice: WorkSlice?
 
     public init(
         messageID: Int64, cursor: Int64, counts: DeliveryCounts = DeliveryCounts(),
         failures: [String: Int] = [:], skips: [String: Int] = [:], deliveries: [NewDelivery] = [],
         invalidations: [DeviceInvalidation] = [], finalState: MessageState? = nil,
-        deliveredByChannel: [PushChannel: Int] = [:]
+        deliveredByChannel: [PushChannel: Int] = [:], slice: WorkSlice? = nil
     ) {
+        self.slice = slice
         self.deliveredByChannel = deliveredByChannel
         self.messageID = messageID
         self.cursor = cursor

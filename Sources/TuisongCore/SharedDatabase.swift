@@ -120,6 +120,30 @@ extension SQLExecutor {
 public protocol SharedDatabase: Sendable {
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
+    /// Which SQL the database speaks, for the few expressions that differ (`SQLDialect`).
+    var dialect: SQLDialect { get }
+}
+
+extension SharedDatabase {
+    public var dialect: SQLDialect { .sqlite }
+}
+
+/// The SQL that differs between the store's databases, spelled per dialect so a plugin's
+/// queries stay one text. Placeholders are `?` in both (PostgreSQL's executor numbers them).
+public enum SQLDialect: Sendable, Hashable {
+    case sqlite
+    case postgresql
+
+    /// The text at `path` (object keys) in the JSON document in `column`, or NULL:
+    /// `json_extract(labels, '$.timer_id')`, `(labels::jsonb #>> '{timer_id}')`. Keys are the
+    /// caller's constants (letters, digits, `_`), never user input.
+    public func jsonText(_ column: String, _ path: String...) -> String {
+        precondition(path.allSatisfy { $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" } })
+        switch self {
+        case .sqlite: return "json_extract(\(column), '$.\(path.joined(separator: "."))')"
+        case .postgresql: return "(\(column)::jsonb #>> '{\(path.joined(separator: ","))}')"
+        }
+    }
 }
 
 /// One step of a plugin's schema. Applied once, in declaration order, when the gateway opens
@@ -133,15 +157,33 @@ public protocol SharedDatabase: Sendable {
 /// already run (the plugin was not registered then), there is nothing left to copy: the
 /// migration is recorded without running its SQL.
 public struct PluginMigration: Sendable, Hashable {
+    /// What a migration runs on PostgreSQL.
+    public enum PostgresStep: Sendable, Hashable {
+        /// `sql`, with SQLite's type names mapped (`INTEGER` → `BIGINT`, `BLOB` → `BYTEA`,
+        /// `STRICT` and `WITHOUT ROWID` dropped): what portable DDL needs.
+        case portable
+        /// Statements of its own (an expression index on a JSON path, a table that SQLite's
+        /// history created elsewhere).
+        case sql(String)
+        /// Nothing: a step of SQLite's history that a new PostgreSQL database never needs
+        /// (copying data out of a core column PostgreSQL never had). Still recorded.
+        case skip
+    }
+
     public var identifier: String
     /// One or more statements separated by `;`.
     public var sql: String
     /// The identifier of the core migration this one must run before, or nil (after them all).
     public var before: String?
+    /// The step on PostgreSQL.
+    public var postgres: PostgresStep
 
-    public init(_ identifier: String, before coreMigration: String? = nil, sql: String) {
+    public init(
+        _ identifier: String, before coreMigration: String? = nil, sql: String, postgres: PostgresStep = .portable
+    ) {
         self.identifier = identifier
         self.sql = sql
         self.before = coreMigration
+        self.postgres = postgres
     }
 }

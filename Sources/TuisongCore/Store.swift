@@ -51,6 +51,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case conflict
         case invalidCursor = "invalid_cursor"
         case unavailable
+        /// A fenced write of a work slice whose lease ended or was taken over by another node
+        /// (`WorkQueue`): the writer must stop sending that slice.
+        case leaseLost = "lease_lost"
     }
     public var code: Code
     public var message: String

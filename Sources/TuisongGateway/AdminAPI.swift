@@ -138,7 +138,7 @@ struct AdminAPI: Sendable {
             case .notFound: return AdminError(404, "not_found", "no such item (it may have just been deleted)").response
             case .conflict: return AdminError(409, "conflict", "that conflicts with an existing item").response
             case .invalidCursor: return AdminError(400, "invalid_cursor", "the page cursor is not valid").response
-            case .unavailable:
+            case .unavailable, .leaseLost:
                 logger.warning("admin API: store unavailable", metadata: ["error": "\(error)"])
                 return AdminError(503, "unavailable", "the database is busy; try again").response
             }

@@ -1,4 +1,5 @@
 internal import CPostgres
+import Dispatch
 import Logging
 import Synchronization
 
@@ -80,6 +81,14 @@ public final class PostgresPool: Sendable {
     /// the workers to end. Idempotent.
     public func shutdown() async {
         await withCheckedContinuation { continuation in core.close(whenDone: { continuation.resume() }) }
+    }
+
+    /// `shutdown()` for synchronous callers: blocks the calling thread until the workers ended
+    /// (they signal from their own threads, so this is safe on a cooperative thread too).
+    public func shutdownAndWait() {
+        let done = DispatchSemaphore(value: 0)
+        core.close(whenDone: { done.signal() })
+        done.wait()
     }
 }
 

@@ -453,6 +453,8 @@ extension SQLiteStore: MessageStore {
     // MARK: deliveries
 
     public func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord] {
+        // Retries are the dispatcher's too.
+        guard dispatcherLock.acquire().held else { return [] }
         let nowMs = SQLTime.milliseconds(now)
         return try await write { db in
             let rows = try Row.fetchAll(
@@ -483,7 +485,16 @@ extension SQLiteStore: MessageStore {
         }
     }
 
+    /// Only the file's dispatcher requeues: another process's rows in `sending` are its own
+    /// retries in flight. A store that is not the dispatcher yet requeues when it becomes it
+    /// (`claimWork`).
     public func requeueInterruptedDeliveries() async throws -> Int {
+        let role = dispatcherLock.acquire()
+        guard role.held else { return 0 }
+        return try await requeueSending()
+    }
+
+    func requeueSending() async throws -> Int {
         let now = nowMilliseconds
         return try await write { db in
             let perMessage = try Row.fetchAll(

@@ -31,7 +31,7 @@ public struct SQLiteSharedDatabase: SharedDatabase {
 
 extension SQLiteStore {
     /// The database as plugins see it (`ProviderContext.database`).
-    public var sharedDatabase: SQLiteSharedDatabase { SQLiteSharedDatabase(store: self) }
+    public var sharedDatabase: any SharedDatabase { SQLiteSharedDatabase(store: self) }
 }
 
 /// One GRDB connection, inside the transaction `SQLiteSharedDatabase` opened.

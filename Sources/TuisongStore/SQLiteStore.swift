@@ -83,6 +83,8 @@ public final class SQLiteStore: Store {
     let batcher: RegistrationBatcher
     let checkpointer: WALCheckpointer
     let pointReaders: PointReaders
+    /// Held by the one process that dispatches this file's messages (`SQLiteStore+WorkQueue`).
+    let dispatcherLock: DispatcherLock
     /// The core migrations followed by the plugins'.
     let migrator: DatabaseMigrator
     let writeObserver: (@Sendable (Duration) -> Void)?
@@ -99,6 +101,7 @@ public final class SQLiteStore: Store {
     /// - Throws: `StoreError(.unavailable, …)` when the file cannot be opened or migrated.
     public init(path: String, configuration: Options = .init()) throws {
         self.path = path
+        self.dispatcherLock = DispatcherLock(databasePath: path)
         self.clock = configuration.clock
         let migrator = try Schema.migrator(plugins: configuration.pluginMigrations)
         self.migrator = migrator
@@ -198,6 +201,7 @@ public final class SQLiteStore: Store {
             // everything back and truncate the WAL here. TRUNCATE waits (busy timeout) for
             // another process's readers; failing is harmless, the WAL stays valid.
             try? checkpointer.close()
+            dispatcherLock.release()
             _ = try? pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
             do {
                 try pool.close()
@@ -227,6 +231,11 @@ public final class SQLiteStore: Store {
     public func schemaVersion() async throws -> String? {
         try await appliedMigrations().last
     }
+
+    public var backendName: String { "sqlite" }
+
+    /// The database file's path.
+    public var location: String { path }
 
     public func ping() async throws {
         try await read { db in try db.execute(sql: "SELECT 1") }

@@ -1,5 +1,6 @@
 import Testing
 import TuisongPostgres
+import TuisongPostgresTestKit
 
 @Suite struct PostgresConnectionTests {
     @Test func typedValuesRoundTrip() async throws {

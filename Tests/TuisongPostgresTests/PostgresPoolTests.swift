@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 import Testing
 import TuisongPostgres
+import TuisongPostgresTestKit
 
 @Suite struct PostgresPoolTests {
     @Test func moreTasksThanConnectionsAllRun() async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import TuisongCore
+import TuisongPostgresTestKit
 
 @testable import TuisongStore
 
@@ -44,6 +45,40 @@ func token(_ n: Int) -> DeviceToken {
 func tag(_ name: String) -> TagName { TagName(name)! }
 
 func makeApp(_ store: SQLiteStore, _ name: String = "demo") async throws -> App {
+    try await store.createApp(
+        name: name, bundleID: "com.example.\(name)", apiKeyHash: "hash-\(name)-\(UUID().uuidString)"
+    )
+}
+
+/// The databases the store runs on; suites marked `arguments: Backend.allCases` run on both.
+enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    case postgresql
+
+    var description: String { rawValue }
+}
+
+/// A fresh store on `backend` (a new SQLite file, or a new PostgreSQL database in the test
+/// cluster), closed and removed after `body`.
+func withStore<T>(
+    _ backend: Backend, clock: any TuisongCore.Clock = SystemClock(), plugins: [SQLiteStore.PluginSchema] = [],
+    _ body: (any GatewayStore) async throws -> T
+) async throws -> T {
+    switch backend {
+    case .sqlite:
+        let fixture = try StoreFixture(.init(clock: clock, pluginMigrations: plugins))
+        defer { fixture.tearDown() }
+        return try await body(fixture.store)
+    case .postgresql:
+        return try await withTestDatabase { url in
+            let store = try PostgresStore(url: url, configuration: .init(clock: clock, pluginMigrations: plugins))
+            defer { try? store.close() }
+            return try await body(store)
+        }
+    }
+}
+
+func makeApp(_ store: any GatewayStore, _ name: String = "demo") async throws -> App {
     try await store.createApp(
         name: name, bundleID: "com.example.\(name)", apiKeyHash: "hash-\(name)-\(UUID().uuidString)"
     )

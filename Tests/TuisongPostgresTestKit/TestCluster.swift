@@ -1,0 +1,69 @@
+import Foundation
+import Synchronization
+import TuisongPostgres
+
+/// The cluster the tests run on: `TUISONG_TEST_DATABASE_URL` when set (`make test` starts one
+/// with scripts/pg-test-cluster.sh and exports it), otherwise one this process starts with the
+/// same script on first use and stops when it exits — so `swift test` by hand runs these tests
+/// too, on any machine with Debian's `postgresql` installed.
+public enum TestCluster {
+    public static let url: Result<String, TestFailure> = {
+        if let url = ProcessInfo.processInfo.environment["TUISONG_TEST_DATABASE_URL"], !url.isEmpty {
+            return .success(url)
+        }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/pg-test-cluster.sh").path
+        // popen, not Foundation's Process: its waitUntilExit never returned here (inside a
+        // swift_once on a cooperative thread).
+        guard let pipe = popen("/bin/bash '\(script)' start </dev/null", "r") else {
+            return .failure(TestFailure("cannot run \(script)"))
+        }
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, pipe)
+            if count <= 0 { break }
+            output += buffer[..<count]
+        }
+        let status = pclose(pipe)
+        let url = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard status == 0, url.hasPrefix("postgresql://") else {
+            return .failure(TestFailure("\(script) start failed (is postgresql installed?)"))
+        }
+        startedCluster.withLock { $0 = (script, url) }
+        atexit {
+            guard let (script, url) = startedCluster.withLock({ $0 }) else { return }
+            _ = system("/bin/bash '\(script)' stop '\(url)' </dev/null")
+        }
+        return .success(url)
+    }()
+
+    private static let startedCluster = Mutex<(String, String)?>(nil)
+
+    /// `base` with its database name replaced: `postgresql:///postgres?host=…` → `postgresql:///t_1?host=…`.
+    public static func url(_ base: String, database: String) -> String {
+        let (beforeQuery, query) =
+            base.firstIndex(of: "?").map { (String(base[..<$0]), String(base[$0...])) } ?? (base, "")
+        guard let scheme = beforeQuery.range(of: "://") else { return base }
+        let authorityAndPath = beforeQuery[scheme.upperBound...]
+        let authority = authorityAndPath.firstIndex(of: "/").map { authorityAndPath[..<$0] } ?? authorityAndPath
+        return beforeQuery[..<scheme.upperBound] + authority + "/" + database + query
+    }
+}
+
+public struct TestFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+private let databaseCounter = Atomic<Int>(0)
+
+/// Runs `body` with the URL of a database created for it alone, dropped afterwards.
+public func withTestDatabase<T>(_ body: (String) async throws -> T) async throws -> T {
+    let base = try TestCluster.url.get()
+    let name = "t_\(getpid())_\(databaseCounter.add(1, ordering: .relaxed).newValue)"
+    let admin = try PostgresConnection(url: base)
+    try admin.execute("CREATE DATABASE \(name)")
+    defer { _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+    return try await body(TestCluster.url(base, database: name))
+}
