@@ -17,6 +17,7 @@ import json
 import os
 import random
 import sqlite3
+import subprocess
 import sys
 import time
 import zlib
@@ -56,7 +57,8 @@ def main():
     p.add_argument("--tag", help="native tag push to this tag")
     p.add_argument("--tencent", nargs=2, metavar=("SDKAPPID", "SECRET"),
                    help="Tencent all_member_push/im_push to every account of the app")
-    p.add_argument("--database", help="the gateway's database (Tencent: the message id of the TaskId)")
+    p.add_argument("--database", help="the gateway's database, a SQLite path or a postgresql:// URL "
+                                      "(Tencent: the message id of the TaskId)")
     args = p.parse_args()
 
     conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
@@ -89,10 +91,18 @@ def main():
         answered = time.monotonic() - start
         if answer.get("ActionStatus") != "OK":
             sys.exit(f"im_push: {answer}")
-        db = sqlite3.connect(args.database, timeout=10)
-        message_id = db.execute("SELECT id FROM messages WHERE vendor = 'tencent' AND vendor_message_id = ?",
-                                (answer["TaskId"],)).fetchone()[0]
-        db.close()
+        if args.database.startswith(("postgresql://", "postgres://")):
+            # psycopg is not installed: psql, with the task id as a psql variable (quoted by :'').
+            result = subprocess.run(
+                ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", f"task={answer['TaskId']}", "-d", args.database],
+                input="SELECT id FROM messages WHERE vendor = 'tencent' AND vendor_message_id = :'task';",
+                capture_output=True, text=True, timeout=30, check=True)
+            message_id = int(result.stdout.split()[0])
+        else:
+            db = sqlite3.connect(args.database, timeout=10)
+            message_id = db.execute("SELECT id FROM messages WHERE vendor = 'tencent' AND vendor_message_id = ?",
+                                    (answer["TaskId"],)).fetchone()[0]
+            db.close()
 
     period = 1 / args.hz
     first = None

@@ -4,6 +4,8 @@
 #
 #   scripts/pg-test-cluster.sh start         creates and starts one; prints its postgresql:// URL
 #   scripts/pg-test-cluster.sh url DIR       prints the URL of the cluster in DIR
+#   scripts/pg-test-cluster.sh restart DIR|URL  restarts it (fast shutdown: every client's
+#                                            connection is cut), same options, same data
 #   scripts/pg-test-cluster.sh stop DIR|URL  stops it and removes DIR
 #
 # initdb refuses to run as root, so as root (CI, `make test`) the server runs as the `postgres`
@@ -60,13 +62,32 @@ start() {
   url_for "$dir"
 }
 
-stop() {
+# DIR of a cluster this script made, from a directory or a URL; exits otherwise.
+cluster_dir() {
   local dir
   dir=$(dir_of "$1")
   if [ -z "$dir" ] || [ ! -f "$dir/$MARKER" ]; then
     echo "pg-test-cluster: $1 is not a test cluster made by this script" >&2
     exit 1
   fi
+  printf '%s\n' "$dir"
+}
+
+# The cluster test's "PostgreSQL restarted mid-push". pg_ctl restart reuses the options the
+# server was started with (data/postmaster.opts): the same socket directory, fsync=off.
+restart() {
+  local dir
+  dir=$(cluster_dir "$1")
+  if ! as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w -t 60 restart \
+      >/dev/null </dev/null; then
+    tail -n 20 "$dir/server.log" >&2 || true
+    exit 1
+  fi
+}
+
+stop() {
+  local dir
+  dir=$(cluster_dir "$1")
   as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 </dev/null || true
   rm -rf "$dir"
 }
@@ -74,6 +95,7 @@ stop() {
 case "${1:-}" in
   start) start ;;
   stop) [ -n "${2:-}" ] || { echo "usage: $0 stop DIR|URL" >&2; exit 2; }; stop "$2" ;;
+  restart) [ -n "${2:-}" ] || { echo "usage: $0 restart DIR|URL" >&2; exit 2; }; restart "$2" ;;
   url) [ -n "${2:-}" ] || { echo "usage: $0 url DIR" >&2; exit 2; }; url_for "$2" ;;
-  *) echo "usage: $0 start | url DIR | stop DIR|URL" >&2; exit 2 ;;
+  *) echo "usage: $0 start | url DIR | restart DIR|URL | stop DIR|URL" >&2; exit 2 ;;
 esac

@@ -1,0 +1,629 @@
+"""The cluster test (issue #21): three `tuisong serve` nodes on one PostgreSQL database share a
+200,000-device tag push to the bundled APNs look-alike, while one node is killed, one is
+frozen past its lease, and PostgreSQL itself is restarted.
+
+What is counted where:
+- the look-alike (`tuisong apns-mock --log-requests`) prints one JSON line per request; its
+  stdout goes to a file that is read incrementally. Each scenario's push carries its own
+  `collapse_id`, so the requests of one push are told from the others' by their
+  `apns-collapse-id`, and per device token: seen once (delivered), more than once (duplicates),
+  never (lost).
+- the gateway's own account is `GET /api/v1/messages/{id}` (any node answers for all).
+- who owns what is read from `message_slices` and `nodes` with `psql` (psycopg is not
+  installed; the URL's `host=` is the cluster's socket directory).
+
+The PostgreSQL cluster is the one `make test` starts (its URL in TUISONG_TEST_DATABASE_URL);
+without it, this module starts its own with scripts/pg-test-cluster.sh and removes it at the
+end. Every process this module starts is killed at the end whatever happens (fixture
+finalizers, and PR_SET_PDEATHSIG if pytest itself is killed). Loopback only.
+
+Logs of the nodes, the look-alike's stderr and a summary of each scenario's figures go to
+$TEST_OUTPUT/cluster.
+"""
+
+import atexit
+import ctypes
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+OUTPUT = pathlib.Path(os.environ.get("TEST_OUTPUT", REPO / "test-output")) / "cluster"
+PG_SCRIPT = REPO / "scripts" / "pg-test-cluster.sh"
+
+DEVICES = int(os.environ.get("TUISONG_CLUSTER_TEST_DEVICES", "200000"))
+TAG = "cluster"
+NODES = 3
+LEASE_SECONDS = 3
+SLICE_SIZE = 5000
+PAGE_SIZE = 1000
+WORKERS = 512
+# What the delivery engine runs at once per node (DeliverySettings): slices (runs) at a time,
+# audience pages read ahead of the oldest unflushed one, its poll interval.
+SLICES_PER_NODE = 4
+WINDOW_PAGES = 3
+POLL_INTERVAL = 0.25
+# A dead node's in-flight window, the duplicates its death may cause: every device it sent but
+# whose outcome was not yet flushed is sent again by the slice's next owner, which restarts at
+# the slice's committed cursor. That is at most SLICES_PER_NODE runs x WINDOW_PAGES unflushed
+# pages of PAGE_SIZE devices, plus the page being flushed at that moment (one more page per
+# run); requests in flight (<= WORKERS) belong to those pages, counted once more for safety.
+DEAD_NODE_WINDOW = SLICES_PER_NODE * (WINDOW_PAGES + 1) * PAGE_SIZE + WORKERS
+# How long the others may take to own every slice of a dead node: its lease may have been
+# renewed just before it died (a full lease left), then a node claims it at its next poll,
+# with time for the claim itself on a loaded 2-core machine with a debug build.
+TAKEOVER_SLACK = 8 * POLL_INTERVAL + 2.0
+PUSH_TIMEOUT = 150
+
+
+def _die_with_parent():
+    """In each child before exec: if pytest dies, even by SIGKILL (the Makefile's `timeout`),
+    the kernel kills the child too (PR_SET_PDEATHSIG = 1)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
+def _interrupt_on_sigterm(signum, frame):
+    # `timeout` sends SIGTERM first: unwind like Ctrl-C so the finalizers stop what they started.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+_processes = []
+
+
+def _kill_everything():
+    for process in list(_processes):
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+atexit.register(_kill_everything)
+
+
+def spawn(args, env, cwd, stdout, stderr=subprocess.STDOUT):
+    process = subprocess.Popen(
+        [str(a) for a in args], env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+        start_new_session=True, preexec_fn=_die_with_parent)
+    _processes.append(process)
+    return process
+
+
+def find_binary():
+    explicit = os.environ.get("TUISONG_BIN")
+    if explicit:
+        return pathlib.Path(explicit)
+    candidates = [REPO / ".build" / "debug" / "tuisong", REPO / ".build" / "release" / "tuisong"]
+    existing = [c for c in candidates if c.exists()]
+    if not existing:
+        pytest.fail("no tuisong binary: run `swift build --product tuisong` (or set TUISONG_BIN)")
+    return max(existing, key=lambda c: c.stat().st_mtime)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def with_database(url, name):
+    """The URL of database `name` in the cluster of `url` (same host, user and options)."""
+    match = re.match(r"^(postgres(?:ql)?://[^/?]*)/?([^?]*)(\?.*)?$", url)
+    assert match, f"not a postgresql:// URL: {url}"
+    return f"{match.group(1)}/{name}{match.group(3) or ''}"
+
+
+def psql(url, sql, timeout=30):
+    """Rows of one statement, each a list of text fields ('' for NULL)."""
+    result = subprocess.run(
+        ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-F", "\t", "-d", url, "-c", sql],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        raise RuntimeError(f"psql failed ({result.returncode}): {result.stderr.strip()} [{sql}]")
+    return [line.split("\t") for line in result.stdout.splitlines() if line]
+
+
+class MockLog:
+    """The look-alike's request lines, read incrementally from its stdout file: per collapse
+    id, how many requests each device token got."""
+
+    DEVICE = '"path":"/3/device/'
+    COLLAPSE = '"apns-collapse-id":"'
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+        self.counts = {}
+
+    def poll(self):
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        self.offset += len(data)
+        data = self.partial + data
+        lines = data.split(b"\n")
+        self.partial = lines.pop()
+        for raw in lines:
+            if not raw.startswith(b'{"time":'):
+                continue
+            line = raw.decode("utf-8", "replace")
+            at = line.find(self.DEVICE)
+            if at < 0:
+                continue
+            token = line[at + len(self.DEVICE):line.index('"', at + len(self.DEVICE))]
+            at = line.find(self.COLLAPSE)
+            collapse = line[at + len(self.COLLAPSE):line.index('"', at + len(self.COLLAPSE))] if at >= 0 else ""
+            per_token = self.counts.setdefault(collapse, {})
+            per_token[token] = per_token.get(token, 0) + 1
+
+    def seen(self, collapse):
+        """Distinct tokens that got a request of this push so far."""
+        self.poll()
+        return len(self.counts.get(collapse, {}))
+
+    def tally(self, collapse, expected_tokens):
+        """(lost, duplicates, unexpected): tokens never sent, extra requests, foreign tokens."""
+        self.poll()
+        per_token = self.counts.get(collapse, {})
+        lost = [t for t in expected_tokens if t not in per_token]
+        duplicates = sum(c - 1 for c in per_token.values() if c > 1)
+        unexpected = len(per_token.keys() - expected_tokens)
+        return lost, duplicates, unexpected
+
+
+class Node:
+    """One `tuisong serve` on its own port, sharing the database and master key."""
+
+    def __init__(self, cluster, number):
+        self.cluster = cluster
+        self.number = number
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.directory = cluster.work / f"node-{number}"
+        self.directory.mkdir()
+        self.log_path = OUTPUT / f"node-{number}.log"
+        self.log = open(self.log_path, "w")
+        env = cluster.env(TUISONG_LISTEN_PORT=str(self.port), TUISONG_LISTEN_HOST="127.0.0.1")
+        self.process = spawn([cluster.binary, "serve"], env, self.directory, self.log)
+        self.id = None
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def wait_ready(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                pytest.fail(f"node {self.number} exited with {self.process.returncode}; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(self.base + "/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"node {self.number} did not answer /healthz within {timeout} s; see {self.log_path}")
+        # Its id (host-pid-random) from the heartbeat table.
+        while time.monotonic() < deadline:
+            rows = psql(self.cluster.url, f"SELECT id FROM nodes WHERE id LIKE '%-{self.pid}-%'")
+            if rows:
+                self.id = rows[0][0]
+                return
+            time.sleep(0.2)
+        pytest.fail(f"node {self.number} (pid {self.pid}) has no row in `nodes`")
+
+    def log_text(self, since=0):
+        self.log.flush()
+        with open(self.log_path, "rb") as f:
+            f.seek(since)
+            return f.read().decode("utf-8", "replace")
+
+    def log_size(self):
+        return self.log_path.stat().st_size
+
+    def stop(self, timeout=20):
+        """SIGTERM (after SIGCONT, should it be frozen); SIGKILL if it does not end in time.
+        Returns its exit status, or None if it had to be killed."""
+        if self.alive():
+            os.kill(self.pid, signal.SIGCONT)
+            os.kill(self.pid, signal.SIGTERM)
+            try:
+                return self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.pid, signal.SIGKILL)
+                self.process.wait(timeout=5)
+                return None
+        return self.process.returncode
+
+    def close(self):
+        if self.alive():
+            os.killpg(self.pid, signal.SIGKILL)
+            self.process.wait(timeout=5)
+        if not self.log.closed:
+            self.log.close()
+
+
+class Cluster:
+    def __init__(self, work, server_url, binary):
+        self.work = work
+        self.server_url = server_url
+        self.binary = binary
+        self.database = f"tuisong_cluster_{os.getpid()}_{int(time.time())}"
+        self.url = with_database(server_url, self.database)
+        self.nodes = []
+        self.mock = None
+        self.mock_log = None
+        self.summary = {}
+
+    def env(self, **extra):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TUISONG_")}
+        env.update({
+            "TUISONG_DATABASE_URL": self.url,
+            "TUISONG_SECURITY_MASTER_KEY_FILE": str(self.work / "master.key"),
+            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": str(self.work / "admin-password"),
+            "TUISONG_APNS_LOCAL_MOCK": "false",
+            "TUISONG_APNS_PRODUCTION_URL": self.mock_setup["url"],
+            "TUISONG_APNS_SANDBOX_URL": self.mock_setup["url"],
+            "TUISONG_APNS_CA_FILE": self.mock_setup["ca_file"],
+            "TUISONG_APNS_CONNECTIONS": "2",
+            "TUISONG_LOG_LEVEL": "info",
+            "TUISONG_CLUSTER_LEASE_SECONDS": str(LEASE_SECONDS),
+            "TUISONG_CLUSTER_SLICE_SIZE": str(SLICE_SIZE),
+            "TUISONG_DELIVERY_PAGE_SIZE": str(PAGE_SIZE),
+            "TUISONG_DELIVERY_WORKERS": str(WORKERS),
+        })
+        env.update(extra)
+        return env
+
+    def cli(self, *args, stdin=None, timeout=300):
+        result = subprocess.run(
+            [str(self.binary), *args], env=self.env(), cwd=self.work, input=stdin,
+            capture_output=True, timeout=timeout, preexec_fn=_die_with_parent)
+        if result.returncode != 0:
+            raise RuntimeError(f"tuisong {' '.join(args)}: exit {result.returncode}: {result.stderr.decode()[-2000:]}")
+        return result.stdout.decode()
+
+    def start_mock(self):
+        out = self.work / "mock.out"
+        self.mock_out = open(out, "wb")
+        self.mock_err = open(OUTPUT / "apns-mock.err", "wb")
+        (self.work / "mock").mkdir()
+        self.mock = spawn(
+            [self.binary, "apns-mock", "--host", "127.0.0.1", "--port", "0", "--setup",
+             self.work / "mock" / "setup.json", "--log-requests"],
+            os.environ.copy(), self.work, self.mock_out, self.mock_err)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            text = out.read_bytes().decode("utf-8", "replace")
+            end = text.find("\n}")
+            if end >= 0:
+                self.mock_setup = json.loads(text[:end + 2])
+                break
+            if self.mock.poll() is not None:
+                pytest.fail(f"apns-mock exited with {self.mock.returncode}; see {OUTPUT / 'apns-mock.err'}")
+            time.sleep(0.1)
+        else:
+            pytest.fail("apns-mock printed no setup within 60 s")
+        self.mock_log = MockLog(out)
+
+    def start_node(self):
+        node = Node(self, len(self.nodes) + 1)
+        self.nodes.append(node)
+        node.wait_ready()
+        return node
+
+    def live_nodes(self):
+        return [n for n in self.nodes if n.alive()]
+
+    def ensure_nodes(self, count=NODES):
+        for _ in range(count - len(self.live_nodes())):
+            self.start_node()
+        return self.live_nodes()
+
+    def node_of(self, owner):
+        return next((n for n in self.nodes if n.id == owner), None)
+
+    # --- the API, through any live node ---
+
+    def request(self, method, path, body=None, node=None, timeout=20):
+        node = node or self.live_nodes()[0]
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(node.base + path, data=data, method=method, headers={
+            "Authorization": "Bearer " + self.api_key, "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            with error:
+                return error.code, error.read().decode("utf-8", "replace")
+
+    def push(self, collapse, audience=None):
+        status, answer = self.request("POST", "/api/v1/push", {
+            "audience": audience or {"tag": TAG},
+            "notification": {"alert": {"title": "Tuisong", "body": f"cluster {collapse}"}, "custom": {"c": collapse}},
+            "collapse_id": collapse})
+        assert status in (200, 202), f"push {collapse}: HTTP {status} {answer}"
+        return answer["message_id"]
+
+    def status(self, message_id):
+        """The message's status from any live node that answers (None if none does)."""
+        for node in self.live_nodes():
+            try:
+                code, body = self.request("GET", f"/api/v1/messages/{message_id}", node=node, timeout=5)
+            except OSError:
+                continue
+            if code == 200:
+                return body
+        return None
+
+    def wait_seen(self, collapse, fraction, timeout=PUSH_TIMEOUT):
+        """Polls the look-alike until `fraction` of the devices got this push's request."""
+        deadline = time.monotonic() + timeout
+        target = int(DEVICES * fraction)
+        while time.monotonic() < deadline:
+            seen = self.mock_log.seen(collapse)
+            if seen >= target:
+                return seen
+            time.sleep(0.05)
+        pytest.fail(f"the look-alike saw {self.mock_log.seen(collapse)} of {DEVICES} devices of push "
+                    f"{collapse} after {timeout} s")
+
+    def wait_completed(self, message_id, timeout=PUSH_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        status = None
+        while time.monotonic() < deadline:
+            status = self.status(message_id) or status
+            if status and status["state"] == "completed" and status["counts"]["queued"] == 0 \
+                    and status["counts"]["sending"] == 0:
+                return status
+            time.sleep(0.25)
+        pytest.fail(f"message {message_id} did not complete within {timeout} s: {status}")
+
+    def open_slices(self, message_id):
+        """[(slice, owner, lease_until ms, attempts)] of the message's open slices."""
+        rows = psql(self.url, f"SELECT slice, coalesce(owner, ''), coalesce(lease_until, 0), attempts "
+                              f"FROM message_slices WHERE message_id = {int(message_id)} AND state = 'open' "
+                              f"ORDER BY slice")
+        return [(int(s), o, int(l), int(a)) for s, o, l, a in rows]
+
+    def owners(self, message_id, slices):
+        """{slice: (state, owner)} of the given slices."""
+        listed = ",".join(str(s) for s in slices)
+        rows = psql(self.url, f"SELECT slice, state, coalesce(owner, '') FROM message_slices "
+                              f"WHERE message_id = {int(message_id)} AND slice IN ({listed})")
+        return {int(s): (state, owner) for s, state, owner in rows}
+
+    def busiest_node(self, message_id):
+        """The live node holding the most open slices under a running lease, and those slices."""
+        held = {}
+        now = now_ms()
+        for slice_, owner, lease_until, _ in self.open_slices(message_id):
+            node = self.node_of(owner)
+            if node and node.alive() and lease_until > now:
+                held.setdefault(node, []).append(slice_)
+        assert held, f"no live node holds a slice of message {message_id}"
+        return max(held.items(), key=lambda item: len(item[1]))
+
+    def slices_of(self, message_id, node):
+        """The message's open slices `node` holds (read after it was killed or frozen)."""
+        slices = [s for s, owner, _, _ in self.open_slices(message_id) if owner == node.id]
+        assert slices, f"node {node.id} held no open slice of message {message_id} when it was stopped"
+        return slices
+
+    def wait_taken_over(self, message_id, slices, from_owner, timeout):
+        """Waits until none of `slices` is open under `from_owner`; returns how long the
+        first and the last took, and {slice: new owner ('' if done by then)}."""
+        start = time.monotonic()
+        first = None
+        new_owners = {}
+        while time.monotonic() - start < timeout:
+            for slice_, (state, owner) in self.owners(message_id, slices).items():
+                if slice_ in new_owners:
+                    continue
+                if owner != from_owner:
+                    new_owners[slice_] = owner
+                    first = first if first is not None else time.monotonic() - start
+                elif state == "done":
+                    pytest.fail(f"slice {message_id}/{slice_} was completed under the frozen or dead node "
+                                f"{from_owner}")
+            if len(new_owners) == len(slices):
+                return first, time.monotonic() - start, new_owners
+            time.sleep(0.1)
+        return first, None, new_owners
+
+    def check_complete(self, message_id, collapse, tokens, max_duplicates):
+        status = self.wait_completed(message_id)
+        counts = status["counts"]
+        lost, duplicates, unexpected = self.mock_log.tally(collapse, tokens)
+        figures = {"status": status, "lost": len(lost), "duplicates": duplicates, "unexpected": unexpected}
+        assert not lost, f"{len(lost)} devices never got push {collapse}, e.g. {lost[:3]}"
+        assert unexpected == 0, f"{unexpected} tokens outside the audience got push {collapse}"
+        assert status["total"] == len(tokens), f"total {status['total']} for {len(tokens)} devices: {status}"
+        assert counts["delivered"] + counts["failed"] == status["total"], f"delivered + failed != total: {status}"
+        assert counts["delivered"] == len(tokens), f"the look-alike answers 200 to every device: {status}"
+        assert duplicates <= max_duplicates, \
+            f"{duplicates} duplicate requests of push {collapse}, more than the bound {max_duplicates}"
+        return figures
+
+    def record(self, name, figures):
+        self.summary[name] = figures
+        (OUTPUT / "summary.json").write_text(json.dumps(self.summary, indent=2, default=str))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    if not shutil.which("psql"):
+        pytest.fail("psql is not installed (apt-get install postgresql)")
+    own_server = None
+    server_url = os.environ.get("TUISONG_TEST_DATABASE_URL")
+    if not server_url:
+        started = subprocess.run([str(PG_SCRIPT), "start"], capture_output=True, text=True, timeout=120,
+                                 stdin=subprocess.DEVNULL)
+        if started.returncode != 0:
+            pytest.fail(f"scripts/pg-test-cluster.sh start failed: {started.stderr}")
+        server_url = own_server = started.stdout.strip()
+    work = pathlib.Path(tempfile.mkdtemp(prefix="tuisong-cluster-"))
+    c = Cluster(work, server_url, find_binary())
+    started_at = time.monotonic()
+    try:
+        psql(server_url, f"CREATE DATABASE {c.database}")
+        c.start_mock()
+        app = json.loads(c.cli("app", "create", "--name", "cluster", "--bundle-id", "com.example.cluster"))
+        c.app_id, c.api_key = app["id"], app["api_key"]
+        c.cli("credential", "add", "--app", str(c.app_id), "--environment", "production",
+              "--p8", c.mock_setup["p8_file"], "--key-id", c.mock_setup["key_id"],
+              "--team-id", c.mock_setup["team_id"])
+        c.tokens = frozenset("%064x" % i for i in range(1, DEVICES + 1))
+        imported = time.monotonic()
+        c.cli("device", "import", "--app", str(c.app_id), "--tag", TAG,
+              stdin="".join("%064x\n" % i for i in range(1, DEVICES + 1)).encode())
+        c.summary["setup"] = {"import_seconds": round(time.monotonic() - imported, 1)}
+        for _ in range(NODES):
+            c.start_node()
+        c.summary["setup"]["seconds"] = round(time.monotonic() - started_at, 1)
+        yield c
+    finally:
+        for node in c.nodes:
+            node.close()
+        _kill_everything()
+        try:
+            psql(server_url, f"DROP DATABASE IF EXISTS {c.database} WITH (FORCE)")
+        except Exception:
+            pass
+        if own_server:
+            subprocess.run([str(PG_SCRIPT), "stop", own_server], stdin=subprocess.DEVNULL, timeout=60)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_killed_node_loses_nothing_and_its_slices_get_a_new_owner(cluster):
+    started = time.monotonic()
+    nodes = cluster.ensure_nodes()
+    message_id = cluster.push("a")
+    seen = cluster.wait_seen("a", 0.2)
+    victim, _ = cluster.busiest_node(message_id)
+    killed_at = time.monotonic()
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.process.wait(timeout=10)
+    slices = cluster.slices_of(message_id, victim)
+    fraction = seen / DEVICES
+    first, last, new_owners = cluster.wait_taken_over(
+        message_id, slices, victim.id, timeout=LEASE_SECONDS + TAKEOVER_SLACK + 30)
+    figures = cluster.check_complete(message_id, "a", cluster.tokens, DEAD_NODE_WINDOW)
+    figures.update({
+        "killed": victim.id, "killed_after_seen": seen, "its_open_slices": slices,
+        "takeover_first_s": first, "takeover_last_s": last, "new_owners": new_owners,
+        "duplicate_bound": DEAD_NODE_WINDOW, "seconds": round(time.monotonic() - started, 1),
+        "push_seconds_after_kill": round(time.monotonic() - killed_at, 1), "nodes": [n.id for n in nodes]})
+    cluster.record("a_kill", figures)
+    assert fraction < 0.6, f"the node was killed late: the look-alike had seen {fraction:.0%} already"
+    assert last is not None, f"slices {sorted(set(slices) - new_owners.keys())} of the dead node " \
+                             f"{victim.id} got no new owner"
+    assert all(owner != victim.id for owner in new_owners.values())
+    assert last <= LEASE_SECONDS + TAKEOVER_SLACK, \
+        f"the dead node's slices got new owners only after {last:.1f} s (lease {LEASE_SECONDS} s)"
+
+
+def test_b_a_node_frozen_past_its_lease_has_its_flushes_refused(cluster):
+    started = time.monotonic()
+    cluster.ensure_nodes()
+    message_id = cluster.push("b")
+    seen = cluster.wait_seen("b", 0.2)
+    frozen, _ = cluster.busiest_node(message_id)
+    log_offset = frozen.log_size()
+    os.kill(frozen.pid, signal.SIGSTOP)
+    try:
+        slices = cluster.slices_of(message_id, frozen)
+        first, last, new_owners = cluster.wait_taken_over(
+            message_id, slices, frozen.id, timeout=LEASE_SECONDS + TAKEOVER_SLACK + 30)
+        assert last is not None, f"slices {sorted(set(slices) - new_owners.keys())} of the frozen node " \
+                                 f"{frozen.id} got no new owner"
+        # The others finish the message, the frozen node's slices included.
+        before = cluster.wait_completed(message_id)
+    finally:
+        os.kill(frozen.pid, signal.SIGCONT)
+    resumed = time.monotonic()
+    refused = None
+    while time.monotonic() - resumed < 20:
+        text = frozen.log_text(log_offset)
+        if "lost the lease of a slice" in text:
+            refused = time.monotonic() - resumed
+            break
+        time.sleep(0.2)
+    # Whatever the resumed node still had in flight has landed by now; the status must not
+    # have moved (nothing counted twice) and still adds up.
+    time.sleep(2)
+    figures = cluster.check_complete(message_id, "b", cluster.tokens, DEAD_NODE_WINDOW)
+    after = figures["status"]
+    exit_status = frozen.stop()
+    figures.update({
+        "frozen": frozen.id, "frozen_after_seen": seen, "its_open_slices": slices,
+        "takeover_first_s": first, "takeover_last_s": last, "refused_after_resume_s": refused,
+        "status_before_resume": before["counts"], "exit_status": exit_status,
+        "seconds": round(time.monotonic() - started, 1)})
+    cluster.record("b_freeze", figures)
+    assert refused is not None, f"the resumed node {frozen.id} never logged that it lost the lease of a slice " \
+                                f"(see {frozen.log_path})"
+    assert after["counts"] == before["counts"], f"the status changed after the frozen node resumed: " \
+                                                f"{before['counts']} then {after['counts']}"
+    assert exit_status == 0, f"the resumed node did not stop cleanly on SIGTERM: {exit_status}"
+
+
+def restart_postgres(url):
+    result = subprocess.run([str(PG_SCRIPT), "restart", url], stdin=subprocess.DEVNULL, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, f"pg-test-cluster.sh restart failed: {result.stderr}"
+
+
+def test_c_postgres_restarted_mid_push_loses_nothing(cluster):
+    started = time.monotonic()
+    nodes = cluster.ensure_nodes()
+    message_id = cluster.push("c")
+    seen = cluster.wait_seen("c", 0.2)
+    # A second push accepted just before the restart: committed, so it must be delivered.
+    small_tokens = frozenset("%064x" % i for i in range(1, 101))
+    small_id = cluster.push("c-small", {"tokens": sorted(small_tokens)})
+    restart_began = time.monotonic()
+    restart_postgres(cluster.server_url)
+    restart_seconds = time.monotonic() - restart_began
+    # Every node had connections cut; each must reconnect and go on.
+    small = cluster.check_complete(small_id, "c-small", small_tokens, 0)
+    # Every node may have to send its in-flight window again if a flush failed in the restart.
+    figures = cluster.check_complete(message_id, "c", cluster.tokens, NODES * DEAD_NODE_WINDOW)
+    dead = [n.number for n in nodes if not n.alive()]
+    heartbeats = psql(cluster.url, f"SELECT id FROM nodes WHERE heartbeat_at > {now_ms() - 3 * LEASE_SECONDS * 1000}")
+    beating = {row[0] for row in heartbeats}
+    figures.update({
+        "restart_after_seen": seen, "restart_seconds": round(restart_seconds, 1), "small_push": small,
+        "seconds": round(time.monotonic() - started, 1), "live_nodes_heartbeating": sorted(beating)})
+    cluster.record("c_postgres_restart", figures)
+    assert not dead, f"nodes {dead} exited when PostgreSQL restarted"
+    missing = [n.id for n in nodes if n.id not in beating]
+    assert not missing, f"nodes {missing} sent no heartbeat after PostgreSQL restarted"
