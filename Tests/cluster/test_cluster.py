@@ -45,7 +45,8 @@ PG_SCRIPT = REPO / "scripts" / "pg-test-cluster.sh"
 DEVICES = int(os.environ.get("TUISONG_CLUSTER_TEST_DEVICES", "200000"))
 TAG = "cluster"
 NODES = 3
-LEASE_SECONDS = 3
+# The shortest lease the config takes (cluster.lease_seconds: 5-3600), so takeovers are quick.
+LEASE_SECONDS = int(os.environ.get("TUISONG_CLUSTER_TEST_LEASE_SECONDS", "5"))
 SLICE_SIZE = 5000
 PAGE_SIZE = 1000
 WORKERS = 512
