@@ -94,27 +94,6 @@ extension PostgresStore: GatewayStore {
 
     public var sharedDatabase: any SharedDatabase { PendingSharedDatabase() }
 
-    // MARK: group Q — messages and the work queue
-
-    public func createMessage(_ job: PushJob, payload: [UInt8], state: MessageState) async throws -> MessageRecord { throw pending() }
-    public func message(id: Int64) async throws -> MessageRecord? { throw pending() }
-    public func messageProgress(id: Int64) async throws -> MessageProgressSnapshot? { throw pending() }
-    public func channelCounts(messageID: Int64) async throws -> [PushChannel: DeliveryCounts] { throw pending() }
-    public func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord? { throw pending() }
-    public func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord] { throw pending() }
-    public func dispatchableMessageIDs(now: Date) async throws -> [Int64] { throw pending() }
-    public func startMessage(id: Int64, total: Int?, at: Date) async throws -> Bool { throw pending() }
-    public func setExpectedTotal(id: Int64, total: Int) async throws { throw pending() }
-    public func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws { throw pending() }
-    public func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool { throw pending() }
-    public func recordProgress(_ progress: MessageProgress, at: Date) async throws { throw pending() }
-    public func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord] { throw pending() }
-    public func requeueInterruptedDeliveries() async throws -> Int { throw pending() }
-    public func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws { throw pending() }
-    public func claimWork(now: Date, limit: Int, running: Set<MessageSliceKey>) async throws -> [WorkClaim] { throw pending() }
-    public func renewLeases(_ slices: [MessageSliceKey: Int64], now: Date) async throws -> (held: Set<MessageSliceKey>, until: Date?) { throw pending() }
-    public func releaseSlice(_ key: MessageSliceKey, fence: Int64) async throws { throw pending() }
-    public func liveNodeCount() async throws -> Int { throw pending() }
 }
 
 private struct PendingSharedDatabase: SharedDatabase {
