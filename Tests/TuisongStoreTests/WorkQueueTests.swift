@@ -29,11 +29,19 @@ import TuisongPostgresTestKit
     }
 
     static func tokenMessage(_ store: PostgresStore, tokens: Int) async throws -> MessageRecord {
-        let app = try await store.createApp(name: "q", bundleID: "com.example.q", apiKeyHash: UUID().uuidString)
+        // Straight into the table: the work queue is under test here, not the app store.
+        let appID = try await store.write { conn in
+            try conn.run(
+                """
+                INSERT INTO apps (name, bundle_id, api_key_hash, created_at, updated_at)
+                VALUES ('q', 'com.example.q', $1, 0, 0) RETURNING id
+                """, [.text(UUID().uuidString)]
+            ).rows[0].int64("id")
+        }
         let list = (0..<tokens).map { String(repeating: "a", count: 48) + String(format: "%016x", $0) }
         return try await store.createMessage(
             PushJob(
-                appID: app.id, vendor: "native", audience: .tokens(list), notification: PushNotification(),
+                appID: appID, vendor: "native", audience: .tokens(list), notification: PushNotification(),
                 options: PushOptions()), payload: Array("{}".utf8), state: .queued)
     }
 
