@@ -13,31 +13,6 @@ private func pending(_ what: String = #function) -> StoreError {
 extension PostgresStore: GatewayStore {
     // MARK: group D — apps, devices, tags, settings, APNs and channel credentials, templates
 
-    public func setting(_ key: String) async throws -> String? { throw pending() }
-    public func setSetting(_ key: String, value: String) async throws { throw pending() }
-    public func insertSettingIfAbsent(_ key: String, value: String) async throws -> Bool { throw pending() }
-
-    public func addCredential(_ credential: NewCredential) async throws -> CredentialRecord { throw pending() }
-    public func credentials(appID: Int64) async throws -> [CredentialRecord] { throw pending() }
-    public func activeCredential(appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord? { throw pending() }
-    public func credential(id: Int64) async throws -> CredentialRecord? { throw pending() }
-    public func deleteCredential(id: Int64) async throws -> Bool { throw pending() }
-    public func setCredentialStatus(id: Int64, status: String, reason: String?) async throws { throw pending() }
-
-    public func addChannelCredential(_ credential: NewChannelCredential) async throws -> ChannelCredentialRecord { throw pending() }
-    public func channelCredentials(appID: Int64) async throws -> [ChannelCredentialRecord] { throw pending() }
-    public func activeChannelCredential(appID: Int64, channel: PushChannel, selector: String?) async throws -> ChannelCredentialRecord? { throw pending() }
-    public func channelCredential(id: Int64) async throws -> ChannelCredentialRecord? { throw pending() }
-    public func deleteChannelCredential(id: Int64) async throws -> Bool { throw pending() }
-    public func setChannelCredentialStatus(id: Int64, status: String, reason: String?) async throws { throw pending() }
-
-    public func templates(appID: Int64) async throws -> [PushTemplate] { throw pending() }
-    public func template(id: Int64) async throws -> PushTemplate? { throw pending() }
-    public func template(appID: Int64, name: String) async throws -> PushTemplate? { throw pending() }
-    public func createTemplate(appID: Int64, name: String, titlePattern: String, bodyPattern: String) async throws -> PushTemplate { throw pending() }
-    public func updateTemplate(_ template: PushTemplate) async throws { throw pending() }
-    public func deleteTemplate(id: Int64) async throws -> Bool { throw pending() }
-
     // MARK: group A — accounts, badges, console queries, audience pages, delivery listings
 
     public func createAccount(appID: Int64, account: String) async throws -> Bool { throw pending() }
