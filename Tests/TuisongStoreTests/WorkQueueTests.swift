@@ -67,7 +67,7 @@ import TuisongPostgresTestKit
     }
 
     @Test func aFlushIsRefusedOnceTheSliceWasTakenOverAndTheNewOwnerFinishes() async throws {
-        try await Self.withNodes(2, lease: .milliseconds(400), sliceSize: 1000) { nodes in
+        try await Self.withNodes(2, lease: .seconds(1), sliceSize: 1000) { nodes in
             let message = try await Self.tokenMessage(nodes[0], tokens: 20)
             let first = try #require(try await nodes[0].claimWork(now: Date(), limit: 10, running: []).first)
             var counts = DeliveryCounts()
@@ -75,7 +75,7 @@ import TuisongPostgresTestKit
             try await nodes[0].recordProgress(
                 MessageProgress(messageID: message.id, cursor: 5, counts: counts, slice: first.slice), at: Date())
             // Node 0 stalls past its lease (SIGSTOP); node 1 takes the slice over from its cursor.
-            try await Task.sleep(for: .milliseconds(600))
+            try await Task.sleep(for: .milliseconds(1500))
             let second = try #require(try await nodes[1].claimWork(now: Date(), limit: 10, running: []).first)
             #expect(second.slice.id == first.slice.id)
             #expect(second.slice.after == 5, "the new owner resumes after the committed cursor")
@@ -141,7 +141,7 @@ import TuisongPostgresTestKit
     }
 
     @Test func startUpRequeuesOnlyRetriesWhoseLeaseEnded() async throws {
-        try await Self.withNodes(2, lease: .milliseconds(500)) { nodes in
+        try await Self.withNodes(2, lease: .seconds(1)) { nodes in
             let message = try await Self.tokenMessage(nodes[0], tokens: 1)
             try await nodes[0].recordProgress(
                 MessageProgress(
@@ -162,7 +162,7 @@ import TuisongPostgresTestKit
             #expect(try await nodes[1].requeueInterruptedDeliveries() == 0)
             #expect(try await nodes[1].claimDueDeliveries(now: Date().addingTimeInterval(1), limit: 10).isEmpty)
             // …until node 0's lease ends (it died): then the row is queued again.
-            try await Task.sleep(for: .milliseconds(700))
+            try await Task.sleep(for: .milliseconds(1500))
             #expect(try await nodes[1].requeueInterruptedDeliveries() == 1)
             let record = try #require(try await nodes[1].message(id: message.id))
             #expect(record.counts.queued == 1 && record.counts.sending == 0)
@@ -170,10 +170,10 @@ import TuisongPostgresTestKit
     }
 
     @Test func liveNodesAreThoseWithARecentHeartbeat() async throws {
-        try await Self.withNodes(3, lease: .milliseconds(500)) { nodes in
+        try await Self.withNodes(3, lease: .seconds(1)) { nodes in
             for node in nodes { _ = try await node.renewLeases([:], now: Date()) }
             #expect(try await nodes[0].liveNodeCount() == 3)
-            try await Task.sleep(for: .milliseconds(700))
+            try await Task.sleep(for: .milliseconds(1500))
             _ = try await nodes[0].renewLeases([:], now: Date())
             #expect(try await nodes[0].liveNodeCount() == 1)
         }

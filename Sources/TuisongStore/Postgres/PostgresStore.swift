@@ -157,7 +157,8 @@ public final class PostgresStore: Sendable {
         let text = "PostgreSQL \(pg.sqlState ?? pg.kind.description): \(pg.message)"
         switch pg.sqlState {
         case "23503": return StoreError(.notFound, text)  // foreign_key_violation: an unknown parent
-        case "23505", "23514", "23502", "22001", "22P02": return StoreError(.conflict, text)
+        // unique, check, not-null, too long, bad text representation, NUL in text (COPY)
+        case "23505", "23514", "23502", "22001", "22P02", "22021": return StoreError(.conflict, text)
         default: return StoreError(.unavailable, text)
         }
     }
