@@ -157,7 +157,7 @@ struct CredentialCommand: AsyncParsableCommand {
         }
 
         /// An FCM service account or a Huawei or Honor OAuth client, checked and sealed.
-        private func addChannelCredential(_ pushChannel: PushChannel, store: SQLiteStore, config: GatewayConfig)
+        private func addChannelCredential(_ pushChannel: PushChannel, store: any GatewayStore, config: GatewayConfig)
             async throws
         {
             let upload: ChannelCredentialUpload
