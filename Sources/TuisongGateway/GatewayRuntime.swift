@@ -55,7 +55,7 @@ public final class GatewayRuntime: Sendable {
         signal(SIGPIPE, SIG_IGN)
         let metrics = GatewayMetrics()
         let store = try openStore(config, metrics: metrics, logger: logger)
-        if store is SQLiteStore { DataDirectory.secure(config, logger: logger) }
+        DataDirectory.secure(config, logger: logger)
         var mock: APNsMockServer?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)
@@ -82,19 +82,24 @@ public final class GatewayRuntime: Sendable {
             MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, android: android, store: store)
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             apps.onChange { id in authenticator.forget(app: id) }
+            // Changes made by other nodes (and the CLI) drop this node's caches; submits wake idle nodes.
+            StoreChangeWiring.subscribe(
+                store, store: store, apps: apps, apns: apns.transport, android: android, engine: engine, logger: logger)
+            let gateway = WakingGateway(engine: engine, changes: store)
 
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
             router.setMiddleware(HTTPObservation.middleware(router: router, metrics: metrics, logger: logger))
             let metricsServer = mountMetrics(config, metrics: metrics, on: router, logger: logger)
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
-            NativePushAPI(engine: engine, authenticator: authenticator, clock: clock).register(on: router)
+            NativePushAPI(engine: engine, authenticator: authenticator, clock: clock, changes: store).register(
+                on: router)
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
                 // At the gateway's level, whatever handler the process bootstrapped.
                 var providerLogger = Logger(label: "tuisong.\(name)")
                 providerLogger.logLevel = logger.logLevel
                 return ProviderContext(
-                    store: store, accounts: store, database: store.sharedDatabase, gateway: engine,
+                    store: store, accounts: store, database: store.sharedDatabase, gateway: gateway,
                     secrets: MasterKeySealer(masterKey: masterKey), clock: clock, logger: providerLogger,
                     configuration: config.providerSections[name])
             }
@@ -104,11 +109,12 @@ public final class GatewayRuntime: Sendable {
             try await engine.start()
             let credentialBackend = GatewayCredentialBackend(
                 credentials: credentials, store: store, apns: apns.transport, engine: engine, localMock: mock,
-                channelCredentials: channelCredentials, android: android, clock: clock, logger: logger)
+                channelCredentials: channelCredentials, android: android, clock: clock, logger: logger,
+                changes: store)
             let adminAPI = AdminAPI(
-                store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
+                store: store, masterKey: masterKey, apiKeys: authenticator, gateway: gateway,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
-                logger: logger)
+                logger: logger, changes: store)
             adminAPI.register(on: router)
             try mountConsole(config, on: router, logger: logger)
 
