@@ -67,6 +67,8 @@ public final class PostgresStore: Sendable {
     public let leaseDuration: Duration
     let sliceSize: Int
     private let closed = Atomic<Bool>(false)
+    /// The change feed: NOTIFY out, a listener in (`PostgresStore+Changes`).
+    let changes = PostgresChanges()
 
     /// Connects, brings the schema up to date (core, then plugins) and starts the pool.
     ///
@@ -123,6 +125,7 @@ public final class PostgresStore: Sendable {
     /// Closes the pool. Calls after the first do nothing.
     public func close() throws {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        changes.stop()
         pool.shutdownAndWait()
     }
 
