@@ -223,7 +223,8 @@ let package = Package(
             name: "TuisongDeliveryTests",
             dependencies: [
                 "TuisongDelivery", "TuisongPluginTestKit", "TuisongStore", "TuisongCore", "TuisongAPNs",
-                "TuisongAPNsMock", "TuisongCrypto", .product(name: "Logging", package: "swift-log"),
+                "TuisongAPNsMock", "TuisongCrypto", "TuisongPostgresTestKit",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "TuisongHTTPClientTests",

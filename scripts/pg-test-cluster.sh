@@ -53,7 +53,7 @@ start() {
     exit 1
   fi
   if ! as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c listen_addresses='' -k $dir" \
+      -o "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c listen_addresses='' -c max_connections=500 -k $dir" \
       start >/dev/null </dev/null; then
     cat "$dir/server.log" >&2 || true
     rm -rf "$dir"

@@ -19,6 +19,12 @@ public struct DeliverySettings: Sendable {
     /// Audience pages read ahead of the oldest unfinished one; bounds memory and the
     /// duplicates a crash can cause to about `windowPages × pageSize`.
     public var windowPages = 3
+    /// How often the leases of the slices this node sends are renewed (and its heartbeat
+    /// written): a third of the store's lease, so two renewals may fail before one ends.
+    public var leaseRenewInterval: Duration = .seconds(10)
+    /// A slice stops launching sends this long before its lease ends unless it was renewed:
+    /// what is in flight then lands before another node may take the slice over.
+    public var leaseMargin: Duration = .seconds(2)
 
     public init(workers: Int, pageSize: Int, maxAttempts: Int, retryBase: TimeInterval, retryMax: TimeInterval) {
         self.workers = workers
@@ -49,7 +55,7 @@ public struct NoDeliveryObserver: DeliveryObserver {
 /// audiences page by page and sends through a bounded pool of in-flight pushes; failed,
 /// retried and held deliveries get rows; everything survives a crash (at-least-once).
 public final class DeliveryEngine: PushGateway {
-    public typealias Backend = MessageStore & AppStore
+    public typealias Backend = MessageStore & AppStore & WorkQueue
 
     public let store: any Backend
     let transport: any PushTransport
@@ -106,7 +112,8 @@ public final class DeliveryEngine: PushGateway {
         }
         let dispatch = Task { await self.dispatchLoop() }
         let retry = Task { await RetryWorker(engine: self).run() }
-        loops.withLock { $0 = [dispatch, retry] }
+        let leases = Task { await self.leaseLoop() }
+        loops.withLock { $0 = [dispatch, retry, leases] }
         // What a crash left between a policy's message finishing and its clean-up.
         badgeGrants.forgetFinished(unlessStopping: { self.isStopping })
     }
@@ -184,22 +191,20 @@ public final class DeliveryEngine: PushGateway {
     private func dispatchLoop() async {
         while !isStopping {
             do {
-                for id in try await store.dispatchableMessageIDs(now: clock.now) {
-                    guard !isStopping, runs.canStart(id, limit: settings.maxConcurrentMessages) else { continue }
-                    // Read after the listing, once: a message that finished since is not started
-                    // again from a stale cursor.
-                    guard let record = try await store.message(id: id), record.isDispatchable(at: clock.now) else {
+                let free = settings.maxConcurrentMessages - runs.count
+                let claims =
+                    free > 0 ? try await store.claimWork(now: clock.now, limit: free, running: runs.keys) : []
+                for claim in claims {
+                    guard !isStopping else { break }
+                    guard let app = try await app(id: claim.record.appID) else {
+                        try await store.setMessageState(id: claim.record.id, .cancelled, at: clock.now)
                         continue
                     }
-                    guard let app = try await app(id: record.appID) else {
-                        try await store.setMessageState(id: record.id, .cancelled, at: clock.now)
-                        continue
-                    }
-                    let run = MessageRun(engine: self, record: record, app: app)
+                    let run = MessageRun(engine: self, record: claim.record, app: app, slice: claim.slice)
                     guard runs.insert(run) else { continue }
                     Task {
                         await run.execute()
-                        self.runs.remove(id: record.id)
+                        self.runs.remove(run.key)
                         self.wakeSignal.signal()
                     }
                 }
@@ -209,38 +214,56 @@ public final class DeliveryEngine: PushGateway {
             await wakeSignal.wait(timeout: settings.pollInterval)
         }
     }
-}
 
-extension MessageRecord {
-    /// Whether the dispatcher may (re)start it now.
-    func isDispatchable(at now: Date) -> Bool {
-        state == .queued || state == .sending || (state == .scheduled && (sendAt ?? .distantPast) <= now)
+    /// Renews the leases of the slices this node sends, and its heartbeat, every
+    /// `leaseRenewInterval`. A slice the store no longer lets this node hold stops sending; when
+    /// renewing fails, each run stops launching sends `leaseMargin` before its lease ends.
+    private func leaseLoop() async {
+        while !isStopping {
+            let running = runs.all()
+            var fences: [MessageSliceKey: Int64] = [:]
+            for run in running where run.slice.leaseUntil != nil { fences[run.key] = run.slice.fence }
+            do {
+                let renewed = try await store.renewLeases(fences, now: clock.now)
+                for run in running where run.slice.leaseUntil != nil {
+                    if renewed.held.contains(run.key) {
+                        if let until = renewed.until { run.extendLease(until: until) }
+                    } else {
+                        run.loseLease()
+                    }
+                }
+            } catch {
+                logger.warning("renewing leases failed", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: settings.leaseRenewInterval)
+        }
     }
 }
 
-/// The messages sending now, by id: the dispatcher starts at most one run per message.
+/// The slices this node sends now: at most one run per slice.
 final class RunningMessages: Sendable {
-    private let runs = Mutex<[Int64: MessageRun]>([:])
+    private let runs = Mutex<[MessageSliceKey: MessageRun]>([:])
 
-    func canStart(_ id: Int64, limit: Int) -> Bool {
-        runs.withLock { $0[id] == nil && $0.count < limit }
-    }
+    var count: Int { runs.withLock { $0.count } }
 
-    /// Registers `run`; false when its message already has one.
+    var keys: Set<MessageSliceKey> { runs.withLock { Set($0.keys) } }
+
+    /// Registers `run`; false when its slice already has one.
     func insert(_ run: MessageRun) -> Bool {
         runs.withLock { runs in
-            guard runs[run.record.id] == nil else { return false }
-            runs[run.record.id] = run
+            guard runs[run.key] == nil else { return false }
+            runs[run.key] = run
             return true
         }
     }
 
-    func remove(id: Int64) {
-        runs.withLock { _ = $0.removeValue(forKey: id) }
+    func remove(_ key: MessageSliceKey) {
+        runs.withLock { _ = $0.removeValue(forKey: key) }
     }
 
-    func run(id: Int64) -> MessageRun? {
-        runs.withLock { $0[id] }
+    /// The runs of one message's slices (one, for SQLite).
+    func runs(messageID: Int64) -> [MessageRun] {
+        runs.withLock { runs in runs.values.filter { $0.record.id == messageID } }
     }
 
     func all() -> [MessageRun] {

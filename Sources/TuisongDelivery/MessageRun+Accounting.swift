@@ -140,7 +140,7 @@ extension MessageRun {
             let finishing =
                 !state.completionFlushed && state.exhausted && end == state.pages.count && state.inFlight == 0
             guard end > state.flushedPages || finishing else { return nil }
-            var progress = MessageProgress(messageID: record.id, cursor: record.cursor)
+            var progress = MessageProgress(messageID: record.id, cursor: slice.after, slice: slice)
             if state.flushedPages > 0 { progress.cursor = state.pages[state.flushedPages - 1].lastPosition }
             for index in state.flushedPages..<end {
                 let page = state.pages[index]

@@ -3,7 +3,8 @@ import Logging
 import Synchronization
 import TuisongCore
 
-/// Sends one message: reads its audience page by page after the persisted cursor, hands the
+/// Sends one message, or one slice of it (`WorkSlice`, when several nodes share the work):
+/// reads its audience page by page after the persisted cursor, hands the
 /// transport chunks of a page as the engine's in-flight bound allows, and flushes finished pages in
 /// order so the database always holds whole pages: counts, failure reasons, delivery rows for
 /// everything not delivered first time, device invalidations, and the cursor, in one
@@ -74,6 +75,12 @@ final class MessageRun: Sendable {
     let engine: DeliveryEngine
     let record: MessageRecord
     let app: App
+    /// The part of the audience this run sends, and the claim it holds it under.
+    let slice: WorkSlice
+    /// When the slice's lease ends as last renewed (nil: no lease).
+    private let leaseUntil: Mutex<Date?>
+    /// The store refused a flush, or a renewal, of this slice: another node took it over.
+    private let lost = Atomic<Bool>(false)
     /// The vendor's per-recipient policy, or nil for the one-payload path.
     let policy: (any DeliveryPolicy)?
     /// The message's request headers, the same for every device.
@@ -82,15 +89,46 @@ final class MessageRun: Sendable {
     /// Raised when the oldest unflushed page finished.
     let flushSignal = WakeSignal()
 
-    init(engine: DeliveryEngine, record: MessageRecord, app: App) {
+    init(engine: DeliveryEngine, record: MessageRecord, app: App, slice: WorkSlice) {
         self.engine = engine
         self.record = record
         self.app = app
+        self.slice = slice
+        self.leaseUntil = Mutex(slice.leaseUntil)
         self.policy = engine.policy(forVendor: record.vendor)
         self.headers = PushHeaders(record.options)
     }
 
     var logger: Logger { engine.logger }
+
+    var key: MessageSliceKey { MessageSliceKey(messageID: record.id, slice: slice.id) }
+
+    /// The lease was renewed until `until`.
+    func extendLease(until: Date) {
+        leaseUntil.withLock { $0 = until }
+    }
+
+    /// Another node holds the slice now: stop sending it; what was not flushed is its to send.
+    func loseLease() {
+        if !lost.exchange(true, ordering: .acquiringAndReleasing) {
+            logger.warning(
+                "lost the lease of a slice; another node sends it now",
+                metadata: ["message": "\(record.id)", "slice": "\(slice.id)"])
+        }
+        wakeWaiter()
+    }
+
+    var hasLostLease: Bool { lost.load(ordering: .acquiring) }
+
+    /// Whether the run must stop launching sends: the engine is stopping, the slice was lost,
+    /// or its lease ends within `leaseMargin` without having been renewed.
+    var isHalted: Bool {
+        if engine.isStopping || hasLostLease { return true }
+        guard let until = leaseUntil.withLock({ $0 }) else { return false }
+        let margin = engine.settings.leaseMargin
+        let marginSeconds = Double(margin.components.seconds) + Double(margin.components.attoseconds) / 1e18
+        return engine.clock.now >= until.addingTimeInterval(-marginSeconds)
+    }
 
     /// Taken before the store is read for a status: see `Live.uncommitted(after:)`.
     func liveCounts() -> Live {
@@ -133,8 +171,8 @@ final class MessageRun: Sendable {
         // A restart after a crash counts again if the count had not been recorded.
         let counter = record.total == nil ? Task { await recordExpectedTotal() } : nil
         let flusher = Task { await flushLoop() }
-        var pages = PageSource(run: self, cursor: record.cursor)
-        while !engine.isStopping {
+        var pages = PageSource(run: self, cursor: slice.after)
+        while !isHalted {
             await waitForWindow()
             guard let page = await pages.next() else { break }
             let entries = page.entries
@@ -166,10 +204,16 @@ final class MessageRun: Sendable {
         state.withLock { $0.flusherStopped = true }
         flushSignal.signal()
         await flusher.value
-        await flush()
+        if !hasLostLease { await flush() }
+        let completed = state.withLock { $0.completionFlushed }
+        if !completed, !hasLostLease, slice.leaseUntil != nil {
+            // Stopping (or the lease ran out): give the slice back so another node need not wait
+            // for the lease to end. Refused harmlessly when it was taken over meanwhile.
+            try? await engine.store.releaseSlice(key, fence: slice.fence)
+        }
         // The grants are only needed while pages may be decided (again); a stop leaves the
         // message sending, and its grants with it.
-        if policy != nil, !engine.isStopping { engine.messageWithPolicyFinished() }
+        if policy != nil, completed { engine.messageWithPolicyFinished() }
         finish()
     }
 
@@ -194,7 +238,7 @@ final class MessageRun: Sendable {
             while start < group.entries.count {
                 let wanted = group.entries.count - start
                 let granted = await engine.permits.acquire(atLeast: min(wanted, chunkFloor), upTo: wanted)
-                if engine.isStopping {
+                if isHalted {
                     engine.permits.signal(count: granted)
                     return false
                 }
@@ -309,7 +353,8 @@ final class MessageRun: Sendable {
         return PageAhead(read: read, prepared: prepared)
     }
 
-    /// The audience page after `cursor`; nil when the engine stopped first.
+    /// The audience page after `cursor`, within the slice; nil when the run halted first. A
+    /// page reaching past the slice's end is cut there and reads as the last (short) page.
     fileprivate func readPage(after cursor: Int64, limit: Int) async -> PageRead? {
         var entries: [AudienceEntry] = []
         let loaded = await persistently("read audience") {
@@ -317,7 +362,12 @@ final class MessageRun: Sendable {
                 appID: record.appID, audience: record.audience, environment: record.options.environment,
                 after: cursor, limit: limit, withRecipientDetails: policy != nil)
         }
-        return loaded ? PageRead(entries: entries, limit: limit) : nil
+        guard loaded else { return nil }
+        if let through = slice.through, let last = entries.last, last.position > through {
+            entries.removeAll { $0.position > through }
+            return PageRead(entries: entries, limit: entries.count + 1)
+        }
+        return PageRead(entries: entries, limit: limit)
     }
 
     /// Has the policy decide a page; nil when the engine stopped first. Pages of one message
@@ -408,7 +458,8 @@ final class MessageRun: Sendable {
         timer.cancel()
     }
 
-    /// Retries a store operation until it succeeds or the engine stops; `false` if it stopped.
+    /// Retries a store operation until it succeeds or the run halts; `false` if it halted. A
+    /// store that says the slice's lease was lost halts the run at once.
     @discardableResult
     func persistently(_ what: String, _ operation: () async throws -> Void) async -> Bool {
         var delay: Duration = .milliseconds(50)
@@ -416,11 +467,14 @@ final class MessageRun: Sendable {
             do {
                 try await operation()
                 return true
+            } catch let error as StoreError where error.code == .leaseLost {
+                loseLease()
+                return false
             } catch {
                 logger.error(
                     "a store operation failed; retrying",
                     metadata: ["message": "\(record.id)", "operation": "\(what)", "error": "\(error)"])
-                if engine.isStopping { return false }
+                if engine.isStopping || hasLostLease { return false }
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))
             }

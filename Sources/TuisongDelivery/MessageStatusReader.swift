@@ -20,17 +20,18 @@ final class MessageStatusReader: Sendable {
     }
 
     func status(messageID: Int64) async throws -> MessageStatus? {
-        let run = runs.run(id: messageID)
+        let running = runs.runs(messageID: messageID)
         // Before the store read: `uncommitted(after:)` then leaves out whatever the read saw.
-        let live = run?.liveCounts()
+        let live = running.map { ($0.slice.id, $0.liveCounts()) }
         guard let snapshot = try await store.messageProgress(id: messageID) else { return nil }
-        guard let head = try await head(of: messageID, running: run) else { return nil }
+        guard let head = try await head(of: messageID, running: running.first) else { return nil }
         let record = head.updated(with: snapshot)
         var counts = record.counts
         var failures = record.failures
         var skips = record.skips
-        if let live {
-            let uncommitted = live.uncommitted(after: snapshot.cursor)
+        for (slice, live) in live {
+            // A message sent in slices has a cursor per slice; SQLite's one slice has the message's.
+            let uncommitted = live.uncommitted(after: snapshot.sliceCursors[slice] ?? snapshot.cursor)
             for state in DeliveryState.allCases { counts[state] += uncommitted.counts[state] }
             counts.sending += live.inFlight
             for (reason, n) in uncommitted.failures { failures[reason, default: 0] += n }

@@ -23,6 +23,8 @@ struct AdminAPI: Sendable {
     let apiKeys: APIKeyAuthenticator?
     /// Where test pushes go; nil when this process runs no delivery engine.
     let gateway: (any PushGateway)?
+    /// Where app changes go to the other nodes; nil: this process only.
+    let changes: (any StoreChangeFeed)?
     /// Checks, stores and tests APNs credentials; nil in a build without the APNs transport.
     let credentials: (any AdminCredentialBackend)?
     /// The gateway's app cache; nil when this process runs no delivery engine.
@@ -45,8 +47,9 @@ struct AdminAPI: Sendable {
         store: any AdminStore, masterKey: MasterKey, apiKeys: APIKeyAuthenticator?, gateway: (any PushGateway)?,
         credentials: (any AdminCredentialBackend)? = nil, apps: AppCache? = nil, config: GatewayConfig,
         providers: [any PushProvider] = [], clock: any Clock, logger: Logger,
-        sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil
+        sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil, changes: (any StoreChangeFeed)? = nil
     ) {
+        self.changes = changes
         self.store = store
         self.sealer = MasterKeySealer(masterKey: masterKey)
         self.apiKeys = apiKeys
@@ -62,13 +65,15 @@ struct AdminAPI: Sendable {
     }
 
     /// Every change to an app (bundle id, key, vendor settings, deletion) goes through here, so
-    /// the delivery path and the API key cache see it at once.
-    func appChanged(_ id: Int64) {
+    /// the delivery path and the API key cache see it at once, on this node and (through the
+    /// store's change feed) on the others.
+    func appChanged(_ id: Int64) async {
         if let apps {
             apps.changed(id: id)
         } else {
             apiKeys?.forget(app: id)
         }
+        await changes?.publish(.app(id))
     }
 
     func register(on router: Router) {

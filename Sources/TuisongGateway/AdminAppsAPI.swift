@@ -103,14 +103,14 @@ struct AdminAppsAPI: Sendable {
         }
         try await store.updateApp(app)
         guard let saved = try await store.app(id: app.id) else { throw AdminError.notFound("app") }
-        api.appChanged(app.id)
+        await api.appChanged(app.id)
         return .json(object: try await view(saved))
     }
 
     private func delete(_ request: Request) async throws -> Response {
         let id = try request.adminID("app", "app")
         guard try await store.deleteApp(id: id) else { throw AdminError.notFound("app") }
-        api.appChanged(id)
+        await api.appChanged(id)
         api.logger.info("console: deleted an app", metadata: ["app": "\(id)"])
         return .empty()
     }
@@ -121,7 +121,7 @@ struct AdminAppsAPI: Sendable {
         let key = APIKey.generate()
         app.apiKeyHash = APIKey.hash(key)
         try await store.updateApp(app)
-        api.appChanged(app.id)
+        await api.appChanged(app.id)
         api.logger.info("console: regenerated an app's API key", metadata: ["app": "\(app.id)"])
         return .json(object: ["api_key": key])
     }

@@ -19,8 +19,15 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     let android: AndroidTransports
     let clock: any Clock
     let logger: Logger
+    /// Where credential changes and wake-ups go to the other nodes; nil: this process only.
+    var changes: (any StoreChangeFeed)? = nil
     /// How long "test connection" may take, DNS to the server's SETTINGS.
     var testTimeout: Duration = .seconds(15)
+
+    /// Tells the other nodes; this node's caches were updated by the caller.
+    private func publish(_ change: StoreChange) async {
+        await changes?.publish(change)
+    }
 
     func add(_ upload: AdminCredentialUpload) async throws -> CredentialRecord {
         do {
@@ -45,6 +52,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
         }
         await apns.credentialsChanged(appID: record.appID)
+        await publish(.credentials(appID: record.appID))
         var released = try await store.releaseHeldDeliveries(
             appID: record.appID, environment: record.environment, now: clock.now)
         if let selector = record.selector {
@@ -52,13 +60,17 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             released += try await store.releaseHeldDeliveries(
                 appID: record.appID, selector: selector, now: clock.now)
         }
-        if released > 0 { engine.wake() }
+        if released > 0 {
+            engine.wake()
+            await publish(.wake)
+        }
         return record
     }
 
     func remove(_ credential: CredentialRecord) async throws -> Bool {
         let removed = try await store.deleteCredential(id: credential.id)
         await apns.credentialsChanged(appID: credential.appID)
+        await publish(.credentials(appID: credential.appID))
         return removed
     }
 
@@ -74,9 +86,11 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         }
         if let localMock { LocalAPNs.trust(record, secrets: channelCredentials, on: localMock, logger: logger) }
         android.credentialsChanged(appID: appID)
+        await publish(.channelCredentials(appID: appID))
         // Android deliveries held for a refused credential are of the production environment.
         if try await store.releaseHeldDeliveries(appID: appID, environment: .production, now: clock.now) > 0 {
             engine.wake()
+            await publish(.wake)
         }
         return record
     }
@@ -84,6 +98,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     func removeChannel(_ credential: ChannelCredentialRecord) async throws -> Bool {
         let removed = try await channelCredentials.store.deleteChannelCredential(id: credential.id)
         android.credentialsChanged(appID: credential.appID)
+        await publish(.channelCredentials(appID: credential.appID))
         return removed
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import TuisongCore
+import TuisongStore
 
 /// The gateway's effective configuration: the embedded default (`config/tuisong.json`),
 /// overlaid by an optional file, overlaid by `TUISONG_<PATH>` environment variables.
@@ -24,9 +25,51 @@ public struct GatewayConfig: Sendable, Equatable {
         public var maxConnectionsPerAddress: Int
     }
     public struct Database: Sendable, Equatable {
+        /// `postgresql://…` / `postgres://…` (PostgreSQL, several nodes on one database) or an
+        /// SQLite file path (`sqlite:` / `file:` prefixes accepted). Empty: `path`. May carry a
+        /// password: never logged; `check-config` masks it.
+        public var url: String
+        /// The SQLite file, the older spelling of `url`: used only when `url` is empty. Local
+        /// mode (`apns.local_mock`) keeps its throwaway keys in this file's directory when the
+        /// database is PostgreSQL.
         public var path: String
-        /// fsync on every commit (survives power loss, slower); off = WAL NORMAL (survives kill -9).
+        /// SQLite: fsync on every commit (survives power loss, slower); off = WAL NORMAL
+        /// (survives kill -9).
         public var synchronousFull: Bool
+        /// PostgreSQL: connections this node keeps to the database.
+        public var poolSize: Int
+
+        /// What the store opens: `url` when set, otherwise `path` (`url` wins).
+        public var effectiveURL: String { url.isEmpty ? path : url }
+
+        /// The database `effectiveURL` names (validated when the config is loaded).
+        public var backend: StoreBackend {
+            (try? StoreOpener.backend(for: effectiveURL)) ?? .sqlite(path: effectiveURL)
+        }
+
+        /// The SQLite file, nil on PostgreSQL.
+        public var sqlitePath: String? {
+            if case .sqlite(let path) = backend { return path }
+            return nil
+        }
+
+        /// Where the database is, safe to log (a PostgreSQL URL without user, password or query).
+        public var location: String { StoreOpener.redacted(effectiveURL) }
+
+        /// The directory of Tuisong's own files beside the database (local mode's keys): the
+        /// SQLite file's, or `path`'s on PostgreSQL.
+        public var directory: String {
+            let directory = ((sqlitePath ?? path) as NSString).deletingLastPathComponent
+            return directory.isEmpty ? "." : directory
+        }
+    }
+    /// Several nodes on one PostgreSQL database (ignored on SQLite, which has one dispatcher).
+    public struct Cluster: Sendable, Equatable {
+        /// How long work a node claimed stays its own without a renewal: a dead node's work
+        /// is taken over after this long at most.
+        public var leaseSeconds: Int
+        /// Audience positions per slice of a message: what one node sends before others can help.
+        public var sliceSize: Int
     }
     public struct Security: Sendable, Equatable {
         public var masterKeyFile: String
@@ -103,6 +146,7 @@ public struct GatewayConfig: Sendable, Equatable {
 
     public var listen: Listen
     public var database: Database
+    public var cluster: Cluster
     public var security: Security
     public var web: Web
     public var log: Log
@@ -118,6 +162,10 @@ public struct GatewayConfig: Sendable, Equatable {
 
     /// Keys whose values are secrets: masked by `check-config`, never logged.
     public static let secretKeys: Set<String> = ["security.master_key", "metrics.bearer_token"]
+
+    /// Keys that are URLs which may carry a password: `check-config` shows them with the
+    /// password masked, errors and logs without user, password or query.
+    public static let urlKeys: Set<String> = ["database.url"]
 }
 
 extension JSONValue {

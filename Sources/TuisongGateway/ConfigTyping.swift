@@ -1,5 +1,6 @@
 import Foundation
 import TuisongCore
+import TuisongStore
 
 /// Reads typed, validated values out of the merged tree; every failure names its key path.
 struct ConfigReader {
@@ -72,6 +73,9 @@ struct ConfigReader {
 
     private func shown(_ path: String, _ node: JSONValue) -> String {
         if GatewayConfig.secretKeys.contains(path) { return "(secret)" }
+        if GatewayConfig.urlKeys.contains(path), case .string(let url) = node {
+            return "\"\(StoreOpener.redacted(url))\""
+        }
         guard let data = try? JSONEncoder().encode(node) else { return "" }
         return String(decoding: data, as: UTF8.self)
     }
@@ -94,9 +98,21 @@ extension GatewayConfig {
         guard !listen.host.isEmpty else { throw ConfigError("listen.host", "must not be empty") }
 
         database = Database(
+            url: try r.string("database.url").trimmingCharacters(in: .whitespaces),
             path: try r.string("database.path"),
-            synchronousFull: try r.bool("database.synchronous_full"))
+            synchronousFull: try r.bool("database.synchronous_full"),
+            poolSize: try r.int("database.pool_size", in: 1...256))
         guard !database.path.isEmpty else { throw ConfigError("database.path", "must not be empty") }
+        if !database.url.isEmpty {
+            do {
+                _ = try StoreOpener.backend(for: database.url)
+            } catch {
+                throw ConfigError("database.url", error.description)
+            }
+        }
+        cluster = Cluster(
+            leaseSeconds: try r.int("cluster.lease_seconds", in: 5...3600),
+            sliceSize: try r.int("cluster.slice_size", in: 100...10_000_000))
 
         security = Security(
             masterKeyFile: try r.string("security.master_key_file"),
@@ -229,7 +245,9 @@ extension GatewayConfig {
                 var result: [String: JSONValue] = [:]
                 for (key, value) in object {
                     let childPath = path.isEmpty ? key : "\(path).\(key)"
-                    if GatewayConfig.secretKeys.contains(childPath) || GatewayConfig.looksSecret(key)
+                    if GatewayConfig.urlKeys.contains(childPath), case .string(let url) = value {
+                        result[key] = .string(StoreOpener.maskingPassword(url))
+                    } else if GatewayConfig.secretKeys.contains(childPath) || GatewayConfig.looksSecret(key)
                         || GatewayConfig.vendorSecretKeys[path]?.contains(key) == true
                     {
                         if case .string(let s) = value, s.isEmpty {

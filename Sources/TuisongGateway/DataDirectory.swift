@@ -10,7 +10,7 @@ enum DataDirectory {
     /// Tightens the database's directory if it is open to group or others and holds only
     /// Tuisong's files; logs what it did, or why it left the directory alone.
     static func secure(_ config: GatewayConfig, logger: Logger) {
-        let database = config.database.path
+        let database = config.database.sqlitePath ?? config.database.path
         let directory = (database as NSString).deletingLastPathComponent
         let path = directory.isEmpty ? "." : directory
         var info = stat()
@@ -39,7 +39,7 @@ enum DataDirectory {
 
     /// The names Tuisong creates beside its database.
     private static func ownFileNames(_ config: GatewayConfig) -> Set<String> {
-        let base = (config.database.path as NSString).lastPathComponent
+        let base = ((config.database.sqlitePath ?? config.database.path) as NSString).lastPathComponent
         var names: Set<String> = [base, base + "-wal", base + "-shm", base + "-journal"]
         for file in [config.security.masterKeyFile, config.security.initialAdminPasswordFile] where !file.isEmpty {
             names.insert((file as NSString).lastPathComponent)

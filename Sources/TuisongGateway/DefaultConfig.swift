@@ -15,8 +15,14 @@ let embeddedDefaultJSON = #"""
         "max_connections_per_address": 256
       },
       "database": {
+        "url": "",
         "path": "data/tuisong.db",
-        "synchronous_full": false
+        "synchronous_full": false,
+        "pool_size": 8
+      },
+      "cluster": {
+        "lease_seconds": 30,
+        "slice_size": 5000
       },
       "security": {
         "master_key_file": "data/master.key",

@@ -15,7 +15,8 @@ import TuisongStore
 /// console), and runs the HTTP server until `shutdown()`.
 public final class GatewayRuntime: Sendable {
     public let config: GatewayConfig
-    public let store: SQLiteStore
+    /// The database: SQLite (a file) or PostgreSQL (shared by several nodes), by `database.url`.
+    public let store: any GatewayStore
     public let masterKey: MasterKey
     public let adminPassword: AdminPassword.Bootstrap
     public let engine: DeliveryEngine
@@ -81,19 +82,24 @@ public final class GatewayRuntime: Sendable {
             MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, android: android, store: store)
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             apps.onChange { id in authenticator.forget(app: id) }
+            // Changes made by other nodes (and the CLI) drop this node's caches; submits wake idle nodes.
+            StoreChangeWiring.subscribe(
+                store, store: store, apps: apps, apns: apns.transport, android: android, engine: engine, logger: logger)
+            let gateway = WakingGateway(engine: engine, changes: store)
 
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
             router.setMiddleware(HTTPObservation.middleware(router: router, metrics: metrics, logger: logger))
             let metricsServer = mountMetrics(config, metrics: metrics, on: router, logger: logger)
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
-            NativePushAPI(engine: engine, authenticator: authenticator, clock: clock).register(on: router)
+            NativePushAPI(engine: engine, authenticator: authenticator, clock: clock, changes: store).register(
+                on: router)
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
                 // At the gateway's level, whatever handler the process bootstrapped.
                 var providerLogger = Logger(label: "tuisong.\(name)")
                 providerLogger.logLevel = logger.logLevel
                 return ProviderContext(
-                    store: store, accounts: store, database: store.sharedDatabase, gateway: engine,
+                    store: store, accounts: store, database: store.sharedDatabase, gateway: gateway,
                     secrets: MasterKeySealer(masterKey: masterKey), clock: clock, logger: providerLogger,
                     configuration: config.providerSections[name])
             }
@@ -103,11 +109,12 @@ public final class GatewayRuntime: Sendable {
             try await engine.start()
             let credentialBackend = GatewayCredentialBackend(
                 credentials: credentials, store: store, apns: apns.transport, engine: engine, localMock: mock,
-                channelCredentials: channelCredentials, android: android, clock: clock, logger: logger)
+                channelCredentials: channelCredentials, android: android, clock: clock, logger: logger,
+                changes: store)
             let adminAPI = AdminAPI(
-                store: store, masterKey: masterKey, apiKeys: authenticator, gateway: engine,
+                store: store, masterKey: masterKey, apiKeys: authenticator, gateway: gateway,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
-                logger: logger)
+                logger: logger, changes: store)
             adminAPI.register(on: router)
             try mountConsole(config, on: router, logger: logger)
 
@@ -147,27 +154,36 @@ public final class GatewayRuntime: Sendable {
         return policies
     }
 
-    /// The database, its write times observed by `metrics`.
+    /// The database `database.url` (or `database.path`) names, its write times observed by
+    /// `metrics`.
     private static func openStore(_ config: GatewayConfig, metrics: GatewayMetrics, logger: Logger) throws
-        -> SQLiteStore
+        -> any GatewayStore
     {
         let storeWrites = metrics.addHistogram(
             "tuisong_store_write_seconds",
             "Seconds a store write transaction took, waiting for the writer connection included.",
             buckets: GatewayMetrics.latencyBuckets)
-        var options = SQLiteStore.Options(
-            synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations)
+        // The store's own clock stays the system's (timestamps written to the database), as before.
+        var options = StoreOpener.Options(config)
         options.writeObserver = { elapsed in storeWrites.observe(MetricsEndpoint.seconds(elapsed)) }
-        let store = try SQLiteStore(path: config.database.path, configuration: options)
-        for change in store.permissionChanges {
-            logger.notice("database file readable by others, now private", metadata: ["change": "\(change)"])
+        var storeLogger = Logger(label: "tuisong.store")
+        storeLogger.logLevel = logger.logLevel
+        options.logger = storeLogger
+        let store = try StoreOpener.open(url: config.database.effectiveURL, options: options)
+        logger.info(
+            "database open",
+            metadata: ["backend": "\(store.backendName)", "location": "\(store.location)"])
+        if let sqlite = store as? SQLiteStore {
+            for change in sqlite.permissionChanges {
+                logger.notice("database file readable by others, now private", metadata: ["change": "\(change)"])
+            }
         }
         return store
     }
 
     /// The APNs transport, sending to Apple or, in local mode, to the bundled mock started here.
     private static func startAPNs(
-        _ config: GatewayConfig, store: SQLiteStore, credentials: CredentialService,
+        _ config: GatewayConfig, store: any GatewayStore, credentials: CredentialService,
         channelSecrets: any ChannelSecretOpener, clock: any Clock, logger: Logger
     ) async throws -> (transport: APNsPushTransport, localMock: APNsMockServer?, localAndroid: AndroidTransports.Local?)
     {
@@ -226,7 +242,7 @@ public final class GatewayRuntime: Sendable {
     }
 
     private init(
-        config: GatewayConfig, store: SQLiteStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
+        config: GatewayConfig, store: any GatewayStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, apns: APNsPushTransport,
         android: AndroidTransports, credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
         server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, logger: Logger
@@ -294,11 +310,11 @@ enum LocalAPNs {
     }
 
     static func start(
-        config: GatewayConfig, store: SQLiteStore, credentials: CredentialService,
+        config: GatewayConfig, store: any GatewayStore, credentials: CredentialService,
         channelSecrets: any ChannelSecretOpener, logger: Logger
     ) async throws -> Started {
-        let directory = (config.database.path as NSString).deletingLastPathComponent
-        let path = (directory.isEmpty ? "." : directory) + "/apns-mock-local.json"
+        let directory = config.database.directory
+        let path = directory + "/apns-mock-local.json"
         let setup = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "tuisong.local")
         var configuration = setup.configuration(host: "127.0.0.1", port: config.apns.localMockPort)
         // Every p8 key already stored is trusted, as Apple trusts every key of a team.
@@ -327,7 +343,7 @@ enum LocalAPNs {
         logger.notice(
             "local mode: sending APNs, FCM, Huawei, Honor, Xiaomi, OPPO and vivo pushes to the bundled look-alike (apns.local_mock)",
             metadata: ["apns_url": "\(baseURL)"])
-        let caFile = (directory.isEmpty ? "." : directory) + "/local-mock-ca.pem"
+        let caFile = directory + "/local-mock-ca.pem"
         try setup.writeCAFile(to: caFile)
         return Started(
             server: server, endpoint: APNsEndpoint(host: "127.0.0.1", port: server.port),
@@ -420,5 +436,16 @@ enum Health {
         } catch {
             return .json(object: ["status": "unavailable", "database": "\(error)"], status: 503)
         }
+    }
+}
+
+extension StoreOpener.Options {
+    /// The store options the configuration sets (`database.*`, `cluster.*`), the plugins'
+    /// migrations those of every provider this build knows.
+    public init(_ config: GatewayConfig, clock: any Clock = SystemClock()) {
+        self.init(
+            clock: clock, pluginMigrations: ProviderRegistry.pluginMigrations,
+            synchronousFull: config.database.synchronousFull, poolSize: config.database.poolSize,
+            leaseDuration: .seconds(config.cluster.leaseSeconds), sliceSize: config.cluster.sliceSize)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import TuisongAPNs
+import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
 import TuisongHTTP
@@ -64,7 +65,7 @@ enum MetricsEndpoint {
     }
 
     static func addGauges(
-        to metrics: GatewayMetrics, apns: APNsPushTransport, android: AndroidTransports, store: SQLiteStore
+        to metrics: GatewayMetrics, apns: APNsPushTransport, android: AndroidTransports, store: any GatewayStore
     ) {
         addAndroidGauges(to: metrics, android: android)
         func perPool(_ value: @escaping @Sendable (PoolStatistics) -> Int)
@@ -109,10 +110,10 @@ enum MetricsEndpoint {
 
 /// The store's delivery backlog, read once per scrape.
 actor BacklogReading {
-    let store: SQLiteStore
+    let store: any GatewayStore
     private var latest: (retryQueued: Int, held: Int)?
 
-    init(store: SQLiteStore) {
+    init(store: any GatewayStore) {
         self.store = store
     }
 

@@ -9,6 +9,8 @@ struct NativePushAPI: Sendable {
     let engine: DeliveryEngine
     let authenticator: APIKeyAuthenticator
     let clock: any Clock
+    /// Where a queued message's wake-up goes to the other nodes; nil: this process only.
+    var changes: (any StoreChangeFeed)? = nil
 
     static let maxTokens = 50_000
 
@@ -35,6 +37,7 @@ struct NativePushAPI: Sendable {
         let record: MessageRecord
         do {
             record = try await engine.submit(job)
+            if record.state == .queued { await changes?.publish(.wake) }
         } catch let error as PayloadError {
             throw NativeAPIError(
                 400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message)

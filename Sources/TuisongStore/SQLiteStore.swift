@@ -93,6 +93,8 @@ public final class SQLiteStore: Store {
     public let permissionChanges: [String]
     /// Serialises `close()` calls and remembers that the pool is closed.
     private let closed = Mutex(false)
+    /// This process's subscribers to store changes (`SQLiteStore+Changes`).
+    let changeFeed = LocalChangeFeed()
 
     /// Opens (creating it and its parent directory if needed) the database at `path` and
     /// brings its schema up to date. A new directory is created 0700 and the database files

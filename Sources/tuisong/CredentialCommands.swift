@@ -151,13 +151,16 @@ struct CredentialCommand: AsyncParsableCommand {
             if let selector = record.selector {
                 released += try await store.releaseHeldDeliveries(appID: app, selector: selector, now: Date())
             }
+            // A running gateway looks the app's credentials up again, and sends what was released.
+            await store.publish(.credentials(appID: app))
+            if released > 0 { await store.publish(.wake) }
             var summary = CredentialView.object(record)
             summary["released_deliveries"] = released
             printJSON(summary)
         }
 
         /// An FCM service account or a Huawei or Honor OAuth client, checked and sealed.
-        private func addChannelCredential(_ pushChannel: PushChannel, store: SQLiteStore, config: GatewayConfig)
+        private func addChannelCredential(_ pushChannel: PushChannel, store: any GatewayStore, config: GatewayConfig)
             async throws
         {
             let upload: ChannelCredentialUpload
@@ -184,6 +187,7 @@ struct CredentialCommand: AsyncParsableCommand {
             } catch let error as CredentialError {
                 throw ValidationError(error.message)
             }
+            await store.publish(.channelCredentials(appID: app))
             printJSON(ChannelCredentialView.object(record))
         }
 

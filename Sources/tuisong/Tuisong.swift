@@ -33,11 +33,9 @@ struct ConfigOptions: ParsableArguments {
         }
     }
 
-    func openStore(_ config: GatewayConfig) throws -> SQLiteStore {
-        try SQLiteStore(
-            path: config.database.path,
-            configuration: SQLiteStore.Options(
-                synchronousFull: config.database.synchronousFull, pluginMigrations: ProviderRegistry.pluginMigrations))
+    /// The database `database.url` (or `database.path`) names: SQLite or PostgreSQL.
+    func openStore(_ config: GatewayConfig) throws -> any GatewayStore {
+        try StoreOpener.open(url: config.database.effectiveURL, options: StoreOpener.Options(config))
     }
 }
 
@@ -89,12 +87,13 @@ struct Serve: AsyncParsableCommand {
                 "Tuisong listening",
                 metadata: [
                     "version": "\(TuisongVersion.current)", "url": "\(runtime.consoleURL)",
-                    "database": "\(config.database.path)", "master_key": "\(masterKey)",
+                    "database": "\(runtime.store.location)", "backend": "\(runtime.store.backendName)",
+                    "master_key": "\(masterKey)",
                     "console": "\(console)", "metrics_port": "\(runtime.metricsPort.map(String.init) ?? "")",
                 ])
         } else {
             print("Tuisong \(TuisongVersion.current) listening on \(runtime.consoleURL)")
-            print("  database: \(config.database.path)")
+            print("  database: \(runtime.store.backendName) \(runtime.store.location)")
             print("  master key: \(masterKey)")
             print("  console: \(console)")
             if let metricsPort = runtime.metricsPort { print("  metrics: port \(metricsPort)") }
@@ -115,6 +114,20 @@ struct CheckConfig: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load()
         print(config.maskedJSON())
+        // On standard error: standard output stays the JSON alone, for scripts.
+        FileHandle.standardError.write(Data((Self.databaseLine(config.database) + "\n").utf8))
+    }
+
+    /// Which database the config opens, and which key said so (`database.url` wins over
+    /// `database.path`).
+    static func databaseLine(_ database: GatewayConfig.Database) -> String {
+        let source =
+            database.url.isEmpty
+            ? "database.path (database.url is empty)" : "database.url (it wins over database.path)"
+        switch database.backend {
+        case .sqlite(let path): return "database: SQLite file \(path), from \(source)"
+        case .postgresql: return "database: PostgreSQL \(database.location), from \(source)"
+        }
     }
 }
 
@@ -126,7 +139,8 @@ struct Migrate: AsyncParsableCommand {
         let config = try options.load()
         let store = try options.openStore(config)
         defer { try? store.close() }
-        print("database \(config.database.path) is at schema \(try await store.schemaVersion() ?? "none")")
+        print(
+            "database \(store.backendName) \(store.location) is at schema \(try await store.schemaVersion() ?? "none")")
     }
 }
 

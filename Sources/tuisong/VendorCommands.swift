@@ -73,6 +73,8 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
         } catch let error as StoreError where error.code == .conflict {
             throw ValidationError("another app already holds one of these \(Provider.name) values")
         }
+        // A running gateway drops the app from its caches now rather than when they expire.
+        await store.publish(.app(record.id))
         var shown: [String: Any] = [:]
         for setting in Provider.settings where !setting.isSecret {
             if let value = record.vendorSettings[Provider.name]?[setting.storageKey] { shown[setting.key] = value }

@@ -6,10 +6,11 @@ import TuisongCore
 
 /// `messageProgress(id:)`, the status poll's point read, against the full `message(id:)`.
 @Suite struct MessageProgressTests {
-    @Test func theProgressReadAgreesWithTheFullRecord() async throws {
-        let fixture = try StoreFixture()
-        defer { fixture.tearDown() }
-        let store = fixture.store
+    @Test(arguments: Backend.allCases) func theProgressReadAgreesWithTheFullRecord(_ backend: Backend) async throws {
+        try await withStore(backend) { store in try await Self.progressAgrees(store) }
+    }
+
+    static func progressAgrees(_ store: any GatewayStore) async throws {
         let appID = try await store.createApp(name: "p", bundleID: "com.example.p", apiKeyHash: UUID().uuidString).id
         let message = try await store.createMessage(
             PushJob(

@@ -71,7 +71,8 @@ func withStore<T>(
         return try await body(fixture.store)
     case .postgresql:
         return try await withTestDatabase { url in
-            let store = try PostgresStore(url: url, configuration: .init(clock: clock, pluginMigrations: plugins))
+            let store = try PostgresStore(
+                url: url, configuration: .init(clock: clock, pluginMigrations: plugins, poolSize: 4))
             defer { try? store.close() }
             return try await body(store)
         }

@@ -67,6 +67,8 @@ public final class PostgresStore: Sendable {
     public let leaseDuration: Duration
     let sliceSize: Int
     private let closed = Atomic<Bool>(false)
+    /// The change feed: NOTIFY out, a listener in (`PostgresStore+Changes`).
+    let changes = PostgresChanges()
 
     /// Connects, brings the schema up to date (core, then plugins) and starts the pool.
     ///
@@ -123,6 +125,7 @@ public final class PostgresStore: Sendable {
     /// Closes the pool. Calls after the first do nothing.
     public func close() throws {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        changes.stop()
         pool.shutdownAndWait()
     }
 
@@ -157,7 +160,8 @@ public final class PostgresStore: Sendable {
         let text = "PostgreSQL \(pg.sqlState ?? pg.kind.description): \(pg.message)"
         switch pg.sqlState {
         case "23503": return StoreError(.notFound, text)  // foreign_key_violation: an unknown parent
-        case "23505", "23514", "23502", "22001", "22P02": return StoreError(.conflict, text)
+        // unique, check, not-null, too long, bad text representation, NUL in text (COPY)
+        case "23505", "23514", "23502", "22001", "22P02", "22021": return StoreError(.conflict, text)
         default: return StoreError(.unavailable, text)
         }
     }

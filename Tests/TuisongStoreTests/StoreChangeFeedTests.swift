@@ -1,0 +1,130 @@
+import Foundation
+import Synchronization
+import Testing
+import TuisongCore
+import TuisongPostgresTestKit
+
+@testable import TuisongStore
+
+/// What a subscriber received, in order (`nil` = resynchronise).
+final class ReceivedChanges: Sendable {
+    private let changes = Mutex<[StoreChange?]>([])
+
+    func append(_ change: StoreChange?) { changes.withLock { $0.append(change) } }
+    var all: [StoreChange?] { changes.withLock { $0 } }
+    /// The changes, resynchronisations left out.
+    var published: [StoreChange] { all.compactMap { $0 } }
+
+    /// Waits up to `timeout` for `condition`.
+    func wait(timeout: Duration = .seconds(10), until condition: ([StoreChange?]) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(all) { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return condition(all)
+    }
+}
+
+@Suite struct StoreChangeFeedTests {
+    static let every: [StoreChange] = [
+        .app(7), .credentials(appID: 8), .channelCredentials(appID: 9), .settings, .wake,
+    ]
+
+    @Test func payloadsRoundTrip() {
+        for change in Self.every { #expect(StoreChange(payload: change.payload) == change) }
+        for unknown in ["", "app", "app:", "app:x", "apps:1", "credentials:1:2", "later:5", "sleep"] {
+            #expect(StoreChange(payload: unknown) == nil, "\(unknown)")
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aSubscriberReceivesWhatItsStorePublishes(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let received = ReceivedChanges()
+            store.subscribe { received.append($0) }
+            for change in Self.every { await store.publish(change) }
+            #expect(await received.wait { $0.compactMap { $0 }.count >= Self.every.count })
+            #expect(received.published == Self.every)
+        }
+    }
+
+    @Test func sqliteTellsOnlyItsOwnProcessSubscribers() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let one = try SQLiteStore(path: database.path)
+        let other = try SQLiteStore(path: database.path)
+        defer {
+            try? one.close()
+            try? other.close()
+        }
+        let received = ReceivedChanges()
+        other.subscribe { received.append($0) }
+        await one.publish(.wake)
+        await other.publish(.app(1))
+        #expect(received.all == [.app(1)])
+    }
+
+    /// Two nodes on one database: what one publishes reaches the other's subscribers (after the
+    /// resynchronisation its listener's connection asks for), and a closed store hears nothing.
+    @Test func postgresNodesHearEachOther() async throws {
+        try await withTestDatabase { url in
+            let one = try PostgresStore(url: url, configuration: .init(poolSize: 1))
+            let other = try PostgresStore(url: url, configuration: .init(poolSize: 1))
+            defer {
+                try? one.close()
+                try? other.close()
+            }
+            let heardByOther = ReceivedChanges()
+            other.subscribe { heardByOther.append($0) }
+            #expect(heardByOther.all.first == .some(nil), "connecting asks to resynchronise")
+
+            for change in Self.every { await one.publish(change) }
+            #expect(await heardByOther.wait { $0.compactMap { $0 }.count >= Self.every.count })
+            #expect(heardByOther.published == Self.every)
+
+            // Its own publications come back to a node too (its caches were cleared by the caller).
+            let heardByOne = ReceivedChanges()
+            one.subscribe { heardByOne.append($0) }
+            await other.publish(.app(42))
+            #expect(await heardByOne.wait { $0.contains(.app(42)) })
+            #expect(await heardByOther.wait { $0.contains(.app(42)) })
+
+            // A payload of a newer build is ignored, not mistaken for a change.
+            try await one.read { conn in
+                _ = try conn.execute("SELECT pg_notify('tuisong_changes', 'later:5')")
+            }
+            await one.publish(.settings)
+            #expect(await heardByOther.wait { $0.filter { $0 == .settings }.count == 2 })
+
+            try other.close()
+            let before = heardByOther.all.count
+            await one.publish(.wake)
+            #expect(await heardByOne.wait { $0.filter { $0 == .wake }.count == 1 })
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(heardByOther.all.count == before, "a closed store's listener is stopped")
+        }
+    }
+
+    /// A listener that loses its connection reconnects and asks its subscribers to resynchronise.
+    @Test func aReconnectedListenerAsksToResynchronise() async throws {
+        try await withTestDatabase { url in
+            let store = try PostgresStore(url: url, configuration: .init(poolSize: 1))
+            defer { try? store.close() }
+            let received = ReceivedChanges()
+            store.subscribe { received.append($0) }
+            #expect(received.all == [nil])
+            try await store.read { conn in
+                _ = try conn.execute(
+                    """
+                    SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                    WHERE datname = current_database() AND pid <> pg_backend_pid()
+                      AND query LIKE 'LISTEN%'
+                    """)
+            }
+            #expect(await received.wait { $0.filter { $0 == nil }.count >= 2 }, "resynchronise after reconnecting")
+            await store.publish(.wake)
+            #expect(await received.wait { $0.contains(.wake) }, "listening again")
+        }
+    }
+}

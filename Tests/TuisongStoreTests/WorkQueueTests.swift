@@ -1,0 +1,207 @@
+import Foundation
+import Testing
+import TuisongCore
+import TuisongPostgres
+import TuisongPostgresTestKit
+
+@testable import TuisongStore
+
+/// The work queue several nodes share on PostgreSQL (slices, leases, fencing), and SQLite's
+/// one dispatcher per file.
+@Suite struct WorkQueueTests {
+    /// Nodes on one test database, each a store with its own identity.
+    static func withNodes<T>(
+        _ count: Int, lease: Duration = .seconds(30), sliceSize: Int = 10,
+        _ body: ([PostgresStore]) async throws -> T
+    ) async throws -> T {
+        try await withTestDatabase { url in
+            var nodes: [PostgresStore] = []
+            for index in 0..<count {
+                nodes.append(
+                    try PostgresStore(
+                        url: url,
+                        configuration: .init(
+                            poolSize: 2, leaseDuration: lease, sliceSize: sliceSize, nodeID: "node-\(index)")))
+            }
+            defer { for node in nodes { try? node.close() } }
+            return try await body(nodes)
+        }
+    }
+
+    static func tokenMessage(_ store: PostgresStore, tokens: Int) async throws -> MessageRecord {
+        // Straight into the table: the work queue is under test here, not the app store.
+        let appID = try await store.write { conn in
+            try conn.run(
+                """
+                INSERT INTO apps (name, bundle_id, api_key_hash, created_at, updated_at)
+                VALUES ('q', 'com.example.q', $1, 0, 0) RETURNING id
+                """, [.text(UUID().uuidString)]
+            ).rows[0].int64("id")
+        }
+        let list = (0..<tokens).map { String(repeating: "a", count: 48) + String(format: "%016x", $0) }
+        return try await store.createMessage(
+            PushJob(
+                appID: appID, vendor: "native", audience: .tokens(list), notification: PushNotification(),
+                options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+    }
+
+    @Test func nodesClaimDisjointSlicesThatCoverTheAudienceOnce() async throws {
+        try await Self.withNodes(3) { nodes in
+            let message = try await Self.tokenMessage(nodes[0], tokens: 95)
+            let claims = try await withThrowingTaskGroup(of: [WorkClaim].self) { group in
+                for node in nodes { group.addTask { try await node.claimWork(now: Date(), limit: 100, running: []) } }
+                var all: [WorkClaim] = []
+                for try await claims in group { all += claims }
+                return all
+            }
+            #expect(claims.count == 10)
+            #expect(Set(claims.map(\.slice.id)).count == 10, "no slice claimed twice")
+            for position in Int64(1)...95 {
+                #expect(claims.filter { $0.slice.contains(position) }.count == 1, "position \(position)")
+            }
+            let record = try #require(try await nodes[1].message(id: message.id))
+            #expect(record.state == .sending && record.total == 95 && record.startedAt != nil)
+            // Nothing is left to claim while the leases hold.
+            #expect(try await nodes[2].claimWork(now: Date(), limit: 100, running: []).isEmpty)
+        }
+    }
+
+    @Test func aFlushIsRefusedOnceTheSliceWasTakenOverAndTheNewOwnerFinishes() async throws {
+        try await Self.withNodes(2, lease: .seconds(1), sliceSize: 1000) { nodes in
+            let message = try await Self.tokenMessage(nodes[0], tokens: 20)
+            let first = try #require(try await nodes[0].claimWork(now: Date(), limit: 10, running: []).first)
+            var counts = DeliveryCounts()
+            counts.delivered = 5
+            try await nodes[0].recordProgress(
+                MessageProgress(messageID: message.id, cursor: 5, counts: counts, slice: first.slice), at: Date())
+            // Node 0 stalls past its lease (SIGSTOP); node 1 takes the slice over from its cursor.
+            try await Task.sleep(for: .milliseconds(1500))
+            let second = try #require(try await nodes[1].claimWork(now: Date(), limit: 10, running: []).first)
+            #expect(second.slice.id == first.slice.id)
+            #expect(second.slice.after == 5, "the new owner resumes after the committed cursor")
+            #expect(second.slice.fence == first.slice.fence + 1)
+            // Node 0 wakes up: its flush, renewal and release are all refused; nothing of it lands.
+            counts.delivered = 15
+            await #expect(throws: StoreError.self) {
+                try await nodes[0].recordProgress(
+                    MessageProgress(
+                        messageID: message.id, cursor: 20, counts: counts, finalState: .completed, slice: first.slice),
+                    at: Date())
+            }
+            let key = MessageSliceKey(messageID: message.id, slice: first.slice.id)
+            #expect(try await nodes[0].renewLeases([key: first.slice.fence], now: Date()).held.isEmpty)
+            try await nodes[0].releaseSlice(key, fence: first.slice.fence)
+            #expect(try await nodes[1].renewLeases([key: second.slice.fence], now: Date()).held == [key])
+            try await nodes[1].recordProgress(
+                MessageProgress(
+                    messageID: message.id, cursor: 20, counts: counts, finalState: .completed, slice: second.slice),
+                at: Date())
+            let record = try #require(try await nodes[0].message(id: message.id))
+            #expect(record.state == .completed)
+            #expect(record.counts.delivered == 20 && record.total == 20)
+        }
+    }
+
+    @Test func theLastSliceToFinishCompletesTheMessageAndCountsAreSummed() async throws {
+        try await Self.withNodes(2, sliceSize: 10) { nodes in
+            let message = try await Self.tokenMessage(nodes[0], tokens: 30)
+            let owned =
+                try await nodes[0].claimWork(now: Date(), limit: 2, running: []).map { (nodes[0], $0) }
+                + nodes[1].claimWork(now: Date(), limit: 2, running: []).map { (nodes[1], $0) }
+            #expect(owned.count == 3)
+            for (index, (node, claim)) in owned.enumerated() {
+                var counts = DeliveryCounts()
+                counts.delivered = 9
+                counts.failed = 1
+                try await node.recordProgress(
+                    MessageProgress(
+                        messageID: message.id, cursor: claim.slice.through ?? 30, counts: counts,
+                        failures: ["BadDeviceToken": 1], finalState: .completed, slice: claim.slice),
+                    at: Date())
+                let state = try await nodes[0].message(id: message.id)?.state
+                #expect(state == (index == 2 ? .completed : .sending))
+            }
+            let record = try #require(try await nodes[1].message(id: message.id))
+            #expect(record.counts.delivered == 27 && record.counts.failed == 3 && record.total == 30)
+            #expect(record.failures == ["BadDeviceToken": 3])
+            let progress = try #require(try await nodes[1].messageProgress(id: message.id))
+            #expect(progress.sliceCursors.count == 3 && progress.counts == record.counts)
+        }
+    }
+
+    @Test func aReleasedSliceIsClaimedAtOnceAndRunningSlicesAreNotClaimedAgain() async throws {
+        try await Self.withNodes(2, sliceSize: 1000) { nodes in
+            let message = try await Self.tokenMessage(nodes[0], tokens: 10)
+            let claim = try #require(try await nodes[0].claimWork(now: Date(), limit: 5, running: []).first)
+            let key = MessageSliceKey(messageID: message.id, slice: claim.slice.id)
+            try await nodes[0].releaseSlice(key, fence: claim.slice.fence)
+            #expect(try await nodes[0].claimWork(now: Date(), limit: 5, running: [key]).isEmpty)
+            #expect(try await nodes[1].claimWork(now: Date(), limit: 5, running: []).count == 1)
+        }
+    }
+
+    @Test func startUpRequeuesOnlyRetriesWhoseLeaseEnded() async throws {
+        try await Self.withNodes(2, lease: .seconds(1)) { nodes in
+            let message = try await Self.tokenMessage(nodes[0], tokens: 1)
+            try await nodes[0].recordProgress(
+                MessageProgress(
+                    messageID: message.id, cursor: 1,
+                    counts: {
+                        var c = DeliveryCounts()
+                        c.queued = 1
+                        return c
+                    }(),
+                    deliveries: [
+                        NewDelivery(
+                            deviceID: nil, token: String(repeating: "b", count: 64), environment: .production,
+                            state: .queued, reason: "InternalServerError", attempts: 1, nextAttemptAt: Date())
+                    ]), at: Date())
+            let claimed = try await nodes[0].claimDueDeliveries(now: Date().addingTimeInterval(1), limit: 10)
+            #expect(claimed.count == 1)
+            // Node 1 starting meanwhile leaves node 0's retry in flight alone…
+            #expect(try await nodes[1].requeueInterruptedDeliveries() == 0)
+            #expect(try await nodes[1].claimDueDeliveries(now: Date().addingTimeInterval(1), limit: 10).isEmpty)
+            // …until node 0's lease ends (it died): then the row is queued again.
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(try await nodes[1].requeueInterruptedDeliveries() == 1)
+            let record = try #require(try await nodes[1].message(id: message.id))
+            #expect(record.counts.queued == 1 && record.counts.sending == 0)
+        }
+    }
+
+    @Test func liveNodesAreThoseWithARecentHeartbeat() async throws {
+        try await Self.withNodes(3, lease: .seconds(1)) { nodes in
+            for node in nodes { _ = try await node.renewLeases([:], now: Date()) }
+            #expect(try await nodes[0].liveNodeCount() == 3)
+            try await Task.sleep(for: .milliseconds(1500))
+            _ = try await nodes[0].renewLeases([:], now: Date())
+            #expect(try await nodes[0].liveNodeCount() == 1)
+        }
+    }
+
+    @Test func slicesAreEqualRangesWithAnOpenEnd() {
+        let slices = PostgresStore.slices(range: (lower: 0, upper: 95, count: 95), size: 10)
+        #expect(slices.count == 10)
+        #expect(slices.first?.after == 0 && slices.first?.through == 10)
+        #expect(slices.last?.after == 90 && slices.last?.through == nil)
+        #expect(PostgresStore.slices(range: (0, 0, 0), size: 10).count == 1)
+    }
+
+    @Test func aSecondSQLiteStoreOnTheSameFileDoesNotDispatchUntilTheFirstCloses() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let first = try SQLiteStore(path: database.path)
+        let second = try SQLiteStore(path: database.path)
+        defer { try? second.close() }
+        let app = try await first.createApp(name: "s", bundleID: "com.example.s", apiKeyHash: UUID().uuidString)
+        let message = try await first.createMessage(
+            PushJob(
+                appID: app.id, vendor: "native", audience: .tag("t"), notification: PushNotification(),
+                options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+        #expect(try await first.claimWork(now: Date(), limit: 4, running: []).map(\.record.id) == [message.id])
+        #expect(try await second.claimWork(now: Date(), limit: 4, running: []).isEmpty)
+        #expect(try await second.requeueInterruptedDeliveries() == 0)
+        try first.close()
+        #expect(try await second.claimWork(now: Date(), limit: 4, running: []).map(\.record.id) == [message.id])
+    }
+}
