@@ -111,7 +111,7 @@ extension GatewayConfig {
             }
         }
         cluster = Cluster(
-            leaseSeconds: try r.int("cluster.lease_seconds", in: 5...3600),
+            leaseSeconds: try r.int("cluster.lease_seconds", in: 2...3600),
             sliceSize: try r.int("cluster.slice_size", in: 100...10_000_000))
 
         security = Security(

@@ -3,11 +3,17 @@ import TuisongDelivery
 import TuisongHTTP
 
 extension DeliverySettings {
-    /// `delivery.*` of the config; the rest keeps the engine's defaults.
-    init(_ config: GatewayConfig.Delivery) {
+    /// `delivery.*` of the config, and the lease timing of `cluster.lease_seconds`; the rest
+    /// keeps the engine's defaults.
+    init(_ config: GatewayConfig.Delivery, cluster: GatewayConfig.Cluster) {
         self.init(
             workers: config.workers, pageSize: config.pageSize, maxAttempts: config.maxAttempts,
             retryBase: config.retryBaseSeconds, retryMax: config.retryMaxSeconds)
+        // Renewed every third of a lease, so two renewals may fail before it ends; sends stop a
+        // sixth of a lease before an unrenewed lease ends, so what is in flight lands first.
+        let lease = Duration.seconds(cluster.leaseSeconds)
+        leaseRenewInterval = lease / 3
+        leaseMargin = lease / 6
     }
 }
 

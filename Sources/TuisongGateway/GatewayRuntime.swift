@@ -77,7 +77,8 @@ public final class GatewayRuntime: Sendable {
                 store: store,
                 transport: MeteredTransport(
                     ChannelRouter(android.byChannel.merging([.apns: apns.transport]) { $1 }), metrics: metrics),
-                settings: DeliverySettings(config.delivery), clock: clock, logger: logger, apps: apps,
+                settings: DeliverySettings(config.delivery, cluster: config.cluster), clock: clock, logger: logger,
+                apps: apps,
                 observer: metrics)
             MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, android: android, store: store)
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
