@@ -45,7 +45,9 @@ PG_SCRIPT = REPO / "scripts" / "pg-test-cluster.sh"
 DEVICES = int(os.environ.get("TUISONG_CLUSTER_TEST_DEVICES", "200000"))
 TAG = "cluster"
 NODES = 3
-# The shortest lease the config takes (cluster.lease_seconds: 5-3600), so takeovers are quick.
+# Short, so takeovers are quick (renewed every third, sends stop a sixth before an unrenewed
+# lease ends); not shorter, so that renewals late by a second on a loaded 2-core machine with
+# debug builds do not lose slices the test does not mean to.
 LEASE_SECONDS = int(os.environ.get("TUISONG_CLUSTER_TEST_LEASE_SECONDS", "5"))
 SLICE_SIZE = 5000
 PAGE_SIZE = 1000
