@@ -571,11 +571,13 @@ def test_b_a_node_frozen_past_its_lease_has_its_flushes_refused(cluster):
         # The others finish the message, the frozen node's slices included.
         before = cluster.wait_completed(message_id)
     finally:
+        # What it logs from here on, it logs after it resumed.
+        resume_offset = frozen.log_size()
         os.kill(frozen.pid, signal.SIGCONT)
     resumed = time.monotonic()
     refused = None
     while time.monotonic() - resumed < 20:
-        text = frozen.log_text(log_offset)
+        text = frozen.log_text(resume_offset)
         if "lost the lease of a slice" in text:
             refused = time.monotonic() - resumed
             break
@@ -589,6 +591,7 @@ def test_b_a_node_frozen_past_its_lease_has_its_flushes_refused(cluster):
     figures.update({
         "frozen": frozen.id, "frozen_after_seen": seen, "its_open_slices": slices,
         "takeover_first_s": first, "takeover_last_s": last, "refused_after_resume_s": refused,
+        "logged_while_frozen": frozen.log_text(log_offset)[:resume_offset - log_offset],
         "status_before_resume": before["counts"], "exit_status": exit_status,
         "seconds": round(time.monotonic() - started, 1)})
     cluster.record("b_freeze", figures)
