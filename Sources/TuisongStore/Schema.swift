@@ -27,6 +27,7 @@ enum Schema {
         ("v7-devices-carry-their-account", v7DevicesCarryTheirAccount),
         (v8Identifier, v8VendorColumnsLeaveTheCore),
         (v9Identifier, v9Channels),
+        (v10Identifier, v10ConsoleSessions),
     ]
 
     /// The core migrations alone.
