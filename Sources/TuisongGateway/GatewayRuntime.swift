@@ -190,7 +190,7 @@ public final class GatewayRuntime: Sendable {
         }
         let transport = APNsPushTransport(
             credentials: credentials, store: store, endpoints: endpoints, poolSettings: APNsPoolSettings(config.apns),
-            fallback: fallback, clock: clock, logger: logger)
+            fallback: fallback, clock: clock, providerTokens: store, logger: logger)
         return (transport, mock, localAndroid)
     }
 

@@ -28,6 +28,7 @@ enum Schema {
         (v8Identifier, v8VendorColumnsLeaveTheCore),
         (v9Identifier, v9Channels),
         (v10Identifier, v10ConsoleSessions),
+        (v11Identifier, v11ProviderTokens),
     ]
 
     /// The core migrations alone.

@@ -17,6 +17,7 @@ enum PostgresSchema {
         ("pg1-baseline", baseline),
         ("pg2-work-queue", workQueue),
         ("pg3-console-sessions", PostgresSchema.consoleSessions),
+        ("pg4-provider-tokens", PostgresSchema.providerTokens),
     ]
 
     static let baseline = """
