@@ -32,7 +32,8 @@ public struct BaiduProvider: PushProvider {
         authenticator = BaiduAuthenticator(
             baiduStore: baiduStore, secrets: context.secrets, clock: context.clock,
             limiter: RateLimiter(
-                rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock),
+                rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock,
+                share: context.nodeShare),
             window: configuration.signatureWindow, logger: context.logger)
         pusher = BaiduPusher(baiduStore: baiduStore, gateway: context.gateway, clock: context.clock)
     }
