@@ -114,16 +114,12 @@ final class PostgresExecutor: SQLExecutor {
         return lastRowID
     }
 
-    /// One statement with its `?`s numbered. Short texts and `SQLList` texts (a handful of padded
-    /// lengths) are prepared once per connection, as SQLite's executor keeps them; other long
-    /// texts (usually lists whose length varies) are parsed each time.
+    /// One statement with its `?`s numbered, sent with its parameters' types (`int8`, `float8`,
+    /// `bytea`; text untyped), so `SELECT ? AS n` answers an integer as SQLite does. Not kept
+    /// prepared: `PostgresConnection.prepare` lets the server infer every type, which would turn
+    /// such a parameter into text.
     private func run(_ sql: String, _ arguments: [SQLValue]) throws -> PostgresResult {
-        let text = Self.numbered(sql)
-        let parameters = arguments.map(Self.parameter)
-        if sql.utf8.count <= 512 || sql.contains(SQLList.marker) {
-            return try conn.run(text, parameters)
-        }
-        return try conn.execute(text, parameters)
+        try conn.execute(Self.numbered(sql), arguments.map(Self.parameter))
     }
 
     static func parameter(_ value: SQLValue) -> PostgresValue {
