@@ -23,7 +23,8 @@ func provider(_ vendor: String) -> [Target] {
             dependencies: [
                 .target(name: "\(vendor)Provider"), "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP",
                 "TuisongPlugin", "TuisongStore", "TuisongCrypto", "TuisongDelivery", "TuisongGateway",
-                "TuisongGatewayTestKit", "TuisongAPNsMock", .product(name: "Logging", package: "swift-log"),
+                "TuisongGatewayTestKit", "TuisongAPNsMock", "TuisongPostgresTestKit",
+                .product(name: "Logging", package: "swift-log"),
             ]),
     ]
 }
@@ -192,7 +193,7 @@ let package = Package(
             name: "TuisongPluginTestKit",
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
-                .product(name: "Logging", package: "swift-log"),
+                "TuisongPostgresTestKit", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TuisongPluginTestKit"),
         // A whole gateway on loopback for end-to-end tests: temporary directory, environment,

@@ -438,9 +438,10 @@ struct BaiduStore: Sendable {
     // MARK: Messages, timers, topics, statistics
     //
     // Baidu's message lookups filter the core `messages` table on the labels the pusher
-    // stored (`timer_id`, `topic_id`), with SQLite's json_extract and the expression
-    // indexes the v3 migration made. The one place the plugin's SQL is not portable; a
-    // PostgreSQL backend would need `labels->>'timer_id'` here.
+    // stored (`timer_id`, `topic_id`), spelled by the database's dialect (`SQLDialect.jsonText`)
+    // exactly as the expression indexes are (SQLite's core v3 migration, PostgreSQL's
+    // `1-kept-messages-by-channel` step), so the indexes apply. A message's delivered count is
+    // read as the store keeps it (`SQLDialect.messageCounter`: per slice on PostgreSQL).
 
     /// Baidu messages of the app with these `msg_id`s, in the order asked (unknown ones left out).
     func messages(appID: Int64, msgIDs: [String]) async throws -> [MessageRecord] {
@@ -460,13 +461,14 @@ struct BaiduStore: Sendable {
     func timers(appID: Int64, timerID: String?, start: Int, limit: Int) async throws
         -> (total: Int, messages: [MessageRecord])
     {
+        let timer = database.dialect.jsonText("labels", "timer_id")
         var condition = """
             app_id = ? AND vendor = 'baidu' AND state = 'scheduled'
-                AND json_extract(labels, '$.timer_id') IS NOT NULL
+                AND \(timer) IS NOT NULL
             """
         var arguments: [SQLValue] = [.integer(appID)]
         if let timerID {
-            condition += " AND json_extract(labels, '$.timer_id') = ?"
+            condition += " AND \(timer) = ?"
             arguments.append(.text(timerID))
         }
         let filter = condition
@@ -484,11 +486,12 @@ struct BaiduStore: Sendable {
 
     /// The message behind a `timer_id`, whatever its state.
     func timerMessage(appID: Int64, timerID: String) async throws -> MessageRecord? {
+        let timer = database.dialect.jsonText("labels", "timer_id")
         let id = try await database.read { db in
             try db.queryOne(
                 """
                 SELECT id FROM messages
-                WHERE app_id = ? AND vendor = 'baidu' AND json_extract(labels, '$.timer_id') = ?
+                WHERE app_id = ? AND vendor = 'baidu' AND \(timer) = ?
                 """, [.integer(appID), .text(timerID)])?[0].int
         }
         guard let id else { return nil }
@@ -506,7 +509,7 @@ struct BaiduStore: Sendable {
         }
         let sentAt = "coalesce(started_at, send_at, created_at)"
         var condition = """
-            app_id = ? AND vendor = 'baidu' AND json_extract(labels, '$.\(label)') = ?
+            app_id = ? AND vendor = 'baidu' AND \(database.dialect.jsonText("labels", label)) = ?
                 AND (started_at IS NOT NULL OR state IN ('sending', 'completed'))
             """
         var arguments: [SQLValue] = [.integer(appID), .text(value)]
@@ -531,8 +534,9 @@ struct BaiduStore: Sendable {
 
     /// Topics (`labels["topic_id"]`) of the app's Baidu messages, by first use.
     func topics(appID: Int64, start: Int, limit: Int) async throws -> (total: Int, topics: [BaiduTopicSummary]) {
-        try await database.read { db in
-            let topic = "json_extract(labels, '$.topic_id')"
+        let topic = database.dialect.jsonText("labels", "topic_id")
+        let delivered = database.dialect.messageCounter("delivered")
+        return try await database.read { db in
             let total = try Self.count(
                 db,
                 """
@@ -541,7 +545,8 @@ struct BaiduStore: Sendable {
                 """, [.integer(appID)])
             let rows = try db.query(
                 """
-                SELECT \(topic) AS topic, min(created_at), max(created_at), sum(coalesce(total, 0)), sum(delivered)
+                SELECT \(topic) AS topic, min(created_at), max(created_at), CAST(sum(coalesce(total, 0)) AS BIGINT),
+                    CAST(sum(\(delivered)) AS BIGINT)
                 FROM messages WHERE app_id = ? AND vendor = 'baidu' AND \(topic) IS NOT NULL
                 GROUP BY topic ORDER BY min(created_at), topic LIMIT ? OFFSET ?
                 """, [.integer(appID)] + Self.window(start: start, limit: limit))
@@ -559,11 +564,13 @@ struct BaiduStore: Sendable {
     /// instant in the fixed UTC offset `utcOffset` (seconds).
     func topicDeliveries(appID: Int64, topicID: String, since: Date, utcOffset: Int) async throws -> [Date: Int] {
         let offset = Int64(utcOffset) * 1000
+        let topic = database.dialect.jsonText("labels", "topic_id")
+        let delivered = database.dialect.messageCounter("delivered")
         let days = try await database.read { db in
             try db.query(
                 """
-                SELECT (created_at + ?) / ? AS day, sum(delivered) FROM messages
-                WHERE app_id = ? AND vendor = 'baidu' AND json_extract(labels, '$.topic_id') = ?
+                SELECT (created_at + ?) / ? AS day, CAST(sum(\(delivered)) AS BIGINT) FROM messages
+                WHERE app_id = ? AND vendor = 'baidu' AND \(topic) = ?
                     AND created_at >= ?
                 GROUP BY day
                 """,

@@ -41,7 +41,8 @@ public struct EasemobProvider: PushProvider {
         self.context = context
         let configuration = try EasemobConfiguration(context.configuration)
         limiter = RateLimiter(
-            rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock)
+            rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock,
+            share: context.nodeShare)
         store = EasemobStore(database: context.database)
         directory = EasemobDirectory(apps: context.store, sealer: context.secrets)
         policy = EasemobDeliveryPolicy(

@@ -61,9 +61,11 @@ public final class APNsConnectionPool: APNsTransport {
     /// request and are then kept open.
     ///
     /// - Parameter clock: wall-clock time for token issue times (tests move it).
+    /// - Parameter providerTokens: where the gateway's nodes share provider tokens (nil: this
+    ///   pool signs its own; see `ProviderTokenCache`).
     public convenience init(
         configuration: Configuration, credential: APNsCredentialMaterial,
-        clock: any TuisongCore.Clock = SystemClock(), logger: Logger
+        clock: any TuisongCore.Clock = SystemClock(), providerTokens: (any ProviderTokenStore)? = nil, logger: Logger
     ) throws(APNsTransportError) {
         let tlsContext = try credential.makeTLSContext(
             caFile: configuration.caFile, extraCACertificates: configuration.extraCACertificates)
@@ -74,7 +76,8 @@ public final class APNsConnectionPool: APNsTransport {
                 authentication = .token(
                     try ProviderTokenCache(
                         key: key, keyID: keyID, teamID: teamID,
-                        refreshInterval: configuration.tokenRefreshInterval, clock: clock))
+                        refreshInterval: configuration.tokenRefreshInterval, clock: clock, shared: providerTokens,
+                        logger: logger))
             } catch {
                 throw APNsTransportError(.credentialFailed, "token key \(keyID): \(error.message)")
             }
@@ -111,6 +114,13 @@ public final class APNsConnectionPool: APNsTransport {
 
     deinit {
         core.shutdownDetached()
+    }
+
+    /// With a shared provider token store: adopts or signs and offers the provider token now
+    /// (one database exchange), so the first requests do not sign one of their own. Does
+    /// nothing for certificate authentication or without a store.
+    public func prepareProviderToken() async {
+        await core.providerTokenCache?.prepare()
     }
 
     /// Opens the pool's connections now (TLS and HTTP/2 set-up) instead of on the first

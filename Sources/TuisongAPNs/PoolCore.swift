@@ -131,6 +131,12 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         loop.start()
     }
 
+    /// The provider token cache of a token-authenticated pool.
+    var providerTokenCache: ProviderTokenCache? {
+        if case .token(let cache) = authentication { return cache }
+        return nil
+    }
+
     var usesTokenAuthentication: Bool {
         if case .token = authentication { return true }
         return false

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 import TuisongCore
 import TuisongCrypto
@@ -19,10 +20,21 @@ public struct ProviderToken: Sendable, Hashable {
 ///     let token = try tokens.providerToken()      // header: "bearer \(token.jwt)"
 ///     // on 403 ExpiredProviderToken for a request sent with `token`:
 ///     tokens.invalidate(ifIssuedAt: token.issuedAt)
+///
+/// With a `shared` store (several gateway nodes on one database), the nodes use one token per
+/// (team id, key id): `prepare()` (awaited when a pool opens) adopts the token another node
+/// signed while it is fresh, or signs one and offers it, using whichever the store kept. From
+/// then on `providerToken()` never touches the database: once the token is within
+/// `refreshLead` of `refreshInterval`, a background exchange adopts a newer token or signs,
+/// offers and adopts one, while requests keep the current token (up to `hardLimit` old, after
+/// which, or after APNs reported it expired, a token is signed on the spot as without a store
+/// and offered in the background).
 public final class ProviderTokenCache: Sendable {
     public static let minimumRefreshInterval: Duration = .seconds(20 * 60)
     public static let maximumRefreshInterval: Duration = .seconds(60 * 60)
     public static let defaultRefreshInterval: Duration = .seconds(50 * 60)
+    /// After a failed exchange with the shared store, the next waits this long.
+    static let sharedRetryDelay: TimeInterval = 10
 
     public let keyID: String
     public let teamID: String
@@ -31,6 +43,8 @@ public final class ProviderTokenCache: Sendable {
 
     private let key: PrivateKey
     private let clock: any TuisongCore.Clock
+    private let shared: (any ProviderTokenStore)?
+    private let logger: Logger
     private let state = Mutex(State())
 
     private struct State {
@@ -42,13 +56,28 @@ public final class ProviderTokenCache: Sendable {
         /// when the replacement happens to carry the same `iat` second.
         var lastForcedIssuedAt: Date?
         var minted = 0
+        /// An exchange with the shared store is under way.
+        var sharing = false
+        /// A token signed on the spot, to offer once the running exchange ends.
+        var pendingOffer: (token: ProviderToken, replacing: Date?)?
+        /// No exchange starts before this (after a failed one).
+        var nextShareAttempt = Date.distantPast
+    }
+
+    private enum Exchange {
+        /// Adopt a newer token from the store, or sign one and offer it.
+        case refresh
+        /// Offer a token signed on the spot.
+        case offer(ProviderToken, replacing: Date?)
     }
 
     /// `key` must be a P-256 key (`CryptoError.wrongKind` otherwise). `refreshInterval` is
-    /// clamped into 20…60 minutes.
+    /// clamped into 20…60 minutes. `shared`: the store the gateway's nodes share tokens
+    /// through (nil: this cache signs alone).
     public init(
         key: PrivateKey, keyID: String, teamID: String, refreshInterval: Duration = defaultRefreshInterval,
-        clock: any TuisongCore.Clock
+        clock: any TuisongCore.Clock, shared: (any ProviderTokenStore)? = nil,
+        logger: Logger = Logger(label: "tuisong.apns.token")
     ) throws(CryptoError) {
         guard key.kind == .ecP256 else {
             throw CryptoError(
@@ -58,6 +87,8 @@ public final class ProviderTokenCache: Sendable {
         self.keyID = keyID
         self.teamID = teamID
         self.clock = clock
+        self.shared = shared
+        self.logger = logger
         self.refreshInterval = min(max(refreshInterval, Self.minimumRefreshInterval), Self.maximumRefreshInterval)
     }
 
@@ -67,23 +98,60 @@ public final class ProviderTokenCache: Sendable {
     }
 
     /// The current token with its `iat`, which the caller passes back to `invalidate(ifIssuedAt:)`.
+    /// Never waits for the shared store (see the type's comment).
     public func providerToken() throws(CryptoError) -> ProviderToken {
         let now = clock.now
+        let sharing = shared != nil
+        var launch: Exchange?
         // Minting happens under the lock so concurrent callers that all find the token stale
         // produce one new token between them, not one each.
-        return try state.withLock { (state: inout State) throws(CryptoError) -> ProviderToken in
-            if let current = state.current, !state.refreshForced, isFresh(current, now: now) {
-                return current
+        let token = try state.withLock { (state: inout State) throws(CryptoError) -> ProviderToken in
+            if let current = state.current, !state.refreshForced {
+                let age = now.timeIntervalSince(current.issuedAt)
+                if isFresh(current, now: now) {
+                    if sharing, age >= refreshSeconds - refreshLead, Self.startExchange(&state, now: now) {
+                        launch = .refresh
+                    }
+                    return current
+                }
+                // Due: with a store, keep using it while an exchange finds or makes the next.
+                if sharing, age >= -Self.backwardClockTolerance, age < hardLimit {
+                    if Self.startExchange(&state, now: now) { launch = .refresh }
+                    return current
+                }
             }
-            let issuedAt = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-            let jwt = try JWT.apnsProviderToken(keyID: keyID, teamID: teamID, issuedAt: issuedAt, key: key)
+            let replaced = state.refreshForced ? state.current?.issuedAt : nil
             if state.refreshForced { state.lastForcedIssuedAt = state.current?.issuedAt }
-            let token = ProviderToken(jwt: jwt, issuedAt: issuedAt)
+            let token = try sign(now, &state)
             state.current = token
             state.refreshForced = false
-            state.minted += 1
+            if sharing {
+                if Self.startExchange(&state, now: now) {
+                    launch = .offer(token, replacing: replaced)
+                } else {
+                    state.pendingOffer = (token, replaced)
+                }
+            }
             return token
         }
+        if let launch {
+            Task.detached { await self.runExchanges(launch) }
+        }
+        return token
+    }
+
+    /// With a shared store: unless a token is at hand and not yet within `refreshLead` of its
+    /// refresh, adopts a fresh token another node signed, or signs one and offers it (and
+    /// uses the one the store kept). Returns when done; a store error is logged and leaves
+    /// `providerToken()` to sign on its own. Without a store, does nothing.
+    public func prepare() async {
+        guard shared != nil else { return }
+        let now = clock.now
+        let start = state.withLock { state -> Bool in
+            if let current = state.current, !state.refreshForced, !isDue(current, now: now) { return false }
+            return Self.startExchange(&state, now: now)
+        }
+        if start { await runExchanges(.refresh) }
     }
 
     /// After APNs answered 403 ExpiredProviderToken to a request carrying the token issued at
@@ -105,12 +173,111 @@ public final class ProviderTokenCache: Sendable {
     /// How far the clock may step backwards before the token counts as issued in the future.
     static let backwardClockTolerance: TimeInterval = 300
 
+    private var refreshSeconds: TimeInterval {
+        let (seconds, attoseconds) = refreshInterval.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    /// With a shared store, how long before `refreshInterval` the background exchange starts:
+    /// five minutes, less when that would make the offer come before the 20 minutes the store
+    /// keeps a token (`minimumRefreshInterval`).
+    var refreshLead: TimeInterval { max(0, min(300, refreshSeconds - 20 * 60)) }
+
+    /// With a shared store, the age up to which requests keep the current token while an
+    /// exchange runs: 55 minutes (APNs refuses tokens older than an hour), or
+    /// `refreshInterval` when longer.
+    var hardLimit: TimeInterval { max(refreshSeconds, 55 * 60) }
+
     private func isFresh(_ token: ProviderToken, now: Date) -> Bool {
         let age = now.timeIntervalSince(token.issuedAt)
-        let (seconds, attoseconds) = refreshInterval.components
-        let limit = Double(seconds) + Double(attoseconds) / 1e18
         // A small backward step (NTP) keeps the token; a large one would leave an `iat` in
         // the future, which APNs rejects, so that counts as stale.
-        return age >= -Self.backwardClockTolerance && age < limit
+        return age >= -Self.backwardClockTolerance && age < refreshSeconds
+    }
+
+    /// Whether a shared-store exchange should replace the token now.
+    private func isDue(_ token: ProviderToken, now: Date) -> Bool {
+        let age = now.timeIntervalSince(token.issuedAt)
+        return age < -Self.backwardClockTolerance || age >= refreshSeconds - refreshLead
+    }
+
+    private func sign(_ now: Date, _ state: inout State) throws(CryptoError) -> ProviderToken {
+        let issuedAt = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+        let jwt = try JWT.apnsProviderToken(keyID: keyID, teamID: teamID, issuedAt: issuedAt, key: key)
+        state.minted += 1
+        return ProviderToken(jwt: jwt, issuedAt: issuedAt)
+    }
+
+    /// Marks an exchange as under way unless one is, or the last failed too recently.
+    private static func startExchange(_ state: inout State, now: Date) -> Bool {
+        guard !state.sharing, now >= state.nextShareAttempt else { return false }
+        state.sharing = true
+        return true
+    }
+
+    /// Runs `first`, then any token signed on the spot meanwhile, then ends the exchange.
+    private func runExchanges(_ first: Exchange) async {
+        var next: Exchange? = first
+        while let exchange = next {
+            await run(exchange)
+            next = state.withLock { state -> Exchange? in
+                if let pending = state.pendingOffer {
+                    state.pendingOffer = nil
+                    return .offer(pending.token, replacing: pending.replacing)
+                }
+                state.sharing = false
+                return nil
+            }
+        }
+    }
+
+    private func run(_ exchange: Exchange) async {
+        guard let shared else { return }
+        let now = clock.now
+        do {
+            var offered: ProviderToken
+            var replacing: Date?
+            switch exchange {
+            case .offer(let token, let replaced):
+                offered = token
+                replacing = replaced
+            case .refresh:
+                let current = state.withLock { $0.current }
+                if let stored = try await shared.currentProviderToken(
+                    teamID: teamID, keyID: keyID, newerThan: current?.issuedAt ?? .distantPast),
+                    !isDue(ProviderToken(jwt: stored.token, issuedAt: stored.issuedAt), now: now)
+                {
+                    adopt(stored, offered: nil, now: now)
+                    return
+                }
+                offered = try state.withLock { (state: inout State) throws(CryptoError) -> ProviderToken in
+                    try sign(now, &state)
+                }
+                replacing = nil
+            }
+            let kept = try await shared.offerProviderToken(
+                teamID: teamID, keyID: keyID, SharedProviderToken(token: offered.jwt, issuedAt: offered.issuedAt),
+                refreshWindow: 20 * 60, replacing: replacing)
+            adopt(kept, offered: offered, now: now)
+        } catch {
+            state.withLock { $0.nextShareAttempt = now.addingTimeInterval(Self.sharedRetryDelay) }
+            logger.warning(
+                "cannot share the APNs provider token through the database; signing alone for now",
+                metadata: ["team": "\(teamID)", "key": "\(keyID)", "error": "\(error)"])
+        }
+    }
+
+    /// Uses `stored` unless it is stale, APNs reported it expired, or this cache holds a newer
+    /// one of its own (other than the one it just offered).
+    private func adopt(_ stored: SharedProviderToken, offered: ProviderToken?, now: Date) {
+        let token = ProviderToken(jwt: stored.token, issuedAt: stored.issuedAt)
+        let age = now.timeIntervalSince(token.issuedAt)
+        guard age >= -Self.backwardClockTolerance, age < hardLimit else { return }
+        state.withLock { state in
+            guard !state.refreshForced else { return }
+            if let expired = state.lastForcedIssuedAt, token.issuedAt <= expired { return }
+            if let current = state.current, current != offered, current.issuedAt >= token.issuedAt { return }
+            state.current = token
+        }
     }
 }

@@ -85,7 +85,8 @@ public struct MessageSliceKey: Sendable, Hashable, CustomStringConvertible {
 /// The whole store as the gateway and the CLI see it, whichever database holds it: SQLite
 /// (a file path, the embedded default) or PostgreSQL (several nodes on one database).
 public protocol GatewayStore: Store, SettingsStore, CredentialStore, ChannelCredentialStore, TemplateStore,
-    AccountStore, ConsoleStore, MessageStore, WorkQueue, StoreChangeFeed
+    AccountStore, ConsoleStore, MessageStore, WorkQueue, StoreChangeFeed, ConsoleSessionStore,
+    ProviderTokenStore
 {
     /// `sqlite` or `postgresql`, for logs and metrics.
     var backendName: String { get }

@@ -144,6 +144,22 @@ public enum SQLDialect: Sendable, Hashable {
         case .postgresql: return "(\(column)::jsonb #>> '{\(path.joined(separator: ","))}')"
         }
     }
+
+    /// A message's count of deliveries in one state (`queued`, `sending`, `delivered`, `failed`,
+    /// `skipped`, `held`) in a query over the core `messages` table (named `table` there), as
+    /// the store keeps it: the row's column on SQLite; on PostgreSQL the row's own count (its
+    /// retries) plus its slices' (`message_slices`), which several nodes write apart.
+    public func messageCounter(_ counter: String, table: String = "messages") -> String {
+        precondition(
+            ["queued", "sending", "delivered", "failed", "skipped", "held"].contains(counter)
+                && table.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" })
+        switch self {
+        case .sqlite: return "\(table).\(counter)"
+        case .postgresql:
+            return "(\(table).\(counter) + coalesce((SELECT sum(s.\(counter)) FROM message_slices s "
+                + "WHERE s.message_id = \(table).id), 0))"
+        }
+    }
 }
 
 /// One step of a plugin's schema. Applied once, in declaration order, when the gateway opens

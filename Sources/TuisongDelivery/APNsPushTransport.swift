@@ -99,13 +99,17 @@ public final class APNsPushTransport: PushTransport {
     let fallback: Fallback?
     let clock: any Clock
     let logger: Logger
+    /// Where the gateway's nodes share APNs provider tokens (nil: each pool signs its own).
+    let providerTokens: (any ProviderTokenStore)?
     private let pools = Mutex<[PoolKey: APNsConnectionPool]>([:])
     private let resolved = Mutex<[RouteKey: Resolved]>([:])
 
     public init(
         credentials: any APNsCredentialSource, store: any CredentialStore, endpoints: Endpoints,
-        poolSettings: APNsPoolSettings, fallback: Fallback?, clock: any Clock, logger: Logger
+        poolSettings: APNsPoolSettings, fallback: Fallback?, clock: any Clock,
+        providerTokens: (any ProviderTokenStore)? = nil, logger: Logger
     ) {
+        self.providerTokens = providerTokens
         self.credentials = credentials
         self.store = store
         self.endpoints = endpoints
@@ -256,7 +260,8 @@ public final class APNsPushTransport: PushTransport {
         if credential == nil, fallback == nil { return .refused(.held(.noCredential)) }
         do {
             return .pool(
-                try pool(for: credential, appID: app.id, environment: resolved.environment), credential: credential)
+                try await pool(for: credential, appID: app.id, environment: resolved.environment),
+                credential: credential)
         } catch {
             logger.error(
                 "cannot open an APNs pool",
@@ -336,7 +341,7 @@ public final class APNsPushTransport: PushTransport {
         return found
     }
 
-    private func pool(for credential: CredentialRecord?, appID: Int64, environment: APNsEnvironment) throws
+    private func pool(for credential: CredentialRecord?, appID: Int64, environment: APNsEnvironment) async throws
         -> APNsConnectionPool
     {
         let key = PoolKey(
@@ -358,7 +363,10 @@ public final class APNsPushTransport: PushTransport {
         configuration.extraCACertificates = endpoints.extraCACertificates
         configuration.tokenRefreshInterval = poolSettings.tokenRefreshInterval
         let created = try APNsConnectionPool(
-            configuration: configuration, credential: material, clock: clock, logger: logger)
+            configuration: configuration, credential: material, clock: clock, providerTokens: providerTokens,
+            logger: logger)
+        // The token the other nodes use, before the first request would sign one of its own.
+        await created.prepareProviderToken()
         let (pool, loser) = pools.withLock { pools -> (APNsConnectionPool, APNsConnectionPool?) in
             if let existing = pools[key] { return (existing, created) }
             pools[key] = created

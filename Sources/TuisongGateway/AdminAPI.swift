@@ -8,7 +8,7 @@ import TuisongStore
 
 /// The store as the console sees it.
 typealias AdminStore = Store & SettingsStore & CredentialStore & MessageStore & TemplateStore & ConsoleStore
-    & ChannelCredentialStore
+    & ChannelCredentialStore & ConsoleSessionStore
 
 /// The admin API under `/admin/api/`, used by the console in `web/`.
 ///
@@ -60,7 +60,7 @@ struct AdminAPI: Sendable {
         self.providers = providers
         self.clock = clock
         self.logger = logger
-        self.sessions = sessions ?? AdminSessions(clock: clock)
+        self.sessions = sessions ?? AdminSessions(store: store, clock: clock)
         self.throttle = throttle ?? LoginThrottle(clock: clock)
     }
 
@@ -79,21 +79,22 @@ struct AdminAPI: Sendable {
     func register(on router: Router) {
         let sessions = self.sessions
         router.setErrorResponder(forPrefix: Self.prefix + "/") { error, request in
-            // Without a session every path is 401, existing or not.
-            guard sessions.session(for: request) != nil else { return AdminError.unauthorized.response }
+            // Without a session every path is 401, existing or not. Synchronous, so only the
+            // sessions this node has seen count (another node's session gets a 401 here).
+            guard sessions.knownSession(for: request) else { return AdminError.unauthorized.response }
             return AdminError(httpError: error).response
         }
         router.add(.POST, Self.prefix + "/login", bodyLimit: 4096) { request in
             await login(request)
         }
         add(.POST, "/logout", on: router) { request in
-            sessions.end(for: request)
+            try await sessions.end(for: request)
             var response = Response.empty()
             response.headers.add(name: "Set-Cookie", value: sessions.clearCookie(secure: secureCookies(request)))
             return response
         }
         add(.GET, "/session", on: router) { request in
-            guard let session = sessions.session(for: request) else { throw AdminError.unauthorized }
+            guard let session = try await sessions.session(for: request) else { throw AdminError.unauthorized }
             return .json(object: [
                 "csrf_token": session.csrfToken,
                 "version": TuisongVersion.current,
@@ -125,7 +126,14 @@ struct AdminAPI: Sendable {
     }
 
     func guarded(_ request: Request, _ handler: (Request) async throws -> Response) async -> Response {
-        guard let session = sessions.session(for: request) else { return AdminError.unauthorized.response }
+        let found: AdminSession?
+        do {
+            found = try await sessions.session(for: request)
+        } catch {
+            logger.warning("admin API: cannot look up the session", metadata: ["error": "\(error)"])
+            return AdminError(503, "unavailable", "the database is busy; try again").response
+        }
+        guard let session = found else { return AdminError.unauthorized.response }
         if request.method != .GET && request.method != .HEAD && !AdminSessions.csrfMatches(request, session) {
             return AdminError.csrf.response
         }
@@ -215,7 +223,14 @@ struct AdminAPI: Sendable {
             ).response
         }
         throttle.recordSuccess(for: address)
-        let (cookie, session) = sessions.create()
+        let cookie: String
+        let session: AdminSession
+        do {
+            (cookie, session) = try await sessions.create()
+        } catch {
+            logger.warning("console login: cannot store the session", metadata: ["error": "\(error)"])
+            return AdminError(503, "unavailable", "the database is busy; try again").response
+        }
         logger.info("console login", metadata: ["address": "\(address)"])
         var response = Response.json(object: [
             "csrf_token": session.csrfToken,

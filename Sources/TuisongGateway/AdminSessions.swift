@@ -12,9 +12,12 @@ struct AdminSession: Sendable {
     var lastSeen: Date
 }
 
-/// Console sessions, held in memory: a restart logs everyone out, which is the safe default
-/// for a one-operator console. The cookie carries 256 random bits; only their SHA-256 is kept,
-/// so a heap dump does not hand out live sessions.
+/// Console sessions, kept in the database (`ConsoleSessionStore`), so a console request may
+/// land on any node of the gateway and a restart logs nobody out. The cookie carries 256
+/// random bits; only their SHA-256 is stored, so neither the table nor a heap dump hands out
+/// live sessions. The last request of a session is written at most once a minute (a quarter
+/// of the idle timeout if shorter), so a session may end up to that much before its idle
+/// timeout of true quiet.
 final class AdminSessions: Sendable {
     static let cookieName = "tuisong_session"
     /// Sessions end after this long without a request…
@@ -23,65 +26,92 @@ final class AdminSessions: Sendable {
     let absoluteTimeout: TimeInterval
     static let maxSessions = 256
 
+    private let store: any ConsoleSessionStore
     private let clock: any Clock
-    private let sessions = Mutex<[String: AdminSession]>([:])
+    let limits: ConsoleSessionLimits
+    /// Sessions this node found live, by key: only for `knownSession(for:)`, which must answer
+    /// without the database (the router's error responder is synchronous).
+    private let recent = Mutex<[String: AdminSession]>([:])
 
-    init(clock: any Clock, idleTimeout: TimeInterval = 2 * 3600, absoluteTimeout: TimeInterval = 12 * 3600) {
+    init(
+        store: any ConsoleSessionStore, clock: any Clock, idleTimeout: TimeInterval = 2 * 3600,
+        absoluteTimeout: TimeInterval = 12 * 3600
+    ) {
+        self.store = store
         self.clock = clock
         self.idleTimeout = idleTimeout
         self.absoluteTimeout = absoluteTimeout
+        self.limits = ConsoleSessionLimits(
+            idleTimeout: idleTimeout, absoluteTimeout: absoluteTimeout, maxSessions: Self.maxSessions)
     }
 
     /// Starts a session; returns the cookie value (secret) and the session.
-    func create() -> (cookie: String, session: AdminSession) {
+    func create() async throws -> (cookie: String, session: AdminSession) {
         let cookie = Base64URL.encode(SecureRandom.bytes(32))
         let now = clock.now
         let session = AdminSession(
             csrfToken: Base64URL.encode(SecureRandom.bytes(32)), createdAt: now, lastSeen: now)
-        sessions.withLock { sessions in
-            sessions = sessions.filter { !isExpired($0.value, now: now) }
-            if sessions.count >= Self.maxSessions,
-                let oldest = sessions.min(by: { $0.value.lastSeen < $1.value.lastSeen })
-            {
-                sessions.removeValue(forKey: oldest.key)
-            }
-            sessions[Self.key(cookie)] = session
-        }
+        let key = Self.key(cookie)
+        try await store.createConsoleSession(
+            ConsoleSessionRecord(key: key, csrfToken: session.csrfToken, createdAt: now, lastSeen: now),
+            limits: limits)
+        remember(key, session)
         return (cookie, session)
     }
 
     /// The live session the request's cookie names, refreshed; nil without one.
-    func session(for request: Request) -> AdminSession? {
+    func session(for request: Request) async throws -> AdminSession? {
         guard let cookie = Self.cookie(in: request) else { return nil }
         let key = Self.key(cookie)
+        guard let record = try await store.consoleSession(key: key, now: clock.now, limits: limits) else {
+            _ = recent.withLock { $0.removeValue(forKey: key) }
+            return nil
+        }
+        let session = AdminSession(csrfToken: record.csrfToken, createdAt: record.createdAt, lastSeen: record.lastSeen)
+        remember(key, session)
+        return session
+    }
+
+    /// Whether the request's cookie names a session this node found live and that has not
+    /// timed out since, without asking the database. For answers that cannot wait for it (the
+    /// router's error responder); a session only other nodes have seen counts as unknown.
+    func knownSession(for request: Request) -> Bool {
+        guard let cookie = Self.cookie(in: request) else { return false }
+        let key = Self.key(cookie)
         let now = clock.now
-        return sessions.withLock { sessions in
-            guard var session = sessions[key] else { return nil }
-            if isExpired(session, now: now) {
-                sessions.removeValue(forKey: key)
-                return nil
-            }
-            session.lastSeen = now
-            sessions[key] = session
-            return session
+        return recent.withLock { recent in
+            guard let session = recent[key] else { return false }
+            return !limits.isExpired(createdAt: session.createdAt, lastSeen: session.lastSeen, now: now)
         }
     }
 
-    func end(for request: Request) {
+    func end(for request: Request) async throws {
         guard let cookie = Self.cookie(in: request) else { return }
-        _ = sessions.withLock { $0.removeValue(forKey: Self.key(cookie)) }
+        let key = Self.key(cookie)
+        _ = recent.withLock { $0.removeValue(forKey: key) }
+        try await store.deleteConsoleSession(key: key)
     }
 
-    /// Ends every session (the password changed).
-    func endAll() {
-        sessions.withLock { $0.removeAll() }
+    /// Ends every session, on every node (for a password change).
+    func endAll() async throws {
+        recent.withLock { $0.removeAll() }
+        try await store.deleteAllConsoleSessions()
     }
 
-    var count: Int { sessions.withLock { $0.count } }
+    /// Sessions stored, expired ones not yet purged included.
+    func count() async throws -> Int { try await store.consoleSessionCount() }
 
-    private func isExpired(_ session: AdminSession, now: Date) -> Bool {
-        now.timeIntervalSince(session.lastSeen) > idleTimeout
-            || now.timeIntervalSince(session.createdAt) > absoluteTimeout
+    private func remember(_ key: String, _ session: AdminSession) {
+        let now = clock.now
+        recent.withLock { recent in
+            if recent[key] == nil, recent.count >= Self.maxSessions {
+                recent = recent.filter {
+                    !limits.isExpired(createdAt: $0.value.createdAt, lastSeen: $0.value.lastSeen, now: now)
+                }
+                if recent.count >= Self.maxSessions { recent.removeAll() }
+            }
+            recent[key] = session
+        }
     }
 
     private static func key(_ cookie: String) -> String {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import TuisongAPNs
 import TuisongAPNsMock
 import TuisongCore
@@ -33,6 +34,8 @@ public final class GatewayRuntime: Sendable {
     let metricsServer: HTTPServer?
     public let metrics: GatewayMetrics
     let logger: Logger
+    /// Recounts the live nodes for the providers' rate limits (`NodeShare`); cancelled on shutdown.
+    private let nodeShareRefresh = Mutex<Task<Void, Never>?>(nil)
 
     /// The port the HTTP server is bound to (useful with `listen.port` 0).
     public var port: Int { server.port }
@@ -95,6 +98,7 @@ public final class GatewayRuntime: Sendable {
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
             NativePushAPI(engine: engine, authenticator: authenticator, clock: clock, changes: store).register(
                 on: router)
+            let nodeShare = NodeShare()
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
                 // At the gateway's level, whatever handler the process bootstrapped.
                 var providerLogger = Logger(label: "tuisong.\(name)")
@@ -102,7 +106,7 @@ public final class GatewayRuntime: Sendable {
                 return ProviderContext(
                     store: store, accounts: store, database: store.sharedDatabase, gateway: gateway,
                     secrets: MasterKeySealer(masterKey: masterKey), clock: clock, logger: providerLogger,
-                    configuration: config.providerSections[name])
+                    configuration: config.providerSections[name], nodeShare: nodeShare)
             }
             engine.setPolicies(deliveryPolicies(of: providers))
             // Started once the policies are known: a message left sending by the last stop must
@@ -134,11 +138,13 @@ public final class GatewayRuntime: Sendable {
                 android.shutdown()
                 throw error
             }
-            return GatewayRuntime(
+            let runtime = GatewayRuntime(
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
                 credentials: credentials, localMock: mock, apns: apns.transport, android: android,
                 credentialBackend: credentialBackend,
                 adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, logger: logger)
+            runtime.nodeShareRefresh.withLock { $0 = nodeShare.refreshing(from: store, logger: logger) }
+            return runtime
         } catch {
             mock?.shutdown()
             try? store.close()
@@ -207,7 +213,7 @@ public final class GatewayRuntime: Sendable {
         }
         let transport = APNsPushTransport(
             credentials: credentials, store: store, endpoints: endpoints, poolSettings: APNsPoolSettings(config.apns),
-            fallback: fallback, clock: clock, logger: logger)
+            fallback: fallback, clock: clock, providerTokens: store, logger: logger)
         return (transport, mock, localAndroid)
     }
 
@@ -277,6 +283,7 @@ public final class GatewayRuntime: Sendable {
     /// had not flushed is sent again on the next start), closes the APNs connections and the
     /// database.
     public func shutdown() async {
+        nodeShareRefresh.withLock { $0?.cancel() }
         await server.shutdown()
         await metricsServer?.shutdown()
         await engine.stop()

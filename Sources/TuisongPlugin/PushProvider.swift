@@ -79,11 +79,15 @@ public struct ProviderContext: Sendable {
     public var logger: Logger
     /// The provider's own config section (`"acme": {…}`), or nil.
     public var configuration: JSONValue?
+    /// This node's share of the gateway's limits (`RateLimiter`): 1 / live nodes.
+    public var nodeShare: NodeShare
 
     public init(
         store: any ProviderStore, accounts: any AccountStore, database: any SharedDatabase, gateway: any PushGateway,
-        secrets: any SecretSealer, clock: any Clock, logger: Logger, configuration: JSONValue?
+        secrets: any SecretSealer, clock: any Clock, logger: Logger, configuration: JSONValue?,
+        nodeShare: NodeShare = NodeShare()
     ) {
+        self.nodeShare = nodeShare
         self.store = store
         self.accounts = accounts
         self.database = database

@@ -27,6 +27,8 @@ enum Schema {
         ("v7-devices-carry-their-account", v7DevicesCarryTheirAccount),
         (v8Identifier, v8VendorColumnsLeaveTheCore),
         (v9Identifier, v9Channels),
+        (v10Identifier, v10ConsoleSessions),
+        (v11Identifier, v11ProviderTokens),
     ]
 
     /// The core migrations alone.

@@ -6,26 +6,25 @@ import TuisongStore
 
 @testable import BaiduProvider
 
-/// `BaiduStore` on a real SQLite file with Baidu's migrations.
+/// `BaiduStore` on SQLite and on PostgreSQL, with Baidu's migrations.
 @Suite struct BaiduStoreTests {
     struct Fixture {
-        let temporary: TemporaryStore
         /// The core store, for what the tests arrange and check beyond Baidu's view.
-        let store: SQLiteStore
+        let store: any GatewayStore
         let baidu: BaiduStore
         let clock: ManualClock
         let app: App
 
-        init() async throws {
-            clock = ManualClock()
-            temporary = try TemporaryStore(providers: [BaiduProvider.self], clock: clock)
-            store = temporary.store
-            baidu = BaiduStore(database: temporary.database, store: temporary.providerStore, clock: clock)
-            app = try await store.createApp(name: "a", bundleID: "com.example.a", apiKeyHash: UUID().uuidString)
-        }
-
-        func tearDown() {
-            temporary.remove()
+        /// Runs `body` with a new database on `backend` and one app.
+        static func on(_ backend: PluginStoreBackend, _ body: (Fixture) async throws -> Void) async throws {
+            let clock = ManualClock()
+            try await withPluginStore(backend, providers: [BaiduProvider.self], clock: clock) { store in
+                let app = try await store.createApp(name: "a", bundleID: "com.example.a", apiKeyHash: UUID().uuidString)
+                try await body(
+                    Fixture(
+                        store: store, baidu: BaiduStore(database: store.sharedDatabase, store: store, clock: clock),
+                        clock: clock, app: app))
+            }
         }
 
         func bind(_ n: Int, user: String? = nil, environment: APNsEnvironment = .production) async throws -> BaiduDevice
@@ -41,9 +40,12 @@ import TuisongStore
         func channel(_ n: Int) -> String { BaiduIDs.channelID(appID: app.id, token: DeviceToken(token(n))!) }
     }
 
-    @Test func bindIsStableAndUnbindRemovesEverything() async throws {
-        let f = try await Fixture()
-        defer { f.tearDown() }
+    @Test(arguments: PluginStoreBackend.allCases)
+    func bindIsStableAndUnbindRemovesEverything(_ backend: PluginStoreBackend) async throws {
+        try await Fixture.on(backend) { f in try await bindIsStableAndUnbindRemovesEverything(f) }
+    }
+
+    func bindIsStableAndUnbindRemovesEverything(_ f: Fixture) async throws {
         let token = DeviceToken(token(1))!
         let channel = f.channel(1)
         let first = try await f.baidu.bindDevice(
@@ -81,9 +83,12 @@ import TuisongStore
             ).created)
     }
 
-    @Test func aChannelBelongsToOneDevice() async throws {
-        let f = try await Fixture()
-        defer { f.tearDown() }
+    @Test(arguments: PluginStoreBackend.allCases)
+    func aChannelBelongsToOneDevice(_ backend: PluginStoreBackend) async throws {
+        try await Fixture.on(backend) { f in try await aChannelBelongsToOneDevice(f) }
+    }
+
+    func aChannelBelongsToOneDevice(_ f: Fixture) async throws {
         _ = try await f.bind(1)
         await #expect(throws: StoreError.self) {
             _ = try await f.baidu.bindDevice(
@@ -94,9 +99,12 @@ import TuisongStore
         #expect(try await f.store.device(appID: f.app.id, token: DeviceToken(token(2))!) == nil)
     }
 
-    @Test func apikeysAreUniqueAcrossApps() async throws {
-        let f = try await Fixture()
-        defer { f.tearDown() }
+    @Test(arguments: PluginStoreBackend.allCases)
+    func apikeysAreUniqueAcrossApps(_ backend: PluginStoreBackend) async throws {
+        try await Fixture.on(backend) { f in try await apikeysAreUniqueAcrossApps(f) }
+    }
+
+    func apikeysAreUniqueAcrossApps(_ f: Fixture) async throws {
         var first = f.app
         first.vendorSettings["baidu"] = ["apikey": "K1", "secret_key_sealed": "x"]
         try await f.store.updateApp(first)
@@ -110,9 +118,12 @@ import TuisongStore
         #expect(try await f.baidu.app(apiKey: "K2")?.id == second.id)
     }
 
-    @Test func tags() async throws {
-        let f = try await Fixture()
-        defer { f.tearDown() }
+    @Test(arguments: PluginStoreBackend.allCases)
+    func tags(_ backend: PluginStoreBackend) async throws {
+        try await Fixture.on(backend) { f in try await tags(f) }
+    }
+
+    func tags(_ f: Fixture) async throws {
         let one = try await f.bind(1)
         let two = try await f.bind(2)
         let (created, isNew) = try await f.baidu.createTag(appID: f.app.id, name: "news")
@@ -139,9 +150,12 @@ import TuisongStore
         #expect(try await f.baidu.tag(appID: f.app.id, name: "plain")?.createdAt != nil)
     }
 
-    @Test func keptMessagesExpireAndDelete() async throws {
-        let f = try await Fixture()
-        defer { f.tearDown() }
+    @Test(arguments: PluginStoreBackend.allCases)
+    func keptMessagesExpireAndDelete(_ backend: PluginStoreBackend) async throws {
+        try await Fixture.on(backend) { f in try await keptMessagesExpireAndDelete(f) }
+    }
+
+    func keptMessagesExpireAndDelete(_ f: Fixture) async throws {
         func kept(_ id: String, channel: String, expiresIn: TimeInterval) -> BaiduKeptMessage {
             BaiduKeptMessage(
                 appID: f.app.id, msgID: id, userID: "7", channelID: channel, msgKey: "k\(id)", message: "m\(id)",
@@ -179,9 +193,12 @@ import TuisongStore
             notification: PushNotification(alert: .plain("x")), options: PushOptions(), sendAt: sendAt, labels: labels)
     }
 
-    @Test func timersTopicsAndStatistics() async throws {
-        let f = try await Fixture()
-        defer { f.tearDown() }
+    @Test(arguments: PluginStoreBackend.allCases)
+    func timersTopicsAndStatistics(_ backend: PluginStoreBackend) async throws {
+        try await Fixture.on(backend) { f in try await timersTopicsAndStatistics(f) }
+    }
+
+    func timersTopicsAndStatistics(_ f: Fixture) async throws {
         let payload = Array(#"{"aps":{"alert":"x"}}"#.utf8)
         let timer = try await f.store.createMessage(
             job(f, msgID: "100", labels: ["timer_id": "900"], sendAt: f.clock.now.addingTimeInterval(3600)),
@@ -241,9 +258,12 @@ import TuisongStore
         }
     }
 
-    @Test func deviceDays() async throws {
-        let f = try await Fixture()
-        defer { f.tearDown() }
+    @Test(arguments: PluginStoreBackend.allCases)
+    func deviceDays(_ backend: PluginStoreBackend) async throws {
+        try await Fixture.on(backend) { f in try await deviceDays(f) }
+    }
+
+    func deviceDays(_ f: Fixture) async throws {
         // 1_700_000_000 is 2023-11-14 22:13:20 UTC = 2023-11-15 06:13:20 in UTC+8.
         _ = try await f.bind(1)
         _ = try await f.bind(2)

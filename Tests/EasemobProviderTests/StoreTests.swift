@@ -5,7 +5,7 @@ import TuisongPluginTestKit
 
 @testable import EasemobProvider
 
-/// `EasemobStore`'s SQL on a real SQLite file with the core schema and Easemob's migrations.
+/// `EasemobStore`'s SQL on SQLite and on PostgreSQL, with the core schema and Easemob's migrations.
 @Suite struct StoreTests {
     let now = Date(timeIntervalSince1970: 1_700_000_000)
 
@@ -13,8 +13,12 @@ import TuisongPluginTestKit
         names.map { EasemobNewUser(username: $0, passwordHash: "h-\($0)", nickname: nil) }
     }
 
-    @Test func usersRegisterOnceListInOrderUpdateAndDelete() async throws {
-        let db = try await EasemobTestDatabase()
+    @Test(arguments: PluginStoreBackend.allCases)
+    func usersRegisterOnceListInOrderUpdateAndDelete(_ backend: PluginStoreBackend) async throws {
+        try await EasemobTestDatabase.on(backend) { db in try await usersRegisterOnceListInOrderUpdateAndDelete(db) }
+    }
+
+    func usersRegisterOnceListInOrderUpdateAndDelete(_ db: EasemobTestDatabase) async throws {
         let store = EasemobStore(database: db.database)
         let appID = db.app.id
         let first = try await store.createUsers(appID: appID, users("u1", "u2"), now: now)
@@ -70,8 +74,12 @@ import TuisongPluginTestKit
         EasemobBinding(deviceID: device, deviceToken: token, notifierName: notifier)
     }
 
-    @Test func groupsAndMembers() async throws {
-        let db = try await EasemobTestDatabase()
+    @Test(arguments: PluginStoreBackend.allCases)
+    func groupsAndMembers(_ backend: PluginStoreBackend) async throws {
+        try await EasemobTestDatabase.on(backend) { db in try await groupsAndMembers(db) }
+    }
+
+    func groupsAndMembers(_ db: EasemobTestDatabase) async throws {
         let store = EasemobStore(database: db.database)
         let appID = db.app.id
         _ = try await store.createUsers(appID: appID, users("o", "a", "b"), now: now)
@@ -98,8 +106,12 @@ import TuisongPluginTestKit
         #expect(try await store.deleteGroup(appID: appID, groupID: "1") == false)
     }
 
-    @Test func settingsAndWhatThePolicyReads() async throws {
-        let db = try await EasemobTestDatabase()
+    @Test(arguments: PluginStoreBackend.allCases)
+    func settingsAndWhatThePolicyReads(_ backend: PluginStoreBackend) async throws {
+        try await EasemobTestDatabase.on(backend) { db in try await settingsAndWhatThePolicyReads(db) }
+    }
+
+    func settingsAndWhatThePolicyReads(_ db: EasemobTestDatabase) async throws {
         let store = EasemobStore(database: db.database)
         let appID = db.app.id
         _ = try await store.createUsers(appID: appID, users("alice", "bob", "carol"), now: now)
@@ -137,8 +149,12 @@ import TuisongPluginTestKit
         #expect(direct.conversation["carol"]?.mode == EasemobPushMode.none && direct.conversation["bob"] == nil)
     }
 
-    @Test func bindingsMoveTokensAndReportReplacedOnes() async throws {
-        let db = try await EasemobTestDatabase()
+    @Test(arguments: PluginStoreBackend.allCases)
+    func bindingsMoveTokensAndReportReplacedOnes(_ backend: PluginStoreBackend) async throws {
+        try await EasemobTestDatabase.on(backend) { db in try await bindingsMoveTokensAndReportReplacedOnes(db) }
+    }
+
+    func bindingsMoveTokensAndReportReplacedOnes(_ db: EasemobTestDatabase) async throws {
         let store = EasemobStore(database: db.database)
         let appID = db.app.id
         #expect(try await store.bind(appID: appID, username: "u", binding("d1", "aa"), now: now) == nil)
@@ -163,8 +179,12 @@ import TuisongPluginTestKit
         #expect(try await store.unbind(appID: appID, username: "u", deviceID: "d1") == nil)
     }
 
-    @Test func signingKeyIsCreatedOnceAndSealed() async throws {
-        let db = try await EasemobTestDatabase()
+    @Test(arguments: PluginStoreBackend.allCases)
+    func signingKeyIsCreatedOnceAndSealed(_ backend: PluginStoreBackend) async throws {
+        try await EasemobTestDatabase.on(backend) { db in try await signingKeyIsCreatedOnceAndSealed(db) }
+    }
+
+    func signingKeyIsCreatedOnceAndSealed(_ db: EasemobTestDatabase) async throws {
         let store = EasemobStore(database: db.database)
         let sealer = try TestSealer()
         let keys = try await withThrowingTaskGroup(of: [UInt8].self) { group in
@@ -181,8 +201,12 @@ import TuisongPluginTestKit
         #expect(!Data(keys[0]).base64EncodedString().isEmpty && stored != Data(keys[0]).base64EncodedString())
     }
 
-    @Test func templateStampsNoticeChanges() async throws {
-        let db = try await EasemobTestDatabase()
+    @Test(arguments: PluginStoreBackend.allCases)
+    func templateStampsNoticeChanges(_ backend: PluginStoreBackend) async throws {
+        try await EasemobTestDatabase.on(backend) { db in try await templateStampsNoticeChanges(db) }
+    }
+
+    func templateStampsNoticeChanges(_ db: EasemobTestDatabase) async throws {
         let store = EasemobStore(database: db.database)
         var template = try await db.core.createTemplate(
             appID: db.app.id, name: "t", titlePattern: "你好,{0}", bodyPattern: "{0}")

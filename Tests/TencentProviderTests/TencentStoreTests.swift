@@ -4,11 +4,16 @@ import TuisongPluginTestKit
 
 @testable import TencentProvider
 
+/// `TencentStore`'s SQL on SQLite and on PostgreSQL, with Tencent's migrations.
 @Suite struct TencentStoreTests {
-    @Test func profilesGroupsTagsAndPushConfig() async throws {
-        let temporary = try TemporaryStore(providers: [TencentProvider.self])
-        defer { temporary.remove() }
-        let store = TencentStore(database: temporary.database)
+    @Test(arguments: PluginStoreBackend.allCases)
+    func profilesGroupsTagsAndPushConfig(_ backend: PluginStoreBackend) async throws {
+        try await withPluginStore(backend, providers: [TencentProvider.self]) { core in
+            try await profilesGroupsTagsAndPushConfig(TencentStore(database: core.sharedDatabase))
+        }
+    }
+
+    func profilesGroupsTagsAndPushConfig(_ store: TencentStore) async throws {
 
         try await store.setProfile(appID: 1, account: "alice", items: [("Tag_Profile_IM_Nick", "Alice")])
         try await store.setProfile(
@@ -59,10 +64,14 @@ import TuisongPluginTestKit
         #expect(try await store.tags(appID: 1, accounts: ["bob"]).isEmpty)
     }
 
-    @Test func manyAccountsAreQueriedInChunks() async throws {
-        let temporary = try TemporaryStore(providers: [TencentProvider.self])
-        defer { temporary.remove() }
-        let store = TencentStore(database: temporary.database)
+    @Test(arguments: PluginStoreBackend.allCases)
+    func manyAccountsAreQueriedInChunks(_ backend: PluginStoreBackend) async throws {
+        try await withPluginStore(backend, providers: [TencentProvider.self]) { core in
+            try await manyAccountsAreQueriedInChunks(TencentStore(database: core.sharedDatabase))
+        }
+    }
+
+    func manyAccountsAreQueriedInChunks(_ store: TencentStore) async throws {
         let accounts = (0..<1_200).map { "user\($0)" }
         for account in accounts where account.hasSuffix("7") {
             try await store.setOpenPush(appID: 1, account: account, enabled: false)

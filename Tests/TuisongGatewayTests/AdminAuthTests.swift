@@ -3,6 +3,7 @@ import Testing
 import TuisongCore
 import TuisongHTTP
 import TuisongPluginTestKit
+import TuisongStore
 
 @testable import TuisongGateway
 
@@ -155,26 +156,84 @@ import TuisongPluginTestKit
         #expect(throttle.recordFailure(for: "a") == 0)
     }
 
-    @Test func sessionsExpireWhenIdleAndAfterTheirLifetime() throws {
-        let clock = ManualClock()
-        let sessions = AdminSessions(clock: clock, idleTimeout: 60, absoluteTimeout: 300)
-        let (cookie, _) = sessions.create()
-        let request = try Request(
-            method: .GET, target: "/admin/api/apps", headers: ["Cookie": "a=b; tuisong_session=\(cookie)"])
-        #expect(sessions.session(for: request) != nil)
-        clock.advance(by: 50)
-        #expect(sessions.session(for: request) != nil, "a request refreshes the idle timer")
-        clock.advance(by: 50)
-        #expect(sessions.session(for: request) != nil)
-        clock.advance(by: 61)
-        #expect(sessions.session(for: request) == nil, "idle too long")
+    /// A SQLite store in a temporary directory, removed after `body`.
+    private func withSessionStore<T>(_ body: (SQLiteStore) async throws -> T) async throws -> T {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-sessions-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteStore(path: directory.appending(path: "tuisong.db").path)
+        defer { try? store.close() }
+        return try await body(store)
+    }
 
-        let (second, _) = sessions.create()
-        let again = try Request(method: .GET, target: "/", headers: ["Cookie": "tuisong_session=\(second)"])
-        for _ in 0..<6 {
-            clock.advance(by: 55)
-            _ = sessions.session(for: again)
+    @Test func sessionsExpireWhenIdleAndAfterTheirLifetime() async throws {
+        try await withSessionStore { store in
+            let clock = ManualClock()
+            let sessions = AdminSessions(store: store, clock: clock, idleTimeout: 60, absoluteTimeout: 300)
+            let (cookie, _) = try await sessions.create()
+            let request = try Request(
+                method: .GET, target: "/admin/api/apps", headers: ["Cookie": "a=b; tuisong_session=\(cookie)"])
+            #expect(try await sessions.session(for: request) != nil)
+            clock.advance(by: 50)
+            #expect(try await sessions.session(for: request) != nil, "a request refreshes the idle timer")
+            clock.advance(by: 50)
+            #expect(try await sessions.session(for: request) != nil)
+            clock.advance(by: 61)
+            #expect(try await sessions.session(for: request) == nil, "idle too long")
+            #expect(!sessions.knownSession(for: request))
+
+            let (second, _) = try await sessions.create()
+            let again = try Request(method: .GET, target: "/", headers: ["Cookie": "tuisong_session=\(second)"])
+            for _ in 0..<6 {
+                clock.advance(by: 55)
+                _ = try await sessions.session(for: again)
+            }
+            #expect(try await sessions.session(for: again) == nil, "past the absolute lifetime even when active")
+            #expect(try await sessions.count() == 0, "expired sessions are deleted")
         }
-        #expect(sessions.session(for: again) == nil, "past the absolute lifetime even when active")
+    }
+
+    @Test func sessionsAreSharedByNodesAndSurviveARestart() async throws {
+        try await withSessionStore { store in
+            let clock = ManualClock()
+            let nodeA = AdminSessions(store: store, clock: clock)
+            let nodeB = AdminSessions(store: store, clock: clock)
+            let (cookie, created) = try await nodeA.create()
+            let request = try Request(
+                method: .GET, target: "/admin/api/apps", headers: ["Cookie": "tuisong_session=\(cookie)"])
+            #expect(!nodeB.knownSession(for: request), "node B has not looked it up yet")
+            let onB = try #require(try await nodeB.session(for: request))
+            #expect(onB.csrfToken == created.csrfToken)
+            #expect(nodeB.knownSession(for: request))
+
+            let restarted = AdminSessions(store: store, clock: clock)
+            #expect(
+                try await restarted.session(for: request)?.csrfToken == created.csrfToken, "a restart logs nobody out")
+
+            // Logging out on one node ends the session on every node.
+            try await nodeB.end(for: request)
+            #expect(try await nodeA.session(for: request) == nil)
+            #expect(!nodeA.knownSession(for: request))
+
+            // The password changed: every session ends.
+            let (first, _) = try await nodeA.create()
+            let (second, _) = try await nodeB.create()
+            try await restarted.endAll()
+            for value in [first, second] {
+                let probe = try Request(method: .GET, target: "/", headers: ["Cookie": "tuisong_session=\(value)"])
+                #expect(try await nodeA.session(for: probe) == nil)
+            }
+        }
+    }
+
+    @Test func theCookieIsNeverStored() async throws {
+        try await withSessionStore { store in
+            let sessions = AdminSessions(store: store, clock: ManualClock())
+            let (cookie, _) = try await sessions.create()
+            let keys = try await store.sharedDatabase.read { db in
+                try db.query("SELECT key FROM console_sessions").compactMap(\.values.first?.string)
+            }
+            #expect(keys.count == 1)
+            #expect(keys[0] != cookie && keys[0].count == 64, "the SHA-256 of the cookie, in hex")
+        }
     }
 }

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPostgresTestKit
 
 @testable import TuisongStore
 
-/// IM accounts on the core tables, on a real SQLite file.
+/// IM accounts on the core tables, on a real SQLite file and on PostgreSQL.
 @Suite struct AccountStoreTests {
-    func app(_ store: SQLiteStore) async throws -> Int64 {
+    func app(_ store: any GatewayStore) async throws -> Int64 {
         try await store.createApp(name: "im", bundleID: "com.example.im", apiKeyHash: UUID().uuidString).id
     }
 
@@ -16,10 +17,27 @@ import TuisongCore
         DeviceRegistration(token: token(n), environment: environment, locale: locale)
     }
 
-    @Test func bindingMovesADeviceBetweenAccountsAndDeletingAnAccountUnbindsItsDevices() async throws {
-        let fixture = try StoreFixture()
-        defer { fixture.tearDown() }
-        let store = fixture.store
+    /// A fresh database on `backend` that `body` may open (`open()`), close and open again,
+    /// as a restart would.
+    func withReopenableStore(
+        _ backend: Backend, _ body: (_ open: () throws -> any GatewayStore) async throws -> Void
+    ) async throws {
+        switch backend {
+        case .sqlite:
+            let database = try TemporaryDatabase()
+            defer { database.remove() }
+            try await body { try SQLiteStore(path: database.path) }
+        case .postgresql:
+            try await withTestDatabase { url in try await body { try PostgresStore(url: url) } }
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func bindingMovesADeviceBetweenAccountsAndDeletingAnAccountUnbindsItsDevices(_ backend: Backend) async throws {
+        try await withStore(backend) { store in try await bindingMovesADevice(store) }
+    }
+
+    func bindingMovesADevice(_ store: any GatewayStore) async throws {
         let appID = try await app(store)
         #expect(try await store.createAccount(appID: appID, account: "alice"))
         #expect(try await store.createAccount(appID: appID, account: "alice") == false)
@@ -57,10 +75,12 @@ import TuisongCore
         #expect(try await store.existingAccounts(appID: appID, among: ["alice", "bob"]) == ["alice"])
     }
 
-    @Test func accountsArePagedInCreationOrder() async throws {
-        let fixture = try StoreFixture()
-        defer { fixture.tearDown() }
-        let store = fixture.store
+    @Test(arguments: Backend.allCases)
+    func accountsArePagedInCreationOrder(_ backend: Backend) async throws {
+        try await withStore(backend) { store in try await accountsArePaged(store) }
+    }
+
+    func accountsArePaged(_ store: any GatewayStore) async throws {
         let appID = try await app(store)
         let names = (1...7).map { "user\($0)" }
         for name in names { try await store.createAccount(appID: appID, account: name) }
@@ -74,10 +94,13 @@ import TuisongCore
         #expect(seen == names)
     }
 
-    @Test func concurrentBadgeIncrementsOfOneAccountAreDistinctAndDurable() async throws {
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        var store = try SQLiteStore(path: database.path)
+    @Test(arguments: Backend.allCases)
+    func concurrentBadgeIncrementsOfOneAccountAreDistinctAndDurable(_ backend: Backend) async throws {
+        try await withReopenableStore(backend) { open in try await concurrentBadgeIncrements(open) }
+    }
+
+    func concurrentBadgeIncrements(_ open: () throws -> any GatewayStore) async throws {
+        var store = try open()
         let appID = try await app(store)
         try await store.setBadge(appID: appID, account: "alice", to: 4)
         let opened = store
@@ -97,7 +120,7 @@ import TuisongCore
             ])
 
         try store.close()
-        store = try SQLiteStore(path: database.path)
+        store = try open()
         defer { try? store.close() }
         #expect(try await store.badge(appID: appID, account: "alice") == 56, "survives a reopen")
         try await store.setBadge(appID: appID, account: "alice", to: 0)
@@ -105,7 +128,7 @@ import TuisongCore
         await #expect(throws: StoreError.self) { try await store.setBadge(appID: appID, account: "alice", to: -1) }
     }
 
-    func sendingMessage(_ store: SQLiteStore, appID: Int64) async throws -> Int64 {
+    func sendingMessage(_ store: any GatewayStore, appID: Int64) async throws -> Int64 {
         let job = PushJob(
             appID: appID, vendor: "tencent", audience: .allAccounts, notification: PushNotification(),
             options: PushOptions())
@@ -114,27 +137,35 @@ import TuisongCore
         return message.id
     }
 
-    /// The accounts' keys, creating the missing ones (in one transaction: thousands at once).
-    func keys(_ store: SQLiteStore, _ appID: Int64, _ names: [String]) async throws -> [AccountKey] {
-        let list = JSONValue.array(names.map(JSONValue.string)).serializedString
+    /// The accounts' keys, creating the missing ones (in one transaction: thousands at once),
+    /// in SQL both databases take.
+    func keys(_ store: any GatewayStore, _ appID: Int64, _ names: [String]) async throws -> [AccountKey] {
         let rows = try await store.sharedDatabase.write { db in
-            try db.execute(
-                """
-                INSERT INTO accounts (app_id, account, created_at, updated_at)
-                    SELECT ?, value, 0, 0 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING
-                """, [.integer(appID), .text(list)])
-            return try db.query(
-                "SELECT id, account FROM accounts WHERE app_id = ? AND account IN (SELECT value FROM json_each(?))",
-                [.integer(appID), .text(list)])
+            for start in stride(from: 0, to: names.count, by: 200) {
+                let chunk = names[start..<min(names.count, start + 200)]
+                try db.execute(
+                    "INSERT INTO accounts (app_id, account, created_at, updated_at) VALUES "
+                        + Array(repeating: "(?, ?, 0, 0)", count: chunk.count).joined(separator: ", ")
+                        + " ON CONFLICT DO NOTHING",
+                    chunk.flatMap { [SQLValue.integer(appID), .text($0)] })
+            }
+            return try SQLList.chunks(names).flatMap { list in
+                try db.query(
+                    "SELECT id, account FROM accounts WHERE app_id = ? AND account IN (\(list.marks))",
+                    [.integer(appID)] + list.values)
+            }
         }
         let ids = Dictionary(uniqueKeysWithValues: rows.map { ($0["account"].string ?? "", $0["id"].int ?? 0) })
         return names.map { AccountKey(id: ids[$0] ?? 0, name: $0) }
     }
 
-    @Test func badgesAreGrantedOncePerMessageEvenWhenPagesAskConcurrently() async throws {
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        var store = try SQLiteStore(path: database.path)
+    @Test(arguments: Backend.allCases)
+    func badgesAreGrantedOncePerMessageEvenWhenPagesAskConcurrently(_ backend: Backend) async throws {
+        try await withReopenableStore(backend) { open in try await badgesAreGrantedOnce(open) }
+    }
+
+    func badgesAreGrantedOnce(_ open: () throws -> any GatewayStore) async throws {
+        var store = try open()
         let appID = try await app(store)
         try await store.setBadge(appID: appID, account: "alice", to: 4)
         let alice = try await keys(store, appID, ["alice"])[0]
@@ -176,7 +207,7 @@ import TuisongCore
         // A page decided again after a reopen (a crash) is not counted again: its devices get the
         // account's counter as it is now, a reset included; a new account on it is counted.
         try store.close()
-        store = try SQLiteStore(path: database.path)
+        store = try open()
         defer { try? store.close() }
         let carol = try await keys(store, appID, ["carol"])[0]
         let again = try await store.grantBadges(appID: appID, messageID: first, accounts: [alice, carol])
@@ -209,10 +240,22 @@ import TuisongCore
         #expect(try await store.badge(appID: appID, account: "alice") == 0, "no increment for a grant already given")
     }
 
-    @Test func accountAudiencesCarryAccountAppStateLocaleAndSelectorPageByPage() async throws {
-        let fixture = try StoreFixture()
-        defer { fixture.tearDown() }
-        let store = fixture.store
+    @Test(arguments: Backend.allCases)
+    func accountAudiencesCarryAccountAppStateLocaleAndSelectorPageByPage(_ backend: Backend) async throws {
+        try await withStore(backend) { store in try await accountAudiences(store) }
+    }
+
+    /// Marks the device invalid as an APNs 410 would (`invalidateDevice` is each store's own).
+    func invalidate(_ store: any GatewayStore, _ deviceID: Int64) async throws {
+        try await store.sharedDatabase.write { db in
+            try db.execute(
+                "UPDATE devices SET invalidated_at = ?, invalid_reason = 'Unregistered' WHERE id = ?",
+                [.integer(1), .integer(deviceID)])
+            #expect(db.changedRows == 1)
+        }
+    }
+
+    func accountAudiences(_ store: any GatewayStore) async throws {
         let appID = try await app(store)
         // alice: two devices, bob: one, carol: one (invalidated), one unbound device.
         let alice1 = try await store.bindDevice(
@@ -224,7 +267,7 @@ import TuisongCore
             appID: appID, account: "alice", registration: registration(4), credentialSelector: "222")
         let carol = try await store.bindDevice(
             appID: appID, account: "carol", registration: registration(5), credentialSelector: nil)
-        #expect(try await store.invalidateDevice(id: carol.id, reason: "Unregistered"))
+        try await invalidate(store, carol.id)
         try await store.setAppState(appID: appID, account: "alice", .background)
         try await store.setAppState(appID: appID, account: "bob", .foreground)
 
@@ -295,10 +338,12 @@ import TuisongCore
                 == true)
     }
 
-    @Test func vendorContextAndPerDevicePayloadsAreKept() async throws {
-        let fixture = try StoreFixture()
-        defer { fixture.tearDown() }
-        let store = fixture.store
+    @Test(arguments: Backend.allCases)
+    func vendorContextAndPerDevicePayloadsAreKept(_ backend: Backend) async throws {
+        try await withStore(backend) { store in try await vendorContextAndPayloads(store) }
+    }
+
+    func vendorContextAndPayloads(_ store: any GatewayStore) async throws {
         let appID = try await app(store)
         let context: JSONValue = ["From_Account": "alice", "MsgBody": [["MsgType": "TIMTextElem"]], "n": 3]
         let job = PushJob(

@@ -16,6 +16,8 @@ enum PostgresSchema {
     static let coreMigrations: [(identifier: String, sql: String)] = [
         ("pg1-baseline", baseline),
         ("pg2-work-queue", workQueue),
+        ("pg3-console-sessions", PostgresSchema.consoleSessions),
+        ("pg4-provider-tokens", PostgresSchema.providerTokens),
     ]
 
     static let baseline = """

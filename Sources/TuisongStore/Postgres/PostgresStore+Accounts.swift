@@ -1,0 +1,418 @@
+import Foundation
+import TuisongCore
+import TuisongPostgres
+
+// IM accounts on PostgreSQL: `accounts` (app state, badge) and `devices.im_account` (the bound
+// account) with `devices.account_id`, `devices.app_state` and `devices.credential_selector`, as
+// on SQLite (SQLiteStore+Accounts.swift is the contract). Several nodes write at once here, so
+// each write is one transaction that takes its row locks in id order (no deadlock between two
+// pages counting the same accounts), and a badge increment is one `UPDATE … RETURNING`: row
+// locks serialise concurrent increments of one account, and each gets its own value.
+extension PostgresStore: AccountStore {
+    @discardableResult
+    public func createAccount(appID: Int64, account: String) async throws -> Bool {
+        let now = nowMilliseconds
+        return try await write { conn in
+            try Self.insertAccount(conn, appID: appID, account: account, now: now)
+        }
+    }
+
+    public func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String> {
+        guard !accounts.isEmpty else { return [] }
+        let list = AccountsArrayLiteral.texts(Array(Set(accounts)))
+        return try await read { conn in
+            // One array parameter whatever the list's length: one statement text, prepared once.
+            Set(
+                try conn.run(
+                    "SELECT account FROM accounts WHERE app_id = $1 AND account = ANY($2::text[])",
+                    [.int(appID), .text(list)]
+                ).rows.compactMap { $0[0].string })
+        }
+    }
+
+    public func deleteAccount(appID: Int64, account: String) async throws -> Bool {
+        // `updated_at` stays: it is the device's last registration (see `invalidateDevice`).
+        try await write { conn in
+            try conn.run(
+                """
+                UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
+                WHERE app_id = $1 AND im_account = $2
+                """, [.int(appID), .text(account)])
+            let deleted = try conn.run(
+                "DELETE FROM accounts WHERE app_id = $1 AND account = $2", [.int(appID), .text(account)])
+            return (deleted.affectedRows ?? 0) > 0
+        }
+    }
+
+    public func accounts(appID: Int64, cursor: String?, limit: Int) async throws -> Page<String> {
+        let afterID = try cursor.map(Cursor.decode) ?? 0
+        let pageSize = min(max(limit, 1), 1000)
+        let rows = try await read { conn in
+            try conn.run(
+                "SELECT id, account FROM accounts WHERE app_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+                [.int(appID), .int(afterID), .int(Int64(pageSize + 1))]
+            ).rows.map { (id: $0.int64(at: 0), account: $0[1].string ?? "") }
+        }
+        guard rows.count > pageSize else { return Page(items: rows.map(\.account), nextCursor: nil) }
+        let page = rows.prefix(pageSize)
+        return Page(items: page.map(\.account), nextCursor: Cursor.encode(page[page.endIndex - 1].id))
+    }
+
+    public func bindDevice(
+        appID: Int64, account: String, registration: DeviceRegistration, credentialSelector: String?
+    ) async throws -> Device {
+        let now = nowMilliseconds
+        return try await write { conn in
+            try Self.insertAccount(conn, appID: appID, account: account, now: now)
+            let deviceID = try Self.applyBindingRegistration(conn, appID: appID, registration, now: now)
+            guard
+                let row = try conn.run(
+                    """
+                    UPDATE devices SET im_account = $1, credential_selector = $2,
+                        (account_id, app_state) = (SELECT id, app_state FROM accounts WHERE app_id = $3 AND account = $1)
+                    WHERE id = $4
+                    RETURNING \(AccountsDeviceRows.columns)
+                    """, [.text(account), PostgresValue(credentialSelector), .int(appID), .int(deviceID)]
+                ).rows.first
+            else { throw StoreError(.unavailable, "the bound device \(deviceID) vanished") }
+            return try AccountsDeviceRows.device(row)
+        }
+    }
+
+    public func unbindDevice(appID: Int64, token: DeviceToken) async throws -> Bool {
+        try await write { conn in
+            let result = try conn.run(
+                """
+                UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
+                WHERE app_id = $1 AND token = $2 AND im_account IS NOT NULL
+                """, [.int(appID), .text(token.hex)])
+            return (result.affectedRows ?? 0) > 0
+        }
+    }
+
+    public func devices(appID: Int64, account: String) async throws -> [Device] {
+        try await read { conn in
+            try conn.run(
+                """
+                SELECT \(AccountsDeviceRows.columns) FROM devices
+                WHERE app_id = $1 AND im_account = $2 AND invalidated_at IS NULL ORDER BY id
+                """, [.int(appID), .text(account)]
+            ).rows.map(AccountsDeviceRows.device)
+        }
+    }
+
+    public func setAppState(appID: Int64, account: String, _ state: AppState) async throws {
+        let now = nowMilliseconds
+        try await write { conn in
+            try conn.run(
+                """
+                INSERT INTO accounts (app_id, account, app_state, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+                ON CONFLICT (app_id, account) DO UPDATE SET
+                    app_state = excluded.app_state, updated_at = excluded.updated_at
+                """, [.int(appID), .text(account), .text(state.rawValue), .int(now)])
+            // The bound devices' copy, read by account audiences' pages.
+            try conn.run(
+                "UPDATE devices SET app_state = $3 WHERE app_id = $1 AND im_account = $2",
+                [.int(appID), .text(account), .text(state.rawValue)])
+        }
+    }
+
+    public func appState(appID: Int64, account: String) async throws -> AppState? {
+        let name = try await read { conn in
+            try conn.run(
+                "SELECT app_state FROM accounts WHERE app_id = $1 AND account = $2", [.int(appID), .text(account)]
+            ).rows.first?[0].string
+        }
+        return name.flatMap(AppState.init(rawValue:))
+    }
+
+    public func incrementBadges(appID: Int64, accounts: [String]) async throws -> [String: Int] {
+        guard !accounts.isEmpty else { return [:] }
+        let now = nowMilliseconds
+        // One statement for the whole list. PostgreSQL refuses an upsert that touches one row
+        // twice, so an account named n times is counted once with n (its final value is what
+        // SQLite's n upserts end at: the last value); rows are taken in name order, so two
+        // lists naming the same accounts never wait for each other in a cycle.
+        let list = AccountsArrayLiteral.texts(accounts)
+        let unique = Set(accounts).count
+        return try await write { conn in
+            var values: [String: Int] = [:]
+            values.reserveCapacity(unique)
+            for row in try conn.run(Self.incrementBadgesSQL, [.int(appID), .int(now), .text(list)]).rows {
+                values[row[0].string ?? ""] = Int(row.int64(at: 1))
+            }
+            guard values.count == unique else {
+                throw StoreError(
+                    .unavailable, "the badge increments returned \(values.count) values for \(unique) accounts")
+            }
+            return values
+        }
+    }
+
+    /// Adds to the badge of every account in the text array $3 of app $1 (creating missing
+    /// accounts; $2 is now) the times it is named, and returns each new value.
+    static let incrementBadgesSQL = """
+        INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
+            SELECT $1, name, count(*), $2, $2 FROM unnest($3::text[]) AS name GROUP BY name ORDER BY name
+        ON CONFLICT (app_id, account) DO UPDATE SET
+            badge = accounts.badge + excluded.badge, updated_at = excluded.updated_at
+        RETURNING account, badge
+        """
+
+    public func grantBadges(appID: Int64, messageID: Int64, accounts: [AccountKey]) async throws -> [String: Int] {
+        guard !accounts.isEmpty else { return [:] }
+        var byID: [Int64: String] = [:]
+        byID.reserveCapacity(accounts.count)
+        var distinct: [Int64] = []
+        distinct.reserveCapacity(accounts.count)
+        for account in accounts where byID.updateValue(account.name, forKey: account.id) == nil {
+            distinct.append(account.id)
+        }
+        let (names, ids) = (byID, distinct)
+        let now = nowMilliseconds
+        let list = AccountsArrayLiteral.integers(ids)
+        // One transaction for the grants and the increments, as on SQLite: recording the grants
+        // is the lookup too (the insert returns the accounts not yet counted for the message).
+        // A page of the same message writing the same grant concurrently waits for this one's
+        // commit and then finds the grant: each account is counted once. Grants and accounts are
+        // locked in id order, so concurrent pages (of this or another message) cannot deadlock.
+        return try await write { conn in
+            let counted = try conn.run(
+                """
+                INSERT INTO badge_grants (message_id, account_id)
+                    SELECT $1, id FROM unnest($2::bigint[]) AS id ORDER BY id
+                ON CONFLICT DO NOTHING RETURNING account_id
+                """, [.int(messageID), .text(list)]
+            ).rows.map { $0.int64(at: 0) }
+            var badges: [String: Int] = [:]
+            badges.reserveCapacity(ids.count)
+            func collect(_ result: PostgresResult) {
+                for row in result.rows {
+                    if let name = names[row.int64(at: 0)] { badges[name] = Int(row.int64(at: 1)) }
+                }
+            }
+            if !counted.isEmpty {
+                collect(
+                    try conn.run(
+                        """
+                        UPDATE accounts a SET badge = a.badge + 1, updated_at = $3
+                        FROM (SELECT id FROM accounts WHERE id = ANY($2::bigint[]) AND app_id = $1 ORDER BY id FOR UPDATE)
+                            AS locked
+                        WHERE a.id = locked.id
+                        RETURNING a.id, a.badge
+                        """,
+                        [
+                            .int(appID),
+                            .text(counted.count == ids.count ? list : AccountsArrayLiteral.integers(counted)),
+                            .int(now),
+                        ]))
+            }
+            guard counted.count < ids.count else { return badges }
+            // Counted for this message already (another page, or this one before a crash): the
+            // counter as it is now. An account deleted since has no row, and so no badge.
+            let countedNow = Set(counted)
+            collect(
+                try conn.run(
+                    "SELECT id, badge FROM accounts WHERE id = ANY($2::bigint[]) AND app_id = $1",
+                    [
+                        .int(appID),
+                        .text(
+                            counted.isEmpty
+                                ? list : AccountsArrayLiteral.integers(ids.filter { !countedNow.contains($0) })),
+                    ]))
+            return badges
+        }
+    }
+
+    public func setBadge(appID: Int64, account: String, to value: Int) async throws {
+        guard value >= 0 else { throw StoreError(.conflict, "a badge cannot be negative (got \(value))") }
+        let now = nowMilliseconds
+        try await write { conn in
+            try conn.run(
+                """
+                INSERT INTO accounts (app_id, account, badge, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+                ON CONFLICT (app_id, account) DO UPDATE SET badge = excluded.badge, updated_at = excluded.updated_at
+                """, [.int(appID), .text(account), .int(Int64(value)), .int(now)])
+        }
+    }
+
+    public func badge(appID: Int64, account: String) async throws -> Int {
+        try await read { conn in
+            Int(
+                try conn.run(
+                    "SELECT badge FROM accounts WHERE app_id = $1 AND account = $2", [.int(appID), .text(account)]
+                ).rows.first?.int64(at: 0) ?? 0)
+        }
+    }
+
+    /// Rows deleted per transaction by `forgetFinishedBadgeGrants`.
+    static let badgeGrantsForgottenPerTransaction = 5_000
+
+    /// Forgets the badge grants of every message not sending (finished, cancelled, deleted),
+    /// message by message in bounded transactions, as on SQLite. Returns the rows deleted.
+    @discardableResult
+    public func forgetFinishedBadgeGrants() async throws -> Int {
+        var forgotten = 0
+        var nextAfter: Int64 = 0
+        while true {
+            let after = nextAfter
+            let next = try await read { conn -> (id: Int64, sending: Bool)? in
+                guard
+                    let row = try conn.run(
+                        """
+                        SELECT g.message_id, EXISTS (SELECT 1 FROM messages m WHERE m.id = g.message_id AND m.state = 'sending')
+                        FROM badge_grants g WHERE g.message_id > $1 ORDER BY g.message_id LIMIT 1
+                        """, [.int(after)]
+                    ).rows.first
+                else { return nil }
+                return (row.int64(at: 0), row[1].bool ?? false)
+            }
+            guard let next else { return forgotten }
+            nextAfter = next.id
+            if next.sending { continue }
+            let messageID = next.id
+            while true {
+                let deleted = try await write { conn -> Int in
+                    // Checked again in the transaction: the message may have been restarted.
+                    let sending = try conn.run(
+                        "SELECT 1 FROM messages WHERE id = $1 AND state = 'sending'", [.int(messageID)])
+                    guard sending.rows.isEmpty else { return 0 }
+                    return try conn.run(
+                        """
+                        DELETE FROM badge_grants WHERE message_id = $1 AND account_id IN
+                            (SELECT account_id FROM badge_grants WHERE message_id = $1 LIMIT $2)
+                        """, [.int(messageID), .int(Int64(Self.badgeGrantsForgottenPerTransaction))]
+                    ).affectedRows ?? 0
+                }
+                forgotten += deleted
+                if deleted < Self.badgeGrantsForgottenPerTransaction { break }
+            }
+        }
+    }
+
+    // MARK: plumbing
+
+    /// Creates the account row if missing; `true` when it did. Inside a write.
+    @discardableResult
+    private static func insertAccount(_ conn: PostgresConnection, appID: Int64, account: String, now: Int64) throws
+        -> Bool
+    {
+        let result = try conn.run(
+            """
+            INSERT INTO accounts (app_id, account, created_at, updated_at) VALUES ($1, $2, $3, $3)
+            ON CONFLICT (app_id, account) DO NOTHING
+            """, [.int(appID), .text(account), .int(now)])
+        return (result.affectedRows ?? 0) > 0
+    }
+
+    /// The registration half of `bindDevice` (SQLite's `applyRegistration`): upserts the device,
+    /// replaces its tags when the registration names them, and returns its id. Inside a write.
+    // TRANSITIONAL: the same as group D's registration in PostgresStore+Devices.swift; calls
+    // that one once both are merged.
+    private static func applyBindingRegistration(
+        _ conn: PostgresConnection, appID: Int64, _ registration: DeviceRegistration, now: Int64
+    ) throws -> Int64 {
+        guard
+            let row = try conn.run(
+                """
+                INSERT INTO devices (app_id, token, environment, "user", locale, created_at, updated_at,
+                    credential_selector, channel)
+                VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)
+                ON CONFLICT (app_id, token) DO UPDATE SET
+                    environment = excluded.environment,
+                    channel = excluded.channel,
+                    "user" = coalesce(excluded."user", devices."user"),
+                    locale = coalesce(excluded.locale, devices.locale),
+                    credential_selector = coalesce(excluded.credential_selector, devices.credential_selector),
+                    updated_at = excluded.updated_at,
+                    invalidated_at = NULL,
+                    invalid_reason = NULL
+                RETURNING id, (xmax = 0) AS created
+                """,
+                [
+                    .int(appID), .text(registration.token.value), .text(registration.environment.rawValue),
+                    PostgresValue(registration.user), PostgresValue(registration.locale), .int(now),
+                    PostgresValue(registration.credentialSelector), .text(registration.channel.rawValue),
+                ]
+            ).rows.first
+        else { throw StoreError(.unavailable, "the device upsert returned no row") }
+        let deviceID = row.int64(at: 0)
+        if let tags = registration.tags {
+            if row[1].bool != true {
+                try conn.run("DELETE FROM device_tags WHERE device_id = $1", [.int(deviceID)])
+            }
+            if !tags.isEmpty {
+                let names = AccountsArrayLiteral.texts(tags.map(\.value))
+                try conn.run(
+                    """
+                    INSERT INTO tags (app_id, name) SELECT $1, name FROM unnest($2::text[]) AS name ORDER BY name
+                    ON CONFLICT (app_id, name) DO NOTHING
+                    """, [.int(appID), .text(names)])
+                try conn.run(
+                    """
+                    INSERT INTO device_tags (tag_id, device_id)
+                        SELECT id, $3 FROM tags WHERE app_id = $1 AND name = ANY($2::text[])
+                    ON CONFLICT DO NOTHING
+                    """, [.int(appID), .text(names), .int(deviceID)])
+            }
+        }
+        return deviceID
+    }
+}
+
+/// Device rows as this group's queries read them.
+// TRANSITIONAL: group D's `PostgresStore+Rows.swift` has the shared decoder; this one goes
+// when both are merged.
+enum AccountsDeviceRows {
+    static let columns = """
+        id, app_id, token, environment, "user", locale, im_account, created_at, updated_at, \
+        invalidated_at, invalid_reason, credential_selector, channel
+        """
+
+    static func device(_ row: PostgresRow) throws -> Device {
+        let environmentName = row[3].string ?? ""
+        guard let environment = APNsEnvironment(rawValue: environmentName) else {
+            throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
+        }
+        let channelName = row[12].string ?? ""
+        guard let channel = PushChannel(rawValue: channelName) else {
+            throw StoreError(.unavailable, "devices.channel holds a channel this build does not speak: \(channelName)")
+        }
+        return Device(
+            id: row.int64(at: 0), appID: row.int64(at: 1), token: row[2].string ?? "", environment: environment,
+            user: row[4].string, locale: row[5].string, imAccount: row[6].string,
+            createdAt: SQLTime.date(row.int64(at: 7)), updatedAt: SQLTime.date(row.int64(at: 8)),
+            invalidatedAt: row[9].int64.map(SQLTime.date), invalidReason: row[10].string,
+            credentialSelector: row[11].string, channel: channel)
+    }
+}
+
+/// PostgreSQL array literals, sent as one text parameter and cast (`$1::text[]`,
+/// `$1::bigint[]`): a list of any length is one parameter of one statement text.
+enum AccountsArrayLiteral {
+    /// `{1,2,3}`.
+    static func integers(_ values: [Int64]) -> String {
+        "{" + values.map(String.init).joined(separator: ",") + "}"
+    }
+
+    /// `{"a","b \"c\""}`: every element quoted, `"` and `\` escaped (so NULL, commas, braces
+    /// and spaces are plain text).
+    static func texts(_ values: [String]) -> String {
+        var literal = "{"
+        for (index, value) in values.enumerated() {
+            if index > 0 { literal += "," }
+            literal += "\""
+            for character in value.unicodeScalars {
+                if character == "\"" || character == "\\" { literal += "\\" }
+                literal.unicodeScalars.append(character)
+            }
+            literal += "\""
+        }
+        return literal + "}"
+    }
+}
+
+extension PostgresRow {
+    /// The integer in column `index`, 0 for NULL.
+    func int64(at index: Int) -> Int64 { self[index].int64 ?? 0 }
+}

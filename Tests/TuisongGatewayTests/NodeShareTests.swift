@@ -1,0 +1,86 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+import TuisongCore
+import TuisongPlugin
+import TuisongPluginTestKit
+
+@testable import TuisongGateway
+
+/// Rate limits meant for the whole gateway, shared by its live nodes (`NodeShare`).
+@Suite struct NodeShareTests {
+    @Test func eachNodeTakesLimitOverLiveNodesNeverBelowOneRequest() {
+        #expect(NodeShare.share(of: 100, liveNodes: 1) == 100)
+        #expect(NodeShare.share(of: 100, liveNodes: 3) == 100.0 / 3)
+        #expect(NodeShare.share(of: 100, liveNodes: 4) == 25)
+        #expect(NodeShare.share(of: 100, liveNodes: 200) == 1, "never below one request")
+        #expect(NodeShare.share(of: 0.5, liveNodes: 3) == 0.5, "nor above a limit smaller than one")
+        #expect(NodeShare.share(of: 100, liveNodes: 0) == 100, "no live node counted: this one is")
+        #expect(NodeShare.share(of: 100, liveNodes: -2) == 100)
+
+        let share = NodeShare()
+        #expect(share.liveNodes == 1)
+        share.update(liveNodes: 5)
+        #expect(share.share(of: 50) == 10)
+        share.update(liveNodes: 0)
+        #expect(share.liveNodes == 1)
+    }
+
+    @Test func theLimiterAllowsItsShareOfRateAndBurst() {
+        let clock = ManualClock()
+        let share = NodeShare(liveNodes: 4)
+        let limiter = RateLimiter(rate: 100, burst: 200, clock: clock, share: share)
+        #expect(limiter.effectiveLimits == (25, 50))
+        #expect((0..<60).filter { _ in limiter.allow("app") }.count == 50, "a quarter of the burst")
+        clock.advance(by: 1)
+        #expect((0..<60).filter { _ in limiter.allow("app") }.count == 25, "a quarter of the rate")
+        // A node leaves: the others' shares grow at once.
+        share.update(liveNodes: 2)
+        clock.advance(by: 1)
+        #expect((0..<60).filter { _ in limiter.allow("app") }.count == 50)
+        // Without a share the limiter is the whole gateway's, as before.
+        let whole = RateLimiter(rate: 100, burst: 200, clock: clock)
+        #expect(whole.effectiveLimits == (100, 200))
+    }
+
+    @Test func theShareFollowsTheLiveNodeCount() async throws {
+        let queue = CountingQueue()
+        let share = NodeShare()
+        let task = share.refreshing(from: queue, every: .milliseconds(10), logger: Logger(label: "test"))
+        defer { task.cancel() }
+        queue.set(3)
+        try await waitUntil { share.liveNodes == 3 }
+        queue.fail()
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(share.liveNodes == 3, "a failed count keeps the last one")
+        queue.set(1)
+        try await waitUntil { share.liveNodes == 1 }
+    }
+
+    private func waitUntil(_ condition: () -> Bool) async throws {
+        for _ in 0..<500 where !condition() {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(condition())
+    }
+}
+
+/// A work queue that only counts live nodes.
+private final class CountingQueue: WorkQueue {
+    private let count = Mutex<Int?>(1)
+
+    func set(_ value: Int) { count.withLock { $0 = value } }
+    func fail() { count.withLock { $0 = nil } }
+
+    func liveNodeCount() async throws -> Int {
+        guard let value = count.withLock({ $0 }) else { throw StoreError(.unavailable, "no database") }
+        return value
+    }
+
+    func claimWork(now: Date, limit: Int, running: Set<MessageSliceKey>) async throws -> [WorkClaim] { [] }
+    func renewLeases(_ slices: [MessageSliceKey: Int64], now: Date) async throws -> (
+        held: Set<MessageSliceKey>, until: Date?
+    ) { ([], nil) }
+    func releaseSlice(_ key: MessageSliceKey, fence: Int64) async throws {}
+}
