@@ -114,14 +114,45 @@ start_node() {
   echo "node $2 on $1 did not start; its log:" >&2; cat "$WORK/serve-$1-$2.log" >&2; exit 1
 }
 
+# CPU seconds PostgreSQL used so far: the postmaster with its reaped children (cutime, cstime)
+# and every live backend.
+pg_cpu() {
+  local dir; dir=$(sed -n 's/.*[?&]host=\([^&]*\).*/\1/p' <<<"$PG_URL")
+  python3 - "$(head -n 1 "$dir/data/postmaster.pid")" <<'PY'
+import os, subprocess, sys
+postmaster = sys.argv[1]
+def fields(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+ticks = sum(int(x) for x in fields(postmaster)[11:15])
+children = subprocess.run(["pgrep", "-P", postmaster], capture_output=True, text=True).stdout.split()
+for child in children:
+    try:
+        ticks += sum(int(x) for x in fields(child)[11:13])
+    except OSError:
+        pass
+print(ticks / os.sysconf("SC_CLK_TCK"))
+PY
+}
+
 # push_and_wait: a tag push to bench-a through the first node, watched there; prints the
-# watcher's lines, and sets RATE and SECONDS_TAKEN.
+# watcher's lines (and PostgreSQL's CPU on PostgreSQL), and sets RATE.
 push_and_wait() {
-  local out
+  local out before=0
+  [ "${1:-}" = pg ] && before=$(pg_cpu)
   out=$(python3 bench/push_watch.py --port $((PORT + 1)) --key "$KEY" --pid "${NODE_PIDS[0]}" --mock-pid "$MOCK_PID" \
     --tag bench-a --count "$DEVICES" --hz "$POLL_HZ")
   echo "$out" | grep -v '^RATE'
   RATE=$(echo "$out" | awk '/^RATE/ {print $2}')
+  [ "${1:-}" = pg ] && pg_cpu_line "$before" "$DEVICES" "$RATE"
+  return 0
+}
+
+# pg_cpu_line BEFORE COUNT RATE: PostgreSQL's CPU over the push just watched.
+pg_cpu_line() {
+  python3 -c "
+cpu = $(pg_cpu) - $1; seconds = $2 / $3
+print(f'   PostgreSQL CPU: {cpu:.2f} s = {cpu / $2 * 1e6:.1f} µs per notification ({cpu / seconds * 100:.0f} % of a core)')"
 }
 
 echo "== (1) one node on SQLite: tag push to $DEVICES devices"
@@ -156,13 +187,15 @@ for i in range(1, $POLICY_DEVICES + 1): w('%064x\\n' % (0x7000000000 + i))
     ANALYZE;"
 fi
 start_node pg 1
-push_and_wait; PG1_RATE=$RATE
+push_and_wait pg; PG1_RATE=$RATE
 
 if [ "$POLICY_DEVICES" -gt 0 ]; then
   echo "== (4) one node on PostgreSQL: Tencent all_member_push/im_push to $POLICY_DEVICES background accounts"
+  BEFORE=$(pg_cpu)
   OUT=$(python3 bench/push_watch.py --port $((PORT + 1)) --key "$TKEY" --pid "${NODE_PIDS[0]}" --mock-pid "$MOCK_PID" \
     --count "$POLICY_DEVICES" --hz "$POLL_HZ" --tencent "$TENCENT_SDKAPPID" "$TENCENT_SECRET" --database "$PG_DB_URL")
   echo "$OUT" | grep -v '^RATE'
+  pg_cpu_line "$BEFORE" "$POLICY_DEVICES" "$(echo "$OUT" | awk '/^RATE/ {print $2}')"
 fi
 
 echo "== (5) device lookups on one PostgreSQL node: GET /api/v1/devices/{token}, wrk -t2 -c$LOOKUP_CONNECTIONS -d$LOOKUP_DURATION"
@@ -186,7 +219,7 @@ EOF
 echo "== (3) three nodes on PostgreSQL: the same push (status polled on node 1; RSS and CPU are node 1's)"
 start_node pg 2
 start_node pg 3
-push_and_wait; PG3_RATE=$RATE
+push_and_wait pg; PG3_RATE=$RATE
 stop_nodes
 
 echo "== summary: tag push to $DEVICES devices"
