@@ -11,8 +11,10 @@ import TuisongStore
 func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
 
 @Suite(.serialized) struct DeliveryEngineTests {
-    @Test func tagFanOutDeliversEveryDeviceOnce() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func tagFanOutDeliversEveryDeviceOnce(_ backend: PluginStoreBackend)
+        async throws
+    {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         try await f.seed(1050)
         let sender = ScriptedTransport()
@@ -32,8 +34,10 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         #expect(rows.items.isEmpty)
     }
 
-    @Test func retriesInvalidationsHoldsAndFailuresAreRecorded() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func retriesInvalidationsHoldsAndFailuresAreRecorded(
+        _ backend: PluginStoreBackend
+    ) async throws {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         try await f.seed(40)
         let sender = ScriptedTransport { token, attempt in
@@ -63,8 +67,10 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         #expect(invalidated?.invalidReason == "Unregistered")
     }
 
-    @Test func pagesAreSentInBatchesOfOneEnvironmentAndAnsweredByIndex() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func pagesAreSentInBatchesOfOneEnvironmentAndAnsweredByIndex(
+        _ backend: PluginStoreBackend
+    ) async throws {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         try await f.seed(300)
         var sandbox: [DeviceRegistration] = []
@@ -121,8 +127,10 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         }
     }
 
-    @Test func finishedPagesAreFlushedWithoutWaitingForTheFlushInterval() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func finishedPagesAreFlushedWithoutWaitingForTheFlushInterval(
+        _ backend: PluginStoreBackend
+    ) async throws {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         try await f.seed(300)
         // 30 pages through a window of 3: were pages flushed only every 30 s, this would take
@@ -140,8 +148,10 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         #expect(stored.counts.delivered == 300)
     }
 
-    @Test func reRegistrationAfterThe410TimestampWins() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func reRegistrationAfterThe410TimestampWins(
+        _ backend: PluginStoreBackend
+    ) async throws {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         try await f.seed(2)
         // APNs says the token died long ago; the device registered since, so it stays valid.
@@ -157,8 +167,10 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         #expect(device?.invalidatedAt == nil)
     }
 
-    @Test func heldDeliveriesAreKeptAndReleased() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func heldDeliveriesAreKeptAndReleased(_ backend: PluginStoreBackend)
+        async throws
+    {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         try await f.seed(10)
         let healthy = Atomic<Bool>(false)
@@ -182,8 +194,10 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         #expect(status.counts.held == 0)
     }
 
-    @Test func anInterruptedMessageResumesWithoutLosingAnything() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func anInterruptedMessageResumesWithoutLosingAnything(
+        _ backend: PluginStoreBackend
+    ) async throws {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         try await f.seed(2000)
         // First engine: slow sends, stopped mid-way (as a shutdown or crash would).
@@ -210,8 +224,10 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         #expect(duplicates <= 3 * 100, "only the unflushed window is sent twice (got \(duplicates))")
     }
 
-    @Test func scheduledMessagesWaitAndCanBeCancelled() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func scheduledMessagesWaitAndCanBeCancelled(
+        _ backend: PluginStoreBackend
+    ) async throws {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         try await f.seed(3)
         let sender = ScriptedTransport()
@@ -234,8 +250,10 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         #expect(sender.totalAttempts == 3)
     }
 
-    @Test func payloadTooLargeIsRefusedBeforeAnythingIsStored() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func payloadTooLargeIsRefusedBeforeAnythingIsStored(
+        _ backend: PluginStoreBackend
+    ) async throws {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         let engine = f.engine(ScriptedTransport())
         var job = f.job(.all)

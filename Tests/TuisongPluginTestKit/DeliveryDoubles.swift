@@ -3,6 +3,7 @@ import Logging
 import Synchronization
 import TuisongCore
 import TuisongDelivery
+import TuisongPostgresTestKit
 import TuisongStore
 
 /// A transport whose outcomes a test scripts, per token and attempt (1 for the first), and
@@ -74,17 +75,29 @@ public final class ScriptedTransport: PushTransport {
     }
 }
 
-/// A delivery engine over a temporary SQLite store with one app, for tests of the pipeline.
+/// A delivery engine over a temporary store with one app, for tests of the pipeline: a SQLite
+/// file, or a new database in the PostgreSQL test cluster (the same tests run on both:
+/// `@Test(arguments: PluginStoreBackend.allCases)`).
 public struct EngineFixture: Sendable {
-    public let store: SQLiteStore
+    public let store: any GatewayStore
     public let directory: URL
     public let appID: Int64
+    let database: TestDatabase?
 
-    public static func make() async throws -> EngineFixture {
+    public static func make(_ backend: PluginStoreBackend = .sqlite) async throws -> EngineFixture {
         let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-engine-\(UUID().uuidString)")
-        let store = try SQLiteStore(path: directory.appending(path: "t.db").path)
+        let store: any GatewayStore
+        var database: TestDatabase?
+        switch backend {
+        case .sqlite:
+            store = try SQLiteStore(path: directory.appending(path: "t.db").path)
+        case .postgresql:
+            let created = try TestDatabase()
+            database = created
+            store = try PostgresStore(url: created.url, configuration: .init(poolSize: 4))
+        }
         let app = try await store.createApp(name: "e", bundleID: "com.example.engine", apiKeyHash: UUID().uuidString)
-        return EngineFixture(store: store, directory: directory, appID: app.id)
+        return EngineFixture(store: store, directory: directory, appID: app.id, database: database)
     }
 
     /// Settings fast enough for tests: short retries, flushes and polls.
@@ -135,6 +148,7 @@ public struct EngineFixture: Sendable {
     public func cleanUp() {
         try? store.close()
         try? FileManager.default.removeItem(at: directory)
+        database?.drop()
     }
 }
 

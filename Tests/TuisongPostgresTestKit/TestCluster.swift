@@ -67,3 +67,24 @@ public func withTestDatabase<T>(_ body: (String) async throws -> T) async throws
     defer { _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
     return try await body(TestCluster.url(base, database: name))
 }
+
+/// A database created for one test, for fixtures that outlive a closure: `drop()` removes it
+/// (after every store on it was closed).
+public struct TestDatabase: Sendable {
+    public let url: String
+    let name: String
+    let base: String
+
+    public init() throws {
+        base = try TestCluster.url.get()
+        name = "t_\(getpid())_\(databaseCounter.add(1, ordering: .relaxed).newValue)"
+        let admin = try PostgresConnection(url: base)
+        try admin.execute("CREATE DATABASE \(name)")
+        url = TestCluster.url(base, database: name)
+    }
+
+    public func drop() {
+        guard let admin = try? PostgresConnection(url: base) else { return }
+        _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+}

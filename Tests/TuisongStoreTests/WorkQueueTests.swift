@@ -28,6 +28,16 @@ import TuisongPostgresTestKit
         }
     }
 
+    /// Ends every lease and ages every heartbeat now, as if a lease's time had passed (a
+    /// sleeping test would measure the machine's load instead).
+    static func expireLeases(_ store: PostgresStore) async throws {
+        try await store.write { conn in
+            try conn.execute("UPDATE message_slices SET lease_until = 0 WHERE lease_until IS NOT NULL")
+            try conn.execute("UPDATE deliveries SET lease_until = 0 WHERE lease_until IS NOT NULL")
+            try conn.execute("UPDATE nodes SET heartbeat_at = 0")
+        }
+    }
+
     static func tokenMessage(_ store: PostgresStore, tokens: Int) async throws -> MessageRecord {
         // Straight into the table: the work queue is under test here, not the app store.
         let appID = try await store.write { conn in
@@ -67,7 +77,7 @@ import TuisongPostgresTestKit
     }
 
     @Test func aFlushIsRefusedOnceTheSliceWasTakenOverAndTheNewOwnerFinishes() async throws {
-        try await Self.withNodes(2, lease: .seconds(1), sliceSize: 1000) { nodes in
+        try await Self.withNodes(2, sliceSize: 1000) { nodes in
             let message = try await Self.tokenMessage(nodes[0], tokens: 20)
             let first = try #require(try await nodes[0].claimWork(now: Date(), limit: 10, running: []).first)
             var counts = DeliveryCounts()
@@ -75,7 +85,7 @@ import TuisongPostgresTestKit
             try await nodes[0].recordProgress(
                 MessageProgress(messageID: message.id, cursor: 5, counts: counts, slice: first.slice), at: Date())
             // Node 0 stalls past its lease (SIGSTOP); node 1 takes the slice over from its cursor.
-            try await Task.sleep(for: .milliseconds(1500))
+            try await Self.expireLeases(nodes[0])
             let second = try #require(try await nodes[1].claimWork(now: Date(), limit: 10, running: []).first)
             #expect(second.slice.id == first.slice.id)
             #expect(second.slice.after == 5, "the new owner resumes after the committed cursor")
@@ -141,7 +151,7 @@ import TuisongPostgresTestKit
     }
 
     @Test func startUpRequeuesOnlyRetriesWhoseLeaseEnded() async throws {
-        try await Self.withNodes(2, lease: .seconds(1)) { nodes in
+        try await Self.withNodes(2) { nodes in
             let message = try await Self.tokenMessage(nodes[0], tokens: 1)
             try await nodes[0].recordProgress(
                 MessageProgress(
@@ -162,7 +172,7 @@ import TuisongPostgresTestKit
             #expect(try await nodes[1].requeueInterruptedDeliveries() == 0)
             #expect(try await nodes[1].claimDueDeliveries(now: Date().addingTimeInterval(1), limit: 10).isEmpty)
             // …until node 0's lease ends (it died): then the row is queued again.
-            try await Task.sleep(for: .milliseconds(1500))
+            try await Self.expireLeases(nodes[0])
             #expect(try await nodes[1].requeueInterruptedDeliveries() == 1)
             let record = try #require(try await nodes[1].message(id: message.id))
             #expect(record.counts.queued == 1 && record.counts.sending == 0)
@@ -170,10 +180,10 @@ import TuisongPostgresTestKit
     }
 
     @Test func liveNodesAreThoseWithARecentHeartbeat() async throws {
-        try await Self.withNodes(3, lease: .seconds(1)) { nodes in
+        try await Self.withNodes(3) { nodes in
             for node in nodes { _ = try await node.renewLeases([:], now: Date()) }
             #expect(try await nodes[0].liveNodeCount() == 3)
-            try await Task.sleep(for: .milliseconds(1500))
+            try await Self.expireLeases(nodes[0])
             _ = try await nodes[0].renewLeases([:], now: Date())
             #expect(try await nodes[0].liveNodeCount() == 1)
         }

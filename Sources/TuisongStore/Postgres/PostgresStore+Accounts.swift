@@ -19,7 +19,7 @@ extension PostgresStore: AccountStore {
 
     public func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String> {
         guard !accounts.isEmpty else { return [] }
-        let list = AccountsArrayLiteral.texts(Array(Set(accounts)))
+        let list = PostgresArrayLiteral.texts(Array(Set(accounts)))
         return try await read { conn in
             // One array parameter whatever the list's length: one statement text, prepared once.
             Set(
@@ -71,11 +71,11 @@ extension PostgresStore: AccountStore {
                     UPDATE devices SET im_account = $1, credential_selector = $2,
                         (account_id, app_state) = (SELECT id, app_state FROM accounts WHERE app_id = $3 AND account = $1)
                     WHERE id = $4
-                    RETURNING \(AccountsDeviceRows.columns)
+                    RETURNING \(PostgresStore.deviceColumns)
                     """, [.text(account), PostgresValue(credentialSelector), .int(appID), .int(deviceID)]
                 ).rows.first
             else { throw StoreError(.unavailable, "the bound device \(deviceID) vanished") }
-            return try AccountsDeviceRows.device(row)
+            return try PostgresStore.device(row)
         }
     }
 
@@ -94,10 +94,10 @@ extension PostgresStore: AccountStore {
         try await read { conn in
             try conn.run(
                 """
-                SELECT \(AccountsDeviceRows.columns) FROM devices
+                SELECT \(PostgresStore.deviceColumns) FROM devices
                 WHERE app_id = $1 AND im_account = $2 AND invalidated_at IS NULL ORDER BY id
                 """, [.int(appID), .text(account)]
-            ).rows.map(AccountsDeviceRows.device)
+            ).rows.map(PostgresStore.device)
         }
     }
 
@@ -133,7 +133,7 @@ extension PostgresStore: AccountStore {
         // twice, so an account named n times is counted once with n (its final value is what
         // SQLite's n upserts end at: the last value); rows are taken in name order, so two
         // lists naming the same accounts never wait for each other in a cycle.
-        let list = AccountsArrayLiteral.texts(accounts)
+        let list = PostgresArrayLiteral.texts(accounts)
         let unique = Set(accounts).count
         return try await write { conn in
             var values: [String: Int] = [:]
@@ -170,7 +170,7 @@ extension PostgresStore: AccountStore {
         }
         let (names, ids) = (byID, distinct)
         let now = nowMilliseconds
-        let list = AccountsArrayLiteral.integers(ids)
+        let list = PostgresArrayLiteral.integers(ids)
         // One transaction for the grants and the increments, as on SQLite: recording the grants
         // is the lookup too (the insert returns the accounts not yet counted for the message).
         // A page of the same message writing the same grant concurrently waits for this one's
@@ -203,7 +203,7 @@ extension PostgresStore: AccountStore {
                         """,
                         [
                             .int(appID),
-                            .text(counted.count == ids.count ? list : AccountsArrayLiteral.integers(counted)),
+                            .text(counted.count == ids.count ? list : PostgresArrayLiteral.integers(counted)),
                             .int(now),
                         ]))
             }
@@ -218,7 +218,7 @@ extension PostgresStore: AccountStore {
                         .int(appID),
                         .text(
                             counted.isEmpty
-                                ? list : AccountsArrayLiteral.integers(ids.filter { !countedNow.contains($0) })),
+                                ? list : PostgresArrayLiteral.integers(ids.filter { !countedNow.contains($0) })),
                     ]))
             return badges
         }
@@ -342,7 +342,7 @@ extension PostgresStore: AccountStore {
                 try conn.run("DELETE FROM device_tags WHERE device_id = $1", [.int(deviceID)])
             }
             if !tags.isEmpty {
-                let names = AccountsArrayLiteral.texts(tags.map(\.value))
+                let names = PostgresArrayLiteral.texts(tags.map(\.value))
                 try conn.run(
                     """
                     INSERT INTO tags (app_id, name) SELECT $1, name FROM unnest($2::text[]) AS name ORDER BY name
@@ -357,58 +357,6 @@ extension PostgresStore: AccountStore {
             }
         }
         return deviceID
-    }
-}
-
-/// Device rows as this group's queries read them.
-// TRANSITIONAL: group D's `PostgresStore+Rows.swift` has the shared decoder; this one goes
-// when both are merged.
-enum AccountsDeviceRows {
-    static let columns = """
-        id, app_id, token, environment, "user", locale, im_account, created_at, updated_at, \
-        invalidated_at, invalid_reason, credential_selector, channel
-        """
-
-    static func device(_ row: PostgresRow) throws -> Device {
-        let environmentName = row[3].string ?? ""
-        guard let environment = APNsEnvironment(rawValue: environmentName) else {
-            throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
-        }
-        let channelName = row[12].string ?? ""
-        guard let channel = PushChannel(rawValue: channelName) else {
-            throw StoreError(.unavailable, "devices.channel holds a channel this build does not speak: \(channelName)")
-        }
-        return Device(
-            id: row.int64(at: 0), appID: row.int64(at: 1), token: row[2].string ?? "", environment: environment,
-            user: row[4].string, locale: row[5].string, imAccount: row[6].string,
-            createdAt: SQLTime.date(row.int64(at: 7)), updatedAt: SQLTime.date(row.int64(at: 8)),
-            invalidatedAt: row[9].int64.map(SQLTime.date), invalidReason: row[10].string,
-            credentialSelector: row[11].string, channel: channel)
-    }
-}
-
-/// PostgreSQL array literals, sent as one text parameter and cast (`$1::text[]`,
-/// `$1::bigint[]`): a list of any length is one parameter of one statement text.
-enum AccountsArrayLiteral {
-    /// `{1,2,3}`.
-    static func integers(_ values: [Int64]) -> String {
-        "{" + values.map(String.init).joined(separator: ",") + "}"
-    }
-
-    /// `{"a","b \"c\""}`: every element quoted, `"` and `\` escaped (so NULL, commas, braces
-    /// and spaces are plain text).
-    static func texts(_ values: [String]) -> String {
-        var literal = "{"
-        for (index, value) in values.enumerated() {
-            if index > 0 { literal += "," }
-            literal += "\""
-            for character in value.unicodeScalars {
-                if character == "\"" || character == "\\" { literal += "\\" }
-                literal.unicodeScalars.append(character)
-            }
-            literal += "\""
-        }
-        return literal + "}"
     }
 }
 

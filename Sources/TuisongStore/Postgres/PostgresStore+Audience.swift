@@ -36,7 +36,7 @@ extension PostgresStore {
             return try await read { conn in
                 try Self.deviceEntries(
                     conn, where: "d.app_id = $1 AND d.im_account = ANY($2::text[]) AND d.id > $3",
-                    [.int(appID), .text(AccountsArrayLiteral.texts(accounts)), .int(cursor)], environment: environment,
+                    [.int(appID), .text(PostgresArrayLiteral.texts(accounts)), .int(cursor)], environment: environment,
                     limit: limit, details: true)
             }
         case .allAccounts:
@@ -53,7 +53,7 @@ extension PostgresStore {
                 try conn.run(
                     "SELECT \(Self.entryColumns(details: withRecipientDetails)), d.invalidated_at FROM devices d "
                         + "WHERE d.app_id = $1 AND d.id = ANY($2::bigint[])",
-                    [.int(appID), .text(AccountsArrayLiteral.integers(wanted))]
+                    [.int(appID), .text(PostgresArrayLiteral.integers(wanted))]
                 ).rows
             }
             let invalidatedColumn = withRecipientDetails ? 10 : 6
@@ -81,7 +81,7 @@ extension PostgresStore {
                 try conn.run(
                     "SELECT \(Self.entryColumns(details: withRecipientDetails)), d.invalidated_at FROM devices d "
                         + "WHERE d.app_id = $1 AND d.token = ANY($2::text[])",
-                    [.int(appID), .text(AccountsArrayLiteral.texts(slice))]
+                    [.int(appID), .text(PostgresArrayLiteral.texts(slice))]
                 ).rows
             }
             let invalidatedColumn = withRecipientDetails ? 10 : 6
@@ -131,7 +131,7 @@ extension PostgresStore {
             guard !accounts.isEmpty else { return 0 }
             return try await count(
                 "d.app_id = $1 AND d.im_account = ANY($2::text[])",
-                [.int(appID), .text(AccountsArrayLiteral.texts(accounts))])
+                [.int(appID), .text(PostgresArrayLiteral.texts(accounts))])
         case .allAccounts:
             return try await count("d.app_id = $1 AND d.im_account IS NOT NULL", [.int(appID)])
         case .devices(let ids):

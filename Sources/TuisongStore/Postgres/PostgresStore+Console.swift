@@ -29,12 +29,12 @@ extension PostgresStore: ConsoleStore {
             let devices = try await read { conn in
                 try conn.run(
                     """
-                    SELECT \(AccountsDeviceRows.columns) FROM devices
+                    SELECT \(PostgresStore.deviceColumns) FROM devices
                     WHERE app_id = $1 AND token COLLATE "C" >= $2 AND token COLLATE "C" < $3 AND token COLLATE "C" > $4
                     ORDER BY token COLLATE "C" LIMIT $5
                     """,
                     [.int(appID), .text(prefix), .text(prefix + "\u{7F}"), .text(after), .int(Int64(pageSize + 1))]
-                ).rows.map(AccountsDeviceRows.device)
+                ).rows.map(PostgresStore.device)
             }
             return Self.page(devices, pageSize) { TokenCursor.encode($0.token) }
         case .user(let user):
@@ -42,20 +42,20 @@ extension PostgresStore: ConsoleStore {
             let devices = try await read { conn in
                 try conn.run(
                     """
-                    SELECT \(AccountsDeviceRows.columns) FROM devices
+                    SELECT \(PostgresStore.deviceColumns) FROM devices
                     WHERE app_id = $1 AND ("user" = $2 OR im_account = $2) AND id > $3
                     ORDER BY id LIMIT $4
                     """, [.int(appID), .text(user), .int(afterID), .int(Int64(pageSize + 1))]
-                ).rows.map(AccountsDeviceRows.device)
+                ).rows.map(PostgresStore.device)
             }
             return Self.page(devices, pageSize) { Cursor.encode($0.id) }
         case .all:
             let afterID = try cursor.map(Cursor.decode) ?? 0
             let devices = try await read { conn in
                 try conn.run(
-                    "SELECT \(AccountsDeviceRows.columns) FROM devices WHERE app_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+                    "SELECT \(PostgresStore.deviceColumns) FROM devices WHERE app_id = $1 AND id > $2 ORDER BY id LIMIT $3",
                     [.int(appID), .int(afterID), .int(Int64(pageSize + 1))]
-                ).rows.map(AccountsDeviceRows.device)
+                ).rows.map(PostgresStore.device)
             }
             return Self.page(devices, pageSize) { Cursor.encode($0.id) }
         }

@@ -519,26 +519,18 @@ extension PostgresStore: MessageStore {
     }
 }
 
-/// Array parameters in PostgreSQL's text form (`{1,2,3}`, `{"a","b"}`), for `unnest($1::bigint[])`
-/// and `= ANY($1::text[])`: one parameter however long the list.
+/// `PostgresArrayLiteral`s as parameters, for `unnest($1::bigint[])` and friends; a text
+/// element may be NULL (an open slice end).
 enum PostgresArray {
-    static func int(_ values: [Int64]) -> PostgresValue {
-        .text("{" + values.map(String.init).joined(separator: ",") + "}")
-    }
+    static func int(_ values: [Int64]) -> PostgresValue { .text(PostgresArrayLiteral.integers(values)) }
+
+    static func text(_ values: [String]) -> PostgresValue { .text(PostgresArrayLiteral.texts(values)) }
 
     static func text(_ values: [String?]) -> PostgresValue {
         .text(
             "{"
                 + values.map { value in
-                    guard let value else { return "NULL" }
-                    var quoted = "\""
-                    for character in value {
-                        if character == "\"" || character == "\\" { quoted.append("\\") }
-                        quoted.append(character)
-                    }
-                    return quoted + "\""
+                    value.map { PostgresArrayLiteral.texts([$0]).dropFirst().dropLast() }.map(String.init) ?? "NULL"
                 }.joined(separator: ",") + "}")
     }
-
-    static func text(_ values: [String]) -> PostgresValue { text(values.map { Optional($0) }) }
 }

@@ -209,3 +209,5 @@ extension PostgresRow {
     func optionalDate(_ name: String) -> Date? { optionalInt64(name).map(SQLTime.date) }
     func date(_ name: String) -> Date { SQLTime.date(int64(name)) }
 }
+
+extension PostgresStore: GatewayStore {}
