@@ -68,6 +68,8 @@ public final class DeliveryEngine: PushGateway {
     private let statusReader: MessageStatusReader
     private let badgeGrants: BadgeGrantJanitor
     private let wakeSignal = WakeSignal()
+    /// Ends the lease loop's wait at once when the engine stops.
+    private let leaseWake = WakeSignal()
     private let loops = Mutex<[Task<Void, Never>]>([])
     private let stopping = Atomic<Bool>(false)
     /// Apps by id; every writer of an app calls `apps.changed(id:)`.
@@ -128,6 +130,7 @@ public final class DeliveryEngine: PushGateway {
     public func stop() async {
         stopping.store(true, ordering: .releasing)
         wakeSignal.signal()
+        leaseWake.signal()
         let tasks = loops.withLock { $0 }
         for task in tasks { await task.value }
         await badgeGrants.finished()
@@ -235,7 +238,7 @@ public final class DeliveryEngine: PushGateway {
             } catch {
                 logger.warning("renewing leases failed", metadata: ["error": "\(error)"])
             }
-            try? await Task.sleep(for: settings.leaseRenewInterval)
+            await leaseWake.wait(timeout: settings.leaseRenewInterval)
         }
     }
 }

@@ -27,7 +27,12 @@ extension PostgresStore {
             return try await read { conn in
                 try Self.deviceEntries(
                     conn, from: "device_tags dt JOIN devices d ON d.id = dt.device_id",
-                    where: "dt.tag_id = (SELECT id FROM tags WHERE app_id = $1 AND name = $2) AND dt.device_id > $3",
+                    // `d.id > $3` too: without it the planner may walk `devices` from its start
+                    // on every page (a merge join), measured 20–110 ms a page against 0.6 ms.
+                    where: """
+                        dt.tag_id = (SELECT id FROM tags WHERE app_id = $1 AND name = $2) AND dt.device_id > $3 \
+                        AND d.id > $3
+                        """,
                     [.int(appID), .text(name), .int(cursor)], environment: environment, limit: limit,
                     details: withRecipientDetails)
             }
