@@ -99,6 +99,8 @@ public protocol GatewayStore: Store, SettingsStore, CredentialStore, ChannelCred
     func registerDevices(appID: Int64, _ registrations: [DeviceRegistration]) async throws -> Int
     /// Retry rows waiting (`queued`) and rows held for want of a working credential.
     func deliveryBacklog() async throws -> (retryQueued: Int, held: Int)
+    /// Refreshes the query planner's statistics of the device tables, after a bulk import.
+    func refreshStatistics() async throws
     /// The migrations applied to the database, in order.
     func appliedMigrations() async throws -> [String]
     /// Closes every connection. Later calls do nothing; later store calls fail `unavailable`.

@@ -168,8 +168,9 @@ final class MessageRun: Sendable {
         }
         // Counted beside the sending, not before it: a count walks the whole audience (hundreds
         // of milliseconds for a million-device tag) and the first device need not wait for it.
-        // A restart after a crash counts again if the count had not been recorded.
-        let counter = record.total == nil ? Task { await recordExpectedTotal() } : nil
+        // A restart after a crash counts again if the count had not been recorded. A message sent
+        // in slices is counted by the run of its first slice only.
+        let counter = record.total == nil && slice.id == 0 ? Task { await recordExpectedTotal() } : nil
         let flusher = Task { await flushLoop() }
         var pages = PageSource(run: self, cursor: slice.after)
         while !isHalted {

@@ -22,7 +22,7 @@ let embeddedDefaultJSON = #"""
       },
       "cluster": {
         "lease_seconds": 30,
-        "slice_size": 5000
+        "slice_size": 20000
       },
       "security": {
         "master_key_file": "data/master.key",

@@ -80,4 +80,9 @@ final class DispatcherLock: Sendable {
     }
 }
 
-extension SQLiteStore: GatewayStore {}
+extension SQLiteStore: GatewayStore {
+    /// `PRAGMA optimize`: SQLite runs ANALYZE where its statistics would help.
+    public func refreshStatistics() async throws {
+        try await write { db in try db.execute(sql: "PRAGMA optimize") }
+    }
+}

@@ -40,7 +40,7 @@ public enum StoreOpener {
         public init(
             clock: any TuisongCore.Clock = SystemClock(), pluginMigrations: [SQLiteStore.PluginSchema] = [],
             synchronousFull: Bool = false, poolSize: Int = 8, leaseDuration: Duration = .seconds(30),
-            sliceSize: Int = 5_000, writeObserver: (@Sendable (Duration) -> Void)? = nil,
+            sliceSize: Int = 20_000, writeObserver: (@Sendable (Duration) -> Void)? = nil,
             logger: Logger = Logger(label: "tuisong.store")
         ) {
             self.clock = clock

@@ -260,6 +260,9 @@ struct DeviceCommand: AsyncParsableCommand {
                 }
             }
             if !batch.isEmpty { imported += try await store.registerDevices(appID: app, batch) }
+            // A bulk import changes the tables' shape at once; the planner should know before the
+            // first push to them (PostgreSQL's autovacuum would catch up only later).
+            if imported + rejected >= 10_000 { try await store.refreshStatistics() }
             printJSON(["imported": imported, "rejected": rejected])
         }
     }

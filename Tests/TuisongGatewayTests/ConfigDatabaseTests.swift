@@ -14,7 +14,7 @@ import TuisongStore
         #expect(config.database.sqlitePath == "data/tuisong.db")
         #expect(config.database.poolSize == 8)
         #expect(config.cluster.leaseSeconds == 30)
-        #expect(config.cluster.sliceSize == 5000)
+        #expect(config.cluster.sliceSize == 20000)
         #expect(config.database.directory == "data")
     }
 

@@ -261,7 +261,10 @@ extension PostgresStore {
         }
         parameters.append(.int(limit))
         sql += " ORDER BY d.id LIMIT $\(parameters.count)"
-        return try conn.run(sql, parameters).rows.map { try entry($0, details: details) }
+        // Planned for each page's own values (an unnamed statement), not a prepared generic plan:
+        // with the cursor unknown, PostgreSQL's generic plan for a tag page may walk and sort the
+        // whole tag on every page (measured: a 200,000-device push at 16k/s against 120k/s).
+        return try conn.execute(sql, parameters).rows.map { try entry($0, details: details) }
     }
 
     /// An audience entry from `entryColumns(details:)`.

@@ -35,7 +35,7 @@ public final class PostgresStore: Sendable {
 
         public init(
             clock: any TuisongCore.Clock = SystemClock(), pluginMigrations: [SQLiteStore.PluginSchema] = [],
-            poolSize: Int = 8, leaseDuration: Duration = .seconds(30), sliceSize: Int = 5_000,
+            poolSize: Int = 8, leaseDuration: Duration = .seconds(30), sliceSize: Int = 20_000,
             nodeID: String = PostgresStore.makeNodeID(), logger: Logger = Logger(label: "tuisong.store")
         ) {
             self.clock = clock
@@ -210,4 +210,11 @@ extension PostgresRow {
     func date(_ name: String) -> Date { SQLTime.date(int64(name)) }
 }
 
-extension PostgresStore: GatewayStore {}
+extension PostgresStore: GatewayStore {
+    /// `ANALYZE` of the device tables: right after a large import their statistics are empty
+    /// until autovacuum gets to them, and a tag page planned on empty statistics sorted the
+    /// whole tag on every page (100 ms a page of a 200,000-device tag against under 1 ms).
+    public func refreshStatistics() async throws {
+        try await read { conn in _ = try conn.execute("ANALYZE devices, device_tags, tags, accounts") }
+    }
+}
