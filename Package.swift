@@ -202,7 +202,7 @@ let package = Package(
         .target(
             name: "TuisongGatewayTestKit",
             dependencies: [
-                "TuisongGateway", "TuisongCore", "TuisongAPNsMock", "TuisongPluginTestKit",
+                "TuisongGateway", "TuisongCore", "TuisongAPNsMock", "TuisongPluginTestKit", "TuisongPostgresTestKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TuisongGatewayTestKit"),

@@ -53,8 +53,11 @@ import TuisongStore
         }
     }
 
-    func withGateway(_ body: (Gateway) async throws -> Void) async throws {
-        let running = try await RunningGateway.start(providers: ["baidu"], logLevel: .critical, name: "baidu-e2e")
+    func withGateway(
+        on database: PluginStoreBackend = .sqlite, _ body: (Gateway) async throws -> Void
+    ) async throws {
+        let running = try await RunningGateway.start(
+            providers: ["baidu"], logLevel: .critical, name: "baidu-e2e", database: database)
         do {
             let runtime = running.runtime
             var app = try await runtime.store.createApp(
@@ -70,8 +73,9 @@ import TuisongStore
         await running.stop()
     }
 
-    @Test func bindTagPushReachesExactlyTheTaggedDevices() async throws {
-        try await withGateway { gw in
+    @Test(arguments: PluginStoreBackend.allCases)
+    func bindTagPushReachesExactlyTheTaggedDevices(_ database: PluginStoreBackend) async throws {
+        try await withGateway(on: database) { gw in
             var channels: [Int: String] = [:]
             for n in 1...5 {
                 let bound = try await gw.device(

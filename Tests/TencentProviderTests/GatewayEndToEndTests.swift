@@ -127,9 +127,11 @@ import TuisongPluginTestKit
         }
     }
 
-    func withGateway(_ body: (Gateway) async throws -> Void) async throws {
+    func withGateway(
+        on database: PluginStoreBackend = .sqlite, _ body: (Gateway) async throws -> Void
+    ) async throws {
         let running = try await RunningGateway.start(
-            providers: ["baidu", "tencent"], logLevel: .critical, name: "tencent-e2e")
+            providers: ["baidu", "tencent"], logLevel: .critical, name: "tencent-e2e", database: database)
         do {
             let runtime = running.runtime
             let apiKey = APIKey.generate()
@@ -151,8 +153,9 @@ import TuisongPluginTestKit
 
     // MARK: The seed example and the per-receiver rules
 
-    @Test func seedExampleBadgesAndSkipReasons() async throws {
-        try await withGateway { gw in
+    @Test(arguments: PluginStoreBackend.allCases)
+    func seedExampleBadgesAndSkipReasons(_ database: PluginStoreBackend) async throws {
+        try await withGateway(on: database) { gw in
             try await gw.importAccounts([("alice", "Alice"), ("bob", nil)])
             try await gw.setToken("bob", Self.token(1))
             // Reporting the same token again is the same device.

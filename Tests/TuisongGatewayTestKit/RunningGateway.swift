@@ -4,6 +4,7 @@ import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
 import TuisongPluginTestKit
+import TuisongPostgresTestKit
 
 /// A whole gateway (`GatewayRuntime`, as `tuisong serve` runs it) on a loopback port chosen by
 /// the system, with its database, master key and initial admin password file in a temporary
@@ -13,6 +14,8 @@ public final class RunningGateway: Sendable {
     /// Holds the database (`tuisong.db`), `master.key` and `admin-password`.
     public let directory: URL
     public let baseURL: String
+    /// The PostgreSQL test database the gateway runs on, dropped at `stop` (nil: SQLite).
+    let database: TestDatabase?
 
     public var port: Int { runtime.port }
 
@@ -39,10 +42,11 @@ public final class RunningGateway: Sendable {
     ///     `warning` unless `environment` says otherwise).
     ///   - name: the logger's label and the fresh directory's name.
     ///   - clock: the clock the runtime hands its components (credentials, caches, API keys, providers).
+    ///   - database: SQLite (a file in `directory`) or a new database in the PostgreSQL test cluster.
     public static func start(
         providers: [String]? = nil, environment: [String: String] = [:], directory: URL? = nil,
         webRoot: URL? = nil, logLevel: Logger.Level = .warning, name: String = "gateway",
-        clock: any TuisongCore.Clock = SystemClock()
+        clock: any TuisongCore.Clock = SystemClock(), database: PluginStoreBackend = .sqlite
     ) async throws -> RunningGateway {
         let created = directory == nil
         let directory =
@@ -57,6 +61,8 @@ public final class RunningGateway: Sendable {
             "TUISONG_LOG_LEVEL": "warning",
         ]
         if let providers { variables["TUISONG_PROVIDERS"] = providers.joined(separator: ",") }
+        let postgres = database == .postgresql ? try TestDatabase() : nil
+        if let postgres { variables["TUISONG_DATABASE_URL"] = postgres.url }
         variables.merge(environment) { _, new in new }
         var logger = Logger(label: name)
         logger.logLevel = logLevel
@@ -64,17 +70,19 @@ public final class RunningGateway: Sendable {
             let config = try GatewayConfig.load(fileContents: nil, environment: variables)
             let runtime = try await GatewayRuntime.start(
                 config: config, environment: variables, clock: clock, logger: logger)
-            return RunningGateway(runtime: runtime, directory: directory)
+            return RunningGateway(runtime: runtime, directory: directory, database: postgres)
         } catch {
             // A directory the caller handed in may hold what it means to restart on.
             if created { try? FileManager.default.removeItem(at: directory) }
+            postgres?.drop()
             throw error
         }
     }
 
-    private init(runtime: GatewayRuntime, directory: URL) {
+    private init(runtime: GatewayRuntime, directory: URL, database: TestDatabase?) {
         self.runtime = runtime
         self.directory = directory
+        self.database = database
         self.baseURL = "http://127.0.0.1:\(runtime.port)"
     }
 
@@ -87,7 +95,10 @@ public final class RunningGateway: Sendable {
     /// Shuts the runtime down, then removes the directory unless it is kept for a restart.
     public func stop(keepingDirectory: Bool = false) async {
         await runtime.shutdown()
-        if !keepingDirectory { try? FileManager.default.removeItem(at: directory) }
+        if !keepingDirectory {
+            try? FileManager.default.removeItem(at: directory)
+            database?.drop()
+        }
     }
 }
 

@@ -24,8 +24,9 @@ import TuisongPluginTestKit
 
     /// Done when: local mode delivers one push to an iOS and an Android (FCM) device, each
     /// through its own look-alike, with no account of either.
-    @Test func localModeDeliversToAnIPhoneAndEveryAndroidService() async throws {
-        let gw = try await TestGateway.start()
+    @Test(arguments: PluginStoreBackend.allCases)
+    func localModeDeliversToAnIPhoneAndEveryAndroidService(_ database: PluginStoreBackend) async throws {
+        let gw = try await TestGateway.start(database: database)
         defer { Task { await gw.stop() } }
         let (_, key) = try await gw.createApp(bundleID: "com.example.chat")
         let iphone = token(1, prefix: "ab")

@@ -11,11 +11,12 @@ import TuisongStore
 /// console, which the admin tests drive.
 enum TestGateway {
     static func start(
-        environment: [String: String] = [:], directory: URL? = nil, clock: any TuisongCore.Clock = SystemClock()
+        environment: [String: String] = [:], directory: URL? = nil, clock: any TuisongCore.Clock = SystemClock(),
+        database: PluginStoreBackend = .sqlite
     ) async throws -> RunningGateway {
         try await RunningGateway.start(
             environment: environment, directory: directory, webRoot: RunningGateway.repositoryWebRoot, name: "gw",
-            clock: clock)
+            clock: clock, database: database)
     }
 }
 
