@@ -38,6 +38,11 @@ public final class ProviderTokenCache: Sendable {
 
     public let keyID: String
     public let teamID: String
+    /// The key id as the shared store knows it: with the first 8 bytes of the SHA-256 of the
+    /// public key, so only nodes holding the same key share tokens. A key uploaded again under
+    /// the same id, or two test apps' keys with one id, never adopt each other's tokens (APNs
+    /// would answer InvalidProviderToken).
+    let sharedKeyID: String
     /// How old a token may get before the next request gets a fresh one; within 20…60 min.
     public let refreshInterval: Duration
 
@@ -86,6 +91,8 @@ public final class ProviderTokenCache: Sendable {
         self.key = key
         self.keyID = keyID
         self.teamID = teamID
+        let publicKey = (try? key.publicKey.der()) ?? []
+        self.sharedKeyID = keyID + "#" + Hex.encode(Array(Digest.sha256(publicKey).prefix(8)))
         self.clock = clock
         self.shared = shared
         self.logger = logger
@@ -244,7 +251,7 @@ public final class ProviderTokenCache: Sendable {
             case .refresh:
                 let current = state.withLock { $0.current }
                 if let stored = try await shared.currentProviderToken(
-                    teamID: teamID, keyID: keyID, newerThan: current?.issuedAt ?? .distantPast),
+                    teamID: teamID, keyID: sharedKeyID, newerThan: current?.issuedAt ?? .distantPast),
                     !isDue(ProviderToken(jwt: stored.token, issuedAt: stored.issuedAt), now: now)
                 {
                     adopt(stored, offered: nil, now: now)
@@ -256,7 +263,7 @@ public final class ProviderTokenCache: Sendable {
                 replacing = nil
             }
             let kept = try await shared.offerProviderToken(
-                teamID: teamID, keyID: keyID, SharedProviderToken(token: offered.jwt, issuedAt: offered.issuedAt),
+                teamID: teamID, keyID: sharedKeyID, SharedProviderToken(token: offered.jwt, issuedAt: offered.issuedAt),
                 refreshWindow: 20 * 60, replacing: replacing)
             adopt(kept, offered: offered, now: now)
         } catch {

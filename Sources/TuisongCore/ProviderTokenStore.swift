@@ -13,7 +13,8 @@ public struct SharedProviderToken: Sendable, Hashable {
     }
 }
 
-/// One provider token per (team id, key id) for every node of the gateway. APNs answers
+/// One provider token per (team id, key id) for every node of the gateway (the key id as the
+/// APNs module passes it carries a fingerprint of the key, so different keys never share). APNs answers
 /// 429 `TooManyProviderTokenUpdates` when a team's token changes too often, which several
 /// nodes signing on their own would cause: a node adopts the token another node signed while
 /// it is fresh, and a token signed at the same time as another's loses to it.

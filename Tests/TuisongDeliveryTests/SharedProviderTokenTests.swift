@@ -35,6 +35,24 @@ import TuisongStore
         return old
     }
 
+    /// Two keys under one key id (a key uploaded again, two test apps): each signs its own; a
+    /// token signed with the other key would be InvalidProviderToken at APNs.
+    @Test func differentKeysUnderOneKeyIDNeverShareAToken() async throws {
+        try await withTokenStore { store in
+            let clock = ManualClock()
+            let first = try ProviderTokenCache(
+                key: try PrivateKey.generateP256(), keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: clock,
+                shared: store)
+            let second = try ProviderTokenCache(
+                key: try PrivateKey.generateP256(), keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: clock,
+                shared: store)
+            await first.prepare()
+            await second.prepare()
+            #expect(try first.providerToken() != second.providerToken())
+            #expect(first.mintedCount == 1 && second.mintedCount == 1)
+        }
+    }
+
     @Test func twoNodesSharingOneStoreSignOncePerRefresh() async throws {
         try await withTokenStore { store in
             let clock = ManualClock()
