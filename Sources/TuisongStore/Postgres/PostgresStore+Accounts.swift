@@ -305,58 +305,20 @@ extension PostgresStore: AccountStore {
         return (result.affectedRows ?? 0) > 0
     }
 
-    /// The registration half of `bindDevice` (SQLite's `applyRegistration`): upserts the device,
-    /// replaces its tags when the registration names them, and returns its id. Inside a write.
-    // TRANSITIONAL: the same as group D's registration in PostgresStore+Devices.swift; calls
-    // that one once both are merged.
+    /// The registration half of `bindDevice` (SQLite's `applyRegistration`), inside its write:
+    /// the same upsert and tag replacement as `registerDevice`. Returns the device's id.
     private static func applyBindingRegistration(
         _ conn: PostgresConnection, appID: Int64, _ registration: DeviceRegistration, now: Int64
     ) throws -> Int64 {
-        guard
-            let row = try conn.run(
-                """
-                INSERT INTO devices (app_id, token, environment, "user", locale, created_at, updated_at,
-                    credential_selector, channel)
-                VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)
-                ON CONFLICT (app_id, token) DO UPDATE SET
-                    environment = excluded.environment,
-                    channel = excluded.channel,
-                    "user" = coalesce(excluded."user", devices."user"),
-                    locale = coalesce(excluded.locale, devices.locale),
-                    credential_selector = coalesce(excluded.credential_selector, devices.credential_selector),
-                    updated_at = excluded.updated_at,
-                    invalidated_at = NULL,
-                    invalid_reason = NULL
-                RETURNING id, (xmax = 0) AS created
-                """,
-                [
-                    .int(appID), .text(registration.token.value), .text(registration.environment.rawValue),
-                    PostgresValue(registration.user), PostgresValue(registration.locale), .int(now),
-                    PostgresValue(registration.credentialSelector), .text(registration.channel.rawValue),
-                ]
-            ).rows.first
-        else { throw StoreError(.unavailable, "the device upsert returned no row") }
-        let deviceID = row.int64(at: 0)
+        let parameters = upsertParameters(appID: appID, registration, now: now)
+        let device = try registered(conn.run(upsertDeviceSQL, parameters)).device
         if let tags = registration.tags {
-            if row[1].bool != true {
-                try conn.run("DELETE FROM device_tags WHERE device_id = $1", [.int(deviceID)])
-            }
-            if !tags.isEmpty {
-                let names = PostgresArrayLiteral.texts(tags.map(\.value))
-                try conn.run(
-                    """
-                    INSERT INTO tags (app_id, name) SELECT $1, name FROM unnest($2::text[]) AS name ORDER BY name
-                    ON CONFLICT (app_id, name) DO NOTHING
-                    """, [.int(appID), .text(names)])
-                try conn.run(
-                    """
-                    INSERT INTO device_tags (tag_id, device_id)
-                        SELECT id, $3 FROM tags WHERE app_id = $1 AND name = ANY($2::text[])
-                    ON CONFLICT DO NOTHING
-                    """, [.int(appID), .text(names), .int(deviceID)])
+            let names = PostgresArrayLiteral.texts(tags.map(\.value))
+            for (sql, arguments) in retagStatements(appID: appID, token: registration.token.value, names: names) {
+                try conn.run(sql, arguments)
             }
         }
-        return deviceID
+        return device.id
     }
 }
 

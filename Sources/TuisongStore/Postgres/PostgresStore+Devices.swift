@@ -57,7 +57,7 @@ extension PostgresStore {
     /// Replacing the tag set of the device (app `$1`, token `$2`) by the names in `$3` (a
     /// text array literal): its memberships go, missing tags are created (in name order, so
     /// concurrent registrations take the tags' locks in one order), the new memberships come.
-    private static func retagStatements(appID: Int64, token: String, names: String) -> [(String, [PostgresValue])] {
+    static func retagStatements(appID: Int64, token: String, names: String) -> [(String, [PostgresValue])] {
         let key: [PostgresValue] = [.int(appID), .text(token)]
         return [
             (
@@ -84,7 +84,7 @@ extension PostgresStore {
         ]
     }
 
-    private static func upsertParameters(appID: Int64, _ registration: DeviceRegistration, now: Int64)
+    static func upsertParameters(appID: Int64, _ registration: DeviceRegistration, now: Int64)
         -> [PostgresValue]
     {
         [
@@ -94,7 +94,7 @@ extension PostgresStore {
         ]
     }
 
-    private static func registered(_ result: PostgresResult) throws -> (device: Device, created: Bool) {
+    static func registered(_ result: PostgresResult) throws -> (device: Device, created: Bool) {
         guard let row = result.rows.first else {
             throw StoreError(.unavailable, "the device upsert returned no row")
         }
