@@ -164,10 +164,13 @@ extension MessageRun {
             return progress
         }
         guard let progress else { return }
-        await persistently("record progress") {
+        let committed = await persistently("record progress") {
             try await engine.store.recordProgress(progress, at: engine.clock.now)
         }
-        state.withLock { $0.flushing = nil }
+        state.withLock { state in
+            state.flushing = nil
+            if committed, progress.finalState != nil { state.completionCommitted = true }
+        }
         if progress.counts.queued > 0 { engine.wake() }
         wakeWaiter()
     }

@@ -36,6 +36,9 @@ final class MessageRun: Sendable {
         var flusherStopped = false
         /// The completion has been handed to the store: the run's last flush does not repeat it.
         var completionFlushed = false
+        /// The store committed the completion: the slice is done, and a renewal that no longer
+        /// finds it open is not a lost lease.
+        var completionCommitted = false
         var done = false
         var doneWaiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -110,6 +113,7 @@ final class MessageRun: Sendable {
 
     /// Another node holds the slice now: stop sending it; what was not flushed is its to send.
     func loseLease() {
+        if state.withLock({ $0.completionCommitted }) { return }
         if !lost.exchange(true, ordering: .acquiringAndReleasing) {
             logger.warning(
                 "lost the lease of a slice; another node sends it now",
