@@ -70,7 +70,7 @@ extension PostgresStore: WorkQueue {
         let due = try await read { conn in
             try conn.run(
                 """
-                SELECT id, app_id, audience, options FROM messages m
+                SELECT id, app_id, audience FROM messages m
                 WHERE (state IN ('queued', 'sending') OR (state = 'scheduled' AND send_at <= $1))
                     AND NOT EXISTS (SELECT 1 FROM message_slices s WHERE s.message_id = m.id)
                 ORDER BY id LIMIT 8
@@ -81,7 +81,6 @@ extension PostgresStore: WorkQueue {
             let messageID = row.int64("id")
             let appID = row.int64("app_id")
             let audience = try JSONText.decode(Audience.self, row.string("audience"))
-            let environment = try JSONText.decode(PushOptions.self, row.string("options")).environment
             // Token and id lists are counted here; other audiences by the run of the first slice,
             // beside sending (a count walks the whole audience: the first device need not wait).
             let total: Int?

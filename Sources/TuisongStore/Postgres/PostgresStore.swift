@@ -132,6 +132,7 @@ public final class PostgresStore: Sendable {
     // MARK: - Plumbing
 
     /// Statements outside a transaction (each its own), on a pool connection.
+    @discardableResult
     func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         do {
             return try await pool.withConnection(body)
@@ -141,6 +142,7 @@ public final class PostgresStore: Sendable {
     }
 
     /// `body` in one transaction: committed when it returns, rolled back when it throws.
+    @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         let started = ContinuousClock.now
         defer { writeObserver?(ContinuousClock.now - started) }
