@@ -186,6 +186,11 @@ import TuisongPostgresTestKit
             try await Self.expireLeases(nodes[0])
             _ = try await nodes[0].renewLeases([:], now: Date())
             #expect(try await nodes[0].liveNodeCount() == 1)
+            // Expired nodes' rows (heartbeat 0, long ago) are forgotten by the next heartbeat.
+            let rows = try await nodes[0].read { conn in
+                try conn.execute("SELECT id FROM nodes ORDER BY id").rows.compactMap { $0[0].string }
+            }
+            #expect(rows == ["node-0"])
         }
     }
 

@@ -180,6 +180,9 @@ extension PostgresStore: WorkQueue {
                 VALUES ($1, \(Self.databaseNow), \(Self.databaseNow), $2)
                 ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
                 """, [.text(node), .text(ProcessInfo.processInfo.hostName)])
+            // Nodes gone for a day are forgotten (every start is a new node).
+            try conn.run(
+                "DELETE FROM nodes WHERE heartbeat_at < \(Self.databaseNow) - $1", [.int(Self.forgetNodesAfter)])
             // Retries this node is sending keep their lease too.
             try conn.run(
                 """
@@ -204,6 +207,9 @@ extension PostgresStore: WorkQueue {
         }
         return (held, now.addingTimeInterval(Double(lease) / 1000))
     }
+
+    /// How long a node's row outlives its last heartbeat, in milliseconds.
+    static let forgetNodesAfter: Int64 = 24 * 3600 * 1000
 
     public func releaseSlice(_ key: MessageSliceKey, fence: Int64) async throws {
         let node = nodeID
