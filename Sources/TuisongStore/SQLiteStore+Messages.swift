@@ -199,6 +199,8 @@ extension SQLiteStore: MessageStore {
             ).execute(arguments: [
                 progress.cursor, c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, progress.messageID,
             ])
+            // The message was deleted with its app while it was sent: nothing is left to record.
+            guard db.changesCount > 0 else { return }
             try Self.addFailures(db, messageID: progress.messageID, progress.failures)
             try Self.addSkips(db, messageID: progress.messageID, progress.skips)
             for (channel, n) in progress.deliveredByChannel where n != 0 {
@@ -209,11 +211,14 @@ extension SQLiteStore: MessageStore {
                         """
                 ).execute(arguments: [progress.messageID, channel.rawValue, n])
             }
+            // The device may have been deleted while its push was in flight: the row keeps its
+            // token and outcome without the reference (a foreign key failure would refuse the
+            // whole flush, again and again, and leave the message sending).
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, apns_id,
                         attempts, next_attempt_at, updated_at, payload, credential_selector, channel)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?, (SELECT id FROM devices WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
             for d in progress.deliveries {
                 try insert.execute(arguments: [

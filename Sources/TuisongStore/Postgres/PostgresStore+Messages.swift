@@ -479,7 +479,13 @@ extension PostgresStore: MessageStore {
             parameters.reserveCapacity(chunk.count * columns)
             for (index, d) in chunk.enumerated() {
                 let base = index * columns
-                values.append("(" + (1...columns).map { "$\(base + $0)" }.joined(separator: ", ") + ")")
+                // The device may have been deleted while its push was in flight: the row keeps its
+                // token and outcome without the reference rather than failing the whole flush.
+                values.append(
+                    "("
+                        + (1...columns).map {
+                            $0 == 3 ? "(SELECT id FROM devices WHERE id = $\(base + $0)::bigint)" : "$\(base + $0)"
+                        }.joined(separator: ", ") + ")")
                 parameters += [
                     .int(messageID), .int(slice), PostgresValue(d.deviceID), .text(d.token),
                     .text(d.environment.rawValue), .text(d.state.rawValue), PostgresValue(d.reason),
