@@ -16,7 +16,7 @@ TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-
 BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3 openssl postgresql
 PYTHON ?= python3
 
-.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster clean check-config format lint
+.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster bench-messages clean check-config format lint
 
 all: build
 
@@ -129,6 +129,12 @@ bench-cluster: release
 bench-faults: release
 	$(call apt_install,$(BENCH_PACKAGES))
 	bench/faults.sh
+
+# Many small messages (chat lines) under 0 and 150 ms of service latency, SQLite and PostgreSQL
+# (1 and 3 nodes), and beside a 1M-device fan-out (issue #28; docs/benchmarks.md).
+bench-messages: release
+	$(call apt_install,$(BENCH_PACKAGES))
+	bench/messages.sh
 
 clean:
 	rm -rf .build $(TEST_OUTPUT)

@@ -25,6 +25,10 @@ public struct WorkSlice: Sendable, Hashable {
         self.leaseUntil = leaseUntil
     }
 
+    /// Whether this is the message's only slice (its first, with no end): a message sent
+    /// whole, as every small message is, rather than a part of a fan-out cut into slices.
+    public var isWholeMessage: Bool { id == 0 && through == nil }
+
     /// SQLite's slice: the whole message after its cursor, no lease.
     public static func whole(after cursor: Int64) -> WorkSlice {
         WorkSlice(id: 0, after: cursor, through: nil, fence: 0, leaseUntil: nil)
@@ -55,7 +59,15 @@ public protocol WorkQueue: Sendable {
     /// Messages that came due are cut into slices, then up to `limit` slices are claimed:
     /// free ones, and those whose lease ended (a dead node's). Slices of `running` messages
     /// this node already sends are not returned again.
-    func claimWork(now: Date, limit: Int, running: Set<MessageSliceKey>) async throws -> [WorkClaim]
+    ///
+    /// Two kinds of claim: a message sent whole (one slice: every small message, a chat line)
+    /// and a slice of a message cut into several (a large fan-out several nodes share). Up to
+    /// `limit` of the first are claimed, and of the second up to `limit` whose lease ended
+    /// (taken over before anything new, so a node busy with its own fan-out still takes over a
+    /// dead node's work at once) and up to `sliceLimit` fresh ones (so one node does not take
+    /// every slice of a fan-out the others could share).
+    func claimWork(now: Date, limit: Int, sliceLimit: Int, running: Set<MessageSliceKey>) async throws
+        -> [WorkClaim]
     /// Renews the leases of the slices this node sends and records its heartbeat; returns the
     /// slices still held and when their leases now end. A slice missing from the answer was
     /// lost (taken over after its lease ended): its run stops sending.
@@ -67,6 +79,13 @@ public protocol WorkQueue: Sendable {
     /// How many nodes sent a heartbeat within the lease (1 for SQLite): each takes its share of
     /// a limit that is meant for the whole gateway.
     func liveNodeCount() async throws -> Int
+}
+
+extension WorkQueue {
+    /// Claims with one limit for both kinds of claim.
+    public func claimWork(now: Date, limit: Int, running: Set<MessageSliceKey>) async throws -> [WorkClaim] {
+        try await claimWork(now: now, limit: limit, sliceLimit: limit, running: running)
+    }
 }
 
 /// A slice of a message, as runs and leases name it.

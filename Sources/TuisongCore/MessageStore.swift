@@ -61,6 +61,24 @@ public struct MessageRecord: Sendable, Hashable {
     }
 }
 
+extension MessageRecord {
+    /// The record of a message just inserted, as it was committed: built from what was written
+    /// rather than read back, which would cost the accepting request a second round trip and
+    /// could already show the dispatcher's claim (`sending`) instead of what was accepted.
+    public static func created(
+        id: Int64, job: PushJob, payload: [UInt8], state: MessageState, createdAt: Date
+    ) -> MessageRecord {
+        MessageRecord(
+            id: id, appID: job.appID, vendor: job.vendor, vendorMessageID: job.vendorMessageID,
+            audience: job.audience, notification: job.notification, options: job.options, payload: payload,
+            // Stored in milliseconds: the record says what a later read will say.
+            state: state, sendAt: job.sendAt.map { SQLTime.date(SQLTime.milliseconds($0)) }, labels: job.labels,
+            createdAt: createdAt, startedAt: nil,
+            completedAt: nil, total: nil, cursor: 0, counts: DeliveryCounts(), failures: [:], skips: [:],
+            vendorContext: job.vendorContext)
+    }
+}
+
 /// One audience entry handed to the dispatcher.
 public struct AudienceEntry: Sendable, Hashable {
     /// Keyset position: the device id for device audiences, token index + 1 for tokens.
@@ -374,6 +392,12 @@ public protocol MessageStore: Sendable {
     func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool
     /// Persists one flush atomically.
     func recordProgress(_ progress: MessageProgress, at: Date) async throws
+    /// Persists many flushes (of many messages) in one transaction: the engine's group commit,
+    /// so a thousand one-device messages a second cost a few commits, not a thousand. Each is
+    /// applied as `recordProgress` would apply it, all or nothing for that flush; one the store
+    /// refuses (its slice's lease was lost) is answered with its error in its place and does not
+    /// hold up the others. Throws only when nothing could be committed.
+    func recordProgress(_ batch: [MessageProgress], at: Date) async throws -> [(any Error)?]
     /// Deletes the badge grants (`AccountStore.grantBadges`) of every message that is no longer
     /// sending, a few thousand rows per transaction so that other writes are not held up behind
     /// a million-account push. Returns how many it deleted.
@@ -387,6 +411,9 @@ public protocol MessageStore: Sendable {
         appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int,
         withRecipientDetails: Bool
     ) async throws -> [AudienceEntry]
+    /// Several audience pages, read together (one snapshot where the database allows): the
+    /// first pages of many small messages cost one round trip, not one each.
+    func audiencePages(_ requests: [AudiencePageRequest]) async throws -> [[AudienceEntry]]
     /// How many entries the audience has now.
     func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int
 
@@ -404,7 +431,57 @@ public protocol MessageStore: Sendable {
         -> Page<DeliveryRecord>
 }
 
+/// One audience page to read (`MessageStore.audiencePages`), as `audiencePage` takes it.
+public struct AudiencePageRequest: Sendable, Hashable {
+    public var appID: Int64
+    public var audience: Audience
+    public var environment: APNsEnvironment?
+    public var after: Int64
+    public var limit: Int
+    public var withRecipientDetails: Bool
+
+    public init(
+        appID: Int64, audience: Audience, environment: APNsEnvironment?, after: Int64, limit: Int,
+        withRecipientDetails: Bool
+    ) {
+        self.appID = appID
+        self.audience = audience
+        self.environment = environment
+        self.after = after
+        self.limit = limit
+        self.withRecipientDetails = withRecipientDetails
+    }
+}
+
 extension MessageStore {
+    /// One flush after another, each in its own transaction (a store without a batch of its own).
+    public func recordProgress(_ batch: [MessageProgress], at: Date) async throws -> [(any Error)?] {
+        var results: [(any Error)?] = []
+        results.reserveCapacity(batch.count)
+        for progress in batch {
+            do {
+                try await recordProgress(progress, at: at)
+                results.append(nil)
+            } catch let error as StoreError where error.code == .leaseLost {
+                results.append(error)
+            }
+        }
+        return results
+    }
+
+    /// One page after another (a store without a batch of its own).
+    public func audiencePages(_ requests: [AudiencePageRequest]) async throws -> [[AudienceEntry]] {
+        var pages: [[AudienceEntry]] = []
+        pages.reserveCapacity(requests.count)
+        for r in requests {
+            pages.append(
+                try await audiencePage(
+                    appID: r.appID, audience: r.audience, environment: r.environment, after: r.after, limit: r.limit,
+                    withRecipientDetails: r.withRecipientDetails))
+        }
+        return pages
+    }
+
     /// The page without recipient details (the one-payload path).
     public func audiencePage(
         appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int

@@ -64,6 +64,9 @@ final class AsyncSemaphore: Sendable {
         }
     }
 
+    /// Tasks waiting for permits now (tests).
+    var waiterCount: Int { state.withLock { $0.waiters.count - $0.head } }
+
     /// Returns `count` permits and wakes the waiters they satisfy.
     func signal(count: Int) {
         guard count > 0 else { return }

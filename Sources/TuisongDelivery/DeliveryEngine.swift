@@ -15,7 +15,15 @@ public struct DeliverySettings: Sendable {
     public var defaultExpiration: TimeInterval = 24 * 3600
     public var flushInterval: Duration = .milliseconds(100)
     public var pollInterval: Duration = .milliseconds(250)
-    public var maxConcurrentMessages = 4
+    /// Messages (or slices) claimed from the store in one round trip. How many are sending at
+    /// once is bounded by `workers` alone: a message in flight holds at least one push.
+    public var claimBatch = 256
+    /// Flushes (of any messages) committed in one transaction, at most.
+    public var flushBatch = 512
+    /// Fresh slices of fan-outs cut into several (PostgreSQL) a node sends at once: a slice
+    /// can use every push in flight by itself, so a node holding more would only keep them from
+    /// the other nodes. Messages sent whole (every small one) are not counted here.
+    public var slicesPerNode = 4
     /// Audience pages read ahead of the oldest unfinished one; bounds memory and the
     /// duplicates a crash can cause to about `windowPages × pageSize`.
     public var windowPages = 3
@@ -66,8 +74,16 @@ public final class DeliveryEngine: PushGateway {
     /// Messages sending now, by id.
     let runs = RunningMessages()
     private let statusReader: MessageStatusReader
+    /// Every run's flushes go through here: those that come while a transaction is being
+    /// committed are committed together in the next (group commit).
+    let progressCommits: StoreBatcher<MessageProgress, Void>
+    /// Audience pages of every run: pages asked for while a read is at the store are read
+    /// together in the next (the first pages of many small messages in one snapshot).
+    let pageReads: StoreBatcher<AudiencePageRequest, [AudienceEntry]>
     private let badgeGrants: BadgeGrantJanitor
     private let wakeSignal = WakeSignal()
+    /// The dispatcher found as many runs as `workers` allows and waits for one to end.
+    private let waitingForRoom = Atomic<Bool>(false)
     /// Ends the lease loop's wait at once when the engine stops.
     private let leaseWake = WakeSignal()
     private let loops = Mutex<[Task<Void, Never>]>([])
@@ -91,6 +107,14 @@ public final class DeliveryEngine: PushGateway {
         self.permits = AsyncSemaphore(permits: settings.workers)
         self.apps = apps ?? AppCache(store: store, clock: clock)
         self.statusReader = MessageStatusReader(store: store, runs: runs)
+        let clock = clock
+        self.progressCommits = StoreBatcher(concurrency: 1, maxBatch: settings.flushBatch) { batch in
+            let errors = try await store.recordProgress(batch, at: clock.now)
+            return errors.map { error in error.map { .failure($0) } ?? .success(()) }
+        }
+        self.pageReads = StoreBatcher(concurrency: 2, maxBatch: settings.claimBatch) { requests in
+            try await store.audiencePages(requests).map { .success($0) }
+        }
         self.badgeGrants = BadgeGrantJanitor(store: store, logger: logger)
     }
 
@@ -191,30 +215,66 @@ public final class DeliveryEngine: PushGateway {
 
     // MARK: dispatch loop
 
+    /// Claims work in batches and starts a run for each claim. How many runs there are is
+    /// bounded by the pushes in flight (`workers`: each run that sends holds at least one), so a
+    /// thousand one-device messages are sent side by side, while a million-device push is one
+    /// run that takes whatever permits are free; the permits are handed out in arrival order,
+    /// so neither starves the other.
     private func dispatchLoop() async {
+        // Claimed but not started yet (an app could not be read): started before claiming more.
+        // A claim marks the message sending, so nobody else would start it.
+        var unstarted: [WorkClaim] = []
         while !isStopping {
+            let free = min(settings.claimBatch, settings.workers - runs.count)
+            if free <= 0 {
+                // Announced before looking again, so a run ending in between is not missed.
+                waitingForRoom.store(true, ordering: .releasing)
+                if runs.count >= settings.workers { await wakeSignal.wait(timeout: settings.pollInterval) }
+                waitingForRoom.store(false, ordering: .releasing)
+                continue
+            }
+            var claimedFullBatch = false
             do {
-                let free = settings.maxConcurrentMessages - runs.count
-                let claims =
-                    free > 0 ? try await store.claimWork(now: clock.now, limit: free, running: runs.keys) : []
-                for claim in claims {
-                    guard !isStopping else { break }
-                    guard let app = try await app(id: claim.record.appID) else {
+                if unstarted.isEmpty {
+                    let running = runs.all()
+                    let sliceRuns = running.count { !$0.slice.isWholeMessage }
+                    unstarted = try await store.claimWork(
+                        now: clock.now, limit: free, sliceLimit: min(free, max(0, settings.slicesPerNode - sliceRuns)),
+                        running: Set(running.map(\.key)))
+                    claimedFullBatch = unstarted.count { $0.slice.isWholeMessage } == free
+                }
+                while let claim = unstarted.first, !isStopping {
+                    let app = try await app(id: claim.record.appID)
+                    unstarted.removeFirst()
+                    guard let app else {
                         try await store.setMessageState(id: claim.record.id, .cancelled, at: clock.now)
                         continue
                     }
-                    let run = MessageRun(engine: self, record: claim.record, app: app, slice: claim.slice)
-                    guard runs.insert(run) else { continue }
-                    Task {
-                        await run.execute()
-                        self.runs.remove(run.key)
-                        self.wakeSignal.signal()
-                    }
+                    start(MessageRun(engine: self, record: claim.record, app: app, slice: claim.slice))
                 }
             } catch {
                 logger.error("dispatcher failed; trying again", metadata: ["error": "\(error)"])
             }
+            // More may be waiting behind a full batch: claim again at once.
+            if claimedFullBatch && unstarted.isEmpty { continue }
             await wakeSignal.wait(timeout: settings.pollInterval)
+        }
+        // Stopping: slices claimed under a lease and never started go back at once (SQLite's
+        // claimed messages stay sending and are claimed again by the next dispatcher).
+        for claim in unstarted where claim.slice.leaseUntil != nil {
+            try? await store.releaseSlice(
+                MessageSliceKey(messageID: claim.record.id, slice: claim.slice.id), fence: claim.slice.fence)
+        }
+    }
+
+    private func start(_ run: MessageRun) {
+        guard runs.insert(run) else { return }
+        Task {
+            await run.execute()
+            self.runs.remove(run.key)
+            // Only a dispatcher held back by the bound needs to hear of it; waking it for every
+            // finished chat message would cost a claim each.
+            if self.waitingForRoom.load(ordering: .acquiring) { self.wakeSignal.signal() }
         }
     }
 

@@ -164,8 +164,9 @@ extension MessageRun {
             return progress
         }
         guard let progress else { return }
+        // Committed with whatever other runs flush meanwhile, in one transaction.
         let committed = await persistently("record progress") {
-            try await engine.store.recordProgress(progress, at: engine.clock.now)
+            try await engine.progressCommits.submit(progress)
         }
         state.withLock { state in
             state.flushing = nil

@@ -170,14 +170,21 @@ final class MessageRun: Sendable {
             finish()
             return
         }
-        // Counted beside the sending, not before it: a count walks the whole audience (hundreds
-        // of milliseconds for a million-device tag) and the first device need not wait for it.
-        // A restart after a crash counts again if the count had not been recorded. A message sent
-        // in slices is counted by the run of its first slice only.
-        let counter = record.total == nil && slice.id == 0 ? Task { await recordExpectedTotal() } : nil
-        let flusher = Task { await flushLoop() }
+        // A message of one page (a chat line: one recipient, or a few) needs neither a flush loop
+        // nor a count: its one flush, after its answers, records its outcomes, its total and its
+        // completion together. Both start once a second page is to be read.
+        var counter: Task<Void, Never>?
+        var flusher: Task<Void, Never>?
         var pages = PageSource(run: self, cursor: slice.after)
         while !isHalted {
+            if flusher == nil, !state.withLock({ $0.pages.isEmpty }) {
+                flusher = Task { await flushLoop() }
+                // Counted beside the sending, not before it: a count walks the whole audience
+                // (hundreds of milliseconds for a million-device tag) and the devices need not wait
+                // for it. A restart after a crash counts again if the count had not been
+                // recorded. A message sent in slices is counted by the run of its first slice only.
+                if record.total == nil && slice.id == 0 { counter = Task { await recordExpectedTotal() } }
+            }
             await waitForWindow()
             guard let page = await pages.next() else { break }
             let entries = page.entries
@@ -208,7 +215,7 @@ final class MessageRun: Sendable {
         // a cancelled task).
         state.withLock { $0.flusherStopped = true }
         flushSignal.signal()
-        await flusher.value
+        await flusher?.value
         if !hasLostLease { await flush() }
         let completed = state.withLock { $0.completionFlushed }
         if !completed, !hasLostLease, slice.leaseUntil != nil {
@@ -362,10 +369,11 @@ final class MessageRun: Sendable {
     /// page reaching past the slice's end is cut there and reads as the last (short) page.
     fileprivate func readPage(after cursor: Int64, limit: Int) async -> PageRead? {
         var entries: [AudienceEntry] = []
+        let request = AudiencePageRequest(
+            appID: record.appID, audience: record.audience, environment: record.options.environment, after: cursor,
+            limit: limit, withRecipientDetails: policy != nil)
         let loaded = await persistently("read audience") {
-            entries = try await engine.store.audiencePage(
-                appID: record.appID, audience: record.audience, environment: record.options.environment,
-                after: cursor, limit: limit, withRecipientDetails: policy != nil)
+            entries = try await engine.pageReads.submit(request)
         }
         guard loaded else { return nil }
         if let through = slice.through, let last = entries.last, last.position > through {
@@ -435,32 +443,37 @@ final class MessageRun: Sendable {
 
     /// Waits until fewer than `windowPages` pages are unflushed.
     private func waitForWindow() async {
-        while true {
-            let full = state.withLock { $0.pages.count - $0.flushedPages >= engine.settings.windowPages }
-            if !full { return }
-            await waitForChange()
-        }
+        let window = engine.settings.windowPages
+        await wait { $0.pages.count - $0.flushedPages < window }
     }
 
     private func waitForInFlight() async {
-        while state.withLock({ $0.inFlight > 0 }) { await waitForChange() }
+        await wait { $0.inFlight == 0 }
     }
 
-    /// Suspends until a page completes, in-flight drains, or a flush happens (bounded).
-    private func waitForChange() async {
-        let timer = Task {
-            guard (try? await Task.sleep(for: .milliseconds(50))) != nil else { return }
-            self.wakeWaiter()
-        }
-        await withCheckedContinuation { continuation in
-            let previous = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                let previous = state.pageWaiter
-                state.pageWaiter = continuation
-                return previous
+    /// Suspends until `condition` holds. The condition is checked
+    /// and the waiter installed under the lock every change is made under, and each change
+    /// wakes the waiter after it (`wakeWaiter`): no wake-up is lost, so no timer is needed —
+    /// a thousand runs waiting for their answers cost no timers.
+    private func wait(until condition: @escaping @Sendable (State) -> Bool) async {
+        while true {
+            var satisfied = false
+            await withCheckedContinuation { continuation in
+                let (resumeNow, previous) = state.withLock {
+                    state -> (Bool, CheckedContinuation<Void, Never>?) in
+                    if condition(state) { return (true, nil) }
+                    let previous = state.pageWaiter
+                    state.pageWaiter = continuation
+                    return (false, previous)
+                }
+                previous?.resume()
+                if resumeNow {
+                    satisfied = true
+                    continuation.resume()
+                }
             }
-            previous?.resume()
+            if satisfied || state.withLock({ condition($0) }) { return }
         }
-        timer.cancel()
     }
 
     /// Retries a store operation until it succeeds or the run halts; `false` if it halted. A

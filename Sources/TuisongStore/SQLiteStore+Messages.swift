@@ -10,27 +10,72 @@ extension SQLiteStore: MessageStore {
         """
 
     public func createMessage(_ job: PushJob, payload: [UInt8], state: MessageState) async throws -> MessageRecord {
-        let audience = try JSONText.encode(job.audience)
-        let notification = try JSONText.encode(job.notification)
-        let options = try JSONText.encode(job.options)
-        let labels = try JSONText.encode(job.labels)
-        let vendorContext = try job.vendorContext.map { try JSONText.encode($0) }
         let now = nowMilliseconds
-        let id: Int64 = try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO messages (app_id, vendor, vendor_message_id, audience, notification, options,
-                        payload, labels, state, send_at, created_at, vendor_context)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    job.appID, job.vendor, job.vendorMessageID, audience, notification, options,
-                    Data(payload), labels, state.rawValue, job.sendAt.map(SQLTime.milliseconds), now, vendorContext,
-                ])
+        let row = MessageRow(
+            appID: job.appID, vendor: job.vendor, vendorMessageID: job.vendorMessageID,
+            audience: try JSONText.encode(job.audience), notification: try JSONText.encode(job.notification),
+            options: try JSONText.encode(job.options), payload: Data(payload), labels: try JSONText.encode(job.labels),
+            state: state.rawValue, sendAt: job.sendAt.map(SQLTime.milliseconds), createdAt: now,
+            vendorContext: try job.vendorContext.map { try JSONText.encode($0) })
+        let id = try await messageInserts.submit(row)
+        let record = MessageRecord.created(
+            id: id, job: job, payload: payload, state: state, createdAt: SQLTime.date(now))
+        if state == .queued {
+            createdRecords.withLock { records in
+                if records.count < Self.createdRecordLimit { records[id] = record }
+            }
+        }
+        return record
+    }
+
+    /// Records kept for the dispatcher's claim at most (a backlog beyond it is read back).
+    static let createdRecordLimit = 20_000
+
+    /// One message as inserted.
+    struct MessageRow: Sendable {
+        var appID: Int64
+        var vendor: String
+        var vendorMessageID: String?
+        var audience: String
+        var notification: String
+        var options: String
+        var payload: Data
+        var labels: String
+        var state: String
+        var sendAt: Int64?
+        var createdAt: Int64
+        var vendorContext: String?
+    }
+
+    /// Inserts messages in the caller's transaction, each in a savepoint of its own when there
+    /// are several: one the schema refuses (a vendor message id used twice) fails alone.
+    static func insertMessages(_ db: Database, _ rows: [MessageRow]) throws -> [Result<Int64, any Error>] {
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO messages (app_id, vendor, vendor_message_id, audience, notification, options,
+                    payload, labels, state, send_at, created_at, vendor_context)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        func run(_ row: MessageRow) throws -> Int64 {
+            try insert.execute(arguments: [
+                row.appID, row.vendor, row.vendorMessageID, row.audience, row.notification, row.options, row.payload,
+                row.labels, row.state, row.sendAt, row.createdAt, row.vendorContext,
+            ])
             return db.lastInsertedRowID
         }
-        guard let record = try await message(id: id) else { throw StoreError.notFound("message \(id)") }
-        return record
+        if rows.count == 1 { return [.success(try run(rows[0]))] }
+        return rows.map { row in
+            var id: Int64 = 0
+            do {
+                try db.inSavepoint {
+                    id = try run(row)
+                    return .commit
+                }
+                return .success(id)
+            } catch {
+                return .failure(ErrorMapping.storeError(error))
+            }
+        }
     }
 
     public func message(id: Int64) async throws -> MessageRecord? {
@@ -119,6 +164,64 @@ extension SQLiteStore: MessageStore {
         }
     }
 
+    /// Marks up to `limit` due messages (queued, or scheduled and come due) `sending`, oldest
+    /// first, and returns them: one write for a whole batch of the dispatcher's claims.
+    func claimDueMessages(now: Date, limit: Int) async throws -> [MessageRecord] {
+        let nowMs = SQLTime.milliseconds(now)
+        let claimed = try await write { db -> [(id: Int64, startedAt: Int64)] in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        UPDATE messages SET state = 'sending', started_at = coalesce(started_at, ?)
+                        WHERE id IN (
+                            SELECT id FROM messages
+                            WHERE state = 'queued' OR (state = 'scheduled' AND send_at <= ?)
+                            ORDER BY id LIMIT ?)
+                        RETURNING id, started_at
+                        """), arguments: [nowMs, nowMs, limit]
+            ).map { row in (row[0] as Int64, row[1] as Int64) }
+        }
+        guard !claimed.isEmpty else { return [] }
+        // Messages this process accepted are known as they were committed; others (accepted by
+        // another process, or before a restart) are read.
+        var records: [MessageRecord] = []
+        var unknown: [Int64] = []
+        createdRecords.withLock { created in
+            for (id, startedAt) in claimed {
+                if var record = created.removeValue(forKey: id) {
+                    record.state = .sending
+                    record.startedAt = SQLTime.date(startedAt)
+                    records.append(record)
+                } else {
+                    unknown.append(id)
+                }
+            }
+        }
+        if !unknown.isEmpty {
+            let ids = "[" + unknown.map(String.init).joined(separator: ",") + "]"
+            records += try await read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: "SELECT \(Self.messageColumns) FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                    arguments: [ids]
+                ).map { row in try Self.messageRecord(db, row) }
+            }
+        }
+        return records.sorted { $0.id < $1.id }
+    }
+
+    /// Messages left `sending` after `id`, in id order.
+    func sendingMessages(after id: Int64, limit: Int) async throws -> [MessageRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT \(Self.messageColumns) FROM messages WHERE state = 'sending' AND id > ? ORDER BY id LIMIT ?",
+                arguments: [id, limit]
+            ).map { row in try Self.messageRecord(db, row) }
+        }
+    }
+
     public func startMessage(id: Int64, total: Int?, at: Date) async throws -> Bool {
         try await write { db in
             try db.execute(
@@ -186,31 +289,65 @@ extension SQLiteStore: MessageStore {
 
     public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
         let now = SQLTime.milliseconds(at)
-        try await write { db in
-            let c = progress.counts
-            // Prepared once per connection: a push flushes after every page, and parsing this
-            // statement each time showed in the per-recipient profile.
+        try await write { db in try Self.apply(db, progress, now: now) }
+    }
+
+    /// The flushes of many messages in one write transaction, each in a savepoint of its own:
+    /// one that fails (whatever the reason) is rolled back alone and answered with its error.
+    public func recordProgress(_ batch: [MessageProgress], at: Date) async throws -> [(any Error)?] {
+        guard !batch.isEmpty else { return [] }
+        let now = SQLTime.milliseconds(at)
+        return try await write { db in
+            var results: [(any Error)?] = []
+            results.reserveCapacity(batch.count)
+            for progress in batch {
+                if batch.count == 1 {
+                    // Alone in its transaction: no savepoint needed.
+                    try Self.apply(db, progress, now: now)
+                    results.append(nil)
+                    continue
+                }
+                do {
+                    try db.inSavepoint {
+                        try Self.apply(db, progress, now: now)
+                        return .commit
+                    }
+                    results.append(nil)
+                } catch {
+                    results.append(error)
+                }
+            }
+            return results
+        }
+    }
+
+    /// One flush, inside the caller's transaction.
+    static func apply(_ db: Database, _ progress: MessageProgress, now: Int64) throws {
+        let c = progress.counts
+        // Prepared once per connection: a push flushes after every page, and parsing this
+        // statement each time showed in the per-recipient profile.
+        try db.cachedStatement(
+            sql: """
+                UPDATE messages SET cursor = max(cursor, ?), queued = queued + ?, sending = sending + ?,
+                    delivered = delivered + ?, failed = failed + ?, skipped = skipped + ?, held = held + ?
+                WHERE id = ?
+                """
+        ).execute(arguments: [
+            progress.cursor, c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, progress.messageID,
+        ])
+        // The message was deleted with its app while it was sent: nothing is left to record.
+        guard db.changesCount > 0 else { return }
+        try addFailures(db, messageID: progress.messageID, progress.failures)
+        try addSkips(db, messageID: progress.messageID, progress.skips)
+        for (channel, n) in progress.deliveredByChannel where n != 0 {
             try db.cachedStatement(
                 sql: """
-                    UPDATE messages SET cursor = max(cursor, ?), queued = queued + ?, sending = sending + ?,
-                        delivered = delivered + ?, failed = failed + ?, skipped = skipped + ?, held = held + ?
-                    WHERE id = ?
+                    INSERT INTO message_channel_deliveries (message_id, channel, delivered) VALUES (?, ?, ?)
+                    ON CONFLICT (message_id, channel) DO UPDATE SET delivered = delivered + excluded.delivered
                     """
-            ).execute(arguments: [
-                progress.cursor, c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, progress.messageID,
-            ])
-            // The message was deleted with its app while it was sent: nothing is left to record.
-            guard db.changesCount > 0 else { return }
-            try Self.addFailures(db, messageID: progress.messageID, progress.failures)
-            try Self.addSkips(db, messageID: progress.messageID, progress.skips)
-            for (channel, n) in progress.deliveredByChannel where n != 0 {
-                try db.cachedStatement(
-                    sql: """
-                        INSERT INTO message_channel_deliveries (message_id, channel, delivered) VALUES (?, ?, ?)
-                        ON CONFLICT (message_id, channel) DO UPDATE SET delivered = delivered + excluded.delivered
-                        """
-                ).execute(arguments: [progress.messageID, channel.rawValue, n])
-            }
+            ).execute(arguments: [progress.messageID, channel.rawValue, n])
+        }
+        if !progress.deliveries.isEmpty {
             // The device may have been deleted while its push was in flight: the row keeps its
             // token and outcome without the reference (a foreign key failure would refuse the
             // whole flush, again and again, and leave the message sending).
@@ -227,21 +364,21 @@ extension SQLiteStore: MessageStore {
                     d.credentialSelector, d.channel.rawValue,
                 ])
             }
-            for invalidation in progress.invalidations {
-                try Self.invalidate(db, invalidation, now: now)
-            }
-            if let final = progress.finalState {
-                // The audience may have changed while it was read: the final total is what
-                // actually got an outcome. A message completes once: a second final flush
-                // keeps the first completion time, which status polls have already shown.
-                try db.execute(
-                    sql: """
-                        UPDATE messages SET state = ?, completed_at = coalesce(completed_at, ?),
-                            total = queued + sending + delivered + failed + skipped + held
-                        WHERE id = ?
-                        """,
-                    arguments: [final.rawValue, now, progress.messageID])
-            }
+        }
+        for invalidation in progress.invalidations {
+            try invalidate(db, invalidation, now: now)
+        }
+        if let final = progress.finalState {
+            // The audience may have changed while it was read: the final total is what
+            // actually got an outcome. A message completes once: a second final flush
+            // keeps the first completion time, which status polls have already shown.
+            try db.cachedStatement(
+                sql: """
+                    UPDATE messages SET state = ?, completed_at = coalesce(completed_at, ?),
+                        total = queued + sending + delivered + failed + skipped + held
+                    WHERE id = ?
+                    """
+            ).execute(arguments: [final.rawValue, now, progress.messageID])
         }
     }
 
@@ -263,6 +400,24 @@ extension SQLiteStore: MessageStore {
             let entries = try Self.audienceEntries(
                 db, appID: appID, audience: audience, environment: environment, after: cursor, limit: limit)
             return needsDetails ? try Self.addRecipientDetails(db, appID: appID, to: entries) : entries
+        }
+    }
+
+    /// Many pages in one read transaction (one snapshot, one trip to the reader pool).
+    public func audiencePages(_ requests: [AudiencePageRequest]) async throws -> [[AudienceEntry]] {
+        guard !requests.isEmpty else { return [] }
+        return try await read { db in
+            try requests.map { r in
+                let needsDetails: Bool
+                switch r.audience {
+                case .accounts, .allAccounts: needsDetails = false
+                default: needsDetails = r.withRecipientDetails
+                }
+                let entries = try Self.audienceEntries(
+                    db, appID: r.appID, audience: r.audience, environment: r.environment, after: r.after,
+                    limit: max(1, r.limit))
+                return needsDetails ? try Self.addRecipientDetails(db, appID: r.appID, to: entries) : entries
+            }
         }
     }
 
@@ -496,6 +651,10 @@ extension SQLiteStore: MessageStore {
     public func requeueInterruptedDeliveries() async throws -> Int {
         let role = dispatcherLock.acquire()
         guard role.held else { return 0 }
+        // A dispatcher starting in this process (an engine started again) claims the messages
+        // the last one left sending before any new one: a claim marks a message sending, so
+        // they are not due any more.
+        sendingRecovery.withLock { $0 = 0 }
         return try await requeueSending()
     }
 

@@ -8,20 +8,32 @@ import TuisongCore
 /// second process on the same file (another `serve`, started by mistake or during a restart)
 /// serves the APIs but claims nothing, and takes over when the first one exits.
 extension SQLiteStore: WorkQueue {
-    public func claimWork(now: Date, limit: Int, running: Set<MessageSliceKey>) async throws -> [WorkClaim] {
+    /// Claims up to `limit` messages in as few statements as there are kinds of work: first
+    /// those an earlier dispatcher left `sending` (a crash, a stop, another process), walked in
+    /// id order once after this process becomes the dispatcher; then due ones, marked `sending`
+    /// and read back by one `UPDATE … RETURNING`, so a thousand chat messages are claimed in one
+    /// write, and a message this process runs is never listed again.
+    /// SQLite sends every message whole: `sliceLimit` has nothing to bound.
+    public func claimWork(now: Date, limit: Int, sliceLimit: Int, running: Set<MessageSliceKey>) async throws
+        -> [WorkClaim]
+    {
         guard limit > 0 else { return [] }
         let role = dispatcherLock.acquire()
         guard role.held else { return [] }
-        if role.newlyAcquired { _ = try await requeueSending() }
-        var claims: [WorkClaim] = []
-        for id in try await dispatchableMessageIDs(now: now) {
-            guard claims.count < limit, !running.contains(MessageSliceKey(messageID: id, slice: 0)) else { continue }
-            // Read after the listing: a message that finished since is not started again from a
-            // stale cursor.
-            guard let record = try await message(id: id), record.isDispatchable(at: now) else { continue }
-            claims.append(WorkClaim(record: record, slice: .whole(after: record.cursor)))
+        if role.newlyAcquired {
+            _ = try await requeueSending()
+            sendingRecovery.withLock { $0 = 0 }
         }
-        return claims
+        var records: [MessageRecord] = []
+        if let after = sendingRecovery.withLock({ $0 }) {
+            let left = try await sendingMessages(after: after, limit: limit)
+            sendingRecovery.withLock { $0 = left.count < limit ? nil : left.last?.id }
+            records += left.filter { !running.contains(MessageSliceKey(messageID: $0.id, slice: 0)) }
+        }
+        if records.count < limit {
+            records += try await claimDueMessages(now: now, limit: limit - records.count)
+        }
+        return records.map { WorkClaim(record: $0, slice: .whole(after: $0.cursor)) }
     }
 
     public func renewLeases(_ slices: [MessageSliceKey: Int64], now: Date) async throws -> (

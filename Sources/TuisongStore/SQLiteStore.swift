@@ -85,6 +85,16 @@ public final class SQLiteStore: Store {
     let pointReaders: PointReaders
     /// Held by the one process that dispatches this file's messages (`SQLiteStore+WorkQueue`).
     let dispatcherLock: DispatcherLock
+    /// Where the dispatcher's walk through messages left `sending` by an earlier dispatcher has
+    /// got to (message id); nil once every one of them was claimed again.
+    let sendingRecovery = Mutex<Int64?>(nil)
+    /// Messages are inserted with group commit: the requests accepting them while a
+    /// transaction is being committed share the next one (`createMessage`).
+    let messageInserts: StoreBatcher<MessageRow, Int64>
+    /// Records of messages this process created and the dispatcher has not claimed yet: a
+    /// claim takes them from here instead of reading and decoding their JSON again. Bounded;
+    /// a record not found here is read.
+    let createdRecords = Mutex<[Int64: MessageRecord]>([:])
     /// The core migrations followed by the plugins'.
     let migrator: DatabaseMigrator
     let writeObserver: (@Sendable (Duration) -> Void)?
@@ -150,6 +160,17 @@ public final class SQLiteStore: Store {
             throw ErrorMapping.storeError(error)
         }
         self.checkpointer = checkpointer
+        let writeObserver = configuration.writeObserver
+        messageInserts = StoreBatcher(concurrency: 1, maxBatch: 512) { [pool] rows in
+            let started = ContinuousClock.now
+            defer { writeObserver?(ContinuousClock.now - started) }
+            do {
+                defer { checkpointer.noteCommit() }
+                return try await pool.write { db in try Self.insertMessages(db, rows) }
+            } catch {
+                throw ErrorMapping.storeError(error)
+            }
+        }
         pointReaders = PointReaders(path: path, busyTimeout: configuration.busyTimeout)
         batcher = RegistrationBatcher(
             writer: pool, maximumBatchSize: configuration.maximumRegistrationBatch,

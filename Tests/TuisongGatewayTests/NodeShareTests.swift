@@ -78,7 +78,9 @@ private final class CountingQueue: WorkQueue {
         return value
     }
 
-    func claimWork(now: Date, limit: Int, running: Set<MessageSliceKey>) async throws -> [WorkClaim] { [] }
+    func claimWork(now: Date, limit: Int, sliceLimit: Int, running: Set<MessageSliceKey>) async throws -> [WorkClaim] {
+        []
+    }
     func renewLeases(_ slices: [MessageSliceKey: Int64], now: Date) async throws -> (
         held: Set<MessageSliceKey>, until: Date?
     ) { ([], nil) }

@@ -13,54 +13,61 @@ extension PostgresStore {
         appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int,
         withRecipientDetails: Bool
     ) async throws -> [AudienceEntry] {
-        let limit = Int64(max(1, limit))
-        switch audience {
+        let request = AudiencePageRequest(
+            appID: appID, audience: audience, environment: environment, after: cursor, limit: limit,
+            withRecipientDetails: withRecipientDetails)
+        return try await read { conn in try Self.audiencePage(conn, request) }
+    }
+
+    /// Many pages on one connection, one statement each (the first pages of many small messages).
+    public func audiencePages(_ requests: [AudiencePageRequest]) async throws -> [[AudienceEntry]] {
+        guard !requests.isEmpty else { return [] }
+        return try await read { conn in try requests.map { try Self.audiencePage(conn, $0) } }
+    }
+
+    static func audiencePage(_ conn: PostgresConnection, _ request: AudiencePageRequest) throws -> [AudienceEntry] {
+        let appID = request.appID
+        let environment = request.environment
+        let cursor = request.after
+        let withRecipientDetails = request.withRecipientDetails
+        let limit = Int64(max(1, request.limit))
+        switch request.audience {
         case .all:
-            return try await read { conn in
-                try Self.deviceEntries(
-                    conn, where: "d.app_id = $1 AND d.id > $2", [.int(appID), .int(cursor)], environment: environment,
-                    limit: limit, details: withRecipientDetails)
-            }
+            return try Self.deviceEntries(
+                conn, where: "d.app_id = $1 AND d.id > $2", [.int(appID), .int(cursor)], environment: environment,
+                limit: limit, details: withRecipientDetails)
         case .tag(let name):
             // From the tag's memberships (its primary key range), as SQLite reads it: a small tag
             // of a large app never walks the app's devices.
-            return try await read { conn in
-                try Self.deviceEntries(
-                    conn, from: "device_tags dt JOIN devices d ON d.id = dt.device_id",
-                    // `d.id > $3` too: without it the planner may walk `devices` from its start
-                    // on every page (a merge join), measured 20–110 ms a page against 0.6 ms.
-                    where: """
-                        dt.tag_id = (SELECT id FROM tags WHERE app_id = $1 AND name = $2) AND dt.device_id > $3 \
-                        AND d.id > $3
-                        """,
-                    [.int(appID), .text(name), .int(cursor)], environment: environment, limit: limit,
-                    details: withRecipientDetails)
-            }
+            return try Self.deviceEntries(
+                conn, from: "device_tags dt JOIN devices d ON d.id = dt.device_id",
+                // `d.id > $3` too: without it the planner may walk `devices` from its start
+                // on every page (a merge join), measured 20–110 ms a page against 0.6 ms.
+                where: """
+                    dt.tag_id = (SELECT id FROM tags WHERE app_id = $1 AND name = $2) AND dt.device_id > $3 \
+                    AND d.id > $3
+                    """,
+                [.int(appID), .text(name), .int(cursor)], environment: environment, limit: limit,
+                details: withRecipientDetails)
         case .accounts(let accounts):
             guard !accounts.isEmpty else { return [] }
-            return try await read { conn in
-                try Self.deviceEntries(
-                    conn, where: "d.app_id = $1 AND d.im_account = ANY($2::text[]) AND d.id > $3",
-                    [.int(appID), .text(PostgresArrayLiteral.texts(accounts)), .int(cursor)], environment: environment,
-                    limit: limit, details: true)
-            }
+            return try Self.deviceEntries(
+                conn, where: "d.app_id = $1 AND d.im_account = ANY($2::text[]) AND d.id > $3",
+                [.int(appID), .text(PostgresArrayLiteral.texts(accounts)), .int(cursor)], environment: environment,
+                limit: limit, details: true)
         case .allAccounts:
-            return try await read { conn in
-                try Self.deviceEntries(
-                    conn, where: "d.app_id = $1 AND d.im_account IS NOT NULL AND d.id > $2",
-                    [.int(appID), .int(cursor)],
-                    environment: environment, limit: limit, details: true)
-            }
+            return try Self.deviceEntries(
+                conn, where: "d.app_id = $1 AND d.im_account IS NOT NULL AND d.id > $2",
+                [.int(appID), .int(cursor)],
+                environment: environment, limit: limit, details: true)
         case .devices(let ids):
             let wanted = Array(Set(ids).filter { $0 > cursor }.sorted().prefix(Int(limit)))
             guard !wanted.isEmpty else { return [] }
-            let rows = try await read { conn in
-                try conn.run(
-                    "SELECT \(Self.entryColumns(details: withRecipientDetails)), d.invalidated_at FROM devices d "
-                        + "WHERE d.app_id = $1 AND d.id = ANY($2::bigint[])",
-                    [.int(appID), .text(PostgresArrayLiteral.integers(wanted))]
-                ).rows
-            }
+            let rows = try conn.run(
+                "SELECT \(Self.entryColumns(details: withRecipientDetails)), d.invalidated_at FROM devices d "
+                    + "WHERE d.app_id = $1 AND d.id = ANY($2::bigint[])",
+                [.int(appID), .text(PostgresArrayLiteral.integers(wanted))]
+            ).rows
             let invalidatedColumn = withRecipientDetails ? 10 : 6
             var found: [Int64: PostgresRow] = [:]
             for row in rows { found[row.int64(at: 0)] = row }
@@ -82,13 +89,11 @@ extension PostgresStore {
             let start = Int(min(max(cursor, 0), Int64(tokens.count)))
             let slice = Array(tokens[start..<min(tokens.count, start + Int(limit))])
             guard !slice.isEmpty else { return [] }
-            let rows = try await read { conn in
-                try conn.run(
-                    "SELECT \(Self.entryColumns(details: withRecipientDetails)), d.invalidated_at FROM devices d "
-                        + "WHERE d.app_id = $1 AND d.token = ANY($2::text[])",
-                    [.int(appID), .text(PostgresArrayLiteral.texts(slice))]
-                ).rows
-            }
+            let rows = try conn.run(
+                "SELECT \(Self.entryColumns(details: withRecipientDetails)), d.invalidated_at FROM devices d "
+                    + "WHERE d.app_id = $1 AND d.token = ANY($2::text[])",
+                [.int(appID), .text(PostgresArrayLiteral.texts(slice))]
+            ).rows
             let invalidatedColumn = withRecipientDetails ? 10 : 6
             var registered: [String: PostgresRow] = [:]
             for row in rows { registered[row[1].string ?? ""] = row }

@@ -55,8 +55,8 @@ extension PostgresStore: MessageStore {
                 ]
             ).rows.first?["id"]?.int64
         }
-        guard let id, let record = try await message(id: id) else { throw StoreError.notFound("new message") }
-        return record
+        guard let id else { throw StoreError.notFound("new message") }
+        return MessageRecord.created(id: id, job: job, payload: payload, state: state, createdAt: SQLTime.date(now))
     }
 
     public func message(id: Int64) async throws -> MessageRecord? {
@@ -184,7 +184,40 @@ extension PostgresStore: MessageStore {
     public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
         let now = SQLTime.milliseconds(at)
         let node = nodeID
-        try await write { conn in
+        try await write { conn in try Self.apply(conn, progress, now: now, node: node) }
+    }
+
+    /// The flushes of many messages in one transaction, each under a savepoint: a flush whose
+    /// slice was taken over (or that fails otherwise) is rolled back alone and answered with its
+    /// error; the others commit together.
+    public func recordProgress(_ batch: [MessageProgress], at: Date) async throws -> [(any Error)?] {
+        guard !batch.isEmpty else { return [] }
+        let now = SQLTime.milliseconds(at)
+        let node = nodeID
+        return try await write { conn in
+            var results: [(any Error)?] = []
+            results.reserveCapacity(batch.count)
+            for progress in batch {
+                try conn.run("SAVEPOINT flush")
+                do {
+                    try Self.apply(conn, progress, now: now, node: node)
+                    try conn.run("RELEASE SAVEPOINT flush")
+                    results.append(nil)
+                } catch let error as PostgresError where error.kind == .connectionLost || error.kind == .closed {
+                    throw error
+                } catch {
+                    try conn.run("ROLLBACK TO SAVEPOINT flush")
+                    results.append(error)
+                }
+            }
+            return results
+        }
+    }
+
+    /// One flush, inside the caller's transaction; `StoreError.leaseLost` when its slice is no
+    /// longer this node's under the claim it names.
+    static func apply(_ conn: PostgresConnection, _ progress: MessageProgress, now: Int64, node: String) throws {
+        do {
             let c = progress.counts
             let sliceID = progress.slice?.id ?? 0
             let final = progress.finalState != nil

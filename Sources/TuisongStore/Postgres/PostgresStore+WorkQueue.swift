@@ -13,22 +13,37 @@ import TuisongPostgres
 /// again. Leases are renewed with the node's heartbeat (`nodes`). All lease times are the
 /// database's clock.
 extension PostgresStore: WorkQueue {
-    public func claimWork(now: Date, limit: Int, running: Set<MessageSliceKey>) async throws -> [WorkClaim] {
+    public func claimWork(now: Date, limit: Int, sliceLimit: Int, running: Set<MessageSliceKey>) async throws
+        -> [WorkClaim]
+    {
         try await planDueMessages(now: now)
-        guard limit > 0 else { return [] }
+        guard limit > 0 || sliceLimit > 0 else { return [] }
         let node = nodeID
         let lease = Self.milliseconds(leaseDuration)
         let runningKeys = running.sorted { ($0.messageID, $0.slice) < ($1.messageID, $1.slice) }
+        // Three kinds, each locked with SKIP LOCKED and limited on its own: messages sent whole
+        // (their one slice), slices of a fan-out whose lease ended, fresh slices of a fan-out.
+        let candidates = """
+            SELECT s.message_id, s.slice FROM message_slices s
+            JOIN messages m ON m.id = s.message_id AND m.state = 'sending'
+            WHERE s.state = 'open' AND (s.owner IS NULL OR s.lease_until < \(Self.databaseNow))
+                AND (s.message_id, s.slice) NOT IN (SELECT * FROM unnest($3::bigint[], $4::bigint[]))
+            """
+        let whole = "s.slice = 0 AND s.through_position IS NULL"
         let claimed = try await write { conn in
             try conn.run(
                 """
-                WITH picked AS (
-                    SELECT s.message_id, s.slice FROM message_slices s
-                    JOIN messages m ON m.id = s.message_id AND m.state = 'sending'
-                    WHERE s.state = 'open' AND (s.owner IS NULL OR s.lease_until < \(Self.databaseNow))
-                        AND (s.message_id, s.slice) NOT IN (SELECT * FROM unnest($3::bigint[], $4::bigint[]))
-                    ORDER BY s.message_id, s.slice LIMIT $1
-                    FOR UPDATE OF s SKIP LOCKED
+                WITH whole AS (
+                    \(candidates) AND \(whole)
+                    ORDER BY s.message_id LIMIT $1 FOR UPDATE OF s SKIP LOCKED
+                ), taken_over AS (
+                    \(candidates) AND s.owner IS NOT NULL AND NOT (\(whole))
+                    ORDER BY s.message_id, s.slice LIMIT $1 FOR UPDATE OF s SKIP LOCKED
+                ), fresh AS (
+                    \(candidates) AND s.owner IS NULL AND NOT (\(whole))
+                    ORDER BY s.message_id, s.slice LIMIT $6 FOR UPDATE OF s SKIP LOCKED
+                ), picked AS (
+                    SELECT * FROM whole UNION ALL SELECT * FROM taken_over UNION ALL SELECT * FROM fresh
                 )
                 UPDATE message_slices s SET owner = $2, lease_until = \(Self.databaseNow) + $5,
                     attempts = s.attempts + 1
@@ -36,20 +51,20 @@ extension PostgresStore: WorkQueue {
                 RETURNING s.message_id, s.slice, s.cursor, s.through_position, s.attempts
                 """,
                 [
-                    .int(Int64(limit)), .text(node), PostgresArray.int(runningKeys.map(\.messageID)),
-                    PostgresArray.int(runningKeys.map(\.slice)), .int(lease),
+                    .int(Int64(max(0, limit))), .text(node), PostgresArray.int(runningKeys.map(\.messageID)),
+                    PostgresArray.int(runningKeys.map(\.slice)), .int(lease), .int(Int64(max(0, sliceLimit))),
                 ]
             ).rows
         }
+        guard !claimed.isEmpty else { return [] }
         // Measured from before the claim: the local estimate ends no later than the database's.
         let leaseUntil = now.addingTimeInterval(Double(lease) / 1000)
-        var records: [Int64: MessageRecord] = [:]
+        let records = try await messages(ids: Array(Set(claimed.map { $0.int64("message_id") })))
         var claims: [WorkClaim] = []
         for row in claimed.sorted(by: {
             ($0.int64("message_id"), $0.int64("slice")) < ($1.int64("message_id"), $1.int64("slice"))
         }) {
             let messageID = row.int64("message_id")
-            if records[messageID] == nil { records[messageID] = try await message(id: messageID) }
             let slice = WorkSlice(
                 id: row.int64("slice"), after: row.int64("cursor"), through: row.optionalInt64("through_position"),
                 fence: row.int64("attempts"), leaseUntil: leaseUntil)
@@ -62,6 +77,21 @@ extension PostgresStore: WorkQueue {
         return claims
     }
 
+    /// Messages by id, in one query.
+    func messages(ids: [Int64]) async throws -> [Int64: MessageRecord] {
+        guard !ids.isEmpty else { return [:] }
+        return try await read { conn in
+            var records: [Int64: MessageRecord] = [:]
+            for row in try conn.run("\(Self.messageSelect) WHERE m.id = ANY($1::bigint[])", [PostgresArray.int(ids)])
+                .rows
+            {
+                let record = try Self.messageRecord(row)
+                records[record.id] = record
+            }
+            return records
+        }
+    }
+
     /// Cuts messages that came due into slices and marks them sending. The audience is counted
     /// and its position range read before the transaction; the transaction locks the message
     /// row, skipping one another node is planning, and plans it only if nobody has.
@@ -70,59 +100,121 @@ extension PostgresStore: WorkQueue {
         let due = try await read { conn in
             try conn.run(
                 """
-                SELECT id, app_id, audience FROM messages m
+                SELECT id, app_id, state, audience FROM messages m
                 WHERE (state IN ('queued', 'sending') OR (state = 'scheduled' AND send_at <= $1))
                     AND NOT EXISTS (SELECT 1 FROM message_slices s WHERE s.message_id = m.id)
-                ORDER BY id LIMIT 8
-                """, [.int(nowMs)]
+                ORDER BY id LIMIT $2
+                """, [.int(nowMs), .int(Int64(Self.planBatch))]
             ).rows
         }
+        var whole: [(id: Int64, after: Int64, total: Int?)] = []
+        var cut: [(id: Int64, appID: Int64, audience: Audience)] = []
         for row in due {
             let messageID = row.int64("id")
-            let appID = row.int64("app_id")
             let audience = try JSONText.decode(Audience.self, row.string("audience"))
             // Token and id lists are counted here; other audiences by the run of the first slice,
             // beside sending (a count walks the whole audience: the first device need not wait).
-            let total: Int?
+            let small: (after: Int64, total: Int?)?
             switch audience {
+            case .tokens(let tokens) where tokens.count <= sliceSize:
+                small = (0, tokens.count)
+            case .devices(let ids) where ids.count <= sliceSize:
+                small = ((ids.min() ?? 1) - 1, Set(ids).count)
+            case .accounts(let accounts) where accounts.count <= sliceSize:
+                // A few accounts' devices: one slice over the whole id range, not the app's
+                // range cut in many slices that would each be claimed and read for nothing.
+                small = (0, nil)
+            default:
+                small = nil
+            }
+            // A message left sending without slices (from before the work queue) goes the long way.
+            if let small, row.string("state") != "sending" {
+                whole.append((messageID, small.after, small.total))
+            } else if cut.count < Self.cutBatch {
+                cut.append((messageID, row.int64("app_id"), audience))
+            }
+        }
+        if !whole.isEmpty { try await planWhole(whole, nowMs: nowMs) }
+        for message in cut {
+            let total: Int?
+            switch message.audience {
             case .tokens(let tokens): total = tokens.count
             case .devices(let ids): total = Set(ids).count
             default: total = nil
             }
-            let range = try await positionRange(appID: appID, audience: audience)
+            let range = try await positionRange(appID: message.appID, audience: message.audience)
             let slices = Self.slices(range: range, size: sliceSize)
-            try await write { conn in
-                guard
-                    let locked = try conn.run(
-                        "SELECT state, send_at FROM messages WHERE id = $1 FOR UPDATE SKIP LOCKED", [.int(messageID)]
-                    ).rows.first
-                else { return }
-                let state = locked.string("state")
-                let due =
-                    state == "queued" || state == "sending"
-                    || (state == "scheduled" && (locked.optionalInt64("send_at") ?? 0) <= nowMs)
-                guard due else { return }
-                let planned =
-                    try conn.run("SELECT 1 FROM message_slices WHERE message_id = $1 LIMIT 1", [.int(messageID)]).rows
-                    .isEmpty == false
-                guard !planned else { return }
-                try conn.run(
-                    """
+            try await plan(message.id, slices: slices, total: total, nowMs: nowMs)
+        }
+    }
+
+    /// Messages due and not yet planned, looked at per claim.
+    static let planBatch = 512
+    /// Messages cut into slices per claim (each reads its audience's id range first).
+    static let cutBatch = 8
+
+    /// Plans many small messages as one slice each, in one statement: each message row is locked
+    /// (skipping one another node is planning) and planned only while it is still due, which a
+    /// planned message (now sending) no longer is.
+    func planWhole(_ messages: [(id: Int64, after: Int64, total: Int?)], nowMs: Int64) async throws {
+        try await write { conn in
+            try conn.run(
+                """
+                WITH v AS (
+                    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS v(id, after_position, total)
+                ), locked AS (
+                    SELECT m.id FROM messages m JOIN v ON v.id = m.id
+                    WHERE m.state = 'queued' OR (m.state = 'scheduled' AND m.send_at <= $4)
+                    FOR UPDATE OF m SKIP LOCKED
+                ), sliced AS (
                     INSERT INTO message_slices (message_id, slice, after_position, through_position, cursor, updated_at)
-                    SELECT $1, n - 1, after_position, through_position, after_position, $2
-                    FROM unnest($3::bigint[], $4::bigint[]) WITH ORDINALITY AS v(after_position, through_position, n)
-                    """,
-                    [
-                        .int(messageID), .int(nowMs), PostgresArray.int(slices.map(\.after)),
-                        PostgresArray.text(slices.map { $0.through.map(String.init) }),
-                    ])
-                try conn.run(
-                    """
-                    UPDATE messages SET state = 'sending', started_at = coalesce(started_at, $1),
-                        total = coalesce($2, total)
-                    WHERE id = $3
-                    """, [.int(nowMs), PostgresValue(total.map(Int64.init)), .int(messageID)])
-            }
+                    SELECT v.id, 0, v.after_position, NULL, v.after_position, $4 FROM v JOIN locked USING (id)
+                    ON CONFLICT DO NOTHING
+                )
+                UPDATE messages m SET state = 'sending', started_at = coalesce(m.started_at, $4),
+                    total = coalesce(v.total::bigint, m.total)
+                FROM v JOIN locked USING (id) WHERE m.id = v.id
+                """,
+                [
+                    PostgresArray.int(messages.map(\.id)), PostgresArray.int(messages.map(\.after)),
+                    PostgresArray.text(messages.map { $0.total.map(String.init) }), .int(nowMs),
+                ])
+        }
+    }
+
+    /// Cuts one message into `slices` and marks it sending, unless another node did first.
+    func plan(_ messageID: Int64, slices: [(after: Int64, through: Int64?)], total: Int?, nowMs: Int64) async throws {
+        try await write { conn in
+            guard
+                let locked = try conn.run(
+                    "SELECT state, send_at FROM messages WHERE id = $1 FOR UPDATE SKIP LOCKED", [.int(messageID)]
+                ).rows.first
+            else { return }
+            let state = locked.string("state")
+            let due =
+                state == "queued" || state == "sending"
+                || (state == "scheduled" && (locked.optionalInt64("send_at") ?? 0) <= nowMs)
+            guard due else { return }
+            let planned =
+                try conn.run("SELECT 1 FROM message_slices WHERE message_id = $1 LIMIT 1", [.int(messageID)]).rows
+                .isEmpty == false
+            guard !planned else { return }
+            try conn.run(
+                """
+                INSERT INTO message_slices (message_id, slice, after_position, through_position, cursor, updated_at)
+                SELECT $1, n - 1, after_position, through_position, after_position, $2
+                FROM unnest($3::bigint[], $4::bigint[]) WITH ORDINALITY AS v(after_position, through_position, n)
+                """,
+                [
+                    .int(messageID), .int(nowMs), PostgresArray.int(slices.map(\.after)),
+                    PostgresArray.text(slices.map { $0.through.map(String.init) }),
+                ])
+            try conn.run(
+                """
+                UPDATE messages SET state = 'sending', started_at = coalesce(started_at, $1),
+                    total = coalesce($2, total)
+                WHERE id = $3
+                """, [.int(nowMs), PostgresValue(total.map(Int64.init)), .int(messageID)])
         }
     }
 
