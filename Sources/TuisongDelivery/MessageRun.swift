@@ -443,36 +443,44 @@ final class MessageRun: Sendable {
 
     /// Waits until fewer than `windowPages` pages are unflushed.
     private func waitForWindow() async {
-        let window = engine.settings.windowPages
-        await wait { $0.pages.count - $0.flushedPages < window }
+        await wait(for: .window(engine.settings.windowPages))
     }
 
     private func waitForInFlight() async {
-        await wait { $0.inFlight == 0 }
+        await wait(for: .drained)
     }
 
-    /// Suspends until `condition` holds. The condition is checked
-    /// and the waiter installed under the lock every change is made under, and each change
-    /// wakes the waiter after it (`wakeWaiter`): no wake-up is lost, so no timer is needed —
-    /// a thousand runs waiting for their answers cost no timers.
-    private func wait(until condition: @escaping @Sendable (State) -> Bool) async {
-        while true {
-            var satisfied = false
-            await withCheckedContinuation { continuation in
-                let (resumeNow, previous) = state.withLock {
-                    state -> (Bool, CheckedContinuation<Void, Never>?) in
-                    if condition(state) { return (true, nil) }
+    /// What a run waits for.
+    enum Awaited: Sendable {
+        /// Fewer unflushed pages than this.
+        case window(Int)
+        /// Nothing in flight.
+        case drained
+
+        func holds(in state: State) -> Bool {
+            switch self {
+            case .window(let pages): state.pages.count - state.flushedPages < pages
+            case .drained: state.inFlight == 0
+            }
+        }
+    }
+
+    /// Suspends until `awaited` holds. It is checked and the waiter installed under the lock
+    /// every change is made under, and each change wakes the waiter after it (`wakeWaiter`):
+    /// no wake-up is lost, so no timer is needed — a thousand runs waiting for their answers
+    /// cost no timers.
+    private func wait(for awaited: Awaited) async {
+        while !state.withLock({ awaited.holds(in: $0) }) {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let (resumeNow, previous) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+                    if awaited.holds(in: state) { return (true, nil) }
                     let previous = state.pageWaiter
                     state.pageWaiter = continuation
                     return (false, previous)
                 }
                 previous?.resume()
-                if resumeNow {
-                    satisfied = true
-                    continuation.resume()
-                }
+                if resumeNow { continuation.resume() }
             }
-            if satisfied || state.withLock({ condition($0) }) { return }
         }
     }
 

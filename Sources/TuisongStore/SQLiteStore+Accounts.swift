@@ -178,8 +178,9 @@ extension SQLiteStore: AccountStore {
         // statements keep one shape and stay prepared whatever the page's length; accounts are
         // row ids, so every step is an integer-keyed B-tree seek. `+app_id` (a check on the rows
         // found, not an index term) keeps the planner from walking every account of the app
-        // through the (app_id, account) index instead: quadratic in the audience.
-        return try await write { db in
+        // through the (app_id, account) index instead: quadratic in the audience. Grouped with
+        // the grants of other messages decided at the same moment (a chat message each).
+        return try await groupWrite { db in
             var counted: [Int64] = []
             counted.reserveCapacity(ids.count)
             let grant = try db.cachedStatement(

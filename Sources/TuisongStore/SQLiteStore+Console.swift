@@ -101,7 +101,8 @@ extension SQLiteStore: ConsoleStore {
                         SELECT \(Self.activityColumns) FROM messages ORDER BY id DESC LIMIT ?)
                     WHERE state = 'sending' OR completed_at >= ?
                     UNION
-                    SELECT \(Self.activityColumns) FROM messages WHERE state = 'sending'
+                    SELECT \(Self.activityColumns) FROM messages
+                    WHERE state = 'sending' AND \(Self.pendingIndexTerm)
                     ORDER BY id DESC
                     """,
                 arguments: [min(max(scanLimit, 1), 100_000), sinceMilliseconds])

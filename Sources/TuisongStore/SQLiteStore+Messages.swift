@@ -20,7 +20,8 @@ extension SQLiteStore: MessageStore {
         let id = try await messageInserts.submit(row)
         let record = MessageRecord.created(
             id: id, job: job, payload: payload, state: state, createdAt: SQLTime.date(now))
-        if state == .queued {
+        // Only the dispatcher claims: another process (the CLI, a second `serve`) keeps nothing.
+        if state == .queued, dispatcherLock.isHeld {
             createdRecords.withLock { records in
                 if records.count < Self.createdRecordLimit { records[id] = record }
             }
@@ -156,8 +157,10 @@ extension SQLiteStore: MessageStore {
             try Int64.fetchAll(
                 db,
                 sql: """
-                    SELECT id FROM messages
-                    WHERE state IN ('queued', 'sending') OR (state = 'scheduled' AND send_at <= ?)
+                    SELECT id FROM (
+                        SELECT id FROM messages WHERE state IN ('queued', 'sending') AND \(Self.pendingIndexTerm)
+                        UNION ALL
+                        SELECT id FROM messages WHERE state = 'scheduled' AND send_at <= ? AND \(Self.pendingIndexTerm))
                     ORDER BY id LIMIT 100
                     """,
                 arguments: [nowMs])
@@ -174,8 +177,11 @@ extension SQLiteStore: MessageStore {
                     sql: """
                         UPDATE messages SET state = 'sending', started_at = coalesce(started_at, ?)
                         WHERE id IN (
-                            SELECT id FROM messages
-                            WHERE state = 'queued' OR (state = 'scheduled' AND send_at <= ?)
+                            SELECT id FROM (
+                                SELECT id FROM messages WHERE state = 'queued' AND \(Self.pendingIndexTerm)
+                                UNION ALL
+                                SELECT id FROM messages
+                                WHERE state = 'scheduled' AND send_at <= ? AND \(Self.pendingIndexTerm))
                             ORDER BY id LIMIT ?)
                         RETURNING id, started_at
                         """), arguments: [nowMs, nowMs, limit]
@@ -210,13 +216,21 @@ extension SQLiteStore: MessageStore {
         return records.sorted { $0.id < $1.id }
     }
 
+    /// The condition of the `messages_pending` partial index, spelled out: SQLite uses a partial
+    /// index only for a query whose WHERE clause contains its condition, and `state = 'queued'`
+    /// alone (or an OR of states) made every claim scan the whole table — a poll that grew with
+    /// the message history.
+    static let pendingIndexTerm = "state IN ('scheduled', 'queued', 'sending')"
+
     /// Messages left `sending` after `id`, in id order.
     func sendingMessages(after id: Int64, limit: Int) async throws -> [MessageRecord] {
         try await read { db in
             try Row.fetchAll(
                 db,
-                sql:
-                    "SELECT \(Self.messageColumns) FROM messages WHERE state = 'sending' AND id > ? ORDER BY id LIMIT ?",
+                sql: """
+                    SELECT \(Self.messageColumns) FROM messages
+                    WHERE state = 'sending' AND \(Self.pendingIndexTerm) AND id > ? ORDER BY id LIMIT ?
+                    """,
                 arguments: [id, limit]
             ).map { row in try Self.messageRecord(db, row) }
         }

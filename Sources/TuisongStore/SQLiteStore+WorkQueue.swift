@@ -82,6 +82,9 @@ final class DispatcherLock: Sendable {
         }
     }
 
+    /// Whether this process holds the role now (without trying to take it).
+    var isHeld: Bool { descriptor.withLock { $0 >= 0 } }
+
     func release() {
         descriptor.withLock { fd in
             guard fd >= 0 else { return }

@@ -91,6 +91,8 @@ public final class SQLiteStore: Store {
     /// Messages are inserted with group commit: the requests accepting them while a
     /// transaction is being committed share the next one (`createMessage`).
     let messageInserts: StoreBatcher<MessageRow, Int64>
+    /// Small writes that arrive together share one transaction (`groupWrite`).
+    let groupedWrites: StoreBatcher<GroupedWrite, any Sendable>
     /// Records of messages this process created and the dispatcher has not claimed yet: a
     /// claim takes them from here instead of reading and decoding their JSON again. Bounded;
     /// a record not found here is read.
@@ -167,6 +169,16 @@ public final class SQLiteStore: Store {
             do {
                 defer { checkpointer.noteCommit() }
                 return try await pool.write { db in try Self.insertMessages(db, rows) }
+            } catch {
+                throw ErrorMapping.storeError(error)
+            }
+        }
+        groupedWrites = StoreBatcher(concurrency: 1, maxBatch: 256) { [pool] writes in
+            let started = ContinuousClock.now
+            defer { writeObserver?(ContinuousClock.now - started) }
+            do {
+                defer { checkpointer.noteCommit() }
+                return try await pool.write { db in try Self.runGrouped(db, writes) }
             } catch {
                 throw ErrorMapping.storeError(error)
             }
@@ -322,6 +334,38 @@ public final class SQLiteStore: Store {
             return try await pool.write(body)
         } catch {
             throw ErrorMapping.storeError(error)
+        }
+    }
+
+    /// `body` in a transaction shared with the other grouped writes that arrive while one is
+    /// being committed (group commit), under a savepoint of its own: it commits or fails alone,
+    /// as with `write`, but a burst of small writes (a chat message's badge grant each) costs a
+    /// few commits instead of one each.
+    func groupWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let result = try await groupedWrites.submit(GroupedWrite { db in try body(db) })
+        guard let typed = result as? T else { throw StoreError(.unavailable, "a grouped write answered \(result)") }
+        return typed
+    }
+
+    /// One write of a group.
+    struct GroupedWrite: Sendable {
+        var body: @Sendable (Database) throws -> any Sendable
+    }
+
+    static func runGrouped(_ db: Database, _ writes: [GroupedWrite]) throws -> [Result<any Sendable, any Error>] {
+        if writes.count == 1 { return [.success(try writes[0].body(db))] }
+        return writes.map { write in
+            var value: (any Sendable)?
+            do {
+                try db.inSavepoint {
+                    value = try write.body(db)
+                    return .commit
+                }
+                guard let value else { throw StoreError(.unavailable, "a grouped write returned nothing") }
+                return .success(value)
+            } catch {
+                return .failure(ErrorMapping.storeError(error))
+            }
         }
     }
 

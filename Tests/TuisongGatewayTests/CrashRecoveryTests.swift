@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TuisongPluginTestKit
 
@@ -133,6 +134,100 @@ import TuisongPluginTestKit
         let duplicates = all.count - distinct.count
         // In flight at the kill: at most the workers plus the unflushed pages of the window.
         #expect(duplicates <= 64 + 3 * 100, "duplicates \(duplicates) exceed what was in flight")
+    }
+
+    /// kill -9 while a chat load (one-device messages from several clients at once) is being
+    /// accepted and sent: every message the API acknowledged is delivered after the restart.
+    @Test func killDuringAChatLoadLosesNothingAcknowledged() async throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
+            Issue.record("build the tuisong executable first (swift build)")
+            return
+        }
+        let directory = FileManager.default.temporaryDirectory.appending(
+            path: "tuisong-chat-crash-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let mock = try Spawned(
+            [
+                "apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path, "--log-requests",
+                "--latency-ms", "50",
+            ],
+            environment: [:])
+        defer { mock.terminate() }
+        let mockInfo = try await firstJSONObject(in: mock, timeout: .seconds(20))
+        let mockURL = try #require(mockInfo["url"] as? String)
+        let port = Int.random(in: 20_000...40_000)
+        let env: [String: String] = [
+            "TUISONG_LISTEN_PORT": "\(port)",
+            "TUISONG_DATABASE_PATH": directory.appending(path: "db.sqlite").path,
+            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
+            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "pw").path,
+            "TUISONG_APNS_LOCAL_MOCK": "false",
+            "TUISONG_APNS_PRODUCTION_URL": mockURL,
+            "TUISONG_APNS_SANDBOX_URL": mockURL,
+            "TUISONG_APNS_CA_FILE": try #require(mockInfo["ca_file"] as? String),
+            "TUISONG_DELIVERY_WORKERS": "512",
+        ]
+        let created = try run(["app", "create", "--name", "chat", "--bundle-id", "com.example.chat"], env)
+        let app = try JSONSerialization.jsonObject(with: Data(created.utf8)) as! [String: Any]
+        let appID = app["id"] as! Int
+        let key = app["api_key"] as! String
+        _ = try run(
+            [
+                "credential", "add", "--app", "\(appID)", "--environment", "production", "--p8",
+                mockInfo["p8_file"] as! String,
+                "--key-id", mockInfo["key_id"] as! String, "--team-id", mockInfo["team_id"] as! String,
+            ], env)
+
+        let first = try Spawned(["serve"], environment: env)
+        defer { first.terminate() }
+        try await waitForHealth(port)
+        // Eight clients, each sending one-device messages one after another until the gateway
+        // stops answering; a message counts as acknowledged once its 202 arrived.
+        let acknowledged = Acknowledged()
+        let clients = (0..<8).map { client in
+            Task { [key] in
+                for n in 0..<2000 {
+                    let token = token(client * 10_000 + n + 1, prefix: "c1")
+                    guard
+                        let push = try? await http(
+                            "POST", "http://127.0.0.1:\(port)/api/v1/push", key: key,
+                            json: ["audience": ["tokens": [token]], "notification": ["alert": "line \(n)"]]),
+                        push.status == 202, let id = push.jsonObject["message_id"] as? Int
+                    else { return }
+                    acknowledged.messages.withLock { $0.append((id, token)) }
+                }
+            }
+        }
+        #expect(await eventually(within: 30) { received(mock).count >= 300 })
+        first.kill9()
+        for client in clients { await client.value }
+        let accepted = acknowledged.messages.withLock { $0 }
+        #expect(accepted.count >= 300)
+
+        let second = try Spawned(["serve"], environment: env)
+        defer { second.terminate() }
+        try await waitForHealth(port)
+        let wanted = Set(accepted.map(\.token))
+        #expect(
+            await eventually(within: 60, every: .milliseconds(200)) { wanted.isSubset(of: Set(received(mock))) },
+            "every acknowledged message reached its device")
+        // And each is recorded completed (a sample: the status API, one call each).
+        for (id, _) in accepted.shuffled().prefix(50) {
+            var state: String?
+            _ = try await eventually(within: 30, every: .milliseconds(100)) {
+                state =
+                    try await http("GET", "http://127.0.0.1:\(port)/api/v1/messages/\(id)", key: key)
+                    .jsonObject["state"] as? String
+                return state == "completed"
+            }
+            #expect(state == "completed", "message \(id)")
+        }
+    }
+
+    /// Messages the API acknowledged (202), by id and token.
+    final class Acknowledged: Sendable {
+        let messages = Mutex<[(id: Int, token: String)]>([])
     }
 
     func received(_ mock: Spawned) -> [String] {
