@@ -279,41 +279,68 @@ extension SQLiteStore {
     public func forgetFinishedBadgeGrants() async throws -> Int {
         var forgotten = 0
         var nextAfter: Int64 = 0
-        // Message by message: the next message id is one seek (not a scan of every grant of a
-        // message still sending), then its grants go as a key range in bounded transactions.
+        // Messages found by one seek each (not a scan of every grant of a message still
+        // sending), up to `badgeGrantMessagesPerRound` in one read; then the finished ones' grants
+        // go in bounded transactions, many messages to a transaction: a chat load finishes a
+        // thousand messages a second with a grant or two each, and a transaction per message
+        // held the writer for them.
         while true {
             let after = nextAfter
-            let next = try await read { db -> (id: Int64, sending: Bool)? in
-                guard
-                    let id = try Int64.fetchOne(
-                        db, sql: "SELECT message_id FROM badge_grants WHERE message_id > ? ORDER BY message_id LIMIT 1",
-                        arguments: [after])
-                else { return nil }
-                let sending = try Bool.fetchOne(
-                    db, sql: "SELECT 1 FROM messages WHERE id = ? AND state = 'sending'", arguments: [id])
-                return (id, sending != nil)
-            }
-            guard let next else { return forgotten }
-            nextAfter = next.id
-            if next.sending { continue }
-            let messageID = next.id
-            while true {
-                let deleted = try await write { db in
-                    // Checked again in the transaction: the message may have been restarted.
+            let found = try await read { db -> (last: Int64?, finished: [Int64]) in
+                var cursor = after
+                var finished: [Int64] = []
+                for _ in 0..<Self.badgeGrantMessagesPerRound {
+                    guard
+                        let id = try Int64.fetchOne(
+                            db.cachedStatement(
+                                sql:
+                                    "SELECT message_id FROM badge_grants WHERE message_id > ? ORDER BY message_id LIMIT 1"
+                            ),
+                            arguments: [cursor])
+                    else { return (nil, finished) }
+                    cursor = id
                     let sending = try Bool.fetchOne(
-                        db, sql: "SELECT 1 FROM messages WHERE id = ? AND state = 'sending'", arguments: [messageID])
-                    guard sending == nil else { return 0 }
-                    try db.execute(
-                        sql: """
-                            DELETE FROM badge_grants WHERE message_id = ?1 AND account_id IN
-                                (SELECT account_id FROM badge_grants WHERE message_id = ?1 LIMIT ?2)
-                            """,
-                        arguments: [messageID, Self.badgeGrantsForgottenPerTransaction])
-                    return db.changesCount
+                        db.cachedStatement(sql: "SELECT 1 FROM messages WHERE id = ? AND state = 'sending'"),
+                        arguments: [id])
+                    if sending == nil { finished.append(id) }
+                }
+                return (cursor, finished)
+            }
+            var pending = found.finished
+            while !pending.isEmpty {
+                let batch = pending
+                let (deleted, done) = try await write { db -> (Int, Int) in
+                    var budget = Self.badgeGrantsForgottenPerTransaction
+                    var done = 0
+                    for messageID in batch {
+                        // Checked again in the transaction: the message may have been restarted.
+                        let sending = try Bool.fetchOne(
+                            db.cachedStatement(sql: "SELECT 1 FROM messages WHERE id = ? AND state = 'sending'"),
+                            arguments: [messageID])
+                        if sending == nil {
+                            try db.cachedStatement(
+                                sql: """
+                                    DELETE FROM badge_grants WHERE message_id = ?1 AND account_id IN
+                                        (SELECT account_id FROM badge_grants WHERE message_id = ?1 LIMIT ?2)
+                                    """
+                            ).execute(arguments: [messageID, budget])
+                            budget -= db.changesCount
+                            // Out of budget: this message may have grants left; the next
+                            // transaction starts with it.
+                            if budget <= 0 { break }
+                        }
+                        done += 1
+                    }
+                    return (Self.badgeGrantsForgottenPerTransaction - budget, done)
                 }
                 forgotten += deleted
-                if deleted < Self.badgeGrantsForgottenPerTransaction { break }
+                pending.removeFirst(done)
             }
+            guard let last = found.last else { return forgotten }
+            nextAfter = last
         }
     }
+
+    /// Messages looked at per read of `forgetFinishedBadgeGrants`.
+    static let badgeGrantMessagesPerRound = 256
 }

@@ -32,6 +32,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -526,9 +527,67 @@ def cluster():
         shutil.rmtree(work, ignore_errors=True)
 
 
+class ChatLoad(threading.Thread):
+    """One-device messages (chat lines), one after another from each of `clients` threads,
+    each to any live node, until stopped: what the API acknowledged (202) must all be delivered,
+    whatever happens to the node that acknowledged it."""
+
+    def __init__(self, cluster, prefix, clients=4):
+        super().__init__(daemon=True)
+        self.cluster, self.prefix, self.clients = cluster, prefix, clients
+        self.tokens = sorted(cluster.tokens)[:10000]
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.acknowledged = []
+        self.refused = 0
+
+    def send(self, client):
+        n = 0
+        while not self.stopping.is_set():
+            collapse = f"{self.prefix}{client}-{n}"
+            token = self.tokens[(client * 7919 + n) % len(self.tokens)]
+            nodes = self.cluster.live_nodes()
+            node = nodes[n % len(nodes)] if nodes else None
+            n += 1
+            try:
+                code, _ = self.cluster.request("POST", "/api/v1/push", {
+                    "audience": {"tokens": [token]}, "notification": {"alert": f"chat {collapse}"},
+                    "collapse_id": collapse}, node=node, timeout=5)
+            except OSError:
+                code = None
+            with self.lock:
+                if code == 202:
+                    self.acknowledged.append((collapse, token))
+                else:
+                    self.refused += 1
+
+    def run(self):
+        threads = [threading.Thread(target=self.send, args=(c,), daemon=True) for c in range(self.clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def stop(self):
+        self.stopping.set()
+        self.join(timeout=30)
+
+    def lost(self, timeout):
+        """The acknowledged chat messages the look-alike never saw, after waiting up to `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.cluster.mock_log.poll()
+            missing = [(c, t) for c, t in self.acknowledged if t not in self.cluster.mock_log.counts.get(c, {})]
+            if not missing or time.monotonic() > deadline:
+                return missing
+            time.sleep(0.25)
+
+
 def test_a_killed_node_loses_nothing_and_its_slices_get_a_new_owner(cluster):
     started = time.monotonic()
     nodes = cluster.ensure_nodes()
+    chat = ChatLoad(cluster, "chat-a-")
+    chat.start()
     message_id = cluster.push("a")
     seen = cluster.wait_seen("a", 0.2)
     victim, _ = cluster.busiest_node(message_id)
@@ -540,6 +599,10 @@ def test_a_killed_node_loses_nothing_and_its_slices_get_a_new_owner(cluster):
     first, last, new_owners = cluster.wait_taken_over(
         message_id, slices, victim.id, timeout=LEASE_SECONDS + TAKEOVER_SLACK + 30)
     figures = cluster.check_complete(message_id, "a", cluster.tokens, DEAD_NODE_WINDOW)
+    chat.stop()
+    chat_lost = chat.lost(timeout=LEASE_SECONDS + TAKEOVER_SLACK + 30)
+    figures.update({
+        "chat_acknowledged": len(chat.acknowledged), "chat_refused": chat.refused, "chat_lost": len(chat_lost)})
     figures.update({
         "killed": victim.id, "killed_after_seen": seen, "its_open_slices": slices,
         "takeover_first_s": first, "takeover_last_s": last, "new_owners": new_owners,
@@ -547,6 +610,8 @@ def test_a_killed_node_loses_nothing_and_its_slices_get_a_new_owner(cluster):
         "push_seconds_after_kill": round(time.monotonic() - killed_at, 1), "nodes": [n.id for n in nodes]})
     cluster.record("a_kill", figures)
     assert fraction < 0.6, f"the node was killed late: the look-alike had seen {fraction:.0%} already"
+    assert chat.acknowledged, "the chat load got no message acknowledged"
+    assert not chat_lost, f"{len(chat_lost)} acknowledged chat messages never reached their device: {chat_lost[:5]}"
     assert last is not None, f"slices {sorted(set(slices) - new_owners.keys())} of the dead node " \
                              f"{victim.id} got no new owner"
     assert all(owner != victim.id for owner in new_owners.values())

@@ -254,41 +254,61 @@ extension PostgresStore: AccountStore {
     public func forgetFinishedBadgeGrants() async throws -> Int {
         var forgotten = 0
         var nextAfter: Int64 = 0
+        // As on SQLite: messages found by one seek each, many per read; the finished ones' grants
+        // deleted in bounded transactions of many messages each.
         while true {
             let after = nextAfter
-            let next = try await read { conn -> (id: Int64, sending: Bool)? in
-                guard
-                    let row = try conn.run(
-                        """
-                        SELECT g.message_id, EXISTS (SELECT 1 FROM messages m WHERE m.id = g.message_id AND m.state = 'sending')
-                        FROM badge_grants g WHERE g.message_id > $1 ORDER BY g.message_id LIMIT 1
-                        """, [.int(after)]
-                    ).rows.first
-                else { return nil }
-                return (row.int64(at: 0), row[1].bool ?? false)
+            let found = try await read { conn -> (last: Int64?, finished: [Int64]) in
+                var cursor = after
+                var finished: [Int64] = []
+                for _ in 0..<Self.badgeGrantMessagesPerRound {
+                    guard
+                        let row = try conn.run(
+                            """
+                            SELECT g.message_id, EXISTS (SELECT 1 FROM messages m WHERE m.id = g.message_id AND m.state = 'sending')
+                            FROM badge_grants g WHERE g.message_id > $1 ORDER BY g.message_id LIMIT 1
+                            """, [.int(cursor)]
+                        ).rows.first
+                    else { return (nil, finished) }
+                    cursor = row.int64(at: 0)
+                    if !(row[1].bool ?? false) { finished.append(cursor) }
+                }
+                return (cursor, finished)
             }
-            guard let next else { return forgotten }
-            nextAfter = next.id
-            if next.sending { continue }
-            let messageID = next.id
-            while true {
-                let deleted = try await write { conn -> Int in
-                    // Checked again in the transaction: the message may have been restarted.
-                    let sending = try conn.run(
-                        "SELECT 1 FROM messages WHERE id = $1 AND state = 'sending'", [.int(messageID)])
-                    guard sending.rows.isEmpty else { return 0 }
-                    return try conn.run(
-                        """
-                        DELETE FROM badge_grants WHERE message_id = $1 AND account_id IN
-                            (SELECT account_id FROM badge_grants WHERE message_id = $1 LIMIT $2)
-                        """, [.int(messageID), .int(Int64(Self.badgeGrantsForgottenPerTransaction))]
-                    ).affectedRows ?? 0
+            var pending = found.finished
+            while !pending.isEmpty {
+                let batch = pending
+                let (deleted, done) = try await write { conn -> (Int, Int) in
+                    var budget = Self.badgeGrantsForgottenPerTransaction
+                    var done = 0
+                    for messageID in batch {
+                        // Checked again in the transaction: the message may have been restarted.
+                        let sending = try conn.run(
+                            "SELECT 1 FROM messages WHERE id = $1 AND state = 'sending'", [.int(messageID)])
+                        if sending.rows.isEmpty {
+                            budget -=
+                                try conn.run(
+                                    """
+                                    DELETE FROM badge_grants WHERE message_id = $1 AND account_id IN
+                                        (SELECT account_id FROM badge_grants WHERE message_id = $1 LIMIT $2)
+                                    """, [.int(messageID), .int(Int64(budget))]
+                                ).affectedRows ?? 0
+                            if budget <= 0 { break }
+                        }
+                        done += 1
+                    }
+                    return (Self.badgeGrantsForgottenPerTransaction - budget, done)
                 }
                 forgotten += deleted
-                if deleted < Self.badgeGrantsForgottenPerTransaction { break }
+                pending.removeFirst(done)
             }
+            guard let last = found.last else { return forgotten }
+            nextAfter = last
         }
     }
+
+    /// Messages looked at per read of `forgetFinishedBadgeGrants`.
+    static let badgeGrantMessagesPerRound = 256
 
     // MARK: plumbing
 
