@@ -115,6 +115,22 @@ struct AdminAPI: Sendable {
         }
     }
 
+    /// Wraps the router's middleware for the one admin answer no route of ours gives: the
+    /// router's own OPTIONS (204 and `Allow`) skips the routes' session check, and would tell
+    /// which admin paths exist (a 401 for the others). Without a session it is 401 like every
+    /// other admin request; every route answers through `guarded`, every error through the
+    /// prefix's responder, both of which check the session themselves.
+    func gate(_ request: Request, _ next: Handler) async -> Response {
+        guard request.method == .OPTIONS, request.path.hasPrefix(Self.prefix + "/") else { return await next(request) }
+        do {
+            guard try await sessions.session(for: request) != nil else { return AdminError.unauthorized.response }
+        } catch {
+            logger.warning("admin API: cannot look up the session", metadata: ["error": "\(error)"])
+            return AdminError(503, "unavailable", "the database is busy; try again").response
+        }
+        return AdminHeaders.apply(to: await next(request))
+    }
+
     /// Mounts a handler behind the session and CSRF checks, rendering its errors.
     func add(
         _ method: HTTPMethod, _ path: String, bodyLimit: Int? = nil, on router: Router,

@@ -92,7 +92,6 @@ public final class GatewayRuntime: Sendable {
             let gateway = WakingGateway(engine: engine, changes: store)
 
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
-            router.setMiddleware(HTTPObservation.middleware(router: router, metrics: metrics, logger: logger))
             let metricsServer = mountMetrics(config, metrics: metrics, on: router, logger: logger)
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
@@ -121,6 +120,10 @@ public final class GatewayRuntime: Sendable {
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
                 logger: logger, changes: store)
             adminAPI.register(on: router)
+            let observation = HTTPObservation.middleware(router: router, metrics: metrics, logger: logger)
+            router.setMiddleware { request, next in
+                await observation(request) { request in await adminAPI.gate(request, next) }
+            }
             try mountConsole(config, on: router, logger: logger)
 
             let server = HTTPServer(configuration: HTTPServer.Configuration(config.listen), router: router)

@@ -19,6 +19,8 @@ import TuisongStore
             ("GET", "/messages"), ("POST", "/logout"), ("GET", "/vendors"),
             // Unknown paths and wrong methods too: the API's shape is not visible before login.
             ("GET", "/no-such-thing"), ("PATCH", "/apps"), ("GET", "/login"),
+            // The router's own OPTIONS answer would list the methods of paths that exist.
+            ("OPTIONS", "/apps"), ("OPTIONS", "/apps/\(app.id)"), ("OPTIONS", "/login"), ("OPTIONS", "/no-such-thing"),
         ]
         for (method, path) in probes {
             let result = try await client.call(method, path, json: method == "GET" ? nil : [:])
@@ -56,6 +58,10 @@ import TuisongStore
         let session = try await client.call("GET", "/session")
         #expect(session.status == 200)
         #expect(session.jsonObject["csrf_token"] as? String == csrf)
+        // With a session, OPTIONS says what a path allows.
+        let options = try await client.call("OPTIONS", "/apps")
+        #expect(options.status == 204)
+        #expect(options.headers["allow"]?.contains("POST") == true)
     }
 
     @Test func cookieIsSecureWhenTheConsoleIsServedOverHTTPS() async throws {
