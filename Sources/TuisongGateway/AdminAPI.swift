@@ -42,6 +42,8 @@ struct AdminAPI: Sendable {
     let passwordChecks = PasswordVerifier(concurrency: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
     static let prefix = "/admin/api"
+    /// The router's errors that depend on which admin routes exist: 401 without a session.
+    static let errorsBehindLogin: Set<Int> = [404, 405, 413]
 
     init(
         store: any AdminStore, masterKey: MasterKey, apiKeys: APIKeyAuthenticator?, gateway: (any PushGateway)?,
@@ -79,9 +81,14 @@ struct AdminAPI: Sendable {
     func register(on router: Router) {
         let sessions = self.sessions
         router.setErrorResponder(forPrefix: Self.prefix + "/") { error, request in
-            // Without a session every path is 401, existing or not. Synchronous, so only the
-            // sessions this node has seen count (another node's session gets a 401 here).
-            guard sessions.knownSession(for: request) else { return AdminError.unauthorized.response }
+            // Without a session every path is 401, existing or not: what tells the API's shape
+            // (no such path, a wrong method, a route's body limit). Synchronous, so only the
+            // sessions this node has seen count (another node's session gets a 401 here). The
+            // front door's refusals (framing, sizes of the head, an undecodable target) come
+            // before routing and authentication and are answered as on every other path.
+            if Self.errorsBehindLogin.contains(error.status), !sessions.knownSession(for: request) {
+                return AdminError.unauthorized.response
+            }
             return AdminError(httpError: error).response
         }
         router.add(.POST, Self.prefix + "/login", bodyLimit: 4096) { request in

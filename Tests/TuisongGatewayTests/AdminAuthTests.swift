@@ -35,6 +35,24 @@ import TuisongStore
         #expect(try await gw.runtime.store.app(id: app.id) != nil, "nothing was deleted without a session")
     }
 
+    /// The front door's refusals come before authentication: the login and every other admin
+    /// path answer a request framed two ways with the same 400 as any path of the gateway.
+    @Test func frontDoorRefusalsComeBeforeTheLogin() async throws {
+        let (gw, _) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        for path in ["/admin/api/login", "/admin/api/apps", "/admin/api/no-such-thing", "/api/v1/push"] {
+            let response = try await offPool {
+                let client = try RawHTTPClient(port: gw.port, receiveTimeout: 5)
+                try client.send(
+                    "POST \(path) HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                )
+                return try client.readResponse()
+            }
+            #expect(response.status == 400, "\(path): \(response.text)")
+            #expect(response.errorCode == "bad_request", "\(path): \(response.text)")
+        }
+    }
+
     @Test func loginSetsAStrictHttpOnlyCookieAndACSRFToken() async throws {
         let (gw, client) = try await AdminTestClient.start()
         defer { Task { await gw.stop() } }
