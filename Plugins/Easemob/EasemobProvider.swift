@@ -189,6 +189,16 @@ public struct EasemobProvider: PushProvider {
         }
     }
 
+    /// Runs password hashing (PBKDF2, about 25 ms a password) on the gateway's compute pool;
+    /// its full queue is Easemob's 503 with `Retry-After`.
+    func hashing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        do {
+            return try await context.compute.run(work)
+        } catch is ComputePool.Busy {
+            throw EasemobError.busy
+        }
+    }
+
     func signingKey(appID: Int64) async throws -> [UInt8] {
         if let key = directory.cachedKey(appID: appID) { return key }
         let key = try await store.signingKey(appID: appID, sealer: context.secrets, now: clock.now)

@@ -33,6 +33,9 @@ public final class GatewayRuntime: Sendable {
     /// The separate metrics listener (`metrics.listen`), if configured.
     let metricsServer: HTTPServer?
     public let metrics: GatewayMetrics
+    /// The threads CPU-bound work runs on (the providers' password hashing), off the request
+    /// threads and the cooperative pool.
+    let compute: ComputePool
     let logger: Logger
     /// Recounts the live nodes for the providers' rate limits (`NodeShare`); cancelled on shutdown.
     private let nodeShareRefresh = Mutex<Task<Void, Never>?>(nil)
@@ -98,6 +101,7 @@ public final class GatewayRuntime: Sendable {
             NativePushAPI(engine: engine, authenticator: authenticator, clock: clock, changes: store).register(
                 on: router)
             let nodeShare = NodeShare()
+            let compute = ComputePool.standard()
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
                 // At the gateway's level, whatever handler the process bootstrapped.
                 var providerLogger = Logger(label: "tuisong.\(name)")
@@ -105,7 +109,7 @@ public final class GatewayRuntime: Sendable {
                 return ProviderContext(
                     store: store, accounts: store, database: store.sharedDatabase, gateway: gateway,
                     secrets: MasterKeySealer(masterKey: masterKey), clock: clock, logger: providerLogger,
-                    configuration: config.providerSections[name], nodeShare: nodeShare)
+                    configuration: config.providerSections[name], nodeShare: nodeShare, compute: compute)
             }
             engine.setPolicies(deliveryPolicies(of: providers))
             // Started once the policies are known: a message left sending by the last stop must
@@ -145,7 +149,8 @@ public final class GatewayRuntime: Sendable {
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
                 credentials: credentials, localMock: mock, apns: apns.transport, android: android,
                 credentialBackend: credentialBackend,
-                adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, logger: logger)
+                adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, compute: compute,
+                logger: logger)
             runtime.nodeShareRefresh.withLock { $0 = nodeShare.refreshing(from: store, logger: logger) }
             return runtime
         } catch {
@@ -255,8 +260,9 @@ public final class GatewayRuntime: Sendable {
         config: GatewayConfig, store: any GatewayStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, apns: APNsPushTransport,
         android: AndroidTransports, credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
-        server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, logger: Logger
+        server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, compute: ComputePool, logger: Logger
     ) {
+        self.compute = compute
         self.adminAPI = adminAPI
         self.metricsServer = metricsServer
         self.metrics = metrics
@@ -289,6 +295,7 @@ public final class GatewayRuntime: Sendable {
         nodeShareRefresh.withLock { $0?.cancel() }
         await server.shutdown()
         await metricsServer?.shutdown()
+        compute.shutdown()
         await engine.stop()
         await apns.shutdown()
         android.shutdown()
