@@ -76,6 +76,14 @@ public struct EasemobError: Error, Sendable, Hashable, CustomStringConvertible {
             "Could not find application for \(org)/\(app) from URI: \(path.drop { $0 == "/" })")
     }
 
+    /// Too many wrong passwords for one user at `POST token`: locked for `seconds`, the right
+    /// password included.
+    static func tooManyAttempts(seconds: Int) -> EasemobError {
+        EasemobError(
+            status: 429, error: "too_many_attempts",
+            "too many wrong passwords for this user; try again in \(seconds) s", retryAfter: seconds)
+    }
+
     /// The gateway's queue of CPU-bound work (password hashing) is full.
     static let busy = EasemobError(
         status: 503, error: "service_unavailable", "the server is busy hashing passwords; try again in a second",

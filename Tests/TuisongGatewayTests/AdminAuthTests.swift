@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongHTTP
+import TuisongPlugin
 import TuisongPluginTestKit
 import TuisongStore
 
