@@ -68,7 +68,8 @@ public final class GatewayRuntime: Sendable {
             let admin = try await AdminPassword.bootstrap(
                 settings: store, environment: environment, passwordFile: config.security.initialAdminPasswordFile)
             let credentials = CredentialService(store: store, masterKey: masterKey, clock: clock)
-            let channelCredentials = ChannelCredentialService(store: store, masterKey: masterKey)
+            let channelCredentials = ChannelCredentialService(
+                store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config))
             let apns = try await startAPNs(
                 config, store: store, credentials: credentials, channelSecrets: channelCredentials, clock: clock,
                 logger: logger)
