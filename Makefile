@@ -16,7 +16,7 @@ TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-
 BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3 openssl postgresql
 PYTHON ?= python3
 
-.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster bench-messages clean check-config format lint
+.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster bench-messages bench-cpu clean check-config format lint
 
 all: build
 
@@ -135,6 +135,12 @@ bench-faults: release
 bench-messages: release
 	$(call apt_install,$(BENCH_PACKAGES))
 	bench/messages.sh
+
+# /healthz and a device lookup alone, then during four clients registering 60-user Easemob
+# batches (PBKDF2 on the compute pool; issue #33).
+bench-cpu: release
+	$(call apt_install,$(BENCH_PACKAGES))
+	bench/cpu-isolation.sh
 
 clean:
 	rm -rf .build $(TEST_OUTPUT)

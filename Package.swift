@@ -244,7 +244,7 @@ let package = Package(
             name: "TuisongGatewayTests",
             dependencies: [
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
-                "TuisongAPNsMock", "TuisongCrypto", "TuisongDelivery", "TuisongPluginTestKit",
+                "TuisongAPNsMock", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
             ]),
     ] + vendors.flatMap(provider)
 )

@@ -10,11 +10,14 @@ public struct EasemobError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Easemob's `error` (`unauthorized`, `illegal_argument`, `service_resource_not_found`, …).
     public var error: String
     public var errorDescription: String
+    /// Seconds to wait, sent as `Retry-After` (429, 503).
+    public var retryAfter: Int?
 
-    public init(status: Int, error: String, _ description: String) {
+    public init(status: Int, error: String, _ description: String, retryAfter: Int? = nil) {
         self.status = status
         self.error = error
         self.errorDescription = description
+        self.retryAfter = retryAfter
     }
 
     public var description: String { "\(status) \(error): \(errorDescription)" }
@@ -72,6 +75,19 @@ public struct EasemobError: Error, Sendable, Hashable, CustomStringConvertible {
             status: 404, error: "organization_application_not_found",
             "Could not find application for \(org)/\(app) from URI: \(path.drop { $0 == "/" })")
     }
+
+    /// Too many wrong passwords for one user at `POST token`: locked for `seconds`, the right
+    /// password included.
+    static func tooManyAttempts(seconds: Int) -> EasemobError {
+        EasemobError(
+            status: 429, error: "too_many_attempts",
+            "too many wrong passwords for this user; try again in \(seconds) s", retryAfter: seconds)
+    }
+
+    /// The gateway's queue of CPU-bound work (password hashing) is full.
+    static let busy = EasemobError(
+        status: 503, error: "service_unavailable", "the server is busy hashing passwords; try again in a second",
+        retryAfter: 1)
 
     static func internalError(_ description: String) -> EasemobError {
         EasemobError(status: 500, error: "internal_server_error", description)

@@ -36,9 +36,13 @@ public struct EasemobProvider: PushProvider {
     let directory: EasemobDirectory
     let policy: EasemobDeliveryPolicy
     let limiter: RateLimiter
+    /// Growing delays after wrong passwords at `POST token`, per app and user (as the console's
+    /// login has per address). Per node: each node counts the guesses it sees.
+    let passwordThrottle: LoginThrottle
 
     public init(context: ProviderContext) throws {
         self.context = context
+        passwordThrottle = LoginThrottle(clock: context.clock)
         let configuration = try EasemobConfiguration(context.configuration)
         limiter = RateLimiter(
             rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock,
@@ -177,15 +181,28 @@ public struct EasemobProvider: PushProvider {
         let key = try await signingKey(appID: app.id)
         switch claims.principal {
         case .app:
-            let binding = EasemobToken.appBinding(clientID: settings.clientID, clientSecret: settings.clientSecret)
+            let binding = EasemobToken.appBinding(
+                clientID: settings.clientID, secretRotation: settings.clientSecretRotation)
             return try EasemobToken.verify(token, signingKey: key, binding: binding, now: now).principal
         case .user(let name):
             guard let user = try await store.user(appID: app.id, username: name), let hash = user.passwordHash else {
                 throw EasemobError.unauthorized("Unable to authenticate: the token's user no longer exists")
             }
             return try EasemobToken.verify(
-                token, signingKey: key, binding: EasemobToken.userBinding(passwordHash: hash), now: now
+                token, signingKey: key,
+                binding: EasemobToken.userBinding(passwordHash: hash, secretRotation: settings.clientSecretRotation),
+                now: now
             ).principal
+        }
+    }
+
+    /// Runs password hashing (PBKDF2, about 25 ms a password) on the gateway's compute pool;
+    /// its full queue is Easemob's 503 with `Retry-After`.
+    func hashing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        do {
+            return try await context.compute.run(work)
+        } catch is ComputePool.Busy {
+            throw EasemobError.busy
         }
     }
 

@@ -66,7 +66,9 @@ enum EasemobReply {
             "timestamp": .millis(now), "duration": .int(duration),
         ]
         if let exception = error.exception { fields["exception"] = .string(exception) }
-        return json(fields, status: error.status)
+        var response = json(fields, status: error.status)
+        if let retryAfter = error.retryAfter { response.headers.add(name: "Retry-After", value: String(retryAfter)) }
+        return response
     }
 
     /// Renders the router's own errors (404, 405, 413, timeouts) on Easemob's paths.

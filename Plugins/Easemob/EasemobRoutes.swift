@@ -18,6 +18,7 @@ enum EasemobRoutes {
         group.add(.GET, "\(base)/users/{username}") { await provider.getUser($0) }
         group.add(.PUT, "\(base)/users/{username}") { await provider.updateUser($0) }
         group.add(.DELETE, "\(base)/users/{username}") { await provider.deleteUser($0) }
+        group.add(.PUT, "\(base)/users/{username}/password") { await provider.setPassword($0) }
         group.add(.PUT, "\(base)/users/{username}/push/binding") { await provider.bind($0) }
         group.add(.GET, "\(base)/users/{username}/push/binding") { await provider.bindings($0) }
         group.add(.GET, "\(base)/users/{username}/offline_msg_count") { await provider.offlineCount($0) }

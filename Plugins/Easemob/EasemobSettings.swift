@@ -11,6 +11,11 @@ struct EasemobAppSettings: Sendable, Hashable {
     var clientID: String
     var clientSecret: String
     var timeZone: TimeZone
+    /// Which setting of the client secret this is: its sealed form, new each time the secret is
+    /// set to another value (`AdminVendorSettings` keeps the sealed form of a secret entered
+    /// again unchanged). Tokens are tied to it, so a rotation revokes them for good, even when
+    /// an old secret is set again later.
+    var clientSecretRotation: String = ""
 
     static let vendor = "easemob"
     static let defaultTimeZone = "+08:00"
@@ -52,7 +57,8 @@ struct EasemobAppSettings: Sendable, Hashable {
             throw EasemobError.internalError("the app's Easemob time_zone \(zone) is not a time zone")
         }
         return EasemobAppSettings(
-            org: org, appName: appName, clientID: clientID, clientSecret: secret, timeZone: timeZone)
+            org: org, appName: appName, clientID: clientID, clientSecret: secret, timeZone: timeZone,
+            clientSecretRotation: sealed)
     }
 
     /// The (org, app_name) pair of `app` without opening its secret; nil when not configured.

@@ -177,6 +177,17 @@ struct EasemobStore: Sendable {
         }
     }
 
+    /// Replaces the user's password hash (which revokes the user's tokens). False when there is
+    /// no such user.
+    func setPassword(appID: Int64, username: String, passwordHash: String, now: Date) async throws -> Bool {
+        try await database.write { db in
+            try db.execute(
+                "UPDATE easemob_users SET password_hash = ?, modified_at = ? WHERE app_id = ? AND username = ?",
+                [.text(passwordHash), .integer(SQLTime.milliseconds(now)), .integer(appID), .text(username)])
+            return db.changedRows == 1
+        }
+    }
+
     /// Sets the preferred push language (empty = none). False when there is no such user.
     func setLanguage(appID: Int64, username: String, language: String, now: Date) async throws -> Bool {
         try await database.write { db in

@@ -25,10 +25,13 @@ struct EasemobTokenClaims: Sendable, Hashable {
 ///     YWMt<base64url("a|3|1700000000|1705184000|")>.<base64url(HMAC)>
 ///
 /// The MAC key is HMAC(app signing key, binding): for app tokens the binding is the app's
-/// current client id and secret, for user tokens the user's stored password hash. So rotating
-/// the client secret revokes every app token, and a deleted user's tokens stay dead even when
-/// the name is registered again (a new hash has a new salt). The signing key is random per
-/// app, kept sealed under the master key in `easemob_token_keys`.
+/// client id and the rotation of its client secret (`EasemobAppSettings.clientSecretRotation`:
+/// which setting of the secret, not its value), for user tokens that rotation and the user's
+/// stored password hash. So setting a new client secret revokes every token of the app for
+/// good (setting the old secret again later is another rotation), changing a password revokes
+/// the user's tokens, and a deleted user's tokens stay dead even when the name is registered
+/// again (a new hash has a new salt). The signing key is random per app, kept sealed under the
+/// master key in `easemob_token_keys`.
 enum EasemobToken {
     /// Easemob's tokens start with `YWMt` (app) or `YWMt`-like prefixes; clients only carry them.
     static let prefix = "YWMt"
@@ -71,14 +74,16 @@ enum EasemobToken {
         return claims
     }
 
-    /// The binding of app tokens: the client id and secret they were granted for.
-    static func appBinding(clientID: String, clientSecret: String) -> String {
-        "app\u{0}\(clientID)\u{0}\(clientSecret)"
+    /// The binding of app tokens: the client id and the rotation of the secret they were
+    /// granted under.
+    static func appBinding(clientID: String, secretRotation: String) -> String {
+        "app\u{0}\(clientID)\u{0}\(secretRotation)"
     }
 
-    /// The binding of a user's tokens: the user's stored password hash.
-    static func userBinding(passwordHash: String) -> String {
-        "user\u{0}\(passwordHash)"
+    /// The binding of a user's tokens: the user's stored password hash and the rotation of the
+    /// app's client secret.
+    static func userBinding(passwordHash: String, secretRotation: String) -> String {
+        "user\u{0}\(passwordHash)\u{0}\(secretRotation)"
     }
 
     private static func macKey(signingKey: [UInt8], binding: String) -> [UInt8] {

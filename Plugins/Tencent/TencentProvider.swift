@@ -73,9 +73,10 @@ public struct TencentProvider: PushProvider {
     static let bodyLimit = 64 * 1024
 
     public func register(on router: Router) {
-        // Everything under `/v4/` is Tencent's, errors (404, 405, 413) included.
+        // `/v4` and everything under it is Tencent's, errors (404, 405, 413) included.
         router.addGroup(
-            name: Self.name, claims: { $0.hasPrefix("/v4/") }, errorResponder: TencentReply.errorResponder
+            name: Self.name, claims: { $0 == "/v4" || $0.hasPrefix("/v4/") },
+            errorResponder: TencentReply.errorResponder
         ) { group in
             for method in [HTTPMethod.POST, .GET] {
                 group.add(method, "/v4/{service}/{command}", bodyLimit: Self.bodyLimit) { request in

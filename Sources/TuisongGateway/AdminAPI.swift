@@ -42,6 +42,8 @@ struct AdminAPI: Sendable {
     let passwordChecks = PasswordVerifier(concurrency: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
     static let prefix = "/admin/api"
+    /// The router's errors that depend on which admin routes exist: 401 without a session.
+    static let errorsBehindLogin: Set<Int> = [404, 405, 413]
 
     init(
         store: any AdminStore, masterKey: MasterKey, apiKeys: APIKeyAuthenticator?, gateway: (any PushGateway)?,
@@ -79,9 +81,14 @@ struct AdminAPI: Sendable {
     func register(on router: Router) {
         let sessions = self.sessions
         router.setErrorResponder(forPrefix: Self.prefix + "/") { error, request in
-            // Without a session every path is 401, existing or not. Synchronous, so only the
-            // sessions this node has seen count (another node's session gets a 401 here).
-            guard sessions.knownSession(for: request) else { return AdminError.unauthorized.response }
+            // Without a session every path is 401, existing or not: what tells the API's shape
+            // (no such path, a wrong method, a route's body limit). Synchronous, so only the
+            // sessions this node has seen count (another node's session gets a 401 here). The
+            // front door's refusals (framing, sizes of the head, an undecodable target) come
+            // before routing and authentication and are answered as on every other path.
+            if Self.errorsBehindLogin.contains(error.status), !sessions.knownSession(for: request) {
+                return AdminError.unauthorized.response
+            }
             return AdminError(httpError: error).response
         }
         router.add(.POST, Self.prefix + "/login", bodyLimit: 4096) { request in
@@ -113,6 +120,22 @@ struct AdminAPI: Sendable {
         if let credentials {
             AdminCredentialsAPI(api: self, backend: credentials).register(on: router)
         }
+    }
+
+    /// Wraps the router's middleware for the one admin answer no route of ours gives: the
+    /// router's own OPTIONS (204 and `Allow`) skips the routes' session check, and would tell
+    /// which admin paths exist (a 401 for the others). Without a session it is 401 like every
+    /// other admin request; every route answers through `guarded`, every error through the
+    /// prefix's responder, both of which check the session themselves.
+    func gate(_ request: Request, _ next: Handler) async -> Response {
+        guard request.method == .OPTIONS, request.path.hasPrefix(Self.prefix + "/") else { return await next(request) }
+        do {
+            guard try await sessions.session(for: request) != nil else { return AdminError.unauthorized.response }
+        } catch {
+            logger.warning("admin API: cannot look up the session", metadata: ["error": "\(error)"])
+            return AdminError(503, "unavailable", "the database is busy; try again").response
+        }
+        return AdminHeaders.apply(to: await next(request))
     }
 
     /// Mounts a handler behind the session and CSRF checks, rendering its errors.

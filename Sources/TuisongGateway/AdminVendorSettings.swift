@@ -78,12 +78,16 @@ enum AdminVendorSettings {
     /// Applies an edit `{"acme": {"apikey": "…", "secret_key": "…"}}` to `app`:
     /// - an ordinary setting is set to the string given ("" clears it);
     /// - a secret given as a non-empty string is sealed and stored; "" clears it; absent or
-    ///   null leaves it unchanged (the console never has the old value to resend).
+    ///   null leaves it unchanged (the console never has the old value to resend). A secret
+    ///   given again with the value it has keeps its sealed form (found in the app's settings, or
+    ///   in `previous` when they were cleared first): setting a secret to a new value is a
+    ///   rotation a provider may tie what it issued to (Easemob's tokens), entering the same one
+    ///   again is not.
     /// Each value is checked against its declaration (length, the provider's own rule, unique
     /// across `otherApps`).
     static func apply(
         _ edit: [String: Any], to app: inout App, sealer: any SecretSealer, otherApps: [App],
-        providers: [any PushProvider.Type] = ProviderRegistry.providers
+        providers: [any PushProvider.Type] = ProviderRegistry.providers, previous: [String: [String: String]] = [:]
     ) throws {
         let known = vendors(providers)
         for (vendorName, rawFields) in edit {
@@ -119,9 +123,15 @@ enum AdminVendorSettings {
                     throw AdminError.conflict(path, "app \"\(other.name)\" already uses this \(vendorName) \(key)")
                 }
                 if setting.isSecret {
+                    let context = sealingContext(vendor: vendorName, appID: app.id)
+                    if let sealed = stored[setting.storageKey] ?? previous[vendorName]?[setting.storageKey],
+                        (try? sealer.open(sealed, context: context)) == value
+                    {
+                        stored[setting.storageKey] = sealed
+                        continue
+                    }
                     do {
-                        stored[setting.storageKey] = try sealer.seal(
-                            value, context: sealingContext(vendor: vendorName, appID: app.id))
+                        stored[setting.storageKey] = try sealer.seal(value, context: context)
                     } catch {
                         throw AdminError(500, "internal_error", "the secret could not be encrypted")
                     }
@@ -176,7 +186,8 @@ public enum VendorSettingsUpdate {
         updated.vendorSettings.removeValue(forKey: vendor)
         do {
             try AdminVendorSettings.apply(
-                [vendor: edit], to: &updated, sealer: sealer, otherApps: otherApps, providers: providers)
+                [vendor: edit], to: &updated, sealer: sealer, otherApps: otherApps, providers: providers,
+                previous: app.vendorSettings)
         } catch let error as AdminError {
             throw Refusal(description: error.message)
         } catch {

@@ -31,6 +31,9 @@ public struct CredentialError: Error, Sendable, CustomStringConvertible, Equatab
         case invalidClientID = "invalid_client_id"
         case invalidClientSecret = "invalid_client_secret"
         case invalidBadgeClass = "invalid_badge_class"
+        /// An FCM service account whose project id, client email or token URI is not of the shape
+        /// Google gives them.
+        case invalidServiceAccount = "invalid_service_account"
     }
     public var code: Code
     public var message: String

@@ -33,6 +33,9 @@ public final class GatewayRuntime: Sendable {
     /// The separate metrics listener (`metrics.listen`), if configured.
     let metricsServer: HTTPServer?
     public let metrics: GatewayMetrics
+    /// The threads CPU-bound work runs on (the providers' password hashing), off the request
+    /// threads and the cooperative pool.
+    let compute: ComputePool
     let logger: Logger
     /// Recounts the live nodes for the providers' rate limits (`NodeShare`); cancelled on shutdown.
     private let nodeShareRefresh = Mutex<Task<Void, Never>?>(nil)
@@ -65,7 +68,8 @@ public final class GatewayRuntime: Sendable {
             let admin = try await AdminPassword.bootstrap(
                 settings: store, environment: environment, passwordFile: config.security.initialAdminPasswordFile)
             let credentials = CredentialService(store: store, masterKey: masterKey, clock: clock)
-            let channelCredentials = ChannelCredentialService(store: store, masterKey: masterKey)
+            let channelCredentials = ChannelCredentialService(
+                store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config))
             let apns = try await startAPNs(
                 config, store: store, credentials: credentials, channelSecrets: channelCredentials, clock: clock,
                 logger: logger)
@@ -92,13 +96,13 @@ public final class GatewayRuntime: Sendable {
             let gateway = WakingGateway(engine: engine, changes: store)
 
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
-            router.setMiddleware(HTTPObservation.middleware(router: router, metrics: metrics, logger: logger))
             let metricsServer = mountMetrics(config, metrics: metrics, on: router, logger: logger)
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
             NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
             NativePushAPI(engine: engine, authenticator: authenticator, clock: clock, changes: store).register(
                 on: router)
             let nodeShare = NodeShare()
+            let compute = ComputePool.standard()
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
                 // At the gateway's level, whatever handler the process bootstrapped.
                 var providerLogger = Logger(label: "tuisong.\(name)")
@@ -106,7 +110,7 @@ public final class GatewayRuntime: Sendable {
                 return ProviderContext(
                     store: store, accounts: store, database: store.sharedDatabase, gateway: gateway,
                     secrets: MasterKeySealer(masterKey: masterKey), clock: clock, logger: providerLogger,
-                    configuration: config.providerSections[name], nodeShare: nodeShare)
+                    configuration: config.providerSections[name], nodeShare: nodeShare, compute: compute)
             }
             engine.setPolicies(deliveryPolicies(of: providers))
             // Started once the policies are known: a message left sending by the last stop must
@@ -121,6 +125,10 @@ public final class GatewayRuntime: Sendable {
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
                 logger: logger, changes: store)
             adminAPI.register(on: router)
+            let observation = HTTPObservation.middleware(router: router, metrics: metrics, logger: logger)
+            router.setMiddleware { request, next in
+                await observation(request) { request in await adminAPI.gate(request, next) }
+            }
             try mountConsole(config, on: router, logger: logger)
 
             let server = HTTPServer(configuration: HTTPServer.Configuration(config.listen), router: router)
@@ -142,7 +150,8 @@ public final class GatewayRuntime: Sendable {
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
                 credentials: credentials, localMock: mock, apns: apns.transport, android: android,
                 credentialBackend: credentialBackend,
-                adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, logger: logger)
+                adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, compute: compute,
+                logger: logger)
             runtime.nodeShareRefresh.withLock { $0 = nodeShare.refreshing(from: store, logger: logger) }
             return runtime
         } catch {
@@ -252,8 +261,9 @@ public final class GatewayRuntime: Sendable {
         config: GatewayConfig, store: any GatewayStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, apns: APNsPushTransport,
         android: AndroidTransports, credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
-        server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, logger: Logger
+        server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, compute: ComputePool, logger: Logger
     ) {
+        self.compute = compute
         self.adminAPI = adminAPI
         self.metricsServer = metricsServer
         self.metrics = metrics
@@ -286,6 +296,7 @@ public final class GatewayRuntime: Sendable {
         nodeShareRefresh.withLock { $0?.cancel() }
         await server.shutdown()
         await metricsServer?.shutdown()
+        compute.shutdown()
         await engine.stop()
         await apns.shutdown()
         android.shutdown()

@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import TuisongPlugin
 
 /// Runs password checks (PBKDF2: deliberately ~0.1–0.3 s of CPU each) a bounded number at a
 /// time, on dispatch threads rather than the cooperative pool, so a burst of logins neither
@@ -19,11 +20,7 @@ final class PasswordVerifier: Sendable {
     }
 
     /// What is known of the address a check comes from.
-    enum Standing: Int {
-        case trusted = 0
-        case unknown = 1
-        case suspect = 2
-    }
+    typealias Standing = LoginStanding
 
     let concurrency: Int
     private let state = Mutex(State())

@@ -135,7 +135,8 @@ final class Exchange: @unchecked Sendable {
     private func begin(method methodName: UnsafePointer<CChar>, version: String) -> MHD_Result {
         let methodText = String(cString: methodName)
         method = HTTPMethod(rawValue: methodText)
-        headers = collectHeaders()
+        let collected = collectHeaders()
+        headers = collected.headers
         let routes = core.router.snapshot()
         self.routes = routes
         if core.graceOver.load(ordering: .relaxed) {
@@ -145,10 +146,12 @@ final class Exchange: @unchecked Sendable {
             return reject(.serviceUnavailable("the server is shutting down"))
         }
         let requestLineBytes = methodText.utf8.count + rawTarget.utf8.count + version.utf8.count + 4
+        let headerBytes = Int(tuisong_mhd_connection_header_size(connection))
         if let refusal = FrontDoor.sizeRefusal(
-            headerBytes: Int(tuisong_mhd_connection_header_size(connection)),
-            requestLineBytes: requestLineBytes, limit: core.maxHeaderBytes)
+            headerBytes: headerBytes, requestLineBytes: requestLineBytes, limit: core.maxHeaderBytes)
             ?? FrontDoor.framingRefusal(headers: headers, version: version)
+            ?? FrontDoor.nulRefusal(
+                head: UnsafeRawBufferPointer(start: methodName, count: headerBytes), headers: collected)
         {
             // Answered before MHD reads any body, closing the connection: whatever follows on it
             // (a body framed some other way, a request hidden in it) is never read.
@@ -171,7 +174,7 @@ final class Exchange: @unchecked Sendable {
             return answerWhenComplete(error, limit: routes.table.defaultBodyLimit)
         case .success(let route):
             self.route = route
-            if let declared = headers["Content-Length"], let length = Int(declared) {
+            if let length = declaredLength {
                 guard length <= route.bodyLimit else {
                     return refuseDeclaredBody(length: length, limit: route.bodyLimit)
                 }
@@ -196,13 +199,23 @@ final class Exchange: @unchecked Sendable {
         return MHD_Result.YES
     }
 
+    /// `Content-Length` as a number, saturated at `Int.max`: libmicrohttpd takes any value up to
+    /// 2^64 − 1 (it answers a longer one itself), and one of 2^63 or more, not an `Int`, must not
+    /// pass as "no declared length" and leave the connection waiting for a body that never ends.
+    private var declaredLength: Int? {
+        guard let declared = headers["Content-Length"], !declared.isEmpty,
+            declared.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+        else { return nil }
+        return Int(declared) ?? Int.max
+    }
+
     /// How far past its limit a declared body is read and dropped to answer 413 properly.
     static let discardAllowance = 1 << 20
 
     /// Answers `error` once the request is complete (keeping the connection open), or now if
     /// the declared body is larger than `limit`.
     private func answerWhenComplete(_ error: HTTPError, limit: Int) -> MHD_Result {
-        if let declared = headers["Content-Length"], let length = Int(declared), length > limit {
+        if let length = declaredLength, length > limit {
             return reject(error)
         }
         phase = .discarding(error, budget: limit)
@@ -320,14 +333,15 @@ final class Exchange: @unchecked Sendable {
             body: withBody ? body : [], remoteAddress: remoteAddress(), isTLS: core.isTLS)
     }
 
-    private func collectHeaders() -> HTTPHeaders {
-        let count = MHD_get_connection_values_n(connection, MHD_ValueKind.HEADER_KIND, nil, nil)
-        var headers = HTTPHeaders(reservingCapacity: Int(max(count, 0)))
-        withUnsafeMutablePointer(to: &headers) { pointer in
+    private func collectHeaders() -> CollectedHeaders {
+        let count = Int(max(MHD_get_connection_values_n(connection, MHD_ValueKind.HEADER_KIND, nil, nil), 0))
+        var collected = CollectedHeaders(headers: HTTPHeaders(reservingCapacity: count), places: [])
+        collected.places.reserveCapacity(count)
+        withUnsafeMutablePointer(to: &collected) { pointer in
             _ = MHD_get_connection_values_n(
                 connection, MHD_ValueKind.HEADER_KIND, MHDCallbacks.collectHeader, pointer)
         }
-        return headers
+        return collected
     }
 
     private func remoteAddress() -> String? {

@@ -41,6 +41,11 @@ enum FrontDoor {
                 )
             }
         }
+        // RFC 9110 §7.2: a request with more than one Host is answered 400; a proxy and this
+        // server could otherwise route it by different ones.
+        if headers.values(for: "Host").count > 1 {
+            return .badRequest("Host is sent more than once")
+        }
         let lengths = headers.values(for: "Content-Length")
         let codings = headers.values(for: "Transfer-Encoding")
         if lengths.count > 1 {
@@ -68,6 +73,49 @@ enum FrontDoor {
             )
         }
         return .badRequest("Transfer-Encoding \(excerpt(coding)) is malformed; only chunked is accepted")
+    }
+
+    /// Where libmicrohttpd keeps a field: the addresses of its name and value, and the value's
+    /// length as it reports it.
+    struct FieldPlace {
+        let name: UInt
+        let value: UInt
+        let valueLength: Int
+    }
+
+    /// Why a request whose field values hold a NUL byte must be refused (400), or nil.
+    ///
+    /// libmicrohttpd 0.9.75 parses the head in place and reports each value up to its first NUL
+    /// (`strlen`): `Transfer-Encoding: chunked\0gzip` reaches us, and frames the body, as
+    /// `chunked`, while an intermediary may read the whole value. RFC 9110 §5.5 forbids NUL in a
+    /// field value. What follows a value up to the next field's name (or the end of the head)
+    /// is its line end, which libmicrohttpd overwrote with zeros: one (LF) or two (CRLF) between
+    /// fields, two to four at the end (the blank line). Anything else there is the rest of a
+    /// value after a NUL, or a folded continuation line (obs-fold, RFC 9112 §5.2), which a
+    /// server may refuse the same way.
+    ///
+    /// - Parameter head: the request line and header block as libmicrohttpd holds it (from the
+    ///   method's first byte, `MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE` bytes).
+    static func nulRefusal(head: UnsafeRawBufferPointer, headers: CollectedHeaders) -> HTTPError? {
+        guard let base = head.baseAddress, !headers.places.isEmpty else { return nil }
+        let start = UInt(bitPattern: base)
+        let end = start + UInt(head.count)
+        func refusal(_ index: Int) -> HTTPError {
+            let fields = Array(headers.headers)
+            let name = index < fields.count ? fields[index].name : ""
+            return .badRequest("header field \(excerpt(name)) holds a NUL byte or continues on a folded line")
+        }
+        for (index, place) in headers.places.enumerated() {
+            let valueEnd = place.value + UInt(place.valueLength)
+            let isLast = index == headers.places.count - 1
+            let next = isLast ? end : headers.places[index + 1].name
+            guard place.value >= start, valueEnd <= next, next <= end else { return refusal(index) }
+            let gap = Int(next - valueEnd)
+            guard isLast ? (2...4).contains(gap) : (1...2).contains(gap) else { return refusal(index) }
+            let offset = Int(valueEnd - start)
+            for byte in head[offset..<(offset + gap)] where byte != 0 { return refusal(index) }
+        }
+        return nil
     }
 
     /// Why a request whose request line and headers take `headerBytes` must be refused, or nil

@@ -200,14 +200,17 @@ enum MHDCallbacks {
 
     static let collectHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
         guard let cls, let key else { return MHD_Result.YES }
-        let headers = cls.assumingMemoryBound(to: HTTPHeaders.self)
+        let collected = cls.assumingMemoryBound(to: CollectedHeaders.self)
         let name = String(
             decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self)
         let text =
             value.map {
                 String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self)
             } ?? ""
-        headers.pointee.add(name: name, value: text)
+        collected.pointee.headers.add(name: name, value: text)
+        collected.pointee.places.append(
+            FrontDoor.FieldPlace(
+                name: UInt(bitPattern: key), value: UInt(bitPattern: value ?? key), valueLength: valueSize))
         return MHD_Result.YES
     }
 
@@ -229,6 +232,12 @@ enum MHDCallbacks {
         while message.hasSuffix("\n") { message.removeLast() }
         core.log(message)
     }
+}
+
+/// What `collectHeader` gathers: the fields, and where libmicrohttpd keeps each one.
+struct CollectedHeaders {
+    var headers: HTTPHeaders
+    var places: [FrontDoor.FieldPlace]
 }
 
 /// The text before the first NUL of a C character buffer.

@@ -81,13 +81,18 @@ public struct ProviderContext: Sendable {
     public var configuration: JSONValue?
     /// This node's share of the gateway's limits (`RateLimiter`): 1 / live nodes.
     public var nodeShare: NodeShare
+    /// Where CPU-bound work goes (password hashing, key derivation): never inline in a handler,
+    /// where it would hold a request thread or a cooperative-pool thread. Its `Busy` is the
+    /// provider's "busy, retry" (503 with `Retry-After`) in its own dialect.
+    public var compute: ComputePool
 
     public init(
         store: any ProviderStore, accounts: any AccountStore, database: any SharedDatabase, gateway: any PushGateway,
         secrets: any SecretSealer, clock: any Clock, logger: Logger, configuration: JSONValue?,
-        nodeShare: NodeShare = NodeShare()
+        nodeShare: NodeShare = NodeShare(), compute: ComputePool = .standard()
     ) {
         self.nodeShare = nodeShare
+        self.compute = compute
         self.store = store
         self.accounts = accounts
         self.database = database

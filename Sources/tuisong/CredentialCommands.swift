@@ -182,8 +182,9 @@ struct CredentialCommand: AsyncParsableCommand {
             let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
             let record: ChannelCredentialRecord
             do {
-                record = try await ChannelCredentialService(store: store, masterKey: masterKey).add(
-                    upload, appID: app, selector: try selector)
+                record = try await ChannelCredentialService(
+                    store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config)
+                ).add(upload, appID: app, selector: try selector)
             } catch let error as CredentialError {
                 throw ValidationError(error.message)
             }

@@ -130,28 +130,35 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func tokensSurviveARestartAndSecretRotationRevokesThem() async throws {
+    @Test func tokensSurviveARestartAndSecretRotationRevokesThemForGood() async throws {
         let directory = FileManager.default.temporaryDirectory.appending(
             path: "tuisong-easemob-restart-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         var token = ""
+        var bobToken = ""
         try await EasemobGateway.with(in: directory, keep: true) { gw in
             token = try await gw.appToken()
             try await gw.register(token, [["username": "bob", "password": "pw"]])
+            bobToken = try #require(
+                try await gw.call("POST", "/token", ["grant_type": "password", "username": "bob", "password": "pw"])
+                    .jsonObject["access_token"] as? String)
         }
         try await EasemobGateway.with(in: directory, keep: true) { gw in
             #expect(try await gw.call("GET", "/users/bob", token: token).status == 200)
-            // A new client secret: the old app tokens are dead, new ones work.
-            var app = gw.app
-            let settings = try #require(
-                try EasemobAppSettings.of(app, sealer: MasterKeySealer(masterKey: gw.runtime.masterKey)))
-            var rotated = settings
-            rotated.clientSecret = "rotated-secret"
-            app.vendorSettings["easemob"] = try rotated.stored(
-                appID: app.id, sealer: MasterKeySealer(masterKey: gw.runtime.masterKey))
-            try await gw.runtime.store.updateApp(app)
+            #expect(try await gw.call("GET", "/users/bob/push/binding", token: bobToken).status == 200)
+            // A new client secret: the old app and user tokens are dead, new ones work.
+            let sealer = MasterKeySealer(masterKey: gw.runtime.masterKey)
+            func setSecret(_ secret: String) async throws {
+                var app = try #require(try await gw.runtime.store.app(id: gw.app.id))
+                var settings = try #require(try EasemobAppSettings.of(app, sealer: sealer))
+                settings.clientSecret = secret
+                app.vendorSettings["easemob"] = try settings.stored(appID: app.id, sealer: sealer)
+                try await gw.runtime.store.updateApp(app)
+            }
+            try await setSecret("rotated-secret")
             let revoked = try await gw.call("GET", "/users/bob", token: token)
             #expect(revoked.status == 401 && revoked.error == "unauthorized")
+            #expect(try await gw.call("GET", "/users/bob/push/binding", token: bobToken).status == 401)
             let fresh = try await gw.call(
                 "POST", "/token",
                 [
@@ -160,6 +167,62 @@ import TuisongPluginTestKit
                 ])
             let newToken = try #require(fresh.jsonObject["access_token"] as? String)
             #expect(try await gw.call("GET", "/users/bob", token: newToken).status == 200)
+            // The old secret set again is one more rotation: what was issued under it stays dead.
+            try await setSecret(EasemobGateway.clientSecret)
+            #expect(try await gw.call("GET", "/users/bob", token: token).status == 401)
+            #expect(try await gw.call("GET", "/users/bob/push/binding", token: bobToken).status == 401)
+            #expect(try await gw.call("GET", "/users/bob", token: newToken).status == 401)
+            #expect(try await gw.call("GET", "/users/bob", token: try await gw.appToken()).status == 200)
+        }
+    }
+
+    @Test func aNewPasswordRevokesTheUsersTokens() async throws {
+        try await EasemobGateway.with { gw in
+            let token = try await gw.appToken()
+            try await gw.register(token, [["username": "bob", "password": "old"]])
+            func login(_ password: String) async throws -> TestResponse {
+                try await gw.call(
+                    "POST", "/token", ["grant_type": "password", "username": "bob", "password": password])
+            }
+            let bobToken = try #require(try await login("old").jsonObject["access_token"] as? String)
+            let changed = try await gw.call("PUT", "/users/bob/password", ["newpassword": "new"], token: token)
+            #expect(changed.status == 200, "\(changed.text)")
+            #expect(changed.jsonObject["action"] as? String == "set user password")
+            // A user token cannot change a password; an unknown user is Easemob's 404.
+            #expect(
+                try await gw.call("PUT", "/users/bob/password", ["newpassword": "x"], token: bobToken).status == 401)
+            #expect(
+                try await gw.call("PUT", "/users/nobody/password", ["newpassword": "x"], token: token).status == 404)
+            #expect(try await gw.call("GET", "/users/bob/push/binding", token: bobToken).status == 401)
+            #expect(try await login("old").error == "invalid_grant")
+            let fresh = try #require(try await login("new").jsonObject["access_token"] as? String)
+            #expect(try await gw.call("GET", "/users/bob/push/binding", token: fresh).status == 200)
+        }
+    }
+
+    @Test func wrongPasswordsLockTheUserOutForGrowingDelays() async throws {
+        let clock = ManualClock(Date())
+        try await EasemobGateway.with(clock: clock) { gw in
+            let token = try await gw.appToken()
+            try await gw.register(
+                token, [["username": "bob", "password": "right"], ["username": "amy", "password": "a"]])
+            func login(_ user: String, _ password: String) async throws -> TestResponse {
+                try await gw.call("POST", "/token", ["grant_type": "password", "username": user, "password": password])
+            }
+            for attempt in 1...3 {
+                let wrong = try await login("bob", "wrong \(attempt)")
+                #expect(wrong.status == 400 && wrong.error == "invalid_grant", "the first failures are free")
+            }
+            let fourth = try await login("bob", "wrong 4")
+            #expect(fourth.status == 429 && fourth.error == "too_many_attempts", "\(fourth.text)")
+            #expect(fourth.headers["retry-after"] == "1")
+            // Locked: the right password waits too; another user does not.
+            let locked = try await login("bob", "right")
+            #expect(locked.status == 429 && locked.headers["retry-after"] == "1")
+            #expect(try await login("amy", "a").status == 200)
+            clock.advance(by: 1.1)
+            #expect(try await login("bob", "right").status == 200, "the lock ends and a success clears the record")
+            #expect(try await login("bob", "wrong again").status == 400)
         }
     }
 }

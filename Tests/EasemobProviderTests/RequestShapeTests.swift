@@ -110,7 +110,10 @@ import TuisongPluginTestKit
         let app = App(
             id: 5, name: "a", bundleID: "com.example", apiKeyHash: "h", createdAt: Date(), updatedAt: Date(),
             vendorSettings: ["easemob": stored])
-        #expect(try EasemobAppSettings.of(app, sealer: sealer) == settings)
+        // Read back with the rotation of the secret it was stored under: its sealed form.
+        var expected = settings
+        expected.clientSecretRotation = try #require(stored["client_secret_sealed"])
+        #expect(try EasemobAppSettings.of(app, sealer: sealer) == expected)
         #expect(EasemobAppSettings.pair(of: app) == EasemobPair(org: "ACME", appName: "Chat"))
         // Sealed for app 5, the secret does not open as app 6's.
         var moved = app

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TuisongCore
 import TuisongHTTP
@@ -15,7 +16,7 @@ import TuisongPluginTestKit
         let clock: ManualClock
         let router: TestRouter
 
-        init(configuration: JSONValue? = nil) async throws {
+        init(configuration: JSONValue? = nil, compute: ComputePool? = nil) async throws {
             clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
             temporary = try TemporaryStore(providers: [EasemobProvider.self], clock: clock)
             let sealer = try TestSealer()
@@ -29,7 +30,7 @@ import TuisongPluginTestKit
             let provider = try EasemobProvider(
                 context: temporary.context(
                     gateway: RecordingGateway(store: temporary.store, clock: clock), secrets: sealer,
-                    configuration: configuration))
+                    configuration: configuration, compute: compute))
             router = TestRouter()
             provider.register(on: router.router)
         }
@@ -64,6 +65,41 @@ import TuisongPluginTestKit
         #expect(try await f.token().status == 200)
         #expect(try await f.token().status == 200)
         #expect(try await f.token().status == 429)
+    }
+
+    /// Password hashing waits for the gateway's compute pool (never the request's thread or the
+    /// cooperative pool); when the pool's queue is full, Easemob's 503 with `Retry-After`.
+    @Test func passwordHashingGoesToTheComputePoolAndAFullQueueIs503() async throws {
+        let compute = ComputePool(threads: 1, queueLimit: 0)
+        let f = try await Fixture(compute: compute)
+        defer { f.temporary.remove() }
+        let token = try #require(try await f.token().jsonObject["access_token"] as? String)
+        let headers = ["Authorization": "Bearer \(token)"]
+        // The pool's only thread held, no room to wait.
+        let gate = DispatchSemaphore(value: 0)
+        let entered = Mutex(false)
+        let holding = Task {
+            try await compute.run {
+                entered.withLock { $0 = true }
+                gate.wait()
+            }
+        }
+        while !entered.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        let users = [["username": "bob", "password": "pw"]]
+        let busy = try await f.router.send(.POST, "/acme/chat/users", json: users, headers: headers)
+        #expect(busy.status == 503, "\(busy.text)")
+        #expect(busy.jsonObject["error"] as? String == "service_unavailable")
+        #expect(busy.headers["retry-after"] == "1")
+        let login = try await f.router.send(
+            .POST, "/acme/chat/token", json: ["grant_type": "password", "username": "bob", "password": "pw"])
+        #expect(login.status == 503)
+        gate.signal()
+        try await holding.value
+        // Once the thread is back for more (a moment after its job ended), the batch goes through.
+        let registered = try await eventually(within: 10, every: .milliseconds(20)) {
+            try await f.router.send(.POST, "/acme/chat/users", json: users, headers: headers).status == 200
+        }
+        #expect(registered)
     }
 
     @Test func aTokenLivesItsTTLOnTheGatewaysClock() async throws {

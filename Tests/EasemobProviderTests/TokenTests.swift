@@ -8,7 +8,7 @@ import TuisongCrypto
 @Suite struct TokenTests {
     let key = SecureRandom.bytes(32)
     let now = Date(timeIntervalSince1970: 1_700_000_000)
-    let appBinding = EasemobToken.appBinding(clientID: "YXA6id", clientSecret: "YXA6secret")
+    let appBinding = EasemobToken.appBinding(clientID: "YXA6id", secretRotation: "sealed-1")
 
     @Test func appTokenVerifiesUntilItExpires() throws {
         let claims = EasemobTokenClaims(appID: 7, principal: .app, issuedAt: 1_700_000_000, expiresAt: 1_700_000_001)
@@ -30,14 +30,23 @@ import TuisongCrypto
     }
 
     @Test func userTokenCarriesTheUser() throws {
-        let binding = EasemobToken.userBinding(passwordHash: "pbkdf2-sha256$1$a$b")
+        let binding = EasemobToken.userBinding(passwordHash: "pbkdf2-sha256$1$a$b", secretRotation: "sealed-1")
         let claims = EasemobTokenClaims(appID: 7, principal: .user("bob.1"), issuedAt: 1, expiresAt: nil)
         let token = EasemobToken.issue(claims, signingKey: key, binding: binding)
         #expect(try EasemobToken.verify(token, signingKey: key, binding: binding, now: now).principal == .user("bob.1"))
-        // Another password hash (the user deleted and registered again): dead.
+        // Another password hash (a new password, or the user deleted and registered again): dead.
         #expect(throws: EasemobError.self) {
             try EasemobToken.verify(
-                token, signingKey: key, binding: EasemobToken.userBinding(passwordHash: "other"), now: now)
+                token, signingKey: key,
+                binding: EasemobToken.userBinding(passwordHash: "other", secretRotation: "sealed-1"),
+                now: now)
+        }
+        // Another setting of the app's client secret: dead too.
+        #expect(throws: EasemobError.self) {
+            try EasemobToken.verify(
+                token, signingKey: key,
+                binding: EasemobToken.userBinding(passwordHash: "pbkdf2-sha256$1$a$b", secretRotation: "sealed-2"),
+                now: now)
         }
     }
 
@@ -60,7 +69,8 @@ import TuisongCrypto
         // A rotated client secret revokes app tokens.
         #expect(throws: EasemobError.self) {
             try EasemobToken.verify(
-                token, signingKey: key, binding: EasemobToken.appBinding(clientID: "YXA6id", clientSecret: "new"),
+                token, signingKey: key,
+                binding: EasemobToken.appBinding(clientID: "YXA6id", secretRotation: "sealed-2"),
                 now: now)
         }
     }

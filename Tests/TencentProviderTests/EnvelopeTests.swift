@@ -44,12 +44,16 @@ import TuisongPluginTestKit
         provider.register(on: router.router)
         #expect(router.router.groupName(claiming: "/v4/openim/sendmsg") == "tencent")
         #expect(router.router.groupName(claiming: "/v4/no/such/command") == "tencent")
+        #expect(router.router.groupName(claiming: "/v4") == "tencent")
+        #expect(router.router.groupName(claiming: "/v4x") == nil)
         #expect(router.router.groupName(claiming: "/api/v1/push") == nil)
-        // A path under /v4/ that no route matches (a GET too: no static files there).
+        // A path under /v4/ that no route matches, or bare /v4 (a GET too: no static files there).
         for method in [HTTPMethod.GET, .POST] {
-            let response = try await router.send(method, "/v4/openim")
-            #expect(response.status == 200)
-            #expect(response.jsonObject["ErrorCode"] as? Int == 60002, "\(response.text)")
+            for path in ["/v4/openim", "/v4", "/v4/"] {
+                let response = try await router.send(method, path)
+                #expect(response.status == 200, "\(method) \(path)")
+                #expect(response.jsonObject["ErrorCode"] as? Int == 60002, "\(method) \(path): \(response.text)")
+            }
         }
     }
 

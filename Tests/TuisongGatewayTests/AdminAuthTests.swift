@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongHTTP
+import TuisongPlugin
 import TuisongPluginTestKit
 import TuisongStore
 
@@ -19,6 +20,8 @@ import TuisongStore
             ("GET", "/messages"), ("POST", "/logout"), ("GET", "/vendors"),
             // Unknown paths and wrong methods too: the API's shape is not visible before login.
             ("GET", "/no-such-thing"), ("PATCH", "/apps"), ("GET", "/login"),
+            // The router's own OPTIONS answer would list the methods of paths that exist.
+            ("OPTIONS", "/apps"), ("OPTIONS", "/apps/\(app.id)"), ("OPTIONS", "/login"), ("OPTIONS", "/no-such-thing"),
         ]
         for (method, path) in probes {
             let result = try await client.call(method, path, json: method == "GET" ? nil : [:])
@@ -31,6 +34,24 @@ import TuisongStore
             "GET", "/apps", cookie: "tuisong_session=" + String(repeating: "A", count: 43))
         #expect(forged.status == 401)
         #expect(try await gw.runtime.store.app(id: app.id) != nil, "nothing was deleted without a session")
+    }
+
+    /// The front door's refusals come before authentication: the login and every other admin
+    /// path answer a request framed two ways with the same 400 as any path of the gateway.
+    @Test func frontDoorRefusalsComeBeforeTheLogin() async throws {
+        let (gw, _) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        for path in ["/admin/api/login", "/admin/api/apps", "/admin/api/no-such-thing", "/api/v1/push"] {
+            let response = try await offPool {
+                let client = try RawHTTPClient(port: gw.port, receiveTimeout: 5)
+                try client.send(
+                    "POST \(path) HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                )
+                return try client.readResponse()
+            }
+            #expect(response.status == 400, "\(path): \(response.text)")
+            #expect(response.errorCode == "bad_request", "\(path): \(response.text)")
+        }
     }
 
     @Test func loginSetsAStrictHttpOnlyCookieAndACSRFToken() async throws {
@@ -56,6 +77,10 @@ import TuisongStore
         let session = try await client.call("GET", "/session")
         #expect(session.status == 200)
         #expect(session.jsonObject["csrf_token"] as? String == csrf)
+        // With a session, OPTIONS says what a path allows.
+        let options = try await client.call("OPTIONS", "/apps")
+        #expect(options.status == 204)
+        #expect(options.headers["allow"]?.contains("POST") == true)
     }
 
     @Test func cookieIsSecureWhenTheConsoleIsServedOverHTTPS() async throws {

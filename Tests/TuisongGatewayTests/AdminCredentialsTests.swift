@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongCrypto
+import TuisongGateway
 import TuisongPluginTestKit
 
 @testable import TuisongGateway
@@ -199,13 +200,87 @@ import TuisongPluginTestKit
 /// checked, stored sealed, listed without their secrets and deleted; a file whose key does not
 /// load is refused with the reason.
 @Suite(.serialized) struct AdminChannelCredentialsTests {
-    static func serviceAccount(privateKey: String, projectID: String = "console-project") throws -> String {
+    static func serviceAccount(
+        privateKey: String, projectID: String = "console-project", clientEmail: String? = nil,
+        tokenURI: String = "https://oauth2.googleapis.com/token"
+    ) throws -> String {
         let object: [String: String] = [
             "type": "service_account", "project_id": projectID, "private_key_id": "k1",
-            "private_key": privateKey, "client_email": "push@\(projectID).iam.gserviceaccount.com",
-            "token_uri": "https://oauth2.googleapis.com/token",
+            "private_key": privateKey, "client_email": clientEmail ?? "push@\(projectID).iam.gserviceaccount.com",
+            "token_uri": tokenURI,
         ]
         return try JSONSerialization.data(withJSONObject: object).base64EncodedString()
+    }
+
+    /// The fields of a credential are checked against the shapes the services give them (issue
+    /// #33's probe had them all accepted): they end up in URLs, signed assertions and the
+    /// console, and `token_uri` is where a signed assertion goes.
+    @Test func fieldsOutsideTheServicesShapesAreRefusedInOneSentence() async throws {
+        let (gw, client) = try await AdminTestClient.start(environment: ["TUISONG_APNS_LOCAL_MOCK": "false"])
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let app = try await gw.runtime.store.createApp(name: "c", bundleID: "com.example.android", apiKeyHash: "h")
+        let path = "/apps/\(app.id)/channel-credentials"
+        let keyPEM = try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()
+        func refusal(_ body: [String: Any]) async throws -> (code: String?, field: String?, message: String) {
+            let answer = try await client.call("POST", path, json: body)
+            #expect(answer.status == 422, "\(body): \(answer.text)")
+            let message = (answer.jsonObject["error"] as? [String: Any])?["message"] as? String ?? ""
+            #expect(!message.isEmpty && !message.contains("\n"))
+            return (answer.errorCode, answer.errorField, message)
+        }
+        for projectID in [
+            "../../x", "push\u{202E}tcejorp", String(repeating: "a", count: 4096), "Console-Project", "short",
+        ] {
+            let answer = try await refusal(
+                ["channel": "fcm", "file": try Self.serviceAccount(privateKey: keyPEM, projectID: projectID)])
+            #expect(answer.code == "invalid_service_account" && answer.field == "file")
+            #expect(answer.message.contains("project_id"), "\(answer.message)")
+        }
+        for email in ["not an email", "push@", "@example.com", "push@localhost", "a\u{202E}b@example.com"] {
+            let answer = try await refusal(
+                ["channel": "fcm", "file": try Self.serviceAccount(privateKey: keyPEM, clientEmail: email)])
+            #expect(answer.message.contains("client_email"), "\(email): \(answer.message)")
+        }
+        for uri in [
+            "http://127.0.0.1:1/", "https://127.0.0.1:1/token", "http://oauth2.googleapis.com/token",
+            "https://evil.example/token",
+        ] {
+            let answer = try await refusal(
+                ["channel": "fcm", "file": try Self.serviceAccount(privateKey: keyPEM, tokenURI: uri)])
+            #expect(answer.message.contains("token_uri"), "\(uri): \(answer.message)")
+        }
+        for (channel, appID) in [("huawei", "0"), ("huawei", "12345678901234567890"), ("honor", "007"), ("vivo", "-5")]
+        {
+            let answer = try await refusal([
+                "channel": channel, "vendor_app_id": appID, "client_id": "c", "client_secret": "s",
+            ])
+            #expect(answer.code == "invalid_vendor_app_id" && answer.field == "vendor_app_id", "\(channel) \(appID)")
+        }
+        // What Google's console and the developer consoles hand out is accepted.
+        let accepted = try await client.call(
+            "POST", path,
+            json: ["channel": "fcm", "file": try Self.serviceAccount(privateKey: keyPEM, projectID: "my-app-1a2b3")])
+        #expect(accepted.status == 201, "\(accepted.text)")
+        let huawei = try await client.call(
+            "POST", path,
+            json: ["channel": "huawei", "vendor_app_id": "104432144", "client_id": "104432144", "client_secret": "s"])
+        #expect(huawei.status == 201, "\(huawei.text)")
+    }
+
+    /// A test's or local mode's look-alike: a token_uri on a host the operator's config names.
+    @Test func aLookAlikeTokenHostIsAllowedWhereTheConfigNamesIt() throws {
+        func hosts(_ environment: [String: String]) throws -> Set<String> {
+            ChannelCredentialService.testTokenHosts(try GatewayConfig.load(fileContents: nil, environment: environment))
+        }
+        // Local mode (the default): every token request goes to the bundled look-alike.
+        #expect(try hosts([:]).contains("127.0.0.1"))
+        #expect(try hosts(["TUISONG_APNS_LOCAL_MOCK": "false"]).isEmpty, "Google's endpoints only")
+        #expect(
+            try hosts([
+                "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_TRANSPORTS_FCM_URL": "https://fcm-lookalike.test:8443",
+            ])
+                == ["fcm-lookalike.test"])
     }
 
     @Test func fcmAndHuaweiAreAddedListedRefusedAndDeleted() async throws {

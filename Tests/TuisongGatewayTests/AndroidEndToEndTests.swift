@@ -166,8 +166,11 @@ import TuisongPluginTestKit
         ])
         defer { Task { await gw.stop() } }
         let (appID, key) = try await gw.createApp(bundleID: "com.example.prod")
-        _ = try await ChannelCredentialService(store: gw.runtime.store, masterKey: gw.runtime.masterKey).add(
-            .fcm(serviceAccountJSON: setup.fcmServiceAccountJSON(tokenURI: base + "/token")), appID: appID)
+        // The config points FCM at the look-alike, so a token_uri on its host is allowed.
+        _ = try await ChannelCredentialService(
+            store: gw.runtime.store, masterKey: gw.runtime.masterKey,
+            testTokenHosts: ChannelCredentialService.testTokenHosts(gw.runtime.config)
+        ).add(.fcm(serviceAccountJSON: setup.fcmServiceAccountJSON(tokenURI: base + "/token")), appID: appID)
         try await register(gw, key, "fcm-a", ["channel": "fcm", "tags": ["t"]])
         try await register(gw, key, "unregistered-fcm-b", ["channel": "fcm", "tags": ["t"]])
         try await register(gw, key, "huawei-a", ["channel": "huawei", "tags": ["t"]])

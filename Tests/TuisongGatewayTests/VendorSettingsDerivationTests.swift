@@ -101,6 +101,46 @@ private struct Sealer: SecretSealer {
             ])
     }
 
+    /// A sealer whose every sealing is new (a counter standing in for AES-GCM's random nonce).
+    private final class CountingSealer: SecretSealer, @unchecked Sendable {
+        // @unchecked: used by one test at a time, on one task.
+        var sealed = 0
+        func seal(_ plaintext: String, context: String) throws -> String {
+            sealed += 1
+            return "\(sealed):\(plaintext)"
+        }
+        func open(_ sealed: String, context: String) throws -> String {
+            String(sealed.drop { $0 != ":" }.dropFirst())
+        }
+    }
+
+    /// Setting a secret to a new value is a rotation (a new sealed form, which Easemob ties its
+    /// tokens to); entering the same value again, in the console or the CLI, is not.
+    @Test func aSecretEnteredAgainUnchangedKeepsItsSealedForm() throws {
+        let sealer = CountingSealer()
+        var target = app(4)
+        func secret() -> String? { target.vendorSettings["declaring"]?["secret_key_sealed"] }
+        try AdminVendorSettings.apply(
+            ["declaring": ["sdkappid": "1", "secret_key": "old"]], to: &target, sealer: sealer, otherApps: [],
+            providers: providers)
+        let first = try #require(secret())
+        try AdminVendorSettings.apply(
+            ["declaring": ["secret_key": "old"]], to: &target, sealer: sealer, otherApps: [], providers: providers)
+        #expect(secret() == first)
+        try VendorSettingsUpdate.replace(
+            vendor: "declaring", with: ["sdkappid": "1", "secret_key": "old"], in: &target, sealer: sealer,
+            otherApps: [], providers: providers)
+        #expect(secret() == first, "the CLI's replace keeps it too")
+        try AdminVendorSettings.apply(
+            ["declaring": ["secret_key": "new"]], to: &target, sealer: sealer, otherApps: [], providers: providers)
+        let rotated = try #require(secret())
+        #expect(rotated != first)
+        // The old value set again: a rotation too, with a sealed form of its own.
+        try AdminVendorSettings.apply(
+            ["declaring": ["secret_key": "old"]], to: &target, sealer: sealer, otherApps: [], providers: providers)
+        #expect(secret() != first && secret() != rotated)
+    }
+
     @Test func checkConfigMasksDeclaredSecretsOfProviderSections() throws {
         let config = try GatewayConfig.load(
             fileContents: Data(#"{"baidu": {"secret_key": "plain-secret-value", "requests_per_second": 5}}"#.utf8),

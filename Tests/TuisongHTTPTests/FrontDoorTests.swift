@@ -127,6 +127,9 @@ struct FrontDoorTests {
         ("Transfer-Encoding: \u{0B}chunked", false, 400, "bad_request"),
         ("Transfer-Encoding: chunked, chunked", false, 400, "bad_request"),
         ("Transfer-Encoding: xchunked", false, 501, "not_implemented"),
+        // libmicrohttpd reports a value up to its first NUL: it would frame by "chunked".
+        ("Transfer-Encoding: chunked\u{0}gzip", false, 400, "bad_request"),
+        ("X-A: a\u{0}b\r\nTransfer-Encoding: chunked", false, 400, "bad_request"),
     ]
 
     @Test("obfuscated Transfer-Encoding: 400 (501 for an unknown coding) in JSON, closed", arguments: obfuscated)
@@ -142,6 +145,48 @@ struct FrontDoorTests {
             request = "POST /api/v1/push HTTP/1.1\r\nHost: a\r\n\(header)\r\n\r\n" + chunkedEndThenHidden
         }
         try await expectRefusal(request, status: status, code: code)
+    }
+
+    @Test("Host twice: 400 in JSON, closed")
+    func hostTwice() async throws {
+        try await expectRefusal(
+            "PUT /api/v1/devices/abc HTTP/1.1\r\nHost: a\r\nHost: b\r\nContent-Length: 0\r\n\r\n",
+            status: 400, code: "bad_request")
+    }
+
+    @Test(
+        "a NUL in a field value: 400 in JSON, closed", arguments: ["X-A: a\u{0}", "X-A: a\u{0}\u{0}b", "Host: a\u{0}b"])
+    func nulInAValue(_ field: String) async throws {
+        try await expectRefusal(
+            "PUT /api/v1/devices/abc HTTP/1.1\r\n\(field)\r\nContent-Length: 0\r\n\r\n",
+            status: 400, code: "bad_request")
+    }
+
+    @Test("a folded field line (obs-fold): 400 in JSON, closed")
+    func foldedLine() async throws {
+        try await expectRefusal(
+            "PUT /api/v1/devices/abc HTTP/1.1\r\nHost: a\r\nX-A: a\r\n b\r\nContent-Length: 0\r\n\r\n",
+            status: 400, code: "bad_request")
+    }
+
+    @Test(
+        "a Content-Length of 2^63 or more that libmicrohttpd takes (up to 2^64 − 1): 413 at once, closed",
+        arguments: ["9223372036854775807", "9223372036854775808", "18446744073709551615"])
+    func contentLengthPastInt(_ length: String) async throws {
+        let hits = RouteHits()
+        try await withServer(router: frontDoorRouter(hits)) { server in
+            let port = server.port
+            try await offPool {
+                // The receive timeout is far shorter than the server's 30 s receive deadline.
+                let client = try RawHTTPClient(port: port, receiveTimeout: 5)
+                try client.send("POST /api/v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: \(length)\r\n\r\n")
+                let response = try client.readResponse()
+                #expect(response.status == 413)
+                #expect(response.header("Connection")?.lowercased() == "close")
+                #expect(try client.waitsForClose())
+            }
+            #expect(hits.total == 0)
+        }
     }
 
     @Test("Transfer-Encoding twice: 400 in JSON, closed, the hidden request never runs")
@@ -307,6 +352,52 @@ struct FrontDoorRuleTests {
         #expect(refusal([("content-lengthx", "5")]) == 400)
         #expect(refusal([("Content-Type", "text/plain"), ("Content-Language", "zh")]) == nil)
         #expect(refusal([("", "1")]) == 400)
+    }
+
+    @Test("NUL refusals: what follows each value up to the next field is its line end, zeros only")
+    func nul() {
+        /// The head as libmicrohttpd 0.9.75 keeps it: parsed in place, the colons and line ends
+        /// overwritten with zeros; each value reported up to its first NUL.
+        func refusal(_ raw: String) -> Int? {
+            var bytes = Array(raw.utf8)
+            var collected = CollectedHeaders(headers: HTTPHeaders(), places: [])
+            return bytes.withUnsafeMutableBytes { head -> Int? in
+                let base = UInt(bitPattern: head.baseAddress!)
+                // Lines: split at "\r\n" or "\n", zeroing them; the first is the request line.
+                var lines: [(start: Int, end: Int)] = []
+                var lineStart = 0
+                var index = 0
+                while index < head.count {
+                    if head[index] == UInt8(ascii: "\n") {
+                        let end = index > lineStart && head[index - 1] == UInt8(ascii: "\r") ? index - 1 : index
+                        for zero in end...index { head[zero] = 0 }
+                        lines.append((lineStart, end))
+                        lineStart = index + 1
+                    }
+                    index += 1
+                }
+                for line in lines.dropFirst() where line.end > line.start {
+                    let colon = (line.start..<line.end).first { head[$0] == UInt8(ascii: ":") }!
+                    head[colon] = 0
+                    var value = colon + 1
+                    while head[value] == UInt8(ascii: " ") { value += 1 }
+                    let length = (value..<head.count).first { head[$0] == 0 }! - value
+                    let name = String(decoding: head[line.start..<colon], as: UTF8.self)
+                    collected.headers.add(
+                        name: name, value: String(decoding: head[value..<(value + length)], as: UTF8.self))
+                    collected.places.append(
+                        FrontDoor.FieldPlace(
+                            name: base + UInt(line.start), value: base + UInt(value), valueLength: length))
+                }
+                return FrontDoor.nulRefusal(head: UnsafeRawBufferPointer(head), headers: collected)?.status
+            }
+        }
+        #expect(refusal("GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n\r\n") == nil)
+        #expect(refusal("GET / HTTP/1.1\nHost: a\nX-A:\n\n") == nil)
+        #expect(refusal("GET / HTTP/1.1\r\nHost: a\r\nX-A: \r\n\n") == nil)
+        #expect(refusal("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\u{0}gzip\r\nHost: a\r\n\r\n") == 400)
+        #expect(refusal("GET / HTTP/1.1\r\nHost: a\r\nX-A: b\u{0}c\r\n\r\n") == 400)
+        #expect(refusal("GET / HTTP/1.1\r\nHost: a\r\nX-A: b\u{0}\u{0}\r\n\r\n") == 400)
     }
 
     @Test("size refusals: 414 when the request line alone is over, else 431")

@@ -62,14 +62,15 @@ public final class TemporaryStore: Sendable {
         try SQLiteStore(path: path, configuration: Self.options(providers: providers, clock: clock))
     }
 
-    /// What the gateway hands a provider, on this store.
+    /// What the gateway hands a provider, on this store; `compute` nil: a pool of one thread.
     public func context(
         gateway: any PushGateway, secrets: any SecretSealer, configuration: JSONValue? = nil,
-        logger: Logger = TemporaryStore.quietLogger
+        logger: Logger = TemporaryStore.quietLogger, compute: ComputePool? = nil
     ) -> ProviderContext {
         ProviderContext(
             store: store, accounts: store, database: store.sharedDatabase, gateway: gateway, secrets: secrets,
-            clock: clock, logger: logger, configuration: configuration)
+            clock: clock, logger: logger, configuration: configuration,
+            compute: compute ?? ComputePool(threads: 1, queueLimit: 16))
     }
 
     /// Logs only what is critical.
