@@ -167,8 +167,11 @@ def main():
             break
         time.sleep(0.2)
     cpu = sum(cpu_seconds(pid) for pid in pids) - cpu0
-    rows = query(args.database, f"SELECT created_at, completed_at, delivered FROM messages WHERE id > {before} "
-                                "AND completed_at IS NOT NULL")
+    # PostgreSQL keeps a message's counts on its slices.
+    delivered_column = ("delivered + coalesce((SELECT sum(s.delivered) FROM message_slices s WHERE s.message_id = m.id), 0)"
+                        if args.database.startswith(("postgresql://", "postgres://")) else "delivered")
+    rows = query(args.database, f"SELECT created_at, completed_at, {delivered_column} FROM messages m "
+                                f"WHERE id > {before} AND completed_at IS NOT NULL")
     latencies = sorted(int(done) - int(created) for created, done, _ in rows)
     delivered = sum(int(d) for _, _, d in rows)
     if not latencies:

@@ -179,7 +179,7 @@ fi
 if [[ " $ONLY " == *" postgresql "* ]]; then
   PG_URL=$(scripts/pg-test-cluster.sh start)
   for nodes in 1 3; do
-    DATABASE="${PG_URL%/*}/bench_messages_$nodes"
+    DATABASE=$(python3 -c "import re,sys; m = re.match(r'^(postgres(?:ql)?://[^/?]*)/?([^?]*)(\?.*)?$', sys.argv[1]); print(f'{m.group(1)}/{sys.argv[2]}{m.group(3) or \"\"}')" "$PG_URL" "bench_messages_$nodes")
     psql -XAtq -d "$PG_URL" -c "CREATE DATABASE bench_messages_$nodes" > /dev/null
     echo "== (1)(2) PostgreSQL, $nodes node(s): $MESSAGES one-recipient messages per line"
     start_mock 0
