@@ -194,6 +194,15 @@ extension PostgresStore: MessageStore {
         guard !batch.isEmpty else { return [] }
         let now = SQLTime.milliseconds(at)
         let node = nodeID
+        // A few statements for the whole batch, whatever its size; should one of them fail (a
+        // flush the database refuses), the batch is written again flush by flush, so one flush
+        // can never hold up the others.
+        if batch.count > 1 {
+            // Any failure, even a lost connection: going flush by flush then fails as it should.
+            if let results = try? await write({ conn in try Self.applyTogether(conn, batch, now: now, node: node) }) {
+                return results
+            }
+        }
         return try await write { conn in
             var results: [(any Error)?] = []
             results.reserveCapacity(batch.count)
@@ -212,6 +221,146 @@ extension PostgresStore: MessageStore {
             }
             return results
         }
+    }
+
+    /// Many flushes in one transaction with a statement per kind of row for all of them (slices,
+    /// reasons, channel counts, invalidations, completions), not one per flush: a chat load
+    /// commits hundreds of one-device flushes at a time. Fenced as one flush is: a flush whose
+    /// slice is no longer this node's under its claim is answered `leaseLost` and none of its
+    /// rows are written. Throws when any statement fails (the caller then goes flush by flush).
+    static func applyTogether(_ conn: PostgresConnection, _ batch: [MessageProgress], now: Int64, node: String) throws
+        -> [(any Error)?]
+    {
+        var results: [(any Error)?] = Array(repeating: nil, count: batch.count)
+        // Fenced flushes of distinct slices go together; anything else one by one (in this
+        // transaction: a failure fails the batch, which is then written flush by flush).
+        var fenced: [Int] = []
+        var seen = Set<MessageSliceKey>()
+        for (index, progress) in batch.enumerated() {
+            if let slice = progress.slice, slice.leaseUntil != nil,
+                seen.insert(MessageSliceKey(messageID: progress.messageID, slice: slice.id)).inserted
+            {
+                fenced.append(index)
+            } else {
+                try apply(conn, progress, now: now, node: node)
+            }
+        }
+        guard !fenced.isEmpty else { return results }
+        let items = fenced.map { batch[$0] }
+        func column(_ value: (MessageProgress) -> Int64) -> PostgresValue { PostgresArray.int(items.map(value)) }
+        let updated = try conn.run(
+            """
+            UPDATE message_slices s SET cursor = greatest(s.cursor, v.cursor), queued = s.queued + v.queued,
+                sending = s.sending + v.sending, delivered = s.delivered + v.delivered, failed = s.failed + v.failed,
+                skipped = s.skipped + v.skipped, held = s.held + v.held, updated_at = $1,
+                state = CASE WHEN v.final THEN 'done' ELSE s.state END,
+                owner = CASE WHEN v.final THEN NULL ELSE s.owner END,
+                lease_until = CASE WHEN v.final THEN NULL ELSE s.lease_until END
+            FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
+                $8::bigint[], $9::bigint[], $10::bigint[], $11::bool[], $12::bigint[])
+                AS v(message_id, slice, cursor, queued, sending, delivered, failed, skipped, held, final, fence)
+            WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.owner = $13 AND s.attempts = v.fence
+                AND s.state = 'open' AND s.lease_until > \(Self.databaseNow)
+            RETURNING s.message_id, s.slice
+            """,
+            [
+                .int(now), column(\.messageID), column { $0.slice?.id ?? 0 }, column(\.cursor),
+                column { Int64($0.counts.queued) }, column { Int64($0.counts.sending) },
+                column { Int64($0.counts.delivered) }, column { Int64($0.counts.failed) },
+                column { Int64($0.counts.skipped) }, column { Int64($0.counts.held) },
+                PostgresArray.text(items.map { $0.finalState != nil ? "t" : "f" }), column { $0.slice?.fence ?? 0 },
+                .text(node),
+            ]
+        ).rows
+        let held = Set(updated.map { MessageSliceKey(messageID: $0.int64(at: 0), slice: $0.int64(at: 1)) })
+        var committed: [MessageProgress] = []
+        for index in fenced {
+            let progress = batch[index]
+            let sliceID = progress.slice?.id ?? 0
+            if held.contains(MessageSliceKey(messageID: progress.messageID, slice: sliceID)) {
+                committed.append(progress)
+            } else {
+                results[index] = StoreError(
+                    .leaseLost,
+                    "slice \(progress.messageID)/\(sliceID) is no longer held by this node under claim \(progress.slice?.fence ?? 0)"
+                )
+            }
+        }
+        guard !committed.isEmpty else { return results }
+        for table in ["message_failures", "message_skips"] {
+            var messages: [Int64] = []
+            var slices: [Int64] = []
+            var reasons: [String] = []
+            var counts: [Int64] = []
+            for progress in committed {
+                for (reason, n) in (table == "message_failures" ? progress.failures : progress.skips) where n != 0 {
+                    messages.append(progress.messageID)
+                    slices.append(progress.slice?.id ?? 0)
+                    reasons.append(reason)
+                    counts.append(Int64(n))
+                }
+            }
+            guard !messages.isEmpty else { continue }
+            try conn.run(
+                """
+                INSERT INTO \(table) (message_id, slice, reason, count)
+                SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[])
+                ON CONFLICT (message_id, slice, reason) DO UPDATE SET count = \(table).count + excluded.count
+                """,
+                [
+                    PostgresArray.int(messages), PostgresArray.int(slices), PostgresArray.text(reasons),
+                    PostgresArray.int(counts),
+                ])
+        }
+        var channelRows: (messages: [Int64], slices: [Int64], channels: [String], counts: [Int64]) = ([], [], [], [])
+        for progress in committed {
+            for (channel, n) in progress.deliveredByChannel where n != 0 {
+                channelRows.messages.append(progress.messageID)
+                channelRows.slices.append(progress.slice?.id ?? 0)
+                channelRows.channels.append(channel.rawValue)
+                channelRows.counts.append(Int64(n))
+            }
+        }
+        if !channelRows.messages.isEmpty {
+            try conn.run(
+                """
+                INSERT INTO message_channel_deliveries (message_id, slice, channel, delivered)
+                SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[])
+                ON CONFLICT (message_id, slice, channel)
+                DO UPDATE SET delivered = message_channel_deliveries.delivered + excluded.delivered
+                """,
+                [
+                    PostgresArray.int(channelRows.messages), PostgresArray.int(channelRows.slices),
+                    PostgresArray.text(channelRows.channels), PostgresArray.int(channelRows.counts),
+                ])
+        }
+        for progress in committed where !progress.deliveries.isEmpty {
+            try insertDeliveries(
+                conn, progress.deliveries, messageID: progress.messageID, slice: progress.slice?.id ?? 0, now: now)
+        }
+        try invalidate(conn, committed.flatMap(\.invalidations), now: now)
+        // Completions: the messages locked first, in id order (as completeIfLastSlice does, so two
+        // nodes finishing a message's last two slices see each other's), then completed by a
+        // second statement, whose snapshot sees every slice committed before the locks were had.
+        var finishing: [MessageState: [Int64]] = [:]
+        for progress in committed {
+            if let final = progress.finalState { finishing[final, default: []].append(progress.messageID) }
+        }
+        for (state, ids) in finishing.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            try conn.run(
+                "SELECT id FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
+                [PostgresArray.int(ids.sorted())])
+            try conn.run(
+                """
+                UPDATE messages m SET state = $1, completed_at = coalesce(m.completed_at, $2),
+                    total = m.queued + m.sending + m.delivered + m.failed + m.skipped + m.held + coalesce((
+                        SELECT sum(queued + sending + delivered + failed + skipped + held)
+                        FROM message_slices WHERE message_id = m.id), 0)
+                WHERE m.id = ANY($3::bigint[])
+                    AND NOT EXISTS (SELECT 1 FROM message_slices s WHERE s.message_id = m.id AND s.state = 'open')
+                """, [.text(state.rawValue), .int(now), PostgresArray.int(ids)])
+        }
+        return results
     }
 
     /// One flush, inside the caller's transaction; `StoreError.leaseLost` when its slice is no

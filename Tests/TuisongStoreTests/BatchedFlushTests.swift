@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+import TuisongCore
+import TuisongPostgres
+import TuisongPostgresTestKit
+
+@testable import TuisongStore
+
+/// Many small messages claimed and flushed together (issue #28): one claim marks them all
+/// sending, one batch commits their outcomes and completions, and on PostgreSQL a flush whose
+/// claim was lost is refused alone.
+@Suite struct BatchedFlushTests {
+    @Test func postgresCommitsABatchAndRefusesOnlyTheFlushWhoseClaimWasLost() async throws {
+        try await WorkQueueTests.withNodes(1, sliceSize: 100) { nodes in
+            let node = nodes[0]
+            var messages: [MessageRecord] = []
+            for _ in 0..<5 { messages.append(try await WorkQueueTests.tokenMessage(node, tokens: 1)) }
+            let claims = try await node.claimWork(now: Date(), limit: 100, sliceLimit: 0, running: [])
+            #expect(claims.count == 5, "each small message is one whole slice, all claimed at once")
+            #expect(claims.allSatisfy { $0.slice.isWholeMessage && $0.record.state == .sending })
+            var batch: [MessageProgress] = []
+            for (index, claim) in claims.enumerated() {
+                var slice = claim.slice
+                // The third flush names a claim the slice is no longer held under.
+                if index == 2 { slice.fence += 1 }
+                var counts = DeliveryCounts()
+                if index == 4 { counts.failed = 1 } else { counts.delivered = 1 }
+                batch.append(
+                    MessageProgress(
+                        messageID: claim.record.id, cursor: 1, counts: counts,
+                        failures: index == 4 ? ["Unregistered": 1] : [:], finalState: .completed,
+                        deliveredByChannel: index == 4 ? [:] : [.apns: 1], slice: slice))
+            }
+            // The set-based path itself (recordProgress falls back to flush by flush should it throw).
+            let flushes = batch
+            let now = SQLTime.milliseconds(Date())
+            let results = try await node.write { conn in
+                try PostgresStore.applyTogether(conn, flushes, now: now, node: "node-0")
+            }
+            #expect(results.count == 5)
+            for (index, result) in results.enumerated() {
+                if index == 2 {
+                    #expect((result as? StoreError)?.code == .leaseLost)
+                } else {
+                    #expect(result == nil, "flush \(index): \(String(describing: result))")
+                }
+            }
+            for (index, claim) in claims.enumerated() {
+                let stored = try #require(try await node.message(id: claim.record.id))
+                if index == 2 {
+                    #expect(stored.state == .sending, "nothing of the refused flush lands")
+                    #expect(stored.counts.delivered == 0)
+                } else {
+                    #expect(stored.state == .completed)
+                    #expect(stored.total == 1)
+                    #expect(stored.counts.delivered == (index == 4 ? 0 : 1))
+                    #expect(stored.counts.failed == (index == 4 ? 1 : 0))
+                    #expect(stored.failures == (index == 4 ? ["Unregistered": 1] : [:]))
+                    let channels = try await node.channelCounts(messageID: claim.record.id)
+                    #expect(channels[.apns]?.delivered == (index == 4 ? nil : 1))
+                }
+            }
+        }
+    }
+
+    @Test func sqliteClaimsDueMessagesInOneBatchAndCommitsTheirFlushesTogether() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        let app = try await makeApp(store)
+        var ids: [Int64] = []
+        for n in 0..<5 {
+            let job = PushJob(
+                appID: app.id, vendor: "native", audience: .tokens([token(n).value]), notification: PushNotification(),
+                options: PushOptions())
+            ids.append(try await store.createMessage(job, payload: Array("{}".utf8), state: .queued).id)
+        }
+        #expect(try await store.requeueInterruptedDeliveries() == 0)
+        let claims = try await store.claimWork(now: Date(), limit: 3, running: [])
+        #expect(claims.map(\.record.id) == Array(ids.prefix(3)), "the oldest first, up to the limit")
+        #expect(claims.allSatisfy { $0.record.state == .sending && $0.record.startedAt != nil })
+        // Claimed messages are sending: the next claim takes the rest, never these again.
+        let rest = try await store.claimWork(now: Date(), limit: 10, running: [])
+        #expect(rest.map(\.record.id) == Array(ids.suffix(2)))
+        #expect(try await store.claimWork(now: Date(), limit: 10, running: []).isEmpty)
+        var counts = DeliveryCounts()
+        counts.delivered = 1
+        let batch = (claims + rest).map { claim in
+            MessageProgress(
+                messageID: claim.record.id, cursor: 1, counts: counts, finalState: .completed,
+                deliveredByChannel: [.apns: 1], slice: claim.slice)
+        }
+        let results = try await store.recordProgress(batch, at: Date())
+        #expect(results.allSatisfy { $0 == nil })
+        for id in ids {
+            let stored = try #require(try await store.message(id: id))
+            #expect(stored.state == .completed && stored.counts.delivered == 1 && stored.total == 1)
+        }
+        // A dispatcher starting again walks what an earlier one left sending: nothing now.
+        _ = try await store.requeueInterruptedDeliveries()
+        #expect(try await store.claimWork(now: Date(), limit: 10, running: []).isEmpty)
+    }
+
+    @Test func sqliteClaimsAgainWhatAnEarlierDispatcherLeftSending() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        let app = try await makeApp(store)
+        for n in 0..<3 {
+            _ = try await store.createMessage(
+                PushJob(
+                    appID: app.id, vendor: "native", audience: .tokens([token(n).value]),
+                    notification: PushNotification(), options: PushOptions()), payload: Array("{}".utf8), state: .queued
+            )
+        }
+        _ = try await store.requeueInterruptedDeliveries()
+        let first = try await store.claimWork(now: Date(), limit: 10, running: [])
+        #expect(first.count == 3)
+        // The engine stopped before finishing them; a new one starts on the same store.
+        _ = try await store.requeueInterruptedDeliveries()
+        let again = try await store.claimWork(now: Date(), limit: 2, running: [])
+        #expect(again.map(\.record.id) == Array(first.map(\.record.id).prefix(2)), "in id order, up to the limit")
+        let last = try await store.claimWork(now: Date(), limit: 2, running: [])
+        #expect(last.map(\.record.id) == [first[2].record.id])
+        #expect(try await store.claimWork(now: Date(), limit: 2, running: []).isEmpty)
+    }
+}
