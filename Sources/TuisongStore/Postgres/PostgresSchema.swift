@@ -18,6 +18,7 @@ enum PostgresSchema {
         ("pg2-work-queue", workQueue),
         ("pg3-console-sessions", PostgresSchema.consoleSessions),
         ("pg4-provider-tokens", PostgresSchema.providerTokens),
+        ("pg5-idempotency-keys", PostgresSchema.idempotencyKeys),
     ]
 
     static let baseline = """
