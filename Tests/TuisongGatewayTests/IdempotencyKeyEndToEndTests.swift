@@ -75,4 +75,37 @@ import TuisongPluginTestKit
         #expect(longest.status == 202)
         #expect(try await gw.runtime.store.messages(appID: appID, limit: 10).count == 1)
     }
+
+    /// The case the key exists for: the message was committed, the client saw the connection
+    /// drop (here: the gateway went away) and retries against the restarted gateway.
+    @Test func aRetryAfterARestartAnswersTheCommittedMessage() async throws {
+        let first = try await TestGateway.start()
+        let (appID, key) = try await first.createApp()
+        let sent = try await send(first, key, idempotencyKey: "before-the-crash")
+        #expect(sent.status == 202)
+        let id = try #require(sent.jsonObject["message_id"] as? Int)
+        await first.stop(keepingDirectory: true)
+
+        let again = try await TestGateway.start(directory: first.directory)
+        defer { Task { await again.stop() } }
+        let retried = try await send(again, key, idempotencyKey: "before-the-crash")
+        #expect(retried.status == 202)
+        #expect(retried.jsonObject["message_id"] as? Int == id)
+        #expect(try await again.runtime.store.messages(appID: appID, limit: 10).map(\.id) == [Int64(id)])
+    }
+
+    @Test func theKeyIsOneHeader() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        let body = try JSONSerialization.data(withJSONObject: Self.push)
+        let response = try await TestClient.execute(
+            "POST", url: "\(gw.baseURL)/api/v1/push",
+            headers: [
+                ("Authorization", "Bearer \(key)"), ("Content-Type", "application/json"), ("Idempotency-Key", "a"),
+                ("Idempotency-Key", "b"),
+            ], body: Array(body))
+        #expect(response.status == 400)
+        #expect(response.errorCode == "invalid_request")
+    }
 }
