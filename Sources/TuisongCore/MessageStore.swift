@@ -366,8 +366,19 @@ public struct DeliveryUpdate: Sendable, Hashable {
 
 /// Durable messages and deliveries.
 public protocol MessageStore: Sendable {
-    /// Commits the message; when this returns it survives a crash.
+    /// Commits the message; when this returns it survives a crash. A job with an
+    /// `idempotencyKey` commits the key with the message in the same transaction; when the app
+    /// already has a message under that key, created within `IdempotencyKey.lifetime`, nothing
+    /// is created and that message's record is answered as it is now (its state may have moved
+    /// on). Concurrent calls with one key create one message.
     func createMessage(_ job: PushJob, payload: [UInt8], state: MessageState) async throws -> MessageRecord
+    /// Deletes at most `limit` idempotency keys created before `before`, oldest first, in one
+    /// transaction, and returns how many. The stores also call it themselves now and then while
+    /// keys are being created; a key past its lifetime is ignored even before it is deleted.
+    @discardableResult
+    func forgetIdempotencyKeys(before: Date, limit: Int) async throws -> Int
+    /// The message an app's idempotency key names, while the key is within its lifetime.
+    func message(appID: Int64, idempotencyKey: String) async throws -> MessageRecord?
     func message(id: Int64) async throws -> MessageRecord?
     /// The changing parts of a message, cheaply (a status poll). nil: no such message.
     func messageProgress(id: Int64) async throws -> MessageProgressSnapshot?

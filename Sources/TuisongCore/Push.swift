@@ -121,12 +121,17 @@ public struct PushJob: Sendable, Hashable {
     /// The vendor's own description of the message (sender, group id, elements, ext…), kept
     /// with it for the vendor's `DeliveryPolicy` to read back. `nil` for one-payload vendors.
     public var vendorContext: JSONValue?
+    /// The caller's `Idempotency-Key` (`IdempotencyKey`): while the app has a message under this
+    /// key from the last 24 hours, `MessageStore.createMessage` answers that message instead of
+    /// creating another. The key is committed with the message, in one transaction.
+    public var idempotencyKey: String?
 
     public init(
         appID: Int64, vendor: String, vendorMessageID: String? = nil, audience: Audience,
         notification: PushNotification, options: PushOptions, sendAt: Date? = nil,
-        labels: [String: String] = [:], vendorContext: JSONValue? = nil
+        labels: [String: String] = [:], vendorContext: JSONValue? = nil, idempotencyKey: String? = nil
     ) {
+        self.idempotencyKey = idempotencyKey
         self.appID = appID
         self.vendor = vendor
         self.vendorMessageID = vendorMessageID

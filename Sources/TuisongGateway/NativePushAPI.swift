@@ -27,22 +27,50 @@ struct NativePushAPI: Sendable {
     }
 
     private func push(_ app: App, _ request: Request) async throws -> Response {
-        let body: [String: Any]
+        let key = try Self.idempotencyKey(request)
         do {
-            body = try request.jsonObject()
-        } catch {
-            throw NativeAPIError(httpError: error)
+            let body: [String: Any]
+            do {
+                body = try request.jsonObject()
+            } catch {
+                throw NativeAPIError(httpError: error)
+            }
+            var job = try NativePushRequest.parse(body, appID: app.id, now: clock.now)
+            job.idempotencyKey = key
+            let record: MessageRecord
+            do {
+                record = try await engine.submit(job)
+                if record.state == .queued { await changes?.publish(.wake) }
+            } catch let error as PayloadError {
+                throw NativeAPIError(
+                    400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message)
+            }
+            return Self.accepted(record)
+        } catch let error as NativeAPIError where (400..<500).contains(error.status) {
+            // A repeat answers its first message whatever its body: a retry that differs (a
+            // new timestamp in the payload, say) is still the same send.
+            if let key, let first = try await engine.store.message(appID: app.id, idempotencyKey: key) {
+                return Self.accepted(first)
+            }
+            throw error
         }
-        let job = try NativePushRequest.parse(body, appID: app.id, now: clock.now)
-        let record: MessageRecord
-        do {
-            record = try await engine.submit(job)
-            if record.state == .queued { await changes?.publish(.wake) }
-        } catch let error as PayloadError {
+    }
+
+    private static func accepted(_ record: MessageRecord) -> Response {
+        .json(object: ["message_id": record.id, "state": record.state.rawValue], status: 202)
+    }
+
+    /// The request's `Idempotency-Key`, if it sent one: a repeat within 24 hours answers the
+    /// first request's message (see `IdempotencyKey`).
+    static func idempotencyKey(_ request: Request) throws -> String? {
+        let values = request.headers.values(for: "Idempotency-Key")
+        guard let key = values.first else { return nil }
+        guard values.count == 1, IdempotencyKey.isValid(key) else {
             throw NativeAPIError(
-                400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message)
+                400, "invalid_request",
+                "Idempotency-Key must be one header of 1–\(IdempotencyKey.maxLength) printable ASCII characters")
         }
-        return .json(object: ["message_id": record.id, "state": record.state.rawValue], status: 202)
+        return key
     }
 
     private func messageID(_ request: Request) throws -> Int64 {

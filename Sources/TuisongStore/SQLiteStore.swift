@@ -90,13 +90,15 @@ public final class SQLiteStore: Store {
     let sendingRecovery = Mutex<Int64?>(nil)
     /// Messages are inserted with group commit: the requests accepting them while a
     /// transaction is being committed share the next one (`createMessage`).
-    let messageInserts: StoreBatcher<MessageRow, Int64>
+    let messageInserts: StoreBatcher<MessageRow, InsertedMessage>
     /// Small writes that arrive together share one transaction (`groupWrite`).
     let groupedWrites: StoreBatcher<GroupedWrite, any Sendable>
     /// Records of messages this process created and the dispatcher has not claimed yet: a
     /// claim takes them from here instead of reading and decoding their JSON again. Bounded;
     /// a record not found here is read.
     let createdRecords = Mutex<[Int64: MessageRecord]>([:])
+    /// Deletes expired idempotency keys now and then (`createMessage`).
+    let idempotencyKeySweeper = IdempotencyKeySweeper()
     /// The core migrations followed by the plugins'.
     let migrator: DatabaseMigrator
     let writeObserver: (@Sendable (Duration) -> Void)?

@@ -29,6 +29,7 @@ enum Schema {
         (v9Identifier, v9Channels),
         (v10Identifier, v10ConsoleSessions),
         (v11Identifier, v11ProviderTokens),
+        (v12Identifier, v12IdempotencyKeys),
     ]
 
     /// The core migrations alone.

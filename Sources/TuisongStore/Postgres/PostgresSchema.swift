@@ -18,7 +18,8 @@ enum PostgresSchema {
         ("pg2-work-queue", workQueue),
         ("pg3-console-sessions", PostgresSchema.consoleSessions),
         ("pg4-provider-tokens", PostgresSchema.providerTokens),
-        ("pg5-open-slices-in-order", PostgresSchema.openSlicesInOrder),
+        ("pg5-idempotency-keys", PostgresSchema.idempotencyKeys),
+        ("pg6-open-slices-in-order", PostgresSchema.openSlicesInOrder),
     ]
 
     static let baseline = """

@@ -41,22 +41,68 @@ extension PostgresStore: MessageStore {
         let labels = try JSONText.encode(job.labels)
         let vendorContext = try job.vendorContext.map { try JSONText.encode($0) }
         let now = nowMilliseconds
-        let id = try await write { conn in
-            try conn.run(
-                """
-                INSERT INTO messages (app_id, vendor, vendor_message_id, audience, notification, options,
-                    payload, labels, state, send_at, created_at, vendor_context)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id
-                """,
-                [
-                    .int(job.appID), .text(job.vendor), PostgresValue(job.vendorMessageID), .text(audience),
-                    .text(notification), .text(options), .bytes(payload), .text(labels), .text(state.rawValue),
-                    PostgresValue(job.sendAt.map(SQLTime.milliseconds)), .int(now), PostgresValue(vendorContext),
-                ]
-            ).rows.first?["id"]?.int64
+        let values: [PostgresValue] = [
+            .int(job.appID), .text(job.vendor), PostgresValue(job.vendorMessageID), .text(audience),
+            .text(notification), .text(options), .bytes(payload), .text(labels), .text(state.rawValue),
+            PostgresValue(job.sendAt.map(SQLTime.milliseconds)), .int(now), PostgresValue(vendorContext),
+        ]
+        guard let key = job.idempotencyKey else {
+            let id = try await write { conn in
+                try conn.run(
+                    """
+                    INSERT INTO messages (app_id, vendor, vendor_message_id, audience, notification, options,
+                        payload, labels, state, send_at, created_at, vendor_context)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id
+                    """, values
+                ).rows.first?["id"]?.int64
+            }
+            guard let id else { throw StoreError.notFound("new message") }
+            return MessageRecord.created(
+                id: id, job: job, payload: payload, state: state, createdAt: SQLTime.date(now))
         }
-        guard let id else { throw StoreError.notFound("new message") }
-        return MessageRecord.created(id: id, job: job, payload: payload, state: state, createdAt: SQLTime.date(now))
+        let cutoff = now - Int64(IdempotencyKey.lifetime * 1000)
+        let outcome = try await write { conn -> (id: Int64, existing: MessageRecord?) in
+            // The key and the message in one statement: the key row takes the message's id
+            // from the sequence, and the message is inserted only when the key row was (new, or
+            // taking over an expired key). A concurrent request with the same key waits on the
+            // key's index entry until this one commits, then inserts nothing.
+            if let id = try conn.run(
+                """
+                WITH key AS (
+                    INSERT INTO idempotency_keys (app_id, key, message_id, created_at)
+                    VALUES ($1::bigint, $13::text, nextval(pg_get_serial_sequence('messages', 'id')), $11::bigint)
+                    ON CONFLICT (app_id, key) DO UPDATE
+                    SET message_id = excluded.message_id, created_at = excluded.created_at
+                    WHERE idempotency_keys.created_at <= $14::bigint
+                    RETURNING message_id)
+                INSERT INTO messages (id, app_id, vendor, vendor_message_id, audience, notification, options,
+                    payload, labels, state, send_at, created_at, vendor_context)
+                SELECT key.message_id, $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bytea,
+                    $8::text, $9::text, $10::bigint, $11::bigint, $12::text
+                FROM key RETURNING id
+                """, values + [.text(key), .int(cutoff)]
+            ).rows.first?["id"]?.int64 {
+                return (id, nil)
+            }
+            // The key names a live message. This statement's snapshot is newer than the commit
+            // the insert above waited for (READ COMMITTED), so it sees that message.
+            guard
+                let row = try conn.run(
+                    """
+                    \(Self.messageSelect)
+                    WHERE m.id = (SELECT message_id FROM idempotency_keys WHERE app_id = $1 AND key = $2)
+                    """, [.int(job.appID), .text(key)]
+                ).rows.first
+            else { throw StoreError.notFound("message of idempotency key") }
+            let record = try Self.messageRecord(row)
+            return (record.id, record)
+        }
+        await idempotencyKeySweeper.sweepIfDue(now: SQLTime.date(now)) { before, limit in
+            try await forgetIdempotencyKeys(before: before, limit: limit)
+        }
+        return outcome.existing
+            ?? MessageRecord.created(
+                id: outcome.id, job: job, payload: payload, state: state, createdAt: SQLTime.date(now))
     }
 
     public func message(id: Int64) async throws -> MessageRecord? {

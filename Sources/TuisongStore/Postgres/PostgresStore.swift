@@ -69,6 +69,8 @@ public final class PostgresStore: Sendable {
     private let closed = Atomic<Bool>(false)
     /// The change feed: NOTIFY out, a listener in (`PostgresStore+Changes`).
     let changes = PostgresChanges()
+    /// Deletes expired idempotency keys now and then (`createMessage`).
+    let idempotencyKeySweeper = IdempotencyKeySweeper()
 
     /// Connects, brings the schema up to date (core, then plugins) and starts the pool.
     ///
