@@ -270,7 +270,8 @@ struct DeviceCommand: AsyncParsableCommand {
                 if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
                 guard let token = DeviceToken(trimmed, channel: channel) else {
                     rejected += 1
-                    FileHandle.standardError.write(Data("line \(lineNumber): not a \(channel) device token\n".utf8))
+                    FileHandle.standardError.write(
+                        Data("line \(lineNumber): not \(channel.withArticle) device token\n".utf8))
                     continue
                 }
                 batch.append(
