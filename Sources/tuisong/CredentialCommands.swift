@@ -120,10 +120,7 @@ struct CredentialCommand: AsyncParsableCommand {
             }
             var password: String?
             if let passwordEnv {
-                guard let value = ProcessInfo.processInfo.environment[passwordEnv] else {
-                    throw ValidationError("the environment variable \(passwordEnv) is not set")
-                }
-                password = value
+                password = try environmentValue(passwordEnv)
             }
             let upload: CredentialUpload
             if let p8 {
@@ -170,10 +167,7 @@ struct CredentialCommand: AsyncParsableCommand {
                 }
                 upload = .fcm(serviceAccountJSON: Array(data))
             } else {
-                let variable = clientSecretEnv ?? ""
-                guard let secret = ProcessInfo.processInfo.environment[variable], !secret.isEmpty else {
-                    throw ValidationError("the environment variable \(variable) is not set")
-                }
+                let secret = try environmentValue(clientSecretEnv ?? "")
                 upload = .oauthClient(
                     channel: pushChannel, vendorAppID: vendorAppID ?? "", clientID: clientID ?? "",
                     clientSecret: secret,
@@ -244,6 +238,12 @@ enum SelectorFlags {
         var given: [(flag: String, value: String)] = generic.map { [("selector", $0)] } ?? []
         for (flag, value) in try FlagArguments.pairs(arguments, usage: usage) {
             guard let declaration = declarations.first(where: { $0.cliFlag == flag }) else {
+                // `--client-secret VALUE` is the natural guess: point at the flag that exists.
+                if ["client-secret", "password"].contains(flag) {
+                    throw ValidationError(
+                        "unknown option --\(flag): a secret is never a flag (shells keep history); "
+                            + "pass --\(flag)-env VAR, VAR holding it")
+                }
                 throw ValidationError("unknown option --\(flag); \(usage)")
             }
             if let problem = declaration.problem(value) { throw ValidationError("--\(flag) \(problem)") }

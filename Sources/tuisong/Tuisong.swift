@@ -33,7 +33,7 @@ struct ConfigOptions: ParsableArguments {
         do {
             return try GatewayConfig.load(path: path, environment: ProcessInfo.processInfo.environment)
         } catch {
-            throw ValidationError(error.description)
+            throw CommandFailure(error.description)
         }
     }
 
@@ -41,6 +41,25 @@ struct ConfigOptions: ParsableArguments {
     func openStore(_ config: GatewayConfig) throws -> any GatewayStore {
         try StoreOpener.open(url: config.database.effectiveURL, options: StoreOpener.Options(config))
     }
+}
+
+/// A command that could not do its work for a reason outside its arguments (the config, an
+/// environment variable, the database): ArgumentParser prints it as one `Error: …` line and
+/// exits 1, where a `ValidationError` would add the usage block and exit 64.
+struct CommandFailure: Error, CustomStringConvertible {
+    var description: String
+
+    init(_ description: String) { self.description = description }
+}
+
+/// The value of the environment variable `name`, or a failure saying whether it is unset or
+/// set but empty.
+func environmentValue(_ name: String) throws -> String {
+    guard let value = ProcessInfo.processInfo.environment[name] else {
+        throw CommandFailure("the environment variable \(name) is not set")
+    }
+    guard !value.isEmpty else { throw CommandFailure("the environment variable \(name) is empty") }
+    return value
 }
 
 /// Bootstraps swift-log (once per process) and returns a logger at `level`. `format` is

@@ -89,9 +89,10 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
             if let setting = Provider.settings.first(where: { !$0.isSecret && $0.cliFlag == flag }) {
                 values[setting.key] = value
             } else if let setting = Provider.settings.first(where: { $0.isSecret && "\($0.cliFlag)-env" == flag }) {
-                guard let secret = environment[value], !secret.isEmpty else {
-                    throw ValidationError("environment variable \(value) is not set or empty")
+                guard let secret = environment[value] else {
+                    throw CommandFailure("the environment variable \(value) is not set")
                 }
+                guard !secret.isEmpty else { throw CommandFailure("the environment variable \(value) is empty") }
                 values[setting.key] = secret
             } else if Provider.settings.contains(where: { $0.isSecret && $0.cliFlag == flag }) {
                 throw ValidationError("--\(flag) is a secret: pass --\(flag)-env VAR, VAR holding it")
