@@ -177,6 +177,33 @@ import TuisongPluginTestKit
         #expect(mock.statistics.handshakeFailures >= 1)
     }
 
+    @Test func aPushReachingNoDeviceIsAcceptedWithAWarning() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        let registered = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(token(1))", key: key,
+            json: ["environment": "production", "tags": ["vip"]])
+        let deviceID = try #require(registered.jsonObject["id"] as? Int)
+        func warnings(_ audience: [String: Any]) async throws -> [String]? {
+            let answer = try await http(
+                "POST", "\(gw.baseURL)/api/v1/push", key: key,
+                json: ["audience": audience, "notification": ["alert": "x"]])
+            #expect(answer.status == 202, "\(audience)")
+            return answer.jsonObject["warnings"] as? [String]
+        }
+        #expect(try await warnings(["tag": "nobody-here"]) == ["audience_empty"])
+        #expect(try await warnings(["tag": "VIP"]) == ["audience_empty"], "tags are case-sensitive")
+        #expect(try await warnings(["devices": [deviceID + 1000]]) == ["audience_empty"])
+        #expect(
+            try await warnings(["tokens": ["dGVzdC1pbnN0YW5jZQ:APA91bUnregistered"]]) == ["audience_empty"],
+            "an unregistered Android token has no channel to be sent on")
+        #expect(try await warnings(["tag": "vip"]) == nil)
+        #expect(try await warnings(["all": true]) == nil)
+        #expect(try await warnings(["devices": [deviceID]]) == nil)
+        #expect(try await warnings(["tokens": [token(2)]]) == nil, "an unregistered APNs token is still sent")
+    }
+
     @Test func badPushRequestsAreRefusedInTheNativeDialect() async throws {
         let gw = try await TestGateway.start()
         defer { Task { await gw.stop() } }
