@@ -52,6 +52,12 @@ struct CommandFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// A file the command could not read, with errno's reason when the file system gives one.
+func unreadable(_ path: String) -> CommandFailure {
+    guard access(path, R_OK) != 0 else { return CommandFailure("cannot read \(path)") }
+    return CommandFailure("cannot read \(path): \(String(cString: strerror(errno)))")
+}
+
 /// The value of the environment variable `name`, or a failure saying whether it is unset or
 /// set but empty.
 func environmentValue(_ name: String) throws -> String {
@@ -270,10 +276,10 @@ struct DeviceCommand: AsyncParsableCommand {
             let config = try options.load()
             let store = try options.openStore(config)
             defer { try? store.close() }
-            guard try await store.app(id: app) != nil else { throw ValidationError("no app with id \(app)") }
+            guard try await store.app(id: app) != nil else { throw CommandFailure("no app with id \(app)") }
             let input: UnsafeMutablePointer<FILE>
             if let file {
-                guard let opened = fopen(file, "r") else { throw ValidationError("cannot read \(file)") }
+                guard let opened = fopen(file, "r") else { throw unreadable(file) }
                 input = opened
             } else {
                 input = fdopen(0, "r")  // not `stdin`: a C global Swift 6 cannot prove safe

@@ -49,7 +49,7 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
         let config = try options.load()
         let store = try options.openStore(config)
         defer { try? store.close() }
-        guard var record = try await store.app(id: app) else { throw ValidationError("no app with id \(app)") }
+        guard var record = try await store.app(id: app) else { throw CommandFailure("no app with id \(app)") }
         for setting in Provider.settings where setting.isUniqueAcrossApps {
             guard let value = values[setting.key], !value.isEmpty else { continue }
             if let owner = try await store.app(vendor: Provider.name, setting: setting.storageKey, value: value),

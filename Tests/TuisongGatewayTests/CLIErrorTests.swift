@@ -72,6 +72,14 @@ import Testing
         #expect(empty.errors.contains("the environment variable HW_SECRET is empty"), "\(empty.errors)")
         let unset = try tuisong(add + ["--client-secret-env", "HW_SECRET"], in: directory)
         #expect(unset.errors.contains("the environment variable HW_SECRET is not set"), "\(unset.errors)")
+        let noApp = try tuisong(
+            ["credential", "add", "--app", "9", "--channel", "fcm", "--service-account", "sa.json"], in: directory)
+        #expect(noApp.status == 1)
+        #expect(noApp.errors.contains("no app with id 9") && !noApp.errors.contains("Usage"), "\(noApp.errors)")
+        let noFile = try tuisong(
+            ["credential", "add", "--app", "1", "--channel", "fcm", "--service-account", "sa.json"], in: directory)
+        #expect(noFile.status == 1)
+        #expect(noFile.errors.contains("cannot read sa.json: No such file or directory"), "\(noFile.errors)")
         let guessed = try tuisong(add + ["--client-secret", "s3cret"], in: directory)
         #expect(guessed.status != 0)
         #expect(guessed.errors.contains("--client-secret-env"), "\(guessed.errors)")
