@@ -52,6 +52,19 @@ public enum PushChannel: String, Sendable, Codable, CaseIterable, Hashable, Cust
     public var isAndroid: Bool { self != .apns }
 
     public var description: String { rawValue }
+
+    /// The service's name with its article, for messages: "an APNs", "an FCM", "a Huawei".
+    public var withArticle: String {
+        switch self {
+        case .apns: "an APNs"
+        case .fcm: "an FCM"
+        case .huawei: "a Huawei"
+        case .honor: "an Honor"
+        case .xiaomi: "a Xiaomi"
+        case .oppo: "an OPPO"
+        case .vivo: "a vivo"
+        }
+    }
 }
 
 /// A device token as its push service knows it. APNs tokens are hex, even length, 64–200

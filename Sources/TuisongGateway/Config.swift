@@ -217,7 +217,10 @@ extension GatewayConfig {
             do {
                 contents = try Data(contentsOf: URL(fileURLWithPath: path))
             } catch {
-                throw ConfigError("", "cannot read \(path): \(error.localizedDescription)")
+                // errno's own reason ("No such file or directory", "Permission denied") says
+                // more than Foundation's "The operation could not be completed".
+                let reason = access(path, R_OK) != 0 ? String(cString: strerror(errno)) : error.localizedDescription
+                throw ConfigError("", "cannot read \(path): \(reason)")
             }
         }
         return try load(fileContents: contents, environment: environment)
@@ -245,6 +248,17 @@ extension GatewayConfig {
 
     static func parse(_ data: Data, source: String) throws(ConfigError) -> JSONValue {
         let tree: JSONValue
+        // Foundation's JSONDecoder lets a trailing comma through; the strict parser the HTTP
+        // side uses does not, so a config another JSON tool would refuse is refused here too.
+        do {
+            _ = try JSONValue(parsing: [UInt8](data))
+        } catch {
+            let before = data.prefix(error.offset)
+            let line = before.count(where: { $0 == UInt8(ascii: "\n") }) + 1
+            let column =
+                before.count - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 - before.startIndex + 1 } ?? 0) + 1
+            throw ConfigError("", "\(source) is not valid JSON: line \(line), column \(column): \(error.message)")
+        }
         do {
             tree = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {

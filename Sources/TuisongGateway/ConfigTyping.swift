@@ -144,10 +144,13 @@ extension GatewayConfig {
             throw ConfigError("log.level", "\"\(log.level)\" is not one of \(levels.joined(separator: ", "))")
         }
 
-        // Names are checked against the provider registry by the composition root.
+        // Checked against this build's registry here, so `check-config` refuses what `serve` would.
         providers = try r.strings("providers")
         if let duplicate = Dictionary(grouping: providers, by: { $0 }).first(where: { $0.value.count > 1 }) {
             throw ConfigError("providers", "\"\(duplicate.key)\" is listed twice")
+        }
+        if let unknown = providers.first(where: { ProviderRegistry.provider(named: $0) == nil }) {
+            throw ConfigError("providers", ProviderRegistry.unknownProviderMessage(unknown))
         }
 
         apns = APNs(

@@ -42,8 +42,26 @@ struct NativeDeviceAPI: Sendable {
         } catch {
             throw NativeAPIError(httpError: error)
         }
-        let channel = try Self.channel(body.channel)
-        let token = try deviceToken(request, channel: channel)
+        if let unknown = body.unknownFields.first {
+            throw NativeAPIError(
+                400, "invalid_request",
+                "unknown field \"\(unknown)\"; a device takes channel, environment, user, locale and tags")
+        }
+        // Fields left out keep their stored value, channel and environment included: read the
+        // device only when one of them is missing and cannot be told from the token itself (a
+        // token of APNs's shape is never an Android one).
+        let rawToken = request.pathParameters["token"] ?? ""
+        var stored: Device?
+        let channelUnknown = body.channel == nil && DeviceToken(rawToken, channel: .apns) == nil
+        let environmentUnknown =
+            body.environment == nil && (body.channel == nil || body.channel == PushChannel.apns.rawValue)
+        if channelUnknown || environmentUnknown {
+            if let existing = DeviceToken(addressing: rawToken) {
+                stored = try await store.device(appID: app.id, token: existing)
+            }
+        }
+        let channel = try body.channel.map(Self.channel) ?? stored?.channel ?? .apns
+        let token = try deviceToken(request, channel: channel, channelGiven: body.channel != nil)
         let environment: APNsEnvironment
         if let name = body.environment {
             guard let parsed = APNsEnvironment(rawValue: name) else {
@@ -53,13 +71,15 @@ struct NativeDeviceAPI: Sendable {
             guard !channel.isAndroid || parsed == .production else {
                 throw NativeAPIError(
                     400, "invalid_environment",
-                    "environment applies to APNs only; a \(channel) device is \"production\" or has none")
+                    "environment applies to APNs only; \(channel.withArticle) device is \"production\" or has none")
             }
             environment = parsed
         } else if channel.isAndroid {
             environment = .production
+        } else if let stored, stored.channel == .apns {
+            environment = stored.environment
         } else {
-            throw NativeAPIError(400, "invalid_environment", "environment is required for an APNs device")
+            throw NativeAPIError(400, "invalid_environment", "environment is required for a new APNs device")
         }
         if let user = body.user, user.count > 256 {
             throw NativeAPIError(400, "invalid_user", "user must be at most 256 characters")
@@ -165,15 +185,20 @@ struct NativeDeviceAPI: Sendable {
         return token
     }
 
-    /// The token of a device being registered on `channel`.
-    private func deviceToken(_ request: Request, channel: PushChannel) throws -> DeviceToken {
+    /// The token of a device being registered on `channel`. When the channel was left out
+    /// (APNs by default) and the token is an Android one, the message says how to name it.
+    private func deviceToken(_ request: Request, channel: PushChannel, channelGiven: Bool) throws -> DeviceToken {
         let raw = request.pathParameters["token"] ?? ""
         guard let token = DeviceToken(raw, channel: channel) else {
-            let expected =
+            var message =
                 channel == .apns
-                ? "hexadecimal, an even number of 64–200 characters"
-                : "1–\(DeviceToken.maximumOpaqueLength) letters, digits or -_.:~, and not an APNs token"
-            throw NativeAPIError(400, "invalid_token", "a \(channel) device token must be \(expected)")
+                ? "\(channel.withArticle) device token must be hexadecimal, an even number of 64–200 characters"
+                : "\(channel.withArticle) device token must be 1–\(DeviceToken.maximumOpaqueLength) letters, "
+                    + "digits or -_.:~, and not an APNs token"
+            if channel == .apns, !channelGiven, DeviceToken(raw, channel: .fcm) != nil {
+                message += "; if this is an FCM token, add \"channel\": \"fcm\" (or the Android service's name)"
+            }
+            throw NativeAPIError(400, "invalid_token", message)
         }
         return token
     }
@@ -207,13 +232,39 @@ struct NativeDeviceAPI: Sendable {
 
 /// The JSON body of `PUT /api/v1/devices/{token}`.
 struct DeviceRegistrationBody: Decodable {
-    /// Required for APNs devices; Android devices have none (`production` if given).
+    /// Required for a new APNs device; Android devices have none (`production` if given).
     var environment: String?
-    /// `apns` (default), `fcm`, `huawei`, `honor`.
+    /// `apns` (default for a new device), `fcm`, `huawei`, `honor`, `xiaomi`, `oppo`, `vivo`.
     var channel: String?
     var user: String?
     var locale: String?
     var tags: [String]?
+    /// Keys the body has that a device does not (`"tag"` for `"tags"`): refused, as `/push`
+    /// refuses them, rather than silently dropped.
+    var unknownFields: [String] = []
+
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case environment, channel, user, locale, tags
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        environment = try container.decodeIfPresent(String.self, forKey: .environment)
+        channel = try container.decodeIfPresent(String.self, forKey: .channel)
+        user = try container.decodeIfPresent(String.self, forKey: .user)
+        locale = try container.decodeIfPresent(String.self, forKey: .locale)
+        tags = try container.decodeIfPresent([String].self, forKey: .tags)
+        let known = Set(CodingKeys.allCases.map(\.rawValue))
+        unknownFields = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+            .filter { !known.contains($0) }.sorted()
+    }
 }
 
 /// A device as the native API shows it.

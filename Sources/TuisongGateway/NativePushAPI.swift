@@ -45,7 +45,8 @@ struct NativePushAPI: Sendable {
                 throw NativeAPIError(
                     400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message)
             }
-            return Self.accepted(record)
+            let empty = (try? await audienceIsEmpty(job)) ?? false
+            return Self.accepted(record, warnings: empty ? ["audience_empty"] : [])
         } catch let error as NativeAPIError where (400..<500).contains(error.status) {
             // A repeat answers its first message whatever its body: a retry that differs (a
             // new timestamp in the payload, say) is still the same send.
@@ -56,9 +57,40 @@ struct NativePushAPI: Sendable {
         }
     }
 
-    private static func accepted(_ record: MessageRecord) -> Response {
-        .json(object: ["message_id": record.id, "state": record.state.rawValue], status: 202)
+    private static func accepted(_ record: MessageRecord, warnings: [String] = []) -> Response {
+        var object: [String: Any] = ["message_id": record.id, "state": record.state.rawValue]
+        if !warnings.isEmpty { object["warnings"] = warnings }
+        return .json(object: object, status: 202)
     }
+
+    /// Whether the push is known, now, to reach no device: a tag no valid device carries
+    /// (`VIP` for `vip`), an app without devices, a list none of whose entries can be sent. An
+    /// explicit APNs token is sent registered or not, so a list holding one is never empty.
+    /// One read with a small `LIMIT`, the page the run itself would read first; lists longer
+    /// than `maxCheckedList` are not checked (said empty only when known).
+    private func audienceIsEmpty(_ job: PushJob) async throws -> Bool {
+        let limit: Int
+        switch job.audience {
+        case .tag, .all, .allAccounts:
+            limit = 1
+        case .accounts(let accounts):
+            limit = 1
+            guard !accounts.isEmpty else { return true }
+        case .devices(let ids):
+            guard ids.count <= Self.maxCheckedList else { return false }
+            limit = ids.count
+        case .tokens(let tokens):
+            guard tokens.count <= Self.maxCheckedList, !tokens.contains(where: { DeviceToken($0) != nil }) else {
+                return false
+            }
+            limit = tokens.count
+        }
+        let entries = try await engine.store.audiencePage(
+            appID: job.appID, audience: job.audience, environment: job.options.environment, after: 0, limit: limit)
+        return entries.allSatisfy { $0.skipReason != nil }
+    }
+
+    static let maxCheckedList = 1000
 
     /// The request's `Idempotency-Key`, if it sent one: a repeat within 24 hours answers the
     /// first request's message (see `IdempotencyKey`).

@@ -26,6 +26,11 @@ public enum ProviderRegistry {
         providers.map { SQLiteStore.PluginSchema(name: $0.name, migrations: $0.migrations) }
     }
 
+    static func unknownProviderMessage(_ name: String) -> String {
+        let known = names.sorted().joined(separator: ", ")
+        return "unknown provider \"\(name)\" (this build has: \(known.isEmpty ? "none" : known))"
+    }
+
     /// Builds the providers the config names, in its order, and mounts their routes.
     static func mount(
         _ names: [String], router: Router, context: (String) -> ProviderContext
@@ -33,9 +38,7 @@ public enum ProviderRegistry {
         var mounted: [any PushProvider] = []
         for name in names {
             guard let type = provider(named: name) else {
-                let known = Self.names.sorted().joined(separator: ", ")
-                throw ConfigError(
-                    "providers", "unknown provider \"\(name)\" (this build has: \(known.isEmpty ? "none" : known))")
+                throw ConfigError("providers", unknownProviderMessage(name))
             }
             let provider = try type.init(context: context(name))
             provider.register(on: router)

@@ -113,24 +113,21 @@ struct CredentialCommand: AsyncParsableCommand {
             let config = try options.load()
             let store = try options.openStore(config)
             defer { try? store.close() }
-            guard try await store.app(id: app) != nil else { throw ValidationError("no app with id \(app)") }
+            guard try await store.app(id: app) != nil else { throw CommandFailure("no app with id \(app)") }
             let pushChannel = PushChannel(rawValue: channel) ?? .apns
             guard pushChannel == .apns else {
                 return try await addChannelCredential(pushChannel, store: store, config: config)
             }
             var password: String?
             if let passwordEnv {
-                guard let value = ProcessInfo.processInfo.environment[passwordEnv] else {
-                    throw ValidationError("the environment variable \(passwordEnv) is not set")
-                }
-                password = value
+                password = try environmentValue(passwordEnv)
             }
             let upload: CredentialUpload
             if let p8 {
                 upload = .p8(pem: try readText(p8), keyID: keyID ?? "", teamID: teamID ?? "")
             } else if let p12 {
                 guard let data = FileManager.default.contents(atPath: p12) else {
-                    throw ValidationError("cannot read \(p12)")
+                    throw unreadable(p12)
                 }
                 upload = .p12(der: Array(data), password: password ?? "")
             } else {
@@ -166,14 +163,11 @@ struct CredentialCommand: AsyncParsableCommand {
             let upload: ChannelCredentialUpload
             if pushChannel == .fcm {
                 guard let data = FileManager.default.contents(atPath: serviceAccount ?? "") else {
-                    throw ValidationError("cannot read \(serviceAccount ?? "")")
+                    throw unreadable(serviceAccount ?? "")
                 }
                 upload = .fcm(serviceAccountJSON: Array(data))
             } else {
-                let variable = clientSecretEnv ?? ""
-                guard let secret = ProcessInfo.processInfo.environment[variable], !secret.isEmpty else {
-                    throw ValidationError("the environment variable \(variable) is not set")
-                }
+                let secret = try environmentValue(clientSecretEnv ?? "")
                 upload = .oauthClient(
                     channel: pushChannel, vendorAppID: vendorAppID ?? "", clientID: clientID ?? "",
                     clientSecret: secret,
@@ -194,7 +188,7 @@ struct CredentialCommand: AsyncParsableCommand {
 
         private func readText(_ path: String) throws -> String {
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw ValidationError("cannot read \(path)")
+                throw unreadable(path)
             }
             return String(decoding: data, as: UTF8.self)
         }
@@ -244,6 +238,12 @@ enum SelectorFlags {
         var given: [(flag: String, value: String)] = generic.map { [("selector", $0)] } ?? []
         for (flag, value) in try FlagArguments.pairs(arguments, usage: usage) {
             guard let declaration = declarations.first(where: { $0.cliFlag == flag }) else {
+                // `--client-secret VALUE` is the natural guess: point at the flag that exists.
+                if ["client-secret", "password"].contains(flag) {
+                    throw ValidationError(
+                        "unknown option --\(flag): a secret is never a flag (shells keep history); "
+                            + "pass --\(flag)-env VAR, VAR holding it")
+                }
                 throw ValidationError("unknown option --\(flag); \(usage)")
             }
             if let problem = declaration.problem(value) { throw ValidationError("--\(flag) \(problem)") }
@@ -338,7 +338,7 @@ struct APNsMockCommand: AsyncParsableCommand {
         var faults = APNsMockConfiguration.Faults()
         if let faultsFile {
             guard let data = FileManager.default.contents(atPath: faultsFile) else {
-                throw ValidationError("cannot read \(faultsFile)")
+                throw unreadable(faultsFile)
             }
             do {
                 faults = try JSONDecoder().decode(APNsMockConfiguration.Faults.self, from: data)
@@ -349,7 +349,7 @@ struct APNsMockCommand: AsyncParsableCommand {
         var fileConfiguration: (configuration: APNsMockConfiguration, keys: Set<String>)?
         if let configFile {
             guard let data = FileManager.default.contents(atPath: configFile) else {
-                throw ValidationError("cannot read \(configFile)")
+                throw unreadable(configFile)
             }
             do {
                 let decoded = try JSONDecoder().decode(APNsMockConfiguration.self, from: data)
@@ -408,7 +408,7 @@ struct APNsMockCommand: AsyncParsableCommand {
             FileManager.default.createFile(
                 atPath: keyPath, contents: Data(setup.tokenKeyPEM.utf8), attributes: [.posixPermissions: 0o600])
         else {
-            throw ValidationError("cannot write \(keyPath)")
+            throw CommandFailure("cannot write \(keyPath)")
         }
         let base = "https://\(host):\(server.port)"
         let serviceAccountPath = (directory.isEmpty ? "." : directory) + "/apns-mock-fcm-service-account.json"
@@ -417,7 +417,7 @@ struct APNsMockCommand: AsyncParsableCommand {
                 atPath: serviceAccountPath, contents: Data(setup.fcmServiceAccountJSON(tokenURI: base + "/token")),
                 attributes: [.posixPermissions: 0o600])
         else {
-            throw ValidationError("cannot write \(serviceAccountPath)")
+            throw CommandFailure("cannot write \(serviceAccountPath)")
         }
         let fcm = setup.fcmServiceAccount
         printJSON([

@@ -33,7 +33,7 @@ struct ConfigOptions: ParsableArguments {
         do {
             return try GatewayConfig.load(path: path, environment: ProcessInfo.processInfo.environment)
         } catch {
-            throw ValidationError(error.description)
+            throw CommandFailure(error.description)
         }
     }
 
@@ -41,6 +41,31 @@ struct ConfigOptions: ParsableArguments {
     func openStore(_ config: GatewayConfig) throws -> any GatewayStore {
         try StoreOpener.open(url: config.database.effectiveURL, options: StoreOpener.Options(config))
     }
+}
+
+/// A command that could not do its work for a reason outside its arguments (the config, an
+/// environment variable, the database): ArgumentParser prints it as one `Error: …` line and
+/// exits 1, where a `ValidationError` would add the usage block and exit 64.
+struct CommandFailure: Error, CustomStringConvertible {
+    var description: String
+
+    init(_ description: String) { self.description = description }
+}
+
+/// A file the command could not read, with errno's reason when the file system gives one.
+func unreadable(_ path: String) -> CommandFailure {
+    guard access(path, R_OK) != 0 else { return CommandFailure("cannot read \(path)") }
+    return CommandFailure("cannot read \(path): \(String(cString: strerror(errno)))")
+}
+
+/// The value of the environment variable `name`, or a failure saying whether it is unset or
+/// set but empty.
+func environmentValue(_ name: String) throws -> String {
+    guard let value = ProcessInfo.processInfo.environment[name] else {
+        throw CommandFailure("the environment variable \(name) is not set")
+    }
+    guard !value.isEmpty else { throw CommandFailure("the environment variable \(name) is empty") }
+    return value
 }
 
 /// Bootstraps swift-log (once per process) and returns a logger at `level`. `format` is
@@ -251,10 +276,10 @@ struct DeviceCommand: AsyncParsableCommand {
             let config = try options.load()
             let store = try options.openStore(config)
             defer { try? store.close() }
-            guard try await store.app(id: app) != nil else { throw ValidationError("no app with id \(app)") }
+            guard try await store.app(id: app) != nil else { throw CommandFailure("no app with id \(app)") }
             let input: UnsafeMutablePointer<FILE>
             if let file {
-                guard let opened = fopen(file, "r") else { throw ValidationError("cannot read \(file)") }
+                guard let opened = fopen(file, "r") else { throw unreadable(file) }
                 input = opened
             } else {
                 input = fdopen(0, "r")  // not `stdin`: a C global Swift 6 cannot prove safe
@@ -270,7 +295,8 @@ struct DeviceCommand: AsyncParsableCommand {
                 if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
                 guard let token = DeviceToken(trimmed, channel: channel) else {
                     rejected += 1
-                    FileHandle.standardError.write(Data("line \(lineNumber): not a \(channel) device token\n".utf8))
+                    FileHandle.standardError.write(
+                        Data("line \(lineNumber): not \(channel.withArticle) device token\n".utf8))
                     continue
                 }
                 batch.append(

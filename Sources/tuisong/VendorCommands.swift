@@ -49,7 +49,7 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
         let config = try options.load()
         let store = try options.openStore(config)
         defer { try? store.close() }
-        guard var record = try await store.app(id: app) else { throw ValidationError("no app with id \(app)") }
+        guard var record = try await store.app(id: app) else { throw CommandFailure("no app with id \(app)") }
         for setting in Provider.settings where setting.isUniqueAcrossApps {
             guard let value = values[setting.key], !value.isEmpty else { continue }
             if let owner = try await store.app(vendor: Provider.name, setting: setting.storageKey, value: value),
@@ -89,9 +89,10 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
             if let setting = Provider.settings.first(where: { !$0.isSecret && $0.cliFlag == flag }) {
                 values[setting.key] = value
             } else if let setting = Provider.settings.first(where: { $0.isSecret && "\($0.cliFlag)-env" == flag }) {
-                guard let secret = environment[value], !secret.isEmpty else {
-                    throw ValidationError("environment variable \(value) is not set or empty")
+                guard let secret = environment[value] else {
+                    throw CommandFailure("the environment variable \(value) is not set")
                 }
+                guard !secret.isEmpty else { throw CommandFailure("the environment variable \(value) is empty") }
                 values[setting.key] = secret
             } else if Provider.settings.contains(where: { $0.isSecret && $0.cliFlag == flag }) {
                 throw ValidationError("--\(flag) is a secret: pass --\(flag)-env VAR, VAR holding it")

@@ -33,13 +33,13 @@ import TuisongCore
                 "TUISONG_APNS_PRODUCTION_URL": "https://apns.example.test:2197",
                 "TUISONG_APNS_LOCAL_MOCK": "false",
                 "TUISONG_DELIVERY_RETRY_BASE_SECONDS": "0.5",
-                "TUISONG_PROVIDERS": "a,b",
+                "TUISONG_PROVIDERS": "tencent,baidu",
             ])
         #expect(config.listen.port == 9090)
         #expect(config.apns.productionURL == "https://apns.example.test:2197")
         #expect(config.apns.localMock == false)
         #expect(config.delivery.retryBaseSeconds == 0.5)
-        #expect(config.providers == ["a", "b"])
+        #expect(config.providers == ["tencent", "baidu"])
     }
 
     @Test func fileOverlaysDefaultAndEnvironmentWins() throws {

@@ -75,6 +75,42 @@ import TuisongCore
         #expect(badToken.errorCode == "invalid_token")
     }
 
+    @Test func partialUpdatesKeepChannelAndEnvironment() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        let fcm = "dGVzdC1pbnN0YW5jZQ:APA91bHun4MxP5egoKMwt2KZFBaFUH-1RYqx1l8ELEtGjyL4UbCk7xMWIG_Zz"
+        let fcmURL = "\(gw.baseURL)/api/v1/devices/\(fcm)"
+        let apnsURL = "\(gw.baseURL)/api/v1/devices/\(token(1))"
+        #expect(try await http("PUT", fcmURL, key: key, json: ["channel": "fcm", "user": "u-1"]).status == 201)
+        #expect(try await http("PUT", apnsURL, key: key, json: ["environment": "sandbox"]).status == 201)
+
+        let fcmUpdate = try await http("PUT", fcmURL, key: key, json: ["user": "u-2"])
+        #expect(fcmUpdate.status == 200)
+        #expect(fcmUpdate.jsonObject["channel"] as? String == "fcm", "the stored channel is kept")
+        #expect(fcmUpdate.jsonObject["user"] as? String == "u-2")
+        let apnsUpdate = try await http("PUT", apnsURL, key: key, json: ["user": "u-3"])
+        #expect(apnsUpdate.status == 200)
+        #expect(apnsUpdate.jsonObject["environment"] as? String == "sandbox", "the stored environment is kept")
+        #expect(apnsUpdate.jsonObject["user"] as? String == "u-3")
+
+        let newFCM = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(fcm)-new", key: key, json: ["user": "u"])
+        #expect(newFCM.errorCode == "invalid_token")
+        let message = newFCM.errorMessage ?? ""
+        #expect(message.hasPrefix("an APNs device token must be hexadecimal"))
+        #expect(message.contains("add \"channel\": \"fcm\""), "a new FCM-looking token is told how to name it")
+        let wrongShape = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(token(3))", key: key, json: ["channel": "fcm"])
+        #expect(wrongShape.errorMessage?.hasPrefix("an FCM device token must be") == true)
+
+        let misspelt = try await http("PUT", apnsURL, key: key, json: ["tag": "vip"])
+        #expect(misspelt.status == 400)
+        #expect(misspelt.errorCode == "invalid_request")
+        #expect(misspelt.errorMessage?.contains("\"tag\"") == true, "the unknown field is named")
+        let fetched = try await http("GET", apnsURL, key: key)
+        #expect(fetched.jsonObject["tags"] as? [String] == [], "a refused request changes nothing")
+    }
+
     @Test func tagsAndPagination() async throws {
         let gw = try await TestGateway.start()
         defer { Task { await gw.stop() } }

@@ -177,6 +177,33 @@ import TuisongPluginTestKit
         #expect(mock.statistics.handshakeFailures >= 1)
     }
 
+    @Test func aPushReachingNoDeviceIsAcceptedWithAWarning() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp()
+        let registered = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(token(1))", key: key,
+            json: ["environment": "production", "tags": ["vip"]])
+        let deviceID = try #require(registered.jsonObject["id"] as? Int)
+        func warnings(_ audience: [String: Any]) async throws -> [String]? {
+            let answer = try await http(
+                "POST", "\(gw.baseURL)/api/v1/push", key: key,
+                json: ["audience": audience, "notification": ["alert": "x"]])
+            #expect(answer.status == 202, "\(audience)")
+            return answer.jsonObject["warnings"] as? [String]
+        }
+        #expect(try await warnings(["tag": "nobody-here"]) == ["audience_empty"])
+        #expect(try await warnings(["tag": "VIP"]) == ["audience_empty"], "tags are case-sensitive")
+        #expect(try await warnings(["devices": [deviceID + 1000]]) == ["audience_empty"])
+        #expect(
+            try await warnings(["tokens": ["dGVzdC1pbnN0YW5jZQ:APA91bUnregistered"]]) == ["audience_empty"],
+            "an unregistered Android token has no channel to be sent on")
+        #expect(try await warnings(["tag": "vip"]) == nil)
+        #expect(try await warnings(["all": true]) == nil)
+        #expect(try await warnings(["devices": [deviceID]]) == nil)
+        #expect(try await warnings(["tokens": [token(2)]]) == nil, "an unregistered APNs token is still sent")
+    }
+
     @Test func badPushRequestsAreRefusedInTheNativeDialect() async throws {
         let gw = try await TestGateway.start()
         defer { Task { await gw.stop() } }
@@ -204,6 +231,15 @@ import TuisongPluginTestKit
                 "audience": ["all": true], "notification": ["alert": "x"],
                 "collapse_id": String(repeating: "c", count: 65),
             ]).errorCode == "invalid_request")
+        // Over the route's 4 MiB the front door answers 413 before any parsing: a body that is
+        // not even JSON gets the size refusal, in the native dialect.
+        let oversized = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            body: Data(repeating: UInt8(ascii: "x"), count: (4 << 20) + 1),
+            contentType: "application/json")
+        #expect(oversized.status == 413)
+        #expect(oversized.errorCode == "payload_too_large")
+        #expect(oversized.errorMessage?.isEmpty == false)
         #expect(try await gw.runtime.store.messages(appID: nil, limit: 10).isEmpty, "nothing half-done stays behind")
         let missing = try await http("GET", "\(gw.baseURL)/api/v1/messages/999", key: key)
         #expect(missing.status == 404)

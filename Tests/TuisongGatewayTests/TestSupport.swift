@@ -32,6 +32,7 @@ extension RunningGateway {
 /// The gateway's error dialect on any answer.
 extension TestResponse {
     var errorCode: String? { (jsonObject["error"] as? [String: Any])?["code"] as? String }
+    var errorMessage: String? { (jsonObject["error"] as? [String: Any])?["message"] as? String }
 }
 
 /// One request to a whole URL over a loopback socket, with an API key, a JSON or raw body.
