@@ -15,9 +15,6 @@ one line of key=value figures:
 """
 import argparse
 import asyncio
-import base64
-import hashlib
-import hmac
 import json
 import os
 import random
@@ -25,24 +22,8 @@ import sqlite3
 import subprocess
 import sys
 import time
-import zlib
 
-
-def user_sig(sdkappid, key, identifier, expire=86400):
-    """Tencent's TLSSigAPIv2.genUserSig, as app servers compute it."""
-    now = int(time.time())
-    content = f"TLS.identifier:{identifier}\nTLS.sdkappid:{sdkappid}\nTLS.time:{now}\nTLS.expire:{expire}\n"
-    sig = base64.b64encode(hmac.new(key.encode(), content.encode(), hashlib.sha256).digest()).decode()
-    doc = {"TLS.ver": "2.0", "TLS.identifier": identifier, "TLS.sdkappid": sdkappid,
-           "TLS.expire": expire, "TLS.time": now, "TLS.sig": sig}
-    packed = base64.b64encode(zlib.compress(json.dumps(doc, separators=(",", ":")).encode())).decode()
-    return packed.replace("+", "*").replace("/", "-").replace("=", "_")
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from push_watch import cpu_seconds, user_sig  # bench/push_watch.py, beside this file
 
 
 def peak_rss_mb(pid):

@@ -17,7 +17,8 @@ extension SQLiteStore: MessageStore {
             options: try JSONText.encode(job.options), payload: Data(payload), labels: try JSONText.encode(job.labels),
             state: state.rawValue, sendAt: job.sendAt.map(SQLTime.milliseconds), createdAt: now,
             vendorContext: try job.vendorContext.map { try JSONText.encode($0) }, idempotencyKey: job.idempotencyKey)
-        let inserted = try await messageInserts.submit(row)
+        // Group-committed with the other small writes of the moment (`groupWrite`).
+        let inserted = try await groupWrite { db in try Self.insertMessage(db, row) }
         if job.idempotencyKey != nil {
             await idempotencyKeySweeper.sweepIfDue(now: SQLTime.date(now)) { before, limit in
                 try await forgetIdempotencyKeys(before: before, limit: limit)
@@ -70,58 +71,40 @@ extension SQLiteStore: MessageStore {
         var created: Bool
     }
 
-    /// Inserts messages in the caller's transaction, each in a savepoint of its own when there
-    /// are several: one the schema refuses (a vendor message id used twice) fails alone. A row
-    /// with an idempotency key is inserted with its key, or not at all when the key names a
-    /// message younger than `IdempotencyKey.lifetime` (rows of one batch see each other's keys:
-    /// there is one writer). A key past its lifetime is taken over by the new message.
-    static func insertMessages(_ db: Database, _ rows: [MessageRow]) throws -> [Result<InsertedMessage, any Error>] {
+    /// Inserts a message (and its idempotency key) in the caller's transaction; a key still
+    /// alive answers its first message instead.
+    static func insertMessage(_ db: Database, _ row: MessageRow) throws -> InsertedMessage {
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO messages (app_id, vendor, vendor_message_id, audience, notification, options,
                     payload, labels, state, send_at, created_at, vendor_context)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
-        func run(_ row: MessageRow) throws -> InsertedMessage {
-            if let key = row.idempotencyKey {
-                let lifetime = Int64(IdempotencyKey.lifetime * 1000)
-                if let existing = try Int64.fetchOne(
-                    db.cachedStatement(
-                        sql: "SELECT message_id FROM idempotency_keys WHERE app_id = ? AND key = ? AND created_at > ?"),
-                    arguments: [row.appID, key, row.createdAt - lifetime])
-                {
-                    return InsertedMessage(id: existing, created: false)
-                }
-            }
-            try insert.execute(arguments: [
-                row.appID, row.vendor, row.vendorMessageID, row.audience, row.notification, row.options, row.payload,
-                row.labels, row.state, row.sendAt, row.createdAt, row.vendorContext,
-            ])
-            let id = db.lastInsertedRowID
-            if let key = row.idempotencyKey {
-                try db.cachedStatement(
-                    sql: """
-                        INSERT INTO idempotency_keys (app_id, key, message_id, created_at) VALUES (?, ?, ?, ?)
-                        ON CONFLICT (app_id, key) DO UPDATE
-                        SET message_id = excluded.message_id, created_at = excluded.created_at
-                        """
-                ).execute(arguments: [row.appID, key, id, row.createdAt])
-            }
-            return InsertedMessage(id: id, created: true)
-        }
-        if rows.count == 1 { return [.success(try run(rows[0]))] }
-        return rows.map { row in
-            var inserted = InsertedMessage(id: 0, created: false)
-            do {
-                try db.inSavepoint {
-                    inserted = try run(row)
-                    return .commit
-                }
-                return .success(inserted)
-            } catch {
-                return .failure(ErrorMapping.storeError(error))
+        if let key = row.idempotencyKey {
+            let lifetime = Int64(IdempotencyKey.lifetime * 1000)
+            if let existing = try Int64.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT message_id FROM idempotency_keys WHERE app_id = ? AND key = ? AND created_at > ?"),
+                arguments: [row.appID, key, row.createdAt - lifetime])
+            {
+                return InsertedMessage(id: existing, created: false)
             }
         }
+        try insert.execute(arguments: [
+            row.appID, row.vendor, row.vendorMessageID, row.audience, row.notification, row.options, row.payload,
+            row.labels, row.state, row.sendAt, row.createdAt, row.vendorContext,
+        ])
+        let id = db.lastInsertedRowID
+        if let key = row.idempotencyKey {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO idempotency_keys (app_id, key, message_id, created_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (app_id, key) DO UPDATE
+                    SET message_id = excluded.message_id, created_at = excluded.created_at
+                    """
+            ).execute(arguments: [row.appID, key, id, row.createdAt])
+        }
+        return InsertedMessage(id: id, created: true)
     }
 
     public func message(id: Int64) async throws -> MessageRecord? {

@@ -88,9 +88,6 @@ public final class SQLiteStore: Store {
     /// Where the dispatcher's walk through messages left `sending` by an earlier dispatcher has
     /// got to (message id); nil once every one of them was claimed again.
     let sendingRecovery = Mutex<Int64?>(nil)
-    /// Messages are inserted with group commit: the requests accepting them while a
-    /// transaction is being committed share the next one (`createMessage`).
-    let messageInserts: StoreBatcher<MessageRow, InsertedMessage>
     /// Small writes that arrive together share one transaction (`groupWrite`).
     let groupedWrites: StoreBatcher<GroupedWrite, any Sendable>
     /// Records of messages this process created and the dispatcher has not claimed yet: a
@@ -165,16 +162,6 @@ public final class SQLiteStore: Store {
         }
         self.checkpointer = checkpointer
         let writeObserver = configuration.writeObserver
-        messageInserts = StoreBatcher(concurrency: 1, maxBatch: 512) { [pool] rows in
-            let started = ContinuousClock.now
-            defer { writeObserver?(ContinuousClock.now - started) }
-            do {
-                defer { checkpointer.noteCommit() }
-                return try await pool.write { db in try Self.insertMessages(db, rows) }
-            } catch {
-                throw ErrorMapping.storeError(error)
-            }
-        }
         groupedWrites = StoreBatcher(concurrency: 1, maxBatch: 256) { [pool] writes in
             let started = ContinuousClock.now
             defer { writeObserver?(ContinuousClock.now - started) }

@@ -55,48 +55,14 @@ import TuisongPluginTestKit
     }
 
     @Test func killDuringFanOutLosesNothing() async throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
-            Issue.record("build the tuisong executable first (swift build)")
-            return
-        }
-        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-crash-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-
-        // APNs: an external mock that survives the gateway's crash, slowed so the kill lands mid-burst.
-        let mock = try Spawned(
-            [
-                "apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path, "--log-requests",
-                "--latency-ms", "20",
-            ],
-            environment: [:])
-        defer { mock.terminate() }
-        let mockInfo = try await firstJSONObject(in: mock, timeout: .seconds(20))
-        let mockURL = try #require(mockInfo["url"] as? String)
-
-        let port = Int.random(in: 20_000...40_000)
-        let env: [String: String] = [
-            "TUISONG_LISTEN_PORT": "\(port)",
-            "TUISONG_DATABASE_PATH": directory.appending(path: "db.sqlite").path,
-            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
-            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "pw").path,
-            "TUISONG_APNS_LOCAL_MOCK": "false",
-            "TUISONG_APNS_PRODUCTION_URL": mockURL,
-            "TUISONG_APNS_SANDBOX_URL": mockURL,
-            "TUISONG_APNS_CA_FILE": try #require(mockInfo["ca_file"] as? String),
-            "TUISONG_DELIVERY_WORKERS": "64",
-            "TUISONG_DELIVERY_PAGE_SIZE": "100",
-        ]
-        let created = try run(["app", "create", "--name", "crash", "--bundle-id", "com.example.crash"], env)
-        let app = try JSONSerialization.jsonObject(with: Data(created.utf8)) as! [String: Any]
-        let appID = app["id"] as! Int
-        let key = app["api_key"] as! String
-        _ = try run(
-            [
-                "credential", "add", "--app", "\(appID)", "--environment", "production", "--p8",
-                mockInfo["p8_file"] as! String,
-                "--key-id", mockInfo["key_id"] as! String, "--team-id", mockInfo["team_id"] as! String,
-            ], env)
+        guard
+            let stage = try await Stage.make(
+                self, name: "crash", latencyMilliseconds: 20, delivery: ["WORKERS": "64", "PAGE_SIZE": "100"])
+        else { return }
+        defer { stage.tearDown() }
+        let (directory, mock, env, port, appID, key) = (
+            stage.directory, stage.mock, stage.env, stage.port, stage.appID, stage.key
+        )
         let tokens = (1...2000).map { token($0, prefix: "c0") }
         let importFile = directory.appending(path: "tokens.txt")
         try tokens.joined(separator: "\n").write(to: importFile, atomically: true, encoding: .utf8)
@@ -139,46 +105,11 @@ import TuisongPluginTestKit
     /// kill -9 while a chat load (one-device messages from several clients at once) is being
     /// accepted and sent: every message the API acknowledged is delivered after the restart.
     @Test func killDuringAChatLoadLosesNothingAcknowledged() async throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
-            Issue.record("build the tuisong executable first (swift build)")
-            return
-        }
-        let directory = FileManager.default.temporaryDirectory.appending(
-            path: "tuisong-chat-crash-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let mock = try Spawned(
-            [
-                "apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path, "--log-requests",
-                "--latency-ms", "50",
-            ],
-            environment: [:])
-        defer { mock.terminate() }
-        let mockInfo = try await firstJSONObject(in: mock, timeout: .seconds(20))
-        let mockURL = try #require(mockInfo["url"] as? String)
-        let port = Int.random(in: 20_000...40_000)
-        let env: [String: String] = [
-            "TUISONG_LISTEN_PORT": "\(port)",
-            "TUISONG_DATABASE_PATH": directory.appending(path: "db.sqlite").path,
-            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
-            "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "pw").path,
-            "TUISONG_APNS_LOCAL_MOCK": "false",
-            "TUISONG_APNS_PRODUCTION_URL": mockURL,
-            "TUISONG_APNS_SANDBOX_URL": mockURL,
-            "TUISONG_APNS_CA_FILE": try #require(mockInfo["ca_file"] as? String),
-            "TUISONG_DELIVERY_WORKERS": "512",
-        ]
-        let created = try run(["app", "create", "--name", "chat", "--bundle-id", "com.example.chat"], env)
-        let app = try JSONSerialization.jsonObject(with: Data(created.utf8)) as! [String: Any]
-        let appID = app["id"] as! Int
-        let key = app["api_key"] as! String
-        _ = try run(
-            [
-                "credential", "add", "--app", "\(appID)", "--environment", "production", "--p8",
-                mockInfo["p8_file"] as! String,
-                "--key-id", mockInfo["key_id"] as! String, "--team-id", mockInfo["team_id"] as! String,
-            ], env)
-
+        guard
+            let stage = try await Stage.make(self, name: "chat", latencyMilliseconds: 50, delivery: ["WORKERS": "512"])
+        else { return }
+        defer { stage.tearDown() }
+        let (mock, env, port, key) = (stage.mock, stage.env, stage.port, stage.key)
         let first = try Spawned(["serve"], environment: env)
         defer { first.terminate() }
         try await waitForHealth(port)
@@ -222,6 +153,75 @@ import TuisongPluginTestKit
                 return state == "completed"
             }
             #expect(state == "completed", "message \(id)")
+        }
+    }
+
+    /// What both tests stand on: a temporary directory, `tuisong apns-mock` as APNs (it outlives
+    /// the gateway's crash and logs every request, answering after `latencyMilliseconds`), the
+    /// gateway's environment on a free port, and an app with the mock's key as credential.
+    struct Stage {
+        let directory: URL
+        let mock: Spawned
+        let env: [String: String]
+        let port: Int
+        let appID: Int
+        let key: String
+
+        /// nil (with an issue recorded) when the tuisong executable has not been built.
+        static func make(
+            _ test: CrashRecoveryTests, name: String, latencyMilliseconds: Int, delivery: [String: String]
+        ) async throws -> Stage? {
+            guard FileManager.default.isExecutableFile(atPath: CrashRecoveryTests.binary) else {
+                Issue.record("build the tuisong executable first (swift build)")
+                return nil
+            }
+            let directory = FileManager.default.temporaryDirectory.appending(
+                path: "tuisong-\(name)-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let mock = try Spawned(
+                [
+                    "apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path,
+                    "--log-requests", "--latency-ms", "\(latencyMilliseconds)",
+                ],
+                environment: [:])
+            do {
+                let mockInfo = try await test.firstJSONObject(in: mock, timeout: .seconds(20))
+                let mockURL = try #require(mockInfo["url"] as? String)
+                let port = Int.random(in: 20_000...40_000)
+                var env: [String: String] = [
+                    "TUISONG_LISTEN_PORT": "\(port)",
+                    "TUISONG_DATABASE_PATH": directory.appending(path: "db.sqlite").path,
+                    "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
+                    "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "pw").path,
+                    "TUISONG_APNS_LOCAL_MOCK": "false",
+                    "TUISONG_APNS_PRODUCTION_URL": mockURL,
+                    "TUISONG_APNS_SANDBOX_URL": mockURL,
+                    "TUISONG_APNS_CA_FILE": try #require(mockInfo["ca_file"] as? String),
+                ]
+                for (setting, value) in delivery { env["TUISONG_DELIVERY_\(setting)"] = value }
+                let created = try test.run(
+                    ["app", "create", "--name", name, "--bundle-id", "com.example.\(name)"], env)
+                let app = try JSONSerialization.jsonObject(with: Data(created.utf8)) as! [String: Any]
+                let appID = app["id"] as! Int
+                _ = try test.run(
+                    [
+                        "credential", "add", "--app", "\(appID)", "--environment", "production", "--p8",
+                        mockInfo["p8_file"] as! String,
+                        "--key-id", mockInfo["key_id"] as! String, "--team-id", mockInfo["team_id"] as! String,
+                    ], env)
+                return Stage(
+                    directory: directory, mock: mock, env: env, port: port, appID: appID,
+                    key: app["api_key"] as! String)
+            } catch {
+                mock.terminate()
+                try? FileManager.default.removeItem(at: directory)
+                throw error
+            }
+        }
+
+        func tearDown() {
+            mock.terminate()
+            try? FileManager.default.removeItem(at: directory)
         }
     }
 
