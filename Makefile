@@ -16,7 +16,7 @@ TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-
 BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3 openssl postgresql
 PYTHON ?= python3
 
-.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster bench-messages bench-cpu clean check-config format lint
+.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster bench-messages bench-cpu bench-memory clean check-config format lint
 
 all: build
 
@@ -141,6 +141,12 @@ bench-messages: release
 bench-cpu: release
 	$(call apt_install,$(BENCH_PACKAGES))
 	bench/cpu-isolation.sh
+
+# Resident memory over 100,000 mixed requests across every API family, bad input included
+# (issue #33 item 9; docs/benchmarks.md).
+bench-memory: release
+	$(call apt_install,$(BENCH_PACKAGES))
+	bench/memory.sh
 
 clean:
 	rm -rf .build $(TEST_OUTPUT)

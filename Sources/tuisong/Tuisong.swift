@@ -85,28 +85,12 @@ func printJSON(_ object: Any) {
     }
 }
 
-/// glibc gives each thread that meets contention an arena of its own, up to 8 per core, and
-/// memory freed in one is not reused by another: the server's threads (HTTP, the cooperative
-/// pool, event loops, database queues) each kept their own high-water mark, and a chat load's
-/// peak RSS was ~270 MB where two arenas measured ~140 MB at the same rate (bench/messages.sh).
-/// An operator's own `MALLOC_ARENA_MAX` wins.
-func limitMallocArenas() {
-    #if canImport(Glibc)
-        guard ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil else { return }
-        // mallopt is in <malloc.h>, which the Glibc module does not bring in: looked up by name.
-        // M_ARENA_MAX is -8 there.
-        guard let symbol = dlsym(nil, "mallopt") else { return }
-        typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
-        _ = unsafeBitCast(symbol, to: Mallopt.self)(-8, 2)
-    #endif
-}
-
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the gateway until SIGINT or SIGTERM.")
     @OptionGroup var options: ConfigOptions
 
     func run() async throws {
-        limitMallocArenas()
+        MallocTuning.applyForServe()
         let config = try options.load()
         let logger = makeLogger("tuisong", level: config.log.level, format: config.log.format)
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])

@@ -219,4 +219,42 @@ import TuisongPostgresTestKit
         try first.close()
         #expect(try await second.claimWork(now: Date(), limit: 4, running: []).map(\.record.id) == [message.id])
     }
+
+    /// A claim that runs while messages are being created takes every record the store kept
+    /// for it: one kept after the commit was never taken by a claim that ran in between, and
+    /// the dispatcher's heap grew with each (`make bench-memory`, issue #33 item 9).
+    @Test func claimsRacingCreatesLeaveNoRecordKept() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let store = try SQLiteStore(path: database.path)
+        defer { try? store.close() }
+        #expect(store.isDispatcher)
+        let app = try await store.createApp(name: "r", bundleID: "com.example.r", apiKeyHash: UUID().uuidString)
+        let creators = 8
+        let perCreator = 100
+        let claimed = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<creators {
+                group.addTask {
+                    for _ in 0..<perCreator {
+                        _ = try await store.createMessage(
+                            PushJob(
+                                appID: app.id, vendor: "native", audience: .tag("t"), notification: PushNotification(),
+                                options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+                    }
+                    return 0
+                }
+            }
+            group.addTask {
+                var claimed = 0
+                while claimed < creators * perCreator {
+                    claimed += try await store.claimWork(now: Date(), limit: 16, running: []).count
+                    await Task.yield()
+                }
+                return claimed
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(claimed == creators * perCreator)
+        #expect(store.createdRecords.withLock { $0.isEmpty })
+    }
 }
