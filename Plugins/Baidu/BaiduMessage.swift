@@ -25,8 +25,9 @@ struct BaiduMessage: Sendable {
     /// The text to keep for `fetch_msg`: the string, or the object's JSON.
     let text: String
     let notification: PushNotification
-    /// What only Android services take, from Baidu's Android fields (`open_type` 2 with
-    /// `pkg_content`: the intent the notification opens); used when pushed to `device_type` 3.
+    /// What only Android services take, from Baidu's Android fields (`open_type` 1 with `url`:
+    /// the web page the notification opens; 2 with `pkg_content`: the intent); used when
+    /// pushed to `device_type` 3.
     let android: AndroidOptions?
 
     /// `original`: the text as the app server sent it, kept instead of the re-serialised
@@ -38,9 +39,9 @@ struct BaiduMessage: Sendable {
         android = Self.androidOptions(value)
     }
 
-    /// Baidu's Android click behaviour: `open_type` 1 opens `url`, 2 runs `pkg_content` (an
-    /// intent URI), 0/3 opens the app. Only the intent has a counterpart (`AndroidOptions.intent`:
-    /// Huawei's and Honor's click action); a URL or the app's launch is each service's default.
+    /// Baidu's Android click behaviour: `open_type` 1 opens `url` (`AndroidOptions.url`: each
+    /// service's open-a-web-page click), 2 runs `pkg_content` (an intent URI,
+    /// `AndroidOptions.intent`), 0/3 opens the app (each service's default).
     private static func androidOptions(_ value: JSONValue) -> AndroidOptions? {
         var object = value
         if case .string(let string) = value, string.hasPrefix("{"), let parsed = try? JSONValue(parsing: string) {
@@ -48,8 +49,16 @@ struct BaiduMessage: Sendable {
         }
         guard case .object(let members) = object else { return nil }
         let openType = members["open_type"]?.intValue ?? members["open_type"]?.stringValue.flatMap { Int64($0) }
-        guard openType == 2, let intent = members["pkg_content"]?.stringValue, !intent.isEmpty else { return nil }
-        return AndroidOptions(intent: intent)
+        switch openType {
+        case 1?:
+            guard let url = members["url"]?.stringValue, !url.isEmpty else { return nil }
+            return AndroidOptions(url: url)
+        case 2?:
+            guard let intent = members["pkg_content"]?.stringValue, !intent.isEmpty else { return nil }
+            return AndroidOptions(intent: intent)
+        default:
+            return nil
+        }
     }
 
     private static func build(_ value: JSONValue, type: BaiduMessageType, parameter: String) throws(BaiduError)
@@ -225,16 +234,19 @@ struct BaiduMessage: Sendable {
     }
 
     /// `{"title": …, "description": …, "custom_content": {…}}`, Baidu's Android notification.
+    /// An empty `title` is no title ("可以为空；如果为空则设为 appid 对应的应用名"): the services
+    /// that show one show the app's name, as for a missing title.
     private static func notification(fromAndroidStyle members: [String: JSONValue], parameter: String)
         throws(BaiduError) -> PushNotification
     {
-        let title = members["title"]?.stringValue
+        let title = members["title"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
         let description = members["description"]?.stringValue
         guard title != nil || description != nil else {
             throw .invalidParameter(
                 parameter, "an iOS notification needs \"aps\" (or Baidu's \"title\"/\"description\")")
         }
-        var notification = PushNotification(alert: .fields(.init(title: title, body: description)))
+        var notification = PushNotification(
+            alert: .fields(.init(title: title, body: description)))
         if let custom = members["custom_content"] {
             guard let object = custom.objectValue else {
                 throw .invalidParameter("\(parameter) field custom_content", "must be an object")

@@ -6,11 +6,16 @@ import TuisongCore
 /// reason. An Android device of a receiver is decided exactly as the receiver's iPhone. Pure:
 /// the delivery policy reads what it needs (one store read per page) and calls this.
 enum EasemobDecisions {
+    /// - Parameter bindings: per device (parallel to `accounts`), its Easemob `device_id` and
+    ///   `notifier_name` (the console's device columns), read only when the message has an
+    ///   `em_push_filter`; a device without one is bound without them.
     static func decide(
-        accounts: [String?], channels: [PushChannel]? = nil, message: EasemobMessage, badges: [String: Int],
-        data: EasemobReceiverData, template: PushTemplate?, now: Date, timeZone: TimeZone
+        accounts: [String?], channels: [PushChannel]? = nil, bindings: [[String: String]?]? = nil,
+        message: EasemobMessage, badges: [String: Int], data: EasemobReceiverData, template: PushTemplate?, now: Date,
+        timeZone: TimeZone
     ) -> [DeliveryDecision] {
         let rules = message.rules
+        let filter = EasemobPushFilter(ext: message.ext)
         let senderNickname = data.users[message.from]?.nickname
         return accounts.enumerated().map { index, account in
             let channel = channels?[index] ?? .apns
@@ -24,6 +29,12 @@ enum EasemobDecisions {
                 receiver: receiver, message: rules, now: now, timeZone: timeZone)
             {
                 return .skip(reason: reason.rawValue)
+            }
+            if let filter {
+                let binding = bindings?[index] ?? nil
+                if !filter.admits(deviceID: binding?["device_id"], notifierName: binding?["notifier_name"]) {
+                    return .skip(reason: EasemobSkipReason.pushFilter.rawValue)
+                }
             }
             let display = EasemobReceiverDisplay(
                 username: username, displayStyle: user?.displayStyle ?? 0, language: user?.language)

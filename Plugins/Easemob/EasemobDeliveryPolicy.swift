@@ -25,8 +25,17 @@ struct EasemobDeliveryPolicy: DeliveryPolicy {
         if let wanted = message.template {
             template = try await templates.template(appID: record.appID, name: wanted.name)
         }
+        // `em_push_filter` names devices by their Easemob device_id and notifier name: one read
+        // for the page, only for a message that has one.
+        var bindings: [[String: String]?]?
+        if EasemobPushFilter(ext: message.ext) != nil {
+            let columns = try await store.deviceColumns(
+                appID: record.appID, deviceIDs: recipients.compactMap(\.deviceID))
+            bindings = recipients.map { recipient in recipient.deviceID.flatMap { columns[$0] } }
+        }
         return EasemobDecisions.decide(
-            accounts: recipients.map(\.account), channels: recipients.map(\.channel), message: message,
+            accounts: recipients.map(\.account), channels: recipients.map(\.channel), bindings: bindings,
+            message: message,
             badges: EasemobDecisions.badges(record.vendorContext), data: data, template: template, now: clock.now,
             timeZone: timeZone)
     }

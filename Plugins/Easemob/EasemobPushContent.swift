@@ -95,13 +95,17 @@ struct EasemobReceiverDisplay: Sendable, Hashable {
 ///
 /// The alert body follows the receiver's display style (0: `你有一条新消息`, 1:
 /// `<sender nickname, else username>:<content>`, the content in the receiver's language when
-/// the message carries that translation), then `em_push_template`, then `em_apns_ext`'s own
-/// title, subtitle and body, which win over both.
+/// the message carries that translation), then `em_push_template`, then `em_push_ext`'s
+/// `title` / `content`, then `em_apns_ext`'s `em_push_title` / `em_push_content` (Easemob's
+/// "自定义显示", for every platform), then — on APNs only — `em_apns_ext`'s `em_alert_title`,
+/// `em_alert_subTitle` and `em_alert_body`, each winning over what came before.
 ///
-/// An Android device (`channel` FCM, Huawei, Honor) gets the same decision and text: display
-/// style, language and template alike; `em_push_ext` (Easemob's settings for every platform)
-/// too. What `em_apns_ext` says is for APNs only and stays out of its payload; its click action
-/// is `em_android_push_ext`'s `huawei_click_action` / `honor_click_action` for its service,
+/// An Android device (`channel` FCM, Huawei, Honor, Xiaomi, OPPO, vivo) gets the same decision
+/// and text: display style, language, template, `em_push_ext`, `em_push_title` /
+/// `em_push_content` alike, and `em_apns_ext.extern` as `e` (Easemob's Android docs: `e` comes
+/// from `em_apns_ext.extern`). The rest of `em_apns_ext` (the `em_alert_*` fields, sound,
+/// mutable-content, category) is APNs's and stays out of its payload; its click action is
+/// `em_android_push_ext`'s `huawei_click_action` / `honor_click_action` for its service,
 /// carried as the payload's `category` (what the Android transports send as the click action).
 enum EasemobPushContent {
     static let simpleBanner = "你有一条新消息"
@@ -134,6 +138,14 @@ enum EasemobPushContent {
             if let value = general["content"]?.stringValue, !value.isEmpty { body = value }
             if let extern = general["custom"] { custom["e"] = extern }
         }
+        // `em_apns_ext`: the fields Easemob reads on every platform.
+        var apns: JSONValue?
+        if let value = message.ext?["em_apns_ext"], case .object = value { apns = value }
+        if let apns {
+            if let extern = apns["extern"] { custom["e"] = extern }
+            if let value = apns["em_push_title"]?.stringValue, !value.isEmpty { title = value }
+            if let value = apns["em_push_content"]?.stringValue, !value.isEmpty { body = value }
+        }
         if channel.isAndroid {
             let action: String? =
                 switch channel {
@@ -142,8 +154,7 @@ enum EasemobPushContent {
                 default: nil
                 }
             if let action, !action.isEmpty { notification.category = action }
-        } else if let apns = message.ext?["em_apns_ext"], case .object = apns {
-            if let extern = apns["extern"] { custom["e"] = extern }
+        } else if let apns {
             if let value = apns["em_alert_title"]?.stringValue { title = value }
             if let value = apns["em_alert_subTitle"]?.stringValue { subtitle = value }
             if let value = apns["em_alert_body"]?.stringValue { body = value }

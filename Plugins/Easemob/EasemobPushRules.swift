@@ -122,6 +122,51 @@ enum EasemobSkipReason: String, Sendable, Hashable, CaseIterable {
     case ignored
     /// The receiver sent the message (a group's sender is a member too).
     case sender
+    /// `ext.em_push_filter` leaves this device out (by its `device_id` or notifier name).
+    case pushFilter = "push_filter"
+}
+
+/// `ext.em_push_filter`: which of a receiver's devices are pushed, by the Easemob `device_id`
+/// and the notifier (certificate) name each was bound with. An empty or absent list filters
+/// nothing; `accept_*` lists keep only the devices they name (a device bound without a
+/// `device_id` or notifier name, e.g. through the native API, is named by none), `ignore_*`
+/// lists drop the devices they name. A device must pass all four.
+struct EasemobPushFilter: Sendable, Hashable {
+    var acceptDeviceIDs: Set<String> = []
+    var ignoreDeviceIDs: Set<String> = []
+    var acceptNotifierNames: Set<String> = []
+    var ignoreNotifierNames: Set<String> = []
+
+    /// Nil when the message has no filter (or only empty lists).
+    init?(ext: JSONValue?) {
+        guard let filter = ext?["em_push_filter"], case .object = filter else { return nil }
+        func names(_ key: String) -> Set<String> {
+            switch filter[key] {
+            case .array(let elements)?: Set(elements.compactMap(\.stringValue).filter { !$0.isEmpty })
+            case .string(let text)? where !text.isEmpty: [text]
+            default: []
+            }
+        }
+        acceptDeviceIDs = names("accept_device_id")
+        ignoreDeviceIDs = names("ignore_device_id")
+        acceptNotifierNames = names("accept_notifier_name")
+        ignoreNotifierNames = names("ignore_notifier_name")
+        if acceptDeviceIDs.isEmpty && ignoreDeviceIDs.isEmpty && acceptNotifierNames.isEmpty
+            && ignoreNotifierNames.isEmpty
+        {
+            return nil
+        }
+    }
+
+    /// Whether a device bound with this Easemob `device_id` and notifier name (nil: bound
+    /// without one) is pushed.
+    func admits(deviceID: String?, notifierName: String?) -> Bool {
+        if !acceptDeviceIDs.isEmpty && !(deviceID.map(acceptDeviceIDs.contains) ?? false) { return false }
+        if let deviceID, ignoreDeviceIDs.contains(deviceID) { return false }
+        if !acceptNotifierNames.isEmpty && !(notifierName.map(acceptNotifierNames.contains) ?? false) { return false }
+        if let notifierName, ignoreNotifierNames.contains(notifierName) { return false }
+        return true
+    }
 }
 
 /// What the rules need to know about one receiver.

@@ -283,7 +283,7 @@ extension EasemobProvider {
                 }
             } else {
                 // The notifier name picks the device's service: a name one of the app's Android
-                // credentials carries (FCM, Huawei, Honor) makes it an Android device of that
+                // credentials carries (FCM, Huawei, Honor, Xiaomi, OPPO, vivo) makes it an Android device of that
                 // service; any other name (an APNs certificate's, or none yet) an iPhone.
                 let channel =
                     notifier.isEmpty

@@ -78,10 +78,14 @@ public struct AndroidOptions: Sendable, Hashable, Codable {
     /// An intent URI the notification opens (`intent://…#Intent;…;end`), for services that
     /// take one (Huawei's click_action type 1, Xiaomi's intent_uri, OPPO's, vivo's skipContent).
     public var intent: String?
+    /// A web page the notification opens, for services whose click can open a URL (Huawei's
+    /// and Honor's click action type 2, Xiaomi's notify_effect 3, OPPO's click_action_type 2,
+    /// vivo's skipType 2; FCM has none). An `intent` wins over it.
+    public var url: String?
 
     public init(
         channelIDs: [String: String] = [:], importance: [String: String] = [:], category: [String: String] = [:],
-        vivoClassification: Int? = nil, sound: String? = nil, intent: String? = nil
+        vivoClassification: Int? = nil, sound: String? = nil, intent: String? = nil, url: String? = nil
     ) {
         self.channelIDs = channelIDs
         self.importance = importance
@@ -89,6 +93,7 @@ public struct AndroidOptions: Sendable, Hashable, Codable {
         self.vivoClassification = vivoClassification
         self.sound = sound
         self.intent = intent
+        self.url = url
     }
 
     public init(from decoder: any Decoder) throws {
@@ -99,6 +104,7 @@ public struct AndroidOptions: Sendable, Hashable, Codable {
         vivoClassification = try container.decodeIfPresent(Int.self, forKey: .vivoClassification)
         sound = try container.decodeIfPresent(String.self, forKey: .sound)
         intent = try container.decodeIfPresent(String.self, forKey: .intent)
+        url = try container.decodeIfPresent(String.self, forKey: .url)
     }
 
     public var isEmpty: Bool { self == AndroidOptions() }

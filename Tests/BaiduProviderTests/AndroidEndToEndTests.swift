@@ -118,3 +118,49 @@ extension GatewayEndToEndTests {
         }
     }
 }
+
+extension GatewayEndToEndTests {
+    /// `title` "可以为空；如果为空则设为 appid 对应的应用名": an empty title is no title, so
+    /// Huawei and Honor are sent the app's name as for a missing one. `open_type` 1 opens `url`:
+    /// Huawei's click action type 2 (https pages only; another URL opens the app) and Honor's.
+    @Test func anEmptyTitleIsTheAppsNameAndOpenType1OpensTheURL() async throws {
+        try await withGateway { gw in
+            for (token, channel) in [("huawei-baidu-7", "huawei"), ("honor-baidu-7", "honor")] {
+                let bound = try await gw.device(
+                    "bind", ["device_type": 3, "device_token": token, "channel": channel])
+                #expect(bound.errorCode == 0, "\(bound.text)")
+            }
+            func push(_ msg: String) async throws -> [String: (service: AndroidPushService, body: JSONValue)] {
+                gw.mock.resetRecorded()
+                let all = expectSuccess(
+                    try await gw.rest("/rest/3.0/push/all", ["device_type": "3", "msg_type": "1", "msg": msg]))
+                let status = try await gw.completed(msgID: try #require(all["msg_id"] as? String))
+                #expect(status.counts.delivered == 2, "\(status.failures)")
+                return androidReceived(gw)
+            }
+
+            let https = try await push(
+                #"{"title":"","description":"秒杀开始","open_type":1,"url":"https://shop.example.com/sale?id=7"}"#)
+            let huawei = try #require(https["huawei-baidu-7"]?.body["message"]?["android"]?["notification"])
+            // The app's name, as for a message without a title (never `"title":""`).
+            #expect(huawei["title"] == .string(gw.app.name) && huawei["body"] == "秒杀开始", "\(huawei)")
+            #expect(huawei["click_action"] == ["type": 2, "url": "https://shop.example.com/sale?id=7"])
+            let honor = try #require(https["honor-baidu-7"]?.body["android"]?["notification"])
+            #expect(honor["title"] == .string(gw.app.name) && honor["body"] == "秒杀开始", "\(honor)")
+            #expect(honor["clickAction"] == ["type": 2, "url": "https://shop.example.com/sale?id=7"])
+
+            // Huawei opens https pages only: a plain http URL opens the app there; Honor takes it.
+            let http = try await push(#"{"description":"D","open_type":1,"url":"http://shop.example.com/"}"#)
+            #expect(
+                http["huawei-baidu-7"]?.body["message"]?["android"]?["notification"]?["click_action"] == ["type": 3])
+            #expect(
+                http["honor-baidu-7"]?.body["android"]?["notification"]?["clickAction"]
+                    == ["type": 2, "url": "http://shop.example.com/"])
+
+            // open_type 0 with a url: the app, as before.
+            let app = try await push(#"{"title":"T","description":"D","open_type":0,"url":"https://x.example/"}"#)
+            #expect(app["huawei-baidu-7"]?.body["message"]?["android"]?["notification"]?["click_action"] == ["type": 3])
+            #expect(app["huawei-baidu-7"]?.body["message"]?["android"]?["notification"]?["title"] == "T")
+        }
+    }
+}

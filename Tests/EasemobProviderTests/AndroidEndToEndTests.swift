@@ -54,8 +54,9 @@ import TuisongCore
             let device = try #require(try await gw.runtime.store.device(appID: gw.app.id, token: huaweiToken))
             #expect(device.channel == .huawei && device.credentialSelector == Self.notifier)
 
-            // Display style 1: both show "小艾:早"; em_apns_ext stays on the iPhone, the Android
-            // extension reaches Huawei as its channel, category and click action.
+            // Display style 1: both show "小艾:早"; em_apns_ext's alert fields, category and sound
+            // stay on the iPhone, the Android extension reaches Huawei as its channel, category
+            // and click action.
             _ = try await gw.call("PUT", "/users/bob", ["notification_display_style": 1], token: token)
             let sent = try await gw.call(
                 "POST", "/messages/users",
@@ -86,7 +87,8 @@ import TuisongCore
             #expect(phone["android"]?["category"] == "IM")
             let fields = try #require(data(phone))
             #expect(fields["f"] == "alice" && fields["t"] == "bob" && fields["m"] == .string(id))
-            #expect(fields["e"] == nil, "em_apns_ext's extern is the iPhone's")
+            // Easemob's Android docs: `e` is em_apns_ext.extern on Android too.
+            #expect(fields["e"] == "order-7")
             #expect(!phone.serializedString.contains("iOS only"))
 
             // A template renders the same title and body on both.
@@ -135,6 +137,117 @@ import TuisongCore
                 ["device_id": "bob-huawei", "device_token": "", "notifier_name": Self.notifier], token: token)
             #expect(unbound.status == 200)
             #expect(unbound.entities.compactMap { $0["device_id"] as? String } == ["bob-iphone"])
+        }
+    }
+
+    /// Binds bob's iPhone (no notifier name) and Huawei phone (notifier `HuaweiPush`) and
+    /// answers the app token.
+    func bobWithAnIPhoneAndAHuaweiPhone(_ gw: EasemobGateway) async throws -> String {
+        let token = try await gw.appToken()
+        try await gw.register(token, [["username": "alice", "nickname": "小艾"], ["username": "bob"]])
+        _ = try await gw.runtime.credentialBackend.addChannel(
+            .oauthClient(
+                channel: .huawei, vendorAppID: "10086", clientID: "10086", clientSecret: "s3cret", badgeClass: nil),
+            appID: gw.app.id, selector: Self.notifier)
+        #expect(try await gw.bind(token, user: "bob", device: "bob-iphone", apnsToken: apnsToken(1)).status == 200)
+        let bound = try await gw.bind(
+            token, user: "bob", device: "bob-huawei", apnsToken: "huawei-bob-token_1", notifier: Self.notifier)
+        #expect(bound.status == 200, "\(bound.text)")
+        return token
+    }
+
+    /// Easemob's "自定义显示": `em_apns_ext.em_push_title` / `em_push_content` are the push's
+    /// title and content on every platform (over display style, template and `em_push_ext`);
+    /// `em_alert_*` still win on the iPhone only.
+    @Test func emPushTitleAndContentShowOnAndroidToo() async throws {
+        try await EasemobGateway.with { gw in
+            let token = try await bobWithAnIPhoneAndAHuaweiPhone(gw)
+            _ = try await gw.call("PUT", "/users/bob", ["notification_display_style": 1], token: token)
+            let sent = try await gw.call(
+                "POST", "/messages/users",
+                [
+                    "from": "alice", "to": ["bob"], "type": "txt", "body": ["msg": "早"],
+                    "ext": [
+                        "em_push_ext": ["title": "通用标题", "content": "通用内容"],
+                        "em_apns_ext": [
+                            "em_push_title": "custom push title", "em_push_content": "custom push content",
+                            "extern": ["order": 9],
+                        ],
+                    ],
+                ],
+                token: token)
+            let id = try #require(sent.data["bob"] as? String)
+            let outcome = try await gw.completed(msgID: id)
+            #expect(outcome.status.counts.delivered == 2, "\(outcome.status.failures) \(outcome.status.skips)")
+            let iphone = try #require(gw.received(msgID: id)[apnsToken(1)])
+            #expect(iphone.alert["title"] as? String == "custom push title")
+            #expect(iphone.body == "custom push content")
+            let phone = try #require(huawei(gw, msgID: id)["huawei-bob-token_1"])
+            #expect(phone["android"]?["notification"]?["title"] == "custom push title")
+            #expect(phone["android"]?["notification"]?["body"] == "custom push content")
+            #expect(data(phone)?["e"] == #"{"order":9}"#)
+
+            // em_alert_* are APNs's: the iPhone shows them, the phone keeps em_push_*.
+            let alerted = try await gw.call(
+                "POST", "/messages/users",
+                [
+                    "from": "alice", "to": ["bob"], "type": "txt", "body": ["msg": "早"],
+                    "ext": [
+                        "em_apns_ext": [
+                            "em_push_title": "T", "em_push_content": "C", "em_alert_title": "iOS T",
+                            "em_alert_body": "iOS C",
+                        ]
+                    ],
+                ],
+                token: token)
+            let alertedID = try #require(alerted.data["bob"] as? String)
+            _ = try await gw.completed(msgID: alertedID)
+            let iphone2 = try #require(gw.received(msgID: alertedID)[apnsToken(1)])
+            #expect(iphone2.alert["title"] as? String == "iOS T" && iphone2.body == "iOS C")
+            let phone2 = try #require(huawei(gw, msgID: alertedID)["huawei-bob-token_1"])
+            #expect(phone2["android"]?["notification"]?["title"] == "T")
+            #expect(phone2["android"]?["notification"]?["body"] == "C")
+        }
+    }
+
+    /// `em_push_filter`: `ignore_notifier_name` ("不接收推送的证书名列表") and its siblings
+    /// `accept_notifier_name`, `ignore_device_id`, `accept_device_id` pick which of bob's
+    /// devices are pushed; the others are skipped as `push_filter`.
+    @Test func emPushFilterPicksDevicesByNotifierNameAndDeviceID() async throws {
+        try await EasemobGateway.with { gw in
+            let token = try await bobWithAnIPhoneAndAHuaweiPhone(gw)
+            let cases: [(filter: [String: Any], iphone: Bool, huawei: Bool)] = [
+                (["ignore_notifier_name": [Self.notifier]], true, false),
+                (["accept_notifier_name": [Self.notifier]], false, true),
+                (["ignore_device_id": ["bob-iphone"]], false, true),
+                (["accept_device_id": ["bob-iphone"]], true, false),
+                (["accept_device_id": ["bob-iphone", "bob-huawei"], "ignore_notifier_name": ["Other"]], true, true),
+                (
+                    [
+                        "accept_device_id": [String](), "ignore_device_id": [String](),
+                        "accept_notifier_name": [String](), "ignore_notifier_name": [String](),
+                    ], true, true
+                ),
+                (["accept_notifier_name": [Self.notifier], "ignore_device_id": ["bob-huawei"]], false, false),
+            ]
+            for (filter, toIPhone, toHuawei) in cases {
+                let sent = try await gw.call(
+                    "POST", "/messages/users",
+                    [
+                        "from": "alice", "to": ["bob"], "type": "txt", "body": ["msg": "早"],
+                        "ext": ["em_push_filter": filter],
+                    ],
+                    token: token)
+                let id = try #require(sent.data["bob"] as? String)
+                let outcome = try await gw.completed(msgID: id)
+                let expectedSkips = [toIPhone, toHuawei].filter { !$0 }.count
+                #expect(
+                    outcome.status.skips == (expectedSkips == 0 ? [:] : ["push_filter": expectedSkips]),
+                    "\(filter)")
+                #expect(outcome.status.counts.delivered == 2 - expectedSkips, "\(filter)")
+                #expect((gw.received(msgID: id)[apnsToken(1)] != nil) == toIPhone, "\(filter)")
+                #expect((huawei(gw, msgID: id)["huawei-bob-token_1"] != nil) == toHuawei, "\(filter)")
+            }
         }
     }
 }

@@ -96,9 +96,9 @@ import TuisongCore
         #expect(message().conversation == ("user", "6001"))
     }
 
-    /// An Android device: the same text, `em_push_ext` applies, `em_apns_ext` does not; the
-    /// device's own service's click action.
-    @Test func androidDevicesLeaveOutEmApnsExt() {
+    /// An Android device: the same text, `em_push_ext` applies, of `em_apns_ext` only `extern`
+    /// (as `e`) and `em_push_title` / `em_push_content`; the device's own service's click action.
+    @Test func androidDevicesLeaveOutEmApnsExtsAPNsFields() {
         let ext: JSONValue = [
             "em_apns_ext": [
                 "extern": "x", "em_alert_title": "iOS", "em_push_sound": "ring.caf", "em_push_category": "C",
@@ -109,7 +109,7 @@ import TuisongCore
         ]
         #expect(
             payload(message(ext: ext), style: 1, channel: .huawei)
-                == #"{"aps":{"alert":{"body":"6001:早"},"badge":1,"category":"com.example.OPEN","sound":"default"},"e":{"order":7},"f":"6001","m":"373360335316321408","t":"6006"}"#
+                == #"{"aps":{"alert":{"body":"6001:早"},"badge":1,"category":"com.example.OPEN","sound":"default"},"e":"x","f":"6001","m":"373360335316321408","t":"6006"}"#
         )
         #expect(
             payload(message(ext: ext), channel: .fcm).contains(
@@ -119,6 +119,22 @@ import TuisongCore
         let iphone = payload(message(ext: ext))
         #expect(
             iphone.contains(#""title":"iOS""#) && iphone.contains(#""e":"x""#) && iphone.contains(#""category":"C""#))
+    }
+
+    /// Easemob's "自定义显示": `em_apns_ext.em_push_title` / `em_push_content` on every platform,
+    /// over the style, the template and `em_push_ext`; an empty one changes nothing.
+    @Test func emPushTitleAndContentForEveryPlatform() {
+        let ext: JSONValue = [
+            "em_push_ext": ["title": "通用", "content": "通用内容"],
+            "em_apns_ext": ["em_push_title": "custom push title", "em_push_content": "custom push content"],
+        ]
+        for channel in [PushChannel.apns, .fcm, .huawei, .xiaomi] {
+            #expect(
+                payload(message(ext: ext), style: 1, channel: channel).contains(
+                    #""alert":{"body":"custom push content","title":"custom push title"}"#), "\(channel)")
+        }
+        let empty: JSONValue = ["em_apns_ext": ["em_push_title": "", "em_push_content": ""]]
+        #expect(payload(message(ext: empty), channel: .fcm).contains(#""alert":{"body":"你有一条新消息"}"#))
     }
 
     @Test func emPushExtTitleAndContentForEveryPlatform() {

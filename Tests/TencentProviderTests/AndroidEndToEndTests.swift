@@ -124,4 +124,98 @@ extension TencentGatewayEndToEndTests {
             #expect(again["android"]?["notification"]?["channel_id"] == nil)
         }
     }
+
+    /// `a=1&b=%7B…` as the look-alike received it.
+    static func form(_ body: [UInt8]) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in String(decoding: body, as: UTF8.self).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decoded(_ text: Substring) -> String {
+                String(text).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(text)
+            }
+            fields[decoded(parts[0])] = parts.count > 1 ? decoded(parts[1]) : ""
+        }
+        return fields
+    }
+
+    /// One account with a Xiaomi, an OPPO and a vivo phone, each reporting its token with its
+    /// certificate's BusiId: AndroidInfo's `XiaoMiChannelID`, `OPPOChannelID`, `VIVOCategory`
+    /// and `VIVOClassification` reach their services, with the common title, body and `Ext`.
+    @Test func xiaomiOppoAndVivoDevicesByBusiIdGetTheirAndroidInfo() async throws {
+        try await withGateway { gw in
+            let backend = gw.runtime.credentialBackend
+            _ = try await backend.addChannel(
+                .oauthClient(
+                    channel: .xiaomi, vendorAppID: "com.example.tencent", clientID: "2882303761517",
+                    clientSecret: "xiaomi-secret", badgeClass: nil),
+                appID: gw.app.id, selector: "3001")
+            _ = try await backend.addChannel(
+                .oauthClient(
+                    channel: .oppo, vendorAppID: "30012345", clientID: "oppo-app-key", clientSecret: "oppo-master",
+                    badgeClass: nil),
+                appID: gw.app.id, selector: "3002")
+            _ = try await backend.addChannel(
+                .oauthClient(
+                    channel: .vivo, vendorAppID: "105123456", clientID: "vivo-app-key", clientSecret: "vivo-secret",
+                    badgeClass: nil),
+                appID: gw.app.id, selector: "3003")
+
+            try await gw.importAccounts([("alice", "Alice"), ("bob", nil)])
+            try await gw.setToken("bob", "xiaomi-bob-1", busiID: 3001)
+            try await gw.setToken("bob", "oppo-bob-1", busiID: 3002)
+            try await gw.setToken("bob", "vivo-bob-1", busiID: 3003)
+            let devices = try await gw.runtime.store.devices(appID: gw.app.id, account: "bob")
+            #expect(devices.map(\.channel) == [.xiaomi, .oppo, .vivo])
+            #expect(devices.map(\.credentialSelector) == ["3001", "3002", "3003"])
+            // An APNs-shaped token is no Xiaomi token.
+            let refused = try await gw.call(
+                "offline_push/set_token", #"{"Token":"\#(Self.token(3))","BusiId":3001}"#, as: "bob")
+            #expect(refused.actionStatus == "FAIL" && refused.errorCode == 70402)
+            try await gw.background("bob", unread: 0)
+
+            let sent = try await gw.ok(
+                "openim/sendmsg",
+                #"""
+                {"From_Account":"alice","To_Account":"bob","MsgRandom":11,"MsgBody":[
+                  {"MsgType":"TIMTextElem","MsgContent":{"Text":"Hi"}}],
+                 "OfflinePushInfo":{"Title":"Team","Ext":"{\"chat\":7}",
+                  "AndroidInfo":{"XiaoMiChannelID":"mi-im","OPPOChannelID":"oppo-im","VIVOCategory":"IM",
+                   "VIVOClassification":1,"HuaWeiChannelID":"hw-im"}}}
+                """#)
+            let status = try await gw.completed(try #require(sent["MsgKey"] as? String))
+            #expect(status.counts.delivered == 3, "\(status.failures) \(status.counts)")
+            let android = gw.mock.receivedAndroidMessages()
+            #expect(Set(android.map(\.service)) == [.xiaomi, .oppo, .vivo])
+
+            let xiaomi = try #require(android.first { $0.service == .xiaomi })
+            #expect(xiaomi.tokens == ["xiaomi-bob-1"] && xiaomi.target == "com.example.tencent")
+            let mi = Self.form(xiaomi.body)
+            #expect(mi["title"] == "Team" && mi["description"] == "Alice:Hi")
+            #expect(mi["extra.channel_id"] == "mi-im")
+            #expect(mi["payload"] == #"{"ext":"{\"chat\":7}"}"#)
+
+            let oppo = try #require(android.first { $0.service == .oppo })
+            #expect(oppo.tokens == ["oppo-bob-1"] && oppo.target == "oppo-app-key")
+            let batch = try JSONValue(parsing: Array(try #require(Self.form(oppo.body)["messages"]).utf8))
+            let oppoNotification = try #require(batch.arrayValue?.first?["notification"])
+            #expect(oppoNotification["title"] == "Team" && oppoNotification["content"] == "Alice:Hi")
+            #expect(oppoNotification["channel_id"] == "oppo-im")
+            #expect(oppoNotification["action_parameters"] == #"{"ext":"{\"chat\":7}"}"#)
+
+            let vivo = try #require(android.first { $0.service == .vivo })
+            #expect(vivo.tokens == ["vivo-bob-1"] && vivo.target == "105123456")
+            let vivoBody = try JSONValue(parsing: vivo.body)
+            #expect(vivoBody["title"] == "Team" && vivoBody["content"] == "Alice:Hi")
+            #expect(vivoBody["category"] == "IM" && vivoBody["classification"] == 1)
+            #expect(vivoBody["clientCustomMap"] == ["ext": #"{"chat":7}"#])
+
+            // No service got another's settings.
+            for message in android {
+                let text = String(decoding: message.body, as: UTF8.self)
+                #expect(!text.contains("hw-im"), "\(message.service)")
+            }
+            #expect(!String(decoding: xiaomi.body, as: UTF8.self).contains("oppo-im"))
+            #expect(!String(decoding: vivo.body, as: UTF8.self).contains("mi-im"))
+        }
+    }
 }

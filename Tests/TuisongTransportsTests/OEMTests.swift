@@ -42,6 +42,32 @@ import TuisongTransportKit
         #expect(data["title"] == nil)
     }
 
+    /// `AndroidOptions.url` (Baidu's `open_type` 1): each service's open-a-web-page click; an
+    /// intent wins over it; a URL over a service's length limit opens the app instead.
+    @Test func anOpenURLClickOnXiaomiOPPOAndVivo() throws {
+        let url = "https://shop.example.com/sale?id=7"
+        let headers = PushHeaders(android: AndroidOptions(url: url))
+        let alert = try content(Self.alert)
+        let xiaomi = Dictionary(XiaomiMessage.fields(content: alert, headers: headers, packageName: "p", now: now)) {
+            $1
+        }
+        #expect(xiaomi["extra.notify_effect"] == "3" && xiaomi["extra.web_uri"] == url)
+        let oppo = OPPOMessage.notification(content: alert, headers: headers, now: now)
+        #expect(oppo["click_action_type"] == 2 && oppo["click_action_url"] == .string(url))
+        let vivo = VivoMessage.fields(content: alert, headers: headers, now: now)
+        #expect(vivo["skipType"] == 2 && vivo["skipContent"] == .string(url))
+
+        let both = PushHeaders(android: AndroidOptions(intent: "intent://x#Intent;end", url: url))
+        let intent = Dictionary(XiaomiMessage.fields(content: alert, headers: both, packageName: "p", now: now)) { $1 }
+        #expect(intent["extra.notify_effect"] == "2" && intent["extra.web_uri"] == nil)
+        #expect(OPPOMessage.notification(content: alert, headers: both, now: now)["click_action_type"] == 5)
+        #expect(VivoMessage.fields(content: alert, headers: both, now: now)["skipType"] == 4)
+
+        let long = PushHeaders(android: AndroidOptions(url: "https://x.example/" + String(repeating: "a", count: 1000)))
+        #expect(OPPOMessage.notification(content: alert, headers: long, now: now)["click_action_type"] == 0)
+        #expect(VivoMessage.fields(content: alert, headers: long, now: now)["skipType"] == 1)
+    }
+
     @Test func xiaomiAnswers() {
         func read(_ json: String, status: Int = 200) -> TokenBatchAnswer {
             XiaomiAnswer.read(status: status, body: Array(json.utf8), tokens: ["a", "b", "c"])

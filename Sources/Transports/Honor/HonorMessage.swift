@@ -49,8 +49,8 @@ public enum HonorMessage {
         }
     }
 
-    /// `android.notification`: title and body, a click that opens the app (or starts the
-    /// category's action), importance, badge, the tag that replaces (APNs's collapse id) and
+    /// `android.notification`: title and body, a click that opens the app (or the intent, the
+    /// web page, the category's action), importance, badge, the tag that replaces (APNs's collapse id) and
     /// the group that stacks (its thread id).
     static func notification(_ content: AndroidContent, headers: PushHeaders, badgeClass: String?) -> [String:
         JSONValue]
@@ -59,8 +59,11 @@ public enum HonorMessage {
         // Honor has no localisation keys: the key itself is better than nothing.
         if let title = content.title ?? content.titleLocKey { notification["title"] = .string(title) }
         if let body = content.body ?? content.bodyLocKey { notification["body"] = .string(body) }
+        // type 1 an intent (or an intent action), 2 a web page, 3 the app.
         if let intent = headers.android?.intent {
             notification["clickAction"] = ["type": 1, "intent": .string(intent)]
+        } else if let url = headers.android?.url {
+            notification["clickAction"] = ["type": 2, "url": .string(url)]
         } else if let action = content.category {
             notification["clickAction"] = ["type": 1, "action": .string(action)]
         } else {

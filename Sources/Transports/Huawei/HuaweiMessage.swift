@@ -62,7 +62,7 @@ public enum HuaweiMessage {
     }
 
     /// `android.notification`: title and body (or their localisation keys), a click that
-    /// opens the app (or starts the category's action), importance, badge, sound, and the
+    /// opens the app (or the intent, the https page, the category's action), importance, badge, sound, and the
     /// tag that replaces (APNs's collapse id) and the group that stacks (its thread id).
     static func notification(_ content: AndroidContent, headers: PushHeaders, badgeClass: String?) -> [String:
         JSONValue]
@@ -74,9 +74,12 @@ public enum HuaweiMessage {
         if let args = content.titleLocArgs { notification["title_loc_args"] = .array(args.map(JSONValue.string)) }
         if let key = content.bodyLocKey { notification["body_loc_key"] = .string(key) }
         if let args = content.bodyLocArgs { notification["body_loc_args"] = .array(args.map(JSONValue.string)) }
-        // type 1 starts the app's activity for an intent (or an intent action), type 3 opens the app.
+        // type 1 starts the app's activity for an intent (or an intent action), type 2 opens a web
+        // page (Huawei takes https URLs only), type 3 opens the app.
         if let intent = headers.android?.intent {
             notification["click_action"] = ["type": 1, "intent": .string(intent)]
+        } else if let url = headers.android?.url, url.lowercased().hasPrefix("https://") {
+            notification["click_action"] = ["type": 2, "url": .string(url)]
         } else if let action = content.category {
             notification["click_action"] = ["type": 1, "action": .string(action)]
         } else {

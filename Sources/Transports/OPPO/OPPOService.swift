@@ -98,6 +98,10 @@ enum OPPOMessage {
             // 5: open an intent scheme URL.
             notification["click_action_type"] = 5
             notification["click_action_url"] = .string(intent)
+        } else if let url = headers.android?.url, url.count <= 500 {
+            // 2: open a web page (OPPO takes at most 500 characters).
+            notification["click_action_type"] = 2
+            notification["click_action_url"] = .string(url)
         } else {
             notification["click_action_type"] = 0
         }

@@ -127,6 +127,10 @@ enum VivoMessage {
             // 4: open an app page by its intent URI.
             fields["skipType"] = 4
             fields["skipContent"] = .string(intent)
+        } else if let url = headers.android?.url, url.count <= 1000 {
+            // 2: open a web page (vivo takes at most 1,000 characters).
+            fields["skipType"] = 2
+            fields["skipContent"] = .string(url)
         } else {
             fields["skipType"] = 1
         }

@@ -80,6 +80,10 @@ enum XiaomiMessage {
             if let intent = headers.android?.intent {
                 fields.append(("extra.notify_effect", "2"))
                 fields.append(("extra.intent_uri", intent))
+            } else if let url = headers.android?.url {
+                // 3: open a web page.
+                fields.append(("extra.notify_effect", "3"))
+                fields.append(("extra.web_uri", url))
             } else {
                 fields.append(("extra.notify_effect", "1"))
             }
