@@ -33,6 +33,16 @@ def memory_mb(pid):
     return fields["VmRSS"], fields["VmHWM"], fields["RssAnon"]
 
 
+def sqlite_mb(port):
+    """The gateway's tuisong_sqlite_memory_bytes, in MB."""
+    connection = Connection(port)
+    connection.exchange("GET", "/metrics", {}, b"")
+    for line in connection.body.decode().splitlines():
+        if line.startswith("tuisong_sqlite_memory_bytes "):
+            return float(line.split()[1]) / 2**20
+    return float("nan")
+
+
 def baidu_signed(args, path, params):
     """A Baidu REST call's form body, signed as the Python SDK signs it."""
     params = dict(params, apikey=args.baidu[0], timestamp=str(int(time.time())))
@@ -169,6 +179,7 @@ class Connection:
         self.port = port
         self.sock = None
         self.buffer = b""
+        self.body = b""
 
     def open(self):
         self.sock = socket.create_connection(("127.0.0.1", self.port))
@@ -208,6 +219,7 @@ class Connection:
             if not chunk:
                 break
             rest += chunk
+        self.body = rest[:length]
         self.buffer = rest[length:]
         if closing:
             self.close()
@@ -237,8 +249,8 @@ def main():
     lock = threading.Lock()
     state = {"next": 0, "statuses": {}, "kinds": {}, "next_sample": args.sample}
     rss, peak, anon = memory_mb(args.pid)
-    print(f"{'requests':>9} {'rss MB':>8} {'peak MB':>8} {'anon MB':>8}   statuses so far")
-    print(f"{0:>9} {rss:>8.1f} {peak:>8.1f} {anon:>8.1f}")
+    print(f"{'requests':>9} {'rss MB':>8} {'peak MB':>8} {'anon MB':>8} {'sqlite MB':>9}   statuses so far")
+    print(f"{0:>9} {rss:>8.1f} {peak:>8.1f} {anon:>8.1f} {sqlite_mb(args.port):>9.1f}")
     start = time.monotonic()
 
     def worker(seed):
@@ -261,7 +273,8 @@ def main():
                     state["next_sample"] += args.sample
                     rss, peak, anon = memory_mb(args.pid)
                     counts = " ".join(f"{k}:{v}" for k, v in sorted(state["statuses"].items()))
-                    print(f"{done:>9} {rss:>8.1f} {peak:>8.1f} {anon:>8.1f}   {counts}", flush=True)
+                    sqlite = sqlite_mb(args.port)
+                    print(f"{done:>9} {rss:>8.1f} {peak:>8.1f} {anon:>8.1f} {sqlite:>9.1f}   {counts}", flush=True)
         connection.close()
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.connections)]

@@ -89,6 +89,10 @@ enum MetricsEndpoint {
         metrics.addGauge(
             "tuisong_apns_waiting_requests", "Pushes waiting for a free stream per APNs pool.", labels: poolLabels,
             read: perPool { $0.queued })
+        metrics.addGauge(
+            "tuisong_sqlite_memory_bytes",
+            "Bytes SQLite holds in this process: every connection's page cache, schema and statements (0 on PostgreSQL)."
+        ) { [([], Double(SQLiteStore.memoryInUse))] }
         // One query serves both gauges of a scrape: the first reads, the second takes its answer.
         let backlog = BacklogReading(store: store)
         metrics.addGauge("tuisong_retry_queue_depth", "Deliveries waiting for a retry.") {

@@ -242,3 +242,9 @@ struct PointRow: ColumnValues {
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 }
+
+extension SQLiteStore {
+    /// Bytes SQLite has allocated in this process (page caches, schemas, prepared statements
+    /// of every connection): `tuisong_sqlite_memory_bytes`, and `make bench-memory`.
+    public static var memoryInUse: Int64 { sqlite3_memory_used() }
+}

@@ -17,7 +17,7 @@ import TuisongPluginTestKit
             "tuisong_messages_accepted_total", "tuisong_deliveries_total", "tuisong_delivery_skips_total",
             "tuisong_apns_response_seconds", "tuisong_http_requests_total", "tuisong_http_request_seconds",
             "tuisong_store_write_seconds", "tuisong_apns_connections", "tuisong_apns_streams",
-            "tuisong_retry_queue_depth", "tuisong_held_deliveries",
+            "tuisong_retry_queue_depth", "tuisong_held_deliveries", "tuisong_sqlite_memory_bytes",
         ] {
             #expect(before.types[family] != nil, "\(family) is not declared")
         }
@@ -26,6 +26,8 @@ import TuisongPluginTestKit
         #expect(before.types["tuisong_held_deliveries"] == "gauge")
         #expect(before.value("tuisong_messages_accepted_total", ["vendor": "native"]) == nil)
         #expect(before.value("tuisong_retry_queue_depth") == 0)
+        // The gateway's own SQLite file is open: its connections hold schema and pages.
+        #expect((before.value("tuisong_sqlite_memory_bytes") ?? 0) > 0)
 
         let mock = try #require(gw.runtime.localMock)
         // Answers slowly enough that a scrape sees streams in flight.
