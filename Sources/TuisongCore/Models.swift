@@ -53,6 +53,34 @@ public enum PushChannel: String, Sendable, Codable, CaseIterable, Hashable, Cust
 
     public var description: String { rawValue }
 
+    /// The service's name for people: "APNs", "FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "vivo".
+    public var displayName: String {
+        switch self {
+        case .apns: "APNs"
+        case .fcm: "FCM"
+        case .huawei: "Huawei"
+        case .honor: "Honor"
+        case .xiaomi: "Xiaomi"
+        case .oppo: "OPPO"
+        case .vivo: "vivo"
+        }
+    }
+
+    /// The Android services, in `allCases` order.
+    public static var android: [PushChannel] { allCases.filter(\.isAndroid) }
+
+    /// Channels as a list for a sentence, the one place help texts and messages take it from,
+    /// so a new transport appears everywhere at once:
+    /// `PushChannel.list(PushChannel.android, \.rawValue, "or")` is "fcm, huawei, honor, xiaomi, oppo or vivo".
+    public static func list(
+        _ channels: [PushChannel] = allCases, _ name: (PushChannel) -> String = \.displayName,
+        _ conjunction: String = "and"
+    ) -> String {
+        let names = channels.map(name)
+        guard let last = names.last else { return "" }
+        return names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " \(conjunction) " + last
+    }
+
     /// The service's name with its article, for messages: "an APNs", "an FCM", "a Huawei".
     public var withArticle: String {
         switch self {

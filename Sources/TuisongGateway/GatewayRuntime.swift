@@ -316,7 +316,7 @@ public final class GatewayRuntime: Sendable {
     }
 }
 
-/// Local mode: the bundled look-alike of APNs, FCM, Huawei and Honor in-process, with throwaway
+/// Local mode: the bundled look-alike of every push service in-process, with throwaway
 /// keys kept next to the database (so credentials stored against it keep working across
 /// restarts); the Android transports sign in with its throwaway accounts when an app has none.
 enum LocalAPNs {
@@ -360,7 +360,7 @@ enum LocalAPNs {
         }
         let baseURL = "https://127.0.0.1:\(server.port)"
         logger.notice(
-            "local mode: sending APNs, FCM, Huawei, Honor, Xiaomi, OPPO and vivo pushes to the bundled look-alike (apns.local_mock)",
+            "local mode: sending \(PushChannel.list()) pushes to the bundled look-alike (apns.local_mock)",
             metadata: ["apns_url": "\(baseURL)"])
         let caFile = directory + "/local-mock-ca.pem"
         try setup.writeCAFile(to: caFile)

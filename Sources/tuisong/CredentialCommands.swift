@@ -9,13 +9,14 @@ import TuisongStore
 
 struct CredentialCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "credential", abstract: "Manage push credentials (APNs, FCM, Huawei, Honor).",
+        commandName: "credential", abstract: "Manage push credentials (\(PushChannel.list())).",
         subcommands: [Add.self, List.self])
 
     struct Add: AsyncParsableCommand {
         static var configuration: CommandConfiguration {
             CommandConfiguration(
-                abstract: "Add a push credential to an app: APNs (.p8, .p12, PEM), FCM, Huawei or Honor.",
+                abstract:
+                    "Add a push credential to an app: APNs (.p8, .p12, PEM), \(PushChannel.list(PushChannel.android, \.displayName, "or")).",
                 discussion: """
                     Each channel's flags:
                       --channel apns (default): --environment sandbox|production and one of
@@ -266,7 +267,7 @@ struct APNsMockCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-mock",
         abstract:
-            "Run the bundled APNs, FCM, Huawei, Honor, Xiaomi, OPPO and vivo look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
+            "Run the bundled \(PushChannel.list()) look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
         discussion: """
             One port serves APNs (POST /3/device/<token>), FCM HTTP v1 (POST /token, the Google \
             service-account token endpoint; POST /v1/projects/<project>/messages:send), Huawei Push Kit \

@@ -13,7 +13,8 @@ import TuisongStore
 struct Tuisong: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tuisong",
-        abstract: "Tuisong (推送): a self-hosted multi-vendor push gateway delivering through APNs.",
+        abstract:
+            "Tuisong (推送): a self-hosted multi-vendor push gateway delivering through \(PushChannel.list()).",
         version: TuisongVersion.current,
         subcommands: [
             Serve.self, CheckConfig.self, Migrate.self, Version.self, AppCommand.self, DeviceCommand.self,
