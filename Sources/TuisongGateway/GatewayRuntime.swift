@@ -336,6 +336,9 @@ enum LocalAPNs {
         let path = directory + "/apns-mock-local.json"
         let setup = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "tuisong.local")
         var configuration = setup.configuration(host: "127.0.0.1", port: config.apns.localMockPort)
+        // The same magic tokens as `apns-mock --magic-tokens` (docs/android.md, "Local mode"):
+        // a newcomer sees an invalidation and a retry with no faults file.
+        configuration.faults = APNsMockConfiguration.Faults.magicTokenPrefixes
         // Every p8 key already stored is trusted, as Apple trusts every key of a team.
         for app in try await store.apps() {
             for record in try await store.credentials(appID: app.id) where record.kind == .p8 {
