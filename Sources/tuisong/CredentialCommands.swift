@@ -30,9 +30,10 @@ struct CredentialCommand: AsyncParsableCommand {
 
                     """ + SelectorFlags.discussion)
         }
-        @OptionGroup var options: ConfigOptions
+        @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
-        @Option(help: "apns (default), fcm, huawei, honor, xiaomi, oppo or vivo.") var channel: String = "apns"
+        @Option(help: "apns (default), \(PushChannel.list(PushChannel.android, \.rawValue, "or")).") var channel:
+            String = "apns"
         @Option(help: "APNs: sandbox or production.") var environment: String?
         @Option(name: .customLong("service-account"), help: "FCM: the service-account JSON file.")
         var serviceAccount: String?
@@ -198,7 +199,7 @@ struct CredentialCommand: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List an app's credentials of every channel (never their secrets).")
-        @OptionGroup var options: ConfigOptions
+        @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
 
         func run() async throws {

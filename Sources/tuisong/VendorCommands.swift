@@ -36,11 +36,11 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
             commandName: "set-\(Provider.name)",
             abstract:
                 "Set an app's \(Provider.displayName.en) settings (secrets stored encrypted under the master key).",
-            usage: usage.replacingOccurrences(of: "usage: ", with: "") + " [--config <config>]",
+            usage: usage.replacingOccurrences(of: "usage: ", with: "") + " [--config <config>] [--create-database]",
             discussion: "Settings:\n" + flags.joined(separator: "\n"))
     }
 
-    @OptionGroup var options: ConfigOptions
+    @OptionGroup var options: StoreOptions
     @Option(help: "The app id.") var app: Int64
     @Argument(parsing: .allUnrecognized, help: .hidden) var settingArguments: [String] = []
 

@@ -50,6 +50,7 @@ import TuisongStore
             path: "tuisong-vendor-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(try tuisong(["migrate"], in: directory).status == 0)
         for name in ["one", "two"] {
             #expect(
                 try tuisong(["app", "create", "--name", name, "--bundle-id", "com.example.\(name)"], in: directory)
