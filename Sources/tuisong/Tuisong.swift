@@ -76,16 +76,20 @@ struct ConfigOptions: ParsableArguments {
 
     /// The database `database.url` (or `database.path`) names: SQLite or PostgreSQL.
     ///
-    /// - Parameter creating: whether a missing SQLite file may be created (`migrate`, or
-    ///   `--create-database`). Otherwise a missing file is refused: the command was most
-    ///   likely run from another directory than the server, whose relative `data/tuisong.db`
-    ///   it would silently replace with an empty one.
+    /// - Parameter creating: whether a missing database may be created (`migrate`, or
+    ///   `--create-database`): an SQLite file, or Tuisong's tables in an empty PostgreSQL
+    ///   database. Otherwise a missing one is refused: the command was most likely run from
+    ///   another directory than the server, whose relative `data/tuisong.db` it would
+    ///   silently replace with an empty one, or given another database's URL.
     func openStore(_ config: GatewayConfig, creating: Bool) throws -> any GatewayStore {
-        if !creating, case .sqlite(let path) = config.database.backend,
-            !FileManager.default.fileExists(atPath: path)
-        {
+        if !creating, try !StoreOpener.exists(url: config.database.effectiveURL) {
+            let location: String
+            switch config.database.backend {
+            case .sqlite(let path): location = absolutePath(path)
+            case .postgresql: location = "\(config.database.location) (a PostgreSQL database without Tuisong's tables)"
+            }
             throw CommandFailure(
-                "no database at \(absolutePath(path)) (from \(source)): run the command where the server runs or "
+                "no database at \(location) (from \(source)): run the command where the server runs or "
                     + "pass --config with the server's config; to start a new database, run tuisong migrate "
                     + "or add --create-database")
         }

@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import TuisongPostgresTestKit
+import TuisongStore
 
 /// What an operator sees when a command cannot do its work: one `Error:` sentence, exit 1,
 /// and `check-config` refusing what `serve` would.
@@ -151,6 +153,24 @@ import Testing
         let named = try tuisong(["app", "list", "--config", "config/tuisong.json"], in: directory, database: false)
         #expect(named.status == 0)
         #expect(!named.errors.contains("tuisong: using"), "\(named.errors)")
+    }
+
+    /// On PostgreSQL the database must exist already; its tables are what a command would
+    /// create, so an empty database is refused too unless migrate (or --create-database) asks.
+    @Test func anEmptyPostgreSQLDatabaseIsMigratedOnlyWhenAsked() throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = ["TUISONG_DATABASE_URL": database.url]
+        let list = try tuisong(["app", "list"], in: directory, environment: environment)
+        #expect(list.status == 1)
+        #expect(list.errors.contains("a PostgreSQL database without Tuisong's tables"), "\(list.errors)")
+        #expect(try !StoreOpener.exists(url: database.url), "the refusal created nothing")
+        #expect(try tuisong(["migrate"], in: directory, environment: environment).status == 0)
+        #expect(try StoreOpener.exists(url: database.url))
+        let again = try tuisong(["app", "list"], in: directory, environment: environment)
+        #expect(again.status == 0, "\(again.errors)")
     }
 
     /// `device import` takes what `PUT /api/v1/devices/{token}` takes, and says what it updated.
