@@ -143,7 +143,8 @@ struct CredentialCommand: AsyncParsableCommand {
                     upload, appID: app, environment: APNsEnvironment(rawValue: environment ?? "")!,
                     selector: try selector)
             } catch let error as CredentialError {
-                throw ValidationError(error.message)
+                // What the file holds, found at run time: one sentence, not the usage.
+                throw CommandFailure(error.message)
             }
             var released = try await store.releaseHeldDeliveries(
                 appID: app, environment: record.environment, now: Date())
@@ -182,7 +183,8 @@ struct CredentialCommand: AsyncParsableCommand {
                     store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config)
                 ).add(upload, appID: app, selector: try selector)
             } catch let error as CredentialError {
-                throw ValidationError(error.message)
+                // What the file holds, found at run time: one sentence, not the usage.
+                throw CommandFailure(error.message)
             }
             await store.publish(.channelCredentials(appID: app))
             printJSON(ChannelCredentialView.object(record))
@@ -345,7 +347,7 @@ struct APNsMockCommand: AsyncParsableCommand {
             do {
                 faults = try JSONDecoder().decode(APNsMockConfiguration.Faults.self, from: data)
             } catch {
-                throw ValidationError("\(faultsFile) is not a valid faults file: \(error)")
+                throw CommandFailure("\(faultsFile) is not a valid faults file: \(error)")
             }
         }
         var fileConfiguration: (configuration: APNsMockConfiguration, keys: Set<String>)?
@@ -358,7 +360,7 @@ struct APNsMockCommand: AsyncParsableCommand {
                 let keys = (try JSONSerialization.jsonObject(with: data) as? [String: Any]).map { Set($0.keys) } ?? []
                 fileConfiguration = (decoded, keys)
             } catch {
-                throw ValidationError("\(configFile) is not a valid mock configuration: \(error)")
+                throw CommandFailure("\(configFile) is not a valid mock configuration: \(error)")
             }
         }
         let setup = try APNsMockLocalSetup.loadOrGenerate(at: setupPath, bundleID: bundleID)

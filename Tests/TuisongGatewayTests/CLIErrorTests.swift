@@ -99,6 +99,15 @@ import TuisongStore
             ["credential", "add", "--app", "1", "--channel", "fcm", "--service-account", "sa.json"], in: directory)
         #expect(noFile.status == 1)
         #expect(noFile.errors.contains("cannot read sa.json: No such file or directory"), "\(noFile.errors)")
+        // A file that is there but not a key: what it holds is found at run time, one sentence.
+        try Data("not a key".utf8).write(to: directory.appending(path: "bad.p8"))
+        let badKey = try tuisong(
+            [
+                "credential", "add", "--app", "1", "--environment", "production", "--p8", "bad.p8", "--key-id",
+                "ABC123DEFG", "--team-id", "DEF123GHIJ",
+            ], in: directory)
+        #expect(badKey.status == 1, "\(badKey.errors)")
+        #expect(badKey.errors.contains("Error: ") && !badKey.errors.contains("Usage"), "\(badKey.errors)")
         let guessed = try tuisong(add + ["--client-secret", "s3cret"], in: directory)
         #expect(guessed.status != 0)
         #expect(guessed.errors.contains("--client-secret-env"), "\(guessed.errors)")
