@@ -110,6 +110,7 @@ export TUISONG_TRANSPORTS_CONNECTIONS_PER_HOST=$CONNECTIONS
 export TUISONG_DELIVERY_WORKERS=$WORKERS
 export TUISONG_LOG_LEVEL=warning
 
+$BIN migrate > /dev/null  # other commands never create a database
 APP=$($BIN app create --name bench --bundle-id com.example.bench)
 APP_ID=$(echo "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 KEY=$(echo "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])')

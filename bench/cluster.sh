@@ -86,6 +86,7 @@ json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; 
 # setup BACKEND: the bench app, its credential and DEVICES devices tagged bench-a; sets APP_ID, KEY.
 setup() {
   local app
+  on "$1" "$BIN" migrate > /dev/null  # other commands never create a database
   app=$(on "$1" "$BIN" app create --name bench --bundle-id com.example.bench)
   APP_ID=$(echo "$app" | json_field id); KEY=$(echo "$app" | json_field api_key)
   on "$1" "$BIN" credential add --app "$APP_ID" --environment production --p8 "$(field p8_file)" \

@@ -24,6 +24,7 @@ export TUISONG_LISTEN_PORT=$PORT
 export TUISONG_APNS_LOCAL_MOCK=false
 export TUISONG_LOG_LEVEL=error
 
+$BIN migrate > /dev/null  # other commands never create a database
 KEY=$($BIN app create --name bench --bundle-id com.example.bench | python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])')
 APP_ID=$($BIN app list | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
 export EASEMOB_SECRET=bench-secret

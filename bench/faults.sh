@@ -55,6 +55,7 @@ for KIND in $KINDS; do
   export TUISONG_APNS_SANDBOX_URL=$(field url)
   export TUISONG_APNS_CA_FILE=$(field ca_file)
   export TUISONG_LOG_LEVEL=error
+  $BIN migrate > /dev/null  # other commands never create a database
   APP=$($BIN app create --name faults --bundle-id com.example.faults)
   APP_ID=$(echo "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   KEY=$(echo "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])')

@@ -47,6 +47,7 @@ export TUISONG_APNS_SANDBOX_URL=$(field url)
 export TUISONG_APNS_CA_FILE=$(field ca_file)
 export TUISONG_LOG_LEVEL=warning
 
+$BIN migrate > /dev/null  # other commands never create a database
 APP=$($BIN app create --name bench-memory --bundle-id com.example.bench)
 APP_ID=$(echo "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 KEY=$(echo "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])')

@@ -77,6 +77,7 @@ sql() {  # sql STATEMENTS: on the bench's database
 # the mock's APNs key as credential.
 seed() {
   local n=$MESSAGES
+  $BIN migrate > /dev/null  # other commands never create a database
   APP=$($BIN app create --name bench-chat --bundle-id com.example.bench)
   APP_ID=$(echo "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   KEY=$(echo "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])')

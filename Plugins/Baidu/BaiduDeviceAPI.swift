@@ -128,7 +128,8 @@ extension BaiduProvider {
     private func androidChannel(app: App, body: [String: JSONValue]) async throws -> PushChannel {
         if let value = body["channel"], !value.isNull {
             guard let name = value.stringValue, let channel = PushChannel(rawValue: name), channel.isAndroid else {
-                throw BaiduError.invalidParameter("channel", "must be fcm, huawei or honor")
+                throw BaiduError.invalidParameter(
+                    "channel", "must be \(PushChannel.list(PushChannel.android, \.rawValue, "or"))")
             }
             return channel
         }

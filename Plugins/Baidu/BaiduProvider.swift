@@ -64,10 +64,13 @@ public struct BaiduProvider: PushProvider {
             problem: { BaiduParameters.isPlainID($0) ? nil : "must be digits (Baidu's numeric app id)" }),
         VendorSetting(
             key: BaiduKeys.androidChannel,
-            label: LocalizedText(en: "Android push service (fcm, huawei, honor)", zh: "Android 推送通道（fcm、huawei、honor）"),
+            label: LocalizedText(
+                en: "Android push service (\(PushChannel.list(PushChannel.android, \.rawValue, "or")))",
+                zh: "Android 推送通道（\(PushChannel.android.map(\.rawValue).joined(separator: "、"))）"),
             isRequired: false, maxLength: 16,
             problem: { value in
-                PushChannel(rawValue: value).map(\.isAndroid) == true ? nil : "must be fcm, huawei or honor"
+                PushChannel(rawValue: value).map(\.isAndroid) == true
+                    ? nil : "must be \(PushChannel.list(PushChannel.android, \.rawValue, "or"))"
             }),
     ]
 

@@ -35,6 +35,25 @@ public struct App: Sendable, Hashable, Codable {
     }
 }
 
+extension App {
+    /// The app among `apps` (other than `excluding`) that people could not tell from one named
+    /// `name` for `bundleID`: the same bundle id and the same name, ignoring case and spaces
+    /// around it. Two such apps look alike in every list (the console's, `app list`) while
+    /// their keys differ, so the admin API, the console and the CLI refuse the second one.
+    public static func namesake(of name: String, bundleID: String, among apps: [App], excluding: Int64? = nil) -> App? {
+        func key(_ text: String) -> String { text.trimmingCharacters(in: .whitespaces).lowercased() }
+        return apps.first { app in
+            app.id != excluding && key(app.bundleID) == key(bundleID) && key(app.name) == key(name)
+        }
+    }
+
+    /// The one sentence refusing a namesake: which app holds the name, and what to do.
+    public static func namesakeMessage(_ existing: App) -> String {
+        "app \(existing.id) is already named \"\(existing.name)\" for \(existing.bundleID); "
+            + "give this one a name people can tell apart (\"\(existing.name) staging\", say)"
+    }
+}
+
 /// The push service a device's token belongs to, and so the transport a push to it leaves
 /// through. Android phones reach Google's FCM or their maker's own service; which one is the
 /// app's choice when it registers.
@@ -52,6 +71,34 @@ public enum PushChannel: String, Sendable, Codable, CaseIterable, Hashable, Cust
     public var isAndroid: Bool { self != .apns }
 
     public var description: String { rawValue }
+
+    /// The service's name for people: "APNs", "FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "vivo".
+    public var displayName: String {
+        switch self {
+        case .apns: "APNs"
+        case .fcm: "FCM"
+        case .huawei: "Huawei"
+        case .honor: "Honor"
+        case .xiaomi: "Xiaomi"
+        case .oppo: "OPPO"
+        case .vivo: "vivo"
+        }
+    }
+
+    /// The Android services, in `allCases` order.
+    public static var android: [PushChannel] { allCases.filter(\.isAndroid) }
+
+    /// Channels as a list for a sentence, the one place help texts and messages take it from,
+    /// so a new transport appears everywhere at once:
+    /// `PushChannel.list(PushChannel.android, \.rawValue, "or")` is "fcm, huawei, honor, xiaomi, oppo or vivo".
+    public static func list(
+        _ channels: [PushChannel] = allCases, _ name: (PushChannel) -> String = \.displayName,
+        _ conjunction: String = "and"
+    ) -> String {
+        let names = channels.map(name)
+        guard let last = names.last else { return "" }
+        return names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " \(conjunction) " + last
+    }
 
     /// The service's name with its article, for messages: "an APNs", "an FCM", "a Huawei".
     public var withArticle: String {

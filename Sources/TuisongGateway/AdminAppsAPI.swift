@@ -75,6 +75,9 @@ struct AdminAppsAPI: Sendable {
         let name = try Self.validatedName(body)
         let bundleID = try Self.validatedBundleID(body)
         let vendorEdit = try body.object("vendors")
+        if let namesake = App.namesake(of: name, bundleID: bundleID, among: try await store.apps()) {
+            throw AdminError.conflict("name", App.namesakeMessage(namesake))
+        }
         let key = APIKey.generate()
         var app = try await store.createApp(name: name, bundleID: bundleID, apiKeyHash: APIKey.hash(key))
         if let vendorEdit {
@@ -98,6 +101,12 @@ struct AdminAppsAPI: Sendable {
         let body = try AdminBody(request)
         if body.has("name") { app.name = try Self.validatedName(body) }
         if body.has("bundle_id") { app.bundleID = try Self.validatedBundleID(body) }
+        if body.has("name") || body.has("bundle_id"),
+            let namesake = App.namesake(
+                of: app.name, bundleID: app.bundleID, among: try await store.apps(), excluding: app.id)
+        {
+            throw AdminError.conflict("name", App.namesakeMessage(namesake))
+        }
         if let vendorEdit = try body.object("vendors") {
             try AdminVendorSettings.apply(vendorEdit, to: &app, sealer: api.sealer, otherApps: try await store.apps())
         }

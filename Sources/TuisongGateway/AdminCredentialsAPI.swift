@@ -130,7 +130,8 @@ struct AdminCredentialsAPI: Sendable {
 
     static func channelUpload(_ body: AdminBody) throws -> (ChannelCredentialUpload, String?) {
         guard let name = try body.string("channel"), let channel = PushChannel(rawValue: name), channel.isAndroid else {
-            throw AdminError.invalid("channel", "\"channel\" must be fcm, huawei, honor, xiaomi, oppo or vivo")
+            throw AdminError.invalid(
+                "channel", "\"channel\" must be \(PushChannel.list(PushChannel.android, \.rawValue, "or"))")
         }
         let selector: String?
         switch Result(catching: { () throws(CredentialError) -> String? in

@@ -32,7 +32,7 @@ public final class GatewayMetrics: Sendable {
             labels: ["vendor"])
         deliveries = registry.counter(
             "tuisong_deliveries_total",
-            "Delivery attempts by push service (apns, fcm, huawei, honor, xiaomi, oppo, vivo), outcome (delivered, invalidated, retry, held, skipped, failed) and reason (the service's or the gateway's; empty when delivered).",
+            "Delivery attempts by push service (\(PushChannel.allCases.map(\.rawValue).joined(separator: ", "))), outcome (delivered, invalidated, retry, held, skipped, failed) and reason (the service's or the gateway's; empty when delivered).",
             labels: ["channel", "outcome", "reason"])
         skips = registry.counter(
             "tuisong_delivery_skips_total", "Audience devices not sent to, by reason.", labels: ["reason"])

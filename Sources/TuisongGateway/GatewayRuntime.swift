@@ -316,7 +316,7 @@ public final class GatewayRuntime: Sendable {
     }
 }
 
-/// Local mode: the bundled look-alike of APNs, FCM, Huawei and Honor in-process, with throwaway
+/// Local mode: the bundled look-alike of every push service in-process, with throwaway
 /// keys kept next to the database (so credentials stored against it keep working across
 /// restarts); the Android transports sign in with its throwaway accounts when an app has none.
 enum LocalAPNs {
@@ -336,6 +336,9 @@ enum LocalAPNs {
         let path = directory + "/apns-mock-local.json"
         let setup = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "tuisong.local")
         var configuration = setup.configuration(host: "127.0.0.1", port: config.apns.localMockPort)
+        // The same magic tokens as `apns-mock --magic-tokens` (docs/android.md, "Local mode"):
+        // a newcomer sees an invalidation and a retry with no faults file.
+        configuration.faults = APNsMockConfiguration.Faults.magicTokenPrefixes
         // Every p8 key already stored is trusted, as Apple trusts every key of a team.
         for app in try await store.apps() {
             for record in try await store.credentials(appID: app.id) where record.kind == .p8 {
@@ -360,7 +363,7 @@ enum LocalAPNs {
         }
         let baseURL = "https://127.0.0.1:\(server.port)"
         logger.notice(
-            "local mode: sending APNs, FCM, Huawei, Honor, Xiaomi, OPPO and vivo pushes to the bundled look-alike (apns.local_mock)",
+            "local mode: sending \(PushChannel.list()) pushes to the bundled look-alike (apns.local_mock)",
             metadata: ["apns_url": "\(baseURL)"])
         let caFile = directory + "/local-mock-ca.pem"
         try setup.writeCAFile(to: caFile)

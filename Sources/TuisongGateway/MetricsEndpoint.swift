@@ -100,7 +100,8 @@ enum MetricsEndpoint {
             return [([], Double(counts.retryQueued))]
         }
         metrics.addGauge(
-            "tuisong_held_deliveries", "Deliveries held until their app has a working APNs credential."
+            "tuisong_held_deliveries",
+            "Deliveries held until their app has a working credential for their service (\(PushChannel.list(PushChannel.allCases, \.displayName, "or")))."
         ) {
             guard let counts = await backlog.last() else { return [] }
             return [([], Double(counts.held))]

@@ -62,24 +62,8 @@ struct NativeDeviceAPI: Sendable {
         }
         let channel = try body.channel.map(Self.channel) ?? stored?.channel ?? .apns
         let token = try deviceToken(request, channel: channel, channelGiven: body.channel != nil)
-        let environment: APNsEnvironment
-        if let name = body.environment {
-            guard let parsed = APNsEnvironment(rawValue: name) else {
-                throw NativeAPIError(
-                    400, "invalid_environment", "environment must be \"sandbox\" or \"production\", got \"\(name)\"")
-            }
-            guard !channel.isAndroid || parsed == .production else {
-                throw NativeAPIError(
-                    400, "invalid_environment",
-                    "environment applies to APNs only; \(channel.withArticle) device is \"production\" or has none")
-            }
-            environment = parsed
-        } else if channel.isAndroid {
-            environment = .production
-        } else if let stored, stored.channel == .apns {
-            environment = stored.environment
-        } else {
-            throw NativeAPIError(400, "invalid_environment", "environment is required for a new APNs device")
+        let environment = try DeviceRules.native {
+            try DeviceRules.environment(body.environment, channel: channel, stored: stored)
         }
         if let user = body.user, user.count > 256 {
             throw NativeAPIError(400, "invalid_user", "user must be at most 256 characters")
@@ -189,36 +173,18 @@ struct NativeDeviceAPI: Sendable {
     /// (APNs by default) and the token is an Android one, the message says how to name it.
     private func deviceToken(_ request: Request, channel: PushChannel, channelGiven: Bool) throws -> DeviceToken {
         let raw = request.pathParameters["token"] ?? ""
-        guard let token = DeviceToken(raw, channel: channel) else {
-            var message =
-                channel == .apns
-                ? "\(channel.withArticle) device token must be hexadecimal, an even number of 64–200 characters"
-                : "\(channel.withArticle) device token must be 1–\(DeviceToken.maximumOpaqueLength) letters, "
-                    + "digits or -_.:~, and not an APNs token"
-            if channel == .apns, !channelGiven, DeviceToken(raw, channel: .fcm) != nil {
-                message += "; if this is an FCM token, add \"channel\": \"fcm\" (or the Android service's name)"
-            }
-            throw NativeAPIError(400, "invalid_token", message)
+        return try DeviceRules.native {
+            try DeviceRules.token(raw, channel: channel, hint: channelGiven ? nil : "add \"channel\": \"fcm\"")
         }
-        return token
     }
 
     static func channel(_ name: String?) throws -> PushChannel {
         guard let name else { return .apns }
-        guard let channel = PushChannel(rawValue: name) else {
-            let known = PushChannel.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-            throw NativeAPIError(400, "invalid_channel", "channel must be one of \(known), got \"\(name)\"")
-        }
-        return channel
+        return try DeviceRules.native { try DeviceRules.channel(name) }
     }
 
     private func tagName(_ raw: String) throws -> TagName {
-        guard let tag = TagName(raw) else {
-            throw NativeAPIError(
-                400, "invalid_tag",
-                "tag must be 1–128 characters of letters, digits, _ - . or CJK ideographs")
-        }
-        return tag
+        try DeviceRules.native { try DeviceRules.tag(raw) }
     }
 
     private func mapNotFound<T>(_ token: DeviceToken, _ body: () async throws -> T) async throws -> T {
@@ -333,5 +299,87 @@ enum ISO8601 {
         let ms = Int32(((milliseconds % 1000) + 1000) % 1000)
         return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
             + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(ms, 3))Z"
+    }
+}
+
+/// What a device registration must be, wherever it comes from: the native API's
+/// `PUT /api/v1/devices/{token}` and `tuisong device import` take the same tokens, channels,
+/// environments and tags, and refuse the rest in the same words (each in its own dialect).
+public enum DeviceRules {
+    /// A refused field: the native API's error code and one sentence.
+    public struct Refusal: Error, Sendable, CustomStringConvertible {
+        public let code: String
+        public let message: String
+        public var description: String { message }
+    }
+
+    /// A channel by its name (`apns`, `fcm`, …).
+    public static func channel(_ name: String) throws(Refusal) -> PushChannel {
+        guard let channel = PushChannel(rawValue: name) else {
+            let known = PushChannel.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+            throw Refusal(code: "invalid_channel", message: "channel must be one of \(known), got \"\(name)\"")
+        }
+        return channel
+    }
+
+    /// A device's environment. An environment is an APNs notion: an Android device has none
+    /// (stored as `production`, which is all it may be given). A new APNs device needs one; an
+    /// existing one (`stored`) keeps its own when it is left out.
+    public static func environment(_ name: String?, channel: PushChannel, stored: Device?) throws(Refusal)
+        -> APNsEnvironment
+    {
+        if let name {
+            guard let parsed = APNsEnvironment(rawValue: name) else {
+                throw Refusal(
+                    code: "invalid_environment",
+                    message: "environment must be \"sandbox\" or \"production\", got \"\(name)\"")
+            }
+            guard !channel.isAndroid || parsed == .production else {
+                throw Refusal(
+                    code: "invalid_environment",
+                    message:
+                        "environment applies to APNs only; \(channel.withArticle) device is \"production\" or has none")
+            }
+            return parsed
+        }
+        if channel.isAndroid { return .production }
+        if let stored, stored.channel == .apns { return stored.environment }
+        throw Refusal(code: "invalid_environment", message: "environment is required for a new APNs device")
+    }
+
+    /// A token of `channel`. `hint`, when the channel was left out (APNs by default), is how the
+    /// caller names a channel: an Android-looking token's refusal ends with it.
+    public static func token(_ raw: String, channel: PushChannel, hint: String? = nil) throws(Refusal) -> DeviceToken {
+        guard let token = DeviceToken(raw, channel: channel) else {
+            var message =
+                channel == .apns
+                ? "\(channel.withArticle) device token must be hexadecimal, an even number of 64–200 characters"
+                : "\(channel.withArticle) device token must be 1–\(DeviceToken.maximumOpaqueLength) letters, "
+                    + "digits or -_.:~, and not an APNs token"
+            if channel == .apns, let hint, DeviceToken(raw, channel: .fcm) != nil {
+                message += "; if this is an FCM token, \(hint) (or the Android service's name)"
+            }
+            throw Refusal(code: "invalid_token", message: message)
+        }
+        return token
+    }
+
+    /// A tag's name.
+    public static func tag(_ raw: String) throws(Refusal) -> TagName {
+        guard let tag = TagName(raw) else {
+            throw Refusal(
+                code: "invalid_tag", message: "tag must be 1–128 characters of letters, digits, _ - . or CJK ideographs"
+            )
+        }
+        return tag
+    }
+
+    /// `body`'s refusal as the native API's 400.
+    static func native<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let refusal as Refusal {
+            throw NativeAPIError(400, refusal.code, refusal.message)
+        }
     }
 }

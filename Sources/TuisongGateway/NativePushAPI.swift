@@ -12,10 +12,23 @@ struct NativePushAPI: Sendable {
     /// Where a queued message's wake-up goes to the other nodes; nil: this process only.
     var changes: (any StoreChangeFeed)? = nil
 
-    static let maxTokens = 50_000
+    /// Tokens (or device ids) one push may name. A larger audience is a tag (or several
+    /// pushes): a list this long is already 5,000 sends from one request.
+    static let maxTokens = 5_000
+    /// Room in a push body for everything but its audience list: the notification (its APNs
+    /// payload fits 5,120 bytes at most, and JSON's `\u` escapes take 6 bytes for one), the
+    /// options and the Android settings.
+    static let bodyAllowanceBesidesAudience = 64 << 10
+    /// One entry of the longest list: an APNs token's 200 hex digits, its quotes, a comma and a space.
+    static let bytesPerAudienceEntry = 200 + 4
+    /// The largest body a valid push needs: 1,085,536 bytes. The front door answers 413 to a
+    /// longer one before it is read or parsed (a 2 MB alert is refused there, not parsed and
+    /// then found too large). A list of Android tokens, opaque and up to 4,096 bytes each, fits
+    /// by its bytes: some 5,000 FCM tokens, fewer very long ones.
+    static let bodyLimit = bodyAllowanceBesidesAudience + maxTokens * bytesPerAudienceEntry
 
     func register(on router: Router) {
-        router.add(.POST, "/api/v1/push", bodyLimit: 4 << 20) { request in
+        router.add(.POST, "/api/v1/push", bodyLimit: Self.bodyLimit) { request in
             await authenticator.withApp(request) { app in try await push(app, request) }
         }
         router.add(.GET, "/api/v1/messages/{id}") { request in

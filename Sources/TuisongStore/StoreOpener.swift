@@ -94,6 +94,18 @@ public enum StoreOpener {
         return .sqlite(path: trimmed)
     }
 
+    /// Whether the database `url` names is there already: an SQLite file that exists, a
+    /// PostgreSQL database holding Tuisong's tables. Creates and changes nothing, where `open`
+    /// would create the file or the tables.
+    ///
+    /// - Throws: `UnsupportedURL`, or `StoreError(.unavailable, …)` when PostgreSQL cannot be reached.
+    public static func exists(url: String) throws -> Bool {
+        switch try backend(for: url) {
+        case .sqlite(let path): FileManager.default.fileExists(atPath: path)
+        case .postgresql(let url): try PostgresStore.hasSchema(url: url)
+        }
+    }
+
     /// Opens (creating or migrating) the database `url` names.
     ///
     /// - Throws: `UnsupportedURL` (see `backend(for:)`), or the store's `StoreError` when the

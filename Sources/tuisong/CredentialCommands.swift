@@ -9,13 +9,14 @@ import TuisongStore
 
 struct CredentialCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "credential", abstract: "Manage push credentials (APNs, FCM, Huawei, Honor).",
+        commandName: "credential", abstract: "Manage push credentials (\(PushChannel.list())).",
         subcommands: [Add.self, List.self])
 
     struct Add: AsyncParsableCommand {
         static var configuration: CommandConfiguration {
             CommandConfiguration(
-                abstract: "Add a push credential to an app: APNs (.p8, .p12, PEM), FCM, Huawei or Honor.",
+                abstract:
+                    "Add a push credential to an app: APNs (.p8, .p12, PEM), \(PushChannel.list(PushChannel.android, \.displayName, "or")).",
                 discussion: """
                     Each channel's flags:
                       --channel apns (default): --environment sandbox|production and one of
@@ -29,9 +30,10 @@ struct CredentialCommand: AsyncParsableCommand {
 
                     """ + SelectorFlags.discussion)
         }
-        @OptionGroup var options: ConfigOptions
+        @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
-        @Option(help: "apns (default), fcm, huawei, honor, xiaomi, oppo or vivo.") var channel: String = "apns"
+        @Option(help: "apns (default), \(PushChannel.list(PushChannel.android, \.rawValue, "or")).") var channel:
+            String = "apns"
         @Option(help: "APNs: sandbox or production.") var environment: String?
         @Option(name: .customLong("service-account"), help: "FCM: the service-account JSON file.")
         var serviceAccount: String?
@@ -141,7 +143,8 @@ struct CredentialCommand: AsyncParsableCommand {
                     upload, appID: app, environment: APNsEnvironment(rawValue: environment ?? "")!,
                     selector: try selector)
             } catch let error as CredentialError {
-                throw ValidationError(error.message)
+                // What the file holds, found at run time: one sentence, not the usage.
+                throw CommandFailure(error.message)
             }
             var released = try await store.releaseHeldDeliveries(
                 appID: app, environment: record.environment, now: Date())
@@ -180,7 +183,8 @@ struct CredentialCommand: AsyncParsableCommand {
                     store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config)
                 ).add(upload, appID: app, selector: try selector)
             } catch let error as CredentialError {
-                throw ValidationError(error.message)
+                // What the file holds, found at run time: one sentence, not the usage.
+                throw CommandFailure(error.message)
             }
             await store.publish(.channelCredentials(appID: app))
             printJSON(ChannelCredentialView.object(record))
@@ -197,7 +201,7 @@ struct CredentialCommand: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List an app's credentials of every channel (never their secrets).")
-        @OptionGroup var options: ConfigOptions
+        @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
 
         func run() async throws {
@@ -266,7 +270,7 @@ struct APNsMockCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-mock",
         abstract:
-            "Run the bundled APNs, FCM, Huawei, Honor, Xiaomi, OPPO and vivo look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
+            "Run the bundled \(PushChannel.list()) look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
         discussion: """
             One port serves APNs (POST /3/device/<token>), FCM HTTP v1 (POST /token, the Google \
             service-account token endpoint; POST /v1/projects/<project>/messages:send), Huawei Push Kit \
@@ -343,7 +347,7 @@ struct APNsMockCommand: AsyncParsableCommand {
             do {
                 faults = try JSONDecoder().decode(APNsMockConfiguration.Faults.self, from: data)
             } catch {
-                throw ValidationError("\(faultsFile) is not a valid faults file: \(error)")
+                throw CommandFailure("\(faultsFile) is not a valid faults file: \(error)")
             }
         }
         var fileConfiguration: (configuration: APNsMockConfiguration, keys: Set<String>)?
@@ -356,7 +360,7 @@ struct APNsMockCommand: AsyncParsableCommand {
                 let keys = (try JSONSerialization.jsonObject(with: data) as? [String: Any]).map { Set($0.keys) } ?? []
                 fileConfiguration = (decoded, keys)
             } catch {
-                throw ValidationError("\(configFile) is not a valid mock configuration: \(error)")
+                throw CommandFailure("\(configFile) is not a valid mock configuration: \(error)")
             }
         }
         let setup = try APNsMockLocalSetup.loadOrGenerate(at: setupPath, bundleID: bundleID)

@@ -13,7 +13,8 @@ import TuisongStore
 struct Tuisong: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tuisong",
-        abstract: "Tuisong (推送): a self-hosted multi-vendor push gateway delivering through APNs.",
+        abstract:
+            "Tuisong (推送): a self-hosted multi-vendor push gateway delivering through \(PushChannel.list()).",
         version: TuisongVersion.current,
         subcommands: [
             Serve.self, CheckConfig.self, Migrate.self, Version.self, AppCommand.self, DeviceCommand.self,
@@ -23,24 +24,99 @@ struct Tuisong: AsyncParsableCommand {
 
 /// `--config FILE`, shared by every subcommand.
 struct ConfigOptions: ParsableArguments {
-    @Option(name: .long, help: "The JSON config file overlaying the embedded default.")
-    var config: String = "config/tuisong.json"
+    static let defaultPath = "config/tuisong.json"
 
-    func load() throws -> GatewayConfig {
-        // The default path may be absent (a binary run elsewhere): the embedded default applies.
-        let path: String? =
-            (config == "config/tuisong.json" && !FileManager.default.fileExists(atPath: config)) ? nil : config
+    @Option(
+        name: .long,
+        help: """
+            The JSON config file overlaying the embedded default (default: \(Self.defaultPath) when it \
+            exists in the current directory, else the embedded default alone).
+            """)
+    var config: String?
+
+    /// The file the config comes from: `--config`, else `config/tuisong.json` when the current
+    /// directory has one; nil = the embedded default alone (a binary run elsewhere).
+    var path: String? {
+        config ?? (FileManager.default.fileExists(atPath: Self.defaultPath) ? Self.defaultPath : nil)
+    }
+
+    /// Where the config came from, for people: `config /srv/tuisong/config/tuisong.json` or
+    /// `the embedded default config (no config/tuisong.json in /tmp)`.
+    var source: String {
+        guard let path else {
+            return "the embedded default config (no \(Self.defaultPath) in \(FileManager.default.currentDirectoryPath))"
+        }
+        return "config \(absolutePath(path))"
+    }
+
+    /// The effective config. Without `--config` it says on standard error which config and
+    /// database it took (`announce`), so a command run from another directory cannot quietly
+    /// work on another database than the server's.
+    func load(announce: Bool = true) throws -> GatewayConfig {
+        let loaded: GatewayConfig
         do {
-            return try GatewayConfig.load(path: path, environment: ProcessInfo.processInfo.environment)
+            loaded = try GatewayConfig.load(path: path, environment: ProcessInfo.processInfo.environment)
         } catch {
             throw CommandFailure(error.description)
+        }
+        if announce, config == nil {
+            FileHandle.standardError.write(
+                Data("tuisong: using \(source) and the \(Self.describe(loaded.database))\n".utf8))
+        }
+        return loaded
+    }
+
+    /// `SQLite file /abs/path` or `PostgreSQL database postgresql://host/db` (no password).
+    static func describe(_ database: GatewayConfig.Database) -> String {
+        switch database.backend {
+        case .sqlite(let path): "SQLite file \(absolutePath(path))"
+        case .postgresql: "PostgreSQL database \(database.location)"
         }
     }
 
     /// The database `database.url` (or `database.path`) names: SQLite or PostgreSQL.
-    func openStore(_ config: GatewayConfig) throws -> any GatewayStore {
-        try StoreOpener.open(url: config.database.effectiveURL, options: StoreOpener.Options(config))
+    ///
+    /// - Parameter creating: whether a missing database may be created (`migrate`, or
+    ///   `--create-database`): an SQLite file, or Tuisong's tables in an empty PostgreSQL
+    ///   database. Otherwise a missing one is refused: the command was most likely run from
+    ///   another directory than the server, whose relative `data/tuisong.db` it would
+    ///   silently replace with an empty one, or given another database's URL.
+    func openStore(_ config: GatewayConfig, creating: Bool) throws -> any GatewayStore {
+        if !creating, try !StoreOpener.exists(url: config.database.effectiveURL) {
+            let location: String
+            switch config.database.backend {
+            case .sqlite(let path): location = absolutePath(path)
+            case .postgresql: location = "\(config.database.location) (a PostgreSQL database without Tuisong's tables)"
+            }
+            throw CommandFailure(
+                "no database at \(location) (from \(source)): run the command where the server runs or "
+                    + "pass --config with the server's config; to start a new database, run tuisong migrate "
+                    + "or add --create-database")
+        }
+        return try StoreOpener.open(url: config.database.effectiveURL, options: StoreOpener.Options(config))
     }
+}
+
+/// `--config FILE` and `--create-database`, for the commands that work on the database.
+struct StoreOptions: ParsableArguments {
+    @OptionGroup var configOptions: ConfigOptions
+    @Flag(
+        name: .customLong("create-database"),
+        help: "Create the database when it does not exist yet (otherwise refused: `tuisong migrate` creates it).")
+    var createDatabase = false
+
+    func load() throws -> GatewayConfig { try configOptions.load() }
+
+    func openStore(_ config: GatewayConfig) throws -> any GatewayStore {
+        try configOptions.openStore(config, creating: createDatabase)
+    }
+}
+
+/// `path` from the current directory when relative: what the process will open.
+func absolutePath(_ path: String) -> String {
+    guard !path.hasPrefix("/") else { return path }
+    let relative = path.hasPrefix("./") ? String(path.dropFirst(2)) : path
+    return FileManager.default.currentDirectoryPath + "/" + relative
 }
 
 /// A command that could not do its work for a reason outside its arguments (the config, an
@@ -91,7 +167,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         MallocTuning.applyForServe()
-        let config = try options.load()
+        let config = try options.load(announce: false)
         let logger = makeLogger("tuisong", level: config.log.level, format: config.log.format)
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
         let runtime: GatewayRuntime
@@ -117,12 +193,14 @@ struct Serve: AsyncParsableCommand {
                 "Tuisong listening",
                 metadata: [
                     "version": "\(TuisongVersion.current)", "url": "\(runtime.consoleURL)",
+                    "config": "\(options.source)",
                     "database": "\(runtime.store.location)", "backend": "\(runtime.store.backendName)",
                     "master_key": "\(masterKey)",
                     "console": "\(console)", "metrics_port": "\(runtime.metricsPort.map(String.init) ?? "")",
                 ])
         } else {
             print("Tuisong \(TuisongVersion.current) listening on \(runtime.consoleURL)")
+            print("  config: \(options.source)")
             print("  database: \(runtime.store.backendName) \(runtime.store.location)")
             print("  master key: \(masterKey)")
             print("  console: \(console)")
@@ -142,10 +220,10 @@ struct CheckConfig: AsyncParsableCommand {
     @OptionGroup var options: ConfigOptions
 
     func run() async throws {
-        let config = try options.load()
+        let config = try options.load(announce: false)
         print(config.maskedJSON())
         // On standard error: standard output stays the JSON alone, for scripts.
-        FileHandle.standardError.write(Data((Self.databaseLine(config.database) + "\n").utf8))
+        FileHandle.standardError.write(Data(("\(options.source)\n" + Self.databaseLine(config.database) + "\n").utf8))
     }
 
     /// Which database the config opens, and which key said so (`database.url` wins over
@@ -167,7 +245,7 @@ struct Migrate: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
-        let store = try options.openStore(config)
+        let store = try options.openStore(config, creating: true)
         defer { try? store.close() }
         print(
             "database \(store.backendName) \(store.location) is at schema \(try await store.schemaVersion() ?? "none")")
@@ -190,7 +268,7 @@ struct AppCommand: AsyncParsableCommand {
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create an app and print its API key once.")
-        @OptionGroup var options: ConfigOptions
+        @OptionGroup var options: StoreOptions
         @Option(help: "A name for people.") var name: String
         @Option(name: .customLong("bundle-id"), help: "The iOS bundle id (the APNs topic).") var bundleID: String
 
@@ -208,6 +286,9 @@ struct AppCommand: AsyncParsableCommand {
             let config = try options.load()
             let store = try options.openStore(config)
             defer { try? store.close() }
+            if let namesake = App.namesake(of: name, bundleID: bundleID, among: try await store.apps()) {
+                throw CommandFailure(App.namesakeMessage(namesake))
+            }
             let key = APIKey.generate()
             let app = try await store.createApp(name: name, bundleID: bundleID, apiKeyHash: APIKey.hash(key))
             printJSON(["id": app.id, "name": app.name, "bundle_id": app.bundleID, "api_key": key])
@@ -216,7 +297,7 @@ struct AppCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List apps (never their keys).")
-        @OptionGroup var options: ConfigOptions
+        @OptionGroup var options: StoreOptions
 
         func run() async throws {
             let config = try options.load()
@@ -232,31 +313,50 @@ struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device", abstract: "Manage devices.", subcommands: [Import.self])
 
-    /// Bulk import, e.g. tokens exported from a vendor console: one token per line.
+    /// Bulk import, e.g. tokens exported from a vendor console: one token per line, each
+    /// checked by the native API's rules (`DeviceRules`).
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Register device tokens read one per line from a file or standard input.")
-        @OptionGroup var options: ConfigOptions
+            abstract: "Register device tokens read one per line from a file or standard input.",
+            discussion: """
+                Prints {"imported": N, "updated": N, "rejected": N}: devices created, devices that \
+                existed and were updated (their environment, channel and, with --tag, tags), and lines \
+                that are not a token of the channel (each named on standard error).
+                """)
+        @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
-        @Option(help: "The tokens' push service: apns (hex tokens), fcm, huawei, honor, xiaomi, oppo or vivo.")
+        @Option(
+            help:
+                "The tokens' push service: apns (hex tokens, the default), \(PushChannel.list(PushChannel.android, \.rawValue, "or"))."
+        )
         var channel: String = "apns"
-        @Option(help: "APNs: sandbox or production.") var environment: String = "production"
+        @Option(help: "APNs only: sandbox or production (default production, as a vendor console exports).")
+        var environment: String?
         @Option(help: "A file of tokens; standard input when absent.") var file: String?
         @Option(help: "Tag every imported device with this tag.") var tag: String?
 
+        /// The channel, environment and tags every line is registered with, by the API's rules.
+        func validated() throws -> (PushChannel, APNsEnvironment, [TagName]?) {
+            do {
+                let pushChannel = try DeviceRules.channel(channel)
+                // A flag of one channel given with another is a mistake to point out, not to
+                // ignore: the environment is an APNs notion.
+                if pushChannel.isAndroid, environment != nil {
+                    throw ValidationError(
+                        "--environment applies to APNs only; \(pushChannel.withArticle) device has none")
+                }
+                let environment = try DeviceRules.environment(
+                    environment ?? APNsEnvironment.production.rawValue, channel: pushChannel, stored: nil)
+                return (pushChannel, environment, try tag.map { [try DeviceRules.tag($0)] })
+            } catch let refusal as DeviceRules.Refusal {
+                throw ValidationError(refusal.message)
+            }
+        }
+
+        func validate() throws { _ = try validated() }
+
         func run() async throws {
-            guard let environment = APNsEnvironment(rawValue: environment) else {
-                throw ValidationError("--environment must be sandbox or production")
-            }
-            guard let channel = PushChannel(rawValue: channel) else {
-                throw ValidationError(
-                    "--channel must be one of \(PushChannel.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            var tags: [TagName]?
-            if let tag {
-                guard let name = TagName(tag) else { throw ValidationError("--tag \"\(tag)\" is not a valid tag") }
-                tags = [name]
-            }
+            let (channel, environment, tags) = try validated()
             let config = try options.load()
             let store = try options.openStore(config)
             defer { try? store.close() }
@@ -270,6 +370,7 @@ struct DeviceCommand: AsyncParsableCommand {
             }
             defer { if file != nil { fclose(input) } }
             var batch: [DeviceRegistration] = []
+            var accepted = 0
             var imported = 0
             var rejected = 0
             var lineNumber = 0
@@ -277,12 +378,15 @@ struct DeviceCommand: AsyncParsableCommand {
                 lineNumber += 1
                 let trimmed = line.trimmingCharacters(in: .whitespaces)
                 if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
-                guard let token = DeviceToken(trimmed, channel: channel) else {
+                let token: DeviceToken
+                do {
+                    token = try DeviceRules.token(trimmed, channel: channel, hint: "import it with --channel fcm")
+                } catch {
                     rejected += 1
-                    FileHandle.standardError.write(
-                        Data("line \(lineNumber): not \(channel.withArticle) device token\n".utf8))
+                    FileHandle.standardError.write(Data("line \(lineNumber): \(error.message)\n".utf8))
                     continue
                 }
+                accepted += 1
                 batch.append(
                     DeviceRegistration(token: token, environment: environment, tags: tags, channel: channel))
                 if batch.count == 5000 {
@@ -294,7 +398,9 @@ struct DeviceCommand: AsyncParsableCommand {
             // A bulk import changes the tables' shape at once; the planner should know before the
             // first push to them (PostgreSQL's autovacuum would catch up only later).
             if imported + rejected >= 10_000 { try await store.refreshStatistics() }
-            printJSON(["imported": imported, "rejected": rejected])
+            // registerDevices counts the devices it created; every other accepted line updated one
+            // (a token repeated in the file updates the device its first line created).
+            printJSON(["imported": imported, "updated": accepted - imported, "rejected": rejected])
         }
     }
 }

@@ -36,11 +36,11 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
             commandName: "set-\(Provider.name)",
             abstract:
                 "Set an app's \(Provider.displayName.en) settings (secrets stored encrypted under the master key).",
-            usage: usage.replacingOccurrences(of: "usage: ", with: "") + " [--config <config>]",
+            usage: usage.replacingOccurrences(of: "usage: ", with: "") + " [--config <config>] [--create-database]",
             discussion: "Settings:\n" + flags.joined(separator: "\n"))
     }
 
-    @OptionGroup var options: ConfigOptions
+    @OptionGroup var options: StoreOptions
     @Option(help: "The app id.") var app: Int64
     @Argument(parsing: .allUnrecognized, help: .hidden) var settingArguments: [String] = []
 
@@ -55,7 +55,7 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
             if let owner = try await store.app(vendor: Provider.name, setting: setting.storageKey, value: value),
                 owner.id != app
             {
-                throw ValidationError("\(setting.cliFlag) \(value) already belongs to app \(owner.id)")
+                throw CommandFailure("\(setting.cliFlag) \(value) already belongs to app \(owner.id)")
             }
         }
         let masterKey = try MasterKey.load(config.security, logger: Logger(label: "tuisong"))
@@ -66,12 +66,12 @@ struct SetVendorSettings<Provider: PushProvider>: AsyncParsableCommand {
                 vendor: Provider.name, with: values, in: &record, sealer: MasterKeySealer(masterKey: masterKey),
                 otherApps: otherApps)
         } catch {
-            throw ValidationError(error.description)
+            throw CommandFailure(error.description)
         }
         do {
             try await store.updateApp(record)
         } catch let error as StoreError where error.code == .conflict {
-            throw ValidationError("another app already holds one of these \(Provider.name) values")
+            throw CommandFailure("another app already holds one of these \(Provider.name) values")
         }
         // A running gateway drops the app from its caches now rather than when they expire.
         await store.publish(.app(record.id))

@@ -131,6 +131,34 @@ import TuisongPluginTestKit
         #expect(try await gw.runtime.store.apps().count == 1)
     }
 
+    /// Two apps of one bundle id and one name look alike in the console's list and `app list`
+    /// while their keys differ: the second is refused at its name, on create and on edit.
+    @Test func aNameIsUniqueWithinABundleID() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let first = try await client.call("POST", "/apps", json: ["name": "Shop", "bundle_id": "com.example.shop"])
+        #expect(first.status == 201)
+        let firstID = try #require((first.jsonObject["app"] as? [String: Any])?["id"] as? Int)
+        let twin = try await client.call("POST", "/apps", json: ["name": " shop", "bundle_id": "com.example.shop"])
+        #expect(twin.status == 409)
+        #expect(twin.errorField == "name")
+        #expect(
+            twin.errorMessage?.contains(#"app \#(firstID) is already named "Shop" for com.example.shop"#) == true,
+            "\(String(describing: twin.errorMessage))")
+        #expect(try await gw.runtime.store.apps().count == 1)
+        let other = try await client.call("POST", "/apps", json: ["name": "Shop", "bundle_id": "com.example.other"])
+        #expect(other.status == 201, "another bundle id is another app")
+        let otherID = try #require((other.jsonObject["app"] as? [String: Any])?["id"] as? Int)
+        let moved = try await client.call("PUT", "/apps/\(otherID)", json: ["bundle_id": "com.example.shop"])
+        #expect(moved.status == 409)
+        #expect(moved.errorField == "name")
+        #expect(try await gw.runtime.store.app(id: Int64(otherID))?.bundleID == "com.example.other")
+        let kept = try await client.call(
+            "PUT", "/apps/\(firstID)", json: ["name": "Shop", "bundle_id": "com.example.shop"])
+        #expect(kept.status == 200, "an app is no namesake of itself")
+    }
+
     @Test func settingsUniqueTogetherRefuseOnlyTheWholePair() async throws {
         let (gw, client) = try await AdminTestClient.start()
         defer { Task { await gw.stop() } }

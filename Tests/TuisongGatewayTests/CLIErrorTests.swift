@@ -1,33 +1,51 @@
 import Foundation
 import Testing
+import TuisongPostgresTestKit
+import TuisongStore
 
 /// What an operator sees when a command cannot do its work: one `Error:` sentence, exit 1,
 /// and `check-config` refusing what `serve` would.
 @Suite(.serialized) struct CLIErrorTests {
     struct Run {
         var status: Int32
+        var output: String
         var errors: String
+        var json: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [String: Any] ?? [:]
+        }
     }
 
-    func tuisong(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws -> Run {
+    /// Runs the built binary in `directory`. `database`: whether TUISONG_DATABASE_PATH names
+    /// `directory/tuisong.db` (false: the config's own, relative to `directory`).
+    func tuisong(
+        _ arguments: [String], in directory: URL, environment: [String: String] = [:], database: Bool = true,
+        input: String? = nil
+    ) throws -> Run {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
         process.arguments = arguments
         process.currentDirectoryURL = directory
-        process.environment = [
-            "TUISONG_DATABASE_PATH": directory.appending(path: "tuisong.db").path,
+        var variables = [
             "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
             "TUISONG_LOG_LEVEL": "warning", "PATH": "/usr/bin:/bin",
-        ].merging(environment) { $1 }
+        ]
+        if database { variables["TUISONG_DATABASE_PATH"] = directory.appending(path: "tuisong.db").path }
+        process.environment = variables.merging(environment) { $1 }
         let output = Pipe()
         let errors = Pipe()
+        let standardInput = Pipe()
         process.standardOutput = output
         process.standardError = errors
+        process.standardInput = standardInput
         try process.run()
-        _ = output.fileHandleForReading.readDataToEndOfFile()
+        standardInput.fileHandleForWriting.write(Data((input ?? "").utf8))
+        try standardInput.fileHandleForWriting.close()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Run(status: process.terminationStatus, errors: String(decoding: err, as: UTF8.self))
+        return Run(
+            status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
+            errors: String(decoding: err, as: UTF8.self))
     }
 
     func temporaryDirectory() throws -> URL {
@@ -60,6 +78,7 @@ import Testing
     @Test func environmentVariablesSetButEmptySaySo() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(try tuisong(["migrate"], in: directory).status == 0)
         let created = try tuisong(
             ["app", "create", "--name", "shop", "--bundle-id", "com.example.shop"], in: directory)
         #expect(created.status == 0, "\(created.errors)")
@@ -80,8 +99,145 @@ import Testing
             ["credential", "add", "--app", "1", "--channel", "fcm", "--service-account", "sa.json"], in: directory)
         #expect(noFile.status == 1)
         #expect(noFile.errors.contains("cannot read sa.json: No such file or directory"), "\(noFile.errors)")
+        // A file that is there but not a key: what it holds is found at run time, one sentence.
+        try Data("not a key".utf8).write(to: directory.appending(path: "bad.p8"))
+        let badKey = try tuisong(
+            [
+                "credential", "add", "--app", "1", "--environment", "production", "--p8", "bad.p8", "--key-id",
+                "ABC123DEFG", "--team-id", "DEF123GHIJ",
+            ], in: directory)
+        #expect(badKey.status == 1, "\(badKey.errors)")
+        #expect(badKey.errors.contains("Error: ") && !badKey.errors.contains("Usage"), "\(badKey.errors)")
         let guessed = try tuisong(add + ["--client-secret", "s3cret"], in: directory)
         #expect(guessed.status != 0)
         #expect(guessed.errors.contains("--client-secret-env"), "\(guessed.errors)")
+    }
+
+    /// Issue #30: `cd /tmp && tuisong app list` printed `[]` and made `./data/tuisong.db`.
+    @Test func aCommandRunElsewhereSaysWhichDatabaseAndRefusesToCreateOne() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let here = directory.path
+        let list = try tuisong(["app", "list"], in: directory, database: false)
+        #expect(list.status == 1)
+        #expect(list.output.isEmpty)
+        #expect(
+            list.errors.contains(
+                "tuisong: using the embedded default config (no config/tuisong.json in \(here)) and the SQLite file \(here)/data/tuisong.db"
+            ), "\(list.errors)")
+        #expect(list.errors.contains("Error: no database at \(here)/data/tuisong.db"), "\(list.errors)")
+        #expect(list.errors.contains("tuisong migrate") && list.errors.contains("--create-database"))
+        #expect(!list.errors.contains("Usage"))
+        #expect(!FileManager.default.fileExists(atPath: here + "/data"), "nothing is created")
+        let create = try tuisong(
+            ["app", "create", "--name", "shop", "--bundle-id", "com.example.shop"], in: directory, database: false)
+        #expect(create.status == 1 && !create.output.contains("api_key"), "no key the server never sees")
+        #expect(!FileManager.default.fileExists(atPath: here + "/data/tuisong.db"))
+
+        // Asked for: --create-database.
+        let asked = try tuisong(["app", "list", "--create-database"], in: directory, database: false)
+        #expect(asked.status == 0, "\(asked.errors)")
+        #expect((try? JSONSerialization.jsonObject(with: Data(asked.output.utf8))) as? [Any] != nil, "\(asked.output)")
+        #expect(((try? JSONSerialization.jsonObject(with: Data(asked.output.utf8))) as? [Any])?.isEmpty == true)
+        #expect(FileManager.default.fileExists(atPath: here + "/data/tuisong.db"))
+        #expect(try tuisong(["app", "list"], in: directory, database: false).status == 0, "it exists now")
+
+        // The config of the current directory, named on standard error; migrate creates its database.
+        try FileManager.default.createDirectory(
+            at: directory.appending(path: "config"), withIntermediateDirectories: true)
+        try Data(#"{"database": {"path": "server.db"}}"#.utf8).write(
+            to: directory.appending(path: "config/tuisong.json"))
+        #expect(try tuisong(["app", "list"], in: directory, database: false).status == 1)
+        let migrate = try tuisong(["migrate"], in: directory, database: false)
+        #expect(migrate.status == 0, "\(migrate.errors)")
+        #expect(FileManager.default.fileExists(atPath: here + "/server.db"))
+        let created = try tuisong(
+            ["app", "create", "--name", "shop", "--bundle-id", "com.example.shop"], in: directory, database: false)
+        #expect(created.status == 0, "\(created.errors)")
+        #expect(
+            created.errors.contains(
+                "tuisong: using config \(here)/config/tuisong.json and the SQLite file \(here)/server.db"),
+            "\(created.errors)")
+        // Given --config, the operator chose: nothing to announce.
+        let named = try tuisong(["app", "list", "--config", "config/tuisong.json"], in: directory, database: false)
+        #expect(named.status == 0)
+        #expect(!named.errors.contains("tuisong: using"), "\(named.errors)")
+    }
+
+    /// On PostgreSQL the database must exist already; its tables are what a command would
+    /// create, so an empty database is refused too unless migrate (or --create-database) asks.
+    @Test func anEmptyPostgreSQLDatabaseIsMigratedOnlyWhenAsked() throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = ["TUISONG_DATABASE_URL": database.url]
+        let list = try tuisong(["app", "list"], in: directory, environment: environment)
+        #expect(list.status == 1)
+        #expect(list.errors.contains("a PostgreSQL database without Tuisong's tables"), "\(list.errors)")
+        #expect(try !StoreOpener.exists(url: database.url), "the refusal created nothing")
+        #expect(try tuisong(["migrate"], in: directory, environment: environment).status == 0)
+        #expect(try StoreOpener.exists(url: database.url))
+        let again = try tuisong(["app", "list"], in: directory, environment: environment)
+        #expect(again.status == 0, "\(again.errors)")
+    }
+
+    /// `device import` takes what `PUT /api/v1/devices/{token}` takes, and says what it updated.
+    @Test func deviceImportObeysTheAPIRulesAndCountsUpdates() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(try tuisong(["migrate"], in: directory).status == 0)
+        #expect(
+            try tuisong(["app", "create", "--name", "shop", "--bundle-id", "com.example.shop"], in: directory)
+                .status == 0)
+        let fcm = ["device", "import", "--app", "1", "--channel", "fcm"]
+        for environment in ["sandbox", "production"] {
+            let run = try tuisong(fcm + ["--environment", environment], in: directory, input: "fcm-token-1\n")
+            #expect(run.status != 0, "an environment is APNs's")
+            #expect(run.errors.contains("--environment applies to APNs only; an FCM device has none"), "\(run.errors)")
+        }
+        let badChannel = try tuisong(["device", "import", "--app", "1", "--channel", "jpush"], in: directory)
+        #expect(badChannel.status != 0)
+        #expect(badChannel.errors.contains(#"channel must be one of "apns", "fcm""#), "\(badChannel.errors)")
+        let badEnvironment = try tuisong(
+            ["device", "import", "--app", "1", "--environment", "staging"], in: directory)
+        #expect(badEnvironment.errors.contains(#"environment must be "sandbox" or "production", got "staging""#))
+        let badTag = try tuisong(["device", "import", "--app", "1", "--tag", "a b"], in: directory)
+        #expect(badTag.errors.contains("tag must be 1–128 characters"), "\(badTag.errors)")
+
+        let apnsToken = String(repeating: "ab", count: 32)
+        let lines = "fcm-token-1\n\n# a comment\nfcm-token-2\n\(apnsToken)\n"
+        let first = try tuisong(fcm, in: directory, input: lines)
+        #expect(first.status == 0, "\(first.errors)")
+        #expect(first.json as NSDictionary == ["imported": 2, "updated": 0, "rejected": 1] as NSDictionary)
+        #expect(first.errors.contains("line 5: an FCM device token must be"), "\(first.errors)")
+        let again = try tuisong(fcm + ["--tag", "vip"], in: directory, input: lines)
+        #expect(again.json as NSDictionary == ["imported": 0, "updated": 2, "rejected": 1] as NSDictionary)
+
+        // An APNs import (the default channel, production) of an FCM token says how to import it.
+        let apns = try tuisong(
+            ["device", "import", "--app", "1"], in: directory, input: "\(apnsToken)\nfcm-token-3\n")
+        #expect(apns.json as NSDictionary == ["imported": 1, "updated": 0, "rejected": 1] as NSDictionary)
+        #expect(apns.errors.contains("line 2: an APNs device token must be hexadecimal"), "\(apns.errors)")
+        #expect(apns.errors.contains("if this is an FCM token, import it with --channel fcm"), "\(apns.errors)")
+    }
+
+    /// Two apps of one bundle id with one name could not be told apart in any list.
+    @Test func aSecondAppWithTheSameNameAndBundleIDIsRefused() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(try tuisong(["migrate"], in: directory).status == 0)
+        func create(_ name: String, _ bundleID: String) throws -> Run {
+            try tuisong(["app", "create", "--name", name, "--bundle-id", bundleID], in: directory)
+        }
+        #expect(try create("Shop", "com.example.shop").status == 0)
+        let twin = try create("shop ", "com.example.shop")
+        #expect(twin.status == 1)
+        #expect(
+            twin.errors.contains(#"app 1 is already named "Shop" for com.example.shop"#)
+                && !twin.errors.contains("Usage"),
+            "\(twin.errors)")
+        #expect(try create("Shop staging", "com.example.shop").status == 0)
+        #expect(try create("Shop", "com.example.other").status == 0)
     }
 }

@@ -199,6 +199,7 @@ import TuisongPluginTestKit
                     "TUISONG_APNS_CA_FILE": try #require(mockInfo["ca_file"] as? String),
                 ]
                 for (setting, value) in delivery { env["TUISONG_DELIVERY_\(setting)"] = value }
+                _ = try test.run(["migrate"], env)
                 let created = try test.run(
                     ["app", "create", "--name", name, "--bundle-id", "com.example.\(name)"], env)
                 let app = try JSONSerialization.jsonObject(with: Data(created.utf8)) as! [String: Any]

@@ -81,6 +81,7 @@ import TuisongPluginTestKit
             "TUISONG_LOG_LEVEL": "warning",
         ]
         let cli = CrashRecoveryTests()
+        _ = try cli.run(["migrate"], env)
         let created = try cli.run(["app", "create", "--name", "im", "--bundle-id", "com.example.im"], env)
         let appID = try #require(
             (try JSONSerialization.jsonObject(with: Data(created.utf8)) as? [String: Any])?["id"] as? Int)

@@ -231,11 +231,11 @@ import TuisongPluginTestKit
                 "audience": ["all": true], "notification": ["alert": "x"],
                 "collapse_id": String(repeating: "c", count: 65),
             ]).errorCode == "invalid_request")
-        // Over the route's 4 MiB the front door answers 413 before any parsing: a body that is
-        // not even JSON gets the size refusal, in the native dialect.
+        // Over the route's limit (the largest valid push) the front door answers 413 before any
+        // parsing: a body that is not even JSON gets the size refusal, in the native dialect.
         let oversized = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
-            body: Data(repeating: UInt8(ascii: "x"), count: (4 << 20) + 1),
+            body: Data(repeating: UInt8(ascii: "x"), count: NativePushAPI.bodyLimit + 1),
             contentType: "application/json")
         #expect(oversized.status == 413)
         #expect(oversized.errorCode == "payload_too_large")

@@ -151,12 +151,13 @@ def go(driver, gateway, route):
 
 def browser_errors(driver):
     """Console errors other than the expected refusals: the session probe before login, the
-    wrong login password and the wrong .p12 password on purpose."""
+    wrong login password, the wrong .p12 password and the second app of one name on purpose."""
     return [
         entry for entry in driver.get_log("browser")
         if entry["level"] == "SEVERE"
         and "/admin/api/session" not in entry["message"] and "/admin/api/login" not in entry["message"]
         and not ("/credentials " in entry["message"] and "status of 422" in entry["message"])
+        and not ("/admin/api/apps " in entry["message"] and "status of 409" in entry["message"])
     ]
 
 
@@ -230,6 +231,17 @@ def test_create_an_app_shows_its_key_once(browser, gateway):
     # Shown once: the app's own page never shows it again.
     go(browser, gateway, f"apps/{shared['app_id']}")
     assert key not in browser.page_source
+
+
+def test_a_second_app_of_one_name_and_bundle_id_is_refused_at_its_name(browser, gateway):
+    ensure_app(gateway)
+    go(browser, gateway, "apps")
+    browser.find_element(By.ID, "new-app-name").send_keys("订单助手 orders")
+    browser.find_element(By.ID, "new-app-bundle").send_keys("com.example.console")
+    browser.find_element(By.ID, "new-app-submit").click()
+    text_in(browser, "#new-app-name-error", "is already named")
+    assert browser.find_element(By.ID, "new-app-name").get_attribute("aria-invalid") is not None
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#apps-table tbody tr")) == 1, "no second app"
 
 
 def test_vendor_secret_is_write_only(browser, gateway):

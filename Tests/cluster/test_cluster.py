@@ -500,6 +500,7 @@ def cluster():
     try:
         psql(server_url, f"CREATE DATABASE {c.database}")
         c.start_mock()
+        c.cli("migrate")  # other commands never create Tuisong's tables
         app = json.loads(c.cli("app", "create", "--name", "cluster", "--bundle-id", "com.example.cluster"))
         c.app_id, c.api_key = app["id"], app["api_key"]
         c.cli("credential", "add", "--app", str(c.app_id), "--environment", "production",

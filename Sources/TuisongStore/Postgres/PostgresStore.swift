@@ -96,6 +96,20 @@ public final class PostgresStore: Sendable {
         }
     }
 
+    /// Whether the database `url` names holds Tuisong's tables (a migration was applied), read
+    /// without changing anything: the CLI asks before a command would migrate an empty one.
+    ///
+    /// - Throws: `StoreError(.unavailable, …)` when the server cannot be reached.
+    public static func hasSchema(url: String) throws -> Bool {
+        do {
+            let connection = try PostgresConnection(url: url)
+            let result = try connection.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+            return result.rows.first?[0].bool ?? false
+        } catch {
+            throw storeError(error)
+        }
+    }
+
     /// `postgresql://host:port/db` without user, password or query: safe to log.
     public var location: String { Self.redacted(url) }
 

@@ -108,14 +108,23 @@ const CREDENTIAL_NAMES = {
   vivo: [null, 'AppKey', 'AppSecret'],
 };
 
-/** The app's FCM, Huawei and Honor credentials: a list and a form that adds one. */
+/** ANDROID_CHANNELS in the current language, for the section's title, hint and empty state. */
+function androidChannelTexts() {
+  const separator = t('cred.channelSeparator');
+  return {
+    channels: ANDROID_CHANNELS.map((c) => t(`channel.${c}`)).join(separator),
+    ids: ANDROID_CHANNELS.join(separator),
+  };
+}
+
+/** The app's Android credentials (every service in ANDROID_CHANNELS): a list and a form that adds one. */
 function androidSection(app) {
   const list = h('div', { class: 'table-wrap', id: 'channel-credential-list' });
 
   async function refresh() {
     const data = await get(`/apps/${app.id}/channel-credentials`);
     if (!data.credentials.length) {
-      list.replaceChildren(h('p', { class: 'empty', text: t('cred.androidNone') }));
+      list.replaceChildren(h('p', { class: 'empty', text: t('cred.androidNone', androidChannelTexts()) }));
       return;
     }
     const columns = ['cred.channel', 'cred.vendorAppID', 'cred.clientID', 'cred.selectorLabel', 'cred.status', 'cred.created', 'common.actions'];
@@ -150,8 +159,8 @@ function androidSection(app) {
   }
 
   const section = h('section', { class: 'panel', 'aria-labelledby': 'android-cred-title' },
-    h('h2', { id: 'android-cred-title', text: t('cred.android') }),
-    h('p', { class: 'muted', text: t('cred.androidHint') }),
+    h('h2', { id: 'android-cred-title', text: t('cred.android', androidChannelTexts()) }),
+    h('p', { class: 'muted', text: t('cred.androidHint', androidChannelTexts()) }),
     list,
     h('h3', { id: 'android-add-title', style: { marginTop: '20px' }, text: t('cred.androidAdd') }),
     androidForm(app, refresh));
