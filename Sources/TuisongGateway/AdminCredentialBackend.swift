@@ -75,9 +75,9 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     }
 
     func addChannel(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?) async throws
-        -> ChannelCredentialRecord
+        -> (record: ChannelCredentialRecord, check: ChannelCredentialCheck)
     {
-        let record: ChannelCredentialRecord
+        var record: ChannelCredentialRecord
         do {
             record = try await channelCredentials.add(upload, appID: appID, selector: selector)
         } catch let error as CredentialError {
@@ -85,14 +85,52 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                 code: error.code.rawValue, message: error.message, field: Self.field(error.code))
         }
         if let localMock { LocalAPNs.trust(record, secrets: channelCredentials, on: localMock, logger: logger) }
+        // One sign-in with the service: a refused credential is kept, marked failing with the
+        // service's reason, and its held deliveries stay held.
+        let check = await check(record)
+        if case .refused(let reason) = check {
+            try await channelCredentials.store.setChannelCredentialStatus(
+                id: record.id, status: "failing", reason: reason)
+            record.status = "failing"
+            record.statusReason = reason
+            logger.warning(
+                "the service refused a channel credential just added",
+                metadata: [
+                    "credential": "\(record.id)", "channel": "\(record.channel.rawValue)", "app": "\(appID)",
+                    "reason": "\(reason)",
+                ])
+        }
         android.credentialsChanged(appID: appID)
         await publish(.channelCredentials(appID: appID))
-        // Android deliveries held for a refused credential are of the production environment.
-        if try await store.releaseHeldDeliveries(appID: appID, environment: .production, now: clock.now) > 0 {
+        if check.isRefused { return (record, check) }
+        // The service's deliveries held for want of a credential, or for a refused one.
+        var released = try await store.releaseHeldDeliveries(appID: appID, channel: record.channel, now: clock.now)
+        if let selector = record.selector {
+            released += try await store.releaseHeldDeliveries(appID: appID, selector: selector, now: clock.now)
+        }
+        if released > 0 {
             engine.wake()
             await publish(.wake)
         }
-        return record
+        return (record, check)
+    }
+
+    /// Signs in once with the stored credential (its secret opened again, as a send would).
+    private func check(_ record: ChannelCredentialRecord) async -> ChannelCredentialCheck {
+        let secret: [UInt8]
+        do {
+            secret = try channelCredentials.secret(of: record)
+        } catch {
+            return .refused(SendReason.credentialUnusable.description)
+        }
+        return await android.check(
+            ChannelCredential(
+                id: record.id, channel: record.channel, vendorAppID: record.vendorAppID, clientID: record.clientID,
+                secret: secret, options: record.options))
+    }
+
+    func quotaExhausted(_ credential: ChannelCredentialRecord) -> Date? {
+        android.quotaExhausted(credential)
     }
 
     func removeChannel(_ credential: ChannelCredentialRecord) async throws -> Bool {

@@ -174,16 +174,38 @@ struct CredentialCommand: AsyncParsableCommand {
                     badgeClass: badgeClass)
             }
             let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
-            let record: ChannelCredentialRecord
+            var record: ChannelCredentialRecord
+            let service = ChannelCredentialService(
+                store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config))
             do {
-                record = try await ChannelCredentialService(
-                    store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config)
-                ).add(upload, appID: app, selector: try selector)
+                record = try await service.add(upload, appID: app, selector: try selector)
             } catch let error as CredentialError {
                 throw ValidationError(error.message)
             }
+            // One sign-in with the service: a refused credential is kept, marked failing.
+            let check = await ChannelCredentialCheck.check(
+                record, config: config, service: service, logger: makeLogger("tuisong", level: "warning"))
+            if case .refused(let reason) = check {
+                try await store.setChannelCredentialStatus(id: record.id, status: "failing", reason: reason)
+                record.status = "failing"
+                record.statusReason = reason
+            }
+            // The service's deliveries held for want of a credential go out with this one.
+            // The service's deliveries held for want of a credential go out with a working one.
+            var released = 0
+            if !check.isRefused {
+                released += try await store.releaseHeldDeliveries(appID: app, channel: record.channel, now: Date())
+            }
+            if !check.isRefused, let selector = record.selector {
+                released += try await store.releaseHeldDeliveries(appID: app, selector: selector, now: Date())
+            }
+            // A running gateway looks the app's credentials up again, and sends what was released.
             await store.publish(.channelCredentials(appID: app))
-            printJSON(ChannelCredentialView.object(record))
+            if released > 0 { await store.publish(.wake) }
+            var summary = ChannelCredentialView.object(record)
+            summary["released_deliveries"] = released
+            summary["check"] = check.object
+            printJSON(summary)
         }
 
         private func readText(_ path: String) throws -> String {
