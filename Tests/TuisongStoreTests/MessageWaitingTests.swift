@@ -109,4 +109,41 @@ import TuisongCore
             #expect(try await store.messageProgress(id: message.id)?.completedAt == start)
         }
     }
+
+    /// The monitor's failures per push service: APNs's `Unregistered` and FCM's `UNREGISTERED`
+    /// are a row each, most first.
+    @Test(arguments: Backend.allCases) func failuresAreCountedPerService(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let appID = try await store.createApp(name: "f", bundleID: "com.example.f", apiKeyHash: UUID().uuidString)
+                .id
+            let message = try await store.createMessage(
+                PushJob(
+                    appID: appID, vendor: "native", audience: .tag("news"), notification: PushNotification(),
+                    options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+            #expect(try await store.startMessage(id: message.id, total: 4, at: Date()))
+            func failed(_ token: String, _ reason: String, _ channel: PushChannel) -> NewDelivery {
+                NewDelivery(
+                    deviceID: nil, token: token, environment: .production, state: .failed, reason: reason, attempts: 1,
+                    channel: channel)
+            }
+            var counts = DeliveryCounts()
+            counts.failed = 4
+            try await store.recordProgress(
+                MessageProgress(
+                    messageID: message.id, cursor: 4, counts: counts,
+                    failures: ["Unregistered": 2, "UNREGISTERED": 1, "80300007": 1],
+                    deliveries: [
+                        failed("a1", "Unregistered", .apns), failed("a2", "Unregistered", .apns),
+                        failed("f1", "UNREGISTERED", .fcm), failed("h1", "80300007", .huawei),
+                    ], finalState: .completed), at: Date())
+            #expect(
+                try await store.failureReasonsByChannel(since: Date(timeIntervalSince1970: 0), scanLimit: 10) == [
+                    ChannelReasonCount(channel: .apns, reason: "Unregistered", count: 2),
+                    ChannelReasonCount(channel: .fcm, reason: "UNREGISTERED", count: 1),
+                    ChannelReasonCount(channel: .huawei, reason: "80300007", count: 1),
+                ])
+            #expect(
+                try await store.failureReasonsByChannel(since: Date().addingTimeInterval(60), scanLimit: 10).isEmpty)
+        }
+    }
 }
