@@ -173,7 +173,9 @@ struct CredentialCommand: AsyncParsableCommand {
                     clientSecret: secret,
                     badgeClass: badgeClass)
             }
-            let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
+            // One logger: the logging system is set up once per process.
+            let logger = makeLogger("tuisong", level: "warning")
+            let masterKey = try MasterKey.load(config.security, logger: logger)
             var record: ChannelCredentialRecord
             let service = ChannelCredentialService(
                 store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config))
@@ -183,8 +185,7 @@ struct CredentialCommand: AsyncParsableCommand {
                 throw ValidationError(error.message)
             }
             // One sign-in with the service: a refused credential is kept, marked failing.
-            let check = await ChannelCredentialCheck.check(
-                record, config: config, service: service, logger: makeLogger("tuisong", level: "warning"))
+            let check = await ChannelCredentialCheck.check(record, config: config, service: service, logger: logger)
             if case .refused(let reason) = check {
                 try await store.setChannelCredentialStatus(id: record.id, status: "failing", reason: reason)
                 record.status = "failing"
