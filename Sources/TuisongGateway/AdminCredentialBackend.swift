@@ -23,6 +23,8 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     var changes: (any StoreChangeFeed)? = nil
     /// How long "test connection" may take, DNS to the server's SETTINGS.
     var testTimeout: Duration = .seconds(15)
+    /// The apps, for the topic of a `.p8` key's probe; nil: keys are not probed.
+    var apps: AppCache? = nil
 
     /// Tells the other nodes; this node's caches were updated by the caller.
     private func publish(_ change: StoreChange) async {
@@ -45,14 +47,25 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     func add(
         _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment, selector: String? = nil
     ) async throws -> CredentialRecord {
-        let record = try await credentials.add(upload, appID: appID, environment: environment, selector: selector)
+        var record = try await credentials.add(upload, appID: appID, environment: environment, selector: selector)
         if let localMock, record.kind == .p8, let material = try? credentials.material(record),
             case .token(let key, let keyID, let teamID) = material
         {
             localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
         }
+        // A token key is asked about once (a made-up push): APNs refusing its provider token
+        // (wrong key id or team id) marks it failing at once rather than at the first push.
+        if case .refused(let reason) = await probe(record) {
+            try await store.setCredentialStatus(id: record.id, status: "failing", reason: reason)
+            record.status = "failing"
+            record.statusReason = reason
+            logger.warning(
+                "APNs refused the provider token of a key just added",
+                metadata: ["credential": "\(record.id)", "app": "\(record.appID)", "reason": "\(reason)"])
+        }
         await apns.credentialsChanged(appID: record.appID)
         await publish(.credentials(appID: record.appID))
+        guard !record.isFailing else { return record }
         var released = try await store.releaseHeldDeliveries(
             appID: record.appID, environment: record.environment, now: clock.now)
         if let selector = record.selector {
@@ -65,6 +78,20 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             await publish(.wake)
         }
         return record
+    }
+
+    /// A `.p8` key's provider token, asked about with one push to a made-up device token.
+    private func probe(_ record: CredentialRecord) async -> APNsConnectionTester.TokenProbe? {
+        guard record.kind == .p8, let apps, let app = try? await apps.app(id: record.appID),
+            let material = try? credentials.material(record)
+        else { return nil }
+        let result = await APNsConnectionTester.probeToken(
+            endpoint: apns.endpoints.endpoint(record.environment), credential: material, topic: app.bundleID,
+            caFile: apns.endpoints.caFile, extraCACertificates: apns.endpoints.extraCACertificates,
+            timeout: testTimeout)
+        logger.info(
+            "console: probed a token key", metadata: ["credential": "\(record.id)", "result": "\(result)"])
+        return result
     }
 
     func remove(_ credential: CredentialRecord) async throws -> Bool {

@@ -119,7 +119,7 @@ public final class GatewayRuntime: Sendable {
             let credentialBackend = GatewayCredentialBackend(
                 credentials: credentials, store: store, apns: apns.transport, engine: engine, localMock: mock,
                 channelCredentials: channelCredentials, android: android, clock: clock, logger: logger,
-                changes: store)
+                changes: store, apps: apps)
             let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: gateway,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,

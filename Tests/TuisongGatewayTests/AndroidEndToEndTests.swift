@@ -288,4 +288,41 @@ import TuisongPluginTestKit
         #expect(failing.count == 2)
         #expect(failing.contains { $0["selector"] as? String == "old" && $0["created_at"] is String })
     }
+
+    /// A `.p8` key is probed when it is added (one push to a made-up device token): a key the
+    /// APNs look-alike does not know (a wrong key id or team) is saved, marked failing with
+    /// APNs's InvalidProviderToken; the right one stays ok.
+    @Test func addingATokenKeyProbesAPNsOnce() async throws {
+        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.probe")
+        let mock = try APNsMockServer(
+            configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
+            key: setup.serverKey)
+        try mock.start()
+        defer { mock.shutdown() }
+        let directory = FileManager.default.temporaryDirectory.appending(path: "apns-probe-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let caFile = directory.appending(path: "ca.pem").path
+        try setup.writeCAFile(to: caFile)
+        let base = "https://127.0.0.1:\(mock.port)"
+        let gw = try await TestGateway.start(environment: [
+            "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_APNS_PRODUCTION_URL": base, "TUISONG_APNS_CA_FILE": caFile,
+        ])
+        defer { Task { await gw.stop() } }
+        let (appID, _) = try await gw.createApp(bundleID: "com.example.probe")
+
+        let wrongTeam = try await gw.runtime.addCredential(
+            .p8(pem: setup.tokenKeyPEM, keyID: setup.keyID, teamID: "WRONGTEAM1"), appID: appID,
+            environment: .production)
+        #expect(wrongTeam.status == "failing")
+        #expect(wrongTeam.statusReason == "InvalidProviderToken")
+        let stored = try await gw.runtime.store.credentials(appID: appID).first { $0.id == wrongTeam.id }
+        #expect(stored?.status == "failing", "saved either way, marked failing")
+
+        let right = try await gw.runtime.addCredential(
+            .p8(pem: setup.tokenKeyPEM, keyID: setup.keyID, teamID: setup.teamID), appID: appID,
+            environment: .production)
+        #expect(right.status == "ok", "\(right.statusReason ?? "")")
+        #expect(mock.receivedNotifications().isEmpty, "the probe reaches no device")
+    }
 }
