@@ -135,7 +135,7 @@ struct CredentialCommand: AsyncParsableCommand {
             }
             let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
             let service = CredentialService(store: store, masterKey: masterKey)
-            let record: CredentialRecord
+            var record: CredentialRecord
             do {
                 record = try await service.add(
                     upload, appID: app, environment: APNsEnvironment(rawValue: environment ?? "")!,
@@ -143,9 +143,20 @@ struct CredentialCommand: AsyncParsableCommand {
             } catch let error as CredentialError {
                 throw ValidationError(error.message)
             }
-            var released = try await store.releaseHeldDeliveries(
-                appID: app, environment: record.environment, now: Date())
-            if let selector = record.selector {
+            // A .p8 key is probed once (a push to a made-up token): a refused one is kept, failing.
+            let topic = try await store.app(id: app)?.bundleID ?? ""
+            let check = await GatewayRuntime.probeKey(record, topic: topic, config: config, credentials: service)
+            if case .refused(let reason) = check {
+                try await store.setCredentialStatus(id: record.id, status: "failing", reason: reason)
+                record.status = "failing"
+                record.statusReason = reason
+            }
+            var released = 0
+            if !check.isRefused {
+                released += try await store.releaseHeldDeliveries(
+                    appID: app, environment: record.environment, now: Date())
+            }
+            if !check.isRefused, let selector = record.selector {
                 released += try await store.releaseHeldDeliveries(appID: app, selector: selector, now: Date())
             }
             // A running gateway looks the app's credentials up again, and sends what was released.
@@ -153,6 +164,7 @@ struct CredentialCommand: AsyncParsableCommand {
             if released > 0 { await store.publish(.wake) }
             var summary = CredentialView.object(record)
             summary["released_deliveries"] = released
+            summary["check"] = check.object
             printJSON(summary)
         }
 
