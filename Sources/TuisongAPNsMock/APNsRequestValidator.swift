@@ -162,8 +162,14 @@ struct APNsRequestValidator: Sendable {
         // Mock-specific reason: APNs answers a malformed payload with 400 but no documented
         // reason string, and a gateway bug here should be loud.
         guard JSONObjectValidator.isJSONObject(body) else { return fail(400, "BadPayload") }
+        // The gateway's key probe names no device Apple ever issued a token to: APNs answers it,
+        // once the request is otherwise sound, with BadDeviceToken.
+        if token == Self.probeDeviceToken { return fail(400, "BadDeviceToken") }
         return verdict
     }
+
+    /// The made-up device token of the gateway's `.p8` probe (`APNsConnectionTester.probeToken`).
+    static let probeDeviceToken = String(repeating: "f", count: 64)
 
     enum TokenRejection: String, Error {
         case invalid = "InvalidProviderToken"

@@ -415,9 +415,13 @@ final class HTTP2ServerConnection {
             collapseID: stream.head.collapseID, apnsID: verdict.apnsID, payload: stream.body,
             connectionID: Int(id), streamID: Int(streamID), teamID: verdict.teamID, keyID: verdict.keyID,
             status: verdict.status, reason: verdict.reason, receivedAtMilliseconds: receivedAt)
-        core.recorder.record(
-            notification, providerTokenRejected: verdict.providerTokenRejected,
-            certificateAuthenticated: verdict.certificateAuthenticated)
+        // The gateway's key probe reaches no device (answered BadDeviceToken once its provider
+        // token passed): logged, not counted among what devices were sent.
+        if verdict.deviceToken != APNsRequestValidator.probeDeviceToken {
+            core.recorder.record(
+                notification, providerTokenRejected: verdict.providerTokenRejected,
+                certificateAuthenticated: verdict.certificateAuthenticated)
+        }
         if let log = core.requestLog {
             log(RequestLogLine.make(notification, method: stream.head.method, path: stream.head.path))
         }

@@ -70,4 +70,20 @@ public protocol ConsoleStore: Sendable {
     func failureReasons(since: Date, scanLimit: Int) async throws -> [String: Int]
     /// Skip counts by reason (a policy's `foreground`, `dnd`…) over the same messages.
     func skipReasons(since: Date, scanLimit: Int) async throws -> [String: Int]
+    /// Failed deliveries by push service and reason over the same messages, most first: APNs's
+    /// `Unregistered` and FCM's `UNREGISTERED` are a row each.
+    func failureReasonsByChannel(since: Date, scanLimit: Int) async throws -> [ChannelReasonCount]
+}
+
+/// How many deliveries of one push service ended with one reason (`failureReasonsByChannel`).
+public struct ChannelReasonCount: Sendable, Hashable {
+    public var channel: PushChannel
+    public var reason: String
+    public var count: Int
+
+    public init(channel: PushChannel, reason: String, count: Int) {
+        self.channel = channel
+        self.reason = reason
+        self.count = count
+    }
 }

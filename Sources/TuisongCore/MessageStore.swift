@@ -433,13 +433,44 @@ public protocol MessageStore: Sendable {
     /// Rows left `sending` by a crash go back to `queued` (at-least-once). Returns how many.
     func requeueInterruptedDeliveries() async throws -> Int
     func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws
-    /// Held rows of an app and environment go back to `queued`, due now (a credential was fixed).
+    /// Held APNs rows of an app and environment go back to `queued`, due now (a credential was
+    /// fixed).
     func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int
+    /// Held rows of an app's devices on `channel` go back to `queued`, due now (a credential for
+    /// that push service was added or fixed).
+    func releaseHeldDeliveries(appID: Int64, channel: PushChannel, now: Date) async throws -> Int
+    /// Held rows whose hold ends (`next_attempt_at`, the message's expiry) at or before `now`
+    /// become `failed` with their reason, at most `limit` of them; a message left with nothing
+    /// pending is completed. Returns how many rows it failed.
+    @discardableResult
+    func expireHeldDeliveries(now: Date, limit: Int) async throws -> Int
+    /// What a message still waits for: its queued, sending and held rows by state and reason,
+    /// with the earliest time a queued row is due (or a held row expires).
+    func pendingDeliveries(messageID: Int64) async throws -> [PendingDeliveries]
     /// Held rows of an app's devices registered with `selector` go back to `queued`, due now,
     /// whatever their environment (a credential with that selector was added).
     func releaseHeldDeliveries(appID: Int64, selector: String, now: Date) async throws -> Int
     func deliveries(messageID: Int64, state: DeliveryState?, cursor: String?, limit: Int) async throws
         -> Page<DeliveryRecord>
+}
+
+/// Deliveries of one message that have no final outcome yet, of one state and reason
+/// (`MessageStore.pendingDeliveries`): what a message that is not completed waits for.
+public struct PendingDeliveries: Sendable, Hashable {
+    /// `queued` (a retry, a daily quota), `sending` or `held` (a missing or refused credential).
+    public var state: DeliveryState
+    public var reason: String?
+    public var count: Int
+    /// Queued: when the first of them is due again. Held: when the first of them expires with
+    /// its message (nil for rows held before holds expired).
+    public var until: Date?
+
+    public init(state: DeliveryState, reason: String?, count: Int, until: Date?) {
+        self.state = state
+        self.reason = reason
+        self.count = count
+        self.until = until
+    }
 }
 
 /// One audience page to read (`MessageStore.audiencePages`), as `audiencePage` takes it.

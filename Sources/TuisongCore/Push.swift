@@ -158,7 +158,8 @@ public enum MessageState: String, Sendable, Codable, Hashable {
     case queued
     /// Being expanded and sent.
     case sending
-    /// Every device has a final outcome except retries still queued (see counts).
+    /// Every device was tried; retries, quotas and holds may remain (see counts, and
+    /// `MessageStatus.state`, which says `completed` only once none does).
     case completed
     /// Cancelled before it was sent (scheduled pushes).
     case cancelled

@@ -9,11 +9,36 @@ public struct MessageStatus: Sendable {
     /// Skip counts by reason, live like `failures`.
     public var skips: [String: Int]
 
-    public init(record: MessageRecord, counts: DeliveryCounts, failures: [String: Int], skips: [String: Int]? = nil) {
+    /// What a message whose audience is sent still waits for (retries, quotas, holds); read only
+    /// once it is `completed` in the store with rows pending.
+    public var pending: [PendingDeliveries]
+
+    public init(
+        record: MessageRecord, counts: DeliveryCounts, failures: [String: Int], skips: [String: Int]? = nil,
+        pending: [PendingDeliveries] = []
+    ) {
         self.record = record
         self.counts = counts
         self.failures = failures
         self.skips = skips ?? record.skips
+        self.pending = pending
+    }
+
+    /// Deliveries without a final outcome: queued (retries, quotas), sending or held.
+    public var unfinished: Int { counts.queued + counts.sending + counts.held }
+
+    /// The state callers see. The store's `completed` means every device was tried; the message
+    /// is completed only once nothing is queued, sending or held. Until then it is `held` (only
+    /// held rows remain: a missing or refused credential) or `waiting` (retries or a daily quota
+    /// are due later; `pending` says until when).
+    public var state: String {
+        guard record.state == .completed, unfinished > 0 else { return record.state.rawValue }
+        return counts.queued + counts.sending == 0 ? "held" : "waiting"
+    }
+
+    /// When the message completed; nil while anything is unfinished.
+    public var completedAt: Date? {
+        unfinished > 0 ? nil : record.completedAt
     }
 }
 

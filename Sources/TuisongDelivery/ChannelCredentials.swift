@@ -42,8 +42,8 @@ public struct ChannelCredential: Sendable, Hashable {
 ///
 /// An app's default credential for the channel serves devices without a selector; a device's
 /// selector names its own. Without any, local mode's `fallback` (the bundled look-alike's
-/// account) serves; otherwise the pushes are skipped `no_credential`: an app may deliberately
-/// not use a service, and skipped deliveries say so in the message status.
+/// account) serves; otherwise the pushes are held `no_credential`, as APNs's are, until a
+/// credential for the service is added (which releases them) or their message expires.
 public final class ChannelCredentialResolver: Sendable {
     public enum Resolution: Sendable {
         case credential(ChannelCredential)
@@ -105,7 +105,7 @@ public final class ChannelCredentialResolver: Sendable {
         else {
             if selector != nil { return .refused(.held(.noCredentialForSelector)) }
             if let fallback { return .credential(fallback) }
-            return .refused(.skipped(.noChannelCredential))
+            return .refused(.held(.noCredential))
         }
         if record.isFailing {
             return .refused(.held(record.statusReason.map(SendReason.init) ?? .credentialFailing))

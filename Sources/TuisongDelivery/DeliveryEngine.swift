@@ -209,8 +209,13 @@ public final class DeliveryEngine: PushGateway {
             delay = max(delay, seconds)
         }
         let next = clock.now.addingTimeInterval(delay)
-        let expiration = message.options.expiration ?? message.createdAt.addingTimeInterval(settings.defaultExpiration)
-        return next <= expiration ? next : nil
+        return next <= expiry(of: message) ? next : nil
+    }
+
+    /// When the message's deliveries stop being tried: its expiration, else the default window.
+    /// A held delivery waits until then (stored as its `next_attempt_at`) and then fails.
+    func expiry(of message: MessageRecord) -> Date {
+        message.options.expiration ?? message.createdAt.addingTimeInterval(settings.defaultExpiration)
     }
 
     // MARK: dispatch loop

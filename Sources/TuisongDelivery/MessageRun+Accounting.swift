@@ -8,6 +8,7 @@ extension MessageRun {
     /// when the oldest unflushed page is done.
     func record(_ reports: [SendReport], of chunk: [AudienceEntry], payloads: [[UInt8]?]?, page: Int) {
         let now = engine.clock.now
+        let heldUntil = engine.expiry(of: record)
         // Retry dates are drawn outside the lock; most chunks have none.
         var retryDates: [Date?] = []
         for (position, report) in reports.enumerated() {
@@ -31,7 +32,7 @@ extension MessageRun {
                 Self.apply(
                     .outcome(report.outcome), entry: chunk[report.index], payload: payloads?[report.index],
                     attempted: true, retryAt: retryDates.isEmpty ? nil : retryDates[position], now: now,
-                    to: &state.pages[page])
+                    heldUntil: heldUntil, to: &state.pages[page])
             }
             // A chunk is one plan group, so one channel: counted once, not per push.
             if delivered > 0, let channel = chunk.first?.channel {
@@ -48,6 +49,7 @@ extension MessageRun {
     /// refused before sending (a policy's payload too large).
     func recordUnsent(_ unsent: [(entry: AudienceEntry, result: EntryResult)], page: Int) {
         let now = engine.clock.now
+        let heldUntil = engine.expiry(of: record)
         let skipReasons = unsent.compactMap { unsent -> String? in
             if case .skipped(let reason) = unsent.result { return reason }
             return nil
@@ -59,7 +61,7 @@ extension MessageRun {
             for (entry, result) in unsent {
                 Self.apply(
                     result, entry: entry, payload: nil, attempted: false, retryAt: nil, now: now,
-                    to: &state.pages[page])
+                    heldUntil: heldUntil, to: &state.pages[page])
             }
             return page == state.flushedPages && state.pages[page].pending == 0
         }
@@ -71,7 +73,7 @@ extension MessageRun {
 
     private static func apply(
         _ result: EntryResult, entry: AudienceEntry, payload: [UInt8]?, attempted: Bool, retryAt: Date?, now: Date,
-        to results: inout PageResults
+        heldUntil: Date, to results: inout PageResults
     ) {
         results.pending -= 1
         func row(_ s: DeliveryState, _ reason: String?, apnsID: String? = nil, next: Date? = nil) {
@@ -108,8 +110,9 @@ extension MessageRun {
                 row(.failed, reason)
             }
         case .outcome(.held(let typed)):
+            // Held until the message expires; a credential added before then releases it.
             results.counts.held += 1
-            row(.held, typed.description)
+            row(.held, typed.description, next: heldUntil)
         case .outcome(.skipped(let typed)):
             let reason = typed.description
             results.counts.skipped += 1

@@ -41,7 +41,13 @@ final class MessageStatusReader: Sendable {
             let accounted = counts.total
             if total > accounted { counts.queued += total - accounted }
         }
-        return MessageStatus(record: record, counts: counts, failures: failures, skips: skips)
+        var status = MessageStatus(record: record, counts: counts, failures: failures, skips: skips)
+        // What a sent message still waits for: read only then (a poll of a message being sent
+        // stays one point read).
+        if record.state == .completed, status.unfinished > 0 {
+            status.pending = try await store.pendingDeliveries(messageID: messageID)
+        }
+        return status
     }
 
     /// The message's parts that never change: from its run, the cache, or one full read.

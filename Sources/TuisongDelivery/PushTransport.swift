@@ -75,8 +75,11 @@ public struct PushBatch: Sendable {
 }
 
 /// Why a push was not delivered. The engine stores and counts `description` (the string
-/// operators see in statuses, delivery rows and metrics); a service's own reason that this
-/// build does not know is kept verbatim in `unknown`.
+/// operators see in statuses, delivery rows and metrics): the gateway's own reasons in
+/// snake_case (`no_credential`), APNs's and the Android services' own verbatim
+/// (`BadDeviceToken`, `UNREGISTERED`, `80300007`); a reason this build does not know is kept
+/// verbatim in `unknown`. Rows stored by older builds, which spelled some of the gateway's
+/// reasons in CamelCase (`NoCredential`), parse to the same cases.
 public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     /// APNs's own reason (`BadDeviceToken`, `TooManyRequests`, …).
     case apns(APNsReason)
@@ -84,7 +87,8 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     case transport(String)
     /// An Android service's own code (FCM's `UNREGISTERED`, Huawei's `80300007`), verbatim.
     case service(String)
-    /// The app has no credential for the device's environment.
+    /// The app has no credential for the device's push service (APNs: for its environment):
+    /// held until one is added or the message expires.
     case noCredential
     /// The device's credential selector names none of the app's credentials.
     case noCredentialForSelector
@@ -100,28 +104,38 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     case messageGone
     /// The device's channel has no transport in this gateway.
     case channelNotConfigured
-    /// The app has no credential for the device's Android push service: skipped, not held
-    /// (an Android app may deliberately leave a service unconfigured).
-    case noChannelCredential
     /// The service's daily quota for the app is used up (OPPO, vivo, Xiaomi): skipped until
     /// its next day rather than retried into the limit.
     case quota
     /// A reason this build does not know, kept verbatim.
     case unknown(String)
 
-    private static let gatewayReasons: [String: SendReason] = [
-        "NoCredential": .noCredential, "no_credential_for_selector": .noCredentialForSelector,
-        "CredentialLookupFailed": .credentialLookupFailed, "CredentialUnusable": .credentialUnusable,
-        "CredentialFailing": .credentialFailing, "PayloadTooLarge": .payloadTooLarge, "MessageGone": .messageGone,
-        "ChannelNotConfigured": .channelNotConfigured, "no_credential": .noChannelCredential, "quota": .quota,
-    ]
+    private static let gatewayReasons: [String: SendReason] = {
+        let own: [SendReason] = [
+            .noCredential, .noCredentialForSelector, .credentialLookupFailed, .credentialUnusable,
+            .credentialFailing, .payloadTooLarge, .messageGone, .channelNotConfigured, .quota,
+        ]
+        var byName = Dictionary(uniqueKeysWithValues: own.map { ($0.description, $0) })
+        // Older builds' spellings, still in stored rows. (`PayloadTooLarge` is also APNs's own
+        // reason; a stored one is read as the gateway's, as older builds did.)
+        let older: [String: SendReason] = [
+            "NoCredential": .noCredential, "CredentialLookupFailed": .credentialLookupFailed,
+            "CredentialUnusable": .credentialUnusable, "CredentialFailing": .credentialFailing,
+            "PayloadTooLarge": .payloadTooLarge, "MessageGone": .messageGone,
+            "ChannelNotConfigured": .channelNotConfigured,
+        ]
+        byName.merge(older) { current, _ in current }
+        return byName
+    }()
 
     /// Parses a stored reason: the gateway's own first, then APNs's, else `.unknown`.
     public init(_ string: String) {
         if let own = Self.gatewayReasons[string] {
             self = own
+        } else if string.hasPrefix("transport_"), string.count > "transport_".count {
+            self = .transport(String(string.dropFirst("transport_".count)))
         } else if string.hasPrefix("Transport"), string.count > "Transport".count {
-            self = .transport(String(string.dropFirst("Transport".count)))
+            self = .transport(Self.snakeCase(String(string.dropFirst("Transport".count))))
         } else if case .unknown = APNsReason(string) {
             self = .unknown(string)
         } else {
@@ -132,20 +146,35 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .apns(let reason): reason.description
-        case .transport(let code): "Transport\(code)"
+        case .transport(let code): "transport_\(Self.snakeCase(code))"
         case .service(let code): code
-        case .noCredential: "NoCredential"
+        case .noCredential: "no_credential"
         case .noCredentialForSelector: "no_credential_for_selector"
-        case .credentialLookupFailed: "CredentialLookupFailed"
-        case .credentialUnusable: "CredentialUnusable"
-        case .credentialFailing: "CredentialFailing"
-        case .payloadTooLarge: "PayloadTooLarge"
-        case .messageGone: "MessageGone"
-        case .channelNotConfigured: "ChannelNotConfigured"
-        case .noChannelCredential: "no_credential"
+        case .credentialLookupFailed: "credential_lookup_failed"
+        case .credentialUnusable: "credential_unusable"
+        case .credentialFailing: "credential_failing"
+        case .payloadTooLarge: "payload_too_large"
+        case .messageGone: "message_gone"
+        case .channelNotConfigured: "channel_not_configured"
         case .quota: "quota"
         case .unknown(let raw): raw
         }
+    }
+
+    /// `TimedOut` → `timed_out`; a code already in snake_case (or a number) is kept.
+    static func snakeCase(_ code: String) -> String {
+        var result = ""
+        var previous: Character?
+        for character in code {
+            if character.isUppercase {
+                if let previous, previous.isLowercase || previous.isNumber { result.append("_") }
+                result.append(contentsOf: character.lowercased())
+            } else {
+                result.append(character)
+            }
+            previous = character
+        }
+        return result
     }
 }
 

@@ -11,7 +11,14 @@ struct RetryWorker: Sendable {
 
     func run() async {
         let messages = MessageCache(engine: engine)
+        var expiredHeldAt = Date.distantPast
         while !engine.isStopping {
+            // Expiry is checked now and then, not on every poll: a held row's moment is its
+            // message's expiry, hours away, and the sweep is a write transaction.
+            if engine.clock.now.timeIntervalSince(expiredHeldAt) >= 10 {
+                expiredHeldAt = engine.clock.now
+                await expireHeld()
+            }
             var claimed: [DeliveryRecord] = []
             do {
                 claimed = try await engine.store.claimDueDeliveries(now: engine.clock.now, limit: 500)
@@ -36,6 +43,15 @@ struct RetryWorker: Sendable {
                     delay = min(delay * 2, .seconds(5))
                 }
             }
+        }
+    }
+
+    /// Held deliveries whose message expired fail with their reason, a bounded batch per pass.
+    private func expireHeld() async {
+        do {
+            try await engine.store.expireHeldDeliveries(now: engine.clock.now, limit: 500)
+        } catch {
+            engine.logger.error("retry worker: expiring held deliveries failed", metadata: ["error": "\(error)"])
         }
     }
 
@@ -114,7 +130,8 @@ struct RetryWorker: Sendable {
             }
             return update(.failed, reason)
         case .held(let reason):
-            return update(.held, reason)
+            // Until the message expires (`expireHeldDeliveries` then fails it).
+            return update(.held, reason, next: message.map(engine.expiry(of:)))
         case .skipped(let reason):
             return update(.skipped, reason)
         case .failed(let reason):

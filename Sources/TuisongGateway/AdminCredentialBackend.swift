@@ -23,6 +23,8 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     var changes: (any StoreChangeFeed)? = nil
     /// How long "test connection" may take, DNS to the server's SETTINGS.
     var testTimeout: Duration = .seconds(15)
+    /// The apps, for the topic of a `.p8` key's probe; nil: keys are not probed.
+    var apps: AppCache? = nil
 
     /// Tells the other nodes; this node's caches were updated by the caller.
     private func publish(_ change: StoreChange) async {
@@ -45,14 +47,25 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     func add(
         _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment, selector: String? = nil
     ) async throws -> CredentialRecord {
-        let record = try await credentials.add(upload, appID: appID, environment: environment, selector: selector)
+        var record = try await credentials.add(upload, appID: appID, environment: environment, selector: selector)
         if let localMock, record.kind == .p8, let material = try? credentials.material(record),
             case .token(let key, let keyID, let teamID) = material
         {
             localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
         }
+        // A token key is asked about once (a made-up push): APNs refusing its provider token
+        // (wrong key id or team id) marks it failing at once rather than at the first push.
+        if case .refused(let reason) = await probe(record) {
+            try await store.setCredentialStatus(id: record.id, status: "failing", reason: reason)
+            record.status = "failing"
+            record.statusReason = reason
+            logger.warning(
+                "APNs refused the provider token of a key just added",
+                metadata: ["credential": "\(record.id)", "app": "\(record.appID)", "reason": "\(reason)"])
+        }
         await apns.credentialsChanged(appID: record.appID)
         await publish(.credentials(appID: record.appID))
+        guard !record.isFailing else { return record }
         var released = try await store.releaseHeldDeliveries(
             appID: record.appID, environment: record.environment, now: clock.now)
         if let selector = record.selector {
@@ -67,6 +80,20 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         return record
     }
 
+    /// A `.p8` key's provider token, asked about with one push to a made-up device token.
+    private func probe(_ record: CredentialRecord) async -> APNsConnectionTester.TokenProbe? {
+        guard record.kind == .p8, let apps, let app = try? await apps.app(id: record.appID),
+            let material = try? credentials.material(record)
+        else { return nil }
+        let result = await APNsConnectionTester.probeToken(
+            endpoint: apns.endpoints.endpoint(record.environment), credential: material, topic: app.bundleID,
+            caFile: apns.endpoints.caFile, extraCACertificates: apns.endpoints.extraCACertificates,
+            timeout: testTimeout)
+        logger.info(
+            "console: probed a token key", metadata: ["credential": "\(record.id)", "result": "\(result)"])
+        return result
+    }
+
     func remove(_ credential: CredentialRecord) async throws -> Bool {
         let removed = try await store.deleteCredential(id: credential.id)
         await apns.credentialsChanged(appID: credential.appID)
@@ -75,9 +102,9 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     }
 
     func addChannel(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?) async throws
-        -> ChannelCredentialRecord
+        -> (record: ChannelCredentialRecord, check: ChannelCredentialCheck)
     {
-        let record: ChannelCredentialRecord
+        var record: ChannelCredentialRecord
         do {
             record = try await channelCredentials.add(upload, appID: appID, selector: selector)
         } catch let error as CredentialError {
@@ -85,14 +112,52 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                 code: error.code.rawValue, message: error.message, field: Self.field(error.code))
         }
         if let localMock { LocalAPNs.trust(record, secrets: channelCredentials, on: localMock, logger: logger) }
+        // One sign-in with the service: a refused credential is kept, marked failing with the
+        // service's reason, and its held deliveries stay held.
+        let check = await check(record)
+        if case .refused(let reason) = check {
+            try await channelCredentials.store.setChannelCredentialStatus(
+                id: record.id, status: "failing", reason: reason)
+            record.status = "failing"
+            record.statusReason = reason
+            logger.warning(
+                "the service refused a channel credential just added",
+                metadata: [
+                    "credential": "\(record.id)", "channel": "\(record.channel.rawValue)", "app": "\(appID)",
+                    "reason": "\(reason)",
+                ])
+        }
         android.credentialsChanged(appID: appID)
         await publish(.channelCredentials(appID: appID))
-        // Android deliveries held for a refused credential are of the production environment.
-        if try await store.releaseHeldDeliveries(appID: appID, environment: .production, now: clock.now) > 0 {
+        if check.isRefused { return (record, check) }
+        // The service's deliveries held for want of a credential, or for a refused one.
+        var released = try await store.releaseHeldDeliveries(appID: appID, channel: record.channel, now: clock.now)
+        if let selector = record.selector {
+            released += try await store.releaseHeldDeliveries(appID: appID, selector: selector, now: clock.now)
+        }
+        if released > 0 {
             engine.wake()
             await publish(.wake)
         }
-        return record
+        return (record, check)
+    }
+
+    /// Signs in once with the stored credential (its secret opened again, as a send would).
+    private func check(_ record: ChannelCredentialRecord) async -> ChannelCredentialCheck {
+        let secret: [UInt8]
+        do {
+            secret = try channelCredentials.secret(of: record)
+        } catch {
+            return .refused(SendReason.credentialUnusable.description)
+        }
+        return await android.check(
+            ChannelCredential(
+                id: record.id, channel: record.channel, vendorAppID: record.vendorAppID, clientID: record.clientID,
+                secret: secret, options: record.options))
+    }
+
+    func quotaExhausted(_ credential: ChannelCredentialRecord) -> Date? {
+        android.quotaExhausted(credential)
     }
 
     func removeChannel(_ credential: ChannelCredentialRecord) async throws -> Bool {

@@ -34,11 +34,14 @@ protocol AdminCredentialBackend: Sendable {
     func remove(_ credential: CredentialRecord) async throws -> Bool
     /// Opens TLS + HTTP/2 to the APNs URL of the credential's environment with it.
     func testConnection(_ credential: CredentialRecord) async -> (ok: Bool, detail: String, endpoint: String)
-    /// Checks and stores an Android credential (sealing its secret); throws
-    /// `AdminCredentialRejection` for one that cannot be used.
+    /// Checks and stores an Android credential (sealing its secret), then signs in with it once
+    /// where the service has a sign-in: a refused one is kept, marked failing with the service's
+    /// reason. Throws `AdminCredentialRejection` for one that cannot be used at all.
     func addChannel(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?) async throws
-        -> ChannelCredentialRecord
+        -> (record: ChannelCredentialRecord, check: ChannelCredentialCheck)
     func removeChannel(_ credential: ChannelCredentialRecord) async throws -> Bool
+    /// Until when the credential's daily quota is used up (OPPO, vivo, Xiaomi); nil when it is not.
+    func quotaExhausted(_ credential: ChannelCredentialRecord) -> Date?
 }
 
 /// APNs credentials of an app: list with expiry warnings, upload, delete, test connection.
@@ -98,22 +101,35 @@ struct AdminCredentialsAPI: Sendable {
         api.add(.GET, "/apps/{app}/channel-credentials", on: router) { request in
             let app = try await apps.app(request)
             let records = try await store.channelCredentials(appID: app.id)
-            return .json(object: ["credentials": records.map { ChannelCredentialView.object($0) }])
+            return .json(object: [
+                "credentials": records.map { record in
+                    var object = ChannelCredentialView.object(record)
+                    object["quota_exhausted_until"] =
+                        backend.quotaExhausted(record).map { ISO8601.string($0) as Any } ?? NSNull()
+                    return object
+                }
+            ])
         }
         api.add(.POST, "/apps/{app}/channel-credentials", bodyLimit: 256 << 10, on: router) { request in
             let app = try await apps.app(request)
             let body = try AdminBody(request)
             let (upload, selector) = try Self.channelUpload(body)
-            let record: ChannelCredentialRecord
+            let added: (record: ChannelCredentialRecord, check: ChannelCredentialCheck)
             do {
-                record = try await backend.addChannel(upload, appID: app.id, selector: selector)
+                added = try await backend.addChannel(upload, appID: app.id, selector: selector)
             } catch let rejection as AdminCredentialRejection {
                 throw AdminError(422, rejection.code, rejection.message, field: rejection.field ?? "file")
             }
+            let record = added.record
             api.logger.info(
                 "console: added a channel credential",
-                metadata: ["credential": "\(record.id)", "channel": "\(record.channel.rawValue)", "app": "\(app.id)"])
-            return .json(object: ChannelCredentialView.object(record), status: 201)
+                metadata: [
+                    "credential": "\(record.id)", "channel": "\(record.channel.rawValue)", "app": "\(app.id)",
+                    "check": "\(added.check.object["result"] ?? "")",
+                ])
+            var object = ChannelCredentialView.object(record)
+            object["check"] = added.check.object
+            return .json(object: object, status: 201)
         }
         api.add(.DELETE, "/apps/{app}/channel-credentials/{credential}", on: router) { request in
             let appID = try request.adminID("app", "app")

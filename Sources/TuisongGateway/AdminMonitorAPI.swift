@@ -44,6 +44,8 @@ struct AdminMonitorAPI: Sendable {
             since: now.addingTimeInterval(-Self.failureWindow), scanLimit: Self.scanLimit)
         let skips = try await store.skipReasons(
             since: now.addingTimeInterval(-Self.failureWindow), scanLimit: Self.scanLimit)
+        let failuresByChannel = try await store.failureReasonsByChannel(
+            since: now.addingTimeInterval(-Self.failureWindow), scanLimit: Self.scanLimit)
 
         return .json(object: [
             "now": ISO8601.string(now),
@@ -53,6 +55,10 @@ struct AdminMonitorAPI: Sendable {
             "running": running,
             "recent": recent,
             "failures": failures,
+            // The same failures per push service: one service's `Unregistered` is not another's.
+            "failures_by_channel": failuresByChannel.map {
+                ["channel": $0.channel.rawValue, "reason": $0.reason, "count": $0.count] as [String: Any]
+            },
             "skips": skips,
             "failures_window_seconds": Int(Self.failureWindow),
             "credentials": try await credentialAlerts(now: now),

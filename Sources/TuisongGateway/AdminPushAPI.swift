@@ -139,7 +139,11 @@ struct AdminPushAPI: Sendable {
     func status(_ id: Int64) async throws -> MessageStatus? {
         if let gateway = api.gateway { return try await gateway.status(messageID: id) }
         guard let record = try await store.message(id: id) else { return nil }
-        return MessageStatus(record: record, counts: record.counts, failures: record.failures)
+        var status = MessageStatus(record: record, counts: record.counts, failures: record.failures)
+        if record.state == .completed, status.unfinished > 0 {
+            status.pending = try await store.pendingDeliveries(messageID: id)
+        }
+        return status
     }
 
     /// Running messages get the engine's live counts; the rest are final in the store.
@@ -161,7 +165,8 @@ struct AdminPushAPI: Sendable {
         object["environment"] = orNull(record.options.environment?.rawValue)
         object["payload_bytes"] = record.payload.count
         let c = status.counts
-        object["finished"] = c.delivered + c.failed + c.skipped + c.held
+        // Held deliveries are not finished: a credential added before the message expires sends them.
+        object["finished"] = c.delivered + c.failed + c.skipped
         if detailed {
             object["payload"] = String(decoding: record.payload, as: UTF8.self)
             object["labels"] = record.labels

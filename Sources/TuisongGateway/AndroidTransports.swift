@@ -31,6 +31,11 @@ struct AndroidTransports: Sendable {
         var tokens: AccessTokenCache
         var statistics: @Sendable () -> HTTPClientStatistics
         var shutdown: @Sendable () -> Void
+        /// One sign-in past the cache, for a service that has one (Xiaomi's secret is the key of
+        /// every request: nothing to check before a push).
+        var checkSignIn: (@Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure>)?
+        /// Until when a credential's daily quota is used up (OPPO, vivo, Xiaomi).
+        var quotaExhausted: (@Sendable (Int64) -> Date?)?
     }
 
     let members: [PushChannel: Member]
@@ -69,15 +74,21 @@ struct AndroidTransports: Sendable {
             requestTimeout: timeout, clock: clock, logger: logger)
         var members: [PushChannel: Member] = [
             .fcm: Member(
-                transport: fcm, tokens: fcm.tokens, statistics: { fcm.statistics }, shutdown: { fcm.shutdown() })
+                transport: fcm, tokens: fcm.tokens, statistics: { fcm.statistics }, shutdown: { fcm.shutdown() },
+                checkSignIn: { await fcm.checkSignIn($0) }, quotaExhausted: nil)
         ]
         func batch<Service: TokenBatchService>(_ channel: PushChannel, _ service: Service) throws {
             let transport = TokenBatchTransport(
                 service: service, client: try client(channel.rawValue), resolver: resolvers[channel]!,
                 requestTimeout: timeout, tokensPerRequest: config.tokensPerRequest, clock: clock, logger: logger)
+            let signIn: @Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure> = {
+                await transport.checkSignIn($0)
+            }
+            let quota: @Sendable (Int64) -> Date? = { transport.quotaExhausted(credentialID: $0) }
             members[channel] = Member(
                 transport: transport, tokens: transport.tokens, statistics: { transport.statistics },
-                shutdown: { transport.shutdown() })
+                shutdown: { transport.shutdown() }, checkSignIn: channel == .xiaomi ? nil : signIn,
+                quotaExhausted: quota)
         }
         try batch(
             .huawei,
@@ -95,6 +106,21 @@ struct AndroidTransports: Sendable {
         return AndroidTransports(members: members, resolvers: resolvers)
     }
 
+    /// Signs in once with a credential just added and says what the service answered.
+    func check(_ credential: ChannelCredential) async -> ChannelCredentialCheck {
+        guard let signIn = members[credential.channel]?.checkSignIn else { return .notChecked }
+        switch await signIn(credential) {
+        case .success: return .accepted
+        case .failure(.refused(let reason)): return .refused(reason.description)
+        case .failure(.unavailable(let reason, _)): return .unavailable(reason.description)
+        }
+    }
+
+    /// Until when the credential's daily quota is used up; nil when it is not.
+    func quotaExhausted(_ record: ChannelCredentialRecord) -> Date? {
+        members[record.channel]?.quotaExhausted?(record.id)
+    }
+
     /// An app's Android credentials changed: look them up again on the next send.
     func credentialsChanged(appID: Int64) {
         for resolver in resolvers.values { resolver.forget(appID: appID) }
@@ -109,5 +135,62 @@ struct AndroidTransports: Sendable {
 
     func shutdown() {
         for member in members.values { member.shutdown() }
+    }
+}
+
+/// What the service answered when a credential just added signed in once.
+public enum ChannelCredentialCheck: Sendable, Hashable {
+    /// The service issued an access token.
+    case accepted
+    /// The service refused the credential (its reason, verbatim): saved, marked failing.
+    case refused(String)
+    /// The service could not be asked (unreachable, a 5xx): saved as it is, checked on first use.
+    case unavailable(String)
+    /// The service has no sign-in to check (Xiaomi): the first push checks it.
+    case notChecked
+
+    public var isRefused: Bool {
+        if case .refused = self { return true }
+        return false
+    }
+
+    /// `{"result": "accepted" | "refused" | "unavailable" | "not_checked", "reason": …}`.
+    public var object: [String: Any] {
+        switch self {
+        case .accepted: ["result": "accepted", "reason": NSNull()]
+        case .refused(let reason): ["result": "refused", "reason": reason]
+        case .unavailable(let reason): ["result": "unavailable", "reason": reason]
+        case .notChecked: ["result": "not_checked", "reason": NSNull()]
+        }
+    }
+}
+
+extension ChannelCredentialCheck {
+    /// Signs in once with a stored credential through the service the config names, with a
+    /// transport made for the purpose and shut down after (the CLI runs no gateway). In local
+    /// mode there is nothing to ask: the running gateway's look-alike trusts what is added.
+    public static func check(
+        _ record: ChannelCredentialRecord, config: GatewayConfig, service: ChannelCredentialService, logger: Logger
+    ) async -> ChannelCredentialCheck {
+        guard !config.apns.localMock else { return .notChecked }
+        let secret: [UInt8]
+        do {
+            secret = try service.secret(of: record)
+        } catch {
+            return .refused(SendReason.credentialUnusable.description)
+        }
+        let transports: AndroidTransports
+        do {
+            transports = try AndroidTransports.start(
+                config.transports, local: nil, store: service.store, secrets: service, clock: SystemClock(),
+                logger: logger)
+        } catch {
+            return .unavailable("\(error)")
+        }
+        defer { transports.shutdown() }
+        return await transports.check(
+            ChannelCredential(
+                id: record.id, channel: record.channel, vendorAppID: record.vendorAppID, clientID: record.clientID,
+                secret: secret, options: record.options))
     }
 }

@@ -119,7 +119,7 @@ public final class GatewayRuntime: Sendable {
             let credentialBackend = GatewayCredentialBackend(
                 credentials: credentials, store: store, apns: apns.transport, engine: engine, localMock: mock,
                 channelCredentials: channelCredentials, android: android, clock: clock, logger: logger,
-                changes: store)
+                changes: store, apps: apps)
             let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: gateway,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
@@ -305,6 +305,33 @@ public final class GatewayRuntime: Sendable {
             try store.close()
         } catch {
             logger.error("closing the database failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The CLI's probe of a `.p8` key just added (it runs no gateway): one push to a made-up
+    /// device token at the configured APNs URL, as the console's add does. Not checked in local
+    /// mode (the running gateway's look-alike trusts what is added) nor for certificates.
+    public static func probeKey(
+        _ record: CredentialRecord, topic: String, config: GatewayConfig, credentials: CredentialService
+    ) async -> ChannelCredentialCheck {
+        guard record.kind == .p8, !config.apns.localMock else { return .notChecked }
+        let material: APNsCredentialMaterial
+        let endpoint: APNsEndpoint
+        do {
+            material = try credentials.material(record)
+            endpoint = try Self.endpoint(
+                record.environment == .production ? config.apns.productionURL : config.apns.sandboxURL,
+                key: record.environment == .production ? "apns.production_url" : "apns.sandbox_url")
+        } catch {
+            return .unavailable("\(error)")
+        }
+        switch await APNsConnectionTester.probeToken(
+            endpoint: endpoint, credential: material, topic: topic,
+            caFile: config.apns.caFile.isEmpty ? nil : config.apns.caFile)
+        {
+        case .accepted: return .accepted
+        case .refused(let reason): return .refused(reason)
+        case .unavailable(let reason): return .unavailable(reason)
         }
     }
 

@@ -184,7 +184,8 @@ enum MessageView {
         func optional(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
         var object: [String: JSONValue] = [
             "id": .int(r.id),
-            "state": .string(r.state.rawValue),
+            // `completed` only once nothing is queued, sending or held (`MessageStatus.state`).
+            "state": .string(status.state),
             "vendor": .string(r.vendor),
             "audience": .string(r.audience.summary),
             "push_type": .string(r.options.pushType.rawValue),
@@ -194,11 +195,22 @@ enum MessageView {
             "created_at": .string(ISO8601.string(r.createdAt)),
             "total": r.total.map { .int(Int64($0)) } ?? .null,
             "started_at": optional(r.startedAt.map(ISO8601.string)),
-            "completed_at": optional(r.completedAt.map(ISO8601.string)),
+            "completed_at": optional(status.completedAt.map(ISO8601.string)),
         ]
+        if !status.pending.isEmpty { object["waiting_for"] = .array(status.pending.map(waiting)) }
         if let sendAt = r.sendAt { object["send_at"] = .string(ISO8601.string(sendAt)) }
         if let vendorID = r.vendorMessageID { object["vendor_message_id"] = .string(vendorID) }
         return object
+    }
+
+    /// One kind of unfinished delivery: `{"state": "held", "reason": "no_credential", "count": 1,
+    /// "until": "…"}`; `until` is when queued rows are next due (a daily quota: the service's
+    /// next day) or when held rows expire with the message.
+    static func waiting(_ p: PendingDeliveries) -> JSONValue {
+        .object([
+            "state": .string(p.state.rawValue), "reason": p.reason.map(JSONValue.string) ?? .null,
+            "count": .int(Int64(p.count)), "until": p.until.map { .string(ISO8601.string($0)) } ?? .null,
+        ])
     }
 
     static func object(_ status: MessageStatus) -> [String: Any] {

@@ -114,6 +114,26 @@ extension SQLiteStore: ConsoleStore {
         try await reasonTotals(in: .failures, since: since, scanLimit: scanLimit)
     }
 
+    public func failureReasonsByChannel(since: Date, scanLimit: Int) async throws -> [ChannelReasonCount] {
+        let sinceMilliseconds = SQLTime.milliseconds(since)
+        return try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT d.channel, d.reason, count(*) FROM deliveries d
+                    WHERE d.state = 'failed' AND d.reason IS NOT NULL AND d.message_id IN (
+                        SELECT id FROM (SELECT id, created_at FROM messages ORDER BY id DESC LIMIT ?)
+                        WHERE created_at >= ?)
+                    GROUP BY d.channel, d.reason
+                    """,
+                arguments: [min(max(scanLimit, 1), 100_000), sinceMilliseconds]
+            ).compactMap { row -> ChannelReasonCount? in
+                guard let channel = PushChannel(rawValue: row[0]) else { return nil }
+                return ChannelReasonCount(channel: channel, reason: row[1], count: row[2])
+            }.sorted { ($1.count, $0.channel.rawValue, $0.reason) < ($0.count, $1.channel.rawValue, $1.reason) }
+        }
+    }
+
     /// The tables that count a message's outcomes by reason.
     enum ReasonTable: String {
         case failures = "message_failures"

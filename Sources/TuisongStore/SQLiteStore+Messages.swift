@@ -344,7 +344,11 @@ extension SQLiteStore: MessageStore {
             }
             for row in try Row.fetchAll(
                 db,
-                sql: "SELECT channel, state, count(*) FROM deliveries WHERE message_id = ? GROUP BY channel, state",
+                // A token no device registered has no known service: counted under none.
+                sql: """
+                    SELECT channel, state, count(*) FROM deliveries
+                    WHERE message_id = ? AND (reason IS NULL OR reason <> 'UnknownDevice') GROUP BY channel, state
+                    """,
                 arguments: [messageID])
             {
                 guard let channel = PushChannel(rawValue: row[0]), let state = DeliveryState(rawValue: row[1]) else {
@@ -440,10 +444,14 @@ extension SQLiteStore: MessageStore {
         if let final = progress.finalState {
             // The audience may have changed while it was read: the final total is what
             // actually got an outcome. A message completes once: a second final flush
-            // keeps the first completion time, which status polls have already shown.
+            // keeps the first completion time, which status polls have already shown. One
+            // with retries or holds left completes when the last of them ends
+            // (`finishWaitingMessages`).
             try db.cachedStatement(
                 sql: """
-                    UPDATE messages SET state = ?, completed_at = coalesce(completed_at, ?),
+                    UPDATE messages SET state = ?,
+                        completed_at = CASE WHEN queued + sending + held = 0 THEN coalesce(completed_at, ?)
+                            ELSE completed_at END,
                         total = queued + sending + delivered + failed + skipped + held
                     WHERE id = ?
                     """
@@ -784,11 +792,75 @@ extension SQLiteStore: MessageStore {
                     arguments: [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, messageID])
             }
             for (messageID, reasons) in failures { try Self.addFailures(db, messageID: messageID, reasons) }
+            try Self.finishWaitingMessages(db, Array(deltas.keys), now: now)
+        }
+    }
+
+    /// Completes those of `messageIDs` whose audience is sent and that have nothing queued,
+    /// sending or held left.
+    static func finishWaitingMessages(_ db: Database, _ messageIDs: [Int64], now: Int64) throws {
+        let finish = try db.cachedStatement(
+            sql: """
+                UPDATE messages SET completed_at = ?
+                WHERE id = ? AND state = 'completed' AND completed_at IS NULL AND queued + sending + held = 0
+                """)
+        for id in messageIDs { try finish.execute(arguments: [now, id]) }
+    }
+
+    public func expireHeldDeliveries(now: Date, limit: Int) async throws -> Int {
+        let nowMs = SQLTime.milliseconds(now)
+        return try await write { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, message_id, reason FROM deliveries
+                    WHERE state = 'held' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?
+                    """,
+                arguments: [nowMs, max(1, limit)])
+            var perMessage: [Int64: [String: Int]] = [:]
+            let fail = try db.cachedStatement(
+                sql: "UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, updated_at = ? WHERE id = ?")
+            for row in rows {
+                try fail.execute(arguments: [nowMs, row[0] as Int64])
+                perMessage[row[1], default: [:]][(row[2] as String?) ?? "held", default: 0] += 1
+            }
+            for (messageID, reasons) in perMessage {
+                let n = reasons.values.reduce(0, +)
+                try db.execute(
+                    sql: "UPDATE messages SET held = held - ?, failed = failed + ? WHERE id = ?",
+                    arguments: [n, n, messageID])
+                try Self.addFailures(db, messageID: messageID, reasons)
+            }
+            try Self.finishWaitingMessages(db, Array(perMessage.keys), now: nowMs)
+            return rows.count
+        }
+    }
+
+    public func pendingDeliveries(messageID: Int64) async throws -> [PendingDeliveries] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT state, reason, count(*), min(next_attempt_at) FROM deliveries
+                    WHERE message_id = ? AND state IN ('queued', 'sending', 'held') GROUP BY state, reason
+                    ORDER BY state, reason
+                    """,
+                arguments: [messageID]
+            ).compactMap { row in
+                guard let state = DeliveryState(rawValue: row[0]) else { return nil }
+                let until: Int64? = row[3]
+                return PendingDeliveries(state: state, reason: row[1], count: row[2], until: until.map(SQLTime.date))
+            }
         }
     }
 
     public func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
-        try await releaseHeld(appID: appID, condition: "environment = ?", environment.rawValue, now: now)
+        try await releaseHeld(
+            appID: appID, condition: "channel = 'apns' AND environment = ?", environment.rawValue, now: now)
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, channel: PushChannel, now: Date) async throws -> Int {
+        try await releaseHeld(appID: appID, condition: "channel = ?", channel.rawValue, now: now)
     }
 
     public func releaseHeldDeliveries(appID: Int64, selector: String, now: Date) async throws -> Int {
@@ -803,8 +875,9 @@ extension SQLiteStore: MessageStore {
             let perMessage = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT d.message_id, count(*) FROM deliveries d JOIN messages m ON m.id = d.message_id
-                    WHERE d.state = 'held' AND d.\(condition) AND m.app_id = ? GROUP BY d.message_id
+                    SELECT message_id, count(*) FROM deliveries
+                    WHERE state = 'held' AND \(condition) AND message_id IN (SELECT id FROM messages WHERE app_id = ?)
+                    GROUP BY message_id
                     """,
                 arguments: [value, appID])
             var total = 0

@@ -137,7 +137,7 @@ struct CredentialCommand: AsyncParsableCommand {
             }
             let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
             let service = CredentialService(store: store, masterKey: masterKey)
-            let record: CredentialRecord
+            var record: CredentialRecord
             do {
                 record = try await service.add(
                     upload, appID: app, environment: APNsEnvironment(rawValue: environment ?? "")!,
@@ -146,9 +146,20 @@ struct CredentialCommand: AsyncParsableCommand {
                 // What the file holds, found at run time: one sentence, not the usage.
                 throw CommandFailure(error.message)
             }
-            var released = try await store.releaseHeldDeliveries(
-                appID: app, environment: record.environment, now: Date())
-            if let selector = record.selector {
+            // A .p8 key is probed once (a push to a made-up token): a refused one is kept, failing.
+            let topic = try await store.app(id: app)?.bundleID ?? ""
+            let check = await GatewayRuntime.probeKey(record, topic: topic, config: config, credentials: service)
+            if case .refused(let reason) = check {
+                try await store.setCredentialStatus(id: record.id, status: "failing", reason: reason)
+                record.status = "failing"
+                record.statusReason = reason
+            }
+            var released = 0
+            if !check.isRefused {
+                released += try await store.releaseHeldDeliveries(
+                    appID: app, environment: record.environment, now: Date())
+            }
+            if !check.isRefused, let selector = record.selector {
                 released += try await store.releaseHeldDeliveries(appID: app, selector: selector, now: Date())
             }
             // A running gateway looks the app's credentials up again, and sends what was released.
@@ -156,6 +167,7 @@ struct CredentialCommand: AsyncParsableCommand {
             if released > 0 { await store.publish(.wake) }
             var summary = CredentialView.object(record)
             summary["released_deliveries"] = released
+            summary["check"] = check.object
             printJSON(summary)
         }
 
@@ -176,18 +188,41 @@ struct CredentialCommand: AsyncParsableCommand {
                     clientSecret: secret,
                     badgeClass: badgeClass)
             }
-            let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
-            let record: ChannelCredentialRecord
+            // One logger: the logging system is set up once per process.
+            let logger = makeLogger("tuisong", level: "warning")
+            let masterKey = try MasterKey.load(config.security, logger: logger)
+            var record: ChannelCredentialRecord
+            let service = ChannelCredentialService(
+                store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config))
             do {
-                record = try await ChannelCredentialService(
-                    store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config)
-                ).add(upload, appID: app, selector: try selector)
+                record = try await service.add(upload, appID: app, selector: try selector)
             } catch let error as CredentialError {
                 // What the file holds, found at run time: one sentence, not the usage.
                 throw CommandFailure(error.message)
             }
+            // One sign-in with the service: a refused credential is kept, marked failing.
+            let check = await ChannelCredentialCheck.check(record, config: config, service: service, logger: logger)
+            if case .refused(let reason) = check {
+                try await store.setChannelCredentialStatus(id: record.id, status: "failing", reason: reason)
+                record.status = "failing"
+                record.statusReason = reason
+            }
+            // The service's deliveries held for want of a credential go out with this one.
+            // The service's deliveries held for want of a credential go out with a working one.
+            var released = 0
+            if !check.isRefused {
+                released += try await store.releaseHeldDeliveries(appID: app, channel: record.channel, now: Date())
+            }
+            if !check.isRefused, let selector = record.selector {
+                released += try await store.releaseHeldDeliveries(appID: app, selector: selector, now: Date())
+            }
+            // A running gateway looks the app's credentials up again, and sends what was released.
             await store.publish(.channelCredentials(appID: app))
-            printJSON(ChannelCredentialView.object(record))
+            if released > 0 { await store.publish(.wake) }
+            var summary = ChannelCredentialView.object(record)
+            summary["released_deliveries"] = released
+            summary["check"] = check.object
+            printJSON(summary)
         }
 
         private func readText(_ path: String) throws -> String {

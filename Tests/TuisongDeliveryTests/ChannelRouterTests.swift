@@ -66,7 +66,7 @@ import TuisongStore
         await engine.stop()
         #expect(status.counts.delivered == 5)
         #expect(status.counts.failed == 3)
-        #expect(status.failures == ["ChannelNotConfigured": 3])
+        #expect(status.failures == ["channel_not_configured": 3])
         let failed = try await f.store.deliveries(messageID: record.id, state: .failed, cursor: nil, limit: 10)
         #expect(failed.items.map(\.channel) == [.honor, .honor, .honor])
     }

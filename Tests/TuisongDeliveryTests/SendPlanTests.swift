@@ -77,7 +77,7 @@ import TuisongCore
         let reasons: [SendReason] =
             [
                 .noCredential, .noCredentialForSelector, .credentialLookupFailed, .credentialUnusable,
-                .credentialFailing, .payloadTooLarge, .messageGone, .transport("connectFailed"),
+                .credentialFailing, .payloadTooLarge, .messageGone, .transport("connect_failed"),
                 .unknown("SomethingNew"),
             ] + APNsReasonSample.all
         for reason in reasons {
@@ -87,10 +87,25 @@ import TuisongCore
 
     @Test func storedStringsKeepTheirMeaning() {
         #expect(SendReason("Unregistered") == .apns(.unregistered))
-        #expect(SendReason("NoCredential").description == "NoCredential")
-        #expect(SendReason("TransportTimedOut") == .transport("TimedOut"))
+        // Older builds' CamelCase spellings of the gateway's own reasons read as today's.
+        #expect(SendReason("NoCredential") == .noCredential)
+        #expect(SendReason("NoCredential").description == "no_credential")
+        #expect(SendReason("CredentialFailing").description == "credential_failing")
+        #expect(SendReason("ChannelNotConfigured") == .channelNotConfigured)
+        #expect(SendReason("TransportTimedOut") == .transport("timed_out"))
+        #expect(SendReason("TransportTimedOut").description == "transport_timed_out")
         #expect(SendReason("Transport") == .unknown("Transport"))
         #expect(SendReason("NewAppleReason") == .unknown("NewAppleReason"))
+    }
+
+    @Test func theGatewaysOwnReasonsAreSnakeCaseAndTheServicesVerbatim() {
+        #expect(SendReason.transport("ConnectFailed").description == "transport_connect_failed")
+        #expect(SendReason.transport("TLS").description == "transport_tls")
+        #expect(SendReason.payloadTooLarge.description == "payload_too_large")
+        #expect(SendReason.apns(.payloadTooLarge).description == "PayloadTooLarge")
+        #expect(SendReason.apns(.badDeviceToken).description == "BadDeviceToken")
+        #expect(SendReason.service("UNREGISTERED").description == "UNREGISTERED")
+        #expect(SendReason.service("80300007").description == "80300007")
     }
 }
 

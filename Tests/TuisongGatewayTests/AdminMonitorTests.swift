@@ -143,6 +143,27 @@ import TuisongPluginTestKit
         let recent = try #require(monitor.list("recent").first { $0["id"] as? Int == id })
         #expect(recent["channels"] as? [String: [String: Int]] == channels)
         #expect(monitor.list("running").allSatisfy { $0["channels"] is [String: Any] })
+        #expect(monitor.list("failures_by_channel").isEmpty)
+
+        // Failures by reason carry their service: one service's Unregistered is not another's.
+        var counts = DeliveryCounts()
+        counts.failed = 2
+        try await gw.runtime.store.recordProgress(
+            MessageProgress(
+                messageID: Int64(id), cursor: 2, counts: counts, failures: ["Unregistered": 1, "UNREGISTERED": 1],
+                deliveries: [
+                    NewDelivery(
+                        deviceID: nil, token: "a", environment: .production, state: .failed, reason: "Unregistered",
+                        attempts: 1, channel: .apns),
+                    NewDelivery(
+                        deviceID: nil, token: "f", environment: .production, state: .failed, reason: "UNREGISTERED",
+                        attempts: 1, channel: .fcm),
+                ]), at: Date())
+        let failing = try await client.call("GET", "/monitor").list("failures_by_channel")
+        #expect(
+            failing.map { "\($0["channel"] ?? "")/\($0["reason"] ?? "")/\($0["count"] ?? "")" }.sorted() == [
+                "apns/Unregistered/1", "fcm/UNREGISTERED/1",
+            ])
     }
 
     @Test func pushPreviewRendersTheExactPayloadAndTemplates() async throws {

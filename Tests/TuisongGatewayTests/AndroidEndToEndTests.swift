@@ -143,9 +143,11 @@ import TuisongPluginTestKit
         }
     }
 
-    /// An app with no credential for a channel: its devices there are skipped `no_credential`,
-    /// counted, never lost; a channel with a credential delivers.
-    @Test func withoutLocalModeAChannelWithoutCredentialIsSkipped() async throws {
+    /// An app with no credential for a channel: its devices there are held `no_credential`, as
+    /// APNs's are, and the message says it waits for them (not "completed"); adding the
+    /// service's credential releases and sends them, and only then is the message completed. A
+    /// channel with a credential delivers; a token no device registered counts under no service.
+    @Test func withoutLocalModeAChannelWithoutCredentialIsHeldUntilOneIsAdded() async throws {
         let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.prod")
         var configuration = setup.configuration(host: "127.0.0.1", port: 0)
         configuration.faults = .magicTokenPrefixes
@@ -178,15 +180,149 @@ import TuisongPluginTestKit
         let status = try await gw.completed(messageID: Int64(id))
         #expect(status.counts.delivered == 1)
         #expect(status.counts.failed == 1)
-        #expect(status.counts.skipped == 1)
-        #expect(status.skips["no_credential"] == 1)
+        #expect(status.counts.held == 1)
+        #expect(status.counts.skipped == 0)
         #expect(status.failures["UNREGISTERED"] == 1)
+        let held = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key)
+        #expect(held.jsonObject["state"] as? String == "held", "\(held.text)")
+        #expect(held.jsonObject["completed_at"] is NSNull)
+        let waiting = try #require(held.jsonObject["waiting_for"] as? [[String: Any]])
+        #expect(waiting.count == 1)
+        #expect(waiting.first?["state"] as? String == "held")
+        #expect(waiting.first?["reason"] as? String == "no_credential")
+        #expect(waiting.first?["count"] as? Int == 1)
+        #expect(waiting.first?["until"] is String, "held until the message expires")
+
         let channels = try await gw.runtime.store.channelCounts(messageID: Int64(id))
         #expect(channels[.fcm]?.delivered == 1)
         #expect(channels[.fcm]?.failed == 1)
-        #expect(channels[.huawei]?.skipped == 1)
+        #expect(channels[.huawei]?.held == 1)
         // The unregistered token's device is invalidated.
         let device = try await http("GET", "\(gw.baseURL)/api/v1/devices/unregistered-fcm-b", key: key)
         #expect(device.jsonObject["invalidated_at"] is String)
+
+        // A Huawei credential arrives: the held delivery is released and sent, and the message
+        // completes.
+        let client = setup.huaweiClient
+        _ = try await gw.runtime.credentialBackend.addChannel(
+            .oauthClient(
+                channel: .huawei, vendorAppID: client.appID, clientID: client.clientID,
+                clientSecret: client.clientSecret, badgeClass: nil), appID: appID, selector: nil)
+        let done = try await DeliveryWait.until(gw.runtime.engine, Int64(id)) { $0.counts.delivered == 2 }
+        #expect(done.state == "completed" && done.completedAt != nil)
+        let completed = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)?channels=true", key: key)
+        #expect(completed.jsonObject["state"] as? String == "completed")
+        #expect(completed.jsonObject["completed_at"] is String)
+        #expect(completed.jsonObject["waiting_for"] == nil)
+        #expect(try await gw.runtime.store.channelCounts(messageID: Int64(id))[.huawei]?.delivered == 1)
+
+        // An explicit token no device registered is skipped, counted under no service.
+        let unknown = try await push(
+            gw, key, ["audience": ["tokens": ["fcm-never-registered:APA91b"]], "notification": ["alert": "hi"]])
+        let skipped = try await gw.completed(messageID: Int64(unknown))
+        #expect(skipped.skips["UnknownDevice"] == 1)
+        let byChannel = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(unknown)?channels=true", key: key)
+        #expect((byChannel.jsonObject["channels"] as? [String: Any])?.isEmpty == true, "\(byChannel.text)")
+    }
+
+    /// "Add and check": adding a credential signs in with the service once and reports its
+    /// answer; a refused one (a wrong Honor or Huawei secret, checked at the look-alikes) is
+    /// saved, marked failing with the service's reason; a right one is accepted.
+    @Test func addingACredentialSignsInOnceAndKeepsARefusedOneMarkedFailing() async throws {
+        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.check")
+        let mock = try APNsMockServer(
+            configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
+            key: setup.serverKey)
+        try mock.start()
+        defer { mock.shutdown() }
+        let directory = FileManager.default.temporaryDirectory.appending(path: "android-check-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let caFile = directory.appending(path: "ca.pem").path
+        try setup.writeCAFile(to: caFile)
+        let base = "https://127.0.0.1:\(mock.port)"
+        let gw = try await TestGateway.start(environment: [
+            "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_APNS_PRODUCTION_URL": base, "TUISONG_APNS_CA_FILE": caFile,
+            "TUISONG_TRANSPORTS_CA_FILE": caFile, "TUISONG_TRANSPORTS_HUAWEI_URL": base,
+            "TUISONG_TRANSPORTS_HUAWEI_TOKEN_URL": base + "/oauth2/v3/token", "TUISONG_TRANSPORTS_HONOR_URL": base,
+            "TUISONG_TRANSPORTS_HONOR_TOKEN_URL": base + "/auth/token",
+        ])
+        defer { Task { await gw.stop() } }
+        let (appID, _) = try await gw.createApp(bundleID: "com.example.check")
+        let backend = gw.runtime.credentialBackend
+        let honor = setup.honorClient
+
+        let wrong = try await backend.addChannel(
+            .oauthClient(
+                channel: .honor, vendorAppID: honor.appID, clientID: honor.clientID,
+                clientSecret: honor.clientSecret + "x", badgeClass: nil), appID: appID, selector: "old")
+        guard case .refused(let reason) = wrong.check else {
+            Issue.record("a wrong Honor secret must be refused, got \(wrong.check)")
+            return
+        }
+        #expect(!reason.isEmpty)
+        #expect(wrong.record.status == "failing" && wrong.record.statusReason == reason)
+        let stored = try #require(try await gw.runtime.store.channelCredential(id: wrong.record.id))
+        #expect(stored.status == "failing" && stored.statusReason == reason, "saved either way, marked failing")
+
+        let right = try await backend.addChannel(
+            .oauthClient(
+                channel: .honor, vendorAppID: honor.appID, clientID: honor.clientID, clientSecret: honor.clientSecret,
+                badgeClass: nil), appID: appID, selector: nil)
+        #expect(right.check == .accepted)
+        #expect(right.record.status == "ok")
+
+        let huawei = try await backend.addChannel(
+            .oauthClient(
+                channel: .huawei, vendorAppID: setup.huaweiClient.appID, clientID: setup.huaweiClient.clientID,
+                clientSecret: "not-the-secret", badgeClass: nil), appID: appID, selector: nil)
+        guard case .refused = huawei.check else {
+            Issue.record("a wrong Huawei secret must be refused, got \(huawei.check)")
+            return
+        }
+        #expect(try await gw.runtime.store.channelCredential(id: huawei.record.id)?.status == "failing")
+
+        // The monitor's failing credentials say which one: its selector and when it was added.
+        let alerts = try await AdminMonitorAPI(api: gw.runtime.adminAPI).credentialAlerts(now: Date())
+        let failing = try #require(alerts["failing"] as? [[String: Any]])
+        #expect(failing.count == 2)
+        #expect(failing.contains { $0["selector"] as? String == "old" && $0["created_at"] is String })
+    }
+
+    /// A `.p8` key is probed when it is added (one push to a made-up device token): a key the
+    /// APNs look-alike does not know (a wrong key id or team) is saved, marked failing with
+    /// APNs's InvalidProviderToken; the right one stays ok.
+    @Test func addingATokenKeyProbesAPNsOnce() async throws {
+        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.probe")
+        let mock = try APNsMockServer(
+            configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
+            key: setup.serverKey)
+        try mock.start()
+        defer { mock.shutdown() }
+        let directory = FileManager.default.temporaryDirectory.appending(path: "apns-probe-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let caFile = directory.appending(path: "ca.pem").path
+        try setup.writeCAFile(to: caFile)
+        let base = "https://127.0.0.1:\(mock.port)"
+        let gw = try await TestGateway.start(environment: [
+            "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_APNS_PRODUCTION_URL": base, "TUISONG_APNS_CA_FILE": caFile,
+        ])
+        defer { Task { await gw.stop() } }
+        let (appID, _) = try await gw.createApp(bundleID: "com.example.probe")
+
+        let wrongTeam = try await gw.runtime.addCredential(
+            .p8(pem: setup.tokenKeyPEM, keyID: setup.keyID, teamID: "WRONGTEAM1"), appID: appID,
+            environment: .production)
+        #expect(wrongTeam.status == "failing")
+        #expect(wrongTeam.statusReason == "InvalidProviderToken")
+        let stored = try await gw.runtime.store.credentials(appID: appID).first { $0.id == wrongTeam.id }
+        #expect(stored?.status == "failing", "saved either way, marked failing")
+
+        let right = try await gw.runtime.addCredential(
+            .p8(pem: setup.tokenKeyPEM, keyID: setup.keyID, teamID: setup.teamID), appID: appID,
+            environment: .production)
+        #expect(right.status == "ok", "\(right.statusReason ?? "")")
+        #expect(mock.receivedNotifications().isEmpty, "the probe reaches no device")
     }
 }

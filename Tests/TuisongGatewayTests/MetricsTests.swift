@@ -146,10 +146,10 @@ import TuisongPluginTestKit
             // The gauge and the counter are two updates; a scrape may fall between them.
             return last?.value("tuisong_held_deliveries") == 1
                 && last?.value(
-                    "tuisong_deliveries_total", ["channel": "apns", "outcome": "held", "reason": "NoCredential"]) == 1
+                    "tuisong_deliveries_total", ["channel": "apns", "outcome": "held", "reason": "no_credential"]) == 1
         }
         #expect(
-            last?.value("tuisong_deliveries_total", ["channel": "apns", "outcome": "held", "reason": "NoCredential"])
+            last?.value("tuisong_deliveries_total", ["channel": "apns", "outcome": "held", "reason": "no_credential"])
                 == 1)
         // Held before anything was sent: no APNs answer time, no pool.
         #expect(last?.value("tuisong_apns_response_seconds_count", ["environment": "production"]) == nil)

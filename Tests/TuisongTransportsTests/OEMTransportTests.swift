@@ -53,6 +53,13 @@ import TuisongTransportKit
             return
         }
         #expect(harness.server.androidStatistics[.xiaomi].sendRequests == before)
+        // What the console shows on the credential: used up until midnight China time.
+        let until = try #require(transport.quotaExhausted(credentialID: harness.xiaomiCredential().id))
+        var china = Calendar(identifier: .gregorian)
+        china.timeZone = TimeZone(identifier: "Asia/Shanghai")!
+        #expect(china.dateComponents([.hour, .minute], from: until) == DateComponents(hour: 0, minute: 0))
+        #expect(until > Date() && until <= Date().addingTimeInterval(86_400))
+        #expect(wrong.quotaExhausted(credentialID: 99) == nil)
     }
 
     @Test func oppoSignsInSendsABatchAndRefreshes() async throws {

@@ -81,14 +81,13 @@ import TuisongPluginTestKit
         #expect(harness.server.androidStatistics.fcm.tokenRefusals == 1)
     }
 
-    @Test func noCredentialSkipsTheDevices() async throws {
+    @Test func noCredentialHoldsTheDevicesAsAPNsDoes() async throws {
         let harness = try await Harness()
         defer { harness.stop() }
         let transport = harness.fcm(credential: nil)
         #expect(
-            await transport.outcomes(of: harness.batch(["a", "b"]))
-                == [.skipped(.noChannelCredential), .skipped(.noChannelCredential)])
-        #expect(SendReason.noChannelCredential.description == "no_credential")
+            await transport.outcomes(of: harness.batch(["a", "b"])) == [.held(.noCredential), .held(.noCredential)])
+        #expect(SendReason.noCredential.description == "no_credential")
     }
 
     @Test func huaweiBatchesAndInvalidatesExactlyTheIllegalTokens() async throws {

@@ -226,6 +226,21 @@ def test_huawei_client_is_added_and_deleted(browser, gateway, apps):
     assert unexpected_errors(browser) == []
 
 
+def test_xiaomi_app_id_is_the_package_name(browser, gateway, apps):
+    """A number in Xiaomi's app id field is answered with what Xiaomi wants (the package name),
+    as the CLI says, not the other services' "the number the developer console shows"."""
+    choose_app(browser, gateway, "credentials", apps["creds"])
+    Select(visible(browser, "#android-channel")).select_by_value("xiaomi")
+    visible(browser, "#android-app-id").send_keys("2882303761517")
+    browser.find_element(By.ID, "android-client-id").send_keys("2882303761517")
+    browser.find_element(By.ID, "android-client-secret").send_keys("mi-secret-never-shown")
+    browser.find_element(By.ID, "android-cred-submit").click()
+    error = visible(browser, "#android-app-id-error").text
+    assert "package name" in error or "包名" in error, error
+    assert "number" not in error and "数字" not in error, error
+    assert unexpected_errors(browser) == []
+
+
 def test_a_failing_android_credential_is_shown_in_the_monitor(browser, gateway, apps, service_accounts):
     if "fcm_credential" not in shared:
         admin = AdminClient(gateway)

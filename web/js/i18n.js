@@ -52,6 +52,32 @@ const en = {
   'msg.vendor': 'Via',
   'msg.state': 'State',
   'msg.audience': 'Audience',
+  'msg.channel': 'Service',
+  'msg.reason': 'Reason',
+  'msg.count': 'Count',
+  'audience.tokens': '{n} token(s)',
+  'audience.devices': '{n} device(s)',
+  'audience.accounts': '{n} account(s)',
+  'audience.tag': 'tag {name}',
+  'audience.all_devices': 'all devices',
+  'audience.all_accounts': 'all accounts',
+  'vendor.native': 'native API',
+  'vendor.console': 'console',
+  'vendor.baidu': 'Baidu',
+  'vendor.tencent': 'Tencent IM',
+  'vendor.easemob': 'Easemob',
+  'reason.UnknownDevice': 'no device has this token',
+  'reason.DeviceInvalidated': 'the token was invalidated',
+  'reason.no_credential': 'no credential for this service',
+  'reason.no_credential_for_selector': 'no credential with this selector',
+  'reason.credential_failing': 'the credential was refused',
+  'reason.credential_unusable': 'the credential cannot be read',
+  'reason.quota': 'daily quota reached',
+  'reason.payload_too_large': 'payload too large',
+  'reason.huawei.80300007': 'all the tokens are invalid',
+  'reason.huawei.80300008': 'message body too large',
+  'reason.huawei.80100003': 'illegal message structure',
+  'reason.honor.80300007': 'all the tokens are invalid',
   'msg.created': 'Created',
   'msg.channels': 'Delivered by channel',
   'msg.channelTable': 'By channel',
@@ -66,6 +92,7 @@ const en = {
   'state.queued': 'Queued',
   'state.sending': 'Sending',
   'state.completed': 'Completed',
+  'state.waiting': 'Waiting',
   'state.cancelled': 'Cancelled',
   'state.delivered': 'Delivered',
   'state.failed': 'Failed',
@@ -159,6 +186,9 @@ const en = {
   'cred.rejected': 'The file was not accepted',
   'cred.fileRequired': 'Choose a file.',
   'cred.fileTooLarge': 'That file is too large for a credential (64 KiB at most).',
+  'cred.addedOn': 'added {time}',
+  'cred.quotaUntil': 'Daily quota reached until {time}',
+  'cred.selectorShort': 'selector {selector}',
   'cred.failingTitle': '{n} credential(s) failing — pushes for these apps are held',
   'cred.expiringTitle': '{n} credential(s) expire within 30 days',
   'cred.android': 'Android: {channels}',
@@ -181,6 +211,10 @@ const en = {
   'cred.androidSelectorHint': 'Devices that register with this selector are sent through this credential; leave empty for the app\'s default.',
   'cred.androidAddButton': 'Add and check',
   'cred.androidAdded': '{channel} credential saved.',
+  'cred.check.accepted': 'Checked: the service signed it in.',
+  'cred.check.refused': 'The service refused it: {reason}. It is saved and marked failing; pushes through it are held until it is fixed.',
+  'cred.check.unavailable': 'Not checked: the service could not be reached ({reason}). The first push will check it.',
+  'cred.check.not_checked': 'This service has no sign-in to check; the first push will check it.',
   'cred.androidRejected': 'The credential was not accepted',
   'cred.androidDeleteConfirm': 'Devices on {channel} stop receiving pushes unless another credential remains. Delete?',
   'channel.apns': 'APNs',
@@ -288,6 +322,9 @@ const en = {
   'push.following': 'Message #{id}',
   'push.another': 'New test push',
   'push.done': 'Finished {time}.',
+  'push.waitingFor': 'Not finished: these deliveries wait.',
+  'push.waitUntil': 'until {time}',
+  'push.heldHint': 'Held deliveries are sent when the credential is added or fixed, and fail when the message expires.',
   'push.silent': '(no visible alert)',
   'dev.sendPush': 'Send a test push to this device',
 
@@ -313,6 +350,7 @@ const en = {
   'err.invalid_team_id': 'The Team ID is 10 letters and digits.',
   'err.corrupt_service_account': 'This is not a usable service-account JSON.',
   'err.invalid_vendor_app_id': 'The app id is the number the developer console shows.',
+  'err.invalid_vendor_app_id_xiaomi': 'For Xiaomi the app id is the app’s package name, e.g. com.example.chat.',
   'err.invalid_client_id': 'Enter the client id (no spaces).',
   'err.invalid_client_secret': 'Enter the client secret.',
   'err.invalid_badge_class': 'The badge class is the launcher activity\'s class name, e.g. com.example.MainActivity.',
@@ -367,6 +405,32 @@ const zh = {
   'msg.vendor': '来源',
   'msg.state': '状态',
   'msg.audience': '目标',
+  'msg.channel': '通道',
+  'msg.reason': '原因',
+  'msg.count': '数量',
+  'audience.tokens': '{n} 个令牌',
+  'audience.devices': '{n} 台设备',
+  'audience.accounts': '{n} 个账号',
+  'audience.tag': '标签 {name}',
+  'audience.all_devices': '全部设备',
+  'audience.all_accounts': '全部账号',
+  'vendor.native': '原生 API',
+  'vendor.console': '控制台',
+  'vendor.baidu': '百度',
+  'vendor.tencent': '腾讯 IM',
+  'vendor.easemob': '环信',
+  'reason.UnknownDevice': '没有设备使用此令牌',
+  'reason.DeviceInvalidated': '令牌已失效',
+  'reason.no_credential': '没有此服务的凭据',
+  'reason.no_credential_for_selector': '没有此选择器的凭据',
+  'reason.credential_failing': '凭据被拒绝',
+  'reason.credential_unusable': '凭据无法读取',
+  'reason.quota': '已达每日配额',
+  'reason.payload_too_large': '负载过大',
+  'reason.huawei.80300007': '所有 Token 均无效',
+  'reason.huawei.80300008': '消息体过大',
+  'reason.huawei.80100003': '消息结构非法',
+  'reason.honor.80300007': '所有 Token 均无效',
   'msg.created': '创建时间',
   'msg.channels': '各通道送达',
   'msg.channelTable': '按通道',
@@ -381,6 +445,7 @@ const zh = {
   'state.queued': '排队中',
   'state.sending': '发送中',
   'state.completed': '已完成',
+  'state.waiting': '等待中',
   'state.cancelled': '已取消',
   'state.delivered': '已送达',
   'state.failed': '失败',
@@ -474,6 +539,9 @@ const zh = {
   'cred.rejected': '文件未被接受',
   'cred.fileRequired': '请选择文件。',
   'cred.fileTooLarge': '文件过大，凭证文件最大 64 KiB。',
+  'cred.addedOn': '添加于 {time}',
+  'cred.quotaUntil': '今日配额已用完，{time} 恢复',
+  'cred.selectorShort': '选择器 {selector}',
   'cred.failingTitle': '{n} 个凭证失效——相关应用的推送已暂停',
   'cred.expiringTitle': '{n} 个凭证将在 30 天内过期',
   'cred.android': 'Android：{channels}',
@@ -496,6 +564,10 @@ const zh = {
   'cred.androidSelectorHint': '用此选择器注册的设备经该凭证推送；留空即应用的默认凭证。',
   'cred.androidAddButton': '添加并校验',
   'cred.androidAdded': '已保存 {channel} 凭证。',
+  'cred.check.accepted': '已验证：服务接受了该凭据。',
+  'cred.check.refused': '服务拒绝了该凭据：{reason}。凭据已保存并标记为失败，经它的推送会暂停，直到修复。',
+  'cred.check.unavailable': '未验证：无法连接服务（{reason}）。第一次推送时会验证。',
+  'cred.check.not_checked': '该服务没有登录步骤可验证，第一次推送时会验证。',
   'cred.androidRejected': '凭证未被接受',
   'cred.androidDeleteConfirm': '若没有其他凭证，{channel} 上的设备将收不到推送。确定删除？',
   'channel.apns': 'APNs',
@@ -603,6 +675,9 @@ const zh = {
   'push.following': '消息 #{id}',
   'push.another': '再发一条测试推送',
   'push.done': '已于 {time} 完成。',
+  'push.waitingFor': '尚未完成：以下投递仍在等待。',
+  'push.waitUntil': '至 {time}',
+  'push.heldHint': '暂停的投递会在添加或修复凭据后发送，消息过期时记为失败。',
   'push.silent': '（无可见提醒）',
   'dev.sendPush': '向该设备发送测试推送',
 
@@ -628,6 +703,7 @@ const zh = {
   'err.invalid_team_id': 'Team ID 应为 10 位字母和数字。',
   'err.corrupt_service_account': '这不是可用的服务账号 JSON 文件。',
   'err.invalid_vendor_app_id': 'App ID 是开发者控制台显示的数字。',
+  'err.invalid_vendor_app_id_xiaomi': '小米的应用 ID 是应用的包名，例如 com.example.chat。',
   'err.invalid_client_id': '请填写客户端 ID（不含空格）。',
   'err.invalid_client_secret': '请填写客户端密钥。',
   'err.invalid_badge_class': '角标类名是应用入口 Activity 的类名，如 com.example.MainActivity。',
@@ -655,6 +731,16 @@ export function t(key, params = {}) {
   return text.replace(/\{(\w+)\}/g, (match, name) => (name in params ? String(params[name]) : match));
 }
 
+/** The text of `key` in the current language (or English), or null when no dictionary has it. */
+export function maybe(key, params = {}) {
+  return key in dictionaries[language] || key in en ? t(key, params) : null;
+}
+
+/** `text` in parentheses of the current language: ` (text)`, or fullwidth `（text）` in Chinese. */
+export function paren(text) {
+  return language === 'zh' ? `（${text}）` : ` (${text})`;
+}
+
 /** A label a provider declares (`{en, zh}`) in the current language, else `fallback`. */
 export function localized(label, fallback) {
   return (label && (label[language] || label.en)) || fallback;
@@ -667,7 +753,7 @@ export function errorText(error) {
   const key = `err.${error.code}`;
   if (!(key in en)) return error.message;
   const text = t(key, { seconds: error.retryAfter ?? '' });
-  return detailedCodes.has(error.code) && error.message ? `${text} (${error.message})` : text;
+  return detailedCodes.has(error.code) && error.message ? `${text}${paren(error.message)}` : text;
 }
 
 export function setLanguage(next) {

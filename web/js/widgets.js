@@ -1,11 +1,11 @@
 // Pieces several pages show: delivery progress, message state badges, the rate chart,
 // failure bars and credential alerts.
 
-import { h, svg, formatNumber, formatClock } from './dom.js';
-import { t } from './i18n.js';
+import { h, svg, formatNumber, formatClock, formatTime } from './dom.js';
+import { t, maybe, paren } from './i18n.js';
 
 const STATE_CLASS = {
-  completed: 'ok', sending: 'info', queued: 'info', scheduled: '', cancelled: 'warn',
+  completed: 'ok', sending: 'info', queued: 'info', waiting: 'info', scheduled: '', cancelled: 'warn',
   delivered: 'ok', failed: 'bad', skipped: '', held: 'warn',
 };
 
@@ -18,6 +18,23 @@ export function expectedTotal(message) {
   const c = message.counts;
   const counted = c.delivered + c.failed + c.skipped + c.held + c.queued + c.sending;
   return Math.max(message.total ?? 0, counted);
+}
+
+/**
+ * What a sent message still waits for (`waiting_for` of its status): one line per state and
+ * reason, with its count and until when (a retry or a daily quota; a hold's expiry). Null when
+ * nothing waits.
+ */
+export function waitingList(message, formatTime) {
+  const waiting = message.waiting_for || [];
+  if (!waiting.length) return null;
+  const held = waiting.some((w) => w.state === 'held');
+  return h('div', { class: 'waiting', id: 'follow-waiting' },
+    h('p', { text: t('push.waitingFor') }),
+    h('ul', {}, waiting.map((w) => h('li', { dataset: { state: w.state, reason: w.reason ?? '' } },
+      h('b', { text: t(`state.${w.state}`) }), ` · ${reasonText(w.reason)} · ${formatNumber(w.count)}`,
+      w.until ? ` · ${t('push.waitUntil', { time: formatTime(w.until) })}` : ''))),
+    held ? h('p', { class: 'muted', text: t('push.heldHint') }) : null);
 }
 
 /** A stacked bar: delivered, failed, skipped, held, over the expected total. */
@@ -47,6 +64,45 @@ export function countsLine(message) {
     c.held ? item('held', c.held, 'count-held') : null,
     item('pending', c.queued + c.sending, 'count-pending'),
     item('total', total, 'count-total'));
+}
+
+/**
+ * A reason as the console shows it: the code as the server (or the service) gave it, with its
+ * meaning in the console's language where the console knows it, per service first
+ * (`reason.huawei.80300007`), then for any (`reason.UnknownDevice`).
+ */
+export function reasonText(reason, channel) {
+  if (!reason) return '—';
+  const meaning = (channel && maybe(`reason.${channel}.${reason}`)) || maybe(`reason.${reason}`);
+  return meaning ? `${reason}${paren(meaning)}` : reason;
+}
+
+/** The server's audience summary ("tag vip", "1 token(s)", "all devices") in the console's words. */
+export function audienceText(summary) {
+  if (!summary) return '—';
+  const counted = /^(\d+) (token|device|account)\(s\)$/.exec(summary);
+  if (counted) return t(`audience.${counted[2]}s`, { n: formatNumber(Number(counted[1])) });
+  if (summary.startsWith('tag ')) return t('audience.tag', { name: summary.slice(4) });
+  return maybe(`audience.${summary.replace(' ', '_')}`) ?? summary;
+}
+
+/** A message's vendor ("native", "baidu", "console") in the console's words. */
+export function vendorText(vendor) {
+  return maybe(`vendor.${vendor}`) ?? vendor ?? '—';
+}
+
+/** Failures as a table of service, reason and count: one service's `Unregistered` is not another's. */
+export function failureTable(rows) {
+  if (!rows?.length) return h('p', { class: 'empty', text: t('monitor.noFailures') });
+  return h('table', { id: 'failures-by-channel' },
+    h('thead', {}, h('tr', {},
+      h('th', { scope: 'col', text: t('msg.channel') }),
+      h('th', { scope: 'col', text: t('msg.reason') }),
+      h('th', { scope: 'col', class: 'num', text: t('msg.count') }))),
+    h('tbody', {}, rows.map((r) => h('tr', { dataset: { channel: r.channel, reason: r.reason } },
+      h('td', { text: channelLabel(r.channel) }),
+      h('td', { class: 'mono', title: r.reason, text: reasonText(r.reason, r.channel) }),
+      h('td', { class: 'num', text: formatNumber(r.count) })))));
 }
 
 /** Channels in a fixed order (APNs first), then any this console does not know yet. */
@@ -82,7 +138,7 @@ export function channelCountsLine(message, { label = true } = {}) {
     if (pending) extra.push(`${t('count.pending')} ${formatNumber(pending)}`);
     items.push(h('span', { class: 'channel-count', dataset: { channel: name } },
       `${channelLabel(name)} `, h('b', { text: formatNumber(c.delivered || 0) }),
-      extra.length ? h('span', { class: 'muted', text: ` (${extra.join(', ')})` }) : null));
+      extra.length ? h('span', { class: 'muted', text: paren(extra.join(', ')) }) : null));
   });
   return h('div', { class: 'channel-counts' }, label ? h('span', { class: 'muted', text: `${t('monitor.byChannel')}: ` }) : null, items);
 }
@@ -108,7 +164,7 @@ export function failureBars(failures, emptyKey = 'monitor.noFailures') {
   const max = entries[0][1];
   return h('div', { class: 'bars' }, entries.map(([reason, count]) =>
     h('div', { class: 'bar-row' },
-      h('span', { class: 'label', title: reason, text: reason }),
+      h('span', { class: 'label', title: reason, text: reasonText(reason) }),
       h('span', { 'aria-hidden': 'true' }, h('span', { class: 'bar', style: { width: `${Math.max(2, (100 * count) / max)}%` } })),
       h('span', { class: 'right', text: formatNumber(count) }))));
 }
@@ -127,7 +183,11 @@ export function rateChart(points, bucketSeconds, pixelWidth = 720) {
   const x = (i) => pad.left + (points.length <= 1 ? 0 : (i * innerW) / (points.length - 1));
   const y = (v) => pad.top + innerH - (v / scaleMax) * innerH;
   const total = values.reduce((sum, v) => sum + v * bucketSeconds, 0);
-  const summary = t('monitor.chartSummary', { peak: formatNumber(Math.round(peak * 100) / 100), total: formatNumber(Math.round(total)) });
+  // One format for every rate the chart shows (axis and peak): as many decimals as the scale needs.
+  const decimals = scaleMax < 4 ? 2 : scaleMax < 40 ? 1 : 0;
+  const rateFormat = new Intl.NumberFormat(document.documentElement.lang || undefined, { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+  const formatRate = (v) => rateFormat.format(v);
+  const summary = t('monitor.chartSummary', { peak: formatRate(peak), total: formatNumber(Math.round(total)) });
 
   const chart = svg('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': summary });
   chart.append(svg('title', { text: summary }));
@@ -135,7 +195,7 @@ export function rateChart(points, bucketSeconds, pixelWidth = 720) {
     const value = (scaleMax * i) / 4;
     const gy = y(value);
     chart.append(svg('line', { class: i === 0 ? 'axis' : 'grid', x1: pad.left, x2: width - pad.right, y1: gy, y2: gy }));
-    chart.append(svg('text', { x: pad.left - 6, y: gy + 4, 'text-anchor': 'end', text: formatNumber(value) }));
+    chart.append(svg('text', { x: pad.left - 6, y: gy + 4, 'text-anchor': 'end', text: formatRate(value) }));
   }
   if (points.length > 1) {
     const line = points.map((p, i) => `${i ? 'L' : 'M'}${x(i).toFixed(1)},${y(p.per_second).toFixed(1)}`).join(' ');
@@ -170,9 +230,13 @@ export function credentialBanners(alerts) {
         h('strong', { text: t('cred.failingTitle', { n: alerts.failing.length }) }),
         h('ul', {}, alerts.failing.map((c) => h('li', { dataset: { channel: c.channel || 'apns' } },
           // An Android credential carries its channel; an APNs one its environment and kind.
+          // Which one: its selector (label) and when it was added, so two of one service differ.
           c.channel
-            ? `${c.app_name} · ${channelLabel(c.channel)} · ${c.vendor_app_id} ${c.client_id || ''} — `
-            : `${c.app_name} · ${t(`env.${c.environment}`)} · ${c.kind.toUpperCase()} ${c.key_id || c.subject || ''} — `,
+            ? `${c.app_name} · ${channelLabel(c.channel)} · ${c.vendor_app_id} ${c.client_id || ''}`
+            : `${c.app_name} · ${t(`env.${c.environment}`)} · ${c.kind.toUpperCase()} ${c.key_id || c.subject || ''}`,
+          c.selector ? ` · ${t('cred.selectorShort', { selector: c.selector })}` : '',
+          c.created_at ? ` · ${t('cred.addedOn', { time: formatTime(c.created_at) })}` : '',
+          ' — ',
           h('b', { text: c.status_reason || t('cred.failing') })))))));
   }
   if (alerts?.expiring?.length) {

@@ -251,6 +251,12 @@ public final class FCMTransport: PushTransport {
 
     // MARK: Access tokens
 
+    /// Signs in with `credential` once, past the token cache: a credential just added is
+    /// checked with the service, whose answer is reported (a refusal is not cached).
+    public func checkSignIn(_ credential: ChannelCredential) async -> Result<AccessToken, AccessTokenFailure> {
+        await fetchToken(credential)
+    }
+
     /// Trades a signed assertion for an access token at the account's token endpoint.
     private func fetchToken(_ credential: ChannelCredential) async -> Result<AccessToken, AccessTokenFailure> {
         let account: Account

@@ -273,6 +273,18 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
     private func fetchToken(_ credential: ChannelCredential) async -> Result<AccessToken, AccessTokenFailure> {
         await service.signIn(credential, client: client, timeout: requestTimeout, now: clock.now)
     }
+
+    /// Signs in with `credential` once, past the token cache: a credential just added is
+    /// checked with the service, whose answer is reported (a refusal is not cached).
+    public func checkSignIn(_ credential: ChannelCredential) async -> Result<AccessToken, AccessTokenFailure> {
+        await fetchToken(credential)
+    }
+
+    /// Until when the credential's daily quota is used up, as the service last said; nil when
+    /// it is not (or the day has turned).
+    public func quotaExhausted(credentialID: Int64) -> Date? {
+        quota.until(credentialID: credentialID, now: clock.now)
+    }
 }
 
 /// Credentials whose daily quota the service said is used up, until the service's next day
@@ -292,10 +304,14 @@ final class DailyQuotaGate: Sendable {
 
     /// When the credential's used-up quota resets; nil when it is not used up.
     func exhaustedUntil(_ credential: ChannelCredential, now: Date) -> Date? {
+        until(credentialID: credential.id, now: now)
+    }
+
+    func until(credentialID: Int64, now: Date) -> Date? {
         until.withLock { until in
-            guard let end = until[credential.id] else { return nil }
+            guard let end = until[credentialID] else { return nil }
             if end > now { return end }
-            until[credential.id] = nil
+            until[credentialID] = nil
             return nil
         }
     }

@@ -20,7 +20,14 @@ enum PostgresSchema {
         ("pg4-provider-tokens", PostgresSchema.providerTokens),
         ("pg5-idempotency-keys", PostgresSchema.idempotencyKeys),
         ("pg6-open-slices-in-order", PostgresSchema.openSlicesInOrder),
+        ("pg8-held-deliveries-expire", PostgresSchema.heldDeliveriesExpire),
     ]
+
+    /// Held deliveries wait until their message expires (`next_attempt_at`); the retry worker
+    /// finds those whose moment passed through this index (SQLite's v14).
+    static let heldDeliveriesExpire = """
+        CREATE INDEX deliveries_held_until ON deliveries(next_attempt_at) WHERE state = 'held';
+        """
 
     static let baseline = """
         CREATE TABLE apps (

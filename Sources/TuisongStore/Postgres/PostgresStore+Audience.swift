@@ -179,7 +179,12 @@ extension PostgresStore {
     }
 
     public func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
-        try await releaseHeld(appID: appID, condition: "environment = $1", environment.rawValue, now: now)
+        try await releaseHeld(
+            appID: appID, condition: "environment = $1 AND d.channel = 'apns'", environment.rawValue, now: now)
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, channel: PushChannel, now: Date) async throws -> Int {
+        try await releaseHeld(appID: appID, condition: "channel = $1", channel.rawValue, now: now)
     }
 
     public func releaseHeldDeliveries(appID: Int64, selector: String, now: Date) async throws -> Int {

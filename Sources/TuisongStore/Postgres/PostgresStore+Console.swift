@@ -127,6 +127,24 @@ extension PostgresStore: ConsoleStore {
         try await reasonTotals(in: "message_skips", since: since, scanLimit: scanLimit)
     }
 
+    public func failureReasonsByChannel(since: Date, scanLimit: Int) async throws -> [ChannelReasonCount] {
+        let sinceMilliseconds = SQLTime.milliseconds(since)
+        return try await read { conn in
+            try conn.run(
+                """
+                SELECT d.channel, d.reason, count(*)::bigint AS n FROM deliveries d
+                WHERE d.state = 'failed' AND d.reason IS NOT NULL AND d.message_id IN (
+                    SELECT id FROM (SELECT id, created_at FROM messages ORDER BY id DESC LIMIT $1) newest
+                    WHERE created_at >= $2)
+                GROUP BY d.channel, d.reason
+                """, [.int(Int64(min(max(scanLimit, 1), 100_000))), .int(sinceMilliseconds)]
+            ).rows.compactMap { row -> ChannelReasonCount? in
+                guard let channel = PushChannel(rawValue: row.string("channel")) else { return nil }
+                return ChannelReasonCount(channel: channel, reason: row.string("reason"), count: Int(row.int64("n")))
+            }.sorted { ($1.count, $0.channel.rawValue, $0.reason) < ($0.count, $1.channel.rawValue, $1.reason) }
+        }
+    }
+
     /// Totals by reason (over every slice) of the newest `scanLimit` messages created since
     /// `since`. `table` is one of the two reason tables, never input.
     private func reasonTotals(in table: String, since: Date, scanLimit: Int) async throws -> [String: Int] {

@@ -137,7 +137,11 @@ extension PostgresStore: MessageStore {
                 counts[channel, default: DeliveryCounts()].delivered += Int(row.int64("n"))
             }
             for row in try conn.run(
-                "SELECT channel, state, count(*) AS n FROM deliveries WHERE message_id = $1 GROUP BY channel, state",
+                // A token no device registered has no known service: counted under none.
+                """
+                SELECT channel, state, count(*) AS n FROM deliveries
+                WHERE message_id = $1 AND (reason IS NULL OR reason <> 'UnknownDevice') GROUP BY channel, state
+                """,
                 [.int(messageID)]
             ).rows {
                 guard let channel = PushChannel(rawValue: row.string("channel")),
@@ -398,7 +402,9 @@ extension PostgresStore: MessageStore {
                 [PostgresArray.int(ids.sorted())])
             try conn.run(
                 """
-                UPDATE messages m SET state = $1, completed_at = coalesce(m.completed_at, $2),
+                UPDATE messages m SET state = $1,
+                    completed_at = CASE WHEN \(Self.unfinished) = 0 THEN coalesce(m.completed_at, $2)
+                        ELSE m.completed_at END,
                     total = m.queued + m.sending + m.delivered + m.failed + m.skipped + m.held + coalesce((
                         SELECT sum(queued + sending + delivered + failed + skipped + held)
                         FROM message_slices WHERE message_id = m.id), 0)
@@ -492,10 +498,13 @@ extension PostgresStore: MessageStore {
             ).rows.first?.int64("n") ?? 0
         guard open == 0 else { return }
         // The audience may have changed while it was read: the final total is what actually
-        // got an outcome. A message completes once: a repeated completion keeps the first time.
+        // got an outcome. A message completes once: a repeated completion keeps the first time;
+        // one with retries or holds left completes when the last of them ends.
         try conn.run(
             """
-            UPDATE messages m SET state = $1, completed_at = coalesce(m.completed_at, $2),
+            UPDATE messages m SET state = $1,
+                completed_at = CASE WHEN \(Self.unfinished) = 0 THEN coalesce(m.completed_at, $2)
+                    ELSE m.completed_at END,
                 total = m.queued + m.sending + m.delivered + m.failed + m.skipped + m.held + coalesce((
                     SELECT sum(queued + sending + delivered + failed + skipped + held)
                     FROM message_slices WHERE message_id = m.id), 0)
@@ -611,6 +620,83 @@ extension PostgresStore: MessageStore {
                 }
             }
             try Self.invalidate(conn, invalidations, now: now)
+            try Self.finishWaitingMessages(conn, Array(deltas.keys), now: now)
+        }
+    }
+
+    /// A message's deliveries without a final outcome (queued, sending, held), on its row and
+    /// its slices' (`m` is the message).
+    static let unfinished = """
+        (m.queued + m.sending + m.held + coalesce((
+            SELECT sum(queued + sending + held) FROM message_slices WHERE message_id = m.id), 0))
+        """
+
+    /// Completes those of `messageIDs` whose audience is sent and that have nothing queued,
+    /// sending or held left.
+    static func finishWaitingMessages(_ conn: PostgresConnection, _ messageIDs: [Int64], now: Int64) throws {
+        guard !messageIDs.isEmpty else { return }
+        try conn.run(
+            """
+            UPDATE messages m SET completed_at = $1
+            WHERE m.id = ANY($2::bigint[]) AND m.state = 'completed' AND m.completed_at IS NULL
+                AND \(unfinished) = 0
+            """, [.int(now), PostgresArray.int(messageIDs.sorted())])
+    }
+
+    public func expireHeldDeliveries(now: Date, limit: Int) async throws -> Int {
+        let nowMs = SQLTime.milliseconds(now)
+        return try await write { conn in
+            let rows = try conn.run(
+                """
+                WITH picked AS (
+                    SELECT id FROM deliveries WHERE state = 'held' AND next_attempt_at <= $1
+                    ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+                UPDATE deliveries d SET state = 'failed', next_attempt_at = NULL, updated_at = $1
+                FROM picked WHERE d.id = picked.id
+                RETURNING d.message_id, d.slice, d.reason
+                """, [.int(nowMs), .int(Int64(max(1, limit)))]
+            ).rows
+            var failed: [Int64: [Int64: [String: Int]]] = [:]
+            for row in rows {
+                failed[row.int64("message_id"), default: [:]][row.int64("slice"), default: [:]][
+                    row.optionalString("reason") ?? "held", default: 0] += 1
+            }
+            for (messageID, bySlice) in failed.sorted(by: { $0.key < $1.key }) {
+                for (slice, reasons) in bySlice.sorted(by: { $0.key < $1.key }) {
+                    let n = Int64(reasons.values.reduce(0, +))
+                    // The counters of the slice row the rows belong to, else the message's.
+                    let onSlice = try conn.run(
+                        """
+                        UPDATE message_slices SET held = held - $3, failed = failed + $3
+                        WHERE message_id = $1 AND slice = $2
+                        """, [.int(messageID), .int(slice), .int(n)])
+                    if (onSlice.affectedRows ?? 0) == 0 {
+                        try conn.run(
+                            "UPDATE messages SET held = held - $2, failed = failed + $2 WHERE id = $1",
+                            [.int(messageID), .int(n)])
+                    }
+                    try Self.addReasons(conn, table: "message_failures", messageID, slice, reasons)
+                }
+            }
+            try Self.finishWaitingMessages(conn, Array(failed.keys), now: nowMs)
+            return rows.count
+        }
+    }
+
+    public func pendingDeliveries(messageID: Int64) async throws -> [PendingDeliveries] {
+        try await read { conn in
+            try conn.run(
+                """
+                SELECT state, reason, count(*) AS n, min(next_attempt_at) AS until FROM deliveries
+                WHERE message_id = $1 AND state IN ('queued', 'sending', 'held') GROUP BY state, reason
+                ORDER BY state, reason
+                """, [.int(messageID)]
+            ).rows.compactMap { row in
+                guard let state = DeliveryState(rawValue: row.string("state")) else { return nil }
+                return PendingDeliveries(
+                    state: state, reason: row.optionalString("reason"), count: Int(row.int64("n")),
+                    until: row.optionalDate("until"))
+            }
         }
     }
 

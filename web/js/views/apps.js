@@ -1,6 +1,6 @@
 import { get, post, put, del } from '../api.js';
 import { h, field, setFieldError, notice, confirmDialog, formatNumber, formatTime } from '../dom.js';
-import { t, errorText, localized } from '../i18n.js';
+import { t, errorText, localized, paren } from '../i18n.js';
 import { state, loadApps, selectApp } from '../state.js';
 
 /** Vendor name → its declared label, from the last `/vendors` schema read. */
@@ -135,7 +135,7 @@ async function renderApp(container, id, navigate) {
         : h('input', { type: 'text', name: id, value: info.value || '', maxlength: f.max_length, autocomplete: 'off', spellcheck: 'false', placeholder: f.default || null });
       inputs[`vendors.${vendor}.${f.key}`] = input;
       const hint = f.secret ? (info.set ? t('secret.setHint') : t('secret.unsetHint')) : null;
-      const text = localized(f.label, f.key) + (f.required ? '' : ` (${t('field.optional')})`);
+      const text = localized(f.label, f.key) + (f.required ? '' : paren(t('field.optional')));
       const wrapped = field(text, input, { id, hint });
       let clearBox = null;
       if (f.secret && info.set) {

@@ -1,6 +1,6 @@
 import { get, post, del, features } from '../api.js';
 import { h, field, setFieldError, notice, confirmDialog, formatTime } from '../dom.js';
-import { t, errorText } from '../i18n.js';
+import { t, errorText, paren } from '../i18n.js';
 import { currentApp } from '../state.js';
 import { noAppPanel } from './common.js';
 
@@ -151,9 +151,13 @@ function androidSection(app) {
       cell('cred.vendorAppID', c.vendor_app_id, 'mono'),
       cell('cred.clientID', [c.client_id, c.badge_class ? h('div', { class: 'muted', text: `${t('cred.badgeClassLabel')} ${c.badge_class}` }) : null], 'mono'),
       cell('cred.selectorLabel', c.selector || h('span', { class: 'muted', text: t('cred.defaultSelector') })),
-      cell('cred.status', c.status === 'failing'
+      cell('cred.status', [c.status === 'failing'
         ? h('span', { class: 'badge bad', title: c.status_reason || '', text: `${t('cred.failing')}: ${c.status_reason || ''}` })
-        : h('span', { class: 'badge ok', text: t('cred.ok') })),
+        : h('span', { class: 'badge ok', text: t('cred.ok') }),
+      // A used-up daily quota (Xiaomi, OPPO, vivo) resets at midnight China time.
+      c.quota_exhausted_until
+        ? h('div', {}, h('span', { class: 'badge warn', dataset: { quota: c.quota_exhausted_until }, text: t('cred.quotaUntil', { time: chinaClock(c.quota_exhausted_until) }) }))
+        : null]),
       cell('cred.created', formatTime(c.created_at), 'nowrap'),
       cell('common.actions', h('div', { class: 'actions' }, remove)));
   }
@@ -245,12 +249,16 @@ function androidForm(app, refresh) {
     try {
       const created = await post(`/apps/${app.id}/channel-credentials`, body);
       for (const input of [file, vendorAppID, clientID, clientSecret, badgeClass, selector]) input.value = '';
-      result.replaceChildren(h('div', { class: 'banner ok', role: 'status' },
+      // The server signed in once with it: say what the service answered.
+      const check = created.check || { result: 'not_checked' };
+      const tone = { accepted: 'ok', refused: 'bad', unavailable: 'warn', not_checked: 'ok' }[check.result] || 'ok';
+      result.replaceChildren(h('div', { class: `banner ${tone}`, role: tone === 'bad' ? 'alert' : 'status', dataset: { check: check.result } },
         h('div', {}, h('strong', { text: t('cred.androidAdded', { channel: t(`channel.${created.channel}`) }) }),
-          h('div', { class: 'mono', text: `${created.vendor_app_id} · ${created.client_id}` }))));
+          h('div', { class: 'mono', text: `${created.vendor_app_id} · ${created.client_id}` }),
+          h('div', { id: 'android-cred-check', text: t(`cred.check.${check.result}`, { reason: check.reason || '' }) }))));
       await refresh();
     } catch (error) {
-      const text = channelErrorText(error);
+      const text = channelErrorText(error, channel.value);
       const input = error.field && inputs[error.field];
       if (input) setFieldError(input, text);
       result.replaceChildren(h('div', { class: 'banner bad', role: 'alert', dataset: { code: error.code, field: error.field || '' } },
@@ -263,10 +271,18 @@ function androidForm(app, refresh) {
   return form;
 }
 
+/** `00:00 CST`: a time as the services that count days in China show it. */
+function chinaClock(iso) {
+  const time = new Intl.DateTimeFormat('en-GB', { timeZone: 'Asia/Shanghai', hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
+  return `${time} CST`;
+}
+
 /** A refusal in the console's words where it has them; a service-account file's reason as the
  * server gave it, since only that says which part of the file is wrong. */
-function channelErrorText(error) {
-  if (error.code === 'corrupt_file') return `${t('err.corrupt_service_account')} (${error.message})`;
+function channelErrorText(error, channel) {
+  if (error.code === 'corrupt_file') return `${t('err.corrupt_service_account')}${paren(error.message)}`;
+  // Xiaomi names the app by its package name, the others by the number their console shows.
+  if (error.code === 'invalid_vendor_app_id' && channel === 'xiaomi') return t('err.invalid_vendor_app_id_xiaomi');
   return errorText(error);
 }
 

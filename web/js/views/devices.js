@@ -2,7 +2,7 @@ import { get } from '../api.js';
 import { h, append, field, formatTime, formatNumber, shortToken } from '../dom.js';
 import { t, errorText, localized } from '../i18n.js';
 import { currentApp } from '../state.js';
-import { stateBadge } from '../widgets.js';
+import { stateBadge, reasonText } from '../widgets.js';
 import { noAppPanel } from './common.js';
 
 // The last search survives visits to a device's detail page.
@@ -167,7 +167,7 @@ async function renderDevice(container, app, token) {
               h('tbody', {}, device.recent_problems.map((p) => h('tr', {},
                 h('td', {}, h('a', { href: `#/push/${p.message_id}`, text: `#${p.message_id}` })),
                 h('td', {}, stateBadge(p.state)),
-                h('td', { text: p.reason || '—' }),
+                h('td', { text: reasonText(p.reason, p.channel) }),
                 h('td', { class: 'wide-only nowrap', text: formatTime(p.updated_at) }))))))]
           : null))]);
   return null;

@@ -2,7 +2,7 @@ import { get } from '../api.js';
 import { h, clear, formatTime, formatNumber, formatClock } from '../dom.js';
 import { t } from '../i18n.js';
 import { state } from '../state.js';
-import { stateBadge, progressBar, countsLine, channelCountsLine, failureBars, rateChart, credentialBanners } from '../widgets.js';
+import { stateBadge, progressBar, countsLine, channelCountsLine, failureBars, failureTable, rateChart, credentialBanners, audienceText, vendorText } from '../widgets.js';
 
 const REFRESH_MS = 2000;
 
@@ -38,7 +38,7 @@ export async function renderMonitor(container) {
       for (const message of data.running) {
         running.append(h('div', { class: 'running-message', dataset: { message: message.id } },
           h('div', { class: 'meter-line' },
-            h('span', {}, h('a', { href: `#/push/${message.id}`, text: `#${message.id}` }), ` · ${appName(message.app_id)} · ${message.audience}`),
+            h('span', {}, h('a', { href: `#/push/${message.id}`, text: `#${message.id}` }), ` · ${appName(message.app_id)} · ${audienceText(message.audience)}`),
             stateBadge(message.state)),
           progressBar(message), countsLine(message), channelCountsLine(message)));
       }
@@ -46,7 +46,7 @@ export async function renderMonitor(container) {
     clear(chart).append(rateChart(data.rate, data.bucket_seconds, chart.clientWidth || 720));
     clear(failures).append(
       h('p', { class: 'muted', text: t('monitor.failuresWindow', { minutes: Math.round(data.failures_window_seconds / 60) }) }),
-      failureBars(data.failures));
+      data.failures_by_channel ? failureTable(data.failures_by_channel) : failureBars(data.failures));
     clear(skips).append(failureBars(data.skips, 'monitor.noSkips'));
     clear(recent);
     if (!data.recent.length) {
@@ -66,9 +66,9 @@ export async function renderMonitor(container) {
         h('tbody', {}, data.recent.map((m) => h('tr', { dataset: { message: m.id } },
           h('td', {}, h('a', { href: `#/push/${m.id}`, text: `#${m.id}` })),
           h('td', { text: appName(m.app_id) }),
-          h('td', { class: 'wide-only', text: m.vendor }),
+          h('td', { class: 'wide-only', text: vendorText(m.vendor) }),
           h('td', {}, stateBadge(m.state)),
-          h('td', { class: 'wide-only', text: m.audience }),
+          h('td', { class: 'wide-only audience', text: audienceText(m.audience) }),
           h('td', { class: 'num', text: formatNumber(m.counts.delivered) }),
           h('td', { class: 'num', text: formatNumber(m.counts.failed) }),
           h('td', { class: 'channels' }, channelCountsLine(m, { label: false }) ?? '—'),

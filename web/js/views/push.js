@@ -4,7 +4,7 @@ import { t, errorText } from '../i18n.js';
 import { currentApp, state } from '../state.js';
 import { render as renderPattern, argumentCount } from '../template.js';
 import { buildPayload, canonicalJSON, PAYLOAD_LIMIT } from '../payload.js';
-import { stateBadge, progressBar, countsLine, channelTable, failureBars } from '../widgets.js';
+import { stateBadge, progressBar, countsLine, channelTable, failureBars, waitingList, audienceText, vendorText } from '../widgets.js';
 import { noAppPanel } from './common.js';
 
 export async function renderPush(container, { arg, navigate }) {
@@ -237,15 +237,18 @@ async function followMessage(container, id) {
     }
     if (stopped) return;
     const appName = state.apps.find((a) => a.id === message.app_id)?.name ?? `#${message.app_id}`;
-    head.querySelector('#follow-subtitle').textContent = `${appName} · ${message.vendor} · ${message.audience} · ${formatTime(message.created_at)}`;
+    head.querySelector('#follow-subtitle').textContent = `${appName} · ${vendorText(message.vendor)} · ${audienceText(message.audience)} · ${formatTime(message.created_at)}`;
     const c = message.counts;
     const done = ['completed', 'cancelled'].includes(message.state) && c.queued + c.sending === 0;
-    status.replaceChildren(
+    // replaceChildren writes a null as the text "null": the parts a message lacks are left out.
+    status.replaceChildren(...[
       h('div', { class: 'meter-line' }, h('span', {}, message.title ? h('b', { text: `${message.title} ` }) : null, message.body || ''), stateBadge(message.state)),
       progressBar(message),
       countsLine(message),
       channelTable(message),
-      done ? h('p', { class: 'muted', id: 'follow-done', text: t('push.done', { time: formatTime(message.completed_at) }) }) : null);
+      waitingList(message, formatTime),
+      done && message.completed_at ? h('p', { class: 'muted', id: 'follow-done', text: t('push.done', { time: formatTime(message.completed_at) }) }) : null,
+    ].filter(Boolean));
     status.dataset.state = message.state;
     status.dataset.delivered = String(c.delivered);
     status.dataset.total = String(message.total ?? '');
@@ -261,7 +264,8 @@ async function followMessage(container, id) {
     }
     failuresBox.replaceChildren(failureBars(message.failures));
     skipsBox.replaceChildren(failureBars(message.skips, 'monitor.noSkips'));
-    if (!done) timer = setTimeout(poll, 500);
+    // A held or waiting message may wait for hours (a credential, a service's next day).
+    if (!done) timer = setTimeout(poll, ['held', 'waiting'].includes(message.state) ? 5000 : 500);
   }
   await poll();
   return () => {

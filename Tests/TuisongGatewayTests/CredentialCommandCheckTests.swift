@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+import TuisongAPNsMock
+
+/// `tuisong credential add` for an Android service signs in once with the service the config
+/// names and prints its answer: a wrong Honor secret is saved, marked failing with the
+/// look-alike's reason; the right one is accepted.
+@Suite struct CredentialCommandCheckTests {
+    struct Run {
+        var status: Int32
+        var output: String
+        var errors: String
+        var json: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [String: Any] ?? [:]
+        }
+    }
+
+    func tuisong(_ arguments: [String], in directory: URL, environment: [String: String]) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.environment = [
+            "TUISONG_DATABASE_PATH": directory.appending(path: "tuisong.db").path,
+            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
+            "TUISONG_LOG_LEVEL": "warning", "PATH": "/usr/bin:/bin",
+        ].merging(environment) { $1 }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
+            errors: String(decoding: err, as: UTF8.self))
+    }
+
+    @Test func addingAnHonorClientSignsInOnceAndReportsTheAnswer() async throws {
+        guard FileManager.default.isExecutableFile(atPath: CrashRecoveryTests.binary) else {
+            Issue.record("build the tuisong executable first (swift build)")
+            return
+        }
+        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.cli")
+        let mock = try APNsMockServer(
+            configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
+            key: setup.serverKey)
+        try mock.start()
+        defer { mock.shutdown() }
+        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-cli-check-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let caFile = directory.appending(path: "ca.pem").path
+        try setup.writeCAFile(to: caFile)
+        let base = "https://127.0.0.1:\(mock.port)"
+        let honor = setup.honorClient
+        var environment = [
+            "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_TRANSPORTS_CA_FILE": caFile,
+            "TUISONG_TRANSPORTS_HONOR_URL": base, "TUISONG_TRANSPORTS_HONOR_TOKEN_URL": base + "/auth/token",
+        ]
+        #expect(try tuisong(["migrate"], in: directory, environment: environment).status == 0)
+        let created = try tuisong(
+            ["app", "create", "--name", "cli", "--bundle-id", "com.example.cli"], in: directory,
+            environment: environment)
+        #expect(created.status == 0, "\(created.errors)")
+        func add() throws -> Run {
+            try tuisong(
+                [
+                    "credential", "add", "--app", "1", "--channel", "honor", "--vendor-app-id", honor.appID,
+                    "--client-id", honor.clientID, "--client-secret-env", "HONOR_SECRET",
+                ], in: directory, environment: environment)
+        }
+
+        environment["HONOR_SECRET"] = honor.clientSecret + "-wrong"
+        let wrong = try add()
+        #expect(wrong.status == 0, "saved either way: \(wrong.errors)")
+        let check = try #require(wrong.json["check"] as? [String: Any], "\(wrong.output)")
+        #expect(check["result"] as? String == "refused")
+        let reason = try #require(check["reason"] as? String)
+        #expect(wrong.json["status"] as? String == "failing")
+        #expect(wrong.json["status_reason"] as? String == reason)
+        #expect(!wrong.output.contains(honor.clientSecret) && !wrong.errors.contains(honor.clientSecret))
+
+        environment["HONOR_SECRET"] = honor.clientSecret
+        let right = try add()
+        #expect(right.status == 0, "\(right.errors)")
+        #expect((right.json["check"] as? [String: Any])?["result"] as? String == "accepted")
+        #expect(right.json["status"] as? String == "ok")
+    }
+
+    @Test func addingAP8KeyProbesAPNsOnce() async throws {
+        guard FileManager.default.isExecutableFile(atPath: CrashRecoveryTests.binary) else {
+            Issue.record("build the tuisong executable first (swift build)")
+            return
+        }
+        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.cli")
+        let mock = try APNsMockServer(
+            configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
+            key: setup.serverKey)
+        try mock.start()
+        defer { mock.shutdown() }
+        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-cli-probe-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let caFile = directory.appending(path: "ca.pem").path
+        try setup.writeCAFile(to: caFile)
+        let keyFile = directory.appending(path: "AuthKey.p8")
+        try setup.tokenKeyPEM.write(to: keyFile, atomically: true, encoding: .utf8)
+        let environment = [
+            "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_APNS_CA_FILE": caFile,
+            "TUISONG_APNS_PRODUCTION_URL": "https://127.0.0.1:\(mock.port)",
+        ]
+        #expect(try tuisong(["migrate"], in: directory, environment: environment).status == 0)
+        #expect(
+            try tuisong(
+                ["app", "create", "--name", "cli", "--bundle-id", "com.example.cli"], in: directory,
+                environment: environment
+            ).status == 0)
+        func add(team: String) throws -> Run {
+            try tuisong(
+                [
+                    "credential", "add", "--app", "1", "--environment", "production", "--p8", keyFile.path,
+                    "--key-id", setup.keyID, "--team-id", team,
+                ], in: directory, environment: environment)
+        }
+        let wrong = try add(team: "WRONGTEAM1")
+        #expect(wrong.status == 0, "saved either way: \(wrong.errors)")
+        #expect((wrong.json["check"] as? [String: Any])?["result"] as? String == "refused", "\(wrong.output)")
+        #expect(wrong.json["status"] as? String == "failing")
+        #expect(wrong.json["status_reason"] as? String == "InvalidProviderToken")
+        let right = try add(team: setup.teamID)
+        #expect((right.json["check"] as? [String: Any])?["result"] as? String == "accepted", "\(right.output)")
+        #expect(right.json["status"] as? String == "ok")
+        #expect(mock.receivedNotifications().isEmpty, "the probe reaches no device")
+    }
+}
