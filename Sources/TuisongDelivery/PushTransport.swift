@@ -106,6 +106,9 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     /// The service's daily quota for the app is used up (OPPO, vivo, Xiaomi): skipped until
     /// its next day rather than retried into the limit.
     case quota
+    /// Content the device's service cannot carry (a background or data-only push to vivo or
+    /// OPPO, which have no pass-through message): skipped, never sent as an invalid request.
+    case unsupportedContent
     /// A reason this build does not know, kept verbatim.
     case unknown(String)
 
@@ -114,6 +117,7 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         "CredentialLookupFailed": .credentialLookupFailed, "CredentialUnusable": .credentialUnusable,
         "CredentialFailing": .credentialFailing, "PayloadTooLarge": .payloadTooLarge, "MessageGone": .messageGone,
         "ChannelNotConfigured": .channelNotConfigured, "no_credential": .noChannelCredential, "quota": .quota,
+        "unsupported_content": .unsupportedContent,
     ]
 
     /// Parses a stored reason: the gateway's own first, then APNs's, else `.unknown`.
@@ -144,6 +148,7 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         case .channelNotConfigured: "ChannelNotConfigured"
         case .noChannelCredential: "no_credential"
         case .quota: "quota"
+        case .unsupportedContent: "unsupported_content"
         case .unknown(let raw): raw
         }
     }

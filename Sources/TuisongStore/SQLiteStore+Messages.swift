@@ -479,7 +479,7 @@ extension SQLiteStore: MessageStore {
             WHERE \(condition) AND d.invalidated_at IS NULL
             """
         if let environment {
-            sql += " AND d.environment = ?"
+            sql += " AND (d.environment = ? OR d.channel <> 'apns')"
             arguments.append(environment.rawValue)
         }
         sql += " ORDER BY d.id LIMIT ?"
@@ -512,7 +512,7 @@ extension SQLiteStore: MessageStore {
             var arguments: [(any DatabaseValueConvertible)?] = [appID, name, cursor]
             var environmentFilter = ""
             if let environment {
-                environmentFilter = "AND d.environment = ?"
+                environmentFilter = "AND (d.environment = ? OR d.channel <> 'apns')"
                 arguments.append(environment.rawValue)
             }
             arguments.append(limit)
@@ -563,7 +563,7 @@ extension SQLiteStore: MessageStore {
                 let invalidatedAt: Int64? = row[6]
                 if invalidatedAt != nil {
                     entry.skipReason = "DeviceInvalidated"
-                } else if let environment, entry.environment != environment {
+                } else if let environment, entry.channel == .apns, entry.environment != environment {
                     entry.skipReason = "EnvironmentMismatch"
                 }
                 return entry
@@ -596,7 +596,7 @@ extension SQLiteStore: MessageStore {
                 }
                 var entry = try Self.entry(row)
                 entry.position = position
-                if let environment { entry.environment = environment }
+                if let environment, entry.channel == .apns { entry.environment = environment }
                 let invalidatedAt: Int64? = row[6]
                 if invalidatedAt != nil { entry.skipReason = "DeviceInvalidated" }
                 return entry
@@ -606,7 +606,7 @@ extension SQLiteStore: MessageStore {
 
     public func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int {
         try await read { db in
-            let environmentFilter = environment == nil ? "" : "AND environment = ?"
+            let environmentFilter = environment == nil ? "" : "AND (environment = ? OR channel <> 'apns')"
             func withEnvironment(_ a: [(any DatabaseValueConvertible)?]) -> StatementArguments {
                 StatementArguments(a + (environment.map { [$0.rawValue] } ?? []))
             }
@@ -623,7 +623,7 @@ extension SQLiteStore: MessageStore {
                     sql: """
                         SELECT count(*) FROM device_tags dt JOIN devices d ON d.id = dt.device_id
                         WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?)
-                            AND d.invalidated_at IS NULL \(environment == nil ? "" : "AND d.environment = ?")
+                            AND d.invalidated_at IS NULL \(environment == nil ? "" : "AND (d.environment = ? OR d.channel <> 'apns')")
                         """,
                     arguments: withEnvironment([appID, name])) ?? 0
             case .accounts(let accounts):
@@ -992,7 +992,7 @@ extension SQLiteStore: MessageStore {
             WHERE \(condition) AND invalidated_at IS NULL
             """
         if let environment {
-            sql += " AND environment = ?"
+            sql += " AND (environment = ? OR channel <> 'apns')"
             arguments.append(environment.rawValue)
         }
         sql += " ORDER BY id LIMIT ?"

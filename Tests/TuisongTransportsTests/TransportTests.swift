@@ -194,8 +194,11 @@ final class Harness: Sendable {
     }
 
     func batch(_ tokens: [String]) -> PushBatch {
-        let payload = Array(#"{"aps":{"alert":{"title":"Hi","body":"Hello"}},"order":42}"#.utf8)
-        return PushBatch(
+        batch(tokens, payload: Array(#"{"aps":{"alert":{"title":"Hi","body":"Hello"}},"order":42}"#.utf8))
+    }
+
+    func batch(_ tokens: [String], payload: [UInt8]) -> PushBatch {
+        PushBatch(
             app: app,
             pushes: tokens.map {
                 OutgoingPush(

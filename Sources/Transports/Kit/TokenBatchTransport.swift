@@ -18,6 +18,10 @@ public protocol TokenBatchService: Sendable {
     /// What a used-up daily quota does to the pushes it stops: skipped (OPPO, vivo) or kept
     /// and sent again once the service's day turns (Xiaomi).
     var dailyQuotaPolicy: DailyQuotaPolicy { get }
+    /// Whether the service has a pass-through (data) message for content without an alert
+    /// (a background, badge-only or data-only push). A service without one (OPPO, vivo) gets
+    /// no such push: it is skipped as `unsupported_content`.
+    var carriesDataMessages: Bool { get }
     /// Trades the credential for an access token (an OAuth 2.0 client-credentials grant for
     /// `JSONBatchService`s; a signed request for OPPO and vivo; Xiaomi's key needs none).
     func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async -> Result<
@@ -29,6 +33,11 @@ public protocol TokenBatchService: Sendable {
     func send(
         _ template: Template, tokens: [String], credential: ChannelCredential, token: AccessToken, client: HTTPClient,
         timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void)
+}
+
+extension TokenBatchService {
+    /// Most services have a data message (Huawei, Honor, Xiaomi's `pass_through=1`).
+    public var carriesDataMessages: Bool { true }
 }
 
 /// A token-batch service that takes one JSON request per chunk with a bearer token from an
@@ -199,6 +208,10 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
                     content = try AndroidContent(apnsPayload: push.payload)
                 } catch {
                     report(chunk.map { SendReport(index: $0, outcome: .failed(.service("InvalidPayload"))) })
+                    continue
+                }
+                if content.isDataOnly, !service.carriesDataMessages {
+                    report(chunk.map { SendReport(index: $0, outcome: .skipped(.unsupportedContent)) })
                     continue
                 }
                 // Huawei and Honor refuse a notification without a title (80100001): the app's

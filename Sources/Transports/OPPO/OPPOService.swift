@@ -54,6 +54,10 @@ public struct OPPOService: TokenBatchService {
     }
 
     /// The `notification` object of every message of a push.
+    /// OPPO carries notifications only: a push without an alert is skipped
+    /// (`unsupported_content`), never sent blank.
+    public var carriesDataMessages: Bool { false }
+
     public func template(content: AndroidContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
         -> JSONValue
     {

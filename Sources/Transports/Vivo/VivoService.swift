@@ -56,6 +56,10 @@ public struct VivoService: TokenBatchService {
     }
 
     /// The message fields of a push but its regIds and request id.
+    /// vivo carries notifications only: a push without an alert is skipped
+    /// (`unsupported_content`), never sent blank.
+    public var carriesDataMessages: Bool { false }
+
     public func template(content: AndroidContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
         -> [String: JSONValue]
     {
