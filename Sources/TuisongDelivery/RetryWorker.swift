@@ -64,12 +64,12 @@ struct RetryWorker: Sendable {
                         let batch = PushBatch(
                             app: app,
                             pushes: chunk.map { item in
-                                // The bytes decided for this device when it was first sent (a
-                                // policy's own payload), else the message's.
+                                // The content decided for this device when it was first sent (a
+                                // policy's own), else the message's.
                                 OutgoingPush(
                                     token: item.delivery.token, environment: item.delivery.environment,
                                     selector: item.delivery.credentialSelector,
-                                    payload: item.delivery.payload ?? item.message.payload,
+                                    content: item.delivery.content ?? item.message.content,
                                     headers: PushHeaders(item.message.options), channel: item.delivery.channel)
                             })
                         let outcomes = await engine.transport.outcomes(of: batch)

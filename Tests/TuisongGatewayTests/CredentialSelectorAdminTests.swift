@@ -49,7 +49,7 @@ import TuisongPluginTestKit
         let message = try await gw.runtime.engine.submit(
             PushJob(
                 appID: appID, vendor: "native", audience: .accounts(["alice"]),
-                notification: PushNotification(alert: .plain("x")), options: PushOptions()))
+                content: PushContent(body: "x"), options: PushOptions()))
         _ = try await DeliveryWait.until(gw.runtime.engine, message.id, timeout: .seconds(20)) { $0.counts.held == 1 }
 
         let pem = try PrivateKey.generateP256().pkcs8PEM()

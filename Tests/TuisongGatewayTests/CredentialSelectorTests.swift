@@ -32,7 +32,7 @@ import TuisongPluginTestKit
         try await gw.runtime.engine.submit(
             PushJob(
                 appID: appID, vendor: "native", audience: .allAccounts,
-                notification: PushNotification(alert: .plain("x")), options: PushOptions()))
+                content: PushContent(body: "x"), options: PushOptions()))
     }
 
     @Test func aDeviceIsSentThroughTheCredentialOfItsSelectorInItsEnvironmentOthersThroughTheDefault() async throws {

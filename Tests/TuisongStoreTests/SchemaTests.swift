@@ -44,8 +44,8 @@ struct SchemaTests {
                 """
                 INSERT INTO accounts (id, app_id, account, created_at, updated_at)
                     VALUES (41, \(app.id), 'alice', 0, 0);
-                INSERT INTO messages (id, app_id, vendor, audience, notification, options, payload, state, created_at)
-                    VALUES (7, \(app.id), 'tencent', '{}', '{}', '{}', X'7B7D', 'sending', 0);
+                INSERT INTO messages (id, app_id, vendor, audience, content, options, state, created_at)
+                    VALUES (7, \(app.id), 'tencent', '{}', '{}', '{}', 'sending', 0);
                 DROP TABLE badge_grants;
                 """)
             try db.execute(Schema.v5BadgeGrants)

@@ -107,20 +107,20 @@ import TuisongTransportKit
     @Test func aBackgroundPushIsSkippedByVivoAndOPPOAndPassedThroughByXiaomi() async throws {
         let harness = try await Harness()
         defer { harness.stop() }
-        let background = Array(#"{"aps":{"content-available":1},"sync":"inbox"}"#.utf8)
+        let background = PushContent(data: ["sync": "inbox"], background: true)
         #expect(SendReason.unsupportedContent.description == "unsupported_content")
         #expect(SendReason("unsupported_content") == .unsupportedContent)
         // One transport at a time: the harness's store keeps the last credential made.
         let vivo = harness.vivo(credential: harness.vivoCredential())
         #expect(
-            await vivo.outcomes(of: harness.batch(["vv-1", "vv-2"], payload: background))
+            await vivo.outcomes(of: harness.batch(["vv-1", "vv-2"], content: background))
                 == [.skipped(.unsupportedContent), .skipped(.unsupportedContent)])
         #expect(harness.server.androidStatistics[.vivo].sendRequests == 0)
         // The same transport still sends an alert.
         #expect(await vivo.outcomes(of: harness.batch(["vv-3"])).allSatisfy(\.isDelivered))
         let oppo = harness.oppo(credential: harness.oppoCredential())
         #expect(
-            await oppo.outcomes(of: harness.batch(["op-1"], payload: background)) == [.skipped(.unsupportedContent)])
+            await oppo.outcomes(of: harness.batch(["op-1"], content: background)) == [.skipped(.unsupportedContent)])
         #expect(harness.server.androidStatistics[.oppo].sendRequests == 0)
         #expect(await oppo.outcomes(of: harness.batch(["op-2"])).allSatisfy(\.isDelivered))
         // Only the alerts reached the look-alikes.
@@ -128,7 +128,7 @@ import TuisongTransportKit
             harness.server.receivedAndroidMessages().filter { $0.service == .vivo || $0.service == .oppo }.count == 2)
 
         let xiaomi = harness.xiaomi(credential: harness.xiaomiCredential())
-        #expect(await xiaomi.outcomes(of: harness.batch(["mi-1"], payload: background)).allSatisfy(\.isDelivered))
+        #expect(await xiaomi.outcomes(of: harness.batch(["mi-1"], content: background)).allSatisfy(\.isDelivered))
         let received = try #require(harness.server.receivedAndroidMessages().first { $0.service == .xiaomi })
         let form = String(decoding: received.body, as: UTF8.self)
         #expect(form.contains("pass_through=1"))

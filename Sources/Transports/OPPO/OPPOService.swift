@@ -58,7 +58,7 @@ public struct OPPOService: TokenBatchService {
     /// (`unsupported_content`), never sent blank.
     public var carriesDataMessages: Bool { false }
 
-    public func template(content: AndroidContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
+    public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
         -> JSONValue
     {
         OPPOMessage.notification(content: content, headers: headers, now: now)
@@ -91,14 +91,14 @@ enum OPPOMessage {
     /// OPPO keeps an offline message at most three days.
     static let maxOfflineTTL: Int64 = 259_200
 
-    static func notification(content: AndroidContent, headers: PushHeaders, now: Date) -> JSONValue {
+    static func notification(content: PushContent, headers: PushHeaders, now: Date) -> JSONValue {
         var notification: [String: JSONValue] = [
             // OPPO requires both: a title of at most 50 characters, content of at most 200.
             "title": .string(String((content.title ?? content.titleLocKey ?? "").prefix(50))),
             "content": .string(String((content.body ?? content.bodyLocKey ?? content.title ?? "").prefix(200))),
         ]
         if let subtitle = content.subtitle { notification["sub_title"] = .string(String(subtitle.prefix(10))) }
-        if let intent = headers.android?.intent {
+        if let intent = content.intent(headers) {
             // 5: open an intent scheme URL.
             notification["click_action_type"] = 5
             notification["click_action_url"] = .string(intent)
@@ -134,10 +134,10 @@ enum OPPOAnswer {
                     // 10000: an invalid or unregistered registration id.
                     byToken[regID] = error == 10000 ? .invalidate(reason, since: nil) : .failed(reason)
                 } else {
-                    byToken[regID] = .delivered(apnsID: entry["messageId"]?.stringValue)
+                    byToken[regID] = .delivered(serviceMessageID: entry["messageId"]?.stringValue)
                 }
             }
-            return .outcomes(tokens.map { byToken[$0] ?? .delivered(apnsID: nil) })
+            return .outcomes(tokens.map { byToken[$0] ?? .delivered(serviceMessageID: nil) })
         case "11", "29":
             return .refreshAuth(reason)
         case "33":
