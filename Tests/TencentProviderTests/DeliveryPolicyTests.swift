@@ -121,7 +121,8 @@ import TuisongPluginTestKit
         var app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
         let token = DeviceToken(String(repeating: "d", count: 64))!
         let device = try await store.bindDevice(
-            appID: app.id, account: "alice", registration: DeviceRegistration(token: token, environment: .production),
+            appID: app.id, account: "alice",
+            registration: DeviceRegistration(token: token, environment: .production, channel: .apns),
             credentialSelector: "12345")
         // Not a Tencent app (yet): no values.
         #expect(try await provider.deviceColumnValues(appID: app.id, deviceIDs: [device.id]).isEmpty)

@@ -27,7 +27,8 @@ import TuisongPostgresTestKit
             for n in 1...devices {
                 batch.append(
                     DeviceRegistration(
-                        token: DeviceToken(testToken(n))!, environment: .production, tags: [TagName("all")!]))
+                        token: DeviceToken(testToken(n))!, environment: .production, tags: [TagName("all")!],
+                        channel: .apns))
             }
             _ = try await stores[0].registerDevices(appID: app.id, batch)
 

@@ -77,7 +77,8 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         for n in 1...200 {
             sandbox.append(
                 DeviceRegistration(
-                    token: DeviceToken(token(n, prefix: "5a"))!, environment: .sandbox, tags: [TagName("all-users")!]))
+                    token: DeviceToken(token(n, prefix: "5a"))!, environment: .sandbox, tags: [TagName("all-users")!],
+                    channel: .apns))
         }
         _ = try await f.store.registerDevices(appID: f.appID, sandbox)
         let sender = ScriptedTransport(answering: .laterInTwoParts) { token, _ in

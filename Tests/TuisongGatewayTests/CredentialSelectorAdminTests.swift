@@ -44,7 +44,7 @@ import TuisongPluginTestKit
         let device = token(1, prefix: "5e")
         _ = try await gw.runtime.store.bindDevice(
             appID: appID, account: "alice",
-            registration: DeviceRegistration(token: DeviceToken(device)!, environment: .production),
+            registration: DeviceRegistration(token: DeviceToken(device)!, environment: .production, channel: .apns),
             credentialSelector: "1001")
         let message = try await gw.runtime.engine.submit(
             PushJob(

@@ -24,7 +24,7 @@ import TuisongPluginTestKit
     ) async throws {
         _ = try await gw.runtime.store.bindDevice(
             appID: appID, account: account,
-            registration: DeviceRegistration(token: DeviceToken(token)!, environment: .production),
+            registration: DeviceRegistration(token: DeviceToken(token)!, environment: .production, channel: .apns),
             credentialSelector: selector)
     }
 

@@ -81,7 +81,7 @@ final class GrantingPolicy: DeliveryPolicy {
     {
         _ = try await gw.runtime.store.bindDevice(
             appID: appID, account: account,
-            registration: DeviceRegistration(token: DeviceToken(token)!, environment: .production),
+            registration: DeviceRegistration(token: DeviceToken(token)!, environment: .production, channel: .apns),
             credentialSelector: selector)
     }
 

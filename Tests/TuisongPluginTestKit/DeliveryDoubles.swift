@@ -129,7 +129,7 @@ public struct EngineFixture: Sendable {
             batch.append(
                 DeviceRegistration(
                     token: DeviceToken(testToken(n, prefix: prefix))!, environment: .production,
-                    tags: [TagName(tag)!]))
+                    tags: [TagName(tag)!], channel: .apns))
         }
         _ = try await store.registerDevices(appID: appID, batch)
     }

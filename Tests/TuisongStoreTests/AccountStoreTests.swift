@@ -14,7 +14,7 @@ import TuisongPostgresTestKit
     func registration(_ n: Int, _ environment: APNsEnvironment = .production, locale: String? = nil)
         -> DeviceRegistration
     {
-        DeviceRegistration(token: token(n), environment: environment, locale: locale)
+        DeviceRegistration(token: token(n), environment: environment, locale: locale, channel: .apns)
     }
 
     /// A fresh database on `backend` that `body` may open (`open()`), close and open again,

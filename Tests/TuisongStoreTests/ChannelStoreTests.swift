@@ -20,7 +20,7 @@ import TuisongCore
             #expect(device.channel == .fcm)
             #expect(device.token == Self.fcmToken)
             let apns = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox))
+                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox, channel: .apns))
             #expect(apns.device.channel == .apns, "a registration without a channel is APNs")
             let fetched = try await store.device(appID: app.id, token: android)
             #expect(fetched?.channel == .fcm)
@@ -42,7 +42,7 @@ import TuisongCore
         _ = try await f.store.registerDevices(
             appID: app.id,
             [
-                DeviceRegistration(token: token(1), environment: .production, tags: [tag("t")]),
+                DeviceRegistration(token: token(1), environment: .production, tags: [tag("t")], channel: .apns),
                 DeviceRegistration(token: android, environment: .production, tags: [tag("t")], channel: .fcm),
             ])
         for audience in [Audience.tag("t"), .all, .tokens([token(1).value, Self.fcmToken])] {
@@ -79,11 +79,11 @@ import TuisongCore
             _ = try await store.registerDevices(
                 appID: app.id,
                 [
-                    DeviceRegistration(token: token(1), environment: .sandbox, tags: [tag("t")]),
-                    DeviceRegistration(token: token(2), environment: .production, tags: [tag("t")]),
+                    DeviceRegistration(token: token(1), environment: .sandbox, tags: [tag("t")], channel: .apns),
+                    DeviceRegistration(token: token(2), environment: .production, tags: [tag("t")], channel: .apns),
                     DeviceRegistration(token: fcm, environment: .production, tags: [tag("t")], channel: .fcm),
                     DeviceRegistration(token: huawei, environment: .production, tags: [tag("t")], channel: .huawei),
-                    DeviceRegistration(token: token(3), environment: .sandbox, tags: [tag("t")]),
+                    DeviceRegistration(token: token(3), environment: .sandbox, tags: [tag("t")], channel: .apns),
                 ])
             for audience in [Audience.tag("t"), .all] {
                 for details in [false, true] {

@@ -12,7 +12,7 @@ import TuisongCore
     func registration(
         _ n: Int, _ environment: APNsEnvironment = .production, user: String? = nil, tags: [String]? = nil
     ) -> DeviceRegistration {
-        DeviceRegistration(token: token(n), environment: environment, user: user, tags: tags?.map(tag))
+        DeviceRegistration(token: token(n), environment: environment, user: user, tags: tags?.map(tag), channel: .apns)
     }
 
     func android(_ raw: String) -> DeviceRegistration {

@@ -158,7 +158,7 @@ struct SchemaTests {
         #expect(readError?.code == .unavailable)
         let registerError = await #expect(throws: StoreError.self) {
             _ = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox))
+                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox, channel: .apns))
         }
         #expect(registerError?.code == .unavailable)
 
@@ -201,7 +201,7 @@ struct SharedFileTests {
         #expect(try await server.app(apiKeyHash: "k1")?.id == app.id)
 
         let (device, _) = try await server.registerDevice(
-            appID: app.id, DeviceRegistration(token: token(7), environment: .production))
+            appID: app.id, DeviceRegistration(token: token(7), environment: .production, channel: .apns))
         #expect(try await cli.device(appID: app.id, token: token(7)) == device)
 
         // Both write at once: the busy timeout makes each wait for the other's lock.
@@ -211,7 +211,7 @@ struct SharedFileTests {
                 group.addTask {
                     _ = try await writer.registerDevice(
                         appID: app.id,
-                        DeviceRegistration(token: token(1000 + n), environment: .sandbox))
+                        DeviceRegistration(token: token(1000 + n), environment: .sandbox, channel: .apns))
                 }
             }
             try await group.waitForAll()
