@@ -216,7 +216,9 @@ let package = Package(
                 "TuisongTransportKit", "TuisongDelivery", "TuisongCore",
                 "TuisongCrypto", "TuisongHTTPClient", "TuisongAPNsMock", "TuisongPluginTestKit",
                 .product(name: "Logging", package: "swift-log"),
-            ]),
+            ],
+            // The golden files are read from the source tree (GoldenTests).
+            exclude: ["Golden"]),
         .testTarget(
             name: "TuisongStoreTests",
             dependencies: ["TuisongStore", "TuisongCore", "TuisongPluginTestKit", "TuisongPostgresTestKit"]),

@@ -24,7 +24,7 @@ enum BaiduMessageType: Int, Sendable {
 struct BaiduMessage: Sendable {
     /// The text to keep for `fetch_msg`: the string, or the object's JSON.
     let text: String
-    let notification: PushNotification
+    let content: PushContent
     /// What only Android services take, from Baidu's Android fields (`open_type` 1 with `url`:
     /// the web page the notification opens; 2 with `pkg_content`: the intent); used when
     /// pushed to `device_type` 3.
@@ -35,7 +35,7 @@ struct BaiduMessage: Sendable {
     init(_ value: JSONValue, original: String? = nil, type: BaiduMessageType, parameter: String) throws(BaiduError) {
         let (text, notification) = try Self.build(value, type: type, parameter: parameter)
         self.text = original ?? text
-        self.notification = notification
+        self.content = notification
         android = Self.androidOptions(value)
     }
 
@@ -62,7 +62,7 @@ struct BaiduMessage: Sendable {
     }
 
     private static func build(_ value: JSONValue, type: BaiduMessageType, parameter: String) throws(BaiduError)
-        -> (String, PushNotification)
+        -> (String, PushContent)
     {
         switch value {
         case .string(let string):
@@ -72,9 +72,9 @@ struct BaiduMessage: Sendable {
             }
             switch type {
             case .notification:
-                return (string, PushNotification(alert: .plain(string)))
+                return (string, PushContent(body: string))
             case .message:
-                return (string, PushNotification(contentAvailable: true, custom: ["message": .string(string)]))
+                return (string, PushContent(data: ["message": .string(string)], background: true))
             }
         case .object(var members):
             let text = value.serializedString
@@ -84,16 +84,16 @@ struct BaiduMessage: Sendable {
             }
             switch type {
             case .message:
-                return (text, PushNotification(contentAvailable: true, custom: members))
+                return (text, PushContent(data: members, background: true))
             case .notification:
                 guard let aps = aps?.objectValue else {
                     return (text, try notification(fromAndroidStyle: members, parameter: parameter))
                 }
                 var notification = try notification(fromAPS: aps, parameter: parameter)
-                notification.custom = members
+                notification.data = members
                 guard
-                    notification.alert != nil || notification.badge != nil || notification.sound != nil
-                        || notification.contentAvailable
+                    notification.hasAlert || notification.subtitle != nil || notification.badge != nil
+                        || notification.sound != nil || notification.background
                 else {
                     throw .invalidParameter(
                         parameter, "aps has nothing to show: give alert, badge, sound or content-available")
@@ -119,7 +119,7 @@ struct BaiduMessage: Sendable {
     // MARK: aps
 
     private static func notification(fromAPS aps: [String: JSONValue], parameter: String) throws(BaiduError)
-        -> PushNotification
+        -> PushContent
     {
         func field(_ key: String) -> String { "\(parameter) field aps.\(key)" }
         func string(_ key: String) throws(BaiduError) -> String? {
@@ -135,11 +135,13 @@ struct BaiduMessage: Sendable {
             throw .invalidParameter(field(key), "must be 0 or 1")
         }
 
-        var notification = PushNotification()
+        var notification = PushContent()
         switch aps["alert"] {
         case nil, .null?: break
-        case .string(let text)?: notification.alert = .plain(text)
-        case .object(let members)?: notification.alert = .fields(try alertFields(members, parameter: parameter))
+        case .string(let text)?: notification.body = text
+        case .object(let members)?:
+            try alertFields(members, parameter: parameter, into: &notification)
+            notification.apns.alertAsObject = true
         default: throw .invalidParameter(field("alert"), "must be a string or an object")
         }
         switch aps["badge"] {
@@ -153,40 +155,41 @@ struct BaiduMessage: Sendable {
         switch aps["sound"] {
         case nil, .null?: break
         // Baidu's examples send "sound": "" for no sound.
-        case .string(let name)?: notification.sound = name.isEmpty ? nil : .named(name)
+        case .string(let name)?: notification.sound = name.isEmpty ? nil : name
         case .object(let sound)?:
             guard let name = sound["name"]?.stringValue, let volume = (sound["volume"] ?? .double(1)).doubleValue,
                 (0...1).contains(volume)
             else {
                 throw .invalidParameter(field("sound"), "must be a name or {\"critical\":1,\"name\":…,\"volume\":0…1}")
             }
-            notification.sound = .critical(name: name, volume: volume)
+            notification.sound = name
+            notification.apns.criticalVolume = volume
         default: throw .invalidParameter(field("sound"), "must be a string or an object")
         }
-        notification.contentAvailable = try flag("content-available")
-        notification.mutableContent = try flag("mutable-content")
+        notification.background = try flag("content-available")
+        notification.apns.mutableContent = try flag("mutable-content")
         notification.category = try string("category")
-        notification.threadID = try string("thread-id")
-        notification.targetContentID = try string("target-content-id")
+        notification.thread = try string("thread-id")
+        notification.apns.targetContentID = try string("target-content-id")
         if let level = try string("interruption-level") {
-            guard let parsed = PushNotification.InterruptionLevel(rawValue: level) else {
+            guard let parsed = PushContent.InterruptionLevel(rawValue: level) else {
                 throw .invalidParameter(
                     field("interruption-level"), "must be passive, active, time-sensitive or critical")
             }
-            notification.interruptionLevel = parsed
+            notification.apns.interruptionLevel = parsed
         }
         if let score = aps["relevance-score"], !score.isNull {
             guard let value = score.doubleValue, (0...1).contains(value) else {
                 throw .invalidParameter(field("relevance-score"), "must be a number within 0…1")
             }
-            notification.relevanceScore = value
+            notification.apns.relevanceScore = value
         }
         return notification
     }
 
-    private static func alertFields(_ alert: [String: JSONValue], parameter: String) throws(BaiduError)
-        -> PushNotification.Alert.Fields
-    {
+    private static func alertFields(
+        _ alert: [String: JSONValue], parameter: String, into fields: inout PushContent
+    ) throws(BaiduError) {
         func field(_ key: String) -> String { "\(parameter) field aps.alert.\(key)" }
         func string(_ key: String) throws(BaiduError) -> String? {
             guard let value = alert[key], !value.isNull else { return nil }
@@ -211,33 +214,31 @@ struct BaiduMessage: Sendable {
             }
             return texts
         }
-        var fields = PushNotification.Alert.Fields()
         fields.title = try string("title")
         fields.subtitle = try string("subtitle")
         fields.body = try string("body")
-        fields.launchImage = try string("launch-image")
+        fields.apns.launchImage = try string("launch-image")
         fields.titleLocKey = try string("title-loc-key")
         fields.titleLocArgs = try strings("title-loc-args")
         fields.subtitleLocKey = try string("subtitle-loc-key")
         fields.subtitleLocArgs = try strings("subtitle-loc-args")
-        fields.locKey = try string("loc-key")
-        fields.locArgs = try strings("loc-args")
-        fields.actionLocKey = try string("action-loc-key")
-        fields.summaryArg = try string("summary-arg")
+        fields.bodyLocKey = try string("loc-key")
+        fields.bodyLocArgs = try strings("loc-args")
+        fields.apns.actionLocKey = try string("action-loc-key")
+        fields.apns.summaryArg = try string("summary-arg")
         if let count = alert["summary-arg-count"], !count.isNull {
             guard let value = count.intValue, value >= 0, value <= Int64(Int32.max) else {
                 throw .invalidParameter(field("summary-arg-count"), "must be a non-negative integer")
             }
-            fields.summaryArgCount = Int(value)
+            fields.apns.summaryArgCount = Int(value)
         }
-        return fields
     }
 
     /// `{"title": …, "description": …, "custom_content": {…}}`, Baidu's Android notification.
     /// An empty `title` is no title ("可以为空；如果为空则设为 appid 对应的应用名"): the services
     /// that show one show the app's name, as for a missing title.
     private static func notification(fromAndroidStyle members: [String: JSONValue], parameter: String)
-        throws(BaiduError) -> PushNotification
+        throws(BaiduError) -> PushContent
     {
         let title = members["title"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
         let description = members["description"]?.stringValue
@@ -245,13 +246,13 @@ struct BaiduMessage: Sendable {
             throw .invalidParameter(
                 parameter, "an iOS notification needs \"aps\" (or Baidu's \"title\"/\"description\")")
         }
-        var notification = PushNotification(
-            alert: .fields(.init(title: title, body: description)))
+        var notification = PushContent(title: title, body: description)
+        notification.apns.alertAsObject = true
         if let custom = members["custom_content"] {
             guard let object = custom.objectValue else {
                 throw .invalidParameter("\(parameter) field custom_content", "must be an object")
             }
-            notification.custom = object.filter { $0.key != "aps" }
+            notification.data = object.filter { $0.key != "aps" }
         }
         return notification
     }

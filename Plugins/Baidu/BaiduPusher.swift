@@ -43,9 +43,9 @@ struct BaiduPusher: Sendable {
         var jobs: [(job: PushJob, text: String)] = []
         for (index, entry) in push.messages.enumerated() {
             let parameter = push.messages.count > 1 ? "\(push.parameter)[\(index)]" : push.parameter
-            let pushType = entry.message.notification.suggestedPushType
+            let pushType = entry.message.content.suggestedPushType
             do {
-                _ = try APNsPayload.build(entry.message.notification, pushType: pushType)
+                _ = try APNsPayload.build(entry.message.content, pushType: pushType)
             } catch {
                 throw BaiduError.invalidParameter(parameter, Self.describe(error))
             }
@@ -67,7 +67,7 @@ struct BaiduPusher: Sendable {
                 android: android ? entry.message.android : nil)
             let job = PushJob(
                 appID: push.app.id, vendor: BaiduKeys.vendor, audience: push.audience,
-                notification: entry.message.notification, options: options, sendAt: push.sendAt, labels: labels)
+                content: entry.message.content, options: options, sendAt: push.sendAt, labels: labels)
             jobs.append((job, entry.message.text))
         }
 

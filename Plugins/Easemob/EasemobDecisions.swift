@@ -41,7 +41,7 @@ enum EasemobDecisions {
             let notification = EasemobPushContent.notification(
                 message, receiver: display, senderNickname: senderNickname, template: template, badge: badges[username],
                 channel: channel)
-            return .sendPayload(APNsPayload.render(notification))
+            return .sendContent(notification)
         }
     }
 

@@ -156,7 +156,7 @@ extension EasemobProvider {
         if let group = message.groupID { labels["group"] = group }
         let job = PushJob(
             appID: call.appID, vendor: Self.name, vendorMessageID: message.msgID, audience: .accounts(audience),
-            notification: generic,
+            content: generic,
             options: PushOptions(
                 pushType: .alert, priority: .immediate, android: EasemobAndroidOptions.options(ext: message.ext)),
             labels: labels,

@@ -113,7 +113,7 @@ enum EasemobPushContent {
     static func notification(
         _ message: EasemobMessage, receiver: EasemobReceiverDisplay, senderNickname: String?,
         template: PushTemplate?, badge: Int?, channel: PushChannel = .apns
-    ) -> PushNotification {
+    ) -> PushContent {
         var title: String?
         var subtitle: String?
         var body: String
@@ -127,7 +127,7 @@ enum EasemobPushContent {
             title = TemplatePattern.render(template.titlePattern, arguments: arguments.titleArguments)
             body = TemplatePattern.render(template.bodyPattern, arguments: arguments.contentArguments)
         }
-        var notification = PushNotification(badge: badge, sound: .named("default"))
+        var notification = PushContent(badge: badge, sound: "default")
         var custom: [String: JSONValue] = [
             "f": .string(message.from), "t": .string(receiver.username), "m": .string(message.msgID),
         ]
@@ -158,14 +158,18 @@ enum EasemobPushContent {
             if let value = apns["em_alert_title"]?.stringValue { title = value }
             if let value = apns["em_alert_subTitle"]?.stringValue { subtitle = value }
             if let value = apns["em_alert_body"]?.stringValue { body = value }
-            if let sound = apns["em_push_sound"]?.stringValue, !sound.isEmpty { notification.sound = .named(sound) }
-            if EasemobMessageRules.flag(apns["em_push_mutable_content"]) { notification.mutableContent = true }
+            if let sound = apns["em_push_sound"]?.stringValue, !sound.isEmpty { notification.sound = sound }
+            if EasemobMessageRules.flag(apns["em_push_mutable_content"]) { notification.apns.mutableContent = true }
             if let category = apns["em_push_category"]?.stringValue, !category.isEmpty {
                 notification.category = category
             }
         }
-        notification.alert = .fields(.init(title: title, subtitle: subtitle, body: body))
-        notification.custom = custom
+        notification.title = title
+        notification.subtitle = subtitle
+        notification.body = body
+        notification.data = custom
+        // Easemob's payload always has the dictionary form.
+        notification.apns.alertAsObject = true
         return notification
     }
 

@@ -90,36 +90,25 @@ struct OfflinePushTemplate: Sendable, Hashable {
         return text
     }
 
-    /// The notification for one receiver; `badge` nil leaves the badge out. An Android
+    /// The content for one receiver; `badge` nil leaves the badge out. An Android
     /// device's (`android`) has the common fields only: the alert with `OfflinePushInfo.Title`,
     /// the badge and `ext`; none of ApnsInfo's title, subtitle, sound, image or mutable-content,
     /// and not a custom element's `Sound` (an iOS sound file). Its sound is
     /// `AndroidInfo.Sound`, which reaches the transports in `PushOptions.android`.
-    func notification(badge: Int?, android: Bool = false) -> PushNotification {
-        var notification = PushNotification()
+    func content(badge: Int?, android: Bool = false) -> PushContent {
+        var content = PushContent(body: alert, badge: badge)
         if android {
-            notification.alert = androidTitle.map { .fields(.init(title: $0, body: alert)) } ?? .plain(alert)
-            notification.badge = badge
-            if let ext { notification.custom["ext"] = .string(ext) }
-            return notification
+            content.title = androidTitle
+            if let ext { content.data["ext"] = .string(ext) }
+            return content
         }
-        if title != nil || subtitle != nil {
-            notification.alert = .fields(.init(title: title, subtitle: subtitle, body: alert))
-        } else {
-            notification.alert = .plain(alert)
-        }
-        notification.badge = badge
-        notification.sound = sound.map { .named($0) }
-        notification.mutableContent = mutableContent
-        if let ext { notification.custom["ext"] = .string(ext) }
-        if let image { notification.custom["image"] = .string(image) }
-        return notification
-    }
-
-    /// The APNs payload bytes for one receiver (`APNsPayload.render`: sorted keys, so the
-    /// seed example comes out as `{"aps":{"alert":…,"badge":5,"sound":…},"ext":…}`).
-    func payload(badge: Int?, android: Bool = false) -> [UInt8] {
-        APNsPayload.render(notification(badge: badge, android: android))
+        content.title = title
+        content.subtitle = subtitle
+        content.sound = sound
+        content.apns.mutableContent = mutableContent
+        if let ext { content.data["ext"] = .string(ext) }
+        if let image { content.data["image"] = .string(image) }
+        return content
     }
 
     // MARK: Kept with the message

@@ -102,7 +102,7 @@ extension TencentProvider {
 /// carries the account's counter as it is then).
 ///
 /// An Android device (`Recipient.channel`) gets the same alert, title and ext but none of
-/// ApnsInfo's overrides (`OfflinePushTemplate.notification(badge:android:)`). ApnsInfo's
+/// ApnsInfo's overrides (`OfflinePushTemplate.content(badge:android:)`). ApnsInfo's
 /// BadgeMode is iOS's too: a message with BadgeMode 1 still counts for an account it pushes
 /// on an Android device, and that device carries the counter; its iOS devices do not.
 struct TencentDeliveryPolicy: DeliveryPolicy {
@@ -129,22 +129,22 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
         let badges =
             pushed.isEmpty
             ? [:] : try await accounts.grantBadges(appID: message.appID, messageID: message.id, accounts: pushed)
-        // Rendered once per distinct badge and platform, not per receiver: a page's badges take
-        // few values, and equal payloads then share one buffer.
+        // Made once per distinct badge and platform, not per receiver: a page's badges take few
+        // values, and equal contents then share one rendering per transport.
         struct Shape: Hashable {
             var badge: Int?
             var android: Bool
         }
-        var rendered: [Shape: [UInt8]] = [:]
+        var made: [Shape: PushContent] = [:]
         return zip(recipients, reasons).map { recipient, reason in
             if let reason { return .skip(reason: reason) }
             let shape = Shape(
                 badge: counts(recipient) ? recipient.account.flatMap { badges[$0] } : nil,
                 android: recipient.channel.isAndroid)
-            if let bytes = rendered[shape] { return .sendPayload(bytes) }
-            let bytes = template.payload(badge: shape.badge, android: shape.android)
-            rendered[shape] = bytes
-            return .sendPayload(bytes)
+            if let content = made[shape] { return .sendContent(content) }
+            let content = template.content(badge: shape.badge, android: shape.android)
+            made[shape] = content
+            return .sendContent(content)
         }
     }
 }

@@ -60,7 +60,7 @@ extension TencentProvider {
         if let sender = message.sender { labels["from"] = sender }
         let job = PushJob(
             appID: app.id, vendor: Self.name, vendorMessageID: vendorMessageID, audience: audience,
-            notification: template.notification(badge: nil),
+            content: template.content(badge: nil),
             options: PushOptions(
                 pushType: .alert, priority: .immediate, expiration: expiration,
                 android: Self.androidOptions(message.pushInfo, ext: template.ext, app: app)),

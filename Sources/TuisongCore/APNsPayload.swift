@@ -94,71 +94,72 @@ public struct PayloadError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// PushNotification → APNs JSON, and the checks APNs would apply to it.
+/// PushContent → APNs JSON, and the checks APNs would apply to it: the APNs transport's
+/// rendering (the accept path uses it too, to refuse a notification too large for APNs).
 public enum APNsPayload {
-    /// The APNs JSON for `notification`: deterministic (sorted keys, see `JSONValue`), with
-    /// Apple's key names. Unset fields are left out; `aps` is always present. A custom `aps`
-    /// key never overrides the real one (`PushNotification.validate()` rejects it).
+    /// The APNs JSON for `content`: deterministic (sorted keys, see `JSONValue`), with Apple's
+    /// key names. Unset fields are left out; `aps` is always present. An alert with a body and
+    /// nothing else is the plain string form (`"alert": "text"`) unless `apns.alertAsObject`,
+    /// any other alert a dictionary.
+    /// A custom `aps` key never overrides the real one (`PushContent.validate()` rejects it).
     ///
-    ///     APNsPayload.render(PushNotification(alert: .plain("Hi"), badge: 1))
+    ///     APNsPayload.render(PushContent(body: "Hi", badge: 1))
     ///     // {"aps":{"alert":"Hi","badge":1}}
-    public static func render(_ notification: PushNotification) -> [UInt8] {
+    public static func render(_ content: PushContent) -> [UInt8] {
         var aps: [String: JSONValue] = [:]
-        if let alert = notification.alert { aps["alert"] = render(alert) }
-        if let badge = notification.badge { aps["badge"] = .int(Int64(badge)) }
-        if let sound = notification.sound {
-            switch sound {
-            case .named(let name):
-                aps["sound"] = .string(name)
-            case .critical(let name, let volume):
-                aps["sound"] = .object(["critical": .int(1), "name": .string(name), "volume": .double(volume)])
+        let options = content.apns
+        if let alert = alert(content) { aps["alert"] = alert }
+        if let badge = content.badge { aps["badge"] = .int(Int64(badge)) }
+        if let sound = content.sound {
+            if let volume = options.criticalVolume {
+                aps["sound"] = .object(["critical": .int(1), "name": .string(sound), "volume": .double(volume)])
+            } else {
+                aps["sound"] = .string(sound)
             }
         }
-        if notification.contentAvailable { aps["content-available"] = .int(1) }
-        if notification.mutableContent { aps["mutable-content"] = .int(1) }
-        if let category = notification.category { aps["category"] = .string(category) }
-        if let threadID = notification.threadID { aps["thread-id"] = .string(threadID) }
-        if let targetContentID = notification.targetContentID { aps["target-content-id"] = .string(targetContentID) }
-        if let level = notification.interruptionLevel { aps["interruption-level"] = .string(level.rawValue) }
-        if let score = notification.relevanceScore { aps["relevance-score"] = .double(score) }
-        if let timestamp = notification.timestamp { aps["timestamp"] = .int(epochSeconds(timestamp)) }
-        if let event = notification.event { aps["event"] = .string(event.rawValue) }
-        if let state = notification.contentState { aps["content-state"] = .object(state) }
-        if let stale = notification.staleDate { aps["stale-date"] = .int(epochSeconds(stale)) }
-        if let dismissal = notification.dismissalDate { aps["dismissal-date"] = .int(epochSeconds(dismissal)) }
-        if let attributesType = notification.attributesType { aps["attributes-type"] = .string(attributesType) }
-        if let attributes = notification.attributes { aps["attributes"] = .object(attributes) }
+        if content.background { aps["content-available"] = .int(1) }
+        if options.mutableContent { aps["mutable-content"] = .int(1) }
+        if let category = content.category { aps["category"] = .string(category) }
+        if let thread = content.thread { aps["thread-id"] = .string(thread) }
+        if let targetContentID = options.targetContentID { aps["target-content-id"] = .string(targetContentID) }
+        if let level = options.interruptionLevel { aps["interruption-level"] = .string(level.rawValue) }
+        if let score = options.relevanceScore { aps["relevance-score"] = .double(score) }
+        if let timestamp = options.timestamp { aps["timestamp"] = .int(epochSeconds(timestamp)) }
+        if let event = options.event { aps["event"] = .string(event.rawValue) }
+        if let state = options.contentState { aps["content-state"] = .object(state) }
+        if let stale = options.staleDate { aps["stale-date"] = .int(epochSeconds(stale)) }
+        if let dismissal = options.dismissalDate { aps["dismissal-date"] = .int(epochSeconds(dismissal)) }
+        if let attributesType = options.attributesType { aps["attributes-type"] = .string(attributesType) }
+        if let attributes = options.attributes { aps["attributes"] = .object(attributes) }
 
-        var root = notification.custom
+        var root = content.data
         root["aps"] = .object(aps)
         return JSONValue.object(root).serialized()
     }
 
-    private static func render(_ alert: PushNotification.Alert) -> JSONValue {
-        switch alert {
-        case .plain(let text):
-            return .string(text)
-        case .fields(let fields):
-            var object: [String: JSONValue] = [:]
-            func set(_ key: String, _ value: String?) { if let value { object[key] = .string(value) } }
-            func set(_ key: String, _ values: [String]?) {
-                if let values { object[key] = .array(values.map(JSONValue.string)) }
-            }
-            set("title", fields.title)
-            set("subtitle", fields.subtitle)
-            set("body", fields.body)
-            set("launch-image", fields.launchImage)
-            set("title-loc-key", fields.titleLocKey)
-            set("title-loc-args", fields.titleLocArgs)
-            set("subtitle-loc-key", fields.subtitleLocKey)
-            set("subtitle-loc-args", fields.subtitleLocArgs)
-            set("loc-key", fields.locKey)
-            set("loc-args", fields.locArgs)
-            set("action-loc-key", fields.actionLocKey)
-            set("summary-arg", fields.summaryArg)
-            if let count = fields.summaryArgCount { object["summary-arg-count"] = .int(Int64(count)) }
-            return .object(object)
+    private static func alert(_ content: PushContent) -> JSONValue? {
+        let options = content.apns
+        var object: [String: JSONValue] = [:]
+        func set(_ key: String, _ value: String?) { if let value { object[key] = .string(value) } }
+        func set(_ key: String, _ values: [String]?) {
+            if let values { object[key] = .array(values.map(JSONValue.string)) }
         }
+        set("title", content.title)
+        set("subtitle", content.subtitle)
+        set("body", content.body)
+        set("launch-image", options.launchImage)
+        set("title-loc-key", content.titleLocKey)
+        set("title-loc-args", content.titleLocArgs)
+        set("subtitle-loc-key", content.subtitleLocKey)
+        set("subtitle-loc-args", content.subtitleLocArgs)
+        set("loc-key", content.bodyLocKey)
+        set("loc-args", content.bodyLocArgs)
+        set("action-loc-key", options.actionLocKey)
+        set("summary-arg", options.summaryArg)
+        if let count = options.summaryArgCount { object["summary-arg-count"] = .int(Int64(count)) }
+        if object.isEmpty { return nil }
+        if object.count == 1, let body = content.body, !options.alertAsObject { return .string(body) }
+        return .object(object)
     }
 
     private static func epochSeconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
@@ -217,10 +218,10 @@ public enum APNsPayload {
         }
     }
 
-    /// `notification.validate()`, `render`, then `validate(_:pushType:)`: the bytes to send.
-    public static func build(_ notification: PushNotification, pushType: PushType) throws(PayloadError) -> [UInt8] {
-        try notification.validate()
-        let bytes = render(notification)
+    /// `content.validate()`, `render`, then `validate(_:pushType:)`: the bytes to send.
+    public static func build(_ content: PushContent, pushType: PushType) throws(PayloadError) -> [UInt8] {
+        try content.validate()
+        let bytes = render(content)
         try validate(bytes, pushType: pushType)
         return bytes
     }

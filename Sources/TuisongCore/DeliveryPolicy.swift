@@ -22,14 +22,14 @@ public struct Recipient: Sendable, Hashable {
     public var appState: AppState?
     /// The credential selector the device registered with (a vendor's credential selector).
     public var credentialSelector: String?
-    /// The device's push service: a policy renders an Android device's payload without what
-    /// only iOS shows (the transports render their service's message from it).
+    /// The device's push service: a policy may decide an Android device's content without
+    /// what only iOS shows (each transport renders its service's message from the content).
     public var channel: PushChannel
 
     public init(
         deviceID: Int64?, token: String, environment: APNsEnvironment, account: String? = nil,
         accountID: Int64? = nil, locale: String? = nil, appState: AppState? = nil, credentialSelector: String? = nil,
-        channel: PushChannel = .apns
+        channel: PushChannel
     ) {
         self.channel = channel
         self.deviceID = deviceID
@@ -51,12 +51,12 @@ public struct Recipient: Sendable, Hashable {
 
 /// What a policy decided for one recipient.
 public enum DeliveryDecision: Sendable, Hashable {
-    /// Send the message's own payload.
+    /// Send the message's own content.
     case send
-    /// Send these payload bytes to this device (a per-receiver badge, alert or template). The
-    /// dispatcher checks the size like any payload and keeps the bytes with the delivery row
-    /// when it has to retry, so a retry resends exactly what was decided.
-    case sendPayload([UInt8])
+    /// Send this content to this device (a per-receiver badge, alert or template). The device's
+    /// transport renders it (and checks its service's size limit); the dispatcher keeps it with
+    /// the delivery row when it has to retry, so a retry resends exactly what was decided.
+    case sendContent(PushContent)
     /// Do not send; counted under `skipped` with this reason (`foreground`, `dnd`, `sender`, …).
     case skip(reason: String)
 }

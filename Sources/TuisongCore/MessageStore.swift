@@ -7,10 +7,10 @@ public struct MessageRecord: Sendable, Hashable {
     public var vendor: String
     public var vendorMessageID: String?
     public var audience: Audience
-    public var notification: PushNotification
+    /// What the message says (`messages.content`); a policy may decide other content per
+    /// recipient (`DeliveryRecord.content`).
+    public var content: PushContent
     public var options: PushOptions
-    /// The APNs payload, rendered once when the message was accepted.
-    public var payload: [UInt8]
     public var state: MessageState
     public var sendAt: Date?
     public var labels: [String: String]
@@ -33,7 +33,7 @@ public struct MessageRecord: Sendable, Hashable {
 
     public init(
         id: Int64, appID: Int64, vendor: String, vendorMessageID: String?, audience: Audience,
-        notification: PushNotification, options: PushOptions, payload: [UInt8], state: MessageState,
+        content: PushContent, options: PushOptions, state: MessageState,
         sendAt: Date?, labels: [String: String], createdAt: Date, startedAt: Date?,
         completedAt: Date?, total: Int?, cursor: Int64, counts: DeliveryCounts, failures: [String: Int],
         skips: [String: Int] = [:], vendorContext: JSONValue? = nil
@@ -43,9 +43,8 @@ public struct MessageRecord: Sendable, Hashable {
         self.vendor = vendor
         self.vendorMessageID = vendorMessageID
         self.audience = audience
-        self.notification = notification
+        self.content = content
         self.options = options
-        self.payload = payload
         self.state = state
         self.sendAt = sendAt
         self.labels = labels
@@ -66,11 +65,11 @@ extension MessageRecord {
     /// rather than read back, which would cost the accepting request a second round trip and
     /// could already show the dispatcher's claim (`sending`) instead of what was accepted.
     public static func created(
-        id: Int64, job: PushJob, payload: [UInt8], state: MessageState, createdAt: Date
+        id: Int64, job: PushJob, state: MessageState, createdAt: Date
     ) -> MessageRecord {
         MessageRecord(
             id: id, appID: job.appID, vendor: job.vendor, vendorMessageID: job.vendorMessageID,
-            audience: job.audience, notification: job.notification, options: job.options, payload: payload,
+            audience: job.audience, content: job.content, options: job.options,
             // Stored in milliseconds: the record says what a later read will say.
             state: state, sendAt: job.sendAt.map { SQLTime.date(SQLTime.milliseconds($0)) }, labels: job.labels,
             createdAt: createdAt, startedAt: nil,
@@ -170,9 +169,9 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var attempts: Int
     public var nextAttemptAt: Date?
     public var updatedAt: Date
-    /// The payload decided for this device when it differs from the message's (a policy's
-    /// per-receiver badge or alert); a retry resends exactly these bytes.
-    public var payload: [UInt8]?
+    /// The content decided for this device when it differs from the message's (a policy's
+    /// per-receiver badge or alert); a retry resends exactly this content.
+    public var content: PushContent?
     /// The device's credential selector when the delivery was decided.
     public var credentialSelector: String?
     /// The device's push service when the delivery was decided; a retry goes the same way.
@@ -181,7 +180,7 @@ public struct DeliveryRecord: Sendable, Hashable {
     public init(
         id: Int64, messageID: Int64, deviceID: Int64?, token: String, environment: APNsEnvironment,
         state: DeliveryState, reason: String?, apnsID: String?, attempts: Int, nextAttemptAt: Date?,
-        updatedAt: Date, payload: [UInt8]? = nil, credentialSelector: String? = nil, channel: PushChannel = .apns
+        updatedAt: Date, content: PushContent? = nil, credentialSelector: String? = nil, channel: PushChannel
     ) {
         self.channel = channel
         self.id = id
@@ -195,7 +194,7 @@ public struct DeliveryRecord: Sendable, Hashable {
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
         self.updatedAt = updatedAt
-        self.payload = payload
+        self.content = content
         self.credentialSelector = credentialSelector
     }
 }
@@ -210,15 +209,15 @@ public struct NewDelivery: Sendable, Hashable {
     public var apnsID: String?
     public var attempts: Int
     public var nextAttemptAt: Date?
-    /// Kept only when it differs from the message's payload (see `DeliveryRecord.payload`).
-    public var payload: [UInt8]?
+    /// Kept only when it differs from the message's content (see `DeliveryRecord.content`).
+    public var content: PushContent?
     public var credentialSelector: String?
     public var channel: PushChannel
 
     public init(
         deviceID: Int64?, token: String, environment: APNsEnvironment, state: DeliveryState,
         reason: String?, apnsID: String? = nil, attempts: Int, nextAttemptAt: Date? = nil,
-        payload: [UInt8]? = nil, credentialSelector: String? = nil, channel: PushChannel = .apns
+        content: PushContent? = nil, credentialSelector: String? = nil, channel: PushChannel
     ) {
         self.channel = channel
         self.deviceID = deviceID
@@ -229,7 +228,7 @@ public struct NewDelivery: Sendable, Hashable {
         self.apnsID = apnsID
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
-        self.payload = payload
+        self.content = content
         self.credentialSelector = credentialSelector
     }
 }
@@ -371,7 +370,7 @@ public protocol MessageStore: Sendable {
     /// already has a message under that key, created within `IdempotencyKey.lifetime`, nothing
     /// is created and that message's record is answered as it is now (its state may have moved
     /// on). Concurrent calls with one key create one message.
-    func createMessage(_ job: PushJob, payload: [UInt8], state: MessageState) async throws -> MessageRecord
+    func createMessage(_ job: PushJob, state: MessageState) async throws -> MessageRecord
     /// Deletes at most `limit` idempotency keys created before `before`, oldest first, in one
     /// transaction, and returns how many. The stores also call it themselves now and then while
     /// keys are being created; a key past its lifetime is ignored even before it is deleted.

@@ -245,7 +245,7 @@ public struct Device: Sendable, Hashable, Codable {
     public init(
         id: Int64, appID: Int64, token: String, environment: APNsEnvironment, user: String? = nil,
         locale: String? = nil, imAccount: String? = nil, createdAt: Date, updatedAt: Date, invalidatedAt: Date? = nil,
-        invalidReason: String? = nil, credentialSelector: String? = nil, channel: PushChannel = .apns
+        invalidReason: String? = nil, credentialSelector: String? = nil, channel: PushChannel
     ) {
         self.channel = channel
         self.id = id
@@ -280,7 +280,7 @@ public struct DeviceRegistration: Sendable, Hashable {
     public init(
         token: DeviceToken, environment: APNsEnvironment, user: String? = nil,
         locale: String? = nil, tags: [TagName]? = nil, credentialSelector: String? = nil,
-        channel: PushChannel = .apns
+        channel: PushChannel
     ) {
         self.channel = channel
         self.token = token

@@ -38,8 +38,9 @@ public struct PushOptions: Sendable, Hashable, Codable {
     /// When APNs may stop trying; `nil` = the gateway's default (24 h). Retries stop then too.
     public var expiration: Date?
     public var collapseID: String?
-    /// `nil` = each device's own environment; set = only devices of that environment (and
-    /// explicit tokens are sent there).
+    /// `nil` = each APNs device's own environment; set = only APNs devices of that
+    /// environment (and explicit APNs tokens are sent there). An environment is an APNs
+    /// notion: it never filters Android devices.
     public var environment: APNsEnvironment?
     /// What only Android services take (notification channels, importance, vivo's
     /// classification): a vendor API's Android fields. `nil` = none.
@@ -118,7 +119,9 @@ public struct PushJob: Sendable, Hashable {
     /// The vendor's own id for the message (a `msg_id`, …) if it has one, for lookups.
     public var vendorMessageID: String?
     public var audience: Audience
-    public var notification: PushNotification
+    /// What the push says, stored once with the message; each transport renders its
+    /// service's message from it.
+    public var content: PushContent
     public var options: PushOptions
     /// Scheduled send (a vendor's `send_time`); `nil` = now.
     public var sendAt: Date?
@@ -134,7 +137,7 @@ public struct PushJob: Sendable, Hashable {
 
     public init(
         appID: Int64, vendor: String, vendorMessageID: String? = nil, audience: Audience,
-        notification: PushNotification, options: PushOptions, sendAt: Date? = nil,
+        content: PushContent, options: PushOptions, sendAt: Date? = nil,
         labels: [String: String] = [:], vendorContext: JSONValue? = nil, idempotencyKey: String? = nil
     ) {
         self.idempotencyKey = idempotencyKey
@@ -142,7 +145,7 @@ public struct PushJob: Sendable, Hashable {
         self.vendor = vendor
         self.vendorMessageID = vendorMessageID
         self.audience = audience
-        self.notification = notification
+        self.content = content
         self.options = options
         self.sendAt = sendAt
         self.labels = labels

@@ -44,7 +44,7 @@ public struct MessageStatus: Sendable {
 
 /// What a provider hands its pushes to. `submit` returns only once the message is durable.
 public protocol PushGateway: Sendable {
-    /// Renders and validates the APNs payload (throws `PayloadError`), commits the message
+    /// Validates the content and renders it as APNs would (throws `PayloadError`), commits the message
     /// and schedules it. When this returns the message survives a crash.
     func submit(_ job: PushJob) async throws -> MessageRecord
     func status(messageID: Int64) async throws -> MessageStatus?

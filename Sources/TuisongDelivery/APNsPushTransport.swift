@@ -213,16 +213,37 @@ public final class APNsPushTransport: PushTransport {
         var template = Self.request(templateHeaders, app: app)
         var requests: [APNsRequest] = []
         requests.reserveCapacity(pushes.count)
-        for push in pushes {
+        // The pushes sent, by position in `pushes`, once one was refused (nil: all, in order).
+        var sentIndices: [Int]?
+        var refused: [SendReport] = []
+        // The pushes of a message share one content: its bytes are looked up once per run of it.
+        var lastContent: SharedContent?
+        var lastPayload: [UInt8] = []
+        for (index, push) in pushes.enumerated() {
             if push.headers != templateHeaders {
                 templateHeaders = push.headers
                 template = Self.request(templateHeaders, app: app)
             }
+            // Rendered once per content: the pushes of a message share it.
+            if lastContent !== push.content {
+                lastContent = push.content
+                lastPayload = push.content.apnsPayload
+            }
+            let payload = lastPayload
+            if payload.count > push.headers.pushType.payloadLimit {
+                if sentIndices == nil { sentIndices = Array(0..<index) }
+                refused.append(SendReport(index: position(index), outcome: .failed(.payloadTooLarge)))
+                continue
+            }
+            sentIndices?.append(index)
             var request = template
             request.deviceToken = push.token
-            request.payload = push.payload
+            request.payload = payload
             requests.append(request)
         }
+        if !refused.isEmpty { report(refused) }
+        guard !requests.isEmpty else { return }
+        let sent = sentIndices
         pool.send(requests) { [self] answers in
             var reports: [SendReport] = []
             reports.reserveCapacity(answers.count)
@@ -230,7 +251,8 @@ public final class APNsPushTransport: PushTransport {
             for answer in answers {
                 let (outcome, failing) = Self.outcome(of: answer.result)
                 if let failing { failingReason = failing }
-                reports.append(SendReport(index: position(answer.index), outcome: outcome))
+                let index = sent.map { $0[answer.index] } ?? answer.index
+                reports.append(SendReport(index: position(index), outcome: outcome))
             }
             guard let failingReason, let credential else {
                 report(reports)
@@ -298,7 +320,7 @@ public final class APNsPushTransport: PushTransport {
         }
         switch APNsOutcome.classify(status: response.status, reason: response.reason, timestamp: response.timestamp) {
         case .delivered:
-            return (.delivered(apnsID: response.apnsID), nil)
+            return (.delivered(serviceMessageID: response.apnsID), nil)
         case .invalidateDevice(let reason, let since):
             return (.invalidate(.apns(reason), since: since), nil)
         case .retry(let reason, let after):

@@ -163,9 +163,11 @@ public final class DeliveryEngine: PushGateway {
 
     /// Validates, renders and commits the message; it is durable when this returns.
     public func submit(_ job: PushJob) async throws -> MessageRecord {
-        let payload = try APNsPayload.build(job.notification, pushType: job.options.pushType)
+        // Refused here as before: content APNs could not carry (the transports check their own
+        // limits again when they render it).
+        _ = try APNsPayload.build(job.content, pushType: job.options.pushType)
         let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
-        let record = try await store.createMessage(job, payload: payload, state: state)
+        let record = try await store.createMessage(job, state: state)
         observer.accepted(vendor: job.vendor)
         if state == .queued {
             wakeSignal.signal()

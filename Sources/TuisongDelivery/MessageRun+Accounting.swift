@@ -6,7 +6,7 @@ import TuisongCore
 extension MessageRun {
     /// Records a chunk's outcomes with one lock, returns their permits, and wakes the flusher
     /// when the oldest unflushed page is done.
-    func record(_ reports: [SendReport], of chunk: [AudienceEntry], payloads: [[UInt8]?]?, page: Int) {
+    func record(_ reports: [SendReport], of chunk: [AudienceEntry], contents: [SharedContent?]?, page: Int) {
         let now = engine.clock.now
         let heldUntil = engine.expiry(of: record)
         // Retry dates are drawn outside the lock; most chunks have none.
@@ -21,7 +21,7 @@ extension MessageRun {
             var delivered = 0
             for (position, report) in reports.enumerated() {
                 // This runs on the APNs pool's event loop thread, which also does the sending:
-                // the common outcome touches neither the entry nor its payload.
+                // the common outcome touches neither the entry nor its content.
                 if case .delivered = report.outcome {
                     state.pages[page].pending -= 1
                     state.pages[page].counts.delivered += 1
@@ -30,7 +30,7 @@ extension MessageRun {
                 }
                 // In place (inout on the array element): a copy would duplicate the page's arrays.
                 Self.apply(
-                    .outcome(report.outcome), entry: chunk[report.index], payload: payloads?[report.index],
+                    .outcome(report.outcome), entry: chunk[report.index], content: contents?[report.index]?.content,
                     attempted: true, retryAt: retryDates.isEmpty ? nil : retryDates[position], now: now,
                     heldUntil: heldUntil, to: &state.pages[page])
             }
@@ -46,7 +46,7 @@ extension MessageRun {
     }
 
     /// Records entries decided without sending: skipped (by the audience or the policy) or
-    /// refused before sending (a policy's payload too large).
+    /// refused before sending.
     func recordUnsent(_ unsent: [(entry: AudienceEntry, result: EntryResult)], page: Int) {
         let now = engine.clock.now
         let heldUntil = engine.expiry(of: record)
@@ -60,7 +60,7 @@ extension MessageRun {
         let pageDone = state.withLock { state -> Bool in
             for (entry, result) in unsent {
                 Self.apply(
-                    result, entry: entry, payload: nil, attempted: false, retryAt: nil, now: now,
+                    result, entry: entry, content: nil, attempted: false, retryAt: nil, now: now,
                     heldUntil: heldUntil, to: &state.pages[page])
             }
             return page == state.flushedPages && state.pages[page].pending == 0
@@ -72,7 +72,7 @@ extension MessageRun {
     }
 
     private static func apply(
-        _ result: EntryResult, entry: AudienceEntry, payload: [UInt8]?, attempted: Bool, retryAt: Date?, now: Date,
+        _ result: EntryResult, entry: AudienceEntry, content: PushContent?, attempted: Bool, retryAt: Date?, now: Date,
         heldUntil: Date, to results: inout PageResults
     ) {
         results.pending -= 1
@@ -81,7 +81,7 @@ extension MessageRun {
                 NewDelivery(
                     deviceID: entry.deviceID, token: entry.token, environment: entry.environment, state: s,
                     reason: reason, apnsID: apnsID, attempts: attempted ? 1 : 0, nextAttemptAt: next,
-                    payload: payload, credentialSelector: entry.credentialSelector, channel: entry.channel))
+                    content: content, credentialSelector: entry.credentialSelector, channel: entry.channel))
         }
         switch result {
         case .skipped(let reason):

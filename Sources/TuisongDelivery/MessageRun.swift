@@ -88,6 +88,8 @@ final class MessageRun: Sendable {
     let policy: (any DeliveryPolicy)?
     /// The message's request headers, the same for every device.
     let headers: PushHeaders
+    /// The message's content, shared by its pushes: each transport renders it once.
+    let content: SharedContent
     let state = Mutex(State())
     /// Raised when the oldest unflushed page finished.
     let flushSignal = WakeSignal()
@@ -100,6 +102,7 @@ final class MessageRun: Sendable {
         self.leaseUntil = Mutex(slice.leaseUntil)
         self.policy = engine.policy(forVendor: record.vendor)
         self.headers = PushHeaders(record.options)
+        self.content = SharedContent(record.content)
     }
 
     var logger: Logger { engine.logger }
@@ -199,8 +202,7 @@ final class MessageRun: Sendable {
                 return state.pages.count - 1
             }
             let plan = SendPlan.make(
-                entries: entries, decisions: page.decisions, messagePayload: record.payload,
-                payloadLimit: record.options.pushType.payloadLimit)
+                entries: entries, decisions: page.decisions, messageContent: record.content)
             if !plan.unsent.isEmpty { recordUnsent(plan.unsent, page: pageIndex) }
             guard await send(plan, page: pageIndex) else { break }
             if state.withLock({ $0.exhausted }) { break }
@@ -255,7 +257,7 @@ final class MessageRun: Sendable {
                     return false
                 }
                 let chunk = Array(group.entries[start..<(start + granted)])
-                let payloads = group.hasOwnPayloads ? Array(group.payloads[start..<(start + granted)]) : nil
+                let contents = group.hasOwnContents ? Array(group.contents[start..<(start + granted)]) : nil
                 start += granted
                 state.withLock { $0.inFlight += granted }
                 var pushes: [OutgoingPush] = []
@@ -264,11 +266,11 @@ final class MessageRun: Sendable {
                     pushes.append(
                         OutgoingPush(
                             token: entry.token, environment: group.route.environment, selector: group.route.selector,
-                            payload: payloads?[index] ?? record.payload, headers: headers, channel: group.route.channel)
+                            content: contents?[index] ?? content, headers: headers, channel: group.route.channel)
                     )
                 }
                 await engine.transport.send(PushBatch(app: app, pushes: pushes)) { reports in
-                    self.record(reports, of: chunk, payloads: payloads, page: pageIndex)
+                    self.record(reports, of: chunk, contents: contents, page: pageIndex)
                 }
             }
         }
@@ -318,7 +320,7 @@ final class MessageRun: Sendable {
     }
 
     /// An audience page and, with a policy, its decisions: one per entry not already skipped,
-    /// in order (nil: send the message's payload to all).
+    /// in order (nil: send the message's content to all).
     struct PreparedPage {
         var entries: [AudienceEntry]
         var decisions: [DeliveryDecision]?

@@ -44,22 +44,72 @@ public struct OutgoingPush: Sendable {
     /// The vendor credential selector the device registered with; nil = the app's default
     /// credential.
     public var selector: String?
-    /// The APNs payload (`{"aps": …, custom keys}`): what every policy decides. An Android
-    /// transport renders its service's message from it (alert, badge, sound, custom keys).
-    public var payload: [UInt8]
+    /// What the push says, shared by every push of a message that sends the message's own
+    /// content (and by a policy's pushes of equal content): each transport renders its
+    /// service's message from it, once per content (`SharedContent.rendering(for:_:)`).
+    public var content: SharedContent
     public var headers: PushHeaders
 
     public init(
-        token: String, environment: APNsEnvironment, selector: String? = nil, payload: [UInt8], headers: PushHeaders,
-        channel: PushChannel = .apns
+        token: String, environment: APNsEnvironment, selector: String? = nil, content: SharedContent,
+        headers: PushHeaders, channel: PushChannel
     ) {
         self.token = token
         self.channel = channel
         self.environment = environment
         self.selector = selector
-        self.payload = payload
+        self.content = content
         self.headers = headers
     }
+
+    /// A push of content of its own.
+    public init(
+        token: String, environment: APNsEnvironment, selector: String? = nil, content: PushContent,
+        headers: PushHeaders, channel: PushChannel
+    ) {
+        self.init(
+            token: token, environment: environment, selector: selector, content: SharedContent(content),
+            headers: headers, channel: channel)
+    }
+}
+
+/// One content and its renderings: the pushes of a message share one, so a transport renders
+/// its service's wire format once per message, not once per device (the APNs transport's
+/// one-payload path renders the APNs JSON once and hands the same bytes to every stream).
+/// Two are equal when their content is (identity first: the common case is one instance).
+public final class SharedContent: Sendable, Hashable {
+    public let content: PushContent
+    private let renderings = Mutex<[PushChannel: any Sendable]>([:])
+    private let apns = Mutex<[UInt8]?>(nil)
+
+    public init(_ content: PushContent) {
+        self.content = content
+    }
+
+    /// `render(content)` made once per channel; later calls answer the first rendering. A
+    /// rendering must depend on the content alone (what depends on the headers or the device
+    /// is the transport's to add).
+    public func rendering<T: Sendable>(for channel: PushChannel, _ render: (PushContent) -> T) -> T {
+        if let cached = renderings.withLock({ $0[channel] }) as? T { return cached }
+        let made = render(content)
+        renderings.withLock { $0[channel] = made }
+        return made
+    }
+
+    /// The APNs JSON (`APNsPayload.render`), rendered once (its own slot: the APNs transport
+    /// asks for it on its hottest path).
+    public var apnsPayload: [UInt8] {
+        if let bytes = apns.withLock({ $0 }) { return bytes }
+        let bytes = APNsPayload.render(content)
+        apns.withLock { $0 = bytes }
+        return bytes
+    }
+
+    public static func == (lhs: SharedContent, rhs: SharedContent) -> Bool {
+        lhs === rhs || lhs.content == rhs.content
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(content) }
 }
 
 /// Pushes of one app, handed to a transport at once so it can resolve credentials and
@@ -98,7 +148,8 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     case credentialUnusable
     /// The credential was refused earlier and is held until an operator fixes it.
     case credentialFailing
-    /// The bytes a policy decided exceed the push type's limit.
+    /// The content, rendered for the device's service, exceeds the service's limit (APNs's by
+    /// push type).
     case payloadTooLarge
     /// A retried delivery whose message no longer exists.
     case messageGone
@@ -107,13 +158,16 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     /// The service's daily quota for the app is used up (OPPO, vivo, Xiaomi): skipped until
     /// its next day rather than retried into the limit.
     case quota
+    /// Content the device's service cannot carry (a background or data-only push to vivo or
+    /// OPPO, which have no pass-through message): skipped, never sent as an invalid request.
+    case unsupportedContent
     /// A reason this build does not know, kept verbatim.
     case unknown(String)
 
     private static let gatewayReasons: [String: SendReason] = {
         let own: [SendReason] = [
             .noCredential, .noCredentialForSelector, .credentialLookupFailed, .credentialUnusable,
-            .credentialFailing, .payloadTooLarge, .messageGone, .channelNotConfigured, .quota,
+            .credentialFailing, .payloadTooLarge, .messageGone, .channelNotConfigured, .quota, .unsupportedContent,
         ]
         var byName = Dictionary(uniqueKeysWithValues: own.map { ($0.description, $0) })
         // Older builds' spellings, still in stored rows. (`PayloadTooLarge` is also APNs's own
@@ -157,6 +211,7 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         case .messageGone: "message_gone"
         case .channelNotConfigured: "channel_not_configured"
         case .quota: "quota"
+        case .unsupportedContent: "unsupported_content"
         case .unknown(let raw): raw
         }
     }
@@ -180,7 +235,9 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
 
 /// What happened when one device was tried.
 public enum SendOutcome: Sendable, Hashable {
-    case delivered(apnsID: String?)
+    /// The service took it; its own id of the message where it gives one (`apns-id`, an FCM
+    /// message name, a Huawei request id, …).
+    case delivered(serviceMessageID: String?)
     /// The service says the token is dead (410, BadDeviceToken); `since` is its timestamp.
     case invalidate(SendReason, since: Date?)
     /// Try again later (429, 5xx, connection trouble), after `after` if the service said.
@@ -218,7 +275,8 @@ public struct SendReport: Sendable, Hashable {
 /// services are others): a batch of pushes in, one outcome each out.
 ///
 /// An implementer sends every push of `batch` through the credential its `selector` names
-/// (nil: the app's default) in its `environment`, with its own `payload` and `headers`, and
+/// (nil: the app's default) in its `environment`, rendering its `content` in the service's wire
+/// format (and checking the service's size limit) with its `headers`, and
 /// calls `report` with outcomes by index until every push has had exactly one. `send` may
 /// return before the answers arrive; `report` may be called from any thread, several times,
 /// and must be cheap to call (the APNs transport calls it on its event-loop thread). A push

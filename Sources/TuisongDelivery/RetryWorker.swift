@@ -77,15 +77,25 @@ struct RetryWorker: Sendable {
                     start += granted
                     group.addTask {
                         defer { engine.permits.signal(count: chunk.count) }
+                        // A message's retries share its content, and so its rendering.
+                        var shared: [Int64: SharedContent] = [:]
                         let batch = PushBatch(
                             app: app,
                             pushes: chunk.map { item in
-                                // The bytes decided for this device when it was first sent (a
-                                // policy's own payload), else the message's.
-                                OutgoingPush(
+                                // The content decided for this device when it was first sent (a
+                                // policy's own), else the message's.
+                                let content: SharedContent
+                                if let own = item.delivery.content {
+                                    content = SharedContent(own)
+                                } else if let known = shared[item.message.id] {
+                                    content = known
+                                } else {
+                                    content = SharedContent(item.message.content)
+                                    shared[item.message.id] = content
+                                }
+                                return OutgoingPush(
                                     token: item.delivery.token, environment: item.delivery.environment,
-                                    selector: item.delivery.credentialSelector,
-                                    payload: item.delivery.payload ?? item.message.payload,
+                                    selector: item.delivery.credentialSelector, content: content,
                                     headers: PushHeaders(item.message.options), channel: item.delivery.channel)
                             })
                         let outcomes = await engine.transport.outcomes(of: batch)

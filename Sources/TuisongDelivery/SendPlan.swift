@@ -7,45 +7,46 @@ enum EntryResult: Sendable {
 }
 
 /// How a page's devices go out: grouped by route (channel, environment and credential selector, in
-/// order of first appearance), each with its own bytes where a policy decided bytes other than
-/// the message's, and the entries decided without sending (skipped by the audience or the
-/// policy, or refused before sending: a policy's payload over the push type's limit).
+/// order of first appearance), each with its own content where a policy decided content other
+/// than the message's, and the entries decided without sending (skipped by the audience or the
+/// policy). Size limits are each transport's to check, on its own rendering.
 struct SendPlan: Sendable {
     /// Devices of one route reach their service through one credential.
     struct Route: Hashable, Sendable {
         var environment: APNsEnvironment
         var selector: String?
-        var channel: PushChannel = .apns
+        var channel: PushChannel
     }
 
     struct Group: Sendable {
         var route: Route
         var entries: [AudienceEntry] = []
-        /// Per entry, only when the page was decided by a policy: its own bytes when they
-        /// differ from the message's payload, else nil.
-        var payloads: [[UInt8]?] = []
-        var hasOwnPayloads = false
+        /// Per entry, only when the page was decided by a policy: its own content when it
+        /// differs from the message's, else nil.
+        var contents: [SharedContent?] = []
+        var hasOwnContents = false
     }
 
     var groups: [Group] = []
     var unsent: [(entry: AudienceEntry, result: EntryResult)] = []
 
-    /// Plans `entries`. `decisions` (nil: no policy, everyone gets `messagePayload`) holds one
+    /// Plans `entries`. `decisions` (nil: no policy, everyone gets `messageContent`) holds one
     /// decision per entry that is not already skipped, in order.
     static func make(
-        entries: [AudienceEntry], decisions: [DeliveryDecision]?, messagePayload: [UInt8], payloadLimit: Int
+        entries: [AudienceEntry], decisions: [DeliveryDecision]?, messageContent: PushContent
     ) -> SendPlan {
         var plan = SendPlan()
         // Usually one group (one environment, no selector): found by comparing with the
         // previous entry's, not by hashing every entry.
         var slot = -1
         var decisionIndex = 0
+        var lastOwn: SharedContent?
         for entry in entries {
             if let reason = entry.skipReason {
                 plan.unsent.append((entry, .skipped(reason)))
                 continue
             }
-            var own: [UInt8]?
+            var own: SharedContent?
             if let decisions {
                 let decision = decisions[decisionIndex]
                 decisionIndex += 1
@@ -55,13 +56,13 @@ struct SendPlan: Sendable {
                 case .skip(let reason):
                     plan.unsent.append((entry, .skipped(reason)))
                     continue
-                case .sendPayload(let bytes):
-                    if bytes.count > payloadLimit {
-                        plan.unsent.append((entry, .outcome(.failed(.payloadTooLarge))))
-                        continue
+                case .sendContent(let content):
+                    // Kept only when it differs: the message's own content needs no copy per row.
+                    // Consecutive equal contents share one (and so one rendering).
+                    if content != messageContent {
+                        own = lastOwn?.content == content ? lastOwn : SharedContent(content)
+                        lastOwn = own
                     }
-                    // Kept only when it differs: the message's own bytes need no copy per row.
-                    if bytes != messagePayload { own = bytes }
                 }
             }
             let route = Route(
@@ -76,8 +77,8 @@ struct SendPlan: Sendable {
             }
             plan.groups[slot].entries.append(entry)
             if decisions != nil {
-                plan.groups[slot].payloads.append(own)
-                if own != nil { plan.groups[slot].hasOwnPayloads = true }
+                plan.groups[slot].contents.append(own)
+                if own != nil { plan.groups[slot].hasOwnContents = true }
             }
         }
         return plan

@@ -92,7 +92,10 @@ struct AdminPushAPI: Sendable {
             "console: test push",
             metadata: ["message": "\(record.id)", "app": "\(app.id)", "audience": "\(job.audience.summary)"])
         return .json(
-            object: ["message_id": record.id, "state": record.state.rawValue, "payload_bytes": record.payload.count],
+            object: [
+                "message_id": record.id, "state": record.state.rawValue,
+                "payload_bytes": APNsPayload.render(record.content).count,
+            ],
             status: 202)
     }
 
@@ -101,12 +104,12 @@ struct AdminPushAPI: Sendable {
         let job = try await job(app, try AdminBody(request))
         let limit = job.options.pushType.payloadLimit
         do {
-            let payload = try APNsPayload.build(job.notification, pushType: job.options.pushType)
+            let payload = try APNsPayload.build(job.content, pushType: job.options.pushType)
             return .json(object: [
                 "payload": String(decoding: payload, as: UTF8.self), "bytes": payload.count, "limit": limit,
             ])
         } catch {
-            let rendered = APNsPayload.render(job.notification)
+            let rendered = APNsPayload.render(job.content)
             return .json(object: [
                 "payload": String(decoding: rendered, as: UTF8.self), "bytes": rendered.count, "limit": limit,
                 "error": ["code": error.code.rawValue, "message": error.message],
@@ -160,15 +163,17 @@ struct AdminPushAPI: Sendable {
         var object = MessageView.object(status)
         let record = status.record
         object["app_id"] = record.appID
-        object["title"] = orNull(record.notification.alert?.title)
-        object["body"] = orNull(record.notification.alert?.body)
+        object["title"] = orNull(record.content.title)
+        object["body"] = orNull(record.content.body)
         object["environment"] = orNull(record.options.environment?.rawValue)
-        object["payload_bytes"] = record.payload.count
+        // The console shows the message as APNs would carry it (the content's APNs rendering).
+        let payload = APNsPayload.render(record.content)
+        object["payload_bytes"] = payload.count
         let c = status.counts
         // Held deliveries are not finished: a credential added before the message expires sends them.
         object["finished"] = c.delivered + c.failed + c.skipped
         if detailed {
-            object["payload"] = String(decoding: record.payload, as: UTF8.self)
+            object["payload"] = String(decoding: payload, as: UTF8.self)
             object["labels"] = record.labels
         }
         return object

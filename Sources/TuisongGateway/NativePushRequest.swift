@@ -25,9 +25,9 @@ enum NativePushRequest {
         guard let notificationObject = body["notification"] as? [String: Any] else {
             throw invalid("\"notification\" is required and must be an object")
         }
-        let notification = try parseNotification(notificationObject)
+        let content = try parseNotification(notificationObject)
 
-        var options = PushOptions(pushType: notification.suggestedPushType)
+        var options = PushOptions(pushType: content.suggestedPushType)
         if let raw = body["push_type"] {
             guard let name = raw as? String, let type = PushType(rawValue: name) else {
                 throw invalid(
@@ -39,7 +39,7 @@ enum NativePushRequest {
             guard let value = integer(raw), let priority = APNsPriority(rawValue: value) else {
                 throw invalid("\"priority\" must be 10, 5 or 1")
             }
-            if priority == .immediate, notification.isBackgroundOnly {
+            if priority == .immediate, content.isBackgroundOnly {
                 throw invalid("priority 10 with a background-only notification is refused by APNs; use 5")
             }
             options.priority = priority
@@ -79,7 +79,7 @@ enum NativePushRequest {
             sendAt = Date(timeIntervalSince1970: Double(seconds))
         }
         return PushJob(
-            appID: appID, vendor: "native", audience: audience, notification: notification, options: options,
+            appID: appID, vendor: "native", audience: audience, content: content, options: options,
             sendAt: sendAt)
     }
 
@@ -137,15 +137,17 @@ enum NativePushRequest {
         }
     }
 
-    static func parseNotification(_ object: [String: Any]) throws -> PushNotification {
-        var n = PushNotification()
+    /// The native API's `notification` object (APNs's shape, snake-cased) as neutral content.
+    static func parseNotification(_ object: [String: Any]) throws -> PushContent {
+        var n = PushContent()
         for (key, value) in object {
             switch key {
             case "alert":
                 if let text = value as? String {
-                    n.alert = .plain(text)
+                    n.body = text
                 } else if let fields = value as? [String: Any] {
-                    n.alert = .fields(try parseAlert(fields))
+                    try parseAlert(fields, into: &n)
+                    n.apns.alertAsObject = true
                 } else {
                     throw invalid("\"notification.alert\" must be a string or an object")
                 }
@@ -156,30 +158,31 @@ enum NativePushRequest {
                 n.badge = badge
             case "sound":
                 if let name = value as? String {
-                    n.sound = .named(name)
+                    n.sound = name
                 } else if let sound = value as? [String: Any], let name = sound["name"] as? String {
-                    let volume = (sound["volume"] as? NSNumber)?.doubleValue ?? 1
-                    n.sound = .critical(name: name, volume: volume)
+                    n.sound = name
+                    n.apns.criticalVolume = (sound["volume"] as? NSNumber)?.doubleValue ?? 1
                 } else {
                     throw invalid(
                         "\"notification.sound\" must be a sound name or {\"name\", \"volume\"} for a critical alert")
                 }
-            case "content_available": n.contentAvailable = try flag(value, key)
-            case "mutable_content": n.mutableContent = try flag(value, key)
+            case "content_available": n.background = try flag(value, key)
+            case "mutable_content": n.apns.mutableContent = try flag(value, key)
             case "category": n.category = try string(value, key)
-            case "thread_id": n.threadID = try string(value, key)
-            case "target_content_id": n.targetContentID = try string(value, key)
+            case "thread_id": n.thread = try string(value, key)
+            case "image": n.image = try string(value, key)
+            case "target_content_id": n.apns.targetContentID = try string(value, key)
             case "interruption_level":
-                guard let raw = value as? String, let level = PushNotification.InterruptionLevel(rawValue: raw) else {
+                guard let raw = value as? String, let level = PushContent.InterruptionLevel(rawValue: raw) else {
                     throw invalid(
                         "\"notification.interruption_level\" must be passive, active, time-sensitive or critical")
                 }
-                n.interruptionLevel = level
+                n.apns.interruptionLevel = level
             case "relevance_score":
                 guard let number = value as? NSNumber, !JSONValue.isBoolean(value) else {
                     throw invalid("\"notification.relevance_score\" must be a number 0…1")
                 }
-                n.relevanceScore = number.doubleValue
+                n.apns.relevanceScore = number.doubleValue
             case "custom":
                 guard let custom = value as? [String: Any] else {
                     throw invalid("\"notification.custom\" must be an object")
@@ -188,7 +191,7 @@ enum NativePushRequest {
                     guard let json = JSONValue(jsonObject: customValue) else {
                         throw invalid("\"notification.custom.\(customKey)\" is not JSON")
                     }
-                    n.custom[customKey] = json
+                    n.data[customKey] = json
                 }
             default:
                 throw invalid("unknown field \"notification.\(key)\"")
@@ -202,30 +205,28 @@ enum NativePushRequest {
         return n
     }
 
-    static func parseAlert(_ object: [String: Any]) throws -> PushNotification.Alert.Fields {
-        var f = PushNotification.Alert.Fields()
+    static func parseAlert(_ object: [String: Any], into f: inout PushContent) throws {
         for (key, value) in object {
             let path = "notification.alert.\(key)"
             switch key {
             case "title": f.title = try string(value, path)
             case "subtitle": f.subtitle = try string(value, path)
             case "body": f.body = try string(value, path)
-            case "launch_image": f.launchImage = try string(value, path)
+            case "launch_image": f.apns.launchImage = try string(value, path)
             case "title_loc_key": f.titleLocKey = try string(value, path)
             case "title_loc_args": f.titleLocArgs = try strings(value, path)
             case "subtitle_loc_key": f.subtitleLocKey = try string(value, path)
             case "subtitle_loc_args": f.subtitleLocArgs = try strings(value, path)
-            case "loc_key": f.locKey = try string(value, path)
-            case "loc_args": f.locArgs = try strings(value, path)
-            case "action_loc_key": f.actionLocKey = try string(value, path)
-            case "summary_arg": f.summaryArg = try string(value, path)
+            case "loc_key": f.bodyLocKey = try string(value, path)
+            case "loc_args": f.bodyLocArgs = try strings(value, path)
+            case "action_loc_key": f.apns.actionLocKey = try string(value, path)
+            case "summary_arg": f.apns.summaryArg = try string(value, path)
             case "summary_arg_count":
                 guard let n = integer(value) else { throw invalid("\"\(path)\" must be an integer") }
-                f.summaryArgCount = n
+                f.apns.summaryArgCount = n
             default: throw invalid("unknown field \"\(path)\"")
             }
         }
-        return f
     }
 
     private static func invalid(_ message: String) -> NativeAPIError {

@@ -4,17 +4,17 @@ import TuisongCore
 
 extension SQLiteStore: MessageStore {
     private static let messageColumns = """
-        id, app_id, vendor, vendor_message_id, audience, notification, options, payload, state, \
+        id, app_id, vendor, vendor_message_id, audience, content, options, state, \
         send_at, labels, created_at, started_at, completed_at, total, cursor, \
         queued, sending, delivered, failed, skipped, held, vendor_context
         """
 
-    public func createMessage(_ job: PushJob, payload: [UInt8], state: MessageState) async throws -> MessageRecord {
+    public func createMessage(_ job: PushJob, state: MessageState) async throws -> MessageRecord {
         let now = nowMilliseconds
         let row = MessageRow(
             appID: job.appID, vendor: job.vendor, vendorMessageID: job.vendorMessageID,
-            audience: try JSONText.encode(job.audience), notification: try JSONText.encode(job.notification),
-            options: try JSONText.encode(job.options), payload: Data(payload), labels: try JSONText.encode(job.labels),
+            audience: try JSONText.encode(job.audience), content: try JSONText.encode(job.content),
+            options: try JSONText.encode(job.options), labels: try JSONText.encode(job.labels),
             state: state.rawValue, sendAt: job.sendAt.map(SQLTime.milliseconds), createdAt: now,
             vendorContext: try job.vendorContext.map { try JSONText.encode($0) }, idempotencyKey: job.idempotencyKey)
         // Only the dispatcher claims: another process (the CLI, a second `serve`) keeps nothing.
@@ -30,8 +30,7 @@ extension SQLiteStore: MessageStore {
                 // read the row and left the record here for good (up to the limit: ~13 MB of a
                 // 300,000-request run's heap, `make bench-memory`).
                 if keptForClaim, inserted.created {
-                    let record = MessageRecord.created(
-                        id: inserted.id, job: job, payload: payload, state: state, createdAt: createdAt)
+                    let record = MessageRecord.created(id: inserted.id, job: job, state: state, createdAt: createdAt)
                     self.createdRecords.withLock { records in
                         if records.count < Self.createdRecordLimit { records[inserted.id] = record }
                     }
@@ -55,7 +54,7 @@ extension SQLiteStore: MessageStore {
             }
             return record
         }
-        return MessageRecord.created(id: inserted.id, job: job, payload: payload, state: state, createdAt: createdAt)
+        return MessageRecord.created(id: inserted.id, job: job, state: state, createdAt: createdAt)
     }
 
     /// Drops what a rolled-back insert kept for the claim. Its id is not known here (the write
@@ -79,9 +78,9 @@ extension SQLiteStore: MessageStore {
         var vendor: String
         var vendorMessageID: String?
         var audience: String
-        var notification: String
+        /// `PushContent` as JSON.
+        var content: String
         var options: String
-        var payload: Data
         var labels: String
         var state: String
         var sendAt: Int64?
@@ -103,9 +102,9 @@ extension SQLiteStore: MessageStore {
     static func insertMessage(_ db: Database, _ row: MessageRow) throws -> InsertedMessage {
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO messages (app_id, vendor, vendor_message_id, audience, notification, options,
-                    payload, labels, state, send_at, created_at, vendor_context)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO messages (app_id, vendor, vendor_message_id, audience, content, options,
+                    labels, state, send_at, created_at, vendor_context)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         if let key = row.idempotencyKey {
             let lifetime = Int64(IdempotencyKey.lifetime * 1000)
@@ -118,7 +117,7 @@ extension SQLiteStore: MessageStore {
             }
         }
         try insert.execute(arguments: [
-            row.appID, row.vendor, row.vendorMessageID, row.audience, row.notification, row.options, row.payload,
+            row.appID, row.vendor, row.vendorMessageID, row.audience, row.content, row.options,
             row.labels, row.state, row.sendAt, row.createdAt, row.vendorContext,
         ])
         let id = db.lastInsertedRowID
@@ -427,13 +426,14 @@ extension SQLiteStore: MessageStore {
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, apns_id,
-                        attempts, next_attempt_at, updated_at, payload, credential_selector, channel)
+                        attempts, next_attempt_at, updated_at, content, credential_selector, channel)
                     VALUES (?, (SELECT id FROM devices WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
             for d in progress.deliveries {
                 try insert.execute(arguments: [
                     progress.messageID, d.deviceID, d.token, d.environment.rawValue, d.state.rawValue, d.reason,
-                    d.apnsID, d.attempts, d.nextAttemptAt.map(SQLTime.milliseconds), now, d.payload.map { Data($0) },
+                    d.apnsID, d.attempts, d.nextAttemptAt.map(SQLTime.milliseconds), now,
+                    try d.content.map { try JSONText.encode($0) },
                     d.credentialSelector, d.channel.rawValue,
                 ])
             }
@@ -514,7 +514,7 @@ extension SQLiteStore: MessageStore {
             WHERE \(condition) AND d.invalidated_at IS NULL
             """
         if let environment {
-            sql += " AND d.environment = ?"
+            sql += " AND (d.environment = ? OR d.channel <> 'apns')"
             arguments.append(environment.rawValue)
         }
         sql += " ORDER BY d.id LIMIT ?"
@@ -547,7 +547,7 @@ extension SQLiteStore: MessageStore {
             var arguments: [(any DatabaseValueConvertible)?] = [appID, name, cursor]
             var environmentFilter = ""
             if let environment {
-                environmentFilter = "AND d.environment = ?"
+                environmentFilter = "AND (d.environment = ? OR d.channel <> 'apns')"
                 arguments.append(environment.rawValue)
             }
             arguments.append(limit)
@@ -598,7 +598,7 @@ extension SQLiteStore: MessageStore {
                 let invalidatedAt: Int64? = row[6]
                 if invalidatedAt != nil {
                     entry.skipReason = "DeviceInvalidated"
-                } else if let environment, entry.environment != environment {
+                } else if let environment, entry.channel == .apns, entry.environment != environment {
                     entry.skipReason = "EnvironmentMismatch"
                 }
                 return entry
@@ -631,7 +631,7 @@ extension SQLiteStore: MessageStore {
                 }
                 var entry = try Self.entry(row)
                 entry.position = position
-                if let environment { entry.environment = environment }
+                if let environment, entry.channel == .apns { entry.environment = environment }
                 let invalidatedAt: Int64? = row[6]
                 if invalidatedAt != nil { entry.skipReason = "DeviceInvalidated" }
                 return entry
@@ -641,7 +641,7 @@ extension SQLiteStore: MessageStore {
 
     public func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int {
         try await read { db in
-            let environmentFilter = environment == nil ? "" : "AND environment = ?"
+            let environmentFilter = environment == nil ? "" : "AND (environment = ? OR channel <> 'apns')"
             func withEnvironment(_ a: [(any DatabaseValueConvertible)?]) -> StatementArguments {
                 StatementArguments(a + (environment.map { [$0.rawValue] } ?? []))
             }
@@ -658,7 +658,7 @@ extension SQLiteStore: MessageStore {
                     sql: """
                         SELECT count(*) FROM device_tags dt JOIN devices d ON d.id = dt.device_id
                         WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?)
-                            AND d.invalidated_at IS NULL \(environment == nil ? "" : "AND d.environment = ?")
+                            AND d.invalidated_at IS NULL \(environment == nil ? "" : "AND (d.environment = ? OR d.channel <> 'apns')")
                         """,
                     arguments: withEnvironment([appID, name])) ?? 0
             case .accounts(let accounts):
@@ -929,7 +929,7 @@ extension SQLiteStore: MessageStore {
     /// Shared with the console's per-device listing: one column list, one decoder.
     static let deliveryColumns = """
         id, message_id, device_id, token, environment, state, reason, apns_id, attempts, next_attempt_at, updated_at, \
-        payload, credential_selector, channel
+        content, credential_selector, channel
         """
 
     static func deliveryRecord(_ row: Row) throws -> DeliveryRecord {
@@ -940,11 +940,12 @@ extension SQLiteStore: MessageStore {
             let state = DeliveryState(rawValue: stateName), let channel = PushChannel(rawValue: channelName)
         else { throw StoreError(.unavailable, "deliveries row \(row[0] as Int64) holds unknown values") }
         let next: Int64? = row[9]
-        let payload: Data? = row[11]
+        let content: String? = row[11]
         return DeliveryRecord(
             id: row[0], messageID: row[1], deviceID: row[2], token: row[3], environment: environment, state: state,
             reason: row[6], apnsID: row[7], attempts: row[8], nextAttemptAt: next.map(SQLTime.date),
-            updatedAt: SQLTime.date(row[10]), payload: payload.map { Array($0) }, credentialSelector: row[12],
+            updatedAt: SQLTime.date(row[10]), content: try content.map { try JSONText.decode(PushContent.self, $0) },
+            credentialSelector: row[12],
             channel: channel)
     }
 
@@ -957,30 +958,29 @@ extension SQLiteStore: MessageStore {
     private static func messageRecord(_ row: Row, failures: [String: Int], skips: [String: Int]) throws
         -> MessageRecord
     {
-        let stateName: String = row[8]
+        let stateName: String = row[7]
         guard let state = MessageState(rawValue: stateName) else {
             throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
         }
-        let payload: Data = row[7]
-        let sendAt: Int64? = row[9]
-        let startedAt: Int64? = row[12]
-        let completedAt: Int64? = row[13]
+        let sendAt: Int64? = row[8]
+        let startedAt: Int64? = row[11]
+        let completedAt: Int64? = row[12]
         var counts = DeliveryCounts()
-        counts.queued = row[16]
-        counts.sending = row[17]
-        counts.delivered = row[18]
-        counts.failed = row[19]
-        counts.skipped = row[20]
-        counts.held = row[21]
-        let vendorContext: String? = row[22]
+        counts.queued = row[15]
+        counts.sending = row[16]
+        counts.delivered = row[17]
+        counts.failed = row[18]
+        counts.skipped = row[19]
+        counts.held = row[20]
+        let vendorContext: String? = row[21]
         return MessageRecord(
             id: row[0], appID: row[1], vendor: row[2], vendorMessageID: row[3],
             audience: try JSONText.decode(Audience.self, row[4]),
-            notification: try JSONText.decode(PushNotification.self, row[5]),
-            options: try JSONText.decode(PushOptions.self, row[6]), payload: Array(payload), state: state,
-            sendAt: sendAt.map(SQLTime.date), labels: try JSONText.decode([String: String].self, row[10]),
-            createdAt: SQLTime.date(row[11]), startedAt: startedAt.map(SQLTime.date),
-            completedAt: completedAt.map(SQLTime.date), total: row[14], cursor: row[15], counts: counts,
+            content: try JSONText.decode(PushContent.self, row[5]),
+            options: try JSONText.decode(PushOptions.self, row[6]), state: state,
+            sendAt: sendAt.map(SQLTime.date), labels: try JSONText.decode([String: String].self, row[9]),
+            createdAt: SQLTime.date(row[10]), startedAt: startedAt.map(SQLTime.date),
+            completedAt: completedAt.map(SQLTime.date), total: row[13], cursor: row[14], counts: counts,
             failures: failures, skips: skips,
             vendorContext: try vendorContext.map { try JSONText.decode(JSONValue.self, $0) })
     }
@@ -1092,7 +1092,7 @@ extension SQLiteStore: MessageStore {
             WHERE \(condition) AND invalidated_at IS NULL
             """
         if let environment {
-            sql += " AND environment = ?"
+            sql += " AND (environment = ? OR channel <> 'apns')"
             arguments.append(environment.rawValue)
         }
         sql += " ORDER BY id LIMIT ?"

@@ -30,6 +30,7 @@ enum Schema {
         (v10Identifier, v10ConsoleSessions),
         (v11Identifier, v11ProviderTokens),
         (v12Identifier, v12IdempotencyKeys),
+        (v13Identifier, v13PushContent),
         (v14Identifier, v14HeldDeliveriesExpire),
     ]
 

@@ -190,7 +190,7 @@ import TuisongStore
     func job(_ f: Fixture, msgID: String, labels: [String: String], sendAt: Date? = nil) -> PushJob {
         PushJob(
             appID: f.app.id, vendor: "baidu", vendorMessageID: msgID, audience: .all,
-            notification: PushNotification(alert: .plain("x")), options: PushOptions(), sendAt: sendAt, labels: labels)
+            content: PushContent(body: "x"), options: PushOptions(), sendAt: sendAt, labels: labels)
     }
 
     @Test(arguments: PluginStoreBackend.allCases)
@@ -202,7 +202,7 @@ import TuisongStore
         let payload = Array(#"{"aps":{"alert":"x"}}"#.utf8)
         let timer = try await f.store.createMessage(
             job(f, msgID: "100", labels: ["timer_id": "900"], sendAt: f.clock.now.addingTimeInterval(3600)),
-            payload: payload, state: .scheduled)
+            state: .scheduled)
         func complete(_ record: MessageRecord, delivered: Int) async throws {
             _ = try await f.store.startMessage(id: record.id, total: delivered + 1, at: f.clock.now)
             var counts = DeliveryCounts()
@@ -213,13 +213,13 @@ import TuisongStore
                 at: f.clock.now)
         }
         let topicA1 = try await f.store.createMessage(
-            job(f, msgID: "101", labels: ["topic_id": "a"]), payload: payload, state: .queued)
+            job(f, msgID: "101", labels: ["topic_id": "a"]), state: .queued)
         try await complete(topicA1, delivered: 3)
         f.clock.advance(by: 86_400)
         let topicA2 = try await f.store.createMessage(
-            job(f, msgID: "102", labels: ["topic_id": "a"]), payload: payload, state: .queued)
+            job(f, msgID: "102", labels: ["topic_id": "a"]), state: .queued)
         _ = try await f.store.createMessage(
-            job(f, msgID: "103", labels: ["topic_id": "b"]), payload: payload, state: .queued)
+            job(f, msgID: "103", labels: ["topic_id": "b"]), state: .queued)
         try await complete(topicA2, delivered: 4)
 
         #expect(

@@ -23,10 +23,10 @@ import TuisongStore
         try await DeliveryWait.completed(engine, messageID)
     }
 
-    /// The pushes of one message: those carrying its payload.
+    /// The pushes of one message: those carrying its content.
     func sends(_ transport: ScriptedTransport, of messageID: Int64, _ f: BaiduFixture) async throws -> [OutgoingPush] {
         let message = try #require(try await f.store.message(id: messageID))
-        return transport.pushes(carrying: message.payload)
+        return transport.pushes(carrying: message.content)
     }
 
     func messageID(_ f: BaiduFixture, msgID: String) async throws -> Int64 {
@@ -68,7 +68,7 @@ import TuisongStore
         // The development device carries the tag but is not in production.
         #expect(Set(try await sends(sender, of: id, f).map(\.token)) == [token(1), token(2)])
         #expect(try await sends(sender, of: id, f).allSatisfy { $0.environment == .production })
-        let payload = try #require(try await sends(sender, of: id, f).first?.payload)
+        let payload = try #require(try await sends(sender, of: id, f).first?.content.apnsPayload)
         #expect(
             String(decoding: payload, as: UTF8.self)
                 == #"{"aps":{"alert":{"body":"全场八折","title":"会员日"},"badge":5,"sound":"default"},"coupon":"VIP8"}"#)
@@ -92,7 +92,7 @@ import TuisongStore
         #expect(Set(fired.map(\.token)) == [token(1), token(2), token(4)])
         #expect(fired.first?.headers.pushType == .background)
         #expect(
-            String(decoding: fired.first?.payload ?? [], as: UTF8.self)
+            String(decoding: fired.first?.content.apnsPayload ?? [], as: UTF8.self)
                 == #"{"aps":{"content-available":1},"cmd":"refresh"}"#)
         let records = expectSuccess(
             try await f.v3("report/query_timer_records", ["timer_id": try #require(timer["timer_id"] as? String)]))

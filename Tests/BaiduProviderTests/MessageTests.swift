@@ -9,7 +9,7 @@ import TuisongPluginTestKit
 @Suite struct MessageTests {
     func payload(_ text: String, _ type: BaiduMessageType = .notification) throws -> [String: Any] {
         let message = try BaiduMessage(text: text, type: type, parameter: "msg")
-        let bytes = try APNsPayload.build(message.notification, pushType: message.notification.suggestedPushType)
+        let bytes = try APNsPayload.build(message.content, pushType: message.content.suggestedPushType)
         return try JSONSerialization.jsonObject(with: Data(bytes)) as! [String: Any]
     }
 
@@ -72,7 +72,7 @@ import TuisongPluginTestKit
         #expect(object["aps"] as? [String: Int] == ["content-available": 1])
         #expect(object["cmd"] as? String == "sync" && object["n"] as? Int == 2)
         let message = try BaiduMessage(text: #""refresh""#, type: .message, parameter: "msg")
-        #expect(message.notification.suggestedPushType == .background)
+        #expect(message.content.suggestedPushType == .background)
         let text = try payload(#""refresh""#, .message)
         #expect(text["message"] as? String == "refresh")
         #expect(text["aps"] as? [String: Int] == ["content-available": 1])

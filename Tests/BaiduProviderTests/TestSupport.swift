@@ -245,7 +245,7 @@ func token(_ n: Int) -> String {
 
 /// The JSON of a recorded job's payload, as the gateway renders it.
 func payloadJSON(_ job: PushJob) -> [String: Any] {
-    let bytes = APNsPayload.render(job.notification)
+    let bytes = APNsPayload.render(job.content)
     return (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
 }
 

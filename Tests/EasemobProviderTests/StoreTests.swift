@@ -171,7 +171,7 @@ import TuisongPluginTestKit
         _ = try await store.bind(appID: appID, username: "u", binding("d1", tokenCC, "ios-prod"), now: now)
         let device = try await db.core.bindDevice(
             appID: appID, account: "u",
-            registration: DeviceRegistration(token: DeviceToken(tokenCC)!, environment: .production),
+            registration: DeviceRegistration(token: DeviceToken(tokenCC)!, environment: .production, channel: .apns),
             credentialSelector: "ios-prod")
         let columns = try await store.deviceColumns(appID: appID, deviceIDs: [device.id, 999])
         #expect(columns == [device.id: ["device_id": "d1", "notifier_name": "ios-prod"]])

@@ -71,11 +71,11 @@ import TuisongPluginTestKit
             sender: "bob", origin: .group(senderName: "Bobby", groupName: "Dev"), elements: elements, pushInfo: pushInfo
         )
         #expect(
-            text(template.payload(badge: nil))
+            text(APNsPayload.render(template.content(badge: nil)))
                 == #"{"aps":{"alert":{"body":"Bobby(Dev):Hi[图片]","subtitle":"S","title":"iOS title"},"mutable-content":1,"sound":"a.caf"},"ext":"{\"chat\":7}","image":"https://x/i.png"}"#
         )
         #expect(
-            text(template.payload(badge: 3, android: true))
+            text(APNsPayload.render(template.content(badge: 3, android: true)))
                 == #"{"aps":{"alert":{"body":"Bobby(Dev):Hi[图片]","title":"Team"},"badge":3},"ext":"{\"chat\":7}"}"#)
         // Kept with the message, the Android title comes back.
         #expect(OfflinePushTemplate(vendorContext: template.vendorContext) == template)
@@ -88,7 +88,9 @@ import TuisongPluginTestKit
             ))
         let plain = OfflinePushTemplate(
             sender: "a", origin: .oneToOne(senderNick: "Ann"), elements: custom, pushInfo: nil)
-        #expect(text(plain.payload(badge: 1, android: true)) == #"{"aps":{"alert":"Ann:hello","badge":1},"ext":"e"}"#)
+        #expect(
+            text(APNsPayload.render(plain.content(badge: 1, android: true)))
+                == #"{"aps":{"alert":"Ann:hello","badge":1},"ext":"e"}"#)
     }
 
     @Test func extAsHuaweiIntentParamAppendsExtToTheAppsIntent() throws {

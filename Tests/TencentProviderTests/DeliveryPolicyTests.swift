@@ -30,9 +30,9 @@ import TuisongPluginTestKit
             sender: "alice", origin: .oneToOne(senderNick: "Alice"), elements: elements, pushInfo: nil)
         let job = PushJob(
             appID: app.id, vendor: "tencent", audience: .accounts(["alice", "bob", "carol", "dave"]),
-            notification: template.notification(badge: nil), options: PushOptions(),
+            content: template.content(badge: nil), options: PushOptions(),
             vendorContext: template.vendorContext)
-        let message = try await store.createMessage(job, payload: template.payload(badge: nil), state: .queued)
+        let message = try await store.createMessage(job, state: .queued)
 
         // Each bound device names its account by row too (what the audience page reads).
         let rows = try await temporary.database.read { db in
@@ -42,23 +42,23 @@ import TuisongPluginTestKit
         func recipient(_ n: Int, _ account: String, _ state: AppState?) -> Recipient {
             Recipient(
                 deviceID: Int64(n), token: String(repeating: "b", count: 63) + String(n), environment: .production,
-                account: account, accountID: ids[account] ?? nil, appState: state)
+                account: account, accountID: ids[account] ?? nil, appState: state, channel: .apns)
         }
         // bob has two devices on this page and one more on the next.
         let page = [
             recipient(1, "alice", .background), recipient(2, "bob", .background), recipient(3, "bob", nil),
             recipient(4, "carol", .foreground), recipient(5, "dave", .background),
         ]
-        let seed = Array(
-            #"{"aps":{"alert":"Alice:helloworld","badge":5,"sound":"dingdong.aiff"},"ext":"www.qq.com"}"#.utf8)
+        let seed = PushContent(
+            body: "Alice:helloworld", badge: 5, sound: "dingdong.aiff", data: ["ext": "www.qq.com"])
         let expected: [DeliveryDecision] = [
-            .skip(reason: "sender"), .sendPayload(seed), .sendPayload(seed), .skip(reason: "foreground"),
+            .skip(reason: "sender"), .sendContent(seed), .sendContent(seed), .skip(reason: "foreground"),
             .skip(reason: "push_disabled"),
         ]
         #expect(try await policy.decide(page, message: message) == expected)
         // The same page again (a retry) and bob's device on the next page: still 5.
         #expect(try await policy.decide(page, message: message) == expected)
-        #expect(try await policy.decide([recipient(6, "bob", .background)], message: message) == [.sendPayload(seed)])
+        #expect(try await policy.decide([recipient(6, "bob", .background)], message: message) == [.sendContent(seed)])
         #expect(try await store.badge(appID: app.id, account: "bob") == 5)
         #expect(try await store.badge(appID: app.id, account: "carol") == 0)
     }
@@ -87,23 +87,24 @@ import TuisongPluginTestKit
             sender: "alice", origin: .oneToOne(senderNick: "Alice"), elements: elements, pushInfo: pushInfo)
         let job = PushJob(
             appID: app.id, vendor: "tencent", audience: .accounts(["bob", "carol"]),
-            notification: template.notification(badge: nil), options: PushOptions(),
+            content: template.content(badge: nil), options: PushOptions(),
             vendorContext: template.vendorContext)
-        let message = try await store.createMessage(job, payload: template.payload(badge: nil), state: .queued)
+        let message = try await store.createMessage(job, state: .queued)
         let page = [
             Recipient(
                 deviceID: 1, token: String(repeating: "a", count: 64), environment: .production, account: "bob",
-                accountID: ids["bob"] ?? nil, appState: .background),
+                accountID: ids["bob"] ?? nil, appState: .background, channel: .apns),
             Recipient(
                 deviceID: 2, token: "huawei-token-bob", environment: .production, account: "bob",
                 accountID: ids["bob"] ?? nil, appState: .background, channel: .huawei),
             Recipient(
                 deviceID: 3, token: String(repeating: "c", count: 64), environment: .production, account: "carol",
-                accountID: ids["carol"] ?? nil, appState: .background),
+                accountID: ids["carol"] ?? nil, appState: .background, channel: .apns),
         ]
-        let ios = Array(#"{"aps":{"alert":{"body":"Alice:hi","title":"iOS"},"sound":"a.caf"}}"#.utf8)
-        let android = Array(#"{"aps":{"alert":{"body":"Alice:hi","title":"T"},"badge":3}}"#.utf8)
-        let expected: [DeliveryDecision] = [.sendPayload(ios), .sendPayload(android), .sendPayload(ios)]
+        let ios = PushContent(title: "iOS", body: "Alice:hi", sound: "a.caf")
+        // No APNs payload for the Huawei phone: neutral content its transport renders.
+        let android = PushContent(title: "T", body: "Alice:hi", badge: 3)
+        let expected: [DeliveryDecision] = [.sendContent(ios), .sendContent(android), .sendContent(ios)]
         #expect(try await policy.decide(page, message: message) == expected)
         #expect(try await policy.decide(page, message: message) == expected)
         #expect(try await store.badge(appID: app.id, account: "bob") == 3)
@@ -120,7 +121,8 @@ import TuisongPluginTestKit
         var app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
         let token = DeviceToken(String(repeating: "d", count: 64))!
         let device = try await store.bindDevice(
-            appID: app.id, account: "alice", registration: DeviceRegistration(token: token, environment: .production),
+            appID: app.id, account: "alice",
+            registration: DeviceRegistration(token: token, environment: .production, channel: .apns),
             credentialSelector: "12345")
         // Not a Tencent app (yet): no values.
         #expect(try await provider.deviceColumnValues(appID: app.id, deviceIDs: [device.id]).isEmpty)

@@ -23,10 +23,10 @@ import TuisongCore
             sender: "alice", origin: .oneToOne(senderNick: "Alice"), elements: elements, pushInfo: nil)
         #expect(template.suppressed == nil)
         #expect(
-            text(template.payload(badge: 5))
+            text(APNsPayload.render(template.content(badge: 5)))
                 == #"{"aps":{"alert":"Alice:helloworld","badge":5,"sound":"dingdong.aiff"},"ext":"www.qq.com"}"#)
         // Data never reaches APNs.
-        #expect(!text(template.payload(badge: 5)).contains("order"))
+        #expect(!text(APNsPayload.render(template.content(badge: 5))).contains("order"))
         // What is kept with the message gives back the same template.
         #expect(OfflinePushTemplate(vendorContext: template.vendorContext) == template)
     }
@@ -53,7 +53,7 @@ import TuisongCore
         let elements = try body(#"[{"MsgType":"TIMTextElem","MsgContent":{"Text":"大家好"}}]"#)
         let group = OfflinePushTemplate(
             sender: "bob", origin: .group(senderName: "Bobby", groupName: "Team"), elements: elements, pushInfo: nil)
-        #expect(text(group.payload(badge: 1)) == #"{"aps":{"alert":"Bobby(Team):大家好","badge":1}}"#)
+        #expect(text(APNsPayload.render(group.content(badge: 1))) == #"{"aps":{"alert":"Bobby(Team):大家好","badge":1}}"#)
         let anonymous = OfflinePushTemplate(
             sender: "bob", origin: .oneToOne(senderNick: ""), elements: elements, pushInfo: nil)
         #expect(anonymous.alert == "大家好")
@@ -66,7 +66,7 @@ import TuisongCore
             sender: "alice", origin: .oneToOne(senderNick: "Alice"), elements: elements, pushInfo: nil)
         #expect(template.alert.hasPrefix("Alice:长长") && template.alert.hasSuffix("长…"))
         #expect(template.alert.utf8.count == "Alice:".utf8.count + 665 * 3 + "…".utf8.count)
-        #expect(template.payload(badge: 99_999).count <= 4096)
+        #expect(APNsPayload.render(template.content(badge: 99_999)).count <= 4096)
         #expect(OfflinePushTemplate.shortened("短", toBytes: 2_000) == "短")
     }
 
@@ -100,7 +100,7 @@ import TuisongCore
             sender: "alice", origin: .oneToOne(senderNick: "Alice"), elements: elements, pushInfo: pushInfo)
         #expect(!template.countsBadge)
         #expect(
-            text(template.payload(badge: nil))
+            text(APNsPayload.render(template.content(badge: nil)))
                 == #"{"aps":{"alert":{"body":"Alice:New order","subtitle":"S","title":"T"},"mutable-content":1,"sound":"apns.aiff"},"ext":"{\"id\":7}","image":"https://x/y.png"}"#
         )
         // ApnsInfo.Title wins over Title.
@@ -108,7 +108,7 @@ import TuisongCore
             sender: "alice", origin: .oneToOne(senderNick: "Alice"), elements: elements,
             pushInfo: try info(#"{"Title":"T","ApnsInfo":{"Title":"iOS"}}"#))
         #expect(
-            text(titled.payload(badge: 2))
+            text(APNsPayload.render(titled.content(badge: 2)))
                 == #"{"aps":{"alert":{"body":"Alice:d","title":"iOS"},"badge":2,"sound":"elem.aiff"},"ext":"elem-ext"}"#
         )
     }

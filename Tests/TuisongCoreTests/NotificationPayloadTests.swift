@@ -3,31 +3,28 @@ import Testing
 
 @testable import TuisongCore
 
-// Foundation has a `PushNotification` too; a client importing both must say which (or use the
-// `PushNotification` alias). The tests check that this works.
-
-private func rendered(_ notification: PushNotification) -> String {
-    String(decoding: APNsPayload.render(notification), as: UTF8.self)
+private func rendered(_ content: PushContent) -> String {
+    String(decoding: APNsPayload.render(content), as: UTF8.self)
 }
 
+/// The APNs transport's rendering of neutral content (`APNsPayload.render`).
 @Suite struct APNsPayloadRenderTests {
-    @Test func plainStringAlertVersusBodyOnlyFields() {
-        #expect(rendered(PushNotification(alert: .plain("Hi"))) == #"{"aps":{"alert":"Hi"}}"#)
-        #expect(rendered(PushNotification(alert: .fields(.init(body: "Hi")))) == #"{"aps":{"alert":{"body":"Hi"}}}"#)
-        #expect(rendered(PushNotification()) == #"{"aps":{}}"#)
+    @Test func aBodyAloneIsThePlainStringAlert() {
+        #expect(rendered(PushContent(body: "Hi")) == #"{"aps":{"alert":"Hi"}}"#)
+        #expect(rendered(PushContent(title: "T", body: "Hi")) == #"{"aps":{"alert":{"body":"Hi","title":"T"}}}"#)
+        #expect(rendered(PushContent()) == #"{"aps":{}}"#)
+        #expect(
+            rendered(PushContent(body: "Hi", apns: .init(alertAsObject: true))) == #"{"aps":{"alert":{"body":"Hi"}}}"#)
     }
 
     @Test func everyApsKeyWithApplesNames() {
-        let notification = PushNotification(
-            alert: .fields(
-                .init(
-                    title: "T", subtitle: "S", body: "B", launchImage: "L.png", titleLocKey: "TK", titleLocArgs: ["t1"],
-                    subtitleLocKey: "SK", subtitleLocArgs: ["s1", "s2"], locKey: "BK", locArgs: ["b1"],
-                    actionLocKey: "AK",
-                    summaryArg: "Ann", summaryArgCount: 2)),
-            badge: 0, sound: .named("default"), contentAvailable: true, mutableContent: true, category: "REPLY",
-            threadID: "chat-7", targetContentID: "win-1", interruptionLevel: .timeSensitive, relevanceScore: 0.75,
-            custom: ["order": ["id": 42], "z": "last"])
+        let content = PushContent(
+            title: "T", subtitle: "S", body: "B", titleLocKey: "TK", titleLocArgs: ["t1"], subtitleLocKey: "SK",
+            subtitleLocArgs: ["s1", "s2"], bodyLocKey: "BK", bodyLocArgs: ["b1"], badge: 0, sound: "default",
+            category: "REPLY", thread: "chat-7", data: ["order": ["id": 42], "z": "last"], background: true,
+            apns: .init(
+                interruptionLevel: .timeSensitive, relevanceScore: 0.75, mutableContent: true, targetContentID: "win-1",
+                launchImage: "L.png", actionLocKey: "AK", summaryArg: "Ann", summaryArgCount: 2))
         let expected: String = [
             #"{"aps":{"alert":{"action-loc-key":"AK","body":"B","launch-image":"L.png","loc-args":["b1"],"loc-key":"BK","#,
             #""subtitle":"S","subtitle-loc-args":["s1","s2"],"subtitle-loc-key":"SK","summary-arg":"Ann","summary-arg-count":2,"#,
@@ -35,50 +32,52 @@ private func rendered(_ notification: PushNotification) -> String {
             #""interruption-level":"time-sensitive","mutable-content":1,"relevance-score":0.75,"sound":"default","#,
             #""target-content-id":"win-1","thread-id":"chat-7"},"order":{"id":42},"z":"last"}"#,
         ].joined()
-        #expect(rendered(notification) == expected)
+        #expect(rendered(content) == expected)
     }
 
     @Test func criticalSoundAndFalseFlagsOmitted() {
-        let notification = PushNotification(
-            alert: .plain("Fire"), sound: .critical(name: "alarm.caf", volume: 0.5), contentAvailable: false,
-            mutableContent: false, interruptionLevel: .critical)
+        let content = PushContent(
+            body: "Fire", sound: "alarm.caf", background: false,
+            apns: .init(interruptionLevel: .critical, mutableContent: false, criticalVolume: 0.5))
         #expect(
-            rendered(notification)
+            rendered(content)
                 == #"{"aps":{"alert":"Fire","interruption-level":"critical","sound":{"critical":1,"name":"alarm.caf","volume":0.5}}}"#
         )
     }
 
     @Test func liveActivityFields() {
-        let notification = PushNotification(
-            alert: .fields(.init(title: "Score", body: "2-1")), timestamp: Date(timeIntervalSince1970: 1_700_000_000.9),
-            event: .update, contentState: ["home": 2, "away": 1], staleDate: Date(timeIntervalSince1970: 1_700_003_600),
-            dismissalDate: Date(timeIntervalSince1970: 1_700_007_200), attributesType: "MatchAttributes",
-            attributes: ["match": "A-B"])
+        let content = PushContent(
+            title: "Score", body: "2-1",
+            apns: .init(
+                timestamp: Date(timeIntervalSince1970: 1_700_000_000.9), event: .update,
+                contentState: ["home": 2, "away": 1], staleDate: Date(timeIntervalSince1970: 1_700_003_600),
+                dismissalDate: Date(timeIntervalSince1970: 1_700_007_200), attributesType: "MatchAttributes",
+                attributes: ["match": "A-B"]))
         let expected: String = [
             #"{"aps":{"alert":{"body":"2-1","title":"Score"},"attributes":{"match":"A-B"},"attributes-type":"MatchAttributes","#,
             #""content-state":{"away":1,"home":2},"dismissal-date":1700007200,"event":"update","stale-date":1700003600,"#,
             #""timestamp":1700000000}}"#,
         ].joined()
-        #expect(rendered(notification) == expected)
-        #expect(notification.suggestedPushType == .liveactivity)
+        #expect(rendered(content) == expected)
+        #expect(content.suggestedPushType == .liveactivity)
     }
 
     @Test func customApsNeverOverridesTheRealOne() throws {
-        let notification = PushNotification(alert: .plain("real"), custom: ["aps": ["alert": "fake"], "k": 1])
-        #expect(rendered(notification) == #"{"aps":{"alert":"real"},"k":1}"#)
-        #expect(throws: PayloadError.self) { try notification.validate() }
+        let content = PushContent(body: "real", data: ["aps": ["alert": "fake"], "k": 1])
+        #expect(rendered(content) == #"{"aps":{"alert":"real"},"k":1}"#)
+        #expect(throws: PayloadError.self) { try content.validate() }
         do {
-            try notification.validate()
+            try content.validate()
         } catch {
             #expect(error.code == .reservedKey)
         }
     }
 
     @Test func renderedPayloadIsValidJSONForFoundation() throws {
-        let notification = PushNotification(
-            alert: .fields(.init(title: "标题 \"quoted\"", body: "line\nbreak\u{7}")), badge: 5,
-            custom: ["emoji": "😀", "nested": ["list": [1, 2.5, nil]]])
-        let object = try JSONSerialization.jsonObject(with: Data(APNsPayload.render(notification))) as? [String: Any]
+        let content = PushContent(
+            title: "标题 \"quoted\"", body: "line\nbreak\u{7}", badge: 5,
+            data: ["emoji": "😀", "nested": ["list": [1, 2.5, nil]]])
+        let object = try JSONSerialization.jsonObject(with: Data(APNsPayload.render(content))) as? [String: Any]
         let aps = try #require(object?["aps"] as? [String: Any])
         let alert = try #require(aps["alert"] as? [String: Any])
         #expect(alert["title"] as? String == "标题 \"quoted\"")
@@ -90,9 +89,9 @@ private func rendered(_ notification: PushNotification) -> String {
 @Suite struct APNsPayloadValidationTests {
     /// A payload of exactly `size` bytes: `{"aps":{"alert":"x"},"p":"…"}` padded.
     private func payload(ofSize size: Int) -> [UInt8] {
-        let base = APNsPayload.render(PushNotification(alert: .plain("x"), custom: ["p": ""])).count
+        let base = APNsPayload.render(PushContent(body: "x", data: ["p": ""])).count
         let bytes = APNsPayload.render(
-            PushNotification(alert: .plain("x"), custom: ["p": .string(String(repeating: "a", count: size - base))]))
+            PushContent(body: "x", data: ["p": .string(String(repeating: "a", count: size - base))]))
         precondition(bytes.count == size)
         return bytes
     }
@@ -111,7 +110,7 @@ private func rendered(_ notification: PushNotification) -> String {
         try APNsPayload.validate(payload(ofSize: 5120), pushType: .voip)
         #expect(throws: PayloadError.self) { try APNsPayload.validate(payload(ofSize: 5121), pushType: .voip) }
         // Multi-byte characters count as bytes, not characters.
-        let chinese = PushNotification(alert: .plain(String(repeating: "推", count: 1400)))
+        let chinese = PushContent(body: String(repeating: "推", count: 1400))
         #expect(APNsPayload.render(chinese).count > 4096)
         #expect(throws: PayloadError.self) { try APNsPayload.build(chinese, pushType: .alert) }
     }
@@ -141,29 +140,30 @@ private func rendered(_ notification: PushNotification) -> String {
         #expect(code(#"{"aps":{"event":"update","timestamp":1}}"#, .liveactivity) == nil)
     }
 
-    @Test func notificationValueRanges() {
-        func code(_ notification: PushNotification) -> PayloadError.Code? {
+    @Test func contentValueRanges() {
+        func code(_ content: PushContent) -> PayloadError.Code? {
             do {
-                try notification.validate()
+                try content.validate()
                 return nil
             } catch {
                 return error.code
             }
         }
-        #expect(code(PushNotification(badge: -1)) == .invalidValue)
-        #expect(code(PushNotification(badge: 0)) == nil)
-        #expect(code(PushNotification(relevanceScore: 1.5)) == .invalidValue)
-        #expect(code(PushNotification(relevanceScore: 1)) == nil)
-        #expect(code(PushNotification(sound: .critical(name: "a", volume: 2))) == .invalidValue)
-        #expect(code(PushNotification(sound: .critical(name: "a", volume: 1))) == nil)
+        #expect(code(PushContent(badge: -1)) == .invalidValue)
+        #expect(code(PushContent(badge: 0)) == nil)
+        #expect(code(PushContent(apns: .init(relevanceScore: 1.5))) == .invalidValue)
+        #expect(code(PushContent(apns: .init(relevanceScore: 1))) == nil)
+        #expect(code(PushContent(sound: "a", apns: .init(criticalVolume: 2))) == .invalidValue)
+        #expect(code(PushContent(sound: "a", apns: .init(criticalVolume: 1))) == nil)
     }
 
     @Test func buildReturnsTheRenderedBytes() throws {
-        let notification = PushNotification(contentAvailable: true, custom: ["sync": true])
-        #expect(notification.isBackgroundOnly)
-        #expect(notification.suggestedPushType == .background)
-        #expect(try APNsPayload.build(notification, pushType: .background) == APNsPayload.render(notification))
-        #expect(PushNotification(alert: .plain("x"), contentAvailable: true).suggestedPushType == .alert)
+        let content = PushContent(data: ["sync": true], background: true)
+        #expect(content.isBackgroundOnly)
+        #expect(content.suggestedPushType == .background)
+        #expect(try APNsPayload.build(content, pushType: .background) == APNsPayload.render(content))
+        #expect(PushContent(body: "x", background: true).suggestedPushType == .alert)
+        #expect(PushContent(badge: 1, background: true).suggestedPushType == .alert)
     }
 }
 
@@ -196,26 +196,31 @@ private func rendered(_ notification: PushNotification) -> String {
     }
 }
 
-@Suite struct NotificationCodableTests {
-    @Test func roundTripsThroughJSONEncoder() throws {
-        let notifications = [
-            PushNotification(alert: .plain("plain"), badge: 1, sound: .named("default")),
-            PushNotification(
-                alert: .fields(.init(title: "t", body: "b", locArgs: ["x"])), sound: .critical(name: "c", volume: 0.3),
-                contentAvailable: true, interruptionLevel: .passive, relevanceScore: 0.2,
-                timestamp: Date(timeIntervalSince1970: 1_700_000_000), event: .start, contentState: ["a": 1],
-                attributesType: "T", attributes: ["b": [true]], custom: ["k": ["v": nil]]),
+@Suite struct PushContentCodableTests {
+    @Test func roundTripsThroughJSONEncoderLeavingOutWhatIsUnset() throws {
+        let contents = [
+            PushContent(body: "plain", badge: 1, sound: "default"),
+            PushContent(
+                title: "t", body: "b", bodyLocArgs: ["x"], sound: "c", image: "https://ex.com/a.png", thread: "th",
+                data: ["k": ["v": nil]], background: true, click: .url("https://ex.com"),
+                apns: .init(
+                    interruptionLevel: .passive, relevanceScore: 0.2, criticalVolume: 0.3,
+                    timestamp: Date(timeIntervalSince1970: 1_700_000_000), event: .start, contentState: ["a": 1],
+                    attributesType: "T", attributes: ["b": [true]])),
+            PushContent(click: .openApp), PushContent(click: .intent("intent://x#Intent;end")),
         ]
-        for notification in notifications {
-            let data = try JSONEncoder().encode(notification)
-            #expect(try JSONDecoder().decode(PushNotification.self, from: data) == notification)
+        for content in contents {
+            let data = try JSONEncoder().encode(content)
+            #expect(try JSONDecoder().decode(PushContent.self, from: data) == content)
         }
-        let plain = try JSONEncoder().encode(PushNotification.Alert.plain("hello"))
-        #expect(String(decoding: plain, as: UTF8.self) == #""hello""#)
-        #expect(PushNotification.Alert.plain("b").body == "b")
-        #expect(PushNotification.Alert.fields(.init(title: "t", body: "b")).title == "t")
-        #expect(PushNotification.Sound.critical(name: "n", volume: 1).name == "n")
-        let alias: PushNotification = PushNotification(badge: 1)
-        #expect(alias.badge == 1)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        #expect(
+            String(decoding: try encoder.encode(PushContent(body: "hi", badge: 2)), as: UTF8.self)
+                == #"{"badge":2,"body":"hi"}"#)
+        // Nulls read as unset: the form the v13/pg7 migrations write.
+        let migrated =
+            #"{"title":null,"body":"hi","data":{},"background":false,"apns":{"critical_volume":null,"mutable_content":false}}"#
+        #expect(try JSONDecoder().decode(PushContent.self, from: Data(migrated.utf8)) == PushContent(body: "hi"))
     }
 }

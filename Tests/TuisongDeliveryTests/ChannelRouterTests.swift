@@ -36,7 +36,7 @@ import TuisongStore
         let apns = ScriptedTransport()
         let fcm = ScriptedTransport(answering: .laterInTwoParts)
         let huawei = ScriptedTransport { _, attempt in
-            attempt < 2 ? .retry(.transport("Unavailable"), after: nil) : .delivered(apnsID: nil)
+            attempt < 2 ? .retry(.transport("Unavailable"), after: nil) : .delivered(serviceMessageID: nil)
         }
         let engine = f.engine(ChannelRouter([.apns: apns, .fcm: fcm, .huawei: huawei]), pageSize: 64)
         try await engine.start()
@@ -72,9 +72,10 @@ import TuisongStore
     }
 
     @Test func aBatchOfSeveralChannelsIsSplitAndReportedUnderItsOwnIndices() async throws {
-        let apns = ScriptedTransport { _, _ in .delivered(apnsID: "apns") }
+        let apns = ScriptedTransport { _, _ in .delivered(serviceMessageID: "apns") }
         let fcm = ScriptedTransport(answering: .laterInTwoParts) { token, _ in
-            token.hasSuffix("dead") ? .invalidate(.unknown("UNREGISTERED"), since: nil) : .delivered(apnsID: "fcm")
+            token.hasSuffix("dead")
+                ? .invalidate(.unknown("UNREGISTERED"), since: nil) : .delivered(serviceMessageID: "fcm")
         }
         let router = ChannelRouter([.apns: apns, .fcm: fcm])
         let app = App(
@@ -82,14 +83,15 @@ import TuisongStore
         let channels: [PushChannel] = [.fcm, .apns, .fcm, .huawei, .apns, .fcm]
         let pushes = channels.enumerated().map { index, channel in
             OutgoingPush(
-                token: index == 5 ? "t\(index)-dead" : "t\(index)", environment: .production, payload: [],
+                token: index == 5 ? "t\(index)-dead" : "t\(index)", environment: .production, content: PushContent(),
                 headers: PushHeaders(), channel: channel)
         }
         let outcomes = await router.outcomes(of: PushBatch(app: app, pushes: pushes))
         #expect(
             outcomes == [
-                .delivered(apnsID: "fcm"), .delivered(apnsID: "apns"), .delivered(apnsID: "fcm"),
-                .failed(.channelNotConfigured), .delivered(apnsID: "apns"),
+                .delivered(serviceMessageID: "fcm"), .delivered(serviceMessageID: "apns"),
+                .delivered(serviceMessageID: "fcm"),
+                .failed(.channelNotConfigured), .delivered(serviceMessageID: "apns"),
                 .invalidate(.unknown("UNREGISTERED"), since: nil),
             ])
         #expect(apns.batches.withLock { $0.map { $0.pushes.map(\.token) } } == [["t1", "t4"]])

@@ -35,7 +35,8 @@ import TuisongPluginTestKit
                 return pending
             }
             for answer in answers {
-                answer.report((0..<answer.count).map { SendReport(index: $0, outcome: .delivered(apnsID: nil)) })
+                answer.report(
+                    (0..<answer.count).map { SendReport(index: $0, outcome: .delivered(serviceMessageID: nil)) })
             }
         }
     }

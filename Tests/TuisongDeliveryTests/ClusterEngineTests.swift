@@ -27,7 +27,8 @@ import TuisongPostgresTestKit
             for n in 1...devices {
                 batch.append(
                     DeviceRegistration(
-                        token: DeviceToken(testToken(n))!, environment: .production, tags: [TagName("all")!]))
+                        token: DeviceToken(testToken(n))!, environment: .production, tags: [TagName("all")!],
+                        channel: .apns))
             }
             _ = try await stores[0].registerDevices(appID: app.id, batch)
 
@@ -45,7 +46,7 @@ import TuisongPostgresTestKit
             let record = try await engines[0].submit(
                 PushJob(
                     appID: app.id, vendor: "native", audience: .tag("all"),
-                    notification: PushNotification(alert: .plain("hi")), options: PushOptions()))
+                    content: PushContent(body: "hi"), options: PushOptions()))
             // Any node answers the status; the one that accepted it need not be the one sending.
             let status = try await DeliveryWait.completed(engines[2], record.id, timeout: .seconds(60))
             for engine in engines { await engine.stop() }

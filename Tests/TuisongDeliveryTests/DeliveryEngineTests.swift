@@ -43,12 +43,12 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         let sender = ScriptedTransport { token, attempt in
             let n = Int(token.suffix(4), radix: 16)!
             switch n % 5 {
-            case 1: return attempt < 3 ? .retry(.apns(.tooManyRequests), after: nil) : .delivered(apnsID: "a")
+            case 1: return attempt < 3 ? .retry(.apns(.tooManyRequests), after: nil) : .delivered(serviceMessageID: "a")
             case 2:
                 return .invalidate(
                     .apns(.unregistered), since: Date(timeIntervalSince1970: 0).addingTimeInterval(4_000_000_000))
             case 3: return .failed(.apns(.payloadTooLarge))
-            default: return .delivered(apnsID: nil)
+            default: return .delivered(serviceMessageID: nil)
             }
         }
         let engine = f.engine(sender)
@@ -77,12 +77,13 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         for n in 1...200 {
             sandbox.append(
                 DeviceRegistration(
-                    token: DeviceToken(token(n, prefix: "5a"))!, environment: .sandbox, tags: [TagName("all-users")!]))
+                    token: DeviceToken(token(n, prefix: "5a"))!, environment: .sandbox, tags: [TagName("all-users")!],
+                    channel: .apns))
         }
         _ = try await f.store.registerDevices(appID: f.appID, sandbox)
         let sender = ScriptedTransport(answering: .laterInTwoParts) { token, _ in
             token.hasPrefix("5a") && Int(token.suffix(4), radix: 16)! % 4 == 0
-                ? .invalidate(.apns(.unregistered), since: nil) : .delivered(apnsID: nil)
+                ? .invalidate(.apns(.unregistered), since: nil) : .delivered(serviceMessageID: nil)
         }
         let engine = f.engine(sender, pageSize: 100, workers: 64)
         try await engine.start()
@@ -175,7 +176,7 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         try await f.seed(10)
         let healthy = Atomic<Bool>(false)
         let sender = ScriptedTransport { _, _ in
-            healthy.load(ordering: .relaxed) ? .delivered(apnsID: nil) : .held(.apns(.invalidProviderToken))
+            healthy.load(ordering: .relaxed) ? .delivered(serviceMessageID: nil) : .held(.apns(.invalidProviderToken))
         }
         let engine = f.engine(sender)
         try await engine.start()
@@ -257,7 +258,7 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         defer { f.cleanUp() }
         let engine = f.engine(ScriptedTransport())
         var job = f.job(.all)
-        job.notification.custom["blob"] = .string(String(repeating: "x", count: 5000))
+        job.content.data["blob"] = .string(String(repeating: "x", count: 5000))
         await #expect(throws: PayloadError.self) { try await engine.submit(job) }
         #expect(try await f.store.messages(appID: f.appID, limit: 10).isEmpty)
     }

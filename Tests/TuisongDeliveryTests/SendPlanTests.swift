@@ -4,9 +4,9 @@ import TuisongCore
 
 @testable import TuisongDelivery
 
-/// The grouping of a page by route and payload, without an engine.
+/// The grouping of a page by route and content, without an engine.
 @Suite struct SendPlanTests {
-    static let message: [UInt8] = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+    static let message = PushContent(body: "hi")
 
     func entry(
         _ position: Int64, _ environment: APNsEnvironment = .production, selector: String? = nil,
@@ -19,11 +19,11 @@ import TuisongCore
 
     @Test func withoutAPolicyEveryoneOfARouteIsOneGroupInOrder() {
         let entries = [entry(1), entry(2, .sandbox), entry(3), entry(4, skip: "invalidated"), entry(5, .sandbox)]
-        let plan = SendPlan.make(entries: entries, decisions: nil, messagePayload: Self.message, payloadLimit: 4096)
+        let plan = SendPlan.make(entries: entries, decisions: nil, messageContent: Self.message)
         #expect(plan.groups.map(\.route.environment) == [.production, .sandbox])
         #expect(plan.groups[0].entries.map(\.position) == [1, 3])
         #expect(plan.groups[1].entries.map(\.position) == [2, 5])
-        #expect(plan.groups.allSatisfy { $0.payloads.isEmpty && !$0.hasOwnPayloads })
+        #expect(plan.groups.allSatisfy { $0.contents.isEmpty && !$0.hasOwnContents })
         #expect(plan.unsent.map(\.entry.position) == [4])
         guard case .skipped("invalidated") = plan.unsent[0].result else {
             Issue.record("the audience's skip is kept: \(plan.unsent[0].result)")
@@ -33,41 +33,36 @@ import TuisongCore
 
     @Test func selectorsSplitGroupsOfOneEnvironment() {
         let entries = [entry(1, selector: "a"), entry(2), entry(3, selector: "a"), entry(4, selector: "b")]
-        let plan = SendPlan.make(entries: entries, decisions: nil, messagePayload: Self.message, payloadLimit: 4096)
+        let plan = SendPlan.make(entries: entries, decisions: nil, messageContent: Self.message)
         #expect(plan.groups.map(\.route.selector) == ["a", nil, "b"])
         #expect(plan.groups[0].entries.map(\.position) == [1, 3])
     }
 
-    @Test func decisionsSkipSendOwnBytesOrRefuseOversizedOnes() {
+    @Test func decisionsSkipOrSendOwnContentSharedWhileEqual() {
         // Entry 2 is skipped by the audience and so has no decision.
         let entries = [entry(1), entry(2, skip: "unknown_device"), entry(3), entry(4), entry(5), entry(6)]
-        let own: [UInt8] = Array(#"{"aps":{"badge":3}}"#.utf8)
+        let own = PushContent(badge: 3)
         let decisions: [DeliveryDecision] = [
-            .send, .skip(reason: "dnd"), .sendPayload(own), .sendPayload(Self.message),
-            .sendPayload(Array(repeating: 0x20, count: 40)),
+            .send, .skip(reason: "dnd"), .sendContent(own), .sendContent(Self.message), .sendContent(own),
         ]
-        let plan = SendPlan.make(entries: entries, decisions: decisions, messagePayload: Self.message, payloadLimit: 32)
+        let plan = SendPlan.make(entries: entries, decisions: decisions, messageContent: Self.message)
         #expect(plan.groups.count == 1)
         let group = plan.groups[0]
-        #expect(group.entries.map(\.position) == [1, 4, 5])
-        // Bytes equal to the message's are not kept per device.
-        #expect(group.payloads == [nil, own, nil])
-        #expect(group.hasOwnPayloads)
-        let unsent = plan.unsent.map { ($0.entry.position, "\($0.result)") }
-        #expect(unsent.map(\.0) == [2, 3, 6])
-        guard case .outcome(.failed(.payloadTooLarge)) = plan.unsent[2].result else {
-            Issue.record("an oversized decision fails before sending: \(plan.unsent[2].result)")
-            return
-        }
+        #expect(group.entries.map(\.position) == [1, 4, 5, 6])
+        // Content equal to the message's is not kept per device; equal own contents share one
+        // instance (and so one rendering per transport).
+        #expect(group.contents.map { $0?.content } == [nil, own, nil, own])
+        #expect(group.contents[1] === group.contents[3])
+        #expect(group.hasOwnContents)
+        #expect(plan.unsent.map(\.entry.position) == [2, 3])
     }
 
-    @Test func aPolicyThatSendsTheMessageAsItIsKeepsNoBytes() {
+    @Test func aPolicyThatSendsTheMessageAsItIsKeepsNoContent() {
         let entries = [entry(1), entry(2)]
         let plan = SendPlan.make(
-            entries: entries, decisions: [.send, .sendPayload(Self.message)], messagePayload: Self.message,
-            payloadLimit: 4096)
-        #expect(plan.groups[0].payloads == [nil, nil])
-        #expect(!plan.groups[0].hasOwnPayloads)
+            entries: entries, decisions: [.send, .sendContent(Self.message)], messageContent: Self.message)
+        #expect(plan.groups[0].contents.map { $0?.content } == [nil, nil])
+        #expect(!plan.groups[0].hasOwnContents)
     }
 }
 
@@ -77,7 +72,7 @@ import TuisongCore
         let reasons: [SendReason] =
             [
                 .noCredential, .noCredentialForSelector, .credentialLookupFailed, .credentialUnusable,
-                .credentialFailing, .payloadTooLarge, .messageGone, .transport("connect_failed"),
+                .credentialFailing, .payloadTooLarge, .messageGone, .transport("connect_failed"), .unsupportedContent,
                 .unknown("SomethingNew"),
             ] + APNsReasonSample.all
         for reason in reasons {

@@ -34,7 +34,9 @@ final class GatedTransport: PushTransport {
         for batch in batches {
             batch.report(
                 batch.tokens.enumerated().map { index, token in
-                    SendReport(index: index, outcome: fail(token) ? .failed(.apns(.badTopic)) : .delivered(apnsID: nil))
+                    SendReport(
+                        index: index,
+                        outcome: fail(token) ? .failed(.apns(.badTopic)) : .delivered(serviceMessageID: nil))
                 })
         }
         return batches.reduce(0) { $0 + $1.tokens.count }
@@ -138,7 +140,7 @@ final class GatedTransport: PushTransport {
         let engine = f.engine(
             ScriptedTransport { token, _ in
                 Int(token.suffix(4), radix: 16)! % 3 == 0
-                    ? .invalidate(.apns(.unregistered), since: nil) : .delivered(apnsID: nil)
+                    ? .invalidate(.apns(.unregistered), since: nil) : .delivered(serviceMessageID: nil)
             })
         try await engine.start()
         let record = try await engine.submit(f.job(.tag("all-users")))
@@ -153,7 +155,7 @@ final class GatedTransport: PushTransport {
             #expect(status.record.total == 30)
             #expect(status.record.completedAt == stored.completedAt)
             #expect(status.record.audience == stored.audience)
-            #expect(status.record.payload == stored.payload)
+            #expect(status.record.content == stored.content)
         }
         #expect(try await engine.status(messageID: record.id + 1000) == nil)
         await engine.stop()

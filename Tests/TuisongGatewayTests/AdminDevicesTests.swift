@@ -135,7 +135,7 @@ import TuisongStore
         func message(_ audience: Audience, environment: APNsEnvironment? = nil) -> MessageRecord {
             MessageRecord(
                 id: 1, appID: appID, vendor: "native", vendorMessageID: nil, audience: audience,
-                notification: PushNotification(), options: PushOptions(environment: environment), payload: [],
+                content: PushContent(), options: PushOptions(environment: environment),
                 state: .sending, sendAt: nil, labels: [:], createdAt: Date(), startedAt: nil, completedAt: nil,
                 total: nil, cursor: 0, counts: DeliveryCounts(), failures: [:])
         }

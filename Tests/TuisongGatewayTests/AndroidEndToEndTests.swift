@@ -70,6 +70,73 @@ import TuisongPluginTestKit
         #expect(metrics.contains(#"tuisong_channel_token_refreshes{channel="fcm"} 1"#))
     }
 
+    /// Issue #29, bug 1: an environment is an APNs notion. iPhones in sandbox and production,
+    /// an FCM and a Huawei device in one tag, pushed with `environment: sandbox`: the sandbox
+    /// iPhones and both Android devices are sent; only the production iPhone is left out.
+    @Test(arguments: PluginStoreBackend.allCases)
+    func aSandboxPushStillReachesTheTagsAndroidDevices(_ database: PluginStoreBackend) async throws {
+        let gw = try await TestGateway.start(database: database)
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp(bundleID: "com.example.sandbox")
+        let sandbox = [token(1, prefix: "5a"), token(2, prefix: "5b")]
+        for iphone in sandbox { try await register(gw, key, iphone, ["environment": "sandbox", "tags": ["beta"]]) }
+        try await register(gw, key, token(3, prefix: "9c"), ["environment": "production", "tags": ["beta"]])
+        try await register(gw, key, "sandbox-fcm:APA91b-1", ["channel": "fcm", "tags": ["beta"]])
+        try await register(gw, key, "sandbox-huawei-1", ["channel": "huawei", "tags": ["beta"]])
+        let id = try await push(
+            gw, key, ["audience": ["tag": "beta"], "environment": "sandbox", "notification": ["alert": "hi"]])
+        let status = try await gw.completed(messageID: Int64(id))
+        #expect(status.counts.delivered == 4, "\(status.counts) \(status.skips)")
+        #expect(status.counts.total == 4)
+        #expect(Set(gw.mock.receivedNotifications().map(\.deviceToken)) == Set(sandbox))
+        let android = gw.mock.receivedAndroidMessages()
+        #expect(android.first { $0.service == .fcm }?.tokens == ["sandbox-fcm:APA91b-1"])
+        #expect(android.first { $0.service == .huawei }?.tokens == ["sandbox-huawei-1"])
+    }
+
+    /// Issue #29, bug 2, through the gateway: a background push (custom data only) goes as a
+    /// data message where the service has one (FCM, Huawei, Xiaomi `pass_through=1`) and is
+    /// skipped as `unsupported_content` on vivo and OPPO, counted in the status and the
+    /// metrics, never sent.
+    @Test func aBackgroundPushIsADataMessageOrSkippedPerService() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp(bundleID: "com.example.bg")
+        try await register(gw, key, "bg-fcm:APA91b-1", ["channel": "fcm", "tags": ["bg"]])
+        try await register(gw, key, "bg-huawei-1", ["channel": "huawei", "tags": ["bg"]])
+        try await register(gw, key, "bg-xiaomi-1", ["channel": "xiaomi", "tags": ["bg"]])
+        try await register(gw, key, "bg-oppo-1", ["channel": "oppo", "tags": ["bg"]])
+        try await register(gw, key, "bg-vivo-1", ["channel": "vivo", "tags": ["bg"]])
+        let id = try await push(
+            gw, key,
+            [
+                "audience": ["tag": "bg"],
+                "notification": ["content_available": true, "custom": ["sync": "inbox"]],
+            ])
+        let status = try await gw.completed(messageID: Int64(id))
+        #expect(status.counts.delivered == 3, "\(status.counts) \(status.failures)")
+        #expect(status.counts.skipped == 2)
+        #expect(status.skips == ["unsupported_content": 2])
+        let android = gw.mock.receivedAndroidMessages()
+        #expect(Set(android.map(\.service)) == [.fcm, .huawei, .xiaomi])
+        let fcm = try #require(android.first { $0.service == .fcm })
+        let message = try #require(try JSONValue(parsing: fcm.body)["message"])
+        #expect(message["notification"] == nil)
+        #expect(message["data"] == ["sync": "inbox"])
+        let huawei = try #require(android.first { $0.service == .huawei })
+        #expect(try JSONValue(parsing: huawei.body)["message"]?["android"]?["notification"] == nil)
+        let xiaomi = String(decoding: try #require(android.first { $0.service == .xiaomi }).body, as: UTF8.self)
+        #expect(xiaomi.contains("pass_through=1"))
+        let metrics = try await http("GET", "\(gw.baseURL)/metrics").text
+        for channel in ["oppo", "vivo"] {
+            #expect(
+                metrics.contains(
+                    #"tuisong_deliveries_total{channel="\#(channel)",outcome="skipped",reason="unsupported_content"} 1"#
+                ),
+                "\(channel)")
+        }
+    }
+
     /// Local mode learns an uploaded Android credential as the real service knows its own
     /// accounts: an app's own FCM service account and Huawei client deliver through the
     /// look-alike, and the look-alike saw them sign in.

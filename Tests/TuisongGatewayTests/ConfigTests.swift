@@ -144,9 +144,9 @@ func repositoryRoot() -> URL {
         let job = try parse(
             #"{"audience": {"all": true}, "notification": {"alert": "x", "badge": 1, "mutable_content": true, "relevance_score": 1}}"#
         )
-        #expect(job.notification.badge == 1)
-        #expect(job.notification.mutableContent)
-        #expect(job.notification.relevanceScore == 1)
+        #expect(job.content.badge == 1)
+        #expect(job.content.apns.mutableContent)
+        #expect(job.content.apns.relevanceScore == 1)
         #expect(job.audience == .all)
         #expect(throws: NativeAPIError.self) { try parse(#"{"audience": {"all": 1}, "notification": {"alert": "x"}}"#) }
         #expect(throws: NativeAPIError.self) {

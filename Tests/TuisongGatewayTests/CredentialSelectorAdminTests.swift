@@ -44,12 +44,12 @@ import TuisongPluginTestKit
         let device = token(1, prefix: "5e")
         _ = try await gw.runtime.store.bindDevice(
             appID: appID, account: "alice",
-            registration: DeviceRegistration(token: DeviceToken(device)!, environment: .production),
+            registration: DeviceRegistration(token: DeviceToken(device)!, environment: .production, channel: .apns),
             credentialSelector: "1001")
         let message = try await gw.runtime.engine.submit(
             PushJob(
                 appID: appID, vendor: "native", audience: .accounts(["alice"]),
-                notification: PushNotification(alert: .plain("x")), options: PushOptions()))
+                content: PushContent(body: "x"), options: PushOptions()))
         _ = try await DeliveryWait.until(gw.runtime.engine, message.id, timeout: .seconds(20)) { $0.counts.held == 1 }
 
         let pem = try PrivateKey.generateP256().pkcs8PEM()

@@ -24,7 +24,7 @@ import TuisongPluginTestKit
     ) async throws {
         _ = try await gw.runtime.store.bindDevice(
             appID: appID, account: account,
-            registration: DeviceRegistration(token: DeviceToken(token)!, environment: .production),
+            registration: DeviceRegistration(token: DeviceToken(token)!, environment: .production, channel: .apns),
             credentialSelector: selector)
     }
 
@@ -32,7 +32,7 @@ import TuisongPluginTestKit
         try await gw.runtime.engine.submit(
             PushJob(
                 appID: appID, vendor: "native", audience: .allAccounts,
-                notification: PushNotification(alert: .plain("x")), options: PushOptions()))
+                content: PushContent(body: "x"), options: PushOptions()))
     }
 
     @Test func aDeviceIsSentThroughTheCredentialOfItsSelectorInItsEnvironmentOthersThroughTheDefault() async throws {

@@ -40,8 +40,7 @@ final class TestIMPolicy: DeliveryPolicy {
             guard let account = recipient.account else { return .skip(reason: "unbound") }
             if recipient.appState == .foreground { return .skip(reason: "foreground") }
             if pushDisabled.contains(account) { return .skip(reason: "push_disabled") }
-            let payload: JSONValue = ["aps": ["alert": .string(text), "badge": .int(Int64(badges[account] ?? 0))]]
-            return .sendPayload(payload.serialized())
+            return .sendContent(PushContent(body: text, badge: badges[account] ?? 0))
         }
     }
 }
@@ -67,8 +66,7 @@ final class GrantingPolicy: DeliveryPolicy {
         _ = await eventually(within: 5) { self.mostAtOnce.load(ordering: .relaxed) >= 2 }
         return recipients.map { recipient in
             let badge = recipient.account.flatMap { badges[$0] } ?? 0
-            let payload: JSONValue = ["aps": ["alert": "hi", "badge": .int(Int64(badge))]]
-            return .sendPayload(payload.serialized())
+            return .sendContent(PushContent(body: "hi", badge: badge))
         }
     }
 }
@@ -83,13 +81,13 @@ final class GrantingPolicy: DeliveryPolicy {
     {
         _ = try await gw.runtime.store.bindDevice(
             appID: appID, account: account,
-            registration: DeviceRegistration(token: DeviceToken(token)!, environment: .production),
+            registration: DeviceRegistration(token: DeviceToken(token)!, environment: .production, channel: .apns),
             credentialSelector: selector)
     }
 
     func job(_ appID: Int64, _ audience: Audience, text: String = "hi from the test") -> PushJob {
         PushJob(
-            appID: appID, vendor: "testim", audience: audience, notification: PushNotification(alert: .plain("hello")),
+            appID: appID, vendor: "testim", audience: audience, content: PushContent(body: "hello"),
             options: PushOptions(), vendorContext: ["text": .string(text)])
     }
 
@@ -150,10 +148,10 @@ final class GrantingPolicy: DeliveryPolicy {
         #expect(try await store.badge(appID: appID, account: "carol") == 5)
         #expect(try await store.badge(appID: appID, account: "bob") == 0)
 
-        // The retried row kept carol's bytes; skipped rows name their reason.
+        // The retried row kept carol's content; skipped rows name their reason.
         let delivered = try await store.deliveries(messageID: record.id, state: .delivered, cursor: nil, limit: 10)
         #expect(delivered.items.map(\.token) == [carolPhone])
-        #expect(delivered.items.first?.payload == Array(carolBytes.utf8))
+        #expect(delivered.items.first?.content.map { APNsPayload.render($0) } == Array(carolBytes.utf8))
         let skipped = try await store.deliveries(messageID: record.id, state: .skipped, cursor: nil, limit: 10)
         #expect(
             Set(skipped.items.map { "\($0.token):\($0.reason ?? "")" }) == [

@@ -29,7 +29,9 @@ public final class ScriptedTransport: PushTransport {
     /// Every batch handed over, in order.
     public let batches = Mutex<[PushBatch]>([])
 
-    public init(answering: Answering = .atOnce, script: @escaping Script = { _, _ in .delivered(apnsID: nil) }) {
+    public init(
+        answering: Answering = .atOnce, script: @escaping Script = { _, _ in .delivered(serviceMessageID: nil) }
+    ) {
         self.script = script
         self.answering = answering
     }
@@ -69,9 +71,9 @@ public final class ScriptedTransport: PushTransport {
     /// Every push handed over, in order.
     public var pushes: [OutgoingPush] { batches.withLock { $0.flatMap(\.pushes) } }
 
-    /// The pushes that carried `payload` (one message's, when messages differ in content).
-    public func pushes(carrying payload: [UInt8]) -> [OutgoingPush] {
-        pushes.filter { $0.payload == payload }
+    /// The pushes that carried `content` (one message's, when messages differ in content).
+    public func pushes(carrying content: PushContent) -> [OutgoingPush] {
+        pushes.filter { $0.content.content == content }
     }
 }
 
@@ -127,14 +129,14 @@ public struct EngineFixture: Sendable {
             batch.append(
                 DeviceRegistration(
                     token: DeviceToken(testToken(n, prefix: prefix))!, environment: .production,
-                    tags: [TagName(tag)!]))
+                    tags: [TagName(tag)!], channel: .apns))
         }
         _ = try await store.registerDevices(appID: appID, batch)
     }
 
     public func job(_ audience: Audience) -> PushJob {
         PushJob(
-            appID: appID, vendor: "native", audience: audience, notification: PushNotification(alert: .plain("hi")),
+            appID: appID, vendor: "native", audience: audience, content: PushContent(body: "hi"),
             options: PushOptions())
     }
 

@@ -20,9 +20,9 @@ public final class RecordingGateway: PushGateway {
     public var jobs: [PushJob] { recorded.withLock { $0 } }
 
     public func submit(_ job: PushJob) async throws -> MessageRecord {
-        let payload = try APNsPayload.build(job.notification, pushType: job.options.pushType)
+        _ = try APNsPayload.build(job.content, pushType: job.options.pushType)
         let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
-        let record = try await store.createMessage(job, payload: payload, state: state)
+        let record = try await store.createMessage(job, state: state)
         recorded.withLock { $0.append(job) }
         return record
     }

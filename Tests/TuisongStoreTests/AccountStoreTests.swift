@@ -14,7 +14,7 @@ import TuisongPostgresTestKit
     func registration(_ n: Int, _ environment: APNsEnvironment = .production, locale: String? = nil)
         -> DeviceRegistration
     {
-        DeviceRegistration(token: token(n), environment: environment, locale: locale)
+        DeviceRegistration(token: token(n), environment: environment, locale: locale, channel: .apns)
     }
 
     /// A fresh database on `backend` that `body` may open (`open()`), close and open again,
@@ -130,9 +130,9 @@ import TuisongPostgresTestKit
 
     func sendingMessage(_ store: any GatewayStore, appID: Int64) async throws -> Int64 {
         let job = PushJob(
-            appID: appID, vendor: "tencent", audience: .allAccounts, notification: PushNotification(),
+            appID: appID, vendor: "tencent", audience: .allAccounts, content: PushContent(),
             options: PushOptions())
-        let message = try await store.createMessage(job, payload: Array("{}".utf8), state: .queued)
+        let message = try await store.createMessage(job, state: .queued)
         #expect(try await store.startMessage(id: message.id, total: nil, at: Date()))
         return message.id
     }
@@ -347,18 +347,18 @@ import TuisongPostgresTestKit
         let appID = try await app(store)
         let context: JSONValue = ["From_Account": "alice", "MsgBody": [["MsgType": "TIMTextElem"]], "n": 3]
         let job = PushJob(
-            appID: appID, vendor: "tencent", audience: .accounts(["bob"]), notification: PushNotification(),
+            appID: appID, vendor: "tencent", audience: .accounts(["bob"]), content: PushContent(),
             options: PushOptions(), vendorContext: context)
-        let message = try await store.createMessage(job, payload: Array("{}".utf8), state: .queued)
+        let message = try await store.createMessage(job, state: .queued)
         #expect(message.vendorContext == context)
         #expect(try await store.message(id: message.id)?.vendorContext == context)
         let plain = try await store.createMessage(
             PushJob(
-                appID: appID, vendor: "native", audience: .all, notification: PushNotification(),
-                options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+                appID: appID, vendor: "native", audience: .all, content: PushContent(),
+                options: PushOptions()), state: .queued)
         #expect(plain.vendorContext == nil)
 
-        let own = Array(#"{"aps":{"badge":5}}"#.utf8)
+        let own = PushContent(badge: 5)
         try await store.recordProgress(
             MessageProgress(
                 messageID: message.id, cursor: 2,
@@ -372,20 +372,20 @@ import TuisongPostgresTestKit
                 deliveries: [
                     NewDelivery(
                         deviceID: nil, token: token(1).hex, environment: .production, state: .queued,
-                        reason: "ServiceUnavailable", attempts: 1, nextAttemptAt: Date(), payload: own,
-                        credentialSelector: "111"),
+                        reason: "ServiceUnavailable", attempts: 1, nextAttemptAt: Date(), content: own,
+                        credentialSelector: "111", channel: .apns),
                     NewDelivery(
                         deviceID: nil, token: token(2).hex, environment: .production, state: .skipped,
-                        reason: "foreground", attempts: 0),
+                        reason: "foreground", attempts: 0, channel: .apns),
                 ]), at: Date())
         let stored = try #require(try await store.message(id: message.id))
         #expect(stored.skips == ["foreground": 1])
         #expect(stored.counts.skipped == 1)
         let claimed = try await store.claimDueDeliveries(now: Date().addingTimeInterval(1), limit: 10)
         #expect(claimed.count == 1)
-        #expect(claimed.first?.payload == own)
+        #expect(claimed.first?.content == own)
         #expect(claimed.first?.credentialSelector == "111")
         let skipped = try await store.deliveries(messageID: message.id, state: .skipped, cursor: nil, limit: 10)
-        #expect(skipped.items.first?.payload == nil)
+        #expect(skipped.items.first?.content == nil)
     }
 }

@@ -108,7 +108,7 @@ struct AppStoreTests {
                     _ = try await store.registerDevice(
                         appID: app.id,
                         DeviceRegistration(
-                            token: token(n), environment: .sandbox, tags: [tag("a"), tag("b")]))
+                            token: token(n), environment: .sandbox, tags: [tag("a"), tag("b")], channel: .apns))
                 }
             }
             #expect(try await storedRowCount(store, "device_tags") == 20)
@@ -129,7 +129,7 @@ struct AppStoreTests {
         try await withStore(backend) { store in
             let error = await #expect(throws: StoreError.self) {
                 _ = try await store.registerDevice(
-                    appID: 4242, DeviceRegistration(token: token(1), environment: .sandbox))
+                    appID: 4242, DeviceRegistration(token: token(1), environment: .sandbox, channel: .apns))
             }
             #expect(error?.code == .notFound)
             let expected = backend == .sqlite ? "FOREIGN KEY" : "PostgreSQL 23503"  // foreign_key_violation

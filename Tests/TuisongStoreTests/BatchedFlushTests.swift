@@ -71,9 +71,9 @@ import TuisongPostgresTestKit
         var ids: [Int64] = []
         for n in 0..<5 {
             let job = PushJob(
-                appID: app.id, vendor: "native", audience: .tokens([token(n).value]), notification: PushNotification(),
+                appID: app.id, vendor: "native", audience: .tokens([token(n).value]), content: PushContent(),
                 options: PushOptions())
-            ids.append(try await store.createMessage(job, payload: Array("{}".utf8), state: .queued).id)
+            ids.append(try await store.createMessage(job, state: .queued).id)
         }
         #expect(try await store.requeueInterruptedDeliveries() == 0)
         let claims = try await store.claimWork(now: Date(), limit: 3, running: [])
@@ -110,7 +110,7 @@ import TuisongPostgresTestKit
             _ = try await store.createMessage(
                 PushJob(
                     appID: app.id, vendor: "native", audience: .tokens([token(n).value]),
-                    notification: PushNotification(), options: PushOptions()), payload: Array("{}".utf8), state: .queued
+                    content: PushContent(), options: PushOptions()), state: .queued
             )
         }
         _ = try await store.requeueInterruptedDeliveries()

@@ -20,7 +20,7 @@ import TuisongCore
             #expect(device.channel == .fcm)
             #expect(device.token == Self.fcmToken)
             let apns = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox))
+                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox, channel: .apns))
             #expect(apns.device.channel == .apns, "a registration without a channel is APNs")
             let fetched = try await store.device(appID: app.id, token: android)
             #expect(fetched?.channel == .fcm)
@@ -42,7 +42,7 @@ import TuisongCore
         _ = try await f.store.registerDevices(
             appID: app.id,
             [
-                DeviceRegistration(token: token(1), environment: .production, tags: [tag("t")]),
+                DeviceRegistration(token: token(1), environment: .production, tags: [tag("t")], channel: .apns),
                 DeviceRegistration(token: android, environment: .production, tags: [tag("t")], channel: .fcm),
             ])
         for audience in [Audience.tag("t"), .all, .tokens([token(1).value, Self.fcmToken])] {
@@ -63,6 +63,53 @@ import TuisongCore
         #expect(
             unregistered.map(\.skipReason) == [nil, "UnknownDevice"],
             "an unregistered APNs token is tried on APNs; an unregistered Android token has no known channel")
+    }
+
+    static let huaweiToken = "IQAAAACy0kYzAAAa8bWq1EqNHcBzC0m0pSBcbmKy7p5lHvHcUrMFPt4f2xbhkfXyWq0Q1Kq"
+
+    /// Issue #29, bug 1: an environment is an APNs notion. With `environment: sandbox`, every
+    /// audience keeps the Android devices (stored `production`) and drops only the APNs
+    /// devices of the other environment.
+    @Test(arguments: Backend.allCases)
+    func anEnvironmentFiltersAPNsDevicesOnly(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let fcm = try #require(DeviceToken(Self.fcmToken, channel: .fcm))
+            let huawei = try #require(DeviceToken(Self.huaweiToken, channel: .huawei))
+            _ = try await store.registerDevices(
+                appID: app.id,
+                [
+                    DeviceRegistration(token: token(1), environment: .sandbox, tags: [tag("t")], channel: .apns),
+                    DeviceRegistration(token: token(2), environment: .production, tags: [tag("t")], channel: .apns),
+                    DeviceRegistration(token: fcm, environment: .production, tags: [tag("t")], channel: .fcm),
+                    DeviceRegistration(token: huawei, environment: .production, tags: [tag("t")], channel: .huawei),
+                    DeviceRegistration(token: token(3), environment: .sandbox, tags: [tag("t")], channel: .apns),
+                ])
+            for audience in [Audience.tag("t"), .all] {
+                for details in [false, true] {
+                    let page = try await store.audiencePage(
+                        appID: app.id, audience: audience, environment: .sandbox, after: 0, limit: 10,
+                        withRecipientDetails: details)
+                    #expect(page.map(\.token) == [token(1).value, Self.fcmToken, Self.huaweiToken, token(3).value])
+                    #expect(page.map(\.channel) == [.apns, .fcm, .huawei, .apns])
+                    #expect(page.allSatisfy { $0.skipReason == nil })
+                }
+                #expect(try await store.audienceCount(appID: app.id, audience: audience, environment: .sandbox) == 4)
+            }
+            let ids = try await store.audiencePage(
+                appID: app.id, audience: .all, environment: nil, after: 0, limit: 10, withRecipientDetails: false
+            ).compactMap(\.deviceID)
+            let byID = try await store.audiencePage(
+                appID: app.id, audience: .devices(ids), environment: .sandbox, after: 0, limit: 10,
+                withRecipientDetails: false)
+            #expect(byID.map(\.skipReason) == [nil, "EnvironmentMismatch", nil, nil, nil])
+            let byToken = try await store.audiencePage(
+                appID: app.id, audience: .tokens([token(2).value, Self.fcmToken, Self.huaweiToken]),
+                environment: .sandbox, after: 0, limit: 10, withRecipientDetails: false)
+            #expect(byToken.map(\.environment) == [.sandbox, .production, .production])
+            #expect(byToken.map(\.channel) == [.apns, .fcm, .huawei])
+            #expect(byToken.allSatisfy { $0.skipReason == nil })
+        }
     }
 
     @Test(arguments: Backend.allCases)

@@ -12,7 +12,7 @@ import TuisongCore
     func registration(
         _ n: Int, _ environment: APNsEnvironment = .production, user: String? = nil, tags: [String]? = nil
     ) -> DeviceRegistration {
-        DeviceRegistration(token: token(n), environment: environment, user: user, tags: tags?.map(tag))
+        DeviceRegistration(token: token(n), environment: environment, user: user, tags: tags?.map(tag), channel: .apns)
     }
 
     func android(_ raw: String) -> DeviceRegistration {
@@ -138,10 +138,9 @@ import TuisongCore
         try await store.sharedDatabase.write { db in
             try db.execute(
                 """
-                INSERT INTO messages (app_id, vendor, audience, notification, options, payload, state, created_at,
-                    completed_at)
-                VALUES (?, 'native', '"all"', '{}', '{}', ?, ?, 5, ?)
-                """, [.integer(appID), .blob([0x7B, 0x7D]), .text(state), SQLValue(completedAt)])
+                INSERT INTO messages (app_id, vendor, audience, content, options, state, created_at, completed_at)
+                VALUES (?, 'native', '"all"', '{}', '{}', ?, 5, ?)
+                """, [.integer(appID), .text(state), SQLValue(completedAt)])
             return db.lastInsertedRowID
         }
     }

@@ -15,7 +15,7 @@ struct DeviceStoreTests {
             let first = try await store.registerDevice(
                 appID: app.id,
                 DeviceRegistration(
-                    token: token(1), environment: .sandbox, user: "alice", locale: "zh_CN"))
+                    token: token(1), environment: .sandbox, user: "alice", locale: "zh_CN", channel: .apns))
             #expect(first.created)
             #expect(first.device.token == token(1).hex)
             #expect(first.device.user == "alice")
@@ -23,7 +23,7 @@ struct DeviceStoreTests {
 
             clock.advance(by: 5)
             let second = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(1), environment: .production))
+                appID: app.id, DeviceRegistration(token: token(1), environment: .production, channel: .apns))
             #expect(!second.created)
             #expect(second.device.id == first.device.id)
             #expect(second.device.environment == .production)
@@ -34,7 +34,7 @@ struct DeviceStoreTests {
 
             let third = try await store.registerDevice(
                 appID: app.id,
-                DeviceRegistration(token: token(1), environment: .production, user: "bob"))
+                DeviceRegistration(token: token(1), environment: .production, user: "bob", channel: .apns))
             #expect(third.device.user == "bob")
             #expect(third.device.locale == "zh_CN")
 
@@ -50,9 +50,9 @@ struct DeviceStoreTests {
             let a = try await makeApp(store, "a")
             let b = try await makeApp(store, "b")
             let inA = try await store.registerDevice(
-                appID: a.id, DeviceRegistration(token: token(1), environment: .sandbox))
+                appID: a.id, DeviceRegistration(token: token(1), environment: .sandbox, channel: .apns))
             let inB = try await store.registerDevice(
-                appID: b.id, DeviceRegistration(token: token(1), environment: .sandbox))
+                appID: b.id, DeviceRegistration(token: token(1), environment: .sandbox, channel: .apns))
             #expect(inA.created && inB.created)
             #expect(inA.device.id != inB.device.id)
             #expect(try await store.device(appID: a.id, token: token(2)) == nil)
@@ -65,7 +65,7 @@ struct DeviceStoreTests {
         try await withStore(backend, clock: clock) { store in
             let app = try await makeApp(store)
             let (device, _) = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(3), environment: .production))
+                appID: app.id, DeviceRegistration(token: token(3), environment: .production, channel: .apns))
 
             clock.advance(by: 10)
             #expect(try await invalidateDevice(store, id: device.id, reason: "Unregistered"))
@@ -75,7 +75,7 @@ struct DeviceStoreTests {
 
             clock.advance(by: 10)
             let (again, created) = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(3), environment: .production))
+                appID: app.id, DeviceRegistration(token: token(3), environment: .production, channel: .apns))
             #expect(!created)
             #expect(again.invalidatedAt == nil)
             #expect(again.invalidReason == nil)
@@ -91,7 +91,7 @@ struct DeviceStoreTests {
             let before = clock.now
             clock.advance(by: 30)
             let (device, _) = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(4), environment: .production))
+                appID: app.id, DeviceRegistration(token: token(4), environment: .production, channel: .apns))
             #expect(
                 try await invalidateDevice(store, id: device.id, reason: "Unregistered", since: before)
                     == false)
@@ -107,7 +107,7 @@ struct DeviceStoreTests {
             let app = try await makeApp(store)
             _ = try await store.registerDevice(
                 appID: app.id,
-                DeviceRegistration(token: token(5), environment: .sandbox, tags: [tag("x")]))
+                DeviceRegistration(token: token(5), environment: .sandbox, tags: [tag("x")], channel: .apns))
             #expect(try await store.deleteDevice(appID: app.id, token: token(5)))
             #expect(try await store.deleteDevice(appID: app.id, token: token(5)) == false)
             #expect(try await store.device(appID: app.id, token: token(5)) == nil)
@@ -120,10 +120,10 @@ struct DeviceStoreTests {
         try await withStore(backend) { store in
             let app = try await makeApp(store)
             _ = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(0), environment: .sandbox))
+                appID: app.id, DeviceRegistration(token: token(0), environment: .sandbox, channel: .apns))
             let batch = (0..<500).map {
                 DeviceRegistration(
-                    token: token($0), environment: .production, tags: $0 % 2 == 0 ? [tag("even")] : nil)
+                    token: token($0), environment: .production, tags: $0 % 2 == 0 ? [tag("even")] : nil, channel: .apns)
             }
             #expect(try await store.registerDevices(appID: app.id, batch) == 499)
             #expect(try await storedDeviceCount(store, appID: app.id) == 500)
@@ -135,7 +135,7 @@ struct DeviceStoreTests {
             // All or nothing: an unknown app fails the batch and stores none of it.
             let error = await #expect(throws: StoreError.self) {
                 _ = try await store.registerDevices(
-                    appID: 9999, [DeviceRegistration(token: token(1), environment: .sandbox)])
+                    appID: 9999, [DeviceRegistration(token: token(1), environment: .sandbox, channel: .apns)])
             }
             #expect(error?.code == .notFound)
             #expect(try await storedRowCount(store, "devices") == 500)
@@ -155,7 +155,7 @@ struct DeviceStoreTests {
                         let (device, created) = try await store.registerDevice(
                             appID: app.id,
                             DeviceRegistration(
-                                token: token(77), environment: .sandbox, user: "user-\(n)"))
+                                token: token(77), environment: .sandbox, user: "user-\(n)", channel: .apns))
                         return (device.id, created)
                     }
                 }
@@ -179,7 +179,7 @@ struct DeviceStoreTests {
                     group.addTask {
                         let (device, created) = try await store.registerDevice(
                             appID: app.id,
-                            DeviceRegistration(token: token(n), environment: .sandbox, user: "u\(n)"))
+                            DeviceRegistration(token: token(n), environment: .sandbox, user: "u\(n)", channel: .apns))
                         #expect(created)
                         #expect(device.token == token(n).hex)
                         return device.id
@@ -207,7 +207,7 @@ struct DeviceStoreTests {
                     do {
                         _ = try await store.registerDevice(
                             appID: n % 10 == 0 ? 999_999 : app.id,
-                            DeviceRegistration(token: token(n), environment: .sandbox))
+                            DeviceRegistration(token: token(n), environment: .sandbox, channel: .apns))
                         return (n, nil)
                     } catch {
                         return (n, (error as? StoreError)?.code ?? .unavailable)

@@ -10,12 +10,12 @@ import TuisongPluginTestKit
 struct IdempotencyKeyTests {
     static func job(_ appID: Int64, key: String?, tag: String = "news") -> PushJob {
         PushJob(
-            appID: appID, vendor: "native", audience: .tag(tag), notification: PushNotification(),
+            appID: appID, vendor: "native", audience: .tag(tag), content: PushContent(),
             options: PushOptions(), idempotencyKey: key)
     }
 
     static func create(_ store: any GatewayStore, _ job: PushJob) async throws -> MessageRecord {
-        try await store.createMessage(job, payload: Array("{}".utf8), state: .queued)
+        try await store.createMessage(job, state: .queued)
     }
 
     static func keyRows(_ store: any GatewayStore) async throws -> Int {

@@ -27,7 +27,7 @@ struct LoadTests {
                         let n = worker * perWorker + i
                         let registration = DeviceRegistration(
                             token: token(n), environment: n % 3 == 0 ? .production : .sandbox,
-                            user: "user-\(n % 1000)", tags: n % 5 == 0 ? [tag("t\(n % 7)")] : nil)
+                            user: "user-\(n % 1000)", tags: n % 5 == 0 ? [tag("t\(n % 7)")] : nil, channel: .apns)
                         if try await store.registerDevice(appID: app.id, registration).created {
                             created += 1
                         }

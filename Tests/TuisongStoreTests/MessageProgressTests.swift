@@ -14,8 +14,8 @@ import TuisongCore
         let appID = try await store.createApp(name: "p", bundleID: "com.example.p", apiKeyHash: UUID().uuidString).id
         let message = try await store.createMessage(
             PushJob(
-                appID: appID, vendor: "native", audience: .tag("news"), notification: PushNotification(),
-                options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+                appID: appID, vendor: "native", audience: .tag("news"), content: PushContent(),
+                options: PushOptions()), state: .queued)
 
         var fresh = try #require(try await store.messageProgress(id: message.id))
         #expect(fresh.state == .queued)

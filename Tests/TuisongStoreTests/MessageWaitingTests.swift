@@ -20,8 +20,8 @@ import TuisongCore
         let appID = try await store.createApp(name: "w", bundleID: "com.example.w", apiKeyHash: UUID().uuidString).id
         let message = try await store.createMessage(
             PushJob(
-                appID: appID, vendor: "native", audience: .tag("news"), notification: PushNotification(),
-                options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+                appID: appID, vendor: "native", audience: .tag("news"), content: PushContent(),
+                options: PushOptions()), state: .queued)
         let start = at(0, from: Date())
         #expect(try await store.startMessage(id: message.id, total: 6, at: start))
 
@@ -98,8 +98,8 @@ import TuisongCore
                 .id
             let message = try await store.createMessage(
                 PushJob(
-                    appID: appID, vendor: "native", audience: .tag("news"), notification: PushNotification(),
-                    options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+                    appID: appID, vendor: "native", audience: .tag("news"), content: PushContent(),
+                    options: PushOptions()), state: .queued)
             let start = Self.at(0, from: Date())
             #expect(try await store.startMessage(id: message.id, total: 1, at: start))
             var counts = DeliveryCounts()
@@ -118,8 +118,8 @@ import TuisongCore
                 .id
             let message = try await store.createMessage(
                 PushJob(
-                    appID: appID, vendor: "native", audience: .tag("news"), notification: PushNotification(),
-                    options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+                    appID: appID, vendor: "native", audience: .tag("news"), content: PushContent(),
+                    options: PushOptions()), state: .queued)
             #expect(try await store.startMessage(id: message.id, total: 4, at: Date()))
             func failed(_ token: String, _ reason: String, _ channel: PushChannel) -> NewDelivery {
                 NewDelivery(

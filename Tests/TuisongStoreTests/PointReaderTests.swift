@@ -20,7 +20,7 @@ struct PointReaderTests {
             appID: app.id,
             DeviceRegistration(
                 token: token(1), environment: .sandbox, user: "小明", locale: "zh_CN",
-                tags: [TagName("北京")!, TagName("vip")!]))
+                tags: [TagName("北京")!, TagName("vip")!], channel: .apns))
         let found = try #require(await store.deviceWithTags(appID: app.id, token: token(1)))
         #expect(found.device == registered.device)
         #expect(found.tags == ["vip", "北京"].sorted())
@@ -42,7 +42,8 @@ struct PointReaderTests {
         let app = try await makeApp(fixture.store)
         _ = try await fixture.store.deviceWithTags(appID: app.id, token: token(7))  // warm a reader
         let other = try SQLiteStore(path: fixture.database.path)
-        _ = try await other.registerDevice(appID: app.id, DeviceRegistration(token: token(7), environment: .production))
+        _ = try await other.registerDevice(
+            appID: app.id, DeviceRegistration(token: token(7), environment: .production, channel: .apns))
         try other.close()
         #expect(
             try await fixture.store.deviceWithTags(appID: app.id, token: token(7))?.device.environment == .production)
@@ -56,7 +57,7 @@ struct PointReaderTests {
         let app = try await makeApp(store)
         for n in 1...50 {
             _ = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(n), environment: .sandbox))
+                appID: app.id, DeviceRegistration(token: token(n), environment: .sandbox, channel: .apns))
         }
         let mismatches = try await withThrowingTaskGroup(of: Int.self) { group in
             for worker in 0..<8 {
@@ -81,7 +82,8 @@ struct PointReaderTests {
         defer { fixture.tearDown() }
         let store = fixture.store
         let app = try await makeApp(store)
-        _ = try await store.registerDevice(appID: app.id, DeviceRegistration(token: token(3), environment: .sandbox))
+        _ = try await store.registerDevice(
+            appID: app.id, DeviceRegistration(token: token(3), environment: .sandbox, channel: .apns))
         #expect(store.pointReaders.busyFallbacks == 0)
 
         // Another connection takes the database in exclusive locking mode: every other

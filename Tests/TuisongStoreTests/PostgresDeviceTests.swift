@@ -52,15 +52,17 @@ struct PostgresDeviceTests {
             let store = try #require(any as? PostgresStore)
             let app = try await makeApp(store)
             _ = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(0), environment: .sandbox, tags: [tag("old")]))
+                appID: app.id,
+                DeviceRegistration(token: token(0), environment: .sandbox, tags: [tag("old")], channel: .apns))
             var batch = (0..<10_000).map {
                 DeviceRegistration(
                     token: token($0), environment: .production, user: "u\($0)",
-                    tags: $0 % 2 == 0 ? [tag("even"), tag("all")] : nil)
+                    tags: $0 % 2 == 0 ? [tag("even"), tag("all")] : nil, channel: .apns)
             }
             // A token repeated later in the batch: applied in order, created once.
             batch.append(
-                DeviceRegistration(token: token(1), environment: .sandbox, locale: "fr", tags: [tag("again")]))
+                DeviceRegistration(
+                    token: token(1), environment: .sandbox, locale: "fr", tags: [tag("again")], channel: .apns))
 
             let imported = try await store.importDevices(appID: app.id, batch)
             #expect(imported.copied == 10_001)
@@ -89,7 +91,7 @@ struct PostgresDeviceTests {
             // A bad row (PostgreSQL text cannot hold NUL) fails the whole batch: nothing of it stays.
             let tagsBefore = try await storedRowCount(store, "tags")
             var bad = (10_000..<20_000).map {
-                DeviceRegistration(token: token($0), environment: .sandbox, tags: [tag("second")])
+                DeviceRegistration(token: token($0), environment: .sandbox, tags: [tag("second")], channel: .apns)
             }
             bad[9_999].user = "nul\u{0}inside"
             await #expect(throws: StoreError.self) { _ = try await store.registerDevices(appID: app.id, bad) }
@@ -115,7 +117,7 @@ struct PostgresDeviceTests {
                         group.addTask {
                             let registration = DeviceRegistration(
                                 token: token(round), environment: .sandbox, user: "user-\(n)",
-                                tags: n % 2 == 0 ? [tag("t\(n % 4)"), tag("shared")] : nil)
+                                tags: n % 2 == 0 ? [tag("t\(n % 4)"), tag("shared")] : nil, channel: .apns)
                             let (device, created) = try await nodes[n % 2].registerDevice(appID: app.id, registration)
                             return (device.id, created)
                         }

@@ -44,8 +44,8 @@ struct SchemaTests {
                 """
                 INSERT INTO accounts (id, app_id, account, created_at, updated_at)
                     VALUES (41, \(app.id), 'alice', 0, 0);
-                INSERT INTO messages (id, app_id, vendor, audience, notification, options, payload, state, created_at)
-                    VALUES (7, \(app.id), 'tencent', '{}', '{}', '{}', X'7B7D', 'sending', 0);
+                INSERT INTO messages (id, app_id, vendor, audience, content, options, state, created_at)
+                    VALUES (7, \(app.id), 'tencent', '{}', '{}', '{}', 'sending', 0);
                 DROP TABLE badge_grants;
                 """)
             try db.execute(Schema.v5BadgeGrants)
@@ -158,7 +158,7 @@ struct SchemaTests {
         #expect(readError?.code == .unavailable)
         let registerError = await #expect(throws: StoreError.self) {
             _ = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox))
+                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox, channel: .apns))
         }
         #expect(registerError?.code == .unavailable)
 
@@ -201,7 +201,7 @@ struct SharedFileTests {
         #expect(try await server.app(apiKeyHash: "k1")?.id == app.id)
 
         let (device, _) = try await server.registerDevice(
-            appID: app.id, DeviceRegistration(token: token(7), environment: .production))
+            appID: app.id, DeviceRegistration(token: token(7), environment: .production, channel: .apns))
         #expect(try await cli.device(appID: app.id, token: token(7)) == device)
 
         // Both write at once: the busy timeout makes each wait for the other's lock.
@@ -211,7 +211,7 @@ struct SharedFileTests {
                 group.addTask {
                     _ = try await writer.registerDevice(
                         appID: app.id,
-                        DeviceRegistration(token: token(1000 + n), environment: .sandbox))
+                        DeviceRegistration(token: token(1000 + n), environment: .sandbox, channel: .apns))
                 }
             }
             try await group.waitForAll()

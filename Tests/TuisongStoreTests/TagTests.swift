@@ -11,7 +11,7 @@ struct TagTests {
         try await withStore(backend) { store in
             let app = try await makeApp(store)
             _ = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox))
+                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox, channel: .apns))
             #expect(try await store.tags(appID: app.id, token: token(1)) == [])
 
             try await store.addTag(appID: app.id, token: token(1), tag: tag("vip"))
@@ -54,20 +54,20 @@ struct TagTests {
             _ = try await store.registerDevice(
                 appID: app.id,
                 DeviceRegistration(
-                    token: token(1), environment: .sandbox, tags: [tag("a"), tag("b"), tag("a")]))
+                    token: token(1), environment: .sandbox, tags: [tag("a"), tag("b"), tag("a")], channel: .apns))
             #expect(try await store.tags(appID: app.id, token: token(1)) == ["a", "b"])
 
             _ = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox))
+                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox, channel: .apns))
             #expect(try await store.tags(appID: app.id, token: token(1)) == ["a", "b"])
 
             _ = try await store.registerDevice(
                 appID: app.id,
-                DeviceRegistration(token: token(1), environment: .sandbox, tags: [tag("c")]))
+                DeviceRegistration(token: token(1), environment: .sandbox, tags: [tag("c")], channel: .apns))
             #expect(try await store.tags(appID: app.id, token: token(1)) == ["c"])
 
             _ = try await store.registerDevice(
-                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox, tags: []))
+                appID: app.id, DeviceRegistration(token: token(1), environment: .sandbox, tags: [], channel: .apns))
             #expect(try await store.tags(appID: app.id, token: token(1)) == [])
         }
     }
@@ -82,12 +82,12 @@ struct TagTests {
                 let tags = n % 2 == 0 ? [tag("news")] : [tag("sports")]
                 let (device, _) = try await store.registerDevice(
                     appID: app.id,
-                    DeviceRegistration(token: token(n), environment: .sandbox, tags: tags))
+                    DeviceRegistration(token: token(n), environment: .sandbox, tags: tags, channel: .apns))
                 if n % 2 == 0 { tagged.append(device.id) }
                 // The same tag name in another app must not leak into the listing.
                 _ = try await store.registerDevice(
                     appID: other.id,
-                    DeviceRegistration(token: token(n), environment: .sandbox, tags: [tag("news")]))
+                    DeviceRegistration(token: token(n), environment: .sandbox, tags: [tag("news")], channel: .apns))
             }
 
             var seen = [Int64]()
@@ -120,7 +120,7 @@ struct TagTests {
         try await withStore(backend) { store in
             let app = try await makeApp(store)
             let batch = (0..<1005).map {
-                DeviceRegistration(token: token($0), environment: .sandbox, tags: [tag("all")])
+                DeviceRegistration(token: token($0), environment: .sandbox, tags: [tag("all")], channel: .apns)
             }
             _ = try await store.registerDevices(appID: app.id, batch)
 

@@ -51,8 +51,8 @@ import TuisongPostgresTestKit
         let list = (0..<tokens).map { String(repeating: "a", count: 48) + String(format: "%016x", $0) }
         return try await store.createMessage(
             PushJob(
-                appID: appID, vendor: "native", audience: .tokens(list), notification: PushNotification(),
-                options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+                appID: appID, vendor: "native", audience: .tokens(list), content: PushContent(),
+                options: PushOptions()), state: .queued)
     }
 
     @Test func nodesClaimDisjointSlicesThatCoverTheAudienceOnce() async throws {
@@ -164,7 +164,8 @@ import TuisongPostgresTestKit
                     deliveries: [
                         NewDelivery(
                             deviceID: nil, token: String(repeating: "b", count: 64), environment: .production,
-                            state: .queued, reason: "InternalServerError", attempts: 1, nextAttemptAt: Date())
+                            state: .queued, reason: "InternalServerError", attempts: 1, nextAttemptAt: Date(),
+                            channel: .apns)
                     ]), at: Date())
             let claimed = try await nodes[0].claimDueDeliveries(now: Date().addingTimeInterval(1), limit: 10)
             #expect(claimed.count == 1)
@@ -211,8 +212,8 @@ import TuisongPostgresTestKit
         let app = try await first.createApp(name: "s", bundleID: "com.example.s", apiKeyHash: UUID().uuidString)
         let message = try await first.createMessage(
             PushJob(
-                appID: app.id, vendor: "native", audience: .tag("t"), notification: PushNotification(),
-                options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+                appID: app.id, vendor: "native", audience: .tag("t"), content: PushContent(),
+                options: PushOptions()), state: .queued)
         #expect(try await first.claimWork(now: Date(), limit: 4, running: []).map(\.record.id) == [message.id])
         #expect(try await second.claimWork(now: Date(), limit: 4, running: []).isEmpty)
         #expect(try await second.requeueInterruptedDeliveries() == 0)
@@ -238,8 +239,8 @@ import TuisongPostgresTestKit
                     for _ in 0..<perCreator {
                         _ = try await store.createMessage(
                             PushJob(
-                                appID: app.id, vendor: "native", audience: .tag("t"), notification: PushNotification(),
-                                options: PushOptions()), payload: Array("{}".utf8), state: .queued)
+                                appID: app.id, vendor: "native", audience: .tag("t"), content: PushContent(),
+                                options: PushOptions()), state: .queued)
                     }
                     return 0
                 }

@@ -13,17 +13,13 @@ import TuisongTransportKit
 @Suite struct OEMRenderingTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
 
-    func content(_ json: String) throws -> AndroidContent {
-        try AndroidContent(apnsPayload: Array(json.utf8))
-    }
-
-    static let alert = #"{"aps":{"alert":{"title":"Hi","body":"New message"},"sound":"a.caf"},"order":{"id":42}}"#
+    static let alert = PushContent(title: "Hi", body: "New message", sound: "a.caf", data: ["order": ["id": 42]])
 
     @Test func xiaomiFormFields() throws {
         let headers = PushHeaders(
             expiration: now.addingTimeInterval(60), android: AndroidOptions(channelIDs: ["xiaomi": "chat"]))
         let fields = Dictionary(
-            XiaomiMessage.fields(content: try content(Self.alert), headers: headers, packageName: "com.ex", now: now)
+            XiaomiMessage.fields(content: Self.alert, headers: headers, packageName: "com.ex", now: now)
         ) { $1 }
         #expect(fields["restricted_package_name"] == "com.ex")
         #expect(fields["title"] == "Hi")
@@ -35,19 +31,19 @@ import TuisongTransportKit
         #expect(fields["extra.notify_effect"] == "1")
         let data = Dictionary(
             XiaomiMessage.fields(
-                content: try content(#"{"aps":{"content-available":1},"k":"v"}"#), headers: PushHeaders(),
+                content: PushContent(data: ["k": "v"], background: true), headers: PushHeaders(),
                 packageName: "com.ex", now: now)
         ) { $1 }
         #expect(data["pass_through"] == "1")
         #expect(data["title"] == nil)
     }
 
-    /// `AndroidOptions.url` (Baidu's `open_type` 1): each service's open-a-web-page click; an
+    /// `AndroidOptions.url` (Baidu's `open_type` 1) or the content's `click` URL: each service's open-a-web-page click; an
     /// intent wins over it; a URL over a service's length limit opens the app instead.
     @Test func anOpenURLClickOnXiaomiOPPOAndVivo() throws {
         let url = "https://shop.example.com/sale?id=7"
         let headers = PushHeaders(android: AndroidOptions(url: url))
-        let alert = try content(Self.alert)
+        let alert = Self.alert
         let xiaomi = Dictionary(XiaomiMessage.fields(content: alert, headers: headers, packageName: "p", now: now)) {
             $1
         }
@@ -66,6 +62,15 @@ import TuisongTransportKit
         let long = PushHeaders(android: AndroidOptions(url: "https://x.example/" + String(repeating: "a", count: 1000)))
         #expect(OPPOMessage.notification(content: alert, headers: long, now: now)["click_action_type"] == 0)
         #expect(VivoMessage.fields(content: alert, headers: long, now: now)["skipType"] == 1)
+
+        // The content's own click action opens the page the same way.
+        var clicked = Self.alert
+        clicked.click = .url(url)
+        let fromContent = Dictionary(
+            XiaomiMessage.fields(content: clicked, headers: PushHeaders(), packageName: "p", now: now)
+        ) { $1 }
+        #expect(fromContent["extra.notify_effect"] == "3" && fromContent["extra.web_uri"] == url)
+        #expect(VivoMessage.fields(content: clicked, headers: PushHeaders(), now: now)["skipType"] == 2)
     }
 
     @Test func xiaomiAnswers() {
@@ -75,7 +80,7 @@ import TuisongTransportKit
         #expect(
             read(#"{"result":"ok","code":0,"data":{"id":"m1","bad_regids":"b,c"}}"#)
                 == .outcomes([
-                    .delivered(apnsID: "m1"), .invalidate(.service("bad_regid"), since: nil),
+                    .delivered(serviceMessageID: "m1"), .invalidate(.service("bad_regid"), since: nil),
                     .invalidate(.service("bad_regid"), since: nil),
                 ]))
         #expect(
@@ -95,7 +100,7 @@ import TuisongTransportKit
         let headers = PushHeaders(
             expiration: now.addingTimeInterval(10 * 86_400),
             android: AndroidOptions(channelIDs: ["oppo": "im"], intent: "intent://x#Intent;end"))
-        let notification = OPPOMessage.notification(content: try content(Self.alert), headers: headers, now: now)
+        let notification = OPPOMessage.notification(content: Self.alert, headers: headers, now: now)
         #expect(notification["title"] == "Hi")
         #expect(notification["content"] == "New message")
         #expect(notification["click_action_type"] == 5)
@@ -113,7 +118,7 @@ import TuisongTransportKit
         #expect(
             read(
                 #"{"code":0,"message":"Success","data":[{"messageId":"m1","registrationId":"a"},{"registrationId":"b","errorCode":10000,"errorMessage":"Invalid RegistrationId"}]}"#
-            ) == .outcomes([.delivered(apnsID: "m1"), .invalidate(.service("10000"), since: nil)]))
+            ) == .outcomes([.delivered(serviceMessageID: "m1"), .invalidate(.service("10000"), since: nil)]))
         #expect(read(#"{"code":11,"message":"Invalid AuthToken"}"#) == .refreshAuth(.service("11")))
         #expect(read(#"{"code":33,"message":"exceeds the daily limit"}"#) == .dailyQuota(.service("33")))
         #expect(read(#"{"code":14,"message":"Invalid App Key"}"#) == .credentialRefused(.service("14")))
@@ -124,7 +129,7 @@ import TuisongTransportKit
         let headers = PushHeaders(
             expiration: now.addingTimeInterval(60),
             android: AndroidOptions(category: ["vivo": "IM"], vivoClassification: 1))
-        let fields = VivoMessage.fields(content: try content(Self.alert), headers: headers, now: now)
+        let fields = VivoMessage.fields(content: Self.alert, headers: headers, now: now)
         #expect(fields["title"] == "Hi")
         #expect(fields["content"] == "New message")
         #expect(fields["classification"] == 1)
@@ -146,7 +151,7 @@ import TuisongTransportKit
         }
         #expect(
             read(#"{"result":0,"desc":"请求成功","taskId":"t1","invalidUsers":[{"status":1,"userid":"b"}]}"#)
-                == .outcomes([.delivered(apnsID: "t1"), .invalidate(.service("10302"), since: nil)]))
+                == .outcomes([.delivered(serviceMessageID: "t1"), .invalidate(.service("10302"), since: nil)]))
         #expect(
             read(#"{"result":10302,"desc":"regId不合法"}"#)
                 == .outcomes(Array(repeating: .invalidate(.service("10302"), since: nil), count: 2)))

@@ -107,6 +107,40 @@ import TuisongTransportKit
         let received = harness.server.receivedAndroidMessages().filter { $0.service == .vivo }
         #expect(received.count >= 3)
     }
+
+    /// Issue #29, bug 2: vivo and OPPO carry notifications only. A background push (custom
+    /// data, no alert) is skipped as `unsupported_content` and never reaches the service;
+    /// Xiaomi sends it as a pass-through message.
+    @Test func aBackgroundPushIsSkippedByVivoAndOPPOAndPassedThroughByXiaomi() async throws {
+        let harness = try await Harness()
+        defer { harness.stop() }
+        let background = PushContent(data: ["sync": "inbox"], background: true)
+        #expect(SendReason.unsupportedContent.description == "unsupported_content")
+        #expect(SendReason("unsupported_content") == .unsupportedContent)
+        // One transport at a time: the harness's store keeps the last credential made.
+        let vivo = harness.vivo(credential: harness.vivoCredential())
+        #expect(
+            await vivo.outcomes(of: harness.batch(["vv-1", "vv-2"], content: background))
+                == [.skipped(.unsupportedContent), .skipped(.unsupportedContent)])
+        #expect(harness.server.androidStatistics[.vivo].sendRequests == 0)
+        // The same transport still sends an alert.
+        #expect(await vivo.outcomes(of: harness.batch(["vv-3"])).allSatisfy(\.isDelivered))
+        let oppo = harness.oppo(credential: harness.oppoCredential())
+        #expect(
+            await oppo.outcomes(of: harness.batch(["op-1"], content: background)) == [.skipped(.unsupportedContent)])
+        #expect(harness.server.androidStatistics[.oppo].sendRequests == 0)
+        #expect(await oppo.outcomes(of: harness.batch(["op-2"])).allSatisfy(\.isDelivered))
+        // Only the alerts reached the look-alikes.
+        #expect(
+            harness.server.receivedAndroidMessages().filter { $0.service == .vivo || $0.service == .oppo }.count == 2)
+
+        let xiaomi = harness.xiaomi(credential: harness.xiaomiCredential())
+        #expect(await xiaomi.outcomes(of: harness.batch(["mi-1"], content: background)).allSatisfy(\.isDelivered))
+        let received = try #require(harness.server.receivedAndroidMessages().first { $0.service == .xiaomi })
+        let form = String(decoding: received.body, as: UTF8.self)
+        #expect(form.contains("pass_through=1"))
+        #expect(!form.contains("title="))
+    }
 }
 
 extension Harness {

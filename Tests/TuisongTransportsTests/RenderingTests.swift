@@ -8,28 +8,23 @@ import TuisongTransportKit
 @testable import TuisongHonor
 @testable import TuisongHuawei
 
-/// What each Android service is sent for a push, from its APNs payload and headers
+/// What each Android service is sent for a push, from its content and headers
 /// (docs/reference/android.md): plain rendering, no sockets.
 @Suite struct RenderingTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
-
-    func content(_ json: String) throws -> AndroidContent {
-        try AndroidContent(apnsPayload: Array(json.utf8))
-    }
 
     func object(_ bytes: [UInt8]) throws -> JSONValue {
         try JSONValue(parsing: bytes)
     }
 
-    static let alert = #"""
-        {"aps":{"alert":{"title":"Hi","body":"New message","loc-key":"MSG","loc-args":["Ann"]},"badge":3,
-        "sound":"ping.caf","thread-id":"chat-7","category":"OPEN_CHAT"},"order":{"id":42},"from_user":"ann"}
-        """#
+    static let alert = PushContent(
+        title: "Hi", body: "New message", bodyLocKey: "MSG", bodyLocArgs: ["Ann"], badge: 3, sound: "ping.caf",
+        category: "OPEN_CHAT", thread: "chat-7", data: ["order": ["id": 42], "from_user": "ann"])
 
     @Test func fcmNotificationMessage() throws {
         let headers = PushHeaders(
             priority: .immediate, expiration: now.addingTimeInterval(3600), collapseID: "c-1")
-        let body = FCMMessage.body(token: "tok:A-1", content: try content(Self.alert), headers: headers, now: now)
+        let body = FCMMessage.body(token: "tok:A-1", content: Self.alert, headers: headers, now: now)
         let message = try #require(try object(body)["message"])
         #expect(message["token"] == "tok:A-1")
         #expect(message["notification"] == ["title": "Hi", "body": "New message"])
@@ -45,13 +40,13 @@ import TuisongTransportKit
                 "body_loc_key": "MSG", "body_loc_args": ["Ann"],
             ])
         // The template gives the same bytes as a fresh rendering, token included.
-        let template = FCMMessage.Template(content: try content(Self.alert), headers: headers, now: now)
+        let template = FCMMessage.Template(content: Self.alert, headers: headers, now: now)
         #expect(template.body(token: "tok:A-1") == body)
     }
 
     @Test func fcmDataMessageIsNormalPriorityWithoutNotification() throws {
         let body = FCMMessage.body(
-            token: "t", content: try content(#"{"aps":{"content-available":1},"k":"v"}"#),
+            token: "t", content: PushContent(data: ["k": "v"], background: true),
             headers: PushHeaders(pushType: .background), now: now)
         let message = try #require(try object(body)["message"])
         #expect(message["notification"] == nil)
@@ -60,7 +55,7 @@ import TuisongTransportKit
     }
 
     @Test func fcmPriorityFollowsAPNs() throws {
-        let alert = try content(#"{"aps":{"alert":"x"}}"#)
+        let alert = PushContent(body: "x")
         #expect(FCMMessage.priority(PushHeaders(), alert) == "HIGH")
         #expect(FCMMessage.priority(PushHeaders(priority: .powerAware), alert) == "NORMAL")
         #expect(FCMMessage.priority(PushHeaders(priority: .low), alert) == "NORMAL")
@@ -69,7 +64,7 @@ import TuisongTransportKit
     @Test func huaweiBatchMessage() throws {
         let headers = PushHeaders(expiration: now.addingTimeInterval(60), collapseID: "c-1")
         let template = HuaweiMessage.Template(
-            content: try content(Self.alert), headers: headers, badgeClass: "com.example.Main", now: now)
+            content: Self.alert, headers: headers, badgeClass: "com.example.Main", now: now)
         let root = try object(template.body(tokens: ["a", "b"]))
         #expect(root["validate_only"] == false)
         let message = try #require(root["message"])
@@ -93,7 +88,7 @@ import TuisongTransportKit
 
     @Test func huaweiWithoutBadgeClassOrCategory() throws {
         let template = HuaweiMessage.Template(
-            content: try content(#"{"aps":{"alert":"x","badge":1,"sound":"default"}}"#), headers: PushHeaders(),
+            content: PushContent(body: "x", badge: 1, sound: "default"), headers: PushHeaders(),
             badgeClass: nil, now: now)
         let notification = try #require(
             try object(template.body(tokens: ["a"]))["message"]?["android"]?["notification"])
@@ -104,7 +99,7 @@ import TuisongTransportKit
 
     @Test func honorMessageIsUnwrappedAndCamelCase() throws {
         let template = HonorMessage.Template(
-            content: try content(Self.alert), headers: PushHeaders(collapseID: "c-1"), badgeClass: "com.example.Main",
+            content: Self.alert, headers: PushHeaders(collapseID: "c-1"), badgeClass: "com.example.Main",
             now: now)
         let root = try object(template.body(tokens: ["a", "b"]))
         #expect(root["message"] == nil)
@@ -116,7 +111,7 @@ import TuisongTransportKit
         #expect(notification["tag"] == "c-1")
         // A data-only push with no custom keys is just its tokens.
         let empty = HonorMessage.Template(
-            content: try content(#"{"aps":{"content-available":1}}"#), headers: PushHeaders(), badgeClass: nil,
+            content: PushContent(background: true), headers: PushHeaders(), badgeClass: nil,
             now: now)
         #expect(String(decoding: empty.body(tokens: ["a"]), as: UTF8.self) == #"{"token":["a"]}"#)
     }
@@ -223,12 +218,12 @@ import TuisongTransportKit
         }
         #expect(
             read(200, #"{"code":"80000000","msg":"Success","requestId":"r1"}"#)
-                == .outcomes([.delivered(apnsID: "r1"), .delivered(apnsID: "r1")]))
+                == .outcomes([.delivered(serviceMessageID: "r1"), .delivered(serviceMessageID: "r1")]))
         let partial =
             #"{"code":"80100000","msg":"{\"success\":1,\"failure\":1,\"illegal_tokens\":[\"b\"]}","requestId":"r2"}"#
         #expect(
             read(200, partial)
-                == .outcomes([.delivered(apnsID: "r2"), .invalidate(.service("80300007"), since: nil)]))
+                == .outcomes([.delivered(serviceMessageID: "r2"), .invalidate(.service("80300007"), since: nil)]))
         #expect(
             read(400, #"{"code":"80300007","msg":"All the tokens are invalid"}"#)
                 == .outcomes(Array(repeating: .invalidate(.service("80300007"), since: nil), count: 2)))
@@ -256,7 +251,7 @@ import TuisongTransportKit
         #expect(
             read(200, mixed)
                 == .outcomes([
-                    .delivered(apnsID: "r"), .invalidate(.service("FailedToken"), since: nil),
+                    .delivered(serviceMessageID: "r"), .invalidate(.service("FailedToken"), since: nil),
                     .invalidate(.service("ExpiredToken"), since: nil),
                 ]))
         #expect(read(401, #"{"code":80200003,"message":"token expired"}"#) == .refreshAuth(.service("80200003")))

@@ -193,12 +193,16 @@ final class Harness: Sendable {
     }
 
     func batch(_ tokens: [String]) -> PushBatch {
-        let payload = Array(#"{"aps":{"alert":{"title":"Hi","body":"Hello"}},"order":42}"#.utf8)
+        batch(tokens, content: PushContent(title: "Hi", body: "Hello", data: ["order": 42]))
+    }
+
+    func batch(_ tokens: [String], content: PushContent) -> PushBatch {
+        let shared = SharedContent(content)
         return PushBatch(
             app: app,
             pushes: tokens.map {
                 OutgoingPush(
-                    token: $0, environment: .production, payload: payload, headers: PushHeaders(), channel: .fcm)
+                    token: $0, environment: .production, content: shared, headers: PushHeaders(), channel: .fcm)
             })
     }
 

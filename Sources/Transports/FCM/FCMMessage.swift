@@ -4,12 +4,12 @@ import TuisongDelivery
 import TuisongTransportKit
 
 /// The body of FCM HTTP v1's `POST /v1/projects/{project}/messages:send` for one token,
-/// rendered from the push's `AndroidContent` and the message's headers (docs/reference/
+/// rendered from the push's `PushContent` and the message's headers (docs/reference/
 /// android.md, FCM). Plain Swift, unit-tested without sockets.
 enum FCMMessage {
     /// `{"message": {android{priority, ttl?, collapse_key?, notification?}, data?,
     /// notification?, token}}`. A data-only push has no `notification` (the app handles it).
-    static func body(token: String, content: AndroidContent, headers: PushHeaders, now: Date) -> [UInt8] {
+    static func body(token: String, content: PushContent, headers: PushHeaders, now: Date) -> [UInt8] {
         Template(content: content, headers: headers, now: now).body(token: token)
     }
 
@@ -19,12 +19,13 @@ enum FCMMessage {
         /// `{"message":{…` up to the token member.
         private let head: [UInt8]
 
-        init(content: AndroidContent, headers: PushHeaders, now: Date) {
+        init(content: PushContent, headers: PushHeaders, now: Date) {
             var message: [String: JSONValue] = [:]
             if !content.isDataOnly {
                 var notification: [String: JSONValue] = [:]
                 if let title = content.title { notification["title"] = .string(title) }
                 if let body = content.body { notification["body"] = .string(body) }
+                if let image = content.image { notification["image"] = .string(image) }
                 if !notification.isEmpty { message["notification"] = .object(notification) }
             }
             if !content.data.isEmpty { message["data"] = content.dataObject }
@@ -59,7 +60,7 @@ enum FCMMessage {
     /// APNs's 10 (or no priority on an alert) is FCM's HIGH, which wakes the device; 5 and 1,
     /// and data-only pushes without a priority, are NORMAL (as APNs requires 5 of background
     /// pushes).
-    static func priority(_ headers: PushHeaders, _ content: AndroidContent) -> String {
+    static func priority(_ headers: PushHeaders, _ content: PushContent) -> String {
         switch headers.priority {
         case .immediate?: "HIGH"
         case .powerAware?, .low?: "NORMAL"
@@ -68,7 +69,7 @@ enum FCMMessage {
     }
 
     /// `android.notification`: what has no place in the common `notification`.
-    static func androidNotification(_ content: AndroidContent) -> [String: JSONValue] {
+    static func androidNotification(_ content: PushContent) -> [String: JSONValue] {
         var notification: [String: JSONValue] = [:]
         if let sound = content.sound { notification["sound"] = .string(sound) }
         if let action = content.category { notification["click_action"] = .string(action) }

@@ -114,23 +114,16 @@ public final class FCMTransport: PushTransport {
         var requested: [Int] = []
         requests.reserveCapacity(indices.count)
         requested.reserveCapacity(indices.count)
-        // Pushes of one message share their payload and headers: rendered once.
-        var template: (payload: [UInt8], headers: PushHeaders, rendered: FCMMessage.Template)?
+        // Pushes of one message share their content and headers: rendered once.
+        var template: (content: SharedContent, headers: PushHeaders, rendered: FCMMessage.Template)?
         for index in indices {
             let push = pushes[index]
             let rendered: FCMMessage.Template
-            if let cached = template, cached.payload == push.payload, cached.headers == push.headers {
+            if let cached = template, cached.content == push.content, cached.headers == push.headers {
                 rendered = cached.rendered
             } else {
-                let content: AndroidContent
-                do {
-                    content = try AndroidContent(apnsPayload: push.payload)
-                } catch {
-                    report([SendReport(index: index, outcome: .failed(.service("InvalidPayload")))])
-                    continue
-                }
-                rendered = FCMMessage.Template(content: content, headers: push.headers, now: now)
-                template = (push.payload, push.headers, rendered)
+                rendered = FCMMessage.Template(content: push.content.content, headers: push.headers, now: now)
+                template = (push.content, push.headers, rendered)
             }
             requests.append(
                 HTTPClientRequest(
@@ -191,7 +184,7 @@ public final class FCMTransport: PushTransport {
         switch FCMAnswer.read(
             status: response.status, body: response.body, retryAfter: response.header("retry-after"), now: now)
         {
-        case .delivered(let name): return .done(.delivered(apnsID: name))
+        case .delivered(let name): return .done(.delivered(serviceMessageID: name))
         case .outcome(let outcome): return .done(outcome)
         case .refreshAuth(let reason): return .refreshAuth(reason)
         case .credentialRefused(let reason): return .credentialRefused(reason)

@@ -15,7 +15,7 @@ public enum HonorMessage {
     public struct Template: Sendable {
         private let head: [UInt8]
 
-        init(content: AndroidContent, headers: PushHeaders, badgeClass: String?, now: Date) {
+        init(content: PushContent, headers: PushHeaders, badgeClass: String?, now: Date) {
             var message: [String: JSONValue] = [:]
             var android: [String: JSONValue] = [:]
             // Honor refuses a TTL over 15 days.
@@ -52,7 +52,7 @@ public enum HonorMessage {
     /// `android.notification`: title and body, a click that opens the app (or the intent, the
     /// web page, the category's action), importance, badge, the tag that replaces (APNs's collapse id) and
     /// the group that stacks (its thread id).
-    static func notification(_ content: AndroidContent, headers: PushHeaders, badgeClass: String?) -> [String:
+    static func notification(_ content: PushContent, headers: PushHeaders, badgeClass: String?) -> [String:
         JSONValue]
     {
         var notification: [String: JSONValue] = [:]
@@ -60,9 +60,9 @@ public enum HonorMessage {
         if let title = content.title ?? content.titleLocKey { notification["title"] = .string(title) }
         if let body = content.body ?? content.bodyLocKey { notification["body"] = .string(body) }
         // type 1 an intent (or an intent action), 2 a web page, 3 the app.
-        if let intent = headers.android?.intent {
+        if let intent = content.intent(headers) {
             notification["clickAction"] = ["type": 1, "intent": .string(intent)]
-        } else if let url = headers.android?.url {
+        } else if let url = content.url(headers) {
             notification["clickAction"] = ["type": 2, "url": .string(url)]
         } else if let action = content.category {
             notification["clickAction"] = ["type": 1, "action": .string(action)]
@@ -75,7 +75,7 @@ public enum HonorMessage {
             notification["badge"] = ["setNum": .int(Int64(badge)), "badgeClass": .string(badgeClass)]
         }
         if let tag = headers.collapseID { notification["tag"] = .string(tag) }
-        if let group = content.threadID { notification["group"] = .string(group) }
+        if let group = content.thread { notification["group"] = .string(group) }
         return notification
     }
 }
@@ -102,7 +102,7 @@ enum HonorAnswer {
                 tokens.map { token in
                     if expired.contains(token) { return .invalidate(.service("ExpiredToken"), since: nil) }
                     if failed.contains(token) { return .invalidate(.service("FailedToken"), since: nil) }
-                    return .delivered(apnsID: requestID)
+                    return .delivered(serviceMessageID: requestID)
                 })
         case "80300007":
             return all(.invalidate(reason, since: nil))

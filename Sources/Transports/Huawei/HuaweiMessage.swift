@@ -4,7 +4,7 @@ import TuisongDelivery
 import TuisongTransportKit
 
 /// The body of Huawei Push Kit's `POST /v1/{appId}/messages:send` for up to 1,000 tokens,
-/// rendered from the push's `AndroidContent` and the message's headers (docs/reference/
+/// rendered from the push's `PushContent` and the message's headers (docs/reference/
 /// android.md, Huawei). Plain Swift, unit-tested without sockets.
 public enum HuaweiMessage {
     /// Huawei's limit on `message.token`.
@@ -19,7 +19,7 @@ public enum HuaweiMessage {
 
         /// - Parameter badgeClass: the app's launcher activity (`badge.class`): Huawei shows
         ///   a badge number only with it.
-        init(content: AndroidContent, headers: PushHeaders, badgeClass: String?, now: Date) {
+        init(content: PushContent, headers: PushHeaders, badgeClass: String?, now: Date) {
             var message: [String: JSONValue] = [:]
             var android: [String: JSONValue] = [
                 "urgency": .string(HuaweiMessage.urgency(headers, content))
@@ -53,7 +53,7 @@ public enum HuaweiMessage {
 
     /// HIGH wakes the device at once (APNs 10, or an alert without a priority); NORMAL
     /// otherwise.
-    static func urgency(_ headers: PushHeaders, _ content: AndroidContent) -> String {
+    static func urgency(_ headers: PushHeaders, _ content: PushContent) -> String {
         switch headers.priority {
         case .immediate?: "HIGH"
         case .powerAware?, .low?: "NORMAL"
@@ -64,21 +64,22 @@ public enum HuaweiMessage {
     /// `android.notification`: title and body (or their localisation keys), a click that
     /// opens the app (or the intent, the https page, the category's action), importance, badge, sound, and the
     /// tag that replaces (APNs's collapse id) and the group that stacks (its thread id).
-    static func notification(_ content: AndroidContent, headers: PushHeaders, badgeClass: String?) -> [String:
+    static func notification(_ content: PushContent, headers: PushHeaders, badgeClass: String?) -> [String:
         JSONValue]
     {
         var notification: [String: JSONValue] = [:]
         if let title = content.title { notification["title"] = .string(title) }
         if let body = content.body { notification["body"] = .string(body) }
+        if let image = content.image { notification["image"] = .string(image) }
         if let key = content.titleLocKey { notification["title_loc_key"] = .string(key) }
         if let args = content.titleLocArgs { notification["title_loc_args"] = .array(args.map(JSONValue.string)) }
         if let key = content.bodyLocKey { notification["body_loc_key"] = .string(key) }
         if let args = content.bodyLocArgs { notification["body_loc_args"] = .array(args.map(JSONValue.string)) }
         // type 1 starts the app's activity for an intent (or an intent action), type 2 opens a web
         // page (Huawei takes https URLs only), type 3 opens the app.
-        if let intent = headers.android?.intent {
+        if let intent = content.intent(headers) {
             notification["click_action"] = ["type": 1, "intent": .string(intent)]
-        } else if let url = headers.android?.url, url.lowercased().hasPrefix("https://") {
+        } else if let url = content.url(headers), url.lowercased().hasPrefix("https://") {
             notification["click_action"] = ["type": 2, "url": .string(url)]
         } else if let action = content.category {
             notification["click_action"] = ["type": 1, "action": .string(action)]
@@ -101,7 +102,7 @@ public enum HuaweiMessage {
             notification["default_sound"] = true
         }
         if let tag = headers.collapseID { notification["tag"] = .string(tag) }
-        if let group = content.threadID { notification["group"] = .string(group) }
+        if let group = content.thread { notification["group"] = .string(group) }
         return notification
     }
 }
@@ -119,14 +120,15 @@ enum HuaweiAnswer {
         }
         switch code {
         case "80000000":
-            return all(.delivered(apnsID: requestID))
+            return all(.delivered(serviceMessageID: requestID))
         case "80100000":
             // Partial success: `msg` is a JSON text naming the tokens Huawei refused.
             let detail = (json?["msg"]?.stringValue).flatMap { try? JSONValue(parsing: Array($0.utf8)) }
             let illegal = Set(detail?["illegal_tokens"]?.arrayValue?.compactMap(\.stringValue) ?? [])
             return .outcomes(
                 tokens.map {
-                    illegal.contains($0) ? .invalidate(.service("80300007"), since: nil) : .delivered(apnsID: requestID)
+                    illegal.contains($0)
+                        ? .invalidate(.service("80300007"), since: nil) : .delivered(serviceMessageID: requestID)
                 })
         case "80300007":
             return all(.invalidate(reason, since: nil))

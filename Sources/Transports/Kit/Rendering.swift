@@ -3,11 +3,36 @@ import TuisongCore
 import TuisongDelivery
 import TuisongHTTPClient
 
-extension AndroidContent {
-    /// The custom keys as one JSON object (values as strings): FCM's `data`, vivo's
-    /// `clientCustomMap`.
+/// What the Android transports read of `PushContent` besides its fields: each renders its
+/// service's message from the content directly (title, body and their localisation keys, badge,
+/// sound, image, thread, click action, data).
+extension PushContent {
+    /// No alert (a background, badge-only or data-only push): sent as the service's data
+    /// (pass-through) message where it has one.
+    public var isDataOnly: Bool { !hasAlert }
+
+    /// The custom keys as one JSON object with string values (a string as it is; anything else
+    /// as its JSON text): FCM's `data`, vivo's `clientCustomMap`.
     public var dataObject: JSONValue {
-        .object(Dictionary(data.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
+        .object(
+            data.mapValues { value in
+                if case .string = value { return value }
+                return .string(value.serializedString)
+            })
+    }
+
+    /// The intent URI a tap opens: the content's click action, else the message's Android
+    /// setting.
+    public func intent(_ headers: PushHeaders) -> String? {
+        if case .intent(let intent)? = click { return intent }
+        return headers.android?.intent
+    }
+
+    /// The web page a tap opens: the content's click action, else the message's Android
+    /// options (Baidu's `open_type` 1 with `url`).
+    public func url(_ headers: PushHeaders) -> String? {
+        if case .url(let url)? = click { return url }
+        return headers.android?.url
     }
 
     /// The custom keys as one JSON object's text, for the services whose data is a string

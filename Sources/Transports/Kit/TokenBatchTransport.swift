@@ -18,17 +18,27 @@ public protocol TokenBatchService: Sendable {
     /// What a used-up daily quota does to the pushes it stops: skipped (OPPO, vivo) or kept
     /// and sent again once the service's day turns (Xiaomi).
     var dailyQuotaPolicy: DailyQuotaPolicy { get }
+    /// Whether the service has a pass-through (data) message for content without an alert
+    /// (a background or data-only push). A service without one (OPPO, vivo) gets no such push:
+    /// it is skipped as `unsupported_content`, as is content with neither an alert nor data
+    /// (badge-only) on every token-batch service.
+    var carriesDataMessages: Bool { get }
     /// Trades the credential for an access token (an OAuth 2.0 client-credentials grant for
     /// `JSONBatchService`s; a signed request for OPPO and vivo; Xiaomi's key needs none).
     func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async -> Result<
         AccessToken, AccessTokenFailure
     >
-    func template(content: AndroidContent, headers: PushHeaders, credential: ChannelCredential, now: Date) -> Template
+    func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date) -> Template
     /// Sends one chunk of tokens (at most `maxTokens`) and calls `done` once with what the
     /// service answered, on any thread.
     func send(
         _ template: Template, tokens: [String], credential: ChannelCredential, token: AccessToken, client: HTTPClient,
         timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void)
+}
+
+extension TokenBatchService {
+    /// Most services have a data message (Huawei, Honor, Xiaomi's `pass_through=1`).
+    public var carriesDataMessages: Bool { true }
 }
 
 /// A token-batch service that takes one JSON request per chunk with a bearer token from an
@@ -176,36 +186,37 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
             (credential, token) = signedIn
         }
         let now = clock.now
-        // Consecutive pushes with the same payload and headers (a one-payload message's page)
-        // share requests; per-recipient payloads make a request each.
+        // Consecutive pushes with the same content and headers (a one-payload message's page)
+        // share requests; per-recipient contents make a request each.
         var start = 0
-        var rendered: (payload: [UInt8], headers: PushHeaders, template: Service.Template)?
+        var rendered: (content: SharedContent, headers: PushHeaders, template: Service.Template)?
         while start < positions.count {
             let push = pushes[positions[start]]
             var end = start + 1
             while end < positions.count, end - start < tokensPerRequest,
-                pushes[positions[end]].payload == push.payload, pushes[positions[end]].headers == push.headers
+                pushes[positions[end]].content == push.content, pushes[positions[end]].headers == push.headers
             {
                 end += 1
             }
             let chunk = Array(positions[start..<end])
             start = end
             let template: Service.Template
-            if let cached = rendered, cached.payload == push.payload, cached.headers == push.headers {
+            if let cached = rendered, cached.content == push.content, cached.headers == push.headers {
                 template = cached.template
             } else {
-                var content: AndroidContent
-                do {
-                    content = try AndroidContent(apnsPayload: push.payload)
-                } catch {
-                    report(chunk.map { SendReport(index: $0, outcome: .failed(.service("InvalidPayload"))) })
+                var content = push.content.content
+                // Without an alert only a data (pass-through) message can carry the push: not at
+                // all on a service without one (OPPO, vivo), and not with no data to pass (a
+                // badge-only push: these services set no badge without a notification).
+                if content.isDataOnly, !service.carriesDataMessages || content.data.isEmpty {
+                    report(chunk.map { SendReport(index: $0, outcome: .skipped(.unsupportedContent)) })
                     continue
                 }
                 // Huawei and Honor refuse a notification without a title (80100001): the app's
                 // name stands in, as iOS shows it above an alert that has none.
                 if !content.isDataOnly, content.title == nil { content.title = app.name }
                 template = service.template(content: content, headers: push.headers, credential: credential, now: now)
-                rendered = (push.payload, push.headers, template)
+                rendered = (push.content, push.headers, template)
             }
             let deviceTokens = chunk.map { pushes[$0].token }
             post(template, tokens: deviceTokens, token: token, credential: credential, retriedAuth: false) { outcomes in

@@ -54,7 +54,11 @@ public struct OPPOService: TokenBatchService {
     }
 
     /// The `notification` object of every message of a push.
-    public func template(content: AndroidContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
+    /// OPPO carries notifications only: a push without an alert is skipped
+    /// (`unsupported_content`), never sent blank.
+    public var carriesDataMessages: Bool { false }
+
+    public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
         -> JSONValue
     {
         OPPOMessage.notification(content: content, headers: headers, now: now)
@@ -87,18 +91,18 @@ enum OPPOMessage {
     /// OPPO keeps an offline message at most three days.
     static let maxOfflineTTL: Int64 = 259_200
 
-    static func notification(content: AndroidContent, headers: PushHeaders, now: Date) -> JSONValue {
+    static func notification(content: PushContent, headers: PushHeaders, now: Date) -> JSONValue {
         var notification: [String: JSONValue] = [
             // OPPO requires both: a title of at most 50 characters, content of at most 200.
             "title": .string(String((content.title ?? content.titleLocKey ?? "").prefix(50))),
             "content": .string(String((content.body ?? content.bodyLocKey ?? content.title ?? "").prefix(200))),
         ]
         if let subtitle = content.subtitle { notification["sub_title"] = .string(String(subtitle.prefix(10))) }
-        if let intent = headers.android?.intent {
+        if let intent = content.intent(headers) {
             // 5: open an intent scheme URL.
             notification["click_action_type"] = 5
             notification["click_action_url"] = .string(intent)
-        } else if let url = headers.android?.url, url.count <= 500 {
+        } else if let url = content.url(headers), url.count <= 500 {
             // 2: open a web page (OPPO takes at most 500 characters).
             notification["click_action_type"] = 2
             notification["click_action_url"] = .string(url)
@@ -134,10 +138,10 @@ enum OPPOAnswer {
                     // 10000: an invalid or unregistered registration id.
                     byToken[regID] = error == 10000 ? .invalidate(reason, since: nil) : .failed(reason)
                 } else {
-                    byToken[regID] = .delivered(apnsID: entry["messageId"]?.stringValue)
+                    byToken[regID] = .delivered(serviceMessageID: entry["messageId"]?.stringValue)
                 }
             }
-            return .outcomes(tokens.map { byToken[$0] ?? .delivered(apnsID: nil) })
+            return .outcomes(tokens.map { byToken[$0] ?? .delivered(serviceMessageID: nil) })
         case "11", "29":
             return .refreshAuth(reason)
         case "33":

@@ -56,7 +56,11 @@ public struct VivoService: TokenBatchService {
     }
 
     /// The message fields of a push but its regIds and request id.
-    public func template(content: AndroidContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
+    /// vivo carries notifications only: a push without an alert is skipped
+    /// (`unsupported_content`), never sent blank.
+    public var carriesDataMessages: Bool { false }
+
+    public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
         -> [String: JSONValue]
     {
         var fields = VivoMessage.fields(content: content, headers: headers, now: now)
@@ -113,7 +117,7 @@ public struct VivoService: TokenBatchService {
 public typealias VivoTransport = TokenBatchTransport<VivoService>
 
 enum VivoMessage {
-    static func fields(content: AndroidContent, headers: PushHeaders, now: Date) -> [String: JSONValue] {
+    static func fields(content: PushContent, headers: PushHeaders, now: Date) -> [String: JSONValue] {
         var fields: [String: JSONValue] = [
             // vivo counts a non-ASCII character as two: titles take 40, contents 100.
             "title": .string(truncated(content.title ?? content.titleLocKey ?? "", units: 40)),
@@ -123,11 +127,11 @@ enum VivoMessage {
             "classification": .int(Int64(headers.android?.vivoClassification ?? 0)),
         ]
         if let category = headers.android?.category["vivo"] { fields["category"] = .string(category) }
-        if let intent = headers.android?.intent {
+        if let intent = content.intent(headers) {
             // 4: open an app page by its intent URI.
             fields["skipType"] = 4
             fields["skipContent"] = .string(intent)
-        } else if let url = headers.android?.url, url.count <= 1000 {
+        } else if let url = content.url(headers), url.count <= 1000 {
             // 2: open a web page (vivo takes at most 1,000 characters).
             fields["skipType"] = 2
             fields["skipContent"] = .string(url)
@@ -171,7 +175,8 @@ enum VivoAnswer {
             let invalid = Set(json?["invalidUsers"]?.arrayValue?.compactMap { $0["userid"]?.stringValue } ?? [])
             return .outcomes(
                 tokens.map {
-                    invalid.contains($0) ? .invalidate(.service("10302"), since: nil) : .delivered(apnsID: taskID)
+                    invalid.contains($0)
+                        ? .invalidate(.service("10302"), since: nil) : .delivered(serviceMessageID: taskID)
                 })
         case "10302", "10054":
             return all(.invalidate(reason, since: nil))

@@ -34,7 +34,7 @@ public struct XiaomiService: TokenBatchService {
     }
 
     /// The form fields of a push but its ids, in order.
-    public func template(content: AndroidContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
+    public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
         -> [(String, String)]
     {
         XiaomiMessage.fields(content: content, headers: headers, packageName: credential.vendorAppID, now: now)
@@ -64,7 +64,7 @@ enum XiaomiMessage {
     /// Xiaomi keeps a message at most two weeks (`time_to_live`, in milliseconds).
     static let maxTimeToLive: Int64 = 1_209_600_000
 
-    static func fields(content: AndroidContent, headers: PushHeaders, packageName: String, now: Date) -> [(
+    static func fields(content: PushContent, headers: PushHeaders, packageName: String, now: Date) -> [(
         String, String
     )] {
         var fields: [(String, String)] = [("restricted_package_name", packageName)]
@@ -77,10 +77,10 @@ enum XiaomiMessage {
             fields.append(("description", content.body ?? content.bodyLocKey ?? ""))
             // -1: the phone's default sound, vibration and lights.
             fields.append(("notify_type", "-1"))
-            if let intent = headers.android?.intent {
+            if let intent = content.intent(headers) {
                 fields.append(("extra.notify_effect", "2"))
                 fields.append(("extra.intent_uri", intent))
-            } else if let url = headers.android?.url {
+            } else if let url = content.url(headers) {
                 // 3: open a web page.
                 fields.append(("extra.notify_effect", "3"))
                 fields.append(("extra.web_uri", url))
@@ -115,7 +115,7 @@ enum XiaomiAnswer {
                 })
             return .outcomes(
                 tokens.map {
-                    bad.contains($0) ? .invalidate(.service("bad_regid"), since: nil) : .delivered(apnsID: id)
+                    bad.contains($0) ? .invalidate(.service("bad_regid"), since: nil) : .delivered(serviceMessageID: id)
                 })
         case "20301":
             return all(.invalidate(reason, since: nil))

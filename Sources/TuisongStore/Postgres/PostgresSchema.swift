@@ -20,6 +20,7 @@ enum PostgresSchema {
         ("pg4-provider-tokens", PostgresSchema.providerTokens),
         ("pg5-idempotency-keys", PostgresSchema.idempotencyKeys),
         ("pg6-open-slices-in-order", PostgresSchema.openSlicesInOrder),
+        ("pg7-push-content", PostgresSchema.pushContent),
         ("pg8-held-deliveries-expire", PostgresSchema.heldDeliveriesExpire),
     ]
 

@@ -80,7 +80,7 @@ extension PostgresStore {
                 var entry = try Self.entry(row, details: withRecipientDetails)
                 if !row[invalidatedColumn].isNull {
                     entry.skipReason = "DeviceInvalidated"
-                } else if let environment, entry.environment != environment {
+                } else if let environment, entry.channel == .apns, entry.environment != environment {
                     entry.skipReason = "EnvironmentMismatch"
                 }
                 return entry
@@ -109,7 +109,7 @@ extension PostgresStore {
                 }
                 var entry = try Self.entry(row, details: withRecipientDetails)
                 entry.position = position
-                if let environment { entry.environment = environment }
+                if let environment, entry.channel == .apns { entry.environment = environment }
                 if !row[invalidatedColumn].isNull { entry.skipReason = "DeviceInvalidated" }
                 return entry
             }
@@ -123,7 +123,7 @@ extension PostgresStore {
             var sql = "SELECT count(*) FROM devices d WHERE \(condition) AND d.invalidated_at IS NULL"
             if let environment {
                 parameters.append(.text(environment.rawValue))
-                sql += " AND d.environment = $\(parameters.count)"
+                sql += " AND (d.environment = $\(parameters.count) OR d.channel <> 'apns')"
             }
             let (text, values) = (sql, parameters)
             return try await read { conn in Int(try conn.run(text, values).rows.first?.int64(at: 0) ?? 0) }
@@ -267,7 +267,7 @@ extension PostgresStore {
             "SELECT \(entryColumns(details: details)) FROM \(source) WHERE \(condition) AND d.invalidated_at IS NULL"
         if let environment {
             parameters.append(.text(environment.rawValue))
-            sql += " AND d.environment = $\(parameters.count)"
+            sql += " AND (d.environment = $\(parameters.count) OR d.channel <> 'apns')"
         }
         parameters.append(.int(limit))
         sql += " ORDER BY d.id LIMIT $\(parameters.count)"

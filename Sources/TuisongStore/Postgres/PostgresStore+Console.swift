@@ -204,7 +204,7 @@ extension PostgresStore: ConsoleStore {
 enum DeliveryRows {
     static let columns = """
         id, message_id, device_id, token, environment, state, reason, apns_id, attempts, next_attempt_at, updated_at, \
-        payload, credential_selector, channel
+        content, credential_selector, channel
         """
 
     static func record(_ row: PostgresRow) throws -> DeliveryRecord {
@@ -216,7 +216,9 @@ enum DeliveryRows {
             id: row.int64(at: 0), messageID: row.int64(at: 1), deviceID: row[2].int64, token: row[3].string ?? "",
             environment: environment, state: state, reason: row[6].string, apnsID: row[7].string,
             attempts: Int(row.int64(at: 8)), nextAttemptAt: row[9].int64.map(SQLTime.date),
-            updatedAt: SQLTime.date(row.int64(at: 10)), payload: row[11].bytes, credentialSelector: row[12].string,
+            updatedAt: SQLTime.date(row.int64(at: 10)),
+            content: try row[11].string.map { try JSONText.decode(PushContent.self, $0) },
+            credentialSelector: row[12].string,
             channel: channel)
     }
 }

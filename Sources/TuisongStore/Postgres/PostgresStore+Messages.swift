@@ -13,7 +13,7 @@ extension PostgresStore: MessageStore {
 
     /// Message columns with the counts summed over slices; `m` is the message, `s` the sums.
     static let messageSelect = """
-        SELECT m.id, m.app_id, m.vendor, m.vendor_message_id, m.audience, m.notification, m.options, m.payload,
+        SELECT m.id, m.app_id, m.vendor, m.vendor_message_id, m.audience, m.content, m.options,
             m.state, m.send_at, m.labels, m.created_at, m.started_at, m.completed_at, m.total, m.vendor_context,
             m.queued + coalesce(s.queued, 0) AS queued, m.sending + coalesce(s.sending, 0) AS sending,
             m.delivered + coalesce(s.delivered, 0) AS delivered, m.failed + coalesce(s.failed, 0) AS failed,
@@ -34,31 +34,31 @@ extension PostgresStore: MessageStore {
         ) s ON true
         """
 
-    public func createMessage(_ job: PushJob, payload: [UInt8], state: MessageState) async throws -> MessageRecord {
+    public func createMessage(_ job: PushJob, state: MessageState) async throws -> MessageRecord {
         let audience = try JSONText.encode(job.audience)
-        let notification = try JSONText.encode(job.notification)
+        let content = try JSONText.encode(job.content)
         let options = try JSONText.encode(job.options)
         let labels = try JSONText.encode(job.labels)
         let vendorContext = try job.vendorContext.map { try JSONText.encode($0) }
         let now = nowMilliseconds
         let values: [PostgresValue] = [
             .int(job.appID), .text(job.vendor), PostgresValue(job.vendorMessageID), .text(audience),
-            .text(notification), .text(options), .bytes(payload), .text(labels), .text(state.rawValue),
+            .text(content), .text(options), .text(labels), .text(state.rawValue),
             PostgresValue(job.sendAt.map(SQLTime.milliseconds)), .int(now), PostgresValue(vendorContext),
         ]
         guard let key = job.idempotencyKey else {
             let id = try await write { conn in
                 try conn.run(
                     """
-                    INSERT INTO messages (app_id, vendor, vendor_message_id, audience, notification, options,
-                        payload, labels, state, send_at, created_at, vendor_context)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id
+                    INSERT INTO messages (app_id, vendor, vendor_message_id, audience, content, options,
+                        labels, state, send_at, created_at, vendor_context)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id
                     """, values
                 ).rows.first?["id"]?.int64
             }
             guard let id else { throw StoreError.notFound("new message") }
             return MessageRecord.created(
-                id: id, job: job, payload: payload, state: state, createdAt: SQLTime.date(now))
+                id: id, job: job, state: state, createdAt: SQLTime.date(now))
         }
         let cutoff = now - Int64(IdempotencyKey.lifetime * 1000)
         let outcome = try await write { conn -> (id: Int64, existing: MessageRecord?) in
@@ -70,15 +70,15 @@ extension PostgresStore: MessageStore {
                 """
                 WITH key AS (
                     INSERT INTO idempotency_keys (app_id, key, message_id, created_at)
-                    VALUES ($1::bigint, $13::text, nextval(pg_get_serial_sequence('messages', 'id')), $11::bigint)
+                    VALUES ($1::bigint, $12::text, nextval(pg_get_serial_sequence('messages', 'id')), $10::bigint)
                     ON CONFLICT (app_id, key) DO UPDATE
                     SET message_id = excluded.message_id, created_at = excluded.created_at
-                    WHERE idempotency_keys.created_at <= $14::bigint
+                    WHERE idempotency_keys.created_at <= $13::bigint
                     RETURNING message_id)
-                INSERT INTO messages (id, app_id, vendor, vendor_message_id, audience, notification, options,
-                    payload, labels, state, send_at, created_at, vendor_context)
-                SELECT key.message_id, $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bytea,
-                    $8::text, $9::text, $10::bigint, $11::bigint, $12::text
+                INSERT INTO messages (id, app_id, vendor, vendor_message_id, audience, content, options,
+                    labels, state, send_at, created_at, vendor_context)
+                SELECT key.message_id, $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text,
+                    $7::text, $8::text, $9::bigint, $10::bigint, $11::text
                 FROM key RETURNING id
                 """, values + [.text(key), .int(cutoff)]
             ).rows.first?["id"]?.int64 {
@@ -102,7 +102,7 @@ extension PostgresStore: MessageStore {
         }
         return outcome.existing
             ?? MessageRecord.created(
-                id: outcome.id, job: job, payload: payload, state: state, createdAt: SQLTime.date(now))
+                id: outcome.id, job: job, state: state, createdAt: SQLTime.date(now))
     }
 
     public func message(id: Int64) async throws -> MessageRecord? {
@@ -704,7 +704,7 @@ extension PostgresStore: MessageStore {
 
     static let deliveryColumns = """
         id, message_id, device_id, token, environment, state, reason, apns_id, attempts, next_attempt_at, updated_at, \
-        payload, credential_selector, channel
+        content, credential_selector, channel
         """
 
     static func deliveryRecord(_ row: PostgresRow) throws -> DeliveryRecord {
@@ -717,7 +717,8 @@ extension PostgresStore: MessageStore {
             token: row.string("token"), environment: environment, state: state, reason: row.optionalString("reason"),
             apnsID: row.optionalString("apns_id"), attempts: Int(row.int64("attempts")),
             nextAttemptAt: row.optionalDate("next_attempt_at"), updatedAt: row.date("updated_at"),
-            payload: row["payload"]?.bytes, credentialSelector: row.optionalString("credential_selector"),
+            content: try row.optionalString("content").map { try JSONText.decode(PushContent.self, $0) },
+            credentialSelector: row.optionalString("credential_selector"),
             channel: channel)
     }
 
@@ -736,8 +737,8 @@ extension PostgresStore: MessageStore {
             id: row.int64("id"), appID: row.int64("app_id"), vendor: row.string("vendor"),
             vendorMessageID: row.optionalString("vendor_message_id"),
             audience: try JSONText.decode(Audience.self, row.string("audience")),
-            notification: try JSONText.decode(PushNotification.self, row.string("notification")),
-            options: try JSONText.decode(PushOptions.self, row.string("options")), payload: row["payload"]?.bytes ?? [],
+            content: try JSONText.decode(PushContent.self, row.string("content")),
+            options: try JSONText.decode(PushOptions.self, row.string("options")),
             state: state, sendAt: row.optionalDate("send_at"),
             labels: try JSONText.decode([String: String].self, row.string("labels")),
             createdAt: row.date("created_at"), startedAt: row.optionalDate("started_at"),
@@ -805,14 +806,14 @@ extension PostgresStore: MessageStore {
                     .text(d.environment.rawValue), .text(d.state.rawValue), PostgresValue(d.reason),
                     PostgresValue(d.apnsID), .int(Int64(d.attempts)),
                     PostgresValue(d.nextAttemptAt.map(SQLTime.milliseconds)), .int(now),
-                    d.payload.map(PostgresValue.bytes) ?? .null, PostgresValue(d.credentialSelector),
+                    PostgresValue(try d.content.map { try JSONText.encode($0) }), PostgresValue(d.credentialSelector),
                     .text(d.channel.rawValue),
                 ]
             }
             try conn.execute(
                 """
                 INSERT INTO deliveries (message_id, slice, device_id, token, environment, state, reason, apns_id,
-                    attempts, next_attempt_at, updated_at, payload, credential_selector, channel)
+                    attempts, next_attempt_at, updated_at, content, credential_selector, channel)
                 VALUES \(values.joined(separator: ", "))
                 """, parameters)
         }
