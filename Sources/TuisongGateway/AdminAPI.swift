@@ -105,7 +105,11 @@ struct AdminAPI: Sendable {
             return .json(object: [
                 "csrf_token": session.csrfToken,
                 "version": TuisongVersion.current,
-                "features": ["push": gateway != nil, "credentials": credentials != nil],
+                // The transport list, so the console's Android services are this build's.
+                "features": [
+                    "push": gateway != nil, "credentials": credentials != nil,
+                    "android_channels": PushChannel.android.map(\.rawValue),
+                ] as [String: Any],
                 "idle_timeout_seconds": Int(sessions.idleTimeout),
             ])
         }

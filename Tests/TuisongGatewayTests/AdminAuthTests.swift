@@ -77,6 +77,9 @@ import TuisongStore
         let session = try await client.call("GET", "/session")
         #expect(session.status == 200)
         #expect(session.jsonObject["csrf_token"] as? String == csrf)
+        // The console's Android services are the gateway's transport list (#30 item 12).
+        let features = try #require(session.jsonObject["features"] as? [String: Any])
+        #expect(features["android_channels"] as? [String] == PushChannel.android.map(\.rawValue))
         // With a session, OPTIONS says what a path allows.
         let options = try await client.call("OPTIONS", "/apps")
         #expect(options.status == 204)

@@ -98,7 +98,10 @@ export async function renderCredentials(container) {
   return null;
 }
 
-const ANDROID_CHANNELS = ['fcm', 'huawei', 'honor', 'xiaomi', 'oppo', 'vivo'];
+/** The gateway's Android push services, from its own transport list (`GET /admin/api/session`). */
+function androidChannels() {
+  return features().android_channels || [];
+}
 // The labels of app id, client id and secret per service: [i18n key or null, text, text].
 const CREDENTIAL_NAMES = {
   huawei: [null, null, null],
@@ -108,16 +111,16 @@ const CREDENTIAL_NAMES = {
   vivo: [null, 'AppKey', 'AppSecret'],
 };
 
-/** ANDROID_CHANNELS in the current language, for the section's title, hint and empty state. */
+/** androidChannels() in the current language, for the section's title, hint and empty state. */
 function androidChannelTexts() {
   const separator = t('cred.channelSeparator');
   return {
-    channels: ANDROID_CHANNELS.map((c) => t(`channel.${c}`)).join(separator),
-    ids: ANDROID_CHANNELS.join(separator),
+    channels: androidChannels().map((c) => t(`channel.${c}`)).join(separator),
+    ids: androidChannels().join(separator),
   };
 }
 
-/** The app's Android credentials (every service in ANDROID_CHANNELS): a list and a form that adds one. */
+/** The app's Android credentials (every service in androidChannels()): a list and a form that adds one. */
 function androidSection(app) {
   const list = h('div', { class: 'table-wrap', id: 'channel-credential-list' });
 
@@ -172,7 +175,7 @@ function androidSection(app) {
 }
 
 function androidForm(app, refresh) {
-  const channel = h('select', { name: 'channel' }, ANDROID_CHANNELS.map((value) => h('option', { value, text: t(`channel.${value}`) })));
+  const channel = h('select', { name: 'channel' }, androidChannels().map((value) => h('option', { value, text: t(`channel.${value}`) })));
   const file = h('input', { type: 'file', name: 'file', accept: '.json,application/json' });
   const vendorAppID = h('input', { type: 'text', name: 'vendor_app_id', inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false', placeholder: '10086' });
   const clientID = h('input', { type: 'text', name: 'client_id', autocomplete: 'off', spellcheck: 'false' });
