@@ -138,6 +138,18 @@ def test_monitor_and_message_page_count_deliveries_per_channel(browser, gateway,
     text_in(browser, cell, "FCM 1", timeout=60)
     assert browser.find_element(By.CSS_SELECTOR, f"{cell} [data-channel='fcm'] b").text == "1"
     screenshot(browser, "android-02-monitor-per-channel")
+    # At 1400 px (a laptop) the recent messages, channels column included, fit without a
+    # sideways scroll inside their frame (#30 item 13).
+    size = browser.get_window_size()
+    try:
+        browser.set_window_size(1400, 900)
+        wait(browser, 10).until(lambda d: d.execute_script("return window.innerWidth") >= 1380)
+        frame, content = browser.execute_script(
+            "const w = document.getElementById('monitor-recent'); return [w.clientWidth, w.scrollWidth]")
+        assert content <= frame, f"the recent messages scroll sideways at 1400 px: {content} px in {frame} px"
+        screenshot(browser, "android-02b-monitor-1400px")
+    finally:
+        browser.set_window_size(size["width"], size["height"])
 
     go(browser, gateway, f"push/{message_id}")
     wait(browser, 60).until(lambda d: d.find_element(By.ID, "follow-status").get_attribute("data-delivered") == "2")
