@@ -6,36 +6,10 @@ import TuisongAPNsMock
 /// names and prints its answer: a wrong Honor secret is saved, marked failing with the
 /// look-alike's reason; the right one is accepted.
 @Suite struct CredentialCommandCheckTests {
-    struct Run {
-        var status: Int32
-        var output: String
-        var errors: String
-        var json: [String: Any] {
-            (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [String: Any] ?? [:]
-        }
-    }
+    typealias Run = CommandRun
 
     func tuisong(_ arguments: [String], in directory: URL, environment: [String: String]) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = [
-            "TUISONG_DATABASE_PATH": directory.appending(path: "tuisong.db").path,
-            "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
-            "TUISONG_LOG_LEVEL": "warning", "PATH": "/usr/bin:/bin",
-        ].merging(environment) { $1 }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
-            errors: String(decoding: err, as: UTF8.self))
+        try TuisongCommand.run(arguments, in: directory, environment: environment)
     }
 
     @Test func addingAnHonorClientSignsInOnceAndReportsTheAnswer() async throws {
