@@ -48,7 +48,7 @@ struct BaiduStore: Sendable {
     /// registered is removed again.
     func bindDevice(
         appID: Int64, token: DeviceToken, environment: APNsEnvironment, userID: String, channelID: String,
-        channel: PushChannel = .apns
+        channel: PushChannel
     ) async throws -> (device: BaiduDevice, created: Bool) {
         // The registration is the core store's (group-committed); the binding is one
         // transaction after it. An unbind in between deletes the device: register again.

@@ -148,10 +148,11 @@ extension EasemobProvider {
             counted.isEmpty ? [:] : try await accounts.incrementBadges(appID: call.appID, accounts: counted)
         guard case .object(var vendorContext) = message.context else { return }
         vendorContext["badges"] = .object(badges.mapValues { .int(Int64($0)) })
+        // The message's own content (what its status shows), as an iPhone would see it;
+        // each device's is decided by the policy for its own channel.
         let generic = EasemobPushContent.notification(
             message, receiver: EasemobReceiverDisplay(username: "", displayStyle: 0, language: nil),
-            senderNickname: nil,
-            template: nil, badge: nil)
+            senderNickname: nil, template: nil, badge: nil, channel: .apns)
         var labels = ["chat_type": message.chatType.rawValue, "from": message.from, "type": message.type]
         if let group = message.groupID { labels["group"] = group }
         let job = PushJob(

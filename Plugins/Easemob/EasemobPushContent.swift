@@ -112,7 +112,7 @@ enum EasemobPushContent {
 
     static func notification(
         _ message: EasemobMessage, receiver: EasemobReceiverDisplay, senderNickname: String?,
-        template: PushTemplate?, badge: Int?, channel: PushChannel = .apns
+        template: PushTemplate?, badge: Int?, channel: PushChannel
     ) -> PushContent {
         var title: String?
         var subtitle: String?

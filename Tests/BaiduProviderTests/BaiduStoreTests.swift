@@ -33,7 +33,7 @@ import TuisongStore
             return try await baidu.bindDevice(
                 appID: app.id, token: token, environment: environment,
                 userID: user ?? BaiduIDs.userID(appID: app.id, token: token),
-                channelID: BaiduIDs.channelID(appID: app.id, token: token)
+                channelID: BaiduIDs.channelID(appID: app.id, token: token), channel: .apns
             ).device
         }
 
@@ -49,12 +49,12 @@ import TuisongStore
         let token = DeviceToken(token(1))!
         let channel = f.channel(1)
         let first = try await f.baidu.bindDevice(
-            appID: f.app.id, token: token, environment: .sandbox, userID: "11", channelID: channel)
+            appID: f.app.id, token: token, environment: .sandbox, userID: "11", channelID: channel, channel: .apns)
         #expect(first.created)
         #expect(first.device.channelID == channel && first.device.userID == "11")
         #expect(first.device.environment == .sandbox)
         let again = try await f.baidu.bindDevice(
-            appID: f.app.id, token: token, environment: .production, userID: "11", channelID: channel)
+            appID: f.app.id, token: token, environment: .production, userID: "11", channelID: channel, channel: .apns)
         #expect(!again.created)
         #expect(again.device.id == first.device.id && again.device.environment == .production)
         #expect(try await f.baidu.device(appID: f.app.id, channelID: channel)?.id == first.device.id)
@@ -79,7 +79,8 @@ import TuisongStore
         #expect(try await !f.baidu.unbindDevice(appID: f.app.id, channelID: channel))
         #expect(
             try await f.baidu.bindDevice(
-                appID: f.app.id, token: token, environment: .production, userID: "11", channelID: channel
+                appID: f.app.id, token: token, environment: .production, userID: "11", channelID: channel,
+                channel: .apns
             ).created)
     }
 
@@ -93,7 +94,7 @@ import TuisongStore
         await #expect(throws: StoreError.self) {
             _ = try await f.baidu.bindDevice(
                 appID: f.app.id, token: DeviceToken(token(2))!, environment: .production, userID: "1",
-                channelID: f.channel(1))
+                channelID: f.channel(1), channel: .apns)
         }
         // Nothing of the refused bind stays behind.
         #expect(try await f.store.device(appID: f.app.id, token: DeviceToken(token(2))!) == nil)

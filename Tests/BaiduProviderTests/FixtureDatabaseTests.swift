@@ -158,7 +158,7 @@ import TuisongStore
         let app = try await temporary.store.createApp(name: "fresh", bundleID: "com.example.fresh", apiKeyHash: "h")
         let token = DeviceToken(String(repeating: "12", count: 32))!
         let (bound, created) = try await provider.baiduStore.bindDevice(
-            appID: app.id, token: token, environment: .sandbox, userID: "7", channelID: "77")
+            appID: app.id, token: token, environment: .sandbox, userID: "7", channelID: "77", channel: .apns)
         #expect(created && bound.userID == "7" && bound.channelID == "77" && bound.token == token.hex)
         #expect(try await provider.baiduStore.device(appID: app.id, token: token)?.channelID == "77")
         #expect(
