@@ -12,7 +12,11 @@ import TuisongAPNsMock
         try TuisongCommand.run(arguments, in: directory, environment: environment)
     }
 
-    @Test func addingAnHonorClientSignsInOnceAndReportsTheAnswer() async throws {
+    /// The look-alike on loopback and a directory of the command's own holding its CA file;
+    /// an issue is recorded instead before the executable is built.
+    func withLookAlike(
+        _ body: (_ setup: APNsMockLocalSetup, _ mock: APNsMockServer, _ directory: URL, _ caFile: String) throws -> Void
+    ) throws {
         guard FileManager.default.isExecutableFile(atPath: CrashRecoveryTests.binary) else {
             Issue.record("build the tuisong executable first (swift build)")
             return
@@ -28,85 +32,78 @@ import TuisongAPNsMock
         defer { try? FileManager.default.removeItem(at: directory) }
         let caFile = directory.appending(path: "ca.pem").path
         try setup.writeCAFile(to: caFile)
-        let base = "https://127.0.0.1:\(mock.port)"
-        let honor = setup.honorClient
-        var environment = [
-            "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_TRANSPORTS_CA_FILE": caFile,
-            "TUISONG_TRANSPORTS_HONOR_URL": base, "TUISONG_TRANSPORTS_HONOR_TOKEN_URL": base + "/auth/token",
-        ]
-        #expect(try tuisong(["migrate"], in: directory, environment: environment).status == 0)
-        let created = try tuisong(
-            ["app", "create", "--name", "cli", "--bundle-id", "com.example.cli"], in: directory,
-            environment: environment)
-        #expect(created.status == 0, "\(created.errors)")
-        func add() throws -> Run {
-            try tuisong(
-                [
-                    "credential", "add", "--app", "1", "--channel", "honor", "--vendor-app-id", honor.appID,
-                    "--client-id", honor.clientID, "--client-secret-env", "HONOR_SECRET",
-                ], in: directory, environment: environment)
+        try body(setup, mock, directory, caFile)
+    }
+
+    @Test func addingAnHonorClientSignsInOnceAndReportsTheAnswer() async throws {
+        try withLookAlike { setup, mock, directory, caFile in
+            let base = "https://127.0.0.1:\(mock.port)"
+            let honor = setup.honorClient
+            var environment = [
+                "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_TRANSPORTS_CA_FILE": caFile,
+                "TUISONG_TRANSPORTS_HONOR_URL": base, "TUISONG_TRANSPORTS_HONOR_TOKEN_URL": base + "/auth/token",
+            ]
+            #expect(try tuisong(["migrate"], in: directory, environment: environment).status == 0)
+            let created = try tuisong(
+                ["app", "create", "--name", "cli", "--bundle-id", "com.example.cli"], in: directory,
+                environment: environment)
+            #expect(created.status == 0, "\(created.errors)")
+            func add() throws -> Run {
+                try tuisong(
+                    [
+                        "credential", "add", "--app", "1", "--channel", "honor", "--vendor-app-id", honor.appID,
+                        "--client-id", honor.clientID, "--client-secret-env", "HONOR_SECRET",
+                    ], in: directory, environment: environment)
+            }
+
+            environment["HONOR_SECRET"] = honor.clientSecret + "-wrong"
+            let wrong = try add()
+            #expect(wrong.status == 0, "saved either way: \(wrong.errors)")
+            let check = try #require(wrong.json["check"] as? [String: Any], "\(wrong.output)")
+            #expect(check["result"] as? String == "refused")
+            let reason = try #require(check["reason"] as? String)
+            #expect(wrong.json["status"] as? String == "failing")
+            #expect(wrong.json["status_reason"] as? String == reason)
+            #expect(!wrong.output.contains(honor.clientSecret) && !wrong.errors.contains(honor.clientSecret))
+
+            environment["HONOR_SECRET"] = honor.clientSecret
+            let right = try add()
+            #expect(right.status == 0, "\(right.errors)")
+            #expect((right.json["check"] as? [String: Any])?["result"] as? String == "accepted")
+            #expect(right.json["status"] as? String == "ok")
         }
-
-        environment["HONOR_SECRET"] = honor.clientSecret + "-wrong"
-        let wrong = try add()
-        #expect(wrong.status == 0, "saved either way: \(wrong.errors)")
-        let check = try #require(wrong.json["check"] as? [String: Any], "\(wrong.output)")
-        #expect(check["result"] as? String == "refused")
-        let reason = try #require(check["reason"] as? String)
-        #expect(wrong.json["status"] as? String == "failing")
-        #expect(wrong.json["status_reason"] as? String == reason)
-        #expect(!wrong.output.contains(honor.clientSecret) && !wrong.errors.contains(honor.clientSecret))
-
-        environment["HONOR_SECRET"] = honor.clientSecret
-        let right = try add()
-        #expect(right.status == 0, "\(right.errors)")
-        #expect((right.json["check"] as? [String: Any])?["result"] as? String == "accepted")
-        #expect(right.json["status"] as? String == "ok")
     }
 
     @Test func addingAP8KeyProbesAPNsOnce() async throws {
-        guard FileManager.default.isExecutableFile(atPath: CrashRecoveryTests.binary) else {
-            Issue.record("build the tuisong executable first (swift build)")
-            return
+        try withLookAlike { setup, mock, directory, caFile in
+            let keyFile = directory.appending(path: "AuthKey.p8")
+            try setup.tokenKeyPEM.write(to: keyFile, atomically: true, encoding: .utf8)
+            let environment = [
+                "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_APNS_CA_FILE": caFile,
+                "TUISONG_APNS_PRODUCTION_URL": "https://127.0.0.1:\(mock.port)",
+            ]
+            #expect(try tuisong(["migrate"], in: directory, environment: environment).status == 0)
+            #expect(
+                try tuisong(
+                    ["app", "create", "--name", "cli", "--bundle-id", "com.example.cli"], in: directory,
+                    environment: environment
+                ).status == 0)
+            func add(team: String) throws -> Run {
+                try tuisong(
+                    [
+                        "credential", "add", "--app", "1", "--environment", "production", "--p8", keyFile.path,
+                        "--key-id", setup.keyID, "--team-id", team,
+                    ], in: directory, environment: environment)
+            }
+            let wrong = try add(team: "WRONGTEAM1")
+            #expect(wrong.status == 0, "saved either way: \(wrong.errors)")
+            #expect((wrong.json["check"] as? [String: Any])?["result"] as? String == "refused", "\(wrong.output)")
+            #expect(wrong.json["status"] as? String == "failing")
+            #expect(wrong.json["status_reason"] as? String == "InvalidProviderToken")
+            let right = try add(team: setup.teamID)
+            #expect((right.json["check"] as? [String: Any])?["result"] as? String == "accepted", "\(right.output)")
+            #expect(right.json["status"] as? String == "ok")
+            #expect(mock.receivedNotifications().isEmpty, "the probe reaches no device")
         }
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.cli")
-        let mock = try APNsMockServer(
-            configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
-            key: setup.serverKey)
-        try mock.start()
-        defer { mock.shutdown() }
-        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-cli-probe-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let caFile = directory.appending(path: "ca.pem").path
-        try setup.writeCAFile(to: caFile)
-        let keyFile = directory.appending(path: "AuthKey.p8")
-        try setup.tokenKeyPEM.write(to: keyFile, atomically: true, encoding: .utf8)
-        let environment = [
-            "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_APNS_CA_FILE": caFile,
-            "TUISONG_APNS_PRODUCTION_URL": "https://127.0.0.1:\(mock.port)",
-        ]
-        #expect(try tuisong(["migrate"], in: directory, environment: environment).status == 0)
-        #expect(
-            try tuisong(
-                ["app", "create", "--name", "cli", "--bundle-id", "com.example.cli"], in: directory,
-                environment: environment
-            ).status == 0)
-        func add(team: String) throws -> Run {
-            try tuisong(
-                [
-                    "credential", "add", "--app", "1", "--environment", "production", "--p8", keyFile.path,
-                    "--key-id", setup.keyID, "--team-id", team,
-                ], in: directory, environment: environment)
-        }
-        let wrong = try add(team: "WRONGTEAM1")
-        #expect(wrong.status == 0, "saved either way: \(wrong.errors)")
-        #expect((wrong.json["check"] as? [String: Any])?["result"] as? String == "refused", "\(wrong.output)")
-        #expect(wrong.json["status"] as? String == "failing")
-        #expect(wrong.json["status_reason"] as? String == "InvalidProviderToken")
-        let right = try add(team: setup.teamID)
-        #expect((right.json["check"] as? [String: Any])?["result"] as? String == "accepted", "\(right.output)")
-        #expect(right.json["status"] as? String == "ok")
-        #expect(mock.receivedNotifications().isEmpty, "the probe reaches no device")
     }
 }
