@@ -70,7 +70,7 @@ let package = Package(
             name: "TuisongCrypto", dependencies: ["COpenSSL", "CTuisongShims"],
             path: "Sources/TuisongCrypto"),
         .target(
-            name: "TuisongHTTP", dependencies: ["CMicroHTTPD", "CTuisongShims"],
+            name: "TuisongHTTP", dependencies: ["CMicroHTTPD", "CTuisongShims", "TuisongCore"],
             path: "Sources/TuisongHTTP"),
         .target(
             name: "TuisongPlugin",

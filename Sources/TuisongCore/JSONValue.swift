@@ -94,6 +94,22 @@ extension JSONValue {
     /// Converts what `JSONSerialization` returns (`NSNull`, `NSNumber`, `String`, arrays and
     /// dictionaries with string keys); `nil` for anything else.
     public init?(jsonObject: Any) {
+        // Swift's own scalars first, by exact type: an answer built in Swift holds these, and
+        // boxing each in an NSNumber to learn its type cost more than writing it.
+        let dynamicType = type(of: jsonObject)
+        if dynamicType == Int.self {
+            self = .int(Int64(jsonObject as! Int))
+            return
+        } else if dynamicType == Bool.self {
+            self = .bool(jsonObject as! Bool)
+            return
+        } else if dynamicType == Double.self {
+            self = .double(jsonObject as! Double)
+            return
+        } else if dynamicType == Int64.self {
+            self = .int(jsonObject as! Int64)
+            return
+        }
         switch jsonObject {
         case is NSNull:
             self = .null

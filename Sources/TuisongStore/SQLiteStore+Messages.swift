@@ -1117,9 +1117,8 @@ extension SQLiteStore: MessageStore {
 /// JSON columns: sorted keys so equal values are equal text.
 enum JSONText {
     static func encode<T: Encodable>(_ value: T) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        // JSONValue's encoder: JSONEncoder here was ~6 % of the CPU per accepted chat message.
+        String(decoding: try JSONValue.encodedText(value), as: UTF8.self)
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {

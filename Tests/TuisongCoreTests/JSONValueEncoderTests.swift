@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+
+@testable import TuisongCore
+
+/// `JSONValue(encoding:)` must mean what `JSONEncoder` means: the store's JSON columns and the
+/// APIs' answers moved from one to the other.
+@Suite struct JSONValueEncoderTests {
+    /// Both texts, parsed and written again by JSONValue, are the same bytes: same keys, same
+    /// values (a double `1.0` and an integer `1` read back as the same number).
+    private func expectSameMeaning<T: Encodable>(_ value: T, sourceLocation: SourceLocation = #_sourceLocation)
+        throws
+    {
+        let foundation = try JSONEncoder().encode(value)
+        let ours = try JSONValue.encodedText(value)
+        let parsedFoundation = try #require(JSONValue(jsonObject: try JSONSerialization.jsonObject(with: foundation)))
+        let parsedOurs = try #require(JSONValue(jsonObject: try JSONSerialization.jsonObject(with: Data(ours))))
+        #expect(
+            parsedOurs.serializedString == parsedFoundation.serializedString, sourceLocation: sourceLocation)
+    }
+
+    private static let fullContent = PushContent(
+        title: "T", subtitle: "S", body: "B/ä \"q\"\n", titleLocKey: "TK", titleLocArgs: ["t1"], subtitleLocKey: "SK",
+        subtitleLocArgs: ["s1", "s2"], bodyLocKey: "BK", bodyLocArgs: ["b1"], badge: 0, sound: "default",
+        image: "https://example.com/i.png", category: "REPLY", thread: "chat-7",
+        data: ["order": ["id": 42, "paid": true, "total": 9.5], "z": nil, "list": [1, "two"]], background: true,
+        click: .url("https://example.com/x"),
+        apns: .init(
+            interruptionLevel: .timeSensitive, relevanceScore: 0.75, mutableContent: true, targetContentID: "win-1",
+            timestamp: Date(timeIntervalSince1970: 1_700_000_000), event: .update, contentState: ["home": 2],
+            staleDate: Date(timeIntervalSince1970: 1_700_003_600), attributesType: "Match", attributes: ["m": "A"]))
+
+    @Test func pushContentOptionsAudienceAndLabelsMeanTheSame() throws {
+        try expectSameMeaning(Self.fullContent)
+        try expectSameMeaning(PushContent())
+        try expectSameMeaning(PushContent(body: "x", click: .intent("intent://open#Intent;end")))
+        try expectSameMeaning(
+            PushOptions(
+                pushType: .alert, priority: .immediate, expiration: Date(timeIntervalSince1970: 1_800_000_000.5)))
+        try expectSameMeaning(Audience.tag("vip"))
+        try expectSameMeaning(Audience.tokens(["a", "b"]))
+        try expectSameMeaning(Audience.all)
+        try expectSameMeaning(["vendor": "baidu", "timer_id": "t-1"])
+        try expectSameMeaning([String: String]())
+        try expectSameMeaning([Int: String](uniqueKeysWithValues: [(1, "one"), (20, "twenty")]))
+    }
+
+    @Test func storedContentDecodesBackUnchanged() throws {
+        let text = try JSONValue.encodedText(Self.fullContent)
+        #expect(try JSONDecoder().decode(PushContent.self, from: Data(text)) == Self.fullContent)
+    }
+
+    @Test func keysAreSortedAndSlashesUnescaped() throws {
+        struct Record: Encodable {
+            let zeta = 1
+            let alpha = "a/b"
+            let middle: Int? = nil
+            let flag = false
+        }
+        #expect(
+            String(decoding: try JSONValue.encodedText(Record()), as: UTF8.self)
+                == #"{"alpha":"a/b","flag":false,"zeta":1}"#)
+    }
+
+    @Test func dataAndURLFallBackToJSONEncoder() throws {
+        struct Blob: Encodable {
+            let bytes = Data([0, 1, 2, 250])
+            let link = URL(string: "https://example.com/a?b=1")!
+        }
+        #expect(throws: JSONValue.EncodingUnsupported.self) { try JSONValue(encoding: Blob()) }
+        let text = String(decoding: try JSONValue.encodedText(Blob()), as: UTF8.self)
+        #expect(text == #"{"bytes":"AAEC+g==","link":"https://example.com/a?b=1"}"#)
+    }
+
+    @Test func nonFiniteNumbersAreRefusedLikeJSONEncoder() {
+        #expect(throws: EncodingError.self) { try JSONValue.encodedText(["x": Double.nan]) }
+        #expect(throws: EncodingError.self) { try JSONValue.encodedText([Double.infinity]) }
+    }
+
+    @Test func superEncoderWritesUnderSuperAsJSONEncoderDoes() throws {
+        class Base: Encodable {
+            var base = 1
+        }
+        final class Derived: Base {
+            let own = "x"
+            private enum Keys: String, CodingKey { case own }
+            override func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encode(own, forKey: .own)
+                try super.encode(to: container.superEncoder())
+            }
+        }
+        try expectSameMeaning(Derived())
+        #expect(
+            String(decoding: try JSONValue.encodedText(Derived()), as: UTF8.self) == #"{"own":"x","super":{"base":1}}"#)
+    }
+
+    @Test func swiftScalarsInAnObjectKeepTheirJSONType() throws {
+        let object: [String: Any] = [
+            "bool": true, "int": 1, "double": 1.5, "null": NSNull(), "list": ["x", 2], "int64": Int64(7),
+            "nested": ["false": false],
+        ]
+        let value = try #require(JSONValue(jsonObject: object))
+        #expect(
+            value.serializedString
+                == #"{"bool":true,"double":1.5,"int":1,"int64":7,"list":["x",2],"nested":{"false":false},"null":null}"#)
+    }
+}
