@@ -261,8 +261,8 @@ extension SQLiteStore: MessageStore {
             let ids = "[" + unknown.map(String.init).joined(separator: ",") + "]"
             records += try await read { db in
                 try Row.fetchAll(
-                    db,
-                    sql: "SELECT \(Self.messageColumns) FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                    db.cachedStatement(
+                        sql: "SELECT \(Self.messageColumns) FROM messages WHERE id IN (SELECT value FROM json_each(?))"),
                     arguments: [ids]
                 ).map { row in try Self.messageRecord(db, row) }
             }
@@ -580,11 +580,12 @@ extension SQLiteStore: MessageStore {
             var arguments: [(any DatabaseValueConvertible)?] = [appID]
             arguments += wanted.map { $0 as (any DatabaseValueConvertible)? }
             let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, token, environment, updated_at, credential_selector, channel, invalidated_at FROM devices
-                    WHERE app_id = ? AND id IN (\(marks))
-                    """,
+                Self.listStatement(
+                    db,
+                    sql: """
+                        SELECT id, token, environment, updated_at, credential_selector, channel, invalidated_at
+                        FROM devices WHERE app_id = ? AND id IN (\(marks))
+                        """, count: wanted.count),
                 arguments: StatementArguments(arguments))
             var found: [Int64: Row] = [:]
             for row in rows { found[row[0]] = row }
@@ -611,11 +612,12 @@ extension SQLiteStore: MessageStore {
             var arguments: [(any DatabaseValueConvertible)?] = [appID]
             arguments += slice.map { $0 as (any DatabaseValueConvertible)? }
             let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, token, environment, updated_at, credential_selector, channel, invalidated_at FROM devices
-                    WHERE app_id = ? AND token IN (\(marks))
-                    """,
+                Self.listStatement(
+                    db,
+                    sql: """
+                        SELECT id, token, environment, updated_at, credential_selector, channel, invalidated_at
+                        FROM devices WHERE app_id = ? AND token IN (\(marks))
+                        """, count: slice.count),
                 arguments: StatementArguments(arguments))
             var registered: [String: Row] = [:]
             for row in rows { registered[row[1]] = row }
@@ -1056,6 +1058,14 @@ extension SQLiteStore: MessageStore {
                 WHERE id = ? AND updated_at <= ? AND invalidated_at IS NULL
                 """,
             arguments: [now, invalidation.reason, invalidation.deviceID, SQLTime.milliseconds(invalidation.at)])
+    }
+
+    /// A statement reading a list of `count` devices: prepared once per connection for the
+    /// short lists a chat message names (one device, or a few), whose compilation (GRDB's
+    /// authorizer reads every column) was ~4 % of the CPU per message; compiled each time for
+    /// longer ones, so the cache holds a few texts, not one per list length.
+    private static func listStatement(_ db: Database, sql: String, count: Int) throws -> Statement {
+        count <= 8 ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
     }
 
     private static func entry(_ row: Row) throws -> AudienceEntry {
