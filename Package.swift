@@ -1,6 +1,27 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// The push transports the gateway links besides APNs, each `Sources/Transports/<Name>/` (target
+/// `Tuisong<Name>`) declaring itself (`<Type>.declaration`: channel, token rule, config section,
+/// credential form, factory). A new transport is its folder, one more name here and one line in
+/// the gateway's registry (`Sources/TuisongGateway/TransportRegistry.swift`).
+let transports = ["FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "Vivo"]
+
+/// Transports kept in the tests (`Tests/Transports/<Name>`), built and registered exactly as the
+/// real ones are: the proof that a transport is a folder, a name in a list and a registry line.
+let testTransports = ["Echo"]
+
+/// A transport's target: it sees the core, the delivery seam, the transport kit and its engines.
+func transport(_ name: String, under folder: String = "Sources/Transports") -> Target {
+    .target(
+        name: "Tuisong\(name)",
+        dependencies: [
+            "TuisongCore", "TuisongCrypto", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        path: "\(folder)/\(name)")
+}
+
 /// The vendor providers the gateway links, each `Plugins/<Vendor>/` (target `<Vendor>Provider`)
 /// with its tests in `Tests/<Vendor>ProviderTests/`. A new vendor is one more name here and one
 /// line in the gateway's registry (`Sources/TuisongGateway/Providers.swift`).
@@ -23,7 +44,7 @@ func provider(_ vendor: String) -> [Target] {
             dependencies: [
                 .target(name: "\(vendor)Provider"), "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP",
                 "TuisongPlugin", "TuisongStore", "TuisongCrypto", "TuisongDelivery", "TuisongGateway",
-                "TuisongGatewayTestKit", "TuisongAPNsMock", "TuisongPostgresTestKit",
+                "TuisongGatewayTestKit", "TuisongLookAlikes", "TuisongPostgresTestKit",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]
@@ -103,22 +124,29 @@ let package = Package(
             dependencies: ["CPostgres", .product(name: "Logging", package: "swift-log")],
             path: "Sources/TuisongPostgres"),
         .target(
-            name: "TuisongAPNsMock",
+            name: "TuisongLookAlikes",
             dependencies: [
                 "TuisongCrypto", "CNGHTTP2", "CTuisongShims", .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/TuisongAPNsMock"),
-        // The delivery pipeline: engine, message runs, retries, and the one send seam
-        // (`PushTransport`) with APNs as its first transport. Crypto for the credential
-        // material APNs authenticates with (keys, certificates).
+            path: "Sources/TuisongLookAlikes"),
+        // The delivery pipeline: engine, message runs, retries, status, and the one send seam
+        // (`PushTransport`) every transport conforms to. Core only: it knows no service.
         .target(
             name: "TuisongDelivery",
-            dependencies: [
-                "TuisongCore", "TuisongAPNs", "TuisongCrypto", .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["TuisongCore", .product(name: "Logging", package: "swift-log")],
             path: "Sources/TuisongDelivery"),
-        // The Android transports behind the delivery seam, one folder each; the kit holds what
-        // they share besides the seam (OAuth token answers, the token-batch sender).
+        // The APNs transport: the delivery seam over the HTTP/2 + JWT engine (TuisongAPNs), one
+        // pool per credential and environment; Crypto for the credential material.
+        .target(
+            name: "TuisongAPNsTransport",
+            dependencies: [
+                "TuisongCore", "TuisongDelivery", "TuisongAPNs", "TuisongCrypto", "TuisongTransportKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Transports/APNs"),
+        // What the transports share besides the seam: their declaration (TransportDeclaration),
+        // channel credentials and their resolver, the access-token cache, OAuth token answers,
+        // the token-batch sender.
         .target(
             name: "TuisongTransportKit",
             dependencies: [
@@ -126,60 +154,18 @@ let package = Package(
             ],
             path: "Sources/Transports/Kit"),
         .target(
-            name: "TuisongFCM",
-            dependencies: [
-                "TuisongCore", "TuisongCrypto", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/FCM"),
-        .target(
-            name: "TuisongHuawei",
-            dependencies: [
-                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/Huawei"),
-        .target(
-            name: "TuisongHonor",
-            dependencies: [
-                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/Honor"),
-        .target(
-            name: "TuisongXiaomi",
-            dependencies: [
-                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/Xiaomi"),
-        .target(
-            name: "TuisongOPPO",
-            dependencies: [
-                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit", "TuisongCrypto",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/OPPO"),
-        .target(
-            name: "TuisongVivo",
-            dependencies: [
-                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit", "TuisongCrypto",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/Vivo"),
-        .target(
             name: "TuisongGateway",
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
-                "TuisongAPNs", "TuisongAPNsMock", "TuisongHTTPClient", "TuisongFCM", "TuisongHuawei", "TuisongHonor",
-                "TuisongXiaomi", "TuisongOPPO", "TuisongVivo", .product(name: "Logging", package: "swift-log"),
-            ] + vendors.map { .target(name: "\($0)Provider") },
+                "TuisongAPNs", "TuisongLookAlikes", "TuisongHTTPClient", "TuisongTransportKit", "TuisongAPNsTransport",
+                .product(name: "Logging", package: "swift-log"),
+            ] + vendors.map { .target(name: "\($0)Provider") } + transports.map { .target(name: "Tuisong\($0)") },
             path: "Sources/TuisongGateway"),
         .executableTarget(
             name: "tuisong",
             dependencies: [
-                "TuisongGateway", "TuisongAPNsMock", "TuisongPlugin", "TuisongCore", "TuisongCrypto", "TuisongStore",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "TuisongGateway", "TuisongLookAlikes", "TuisongPlugin", "TuisongCore", "TuisongCrypto", "TuisongStore",
+                "TuisongTransportKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/tuisong"),
@@ -202,7 +188,7 @@ let package = Package(
         .target(
             name: "TuisongGatewayTestKit",
             dependencies: [
-                "TuisongGateway", "TuisongCore", "TuisongAPNsMock", "TuisongPluginTestKit", "TuisongPostgresTestKit",
+                "TuisongGateway", "TuisongCore", "TuisongLookAlikes", "TuisongPluginTestKit", "TuisongPostgresTestKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TuisongGatewayTestKit"),
@@ -212,11 +198,9 @@ let package = Package(
         .testTarget(
             name: "TuisongTransportsTests",
             dependencies: [
-                "TuisongFCM", "TuisongHuawei", "TuisongHonor", "TuisongXiaomi", "TuisongOPPO", "TuisongVivo",
-                "TuisongTransportKit", "TuisongDelivery", "TuisongCore",
-                "TuisongCrypto", "TuisongHTTPClient", "TuisongAPNsMock", "TuisongPluginTestKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
+                "TuisongTransportKit", "TuisongDelivery", "TuisongCore", "TuisongCrypto", "TuisongHTTPClient",
+                "TuisongLookAlikes", "TuisongPluginTestKit", .product(name: "Logging", package: "swift-log"),
+            ] + transports.map { .target(name: "Tuisong\($0)") },
             // The golden files are read from the source tree (GoldenTests).
             exclude: ["Golden"]),
         .testTarget(
@@ -226,13 +210,13 @@ let package = Package(
             name: "TuisongDeliveryTests",
             dependencies: [
                 "TuisongDelivery", "TuisongPluginTestKit", "TuisongStore", "TuisongCore", "TuisongAPNs",
-                "TuisongAPNsMock", "TuisongCrypto", "TuisongPostgresTestKit",
+                "TuisongLookAlikes", "TuisongCrypto", "TuisongPostgresTestKit", "TuisongTransportKit",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "TuisongHTTPClientTests",
             dependencies: [
-                "TuisongHTTPClient", "TuisongHTTP", "TuisongAPNsMock", "TuisongCrypto", "TuisongPluginTestKit",
+                "TuisongHTTPClient", "TuisongHTTP", "TuisongLookAlikes", "TuisongCrypto", "TuisongPluginTestKit",
             ]),
         // The throwaway PostgreSQL cluster (scripts/pg-test-cluster.sh) and a database per test,
         // for every test target that runs against PostgreSQL.
@@ -241,12 +225,14 @@ let package = Package(
         .testTarget(name: "TuisongPostgresTests", dependencies: ["TuisongPostgres", "TuisongPostgresTestKit"]),
         .testTarget(
             name: "TuisongAPNsTests",
-            dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore", "TuisongPluginTestKit"]),
+            dependencies: ["TuisongAPNs", "TuisongLookAlikes", "TuisongCrypto", "TuisongCore", "TuisongPluginTestKit"]),
         .testTarget(
             name: "TuisongGatewayTests",
             dependencies: [
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
-                "TuisongAPNsMock", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
-            ]),
-    ] + vendors.flatMap(provider)
+                "TuisongLookAlikes", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
+                "TuisongTransportKit", "TuisongHTTPClient",
+            ] + testTransports.map { .target(name: "Tuisong\($0)") }),
+    ] + transports.map { transport($0) } + testTransports.map { transport($0, under: "Tests/Transports") }
+        + vendors.flatMap(provider)
 )

@@ -1,9 +1,11 @@
 import Foundation
 import Logging
 import TuisongAPNs
-import TuisongAPNsMock
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongDelivery
+import TuisongLookAlikes
+import TuisongTransportKit
 
 /// The console's credential operations on the running gateway: `CredentialService` checks and
 /// seals uploads, the APNs transport forgets what it cached, held deliveries are released, and in
@@ -38,7 +40,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                 selector: upload.selector)
         } catch let error as CredentialError {
             throw AdminCredentialRejection(
-                code: error.code.rawValue, message: error.message, field: Self.field(error.code))
+                code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code))
         }
     }
 
@@ -109,7 +111,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             record = try await channelCredentials.add(upload, appID: appID, selector: selector)
         } catch let error as CredentialError {
             throw AdminCredentialRejection(
-                code: error.code.rawValue, message: error.message, field: Self.field(error.code))
+                code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code))
         }
         if let localMock { LocalAPNs.trust(record, secrets: channelCredentials, on: localMock, logger: logger) }
         // One sign-in with the service: a refused credential is kept, marked failing with the

@@ -9,6 +9,9 @@ import TuisongPlugin
 /// Every list of push services people read (the CLI's help, a vendor's setting, the metrics'
 /// help) comes from `PushChannel.allCases`: a new transport appears in all of them at once.
 @Suite(.serialized) struct ChannelListTests {
+    /// The lists are the declared channels': declared before any test reads them.
+    init() { TransportRegistry.install() }
+
     static let everyService = "APNs, FCM, Huawei, Honor, Xiaomi, OPPO and vivo"
     static let androidNames = "fcm, huawei, honor, xiaomi, oppo or vivo"
 

@@ -20,6 +20,7 @@ const en = {
   'common.actions': 'Actions',
   'common.cancel': 'Cancel',
   'common.delete': 'Delete',
+  'common.optional': 'optional',
   'common.save': 'Save',
 
   'login.title': 'Log in',
@@ -373,6 +374,7 @@ const zh = {
   'common.actions': '操作',
   'common.cancel': '取消',
   'common.delete': '删除',
+  'common.optional': '可选',
   'common.save': '保存',
 
   'login.title': '登录',
