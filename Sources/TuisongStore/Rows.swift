@@ -27,8 +27,9 @@ extension Row: ColumnValues {
 /// Column lists and row decoding. Rows are read by position: the column lists below and the
 /// decoders are kept side by side so they cannot drift apart.
 enum Rows {
+    /// `"user"` is quoted: PostgreSQL reserves the word (SQLite takes either spelling).
     static let deviceColumns = """
-        id, app_id, token, environment, user, locale, im_account, created_at, updated_at, \
+        id, app_id, token, environment, "user", locale, im_account, created_at, updated_at, \
         invalidated_at, invalid_reason, credential_selector, channel
         """
     /// How many columns `deviceColumns` lists (a query may add its own after them).

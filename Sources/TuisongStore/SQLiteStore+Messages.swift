@@ -927,27 +927,9 @@ extension SQLiteStore: MessageStore {
     // MARK: plumbing
 
     /// Shared with the console's per-device listing: one column list, one decoder.
-    static let deliveryColumns = """
-        id, message_id, device_id, token, environment, state, reason, apns_id, attempts, next_attempt_at, updated_at, \
-        content, credential_selector, channel
-        """
+    static let deliveryColumns = Rows.deliveryColumns
 
-    static func deliveryRecord(_ row: Row) throws -> DeliveryRecord {
-        let environmentName: String = row[4]
-        let stateName: String = row[5]
-        let channelName: String = row[13]
-        guard let environment = APNsEnvironment(rawValue: environmentName),
-            let state = DeliveryState(rawValue: stateName), let channel = PushChannel(rawValue: channelName)
-        else { throw StoreError(.unavailable, "deliveries row \(row[0] as Int64) holds unknown values") }
-        let next: Int64? = row[9]
-        let content: String? = row[11]
-        return DeliveryRecord(
-            id: row[0], messageID: row[1], deviceID: row[2], token: row[3], environment: environment, state: state,
-            reason: row[6], apnsID: row[7], attempts: row[8], nextAttemptAt: next.map(SQLTime.date),
-            updatedAt: SQLTime.date(row[10]), content: try content.map { try JSONText.decode(PushContent.self, $0) },
-            credentialSelector: row[12],
-            channel: channel)
-    }
+    static func deliveryRecord(_ row: Row) throws -> DeliveryRecord { try Rows.delivery(columns: row) }
 
     private static func messageRecord(_ db: Database, _ row: Row) throws -> MessageRecord {
         let id: Int64 = row[0]

@@ -35,7 +35,7 @@ extension SQLiteStore {
 }
 
 /// One GRDB connection, inside the transaction `SQLiteSharedDatabase` opened.
-private final class GRDBExecutor: SQLExecutor {
+final class GRDBExecutor: SQLExecutor {
     let db: Database
     private(set) var changedRows = 0
 

@@ -358,5 +358,5 @@ public final class SQLiteStore: Store {
         }
     }
 
-    var nowMilliseconds: Int64 { SQLTime.milliseconds(clock.now) }
+    public var nowMilliseconds: Int64 { SQLTime.milliseconds(clock.now) }
 }

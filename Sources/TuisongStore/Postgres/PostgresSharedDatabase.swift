@@ -63,14 +63,21 @@ extension PostgresStore {
 /// One pooled connection, inside the transaction `PostgresSharedDatabase` opened.
 final class PostgresExecutor: SQLExecutor {
     let conn: PostgresConnection
+    /// The store's own queries (`SQLStoreBackend`): each statement kept prepared on its
+    /// connection (types inferred by the server, as the store's hand-written statements are);
+    /// a plugin's are sent with their values' types and not kept (see `run`).
+    let prepares: Bool
     private(set) var changedRows = 0
     /// Whether the last `execute` inserted rows: `lastInsertedRowID` asks the server then.
     private var inserted = false
     private var lastRowID: Int64 = 0
 
-    init(_ conn: PostgresConnection) {
+    init(_ conn: PostgresConnection, prepares: Bool = false) {
         self.conn = conn
+        self.prepares = prepares
     }
+
+    var dialect: SQLDialect { .postgresql }
 
     func execute(_ sql: String, _ arguments: [SQLValue]) throws {
         let result: PostgresResult
@@ -119,7 +126,8 @@ final class PostgresExecutor: SQLExecutor {
     /// prepared: `PostgresConnection.prepare` lets the server infer every type, which would turn
     /// such a parameter into text.
     private func run(_ sql: String, _ arguments: [SQLValue]) throws -> PostgresResult {
-        try conn.execute(Self.numbered(sql), arguments.map(Self.parameter))
+        if prepares { return try conn.run(sql, arguments.map(Self.parameter)) }
+        return try conn.execute(Self.numbered(sql), arguments.map(Self.parameter))
     }
 
     static func parameter(_ value: SQLValue) -> PostgresValue {

@@ -159,7 +159,7 @@ extension PostgresStore {
         let afterID = try cursor.map(Cursor.decode) ?? 0
         let limit = min(max(limit, 1), 1000)
         return try await read { conn in
-            var sql = "SELECT \(DeliveryRows.columns) FROM deliveries WHERE message_id = $1 AND id > $2"
+            var sql = "SELECT \(Rows.deliveryColumns) FROM deliveries WHERE message_id = $1 AND id > $2"
             var parameters: [PostgresValue] = [.int(messageID), .int(afterID)]
             if let state {
                 sql += " AND state = $3 ORDER BY id LIMIT $4"
@@ -168,7 +168,7 @@ extension PostgresStore {
                 sql += " ORDER BY id LIMIT $3"
                 parameters.append(.int(Int64(limit + 1)))
             }
-            var records = try conn.run(sql, parameters).rows.map(DeliveryRows.record)
+            var records = try conn.run(sql, parameters).rows.map(Self.deliveryRecord)
             var next: String?
             if records.count > limit {
                 records.removeLast()

@@ -702,25 +702,9 @@ extension PostgresStore: MessageStore {
 
     // MARK: plumbing
 
-    static let deliveryColumns = """
-        id, message_id, device_id, token, environment, state, reason, apns_id, attempts, next_attempt_at, updated_at, \
-        content, credential_selector, channel
-        """
+    static let deliveryColumns = Rows.deliveryColumns
 
-    static func deliveryRecord(_ row: PostgresRow) throws -> DeliveryRecord {
-        guard let environment = APNsEnvironment(rawValue: row.string("environment")),
-            let state = DeliveryState(rawValue: row.string("state")),
-            let channel = PushChannel(rawValue: row.string("channel"))
-        else { throw StoreError(.unavailable, "deliveries row \(row.int64("id")) holds unknown values") }
-        return DeliveryRecord(
-            id: row.int64("id"), messageID: row.int64("message_id"), deviceID: row.optionalInt64("device_id"),
-            token: row.string("token"), environment: environment, state: state, reason: row.optionalString("reason"),
-            apnsID: row.optionalString("apns_id"), attempts: Int(row.int64("attempts")),
-            nextAttemptAt: row.optionalDate("next_attempt_at"), updatedAt: row.date("updated_at"),
-            content: try row.optionalString("content").map { try JSONText.decode(PushContent.self, $0) },
-            credentialSelector: row.optionalString("credential_selector"),
-            channel: channel)
-    }
+    static func deliveryRecord(_ row: PostgresRow) throws -> DeliveryRecord { try Rows.delivery(columns: row) }
 
     static func messageRecord(_ row: PostgresRow) throws -> MessageRecord {
         guard let state = MessageState(rawValue: row.string("state")) else {

@@ -2,61 +2,24 @@ import Foundation
 import TuisongCore
 import TuisongPostgres
 
-// Column lists and row decoders of the PostgreSQL store, read by position as `Rows` does for
-// SQLite: each list and its decoder are kept side by side so they cannot drift apart.
+// The PostgreSQL store reads rows with the decoders both backends share (`Rows`), by position.
+extension PostgresRow: ColumnValues {
+    func isNull(_ index: Int32) -> Bool { self[Int(index)].isNull }
+    func int64(_ index: Int32) -> Int64 { self[Int(index)].int64 ?? 0 }
+    func string(_ index: Int32) -> String { self[Int(index)].string ?? "" }
+}
+
 extension PostgresStore {
-    /// The device columns in the order `device(_:)` reads them. `"user"` is quoted (reserved).
-    static let deviceColumns = """
-        id, app_id, token, environment, "user", locale, im_account, created_at, updated_at, \
-        invalidated_at, invalid_reason, credential_selector, channel
-        """
-    /// How many columns `deviceColumns` lists (a query may add its own after them).
-    static let deviceColumnCount = 13
+    static let deviceColumns = Rows.deviceColumns
+    static let deviceColumnCount = Rows.deviceColumnCount
+    static let qualifiedDeviceColumns = Rows.qualifiedDeviceColumns
+    static let appColumns = Rows.appColumns
 
-    /// `deviceColumns` qualified with the alias `d`, for joins.
-    static let qualifiedDeviceColumns = deviceColumns.split(separator: ",")
-        .map { "d." + $0.trimmingCharacters(in: .whitespaces) }
-        .joined(separator: ", ")
+    /// A device from a row starting with `deviceColumns`.
+    static func device(_ row: PostgresRow) throws -> Device { try Rows.device(columns: row) }
 
-    /// A device from a row starting with `deviceColumns`. Throws `.unavailable` for an
-    /// environment or channel this build does not know (as `Rows.device` does for SQLite).
-    static func device(_ row: PostgresRow) throws -> Device {
-        let environmentName = row[3].string ?? ""
-        guard let environment = APNsEnvironment(rawValue: environmentName) else {
-            throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
-        }
-        let channelName = row[12].string ?? ""
-        guard let channel = PushChannel(rawValue: channelName) else {
-            throw StoreError(.unavailable, "devices.channel holds a channel this build does not speak: \(channelName)")
-        }
-        return Device(
-            id: row[0].int64 ?? 0, appID: row[1].int64 ?? 0, token: row[2].string ?? "", environment: environment,
-            user: row[4].string, locale: row[5].string, imAccount: row[6].string,
-            createdAt: SQLTime.date(row[7].int64 ?? 0), updatedAt: SQLTime.date(row[8].int64 ?? 0),
-            invalidatedAt: row[9].int64.map(SQLTime.date), invalidReason: row[10].string,
-            credentialSelector: row[11].string, channel: channel)
-    }
-
-    /// The app columns in the order `app(_:)` reads them.
-    static let appColumns = "id, name, bundle_id, api_key_hash, vendor_settings, created_at, updated_at"
-
-    /// An app from a row starting with `appColumns`. Throws `.unavailable` when the vendor
-    /// settings are not an object of string objects.
-    static func app(_ row: PostgresRow) throws -> App {
-        let id = row[0].int64 ?? 0
-        let settings: [String: [String: String]]
-        do {
-            settings = try JSONDecoder().decode(
-                [String: [String: String]].self, from: Data((row[4].string ?? "").utf8))
-        } catch {
-            throw StoreError(
-                .unavailable, "apps.vendor_settings of app \(id) is not an object of string objects: \(error)")
-        }
-        return App(
-            id: id, name: row[1].string ?? "", bundleID: row[2].string ?? "", apiKeyHash: row[3].string ?? "",
-            createdAt: SQLTime.date(row[5].int64 ?? 0), updatedAt: SQLTime.date(row[6].int64 ?? 0),
-            vendorSettings: settings)
-    }
+    /// An app from a row starting with `appColumns`.
+    static func app(_ row: PostgresRow) throws -> App { try Rows.app(columns: row) }
 }
 
 /// PostgreSQL array literals sent as one text parameter (`= ANY($1::bigint[])`,

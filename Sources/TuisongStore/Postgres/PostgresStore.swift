@@ -169,7 +169,7 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    var nowMilliseconds: Int64 { SQLTime.milliseconds(clock.now) }
+    public var nowMilliseconds: Int64 { SQLTime.milliseconds(clock.now) }
 
     /// PostgreSQL's errors in the store's terms; a `StoreError` or cancellation passes through.
     static func storeError(_ error: any Error) -> any Error {
