@@ -2,19 +2,12 @@ import Foundation
 import GRDB
 import TuisongCore
 
-// IM accounts on the core tables: `accounts` (app state, badge) and `devices.im_account` (the
-// bound account) with `devices.credential_selector`. Every write is one transaction on the
-// single writer connection, so concurrent badge increments of one account are serialised and
-// each gets its own value.
+// The IM account writes SQLite does its own way (the rest is written once in
+// `SQLStoreBackend+Accounts`): binding a device (this backend's device upsert), the existence
+// check of a list (chunked `IN`, SQLite's parameter limit) and the badge batching (`json_each`,
+// group commit). Every write is one transaction on the single writer connection, so concurrent
+// badge increments of one account are serialised and each gets its own value.
 extension SQLiteStore: AccountStore {
-    @discardableResult
-    public func createAccount(appID: Int64, account: String) async throws -> Bool {
-        let now = nowMilliseconds
-        return try await write { db in
-            try Self.insertAccount(db, appID: appID, account: account, now: now)
-        }
-    }
-
     public func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String> {
         guard !accounts.isEmpty else { return [] }
         return try await read { db in
@@ -31,41 +24,12 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func deleteAccount(appID: Int64, account: String) async throws -> Bool {
-        // `updated_at` stays: it is the device's last registration (see `invalidateDevice`).
-        try await write { db in
-            try db.execute(
-                sql: """
-                    UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
-                    WHERE app_id = ? AND im_account = ?
-                    """,
-                arguments: [appID, account])
-            try db.execute(
-                sql: "DELETE FROM accounts WHERE app_id = ? AND account = ?", arguments: [appID, account])
-            return db.changesCount > 0
-        }
-    }
-
-    public func accounts(appID: Int64, cursor: String?, limit: Int) async throws -> Page<String> {
-        let afterID = try cursor.map(Cursor.decode) ?? 0
-        let pageSize = min(max(limit, 1), 1000)
-        let rows = try await read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT id, account FROM accounts WHERE app_id = ? AND id > ? ORDER BY id LIMIT ?",
-                arguments: [appID, afterID, pageSize + 1]
-            ).map { (id: $0[0] as Int64, account: $0[1] as String) }
-        }
-        guard rows.count > pageSize else { return Page(items: rows.map(\.account), nextCursor: nil) }
-        let page = rows.prefix(pageSize)
-        return Page(items: page.map(\.account), nextCursor: Cursor.encode(page[page.endIndex - 1].id))
-    }
-
     public func bindDevice(
         appID: Int64, account: String, registration: DeviceRegistration, credentialSelector: String?
     ) async throws -> Device {
         let now = nowMilliseconds
         return try await write { db in
-            try Self.insertAccount(db, appID: appID, account: account, now: now)
+            try AccountQueries.insertAccount(GRDBExecutor(db: db), appID: appID, account: account, now: now)
             let registered = try Self.applyRegistration(db, appID: appID, registration, now: now).device
             guard
                 let row = try Row.fetchOne(
@@ -80,57 +44,6 @@ extension SQLiteStore: AccountStore {
             else { throw StoreError(.unavailable, "the bound device \(registered.id) vanished") }
             return try Rows.device(row)
         }
-    }
-
-    public func unbindDevice(appID: Int64, token: DeviceToken) async throws -> Bool {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
-                    WHERE app_id = ? AND token = ? AND im_account IS NOT NULL
-                    """,
-                arguments: [appID, token.hex])
-            return db.changesCount > 0
-        }
-    }
-
-    public func devices(appID: Int64, account: String) async throws -> [Device] {
-        try await read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT \(Rows.deviceColumns) FROM devices
-                    WHERE app_id = ? AND im_account = ? AND invalidated_at IS NULL ORDER BY id
-                    """,
-                arguments: [appID, account]
-            ).map(Rows.device)
-        }
-    }
-
-    public func setAppState(appID: Int64, account: String, _ state: AppState) async throws {
-        let now = nowMilliseconds
-        try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO accounts (app_id, account, app_state, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
-                    ON CONFLICT (app_id, account) DO UPDATE SET
-                        app_state = excluded.app_state, updated_at = excluded.updated_at
-                    """,
-                arguments: [appID, account, state.rawValue, now])
-            // The bound devices' copy, read by account audiences' pages (schema v7).
-            try db.execute(
-                sql: "UPDATE devices SET app_state = ?3 WHERE app_id = ?1 AND im_account = ?2",
-                arguments: [appID, account, state.rawValue])
-        }
-    }
-
-    public func appState(appID: Int64, account: String) async throws -> AppState? {
-        let name = try await read { db in
-            try String.fetchOne(
-                db, sql: "SELECT app_state FROM accounts WHERE app_id = ? AND account = ?",
-                arguments: [appID, account])
-        }
-        return name.flatMap(AppState.init(rawValue:))
     }
 
     public func incrementBadges(appID: Int64, accounts: [String]) async throws -> [String: Int] {
@@ -223,41 +136,6 @@ extension SQLiteStore: AccountStore {
     /// `[1,2,…]`: a list of row ids bound to one statement parameter (`json_each`).
     private static func jsonArray(_ ids: [Int64]) -> String {
         "[" + ids.map(String.init).joined(separator: ",") + "]"
-    }
-
-    public func setBadge(appID: Int64, account: String, to value: Int) async throws {
-        guard value >= 0 else { throw StoreError(.conflict, "a badge cannot be negative (got \(value))") }
-        let now = nowMilliseconds
-        try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO accounts (app_id, account, badge, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
-                    ON CONFLICT (app_id, account) DO UPDATE SET badge = excluded.badge, updated_at = excluded.updated_at
-                    """,
-                arguments: [appID, account, value, now])
-        }
-    }
-
-    public func badge(appID: Int64, account: String) async throws -> Int {
-        try await read { db in
-            try Int.fetchOne(
-                db, sql: "SELECT badge FROM accounts WHERE app_id = ? AND account = ?", arguments: [appID, account])
-                ?? 0
-        }
-    }
-
-    // MARK: plumbing
-
-    /// Creates the account row if missing; `true` when it did. Writer only.
-    @discardableResult
-    private static func insertAccount(_ db: Database, appID: Int64, account: String, now: Int64) throws -> Bool {
-        try db.execute(
-            sql: """
-                INSERT INTO accounts (app_id, account, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
-                ON CONFLICT (app_id, account) DO NOTHING
-                """,
-            arguments: [appID, account, now])
-        return db.changesCount > 0
     }
 }
 

@@ -2,7 +2,9 @@ import Foundation
 import GRDB
 import TuisongCore
 
-// The `DeviceStore` half of `Store`, plus the device queries the gateway needs beyond it.
+// The device queries SQLite writes by hand (the rest is written once, `SQLStoreBackend+Devices`):
+// registering (group commit), the lookups its point readers answer on the calling thread, and
+// a list of ids in chunked `IN` lists (SQLite's parameter limit).
 extension SQLiteStore {
     /// Registers or updates the device (app, token) and returns it with `created`.
     ///
@@ -75,118 +77,6 @@ extension SQLiteStore {
             return devices
         }
         return devices.sorted { $0.id < $1.id }
-    }
-
-    /// Deletes the device and its tag memberships.
-    public func deleteDevice(appID: Int64, token: DeviceToken) async throws -> Bool {
-        try await write { db in
-            try db.execute(
-                sql: "DELETE FROM devices WHERE app_id = ? AND token = ?",
-                arguments: [appID, token.value])
-            return db.changesCount > 0
-        }
-    }
-
-    /// Every device of the app, valid or invalidated.
-    public func deviceCount(appID: Int64) async throws -> Int {
-        try await readOneStatement { db in
-            try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM devices WHERE app_id = ?", arguments: [appID]) ?? 0
-        }
-    }
-
-    /// Marks the device invalid after APNs answered 410 (Unregistered, ExpiredToken) or
-    /// BadDeviceToken; it receives no pushes until it registers again.
-    ///
-    /// - Parameters:
-    ///   - since: APNs's `timestamp` of a 410, the moment the token stopped being valid
-    ///     (`nil`: now). A device whose `updatedAt` (its last registration) is later holds
-    ///     a token the app confirmed again, so it is left alone.
-    /// - Returns: `false` when there is no such device or it registered after `since`.
-    public func invalidateDevice(
-        id: Int64, reason: String, since: Date? = nil
-    ) async throws -> Bool {
-        let now = nowMilliseconds
-        let cutoff = since.map(SQLTime.milliseconds) ?? now
-        return try await write { db in
-            try db.execute(
-                sql: """
-                    UPDATE devices SET invalidated_at = ?, invalid_reason = ?
-                    WHERE id = ? AND updated_at <= ?
-                    """,
-                arguments: [now, reason, id, cutoff])
-            return db.changesCount > 0
-        }
-    }
-
-    // MARK: Tags
-
-    public func addTag(appID: Int64, token: DeviceToken, tag: TagName) async throws {
-        try await write { db in
-            let deviceID = try Self.existingDeviceID(db, appID: appID, token: token)
-            let tagID = try Self.tagID(db, appID: appID, name: tag.value)
-            try db.execute(
-                sql: "INSERT OR IGNORE INTO device_tags (tag_id, device_id) VALUES (?, ?)",
-                arguments: [tagID, deviceID])
-        }
-    }
-
-    /// The tag row itself stays (it is shared by the app's other devices and costs nothing).
-    public func removeTag(appID: Int64, token: DeviceToken, tag: TagName) async throws -> Bool {
-        try await write { db in
-            let deviceID = try Self.existingDeviceID(db, appID: appID, token: token)
-            try db.execute(
-                sql: """
-                    DELETE FROM device_tags
-                    WHERE device_id = ? AND tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?)
-                    """,
-                arguments: [deviceID, appID, tag.value])
-            return db.changesCount > 0
-        }
-    }
-
-    public func tags(appID: Int64, token: DeviceToken) async throws -> [String] {
-        try await read { db in
-            let deviceID = try Self.existingDeviceID(db, appID: appID, token: token)
-            return try String.fetchAll(
-                db,
-                sql: """
-                    SELECT t.name FROM device_tags dt JOIN tags t ON t.id = dt.tag_id
-                    WHERE dt.device_id = ? ORDER BY t.name
-                    """,
-                arguments: [deviceID])
-        }
-    }
-
-    /// Devices carrying `tag`, by ascending id, invalidated ones included (the dispatcher
-    /// decides what to skip). `limit` is clamped to 1…1000; an unknown tag is an empty page.
-    /// Throws `.invalidCursor` for a cursor this store did not issue.
-    public func devices(
-        appID: Int64, tag: TagName, cursor: String?, limit: Int
-    ) async throws -> Page<Device> {
-        let afterID = try cursor.map(Cursor.decode) ?? 0
-        let pageSize = min(max(limit, 1), 1000)
-        let devices = try await readOneStatement { db in
-            // One more than the page: if it comes back, there is a next page.
-            let statement = try db.cachedStatement(
-                sql: """
-                    SELECT \(Rows.qualifiedDeviceColumns)
-                    FROM tags t
-                    JOIN device_tags dt ON dt.tag_id = t.id
-                    JOIN devices d ON d.id = dt.device_id
-                    WHERE t.app_id = ? AND t.name = ? AND dt.device_id > ?
-                    ORDER BY dt.device_id
-                    LIMIT ?
-                    """)
-            let rows = try Row.fetchAll(
-                statement, arguments: [appID, tag.value, afterID, pageSize + 1])
-            return try rows.map(Rows.device)
-        }
-        if devices.count > pageSize {
-            let page = Array(devices.prefix(pageSize))
-            return Page(items: page, nextCursor: Cursor.encode(page[page.count - 1].id))
-        }
-        return Page(items: devices, nextCursor: nil)
     }
 
     // MARK: - Statements run on the writer
@@ -262,18 +152,5 @@ extension SQLiteStore {
         try db.cachedStatement(sql: "INSERT INTO tags (app_id, name) VALUES (?, ?)")
             .execute(arguments: [appID, name])
         return db.lastInsertedRowID
-    }
-
-    private static func existingDeviceID(
-        _ db: Database, appID: Int64, token: DeviceToken
-    ) throws -> Int64 {
-        guard
-            let id = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT id FROM devices WHERE app_id = ? AND token = ?"),
-                arguments: [appID, token.value])
-        else {
-            throw StoreError.notFound("device \(token.value) of app \(appID)")
-        }
-        return id
     }
 }

@@ -2,21 +2,14 @@ import Foundation
 import TuisongCore
 import TuisongPostgres
 
-// IM accounts on PostgreSQL: `accounts` (app state, badge) and `devices.im_account` (the bound
-// account) with `devices.account_id`, `devices.app_state` and `devices.credential_selector`, as
-// on SQLite (SQLiteStore+Accounts.swift is the contract). Several nodes write at once here, so
-// each write is one transaction that takes its row locks in id order (no deadlock between two
-// pages counting the same accounts), and a badge increment is one `UPDATE … RETURNING`: row
-// locks serialise concurrent increments of one account, and each gets its own value.
+// The IM account writes PostgreSQL does its own way (the rest is written once in
+// `SQLStoreBackend+Accounts`): binding a device (this backend's device upsert), the existence
+// check of a list (one array parameter) and the badge batching. Several nodes write at once
+// here, so each write is one transaction that takes its row locks in id order (no deadlock
+// between two pages counting the same accounts), and a badge increment is one
+// `UPDATE … RETURNING`: row locks serialise concurrent increments of one account, and each gets
+// its own value.
 extension PostgresStore: AccountStore {
-    @discardableResult
-    public func createAccount(appID: Int64, account: String) async throws -> Bool {
-        let now = nowMilliseconds
-        return try await write { conn in
-            try Self.insertAccount(conn, appID: appID, account: account, now: now)
-        }
-    }
-
     public func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String> {
         guard !accounts.isEmpty else { return [] }
         let list = PostgresArrayLiteral.texts(Array(Set(accounts)))
@@ -30,40 +23,13 @@ extension PostgresStore: AccountStore {
         }
     }
 
-    public func deleteAccount(appID: Int64, account: String) async throws -> Bool {
-        // `updated_at` stays: it is the device's last registration (see `invalidateDevice`).
-        try await write { conn in
-            try conn.run(
-                """
-                UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
-                WHERE app_id = $1 AND im_account = $2
-                """, [.int(appID), .text(account)])
-            let deleted = try conn.run(
-                "DELETE FROM accounts WHERE app_id = $1 AND account = $2", [.int(appID), .text(account)])
-            return (deleted.affectedRows ?? 0) > 0
-        }
-    }
-
-    public func accounts(appID: Int64, cursor: String?, limit: Int) async throws -> Page<String> {
-        let afterID = try cursor.map(Cursor.decode) ?? 0
-        let pageSize = min(max(limit, 1), 1000)
-        let rows = try await read { conn in
-            try conn.run(
-                "SELECT id, account FROM accounts WHERE app_id = $1 AND id > $2 ORDER BY id LIMIT $3",
-                [.int(appID), .int(afterID), .int(Int64(pageSize + 1))]
-            ).rows.map { (id: $0.int64(at: 0), account: $0[1].string ?? "") }
-        }
-        guard rows.count > pageSize else { return Page(items: rows.map(\.account), nextCursor: nil) }
-        let page = rows.prefix(pageSize)
-        return Page(items: page.map(\.account), nextCursor: Cursor.encode(page[page.endIndex - 1].id))
-    }
-
     public func bindDevice(
         appID: Int64, account: String, registration: DeviceRegistration, credentialSelector: String?
     ) async throws -> Device {
         let now = nowMilliseconds
         return try await write { conn in
-            try Self.insertAccount(conn, appID: appID, account: account, now: now)
+            try AccountQueries.insertAccount(
+                PostgresExecutor(conn, prepares: true), appID: appID, account: account, now: now)
             let deviceID = try Self.applyBindingRegistration(conn, appID: appID, registration, now: now)
             guard
                 let row = try conn.run(
@@ -77,53 +43,6 @@ extension PostgresStore: AccountStore {
             else { throw StoreError(.unavailable, "the bound device \(deviceID) vanished") }
             return try PostgresStore.device(row)
         }
-    }
-
-    public func unbindDevice(appID: Int64, token: DeviceToken) async throws -> Bool {
-        try await write { conn in
-            let result = try conn.run(
-                """
-                UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
-                WHERE app_id = $1 AND token = $2 AND im_account IS NOT NULL
-                """, [.int(appID), .text(token.hex)])
-            return (result.affectedRows ?? 0) > 0
-        }
-    }
-
-    public func devices(appID: Int64, account: String) async throws -> [Device] {
-        try await read { conn in
-            try conn.run(
-                """
-                SELECT \(PostgresStore.deviceColumns) FROM devices
-                WHERE app_id = $1 AND im_account = $2 AND invalidated_at IS NULL ORDER BY id
-                """, [.int(appID), .text(account)]
-            ).rows.map(PostgresStore.device)
-        }
-    }
-
-    public func setAppState(appID: Int64, account: String, _ state: AppState) async throws {
-        let now = nowMilliseconds
-        try await write { conn in
-            try conn.run(
-                """
-                INSERT INTO accounts (app_id, account, app_state, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
-                ON CONFLICT (app_id, account) DO UPDATE SET
-                    app_state = excluded.app_state, updated_at = excluded.updated_at
-                """, [.int(appID), .text(account), .text(state.rawValue), .int(now)])
-            // The bound devices' copy, read by account audiences' pages.
-            try conn.run(
-                "UPDATE devices SET app_state = $3 WHERE app_id = $1 AND im_account = $2",
-                [.int(appID), .text(account), .text(state.rawValue)])
-        }
-    }
-
-    public func appState(appID: Int64, account: String) async throws -> AppState? {
-        let name = try await read { conn in
-            try conn.run(
-                "SELECT app_state FROM accounts WHERE app_id = $1 AND account = $2", [.int(appID), .text(account)]
-            ).rows.first?[0].string
-        }
-        return name.flatMap(AppState.init(rawValue:))
     }
 
     public func incrementBadges(appID: Int64, accounts: [String]) async throws -> [String: Int] {
@@ -224,27 +143,6 @@ extension PostgresStore: AccountStore {
         }
     }
 
-    public func setBadge(appID: Int64, account: String, to value: Int) async throws {
-        guard value >= 0 else { throw StoreError(.conflict, "a badge cannot be negative (got \(value))") }
-        let now = nowMilliseconds
-        try await write { conn in
-            try conn.run(
-                """
-                INSERT INTO accounts (app_id, account, badge, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
-                ON CONFLICT (app_id, account) DO UPDATE SET badge = excluded.badge, updated_at = excluded.updated_at
-                """, [.int(appID), .text(account), .int(Int64(value)), .int(now)])
-        }
-    }
-
-    public func badge(appID: Int64, account: String) async throws -> Int {
-        try await read { conn in
-            Int(
-                try conn.run(
-                    "SELECT badge FROM accounts WHERE app_id = $1 AND account = $2", [.int(appID), .text(account)]
-                ).rows.first?.int64(at: 0) ?? 0)
-        }
-    }
-
     /// Rows deleted per transaction by `forgetFinishedBadgeGrants`.
     static let badgeGrantsForgottenPerTransaction = 5_000
 
@@ -311,19 +209,6 @@ extension PostgresStore: AccountStore {
     static let badgeGrantMessagesPerRound = 256
 
     // MARK: plumbing
-
-    /// Creates the account row if missing; `true` when it did. Inside a write.
-    @discardableResult
-    private static func insertAccount(_ conn: PostgresConnection, appID: Int64, account: String, now: Int64) throws
-        -> Bool
-    {
-        let result = try conn.run(
-            """
-            INSERT INTO accounts (app_id, account, created_at, updated_at) VALUES ($1, $2, $3, $3)
-            ON CONFLICT (app_id, account) DO NOTHING
-            """, [.int(appID), .text(account), .int(now)])
-        return (result.affectedRows ?? 0) > 0
-    }
 
     /// The registration half of `bindDevice` (SQLite's `applyRegistration`), inside its write:
     /// the same upsert and tag replacement as `registerDevice`. Returns the device's id.

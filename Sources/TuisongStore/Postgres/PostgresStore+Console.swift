@@ -4,17 +4,8 @@ import TuisongPostgres
 
 // The console's reads are written once (`SQLStoreBackend+Console`) but for this one: a message's
 // counts here are its own row's (its retries) plus its slices' (`message_slices`), which SQLite
-// does not have. (`deviceCount` is SQLite's in SQLiteStore+Devices.swift.)
+// does not have.
 extension PostgresStore: ConsoleStore {
-    /// Every device of the app, valid or invalidated.
-    public func deviceCount(appID: Int64) async throws -> Int {
-        try await read { conn in
-            Int(
-                try conn.run("SELECT count(*) FROM devices WHERE app_id = $1", [.int(appID)]).rows.first?
-                    .int64(at: 0) ?? 0)
-        }
-    }
-
     public func messageActivity(since: Date, scanLimit: Int) async throws -> [MessageActivity] {
         let sinceMilliseconds = SQLTime.milliseconds(since)
         return try await read { conn in

@@ -2,8 +2,10 @@ import Foundation
 import TuisongCore
 import TuisongPostgres
 
-// The `DeviceStore` half of `Store`, plus the device writes the gateway needs beyond it;
-// SQLiteStore+Devices.swift is the contract.
+// The device queries PostgreSQL writes by hand (the rest is written once,
+// `SQLStoreBackend+Devices`): registering (an upsert that says whether it inserted, `xmax`),
+// bulk import by COPY, the device with its tags (`string_agg`) and a list of ids as one array
+// parameter.
 extension PostgresStore {
     /// The upsert of one registration: `$1` app, `$2` token, `$3` environment, `$4` user,
     /// `$5` locale, `$6` now, `$7` credential selector, `$8` channel. Nil user, locale and
@@ -227,22 +229,6 @@ extension PostgresStore {
         }
     }
 
-    public func device(appID: Int64, token: DeviceToken) async throws -> Device? {
-        try await read { conn in
-            try conn.run(
-                "SELECT \(Self.deviceColumns) FROM devices WHERE app_id = $1 AND token = $2",
-                [.int(appID), .text(token.value)]
-            ).rows.first.map(Self.device)
-        }
-    }
-
-    public func device(id: Int64) async throws -> Device? {
-        try await read { conn in
-            try conn.run("SELECT \(Self.deviceColumns) FROM devices WHERE id = $1", [.int(id)]).rows.first.map(
-                Self.device)
-        }
-    }
-
     /// The app's devices among `ids` (unknown ids and other apps' devices left out), by id;
     /// one statement whatever the number of ids.
     public func devices(appID: Int64, ids: [Int64]) async throws -> [Device] {
@@ -255,125 +241,5 @@ extension PostgresStore {
                 [.int(appID), .text(list)]
             ).rows.map(Self.device)
         }
-    }
-
-    /// Deletes the device and its tag memberships.
-    public func deleteDevice(appID: Int64, token: DeviceToken) async throws -> Bool {
-        try await writeStatement { conn in
-            (try conn.run("DELETE FROM devices WHERE app_id = $1 AND token = $2", [.int(appID), .text(token.value)])
-                .affectedRows ?? 0) > 0
-        }
-    }
-
-    /// Marks the device invalid after APNs answered 410 (Unregistered, ExpiredToken) or
-    /// BadDeviceToken; it receives no pushes until it registers again.
-    ///
-    /// - Parameters:
-    ///   - since: APNs's `timestamp` of a 410, the moment the token stopped being valid
-    ///     (`nil`: now). A device whose `updatedAt` (its last registration) is later holds
-    ///     a token the app confirmed again, so it is left alone.
-    /// - Returns: `false` when there is no such device or it registered after `since`.
-    public func invalidateDevice(id: Int64, reason: String, since: Date? = nil) async throws -> Bool {
-        let now = nowMilliseconds
-        let cutoff = since.map(SQLTime.milliseconds) ?? now
-        return try await writeStatement { conn in
-            (try conn.run(
-                "UPDATE devices SET invalidated_at = $1, invalid_reason = $2 WHERE id = $3 AND updated_at <= $4",
-                [.int(now), .text(reason), .int(id), .int(cutoff)]
-            ).affectedRows ?? 0) > 0
-        }
-    }
-
-    // MARK: Tags
-
-    /// Adds a tag to a registered device (no-op if present); `.notFound` for an unknown device.
-    public func addTag(appID: Int64, token: DeviceToken, tag: TagName) async throws {
-        try await write { conn in
-            let deviceID = try Self.existingDeviceID(conn, appID: appID, token: token)
-            try conn.run(
-                "INSERT INTO tags (app_id, name) VALUES ($1, $2) ON CONFLICT (app_id, name) DO NOTHING",
-                [.int(appID), .text(tag.value)])
-            try conn.run(
-                """
-                INSERT INTO device_tags (tag_id, device_id)
-                SELECT id, $3 FROM tags WHERE app_id = $1 AND name = $2
-                ON CONFLICT DO NOTHING
-                """,
-                [.int(appID), .text(tag.value), .int(deviceID)])
-        }
-    }
-
-    /// The tag row itself stays (it is shared by the app's other devices and costs nothing).
-    public func removeTag(appID: Int64, token: DeviceToken, tag: TagName) async throws -> Bool {
-        try await write { conn in
-            let deviceID = try Self.existingDeviceID(conn, appID: appID, token: token)
-            let result = try conn.run(
-                """
-                DELETE FROM device_tags
-                WHERE device_id = $1 AND tag_id = (SELECT id FROM tags WHERE app_id = $2 AND name = $3)
-                """,
-                [.int(deviceID), .int(appID), .text(tag.value)])
-            return (result.affectedRows ?? 0) > 0
-        }
-    }
-
-    /// Tags of a device, sorted (by code point, as SQLite's binary collation); `.notFound`
-    /// for an unknown device.
-    public func tags(appID: Int64, token: DeviceToken) async throws -> [String] {
-        try await read { conn in
-            let rows = try conn.run(
-                """
-                SELECT d.id, t.name FROM devices d
-                LEFT JOIN device_tags dt ON dt.device_id = d.id
-                LEFT JOIN tags t ON t.id = dt.tag_id
-                WHERE d.app_id = $1 AND d.token = $2
-                ORDER BY t.name COLLATE "C"
-                """,
-                [.int(appID), .text(token.value)]
-            ).rows
-            guard !rows.isEmpty else { throw StoreError.notFound("device \(token.value) of app \(appID)") }
-            return rows.compactMap { $0[1].string }
-        }
-    }
-
-    /// Devices carrying `tag`, by ascending id, invalidated ones included (the dispatcher
-    /// decides what to skip). `limit` is clamped to 1…1000; an unknown tag is an empty page.
-    /// Throws `.invalidCursor` for a cursor this store did not issue.
-    public func devices(appID: Int64, tag: TagName, cursor: String?, limit: Int) async throws -> Page<Device> {
-        let afterID = try cursor.map(Cursor.decode) ?? 0
-        let pageSize = min(max(limit, 1), 1000)
-        let devices = try await read { conn in
-            // One more than the page: if it comes back, there is a next page.
-            try conn.run(
-                """
-                SELECT \(Self.qualifiedDeviceColumns)
-                FROM tags t
-                JOIN device_tags dt ON dt.tag_id = t.id
-                JOIN devices d ON d.id = dt.device_id
-                WHERE t.app_id = $1 AND t.name = $2 AND dt.device_id > $3
-                ORDER BY dt.device_id
-                LIMIT $4
-                """,
-                [.int(appID), .text(tag.value), .int(afterID), .int(Int64(pageSize + 1))]
-            ).rows.map(Self.device)
-        }
-        if devices.count > pageSize {
-            let page = Array(devices.prefix(pageSize))
-            return Page(items: page, nextCursor: Cursor.encode(page[page.count - 1].id))
-        }
-        return Page(items: devices, nextCursor: nil)
-    }
-
-    private static func existingDeviceID(_ conn: PostgresConnection, appID: Int64, token: DeviceToken) throws
-        -> Int64
-    {
-        guard
-            let id = try conn.run(
-                "SELECT id FROM devices WHERE app_id = $1 AND token = $2", [.int(appID), .text(token.value)]
-            ).rows.first?[0].int64
-        else {
-            throw StoreError.notFound("device \(token.value) of app \(appID)")
-        }
-        return id
     }
 }
