@@ -2,19 +2,9 @@ import Foundation
 import GRDB
 import TuisongCore
 
+// The message an idempotency key names, read as this backend reads a message (SQLite: the key,
+// then `message(id:)` with its record cache); the sweep is written once (`SQLStoreBackend+Messages`).
 extension SQLiteStore {
-    public func forgetIdempotencyKeys(before: Date, limit: Int) async throws -> Int {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    DELETE FROM idempotency_keys WHERE (app_id, key) IN (
-                        SELECT app_id, key FROM idempotency_keys WHERE created_at < ? ORDER BY created_at LIMIT ?)
-                    """,
-                arguments: [SQLTime.milliseconds(before), max(limit, 0)])
-            return db.changesCount
-        }
-    }
-
     public func message(appID: Int64, idempotencyKey: String) async throws -> MessageRecord? {
         let cutoff = nowMilliseconds - Int64(IdempotencyKey.lifetime * 1000)
         let id = try await read { db in

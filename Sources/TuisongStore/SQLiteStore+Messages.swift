@@ -899,31 +899,6 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    public func deliveries(messageID: Int64, state: DeliveryState?, cursor: String?, limit: Int) async throws
-        -> Page<DeliveryRecord>
-    {
-        let afterID = try cursor.map(Cursor.decode) ?? 0
-        let limit = min(max(limit, 1), 1000)
-        return try await read { db in
-            var sql = "SELECT \(Self.deliveryColumns) FROM deliveries WHERE message_id = ? AND id > ?"
-            var arguments: [(any DatabaseValueConvertible)?] = [messageID, afterID]
-            if let state {
-                sql += " AND state = ?"
-                arguments.append(state.rawValue)
-            }
-            sql += " ORDER BY id LIMIT ?"
-            arguments.append(limit + 1)
-            var records = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(
-                Self.deliveryRecord)
-            var next: String?
-            if records.count > limit {
-                records.removeLast()
-                next = records.last.map { Cursor.encode($0.id) }
-            }
-            return Page(items: records, nextCursor: next)
-        }
-    }
-
     // MARK: plumbing
 
     /// Shared with the console's per-device listing: one column list, one decoder.

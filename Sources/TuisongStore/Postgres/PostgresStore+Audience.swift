@@ -153,31 +153,6 @@ extension PostgresStore {
 
     // MARK: deliveries
 
-    public func deliveries(messageID: Int64, state: DeliveryState?, cursor: String?, limit: Int) async throws
-        -> Page<DeliveryRecord>
-    {
-        let afterID = try cursor.map(Cursor.decode) ?? 0
-        let limit = min(max(limit, 1), 1000)
-        return try await read { conn in
-            var sql = "SELECT \(Rows.deliveryColumns) FROM deliveries WHERE message_id = $1 AND id > $2"
-            var parameters: [PostgresValue] = [.int(messageID), .int(afterID)]
-            if let state {
-                sql += " AND state = $3 ORDER BY id LIMIT $4"
-                parameters += [.text(state.rawValue), .int(Int64(limit + 1))]
-            } else {
-                sql += " ORDER BY id LIMIT $3"
-                parameters.append(.int(Int64(limit + 1)))
-            }
-            var records = try conn.run(sql, parameters).rows.map(Self.deliveryRecord)
-            var next: String?
-            if records.count > limit {
-                records.removeLast()
-                next = records.last.map { Cursor.encode($0.id) }
-            }
-            return Page(items: records, nextCursor: next)
-        }
-    }
-
     public func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
         try await releaseHeld(
             appID: appID, condition: "environment = $1 AND d.channel = 'apns'", environment.rawValue, now: now)

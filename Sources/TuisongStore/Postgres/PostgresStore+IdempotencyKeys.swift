@@ -17,21 +17,9 @@ extension PostgresSchema {
         """
 }
 
+// The message an idempotency key names, in one statement with this backend's message select
+// (its slices' counts added); the sweep is written once (`SQLStoreBackend+Messages`).
 extension PostgresStore {
-    public func forgetIdempotencyKeys(before: Date, limit: Int) async throws -> Int {
-        try await write { conn in
-            // SKIP LOCKED: nodes sweeping at once take different rows instead of waiting on each
-            // other, and a key being taken over by a new message right now is left alone.
-            try conn.run(
-                """
-                DELETE FROM idempotency_keys WHERE (app_id, key) IN (
-                    SELECT app_id, key FROM idempotency_keys WHERE created_at < $1
-                    ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-                """, [.int(SQLTime.milliseconds(before)), .int(Int64(max(limit, 0)))]
-            ).affectedRows ?? 0
-        }
-    }
-
     public func message(appID: Int64, idempotencyKey: String) async throws -> MessageRecord? {
         let cutoff = nowMilliseconds - Int64(IdempotencyKey.lifetime * 1000)
         return try await read { conn in
