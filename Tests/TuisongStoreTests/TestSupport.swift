@@ -2,6 +2,9 @@ import Foundation
 import TuisongCore
 import TuisongPostgresTestKit
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// A temporary directory holding one test's database, removed when the test ends.
