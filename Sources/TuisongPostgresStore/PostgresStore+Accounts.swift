@@ -81,14 +81,7 @@ extension PostgresStore: AccountStore {
 
     public func grantBadges(appID: Int64, messageID: Int64, accounts: [AccountKey]) async throws -> [String: Int] {
         guard !accounts.isEmpty else { return [:] }
-        var byID: [Int64: String] = [:]
-        byID.reserveCapacity(accounts.count)
-        var distinct: [Int64] = []
-        distinct.reserveCapacity(accounts.count)
-        for account in accounts where byID.updateValue(account.name, forKey: account.id) == nil {
-            distinct.append(account.id)
-        }
-        let (names, ids) = (byID, distinct)
+        let (names, ids) = BadgeGrantAccounts.distinct(accounts)
         let now = nowMilliseconds
         let list = PostgresArrayLiteral.integers(ids)
         // One transaction for the grants and the increments, as on SQLite: recording the grants

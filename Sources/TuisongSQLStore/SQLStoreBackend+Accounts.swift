@@ -122,3 +122,18 @@ package enum AccountQueries {
             """) > 0
     }
 }
+
+/// The accounts of a badge grant (`grantBadges`), each once in first-seen order, with their names
+/// by id: what both backends' grant batching starts from.
+package enum BadgeGrantAccounts {
+    package static func distinct(_ accounts: [AccountKey]) -> (names: [Int64: String], ids: [Int64]) {
+        var byID: [Int64: String] = [:]
+        byID.reserveCapacity(accounts.count)
+        var distinct: [Int64] = []
+        distinct.reserveCapacity(accounts.count)
+        for account in accounts where byID.updateValue(account.name, forKey: account.id) == nil {
+            distinct.append(account.id)
+        }
+        return (byID, distinct)
+    }
+}
