@@ -204,25 +204,6 @@ extension PostgresStore {
         }
     }
 
-    /// Delivery rows waiting for a retry (`queued` with a next attempt) and rows held for want
-    /// of a working credential, for the gateway's gauges.
-    public func deliveryBacklog() async throws -> (retryQueued: Int, held: Int) {
-        try await read { conn in
-            var retryQueued = 0
-            var held = 0
-            for row in try conn.run(
-                "SELECT state, count(*) FROM deliveries WHERE state IN ('queued', 'held') GROUP BY state"
-            ).rows {
-                if row[0].string == "queued" {
-                    retryQueued = Int(row.int64(at: 1))
-                } else {
-                    held = Int(row.int64(at: 1))
-                }
-            }
-            return (retryQueued, held)
-        }
-    }
-
     // MARK: plumbing
 
     /// The columns `entry` reads: the device's, then (with `details`) its account's.

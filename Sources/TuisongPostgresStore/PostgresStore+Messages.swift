@@ -125,35 +125,6 @@ extension PostgresStore: MessageStore {
         }
     }
 
-    public func channelCounts(messageID: Int64) async throws -> [PushChannel: DeliveryCounts] {
-        try await read { conn in
-            var counts: [PushChannel: DeliveryCounts] = [:]
-            for row in try conn.run(
-                """
-                SELECT channel, sum(delivered)::bigint AS n FROM message_channel_deliveries
-                WHERE message_id = $1 GROUP BY channel
-                """, [.int(messageID)]
-            ).rows {
-                guard let channel = PushChannel(rawValue: row.string("channel")) else { continue }
-                counts[channel, default: DeliveryCounts()].delivered += Int(row.int64("n"))
-            }
-            for row in try conn.run(
-                // A token no device registered has no known service: counted under none.
-                """
-                SELECT channel, state, count(*) AS n FROM deliveries
-                WHERE message_id = $1 AND (reason IS NULL OR reason <> 'UnknownDevice') GROUP BY channel, state
-                """,
-                [.int(messageID)]
-            ).rows {
-                guard let channel = PushChannel(rawValue: row.string("channel")),
-                    let state = DeliveryState(rawValue: row.string("state"))
-                else { continue }
-                counts[channel, default: DeliveryCounts()][state] += Int(row.int64("n"))
-            }
-            return counts
-        }
-    }
-
     public func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord? {
         try await read { conn in
             try conn.run(
@@ -681,23 +652,6 @@ extension PostgresStore: MessageStore {
             }
             try Self.finishWaitingMessages(conn, Array(failed.keys), now: nowMs)
             return rows.count
-        }
-    }
-
-    public func pendingDeliveries(messageID: Int64) async throws -> [PendingDeliveries] {
-        try await read { conn in
-            try conn.run(
-                """
-                SELECT state, reason, count(*) AS n, min(next_attempt_at) AS until FROM deliveries
-                WHERE message_id = $1 AND state IN ('queued', 'sending', 'held') GROUP BY state, reason
-                ORDER BY state, reason
-                """, [.int(messageID)]
-            ).rows.compactMap { row in
-                guard let state = DeliveryState(rawValue: row.string("state")) else { return nil }
-                return PendingDeliveries(
-                    state: state, reason: row.optionalString("reason"), count: Int(row.int64("n")),
-                    until: row.optionalDate("until"))
-            }
         }
     }
 

@@ -135,10 +135,6 @@ public final class PostgresStore: Sendable {
         return known.filter { applied.contains($0) }
     }
 
-    public func ping() async throws {
-        try await read { conn in _ = try conn.execute("SELECT 1") }
-    }
-
     /// Closes the pool. Calls after the first do nothing.
     public func close() throws {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }

@@ -332,34 +332,6 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    public func channelCounts(messageID: Int64) async throws -> [PushChannel: DeliveryCounts] {
-        try await read { db in
-            var counts: [PushChannel: DeliveryCounts] = [:]
-            for row in try Row.fetchAll(
-                db, sql: "SELECT channel, delivered FROM message_channel_deliveries WHERE message_id = ?",
-                arguments: [messageID])
-            {
-                guard let channel = PushChannel(rawValue: row[0]) else { continue }
-                counts[channel, default: DeliveryCounts()].delivered += row[1] as Int
-            }
-            for row in try Row.fetchAll(
-                db,
-                // A token no device registered has no known service: counted under none.
-                sql: """
-                    SELECT channel, state, count(*) FROM deliveries
-                    WHERE message_id = ? AND (reason IS NULL OR reason <> 'UnknownDevice') GROUP BY channel, state
-                    """,
-                arguments: [messageID])
-            {
-                guard let channel = PushChannel(rawValue: row[0]), let state = DeliveryState(rawValue: row[1]) else {
-                    continue
-                }
-                counts[channel, default: DeliveryCounts()][state] += row[2] as Int
-            }
-            return counts
-        }
-    }
-
     public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
         let now = SQLTime.milliseconds(at)
         try await write { db in try Self.apply(db, progress, now: now) }
@@ -834,24 +806,6 @@ extension SQLiteStore: MessageStore {
             }
             try Self.finishWaitingMessages(db, Array(perMessage.keys), now: nowMs)
             return rows.count
-        }
-    }
-
-    public func pendingDeliveries(messageID: Int64) async throws -> [PendingDeliveries] {
-        try await read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT state, reason, count(*), min(next_attempt_at) FROM deliveries
-                    WHERE message_id = ? AND state IN ('queued', 'sending', 'held') GROUP BY state, reason
-                    ORDER BY state, reason
-                    """,
-                arguments: [messageID]
-            ).compactMap { row in
-                guard let state = DeliveryState(rawValue: row[0]) else { return nil }
-                let until: Int64? = row[3]
-                return PendingDeliveries(state: state, reason: row[1], count: row[2], until: until.map(SQLTime.date))
-            }
         }
     }
 

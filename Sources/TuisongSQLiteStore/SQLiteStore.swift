@@ -255,10 +255,6 @@ public final class SQLiteStore: Store {
     /// The database file's path.
     public var location: String { path }
 
-    public func ping() async throws {
-        try await read { db in try db.execute(sql: "SELECT 1") }
-    }
-
     // MARK: - Plumbing
 
     /// A read in a deferred transaction: the closure sees one consistent snapshot.
