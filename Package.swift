@@ -97,13 +97,29 @@ let package = Package(
             name: "TuisongPlugin",
             dependencies: ["TuisongCore", "TuisongHTTP", .product(name: "Logging", package: "swift-log")],
             path: "Sources/TuisongPlugin"),
+        // The store written once: the SQL both databases share (`SQLStoreBackend`), no GRDB, no libpq.
+        .target(name: "TuisongSQLStore", dependencies: ["TuisongCore"], path: "Sources/TuisongSQLStore"),
         .target(
-            name: "TuisongStore",
+            name: "TuisongSQLiteStore",
             dependencies: [
-                "TuisongCore", "TuisongPostgres", .product(name: "GRDB", package: "GRDB.swift"),
+                "TuisongCore", "TuisongSQLStore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 // The raw C API, for PointReaders' prepared statements (same system libsqlite3).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            path: "Sources/TuisongSQLiteStore"),
+        .target(
+            name: "TuisongPostgresStore",
+            dependencies: [
+                "TuisongCore", "TuisongSQLStore", "TuisongPostgres", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/TuisongPostgresStore"),
+        // The opener that picks a backend from `database.url`, where both are visible.
+        .target(
+            name: "TuisongStore",
+            dependencies: [
+                "TuisongCore", "TuisongSQLStore", "TuisongSQLiteStore", "TuisongPostgresStore",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/TuisongStore"),
         .target(
@@ -205,12 +221,16 @@ let package = Package(
             exclude: ["Golden"]),
         .testTarget(
             name: "TuisongStoreTests",
-            dependencies: ["TuisongStore", "TuisongCore", "TuisongPluginTestKit", "TuisongPostgresTestKit"]),
+            dependencies: [
+                "TuisongStore", "TuisongSQLStore", "TuisongSQLiteStore", "TuisongPostgresStore", "TuisongCore",
+                "TuisongPluginTestKit", "TuisongPostgresTestKit",
+            ]),
         .testTarget(
             name: "TuisongDeliveryTests",
             dependencies: [
-                "TuisongDelivery", "TuisongPluginTestKit", "TuisongStore", "TuisongCore", "TuisongAPNs",
-                "TuisongLookAlikes", "TuisongCrypto", "TuisongPostgresTestKit", "TuisongTransportKit",
+                "TuisongDelivery", "TuisongPluginTestKit", "TuisongStore", "TuisongSQLStore", "TuisongSQLiteStore",
+                "TuisongPostgresStore", "TuisongCore", "TuisongAPNs", "TuisongLookAlikes", "TuisongCrypto",
+                "TuisongPostgresTestKit", "TuisongTransportKit",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(

@@ -103,9 +103,13 @@ public protocol SQLExecutor {
     var lastInsertedRowID: Int64 { get }
     /// Rows changed by the last `execute`.
     var changedRows: Int { get }
+    /// The database's dialect: how an `SQLQuery` writes its placeholders here (`?` is accepted
+    /// by every executor, so `.sqlite` is the default).
+    var dialect: SQLDialect { get }
 }
 
 extension SQLExecutor {
+    public var dialect: SQLDialect { .sqlite }
     public func execute(_ sql: String) throws { try execute(sql, []) }
     public func query(_ sql: String) throws -> [SQLRow] { try query(sql, []) }
     public func queryOne(_ sql: String, _ arguments: [SQLValue] = []) throws -> SQLRow? {
@@ -128,8 +132,9 @@ extension SharedDatabase {
     public var dialect: SQLDialect { .sqlite }
 }
 
-/// The SQL that differs between the store's databases, spelled per dialect so a plugin's
-/// queries stay one text. Placeholders are `?` in both (PostgreSQL's executor numbers them).
+/// The SQL that differs between the store's databases, spelled per dialect so a query stays
+/// one text (the store's and the plugins'). Placeholders are `?` in both when written by hand
+/// (PostgreSQL's executor numbers them); an `SQLQuery` asks the executor's dialect for each.
 public enum SQLDialect: Sendable, Hashable {
     case sqlite
     case postgresql
@@ -142,6 +147,34 @@ public enum SQLDialect: Sendable, Hashable {
         switch self {
         case .sqlite: return "json_extract(\(column), '$.\(path.joined(separator: "."))')"
         case .postgresql: return "(\(column)::jsonb #>> '{\(path.joined(separator: ","))}')"
+        }
+    }
+
+    /// `lhs IS rhs` for values that may be NULL (NULL matches NULL): SQLite's `IS`, PostgreSQL's
+    /// `IS NOT DISTINCT FROM`.
+    public var isNotDistinctFrom: String {
+        switch self {
+        case .sqlite: "IS"
+        case .postgresql: "IS NOT DISTINCT FROM"
+        }
+    }
+
+    /// What follows a text column in `ORDER BY` so both databases sort by code point (SQLite's
+    /// binary collation; PostgreSQL's `"C"`, whatever the database's locale).
+    public var binaryCollation: String {
+        switch self {
+        case .sqlite: ""
+        case .postgresql: " COLLATE \"C\""
+        }
+    }
+
+    /// What ends a `SELECT … FOR UPDATE` that concurrent writers should share out rather than
+    /// wait on (PostgreSQL's `FOR UPDATE SKIP LOCKED`); nothing on SQLite, whose one writer
+    /// never meets another's row locks.
+    public var skipLocked: String {
+        switch self {
+        case .sqlite: ""
+        case .postgresql: " FOR UPDATE SKIP LOCKED"
         }
     }
 

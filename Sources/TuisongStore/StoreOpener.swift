@@ -1,6 +1,9 @@
 import Foundation
 import Logging
 import TuisongCore
+import TuisongPostgresStore
+import TuisongSQLStore
+import TuisongSQLiteStore
 
 /// Which database a `database.url` names.
 public enum StoreBackend: Sendable, Equatable {
@@ -23,7 +26,7 @@ public enum StoreOpener {
     public struct Options: Sendable {
         public var clock: any TuisongCore.Clock
         /// The plugins' migrations (every provider the binary knows, mounted or not).
-        public var pluginMigrations: [SQLiteStore.PluginSchema]
+        public var pluginMigrations: [PluginSchema]
         /// SQLite: fsync on every commit (`database.synchronous_full`).
         public var synchronousFull: Bool
         /// PostgreSQL: connections in this process's pool (`database.pool_size`).
@@ -38,7 +41,7 @@ public enum StoreOpener {
         public var logger: Logger
 
         public init(
-            clock: any TuisongCore.Clock = SystemClock(), pluginMigrations: [SQLiteStore.PluginSchema] = [],
+            clock: any TuisongCore.Clock = SystemClock(), pluginMigrations: [PluginSchema] = [],
             synchronousFull: Bool = false, poolSize: Int = 8, leaseDuration: Duration = .seconds(30),
             sliceSize: Int = 20_000, writeObserver: (@Sendable (Duration) -> Void)? = nil,
             logger: Logger = Logger(label: "tuisong.store")

@@ -239,9 +239,7 @@ struct SignerError: Error, CustomStringConvertible {
 }
 
 /// A valid 64-hex-digit token distinct per `n`.
-func token(_ n: Int) -> String {
-    String(repeating: "a", count: 48) + String(format: "%016x", n)
-}
+func token(_ n: Int) -> String { testToken(n, prefix: String(repeating: "a", count: 48)) }
 
 /// The JSON of a recorded job's payload, as the gateway renders it.
 func payloadJSON(_ job: PushJob) -> [String: Any] {

@@ -149,7 +149,7 @@ import TuisongPluginTestKit
         await running.stop()
     }
 
-    static func token(_ n: Int) -> String { String(repeating: "c", count: 48) + String(format: "%016x", n) }
+    static func token(_ n: Int) -> String { testToken(n, prefix: String(repeating: "c", count: 48)) }
 
     // MARK: The seed example and the per-receiver rules
 

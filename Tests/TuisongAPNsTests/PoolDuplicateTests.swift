@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongLookAlikes
+import TuisongPluginTestKit
 
 @testable import TuisongAPNs
 
@@ -9,7 +10,7 @@ import TuisongLookAlikes
 /// resent; one at or below it is still answered on that connection and must not be resent.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct PoolDuplicateTests {
     /// Distinct for every index (`poolDeviceToken` maps 0x1 and 0xc1 to the same token).
-    static func token(_ index: Int) -> String { String(format: "%064x", index) }
+    static func token(_ index: Int) -> String { testToken(index, prefix: "") }
 
     /// Requests the mock processed, and the distinct device tokens among them.
     static func duplicates(_ server: APNsMockServer) -> (processed: Int, distinct: Int) {

@@ -6,6 +6,9 @@ import TuisongPluginTestKit
 import TuisongPostgresTestKit
 
 @testable import TuisongDelivery
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// Delivery engines of several nodes on one PostgreSQL database: they share a message's

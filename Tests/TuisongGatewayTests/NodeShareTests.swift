@@ -57,13 +57,6 @@ import TuisongPluginTestKit
         queue.set(1)
         try await waitUntil { share.liveNodes == 1 }
     }
-
-    private func waitUntil(_ condition: () -> Bool) async throws {
-        for _ in 0..<500 where !condition() {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(condition())
-    }
 }
 
 /// A work queue that only counts live nodes.

@@ -13,9 +13,9 @@ public enum PluginStoreBackend: String, CaseIterable, Sendable, CustomStringConv
     public var description: String { rawValue }
 }
 
-/// A fresh store on `backend` (a `TemporaryStore` file, or a new database in the PostgreSQL test
-/// cluster), migrated with the core migrations and the providers' own as the gateway opens it;
-/// closed and removed after `body`.
+/// A fresh store on `backend` (a new SQLite file in a directory of its own, or a new PostgreSQL
+/// database in the test cluster), migrated with the core migrations and the providers' own as the
+/// gateway opens it; closed and removed after `body`.
 ///
 ///     try await withPluginStore(backend, providers: [BaiduProvider.self]) { store in
 ///         let baidu = BaiduStore(database: store.sharedDatabase, store: store, clock: clock)
@@ -24,20 +24,32 @@ public func withPluginStore<T>(
     _ backend: PluginStoreBackend, providers: [any PushProvider.Type], clock: any TuisongCore.Clock = SystemClock(),
     _ body: (any GatewayStore) async throws -> T
 ) async throws -> T {
+    try await withTestStore(
+        backend, clock: clock, plugins: providers.map { PluginSchema(name: $0.name, migrations: $0.migrations) },
+        body)
+}
+
+/// A fresh store on `backend` migrated with the core migrations then `plugins`: the one way every
+/// test target opens a store on either database (store suites, the delivery engine's, each
+/// plugin's). The SQLite file is created in a directory that does not exist yet, as the gateway's
+/// first start does.
+public func withTestStore<T>(
+    _ backend: PluginStoreBackend, clock: any TuisongCore.Clock = SystemClock(), plugins: [PluginSchema] = [],
+    poolSize: Int = 8, _ body: (any GatewayStore) async throws -> T
+) async throws -> T {
     switch backend {
     case .sqlite:
-        let temporary = try TemporaryStore(providers: providers, clock: clock)
-        defer { temporary.remove() }
-        return try await body(temporary.store)
+        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-kit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteStore(
+            path: directory.appending(path: "nested/tuisong.db").path,
+            configuration: .init(clock: clock, pluginMigrations: plugins))
+        defer { try? store.close() }
+        return try await body(store)
     case .postgresql:
         return try await withTestDatabase { url in
             let store = try PostgresStore(
-                url: url,
-                configuration: .init(
-                    clock: clock,
-                    pluginMigrations: providers.map {
-                        SQLiteStore.PluginSchema(name: $0.name, migrations: $0.migrations)
-                    }))
+                url: url, configuration: .init(clock: clock, pluginMigrations: plugins, poolSize: poolSize))
             defer { try? store.close() }
             return try await body(store)
         }

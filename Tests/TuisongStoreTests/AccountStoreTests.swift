@@ -3,6 +3,9 @@ import Testing
 import TuisongCore
 import TuisongPostgresTestKit
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// IM accounts on the core tables, on a real SQLite file and on PostgreSQL.

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 import TuisongCore
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// v9: a device's channel, carried into audience pages and delivery rows; Android credentials
@@ -33,36 +36,38 @@ import TuisongCore
         }
     }
 
-    // SQLite only until the PostgreSQL store has audience pages (issue #21, group A).
-    @Test func audiencePagesAndDeliveryRowsCarryTheChannel() async throws {
-        let f = try StoreFixture()
-        defer { f.tearDown() }
-        let app = try await makeApp(f.store)
-        let android = try #require(DeviceToken(Self.fcmToken, channel: .fcm))
-        _ = try await f.store.registerDevices(
-            appID: app.id,
-            [
-                DeviceRegistration(token: token(1), environment: .production, tags: [tag("t")], channel: .apns),
-                DeviceRegistration(token: android, environment: .production, tags: [tag("t")], channel: .fcm),
-            ])
-        for audience in [Audience.tag("t"), .all, .tokens([token(1).value, Self.fcmToken])] {
-            let page = try await f.store.audiencePage(
-                appID: app.id, audience: audience, environment: nil, after: 0, limit: 10, withRecipientDetails: true)
-            #expect(page.map(\.channel) == [.apns, .fcm], "\(audience)")
+    @Test(arguments: Backend.allCases)
+    func audiencePagesAndDeliveryRowsCarryTheChannel(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let android = try #require(DeviceToken(Self.fcmToken, channel: .fcm))
+            _ = try await store.registerDevices(
+                appID: app.id,
+                [
+                    DeviceRegistration(token: token(1), environment: .production, tags: [tag("t")], channel: .apns),
+                    DeviceRegistration(token: android, environment: .production, tags: [tag("t")], channel: .fcm),
+                ])
+            for audience in [Audience.tag("t"), .all, .tokens([token(1).value, Self.fcmToken])] {
+                let page = try await store.audiencePage(
+                    appID: app.id, audience: audience, environment: nil, after: 0, limit: 10, withRecipientDetails: true
+                )
+                #expect(page.map(\.channel) == [.apns, .fcm], "\(audience)")
+            }
+            let ids = try await store.audiencePage(
+                appID: app.id, audience: .all, environment: nil, after: 0, limit: 10, withRecipientDetails: false
+            ).compactMap(\.deviceID)
+            let byID = try await store.audiencePage(
+                appID: app.id, audience: .devices(ids), environment: .production, after: 0, limit: 10,
+                withRecipientDetails: false)
+            #expect(byID.map(\.channel) == [.apns, .fcm])
+            let unregistered = try await store.audiencePage(
+                appID: app.id, audience: .tokens([token(9).value, "never-registered:APA91b"]), environment: nil,
+                after: 0,
+                limit: 10, withRecipientDetails: false)
+            #expect(
+                unregistered.map(\.skipReason) == [nil, "UnknownDevice"],
+                "an unregistered APNs token is tried on APNs; an unregistered Android token has no known channel")
         }
-        let ids = try await f.store.audiencePage(
-            appID: app.id, audience: .all, environment: nil, after: 0, limit: 10, withRecipientDetails: false
-        ).compactMap(\.deviceID)
-        let byID = try await f.store.audiencePage(
-            appID: app.id, audience: .devices(ids), environment: .production, after: 0, limit: 10,
-            withRecipientDetails: false)
-        #expect(byID.map(\.channel) == [.apns, .fcm])
-        let unregistered = try await f.store.audiencePage(
-            appID: app.id, audience: .tokens([token(9).value, "never-registered:APA91b"]), environment: nil, after: 0,
-            limit: 10, withRecipientDetails: false)
-        #expect(
-            unregistered.map(\.skipReason) == [nil, "UnknownDevice"],
-            "an unregistered APNs token is tried on APNs; an unregistered Android token has no known channel")
     }
 
     static let huaweiToken = "IQAAAACy0kYzAAAa8bWq1EqNHcBzC0m0pSBcbmKy7p5lHvHcUrMFPt4f2xbhkfXyWq0Q1Kq"

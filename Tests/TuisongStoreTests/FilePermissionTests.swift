@@ -2,6 +2,9 @@ import Foundation
 import Testing
 import TuisongCore
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// The database holds password and key hashes, tokens and sealed secrets: 0700 directory,

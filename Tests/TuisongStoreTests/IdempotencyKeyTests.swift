@@ -3,6 +3,9 @@ import Testing
 import TuisongCore
 import TuisongPluginTestKit
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// `PushJob.idempotencyKey`: a key names one message per app for 24 hours, committed with it.

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 import TuisongCore
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// The shape of the gateway's registration benchmark, checked for correctness only: many

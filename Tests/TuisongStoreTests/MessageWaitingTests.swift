@@ -2,6 +2,9 @@ import Foundation
 import Testing
 import TuisongCore
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// A message whose audience is sent is completed only once nothing is queued, sending or held:

@@ -4,6 +4,9 @@ import Testing
 import TuisongCore
 import TuisongPluginTestKit
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 @Suite("Point lookups on raw prepared statements")

@@ -3,6 +3,9 @@ import Testing
 import TuisongCore
 import TuisongPluginTestKit
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 @Suite("Provider tokens")

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 import TuisongCore
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// `v13-push-content` (SQLite) and `pg7-push-content` (PostgreSQL): messages and deliveries

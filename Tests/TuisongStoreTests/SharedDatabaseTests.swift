@@ -3,6 +3,9 @@ import Testing
 import TuisongCore
 import TuisongPostgresTestKit
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// A plugin schema as a provider declares it: a table of its own, then a later step. SQLite's

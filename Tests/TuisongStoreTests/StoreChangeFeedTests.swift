@@ -4,6 +4,9 @@ import Testing
 import TuisongCore
 import TuisongPostgresTestKit
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// What a subscriber received, in order (`nil` = resynchronise).

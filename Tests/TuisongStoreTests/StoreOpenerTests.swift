@@ -3,6 +3,9 @@ import Testing
 import TuisongCore
 import TuisongPostgresTestKit
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 @Suite struct StoreOpenerTests {

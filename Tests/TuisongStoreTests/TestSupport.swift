@@ -1,7 +1,11 @@
 import Foundation
 import TuisongCore
+import TuisongPluginTestKit
 import TuisongPostgresTestKit
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// A temporary directory holding one test's database, removed when the test ends.
@@ -39,7 +43,7 @@ struct StoreFixture {
 
 /// A valid 64-hex-digit token derived from `n`.
 func token(_ n: Int) -> DeviceToken {
-    DeviceToken(String(repeating: "0", count: 48) + String(format: "%016x", n))!
+    DeviceToken(testToken(n, prefix: String(repeating: "0", count: 48)))!
 }
 
 func tag(_ name: String) -> TagName { TagName(name)! }
@@ -50,33 +54,17 @@ func makeApp(_ store: SQLiteStore, _ name: String = "demo") async throws -> App 
     )
 }
 
-/// The databases the store runs on; suites marked `arguments: Backend.allCases` run on both.
-enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
-    case sqlite
-    case postgresql
-
-    var description: String { rawValue }
-}
+/// The databases the store runs on (the kit's one enum); suites marked
+/// `arguments: Backend.allCases` run on both.
+typealias Backend = PluginStoreBackend
 
 /// A fresh store on `backend` (a new SQLite file, or a new PostgreSQL database in the test
-/// cluster), closed and removed after `body`.
+/// cluster), closed and removed after `body` (`withTestStore`, the kit's).
 func withStore<T>(
-    _ backend: Backend, clock: any TuisongCore.Clock = SystemClock(), plugins: [SQLiteStore.PluginSchema] = [],
+    _ backend: Backend, clock: any TuisongCore.Clock = SystemClock(), plugins: [PluginSchema] = [],
     _ body: (any GatewayStore) async throws -> T
 ) async throws -> T {
-    switch backend {
-    case .sqlite:
-        let fixture = try StoreFixture(.init(clock: clock, pluginMigrations: plugins))
-        defer { fixture.tearDown() }
-        return try await body(fixture.store)
-    case .postgresql:
-        return try await withTestDatabase { url in
-            let store = try PostgresStore(
-                url: url, configuration: .init(clock: clock, pluginMigrations: plugins, poolSize: 4))
-            defer { try? store.close() }
-            return try await body(store)
-        }
-    }
+    try await withTestStore(backend, clock: clock, plugins: plugins, poolSize: 4, body)
 }
 
 func makeApp(_ store: any GatewayStore, _ name: String = "demo") async throws -> App {

@@ -4,6 +4,9 @@ import TuisongCore
 import TuisongPostgres
 import TuisongPostgresTestKit
 
+@testable import TuisongPostgresStore
+@testable import TuisongSQLStore
+@testable import TuisongSQLiteStore
 @testable import TuisongStore
 
 /// The work queue several nodes share on PostgreSQL (slices, leases, fencing), and SQLite's

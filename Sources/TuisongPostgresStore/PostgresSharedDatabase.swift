@@ -1,0 +1,234 @@
+import Foundation
+import TuisongCore
+import TuisongPostgres
+import TuisongSQLStore
+
+/// `SharedDatabase` on the PostgreSQL store's pool: a plugin's `write` is one transaction
+/// (READ COMMITTED, as every write of the store), a `read` one REPEATABLE READ, READ ONLY
+/// transaction: one snapshot, like SQLite's deferred read transaction.
+///
+/// Plugins write `?` placeholders (`SQLDialect` says so); the executor numbers them (`$1`, `$2`,
+/// …) outside quoted strings, identifiers and comments. Values map as `.integer` ↔ `int8`,
+/// `.real` ↔ `float8`, `.text` ↔ text, `.blob` ↔ `bytea`; a boolean result (a comparison,
+/// `EXISTS`) comes back as `.integer` 0 or 1, as SQLite gives it. A `numeric` result (`sum` of
+/// an integer column) comes back as `.text`: cast it (`sum(n)::bigint`) to read an integer.
+///
+/// PostgreSQL's errors come back as `StoreError` (a constraint → `.conflict`); errors the
+/// plugin's closure throws itself pass through unchanged. Unlike SQLite, a statement that fails
+/// inside `write` aborts the transaction: the closure should let the error propagate (catching
+/// it and going on makes the commit fail).
+public struct PostgresSharedDatabase: SharedDatabase {
+    let store: PostgresStore
+
+    public var dialect: SQLDialect { .postgresql }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        let started = ContinuousClock.now
+        defer { store.writeObserver?(ContinuousClock.now - started) }
+        return try await Self.mapped {
+            try await store.pool.transaction { conn in try body(PostgresExecutor(conn)) }
+        }
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        try await Self.mapped {
+            try await store.pool.withConnection { conn in
+                try conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                do {
+                    let result = try body(PostgresExecutor(conn))
+                    try conn.execute("COMMIT")
+                    return result
+                } catch {
+                    if conn.isConnected { _ = try? conn.execute("ROLLBACK") }
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// PostgreSQL's errors as `StoreError`; the closure's own errors unchanged.
+    private static func mapped<T: Sendable>(_ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch let error as PostgresError {
+            throw PostgresStore.storeError(error)
+        }
+    }
+}
+
+extension PostgresStore {
+    /// The database as plugins see it (`ProviderContext.database`).
+    public var sharedDatabase: any SharedDatabase { PostgresSharedDatabase(store: self) }
+}
+
+/// One pooled connection, inside the transaction `PostgresSharedDatabase` opened.
+final class PostgresExecutor: SQLExecutor {
+    let conn: PostgresConnection
+    /// The store's own queries (`SQLStoreBackend`): each statement kept prepared on its
+    /// connection (types inferred by the server, as the store's hand-written statements are);
+    /// a plugin's are sent with their values' types and not kept (see `run`).
+    let prepares: Bool
+    private(set) var changedRows = 0
+    /// Whether the last `execute` inserted rows: `lastInsertedRowID` asks the server then.
+    private var inserted = false
+    private var lastRowID: Int64 = 0
+
+    init(_ conn: PostgresConnection, prepares: Bool = false) {
+        self.conn = conn
+        self.prepares = prepares
+    }
+
+    var dialect: SQLDialect { .postgresql }
+
+    func execute(_ sql: String, _ arguments: [SQLValue]) throws {
+        let result: PostgresResult
+        if arguments.isEmpty && !Self.hasPlaceholder(sql) {
+            // May hold several statements (`;`-separated), like a migration.
+            result = try conn.execute(sql)
+        } else {
+            result = try run(sql, arguments)
+        }
+        changedRows = result.affectedRows ?? 0
+        inserted = result.commandTag.hasPrefix("INSERT") && changedRows > 0
+    }
+
+    func query(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {
+        // `changedRows` stays what the last `execute` changed (the protocol's promise).
+        let result = try run(sql, arguments)
+        return result.rows.map { row in SQLRow(columns: row.columns, values: row.values.map(Self.value)) }
+    }
+
+    /// The identity value the last `execute` that inserted rows generated (PostgreSQL's
+    /// `lastval()`: the sequence most recently advanced in this session); 0 when there is none
+    /// (a table keyed by its own values has no row id).
+    var lastInsertedRowID: Int64 {
+        guard inserted else { return lastRowID }
+        inserted = false
+        // A savepoint: `lastval()` fails when no sequence was used, which must not abort the
+        // plugin's transaction.
+        do {
+            try conn.execute("SAVEPOINT tuisong_lastval")
+            do {
+                lastRowID = try conn.execute("SELECT lastval()").rows.first?[0].int64 ?? 0
+                try conn.execute("RELEASE SAVEPOINT tuisong_lastval")
+            } catch {
+                lastRowID = 0
+                try conn.execute("ROLLBACK TO SAVEPOINT tuisong_lastval")
+                try conn.execute("RELEASE SAVEPOINT tuisong_lastval")
+            }
+        } catch {
+            lastRowID = 0
+        }
+        return lastRowID
+    }
+
+    /// One statement with its `?`s numbered, sent with its parameters' types (`int8`, `float8`,
+    /// `bytea`; text untyped), so `SELECT ? AS n` answers an integer as SQLite does. Not kept
+    /// prepared: `PostgresConnection.prepare` lets the server infer every type, which would turn
+    /// such a parameter into text.
+    private func run(_ sql: String, _ arguments: [SQLValue]) throws -> PostgresResult {
+        if prepares { return try conn.run(sql, arguments.map(Self.parameter)) }
+        return try conn.execute(Self.numbered(sql), arguments.map(Self.parameter))
+    }
+
+    static func parameter(_ value: SQLValue) -> PostgresValue {
+        switch value {
+        case .null: .null
+        case .integer(let v): .int(v)
+        case .real(let v): .double(v)
+        case .text(let v): .text(v)
+        case .blob(let v): .bytes(v)
+        }
+    }
+
+    static func value(_ value: PostgresValue) -> SQLValue {
+        switch value {
+        case .null: .null
+        case .int(let v): .integer(v)
+        case .double(let v): .real(v)
+        case .text(let v): .text(v)
+        case .bytes(let v): .blob(v)
+        case .bool(let v): .integer(v ? 1 : 0)
+        }
+    }
+
+    static func hasPlaceholder(_ sql: String) -> Bool { numbered(sql) != sql }
+
+    /// `sql` with each `?` outside quotes (`'…'`, `"…"`, `E'…'`) and comments (`-- …`, `/* … */`)
+    /// replaced by `$1`, `$2`, … in order.
+    static func numbered(_ sql: String) -> String {
+        var output = ""
+        output.reserveCapacity(sql.utf8.count + 16)
+        var scalars = sql.unicodeScalars.makeIterator()
+        var pending: Unicode.Scalar? = nil
+        var number = 0
+        func next() -> Unicode.Scalar? {
+            if let scalar = pending {
+                pending = nil
+                return scalar
+            }
+            return scalars.next()
+        }
+        while let scalar = next() {
+            switch scalar {
+            case "?":
+                number += 1
+                output += "$\(number)"
+            case "'", "\"":
+                // Up to the closing quote; a doubled quote is one quote inside. Backslashes in
+                // E'…' strings escape a quote too.
+                let escapes = scalar == "'" && output.unicodeScalars.last.map { $0 == "E" || $0 == "e" } == true
+                output.unicodeScalars.append(scalar)
+                while let inside = next() {
+                    output.unicodeScalars.append(inside)
+                    if escapes && inside == "\\" {
+                        if let escaped = next() { output.unicodeScalars.append(escaped) }
+                    } else if inside == scalar {
+                        guard let following = next() else { break }
+                        if following == scalar {
+                            output.unicodeScalars.append(following)
+                        } else {
+                            pending = following
+                            break
+                        }
+                    }
+                }
+            case "-":
+                guard let following = next() else {
+                    output.unicodeScalars.append(scalar)
+                    break
+                }
+                output.unicodeScalars.append(scalar)
+                if following == "-" {
+                    output.unicodeScalars.append(following)
+                    while let inside = next() {
+                        output.unicodeScalars.append(inside)
+                        if inside == "\n" { break }
+                    }
+                } else {
+                    pending = following
+                }
+            case "/":
+                guard let following = next() else {
+                    output.unicodeScalars.append(scalar)
+                    break
+                }
+                output.unicodeScalars.append(scalar)
+                if following == "*" {
+                    output.unicodeScalars.append(following)
+                    var previous: Unicode.Scalar = " "
+                    while let inside = next() {
+                        output.unicodeScalars.append(inside)
+                        if previous == "*" && inside == "/" { break }
+                        previous = inside
+                    }
+                } else {
+                    pending = following
+                }
+            default:
+                output.unicodeScalars.append(scalar)
+            }
+        }
+        return output
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import TuisongCore
+import TuisongPostgres
+import TuisongSQLStore
+
+// The IM account writes PostgreSQL does its own way (the rest is written once in
+// `SQLStoreBackend+Accounts`): binding a device (this backend's device upsert), the existence
+// check of a list (one array parameter) and the badge batching. Several nodes write at once
+// here, so each write is one transaction that takes its row locks in id order (no deadlock
+// between two pages counting the same accounts), and a badge increment is one
+// `UPDATE … RETURNING`: row locks serialise concurrent increments of one account, and each gets
+// its own value.
+extension PostgresStore: AccountStore {
+    public func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String> {
+        guard !accounts.isEmpty else { return [] }
+        let list = PostgresArrayLiteral.texts(Array(Set(accounts)))
+        return try await read { conn in
+            // One array parameter whatever the list's length: one statement text, prepared once.
+            Set(
+                try conn.run(
+                    "SELECT account FROM accounts WHERE app_id = $1 AND account = ANY($2::text[])",
+                    [.int(appID), .text(list)]
+                ).rows.compactMap { $0[0].string })
+        }
+    }
+
+    public func bindDevice(
+        appID: Int64, account: String, registration: DeviceRegistration, credentialSelector: String?
+    ) async throws -> Device {
+        let now = nowMilliseconds
+        return try await write { conn in
+            try AccountQueries.insertAccount(
+                PostgresExecutor(conn, prepares: true), appID: appID, account: account, now: now)
+            let deviceID = try Self.applyBindingRegistration(conn, appID: appID, registration, now: now)
+            guard
+                let row = try conn.run(
+                    """
+                    UPDATE devices SET im_account = $1, credential_selector = $2,
+                        (account_id, app_state) = (SELECT id, app_state FROM accounts WHERE app_id = $3 AND account = $1)
+                    WHERE id = $4
+                    RETURNING \(PostgresStore.deviceColumns)
+                    """, [.text(account), PostgresValue(credentialSelector), .int(appID), .int(deviceID)]
+                ).rows.first
+            else { throw StoreError(.unavailable, "the bound device \(deviceID) vanished") }
+            return try PostgresStore.device(row)
+        }
+    }
+
+    public func incrementBadges(appID: Int64, accounts: [String]) async throws -> [String: Int] {
+        guard !accounts.isEmpty else { return [:] }
+        let now = nowMilliseconds
+        // One statement for the whole list. PostgreSQL refuses an upsert that touches one row
+        // twice, so an account named n times is counted once with n (its final value is what
+        // SQLite's n upserts end at: the last value); rows are taken in name order, so two
+        // lists naming the same accounts never wait for each other in a cycle.
+        let list = PostgresArrayLiteral.texts(accounts)
+        let unique = Set(accounts).count
+        return try await write { conn in
+            var values: [String: Int] = [:]
+            values.reserveCapacity(unique)
+            for row in try conn.run(Self.incrementBadgesSQL, [.int(appID), .int(now), .text(list)]).rows {
+                values[row[0].string ?? ""] = Int(row.int64(at: 1))
+            }
+            guard values.count == unique else {
+                throw StoreError(
+                    .unavailable, "the badge increments returned \(values.count) values for \(unique) accounts")
+            }
+            return values
+        }
+    }
+
+    /// Adds to the badge of every account in the text array $3 of app $1 (creating missing
+    /// accounts; $2 is now) the times it is named, and returns each new value.
+    static let incrementBadgesSQL = """
+        INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
+            SELECT $1, name, count(*), $2, $2 FROM unnest($3::text[]) AS name GROUP BY name ORDER BY name
+        ON CONFLICT (app_id, account) DO UPDATE SET
+            badge = accounts.badge + excluded.badge, updated_at = excluded.updated_at
+        RETURNING account, badge
+        """
+
+    public func grantBadges(appID: Int64, messageID: Int64, accounts: [AccountKey]) async throws -> [String: Int] {
+        guard !accounts.isEmpty else { return [:] }
+        let (names, ids) = BadgeGrantAccounts.distinct(accounts)
+        let now = nowMilliseconds
+        let list = PostgresArrayLiteral.integers(ids)
+        // One transaction for the grants and the increments, as on SQLite: recording the grants
+        // is the lookup too (the insert returns the accounts not yet counted for the message).
+        // A page of the same message writing the same grant concurrently waits for this one's
+        // commit and then finds the grant: each account is counted once. Grants and accounts are
+        // locked in id order, so concurrent pages (of this or another message) cannot deadlock.
+        return try await write { conn in
+            let counted = try conn.run(
+                """
+                INSERT INTO badge_grants (message_id, account_id)
+                    SELECT $1, id FROM unnest($2::bigint[]) AS id ORDER BY id
+                ON CONFLICT DO NOTHING RETURNING account_id
+                """, [.int(messageID), .text(list)]
+            ).rows.map { $0.int64(at: 0) }
+            var badges: [String: Int] = [:]
+            badges.reserveCapacity(ids.count)
+            func collect(_ result: PostgresResult) {
+                for row in result.rows {
+                    if let name = names[row.int64(at: 0)] { badges[name] = Int(row.int64(at: 1)) }
+                }
+            }
+            if !counted.isEmpty {
+                collect(
+                    try conn.run(
+                        """
+                        UPDATE accounts a SET badge = a.badge + 1, updated_at = $3
+                        FROM (SELECT id FROM accounts WHERE id = ANY($2::bigint[]) AND app_id = $1 ORDER BY id FOR UPDATE)
+                            AS locked
+                        WHERE a.id = locked.id
+                        RETURNING a.id, a.badge
+                        """,
+                        [
+                            .int(appID),
+                            .text(counted.count == ids.count ? list : PostgresArrayLiteral.integers(counted)),
+                            .int(now),
+                        ]))
+            }
+            guard counted.count < ids.count else { return badges }
+            // Counted for this message already (another page, or this one before a crash): the
+            // counter as it is now. An account deleted since has no row, and so no badge.
+            let countedNow = Set(counted)
+            collect(
+                try conn.run(
+                    "SELECT id, badge FROM accounts WHERE id = ANY($2::bigint[]) AND app_id = $1",
+                    [
+                        .int(appID),
+                        .text(
+                            counted.isEmpty
+                                ? list : PostgresArrayLiteral.integers(ids.filter { !countedNow.contains($0) })),
+                    ]))
+            return badges
+        }
+    }
+
+    /// Rows deleted per transaction by `forgetFinishedBadgeGrants`.
+    static let badgeGrantsForgottenPerTransaction = 5_000
+
+    /// Forgets the badge grants of every message not sending (finished, cancelled, deleted),
+    /// message by message in bounded transactions, as on SQLite. Returns the rows deleted.
+    @discardableResult
+    public func forgetFinishedBadgeGrants() async throws -> Int {
+        var forgotten = 0
+        var nextAfter: Int64 = 0
+        // As on SQLite: messages found by one seek each, many per read; the finished ones' grants
+        // deleted in bounded transactions of many messages each.
+        while true {
+            let after = nextAfter
+            let found = try await read { conn -> (last: Int64?, finished: [Int64]) in
+                var cursor = after
+                var finished: [Int64] = []
+                for _ in 0..<Self.badgeGrantMessagesPerRound {
+                    guard
+                        let row = try conn.run(
+                            """
+                            SELECT g.message_id, EXISTS (SELECT 1 FROM messages m WHERE m.id = g.message_id AND m.state = 'sending')
+                            FROM badge_grants g WHERE g.message_id > $1 ORDER BY g.message_id LIMIT 1
+                            """, [.int(cursor)]
+                        ).rows.first
+                    else { return (nil, finished) }
+                    cursor = row.int64(at: 0)
+                    if !(row[1].bool ?? false) { finished.append(cursor) }
+                }
+                return (cursor, finished)
+            }
+            var pending = found.finished
+            while !pending.isEmpty {
+                let batch = pending
+                let (deleted, done) = try await write { conn -> (Int, Int) in
+                    var budget = Self.badgeGrantsForgottenPerTransaction
+                    var done = 0
+                    for messageID in batch {
+                        // Checked again in the transaction: the message may have been restarted.
+                        let sending = try conn.run(
+                            "SELECT 1 FROM messages WHERE id = $1 AND state = 'sending'", [.int(messageID)])
+                        if sending.rows.isEmpty {
+                            budget -=
+                                try conn.run(
+                                    """
+                                    DELETE FROM badge_grants WHERE message_id = $1 AND account_id IN
+                                        (SELECT account_id FROM badge_grants WHERE message_id = $1 LIMIT $2)
+                                    """, [.int(messageID), .int(Int64(budget))]
+                                ).affectedRows ?? 0
+                            if budget <= 0 { break }
+                        }
+                        done += 1
+                    }
+                    return (Self.badgeGrantsForgottenPerTransaction - budget, done)
+                }
+                forgotten += deleted
+                pending.removeFirst(done)
+            }
+            guard let last = found.last else { return forgotten }
+            nextAfter = last
+        }
+    }
+
+    /// Messages looked at per read of `forgetFinishedBadgeGrants`.
+    static let badgeGrantMessagesPerRound = 256
+
+    // MARK: plumbing
+
+    /// The registration half of `bindDevice` (SQLite's `applyRegistration`), inside its write:
+    /// the same upsert and tag replacement as `registerDevice`. Returns the device's id.
+    private static func applyBindingRegistration(
+        _ conn: PostgresConnection, appID: Int64, _ registration: DeviceRegistration, now: Int64
+    ) throws -> Int64 {
+        let parameters = upsertParameters(appID: appID, registration, now: now)
+        let device = try registered(conn.run(upsertDeviceSQL, parameters)).device
+        if let tags = registration.tags {
+            let names = PostgresArrayLiteral.texts(tags.map(\.value))
+            for (sql, arguments) in retagStatements(appID: appID, token: registration.token.value, names: names) {
+                try conn.run(sql, arguments)
+            }
+        }
+        return device.id
+    }
+}
+
+extension PostgresRow {
+    /// The integer in column `index`, 0 for NULL.
+    func int64(at index: Int) -> Int64 { self[index].int64 ?? 0 }
+}

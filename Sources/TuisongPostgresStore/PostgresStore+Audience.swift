@@ -1,0 +1,262 @@
+import Foundation
+import TuisongCore
+import TuisongPostgres
+import TuisongSQLStore
+
+// Audience pages and counts, delivery listings, releasing held deliveries and the backlog
+// gauges, as on SQLite (the audience and deliveries parts of SQLiteStore+Messages.swift, and
+// SQLiteStore+Metrics.swift). A page is one statement: lists (accounts, device ids, tokens) go in
+// as one array parameter, so each query keeps one text, prepared once per connection.
+extension PostgresStore {
+    // MARK: audience
+
+    public func audiencePage(
+        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int,
+        withRecipientDetails: Bool
+    ) async throws -> [AudienceEntry] {
+        let request = AudiencePageRequest(
+            appID: appID, audience: audience, environment: environment, after: cursor, limit: limit,
+            withRecipientDetails: withRecipientDetails)
+        return try await read { conn in try Self.audiencePage(conn, request) }
+    }
+
+    /// Many pages on one connection, one statement each (the first pages of many small messages).
+    public func audiencePages(_ requests: [AudiencePageRequest]) async throws -> [[AudienceEntry]] {
+        guard !requests.isEmpty else { return [] }
+        return try await read { conn in try requests.map { try Self.audiencePage(conn, $0) } }
+    }
+
+    static func audiencePage(_ conn: PostgresConnection, _ request: AudiencePageRequest) throws -> [AudienceEntry] {
+        let appID = request.appID
+        let environment = request.environment
+        let cursor = request.after
+        let withRecipientDetails = request.withRecipientDetails
+        let limit = Int64(max(1, request.limit))
+        switch request.audience {
+        case .all:
+            return try Self.deviceEntries(
+                conn, where: "d.app_id = $1 AND d.id > $2", [.int(appID), .int(cursor)], environment: environment,
+                limit: limit, details: withRecipientDetails)
+        case .tag(let name):
+            // From the tag's memberships (its primary key range), as SQLite reads it: a small tag
+            // of a large app never walks the app's devices.
+            return try Self.deviceEntries(
+                conn, from: "device_tags dt JOIN devices d ON d.id = dt.device_id",
+                // `d.id > $3` too: without it the planner may walk `devices` from its start
+                // on every page (a merge join), measured 20–110 ms a page against 0.6 ms.
+                where: """
+                    dt.tag_id = (SELECT id FROM tags WHERE app_id = $1 AND name = $2) AND dt.device_id > $3 \
+                    AND d.id > $3
+                    """,
+                [.int(appID), .text(name), .int(cursor)], environment: environment, limit: limit,
+                details: withRecipientDetails)
+        case .accounts(let accounts):
+            guard !accounts.isEmpty else { return [] }
+            return try Self.deviceEntries(
+                conn, where: "d.app_id = $1 AND d.im_account = ANY($2::text[]) AND d.id > $3",
+                [.int(appID), .text(PostgresArrayLiteral.texts(accounts)), .int(cursor)], environment: environment,
+                limit: limit, details: true)
+        case .allAccounts:
+            return try Self.deviceEntries(
+                conn, where: "d.app_id = $1 AND d.im_account IS NOT NULL AND d.id > $2",
+                [.int(appID), .int(cursor)],
+                environment: environment, limit: limit, details: true)
+        case .devices(let ids):
+            let wanted = Array(Set(ids).filter { $0 > cursor }.sorted().prefix(Int(limit)))
+            guard !wanted.isEmpty else { return [] }
+            let rows = try conn.run(
+                "SELECT \(Self.entryColumns(details: withRecipientDetails)), d.invalidated_at FROM devices d "
+                    + "WHERE d.app_id = $1 AND d.id = ANY($2::bigint[])",
+                [.int(appID), .text(PostgresArrayLiteral.integers(wanted))]
+            ).rows
+            let invalidatedColumn = withRecipientDetails ? 10 : 6
+            var found: [Int64: PostgresRow] = [:]
+            for row in rows { found[row.int64(at: 0)] = row }
+            return try wanted.map { id in
+                guard let row = found[id] else {
+                    return AudienceEntry(
+                        position: id, deviceID: nil, token: "", environment: environment ?? .production,
+                        skipReason: "UnknownDevice")
+                }
+                var entry = try Self.entry(row, details: withRecipientDetails)
+                if !row[invalidatedColumn].isNull {
+                    entry.skipReason = "DeviceInvalidated"
+                } else if let environment, entry.channel == .apns, entry.environment != environment {
+                    entry.skipReason = "EnvironmentMismatch"
+                }
+                return entry
+            }
+        case .tokens(let tokens):
+            let start = Int(min(max(cursor, 0), Int64(tokens.count)))
+            let slice = Array(tokens[start..<min(tokens.count, start + Int(limit))])
+            guard !slice.isEmpty else { return [] }
+            let rows = try conn.run(
+                "SELECT \(Self.entryColumns(details: withRecipientDetails)), d.invalidated_at FROM devices d "
+                    + "WHERE d.app_id = $1 AND d.token = ANY($2::text[])",
+                [.int(appID), .text(PostgresArrayLiteral.texts(slice))]
+            ).rows
+            let invalidatedColumn = withRecipientDetails ? 10 : 6
+            var registered: [String: PostgresRow] = [:]
+            for row in rows { registered[row[1].string ?? ""] = row }
+            return try slice.enumerated().map { offset, token in
+                let position = Int64(start + offset + 1)
+                guard let row = registered[token] else {
+                    // An unregistered token goes to APNs, the only service a token names by its
+                    // shape; an Android token must be registered for its channel to be known.
+                    let isAPNs = DeviceToken(token, channel: .apns) != nil
+                    return AudienceEntry(
+                        position: position, deviceID: nil, token: token, environment: environment ?? .production,
+                        skipReason: isAPNs ? nil : "UnknownDevice")
+                }
+                var entry = try Self.entry(row, details: withRecipientDetails)
+                entry.position = position
+                if let environment, entry.channel == .apns { entry.environment = environment }
+                if !row[invalidatedColumn].isNull { entry.skipReason = "DeviceInvalidated" }
+                return entry
+            }
+        }
+    }
+
+    public func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int {
+        /// Valid devices matching `condition` (on its own parameters), of `environment` if given.
+        func count(_ condition: String, _ arguments: [PostgresValue]) async throws -> Int {
+            var parameters = arguments
+            var sql = "SELECT count(*) FROM devices d WHERE \(condition) AND d.invalidated_at IS NULL"
+            if let environment {
+                parameters.append(.text(environment.rawValue))
+                sql += " AND (d.environment = $\(parameters.count) OR d.channel <> 'apns')"
+            }
+            let (text, values) = (sql, parameters)
+            return try await read { conn in Int(try conn.run(text, values).rows.first?.int64(at: 0) ?? 0) }
+        }
+        switch audience {
+        case .all:
+            return try await count("d.app_id = $1", [.int(appID)])
+        case .tag(let name):
+            return try await count(
+                """
+                d.id IN (SELECT dt.device_id FROM device_tags dt
+                    WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = $1 AND name = $2))
+                """, [.int(appID), .text(name)])
+        case .accounts(let accounts):
+            guard !accounts.isEmpty else { return 0 }
+            return try await count(
+                "d.app_id = $1 AND d.im_account = ANY($2::text[])",
+                [.int(appID), .text(PostgresArrayLiteral.texts(accounts))])
+        case .allAccounts:
+            return try await count("d.app_id = $1 AND d.im_account IS NOT NULL", [.int(appID)])
+        case .devices(let ids):
+            return Set(ids).count
+        case .tokens(let tokens):
+            return tokens.count
+        }
+    }
+
+    // MARK: deliveries
+
+    public func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
+        try await releaseHeld(
+            appID: appID, condition: "environment = $1 AND d.channel = 'apns'", environment.rawValue, now: now)
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, channel: PushChannel, now: Date) async throws -> Int {
+        try await releaseHeld(appID: appID, condition: "channel = $1", channel.rawValue, now: now)
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, selector: String, now: Date) async throws -> Int {
+        try await releaseHeld(appID: appID, condition: "credential_selector = $1", selector, now: now)
+    }
+
+    /// Held rows of the app's messages matching `condition` (on `$1`, bound to `value`) go back
+    /// to `queued`, due now, with the counters moved along: those of the slice row each delivery
+    /// belongs to (`deliveries.slice`), or the message row's for a message that has no such
+    /// slice row (slice 0 of a message never sliced).
+    private func releaseHeld(appID: Int64, condition: String, _ value: String, now: Date) async throws -> Int {
+        let nowMs = SQLTime.milliseconds(now)
+        return try await write { conn in
+            // One statement moves the rows and says how many per (message, slice).
+            let moved = try conn.run(
+                """
+                WITH released AS (
+                    UPDATE deliveries d SET state = 'queued', next_attempt_at = $3, updated_at = $3
+                    FROM messages m
+                    WHERE m.id = d.message_id AND m.app_id = $2 AND d.state = 'held' AND d.\(condition)
+                    RETURNING d.message_id, d.slice)
+                SELECT message_id, slice, count(*) FROM released GROUP BY message_id, slice ORDER BY message_id, slice
+                """, [.text(value), .int(appID), .int(nowMs)]
+            ).rows
+            var total = 0
+            for row in moved {
+                let (messageID, slice, n) = (row.int64(at: 0), row.int64(at: 1), row.int64(at: 2))
+                let onSlice = try conn.run(
+                    """
+                    UPDATE message_slices SET held = held - $3, queued = queued + $3
+                    WHERE message_id = $1 AND slice = $2
+                    """, [.int(messageID), .int(slice), .int(n)])
+                if (onSlice.affectedRows ?? 0) == 0 {
+                    try conn.run(
+                        "UPDATE messages SET held = held - $2, queued = queued + $2 WHERE id = $1",
+                        [.int(messageID), .int(n)])
+                }
+                total += Int(n)
+            }
+            return total
+        }
+    }
+
+    // MARK: plumbing
+
+    /// The columns `entry` reads: the device's, then (with `details`) its account's.
+    private static func entryColumns(details: Bool) -> String {
+        let columns = "d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel"
+        return details ? columns + ", d.im_account, d.locale, d.app_state, d.account_id" : columns
+    }
+
+    /// A page of valid devices `d` matching `condition` (its own parameters first), by id, in
+    /// one statement; with `details`, each carries its account, app state and locale (the bound
+    /// device's copies, schema v7's), so the page needs no second query.
+    private static func deviceEntries(
+        _ conn: PostgresConnection, from source: String = "devices d", where condition: String,
+        _ arguments: [PostgresValue], environment: APNsEnvironment?, limit: Int64, details: Bool
+    ) throws -> [AudienceEntry] {
+        var parameters = arguments
+        var sql =
+            "SELECT \(entryColumns(details: details)) FROM \(source) WHERE \(condition) AND d.invalidated_at IS NULL"
+        if let environment {
+            parameters.append(.text(environment.rawValue))
+            sql += " AND (d.environment = $\(parameters.count) OR d.channel <> 'apns')"
+        }
+        parameters.append(.int(limit))
+        sql += " ORDER BY d.id LIMIT $\(parameters.count)"
+        // Planned for each page's own values (an unnamed statement), not a prepared generic plan:
+        // with the cursor unknown, PostgreSQL's generic plan for a tag page may walk and sort the
+        // whole tag on every page (measured: a 200,000-device push at 16k/s against 120k/s).
+        return try conn.execute(sql, parameters).rows.map { try entry($0, details: details) }
+    }
+
+    /// An audience entry from `entryColumns(details:)`.
+    private static func entry(_ row: PostgresRow, details: Bool) throws -> AudienceEntry {
+        let environmentName = row[2].string ?? ""
+        guard let environment = APNsEnvironment(rawValue: environmentName) else {
+            throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
+        }
+        let id = row.int64(at: 0)
+        var entry = AudienceEntry(
+            position: id, deviceID: id, token: row[1].string ?? "", environment: environment,
+            registeredAt: SQLTime.date(row.int64(at: 3)), credentialSelector: row[4].string)
+        let channelName = row[5].string ?? ""
+        if channelName != "apns" {
+            guard let channel = PushChannel(rawValue: channelName) else {
+                throw StoreError(
+                    .unavailable, "devices.channel holds a channel this build does not speak: \(channelName)")
+            }
+            entry.channel = channel
+        }
+        if details {
+            entry.details = RecipientDetails(
+                account: row[6].string, accountID: row[9].int64,
+                appState: row[8].string.flatMap(AppState.init(rawValue:)), locale: row[7].string)
+        }
+        return entry
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import TuisongCore
+import TuisongPostgres
+import TuisongSQLStore
+
+// The device queries PostgreSQL writes by hand (the rest is written once,
+// `SQLStoreBackend+Devices`): registering (an upsert that says whether it inserted, `xmax`),
+// bulk import by COPY, the device with its tags (`string_agg`) and a list of ids as one array
+// parameter.
+extension PostgresStore {
+    /// The upsert of one registration: `$1` app, `$2` token, `$3` environment, `$4` user,
+    /// `$5` locale, `$6` now, `$7` credential selector, `$8` channel. Nil user, locale and
+    /// selector leave the stored ones; the registration clears any invalidation. The last
+    /// column, `created`, says whether the row was inserted (`xmax` is 0 only for a row this
+    /// statement inserted, not one it updated).
+    static let upsertDeviceSQL = """
+        INSERT INTO devices (app_id, token, environment, "user", locale, created_at, updated_at,
+            credential_selector, channel)
+        VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)
+        ON CONFLICT (app_id, token) DO UPDATE SET
+            environment = excluded.environment,
+            channel = excluded.channel,
+            "user" = coalesce(excluded."user", devices."user"),
+            locale = coalesce(excluded.locale, devices.locale),
+            credential_selector = coalesce(excluded.credential_selector, devices.credential_selector),
+            updated_at = excluded.updated_at,
+            invalidated_at = NULL,
+            invalid_reason = NULL
+        RETURNING \(deviceColumns), (xmax = 0) AS created
+        """
+
+    /// Registers or updates the device (app, token) and returns it with `created`.
+    ///
+    /// One statement, `INSERT … ON CONFLICT DO UPDATE`: registering the same token from many
+    /// tasks (or nodes) at once yields one row, created once; the last registration applied
+    /// wins. With tags, the upsert and the replacement of the device's tag set go in one
+    /// pipelined round trip that is one transaction.
+    ///
+    /// Throws `.notFound` when the app does not exist.
+    public func registerDevice(appID: Int64, _ registration: DeviceRegistration) async throws -> (
+        device: Device, created: Bool
+    ) {
+        let parameters = Self.upsertParameters(appID: appID, registration, now: nowMilliseconds)
+        guard let tags = registration.tags else {
+            return try await writeStatement { conn in
+                try Self.registered(conn.run(Self.upsertDeviceSQL, parameters))
+            }
+        }
+        let names = PostgresArrayLiteral.texts(tags.map(\.value))
+        let device: [(String, [PostgresValue])] = [(Self.upsertDeviceSQL, parameters)]
+        let retag = Self.retagStatements(appID: appID, token: registration.token.value, names: names)
+        return try await writeStatement { conn in
+            let results = conn.pipeline(device + retag, atomic: true)
+            // The first failure is the cause; the statements after it report that they did not run.
+            for result in results { if case .failure(let error) = result { throw error } }
+            return try Self.registered(results[0].get())
+        }
+    }
+
+    /// Replacing the tag set of the device (app `$1`, token `$2`) by the names in `$3` (a
+    /// text array literal): its memberships go, missing tags are created (in name order, so
+    /// concurrent registrations take the tags' locks in one order), the new memberships come.
+    static func retagStatements(appID: Int64, token: String, names: String) -> [(String, [PostgresValue])] {
+        let key: [PostgresValue] = [.int(appID), .text(token)]
+        return [
+            (
+                "DELETE FROM device_tags WHERE device_id = (SELECT id FROM devices WHERE app_id = $1 AND token = $2)",
+                key
+            ),
+            (
+                """
+                INSERT INTO tags (app_id, name)
+                SELECT $1, name FROM (SELECT DISTINCT unnest($2::text[]) AS name) wanted ORDER BY name COLLATE "C"
+                ON CONFLICT (app_id, name) DO NOTHING
+                """,
+                [.int(appID), .text(names)]
+            ),
+            (
+                """
+                INSERT INTO device_tags (tag_id, device_id)
+                SELECT t.id, d.id FROM devices d JOIN tags t ON t.app_id = d.app_id
+                WHERE d.app_id = $1 AND d.token = $2 AND t.name = ANY($3::text[])
+                ON CONFLICT DO NOTHING
+                """,
+                key + [.text(names)]
+            ),
+        ]
+    }
+
+    static func upsertParameters(appID: Int64, _ registration: DeviceRegistration, now: Int64)
+        -> [PostgresValue]
+    {
+        [
+            .int(appID), .text(registration.token.value), .text(registration.environment.rawValue),
+            PostgresValue(registration.user), PostgresValue(registration.locale), .int(now),
+            PostgresValue(registration.credentialSelector), .text(registration.channel.rawValue),
+        ]
+    }
+
+    static func registered(_ result: PostgresResult) throws -> (device: Device, created: Bool) {
+        guard let row = result.rows.first else {
+            throw StoreError(.unavailable, "the device upsert returned no row")
+        }
+        return (try device(row), row[deviceColumnCount].bool ?? false)
+    }
+
+    /// Registers many devices in one transaction, for imports and seeding: either all of
+    /// them are stored or, on an error, none. Same semantics per device as
+    /// `registerDevice(appID:_:)`; a token repeated in `registrations` is applied in order.
+    ///
+    /// The batch goes in with COPY into a temporary table, then one `INSERT … SELECT … ON
+    /// CONFLICT` merges it into `devices` and a few set statements replace the tag sets.
+    ///
+    /// - Returns: how many devices were created (the others already existed and were updated).
+    public func registerDevices(appID: Int64, _ registrations: [DeviceRegistration]) async throws -> Int {
+        try await importDevices(appID: appID, registrations).created
+    }
+
+    /// `registerDevices`, also saying how many rows the COPY took in (tests check the batch
+    /// went through COPY).
+    func importDevices(appID: Int64, _ registrations: [DeviceRegistration]) async throws -> (
+        created: Int, copied: Int
+    ) {
+        guard !registrations.isEmpty else { return (0, 0) }
+        let now = nowMilliseconds
+        return try await write { conn in
+            try conn.execute(
+                """
+                CREATE TEMPORARY TABLE device_import (
+                    ord BIGINT NOT NULL, token TEXT NOT NULL, environment TEXT NOT NULL, "user" TEXT, locale TEXT,
+                    credential_selector TEXT, channel TEXT NOT NULL, tags TEXT
+                ) ON COMMIT DROP;
+                CREATE TEMPORARY TABLE device_import_result (
+                    id BIGINT NOT NULL, created BOOLEAN NOT NULL, tags TEXT[]
+                ) ON COMMIT DROP
+                """)
+            let rows = registrations.enumerated().lazy.map { ord, registration -> [String?] in
+                [
+                    String(ord), registration.token.value, registration.environment.rawValue, registration.user,
+                    registration.locale, registration.credentialSelector, registration.channel.rawValue,
+                    registration.tags.map { PostgresArrayLiteral.texts($0.map(\.value)) },
+                ]
+            }
+            let copied = try conn.copyIn(
+                sql: """
+                    COPY device_import (ord, token, environment, "user", locale, credential_selector, channel, tags)
+                    FROM STDIN
+                    """,
+                rows: rows)
+            // One row per token, as applying the batch in order would leave it: the last
+            // environment and channel, the last non-null user, locale, selector and tag set;
+            // new devices get their ids in the order of their first registration.
+            try conn.execute(
+                """
+                WITH merged AS (
+                    SELECT token, min(ord) AS ord,
+                        (array_agg(environment ORDER BY ord DESC))[1] AS environment,
+                        (array_agg(channel ORDER BY ord DESC))[1] AS channel,
+                        (array_agg("user" ORDER BY ord DESC) FILTER (WHERE "user" IS NOT NULL))[1] AS "user",
+                        (array_agg(locale ORDER BY ord DESC) FILTER (WHERE locale IS NOT NULL))[1] AS locale,
+                        (array_agg(credential_selector ORDER BY ord DESC)
+                            FILTER (WHERE credential_selector IS NOT NULL))[1] AS credential_selector,
+                        (array_agg(tags ORDER BY ord DESC) FILTER (WHERE tags IS NOT NULL))[1] AS tags
+                    FROM device_import GROUP BY token
+                ),
+                upserted AS (
+                    INSERT INTO devices (app_id, token, environment, "user", locale, created_at, updated_at,
+                        credential_selector, channel)
+                    SELECT $1, token, environment, "user", locale, $2, $2, credential_selector, channel
+                    FROM merged ORDER BY ord
+                    ON CONFLICT (app_id, token) DO UPDATE SET
+                        environment = excluded.environment,
+                        channel = excluded.channel,
+                        "user" = coalesce(excluded."user", devices."user"),
+                        locale = coalesce(excluded.locale, devices.locale),
+                        credential_selector = coalesce(excluded.credential_selector, devices.credential_selector),
+                        updated_at = excluded.updated_at,
+                        invalidated_at = NULL,
+                        invalid_reason = NULL
+                    RETURNING id, token, (xmax = 0) AS created
+                )
+                INSERT INTO device_import_result (id, created, tags)
+                SELECT u.id, u.created, m.tags::text[] FROM upserted u JOIN merged m USING (token)
+                """,
+                [.int(appID), .int(now)])
+            try conn.execute(
+                """
+                DELETE FROM device_tags dt USING device_import_result r
+                WHERE dt.device_id = r.id AND NOT r.created AND r.tags IS NOT NULL
+                """)
+            try conn.execute(
+                """
+                INSERT INTO tags (app_id, name)
+                SELECT $1, name FROM (SELECT DISTINCT unnest(tags) AS name FROM device_import_result) wanted
+                ORDER BY name COLLATE "C"
+                ON CONFLICT (app_id, name) DO NOTHING
+                """,
+                [.int(appID)])
+            try conn.execute(
+                """
+                INSERT INTO device_tags (tag_id, device_id)
+                SELECT t.id, r.id FROM device_import_result r
+                CROSS JOIN LATERAL unnest(r.tags) AS wanted(name)
+                JOIN tags t ON t.app_id = $1 AND t.name = wanted.name
+                ON CONFLICT DO NOTHING
+                """,
+                [.int(appID)])
+            let created = try conn.execute("SELECT count(*) FROM device_import_result WHERE created").rows.first?[0].int
+            return (created ?? 0, copied)
+        }
+    }
+
+    /// One statement: the tags ride along as a unit-separator-joined column.
+    public func deviceWithTags(appID: Int64, token: DeviceToken) async throws -> (device: Device, tags: [String])? {
+        try await read { conn in
+            let rows = try conn.run(
+                """
+                SELECT \(Self.deviceColumns),
+                    (SELECT string_agg(t.name, chr(31)) FROM device_tags dt JOIN tags t ON t.id = dt.tag_id
+                     WHERE dt.device_id = devices.id)
+                FROM devices WHERE app_id = $1 AND token = $2
+                """,
+                [.int(appID), .text(token.value)]
+            ).rows
+            guard let row = rows.first else { return nil }
+            let tags = row[Self.deviceColumnCount].string.map {
+                $0.split(separator: "\u{1F}").map(String.init).sorted()
+            }
+            return (try Self.device(row), tags ?? [])
+        }
+    }
+
+    /// The app's devices among `ids` (unknown ids and other apps' devices left out), by id;
+    /// one statement whatever the number of ids.
+    public func devices(appID: Int64, ids: [Int64]) async throws -> [Device] {
+        let unique = Set(ids)
+        guard !unique.isEmpty else { return [] }
+        let list = PostgresArrayLiteral.integers(unique)
+        return try await read { conn in
+            try conn.run(
+                "SELECT \(Self.deviceColumns) FROM devices WHERE app_id = $1 AND id = ANY($2::bigint[]) ORDER BY id",
+                [.int(appID), .text(list)]
+            ).rows.map(Self.device)
+        }
+    }
+}

@@ -1,0 +1,796 @@
+import Foundation
+import TuisongCore
+import TuisongPostgres
+import TuisongSQLStore
+
+/// Messages and their progress on PostgreSQL. A message's outcomes are counted where they
+/// happen, so concurrent writers never queue behind one row: each slice's flushes on its
+/// `message_slices` row (and its per-reason rows, keyed by slice), retried deliveries' changes
+/// on the `messages` row. A message's counts are the sum.
+extension PostgresStore: MessageStore {
+    /// The database's clock in milliseconds: leases compare against it, so nodes whose clocks
+    /// disagree still agree on whose lease ended.
+    static let databaseNow = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+
+    /// Message columns with the counts summed over slices; `m` is the message, `s` the sums.
+    static let messageSelect = """
+        SELECT m.id, m.app_id, m.vendor, m.vendor_message_id, m.audience, m.content, m.options,
+            m.state, m.send_at, m.labels, m.created_at, m.started_at, m.completed_at, m.total, m.vendor_context,
+            m.queued + coalesce(s.queued, 0) AS queued, m.sending + coalesce(s.sending, 0) AS sending,
+            m.delivered + coalesce(s.delivered, 0) AS delivered, m.failed + coalesce(s.failed, 0) AS failed,
+            m.skipped + coalesce(s.skipped, 0) AS skipped, m.held + coalesce(s.held, 0) AS held,
+            (SELECT coalesce(json_object_agg(reason, n), '{}')::text FROM
+                (SELECT reason, sum(count) AS n FROM message_failures WHERE message_id = m.id GROUP BY reason) f
+            ) AS failures,
+            (SELECT coalesce(json_object_agg(reason, n), '{}')::text FROM
+                (SELECT reason, sum(count) AS n FROM message_skips WHERE message_id = m.id GROUP BY reason) k
+            ) AS skips,
+            s.cursors
+        FROM messages m LEFT JOIN LATERAL (
+            SELECT sum(queued)::bigint AS queued, sum(sending)::bigint AS sending,
+                sum(delivered)::bigint AS delivered, sum(failed)::bigint AS failed,
+                sum(skipped)::bigint AS skipped, sum(held)::bigint AS held,
+                json_object_agg(slice, cursor)::text AS cursors
+            FROM message_slices WHERE message_id = m.id
+        ) s ON true
+        """
+
+    public func createMessage(_ job: PushJob, state: MessageState) async throws -> MessageRecord {
+        let audience = try JSONText.encode(job.audience)
+        let content = try JSONText.encode(job.content)
+        let options = try JSONText.encode(job.options)
+        let labels = try JSONText.encode(job.labels)
+        let vendorContext = try job.vendorContext.map { try JSONText.encode($0) }
+        let now = nowMilliseconds
+        let values: [PostgresValue] = [
+            .int(job.appID), .text(job.vendor), PostgresValue(job.vendorMessageID), .text(audience),
+            .text(content), .text(options), .text(labels), .text(state.rawValue),
+            PostgresValue(job.sendAt.map(SQLTime.milliseconds)), .int(now), PostgresValue(vendorContext),
+        ]
+        guard let key = job.idempotencyKey else {
+            let id = try await write { conn in
+                try conn.run(
+                    """
+                    INSERT INTO messages (app_id, vendor, vendor_message_id, audience, content, options,
+                        labels, state, send_at, created_at, vendor_context)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id
+                    """, values
+                ).rows.first?["id"]?.int64
+            }
+            guard let id else { throw StoreError.notFound("new message") }
+            return MessageRecord.created(
+                id: id, job: job, state: state, createdAt: SQLTime.date(now))
+        }
+        let cutoff = now - Int64(IdempotencyKey.lifetime * 1000)
+        let outcome = try await write { conn -> (id: Int64, existing: MessageRecord?) in
+            // The key and the message in one statement: the key row takes the message's id
+            // from the sequence, and the message is inserted only when the key row was (new, or
+            // taking over an expired key). A concurrent request with the same key waits on the
+            // key's index entry until this one commits, then inserts nothing.
+            if let id = try conn.run(
+                """
+                WITH key AS (
+                    INSERT INTO idempotency_keys (app_id, key, message_id, created_at)
+                    VALUES ($1::bigint, $12::text, nextval(pg_get_serial_sequence('messages', 'id')), $10::bigint)
+                    ON CONFLICT (app_id, key) DO UPDATE
+                    SET message_id = excluded.message_id, created_at = excluded.created_at
+                    WHERE idempotency_keys.created_at <= $13::bigint
+                    RETURNING message_id)
+                INSERT INTO messages (id, app_id, vendor, vendor_message_id, audience, content, options,
+                    labels, state, send_at, created_at, vendor_context)
+                SELECT key.message_id, $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text,
+                    $7::text, $8::text, $9::bigint, $10::bigint, $11::text
+                FROM key RETURNING id
+                """, values + [.text(key), .int(cutoff)]
+            ).rows.first?["id"]?.int64 {
+                return (id, nil)
+            }
+            // The key names a live message. This statement's snapshot is newer than the commit
+            // the insert above waited for (READ COMMITTED), so it sees that message.
+            guard
+                let row = try conn.run(
+                    """
+                    \(Self.messageSelect)
+                    WHERE m.id = (SELECT message_id FROM idempotency_keys WHERE app_id = $1 AND key = $2)
+                    """, [.int(job.appID), .text(key)]
+                ).rows.first
+            else { throw StoreError.notFound("message of idempotency key") }
+            let record = try Self.messageRecord(row)
+            return (record.id, record)
+        }
+        await idempotencyKeySweeper.sweepIfDue(now: SQLTime.date(now)) { before, limit in
+            try await forgetIdempotencyKeys(before: before, limit: limit)
+        }
+        return outcome.existing
+            ?? MessageRecord.created(
+                id: outcome.id, job: job, state: state, createdAt: SQLTime.date(now))
+    }
+
+    public func message(id: Int64) async throws -> MessageRecord? {
+        try await read { conn in
+            try conn.run("\(Self.messageSelect) WHERE m.id = $1", [.int(id)]).rows.first.map(Self.messageRecord)
+        }
+    }
+
+    public func messageProgress(id: Int64) async throws -> MessageProgressSnapshot? {
+        try await read { conn in
+            guard let row = try conn.run("\(Self.messageSelect) WHERE m.id = $1", [.int(id)]).rows.first else {
+                return nil
+            }
+            let record = try Self.messageRecord(row)
+            return MessageProgressSnapshot(
+                state: record.state, total: record.total, startedAt: record.startedAt,
+                completedAt: record.completedAt, cursor: record.cursor, counts: record.counts,
+                failures: record.failures, skips: record.skips, sliceCursors: try Self.sliceCursors(row))
+        }
+    }
+
+    public func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord? {
+        try await read { conn in
+            try conn.run(
+                "\(Self.messageSelect) WHERE m.app_id = $1 AND m.vendor_message_id = $2 ORDER BY m.id LIMIT 1",
+                [.int(appID), .text(vendorMessageID)]
+            ).rows.first.map(Self.messageRecord)
+        }
+    }
+
+    public func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord] {
+        try await read { conn in
+            let rows: [PostgresRow]
+            if let appID {
+                rows = try conn.run(
+                    "\(Self.messageSelect) WHERE m.app_id = $1 ORDER BY m.id DESC LIMIT $2",
+                    [.int(appID), .int(Int64(limit))]
+                ).rows
+            } else {
+                rows = try conn.run("\(Self.messageSelect) ORDER BY m.id DESC LIMIT $1", [.int(Int64(limit))]).rows
+            }
+            return try rows.map(Self.messageRecord)
+        }
+    }
+
+    public func dispatchableMessageIDs(now: Date) async throws -> [Int64] {
+        try await read { conn in
+            try conn.run(
+                """
+                SELECT id FROM messages
+                WHERE state IN ('queued', 'sending') OR (state = 'scheduled' AND send_at <= $1)
+                ORDER BY id LIMIT 100
+                """, [.int(SQLTime.milliseconds(now))]
+            ).rows.compactMap { $0["id"]?.int64 }
+        }
+    }
+
+    public func startMessage(id: Int64, total: Int?, at: Date) async throws -> Bool {
+        try await write { conn in
+            (try conn.run(
+                """
+                UPDATE messages SET state = 'sending', total = coalesce($1, total), started_at = coalesce(started_at, $2)
+                WHERE id = $3 AND state IN ('scheduled', 'queued', 'sending')
+                """, [PostgresValue(total.map(Int64.init)), .int(SQLTime.milliseconds(at)), .int(id)]
+            ).affectedRows ?? 0) > 0
+        }
+    }
+
+    public func setExpectedTotal(id: Int64, total: Int) async throws {
+        try await write { conn in
+            try conn.run(
+                "UPDATE messages SET total = $1 WHERE id = $2 AND state = 'sending'", [.int(Int64(total)), .int(id)])
+        }
+    }
+
+    public func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws {
+        let completed: Int64? = (state == .completed || state == .cancelled) ? SQLTime.milliseconds(at) : nil
+        try await write { conn in
+            try conn.run(
+                "UPDATE messages SET state = $1, completed_at = coalesce($2, completed_at) WHERE id = $3",
+                [.text(state.rawValue), PostgresValue(completed), .int(id)])
+        }
+    }
+
+    public func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool {
+        try await write { conn in
+            (try conn.run(
+                """
+                UPDATE messages SET state = 'cancelled', completed_at = $1
+                WHERE id = $2 AND state IN ('scheduled', 'queued') AND started_at IS NULL
+                """, [.int(SQLTime.milliseconds(at)), .int(id)]
+            ).affectedRows ?? 0) > 0
+        }
+    }
+
+    /// One flush in one transaction. A fenced flush (a slice claimed under a lease) is applied
+    /// only while this node still holds the slice under the same claim and its lease has not
+    /// ended; otherwise nothing is written and `StoreError.Code.leaseLost` is thrown. The last
+    /// slice of a message to finish completes the message.
+    public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
+        let now = SQLTime.milliseconds(at)
+        let node = nodeID
+        try await write { conn in try Self.apply(conn, progress, now: now, node: node) }
+    }
+
+    /// The flushes of many messages in one transaction, each under a savepoint: a flush whose
+    /// slice was taken over (or that fails otherwise) is rolled back alone and answered with its
+    /// error; the others commit together.
+    public func recordProgress(_ batch: [MessageProgress], at: Date) async throws -> [(any Error)?] {
+        guard !batch.isEmpty else { return [] }
+        let now = SQLTime.milliseconds(at)
+        let node = nodeID
+        // A few statements for the whole batch, whatever its size; should one of them fail (a
+        // flush the database refuses), the batch is written again flush by flush, so one flush
+        // can never hold up the others.
+        if batch.count > 1 {
+            // Any failure, even a lost connection: going flush by flush then fails as it should.
+            if let results = try? await write({ conn in try Self.applyTogether(conn, batch, now: now, node: node) }) {
+                return results
+            }
+        }
+        return try await write { conn in
+            var results: [(any Error)?] = []
+            results.reserveCapacity(batch.count)
+            for progress in batch {
+                try conn.run("SAVEPOINT flush")
+                do {
+                    try Self.apply(conn, progress, now: now, node: node)
+                    try conn.run("RELEASE SAVEPOINT flush")
+                    results.append(nil)
+                } catch let error as PostgresError where error.kind == .connectionLost || error.kind == .closed {
+                    throw error
+                } catch {
+                    try conn.run("ROLLBACK TO SAVEPOINT flush")
+                    results.append(error)
+                }
+            }
+            return results
+        }
+    }
+
+    /// Many flushes in one transaction with a statement per kind of row for all of them (slices,
+    /// reasons, channel counts, invalidations, completions), not one per flush: a chat load
+    /// commits hundreds of one-device flushes at a time. Fenced as one flush is: a flush whose
+    /// slice is no longer this node's under its claim is answered `leaseLost` and none of its
+    /// rows are written. Throws when any statement fails (the caller then goes flush by flush).
+    static func applyTogether(_ conn: PostgresConnection, _ batch: [MessageProgress], now: Int64, node: String) throws
+        -> [(any Error)?]
+    {
+        var results: [(any Error)?] = Array(repeating: nil, count: batch.count)
+        // Fenced flushes of distinct slices go together; anything else one by one (in this
+        // transaction: a failure fails the batch, which is then written flush by flush).
+        var fenced: [Int] = []
+        var seen = Set<MessageSliceKey>()
+        for (index, progress) in batch.enumerated() {
+            if let slice = progress.slice, slice.leaseUntil != nil,
+                seen.insert(MessageSliceKey(messageID: progress.messageID, slice: slice.id)).inserted
+            {
+                fenced.append(index)
+            } else {
+                try apply(conn, progress, now: now, node: node)
+            }
+        }
+        guard !fenced.isEmpty else { return results }
+        let items = fenced.map { batch[$0] }
+        func column(_ value: (MessageProgress) -> Int64) -> PostgresValue { PostgresArray.int(items.map(value)) }
+        let updated = try conn.run(
+            """
+            UPDATE message_slices s SET cursor = greatest(s.cursor, v.cursor), queued = s.queued + v.queued,
+                sending = s.sending + v.sending, delivered = s.delivered + v.delivered, failed = s.failed + v.failed,
+                skipped = s.skipped + v.skipped, held = s.held + v.held, updated_at = $1,
+                state = CASE WHEN v.final THEN 'done' ELSE s.state END,
+                owner = CASE WHEN v.final THEN NULL ELSE s.owner END,
+                lease_until = CASE WHEN v.final THEN NULL ELSE s.lease_until END
+            FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
+                $8::bigint[], $9::bigint[], $10::bigint[], $11::bool[], $12::bigint[])
+                AS v(message_id, slice, cursor, queued, sending, delivered, failed, skipped, held, final, fence)
+            WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.owner = $13 AND s.attempts = v.fence
+                AND s.state = 'open' AND s.lease_until > \(Self.databaseNow)
+            RETURNING s.message_id, s.slice
+            """,
+            [
+                .int(now), column(\.messageID), column { $0.slice?.id ?? 0 }, column(\.cursor),
+                column { Int64($0.counts.queued) }, column { Int64($0.counts.sending) },
+                column { Int64($0.counts.delivered) }, column { Int64($0.counts.failed) },
+                column { Int64($0.counts.skipped) }, column { Int64($0.counts.held) },
+                PostgresArray.text(items.map { $0.finalState != nil ? "t" : "f" }), column { $0.slice?.fence ?? 0 },
+                .text(node),
+            ]
+        ).rows
+        let held = Set(updated.map { MessageSliceKey(messageID: $0.int64(at: 0), slice: $0.int64(at: 1)) })
+        var committed: [MessageProgress] = []
+        for index in fenced {
+            let progress = batch[index]
+            let sliceID = progress.slice?.id ?? 0
+            if held.contains(MessageSliceKey(messageID: progress.messageID, slice: sliceID)) {
+                committed.append(progress)
+            } else {
+                results[index] = StoreError(
+                    .leaseLost,
+                    "slice \(progress.messageID)/\(sliceID) is no longer held by this node under claim \(progress.slice?.fence ?? 0)"
+                )
+            }
+        }
+        guard !committed.isEmpty else { return results }
+        for table in ["message_failures", "message_skips"] {
+            var messages: [Int64] = []
+            var slices: [Int64] = []
+            var reasons: [String] = []
+            var counts: [Int64] = []
+            for progress in committed {
+                for (reason, n) in (table == "message_failures" ? progress.failures : progress.skips) where n != 0 {
+                    messages.append(progress.messageID)
+                    slices.append(progress.slice?.id ?? 0)
+                    reasons.append(reason)
+                    counts.append(Int64(n))
+                }
+            }
+            guard !messages.isEmpty else { continue }
+            try conn.run(
+                """
+                INSERT INTO \(table) (message_id, slice, reason, count)
+                SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[])
+                ON CONFLICT (message_id, slice, reason) DO UPDATE SET count = \(table).count + excluded.count
+                """,
+                [
+                    PostgresArray.int(messages), PostgresArray.int(slices), PostgresArray.text(reasons),
+                    PostgresArray.int(counts),
+                ])
+        }
+        var channelRows: (messages: [Int64], slices: [Int64], channels: [String], counts: [Int64]) = ([], [], [], [])
+        for progress in committed {
+            for (channel, n) in progress.deliveredByChannel where n != 0 {
+                channelRows.messages.append(progress.messageID)
+                channelRows.slices.append(progress.slice?.id ?? 0)
+                channelRows.channels.append(channel.rawValue)
+                channelRows.counts.append(Int64(n))
+            }
+        }
+        if !channelRows.messages.isEmpty {
+            try conn.run(
+                """
+                INSERT INTO message_channel_deliveries (message_id, slice, channel, delivered)
+                SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[])
+                ON CONFLICT (message_id, slice, channel)
+                DO UPDATE SET delivered = message_channel_deliveries.delivered + excluded.delivered
+                """,
+                [
+                    PostgresArray.int(channelRows.messages), PostgresArray.int(channelRows.slices),
+                    PostgresArray.text(channelRows.channels), PostgresArray.int(channelRows.counts),
+                ])
+        }
+        for progress in committed where !progress.deliveries.isEmpty {
+            try insertDeliveries(
+                conn, progress.deliveries, messageID: progress.messageID, slice: progress.slice?.id ?? 0, now: now)
+        }
+        try invalidate(conn, committed.flatMap(\.invalidations), now: now)
+        // Completions: the messages locked first, in id order (as completeIfLastSlice does, so two
+        // nodes finishing a message's last two slices see each other's), then completed by a
+        // second statement, whose snapshot sees every slice committed before the locks were had.
+        var finishing: [MessageState: [Int64]] = [:]
+        for progress in committed {
+            if let final = progress.finalState { finishing[final, default: []].append(progress.messageID) }
+        }
+        for (state, ids) in finishing.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            try conn.run(
+                "SELECT id FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
+                [PostgresArray.int(ids.sorted())])
+            try conn.run(
+                """
+                UPDATE messages m SET state = $1,
+                    completed_at = CASE WHEN \(Self.unfinished) = 0 THEN coalesce(m.completed_at, $2)
+                        ELSE m.completed_at END,
+                    total = m.queued + m.sending + m.delivered + m.failed + m.skipped + m.held + coalesce((
+                        SELECT sum(queued + sending + delivered + failed + skipped + held)
+                        FROM message_slices WHERE message_id = m.id), 0)
+                WHERE m.id = ANY($3::bigint[])
+                    AND NOT EXISTS (SELECT 1 FROM message_slices s WHERE s.message_id = m.id AND s.state = 'open')
+                """, [.text(state.rawValue), .int(now), PostgresArray.int(ids)])
+        }
+        return results
+    }
+
+    /// One flush, inside the caller's transaction; `StoreError.leaseLost` when its slice is no
+    /// longer this node's under the claim it names.
+    static func apply(_ conn: PostgresConnection, _ progress: MessageProgress, now: Int64, node: String) throws {
+        do {
+            let c = progress.counts
+            let sliceID = progress.slice?.id ?? 0
+            let final = progress.finalState != nil
+            let counts: [PostgresValue] = [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held].map {
+                .int(Int64($0))
+            }
+            if let slice = progress.slice, slice.leaseUntil != nil {
+                let updated = try conn.run(
+                    """
+                    UPDATE message_slices SET cursor = greatest(cursor, $3), queued = queued + $4,
+                        sending = sending + $5, delivered = delivered + $6, failed = failed + $7,
+                        skipped = skipped + $8, held = held + $9, updated_at = $10,
+                        state = CASE WHEN $11::bool THEN 'done' ELSE state END,
+                        owner = CASE WHEN $11::bool THEN NULL ELSE owner END,
+                        lease_until = CASE WHEN $11::bool THEN NULL ELSE lease_until END
+                    WHERE message_id = $1 AND slice = $2 AND owner = $12 AND attempts = $13 AND state = 'open'
+                        AND lease_until > \(Self.databaseNow)
+                    """,
+                    [.int(progress.messageID), .int(sliceID), .int(progress.cursor)] + counts
+                        + [.int(now), .bool(final), .text(node), .int(slice.fence)]
+                ).affectedRows
+                guard updated == 1 else {
+                    throw StoreError(
+                        .leaseLost,
+                        "slice \(progress.messageID)/\(sliceID) is no longer held by this node under claim \(slice.fence)"
+                    )
+                }
+            } else {
+                // Unfenced (a whole message written outside the queue): slice 0.
+                try conn.run(
+                    """
+                    INSERT INTO message_slices (message_id, slice, after_position, cursor, state, queued, sending,
+                        delivered, failed, skipped, held, updated_at)
+                    VALUES ($1, $2, 0, $3, CASE WHEN $11::bool THEN 'done' ELSE 'open' END, $4, $5, $6, $7, $8, $9, $10)
+                    ON CONFLICT (message_id, slice) DO UPDATE SET
+                        cursor = greatest(message_slices.cursor, excluded.cursor),
+                        queued = message_slices.queued + excluded.queued,
+                        sending = message_slices.sending + excluded.sending,
+                        delivered = message_slices.delivered + excluded.delivered,
+                        failed = message_slices.failed + excluded.failed,
+                        skipped = message_slices.skipped + excluded.skipped,
+                        held = message_slices.held + excluded.held, updated_at = excluded.updated_at,
+                        state = CASE WHEN $11::bool THEN 'done' ELSE message_slices.state END
+                    """,
+                    [.int(progress.messageID), .int(sliceID), .int(progress.cursor)] + counts
+                        + [.int(now), .bool(final)])
+            }
+            try Self.addReasons(conn, table: "message_failures", progress.messageID, sliceID, progress.failures)
+            try Self.addReasons(conn, table: "message_skips", progress.messageID, sliceID, progress.skips)
+            for (channel, n) in progress.deliveredByChannel.sorted(by: { $0.key.rawValue < $1.key.rawValue })
+            where n != 0 {
+                try conn.run(
+                    """
+                    INSERT INTO message_channel_deliveries (message_id, slice, channel, delivered) VALUES ($1, $2, $3, $4)
+                    ON CONFLICT (message_id, slice, channel)
+                    DO UPDATE SET delivered = message_channel_deliveries.delivered + excluded.delivered
+                    """, [.int(progress.messageID), .int(sliceID), .text(channel.rawValue), .int(Int64(n))])
+            }
+            try Self.insertDeliveries(
+                conn, progress.deliveries, messageID: progress.messageID, slice: sliceID, now: now)
+            try Self.invalidate(conn, progress.invalidations, now: now)
+            if let final = progress.finalState {
+                try Self.completeIfLastSlice(conn, messageID: progress.messageID, state: final, now: now)
+            }
+        }
+    }
+
+    /// Completes the message once none of its slices is open. The message row is locked first,
+    /// so two nodes finishing its last two slices at once see each other's: one completes it.
+    static func completeIfLastSlice(_ conn: PostgresConnection, messageID: Int64, state: MessageState, now: Int64)
+        throws
+    {
+        try conn.run("SELECT id FROM messages WHERE id = $1 FOR UPDATE", [.int(messageID)])
+        let open =
+            try conn.run(
+                "SELECT count(*) AS n FROM message_slices WHERE message_id = $1 AND state = 'open'", [.int(messageID)]
+            ).rows.first?.int64("n") ?? 0
+        guard open == 0 else { return }
+        // The audience may have changed while it was read: the final total is what actually
+        // got an outcome. A message completes once: a repeated completion keeps the first time;
+        // one with retries or holds left completes when the last of them ends.
+        try conn.run(
+            """
+            UPDATE messages m SET state = $1,
+                completed_at = CASE WHEN \(Self.unfinished) = 0 THEN coalesce(m.completed_at, $2)
+                    ELSE m.completed_at END,
+                total = m.queued + m.sending + m.delivered + m.failed + m.skipped + m.held + coalesce((
+                    SELECT sum(queued + sending + delivered + failed + skipped + held)
+                    FROM message_slices WHERE message_id = m.id), 0)
+            WHERE m.id = $3
+            """, [.text(state.rawValue), .int(now), .int(messageID)])
+    }
+
+    // MARK: retries
+
+    /// Claims due retry rows, and rows a dead node was sending (their lease ended), for this
+    /// node under a lease.
+    public func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord] {
+        let nowMs = SQLTime.milliseconds(now)
+        let node = nodeID
+        let lease = Self.milliseconds(leaseDuration)
+        return try await write { conn in
+            let rows = try conn.run(
+                """
+                WITH picked AS (
+                    SELECT id, state AS was FROM deliveries
+                    WHERE (state = 'queued' AND next_attempt_at <= $1)
+                        OR (state = 'sending' AND lease_until < \(Self.databaseNow))
+                    ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+                )
+                UPDATE deliveries d SET state = 'sending', owner = $3, lease_until = \(Self.databaseNow) + $4,
+                    updated_at = $1
+                FROM picked WHERE d.id = picked.id
+                RETURNING \(Self.deliveryColumns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")), picked.was
+                """, [.int(nowMs), .int(Int64(limit)), .text(node), .int(lease)]
+            ).rows
+            var perMessage: [Int64: Int64] = [:]
+            for row in rows where row.string("was") == "queued" { perMessage[row.int64("message_id"), default: 0] += 1 }
+            for (messageID, n) in perMessage.sorted(by: { $0.key < $1.key }) {
+                try conn.run(
+                    "UPDATE messages SET queued = queued - $1, sending = sending + $1 WHERE id = $2",
+                    [.int(n), .int(messageID)])
+            }
+            return try rows.map(Self.deliveryRecord).sorted {
+                ($0.nextAttemptAt ?? .distantPast, $0.id) < ($1.nextAttemptAt ?? .distantPast, $1.id)
+            }
+        }
+    }
+
+    /// Retry rows whose sender's lease ended go back to `queued`, due now. Rows another live
+    /// node is sending are left alone (its lease has not ended).
+    public func requeueInterruptedDeliveries() async throws -> Int {
+        let now = nowMilliseconds
+        return try await write { conn in
+            let rows = try conn.run(
+                """
+                UPDATE deliveries SET state = 'queued', next_attempt_at = $1, updated_at = $1, owner = NULL,
+                    lease_until = NULL
+                WHERE state = 'sending' AND (lease_until IS NULL OR lease_until < \(Self.databaseNow))
+                RETURNING message_id
+                """, [.int(now)]
+            ).rows
+            var perMessage: [Int64: Int64] = [:]
+            for row in rows { perMessage[row.int64("message_id"), default: 0] += 1 }
+            for (messageID, n) in perMessage.sorted(by: { $0.key < $1.key }) {
+                try conn.run(
+                    "UPDATE messages SET queued = queued + $1, sending = sending - $1 WHERE id = $2",
+                    [.int(n), .int(messageID)])
+            }
+            return rows.count
+        }
+    }
+
+    /// Applies retried deliveries' outcomes; a row this node no longer holds (its lease ended
+    /// and another node took it) is left to that node.
+    public func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws {
+        guard !updates.isEmpty else { return }
+        let now = SQLTime.milliseconds(at)
+        let node = nodeID
+        try await write { conn in
+            var deltas: [Int64: DeliveryCounts] = [:]
+            var failures: [Int64: [Int64: [String: Int]]] = [:]
+            var invalidations: [DeviceInvalidation] = []
+            for update in updates.sorted(by: { $0.deliveryID < $1.deliveryID }) {
+                let row = try conn.run(
+                    """
+                    UPDATE deliveries SET state = $1, reason = $2, apns_id = coalesce($3, apns_id), attempts = $4,
+                        next_attempt_at = $5, updated_at = $6, owner = NULL, lease_until = NULL
+                    WHERE id = $7 AND state = $8 AND (state <> 'sending' OR owner IS NULL OR owner = $9)
+                    RETURNING slice
+                    """,
+                    [
+                        .text(update.to.rawValue), PostgresValue(update.reason), PostgresValue(update.apnsID),
+                        .int(Int64(update.attempts)), PostgresValue(update.nextAttemptAt.map(SQLTime.milliseconds)),
+                        .int(now), .int(update.deliveryID), .text(update.from.rawValue), .text(node),
+                    ]
+                ).rows.first
+                guard let row else { continue }
+                deltas[update.messageID, default: DeliveryCounts()][update.from] -= 1
+                deltas[update.messageID, default: DeliveryCounts()][update.to] += 1
+                if update.to == .failed, let reason = update.reason {
+                    failures[update.messageID, default: [:]][row.int64("slice"), default: [:]][reason, default: 0] += 1
+                }
+                if let invalidation = update.invalidation { invalidations.append(invalidation) }
+            }
+            for (messageID, c) in deltas.sorted(by: { $0.key < $1.key }) {
+                try conn.run(
+                    """
+                    UPDATE messages SET queued = queued + $1, sending = sending + $2, delivered = delivered + $3,
+                        failed = failed + $4, skipped = skipped + $5, held = held + $6
+                    WHERE id = $7
+                    """,
+                    [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held].map { .int(Int64($0)) }
+                        + [.int(messageID)])
+            }
+            for (messageID, bySlice) in failures {
+                for (slice, reasons) in bySlice {
+                    try Self.addReasons(conn, table: "message_failures", messageID, slice, reasons)
+                }
+            }
+            try Self.invalidate(conn, invalidations, now: now)
+            try Self.finishWaitingMessages(conn, Array(deltas.keys), now: now)
+        }
+    }
+
+    /// A message's deliveries without a final outcome (queued, sending, held), on its row and
+    /// its slices' (`m` is the message).
+    static let unfinished = """
+        (m.queued + m.sending + m.held + coalesce((
+            SELECT sum(queued + sending + held) FROM message_slices WHERE message_id = m.id), 0))
+        """
+
+    /// Completes those of `messageIDs` whose audience is sent and that have nothing queued,
+    /// sending or held left.
+    static func finishWaitingMessages(_ conn: PostgresConnection, _ messageIDs: [Int64], now: Int64) throws {
+        guard !messageIDs.isEmpty else { return }
+        try conn.run(
+            """
+            UPDATE messages m SET completed_at = $1
+            WHERE m.id = ANY($2::bigint[]) AND m.state = 'completed' AND m.completed_at IS NULL
+                AND \(unfinished) = 0
+            """, [.int(now), PostgresArray.int(messageIDs.sorted())])
+    }
+
+    public func expireHeldDeliveries(now: Date, limit: Int) async throws -> Int {
+        let nowMs = SQLTime.milliseconds(now)
+        return try await write { conn in
+            let rows = try conn.run(
+                """
+                WITH picked AS (
+                    SELECT id FROM deliveries WHERE state = 'held' AND next_attempt_at <= $1
+                    ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+                UPDATE deliveries d SET state = 'failed', next_attempt_at = NULL, updated_at = $1
+                FROM picked WHERE d.id = picked.id
+                RETURNING d.message_id, d.slice, d.reason
+                """, [.int(nowMs), .int(Int64(max(1, limit)))]
+            ).rows
+            var failed: [Int64: [Int64: [String: Int]]] = [:]
+            for row in rows {
+                failed[row.int64("message_id"), default: [:]][row.int64("slice"), default: [:]][
+                    row.optionalString("reason") ?? "held", default: 0] += 1
+            }
+            for (messageID, bySlice) in failed.sorted(by: { $0.key < $1.key }) {
+                for (slice, reasons) in bySlice.sorted(by: { $0.key < $1.key }) {
+                    let n = Int64(reasons.values.reduce(0, +))
+                    // The counters of the slice row the rows belong to, else the message's.
+                    let onSlice = try conn.run(
+                        """
+                        UPDATE message_slices SET held = held - $3, failed = failed + $3
+                        WHERE message_id = $1 AND slice = $2
+                        """, [.int(messageID), .int(slice), .int(n)])
+                    if (onSlice.affectedRows ?? 0) == 0 {
+                        try conn.run(
+                            "UPDATE messages SET held = held - $2, failed = failed + $2 WHERE id = $1",
+                            [.int(messageID), .int(n)])
+                    }
+                    try Self.addReasons(conn, table: "message_failures", messageID, slice, reasons)
+                }
+            }
+            try Self.finishWaitingMessages(conn, Array(failed.keys), now: nowMs)
+            return rows.count
+        }
+    }
+
+    // MARK: plumbing
+
+    static let deliveryColumns = Rows.deliveryColumns
+
+    static func deliveryRecord(_ row: PostgresRow) throws -> DeliveryRecord { try Rows.delivery(columns: row) }
+
+    static func messageRecord(_ row: PostgresRow) throws -> MessageRecord {
+        guard let state = MessageState(rawValue: row.string("state")) else {
+            throw StoreError(.unavailable, "messages.state holds unknown value \(row.string("state"))")
+        }
+        var counts = DeliveryCounts()
+        counts.queued = Int(row.int64("queued"))
+        counts.sending = Int(row.int64("sending"))
+        counts.delivered = Int(row.int64("delivered"))
+        counts.failed = Int(row.int64("failed"))
+        counts.skipped = Int(row.int64("skipped"))
+        counts.held = Int(row.int64("held"))
+        return MessageRecord(
+            id: row.int64("id"), appID: row.int64("app_id"), vendor: row.string("vendor"),
+            vendorMessageID: row.optionalString("vendor_message_id"),
+            audience: try JSONText.decode(Audience.self, row.string("audience")),
+            content: try JSONText.decode(PushContent.self, row.string("content")),
+            options: try JSONText.decode(PushOptions.self, row.string("options")),
+            state: state, sendAt: row.optionalDate("send_at"),
+            labels: try JSONText.decode([String: String].self, row.string("labels")),
+            createdAt: row.date("created_at"), startedAt: row.optionalDate("started_at"),
+            completedAt: row.optionalDate("completed_at"), total: row.optionalInt64("total").map { Int($0) },
+            // Slices have a cursor each (`MessageProgressSnapshot.sliceCursors`); the message's is
+            // its first slice's (the only one of a message written outside the queue).
+            cursor: try sliceCursors(row)[0] ?? 0, counts: counts, failures: try reasonCounts(row.string("failures")),
+            skips: try reasonCounts(row.string("skips")),
+            vendorContext: try row.optionalString("vendor_context").map { try JSONText.decode(JSONValue.self, $0) })
+    }
+
+    /// `{"reason": count, …}` as `json_object_agg` gives it.
+    static func reasonCounts(_ text: String) throws -> [String: Int] {
+        guard !text.isEmpty else { return [:] }
+        return try JSONText.decode([String: Int].self, text)
+    }
+
+    static func sliceCursors(_ row: PostgresRow) throws -> [Int64: Int64] {
+        guard let text = row.optionalString("cursors") else { return [:] }
+        var cursors: [Int64: Int64] = [:]
+        for (slice, cursor) in try JSONText.decode([String: Int64].self, text) {
+            if let number = Int64(slice) { cursors[number] = cursor }
+        }
+        return cursors
+    }
+
+    /// Adds per-reason counts of one slice, in one statement.
+    static func addReasons(
+        _ conn: PostgresConnection, table: String, _ messageID: Int64, _ slice: Int64, _ reasons: [String: Int]
+    ) throws {
+        let rows = reasons.filter { $0.value != 0 }.sorted { $0.key < $1.key }
+        guard !rows.isEmpty else { return }
+        try conn.run(
+            """
+            INSERT INTO \(table) (message_id, slice, reason, count)
+            SELECT $1, $2, reason, count FROM unnest($3::text[], $4::bigint[]) AS r(reason, count)
+            ON CONFLICT (message_id, slice, reason) DO UPDATE SET count = \(table).count + excluded.count
+            """,
+            [
+                .int(messageID), .int(slice), PostgresArray.text(rows.map(\.key)),
+                PostgresArray.int(rows.map { Int64($0.value) }),
+            ])
+    }
+
+    /// A flush's delivery rows, a few hundred per statement.
+    static func insertDeliveries(
+        _ conn: PostgresConnection, _ deliveries: [NewDelivery], messageID: Int64, slice: Int64, now: Int64
+    ) throws {
+        let columns = 14
+        for chunk in deliveries.chunks(ofCount: 400) {
+            var values: [String] = []
+            var parameters: [PostgresValue] = []
+            parameters.reserveCapacity(chunk.count * columns)
+            for (index, d) in chunk.enumerated() {
+                let base = index * columns
+                // The device may have been deleted while its push was in flight: the row keeps its
+                // token and outcome without the reference rather than failing the whole flush.
+                values.append(
+                    "("
+                        + (1...columns).map {
+                            $0 == 3 ? "(SELECT id FROM devices WHERE id = $\(base + $0)::bigint)" : "$\(base + $0)"
+                        }.joined(separator: ", ") + ")")
+                parameters += [
+                    .int(messageID), .int(slice), PostgresValue(d.deviceID), .text(d.token),
+                    .text(d.environment.rawValue), .text(d.state.rawValue), PostgresValue(d.reason),
+                    PostgresValue(d.apnsID), .int(Int64(d.attempts)),
+                    PostgresValue(d.nextAttemptAt.map(SQLTime.milliseconds)), .int(now),
+                    PostgresValue(try d.content.map { try JSONText.encode($0) }), PostgresValue(d.credentialSelector),
+                    .text(d.channel.rawValue),
+                ]
+            }
+            try conn.execute(
+                """
+                INSERT INTO deliveries (message_id, slice, device_id, token, environment, state, reason, apns_id,
+                    attempts, next_attempt_at, updated_at, content, credential_selector, channel)
+                VALUES \(values.joined(separator: ", "))
+                """, parameters)
+        }
+    }
+
+    /// Applies invalidations unless the device registered again after the service's moment.
+    static func invalidate(_ conn: PostgresConnection, _ invalidations: [DeviceInvalidation], now: Int64) throws {
+        guard !invalidations.isEmpty else { return }
+        try conn.run(
+            """
+            UPDATE devices d SET invalidated_at = $1, invalid_reason = v.reason
+            FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS v(id, reason, at)
+            WHERE d.id = v.id AND d.updated_at <= v.at AND d.invalidated_at IS NULL
+            """,
+            [
+                .int(now), PostgresArray.int(invalidations.map(\.deviceID)),
+                PostgresArray.text(invalidations.map(\.reason)),
+                PostgresArray.int(invalidations.map { SQLTime.milliseconds($0.at) }),
+            ])
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
+}
+
+/// `PostgresArrayLiteral`s as parameters, for `unnest($1::bigint[])` and friends; a text
+/// element may be NULL (an open slice end).
+enum PostgresArray {
+    static func int(_ values: [Int64]) -> PostgresValue { .text(PostgresArrayLiteral.integers(values)) }
+
+    static func text(_ values: [String]) -> PostgresValue { .text(PostgresArrayLiteral.texts(values)) }
+
+    static func text(_ values: [String?]) -> PostgresValue {
+        .text(
+            "{"
+                + values.map { value in
+                    value.map { PostgresArrayLiteral.texts([$0]).dropFirst().dropLast() }.map(String.init) ?? "NULL"
+                }.joined(separator: ",") + "}")
+    }
+}

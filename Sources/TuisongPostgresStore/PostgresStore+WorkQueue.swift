@@ -1,0 +1,328 @@
+import Foundation
+import TuisongCore
+import TuisongPostgres
+import TuisongSQLStore
+
+/// The work queue several nodes share, the way River, Oban or graphile-worker share jobs.
+///
+/// A message that comes due is cut into slices (`message_slices`: audience positions
+/// `(after_position, through_position]`) by whichever node sees it first, in a transaction
+/// that locks the message row (`FOR UPDATE SKIP LOCKED`, so two nodes never both plan it).
+/// Nodes then claim free slices, and slices whose lease ended, with `FOR UPDATE SKIP LOCKED`:
+/// each claim sets `owner`, `lease_until` and increments `attempts`, which fences the claim —
+/// a flush names the attempt it was claimed under and is refused once the slice was claimed
+/// again. Leases are renewed with the node's heartbeat (`nodes`). All lease times are the
+/// database's clock.
+extension PostgresStore: WorkQueue {
+    public func claimWork(now: Date, limit: Int, sliceLimit: Int, running: Set<MessageSliceKey>) async throws
+        -> [WorkClaim]
+    {
+        try await planDueMessages(now: now)
+        guard limit > 0 || sliceLimit > 0 else { return [] }
+        let node = nodeID
+        let lease = Self.milliseconds(leaseDuration)
+        let runningKeys = running.sorted { ($0.messageID, $0.slice) < ($1.messageID, $1.slice) }
+        // Three kinds, each locked with SKIP LOCKED and limited on its own: messages sent whole
+        // (their one slice), slices of a fan-out whose lease ended, fresh slices of a fan-out.
+        let candidates = """
+            SELECT s.message_id, s.slice FROM message_slices s
+            JOIN messages m ON m.id = s.message_id AND m.state = 'sending'
+            WHERE s.state = 'open' AND (s.owner IS NULL OR s.lease_until < \(Self.databaseNow))
+                AND (s.message_id, s.slice) NOT IN (SELECT * FROM unnest($3::bigint[], $4::bigint[]))
+            """
+        let whole = "s.slice = 0 AND s.through_position IS NULL"
+        let claimed = try await write { conn in
+            try conn.run(
+                """
+                WITH whole AS (
+                    \(candidates) AND \(whole)
+                    ORDER BY s.message_id LIMIT $1 FOR UPDATE OF s SKIP LOCKED
+                ), taken_over AS (
+                    \(candidates) AND s.owner IS NOT NULL AND NOT (\(whole))
+                    ORDER BY s.message_id, s.slice LIMIT $1 FOR UPDATE OF s SKIP LOCKED
+                ), fresh AS (
+                    \(candidates) AND s.owner IS NULL AND NOT (\(whole))
+                    ORDER BY s.message_id, s.slice LIMIT $6 FOR UPDATE OF s SKIP LOCKED
+                ), picked AS (
+                    SELECT * FROM whole UNION ALL SELECT * FROM taken_over UNION ALL SELECT * FROM fresh
+                )
+                UPDATE message_slices s SET owner = $2, lease_until = \(Self.databaseNow) + $5,
+                    attempts = s.attempts + 1
+                FROM picked WHERE s.message_id = picked.message_id AND s.slice = picked.slice
+                RETURNING s.message_id, s.slice, s.cursor, s.through_position, s.attempts
+                """,
+                [
+                    .int(Int64(max(0, limit))), .text(node), PostgresArray.int(runningKeys.map(\.messageID)),
+                    PostgresArray.int(runningKeys.map(\.slice)), .int(lease), .int(Int64(max(0, sliceLimit))),
+                ]
+            ).rows
+        }
+        guard !claimed.isEmpty else { return [] }
+        // Measured from before the claim: the local estimate ends no later than the database's.
+        let leaseUntil = now.addingTimeInterval(Double(lease) / 1000)
+        let records = try await messages(ids: Array(Set(claimed.map { $0.int64("message_id") })))
+        var claims: [WorkClaim] = []
+        for row in claimed.sorted(by: {
+            ($0.int64("message_id"), $0.int64("slice")) < ($1.int64("message_id"), $1.int64("slice"))
+        }) {
+            let messageID = row.int64("message_id")
+            let slice = WorkSlice(
+                id: row.int64("slice"), after: row.int64("cursor"), through: row.optionalInt64("through_position"),
+                fence: row.int64("attempts"), leaseUntil: leaseUntil)
+            guard let record = records[messageID] else {
+                try? await releaseSlice(MessageSliceKey(messageID: messageID, slice: slice.id), fence: slice.fence)
+                continue
+            }
+            claims.append(WorkClaim(record: record, slice: slice))
+        }
+        return claims
+    }
+
+    /// Messages by id, in one query.
+    func messages(ids: [Int64]) async throws -> [Int64: MessageRecord] {
+        guard !ids.isEmpty else { return [:] }
+        return try await read { conn in
+            var records: [Int64: MessageRecord] = [:]
+            for row in try conn.run("\(Self.messageSelect) WHERE m.id = ANY($1::bigint[])", [PostgresArray.int(ids)])
+                .rows
+            {
+                let record = try Self.messageRecord(row)
+                records[record.id] = record
+            }
+            return records
+        }
+    }
+
+    /// Cuts messages that came due into slices and marks them sending. The audience is counted
+    /// and its position range read before the transaction; the transaction locks the message
+    /// row, skipping one another node is planning, and plans it only if nobody has.
+    func planDueMessages(now: Date) async throws {
+        let nowMs = SQLTime.milliseconds(now)
+        let due = try await read { conn in
+            try conn.run(
+                """
+                SELECT id, app_id, state, audience FROM messages m
+                WHERE (state IN ('queued', 'sending') OR (state = 'scheduled' AND send_at <= $1))
+                    AND NOT EXISTS (SELECT 1 FROM message_slices s WHERE s.message_id = m.id)
+                ORDER BY id LIMIT $2
+                """, [.int(nowMs), .int(Int64(Self.planBatch))]
+            ).rows
+        }
+        var whole: [(id: Int64, after: Int64, total: Int?)] = []
+        var cut: [(id: Int64, appID: Int64, audience: Audience)] = []
+        for row in due {
+            let messageID = row.int64("id")
+            let audience = try JSONText.decode(Audience.self, row.string("audience"))
+            // Token and id lists are counted here; other audiences by the run of the first slice,
+            // beside sending (a count walks the whole audience: the first device need not wait).
+            let small: (after: Int64, total: Int?)?
+            switch audience {
+            case .tokens(let tokens) where tokens.count <= sliceSize:
+                small = (0, tokens.count)
+            case .devices(let ids) where ids.count <= sliceSize:
+                small = ((ids.min() ?? 1) - 1, Set(ids).count)
+            case .accounts(let accounts) where accounts.count <= sliceSize:
+                // A few accounts' devices: one slice over the whole id range, not the app's
+                // range cut in many slices that would each be claimed and read for nothing.
+                small = (0, nil)
+            default:
+                small = nil
+            }
+            // A message left sending without slices (from before the work queue) goes the long way.
+            if let small, row.string("state") != "sending" {
+                whole.append((messageID, small.after, small.total))
+            } else if cut.count < Self.cutBatch {
+                cut.append((messageID, row.int64("app_id"), audience))
+            }
+        }
+        if !whole.isEmpty { try await planWhole(whole, nowMs: nowMs) }
+        for message in cut {
+            let total: Int?
+            switch message.audience {
+            case .tokens(let tokens): total = tokens.count
+            case .devices(let ids): total = Set(ids).count
+            default: total = nil
+            }
+            let range = try await positionRange(appID: message.appID, audience: message.audience)
+            let slices = Self.slices(range: range, size: sliceSize)
+            try await plan(message.id, slices: slices, total: total, nowMs: nowMs)
+        }
+    }
+
+    /// Messages due and not yet planned, looked at per claim.
+    static let planBatch = 512
+    /// Messages cut into slices per claim (each reads its audience's id range first).
+    static let cutBatch = 8
+
+    /// Plans many small messages as one slice each, in one statement: each message row is locked
+    /// (skipping one another node is planning) and planned only while it is still due, which a
+    /// planned message (now sending) no longer is.
+    func planWhole(_ messages: [(id: Int64, after: Int64, total: Int?)], nowMs: Int64) async throws {
+        try await write { conn in
+            try conn.run(
+                """
+                WITH v AS (
+                    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS v(id, after_position, total)
+                ), locked AS (
+                    SELECT m.id FROM messages m JOIN v ON v.id = m.id
+                    WHERE m.state = 'queued' OR (m.state = 'scheduled' AND m.send_at <= $4)
+                    FOR UPDATE OF m SKIP LOCKED
+                ), sliced AS (
+                    INSERT INTO message_slices (message_id, slice, after_position, through_position, cursor, updated_at)
+                    SELECT v.id, 0, v.after_position, NULL, v.after_position, $4 FROM v JOIN locked USING (id)
+                    ON CONFLICT DO NOTHING
+                )
+                UPDATE messages m SET state = 'sending', started_at = coalesce(m.started_at, $4),
+                    total = coalesce(v.total::bigint, m.total)
+                FROM v JOIN locked USING (id) WHERE m.id = v.id
+                """,
+                [
+                    PostgresArray.int(messages.map(\.id)), PostgresArray.int(messages.map(\.after)),
+                    PostgresArray.text(messages.map { $0.total.map(String.init) }), .int(nowMs),
+                ])
+        }
+    }
+
+    /// Cuts one message into `slices` and marks it sending, unless another node did first.
+    func plan(_ messageID: Int64, slices: [(after: Int64, through: Int64?)], total: Int?, nowMs: Int64) async throws {
+        try await write { conn in
+            guard
+                let locked = try conn.run(
+                    "SELECT state, send_at FROM messages WHERE id = $1 FOR UPDATE SKIP LOCKED", [.int(messageID)]
+                ).rows.first
+            else { return }
+            let state = locked.string("state")
+            let due =
+                state == "queued" || state == "sending"
+                || (state == "scheduled" && (locked.optionalInt64("send_at") ?? 0) <= nowMs)
+            guard due else { return }
+            let planned =
+                try conn.run("SELECT 1 FROM message_slices WHERE message_id = $1 LIMIT 1", [.int(messageID)]).rows
+                .isEmpty == false
+            guard !planned else { return }
+            try conn.run(
+                """
+                INSERT INTO message_slices (message_id, slice, after_position, through_position, cursor, updated_at)
+                SELECT $1, n - 1, after_position, through_position, after_position, $2
+                FROM unnest($3::bigint[], $4::bigint[]) WITH ORDINALITY AS v(after_position, through_position, n)
+                """,
+                [
+                    .int(messageID), .int(nowMs), PostgresArray.int(slices.map(\.after)),
+                    PostgresArray.text(slices.map { $0.through.map(String.init) }),
+                ])
+            try conn.run(
+                """
+                UPDATE messages SET state = 'sending', started_at = coalesce(started_at, $1),
+                    total = coalesce($2, total)
+                WHERE id = $3
+                """, [.int(nowMs), PostgresValue(total.map(Int64.init)), .int(messageID)])
+        }
+    }
+
+    /// The audience's positions lie in `(lower, upper]`, with at most about `count` of them:
+    /// token indexes for a token list, device ids otherwise (the app's whole id range: the
+    /// audience is read lazily, so a device registered meanwhile still falls in the open last
+    /// slice).
+    func positionRange(appID: Int64, audience: Audience) async throws -> (lower: Int64, upper: Int64, count: Int) {
+        switch audience {
+        case .tokens(let tokens):
+            return (0, Int64(tokens.count), tokens.count)
+        case .devices(let ids):
+            guard let low = ids.min(), let high = ids.max() else { return (0, 0, 0) }
+            return (low - 1, high, ids.count)
+        case .tag, .all, .accounts, .allAccounts:
+            // Both ends from the index; the id range stands for the count (ids are dense enough
+            // for cutting slices, and no count walks 200,000 rows before the first send).
+            return try await read { conn in
+                let row = try conn.run(
+                    """
+                    SELECT (SELECT min(id) FROM devices WHERE app_id = $1) AS low,
+                        (SELECT max(id) FROM devices WHERE app_id = $1) AS high
+                    """,
+                    [.int(appID)]
+                ).rows.first
+                guard let row, let low = row.optionalInt64("low"), let high = row.optionalInt64("high") else {
+                    return (0, 0, 0)
+                }
+                return (low - 1, high, Int(high - low + 1))
+            }
+        }
+    }
+
+    /// Equal position ranges, about `size` positions each; the last is open-ended.
+    static func slices(range: (lower: Int64, upper: Int64, count: Int), size: Int) -> [(after: Int64, through: Int64?)]
+    {
+        let count = max(1, min(4096, (range.count + size - 1) / max(1, size)))
+        let width = max(1, (range.upper - range.lower + Int64(count) - 1) / Int64(count))
+        return (0..<count).map { index in
+            let after = range.lower + Int64(index) * width
+            return (after, index == count - 1 ? nil : after + width)
+        }
+    }
+
+    public func renewLeases(_ slices: [MessageSliceKey: Int64], now: Date) async throws -> (
+        held: Set<MessageSliceKey>, until: Date?
+    ) {
+        let node = nodeID
+        let lease = Self.milliseconds(leaseDuration)
+        let keys = slices.keys.sorted { ($0.messageID, $0.slice) < ($1.messageID, $1.slice) }
+        let held = try await write { conn -> Set<MessageSliceKey> in
+            try conn.run(
+                """
+                INSERT INTO nodes (id, started_at, heartbeat_at, host)
+                VALUES ($1, \(Self.databaseNow), \(Self.databaseNow), $2)
+                ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
+                """, [.text(node), .text(ProcessInfo.processInfo.hostName)])
+            // Nodes gone for a day are forgotten (every start is a new node).
+            try conn.run(
+                "DELETE FROM nodes WHERE heartbeat_at < \(Self.databaseNow) - $1", [.int(Self.forgetNodesAfter)])
+            // Retries this node is sending keep their lease too.
+            try conn.run(
+                """
+                UPDATE deliveries SET lease_until = \(Self.databaseNow) + $2
+                WHERE state = 'sending' AND owner = $1 AND lease_until > \(Self.databaseNow)
+                """, [.text(node), .int(lease)])
+            guard !keys.isEmpty else { return [] }
+            let rows = try conn.run(
+                """
+                UPDATE message_slices s SET lease_until = \(Self.databaseNow) + $2
+                FROM unnest($3::bigint[], $4::bigint[], $5::bigint[]) AS v(message_id, slice, attempts)
+                WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.attempts = v.attempts
+                    AND s.owner = $1 AND s.state = 'open' AND s.lease_until > \(Self.databaseNow)
+                RETURNING s.message_id, s.slice
+                """,
+                [
+                    .text(node), .int(lease), PostgresArray.int(keys.map(\.messageID)),
+                    PostgresArray.int(keys.map(\.slice)), PostgresArray.int(keys.map { slices[$0] ?? 0 }),
+                ]
+            ).rows
+            return Set(rows.map { MessageSliceKey(messageID: $0.int64("message_id"), slice: $0.int64("slice")) })
+        }
+        return (held, now.addingTimeInterval(Double(lease) / 1000))
+    }
+
+    /// How long a node's row outlives its last heartbeat, in milliseconds.
+    static let forgetNodesAfter: Int64 = 24 * 3600 * 1000
+
+    public func releaseSlice(_ key: MessageSliceKey, fence: Int64) async throws {
+        let node = nodeID
+        try await write { conn in
+            try conn.run(
+                """
+                UPDATE message_slices SET owner = NULL, lease_until = NULL
+                WHERE message_id = $1 AND slice = $2 AND owner = $3 AND attempts = $4 AND state = 'open'
+                """, [.int(key.messageID), .int(key.slice), .text(node), .int(fence)])
+        }
+    }
+
+    /// Nodes whose heartbeat is younger than a lease (this one included, at least 1).
+    public func liveNodeCount() async throws -> Int {
+        let lease = Self.milliseconds(leaseDuration)
+        let count = try await read { conn in
+            try conn.run(
+                "SELECT count(*) AS n FROM nodes WHERE heartbeat_at > \(Self.databaseNow) - $1", [.int(lease)]
+            ).rows.first?.int64("n") ?? 0
+        }
+        return max(1, Int(count))
+    }
+}

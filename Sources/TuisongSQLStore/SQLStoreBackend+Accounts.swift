@@ -1,0 +1,139 @@
+import Foundation
+import TuisongCore
+
+// IM accounts on the core tables, written once: `accounts` (app state, badge) and
+// `devices.im_account` (the bound account) with `devices.account_id`, `devices.app_state` and
+// `devices.credential_selector`. Each backend keeps by hand what differs: binding a device (its
+// device upsert), the existence check of a list (SQLite's chunked `IN`, PostgreSQL's one array
+// parameter) and the badge batching (`incrementBadges`, `grantBadges`, forgetting grants).
+extension SQLStoreBackend {
+    @discardableResult
+    public func createAccount(appID: Int64, account: String) async throws -> Bool {
+        let now = nowMilliseconds
+        return try await sqlWriteStatement { db in
+            try AccountQueries.insertAccount(db, appID: appID, account: account, now: now)
+        }
+    }
+
+    public func deleteAccount(appID: Int64, account: String) async throws -> Bool {
+        // `updated_at` stays: it is the device's last registration (see `invalidateDevice`).
+        try await sqlWrite { db in
+            try db.run(
+                """
+                UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
+                WHERE app_id = \(appID) AND im_account = \(account)
+                """)
+            return try db.run("DELETE FROM accounts WHERE app_id = \(appID) AND account = \(account)") > 0
+        }
+    }
+
+    public func accounts(appID: Int64, cursor: String?, limit: Int) async throws -> Page<String> {
+        let afterID = try cursor.map(Cursor.decode) ?? 0
+        let pageSize = min(max(limit, 1), 1000)
+        let rows = try await sqlRead { db in
+            try db.fetchAll(
+                """
+                SELECT id, account FROM accounts WHERE app_id = \(appID) AND id > \(afterID)
+                ORDER BY id LIMIT \(pageSize + 1)
+                """
+            ).map { (id: $0.int64(0), account: $0.string(1)) }
+        }
+        guard rows.count > pageSize else { return Page(items: rows.map(\.account), nextCursor: nil) }
+        let page = rows.prefix(pageSize)
+        return Page(items: page.map(\.account), nextCursor: Cursor.encode(page[page.endIndex - 1].id))
+    }
+
+    public func unbindDevice(appID: Int64, token: DeviceToken) async throws -> Bool {
+        try await sqlWriteStatement { db in
+            try db.run(
+                """
+                UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
+                WHERE app_id = \(appID) AND token = \(token.hex) AND im_account IS NOT NULL
+                """) > 0
+        }
+    }
+
+    public func devices(appID: Int64, account: String) async throws -> [Device] {
+        try await sqlRead { db in
+            try db.fetchAll(
+                """
+                SELECT \(raw: Rows.deviceColumns) FROM devices
+                WHERE app_id = \(appID) AND im_account = \(account) AND invalidated_at IS NULL ORDER BY id
+                """
+            ).map { try Rows.device(columns: $0) }
+        }
+    }
+
+    public func setAppState(appID: Int64, account: String, _ state: AppState) async throws {
+        let now = nowMilliseconds
+        try await sqlWrite { db in
+            try db.run(
+                """
+                INSERT INTO accounts (app_id, account, app_state, created_at, updated_at)
+                VALUES (\(appID), \(account), \(state.rawValue), \(now), \(now))
+                ON CONFLICT (app_id, account) DO UPDATE SET
+                    app_state = excluded.app_state, updated_at = excluded.updated_at
+                """)
+            // The bound devices' copy, read by account audiences' pages (schema v7).
+            try db.run(
+                "UPDATE devices SET app_state = \(state.rawValue) WHERE app_id = \(appID) AND im_account = \(account)")
+        }
+    }
+
+    public func appState(appID: Int64, account: String) async throws -> AppState? {
+        let name = try await sqlRead { db in
+            try db.fetchOne("SELECT app_state FROM accounts WHERE app_id = \(appID) AND account = \(account)")?[0]
+                .string
+        }
+        return name.flatMap(AppState.init(rawValue:))
+    }
+
+    public func setBadge(appID: Int64, account: String, to value: Int) async throws {
+        guard value >= 0 else { throw StoreError(.conflict, "a badge cannot be negative (got \(value))") }
+        let now = nowMilliseconds
+        try await sqlWriteStatement { db in
+            try db.run(
+                """
+                INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
+                VALUES (\(appID), \(account), \(value), \(now), \(now))
+                ON CONFLICT (app_id, account) DO UPDATE SET badge = excluded.badge, updated_at = excluded.updated_at
+                """)
+        }
+    }
+
+    public func badge(appID: Int64, account: String) async throws -> Int {
+        try await sqlRead { db in
+            Int(
+                try db.fetchOne("SELECT badge FROM accounts WHERE app_id = \(appID) AND account = \(account)")?[0]
+                    .int ?? 0)
+        }
+    }
+}
+
+/// The account statements the backends' own writes share (binding a device creates its account).
+package enum AccountQueries {
+    /// Creates the account row if missing; `true` when it did.
+    @discardableResult
+    package static func insertAccount(_ db: any SQLExecutor, appID: Int64, account: String, now: Int64) throws -> Bool {
+        try db.run(
+            """
+            INSERT INTO accounts (app_id, account, created_at, updated_at) VALUES (\(appID), \(account), \(now), \(now))
+            ON CONFLICT (app_id, account) DO NOTHING
+            """) > 0
+    }
+}
+
+/// The accounts of a badge grant (`grantBadges`), each once in first-seen order, with their names
+/// by id: what both backends' grant batching starts from.
+package enum BadgeGrantAccounts {
+    package static func distinct(_ accounts: [AccountKey]) -> (names: [Int64: String], ids: [Int64]) {
+        var byID: [Int64: String] = [:]
+        byID.reserveCapacity(accounts.count)
+        var distinct: [Int64] = []
+        distinct.reserveCapacity(accounts.count)
+        for account in accounts where byID.updateValue(account.name, forKey: account.id) == nil {
+            distinct.append(account.id)
+        }
+        return (byID, distinct)
+    }
+}

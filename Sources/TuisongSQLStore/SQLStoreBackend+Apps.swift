@@ -1,0 +1,69 @@
+import Foundation
+import TuisongCore
+
+// AppStore, written once. SQLite answers `app(id:)`, `app(apiKeyHash:)` and
+// `app(vendor:setting:value:)` on its point readers instead (the native API's hot path, on the
+// calling thread); PostgreSQL writes the vendor-setting lookup with its own JSON operators.
+extension SQLStoreBackend {
+    /// Throws `StoreError(.conflict, …)` when another app already has this API key hash.
+    public func createApp(name: String, bundleID: String, apiKeyHash: String) async throws -> App {
+        let now = nowMilliseconds
+        return try await sqlWriteStatement { db in
+            try Rows.app(
+                columns: Rows.returned(
+                    db,
+                    """
+                    INSERT INTO apps (name, bundle_id, api_key_hash, vendor_settings, created_at, updated_at)
+                    VALUES (\(name), \(bundleID), \(apiKeyHash), '{}', \(now), \(now))
+                    RETURNING \(raw: Rows.appColumns)
+                    """, "INSERT INTO apps"))
+        }
+    }
+
+    public func app(id: Int64) async throws -> App? {
+        try await sqlRead { db in
+            try db.fetchOne("SELECT \(raw: Rows.appColumns) FROM apps WHERE id = \(id)").map {
+                try Rows.app(columns: $0)
+            }
+        }
+    }
+
+    /// The app whose native API key hashes to `apiKeyHash`; on the path of every native
+    /// API request whose key is not cached.
+    public func app(apiKeyHash: String) async throws -> App? {
+        try await sqlRead { db in
+            try db.fetchOne("SELECT \(raw: Rows.appColumns) FROM apps WHERE api_key_hash = \(apiKeyHash)")
+                .map { try Rows.app(columns: $0) }
+        }
+    }
+
+    /// Every app, by id.
+    public func apps() async throws -> [App] {
+        try await sqlRead { db in
+            try db.fetchAll("SELECT \(raw: Rows.appColumns) FROM apps ORDER BY id").map { try Rows.app(columns: $0) }
+        }
+    }
+
+    /// Replaces name, bundle id, API key hash and vendor settings; `updatedAt` becomes now
+    /// and `createdAt` is kept whatever `app` says. Throws `.notFound` for an unknown id and
+    /// `.conflict` when the API key hash belongs to another app.
+    public func updateApp(_ app: App) async throws {
+        let settings = try Rows.vendorSettingsJSON(app.vendorSettings)
+        let now = nowMilliseconds
+        try await sqlWriteStatement { db in
+            let changed = try db.run(
+                """
+                UPDATE apps SET name = \(app.name), bundle_id = \(app.bundleID), api_key_hash = \(app.apiKeyHash),
+                    vendor_settings = \(settings), updated_at = \(now)
+                WHERE id = \(app.id)
+                """)
+            if changed == 0 { throw StoreError.notFound("app \(app.id)") }
+        }
+    }
+
+    /// Deletes the app with its credentials, devices, tags, templates and push settings
+    /// (foreign keys cascade).
+    public func deleteApp(id: Int64) async throws -> Bool {
+        try await sqlWriteStatement { db in try db.run("DELETE FROM apps WHERE id = \(id)") > 0 }
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import TuisongCore
+
+// ChannelCredentialStore (Android services' credentials), written once.
+extension SQLStoreBackend {
+    /// `.conflict` for an APNs credential (those are `credentials`), `.notFound` for an unknown app.
+    public func addChannelCredential(_ credential: NewChannelCredential) async throws -> ChannelCredentialRecord {
+        guard credential.channel.isAndroid else {
+            throw StoreError(.conflict, "an APNs credential belongs in credentials, not channel_credentials")
+        }
+        let now = nowMilliseconds
+        let options = JSONValue.object(credential.options.mapValues(JSONValue.string)).serializedString
+        return try await sqlWriteStatement { db in
+            try Rows.channelCredentialRecord(
+                Rows.returned(
+                    db,
+                    """
+                    INSERT INTO channel_credentials (app_id, channel, selector, vendor_app_id, client_id,
+                        encrypted_secret, created_at, options)
+                    VALUES (\(credential.appID), \(credential.channel.rawValue), \(credential.selector),
+                        \(credential.vendorAppID), \(credential.clientID), \(credential.encryptedSecret), \(now),
+                        \(options))
+                    RETURNING \(raw: Rows.channelCredentialColumns)
+                    """, "INSERT INTO channel_credentials"))
+        }
+    }
+
+    public func channelCredentials(appID: Int64) async throws -> [ChannelCredentialRecord] {
+        try await sqlRead { db in
+            try db.fetchAll(
+                "SELECT \(raw: Rows.channelCredentialColumns) FROM channel_credentials WHERE app_id = \(appID) ORDER BY id"
+            ).map(Rows.channelCredentialRecord)
+        }
+    }
+
+    /// The app's newest credential for `channel` with exactly `selector` (nil: the one without).
+    public func activeChannelCredential(appID: Int64, channel: PushChannel, selector: String?) async throws
+        -> ChannelCredentialRecord?
+    {
+        try await sqlRead { db in
+            try db.fetchOne(
+                """
+                SELECT \(raw: Rows.channelCredentialColumns) FROM channel_credentials
+                WHERE app_id = \(appID) AND channel = \(channel.rawValue)
+                    AND selector \(raw: db.dialect.isNotDistinctFrom) \(selector)
+                ORDER BY id DESC LIMIT 1
+                """
+            ).map(Rows.channelCredentialRecord)
+        }
+    }
+
+    public func channelCredential(id: Int64) async throws -> ChannelCredentialRecord? {
+        try await sqlRead { db in
+            try db.fetchOne("SELECT \(raw: Rows.channelCredentialColumns) FROM channel_credentials WHERE id = \(id)")
+                .map(Rows.channelCredentialRecord)
+        }
+    }
+
+    public func deleteChannelCredential(id: Int64) async throws -> Bool {
+        try await sqlWriteStatement { db in try db.run("DELETE FROM channel_credentials WHERE id = \(id)") > 0 }
+    }
+
+    public func setChannelCredentialStatus(id: Int64, status: String, reason: String?) async throws {
+        try await sqlWriteStatement { db in
+            try db.run("UPDATE channel_credentials SET status = \(status), status_reason = \(reason) WHERE id = \(id)")
+        }
+    }
+}
+
+extension Rows {
+    package static let channelCredentialColumns = """
+        id, app_id, channel, selector, vendor_app_id, client_id, encrypted_secret, status, status_reason, created_at, \
+        options
+        """
+
+    package static func channelCredentialRecord(_ row: SQLRow) throws -> ChannelCredentialRecord {
+        guard let channel = PushChannel(rawValue: row.string(2)) else {
+            throw StoreError(
+                .unavailable, "channel_credentials row \(row.int64(0)) is for a channel this build does not speak")
+        }
+        let options = (try? JSONValue(parsing: Array(row.string(10).utf8)))?.objectValue?.compactMapValues(
+            \.stringValue)
+        return ChannelCredentialRecord(
+            id: row.int64(0), appID: row.int64(1), channel: channel, selector: row.optionalString(3),
+            vendorAppID: row.string(4), clientID: row.string(5), encryptedSecret: row.bytes(6),
+            options: options ?? [:], status: row.string(7), statusReason: row.optionalString(8),
+            createdAt: row.date(9))
+    }
+}

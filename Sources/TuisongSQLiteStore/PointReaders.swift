@@ -1,0 +1,251 @@
+import Foundation
+internal import GRDBSQLite
+import Synchronization
+import TuisongCore
+import TuisongSQLStore
+
+/// Read-only SQLite connections for point lookups (a device by token on every
+/// `GET /api/v1/devices/{token}`, an app by API key hash on every native request), run on the
+/// calling thread with statements prepared once.
+///
+/// GRDB's synchronous pool read costs several times the query itself: a semaphore and a
+/// dispatch queue to borrow a reader, a second queue to run on it, and a
+/// `PRAGMA schema_version` per read to validate its statement cache. Profiling the lookup
+/// benchmark put half the server's CPU in that path. Here a lookup takes an idle connection
+/// from a lock-protected stack (no queue hop), binds, steps and resets one prepared
+/// statement. SQLite re-prepares a statement by itself when the schema changes.
+///
+/// Every statement is one `SELECT`, so it reads one consistent WAL snapshot and holds the
+/// read lock only until `sqlite3_reset`, which always runs before the connection goes back.
+///
+/// A lookup on the calling thread never waits for a lock: with `waiting: false` SQLite's busy
+/// handler is off and SQLITE_BUSY (WAL recovery after another process crashed, a writer in
+/// exclusive locking mode) throws `PointReaderBusy` at once; the store then repeats the lookup
+/// off the caller's thread, waiting up to the busy timeout (see `SQLiteStore.pointLookUp`).
+final class PointReaders: Sendable {
+    private struct State {
+        var idle: [PointReaderConnection] = []
+        var closed = false
+    }
+
+    private let path: String
+    private let busyTimeoutMilliseconds: Int32
+    private let state = Mutex(State())
+    private let busyFallbackCount = Atomic<Int>(0)
+    /// Idle connections kept beyond this are closed: only as many are ever open as threads
+    /// look up at the same moment.
+    private static let maximumIdle = 16
+
+    init(path: String, busyTimeout: TimeInterval) {
+        self.path = path
+        busyTimeoutMilliseconds = Int32(clamping: Int((busyTimeout * 1000).rounded()))
+    }
+
+    /// Runs `body` with a connection used by this thread alone until `body` returns; with
+    /// `waiting`, SQLite waits for locks up to the busy timeout, otherwise not at all.
+    func withConnection<T>(waiting: Bool = false, _ body: (PointReaderConnection) throws -> T) throws -> T {
+        let connection = try checkOut()
+        defer { checkIn(connection) }
+        connection.setBusyTimeout(waiting ? busyTimeoutMilliseconds : 0)
+        return try body(connection)
+    }
+
+    /// Lookups that found the database locked and were repeated off the calling thread.
+    var busyFallbacks: Int { busyFallbackCount.load(ordering: .relaxed) }
+
+    func noteBusyFallback() { busyFallbackCount.add(1, ordering: .relaxed) }
+
+    /// Closes the idle connections; connections in use close when they come back.
+    func close() {
+        let idle = state.withLock { state -> [PointReaderConnection] in
+            state.closed = true
+            defer { state.idle.removeAll() }
+            return state.idle
+        }
+        for connection in idle { connection.close() }
+    }
+
+    private func checkOut() throws -> PointReaderConnection {
+        let reused = try state.withLock { state -> PointReaderConnection? in
+            if state.closed { throw StoreError(.unavailable, "the store is closed") }
+            return state.idle.popLast()
+        }
+        if let reused { return reused }
+        return try PointReaderConnection(path: path)
+    }
+
+    private func checkIn(_ connection: PointReaderConnection) {
+        let keep = state.withLock { state -> Bool in
+            guard !state.closed, state.idle.count < Self.maximumIdle else { return false }
+            state.idle.append(connection)
+            return true
+        }
+        if !keep { connection.close() }
+    }
+}
+
+/// The lookups `PointReaders` serves; each has one prepared statement per connection.
+enum PointQuery: Int, CaseIterable {
+    /// A device by (app, token), with its tag names joined by U+001F in the last column.
+    case deviceWithTagsByToken
+    case deviceByToken
+    case deviceByID
+    case appByID
+    case appByAPIKeyHash
+    /// An app by one vendor setting (`?1` the JSON path `$."vendor"."key"`, `?2` the value).
+    case appByVendorSetting
+    /// A message's changing columns, with its failure and skip counts as JSON objects
+    /// (`{"reason":count}`) in the last two columns.
+    case messageProgressByID
+
+    var sql: String {
+        switch self {
+        case .deviceWithTagsByToken:
+            """
+            SELECT \(Rows.deviceColumns),
+                (SELECT group_concat(t.name, char(31)) FROM device_tags dt JOIN tags t ON t.id = dt.tag_id
+                 WHERE dt.device_id = devices.id)
+            FROM devices WHERE app_id = ?1 AND token = ?2
+            """
+        case .deviceByToken:
+            "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ?1 AND token = ?2"
+        case .deviceByID:
+            "SELECT \(Rows.deviceColumns) FROM devices WHERE id = ?1"
+        case .appByID:
+            "SELECT \(Rows.appColumns) FROM apps WHERE id = ?1"
+        case .appByAPIKeyHash:
+            "SELECT \(Rows.appColumns) FROM apps WHERE api_key_hash = ?1"
+        case .appByVendorSetting:
+            "SELECT \(Rows.appColumns) FROM apps WHERE json_extract(vendor_settings, ?1) = ?2 ORDER BY id LIMIT 1"
+        case .messageProgressByID:
+            """
+            SELECT state, total, started_at, completed_at, cursor, queued, sending, delivered, failed, skipped, held,
+                (SELECT json_group_object(reason, count) FROM message_failures WHERE message_id = messages.id),
+                (SELECT json_group_object(reason, count) FROM message_skips WHERE message_id = messages.id)
+            FROM messages WHERE id = ?1
+            """
+        }
+    }
+}
+
+/// One read-only connection and its prepared statements.
+final class PointReaderConnection: @unchecked Sendable {
+    // @unchecked Sendable: `PointReaders` hands a connection to one caller at a time (it is
+    // either in the idle stack under the lock or checked out by exactly one thread), so the
+    // handle and the statement array are never touched by two threads at once.
+    private var handle: OpaquePointer?
+    private var statements: [OpaquePointer?]
+    private var busyTimeoutMilliseconds: Int32 = 0
+
+    init(path: String) throws {
+        statements = Array(repeating: nil, count: PointQuery.allCases.count)
+        // NOMUTEX: SQLite's per-connection mutex is redundant under the one-user rule above.
+        let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+        var opened: OpaquePointer?
+        let code = sqlite3_open_v2(path, &opened, flags, nil)
+        guard code == SQLITE_OK, let opened else {
+            let message = opened.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
+            sqlite3_close_v2(opened)
+            throw StoreError(.unavailable, "cannot open \(path) for reading: SQLite error \(code): \(message)")
+        }
+        handle = opened
+    }
+
+    /// 0 turns SQLite's busy handler off: a locked database answers SQLITE_BUSY at once.
+    func setBusyTimeout(_ milliseconds: Int32) {
+        guard milliseconds != busyTimeoutMilliseconds, let handle else { return }
+        sqlite3_busy_timeout(handle, milliseconds)
+        busyTimeoutMilliseconds = milliseconds
+    }
+
+    deinit { close() }
+
+    func close() {
+        for statement in statements { sqlite3_finalize(statement) }
+        statements = Array(repeating: nil, count: statements.count)
+        if let handle { sqlite3_close_v2(handle) }
+        handle = nil
+    }
+
+    /// Runs `query` with `arguments` bound to ?1, ?2, … and decodes its first row, if any.
+    func first<T>(_ query: PointQuery, _ arguments: [PointArgument], decode: (PointRow) throws -> T) throws -> T? {
+        let statement = try prepared(query)
+        defer {
+            // Ends the statement's read transaction and drops the bound copies.
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (index, argument) in arguments.enumerated() {
+            let position = Int32(index + 1)
+            let code: Int32
+            switch argument {
+            case .int64(let value):
+                code = sqlite3_bind_int64(statement, position, value)
+            case .text(let value):
+                code = sqlite3_bind_text(statement, position, value, -1, Self.transient)
+            }
+            guard code == SQLITE_OK else { throw error(code, "binding ?\(position) of \(query)") }
+        }
+        let code = sqlite3_step(statement)
+        switch code {
+        case SQLITE_ROW:
+            return try decode(PointRow(statement: statement))
+        case SQLITE_DONE:
+            return nil
+        case let busy where busy & 0xFF == SQLITE_BUSY:
+            throw PointReaderBusy()
+        default:
+            throw error(code, "running \(query)")
+        }
+    }
+
+    private func prepared(_ query: PointQuery) throws -> OpaquePointer {
+        if let statement = statements[query.rawValue] { return statement }
+        guard let handle else { throw StoreError(.unavailable, "the store is closed") }
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v3(handle, query.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        // Preparing reads the schema, so a locked database stops it too.
+        if code & 0xFF == SQLITE_BUSY { throw PointReaderBusy() }
+        guard code == SQLITE_OK, let statement else { throw error(code, "preparing \(query)") }
+        statements[query.rawValue] = statement
+        return statement
+    }
+
+    private func error(_ code: Int32, _ doing: String) -> StoreError {
+        let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
+        return StoreError(.unavailable, "SQLite error \(code) \(doing): \(message)")
+    }
+
+    /// SQLITE_TRANSIENT: SQLite copies the bound text before `bind` returns.
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+}
+
+/// The database was locked and the connection was told not to wait.
+struct PointReaderBusy: Error {}
+
+/// A value bound to a `PointQuery` parameter.
+enum PointArgument {
+    case int64(Int64)
+    case text(String)
+}
+
+/// The current row of a stepped statement; valid only inside the `decode` closure.
+struct PointRow: ColumnValues {
+    fileprivate let statement: OpaquePointer
+
+    package func isNull(_ index: Int32) -> Bool { sqlite3_column_type(statement, index) == SQLITE_NULL }
+
+    package func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(statement, index) }
+
+    package func string(_ index: Int32) -> String {
+        guard let text = sqlite3_column_text(statement, index) else { return "" }
+        let count = Int(sqlite3_column_bytes(statement, index))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+}
+
+extension SQLiteStore {
+    /// Bytes SQLite has allocated in this process (page caches, schemas, prepared statements
+    /// of every connection): `tuisong_sqlite_memory_bytes`, and `make bench-memory`.
+    public static var memoryInUse: Int64 { sqlite3_memory_used() }
+}

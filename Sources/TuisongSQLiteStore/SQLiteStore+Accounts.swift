@@ -1,0 +1,218 @@
+import Foundation
+import GRDB
+import TuisongCore
+import TuisongSQLStore
+
+// The IM account writes SQLite does its own way (the rest is written once in
+// `SQLStoreBackend+Accounts`): binding a device (this backend's device upsert), the existence
+// check of a list (chunked `IN`, SQLite's parameter limit) and the badge batching (`json_each`,
+// group commit). Every write is one transaction on the single writer connection, so concurrent
+// badge increments of one account are serialised and each gets its own value.
+extension SQLiteStore: AccountStore {
+    public func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String> {
+        guard !accounts.isEmpty else { return [] }
+        return try await read { db in
+            var found = Set<String>()
+            // SQLite limits bound parameters; a few hundred per statement stays far below.
+            for chunk in Array(Set(accounts)).chunks(ofCount: 500) {
+                let marks = SQLList.placeholders(chunk.count)
+                let rows = try String.fetchAll(
+                    db, sql: "SELECT account FROM accounts WHERE app_id = ? AND account IN (\(marks))",
+                    arguments: StatementArguments([appID] + chunk.map { $0 as (any DatabaseValueConvertible)? }))
+                found.formUnion(rows)
+            }
+            return found
+        }
+    }
+
+    public func bindDevice(
+        appID: Int64, account: String, registration: DeviceRegistration, credentialSelector: String?
+    ) async throws -> Device {
+        let now = nowMilliseconds
+        return try await write { db in
+            try AccountQueries.insertAccount(GRDBExecutor(db: db), appID: appID, account: account, now: now)
+            let registered = try Self.applyRegistration(db, appID: appID, registration, now: now).device
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        UPDATE devices SET im_account = ?1, credential_selector = ?2,
+                            (account_id, app_state) = (SELECT id, app_state FROM accounts WHERE app_id = ?3 AND account = ?1)
+                        WHERE id = ?4
+                        RETURNING \(Rows.deviceColumns)
+                        """,
+                    arguments: [account, credentialSelector, appID, registered.id])
+            else { throw StoreError(.unavailable, "the bound device \(registered.id) vanished") }
+            return try Rows.device(row)
+        }
+    }
+
+    public func incrementBadges(appID: Int64, accounts: [String]) async throws -> [String: Int] {
+        guard !accounts.isEmpty else { return [:] }
+        let now = nowMilliseconds
+        // One statement for the whole list (a JSON array walked by json_each): an upsert per
+        // account was most of this write's time for a 1,000-account page. An account named
+        // twice is upserted twice; RETURNING's rows come in no set order, so the larger value
+        // is its last.
+        let list = JSONValue.serializedArray(accounts)
+        let unique = Set(accounts).count
+        return try await write { db in
+            let increment = try db.cachedStatement(sql: Self.incrementBadgesSQL)
+            var values: [String: Int] = [:]
+            values.reserveCapacity(unique)
+            for row in try Row.fetchAll(increment, arguments: [appID, now, list]) {
+                let account: String = row[0]
+                let badge: Int = row[1]
+                values[account] = max(values[account] ?? 0, badge)
+            }
+            guard values.count == unique else {
+                throw StoreError(
+                    .unavailable, "the badge increments returned \(values.count) values for \(unique) accounts")
+            }
+            return values
+        }
+    }
+
+    public func grantBadges(appID: Int64, messageID: Int64, accounts: [AccountKey]) async throws -> [String: Int] {
+        guard !accounts.isEmpty else { return [:] }
+        let (names, ids) = BadgeGrantAccounts.distinct(accounts)
+        let now = nowMilliseconds
+        let list = Self.jsonArray(ids)
+        // One transaction for the grants and the increments: a crash or a failed write between
+        // an increment and its grant would count the account again when the page is decided
+        // again. Recording the grants is the lookup too: the insert returns the accounts not yet
+        // counted for the message. Each list goes in as one JSON array (json_each), so the
+        // statements keep one shape and stay prepared whatever the page's length; accounts are
+        // row ids, so every step is an integer-keyed B-tree seek. `+app_id` (a check on the rows
+        // found, not an index term) keeps the planner from walking every account of the app
+        // through the (app_id, account) index instead: quadratic in the audience. Grouped with
+        // the grants of other messages decided at the same moment (a chat message each).
+        return try await groupWrite { db in
+            var counted: [Int64] = []
+            counted.reserveCapacity(ids.count)
+            let grant = try db.cachedStatement(
+                sql: """
+                    INSERT INTO badge_grants (message_id, account_id) SELECT ?1, value FROM json_each(?2) WHERE true
+                    ON CONFLICT DO NOTHING RETURNING account_id
+                    """)
+            let inserted = try Int64.fetchCursor(grant, arguments: [messageID, list])
+            while let id = try inserted.next() { counted.append(id) }
+            var badges: [String: Int] = [:]
+            badges.reserveCapacity(ids.count)
+            func collect(_ statement: Statement, _ arguments: StatementArguments) throws {
+                let rows = try Row.fetchCursor(statement, arguments: arguments)
+                while let row = try rows.next() {
+                    if let name = names[row[0] as Int64] { badges[name] = row[1] as Int }
+                }
+            }
+            if !counted.isEmpty {
+                try collect(
+                    db.cachedStatement(
+                        sql: """
+                            UPDATE accounts SET badge = badge + 1, updated_at = ?3
+                            WHERE id IN (SELECT value FROM json_each(?2)) AND +app_id = ?1
+                            RETURNING id, badge
+                            """), [appID, counted.count == ids.count ? list : Self.jsonArray(counted), now])
+            }
+            guard counted.count < ids.count else { return badges }
+            // Counted for this message already (another page, or this one before a crash): the
+            // counter as it is now. An account deleted since has no row, and so no badge.
+            let countedNow = Set(counted)
+            try collect(
+                db.cachedStatement(
+                    sql: """
+                        SELECT id, badge FROM accounts WHERE id IN (SELECT value FROM json_each(?2)) AND +app_id = ?1
+                        """), [appID, counted.isEmpty ? list : Self.jsonArray(ids.filter { !countedNow.contains($0) })])
+            return badges
+        }
+    }
+
+    /// `[1,2,…]`: a list of row ids bound to one statement parameter (`json_each`).
+    private static func jsonArray(_ ids: [Int64]) -> String {
+        "[" + ids.map(String.init).joined(separator: ",") + "]"
+    }
+}
+
+extension SQLiteStore {
+    /// Adds one to the badge of every account in the JSON array ?3 of app ?1 (creating missing
+    /// accounts at 1; ?2 is now) and returns each new value.
+    static let incrementBadgesSQL = """
+        INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
+            SELECT ?1, value, 1, ?2, ?2 FROM json_each(?3) WHERE true
+        ON CONFLICT (app_id, account) DO UPDATE SET
+            badge = accounts.badge + 1, updated_at = excluded.updated_at
+        RETURNING account, badge
+        """
+
+    /// Rows deleted per transaction by `forgetFinishedBadgeGrants`.
+    static let badgeGrantsForgottenPerTransaction = 5_000
+
+    @discardableResult
+    public func forgetFinishedBadgeGrants() async throws -> Int {
+        var forgotten = 0
+        var nextAfter: Int64 = 0
+        // Messages found by one seek each (not a scan of every grant of a message still
+        // sending), up to `badgeGrantMessagesPerRound` in one read; then the finished ones' grants
+        // go in bounded transactions, many messages to a transaction: a chat load finishes a
+        // thousand messages a second with a grant or two each, and a transaction per message
+        // held the writer for them.
+        while true {
+            let after = nextAfter
+            let found = try await read { db -> (last: Int64?, finished: [Int64]) in
+                var cursor = after
+                var finished: [Int64] = []
+                for _ in 0..<Self.badgeGrantMessagesPerRound {
+                    guard
+                        let id = try Int64.fetchOne(
+                            db.cachedStatement(
+                                sql:
+                                    "SELECT message_id FROM badge_grants WHERE message_id > ? ORDER BY message_id LIMIT 1"
+                            ),
+                            arguments: [cursor])
+                    else { return (nil, finished) }
+                    cursor = id
+                    let sending = try Bool.fetchOne(
+                        db.cachedStatement(sql: "SELECT 1 FROM messages WHERE id = ? AND state = 'sending'"),
+                        arguments: [id])
+                    if sending == nil { finished.append(id) }
+                }
+                return (cursor, finished)
+            }
+            var pending = found.finished
+            while !pending.isEmpty {
+                let batch = pending
+                let (deleted, done) = try await write { db -> (Int, Int) in
+                    var budget = Self.badgeGrantsForgottenPerTransaction
+                    var done = 0
+                    for messageID in batch {
+                        // Checked again in the transaction: the message may have been restarted.
+                        let sending = try Bool.fetchOne(
+                            db.cachedStatement(sql: "SELECT 1 FROM messages WHERE id = ? AND state = 'sending'"),
+                            arguments: [messageID])
+                        if sending == nil {
+                            try db.cachedStatement(
+                                sql: """
+                                    DELETE FROM badge_grants WHERE message_id = ?1 AND account_id IN
+                                        (SELECT account_id FROM badge_grants WHERE message_id = ?1 LIMIT ?2)
+                                    """
+                            ).execute(arguments: [messageID, budget])
+                            budget -= db.changesCount
+                            // Out of budget: this message may have grants left; the next
+                            // transaction starts with it.
+                            if budget <= 0 { break }
+                        }
+                        done += 1
+                    }
+                    return (Self.badgeGrantsForgottenPerTransaction - budget, done)
+                }
+                forgotten += deleted
+                pending.removeFirst(done)
+            }
+            guard let last = found.last else { return forgotten }
+            nextAfter = last
+        }
+    }
+
+    /// Messages looked at per read of `forgetFinishedBadgeGrants`.
+    static let badgeGrantMessagesPerRound = 256
+}

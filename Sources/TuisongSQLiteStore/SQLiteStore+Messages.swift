@@ -1,0 +1,1037 @@
+import Foundation
+import GRDB
+import TuisongCore
+import TuisongSQLStore
+
+extension SQLiteStore: MessageStore {
+    private static let messageColumns = """
+        id, app_id, vendor, vendor_message_id, audience, content, options, state, \
+        send_at, labels, created_at, started_at, completed_at, total, cursor, \
+        queued, sending, delivered, failed, skipped, held, vendor_context
+        """
+
+    public func createMessage(_ job: PushJob, state: MessageState) async throws -> MessageRecord {
+        let now = nowMilliseconds
+        let row = MessageRow(
+            appID: job.appID, vendor: job.vendor, vendorMessageID: job.vendorMessageID,
+            audience: try JSONText.encode(job.audience), content: try JSONText.encode(job.content),
+            options: try JSONText.encode(job.options), labels: try JSONText.encode(job.labels),
+            state: state.rawValue, sendAt: job.sendAt.map(SQLTime.milliseconds), createdAt: now,
+            vendorContext: try job.vendorContext.map { try JSONText.encode($0) }, idempotencyKey: job.idempotencyKey)
+        // Only the dispatcher claims: another process (the CLI, a second `serve`) keeps nothing.
+        let keptForClaim = state == .queued && dispatcherLock.isHeld
+        let createdAt = SQLTime.date(now)
+        // Group-committed with the other small writes of the moment (`groupWrite`).
+        let inserted: InsertedMessage
+        do {
+            inserted = try await groupWrite { db in
+                let inserted = try Self.insertMessage(db, row)
+                // Kept before the commit: a claim sees the row only once it is committed, and
+                // then finds its record here. Kept after the commit, a claim that ran in between
+                // read the row and left the record here for good (up to the limit: ~13 MB of a
+                // 300,000-request run's heap, `make bench-memory`).
+                if keptForClaim, inserted.created {
+                    let record = MessageRecord.created(id: inserted.id, job: job, state: state, createdAt: createdAt)
+                    self.createdRecords.withLock { records in
+                        if records.count < Self.createdRecordLimit { records[inserted.id] = record }
+                    }
+                }
+                return inserted
+            }
+        } catch {
+            // Rolled back (this write's savepoint or the group's commit): its id may be used again.
+            if keptForClaim { forgetCreatedRecordOfFailedInsert(row) }
+            throw error
+        }
+        if job.idempotencyKey != nil {
+            await idempotencyKeySweeper.sweepIfDue(now: SQLTime.date(now)) { before, limit in
+                try await forgetIdempotencyKeys(before: before, limit: limit)
+            }
+        }
+        guard inserted.created else {
+            // A repeat: the message its key's first request created, as it is now.
+            guard let record = try await message(id: inserted.id) else {
+                throw StoreError.notFound("message \(inserted.id) of idempotency key")
+            }
+            return record
+        }
+        return MessageRecord.created(id: inserted.id, job: job, state: state, createdAt: createdAt)
+    }
+
+    /// Drops what a rolled-back insert kept for the claim. Its id is not known here (the write
+    /// failed), so every kept record of the same app and creation time goes: at worst a claim
+    /// reads one record it could have had from memory.
+    private func forgetCreatedRecordOfFailedInsert(_ row: MessageRow) {
+        let createdAt = SQLTime.date(row.createdAt)
+        createdRecords.withLock { records in
+            for (id, record) in records where record.appID == row.appID && record.createdAt == createdAt {
+                records.removeValue(forKey: id)
+            }
+        }
+    }
+
+    /// Records kept for the dispatcher's claim at most (a backlog beyond it is read back).
+    static let createdRecordLimit = 20_000
+
+    /// One message as inserted.
+    struct MessageRow: Sendable {
+        var appID: Int64
+        var vendor: String
+        var vendorMessageID: String?
+        var audience: String
+        /// `PushContent` as JSON.
+        var content: String
+        var options: String
+        var labels: String
+        var state: String
+        var sendAt: Int64?
+        var createdAt: Int64
+        var vendorContext: String?
+        /// Committed with the message (`PushJob.idempotencyKey`).
+        var idempotencyKey: String?
+    }
+
+    /// A message row's id, and whether this insert created it (false: its idempotency key
+    /// already named a message, whose id this is).
+    struct InsertedMessage: Sendable {
+        var id: Int64
+        var created: Bool
+    }
+
+    /// Inserts a message (and its idempotency key) in the caller's transaction; a key still
+    /// alive answers its first message instead.
+    static func insertMessage(_ db: Database, _ row: MessageRow) throws -> InsertedMessage {
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO messages (app_id, vendor, vendor_message_id, audience, content, options,
+                    labels, state, send_at, created_at, vendor_context)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        if let key = row.idempotencyKey {
+            let lifetime = Int64(IdempotencyKey.lifetime * 1000)
+            if let existing = try Int64.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT message_id FROM idempotency_keys WHERE app_id = ? AND key = ? AND created_at > ?"),
+                arguments: [row.appID, key, row.createdAt - lifetime])
+            {
+                return InsertedMessage(id: existing, created: false)
+            }
+        }
+        try insert.execute(arguments: [
+            row.appID, row.vendor, row.vendorMessageID, row.audience, row.content, row.options,
+            row.labels, row.state, row.sendAt, row.createdAt, row.vendorContext,
+        ])
+        let id = db.lastInsertedRowID
+        if let key = row.idempotencyKey {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO idempotency_keys (app_id, key, message_id, created_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (app_id, key) DO UPDATE
+                    SET message_id = excluded.message_id, created_at = excluded.created_at
+                    """
+            ).execute(arguments: [row.appID, key, id, row.createdAt])
+        }
+        return InsertedMessage(id: id, created: true)
+    }
+
+    public func message(id: Int64) async throws -> MessageRecord? {
+        try await read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE id = ?", arguments: [id])
+            else { return nil }
+            return try Self.messageRecord(db, row)
+        }
+    }
+
+    /// A point lookup on the calling thread (see `PointReaders`): one statement, one snapshot,
+    /// no JSON column decoded. Polling a message's status 100 times a second must not cost a
+    /// push its throughput.
+    public func messageProgress(id: Int64) async throws -> MessageProgressSnapshot? {
+        try await pointLookUp(.messageProgressByID, [.int64(id)]) { row in
+            let stateName = row.string(0)
+            guard let state = MessageState(rawValue: stateName) else {
+                throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
+            }
+            var counts = DeliveryCounts()
+            counts.queued = Int(row.int64(5))
+            counts.sending = Int(row.int64(6))
+            counts.delivered = Int(row.int64(7))
+            counts.failed = Int(row.int64(8))
+            counts.skipped = Int(row.int64(9))
+            counts.held = Int(row.int64(10))
+            return MessageProgressSnapshot(
+                state: state, total: row.optionalInt64(1).map { Int($0) },
+                startedAt: row.optionalInt64(2).map(SQLTime.date),
+                completedAt: row.optionalInt64(3).map(SQLTime.date), cursor: row.int64(4), counts: counts,
+                failures: try Self.reasonCounts(row.string(11)), skips: try Self.reasonCounts(row.string(12)))
+        }
+    }
+
+    /// `{"reason":count,…}` from `json_group_object` (empty text for no rows).
+    private static func reasonCounts(_ text: String) throws -> [String: Int] {
+        guard !text.isEmpty, text != "{}" else { return [:] }
+        guard case .object(let members) = try JSONValue(parsing: Array(text.utf8)) else {
+            throw StoreError(.unavailable, "reason counts are not a JSON object: \(text)")
+        }
+        var counts: [String: Int] = [:]
+        for (reason, value) in members { counts[reason] = Int(value.intValue ?? 0) }
+        return counts
+    }
+
+    public func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord? {
+        try await read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE app_id = ? AND vendor_message_id = ?",
+                    arguments: [appID, vendorMessageID])
+            else { return nil }
+            return try Self.messageRecord(db, row)
+        }
+    }
+
+    public func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord] {
+        let limit = min(max(limit, 1), 1000)
+        return try await read { db in
+            let rows: [Row]
+            if let appID {
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE app_id = ? ORDER BY id DESC LIMIT ?",
+                    arguments: [appID, limit])
+            } else {
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT \(Self.messageColumns) FROM messages ORDER BY id DESC LIMIT ?", arguments: [limit])
+            }
+            return try rows.map { row in try Self.messageRecord(db, row) }
+        }
+    }
+
+    public func dispatchableMessageIDs(now: Date) async throws -> [Int64] {
+        let nowMs = SQLTime.milliseconds(now)
+        return try await read { db in
+            try Int64.fetchAll(
+                db,
+                sql: """
+                    SELECT id FROM (
+                        SELECT id FROM messages WHERE state IN ('queued', 'sending') AND \(Self.pendingIndexTerm)
+                        UNION ALL
+                        SELECT id FROM messages WHERE state = 'scheduled' AND send_at <= ? AND \(Self.pendingIndexTerm))
+                    ORDER BY id LIMIT 100
+                    """,
+                arguments: [nowMs])
+        }
+    }
+
+    /// Marks up to `limit` due messages (queued, or scheduled and come due) `sending`, oldest
+    /// first, and returns them: one write for a whole batch of the dispatcher's claims.
+    func claimDueMessages(now: Date, limit: Int) async throws -> [MessageRecord] {
+        let nowMs = SQLTime.milliseconds(now)
+        let claimed = try await write { db -> [(id: Int64, startedAt: Int64)] in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        UPDATE messages SET state = 'sending', started_at = coalesce(started_at, ?)
+                        WHERE id IN (
+                            SELECT id FROM (
+                                SELECT id FROM messages WHERE state = 'queued' AND \(Self.pendingIndexTerm)
+                                UNION ALL
+                                SELECT id FROM messages
+                                WHERE state = 'scheduled' AND send_at <= ? AND \(Self.pendingIndexTerm))
+                            ORDER BY id LIMIT ?)
+                        RETURNING id, started_at
+                        """), arguments: [nowMs, nowMs, limit]
+            ).map { row in (row[0] as Int64, row[1] as Int64) }
+        }
+        guard !claimed.isEmpty else { return [] }
+        // Messages this process accepted are known as they were committed; others (accepted by
+        // another process, or before a restart) are read.
+        var records: [MessageRecord] = []
+        var unknown: [Int64] = []
+        createdRecords.withLock { created in
+            for (id, startedAt) in claimed {
+                if var record = created.removeValue(forKey: id) {
+                    record.state = .sending
+                    record.startedAt = SQLTime.date(startedAt)
+                    records.append(record)
+                } else {
+                    unknown.append(id)
+                }
+            }
+        }
+        if !unknown.isEmpty {
+            let ids = "[" + unknown.map(String.init).joined(separator: ",") + "]"
+            records += try await read { db in
+                try Row.fetchAll(
+                    db.cachedStatement(
+                        sql: "SELECT \(Self.messageColumns) FROM messages WHERE id IN (SELECT value FROM json_each(?))"),
+                    arguments: [ids]
+                ).map { row in try Self.messageRecord(db, row) }
+            }
+        }
+        return records.sorted { $0.id < $1.id }
+    }
+
+    /// The condition of the `messages_pending` partial index, spelled out: SQLite uses a partial
+    /// index only for a query whose WHERE clause contains its condition, and `state = 'queued'`
+    /// alone (or an OR of states) made every claim scan the whole table — a poll that grew with
+    /// the message history.
+    static let pendingIndexTerm = "state IN ('scheduled', 'queued', 'sending')"
+
+    /// Messages left `sending` after `id`, in id order.
+    func sendingMessages(after id: Int64, limit: Int) async throws -> [MessageRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Self.messageColumns) FROM messages
+                    WHERE state = 'sending' AND \(Self.pendingIndexTerm) AND id > ? ORDER BY id LIMIT ?
+                    """,
+                arguments: [id, limit]
+            ).map { row in try Self.messageRecord(db, row) }
+        }
+    }
+
+    public func startMessage(id: Int64, total: Int?, at: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE messages SET state = 'sending', total = coalesce(?, total),
+                        started_at = coalesce(started_at, ?)
+                    WHERE id = ? AND state IN ('scheduled', 'queued', 'sending')
+                    """,
+                arguments: [total, SQLTime.milliseconds(at), id])
+            return db.changesCount > 0
+        }
+    }
+
+    public func setExpectedTotal(id: Int64, total: Int) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE messages SET total = ? WHERE id = ? AND state = 'sending'", arguments: [total, id])
+        }
+    }
+
+    public func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws {
+        try await write { db in
+            let completed: Int64? = (state == .completed || state == .cancelled) ? SQLTime.milliseconds(at) : nil
+            try db.execute(
+                sql: "UPDATE messages SET state = ?, completed_at = coalesce(?, completed_at) WHERE id = ?",
+                arguments: [state.rawValue, completed, id])
+        }
+    }
+
+    public func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE messages SET state = 'cancelled', completed_at = ?
+                    WHERE id = ? AND state IN ('scheduled', 'queued') AND started_at IS NULL
+                    """,
+                arguments: [SQLTime.milliseconds(at), id])
+            return db.changesCount > 0
+        }
+    }
+
+    public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
+        let now = SQLTime.milliseconds(at)
+        try await write { db in try Self.apply(db, progress, now: now) }
+    }
+
+    /// The flushes of many messages in one write transaction, each in a savepoint of its own:
+    /// one that fails (whatever the reason) is rolled back alone and answered with its error.
+    public func recordProgress(_ batch: [MessageProgress], at: Date) async throws -> [(any Error)?] {
+        guard !batch.isEmpty else { return [] }
+        let now = SQLTime.milliseconds(at)
+        return try await write { db in
+            var results: [(any Error)?] = []
+            results.reserveCapacity(batch.count)
+            for progress in batch {
+                if batch.count == 1 {
+                    // Alone in its transaction: no savepoint needed.
+                    try Self.apply(db, progress, now: now)
+                    results.append(nil)
+                    continue
+                }
+                do {
+                    try db.inSavepoint {
+                        try Self.apply(db, progress, now: now)
+                        return .commit
+                    }
+                    results.append(nil)
+                } catch {
+                    results.append(error)
+                }
+            }
+            return results
+        }
+    }
+
+    /// One flush, inside the caller's transaction.
+    static func apply(_ db: Database, _ progress: MessageProgress, now: Int64) throws {
+        let c = progress.counts
+        // Prepared once per connection: a push flushes after every page, and parsing this
+        // statement each time showed in the per-recipient profile.
+        try db.cachedStatement(
+            sql: """
+                UPDATE messages SET cursor = max(cursor, ?), queued = queued + ?, sending = sending + ?,
+                    delivered = delivered + ?, failed = failed + ?, skipped = skipped + ?, held = held + ?
+                WHERE id = ?
+                """
+        ).execute(arguments: [
+            progress.cursor, c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, progress.messageID,
+        ])
+        // The message was deleted with its app while it was sent: nothing is left to record.
+        guard db.changesCount > 0 else { return }
+        try addFailures(db, messageID: progress.messageID, progress.failures)
+        try addSkips(db, messageID: progress.messageID, progress.skips)
+        for (channel, n) in progress.deliveredByChannel where n != 0 {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO message_channel_deliveries (message_id, channel, delivered) VALUES (?, ?, ?)
+                    ON CONFLICT (message_id, channel) DO UPDATE SET delivered = delivered + excluded.delivered
+                    """
+            ).execute(arguments: [progress.messageID, channel.rawValue, n])
+        }
+        if !progress.deliveries.isEmpty {
+            // The device may have been deleted while its push was in flight: the row keeps its
+            // token and outcome without the reference (a foreign key failure would refuse the
+            // whole flush, again and again, and leave the message sending).
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, apns_id,
+                        attempts, next_attempt_at, updated_at, content, credential_selector, channel)
+                    VALUES (?, (SELECT id FROM devices WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            for d in progress.deliveries {
+                try insert.execute(arguments: [
+                    progress.messageID, d.deviceID, d.token, d.environment.rawValue, d.state.rawValue, d.reason,
+                    d.apnsID, d.attempts, d.nextAttemptAt.map(SQLTime.milliseconds), now,
+                    try d.content.map { try JSONText.encode($0) },
+                    d.credentialSelector, d.channel.rawValue,
+                ])
+            }
+        }
+        for invalidation in progress.invalidations {
+            try invalidate(db, invalidation, now: now)
+        }
+        if let final = progress.finalState {
+            // The audience may have changed while it was read: the final total is what
+            // actually got an outcome. A message completes once: a second final flush
+            // keeps the first completion time, which status polls have already shown. One
+            // with retries or holds left completes when the last of them ends
+            // (`finishWaitingMessages`).
+            try db.cachedStatement(
+                sql: """
+                    UPDATE messages SET state = ?,
+                        completed_at = CASE WHEN queued + sending + held = 0 THEN coalesce(completed_at, ?)
+                            ELSE completed_at END,
+                        total = queued + sending + delivered + failed + skipped + held
+                    WHERE id = ?
+                    """
+            ).execute(arguments: [final.rawValue, now, progress.messageID])
+        }
+    }
+
+    // MARK: audience
+
+    public func audiencePage(
+        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int,
+        withRecipientDetails: Bool
+    ) async throws -> [AudienceEntry] {
+        let limit = max(1, limit)
+        // Account audiences are read with their details joined in (`boundDeviceEntries`); others
+        // get them in a second query only when a policy wants them.
+        let needsDetails: Bool
+        switch audience {
+        case .accounts, .allAccounts: needsDetails = false
+        default: needsDetails = withRecipientDetails
+        }
+        return try await read { db in
+            let entries = try Self.audienceEntries(
+                db, appID: appID, audience: audience, environment: environment, after: cursor, limit: limit)
+            return needsDetails ? try Self.addRecipientDetails(db, appID: appID, to: entries) : entries
+        }
+    }
+
+    /// Many pages in one read transaction (one snapshot, one trip to the reader pool).
+    public func audiencePages(_ requests: [AudiencePageRequest]) async throws -> [[AudienceEntry]] {
+        guard !requests.isEmpty else { return [] }
+        return try await read { db in
+            try requests.map { r in
+                let needsDetails: Bool
+                switch r.audience {
+                case .accounts, .allAccounts: needsDetails = false
+                default: needsDetails = r.withRecipientDetails
+                }
+                let entries = try Self.audienceEntries(
+                    db, appID: r.appID, audience: r.audience, environment: r.environment, after: r.after,
+                    limit: max(1, r.limit))
+                return needsDetails ? try Self.addRecipientDetails(db, appID: r.appID, to: entries) : entries
+            }
+        }
+    }
+
+    /// A page of devices bound to accounts with their recipient details, in one query: each
+    /// bound device carries its account's row id and app state (schema v7), so the page needs neither a
+    /// lookup in `accounts` per device nor a second query with an IN list of the page's ids,
+    /// which took longer than the page itself (per-recipient path).
+    private static func boundDeviceEntries(
+        _ db: Database, where condition: String, _ arguments: [(any DatabaseValueConvertible)?],
+        environment: APNsEnvironment?, limit: Int, prepared: Bool
+    ) throws -> [AudienceEntry] {
+        var arguments = arguments
+        var sql = """
+            SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel, d.im_account, d.locale,
+                d.app_state, d.account_id
+            FROM devices d
+            WHERE \(condition) AND d.invalidated_at IS NULL
+            """
+        if let environment {
+            sql += " AND (d.environment = ? OR d.channel <> 'apns')"
+            arguments.append(environment.rawValue)
+        }
+        sql += " ORDER BY d.id LIMIT ?"
+        arguments.append(limit)
+        // A page of a whole app's accounts has one text per environment filter: prepared once
+        // per connection. An account list's IN list varies with its length: parsed each time.
+        let statement = prepared ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+        return try entries(statement, StatementArguments(arguments)) { row in
+            var entry = try entry(row)
+            let account: String? = row.hasNull(atIndex: 6) ? nil : (row[6] as String)
+            let locale: String? = row.hasNull(atIndex: 7) ? nil : (row[7] as String)
+            let state: String? = row.hasNull(atIndex: 8) ? nil : (row[8] as String)
+            let accountID: Int64? = row.hasNull(atIndex: 9) ? nil : (row[9] as Int64)
+            entry.details = RecipientDetails(
+                account: account, accountID: accountID, appState: state.flatMap(AppState.init(rawValue:)),
+                locale: locale)
+            return entry
+        }
+    }
+
+    private static func audienceEntries(
+        _ db: Database, appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64,
+        limit: Int
+    ) throws -> [AudienceEntry] {
+        switch audience {
+        case .all:
+            return try Self.deviceEntries(
+                db, where: "app_id = ? AND id > ?", [appID, cursor], environment: environment, limit: limit)
+        case .tag(let name):
+            var arguments: [(any DatabaseValueConvertible)?] = [appID, name, cursor]
+            var environmentFilter = ""
+            if let environment {
+                environmentFilter = "AND (d.environment = ? OR d.channel <> 'apns')"
+                arguments.append(environment.rawValue)
+            }
+            arguments.append(limit)
+            return try Self.entries(
+                db.cachedStatement(
+                    sql: """
+                        SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel FROM device_tags dt
+                        JOIN devices d ON d.id = dt.device_id
+                        WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?) AND dt.device_id > ?
+                            AND d.invalidated_at IS NULL \(environmentFilter)
+                        ORDER BY dt.device_id LIMIT ?
+                        """), StatementArguments(arguments), Self.entry)
+        case .accounts(let accounts):
+            guard !accounts.isEmpty else { return [] }
+            let marks = SQLList.placeholders(accounts.count)
+            var arguments: [(any DatabaseValueConvertible)?] = [appID]
+            arguments += accounts.map { $0 as (any DatabaseValueConvertible)? }
+            arguments.append(cursor)
+            return try Self.boundDeviceEntries(
+                db, where: "d.app_id = ? AND d.im_account IN (\(marks)) AND d.id > ?", arguments,
+                environment: environment, limit: limit, prepared: false)
+        case .allAccounts:
+            return try Self.boundDeviceEntries(
+                db, where: "d.app_id = ? AND d.im_account IS NOT NULL AND d.id > ?", [appID, cursor],
+                environment: environment, limit: limit, prepared: true)
+        case .devices(let ids):
+            let wanted = Array(Set(ids).filter { $0 > cursor }.sorted().prefix(limit))
+            guard !wanted.isEmpty else { return [] }
+            let marks = SQLList.placeholders(wanted.count)
+            var arguments: [(any DatabaseValueConvertible)?] = [appID]
+            arguments += wanted.map { $0 as (any DatabaseValueConvertible)? }
+            let rows = try Row.fetchAll(
+                Self.listStatement(
+                    db,
+                    sql: """
+                        SELECT id, token, environment, updated_at, credential_selector, channel, invalidated_at
+                        FROM devices WHERE app_id = ? AND id IN (\(marks))
+                        """, count: wanted.count),
+                arguments: StatementArguments(arguments))
+            var found: [Int64: Row] = [:]
+            for row in rows { found[row[0]] = row }
+            return try wanted.map { id in
+                guard let row = found[id] else {
+                    return AudienceEntry(
+                        position: id, deviceID: nil, token: "", environment: environment ?? .production,
+                        skipReason: "UnknownDevice")
+                }
+                var entry = try Self.entry(row)
+                let invalidatedAt: Int64? = row[6]
+                if invalidatedAt != nil {
+                    entry.skipReason = "DeviceInvalidated"
+                } else if let environment, entry.channel == .apns, entry.environment != environment {
+                    entry.skipReason = "EnvironmentMismatch"
+                }
+                return entry
+            }
+        case .tokens(let tokens):
+            let start = Int(min(max(cursor, 0), Int64(tokens.count)))
+            let slice = Array(tokens[start..<min(tokens.count, start + limit)])
+            guard !slice.isEmpty else { return [] }
+            let marks = SQLList.placeholders(slice.count)
+            var arguments: [(any DatabaseValueConvertible)?] = [appID]
+            arguments += slice.map { $0 as (any DatabaseValueConvertible)? }
+            let rows = try Row.fetchAll(
+                Self.listStatement(
+                    db,
+                    sql: """
+                        SELECT id, token, environment, updated_at, credential_selector, channel, invalidated_at
+                        FROM devices WHERE app_id = ? AND token IN (\(marks))
+                        """, count: slice.count),
+                arguments: StatementArguments(arguments))
+            var registered: [String: Row] = [:]
+            for row in rows { registered[row[1]] = row }
+            return try slice.enumerated().map { offset, token in
+                let position = Int64(start + offset + 1)
+                guard let row = registered[token] else {
+                    // An unregistered token goes to APNs, the only service a token names by its
+                    // shape; an Android token must be registered for its channel to be known.
+                    let isAPNs = DeviceToken(token, channel: .apns) != nil
+                    return AudienceEntry(
+                        position: position, deviceID: nil, token: token, environment: environment ?? .production,
+                        skipReason: isAPNs ? nil : "UnknownDevice")
+                }
+                var entry = try Self.entry(row)
+                entry.position = position
+                if let environment, entry.channel == .apns { entry.environment = environment }
+                let invalidatedAt: Int64? = row[6]
+                if invalidatedAt != nil { entry.skipReason = "DeviceInvalidated" }
+                return entry
+            }
+        }
+    }
+
+    public func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int {
+        try await read { db in
+            let environmentFilter = environment == nil ? "" : "AND (environment = ? OR channel <> 'apns')"
+            func withEnvironment(_ a: [(any DatabaseValueConvertible)?]) -> StatementArguments {
+                StatementArguments(a + (environment.map { [$0.rawValue] } ?? []))
+            }
+            switch audience {
+            case .all:
+                return try Int.fetchOne(
+                    db,
+                    sql:
+                        "SELECT count(*) FROM devices WHERE app_id = ? AND invalidated_at IS NULL \(environmentFilter)",
+                    arguments: withEnvironment([appID])) ?? 0
+            case .tag(let name):
+                return try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*) FROM device_tags dt JOIN devices d ON d.id = dt.device_id
+                        WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?)
+                            AND d.invalidated_at IS NULL \(environment == nil ? "" : "AND (d.environment = ? OR d.channel <> 'apns')")
+                        """,
+                    arguments: withEnvironment([appID, name])) ?? 0
+            case .accounts(let accounts):
+                guard !accounts.isEmpty else { return 0 }
+                let marks = SQLList.placeholders(accounts.count)
+                return try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*) FROM devices WHERE app_id = ? AND im_account IN (\(marks))
+                            AND invalidated_at IS NULL \(environmentFilter)
+                        """,
+                    arguments: withEnvironment([appID] + accounts.map { $0 as (any DatabaseValueConvertible)? })) ?? 0
+            case .allAccounts:
+                return try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*) FROM devices WHERE app_id = ? AND im_account IS NOT NULL
+                            AND invalidated_at IS NULL \(environmentFilter)
+                        """,
+                    arguments: withEnvironment([appID])) ?? 0
+            case .devices(let ids):
+                return Set(ids).count
+            case .tokens(let tokens):
+                return tokens.count
+            }
+        }
+    }
+
+    // MARK: deliveries
+
+    public func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord] {
+        // Retries are the dispatcher's too.
+        guard dispatcherLock.acquire().held else { return [] }
+        let nowMs = SQLTime.milliseconds(now)
+        return try await write { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Self.deliveryColumns) FROM deliveries
+                    WHERE state = 'queued' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?
+                    """,
+                arguments: [nowMs, limit])
+            let records = try rows.map(Self.deliveryRecord)
+            var perMessage: [Int64: Int] = [:]
+            for record in records {
+                try db.execute(
+                    sql: "UPDATE deliveries SET state = 'sending', updated_at = ? WHERE id = ?",
+                    arguments: [nowMs, record.id])
+                perMessage[record.messageID, default: 0] += 1
+            }
+            for (messageID, n) in perMessage {
+                try db.execute(
+                    sql: "UPDATE messages SET queued = queued - ?, sending = sending + ? WHERE id = ?",
+                    arguments: [n, n, messageID])
+            }
+            return records.map { record in
+                var claimed = record
+                claimed.state = .sending
+                return claimed
+            }
+        }
+    }
+
+    /// Only the file's dispatcher requeues: another process's rows in `sending` are its own
+    /// retries in flight. A store that is not the dispatcher yet requeues when it becomes it
+    /// (`claimWork`).
+    public func requeueInterruptedDeliveries() async throws -> Int {
+        let role = dispatcherLock.acquire()
+        guard role.held else { return 0 }
+        // A dispatcher starting in this process (an engine started again) claims the messages
+        // the last one left sending before any new one: a claim marks a message sending, so
+        // they are not due any more.
+        sendingRecovery.withLock { $0 = 0 }
+        return try await requeueSending()
+    }
+
+    func requeueSending() async throws -> Int {
+        let now = nowMilliseconds
+        return try await write { db in
+            let perMessage = try Row.fetchAll(
+                db, sql: "SELECT message_id, count(*) FROM deliveries WHERE state = 'sending' GROUP BY message_id")
+            var total = 0
+            for row in perMessage {
+                let messageID: Int64 = row[0]
+                let n: Int = row[1]
+                try db.execute(
+                    sql: "UPDATE messages SET queued = queued + ?, sending = sending - ? WHERE id = ?",
+                    arguments: [n, n, messageID])
+                total += n
+            }
+            try db.execute(
+                sql:
+                    "UPDATE deliveries SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'sending'",
+                arguments: [now, now])
+            return total
+        }
+    }
+
+    public func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws {
+        guard !updates.isEmpty else { return }
+        let now = SQLTime.milliseconds(at)
+        try await write { db in
+            var deltas: [Int64: DeliveryCounts] = [:]
+            var failures: [Int64: [String: Int]] = [:]
+            for update in updates {
+                try db.execute(
+                    sql: """
+                        UPDATE deliveries SET state = ?, reason = ?, apns_id = coalesce(?, apns_id), attempts = ?,
+                            next_attempt_at = ?, updated_at = ?
+                        WHERE id = ? AND state = ?
+                        """,
+                    arguments: [
+                        update.to.rawValue, update.reason, update.apnsID, update.attempts,
+                        update.nextAttemptAt.map(SQLTime.milliseconds), now, update.deliveryID, update.from.rawValue,
+                    ])
+                guard db.changesCount > 0 else { continue }
+                deltas[update.messageID, default: DeliveryCounts()][update.from] -= 1
+                deltas[update.messageID, default: DeliveryCounts()][update.to] += 1
+                if update.to == .failed, let reason = update.reason {
+                    failures[update.messageID, default: [:]][reason, default: 0] += 1
+                }
+                if let invalidation = update.invalidation { try Self.invalidate(db, invalidation, now: now) }
+            }
+            for (messageID, c) in deltas {
+                try db.execute(
+                    sql: """
+                        UPDATE messages SET queued = queued + ?, sending = sending + ?, delivered = delivered + ?,
+                            failed = failed + ?, skipped = skipped + ?, held = held + ?
+                        WHERE id = ?
+                        """,
+                    arguments: [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, messageID])
+            }
+            for (messageID, reasons) in failures { try Self.addFailures(db, messageID: messageID, reasons) }
+            try Self.finishWaitingMessages(db, Array(deltas.keys), now: now)
+        }
+    }
+
+    /// Completes those of `messageIDs` whose audience is sent and that have nothing queued,
+    /// sending or held left.
+    static func finishWaitingMessages(_ db: Database, _ messageIDs: [Int64], now: Int64) throws {
+        let finish = try db.cachedStatement(
+            sql: """
+                UPDATE messages SET completed_at = ?
+                WHERE id = ? AND state = 'completed' AND completed_at IS NULL AND queued + sending + held = 0
+                """)
+        for id in messageIDs { try finish.execute(arguments: [now, id]) }
+    }
+
+    public func expireHeldDeliveries(now: Date, limit: Int) async throws -> Int {
+        let nowMs = SQLTime.milliseconds(now)
+        return try await write { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, message_id, reason FROM deliveries
+                    WHERE state = 'held' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?
+                    """,
+                arguments: [nowMs, max(1, limit)])
+            var perMessage: [Int64: [String: Int]] = [:]
+            let fail = try db.cachedStatement(
+                sql: "UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, updated_at = ? WHERE id = ?")
+            for row in rows {
+                try fail.execute(arguments: [nowMs, row[0] as Int64])
+                perMessage[row[1], default: [:]][(row[2] as String?) ?? "held", default: 0] += 1
+            }
+            for (messageID, reasons) in perMessage {
+                let n = reasons.values.reduce(0, +)
+                try db.execute(
+                    sql: "UPDATE messages SET held = held - ?, failed = failed + ? WHERE id = ?",
+                    arguments: [n, n, messageID])
+                try Self.addFailures(db, messageID: messageID, reasons)
+            }
+            try Self.finishWaitingMessages(db, Array(perMessage.keys), now: nowMs)
+            return rows.count
+        }
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
+        try await releaseHeld(
+            appID: appID, condition: "channel = 'apns' AND environment = ?", environment.rawValue, now: now)
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, channel: PushChannel, now: Date) async throws -> Int {
+        try await releaseHeld(appID: appID, condition: "channel = ?", channel.rawValue, now: now)
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, selector: String, now: Date) async throws -> Int {
+        try await releaseHeld(appID: appID, condition: "credential_selector = ?", selector, now: now)
+    }
+
+    /// Held rows of the app's messages matching `condition` (one `?`, bound to `value`) go back
+    /// to `queued`, due now, with the messages' counters moved along.
+    private func releaseHeld(appID: Int64, condition: String, _ value: String, now: Date) async throws -> Int {
+        let nowMs = SQLTime.milliseconds(now)
+        return try await write { db in
+            let perMessage = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT message_id, count(*) FROM deliveries
+                    WHERE state = 'held' AND \(condition) AND message_id IN (SELECT id FROM messages WHERE app_id = ?)
+                    GROUP BY message_id
+                    """,
+                arguments: [value, appID])
+            var total = 0
+            for row in perMessage {
+                let messageID: Int64 = row[0]
+                let n: Int = row[1]
+                try db.execute(
+                    sql: """
+                        UPDATE deliveries SET state = 'queued', next_attempt_at = ?, updated_at = ?
+                        WHERE message_id = ? AND state = 'held' AND \(condition)
+                        """,
+                    arguments: [nowMs, nowMs, messageID, value])
+                try db.execute(
+                    sql: "UPDATE messages SET held = held - ?, queued = queued + ? WHERE id = ?",
+                    arguments: [n, n, messageID])
+                total += n
+            }
+            return total
+        }
+    }
+
+    // MARK: plumbing
+
+    /// Shared with the console's per-device listing: one column list, one decoder.
+    static let deliveryColumns = Rows.deliveryColumns
+
+    static func deliveryRecord(_ row: Row) throws -> DeliveryRecord { try Rows.delivery(columns: row) }
+
+    private static func messageRecord(_ db: Database, _ row: Row) throws -> MessageRecord {
+        let id: Int64 = row[0]
+        return try messageRecord(
+            row, failures: failures(db, messageID: id), skips: counts(db, table: "message_skips", messageID: id))
+    }
+
+    private static func messageRecord(_ row: Row, failures: [String: Int], skips: [String: Int]) throws
+        -> MessageRecord
+    {
+        let stateName: String = row[7]
+        guard let state = MessageState(rawValue: stateName) else {
+            throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
+        }
+        let sendAt: Int64? = row[8]
+        let startedAt: Int64? = row[11]
+        let completedAt: Int64? = row[12]
+        var counts = DeliveryCounts()
+        counts.queued = row[15]
+        counts.sending = row[16]
+        counts.delivered = row[17]
+        counts.failed = row[18]
+        counts.skipped = row[19]
+        counts.held = row[20]
+        let vendorContext: String? = row[21]
+        return MessageRecord(
+            id: row[0], appID: row[1], vendor: row[2], vendorMessageID: row[3],
+            audience: try JSONText.decode(Audience.self, row[4]),
+            content: try JSONText.decode(PushContent.self, row[5]),
+            options: try JSONText.decode(PushOptions.self, row[6]), state: state,
+            sendAt: sendAt.map(SQLTime.date), labels: try JSONText.decode([String: String].self, row[9]),
+            createdAt: SQLTime.date(row[10]), startedAt: startedAt.map(SQLTime.date),
+            completedAt: completedAt.map(SQLTime.date), total: row[13], cursor: row[14], counts: counts,
+            failures: failures, skips: skips,
+            vendorContext: try vendorContext.map { try JSONText.decode(JSONValue.self, $0) })
+    }
+
+    private static func failures(_ db: Database, messageID: Int64) throws -> [String: Int] {
+        try counts(db, table: "message_failures", messageID: messageID)
+    }
+
+    /// Per-reason counts of `message_failures` or `message_skips`.
+    private static func counts(_ db: Database, table: String, messageID: Int64) throws -> [String: Int] {
+        var result: [String: Int] = [:]
+        for row in try Row.fetchAll(
+            db, sql: "SELECT reason, count FROM \(table) WHERE message_id = ?", arguments: [messageID])
+        {
+            result[row[0]] = row[1]
+        }
+        return result
+    }
+
+    private static func addSkips(_ db: Database, messageID: Int64, _ skips: [String: Int]) throws {
+        for (reason, n) in skips where n != 0 {
+            try db.execute(
+                sql: """
+                    INSERT INTO message_skips (message_id, reason, count) VALUES (?, ?, ?)
+                    ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
+                    """,
+                arguments: [messageID, reason, n])
+        }
+    }
+
+    /// Fills account, app state and locale of a page's devices in one query.
+    private static func addRecipientDetails(_ db: Database, appID: Int64, to entries: [AudienceEntry]) throws
+        -> [AudienceEntry]
+    {
+        let ids = entries.compactMap(\.deviceID)
+        guard !ids.isEmpty else { return entries }
+        let marks = SQLList.placeholders(ids.count)
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT d.id, d.im_account, d.locale, d.app_state, d.account_id FROM devices d
+                WHERE d.app_id = ? AND d.id IN (\(marks))
+                """,
+            arguments: StatementArguments([appID] + ids.map { $0 as (any DatabaseValueConvertible)? }))
+        var found: [Int64: Row] = [:]
+        for row in rows { found[row[0]] = row }
+        return entries.map { entry in
+            guard let id = entry.deviceID, let row = found[id] else { return entry }
+            var detailed = entry
+            let state: String? = row[3]
+            detailed.details = RecipientDetails(
+                account: row[1], accountID: row[4], appState: state.flatMap(AppState.init(rawValue:)), locale: row[2])
+            return detailed
+        }
+    }
+
+    private static func addFailures(_ db: Database, messageID: Int64, _ failures: [String: Int]) throws {
+        for (reason, n) in failures where n != 0 {
+            try db.execute(
+                sql: """
+                    INSERT INTO message_failures (message_id, reason, count) VALUES (?, ?, ?)
+                    ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
+                    """,
+                arguments: [messageID, reason, n])
+        }
+    }
+
+    /// Applies an APNs invalidation unless the device registered again after APNs's moment.
+    private static func invalidate(_ db: Database, _ invalidation: DeviceInvalidation, now: Int64) throws {
+        try db.execute(
+            sql: """
+                UPDATE devices SET invalidated_at = ?, invalid_reason = ?
+                WHERE id = ? AND updated_at <= ? AND invalidated_at IS NULL
+                """,
+            arguments: [now, invalidation.reason, invalidation.deviceID, SQLTime.milliseconds(invalidation.at)])
+    }
+
+    /// A statement reading a list of `count` devices: prepared once per connection for the
+    /// short lists a chat message names (one device, or a few), whose compilation (GRDB's
+    /// authorizer reads every column) was ~4 % of the CPU per message; compiled each time for
+    /// longer ones, so the cache holds a few texts, not one per list length.
+    private static func listStatement(_ db: Database, sql: String, count: Int) throws -> Statement {
+        count <= 8 ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+    }
+
+    private static func entry(_ row: Row) throws -> AudienceEntry {
+        let environmentName: String = row[2]
+        guard let environment = APNsEnvironment(rawValue: environmentName) else {
+            throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
+        }
+        let updatedAt: Int64 = row[3]
+        // Not `row[4] as String?`: GRDB's optional decode looks up Optional<String>'s generic
+        // metadata on every call, a measurable share of a large fan-out's CPU.
+        let selector: String? = row.hasNull(atIndex: 4) ? nil : (row[4] as String)
+        var entry = AudienceEntry(
+            position: row[0], deviceID: row[0], token: row[1], environment: environment,
+            registeredAt: SQLTime.date(updatedAt), credentialSelector: selector)
+        let channelName: String = row[5]
+        // Nearly every device is on APNs: one comparison, no enum parse, on the fan-out path.
+        if channelName != "apns" {
+            guard let channel = PushChannel(rawValue: channelName) else {
+                throw StoreError(
+                    .unavailable, "devices.channel holds a channel this build does not speak: \(channelName)")
+            }
+            entry.channel = channel
+        }
+        return entry
+    }
+
+    private static func deviceEntries(
+        _ db: Database, where condition: String, _ arguments: [(any DatabaseValueConvertible)?],
+        environment: APNsEnvironment?, limit: Int
+    ) throws -> [AudienceEntry] {
+        var arguments = arguments
+        var sql = """
+            SELECT id, token, environment, updated_at, credential_selector, channel FROM devices
+            WHERE \(condition) AND invalidated_at IS NULL
+            """
+        if let environment {
+            sql += " AND (environment = ? OR channel <> 'apns')"
+            arguments.append(environment.rawValue)
+        }
+        sql += " ORDER BY id LIMIT ?"
+        arguments.append(limit)
+        // One text per environment filter: prepared once per connection, not parsed per page.
+        return try entries(db.cachedStatement(sql: sql), StatementArguments(arguments), entry)
+    }
+
+    /// The page's rows read off the statement as they are stepped: `Row.fetchAll` would copy
+    /// every row (an array of values each) before the entry is built, GRDB's larger share of a
+    /// page read.
+    private static func entries(
+        _ statement: Statement, _ arguments: StatementArguments, _ makeEntry: (Row) throws -> AudienceEntry
+    ) throws -> [AudienceEntry] {
+        var entries: [AudienceEntry] = []
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() { entries.append(try makeEntry(row)) }
+        return entries
+    }
+}

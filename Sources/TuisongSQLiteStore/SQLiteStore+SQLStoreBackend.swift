@@ -1,0 +1,24 @@
+import Foundation
+import GRDB
+import TuisongCore
+import TuisongSQLStore
+
+// The queries written once (`SQLStoreBackend`) run on GRDB through the executor plugins use.
+extension SQLiteStore: SQLStoreBackend, SettingsStore, CredentialStore, ChannelCredentialStore, TemplateStore,
+    ConsoleSessionStore, ProviderTokenStore
+{
+    public func sqlRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        try await read { db in try body(GRDBExecutor(db: db)) }
+    }
+
+    public func sqlWrite<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        try await write { db in try body(GRDBExecutor(db: db)) }
+    }
+
+    /// As `sqlWrite`: SQLite's one writer connection has no round trip to save.
+    public func sqlWriteStatement<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T)
+        async throws -> T
+    {
+        try await sqlWrite(body)
+    }
+}

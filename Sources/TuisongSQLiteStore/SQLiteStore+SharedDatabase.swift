@@ -1,0 +1,110 @@
+import Foundation
+import GRDB
+import TuisongCore
+import TuisongSQLStore
+
+/// `SharedDatabase` on the store's GRDB pool: a plugin's `write` is one immediate
+/// transaction on the writer connection (serialized with every other write of the gateway),
+/// a `read` one deferred transaction on a reader (one WAL snapshot).
+public struct SQLiteSharedDatabase: SharedDatabase {
+    let store: SQLiteStore
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        defer { store.checkpointer.noteCommit() }
+        return try await Self.mapped { try await store.pool.write { db in try body(GRDBExecutor(db: db)) } }
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        try await Self.mapped { try await store.pool.read { db in try body(GRDBExecutor(db: db)) } }
+    }
+
+    /// SQLite's errors come back as `StoreError` (a constraint → `.conflict`), what plugins
+    /// already handle for the rest of the store; errors the plugin's closure throws itself
+    /// pass through unchanged.
+    private static func mapped<T: Sendable>(_ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch let error as DatabaseError {
+            throw ErrorMapping.storeError(error)
+        }
+    }
+}
+
+extension SQLiteStore {
+    /// The database as plugins see it (`ProviderContext.database`).
+    public var sharedDatabase: any SharedDatabase { SQLiteSharedDatabase(store: self) }
+}
+
+/// One GRDB connection, inside the transaction `SQLiteSharedDatabase` opened.
+final class GRDBExecutor: SQLExecutor {
+    let db: Database
+    private(set) var changedRows = 0
+
+    init(db: Database) {
+        self.db = db
+    }
+
+    func execute(_ sql: String, _ arguments: [SQLValue]) throws {
+        if arguments.isEmpty {
+            // May hold several statements (`;`-separated), like a migration.
+            try db.execute(sql: sql)
+        } else if let statement = try Self.reusable(sql, db) {
+            try statement.execute(arguments: Self.arguments(arguments))
+        } else {
+            try db.execute(sql: sql, arguments: Self.arguments(arguments))
+        }
+        changedRows = db.changesCount
+    }
+
+    func query(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {
+        let rows: [Row]
+        if let statement = try Self.reusable(sql, db) {
+            rows = try Row.fetchAll(statement, arguments: Self.arguments(arguments))
+        } else {
+            rows = try Row.fetchAll(db, sql: sql, arguments: Self.arguments(arguments))
+        }
+        // `changedRows` stays what the last `execute` changed (the protocol's promise): SQLite's
+        // count is not reset by a SELECT, so reading it here would report a stale number.
+        return rows.map { row in
+            SQLRow(columns: Array(row.columnNames), values: row.databaseValues.map(Self.value))
+        }
+    }
+
+    var lastInsertedRowID: Int64 { db.lastInsertedRowID }
+
+    /// The connection's prepared statement for a short single statement, compiled once: a
+    /// plugin running one INSERT per row (a badge per account of a 1,000-device page) otherwise
+    /// has SQLite parse and GRDB authorize the same text a thousand times, the larger part of
+    /// the per-recipient path's write time. Long texts are kept only when their lists come from
+    /// `SQLList`, whose padded lengths give a handful of texts; other long texts are usually IN
+    /// lists whose length varies with the page, and caching each length would only fill the
+    /// cache.
+    private static func reusable(_ sql: String, _ db: Database) throws -> Statement? {
+        guard !sql.utf8.contains(UInt8(ascii: ";")) else { return nil }
+        guard sql.utf8.count <= 512 || sql.contains(SQLList.marker) else { return nil }
+        return try db.cachedStatement(sql: sql)
+    }
+
+    static func arguments(_ values: [SQLValue]) -> StatementArguments {
+        StatementArguments(
+            values.map { value -> DatabaseValue in
+                switch value {
+                case .null: .null
+                case .integer(let v): v.databaseValue
+                case .real(let v): v.databaseValue
+                case .text(let v): v.databaseValue
+                case .blob(let v): Data(v).databaseValue
+                }
+            })
+    }
+
+    static func value(_ value: DatabaseValue) -> SQLValue {
+        switch value.storage {
+        case .null: .null
+        case .int64(let v): .integer(v)
+        case .double(let v): .real(v)
+        case .string(let v): .text(v)
+        case .blob(let v): .blob(Array(v))
+        }
+    }
+}
