@@ -167,6 +167,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Transports/Vivo"),
+        // HarmonyOS NEXT: Huawei Push Kit's scenario API v3, signed in with a service account's
+        // PS256 JWT (docs/reference/harmony.md).
+        .target(
+            name: "TuisongHarmony",
+            dependencies: [
+                "TuisongCore", "TuisongCrypto", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Transports/Harmony"),
         .target(
             name: "TuisongGateway",
             dependencies: [
@@ -213,7 +222,7 @@ let package = Package(
             name: "TuisongTransportsTests",
             dependencies: [
                 "TuisongFCM", "TuisongHuawei", "TuisongHonor", "TuisongXiaomi", "TuisongOPPO", "TuisongVivo",
-                "TuisongTransportKit", "TuisongDelivery", "TuisongCore",
+                "TuisongHarmony", "TuisongTransportKit", "TuisongDelivery", "TuisongCore",
                 "TuisongCrypto", "TuisongHTTPClient", "TuisongAPNsMock", "TuisongPluginTestKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
