@@ -54,4 +54,12 @@ public struct HarmonyOptions: Sendable, Hashable, Codable {
     }
 
     public var isEmpty: Bool { self == HarmonyOptions() }
+
+    /// Huawei's notification categories (its server demo's `Notification.Category`;
+    /// docs/reference/harmony.md §3).
+    public static let categories: Set<String> = [
+        "IM", "VOIP", "SUBSCRIPTION", "TRAVEL", "HEALTH", "WORK", "ACCOUNT", "EXPRESS", "FINANCE", "DEVICE_REMINDER",
+        "SYSTEM_REMINDER", "MAIL", "CUSTOMER_SERVICE", "MARKETING", "NEWS", "CONTENT_RECOMMENDATION",
+        "SOCIAL_DYNAMICS", "PROMO", "PLAY_VOICE",
+    ]
 }
