@@ -1,6 +1,27 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// The push transports the gateway links besides APNs, each `Sources/Transports/<Name>/` (target
+/// `Tuisong<Name>`) declaring itself (`<Type>.declaration`: channel, token rule, config section,
+/// credential form, factory). A new transport is its folder, one more name here and one line in
+/// the gateway's registry (`Sources/TuisongGateway/TransportRegistry.swift`).
+let transports = ["FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "Vivo", "Harmony"]
+
+/// Transports kept in the tests (`Tests/Transports/<Name>`), built and registered exactly as the
+/// real ones are: the proof that a transport is a folder, a name in a list and a registry line.
+let testTransports = ["Echo"]
+
+/// A transport's target: it sees the core, the delivery seam, the transport kit and its engines.
+func transport(_ name: String, under folder: String = "Sources/Transports") -> Target {
+    .target(
+        name: "Tuisong\(name)",
+        dependencies: [
+            "TuisongCore", "TuisongCrypto", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        path: "\(folder)/\(name)")
+}
+
 /// The vendor providers the gateway links, each `Plugins/<Vendor>/` (target `<Vendor>Provider`)
 /// with its tests in `Tests/<Vendor>ProviderTests/`. A new vendor is one more name here and one
 /// line in the gateway's registry (`Sources/TuisongGateway/Providers.swift`).
@@ -126,69 +147,18 @@ let package = Package(
             ],
             path: "Sources/Transports/Kit"),
         .target(
-            name: "TuisongFCM",
-            dependencies: [
-                "TuisongCore", "TuisongCrypto", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/FCM"),
-        .target(
-            name: "TuisongHuawei",
-            dependencies: [
-                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/Huawei"),
-        .target(
-            name: "TuisongHonor",
-            dependencies: [
-                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/Honor"),
-        .target(
-            name: "TuisongXiaomi",
-            dependencies: [
-                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/Xiaomi"),
-        .target(
-            name: "TuisongOPPO",
-            dependencies: [
-                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit", "TuisongCrypto",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/OPPO"),
-        .target(
-            name: "TuisongVivo",
-            dependencies: [
-                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit", "TuisongCrypto",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/Vivo"),
-        // HarmonyOS NEXT: Huawei Push Kit's scenario API v3, signed in with a service account's
-        // PS256 JWT (docs/reference/harmony.md).
-        .target(
-            name: "TuisongHarmony",
-            dependencies: [
-                "TuisongCore", "TuisongCrypto", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Transports/Harmony"),
-        .target(
             name: "TuisongGateway",
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
-                "TuisongAPNs", "TuisongAPNsMock", "TuisongHTTPClient", "TuisongFCM", "TuisongHuawei", "TuisongHonor",
-                "TuisongXiaomi", "TuisongOPPO", "TuisongVivo", .product(name: "Logging", package: "swift-log"),
-            ] + vendors.map { .target(name: "\($0)Provider") },
+                "TuisongAPNs", "TuisongAPNsMock", "TuisongHTTPClient", "TuisongTransportKit",
+                .product(name: "Logging", package: "swift-log"),
+            ] + vendors.map { .target(name: "\($0)Provider") } + transports.map { .target(name: "Tuisong\($0)") },
             path: "Sources/TuisongGateway"),
         .executableTarget(
             name: "tuisong",
             dependencies: [
                 "TuisongGateway", "TuisongAPNsMock", "TuisongPlugin", "TuisongCore", "TuisongCrypto", "TuisongStore",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "TuisongTransportKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/tuisong"),
@@ -221,11 +191,9 @@ let package = Package(
         .testTarget(
             name: "TuisongTransportsTests",
             dependencies: [
-                "TuisongFCM", "TuisongHuawei", "TuisongHonor", "TuisongXiaomi", "TuisongOPPO", "TuisongVivo",
-                "TuisongHarmony", "TuisongTransportKit", "TuisongDelivery", "TuisongCore",
-                "TuisongCrypto", "TuisongHTTPClient", "TuisongAPNsMock", "TuisongPluginTestKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
+                "TuisongTransportKit", "TuisongDelivery", "TuisongCore", "TuisongCrypto", "TuisongHTTPClient",
+                "TuisongAPNsMock", "TuisongPluginTestKit", .product(name: "Logging", package: "swift-log"),
+            ] + transports.map { .target(name: "Tuisong\($0)") },
             // The golden files are read from the source tree (GoldenTests).
             exclude: ["Golden"]),
         .testTarget(
@@ -256,6 +224,8 @@ let package = Package(
             dependencies: [
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
                 "TuisongAPNsMock", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
-            ]),
-    ] + vendors.flatMap(provider)
+                "TuisongTransportKit", "TuisongHTTPClient", "TuisongHarmony",
+            ] + testTransports.map { .target(name: "Tuisong\($0)") }),
+    ] + transports.map { transport($0) } + testTransports.map { transport($0, under: "Tests/Transports") }
+        + vendors.flatMap(provider)
 )

@@ -127,14 +127,14 @@ extension BaiduProvider {
     /// none of these names one.
     private func androidChannel(app: App, body: [String: JSONValue]) async throws -> PushChannel {
         if let value = body["channel"], !value.isNull {
-            guard let name = value.stringValue, let channel = PushChannel(rawValue: name), channel.isAndroid else {
+            guard let name = value.stringValue, let channel = PushChannel.declared(name), channel.isAndroid else {
                 throw BaiduError.invalidParameter(
                     "channel", "must be \(PushChannel.list(PushChannel.android, \.rawValue, "or"))")
             }
             return channel
         }
         if let name = app.vendorSettings[BaiduKeys.vendor]?[BaiduKeys.androidChannel],
-            let channel = PushChannel(rawValue: name), channel.isAndroid
+            let channel = PushChannel.declared(name), channel.isAndroid
         {
             return channel
         }

@@ -46,33 +46,36 @@ public struct BaiduProvider: PushProvider {
     /// An app's Baidu keys (`BaiduKeys` reads and checks them by these declarations): the
     /// console's form, `tuisong app set-baidu --apikey … --secret-env VAR [--baidu-app-id …]`
     /// and the admin API all follow them.
-    public static let settings = [
-        VendorSetting(
-            key: "apikey", label: LocalizedText(en: "API key (apikey)", zh: "API Key（apikey）"),
-            isUniqueAcrossApps: true, maxLength: 64,
-            problem: { BaiduKeys.isValidAPIKey($0) ? nil : "must be 1–64 letters, digits, - or _" }),
-        VendorSetting(
-            key: "secret_key", label: LocalizedText(en: "Secret key", zh: "Secret Key"), isSecret: true,
-            cliFlag: "secret", maxLength: 256,
-            problem: { value in
-                value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
-                    ? nil : "must be printable ASCII characters without spaces"
-            }),
-        VendorSetting(
-            key: "app_id", label: LocalizedText(en: "Baidu app id", zh: "百度 AppID"), isRequired: false,
-            cliFlag: "baidu-app-id", maxLength: 20,
-            problem: { BaiduParameters.isPlainID($0) ? nil : "must be digits (Baidu's numeric app id)" }),
-        VendorSetting(
-            key: BaiduKeys.androidChannel,
-            label: LocalizedText(
-                en: "Android push service (\(PushChannel.list(PushChannel.android, \.rawValue, "or")))",
-                zh: "Android 推送通道（\(PushChannel.android.map(\.rawValue).joined(separator: "、"))）"),
-            isRequired: false, maxLength: 16,
-            problem: { value in
-                PushChannel(rawValue: value).map(\.isAndroid) == true
-                    ? nil : "must be \(PushChannel.list(PushChannel.android, \.rawValue, "or"))"
-            }),
-    ]
+    /// Computed on each read: the Android services are the ones declared when it is read.
+    public static var settings: [VendorSetting] {
+        [
+            VendorSetting(
+                key: "apikey", label: LocalizedText(en: "API key (apikey)", zh: "API Key（apikey）"),
+                isUniqueAcrossApps: true, maxLength: 64,
+                problem: { BaiduKeys.isValidAPIKey($0) ? nil : "must be 1–64 letters, digits, - or _" }),
+            VendorSetting(
+                key: "secret_key", label: LocalizedText(en: "Secret key", zh: "Secret Key"), isSecret: true,
+                cliFlag: "secret", maxLength: 256,
+                problem: { value in
+                    value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+                        ? nil : "must be printable ASCII characters without spaces"
+                }),
+            VendorSetting(
+                key: "app_id", label: LocalizedText(en: "Baidu app id", zh: "百度 AppID"), isRequired: false,
+                cliFlag: "baidu-app-id", maxLength: 20,
+                problem: { BaiduParameters.isPlainID($0) ? nil : "must be digits (Baidu's numeric app id)" }),
+            VendorSetting(
+                key: BaiduKeys.androidChannel,
+                label: LocalizedText(
+                    en: "Android push service (\(PushChannel.list(PushChannel.android, \.rawValue, "or")))",
+                    zh: "Android 推送通道（\(PushChannel.android.map(\.rawValue).joined(separator: "、"))）"),
+                isRequired: false, maxLength: 16,
+                problem: { value in
+                    PushChannel.declared(value).map(\.isAndroid) == true
+                        ? nil : "must be \(PushChannel.list(PushChannel.android, \.rawValue, "or"))"
+                }),
+        ]
+    }
 
     /// Devices bound through Baidu show their ids in the console.
     public static let deviceColumns = [

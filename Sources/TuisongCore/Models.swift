@@ -54,66 +54,6 @@ extension App {
     }
 }
 
-/// The push service a device's token belongs to, and so the transport a push to it leaves
-/// through. Android phones reach Google's FCM or their maker's own service; which one is the
-/// app's choice when it registers.
-public enum PushChannel: String, Sendable, Codable, CaseIterable, Hashable, CustomStringConvertible {
-    case apns
-    case fcm
-    case huawei
-    case honor
-    case xiaomi
-    case oppo
-    case vivo
-
-    /// Whether the channel's devices are Android phones (no APNs environment: stored as
-    /// `production`).
-    public var isAndroid: Bool { self != .apns }
-
-    public var description: String { rawValue }
-
-    /// The service's name for people: "APNs", "FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "vivo".
-    public var displayName: String {
-        switch self {
-        case .apns: "APNs"
-        case .fcm: "FCM"
-        case .huawei: "Huawei"
-        case .honor: "Honor"
-        case .xiaomi: "Xiaomi"
-        case .oppo: "OPPO"
-        case .vivo: "vivo"
-        }
-    }
-
-    /// The Android services, in `allCases` order.
-    public static var android: [PushChannel] { allCases.filter(\.isAndroid) }
-
-    /// Channels as a list for a sentence, the one place help texts and messages take it from,
-    /// so a new transport appears everywhere at once:
-    /// `PushChannel.list(PushChannel.android, \.rawValue, "or")` is "fcm, huawei, honor, xiaomi, oppo or vivo".
-    public static func list(
-        _ channels: [PushChannel] = allCases, _ name: (PushChannel) -> String = \.displayName,
-        _ conjunction: String = "and"
-    ) -> String {
-        let names = channels.map(name)
-        guard let last = names.last else { return "" }
-        return names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " \(conjunction) " + last
-    }
-
-    /// The service's name with its article, for messages: "an APNs", "an FCM", "a Huawei".
-    public var withArticle: String {
-        switch self {
-        case .apns: "an APNs"
-        case .fcm: "an FCM"
-        case .huawei: "a Huawei"
-        case .honor: "an Honor"
-        case .xiaomi: "a Xiaomi"
-        case .oppo: "an OPPO"
-        case .vivo: "a vivo"
-        }
-    }
-}
-
 /// A device token as its push service knows it. APNs tokens are hex, even length, 64–200
 /// characters, stored lower-case; the Android services' tokens are opaque: 1–4,096 bytes of
 /// the characters they use (letters, digits and `-_.:~`), safe in a URL path unescaped.
@@ -125,30 +65,20 @@ public struct DeviceToken: Sendable, Hashable, Codable, CustomStringConvertible 
         self.init(raw, channel: .apns)
     }
 
-    /// Validates a token of `channel`; APNs tokens are normalised to lower case.
+    /// Validates a token of `channel` by the rule its transport declares (`ChannelDeclaration.tokenRule`);
+    /// APNs tokens are normalised to lower case.
     public init?(_ raw: String, channel: PushChannel) {
-        switch channel {
-        case .apns:
-            guard let hex = Self.normalisedHex(raw) else { return nil }
-            value = hex
-        case .fcm, .huawei, .honor, .xiaomi, .oppo, .vivo:
-            // An APNs-shaped token on an Android channel is a client sending the wrong token
-            // (or the wrong channel); no Android service issues hex of that shape.
-            guard Self.isOpaqueToken(raw), Self.normalisedHex(raw) == nil else { return nil }
-            value = raw
-        }
+        guard let value = channel.declaration.tokenRule.validate(raw) else { return nil }
+        self.value = value
     }
 
     /// A token naming an existing device, whatever its channel: an APNs token (normalised) if
     /// it has APNs's shape, else an opaque token as given.
     public init?(addressing raw: String) {
-        if let apns = DeviceToken(raw, channel: .apns) {
-            self = apns
-        } else if let opaque = DeviceToken(raw, channel: .fcm) {
-            self = opaque
-        } else {
+        guard let value = DeviceToken.Rule.apnsHex.validate(raw) ?? DeviceToken.Rule.opaque.validate(raw) else {
             return nil
         }
+        self.value = value
     }
 
     /// The APNs spelling of the token (`value`; kept for the many APNs-only callers).
@@ -160,7 +90,7 @@ public struct DeviceToken: Sendable, Hashable, Codable, CustomStringConvertible 
     /// 4 KB leaves room for a service that lengthens them without admitting a blob.
     public static let maximumOpaqueLength = 4096
 
-    private static func normalisedHex(_ raw: String) -> String? {
+    static func normalisedHex(_ raw: String) -> String? {
         let count = raw.utf8.count
         guard count >= 64, count <= 200, count % 2 == 0 else { return nil }
         var lowered = [UInt8]()
@@ -178,7 +108,7 @@ public struct DeviceToken: Sendable, Hashable, Codable, CustomStringConvertible 
         return String(decoding: lowered, as: UTF8.self)
     }
 
-    private static func isOpaqueToken(_ raw: String) -> Bool {
+    static func isOpaqueToken(_ raw: String) -> Bool {
         let count = raw.utf8.count
         guard count >= 1, count <= maximumOpaqueLength else { return false }
         return raw.utf8.allSatisfy { byte in

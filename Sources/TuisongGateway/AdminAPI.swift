@@ -105,10 +105,12 @@ struct AdminAPI: Sendable {
             return .json(object: [
                 "csrf_token": session.csrfToken,
                 "version": TuisongVersion.current,
-                // The transport list, so the console's Android services are this build's.
+                // The transport list and their declared credential forms, so the console's
+                // services and the fields it asks for are this gateway's.
                 "features": [
                     "push": gateway != nil, "credentials": credentials != nil,
-                    "android_channels": PushChannel.android.map(\.rawValue),
+                    "android_channels": config.transports.registry.withCredentialForms.map(\.name),
+                    "transports": config.transports.registry.formsObject,
                 ] as [String: Any],
                 "idle_timeout_seconds": Int(sessions.idleTimeout),
             ])

@@ -38,7 +38,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                 selector: upload.selector)
         } catch let error as CredentialError {
             throw AdminCredentialRejection(
-                code: error.code.rawValue, message: error.message, field: Self.field(error.code))
+                code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code))
         }
     }
 
@@ -109,7 +109,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             record = try await channelCredentials.add(upload, appID: appID, selector: selector)
         } catch let error as CredentialError {
             throw AdminCredentialRejection(
-                code: error.code.rawValue, message: error.message, field: Self.field(error.code))
+                code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code))
         }
         if let localMock { LocalAPNs.trust(record, secrets: channelCredentials, on: localMock, logger: logger) }
         // One sign-in with the service: a refused credential is kept, marked failing with the

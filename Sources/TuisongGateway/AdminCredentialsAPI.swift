@@ -1,6 +1,7 @@
 import Foundation
 import TuisongCore
 import TuisongHTTP
+import TuisongTransportKit
 
 /// A credential file as the console uploads it, decoded but not yet checked.
 struct AdminCredentialUpload: Sendable {
@@ -113,7 +114,7 @@ struct AdminCredentialsAPI: Sendable {
         api.add(.POST, "/apps/{app}/channel-credentials", bodyLimit: 256 << 10, on: router) { request in
             let app = try await apps.app(request)
             let body = try AdminBody(request)
-            let (upload, selector) = try Self.channelUpload(body)
+            let (upload, selector) = try Self.channelUpload(body, registry: api.config.transports.registry)
             let added: (record: ChannelCredentialRecord, check: ChannelCredentialCheck)
             do {
                 added = try await backend.addChannel(upload, appID: app.id, selector: selector)
@@ -144,10 +145,15 @@ struct AdminCredentialsAPI: Sendable {
         }
     }
 
-    static func channelUpload(_ body: AdminBody) throws -> (ChannelCredentialUpload, String?) {
-        guard let name = try body.string("channel"), let channel = PushChannel(rawValue: name), channel.isAndroid else {
-            throw AdminError.invalid(
-                "channel", "\"channel\" must be \(PushChannel.list(PushChannel.android, \.rawValue, "or"))")
+    /// The body of `POST …/channel-credentials`: `channel`, one key per field of its declared
+    /// form (a file's bytes in base64), and an optional `selector`.
+    static func channelUpload(_ body: AdminBody, registry: TransportRegistry) throws -> (
+        ChannelCredentialUpload, String?
+    ) {
+        guard let name = try body.string("channel"), let channel = registry.channel(named: name),
+            let form = registry.declaration(of: channel)?.credentialForm
+        else {
+            throw AdminError.invalid("channel", "\"channel\" must be \(registry.formChannelList)")
         }
         let selector: String?
         switch Result(catching: { () throws(CredentialError) -> String? in
@@ -156,31 +162,33 @@ struct AdminCredentialsAPI: Sendable {
         case .success(let valid): selector = valid
         case .failure(let error): throw AdminError.invalid("selector", error.message)
         }
-        if channel == .fcm {
-            guard let encoded = try body.string("file", maxLength: maxFileBytes * 2), !encoded.isEmpty else {
-                throw AdminError.invalid("file", "choose the service-account JSON file Firebase's console downloads")
+        var input = CredentialFormInput()
+        for field in form.fields {
+            switch field.kind {
+            case .file:
+                guard let encoded = try body.string(field.name, maxLength: maxFileBytes * 2), !encoded.isEmpty else {
+                    if field.required {
+                        throw AdminError.invalid(field.name, "choose \(field.help)")
+                    }
+                    continue
+                }
+                guard let data = Data(base64Encoded: encoded, options: .ignoreUnknownCharacters), !data.isEmpty,
+                    data.count <= maxFileBytes
+                else {
+                    throw AdminError.invalid(
+                        field.name, "\"\(field.name)\" must be the file's bytes in base64, at most 64 KiB")
+                }
+                input.files[field.name] = Array(data)
+            case .text, .secret:
+                let value = try body.string(field.name, maxLength: 1024)
+                let trimmed = value?.trimmingCharacters(in: .whitespaces) ?? ""
+                if field.required, trimmed.isEmpty {
+                    throw AdminError.invalid(field.name, "the \(field.label.en.lowercased()) is required")
+                }
+                if let value { input.values[field.name] = field.kind == .secret ? value : trimmed }
             }
-            guard let data = Data(base64Encoded: encoded, options: .ignoreUnknownCharacters), !data.isEmpty,
-                data.count <= maxFileBytes
-            else {
-                throw AdminError.invalid("file", "\"file\" must be the file's bytes in base64, at most 64 KiB")
-            }
-            return (.fcm(serviceAccountJSON: Array(data)), selector)
         }
-        func field(_ key: String, _ name: String) throws -> String {
-            guard let value = try body.string(key, maxLength: 1024)?.trimmingCharacters(in: .whitespaces),
-                !value.isEmpty
-            else { throw AdminError.invalid(key, "the \(name) is required") }
-            return value
-        }
-        return (
-            .oauthClient(
-                channel: channel, vendorAppID: try field("vendor_app_id", "app id"),
-                clientID: try field("client_id", "client id"),
-                clientSecret: try field("client_secret", "client secret"),
-                badgeClass: try body.string("badge_class", maxLength: 256)),
-            selector
-        )
+        return (.form(channel: channel, input), selector)
     }
 
     private func credential(_ request: Request) async throws -> CredentialRecord {

@@ -2,18 +2,13 @@ import Foundation
 import Logging
 import TuisongCore
 import TuisongDelivery
-import TuisongFCM
 import TuisongHTTPClient
-import TuisongHonor
-import TuisongHuawei
-import TuisongOPPO
 import TuisongTransportKit
-import TuisongVivo
-import TuisongXiaomi
 
-/// The Android transports of a gateway, one per service, each with its own HTTP client (one
-/// event thread) and credential resolver, configured from `transports.*` or, in local mode,
-/// pointed at the bundled look-alike with its throwaway credentials as every app's fallback.
+/// The transports of a gateway the registry makes (every declared transport with a factory:
+/// today the Android services), each with its own HTTP client(s) and credential resolver,
+/// configured from its `transports.<name>.*` section or, in local mode, pointed at the bundled
+/// look-alike with its throwaway credentials as every app's fallback.
 struct AndroidTransports: Sendable {
     /// Where local mode sends, and what it signs in with when an app has no credential.
     struct Local: Sendable {
@@ -26,20 +21,12 @@ struct AndroidTransports: Sendable {
     }
 
     /// One service's transport and what the gateway reads of it.
-    struct Member: Sendable {
-        var transport: any PushTransport
-        var tokens: AccessTokenCache
-        var statistics: @Sendable () -> HTTPClientStatistics
-        var shutdown: @Sendable () -> Void
-        /// One sign-in past the cache, for a service that has one (Xiaomi's secret is the key of
-        /// every request: nothing to check before a push).
-        var checkSignIn: (@Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure>)?
-        /// Until when a credential's daily quota is used up (OPPO, vivo, Xiaomi).
-        var quotaExhausted: (@Sendable (Int64) -> Date?)?
-    }
+    typealias Member = TransportInstance
 
     let members: [PushChannel: Member]
     let resolvers: [PushChannel: ChannelCredentialResolver]
+    /// The registry's order, for metrics.
+    let order: [PushChannel]
 
     var byChannel: [PushChannel: any PushTransport] { members.mapValues(\.transport) }
 
@@ -48,7 +35,7 @@ struct AndroidTransports: Sendable {
         secrets: any ChannelSecretOpener, clock: any Clock, logger: Logger
     ) throws -> AndroidTransports {
         let caFile = local?.caFile ?? (config.caFile.isEmpty ? nil : config.caFile)
-        func client(_ name: String) throws -> HTTPClient {
+        let client: @Sendable (String) throws -> HTTPClient = { name in
             try HTTPClient(
                 configuration: HTTPClient.Configuration(
                     caFile: caFile, connectTimeout: .seconds(config.connectTimeoutSeconds),
@@ -57,53 +44,30 @@ struct AndroidTransports: Sendable {
                 label: name, logger: logger)
         }
         var resolvers: [PushChannel: ChannelCredentialResolver] = [:]
-        for channel in PushChannel.allCases where channel.isAndroid {
-            resolvers[channel] = ChannelCredentialResolver(
-                channel: channel, store: store, secrets: secrets, fallback: local?.fallbacks[channel], clock: clock,
-                logger: logger)
-        }
-        let timeout = Duration.seconds(config.requestTimeoutSeconds)
-        let fcm = FCMTransport(
-            clients: try (0..<config.fcmClients).map { try client("fcm-\($0)") }, resolver: resolvers[.fcm]!,
-            endpoints: FCMTransport.Endpoints(
-                sendURL: local?.baseURL ?? config.fcm.url,
-                // In local mode every account, the uploaded ones too, signs in at the look-alike;
-                // otherwise a configured token_url replaces every account's (a test's look-alike).
-                tokenURL: local.map { $0.baseURL + "/token" }
-                    ?? (config.fcm.tokenURL.isEmpty ? nil : config.fcm.tokenURL)),
-            requestTimeout: timeout, clock: clock, logger: logger)
-        var members: [PushChannel: Member] = [
-            .fcm: Member(
-                transport: fcm, tokens: fcm.tokens, statistics: { fcm.statistics }, shutdown: { fcm.shutdown() },
-                checkSignIn: { await fcm.checkSignIn($0) }, quotaExhausted: nil)
-        ]
-        func batch<Service: TokenBatchService>(_ channel: PushChannel, _ service: Service) throws {
-            let transport = TokenBatchTransport(
-                service: service, client: try client(channel.rawValue), resolver: resolvers[channel]!,
-                requestTimeout: timeout, tokensPerRequest: config.tokensPerRequest, clock: clock, logger: logger)
-            let signIn: @Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure> = {
-                await transport.checkSignIn($0)
+        var members: [PushChannel: Member] = [:]
+        var order: [PushChannel] = []
+        do {
+            for declaration in config.registry.declarations {
+                guard let make = declaration.make else { continue }
+                let channel = declaration.channel.channel
+                let resolver = ChannelCredentialResolver(
+                    channel: channel, store: store, secrets: secrets, fallback: local?.fallbacks[channel], clock: clock,
+                    logger: logger)
+                resolvers[channel] = resolver
+                members[channel] = try make(
+                    TransportContext(
+                        channel: channel, section: config.section(channel),
+                        // Local mode sends where the look-alike stands in for the service.
+                        localBaseURL: local?.fallbacks[channel] != nil ? local?.baseURL : nil, client: client,
+                        resolver: resolver, requestTimeout: .seconds(config.requestTimeoutSeconds),
+                        tokensPerRequest: config.tokensPerRequest, clock: clock, logger: logger))
+                order.append(channel)
             }
-            let quota: @Sendable (Int64) -> Date? = { transport.quotaExhausted(credentialID: $0) }
-            members[channel] = Member(
-                transport: transport, tokens: transport.tokens, statistics: { transport.statistics },
-                shutdown: { transport.shutdown() }, checkSignIn: channel == .xiaomi ? nil : signIn,
-                quotaExhausted: quota)
+        } catch {
+            for member in members.values { member.shutdown() }
+            throw error
         }
-        try batch(
-            .huawei,
-            HuaweiService(
-                baseURL: local?.baseURL ?? config.huawei.url,
-                tokenURL: local.map { $0.baseURL + "/oauth2/v3/token" } ?? config.huawei.tokenURL))
-        try batch(
-            .honor,
-            HonorService(
-                baseURL: local?.baseURL ?? config.honor.url,
-                tokenURL: local.map { $0.baseURL + "/auth/token" } ?? config.honor.tokenURL))
-        try batch(.xiaomi, XiaomiService(baseURL: local?.baseURL ?? config.xiaomiURL))
-        try batch(.oppo, OPPOService(baseURL: local?.baseURL ?? config.oppoURL))
-        try batch(.vivo, VivoService(baseURL: local?.baseURL ?? config.vivoURL))
-        return AndroidTransports(members: members, resolvers: resolvers)
+        return AndroidTransports(members: members, resolvers: resolvers, order: order)
     }
 
     /// Signs in once with a credential just added and says what the service answered.
@@ -128,7 +92,7 @@ struct AndroidTransports: Sendable {
 
     /// Each service's HTTP client and token figures, for metrics.
     var statistics: [(channel: PushChannel, http: HTTPClientStatistics, tokenFetches: Int, tokenFailures: Int)] {
-        PushChannel.allCases.compactMap { channel in
+        order.compactMap { channel in
             members[channel].map { (channel, $0.statistics(), $0.tokens.fetchCount, $0.tokens.failureCount) }
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import TuisongCore
 import TuisongStore
+import TuisongTransportKit
 
 /// The gateway's effective configuration: the embedded default (`config/tuisong.json`),
 /// overlaid by an optional file, overlaid by `TUISONG_<PATH>` environment variables.
@@ -107,22 +108,22 @@ public struct GatewayConfig: Sendable, Equatable {
         public var localMock: Bool
         public var localMockPort: Int
     }
-    /// The Android push services' endpoints (`transports.*`): each service's send URL and,
-    /// where it has one, its OAuth token URL. In local mode (`apns.local_mock`) every one of
-    /// them is the bundled look-alike instead.
+    /// The push services' settings (`transports.*`): one section per transport the registry
+    /// declares (`transports.<name>.*`, its keys and defaults from its declaration, read
+    /// generically: a new transport needs no field here), and what their HTTP clients share.
+    /// In local mode (`apns.local_mock`) every service is the bundled look-alike instead.
     public struct Transports: Sendable, Equatable {
+        /// A service's send URL and, where it has one, its OAuth token URL.
         public struct Service: Sendable, Equatable {
             public var url: String
             /// Empty for FCM: each service account names its own `token_uri`.
             public var tokenURL: String
         }
-        public var fcm: Service
-        public var huawei: Service
-        public var honor: Service
-        /// Xiaomi's, OPPO's and vivo's base URLs; their sign-in endpoints are on the same hosts.
-        public var xiaomiURL: String
-        public var oppoURL: String
-        public var vivoURL: String
+        /// The transports this config was typed for (`TransportRegistry.standard` unless a test
+        /// adds one).
+        public var registry: TransportRegistry
+        /// Each transport's section, typed by its declared keys.
+        public var sections: [PushChannel: TransportSection]
         /// A PEM bundle of extra CAs to trust (a test's look-alike); empty = the system's.
         public var caFile: String
         public var connectionsPerHost: Int
@@ -132,9 +133,36 @@ public struct GatewayConfig: Sendable, Equatable {
         public var maxInFlight: Int
         /// Tokens per Huawei and Honor request (their limit is 1,000).
         public var tokensPerRequest: Int
-        /// HTTP clients (threads, each with its own connections) FCM's one-request-per-device
-        /// sends are spread over.
-        public var fcmClients: Int
+
+        /// A transport's section (empty when the registry has no such transport).
+        public func section(_ channel: PushChannel) -> TransportSection { sections[channel] ?? TransportSection() }
+
+        public static func == (lhs: Transports, rhs: Transports) -> Bool {
+            lhs.registry.channels == rhs.registry.channels && lhs.sections == rhs.sections && lhs.caFile == rhs.caFile
+                && lhs.connectionsPerHost == rhs.connectionsPerHost
+                && lhs.connectTimeoutSeconds == rhs.connectTimeoutSeconds
+                && lhs.requestTimeoutSeconds == rhs.requestTimeoutSeconds && lhs.maxInFlight == rhs.maxInFlight
+                && lhs.tokensPerRequest == rhs.tokensPerRequest
+        }
+
+        // Deprecated spellings of the sections, from when each service had its own field.
+        private func service(_ channel: PushChannel) -> Service {
+            Service(url: section(channel)["url"], tokenURL: section(channel)["token_url"])
+        }
+        @available(*, deprecated, message: "use section(.fcm)")
+        public var fcm: Service { service(.fcm) }
+        @available(*, deprecated, message: "use section(.huawei)")
+        public var huawei: Service { service(.huawei) }
+        @available(*, deprecated, message: "use section(.honor)")
+        public var honor: Service { service(.honor) }
+        @available(*, deprecated, message: "use section(.xiaomi)[\"url\"]")
+        public var xiaomiURL: String { section(.xiaomi)["url"] }
+        @available(*, deprecated, message: "use section(.oppo)[\"url\"]")
+        public var oppoURL: String { section(.oppo)["url"] }
+        @available(*, deprecated, message: "use section(.vivo)[\"url\"]")
+        public var vivoURL: String { section(.vivo)["url"] }
+        @available(*, deprecated, message: "use section(.fcm).integer(\"clients\", default: 1)")
+        public var fcmClients: Int { section(.fcm).integer("clients", default: 1) }
     }
     public struct Delivery: Sendable, Equatable {
         public var workers: Int
@@ -205,13 +233,34 @@ extension GatewayConfig {
         try! GatewayConfig.load(fileContents: nil, environment: [:])
     }
 
+    /// The default tree: the embedded JSON, with a `transports.<name>` section of declared
+    /// defaults for each transport of `registry` it does not already have.
+    static func defaultTree(_ registry: TransportRegistry) throws(ConfigError) -> JSONValue {
+        var tree = try parse(Data(embeddedDefaultJSON.utf8), source: "embedded default")
+        guard case .object(var root) = tree, case .object(var transports)? = root["transports"] else { return tree }
+        for declaration in registry.declarations where !declaration.configKeys.isEmpty {
+            guard transports[declaration.name] == nil else { continue }
+            var section: [String: JSONValue] = [:]
+            for key in declaration.configKeys {
+                switch key.kind {
+                case .integer: section[key.key] = .int(Int64(key.defaultValue) ?? 0)
+                case .url: section[key.key] = .string(key.defaultValue)
+                }
+            }
+            transports[declaration.name] = .object(section)
+        }
+        root["transports"] = .object(transports)
+        tree = .object(root)
+        return tree
+    }
+
     /// Loads the effective configuration.
     /// - Parameters:
     ///   - path: a JSON file overlaying the embedded default; `nil` = the default alone.
     ///   - environment: usually `ProcessInfo.processInfo.environment`.
-    public static func load(path: String?, environment: [String: String]) throws(ConfigError)
-        -> GatewayConfig
-    {
+    public static func load(
+        path: String?, environment: [String: String], transports: TransportRegistry = .standard
+    ) throws(ConfigError) -> GatewayConfig {
         var contents: Data?
         if let path {
             do {
@@ -223,21 +272,21 @@ extension GatewayConfig {
                 throw ConfigError("", "cannot read \(path): \(reason)")
             }
         }
-        return try load(fileContents: contents, environment: environment)
+        return try load(fileContents: contents, environment: environment, transports: transports)
     }
 
-    public static func load(fileContents: Data?, environment: [String: String]) throws(ConfigError)
-        -> GatewayConfig
-    {
-        let tree = try effectiveTree(fileContents: fileContents, environment: environment)
-        return try GatewayConfig(tree: tree)
+    public static func load(
+        fileContents: Data?, environment: [String: String], transports: TransportRegistry = .standard
+    ) throws(ConfigError) -> GatewayConfig {
+        let tree = try effectiveTree(fileContents: fileContents, environment: environment, transports: transports)
+        return try GatewayConfig(tree: tree, transports: transports)
     }
 
     /// The merged tree (default ← file ← environment), before typing and validation.
-    static func effectiveTree(fileContents: Data?, environment: [String: String]) throws(ConfigError)
-        -> JSONValue
-    {
-        let defaults = try parse(Data(embeddedDefaultJSON.utf8), source: "embedded default")
+    static func effectiveTree(
+        fileContents: Data?, environment: [String: String], transports: TransportRegistry = .standard
+    ) throws(ConfigError) -> JSONValue {
+        let defaults = try defaultTree(transports)
         var tree = defaults
         if let fileContents {
             let file = try parse(fileContents, source: "config file")

@@ -1,6 +1,7 @@
 import Foundation
 import TuisongCore
 import TuisongStore
+import TuisongTransportKit
 
 /// Reads typed, validated values out of the merged tree; every failure names its key path.
 struct ConfigReader {
@@ -82,7 +83,7 @@ struct ConfigReader {
 }
 
 extension GatewayConfig {
-    init(tree: JSONValue) throws(ConfigError) {
+    init(tree: JSONValue, transports registry: TransportRegistry = .standard) throws(ConfigError) {
         let r = ConfigReader(tree: tree)
         listen = Listen(
             host: try r.string("listen.host"),
@@ -175,40 +176,38 @@ extension GatewayConfig {
             throw ConfigError("apns.ca_file", "\"\(apns.caFile)\" is not a readable file")
         }
 
-        func service(_ name: String) throws(ConfigError) -> Transports.Service {
-            let service = Transports.Service(
-                url: try r.string("transports.\(name).url"), tokenURL: try r.string("transports.\(name).token_url"))
-            for (key, url) in [("url", service.url), ("token_url", service.tokenURL)] where !url.isEmpty || key == "url"
-            {
-                guard let parsed = URLComponents(string: url), parsed.scheme == "https" || parsed.scheme == "http",
-                    let host = parsed.host, !host.isEmpty
-                else {
-                    throw ConfigError("transports.\(name).\(key)", "\"\(url)\" is not an http(s) URL")
+        var transportSections: [PushChannel: TransportSection] = [:]
+        for declaration in registry.declarations {
+            var values: [String: String] = [:]
+            for key in declaration.configKeys {
+                let path = "transports.\(declaration.name).\(key.key)"
+                switch key.kind {
+                case .integer(let range):
+                    values[key.key] = String(try r.int(path, in: range))
+                case .url(let required):
+                    let url = try r.string(path)
+                    if url.isEmpty, required, key.key == "token_url" {
+                        throw ConfigError(path, "must be set: the service's OAuth token endpoint")
+                    }
+                    if !url.isEmpty || required {
+                        guard let parsed = URLComponents(string: url),
+                            parsed.scheme == "https" || parsed.scheme == "http",
+                            let host = parsed.host, !host.isEmpty
+                        else { throw ConfigError(path, "\"\(url)\" is not an http(s) URL") }
+                    }
+                    values[key.key] = url
                 }
             }
-            return service
-        }
-        func baseURL(_ name: String) throws(ConfigError) -> String {
-            let url = try r.string("transports.\(name).url")
-            guard let parsed = URLComponents(string: url), parsed.scheme == "https" || parsed.scheme == "http",
-                let host = parsed.host, !host.isEmpty
-            else { throw ConfigError("transports.\(name).url", "\"\(url)\" is not an http(s) URL") }
-            return url
+            transportSections[declaration.channel.channel] = TransportSection(values)
         }
         transports = Transports(
-            fcm: try service("fcm"), huawei: try service("huawei"), honor: try service("honor"),
-            xiaomiURL: try baseURL("xiaomi"), oppoURL: try baseURL("oppo"), vivoURL: try baseURL("vivo"),
+            registry: registry, sections: transportSections,
             caFile: try r.string("transports.ca_file"),
             connectionsPerHost: try r.int("transports.connections_per_host", in: 1...64),
             connectTimeoutSeconds: try r.int("transports.connect_timeout_seconds", in: 1...300),
             requestTimeoutSeconds: try r.int("transports.request_timeout_seconds", in: 1...600),
             maxInFlight: try r.int("transports.max_in_flight", in: 1...100_000),
-            tokensPerRequest: try r.int("transports.tokens_per_request", in: 1...1000),
-            fcmClients: try r.int("transports.fcm.clients", in: 1...16))
-        for name in ["huawei", "honor"] where (name == "huawei" ? transports.huawei : transports.honor).tokenURL.isEmpty
-        {
-            throw ConfigError("transports.\(name).token_url", "must be set: the service's OAuth token endpoint")
-        }
+            tokensPerRequest: try r.int("transports.tokens_per_request", in: 1...1000))
         if !transports.caFile.isEmpty, !FileManager.default.isReadableFile(atPath: transports.caFile) {
             throw ConfigError("transports.ca_file", "\"\(transports.caFile)\" is not a readable file")
         }

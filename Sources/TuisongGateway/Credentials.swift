@@ -17,30 +17,38 @@ public enum CredentialUpload: Sendable {
 
 /// A credential problem, told in the words an operator needs.
 public struct CredentialError: Error, Sendable, CustomStringConvertible, Equatable {
-    public enum Code: String, Sendable {
-        case wrongPassword = "wrong_password"
-        case corruptFile = "corrupt_file"
-        case wrongKind = "wrong_kind"
-        case expired
-        case keyMismatch = "key_mismatch"
-        case invalidKeyID = "invalid_key_id"
-        case invalidTeamID = "invalid_team_id"
-        case notFound = "not_found"
-        case invalidSelector = "invalid_selector"
-        case invalidVendorAppID = "invalid_vendor_app_id"
-        case invalidClientID = "invalid_client_id"
-        case invalidClientSecret = "invalid_client_secret"
-        case invalidBadgeClass = "invalid_badge_class"
+    /// The refusal's code in the admin API (`corrupt_file`): the APNs ones below, and whatever a
+    /// transport's credential form declares (`invalid_client_id`).
+    public struct Code: RawRepresentable, Sendable, Hashable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        public static let wrongPassword = Code(rawValue: "wrong_password")
+        public static let corruptFile = Code(rawValue: "corrupt_file")
+        public static let wrongKind = Code(rawValue: "wrong_kind")
+        public static let expired = Code(rawValue: "expired")
+        public static let keyMismatch = Code(rawValue: "key_mismatch")
+        public static let invalidKeyID = Code(rawValue: "invalid_key_id")
+        public static let invalidTeamID = Code(rawValue: "invalid_team_id")
+        public static let notFound = Code(rawValue: "not_found")
+        public static let invalidSelector = Code(rawValue: "invalid_selector")
+        public static let invalidVendorAppID = Code(rawValue: "invalid_vendor_app_id")
+        public static let invalidClientID = Code(rawValue: "invalid_client_id")
+        public static let invalidClientSecret = Code(rawValue: "invalid_client_secret")
+        public static let invalidBadgeClass = Code(rawValue: "invalid_badge_class")
         /// An FCM service account whose project id, client email or token URI is not of the shape
         /// Google gives them.
-        case invalidServiceAccount = "invalid_service_account"
+        public static let invalidServiceAccount = Code(rawValue: "invalid_service_account")
     }
     public var code: Code
     public var message: String
+    /// The form field it is about, when a transport's credential form said.
+    public var field: String?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, field: String? = nil) {
         self.code = code
         self.message = message
+        self.field = field
     }
 
     public var description: String { message }

@@ -6,7 +6,6 @@ import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
-import TuisongFCM
 import TuisongHTTP
 import TuisongPlugin
 import TuisongStore
@@ -69,7 +68,8 @@ public final class GatewayRuntime: Sendable {
                 settings: store, environment: environment, passwordFile: config.security.initialAdminPasswordFile)
             let credentials = CredentialService(store: store, masterKey: masterKey, clock: clock)
             let channelCredentials = ChannelCredentialService(
-                store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config))
+                store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config),
+                registry: config.transports.registry)
             let apns = try await startAPNs(
                 config, store: store, credentials: credentials, channelSecrets: channelCredentials, clock: clock,
                 logger: logger)
@@ -98,7 +98,10 @@ public final class GatewayRuntime: Sendable {
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
             let metricsServer = mountMetrics(config, metrics: metrics, on: router, logger: logger)
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
-            NativeDeviceAPI(store: store, authenticator: authenticator, logger: logger).register(on: router)
+            NativeDeviceAPI(
+                store: store, authenticator: authenticator, logger: logger,
+                channels: config.transports.registry.channels
+            ).register(on: router)
             NativePushAPI(engine: engine, authenticator: authenticator, clock: clock, changes: store).register(
                 on: router)
             let nodeShare = NodeShare()
@@ -399,47 +402,18 @@ enum LocalAPNs {
             caCertificate: try Certificate(pem: setup.caCertificatePEM),
             fallback: .init(
                 material: .token(key: try PrivateKey(pem: setup.tokenKeyPEM), keyID: setup.keyID, teamID: setup.teamID)),
-            android: try localAndroid(setup, baseURL: baseURL, caFile: caFile))
+            android: localAndroid(setup, baseURL: baseURL, caFile: caFile, registry: config.transports.registry))
     }
 
-    /// Teaches the look-alike an Android credential (an uploaded FCM account's public key, a
-    /// Huawei or Honor client), so local mode delivers with it as the real service would.
+    /// Teaches the look-alike a stored channel credential (an uploaded FCM account's public key,
+    /// a Huawei or Honor client…), so local mode delivers with it as the real service would.
     static func trust(
         _ record: ChannelCredentialRecord, secrets: any ChannelSecretOpener, on server: APNsMockServer, logger: Logger
     ) {
         do {
-            let secret = try secrets.secret(of: record)
-            switch record.channel {
-            case .fcm:
-                let account = try FCMServiceAccount(json: secret)
-                try server.trustFCMServiceAccount(
-                    .init(
-                        clientEmail: account.clientEmail, keyID: account.privateKeyID ?? "",
-                        publicKeyPEM: try PrivateKey(pem: account.privateKeyPEM).publicKey.pem(),
-                        projectID: account.projectID))
-            case .huawei, .honor:
-                let client = APNsMockConfiguration.PushKitClient(
-                    clientID: record.clientID, clientSecret: String(decoding: secret, as: UTF8.self),
-                    appID: record.vendorAppID)
-                if record.channel == .huawei {
-                    server.trustHuaweiClient(client)
-                } else {
-                    server.trustHonorClient(client)
-                }
-            case .xiaomi:
-                server.trustXiaomiApp(
-                    .init(appSecret: String(decoding: secret, as: UTF8.self), packageName: record.vendorAppID))
-            case .oppo:
-                server.trustOppoApp(
-                    .init(appKey: record.clientID, masterSecret: String(decoding: secret, as: UTF8.self)))
-            case .vivo:
-                server.trustVivoApp(
-                    .init(
-                        appID: record.vendorAppID, appKey: record.clientID,
-                        appSecret: String(decoding: secret, as: UTF8.self)))
-            case .apns:
-                break
-            }
+            try server.trust(
+                channel: record.channel.rawValue, vendorAppID: record.vendorAppID, clientID: record.clientID,
+                secret: try secrets.secret(of: record))
         } catch {
             logger.warning(
                 "local mode: the look-alike cannot learn a stored channel credential",
@@ -447,32 +421,18 @@ enum LocalAPNs {
         }
     }
 
-    /// The look-alike's own FCM service account (its token_uri the look-alike's) and Huawei
-    /// and Honor clients, every app's fallback credentials in local mode.
-    static func localAndroid(_ setup: APNsMockLocalSetup, baseURL: String, caFile: String) throws
-        -> AndroidTransports.Local
-    {
-        let fcm = setup.fcmServiceAccount
-        func credential(_ channel: PushChannel, app: String, client: String, secret: String) -> ChannelCredential {
-            ChannelCredential(
-                id: 0, channel: channel, vendorAppID: app, clientID: client, secret: Array(secret.utf8))
+    /// The look-alike's own credential of each transport it stands in for (FCM's with its
+    /// token_uri the look-alike's), every app's fallback in local mode.
+    static func localAndroid(
+        _ setup: APNsMockLocalSetup, baseURL: String, caFile: String, registry: TransportRegistry
+    ) -> AndroidTransports.Local {
+        var fallbacks: [PushChannel: ChannelCredential] = [:]
+        for channel in registry.channels {
+            guard let fallback = setup.fallbackCredential(channel: channel.rawValue, baseURL: baseURL) else { continue }
+            fallbacks[channel] = ChannelCredential(
+                id: 0, channel: channel, vendorAppID: fallback.vendorAppID, clientID: fallback.clientID,
+                secret: fallback.secret)
         }
-        let fallbacks: [PushChannel: ChannelCredential] = [
-            .fcm: ChannelCredential(
-                id: 0, channel: .fcm, vendorAppID: fcm.projectID, clientID: fcm.clientEmail,
-                secret: setup.fcmServiceAccountJSON(tokenURI: baseURL + "/token")),
-            .huawei: credential(
-                .huawei, app: setup.huaweiClient.appID, client: setup.huaweiClient.clientID,
-                secret: setup.huaweiClient.clientSecret),
-            .honor: credential(
-                .honor, app: setup.honorClient.appID, client: setup.honorClient.clientID,
-                secret: setup.honorClient.clientSecret),
-            .xiaomi: credential(
-                .xiaomi, app: setup.xiaomiApp.packageName, client: "0", secret: setup.xiaomiApp.appSecret),
-            .oppo: credential(.oppo, app: "0", client: setup.oppoApp.appKey, secret: setup.oppoApp.masterSecret),
-            .vivo: credential(
-                .vivo, app: setup.vivoApp.appID, client: setup.vivoApp.appKey, secret: setup.vivoApp.appSecret),
-        ]
         return AndroidTransports.Local(baseURL: baseURL, caFile: caFile, fallbacks: fallbacks)
     }
 }

@@ -9,6 +9,8 @@ struct NativeDeviceAPI: Sendable {
     let store: any Store
     let authenticator: APIKeyAuthenticator
     let logger: Logger
+    /// The gateway's transports (its config's registry): the channels a device may name.
+    var channels: [PushChannel] = PushChannel.allCases
 
     func register(on router: Router) {
         router.add(.PUT, "/api/v1/devices/{token}", bodyLimit: 64 << 10) { request in
@@ -60,7 +62,7 @@ struct NativeDeviceAPI: Sendable {
                 stored = try await store.device(appID: app.id, token: existing)
             }
         }
-        let channel = try body.channel.map(Self.channel) ?? stored?.channel ?? .apns
+        let channel = try body.channel.map { try Self.channel($0, among: channels) } ?? stored?.channel ?? .apns
         let token = try deviceToken(request, channel: channel, channelGiven: body.channel != nil)
         let environment = try DeviceRules.native {
             try DeviceRules.environment(body.environment, channel: channel, stored: stored)
@@ -178,9 +180,9 @@ struct NativeDeviceAPI: Sendable {
         }
     }
 
-    static func channel(_ name: String?) throws -> PushChannel {
+    static func channel(_ name: String?, among channels: [PushChannel]) throws -> PushChannel {
         guard let name else { return .apns }
-        return try DeviceRules.native { try DeviceRules.channel(name) }
+        return try DeviceRules.native { try DeviceRules.channel(name, among: channels) }
     }
 
     private func tagName(_ raw: String) throws -> TagName {
@@ -313,10 +315,12 @@ public enum DeviceRules {
         public var description: String { message }
     }
 
-    /// A channel by its name (`apns`, `fcm`, …).
-    public static func channel(_ name: String) throws(Refusal) -> PushChannel {
-        guard let channel = PushChannel(rawValue: name) else {
-            let known = PushChannel.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+    /// A channel by its name (`apns`, `fcm`, …), among the declared ones (or `channels`: a
+    /// gateway's registry).
+    public static func channel(_ name: String, among channels: [PushChannel]? = nil) throws(Refusal) -> PushChannel {
+        let channels = channels ?? PushChannel.allCases
+        guard let channel = PushChannel(rawValue: name), channels.contains(channel) else {
+            let known = channels.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
             throw Refusal(code: "invalid_channel", message: "channel must be one of \(known), got \"\(name)\"")
         }
         return channel

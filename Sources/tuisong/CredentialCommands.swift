@@ -6,6 +6,7 @@ import TuisongCrypto
 import TuisongGateway
 import TuisongPlugin
 import TuisongStore
+import TuisongTransportKit
 
 struct CredentialCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,38 +17,18 @@ struct CredentialCommand: AsyncParsableCommand {
         static var configuration: CommandConfiguration {
             CommandConfiguration(
                 abstract:
-                    "Add a push credential to an app: APNs (.p8, .p12, PEM), \(PushChannel.list(PushChannel.android, \.displayName, "or")).",
+                    "Add a push credential to an app: APNs (.p8, .p12, PEM), \(PushChannel.list(TransportRegistry.standard.withCredentialForms.map(\.channel.channel), \.displayName, "or")).",
                 discussion: """
                     Each channel's flags:
                       --channel apns (default): --environment sandbox|production and one of
                           --p8 FILE --key-id ID --team-id ID, --p12 FILE [--password-env VAR], --pem FILE
-                      --channel fcm: --service-account FILE (the JSON Firebase's console downloads)
-                      --channel huawei|honor: --vendor-app-id ID --client-id ID --client-secret-env VAR
-                          [--badge-class CLASS] (the launcher activity a badge number is shown on)
-                      --channel xiaomi: --vendor-app-id PACKAGE --client-id APPID --client-secret-env VAR (AppSecret)
-                      --channel oppo: --vendor-app-id APPID --client-id APPKEY --client-secret-env VAR (MasterSecret)
-                      --channel vivo: --vendor-app-id APPID --client-id APPKEY --client-secret-env VAR (AppSecret)
 
-                    """ + SelectorFlags.discussion)
+                    """ + ChannelFormFlags.discussion + "\n" + SelectorFlags.discussion)
         }
         @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
-        @Option(help: "apns (default), \(PushChannel.list(PushChannel.android, \.rawValue, "or")).") var channel:
-            String = "apns"
+        @Option(help: "apns (default), \(TransportRegistry.standard.formChannelList).") var channel: String = "apns"
         @Option(help: "APNs: sandbox or production.") var environment: String?
-        @Option(name: .customLong("service-account"), help: "FCM: the service-account JSON file.")
-        var serviceAccount: String?
-        @Option(name: .customLong("vendor-app-id"), help: "Huawei, Honor: the app id the developer console shows.")
-        var vendorAppID: String?
-        @Option(name: .customLong("client-id"), help: "Huawei, Honor: the OAuth 2.0 client id.") var clientID: String?
-        @Option(
-            name: .customLong("client-secret-env"),
-            help:
-                "Huawei, Honor: the environment variable holding the client secret (never a flag: shells keep history)."
-        )
-        var clientSecretEnv: String?
-        @Option(name: .customLong("badge-class"), help: "Huawei, Honor: the launcher activity's class, for badges.")
-        var badgeClass: String?
         @Option(help: "A .p8 token key file (with --key-id and --team-id).") var p8: String?
         @Option(name: .customLong("key-id"), help: "The 10-character key id of the .p8.") var keyID: String?
         @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
@@ -62,29 +43,36 @@ struct CredentialCommand: AsyncParsableCommand {
                 "The credential's selector: devices registered with it are sent through it (or a provider's own flag, above)."
         )
         var genericSelector: String?
-        /// A provider's own selector flag (`--<cliFlag> VALUE`), declared by the provider.
+        /// The channel's form fields (`--vendor-app-id`, `--client-secret-env`, `--service-account`,
+        /// declared by its transport) and a provider's own selector flag (`--<cliFlag> VALUE`).
         @Argument(parsing: .allUnrecognized, help: .hidden) var selectorArguments: [String] = []
+
+        /// The declared form of `--channel` (nil for APNs and unknown names).
+        var form: CredentialForm? {
+            TransportRegistry.standard.channel(named: channel).flatMap {
+                TransportRegistry.standard.declaration(of: $0)?.credentialForm
+            }
+        }
+
+        /// The form's flags given, and the arguments left for the selector flags.
+        var split: (fields: [(field: CredentialForm.Field, value: String)], rest: [String]) {
+            get throws { try ChannelFormFlags.split(selectorArguments, form: form) }
+        }
 
         /// The credential's selector, from `--selector` or one provider's flag; nil = none.
         var selector: String? {
-            get throws { try SelectorFlags.selector(generic: genericSelector, arguments: selectorArguments) }
+            get throws { try SelectorFlags.selector(generic: genericSelector, arguments: try split.rest) }
         }
 
         func validate() throws {
-            _ = try selector
-            guard let pushChannel = PushChannel(rawValue: channel) else {
-                throw ValidationError(
-                    "--channel must be one of \(PushChannel.allCases.map(\.rawValue).joined(separator: ", "))")
+            let known = ["apns"] + TransportRegistry.standard.withCredentialForms.map(\.name)
+            guard channel == "apns" || form != nil else {
+                throw ValidationError("--channel must be one of \(known.joined(separator: ", "))")
             }
+            let (fields, _) = try split
+            _ = try selector
             let apnsFlags = [p8, p12, pem, environment, keyID, teamID, passwordEnv].compactMap { $0 }
-            let fcmFlags = [serviceAccount].compactMap { $0 }
-            let oauthFlags = [vendorAppID, clientID, clientSecretEnv, badgeClass].compactMap { $0 }
-            switch pushChannel {
-            case .apns:
-                guard fcmFlags.isEmpty, oauthFlags.isEmpty else {
-                    throw ValidationError(
-                        "--service-account, --client-id and the like are for Android channels (--channel)")
-                }
+            guard let form else {
                 let given = [p8, p12, pem].compactMap { $0 }.count
                 guard given == 1 else { throw ValidationError("give exactly one of --p8, --p12, --pem") }
                 if p8 != nil, keyID == nil || teamID == nil {
@@ -93,21 +81,18 @@ struct CredentialCommand: AsyncParsableCommand {
                 guard let environment, APNsEnvironment(rawValue: environment) != nil else {
                     throw ValidationError("--environment must be sandbox or production")
                 }
-            case .fcm:
-                guard apnsFlags.isEmpty, oauthFlags.isEmpty else {
-                    throw ValidationError("--channel fcm takes --service-account FILE (and a selector) only")
-                }
-                guard serviceAccount != nil else { throw ValidationError("--channel fcm needs --service-account FILE") }
-            case .huawei, .honor, .xiaomi, .oppo, .vivo:
-                guard apnsFlags.isEmpty, fcmFlags.isEmpty else {
-                    throw ValidationError(
-                        "--channel \(channel) takes --vendor-app-id, --client-id, --client-secret-env and --badge-class"
-                    )
-                }
-                guard vendorAppID != nil, clientID != nil, clientSecretEnv != nil else {
-                    throw ValidationError(
-                        "--channel \(channel) needs --vendor-app-id, --client-id and --client-secret-env")
-                }
+                return
+            }
+            let flags = form.fields.map(\.cliFlag)
+            guard apnsFlags.isEmpty else {
+                throw ValidationError(
+                    "--channel \(channel) takes \(ChannelFormFlags.list(flags)) (and a selector) only")
+            }
+            let missing = form.fields.filter { field in field.required && !fields.contains { $0.field == field } }
+            guard missing.isEmpty else {
+                throw ValidationError(
+                    "--channel \(channel) needs \(ChannelFormFlags.list(missing.map { "\($0.cliFlag) \(ChannelFormFlags.metavar($0))" }))"
+                )
             }
         }
 
@@ -116,8 +101,7 @@ struct CredentialCommand: AsyncParsableCommand {
             let store = try options.openStore(config)
             defer { try? store.close() }
             guard try await store.app(id: app) != nil else { throw CommandFailure("no app with id \(app)") }
-            let pushChannel = PushChannel(rawValue: channel) ?? .apns
-            guard pushChannel == .apns else {
+            if let pushChannel = TransportRegistry.standard.channel(named: channel), pushChannel != .apns {
                 return try await addChannelCredential(pushChannel, store: store, config: config)
             }
             var password: String?
@@ -171,29 +155,31 @@ struct CredentialCommand: AsyncParsableCommand {
             printJSON(summary)
         }
 
-        /// An FCM service account or a Huawei or Honor OAuth client, checked and sealed.
+        /// A credential of a channel's declared form (an FCM service account, a Huawei or Honor
+        /// OAuth client…), checked and sealed.
         private func addChannelCredential(_ pushChannel: PushChannel, store: any GatewayStore, config: GatewayConfig)
             async throws
         {
-            let upload: ChannelCredentialUpload
-            if pushChannel == .fcm {
-                guard let data = FileManager.default.contents(atPath: serviceAccount ?? "") else {
-                    throw unreadable(serviceAccount ?? "")
+            var input = CredentialFormInput()
+            for (field, value) in try split.fields {
+                switch field.kind {
+                case .file:
+                    guard let data = FileManager.default.contents(atPath: value) else { throw unreadable(value) }
+                    input.files[field.name] = Array(data)
+                case .secret:
+                    input.values[field.name] = try environmentValue(value)
+                case .text:
+                    input.values[field.name] = value
                 }
-                upload = .fcm(serviceAccountJSON: Array(data))
-            } else {
-                let secret = try environmentValue(clientSecretEnv ?? "")
-                upload = .oauthClient(
-                    channel: pushChannel, vendorAppID: vendorAppID ?? "", clientID: clientID ?? "",
-                    clientSecret: secret,
-                    badgeClass: badgeClass)
             }
+            let upload = ChannelCredentialUpload.form(channel: pushChannel, input)
             // One logger: the logging system is set up once per process.
             let logger = makeLogger("tuisong", level: "warning")
             let masterKey = try MasterKey.load(config.security, logger: logger)
             var record: ChannelCredentialRecord
             let service = ChannelCredentialService(
-                store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config))
+                store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config),
+                registry: config.transports.registry)
             do {
                 record = try await service.add(upload, appID: app, selector: try selector)
             } catch let error as CredentialError {
@@ -256,6 +242,53 @@ struct CredentialCommand: AsyncParsableCommand {
 
 /// The selector flags of `credential add`: the generic `--selector`, and each registered
 /// provider's own (`PushProvider.credentialSelector`), checked by that provider's rule.
+/// The flags of a channel's declared credential form: `--<field>` (a text), `--<field>-env VAR`
+/// (a secret, never a flag: shells keep history), `--<field> FILE` (a file).
+enum ChannelFormFlags {
+    static func metavar(_ field: CredentialForm.Field) -> String {
+        switch field.kind {
+        case .text: field.name.uppercased()
+        case .secret: "VAR"
+        case .file: "FILE"
+        }
+    }
+
+    static func list(_ items: [String]) -> String {
+        items.count < 2 ? items.joined() : items.dropLast().joined(separator: ", ") + " and " + items.last!
+    }
+
+    /// Each declared form's flags, for `credential add --help`.
+    static var discussion: String {
+        TransportRegistry.standard.withCredentialForms.map { declaration in
+            let fields = (declaration.credentialForm?.fields ?? []).map { field in
+                let flag = "\(field.cliFlag) \(metavar(field))"
+                return field.required ? "\(flag) (\(field.label.en))" : "[\(flag)] (\(field.label.en))"
+            }
+            return "  --channel \(declaration.name): \(fields.joined(separator: " "))\n"
+        }.joined()
+    }
+
+    /// Splits the unrecognised arguments into the form's fields and the rest (selector flags).
+    static func split(_ arguments: [String], form: CredentialForm?) throws -> (
+        fields: [(field: CredentialForm.Field, value: String)], rest: [String]
+    ) {
+        guard let form else { return ([], arguments) }
+        var fields: [(field: CredentialForm.Field, value: String)] = []
+        var rest: [String] = []
+        for (flag, value) in try FlagArguments.pairs(arguments, usage: "flags: --NAME VALUE") {
+            if let field = form.fields.first(where: { $0.cliFlag == "--" + flag }) {
+                guard !fields.contains(where: { $0.field == field }) else {
+                    throw ValidationError("--\(flag) is given twice")
+                }
+                fields.append((field, value))
+            } else {
+                rest += ["--" + flag, value]
+            }
+        }
+        return (fields, rest)
+    }
+}
+
 enum SelectorFlags {
     static var declarations: [CredentialSelectorDeclaration] {
         ProviderRegistry.providers.compactMap { $0.credentialSelector }

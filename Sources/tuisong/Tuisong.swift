@@ -20,6 +20,12 @@ struct Tuisong: AsyncParsableCommand {
             Serve.self, CheckConfig.self, Migrate.self, Version.self, AppCommand.self, DeviceCommand.self,
             CredentialCommand.self, APNsMockCommand.self,
         ])
+
+    /// Declares the transports' channels before any help text or command reads them.
+    static func main() async {
+        TransportRegistry.install()
+        await Self.main(nil)
+    }
 }
 
 /// `--config FILE`, shared by every subcommand.

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import TuisongCore
@@ -57,9 +58,27 @@ import Testing
         #expect(DeviceToken(addressing: String(repeating: "x", count: 4096)) != nil)
     }
 
-    @Test func channels() {
-        #expect(PushChannel.allCases.map(\.rawValue) == ["apns", "fcm", "huawei", "honor", "xiaomi", "oppo", "vivo"])
-        #expect(PushChannel.allCases.filter(\.isAndroid) == [.fcm, .huawei, .honor, .xiaomi, .oppo, .vivo])
+    /// A channel is an open name: the built-in names keep their strings (stored rows, the
+    /// wire), APNs is declared from the start (Core owns its environment and hex tokens), and a
+    /// name nobody declared is an Android-style service with opaque tokens. The gateway's
+    /// transport registry declares the rest (TransportRegistryTests).
+    @Test func channels() throws {
+        let names = [PushChannel.apns, .fcm, .huawei, .honor, .xiaomi, .oppo, .vivo].map(\.rawValue)
+        #expect(names == ["apns", "fcm", "huawei", "honor", "xiaomi", "oppo", "vivo"])
+        #expect(PushChannel.allCases.first == .apns && !PushChannel.apns.isAndroid)
+        #expect(PushChannel.apns.displayName == "APNs" && PushChannel.apns.withArticle == "an APNs")
+        let undeclared = try #require(PushChannel(rawValue: "core_test_service"))
+        #expect(undeclared.isAndroid && undeclared.displayName == "core_test_service")
+        #expect(PushChannel.declared("core_test_service") == nil)
+        #expect(DeviceToken("opaque-1", channel: undeclared)?.value == "opaque-1")
+        for bad in ["", "FCM", "has space", "dash-ed", String(repeating: "a", count: 33)] {
+            #expect(PushChannel(rawValue: bad) == nil, "\(bad)")
+        }
+        let decoded = try JSONDecoder().decode([PushChannel].self, from: Data(#"["vivo"]"#.utf8))
+        #expect(decoded == [.vivo])
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode([PushChannel].self, from: Data(#"["V!"]"#.utf8))
+        }
     }
 }
 

@@ -46,7 +46,8 @@ public final class RunningGateway: Sendable {
     public static func start(
         providers: [String]? = nil, environment: [String: String] = [:], directory: URL? = nil,
         webRoot: URL? = nil, logLevel: Logger.Level = .warning, name: String = "gateway",
-        clock: any TuisongCore.Clock = SystemClock(), database: PluginStoreBackend = .sqlite
+        clock: any TuisongCore.Clock = SystemClock(), database: PluginStoreBackend = .sqlite,
+        transports: TransportRegistry = .standard
     ) async throws -> RunningGateway {
         let created = directory == nil
         let directory =
@@ -67,7 +68,7 @@ public final class RunningGateway: Sendable {
         var logger = Logger(label: name)
         logger.logLevel = logLevel
         do {
-            let config = try GatewayConfig.load(fileContents: nil, environment: variables)
+            let config = try GatewayConfig.load(fileContents: nil, environment: variables, transports: transports)
             let runtime = try await GatewayRuntime.start(
                 config: config, environment: variables, clock: clock, logger: logger)
             return RunningGateway(runtime: runtime, directory: directory, database: postgres)

@@ -23,11 +23,12 @@ final class AdminTestClient: @unchecked Sendable {
     }
 
     static func start(
-        environment: [String: String] = [:], clock: any TuisongCore.Clock = SystemClock()
+        environment: [String: String] = [:], clock: any TuisongCore.Clock = SystemClock(),
+        transports: TransportRegistry = .standard
     ) async throws -> (RunningGateway, AdminTestClient) {
         var env = ["TUISONG_ADMIN_PASSWORD": password]
         env.merge(environment) { _, new in new }
-        let gateway = try await TestGateway.start(environment: env, clock: clock)
+        let gateway = try await TestGateway.start(environment: env, clock: clock, transports: transports)
         return (gateway, AdminTestClient(baseURL: gateway.baseURL))
     }
 

@@ -12,11 +12,11 @@ import TuisongStore
 enum TestGateway {
     static func start(
         environment: [String: String] = [:], directory: URL? = nil, clock: any TuisongCore.Clock = SystemClock(),
-        database: PluginStoreBackend = .sqlite
+        database: PluginStoreBackend = .sqlite, transports: TransportRegistry = .standard
     ) async throws -> RunningGateway {
         try await RunningGateway.start(
             environment: environment, directory: directory, webRoot: RunningGateway.repositoryWebRoot, name: "gw",
-            clock: clock, database: database)
+            clock: clock, database: database, transports: transports)
     }
 }
 

@@ -248,8 +248,8 @@ import TuisongTransportKit
 }
 
 extension Harness {
-    /// The channel HarmonyOS credentials are stored under (until the transport registry names it).
-    static let harmonyChannel: PushChannel = .huawei
+    /// The channel HarmonyOS credentials are stored under.
+    static let harmonyChannel: PushChannel = .harmony
 
     /// A fresh service account the look-alike trusts.
     func trustedHarmonyAccount() throws -> HarmonyServiceAccount {

@@ -20,6 +20,7 @@ const en = {
   'common.actions': 'Actions',
   'common.cancel': 'Cancel',
   'common.delete': 'Delete',
+  'common.optional': 'optional',
   'common.save': 'Save',
 
   'login.title': 'Log in',
@@ -225,6 +226,7 @@ const en = {
   'cred.packageName': 'Package name',
   'channel.oppo': 'OPPO',
   'channel.vivo': 'vivo',
+  'channel.harmony': 'HarmonyOS',
 
   'tpl.title': 'Templates',
   'tpl.subtitle': 'Title and body with numbered placeholders {0}, {1}, … filled when a push is sent.',
@@ -373,6 +375,7 @@ const zh = {
   'common.actions': '操作',
   'common.cancel': '取消',
   'common.delete': '删除',
+  'common.optional': '可选',
   'common.save': '保存',
 
   'login.title': '登录',
@@ -578,6 +581,7 @@ const zh = {
   'cred.packageName': '包名',
   'channel.oppo': 'OPPO',
   'channel.vivo': 'vivo',
+  'channel.harmony': '鸿蒙',
 
   'tpl.title': '模板',
   'tpl.subtitle': '标题和正文中的 {0}、{1}…… 在发送时替换为参数。',

@@ -1,6 +1,6 @@
 import { get, post, del, features } from '../api.js';
 import { h, field, setFieldError, notice, confirmDialog, formatTime } from '../dom.js';
-import { t, errorText, paren } from '../i18n.js';
+import { t, errorText, paren, maybe, localized } from '../i18n.js';
 import { currentApp } from '../state.js';
 import { noAppPanel } from './common.js';
 
@@ -98,24 +98,29 @@ export async function renderCredentials(container) {
   return null;
 }
 
-/** The gateway's Android push services, from its own transport list (`GET /admin/api/session`). */
-function androidChannels() {
-  return features().android_channels || [];
+/** The gateway's push services with a declared credential form, each with its fields
+ * (`features.transports` of `GET /admin/api/session`, from the transport registry). */
+function transportForms() {
+  return features().transports || [];
 }
-// The labels of app id, client id and secret per service: [i18n key or null, text, text].
-const CREDENTIAL_NAMES = {
-  huawei: [null, null, null],
-  honor: [null, null, null],
-  xiaomi: ['cred.packageName', 'AppID', 'AppSecret'],
-  oppo: [null, 'AppKey', 'MasterSecret'],
-  vivo: [null, 'AppKey', 'AppSecret'],
-};
+/** The services the form offers, in the registry's order. */
+function androidChannels() {
+  return transportForms().map((form) => form.channel);
+}
+/** A service's name for people: the console's own words where it has them, else the declaration's. */
+function channelName(channel) {
+  return maybe(`channel.${channel}`) || transportForms().find((f) => f.channel === channel)?.display_name || channel;
+}
+// The element ids the fields have always had (the browser tests and people's bookmarks know them).
+const FIELD_IDS = { file: 'android-file', vendor_app_id: 'android-app-id', client_id: 'android-client-id', client_secret: 'android-client-secret', badge_class: 'android-badge-class' };
+// The console's own hints for fields it knows.
+const FIELD_HINTS = { file: 'cred.androidFileHint', client_secret: 'secret.unsetHint', badge_class: 'cred.badgeClassHint' };
 
 /** androidChannels() in the current language, for the section's title, hint and empty state. */
 function androidChannelTexts() {
   const separator = t('cred.channelSeparator');
   return {
-    channels: androidChannels().map((c) => t(`channel.${c}`)).join(separator),
+    channels: androidChannels().map(channelName).join(separator),
     ids: androidChannels().join(separator),
   };
 }
@@ -139,7 +144,7 @@ function androidSection(app) {
   function row(c) {
     const remove = h('button', { type: 'button', class: 'small danger', text: t('common.delete'), dataset: { delete: c.id } });
     remove.addEventListener('click', async () => {
-      if (!await confirmDialog(t('cred.deleteTitle'), t('cred.androidDeleteConfirm', { channel: t(`channel.${c.channel}`) }), t('common.delete'), t('common.cancel'))) return;
+      if (!await confirmDialog(t('cred.deleteTitle'), t('cred.androidDeleteConfirm', { channel: channelName(c.channel) }), t('common.delete'), t('common.cancel'))) return;
       try {
         await del(`/apps/${app.id}/channel-credentials/${c.id}`);
         notice(t('cred.deleted'), 'ok');
@@ -150,7 +155,7 @@ function androidSection(app) {
     });
     const cell = (labelKey, content, cls) => h('td', { class: cls || null, dataset: { label: t(labelKey) } }, content);
     return h('tr', { dataset: { channelCredential: c.id, channel: c.channel } },
-      cell('cred.channel', h('b', { text: t(`channel.${c.channel}`) })),
+      cell('cred.channel', h('b', { text: channelName(c.channel) })),
       cell('cred.vendorAppID', c.vendor_app_id, 'mono'),
       cell('cred.clientID', [c.client_id, c.badge_class ? h('div', { class: 'muted', text: `${t('cred.badgeClassLabel')} ${c.badge_class}` }) : null], 'mono'),
       cell('cred.selectorLabel', c.selector || h('span', { class: 'muted', text: t('cred.defaultSelector') })),
@@ -174,52 +179,63 @@ function androidSection(app) {
   return { section, refresh };
 }
 
+/** The form that adds a credential: a channel picker and the fields its declaration lists
+ * (text, secret or file), one input per field name shared by the services that ask for it. */
 function androidForm(app, refresh) {
-  const channel = h('select', { name: 'channel' }, androidChannels().map((value) => h('option', { value, text: t(`channel.${value}`) })));
-  const file = h('input', { type: 'file', name: 'file', accept: '.json,application/json' });
-  const vendorAppID = h('input', { type: 'text', name: 'vendor_app_id', inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false', placeholder: '10086' });
-  const clientID = h('input', { type: 'text', name: 'client_id', autocomplete: 'off', spellcheck: 'false' });
-  // Write-only: never filled from the server, cleared after a save.
-  const clientSecret = h('input', { type: 'password', name: 'client_secret', autocomplete: 'new-password' });
-  const badgeClass = h('input', { type: 'text', name: 'badge_class', autocomplete: 'off', spellcheck: 'false', placeholder: 'com.example.MainActivity' });
+  const forms = transportForms();
+  const channel = h('select', { name: 'channel' }, androidChannels().map((value) => h('option', { value, text: channelName(value) })));
   const selector = h('input', { type: 'text', name: 'selector', maxlength: 128, autocomplete: 'off', spellcheck: 'false' });
-  const fileField = field(t('cred.androidFile'), file, { id: 'android-file', hint: t('cred.androidFileHint') });
-  const appIDField = field(t('cred.appID'), vendorAppID, { id: 'android-app-id' });
-  const clientIDField = field(t('cred.clientID'), clientID, { id: 'android-client-id' });
-  const secretField = field(t('cred.clientSecret'), clientSecret, { id: 'android-client-secret', hint: t('secret.unsetHint') });
-  const badgeField = field(t('cred.badgeClass'), badgeClass, { id: 'android-badge-class', hint: t('cred.badgeClassHint') });
   const selectorField = field(t('cred.selector'), selector, { id: 'android-selector', hint: t('cred.androidSelectorHint') });
   const result = h('div', { id: 'android-cred-result', 'aria-live': 'polite' });
   const submit = h('button', { type: 'submit', class: 'primary', id: 'android-cred-submit', text: t('cred.androidAddButton') });
-  // The server names the field a refusal is about with these keys.
-  const inputs = { channel, file, vendor_app_id: vendorAppID, client_id: clientID, client_secret: clientSecret, badge_class: badgeClass, selector };
-  const oauthFields = [appIDField, clientIDField, secretField, badgeField];
-
-  function update() {
-    const fcm = channel.value === 'fcm';
-    fileField.wrap.hidden = !fcm;
-    for (const f of oauthFields) f.wrap.hidden = fcm;
-    // Only Huawei and Honor show a badge number (on their launcher activity); Xiaomi names the
-    // app by its package, the others by a number.
-    badgeField.wrap.hidden = fcm || !['huawei', 'honor'].includes(channel.value);
-    // Each service names its three values its own way (docs/android.md, Credentials).
-    const names = CREDENTIAL_NAMES[channel.value];
-    if (names) {
-      appIDField.wrap.querySelector('label').textContent = names[0] ? t(names[0]) : t('cred.appID');
-      clientIDField.wrap.querySelector('label').textContent = names[1] || t('cred.clientID');
-      secretField.wrap.querySelector('label').textContent = names[2] || t('cred.clientSecret');
+  // One input per declared field name; the server names the field a refusal is about by it.
+  const fields = new Map();
+  for (const form of forms) {
+    for (const spec of form.fields) {
+      if (fields.has(spec.name)) continue;
+      const input = spec.kind === 'file'
+        ? h('input', { type: 'file', name: spec.name, accept: spec.accept || null })
+        // A secret is write-only: never filled from the server, cleared after a save.
+        : spec.kind === 'secret'
+          ? h('input', { type: 'password', name: spec.name, autocomplete: 'new-password' })
+          : h('input', { type: 'text', name: spec.name, autocomplete: 'off', spellcheck: 'false' });
+      const id = FIELD_IDS[spec.name] || `android-${spec.name.replace(/_/g, '-')}`;
+      const hint = FIELD_HINTS[spec.name] ? t(FIELD_HINTS[spec.name]) : spec.help;
+      fields.set(spec.name, { input, field: field(localized(spec.label, spec.name), input, { id, hint }) });
     }
-    vendorAppID.inputMode = channel.value === 'xiaomi' ? 'text' : 'numeric';
-    vendorAppID.placeholder = channel.value === 'xiaomi' ? 'com.example.chat' : '10086';
+  }
+  const inputs = { channel, selector };
+  for (const [name, { input }] of fields) inputs[name] = input;
+
+  /** The declared fields of the chosen service. */
+  function chosen() {
+    return forms.find((form) => form.channel === channel.value)?.fields || [];
+  }
+  function update() {
+    const specs = chosen();
+    for (const [name, { input, field: f }] of fields) {
+      const spec = specs.find((s) => s.name === name);
+      f.wrap.hidden = !spec;
+      if (!spec) continue;
+      // Each service names its values its own way (docs/android.md, Credentials).
+      const label = localized(spec.label, name);
+      f.wrap.querySelector('label').textContent = spec.required ? label : `${label}${paren(t('common.optional'))}`;
+      if (spec.kind === 'text') {
+        input.inputMode = spec.numeric ? 'numeric' : 'text';
+        input.placeholder = spec.placeholder || '';
+      }
+    }
     for (const input of Object.values(inputs)) setFieldError(input, null);
     result.replaceChildren();
   }
   channel.addEventListener('change', update);
 
+  const wraps = [...fields.values()].map((f) => f.field.wrap);
+  const rows = [];
+  for (let i = 0; i < wraps.length; i += 2) rows.push(h('div', { class: 'row' }, wraps.slice(i, i + 2)));
   const form = h('form', { id: 'android-cred-form', novalidate: true, 'aria-labelledby': 'android-add-title' },
-    h('div', { class: 'row' }, field(t('cred.channel'), channel, { id: 'android-channel' }).wrap, fileField.wrap),
-    h('div', { class: 'row' }, appIDField.wrap, clientIDField.wrap),
-    h('div', { class: 'row' }, secretField.wrap, badgeField.wrap),
+    h('div', { class: 'row' }, field(t('cred.channel'), channel, { id: 'android-channel' }).wrap),
+    rows,
     h('div', { class: 'row' }, selectorField.wrap),
     result,
     h('div', { class: 'actions' }, submit));
@@ -230,33 +246,36 @@ function androidForm(app, refresh) {
     for (const input of Object.values(inputs)) setFieldError(input, null);
     result.replaceChildren();
     const body = { channel: channel.value };
-    if (channel.value === 'fcm') {
-      if (!file.files.length) {
-        setFieldError(file, t('cred.fileRequired'));
-        file.focus();
-        return;
+    for (const spec of chosen()) {
+      const { input } = fields.get(spec.name);
+      if (spec.kind === 'file') {
+        if (!input.files.length) {
+          if (!spec.required) continue;
+          setFieldError(input, t('cred.fileRequired'));
+          input.focus();
+          return;
+        }
+        if (input.files[0].size > 64 * 1024) {
+          setFieldError(input, t('cred.fileTooLarge'));
+          return;
+        }
+        body[spec.name] = await fileBase64(input.files[0]);
+      } else if (spec.kind === 'secret') {
+        body[spec.name] = input.value;
+      } else if (spec.required || input.value.trim()) {
+        body[spec.name] = input.value.trim();
       }
-      if (file.files[0].size > 64 * 1024) {
-        setFieldError(file, t('cred.fileTooLarge'));
-        return;
-      }
-      body.file = await fileBase64(file.files[0]);
-    } else {
-      body.vendor_app_id = vendorAppID.value.trim();
-      body.client_id = clientID.value.trim();
-      body.client_secret = clientSecret.value;
-      if (badgeClass.value.trim()) body.badge_class = badgeClass.value.trim();
     }
     if (selector.value.trim()) body.selector = selector.value.trim();
     submit.disabled = true;
     try {
       const created = await post(`/apps/${app.id}/channel-credentials`, body);
-      for (const input of [file, vendorAppID, clientID, clientSecret, badgeClass, selector]) input.value = '';
+      for (const input of Object.values(inputs)) if (input !== channel) input.value = '';
       // The server signed in once with it: say what the service answered.
       const check = created.check || { result: 'not_checked' };
       const tone = { accepted: 'ok', refused: 'bad', unavailable: 'warn', not_checked: 'ok' }[check.result] || 'ok';
       result.replaceChildren(h('div', { class: `banner ${tone}`, role: tone === 'bad' ? 'alert' : 'status', dataset: { check: check.result } },
-        h('div', {}, h('strong', { text: t('cred.androidAdded', { channel: t(`channel.${created.channel}`) }) }),
+        h('div', {}, h('strong', { text: t('cred.androidAdded', { channel: channelName(created.channel) }) }),
           h('div', { class: 'mono', text: `${created.vendor_app_id} · ${created.client_id}` }),
           h('div', { id: 'android-cred-check', text: t(`cred.check.${check.result}`, { reason: check.reason || '' }) }))));
       await refresh();

@@ -1,0 +1,122 @@
+import Foundation
+import TuisongCore
+import TuisongTransportKit
+
+extension FCMTransport {
+    /// FCM as the gateway's transport registry knows it: Google's service, opaque tokens, the
+    /// service-account JSON as its credential, `transports.fcm.{url,token_url,clients}`.
+    public static let declaration = TransportDeclaration(
+        channel: ChannelDeclaration(channel: .fcm, displayName: "FCM", withArticle: "an FCM"),
+        configKeys: [
+            TransportConfigKey("url", .url(required: true), default: "https://fcm.googleapis.com"),
+            TransportConfigKey("token_url", .url(required: false), default: ""),
+            TransportConfigKey("clients", .integer(1...16), default: "1"),
+        ],
+        credentialForm: CredentialForm(
+            fields: [
+                .init(
+                    "file", .file, label: .init(en: "Service account JSON", zh: "服务账号 JSON"),
+                    help: "the service-account JSON file Firebase's console downloads",
+                    accept: ".json,application/json",
+                    cliName: "service-account")
+            ],
+            validate: { (input, context) throws(CredentialFormError) -> ValidatedCredential in
+                guard let json = input.files["file"], !json.isEmpty else {
+                    throw CredentialFormError(
+                        "invalid_service_account", field: "file",
+                        "choose the service-account JSON file Firebase's console downloads")
+                }
+                let account: FCMServiceAccount
+                do {
+                    account = try FCMServiceAccount(json: json)
+                } catch {
+                    throw CredentialFormError("corrupt_file", field: "file", "\(error)")
+                }
+                try checkShape(of: account, testTokenHosts: context.testTokenHosts)
+                return ValidatedCredential(
+                    vendorAppID: account.projectID, clientID: account.clientEmail, secret: account.json)
+            }),
+        make: { context in
+            let transport = FCMTransport(
+                clients: try (0..<context.section.integer("clients", default: 1)).map {
+                    try context.client("fcm-\($0)")
+                },
+                resolver: context.resolver,
+                endpoints: FCMTransport.Endpoints(
+                    sendURL: context.url("url"),
+                    // In local mode every account, the uploaded ones too, signs in at the look-alike;
+                    // otherwise a configured token_url replaces every account's (a test's look-alike).
+                    tokenURL: context.localBaseURL.map { $0 + "/token" } ?? context.section.optional("token_url")),
+                requestTimeout: context.requestTimeout, clock: context.clock, logger: context.logger)
+            return TransportInstance(
+                transport: transport, tokens: transport.tokens, statistics: { transport.statistics },
+                shutdown: { transport.shutdown() }, checkSignIn: { await transport.checkSignIn($0) },
+                quotaExhausted: nil)
+        })
+
+    /// Google's hosts for a service account's token endpoint (`token_uri` of a downloaded key
+    /// file: `https://oauth2.googleapis.com/token`; older files `accounts.google.com`).
+    public static let googleTokenHosts: Set<String> = ["oauth2.googleapis.com", "accounts.google.com"]
+
+    /// The fields Google's console fills, checked against the shapes Google gives them: they end
+    /// up in URLs (`/v1/projects/{project_id}/messages:send`), in signed assertions and in the
+    /// console, and `token_uri` is where the gateway sends a signed assertion.
+    static func checkShape(of account: FCMServiceAccount, testTokenHosts: Set<String>) throws(CredentialFormError) {
+        // Google: "6 to 30 lowercase letters, digits, or hyphens; start with a letter; no
+        // trailing hyphen".
+        let project = Array(account.projectID.utf8)
+        guard (6...30).contains(project.count), let first = project.first, let last = project.last,
+            first >= UInt8(ascii: "a") && first <= UInt8(ascii: "z"), last != UInt8(ascii: "-"),
+            project.allSatisfy({ isLowerAlphanumeric($0) || $0 == UInt8(ascii: "-") })
+        else {
+            throw CredentialFormError(
+                "invalid_service_account", field: "file",
+                "the service account's project_id must be a Google Cloud project id: 6 to 30 lowercase letters, digits or hyphens, starting with a letter"
+            )
+        }
+        guard isEmailAddress(account.clientEmail) else {
+            throw CredentialFormError(
+                "invalid_service_account", field: "file",
+                "the service account's client_email must be an email address, e.g. push@my-project.iam.gserviceaccount.com"
+            )
+        }
+        guard let uri = URLComponents(string: account.tokenURI), uri.scheme?.lowercased() == "https",
+            let host = uri.host?.lowercased(), googleTokenHosts.contains(host) || testTokenHosts.contains(host),
+            uri.user == nil, uri.password == nil
+        else {
+            throw CredentialFormError(
+                "invalid_service_account", field: "file",
+                "the service account's token_uri must be Google's token endpoint, https://oauth2.googleapis.com/token"
+            )
+        }
+    }
+
+    private static func isLowerAlphanumeric(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+            || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+    }
+
+    private static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        isLowerAlphanumeric(byte) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+    }
+
+    /// `local@domain` in ASCII: a local part of letters, digits and `.!#$%&'*+/=?^_`{|}~-` (up to
+    /// 64), a domain of at least two dot-separated labels of letters, digits and inner hyphens;
+    /// 254 bytes at most (RFC 5321).
+    public static func isEmailAddress(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count <= 254, let at = bytes.firstIndex(of: UInt8(ascii: "@")) else { return false }
+        let local = bytes[..<at]
+        let domain = bytes[(at + 1)...]
+        let localSymbols = Set(".!#$%&'*+/=?^_`{|}~-".utf8)
+        guard (1...64).contains(local.count),
+            local.allSatisfy({ isAlphanumeric($0) || localSymbols.contains($0) })
+        else { return false }
+        let labels = domain.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        return labels.count >= 2
+            && labels.allSatisfy { label in
+                (1...63).contains(label.count) && label.first != UInt8(ascii: "-") && label.last != UInt8(ascii: "-")
+                    && label.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: "-") }
+            }
+    }
+}

@@ -1,0 +1,361 @@
+import Foundation
+import Logging
+import TuisongCore
+import TuisongDelivery
+import TuisongHTTPClient
+
+/// Everything the gateway needs to know about one transport, declared from the transport's own
+/// folder and listed once in the gateway's `TransportRegistry`: its channel (name, display name,
+/// token rule, whether it is Android-style), its config section (`transports.<name>.*`), the
+/// credential an operator adds for it, how to make it, and where local mode's look-alike answers
+/// for it. Adding a transport is its folder, this declaration, a registry line and a name in
+/// Package.swift's `transports` list.
+public struct TransportDeclaration: Sendable {
+    public var channel: ChannelDeclaration
+    /// The keys of `transports.<name>.*` it reads, with their defaults.
+    public var configKeys: [TransportConfigKey]
+    /// The credential an operator adds for an app (nil: the transport has its own, as APNs does).
+    public var credentialForm: CredentialForm?
+    /// Makes the transport (nil: the gateway builds it itself, as it does APNs's pools).
+    public var make: (@Sendable (TransportContext) throws -> TransportInstance)?
+
+    public init(
+        channel: ChannelDeclaration, configKeys: [TransportConfigKey] = [], credentialForm: CredentialForm? = nil,
+        make: (@Sendable (TransportContext) throws -> TransportInstance)? = nil
+    ) {
+        self.channel = channel
+        self.configKeys = configKeys
+        self.credentialForm = credentialForm
+        self.make = make
+    }
+
+    public var name: String { channel.channel.rawValue }
+}
+
+/// One key of a transport's config section, `transports.<name>.<key>`, overridable as
+/// `TUISONG_TRANSPORTS_<NAME>_<KEY>` like every other key.
+public struct TransportConfigKey: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// An http(s) URL; `required` refuses an empty one.
+        case url(required: Bool)
+        /// A whole number in the range.
+        case integer(ClosedRange<Int>)
+    }
+    public var key: String
+    public var kind: Kind
+    /// The default, as the embedded config has it (a string for a URL, digits for an integer).
+    public var defaultValue: String
+
+    public init(_ key: String, _ kind: Kind, default defaultValue: String) {
+        self.key = key
+        self.kind = kind
+        self.defaultValue = defaultValue
+    }
+}
+
+/// A transport's config section as typed by the gateway (`transports.<name>.*`).
+public struct TransportSection: Sendable, Equatable {
+    public var values: [String: String]
+
+    public init(_ values: [String: String] = [:]) { self.values = values }
+
+    public subscript(key: String) -> String { values[key] ?? "" }
+
+    public func integer(_ key: String, default fallback: Int) -> Int { Int(values[key] ?? "") ?? fallback }
+
+    /// The value, or nil when empty.
+    public func optional(_ key: String) -> String? { values[key].flatMap { $0.isEmpty ? nil : $0 } }
+}
+
+/// What a transport is made with.
+public struct TransportContext: Sendable {
+    public var channel: PushChannel
+    /// Its config section.
+    public var section: TransportSection
+    /// In local mode, the look-alike's `https://127.0.0.1:<port>`: every URL of the service,
+    /// its sign-in endpoints too, is this base with the service's own path.
+    public var localBaseURL: String?
+    /// A new HTTP client (one event thread) with the gateway's `transports.*` settings.
+    public var client: @Sendable (_ label: String) throws -> HTTPClient
+    public var resolver: ChannelCredentialResolver
+    public var requestTimeout: Duration
+    public var tokensPerRequest: Int
+    public var clock: any Clock
+    public var logger: Logger
+
+    public init(
+        channel: PushChannel, section: TransportSection, localBaseURL: String?,
+        client: @escaping @Sendable (_ label: String) throws -> HTTPClient, resolver: ChannelCredentialResolver,
+        requestTimeout: Duration, tokensPerRequest: Int, clock: any Clock, logger: Logger
+    ) {
+        self.channel = channel
+        self.section = section
+        self.localBaseURL = localBaseURL
+        self.client = client
+        self.resolver = resolver
+        self.requestTimeout = requestTimeout
+        self.tokensPerRequest = tokensPerRequest
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// `section[key]`, or in local mode the look-alike's base with `localPath`.
+    public func url(_ key: String, localPath: String = "") -> String {
+        localBaseURL.map { $0 + localPath } ?? section[key]
+    }
+}
+
+/// A made transport and what the gateway reads of it.
+public struct TransportInstance: Sendable {
+    public var transport: any PushTransport
+    public var tokens: AccessTokenCache
+    public var statistics: @Sendable () -> HTTPClientStatistics
+    public var shutdown: @Sendable () -> Void
+    /// One sign-in past the cache, for a service that has one (Xiaomi's secret is the key of
+    /// every request: nothing to check before a push).
+    public var checkSignIn: (@Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure>)?
+    /// Until when a credential's daily quota is used up (OPPO, vivo, Xiaomi).
+    public var quotaExhausted: (@Sendable (Int64) -> Date?)?
+
+    public init(
+        transport: any PushTransport, tokens: AccessTokenCache,
+        statistics: @escaping @Sendable () -> HTTPClientStatistics,
+        shutdown: @escaping @Sendable () -> Void,
+        checkSignIn: (@Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure>)?,
+        quotaExhausted: (@Sendable (Int64) -> Date?)?
+    ) {
+        self.transport = transport
+        self.tokens = tokens
+        self.statistics = statistics
+        self.shutdown = shutdown
+        self.checkSignIn = checkSignIn
+        self.quotaExhausted = quotaExhausted
+    }
+
+    /// A token-batch transport (Huawei, Honor, Xiaomi, OPPO, vivo) made from the context.
+    public static func tokenBatch<Service: TokenBatchService>(
+        _ service: Service, _ context: TransportContext, checksSignIn: Bool = true, hasQuota: Bool = true
+    ) throws -> TransportInstance {
+        let transport = TokenBatchTransport(
+            service: service, client: try context.client(context.channel.rawValue), resolver: context.resolver,
+            requestTimeout: context.requestTimeout, tokensPerRequest: context.tokensPerRequest, clock: context.clock,
+            logger: context.logger)
+        var signIn: (@Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure>)?
+        if checksSignIn { signIn = { credential in await transport.checkSignIn(credential) } }
+        var quota: (@Sendable (Int64) -> Date?)?
+        if hasQuota { quota = { id in transport.quotaExhausted(credentialID: id) } }
+        let statistics: @Sendable () -> HTTPClientStatistics = { transport.statistics }
+        let shutdown: @Sendable () -> Void = { transport.shutdown() }
+        return TransportInstance(
+            transport: transport, tokens: transport.tokens, statistics: statistics, shutdown: shutdown,
+            checkSignIn: signIn, quotaExhausted: quota)
+    }
+}
+
+/// The credential an operator adds for an app on a channel: the fields the CLI
+/// (`credential add --channel <name> --<field> …`), the admin API (`POST
+/// /admin/api/apps/{app}/channel-credentials`, one JSON key per field) and the console's form
+/// ask for, and how what they give is checked.
+public struct CredentialForm: Sendable {
+    public struct Field: Sendable, Equatable {
+        public enum Kind: String, Sendable, Equatable {
+            /// A line of text.
+            case text
+            /// A secret: never shown back, read by the CLI from an environment variable
+            /// (`--<flag>-env VAR`), a password input in the console.
+            case secret
+            /// A file's bytes: a path to the CLI, base64 to the admin API, a file input in the console.
+            case file
+        }
+        /// The JSON key, and (with `-` for `_`) the CLI flag.
+        public var name: String
+        public var kind: Kind
+        public var required: Bool
+        public var label: LocalizedLabel
+        public var help: String
+        /// What the console's input shows when empty, and the keyboard it asks for.
+        public var placeholder: String
+        public var numeric: Bool
+        /// For a file: the console's `accept`.
+        public var accept: String
+        /// The CLI's flag when it is not the name's (`file` → `--service-account`).
+        public var cliName: String?
+
+        public init(
+            _ name: String, _ kind: Kind = .text, required: Bool = true, label: LocalizedLabel, help: String,
+            placeholder: String = "", numeric: Bool = false, accept: String = "", cliName: String? = nil
+        ) {
+            self.cliName = cliName
+            self.name = name
+            self.kind = kind
+            self.required = required
+            self.label = label
+            self.help = help
+            self.placeholder = placeholder
+            self.numeric = numeric
+            self.accept = accept
+        }
+
+        /// `--vendor-app-id`; a secret's flag names the environment variable: `--client-secret-env`.
+        public var cliFlag: String {
+            "--" + (cliName ?? name.replacingOccurrences(of: "_", with: "-")) + (kind == .secret ? "-env" : "")
+        }
+    }
+
+    public struct LocalizedLabel: Sendable, Equatable {
+        public var en: String
+        public var zh: String
+        public init(en: String, zh: String) {
+            self.en = en
+            self.zh = zh
+        }
+    }
+
+    public var fields: [Field]
+    /// Checks what was given (every required field present) and says what to store.
+    public var validate:
+        @Sendable (CredentialFormInput, CredentialFormContext) throws(CredentialFormError) -> ValidatedCredential
+
+    public init(
+        fields: [Field],
+        validate:
+            @escaping @Sendable (CredentialFormInput, CredentialFormContext) throws(CredentialFormError) ->
+            ValidatedCredential
+    ) {
+        self.fields = fields
+        self.validate = validate
+    }
+}
+
+/// What an operator gave: text and secret fields as strings, files as bytes.
+public struct CredentialFormInput: Sendable {
+    public var values: [String: String]
+    public var files: [String: [UInt8]]
+
+    public init(values: [String: String] = [:], files: [String: [UInt8]] = [:]) {
+        self.values = values
+        self.files = files
+    }
+
+    /// The trimmed text of a field; empty when absent.
+    public func text(_ name: String) -> String { (values[name] ?? "").trimmingCharacters(in: .whitespaces) }
+}
+
+/// What a form's check may consult beyond the input.
+public struct CredentialFormContext: Sendable {
+    /// Hosts besides a service's own that a credential may name for signing in (the look-alikes
+    /// the operator's config points at).
+    public var testTokenHosts: Set<String>
+
+    public init(testTokenHosts: Set<String>) { self.testTokenHosts = testTokenHosts }
+}
+
+/// A refusal of a form: a code in the admin API's dialect (`invalid_client_id`), the field it
+/// is about, and a sentence.
+public struct CredentialFormError: Error, Sendable, Equatable {
+    public var code: String
+    public var field: String
+    public var message: String
+
+    public init(_ code: String, field: String, _ message: String) {
+        self.code = code
+        self.field = field
+        self.message = message
+    }
+}
+
+/// What a checked form stores: the identities shown in lists, the secret (sealed by the gateway
+/// under the master key) and the service's options.
+public struct ValidatedCredential: Sendable, Equatable {
+    public var vendorAppID: String
+    public var clientID: String
+    public var secret: [UInt8]
+    public var options: [String: String]
+
+    public init(vendorAppID: String, clientID: String, secret: [UInt8], options: [String: String] = [:]) {
+        self.vendorAppID = vendorAppID
+        self.clientID = clientID
+        self.secret = secret
+        self.options = options
+    }
+}
+
+extension CredentialForm {
+    /// The app-id / client-id / secret form the Chinese makers' services share (Huawei, Honor:
+    /// OAuth 2.0 client; Xiaomi: package, AppID, AppSecret; OPPO: AppID, AppKey, MasterSecret;
+    /// vivo: AppID, AppKey, AppSecret), with Huawei's and Honor's optional badge class.
+    /// - Parameters:
+    ///   - packageName: the app id is the app's package name (Xiaomi), not a number.
+    public static func appClient(
+        _ channel: PushChannel, appID: LocalizedLabel, clientID: LocalizedLabel, secret: LocalizedLabel,
+        packageName: Bool = false, badgeClass: Bool = false
+    ) -> CredentialForm {
+        var fields: [Field] = [
+            Field(
+                "vendor_app_id", label: appID,
+                help: packageName
+                    ? "the app's package name, e.g. com.example.chat" : "the app id the developer console shows",
+                placeholder: packageName ? "com.example.chat" : "10086", numeric: !packageName),
+            Field("client_id", label: clientID, help: "the \(clientID.en) the developer console shows"),
+            Field(
+                "client_secret", .secret, label: secret,
+                help: "the \(secret.en) (the CLI reads it from the environment variable named: shells keep history)"),
+        ]
+        if badgeClass {
+            fields.append(
+                Field(
+                    "badge_class", required: false, label: LocalizedLabel(en: "Badge class", zh: "角标 Activity"),
+                    help: "the launcher activity a badge number is shown on", placeholder: "com.example.MainActivity"))
+        }
+        return CredentialForm(fields: fields) { (input, _) throws(CredentialFormError) -> ValidatedCredential in
+            let appIDText = input.text("vendor_app_id")
+            if packageName {
+                // Xiaomi addresses the app by its package name (restricted_package_name).
+                guard !appIDText.isEmpty, appIDText.count <= 255, appIDText.contains("."),
+                    appIDText.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_") })
+                else {
+                    throw CredentialFormError(
+                        "invalid_vendor_app_id", field: "vendor_app_id",
+                        "for \(channel.rawValue) the app id is the app's package name, e.g. com.example.chat")
+                }
+            } else {
+                // A positive number as the developer console shows it (Huawei's and Honor's run to
+                // nine digits or so): no sign, no leading zero, at most 18 digits (fits an Int64).
+                guard (1...18).contains(appIDText.utf8.count), appIDText.first != "0",
+                    appIDText.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+                else {
+                    throw CredentialFormError(
+                        "invalid_vendor_app_id", field: "vendor_app_id",
+                        "the \(channel.rawValue) app id is the number the developer console shows (1 to 18 digits, not starting with 0)"
+                    )
+                }
+            }
+            let client = input.text("client_id")
+            guard !client.isEmpty, client.count <= 256, !client.contains(where: \.isWhitespace) else {
+                throw CredentialFormError(
+                    "invalid_client_id", field: "client_id", "the client id is required and has no spaces")
+            }
+            let clientSecret = input.values["client_secret"] ?? ""
+            guard !clientSecret.isEmpty, clientSecret.utf8.count <= 1024 else {
+                throw CredentialFormError(
+                    "invalid_client_secret", field: "client_secret", "the client secret is required (at most 1 KiB)")
+            }
+            var options: [String: String] = [:]
+            let badge = input.text("badge_class")
+            if badgeClass, !badge.isEmpty {
+                guard badge.count <= 256,
+                    badge.allSatisfy({
+                        $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "$")
+                    })
+                else {
+                    throw CredentialFormError(
+                        "invalid_badge_class", field: "badge_class",
+                        "the badge class is the launcher activity's class name, e.g. com.example.MainActivity")
+                }
+                options["badge_class"] = badge
+            }
+            return ValidatedCredential(
+                vendorAppID: appIDText, clientID: client, secret: Array(clientSecret.utf8), options: options)
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import Synchronization
+
+/// The push service a device's token belongs to, and so the transport a push to it leaves
+/// through: an open name (`"apns"`, `"fcm"`, …) that a transport declares
+/// (`ChannelDeclaration`, registered by the gateway's transport registry). The raw string is
+/// what the store keeps and the APIs speak; the constants below are the names of the transports
+/// this build ships, so code can say `.fcm` instead of a string.
+public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    public let rawValue: String
+
+    /// Any well-formed channel name (1–32 of `a-z 0-9 _`), declared or not: a stored row keeps
+    /// its channel even when no transport of this build declares it. Whether a name is a
+    /// transport of this build is `PushChannel.declared(_:)`.
+    public init?(rawValue: String) {
+        guard Self.isWellFormed(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    /// A channel name this code spells out (a transport's constant); trapping on a malformed one.
+    public init(_ name: StaticString) {
+        let text = "\(name)"
+        precondition(Self.isWellFormed(text), "\"\(text)\" is not a channel name (1–32 of a-z, 0-9, _)")
+        rawValue = text
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let channel = PushChannel(rawValue: text) else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "\"\(text)\" is not a channel name"))
+        }
+        self = channel
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    public var description: String { rawValue }
+
+    static func isWellFormed(_ text: String) -> Bool {
+        (1...32).contains(text.utf8.count)
+            && text.utf8.allSatisfy {
+                ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z"))
+                    || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                    || $0 == UInt8(ascii: "_")
+            }
+    }
+
+    // The names of the transports this build ships (each declared in its own folder).
+    public static let apns = PushChannel("apns")
+    public static let fcm = PushChannel("fcm")
+    public static let huawei = PushChannel("huawei")
+    public static let honor = PushChannel("honor")
+    public static let xiaomi = PushChannel("xiaomi")
+    public static let oppo = PushChannel("oppo")
+    public static let vivo = PushChannel("vivo")
+    /// HarmonyOS NEXT (Huawei Push Kit v3), declared by `HarmonyService.declaration`.
+    public static let harmony = PushChannel("harmony")
+}
+
+/// What a transport declares about its channel for the rest of the gateway: its name for
+/// people, whether its devices have an APNs environment, and what its tokens look like.
+public struct ChannelDeclaration: Sendable {
+    public var channel: PushChannel
+    /// The service's name for people: "APNs", "FCM", "Huawei", "vivo".
+    public var displayName: String
+    /// The service's name with its article, for messages: "an APNs", "a Huawei".
+    public var withArticle: String
+    /// Whether its devices have an APNs environment (sandbox or production). A service without
+    /// one is Android-style: its devices are stored as `production`, an environment filter
+    /// does not apply to them.
+    public var hasEnvironment: Bool
+    /// What `DeviceToken(_:channel:)` accepts for it.
+    public var tokenRule: DeviceToken.Rule
+
+    public init(
+        channel: PushChannel, displayName: String, withArticle: String? = nil, hasEnvironment: Bool = false,
+        tokenRule: DeviceToken.Rule = .opaque
+    ) {
+        self.channel = channel
+        self.displayName = displayName
+        self.withArticle = withArticle ?? "a \(displayName)"
+        self.hasEnvironment = hasEnvironment
+        self.tokenRule = tokenRule
+    }
+
+    /// APNs: the one service whose devices have an environment, and whose tokens are hex. Core
+    /// knows it (`APNsEnvironment` is Core's); the APNs transport declares the same.
+    public static let apns = ChannelDeclaration(
+        channel: .apns, displayName: "APNs", withArticle: "an APNs", hasEnvironment: true, tokenRule: .apnsHex)
+
+    /// What a name nobody declared is taken for: an Android-style service with opaque tokens.
+    static func undeclared(_ channel: PushChannel) -> ChannelDeclaration {
+        ChannelDeclaration(channel: channel, displayName: channel.rawValue)
+    }
+}
+
+extension DeviceToken {
+    /// How a service's tokens are checked and normalised.
+    public struct Rule: Sendable {
+        /// The token as stored, or nil when `raw` is not one of the service's.
+        public let validate: @Sendable (String) -> String?
+
+        public init(validate: @escaping @Sendable (String) -> String?) { self.validate = validate }
+
+        /// APNs: hex, even length, 64–200 characters, stored lower-case.
+        public static let apnsHex = Rule { DeviceToken.normalisedHex($0) }
+
+        /// The Android services: 1–4,096 bytes of letters, digits and `-_.:~`, never
+        /// APNs-shaped hex (a client sending the wrong token, or the wrong channel).
+        public static let opaque = Rule { raw in
+            DeviceToken.isOpaqueToken(raw) && DeviceToken.normalisedHex(raw) == nil ? raw : nil
+        }
+    }
+}
+
+/// The channels this process knows, in declaration order: APNs from the start, the others when
+/// the gateway's transport registry installs its declarations (`ChannelCatalog.install`).
+public final class ChannelCatalog: Sendable {
+    public static let shared = ChannelCatalog()
+
+    private struct State {
+        var declarations: [ChannelDeclaration] = [.apns]
+        var byChannel: [PushChannel: ChannelDeclaration] = [.apns: .apns]
+        var order: [PushChannel: Int] = [.apns: 0]
+    }
+    private let state = Mutex(State())
+
+    /// Declares channels (a later declaration of a name replaces the earlier one in place).
+    public func install(_ declarations: [ChannelDeclaration]) {
+        state.withLock { state in
+            for declaration in declarations {
+                if let index = state.order[declaration.channel] {
+                    state.declarations[index] = declaration
+                } else {
+                    state.order[declaration.channel] = state.declarations.count
+                    state.declarations.append(declaration)
+                }
+                state.byChannel[declaration.channel] = declaration
+            }
+        }
+    }
+
+    public var declarations: [ChannelDeclaration] { state.withLock { $0.declarations } }
+
+    public func declaration(of channel: PushChannel) -> ChannelDeclaration? {
+        state.withLock { $0.byChannel[channel] }
+    }
+}
+
+extension PushChannel {
+    /// What its transport declared, or the undeclared default (Android-style, opaque tokens).
+    public var declaration: ChannelDeclaration {
+        ChannelCatalog.shared.declaration(of: self) ?? .undeclared(self)
+    }
+
+    /// The declared channel named `name`; nil when no transport of this build declares it.
+    public static func declared(_ name: String) -> PushChannel? {
+        PushChannel(rawValue: name).flatMap { ChannelCatalog.shared.declaration(of: $0)?.channel }
+    }
+
+    /// Every declared channel, in declaration order (APNs first).
+    public static var allCases: [PushChannel] { ChannelCatalog.shared.declarations.map(\.channel) }
+
+    /// Whether the channel's devices are Android-style (no APNs environment: stored as
+    /// `production`).
+    public var isAndroid: Bool { !declaration.hasEnvironment }
+
+    /// The service's name for people: "APNs", "FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "vivo".
+    public var displayName: String { declaration.displayName }
+
+    /// The service's name with its article, for messages: "an APNs", "an FCM", "a Huawei".
+    public var withArticle: String { declaration.withArticle }
+
+    /// The declared Android-style services, in declaration order.
+    public static var android: [PushChannel] { allCases.filter(\.isAndroid) }
+
+    /// Channels as a list for a sentence, the one place help texts and messages take it from,
+    /// so a new transport appears everywhere at once:
+    /// `PushChannel.list(PushChannel.android, \.rawValue, "or")` is "fcm, huawei, honor, xiaomi, oppo or vivo".
+    public static func list(
+        _ channels: [PushChannel]? = nil, _ name: (PushChannel) -> String = \.displayName,
+        _ conjunction: String = "and"
+    ) -> String {
+        let names = (channels ?? allCases).map(name)
+        guard let last = names.last else { return "" }
+        return names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " \(conjunction) " + last
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import TuisongCore
+import TuisongFCM
+import TuisongHarmony
+import TuisongHonor
+import TuisongHuawei
+import TuisongOPPO
+import TuisongTransportKit
+import TuisongVivo
+import TuisongXiaomi
+
+/// The transports a gateway sends through, each declared from its own folder
+/// (`TransportDeclaration`: channel, token rule, config section, credential form, factory).
+/// Adding a transport is one line in `standard`, as adding a vendor is one line in
+/// `ProviderRegistry`. The gateway reads it from its config (`config.transports.registry`), so a
+/// test can start a gateway with one more.
+public struct TransportRegistry: Sendable {
+    public let declarations: [TransportDeclaration]
+
+    public init(_ declarations: [TransportDeclaration]) {
+        var seen: Set<PushChannel> = []
+        self.declarations = declarations.filter { seen.insert($0.channel.channel).inserted }
+    }
+
+    /// The transports this build ships. Its channels are declared process-wide
+    /// (`ChannelCatalog`) the first time it is read: names, token rules and Android-ness for the
+    /// store, the plugins and the APIs.
+    public static let standard: TransportRegistry = {
+        let registry = TransportRegistry([
+            // APNs: the gateway builds its pools itself (GatewayRuntime.startAPNs); its credentials
+            // are the .p8/.p12/PEM of CredentialService.
+            TransportDeclaration(channel: .apns),
+            FCMTransport.declaration,
+            HuaweiService.declaration,
+            HonorService.declaration,
+            XiaomiService.declaration,
+            OPPOService.declaration,
+            VivoService.declaration,
+            HarmonyService.declaration,
+        ])
+        ChannelCatalog.shared.install(registry.declarations.map(\.channel))
+        return registry
+    }()
+
+    /// Declares the standard transports' channels process-wide (idempotent); the CLI, the
+    /// config loader and the test kits call it before anything reads a channel's traits.
+    public static func install() { _ = standard }
+
+    /// This registry with more transports (a test's), which are not declared process-wide: a
+    /// channel nobody declared is taken as Android-style with opaque tokens.
+    public func adding(_ more: TransportDeclaration...) -> TransportRegistry {
+        TransportRegistry(declarations + more)
+    }
+
+    public var channels: [PushChannel] { declarations.map(\.channel.channel) }
+
+    public func declaration(of channel: PushChannel) -> TransportDeclaration? {
+        declarations.first { $0.channel.channel == channel }
+    }
+
+    /// The transport named `name`; nil when this gateway has none of that name.
+    public func channel(named name: String) -> PushChannel? {
+        PushChannel(rawValue: name).flatMap { declaration(of: $0)?.channel.channel }
+    }
+
+    /// The transports an operator adds a credential to through a declared form (every one but
+    /// APNs), in order.
+    public var withCredentialForms: [TransportDeclaration] { declarations.filter { $0.credentialForm != nil } }
+
+    /// `fcm, huawei, … or vivo`: the channels with a declared credential form.
+    public var formChannelList: String {
+        PushChannel.list(withCredentialForms.map(\.channel.channel), \.rawValue, "or")
+    }
+
+    /// The declared forms as the admin API serves them (`GET /admin/api/session`,
+    /// `features.transports`): what the console renders its credential form from.
+    public var formsObject: [[String: Any]] {
+        withCredentialForms.map { declaration in
+            [
+                "channel": declaration.name,
+                "display_name": declaration.channel.displayName,
+                "fields": (declaration.credentialForm?.fields ?? []).map { field -> [String: Any] in
+                    [
+                        "name": field.name, "kind": field.kind.rawValue, "required": field.required,
+                        "label": ["en": field.label.en, "zh": field.label.zh], "help": field.help,
+                        "placeholder": field.placeholder, "numeric": field.numeric, "accept": field.accept,
+                    ]
+                },
+            ]
+        }
+    }
+}

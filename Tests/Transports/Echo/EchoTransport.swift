@@ -1,0 +1,89 @@
+import Foundation
+import Synchronization
+import TuisongCore
+import TuisongDelivery
+import TuisongHTTPClient
+import TuisongTransportKit
+
+extension PushChannel {
+    /// A transport kept in the tests (`Tests/Transports/Echo`): it hands nothing to a network.
+    public static let echo = PushChannel("echo")
+}
+
+/// A transport kept in the tests, declared and registered exactly as a real one: its folder,
+/// a name in Package.swift's `testTransports` list, and the registry line a test adds
+/// (`TransportRegistry.standard.adding(EchoTransport.declaration)`). It "delivers" each push by
+/// writing down its token, title and the credential it was sent with; a push whose app has no
+/// echo credential is held `no_credential`, as every service's is.
+public final class EchoTransport: PushTransport {
+    /// What one push handed to it carried.
+    public struct Echoed: Sendable, Hashable {
+        public var token: String
+        public var title: String?
+        public var account: String
+        public var url: String
+    }
+
+    public static let declaration = TransportDeclaration(
+        channel: ChannelDeclaration(channel: .echo, displayName: "Echo", withArticle: "an Echo"),
+        configKeys: [TransportConfigKey("url", .url(required: true), default: "https://echo.invalid/v1")],
+        credentialForm: CredentialForm(
+            fields: [
+                .init("account", label: .init(en: "Account", zh: "账号"), help: "the echo account"),
+                .init("api_key", .secret, label: .init(en: "API key", zh: "API 密钥"), help: "the echo API key"),
+            ],
+            validate: { (input, _) throws(CredentialFormError) -> ValidatedCredential in
+                let account = input.text("account")
+                guard !account.isEmpty, account.allSatisfy({ $0.isASCII && $0.isLetter }) else {
+                    throw CredentialFormError("invalid_account", field: "account", "the account is letters only")
+                }
+                guard let key = input.values["api_key"], key.count >= 8 else {
+                    throw CredentialFormError(
+                        "invalid_api_key", field: "api_key", "the API key has 8 characters or more")
+                }
+                return ValidatedCredential(vendorAppID: account, clientID: account, secret: Array(key.utf8))
+            }),
+        make: { context in
+            let transport = EchoTransport(url: context.url("url"), resolver: context.resolver, clock: context.clock)
+            return TransportInstance(
+                transport: transport, tokens: AccessTokenCache(clock: context.clock), statistics: { .init() },
+                shutdown: {}, checkSignIn: nil, quotaExhausted: nil)
+        })
+
+    let url: String
+    let resolver: ChannelCredentialResolver
+    private let log = Mutex<[Echoed]>([])
+
+    /// Every echo transport made, by the URL it was configured with, so a test finds its own.
+    static let made = Mutex<[String: EchoTransport]>([:])
+
+    init(url: String, resolver: ChannelCredentialResolver, clock: any Clock) {
+        self.url = url
+        self.resolver = resolver
+        Self.made.withLock { $0[url] = self }
+    }
+
+    /// The transport configured with `url`, once a gateway made it.
+    public static func made(url: String) -> EchoTransport? { made.withLock { $0[url] } }
+
+    public var echoed: [Echoed] { log.withLock { $0 } }
+
+    public func send(_ batch: PushBatch, report: @escaping @Sendable ([SendReport]) -> Void) async {
+        var reports: [SendReport] = []
+        for (index, push) in batch.pushes.enumerated() {
+            switch await resolver.resolve(appID: batch.app.id, selector: push.selector) {
+            case .refused(let outcome):
+                reports.append(SendReport(index: index, outcome: outcome))
+            case .credential(let credential):
+                let echoed = Echoed(
+                    token: push.token, title: push.content.content.title, account: credential.clientID, url: url)
+                let count = log.withLock {
+                    $0.append(echoed)
+                    return $0.count
+                }
+                reports.append(SendReport(index: index, outcome: .delivered(serviceMessageID: "echo-\(count)")))
+            }
+        }
+        report(reports)
+    }
+}
