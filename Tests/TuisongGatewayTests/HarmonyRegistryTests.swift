@@ -92,11 +92,25 @@ import TuisongTransportKit
         #expect(harmony["display_name"] as? String == "HarmonyOS")
 
         // The admin API checks a key file by the declared form.
-        let (appID, _) = try await gw.createApp(bundleID: "com.example.harmony")
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.harmony")
         let refused = try await client.call(
             "POST", "/apps/\(appID)/channel-credentials",
             json: ["channel": "harmony", "file": Data("{}".utf8).base64EncodedString()])
         #expect(refused.errorCode == "invalid_service_account", "\(refused.text)")
+        // Until the store's migration accepts the channel, a valid key file and a HarmonyOS
+        // device are refused in the caller's words, not by the database (#31).
+        let account = HarmonyServiceAccount(
+            projectID: "101888", keyID: "0123abcd", privateKeyPEM: try PrivateKey.generateRSA(bits: 2048).pkcs8PEM(),
+            subAccount: "2001")
+        let keyFile = Data(account.json).base64EncodedString()
+        let unstored = try await client.call(
+            "POST", "/apps/\(appID)/channel-credentials", json: ["channel": "harmony", "file": keyFile])
+        #expect(unstored.status == 422 && unstored.errorCode == "channel_not_stored", "\(unstored.text)")
+        let device = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/MAMzLg-1", key: key, json: ["channel": "harmony"])
+        #expect(device.status == 400 && device.errorCode == "invalid_channel", "\(device.text)")
+        #expect(device.errorMessage?.contains("migration") == true)
+        #expect(!PushChannel.harmony.isStorable && PushChannel.vivo.isStorable)
 
         let transport = try #require(gw.runtime.android.byChannel[.harmony])
         let app = try #require(try await gw.runtime.store.app(id: appID))
