@@ -44,7 +44,7 @@ func provider(_ vendor: String) -> [Target] {
             dependencies: [
                 .target(name: "\(vendor)Provider"), "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP",
                 "TuisongPlugin", "TuisongStore", "TuisongCrypto", "TuisongDelivery", "TuisongGateway",
-                "TuisongGatewayTestKit", "TuisongAPNsMock", "TuisongPostgresTestKit",
+                "TuisongGatewayTestKit", "TuisongLookAlikes", "TuisongPostgresTestKit",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]
@@ -124,22 +124,29 @@ let package = Package(
             dependencies: ["CPostgres", .product(name: "Logging", package: "swift-log")],
             path: "Sources/TuisongPostgres"),
         .target(
-            name: "TuisongAPNsMock",
+            name: "TuisongLookAlikes",
             dependencies: [
                 "TuisongCrypto", "CNGHTTP2", "CTuisongShims", .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/TuisongAPNsMock"),
-        // The delivery pipeline: engine, message runs, retries, and the one send seam
-        // (`PushTransport`) with APNs as its first transport. Crypto for the credential
-        // material APNs authenticates with (keys, certificates).
+            path: "Sources/TuisongLookAlikes"),
+        // The delivery pipeline: engine, message runs, retries, status, and the one send seam
+        // (`PushTransport`) every transport conforms to. Core only: it knows no service.
         .target(
             name: "TuisongDelivery",
-            dependencies: [
-                "TuisongCore", "TuisongAPNs", "TuisongCrypto", .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["TuisongCore", .product(name: "Logging", package: "swift-log")],
             path: "Sources/TuisongDelivery"),
-        // The Android transports behind the delivery seam, one folder each; the kit holds what
-        // they share besides the seam (OAuth token answers, the token-batch sender).
+        // The APNs transport: the delivery seam over the HTTP/2 + JWT engine (TuisongAPNs), one
+        // pool per credential and environment; Crypto for the credential material.
+        .target(
+            name: "TuisongAPNsTransport",
+            dependencies: [
+                "TuisongCore", "TuisongDelivery", "TuisongAPNs", "TuisongCrypto", "TuisongTransportKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Transports/APNs"),
+        // What the transports share besides the seam: their declaration (TransportDeclaration),
+        // channel credentials and their resolver, the access-token cache, OAuth token answers,
+        // the token-batch sender.
         .target(
             name: "TuisongTransportKit",
             dependencies: [
@@ -150,14 +157,14 @@ let package = Package(
             name: "TuisongGateway",
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
-                "TuisongAPNs", "TuisongAPNsMock", "TuisongHTTPClient", "TuisongTransportKit",
+                "TuisongAPNs", "TuisongLookAlikes", "TuisongHTTPClient", "TuisongTransportKit", "TuisongAPNsTransport",
                 .product(name: "Logging", package: "swift-log"),
             ] + vendors.map { .target(name: "\($0)Provider") } + transports.map { .target(name: "Tuisong\($0)") },
             path: "Sources/TuisongGateway"),
         .executableTarget(
             name: "tuisong",
             dependencies: [
-                "TuisongGateway", "TuisongAPNsMock", "TuisongPlugin", "TuisongCore", "TuisongCrypto", "TuisongStore",
+                "TuisongGateway", "TuisongLookAlikes", "TuisongPlugin", "TuisongCore", "TuisongCrypto", "TuisongStore",
                 "TuisongTransportKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -181,7 +188,7 @@ let package = Package(
         .target(
             name: "TuisongGatewayTestKit",
             dependencies: [
-                "TuisongGateway", "TuisongCore", "TuisongAPNsMock", "TuisongPluginTestKit", "TuisongPostgresTestKit",
+                "TuisongGateway", "TuisongCore", "TuisongLookAlikes", "TuisongPluginTestKit", "TuisongPostgresTestKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TuisongGatewayTestKit"),
@@ -192,7 +199,7 @@ let package = Package(
             name: "TuisongTransportsTests",
             dependencies: [
                 "TuisongTransportKit", "TuisongDelivery", "TuisongCore", "TuisongCrypto", "TuisongHTTPClient",
-                "TuisongAPNsMock", "TuisongPluginTestKit", .product(name: "Logging", package: "swift-log"),
+                "TuisongLookAlikes", "TuisongPluginTestKit", .product(name: "Logging", package: "swift-log"),
             ] + transports.map { .target(name: "Tuisong\($0)") },
             // The golden files are read from the source tree (GoldenTests).
             exclude: ["Golden"]),
@@ -203,13 +210,13 @@ let package = Package(
             name: "TuisongDeliveryTests",
             dependencies: [
                 "TuisongDelivery", "TuisongPluginTestKit", "TuisongStore", "TuisongCore", "TuisongAPNs",
-                "TuisongAPNsMock", "TuisongCrypto", "TuisongPostgresTestKit",
+                "TuisongLookAlikes", "TuisongCrypto", "TuisongPostgresTestKit", "TuisongTransportKit",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "TuisongHTTPClientTests",
             dependencies: [
-                "TuisongHTTPClient", "TuisongHTTP", "TuisongAPNsMock", "TuisongCrypto", "TuisongPluginTestKit",
+                "TuisongHTTPClient", "TuisongHTTP", "TuisongLookAlikes", "TuisongCrypto", "TuisongPluginTestKit",
             ]),
         // The throwaway PostgreSQL cluster (scripts/pg-test-cluster.sh) and a database per test,
         // for every test target that runs against PostgreSQL.
@@ -218,12 +225,12 @@ let package = Package(
         .testTarget(name: "TuisongPostgresTests", dependencies: ["TuisongPostgres", "TuisongPostgresTestKit"]),
         .testTarget(
             name: "TuisongAPNsTests",
-            dependencies: ["TuisongAPNs", "TuisongAPNsMock", "TuisongCrypto", "TuisongCore", "TuisongPluginTestKit"]),
+            dependencies: ["TuisongAPNs", "TuisongLookAlikes", "TuisongCrypto", "TuisongCore", "TuisongPluginTestKit"]),
         .testTarget(
             name: "TuisongGatewayTests",
             dependencies: [
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
-                "TuisongAPNsMock", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
+                "TuisongLookAlikes", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
                 "TuisongTransportKit", "TuisongHTTPClient", "TuisongHarmony",
             ] + testTransports.map { .target(name: "Tuisong\($0)") }),
     ] + transports.map { transport($0) } + testTransports.map { transport($0, under: "Tests/Transports") }

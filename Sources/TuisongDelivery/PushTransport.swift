@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-import TuisongAPNs
 import TuisongCore
 
 /// The request headers of a push, as the message's options fix them: the same for every

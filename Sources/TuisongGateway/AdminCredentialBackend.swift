@@ -1,9 +1,11 @@
 import Foundation
 import Logging
 import TuisongAPNs
-import TuisongAPNsMock
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongDelivery
+import TuisongLookAlikes
+import TuisongTransportKit
 
 /// The console's credential operations on the running gateway: `CredentialService` checks and
 /// seals uploads, the APNs transport forgets what it cached, held deliveries are released, and in

@@ -1,6 +1,7 @@
 import Foundation
 import TuisongCore
 import TuisongHTTP
+import TuisongTransportKit
 
 /// The delivery monitor: running messages with live counts, the newest messages, failures by
 /// reason, deliveries per second over the last minutes, and credentials that fail or expire.

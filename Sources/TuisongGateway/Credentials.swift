@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TuisongAPNs
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery

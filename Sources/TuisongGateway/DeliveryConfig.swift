@@ -1,4 +1,5 @@
 import Foundation
+import TuisongAPNsTransport
 import TuisongDelivery
 import TuisongHTTP
 

@@ -2,13 +2,15 @@ import Foundation
 import Logging
 import Synchronization
 import TuisongAPNs
-import TuisongAPNsMock
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
 import TuisongHTTP
+import TuisongLookAlikes
 import TuisongPlugin
 import TuisongStore
+import TuisongTransportKit
 
 /// The composition root: opens the store, loads the master key, starts the local APNs mock
 /// when configured, builds the delivery engine and the router (native API, providers,

@@ -1,5 +1,6 @@
 import Foundation
 import TuisongAPNs
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongDelivery
 

@@ -1,4 +1,5 @@
 import Foundation
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongFCM
 import TuisongHarmony
@@ -27,9 +28,7 @@ public struct TransportRegistry: Sendable {
     /// store, the plugins and the APIs.
     public static let standard: TransportRegistry = {
         let registry = TransportRegistry([
-            // APNs: the gateway builds its pools itself (GatewayRuntime.startAPNs); its credentials
-            // are the .p8/.p12/PEM of CredentialService.
-            TransportDeclaration(channel: .apns),
+            APNsPushTransport.declaration,
             FCMTransport.declaration,
             HuaweiService.declaration,
             HonorService.declaration,

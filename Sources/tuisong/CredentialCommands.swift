@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
-import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
 import TuisongGateway
+import TuisongLookAlikes
 import TuisongPlugin
 import TuisongStore
 import TuisongTransportKit

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
 import TuisongCore
 import TuisongGatewayTestKit
+import TuisongLookAlikes
 
 @testable import BaiduProvider
 

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
 import TuisongGatewayTestKit
+import TuisongLookAlikes
 import TuisongPluginTestKit
 import TuisongStore
 

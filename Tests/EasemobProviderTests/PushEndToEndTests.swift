@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
+import TuisongLookAlikes
 
 @testable import EasemobProvider
 

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
 import TuisongGateway
+import TuisongLookAlikes
 
 @testable import EasemobProvider
 

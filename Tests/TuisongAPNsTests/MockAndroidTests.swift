@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
 import TuisongCrypto
+import TuisongLookAlikes
 
 /// Requests to the Android look-alikes through curl, the independent HTTP/2 client.
 extension MockHarness {

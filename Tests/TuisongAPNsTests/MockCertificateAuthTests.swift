@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
+import TuisongLookAlikes
 
 @Suite("APNs mock certificate authentication")
 struct MockCertificateAuthTests {

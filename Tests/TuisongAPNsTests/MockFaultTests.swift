@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
+import TuisongLookAlikes
 
 @Suite("APNs mock injects faults")
 struct MockFaultTests {

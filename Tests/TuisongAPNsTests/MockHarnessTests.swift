@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
 import TuisongCrypto
+import TuisongLookAlikes
 
 /// A running mock plus the files and tokens a command-line HTTP/2 client needs to talk to it.
 /// Each test builds its own (fresh keys, fresh port, fresh temporary directory).

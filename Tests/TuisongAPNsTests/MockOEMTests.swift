@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
+import TuisongLookAlikes
 
 /// Requests to the Xiaomi, OPPO and vivo look-alikes through curl; signs computed by
 /// `sha256sum` and `md5sum`, not by the code under test.

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TuisongAPNsMock
+@testable import TuisongLookAlikes
 
 @Suite("APNs mock request checks without sockets")
 struct MockPayloadCheckTests {

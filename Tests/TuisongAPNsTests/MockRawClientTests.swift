@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
 import TuisongCrypto
+import TuisongLookAlikes
 import TuisongPluginTestKit
 
 #if canImport(Glibc)

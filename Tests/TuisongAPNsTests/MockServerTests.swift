@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-import TuisongAPNsMock
 import TuisongCrypto
+import TuisongLookAlikes
 
 @Suite("APNs mock server lifecycle, logging and setup")
 struct MockServerTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
 import TuisongCrypto
+import TuisongLookAlikes
 
 /// One request that APNs refuses, and the refusal it must get.
 struct RejectionCase: Sendable, CustomTestStringConvertible {

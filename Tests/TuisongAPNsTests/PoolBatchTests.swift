@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-import TuisongAPNsMock
 import TuisongCore
+import TuisongLookAlikes
 import TuisongPluginTestKit
 
 @testable import TuisongAPNs

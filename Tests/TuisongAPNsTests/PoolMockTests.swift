@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
 import Testing
-import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
+import TuisongLookAlikes
 import TuisongPluginTestKit
 
 @testable import TuisongAPNs

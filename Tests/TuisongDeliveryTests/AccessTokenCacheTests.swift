@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TuisongCore
 import TuisongPluginTestKit
+import TuisongTransportKit
 
 @testable import TuisongDelivery
 

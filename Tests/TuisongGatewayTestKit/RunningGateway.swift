@@ -1,8 +1,8 @@
 import Foundation
 import Logging
-import TuisongAPNsMock
 import TuisongCore
 import TuisongGateway
+import TuisongLookAlikes
 import TuisongPluginTestKit
 import TuisongPostgresTestKit
 

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
+import TuisongLookAlikes
 
 /// `tuisong credential add` for an Android service signs in once with the service the config
 /// names and prints its answer: a wrong Honor secret is saved, marked failing with the

@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
 import Testing
-import TuisongAPNsMock
 import TuisongCore
 import TuisongGatewayTestKit
+import TuisongLookAlikes
 import TuisongPluginTestKit
 import TuisongStore
 

@@ -1,11 +1,11 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
 import TuisongGatewayTestKit
 import TuisongHarmony
+import TuisongLookAlikes
 import TuisongPluginTestKit
 import TuisongTransportKit
 

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
+import TuisongLookAlikes
 import TuisongPluginTestKit
 
 @testable import TuisongGateway

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
 import TuisongCore
+import TuisongLookAlikes
 import TuisongPluginTestKit
 
 @testable import TuisongGateway

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
-import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
 import TuisongGatewayTestKit
+import TuisongLookAlikes
 import TuisongPluginTestKit
 
 @testable import TuisongGateway

@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-import TuisongAPNsMock
 import TuisongHTTPClient
+import TuisongLookAlikes
 import TuisongPluginTestKit
 
 @Suite("HTTPClient over HTTP/2 (the APNs mock on loopback)")

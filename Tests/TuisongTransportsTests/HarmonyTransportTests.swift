@@ -1,11 +1,11 @@
 import Foundation
 import Logging
 import Testing
-import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
 import TuisongHTTPClient
+import TuisongLookAlikes
 import TuisongPluginTestKit
 import TuisongTransportKit
 

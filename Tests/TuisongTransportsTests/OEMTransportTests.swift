@@ -1,10 +1,10 @@
 import Foundation
 import Logging
 import Testing
-import TuisongAPNsMock
 import TuisongCore
 import TuisongDelivery
 import TuisongHTTPClient
+import TuisongLookAlikes
 import TuisongTransportKit
 
 @testable import TuisongOPPO

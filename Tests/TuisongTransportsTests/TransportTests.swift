@@ -2,12 +2,13 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
-import TuisongAPNsMock
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
 import TuisongHTTPClient
+import TuisongLookAlikes
 import TuisongPluginTestKit
+import TuisongTransportKit
 
 @testable import TuisongFCM
 @testable import TuisongHonor

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import TuisongCore
+import TuisongDelivery
 
 /// Opens a stored Android credential's sealed secret (the gateway's master key does). Throws
 /// when the secret cannot be opened (another master key, a corrupted row).

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TuisongCore
+import TuisongDelivery
 
 /// An OAuth 2.0 access token an Android service issued, and when it stops being accepted.
 public struct AccessToken: Sendable, Hashable {

@@ -4,6 +4,8 @@ import Synchronization
 import TuisongAPNs
 import TuisongCore
 import TuisongCrypto
+import TuisongDelivery
+import TuisongTransportKit
 
 /// Where an APNs transport gets a credential's key or certificate: the gateway's sealed
 /// credential store opens it. Throws when the stored secret cannot be used.
@@ -458,4 +460,12 @@ public final class APNsPushTransport: PushTransport {
 /// The local-mode fallback is absent and the app has no credential.
 private struct NoCredentialError: Error, CustomStringConvertible {
     var description: String { "no credential" }
+}
+
+extension APNsPushTransport {
+    /// APNs as the gateway's transport registry knows it: the one channel with an environment
+    /// and hex tokens. The gateway builds its pools itself (`GatewayRuntime.startAPNs`: one per
+    /// credential and environment, the local look-alike in local mode); its credentials are the
+    /// `.p8`/`.p12`/PEM files of `CredentialService`, not a declared form.
+    public static let declaration = TransportDeclaration(channel: .apns)
 }
