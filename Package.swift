@@ -5,7 +5,7 @@ import PackageDescription
 /// `Tuisong<Name>`) declaring itself (`<Type>.declaration`: channel, token rule, config section,
 /// credential form, factory). A new transport is its folder, one more name here and one line in
 /// the gateway's registry (`Sources/TuisongGateway/TransportRegistry.swift`).
-let transports = ["FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "Vivo"]
+let transports = ["FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "Vivo", "Harmony"]
 
 /// Transports kept in the tests (`Tests/Transports/<Name>`), built and registered exactly as the
 /// real ones are: the proof that a transport is a folder, a name in a list and a registry line.
@@ -251,7 +251,7 @@ let package = Package(
             dependencies: [
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
                 "TuisongLookAlikes", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
-                "TuisongTransportKit", "TuisongHTTPClient",
+                "TuisongTransportKit", "TuisongHTTPClient", "TuisongHarmony",
             ] + testTransports.map { .target(name: "Tuisong\($0)") }),
     ] + transports.map { transport($0) } + testTransports.map { transport($0, under: "Tests/Transports") }
         + vendors.flatMap(provider)

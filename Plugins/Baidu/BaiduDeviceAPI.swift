@@ -127,14 +127,16 @@ extension BaiduProvider {
     /// none of these names one.
     private func androidChannel(app: App, body: [String: JSONValue]) async throws -> PushChannel {
         if let value = body["channel"], !value.isNull {
-            guard let name = value.stringValue, let channel = PushChannel.declared(name), channel.isAndroid else {
+            guard let name = value.stringValue, let channel = PushChannel.declared(name),
+                BaiduKeys.androidChannels.contains(channel)
+            else {
                 throw BaiduError.invalidParameter(
-                    "channel", "must be \(PushChannel.list(PushChannel.android, \.rawValue, "or"))")
+                    "channel", "must be \(PushChannel.list(BaiduKeys.androidChannels, \.rawValue, "or"))")
             }
             return channel
         }
         if let name = app.vendorSettings[BaiduKeys.vendor]?[BaiduKeys.androidChannel],
-            let channel = PushChannel.declared(name), channel.isAndroid
+            let channel = PushChannel.declared(name), BaiduKeys.androidChannels.contains(channel)
         {
             return channel
         }

@@ -42,6 +42,10 @@ public struct BaiduKeys: Sendable, Hashable {
     /// The app's Android push service (`fcm`, `huawei`, `honor`): where an Android device
     /// bound without naming its own service is reached. Optional.
     static let androidChannel = "android_channel"
+    /// The services a Baidu Android device may be sent through: the declared Android-style
+    /// channels but HarmonyOS NEXT's, whose phones run no Android app (and whose devices the
+    /// store does not keep yet, #31).
+    static var androidChannels: [PushChannel] { PushChannel.android.filter { $0 != .harmony } }
 
     /// What goes into `App.vendorSettings["baidu"]`; the secret key only sealed.
     public func settings(appID: Int64, sealer: any SecretSealer) throws -> [String: String] {

@@ -67,12 +67,12 @@ public struct BaiduProvider: PushProvider {
             VendorSetting(
                 key: BaiduKeys.androidChannel,
                 label: LocalizedText(
-                    en: "Android push service (\(PushChannel.list(PushChannel.android, \.rawValue, "or")))",
-                    zh: "Android 推送通道（\(PushChannel.android.map(\.rawValue).joined(separator: "、"))）"),
+                    en: "Android push service (\(PushChannel.list(BaiduKeys.androidChannels, \.rawValue, "or")))",
+                    zh: "Android 推送通道（\(BaiduKeys.androidChannels.map(\.rawValue).joined(separator: "、"))）"),
                 isRequired: false, maxLength: 16,
                 problem: { value in
-                    PushChannel.declared(value).map(\.isAndroid) == true
-                        ? nil : "must be \(PushChannel.list(PushChannel.android, \.rawValue, "or"))"
+                    PushChannel.declared(value).map(BaiduKeys.androidChannels.contains) == true
+                        ? nil : "must be \(PushChannel.list(BaiduKeys.androidChannels, \.rawValue, "or"))"
                 }),
         ]
     }

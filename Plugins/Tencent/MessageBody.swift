@@ -134,6 +134,11 @@ struct OfflinePushInfo: Sendable, Hashable {
     /// `AndroidInfo.ExtAsHuaweiIntentParam` 1: `Ext` travels as a parameter of the intent the
     /// app's Huawei notification opens (the app's `huawei_intent` setting), not only as data.
     var extAsHuaweiIntentParam = false
+    /// `HarmonyInfo`, in the `harmony` transport's words (`PushOptions.harmony`): the image,
+    /// the notification category, and whether the badge is left alone. Tencent's SDK names
+    /// these `HarmonyImage`, `HarmonyCategory`, `ignoreHarmonyBadge`; their REST names were not
+    /// found, so the object is read as `ApnsInfo`/`AndroidInfo` are (docs/reference/harmony.md §6).
+    var harmony = HarmonyOptions()
 
     init() {}
 
@@ -165,6 +170,27 @@ struct OfflinePushInfo: Sendable, Hashable {
             try info.readAndroidInfo(android)
         default:
             throw .badMsgBody("OfflinePushInfo.AndroidInfo must be an object")
+        }
+        switch members["HarmonyInfo"] {
+        case nil, .null?:
+            break
+        case .object(let harmony)?:
+            let at = "OfflinePushInfo.HarmonyInfo."
+            if let image = try string(harmony["Image"], at + "Image"), !image.isEmpty {
+                guard image.lowercased().hasPrefix("https://"), image.utf8.count <= 2048 else {
+                    throw .badMsgBody("\(at)Image must be an https URL")
+                }
+                info.harmony.image = image
+            }
+            if let category = try string(harmony["Category"], at + "Category"), !category.isEmpty {
+                guard HarmonyOptions.categories.contains(category) else {
+                    throw .badMsgBody("\(at)Category must be one of Huawei's categories (IM, VOIP, WORK, …)")
+                }
+                info.harmony.category = category
+            }
+            info.harmony.ignoreBadge = try flag(harmony["IgnoreBadge"], at + "IgnoreBadge") == 1
+        default:
+            throw .badMsgBody("OfflinePushInfo.HarmonyInfo must be an object")
         }
         return info
     }

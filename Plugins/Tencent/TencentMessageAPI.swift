@@ -63,7 +63,8 @@ extension TencentProvider {
             content: template.content(badge: nil),
             options: PushOptions(
                 pushType: .alert, priority: .immediate, expiration: expiration,
-                android: Self.androidOptions(message.pushInfo, ext: template.ext, app: app)),
+                android: Self.androidOptions(message.pushInfo, ext: template.ext, app: app),
+                harmony: message.pushInfo.flatMap { $0.harmony.isEmpty ? nil : $0.harmony }),
             labels: labels, vendorContext: template.vendorContext)
         do {
             return try await gateway.submit(job)

@@ -45,12 +45,16 @@ public struct PushOptions: Sendable, Hashable, Codable {
     /// What only Android services take (notification channels, importance, vivo's
     /// classification): a vendor API's Android fields. `nil` = none.
     public var android: AndroidOptions?
+    /// What only HarmonyOS NEXT takes (category, click action, badge increment). `nil` = none.
+    public var harmony: HarmonyOptions?
 
     public init(
         pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil,
-        collapseID: String? = nil, environment: APNsEnvironment? = nil, android: AndroidOptions? = nil
+        collapseID: String? = nil, environment: APNsEnvironment? = nil, android: AndroidOptions? = nil,
+        harmony: HarmonyOptions? = nil
     ) {
         self.android = android
+        self.harmony = harmony
         self.pushType = pushType
         self.priority = priority
         self.expiration = expiration

@@ -12,12 +12,15 @@ public struct PushHeaders: Sendable, Hashable {
     public var collapseID: String?
     /// The message's Android settings (channels, importance, …), for the Android transports.
     public var android: AndroidOptions?
+    /// The message's HarmonyOS settings, for the `harmony` transport.
+    public var harmony: HarmonyOptions?
 
     public init(
         pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil, collapseID: String? = nil,
-        android: AndroidOptions? = nil
+        android: AndroidOptions? = nil, harmony: HarmonyOptions? = nil
     ) {
         self.android = android
+        self.harmony = harmony
         self.pushType = pushType
         self.priority = priority
         self.expiration = expiration
@@ -28,7 +31,7 @@ public struct PushHeaders: Sendable, Hashable {
     public init(_ options: PushOptions) {
         self.init(
             pushType: options.pushType, priority: options.priority, expiration: options.expiration,
-            collapseID: options.collapseID, android: options.android)
+            collapseID: options.collapseID, android: options.android, harmony: options.harmony)
     }
 }
 

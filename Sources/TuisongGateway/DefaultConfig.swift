@@ -77,6 +77,9 @@ let embeddedDefaultJSON = #"""
         "vivo": {
           "url": "https://api-push.vivo.com.cn"
         },
+        "harmony": {
+          "url": "https://push-api.cloud.huawei.com"
+        },
         "ca_file": "",
         "connections_per_host": 4,
         "connect_timeout_seconds": 10,

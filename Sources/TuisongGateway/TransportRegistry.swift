@@ -2,6 +2,7 @@ import Foundation
 import TuisongAPNsTransport
 import TuisongCore
 import TuisongFCM
+import TuisongHarmony
 import TuisongHonor
 import TuisongHuawei
 import TuisongOPPO
@@ -34,6 +35,7 @@ public struct TransportRegistry: Sendable {
             XiaomiService.declaration,
             OPPOService.declaration,
             VivoService.declaration,
+            HarmonyService.declaration,
         ])
         ChannelCatalog.shared.install(registry.declarations.map(\.channel))
         return registry

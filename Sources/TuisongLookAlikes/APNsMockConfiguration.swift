@@ -164,6 +164,9 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
     /// vivo Push apps (`POST /message/auth`, then `/message/send`, `/message/saveListPayload`
     /// and `/message/pushToList`).
     public var vivoApps: [VivoApp]
+    /// HarmonyOS Push Kit service accounts (`POST /v3/{projectID}/messages:send` with a PS256
+    /// JWT signed by the account's key).
+    public var harmonyServiceAccounts: [HarmonyServiceAccount]
     /// Lifetime of the access tokens the token endpoints issue (FCM, Huawei and Honor
     /// `expires_in`; OPPO `auth_token` and vivo `authToken`). 0 issues tokens that are already
     /// expired, so a test sees the expiry answer without waiting.
@@ -177,8 +180,9 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         recordedNotificationLimit: Int = 100_000, fcmServiceAccounts: [FCMServiceAccount] = [],
         huaweiClients: [PushKitClient] = [], honorClients: [PushKitClient] = [],
         accessTokenLifetimeSeconds: Int = 3600, xiaomiApps: [XiaomiApp] = [], oppoApps: [OppoApp] = [],
-        vivoApps: [VivoApp] = []
+        vivoApps: [VivoApp] = [], harmonyServiceAccounts: [HarmonyServiceAccount] = []
     ) {
+        self.harmonyServiceAccounts = harmonyServiceAccounts
         self.xiaomiApps = xiaomiApps
         self.oppoApps = oppoApps
         self.vivoApps = vivoApps
@@ -203,7 +207,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         case host, port, maxConcurrentStreams, streamsBeforeFirstValidToken, tokenKeys
         case clientCertificateCAPEMs, maxTokenAgeSeconds, faults, logRequests, eventLoopThreads
         case recordedNotificationLimit, fcmServiceAccounts, huaweiClients, honorClients, accessTokenLifetimeSeconds
-        case xiaomiApps, oppoApps, vivoApps
+        case xiaomiApps, oppoApps, vivoApps, harmonyServiceAccounts
     }
 
     public init(from decoder: any Decoder) throws {
@@ -232,6 +236,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         xiaomiApps = try value(.xiaomiApps, defaults.xiaomiApps)
         oppoApps = try value(.oppoApps, defaults.oppoApps)
         vivoApps = try value(.vivoApps, defaults.vivoApps)
+        harmonyServiceAccounts = try value(.harmonyServiceAccounts, defaults.harmonyServiceAccounts)
     }
 }
 
@@ -254,6 +259,24 @@ extension APNsMockConfiguration {
             self.keyID = keyID
             self.publicKeyPEM = publicKeyPEM
             self.projectID = projectID
+        }
+    }
+
+    /// A HarmonyOS Push Kit service account (Huawei's key file: `project_id`, `key_id`,
+    /// `private_key`, `sub_account`): a JWT with `kid == keyID` and `iss == subAccount`, signed
+    /// (PS256) by the private half of `publicKeyPEM`, may send for `projectID` only.
+    public struct HarmonyServiceAccount: Sendable, Codable, Equatable {
+        public var projectID: String
+        public var keyID: String
+        public var subAccount: String
+        /// The RSA public key as PEM (`-----BEGIN PUBLIC KEY-----`).
+        public var publicKeyPEM: String
+
+        public init(projectID: String, keyID: String, subAccount: String, publicKeyPEM: String) {
+            self.projectID = projectID
+            self.keyID = keyID
+            self.subAccount = subAccount
+            self.publicKeyPEM = publicKeyPEM
         }
     }
 

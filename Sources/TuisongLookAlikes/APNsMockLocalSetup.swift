@@ -47,6 +47,11 @@ public struct APNsMockLocalSetup: Sendable {
     public var oppoApp: APNsMockConfiguration.OppoApp
     /// A vivo Push app (numeric AppID, AppKey, AppSecret).
     public var vivoApp: APNsMockConfiguration.VivoApp
+    /// A HarmonyOS Push Kit service account the v3 look-alike trusts (its public half);
+    /// `harmonyServiceAccountJSON()` is the key file a client loads.
+    public var harmonyServiceAccount: APNsMockConfiguration.HarmonyServiceAccount
+    /// The account's RSA private key (PKCS#8 PEM, `private_key` of the key file).
+    public var harmonyPrivateKeyPEM: String
     /// False when this setup was decoded from a file saved before it had every Android
     /// credential (those missing were generated on decoding).
     var decodedAndroidCredentials = true
@@ -88,6 +93,7 @@ public struct APNsMockLocalSetup: Sendable {
 
         let android = try AndroidCredentials.generate()
         let vendors = VendorCredentials.generate(packageName: bundleID)
+        let harmony = try HarmonyCredentials.generate()
         return APNsMockLocalSetup(
             bundleID: bundleID, caCertificatePEM: ca.pem(), serverCertificate: server, serverKey: serverKey,
             tokenKeyPEM: try tokenKey.pkcs8PEM(), tokenPublicKeyPEM: try tokenKey.publicKey.pem(),
@@ -95,7 +101,42 @@ public struct APNsMockLocalSetup: Sendable {
             clientKeyPEM: try clientKey.pkcs8PEM(), fcmServiceAccount: android.fcmServiceAccount,
             fcmPrivateKeyPEM: android.fcmPrivateKeyPEM, fcmClientID: android.fcmClientID,
             huaweiClient: android.huaweiClient, honorClient: android.honorClient, xiaomiApp: vendors.xiaomiApp,
-            oppoApp: vendors.oppoApp, vivoApp: vendors.vivoApp)
+            oppoApp: vendors.oppoApp, vivoApp: vendors.vivoApp, harmonyServiceAccount: harmony.account,
+            harmonyPrivateKeyPEM: harmony.privateKeyPEM)
+    }
+
+    /// The HarmonyOS service account of a setup: project, key id and sub-account as Huawei's
+    /// API Console issues them (digits, a 32-hex key id), signed with the process's RSA key.
+    struct HarmonyCredentials {
+        var account: APNsMockConfiguration.HarmonyServiceAccount
+        var privateKeyPEM: String
+
+        static func generate() throws -> HarmonyCredentials {
+            let key = try AndroidCredentials.sharedKey()
+            return HarmonyCredentials(
+                account: .init(
+                    projectID: "10" + randomString(count: 16, alphabet: "0123456789"),
+                    keyID: randomString(count: 32, alphabet: "0123456789abcdef"),
+                    subAccount: "1" + randomString(count: 9, alphabet: "0123456789"),
+                    publicKeyPEM: try key.publicKey.pem()),
+                privateKeyPEM: try key.pkcs8PEM())
+        }
+    }
+
+    /// The HarmonyOS service-account key file as Huawei's API Console downloads it.
+    public func harmonyServiceAccountJSON() -> [UInt8] {
+        let fields: [(String, String)] = [
+            ("project_id", harmonyServiceAccount.projectID),
+            ("key_id", harmonyServiceAccount.keyID),
+            ("private_key", harmonyPrivateKeyPEM),
+            ("sub_account", harmonyServiceAccount.subAccount),
+            ("auth_uri", "https://oauth-login.cloud.huawei.com/oauth2/v3/authorize"),
+            ("token_uri", "https://oauth-login.cloud.huawei.com/oauth2/v3/token"),
+            ("auth_provider_cert_uri", "https://oauth-login.cloud.huawei.com/oauth2/v3/certs"),
+            ("client_cert_uri", "https://oauth-login.cloud.huawei.com/oauth2/v3/x509?client_id="),
+        ]
+        let lines = fields.map { "    \(RequestLogLine.quoted($0.0)): \(RequestLogLine.quoted($0.1))" }
+        return Array(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
     }
 
     /// The Xiaomi, OPPO and vivo apps of a setup (no key pair: their credentials are secrets).
@@ -132,6 +173,8 @@ public struct APNsMockLocalSetup: Sendable {
         /// build a setup per test (a hundred setups doubled the APNs suite's CPU time). Each setup
         /// still has its own `private_key_id`, and a setup is throwaway by design.
         private static let processKey = Result { try PrivateKey.generateRSA(bits: 2048) }
+
+        static func sharedKey() throws -> PrivateKey { try processKey.get() }
 
         static func generate() throws -> AndroidCredentials {
             let key = try processKey.get()
@@ -186,7 +229,7 @@ public struct APNsMockLocalSetup: Sendable {
             tokenKeys: [.init(keyID: keyID, teamID: teamID, publicKeyPEM: tokenPublicKeyPEM)],
             clientCertificateCAPEMs: [caCertificatePEM], faults: faults, fcmServiceAccounts: [fcmServiceAccount],
             huaweiClients: [huaweiClient], honorClients: [honorClient], xiaomiApps: [xiaomiApp], oppoApps: [oppoApp],
-            vivoApps: [vivoApp])
+            vivoApps: [vivoApp], harmonyServiceAccounts: [harmonyServiceAccount])
     }
 
     /// Writes the CA certificate (PEM) for clients to trust, e.g. `curl --cacert`.
@@ -247,7 +290,7 @@ extension APNsMockLocalSetup: Codable {
         case bundleID, caCertificatePEM, serverCertificatePEM, serverKeyPEM, tokenKeyPEM, tokenPublicKeyPEM
         case keyID, teamID, clientCertificatePEM, clientKeyPEM
         case fcmServiceAccount, fcmPrivateKeyPEM, fcmClientID, huaweiClient, honorClient
-        case xiaomiApp, oppoApp, vivoApp
+        case xiaomiApp, oppoApp, vivoApp, harmonyServiceAccount, harmonyPrivateKeyPEM
     }
 
     public init(from decoder: any Decoder) throws {
@@ -291,6 +334,19 @@ extension APNsMockLocalSetup: Codable {
         xiaomiApp = try decode(.xiaomiApp, vendors.xiaomiApp)
         oppoApp = try decode(.oppoApp, vendors.oppoApp)
         vivoApp = try decode(.vivoApp, vendors.vivoApp)
+        // Files saved before the HarmonyOS look-alike lack its account.
+        if let account = try container.decodeIfPresent(
+            APNsMockConfiguration.HarmonyServiceAccount.self, forKey: .harmonyServiceAccount),
+            let key = try container.decodeIfPresent(String.self, forKey: .harmonyPrivateKeyPEM)
+        {
+            harmonyServiceAccount = account
+            harmonyPrivateKeyPEM = key
+        } else {
+            let harmony = try HarmonyCredentials.generate()
+            harmonyServiceAccount = harmony.account
+            harmonyPrivateKeyPEM = harmony.privateKeyPEM
+            generated = true
+        }
         if generated { decodedAndroidCredentials = false }
     }
 
@@ -314,5 +370,7 @@ extension APNsMockLocalSetup: Codable {
         try container.encode(xiaomiApp, forKey: .xiaomiApp)
         try container.encode(oppoApp, forKey: .oppoApp)
         try container.encode(vivoApp, forKey: .vivoApp)
+        try container.encode(harmonyServiceAccount, forKey: .harmonyServiceAccount)
+        try container.encode(harmonyPrivateKeyPEM, forKey: .harmonyPrivateKeyPEM)
     }
 }

@@ -189,6 +189,12 @@ public final class APNsMockServer: Sendable {
         core.android.trust(app)
     }
 
+    /// Accepts HarmonyOS Push Kit JWTs of this service account from now on. Throws when its
+    /// public key PEM does not parse.
+    public func trustHarmonyServiceAccount(_ account: APNsMockConfiguration.HarmonyServiceAccount) throws {
+        try core.android.trust(account)
+    }
+
     /// Every access token issued so far (FCM, Huawei, Honor, OPPO, vivo) expires now: its next
     /// use is answered as an expired token (FCM 401 UNAUTHENTICATED, Huawei and Honor 80200003,
     /// OPPO 11, vivo 10000), so a client's "refresh once and resend" path can be exercised.

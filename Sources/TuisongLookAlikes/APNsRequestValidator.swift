@@ -16,6 +16,8 @@ struct APNsRequestHead {
     var timestamp: String?
     /// vivo's `authToken` or OPPO's `auth_token` request header.
     var vendorToken: String?
+    /// HarmonyOS Push Kit's `push-type` request header.
+    var harmonyPushType: String?
     /// Set when a request header other than a pseudo-header appeared twice.
     var hasDuplicateHeader = false
 
@@ -39,6 +41,7 @@ struct APNsRequestHead {
         case "content-type": contentType = value
         case "timestamp": timestamp = value
         case "authtoken", "auth_token": vendorToken = value
+        case "push-type": store(&harmonyPushType)
         default: break
         }
     }

@@ -15,6 +15,8 @@ public enum AndroidPushService: String, Sendable, Codable, CaseIterable, CustomS
     case oppo
     /// vivo Push server API.
     case vivo
+    /// Huawei Push Kit for HarmonyOS NEXT (scenario API v3, service-account JWT).
+    case harmony
 
     public var description: String { rawValue }
 }
@@ -54,6 +56,7 @@ public struct AndroidMockStatistics: Sendable, Equatable {
     public var xiaomi = AndroidServiceStatistics()
     public var oppo = AndroidServiceStatistics()
     public var vivo = AndroidServiceStatistics()
+    public var harmony = AndroidServiceStatistics()
 
     public init() {}
 
@@ -66,6 +69,7 @@ public struct AndroidMockStatistics: Sendable, Equatable {
             case .xiaomi: xiaomi
             case .oppo: oppo
             case .vivo: vivo
+            case .harmony: harmony
             }
         }
         set {
@@ -76,6 +80,7 @@ public struct AndroidMockStatistics: Sendable, Equatable {
             case .xiaomi: xiaomi = newValue
             case .oppo: oppo = newValue
             case .vivo: vivo = newValue
+            case .harmony: harmony = newValue
             }
         }
     }
@@ -110,6 +115,10 @@ public struct ReceivedAndroidMessage: Sendable, Equatable {
     public var timestampHeader: String?
     /// Receive time, milliseconds since 1970.
     public var receivedAtMilliseconds: Int64
+    /// HarmonyOS: the request's `push-type` header (0 alert, 6 background, …); nil for others.
+    public var harmonyPushType: Int? = nil
+    /// HarmonyOS: `pushOptions.testMessage` as sent.
+    public var harmonyTestMessage = false
 }
 
 /// The parts of an Android request the look-alikes read.
@@ -122,6 +131,8 @@ struct AndroidRequest {
     var timestamp: String?
     /// vivo's `authToken` or OPPO's `auth_token` request header.
     var vendorToken: String? = nil
+    /// HarmonyOS Push Kit's `push-type` request header.
+    var pushType: String? = nil
     var body: [UInt8]
     /// Bytes received, which may exceed `body` (stored up to `AndroidServices.bodyStorageLimit`).
     var bodyLength: Int
@@ -171,6 +182,7 @@ enum AndroidEndpoint: Equatable {
     case vivoSend
     case vivoSaveListPayload
     case vivoPushToList
+    case harmonySend(projectID: String)
 
     var service: AndroidPushService {
         switch self {
@@ -180,6 +192,7 @@ enum AndroidEndpoint: Equatable {
         case .xiaomiSend: .xiaomi
         case .oppoAuth, .oppoUnicast, .oppoUnicastBatch: .oppo
         case .vivoAuth, .vivoSend, .vivoSaveListPayload, .vivoPushToList: .vivo
+        case .harmonySend: .harmony
         }
     }
 
@@ -215,6 +228,8 @@ enum AndroidEndpoint: Equatable {
                 self = .fcmSend(project: String(parts[3]))
             } else if parts.count == 4, parts[1] == "v1", parts[3] == "messages:send", !parts[2].isEmpty {
                 self = .huaweiSend(appID: String(parts[2]))
+            } else if parts.count == 4, parts[1] == "v3", parts[3] == "messages:send", !parts[2].isEmpty {
+                self = .harmonySend(projectID: String(parts[2]))
             } else if parts.count == 5, parts[1] == "api", parts[2] == "v1", parts[4] == "sendMessage",
                 !parts[3].isEmpty
             {
@@ -386,6 +401,13 @@ final class AndroidServices: Sendable {
         var oppoApps: [String: APNsMockConfiguration.OppoApp] = [:]
         /// By AppID.
         var vivoApps: [String: APNsMockConfiguration.VivoApp] = [:]
+        /// HarmonyOS service accounts, by `key_id` (the JWT's `kid`).
+        var harmonyAccounts: [String: TrustedHarmonyAccount] = [:]
+    }
+
+    struct TrustedHarmonyAccount: Sendable {
+        let account: APNsMockConfiguration.HarmonyServiceAccount
+        let publicKey: PublicKey
     }
 
     let trust: Mutex<Trust>
@@ -412,6 +434,10 @@ final class AndroidServices: Sendable {
         }
         for app in configuration.oppoApps where trust.oppoApps[app.appKey] == nil { trust.oppoApps[app.appKey] = app }
         for app in configuration.vivoApps where trust.vivoApps[app.appID] == nil { trust.vivoApps[app.appID] = app }
+        for account in configuration.harmonyServiceAccounts where trust.harmonyAccounts[account.keyID] == nil {
+            trust.harmonyAccounts[account.keyID] = TrustedHarmonyAccount(
+                account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
+        }
         self.trust = Mutex(trust)
         lifetimeSeconds = max(0, configuration.accessTokenLifetimeSeconds)
         recorder = AndroidRecorder(capacity: configuration.recordedNotificationLimit)
@@ -446,6 +472,12 @@ final class AndroidServices: Sendable {
         trust.withLock { $0.vivoApps[app.appID] = app }
     }
 
+    /// Trusts one more HarmonyOS service account (replacing one with the same `key_id`).
+    func trust(_ account: APNsMockConfiguration.HarmonyServiceAccount) throws {
+        let trusted = TrustedHarmonyAccount(account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
+        trust.withLock { $0.harmonyAccounts[account.keyID] = trusted }
+    }
+
     /// Answers one request for `endpoint` and counts it.
     func handle(_ request: AndroidRequest, endpoint: AndroidEndpoint, faults: AndroidTokenPrefixFaults)
         -> AndroidResponse
@@ -466,6 +498,7 @@ final class AndroidServices: Sendable {
         case .vivoSend: response = vivoSend(request, faults: faults)
         case .vivoSaveListPayload: response = vivoSaveListPayload(request)
         case .vivoPushToList: response = vivoPushToList(request, faults: faults)
+        case .harmonySend(let projectID): response = harmonySend(request, projectID: projectID, faults: faults)
         }
         recorder.count(response, endpoint: endpoint)
         return response
@@ -484,6 +517,7 @@ final class AndroidServices: Sendable {
         case .xiaomi: prefix = "xiaomi."  // Xiaomi issues none; here for completeness
         case .oppo: prefix = "oppo."
         case .vivo: prefix = "vivo."
+        case .harmony: prefix = "harmony."  // HarmonyOS issues none: the sender signs its own JWT
         }
         return tokens.issue(
             .init(

@@ -439,7 +439,8 @@ final class HTTP2ServerConnection {
         let head = stream.head
         let request = AndroidRequest(
             method: head.method, path: path, authority: head.authority, authorization: head.authorization,
-            contentType: head.contentType, timestamp: head.timestamp, vendorToken: head.vendorToken, body: stream.body,
+            contentType: head.contentType, timestamp: head.timestamp, vendorToken: head.vendorToken,
+            pushType: head.harmonyPushType, body: stream.body,
             bodyLength: stream.bodyLength, connectionID: Int(id), streamID: Int(streamID),
             receivedAtMilliseconds: receivedAt)
         let answer = core.android.handle(request, endpoint: endpoint, faults: faults.androidPrefixes)

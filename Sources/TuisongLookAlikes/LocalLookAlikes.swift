@@ -6,7 +6,7 @@ import TuisongCrypto
 /// look-alike here runs in local mode; one without is started against its configured URL.
 extension APNsMockServer {
     /// The channels whose look-alike this server runs.
-    public static let lookAlikeChannels = ["fcm", "huawei", "honor", "xiaomi", "oppo", "vivo"]
+    public static let lookAlikeChannels = ["fcm", "huawei", "honor", "xiaomi", "oppo", "vivo", "harmony"]
 
     /// Teaches the look-alike of `channel` a stored credential (an uploaded FCM account's public
     /// key, a Huawei or Honor client, a Xiaomi, OPPO or vivo app), so local mode delivers with it
@@ -34,6 +34,18 @@ extension APNsMockServer {
             trustOppoApp(.init(appKey: clientID, masterSecret: text))
         case "vivo":
             trustVivoApp(.init(appID: vendorAppID, appKey: clientID, appSecret: text))
+        case "harmony":
+            guard let object = try JSONSerialization.jsonObject(with: Data(secret)) as? [String: Any],
+                let project = object["project_id"] as? String, let keyID = object["key_id"] as? String,
+                let pem = object["private_key"] as? String, let subAccount = object["sub_account"] as? String
+            else {
+                throw LocalLookAlikeError(
+                    "the HarmonyOS service account lacks project_id, key_id, private_key or sub_account")
+            }
+            try trustHarmonyServiceAccount(
+                .init(
+                    projectID: project, keyID: keyID, subAccount: subAccount,
+                    publicKeyPEM: try PrivateKey(pem: pem).publicKey.pem()))
         default:
             return false
         }
@@ -63,6 +75,8 @@ extension APNsMockLocalSetup {
         case "xiaomi": (xiaomiApp.packageName, "0", Array(xiaomiApp.appSecret.utf8))
         case "oppo": ("0", oppoApp.appKey, Array(oppoApp.masterSecret.utf8))
         case "vivo": (vivoApp.appID, vivoApp.appKey, Array(vivoApp.appSecret.utf8))
+        case "harmony":
+            (harmonyServiceAccount.projectID, harmonyServiceAccount.subAccount, harmonyServiceAccountJSON())
         default: nil
         }
     }

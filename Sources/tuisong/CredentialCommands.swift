@@ -386,7 +386,8 @@ struct APNsMockCommand: AsyncParsableCommand {
             A JSON file in APNsMockConfiguration's shape. Its tokenKeys, clientCertificateCAPEMs, \
             fcmServiceAccounts ({"clientEmail","keyID","publicKeyPEM","projectID"}), huaweiClients and \
             honorClients ({"clientID","clientSecret","appID"}), xiaomiApps ({"appSecret","packageName"}), \
-            oppoApps ({"appKey","masterSecret"}) and vivoApps ({"appID","appKey","appSecret"}) are trusted \
+            oppoApps ({"appKey","masterSecret"}), vivoApps ({"appID","appKey","appSecret"}) and \
+            harmonyServiceAccounts ({"projectID","keyID","subAccount","publicKeyPEM"}) are trusted \
             besides the generated ones; \
             accessTokenLifetimeSeconds, maxTokenAgeSeconds, recordedNotificationLimit and faults apply when \
             present. Command-line options win.
@@ -443,6 +444,7 @@ struct APNsMockCommand: AsyncParsableCommand {
             configuration.xiaomiApps += file.xiaomiApps
             configuration.oppoApps += file.oppoApps
             configuration.vivoApps += file.vivoApps
+            configuration.harmonyServiceAccounts += file.harmonyServiceAccounts
             if keys.contains("accessTokenLifetimeSeconds") {
                 configuration.accessTokenLifetimeSeconds = file.accessTokenLifetimeSeconds
             }
@@ -491,6 +493,15 @@ struct APNsMockCommand: AsyncParsableCommand {
         else {
             throw CommandFailure("cannot write \(serviceAccountPath)")
         }
+        let harmonyAccountPath = (directory.isEmpty ? "." : directory) + "/apns-mock-harmony-service-account.json"
+        guard
+            FileManager.default.createFile(
+                atPath: harmonyAccountPath, contents: Data(setup.harmonyServiceAccountJSON()),
+                attributes: [.posixPermissions: 0o600])
+        else {
+            throw CommandFailure("cannot write \(harmonyAccountPath)")
+        }
+        let harmony = setup.harmonyServiceAccount
         let fcm = setup.fcmServiceAccount
         printJSON([
             "fcm": [
@@ -524,6 +535,11 @@ struct APNsMockCommand: AsyncParsableCommand {
                 "push_to_list_url": base + "/message/pushToList", "app_id": setup.vivoApp.appID,
                 "app_key": setup.vivoApp.appKey, "app_secret": setup.vivoApp.appSecret,
             ],
+            "harmony": [
+                "send_url": "\(base)/v3/\(harmony.projectID)/messages:send",
+                "service_account_file": harmonyAccountPath, "project_id": harmony.projectID,
+                "key_id": harmony.keyID, "sub_account": harmony.subAccount,
+            ],
             "url": base, "port": server.port, "ca_file": caPath, "p8_file": keyPath,
             "key_id": setup.keyID, "team_id": setup.teamID,
             // A provider token valid for the next hour, for h2load and curl.
@@ -548,6 +564,7 @@ struct APNsMockCommand: AsyncParsableCommand {
             "refused_streams": stats.refusedStreams, "stream_limit_lowerings": stats.streamLimitLowerings,
             "fcm": summary(android.fcm), "huawei": summary(android.huawei), "honor": summary(android.honor),
             "xiaomi": summary(android.xiaomi), "oppo": summary(android.oppo), "vivo": summary(android.vivo),
+            "harmony": summary(android.harmony),
         ])
     }
 }

@@ -38,6 +38,21 @@ import TuisongPluginTestKit
         #expect(try info(#"{"AndroidInfo":null}"#)?.android.isEmpty == true)
     }
 
+    /// `HarmonyInfo` (image, category, ignore badge) reaches the `harmony` transport (#31).
+    @Test func harmonyInfoReachesTheHarmonyTransport() throws {
+        let parsed = try #require(
+            try info(#"{"HarmonyInfo":{"Image":"https://x/i.png","Category":"IM","IgnoreBadge":1}}"#))
+        #expect(parsed.harmony == HarmonyOptions(category: "IM", image: "https://x/i.png", ignoreBadge: true))
+        #expect(try info(#"{"HarmonyInfo":{"Image":"","Category":""}}"#)?.harmony.isEmpty == true)
+        #expect(try info(#"{"AndroidInfo":{"Sound":"x"}}"#)?.harmony.isEmpty == true)
+        for bad in [
+            #"{"HarmonyInfo":"x"}"#, #"{"HarmonyInfo":{"Image":"http://x/i.png"}}"#,
+            #"{"HarmonyInfo":{"Category":"CHAT"}}"#, #"{"HarmonyInfo":{"IgnoreBadge":true}}"#,
+        ] {
+            #expect(throws: TencentError.self, "\(bad)") { try info(bad) }
+        }
+    }
+
     @Test func badTypesAnswerInTencentsDialect() throws {
         for bad in [
             #"{"AndroidInfo":"x"}"#, #"{"AndroidInfo":{"Sound":5}}"#, #"{"AndroidInfo":{"GoogleChannelID":true}}"#,

@@ -12,8 +12,8 @@ import TuisongPlugin
     /// The lists are the declared channels': declared before any test reads them.
     init() { TransportRegistry.install() }
 
-    static let everyService = "APNs, FCM, Huawei, Honor, Xiaomi, OPPO and vivo"
-    static let androidNames = "fcm, huawei, honor, xiaomi, oppo or vivo"
+    static let everyService = "APNs, FCM, Huawei, Honor, Xiaomi, OPPO, vivo and HarmonyOS"
+    static let androidNames = "fcm, huawei, honor, xiaomi, oppo, vivo or harmony"
 
     @Test func theListIsPushChannelsOwn() {
         #expect(PushChannel.list() == Self.everyService)
@@ -44,10 +44,13 @@ import TuisongPlugin
 
     @Test func baiduAndroidSettingNamesEveryAndroidService() throws {
         let setting = try #require(BaiduProvider.settings.first { $0.key == "android_channel" })
-        #expect(setting.label.en == "Android push service (\(Self.androidNames))")
+        // Every Android phone service; not HarmonyOS NEXT, whose phones run no Android app.
+        let baiduNames = "fcm, huawei, honor, xiaomi, oppo or vivo"
+        #expect(setting.label.en == "Android push service (\(baiduNames))")
         #expect(setting.label.zh == "Android 推送通道（fcm、huawei、honor、xiaomi、oppo、vivo）")
         #expect(setting.problem("vivo") == nil)
-        #expect(setting.problem("apns") == "must be \(Self.androidNames)")
+        #expect(setting.problem("harmony") == "must be \(baiduNames)")
+        #expect(setting.problem("apns") == "must be \(baiduNames)")
     }
 
     @Test func theHeldDeliveriesHelpNamesEveryService() async throws {
@@ -56,8 +59,8 @@ import TuisongPlugin
         let metrics = String(decoding: try await http("GET", "\(gw.baseURL)/metrics").body, as: UTF8.self)
         #expect(
             metrics.contains(
-                "# HELP tuisong_held_deliveries Deliveries held until their app has a working credential for their service (APNs, FCM, Huawei, Honor, Xiaomi, OPPO or vivo)."
+                "# HELP tuisong_held_deliveries Deliveries held until their app has a working credential for their service (APNs, FCM, Huawei, Honor, Xiaomi, OPPO, vivo or HarmonyOS)."
             ))
-        #expect(metrics.contains("push service (apns, fcm, huawei, honor, xiaomi, oppo, vivo)"))
+        #expect(metrics.contains("push service (apns, fcm, huawei, honor, xiaomi, oppo, vivo, harmony)"))
     }
 }

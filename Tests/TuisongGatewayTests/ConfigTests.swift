@@ -163,4 +163,26 @@ func repositoryRoot() -> URL {
         #expect(job.options.pushType == .background)
         #expect(job.options.priority == .powerAware)
     }
+
+    /// The `harmony` object: HarmonyOS NEXT's category, click, badge and test settings (#31).
+    @Test func theHarmonyObjectIsReadAndChecked() throws {
+        let job = try parse(
+            #"{"audience": {"all": true}, "notification": {"alert": "x", "badge": 2}, "harmony": {"category": "IM", "click_action": "ChatAbility", "badge_increment": true, "test_message": true}}"#
+        )
+        #expect(
+            job.options.harmony
+                == HarmonyOptions(category: "IM", clickAction: "ChatAbility", badgeIncrement: true, testMessage: true))
+        #expect(try parse(#"{"audience": {"all": true}, "notification": {"alert": "x"}}"#).options.harmony == nil)
+        #expect(
+            try parse(#"{"audience": {"all": true}, "notification": {"alert": "x"}, "harmony": {}}"#).options.harmony
+                == nil)
+        for bad in [
+            #"{"category": "CHAT"}"#, #"{"test_message": 1}"#, #"{"image": "http://x/a.png"}"#, #"{"sound": "x"}"#,
+            #"[]"#,
+        ] {
+            #expect(throws: NativeAPIError.self, "\(bad)") {
+                try parse(#"{"audience": {"all": true}, "notification": {"alert": "x"}, "harmony": "# + bad + "}")
+            }
+        }
+    }
 }

@@ -72,6 +72,17 @@ import Testing
         let answer = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         curl.waitUntilExit()
         #expect(answer.contains(#""code":200001"#))
+
+        // The HarmonyOS look-alike: its service-account key file, as Huawei's console downloads it.
+        let harmony = try #require(info["harmony"] as? [String: Any])
+        let project = try #require(harmony["project_id"] as? String)
+        #expect(harmony["send_url"] as? String == url + "/v3/\(project)/messages:send")
+        let keyFile = try #require(harmony["service_account_file"] as? String)
+        let account = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: keyFile))) as? [String: Any])
+        #expect(account["project_id"] as? String == project)
+        #expect((account["private_key"] as? String)?.hasPrefix("-----BEGIN PRIVATE KEY-----") == true)
+        #expect(account["sub_account"] as? String == harmony["sub_account"] as? String)
     }
 
     @Test func anUnreadableFaultsFileIsRefusedWithItsName() throws {

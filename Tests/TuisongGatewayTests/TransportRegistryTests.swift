@@ -17,16 +17,20 @@ import TuisongTransportKit
     @Test func theStandardRegistryDeclaresEveryChannelWithTheSameNamesAsBefore() {
         TransportRegistry.install()
         let registry = TransportRegistry.standard
-        #expect(registry.channels.map(\.rawValue) == ["apns", "fcm", "huawei", "honor", "xiaomi", "oppo", "vivo"])
+        #expect(
+            registry.channels.map(\.rawValue) == [
+                "apns", "fcm", "huawei", "honor", "xiaomi", "oppo", "vivo", "harmony",
+            ])
         #expect(PushChannel.allCases == registry.channels)
-        #expect(registry.withCredentialForms.map(\.name) == ["fcm", "huawei", "honor", "xiaomi", "oppo", "vivo"])
+        #expect(
+            registry.withCredentialForms.map(\.name) == ["fcm", "huawei", "honor", "xiaomi", "oppo", "vivo", "harmony"])
         #expect(PushChannel.vivo.displayName == "vivo" && PushChannel.honor.withArticle == "an Honor")
         #expect(!PushChannel.apns.isAndroid && PushChannel.xiaomi.isAndroid)
         // Stored rows and the wire keep their strings: the name is the raw value, coded as one.
         let coded = try? JSONEncoder().encode([PushChannel.huawei])
         #expect(coded.map { String(decoding: $0, as: UTF8.self) } == #"["huawei"]"#)
-        #expect(PushChannel(rawValue: "harmony")?.rawValue == "harmony", "an undeclared name is still a name")
-        #expect(PushChannel.declared("harmony") == nil && PushChannel.declared("fcm") == .fcm)
+        #expect(PushChannel(rawValue: "meizu")?.rawValue == "meizu", "an undeclared name is still a name")
+        #expect(PushChannel.declared("meizu") == nil && PushChannel.declared("fcm") == .fcm)
         #expect(PushChannel(rawValue: "Not A Name") == nil && PushChannel(rawValue: "") == nil)
         // The token rule is the declaration's: hex for APNs, opaque for the others.
         #expect(

@@ -5,6 +5,7 @@ import TuisongDelivery
 import TuisongTransportKit
 
 @testable import TuisongFCM
+@testable import TuisongHarmony
 @testable import TuisongHonor
 @testable import TuisongHuawei
 @testable import TuisongOPPO
@@ -14,7 +15,8 @@ import TuisongTransportKit
 /// Each transport renders the same four kinds of `PushContent` (alert, background, badge-only,
 /// data-only) into its own wire format, compared with the checked-in files under
 /// `Golden/<service>/<kind>.json` (docs/reference/android.md §12 says what each does with each
-/// kind). A kind a service cannot carry is `{"skipped": "unsupported_content"}`.
+/// kind; docs/reference/harmony.md §3 for HarmonyOS, whose file is `{"push-type", "body"}`). A
+/// kind a service cannot carry is `{"skipped": "unsupported_content"}`.
 /// `TUISONG_WRITE_GOLDEN=1 swift test --filter GoldenTests` rewrites the files.
 @Suite struct GoldenTests {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -32,7 +34,7 @@ import TuisongTransportKit
         ("data-only", PushContent(data: ["k": "v"])),
     ]
 
-    static let services = ["apns", "fcm", "huawei", "honor", "xiaomi", "oppo", "vivo"]
+    static let services = ["apns", "fcm", "huawei", "honor", "xiaomi", "oppo", "vivo", "harmony"]
 
     static let skipped: JSONValue = ["skipped": "unsupported_content"]
 
@@ -64,6 +66,12 @@ import TuisongTransportKit
         case "vivo":
             if content.isDataOnly { return skipped }
             return .object(VivoMessage.fields(content: content, headers: headers, now: now))
+        case "harmony":
+            let template = HarmonyMessage.Template(content: content, headers: headers, defaultCategory: "IM", now: now)
+            return [
+                "push-type": .int(Int64(template.pushType)),
+                "body": try JSONValue(parsing: template.body(tokens: ["TOKEN"])),
+            ]
         default:
             throw CocoaError(.featureUnsupported)
         }
@@ -95,5 +103,7 @@ import TuisongTransportKit
         #expect(!OPPOService().carriesDataMessages)
         #expect(!VivoService().carriesDataMessages)
         #expect(XiaomiService().carriesDataMessages)
+        // HarmonyOS sends a badge-only push as its badge refresh message.
+        #expect(HarmonyService().carriesBadgeOnly && !XiaomiService().carriesBadgeOnly)
     }
 }

@@ -226,6 +226,7 @@ const en = {
   'cred.packageName': 'Package name',
   'channel.oppo': 'OPPO',
   'channel.vivo': 'vivo',
+  'channel.harmony': 'HarmonyOS',
 
   'tpl.title': 'Templates',
   'tpl.subtitle': 'Title and body with numbered placeholders {0}, {1}, … filled when a push is sent.',
@@ -580,6 +581,7 @@ const zh = {
   'cred.packageName': '包名',
   'channel.oppo': 'OPPO',
   'channel.vivo': 'vivo',
+  'channel.harmony': '鸿蒙',
 
   'tpl.title': '模板',
   'tpl.subtitle': '标题和正文中的 {0}、{1}…… 在发送时替换为参数。',

@@ -106,7 +106,7 @@ export function failureTable(rows) {
 }
 
 /** Channels in a fixed order (APNs first), then any this console does not know yet. */
-const CHANNEL_ORDER = ['apns', 'fcm', 'huawei', 'honor', 'xiaomi', 'oppo', 'vivo'];
+const CHANNEL_ORDER = ['apns', 'fcm', 'huawei', 'honor', 'xiaomi', 'oppo', 'vivo', 'harmony'];
 
 function channelEntries(channels) {
   const entries = Object.entries(channels || {});

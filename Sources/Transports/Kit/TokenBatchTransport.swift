@@ -23,6 +23,9 @@ public protocol TokenBatchService: Sendable {
     /// it is skipped as `unsupported_content`, as is content with neither an alert nor data
     /// (badge-only) on every token-batch service.
     var carriesDataMessages: Bool { get }
+    /// Whether the service sets an app icon's badge without a notification (HarmonyOS's badge
+    /// refresh message): badge-only content is sent instead of skipped.
+    var carriesBadgeOnly: Bool { get }
     /// Trades the credential for an access token (an OAuth 2.0 client-credentials grant for
     /// `JSONBatchService`s; a signed request for OPPO and vivo; Xiaomi's key needs none).
     func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async -> Result<
@@ -39,6 +42,8 @@ public protocol TokenBatchService: Sendable {
 extension TokenBatchService {
     /// Most services have a data message (Huawei, Honor, Xiaomi's `pass_through=1`).
     public var carriesDataMessages: Bool { true }
+    /// None of the Android services sets a badge without a notification.
+    public var carriesBadgeOnly: Bool { false }
 }
 
 /// A token-batch service that takes one JSON request per chunk with a bearer token from an
@@ -208,7 +213,8 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
                 // Without an alert only a data (pass-through) message can carry the push: not at
                 // all on a service without one (OPPO, vivo), and not with no data to pass (a
                 // badge-only push: these services set no badge without a notification).
-                if content.isDataOnly, !service.carriesDataMessages || content.data.isEmpty {
+                let badgeOnly = content.data.isEmpty && content.badge != nil && service.carriesBadgeOnly
+                if content.isDataOnly, !badgeOnly, !service.carriesDataMessages || content.data.isEmpty {
                     report(chunk.map { SendReport(index: $0, outcome: .skipped(.unsupportedContent)) })
                     continue
                 }

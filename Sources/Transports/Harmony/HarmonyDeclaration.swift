@@ -1,0 +1,95 @@
+import Foundation
+import TuisongCore
+import TuisongTransportKit
+
+extension HarmonyService {
+    /// HarmonyOS NEXT as the gateway's transport registry knows it: Huawei Push Kit's scenario
+    /// API v3, HarmonyOS push tokens, `transports.harmony.url`, the service-account key file as
+    /// its credential (docs/reference/harmony.md).
+    public static let declaration = TransportDeclaration(
+        channel: ChannelDeclaration(
+            channel: .harmony, displayName: "HarmonyOS", withArticle: "a HarmonyOS", tokenRule: tokenRule),
+        configKeys: [TransportConfigKey("url", .url(required: true), default: HarmonyService.defaultSendURL)],
+        credentialForm: CredentialForm(
+            fields: [
+                .init(
+                    "file", .file, label: .init(en: "Service account key JSON", zh: "服务账号密钥 JSON"),
+                    help:
+                        "the service-account key file Huawei's API Console downloads (project_id, key_id, private_key, sub_account)",
+                    accept: ".json,application/json", cliName: "service-account"),
+                .init(
+                    "category", required: false, label: .init(en: "Default category", zh: "默认消息类别"),
+                    help: "the notification category of messages that name none (IM, WORK, …; MARKETING when empty)",
+                    placeholder: "IM"),
+            ],
+            validate: { (input, _) throws(CredentialFormError) -> ValidatedCredential in
+                try validate(input)
+            }),
+        make: { context in try .tokenBatch(HarmonyService(baseURL: context.url("url")), context, hasQuota: false) })
+
+    /// A HarmonyOS push token: opaque, 1–4,096 bytes of base64 and URL-safe characters (letters,
+    /// digits, `-_.:~+/=`), never APNs-shaped hex (docs/reference/harmony.md §5: Huawei documents
+    /// no alphabet; observed tokens are base64-like).
+    public static let tokenRule = DeviceToken.Rule { raw in
+        let bytes = raw.utf8
+        guard (1...DeviceToken.maximumOpaqueLength).contains(bytes.count) else { return nil }
+        let allowed = bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                true
+            default: "-_.:~+/=".utf8.contains(byte)
+            }
+        }
+        guard allowed else { return nil }
+        // 64–200 hex digits of even length is an APNs token sent with the wrong channel.
+        let hex = bytes.allSatisfy {
+            ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))
+                || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F"))
+        }
+        if hex, (64...200).contains(bytes.count), bytes.count % 2 == 0 { return nil }
+        return raw
+    }
+
+    /// The form's check: the key file loads (every field, an RSA key), its ids have the shapes
+    /// Huawei gives them, and the default category is one of Huawei's.
+    static func validate(_ input: CredentialFormInput) throws(CredentialFormError) -> ValidatedCredential {
+        guard let json = input.files["file"], !json.isEmpty else {
+            throw CredentialFormError(
+                "invalid_service_account", field: "file",
+                "choose the service-account key file Huawei's API Console downloads")
+        }
+        let account: HarmonyServiceAccount
+        do {
+            account = try HarmonyServiceAccount(json: json)
+        } catch {
+            throw CredentialFormError("invalid_service_account", field: "file", error.description)
+        }
+        // project_id goes into the send URL's path; the ids into the JWT and the console.
+        let digits = { (text: String) in
+            (1...32).contains(text.utf8.count) && text.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+        }
+        guard digits(account.projectID) else {
+            throw CredentialFormError(
+                "invalid_service_account", field: "file",
+                "the key file's project_id must be the AppGallery Connect project id (digits)")
+        }
+        for (name, value) in [("key_id", account.keyID), ("sub_account", account.subAccount)]
+        where value.utf8.count > 256 || value.contains(where: { $0.isWhitespace || $0 == "\"" || $0 == "\\" }) {
+            throw CredentialFormError(
+                "invalid_service_account", field: "file", "the key file's \(name) is not an id Huawei issues")
+        }
+        var options: [String: String] = [:]
+        let category = input.text("category")
+        if !category.isEmpty {
+            guard HarmonyOptions.categories.contains(category) else {
+                throw CredentialFormError(
+                    "invalid_category", field: "category",
+                    "the category is one of Huawei's: \(HarmonyOptions.categories.sorted().joined(separator: ", "))")
+            }
+            options["category"] = category
+        }
+        return ValidatedCredential(
+            vendorAppID: account.projectID, clientID: account.subAccount, secret: account.json, options: options)
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Logging
+import TuisongCore
+import TuisongCrypto
+import TuisongDelivery
+import TuisongHTTPClient
+import TuisongTransportKit
+
+/// HarmonyOS NEXT through Huawei Push Kit's scenario API v3: `POST {url}/v3/{projectId}/
+/// messages:send` with up to 1,000 tokens a request and a `push-type` header, authorised by a
+/// JWT the credential's service account signs itself (PS256, used for its hour: no token
+/// endpoint). A refused JWT is signed again once; a second refusal holds the credential
+/// (docs/reference/harmony.md).
+public struct HarmonyService: TokenBatchService {
+    public static let defaultSendURL = "https://push-api.cloud.huawei.com"
+
+    /// Where messages are sent, without a trailing slash.
+    public var baseURL: String
+
+    public init(baseURL: String = HarmonyService.defaultSendURL) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+    }
+
+    public var maxTokens: Int { HarmonyMessage.maxTokens }
+    /// The badge refresh message sets the icon's count without a notification.
+    public var carriesBadgeOnly: Bool { true }
+
+    public func sendURL(_ credential: ChannelCredential) -> String {
+        baseURL + "/v3/" + credential.vendorAppID + "/messages:send"
+    }
+
+    /// Signs a JWT with the credential's key file (its secret): no request, so nothing to
+    /// retry; a key file that does not load is refused (held, credential failing).
+    public func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async
+        -> Result<AccessToken, AccessTokenFailure>
+    {
+        do {
+            let account = try HarmonyServiceAccount(json: credential.secret)
+            let jwt = try account.jwt(issuedAt: now)
+            return .success(
+                AccessToken(
+                    value: jwt, expires: now.addingTimeInterval(TimeInterval(HarmonyServiceAccount.lifetimeSeconds))))
+        } catch {
+            return .failure(.refused(.service("invalid_service_account")))
+        }
+    }
+
+    public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
+        -> HarmonyMessage.Template
+    {
+        HarmonyMessage.Template(
+            content: content, headers: headers, defaultCategory: credential.options["category"], now: now)
+    }
+
+    public func send(
+        _ template: HarmonyMessage.Template, tokens: [String], credential: ChannelCredential, token: AccessToken,
+        client: HTTPClient, timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void
+    ) {
+        let request = HTTPClientRequest(
+            method: "POST", url: sendURL(credential),
+            headers: [
+                (name: "authorization", value: "Bearer " + token.value),
+                (name: "content-type", value: "application/json"),
+                (name: "push-type", value: String(template.pushType)),
+            ], body: template.body(tokens: tokens), timeout: timeout)
+        client.execute(
+            request, tokens: tokens,
+            read: {
+                HarmonyAnswer.read(
+                    status: $0.status, body: $0.body, tokens: tokens, retryAfter: $0.header("retry-after"), now: now)
+            },
+            done: done)
+    }
+}
+
+/// The HarmonyOS transport: the shared token-batch sender speaking Push Kit v3.
+public typealias HarmonyTransport = TokenBatchTransport<HarmonyService>

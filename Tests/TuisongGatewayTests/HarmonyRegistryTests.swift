@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+import TuisongCore
+import TuisongCrypto
+import TuisongDelivery
+import TuisongGatewayTestKit
+import TuisongHarmony
+import TuisongLookAlikes
+import TuisongPluginTestKit
+import TuisongTransportKit
+
+@testable import TuisongGateway
+
+/// HarmonyOS NEXT registered the new way (#31): its declaration gives the channel, the token
+/// rule, `transports.harmony.*`, the credential form and the factory; local mode's look-alike
+/// stands in for Push Kit v3.
+@Suite struct HarmonyRegistryTests {
+    @Test func theChannelItsTokensAndItsConfigSection() throws {
+        TransportRegistry.install()
+        #expect(TransportRegistry.standard.channels.last == .harmony)
+        #expect(PushChannel.declared("harmony") == .harmony)
+        #expect(PushChannel.harmony.displayName == "HarmonyOS" && PushChannel.harmony.withArticle == "a HarmonyOS")
+        #expect(PushChannel.harmony.isAndroid, "no APNs environment: stored as production")
+        // Base64-like tokens, `+/=` included; never APNs hex, no spaces, at most 4 KB.
+        let token = "MAMzLgBAAAA+abc/DEF=="
+        #expect(DeviceToken(token, channel: .harmony)?.value == token)
+        #expect(DeviceToken(String(repeating: "ab", count: 32), channel: .harmony) == nil)
+        #expect(DeviceToken("two words", channel: .harmony) == nil)
+        #expect(DeviceToken(String(repeating: "a", count: 4097), channel: .harmony) == nil)
+        #expect(DeviceToken(token, channel: .fcm) == nil, "FCM's rule has no + / =")
+
+        let defaults = try GatewayConfig.load(fileContents: nil, environment: [:])
+        #expect(defaults.transports.section(.harmony)["url"] == "https://push-api.cloud.huawei.com")
+        let overridden = try GatewayConfig.load(
+            fileContents: nil, environment: ["TUISONG_TRANSPORTS_HARMONY_URL": "https://harmony.example/push"])
+        #expect(overridden.transports.section(.harmony)["url"] == "https://harmony.example/push")
+        let fromFile = try GatewayConfig.load(
+            fileContents: Data(#"{"transports": {"harmony": {"url": "https://h.example"}}}"#.utf8), environment: [:])
+        #expect(fromFile.transports.section(.harmony)["url"] == "https://h.example")
+        #expect(throws: ConfigError.self) {
+            try GatewayConfig.load(fileContents: nil, environment: ["TUISONG_TRANSPORTS_HARMONY_URL": "ftp://x"])
+        }
+    }
+
+    @Test func theCredentialFormTakesTheKeyFileAndSealsIt() throws {
+        let form = try #require(HarmonyService.declaration.credentialForm)
+        #expect(form.fields.map(\.name) == ["file", "category"])
+        #expect(form.fields[0].cliFlag == "--service-account" && form.fields[0].kind == .file)
+        let key = try PrivateKey.generateRSA(bits: 2048)
+        func file(project: String = "101888", sub: String = "2001", pem: String? = nil) throws -> [UInt8] {
+            JSONValue.object([
+                "project_id": .string(project), "key_id": "0123abcd", "sub_account": .string(sub),
+                "private_key": .string(try pem ?? key.pkcs8PEM()),
+            ]).serialized()
+        }
+        let context = CredentialFormContext(testTokenHosts: [])
+        let valid = try form.validate(
+            CredentialFormInput(values: ["category": "IM"], files: ["file": try file()]), context)
+        #expect(valid.vendorAppID == "101888" && valid.clientID == "2001" && valid.options == ["category": "IM"])
+        #expect(try HarmonyServiceAccount(json: valid.secret).keyID == "0123abcd")
+        func refusal(_ input: CredentialFormInput) -> CredentialFormError? {
+            do {
+                _ = try form.validate(input, context)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(refusal(CredentialFormInput())?.field == "file")
+        #expect(refusal(CredentialFormInput(files: ["file": Array("{}".utf8)]))?.code == "invalid_service_account")
+        #expect(
+            refusal(CredentialFormInput(files: ["file": try file(project: "abc")]))?.code == "invalid_service_account")
+        #expect(refusal(CredentialFormInput(files: ["file": try file(pem: "nope")]))?.code == "invalid_service_account")
+        let badCategory = refusal(CredentialFormInput(values: ["category": "CHAT"], files: ["file": try file()]))
+        #expect(badCategory?.code == "invalid_category" && badCategory?.field == "category")
+        // The refusal never quotes the key.
+        #expect(
+            !(refusal(CredentialFormInput(files: ["file": try file(project: "x")]))?.message ?? "").contains("PRIVATE"))
+    }
+
+    /// Local mode: the gateway makes the harmony transport from its section, its fallback is the
+    /// look-alike's own service account, and a push reaches the look-alike through it.
+    @Test func localModeDeliversThroughTheLookAlike() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let session = try await client.call("GET", "/session").jsonObject
+        let features = try #require(session["features"] as? [String: Any])
+        #expect((features["android_channels"] as? [String])?.contains("harmony") == true)
+        let forms = try #require(features["transports"] as? [[String: Any]])
+        let harmony = try #require(forms.first { $0["channel"] as? String == "harmony" })
+        #expect(harmony["display_name"] as? String == "HarmonyOS")
+
+        // The admin API checks a key file by the declared form.
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.harmony")
+        let refused = try await client.call(
+            "POST", "/apps/\(appID)/channel-credentials",
+            json: ["channel": "harmony", "file": Data("{}".utf8).base64EncodedString()])
+        #expect(refused.errorCode == "invalid_service_account", "\(refused.text)")
+        // Until the store's migration accepts the channel, a valid key file and a HarmonyOS
+        // device are refused in the caller's words, not by the database (#31).
+        let account = HarmonyServiceAccount(
+            projectID: "101888", keyID: "0123abcd", privateKeyPEM: try PrivateKey.generateRSA(bits: 2048).pkcs8PEM(),
+            subAccount: "2001")
+        let keyFile = Data(account.json).base64EncodedString()
+        let unstored = try await client.call(
+            "POST", "/apps/\(appID)/channel-credentials", json: ["channel": "harmony", "file": keyFile])
+        #expect(unstored.status == 422 && unstored.errorCode == "channel_not_stored", "\(unstored.text)")
+        let device = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/MAMzLg-1", key: key, json: ["channel": "harmony"])
+        #expect(device.status == 400 && device.errorCode == "invalid_channel", "\(device.text)")
+        #expect(device.errorMessage?.contains("migration") == true)
+        #expect(!PushChannel.harmony.isStorable && PushChannel.vivo.isStorable)
+
+        let transport = try #require(gw.runtime.android.byChannel[.harmony])
+        let app = try #require(try await gw.runtime.store.app(id: appID))
+        func push(_ token: String, _ content: PushContent) -> OutgoingPush {
+            OutgoingPush(
+                token: token, environment: .production, content: content,
+                headers: PushHeaders(PushOptions(harmony: HarmonyOptions(category: "IM"))), channel: .harmony)
+        }
+        let outcomes = await transport.outcomes(
+            of: PushBatch(
+                app: app,
+                pushes: [
+                    push("MAMzLg-1", PushContent(title: "Hi", body: "HarmonyOS")),
+                    push("unregistered-2", PushContent(title: "Hi", body: "HarmonyOS")),
+                ]))
+        guard case .delivered = outcomes[0] else {
+            Issue.record("expected delivered, got \(outcomes)")
+            return
+        }
+        #expect(outcomes[1] == .invalidate(.service("noRight"), since: nil))
+        let received = try #require(gw.mock.receivedAndroidMessages().first { $0.service == .harmony })
+        #expect(received.harmonyPushType == 0 && received.tokens == ["MAMzLg-1"])
+        #expect(try JSONValue(parsing: received.body)["payload"]?["notification"]?["category"] == "IM")
+    }
+}
