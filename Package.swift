@@ -224,6 +224,8 @@ let package = Package(
             dependencies: [
                 "TuisongStore", "TuisongSQLStore", "TuisongSQLiteStore", "TuisongPostgresStore", "TuisongCore",
                 "TuisongPluginTestKit", "TuisongPostgresTestKit",
+                // A database left at an older migration, on a connection of its own (OpenChannelsMigrationTests).
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "TuisongDeliveryTests",

@@ -23,7 +23,25 @@ enum PostgresSchema {
         ("pg6-open-slices-in-order", PostgresSchema.openSlicesInOrder),
         ("pg7-push-content", PostgresSchema.pushContent),
         ("pg8-held-deliveries-expire", PostgresSchema.heldDeliveriesExpire),
+        ("pg9-open-channels", PostgresSchema.openChannels),
     ]
+
+    /// SQLite's `v15-open-channels`: a channel is a name a transport registry declares, so the
+    /// CHECKs keep only its shape (a lower-case name of at most 32 characters) and no longer
+    /// list the names; `channel_credentials` still refuses `apns` (APNs credentials live in
+    /// `credentials`). The constraint names are PostgreSQL's own for pg1's column CHECKs. Each
+    /// table is locked once (ACCESS EXCLUSIVE) while its rows are checked against the new
+    /// constraint; `NOT VALID` + `VALIDATE CONSTRAINT` would not shorten that, since every
+    /// migration runs in one transaction that holds the lock until COMMIT.
+    static let openChannels = """
+        ALTER TABLE devices DROP CONSTRAINT devices_channel_check,
+            ADD CONSTRAINT devices_channel_check CHECK (channel ~ '^[a-z][a-z0-9_-]{0,31}$');
+        ALTER TABLE deliveries DROP CONSTRAINT deliveries_channel_check,
+            ADD CONSTRAINT deliveries_channel_check CHECK (channel ~ '^[a-z][a-z0-9_-]{0,31}$');
+        ALTER TABLE channel_credentials DROP CONSTRAINT channel_credentials_channel_check,
+            ADD CONSTRAINT channel_credentials_channel_check
+                CHECK (channel ~ '^[a-z][a-z0-9_-]{0,31}$' AND channel <> 'apns');
+        """
 
     /// Held deliveries wait until their message expires (`next_attempt_at`); the retry worker
     /// finds those whose moment passed through this index (SQLite's v14).
@@ -312,8 +330,13 @@ enum PostgresSchema {
     /// Brings the database up to date: the core migrations, then each plugin's, each in its own
     /// transaction and recorded in `schema_migrations`. Nodes starting together take turns on
     /// an advisory lock, so each migration runs once.
-    static func migrate(_ connection: PostgresConnection, plugins: [PluginSchema]) throws {
-        var steps: [(identifier: String, sql: String?)] = coreMigrations.map { ($0.identifier, $0.sql) }
+    /// `through`: stop after that core migration, as an older binary would (tests of a later one).
+    static func migrate(_ connection: PostgresConnection, plugins: [PluginSchema], through last: String? = nil) throws {
+        var core = coreMigrations
+        if let last, let end = core.firstIndex(where: { $0.identifier == last }) {
+            core = Array(core[...end])
+        }
+        var steps: [(identifier: String, sql: String?)] = core.map { ($0.identifier, $0.sql) }
         var seen = Set(steps.map(\.identifier))
         for plugin in plugins {
             guard !plugin.name.isEmpty, !plugin.name.contains(":") else {

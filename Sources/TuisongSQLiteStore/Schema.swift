@@ -11,35 +11,43 @@ import TuisongSQLStore
 ///   `Milliseconds`). Integers compare and index cheaply and round-trip exactly; a REAL of
 ///   seconds would not.
 /// - Enumerations are `TEXT` guarded by a `CHECK`, so a row written by an older or newer
-///   binary cannot hold a value this one does not understand without failing loudly.
+///   binary cannot hold a value this one does not understand without failing loudly. A
+///   channel is not: transports declare channels (their registry decides which names exist),
+///   so its `CHECK` is on the name's shape only (v15).
 /// - Rows belonging to an app reference `apps(id) ON DELETE CASCADE`: deleting an app deletes
 ///   everything it owns in one statement.
 /// - A migration is never edited once released; changes go into a new `vN-…` migration
 ///   appended to `migrator`.
 enum Schema {
-    /// The core migrations, in order: identifier and SQL.
-    static let coreMigrations: [(identifier: String, sql: String)] = [
-        ("v1-apps-credentials-devices-tags-templates-settings", v1),
-        ("v2-settings-messages-deliveries", v2),
-        ("v3-baidu-bindings-tags-kept-messages", v3Baidu),
-        ("v4-accounts-selectors-vendor-context-device-payloads", v4Accounts),
-        ("v5-badge-grants", v5BadgeGrants),
-        ("v6-badge-grants-by-account-row", v6BadgeGrantsByAccountRow),
-        ("v7-devices-carry-their-account", v7DevicesCarryTheirAccount),
-        (v8Identifier, v8VendorColumnsLeaveTheCore),
-        (v9Identifier, v9Channels),
-        (v10Identifier, v10ConsoleSessions),
-        (v11Identifier, v11ProviderTokens),
-        (v12Identifier, v12IdempotencyKeys),
-        (v13Identifier, v13PushContent),
-        (v14Identifier, v14HeldDeliveriesExpire),
+    /// The core migrations, in order: identifier and what it runs (most run SQL, `sql(_:)`).
+    static let coreMigrations: [(identifier: String, migrate: @Sendable (Database) throws -> Void)] = [
+        ("v1-apps-credentials-devices-tags-templates-settings", sql(v1)),
+        ("v2-settings-messages-deliveries", sql(v2)),
+        ("v3-baidu-bindings-tags-kept-messages", sql(v3Baidu)),
+        ("v4-accounts-selectors-vendor-context-device-payloads", sql(v4Accounts)),
+        ("v5-badge-grants", sql(v5BadgeGrants)),
+        ("v6-badge-grants-by-account-row", sql(v6BadgeGrantsByAccountRow)),
+        ("v7-devices-carry-their-account", sql(v7DevicesCarryTheirAccount)),
+        (v8Identifier, sql(v8VendorColumnsLeaveTheCore)),
+        (v9Identifier, sql(v9Channels)),
+        (v10Identifier, sql(v10ConsoleSessions)),
+        (v11Identifier, sql(v11ProviderTokens)),
+        (v12Identifier, sql(v12IdempotencyKeys)),
+        (v13Identifier, sql(v13PushContent)),
+        (v14Identifier, sql(v14HeldDeliveriesExpire)),
+        (v15Identifier, v15OpenChannels),
     ]
+
+    /// A migration that runs `text`.
+    static func sql(_ text: String) -> @Sendable (Database) throws -> Void {
+        { db in try db.execute(sql: text) }
+    }
 
     /// The core migrations alone.
     static let migrator: DatabaseMigrator = {
         var migrator = DatabaseMigrator()
-        for (identifier, sql) in coreMigrations {
-            migrator.registerMigration(identifier) { db in try db.execute(sql: sql) }
+        for (identifier, migrate) in coreMigrations {
+            migrator.registerMigration(identifier, migrate: migrate)
         }
         return migrator
     }()
@@ -91,12 +99,12 @@ enum Schema {
                 registered[index] = end(plugin)
             }
         }
-        for (identifier, sql) in coreMigrations {
+        for (identifier, migrate) in coreMigrations {
             // Each plugin's migrations up to the last one that must precede this core migration.
             registerPlugins { plugin in
                 (plugin.migrations.lastIndex { $0.before == identifier }).map { $0 + 1 } ?? 0
             }
-            migrator.registerMigration(identifier) { db in try db.execute(sql: sql) }
+            migrator.registerMigration(identifier, migrate: migrate)
         }
         registerPlugins { $0.migrations.count }
         return migrator
