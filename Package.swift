@@ -44,7 +44,7 @@ func provider(_ vendor: String) -> [Target] {
             dependencies: [
                 .target(name: "\(vendor)Provider"), "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP",
                 "TuisongPlugin", "TuisongStore", "TuisongCrypto", "TuisongDelivery", "TuisongGateway",
-                "TuisongGatewayTestKit", "TuisongLookAlikes", "TuisongPostgresTestKit",
+                "TuisongGatewayTestKit", "TuisongLookAlikes", "TuisongPostgresTestKit", "TuisongTransportKit",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]

@@ -58,16 +58,6 @@ public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, Custom
     public static let vivo = PushChannel("vivo")
     /// HarmonyOS NEXT (Huawei Push Kit v3), declared by `HarmonyService.declaration`.
     public static let harmony = PushChannel("harmony")
-
-    /// The channels the store's tables accept: their CHECKs (SchemaV9, PostgresSchema) list
-    /// these seven. A declared channel outside it has its transport, config and look-alike but
-    /// keeps no device, credential or delivery until the store's migration widens them (#31:
-    /// `harmony`); the APIs refuse such devices and credentials in their own words instead of
-    /// failing in the database.
-    public static let storable: Set<PushChannel> = [.apns, .fcm, .huawei, .honor, .xiaomi, .oppo, .vivo]
-
-    /// Whether the store accepts the channel's devices and credentials (`storable`).
-    public var isStorable: Bool { Self.storable.contains(self) }
 }
 
 /// What a transport declares about its channel for the rest of the gateway: its name for

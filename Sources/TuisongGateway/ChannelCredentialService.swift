@@ -111,14 +111,6 @@ public struct ChannelCredentialService: Sendable, ChannelSecretOpener {
         -> ChannelCredentialRecord
     {
         let checked = try inspect(upload, appID: appID, selector: selector)
-        // A declared channel the store's tables do not list yet (harmony, #31): refused in the
-        // caller's words, not by the database.
-        guard checked.channel.isStorable else {
-            throw CredentialError(
-                CredentialError.Code(rawValue: "channel_not_stored"),
-                "\(checked.channel.displayName) credentials cannot be stored yet: the database does not accept the \"\(checked.channel.rawValue)\" channel until its migration (#31)",
-                field: "channel")
-        }
         return try await store.addChannelCredential(checked)
     }
 

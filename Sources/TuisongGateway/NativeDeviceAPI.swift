@@ -63,7 +63,6 @@ struct NativeDeviceAPI: Sendable {
             }
         }
         let channel = try body.channel.map { try Self.channel($0, among: channels) } ?? stored?.channel ?? .apns
-        try DeviceRules.native { try DeviceRules.storable(channel) }
         let token = try deviceToken(request, channel: channel, channelGiven: body.channel != nil)
         let environment = try DeviceRules.native {
             try DeviceRules.environment(body.environment, channel: channel, stored: stored)
@@ -325,18 +324,6 @@ public enum DeviceRules {
             throw Refusal(code: "invalid_channel", message: "channel must be one of \(known), got \"\(name)\"")
         }
         return channel
-    }
-
-    /// A channel the store can keep devices of (`PushChannel.storable`): `harmony` is declared
-    /// before the store's migration accepts it (#31).
-    public static func storable(_ channel: PushChannel) throws(Refusal) {
-        guard channel.isStorable else {
-            throw Refusal(
-                code: "invalid_channel",
-                message:
-                    "\(channel.withArticle) device cannot be registered yet: the database does not accept the \"\(channel.rawValue)\" channel until its migration (#31)"
-            )
-        }
     }
 
     /// A device's environment. An environment is an APNs notion: an Android device has none

@@ -345,7 +345,6 @@ struct DeviceCommand: AsyncParsableCommand {
         func validated() throws -> (PushChannel, APNsEnvironment, [TagName]?) {
             do {
                 let pushChannel = try DeviceRules.channel(channel)
-                try DeviceRules.storable(pushChannel)
                 // A flag of one channel given with another is a mistake to point out, not to
                 // ignore: the environment is an APNs notion.
                 if pushChannel.isAndroid, environment != nil {

@@ -3,6 +3,7 @@ import Testing
 import TuisongCore
 import TuisongCrypto
 import TuisongPluginTestKit
+import TuisongTransportKit
 
 @testable import TencentProvider
 @testable import TuisongGateway
@@ -122,6 +123,61 @@ extension TencentGatewayEndToEndTests {
             #expect(again["notification"] == ["body": "News"])
             #expect(again["android"]?["notification"]?["notification_count"] == 6)
             #expect(again["android"]?["notification"]?["channel_id"] == nil)
+        }
+    }
+
+    /// One account with an iPhone, an FCM phone and a HarmonyOS NEXT phone, the last reporting
+    /// its token with the BusiId of a HarmonyOS credential (#31): the device is on `harmony`, and
+    /// one sendmsg reaches each phone once, the HarmonyOS one through Push Kit v3 with the common
+    /// title and body, `HarmonyInfo`'s category, and `Ext` in the click action's data.
+    @Test func harmonyDeviceByBusiIdGetsOneNotificationBesideTheOthers() async throws {
+        try await withGateway { gw in
+            let rsa = try PrivateKey.generateRSA(bits: 2048)
+            let fcmAccount: JSONValue = [
+                "type": "service_account", "project_id": "tencent-project", "private_key_id": "k1",
+                "private_key": .string(try rsa.pkcs8PEM()),
+                "client_email": "push@tencent-project.iam.gserviceaccount.com",
+                "token_uri": "https://oauth2.googleapis.com/token",
+            ]
+            _ = try await gw.runtime.credentialBackend.addChannel(
+                .fcm(serviceAccountJSON: fcmAccount.serialized()), appID: gw.app.id, selector: "2002")
+            let harmonyAccount: JSONValue = [
+                "project_id": "101888", "key_id": "0123abcd", "sub_account": "2001",
+                "private_key": .string(try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()),
+            ]
+            _ = try await gw.runtime.credentialBackend.addChannel(
+                .form(channel: .harmony, CredentialFormInput(files: ["file": harmonyAccount.serialized()])),
+                appID: gw.app.id, selector: "2003")
+
+            try await gw.importAccounts([("alice", "Alice"), ("bob", nil)])
+            try await gw.setToken("bob", Self.token(1))
+            try await gw.setToken("bob", "fcm-bob:APA91b-1", busiID: 2002)
+            try await gw.setToken("bob", "MAMzLg-bob-harmony", busiID: 2003)
+            let devices = try await gw.runtime.store.devices(appID: gw.app.id, account: "bob")
+            #expect(devices.map(\.channel) == [.apns, .fcm, .harmony])
+            #expect(devices.map(\.credentialSelector) == [nil, "2002", "2003"])
+            try await gw.background("bob", unread: 1)
+
+            let sent = try await gw.ok(
+                "openim/sendmsg",
+                #"""
+                {"From_Account":"alice","To_Account":"bob","MsgRandom":11,"MsgBody":[
+                  {"MsgType":"TIMTextElem","MsgContent":{"Text":"鸿蒙"}}],
+                 "OfflinePushInfo":{"Title":"Team","Ext":"{\"chat\":7}","HarmonyInfo":{"Category":"IM"}}}
+                """#)
+            let status = try await gw.completed(try #require(sent["MsgKey"] as? String))
+            #expect(status.counts.delivered == 3, "\(status.failures) \(status.counts)")
+            #expect(gw.payloads().keys.sorted() == [Self.token(1)])
+            let android = gw.mock.receivedAndroidMessages()
+            #expect(android.filter { $0.service == .fcm }.count == 1)
+            let harmony = android.filter { $0.service == .harmony }
+            #expect(harmony.count == 1)
+            let received = try #require(harmony.first)
+            #expect(received.tokens == ["MAMzLg-bob-harmony"] && received.harmonyPushType == 0)
+            let notification = try #require(try JSONValue(parsing: received.body)["payload"]?["notification"])
+            #expect(notification["title"] == "Team")
+            #expect(notification["body"] == "Alice:鸿蒙")
+            #expect(notification["category"] == "IM")
         }
     }
 
