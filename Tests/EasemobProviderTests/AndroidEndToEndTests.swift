@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongCrypto
 import TuisongLookAlikes
+import TuisongTransportKit
 
 @testable import EasemobProvider
 @testable import TuisongGateway
@@ -27,6 +29,55 @@ import TuisongLookAlikes
     /// The Huawei message's `data` object.
     func data(_ sent: JSONValue?) -> JSONValue? {
         sent?["data"]?.stringValue.flatMap { try? JSONValue(parsing: Array($0.utf8)) }
+    }
+
+    /// HarmonyOS NEXT (#31): a binding whose notifier name is a HarmonyOS credential's (its Client
+    /// ID, as in Easemob's console) puts the device on `harmony`; a user with an iPhone, a Huawei
+    /// Android phone and a HarmonyOS phone gets one notification per message on each, with the
+    /// same display-style body.
+    @Test func aHarmonyDeviceByNotifierNameGetsOneNotificationBesideTheOthers() async throws {
+        try await EasemobGateway.with { gw in
+            let token = try await gw.appToken()
+            try await gw.register(token, [["username": "alice", "nickname": "小艾"], ["username": "bob"]])
+            _ = try await gw.runtime.credentialBackend.addChannel(
+                .oauthClient(
+                    channel: .huawei, vendorAppID: "10086", clientID: "10086", clientSecret: "s3cret", badgeClass: nil),
+                appID: gw.app.id, selector: Self.notifier)
+            let harmonyClientID = "112233445"
+            let account: JSONValue = [
+                "project_id": "101888", "key_id": "0123abcd", "sub_account": "2001",
+                "private_key": .string(try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()),
+            ]
+            _ = try await gw.runtime.credentialBackend.addChannel(
+                .form(channel: .harmony, CredentialFormInput(files: ["file": account.serialized()])),
+                appID: gw.app.id, selector: harmonyClientID)
+
+            #expect(try await gw.bind(token, user: "bob", device: "bob-iphone", apnsToken: apnsToken(1)).status == 200)
+            let huaweiBound = try await gw.bind(
+                token, user: "bob", device: "bob-huawei", apnsToken: "huawei-bob-token_1", notifier: Self.notifier)
+            #expect(huaweiBound.status == 200, "\(huaweiBound.text)")
+            let harmonyBound = try await gw.bind(
+                token, user: "bob", device: "bob-harmony", apnsToken: "MAMzLg-bob-harmony", notifier: harmonyClientID)
+            #expect(harmonyBound.status == 200, "\(harmonyBound.text)")
+            let harmonyToken = try #require(DeviceToken(addressing: "MAMzLg-bob-harmony"))
+            let device = try #require(try await gw.runtime.store.device(appID: gw.app.id, token: harmonyToken))
+            #expect(device.channel == .harmony && device.credentialSelector == harmonyClientID)
+
+            _ = try await gw.call("PUT", "/users/bob", ["notification_display_style": 1], token: token)
+            let sent = try await gw.call(
+                "POST", "/messages/users",
+                ["from": "alice", "to": ["bob"], "type": "txt", "body": ["msg": "早"]], token: token)
+            let id = try #require(sent.data["bob"] as? String)
+            let outcome = try await gw.completed(msgID: id)
+            #expect(outcome.status.counts.delivered == 3, "\(outcome.status.failures) \(outcome.status.skips)")
+            #expect(try #require(gw.received(msgID: id)[apnsToken(1)]).body == "小艾:早")
+            #expect(huawei(gw, msgID: id).count == 1)
+            let harmony = gw.mock.receivedAndroidMessages().filter { $0.service == .harmony }
+            #expect(harmony.count == 1)
+            let received = try #require(harmony.first)
+            #expect(received.tokens == ["MAMzLg-bob-harmony"])
+            #expect(try JSONValue(parsing: received.body)["payload"]?["notification"]?["body"] == "小艾:早")
+        }
     }
 
     @Test func anAndroidDeviceIsDecidedAndRenderedLikeTheUsersIPhone() async throws {
