@@ -69,7 +69,9 @@ public final class StoreBatcher<Input: Sendable, Output: Sendable>: Sendable {
             guard let batch else { return }
             var results: [Result<Output, any Error>]
             do {
-                results = try await operation(batch.map(\.input))
+                // A closure, not `\.input`: a key path into a generic type is instantiated by
+                // the runtime on every call (~1 % of a chat message's CPU at 1,000/s).
+                results = try await operation(batch.map { $0.input })
                 if results.count != batch.count {
                     results = Array(
                         repeating: .failure(BatchError.wrongNumberOfResults(expected: batch.count, got: results.count)),

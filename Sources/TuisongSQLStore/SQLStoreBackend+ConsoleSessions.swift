@@ -82,6 +82,7 @@ extension SQLStoreBackend {
         try await sqlRead { db in Int(try db.fetchOne("SELECT count(*) FROM console_sessions")?[0].int ?? 0) }
     }
 
+    @discardableResult
     private static func purgeExpiredSessions(_ db: any SQLExecutor, now: Int64, limits: ConsoleSessionLimits)
         throws -> Int
     {

@@ -15,6 +15,7 @@ public protocol SQLStoreBackend: Sendable {
     func sqlWrite<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     /// A write that is one statement, atomic by itself (PostgreSQL: without BEGIN and COMMIT,
     /// one round trip; SQLite: as `sqlWrite`).
+    @discardableResult
     func sqlWriteStatement<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     /// Now, in the store's milliseconds (`SQLTime`), from its clock.
     var nowMilliseconds: Int64 { get }

@@ -40,7 +40,7 @@ import TuisongCore
         }
         // As an older version (or a loose umask) left it.
         chmod(database.path, 0o644)
-        FileManager.default.createFile(atPath: database.path + "-shm", contents: nil)
+        _ = FileManager.default.createFile(atPath: database.path + "-shm", contents: nil)
         chmod(database.path + "-shm", 0o644)
         let store = try SQLiteStore(path: database.path)
         defer { try? store.close() }
