@@ -121,15 +121,7 @@ public final class PrivateKey: @unchecked Sendable {
         guard EVP_DigestSignInit(mdctx.pointer, nil, EVP_sha256(), nil, evpPKey) == 1 else {
             throw .drained(.openssl, "EVP_DigestSignInit failed")
         }
-        var length = 0
-        guard EVP_DigestSign(mdctx.pointer, nil, &length, message, message.count) == 1 else {
-            throw .drained(.openssl, "EVP_DigestSign (size) failed")
-        }
-        var der = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(mdctx.pointer, &der, &length, message, message.count) == 1 else {
-            throw .drained(.openssl, "EVP_DigestSign failed")
-        }
-        return try ECDSASignature.rawFromDER(Array(der.prefix(length)))
+        return try ECDSASignature.rawFromDER(try mdctx.sign(message))
     }
 }
 
@@ -262,6 +254,20 @@ final class DigestContext {
         pointer = ctx
     }
     deinit { EVP_MD_CTX_free(pointer) }
+
+    /// `EVP_DigestSign` of `message` on this initialised context: asked for the length first,
+    /// then signed (ES256, RS256 and PS256 differ only in how the context was set up).
+    func sign(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        var length = 0
+        guard EVP_DigestSign(pointer, nil, &length, message, message.count) == 1 else {
+            throw .drained(.openssl, "EVP_DigestSign (size) failed")
+        }
+        var signature = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(pointer, &signature, &length, message, message.count) == 1 else {
+            throw .drained(.openssl, "EVP_DigestSign failed")
+        }
+        return Array(signature.prefix(length))
+    }
 }
 
 /// Answers OpenSSL's passphrase prompt from a Swift string instead of the terminal (the

@@ -21,15 +21,7 @@ extension PrivateKey {
             EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, Self.ps256SaltLength) == 1,
             EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, EVP_sha256()) == 1
         else { throw .drained(.openssl, "cannot set RSA-PSS padding") }
-        var length = 0
-        guard EVP_DigestSign(mdctx.pointer, nil, &length, message, message.count) == 1 else {
-            throw .drained(.openssl, "EVP_DigestSign (size) failed")
-        }
-        var signature = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(mdctx.pointer, &signature, &length, message, message.count) == 1 else {
-            throw .drained(.openssl, "EVP_DigestSign failed")
-        }
-        return Array(signature.prefix(length))
+        return try mdctx.sign(message)
     }
 }
 

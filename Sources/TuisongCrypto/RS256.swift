@@ -12,15 +12,7 @@ extension PrivateKey {
         guard EVP_DigestSignInit(mdctx.pointer, nil, EVP_sha256(), nil, evpPKey) == 1 else {
             throw .drained(.openssl, "EVP_DigestSignInit failed")
         }
-        var length = 0
-        guard EVP_DigestSign(mdctx.pointer, nil, &length, message, message.count) == 1 else {
-            throw .drained(.openssl, "EVP_DigestSign (size) failed")
-        }
-        var signature = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(mdctx.pointer, &signature, &length, message, message.count) == 1 else {
-            throw .drained(.openssl, "EVP_DigestSign failed")
-        }
-        return Array(signature.prefix(length))
+        return try mdctx.sign(message)
     }
 }
 
