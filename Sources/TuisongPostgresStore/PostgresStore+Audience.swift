@@ -3,10 +3,12 @@ import TuisongCore
 import TuisongPostgres
 import TuisongSQLStore
 
-// Audience pages and counts, delivery listings, releasing held deliveries and the backlog
-// gauges, as on SQLite (the audience and deliveries parts of SQLiteStore+Messages.swift, and
-// SQLiteStore+Metrics.swift). A page is one statement: lists (accounts, device ids, tokens) go in
-// as one array parameter, so each query keeps one text, prepared once per connection.
+// Audience pages (the fan-out's hot path) and releasing held deliveries, PostgreSQL's way; the
+// audience count and the three `releaseHeldDeliveries` are written once
+// (`SQLStoreBackend+Messages`). Why not shared: a page is one statement whose lists (accounts,
+// device ids, tokens) go in as one array parameter, so each query keeps one text, prepared
+// once per connection (SQLite reads its lists in chunked `IN` lists off GRDB cursors); held
+// deliveries move their slice's counters (`deliveries.slice`), which SQLite does not have.
 extension PostgresStore {
     // MARK: audience
 
@@ -117,77 +119,28 @@ extension PostgresStore {
         }
     }
 
-    public func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int {
-        /// Valid devices matching `condition` (on its own parameters), of `environment` if given.
-        func count(_ condition: String, _ arguments: [PostgresValue]) async throws -> Int {
-            var parameters = arguments
-            var sql = "SELECT count(*) FROM devices d WHERE \(condition) AND d.invalidated_at IS NULL"
-            if let environment {
-                parameters.append(.text(environment.rawValue))
-                sql += " AND (d.environment = $\(parameters.count) OR d.channel <> 'apns')"
-            }
-            let (text, values) = (sql, parameters)
-            return try await read { conn in Int(try conn.run(text, values).rows.first?.int64(at: 0) ?? 0) }
-        }
-        switch audience {
-        case .all:
-            return try await count("d.app_id = $1", [.int(appID)])
-        case .tag(let name):
-            return try await count(
-                """
-                d.id IN (SELECT dt.device_id FROM device_tags dt
-                    WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = $1 AND name = $2))
-                """, [.int(appID), .text(name)])
-        case .accounts(let accounts):
-            guard !accounts.isEmpty else { return 0 }
-            return try await count(
-                "d.app_id = $1 AND d.im_account = ANY($2::text[])",
-                [.int(appID), .text(PostgresArrayLiteral.texts(accounts))])
-        case .allAccounts:
-            return try await count("d.app_id = $1 AND d.im_account IS NOT NULL", [.int(appID)])
-        case .devices(let ids):
-            return Set(ids).count
-        case .tokens(let tokens):
-            return tokens.count
-        }
-    }
-
     // MARK: deliveries
 
-    public func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
-        try await releaseHeld(
-            appID: appID, condition: "environment = $1 AND d.channel = 'apns'", environment.rawValue, now: now)
-    }
-
-    public func releaseHeldDeliveries(appID: Int64, channel: PushChannel, now: Date) async throws -> Int {
-        try await releaseHeld(appID: appID, condition: "channel = $1", channel.rawValue, now: now)
-    }
-
-    public func releaseHeldDeliveries(appID: Int64, selector: String, now: Date) async throws -> Int {
-        try await releaseHeld(appID: appID, condition: "credential_selector = $1", selector, now: now)
-    }
-
-    /// Held rows of the app's messages matching `condition` (on `$1`, bound to `value`) go back
-    /// to `queued`, due now, with the counters moved along: those of the slice row each delivery
-    /// belongs to (`deliveries.slice`), or the message row's for a message that has no such
-    /// slice row (slice 0 of a message never sliced).
-    private func releaseHeld(appID: Int64, condition: String, _ value: String, now: Date) async throws -> Int {
+    /// Held rows of the app's messages matching `condition` go back to `queued`, due now, with
+    /// the counters moved along: those of the slice row each delivery belongs to
+    /// (`deliveries.slice`), or the message row's for a message that has no such slice row
+    /// (slice 0 of a message never sliced). SQLite keeps them on the message's row only.
+    public func sqlReleaseHeld(appID: Int64, matching condition: SQLQuery, now: Date) async throws -> Int {
         let nowMs = SQLTime.milliseconds(now)
         return try await write { conn in
             // One statement moves the rows and says how many per (message, slice).
-            let moved = try conn.run(
+            let moved = try PostgresExecutor(conn, prepares: true).fetchAll(
                 """
                 WITH released AS (
-                    UPDATE deliveries d SET state = 'queued', next_attempt_at = $3, updated_at = $3
+                    UPDATE deliveries d SET state = 'queued', next_attempt_at = \(nowMs), updated_at = \(nowMs)
                     FROM messages m
-                    WHERE m.id = d.message_id AND m.app_id = $2 AND d.state = 'held' AND d.\(condition)
+                    WHERE m.id = d.message_id AND m.app_id = \(appID) AND d.state = 'held' AND \(condition)
                     RETURNING d.message_id, d.slice)
                 SELECT message_id, slice, count(*) FROM released GROUP BY message_id, slice ORDER BY message_id, slice
-                """, [.text(value), .int(appID), .int(nowMs)]
-            ).rows
+                """)
             var total = 0
             for row in moved {
-                let (messageID, slice, n) = (row.int64(at: 0), row.int64(at: 1), row.int64(at: 2))
+                let (messageID, slice, n) = (row.int64(0), row.int64(1), row.int64(2))
                 let onSlice = try conn.run(
                     """
                     UPDATE message_slices SET held = held - $3, queued = queued + $3

@@ -7,6 +7,13 @@ import TuisongSQLStore
 /// happen, so concurrent writers never queue behind one row: each slice's flushes on its
 /// `message_slices` row (and its per-reason rows, keyed by slice), retried deliveries' changes
 /// on the `messages` row. A message's counts are the sum.
+///
+/// Written once instead (`SQLStoreBackend+Messages`): reading messages (through
+/// `sqlMessageSelect` below, which adds the slices' counts), a message's state changes and the
+/// audience count. What stays here differs from SQLite for that reason: creating a message (key
+/// and message in one statement, several nodes), progress flushes (fenced by the slice's lease,
+/// many flushes per statement with `unnest`), retries and held deliveries (the slice's counters),
+/// and the read that adds a message's slice cursors (`messageProgress`).
 extension PostgresStore: MessageStore {
     /// The database's clock in milliseconds: leases compare against it, so nodes whose clocks
     /// disagree still agree on whose lease ended.
@@ -14,8 +21,7 @@ extension PostgresStore: MessageStore {
 
     /// Message columns with the counts summed over slices; `m` is the message, `s` the sums.
     static let messageSelect = """
-        SELECT m.id, m.app_id, m.vendor, m.vendor_message_id, m.audience, m.content, m.options,
-            m.state, m.send_at, m.labels, m.created_at, m.started_at, m.completed_at, m.total, m.vendor_context,
+        SELECT \(Rows.messageColumns),
             m.queued + coalesce(s.queued, 0) AS queued, m.sending + coalesce(s.sending, 0) AS sending,
             m.delivered + coalesce(s.delivered, 0) AS delivered, m.failed + coalesce(s.failed, 0) AS failed,
             m.skipped + coalesce(s.skipped, 0) AS skipped, m.held + coalesce(s.held, 0) AS held,
@@ -34,6 +40,12 @@ extension PostgresStore: MessageStore {
             FROM message_slices WHERE message_id = m.id
         ) s ON true
         """
+
+    public var sqlMessageSelect: String { Self.messageSelect }
+
+    public func sqlMessageRecord(_ row: SQLRow) throws -> MessageRecord {
+        try Rows.message(columns: row, cursor: try Self.sliceCursors(row.optionalString(23))[0] ?? 0)
+    }
 
     public func createMessage(_ job: PushJob, state: MessageState) async throws -> MessageRecord {
         let audience = try JSONText.encode(job.audience)
@@ -106,12 +118,6 @@ extension PostgresStore: MessageStore {
                 id: outcome.id, job: job, state: state, createdAt: SQLTime.date(now))
     }
 
-    public func message(id: Int64) async throws -> MessageRecord? {
-        try await read { conn in
-            try conn.run("\(Self.messageSelect) WHERE m.id = $1", [.int(id)]).rows.first.map(Self.messageRecord)
-        }
-    }
-
     public func messageProgress(id: Int64) async throws -> MessageProgressSnapshot? {
         try await read { conn in
             guard let row = try conn.run("\(Self.messageSelect) WHERE m.id = $1", [.int(id)]).rows.first else {
@@ -125,30 +131,6 @@ extension PostgresStore: MessageStore {
         }
     }
 
-    public func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord? {
-        try await read { conn in
-            try conn.run(
-                "\(Self.messageSelect) WHERE m.app_id = $1 AND m.vendor_message_id = $2 ORDER BY m.id LIMIT 1",
-                [.int(appID), .text(vendorMessageID)]
-            ).rows.first.map(Self.messageRecord)
-        }
-    }
-
-    public func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord] {
-        try await read { conn in
-            let rows: [PostgresRow]
-            if let appID {
-                rows = try conn.run(
-                    "\(Self.messageSelect) WHERE m.app_id = $1 ORDER BY m.id DESC LIMIT $2",
-                    [.int(appID), .int(Int64(limit))]
-                ).rows
-            } else {
-                rows = try conn.run("\(Self.messageSelect) ORDER BY m.id DESC LIMIT $1", [.int(Int64(limit))]).rows
-            }
-            return try rows.map(Self.messageRecord)
-        }
-    }
-
     public func dispatchableMessageIDs(now: Date) async throws -> [Int64] {
         try await read { conn in
             try conn.run(
@@ -158,44 +140,6 @@ extension PostgresStore: MessageStore {
                 ORDER BY id LIMIT 100
                 """, [.int(SQLTime.milliseconds(now))]
             ).rows.compactMap { $0["id"]?.int64 }
-        }
-    }
-
-    public func startMessage(id: Int64, total: Int?, at: Date) async throws -> Bool {
-        try await write { conn in
-            (try conn.run(
-                """
-                UPDATE messages SET state = 'sending', total = coalesce($1, total), started_at = coalesce(started_at, $2)
-                WHERE id = $3 AND state IN ('scheduled', 'queued', 'sending')
-                """, [PostgresValue(total.map(Int64.init)), .int(SQLTime.milliseconds(at)), .int(id)]
-            ).affectedRows ?? 0) > 0
-        }
-    }
-
-    public func setExpectedTotal(id: Int64, total: Int) async throws {
-        try await write { conn in
-            try conn.run(
-                "UPDATE messages SET total = $1 WHERE id = $2 AND state = 'sending'", [.int(Int64(total)), .int(id)])
-        }
-    }
-
-    public func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws {
-        let completed: Int64? = (state == .completed || state == .cancelled) ? SQLTime.milliseconds(at) : nil
-        try await write { conn in
-            try conn.run(
-                "UPDATE messages SET state = $1, completed_at = coalesce($2, completed_at) WHERE id = $3",
-                [.text(state.rawValue), PostgresValue(completed), .int(id)])
-        }
-    }
-
-    public func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool {
-        try await write { conn in
-            (try conn.run(
-                """
-                UPDATE messages SET state = 'cancelled', completed_at = $1
-                WHERE id = $2 AND state IN ('scheduled', 'queued') AND started_at IS NULL
-                """, [.int(SQLTime.milliseconds(at)), .int(id)]
-            ).affectedRows ?? 0) > 0
         }
     }
 
@@ -661,42 +605,20 @@ extension PostgresStore: MessageStore {
 
     static func deliveryRecord(_ row: PostgresRow) throws -> DeliveryRecord { try Rows.delivery(columns: row) }
 
+    /// A row of `messageSelect`; the message's cursor is its first slice's (the only one of a
+    /// message written outside the queue: slices have a cursor each,
+    /// `MessageProgressSnapshot.sliceCursors`).
     static func messageRecord(_ row: PostgresRow) throws -> MessageRecord {
-        guard let state = MessageState(rawValue: row.string("state")) else {
-            throw StoreError(.unavailable, "messages.state holds unknown value \(row.string("state"))")
-        }
-        var counts = DeliveryCounts()
-        counts.queued = Int(row.int64("queued"))
-        counts.sending = Int(row.int64("sending"))
-        counts.delivered = Int(row.int64("delivered"))
-        counts.failed = Int(row.int64("failed"))
-        counts.skipped = Int(row.int64("skipped"))
-        counts.held = Int(row.int64("held"))
-        return MessageRecord(
-            id: row.int64("id"), appID: row.int64("app_id"), vendor: row.string("vendor"),
-            vendorMessageID: row.optionalString("vendor_message_id"),
-            audience: try JSONText.decode(Audience.self, row.string("audience")),
-            content: try JSONText.decode(PushContent.self, row.string("content")),
-            options: try JSONText.decode(PushOptions.self, row.string("options")),
-            state: state, sendAt: row.optionalDate("send_at"),
-            labels: try JSONText.decode([String: String].self, row.string("labels")),
-            createdAt: row.date("created_at"), startedAt: row.optionalDate("started_at"),
-            completedAt: row.optionalDate("completed_at"), total: row.optionalInt64("total").map { Int($0) },
-            // Slices have a cursor each (`MessageProgressSnapshot.sliceCursors`); the message's is
-            // its first slice's (the only one of a message written outside the queue).
-            cursor: try sliceCursors(row)[0] ?? 0, counts: counts, failures: try reasonCounts(row.string("failures")),
-            skips: try reasonCounts(row.string("skips")),
-            vendorContext: try row.optionalString("vendor_context").map { try JSONText.decode(JSONValue.self, $0) })
-    }
-
-    /// `{"reason": count, …}` as `json_object_agg` gives it.
-    static func reasonCounts(_ text: String) throws -> [String: Int] {
-        guard !text.isEmpty else { return [:] }
-        return try JSONText.decode([String: Int].self, text)
+        try Rows.message(columns: row, cursor: try sliceCursors(row)[0] ?? 0)
     }
 
     static func sliceCursors(_ row: PostgresRow) throws -> [Int64: Int64] {
-        guard let text = row.optionalString("cursors") else { return [:] }
+        try sliceCursors(row.optionalString("cursors"))
+    }
+
+    /// `{"slice": cursor, …}` as `messageSelect`'s `cursors` column holds it (NULL: no slices).
+    static func sliceCursors(_ text: String?) throws -> [Int64: Int64] {
+        guard let text else { return [:] }
         var cursors: [Int64: Int64] = [:]
         for (slice, cursor) in try JSONText.decode([String: Int64].self, text) {
             if let number = Int64(slice) { cursors[number] = cursor }

@@ -51,6 +51,55 @@ package enum Rows {
             credentialSelector: row.optionalString(11), channel: channel)
     }
 
+    /// The columns of a message, in the order `message(columns:cursor:)` reads them; a
+    /// backend's message select (`SQLStoreBackend.sqlMessageSelect`) adds, after `held`, the
+    /// failures and the skips as JSON objects `{"reason": count, …}`, then its cursor.
+    package static let messageColumns = """
+        m.id, m.app_id, m.vendor, m.vendor_message_id, m.audience, m.content, m.options, m.state, \
+        m.send_at, m.labels, m.created_at, m.started_at, m.completed_at, m.total, m.vendor_context
+        """
+
+    /// A message from a backend's message select: columns 0–14 `messageColumns`, 15–20 the
+    /// counts (queued, sending, delivered, failed, skipped, held), 21 the failures and 22 the
+    /// skips as JSON objects; the cursor is the backend's.
+    package static func message(columns row: some ColumnValues, cursor: Int64) throws -> MessageRecord {
+        let stateName = row.string(7)
+        guard let state = MessageState(rawValue: stateName) else {
+            throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
+        }
+        var counts = DeliveryCounts()
+        counts.queued = Int(row.int64(15))
+        counts.sending = Int(row.int64(16))
+        counts.delivered = Int(row.int64(17))
+        counts.failed = Int(row.int64(18))
+        counts.skipped = Int(row.int64(19))
+        counts.held = Int(row.int64(20))
+        return MessageRecord(
+            id: row.int64(0), appID: row.int64(1), vendor: row.string(2), vendorMessageID: row.optionalString(3),
+            audience: try JSONText.decode(Audience.self, row.string(4)),
+            content: try JSONText.decode(PushContent.self, row.string(5)),
+            options: try JSONText.decode(PushOptions.self, row.string(6)), state: state,
+            sendAt: row.optionalInt64(8).map(SQLTime.date),
+            labels: try JSONText.decode([String: String].self, row.string(9)),
+            createdAt: SQLTime.date(row.int64(10)), startedAt: row.optionalInt64(11).map(SQLTime.date),
+            completedAt: row.optionalInt64(12).map(SQLTime.date), total: row.optionalInt64(13).map { Int($0) },
+            cursor: cursor, counts: counts, failures: try reasonCounts(row.string(21)),
+            skips: try reasonCounts(row.string(22)),
+            vendorContext: try row.optionalString(14).map { try JSONText.decode(JSONValue.self, $0) })
+    }
+
+    /// `{"reason": count, …}` as `json_group_object` (SQLite) or `json_object_agg` (PostgreSQL)
+    /// writes it; empty text for none.
+    package static func reasonCounts(_ text: String) throws -> [String: Int] {
+        guard !text.isEmpty, text != "{}" else { return [:] }
+        guard case .object(let members) = try JSONValue(parsing: Array(text.utf8)) else {
+            throw StoreError(.unavailable, "reason counts are not a JSON object: \(text)")
+        }
+        var counts: [String: Int] = [:]
+        for (reason, value) in members { counts[reason] = Int(value.intValue ?? 0) }
+        return counts
+    }
+
     package static let appColumns =
         "id, name, bundle_id, api_key_hash, vendor_settings, created_at, updated_at"
 

@@ -5,8 +5,76 @@ import TuisongCore
 // `devices.im_account` (the bound account) with `devices.account_id`, `devices.app_state` and
 // `devices.credential_selector`. Each backend keeps by hand what differs: binding a device (its
 // device upsert), the existence check of a list (SQLite's chunked `IN`, PostgreSQL's one array
-// parameter) and the badge batching (`incrementBadges`, `grantBadges`, forgetting grants).
+// parameter) and the badge batching (`incrementBadges`, `grantBadges`).
 extension SQLStoreBackend {
+    /// Rows deleted per transaction by `forgetFinishedBadgeGrants`.
+    public static var badgeGrantsForgottenPerTransaction: Int { 5_000 }
+    /// Messages looked at per read of `forgetFinishedBadgeGrants`.
+    public static var badgeGrantMessagesPerRound: Int { 256 }
+
+    /// Forgets the badge grants of every message not sending (finished, cancelled, deleted).
+    /// Messages are found by one seek each (not a scan of every grant of a message still
+    /// sending), up to `badgeGrantMessagesPerRound` in one read; the finished ones' grants then
+    /// go in bounded transactions, many messages to a transaction: a chat load finishes a
+    /// thousand messages a second with a grant or two each, and a transaction per message held
+    /// SQLite's writer for them. Returns the rows deleted.
+    @discardableResult
+    public func forgetFinishedBadgeGrants() async throws -> Int {
+        let perTransaction = Self.badgeGrantsForgottenPerTransaction
+        let perRound = Self.badgeGrantMessagesPerRound
+        var forgotten = 0
+        var nextAfter: Int64 = 0
+        while true {
+            let after = nextAfter
+            let found = try await sqlRead { db -> (last: Int64?, finished: [Int64]) in
+                var cursor = after
+                var finished: [Int64] = []
+                for _ in 0..<perRound {
+                    guard
+                        let row = try db.fetchOne(
+                            """
+                            SELECT g.message_id, CASE WHEN EXISTS (
+                                SELECT 1 FROM messages m WHERE m.id = g.message_id AND m.state = 'sending') THEN 1 ELSE 0 END
+                            FROM badge_grants g WHERE g.message_id > \(cursor) ORDER BY g.message_id LIMIT 1
+                            """)
+                    else { return (nil, finished) }
+                    cursor = row.int64(0)
+                    if row.int64(1) == 0 { finished.append(cursor) }
+                }
+                return (cursor, finished)
+            }
+            var pending = found.finished
+            while !pending.isEmpty {
+                let batch = pending
+                let (deleted, done) = try await sqlWrite { db -> (Int, Int) in
+                    var budget = perTransaction
+                    var done = 0
+                    for messageID in batch {
+                        // Checked again in the transaction: the message may have been restarted.
+                        let sending = try db.fetchOne(
+                            "SELECT 1 FROM messages WHERE id = \(messageID) AND state = 'sending'")
+                        if sending == nil {
+                            budget -= try db.run(
+                                """
+                                DELETE FROM badge_grants WHERE message_id = \(messageID) AND account_id IN
+                                    (SELECT account_id FROM badge_grants WHERE message_id = \(messageID) LIMIT \(budget))
+                                """)
+                            // Out of budget: this message may have grants left; the next
+                            // transaction starts with it.
+                            if budget <= 0 { break }
+                        }
+                        done += 1
+                    }
+                    return (perTransaction - budget, done)
+                }
+                forgotten += deleted
+                pending.removeFirst(done)
+            }
+            guard let last = found.last else { return forgotten }
+            nextAfter = last
+        }
+    }
+
     @discardableResult
     public func createAccount(appID: Int64, account: String) async throws -> Bool {
         let now = nowMilliseconds

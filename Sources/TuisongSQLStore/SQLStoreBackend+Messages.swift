@@ -1,12 +1,146 @@
 import Foundation
 import TuisongCore
 
-// Message reads and the idempotency-key sweep, written once. The rest of `MessageStore` stays
-// with each backend: creating a message (SQLite's group commit and record cache), progress and
-// its counters (one row on SQLite; slices several nodes write apart on PostgreSQL), retries
-// and held deliveries (which counters move), and reading a message (PostgreSQL adds its slices'
-// counts).
+// Message reads, a message's state changes, releasing held deliveries and the idempotency-key
+// sweep, written once. The rest of `MessageStore` stays with each backend, because the
+// backends count a message's outcomes in different rows (SQLite: the message's row, one writer;
+// PostgreSQL: a row per slice, which several nodes write apart): creating a message (SQLite's
+// group commit and record cache; PostgreSQL's key and message in one statement), progress and
+// its counters, claiming retries and moving retried and held deliveries' counters, the
+// dispatcher's claim (SQLite's partial-index terms) and the audience pages (the hot path, each
+// backend's fastest list form). A message read here starts with the backend's
+// `sqlMessageSelect` (PostgreSQL adds its slices' counts) and ends in `Rows.message`.
 extension SQLStoreBackend {
+    public func message(id: Int64) async throws -> MessageRecord? {
+        try await sqlRead { db in
+            try db.fetchOne("\(raw: self.sqlMessageSelect) WHERE m.id = \(id)").map { try self.sqlMessageRecord($0) }
+        }
+    }
+
+    public func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord? {
+        try await sqlRead { db in
+            try db.fetchOne(
+                """
+                \(raw: self.sqlMessageSelect) WHERE m.app_id = \(appID) AND m.vendor_message_id = \(vendorMessageID)
+                ORDER BY m.id LIMIT 1
+                """
+            ).map { try self.sqlMessageRecord($0) }
+        }
+    }
+
+    /// The message a live idempotency key names, in one statement.
+    public func message(appID: Int64, idempotencyKey: String) async throws -> MessageRecord? {
+        let cutoff = nowMilliseconds - Int64(IdempotencyKey.lifetime * 1000)
+        return try await sqlRead { db in
+            try db.fetchOne(
+                """
+                \(raw: self.sqlMessageSelect) WHERE m.id = (
+                    SELECT message_id FROM idempotency_keys
+                    WHERE app_id = \(appID) AND key = \(idempotencyKey) AND created_at > \(cutoff))
+                """
+            ).map { try self.sqlMessageRecord($0) }
+        }
+    }
+
+    public func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord] {
+        let limit = min(max(limit, 1), 1000)
+        return try await sqlRead { db in
+            let filter: SQLQuery = appID.map { (id: Int64) -> SQLQuery in "WHERE m.app_id = \(id)" } ?? ""
+            return try db.fetchAll("\(raw: self.sqlMessageSelect) \(filter) ORDER BY m.id DESC LIMIT \(limit)")
+                .map { try self.sqlMessageRecord($0) }
+        }
+    }
+
+    public func startMessage(id: Int64, total: Int?, at: Date) async throws -> Bool {
+        try await sqlWriteStatement { db in
+            try db.run(
+                """
+                UPDATE messages SET state = 'sending', total = coalesce(\(total), total),
+                    started_at = coalesce(started_at, \(SQLTime.milliseconds(at)))
+                WHERE id = \(id) AND state IN ('scheduled', 'queued', 'sending')
+                """) > 0
+        }
+    }
+
+    public func setExpectedTotal(id: Int64, total: Int) async throws {
+        try await sqlWriteStatement { db in
+            try db.run("UPDATE messages SET total = \(total) WHERE id = \(id) AND state = 'sending'")
+        }
+    }
+
+    public func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws {
+        let completed: Int64? = (state == .completed || state == .cancelled) ? SQLTime.milliseconds(at) : nil
+        try await sqlWriteStatement { db in
+            try db.run(
+                """
+                UPDATE messages SET state = \(state.rawValue), completed_at = coalesce(\(completed), completed_at)
+                WHERE id = \(id)
+                """)
+        }
+    }
+
+    public func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool {
+        try await sqlWriteStatement { db in
+            try db.run(
+                """
+                UPDATE messages SET state = 'cancelled', completed_at = \(SQLTime.milliseconds(at))
+                WHERE id = \(id) AND state IN ('scheduled', 'queued') AND started_at IS NULL
+                """) > 0
+        }
+    }
+
+    /// Valid devices of the audience (of `environment` if given; devices of other services
+    /// count whatever it is). Not the page's hot path: once per message run at most.
+    public func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int {
+        let filter: SQLQuery =
+            environment.map { (environment: APNsEnvironment) -> SQLQuery in
+                " AND (d.environment = \(environment.rawValue) OR d.channel <> 'apns')"
+            } ?? ""
+        let conditions: [SQLQuery]
+        switch audience {
+        case .all:
+            conditions = ["d.app_id = \(appID)"]
+        case .tag(let name):
+            conditions = [
+                "d.id IN (SELECT dt.device_id FROM device_tags dt WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = \(appID) AND name = \(name)))"
+            ]
+        case .accounts(let accounts):
+            // Distinct accounts in padded chunks (`SQLList`): the chunks' counts add up.
+            conditions = SQLList.chunks(accounts).map {
+                "d.app_id = \(appID) AND d.im_account IN (\(SQLQuery.list($0)))"
+            }
+        case .allAccounts:
+            conditions = ["d.app_id = \(appID) AND d.im_account IS NOT NULL"]
+        case .devices(let ids):
+            return Set(ids).count
+        case .tokens(let tokens):
+            return tokens.count
+        }
+        guard !conditions.isEmpty else { return 0 }
+        return try await sqlRead { db in
+            var total = 0
+            for condition in conditions {
+                let row = try db.fetchOne(
+                    "SELECT count(*) FROM devices d WHERE \(condition) AND d.invalidated_at IS NULL\(filter)")
+                total += Int(row?.int64(0) ?? 0)
+            }
+            return total
+        }
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
+        try await sqlReleaseHeld(
+            appID: appID, matching: "channel = 'apns' AND environment = \(environment.rawValue)", now: now)
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, channel: PushChannel, now: Date) async throws -> Int {
+        try await sqlReleaseHeld(appID: appID, matching: "channel = \(channel.rawValue)", now: now)
+    }
+
+    public func releaseHeldDeliveries(appID: Int64, selector: String, now: Date) async throws -> Int {
+        try await sqlReleaseHeld(appID: appID, matching: "credential_selector = \(selector)", now: now)
+    }
+
     /// Answers when the database does; used by `/healthz`.
     public func ping() async throws {
         try await sqlRead { db in _ = try db.fetchAll("SELECT 1") }

@@ -19,6 +19,20 @@ public protocol SQLStoreBackend: Sendable {
     func sqlWriteStatement<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     /// Now, in the store's milliseconds (`SQLTime`), from its clock.
     var nowMilliseconds: Int64 { get }
+
+    /// `SELECT … FROM messages m` (no WHERE) in the columns `Rows.message` reads, each message's
+    /// counts and per-reason counts as JSON objects included; the shared message reads add
+    /// their WHERE. The backends count outcomes in different rows (SQLite: the message's;
+    /// PostgreSQL: the message's plus its slices'), so each writes its own.
+    var sqlMessageSelect: String { get }
+    /// The message a row of `sqlMessageSelect` is: `Rows.message` with this backend's cursor
+    /// (SQLite: the message's column; PostgreSQL: its first slice's).
+    func sqlMessageRecord(_ row: SQLRow) throws -> MessageRecord
+    /// Held deliveries of `appID`'s messages that match `condition` (on the deliveries' own
+    /// columns, unqualified) go back to `queued`, due now, with the counters moved along
+    /// (SQLite: the message's; PostgreSQL: the slice's each delivery belongs to). Returns how
+    /// many. The three `releaseHeldDeliveries` are written once over it.
+    func sqlReleaseHeld(appID: Int64, matching condition: SQLQuery, now: Date) async throws -> Int
 }
 
 extension SQLRow: ColumnValues {
@@ -44,4 +58,17 @@ extension Rows {
 /// Milliseconds of a time interval, rounded, as the store keeps durations.
 package enum SQLDuration {
     package static func milliseconds(_ interval: TimeInterval) -> Int64 { Int64((interval * 1000).rounded()) }
+}
+
+extension SQLQuery {
+    /// The values of `list` as bindings, `SQLList.marker` first (the executors keep such a
+    /// statement prepared: a handful of padded lengths), to put inside `IN (…)`.
+    package static func list(_ list: SQLList) -> SQLQuery {
+        var query = SQLQuery(raw: SQLList.marker)
+        for (index, value) in list.values.enumerated() {
+            let item: SQLQuery = index == 0 ? "\(value)" : ", \(value)"
+            query = query + item
+        }
+        return query
+    }
 }

@@ -3,12 +3,34 @@ import GRDB
 import TuisongCore
 import TuisongSQLStore
 
+// Messages and their progress on SQLite, one writer: a message's outcomes are counted on its
+// own row. Written once instead (`SQLStoreBackend+Messages`): reading messages (through
+// `sqlMessageSelect` below), a message's state changes, the audience count and the three
+// `releaseHeldDeliveries`. What stays here differs from PostgreSQL: creating a message (group
+// commit, the records kept for the dispatcher's claim), the claim (the `messages_pending`
+// partial index's terms spelled out), progress flushes (one row of counters, savepoints in one
+// write), retries and held deliveries (the message's counters, no slices), the status poll
+// (`messageProgress` on a point reader) and the audience pages, the fan-out's hot path (GRDB
+// cursors over prepared statements, chunked `IN` lists where PostgreSQL binds one array).
 extension SQLiteStore: MessageStore {
-    private static let messageColumns = """
-        id, app_id, vendor, vendor_message_id, audience, content, options, state, \
-        send_at, labels, created_at, started_at, completed_at, total, cursor, \
-        queued, sending, delivered, failed, skipped, held, vendor_context
+    /// Every message read's select (`SQLStoreBackend.sqlMessageSelect`): the message's own
+    /// counts (SQLite keeps them on its row, one writer), its failures and skips as JSON
+    /// objects, then its cursor.
+    static let messageSelect = """
+        SELECT \(Rows.messageColumns), m.queued, m.sending, m.delivered, m.failed, m.skipped, m.held,
+            (SELECT json_group_object(reason, count) FROM message_failures WHERE message_id = m.id),
+            (SELECT json_group_object(reason, count) FROM message_skips WHERE message_id = m.id),
+            m.cursor
+        FROM messages m
         """
+
+    public var sqlMessageSelect: String { Self.messageSelect }
+
+    public func sqlMessageRecord(_ row: SQLRow) throws -> MessageRecord { try Self.messageRecord(row) }
+
+    static func messageRecord(_ row: some ColumnValues) throws -> MessageRecord {
+        try Rows.message(columns: row, cursor: row.int64(23))
+    }
 
     public func createMessage(_ job: PushJob, state: MessageState) async throws -> MessageRecord {
         let now = nowMilliseconds
@@ -134,16 +156,6 @@ extension SQLiteStore: MessageStore {
         return InsertedMessage(id: id, created: true)
     }
 
-    public func message(id: Int64) async throws -> MessageRecord? {
-        try await read { db in
-            guard
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE id = ?", arguments: [id])
-            else { return nil }
-            return try Self.messageRecord(db, row)
-        }
-    }
-
     /// A point lookup on the calling thread (see `PointReaders`): one statement, one snapshot,
     /// no JSON column decoded. Polling a message's status 100 times a second must not cost a
     /// push its throughput.
@@ -164,45 +176,7 @@ extension SQLiteStore: MessageStore {
                 state: state, total: row.optionalInt64(1).map { Int($0) },
                 startedAt: row.optionalInt64(2).map(SQLTime.date),
                 completedAt: row.optionalInt64(3).map(SQLTime.date), cursor: row.int64(4), counts: counts,
-                failures: try Self.reasonCounts(row.string(11)), skips: try Self.reasonCounts(row.string(12)))
-        }
-    }
-
-    /// `{"reason":count,…}` from `json_group_object` (empty text for no rows).
-    private static func reasonCounts(_ text: String) throws -> [String: Int] {
-        guard !text.isEmpty, text != "{}" else { return [:] }
-        guard case .object(let members) = try JSONValue(parsing: Array(text.utf8)) else {
-            throw StoreError(.unavailable, "reason counts are not a JSON object: \(text)")
-        }
-        var counts: [String: Int] = [:]
-        for (reason, value) in members { counts[reason] = Int(value.intValue ?? 0) }
-        return counts
-    }
-
-    public func message(appID: Int64, vendorMessageID: String) async throws -> MessageRecord? {
-        try await read { db in
-            guard
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE app_id = ? AND vendor_message_id = ?",
-                    arguments: [appID, vendorMessageID])
-            else { return nil }
-            return try Self.messageRecord(db, row)
-        }
-    }
-
-    public func messages(appID: Int64?, limit: Int) async throws -> [MessageRecord] {
-        let limit = min(max(limit, 1), 1000)
-        return try await read { db in
-            let rows: [Row]
-            if let appID {
-                rows = try Row.fetchAll(
-                    db, sql: "SELECT \(Self.messageColumns) FROM messages WHERE app_id = ? ORDER BY id DESC LIMIT ?",
-                    arguments: [appID, limit])
-            } else {
-                rows = try Row.fetchAll(
-                    db, sql: "SELECT \(Self.messageColumns) FROM messages ORDER BY id DESC LIMIT ?", arguments: [limit])
-            }
-            return try rows.map { row in try Self.messageRecord(db, row) }
+                failures: try Rows.reasonCounts(row.string(11)), skips: try Rows.reasonCounts(row.string(12)))
         }
     }
 
@@ -263,9 +237,9 @@ extension SQLiteStore: MessageStore {
             records += try await read { db in
                 try Row.fetchAll(
                     db.cachedStatement(
-                        sql: "SELECT \(Self.messageColumns) FROM messages WHERE id IN (SELECT value FROM json_each(?))"),
+                        sql: "\(Self.messageSelect) WHERE m.id IN (SELECT value FROM json_each(?))"),
                     arguments: [ids]
-                ).map { row in try Self.messageRecord(db, row) }
+                ).map { try Self.messageRecord($0) }
             }
         }
         return records.sorted { $0.id < $1.id }
@@ -283,52 +257,11 @@ extension SQLiteStore: MessageStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT \(Self.messageColumns) FROM messages
-                    WHERE state = 'sending' AND \(Self.pendingIndexTerm) AND id > ? ORDER BY id LIMIT ?
+                    \(Self.messageSelect)
+                    WHERE m.state = 'sending' AND \(Self.pendingIndexTerm) AND m.id > ? ORDER BY m.id LIMIT ?
                     """,
                 arguments: [id, limit]
-            ).map { row in try Self.messageRecord(db, row) }
-        }
-    }
-
-    public func startMessage(id: Int64, total: Int?, at: Date) async throws -> Bool {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    UPDATE messages SET state = 'sending', total = coalesce(?, total),
-                        started_at = coalesce(started_at, ?)
-                    WHERE id = ? AND state IN ('scheduled', 'queued', 'sending')
-                    """,
-                arguments: [total, SQLTime.milliseconds(at), id])
-            return db.changesCount > 0
-        }
-    }
-
-    public func setExpectedTotal(id: Int64, total: Int) async throws {
-        try await write { db in
-            try db.execute(
-                sql: "UPDATE messages SET total = ? WHERE id = ? AND state = 'sending'", arguments: [total, id])
-        }
-    }
-
-    public func setMessageState(id: Int64, _ state: MessageState, at: Date) async throws {
-        try await write { db in
-            let completed: Int64? = (state == .completed || state == .cancelled) ? SQLTime.milliseconds(at) : nil
-            try db.execute(
-                sql: "UPDATE messages SET state = ?, completed_at = coalesce(?, completed_at) WHERE id = ?",
-                arguments: [state.rawValue, completed, id])
-        }
-    }
-
-    public func cancelScheduledMessage(id: Int64, at: Date) async throws -> Bool {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    UPDATE messages SET state = 'cancelled', completed_at = ?
-                    WHERE id = ? AND state IN ('scheduled', 'queued') AND started_at IS NULL
-                    """,
-                arguments: [SQLTime.milliseconds(at), id])
-            return db.changesCount > 0
+            ).map { try Self.messageRecord($0) }
         }
     }
 
@@ -614,54 +547,6 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    public func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int {
-        try await read { db in
-            let environmentFilter = environment == nil ? "" : "AND (environment = ? OR channel <> 'apns')"
-            func withEnvironment(_ a: [(any DatabaseValueConvertible)?]) -> StatementArguments {
-                StatementArguments(a + (environment.map { [$0.rawValue] } ?? []))
-            }
-            switch audience {
-            case .all:
-                return try Int.fetchOne(
-                    db,
-                    sql:
-                        "SELECT count(*) FROM devices WHERE app_id = ? AND invalidated_at IS NULL \(environmentFilter)",
-                    arguments: withEnvironment([appID])) ?? 0
-            case .tag(let name):
-                return try Int.fetchOne(
-                    db,
-                    sql: """
-                        SELECT count(*) FROM device_tags dt JOIN devices d ON d.id = dt.device_id
-                        WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?)
-                            AND d.invalidated_at IS NULL \(environment == nil ? "" : "AND (d.environment = ? OR d.channel <> 'apns')")
-                        """,
-                    arguments: withEnvironment([appID, name])) ?? 0
-            case .accounts(let accounts):
-                guard !accounts.isEmpty else { return 0 }
-                let marks = SQLList.placeholders(accounts.count)
-                return try Int.fetchOne(
-                    db,
-                    sql: """
-                        SELECT count(*) FROM devices WHERE app_id = ? AND im_account IN (\(marks))
-                            AND invalidated_at IS NULL \(environmentFilter)
-                        """,
-                    arguments: withEnvironment([appID] + accounts.map { $0 as (any DatabaseValueConvertible)? })) ?? 0
-            case .allAccounts:
-                return try Int.fetchOne(
-                    db,
-                    sql: """
-                        SELECT count(*) FROM devices WHERE app_id = ? AND im_account IS NOT NULL
-                            AND invalidated_at IS NULL \(environmentFilter)
-                        """,
-                    arguments: withEnvironment([appID])) ?? 0
-            case .devices(let ids):
-                return Set(ids).count
-            case .tokens(let tokens):
-                return tokens.count
-            }
-        }
-    }
-
     // MARK: deliveries
 
     public func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord] {
@@ -811,46 +696,27 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    public func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
-        try await releaseHeld(
-            appID: appID, condition: "channel = 'apns' AND environment = ?", environment.rawValue, now: now)
-    }
-
-    public func releaseHeldDeliveries(appID: Int64, channel: PushChannel, now: Date) async throws -> Int {
-        try await releaseHeld(appID: appID, condition: "channel = ?", channel.rawValue, now: now)
-    }
-
-    public func releaseHeldDeliveries(appID: Int64, selector: String, now: Date) async throws -> Int {
-        try await releaseHeld(appID: appID, condition: "credential_selector = ?", selector, now: now)
-    }
-
-    /// Held rows of the app's messages matching `condition` (one `?`, bound to `value`) go back
-    /// to `queued`, due now, with the messages' counters moved along.
-    private func releaseHeld(appID: Int64, condition: String, _ value: String, now: Date) async throws -> Int {
+    /// The held rows of each message, then its counters: SQLite keeps them on the message's
+    /// row (PostgreSQL on the slice's each delivery belongs to).
+    public func sqlReleaseHeld(appID: Int64, matching condition: SQLQuery, now: Date) async throws -> Int {
         let nowMs = SQLTime.milliseconds(now)
-        return try await write { db in
-            let perMessage = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT message_id, count(*) FROM deliveries
-                    WHERE state = 'held' AND \(condition) AND message_id IN (SELECT id FROM messages WHERE app_id = ?)
-                    GROUP BY message_id
-                    """,
-                arguments: [value, appID])
+        return try await sqlWrite { db in
+            let perMessage = try db.fetchAll(
+                """
+                SELECT message_id, count(*) FROM deliveries
+                WHERE state = 'held' AND \(condition) AND message_id IN (SELECT id FROM messages WHERE app_id = \(appID))
+                GROUP BY message_id
+                """)
             var total = 0
             for row in perMessage {
-                let messageID: Int64 = row[0]
-                let n: Int = row[1]
-                try db.execute(
-                    sql: """
-                        UPDATE deliveries SET state = 'queued', next_attempt_at = ?, updated_at = ?
-                        WHERE message_id = ? AND state = 'held' AND \(condition)
-                        """,
-                    arguments: [nowMs, nowMs, messageID, value])
-                try db.execute(
-                    sql: "UPDATE messages SET held = held - ?, queued = queued + ? WHERE id = ?",
-                    arguments: [n, n, messageID])
-                total += n
+                let (messageID, n) = (row.int64(0), row.int64(1))
+                try db.run(
+                    """
+                    UPDATE deliveries SET state = 'queued', next_attempt_at = \(nowMs), updated_at = \(nowMs)
+                    WHERE message_id = \(messageID) AND state = 'held' AND \(condition)
+                    """)
+                try db.run("UPDATE messages SET held = held - \(n), queued = queued + \(n) WHERE id = \(messageID)")
+                total += Int(n)
             }
             return total
         }
@@ -862,57 +728,6 @@ extension SQLiteStore: MessageStore {
     static let deliveryColumns = Rows.deliveryColumns
 
     static func deliveryRecord(_ row: Row) throws -> DeliveryRecord { try Rows.delivery(columns: row) }
-
-    private static func messageRecord(_ db: Database, _ row: Row) throws -> MessageRecord {
-        let id: Int64 = row[0]
-        return try messageRecord(
-            row, failures: failures(db, messageID: id), skips: counts(db, table: "message_skips", messageID: id))
-    }
-
-    private static func messageRecord(_ row: Row, failures: [String: Int], skips: [String: Int]) throws
-        -> MessageRecord
-    {
-        let stateName: String = row[7]
-        guard let state = MessageState(rawValue: stateName) else {
-            throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
-        }
-        let sendAt: Int64? = row[8]
-        let startedAt: Int64? = row[11]
-        let completedAt: Int64? = row[12]
-        var counts = DeliveryCounts()
-        counts.queued = row[15]
-        counts.sending = row[16]
-        counts.delivered = row[17]
-        counts.failed = row[18]
-        counts.skipped = row[19]
-        counts.held = row[20]
-        let vendorContext: String? = row[21]
-        return MessageRecord(
-            id: row[0], appID: row[1], vendor: row[2], vendorMessageID: row[3],
-            audience: try JSONText.decode(Audience.self, row[4]),
-            content: try JSONText.decode(PushContent.self, row[5]),
-            options: try JSONText.decode(PushOptions.self, row[6]), state: state,
-            sendAt: sendAt.map(SQLTime.date), labels: try JSONText.decode([String: String].self, row[9]),
-            createdAt: SQLTime.date(row[10]), startedAt: startedAt.map(SQLTime.date),
-            completedAt: completedAt.map(SQLTime.date), total: row[13], cursor: row[14], counts: counts,
-            failures: failures, skips: skips,
-            vendorContext: try vendorContext.map { try JSONText.decode(JSONValue.self, $0) })
-    }
-
-    private static func failures(_ db: Database, messageID: Int64) throws -> [String: Int] {
-        try counts(db, table: "message_failures", messageID: messageID)
-    }
-
-    /// Per-reason counts of `message_failures` or `message_skips`.
-    private static func counts(_ db: Database, table: String, messageID: Int64) throws -> [String: Int] {
-        var result: [String: Int] = [:]
-        for row in try Row.fetchAll(
-            db, sql: "SELECT reason, count FROM \(table) WHERE message_id = ?", arguments: [messageID])
-        {
-            result[row[0]] = row[1]
-        }
-        return result
-    }
 
     private static func addSkips(_ db: Database, messageID: Int64, _ skips: [String: Int]) throws {
         for (reason, n) in skips where n != 0 {
