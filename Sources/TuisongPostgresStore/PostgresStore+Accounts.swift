@@ -29,20 +29,11 @@ extension PostgresStore: AccountStore {
     ) async throws -> Device {
         let now = nowMilliseconds
         return try await write { conn in
-            try AccountQueries.insertAccount(
-                PostgresExecutor(conn, prepares: true), appID: appID, account: account, now: now)
+            let executor = PostgresExecutor(conn, prepares: true)
+            try AccountQueries.insertAccount(executor, appID: appID, account: account, now: now)
             let deviceID = try Self.applyBindingRegistration(conn, appID: appID, registration, now: now)
-            guard
-                let row = try conn.run(
-                    """
-                    UPDATE devices SET im_account = $1, credential_selector = $2,
-                        (account_id, app_state) = (SELECT id, app_state FROM accounts WHERE app_id = $3 AND account = $1)
-                    WHERE id = $4
-                    RETURNING \(PostgresStore.deviceColumns)
-                    """, [.text(account), PostgresValue(credentialSelector), .int(appID), .int(deviceID)]
-                ).rows.first
-            else { throw StoreError(.unavailable, "the bound device \(deviceID) vanished") }
-            return try PostgresStore.device(row)
+            return try AccountQueries.bindAccount(
+                executor, deviceID: deviceID, appID: appID, account: account, credentialSelector: credentialSelector)
         }
     }
 

@@ -64,7 +64,7 @@ extension PostgresStore {
                 [.int(appID), .int(cursor)],
                 environment: environment, limit: limit, details: true)
         case .devices(let ids):
-            let wanted = Array(Set(ids).filter { $0 > cursor }.sorted().prefix(Int(limit)))
+            let wanted = AudienceLists.wantedDevices(ids, after: cursor, limit: Int(limit))
             guard !wanted.isEmpty else { return [] }
             let rows = try conn.run(
                 "SELECT \(Self.entryColumns(details: withRecipientDetails)), d.invalidated_at FROM devices d "
@@ -74,23 +74,11 @@ extension PostgresStore {
             let invalidatedColumn = withRecipientDetails ? 10 : 6
             var found: [Int64: PostgresRow] = [:]
             for row in rows { found[row.int64(at: 0)] = row }
-            return try wanted.map { id in
-                guard let row = found[id] else {
-                    return AudienceEntry(
-                        position: id, deviceID: nil, token: "", environment: environment ?? .production,
-                        skipReason: "UnknownDevice")
-                }
-                var entry = try Self.entry(row, details: withRecipientDetails)
-                if !row[invalidatedColumn].isNull {
-                    entry.skipReason = "DeviceInvalidated"
-                } else if let environment, entry.channel == .apns, entry.environment != environment {
-                    entry.skipReason = "EnvironmentMismatch"
-                }
-                return entry
+            return try AudienceLists.devicePage(wanted, found: found, environment: environment) { row in
+                (try Self.entry(row, details: withRecipientDetails), !row[invalidatedColumn].isNull)
             }
         case .tokens(let tokens):
-            let start = Int(min(max(cursor, 0), Int64(tokens.count)))
-            let slice = Array(tokens[start..<min(tokens.count, start + Int(limit))])
+            let (start, slice) = AudienceLists.tokenSlice(tokens, after: cursor, limit: Int(limit))
             guard !slice.isEmpty else { return [] }
             let rows = try conn.run(
                 "SELECT \(Self.entryColumns(details: withRecipientDetails)), d.invalidated_at FROM devices d "
@@ -100,21 +88,8 @@ extension PostgresStore {
             let invalidatedColumn = withRecipientDetails ? 10 : 6
             var registered: [String: PostgresRow] = [:]
             for row in rows { registered[row[1].string ?? ""] = row }
-            return try slice.enumerated().map { offset, token in
-                let position = Int64(start + offset + 1)
-                guard let row = registered[token] else {
-                    // An unregistered token goes to APNs, the only service a token names by its
-                    // shape; an Android token must be registered for its channel to be known.
-                    let isAPNs = DeviceToken(token, channel: .apns) != nil
-                    return AudienceEntry(
-                        position: position, deviceID: nil, token: token, environment: environment ?? .production,
-                        skipReason: isAPNs ? nil : "UnknownDevice")
-                }
-                var entry = try Self.entry(row, details: withRecipientDetails)
-                entry.position = position
-                if let environment, entry.channel == .apns { entry.environment = environment }
-                if !row[invalidatedColumn].isNull { entry.skipReason = "DeviceInvalidated" }
-                return entry
+            return try AudienceLists.tokenPage(slice, start: start, registered: registered, environment: environment) {
+                row in (try Self.entry(row, details: withRecipientDetails), !row[invalidatedColumn].isNull)
             }
         }
     }

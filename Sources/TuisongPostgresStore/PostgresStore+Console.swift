@@ -32,25 +32,7 @@ extension PostgresStore: ConsoleStore {
                     SELECT id FROM messages WHERE state = 'sending')
                 ORDER BY m.id DESC
                 """, [.int(Int64(min(max(scanLimit, 1), 100_000))), .int(sinceMilliseconds)]
-            ).rows.map(Self.activity)
+            ).rows.map { try Rows.messageActivity(columns: $0) }
         }
-    }
-
-    private static func activity(_ row: PostgresRow) throws -> MessageActivity {
-        let stateName = row[2].string ?? ""
-        guard let state = MessageState(rawValue: stateName) else {
-            throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
-        }
-        var counts = DeliveryCounts()
-        counts.queued = Int(row.int64(at: 7))
-        counts.sending = Int(row.int64(at: 8))
-        counts.delivered = Int(row.int64(at: 9))
-        counts.failed = Int(row.int64(at: 10))
-        counts.skipped = Int(row.int64(at: 11))
-        counts.held = Int(row.int64(at: 12))
-        return MessageActivity(
-            id: row.int64(at: 0), appID: row.int64(at: 1), state: state, createdAt: SQLTime.date(row.int64(at: 3)),
-            startedAt: row[4].int64.map(SQLTime.date), completedAt: row[5].int64.map(SQLTime.date),
-            total: row[6].int64.map { Int($0) }, counts: counts)
     }
 }

@@ -14,18 +14,9 @@ extension PostgresStore {
     /// column, `created`, says whether the row was inserted (`xmax` is 0 only for a row this
     /// statement inserted, not one it updated).
     static let upsertDeviceSQL = """
-        INSERT INTO devices (app_id, token, environment, "user", locale, created_at, updated_at,
-            credential_selector, channel)
+        INSERT INTO devices (\(Rows.deviceInsertColumns))
         VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)
-        ON CONFLICT (app_id, token) DO UPDATE SET
-            environment = excluded.environment,
-            channel = excluded.channel,
-            "user" = coalesce(excluded."user", devices."user"),
-            locale = coalesce(excluded.locale, devices.locale),
-            credential_selector = coalesce(excluded.credential_selector, devices.credential_selector),
-            updated_at = excluded.updated_at,
-            invalidated_at = NULL,
-            invalid_reason = NULL
+        \(Rows.deviceUpsertConflict)
         RETURNING \(deviceColumns), (xmax = 0) AS created
         """
 
@@ -164,19 +155,10 @@ extension PostgresStore {
                     FROM device_import GROUP BY token
                 ),
                 upserted AS (
-                    INSERT INTO devices (app_id, token, environment, "user", locale, created_at, updated_at,
-                        credential_selector, channel)
+                    INSERT INTO devices (\(Rows.deviceInsertColumns))
                     SELECT $1, token, environment, "user", locale, $2, $2, credential_selector, channel
                     FROM merged ORDER BY ord
-                    ON CONFLICT (app_id, token) DO UPDATE SET
-                        environment = excluded.environment,
-                        channel = excluded.channel,
-                        "user" = coalesce(excluded."user", devices."user"),
-                        locale = coalesce(excluded.locale, devices.locale),
-                        credential_selector = coalesce(excluded.credential_selector, devices.credential_selector),
-                        updated_at = excluded.updated_at,
-                        invalidated_at = NULL,
-                        invalid_reason = NULL
+                    \(Rows.deviceUpsertConflict)
                     RETURNING id, token, (xmax = 0) AS created
                 )
                 INSERT INTO device_import_result (id, created, tags)

@@ -28,6 +28,26 @@ package enum Rows {
     /// How many columns `deviceColumns` lists (a query may add its own after them).
     package static let deviceColumnCount = 13
 
+    /// The columns a device registration inserts, in the order of its values.
+    package static let deviceInsertColumns = """
+        app_id, token, environment, "user", locale, created_at, updated_at, credential_selector, channel
+        """
+
+    /// What registering a device already known by (app, token) changes, after its `INSERT`: the
+    /// environment and channel are the registration's; a nil user, locale or credential
+    /// selector leaves the stored one; the registration clears any invalidation.
+    package static let deviceUpsertConflict = """
+        ON CONFLICT (app_id, token) DO UPDATE SET
+            environment = excluded.environment,
+            channel = excluded.channel,
+            "user" = coalesce(excluded."user", devices."user"),
+            locale = coalesce(excluded.locale, devices.locale),
+            credential_selector = coalesce(excluded.credential_selector, devices.credential_selector),
+            updated_at = excluded.updated_at,
+            invalidated_at = NULL,
+            invalid_reason = NULL
+        """
+
     /// `deviceColumns` qualified with the alias `d`, for joins.
     package static let qualifiedDeviceColumns = deviceColumns.split(separator: ",")
         .map { "d." + $0.trimmingCharacters(in: .whitespaces) }
@@ -86,6 +106,26 @@ package enum Rows {
             cursor: cursor, counts: counts, failures: try reasonCounts(row.string(21)),
             skips: try reasonCounts(row.string(22)),
             vendorContext: try row.optionalString(14).map { try JSONText.decode(JSONValue.self, $0) })
+    }
+
+    /// A row of the console's message activity: id, app id, state, created, started and
+    /// completed at, total, then the counts (queued, sending, delivered, failed, skipped, held).
+    package static func messageActivity(columns row: some ColumnValues) throws -> MessageActivity {
+        let stateName = row.string(2)
+        guard let state = MessageState(rawValue: stateName) else {
+            throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
+        }
+        var counts = DeliveryCounts()
+        counts.queued = Int(row.int64(7))
+        counts.sending = Int(row.int64(8))
+        counts.delivered = Int(row.int64(9))
+        counts.failed = Int(row.int64(10))
+        counts.skipped = Int(row.int64(11))
+        counts.held = Int(row.int64(12))
+        return MessageActivity(
+            id: row.int64(0), appID: row.int64(1), state: state, createdAt: SQLTime.date(row.int64(3)),
+            startedAt: row.optionalInt64(4).map(SQLTime.date), completedAt: row.optionalInt64(5).map(SQLTime.date),
+            total: row.optionalInt64(6).map { Int($0) }, counts: counts)
     }
 
     /// `{"reason": count, …}` as `json_group_object` (SQLite) or `json_object_agg` (PostgreSQL)

@@ -189,6 +189,23 @@ package enum AccountQueries {
             ON CONFLICT (app_id, account) DO NOTHING
             """) > 0
     }
+
+    /// The second half of `bindDevice`, after the backend's own device upsert: the device
+    /// takes the account (its row id and app state) and the credential selector. Returns it.
+    package static func bindAccount(
+        _ db: any SQLExecutor, deviceID: Int64, appID: Int64, account: String, credentialSelector: String?
+    ) throws -> Device {
+        guard
+            let row = try db.fetchOne(
+                """
+                UPDATE devices SET im_account = \(account), credential_selector = \(credentialSelector),
+                    (account_id, app_state) = (SELECT id, app_state FROM accounts WHERE app_id = \(appID) AND account = \(account))
+                WHERE id = \(deviceID)
+                RETURNING \(raw: Rows.deviceColumns)
+                """)
+        else { throw StoreError(.unavailable, "the bound device \(deviceID) vanished") }
+        return try Rows.device(columns: row)
+    }
 }
 
 /// The accounts of a badge grant (`grantBadges`), each once in first-seen order, with their names

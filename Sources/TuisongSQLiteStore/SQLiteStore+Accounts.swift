@@ -30,20 +30,12 @@ extension SQLiteStore: AccountStore {
     ) async throws -> Device {
         let now = nowMilliseconds
         return try await write { db in
-            try AccountQueries.insertAccount(GRDBExecutor(db: db), appID: appID, account: account, now: now)
+            let executor = GRDBExecutor(db: db)
+            try AccountQueries.insertAccount(executor, appID: appID, account: account, now: now)
             let registered = try Self.applyRegistration(db, appID: appID, registration, now: now).device
-            guard
-                let row = try Row.fetchOne(
-                    db,
-                    sql: """
-                        UPDATE devices SET im_account = ?1, credential_selector = ?2,
-                            (account_id, app_state) = (SELECT id, app_state FROM accounts WHERE app_id = ?3 AND account = ?1)
-                        WHERE id = ?4
-                        RETURNING \(Rows.deviceColumns)
-                        """,
-                    arguments: [account, credentialSelector, appID, registered.id])
-            else { throw StoreError(.unavailable, "the bound device \(registered.id) vanished") }
-            return try Rows.device(row)
+            return try AccountQueries.bindAccount(
+                executor, deviceID: registered.id, appID: appID, account: account,
+                credentialSelector: credentialSelector)
         }
     }
 

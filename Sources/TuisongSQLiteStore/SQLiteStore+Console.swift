@@ -23,7 +23,7 @@ extension SQLiteStore: ConsoleStore {
                     ORDER BY id DESC
                     """,
                 arguments: [min(max(scanLimit, 1), 100_000), sinceMilliseconds])
-            return try rows.map(Self.activity)
+            return try rows.map { try Rows.messageActivity(columns: $0) }
         }
     }
 
@@ -31,24 +31,4 @@ extension SQLiteStore: ConsoleStore {
         id, app_id, state, created_at, started_at, completed_at, total, queued, sending, delivered, failed, \
         skipped, held
         """
-
-    private static func activity(_ row: Row) throws -> MessageActivity {
-        let stateName: String = row[2]
-        guard let state = MessageState(rawValue: stateName) else {
-            throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
-        }
-        let started: Int64? = row[4]
-        let completed: Int64? = row[5]
-        var counts = DeliveryCounts()
-        counts.queued = row[7]
-        counts.sending = row[8]
-        counts.delivered = row[9]
-        counts.failed = row[10]
-        counts.skipped = row[11]
-        counts.held = row[12]
-        return MessageActivity(
-            id: row[0], appID: row[1], state: state, createdAt: SQLTime.date(row[3]),
-            startedAt: started.map(SQLTime.date), completedAt: completed.map(SQLTime.date), total: row[6],
-            counts: counts)
-    }
 }

@@ -82,6 +82,16 @@ extension SQLiteStore {
 
     // MARK: - Statements run on the writer
 
+    /// The device upsert both backends write (`Rows.deviceUpsertConflict`), with SQLite's
+    /// numbered placeholders: `?1` app, `?2` token, `?3` environment, `?4` user, `?5` locale,
+    /// `?6` now, `?7` credential selector, `?8` channel.
+    static let upsertDeviceSQL = """
+        INSERT INTO devices (\(Rows.deviceInsertColumns))
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)
+        \(Rows.deviceUpsertConflict)
+        RETURNING \(Rows.deviceColumns)
+        """
+
     /// Applies one registration inside the caller's transaction. Runs only on the writer
     /// connection, so the existence check and the upsert cannot interleave with another
     /// registration of the same token.
@@ -93,22 +103,7 @@ extension SQLiteStore {
         let existing = try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT id FROM devices WHERE app_id = ? AND token = ?"),
             arguments: [appID, registration.token.value])
-        let upsert = try db.cachedStatement(
-            sql: """
-                INSERT INTO devices (app_id, token, environment, user, locale, created_at, updated_at,
-                    credential_selector, channel)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)
-                ON CONFLICT (app_id, token) DO UPDATE SET
-                    environment = excluded.environment,
-                    channel = excluded.channel,
-                    user = coalesce(excluded.user, devices.user),
-                    locale = coalesce(excluded.locale, devices.locale),
-                    credential_selector = coalesce(excluded.credential_selector, devices.credential_selector),
-                    updated_at = excluded.updated_at,
-                    invalidated_at = NULL,
-                    invalid_reason = NULL
-                RETURNING \(Rows.deviceColumns)
-                """)
+        let upsert = try db.cachedStatement(sql: Self.upsertDeviceSQL)
         guard
             let row = try Row.fetchOne(
                 upsert,

@@ -480,7 +480,7 @@ extension SQLiteStore: MessageStore {
                 db, where: "d.app_id = ? AND d.im_account IS NOT NULL AND d.id > ?", [appID, cursor],
                 environment: environment, limit: limit, prepared: true)
         case .devices(let ids):
-            let wanted = Array(Set(ids).filter { $0 > cursor }.sorted().prefix(limit))
+            let wanted = AudienceLists.wantedDevices(ids, after: cursor, limit: limit)
             guard !wanted.isEmpty else { return [] }
             let marks = SQLList.placeholders(wanted.count)
             var arguments: [(any DatabaseValueConvertible)?] = [appID]
@@ -495,24 +495,11 @@ extension SQLiteStore: MessageStore {
                 arguments: StatementArguments(arguments))
             var found: [Int64: Row] = [:]
             for row in rows { found[row[0]] = row }
-            return try wanted.map { id in
-                guard let row = found[id] else {
-                    return AudienceEntry(
-                        position: id, deviceID: nil, token: "", environment: environment ?? .production,
-                        skipReason: "UnknownDevice")
-                }
-                var entry = try Self.entry(row)
-                let invalidatedAt: Int64? = row[6]
-                if invalidatedAt != nil {
-                    entry.skipReason = "DeviceInvalidated"
-                } else if let environment, entry.channel == .apns, entry.environment != environment {
-                    entry.skipReason = "EnvironmentMismatch"
-                }
-                return entry
+            return try AudienceLists.devicePage(wanted, found: found, environment: environment) { row in
+                (try Self.entry(row), !row.hasNull(atIndex: 6))
             }
         case .tokens(let tokens):
-            let start = Int(min(max(cursor, 0), Int64(tokens.count)))
-            let slice = Array(tokens[start..<min(tokens.count, start + limit)])
+            let (start, slice) = AudienceLists.tokenSlice(tokens, after: cursor, limit: limit)
             guard !slice.isEmpty else { return [] }
             let marks = SQLList.placeholders(slice.count)
             var arguments: [(any DatabaseValueConvertible)?] = [appID]
@@ -527,22 +514,8 @@ extension SQLiteStore: MessageStore {
                 arguments: StatementArguments(arguments))
             var registered: [String: Row] = [:]
             for row in rows { registered[row[1]] = row }
-            return try slice.enumerated().map { offset, token in
-                let position = Int64(start + offset + 1)
-                guard let row = registered[token] else {
-                    // An unregistered token goes to APNs, the only service a token names by its
-                    // shape; an Android token must be registered for its channel to be known.
-                    let isAPNs = DeviceToken(token, channel: .apns) != nil
-                    return AudienceEntry(
-                        position: position, deviceID: nil, token: token, environment: environment ?? .production,
-                        skipReason: isAPNs ? nil : "UnknownDevice")
-                }
-                var entry = try Self.entry(row)
-                entry.position = position
-                if let environment, entry.channel == .apns { entry.environment = environment }
-                let invalidatedAt: Int64? = row[6]
-                if invalidatedAt != nil { entry.skipReason = "DeviceInvalidated" }
-                return entry
+            return try AudienceLists.tokenPage(slice, start: start, registered: registered, environment: environment) {
+                row in (try Self.entry(row), !row.hasNull(atIndex: 6))
             }
         }
     }

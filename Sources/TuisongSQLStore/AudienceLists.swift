@@ -1,0 +1,70 @@
+import Foundation
+import TuisongCore
+
+/// The pages of the two list audiences (device ids, tokens), written once: which ids or tokens
+/// a page asks for, and its entries with their skip reasons from the rows the backend read for
+/// them. Only the read is each backend's: a list goes in SQLite's `IN (…)` and PostgreSQL's one
+/// array parameter, and each decodes its own rows on the fan-out's hot path (`decode` answers
+/// the entry and whether the device is invalidated).
+package enum AudienceLists {
+    /// The ids of a `.devices` page: distinct, after the cursor, in order, at most `limit`.
+    package static func wantedDevices(_ ids: [Int64], after cursor: Int64, limit: Int) -> [Int64] {
+        Array(Set(ids).filter { $0 > cursor }.sorted().prefix(limit))
+    }
+
+    /// A `.devices` page, in id order (an id is its position): an id no row answers is skipped
+    /// `UnknownDevice`, an invalidated device `DeviceInvalidated`, an APNs device of the other
+    /// environment `EnvironmentMismatch`.
+    package static func devicePage<Row>(
+        _ wanted: [Int64], found: [Int64: Row], environment: APNsEnvironment?,
+        decode: (Row) throws -> (entry: AudienceEntry, invalidated: Bool)
+    ) rethrows -> [AudienceEntry] {
+        try wanted.map { id in
+            guard let row = found[id] else {
+                return AudienceEntry(
+                    position: id, deviceID: nil, token: "", environment: environment ?? .production,
+                    skipReason: "UnknownDevice")
+            }
+            var (entry, invalidated) = try decode(row)
+            if invalidated {
+                entry.skipReason = "DeviceInvalidated"
+            } else if let environment, entry.channel == .apns, entry.environment != environment {
+                entry.skipReason = "EnvironmentMismatch"
+            }
+            return entry
+        }
+    }
+
+    /// The tokens of a `.tokens` page: after the cursor (a token's position is its 1-based
+    /// index in the list), at most `limit`, and the index of the first.
+    package static func tokenSlice(_ tokens: [String], after cursor: Int64, limit: Int) -> (
+        start: Int, tokens: [String]
+    ) {
+        let start = Int(min(max(cursor, 0), Int64(tokens.count)))
+        return (start, Array(tokens[start..<min(tokens.count, start + limit)]))
+    }
+
+    /// A `.tokens` page, in list order. An unregistered token goes to APNs, the only service a
+    /// token names by its shape (in the page's environment); an Android token must be
+    /// registered for its channel to be known (`UnknownDevice`). A registered APNs device is
+    /// sent in the page's environment; an invalidated one is skipped `DeviceInvalidated`.
+    package static func tokenPage<Row>(
+        _ slice: [String], start: Int, registered: [String: Row], environment: APNsEnvironment?,
+        decode: (Row) throws -> (entry: AudienceEntry, invalidated: Bool)
+    ) rethrows -> [AudienceEntry] {
+        try slice.enumerated().map { offset, token in
+            let position = Int64(start + offset + 1)
+            guard let row = registered[token] else {
+                let isAPNs = DeviceToken(token, channel: .apns) != nil
+                return AudienceEntry(
+                    position: position, deviceID: nil, token: token, environment: environment ?? .production,
+                    skipReason: isAPNs ? nil : "UnknownDevice")
+            }
+            var (entry, invalidated) = try decode(row)
+            entry.position = position
+            if let environment, entry.channel == .apns { entry.environment = environment }
+            if invalidated { entry.skipReason = "DeviceInvalidated" }
+            return entry
+        }
+    }
+}
