@@ -4,26 +4,13 @@ import TuisongPostgres
 import TuisongSQLStore
 
 // The IM account writes PostgreSQL does its own way (the rest is written once in
-// `SQLStoreBackend+Accounts`): binding a device (this backend's device upsert), the existence
-// check of a list (one array parameter) and the badge batching. Several nodes write at once
+// `SQLStoreBackend+Accounts`): binding a device (this backend's device upsert) and the badge
+// batching. Several nodes write at once
 // here, so each write is one transaction that takes its row locks in id order (no deadlock
 // between two pages counting the same accounts), and a badge increment is one
 // `UPDATE … RETURNING`: row locks serialise concurrent increments of one account, and each gets
 // its own value.
 extension PostgresStore: AccountStore {
-    public func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String> {
-        guard !accounts.isEmpty else { return [] }
-        let list = PostgresArrayLiteral.texts(Array(Set(accounts)))
-        return try await read { conn in
-            // One array parameter whatever the list's length: one statement text, prepared once.
-            Set(
-                try conn.run(
-                    "SELECT account FROM accounts WHERE app_id = $1 AND account = ANY($2::text[])",
-                    [.int(appID), .text(list)]
-                ).rows.compactMap { $0[0].string })
-        }
-    }
-
     public func bindDevice(
         appID: Int64, account: String, registration: DeviceRegistration, credentialSelector: String?
     ) async throws -> Device {

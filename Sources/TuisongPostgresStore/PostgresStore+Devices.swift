@@ -5,8 +5,7 @@ import TuisongSQLStore
 
 // The device queries PostgreSQL writes by hand (the rest is written once,
 // `SQLStoreBackend+Devices`): registering (an upsert that says whether it inserted, `xmax`),
-// bulk import by COPY, the device with its tags (`string_agg`) and a list of ids as one array
-// parameter.
+// bulk import by COPY and the device with its tags (`string_agg`).
 extension PostgresStore {
     /// The upsert of one registration: `$1` app, `$2` token, `$3` environment, `$4` user,
     /// `$5` locale, `$6` now, `$7` credential selector, `$8` channel. Nil user, locale and
@@ -209,20 +208,6 @@ extension PostgresStore {
                 $0.split(separator: "\u{1F}").map(String.init).sorted()
             }
             return (try Self.device(row), tags ?? [])
-        }
-    }
-
-    /// The app's devices among `ids` (unknown ids and other apps' devices left out), by id;
-    /// one statement whatever the number of ids.
-    public func devices(appID: Int64, ids: [Int64]) async throws -> [Device] {
-        let unique = Set(ids)
-        guard !unique.isEmpty else { return [] }
-        let list = PostgresArrayLiteral.integers(unique)
-        return try await read { conn in
-            try conn.run(
-                "SELECT \(Self.deviceColumns) FROM devices WHERE app_id = $1 AND id = ANY($2::bigint[]) ORDER BY id",
-                [.int(appID), .text(list)]
-            ).rows.map(Self.device)
         }
     }
 }

@@ -63,8 +63,7 @@ extension PostgresStore: MessageStore {
             let id = try await write { conn in
                 try conn.run(
                     """
-                    INSERT INTO messages (app_id, vendor, vendor_message_id, audience, content, options,
-                        labels, state, send_at, created_at, vendor_context)
+                    INSERT INTO messages (\(Rows.messageInsertColumns))
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id
                     """, values
                 ).rows.first?["id"]?.int64
@@ -88,8 +87,7 @@ extension PostgresStore: MessageStore {
                     SET message_id = excluded.message_id, created_at = excluded.created_at
                     WHERE idempotency_keys.created_at <= $13::bigint
                     RETURNING message_id)
-                INSERT INTO messages (id, app_id, vendor, vendor_message_id, audience, content, options,
-                    labels, state, send_at, created_at, vendor_context)
+                INSERT INTO messages (id, \(Rows.messageInsertColumns))
                 SELECT key.message_id, $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text,
                     $7::text, $8::text, $9::bigint, $10::bigint, $11::text
                 FROM key RETURNING id

@@ -79,6 +79,12 @@ package enum Rows {
         m.send_at, m.labels, m.created_at, m.started_at, m.completed_at, m.total, m.vendor_context
         """
 
+    /// The columns a new message's row is inserted with, in the order of its values.
+    package static let messageInsertColumns = """
+        app_id, vendor, vendor_message_id, audience, content, options, labels, state, send_at, created_at, \
+        vendor_context
+        """
+
     /// A message from a backend's message select: columns 0–14 `messageColumns`, 15–20 the
     /// counts (queued, sending, delivered, failed, skipped, held), 21 the failures and 22 the
     /// skips as JSON objects; the cursor is the backend's.

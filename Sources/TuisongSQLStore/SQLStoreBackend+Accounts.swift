@@ -4,9 +4,25 @@ import TuisongCore
 // IM accounts on the core tables, written once: `accounts` (app state, badge) and
 // `devices.im_account` (the bound account) with `devices.account_id`, `devices.app_state` and
 // `devices.credential_selector`. Each backend keeps by hand what differs: binding a device (its
-// device upsert), the existence check of a list (SQLite's chunked `IN`, PostgreSQL's one array
-// parameter) and the badge batching (`incrementBadges`, `grantBadges`).
+// device upsert) and the badge batching (`incrementBadges`, `grantBadges`).
 extension SQLStoreBackend {
+    /// Which of `accounts` exist in the app, the list in padded `SQLList` chunks.
+    public func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String> {
+        let chunks = SQLList.chunks(accounts)
+        guard !chunks.isEmpty else { return [] }
+        return try await sqlRead { db in
+            var found = Set<String>()
+            for list in chunks {
+                for row in try db.fetchAll(
+                    "SELECT account FROM accounts WHERE app_id = \(appID) AND account IN (\(SQLQuery.list(list)))")
+                {
+                    found.insert(row.string(0))
+                }
+            }
+            return found
+        }
+    }
+
     /// Rows deleted per transaction by `forgetFinishedBadgeGrants`.
     public static var badgeGrantsForgottenPerTransaction: Int { 5_000 }
     /// Messages looked at per read of `forgetFinishedBadgeGrants`.

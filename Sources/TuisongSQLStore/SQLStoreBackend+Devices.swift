@@ -4,9 +4,27 @@ import TuisongCore
 // Devices and tags, written once. Each backend keeps by hand what differs: registering (SQLite's
 // group commit, PostgreSQL's upsert by unnest and bulk import by COPY), the lookups SQLite
 // answers on its point readers (by token, by id, with tags; PostgreSQL's are these defaults
-// but for the tags' `string_agg`), and a list of ids (SQLite's chunked `IN`, PostgreSQL's one
-// array parameter).
+// but for the tags' `string_agg`). A list of ids goes in `SQLList` chunks, on both databases.
 extension SQLStoreBackend {
+    /// The app's devices among `ids`, in id order (unknown ids left out). The list goes in
+    /// padded `SQLList` chunks: a handful of statement texts, each prepared once per connection.
+    public func devices(appID: Int64, ids: [Int64]) async throws -> [Device] {
+        let chunks = SQLList.chunks(ids.map { SQLValue.integer($0) })
+        guard !chunks.isEmpty else { return [] }
+        return try await sqlRead { db in
+            var devices: [Device] = []
+            for list in chunks {
+                devices += try db.fetchAll(
+                    """
+                    SELECT \(raw: Rows.deviceColumns) FROM devices
+                    WHERE app_id = \(appID) AND id IN (\(SQLQuery.list(list)))
+                    """
+                ).map { try Rows.device(columns: $0) }
+            }
+            return devices.sorted { $0.id < $1.id }
+        }
+    }
+
     public func device(appID: Int64, token: DeviceToken) async throws -> Device? {
         try await sqlRead { db in
             try db.fetchOne(

@@ -4,27 +4,10 @@ import TuisongCore
 import TuisongSQLStore
 
 // The IM account writes SQLite does its own way (the rest is written once in
-// `SQLStoreBackend+Accounts`): binding a device (this backend's device upsert), the existence
-// check of a list (chunked `IN`, SQLite's parameter limit) and the badge batching (`json_each`,
-// group commit). Every write is one transaction on the single writer connection, so concurrent
+// `SQLStoreBackend+Accounts`): binding a device (this backend's device upsert) and the badge
+// batching (`json_each`, group commit). Every write is one transaction on the single writer connection, so concurrent
 // badge increments of one account are serialised and each gets its own value.
 extension SQLiteStore: AccountStore {
-    public func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String> {
-        guard !accounts.isEmpty else { return [] }
-        return try await read { db in
-            var found = Set<String>()
-            // SQLite limits bound parameters; a few hundred per statement stays far below.
-            for chunk in Array(Set(accounts)).chunks(ofCount: 500) {
-                let marks = SQLList.placeholders(chunk.count)
-                let rows = try String.fetchAll(
-                    db, sql: "SELECT account FROM accounts WHERE app_id = ? AND account IN (\(marks))",
-                    arguments: StatementArguments([appID] + chunk.map { $0 as (any DatabaseValueConvertible)? }))
-                found.formUnion(rows)
-            }
-            return found
-        }
-    }
-
     public func bindDevice(
         appID: Int64, account: String, registration: DeviceRegistration, credentialSelector: String?
     ) async throws -> Device {

@@ -4,8 +4,7 @@ import TuisongCore
 import TuisongSQLStore
 
 // The device queries SQLite writes by hand (the rest is written once, `SQLStoreBackend+Devices`):
-// registering (group commit), the lookups its point readers answer on the calling thread, and
-// a list of ids in chunked `IN` lists (SQLite's parameter limit).
+// registering (group commit) and the lookups its point readers answer on the calling thread.
 extension SQLiteStore {
     /// Registers or updates the device (app, token) and returns it with `created`.
     ///
@@ -60,24 +59,6 @@ extension SQLiteStore {
 
     public func device(id: Int64) async throws -> Device? {
         try await pointLookUp(.deviceByID, [.int64(id)]) { row in try Rows.device(columns: row) }
-    }
-
-    public func devices(appID: Int64, ids: [Int64]) async throws -> [Device] {
-        let unique = Array(Set(ids))
-        guard !unique.isEmpty else { return [] }
-        let devices = try await read { db in
-            var devices: [Device] = []
-            // Chunks far below SQLite's limit on parameters.
-            for chunk in unique.chunks(ofCount: 500) {
-                let marks = SQLList.placeholders(chunk.count)
-                devices += try Row.fetchAll(
-                    db, sql: "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ? AND id IN (\(marks))",
-                    arguments: StatementArguments([appID] + Array(chunk))
-                ).map(Rows.device)
-            }
-            return devices
-        }
-        return devices.sorted { $0.id < $1.id }
     }
 
     // MARK: - Statements run on the writer

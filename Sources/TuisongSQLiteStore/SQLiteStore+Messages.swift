@@ -120,15 +120,13 @@ extension SQLiteStore: MessageStore {
         var created: Bool
     }
 
+    private static let insertMessageSQL =
+        "INSERT INTO messages (\(Rows.messageInsertColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
     /// Inserts a message (and its idempotency key) in the caller's transaction; a key still
     /// alive answers its first message instead.
     static func insertMessage(_ db: Database, _ row: MessageRow) throws -> InsertedMessage {
-        let insert = try db.cachedStatement(
-            sql: """
-                INSERT INTO messages (app_id, vendor, vendor_message_id, audience, content, options,
-                    labels, state, send_at, created_at, vendor_context)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
+        let insert = try db.cachedStatement(sql: insertMessageSQL)
         if let key = row.idempotencyKey {
             let lifetime = Int64(IdempotencyKey.lifetime * 1000)
             if let existing = try Int64.fetchOne(
