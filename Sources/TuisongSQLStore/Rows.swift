@@ -85,21 +85,33 @@ package enum Rows {
         vendor_context
         """
 
+    /// A message's `state` column.
+    package static func messageState(_ name: String) throws -> MessageState {
+        guard let state = MessageState(rawValue: name) else {
+            throw StoreError(.unavailable, "messages.state holds unknown value \(name)")
+        }
+        return state
+    }
+
+    /// The six counts of a message from column `first` on: queued, sending, delivered, failed,
+    /// skipped, held.
+    package static func deliveryCounts(_ row: some ColumnValues, from first: Int32) -> DeliveryCounts {
+        var counts = DeliveryCounts()
+        counts.queued = Int(row.int64(first))
+        counts.sending = Int(row.int64(first + 1))
+        counts.delivered = Int(row.int64(first + 2))
+        counts.failed = Int(row.int64(first + 3))
+        counts.skipped = Int(row.int64(first + 4))
+        counts.held = Int(row.int64(first + 5))
+        return counts
+    }
+
     /// A message from a backend's message select: columns 0–14 `messageColumns`, 15–20 the
     /// counts (queued, sending, delivered, failed, skipped, held), 21 the failures and 22 the
     /// skips as JSON objects; the cursor is the backend's.
     package static func message(columns row: some ColumnValues, cursor: Int64) throws -> MessageRecord {
-        let stateName = row.string(7)
-        guard let state = MessageState(rawValue: stateName) else {
-            throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
-        }
-        var counts = DeliveryCounts()
-        counts.queued = Int(row.int64(15))
-        counts.sending = Int(row.int64(16))
-        counts.delivered = Int(row.int64(17))
-        counts.failed = Int(row.int64(18))
-        counts.skipped = Int(row.int64(19))
-        counts.held = Int(row.int64(20))
+        let state = try messageState(row.string(7))
+        let counts = deliveryCounts(row, from: 15)
         return MessageRecord(
             id: row.int64(0), appID: row.int64(1), vendor: row.string(2), vendorMessageID: row.optionalString(3),
             audience: try JSONText.decode(Audience.self, row.string(4)),
@@ -117,17 +129,8 @@ package enum Rows {
     /// A row of the console's message activity: id, app id, state, created, started and
     /// completed at, total, then the counts (queued, sending, delivered, failed, skipped, held).
     package static func messageActivity(columns row: some ColumnValues) throws -> MessageActivity {
-        let stateName = row.string(2)
-        guard let state = MessageState(rawValue: stateName) else {
-            throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
-        }
-        var counts = DeliveryCounts()
-        counts.queued = Int(row.int64(7))
-        counts.sending = Int(row.int64(8))
-        counts.delivered = Int(row.int64(9))
-        counts.failed = Int(row.int64(10))
-        counts.skipped = Int(row.int64(11))
-        counts.held = Int(row.int64(12))
+        let state = try messageState(row.string(2))
+        let counts = deliveryCounts(row, from: 7)
         return MessageActivity(
             id: row.int64(0), appID: row.int64(1), state: state, createdAt: SQLTime.date(row.int64(3)),
             startedAt: row.optionalInt64(4).map(SQLTime.date), completedAt: row.optionalInt64(5).map(SQLTime.date),

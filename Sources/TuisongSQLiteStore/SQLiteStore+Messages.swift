@@ -159,22 +159,12 @@ extension SQLiteStore: MessageStore {
     /// push its throughput.
     public func messageProgress(id: Int64) async throws -> MessageProgressSnapshot? {
         try await pointLookUp(.messageProgressByID, [.int64(id)]) { row in
-            let stateName = row.string(0)
-            guard let state = MessageState(rawValue: stateName) else {
-                throw StoreError(.unavailable, "messages.state holds unknown value \(stateName)")
-            }
-            var counts = DeliveryCounts()
-            counts.queued = Int(row.int64(5))
-            counts.sending = Int(row.int64(6))
-            counts.delivered = Int(row.int64(7))
-            counts.failed = Int(row.int64(8))
-            counts.skipped = Int(row.int64(9))
-            counts.held = Int(row.int64(10))
-            return MessageProgressSnapshot(
-                state: state, total: row.optionalInt64(1).map { Int($0) },
+            MessageProgressSnapshot(
+                state: try Rows.messageState(row.string(0)), total: row.optionalInt64(1).map { Int($0) },
                 startedAt: row.optionalInt64(2).map(SQLTime.date),
-                completedAt: row.optionalInt64(3).map(SQLTime.date), cursor: row.int64(4), counts: counts,
-                failures: try Rows.reasonCounts(row.string(11)), skips: try Rows.reasonCounts(row.string(12)))
+                completedAt: row.optionalInt64(3).map(SQLTime.date), cursor: row.int64(4),
+                counts: Rows.deliveryCounts(row, from: 5), failures: try Rows.reasonCounts(row.string(11)),
+                skips: try Rows.reasonCounts(row.string(12)))
         }
     }
 
