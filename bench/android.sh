@@ -11,6 +11,11 @@
 #  (e) the per-recipient path with half the accounts on Android: a Tencent all_member_push to
 #      BENCH_POLICY_DEVICES (200,000) background accounts, one device each, half APNs and half
 #      FCM, against h2load at the FCM look-alike (the slower channel's). 0 skips it.
+#  (f) a HarmonyOS NEXT tag push to BENCH_DEVICES devices through Push Kit v3's look-alike,
+#      1,000 tokens a request, against h2load posting the same 1,000-token requests (a PS256
+#      service-account JWT signed with openssl, push-type 0)
+# BENCH_SCENARIOS (default "b c d e f") picks the scenarios; only their devices are seeded, so
+# BENCH_SCENARIOS=f measures the HarmonyOS push alone (its peak RSS is then its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BENCH_BIN:-.build/release/tuisong}
@@ -21,6 +26,8 @@ PORT=${BENCH_PORT:-18091}
 POLL_HZ=${BENCH_POLL_HZ:-4}
 WORKERS=${BENCH_WORKERS:-2000}
 POLICY_DEVICES=${BENCH_POLICY_DEVICES:-200000}
+SCENARIOS=" ${BENCH_SCENARIOS:-b c d e f} "
+run() { [[ "$SCENARIOS" == *" $1 "* ]]; }
 WORK=$(mktemp -d /tmp/tuisong-bench-android.XXXXXX)
 MOCK_PID=""
 GW_PID=""
@@ -39,6 +46,7 @@ MOCK_URL=$(banner "['url']"); MOCK_PORT=$(banner "['port']"); CA_FILE=$(banner "
 SERVICE_ACCOUNT=$(banner "['fcm']['service_account_file']"); PROJECT=$(banner "['fcm']['project_id']")
 HUAWEI_APP=$(banner "['huawei']['app_id']"); HUAWEI_CLIENT=$(banner "['huawei']['client_id']")
 HUAWEI_SECRET=$(banner "['huawei']['client_secret']")
+HARMONY_ACCOUNT=$(banner "['harmony']['service_account_file']"); HARMONY_PROJECT=$(banner "['harmony']['project_id']")
 
 # Access tokens for h2load, obtained the way the transports do: an RS256 assertion signed
 # with openssl (FCM), client credentials (Huawei).
@@ -63,6 +71,26 @@ out = subprocess.run(["curl", "-s", "--cacert", sys.argv[3], "-d", form, account
 print(json.loads(out)["access_token"])
 EOF
 )
+# HarmonyOS: no token endpoint; the service account's PS256 JWT (SHA256withRSA/PSS, salt 32) is
+# the bearer token itself, as the harmony transport signs it.
+HARMONY_JWT=$(python3 - "$HARMONY_ACCOUNT" <<'EOF'
+import base64, json, os, subprocess, sys, tempfile, time
+account = json.load(open(sys.argv[1]))
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+now = int(time.time())
+header = {"kid": account["key_id"], "typ": "JWT", "alg": "PS256"}
+claims = {"iss": account["sub_account"], "aud": "https://oauth-login.cloud.huawei.com/oauth2/v3/token",
+          "iat": now, "exp": now + 3600}
+signing_input = b64(json.dumps(header).encode()) + "." + b64(json.dumps(claims).encode())
+fd, key = tempfile.mkstemp(suffix=".pem")
+os.write(fd, account["private_key"].encode()); os.close(fd)
+signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key, "-sigopt", "rsa_padding_mode:pss",
+                            "-sigopt", "rsa_pss_saltlen:32"], input=signing_input.encode(),
+                           capture_output=True, check=True).stdout
+os.remove(key)
+print(signing_input + "." + b64(signature))
+EOF
+)
 HUAWEI_TOKEN=$(curl -s --cacert "$CA_FILE" -d "grant_type=client_credentials&client_id=$HUAWEI_CLIENT&client_secret=$HUAWEI_SECRET" \
   "$MOCK_URL/oauth2/v3/token" | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
 
@@ -74,6 +102,12 @@ import json
 tokens = ['hw-bench-%06d' % i for i in range(1000)]
 print(json.dumps({'message': {'android': {'notification': {'body': 'bench', 'click_action': {'type': 3}, 'importance': 'NORMAL', 'title': 'Tuisong'}, 'urgency': 'HIGH'}, 'data': '{\"id\":\"42\"}', 'token': tokens}, 'validate_only': False}))
 " > "$WORK/huawei.json"
+# What the gateway sends a HarmonyOS device for the bench's payload (HarmonyMessage's rendering).
+python3 -c "
+import json
+tokens = ['harmony-bench:%012d' % i for i in range(1000)]
+print(json.dumps({'payload': {'notification': {'badge': {'setNum': 1}, 'body': 'bench', 'category': 'MARKETING', 'clickAction': {'actionType': 0, 'data': {'id': 42}}, 'title': 'Tuisong'}}, 'target': {'token': tokens}}))
+" > "$WORK/harmony.json"
 
 BASELINE_REQUESTS=${BENCH_BASELINE_REQUESTS:-200000}
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -92,6 +126,14 @@ huawei_baseline() {  # sets HUAWEI_BASELINE (tokens/s): 1,000-token requests, at
   grep -E "^finished in|requests:|status codes" "$WORK/h2load-huawei.txt" | sed 's/^/   (a) /'
   HUAWEI_BASELINE=$(awk '/^finished in/ {gsub(",","",$4); print $4 * 1000}' "$WORK/h2load-huawei.txt")
 }
+harmony_baseline() {  # sets HARMONY_BASELINE (tokens/s): 1,000-token v3 requests, at least 2,000 of them
+  local requests=$((DEVICES / 1000 > 2000 ? DEVICES / 1000 : 2000))
+  h2load -n "$requests" -c "$CONNECTIONS" -m 50 --data="$WORK/harmony.json" \
+    -H "authorization: Bearer $HARMONY_JWT" -H "content-type: application/json" -H "push-type: 0" \
+    "$MOCK_URL/v3/$HARMONY_PROJECT/messages:send" > "$WORK/h2load-harmony.txt" 2>&1 || true
+  grep -E "^finished in|requests:|status codes" "$WORK/h2load-harmony.txt" | sed 's/^/   (a) /'
+  HARMONY_BASELINE=$(awk '/^finished in/ {gsub(",","",$4); print $4 * 1000}' "$WORK/h2load-harmony.txt")
+}
 
 export TUISONG_DATABASE_PATH=$WORK/tuisong.db
 export TUISONG_SECURITY_MASTER_KEY_FILE=$WORK/master.key
@@ -106,6 +148,7 @@ export TUISONG_TRANSPORTS_CA_FILE=$CA_FILE
 export TUISONG_TRANSPORTS_FCM_URL=$MOCK_URL
 export TUISONG_TRANSPORTS_HUAWEI_URL=$MOCK_URL
 export TUISONG_TRANSPORTS_HUAWEI_TOKEN_URL=$MOCK_URL/oauth2/v3/token
+export TUISONG_TRANSPORTS_HARMONY_URL=$MOCK_URL
 export TUISONG_TRANSPORTS_CONNECTIONS_PER_HOST=$CONNECTIONS
 export TUISONG_DELIVERY_WORKERS=$WORKERS
 export TUISONG_LOG_LEVEL=warning
@@ -119,6 +162,7 @@ $BIN credential add --app "$APP_ID" --environment production --p8 "$(banner "['p
 $BIN credential add --app "$APP_ID" --channel fcm --service-account "$SERVICE_ACCOUNT" > /dev/null
 HUAWEI_SECRET="$HUAWEI_SECRET" $BIN credential add --app "$APP_ID" --channel huawei --vendor-app-id "$HUAWEI_APP" \
   --client-id "$HUAWEI_CLIENT" --client-secret-env HUAWEI_SECRET > /dev/null
+$BIN credential add --app "$APP_ID" --channel harmony --service-account "$HARMONY_ACCOUNT" > /dev/null
 
 seed() {  # seed CHANNEL FROM TO TAG (a registration sets a device's tags: one tag per device)
   python3 -c "
@@ -128,9 +172,11 @@ for i in range($2, $3 + 1): w(('%064x\n' % i) if '$1' == 'apns' else ('$1-bench:
 " | $BIN device import --app "$APP_ID" --channel "$1" --tag "$4" > /dev/null
 }
 HALF=$((DEVICES / 2))
-echo "== seeding $DEVICES FCM devices (fcm-all), $DEVICES Huawei devices (huawei-all), $HALF APNs + $HALF FCM (mixed), and halves of each alone"
-seed fcm 1 "$DEVICES" fcm-all
-seed huawei 1 "$DEVICES" huawei-all
+echo "== scenarios${SCENARIOS% }; seeding $DEVICES devices for each of (b) FCM, (c) Huawei, (f) HarmonyOS and (d) $HALF APNs + $HALF FCM (mixed) and halves of each alone that runs"
+if run b; then seed fcm 1 "$DEVICES" fcm-all; fi
+if run c; then seed huawei 1 "$DEVICES" huawei-all; fi
+if run f; then seed harmony 1 "$DEVICES" harmony-all; fi
+if run d; then
 # The mixed tag's devices registered alternately, a thousand of each at a time, as a real tag's
 # iPhones and Android phones arrive; all iPhones before all Android phones would send the two
 # halves one after the other (BENCH_MIXED_SORTED=1 does that, to see it).
@@ -146,13 +192,14 @@ else
 fi
 seed apns $((HALF + 1)) "$DEVICES" apns-half
 seed fcm $((DEVICES + HALF + 1)) $((2 * DEVICES)) fcm-half
+fi
 
 # The per-recipient app: Tencent settings, every account in the background with one device,
 # the first half on APNs and the second on FCM (set in the database, as bench/apns.sh does:
 # report_background for each would take longer than the push).
 TENCENT_SDKAPPID=1400000042
 TENCENT_SECRET=5bd2850fff3ecb11d7c805251c51ee463a25727bddc2385f3fa8bfee1bb93b5e
-if [ "$POLICY_DEVICES" -gt 0 ]; then
+if run e && [ "$POLICY_DEVICES" -gt 0 ]; then
   TAPP=$($BIN app create --name bench-tencent --bundle-id com.example.bench)
   TAPP_ID=$(echo "$TAPP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   TKEY=$(echo "$TAPP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])')
@@ -190,21 +237,27 @@ ratio() {  # ratio OUTPUT BASELINE
   python3 -c "print(f'   ratio b/a = {$(echo "$1" | awk '/^RATE/ {print $2}') / $2:.2f} (baseline {$2:,.0f}/s)')"
 }
 
-echo "== (b) FCM tag push to $DEVICES devices (one request per device)"
-baseline
-OUT=$(push_and_wait fcm-all "$DEVICES"); echo "$OUT" | grep -v '^RATE'; ratio "$OUT" "$BASELINE"
+if run b; then
+  echo "== (b) FCM tag push to $DEVICES devices (one request per device)"
+  baseline
+  OUT=$(push_and_wait fcm-all "$DEVICES"); echo "$OUT" | grep -v '^RATE'; ratio "$OUT" "$BASELINE"
+fi
 
-echo "== (c) Huawei tag push to $DEVICES devices (up to 1,000 tokens a request)"
-huawei_baseline
-OUT=$(push_and_wait huawei-all "$DEVICES"); echo "$OUT" | grep -v '^RATE'; ratio "$OUT" "$HUAWEI_BASELINE"
+if run c; then
+  echo "== (c) Huawei tag push to $DEVICES devices (up to 1,000 tokens a request)"
+  huawei_baseline
+  OUT=$(push_and_wait huawei-all "$DEVICES"); echo "$OUT" | grep -v '^RATE'; ratio "$OUT" "$HUAWEI_BASELINE"
+fi
 
-echo "== (d) mixed tag: $HALF APNs + $HALF FCM, then each half alone"
-OUT=$(push_and_wait mixed "$DEVICES"); echo "$OUT" | grep -v '^RATE'
-MIXED=$(echo "$OUT" | grep -oE 'in [0-9.]+ s' | head -1)
-OUT=$(push_and_wait apns-half "$HALF"); echo "$OUT" | grep -v '^RATE'
-OUT=$(push_and_wait fcm-half "$HALF"); echo "$OUT" | grep -v '^RATE'
-echo "   mixed finished $MIXED; compare with the slower half above"
-if [ "$POLICY_DEVICES" -gt 0 ]; then
+if run d; then
+  echo "== (d) mixed tag: $HALF APNs + $HALF FCM, then each half alone"
+  OUT=$(push_and_wait mixed "$DEVICES"); echo "$OUT" | grep -v '^RATE'
+  MIXED=$(echo "$OUT" | grep -oE 'in [0-9.]+ s' | head -1)
+  OUT=$(push_and_wait apns-half "$HALF"); echo "$OUT" | grep -v '^RATE'
+  OUT=$(push_and_wait fcm-half "$HALF"); echo "$OUT" | grep -v '^RATE'
+  echo "   mixed finished $MIXED; compare with the slower half above"
+fi
+if run e && [ "$POLICY_DEVICES" -gt 0 ]; then
   echo "== (e) per-recipient path: Tencent all_member_push/im_push to $POLICY_DEVICES background accounts, half APNs, half FCM"
   baseline
   OUT=$(python3 bench/push_watch.py --port "$PORT" --key "$TKEY" --pid "$GW_PID" --mock-pid "$MOCK_PID" \
@@ -213,11 +266,17 @@ if [ "$POLICY_DEVICES" -gt 0 ]; then
   echo "$OUT" | grep -v '^RATE'; ratio "$OUT" "$BASELINE"
 fi
 
+if run f; then
+  echo "== (f) HarmonyOS NEXT tag push to $DEVICES devices (Push Kit v3, up to 1,000 tokens a request)"
+  harmony_baseline
+  OUT=$(push_and_wait harmony-all "$DEVICES"); echo "$OUT" | grep -v '^RATE'; ratio "$OUT" "$HARMONY_BASELINE"
+fi
+
 echo "== the look-alike's counts"
 kill -INT "$MOCK_PID" 2>/dev/null; wait "$MOCK_PID" 2>/dev/null || true; MOCK_PID=""
 python3 -c "
 import json
 t = open('$WORK/mock.out').read()
 summary = json.loads(t[t.index('\n}') + 2:])
-for s in ('fcm', 'huawei'): print('  ', s, summary.get(s))
+for s in ('fcm', 'huawei', 'harmony'): print('  ', s, summary.get(s))
 "

@@ -159,7 +159,8 @@ extension EasemobProvider {
             appID: call.appID, vendor: Self.name, vendorMessageID: message.msgID, audience: .accounts(audience),
             content: generic,
             options: PushOptions(
-                pushType: .alert, priority: .immediate, android: EasemobAndroidOptions.options(ext: message.ext)),
+                pushType: .alert, priority: .immediate, android: EasemobAndroidOptions.options(ext: message.ext),
+                harmony: EasemobHarmonyOptions.options(ext: message.ext)),
             labels: labels,
             vendorContext: .object(vendorContext))
         do {

@@ -13,6 +13,8 @@ extension AndroidServices {
     /// The scenario types (`push-type`) Huawei lists: alert, widget, notification extension,
     /// background, live view, in-app call.
     static let harmonyPushTypes: Set<Int> = [0, 1, 2, 6, 7, 10]
+    /// The most tokens a test message (`pushOptions.testMessage`) may carry.
+    static let harmonyTestMessageTokens = 10
     /// `notification.category` values of Huawei's server demo (`Notification.Category`).
     static let harmonyCategories: Set<String> = [
         "IM", "VOIP", "SUBSCRIPTION", "TRAVEL", "HEALTH", "WORK", "ACCOUNT", "EXPRESS", "FINANCE", "DEVICE_REMINDER",
@@ -111,6 +113,12 @@ extension AndroidServices {
             return refuse(400, "80300008", "The message body size exceeds the default value", tokens: tokens.count)
         }
         let testMessage = body["pushOptions"]?["testMessage"].map { if case .bool(true) = $0 { true } else { false } }
+        // Huawei: a test message carries at most 10 tokens (the code is assumed: 80300010, the
+        // token count's; docs/reference/harmony.md §3).
+        if testMessage == true, tokens.count > Self.harmonyTestMessageTokens {
+            return refuse(
+                400, "80300010", "A test message carries at most 10 tokens", tokens: tokens.count)
+        }
         let outcome = Self.sortBatch(tokens, faults: faults)
         if let fault = outcome.requestFault {
             if fault.kind == .quotaExceeded {

@@ -76,8 +76,67 @@ import TuisongTransportKit
             #expect(harmony.count == 1)
             let received = try #require(harmony.first)
             #expect(received.tokens == ["MAMzLg-bob-harmony"])
-            #expect(try JSONValue(parsing: received.body)["payload"]?["notification"]?["body"] == "小艾:早")
+            let notification = try #require(try JSONValue(parsing: received.body)["payload"]?["notification"])
+            #expect(notification["body"] == "小艾:早")
+            // No em_harmony_push_ext: the credential's default category and a tap that opens the app.
+            #expect(notification["category"] == "MARKETING" && notification["clickAction"]?["actionType"] == 0)
+            #expect(!received.harmonyTestMessage)
+
+            // em_harmony_push_ext as Easemob documents it (server-side/push_extension.md): its
+            // category, click action and test flag reach Push Kit; notify_id and receipt_id have
+            // no counterpart and are not sent. The iPhone and the Huawei phone are untouched.
+            let extended = try await gw.call(
+                "POST", "/messages/users",
+                [
+                    "from": "alice", "to": ["bob"], "type": "txt", "body": ["msg": "晚"],
+                    "ext": [
+                        "em_harmony_push_ext": [
+                            "click_action": "com.a.b.shot", "category": "IM", "notify_id": 1,
+                            "receipt_id": "RCP78C959D4", "is_test_message": true,
+                        ]
+                    ],
+                ],
+                token: token)
+            let extendedID = try #require(extended.data["bob"] as? String)
+            let extendedOutcome = try await gw.completed(msgID: extendedID)
+            #expect(extendedOutcome.status.counts.delivered == 3, "\(extendedOutcome.status.failures)")
+            let (tested, testedBody) = try #require(harmonySent(gw, msgID: extendedID))
+            #expect(tested.harmonyTestMessage && tested.harmonyPushType == 0)
+            let shown = try #require(testedBody["payload"]?["notification"])
+            #expect(shown["category"] == "IM" && shown["body"] == "小艾:晚")
+            #expect(shown["clickAction"]?["actionType"] == 1 && shown["clickAction"]?["action"] == "com.a.b.shot")
+            #expect(testedBody["pushOptions"]?["testMessage"] == true)
+            #expect(shown["notifyId"] == nil && testedBody["pushOptions"]?["receiptId"] == nil)
+            let iphone = try #require(gw.received(msgID: extendedID)[apnsToken(1)])
+            #expect(iphone.body == "小艾:晚" && iphone.aps["category"] == nil)
+            let phone = try #require(huawei(gw, msgID: extendedID)["huawei-bob-token_1"])
+            #expect(phone["android"]?["category"] == nil && !phone.serializedString.contains("com.a.b.shot"))
+
+            // A category that is not one of Huawei's is ignored: the credential's default.
+            let unknown = try await gw.call(
+                "POST", "/messages/users",
+                [
+                    "from": "alice", "to": ["bob"], "type": "txt", "body": ["msg": "夜"],
+                    "ext": ["em_harmony_push_ext": ["category": "CHAT", "is_test_message": false]],
+                ],
+                token: token)
+            let unknownID = try #require(unknown.data["bob"] as? String)
+            #expect(try await gw.completed(msgID: unknownID).status.counts.delivered == 3)
+            let (plain, plainBody) = try #require(harmonySent(gw, msgID: unknownID))
+            #expect(plainBody["payload"]?["notification"]?["category"] == "MARKETING" && !plain.harmonyTestMessage)
         }
+    }
+
+    /// The HarmonyOS request the look-alike received for this msg id (`m` of `clickAction.data`)
+    /// and its body.
+    func harmonySent(_ gw: EasemobGateway, msgID: String) -> (ReceivedAndroidMessage, JSONValue)? {
+        for message in gw.mock.receivedAndroidMessages() where message.service == .harmony {
+            guard let body = try? JSONValue(parsing: message.body),
+                body["payload"]?["notification"]?["clickAction"]?["data"]?["m"]?.stringValue == msgID
+            else { continue }
+            return (message, body)
+        }
+        return nil
     }
 
     @Test func anAndroidDeviceIsDecidedAndRenderedLikeTheUsersIPhone() async throws {

@@ -49,6 +49,24 @@ import TuisongTransportKit
         #expect(transport.tokens.fetchCount == 1)
     }
 
+    /// Huawei: a test message carries at most 10 tokens (docs/reference/harmony.md §3). The
+    /// transport sends 25 in three requests; without the flag the same 25 go in one.
+    @Test func aTestMessageGoesTenTokensARequest() async throws {
+        let harness = try await Harness()
+        defer { harness.stop() }
+        let transport = harness.harmony(credential: harness.harmonyCredential(try harness.trustedHarmonyAccount()))
+        let tokens = (0..<25).map { "MAMzLgTest-\($0)" }
+        var batch = harness.batch(tokens)
+        for index in batch.pushes.indices { batch.pushes[index].headers.harmony = HarmonyOptions(testMessage: true) }
+        #expect(await transport.outcomes(of: batch).allSatisfy(\.isDelivered))
+        let tested = harness.server.receivedAndroidMessages().filter { $0.service == .harmony }
+        #expect(tested.map(\.tokens.count).sorted() == [5, 10, 10])
+        #expect(tested.allSatisfy { $0.harmonyTestMessage })
+        #expect(await transport.outcomes(of: harness.batch(tokens)).allSatisfy(\.isDelivered))
+        let all = harness.server.receivedAndroidMessages().filter { $0.service == .harmony }
+        #expect(all.count == 4 && all.last?.tokens.count == 25 && all.last?.harmonyTestMessage == false)
+    }
+
     @Test func aBackgroundPushIsPushType6WithTheDataAsExtraData() async throws {
         let harness = try await Harness()
         defer { harness.stop() }
@@ -133,6 +151,15 @@ import TuisongTransportKit
         )
         #expect(try await send(jwt(iat: now - 7200, exp: now - 3600)) == (401, "80200005"))
         #expect(try await send(jwt(aud: "https://example.com/token", iat: now, exp: now + 3600)) == (401, "80200001"))
+        // A test message of 10 tokens is taken, of 11 refused (Huawei's limit; the code assumed).
+        func testMessage(tokens count: Int) -> [UInt8] {
+            let tokens = (0..<count).map { #""MAMz-t\#($0)""# }.joined(separator: ",")
+            return Array(
+                #"{"payload":{"notification":{"category":"IM","title":"t","body":"b","clickAction":{"actionType":0}}},"pushOptions":{"testMessage":true},"target":{"token":[\#(tokens)]}}"#
+                    .utf8)
+        }
+        #expect(try await send(jwt(iat: now, exp: now + 3600), body: testMessage(tokens: 10)) == (200, "80000000"))
+        #expect(try await send(jwt(iat: now, exp: now + 3600), body: testMessage(tokens: 11)) == (400, "80300010"))
         #expect(try await send(jwt(iss: "someone-else", iat: now, exp: now + 3600)) == (401, "80200001"))
         // An RS256 token of the right key is not a PS256 one.
         let rs256 = try JWT.signRS256(

@@ -166,6 +166,7 @@ def test_fcm_service_account_is_added_and_a_bad_key_is_refused(browser, gateway,
     visible(browser, "#android-cred-form")
     assert Select(browser.find_element(By.ID, "android-channel")).first_selected_option.get_attribute("value") == "fcm"
     assert not browser.find_element(By.ID, "android-client-secret").is_displayed(), "FCM takes a file, not a secret"
+    assert "Firebase" in browser.find_element(By.ID, "android-file-hint").text
 
     # A file whose private_key does not load: refused at upload, the server's reason at the field.
     browser.find_element(By.ID, "android-file").send_keys(str(service_accounts["bad"]))

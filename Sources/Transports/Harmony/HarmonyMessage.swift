@@ -10,6 +10,8 @@ import TuisongTransportKit
 public enum HarmonyMessage {
     /// Huawei's limit on `target.token`.
     static let maxTokens = 1000
+    /// Huawei's limit on `target.token` of a test message (`pushOptions.testMessage`).
+    static let maxTestMessageTokens = 10
     /// Huawei keeps a message at most 15 days (`pushOptions.ttl`, seconds; assumed as for the
     /// Android Push Kit: docs/reference/harmony.md §3).
     static let maxTTL: Int64 = 1_296_000

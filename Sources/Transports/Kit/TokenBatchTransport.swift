@@ -15,6 +15,9 @@ public protocol TokenBatchService: Sendable {
 
     /// The service's limit of tokens per request.
     var maxTokens: Int { get }
+    /// The limit for a push with these headers (HarmonyOS: 10 for a test message); at most
+    /// `maxTokens`.
+    func maxTokens(headers: PushHeaders) -> Int
     /// What a used-up daily quota does to the pushes it stops: skipped (OPPO, vivo) or kept
     /// and sent again once the service's day turns (Xiaomi).
     var dailyQuotaPolicy: DailyQuotaPolicy { get }
@@ -40,6 +43,8 @@ public protocol TokenBatchService: Sendable {
 }
 
 extension TokenBatchService {
+    /// Most services take as many tokens whatever the push.
+    public func maxTokens(headers: PushHeaders) -> Int { maxTokens }
     /// Most services have a data message (Huawei, Honor, Xiaomi's `pass_through=1`).
     public var carriesDataMessages: Bool { true }
     /// None of the Android services sets a badge without a notification.
@@ -197,8 +202,9 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
         var rendered: (content: SharedContent, headers: PushHeaders, template: Service.Template)?
         while start < positions.count {
             let push = pushes[positions[start]]
+            let limit = min(tokensPerRequest, service.maxTokens(headers: push.headers))
             var end = start + 1
-            while end < positions.count, end - start < tokensPerRequest,
+            while end < positions.count, end - start < limit,
                 pushes[positions[end]].content == push.content, pushes[positions[end]].headers == push.headers
             {
                 end += 1

@@ -115,6 +115,13 @@ function channelName(channel) {
 const FIELD_IDS = { file: 'android-file', vendor_app_id: 'android-app-id', client_id: 'android-client-id', client_secret: 'android-client-secret', badge_class: 'android-badge-class' };
 // The console's own hints for fields it knows.
 const FIELD_HINTS = { file: 'cred.androidFileHint', client_secret: 'secret.unsetHint', badge_class: 'cred.badgeClassHint' };
+/** A field's hint for the chosen service: the console's own where it has one, else the
+ * declaration's. The file hint walks through Firebase's console, so it is FCM's alone (a
+ * HarmonyOS key file comes from Huawei's API Console, as its declaration says). */
+function fieldHint(spec, channel) {
+  if (spec.name === 'file' && channel !== 'fcm') return spec.help || '';
+  return FIELD_HINTS[spec.name] ? t(FIELD_HINTS[spec.name]) : spec.help || '';
+}
 
 /** androidChannels() in the current language, for the section's title, hint and empty state. */
 function androidChannelTexts() {
@@ -200,7 +207,7 @@ function androidForm(app, refresh) {
           ? h('input', { type: 'password', name: spec.name, autocomplete: 'new-password' })
           : h('input', { type: 'text', name: spec.name, autocomplete: 'off', spellcheck: 'false' });
       const id = FIELD_IDS[spec.name] || `android-${spec.name.replace(/_/g, '-')}`;
-      const hint = FIELD_HINTS[spec.name] ? t(FIELD_HINTS[spec.name]) : spec.help;
+      const hint = fieldHint(spec, form.channel);
       fields.set(spec.name, { input, field: field(localized(spec.label, spec.name), input, { id, hint }) });
     }
   }
@@ -220,6 +227,7 @@ function androidForm(app, refresh) {
       // Each service names its values its own way (docs/android.md, Credentials).
       const label = localized(spec.label, name);
       f.wrap.querySelector('label').textContent = spec.required ? label : `${label}${paren(t('common.optional'))}`;
+      if (f.hint) f.hint.textContent = fieldHint(spec, channel.value);
       if (spec.kind === 'text') {
         input.inputMode = spec.numeric ? 'numeric' : 'text';
         input.placeholder = spec.placeholder || '';
