@@ -1,10 +1,11 @@
 import Foundation
 import Testing
-import TuisongAPNs
 import TuisongCore
 import TuisongCrypto
 import TuisongPluginTestKit
 import TuisongStore
+
+@testable import TuisongAPNs
 
 /// APNs provider tokens shared by the nodes of a gateway through the database
 /// (`ProviderTokenCache` with a `ProviderTokenStore`).
@@ -125,13 +126,11 @@ import TuisongStore
             nodes[0].invalidate(ifIssuedAt: first.issuedAt)
             let replacement = try nodes[0].providerToken()
             #expect(replacement != first)
-            for _ in 0..<500 {
-                if try await store.currentProviderToken(
-                    teamID: "DEF123GHIJ", keyID: "ABC123DEFG", newerThan: first.issuedAt) != nil
-                {
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(10))
+            // Node 0 offers its replacement in the background; node 1 looks once it is stored (under
+            // the key id with the key's fingerprint, as the caches share it).
+            try await waitUntil("node 0's replacement is stored", within: .seconds(10)) {
+                try await store.currentProviderToken(
+                    teamID: "DEF123GHIJ", keyID: nodes[0].sharedKeyID, newerThan: first.issuedAt) != nil
             }
             clock.advance(by: 1)
             nodes[1].invalidate(ifIssuedAt: first.issuedAt)
