@@ -262,6 +262,37 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         #expect(sender.totalAttempts == 3)
     }
 
+    /// `idle()` waits for what is due (a run in flight, retries once the clock makes them due)
+    /// and not for what is not: the check the nothing-happened tests rely on.
+    @Test(arguments: PluginStoreBackend.allCases) func idleReturnsOnceWhatIsDueWasSent(_ backend: PluginStoreBackend)
+        async throws
+    {
+        let f = try await EngineFixture.make(backend)
+        defer { f.cleanUp() }
+        try await f.seed(20)
+        let clock = ManualClock(Date())
+        // Every fourth device is asked to come back in a minute; answers take 20 ms.
+        let sender = ScriptedTransport(answering: .after(.milliseconds(20))) { token, attempt in
+            Int(token.suffix(4), radix: 16)! % 4 == 0 && attempt == 1
+                ? .retry(.apns(.tooManyRequests), after: .seconds(60)) : .delivered(serviceMessageID: nil)
+        }
+        let engine = f.engine(sender, clock: clock)
+        try await engine.start()
+        let record = try await engine.submit(f.job(.all))
+        await engine.idle()
+        #expect(sender.totalAttempts == 20, "the run was sent and answered before idle() returned")
+        #expect(try await engine.status(messageID: record.id)?.counts.delivered == 15)
+        await engine.idle()
+        #expect(sender.totalAttempts == 20, "the retries are not due yet")
+        clock.advance(by: 61)
+        await engine.idle()
+        #expect(sender.totalAttempts == 25, "the retries came due and were sent before idle() returned")
+        let status = try await f.waitUntilCompleted(engine, record.id)
+        await engine.stop()
+        #expect(status.counts.delivered == 20)
+        await engine.idle()  // a stopped engine: at once
+    }
+
     @Test(arguments: PluginStoreBackend.allCases) func payloadTooLargeIsRefusedBeforeAnythingIsStored(
         _ backend: PluginStoreBackend
     ) async throws {
