@@ -27,9 +27,12 @@ func transport(_ name: String, under folder: String = "Sources/Transports") -> T
 /// line in the gateway's registry (`Sources/TuisongGateway/Providers.swift`).
 let vendors = ["Baidu", "Tencent", "Easemob"]
 
-/// A provider's target and its test target. A provider sees the core through `TuisongPlugin`
-/// and never imports the store, the gateway, another provider or a C module; its tests run on
-/// `TuisongPluginTestKit`, and end to end on `TuisongGatewayTestKit`.
+/// A provider's target and its two test targets. A provider sees the core through `TuisongPlugin`
+/// and never imports the store, the gateway, another provider or a C module. Its unit tests
+/// (`<Vendor>ProviderTests`: policies, signatures, parsing, its store on both databases) run on
+/// `TuisongPluginTestKit` and never build the gateway; its end-to-end tests
+/// (`<Vendor>EndToEndTests`: the whole gateway on loopback) run on `TuisongGatewayTestKit`.
+/// Helpers both need are one file in the unit tests, linked from the end-to-end folder.
 func provider(_ vendor: String) -> [Target] {
     [
         .target(
@@ -43,8 +46,15 @@ func provider(_ vendor: String) -> [Target] {
             name: "\(vendor)ProviderTests",
             dependencies: [
                 .target(name: "\(vendor)Provider"), "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP",
-                "TuisongPlugin", "TuisongStore", "TuisongCrypto", "TuisongDelivery", "TuisongGateway",
-                "TuisongGatewayTestKit", "TuisongLookAlikes", "TuisongPostgresTestKit", "TuisongTransportKit",
+                "TuisongPlugin", "TuisongStore", "TuisongCrypto", "TuisongDelivery",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "\(vendor)EndToEndTests",
+            dependencies: [
+                .target(name: "\(vendor)Provider"), "TuisongPluginTestKit", "TuisongGatewayTestKit", "TuisongGateway",
+                "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto", "TuisongDelivery",
+                "TuisongLookAlikes", "TuisongPostgresTestKit", "TuisongTransportKit",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]

@@ -88,6 +88,8 @@ public final class DeliveryEngine: PushGateway {
     private let leaseWake = WakeSignal()
     private let loops = Mutex<[Task<Void, Never>]>([])
     private let stopping = Atomic<Bool>(false)
+    /// The dispatcher's and the retry worker's passes, for `idle()`.
+    let passes = LoopPasses()
     /// Apps by id; every writer of an app calls `apps.changed(id:)`.
     public let apps: AppCache
     /// Delivery policies by vendor (provider name), from the mounted providers.
@@ -157,8 +159,28 @@ public final class DeliveryEngine: PushGateway {
         leaseWake.signal()
         let tasks = loops.withLock { $0 }
         for task in tasks { await task.value }
+        passes.stopped()
         await badgeGrants.finished()
         for run in runs.all() { await run.finished() }
+    }
+
+    /// Returns once the engine has nothing left to do at its clock's `now`: no run is sending,
+    /// and the dispatcher and the retry worker have each finished a pass begun after the last
+    /// run ended, none of which found work. A test waits for this, with a manual clock, to say
+    /// that something did not happen (a cancelled message, or one not due yet, was not sent)
+    /// instead of sleeping — as NIO's embedded event loop runs until nothing is left. Returns
+    /// at once when the engine is not running.
+    public func idle() async {
+        while !isStopping, !loops.withLock({ $0.isEmpty }) {
+            let before = passes.counts
+            for run in runs.all() { await run.finished() }
+            let after = passes.counts
+            wakeSignal.signal()
+            // A pass under way now may have looked before the last run ended: the one after it.
+            await passes.wait { $0.dispatch >= after.dispatch + 2 && $0.retry >= after.retry + 2 }
+            let end = passes.counts
+            if end.stopped || (end.busy == before.busy && runs.count == 0) { return }
+        }
     }
 
     /// Validates, renders and commits the message; it is durable when this returns.
@@ -241,6 +263,8 @@ public final class DeliveryEngine: PushGateway {
                 continue
             }
             var claimedFullBatch = false
+            // Whether this pass found work (for `idle()`).
+            var busy = !unstarted.isEmpty
             do {
                 if unstarted.isEmpty {
                     let running = runs.all()
@@ -249,6 +273,7 @@ public final class DeliveryEngine: PushGateway {
                         now: clock.now, limit: free, sliceLimit: min(free, max(0, settings.slicesPerNode - sliceRuns)),
                         running: Set(running.map(\.key)))
                     claimedFullBatch = unstarted.count { $0.slice.isWholeMessage } == free
+                    busy = !unstarted.isEmpty
                 }
                 while let claim = unstarted.first, !isStopping {
                     let app = try await app(id: claim.record.appID)
@@ -260,8 +285,10 @@ public final class DeliveryEngine: PushGateway {
                     start(MessageRun(engine: self, record: claim.record, app: app, slice: claim.slice))
                 }
             } catch {
+                busy = true
                 logger.error("dispatcher failed; trying again", metadata: ["error": "\(error)"])
             }
+            passes.completed(.dispatch, busy: busy)
             // More may be waiting behind a full batch: claim again at once.
             if claimedFullBatch && unstarted.isEmpty { continue }
             await wakeSignal.wait(timeout: settings.pollInterval)

@@ -20,12 +20,15 @@ struct RetryWorker: Sendable {
                 await expireHeld()
             }
             var claimed: [DeliveryRecord] = []
+            var failed = false
             do {
                 claimed = try await engine.store.claimDueDeliveries(now: engine.clock.now, limit: 500)
             } catch {
+                failed = true
                 engine.logger.error("retry worker: claiming deliveries failed", metadata: ["error": "\(error)"])
             }
             if claimed.isEmpty {
+                engine.passes.completed(.retry, busy: failed)
                 try? await Task.sleep(for: engine.settings.pollInterval)
                 continue
             }
@@ -34,6 +37,7 @@ struct RetryWorker: Sendable {
             while true {
                 do {
                     try await engine.store.applyDeliveryUpdates(updates, at: engine.clock.now)
+                    engine.passes.completed(.retry, busy: true)
                     break
                 } catch {
                     engine.logger.error(

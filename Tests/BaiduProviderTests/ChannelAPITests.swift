@@ -7,8 +7,10 @@ import TuisongPluginTestKit
 
 /// Channel REST API 2.0 over loopback, every call signed by the Python signer.
 @Suite(.serialized) struct ChannelAPITests {
-    @Test func pushToUserKeepsTheMessageForFetch() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func pushToUserKeepsTheMessageForFetch(_ backend: PluginStoreBackend)
+        async throws
+    {
+        try await withFixture(on: backend) { f in
             let (userID, channelID) = try await f.bind(token(1))
             try await f.bind(token(2))
             let message = #"{"aps":{"alert":"订单已发货","badge":1},"order":7}"#
@@ -56,8 +58,8 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func pushToTagAndToAll() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func pushToTagAndToAll(_ backend: PluginStoreBackend) async throws {
+        try await withFixture(on: backend) { f in
             let (userID, _) = try await f.bind(token(1))
             try await f.bind(token(2))
             let tid = expectSuccess(try await f.channel("set_tag", ["tag": "vip", "user_id": userID]))["tid"] as? Int
@@ -98,8 +100,10 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func tagsBindingsAndDeviceType() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func tagsBindingsAndDeviceType(_ backend: PluginStoreBackend)
+        async throws
+    {
+        try await withFixture(on: backend) { f in
             let (user1, channel1) = try await f.bind(token(1))
             let (user2, _) = try await f.bind(token(2))
             expectSuccess(try await f.channel("set_tag", ["tag": "news"]))
@@ -140,8 +144,10 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func channelIDGoesWhereTheReferenceSays() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func channelIDGoesWhereTheReferenceSays(_ backend: PluginStoreBackend)
+        async throws
+    {
+        try await withFixture(on: backend) { f in
             let (userID, channelID) = try await f.bind(token(1))
             // push_msg takes channel_id in the body…
             expectSuccess(
@@ -163,8 +169,10 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func badInputLeavesNothingBehind() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func badInputLeavesNothingBehind(_ backend: PluginStoreBackend)
+        async throws
+    {
+        try await withFixture(on: backend) { f in
             let (userID, _) = try await f.bind(token(1))
             expectError(
                 try await f.channel("push_msg", ["push_type": "one", "messages": #""x""#]), 30602, status: 400,

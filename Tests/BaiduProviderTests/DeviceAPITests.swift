@@ -7,8 +7,9 @@ import TuisongPluginTestKit
 
 /// `/baidu/device/*`: what the BPush iOS SDK did, over loopback HTTP.
 @Suite(.serialized) struct DeviceAPITests {
-    @Test func bindAnswersStableIDs() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func bindAnswersStableIDs(_ backend: PluginStoreBackend) async throws
+    {
+        try await withFixture(on: backend) { f in
             let response = try await f.device(
                 "bind",
                 ["apikey": BaiduFixture.apiKey, "device_token": token(1).uppercased(), "push_mode": "development"])
@@ -33,8 +34,9 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func tagsOnTheBoundDevice() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func tagsOnTheBoundDevice(_ backend: PluginStoreBackend) async throws
+    {
+        try await withFixture(on: backend) { f in
             try await f.bind(token(1))
             let base: [String: Any] = ["apikey": BaiduFixture.apiKey, "device_token": token(1)]
             var set = try await f.device("set_tags", base.merging(["tags": ["news", "体育"]]) { $1 })
@@ -57,8 +59,10 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func unboundDevicesGet30608() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func unboundDevicesGet30608(_ backend: PluginStoreBackend)
+        async throws
+    {
+        try await withFixture(on: backend) { f in
             let (_, channelID) = try await f.bind(token(1))
             let base: [String: Any] = ["apikey": BaiduFixture.apiKey, "device_token": token(1)]
             #expect(try await f.device("set_tags", base.merging(["tag": "vip"]) { $1 }).errorCode == 0)
@@ -80,8 +84,8 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func badInput() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func badInput(_ backend: PluginStoreBackend) async throws {
+        try await withFixture(on: backend) { f in
             try await f.bind(token(1))
             expectError(
                 try await f.device("bind", ["apikey": "nope", "device_token": token(1), "push_mode": "production"]),

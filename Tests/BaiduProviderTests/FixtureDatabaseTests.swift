@@ -9,7 +9,8 @@ import TuisongStore
 
 /// A database written by main at 46ec891, when Baidu's tables and queries were part of the
 /// core store (`Tests/Fixtures/main-46ec891/README.md`), opened by this build: it migrates
-/// once and serves its Baidu data through Baidu's own API.
+/// once and serves its Baidu data through Baidu's own API. The fixture is a SQLite file (an
+/// upgrade of an old SQLite gateway's database, SQLite's alone); a fresh database is either.
 @Suite struct FixtureDatabaseTests {
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().appending(path: "Fixtures/main-46ec891")
@@ -147,12 +148,17 @@ import TuisongStore
         #expect(params["channel_id"] as? String == Self.unboundChannel)
     }
 
-    @Test("A fresh database: Baidu's bindings live in its table and go with their device")
-    func freshDatabase() async throws {
+    @Test(
+        "A fresh database: Baidu's bindings live in its table and go with their device",
+        arguments: PluginStoreBackend.allCases)
+    func freshDatabase(_ backend: PluginStoreBackend) async throws {
         let clock = ManualClock(Self.written)
-        let temporary = try TemporaryStore(providers: [BaiduProvider.self], clock: clock)
+        let temporary = try PluginTestStore(backend, providers: [BaiduProvider.self], clock: clock)
         defer { temporary.remove() }
-        #expect(try await temporary.store.appliedMigrations() == temporary.store.migrationNames)
+        let migrations =
+            (temporary.store as? SQLiteStore)?.migrationNames ?? (temporary.store as? PostgresStore)?.migrationNames
+        #expect(try await temporary.store.appliedMigrations() == migrations)
+        #expect(migrations?.contains { $0.hasPrefix("baidu:") } == true, "\(migrations ?? [])")
         let gateway = RecordingGateway(store: temporary.store, clock: clock)
         let provider = try BaiduProvider(context: temporary.context(gateway: gateway, secrets: try TestSealer()))
         let app = try await temporary.store.createApp(name: "fresh", bundleID: "com.example.fresh", apiKeyHash: "h")

@@ -10,8 +10,10 @@ import TuisongPluginTestKit
     static let alert =
         #"{"aps":{"alert":{"title":"T","body":"B"},"sound":"default","thread-id":"t1","mutable-content":1},"deep_link":"app://x"}"#
 
-    @Test func singleDeviceAndItsStatus() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func singleDeviceAndItsStatus(_ backend: PluginStoreBackend)
+        async throws
+    {
+        try await withFixture(on: backend) { f in
             let (_, channelID) = try await f.bind(token(1), mode: "development")
             let sent = expectSuccess(
                 try await f.v3(
@@ -66,8 +68,10 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func scheduledPushIsATimerThatCanBeCancelled() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func scheduledPushIsATimerThatCanBeCancelled(
+        _ backend: PluginStoreBackend
+    ) async throws {
+        try await withFixture(on: backend) { f in
             try await f.bind(token(1))
             let sendTime = f.now + 3600
             let sent = expectSuccess(
@@ -111,8 +115,10 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func sendTimeMustBeAheadAndWithinAYear() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func sendTimeMustBeAheadAndWithinAYear(_ backend: PluginStoreBackend)
+        async throws
+    {
+        try await withFixture(on: backend) { f in
             for sendTime in [f.now - 10, f.now + 30, f.now + 366 * 86_400] {
                 expectError(
                     try await f.v3("push/all", ["msg": #""x""#, "send_time": String(sendTime)]), 30602,
@@ -122,8 +128,8 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func tagsAndBatches() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func tagsAndBatches(_ backend: PluginStoreBackend) async throws {
+        try await withFixture(on: backend) { f in
             let (_, c1) = try await f.bind(token(1))
             let (_, c2) = try await f.bind(token(2))
             let unknown = "1234567890123456789"
@@ -179,8 +185,8 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func deviceStatistics() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func deviceStatistics(_ backend: PluginStoreBackend) async throws {
+        try await withFixture(on: backend) { f in
             try await f.bind(token(1))
             let (_, c2) = try await f.bind(token(2))
             #expect(try await f.baidu.unbindDevice(appID: f.app.id, channelID: c2))
@@ -193,8 +199,10 @@ import TuisongPluginTestKit
         }
     }
 
-    @Test func queriesAcceptGETAndPushesDoNot() async throws {
-        try await withFixture { f in
+    @Test(arguments: PluginStoreBackend.allCases) func queriesAcceptGETAndPushesDoNot(_ backend: PluginStoreBackend)
+        async throws
+    {
+        try await withFixture(on: backend) { f in
             expectSuccess(try await f.v3("app/query_tags", httpMethod: "GET"))
             expectError(try await f.v3("push/all", ["msg": #""x""#], httpMethod: "GET"), 30601, status: 405)
             expectError(try await f.v3("push/nothing"), 30601, status: 400)

@@ -11,14 +11,15 @@ import TuisongStore
 
 @testable import BaiduProvider
 
-/// One Baidu provider on a loopback HTTP server with its own temporary database, an app with
-/// Baidu keys, a manual clock and a recording gateway.
+/// One Baidu provider on a loopback HTTP server with its own temporary database (a SQLite file,
+/// or a database in the PostgreSQL test cluster), an app with Baidu keys, a manual clock and a
+/// recording gateway.
 final class BaiduFixture: Sendable {
     static let apiKey = "Ljc710pzAa99GULCo8y48NvB"
     static let secretKey = "87772555E1C16715EBA5C85341684C58"
 
-    let temporary: TemporaryStore
-    let store: SQLiteStore
+    let temporary: PluginTestStore
+    let store: any GatewayStore
     let clock: ManualClock
     /// What the provider submits to: a `RecordingGateway` unless the test built another.
     let pushGateway: any PushGateway
@@ -31,11 +32,13 @@ final class BaiduFixture: Sendable {
     var gateway: RecordingGateway { pushGateway as! RecordingGateway }
 
     init(
-        configuration: JSONValue? = nil,
-        gateway makeGateway: (SQLiteStore, ManualClock) -> any PushGateway = { RecordingGateway(store: $0, clock: $1) }
+        on backend: PluginStoreBackend = .sqlite, configuration: JSONValue? = nil,
+        gateway makeGateway: (any GatewayStore, ManualClock) -> any PushGateway = {
+            RecordingGateway(store: $0, clock: $1)
+        }
     ) async throws {
         clock = ManualClock()
-        temporary = try TemporaryStore(providers: [BaiduProvider.self], clock: clock)
+        temporary = try PluginTestStore(backend, providers: [BaiduProvider.self], clock: clock)
         store = temporary.store
         pushGateway = makeGateway(store, clock)
         let sealer = try TestSealer()
@@ -247,13 +250,13 @@ func payloadJSON(_ job: PushJob) -> [String: Any] {
     return (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
 }
 
-/// Runs `body` with a fresh fixture and always stops it.
+/// Runs `body` with a fresh fixture on `backend` and always stops it.
 func withFixture(
-    configuration: JSONValue? = nil,
-    gateway: (SQLiteStore, ManualClock) -> any PushGateway = { RecordingGateway(store: $0, clock: $1) },
+    on backend: PluginStoreBackend = .sqlite, configuration: JSONValue? = nil,
+    gateway: (any GatewayStore, ManualClock) -> any PushGateway = { RecordingGateway(store: $0, clock: $1) },
     _ body: (BaiduFixture) async throws -> Void
 ) async throws {
-    let fixture = try await BaiduFixture(configuration: configuration, gateway: gateway)
+    let fixture = try await BaiduFixture(on: backend, configuration: configuration, gateway: gateway)
     do {
         try await body(fixture)
     } catch {

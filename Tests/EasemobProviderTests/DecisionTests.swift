@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import EasemobProvider
 
@@ -9,8 +10,13 @@ import TuisongCore
 @Suite struct DecisionTests {
     let now = Date(timeIntervalSince1970: 1_700_000_000)
 
-    @Test func pageOfDecisionsFromStoredSettings() async throws {
-        let db = try await EasemobTestDatabase()
+    @Test(arguments: PluginStoreBackend.allCases) func pageOfDecisionsFromStoredSettings(_ backend: PluginStoreBackend)
+        async throws
+    {
+        try await EasemobTestDatabase.on(backend) { db in try await decide(on: db) }
+    }
+
+    private func decide(on db: EasemobTestDatabase) async throws {
         let store = EasemobStore(database: db.database)
         let appID = db.app.id
         let names = ["alice", "bob", "carol", "dave", "erin"]

@@ -5,11 +5,15 @@ import TuisongPluginTestKit
 
 @testable import TencentProvider
 
-/// `TencentDeliveryPolicy` on a real store: seed 003's rules per receiver, and the badge
+/// `TencentDeliveryPolicy` on a real store (each database): seed 003's rules per receiver, and the badge
 /// counted once per account and message however often a page is decided.
 @Suite struct TencentDeliveryPolicyTests {
-    @Test func decidesPerReceiverAndCountsEachAccountOnce() async throws {
-        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+    @Test(arguments: PluginStoreBackend.allCases) func decidesPerReceiverAndCountsEachAccountOnce(
+        _ backend: PluginStoreBackend
+    )
+        async throws
+    {
+        let temporary = try PluginTestStore(backend, providers: [TencentProvider.self])
         defer { temporary.remove() }
         let store = temporary.store
         let app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
@@ -65,8 +69,12 @@ import TuisongPluginTestKit
 
     /// An Android device gets the common rendering; BadgeMode 1 (iOS's) leaves its counter on
     /// Android: the account is counted once for its Android device, its iPhone carries none.
-    @Test func androidDevicesGetTheCommonRenderingAndTheCounter() async throws {
-        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+    @Test(arguments: PluginStoreBackend.allCases) func androidDevicesGetTheCommonRenderingAndTheCounter(
+        _ backend: PluginStoreBackend
+    )
+        async throws
+    {
+        let temporary = try PluginTestStore(backend, providers: [TencentProvider.self])
         defer { temporary.remove() }
         let store = temporary.store
         let app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
@@ -111,8 +119,12 @@ import TuisongPluginTestKit
         #expect(try await store.badge(appID: app.id, account: "carol") == 0)
     }
 
-    @Test func deviceColumnsShowIdentifierAndBusiId() async throws {
-        let temporary = try TemporaryStore(providers: [TencentProvider.self])
+    @Test(arguments: PluginStoreBackend.allCases) func deviceColumnsShowIdentifierAndBusiId(
+        _ backend: PluginStoreBackend
+    )
+        async throws
+    {
+        let temporary = try PluginTestStore(backend, providers: [TencentProvider.self])
         defer { temporary.remove() }
         let store = temporary.store
         let provider = try TencentProvider(

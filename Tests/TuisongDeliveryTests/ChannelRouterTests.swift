@@ -27,8 +27,12 @@ import TuisongStore
         return tokens
     }
 
-    @Test func aMixedTagPushReachesEachChannelThroughItsOwnTransport() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func aMixedTagPushReachesEachChannelThroughItsOwnTransport(
+        _ backend: PluginStoreBackend
+    )
+        async throws
+    {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         let apnsTokens = try await seed(f, .apns, 1...130, tag: "mixed")
         let fcmTokens = try await seed(f, .fcm, 131...250, tag: "mixed")
@@ -53,8 +57,12 @@ import TuisongStore
         #expect(Set(channels) == [.fcm])
     }
 
-    @Test func aChannelWithoutTransportFailsItsDevicesAndNoOthers() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func aChannelWithoutTransportFailsItsDevicesAndNoOthers(
+        _ backend: PluginStoreBackend
+    )
+        async throws
+    {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         _ = try await seed(f, .apns, 1...5, tag: "mixed")
         _ = try await seed(f, .honor, 6...8, tag: "mixed")

@@ -14,6 +14,10 @@ import TuisongPostgresTestKit
 /// Delivery engines of several nodes on one PostgreSQL database: they share a message's
 /// audience slice by slice and send every device once. (Killed and stalled nodes are the
 /// cluster test's: Tests/cluster.)
+///
+/// PostgreSQL only, and not through the kit's `withTestStore`: slices, leases and several nodes
+/// on one database are PostgreSQL's mechanism (a SQLite store is one node; it sends a message
+/// whole), and the three stores here are opened on one database with a node id each.
 @Suite struct ClusterEngineTests {
     @Test func threeEnginesShareATagPushAndSendEveryDeviceOnce() async throws {
         try await withTestDatabase { url in

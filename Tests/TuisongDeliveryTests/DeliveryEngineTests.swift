@@ -109,9 +109,11 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         #expect(batches.count <= 500 / 16, "\(batches.count) batches")
     }
 
-    @Test func aRunStartsWithASmallPageSoTheFirstDevicesDoNotWaitForAWholeOne() async throws {
+    @Test(arguments: PluginStoreBackend.allCases) func aRunStartsWithASmallPageSoTheFirstDevicesDoNotWaitForAWholeOne(
+        _ backend: PluginStoreBackend
+    ) async throws {
         for count in [250, MessageRun.firstPageSize] {
-            let f = try await EngineFixture.make()
+            let f = try await EngineFixture.make(backend)
             defer { f.cleanUp() }
             try await f.seed(count)
             let sender = ScriptedTransport(answering: .laterInTwoParts)
@@ -231,24 +233,64 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         try await f.seed(3)
+        // The engine's time is the test's: the cancelled message comes due only when the clock is
+        // moved, and `idle()` says the engine has looked since.
+        let clock = ManualClock(Date())
         let sender = ScriptedTransport()
-        let engine = f.engine(sender)
+        let engine = f.engine(sender, clock: clock)
         try await engine.start()
         var later = f.job(.all)
-        later.sendAt = Date().addingTimeInterval(3600)
+        later.sendAt = clock.now.addingTimeInterval(3600)
         let scheduled = try await engine.submit(later)
         #expect(scheduled.state == .scheduled)
         var soon = f.job(.all)
-        soon.sendAt = Date().addingTimeInterval(0.3)
+        soon.sendAt = clock.now.addingTimeInterval(60)
         let due = try await engine.submit(soon)
+        #expect(due.state == .scheduled)
+        await engine.idle()
+        #expect(sender.totalAttempts == 0, "nothing is sent before it is due")
+        clock.advance(by: 61)
         _ = try await f.waitUntilCompleted(engine, due.id)
         #expect(try await engine.cancel(messageID: scheduled.id))
         #expect(try await engine.cancel(messageID: due.id) == false)
-        // A check that something does not happen: the cancelled message is not sent in 0.1 s.
-        try await Task.sleep(for: .milliseconds(100))
+        // The cancelled message's time comes: the engine looks, finds nothing to send, and is idle.
+        clock.advance(by: 7200)
+        await engine.idle()
+        #expect(sender.totalAttempts == 3)
         await engine.stop()
         #expect(try await f.store.message(id: scheduled.id)?.state == .cancelled)
         #expect(sender.totalAttempts == 3)
+    }
+
+    /// `idle()` waits for what is due (a run in flight, retries once the clock makes them due)
+    /// and not for what is not: the check the nothing-happened tests rely on.
+    @Test(arguments: PluginStoreBackend.allCases) func idleReturnsOnceWhatIsDueWasSent(_ backend: PluginStoreBackend)
+        async throws
+    {
+        let f = try await EngineFixture.make(backend)
+        defer { f.cleanUp() }
+        try await f.seed(20)
+        let clock = ManualClock(Date())
+        // Every fourth device is asked to come back in a minute; answers take 20 ms.
+        let sender = ScriptedTransport(answering: .after(.milliseconds(20))) { token, attempt in
+            Int(token.suffix(4), radix: 16)! % 4 == 0 && attempt == 1
+                ? .retry(.apns(.tooManyRequests), after: .seconds(60)) : .delivered(serviceMessageID: nil)
+        }
+        let engine = f.engine(sender, clock: clock)
+        try await engine.start()
+        let record = try await engine.submit(f.job(.all))
+        await engine.idle()
+        #expect(sender.totalAttempts == 20, "the run was sent and answered before idle() returned")
+        #expect(try await engine.status(messageID: record.id)?.counts.delivered == 15)
+        await engine.idle()
+        #expect(sender.totalAttempts == 20, "the retries are not due yet")
+        clock.advance(by: 61)
+        await engine.idle()
+        #expect(sender.totalAttempts == 25, "the retries came due and were sent before idle() returned")
+        let status = try await f.waitUntilCompleted(engine, record.id)
+        await engine.stop()
+        #expect(status.counts.delivered == 20)
+        await engine.idle()  // a stopped engine: at once
     }
 
     @Test(arguments: PluginStoreBackend.allCases) func payloadTooLargeIsRefusedBeforeAnythingIsStored(

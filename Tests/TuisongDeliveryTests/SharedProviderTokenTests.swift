@@ -1,23 +1,24 @@
 import Foundation
 import Testing
-import TuisongAPNs
 import TuisongCore
 import TuisongCrypto
 import TuisongPluginTestKit
 import TuisongStore
 
+@testable import TuisongAPNs
+
 /// APNs provider tokens shared by the nodes of a gateway through the database
 /// (`ProviderTokenCache` with a `ProviderTokenStore`).
 @Suite struct SharedProviderTokenTests {
-    private func withTokenStore<T>(_ body: (SQLiteStore) async throws -> T) async throws -> T {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-tokens-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try SQLiteStore(path: directory.appending(path: "tuisong.db").path)
-        defer { try? store.close() }
-        return try await body(store)
+    /// A fresh store on `backend` (the kit's), as the nodes of a gateway share it.
+    private func withTokenStore<T>(_ backend: PluginStoreBackend, _ body: (any GatewayStore) async throws -> T)
+        async throws -> T
+    {
+        try await withTestStore(backend, poolSize: 4, body)
     }
 
-    private func caches(_ count: Int, store: SQLiteStore, clock: ManualClock) throws -> [ProviderTokenCache] {
+    private func caches(_ count: Int, store: any ProviderTokenStore, clock: ManualClock) throws -> [ProviderTokenCache]
+    {
         let key = try PrivateKey.generateP256()
         return try (0..<count).map { _ in
             try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: clock, shared: store)
@@ -37,8 +38,12 @@ import TuisongStore
 
     /// Two keys under one key id (a key uploaded again, two test apps): each signs its own; a
     /// token signed with the other key would be InvalidProviderToken at APNs.
-    @Test func differentKeysUnderOneKeyIDNeverShareAToken() async throws {
-        try await withTokenStore { store in
+    @Test(arguments: PluginStoreBackend.allCases) func differentKeysUnderOneKeyIDNeverShareAToken(
+        _ backend: PluginStoreBackend
+    )
+        async throws
+    {
+        try await withTokenStore(backend) { store in
             let clock = ManualClock()
             let first = try ProviderTokenCache(
                 key: try PrivateKey.generateP256(), keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: clock,
@@ -53,8 +58,12 @@ import TuisongStore
         }
     }
 
-    @Test func twoNodesSharingOneStoreSignOncePerRefresh() async throws {
-        try await withTokenStore { store in
+    @Test(arguments: PluginStoreBackend.allCases) func twoNodesSharingOneStoreSignOncePerRefresh(
+        _ backend: PluginStoreBackend
+    )
+        async throws
+    {
+        try await withTokenStore(backend) { store in
             let clock = ManualClock()
             let nodes = try caches(2, store: store, clock: clock)
             for node in nodes { await node.prepare() }
@@ -84,8 +93,12 @@ import TuisongStore
         }
     }
 
-    @Test func nodesPreparingAtOnceEndUpWithOneToken() async throws {
-        try await withTokenStore { store in
+    @Test(arguments: PluginStoreBackend.allCases) func nodesPreparingAtOnceEndUpWithOneToken(
+        _ backend: PluginStoreBackend
+    )
+        async throws
+    {
+        try await withTokenStore(backend) { store in
             let clock = ManualClock()
             let nodes = try caches(4, store: store, clock: clock)
             await withTaskGroup(of: Void.self) { group in
@@ -97,8 +110,12 @@ import TuisongStore
         }
     }
 
-    @Test func anExpiredTokenIsReplacedOnceForEveryNode() async throws {
-        try await withTokenStore { store in
+    @Test(arguments: PluginStoreBackend.allCases) func anExpiredTokenIsReplacedOnceForEveryNode(
+        _ backend: PluginStoreBackend
+    )
+        async throws
+    {
+        try await withTokenStore(backend) { store in
             let clock = ManualClock()
             let nodes = try caches(2, store: store, clock: clock)
             for node in nodes { await node.prepare() }
@@ -109,13 +126,11 @@ import TuisongStore
             nodes[0].invalidate(ifIssuedAt: first.issuedAt)
             let replacement = try nodes[0].providerToken()
             #expect(replacement != first)
-            for _ in 0..<500 {
-                if try await store.currentProviderToken(
-                    teamID: "DEF123GHIJ", keyID: "ABC123DEFG", newerThan: first.issuedAt) != nil
-                {
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(10))
+            // Node 0 offers its replacement in the background; node 1 looks once it is stored (under
+            // the key id with the key's fingerprint, as the caches share it).
+            try await waitUntil("node 0's replacement is stored", within: .seconds(10)) {
+                try await store.currentProviderToken(
+                    teamID: "DEF123GHIJ", keyID: nodes[0].sharedKeyID, newerThan: first.issuedAt) != nil
             }
             clock.advance(by: 1)
             nodes[1].invalidate(ifIssuedAt: first.issuedAt)

@@ -78,8 +78,10 @@ final class GatedTransport: PushTransport {
         #expect(live.uncommitted(after: 400).counts.total == 0)
     }
 
-    @Test func aRunningMessageIsCountedOnceWhileItsPagesAreAnsweredAndFlushed() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func aRunningMessageIsCountedOnceWhileItsPagesAreAnsweredAndFlushed(
+        _ backend: PluginStoreBackend
+    ) async throws {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         try await f.seed(250)
         let sender = GatedTransport()
@@ -133,8 +135,10 @@ final class GatedTransport: PushTransport {
         #expect(stored.total == 250)
     }
 
-    @Test func theStatusOfAFinishedMessageMatchesTheStoredRecord() async throws {
-        let f = try await EngineFixture.make()
+    @Test(arguments: PluginStoreBackend.allCases) func theStatusOfAFinishedMessageMatchesTheStoredRecord(
+        _ backend: PluginStoreBackend
+    ) async throws {
+        let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
         try await f.seed(30)
         let engine = f.engine(

@@ -51,8 +51,11 @@ import TuisongPluginTestKit
         defer { task.cancel() }
         queue.set(3)
         try await waitUntil { share.liveNodes == 3 }
+        let asked = queue.asked
         queue.fail()
-        try await Task.sleep(for: .milliseconds(50))
+        // The call under way may have read the count before it failed; the one after it failed,
+        // and the one after that began once its failure was handled.
+        try await waitUntil("a failed count was handled") { queue.asked >= asked + 3 }
         #expect(share.liveNodes == 3, "a failed count keeps the last one")
         queue.set(1)
         try await waitUntil { share.liveNodes == 1 }
@@ -62,11 +65,15 @@ import TuisongPluginTestKit
 /// A work queue that only counts live nodes.
 private final class CountingQueue: WorkQueue {
     private let count = Mutex<Int?>(1)
+    private let calls = Atomic<Int>(0)
 
     func set(_ value: Int) { count.withLock { $0 = value } }
     func fail() { count.withLock { $0 = nil } }
+    /// How many times the count was asked for.
+    var asked: Int { calls.load(ordering: .acquiring) }
 
     func liveNodeCount() async throws -> Int {
+        calls.add(1, ordering: .acquiringAndReleasing)
         guard let value = count.withLock({ $0 }) else { throw StoreError(.unavailable, "no database") }
         return value
     }

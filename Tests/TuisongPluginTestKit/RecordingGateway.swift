@@ -7,11 +7,11 @@ import TuisongStore
 /// delivery engine does (rendered, validated, `scheduled` when `sendAt` is ahead), but sends
 /// nothing. `deliver` stands in for the dispatcher finishing a message.
 public final class RecordingGateway: PushGateway {
-    public let store: SQLiteStore
+    public let store: any GatewayStore
     public let clock: any TuisongCore.Clock
     private let recorded = Mutex<[PushJob]>([])
 
-    public init(store: SQLiteStore, clock: any TuisongCore.Clock) {
+    public init(store: any GatewayStore, clock: any TuisongCore.Clock) {
         self.store = store
         self.clock = clock
     }

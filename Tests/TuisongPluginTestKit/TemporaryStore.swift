@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TuisongCore
 import TuisongPlugin
+import TuisongPostgresTestKit
 import TuisongStore
 
 /// A real SQLite file in a directory of its own, migrated with the core migrations and the
@@ -83,5 +84,70 @@ public final class TemporaryStore: Sendable {
     public func remove() {
         try? store.close()
         try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// A store with the given providers' migrations on either database, for a fixture that outlives
+/// a closure (a provider behind a loopback server): a new SQLite file (a `TemporaryStore`) or a
+/// new database in the PostgreSQL test cluster. `remove()` closes it and deletes the file or
+/// drops the database. Within one closure, `withPluginStore` does the same.
+public final class PluginTestStore: Sendable {
+    public let backend: PluginStoreBackend
+    /// The store itself, for what a test arranges or checks beyond the plugin's view.
+    public let store: any GatewayStore
+    public let clock: any TuisongCore.Clock
+    private let file: TemporaryStore?
+    private let cluster: TestDatabase?
+
+    public init(
+        _ backend: PluginStoreBackend, providers: [any PushProvider.Type], clock: any TuisongCore.Clock = SystemClock()
+    ) throws {
+        self.backend = backend
+        self.clock = clock
+        switch backend {
+        case .sqlite:
+            let file = try TemporaryStore(providers: providers, clock: clock)
+            self.file = file
+            cluster = nil
+            store = file.store
+        case .postgresql:
+            let cluster = try TestDatabase()
+            do {
+                store = try PostgresStore(
+                    url: cluster.url,
+                    configuration: .init(
+                        clock: clock,
+                        pluginMigrations: providers.map { PluginSchema(name: $0.name, migrations: $0.migrations) },
+                        poolSize: 4))
+            } catch {
+                cluster.drop()
+                throw error
+            }
+            self.cluster = cluster
+            file = nil
+        }
+    }
+
+    /// The database as plugins see it.
+    public var database: any SharedDatabase { store.sharedDatabase }
+
+    /// What the gateway hands a provider, on this store; `compute` nil: a pool of one thread.
+    public func context(
+        gateway: any PushGateway, secrets: any SecretSealer, configuration: JSONValue? = nil,
+        logger: Logger = TemporaryStore.quietLogger, compute: ComputePool? = nil
+    ) -> ProviderContext {
+        ProviderContext(
+            store: store, accounts: store, database: store.sharedDatabase, gateway: gateway, secrets: secrets,
+            clock: clock, logger: logger, configuration: configuration,
+            compute: compute ?? ComputePool(threads: 1, queueLimit: 16))
+    }
+
+    public func remove() {
+        if let file {
+            file.remove()
+        } else {
+            try? store.close()
+            cluster?.drop()
+        }
     }
 }

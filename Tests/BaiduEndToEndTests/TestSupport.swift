@@ -1,0 +1,1 @@
+../BaiduProviderTests/TestSupport.swift

@@ -1,0 +1,1 @@
+../TencentProviderTests/PythonSupport.swift
