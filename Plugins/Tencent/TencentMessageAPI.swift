@@ -64,7 +64,7 @@ extension TencentProvider {
             options: PushOptions(
                 pushType: .alert, priority: .immediate, expiration: expiration,
                 android: Self.androidOptions(message.pushInfo, ext: template.ext, app: app),
-                harmony: message.pushInfo.flatMap { $0.harmony.isEmpty ? nil : $0.harmony }),
+                services: message.pushInfo?.harmony.map { ["harmony": $0] } ?? [:]),
             labels: labels, vendorContext: template.vendorContext)
         do {
             return try await gateway.submit(job)

@@ -45,21 +45,59 @@ public struct PushOptions: Sendable, Hashable, Codable {
     /// What only Android services take (notification channels, importance, vivo's
     /// classification): a vendor API's Android fields. `nil` = none.
     public var android: AndroidOptions?
-    /// What only HarmonyOS NEXT takes (category, click action, badge increment). `nil` = none.
-    public var harmony: HarmonyOptions?
+    /// What one transport alone takes, by its channel name: `"harmony"`'s category, click
+    /// action, badge increment, … Each entry is an object in that transport's documented keys
+    /// (the native API's object of the same name), checked by the rule its declaration gives
+    /// (`ChannelDeclaration.options`) and read by that transport only; Core knows none of them.
+    public var services: [String: JSONValue]
 
     public init(
         pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil,
         collapseID: String? = nil, environment: APNsEnvironment? = nil, android: AndroidOptions? = nil,
-        harmony: HarmonyOptions? = nil
+        services: [String: JSONValue] = [:]
     ) {
         self.android = android
-        self.harmony = harmony
+        self.services = services
         self.pushType = pushType
         self.priority = priority
         self.expiration = expiration
         self.collapseID = collapseID
         self.environment = environment
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case pushType, priority, expiration, collapseID, environment, android, services
+        /// Rows written before per-service options kept HarmonyOS's settings here, in the
+        /// transport's own Codable keys (`clickAction`, `badgeIncrement`, …): read into
+        /// `services["harmony"]`, which the transport reads in either spelling.
+        case legacyHarmony = "harmony"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        pushType = try c.decode(PushType.self, forKey: .pushType)
+        priority = try c.decodeIfPresent(APNsPriority.self, forKey: .priority)
+        expiration = try c.decodeIfPresent(Date.self, forKey: .expiration)
+        collapseID = try c.decodeIfPresent(String.self, forKey: .collapseID)
+        environment = try c.decodeIfPresent(APNsEnvironment.self, forKey: .environment)
+        android = try c.decodeIfPresent(AndroidOptions.self, forKey: .android)
+        services = try c.decodeIfPresent([String: JSONValue].self, forKey: .services) ?? [:]
+        if let legacy = try c.decodeIfPresent(JSONValue.self, forKey: .legacyHarmony), legacy != .null,
+            services["harmony"] == nil
+        {
+            services["harmony"] = legacy
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(pushType, forKey: .pushType)
+        try c.encodeIfPresent(priority, forKey: .priority)
+        try c.encodeIfPresent(expiration, forKey: .expiration)
+        try c.encodeIfPresent(collapseID, forKey: .collapseID)
+        try c.encodeIfPresent(environment, forKey: .environment)
+        try c.encodeIfPresent(android, forKey: .android)
+        if !services.isEmpty { try c.encode(services, forKey: .services) }
     }
 }
 

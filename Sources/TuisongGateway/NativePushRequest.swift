@@ -7,12 +7,22 @@ import TuisongCore
 ///      "notification": {"alert": {"title": "Hi", "body": "There"}, "badge": 1, "custom": {"k": 1}},
 ///      "push_type": "alert", "priority": 10, "expiration": 1767225600, "collapse_id": "news",
 ///      "environment": "production"}
+///
+/// Besides these, each transport that declares options (`ChannelDeclaration.options`) takes an
+/// object under its channel name (`"harmony": {"category": "IM"}`), checked by its rule and
+/// kept as the message's `PushOptions.services[name]`.
 enum NativePushRequest {
-    static func parse(_ body: [String: Any], appID: Int64, now: Date) throws -> PushJob {
-        let known: Set<String> = [
+    static func parse(
+        _ body: [String: Any], appID: Int64, now: Date, transports: TransportRegistry = .standard
+    ) throws -> PushJob {
+        let serviceRules: [(name: String, rule: ServiceOptionsRule)] = transports.declarations.compactMap {
+            declaration in
+            declaration.channel.options.map { (declaration.name, $0) }
+        }
+        let known: Set<String> = Set([
             "audience", "notification", "push_type", "priority", "expiration", "collapse_id", "environment", "send_at",
-            "android", "harmony",
-        ]
+            "android",
+        ]).union(serviceRules.map(\.name))
         if let unknown = body.keys.first(where: { !known.contains($0) }) {
             throw invalid("unknown field \"\(unknown)\"")
         }
@@ -71,9 +81,16 @@ enum NativePushRequest {
             guard let object = raw as? [String: Any] else { throw invalid("\"android\" must be an object") }
             options.android = try parseAndroid(object)
         }
-        if let raw = body["harmony"] {
-            guard let object = raw as? [String: Any] else { throw invalid("\"harmony\" must be an object") }
-            options.harmony = try parseHarmony(object)
+        for (name, rule) in serviceRules {
+            guard let raw = body[name] else { continue }
+            do {
+                guard let value = JSONValue(jsonObject: raw) else {
+                    throw ServiceOptionsError(field: nil, "must be JSON")
+                }
+                if let entry = try rule.normalise(value) { options.services[name] = entry }
+            } catch let error as ServiceOptionsError {
+                throw invalid(error.sentence(at: name))
+            }
         }
         var sendAt: Date?
         if let raw = body["send_at"] {
@@ -280,46 +297,6 @@ enum NativePushRequest {
             }
             options.vivoClassification = value
         }
-        return options.isEmpty ? nil : options
-    }
-
-    /// `{"category": "IM", "click_action": "PageAbility", "click_uri": "app://…", "badge_increment":
-    /// true, "image": "https://…", "ignore_badge": false, "test_message": true}`: HarmonyOS NEXT's
-    /// settings (docs/reference/harmony.md §8).
-    static func parseHarmony(_ object: [String: Any]) throws -> HarmonyOptions? {
-        let known: Set<String> = [
-            "category", "click_action", "click_uri", "badge_increment", "image", "ignore_badge", "test_message",
-        ]
-        if let unknown = object.keys.first(where: { !known.contains($0) }) {
-            throw invalid("unknown field \"harmony.\(unknown)\"")
-        }
-        func text(_ key: String, limit: Int) throws -> String? {
-            guard let raw = object[key] else { return nil }
-            guard let value = raw as? String, !value.isEmpty, value.utf8.count <= limit else {
-                throw invalid("\"harmony.\(key)\" must be a string of 1–\(limit) bytes")
-            }
-            return value
-        }
-        func bool(_ key: String) throws -> Bool {
-            guard let raw = object[key] else { return false }
-            guard JSONValue.isBoolean(raw), let number = raw as? NSNumber else {
-                throw invalid("\"harmony.\(key)\" must be true or false")
-            }
-            return number.boolValue
-        }
-        var options = HarmonyOptions(
-            category: try text("category", limit: 64), clickAction: try text("click_action", limit: 256),
-            clickURI: try text("click_uri", limit: 2048), badgeIncrement: try bool("badge_increment"),
-            image: try text("image", limit: 2048), ignoreBadge: try bool("ignore_badge"),
-            testMessage: try bool("test_message"))
-        if let category = options.category, !HarmonyOptions.categories.contains(category) {
-            throw invalid(
-                "\"harmony.category\" must be one of \(HarmonyOptions.categories.sorted().joined(separator: ", "))")
-        }
-        if let image = options.image, !image.lowercased().hasPrefix("https://") {
-            throw invalid("\"harmony.image\" must be an https URL")
-        }
-        if options.isEmpty { options = HarmonyOptions() }
         return options.isEmpty ? nil : options
     }
 

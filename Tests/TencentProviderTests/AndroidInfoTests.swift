@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongGateway
 import TuisongPluginTestKit
 
 @testable import TencentProvider
@@ -8,6 +9,9 @@ import TuisongPluginTestKit
 /// `OfflinePushInfo.AndroidInfo` read into `AndroidOptions`, and an Android device's payload
 /// rendered from the common fields only.
 @Suite struct AndroidInfoTests {
+    /// The gateway declares its transports (and their options rules) before a plugin runs.
+    init() { TransportRegistry.install() }
+
     func info(_ json: String) throws -> OfflinePushInfo? {
         try OfflinePushInfo.parse(try JSONValue(parsing: json))
     }
@@ -42,9 +46,20 @@ import TuisongPluginTestKit
     @Test func harmonyInfoReachesTheHarmonyTransport() throws {
         let parsed = try #require(
             try info(#"{"HarmonyInfo":{"Image":"https://x/i.png","Category":"IM","IgnoreBadge":1}}"#))
-        #expect(parsed.harmony == HarmonyOptions(category: "IM", image: "https://x/i.png", ignoreBadge: true))
-        #expect(try info(#"{"HarmonyInfo":{"Image":"","Category":""}}"#)?.harmony.isEmpty == true)
-        #expect(try info(#"{"AndroidInfo":{"Sound":"x"}}"#)?.harmony.isEmpty == true)
+        // The `harmony` transport's entry, in its documented keys, built without importing it.
+        #expect(parsed.harmony == ["category": "IM", "image": "https://x/i.png", "ignore_badge": true])
+        #expect(try info(#"{"HarmonyInfo":{"Image":"","Category":""}}"#)?.harmony == nil)
+        #expect(try info(#"{"AndroidInfo":{"Sound":"x"}}"#)?.harmony == nil)
+        // The category is checked by the rule the transport declares, worded in Tencent's names.
+        do {
+            _ = try info(#"{"HarmonyInfo":{"Category":"CHAT"}}"#)
+            Issue.record("CHAT is no category of Huawei's")
+        } catch {
+            #expect(
+                (error as? TencentError)?.info.contains(
+                    "OfflinePushInfo.HarmonyInfo.Category must be one of ACCOUNT, ")
+                    == true, "\(error)")
+        }
         for bad in [
             #"{"HarmonyInfo":"x"}"#, #"{"HarmonyInfo":{"Image":"http://x/i.png"}}"#,
             #"{"HarmonyInfo":{"Category":"CHAT"}}"#, #"{"HarmonyInfo":{"IgnoreBadge":true}}"#,
