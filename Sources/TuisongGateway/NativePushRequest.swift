@@ -35,7 +35,7 @@ enum NativePushRequest {
         guard let notificationObject = body["notification"] as? [String: Any] else {
             throw invalid("\"notification\" is required and must be an object")
         }
-        let content = try parseNotification(notificationObject)
+        var content = try parseNotification(notificationObject)
 
         var options = PushOptions(pushType: content.suggestedPushType)
         if let raw = body["push_type"] {
@@ -79,7 +79,10 @@ enum NativePushRequest {
         }
         if let raw = body["android"] {
             guard let object = raw as? [String: Any] else { throw invalid("\"android\" must be an object") }
-            options.android = try parseAndroid(object)
+            let (android, intent) = try parseAndroid(object)
+            options.android = android
+            // The intent is where a tap leads: the content's click, the one place it is said.
+            if let intent { content.click = .intent(intent) }
         }
         for (name, rule) in serviceRules {
             guard let raw = body[name] else { continue }
@@ -255,8 +258,9 @@ enum NativePushRequest {
     }
 
     /// `{"channel_ids": {"fcm": "chat", …}, "importance": {"huawei": "NORMAL"}, "category":
-    /// {"huawei": "IM"}, "vivo_classification": 1, "sound": "ding", "intent": "intent://…"}`.
-    static func parseAndroid(_ object: [String: Any]) throws -> AndroidOptions? {
+    /// {"huawei": "IM"}, "vivo_classification": 1, "sound": "ding", "intent": "intent://…"}`: the
+    /// message's Android settings, and the intent a tap opens (which becomes the content's click).
+    static func parseAndroid(_ object: [String: Any]) throws -> (AndroidOptions?, intent: String?) {
         let known: Set<String> = ["channel_ids", "importance", "category", "vivo_classification", "sound", "intent"]
         if let unknown = object.keys.first(where: { !known.contains($0) }) {
             throw invalid("unknown field \"android.\(unknown)\"")
@@ -289,15 +293,15 @@ enum NativePushRequest {
         }
         var options = AndroidOptions(
             channelIDs: try perService("channel_ids"), importance: try perService("importance"),
-            category: try perService("category"), sound: try text("sound", limit: 256),
-            intent: try text("intent", limit: 2048))
+            category: try perService("category"), sound: try text("sound", limit: 256))
+        let intent = try text("intent", limit: 2048)
         if let raw = object["vivo_classification"] {
             guard let value = integer(raw), value == 0 || value == 1 else {
                 throw invalid("\"android.vivo_classification\" must be 0 (operation) or 1 (system)")
             }
             options.vivoClassification = value
         }
-        return options.isEmpty ? nil : options
+        return (options.isEmpty ? nil : options, intent)
     }
 
     private static func integer(_ value: Any) -> Int? {

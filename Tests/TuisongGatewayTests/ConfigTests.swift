@@ -165,6 +165,21 @@ func repositoryRoot() -> URL {
         #expect(job.options.priority == .powerAware)
     }
 
+    /// `android.intent` is where a tap leads: the content's click, the one place a message says
+    /// it (#29); the rest stays the message's Android settings.
+    @Test func theAndroidIntentIsTheContentsClick() throws {
+        let job = try parse(
+            #"{"audience": {"all": true}, "notification": {"alert": "x"}, "android": {"sound": "ding", "intent": "intent://a#Intent;end"}}"#
+        )
+        #expect(job.content.click == .intent("intent://a#Intent;end"))
+        #expect(job.options.android == AndroidOptions(sound: "ding"))
+        #expect(job.options.android?.legacyClick == nil)
+        let intentOnly = try parse(
+            #"{"audience": {"all": true}, "notification": {"alert": "x"}, "android": {"intent": "intent://a#Intent;end"}}"#
+        )
+        #expect(intentOnly.options.android == nil && intentOnly.content.click == .intent("intent://a#Intent;end"))
+    }
+
     /// The `harmony` object: HarmonyOS NEXT's category, click, badge and test settings (#31),
     /// read through the rule the `harmony` transport declares into its entry of the message's
     /// per-service options (#29), in the same keys; the wire is as before.
