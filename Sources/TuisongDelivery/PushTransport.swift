@@ -155,8 +155,9 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     case credentialUnusable
     /// The credential was refused earlier and is held until an operator fixes it.
     case credentialFailing
-    /// The content, rendered for the device's service, exceeds the service's limit (APNs's by
-    /// push type).
+    /// The content, rendered for the device's service, exceeds the service's limit: APNs's by
+    /// push type (failed, as APNs answered); an Android service's own (FCM's, Huawei's, Honor's,
+    /// HarmonyOS's, OPPO's: skipped by the transport before any request).
     case payloadTooLarge
     /// A retried delivery whose message no longer exists.
     case messageGone
