@@ -25,10 +25,10 @@ struct BaiduMessage: Sendable {
     /// The text to keep for `fetch_msg`: the string, or the object's JSON.
     let text: String
     let content: PushContent
-    /// What only Android services take, from Baidu's Android fields (`open_type` 1 with `url`:
-    /// the web page the notification opens; 2 with `pkg_content`: the intent); used when
-    /// pushed to `device_type` 3.
-    let android: AndroidOptions?
+    /// Where a tap leads on Android, from Baidu's Android fields (`open_type` 1 with `url`: the
+    /// web page the notification opens; 2 with `pkg_content`: the intent); the content's click
+    /// when pushed to `device_type` 3.
+    let androidClick: PushContent.ClickAction?
 
     /// `original`: the text as the app server sent it, kept instead of the re-serialised
     /// value (what `fetch_msg` and `timer/query_list` show).
@@ -36,13 +36,13 @@ struct BaiduMessage: Sendable {
         let (text, notification) = try Self.build(value, type: type, parameter: parameter)
         self.text = original ?? text
         self.content = notification
-        android = Self.androidOptions(value)
+        androidClick = Self.androidClick(value)
     }
 
-    /// Baidu's Android click behaviour: `open_type` 1 opens `url` (`AndroidOptions.url`: each
-    /// service's open-a-web-page click), 2 runs `pkg_content` (an intent URI,
-    /// `AndroidOptions.intent`), 0/3 opens the app (each service's default).
-    private static func androidOptions(_ value: JSONValue) -> AndroidOptions? {
+    /// Baidu's Android click behaviour: `open_type` 1 opens `url` (`.url`: each service's
+    /// open-a-web-page click), 2 runs `pkg_content` (an intent URI, `.intent`), 0/3 opens the
+    /// app (each service's default).
+    private static func androidClick(_ value: JSONValue) -> PushContent.ClickAction? {
         var object = value
         if case .string(let string) = value, string.hasPrefix("{"), let parsed = try? JSONValue(parsing: string) {
             object = parsed
@@ -52,10 +52,10 @@ struct BaiduMessage: Sendable {
         switch openType {
         case 1?:
             guard let url = members["url"]?.stringValue, !url.isEmpty else { return nil }
-            return AndroidOptions(url: url)
+            return .url(url)
         case 2?:
             guard let intent = members["pkg_content"]?.stringValue, !intent.isEmpty else { return nil }
-            return AndroidOptions(intent: intent)
+            return .intent(intent)
         default:
             return nil
         }

@@ -63,11 +63,12 @@ struct BaiduPusher: Sendable {
                 pushType: pushType, priority: pushType.defaultPriority,
                 expiration: start.addingTimeInterval(TimeInterval(push.expiresIn)), collapseID: entry.key,
                 // `deploy_status` is iOS's; Android devices are all listed as production.
-                environment: android ? .production : push.environment,
-                android: android ? entry.message.android : nil)
+                environment: android ? .production : push.environment)
+            var content = entry.message.content
+            if android, let click = entry.message.androidClick { content.click = click }
             let job = PushJob(
                 appID: push.app.id, vendor: BaiduKeys.vendor, audience: push.audience,
-                content: entry.message.content, options: options, sendAt: push.sendAt, labels: labels)
+                content: content, options: options, sendAt: push.sendAt, labels: labels)
             jobs.append((job, entry.message.text))
         }
 

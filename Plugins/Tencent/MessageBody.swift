@@ -134,11 +134,13 @@ struct OfflinePushInfo: Sendable, Hashable {
     /// `AndroidInfo.ExtAsHuaweiIntentParam` 1: `Ext` travels as a parameter of the intent the
     /// app's Huawei notification opens (the app's `huawei_intent` setting), not only as data.
     var extAsHuaweiIntentParam = false
-    /// `HarmonyInfo`, in the `harmony` transport's words (`PushOptions.harmony`): the image,
-    /// the notification category, and whether the badge is left alone. Tencent's SDK names
-    /// these `HarmonyImage`, `HarmonyCategory`, `ignoreHarmonyBadge`; their REST names were not
-    /// found, so the object is read as `ApnsInfo`/`AndroidInfo` are (docs/reference/harmony.md §6).
-    var harmony = HarmonyOptions()
+    /// `HarmonyInfo`, as the `harmony` transport's entry of the message's per-service options
+    /// (`PushOptions.services["harmony"]`), in that entry's documented keys (the native API's
+    /// `harmony` object, docs/api.md): `image`, `category`, `ignore_badge`, checked by the rule
+    /// the transport declares. Tencent's SDK names these `HarmonyImage`, `HarmonyCategory`,
+    /// `ignoreHarmonyBadge`; their REST names were not found, so the object is read as
+    /// `ApnsInfo`/`AndroidInfo` are (docs/reference/harmony.md §6). nil: none.
+    var harmony: JSONValue?
 
     init() {}
 
@@ -176,19 +178,24 @@ struct OfflinePushInfo: Sendable, Hashable {
             break
         case .object(let harmony)?:
             let at = "OfflinePushInfo.HarmonyInfo."
+            var entry: [String: JSONValue] = [:]
             if let image = try string(harmony["Image"], at + "Image"), !image.isEmpty {
-                guard image.lowercased().hasPrefix("https://"), image.utf8.count <= 2048 else {
-                    throw .badMsgBody("\(at)Image must be an https URL")
-                }
-                info.harmony.image = image
+                entry["image"] = .string(image)
             }
             if let category = try string(harmony["Category"], at + "Category"), !category.isEmpty {
-                guard HarmonyOptions.categories.contains(category) else {
-                    throw .badMsgBody("\(at)Category must be one of Huawei's categories (IM, VOIP, WORK, …)")
-                }
-                info.harmony.category = category
+                entry["category"] = .string(category)
             }
-            info.harmony.ignoreBadge = try flag(harmony["IgnoreBadge"], at + "IgnoreBadge") == 1
+            if try flag(harmony["IgnoreBadge"], at + "IgnoreBadge") == 1 { entry["ignore_badge"] = true }
+            if !entry.isEmpty {
+                do throws(ServiceOptionsError) {
+                    info.harmony = try PushChannel.harmony.normaliseOptions(.object(entry))
+                } catch {
+                    // The entry's keys back to Tencent's names for the sentence.
+                    let names = ["image": "Image", "category": "Category", "ignore_badge": "IgnoreBadge"]
+                    let field = error.field.flatMap { names[$0] } ?? "Image"
+                    throw .badMsgBody("\(at)\(field) \(error.problem)")
+                }
+            }
         default:
             throw .badMsgBody("OfflinePushInfo.HarmonyInfo must be an object")
         }

@@ -34,6 +34,10 @@ struct OfflinePushTemplate: Sendable, Hashable {
     var countsBadge = true
     /// Why nobody gets this message (`push_flag`, `empty_content`), or nil.
     var suppressed: String?
+    /// The intent an Android device's notification opens (the app's `huawei_intent` setting,
+    /// `Ext` appended when `ExtAsHuaweiIntentParam` is 1): its content's click. A message kept
+    /// before #29 has it in its `AndroidOptions` instead, which the transports still read.
+    var androidIntent: String?
 
     /// The rules of seed 003 and Tencent's OfflinePushInfo.
     init(sender: String?, origin: PushOrigin, elements: [MessageElement], pushInfo: OfflinePushInfo?) {
@@ -100,6 +104,7 @@ struct OfflinePushTemplate: Sendable, Hashable {
         if android {
             content.title = androidTitle
             if let ext { content.data["ext"] = .string(ext) }
+            if let androidIntent { content.click = .intent(androidIntent) }
             return content
         }
         content.title = title
@@ -126,6 +131,7 @@ struct OfflinePushTemplate: Sendable, Hashable {
         set("ext", ext)
         set("image", image)
         set("suppressed", suppressed)
+        set("android_intent", androidIntent)
         return ["offline_push": .object(object)]
     }
 
@@ -143,6 +149,7 @@ struct OfflinePushTemplate: Sendable, Hashable {
         mutableContent = object["mutable_content"]?.boolValue ?? false
         countsBadge = object["counts_badge"]?.boolValue ?? true
         suppressed = object["suppressed"]?.stringValue
+        androidIntent = object["android_intent"]?.stringValue
     }
 }
 

@@ -54,6 +54,7 @@ extension TencentProvider {
         var template = OfflinePushTemplate(
             sender: message.sender, origin: origin, elements: message.elements, pushInfo: message.pushInfo)
         if template.suppressed == nil && (onlineOnly || message.lifetime == 0) { template.suppressed = "online_only" }
+        template.androidIntent = Self.androidIntent(message.pushInfo, ext: template.ext, app: app)
         let now = clock.now
         let expiration = now.addingTimeInterval(TimeInterval(message.lifetime == 0 ? 60 : message.lifetime))
         var labels = ["call": call.rawValue]
@@ -63,8 +64,8 @@ extension TencentProvider {
             content: template.content(badge: nil),
             options: PushOptions(
                 pushType: .alert, priority: .immediate, expiration: expiration,
-                android: Self.androidOptions(message.pushInfo, ext: template.ext, app: app),
-                harmony: message.pushInfo.flatMap { $0.harmony.isEmpty ? nil : $0.harmony }),
+                android: Self.androidOptions(message.pushInfo),
+                services: message.pushInfo?.harmony.map { ["harmony": $0] } ?? [:]),
             labels: labels, vendorContext: template.vendorContext)
         do {
             return try await gateway.submit(job)
@@ -73,20 +74,23 @@ extension TencentProvider {
         }
     }
 
-    /// The message's Android settings: `AndroidInfo`, and the intent the app's Huawei
-    /// notifications open (its `huawei_intent` setting, Tencent's console "open a page in the
-    /// app"), `Ext` appended as the intent's `ext` string extra when `ExtAsHuaweiIntentParam`
-    /// is 1 (0: `Ext` is only the message's `ext` data, which the app reads from the extras).
-    static func androidOptions(_ info: OfflinePushInfo?, ext: String?, app: App) -> AndroidOptions? {
-        var options = info?.android ?? AndroidOptions()
-        if let intent = app.vendorSettings[TencentKeys.vendor]?[TencentKeys.huaweiIntentKey], !intent.isEmpty {
-            if let ext, info?.extAsHuaweiIntentParam == true {
-                options.intent = HuaweiIntent.appending(stringExtra: "ext", value: ext, to: intent)
-            } else {
-                options.intent = intent
-            }
+    /// The message's Android settings: `AndroidInfo`.
+    static func androidOptions(_ info: OfflinePushInfo?) -> AndroidOptions? {
+        guard let options = info?.android, !options.isEmpty else { return nil }
+        return options
+    }
+
+    /// The intent the app's Huawei notifications open (its `huawei_intent` setting, Tencent's
+    /// console "open a page in the app"), `Ext` appended as the intent's `ext` string extra when
+    /// `ExtAsHuaweiIntentParam` is 1 (0: `Ext` is only the message's `ext` data, which the app
+    /// reads from the extras): an Android device's content's click (`PushContent.click`).
+    static func androidIntent(_ info: OfflinePushInfo?, ext: String?, app: App) -> String? {
+        guard let intent = app.vendorSettings[TencentKeys.vendor]?[TencentKeys.huaweiIntentKey], !intent.isEmpty
+        else { return nil }
+        if let ext, info?.extAsHuaweiIntentParam == true {
+            return HuaweiIntent.appending(stringExtra: "ext", value: ext, to: intent)
         }
-        return options.isEmpty ? nil : options
+        return intent
     }
 
     /// A sender's nick (nil when the sender has none or there is no sender).

@@ -45,21 +45,59 @@ public struct PushOptions: Sendable, Hashable, Codable {
     /// What only Android services take (notification channels, importance, vivo's
     /// classification): a vendor API's Android fields. `nil` = none.
     public var android: AndroidOptions?
-    /// What only HarmonyOS NEXT takes (category, click action, badge increment). `nil` = none.
-    public var harmony: HarmonyOptions?
+    /// What one transport alone takes, by its channel name: `"harmony"`'s category, click
+    /// action, badge increment, … Each entry is an object in that transport's documented keys
+    /// (the native API's object of the same name), checked by the rule its declaration gives
+    /// (`ChannelDeclaration.options`) and read by that transport only; Core knows none of them.
+    public var services: [String: JSONValue]
 
     public init(
         pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil,
         collapseID: String? = nil, environment: APNsEnvironment? = nil, android: AndroidOptions? = nil,
-        harmony: HarmonyOptions? = nil
+        services: [String: JSONValue] = [:]
     ) {
         self.android = android
-        self.harmony = harmony
+        self.services = services
         self.pushType = pushType
         self.priority = priority
         self.expiration = expiration
         self.collapseID = collapseID
         self.environment = environment
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case pushType, priority, expiration, collapseID, environment, android, services
+        /// Rows written before per-service options kept HarmonyOS's settings here, in the
+        /// transport's own Codable keys (`clickAction`, `badgeIncrement`, …): read into
+        /// `services["harmony"]`, which the transport reads in either spelling.
+        case legacyHarmony = "harmony"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        pushType = try c.decode(PushType.self, forKey: .pushType)
+        priority = try c.decodeIfPresent(APNsPriority.self, forKey: .priority)
+        expiration = try c.decodeIfPresent(Date.self, forKey: .expiration)
+        collapseID = try c.decodeIfPresent(String.self, forKey: .collapseID)
+        environment = try c.decodeIfPresent(APNsEnvironment.self, forKey: .environment)
+        android = try c.decodeIfPresent(AndroidOptions.self, forKey: .android)
+        services = try c.decodeIfPresent([String: JSONValue].self, forKey: .services) ?? [:]
+        if let legacy = try c.decodeIfPresent(JSONValue.self, forKey: .legacyHarmony), legacy != .null,
+            services["harmony"] == nil
+        {
+            services["harmony"] = legacy
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(pushType, forKey: .pushType)
+        try c.encodeIfPresent(priority, forKey: .priority)
+        try c.encodeIfPresent(expiration, forKey: .expiration)
+        try c.encodeIfPresent(collapseID, forKey: .collapseID)
+        try c.encodeIfPresent(environment, forKey: .environment)
+        try c.encodeIfPresent(android, forKey: .android)
+        if !services.isEmpty { try c.encode(services, forKey: .services) }
     }
 }
 
@@ -80,25 +118,26 @@ public struct AndroidOptions: Sendable, Hashable, Codable {
     public var vivoClassification: Int?
     /// The Android sound resource to play, for every service (APNs's `sound` is an iOS file).
     public var sound: String?
-    /// An intent URI the notification opens (`intent://…#Intent;…;end`), for services that
-    /// take one (Huawei's click_action type 1, Xiaomi's intent_uri, OPPO's, vivo's skipContent).
-    public var intent: String?
-    /// A web page the notification opens, for services whose click can open a URL (Huawei's
-    /// and Honor's click action type 2, Xiaomi's notify_effect 3, OPPO's click_action_type 2,
-    /// vivo's skipType 2; FCM has none). An `intent` wins over it.
-    public var url: String?
+    /// Where a tap led, as a message stored before #29 said it here (`intent`, `url`: Baidu's
+    /// `open_type`, the native API's `android.intent`, Tencent's Huawei intent). Messages now
+    /// say it once, in their content (`PushContent.click`); the transports take this only when
+    /// the content has none. Read from the old keys (an intent winning over a URL, as it did)
+    /// and written back under them; never set for a new message.
+    public var legacyClick: PushContent.ClickAction?
 
     public init(
         channelIDs: [String: String] = [:], importance: [String: String] = [:], category: [String: String] = [:],
-        vivoClassification: Int? = nil, sound: String? = nil, intent: String? = nil, url: String? = nil
+        vivoClassification: Int? = nil, sound: String? = nil
     ) {
         self.channelIDs = channelIDs
         self.importance = importance
         self.category = category
         self.vivoClassification = vivoClassification
         self.sound = sound
-        self.intent = intent
-        self.url = url
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case channelIDs, importance, category, vivoClassification, sound, intent, url
     }
 
     public init(from decoder: any Decoder) throws {
@@ -108,8 +147,25 @@ public struct AndroidOptions: Sendable, Hashable, Codable {
         category = try container.decodeIfPresent([String: String].self, forKey: .category) ?? [:]
         vivoClassification = try container.decodeIfPresent(Int.self, forKey: .vivoClassification)
         sound = try container.decodeIfPresent(String.self, forKey: .sound)
-        intent = try container.decodeIfPresent(String.self, forKey: .intent)
-        url = try container.decodeIfPresent(String.self, forKey: .url)
+        if let intent = try container.decodeIfPresent(String.self, forKey: .intent) {
+            legacyClick = .intent(intent)
+        } else if let url = try container.decodeIfPresent(String.self, forKey: .url) {
+            legacyClick = .url(url)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(channelIDs, forKey: .channelIDs)
+        try container.encode(importance, forKey: .importance)
+        try container.encode(category, forKey: .category)
+        try container.encodeIfPresent(vivoClassification, forKey: .vivoClassification)
+        try container.encodeIfPresent(sound, forKey: .sound)
+        switch legacyClick {
+        case .intent(let intent)?: try container.encode(intent, forKey: .intent)
+        case .url(let url)?: try container.encode(url, forKey: .url)
+        case .openApp?, nil: break
+        }
     }
 
     public var isEmpty: Bool { self == AndroidOptions() }

@@ -74,11 +74,15 @@ public struct ChannelDeclaration: Sendable {
     public var hasEnvironment: Bool
     /// What `DeviceToken(_:channel:)` accepts for it.
     public var tokenRule: DeviceToken.Rule
+    /// How its entry of a message's per-service options (`PushOptions.services[name]`, the
+    /// native API's object under its name) is checked; nil: it takes none.
+    public var options: ServiceOptionsRule?
 
     public init(
         channel: PushChannel, displayName: String, withArticle: String? = nil, hasEnvironment: Bool = false,
-        tokenRule: DeviceToken.Rule = .opaque
+        tokenRule: DeviceToken.Rule = .opaque, options: ServiceOptionsRule? = nil
     ) {
+        self.options = options
         self.channel = channel
         self.displayName = displayName
         self.withArticle = withArticle ?? "a \(displayName)"

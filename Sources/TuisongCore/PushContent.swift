@@ -19,7 +19,9 @@ import Foundation
 /// environment, the Android channel and importance settings) stays in `PushOptions`: the same
 /// for every recipient of a message, whichever content a policy decides for each.
 public struct PushContent: Sendable, Hashable, Codable {
-    /// Where a tap on the notification leads, where the service takes one.
+    /// Where a tap on the notification leads, where the service takes one: the one spelling of
+    /// "open this" (the native API's `android.intent`, Baidu's `open_type` 1/2, Tencent's
+    /// per-app Huawei intent all land here); each transport renders it in its service's words.
     public enum ClickAction: Sendable, Hashable, Codable {
         /// Open the app (every service's default).
         case openApp

@@ -12,15 +12,16 @@ public struct PushHeaders: Sendable, Hashable {
     public var collapseID: String?
     /// The message's Android settings (channels, importance, …), for the Android transports.
     public var android: AndroidOptions?
-    /// The message's HarmonyOS settings, for the `harmony` transport.
-    public var harmony: HarmonyOptions?
+    /// The message's per-service options by channel name (`PushOptions.services`): each
+    /// transport reads its own entry (`options(for:)`).
+    public var services: [String: JSONValue]
 
     public init(
         pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil, collapseID: String? = nil,
-        android: AndroidOptions? = nil, harmony: HarmonyOptions? = nil
+        android: AndroidOptions? = nil, services: [String: JSONValue] = [:]
     ) {
         self.android = android
-        self.harmony = harmony
+        self.services = services
         self.pushType = pushType
         self.priority = priority
         self.expiration = expiration
@@ -31,8 +32,12 @@ public struct PushHeaders: Sendable, Hashable {
     public init(_ options: PushOptions) {
         self.init(
             pushType: options.pushType, priority: options.priority, expiration: options.expiration,
-            collapseID: options.collapseID, android: options.android, harmony: options.harmony)
+            collapseID: options.collapseID, android: options.android, services: options.services)
     }
+
+    /// The message's options for `channel`'s transport alone, as its declared rule normalised
+    /// them (or, for a row written before per-service options, as that row had them).
+    public func options(for channel: PushChannel) -> JSONValue? { services[channel.rawValue] }
 }
 
 /// One push to one device: where it goes, through which credential, and what it carries.
@@ -150,8 +155,9 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     case credentialUnusable
     /// The credential was refused earlier and is held until an operator fixes it.
     case credentialFailing
-    /// The content, rendered for the device's service, exceeds the service's limit (APNs's by
-    /// push type).
+    /// The content, rendered for the device's service, exceeds the service's limit: APNs's by
+    /// push type (failed, as APNs answered); an Android service's own (FCM's, Huawei's, Honor's,
+    /// HarmonyOS's, OPPO's: skipped by the transport before any request).
     case payloadTooLarge
     /// A retried delivery whose message no longer exists.
     case messageGone

@@ -76,7 +76,8 @@ struct AdminPushAPI: Sendable {
         for key in ["push_type", "priority", "collapse_id", "expiration"] where body.has(key) {
             native[key] = body.object[key]
         }
-        var job = try NativePushRequest.parse(native, appID: app.id, now: api.clock.now)
+        var job = try NativePushRequest.parse(
+            native, appID: app.id, now: api.clock.now, transports: api.config.transports.registry)
         job.vendor = "console"
         job.labels["source"] = "console"
         return job

@@ -104,8 +104,10 @@ public final class GatewayRuntime: Sendable {
                 store: store, authenticator: authenticator, logger: logger,
                 channels: config.transports.registry.channels
             ).register(on: router)
-            NativePushAPI(engine: engine, authenticator: authenticator, clock: clock, changes: store).register(
-                on: router)
+            NativePushAPI(
+                engine: engine, authenticator: authenticator, clock: clock, changes: store,
+                transports: config.transports.registry
+            ).register(on: router)
             let nodeShare = NodeShare()
             let compute = ComputePool.standard()
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in

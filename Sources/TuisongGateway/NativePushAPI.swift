@@ -11,6 +11,8 @@ struct NativePushAPI: Sendable {
     let clock: any Clock
     /// Where a queued message's wake-up goes to the other nodes; nil: this process only.
     var changes: (any StoreChangeFeed)? = nil
+    /// The gateway's transports: each one's options object is read by its declared rule.
+    var transports: TransportRegistry = .standard
 
     /// Tokens (or device ids) one push may name. A larger audience is a tag (or several
     /// pushes): a list this long is already 5,000 sends from one request.
@@ -48,7 +50,7 @@ struct NativePushAPI: Sendable {
             } catch {
                 throw NativeAPIError(httpError: error)
             }
-            var job = try NativePushRequest.parse(body, appID: app.id, now: clock.now)
+            var job = try NativePushRequest.parse(body, appID: app.id, now: clock.now, transports: transports)
             job.idempotencyKey = key
             let record: MessageRecord
             do {

@@ -7,12 +7,22 @@ import TuisongCore
 ///      "notification": {"alert": {"title": "Hi", "body": "There"}, "badge": 1, "custom": {"k": 1}},
 ///      "push_type": "alert", "priority": 10, "expiration": 1767225600, "collapse_id": "news",
 ///      "environment": "production"}
+///
+/// Besides these, each transport that declares options (`ChannelDeclaration.options`) takes an
+/// object under its channel name (`"harmony": {"category": "IM"}`), checked by its rule and
+/// kept as the message's `PushOptions.services[name]`.
 enum NativePushRequest {
-    static func parse(_ body: [String: Any], appID: Int64, now: Date) throws -> PushJob {
-        let known: Set<String> = [
+    static func parse(
+        _ body: [String: Any], appID: Int64, now: Date, transports: TransportRegistry = .standard
+    ) throws -> PushJob {
+        let serviceRules: [(name: String, rule: ServiceOptionsRule)] = transports.declarations.compactMap {
+            declaration in
+            declaration.channel.options.map { (declaration.name, $0) }
+        }
+        let known: Set<String> = Set([
             "audience", "notification", "push_type", "priority", "expiration", "collapse_id", "environment", "send_at",
-            "android", "harmony",
-        ]
+            "android",
+        ]).union(serviceRules.map(\.name))
         if let unknown = body.keys.first(where: { !known.contains($0) }) {
             throw invalid("unknown field \"\(unknown)\"")
         }
@@ -25,7 +35,7 @@ enum NativePushRequest {
         guard let notificationObject = body["notification"] as? [String: Any] else {
             throw invalid("\"notification\" is required and must be an object")
         }
-        let content = try parseNotification(notificationObject)
+        var content = try parseNotification(notificationObject)
 
         var options = PushOptions(pushType: content.suggestedPushType)
         if let raw = body["push_type"] {
@@ -69,11 +79,21 @@ enum NativePushRequest {
         }
         if let raw = body["android"] {
             guard let object = raw as? [String: Any] else { throw invalid("\"android\" must be an object") }
-            options.android = try parseAndroid(object)
+            let (android, intent) = try parseAndroid(object)
+            options.android = android
+            // The intent is where a tap leads: the content's click, the one place it is said.
+            if let intent { content.click = .intent(intent) }
         }
-        if let raw = body["harmony"] {
-            guard let object = raw as? [String: Any] else { throw invalid("\"harmony\" must be an object") }
-            options.harmony = try parseHarmony(object)
+        for (name, rule) in serviceRules {
+            guard let raw = body[name] else { continue }
+            do {
+                guard let value = JSONValue(jsonObject: raw) else {
+                    throw ServiceOptionsError(field: nil, "must be JSON")
+                }
+                if let entry = try rule.normalise(value) { options.services[name] = entry }
+            } catch let error as ServiceOptionsError {
+                throw invalid(error.sentence(at: name))
+            }
         }
         var sendAt: Date?
         if let raw = body["send_at"] {
@@ -238,8 +258,9 @@ enum NativePushRequest {
     }
 
     /// `{"channel_ids": {"fcm": "chat", …}, "importance": {"huawei": "NORMAL"}, "category":
-    /// {"huawei": "IM"}, "vivo_classification": 1, "sound": "ding", "intent": "intent://…"}`.
-    static func parseAndroid(_ object: [String: Any]) throws -> AndroidOptions? {
+    /// {"huawei": "IM"}, "vivo_classification": 1, "sound": "ding", "intent": "intent://…"}`: the
+    /// message's Android settings, and the intent a tap opens (which becomes the content's click).
+    static func parseAndroid(_ object: [String: Any]) throws -> (AndroidOptions?, intent: String?) {
         let known: Set<String> = ["channel_ids", "importance", "category", "vivo_classification", "sound", "intent"]
         if let unknown = object.keys.first(where: { !known.contains($0) }) {
             throw invalid("unknown field \"android.\(unknown)\"")
@@ -272,55 +293,15 @@ enum NativePushRequest {
         }
         var options = AndroidOptions(
             channelIDs: try perService("channel_ids"), importance: try perService("importance"),
-            category: try perService("category"), sound: try text("sound", limit: 256),
-            intent: try text("intent", limit: 2048))
+            category: try perService("category"), sound: try text("sound", limit: 256))
+        let intent = try text("intent", limit: 2048)
         if let raw = object["vivo_classification"] {
             guard let value = integer(raw), value == 0 || value == 1 else {
                 throw invalid("\"android.vivo_classification\" must be 0 (operation) or 1 (system)")
             }
             options.vivoClassification = value
         }
-        return options.isEmpty ? nil : options
-    }
-
-    /// `{"category": "IM", "click_action": "PageAbility", "click_uri": "app://…", "badge_increment":
-    /// true, "image": "https://…", "ignore_badge": false, "test_message": true}`: HarmonyOS NEXT's
-    /// settings (docs/reference/harmony.md §8).
-    static func parseHarmony(_ object: [String: Any]) throws -> HarmonyOptions? {
-        let known: Set<String> = [
-            "category", "click_action", "click_uri", "badge_increment", "image", "ignore_badge", "test_message",
-        ]
-        if let unknown = object.keys.first(where: { !known.contains($0) }) {
-            throw invalid("unknown field \"harmony.\(unknown)\"")
-        }
-        func text(_ key: String, limit: Int) throws -> String? {
-            guard let raw = object[key] else { return nil }
-            guard let value = raw as? String, !value.isEmpty, value.utf8.count <= limit else {
-                throw invalid("\"harmony.\(key)\" must be a string of 1–\(limit) bytes")
-            }
-            return value
-        }
-        func bool(_ key: String) throws -> Bool {
-            guard let raw = object[key] else { return false }
-            guard JSONValue.isBoolean(raw), let number = raw as? NSNumber else {
-                throw invalid("\"harmony.\(key)\" must be true or false")
-            }
-            return number.boolValue
-        }
-        var options = HarmonyOptions(
-            category: try text("category", limit: 64), clickAction: try text("click_action", limit: 256),
-            clickURI: try text("click_uri", limit: 2048), badgeIncrement: try bool("badge_increment"),
-            image: try text("image", limit: 2048), ignoreBadge: try bool("ignore_badge"),
-            testMessage: try bool("test_message"))
-        if let category = options.category, !HarmonyOptions.categories.contains(category) {
-            throw invalid(
-                "\"harmony.category\" must be one of \(HarmonyOptions.categories.sorted().joined(separator: ", "))")
-        }
-        if let image = options.image, !image.lowercased().hasPrefix("https://") {
-            throw invalid("\"harmony.image\" must be an https URL")
-        }
-        if options.isEmpty { options = HarmonyOptions() }
-        return options.isEmpty ? nil : options
+        return (options.isEmpty ? nil : options, intent)
     }
 
     private static func integer(_ value: Any) -> Int? {

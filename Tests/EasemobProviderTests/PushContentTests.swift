@@ -160,6 +160,6 @@ import TuisongCore
         #expect(options?.channelIDs["huawei"] == "shared" && options?.channelIDs["oppo"] == "shared")
         #expect(options?.category == ["huawei": "IM", "vivo": "IM"])
         #expect(options?.importance == ["honor": "LOW"])
-        #expect(options?.sound == "/raw/ring" && options?.intent == nil)
+        #expect(options?.sound == "/raw/ring" && options?.legacyClick == nil)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongGateway
 import TuisongPluginTestKit
 
 @testable import TencentProvider
@@ -8,6 +9,9 @@ import TuisongPluginTestKit
 /// `OfflinePushInfo.AndroidInfo` read into `AndroidOptions`, and an Android device's payload
 /// rendered from the common fields only.
 @Suite struct AndroidInfoTests {
+    /// The gateway declares its transports (and their options rules) before a plugin runs.
+    init() { TransportRegistry.install() }
+
     func info(_ json: String) throws -> OfflinePushInfo? {
         try OfflinePushInfo.parse(try JSONValue(parsing: json))
     }
@@ -42,9 +46,20 @@ import TuisongPluginTestKit
     @Test func harmonyInfoReachesTheHarmonyTransport() throws {
         let parsed = try #require(
             try info(#"{"HarmonyInfo":{"Image":"https://x/i.png","Category":"IM","IgnoreBadge":1}}"#))
-        #expect(parsed.harmony == HarmonyOptions(category: "IM", image: "https://x/i.png", ignoreBadge: true))
-        #expect(try info(#"{"HarmonyInfo":{"Image":"","Category":""}}"#)?.harmony.isEmpty == true)
-        #expect(try info(#"{"AndroidInfo":{"Sound":"x"}}"#)?.harmony.isEmpty == true)
+        // The `harmony` transport's entry, in its documented keys, built without importing it.
+        #expect(parsed.harmony == ["category": "IM", "image": "https://x/i.png", "ignore_badge": true])
+        #expect(try info(#"{"HarmonyInfo":{"Image":"","Category":""}}"#)?.harmony == nil)
+        #expect(try info(#"{"AndroidInfo":{"Sound":"x"}}"#)?.harmony == nil)
+        // The category is checked by the rule the transport declares, worded in Tencent's names.
+        do {
+            _ = try info(#"{"HarmonyInfo":{"Category":"CHAT"}}"#)
+            Issue.record("CHAT is no category of Huawei's")
+        } catch {
+            #expect(
+                (error as? TencentError)?.info.contains(
+                    "OfflinePushInfo.HarmonyInfo.Category must be one of ACCOUNT, ")
+                    == true, "\(error)")
+        }
         for bad in [
             #"{"HarmonyInfo":"x"}"#, #"{"HarmonyInfo":{"Image":"http://x/i.png"}}"#,
             #"{"HarmonyInfo":{"Category":"CHAT"}}"#, #"{"HarmonyInfo":{"IgnoreBadge":true}}"#,
@@ -113,16 +128,23 @@ import TuisongPluginTestKit
             id: 1, name: "a", bundleID: "com.example.a", apiKeyHash: "h", createdAt: Date(), updatedAt: Date())
         let pushInfo = try info(#"{"Ext":"{\"id\":7}","AndroidInfo":{"ExtAsHuaweiIntentParam":1,"Sound":"ring"}}"#)
         // Without the app's intent (Tencent's precondition) nothing changes but AndroidInfo.
-        #expect(
-            TencentProvider.androidOptions(pushInfo, ext: "{\"id\":7}", app: app) == AndroidOptions(sound: "ring"))
-        #expect(TencentProvider.androidOptions(nil, ext: nil, app: app) == nil)
+        #expect(TencentProvider.androidOptions(pushInfo) == AndroidOptions(sound: "ring"))
+        #expect(TencentProvider.androidIntent(pushInfo, ext: "{\"id\":7}", app: app) == nil)
+        #expect(TencentProvider.androidOptions(nil) == nil)
         let intent = "intent://chat/open#Intent;scheme=tuisong;launchFlags=0x4000000;end"
         app.vendorSettings["tencent"] = ["huawei_intent": intent]
-        #expect(
-            TencentProvider.androidOptions(pushInfo, ext: "{\"id\":7}", app: app)?.intent
-                == "intent://chat/open#Intent;scheme=tuisong;launchFlags=0x4000000;S.ext=%7B%22id%22%3A7%7D;end")
+        let appended = "intent://chat/open#Intent;scheme=tuisong;launchFlags=0x4000000;S.ext=%7B%22id%22%3A7%7D;end"
+        #expect(TencentProvider.androidIntent(pushInfo, ext: "{\"id\":7}", app: app) == appended)
         // ExtAsHuaweiIntentParam 0: the intent as configured, Ext only as data.
-        #expect(TencentProvider.androidOptions(try info(#"{"Ext":"x"}"#), ext: "x", app: app)?.intent == intent)
+        #expect(TencentProvider.androidIntent(try info(#"{"Ext":"x"}"#), ext: "x", app: app) == intent)
+        // The intent is an Android device's click, the one place "open this" is said (#29),
+        // kept with the message's template; an iPhone's content has none.
+        var template = OfflinePushTemplate(
+            sender: "a", origin: .oneToOne(senderNick: nil), elements: [], pushInfo: pushInfo)
+        template.androidIntent = appended
+        let kept = try #require(OfflinePushTemplate(vendorContext: template.vendorContext))
+        #expect(kept.content(badge: nil, android: true).click == .intent(appended))
+        #expect(kept.content(badge: nil, android: false).click == nil)
         #expect(
             HuaweiIntent.appending(stringExtra: "ext", value: "订单 a;b", to: intent).hasSuffix(
                 "S.ext=%E8%AE%A2%E5%8D%95%20a%3Bb;end"))

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongHarmony
 
 @testable import TuisongGateway
 
@@ -164,18 +165,57 @@ func repositoryRoot() -> URL {
         #expect(job.options.priority == .powerAware)
     }
 
-    /// The `harmony` object: HarmonyOS NEXT's category, click, badge and test settings (#31).
+    /// `android.intent` is where a tap leads: the content's click, the one place a message says
+    /// it (#29); the rest stays the message's Android settings.
+    @Test func theAndroidIntentIsTheContentsClick() throws {
+        let job = try parse(
+            #"{"audience": {"all": true}, "notification": {"alert": "x"}, "android": {"sound": "ding", "intent": "intent://a#Intent;end"}}"#
+        )
+        #expect(job.content.click == .intent("intent://a#Intent;end"))
+        #expect(job.options.android == AndroidOptions(sound: "ding"))
+        #expect(job.options.android?.legacyClick == nil)
+        let intentOnly = try parse(
+            #"{"audience": {"all": true}, "notification": {"alert": "x"}, "android": {"intent": "intent://a#Intent;end"}}"#
+        )
+        #expect(intentOnly.options.android == nil && intentOnly.content.click == .intent("intent://a#Intent;end"))
+    }
+
+    /// The `harmony` object: HarmonyOS NEXT's category, click, badge and test settings (#31),
+    /// read through the rule the `harmony` transport declares into its entry of the message's
+    /// per-service options (#29), in the same keys; the wire is as before.
     @Test func theHarmonyObjectIsReadAndChecked() throws {
         let job = try parse(
-            #"{"audience": {"all": true}, "notification": {"alert": "x", "badge": 2}, "harmony": {"category": "IM", "click_action": "ChatAbility", "badge_increment": true, "test_message": true}}"#
+            #"{"audience": {"all": true}, "notification": {"alert": "x", "badge": 2}, "harmony": {"category": "IM", "click_action": "ChatAbility", "badge_increment": true, "test_message": false}}"#
         )
         #expect(
-            job.options.harmony
-                == HarmonyOptions(category: "IM", clickAction: "ChatAbility", badgeIncrement: true, testMessage: true))
-        #expect(try parse(#"{"audience": {"all": true}, "notification": {"alert": "x"}}"#).options.harmony == nil)
+            job.options.services == [
+                "harmony": ["category": "IM", "click_action": "ChatAbility", "badge_increment": true]
+            ])
         #expect(
-            try parse(#"{"audience": {"all": true}, "notification": {"alert": "x"}, "harmony": {}}"#).options.harmony
-                == nil)
+            HarmonyOptions(job.options.services["harmony"])
+                == HarmonyOptions(category: "IM", clickAction: "ChatAbility", badgeIncrement: true))
+        #expect(try parse(#"{"audience": {"all": true}, "notification": {"alert": "x"}}"#).options.services.isEmpty)
+        #expect(
+            try parse(#"{"audience": {"all": true}, "notification": {"alert": "x"}, "harmony": {}}"#).options.services
+                .isEmpty)
+        // One sentence with the field's path, as before.
+        func refusal(_ harmony: String) -> String? {
+            do {
+                _ = try parse(
+                    #"{"audience": {"all": true}, "notification": {"alert": "x"}, "harmony": "# + harmony + "}")
+                return nil
+            } catch let error as NativeAPIError {
+                return error.code + ": " + error.message
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(
+            refusal(#"{"category": "CHAT"}"#)?.hasPrefix(#"invalid_request: "harmony.category" must be one of"#) == true
+        )
+        #expect(refusal(#"{"test_message": 1}"#) == #"invalid_request: "harmony.test_message" must be true or false"#)
+        #expect(refusal(#"{"sound": "x"}"#) == #"invalid_request: unknown field "harmony.sound""#)
+        #expect(refusal(#"[]"#) == #"invalid_request: "harmony" must be an object"#)
         for bad in [
             #"{"category": "CHAT"}"#, #"{"test_message": 1}"#, #"{"image": "http://x/a.png"}"#, #"{"sound": "x"}"#,
             #"[]"#,

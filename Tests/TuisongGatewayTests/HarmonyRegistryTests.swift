@@ -127,7 +127,7 @@ import TuisongTransportKit
         func push(_ token: String, _ content: PushContent) -> OutgoingPush {
             OutgoingPush(
                 token: token, environment: .production, content: content,
-                headers: PushHeaders(PushOptions(harmony: HarmonyOptions(category: "IM"))), channel: .harmony)
+                headers: PushHeaders(PushOptions(services: ["harmony": ["category": "IM"]])), channel: .harmony)
         }
         let outcomes = await transport.outcomes(
             of: PushBatch(

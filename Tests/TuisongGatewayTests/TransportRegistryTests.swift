@@ -74,9 +74,9 @@ import TuisongTransportKit
     /// makes it, routes its pushes to it, serves its credential form to the console and checks
     /// what the admin API is given against it; no other file of the gateway names it.
     ///
-    /// What it cannot yet do is store an echo device or credential: the store's CHECKs on
-    /// `channel` (SchemaV9, PostgresSchema) list the seven channels, so a new transport also
-    /// needs a migration widening them (the store's, see the branch note).
+    /// Its own options object (`"echo": {"room": …}` in a native push) is checked by the rule it
+    /// declares and reaches it with the push: the native API, the store and the delivery engine
+    /// carry it by name without knowing its keys (#29).
     @Test func aTestOnlyTransportRegisteredTheNewWayIsServedEndToEnd() async throws {
         let url = "https://echo-\(UUID().uuidString.prefix(8).lowercased()).example/v1"
         let (gw, client) = try await AdminTestClient.start(
@@ -137,6 +137,51 @@ import TuisongTransportKit
         #expect(transport.echoed.isEmpty)
         // Not declared process-wide: the standard registry's lists stay the build's own.
         #expect(!PushChannel.allCases.contains(.echo))
+
+        // With a credential and a device, a native push carries the transport's own options to
+        // it; a bad options object is refused in the native API's words, with its field's path.
+        let stored = try await client.call(
+            "POST", "/apps/\(appID)/channel-credentials",
+            json: ["channel": "echo", "account": "tester", "api_key": "s3cret-echo-key"])
+        #expect(stored.status == 201, "\(stored.text)")
+        let device = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/echo-token-1", key: key, json: ["channel": "echo"])
+        #expect(device.status == 201, "\(device.text)")
+        let bad = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: [
+                "audience": ["tokens": ["echo-token-1"]], "notification": ["alert": ["title": "Hi echo"]],
+                "echo": ["room": "Lobby 1"],
+            ])
+        #expect(bad.status == 400 && bad.errorCode == "invalid_request", "\(bad.text)")
+        #expect(bad.errorMessage == #""echo.room" must be lower-case letters"#, "\(bad.text)")
+        let unknown = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: [
+                "audience": ["tokens": ["echo-token-1"]], "notification": ["alert": ["title": "Hi echo"]],
+                "echo": ["floor": 2],
+            ])
+        #expect(unknown.errorMessage == #"unknown field "echo.floor""#, "\(unknown.text)")
+        let pushed = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: [
+                "audience": ["tokens": ["echo-token-1"]], "notification": ["alert": ["title": "Hi echo"]],
+                "echo": ["room": "lobby"], "harmony": ["category": "IM"],
+            ])
+        #expect(pushed.status == 202, "\(pushed.text)")
+        let messageID = try #require(pushed.jsonObject["message_id"] as? Int)
+        _ = try await gw.completed(messageID: Int64(messageID), timeout: .seconds(60))
+        let echoed = try #require(transport.echoed.last)
+        #expect(echoed.token == "echo-token-1" && echoed.title == "Hi echo" && echoed.account == "tester")
+        #expect(echoed.options == ["room": "lobby"], "its own entry, not another transport's")
+        let record = try #require(try await gw.runtime.store.message(id: Int64(messageID)))
+        #expect(record.options.services == ["echo": ["room": "lobby"], "harmony": ["category": "IM"]])
+        // A gateway without the transport does not take its object.
+        #expect(throws: NativeAPIError.self) {
+            try NativePushRequest.parse(
+                ["audience": ["all": true], "notification": ["alert": "x"], "echo": ["room": "lobby"]], appID: appID,
+                now: Date())
+        }
     }
 }
 

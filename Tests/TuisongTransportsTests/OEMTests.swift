@@ -38,12 +38,16 @@ import TuisongTransportKit
         #expect(data["title"] == nil)
     }
 
-    /// `AndroidOptions.url` (Baidu's `open_type` 1) or the content's `click` URL: each service's open-a-web-page click; an
-    /// intent wins over it; a URL over a service's length limit opens the app instead.
+    /// The content's `click` (the one spelling of "open this": Baidu's `open_type` 1/2, the
+    /// native API's `android.intent` and Tencent's Huawei intent land there, #29): a URL is each
+    /// service's open-a-web-page click, an intent its intent click; a URL over a service's length
+    /// limit opens the app instead. A message stored before #29 said it in its `AndroidOptions`
+    /// (`url`, `intent`; the intent won): it renders the same.
     @Test func anOpenURLClickOnXiaomiOPPOAndVivo() throws {
         let url = "https://shop.example.com/sale?id=7"
-        let headers = PushHeaders(android: AndroidOptions(url: url))
-        let alert = Self.alert
+        var alert = Self.alert
+        alert.click = .url(url)
+        let headers = PushHeaders()
         let xiaomi = Dictionary(XiaomiMessage.fields(content: alert, headers: headers, packageName: "p", now: now)) {
             $1
         }
@@ -53,24 +57,42 @@ import TuisongTransportKit
         let vivo = VivoMessage.fields(content: alert, headers: headers, now: now)
         #expect(vivo["skipType"] == 2 && vivo["skipContent"] == .string(url))
 
-        let both = PushHeaders(android: AndroidOptions(intent: "intent://x#Intent;end", url: url))
-        let intent = Dictionary(XiaomiMessage.fields(content: alert, headers: both, packageName: "p", now: now)) { $1 }
+        var opens = Self.alert
+        opens.click = .intent("intent://x#Intent;end")
+        let intent = Dictionary(XiaomiMessage.fields(content: opens, headers: headers, packageName: "p", now: now)) {
+            $1
+        }
         #expect(intent["extra.notify_effect"] == "2" && intent["extra.web_uri"] == nil)
-        #expect(OPPOMessage.notification(content: alert, headers: both, now: now)["click_action_type"] == 5)
-        #expect(VivoMessage.fields(content: alert, headers: both, now: now)["skipType"] == 4)
+        #expect(OPPOMessage.notification(content: opens, headers: headers, now: now)["click_action_type"] == 5)
+        #expect(VivoMessage.fields(content: opens, headers: headers, now: now)["skipType"] == 4)
 
-        let long = PushHeaders(android: AndroidOptions(url: "https://x.example/" + String(repeating: "a", count: 1000)))
-        #expect(OPPOMessage.notification(content: alert, headers: long, now: now)["click_action_type"] == 0)
-        #expect(VivoMessage.fields(content: alert, headers: long, now: now)["skipType"] == 1)
+        var long = Self.alert
+        long.click = .url("https://x.example/" + String(repeating: "a", count: 1000))
+        #expect(OPPOMessage.notification(content: long, headers: headers, now: now)["click_action_type"] == 0)
+        #expect(VivoMessage.fields(content: long, headers: headers, now: now)["skipType"] == 1)
 
-        // The content's own click action opens the page the same way.
-        var clicked = Self.alert
-        clicked.click = .url(url)
-        let fromContent = Dictionary(
-            XiaomiMessage.fields(content: clicked, headers: PushHeaders(), packageName: "p", now: now)
-        ) { $1 }
-        #expect(fromContent["extra.notify_effect"] == "3" && fromContent["extra.web_uri"] == url)
-        #expect(VivoMessage.fields(content: clicked, headers: PushHeaders(), now: now)["skipType"] == 2)
+        // A row stored before #29: the click in its Android options, read as the content's.
+        let stored = try JSONDecoder().decode(
+            AndroidOptions.self, from: Data(#"{"intent":"intent://x#Intent;end","url":"\#(url)"}"#.utf8))
+        #expect(stored.legacyClick == .intent("intent://x#Intent;end"))
+        let old = PushHeaders(android: stored)
+        func form(_ content: PushContent, _ headers: PushHeaders) -> [String] {
+            XiaomiMessage.fields(content: content, headers: headers, packageName: "p", now: now).map { "\($0)=\($1)" }
+        }
+        #expect(form(Self.alert, old) == form(opens, headers))
+        #expect(
+            OPPOMessage.notification(content: Self.alert, headers: old, now: now)
+                == OPPOMessage.notification(content: opens, headers: headers, now: now))
+        #expect(
+            VivoMessage.fields(content: Self.alert, headers: old, now: now)
+                == VivoMessage.fields(content: opens, headers: headers, now: now))
+        // Written back, it keeps its old key; the content's own click wins over it.
+        #expect(
+            try JSONValue(parsing: try JSONValue.encodedText(stored))
+                == ["channelIDs": [:], "importance": [:], "category": [:], "intent": "intent://x#Intent;end"])
+        #expect(VivoMessage.fields(content: alert, headers: old, now: now)["skipType"] == 2)
+        let onlyURL = try JSONDecoder().decode(AndroidOptions.self, from: Data(#"{"url":"\#(url)"}"#.utf8))
+        #expect(onlyURL.legacyClick == .url(url))
     }
 
     @Test func xiaomiAnswers() {
@@ -99,8 +121,10 @@ import TuisongTransportKit
     @Test func oppoNotification() throws {
         let headers = PushHeaders(
             expiration: now.addingTimeInterval(10 * 86_400),
-            android: AndroidOptions(channelIDs: ["oppo": "im"], intent: "intent://x#Intent;end"))
-        let notification = OPPOMessage.notification(content: Self.alert, headers: headers, now: now)
+            android: AndroidOptions(channelIDs: ["oppo": "im"]))
+        var alert = Self.alert
+        alert.click = .intent("intent://x#Intent;end")
+        let notification = OPPOMessage.notification(content: alert, headers: headers, now: now)
         #expect(notification["title"] == "Hi")
         #expect(notification["content"] == "New message")
         #expect(notification["click_action_type"] == 5)

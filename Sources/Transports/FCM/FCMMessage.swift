@@ -15,9 +15,16 @@ enum FCMMessage {
 
     /// A message rendered once for every device of a push: only the token differs, written
     /// into the rendered bytes (the serialisation sorts keys, so `token` is the message's last).
+    /// FCM refuses a message whose data (keys and values) and notification texts exceed
+    /// 4,096 bytes ("Android message is too big", `INVALID_ARGUMENT`; docs/reference/android.md §2).
+    static let payloadLimit = 4096
+
     struct Template {
         /// `{"message":{…` up to the token member.
         private let head: [UInt8]
+        /// What FCM counts against `payloadLimit`: the data's keys and values and the
+        /// notifications' texts.
+        let payloadBytes: Int
 
         init(content: PushContent, headers: PushHeaders, now: Date) {
             var message: [String: JSONValue] = [:]
@@ -43,6 +50,14 @@ enum FCMMessage {
             if let sound = headers.android?.sound { notification["sound"] = .string(sound) }
             if !content.isDataOnly, !notification.isEmpty { android["notification"] = .object(notification) }
             message["android"] = .object(android)
+            var bytes = 0
+            if case .object(let data)? = message["data"] {
+                for (key, value) in data { bytes += key.utf8.count + (value.stringValue?.utf8.count ?? 0) }
+            }
+            for case .object(let texts)? in [message["notification"], android["notification"]] {
+                for value in texts.values { bytes += value.stringValue?.utf8.count ?? 0 }
+            }
+            payloadBytes = bytes
             // "android" is always there, so the object is never empty: drop its closing braces.
             head = Array(JSONValue.object(["message": .object(message)]).serialized().dropLast(2))
         }

@@ -116,6 +116,7 @@ public final class FCMTransport: PushTransport {
         requested.reserveCapacity(indices.count)
         // Pushes of one message share their content and headers: rendered once.
         var template: (content: SharedContent, headers: PushHeaders, rendered: FCMMessage.Template)?
+        var tooLarge: [SendReport] = []
         for index in indices {
             let push = pushes[index]
             let rendered: FCMMessage.Template
@@ -125,12 +126,18 @@ public final class FCMTransport: PushTransport {
                 rendered = FCMMessage.Template(content: push.content.content, headers: push.headers, now: now)
                 template = (push.content, push.headers, rendered)
             }
+            // What FCM would refuse for its size is skipped, never sent.
+            if rendered.payloadBytes > FCMMessage.payloadLimit {
+                tooLarge.append(SendReport(index: index, outcome: .skipped(.payloadTooLarge)))
+                continue
+            }
             requests.append(
                 HTTPClientRequest(
                     method: "POST", url: url, headers: headers, body: rendered.body(token: push.token),
                     timeout: requestTimeout, responseHeaders: Self.responseHeaders))
             requested.append(index)
         }
+        if !tooLarge.isEmpty { report(tooLarge) }
         guard !requests.isEmpty else { return }
         // One submission for the chunk, and one report per group of answers the client hands
         // over together (MessageRun.record takes a lock and returns permits per call).

@@ -8,7 +8,8 @@ extension HarmonyService {
     /// its credential (docs/reference/harmony.md).
     public static let declaration = TransportDeclaration(
         channel: ChannelDeclaration(
-            channel: .harmony, displayName: "HarmonyOS", withArticle: "a HarmonyOS", tokenRule: tokenRule),
+            channel: .harmony, displayName: "HarmonyOS", withArticle: "a HarmonyOS", tokenRule: tokenRule,
+            options: HarmonyOptions.rule),
         configKeys: [TransportConfigKey("url", .url(required: true), default: HarmonyService.defaultSendURL)],
         credentialForm: CredentialForm(
             fields: [

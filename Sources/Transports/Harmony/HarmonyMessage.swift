@@ -33,7 +33,7 @@ public enum HarmonyMessage {
 
         init(content: PushContent, headers: PushHeaders, defaultCategory: String?, now: Date) {
             var body: [String: JSONValue] = [:]
-            let harmony = headers.harmony ?? HarmonyOptions()
+            let harmony = HarmonyOptions(headers.options(for: .harmony))
             var options: [String: JSONValue] = [:]
             if let seconds = headers.secondsToLive(now: now, atMost: HarmonyMessage.maxTTL) {
                 options["ttl"] = .int(seconds)

@@ -28,6 +28,11 @@ public struct HarmonyService: TokenBatchService {
     }
     /// The badge refresh message sets the icon's count without a notification.
     public var carriesBadgeOnly: Bool { true }
+    /// Push Kit v3 refuses a body over 4,096 bytes, its tokens not counted (80300008;
+    /// docs/reference/harmony.md §1), as Huawei's Android Push Kit does.
+    public func exceedsServiceLimit(_ template: HarmonyMessage.Template) -> Bool {
+        template.body(tokens: []).count - 1 > pushKitBodyLimit
+    }
 
     public func sendURL(_ credential: ChannelCredential) -> String {
         baseURL + "/v3/" + credential.vendorAppID + "/messages:send"

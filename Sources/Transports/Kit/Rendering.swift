@@ -21,18 +21,21 @@ extension PushContent {
             })
     }
 
-    /// The intent URI a tap opens: the content's click action, else the message's Android
-    /// setting.
+    /// Where a tap leads: the content's click action (the one place a message says it), else,
+    /// for a message stored before #29, what its Android options said
+    /// (`AndroidOptions.legacyClick`).
+    public func clickAction(_ headers: PushHeaders) -> ClickAction? { click ?? headers.android?.legacyClick }
+
+    /// The intent URI a tap opens (`clickAction(_:)`'s intent).
     public func intent(_ headers: PushHeaders) -> String? {
-        if case .intent(let intent)? = click { return intent }
-        return headers.android?.intent
+        if case .intent(let intent)? = clickAction(headers) { return intent }
+        return nil
     }
 
-    /// The web page a tap opens: the content's click action, else the message's Android
-    /// options (Baidu's `open_type` 1 with `url`).
+    /// The web page a tap opens (`clickAction(_:)`'s URL).
     public func url(_ headers: PushHeaders) -> String? {
-        if case .url(let url)? = click { return url }
-        return headers.android?.url
+        if case .url(let url)? = clickAction(headers) { return url }
+        return nil
     }
 
     /// The custom keys as one JSON object's text, for the services whose data is a string

@@ -29,6 +29,10 @@ public protocol TokenBatchService: Sendable {
     /// Whether the service sets an app icon's badge without a notification (HarmonyOS's badge
     /// refresh message): badge-only content is sent instead of skipped.
     var carriesBadgeOnly: Bool { get }
+    /// Whether the service would refuse the rendered message for its size (Huawei's, Honor's
+    /// and HarmonyOS's 4,096 bytes without the tokens, OPPO's 4 KB of action parameters): its
+    /// pushes are skipped as `payload_too_large`, never sent as a request the service refuses.
+    func exceedsServiceLimit(_ template: Template) -> Bool
     /// Trades the credential for an access token (an OAuth 2.0 client-credentials grant for
     /// `JSONBatchService`s; a signed request for OPPO and vivo; Xiaomi's key needs none).
     func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async -> Result<
@@ -49,6 +53,9 @@ extension TokenBatchService {
     public var carriesDataMessages: Bool { true }
     /// None of the Android services sets a badge without a notification.
     public var carriesBadgeOnly: Bool { false }
+    /// No size limit of its own besides those the rendering keeps to (Xiaomi, vivo: their
+    /// titles and texts are cut to their lengths).
+    public func exceedsServiceLimit(_ template: Template) -> Bool { false }
 }
 
 /// A token-batch service that takes one JSON request per chunk with a bearer token from an
@@ -60,6 +67,18 @@ public protocol JSONBatchService: TokenBatchService {
     func extraHeaders(now: Date) -> [(name: String, value: String)]
     func body(_ template: Template, tokens: [String]) -> [UInt8]
     func read(status: Int, body: [UInt8], tokens: [String], retryAfter: String?, now: Date) -> TokenBatchAnswer
+}
+
+/// Huawei Push Kit and Honor Push refuse a body over 4,096 bytes, its tokens not counted
+/// (80300008; docs/reference/android.md §3–4).
+public let pushKitBodyLimit = 4096
+
+extension JSONBatchService {
+    /// The body with no token, less the one byte of an empty token list the tokens replace (a
+    /// list of tokens is `1 + Σ(length + 3)` bytes), over `pushKitBodyLimit`.
+    public func exceedsServiceLimit(_ template: Template) -> Bool {
+        body(template, tokens: []).count - 1 > pushKitBodyLimit
+    }
 }
 
 extension JSONBatchService {
@@ -199,7 +218,7 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
         // Consecutive pushes with the same content and headers (a one-payload message's page)
         // share requests; per-recipient contents make a request each.
         var start = 0
-        var rendered: (content: SharedContent, headers: PushHeaders, template: Service.Template)?
+        var rendered: (content: SharedContent, headers: PushHeaders, template: Service.Template, tooLarge: Bool)?
         while start < positions.count {
             let push = pushes[positions[start]]
             let limit = min(tokensPerRequest, service.maxTokens(headers: push.headers))
@@ -212,8 +231,10 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
             let chunk = Array(positions[start..<end])
             start = end
             let template: Service.Template
+            let tooLarge: Bool
             if let cached = rendered, cached.content == push.content, cached.headers == push.headers {
                 template = cached.template
+                tooLarge = cached.tooLarge
             } else {
                 var content = push.content.content
                 // Without an alert only a data (pass-through) message can carry the push: not at
@@ -228,7 +249,12 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
                 // name stands in, as iOS shows it above an alert that has none.
                 if !content.isDataOnly, content.title == nil { content.title = app.name }
                 template = service.template(content: content, headers: push.headers, credential: credential, now: now)
-                rendered = (push.content, push.headers, template)
+                tooLarge = service.exceedsServiceLimit(template)
+                rendered = (push.content, push.headers, template, tooLarge)
+            }
+            if tooLarge {
+                report(chunk.map { SendReport(index: $0, outcome: .skipped(.payloadTooLarge)) })
+                continue
             }
             let deviceTokens = chunk.map { pushes[$0].token }
             post(template, tokens: deviceTokens, token: token, credential: credential, retriedAuth: false) { outcomes in

@@ -6,7 +6,7 @@ import TuisongHTTPClient
 
 /// Everything the gateway needs to know about one transport, declared from the transport's own
 /// folder and listed once in the gateway's `TransportRegistry`: its channel (name, display name,
-/// token rule, whether it is Android-style), its config section (`transports.<name>.*`), the
+/// token rule, whether it is Android-style, the rule for its own per-message options), its config section (`transports.<name>.*`), the
 /// credential an operator adds for it, how to make it, and where local mode's look-alike answers
 /// for it. Adding a transport is its folder, this declaration, a registry line and a name in
 /// Package.swift's `transports` list.
@@ -30,6 +30,10 @@ public struct TransportDeclaration: Sendable {
     }
 
     public var name: String { channel.channel.rawValue }
+
+    /// How its entry of a message's per-service options is checked (`ChannelDeclaration.options`):
+    /// the native API's object under its name, a vendor plugin's mapping. nil: it takes none.
+    public var options: ServiceOptionsRule? { channel.options }
 }
 
 /// One key of a transport's config section, `transports.<name>.<key>`, overridable as

@@ -58,6 +58,12 @@ public struct OPPOService: TokenBatchService {
     /// (`unsupported_content`), never sent blank.
     public var carriesDataMessages: Bool { false }
 
+    /// OPPO refuses `action_parameters` (the custom data as one JSON text) over 4 KB
+    /// (docs/reference/android.md §9).
+    public func exceedsServiceLimit(_ template: JSONValue) -> Bool {
+        (template["action_parameters"]?.stringValue?.utf8.count ?? 0) > OPPOMessage.maxActionParametersBytes
+    }
+
     public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
         -> JSONValue
     {
@@ -90,6 +96,8 @@ public typealias OPPOTransport = TokenBatchTransport<OPPOService>
 enum OPPOMessage {
     /// OPPO keeps an offline message at most three days.
     static let maxOfflineTTL: Int64 = 259_200
+    /// `action_parameters`: at most 4 KB.
+    static let maxActionParametersBytes = 4096
 
     static func notification(content: PushContent, headers: PushHeaders, now: Date) -> JSONValue {
         var notification: [String: JSONValue] = [

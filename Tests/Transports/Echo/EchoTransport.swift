@@ -13,8 +13,9 @@ extension PushChannel {
 /// A transport kept in the tests, declared and registered exactly as a real one: its folder,
 /// a name in Package.swift's `testTransports` list, and the registry line a test adds
 /// (`TransportRegistry.standard.adding(EchoTransport.declaration)`). It "delivers" each push by
-/// writing down its token, title and the credential it was sent with; a push whose app has no
-/// echo credential is held `no_credential`, as every service's is.
+/// writing down its token, title, the credential it was sent with and its own options (the
+/// message's `echo` object: `{"room": "lobby"}`, checked by the rule it declares); a push whose
+/// app has no echo credential is held `no_credential`, as every service's is.
 public final class EchoTransport: PushTransport {
     /// What one push handed to it carried.
     public struct Echoed: Sendable, Hashable {
@@ -22,10 +23,22 @@ public final class EchoTransport: PushTransport {
         public var title: String?
         public var account: String
         public var url: String
+        /// The message's `echo` options, as the declared rule normalised them.
+        public var options: JSONValue?
+    }
+
+    /// Its options: `room`, 1–32 lower-case letters.
+    public static let optionsRule = ServiceOptionsRule { (value) throws(ServiceOptionsError) -> JSONValue? in
+        let reader = try ServiceOptionsReader(value, known: ["room"])
+        guard let room = try reader.string("room", limit: 32) else { return nil }
+        guard room.allSatisfy({ $0.isASCII && $0.isLowercase }) else {
+            throw ServiceOptionsError(field: "room", "must be lower-case letters")
+        }
+        return ["room": .string(room)]
     }
 
     public static let declaration = TransportDeclaration(
-        channel: ChannelDeclaration(channel: .echo, displayName: "Echo", withArticle: "an Echo"),
+        channel: ChannelDeclaration(channel: .echo, displayName: "Echo", withArticle: "an Echo", options: optionsRule),
         configKeys: [TransportConfigKey("url", .url(required: true), default: "https://echo.invalid/v1")],
         credentialForm: CredentialForm(
             fields: [
@@ -76,7 +89,8 @@ public final class EchoTransport: PushTransport {
                 reports.append(SendReport(index: index, outcome: outcome))
             case .credential(let credential):
                 let echoed = Echoed(
-                    token: push.token, title: push.content.content.title, account: credential.clientID, url: url)
+                    token: push.token, title: push.content.content.title, account: credential.clientID, url: url,
+                    options: push.headers.options(for: .echo))
                 let count = log.withLock {
                     $0.append(echoed)
                     return $0.count

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+import TuisongCore
+import TuisongDelivery
+import TuisongTransportKit
+
+@testable import TuisongHarmony
+
+/// Per-service options keyed by transport name (#29): `PushOptions.services`, stored with the
+/// message as JSON, each entry read by its own transport; a row stored before them (HarmonyOS's
+/// settings as `PushOptions.harmony`, in its Codable keys) still reads and renders the same.
+@Suite struct ServiceOptionsTests {
+    /// `PushOptions` as today's store rows hold it (JSONDecoder, as `JSONText.decode` reads a row).
+    func stored(_ text: String) throws -> PushOptions {
+        try JSONDecoder().decode(PushOptions.self, from: Data(text.utf8))
+    }
+
+    /// A row written by the code before #29: `harmony` at the top of the options, camelCase,
+    /// every flag written out.
+    static let oldRow = """
+        {"collapseID":"c-1","harmony":{"badgeIncrement":true,"category":"IM","clickAction":"ChatAbility",\
+        "ignoreBadge":false,"testMessage":true},"pushType":"alert"}
+        """
+
+    @Test func anOldRowIsReadIntoTheHarmonyEntryAndRendersAsANewOne() throws {
+        let old = try stored(Self.oldRow)
+        #expect(old.collapseID == "c-1" && old.pushType == .alert)
+        let expected = HarmonyOptions(
+            category: "IM", clickAction: "ChatAbility", badgeIncrement: true, testMessage: true)
+        #expect(HarmonyOptions(old.services["harmony"]) == expected)
+        // The same settings as a new row has them (the rule's normalised entry).
+        let entry = try #require(
+            try HarmonyOptions.rule.normalise(
+                ["category": "IM", "click_action": "ChatAbility", "badge_increment": true, "test_message": true]))
+        #expect(entry == expected.entry)
+        let new = PushOptions(collapseID: "c-1", services: ["harmony": entry])
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let content = PushContent(title: "Hi", body: "鸿蒙", badge: 3)
+        func rendered(_ options: PushOptions) -> String {
+            let template = HarmonyMessage.Template(
+                content: content, headers: PushHeaders(options), defaultCategory: nil, now: now)
+            return String(decoding: template.body(tokens: ["t-1"]), as: UTF8.self)
+        }
+        #expect(rendered(old) == rendered(new))
+        let body = try JSONValue(parsing: rendered(old))
+        #expect(body["payload"]?["notification"]?["category"] == "IM")
+        #expect(body["payload"]?["notification"]?["clickAction"]?["action"] == "ChatAbility")
+        #expect(body["payload"]?["notification"]?["badge"] == ["addNum": 3])
+        #expect(body["pushOptions"]?["testMessage"] == true)
+        // Written back, the entry sits under `services` and reads the same; an entry under
+        // `services` wins over a leftover `harmony`.
+        let rewritten = try stored(String(decoding: try JSONValue.encodedText(old), as: UTF8.self))
+        #expect(rewritten == old)
+        let written = try JSONValue(parsing: try JSONValue.encodedText(new))
+        #expect(written.objectValue.map { Set($0.keys) } == ["collapseID", "pushType", "services"])
+        let both = try stored(
+            #"{"pushType":"alert","harmony":{"category":"WORK"},"services":{"harmony":{"category":"IM"}}}"#)
+        #expect(HarmonyOptions(both.services["harmony"]).category == "IM")
+    }
+
+    @Test func optionsWithoutServicesAreStoredAsBefore() throws {
+        let text = String(decoding: try JSONValue.encodedText(PushOptions(collapseID: "c")), as: UTF8.self)
+        #expect(text == #"{"collapseID":"c","pushType":"alert"}"#)
+        #expect(try stored(text).services.isEmpty)
+        #expect(try stored(#"{"pushType":"alert","harmony":null}"#).services.isEmpty)
+    }
+
+    /// The rule: the documented keys only, each of its type; one sentence with the field.
+    @Test func theHarmonyRuleRefusesInOneSentence() throws {
+        func refusal(_ value: JSONValue) -> String? {
+            do throws(ServiceOptionsError) {
+                _ = try HarmonyOptions.rule.normalise(value)
+                return nil
+            } catch {
+                return error.sentence(at: "harmony")
+            }
+        }
+        #expect(refusal(["image": "http://x/a.png"]) == #""harmony.image" must be an https URL"#)
+        #expect(refusal(["click_uri": ""]) == #""harmony.click_uri" must be a string of 1–2048 bytes"#)
+        #expect(refusal(["badgeIncrement": true]) == #"unknown field "harmony.badgeIncrement""#)
+        #expect(refusal("IM") == #""harmony" must be an object"#)
+        #expect(try HarmonyOptions.rule.normalise(["ignore_badge": false]) == nil)
+    }
+}
