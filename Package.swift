@@ -27,6 +27,10 @@ func transport(_ name: String, under folder: String = "Sources/Transports") -> T
 /// line in the gateway's registry (`Sources/TuisongGateway/Providers.swift`).
 let vendors = ["Baidu", "Tencent", "Easemob"]
 
+/// Per vendor, the transports whose declared option rules its unit tests check its mapping with
+/// (the transport's own rule, not a copy), linked without the gateway.
+let checkedAgainst = ["Tencent": ["Harmony"]]
+
 /// A provider's target and its two test targets. A provider sees the core through `TuisongPlugin`
 /// and never imports the store, the gateway, another provider or a C module. Its unit tests
 /// (`<Vendor>ProviderTests`: policies, signatures, parsing, its store on both databases) run on
@@ -48,7 +52,7 @@ func provider(_ vendor: String) -> [Target] {
                 .target(name: "\(vendor)Provider"), "TuisongPluginTestKit", "TuisongCore", "TuisongHTTP",
                 "TuisongPlugin", "TuisongStore", "TuisongCrypto", "TuisongDelivery",
                 .product(name: "Logging", package: "swift-log"),
-            ]),
+            ] + (checkedAgainst[vendor] ?? []).map { .target(name: "Tuisong\($0)") }),
         .testTarget(
             name: "\(vendor)EndToEndTests",
             dependencies: [

@@ -2,8 +2,9 @@ import Foundation
 import TuisongCore
 
 /// `ext.em_harmony_push_ext`, Easemob's per-message settings for HarmonyOS NEXT ("鸿蒙推送扩展
-/// 配置"), as the message's `HarmonyOptions` (the same for every HarmonyOS device of the
-/// message). Easemob documents five members (easemob/easemob-doc,
+/// 配置"), as the `harmony` transport's entry of the message's per-service options
+/// (`PushOptions.services["harmony"]`, the native API's `harmony` keys, checked by the rule the
+/// transport declares; the same for every HarmonyOS device of the message). Easemob documents five members (easemob/easemob-doc,
 /// docs/document/server-side/push_extension.md, "`em_harmony_push_ext` 结构"; docs/easemob.md):
 ///
 /// - `category` (String, 消息分类) → `notification.category`; a name that is not one of
@@ -12,21 +13,29 @@ import TuisongCore
 /// - `click_action` (String, 点击跳转应用内页) → `clickAction` `{actionType 1, action}`;
 /// - `is_test_message` (Boolean, 是否是推送测试消息) → `pushOptions.testMessage`;
 /// - `notify_id` (Integer, 通知 ID，相同的 ID 通知替换) and `receipt_id` (String, 回执 ID) have
-///   no counterpart in `HarmonyOptions` (the transport sends no `notifyId` and Tuisong takes
-///   no delivery receipts) and are ignored.
+///   no counterpart in the harmony options (the transport sends no `notifyId` and Tuisong
+///   takes no delivery receipts) and are ignored.
 enum EasemobHarmonyOptions {
-    static func options(ext: JSONValue?) -> HarmonyOptions? {
+    /// The entry, or nil when the extension asks for nothing. Easemob is lenient with its
+    /// extensions (an unknown value is ignored, never refused), so a member the transport's
+    /// rule refuses is dropped, one member at a time, rather than failing the message.
+    static func entry(ext: JSONValue?) -> JSONValue? {
         guard let harmony = ext?["em_harmony_push_ext"], case .object(let fields) = harmony else { return nil }
-        func text(_ key: String) -> String? {
-            guard let value = fields[key]?.stringValue, !value.isEmpty else { return nil }
-            return value
+        var members: [String: JSONValue] = [:]
+        if let category = fields["category"]?.stringValue, !category.isEmpty { members["category"] = .string(category) }
+        if let action = fields["click_action"]?.stringValue, !action.isEmpty {
+            members["click_action"] = .string(action)
         }
-        var options = HarmonyOptions()
-        if let category = text("category"), HarmonyOptions.categories.contains(category) {
-            options.category = category
+        if EasemobMessageRules.flag(fields["is_test_message"]) { members["test_message"] = true }
+        var accepted: [String: JSONValue] = [:]
+        for (key, value) in members {
+            // Each member alone: a category Huawei does not have leaves the credential's default.
+            if let checked = try? PushChannel.harmony.normaliseOptions(.object([key: value])),
+                case .object(let kept) = checked
+            {
+                accepted.merge(kept) { _, new in new }
+            }
         }
-        options.clickAction = text("click_action")
-        options.testMessage = EasemobMessageRules.flag(fields["is_test_message"])
-        return options.isEmpty ? nil : options
+        return accepted.isEmpty ? nil : .object(accepted)
     }
 }

@@ -160,7 +160,7 @@ extension EasemobProvider {
             content: generic,
             options: PushOptions(
                 pushType: .alert, priority: .immediate, android: EasemobAndroidOptions.options(ext: message.ext),
-                harmony: EasemobHarmonyOptions.options(ext: message.ext)),
+                services: EasemobHarmonyOptions.entry(ext: message.ext).map { ["harmony": $0] } ?? [:]),
             labels: labels,
             vendorContext: .object(vendorContext))
         do {

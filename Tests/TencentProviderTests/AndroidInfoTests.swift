@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
-import TuisongGateway
+import TuisongHarmony
 import TuisongPluginTestKit
 
 @testable import TencentProvider
@@ -10,7 +10,7 @@ import TuisongPluginTestKit
 /// rendered from the common fields only.
 @Suite struct AndroidInfoTests {
     /// The gateway declares its transports (and their options rules) before a plugin runs.
-    init() { TransportRegistry.install() }
+    init() { ChannelCatalog.shared.install([HarmonyService.declaration.channel]) }
 
     func info(_ json: String) throws -> OfflinePushInfo? {
         try OfflinePushInfo.parse(try JSONValue(parsing: json))

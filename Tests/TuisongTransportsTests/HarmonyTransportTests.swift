@@ -57,7 +57,9 @@ import TuisongTransportKit
         let transport = harness.harmony(credential: harness.harmonyCredential(try harness.trustedHarmonyAccount()))
         let tokens = (0..<25).map { "MAMzLgTest-\($0)" }
         var batch = harness.batch(tokens)
-        for index in batch.pushes.indices { batch.pushes[index].headers.harmony = HarmonyOptions(testMessage: true) }
+        for index in batch.pushes.indices {
+            batch.pushes[index].headers.services["harmony"] = HarmonyOptions(testMessage: true).entry
+        }
         #expect(await transport.outcomes(of: batch).allSatisfy(\.isDelivered))
         let tested = harness.server.receivedAndroidMessages().filter { $0.service == .harmony }
         #expect(tested.map(\.tokens.count).sorted() == [5, 10, 10])

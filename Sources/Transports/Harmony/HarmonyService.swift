@@ -24,7 +24,8 @@ public struct HarmonyService: TokenBatchService {
     public var maxTokens: Int { HarmonyMessage.maxTokens }
     /// Huawei: a test message carries at most 10 tokens (docs/reference/harmony.md §3).
     public func maxTokens(headers: PushHeaders) -> Int {
-        headers.harmony?.testMessage == true ? HarmonyMessage.maxTestMessageTokens : HarmonyMessage.maxTokens
+        HarmonyOptions(headers.options(for: .harmony)).testMessage
+            ? HarmonyMessage.maxTestMessageTokens : HarmonyMessage.maxTokens
     }
     /// The badge refresh message sets the icon's count without a notification.
     public var carriesBadgeOnly: Bool { true }
