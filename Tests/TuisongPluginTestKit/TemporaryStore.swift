@@ -12,7 +12,7 @@ import TuisongStore
 ///     let temporary = try TemporaryStore(providers: [BaiduProvider.self], clock: clock)
 ///     defer { temporary.remove() }
 ///     let provider = try BaiduProvider(context: temporary.context(gateway: gateway, secrets: sealer))
-public final class TemporaryStore: Sendable {
+public final class TemporaryStore: ProviderTestFixture {
     public let directory: URL
     /// The database file.
     public let path: String
@@ -63,17 +63,6 @@ public final class TemporaryStore: Sendable {
         try SQLiteStore(path: path, configuration: Self.options(providers: providers, clock: clock))
     }
 
-    /// What the gateway hands a provider, on this store; `compute` nil: a pool of one thread.
-    public func context(
-        gateway: any PushGateway, secrets: any SecretSealer, configuration: JSONValue? = nil,
-        logger: Logger = TemporaryStore.quietLogger, compute: ComputePool? = nil
-    ) -> ProviderContext {
-        ProviderContext(
-            store: store, accounts: store, database: store.sharedDatabase, gateway: gateway, secrets: secrets,
-            clock: clock, logger: logger, configuration: configuration,
-            compute: compute ?? ComputePool(threads: 1, queueLimit: 16))
-    }
-
     /// Logs only what is critical.
     public static var quietLogger: Logger {
         var logger = Logger(label: "plugin-test")
@@ -91,7 +80,7 @@ public final class TemporaryStore: Sendable {
 /// a closure (a provider behind a loopback server): a new SQLite file (a `TemporaryStore`) or a
 /// new database in the PostgreSQL test cluster. `remove()` closes it and deletes the file or
 /// drops the database. Within one closure, `withPluginStore` does the same.
-public final class PluginTestStore: Sendable {
+public final class PluginTestStore: ProviderTestFixture {
     public let backend: PluginStoreBackend
     /// The store itself, for what a test arranges or checks beyond the plugin's view.
     public let store: any GatewayStore
@@ -131,17 +120,6 @@ public final class PluginTestStore: Sendable {
     /// The database as plugins see it.
     public var database: any SharedDatabase { store.sharedDatabase }
 
-    /// What the gateway hands a provider, on this store; `compute` nil: a pool of one thread.
-    public func context(
-        gateway: any PushGateway, secrets: any SecretSealer, configuration: JSONValue? = nil,
-        logger: Logger = TemporaryStore.quietLogger, compute: ComputePool? = nil
-    ) -> ProviderContext {
-        ProviderContext(
-            store: store, accounts: store, database: store.sharedDatabase, gateway: gateway, secrets: secrets,
-            clock: clock, logger: logger, configuration: configuration,
-            compute: compute ?? ComputePool(threads: 1, queueLimit: 16))
-    }
-
     public func remove() {
         if let file {
             file.remove()
@@ -149,5 +127,35 @@ public final class PluginTestStore: Sendable {
             try? store.close()
             cluster?.drop()
         }
+    }
+}
+
+/// A store a provider's tests run it on (`TemporaryStore`, `PluginTestStore`): what the gateway
+/// hands the provider is built the same way on each.
+public protocol ProviderTestFixture: Sendable {
+    /// The store as the gateway would hand it over.
+    var fixtureStore: any GatewayStore { get }
+    var clock: any TuisongCore.Clock { get }
+}
+
+extension TemporaryStore {
+    public var fixtureStore: any GatewayStore { store }
+}
+
+extension PluginTestStore {
+    public var fixtureStore: any GatewayStore { store }
+}
+
+extension ProviderTestFixture {
+    /// What the gateway hands a provider, on this store; `compute` nil: a pool of one thread.
+    public func context(
+        gateway: any PushGateway, secrets: any SecretSealer, configuration: JSONValue? = nil,
+        logger: Logger = TemporaryStore.quietLogger, compute: ComputePool? = nil
+    ) -> ProviderContext {
+        let store = fixtureStore
+        return ProviderContext(
+            store: store, accounts: store, database: store.sharedDatabase, gateway: gateway, secrets: secrets,
+            clock: clock, logger: logger, configuration: configuration,
+            compute: compute ?? ComputePool(threads: 1, queueLimit: 16))
     }
 }
