@@ -66,19 +66,8 @@ extension JWT {
     public static func verifyPS256(_ token: String, publicKey: PublicKey) throws(CryptoError) -> (
         header: [UInt8], claims: [UInt8]
     ) {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let header = Base64URL.decode(String(parts[0])),
-            let claims = Base64URL.decode(String(parts[1])), let signature = Base64URL.decode(String(parts[2]))
-        else { throw CryptoError(.corruptInput, "a JWT is 3 dot-separated base64url parts") }
-        struct Header: Decodable { let alg: String }
-        guard let alg = try? JSONDecoder().decode(Header.self, from: Data(header)).alg else {
-            throw CryptoError(.corruptInput, "the JWT header is not a JSON object with an alg")
+        try verifySigned(token, alg: "PS256") { signature, message in
+            publicKey.verifyPS256(signature: signature, message: message)
         }
-        guard alg == "PS256" else { throw CryptoError(.unsupported, "JWT alg \(alg) is not PS256") }
-        let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        guard publicKey.verifyPS256(signature: signature, message: signingInput) else {
-            throw CryptoError(.verificationFailed, "JWT signature does not verify")
-        }
-        return (header, claims)
     }
 }

@@ -42,6 +42,16 @@ extension JWT {
     public static func verifyRS256(_ token: String, publicKey: PublicKey) throws(CryptoError) -> (
         header: [UInt8], claims: [UInt8]
     ) {
+        try verifySigned(token, alg: "RS256") { signature, message in
+            publicKey.verifyRS256(signature: signature, message: message)
+        }
+    }
+
+    /// The check RS256 and PS256 share: three base64url parts, the header's `alg` as named, and
+    /// `verify(signature, signing input)`; the header and claims JSON bytes.
+    static func verifySigned(
+        _ token: String, alg expected: String, verify: ([UInt8], [UInt8]) -> Bool
+    ) throws(CryptoError) -> (header: [UInt8], claims: [UInt8]) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let header = Base64URL.decode(String(parts[0])),
             let claims = Base64URL.decode(String(parts[1])), let signature = Base64URL.decode(String(parts[2]))
@@ -50,9 +60,9 @@ extension JWT {
         guard let alg = try? JSONDecoder().decode(Header.self, from: Data(header)).alg else {
             throw CryptoError(.corruptInput, "the JWT header is not a JSON object with an alg")
         }
-        guard alg == "RS256" else { throw CryptoError(.unsupported, "JWT alg \(alg) is not RS256") }
+        guard alg == expected else { throw CryptoError(.unsupported, "JWT alg \(alg) is not \(expected)") }
         let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        guard publicKey.verifyRS256(signature: signature, message: signingInput) else {
+        guard verify(signature, signingInput) else {
             throw CryptoError(.verificationFailed, "JWT signature does not verify")
         }
         return (header, claims)
