@@ -26,8 +26,8 @@ final class Exchange: @unchecked Sendable {
         case body
         /// The request will be answered with this error once it is complete; up to
         /// `budget` more body bytes are read and dropped meanwhile so the answer can be sent
-        /// and the connection kept. Past the budget the connection is closed.
-        case discarding(HTTPError, budget: Int)
+        /// (and the connection kept unless `closing`). Past the budget the connection is closed.
+        case discarding(HTTPError, budget: Int, closing: Bool = false)
         /// An error response was queued before the request was complete; further body data
         /// is discarded.
         case rejected
@@ -70,6 +70,9 @@ final class Exchange: @unchecked Sendable {
 
     /// False when the request line's target was not UTF-8 (`rawTarget` holds a repaired copy).
     let rawTargetIsValid: Bool
+    /// The connection's framing scanner and this request's place on the connection (set by the
+    /// URI-log callback when the connection is watched).
+    var framing: (connection: ConnectionFraming, request: Int)?
 
     init(core: ServerCore, rawTarget: String, rawTargetIsValid: Bool) {
         self.core = core
@@ -90,6 +93,15 @@ final class Exchange: @unchecked Sendable {
             return begin(method: method, version: version.map { String(cString: $0) } ?? "")
         case .body:
             let count = uploadSize.pointee
+            if let refusal = chunkedFramingRefusal() {
+                // The bad line end came after the headers: libmicrohttpd takes no answer before
+                // the body is in (as it reads it), so drop the rest and answer then, closing.
+                uploadSize.pointee = 0
+                body = []
+                discarded = count
+                phase = .discarding(refusal, budget: Self.overLimitAllowance, closing: true)
+                return count > 0 ? MHD_Result.YES : reject(refusal, closingConnection: true)
+            }
             if count > 0 && core.graceOver.load(ordering: .relaxed) {
                 // Shutdown's grace is over: no handler will run. MHD cannot answer mid-body,
                 // so read the rest and answer 503 once it is in.
@@ -115,14 +127,20 @@ final class Exchange: @unchecked Sendable {
                 return MHD_Result.YES
             }
             return startHandler()
-        case .discarding(let error, let budget):
+        case .discarding(let error, let budget, let closing):
+            if !closing, let refusal = chunkedFramingRefusal() {
+                phase = .discarding(refusal, budget: discarded + Self.overLimitAllowance, closing: true)
+                return step(
+                    connection: connection, method: method, version: version, uploadData: uploadData,
+                    uploadSize: uploadSize)
+            }
             let count = uploadSize.pointee
             if count > 0 {
                 uploadSize.pointee = 0
                 discarded += count
-                return discarded > budget ? reject(error) : MHD_Result.YES
+                return discarded > budget ? reject(error, closingConnection: closing) : MHD_Result.YES
             }
-            return reject(error)
+            return reject(error, closingConnection: closing)
         case .rejected:
             uploadSize.pointee = 0
             return MHD_Result.YES
@@ -152,6 +170,7 @@ final class Exchange: @unchecked Sendable {
             ?? FrontDoor.framingRefusal(headers: headers, version: version)
             ?? FrontDoor.nulRefusal(
                 head: UnsafeRawBufferPointer(start: methodName, count: headerBytes), headers: collected)
+            ?? chunkedFramingRefusal()
         {
             // Answered before MHD reads any body, closing the connection: whatever follows on it
             // (a body framed some other way, a request hidden in it) is never read.
@@ -197,6 +216,15 @@ final class Exchange: @unchecked Sendable {
         guard !waitsForContinue, length <= limit + Self.discardAllowance else { return reject(error) }
         phase = .discarding(error, budget: length)
         return MHD_Result.YES
+    }
+
+    /// A line end in this request's chunked body that is not CRLF (RFC 9112 §7.1), as the
+    /// connection's scanner saw the bytes arrive. libmicrohttpd reads a bare LF there as a line
+    /// end; a proxy in front may not, and would frame the rest differently.
+    private func chunkedFramingRefusal() -> HTTPError? {
+        guard let framing, let violation = framing.connection.violation(inRequest: framing.request)
+        else { return nil }
+        return .badRequest(violation.reason)
     }
 
     /// `Content-Length` as a number, saturated at `Int.max`: libmicrohttpd takes any value up to

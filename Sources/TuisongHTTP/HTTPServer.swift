@@ -103,6 +103,11 @@ public final class HTTPServer: Sendable {
     /// Online processor cores, the default thread count.
     public static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
+    /// Whether libmicrohttpd's reads are observed in this process, so every chunked body's line
+    /// ends are checked (`ChunkedFramingScanner`). Set up once, before the first daemon starts
+    /// (a `static let` runs once, on first use: `ServerCore.init`).
+    static let observeReceives: Bool = tuisong_mhd_observe_receives(ConnectionFraming.observer) == 0
+
     public let configuration: Configuration
     private let core: ServerCore
     private let state = Mutex(State.idle)
@@ -146,6 +151,11 @@ public final class HTTPServer: Sendable {
             guard case .idle = state else {
                 throw HTTPServerError(
                     operation: "start", errno: nil, message: "the server was already started")
+            }
+            if !core.watchesFraming {
+                configuration.diagnostics?(
+                    "chunked request bodies are read without checking their line ends: libmicrohttpd's reads cannot be observed here"
+                )
             }
             let listener = try ListeningSocket(
                 host: configuration.host, port: configuration.port,

@@ -376,6 +376,7 @@ struct AsyncHandlerTests {
 
         let router = Router()
         router.add(.GET, "/whoami") { request in .json(object: ["tls": request.isTLS]) }
+        router.add(.POST, "/echo") { request in .json(object: ["received": request.body.count]) }
         let tls = HTTPServer.Configuration.TLS(
             certificateChainPEM: try String(contentsOfFile: certificate, encoding: .utf8),
             privateKeyPEM: try String(contentsOfFile: key, encoding: .utf8))
@@ -385,6 +386,41 @@ struct AsyncHandlerTests {
             ])
             #expect(result.status == 0)
             #expect(result.output == #"{"tls":true}"#)
+            // The decrypted bytes' chunked framing is checked as on plain connections: CRLF is
+            // read, a bare LF after a chunk size refused.
+            let good = try await rawOverTLS(
+                port: server.port,
+                "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+            )
+            #expect(good.hasPrefix("HTTP/1.1 200 "), "\(good)")
+            #expect(good.hasSuffix(#"{"received":3}"#), "\(good)")
+            let bad = try await rawOverTLS(
+                port: server.port,
+                "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n")
+            #expect(bad.hasPrefix("HTTP/1.1 400 "), "\(bad)")
+            #expect(bad.contains("a chunk-size line ends with a bare LF"), "\(bad)")
+        }
+    }
+
+    /// Sends `request` over TLS with `openssl s_client` and returns what the server answered
+    /// until it closed the connection (at most 10 s).
+    private func rawOverTLS(port: Int, _ request: String) async throws -> String {
+        try await offPool {
+            let client = Process()
+            // Bounded: a server that never closes fails the test instead of hanging it.
+            client.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+            client.arguments = ["10", "openssl", "s_client", "-quiet", "-ign_eof", "-connect", "127.0.0.1:\(port)"]
+            let input = Pipe()
+            let output = Pipe()
+            client.standardInput = input
+            client.standardOutput = output
+            client.standardError = FileHandle.nullDevice
+            try client.run()
+            input.fileHandleForWriting.write(Data(request.utf8))
+            try input.fileHandleForWriting.close()
+            let answer = output.fileHandleForReading.readDataToEndOfFile()
+            client.waitUntilExit()
+            return String(decoding: answer, as: UTF8.self)
         }
     }
 }

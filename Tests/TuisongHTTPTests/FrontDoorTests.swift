@@ -257,6 +257,112 @@ struct FrontDoorTests {
         }
     }
 
+    // MARK: Line ends in chunked framing (RFC 9112 §7.1), checked on the bytes as they arrive
+
+    /// Chunked bodies whose framing ends a line with a bare LF (or a CR without LF), each followed
+    /// by the hidden request: libmicrohttpd alone reads the bare LF as a line end.
+    static let badLineEnds = [
+        "5\nhello\r\n0\r\n\r\n",
+        "5;ext=1\nhello\r\n0\r\n\r\n",
+        "5\r\nhello\n0\r\n\r\n",
+        "0\n\r\n",
+        "0\r\n\n",
+        "0\r\nX-Trailer: 1\n\r\n",
+    ]
+
+    @Test("a bare LF in a chunked body's framing: 400 in JSON, closed, nothing after it runs", arguments: badLineEnds)
+    func bareLineEndInChunkedFraming(body: String) async throws {
+        try await expectRefusal(
+            "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + body + hiddenRequest,
+            status: 400, code: "bad_request")
+        try await expectRefusal(
+            "POST /rest/3.0/push/single_device HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+                + hiddenRequest,
+            status: 400, baiduDialect: true)
+    }
+
+    @Test("a bare LF arriving after the headers were read, alone in its segment: 400 once the body is in, closed")
+    func bareLineEndAfterTheHeaders() async throws {
+        let hits = RouteHits()
+        try await withServer(router: frontDoorRouter(hits)) { server in
+            let port = server.port
+            let bytes = try await offPool {
+                let client = try RawHTTPClient(port: port, receiveTimeout: 5)
+                // Three segments, apart: the headers (routed), a size line ending in a bare LF
+                // with no data after it (libmicrohttpd consumes it before any data arrives), and
+                // the rest.
+                try client.send("POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
+                usleep(150_000)
+                try client.send("5\n")
+                usleep(150_000)
+                try client.send("hello\r\n0\r\n\r\n" + hiddenRequest)
+                return try client.readUntilClose()
+            }
+            let response = try RawResponse.only(in: bytes)
+            #expect(response.status == 400)
+            #expect(response.header("Connection")?.lowercased() == "close")
+            let error = try response.json()["error"] as? [String: Any]
+            #expect(error?["code"] as? String == "bad_request")
+            #expect(
+                error?["message"] as? String
+                    == "a chunk-size line ends with a bare LF; chunked framing needs CRLF")
+            #expect(hits.total == 0)
+        }
+    }
+
+    @Test("pipelined: a length-framed request is answered, the chunked one after it with a bare LF is refused")
+    func bareLineEndInALaterRequest() async throws {
+        let hits = RouteHits()
+        try await withServer(router: frontDoorRouter(hits)) { server in
+            let port = server.port
+            let (first, rest) = try await offPool {
+                let client = try RawHTTPClient(port: port, receiveTimeout: 5)
+                // The first body holds "5\n" too, as data: only chunked framing is checked.
+                try client.send(
+                    "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: 7\r\n\r\n5\nhello"
+                        + "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + "5\nhello\r\n0\r\n\r\n" + hiddenRequest)
+                return (try client.readResponse(), try client.readUntilClose())
+            }
+            #expect(first.status == 200)
+            #expect(try first.json()["received"] as? Int == 7)
+            let second = try RawResponse.only(in: rest)
+            #expect(second.status == 400)
+            #expect(second.header("Connection")?.lowercased() == "close")
+            #expect(hits.push.load(ordering: .relaxed) == 1)
+            #expect(hits.device.load(ordering: .relaxed) == 0)
+        }
+    }
+
+    @Test("CRLF framing with extensions and trailers is still read, and the connection kept")
+    func wellFramedChunksStillAccepted() async throws {
+        let hits = RouteHits()
+        try await withServer(router: frontDoorRouter(hits)) { server in
+            let port = server.port
+            let (first, second) = try await offPool {
+                let client = try RawHTTPClient(port: port)
+                try client.send(
+                    "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + "3;a=b\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: 1\r\n\r\n")
+                let first = try client.readResponse()
+                // Byte by byte: every line end split from its line.
+                for byte in Array(
+                    "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nwxyz\r\n0\r\n\r\n"
+                        .utf8)
+                {
+                    try client.send([byte])
+                }
+                return (first, try client.readResponse())
+            }
+            #expect(first.status == 200)
+            #expect(try first.json()["received"] as? Int == 5)
+            #expect(first.header("Connection") == nil)
+            #expect(second.status == 200)
+            #expect(try second.json()["received"] as? Int == 4)
+            #expect(hits.push.load(ordering: .relaxed) == 2)
+        }
+    }
+
     // MARK: What libmicrohttpd 0.9.75 answers itself (docs/security.md, "known limits")
 
     /// libmicrohttpd's own answer: `status`, its HTML body, `Connection: close`, the connection
