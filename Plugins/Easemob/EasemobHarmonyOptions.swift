@@ -12,9 +12,11 @@ import TuisongCore
 ///   `em_android_push_ext`'s unknown values are;
 /// - `click_action` (String, 点击跳转应用内页) → `clickAction` `{actionType 1, action}`;
 /// - `is_test_message` (Boolean, 是否是推送测试消息) → `pushOptions.testMessage`;
-/// - `notify_id` (Integer, 通知 ID，相同的 ID 通知替换) and `receipt_id` (String, 回执 ID) have
-///   no counterpart in the harmony options (the transport sends no `notifyId` and Tuisong
-///   takes no delivery receipts) and are ignored.
+/// - `notify_id` (Integer, 通知 ID，相同的 ID 通知替换) → `notification.notifyId` (the
+///   options' `notify_id`); a value Push Kit cannot take (not an integer, outside
+///   -1…2147483647) is ignored, and the notification gets Push Kit's own id;
+/// - `receipt_id` (String, 回执 ID) has no counterpart (Tuisong takes no delivery receipts)
+///   and is ignored.
 enum EasemobHarmonyOptions {
     /// The entry, or nil when the extension asks for nothing. Easemob is lenient with its
     /// extensions (an unknown value is ignored, never refused), so a member the transport's
@@ -27,9 +29,11 @@ enum EasemobHarmonyOptions {
             members["click_action"] = .string(action)
         }
         if EasemobMessageRules.flag(fields["is_test_message"]) { members["test_message"] = true }
+        if let id = fields["notify_id"], id != .null { members["notify_id"] = id }
         var accepted: [String: JSONValue] = [:]
         for (key, value) in members {
-            // Each member alone: a category Huawei does not have leaves the credential's default.
+            // Each member alone: a category Huawei does not have leaves the credential's default,
+            // a notify_id the rule refuses leaves Push Kit's own id.
             if let checked = try? PushChannel.harmony.normaliseOptions(.object([key: value])),
                 case .object(let kept) = checked
             {

@@ -64,6 +64,15 @@ public struct ServiceOptionsReader: Sendable {
         return value
     }
 
+    /// A JSON integer within `range`; nil when absent.
+    public func integer(_ key: String, in range: ClosedRange<Int64>) throws(ServiceOptionsError) -> Int64? {
+        guard let raw = members[key] else { return nil }
+        guard let value = raw.intValue, range.contains(value) else {
+            throw ServiceOptionsError(field: key, "must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
     /// `true` or `false`; false when absent.
     public func bool(_ key: String) throws(ServiceOptionsError) -> Bool {
         guard let raw = members[key] else { return false }

@@ -232,8 +232,14 @@ enum HarmonySchema {
             if let image = text(notification, "image"), !image.hasPrefix("https://") {
                 return parameter("notification.image must start with https")
             }
-            if let notifyID = notification["notifyId"], !notifyID.isNull, notifyID.integerValue == nil {
-                return structure("notification.notifyId must be an integer")
+            if let notifyID = notification["notifyId"], !notifyID.isNull {
+                // Huawei: an Integer, -1 for "one per message" (docs/reference/harmony.md §3).
+                guard case .number = notifyID, let id = notifyID.integerValue else {
+                    return structure("notification.notifyId must be an integer")
+                }
+                guard (-1...Int(Int32.max)).contains(id) else {
+                    return parameter("notification.notifyId must be -1 or within 0…2147483647")
+                }
             }
             if let style = notification["style"], !style.isNull {
                 guard let value = style.integerValue, [0, 1, 3].contains(value) else {

@@ -83,8 +83,8 @@ import TuisongTransportKit
             #expect(!received.harmonyTestMessage)
 
             // em_harmony_push_ext as Easemob documents it (server-side/push_extension.md): its
-            // category, click action and test flag reach Push Kit; notify_id and receipt_id have
-            // no counterpart and are not sent. The iPhone and the Huawei phone are untouched.
+            // category, click action, test flag and notify id reach Push Kit; receipt_id has no
+            // counterpart and is not sent. The iPhone and the Huawei phone are untouched.
             let extended = try await gw.call(
                 "POST", "/messages/users",
                 [
@@ -106,24 +106,33 @@ import TuisongTransportKit
             #expect(shown["category"] == "IM" && shown["body"] == "小艾:晚")
             #expect(shown["clickAction"]?["actionType"] == 1 && shown["clickAction"]?["action"] == "com.a.b.shot")
             #expect(testedBody["pushOptions"]?["testMessage"] == true)
-            #expect(shown["notifyId"] == nil && testedBody["pushOptions"]?["receiptId"] == nil)
+            #expect(shown["notifyId"] == 1 && testedBody["pushOptions"]?["receiptId"] == nil)
             let iphone = try #require(gw.received(msgID: extendedID)[apnsToken(1)])
             #expect(iphone.body == "小艾:晚" && iphone.aps["category"] == nil)
             let phone = try #require(huawei(gw, msgID: extendedID)["huawei-bob-token_1"])
             #expect(phone["android"]?["category"] == nil && !phone.serializedString.contains("com.a.b.shot"))
 
-            // A category that is not one of Huawei's is ignored: the credential's default.
+            // A category that is not one of Huawei's is ignored: the credential's default; a
+            // notify_id Push Kit cannot take is ignored too, each member alone (the click action
+            // beside them is kept).
             let unknown = try await gw.call(
                 "POST", "/messages/users",
                 [
                     "from": "alice", "to": ["bob"], "type": "txt", "body": ["msg": "夜"],
-                    "ext": ["em_harmony_push_ext": ["category": "CHAT", "is_test_message": false]],
+                    "ext": [
+                        "em_harmony_push_ext": [
+                            "category": "CHAT", "is_test_message": false, "notify_id": "7",
+                            "click_action": "com.a.b.night",
+                        ]
+                    ],
                 ],
                 token: token)
             let unknownID = try #require(unknown.data["bob"] as? String)
             #expect(try await gw.completed(msgID: unknownID).status.counts.delivered == 3)
             let (plain, plainBody) = try #require(harmonySent(gw, msgID: unknownID))
             #expect(plainBody["payload"]?["notification"]?["category"] == "MARKETING" && !plain.harmonyTestMessage)
+            #expect(plainBody["payload"]?["notification"]?["notifyId"] == nil)
+            #expect(plainBody["payload"]?["notification"]?["clickAction"]?["action"] == "com.a.b.night")
         }
     }
 

@@ -216,6 +216,12 @@ func repositoryRoot() -> URL {
         #expect(refusal(#"{"test_message": 1}"#) == #"invalid_request: "harmony.test_message" must be true or false"#)
         #expect(refusal(#"{"sound": "x"}"#) == #"invalid_request: unknown field "harmony.sound""#)
         #expect(refusal(#"[]"#) == #"invalid_request: "harmony" must be an object"#)
+        #expect(
+            refusal(#"{"notify_id": "7"}"#)
+                == #"invalid_request: "harmony.notify_id" must be an integer from -1 to 2147483647"#)
+        #expect(
+            try parse(#"{"audience": {"all": true}, "notification": {"alert": "x"}, "harmony": {"notify_id": 7}}"#)
+                .options.services == ["harmony": ["notify_id": 7]])
         for bad in [
             #"{"category": "CHAT"}"#, #"{"test_message": 1}"#, #"{"image": "http://x/a.png"}"#, #"{"sound": "x"}"#,
             #"[]"#,

@@ -145,4 +145,47 @@ import TuisongTransportKit
         #expect(received.harmonyPushType == 0 && received.tokens == ["MAMzLg-1"])
         #expect(try JSONValue(parsing: received.body)["payload"]?["notification"]?["category"] == "IM")
     }
+
+    /// The native API's `harmony.notify_id` reaches Push Kit as the notification's `notifyId`
+    /// (notifications with one id replace each other on the device); a value Push Kit cannot
+    /// take is refused with the field's name, and a push without one sends none.
+    @Test func aNativePushsNotifyIDReachesTheLookAlike() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.harmony")
+        let account = HarmonyServiceAccount(
+            projectID: "101888", keyID: "0123abcd", privateKeyPEM: try PrivateKey.generateRSA(bits: 2048).pkcs8PEM(),
+            subAccount: "2001")
+        _ = try await gw.runtime.credentialBackend.addChannel(
+            .form(channel: .harmony, CredentialFormInput(files: ["file": Array(account.json)])), appID: appID,
+            selector: nil)
+        let device = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/MAMzLg-7", key: key, json: ["channel": "harmony"])
+        #expect(device.status == 201, "\(device.text)")
+        func push(_ harmony: [String: Any]?) async throws -> TestResponse {
+            var body: [String: Any] = [
+                "audience": ["tokens": ["MAMzLg-7"]], "notification": ["alert": ["title": "Hi", "body": "鸿蒙"]],
+            ]
+            if let harmony { body["harmony"] = harmony }
+            return try await http("POST", "\(gw.baseURL)/api/v1/push", key: key, json: body)
+        }
+        func sent(_ pushed: TestResponse) async throws -> JSONValue? {
+            let messageID = try #require(pushed.jsonObject["message_id"] as? Int)
+            _ = try await gw.completed(messageID: Int64(messageID), timeout: .seconds(60))
+            let received = gw.mock.receivedAndroidMessages().filter { $0.service == .harmony }
+            return try received.last.map { try JSONValue(parsing: $0.body)["payload"]?["notification"] } ?? nil
+        }
+        let pushed = try await push(["notify_id": 7])
+        #expect(pushed.status == 202, "\(pushed.text)")
+        let notification = try #require(try await sent(pushed))
+        #expect(notification["notifyId"] == 7 && notification["title"] == "Hi")
+
+        let refused = try await push(["notify_id": 2_147_483_648])
+        #expect(refused.status == 400 && refused.errorCode == "invalid_request")
+        #expect(refused.errorMessage == #""harmony.notify_id" must be an integer from -1 to 2147483647"#)
+
+        let plain = try await sent(try await push(nil))
+        #expect(plain?["title"] == "Hi" && plain?["notifyId"] == nil)
+        #expect(gw.mock.receivedAndroidMessages().filter { $0.service == .harmony }.count == 2)
+    }
 }

@@ -189,6 +189,21 @@ import TuisongTransportKit
             (#"{"payload":{"badge":{"setNum":1}},"target":{"token":"#
                 + JSONValue.serializedArray((0...1000).map { "t\($0)" }) + "}}").utf8)
         #expect(try await send(good, body: tooMany) == (400, "80300010"))
+        // notifyId: an Integer (32 bits), -1 for "one per message" (docs/reference/harmony.md §3).
+        func notifyID(_ id: String) -> [UInt8] {
+            Array(
+                #"{"payload":{"notification":{"category":"IM","title":"t","body":"b","clickAction":{"actionType":0},"notifyId":\#(id)}},"target":{"token":["a"]}}"#
+                    .utf8)
+        }
+        for id in ["7", "-1", "0", "2147483647"] {
+            #expect(try await send(good, body: notifyID(id)) == (200, "80000000"), "\(id)")
+        }
+        for id in [#""7""#, "7.5", "true"] {
+            #expect(try await send(good, body: notifyID(id)) == (400, "80100003"), "\(id)")
+        }
+        for id in ["-2", "2147483648"] {
+            #expect(try await send(good, body: notifyID(id)) == (400, "80100001"), "\(id)")
+        }
         let background = Array(#"{"payload":{"extraData":"{\"a\":1}"},"target":{"token":["a"]}}"#.utf8)
         #expect(try await send(good, pushType: "6", body: background) == (200, "80000000"))
     }

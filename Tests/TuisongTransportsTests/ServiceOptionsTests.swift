@@ -42,6 +42,8 @@ import TuisongTransportKit
             return String(decoding: template.body(tokens: ["t-1"]), as: UTF8.self)
         }
         #expect(rendered(old) == rendered(new))
+        // A row from before `notify_id` has none, and none is sent.
+        #expect(HarmonyOptions(old.services["harmony"]).notifyID == nil && !rendered(old).contains("notifyId"))
         let body = try JSONValue(parsing: rendered(old))
         #expect(body["payload"]?["notification"]?["category"] == "IM")
         #expect(body["payload"]?["notification"]?["clickAction"]?["action"] == "ChatAbility")
@@ -80,5 +82,45 @@ import TuisongTransportKit
         #expect(refusal(["badgeIncrement": true]) == #"unknown field "harmony.badgeIncrement""#)
         #expect(refusal("IM") == #""harmony" must be an object"#)
         #expect(try HarmonyOptions.rule.normalise(["ignore_badge": false]) == nil)
+    }
+
+    /// `notify_id`: Push Kit's `notifyId`, an Integer (32 bits), -1 for "one per message".
+    @Test func theHarmonyRuleTakesANotifyIDPushKitCanTake() throws {
+        for id: Int64 in [-1, 0, 7, 2_147_483_647] {
+            let entry = try HarmonyOptions.rule.normalise(["notify_id": .int(id)])
+            #expect(entry == ["notify_id": .int(id)], "\(id)")
+            #expect(HarmonyOptions(entry).notifyID.map(Int64.init) == id)
+        }
+        // An integral double is the integer (JSON has one number type); stored as an integer.
+        #expect(try HarmonyOptions.rule.normalise(["notify_id": 7.0]) == ["notify_id": 7])
+        let sentence = #""harmony.notify_id" must be an integer from -1 to 2147483647"#
+        for bad: JSONValue in [-2, 2_147_483_648, 7.5, "7", true, .null, ["id": 7]] {
+            do throws(ServiceOptionsError) {
+                _ = try HarmonyOptions.rule.normalise(["notify_id": bad])
+                Issue.record("\(bad) taken")
+            } catch {
+                #expect(error.sentence(at: "harmony") == sentence, "\(bad)")
+            }
+        }
+        // A stored entry outside the range (the rule never writes one) reads as none.
+        #expect(HarmonyOptions(["notify_id": 2_147_483_648]).notifyID == nil)
+        #expect(HarmonyOptions(["notify_id": "7"]).notifyID == nil)
+    }
+
+    /// The notification carries the id as `notifyId`; a background or badge-only push has no
+    /// notification and sends none.
+    @Test func aNotifyIDIsRenderedAsTheNotificationsNotifyId() throws {
+        let headers = PushHeaders(PushOptions(services: ["harmony": ["notify_id": 7, "category": "IM"]]))
+        func body(_ content: PushContent) -> String {
+            let template = HarmonyMessage.Template(
+                content: content, headers: headers, defaultCategory: nil, now: Date(timeIntervalSince1970: 0))
+            return String(decoding: template.body(tokens: ["t-1"]), as: UTF8.self)
+        }
+        #expect(
+            body(PushContent(title: "Hi", body: "鸿蒙", badge: 2))
+                == #"{"payload":{"notification":{"badge":{"setNum":2},"body":"鸿蒙","category":"IM","#
+                + #""clickAction":{"actionType":0},"notifyId":7,"title":"Hi"}},"target":{"token":["t-1"]}}"#)
+        #expect(body(PushContent(badge: 4)) == #"{"payload":{"badge":{"setNum":4}},"target":{"token":["t-1"]}}"#)
+        #expect(!body(PushContent(data: ["a": 1], background: true)).contains("notifyId"))
     }
 }

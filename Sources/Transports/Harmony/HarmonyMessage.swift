@@ -73,7 +73,8 @@ public enum HarmonyMessage {
 
     /// `payload.notification`: category, title and body (Huawei requires both: a push with
     /// only a title shows it as the body too), image (https only), the click that opens the
-    /// app (or the options' page) with the custom data as `clickAction.data`, and the badge.
+    /// app (or the options' page) with the custom data as `clickAction.data`, the badge, and
+    /// the options' `notifyId` (a background or badge-only push has no notification to replace).
     static func notification(_ content: PushContent, harmony: HarmonyOptions, defaultCategory: String?)
         -> [String: JSONValue]
     {
@@ -98,6 +99,7 @@ public enum HarmonyMessage {
         if !content.data.isEmpty { click["data"] = .object(content.data) }
         notification["clickAction"] = .object(click)
         if let count = content.badge, let badge = badge(count, harmony: harmony) { notification["badge"] = badge }
+        if let id = harmony.notifyID { notification["notifyId"] = .int(Int64(id)) }
         return notification
     }
 

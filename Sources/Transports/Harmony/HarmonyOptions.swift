@@ -5,7 +5,7 @@ import TuisongCore
 /// the message: its entry `PushOptions.services["harmony"]`, which the native API's `harmony`
 /// object and Tencent IM's `HarmonyInfo` fill. The entry's keys are the native API's
 /// (docs/api.md): `category`, `click_action`, `click_uri`, `badge_increment`, `image`,
-/// `ignore_badge`, `test_message`. Only the `harmony` transport reads them.
+/// `ignore_badge`, `test_message`, `notify_id`. Only the `harmony` transport reads them.
 public struct HarmonyOptions: Sendable, Hashable {
     /// `notification.category` (`IM`, `VOIP`, `WORK`, `MARKETING`, … — Huawei's notification
     /// self-classification, which decides the quota and how the notification alerts); nil =
@@ -27,10 +27,14 @@ public struct HarmonyOptions: Sendable, Hashable {
     /// `pushOptions.testMessage`: a test message, outside the daily quota (at most 1,000 a day
     /// per project) — for apps still in development.
     public var testMessage: Bool
+    /// `notification.notifyId`: the notification's id on the device, so that a later one with
+    /// the same id replaces it; -1 asks Push Kit for a new id per message, as no id does
+    /// (docs/reference/harmony.md §3). nil: none sent.
+    public var notifyID: Int32?
 
     public init(
         category: String? = nil, clickAction: String? = nil, clickURI: String? = nil, badgeIncrement: Bool = false,
-        image: String? = nil, ignoreBadge: Bool = false, testMessage: Bool = false
+        image: String? = nil, ignoreBadge: Bool = false, testMessage: Bool = false, notifyID: Int32? = nil
     ) {
         self.category = category
         self.clickAction = clickAction
@@ -39,17 +43,23 @@ public struct HarmonyOptions: Sendable, Hashable {
         self.image = image
         self.ignoreBadge = ignoreBadge
         self.testMessage = testMessage
+        self.notifyID = notifyID
     }
 
     public var isEmpty: Bool { self == HarmonyOptions() }
 
     /// The documented key of each setting, and the Codable key a row stored before per-service
-    /// options had it under (`PushOptions`'s old `harmony` member, read into the same entry).
+    /// options had it under (`PushOptions`'s old `harmony` member, read into the same entry;
+    /// `notify_id` came later and has no other spelling).
     static let keys: [(entry: String, legacy: String)] = [
         ("category", "category"), ("click_action", "clickAction"), ("click_uri", "clickURI"),
         ("badge_increment", "badgeIncrement"), ("image", "image"), ("ignore_badge", "ignoreBadge"),
-        ("test_message", "testMessage"),
+        ("test_message", "testMessage"), ("notify_id", "notify_id"),
     ]
+
+    /// Push Kit's `notifyId` is an Integer (the server demo's Java `Integer`, 32 bits): -1, its
+    /// "make one per message", or an id of the app's (docs/reference/harmony.md §3).
+    public static let notifyIDRange: ClosedRange<Int64> = -1...Int64(Int32.max)
 
     /// The settings of a message's entry, in either spelling; none for no entry. A value of
     /// the wrong type reads as unset (the rule checked the entry when it was stored).
@@ -67,6 +77,7 @@ public struct HarmonyOptions: Sendable, Hashable {
         image = value("image")?.stringValue
         ignoreBadge = value("ignore_badge")?.boolValue ?? false
         testMessage = value("test_message")?.boolValue ?? false
+        notifyID = value("notify_id")?.intValue.flatMap { Self.notifyIDRange.contains($0) ? Int32($0) : nil }
     }
 
     /// The entry in the documented keys, without the settings left at their defaults; nil when
@@ -80,11 +91,13 @@ public struct HarmonyOptions: Sendable, Hashable {
         if let image { members["image"] = .string(image) }
         if ignoreBadge { members["ignore_badge"] = true }
         if testMessage { members["test_message"] = true }
+        if let notifyID { members["notify_id"] = .int(Int64(notifyID)) }
         return members.isEmpty ? nil : .object(members)
     }
 
     /// The `harmony` transport's rule for its entry (docs/reference/harmony.md §8): the
-    /// documented keys only, each of its type, a category of Huawei's, an https image.
+    /// documented keys only, each of its type, a category of Huawei's, an https image, a
+    /// `notify_id` Push Kit can take.
     public static let rule = ServiceOptionsRule { (value) throws(ServiceOptionsError) -> JSONValue? in
         let reader = try ServiceOptionsReader(value, known: Set(keys.map(\.entry)))
         let options = HarmonyOptions(
@@ -92,7 +105,8 @@ public struct HarmonyOptions: Sendable, Hashable {
             clickAction: try reader.string("click_action", limit: 256),
             clickURI: try reader.string("click_uri", limit: 2048), badgeIncrement: try reader.bool("badge_increment"),
             image: try reader.string("image", limit: 2048), ignoreBadge: try reader.bool("ignore_badge"),
-            testMessage: try reader.bool("test_message"))
+            testMessage: try reader.bool("test_message"),
+            notifyID: try reader.integer("notify_id", in: notifyIDRange).map { Int32($0) })
         if let category = options.category, !categories.contains(category) {
             throw ServiceOptionsError(
                 field: "category", "must be one of \(categories.sorted().joined(separator: ", "))")
