@@ -174,8 +174,9 @@ static void install(void) {
     if (real_recv == NULL) return;
     struct rlimit limit;
     size_t count = 65536;
-    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-        count = (size_t)limit.rlim_cur;
+    // The hard limit: the soft one may still be raised after this.
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0)
+        count = limit.rlim_max == RLIM_INFINITY ? (1u << 20) : (size_t)limit.rlim_max;
     if (count > (1u << 20)) count = 1u << 20;
     if (count < 1024) count = 1024;
     // calloc of this size is fresh zeroed pages from the kernel: only slots in use cost memory.

@@ -100,11 +100,21 @@ final class ReceivedChanges: Sendable {
             await one.publish(.settings)
             #expect(await heardByOther.wait { $0.filter { $0 == .settings }.count == 2 })
 
+            // close() joins the listener's thread, so nothing reaches its subscribers after it;
+            // and its LISTEN connection leaves the server (seen from `one`), so a notification
+            // published now has nowhere to go but `one`'s listener.
             try other.close()
             let before = heardByOther.all.count
+            let listening =
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+            var stillListening = 2
+            for _ in 0..<2000 where stillListening > 1 {
+                stillListening = try await one.read { conn in try conn.execute(listening).rows.first?[0].int ?? 0 }
+                if stillListening > 1 { try await Task.sleep(for: .milliseconds(5)) }
+            }
+            #expect(stillListening == 1, "the closed store's LISTEN connection left the server")
             await one.publish(.wake)
             #expect(await heardByOne.wait { $0.filter { $0 == .wake }.count == 1 })
-            try await Task.sleep(for: .milliseconds(200))
             #expect(heardByOther.all.count == before, "a closed store's listener is stopped")
         }
     }
