@@ -28,6 +28,10 @@ public struct APNsMockStatistics: Sendable, Equatable {
     /// The most request streams open at once on one connection after its client acknowledged
     /// a lowered limit: a client that honours SETTINGS keeps this at or below the new limit.
     public var peakStreamsAfterLowering = 0
+    /// Bytes read and dropped from clients after the mock shut its side (a GOAWAY sent, the
+    /// connection lingering until the client closes): read, they cannot make the kernel reset
+    /// the connection.
+    public var bytesDrainedWhileLingering = 0
     /// PING frames received from clients (acknowledgements not counted).
     public var pingsReceived = 0
     /// Distinct provider tokens (JWT strings) that were accepted.

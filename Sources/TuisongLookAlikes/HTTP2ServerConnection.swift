@@ -322,7 +322,10 @@ final class HTTP2ServerConnection {
         let buffer = loop.readBuffer
         while phase == .lingering {
             let count = Glibc.read(socket, buffer, MockEventLoop.readBufferSize)
-            if count > 0 { continue }
+            if count > 0 {
+                core.recorder.update { $0.bytesDrainedWhileLingering += count }
+                continue
+            }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
             close()
         }
