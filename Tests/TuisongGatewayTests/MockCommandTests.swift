@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuisongPluginTestKit
 
 /// `tuisong apns-mock` as an operator runs it: faults come from a JSON file and flags.
 @Suite(.serialized) struct MockCommandTests {
@@ -106,6 +107,16 @@ import Testing
 /// Clients that vanish while `tuisong apns-mock` is still answering them: the mock's writes
 /// then fail with EPIPE, which must not end the process (SIGPIPE's default action).
 @Suite(.serialized) struct MockCommandHangUpTests {
+    /// Sockets process `pid` holds open (its descriptors that link to `socket:[…]`).
+    static func openSockets(of pid: Int32) -> Int {
+        let directory = "/proc/\(pid)/fd"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return entries.count { entry in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(entry)"))?
+                .hasPrefix("socket:") ?? false
+        }
+    }
+
     @Test func clientsKilledMidAnswerDoNotKillTheMock() async throws {
         guard FileManager.default.isExecutableFile(atPath: CrashRecoveryTests.binary) else {
             Issue.record("build the tuisong executable first (swift build)")
@@ -132,6 +143,9 @@ import Testing
         // 200 connections with 100 streams each, killed (SIGKILL: every socket closes at once,
         // unread answers and all) while the mock is answering; five times over. Before the mock
         // ignored SIGPIPE this ended it with status 141 in the first round or two.
+        let pid = mock.process.processIdentifier
+        let idleSockets = Self.openSockets(of: pid)
+        #expect(idleSockets >= 1, "the mock's listening socket is counted")
         for _ in 0..<5 {
             let load = Process()
             load.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
@@ -147,8 +161,13 @@ import Testing
             try await Task.sleep(for: .milliseconds(700))
             sendSignal(load.processIdentifier, SIGKILL)
             load.waitUntilExit()
-            // A check that something does not happen: the mock must not exit (SIGPIPE) in 0.1 s.
-            try await Task.sleep(for: .milliseconds(100))
+            // The mock has closed every killed connection (its writes to them failed or were
+            // never made) once it holds no more sockets than before the load; SIGPIPE would have
+            // ended it by then.
+            #expect(
+                await eventually(within: 20) {
+                    !mock.process.isRunning || Self.openSockets(of: pid) <= idleSockets
+                })
             #expect(mock.process.isRunning, "the mock exited with status \(mock.process.terminationStatus)")
             if !mock.process.isRunning { return }
         }
