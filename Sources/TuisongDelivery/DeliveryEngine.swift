@@ -81,6 +81,8 @@ public final class DeliveryEngine: PushGateway {
     /// together in the next (the first pages of many small messages in one snapshot).
     let pageReads: StoreBatcher<AudiencePageRequest, [AudienceEntry]>
     private let badgeGrants: BadgeGrantJanitor
+    /// When each app's connections were last asked to open by `submit`.
+    let preparations = PreparationTimes()
     private let wakeSignal = WakeSignal()
     /// The dispatcher found as many runs as `workers` allows and waits for one to end.
     private let waitingForRoom = Atomic<Bool>(false)
@@ -195,6 +197,7 @@ public final class DeliveryEngine: PushGateway {
             wakeSignal.signal()
             // The first push after a start would otherwise wait for the APNs connections (TLS,
             // HTTP/2 settings): they open while the dispatcher starts the message.
+            guard preparations.due(appID: job.appID, environment: job.options.environment) else { return record }
             let transport = transport
             let apps = apps
             let environment = job.options.environment
@@ -365,6 +368,33 @@ final class RunningMessages: Sendable {
 
     func all() -> [MessageRun] {
         runs.withLock { Array($0.values) }
+    }
+}
+
+/// When `submit` last asked the transport to open an app's connections, per environment. A
+/// stream of chat messages asks once every `interval` instead of once per message: each ask is
+/// a task, a credential lookup and a wake-up of the transport's threads, for connections that
+/// are open already (and a send opens any that are not).
+final class PreparationTimes: Sendable {
+    private struct Key: Hashable {
+        let appID: Int64
+        let environment: APNsEnvironment?
+    }
+
+    static let interval: Duration = .seconds(10)
+    /// Past this many apps the table starts over: an ask too many costs a wake-up, not more.
+    private static let limit = 10_000
+    private let asked = Mutex<[Key: ContinuousClock.Instant]>([:])
+
+    /// Whether to ask now (and remember that it was asked).
+    func due(appID: Int64, environment: APNsEnvironment?, now: ContinuousClock.Instant = .now) -> Bool {
+        asked.withLock { asked in
+            let key = Key(appID: appID, environment: environment)
+            if let last = asked[key], now < last + Self.interval { return false }
+            if asked.count >= Self.limit { asked.removeAll(keepingCapacity: true) }
+            asked[key] = now
+            return true
+        }
     }
 }
 

@@ -19,6 +19,12 @@ import TuisongPluginTestKit
         private let pending = Mutex<[Pending]>([])
         /// Every push handed over, in order.
         let sent = Mutex<[OutgoingPush]>([])
+        /// The environment of each `prepare` call, in order.
+        let prepared = Mutex<[APNsEnvironment?]>([])
+
+        func prepare(app: App, environment: APNsEnvironment?) async {
+            prepared.withLock { $0.append(environment) }
+        }
 
         func send(_ batch: PushBatch, report: @escaping @Sendable ([SendReport]) -> Void) async {
             sent.withLock { $0 += batch.pushes }
@@ -71,6 +77,46 @@ import TuisongPluginTestKit
         #expect(transport.sentCount == messages, "each once")
         let stored = try #require(try await f.store.message(id: ids[ids.count / 2]))
         #expect(stored.state == .completed && stored.counts.delivered == 1 && stored.total == 1)
+    }
+
+    /// Asking the transport to open an app's connections is a task and a wake-up of its
+    /// threads: a stream of messages asks once per app and environment (every
+    /// `PreparationTimes.interval`), not once per message.
+    @Test func aStreamOfMessagesOpensTheAppsConnectionsOnce() async throws {
+        let f = try await EngineFixture.make(.sqlite)
+        defer { f.cleanUp() }
+        try await f.seed(21, tag: "chat", prefix: "ef")
+        let transport = GatedTransport()
+        let engine = f.engine(transport, workers: 64)
+        try await engine.start()
+        var ids: [Int64] = []
+        for n in 1...20 {
+            ids.append(try await engine.submit(f.job(.tokens([testToken(n, prefix: "ef")]))).id)
+        }
+        try await waitUntil("20 pushes sent") { transport.sentCount >= 20 }
+        transport.answerAll()
+        for id in ids { _ = try await f.waitUntilCompleted(engine, id) }
+        var sandbox = f.job(.tokens([testToken(21, prefix: "ef")]))
+        sandbox.options.environment = .sandbox
+        _ = try await engine.submit(sandbox)
+        try await waitUntil("the sandbox connections asked for") {
+            transport.prepared.withLock { $0.contains(.sandbox) }
+        }
+        let asked = transport.prepared.withLock { $0 }
+        #expect(asked.count { $0 == nil } == 1, "\(asked)")
+        #expect(asked.count { $0 == .sandbox } == 1, "\(asked)")
+        transport.answerAll()
+        await engine.stop()
+    }
+
+    @Test func preparationsAreDueOncePerIntervalPerAppAndEnvironment() {
+        let times = PreparationTimes()
+        let start = ContinuousClock.now
+        #expect(times.due(appID: 1, environment: nil, now: start))
+        #expect(!times.due(appID: 1, environment: nil, now: start + .seconds(9)))
+        #expect(times.due(appID: 1, environment: .sandbox, now: start + .seconds(9)))
+        #expect(times.due(appID: 2, environment: nil, now: start + .seconds(9)))
+        #expect(times.due(appID: 1, environment: nil, now: start + PreparationTimes.interval))
     }
 
     @Test(arguments: PluginStoreBackend.allCases) func aChatMessageWaitsAtMostARoundBehindAFanOut(
