@@ -54,15 +54,30 @@ struct ChunkedFramingScanner {
 
     /// The line being read in the head: only what is needed to find the framing fields.
     private struct HeadLine {
+        enum Field {
+            case transferEncoding
+            case contentLength
+            case other
+        }
+
         var isFirst = true
         var length = 0
         /// Field name bytes up to the colon (at most 32: longer names are not framing fields).
         var name: [UInt8] = []
-        var sawColon = false
-        /// The value after the whitespace that follows the colon, at most 64 bytes.
+        /// Known at the colon.
+        var field: Field?
+        /// A `Transfer-Encoding` value after the whitespace that follows the colon, at most 64
+        /// bytes (longer is not `chunked`).
         var value: [UInt8] = []
         var valueTooLong = false
+        /// A `Content-Length` value read as it comes, however long (libmicrohttpd takes leading
+        /// zeros): nil once it is not digits only or passes 2^64.
+        var length64: UInt64? = 0
+        var valueStarted = false
         var startsWithWhitespace = false
+        /// libmicrohttpd replaces each line end with a NUL and takes a line whose first byte is
+        /// NUL for an empty one: the end of the head.
+        var startsWithNUL = false
         /// A CR not yet known to end the line (libmicrohttpd ends a line at LF or CRLF; a CR
         /// before anything else stays in the line).
         var pendingCR = false
@@ -86,6 +101,8 @@ struct ChunkedFramingScanner {
     private var fields = HeadFields()
     /// Request lines begun on the connection.
     private(set) var requests = 0
+    /// Requests whose last byte (of the head, or of the body it frames) has been read.
+    private(set) var completedRequests = 0
     private(set) var violation: Violation?
 
     init() {
@@ -109,7 +126,7 @@ struct ChunkedFramingScanner {
             case .body(let remaining):
                 let taken = min(remaining, UInt64(count - index))
                 index += Int(taken)
-                state = remaining == taken ? .betweenRequests : .body(remaining: remaining - taken)
+                if remaining == taken { completeRequest() } else { state = .body(remaining: remaining - taken) }
             case .data(let remaining):
                 let taken = min(remaining, UInt64(count - index))
                 index += Int(taken)
@@ -132,6 +149,11 @@ struct ChunkedFramingScanner {
             if byte == lf { return }
             if byte == cr {
                 state = .betweenRequestsCR
+                return
+            }
+            if byte == 0 {
+                // libmicrohttpd skips the line as if it were empty; a proxy may not.
+                refuse("a line before the request line starts with a NUL byte", request: requests + 1)
                 return
             }
             beginRequest()
@@ -193,6 +215,9 @@ struct ChunkedFramingScanner {
                 state = .finalLF
             } else if byte == lf {
                 refuse("a chunked body's last line ends with a bare LF; chunked framing needs CRLF")
+            } else if byte == 0 {
+                // libmicrohttpd would end the body at this line, as if it were empty.
+                refuse("a trailer line of a chunked body starts with a NUL byte")
             } else {
                 state = .trailerLine
             }
@@ -210,7 +235,7 @@ struct ChunkedFramingScanner {
             }
         case .finalLF:
             if byte == lf {
-                state = .betweenRequests
+                completeRequest()
             } else {
                 refuse("a chunked body's last line holds a CR not followed by LF")
             }
@@ -229,9 +254,15 @@ struct ChunkedFramingScanner {
         }
     }
 
-    private mutating func refuse(_ reason: String) {
-        violation = Violation(request: requests, reason: reason)
+    /// Records the violation of `request` (the current one unless said) and stops reading.
+    private mutating func refuse(_ reason: String, request: Int? = nil) {
+        violation = Violation(request: request ?? requests, reason: reason)
         state = .finished
+    }
+
+    private mutating func completeRequest() {
+        completedRequests = requests
+        state = .betweenRequests
     }
 
     private mutating func beginRequest() {
@@ -245,10 +276,13 @@ struct ChunkedFramingScanner {
         line.isFirst = isFirst
         line.length = 0
         line.name.removeAll(keepingCapacity: true)
-        line.sawColon = false
+        line.field = nil
         line.value.removeAll(keepingCapacity: true)
         line.valueTooLong = false
+        line.length64 = 0
+        line.valueStarted = false
         line.startsWithWhitespace = false
+        line.startsWithNUL = false
         line.pendingCR = false
         line.tail = 0
     }
@@ -272,24 +306,44 @@ struct ChunkedFramingScanner {
     }
 
     private mutating func lineContent(_ byte: UInt8) {
-        if line.length == 0 { line.startsWithWhitespace = byte == 0x20 || byte == 0x09 }
+        if line.length == 0 {
+            line.startsWithWhitespace = byte == 0x20 || byte == 0x09
+            line.startsWithNUL = byte == 0
+        }
         line.length += 1
         if line.isFirst {
             line.tail = line.tail << 8 | UInt64(byte)
             return
         }
-        if !line.sawColon {
+        guard let field = line.field else {
             if byte == UInt8(ascii: ":") {
-                line.sawColon = true
+                line.field =
+                    Self.namesEqual(line.name, "transfer-encoding")
+                    ? .transferEncoding : Self.namesEqual(line.name, "content-length") ? .contentLength : .other
             } else if line.name.count < 32 {
                 line.name.append(byte)
             }
-        } else if line.value.isEmpty && (byte == 0x20 || byte == 0x09) {
-            // libmicrohttpd skips the whitespace before a value.
-        } else if line.value.count < 64 {
-            line.value.append(byte)
-        } else {
-            line.valueTooLong = true
+            return
+        }
+        if !line.valueStarted && (byte == 0x20 || byte == 0x09) { return }  // libmicrohttpd skips it
+        line.valueStarted = true
+        switch field {
+        case .transferEncoding:
+            if line.value.count < 64 {
+                line.value.append(byte)
+            } else {
+                line.valueTooLong = true
+            }
+        case .contentLength:
+            guard let value = line.length64, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
+                line.length64 = nil
+                return
+            }
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            line.length64 = overflow1 || overflow2 ? nil : sum
+        case .other:
+            break
         }
     }
 
@@ -306,15 +360,20 @@ struct ChunkedFramingScanner {
             endHead()
             return
         }
+        if line.startsWithNUL {
+            // libmicrohttpd would end the head here; a proxy would read on.
+            refuse("a header line starts with a NUL byte")
+            return
+        }
         if line.startsWithWhitespace {
             if fields.lastLineWasFraming { fields.foldedFraming = true }
-        } else if Self.namesEqual(line.name, "transfer-encoding") {
+        } else if line.field == .transferEncoding {
             fields.transferEncodings += 1
             fields.chunked = !line.valueTooLong && Self.namesEqual(line.value, "chunked")
             fields.lastLineWasFraming = true
-        } else if Self.namesEqual(line.name, "content-length") {
+        } else if line.field == .contentLength {
             fields.contentLengths += 1
-            fields.contentLength = line.valueTooLong ? nil : Self.decimal(line.value)
+            fields.contentLength = line.valueStarted ? line.length64 : nil
             fields.lastLineWasFraming = true
         } else {
             fields.lastLineWasFraming = false
@@ -333,9 +392,9 @@ struct ChunkedFramingScanner {
                 state = .finished
                 return
             }
-            state = length == 0 ? .betweenRequests : .body(remaining: length)
+            if length == 0 { completeRequest() } else { state = .body(remaining: length) }
         } else {
-            state = .betweenRequests
+            completeRequest()
         }
     }
 
@@ -358,20 +417,6 @@ struct ChunkedFramingScanner {
         }
         return true
     }
-
-    /// Digits only, as libmicrohttpd reads `Content-Length`; nil for anything else or past 2^64.
-    private static func decimal(_ bytes: [UInt8]) -> UInt64? {
-        guard !bytes.isEmpty else { return nil }
-        var value: UInt64 = 0
-        for byte in bytes {
-            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
-            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
-            guard !overflow1 && !overflow2 else { return nil }
-            value = sum
-        }
-        return value
-    }
 }
 
 /// One connection's scanner and the count of requests libmicrohttpd has begun on it. Touched
@@ -387,6 +432,14 @@ final class ConnectionFraming: @unchecked Sendable {
     func violation(inRequest ordinal: Int) -> ChunkedFramingScanner.Violation? {
         guard let violation = scanner.violation, violation.request == ordinal else { return nil }
         return violation
+    }
+
+    /// Whether the scanner read request `ordinal` to its end, as libmicrohttpd did once it has
+    /// the whole request: every byte libmicrohttpd parsed went through the scanner first. False
+    /// means the two read the connection differently (a framing the scanner stopped at, or a
+    /// leniency of libmicrohttpd's it does not mirror), and the request must not be trusted.
+    func hasFollowed(request ordinal: Int) -> Bool {
+        scanner.completedRequests >= ordinal
     }
 
     /// Hands each read to the connection's scanner (`tuisong_mhd_observe_receives`).

@@ -140,7 +140,10 @@ final class Exchange: @unchecked Sendable {
                 discarded += count
                 return discarded > budget ? reject(error, closingConnection: closing) : MHD_Result.YES
             }
-            return reject(error, closingConnection: closing)
+            // The connection is kept after this answer only where the scanner is in step with
+            // libmicrohttpd: otherwise what follows on it cannot be told apart.
+            let inStep = framing.map { $0.connection.hasFollowed(request: $0.request) } ?? true
+            return reject(error, closingConnection: closing || !inStep)
         case .rejected:
             uploadSize.pointee = 0
             return MHD_Result.YES
@@ -218,6 +221,11 @@ final class Exchange: @unchecked Sendable {
         return MHD_Result.YES
     }
 
+    /// What a request gets whose framing libmicrohttpd read in a way the scanner did not follow.
+    static let unfollowedFraming = HTTPError.badRequest(
+        "the request's framing could not be read unambiguously; frame it with one Content-Length or with Transfer-Encoding: chunked and CRLF line ends"
+    )
+
     /// A line end in this request's chunked body that is not CRLF (RFC 9112 §7.1), as the
     /// connection's scanner saw the bytes arrive. libmicrohttpd reads a bare LF there as a line
     /// end; a proxy in front may not, and would frame the rest differently.
@@ -264,6 +272,10 @@ final class Exchange: @unchecked Sendable {
 
     private func startHandler() -> MHD_Result {
         guard let route else { return reject(.internalError("no route")) }
+        if let framing, !framing.connection.hasFollowed(request: framing.request) {
+            // Fail closed: libmicrohttpd framed this request some way the scanner did not.
+            return reject(Self.unfollowedFraming, closingConnection: true)
+        }
         phase = .handling
         if let connection { core.connections.requestReceived(connection) }
         var request = makeRequest(withBody: true)

@@ -209,8 +209,12 @@ enum MHDCallbacks {
             // Watched before libmicrohttpd reads a byte of the connection.
             if core.watchesFraming, let socketContext {
                 let context = Unmanaged.passRetained(ConnectionFraming()).toOpaque()
-                socketContext.pointee = context
-                _ = tuisong_mhd_watch_socket(socket, context)
+                if tuisong_mhd_watch_socket(socket, context) == 0 {
+                    socketContext.pointee = context
+                } else {
+                    // A descriptor past the table: read unchecked, as without the observer.
+                    Unmanaged<ConnectionFraming>.fromOpaque(context).release()
+                }
             }
         } else {
             core.connections.closed(connection)

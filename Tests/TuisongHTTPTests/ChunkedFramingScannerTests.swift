@@ -112,6 +112,53 @@ struct ChunkedFramingScannerTests {
         #expect(padded.violation?.request == 1)
     }
 
+    @Test("a line starting with NUL, which libmicrohttpd takes for an empty line, is a violation where it stands")
+    func nulLedLines() {
+        let bareLF = post + "Transfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n"
+        // Before a request line: the next request's.
+        #expect(
+            scan("\u{0}\r\n\r\n" + bareLF).violation
+                == .init(request: 1, reason: "a line before the request line starts with a NUL byte"))
+        #expect(
+            scan("GET / HTTP/1.1\r\nHost: a\r\n\r\n\u{0}x\r\n\r\n" + bareLF).violation
+                == .init(request: 2, reason: "a line before the request line starts with a NUL byte"))
+        // Ending a head: libmicrohttpd would frame the body from there.
+        #expect(
+            scan(post + "Transfer-Encoding: chunked\r\n\u{0}\n2\n{}\n0\n\n").violation
+                == .init(request: 1, reason: "a header line starts with a NUL byte"))
+        // Ending a chunked body's trailers.
+        #expect(
+            scan(post + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\u{0}\r\n" + bareLF).violation
+                == .init(request: 1, reason: "a trailer line of a chunked body starts with a NUL byte"))
+    }
+
+    @Test(
+        "a Content-Length of any length is read as libmicrohttpd reads it (leading zeros), so later requests stay in step"
+    )
+    func longContentLength() {
+        let text =
+            post + "Content-Length: " + String(repeating: "0", count: 70) + "5\r\n\r\nhello"
+            + post + "Transfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n"
+        #expect(scan(text).violation?.request == 2)
+    }
+
+    @Test("each request is complete once its last byte is read: after the head, the length or the chunked body")
+    func completedRequests() {
+        func completed(_ text: String) -> Int {
+            var scanner = ChunkedFramingScanner()
+            Array(text.utf8).withUnsafeBytes { scanner.scan($0) }
+            return scanner.completedRequests
+        }
+        #expect(completed("GET / HTTP/1.1\r\nHost: a\r\n") == 0)
+        #expect(completed("GET / HTTP/1.1\r\nHost: a\r\n\r\n") == 1)
+        #expect(completed(post + "Content-Length: 5\r\n\r\nhell") == 0)
+        #expect(completed(post + "Content-Length: 5\r\n\r\nhello") == 1)
+        #expect(completed(post + "Transfer-Encoding: chunked\r\n\r\n0\r\n") == 0)
+        #expect(completed(post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX: 1\r\n\r\n") == 1)
+        // Stopped at a framing it leaves to the front door: the request is never complete.
+        #expect(completed(post + "Content-Length: 5x\r\n\r\nhello") == 0)
+    }
+
     @Test("a size past 2^64 is left to libmicrohttpd; a chunk longer than its size too")
     func leftToTheLibrary() {
         let huge = scan(post + "Transfer-Encoding: chunked\r\n\r\n" + String(repeating: "f", count: 17) + "\r\n")

@@ -334,6 +334,71 @@ struct FrontDoorTests {
         }
     }
 
+    /// What an outside probe found getting past the first version of the check: lines starting
+    /// with NUL, which libmicrohttpd takes for empty ones, and a Content-Length with 70 leading
+    /// zeros. Each is refused, closed, with nothing after it run.
+    static let nulLedLines = [
+        // Ends the head for libmicrohttpd: the body after it would be framed from there.
+        "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\u{0}\n2\n{}\n0\n\n",
+        // Before the request line, as if empty.
+        "\u{0}\r\n\r\nPOST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n",
+        // A GET's head ended by it.
+        "GET /api/v1/push HTTP/1.1\r\nHost: a\r\n\u{0}\n",
+        // Ending a chunked body's trailers.
+        "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\u{0}\r\n",
+    ]
+
+    @Test("a line starting with NUL: 400 in JSON, closed, nothing after it runs", arguments: nulLedLines)
+    func nulLedLine(request: String) async throws {
+        try await expectRefusal(request + hiddenRequest, status: 400, code: "bad_request")
+    }
+
+    @Test("a request after a correct one, behind a NUL-led line: the first answered, the second refused")
+    func nulLedLineAfterACorrectRequest() async throws {
+        let hits = RouteHits()
+        try await withServer(router: frontDoorRouter(hits)) { server in
+            let port = server.port
+            let (first, rest) = try await offPool {
+                let client = try RawHTTPClient(port: port, receiveTimeout: 5)
+                try client.send(
+                    "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}"
+                        + "\u{0}x\r\n\r\nPOST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + "5\nhello\r\n0\r\n\r\n" + hiddenRequest)
+                return (try client.readResponse(), try client.readUntilClose())
+            }
+            #expect(first.status == 200)
+            let second = try RawResponse.only(in: rest)
+            #expect(second.status == 400)
+            #expect(hits.push.load(ordering: .relaxed) == 1)
+            #expect(hits.device.load(ordering: .relaxed) == 0)
+        }
+    }
+
+    @Test("a Content-Length with 70 leading zeros keeps the scan in step: the bare LF after it is refused")
+    func longContentLengthThenBareLF() async throws {
+        let hits = RouteHits()
+        try await withServer(router: frontDoorRouter(hits)) { server in
+            let port = server.port
+            let (first, rest) = try await offPool {
+                let client = try RawHTTPClient(port: port, receiveTimeout: 5)
+                try client.send(
+                    "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: \(String(repeating: "0", count: 70))2\r\n\r\n{}"
+                )
+                let first = try client.readResponse()
+                try client.send(
+                    "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n"
+                        + hiddenRequest)
+                return (first, try client.readUntilClose())
+            }
+            #expect(first.status == 200)
+            #expect(try first.json()["received"] as? Int == 2)
+            let second = try RawResponse.only(in: rest)
+            #expect(second.status == 400)
+            #expect(hits.push.load(ordering: .relaxed) == 1)
+            #expect(hits.device.load(ordering: .relaxed) == 0)
+        }
+    }
+
     @Test("CRLF framing with extensions and trailers is still read, and the connection kept")
     func wellFramedChunksStillAccepted() async throws {
         let hits = RouteHits()
