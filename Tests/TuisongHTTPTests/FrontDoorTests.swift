@@ -310,28 +310,41 @@ struct FrontDoorTests {
         }
     }
 
-    @Test("pipelined: a length-framed request is answered, the chunked one after it with a bare LF is refused")
-    func bareLineEndInALaterRequest() async throws {
+    /// Sends `first` and reads one answer, then sends `then` on the same connection: the first
+    /// request is answered 200 with `received` body bytes and the connection kept, the next one
+    /// is refused 400 and closed, and nothing but the first request's route ran.
+    private func expectAnsweredThenRefused(
+        _ first: String, then second: String = "", received: Int, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let hits = RouteHits()
         try await withServer(router: frontDoorRouter(hits)) { server in
             let port = server.port
-            let (first, rest) = try await offPool {
+            let (answered, rest) = try await offPool {
                 let client = try RawHTTPClient(port: port, receiveTimeout: 5)
-                // The first body holds "5\n" too, as data: only chunked framing is checked.
-                try client.send(
-                    "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: 7\r\n\r\n5\nhello"
-                        + "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
-                        + "5\nhello\r\n0\r\n\r\n" + hiddenRequest)
-                return (try client.readResponse(), try client.readUntilClose())
+                try client.send(first)
+                let answered = try client.readResponse()
+                if !second.isEmpty { try client.send(second) }
+                return (answered, try client.readUntilClose())
             }
-            #expect(first.status == 200)
-            #expect(try first.json()["received"] as? Int == 7)
-            let second = try RawResponse.only(in: rest)
-            #expect(second.status == 400)
-            #expect(second.header("Connection")?.lowercased() == "close")
-            #expect(hits.push.load(ordering: .relaxed) == 1)
-            #expect(hits.device.load(ordering: .relaxed) == 0)
+            #expect(answered.status == 200, sourceLocation: sourceLocation)
+            #expect(try answered.json()["received"] as? Int == received, sourceLocation: sourceLocation)
+            #expect(answered.header("Connection") == nil, sourceLocation: sourceLocation)
+            let refused = try RawResponse.only(in: rest)
+            #expect(refused.status == 400, sourceLocation: sourceLocation)
+            #expect(refused.header("Connection")?.lowercased() == "close", sourceLocation: sourceLocation)
+            #expect(hits.push.load(ordering: .relaxed) == 1, sourceLocation: sourceLocation)
+            #expect(hits.device.load(ordering: .relaxed) == 0, sourceLocation: sourceLocation)
         }
+    }
+
+    @Test("pipelined: a length-framed request is answered, the chunked one after it with a bare LF is refused")
+    func bareLineEndInALaterRequest() async throws {
+        // The first body holds "5\n" too, as data: only chunked framing is checked.
+        try await expectAnsweredThenRefused(
+            "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: 7\r\n\r\n5\nhello"
+                + "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "5\nhello\r\n0\r\n\r\n" + hiddenRequest,
+            received: 7)
     }
 
     /// What an outside probe found getting past the first version of the check: lines starting
@@ -355,48 +368,20 @@ struct FrontDoorTests {
 
     @Test("a request after a correct one, behind a NUL-led line: the first answered, the second refused")
     func nulLedLineAfterACorrectRequest() async throws {
-        let hits = RouteHits()
-        try await withServer(router: frontDoorRouter(hits)) { server in
-            let port = server.port
-            let (first, rest) = try await offPool {
-                let client = try RawHTTPClient(port: port, receiveTimeout: 5)
-                try client.send(
-                    "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}"
-                        + "\u{0}x\r\n\r\nPOST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
-                        + "5\nhello\r\n0\r\n\r\n" + hiddenRequest)
-                return (try client.readResponse(), try client.readUntilClose())
-            }
-            #expect(first.status == 200)
-            let second = try RawResponse.only(in: rest)
-            #expect(second.status == 400)
-            #expect(hits.push.load(ordering: .relaxed) == 1)
-            #expect(hits.device.load(ordering: .relaxed) == 0)
-        }
+        try await expectAnsweredThenRefused(
+            "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}"
+                + "\u{0}x\r\n\r\nPOST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "5\nhello\r\n0\r\n\r\n" + hiddenRequest,
+            received: 2)
     }
 
     @Test("a Content-Length with 70 leading zeros keeps the scan in step: the bare LF after it is refused")
     func longContentLengthThenBareLF() async throws {
-        let hits = RouteHits()
-        try await withServer(router: frontDoorRouter(hits)) { server in
-            let port = server.port
-            let (first, rest) = try await offPool {
-                let client = try RawHTTPClient(port: port, receiveTimeout: 5)
-                try client.send(
-                    "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: \(String(repeating: "0", count: 70))2\r\n\r\n{}"
-                )
-                let first = try client.readResponse()
-                try client.send(
-                    "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n"
-                        + hiddenRequest)
-                return (first, try client.readUntilClose())
-            }
-            #expect(first.status == 200)
-            #expect(try first.json()["received"] as? Int == 2)
-            let second = try RawResponse.only(in: rest)
-            #expect(second.status == 400)
-            #expect(hits.push.load(ordering: .relaxed) == 1)
-            #expect(hits.device.load(ordering: .relaxed) == 0)
-        }
+        try await expectAnsweredThenRefused(
+            "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: \(String(repeating: "0", count: 70))2\r\n\r\n{}",
+            then: "POST /api/v1/push HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n"
+                + hiddenRequest,
+            received: 2)
     }
 
     @Test("CRLF framing with extensions and trailers is still read, and the connection kept")
