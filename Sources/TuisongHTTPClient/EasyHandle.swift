@@ -86,6 +86,12 @@ final class EasyHandle {
     private var responseBody: [UInt8] = []
     /// The request's `responseHeaders`: nil keeps every header.
     private var wantedHeaders: [String]?
+    /// The request's `maxResponseBytes`, and the header bytes read so far.
+    private var bodyLimit = HTTPClientRequest.defaultMaxResponseBytes
+    private var headerBytes = 0
+    /// Set when the answer passed a limit: the callback that saw it returned a short count, so
+    /// curl ended the transfer (CURLE_WRITE_ERROR) without reading the rest.
+    private var exceededLimit: String?
 
     /// Creates the handle with the options every request of the client shares; `counters` (the
     /// socket callbacks' context) must outlive the handle.
@@ -205,6 +211,12 @@ final class EasyHandle {
             }
         }
         wantedHeaders = request.responseHeaders
+        bodyLimit = max(0, request.maxResponseBytes)
+        headerBytes = 0
+        exceededLimit = nil
+        // A declared Content-Length over the limit is refused before any of the body is read
+        // (CURLE_FILESIZE_EXCEEDED); a body without one is cut in `receiveBody`.
+        check(tuisong_curl_easy_setopt_off(curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(bodyLimit)))
 
         guard failed == CURLE_OK else { return error(for: failed) }
         return nil
@@ -215,6 +227,15 @@ final class EasyHandle {
         defer {
             responseHeaders = []
             responseBody = []
+            exceededLimit = nil
+        }
+        if let exceededLimit {
+            return .failure(HTTPClientError(code: "ResponseTooLarge", detail: exceededLimit))
+        }
+        if result == CURLE_FILESIZE_EXCEEDED {
+            return .failure(
+                HTTPClientError(
+                    code: "ResponseTooLarge", detail: "the answer's Content-Length is over \(bodyLimit) bytes"))
         }
         guard result == CURLE_OK else { return .failure(error(for: result)) }
         var status = 0
@@ -240,6 +261,7 @@ final class EasyHandle {
         wantedHeaders = nil
         responseHeaders = []
         responseBody = []
+        exceededLimit = nil
     }
 
     /// Same names and values in the same order. Strings of the same storage (one token's
@@ -278,13 +300,30 @@ final class EasyHandle {
 
     // MARK: Called from curl's callbacks (on the event thread, inside curl_multi_perform)
 
-    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) {
+    /// Keeps the bytes, or says no (false) once the answer passes the request's limit.
+    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard responseBody.count + bytes.count <= bodyLimit else {
+            exceededLimit = "the answer's body passed \(bodyLimit) bytes"
+            return false
+        }
         responseBody.append(contentsOf: bytes)
+        return true
     }
 
     /// One header line as curl hands it over (CRLF included). A status line starts a new
-    /// header block, so an interim 1xx answer's headers are dropped.
-    fileprivate func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+    /// header block, so an interim 1xx answer's headers are dropped. False once the header
+    /// lines of the answer (every block) pass `HTTPClientRequest.maxResponseHeaderBytes`.
+    fileprivate func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        headerBytes += line.count
+        guard headerBytes <= HTTPClientRequest.maxResponseHeaderBytes else {
+            exceededLimit = "the answer's headers passed \(HTTPClientRequest.maxResponseHeaderBytes) bytes"
+            return false
+        }
+        receiveHeader(line)
+        return true
+    }
+
+    private func receiveHeader(_ line: UnsafeRawBufferPointer) {
         var end = line.count
         while end > 0 && (line[end - 1] == 10 || line[end - 1] == 13) { end -= 1 }
         guard end > 0 else { return }
@@ -332,22 +371,23 @@ extension EasyHandle: Sendable {}
 // C callbacks: free functions (never closures written in main.swift, see design.md), touching
 // only the object their context pointer names.
 
-/// CURLOPT_WRITEFUNCTION: appends body bytes to the handle's response.
+/// CURLOPT_WRITEFUNCTION: appends body bytes to the handle's response. Returning fewer bytes
+/// than handed over (0) makes curl end the transfer: how an answer over its limit is cut off.
 private let bodyCallback: curl_write_callback = { buffer, size, count, context in
     let length = size * count
     guard let buffer, let context, length > 0 else { return length }
-    Unmanaged<EasyHandle>.fromOpaque(context).takeUnretainedValue()
+    let kept = Unmanaged<EasyHandle>.fromOpaque(context).takeUnretainedValue()
         .receiveBody(UnsafeRawBufferPointer(start: buffer, count: length))
-    return length
+    return kept ? length : 0
 }
 
-/// CURLOPT_HEADERFUNCTION: one header line at a time.
+/// CURLOPT_HEADERFUNCTION: one header line at a time; 0 ends the transfer as above.
 private let headerCallback: curl_write_callback = { buffer, size, count, context in
     let length = size * count
     guard let buffer, let context, length > 0 else { return length }
-    Unmanaged<EasyHandle>.fromOpaque(context).takeUnretainedValue()
+    let kept = Unmanaged<EasyHandle>.fromOpaque(context).takeUnretainedValue()
         .receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
-    return length
+    return kept ? length : 0
 }
 
 /// CURLOPT_OPENSOCKETFUNCTION: opens the socket as curl would (curl sets non-blocking and the

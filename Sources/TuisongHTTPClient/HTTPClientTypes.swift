@@ -20,10 +20,22 @@ public struct HTTPClientRequest: Sendable {
     /// Each kept header costs two Strings on the client's thread; a caller that reads one header
     /// of the answer (`["retry-after"]`) names it and the others are skipped unread.
     public var responseHeaders: [String]?
+    /// The most body bytes read of the answer: past it the transfer is cut off and the request
+    /// fails with code "ResponseTooLarge", so an upstream that streams an endless or huge reply
+    /// costs at most this much memory (each push service's documented answers are a few KB).
+    public var maxResponseBytes: Int
+
+    /// Every service's answer to a push or a sign-in fits well within this; a batch answer that
+    /// lists its tokens asks for more (`TokenBatchTransport`).
+    public static let defaultMaxResponseBytes = 64 * 1024
+    /// The most header bytes (all lines of the answer together) read before the request fails
+    /// with "ResponseTooLarge".
+    public static let maxResponseHeaderBytes = 64 * 1024
 
     public init(
         method: String = "POST", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-        timeout: Duration = .seconds(30), responseHeaders: [String]? = nil
+        timeout: Duration = .seconds(30), responseHeaders: [String]? = nil,
+        maxResponseBytes: Int = HTTPClientRequest.defaultMaxResponseBytes
     ) {
         self.method = method
         self.url = url
@@ -31,6 +43,7 @@ public struct HTTPClientRequest: Sendable {
         self.body = body
         self.timeout = timeout
         self.responseHeaders = responseHeaders
+        self.maxResponseBytes = maxResponseBytes
     }
 }
 
@@ -61,6 +74,7 @@ public struct HTTPClientResponse: Sendable {
 /// A request that got no HTTP answer.
 ///
 /// `code` is one of a few stable names — "Timeout", "ConnectFailed", "ResolveFailed", "TLS",
+/// "ResponseTooLarge" (the answer passed the request's `maxResponseBytes` or the header limit),
 /// "Shutdown", "Aborted", "Other" — and `detail` is curl's own message (its error buffer).
 public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertible {
     public var code: String

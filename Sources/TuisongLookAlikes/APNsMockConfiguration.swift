@@ -61,14 +61,20 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         /// Honor, Xiaomi, OPPO and vivo answer that token. Applied after authentication and body validation; the longest
         /// matching prefix wins.
         public var androidTokenPrefixes: [String: AndroidTokenFault]
+        /// Every answer of the FCM, Huawei, Honor, Xiaomi, OPPO, vivo and HarmonyOS look-alikes —
+        /// sign-ins and pushes — starts as usual (status, headers without a length) and then
+        /// streams a body that never ends, as a broken upstream or proxy might; the stream goes on
+        /// until the client resets it or closes the connection.
+        public var endlessAnswers: Bool
 
         public init(
             tokenPrefixes: [String: Fault] = [:], latencyMilliseconds: Int = 0,
             goawayAfterRequests: Int? = nil, dropConnectionAfterRequests: Int? = nil,
             lowerStreamLimitAfterRequests: Int? = nil, loweredStreamLimit: Int = 1, ignorePings: Bool = false,
-            androidTokenPrefixes: [String: AndroidTokenFault] = [:]
+            androidTokenPrefixes: [String: AndroidTokenFault] = [:], endlessAnswers: Bool = false
         ) {
             self.androidTokenPrefixes = androidTokenPrefixes
+            self.endlessAnswers = endlessAnswers
             self.tokenPrefixes = tokenPrefixes
             self.latencyMilliseconds = latencyMilliseconds
             self.goawayAfterRequests = goawayAfterRequests
@@ -98,7 +104,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
 
         private enum CodingKeys: String, CodingKey {
             case tokenPrefixes, latencyMilliseconds, goawayAfterRequests, dropConnectionAfterRequests
-            case lowerStreamLimitAfterRequests, loweredStreamLimit, ignorePings, androidTokenPrefixes
+            case lowerStreamLimitAfterRequests, loweredStreamLimit, ignorePings, androidTokenPrefixes, endlessAnswers
         }
 
         public init(from decoder: any Decoder) throws {
@@ -121,6 +127,8 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
             androidTokenPrefixes =
                 try container.decodeIfPresent([String: AndroidTokenFault].self, forKey: .androidTokenPrefixes)
                 ?? defaults.androidTokenPrefixes
+            endlessAnswers =
+                try container.decodeIfPresent(Bool.self, forKey: .endlessAnswers) ?? defaults.endlessAnswers
         }
     }
 

@@ -32,6 +32,9 @@ public struct APNsMockStatistics: Sendable, Equatable {
     /// connection lingering until the client closes): read, they cannot make the kernel reset
     /// the connection.
     public var bytesDrainedWhileLingering = 0
+    /// Filler bytes handed to nghttp2 for answers of the endless-answers fault: how far clients
+    /// read an answer that never ends before they gave up on it.
+    public var endlessAnswerBytes = 0
     /// PING frames received from clients (acknowledgements not counted).
     public var pingsReceived = 0
     /// Distinct provider tokens (JWT strings) that were accepted.

@@ -27,6 +27,8 @@ final class MockStream {
     var processed = false
     var responseBody: [UInt8] = []
     var responseOffset = 0
+    /// The endless-answers fault: after `responseBody`, filler that never ends.
+    var endlessResponse = false
     /// Held back by the latency fault until its timer fires.
     var delayedResponse: MockResponse?
 }
@@ -472,6 +474,12 @@ final class HTTP2ServerConnection {
     /// Sends (or, with the latency fault, schedules) the answer, then applies the per-connection
     /// GOAWAY, stream-limit and drop faults, which count every processed request.
     private func respond(_ response: MockResponse, on stream: MockStream, streamID: Int32, faults: ActiveFaults) {
+        var response = response
+        if faults.faults.endlessAnswers, var android = response.android {
+            android.headers.removeAll { $0.0 == "content-length" }
+            response.android = android
+            stream.endlessResponse = true
+        }
         let latency = faults.faults.latencyMilliseconds
         if latency > 0 {
             stream.delayedResponse = response
@@ -507,6 +515,10 @@ final class HTTP2ServerConnection {
         }
     }
 
+    func countEndlessAnswerBytes(_ count: Int) {
+        core.recorder.update { $0.endlessAnswerBytes += count }
+    }
+
     /// The latency fault's timer fired for this stream.
     func deliverDelayedResponse(streamID: Int32) {
         if streamID == Self.lingerTimer {
@@ -539,7 +551,7 @@ final class HTTP2ServerConnection {
             fields.append(("content-length", String(stream.responseBody.count)))
         }
         let result = NGHTTP2ServerCallbacks.withHeaderFields(fields) { fields, count in
-            if stream.responseBody.isEmpty {
+            if stream.responseBody.isEmpty && !stream.endlessResponse {
                 return nghttp2_submit_response(session, streamID, fields, count, nil)
             }
             var provider = nghttp2_data_provider(

@@ -98,15 +98,22 @@ enum NGHTTP2ServerCallbacks {
     /// Copies an error body out of the stream; END_STREAM goes with the last byte.
     static let readResponseBody: nghttp2_data_source_read_callback = {
         _, streamID, buffer, length, dataFlags, _, userData in
-        guard let buffer, let dataFlags, let stream = connection(userData).streams[streamID] else {
+        let owner = connection(userData)
+        guard let buffer, let dataFlags, let stream = owner.streams[streamID] else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         let count = min(length, stream.responseBody.count - stream.responseOffset)
+        if count == 0 && stream.endlessResponse {
+            // The endless-answers fault: spaces (JSON whitespace) for as long as the client reads.
+            buffer.initialize(repeating: 32, count: length)
+            owner.countEndlessAnswerBytes(length)
+            return length
+        }
         stream.responseBody.withUnsafeBufferPointer { body in
             buffer.update(from: body.baseAddress! + stream.responseOffset, count: count)
         }
         stream.responseOffset += count
-        if stream.responseOffset == stream.responseBody.count {
+        if stream.responseOffset == stream.responseBody.count && !stream.endlessResponse {
             dataFlags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
         }
         return count

@@ -214,6 +214,63 @@ struct HTTP1Tests {
         #expect(box.all.map(\.failureCode) == ["Shutdown"])
     }
 
+    /// Issue #40 item 6: an upstream that streams an endless answer (a body without end, a
+    /// Content-Length of a terabyte, headers without end) is cut off at the request's bound and
+    /// fails "ResponseTooLarge"; the client reads a few KB of it, not gigabytes.
+    @Test("an endless or oversized answer fails ResponseTooLarge at its bound")
+    func endlessAnswers() async throws {
+        let client = try HTTPClient(label: "test-endless")
+        defer { client.shutdown() }
+        let chunked = try EndlessAnswerServer(
+            head: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+            filler: "4000\r\n" + String(repeating: " ", count: 0x4000) + "\r\n")
+        defer { chunked.stop() }
+        let endlessBody = await client.execute(
+            HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(chunked.port)/", maxResponseBytes: 32 * 1024))
+        #expect(endlessBody.failureCode == "ResponseTooLarge")
+        // What the client read before closing, plus what the kernel's socket buffers took.
+        #expect(chunked.bytesWritten < 16 * 1024 * 1024)
+
+        let declared = try EndlessAnswerServer(
+            head: "HTTP/1.1 200 OK\r\nContent-Length: 1099511627776\r\n\r\n", filler: "x")
+        defer { declared.stop() }
+        let huge = await client.execute(HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(declared.port)/"))
+        #expect(huge.failureCode == "ResponseTooLarge")
+        #expect(declared.bytesWritten < 16 * 1024 * 1024)
+
+        let headers = try EndlessAnswerServer(head: "HTTP/1.1 200 OK\r\n", filler: "X-Filler: 0123456789abcdef\r\n")
+        defer { headers.stop() }
+        let endlessHeaders = await client.execute(
+            HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(headers.port)/", responseHeaders: ["retry-after"])
+        )
+        #expect(endlessHeaders.failureCode == "ResponseTooLarge")
+        #expect(headers.bytesWritten < 16 * 1024 * 1024)
+        #expect(client.statistics.requestsFailed == 3)
+    }
+
+    /// An answer up to the bound is read whole; one byte over fails.
+    @Test("the bound is exact")
+    func answerAtTheBound() async throws {
+        let router = Router()
+        router.add(.GET, "/sized") { request in
+            let size = Int(request.query["size"] ?? "0") ?? 0
+            return Response(status: 200, body: [UInt8](repeating: 65, count: size))
+        }
+        try await withHTTPServer(router: router) { server in
+            let client = try HTTPClient(label: "test-bound")
+            defer { client.shutdown() }
+            let url = "http://127.0.0.1:\(server.port)/sized?size="
+            let atBound = await client.execute(
+                HTTPClientRequest(method: "GET", url: url + "1000", maxResponseBytes: 1000))
+            #expect(try atBound.get().body.count == 1000)
+            let over = await client.execute(HTTPClientRequest(method: "GET", url: url + "1001", maxResponseBytes: 1000))
+            #expect(over.failureCode == "ResponseTooLarge")
+            // The default bound passes every answer a service documents.
+            let ordinary = await client.execute(HTTPClientRequest(method: "GET", url: url + "4096"))
+            #expect(try ordinary.get().body.count == 4096)
+        }
+    }
+
     @Test("shutdown fails in-flight and queued requests with Shutdown, is idempotent, refuses new ones")
     func shutdown() async throws {
         let listener = try SilentListener()

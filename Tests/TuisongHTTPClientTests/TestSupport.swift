@@ -76,3 +76,69 @@ extension Result where Failure == HTTPClientError {
         return nil
     }
 }
+
+/// A loopback HTTP/1.1 server that answers every request with `head` and then writes `filler`
+/// over and over until the client goes away (or `limit` bytes, so a test that fails still ends):
+/// an upstream whose answer never ends. Counts what it managed to write.
+final class EndlessAnswerServer: Sendable {
+    let port: Int
+    private let listenerFD: Int32
+    private let written = ByteCounter()
+    private let limit: Int
+
+    final class ByteCounter: Sendable {
+        let count = Atomic<Int>(0)
+    }
+
+    /// Bytes written after the head, over every connection so far.
+    var bytesWritten: Int { written.count.load(ordering: .relaxed) }
+
+    init(head: String, filler: String, limit: Int = 1 << 30) throws {
+        let listener = try SilentListener()
+        // The listener object closes its descriptor when it goes: keep a duplicate.
+        listenerFD = dup(listener.fd)
+        port = listener.port
+        self.limit = limit
+        let fd = listenerFD
+        let limit = limit
+        let headBytes = Array(head.utf8)
+        let fillerBytes = Array(String(repeating: filler, count: max(1, 16_384 / max(1, filler.utf8.count))).utf8)
+        let thread = Thread { [written] in
+            while true {
+                let connection = accept(fd, nil, nil)
+                guard connection >= 0 else { return }
+                defer { close(connection) }
+                var request: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while !request.ends(with: Array("\r\n\r\n".utf8)) {
+                    let count = recv(connection, &buffer, buffer.count, 0)
+                    guard count > 0 else { break }
+                    request += buffer[..<count]
+                }
+                guard send(connection, headBytes, headBytes.count, Int32(MSG_NOSIGNAL)) == headBytes.count else {
+                    continue
+                }
+                var sent = 0
+                while sent < limit {
+                    let count = send(connection, fillerBytes, fillerBytes.count, Int32(MSG_NOSIGNAL))
+                    guard count > 0 else { break }
+                    sent += count
+                    written.count.add(count, ordering: .relaxed)
+                }
+            }
+        }
+        thread.start()
+    }
+
+    /// Stops accepting (the accept thread ends on the closed descriptor).
+    func stop() {
+        shutdown(listenerFD, Int32(SHUT_RDWR))
+        close(listenerFD)
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func ends(with suffix: [UInt8]) -> Bool {
+        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    }
+}

@@ -108,6 +108,39 @@ import TuisongTransportKit
         #expect(message["data"] == .string(#"{"order":"42"}"#))
     }
 
+    /// Issue #40 item 6: a service (or a proxy in front of it) that answers 200 and then streams
+    /// a body that never ends is read only up to the request's bound; the sign-in or the push
+    /// fails as that service failing (a retry), and the next answer that ends is read as usual.
+    @Test func anEndlessAnswerIsCutOffAndTheServiceTreatedAsFailing() async throws {
+        let harness = try await Harness()
+        defer { harness.stop() }
+        let transport = harness.huawei(credential: harness.huaweiCredential(), tokensPerRequest: 1000)
+        var endless = APNsMockConfiguration.Faults.magicTokenPrefixes
+        endless.endlessAnswers = true
+
+        // The sign-in's answer never ends: no token, the pushes wait for a retry.
+        harness.server.setFaults(endless)
+        #expect(
+            await transport.outcomes(of: harness.batch(["h-1", "h-2"]))
+                == Array(repeating: .retry(.transport("ResponseTooLarge"), after: nil), count: 2))
+        #expect(harness.store.status(of: 1) != "failing")
+
+        // Signed in, then the push's answer never ends.
+        harness.server.setFaults(.magicTokenPrefixes)
+        #expect(await transport.outcomes(of: harness.batch(["h-3"])).allSatisfy(\.isDelivered))
+        harness.server.setFaults(endless)
+        #expect(
+            await transport.outcomes(of: harness.batch(["h-4"]))
+                == [.retry(.transport("ResponseTooLarge"), after: nil)])
+
+        // Two endless answers cost the look-alike what fits in the flow-control windows and
+        // socket buffers before the client reset them, not the gigabytes of an unbounded read.
+        #expect(harness.server.statistics.endlessAnswerBytes > 0)
+        #expect(harness.server.statistics.endlessAnswerBytes < 64 * 1024 * 1024)
+        harness.server.setFaults(.magicTokenPrefixes)
+        #expect(await transport.outcomes(of: harness.batch(["h-5"])).allSatisfy(\.isDelivered))
+    }
+
     @Test func huaweiAllInvalidAndRefreshAndWrongSecret() async throws {
         let harness = try await Harness()
         defer { harness.stop() }

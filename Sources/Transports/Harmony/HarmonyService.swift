@@ -72,7 +72,8 @@ public struct HarmonyService: TokenBatchService {
                 (name: "authorization", value: "Bearer " + token.value),
                 (name: "content-type", value: "application/json"),
                 (name: "push-type", value: String(template.pushType)),
-            ], body: template.body(tokens: tokens), timeout: timeout)
+            ], body: template.body(tokens: tokens), timeout: timeout,
+            maxResponseBytes: HTTPClientRequest.maxBatchResponseBytes(tokens: tokens.count))
         client.execute(
             request, tokens: tokens,
             read: {

@@ -81,6 +81,16 @@ extension JSONBatchService {
     }
 }
 
+extension HTTPClientRequest {
+    /// The most body bytes read of a many-token request's answer: the services list refused
+    /// tokens in it (Huawei's `illegal_tokens`, vivo's `invalidUsers`, Xiaomi's bad ids), so the
+    /// bound grows with the batch — still a few hundred KB for 1,000 tokens, however long the
+    /// upstream keeps streaming.
+    public static func maxBatchResponseBytes(tokens: Int) -> Int {
+        defaultMaxResponseBytes + 512 * tokens
+    }
+}
+
 extension JSONBatchService {
     /// OAuth 2.0 client credentials (RFC 6749 §4.4) at the service's token endpoint.
     public func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async
@@ -113,7 +123,8 @@ extension JSONBatchService {
             headers: [
                 (name: "authorization", value: "Bearer " + token.value),
                 (name: "content-type", value: "application/json; charset=UTF-8"),
-            ] + extraHeaders(now: now), body: body(template, tokens: tokens), timeout: timeout)
+            ] + extraHeaders(now: now), body: body(template, tokens: tokens), timeout: timeout,
+            maxResponseBytes: HTTPClientRequest.maxBatchResponseBytes(tokens: tokens.count))
         client.execute(
             request, tokens: tokens,
             read: {

@@ -83,7 +83,7 @@ public struct OPPOService: TokenBatchService {
                 (name: "auth_token", value: token.value),
             ],
             body: FormEncoding.encode([("auth_token", token.value), ("messages", messages.serializedString)]),
-            timeout: timeout)
+            timeout: timeout, maxResponseBytes: HTTPClientRequest.maxBatchResponseBytes(tokens: tokens.count))
         client.execute(
             request, tokens: tokens, read: { OPPOAnswer.read(status: $0.status, body: $0.body, tokens: tokens) },
             done: done)

@@ -80,7 +80,8 @@ public struct VivoService: TokenBatchService {
             let request = HTTPClientRequest(
                 method: "POST", url: baseURL + path,
                 headers: [(name: "content-type", value: "application/json"), (name: "authToken", value: token.value)],
-                body: JSONValue.object(body).serialized(), timeout: timeout)
+                body: JSONValue.object(body).serialized(), timeout: timeout,
+                maxResponseBytes: HTTPClientRequest.maxBatchResponseBytes(tokens: tokens.count))
             client.execute(request) { result in
                 switch result {
                 case .failure(let error):

@@ -50,7 +50,7 @@ public struct XiaomiService: TokenBatchService {
                 (name: "authorization", value: "key=" + token.value),
                 (name: "content-type", value: "application/x-www-form-urlencoded;charset=UTF-8"),
             ], body: FormEncoding.encode([("registration_id", tokens.joined(separator: ","))] + template),
-            timeout: timeout)
+            timeout: timeout, maxResponseBytes: HTTPClientRequest.maxBatchResponseBytes(tokens: tokens.count))
         client.execute(
             request, tokens: tokens, read: { XiaomiAnswer.read(status: $0.status, body: $0.body, tokens: tokens) },
             done: done)
