@@ -16,7 +16,7 @@ TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-
 BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3 openssl postgresql
 PYTHON ?= python3
 
-.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster bench-messages bench-cpu bench-memory bench-chunked clean check-config format lint
+.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster bench-messages bench-cpu bench-memory clean check-config format lint
 
 all: build
 
@@ -141,12 +141,6 @@ bench-messages: release
 bench-cpu: release
 	$(call apt_install,$(BENCH_PACKAGES))
 	bench/cpu-isolation.sh
-
-# The front door's chunked framing check from outside: random correct framings split at random
-# points against the same requests sent with Content-Length, every bad line end at every
-# framing position, NUL-led lines, load with /healthz and RSS (issue #33 item 6). ~3 minutes.
-bench-chunked: release
-	python3 bench/chunked_probe.py --bin .build/release/tuisong --port 18231
 
 # Resident memory over 100,000 mixed requests across every API family, bad input included
 # (issue #33 item 9; docs/benchmarks.md).

@@ -65,9 +65,3 @@ size_t tuisong_mhd_connection_header_size(struct MHD_Connection *connection) {
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     return info == NULL ? 0 : info->header_size;
 }
-
-void *tuisong_mhd_connection_socket_context(struct MHD_Connection *connection) {
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return info == NULL ? NULL : info->socket_context;
-}

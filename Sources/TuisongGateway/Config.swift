@@ -25,6 +25,14 @@ public struct GatewayConfig: Sendable, Equatable {
         /// Connections one client address may hold at once.
         public var maxConnectionsPerAddress: Int
     }
+    /// How the front door reads requests.
+    public struct HTTP: Sendable, Equatable {
+        /// `refuse` (a body sent with `Transfer-Encoding: chunked` is answered 411) or `accept`
+        /// (taken with libmicrohttpd's own leniency): docs/security.md.
+        public var chunkedRequests: String
+
+        public static let chunkedRequestChoices = ["refuse", "accept"]
+    }
     public struct Database: Sendable, Equatable {
         /// `postgresql://…` / `postgres://…` (PostgreSQL, several nodes on one database) or an
         /// SQLite file path (`sqlite:` / `file:` prefixes accepted). Empty: `path`. May carry a
@@ -173,6 +181,7 @@ public struct GatewayConfig: Sendable, Equatable {
     }
 
     public var listen: Listen
+    public var http: HTTP
     public var database: Database
     public var cluster: Cluster
     public var security: Security

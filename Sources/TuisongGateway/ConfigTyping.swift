@@ -97,6 +97,12 @@ extension GatewayConfig {
             maxConnections: try r.int("listen.max_connections", in: 1...1_000_000),
             maxConnectionsPerAddress: try r.int("listen.max_connections_per_address", in: 1...1_000_000))
         guard !listen.host.isEmpty else { throw ConfigError("listen.host", "must not be empty") }
+        http = HTTP(chunkedRequests: try r.string("http.chunked_requests"))
+        guard HTTP.chunkedRequestChoices.contains(http.chunkedRequests) else {
+            throw ConfigError(
+                "http.chunked_requests",
+                "\"\(http.chunkedRequests)\" is not one of \(HTTP.chunkedRequestChoices.joined(separator: ", "))")
+        }
 
         database = Database(
             url: try r.string("database.url").trimmingCharacters(in: .whitespaces),

@@ -14,6 +14,9 @@ let embeddedDefaultJSON = #"""
         "max_connections": 4096,
         "max_connections_per_address": 256
       },
+      "http": {
+        "chunked_requests": "refuse"
+      },
       "database": {
         "url": "",
         "path": "data/tuisong.db",

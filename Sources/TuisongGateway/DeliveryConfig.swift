@@ -29,14 +29,15 @@ extension APNsPoolSettings {
 }
 
 extension HTTPServer.Configuration {
-    /// The main listener, `listen.*` of the config (threads 0 = one per core).
-    init(_ listen: GatewayConfig.Listen) {
+    /// The main listener, `listen.*` and `http.*` of the config (threads 0 = one per core).
+    init(_ listen: GatewayConfig.Listen, http: GatewayConfig.HTTP) {
         self.init(
             host: listen.host, port: listen.port,
             threads: listen.threads == 0 ? ProcessInfo.processInfo.activeProcessorCount : listen.threads,
             connectionTimeout: Double(listen.connectionTimeoutSeconds),
             requestTimeout: Double(listen.requestTimeoutSeconds), maxHeaderBytes: listen.maxHeaderBytes,
             receiveTimeout: Double(listen.receiveTimeoutSeconds), maxConnections: listen.maxConnections,
-            maxConnectionsPerAddress: listen.maxConnectionsPerAddress)
+            maxConnectionsPerAddress: listen.maxConnectionsPerAddress,
+            chunkedRequests: ChunkedRequests(rawValue: http.chunkedRequests) ?? .refuse)
     }
 }

@@ -138,7 +138,8 @@ public final class GatewayRuntime: Sendable {
             }
             try mountConsole(config, on: router, logger: logger)
 
-            let server = HTTPServer(configuration: HTTPServer.Configuration(config.listen), router: router)
+            let server = HTTPServer(
+                configuration: HTTPServer.Configuration(config.listen, http: config.http), router: router)
             do {
                 try server.start()
                 do {

@@ -70,9 +70,6 @@ final class Exchange: @unchecked Sendable {
 
     /// False when the request line's target was not UTF-8 (`rawTarget` holds a repaired copy).
     let rawTargetIsValid: Bool
-    /// The connection's framing scanner and this request's place on the connection (set by the
-    /// URI-log callback when the connection is watched).
-    var framing: (connection: ConnectionFraming, request: Int)?
 
     init(core: ServerCore, rawTarget: String, rawTargetIsValid: Bool) {
         self.core = core
@@ -93,15 +90,6 @@ final class Exchange: @unchecked Sendable {
             return begin(method: method, version: version.map { String(cString: $0) } ?? "")
         case .body:
             let count = uploadSize.pointee
-            if let refusal = chunkedFramingRefusal() {
-                // The bad line end came after the headers: libmicrohttpd takes no answer before
-                // the body is in (as it reads it), so drop the rest and answer then, closing.
-                uploadSize.pointee = 0
-                body = []
-                discarded = count
-                phase = .discarding(refusal, budget: Self.overLimitAllowance, closing: true)
-                return count > 0 ? MHD_Result.YES : reject(refusal, closingConnection: true)
-            }
             if count > 0 && core.graceOver.load(ordering: .relaxed) {
                 // Shutdown's grace is over: no handler will run. MHD cannot answer mid-body,
                 // so read the rest and answer 503 once it is in.
@@ -128,22 +116,13 @@ final class Exchange: @unchecked Sendable {
             }
             return startHandler()
         case .discarding(let error, let budget, let closing):
-            if !closing, let refusal = chunkedFramingRefusal() {
-                phase = .discarding(refusal, budget: discarded + Self.overLimitAllowance, closing: true)
-                return step(
-                    connection: connection, method: method, version: version, uploadData: uploadData,
-                    uploadSize: uploadSize)
-            }
             let count = uploadSize.pointee
             if count > 0 {
                 uploadSize.pointee = 0
                 discarded += count
                 return discarded > budget ? reject(error, closingConnection: closing) : MHD_Result.YES
             }
-            // The connection is kept after this answer only where the scanner is in step with
-            // libmicrohttpd: otherwise what follows on it cannot be told apart.
-            let inStep = framing.map { $0.connection.hasFollowed(request: $0.request) } ?? true
-            return reject(error, closingConnection: closing || !inStep)
+            return reject(error, closingConnection: closing)
         case .rejected:
             uploadSize.pointee = 0
             return MHD_Result.YES
@@ -173,7 +152,6 @@ final class Exchange: @unchecked Sendable {
             ?? FrontDoor.framingRefusal(headers: headers, version: version)
             ?? FrontDoor.nulRefusal(
                 head: UnsafeRawBufferPointer(start: methodName, count: headerBytes), headers: collected)
-            ?? chunkedFramingRefusal()
         {
             // Answered before MHD reads any body, closing the connection: whatever follows on it
             // (a body framed some other way, a request hidden in it) is never read.
@@ -196,6 +174,9 @@ final class Exchange: @unchecked Sendable {
             return answerWhenComplete(error, limit: routes.table.defaultBodyLimit)
         case .success(let route):
             self.route = route
+            if core.chunkedRequests == .refuse && headers["Transfer-Encoding"] != nil {
+                return refuseChunkedBody()
+            }
             if let length = declaredLength {
                 guard length <= route.bodyLimit else {
                     return refuseDeclaredBody(length: length, limit: route.bodyLimit)
@@ -204,6 +185,20 @@ final class Exchange: @unchecked Sendable {
             }
             return MHD_Result.YES
         }
+    }
+
+    /// A chunked body (the front door has made sure `Transfer-Encoding` is exactly `chunked`)
+    /// where only `Content-Length` is taken: 411, and the connection closed, so nothing
+    /// libmicrohttpd's lenient chunk parser would read after it is ever run. A client waiting
+    /// for `100-continue` gets it at once; one already sending has up to `overLimitAllowance`
+    /// bytes of it read and dropped first, so the kernel's reset does not destroy the answer
+    /// (see `refuseDeclaredBody`), and a longer one is cut off.
+    private func refuseChunkedBody() -> MHD_Result {
+        let error = HTTPError.lengthRequired(
+            "send the request body with a Content-Length; Transfer-Encoding: chunked is not accepted here")
+        guard headers["Expect"]?.lowercased() != "100-continue" else { return reject(error, closingConnection: true) }
+        phase = .discarding(error, budget: Self.overLimitAllowance, closing: true)
+        return MHD_Result.YES
     }
 
     /// A declared body over the route's limit. A client that asked `Expect: 100-continue` is
@@ -219,20 +214,6 @@ final class Exchange: @unchecked Sendable {
         guard !waitsForContinue, length <= limit + Self.discardAllowance else { return reject(error) }
         phase = .discarding(error, budget: length)
         return MHD_Result.YES
-    }
-
-    /// What a request gets whose framing libmicrohttpd read in a way the scanner did not follow.
-    static let unfollowedFraming = HTTPError.badRequest(
-        "the request's framing could not be read unambiguously; frame it with one Content-Length or with Transfer-Encoding: chunked and CRLF line ends"
-    )
-
-    /// A line end in this request's chunked body that is not CRLF (RFC 9112 §7.1), as the
-    /// connection's scanner saw the bytes arrive. libmicrohttpd reads a bare LF there as a line
-    /// end; a proxy in front may not, and would frame the rest differently.
-    private func chunkedFramingRefusal() -> HTTPError? {
-        guard let framing, let violation = framing.connection.violation(inRequest: framing.request)
-        else { return nil }
-        return .badRequest(violation.reason)
     }
 
     /// `Content-Length` as a number, saturated at `Int.max`: libmicrohttpd takes any value up to
@@ -272,10 +253,6 @@ final class Exchange: @unchecked Sendable {
 
     private func startHandler() -> MHD_Result {
         guard let route else { return reject(.internalError("no route")) }
-        if let framing, !framing.connection.hasFollowed(request: framing.request) {
-            // Fail closed: libmicrohttpd framed this request some way the scanner did not.
-            return reject(Self.unfollowedFraming, closingConnection: true)
-        }
         phase = .handling
         if let connection { core.connections.requestReceived(connection) }
         var request = makeRequest(withBody: true)

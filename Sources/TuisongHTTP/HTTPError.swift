@@ -6,7 +6,7 @@ public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The HTTP status code, e.g. 404.
     public var status: Int
     /// A stable snake_case code, e.g. `not_found`, `method_not_allowed`, `payload_too_large`,
-    /// `unsupported_media_type`, `bad_request`, `request_timeout`, `uri_too_long`,
+    /// `unsupported_media_type`, `length_required`, `bad_request`, `request_timeout`, `uri_too_long`,
     /// `header_too_large`, `not_implemented`, `service_unavailable`, `internal_error`.
     public var code: String
     /// What went wrong, in words a client developer can act on.
@@ -39,6 +39,11 @@ public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
         HTTPError(
             status: 413, code: "payload_too_large",
             message: "request body is larger than the limit of \(limit) bytes")
+    }
+
+    /// A body without a `Content-Length` where one is required (411).
+    public static func lengthRequired(_ message: String) -> HTTPError {
+        HTTPError(status: 411, code: "length_required", message: message)
     }
 
     public static func unsupportedMediaType(_ message: String) -> HTTPError {

@@ -56,8 +56,23 @@ public final class HTTPServer: Sendable {
         public var shutdownAnswerWindow: Double
         /// Serve HTTPS with this certificate chain and key (PEM text) instead of plain HTTP.
         public var tls: TLS?
+        /// What a request body sent with `Transfer-Encoding: chunked` gets.
+        public var chunkedRequests: ChunkedRequests
         /// Receives libmicrohttpd's own log lines (malformed requests, resource limits...).
         public var diagnostics: (@Sendable (String) -> Void)?
+
+        /// Whether request bodies without a `Content-Length` are taken.
+        ///
+        /// libmicrohttpd decodes a chunked body itself and reads a bare LF as a line end where
+        /// RFC 9112 §7.1 asks for CRLF; a proxy in front that reads it strictly frames the rest
+        /// differently. Every vendor SDK, browser and `curl -d` sends `Content-Length`, so by
+        /// default a chunked request is refused: 411 Length Required in the route's dialect, the
+        /// connection closed. `.accept` takes chunked bodies with libmicrohttpd's leniency
+        /// (docs/security.md).
+        public enum ChunkedRequests: String, Sendable, CaseIterable {
+            case refuse
+            case accept
+        }
 
         public struct TLS: Sendable {
             public var certificateChainPEM: String
@@ -74,7 +89,7 @@ public final class HTTPServer: Sendable {
             connectionTimeout: Double = 30, requestTimeout: Double = 30,
             maxHeaderBytes: Int = 16 * 1024, receiveTimeout: Double = 30, maxConnections: Int = 4096,
             maxConnectionsPerAddress: Int = 256, shutdownGracePeriod: Double = 10,
-            shutdownAnswerWindow: Double = 5, tls: TLS? = nil,
+            shutdownAnswerWindow: Double = 5, tls: TLS? = nil, chunkedRequests: ChunkedRequests = .refuse,
             diagnostics: (@Sendable (String) -> Void)? = nil
         ) {
             self.host = host
@@ -89,6 +104,7 @@ public final class HTTPServer: Sendable {
             self.shutdownGracePeriod = shutdownGracePeriod
             self.shutdownAnswerWindow = shutdownAnswerWindow
             self.tls = tls
+            self.chunkedRequests = chunkedRequests
             self.diagnostics = diagnostics
         }
     }
@@ -102,11 +118,6 @@ public final class HTTPServer: Sendable {
 
     /// Online processor cores, the default thread count.
     public static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
-
-    /// Whether libmicrohttpd's reads are observed in this process, so every chunked body's line
-    /// ends are checked (`ChunkedFramingScanner`). Set up once, before the first daemon starts
-    /// (a `static let` runs once, on first use: `ServerCore.init`).
-    static let observeReceives: Bool = tuisong_mhd_observe_receives(ConnectionFraming.observer) == 0
 
     public let configuration: Configuration
     private let core: ServerCore
@@ -151,11 +162,6 @@ public final class HTTPServer: Sendable {
             guard case .idle = state else {
                 throw HTTPServerError(
                     operation: "start", errno: nil, message: "the server was already started")
-            }
-            if !core.watchesFraming {
-                configuration.diagnostics?(
-                    "chunked request bodies are read without checking their line ends: libmicrohttpd's reads cannot be observed here"
-                )
             }
             let listener = try ListeningSocket(
                 host: configuration.host, port: configuration.port,

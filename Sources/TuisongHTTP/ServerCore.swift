@@ -30,9 +30,8 @@ final class ServerCore: Sendable {
     let connections: ConnectionDeadlines
     /// libmicrohttpd's last few log lines, to explain a failed start.
     let recentLibraryMessages = Mutex<[String]>([])
-    /// Each connection's received bytes go through a `ChunkedFramingScanner` (false only where
-    /// libmicrohttpd's reads cannot be observed: see `HTTPServer.observeReceives`).
-    let watchesFraming: Bool
+    /// Whether a chunked request body is taken or answered 411.
+    let chunkedRequests: HTTPServer.Configuration.ChunkedRequests
 
     init(router: Router, configuration: HTTPServer.Configuration) {
         self.router = router
@@ -45,8 +44,7 @@ final class ServerCore: Sendable {
             : .seconds(100 * 365 * 24 * 3600)
         self.diagnostics = configuration.diagnostics
         self.maxHeaderBytes = configuration.maxHeaderBytes
-        self.watchesFraming =
-            HTTPServer.observeReceives && (configuration.tls == nil || tuisong_mhd_observes_tls() == 1)
+        self.chunkedRequests = configuration.chunkedRequests
         self.connections = ConnectionDeadlines(
             receiveTimeout: configuration.receiveTimeout, idleTimeout: configuration.connectionTimeout)
     }
@@ -166,11 +164,6 @@ enum MHDCallbacks {
                 let exchange = Exchange(
                     core: core, rawTarget: target ?? uri.map { String(cString: $0) } ?? "/",
                     rawTargetIsValid: target != nil)
-                if let connection, let context = tuisong_mhd_connection_socket_context(connection) {
-                    let framing = Unmanaged<ConnectionFraming>.fromOpaque(context).takeUnretainedValue()
-                    framing.requestsBegun += 1
-                    exchange.framing = (framing, framing.requestsBegun)
-                }
                 core.liveExchanges.add(1, ordering: .relaxed)
                 return Unmanaged.passRetained(exchange).toOpaque()
             }
@@ -197,34 +190,14 @@ enum MHDCallbacks {
         exchange.core.liveExchanges.subtract(1, ordering: .relaxed)
     }
 
-    /// MHD_OPTION_NOTIFY_CONNECTION: connections come and go (for their deadlines, and to watch
-    /// their bytes' chunked framing: the socket context holds the connection's scanner, retained
-    /// until the connection closes).
-    static let notifyConnection: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
+    /// MHD_OPTION_NOTIFY_CONNECTION: connections come and go (for their deadlines).
+    static let notifyConnection: MHD_NotifyConnectionCallback = { cls, connection, _, code in
         guard let cls, let connection else { return }
         let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
-        let socket = tuisong_mhd_connection_socket(connection)
         if code == .CONNECTION_NOTIFY_STARTED {
-            core.connections.opened(connection, socket: socket, now: .now)
-            // Watched before libmicrohttpd reads a byte of the connection.
-            if core.watchesFraming, let socketContext {
-                let context = Unmanaged.passRetained(ConnectionFraming()).toOpaque()
-                if tuisong_mhd_watch_socket(socket, context) == 0 {
-                    socketContext.pointee = context
-                } else {
-                    // A descriptor past the table: read unchecked, as without the observer.
-                    Unmanaged<ConnectionFraming>.fromOpaque(context).release()
-                }
-            }
+            core.connections.opened(connection, socket: tuisong_mhd_connection_socket(connection), now: .now)
         } else {
             core.connections.closed(connection)
-            // Reported before libmicrohttpd closes the socket, so the descriptor is still this
-            // connection's.
-            if let socketContext, let context = socketContext.pointee {
-                _ = tuisong_mhd_watch_socket(socket, nil)
-                socketContext.pointee = nil
-                Unmanaged<ConnectionFraming>.fromOpaque(context).release()
-            }
         }
     }
 

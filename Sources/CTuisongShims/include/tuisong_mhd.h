@@ -55,27 +55,4 @@ int tuisong_mhd_connection_socket(struct MHD_Connection *connection);
 /// block as received, final blank line included (0 before the headers are complete).
 size_t tuisong_mhd_connection_header_size(struct MHD_Connection *connection);
 
-/// Called with each run of bytes libmicrohttpd receives on a watched connection, exactly as
-/// received (for TLS, as decrypted), on the thread that received them, before libmicrohttpd
-/// parses them.
-typedef void (*tuisong_mhd_receive_observer)(void *context, const uint8_t *bytes, size_t count);
-
-/// Makes libmicrohttpd's own reads (recv, gnutls_record_recv) go through `observer` by pointing
-/// those entries of libmicrohttpd's global offset table at wrappers; no other library is
-/// affected. Done once per process, before the first daemon starts. 0 on success; -1 when
-/// libmicrohttpd is not a shared library here, does not import recv, or another observer was
-/// installed first (then nothing is observed).
-int tuisong_mhd_observe_receives(tuisong_mhd_receive_observer observer);
-
-/// 1 when TLS connections' decrypted bytes are observed too.
-int tuisong_mhd_observes_tls(void);
-
-/// Starts (`context` not NULL) or stops (NULL) handing the bytes received on `socket` to the
-/// observer with `context`. -1 when nothing is observed or the descriptor is past the table.
-int tuisong_mhd_watch_socket(int socket, void *context);
-
-/// MHD_get_connection_info is variadic; this asks it for the connection's socket context (what
-/// the notify-connection callback stored).
-void *tuisong_mhd_connection_socket_context(struct MHD_Connection *connection);
-
 #endif
