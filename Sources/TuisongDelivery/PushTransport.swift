@@ -53,7 +53,7 @@ public struct OutgoingPush: Sendable {
     public var selector: String?
     /// What the push says, shared by every push of a message that sends the message's own
     /// content (and by a policy's pushes of equal content): each transport renders its
-    /// service's message from it, once per content (`SharedContent.rendering(for:_:)`).
+    /// service's message from it.
     public var content: SharedContent
     public var headers: PushHeaders
 
@@ -86,21 +86,10 @@ public struct OutgoingPush: Sendable {
 /// Two are equal when their content is (identity first: the common case is one instance).
 public final class SharedContent: Sendable, Hashable {
     public let content: PushContent
-    private let renderings = Mutex<[PushChannel: any Sendable]>([:])
     private let apns = Mutex<[UInt8]?>(nil)
 
     public init(_ content: PushContent) {
         self.content = content
-    }
-
-    /// `render(content)` made once per channel; later calls answer the first rendering. A
-    /// rendering must depend on the content alone (what depends on the headers or the device
-    /// is the transport's to add).
-    public func rendering<T: Sendable>(for channel: PushChannel, _ render: (PushContent) -> T) -> T {
-        if let cached = renderings.withLock({ $0[channel] }) as? T { return cached }
-        let made = render(content)
-        renderings.withLock { $0[channel] = made }
-        return made
     }
 
     /// The APNs JSON (`APNsPayload.render`), rendered once (its own slot: the APNs transport

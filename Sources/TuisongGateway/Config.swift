@@ -121,12 +121,6 @@ public struct GatewayConfig: Sendable, Equatable {
     /// generically: a new transport needs no field here), and what their HTTP clients share.
     /// In local mode (`apns.local_mock`) every service is the bundled look-alike instead.
     public struct Transports: Sendable, Equatable {
-        /// A service's send URL and, where it has one, its OAuth token URL.
-        public struct Service: Sendable, Equatable {
-            public var url: String
-            /// Empty for FCM: each service account names its own `token_uri`.
-            public var tokenURL: String
-        }
         /// The transports this config was typed for (`TransportRegistry.standard` unless a test
         /// adds one).
         public var registry: TransportRegistry
@@ -152,25 +146,6 @@ public struct GatewayConfig: Sendable, Equatable {
                 && lhs.requestTimeoutSeconds == rhs.requestTimeoutSeconds && lhs.maxInFlight == rhs.maxInFlight
                 && lhs.tokensPerRequest == rhs.tokensPerRequest
         }
-
-        // Deprecated spellings of the sections, from when each service had its own field.
-        private func service(_ channel: PushChannel) -> Service {
-            Service(url: section(channel)["url"], tokenURL: section(channel)["token_url"])
-        }
-        @available(*, deprecated, message: "use section(.fcm)")
-        public var fcm: Service { service(.fcm) }
-        @available(*, deprecated, message: "use section(.huawei)")
-        public var huawei: Service { service(.huawei) }
-        @available(*, deprecated, message: "use section(.honor)")
-        public var honor: Service { service(.honor) }
-        @available(*, deprecated, message: "use section(.xiaomi)[\"url\"]")
-        public var xiaomiURL: String { section(.xiaomi)["url"] }
-        @available(*, deprecated, message: "use section(.oppo)[\"url\"]")
-        public var oppoURL: String { section(.oppo)["url"] }
-        @available(*, deprecated, message: "use section(.vivo)[\"url\"]")
-        public var vivoURL: String { section(.vivo)["url"] }
-        @available(*, deprecated, message: "use section(.fcm).integer(\"clients\", default: 1)")
-        public var fcmClients: Int { section(.fcm).integer("clients", default: 1) }
     }
     public struct Delivery: Sendable, Equatable {
         public var workers: Int

@@ -39,7 +39,7 @@ import TuisongTransportKit
         #expect(DeviceToken("fcm:token-1", channel: .fcm) != nil && DeviceToken("fcm:token-1", channel: .apns) == nil)
     }
 
-    @Test func aTransportsSectionIsReadGenericallyAndTheOldSpellingsStillAnswer() throws {
+    @Test func aTransportsSectionIsReadGenerically() throws {
         let registry = TransportRegistry.standard.adding(EchoTransport.declaration)
         let config = try GatewayConfig.load(
             fileContents: Data(#"{"transports": {"xiaomi": {"url": "https://mi.example"}}}"#.utf8),
@@ -50,9 +50,8 @@ import TuisongTransportKit
         #expect(config.transports.section(.echo)["url"] == "https://echo.example/v2")
         #expect(config.transports.section(.xiaomi)["url"] == "https://mi.example")
         #expect(config.transports.section(.fcm).integer("clients", default: 1) == 3)
-        let deprecated: any DeprecatedTransportFields = config.transports
-        #expect(deprecated.xiaomiURLAlias == "https://mi.example" && deprecated.fcmClientsAlias == 3)
-        #expect(deprecated.huaweiTokenURLAlias == "https://oauth-login.cloud.huawei.com/oauth2/v3/token")
+        #expect(
+            config.transports.section(.huawei)["token_url"] == "https://oauth-login.cloud.huawei.com/oauth2/v3/token")
         // A default section is the declaration's; its keys are typed by it.
         #expect(
             try GatewayConfig.load(fileContents: nil, environment: [:], transports: registry)
@@ -183,21 +182,4 @@ import TuisongTransportKit
                 now: Date())
         }
     }
-}
-
-/// Reads the deprecated `GatewayConfig.Transports` fields in one place, so the test above checks
-/// they still answer without the deprecation warning at every use.
-protocol DeprecatedTransportFields {
-    var xiaomiURLAlias: String { get }
-    var fcmClientsAlias: Int { get }
-    var huaweiTokenURLAlias: String { get }
-}
-
-extension GatewayConfig.Transports: DeprecatedTransportFields {
-    @available(*, deprecated)
-    var xiaomiURLAlias: String { xiaomiURL }
-    @available(*, deprecated)
-    var fcmClientsAlias: Int { fcmClients }
-    @available(*, deprecated)
-    var huaweiTokenURLAlias: String { huawei.tokenURL }
 }
