@@ -457,6 +457,10 @@ private struct JSONParser {
                         scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                     } else if (0xDC00...0xDFFF).contains(scalar) {
                         throw fail("unpaired surrogate")
+                    } else if scalar == 0 {
+                        // Kept, a NUL would be cut off by whatever reads the string as C text
+                        // (`"alice\u0000evil"` stored as `alice`): refused instead.
+                        throw fail("a string holds \\u0000 (NUL), which is not allowed")
                     }
                     out += Array(String(Character(Unicode.Scalar(scalar)!)).utf8)
                 default:

@@ -43,6 +43,10 @@ struct NativePushAPI: Sendable {
 
     private func push(_ app: App, _ request: Request) async throws -> Response {
         let key = try Self.idempotencyKey(request)
+        // A repeat answers its first message, not what its own body would have warned about.
+        if let key, let first = try await engine.store.message(appID: app.id, idempotencyKey: key) {
+            return Self.accepted(first)
+        }
         do {
             let body: [String: Any]
             do {
@@ -111,7 +115,9 @@ struct NativePushAPI: Sendable {
     /// first request's message (see `IdempotencyKey`).
     static func idempotencyKey(_ request: Request) throws -> String? {
         let values = request.headers.values(for: "Idempotency-Key")
-        guard let key = values.first else { return nil }
+        // RFC 9110 §5.5: whitespace around a field value is not part of it (`k` and `k  ` are
+        // one key); libmicrohttpd drops only what leads.
+        guard let key = values.first?.trimmingCharacters(in: CharacterSet(charactersIn: " \t")) else { return nil }
         guard values.count == 1, IdempotencyKey.isValid(key) else {
             throw NativeAPIError(
                 400, "invalid_request",

@@ -1,4 +1,5 @@
 import Foundation
+import TuisongCore
 
 /// One HTTP request as the router hands it to a handler: everything is copied out of
 /// libmicrohttpd's buffers, so a handler may keep it as long as it likes.
@@ -83,6 +84,14 @@ public struct Request: Sendable {
         do {
             return try JSONDecoder().decode(type, from: Data(body))
         } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                // Not JSON at all ("The given data was not valid JSON."): say where.
+                do {
+                    _ = try JSONValue(parsing: body)
+                } catch let parseError {
+                    throw .badRequest("malformed JSON: \(parseError)")
+                }
+            }
             throw .badRequest(Self.describe(error))
         } catch {
             throw .badRequest("malformed JSON: \(error)")
@@ -97,6 +106,13 @@ public struct Request: Sendable {
         do {
             value = try JSONSerialization.jsonObject(with: Data(body), options: [])
         } catch {
+            // Foundation says only "The data is not in the correct format": the project's own
+            // parser tells where.
+            do {
+                _ = try JSONValue(parsing: body)
+            } catch let parseError {
+                throw .badRequest("malformed JSON: \(parseError)")
+            }
             throw .badRequest("malformed JSON: \((error as NSError).localizedDescription)")
         }
         guard let object = value as? [String: Any] else {
@@ -112,6 +128,33 @@ public struct Request: Sendable {
         }
         guard !body.isEmpty else { throw .badRequest("the request body is empty; JSON expected") }
         guard isValidUTF8(body) else { throw .badRequest("the request body is not valid UTF-8") }
+        if let offset = Self.escapedNUL(in: body) {
+            throw .badRequest("invalid JSON at byte \(offset): a string holds \\u0000 (NUL), which is not allowed")
+        }
+    }
+
+    /// Where the body's JSON spells a NUL character (`\u0000`, the only way JSON text can hold
+    /// one): every parser keeps it, and the first C API that reads the string cuts it there
+    /// (`"alice\u0000evil"` became the user `alice`). An escape is one when the backslashes
+    /// before the `u` are odd in number (`\\u0000` is a backslash and the text `u0000`).
+    static func escapedNUL(in body: [UInt8]) -> Int? {
+        let pattern: [UInt8] = Array("u0000".utf8)
+        var index = 1
+        while index + pattern.count <= body.count {
+            if body[index] == UInt8(ascii: "u"), body[index - 1] == UInt8(ascii: "\\"),
+                body[index..<(index + pattern.count)].elementsEqual(pattern)
+            {
+                var backslashes = 0
+                var before = index - 1
+                while before >= 0 && body[before] == UInt8(ascii: "\\") {
+                    backslashes += 1
+                    before -= 1
+                }
+                if backslashes % 2 == 1 { return index - 1 }
+            }
+            index += 1
+        }
+        return nil
     }
 
     private static func describe(_ error: DecodingError) -> String {

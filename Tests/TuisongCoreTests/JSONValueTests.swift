@@ -73,9 +73,15 @@ import Testing
         "", " ", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "-", "1e", "+1", "[1 2]", "{\"a\" 1}", "{a:1}", "'x'",
         "\"unterminated", "\"tab\there\"", "\"\\x\"", "\"\\ud83d\"", "\"\\ude00\"", "\"\\u12\"", "tru", "nul", "NaN",
         "[1] x", "{\"a\":1}}", "1e999",
+        // Issue #40 item 11: a NUL would be cut off by the first C API that reads the string.
+        "\"alice\\u0000evil\"", "{\"\\u0000\":1}",
     ])
     func rejects(_ text: String) {
         #expect(throws: JSONValue.ParseError.self) { try JSONValue(parsing: text) }
+    }
+
+    @Test func keepsAnEscapedBackslashBeforeU0000() throws {
+        #expect(try JSONValue(parsing: #""a\\u0000""#) == .string(#"a\u0000"#))
     }
 
     @Test func rejectsInvalidUTF8AndDeepNesting() throws {

@@ -62,6 +62,31 @@ import TuisongPluginTestKit
         #expect(accepted.status == 202)
     }
 
+    /// Issue #40 item 11: whitespace after the key is not part of it (RFC 9110 §5.5), and a
+    /// repeat answers the first message without warnings computed from its own body.
+    @Test func trailingWhitespaceIsNotPartOfTheKeyAndARepeatCarriesNoNewWarnings() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp()
+        let first = try await send(gw, key, idempotencyKey: "k")
+        let id = try #require(first.jsonObject["message_id"] as? Int)
+        for spelled in ["k  ", "k\t"] {
+            let again = try await send(gw, key, idempotencyKey: spelled)
+            #expect(again.status == 202)
+            #expect(again.jsonObject["message_id"] as? Int == id)
+        }
+        // The repeat's own body names a tag no device has: the first message is answered, with
+        // no `audience_empty` warning about a send that never happens.
+        let repeated = try await send(
+            gw, key, idempotencyKey: "k", json: ["audience": ["tag": "nobody"], "notification": ["alert": "x"]])
+        #expect(repeated.jsonObject["message_id"] as? Int == id)
+        #expect(repeated.jsonObject["warnings"] == nil)
+        let fresh = try await send(
+            gw, key, idempotencyKey: "k2", json: ["audience": ["tag": "nobody"], "notification": ["alert": "x"]])
+        #expect(fresh.jsonObject["warnings"] as? [String] == ["audience_empty"])
+        #expect(try await gw.runtime.store.messages(appID: appID, limit: 10).count == 2)
+    }
+
     @Test func aBadKeyIsRefused() async throws {
         let gw = try await TestGateway.start()
         defer { Task { await gw.stop() } }

@@ -118,6 +118,23 @@ struct DecodingTests {
             try failure(#"{"token":"t","badge":1,"tags":[1]}"#)?.message.contains(
                 #"field "tags[0]""#) == true)
         #expect(try failure(#"{"token": "#)?.status == 400)
+        // Where the JSON breaks, not Foundation's "The data is not in the correct format".
+        #expect(
+            try failure("{\"token\":\"t\",\n \"badge\": x}")?.message
+                == "malformed JSON: invalid JSON at byte 24: unexpected character")
+        // Issue #40 item 11: a NUL spelled in a string is refused, not cut off downstream.
+        let nul = try failure(#"{"token":"alice\u0000evil","badge":1}"#)
+        #expect(nul?.status == 400)
+        #expect(nul?.message.contains("\\u0000 (NUL)") == true)
+        #expect(try request(#"{"token":"a\\u0000","badge":1}"#).decodeJSON(Device.self).token == #"a\u0000"#)
+        #expect(throws: HTTPError.self) { try request(#"{"token":"\u0000"}"#).jsonObject() }
+        let malformed = try request("{\"a\": [1,,2]}")
+        do throws(HTTPError) {
+            _ = try malformed.jsonObject()
+            Issue.record("parsed a malformed body")
+        } catch {
+            #expect(error.message == "malformed JSON: invalid JSON at byte 9: unexpected character")
+        }
         #expect(try failure("")?.message.contains("empty") == true)
 
         let invalidUTF8 = try Request(
