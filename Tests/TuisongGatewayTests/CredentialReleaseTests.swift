@@ -8,7 +8,8 @@ import TuisongPluginTestKit
 @testable import TuisongGateway
 
 /// Held pushes and credential changes: a credential added beside a running gateway (the CLI, a
-/// process of its own) releases what was held for good.
+/// process of its own) releases what was held for good, a refused one does not replace one
+/// that works, and deleting a credential releases what was held for it.
 @Suite(.serialized) struct CredentialReleaseTests {
     /// A look-alike of APNs and the Android services on loopback, a gateway not in local mode
     /// pointed at it (so an app without a credential has its pushes held), and the environment
@@ -119,5 +120,116 @@ import TuisongPluginTestKit
             #expect(sent.counts.held == 0)
             #expect(sent.record.state == .completed)
         }
+    }
+
+    /// Issue #41 item 2: a wrong Honor secret added after a working one (a typo during a key
+    /// rotation) is refused and kept failing, the command fails, and the next push still goes
+    /// out with the working credential instead of being held `invalid_client`.
+    @Test(arguments: PluginStoreBackend.allCases)
+    func aRefusedCredentialDoesNotReplaceAWorkingOne(_ database: PluginStoreBackend) async throws {
+        guard FileManager.default.isExecutableFile(atPath: CrashRecoveryTests.binary) else {
+            Issue.record("build the tuisong executable first (swift build)")
+            return
+        }
+        try await withGateway(database: database) { s in
+            let (appID, key) = try await s.gw.createApp(bundleID: "com.example.rotate")
+            try await register(s.gw, key, "honor-1", ["channel": "honor", "tags": ["h"]])
+            let honor = s.setup.honorClient
+            func add(secret: String) throws -> CommandRun {
+                try s.tuisong(
+                    [
+                        "credential", "add", "--app", "\(appID)", "--channel", "honor", "--vendor-app-id", honor.appID,
+                        "--client-id", honor.clientID, "--client-secret-env", "HONOR_SECRET",
+                    ], environment: ["HONOR_SECRET": secret])
+            }
+            let working = try add(secret: honor.clientSecret)
+            #expect(working.status == 0, "\(working.errors)")
+            let workingID = try #require(working.json["id"] as? Int)
+            let first = try await push(s.gw, key, tag: "h")
+            #expect(try await s.gw.completed(messageID: first).counts.delivered == 1)
+
+            let typo = try add(secret: honor.clientSecret + "-typo")
+            #expect(typo.status != 0, "\(typo.output)")
+            #expect(typo.json["status"] as? String == "failing")
+            #expect(typo.errors.contains("credential \(workingID) stays in use"), "\(typo.errors)")
+
+            let second = try await push(s.gw, key, tag: "h")
+            let status = try await s.gw.completed(messageID: second)
+            #expect(status.counts.delivered == 1, "\(status.counts)")
+            #expect(status.counts.held == 0)
+            let stored = try await s.gw.runtime.store.channelCredentials(appID: appID)
+            #expect(stored.first { $0.id == workingID }?.status == "ok", "the working one is not marked failing")
+        }
+    }
+
+    /// Issue #41 item 2: the admin API keeps a refused credential out of use and says which one
+    /// stays in use; deleting a credential releases what was held for it (here a refused one
+    /// that was the only one: released, the pushes are held again for want of any, with one
+    /// more attempt), and adding a working one sends them.
+    @Test func theAdminAPISaysARefusedOneIsNotUsedAndDeletingReleasesItsHolds() async throws {
+        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.admin")
+        let mock = try APNsMockServer(
+            configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
+            key: setup.serverKey)
+        try mock.start()
+        defer { mock.shutdown() }
+        let files = FileManager.default.temporaryDirectory.appending(path: "credential-admin-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: files) }
+        let caFile = files.appending(path: "ca.pem").path
+        try setup.writeCAFile(to: caFile)
+        let base = "https://127.0.0.1:\(mock.port)"
+        let (gw, client) = try await AdminTestClient.start(environment: [
+            "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_APNS_PRODUCTION_URL": base, "TUISONG_APNS_CA_FILE": caFile,
+            "TUISONG_TRANSPORTS_CA_FILE": caFile, "TUISONG_TRANSPORTS_HONOR_URL": base,
+            "TUISONG_TRANSPORTS_HONOR_TOKEN_URL": base + "/auth/token",
+        ])
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.admin")
+        try await register(gw, key, "honor-1", ["channel": "honor", "tags": ["h"]])
+        let honor = setup.honorClient
+        let path = "/apps/\(appID)/channel-credentials"
+        func add(secret: String) async throws -> [String: Any] {
+            let r = try await client.call(
+                "POST", path,
+                json: [
+                    "channel": "honor", "vendor_app_id": honor.appID, "client_id": honor.clientID,
+                    "client_secret": secret,
+                ])
+            #expect(r.status == 201, "\(r.text)")
+            return r.jsonObject
+        }
+
+        // The only credential, refused: it serves (nothing else can), and pushes are held with its reason.
+        let refused = try await add(secret: "wrong")
+        let refusedID = try #require(refused["id"] as? Int)
+        let reason = try #require((refused["check"] as? [String: Any])?["reason"] as? String)
+        #expect((refused["check"] as? [String: Any])?["result"] as? String == "refused")
+        #expect(refused["active"] as? Bool == true)
+        let id = try await push(gw, key, tag: "h")
+        _ = try await DeliveryWait.until(gw.runtime.engine, id) { $0.counts.held == 1 }
+        #expect(try await gw.runtime.store.pendingDeliveries(messageID: id).map(\.reason) == [reason])
+
+        // Deleted: what it held is released, tried again, and held for want of any credential.
+        #expect(try await client.call("DELETE", "\(path)/\(refusedID)").status == 204)
+        let heldAgain = try await firstValue(within: .seconds(30)) { () async throws -> Bool? in
+            try await gw.runtime.store.pendingDeliveries(messageID: id).map(\.reason) == ["no_credential"] ? true : nil
+        }
+        #expect(heldAgain == true, "released by the delete, then held for want of any credential")
+        let held = try await gw.runtime.store.deliveries(messageID: id, state: .held, cursor: nil, limit: 10).items
+        #expect(held.map(\.attempts) == [2])
+
+        // A working one sends it; a typo after it is refused, not used, and names the one in use.
+        let working = try await add(secret: honor.clientSecret)
+        let workingID = try #require(working["id"] as? Int)
+        #expect(working["active"] as? Bool == true)
+        #expect(try await gw.completed(messageID: id).counts.delivered == 1)
+        let typo = try await add(secret: honor.clientSecret + "-typo")
+        #expect((typo["check"] as? [String: Any])?["result"] as? String == "refused")
+        #expect(typo["active"] as? Bool == false)
+        #expect(typo["active_credential_id"] as? Int == workingID)
+        let listed = try await client.call("GET", path).list("credentials")
+        #expect(listed.map { $0["active"] as? Bool } == [true, false], "\(listed)")
     }
 }

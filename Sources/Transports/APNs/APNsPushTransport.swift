@@ -361,9 +361,14 @@ public final class APNsPushTransport: PushTransport {
         let found: Resolved
         if let selector {
             let matching = try await store.credentials(appID: appID).filter { $0.selector == selector }
-            if let own = matching.last(where: { $0.environment == environment }) {
+            // A working credential before a failing one (as `activeCredential` orders them): one
+            // the service refused does not replace one that works.
+            func newest(_ candidates: [CredentialRecord]) -> CredentialRecord? {
+                candidates.last { !$0.isFailing } ?? candidates.last
+            }
+            if let own = newest(matching.filter { $0.environment == environment }) {
                 found = Resolved(credential: own, environment: environment, expires: expires)
-            } else if let other = matching.last {
+            } else if let other = newest(matching) {
                 found = Resolved(credential: other, environment: other.environment, expires: expires)
             } else {
                 found = Resolved(

@@ -116,6 +116,7 @@ public final class ChannelCredentialResolver: Sendable {
     }
 
     private func lookUp(appID: Int64, selector: String?) async throws -> Resolution {
+        // The newest working credential; a failing one only when none works (`activeChannelCredential`).
         guard let record = try await store.activeChannelCredential(appID: appID, channel: channel, selector: selector)
         else {
             if selector != nil { return .refused(.held(.noCredentialForSelector)) }
