@@ -70,8 +70,9 @@ public struct NewChannelCredential: Sendable, Hashable {
 public protocol ChannelCredentialStore: Sendable {
     func addChannelCredential(_ credential: NewChannelCredential) async throws -> ChannelCredentialRecord
     func channelCredentials(appID: Int64) async throws -> [ChannelCredentialRecord]
-    /// The newest credential of an app for `channel` carrying `selector` (nil: the default,
-    /// selector-less one).
+    /// The credential of an app for `channel` carrying `selector` (nil: the default,
+    /// selector-less one) that pushes use: the newest that is not failing, else the newest. A
+    /// credential the service refused does not replace one that works.
     func activeChannelCredential(appID: Int64, channel: PushChannel, selector: String?) async throws
         -> ChannelCredentialRecord?
     func channelCredential(id: Int64) async throws -> ChannelCredentialRecord?

@@ -87,8 +87,9 @@ public struct NewCredential: Sendable, Hashable {
 public protocol CredentialStore: Sendable {
     func addCredential(_ credential: NewCredential) async throws -> CredentialRecord
     func credentials(appID: Int64) async throws -> [CredentialRecord]
-    /// The newest default (selector-less) credential of an app for an environment, the one
-    /// pushes to devices without a selector use.
+    /// The default (selector-less) credential of an app for an environment, the one pushes to
+    /// devices without a selector use: the newest that is not failing, else the newest. A key
+    /// APNs refused does not replace one that works.
     func activeCredential(appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord?
     func credential(id: Int64) async throws -> CredentialRecord?
     func deleteCredential(id: Int64) async throws -> Bool

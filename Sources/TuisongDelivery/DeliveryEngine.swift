@@ -96,6 +96,8 @@ public final class DeliveryEngine: PushGateway {
     public let apps: AppCache
     /// Delivery policies by vendor (provider name), from the mounted providers.
     private let policies = Mutex<[String: any DeliveryPolicy]>([:])
+    /// Told of committed holds (`setHoldWatcher`).
+    let holdWatcher = Mutex<(any HoldWatcher)?>(nil)
     let observer: any DeliveryObserver
 
     public init(

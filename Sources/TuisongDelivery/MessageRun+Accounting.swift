@@ -176,6 +176,16 @@ extension MessageRun {
             if committed, progress.finalState != nil { state.completionCommitted = true }
         }
         if progress.counts.queued > 0 { engine.wake() }
+        if committed, progress.counts.held > 0 {
+            let appID = record.appID
+            engine.heldCommitted(
+                Set(
+                    progress.deliveries.lazy.filter { $0.state == .held }.compactMap {
+                        HeldRoute.of(
+                            appID: appID, channel: $0.channel, environment: $0.environment,
+                            selector: $0.credentialSelector, reason: $0.reason)
+                    }))
+        }
         wakeWaiter()
     }
 }

@@ -37,6 +37,7 @@ struct RetryWorker: Sendable {
             while true {
                 do {
                     try await engine.store.applyDeliveryUpdates(updates, at: engine.clock.now)
+                    await reportHeld(updates, claimed: claimed, messages: messages)
                     engine.passes.completed(.retry, busy: true)
                     break
                 } catch {
@@ -48,6 +49,25 @@ struct RetryWorker: Sendable {
                 }
             }
         }
+    }
+
+    /// Tells the engine's hold watcher which routes the committed `updates` held again.
+    private func reportHeld(_ updates: [DeliveryUpdate], claimed: [DeliveryRecord], messages: MessageCache) async {
+        let heldReasons = Dictionary(
+            updates.lazy.filter { $0.to == .held }.map { ($0.deliveryID, $0.reason) }, uniquingKeysWith: { $1 })
+        guard !heldReasons.isEmpty else { return }
+        var routes: Set<HeldRoute> = []
+        for delivery in claimed {
+            guard let reason = heldReasons[delivery.id], let (message, _) = await messages.get(delivery.messageID)
+            else { continue }
+            if let route = HeldRoute.of(
+                appID: message.appID, channel: delivery.channel, environment: delivery.environment,
+                selector: delivery.credentialSelector, reason: reason)
+            {
+                routes.insert(route)
+            }
+        }
+        engine.heldCommitted(routes)
     }
 
     /// Held deliveries whose message expired fail with their reason, a bounded batch per pass.

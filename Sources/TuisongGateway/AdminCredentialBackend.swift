@@ -75,10 +75,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             released += try await store.releaseHeldDeliveries(
                 appID: record.appID, selector: selector, now: clock.now)
         }
-        if released > 0 {
-            engine.wake()
-            await publish(.wake)
-        }
+        await wake(released)
         return record
     }
 
@@ -96,11 +93,28 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         return result
     }
 
+    /// Deletes the credential; what was held for it (refused, or one route's only credential)
+    /// is released, to go out with the credential that serves now or be held for want of one.
     func remove(_ credential: CredentialRecord) async throws -> Bool {
         let removed = try await store.deleteCredential(id: credential.id)
         await apns.credentialsChanged(appID: credential.appID)
         await publish(.credentials(appID: credential.appID))
-        return removed
+        guard removed else { return false }
+        var released = try await store.releaseHeldDeliveries(
+            appID: credential.appID, environment: credential.environment, now: clock.now)
+        if let selector = credential.selector {
+            released += try await store.releaseHeldDeliveries(
+                appID: credential.appID, selector: selector, now: clock.now)
+        }
+        await wake(released)
+        return true
+    }
+
+    /// Sends what was released now, here and on the other nodes.
+    private func wake(_ released: Int) async {
+        guard released > 0 else { return }
+        engine.wake()
+        await publish(.wake)
     }
 
     func addChannel(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?) async throws
@@ -137,10 +151,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         if let selector = record.selector {
             released += try await store.releaseHeldDeliveries(appID: appID, selector: selector, now: clock.now)
         }
-        if released > 0 {
-            engine.wake()
-            await publish(.wake)
-        }
+        await wake(released)
         return (record, check)
     }
 
@@ -162,11 +173,20 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         android.quotaExhausted(credential)
     }
 
+    /// Deletes the credential; what was held for it is released, as `remove` does.
     func removeChannel(_ credential: ChannelCredentialRecord) async throws -> Bool {
         let removed = try await channelCredentials.store.deleteChannelCredential(id: credential.id)
         android.credentialsChanged(appID: credential.appID)
         await publish(.channelCredentials(appID: credential.appID))
-        return removed
+        guard removed else { return false }
+        var released = try await store.releaseHeldDeliveries(
+            appID: credential.appID, channel: credential.channel, now: clock.now)
+        if let selector = credential.selector {
+            released += try await store.releaseHeldDeliveries(
+                appID: credential.appID, selector: selector, now: clock.now)
+        }
+        await wake(released)
+        return true
     }
 
     func testConnection(_ credential: CredentialRecord) async -> (ok: Bool, detail: String, endpoint: String) {

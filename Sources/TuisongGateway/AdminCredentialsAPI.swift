@@ -103,8 +103,8 @@ struct AdminCredentialsAPI: Sendable {
             let app = try await apps.app(request)
             let records = try await store.channelCredentials(appID: app.id)
             return .json(object: [
-                "credentials": records.map { record in
-                    var object = ChannelCredentialView.object(record)
+                "credentials": zip(records, ChannelCredentialView.objects(records)).map { record, listed in
+                    var object = listed
                     object["quota_exhausted_until"] =
                         backend.quotaExhausted(record).map { ISO8601.string($0) as Any } ?? NSNull()
                     return object
@@ -130,6 +130,14 @@ struct AdminCredentialsAPI: Sendable {
                 ])
             var object = ChannelCredentialView.object(record)
             object["check"] = added.check.object
+            // Whether it took over its channel and selector: one the service refused does not
+            // replace one that works; the one that stays in use is named.
+            let route = try await store.channelCredentials(appID: app.id).filter {
+                $0.channel == record.channel && $0.selector == record.selector
+            }
+            let serving = ChannelCredentialView.activeIDs(route).first
+            object["active"] = serving == record.id
+            object["active_credential_id"] = serving.map { $0 as Any } ?? NSNull()
             return .json(object: object, status: 201)
         }
         api.add(.DELETE, "/apps/{app}/channel-credentials/{credential}", on: router) { request in

@@ -145,4 +145,30 @@ public enum ChannelCredentialView {
         object["badge_class"] = r.options["badge_class"].map { $0 as Any } ?? NSNull()
         return object
     }
+
+    /// An app's credentials, each with `active`: whether pushes of its channel and selector
+    /// go through it (the newest that is not failing, else the newest, as
+    /// `ChannelCredentialStore.activeChannelCredential` picks).
+    public static func objects(_ records: [ChannelCredentialRecord]) -> [[String: Any]] {
+        let active = activeIDs(records)
+        return records.map { record in
+            var object = Self.object(record)
+            object["active"] = active.contains(record.id)
+            return object
+        }
+    }
+
+    /// The credential each (channel, selector) of `records` sends with.
+    public static func activeIDs(_ records: [ChannelCredentialRecord]) -> Set<Int64> {
+        struct Route: Hashable {
+            var channel: PushChannel
+            var selector: String?
+        }
+        let routes = Dictionary(grouping: records) { Route(channel: $0.channel, selector: $0.selector) }
+        return Set(
+            routes.values.compactMap { group in
+                let newestFirst = group.sorted { $0.id > $1.id }
+                return (newestFirst.first { !$0.isFailing } ?? newestFirst.first)?.id
+            })
+    }
 }

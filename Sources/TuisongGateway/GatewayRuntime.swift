@@ -89,6 +89,12 @@ public final class GatewayRuntime: Sendable {
                 settings: DeliverySettings(config.delivery, cluster: config.cluster), clock: clock, logger: logger,
                 apps: apps,
                 observer: metrics)
+            // A hold decided from a lookup cached before a credential's commit is released once the
+            // route can send (the credential's own release may have run before the hold).
+            engine.setHoldWatcher(
+                HeldRouteReleaser(
+                    store: store, apns: apns.transport, android: android, engine: engine, changes: store, clock: clock,
+                    logger: logger))
             MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, android: android, store: store)
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             apps.onChange { id in authenticator.forget(app: id) }

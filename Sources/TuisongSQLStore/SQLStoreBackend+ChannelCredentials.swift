@@ -33,7 +33,8 @@ extension SQLStoreBackend {
         }
     }
 
-    /// The app's newest credential for `channel` with exactly `selector` (nil: the one without).
+    /// The app's newest working credential for `channel` with exactly `selector` (nil: the one
+    /// without), else its newest: a refused upload does not replace one that works.
     public func activeChannelCredential(appID: Int64, channel: PushChannel, selector: String?) async throws
         -> ChannelCredentialRecord?
     {
@@ -43,7 +44,7 @@ extension SQLStoreBackend {
                 SELECT \(raw: Rows.channelCredentialColumns) FROM channel_credentials
                 WHERE app_id = \(appID) AND channel = \(channel.rawValue)
                     AND selector \(raw: db.dialect.isNotDistinctFrom) \(selector)
-                ORDER BY id DESC LIMIT 1
+                ORDER BY CASE WHEN status = 'failing' THEN 1 ELSE 0 END, id DESC LIMIT 1
                 """
             ).map(Rows.channelCredentialRecord)
         }

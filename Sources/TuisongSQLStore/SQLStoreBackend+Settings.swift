@@ -52,14 +52,14 @@ extension SQLStoreBackend {
         }
     }
 
-    /// The app's newest credential without a selector in `environment`.
+    /// The app's newest working credential without a selector in `environment`, else its newest.
     public func activeCredential(appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord? {
         try await sqlRead { db in
             try db.fetchOne(
                 """
                 SELECT \(raw: Rows.credentialColumns) FROM credentials
                 WHERE app_id = \(appID) AND environment = \(environment.rawValue) AND selector IS NULL
-                ORDER BY id DESC LIMIT 1
+                ORDER BY CASE WHEN status = 'failing' THEN 1 ELSE 0 END, id DESC LIMIT 1
                 """
             ).map(Rows.credentialRecord)
         }

@@ -153,6 +153,13 @@ struct CredentialCommand: AsyncParsableCommand {
             summary["released_deliveries"] = released
             summary["check"] = check.object
             printJSON(summary)
+            if case .refused(let reason) = check {
+                let serving =
+                    record.selector == nil
+                    ? try await store.activeCredential(appID: app, environment: record.environment) : nil
+                throw CredentialRefusal(
+                    service: "APNs", reason: reason, saved: record.id, serving: serving.map { ($0.id, $0.isFailing) })
+            }
         }
 
         /// A credential of a channel's declared form (an FCM service account, a Huawei or Honor
@@ -193,7 +200,6 @@ struct CredentialCommand: AsyncParsableCommand {
                 record.status = "failing"
                 record.statusReason = reason
             }
-            // The service's deliveries held for want of a credential go out with this one.
             // The service's deliveries held for want of a credential go out with a working one.
             var released = 0
             if !check.isRefused {
@@ -209,6 +215,14 @@ struct CredentialCommand: AsyncParsableCommand {
             summary["released_deliveries"] = released
             summary["check"] = check.object
             printJSON(summary)
+            if case .refused(let reason) = check {
+                let serving = try await store.activeChannelCredential(
+                    appID: app, channel: record.channel, selector: record.selector)
+                throw CredentialRefusal(
+                    service: config.transports.registry.declaration(of: pushChannel)?.channel.displayName
+                        ?? pushChannel.rawValue, reason: reason, saved: record.id,
+                    serving: serving.map { ($0.id, $0.isFailing) })
+            }
         }
 
         private func readText(_ path: String) throws -> String {
@@ -234,9 +248,29 @@ struct CredentialCommand: AsyncParsableCommand {
                 object["channel"] = PushChannel.apns.rawValue
                 return object
             }
-            let android = try await store.channelCredentials(appID: app).map { ChannelCredentialView.object($0) }
+            let android = ChannelCredentialView.objects(try await store.channelCredentials(appID: app))
             printJSON(apns + android)
         }
+    }
+}
+
+/// `credential add` of a credential the service refused: saved (shown failing), never put in
+/// place of one that works, and the command fails so a script or an operator rotating keys
+/// notices.
+struct CredentialRefusal: Error, CustomStringConvertible {
+    var service: String
+    var reason: String
+    /// The credential just saved.
+    var saved: Int64
+    /// The credential pushes of the route use now, and whether it is failing too.
+    var serving: (id: Int64, isFailing: Bool)?
+
+    var description: String {
+        let head = "\(service) refused the credential (\(reason)): saved as credential \(saved), marked failing"
+        if let serving, serving.id != saved, !serving.isFailing {
+            return head + "; credential \(serving.id) stays in use"
+        }
+        return head + "; no working credential is left, so pushes stay held until one is added"
     }
 }
 

@@ -4,7 +4,8 @@ import TuisongLookAlikes
 
 /// `tuisong credential add` for an Android service signs in once with the service the config
 /// names and prints its answer: a wrong Honor secret is saved, marked failing with the
-/// look-alike's reason; the right one is accepted.
+/// look-alike's reason, and the command fails; the right one is accepted; a wrong one added
+/// after it fails and leaves the working one in use.
 @Suite struct CredentialCommandCheckTests {
     typealias Run = CommandRun
 
@@ -58,12 +59,14 @@ import TuisongLookAlikes
 
             environment["HONOR_SECRET"] = honor.clientSecret + "-wrong"
             let wrong = try add()
-            #expect(wrong.status == 0, "saved either way: \(wrong.errors)")
+            #expect(wrong.status != 0, "a refusal fails the command: \(wrong.output)")
             let check = try #require(wrong.json["check"] as? [String: Any], "\(wrong.output)")
             #expect(check["result"] as? String == "refused")
             let reason = try #require(check["reason"] as? String)
-            #expect(wrong.json["status"] as? String == "failing")
+            #expect(wrong.json["status"] as? String == "failing", "saved either way")
             #expect(wrong.json["status_reason"] as? String == reason)
+            #expect(wrong.errors.contains("refused the credential (\(reason))"), "\(wrong.errors)")
+            #expect(wrong.errors.contains("no working credential"), "\(wrong.errors)")
             #expect(!wrong.output.contains(honor.clientSecret) && !wrong.errors.contains(honor.clientSecret))
 
             environment["HONOR_SECRET"] = honor.clientSecret
@@ -71,6 +74,23 @@ import TuisongLookAlikes
             #expect(right.status == 0, "\(right.errors)")
             #expect((right.json["check"] as? [String: Any])?["result"] as? String == "accepted")
             #expect(right.json["status"] as? String == "ok")
+            let rightID = try #require(right.json["id"] as? Int)
+
+            // A typo during a key rotation: refused, saved, and the working credential stays in use.
+            environment["HONOR_SECRET"] = honor.clientSecret + "-typo"
+            let typo = try add()
+            #expect(typo.status != 0)
+            #expect(typo.errors.contains("credential \(rightID) stays in use"), "\(typo.errors)")
+            let typoID = try #require(typo.json["id"] as? Int)
+            let listed = try tuisong(["credential", "list", "--app", "1"], in: directory, environment: environment)
+            let credentials = try #require(
+                (try? JSONSerialization.jsonObject(with: Data(listed.output.utf8))) as? [[String: Any]],
+                "\(listed.output)")
+            let active = Dictionary(
+                uniqueKeysWithValues: credentials.filter { $0["channel"] as? String == "honor" }.compactMap { c in
+                    (c["id"] as? Int).map { ($0, c["active"] as? Bool) }
+                })
+            #expect(active[rightID] == true && active[typoID] == false, "\(listed.output)")
         }
     }
 
@@ -96,13 +116,19 @@ import TuisongLookAlikes
                     ], in: directory, environment: environment)
             }
             let wrong = try add(team: "WRONGTEAM1")
-            #expect(wrong.status == 0, "saved either way: \(wrong.errors)")
+            #expect(wrong.status != 0, "a refusal fails the command: \(wrong.output)")
+            #expect(wrong.errors.contains("APNs refused the credential (InvalidProviderToken)"), "\(wrong.errors)")
             #expect((wrong.json["check"] as? [String: Any])?["result"] as? String == "refused", "\(wrong.output)")
             #expect(wrong.json["status"] as? String == "failing")
             #expect(wrong.json["status_reason"] as? String == "InvalidProviderToken")
             let right = try add(team: setup.teamID)
+            #expect(right.status == 0, "\(right.errors)")
             #expect((right.json["check"] as? [String: Any])?["result"] as? String == "accepted", "\(right.output)")
             #expect(right.json["status"] as? String == "ok")
+            let rightID = try #require(right.json["id"] as? Int)
+            let typo = try add(team: "WRONGTEAM2")
+            #expect(typo.status != 0)
+            #expect(typo.errors.contains("credential \(rightID) stays in use"), "\(typo.errors)")
             #expect(mock.receivedNotifications().isEmpty, "the probe reaches no device")
         }
     }

@@ -147,6 +147,23 @@ import TuisongCore
             #expect(failing.isFailing)
             #expect(failing.statusReason == "invalid_grant")
             #expect(failing.encryptedSecret == [4])
+
+            // A refused credential added after a working one does not replace it; with none
+            // working, the newest serves (its pushes held with its reason).
+            let refused = try await store.addChannelCredential(
+                NewChannelCredential(
+                    appID: app.id, channel: .fcm, vendorAppID: "typo-project", clientID: "svc@typo.iam",
+                    encryptedSecret: [6]))
+            try await store.setChannelCredentialStatus(id: refused.id, status: "failing", reason: "invalid_client")
+            #expect(
+                try await store.activeChannelCredential(appID: app.id, channel: .fcm, selector: nil)?.id == fallback.id)
+            try await store.setChannelCredentialStatus(id: fallback.id, status: "failing", reason: "invalid_client")
+            #expect(
+                try await store.activeChannelCredential(appID: app.id, channel: .fcm, selector: nil)?.id == refused.id)
+            #expect(
+                try await store.activeChannelCredential(appID: app.id, channel: .fcm, selector: "1234")?.id
+                    == chosen.id,
+                "a failing one still serves when it is the only one")
             #expect(try await store.deleteChannelCredential(id: chosen.id))
             #expect(try await store.channelCredential(id: chosen.id) == nil)
             await #expect(throws: StoreError.self) {

@@ -64,6 +64,11 @@ struct SettingsStoreTests {
             let failing = try #require(await store.credential(id: newer.id))
             #expect(failing.isFailing)
             #expect(failing.statusReason == "BadCertificate")
+            // A failing credential does not replace one that works; with none working, the newest serves.
+            #expect(try await store.activeCredential(appID: app.id, environment: .production)?.id == p8.id)
+            try await store.setCredentialStatus(id: p8.id, status: "failing", reason: "InvalidProviderToken")
+            #expect(try await store.activeCredential(appID: app.id, environment: .production)?.id == newer.id)
+            try await store.setCredentialStatus(id: p8.id, status: "ok", reason: nil)
             let refused = await #expect(throws: StoreError.self) {
                 try await store.setCredentialStatus(id: newer.id, status: "broken", reason: nil)
             }

@@ -154,6 +154,16 @@ public final class APNsPushTransport: PushTransport {
         for pool in closed { await pool.shutdown() }
     }
 
+    /// Whether pushes of the route could be sent now with a stored credential (looked up again,
+    /// not cached; the cache keeps what was found): what ends a hold. Local mode's fallback
+    /// does not: its pushes are held only when the mock refused it.
+    public func canSend(appID: Int64, environment: APNsEnvironment, selector: String?) async -> Bool {
+        guard let found = try? await resolve(appID: appID, environment: environment, selector: selector, cached: false),
+            found.refusal == nil, let credential = found.credential
+        else { return false }
+        return !credential.isFailing
+    }
+
     /// How many APNs pools are open (for tests and diagnostics).
     public var openPoolCount: Int { pools.withLock { $0.count } }
 
@@ -341,17 +351,24 @@ public final class APNsPushTransport: PushTransport {
     /// app's newest credential carrying it in the device's environment, else in the other
     /// environment (whose endpoint is then used: the credential implies it); no such
     /// credential holds the device. Without a selector, the app's default credential.
-    private func resolve(appID: Int64, environment: APNsEnvironment, selector: String?) async throws -> Resolved {
+    private func resolve(appID: Int64, environment: APNsEnvironment, selector: String?, cached: Bool = true)
+        async throws -> Resolved
+    {
         let key = RouteKey(appID: appID, environment: environment, selector: selector)
         let now = clock.now
-        if let hit = resolved.withLock({ $0[key] }), hit.expires > now { return hit }
+        if cached, let hit = resolved.withLock({ $0[key] }), hit.expires > now { return hit }
         let expires = now.addingTimeInterval(5)
         let found: Resolved
         if let selector {
             let matching = try await store.credentials(appID: appID).filter { $0.selector == selector }
-            if let own = matching.last(where: { $0.environment == environment }) {
+            // A working credential before a failing one (as `activeCredential` orders them): one
+            // the service refused does not replace one that works.
+            func newest(_ candidates: [CredentialRecord]) -> CredentialRecord? {
+                candidates.last { !$0.isFailing } ?? candidates.last
+            }
+            if let own = newest(matching.filter { $0.environment == environment }) {
                 found = Resolved(credential: own, environment: environment, expires: expires)
-            } else if let other = matching.last {
+            } else if let other = newest(matching) {
                 found = Resolved(credential: other, environment: other.environment, expires: expires)
             } else {
                 found = Resolved(

@@ -85,9 +85,23 @@ public final class ChannelCredentialResolver: Sendable {
     }
 
     public func resolve(appID: Int64, selector: String?) async -> Resolution {
+        await resolve(appID: appID, selector: selector, cached: true)
+    }
+
+    /// Whether the route's pushes could be sent now with a stored credential (looked up again,
+    /// not cached; the cache keeps what was found): what ends a hold. Local mode's fallback
+    /// does not: its pushes are held only when the look-alike refused it.
+    public func canSend(appID: Int64, selector: String?) async -> Bool {
+        if case .credential(let found) = await resolve(appID: appID, selector: selector, cached: false) {
+            return found.id != 0
+        }
+        return false
+    }
+
+    private func resolve(appID: Int64, selector: String?, cached: Bool) async -> Resolution {
         let key = Key(appID: appID, selector: selector)
         let now = clock.now
-        if let hit = cache.withLock({ $0[key] }), hit.expires > now { return hit.resolution }
+        if cached, let hit = cache.withLock({ $0[key] }), hit.expires > now { return hit.resolution }
         let resolution: Resolution
         do {
             resolution = try await lookUp(appID: appID, selector: selector)
@@ -102,6 +116,7 @@ public final class ChannelCredentialResolver: Sendable {
     }
 
     private func lookUp(appID: Int64, selector: String?) async throws -> Resolution {
+        // The newest working credential; a failing one only when none works (`activeChannelCredential`).
         guard let record = try await store.activeChannelCredential(appID: appID, channel: channel, selector: selector)
         else {
             if selector != nil { return .refused(.held(.noCredentialForSelector)) }

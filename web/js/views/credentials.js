@@ -169,6 +169,8 @@ function androidSection(app) {
       cell('cred.status', [c.status === 'failing'
         ? h('span', { class: 'badge bad', title: c.status_reason || '', text: `${t('cred.failing')}: ${c.status_reason || ''}` })
         : h('span', { class: 'badge ok', text: t('cred.ok') }),
+      // Of a channel and selector's credentials one sends: the newest that works.
+      c.active === false ? h('div', {}, h('span', { class: 'badge', dataset: { inactive: c.id }, text: t('cred.notInUse') })) : null,
       // A used-up daily quota (Xiaomi, OPPO, vivo) resets at midnight China time.
       c.quota_exhausted_until
         ? h('div', {}, h('span', { class: 'badge warn', dataset: { quota: c.quota_exhausted_until }, text: t('cred.quotaUntil', { time: chinaClock(c.quota_exhausted_until) }) }))
@@ -184,6 +186,16 @@ function androidSection(app) {
     h('h3', { id: 'android-add-title', style: { marginTop: '20px' }, text: t('cred.androidAdd') }),
     androidForm(app, refresh));
   return { section, refresh };
+}
+
+/** What the service answered when a credential was added; a refused one names the
+ * credential that stays in use, if one works. */
+function checkText(check, created) {
+  if (check.result !== 'refused') return t(`cred.check.${check.result}`, { reason: check.reason || '' });
+  const serving = created.active_credential_id;
+  return serving && serving !== created.id
+    ? t('cred.check.refusedKept', { reason: check.reason || '', id: serving })
+    : t('cred.check.refused', { reason: check.reason || '' });
 }
 
 /** The form that adds a credential: a channel picker and the fields its declaration lists
@@ -285,7 +297,7 @@ function androidForm(app, refresh) {
       result.replaceChildren(h('div', { class: `banner ${tone}`, role: tone === 'bad' ? 'alert' : 'status', dataset: { check: check.result } },
         h('div', {}, h('strong', { text: t('cred.androidAdded', { channel: channelName(created.channel) }) }),
           h('div', { class: 'mono', text: `${created.vendor_app_id} · ${created.client_id}` }),
-          h('div', { id: 'android-cred-check', text: t(`cred.check.${check.result}`, { reason: check.reason || '' }) }))));
+          h('div', { id: 'android-cred-check', text: checkText(check, created) }))));
       await refresh();
     } catch (error) {
       const text = channelErrorText(error, channel.value);
