@@ -98,13 +98,11 @@ final class ListenerEngine: @unchecked Sendable {
         }
         wakeRead = fds[0]
         wakeWrite = fds[1]
-        do {
-            connection = try connectAndListen()
-        } catch {
-            close(wakeRead)
-            close(wakeWrite)
-            throw error
-        }
+        // Every stored property is set by now, so a throw below runs `deinit`, which closes the
+        // pipe: closing it here too closed the same numbers twice, the second time possibly
+        // another thread's new socket (the store retries a listener every 2 s while PostgreSQL
+        // is away).
+        connection = try connectAndListen()
         onConnect?()
     }
 
