@@ -62,8 +62,9 @@ struct BaiduPusher: Sendable {
             let options = PushOptions(
                 pushType: pushType, priority: pushType.defaultPriority,
                 expiration: start.addingTimeInterval(TimeInterval(push.expiresIn)), collapseID: entry.key,
-                // `deploy_status` is iOS's; Android devices are all listed as production.
-                environment: android ? .production : push.environment)
+                // `deploy_status` is iOS's: an Android push reaches each device in its own
+                // environment (a test phone registered sandbox through the native API too).
+                environment: android ? nil : push.environment)
             var content = entry.message.content
             if android, let click = entry.message.androidClick { content.click = click }
             let job = PushJob(

@@ -12,7 +12,7 @@ public enum AppState: String, Sendable, Codable, Hashable {
 public struct Recipient: Sendable, Hashable {
     public var deviceID: Int64?
     public var token: String
-    public var environment: APNsEnvironment
+    public var environment: PushEnvironment
     /// The IM account (app-scoped user id) the device is bound to, if any.
     public var account: String?
     /// That account's row id, carried by the device (see `accountKey`).
@@ -27,7 +27,7 @@ public struct Recipient: Sendable, Hashable {
     public var channel: PushChannel
 
     public init(
-        deviceID: Int64?, token: String, environment: APNsEnvironment, account: String? = nil,
+        deviceID: Int64?, token: String, environment: PushEnvironment, account: String? = nil,
         accountID: Int64? = nil, locale: String? = nil, appState: AppState? = nil, credentialSelector: String? = nil,
         channel: PushChannel
     ) {

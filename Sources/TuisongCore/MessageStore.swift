@@ -84,7 +84,8 @@ public struct AudienceEntry: Sendable, Hashable {
     public var position: Int64
     public var deviceID: Int64?
     public var token: String
-    public var environment: APNsEnvironment
+    /// The device's environment (for a token no device registered: the push's, or production).
+    public var environment: PushEnvironment
     /// The device's last registration, to settle the 410 race.
     public var registeredAt: Date?
     /// Why this entry is skipped without sending (unknown device, invalidated token, …).
@@ -104,7 +105,7 @@ public struct AudienceEntry: Sendable, Hashable {
     public var locale: String? { details?.locale }
 
     public init(
-        position: Int64, deviceID: Int64?, token: String, environment: APNsEnvironment,
+        position: Int64, deviceID: Int64?, token: String, environment: PushEnvironment,
         registeredAt: Date? = nil, skipReason: String? = nil, credentialSelector: String? = nil,
         account: String? = nil, accountID: Int64? = nil, appState: AppState? = nil, locale: String? = nil
     ) {
@@ -118,6 +119,17 @@ public struct AudienceEntry: Sendable, Hashable {
         if account != nil || appState != nil || locale != nil {
             details = RecipientDetails(account: account, accountID: accountID, appState: appState, locale: locale)
         }
+    }
+
+    /// The skip reason of a device left out of a push given another environment: a sandbox
+    /// push reaches sandbox devices only, and says how many it left out, never silently.
+    public static let otherEnvironment = "other_environment"
+
+    /// Skips the entry `other_environment` when the push has an environment and the device
+    /// is of the other one (a reason it already has, such as `DeviceInvalidated`, stays).
+    public mutating func skipUnless(in environment: PushEnvironment?) {
+        guard let environment, skipReason == nil, self.environment != environment else { return }
+        skipReason = Self.otherEnvironment
     }
 
     /// The entry as a `DeliveryPolicy` sees it.
@@ -415,6 +427,8 @@ public protocol MessageStore: Sendable {
     func forgetFinishedBadgeGrants() async throws -> Int
 
     /// The next page of the message's audience after `cursor`, invalidated devices left out.
+    /// With an `environment`, devices of the other environment are in the page, skipped
+    /// `AudienceEntry.otherEnvironment` (of every channel alike).
     /// `withRecipientDetails` also fills each device's account, app state and locale (for a
     /// `DeliveryPolicy`); `accounts`/`allAccounts` pages always carry them.
     func audiencePage(
@@ -424,8 +438,11 @@ public protocol MessageStore: Sendable {
     /// Several audience pages, read together (one snapshot where the database allows): the
     /// first pages of many small messages cost one round trip, not one each.
     func audiencePages(_ requests: [AudiencePageRequest]) async throws -> [[AudienceEntry]]
-    /// How many entries the audience has now.
-    func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int
+    /// How many entries the audience has now (`environment` nil), or how many of its devices
+    /// are in `environment` (a list audience: its entries, whatever their environment), at
+    /// most `limit` (nil: all; 1 asks whether there is one without counting a whole tag).
+    func audienceCount(appID: Int64, audience: Audience, environment: PushEnvironment?, upTo limit: Int?)
+        async throws -> Int
 
     /// Claims due retry rows (`queued` with next_attempt_at ≤ now) by moving them to `sending`.
     func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord]
@@ -476,7 +493,7 @@ public struct PendingDeliveries: Sendable, Hashable {
 public struct AudiencePageRequest: Sendable, Hashable {
     public var appID: Int64
     public var audience: Audience
-    public var environment: APNsEnvironment?
+    public var environment: PushEnvironment?
     public var after: Int64
     public var limit: Int
     public var withRecipientDetails: Bool
@@ -508,6 +525,11 @@ extension MessageStore {
             }
         }
         return results
+    }
+
+    /// How many entries the audience has now (every environment's devices alike).
+    public func audienceCount(appID: Int64, audience: Audience) async throws -> Int {
+        try await audienceCount(appID: appID, audience: audience, environment: nil, upTo: nil)
     }
 
     /// One page after another (a store without a batch of its own).

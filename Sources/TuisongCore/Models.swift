@@ -1,10 +1,20 @@
 import Foundation
 
-/// The APNs environment a device token belongs to and a credential is valid for.
-public enum APNsEnvironment: String, Sendable, Codable, CaseIterable, Hashable {
+/// The environment a device belongs to, whatever its channel: `sandbox` for a test phone
+/// (an app built for development, a phone on a service's test list), `production` for the
+/// rest. A push given an environment goes to that environment's devices only and counts the
+/// others skipped (`AudienceEntry.otherEnvironment`). Each transport says what it means on
+/// the wire: APNs sends to the environment's endpoint, HarmonyOS marks a sandbox delivery
+/// `pushOptions.testMessage`, the other Android services send as usual.
+public enum PushEnvironment: String, Sendable, Codable, CaseIterable, Hashable {
     case sandbox
     case production
 }
+
+/// The same two values where they are APNs's own: the environment an APNs credential is
+/// valid for, and so the endpoint (`api.sandbox.push.apple.com` or `api.push.apple.com`) a
+/// device's pushes leave through.
+public typealias APNsEnvironment = PushEnvironment
 
 /// An application registered with the gateway: one bundle id, one native API key, and the
 /// vendor keys its app servers authenticate with.
@@ -155,7 +165,9 @@ public struct Device: Sendable, Hashable, Codable {
     public var id: Int64
     public var appID: Int64
     public var token: String
-    public var environment: APNsEnvironment
+    /// Sandbox for a test phone of any channel; production for the rest (and for every
+    /// Android or HarmonyOS device registered before devices of every channel had one).
+    public var environment: PushEnvironment
     /// The app's own user identifier for this device, if it gave one.
     public var user: String?
     public var locale: String?
@@ -173,7 +185,7 @@ public struct Device: Sendable, Hashable, Codable {
     public var channel: PushChannel
 
     public init(
-        id: Int64, appID: Int64, token: String, environment: APNsEnvironment, user: String? = nil,
+        id: Int64, appID: Int64, token: String, environment: PushEnvironment, user: String? = nil,
         locale: String? = nil, imAccount: String? = nil, createdAt: Date, updatedAt: Date, invalidatedAt: Date? = nil,
         invalidReason: String? = nil, credentialSelector: String? = nil, channel: PushChannel
     ) {
@@ -197,7 +209,7 @@ public struct Device: Sendable, Hashable, Codable {
 /// an update; `tags`, when given, replaces the device's tag set.
 public struct DeviceRegistration: Sendable, Hashable {
     public var token: DeviceToken
-    public var environment: APNsEnvironment
+    public var environment: PushEnvironment
     public var user: String?
     public var locale: String?
     public var tags: [TagName]?
@@ -208,7 +220,7 @@ public struct DeviceRegistration: Sendable, Hashable {
     public var channel: PushChannel
 
     public init(
-        token: DeviceToken, environment: APNsEnvironment, user: String? = nil,
+        token: DeviceToken, environment: PushEnvironment, user: String? = nil,
         locale: String? = nil, tags: [TagName]? = nil, credentialSelector: String? = nil,
         channel: PushChannel
     ) {

@@ -38,10 +38,10 @@ public struct PushOptions: Sendable, Hashable, Codable {
     /// When APNs may stop trying; `nil` = the gateway's default (24 h). Retries stop then too.
     public var expiration: Date?
     public var collapseID: String?
-    /// `nil` = each APNs device's own environment; set = only APNs devices of that
-    /// environment (and explicit APNs tokens are sent there). An environment is an APNs
-    /// notion: it never filters Android devices.
-    public var environment: APNsEnvironment?
+    /// `nil` = every device in its own environment; set = only the devices of that
+    /// environment, whatever their channel: the others are skipped `other_environment`, and
+    /// an explicit APNs token no device registered is sent there.
+    public var environment: PushEnvironment?
     /// What only Android services take (notification channels, importance, vivo's
     /// classification): a vendor API's Android fields. `nil` = none.
     public var android: AndroidOptions?
@@ -53,7 +53,7 @@ public struct PushOptions: Sendable, Hashable, Codable {
 
     public init(
         pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil,
-        collapseID: String? = nil, environment: APNsEnvironment? = nil, android: AndroidOptions? = nil,
+        collapseID: String? = nil, environment: PushEnvironment? = nil, android: AndroidOptions? = nil,
         services: [String: JSONValue] = [:]
     ) {
         self.android = android
@@ -79,7 +79,7 @@ public struct PushOptions: Sendable, Hashable, Codable {
         priority = try c.decodeIfPresent(APNsPriority.self, forKey: .priority)
         expiration = try c.decodeIfPresent(Date.self, forKey: .expiration)
         collapseID = try c.decodeIfPresent(String.self, forKey: .collapseID)
-        environment = try c.decodeIfPresent(APNsEnvironment.self, forKey: .environment)
+        environment = try c.decodeIfPresent(PushEnvironment.self, forKey: .environment)
         android = try c.decodeIfPresent(AndroidOptions.self, forKey: .android)
         services = try c.decodeIfPresent([String: JSONValue].self, forKey: .services) ?? [:]
         if let legacy = try c.decodeIfPresent(JSONValue.self, forKey: .legacyHarmony), legacy != .null,

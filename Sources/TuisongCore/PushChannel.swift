@@ -61,17 +61,14 @@ public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, Custom
 }
 
 /// What a transport declares about its channel for the rest of the gateway: its name for
-/// people, whether its devices have an APNs environment, and what its tokens look like.
+/// people and what its tokens look like. (Every channel's devices have an environment,
+/// `PushEnvironment`: it is the device's, not the service's.)
 public struct ChannelDeclaration: Sendable {
     public var channel: PushChannel
     /// The service's name for people: "APNs", "FCM", "Huawei", "vivo".
     public var displayName: String
     /// The service's name with its article, for messages: "an APNs", "a Huawei".
     public var withArticle: String
-    /// Whether its devices have an APNs environment (sandbox or production). A service without
-    /// one is Android-style: its devices are stored as `production`, an environment filter
-    /// does not apply to them.
-    public var hasEnvironment: Bool
     /// What `DeviceToken(_:channel:)` accepts for it.
     public var tokenRule: DeviceToken.Rule
     /// How its entry of a message's per-service options (`PushOptions.services[name]`, the
@@ -79,21 +76,21 @@ public struct ChannelDeclaration: Sendable {
     public var options: ServiceOptionsRule?
 
     public init(
-        channel: PushChannel, displayName: String, withArticle: String? = nil, hasEnvironment: Bool = false,
+        channel: PushChannel, displayName: String, withArticle: String? = nil,
         tokenRule: DeviceToken.Rule = .opaque, options: ServiceOptionsRule? = nil
     ) {
         self.options = options
         self.channel = channel
         self.displayName = displayName
         self.withArticle = withArticle ?? "a \(displayName)"
-        self.hasEnvironment = hasEnvironment
         self.tokenRule = tokenRule
     }
 
-    /// APNs: the one service whose devices have an environment, and whose tokens are hex. Core
-    /// knows it (`APNsEnvironment` is Core's); the APNs transport declares the same.
+    /// APNs: the one service whose tokens are hex, and the one Apple-style service (an APNs
+    /// payload; every other channel is Android-style). Core knows it; the APNs transport
+    /// declares the same.
     public static let apns = ChannelDeclaration(
-        channel: .apns, displayName: "APNs", withArticle: "an APNs", hasEnvironment: true, tokenRule: .apnsHex)
+        channel: .apns, displayName: "APNs", withArticle: "an APNs", tokenRule: .apnsHex)
 
     /// What a name nobody declared is taken for: an Android-style service with opaque tokens.
     static func undeclared(_ channel: PushChannel) -> ChannelDeclaration {
@@ -168,9 +165,9 @@ extension PushChannel {
     /// Every declared channel, in declaration order (APNs first).
     public static var allCases: [PushChannel] { ChannelCatalog.shared.declarations.map(\.channel) }
 
-    /// Whether the channel's devices are Android-style (no APNs environment: stored as
-    /// `production`).
-    public var isAndroid: Bool { !declaration.hasEnvironment }
+    /// Whether the channel is Android-style: every channel but APNs (opaque tokens, a
+    /// credential per service, content rendered by its own transport; HarmonyOS counts too).
+    public var isAndroid: Bool { self != .apns }
 
     /// The service's name for people: "APNs", "FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "vivo".
     public var displayName: String { declaration.displayName }

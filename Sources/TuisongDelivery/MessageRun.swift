@@ -414,8 +414,8 @@ final class MessageRun: Sendable {
     /// Counts the audience and records it as the expected total while the message is sending.
     private func recordExpectedTotal() async {
         do {
-            let total = try await engine.store.audienceCount(
-                appID: record.appID, audience: record.audience, environment: record.options.environment)
+            // Every entry the run walks, those it skips `other_environment` included.
+            let total = try await engine.store.audienceCount(appID: record.appID, audience: record.audience)
             try await engine.store.setExpectedTotal(id: record.id, total: total)
         } catch is CancellationError {
         } catch {

@@ -46,8 +46,9 @@ public struct OutgoingPush: Sendable {
     public var token: String
     /// The device's push service: the transport that sends it.
     public var channel: PushChannel
-    /// APNs's environment; Android devices are `production`, and their transports ignore it.
-    public var environment: APNsEnvironment
+    /// The device's environment: APNs sends to its endpoint, HarmonyOS marks a sandbox push a
+    /// test message, the other Android services send as usual.
+    public var environment: PushEnvironment
     /// The vendor credential selector the device registered with; nil = the app's default
     /// credential.
     public var selector: String?
@@ -58,7 +59,7 @@ public struct OutgoingPush: Sendable {
     public var headers: PushHeaders
 
     public init(
-        token: String, environment: APNsEnvironment, selector: String? = nil, content: SharedContent,
+        token: String, environment: PushEnvironment, selector: String? = nil, content: SharedContent,
         headers: PushHeaders, channel: PushChannel
     ) {
         self.token = token
@@ -71,7 +72,7 @@ public struct OutgoingPush: Sendable {
 
     /// A push of content of its own.
     public init(
-        token: String, environment: APNsEnvironment, selector: String? = nil, content: PushContent,
+        token: String, environment: PushEnvironment, selector: String? = nil, content: PushContent,
         headers: PushHeaders, channel: PushChannel
     ) {
         self.init(

@@ -55,9 +55,7 @@ struct NativeDeviceAPI: Sendable {
         let rawToken = request.pathParameters["token"] ?? ""
         var stored: Device?
         let channelUnknown = body.channel == nil && DeviceToken(rawToken, channel: .apns) == nil
-        let environmentUnknown =
-            body.environment == nil && (body.channel == nil || body.channel == PushChannel.apns.rawValue)
-        if channelUnknown || environmentUnknown {
+        if channelUnknown || body.environment == nil {
             if let existing = DeviceToken(addressing: rawToken) {
                 stored = try await store.device(appID: app.id, token: existing)
             }
@@ -326,28 +324,25 @@ public enum DeviceRules {
         return channel
     }
 
-    /// A device's environment. An environment is an APNs notion: an Android device has none
-    /// (stored as `production`, which is all it may be given). A new APNs device needs one; an
-    /// existing one (`stored`) keeps its own when it is left out.
+    /// A device's environment, of any channel: `sandbox` marks a test phone, whose pushes a
+    /// sandbox push reaches and a production push skips. An existing device (`stored`) keeps
+    /// its own when it is left out; a new APNs device needs one (its token is valid at one
+    /// endpoint only), a new device of another channel is `production` unless it says so.
     public static func environment(_ name: String?, channel: PushChannel, stored: Device?) throws(Refusal)
-        -> APNsEnvironment
+        -> PushEnvironment
     {
         if let name {
-            guard let parsed = APNsEnvironment(rawValue: name) else {
+            guard let parsed = PushEnvironment(rawValue: name) else {
                 throw Refusal(
                     code: "invalid_environment",
                     message: "environment must be \"sandbox\" or \"production\", got \"\(name)\"")
             }
-            guard !channel.isAndroid || parsed == .production else {
-                throw Refusal(
-                    code: "invalid_environment",
-                    message:
-                        "environment applies to APNs only; \(channel.withArticle) device is \"production\" or has none")
-            }
             return parsed
         }
+        // A token moves between channels (an Android token registered again with another
+        // service) keeping its environment; APNs tokens are never another channel's.
+        if let stored { return stored.environment }
         if channel.isAndroid { return .production }
-        if let stored, stored.channel == .apns { return stored.environment }
         throw Refusal(code: "invalid_environment", message: "environment is required for a new APNs device")
     }
 

@@ -85,16 +85,18 @@ struct NativePushAPI: Sendable {
     /// Whether the push is known, now, to reach no device: a tag no valid device carries
     /// (`VIP` for `vip`), an app without devices, a list none of whose entries can be sent. An
     /// explicit APNs token is sent registered or not, so a list holding one is never empty.
-    /// One read with a small `LIMIT`, the page the run itself would read first; lists longer
-    /// than `maxCheckedList` are not checked (said empty only when known).
+    /// One read with a small `LIMIT`: a query audience's first device of the push's environment,
+    /// or a list's page as the run itself reads it first; lists longer than `maxCheckedList`
+    /// are not checked (said empty only when known).
     private func audienceIsEmpty(_ job: PushJob) async throws -> Bool {
         let limit: Int
         switch job.audience {
-        case .tag, .all, .allAccounts:
-            limit = 1
-        case .accounts(let accounts):
-            limit = 1
-            guard !accounts.isEmpty else { return true }
+        case .tag, .all, .allAccounts, .accounts:
+            // Is one valid device of the push's environment there? (A page's first entry may be
+            // one of the other environment, skipped, with many to send after it.)
+            if case .accounts(let accounts) = job.audience, accounts.isEmpty { return true }
+            return try await engine.store.audienceCount(
+                appID: job.appID, audience: job.audience, environment: job.options.environment, upTo: 1) == 0
         case .devices(let ids):
             guard ids.count <= Self.maxCheckedList else { return false }
             limit = ids.count

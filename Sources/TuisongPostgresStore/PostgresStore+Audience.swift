@@ -13,7 +13,7 @@ extension PostgresStore {
     // MARK: audience
 
     public func audiencePage(
-        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int,
+        appID: Int64, audience: Audience, environment: PushEnvironment?, after cursor: Int64, limit: Int,
         withRecipientDetails: Bool
     ) async throws -> [AudienceEntry] {
         let request = AudiencePageRequest(
@@ -142,24 +142,22 @@ extension PostgresStore {
 
     /// A page of valid devices `d` matching `condition` (its own parameters first), by id, in
     /// one statement; with `details`, each carries its account, app state and locale (the bound
-    /// device's copies, schema v7's), so the page needs no second query.
+    /// device's copies, schema v7's), so the page needs no second query. Every environment's
+    /// devices are read: those of another than the push's are skipped `other_environment`.
     private static func deviceEntries(
         _ conn: PostgresConnection, from source: String = "devices d", where condition: String,
-        _ arguments: [PostgresValue], environment: APNsEnvironment?, limit: Int64, details: Bool
+        _ arguments: [PostgresValue], environment: PushEnvironment?, limit: Int64, details: Bool
     ) throws -> [AudienceEntry] {
         var parameters = arguments
         var sql =
             "SELECT \(entryColumns(details: details)) FROM \(source) WHERE \(condition) AND d.invalidated_at IS NULL"
-        if let environment {
-            parameters.append(.text(environment.rawValue))
-            sql += " AND (d.environment = $\(parameters.count) OR d.channel <> 'apns')"
-        }
         parameters.append(.int(limit))
         sql += " ORDER BY d.id LIMIT $\(parameters.count)"
         // Planned for each page's own values (an unnamed statement), not a prepared generic plan:
         // with the cursor unknown, PostgreSQL's generic plan for a tag page may walk and sort the
         // whole tag on every page (measured: a 200,000-device push at 16k/s against 120k/s).
-        return try conn.execute(sql, parameters).rows.map { try entry($0, details: details) }
+        return AudienceLists.environmentPage(
+            try conn.execute(sql, parameters).rows.map { try entry($0, details: details) }, environment: environment)
     }
 
     /// An audience entry from `entryColumns(details:)`.

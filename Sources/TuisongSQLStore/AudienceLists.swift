@@ -13,10 +13,10 @@ package enum AudienceLists {
     }
 
     /// A `.devices` page, in id order (an id is its position): an id no row answers is skipped
-    /// `UnknownDevice`, an invalidated device `DeviceInvalidated`, an APNs device of the other
-    /// environment `EnvironmentMismatch`.
+    /// `UnknownDevice`, an invalidated device `DeviceInvalidated`, a device of another
+    /// environment than the push's (any channel) `other_environment`.
     package static func devicePage<Row>(
-        _ wanted: [Int64], found: [Int64: Row], environment: APNsEnvironment?,
+        _ wanted: [Int64], found: [Int64: Row], environment: PushEnvironment?,
         decode: (Row) throws -> (entry: AudienceEntry, invalidated: Bool)
     ) rethrows -> [AudienceEntry] {
         try wanted.map { id in
@@ -26,11 +26,22 @@ package enum AudienceLists {
                     skipReason: "UnknownDevice")
             }
             var (entry, invalidated) = try decode(row)
-            if invalidated {
-                entry.skipReason = "DeviceInvalidated"
-            } else if let environment, entry.channel == .apns, entry.environment != environment {
-                entry.skipReason = "EnvironmentMismatch"
-            }
+            if invalidated { entry.skipReason = "DeviceInvalidated" }
+            entry.skipUnless(in: environment)
+            return entry
+        }
+    }
+
+    /// A page of a query audience (a tag, all devices, accounts) read without an environment
+    /// filter: its devices of the other environment are skipped `other_environment`, so a
+    /// sandbox push counts the production devices it left out rather than losing them.
+    package static func environmentPage(_ entries: [AudienceEntry], environment: PushEnvironment?)
+        -> [AudienceEntry]
+    {
+        guard environment != nil else { return entries }
+        return entries.map { entry in
+            var entry = entry
+            entry.skipUnless(in: environment)
             return entry
         }
     }
@@ -45,11 +56,12 @@ package enum AudienceLists {
     }
 
     /// A `.tokens` page, in list order. An unregistered token goes to APNs, the only service a
-    /// token names by its shape (in the page's environment); an Android token must be
-    /// registered for its channel to be known (`UnknownDevice`). A registered APNs device is
-    /// sent in the page's environment; an invalidated one is skipped `DeviceInvalidated`.
+    /// token names by its shape (in the page's environment, production when it has none); an
+    /// Android token must be registered for its channel to be known (`UnknownDevice`). A
+    /// registered device is what it registered as: skipped `DeviceInvalidated` when
+    /// invalidated, `other_environment` when the push's environment is not its own.
     package static func tokenPage<Row>(
-        _ slice: [String], start: Int, registered: [String: Row], environment: APNsEnvironment?,
+        _ slice: [String], start: Int, registered: [String: Row], environment: PushEnvironment?,
         decode: (Row) throws -> (entry: AudienceEntry, invalidated: Bool)
     ) rethrows -> [AudienceEntry] {
         try slice.enumerated().map { offset, token in
@@ -62,8 +74,8 @@ package enum AudienceLists {
             }
             var (entry, invalidated) = try decode(row)
             entry.position = position
-            if let environment, entry.channel == .apns { entry.environment = environment }
             if invalidated { entry.skipReason = "DeviceInvalidated" }
+            entry.skipUnless(in: environment)
             return entry
         }
     }

@@ -89,13 +89,13 @@ extension SQLStoreBackend {
         }
     }
 
-    /// Valid devices of the audience (of `environment` if given; devices of other services
-    /// count whatever it is). Not the page's hot path: once per message run at most.
-    public func audienceCount(appID: Int64, audience: Audience, environment: APNsEnvironment?) async throws -> Int {
-        let filter: SQLQuery =
-            environment.map { (environment: APNsEnvironment) -> SQLQuery in
-                " AND (d.environment = \(environment.rawValue) OR d.channel <> 'apns')"
-            } ?? ""
+    /// Valid devices of the audience (of `environment` if given, whatever their channel), at
+    /// most `limit`; a list audience's entries. Not the page's hot path: once per message run,
+    /// and a push's emptiness check (`limit` 1, so a million-device tag is not counted).
+    public func audienceCount(
+        appID: Int64, audience: Audience, environment: PushEnvironment?, upTo limit: Int?
+    ) async throws -> Int {
+        let filter: SQLQuery = environment.map { " AND d.environment = \($0.rawValue)" } ?? ""
         let conditions: [SQLQuery]
         switch audience {
         case .all:
@@ -112,16 +112,23 @@ extension SQLStoreBackend {
         case .allAccounts:
             conditions = ["d.app_id = \(appID) AND d.im_account IS NOT NULL"]
         case .devices(let ids):
-            return Set(ids).count
+            return min(Set(ids).count, limit ?? .max)
         case .tokens(let tokens):
-            return tokens.count
+            return min(tokens.count, limit ?? .max)
         }
         guard !conditions.isEmpty else { return 0 }
         return try await sqlRead { db in
             var total = 0
             for condition in conditions {
-                let row = try db.fetchOne(
-                    "SELECT count(*) FROM devices d WHERE \(condition) AND d.invalidated_at IS NULL\(filter)")
+                let matching: SQLQuery =
+                    "SELECT 1 FROM devices d WHERE \(condition) AND d.invalidated_at IS NULL\(filter)"
+                let row: SQLRow?
+                if let limit {
+                    guard total < limit else { break }
+                    row = try db.fetchOne("SELECT count(*) FROM (\(matching) LIMIT \(Int64(limit - total))) AS found")
+                } else {
+                    row = try db.fetchOne("SELECT count(*) FROM (\(matching)) AS found")
+                }
                 total += Int(row?.int64(0) ?? 0)
             }
             return total

@@ -356,7 +356,7 @@ extension SQLiteStore: MessageStore {
     // MARK: audience
 
     public func audiencePage(
-        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int,
+        appID: Int64, audience: Audience, environment: PushEnvironment?, after cursor: Int64, limit: Int,
         withRecipientDetails: Bool
     ) async throws -> [AudienceEntry] {
         let limit = max(1, limit)
@@ -398,23 +398,19 @@ extension SQLiteStore: MessageStore {
     /// which took longer than the page itself (per-recipient path).
     private static func boundDeviceEntries(
         _ db: Database, where condition: String, _ arguments: [(any DatabaseValueConvertible)?],
-        environment: APNsEnvironment?, limit: Int, prepared: Bool
+        limit: Int, prepared: Bool
     ) throws -> [AudienceEntry] {
         var arguments = arguments
-        var sql = """
+        let sql = """
             SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel, d.im_account, d.locale,
                 d.app_state, d.account_id
             FROM devices d
             WHERE \(condition) AND d.invalidated_at IS NULL
+            ORDER BY d.id LIMIT ?
             """
-        if let environment {
-            sql += " AND (d.environment = ? OR d.channel <> 'apns')"
-            arguments.append(environment.rawValue)
-        }
-        sql += " ORDER BY d.id LIMIT ?"
         arguments.append(limit)
-        // A page of a whole app's accounts has one text per environment filter: prepared once
-        // per connection. An account list's IN list varies with its length: parsed each time.
+        // A page of a whole app's accounts has one text: prepared once per connection. An
+        // account list's IN list varies with its length: parsed each time.
         let statement = prepared ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
         return try entries(statement, StatementArguments(arguments)) { row in
             var entry = try entry(row)
@@ -430,43 +426,46 @@ extension SQLiteStore: MessageStore {
     }
 
     private static func audienceEntries(
-        _ db: Database, appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64,
+        _ db: Database, appID: Int64, audience: Audience, environment: PushEnvironment?, after cursor: Int64,
         limit: Int
     ) throws -> [AudienceEntry] {
+        // A query audience is read whole, every environment's devices: those of another
+        // environment than the push's are skipped, counted, not left out unseen.
         switch audience {
         case .all:
-            return try Self.deviceEntries(
-                db, where: "app_id = ? AND id > ?", [appID, cursor], environment: environment, limit: limit)
+            return AudienceLists.environmentPage(
+                try Self.deviceEntries(db, where: "app_id = ? AND id > ?", [appID, cursor], limit: limit),
+                environment: environment)
         case .tag(let name):
-            var arguments: [(any DatabaseValueConvertible)?] = [appID, name, cursor]
-            var environmentFilter = ""
-            if let environment {
-                environmentFilter = "AND (d.environment = ? OR d.channel <> 'apns')"
-                arguments.append(environment.rawValue)
-            }
-            arguments.append(limit)
-            return try Self.entries(
-                db.cachedStatement(
-                    sql: """
-                        SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel FROM device_tags dt
-                        JOIN devices d ON d.id = dt.device_id
-                        WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?) AND dt.device_id > ?
-                            AND d.invalidated_at IS NULL \(environmentFilter)
-                        ORDER BY dt.device_id LIMIT ?
-                        """), StatementArguments(arguments), Self.entry)
+            let arguments: [(any DatabaseValueConvertible)?] = [appID, name, cursor, limit]
+            return AudienceLists.environmentPage(
+                try Self.entries(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel FROM device_tags dt
+                            JOIN devices d ON d.id = dt.device_id
+                            WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?) AND dt.device_id > ?
+                                AND d.invalidated_at IS NULL
+                            ORDER BY dt.device_id LIMIT ?
+                            """), StatementArguments(arguments), Self.entry),
+                environment: environment)
         case .accounts(let accounts):
             guard !accounts.isEmpty else { return [] }
             let marks = SQLList.placeholders(accounts.count)
             var arguments: [(any DatabaseValueConvertible)?] = [appID]
             arguments += accounts.map { $0 as (any DatabaseValueConvertible)? }
             arguments.append(cursor)
-            return try Self.boundDeviceEntries(
-                db, where: "d.app_id = ? AND d.im_account IN (\(marks)) AND d.id > ?", arguments,
-                environment: environment, limit: limit, prepared: false)
+            return AudienceLists.environmentPage(
+                try Self.boundDeviceEntries(
+                    db, where: "d.app_id = ? AND d.im_account IN (\(marks)) AND d.id > ?", arguments, limit: limit,
+                    prepared: false),
+                environment: environment)
         case .allAccounts:
-            return try Self.boundDeviceEntries(
-                db, where: "d.app_id = ? AND d.im_account IS NOT NULL AND d.id > ?", [appID, cursor],
-                environment: environment, limit: limit, prepared: true)
+            return AudienceLists.environmentPage(
+                try Self.boundDeviceEntries(
+                    db, where: "d.app_id = ? AND d.im_account IS NOT NULL AND d.id > ?", [appID, cursor], limit: limit,
+                    prepared: true),
+                environment: environment)
         case .devices(let ids):
             let wanted = AudienceLists.wantedDevices(ids, after: cursor, limit: limit)
             guard !wanted.isEmpty else { return [] }
@@ -782,20 +781,16 @@ extension SQLiteStore: MessageStore {
 
     private static func deviceEntries(
         _ db: Database, where condition: String, _ arguments: [(any DatabaseValueConvertible)?],
-        environment: APNsEnvironment?, limit: Int
+        limit: Int
     ) throws -> [AudienceEntry] {
         var arguments = arguments
-        var sql = """
+        let sql = """
             SELECT id, token, environment, updated_at, credential_selector, channel FROM devices
             WHERE \(condition) AND invalidated_at IS NULL
+            ORDER BY id LIMIT ?
             """
-        if let environment {
-            sql += " AND (environment = ? OR channel <> 'apns')"
-            arguments.append(environment.rawValue)
-        }
-        sql += " ORDER BY id LIMIT ?"
         arguments.append(limit)
-        // One text per environment filter: prepared once per connection, not parsed per page.
+        // One text: prepared once per connection, not parsed per page.
         return try entries(db.cachedStatement(sql: sql), StatementArguments(arguments), entry)
     }
 

@@ -336,21 +336,17 @@ struct DeviceCommand: AsyncParsableCommand {
                 "The tokens' push service: apns (hex tokens, the default), \(PushChannel.list(PushChannel.android, \.rawValue, "or"))."
         )
         var channel: String = "apns"
-        @Option(help: "APNs only: sandbox or production (default production, as a vendor console exports).")
+        @Option(
+            help:
+                "sandbox (test phones) or production (the default, as a vendor console exports), for any channel.")
         var environment: String?
         @Option(help: "A file of tokens; standard input when absent.") var file: String?
         @Option(help: "Tag every imported device with this tag.") var tag: String?
 
         /// The channel, environment and tags every line is registered with, by the API's rules.
-        func validated() throws -> (PushChannel, APNsEnvironment, [TagName]?) {
+        func validated() throws -> (PushChannel, PushEnvironment, [TagName]?) {
             do {
                 let pushChannel = try DeviceRules.channel(channel)
-                // A flag of one channel given with another is a mistake to point out, not to
-                // ignore: the environment is an APNs notion.
-                if pushChannel.isAndroid, environment != nil {
-                    throw ValidationError(
-                        "--environment applies to APNs only; \(pushChannel.withArticle) device has none")
-                }
                 let environment = try DeviceRules.environment(
                     environment ?? APNsEnvironment.production.rawValue, channel: pushChannel, stored: nil)
                 return (pushChannel, environment, try tag.map { [try DeviceRules.tag($0)] })

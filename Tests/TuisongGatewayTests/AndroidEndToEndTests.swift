@@ -70,28 +70,63 @@ import TuisongPluginTestKit
         #expect(metrics.contains(#"tuisong_channel_token_refreshes{channel="fcm"} 1"#))
     }
 
-    /// Issue #29, bug 1: an environment is an APNs notion. iPhones in sandbox and production,
-    /// an FCM and a Huawei device in one tag, pushed with `environment: sandbox`: the sandbox
-    /// iPhones and both Android devices are sent; only the production iPhone is left out.
+    /// Issue #41, item 1: the environment is every device's. A tag holds iPhones, Android and
+    /// HarmonyOS phones of both environments (an FCM and a HarmonyOS test phone registered
+    /// `sandbox`). A sandbox push reaches only the sandbox ones, the HarmonyOS one as a test
+    /// message, and counts the production ones skipped `other_environment`; a production push
+    /// does the opposite; a push without an environment reaches each device in its own.
     @Test(arguments: PluginStoreBackend.allCases)
-    func aSandboxPushStillReachesTheTagsAndroidDevices(_ database: PluginStoreBackend) async throws {
+    func aSandboxPushReachesOnlySandboxDevicesOfEveryChannel(_ database: PluginStoreBackend) async throws {
         let gw = try await TestGateway.start(database: database)
         defer { Task { await gw.stop() } }
         let (_, key) = try await gw.createApp(bundleID: "com.example.sandbox")
-        let sandbox = [token(1, prefix: "5a"), token(2, prefix: "5b")]
-        for iphone in sandbox { try await register(gw, key, iphone, ["environment": "sandbox", "tags": ["beta"]]) }
-        try await register(gw, key, token(3, prefix: "9c"), ["environment": "production", "tags": ["beta"]])
-        try await register(gw, key, "sandbox-fcm:APA91b-1", ["channel": "fcm", "tags": ["beta"]])
-        try await register(gw, key, "sandbox-huawei-1", ["channel": "huawei", "tags": ["beta"]])
-        let id = try await push(
-            gw, key, ["audience": ["tag": "beta"], "environment": "sandbox", "notification": ["alert": "hi"]])
-        let status = try await gw.completed(messageID: Int64(id))
-        #expect(status.counts.delivered == 4, "\(status.counts) \(status.skips)")
-        #expect(status.counts.total == 4)
-        #expect(Set(gw.mock.receivedNotifications().map(\.deviceToken)) == Set(sandbox))
-        let android = gw.mock.receivedAndroidMessages()
-        #expect(android.first { $0.service == .fcm }?.tokens == ["sandbox-fcm:APA91b-1"])
-        #expect(android.first { $0.service == .huawei }?.tokens == ["sandbox-huawei-1"])
+        let sandboxIPhone = token(1, prefix: "5a")
+        let productionIPhone = token(3, prefix: "9c")
+        try await register(gw, key, sandboxIPhone, ["environment": "sandbox", "tags": ["beta"]])
+        try await register(gw, key, productionIPhone, ["environment": "production", "tags": ["beta"]])
+        try await register(
+            gw, key, "test-fcm:APA91b-1", ["channel": "fcm", "environment": "sandbox", "tags": ["beta"]])
+        try await register(gw, key, "prod-fcm:APA91b-2", ["channel": "fcm", "tags": ["beta"]])
+        try await register(gw, key, "prod-huawei-1", ["channel": "huawei", "tags": ["beta"]])
+        try await register(
+            gw, key, "test-harmony-1", ["channel": "harmony", "environment": "sandbox", "tags": ["beta"]])
+        try await register(gw, key, "prod-harmony-2", ["channel": "harmony", "tags": ["beta"]])
+
+        func send(_ environment: String?) async throws -> (MessageStatus, [String], [ReceivedAndroidMessage]) {
+            gw.mock.resetRecorded()
+            var body: [String: Any] = ["audience": ["tag": "beta"], "notification": ["alert": "hi"]]
+            body["environment"] = environment
+            let status = try await gw.completed(messageID: Int64(try await push(gw, key, body)))
+            return (status, gw.mock.receivedNotifications().map(\.deviceToken), gw.mock.receivedAndroidMessages())
+        }
+        func tokens(_ messages: [ReceivedAndroidMessage], _ service: AndroidPushService) -> Set<String> {
+            Set(messages.filter { $0.service == service }.flatMap(\.tokens))
+        }
+
+        let (sandbox, sandboxIPhones, sandboxAndroid) = try await send("sandbox")
+        #expect(sandbox.counts.delivered == 3, "\(sandbox.counts) \(sandbox.skips)")
+        #expect(sandbox.counts.skipped == 4 && sandbox.skips == ["other_environment": 4])
+        #expect(sandbox.counts.total == 7, "the skipped are counted, not absent")
+        #expect(sandboxIPhones == [sandboxIPhone])
+        #expect(tokens(sandboxAndroid, .fcm) == ["test-fcm:APA91b-1"])
+        #expect(tokens(sandboxAndroid, .huawei).isEmpty)
+        let harmony = sandboxAndroid.filter { $0.service == .harmony }
+        #expect(harmony.map(\.tokens) == [["test-harmony-1"]])
+        #expect(harmony.allSatisfy { $0.harmonyTestMessage }, "a sandbox HarmonyOS phone gets a test message")
+
+        let (production, productionIPhones, productionAndroid) = try await send("production")
+        #expect(production.counts.delivered == 4 && production.skips == ["other_environment": 3])
+        #expect(productionIPhones == [productionIPhone])
+        #expect(tokens(productionAndroid, .fcm) == ["prod-fcm:APA91b-2"])
+        #expect(tokens(productionAndroid, .harmony) == ["prod-harmony-2"])
+        #expect(productionAndroid.allSatisfy { !$0.harmonyTestMessage })
+
+        let (each, eachIPhones, eachAndroid) = try await send(nil)
+        #expect(each.counts.delivered == 7 && each.counts.skipped == 0, "\(each.counts) \(each.skips)")
+        #expect(Set(eachIPhones) == [sandboxIPhone, productionIPhone])
+        let harmonyRequests = eachAndroid.filter { $0.service == .harmony }
+        #expect(harmonyRequests.first { $0.tokens == ["test-harmony-1"] }?.harmonyTestMessage == true)
+        #expect(harmonyRequests.first { $0.tokens == ["prod-harmony-2"] }?.harmonyTestMessage == false)
     }
 
     /// Issue #29, bug 2, through the gateway: a background push (custom data only) goes as a

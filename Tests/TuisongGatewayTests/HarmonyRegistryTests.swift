@@ -20,7 +20,7 @@ import TuisongTransportKit
         #expect(TransportRegistry.standard.channels.last == .harmony)
         #expect(PushChannel.declared("harmony") == .harmony)
         #expect(PushChannel.harmony.displayName == "HarmonyOS" && PushChannel.harmony.withArticle == "a HarmonyOS")
-        #expect(PushChannel.harmony.isAndroid, "no APNs environment: stored as production")
+        #expect(PushChannel.harmony.isAndroid, "Android-style: opaque tokens, its own credential")
         // Base64-like tokens, `+/=` included; never APNs hex, no spaces, at most 4 KB.
         let token = "MAMzLgBAAAA+abc/DEF=="
         #expect(DeviceToken(token, channel: .harmony)?.value == token)

@@ -64,10 +64,14 @@ import TuisongCore
             "PUT", "\(gw.baseURL)/api/v1/devices/\(fcm)", key: key, json: ["channel": "blackberry"])
         #expect(unknown.status == 400)
         #expect(unknown.errorCode == "invalid_channel")
+        // Any channel's device may be a test phone (issue #41).
         let sandbox = try await http(
             "PUT", "\(gw.baseURL)/api/v1/devices/\(fcm)", key: key,
             json: ["channel": "fcm", "environment": "sandbox"])
-        #expect(sandbox.errorCode == "invalid_environment")
+        #expect(sandbox.status == 200 && sandbox.jsonObject["environment"] as? String == "sandbox", "\(sandbox.text)")
+        let staging = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(fcm)", key: key, json: ["environment": "staging"])
+        #expect(staging.errorCode == "invalid_environment")
         let noEnvironment = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token(4))", key: key, json: [:])
         #expect(noEnvironment.errorCode == "invalid_environment", "an APNs device still names its environment")
         let badToken = try await http(
@@ -89,6 +93,13 @@ import TuisongCore
         #expect(fcmUpdate.status == 200)
         #expect(fcmUpdate.jsonObject["channel"] as? String == "fcm", "the stored channel is kept")
         #expect(fcmUpdate.jsonObject["user"] as? String == "u-2")
+        #expect(fcmUpdate.jsonObject["environment"] as? String == "production", "a new Android device's default")
+        // An Android test phone stays one when it registers again without saying so, on its
+        // service or moved to another.
+        #expect(try await http("PUT", fcmURL, key: key, json: ["environment": "sandbox"]).status == 200)
+        let testPhone = try await http("PUT", fcmURL, key: key, json: ["channel": "huawei", "user": "u-4"])
+        #expect(testPhone.jsonObject["channel"] as? String == "huawei")
+        #expect(testPhone.jsonObject["environment"] as? String == "sandbox", "the stored environment is kept")
         let apnsUpdate = try await http("PUT", apnsURL, key: key, json: ["user": "u-3"])
         #expect(apnsUpdate.status == 200)
         #expect(apnsUpdate.jsonObject["environment"] as? String == "sandbox", "the stored environment is kept")

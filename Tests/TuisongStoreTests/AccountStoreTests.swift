@@ -296,8 +296,9 @@ import TuisongPostgresTestKit
         #expect(entries.map(\.locale) == ["zh_CN", nil, nil])
         #expect(entries.map(\.credentialSelector) == ["111", nil, "222"])
         #expect(entries.map(\.environment) == [.production, .sandbox, .production])
-        #expect(try await store.audienceCount(appID: appID, audience: .allAccounts, environment: nil) == 3)
-        #expect(try await store.audienceCount(appID: appID, audience: .allAccounts, environment: .sandbox) == 1)
+        #expect(try await store.audienceCount(appID: appID, audience: .allAccounts) == 3)
+        #expect(
+            try await store.audienceCount(appID: appID, audience: .allAccounts, environment: .sandbox, upTo: nil) == 1)
 
         let alice = try await pages(.accounts(["alice", "carol"]), size: 1)
         #expect(alice.flatMap { $0 }.map(\.deviceID) == [alice1.id, alice2.id])

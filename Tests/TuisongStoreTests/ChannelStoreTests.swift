@@ -72,15 +72,17 @@ import TuisongCore
 
     static let huaweiToken = "IQAAAACy0kYzAAAa8bWq1EqNHcBzC0m0pSBcbmKy7p5lHvHcUrMFPt4f2xbhkfXyWq0Q1Kq"
 
-    /// Issue #29, bug 1: an environment is an APNs notion. With `environment: sandbox`, every
-    /// audience keeps the Android devices (stored `production`) and drops only the APNs
-    /// devices of the other environment.
+    /// Issue #41, item 1: the environment is every device's. With `environment: sandbox`, every
+    /// audience holds the devices of every channel, and those registered `production` (an
+    /// Android or HarmonyOS phone as much as an iPhone) are skipped `other_environment`:
+    /// counted, never sent, never silently absent.
     @Test(arguments: Backend.allCases)
-    func anEnvironmentFiltersAPNsDevicesOnly(_ backend: Backend) async throws {
+    func anEnvironmentSkipsOtherEnvironmentsOnEveryChannel(_ backend: Backend) async throws {
         try await withStore(backend) { store in
             let app = try await makeApp(store)
             let fcm = try #require(DeviceToken(Self.fcmToken, channel: .fcm))
             let huawei = try #require(DeviceToken(Self.huaweiToken, channel: .huawei))
+            let harmonyTestPhone = try #require(DeviceToken("harmony-test-phone", channel: .harmony))
             _ = try await store.registerDevices(
                 appID: app.id,
                 [
@@ -88,18 +90,36 @@ import TuisongCore
                     DeviceRegistration(token: token(2), environment: .production, tags: [tag("t")], channel: .apns),
                     DeviceRegistration(token: fcm, environment: .production, tags: [tag("t")], channel: .fcm),
                     DeviceRegistration(token: huawei, environment: .production, tags: [tag("t")], channel: .huawei),
-                    DeviceRegistration(token: token(3), environment: .sandbox, tags: [tag("t")], channel: .apns),
+                    DeviceRegistration(
+                        token: harmonyTestPhone, environment: .sandbox, tags: [tag("t")], channel: .harmony),
                 ])
+            let other = AudienceEntry.otherEnvironment
             for audience in [Audience.tag("t"), .all] {
                 for details in [false, true] {
                     let page = try await store.audiencePage(
                         appID: app.id, audience: audience, environment: .sandbox, after: 0, limit: 10,
                         withRecipientDetails: details)
-                    #expect(page.map(\.token) == [token(1).value, Self.fcmToken, Self.huaweiToken, token(3).value])
-                    #expect(page.map(\.channel) == [.apns, .fcm, .huawei, .apns])
-                    #expect(page.allSatisfy { $0.skipReason == nil })
+                    #expect(
+                        page.map(\.token) == [
+                            token(1).value, token(2).value, Self.fcmToken, Self.huaweiToken, "harmony-test-phone",
+                        ])
+                    #expect(page.map(\.channel) == [.apns, .apns, .fcm, .huawei, .harmony])
+                    #expect(page.map(\.skipReason) == [nil, other, other, other, nil])
+                    let production = try await store.audiencePage(
+                        appID: app.id, audience: audience, environment: .production, after: 0, limit: 10,
+                        withRecipientDetails: details)
+                    #expect(production.map(\.skipReason) == [other, nil, nil, nil, other])
+                    let each = try await store.audiencePage(
+                        appID: app.id, audience: audience, environment: nil, after: 0, limit: 10,
+                        withRecipientDetails: details)
+                    #expect(each.allSatisfy { $0.skipReason == nil }, "no environment: each device in its own")
+                    #expect(each.map(\.environment) == [.sandbox, .production, .production, .production, .sandbox])
                 }
-                #expect(try await store.audienceCount(appID: app.id, audience: audience, environment: .sandbox) == 4)
+                // The run's total walks every entry; the environment's own devices are two.
+                #expect(try await store.audienceCount(appID: app.id, audience: audience) == 5)
+                #expect(
+                    try await store.audienceCount(appID: app.id, audience: audience, environment: .sandbox, upTo: nil)
+                        == 2)
             }
             let ids = try await store.audiencePage(
                 appID: app.id, audience: .all, environment: nil, after: 0, limit: 10, withRecipientDetails: false
@@ -107,13 +127,16 @@ import TuisongCore
             let byID = try await store.audiencePage(
                 appID: app.id, audience: .devices(ids), environment: .sandbox, after: 0, limit: 10,
                 withRecipientDetails: false)
-            #expect(byID.map(\.skipReason) == [nil, "EnvironmentMismatch", nil, nil, nil])
+            #expect(byID.map(\.skipReason) == [nil, other, other, other, nil])
+            // A registered token is what it registered as; an unregistered APNs token is sent
+            // in the push's environment.
             let byToken = try await store.audiencePage(
-                appID: app.id, audience: .tokens([token(2).value, Self.fcmToken, Self.huaweiToken]),
+                appID: app.id,
+                audience: .tokens([token(2).value, Self.fcmToken, "harmony-test-phone", token(9).value]),
                 environment: .sandbox, after: 0, limit: 10, withRecipientDetails: false)
-            #expect(byToken.map(\.environment) == [.sandbox, .production, .production])
-            #expect(byToken.map(\.channel) == [.apns, .fcm, .huawei])
-            #expect(byToken.allSatisfy { $0.skipReason == nil })
+            #expect(byToken.map(\.environment) == [.production, .production, .sandbox, .sandbox])
+            #expect(byToken.map(\.channel) == [.apns, .fcm, .harmony, .apns])
+            #expect(byToken.map(\.skipReason) == [other, other, nil, nil])
         }
     }
 

@@ -101,10 +101,12 @@ import TuisongCore
                 withRecipientDetails: details)
         }
         #expect(try await page(.all).map(\.deviceID) == [production.id, sandbox.id])
-        #expect(try await page(.all, .sandbox).map(\.deviceID) == [sandbox.id])
+        // Another environment's devices are in the page, skipped and so counted.
+        #expect(try await page(.all, .sandbox).map(\.deviceID) == [production.id, sandbox.id])
+        #expect(try await page(.all, .sandbox).map(\.skipReason) == ["other_environment", nil])
         #expect(try await page(.all, after: production.id).map(\.deviceID) == [sandbox.id])
         #expect(try await page(.tag("a")).map(\.deviceID) == [production.id, sandbox.id])
-        #expect(try await page(.tag("a"), .production).map(\.credentialSelector) == ["s1"])
+        #expect(try await page(.tag("a"), .production).map(\.skipReason) == [nil, "other_environment"])
         #expect(try await page(.tag("nope")).isEmpty)
         let detailed = try await page(.tag("a"), details: true)
         #expect(detailed.map(\.account) == ["alice", nil])
@@ -112,7 +114,7 @@ import TuisongCore
         // Device ids: unknown and invalidated ones are entries to skip, in id order, once each.
         let byID = try await page(.devices([gone.id, 999_999, production.id, sandbox.id, production.id]), .production)
         #expect(byID.map(\.position) == [production.id, sandbox.id, gone.id, 999_999])
-        #expect(byID.map(\.skipReason) == [nil, "EnvironmentMismatch", "DeviceInvalidated", "UnknownDevice"])
+        #expect(byID.map(\.skipReason) == [nil, "other_environment", "DeviceInvalidated", "UnknownDevice"])
         #expect(try await page(.devices([production.id]), details: true).first?.account == "alice")
 
         // Tokens: positions are list indexes; an unregistered APNs token is sent, another is not.
@@ -121,13 +123,17 @@ import TuisongCore
         #expect(tokens.map(\.deviceID) == [gone.id, nil, nil])
         #expect(tokens.map(\.skipReason) == ["DeviceInvalidated", nil, "UnknownDevice"])
 
-        func count(_ audience: Audience, _ environment: APNsEnvironment? = nil) async throws -> Int {
-            try await store.audienceCount(appID: appID, audience: audience, environment: environment)
+        func count(_ audience: Audience, _ environment: PushEnvironment? = nil, upTo limit: Int? = nil) async throws
+            -> Int
+        {
+            try await store.audienceCount(appID: appID, audience: audience, environment: environment, upTo: limit)
         }
         #expect(try await count(.all) == 2)
         #expect(try await count(.all, .sandbox) == 1)
         #expect(try await count(.tag("a")) == 2)
         #expect(try await count(.tag("a"), .production) == 1)
+        #expect(try await count(.tag("a"), upTo: 1) == 1, "an emptiness check stops at one")
+        #expect(try await count(.tag("nope"), .sandbox, upTo: 1) == 0)
         #expect(try await count(.accounts(["alice", "bob"])) == 1)
         #expect(try await count(.accounts(["alice"]), .sandbox) == 0)
         #expect(try await count(.accounts([])) == 0)

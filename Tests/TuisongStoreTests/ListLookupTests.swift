@@ -50,9 +50,13 @@ import TuisongCore
                     credentialSelector: nil)
             }
             let accounts = Audience.accounts((0..<count).map { "user\($0)" } + ["user1", "nobody"])
-            #expect(try await store.audienceCount(appID: app.id, audience: accounts, environment: nil) == 600)
+            #expect(try await store.audienceCount(appID: app.id, audience: accounts) == 600)
             #expect(
-                try await store.audienceCount(appID: app.id, audience: accounts, environment: .sandbox) == 0)
+                try await store.audienceCount(appID: app.id, audience: accounts, environment: .sandbox, upTo: nil) == 0)
+            #expect(
+                try await store.audienceCount(appID: app.id, audience: accounts, environment: .production, upTo: 1)
+                    == 1,
+                "counted across chunks, stopping at the limit")
         }
     }
 }

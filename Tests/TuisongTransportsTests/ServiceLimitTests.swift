@@ -62,7 +62,9 @@ import TuisongTransportKit
             id: 1, channel: .huawei, vendorAppID: "1", clientID: "c", secret: [])
         func size(_ content: PushContent) -> Int {
             service.body(
-                service.template(content: content, headers: PushHeaders(), credential: credential, now: Date()),
+                service.template(
+                    content: content, headers: PushHeaders(), environment: .production, credential: credential,
+                    now: Date()),
                 tokens: []
             ).count - 1
         }

@@ -123,4 +123,26 @@ import TuisongTransportKit
         #expect(body(PushContent(badge: 4)) == #"{"payload":{"badge":{"setNum":4}},"target":{"token":["t-1"]}}"#)
         #expect(!body(PushContent(data: ["a": 1], background: true)).contains("notifyId"))
     }
+
+    /// Issue #41: a push to a sandbox HarmonyOS device (a test phone) is a test message,
+    /// whatever the message asked, and so goes 10 tokens a request; a production device gets
+    /// one only when the message asks (`harmony.test_message`).
+    @Test func aSandboxDeviceGetsATestMessage() throws {
+        let service = HarmonyService()
+        let credential = ChannelCredential(id: 1, channel: .harmony, vendorAppID: "101", clientID: "c", secret: [])
+        func testMessage(_ options: PushOptions, _ environment: PushEnvironment) throws -> JSONValue? {
+            let template = service.template(
+                content: PushContent(title: "Hi", body: "鸿蒙"), headers: PushHeaders(options), environment: environment,
+                credential: credential, now: Date(timeIntervalSince1970: 0))
+            return try JSONValue(parsing: String(decoding: template.body(tokens: ["t-1"]), as: UTF8.self))[
+                "pushOptions"]?["testMessage"]
+        }
+        let asked = PushOptions(services: ["harmony": ["test_message": true]])
+        #expect(try testMessage(PushOptions(), .sandbox) == true)
+        #expect(try testMessage(PushOptions(), .production) == nil)
+        #expect(try testMessage(asked, .production) == true)
+        #expect(service.maxTokens(headers: PushHeaders(PushOptions()), environment: .sandbox) == 10)
+        #expect(service.maxTokens(headers: PushHeaders(PushOptions()), environment: .production) == 1000)
+        #expect(service.maxTokens(headers: PushHeaders(asked), environment: .production) == 10)
+    }
 }

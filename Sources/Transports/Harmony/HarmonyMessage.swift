@@ -18,6 +18,12 @@ public enum HarmonyMessage {
     /// The category of a notification without one: the only one that needs no entitlement.
     public static let defaultCategory = "MARKETING"
 
+    /// Whether a push goes as a test message (`pushOptions.testMessage`): the message asked
+    /// for one (`harmony.test_message`), or its devices are sandbox ones (test phones).
+    static func isTestMessage(headers: PushHeaders, environment: PushEnvironment) -> Bool {
+        environment == .sandbox || HarmonyOptions(headers.options(for: .harmony)).testMessage
+    }
+
     /// `push-type` 0 (alert and badge refresh) and 6 (background).
     public static let alertPushType = 0
     public static let backgroundPushType = 6
@@ -31,14 +37,19 @@ public enum HarmonyMessage {
         /// `{"payload":…,"pushOptions":…` without the closing brace.
         private let head: [UInt8]
 
-        init(content: PushContent, headers: PushHeaders, defaultCategory: String?, now: Date) {
+        init(
+            content: PushContent, headers: PushHeaders, environment: PushEnvironment = .production,
+            defaultCategory: String?, now: Date
+        ) {
             var body: [String: JSONValue] = [:]
             let harmony = HarmonyOptions(headers.options(for: .harmony))
             var options: [String: JSONValue] = [:]
             if let seconds = headers.secondsToLive(now: now, atMost: HarmonyMessage.maxTTL) {
                 options["ttl"] = .int(seconds)
             }
-            if harmony.testMessage { options["testMessage"] = true }
+            if HarmonyMessage.isTestMessage(headers: headers, environment: environment) {
+                options["testMessage"] = true
+            }
             if !options.isEmpty { body["pushOptions"] = .object(options) }
             if content.hasAlert {
                 pushType = HarmonyMessage.alertPushType

@@ -22,9 +22,10 @@ public struct HarmonyService: TokenBatchService {
     }
 
     public var maxTokens: Int { HarmonyMessage.maxTokens }
-    /// Huawei: a test message carries at most 10 tokens (docs/reference/harmony.md §3).
-    public func maxTokens(headers: PushHeaders) -> Int {
-        HarmonyOptions(headers.options(for: .harmony)).testMessage
+    /// Huawei: a test message (the message's `test_message`, or any push to sandbox devices)
+    /// carries at most 10 tokens (docs/reference/harmony.md §3).
+    public func maxTokens(headers: PushHeaders, environment: PushEnvironment) -> Int {
+        HarmonyMessage.isTestMessage(headers: headers, environment: environment)
             ? HarmonyMessage.maxTestMessageTokens : HarmonyMessage.maxTokens
     }
     /// The badge refresh message sets the icon's count without a notification.
@@ -55,11 +56,13 @@ public struct HarmonyService: TokenBatchService {
         }
     }
 
-    public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
-        -> HarmonyMessage.Template
-    {
+    public func template(
+        content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
+        now: Date
+    ) -> HarmonyMessage.Template {
         HarmonyMessage.Template(
-            content: content, headers: headers, defaultCategory: credential.options["category"], now: now)
+            content: content, headers: headers, environment: environment,
+            defaultCategory: credential.options["category"], now: now)
     }
 
     public func send(

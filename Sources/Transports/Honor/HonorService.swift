@@ -32,7 +32,10 @@ public struct HonorService: JSONBatchService {
         [(name: "timestamp", value: String(Int64((now.timeIntervalSince1970 * 1000).rounded(.down))))]
     }
 
-    public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
+    public func template(
+        content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
+        now: Date
+    )
         -> HonorMessage.Template
     {
         HonorMessage.Template(

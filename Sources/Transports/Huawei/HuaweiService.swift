@@ -31,7 +31,10 @@ public struct HuaweiService: JSONBatchService {
 
     public func extraHeaders(now: Date) -> [(name: String, value: String)] { [] }
 
-    public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
+    public func template(
+        content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
+        now: Date
+    )
         -> HuaweiMessage.Template
     {
         HuaweiMessage.Template(

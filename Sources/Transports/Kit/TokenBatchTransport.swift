@@ -15,9 +15,9 @@ public protocol TokenBatchService: Sendable {
 
     /// The service's limit of tokens per request.
     var maxTokens: Int { get }
-    /// The limit for a push with these headers (HarmonyOS: 10 for a test message); at most
-    /// `maxTokens`.
-    func maxTokens(headers: PushHeaders) -> Int
+    /// The limit for a push with these headers to devices of this environment (HarmonyOS: 10
+    /// for a test message); at most `maxTokens`.
+    func maxTokens(headers: PushHeaders, environment: PushEnvironment) -> Int
     /// What a used-up daily quota does to the pushes it stops: skipped (OPPO, vivo) or kept
     /// and sent again once the service's day turns (Xiaomi).
     var dailyQuotaPolicy: DailyQuotaPolicy { get }
@@ -38,7 +38,12 @@ public protocol TokenBatchService: Sendable {
     func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async -> Result<
         AccessToken, AccessTokenFailure
     >
-    func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date) -> Template
+    /// The message for devices of `environment` (a service with a test message of its own,
+    /// HarmonyOS, marks a sandbox one; the others send both alike).
+    func template(
+        content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
+        now: Date
+    ) -> Template
     /// Sends one chunk of tokens (at most `maxTokens`) and calls `done` once with what the
     /// service answered, on any thread.
     func send(
@@ -48,7 +53,7 @@ public protocol TokenBatchService: Sendable {
 
 extension TokenBatchService {
     /// Most services take as many tokens whatever the push.
-    public func maxTokens(headers: PushHeaders) -> Int { maxTokens }
+    public func maxTokens(headers: PushHeaders, environment: PushEnvironment) -> Int { maxTokens }
     /// Most services have a data message (Huawei, Honor, Xiaomi's `pass_through=1`).
     public var carriesDataMessages: Bool { true }
     /// None of the Android services sets a badge without a notification.
@@ -226,16 +231,21 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
             (credential, token) = signedIn
         }
         let now = clock.now
-        // Consecutive pushes with the same content and headers (a one-payload message's page)
-        // share requests; per-recipient contents make a request each.
+        // Consecutive pushes with the same content, headers and environment (a one-payload
+        // message's page) share requests; per-recipient contents make a request each.
         var start = 0
-        var rendered: (content: SharedContent, headers: PushHeaders, template: Service.Template, tooLarge: Bool)?
+        var rendered:
+            (
+                content: SharedContent, headers: PushHeaders, environment: PushEnvironment, template: Service.Template,
+                tooLarge: Bool
+            )?
         while start < positions.count {
             let push = pushes[positions[start]]
-            let limit = min(tokensPerRequest, service.maxTokens(headers: push.headers))
+            let limit = min(tokensPerRequest, service.maxTokens(headers: push.headers, environment: push.environment))
             var end = start + 1
             while end < positions.count, end - start < limit,
-                pushes[positions[end]].content == push.content, pushes[positions[end]].headers == push.headers
+                pushes[positions[end]].content == push.content, pushes[positions[end]].headers == push.headers,
+                pushes[positions[end]].environment == push.environment
             {
                 end += 1
             }
@@ -243,7 +253,9 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
             start = end
             let template: Service.Template
             let tooLarge: Bool
-            if let cached = rendered, cached.content == push.content, cached.headers == push.headers {
+            if let cached = rendered, cached.content == push.content, cached.headers == push.headers,
+                cached.environment == push.environment
+            {
                 template = cached.template
                 tooLarge = cached.tooLarge
             } else {
@@ -259,9 +271,11 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
                 // Huawei and Honor refuse a notification without a title (80100001): the app's
                 // name stands in, as iOS shows it above an alert that has none.
                 if !content.isDataOnly, content.title == nil { content.title = app.name }
-                template = service.template(content: content, headers: push.headers, credential: credential, now: now)
+                template = service.template(
+                    content: content, headers: push.headers, environment: push.environment, credential: credential,
+                    now: now)
                 tooLarge = service.exceedsServiceLimit(template)
-                rendered = (push.content, push.headers, template, tooLarge)
+                rendered = (push.content, push.headers, push.environment, template, tooLarge)
             }
             if tooLarge {
                 report(chunk.map { SendReport(index: $0, outcome: .skipped(.payloadTooLarge)) })

@@ -64,7 +64,10 @@ public struct OPPOService: TokenBatchService {
         (template["action_parameters"]?.stringValue?.utf8.count ?? 0) > OPPOMessage.maxActionParametersBytes
     }
 
-    public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
+    public func template(
+        content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
+        now: Date
+    )
         -> JSONValue
     {
         OPPOMessage.notification(content: content, headers: headers, now: now)

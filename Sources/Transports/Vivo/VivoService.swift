@@ -60,7 +60,10 @@ public struct VivoService: TokenBatchService {
     /// (`unsupported_content`), never sent blank.
     public var carriesDataMessages: Bool { false }
 
-    public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
+    public func template(
+        content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
+        now: Date
+    )
         -> [String: JSONValue]
     {
         var fields = VivoMessage.fields(content: content, headers: headers, now: now)

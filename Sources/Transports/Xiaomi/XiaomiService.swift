@@ -34,7 +34,10 @@ public struct XiaomiService: TokenBatchService {
     }
 
     /// The form fields of a push but its ids, in order.
-    public func template(content: PushContent, headers: PushHeaders, credential: ChannelCredential, now: Date)
+    public func template(
+        content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
+        now: Date
+    )
         -> [(String, String)]
     {
         XiaomiMessage.fields(content: content, headers: headers, packageName: credential.vendorAppID, now: now)

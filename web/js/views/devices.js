@@ -97,9 +97,9 @@ function channelName(device) {
   return t(`channel.${device.channel || 'apns'}`);
 }
 
-/** Android devices have no APNs environment (stored as production): a dash says so. */
+/** Every device has an environment, whatever its service: sandbox marks a test phone. */
 function environmentText(device) {
-  return (device.channel || 'apns') === 'apns' ? t(`env.${device.environment}`) : '—';
+  return t(`env.${device.environment}`);
 }
 
 function deviceRow(device) {
