@@ -187,6 +187,24 @@ extension PostgresStore: MessageStore {
         }
     }
 
+    /// Locks `keys`' slice rows in (message, slice) order: the one order every statement that
+    /// locks several slices takes them in (`applyTogether`, `renewLeases`), so two of them never
+    /// wait for each other in a cycle. A row another transaction holds is waited for in that
+    /// order too.
+    static func lockSlicesInOrder(_ conn: PostgresConnection, _ keys: [MessageSliceKey]) throws {
+        let sorted = Set(keys).sorted { ($0.messageID, $0.slice) < ($1.messageID, $1.slice) }
+        guard sorted.count > 1 else { return }
+        try conn.run(
+            """
+            SELECT 1 FROM message_slices s
+            JOIN unnest($1::bigint[], $2::bigint[]) AS v(message_id, slice)
+                ON s.message_id = v.message_id AND s.slice = v.slice
+            ORDER BY s.message_id, s.slice
+            FOR UPDATE OF s
+            """,
+            [PostgresArray.int(sorted.map(\.messageID)), PostgresArray.int(sorted.map(\.slice))])
+    }
+
     /// Many flushes in one transaction with a statement per kind of row for all of them (slices,
     /// reasons, channel counts, invalidations, completions), not one per flush: a chat load
     /// commits hundreds of one-device flushes at a time. Fenced as one flush is: a flush whose
@@ -196,6 +214,14 @@ extension PostgresStore: MessageStore {
         -> [(any Error)?]
     {
         var results: [(any Error)?] = Array(repeating: nil, count: batch.count)
+        // Every slice the batch writes is locked first, in (message, slice) order, as lease
+        // renewal locks them: two statements taking the same rows in different orders deadlocked
+        // (40P01), and a renewal that failed lost its node the leases (issue #40 item 1).
+        try lockSlicesInOrder(
+            conn,
+            batch.compactMap { progress in
+                progress.slice.map { MessageSliceKey(messageID: progress.messageID, slice: $0.id) }
+            })
         // Fenced flushes of distinct slices go together; anything else one by one (in this
         // transaction: a failure fails the batch, which is then written flush by flush).
         var fenced: [Int] = []

@@ -283,6 +283,8 @@ extension PostgresStore: WorkQueue {
                 WHERE state = 'sending' AND owner = $1 AND lease_until > \(Self.databaseNow)
                 """, [.text(node), .int(lease)])
             guard !keys.isEmpty else { return [] }
+            // In the order a batched flush locks them (`lockSlicesInOrder`).
+            try Self.lockSlicesInOrder(conn, keys)
             let rows = try conn.run(
                 """
                 UPDATE message_slices s SET lease_until = \(Self.databaseNow) + $2
