@@ -88,10 +88,16 @@ struct BaiduStore: Sendable {
     }
 
     /// Unbinds the channel: the device, its tag memberships and its kept messages are
-    /// deleted, so nothing reaches it until it binds again. `false` if it was not bound.
+    /// deleted, and what was not sent to it yet is cancelled, so nothing reaches it until it
+    /// binds again. `false` if it was not bound.
     func unbindDevice(appID: Int64, channelID: String) async throws -> Bool {
         let now = nowMilliseconds
         return try await database.write { db in
+            // What was not sent to the device yet goes first, in this transaction.
+            try DeliveryCancellation.cancel(
+                db,
+                devices: "SELECT device_id FROM baidu_bindings WHERE app_id = \(appID) AND channel_id = \(channelID)",
+                reason: DeliveryCancellation.deviceDeleted, now: now)
             // The binding goes with the device (ON DELETE CASCADE).
             try db.execute(
                 """

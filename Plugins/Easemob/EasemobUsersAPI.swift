@@ -242,12 +242,14 @@ extension EasemobProvider {
                 throw EasemobError.notFound()
             }
             let (user, bindings) = (deleted.user, deleted.bindings)
+            // The account first: its devices' pushes not sent yet are cancelled as the deleted
+            // account's (`account_deleted`), not as a logout's.
+            _ = try await accounts.deleteAccount(appID: call.appID, account: username)
             for binding in bindings {
                 if let token = DeviceToken(addressing: binding.deviceToken) {
                     _ = try await accounts.unbindDevice(appID: call.appID, token: token)
                 }
             }
-            _ = try await accounts.deleteAccount(appID: call.appID, account: username)
             return call.success(entities: [user.entity])
         }
     }

@@ -20,7 +20,8 @@ extension PostgresStore: AccountStore {
             try AccountQueries.insertAccount(executor, appID: appID, account: account, now: now)
             let deviceID = try Self.applyBindingRegistration(conn, appID: appID, registration, now: now)
             return try AccountQueries.bindAccount(
-                executor, deviceID: deviceID, appID: appID, account: account, credentialSelector: credentialSelector)
+                executor, deviceID: deviceID, appID: appID, account: account, credentialSelector: credentialSelector,
+                now: now)
         }
     }
 

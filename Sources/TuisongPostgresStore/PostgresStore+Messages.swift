@@ -148,7 +148,9 @@ extension PostgresStore: MessageStore {
     public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
         let now = SQLTime.milliseconds(at)
         let node = nodeID
-        try await write { conn in try Self.apply(conn, progress, now: now, node: node) }
+        try await write { conn in
+            try Self.apply(conn, try Self.withoutDeletedDevices(conn, [progress])[0], now: now, node: node)
+        }
     }
 
     /// The flushes of many messages in one transaction, each under a savepoint: a flush whose
@@ -170,7 +172,7 @@ extension PostgresStore: MessageStore {
         return try await write { conn in
             var results: [(any Error)?] = []
             results.reserveCapacity(batch.count)
-            for progress in batch {
+            for progress in try Self.withoutDeletedDevices(conn, batch) {
                 try conn.run("SAVEPOINT flush")
                 do {
                     try Self.apply(conn, progress, now: now, node: node)
@@ -210,9 +212,10 @@ extension PostgresStore: MessageStore {
     /// commits hundreds of one-device flushes at a time. Fenced as one flush is: a flush whose
     /// slice is no longer this node's under its claim is answered `leaseLost` and none of its
     /// rows are written. Throws when any statement fails (the caller then goes flush by flush).
-    static func applyTogether(_ conn: PostgresConnection, _ batch: [MessageProgress], now: Int64, node: String) throws
+    static func applyTogether(_ conn: PostgresConnection, _ flushed: [MessageProgress], now: Int64, node: String) throws
         -> [(any Error)?]
     {
+        let batch = try withoutDeletedDevices(conn, flushed)
         var results: [(any Error)?] = Array(repeating: nil, count: batch.count)
         // Every slice the batch writes is locked first, in (message, slice) order, as lease
         // renewal locks them: two statements taking the same rows in different orders deadlocked
@@ -424,6 +427,26 @@ extension PostgresStore: MessageStore {
                 try Self.completeIfLastSlice(conn, messageID: progress.messageID, state: final, now: now)
             }
         }
+    }
+
+    /// The flushes with their held and queued rows of devices deleted since their page was read
+    /// skipped (`DeletedDeviceFlushGuard`). The devices their rows name are locked `FOR KEY
+    /// SHARE` until the flushes commit: a delete in progress (`DeliveryCancellation` locks the
+    /// devices first) is waited for and then seen, and a delete that comes later waits for
+    /// these rows and cancels them. Without the lock, a device deleted between this read and
+    /// the insert failed the insert's foreign key check.
+    static func withoutDeletedDevices(_ conn: PostgresConnection, _ batch: [MessageProgress]) throws
+        -> [MessageProgress]
+    {
+        let ids = Set(batch.flatMap { DeletedDeviceFlushGuard.deviceIDs($0, pendingOnly: false) }).sorted()
+        guard !ids.isEmpty else { return batch }
+        let existing = Set(
+            try conn.run(
+                "SELECT id FROM devices WHERE id = ANY($1::bigint[]) ORDER BY id FOR KEY SHARE",
+                [PostgresArray.int(ids)]
+            ).rows.compactMap { $0[0].int64 })
+        guard existing.count < ids.count else { return batch }
+        return batch.map { DeletedDeviceFlushGuard.cancellingDeleted($0, existing: existing) }
     }
 
     /// Completes the message once none of its slices is open. The message row is locked first,

@@ -99,9 +99,15 @@ extension SQLStoreBackend {
         }
     }
 
+    /// The account's devices are unbound, and what was not sent to them yet is cancelled in the
+    /// same transaction (`DeliveryCancellation`).
     public func deleteAccount(appID: Int64, account: String) async throws -> Bool {
+        let now = nowMilliseconds
         // `updated_at` stays: it is the device's last registration (see `invalidateDevice`).
-        try await sqlWrite { db in
+        return try await sqlWrite { db in
+            try DeliveryCancellation.cancel(
+                db, devices: "SELECT id FROM devices WHERE app_id = \(appID) AND im_account = \(account)",
+                reason: DeliveryCancellation.accountDeleted, now: now)
             try db.run(
                 """
                 UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
@@ -127,9 +133,17 @@ extension SQLStoreBackend {
         return Page(items: page.map(\.account), nextCursor: Cursor.encode(page[page.endIndex - 1].id))
     }
 
+    /// What was not sent to the device yet is cancelled in the same transaction
+    /// (`DeliveryCancellation`): it was meant for the account's user.
     public func unbindDevice(appID: Int64, token: DeviceToken) async throws -> Bool {
-        try await sqlWriteStatement { db in
-            try db.run(
+        let now = nowMilliseconds
+        return try await sqlWrite { db in
+            try DeliveryCancellation.cancel(
+                db,
+                devices:
+                    "SELECT id FROM devices WHERE app_id = \(appID) AND token = \(token.hex) AND im_account IS NOT NULL",
+                reason: DeliveryCancellation.deviceUnbound, now: now)
+            return try db.run(
                 """
                 UPDATE devices SET im_account = NULL, account_id = NULL, app_state = NULL
                 WHERE app_id = \(appID) AND token = \(token.hex) AND im_account IS NOT NULL
@@ -208,9 +222,16 @@ package enum AccountQueries {
 
     /// The second half of `bindDevice`, after the backend's own device upsert: the device
     /// takes the account (its row id and app state) and the credential selector. Returns it.
+    /// A device another account held moves: what was not sent to it yet was meant for that
+    /// account's user, and is cancelled (`DeliveryCancellation`).
     package static func bindAccount(
-        _ db: any SQLExecutor, deviceID: Int64, appID: Int64, account: String, credentialSelector: String?
+        _ db: any SQLExecutor, deviceID: Int64, appID: Int64, account: String, credentialSelector: String?, now: Int64
     ) throws -> Device {
+        try DeliveryCancellation.cancel(
+            db,
+            devices:
+                "SELECT id FROM devices WHERE id = \(deviceID) AND im_account IS NOT NULL AND im_account <> \(account)",
+            reason: DeliveryCancellation.deviceUnbound, now: now)
         guard
             let row = try db.fetchOne(
                 """

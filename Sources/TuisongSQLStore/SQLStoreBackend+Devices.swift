@@ -40,10 +40,15 @@ extension SQLStoreBackend {
         }
     }
 
-    /// Deletes the device and its tag memberships.
+    /// Deletes the device and its tag memberships; what was not sent to it yet (held, queued,
+    /// retried) is cancelled in the same transaction (`DeliveryCancellation`).
     public func deleteDevice(appID: Int64, token: DeviceToken) async throws -> Bool {
-        try await sqlWriteStatement { db in
-            try db.run("DELETE FROM devices WHERE app_id = \(appID) AND token = \(token.value)") > 0
+        let now = nowMilliseconds
+        return try await sqlWrite { db in
+            try DeliveryCancellation.cancel(
+                db, devices: "SELECT id FROM devices WHERE app_id = \(appID) AND token = \(token.value)",
+                reason: DeliveryCancellation.deviceDeleted, now: now)
+            return try db.run("DELETE FROM devices WHERE app_id = \(appID) AND token = \(token.value)") > 0
         }
     }
 

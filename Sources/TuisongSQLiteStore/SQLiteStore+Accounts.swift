@@ -18,7 +18,7 @@ extension SQLiteStore: AccountStore {
             let registered = try Self.applyRegistration(db, appID: appID, registration, now: now).device
             return try AccountQueries.bindAccount(
                 executor, deviceID: registered.id, appID: appID, account: account,
-                credentialSelector: credentialSelector)
+                credentialSelector: credentialSelector, now: now)
         }
     }
 

@@ -288,7 +288,8 @@ extension SQLiteStore: MessageStore {
     }
 
     /// One flush, inside the caller's transaction.
-    static func apply(_ db: Database, _ progress: MessageProgress, now: Int64) throws {
+    static func apply(_ db: Database, _ flushed: MessageProgress, now: Int64) throws {
+        let progress = try withoutDeletedDevices(db, flushed)
         let c = progress.counts
         // Prepared once per connection: a push flushes after every page, and parsing this
         // statement each time showed in the per-recipient profile.
@@ -351,6 +352,20 @@ extension SQLiteStore: MessageStore {
                     """
             ).execute(arguments: [final.rawValue, now, progress.messageID])
         }
+    }
+
+    /// The flush with its held and queued rows of devices deleted since their page was read
+    /// skipped (`DeletedDeviceFlushGuard`). One writer: nothing deletes them between this read
+    /// and the flush's insert.
+    private static func withoutDeletedDevices(_ db: Database, _ progress: MessageProgress) throws -> MessageProgress {
+        let ids = DeletedDeviceFlushGuard.deviceIDs(progress, pendingOnly: true)
+        guard !ids.isEmpty else { return progress }
+        let existing = try Int64.fetchAll(
+            listStatement(
+                db, sql: "SELECT id FROM devices WHERE id IN (\(SQLList.placeholders(ids.count)))", count: ids.count),
+            arguments: StatementArguments(ids))
+        guard existing.count < ids.count else { return progress }
+        return DeletedDeviceFlushGuard.cancellingDeleted(progress, existing: Set(existing))
     }
 
     // MARK: audience

@@ -40,6 +40,41 @@ import TuisongStore
         func channel(_ n: Int) -> String { BaiduIDs.channelID(appID: app.id, token: DeviceToken(token(n))!) }
     }
 
+    /// Unbinding deletes the device in Baidu's own transaction: a push held for it is skipped
+    /// there too, so a credential added later does not release it (issue #40, item 8).
+    @Test(arguments: PluginStoreBackend.allCases)
+    func unbindCancelsWhatWasNotSentToTheDevice(_ backend: PluginStoreBackend) async throws {
+        try await Fixture.on(backend) { f in
+            let gone = try await f.bind(1)
+            let kept = try await f.bind(2)
+            let message = try await f.store.createMessage(
+                PushJob(
+                    appID: f.app.id, vendor: "baidu", audience: .all, content: PushContent(), options: PushOptions()),
+                state: .queued)
+            #expect(try await f.store.startMessage(id: message.id, total: 2, at: f.clock.now))
+            var counts = DeliveryCounts()
+            counts.held = 2
+            try await f.store.recordProgress(
+                MessageProgress(
+                    messageID: message.id, cursor: 2, counts: counts,
+                    deliveries: [gone, kept].map {
+                        NewDelivery(
+                            deviceID: $0.id, token: $0.token, environment: .production, state: .held,
+                            reason: "no_credential", attempts: 1, nextAttemptAt: f.clock.now.addingTimeInterval(3600),
+                            channel: .apns)
+                    }, finalState: .completed), at: f.clock.now)
+
+            #expect(try await f.baidu.unbindDevice(appID: f.app.id, channelID: gone.channelID))
+            let progress = try #require(try await f.store.messageProgress(id: message.id))
+            #expect(progress.counts.held == 1 && progress.counts.skipped == 1)
+            #expect(progress.skips == [DeliveryCancellation.deviceDeleted: 1])
+            #expect(
+                try await f.store.releaseHeldDeliveries(appID: f.app.id, environment: .production, now: f.clock.now)
+                    == 1)
+            #expect(try await f.store.claimDueDeliveries(now: f.clock.now, limit: 10).map(\.token) == [kept.token])
+        }
+    }
+
     @Test(arguments: PluginStoreBackend.allCases)
     func bindIsStableAndUnbindRemovesEverything(_ backend: PluginStoreBackend) async throws {
         try await Fixture.on(backend) { f in try await bindIsStableAndUnbindRemovesEverything(f) }
