@@ -180,7 +180,8 @@ let package = Package(
         .target(
             name: "TuisongTransportKit",
             dependencies: [
-                "TuisongCore", "TuisongDelivery", "TuisongHTTPClient", .product(name: "Logging", package: "swift-log"),
+                "TuisongCore", "TuisongCrypto", "TuisongDelivery", "TuisongHTTPClient",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Transports/Kit"),
         .target(

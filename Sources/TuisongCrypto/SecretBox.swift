@@ -27,6 +27,12 @@ public final class SecretBox: Sendable {
         self.key = key
     }
 
+    /// A key for another purpose, derived from this box's key (HMAC-SHA256 of `label`): one
+    /// master key also keys the receipts' MACs without its bytes leaving the box.
+    public func derivedKey(_ label: String) -> [UInt8] {
+        HMAC.sha256(key: key, message: Array(("tuisong derived key: " + label).utf8))
+    }
+
     public func seal(_ plaintext: [UInt8], associatedData: [UInt8] = []) throws(CryptoError) -> [UInt8] {
         let nonce = SecureRandom.bytes(SecretBox.nonceLength)
         let cipher = try CipherContext()

@@ -101,7 +101,7 @@ final class MessageRun: Sendable {
         self.slice = slice
         self.leaseUntil = Mutex(slice.leaseUntil)
         self.policy = engine.policy(forVendor: record.vendor)
-        self.headers = PushHeaders(record.options)
+        self.headers = PushHeaders(record.options, messageID: record.id, appID: record.appID)
         self.content = SharedContent(record.content)
     }
 

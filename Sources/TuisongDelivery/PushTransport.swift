@@ -15,6 +15,12 @@ public struct PushHeaders: Sendable, Hashable {
     /// The message's per-service options by channel name (`PushOptions.services`): each
     /// transport reads its own entry (`options(for:)`).
     public var services: [String: JSONValue]
+    /// The message these pushes belong to: a transport names it in the fields the service
+    /// returns in its delivery receipt (Huawei's `bi_tag`, Xiaomi's `callback.param`). nil in
+    /// a push outside a message (a connection test).
+    public var messageID: Int64?
+    /// The app the message is of (the receipt tag's MAC is the app's).
+    public var appID: Int64?
 
     public init(
         pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil, collapseID: String? = nil,
@@ -29,10 +35,12 @@ public struct PushHeaders: Sendable, Hashable {
     }
 
     /// A message's headers.
-    public init(_ options: PushOptions) {
+    public init(_ options: PushOptions, messageID: Int64? = nil, appID: Int64? = nil) {
         self.init(
             pushType: options.pushType, priority: options.priority, expiration: options.expiration,
             collapseID: options.collapseID, android: options.android, services: options.services)
+        self.messageID = messageID
+        self.appID = appID
     }
 
     /// The message's options for `channel`'s transport alone, as its declared rule normalised

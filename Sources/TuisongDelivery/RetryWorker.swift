@@ -120,7 +120,9 @@ struct RetryWorker: Sendable {
                                 return OutgoingPush(
                                     token: item.delivery.token, environment: item.delivery.environment,
                                     selector: item.delivery.credentialSelector, content: content,
-                                    headers: PushHeaders(item.message.options), channel: item.delivery.channel)
+                                    headers: PushHeaders(
+                                        item.message.options, messageID: item.message.id, appID: item.message.appID),
+                                    channel: item.delivery.channel)
                             })
                         let outcomes = await engine.transport.outcomes(of: batch)
                         return zip(chunk, outcomes).map { item, outcome in

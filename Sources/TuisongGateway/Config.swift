@@ -91,6 +91,12 @@ public struct GatewayConfig: Sendable, Equatable {
         /// The URL operators reach the console at, printed on start; derived from `listen` if empty.
         public var publicURL: String
     }
+    /// Delivery receipts (docs/receipts.md).
+    public struct Receipts: Sendable, Equatable {
+        /// The base URL the push services reach the gateway at (`https://push.example.com`):
+        /// receipts come to `<it>/receipts/{channel}/{app id}`. Empty: no send asks for receipts.
+        public var publicURL: String
+    }
     public struct Log: Sendable, Equatable {
         public var level: String
         /// `text` (swift-log's stream format) or `json` (one object per line).
@@ -161,6 +167,7 @@ public struct GatewayConfig: Sendable, Equatable {
     public var cluster: Cluster
     public var security: Security
     public var web: Web
+    public var receipts: Receipts
     public var log: Log
     public var metrics: Metrics
     public var providers: [String]

@@ -135,6 +135,14 @@ extension GatewayConfig {
         }
 
         web = Web(root: try r.string("web.root"), publicURL: try r.string("web.public_url"))
+        receipts = Receipts(publicURL: try r.string("receipts.public_url").trimmingCharacters(in: .whitespaces))
+        if !receipts.publicURL.isEmpty {
+            guard let url = URL(string: receipts.publicURL), ["http", "https"].contains(url.scheme?.lowercased()),
+                url.host?.isEmpty == false, url.query == nil
+            else {
+                throw ConfigError("receipts.public_url", "must be an http(s) URL such as https://push.example.com")
+            }
+        }
         log = Log(level: try r.string("log.level"), format: try r.string("log.format"))
         guard ["text", "json"].contains(log.format) else {
             throw ConfigError("log.format", "\"\(log.format)\" is not one of text, json")

@@ -36,6 +36,9 @@ let embeddedDefaultJSON = #"""
         "root": "web",
         "public_url": ""
       },
+      "receipts": {
+        "public_url": ""
+      },
       "log": {
         "level": "info",
         "format": "text"

@@ -20,6 +20,8 @@ public final class GatewayMetrics: Sendable {
     let channelResponseSeconds: HistogramFamily
     let httpRequests: CounterFamily
     let httpRequestSeconds: HistogramFamily
+    /// Delivery receipts received, by channel and outcome.
+    let receipts: CounterFamily
 
     /// Seconds, for answers that take milliseconds normally and up to the request timeout.
     static let latencyBuckets: [Double] = [
@@ -50,6 +52,10 @@ public final class GatewayMetrics: Sendable {
         httpRequestSeconds = registry.histogram(
             "tuisong_http_request_seconds", "Seconds from routing an HTTP request to its answer, by route group.",
             labels: ["group"], buckets: Self.latencyBuckets)
+        receipts = registry.counter(
+            "tuisong_receipts_total",
+            "Delivery receipts (the services' and apps') by channel and outcome: arrived, clicked, a reason the phone did not show it, repeated (already counted), unknown (no such message of the app), refused (signature or tag did not verify).",
+            labels: ["channel", "outcome"])
     }
 
     /// A gauge read at scrape time.

@@ -76,9 +76,12 @@ public final class GatewayRuntime: Sendable {
                 config, store: store, credentials: credentials, channelSecrets: channelCredentials, clock: clock,
                 logger: logger)
             mock = apns.localMock
+            let receiptKeys = ReceiptKeys(root: masterKey.box.derivedKey("receipts"))
             let android = try AndroidTransports.start(
                 config.transports, local: apns.localAndroid, store: store, secrets: channelCredentials, clock: clock,
-                logger: logger)
+                logger: logger,
+                receipts: config.receipts.publicURL.isEmpty
+                    ? nil : ReceiptSettings(publicURL: config.receipts.publicURL, keys: receiptKeys))
             // One cache of apps: the engine reads it, every writer of an app calls `changed(id:)`,
             // which also drops the API keys resolved to that app.
             let apps = AppCache(store: store, clock: clock)
@@ -112,7 +115,11 @@ public final class GatewayRuntime: Sendable {
             ).register(on: router)
             NativePushAPI(
                 engine: engine, authenticator: authenticator, clock: clock, changes: store,
-                transports: config.transports.registry
+                transports: config.transports.registry, receipts: store
+            ).register(on: router)
+            ReceiptRoutes(
+                store: store, registry: config.transports.registry, keys: receiptKeys, clock: clock, metrics: metrics,
+                logger: logger
             ).register(on: router)
             let nodeShare = NodeShare()
             let compute = ComputePool.standard()

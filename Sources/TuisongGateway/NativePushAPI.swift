@@ -13,6 +13,8 @@ struct NativePushAPI: Sendable {
     var changes: (any StoreChangeFeed)? = nil
     /// The gateway's transports: each one's options object is read by its declared rule.
     var transports: TransportRegistry = .standard
+    /// Where the status's `arrived`/`clicked` come from (nil: no receipt counts shown).
+    var receipts: (any ReceiptStore)? = nil
 
     /// Tokens (or device ids) one push may name. A larger audience is a tag (or several
     /// pushes): a list this long is already 5,000 sends from one request.
@@ -141,9 +143,14 @@ struct NativePushAPI: Sendable {
             throw NativeAPIError(404, "message_not_found", "no message \(id) in this app")
         }
         var fields = MessageView.fields(status)
+        let receipts = try await self.receipts?.receiptCounts(messageID: id) ?? [:]
+        MessageView.addReceipts(receipts, to: &fields)
         // Per channel only when asked: the status route is what pollers call 100 times a second.
         if request.query["channels"] == "true" {
-            fields["channels"] = .object(MessageView.channels(try await engine.store.channelCounts(messageID: id)))
+            fields["channels"] = .object(
+                MessageView.channels(
+                    try await engine.store.channelCounts(messageID: id), receipts: receipts,
+                    reporting: transports.reportingArrival))
         }
         // JSONValue's writer, not JSONSerialization: this is the route pollers call 100 times a
         // second, and Foundation's sorted-key serialisation was a third of its cost.
@@ -227,12 +234,36 @@ enum MessageView {
         fields(status).mapValues(\.jsonObject)
     }
 
-    /// Committed counts per push service: `{"apns": {"delivered": …}, "fcm": {…}}`.
-    static func channels(_ counts: [PushChannel: DeliveryCounts]) -> [String: JSONValue] {
-        Dictionary(
-            uniqueKeysWithValues: counts.map { channel, c in
-                (channel.rawValue, JSONValue.object(Self.counts(c).mapValues { .int(Int64($0)) }))
-            })
+    /// Committed counts per push service: `{"apns": {"delivered": …}, "fcm": {…}}`; with
+    /// receipts, `arrived` and `clicked` beside them (0 on a channel whose service reports
+    /// arrival, absent on APNs and FCM, which report none unless the app posts its own).
+    static func channels(
+        _ counts: [PushChannel: DeliveryCounts], receipts: [PushChannel: ReceiptCounts] = [:],
+        reporting: Set<PushChannel> = []
+    ) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        for channel in Set(counts.keys).union(receipts.keys) {
+            var object = Self.counts(counts[channel] ?? DeliveryCounts()).mapValues { JSONValue.int(Int64($0)) }
+            if let r = receipts[channel] ?? (reporting.contains(channel) ? ReceiptCounts() : nil) {
+                object["arrived"] = .int(Int64(r.arrived))
+                object["clicked"] = .int(Int64(r.clicked))
+                if !r.reasons.isEmpty { object["not_shown"] = .object(r.reasons.mapValues { .int(Int64($0)) }) }
+            }
+            result[channel.rawValue] = .object(object)
+        }
+        return result
+    }
+
+    /// `counts.arrived` and `counts.clicked` (summed over the channels), and why phones did not
+    /// show it (`not_shown`, by reason), from the message's receipts.
+    static func addReceipts(_ receipts: [PushChannel: ReceiptCounts], to fields: inout [String: JSONValue]) {
+        let total = receipts.values.reduce(ReceiptCounts(), +)
+        if case .object(var counts)? = fields["counts"] {
+            counts["arrived"] = .int(Int64(total.arrived))
+            counts["clicked"] = .int(Int64(total.clicked))
+            fields["counts"] = .object(counts)
+        }
+        if !total.reasons.isEmpty { fields["not_shown"] = .object(total.reasons.mapValues { .int(Int64($0)) }) }
     }
 
     static func counts(_ c: DeliveryCounts) -> [String: Int] {

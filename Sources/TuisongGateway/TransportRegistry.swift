@@ -18,6 +18,11 @@ import TuisongXiaomi
 public struct TransportRegistry: Sendable {
     public let declarations: [TransportDeclaration]
 
+    /// The channels whose services post delivery receipts (`TransportDeclaration.receipts`).
+    public var reportingArrival: Set<PushChannel> {
+        Set(declarations.filter { $0.receipts != nil }.map(\.channel.channel))
+    }
+
     public init(_ declarations: [TransportDeclaration]) {
         var seen: Set<PushChannel> = []
         self.declarations = declarations.filter { seen.insert($0.channel.channel).inserted }

@@ -24,6 +24,7 @@ enum PostgresSchema {
         ("pg7-push-content", PostgresSchema.pushContent),
         ("pg8-held-deliveries-expire", PostgresSchema.heldDeliveriesExpire),
         ("pg9-open-channels", PostgresSchema.openChannels),
+        ("pg10-delivery-receipts", PostgresSchema.deliveryReceipts),
     ]
 
     /// SQLite's `v15-open-channels`: a channel is a name a transport registry declares, so the
@@ -41,6 +42,26 @@ enum PostgresSchema {
         ALTER TABLE channel_credentials DROP CONSTRAINT channel_credentials_channel_check,
             ADD CONSTRAINT channel_credentials_channel_check
                 CHECK (channel ~ '^[a-z][a-z0-9_-]{0,31}$' AND channel <> 'apns');
+        """
+
+    /// SQLite's `v16-delivery-receipts`: receipts per (message, token) and their counts.
+    static let deliveryReceipts = """
+        CREATE TABLE delivery_receipts (
+            message_id BIGINT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            token TEXT NOT NULL,
+            channel TEXT NOT NULL,
+            arrived_at BIGINT,
+            clicked_at BIGINT,
+            reason TEXT,
+            PRIMARY KEY (message_id, token)
+        );
+        CREATE TABLE message_receipt_counts (
+            message_id BIGINT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            channel TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            count BIGINT NOT NULL,
+            PRIMARY KEY (message_id, channel, outcome)
+        );
         """
 
     /// Held deliveries wait until their message expires (`next_attempt_at`); the retry worker

@@ -15,7 +15,9 @@ extension HuaweiService {
         make: { context in
             try .tokenBatch(
                 HuaweiService(
-                    baseURL: context.url("url"), tokenURL: context.url("token_url", localPath: "/oauth2/v3/token")),
+                    baseURL: context.url("url"), tokenURL: context.url("token_url", localPath: "/oauth2/v3/token"),
+                    receipts: context.receipts),
                 context)
-        })
+        },
+        receipts: HuaweiReceipts.declaration)
 }

@@ -17,8 +17,14 @@ public struct HuaweiService: JSONBatchService {
     public var baseURL: String
     /// The OAuth 2.0 token endpoint.
     public var tokenURL: String
+    /// Receipts asked for (`bi_tag`), when `receipts.public_url` is set.
+    public var receipts: ReceiptSettings?
 
-    public init(baseURL: String = HuaweiService.defaultSendURL, tokenURL: String = HuaweiService.defaultTokenURL) {
+    public init(
+        baseURL: String = HuaweiService.defaultSendURL, tokenURL: String = HuaweiService.defaultTokenURL,
+        receipts: ReceiptSettings? = nil
+    ) {
+        self.receipts = receipts
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.tokenURL = tokenURL
     }
@@ -38,7 +44,8 @@ public struct HuaweiService: JSONBatchService {
         -> HuaweiMessage.Template
     {
         HuaweiMessage.Template(
-            content: content, headers: headers, badgeClass: credential.options["badge_class"], now: now)
+            content: content, headers: headers, badgeClass: credential.options["badge_class"], now: now,
+            biTag: receipts?.tag(headers))
     }
 
     public func body(_ template: HuaweiMessage.Template, tokens: [String]) -> [UInt8] {

@@ -18,11 +18,14 @@ public struct TransportDeclaration: Sendable {
     public var credentialForm: CredentialForm?
     /// Makes the transport (nil: the gateway builds it itself, as it does APNs's pools).
     public var make: (@Sendable (TransportContext) throws -> TransportInstance)?
+    /// Its delivery receipts, for a service that posts them (nil: APNs, FCM).
+    public var receipts: ReceiptDeclaration?
 
     public init(
         channel: ChannelDeclaration, configKeys: [TransportConfigKey] = [], credentialForm: CredentialForm? = nil,
-        make: (@Sendable (TransportContext) throws -> TransportInstance)? = nil
+        make: (@Sendable (TransportContext) throws -> TransportInstance)? = nil, receipts: ReceiptDeclaration? = nil
     ) {
+        self.receipts = receipts
         self.channel = channel
         self.configKeys = configKeys
         self.credentialForm = credentialForm
@@ -86,12 +89,16 @@ public struct TransportContext: Sendable {
     public var tokensPerRequest: Int
     public var clock: any Clock
     public var logger: Logger
+    /// Where and how to ask the service for receipts (nil: `receipts.public_url` is empty).
+    public var receipts: ReceiptSettings?
 
     public init(
         channel: PushChannel, section: TransportSection, localBaseURL: String?,
         client: @escaping @Sendable (_ label: String) throws -> HTTPClient, resolver: ChannelCredentialResolver,
-        requestTimeout: Duration, tokensPerRequest: Int, clock: any Clock, logger: Logger
+        requestTimeout: Duration, tokensPerRequest: Int, clock: any Clock, logger: Logger,
+        receipts: ReceiptSettings? = nil
     ) {
+        self.receipts = receipts
         self.channel = channel
         self.section = section
         self.localBaseURL = localBaseURL

@@ -1,0 +1,55 @@
+import Foundation
+import TuisongCore
+import TuisongTransportKit
+
+/// Huawei Push Kit's message receipts (消息回执, V1: docs/reference/receipts.md): a POST of
+/// `{"statuses":[{"biTag","appid","token","status","timestamp","requestId"}]}`, up to 1,000
+/// statuses merged, signed with `X-HUAWEI-CALLBACK-ID` under the callback user name and key of
+/// the app's receipt configuration in AppGallery Connect, answered `{"errno","errmsg"}`.
+public enum HuaweiReceipts {
+    /// 1,000 statuses of some 250 bytes each, with room to spare.
+    static let bodyLimit = 1 << 20
+
+    public static let declaration = ReceiptDeclaration(
+        verifySignature: { post, keys in CallbackSignature.verify(post, keys: keys, channel: .huawei) },
+        bodyLimit: bodyLimit,
+        parse: { (post) throws(ReceiptFormatError) -> [ServiceReceipt] in try parse(post.body) },
+        answer: CallbackSignature.answer,
+        consoleRegistration: CallbackSignature.registration(channel: .huawei))
+
+    static func parse(_ body: [UInt8]) throws(ReceiptFormatError) -> [ServiceReceipt] {
+        guard let json = try? JSONValue(parsing: body), let statuses = json["statuses"]?.arrayValue else {
+            throw ReceiptFormatError("the body is not {\"statuses\":[…]}")
+        }
+        var receipts: [ServiceReceipt] = []
+        receipts.reserveCapacity(statuses.count)
+        for status in statuses {
+            guard let token = status["token"]?.stringValue, !token.isEmpty,
+                let code = status["status"]?.intValue ?? status["status"]?.stringValue.flatMap({ Int64($0) })
+            else {
+                throw ReceiptFormatError("a status without its token or status")
+            }
+            let at = (status["timestamp"]?.intValue).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+            receipts.append(
+                ServiceReceipt(
+                    tag: status["biTag"]?.stringValue ?? "", token: token, outcome: outcome(code), at: at))
+        }
+        return receipts
+    }
+
+    /// Huawei's receipt status codes (the table of "Message Receipt", HMS Push Kit guides).
+    /// Codes this build does not know are kept as `huawei_<code>`.
+    static func outcome(_ code: Int64) -> ReceiptOutcome {
+        switch code {
+        case 0: .arrived
+        case 2: .notShown(reason: "uninstalled", invalidatesDevice: true)
+        case 5: .notShown(reason: "other_user", invalidatesDevice: true)
+        case 6: .notShown(reason: "notifications_disabled", invalidatesDevice: false)
+        case 10: .notShown(reason: "inactive", invalidatesDevice: true)
+        case 15: .notShown(reason: "replaced", invalidatesDevice: false)
+        case 102: .notShown(reason: "frequency_capped", invalidatesDevice: false)
+        case 201: .notShown(reason: "held_by_service", invalidatesDevice: false)
+        default: .notShown(reason: "huawei_\(code)", invalidatesDevice: false)
+        }
+    }
+}

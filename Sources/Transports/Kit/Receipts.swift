@@ -1,0 +1,253 @@
+import Foundation
+import TuisongCore
+import TuisongCrypto
+import TuisongDelivery
+
+/// The keys of delivery receipts, derived from one root the gateway derives from its master key
+/// (so nothing new is stored, and every node of a cluster derives the same): per app, the MAC
+/// key of the tags Tuisong puts in a send, and the callback user name and key an operator
+/// enters in the consoles of the services that sign their receipts (Huawei, Honor, HarmonyOS).
+public struct ReceiptKeys: Sendable {
+    private let root: [UInt8]
+
+    public init(root: [UInt8]) { self.root = root }
+
+    private func key(_ label: String) -> [UInt8] { HMAC.sha256(key: root, message: Array(label.utf8)) }
+
+    /// The tag a send names so its receipts find their message: `<message id>.<MAC>`, the MAC
+    /// 16 base64url characters (96 bits) of HMAC-SHA256 under the app's key. 30 characters at
+    /// most: within OPPO's 50 of `call_back_parameter` and Xiaomi's 64 of `callback.param`. A
+    /// tag copied from one app's send verifies for no other app, nor for another message.
+    ///
+    ///     keys.tag(appID: 7, messageID: 42)  // "42.mZ3b…"
+    public func tag(appID: Int64, messageID: Int64) -> String {
+        "\(messageID)." + mac(appID: appID, "message:\(messageID)")
+    }
+
+    /// The message a tag names, if it is this app's tag; nil for a forged or another app's tag.
+    public func messageID(tag: String, appID: Int64) -> Int64? {
+        guard let dot = tag.firstIndex(of: "."), let id = Int64(tag[..<dot]), id > 0 else { return nil }
+        return constantTimeEqual(String(tag[tag.index(after: dot)...]), mac(appID: appID, "message:\(id)")) ? id : nil
+    }
+
+    /// The per-delivery token a push carries for the app to post back (`POST /api/v1/receipts`):
+    /// `<message id>.<device id>.<MAC>` (ids, not the device's token: an FCM token alone is
+    /// longer than this whole token).
+    public func deliveryToken(appID: Int64, messageID: Int64, deviceID: Int64) -> String {
+        "\(messageID).\(deviceID)." + mac(appID: appID, "delivery:\(messageID):\(deviceID)")
+    }
+
+    /// The message and device a per-delivery token names, if it verifies under the app's key.
+    public func delivery(token: String, appID: Int64) -> (messageID: Int64, deviceID: Int64)? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let message = Int64(parts[0]), let device = Int64(parts[1]), message > 0, device > 0,
+            constantTimeEqual(String(parts[2]), mac(appID: appID, "delivery:\(message):\(device)"))
+        else { return nil }
+        return (message, device)
+    }
+
+    /// The callback user name and key for `channel`'s receipt configuration of `appID`, as the
+    /// operator enters them in the service's console (the key: 32 base64url characters).
+    public func callbackCredentials(appID: Int64, channel: PushChannel) -> (userName: String, key: String) {
+        let key = base64URL(key("callback:\(channel.rawValue):app:\(appID)")).prefix(32)
+        return ("tuisong\(appID)", String(key))
+    }
+
+    private func mac(appID: Int64, _ text: String) -> String {
+        String(base64URL(HMAC.sha256(key: key("tag:app:\(appID)"), message: Array(text.utf8))).prefix(16))
+    }
+}
+
+func base64URL(_ bytes: [UInt8]) -> String {
+    Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        .replacingOccurrences(of: "=", with: "")
+}
+
+func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    let x = Array(a.utf8)
+    let y = Array(b.utf8)
+    guard x.count == y.count else { return false }
+    var difference: UInt8 = 0
+    for i in x.indices { difference |= x[i] ^ y[i] }
+    return difference == 0
+}
+
+/// What a transport needs to ask for receipts: where the services reach the gateway
+/// (`receipts.public_url`) and the keys. nil in `TransportContext.receipts` when receipts are
+/// off: no receipt field is sent.
+public struct ReceiptSettings: Sendable {
+    /// `receipts.public_url`, without a trailing slash.
+    public var publicURL: String
+    public var keys: ReceiptKeys
+
+    public init(publicURL: String, keys: ReceiptKeys) {
+        self.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+        self.keys = keys
+    }
+
+    /// The tag of the message `headers` belong to, nil outside a message.
+    public func tag(_ headers: PushHeaders) -> String? {
+        guard let messageID = headers.messageID, let appID = headers.appID else { return nil }
+        return keys.tag(appID: appID, messageID: messageID)
+    }
+
+    /// `POST /receipts/{channel}/{app id}`: the URL registered in a service's console or put in
+    /// its per-request callback field.
+    public func url(channel: PushChannel, appID: Int64) -> String {
+        "\(publicURL)/receipts/\(channel.rawValue)/\(appID)"
+    }
+}
+
+/// A receipt POST as a service sends it.
+public struct ReceiptPost: Sendable {
+    /// Header names in lower case.
+    public var headers: [String: String]
+    public var body: [UInt8]
+    public var appID: Int64
+    public var now: Date
+
+    public init(headers: [String: String], body: [UInt8], appID: Int64, now: Date) {
+        self.headers = headers
+        self.body = body
+        self.appID = appID
+        self.now = now
+    }
+}
+
+/// One status of a receipt POST as the service wrote it: the tag Tuisong sent (Huawei's
+/// `biTag`, Xiaomi's `param`), the device's token, what happened and when.
+public struct ServiceReceipt: Sendable, Hashable {
+    public var tag: String
+    public var token: String
+    public var outcome: ReceiptOutcome
+    public var at: Date?
+
+    public init(tag: String, token: String, outcome: ReceiptOutcome, at: Date?) {
+        self.tag = tag
+        self.token = token
+        self.outcome = outcome
+        self.at = at
+    }
+}
+
+/// How a receipt POST is answered, in the service's shape.
+public enum ReceiptAnswer: Sendable {
+    /// Read (whatever was recorded: a service retries any other answer).
+    case accepted
+    /// The signature or a tag did not verify: nothing recorded.
+    case unauthorized
+    /// Not the service's format.
+    case malformed(String)
+}
+
+/// A receipt POST's answer: status, content type, body.
+public struct ReceiptResponse: Sendable {
+    public var status: Int
+    public var contentType: String
+    public var body: [UInt8]
+
+    public init(status: Int, contentType: String = "application/json", body: [UInt8]) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+    }
+}
+
+/// The body a receipt POST could not be read from.
+public struct ReceiptFormatError: Error, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+}
+
+/// A transport's delivery receipts (回执), declared from its folder: how the gateway checks and
+/// reads what the service posts to `/receipts/{channel}/{app id}`, and how it answers. The
+/// fields a send adds (bi_tag, callback URL and param) are the transport's rendering, made with
+/// `TransportContext.receipts`.
+public struct ReceiptDeclaration: Sendable {
+    /// Whether the service signs its POSTs (Huawei's `X-HUAWEI-CALLBACK-ID`): then an unsigned
+    /// or wrongly signed POST is refused before its body is read. Every receipt's tag is
+    /// verified in any case (the only proof for the services that do not sign).
+    public var verifySignature: (@Sendable (ReceiptPost, ReceiptKeys) -> Bool)?
+    /// The largest body the service sends (Huawei: 1,000 statuses); past it, 413.
+    public var bodyLimit: Int
+    /// The POST's statuses. Throws `ReceiptFormatError` for a body not in the service's format.
+    public var parse: @Sendable (ReceiptPost) throws(ReceiptFormatError) -> [ServiceReceipt]
+    public var answer: @Sendable (ReceiptAnswer) -> ReceiptResponse
+    /// What the operator registers in the service's console (nil: the send names the URL itself,
+    /// as Xiaomi's and OPPO's do), for the console and `tuisong credential show`.
+    public var consoleRegistration: (@Sendable (ReceiptSettings, Int64) -> [String: String])?
+
+    public init(
+        verifySignature: (@Sendable (ReceiptPost, ReceiptKeys) -> Bool)?, bodyLimit: Int,
+        parse: @escaping @Sendable (ReceiptPost) throws(ReceiptFormatError) -> [ServiceReceipt],
+        answer: @escaping @Sendable (ReceiptAnswer) -> ReceiptResponse,
+        consoleRegistration: (@Sendable (ReceiptSettings, Int64) -> [String: String])? = nil
+    ) {
+        self.verifySignature = verifySignature
+        self.bodyLimit = bodyLimit
+        self.parse = parse
+        self.answer = answer
+        self.consoleRegistration = consoleRegistration
+    }
+}
+
+/// Huawei's receipt signature, which Honor and HarmonyOS share: `X-HUAWEI-CALLBACK-ID:
+/// timestamp=…;nonce=…;value=…`, value = Base64(HMAC-SHA256(callback key, timestamp + nonce +
+/// callback user name)).
+public enum CallbackSignature {
+    public static let header = "x-huawei-callback-id"
+
+    public static func value(timestamp: String, nonce: String, userName: String, key: String) -> String {
+        Data(HMAC.sha256(key: Array(key.utf8), message: Array((timestamp + nonce + userName).utf8)))
+            .base64EncodedString()
+    }
+
+    /// The header for a POST signed now (the look-alikes sign as the service does).
+    public static func header(userName: String, key: String, now: Date, nonce: String = UUID().uuidString.lowercased())
+        -> String
+    {
+        let timestamp = String(Int64(now.timeIntervalSince1970 * 1000))
+        return "timestamp=\(timestamp);nonce=\(nonce);value="
+            + value(timestamp: timestamp, nonce: nonce, userName: userName, key: key)
+    }
+
+    /// Whether `post` carries a header signed with `channel`'s callback credentials of its app.
+    public static func verify(_ post: ReceiptPost, keys: ReceiptKeys, channel: PushChannel) -> Bool {
+        guard let header = post.headers[header] else { return false }
+        var fields: [String: String] = [:]
+        for part in header.split(separator: ";") {
+            guard let eq = part.firstIndex(of: "=") else { continue }
+            fields[part[..<eq].trimmingCharacters(in: .whitespaces)] = String(part[part.index(after: eq)...])
+                .trimmingCharacters(in: .whitespaces)
+        }
+        guard let timestamp = fields["timestamp"], let nonce = fields["nonce"], let value = fields["value"] else {
+            return false
+        }
+        let (userName, key) = keys.callbackCredentials(appID: post.appID, channel: channel)
+        return constantTimeEqual(value, Self.value(timestamp: timestamp, nonce: nonce, userName: userName, key: key))
+    }
+
+    /// `{"errno":"0","errmsg":"success"}` and its refusals, as Huawei's receipt API expects.
+    public static func answer(_ answer: ReceiptAnswer) -> ReceiptResponse {
+        switch answer {
+        case .accepted: ReceiptResponse(status: 200, body: Array(#"{"errno":"0","errmsg":"success"}"#.utf8))
+        case .unauthorized:
+            ReceiptResponse(status: 401, body: Array(#"{"errno":"401","errmsg":"signature does not verify"}"#.utf8))
+        case .malformed(let message):
+            ReceiptResponse(
+                status: 400,
+                body: JSONValue.object(["errno": "400", "errmsg": .string(message)]).serialized())
+        }
+    }
+
+    /// What an operator enters in the service's receipt configuration.
+    public static func registration(channel: PushChannel) -> @Sendable (ReceiptSettings, Int64) -> [String: String] {
+        { settings, appID in
+            let (userName, key) = settings.keys.callbackCredentials(appID: appID, channel: channel)
+            return [
+                "url": settings.url(channel: channel, appID: appID), "callback_user_name": userName,
+                "callback_key": key,
+            ]
+        }
+    }
+}

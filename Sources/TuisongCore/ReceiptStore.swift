@@ -1,0 +1,111 @@
+import Foundation
+
+/// What a delivery receipt (回执) says became of a push on the phone.
+public enum ReceiptOutcome: Sendable, Hashable {
+    /// The phone got it (Huawei's status 0, Xiaomi's type 1, an app's own `arrived`).
+    case arrived
+    /// The user opened it. A click implies arrival: an arrival not yet recorded is recorded with it.
+    case clicked
+    /// The service did not show it, for `reason` (`notifications_disabled`, `replaced`,
+    /// `frequency_capped`, `held_by_service`, `uninstalled`, …). `invalidatesDevice`: the token
+    /// no longer reaches the app (uninstalled, another user, inactive), and the device is
+    /// invalidated as an APNs 410 would invalidate it.
+    case notShown(reason: String, invalidatesDevice: Bool)
+
+    /// The name counted and shown: `arrived`, `clicked`, or the reason.
+    public var name: String {
+        switch self {
+        case .arrived: "arrived"
+        case .clicked: "clicked"
+        case .notShown(let reason, _): reason
+        }
+    }
+}
+
+/// One push's receipt: the message Tuisong sent (from the tag it put in the send), the device's
+/// token on the service, and what happened when.
+public struct DeliveryReceipt: Sendable, Hashable {
+    public var messageID: Int64
+    public var token: String
+    public var channel: PushChannel
+    public var outcome: ReceiptOutcome
+    /// When the service says it happened (its timestamp), else when the receipt came.
+    public var at: Date
+
+    public init(messageID: Int64, token: String, channel: PushChannel, outcome: ReceiptOutcome, at: Date) {
+        self.messageID = messageID
+        self.token = token
+        self.channel = channel
+        self.outcome = outcome
+        self.at = at
+    }
+}
+
+/// What recording a batch of receipts changed.
+public struct ReceiptRecording: Sendable, Hashable {
+    /// The receipts that changed a delivery's state, in the order given (a click that also
+    /// recorded the arrival appears as an `arrived` receipt, then the click): the point where
+    /// events such as `delivery.arrived` hook in.
+    public var recorded: [DeliveryReceipt]
+    /// Receipts already counted for their delivery (a service's retry, a replay).
+    public var repeated: Int
+    /// Receipts naming a message this app does not have (deleted, another app's, forged).
+    public var unknown: Int
+    /// Devices invalidated by their receipt (uninstalled, another user, inactive).
+    public var invalidatedDevices: Int
+
+    public init(recorded: [DeliveryReceipt] = [], repeated: Int = 0, unknown: Int = 0, invalidatedDevices: Int = 0) {
+        self.recorded = recorded
+        self.repeated = repeated
+        self.unknown = unknown
+        self.invalidatedDevices = invalidatedDevices
+    }
+}
+
+/// A message's receipts on one channel: how many phones showed it, how many users opened it,
+/// and why the others did not, by reason.
+public struct ReceiptCounts: Sendable, Hashable {
+    public var arrived = 0
+    public var clicked = 0
+    public var reasons: [String: Int] = [:]
+
+    public init(arrived: Int = 0, clicked: Int = 0, reasons: [String: Int] = [:]) {
+        self.arrived = arrived
+        self.clicked = clicked
+        self.reasons = reasons
+    }
+
+    public static func + (a: ReceiptCounts, b: ReceiptCounts) -> ReceiptCounts {
+        ReceiptCounts(
+            arrived: a.arrived + b.arrived, clicked: a.clicked + b.clicked,
+            reasons: a.reasons.merging(b.reasons, uniquingKeysWith: +))
+    }
+}
+
+/// One delivery's receipt state, for the deliveries listing.
+public struct DeliveryReceiptState: Sendable, Hashable {
+    public var arrivedAt: Date?
+    public var clickedAt: Date?
+    public var reason: String?
+
+    public init(arrivedAt: Date?, clickedAt: Date?, reason: String?) {
+        self.arrivedAt = arrivedAt
+        self.clickedAt = clickedAt
+        self.reason = reason
+    }
+}
+
+/// Delivery receipts, recorded idempotently beside the send's outcome. A receipt is keyed by
+/// (message, token), not by a delivery row (a push delivered on its first attempt leaves no
+/// row), so one that comes before the send's flush is committed is kept like any other.
+public protocol ReceiptStore: Sendable {
+    /// Records what is new in `receipts` of `appID`'s messages in one transaction: a delivery's
+    /// arrival, click and reason each count once however often they are repeated; a receipt of
+    /// a message the app does not have is counted `unknown` and kept nowhere; a device whose
+    /// receipt says its token is gone is invalidated (unless it registered again since).
+    func recordReceipts(appID: Int64, _ receipts: [DeliveryReceipt]) async throws -> ReceiptRecording
+    /// The message's receipt counts by channel.
+    func receiptCounts(messageID: Int64) async throws -> [PushChannel: ReceiptCounts]
+    /// The receipt state of the message's deliveries to `tokens` (those with a receipt).
+    func receiptStates(messageID: Int64, tokens: [String]) async throws -> [String: DeliveryReceiptState]
+}

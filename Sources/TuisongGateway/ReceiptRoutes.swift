@@ -1,0 +1,101 @@
+import Foundation
+import Logging
+import TuisongCore
+import TuisongHTTP
+import TuisongTransportKit
+
+/// `POST /receipts/{channel}/{app id}`: the delivery receipts the services post, one route per
+/// transport that declares receipts (`TransportDeclaration.receipts`), nothing per service
+/// here. A POST is checked (the service's signature where it signs; every status's tag, a MAC
+/// of its message under the app's key), read, recorded (`ReceiptStore.recordReceipts`) and
+/// answered in the service's shape. A forged, unsigned or another app's POST records nothing.
+struct ReceiptRoutes: Sendable {
+    let store: any ReceiptStore
+    let registry: TransportRegistry
+    let keys: ReceiptKeys
+    let clock: any Clock
+    let metrics: GatewayMetrics
+    let logger: Logger
+
+    func register(on router: Router) {
+        for declaration in registry.declarations {
+            guard let receipts = declaration.receipts else { continue }
+            let channel = declaration.channel.channel
+            router.add(.POST, "/receipts/\(channel.rawValue)/{app}", bodyLimit: receipts.bodyLimit) { request in
+                await receive(request, channel: channel, receipts)
+            }
+        }
+    }
+
+    func receive(_ request: Request, channel: PushChannel, _ declaration: ReceiptDeclaration) async -> Response {
+        func answer(_ answer: ReceiptAnswer) -> Response {
+            let response = declaration.answer(answer)
+            return Response(
+                status: response.status, headers: ["Content-Type": response.contentType], body: response.body)
+        }
+        func refused() -> Response {
+            metrics.receipts.increment([channel.rawValue, "refused"])
+            return answer(.unauthorized)
+        }
+        guard let raw = request.pathParameters["app"], let appID = Int64(raw), appID > 0 else {
+            return answer(.malformed("the app id in the path is a positive integer"))
+        }
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.lowercased()] = field.value }
+        let post = ReceiptPost(headers: headers, body: request.body, appID: appID, now: clock.now)
+        if let verify = declaration.verifySignature, !verify(post, keys) {
+            logger.warning(
+                "receipt signature refused", metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)"])
+            return refused()
+        }
+        let statuses: [ServiceReceipt]
+        do {
+            statuses = try declaration.parse(post)
+        } catch {
+            return answer(.malformed(error.message))
+        }
+        var receipts: [DeliveryReceipt] = []
+        var untagged = 0
+        for status in statuses {
+            guard let messageID = keys.messageID(tag: status.tag, appID: appID) else {
+                untagged += 1
+                continue
+            }
+            receipts.append(
+                DeliveryReceipt(
+                    messageID: messageID, token: status.token, channel: channel, outcome: status.outcome,
+                    at: status.at ?? post.now))
+        }
+        if untagged > 0 {
+            // Where the POST itself is signed, a status without Tuisong's tag is a push another
+            // sender made with the same app (or one sent before receipts were on): ignored.
+            // Where nothing but the tag proves a POST, it is refused whole.
+            guard declaration.verifySignature != nil else {
+                logger.warning(
+                    "receipt tag refused", metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)"])
+                return refused()
+            }
+            metrics.receipts.increment([channel.rawValue, "unknown"], by: UInt64(untagged))
+        }
+        do {
+            let recording = try await store.recordReceipts(appID: appID, receipts)
+            count(recording, channel: channel)
+        } catch {
+            logger.error(
+                "receipts not recorded", metadata: ["channel": "\(channel.rawValue)", "error": "\(error)"])
+            // The service sends them again.
+            return Response(status: 503, headers: ["Retry-After": "5"], body: [])
+        }
+        return answer(.accepted)
+    }
+
+    func count(_ recording: ReceiptRecording, channel: PushChannel) {
+        var amounts: [[String]: UInt64] = [:]
+        for receipt in recording.recorded {
+            amounts[[receipt.channel.rawValue, receipt.outcome.name], default: 0] += 1
+        }
+        if recording.repeated > 0 { amounts[[channel.rawValue, "repeated"], default: 0] += UInt64(recording.repeated) }
+        if recording.unknown > 0 { amounts[[channel.rawValue, "unknown"], default: 0] += UInt64(recording.unknown) }
+        if !amounts.isEmpty { metrics.receipts.increment(amounts) }
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+import TuisongCore
+import TuisongCrypto
+import TuisongGatewayTestKit
+import TuisongLookAlikes
+import TuisongPluginTestKit
+
+@testable import TuisongGateway
+
+/// Issue #42: delivery receipts posted to a running gateway as each service posts them, the
+/// signatures computed here from the service's documented recipe.
+@Suite(.serialized) struct ReceiptEndToEndTests {
+    static let publicURL = "https://push.example.com"
+
+    /// The callback user name and key the console shows for an app's channel: derived from the
+    /// gateway's master key as `ReceiptKeys` derives them (what an operator copies into
+    /// AppGallery Connect).
+    static func callbackCredentials(_ gw: RunningGateway, appID: Int64, channel: PushChannel) throws -> (
+        userName: String, key: String
+    ) {
+        let text = try String(contentsOf: gw.directory.appending(path: "master.key"), encoding: .utf8)
+        let master = try SecretBox(
+            key: Array(try #require(Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)))))
+        let root = master.derivedKey("receipts")
+        let key = HMAC.sha256(key: root, message: Array("callback:\(channel.rawValue):app:\(appID)".utf8))
+        let base64URL = Data(key).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return ("tuisong\(appID)", String(base64URL.prefix(32)))
+    }
+
+    /// `X-HUAWEI-CALLBACK-ID` as Huawei's receipt API documents it: value =
+    /// Base64(HMAC-SHA256(callback key, timestamp + nonce + callback user name)).
+    static func huaweiSignature(userName: String, key: String, timestamp: String, nonce: String) -> String {
+        let value = Data(HMAC.sha256(key: Array(key.utf8), message: Array((timestamp + nonce + userName).utf8)))
+            .base64EncodedString()
+        return "timestamp=\(timestamp);nonce=\(nonce);value=\(value)"
+    }
+
+    func register(_ gw: RunningGateway, _ key: String, _ token: String, _ body: [String: Any]) async throws {
+        let r = try await http("PUT", "\(gw.baseURL)/api/v1/devices/\(token)", key: key, json: body)
+        #expect(r.status == 201, "\(r.text)")
+    }
+
+    @Test(arguments: PluginStoreBackend.allCases)
+    func huaweiReceiptsAreVerifiedCountedOnceAndShownBesideDelivered(_ database: PluginStoreBackend) async throws {
+        let gw = try await TestGateway.start(
+            environment: ["TUISONG_RECEIPTS_PUBLIC_URL": Self.publicURL], database: database)
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.receipts")
+        let (otherAppID, _) = try await gw.createApp(bundleID: "com.example.other")
+        for token in ["huawei-r-1", "huawei-r-2", "huawei-r-3"] {
+            try await register(gw, key, token, ["channel": "huawei", "tags": ["r"]])
+        }
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["tag": "r"], "notification": ["alert": "hi"]])
+        let id = try #require(push.jsonObject["message_id"] as? Int)
+        _ = try await gw.completed(messageID: Int64(id))
+
+        // The send named the message in bi_tag, as Huawei returns it in each status.
+        let sent = try #require(gw.mock.receivedAndroidMessages().first { $0.service == .huawei })
+        let biTag = try #require(try JSONValue(parsing: sent.body)["message"]?["android"]?["bi_tag"]?.stringValue)
+        #expect(biTag.hasPrefix("\(id)."))
+
+        let statuses: [[String: Any]] = [
+            [
+                "biTag": biTag, "appid": "10086", "token": "huawei-r-1", "status": 0, "timestamp": 1_750_000_000_000,
+                "requestId": "r1",
+            ],
+            [
+                "biTag": biTag, "appid": "10086", "token": "huawei-r-2", "status": 6, "timestamp": 1_750_000_000_000,
+                "requestId": "r1",
+            ],
+            [
+                "biTag": biTag, "appid": "10086", "token": "huawei-r-3", "status": 2, "timestamp": 4_000_000_000_000,
+                "requestId": "r1",
+            ],
+        ]
+        let body = try JSONSerialization.data(withJSONObject: ["statuses": statuses])
+        let (userName, callbackKey) = try Self.callbackCredentials(gw, appID: appID, channel: .huawei)
+        let url = "\(gw.baseURL)/receipts/huawei/\(appID)"
+        func post(_ url: String, signature: String?) async throws -> TestResponse {
+            try await http(
+                "POST", url, body: body, contentType: "application/json",
+                headers: signature.map { ["X-HUAWEI-CALLBACK-ID": $0] } ?? [:])
+        }
+        let signature = Self.huaweiSignature(
+            userName: userName, key: callbackKey, timestamp: "1750000000123", nonce: UUID().uuidString.lowercased())
+
+        // Unsigned, signed with another key, or sent to another app's URL: refused, nothing kept.
+        let unsigned = try await post(url, signature: nil)
+        #expect(unsigned.status == 401)
+        #expect(unsigned.jsonObject["errno"] as? String == "401")
+        let forged = try await post(
+            url,
+            signature: Self.huaweiSignature(
+                userName: userName, key: "not-the-key", timestamp: "1750000000123", nonce: "n"))
+        #expect(forged.status == 401)
+        let otherApp = try await post("\(gw.baseURL)/receipts/huawei/\(otherAppID)", signature: signature)
+        #expect(otherApp.status == 401)
+        #expect(try await gw.runtime.store.receiptCounts(messageID: Int64(id)).isEmpty)
+
+        let accepted = try await post(url, signature: signature)
+        #expect(accepted.status == 200, "\(accepted.text)")
+        #expect(accepted.jsonObject["errno"] as? String == "0")
+        // Huawei retries what it is not sure of: a repeat counts nothing again.
+        #expect(try await post(url, signature: signature).status == 200)
+
+        let status = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)?channels=true", key: key).jsonObject
+        let counts = try #require(status["counts"] as? [String: Int])
+        #expect(counts["delivered"] == 3)
+        #expect(counts["arrived"] == 1)
+        #expect(counts["clicked"] == 0)
+        #expect(status["not_shown"] as? [String: Int] == ["notifications_disabled": 1, "uninstalled": 1])
+        let huawei = try #require((status["channels"] as? [String: Any])?["huawei"] as? [String: Any])
+        #expect(huawei["arrived"] as? Int == 1)
+        #expect(huawei["delivered"] as? Int == 3)
+
+        // Status 2 (uninstalled) invalidates the device as an APNs 410 does.
+        let gone = try #require(DeviceToken("huawei-r-3", channel: .huawei))
+        let device = try #require(try await gw.runtime.store.device(appID: appID, token: gone))
+        #expect(device.invalidReason == "receipt:uninstalled")
+
+        let metrics = try await http("GET", "\(gw.baseURL)/metrics").text
+        #expect(metrics.contains(#"tuisong_receipts_total{channel="huawei",outcome="arrived"} 1"#))
+        #expect(metrics.contains(#"tuisong_receipts_total{channel="huawei",outcome="repeated"} 3"#))
+        #expect(metrics.contains(#"tuisong_receipts_total{channel="huawei",outcome="refused"} 3"#))
+    }
+
+    @Test func aMalformedReceiptIs400AndAnUnknownMessageIsAnswered200() async throws {
+        let gw = try await TestGateway.start(environment: ["TUISONG_RECEIPTS_PUBLIC_URL": Self.publicURL])
+        defer { Task { await gw.stop() } }
+        let (appID, _) = try await gw.createApp()
+        let (userName, callbackKey) = try Self.callbackCredentials(gw, appID: appID, channel: .huawei)
+        let signature = Self.huaweiSignature(userName: userName, key: callbackKey, timestamp: "1", nonce: "n")
+        let url = "\(gw.baseURL)/receipts/huawei/\(appID)"
+        let malformed = try await http(
+            "POST", url, body: Data("[1,2]".utf8), contentType: "application/json",
+            headers: ["X-HUAWEI-CALLBACK-ID": signature])
+        #expect(malformed.status == 400)
+        #expect(malformed.jsonObject["errno"] as? String == "400")
+        // A status of a push Tuisong did not tag (another sender of the app): answered, ignored.
+        let foreign = try JSONSerialization.data(
+            withJSONObject: [
+                "statuses": [["biTag": "", "token": "t", "status": 0, "timestamp": 1, "appid": "1", "requestId": "x"]]
+            ])
+        let answered = try await http(
+            "POST", url, body: foreign, contentType: "application/json", headers: ["X-HUAWEI-CALLBACK-ID": signature])
+        #expect(answered.status == 200)
+        let metrics = try await http("GET", "\(gw.baseURL)/metrics").text
+        #expect(metrics.contains(#"tuisong_receipts_total{channel="huawei",outcome="unknown"} 1"#))
+    }
+}

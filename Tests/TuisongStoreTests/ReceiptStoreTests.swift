@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+import TuisongCore
+
+@testable import TuisongSQLStore
+@testable import TuisongStore
+
+/// v16 / pg10: delivery receipts, recorded once per (message, token) and counted per channel.
+@Suite struct ReceiptStoreTests {
+    static let huaweiToken = "IQAAAACy0kYkAAAXxFmq1nQ5dnXzWk9u3Ga8aPmYtGl3fVYJKFqk"
+
+    static func message(_ store: any GatewayStore, _ appID: Int64) async throws -> MessageRecord {
+        try await store.createMessage(
+            PushJob(
+                appID: appID, vendor: "native", audience: .tokens([huaweiToken]), content: PushContent(),
+                options: PushOptions()),
+            state: .queued)
+    }
+
+    static func receipt(
+        _ messageID: Int64, _ outcome: ReceiptOutcome, token: String = huaweiToken, channel: PushChannel = .huawei
+    ) -> DeliveryReceipt {
+        DeliveryReceipt(
+            messageID: messageID, token: token, channel: channel, outcome: outcome,
+            at: Date(timeIntervalSince1970: 1_750_000_000))
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aRepeatedReceiptCountsOnceAndAClickRecordsTheArrival(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let message = try await Self.message(store, app.id)
+            // The message was never sent: a receipt that comes before the send's flush is kept.
+            let first = try await store.recordReceipts(appID: app.id, [Self.receipt(message.id, .arrived)])
+            #expect(first.recorded.map(\.outcome) == [.arrived])
+            let again = try await store.recordReceipts(
+                appID: app.id, [Self.receipt(message.id, .arrived), Self.receipt(message.id, .arrived)])
+            #expect(again.recorded.isEmpty)
+            #expect(again.repeated == 2)
+            // A click on another phone whose arrival receipt never came counts both.
+            let other = "IQAAAACy0kYkAAAXxFmq1nQ5dnXzWk9u3Ga8aPmYtGl3fVYJKFqz"
+            let click = try await store.recordReceipts(
+                appID: app.id, [Self.receipt(message.id, .clicked, token: other)])
+            #expect(click.recorded.map(\.outcome) == [.arrived, .clicked])
+            _ = try await store.recordReceipts(appID: app.id, [Self.receipt(message.id, .clicked, token: other)])
+            let counts = try await store.receiptCounts(messageID: message.id)
+            #expect(counts == [.huawei: ReceiptCounts(arrived: 2, clicked: 1)])
+            let states = try await store.receiptStates(
+                messageID: message.id, tokens: [Self.huaweiToken, other, "none"])
+            #expect(states.count == 2)
+            #expect(states[other]?.clickedAt == Date(timeIntervalSince1970: 1_750_000_000))
+            #expect(states[Self.huaweiToken]?.clickedAt == nil)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func anotherAppsMessageIsUnknownAndNothingIsKept(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store, "one")
+            let other = try await makeApp(store, "two")
+            let message = try await Self.message(store, other.id)
+            let result = try await store.recordReceipts(
+                appID: app.id, [Self.receipt(message.id, .arrived), Self.receipt(message.id + 1000, .arrived)])
+            #expect(result.unknown == 2)
+            #expect(result.recorded.isEmpty)
+            #expect(try await store.receiptCounts(messageID: message.id).isEmpty)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func reasonsAreCountedOnceAndAGoneTokenInvalidatesItsDevice(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let huawei = try #require(DeviceToken(Self.huaweiToken, channel: .huawei))
+            let (device, _) = try await store.registerDevice(
+                appID: app.id, DeviceRegistration(token: huawei, environment: .production, channel: .huawei))
+            let message = try await Self.message(store, app.id)
+            // Registered before the receipt's moment? The test's device registered now, after
+            // the receipt's timestamp: it is left alone, as after an APNs 410 with an older timestamp.
+            var gone = Self.receipt(message.id, .notShown(reason: "uninstalled", invalidatesDevice: true))
+            let early = try await store.recordReceipts(appID: app.id, [gone])
+            #expect(early.invalidatedDevices == 0)
+            let message2 = try await Self.message(store, app.id)
+            gone.messageID = message2.id
+            gone.at = Date().addingTimeInterval(60)
+            let late = try await store.recordReceipts(appID: app.id, [gone, gone])
+            #expect(late.invalidatedDevices == 1)
+            #expect(late.repeated == 1)
+            let stored = try #require(try await store.device(appID: app.id, token: huawei))
+            #expect(stored.id == device.id)
+            #expect(stored.invalidatedAt != nil)
+            #expect(stored.invalidReason == "receipt:uninstalled")
+            // A reason after the arrival is not counted; a later arrival is.
+            let message3 = try await Self.message(store, app.id)
+            _ = try await store.recordReceipts(
+                appID: app.id,
+                [
+                    Self.receipt(message3.id, .notShown(reason: "notifications_disabled", invalidatesDevice: false)),
+                    Self.receipt(message3.id, .notShown(reason: "replaced", invalidatesDevice: false)),
+                    Self.receipt(message3.id, .arrived),
+                ])
+            #expect(
+                try await store.receiptCounts(messageID: message3.id)
+                    == [.huawei: ReceiptCounts(arrived: 1, reasons: ["notifications_disabled": 1])])
+        }
+    }
+}
