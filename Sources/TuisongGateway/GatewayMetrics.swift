@@ -20,6 +20,8 @@ public final class GatewayMetrics: Sendable {
     let channelResponseSeconds: HistogramFamily
     let httpRequests: CounterFamily
     let httpRequestSeconds: HistogramFamily
+    /// Webhook attempts by event type and outcome (delivered, retry, failed, refused).
+    let webhookEvents: CounterFamily
 
     /// Seconds, for answers that take milliseconds normally and up to the request timeout.
     static let latencyBuckets: [Double] = [
@@ -50,6 +52,10 @@ public final class GatewayMetrics: Sendable {
         httpRequestSeconds = registry.histogram(
             "tuisong_http_request_seconds", "Seconds from routing an HTTP request to its answer, by route group.",
             labels: ["group"], buckets: Self.latencyBuckets)
+        webhookEvents = registry.counter(
+            "tuisong_webhook_events_total",
+            "Webhook attempts by event type and outcome (delivered: a 2xx; retry: to be tried again; failed: no more attempts; refused: the endpoint's address is not allowed).",
+            labels: ["type", "outcome"])
     }
 
     /// A gauge read at scrape time.

@@ -38,6 +38,10 @@ public final class GatewayRuntime: Sendable {
     /// threads and the cooperative pool.
     let compute: ComputePool
     let logger: Logger
+    /// Webhook endpoints as the APIs and the CLI change them.
+    public let webhooks: WebhookEndpoints
+    /// Sends the webhook outbox's events.
+    let webhookSender: WebhookSender
     /// Recounts the live nodes for the providers' rate limits (`NodeShare`); cancelled on shutdown.
     private let nodeShareRefresh = Mutex<Task<Void, Never>?>(nil)
 
@@ -92,9 +96,38 @@ public final class GatewayRuntime: Sendable {
             MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, android: android, store: store)
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             apps.onChange { id in authenticator.forget(app: id) }
+            let webhooks = WebhookEndpoints(
+                store: store, box: masterKey.box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
+                clock: clock)
+            var webhookLogger = Logger(label: "tuisong.webhooks")
+            webhookLogger.logLevel = logger.logLevel
+            let webhookSender = try WebhookSender(
+                store: store, endpoints: webhooks,
+                settings: WebhookSender.Settings(
+                    allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
+                    timeout: .seconds(config.webhooks.timeoutSeconds),
+                    concurrencyPerEndpoint: config.webhooks.concurrencyPerEndpoint),
+                metrics: metrics, logger: webhookLogger, clock: clock, owner: UUID().uuidString)
+            metrics.addGauge(
+                "tuisong_webhook_outbox_depth", "Webhook events waiting to be sent (pending outbox rows)."
+            ) {
+                guard let depth = try? await store.webhookOutboxDepth() else { return [] }
+                return [([], Double(depth))]
+            }
+            metrics.addGauge(
+                "tuisong_webhook_endpoints_disabled",
+                "Webhook endpoints disabled (410 Gone, five days of failures, or by hand)."
+            ) {
+                guard let all = try? await store.webhookEndpoints(appID: nil) else { return [] }
+                return [([], Double(all.filter { !$0.isEnabled }.count))]
+            }
             // Changes made by other nodes (and the CLI) drop this node's caches; submits wake idle nodes.
             StoreChangeWiring.subscribe(
-                store, store: store, apps: apps, apns: apns.transport, android: android, engine: engine, logger: logger)
+                store, store: store, apps: apps, apns: apns.transport, android: android, engine: engine, logger: logger,
+                webhooksChanged: {
+                    store.webhookEndpointsChanged()
+                    webhookSender.endpointsChanged()
+                })
             let gateway = WakingGateway(engine: engine, changes: store)
 
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
@@ -108,6 +141,7 @@ public final class GatewayRuntime: Sendable {
                 engine: engine, authenticator: authenticator, clock: clock, changes: store,
                 transports: config.transports.registry
             ).register(on: router)
+            NativeWebhookAPI(webhooks: webhooks, store: store, authenticator: authenticator).register(on: router)
             let nodeShare = NodeShare()
             let compute = ComputePool.standard()
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
@@ -139,6 +173,7 @@ public final class GatewayRuntime: Sendable {
             try mountConsole(config, on: router, logger: logger)
 
             let server = HTTPServer(configuration: HTTPServer.Configuration(config.listen), router: router)
+            webhookSender.start()
             do {
                 try server.start()
                 do {
@@ -148,6 +183,7 @@ public final class GatewayRuntime: Sendable {
                     throw error
                 }
             } catch {
+                await webhookSender.stop()
                 await engine.stop()
                 await apns.transport.shutdown()
                 android.shutdown()
@@ -158,7 +194,7 @@ public final class GatewayRuntime: Sendable {
                 credentials: credentials, localMock: mock, apns: apns.transport, android: android,
                 credentialBackend: credentialBackend,
                 adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, compute: compute,
-                logger: logger)
+                logger: logger, webhooks: webhooks, webhookSender: webhookSender)
             runtime.nodeShareRefresh.withLock { $0 = nodeShare.refreshing(from: store, logger: logger) }
             return runtime
         } catch {
@@ -268,8 +304,11 @@ public final class GatewayRuntime: Sendable {
         config: GatewayConfig, store: any GatewayStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, apns: APNsPushTransport,
         android: AndroidTransports, credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
-        server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, compute: ComputePool, logger: Logger
+        server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, compute: ComputePool, logger: Logger,
+        webhooks: WebhookEndpoints, webhookSender: WebhookSender
     ) {
+        self.webhooks = webhooks
+        self.webhookSender = webhookSender
         self.compute = compute
         self.adminAPI = adminAPI
         self.metricsServer = metricsServer
@@ -305,6 +344,7 @@ public final class GatewayRuntime: Sendable {
         await metricsServer?.shutdown()
         compute.shutdown()
         await engine.stop()
+        await webhookSender.stop()
         await apns.shutdown()
         android.shutdown()
         localMock?.shutdown()

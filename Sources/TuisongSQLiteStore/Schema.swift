@@ -36,6 +36,7 @@ enum Schema {
         (v13Identifier, sql(v13PushContent)),
         (v14Identifier, sql(v14HeldDeliveriesExpire)),
         (v15Identifier, v15OpenChannels),
+        (v16Identifier, sql(v16Webhooks)),
     ]
 
     /// A migration that runs `text`.
