@@ -197,6 +197,9 @@ public struct WebhookEndpoints: Sendable {
     /// Binds a sealed secret to its app: a row copied to another app does not decrypt.
     static func associatedData(_ appID: Int64) -> [UInt8] { Array("tuisong-webhook-secret-v1:\(appID)".utf8) }
 
+    /// How the APIs and the CLI show an endpoint (never its secret).
+    public static func view(_ endpoint: WebhookEndpoint) -> [String: Any] { WebhookEndpointView.object(endpoint) }
+
     private func changed(_ appID: Int64) async {
         await store.publish(.webhooks(appID: appID))
     }

@@ -80,6 +80,7 @@ final class WebhookReceiver: Sendable {
     private final class Record: Sendable {
         let received = Mutex<[Received]>([])
         let status = Mutex<[Int]>([])
+        let delay = Mutex<Duration>(.zero)
     }
 
     let server: HTTPServer
@@ -90,6 +91,8 @@ final class WebhookReceiver: Sendable {
         server = HTTPServer(configuration: HTTPServer.Configuration(host: "127.0.0.1", port: 0), router: router)
         let record = self.record
         router.add(.POST, "/hook") { request in
+            let delay = record.delay.withLock { $0 }
+            if delay > .zero { try? await Task.sleep(for: delay) }
             record.received.withLock {
                 $0.append(
                     Received(
@@ -108,6 +111,9 @@ final class WebhookReceiver: Sendable {
 
     /// The next answers, in order (204 after them).
     func answer(_ codes: [Int]) { record.status.withLock { $0 = codes } }
+
+    /// How long each answer takes (a slow app server).
+    func slow(_ delay: Duration) { record.delay.withLock { $0 = delay } }
 
     /// Waits until `predicate` holds for what was received.
     func wait(timeout: Duration = .seconds(30), until predicate: ([Received]) -> Bool) async throws -> [Received] {
