@@ -164,7 +164,7 @@ public final class GatewayRuntime: Sendable {
             let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: gateway,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
-                logger: logger, changes: store)
+                logger: logger, changes: store, webhooks: webhooks)
             adminAPI.register(on: router)
             let observation = HTTPObservation.middleware(router: router, metrics: metrics, logger: logger)
             router.setMiddleware { request, next in

@@ -115,6 +115,16 @@ public struct WebhookEndpoints: Sendable {
         return eventID
     }
 
+    /// Sends an event again (its outbox row due now, same `webhook-id`); the event must still
+    /// be kept (failed ones are, for 7 days).
+    public func resend(outboxID: Int64, endpointID: Int64) async throws {
+        let existing = try await endpoint(endpointID, appID: nil)
+        guard try await store.resendWebhookEvent(outboxID: outboxID, endpointID: endpointID, at: clock.now) else {
+            throw WebhookError(404, "event_gone", "that event is no longer kept (delivered events go after an hour)")
+        }
+        await changed(existing.appID)
+    }
+
     /// The HMAC keys that sign an event now: the current secret's, and the previous one's
     /// while its rotation overlap lasts.
     func signingKeys(of endpoint: WebhookEndpoint, at now: Date) throws -> [[UInt8]] {
