@@ -14,6 +14,8 @@ public enum StoreChange: Sendable, Hashable {
     case settings
     /// New work was queued (a message submitted): an idle node should claim it now.
     case wake
+    /// An app's webhook endpoints were added, changed or deleted.
+    case webhooks(appID: Int64)
 
     /// The text form sent between nodes: `app:7`, `credentials:7`, `channel_credentials:7`,
     /// `settings`, `wake`.
@@ -24,6 +26,7 @@ public enum StoreChange: Sendable, Hashable {
         case .channelCredentials(let appID): "channel_credentials:\(appID)"
         case .settings: "settings"
         case .wake: "wake"
+        case .webhooks(let appID): "webhooks:\(appID)"
         }
     }
 
@@ -40,6 +43,7 @@ public enum StoreChange: Sendable, Hashable {
             case "app": self = .app(id)
             case "credentials": self = .credentials(appID: id)
             case "channel_credentials": self = .channelCredentials(appID: id)
+            case "webhooks": self = .webhooks(appID: id)
             default: return nil
             }
         }

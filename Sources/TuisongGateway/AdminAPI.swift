@@ -36,6 +36,8 @@ struct AdminAPI: Sendable {
     let logger: Logger
     let sessions: AdminSessions
     let throttle: LoginThrottle
+    /// Webhook endpoints; nil in a process that sends none.
+    let webhooks: WebhookEndpoints?
     /// Password checks, a few at a time off the cooperative pool: PBKDF2 is deliberately slow,
     /// and a burst of logins must neither occupy every cooperative thread nor queue the
     /// operator's login behind every guess.
@@ -49,8 +51,10 @@ struct AdminAPI: Sendable {
         store: any AdminStore, masterKey: MasterKey, apiKeys: APIKeyAuthenticator?, gateway: (any PushGateway)?,
         credentials: (any AdminCredentialBackend)? = nil, apps: AppCache? = nil, config: GatewayConfig,
         providers: [any PushProvider] = [], clock: any Clock, logger: Logger,
-        sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil, changes: (any StoreChangeFeed)? = nil
+        sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil, changes: (any StoreChangeFeed)? = nil,
+        webhooks: WebhookEndpoints? = nil
     ) {
+        self.webhooks = webhooks
         self.changes = changes
         self.store = store
         self.sealer = MasterKeySealer(masterKey: masterKey)
@@ -125,6 +129,9 @@ struct AdminAPI: Sendable {
         AdminMonitorAPI(api: self).register(on: router)
         if let credentials {
             AdminCredentialsAPI(api: self, backend: credentials).register(on: router)
+        }
+        if let webhooks {
+            AdminWebhooksAPI(api: self, webhooks: webhooks).register(on: router)
         }
     }
 

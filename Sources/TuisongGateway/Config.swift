@@ -174,6 +174,16 @@ public struct GatewayConfig: Sendable, Equatable {
     public var apns: APNs
     public var transports: Transports
     public var delivery: Delivery
+    /// Events to app servers (`webhooks.*`, docs/webhooks.md).
+    public struct Webhooks: Sendable, Equatable {
+        /// Endpoints may resolve to loopback, private, link-local and metadata addresses, and use
+        /// plain `http`: true in the local-mode default, false in deploy/tuisong.json.
+        public var allowPrivateNetworks: Bool
+        public var timeoutSeconds: Int
+        /// Requests in flight to one endpoint from this node.
+        public var concurrencyPerEndpoint: Int
+    }
+    public var webhooks: Webhooks
     /// Each vendor provider's own section (`"acme": {...}`), handed to the provider as is.
     public var providerSections: [String: JSONValue]
     /// The merged tree this was typed from, for `check-config`.

@@ -232,6 +232,10 @@ extension GatewayConfig {
             maxAttempts: try r.int("delivery.max_attempts", in: 1...1000),
             retryBaseSeconds: try r.double("delivery.retry_base_seconds", in: 0.001...3600),
             retryMaxSeconds: try r.double("delivery.retry_max_seconds", in: 0.001...86400))
+        webhooks = Webhooks(
+            allowPrivateNetworks: try r.bool("webhooks.allow_private_networks"),
+            timeoutSeconds: try r.int("webhooks.timeout_seconds", in: 1...60),
+            concurrencyPerEndpoint: try r.int("webhooks.concurrency_per_endpoint", in: 1...256))
 
         var sections: [String: JSONValue] = [:]
         if case .object(let root) = tree {

@@ -99,6 +99,11 @@ let embeddedDefaultJSON = #"""
         "max_attempts": 12,
         "retry_base_seconds": 1,
         "retry_max_seconds": 300
+      },
+      "webhooks": {
+        "allow_private_networks": true,
+        "timeout_seconds": 10,
+        "concurrency_per_endpoint": 8
       }
     }
     """#

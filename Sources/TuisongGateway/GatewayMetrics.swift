@@ -22,6 +22,8 @@ public final class GatewayMetrics: Sendable {
     let httpRequestSeconds: HistogramFamily
     /// Delivery receipts received, by channel and outcome.
     let receipts: CounterFamily
+    /// Webhook attempts by event type and outcome (delivered, retry, failed, refused).
+    let webhookEvents: CounterFamily
 
     /// Seconds, for answers that take milliseconds normally and up to the request timeout.
     static let latencyBuckets: [Double] = [
@@ -56,6 +58,10 @@ public final class GatewayMetrics: Sendable {
             "tuisong_receipts_total",
             "Delivery receipts (the services' and apps') by channel and outcome: arrived, clicked, a reason the phone did not show it, repeated (already counted), unknown (no such message of the app), refused (signature or tag did not verify).",
             labels: ["channel", "outcome"])
+        webhookEvents = registry.counter(
+            "tuisong_webhook_events_total",
+            "Webhook attempts by event type and outcome (delivered: a 2xx; retry: to be tried again; failed: no more attempts; refused: the endpoint's address is not allowed).",
+            labels: ["type", "outcome"])
     }
 
     /// A gauge read at scrape time.

@@ -38,6 +38,10 @@ public final class GatewayRuntime: Sendable {
     /// threads and the cooperative pool.
     let compute: ComputePool
     let logger: Logger
+    /// Webhook endpoints as the APIs and the CLI change them.
+    public let webhooks: WebhookEndpoints
+    /// Sends the webhook outbox's events.
+    let webhookSender: WebhookSender
     /// Recounts the live nodes for the providers' rate limits (`NodeShare`); cancelled on shutdown.
     private let nodeShareRefresh = Mutex<Task<Void, Never>?>(nil)
 
@@ -101,9 +105,38 @@ public final class GatewayRuntime: Sendable {
             MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, android: android, store: store)
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             apps.onChange { id in authenticator.forget(app: id) }
+            let webhooks = WebhookEndpoints(
+                store: store, box: masterKey.box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
+                clock: clock)
+            var webhookLogger = Logger(label: "tuisong.webhooks")
+            webhookLogger.logLevel = logger.logLevel
+            let webhookSender = try WebhookSender(
+                store: store, endpoints: webhooks,
+                settings: WebhookSender.Settings(
+                    allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
+                    timeout: .seconds(config.webhooks.timeoutSeconds),
+                    concurrencyPerEndpoint: config.webhooks.concurrencyPerEndpoint),
+                metrics: metrics, logger: webhookLogger, clock: clock, owner: UUID().uuidString)
+            metrics.addGauge(
+                "tuisong_webhook_outbox_depth", "Webhook events waiting to be sent (pending outbox rows)."
+            ) {
+                guard let depth = try? await store.webhookOutboxDepth() else { return [] }
+                return [([], Double(depth))]
+            }
+            metrics.addGauge(
+                "tuisong_webhook_endpoints_disabled",
+                "Webhook endpoints disabled (410 Gone, five days of failures, or by hand)."
+            ) {
+                guard let all = try? await store.webhookEndpoints(appID: nil) else { return [] }
+                return [([], Double(all.filter { !$0.isEnabled }.count))]
+            }
             // Changes made by other nodes (and the CLI) drop this node's caches; submits wake idle nodes.
             StoreChangeWiring.subscribe(
-                store, store: store, apps: apps, apns: apns.transport, android: android, engine: engine, logger: logger)
+                store, store: store, apps: apps, apns: apns.transport, android: android, engine: engine, logger: logger,
+                webhooksChanged: {
+                    store.webhookEndpointsChanged()
+                    webhookSender.endpointsChanged()
+                })
             let gateway = WakingGateway(engine: engine, changes: store)
 
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
@@ -121,6 +154,7 @@ public final class GatewayRuntime: Sendable {
                 store: store, registry: config.transports.registry, keys: receiptKeys, clock: clock, metrics: metrics,
                 logger: logger
             ).register(on: router)
+            NativeWebhookAPI(webhooks: webhooks, store: store, authenticator: authenticator).register(on: router)
             let nodeShare = NodeShare()
             let compute = ComputePool.standard()
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
@@ -143,7 +177,7 @@ public final class GatewayRuntime: Sendable {
             let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: gateway,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
-                logger: logger, changes: store)
+                logger: logger, changes: store, webhooks: webhooks)
             adminAPI.register(on: router)
             let observation = HTTPObservation.middleware(router: router, metrics: metrics, logger: logger)
             router.setMiddleware { request, next in
@@ -153,6 +187,7 @@ public final class GatewayRuntime: Sendable {
 
             let server = HTTPServer(
                 configuration: HTTPServer.Configuration(config.listen, http: config.http), router: router)
+            webhookSender.start()
             do {
                 try server.start()
                 do {
@@ -162,6 +197,7 @@ public final class GatewayRuntime: Sendable {
                     throw error
                 }
             } catch {
+                await webhookSender.stop()
                 await engine.stop()
                 await apns.transport.shutdown()
                 android.shutdown()
@@ -172,7 +208,7 @@ public final class GatewayRuntime: Sendable {
                 credentials: credentials, localMock: mock, apns: apns.transport, android: android,
                 credentialBackend: credentialBackend,
                 adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, compute: compute,
-                logger: logger)
+                logger: logger, webhooks: webhooks, webhookSender: webhookSender)
             runtime.nodeShareRefresh.withLock { $0 = nodeShare.refreshing(from: store, logger: logger) }
             return runtime
         } catch {
@@ -282,8 +318,11 @@ public final class GatewayRuntime: Sendable {
         config: GatewayConfig, store: any GatewayStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, apns: APNsPushTransport,
         android: AndroidTransports, credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
-        server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, compute: ComputePool, logger: Logger
+        server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, compute: ComputePool, logger: Logger,
+        webhooks: WebhookEndpoints, webhookSender: WebhookSender
     ) {
+        self.webhooks = webhooks
+        self.webhookSender = webhookSender
         self.compute = compute
         self.adminAPI = adminAPI
         self.metricsServer = metricsServer
@@ -319,6 +358,7 @@ public final class GatewayRuntime: Sendable {
         await metricsServer?.shutdown()
         compute.shutdown()
         await engine.stop()
+        await webhookSender.stop()
         await apns.shutdown()
         android.shutdown()
         localMock?.shutdown()

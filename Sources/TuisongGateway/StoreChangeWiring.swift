@@ -13,7 +13,8 @@ enum StoreChangeWiring {
     /// missed changes) drops all of it for every app.
     static func subscribe(
         _ feed: any StoreChangeFeed, store: any AppStore, apps: AppCache, apns: APNsPushTransport,
-        android: AndroidTransports, engine: DeliveryEngine, logger: Logger
+        android: AndroidTransports, engine: DeliveryEngine, logger: Logger,
+        webhooksChanged: @escaping @Sendable () -> Void = {}
     ) {
         feed.subscribe { change in
             switch change {
@@ -28,7 +29,10 @@ enum StoreChangeWiring {
                 break
             case .wake?:
                 engine.wake()
+            case .webhooks?:
+                webhooksChanged()
             case nil:
+                webhooksChanged()
                 Task {
                     do {
                         for app in try await store.apps() {

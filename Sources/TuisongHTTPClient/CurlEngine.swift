@@ -55,7 +55,7 @@ final class CurlEngine: @unchecked Sendable {
         var stopRequested = false
     }
 
-    let counters = ClientCounters()
+    let counters: ClientCounters
     private let multi: UnsafeMutableRawPointer
     private let settings: TransferSettings
     private let maxInFlight: Int
@@ -94,6 +94,7 @@ final class CurlEngine: @unchecked Sendable {
         self.logger = logger
         name = label
         maxInFlight = max(1, configuration.maxInFlight)
+        counters = ClientCounters(addressPolicy: configuration.connectAddressPolicy)
         maxIdleHandles = min(maxInFlight, 256)
         settings = TransferSettings(
             connectTimeoutMilliseconds: max(1, MonotonicTime.milliseconds(configuration.connectTimeout)),

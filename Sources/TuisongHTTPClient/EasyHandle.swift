@@ -14,6 +14,12 @@ final class ClientCounters: Sendable {
     let requestsCompleted = Atomic<Int>(0)
     let requestsFailed = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
+    /// The client's `connectAddressPolicy`, asked by the open-socket callback.
+    let addressPolicy: (@Sendable (ConnectAddress) -> Bool)?
+
+    init(addressPolicy: (@Sendable (ConnectAddress) -> Bool)? = nil) {
+        self.addressPolicy = addressPolicy
+    }
 
     var snapshot: HTTPClientStatistics {
         HTTPClientStatistics(
@@ -92,6 +98,10 @@ final class EasyHandle {
     /// Set when the answer passed a limit: the callback that saw it returned a short count, so
     /// curl ended the transfer (CURLE_WRITE_ERROR) without reading the rest.
     private var exceededLimit: String?
+    /// The client's counters and address policy (the open-socket callback's, through this handle).
+    let counters: ClientCounters
+    /// Set by the open-socket callback when the address policy refused an address of this transfer.
+    var refusedAddress: ConnectAddress?
 
     /// Creates the handle with the options every request of the client shares; `counters` (the
     /// socket callbacks' context) must outlive the handle.
@@ -100,6 +110,7 @@ final class EasyHandle {
             throw HTTPClientError(code: "Other", detail: "curl_easy_init failed")
         }
         self.curl = curl
+        self.counters = Unmanaged<ClientCounters>.fromOpaque(counters).takeUnretainedValue()
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         bodyCapacity = 1024
@@ -131,7 +142,7 @@ final class EasyHandle {
         check(tuisong_curl_easy_setopt_write_function(curl, CURLOPT_HEADERFUNCTION, headerCallback))
         check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_HEADERDATA, context))
         check(tuisong_curl_easy_setopt_opensocket_function(curl, openSocketCallback))
-        check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_OPENSOCKETDATA, counters))
+        check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_OPENSOCKETDATA, context))
         check(tuisong_curl_easy_setopt_closesocket_function(curl, closeSocketCallback))
         check(tuisong_curl_easy_setopt_ptr(curl, CURLOPT_CLOSESOCKETDATA, counters))
         guard failed == CURLE_OK else { throw error(for: failed) }
@@ -211,6 +222,7 @@ final class EasyHandle {
             }
         }
         wantedHeaders = request.responseHeaders
+        refusedAddress = nil
         bodyLimit = max(0, request.maxResponseBytes)
         headerBytes = 0
         exceededLimit = nil
@@ -231,6 +243,12 @@ final class EasyHandle {
         }
         if let exceededLimit {
             return .failure(HTTPClientError(code: "ResponseTooLarge", detail: exceededLimit))
+        }
+        if result != CURLE_OK, let refusedAddress {
+            return .failure(
+                HTTPClientError(
+                    code: "AddressRefused",
+                    detail: "connecting to \(refusedAddress) is not allowed by the client's policy"))
         }
         if result == CURLE_FILESIZE_EXCEEDED {
             return .failure(
@@ -390,14 +408,22 @@ private let headerCallback: curl_write_callback = { buffer, size, count, context
     return kept ? length : 0
 }
 
-/// CURLOPT_OPENSOCKETFUNCTION: opens the socket as curl would (curl sets non-blocking and the
-/// socket options afterwards) and counts it.
+/// CURLOPT_OPENSOCKETFUNCTION: asks the client's address policy about the address curl is about
+/// to connect to (every connection, whatever the host resolved to this time), then opens the
+/// socket as curl would (curl sets non-blocking and the socket options afterwards) and counts it.
 private let openSocketCallback: curl_opensocket_callback = { context, _, address in
     guard let context, let address else { return tuisong_curl_socket_bad() }
+    let handle = Unmanaged<EasyHandle>.fromOpaque(context).takeUnretainedValue()
+    let counters = handle.counters
+    if let policy = counters.addressPolicy {
+        guard let candidate = connectAddress(address), policy(candidate) else {
+            handle.refusedAddress = connectAddress(address) ?? ConnectAddress(bytes: [], port: 0)
+            return tuisong_curl_socket_bad()
+        }
+    }
     let fd = socket(
         address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
     guard fd >= 0 else { return tuisong_curl_socket_bad() }
-    let counters = Unmanaged<ClientCounters>.fromOpaque(context).takeUnretainedValue()
     counters.openConnections.add(1, ordering: .relaxed)
     counters.connectionsOpened.add(1, ordering: .relaxed)
     return fd
@@ -410,4 +436,26 @@ private let closeSocketCallback: curl_closesocket_callback = { context, fd in
             .openConnections.subtract(1, ordering: .relaxed)
     }
     return close(fd)
+}
+
+/// The IPv4 or IPv6 address and port of curl's socket address; nil for another family. curl's
+/// `addr` is declared a `struct sockaddr` but is followed by room for an IPv6 address (curl
+/// allocates a `sockaddr_storage`), so it is read through a raw pointer at its offset.
+private func connectAddress(_ address: UnsafeMutablePointer<curl_sockaddr>) -> ConnectAddress? {
+    let base = UnsafeRawPointer(address).advanced(by: MemoryLayout<curl_sockaddr>.offset(of: \.addr)!)
+    let length = Int(address.pointee.addrlen)
+    switch address.pointee.family {
+    case AF_INET where length >= MemoryLayout<sockaddr_in>.size:
+        let v4 = base.loadUnaligned(as: sockaddr_in.self)
+        return withUnsafeBytes(of: v4.sin_addr) {
+            ConnectAddress(bytes: Array($0), port: Int(UInt16(bigEndian: v4.sin_port)))
+        }
+    case AF_INET6 where length >= MemoryLayout<sockaddr_in6>.size:
+        let v6 = base.loadUnaligned(as: sockaddr_in6.self)
+        return withUnsafeBytes(of: v6.sin6_addr) {
+            ConnectAddress(bytes: Array($0), port: Int(UInt16(bigEndian: v6.sin6_port)))
+        }
+    default:
+        return nil
+    }
 }

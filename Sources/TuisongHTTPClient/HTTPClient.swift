@@ -25,11 +25,17 @@ public final class HTTPClient: Sendable {
         /// Requests handed to curl at once; the others wait in the client's FIFO.
         public var maxInFlight: Int
         public var userAgent: String
+        /// Asked before every connection the client opens (each address curl tries, after its
+        /// own resolution): false refuses it, and the request fails "AddressRefused" unless
+        /// another address of the host is allowed. nil allows every address.
+        public var connectAddressPolicy: (@Sendable (ConnectAddress) -> Bool)?
 
         public init(
             caFile: String? = nil, connectTimeout: Duration = .seconds(10), maxConnectionsPerHost: Int = 4,
-            maxConcurrentStreams: Int = 1000, maxInFlight: Int = 2000, userAgent: String = "tuisong"
+            maxConcurrentStreams: Int = 1000, maxInFlight: Int = 2000, userAgent: String = "tuisong",
+            connectAddressPolicy: (@Sendable (ConnectAddress) -> Bool)? = nil
         ) {
+            self.connectAddressPolicy = connectAddressPolicy
             self.caFile = caFile
             self.connectTimeout = connectTimeout
             self.maxConnectionsPerHost = maxConnectionsPerHost

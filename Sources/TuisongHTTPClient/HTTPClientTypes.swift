@@ -120,3 +120,26 @@ public struct HTTPClientStatistics: Sendable, Hashable {
         self.inFlight = inFlight
     }
 }
+
+/// An address the client is about to connect to (`HTTPClient.Configuration.connectAddressPolicy`).
+public struct ConnectAddress: Sendable, Hashable, CustomStringConvertible {
+    /// 4 bytes for IPv4, 16 for IPv6, in network order.
+    public var bytes: [UInt8]
+    public var port: Int
+
+    public init(bytes: [UInt8], port: Int) {
+        self.bytes = bytes
+        self.port = port
+    }
+
+    public var isIPv4: Bool { bytes.count == 4 }
+
+    public var description: String {
+        if isIPv4 { return bytes.map(String.init).joined(separator: ".") }
+        var groups: [String] = []
+        for index in stride(from: 0, to: bytes.count, by: 2) {
+            groups.append(String(UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1]), radix: 16))
+        }
+        return "[" + groups.joined(separator: ":") + "]"
+    }
+}

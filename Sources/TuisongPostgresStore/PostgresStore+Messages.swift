@@ -148,8 +148,10 @@ extension PostgresStore: MessageStore {
     public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
         let now = SQLTime.milliseconds(at)
         let node = nodeID
+        let webhooks = webhookOutbox
         try await write { conn in
-            try Self.apply(conn, try Self.withoutDeletedDevices(conn, [progress])[0], now: now, node: node)
+            try Self.apply(
+                conn, try Self.withoutDeletedDevices(conn, [progress])[0], now: now, node: node, webhooks: webhooks)
         }
     }
 
@@ -160,12 +162,15 @@ extension PostgresStore: MessageStore {
         guard !batch.isEmpty else { return [] }
         let now = SQLTime.milliseconds(at)
         let node = nodeID
+        let webhooks = webhookOutbox
         // A few statements for the whole batch, whatever its size; should one of them fail (a
         // flush the database refuses), the batch is written again flush by flush, so one flush
         // can never hold up the others.
         if batch.count > 1 {
             // Any failure, even a lost connection: going flush by flush then fails as it should.
-            if let results = try? await write({ conn in try Self.applyTogether(conn, batch, now: now, node: node) }) {
+            if let results = try? await write({ conn in
+                try Self.applyTogether(conn, batch, now: now, node: node, webhooks: webhooks)
+            }) {
                 return results
             }
         }
@@ -175,7 +180,7 @@ extension PostgresStore: MessageStore {
             for progress in try Self.withoutDeletedDevices(conn, batch) {
                 try conn.run("SAVEPOINT flush")
                 do {
-                    try Self.apply(conn, progress, now: now, node: node)
+                    try Self.apply(conn, progress, now: now, node: node, webhooks: webhooks)
                     try conn.run("RELEASE SAVEPOINT flush")
                     results.append(nil)
                 } catch let error as PostgresError where error.kind == .connectionLost || error.kind == .closed {
@@ -212,9 +217,9 @@ extension PostgresStore: MessageStore {
     /// commits hundreds of one-device flushes at a time. Fenced as one flush is: a flush whose
     /// slice is no longer this node's under its claim is answered `leaseLost` and none of its
     /// rows are written. Throws when any statement fails (the caller then goes flush by flush).
-    static func applyTogether(_ conn: PostgresConnection, _ flushed: [MessageProgress], now: Int64, node: String) throws
-        -> [(any Error)?]
-    {
+    static func applyTogether(
+        _ conn: PostgresConnection, _ flushed: [MessageProgress], now: Int64, node: String, webhooks: WebhookOutbox
+    ) throws -> [(any Error)?] {
         let batch = try withoutDeletedDevices(conn, flushed)
         var results: [(any Error)?] = Array(repeating: nil, count: batch.count)
         // Every slice the batch writes is locked first, in (message, slice) order, as lease
@@ -235,7 +240,7 @@ extension PostgresStore: MessageStore {
             {
                 fenced.append(index)
             } else {
-                try apply(conn, progress, now: now, node: node)
+                try apply(conn, progress, now: now, node: node, webhooks: webhooks)
             }
         }
         guard !fenced.isEmpty else { return results }
@@ -330,8 +335,10 @@ extension PostgresStore: MessageStore {
         for progress in committed where !progress.deliveries.isEmpty {
             try insertDeliveries(
                 conn, progress.deliveries, messageID: progress.messageID, slice: progress.slice?.id ?? 0, now: now)
+            try webhooks.deliveriesFailed(
+                PostgresExecutor(conn, prepares: true), messageID: progress.messageID, progress.deliveries, now: now)
         }
-        try invalidate(conn, committed.flatMap(\.invalidations), now: now)
+        try invalidate(conn, committed.flatMap(\.invalidations), now: now, webhooks: webhooks)
         // Completions: the messages locked first, in id order (as completeIfLastSlice does, so two
         // nodes finishing a message's last two slices see each other's), then completed by a
         // second statement, whose snapshot sees every slice committed before the locks were had.
@@ -354,13 +361,16 @@ extension PostgresStore: MessageStore {
                 WHERE m.id = ANY($3::bigint[])
                     AND NOT EXISTS (SELECT 1 FROM message_slices s WHERE s.message_id = m.id AND s.state = 'open')
                 """, [.text(state.rawValue), .int(now), PostgresArray.int(ids)])
+            try webhooks.messagesCompleted(PostgresExecutor(conn, prepares: true), ids.sorted(), now: now)
         }
         return results
     }
 
     /// One flush, inside the caller's transaction; `StoreError.leaseLost` when its slice is no
     /// longer this node's under the claim it names.
-    static func apply(_ conn: PostgresConnection, _ progress: MessageProgress, now: Int64, node: String) throws {
+    static func apply(
+        _ conn: PostgresConnection, _ progress: MessageProgress, now: Int64, node: String, webhooks: WebhookOutbox
+    ) throws {
         do {
             let c = progress.counts
             let sliceID = progress.slice?.id ?? 0
@@ -422,9 +432,12 @@ extension PostgresStore: MessageStore {
             }
             try Self.insertDeliveries(
                 conn, progress.deliveries, messageID: progress.messageID, slice: sliceID, now: now)
-            try Self.invalidate(conn, progress.invalidations, now: now)
+            try webhooks.deliveriesFailed(
+                PostgresExecutor(conn, prepares: true), messageID: progress.messageID, progress.deliveries, now: now)
+            try Self.invalidate(conn, progress.invalidations, now: now, webhooks: webhooks)
             if let final = progress.finalState {
                 try Self.completeIfLastSlice(conn, messageID: progress.messageID, state: final, now: now)
+                try webhooks.messagesCompleted(PostgresExecutor(conn, prepares: true), [progress.messageID], now: now)
             }
         }
     }
@@ -541,7 +554,9 @@ extension PostgresStore: MessageStore {
         guard !updates.isEmpty else { return }
         let now = SQLTime.milliseconds(at)
         let node = nodeID
+        let webhooks = webhookOutbox
         try await write { conn in
+            var failedRows: [Int64] = []
             var deltas: [Int64: DeliveryCounts] = [:]
             var failures: [Int64: [Int64: [String: Int]]] = [:]
             var invalidations: [DeviceInvalidation] = []
@@ -565,6 +580,7 @@ extension PostgresStore: MessageStore {
                 if update.to == .failed, let reason = update.reason {
                     failures[update.messageID, default: [:]][row.int64("slice"), default: [:]][reason, default: 0] += 1
                 }
+                if update.to == .failed { failedRows.append(update.deliveryID) }
                 if let invalidation = update.invalidation { invalidations.append(invalidation) }
             }
             for (messageID, c) in deltas.sorted(by: { $0.key < $1.key }) {
@@ -582,8 +598,9 @@ extension PostgresStore: MessageStore {
                     try Self.addReasons(conn, table: "message_failures", messageID, slice, reasons)
                 }
             }
-            try Self.invalidate(conn, invalidations, now: now)
-            try Self.finishWaitingMessages(conn, Array(deltas.keys), now: now)
+            try Self.invalidate(conn, invalidations, now: now, webhooks: webhooks)
+            try webhooks.deliveryRowsFailed(PostgresExecutor(conn, prepares: true), failedRows, now: now)
+            try Self.finishWaitingMessages(conn, Array(deltas.keys), now: now, webhooks: webhooks)
         }
     }
 
@@ -596,18 +613,24 @@ extension PostgresStore: MessageStore {
 
     /// Completes those of `messageIDs` whose audience is sent and that have nothing queued,
     /// sending or held left.
-    static func finishWaitingMessages(_ conn: PostgresConnection, _ messageIDs: [Int64], now: Int64) throws {
+    static func finishWaitingMessages(
+        _ conn: PostgresConnection, _ messageIDs: [Int64], now: Int64, webhooks: WebhookOutbox
+    ) throws {
         guard !messageIDs.isEmpty else { return }
-        try conn.run(
+        let finished = try conn.run(
             """
             UPDATE messages m SET completed_at = $1
             WHERE m.id = ANY($2::bigint[]) AND m.state = 'completed' AND m.completed_at IS NULL
                 AND \(unfinished) = 0
-            """, [.int(now), PostgresArray.int(messageIDs.sorted())])
+            RETURNING m.id
+            """, [.int(now), PostgresArray.int(messageIDs.sorted())]
+        ).rows.map { $0.int64("id") }
+        try webhooks.messagesCompleted(PostgresExecutor(conn, prepares: true), finished, now: now)
     }
 
     public func expireHeldDeliveries(now: Date, limit: Int) async throws -> Int {
         let nowMs = SQLTime.milliseconds(now)
+        let webhooks = webhookOutbox
         return try await write { conn in
             let rows = try conn.run(
                 """
@@ -616,7 +639,7 @@ extension PostgresStore: MessageStore {
                     ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
                 UPDATE deliveries d SET state = 'failed', next_attempt_at = NULL, updated_at = $1
                 FROM picked WHERE d.id = picked.id
-                RETURNING d.message_id, d.slice, d.reason
+                RETURNING d.id, d.message_id, d.slice, d.reason
                 """, [.int(nowMs), .int(Int64(max(1, limit)))]
             ).rows
             var failed: [Int64: [Int64: [String: Int]]] = [:]
@@ -641,7 +664,9 @@ extension PostgresStore: MessageStore {
                     try Self.addReasons(conn, table: "message_failures", messageID, slice, reasons)
                 }
             }
-            try Self.finishWaitingMessages(conn, Array(failed.keys), now: nowMs)
+            try webhooks.deliveryRowsFailed(
+                PostgresExecutor(conn, prepares: true), rows.map { $0.int64("id") }, now: nowMs)
+            try Self.finishWaitingMessages(conn, Array(failed.keys), now: nowMs, webhooks: webhooks)
             return rows.count
         }
     }
@@ -728,19 +753,28 @@ extension PostgresStore: MessageStore {
     }
 
     /// Applies invalidations unless the device registered again after the service's moment.
-    static func invalidate(_ conn: PostgresConnection, _ invalidations: [DeviceInvalidation], now: Int64) throws {
+    static func invalidate(
+        _ conn: PostgresConnection, _ invalidations: [DeviceInvalidation], now: Int64, webhooks: WebhookOutbox
+    ) throws {
         guard !invalidations.isEmpty else { return }
-        try conn.run(
+        let invalidated = try conn.run(
             """
             UPDATE devices d SET invalidated_at = $1, invalid_reason = v.reason
             FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS v(id, reason, at)
             WHERE d.id = v.id AND d.updated_at <= v.at AND d.invalidated_at IS NULL
+            RETURNING d.id, v.reason
             """,
             [
                 .int(now), PostgresArray.int(invalidations.map(\.deviceID)),
                 PostgresArray.text(invalidations.map(\.reason)),
                 PostgresArray.int(invalidations.map { SQLTime.milliseconds($0.at) }),
-            ])
+            ]
+        ).rows
+        let executor = PostgresExecutor(conn, prepares: true)
+        for row in invalidated {
+            try webhooks.deviceInvalidated(
+                executor, deviceID: row.int64("id"), reason: row.optionalString("reason") ?? "", now: now)
+        }
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {

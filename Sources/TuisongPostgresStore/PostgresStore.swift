@@ -65,6 +65,8 @@ public final class PostgresStore: Sendable {
     let writeObserver: (@Sendable (Duration) -> Void)?
     let logger: Logger
     public let nodeID: String
+    /// The webhook events this store writes with the changes that cause them.
+    public let webhookOutbox = WebhookOutbox(subscriptions: WebhookSubscriptions())
     public let leaseDuration: Duration
     let sliceSize: Int
     private let closed = Atomic<Bool>(false)

@@ -62,8 +62,16 @@ extension SQLStoreBackend {
     }
 
     public func setChannelCredentialStatus(id: Int64, status: String, reason: String?) async throws {
-        try await sqlWriteStatement { db in
+        let webhooks = webhookOutbox
+        let now = nowMilliseconds
+        try await sqlWrite { db in
+            let before = try db.fetchOne("SELECT app_id, status, channel FROM channel_credentials WHERE id = \(id)")
             try db.run("UPDATE channel_credentials SET status = \(status), status_reason = \(reason) WHERE id = \(id)")
+            // `credential.failing` when it has just become failing, in the same transaction.
+            if let before, status == "failing", before.string(1) != "failing" {
+                try webhooks.credentialFailing(
+                    db, appID: before.int64(0), credentialID: id, channel: before.string(2), reason: reason, now: now)
+            }
         }
     }
 }

@@ -156,31 +156,7 @@ extension SQLStoreBackend {
     /// Deliveries by channel and state, plus what the services confirmed per channel. A token
     /// no device registered has no known service: counted under none.
     public func channelCounts(messageID: Int64) async throws -> [PushChannel: DeliveryCounts] {
-        try await sqlRead { db in
-            var counts: [PushChannel: DeliveryCounts] = [:]
-            // Summed: PostgreSQL keeps a row per slice.
-            for row in try db.fetchAll(
-                """
-                SELECT channel, CAST(sum(delivered) AS BIGINT) FROM message_channel_deliveries
-                WHERE message_id = \(messageID) GROUP BY channel
-                """)
-            {
-                guard let channel = PushChannel(rawValue: row.string(0)) else { continue }
-                counts[channel, default: DeliveryCounts()].delivered += Int(row.int64(1))
-            }
-            for row in try db.fetchAll(
-                """
-                SELECT channel, state, count(*) FROM deliveries
-                WHERE message_id = \(messageID) AND (reason IS NULL OR reason <> 'UnknownDevice') GROUP BY channel, state
-                """)
-            {
-                guard let channel = PushChannel(rawValue: row.string(0)),
-                    let state = DeliveryState(rawValue: row.string(1))
-                else { continue }
-                counts[channel, default: DeliveryCounts()][state] += Int(row.int64(2))
-            }
-            return counts
-        }
+        try await sqlRead { db in try MessageChannelCounts.read(db, messageID: messageID) }
     }
 
     public func pendingDeliveries(messageID: Int64) async throws -> [PendingDeliveries] {

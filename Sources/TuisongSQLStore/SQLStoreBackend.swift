@@ -33,6 +33,8 @@ public protocol SQLStoreBackend: Sendable {
     /// (SQLite: the message's; PostgreSQL: the slice's each delivery belongs to). Returns how
     /// many. The three `releaseHeldDeliveries` are written once over it.
     func sqlReleaseHeld(appID: Int64, matching condition: SQLQuery, now: Date) async throws -> Int
+    /// The outbox writes of this store's webhook events, with its cached subscriptions.
+    var webhookOutbox: WebhookOutbox { get }
 }
 
 extension SQLRow: ColumnValues {

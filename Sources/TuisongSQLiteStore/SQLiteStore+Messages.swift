@@ -255,7 +255,8 @@ extension SQLiteStore: MessageStore {
 
     public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
         let now = SQLTime.milliseconds(at)
-        try await write { db in try Self.apply(db, progress, now: now) }
+        let webhooks = webhookOutbox
+        try await write { db in try Self.apply(db, progress, now: now, webhooks: webhooks) }
     }
 
     /// The flushes of many messages in one write transaction, each in a savepoint of its own:
@@ -263,19 +264,20 @@ extension SQLiteStore: MessageStore {
     public func recordProgress(_ batch: [MessageProgress], at: Date) async throws -> [(any Error)?] {
         guard !batch.isEmpty else { return [] }
         let now = SQLTime.milliseconds(at)
+        let webhooks = webhookOutbox
         return try await write { db in
             var results: [(any Error)?] = []
             results.reserveCapacity(batch.count)
             for progress in batch {
                 if batch.count == 1 {
                     // Alone in its transaction: no savepoint needed.
-                    try Self.apply(db, progress, now: now)
+                    try Self.apply(db, progress, now: now, webhooks: webhooks)
                     results.append(nil)
                     continue
                 }
                 do {
                     try db.inSavepoint {
-                        try Self.apply(db, progress, now: now)
+                        try Self.apply(db, progress, now: now, webhooks: webhooks)
                         return .commit
                     }
                     results.append(nil)
@@ -287,8 +289,8 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    /// One flush, inside the caller's transaction.
-    static func apply(_ db: Database, _ flushed: MessageProgress, now: Int64) throws {
+    /// One flush, inside the caller's transaction, with the webhook events it causes.
+    static func apply(_ db: Database, _ flushed: MessageProgress, now: Int64, webhooks: WebhookOutbox) throws {
         let progress = try withoutDeletedDevices(db, flushed)
         let c = progress.counts
         // Prepared once per connection: a push flushes after every page, and parsing this
@@ -333,8 +335,12 @@ extension SQLiteStore: MessageStore {
                 ])
             }
         }
+        if !progress.deliveries.isEmpty {
+            try webhooks.deliveriesFailed(
+                GRDBExecutor(db: db), messageID: progress.messageID, progress.deliveries, now: now)
+        }
         for invalidation in progress.invalidations {
-            try invalidate(db, invalidation, now: now)
+            try invalidate(db, invalidation, now: now, webhooks: webhooks)
         }
         if let final = progress.finalState {
             // The audience may have changed while it was read: the final total is what
@@ -351,6 +357,7 @@ extension SQLiteStore: MessageStore {
                     WHERE id = ?
                     """
             ).execute(arguments: [final.rawValue, now, progress.messageID])
+            try webhooks.messagesCompleted(GRDBExecutor(db: db), [progress.messageID], now: now)
         }
     }
 
@@ -595,7 +602,9 @@ extension SQLiteStore: MessageStore {
     public func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws {
         guard !updates.isEmpty else { return }
         let now = SQLTime.milliseconds(at)
+        let webhooks = webhookOutbox
         try await write { db in
+            var failedRows: [Int64] = []
             var deltas: [Int64: DeliveryCounts] = [:]
             var failures: [Int64: [String: Int]] = [:]
             for update in updates {
@@ -615,7 +624,10 @@ extension SQLiteStore: MessageStore {
                 if update.to == .failed, let reason = update.reason {
                     failures[update.messageID, default: [:]][reason, default: 0] += 1
                 }
-                if let invalidation = update.invalidation { try Self.invalidate(db, invalidation, now: now) }
+                if update.to == .failed { failedRows.append(update.deliveryID) }
+                if let invalidation = update.invalidation {
+                    try Self.invalidate(db, invalidation, now: now, webhooks: webhooks)
+                }
             }
             for (messageID, c) in deltas {
                 try db.execute(
@@ -627,23 +639,32 @@ extension SQLiteStore: MessageStore {
                     arguments: [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, messageID])
             }
             for (messageID, reasons) in failures { try Self.addFailures(db, messageID: messageID, reasons) }
-            try Self.finishWaitingMessages(db, Array(deltas.keys), now: now)
+            try webhooks.deliveryRowsFailed(GRDBExecutor(db: db), failedRows, now: now)
+            try Self.finishWaitingMessages(db, Array(deltas.keys), now: now, webhooks: webhooks)
         }
     }
 
     /// Completes those of `messageIDs` whose audience is sent and that have nothing queued,
     /// sending or held left.
-    static func finishWaitingMessages(_ db: Database, _ messageIDs: [Int64], now: Int64) throws {
+    static func finishWaitingMessages(_ db: Database, _ messageIDs: [Int64], now: Int64, webhooks: WebhookOutbox)
+        throws
+    {
         let finish = try db.cachedStatement(
             sql: """
                 UPDATE messages SET completed_at = ?
                 WHERE id = ? AND state = 'completed' AND completed_at IS NULL AND queued + sending + held = 0
                 """)
-        for id in messageIDs { try finish.execute(arguments: [now, id]) }
+        var finished: [Int64] = []
+        for id in messageIDs {
+            try finish.execute(arguments: [now, id])
+            if db.changesCount > 0 { finished.append(id) }
+        }
+        try webhooks.messagesCompleted(GRDBExecutor(db: db), finished, now: now)
     }
 
     public func expireHeldDeliveries(now: Date, limit: Int) async throws -> Int {
         let nowMs = SQLTime.milliseconds(now)
+        let webhooks = webhookOutbox
         return try await write { db in
             let rows = try Row.fetchAll(
                 db,
@@ -666,7 +687,8 @@ extension SQLiteStore: MessageStore {
                     arguments: [n, n, messageID])
                 try Self.addFailures(db, messageID: messageID, reasons)
             }
-            try Self.finishWaitingMessages(db, Array(perMessage.keys), now: nowMs)
+            try webhooks.deliveryRowsFailed(GRDBExecutor(db: db), rows.map { $0[0] as Int64 }, now: nowMs)
+            try Self.finishWaitingMessages(db, Array(perMessage.keys), now: nowMs, webhooks: webhooks)
             return rows.count
         }
     }
@@ -753,13 +775,19 @@ extension SQLiteStore: MessageStore {
     }
 
     /// Applies an APNs invalidation unless the device registered again after APNs's moment.
-    private static func invalidate(_ db: Database, _ invalidation: DeviceInvalidation, now: Int64) throws {
+    private static func invalidate(
+        _ db: Database, _ invalidation: DeviceInvalidation, now: Int64, webhooks: WebhookOutbox
+    ) throws {
         try db.execute(
             sql: """
                 UPDATE devices SET invalidated_at = ?, invalid_reason = ?
                 WHERE id = ? AND updated_at <= ? AND invalidated_at IS NULL
                 """,
             arguments: [now, invalidation.reason, invalidation.deviceID, SQLTime.milliseconds(invalidation.at)])
+        if db.changesCount > 0 {
+            try webhooks.deviceInvalidated(
+                GRDBExecutor(db: db), deviceID: invalidation.deviceID, reason: invalidation.reason, now: now)
+        }
     }
 
     /// A statement reading a list of `count` devices: prepared once per connection for the

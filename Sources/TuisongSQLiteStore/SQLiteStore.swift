@@ -100,6 +100,8 @@ public final class SQLiteStore: Store {
     private let closed = Mutex(false)
     /// This process's subscribers to store changes (`SQLiteStore+Changes`).
     let changeFeed = LocalChangeFeed()
+    /// The webhook events this store writes with the changes that cause them.
+    public let webhookOutbox = WebhookOutbox(subscriptions: WebhookSubscriptions())
 
     /// Opens (creating it and its parent directory if needed) the database at `path` and
     /// brings its schema up to date. A new directory is created 0700 and the database files

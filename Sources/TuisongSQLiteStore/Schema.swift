@@ -37,6 +37,7 @@ enum Schema {
         (v14Identifier, sql(v14HeldDeliveriesExpire)),
         (v15Identifier, v15OpenChannels),
         (v16Identifier, sql(v16DeliveryReceipts)),
+        (v17Identifier, sql(v17Webhooks)),
     ]
 
     /// A migration that runs `text`.

@@ -18,7 +18,7 @@ struct Tuisong: AsyncParsableCommand {
         version: TuisongVersion.current,
         subcommands: [
             Serve.self, CheckConfig.self, Migrate.self, Version.self, AppCommand.self, DeviceCommand.self,
-            CredentialCommand.self, APNsMockCommand.self,
+            CredentialCommand.self, WebhookCommand.self, APNsMockCommand.self,
         ])
 
     /// Declares the transports' channels before any help text or command reads them.

@@ -103,6 +103,29 @@ import TuisongPluginTestKit
 
         try await checker.call("DELETE", "/api/v1/devices/\(device)", path, key: key, expect: 204)
         try await checker.call("DELETE", "/api/v1/devices/\(device)", path, key: key, expect: 404)
+        let hooks = "/api/v1/webhooks"
+        let hook = "/api/v1/webhooks/{id}"
+        let newHook: [String: Any] = [
+            "url": "http://127.0.0.1:9/hook", "events": ["message.completed"], "description": "ops",
+        ]
+        try checker.request(newHook, hooks, "post")
+        let created = try await checker.call("POST", hooks, hooks, key: key, json: newHook, expect: 201)
+        let hookID = try #require(created["id"]?.intValue)
+        try await checker.call("POST", hooks, hooks, key: key, json: ["url": "ftp://x/"], expect: 400)
+        try await checker.call(
+            "POST", hooks, hooks, key: key, json: ["url": "http://127.0.0.1:9/", "events": ["nope"]], expect: 400)
+        try await checker.call("GET", hooks, hooks, key: key, expect: 200)
+        try await checker.call("GET", hooks, hooks, expect: 401)
+        try await checker.call("GET", "\(hooks)/\(hookID)", hook, key: key, expect: 200)
+        try await checker.call("GET", "\(hooks)/999999", hook, key: key, expect: 404)
+        try await checker.call("GET", "\(hooks)/abc", hook, key: key, expect: 400)
+        try checker.request(["enabled": false], hook, "patch")
+        try await checker.call("PATCH", "\(hooks)/\(hookID)", hook, key: key, json: ["enabled": false], expect: 200)
+        try await checker.call(
+            "POST", "\(hooks)/\(hookID)/rotate-secret", "/api/v1/webhooks/{id}/rotate-secret", key: key, expect: 200)
+        try await checker.call("POST", "\(hooks)/\(hookID)/test", "/api/v1/webhooks/{id}/test", key: key, expect: 202)
+        try await checker.call("DELETE", "\(hooks)/\(hookID)", hook, key: key, expect: 204)
+        try await checker.call("DELETE", "\(hooks)/\(hookID)", hook, key: key, expect: 404)
         try await checker.call("GET", "/healthz", "/healthz", expect: 200)
         try await checker.call("GET", "/metrics", "/metrics", expect: 200)
 

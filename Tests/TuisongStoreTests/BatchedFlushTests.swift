@@ -38,7 +38,7 @@ import TuisongPostgresTestKit
             let flushes = batch
             let now = SQLTime.milliseconds(Date())
             let results = try await node.write { conn in
-                try PostgresStore.applyTogether(conn, flushes, now: now, node: "node-0")
+                try PostgresStore.applyTogether(conn, flushes, now: now, node: "node-0", webhooks: node.webhookOutbox)
             }
             #expect(results.count == 5)
             for (index, result) in results.enumerated() {
@@ -103,8 +103,9 @@ import TuisongPostgresTestKit
                             if round == 1 { flushes.append(flushes[0]) }
                             let batch = flushes
                             let now = SQLTime.milliseconds(Date())
+                            let outbox = node.webhookOutbox
                             let results = try await node.write { conn in
-                                try PostgresStore.applyTogether(conn, batch, now: now, node: "node-0")
+                                try PostgresStore.applyTogether(conn, batch, now: now, node: "node-0", webhooks: outbox)
                             }
                             #expect(results.allSatisfy { $0 == nil })
                         }
