@@ -43,8 +43,13 @@ enum FrontDoor {
         }
         // RFC 9110 §7.2: a request with more than one Host is answered 400; a proxy and this
         // server could otherwise route it by different ones.
-        if headers.values(for: "Host").count > 1 {
+        let hosts = headers.values(for: "Host")
+        if hosts.count > 1 {
             return .badRequest("Host is sent more than once")
+        }
+        // One field holding a list (`Host: a, b`) is as ambiguous as two fields.
+        if let host = hosts.first, host.contains(",") {
+            return .badRequest("Host holds more than one value")
         }
         let lengths = headers.values(for: "Content-Length")
         let codings = headers.values(for: "Transfer-Encoding")

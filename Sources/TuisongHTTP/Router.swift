@@ -428,7 +428,9 @@ struct RouteTable: Sendable {
             // A dialect that answers with `Response.error` would loop; use the native one.
             response = Router.nativeErrorResponse(error)
         }
-        if !error.allow.isEmpty && !response.headers.contains(name: "Allow") {
+        // Only on the 405 itself: a dialect that answers it otherwise (the admin API's 401
+        // without a session) must not list the path's methods.
+        if !error.allow.isEmpty && response.status == 405 && !response.headers.contains(name: "Allow") {
             response.headers.add(
                 name: "Allow", value: error.allow.map(\.rawValue).joined(separator: ", "))
         }

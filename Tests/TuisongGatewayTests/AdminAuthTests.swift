@@ -28,6 +28,8 @@ import TuisongStore
             #expect(result.status == 401, "\(method) \(path) answered \(result.status)")
             #expect(result.errorCode == "unauthorized", "\(method) \(path)")
             #expect(result.headers["cache-control"] == "no-store")
+            // Issue #40 item 11: a wrong method's 401 does not list the path's methods either.
+            #expect(result.headers["allow"] == nil, "\(method) \(path) sent Allow")
         }
         // A made-up cookie of the right shape is no session either.
         let forged = try await client.call(

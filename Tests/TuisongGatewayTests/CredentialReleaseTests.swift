@@ -209,7 +209,11 @@ import TuisongPluginTestKit
         #expect(refused["active"] as? Bool == true)
         let id = try await push(gw, key, tag: "h")
         _ = try await DeliveryWait.until(gw.runtime.engine, id) { $0.counts.held == 1 }
-        #expect(try await gw.runtime.store.pendingDeliveries(messageID: id).map(\.reason) == [reason])
+        // The status counts what the run holds before its flush commits: wait for the stored row.
+        #expect(
+            try await eventually {
+                try await gw.runtime.store.pendingDeliveries(messageID: id).map(\.reason) == [reason]
+            })
 
         // Deleted: what it held is released, tried again, and held for want of any credential.
         #expect(try await client.call("DELETE", "\(path)/\(refusedID)").status == 204)

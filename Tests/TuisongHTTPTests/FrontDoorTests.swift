@@ -152,6 +152,10 @@ struct FrontDoorTests {
         try await expectRefusal(
             "PUT /api/v1/devices/abc HTTP/1.1\r\nHost: a\r\nHost: b\r\nContent-Length: 0\r\n\r\n",
             status: 400, code: "bad_request")
+        // One field holding a list is as ambiguous (issue #40 item 11).
+        try await expectRefusal(
+            "PUT /api/v1/devices/abc HTTP/1.1\r\nHost: a, b\r\nContent-Length: 0\r\n\r\n",
+            status: 400, code: "bad_request")
     }
 
     @Test(
