@@ -268,7 +268,8 @@ let package = Package(
             dependencies: [
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
                 "TuisongLookAlikes", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
-                "TuisongTransportKit", "TuisongHTTPClient", "TuisongHarmony",
+                "TuisongTransportKit", "TuisongHTTPClient", "TuisongHarmony", "TuisongSQLiteStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ] + testTransports.map { .target(name: "Tuisong\($0)") }),
     ] + transports.map { transport($0) } + testTransports.map { transport($0, under: "Tests/Transports") }
         + vendors.flatMap(provider)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Apps: created by the CLI or the console, found by the hash of their native API key.
 public protocol AppStore: Sendable {
@@ -55,12 +56,46 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         /// (`WorkQueue`): the writer must stop sending that slice.
         case leaseLost = "lease_lost"
     }
+    /// Why the store cannot serve now (`.unavailable` only): what an API says and how long it
+    /// asks a client to wait.
+    public enum Unavailability: String, Sendable, Hashable {
+        /// Locked by another writer, a pool exhausted: a moment.
+        case busy = "unavailable"
+        /// The disk (or the database's quota) is full: nothing can be written until space is
+        /// freed (SQLite `SQLITE_FULL`, PostgreSQL class 53).
+        case storageFull = "insufficient_storage"
+        /// The database cannot be reached or opened (PostgreSQL down or restarting, an I/O
+        /// error, a read-only file).
+        case databaseDown = "database_unavailable"
+
+        /// What the client is told, in a sentence.
+        public var explanation: String {
+            switch self {
+            case .busy: "the database is busy; retry shortly"
+            case .storageFull: "the database's disk is full; nothing can be stored until space is freed"
+            case .databaseDown: "the database cannot be reached; retry shortly"
+            }
+        }
+
+        /// The `Retry-After` sent with it, in seconds.
+        public var retryAfterSeconds: Int {
+            switch self {
+            case .busy: 1
+            case .storageFull: 30
+            case .databaseDown: 5
+            }
+        }
+    }
+
     public var code: Code
     public var message: String
+    /// Set with `.unavailable`: which kind (`.busy` when the backend did not say).
+    public var unavailability: Unavailability?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, unavailability: Unavailability? = nil) {
         self.code = code
         self.message = message
+        self.unavailability = code == .unavailable ? (unavailability ?? .busy) : nil
     }
 
     public static func notFound(_ what: String) -> StoreError { StoreError(.notFound, what) }
@@ -68,11 +103,64 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(code.rawValue): \(message)" }
 }
 
+/// Whether the database has lately refused writes for want of space or of a connection:
+/// `/healthz` and the `tuisong_database_unavailable` gauge read it while it lasts (a read, as
+/// `/healthz`'s ping is, still works on a full disk). Each backend notes every write's outcome.
+/// On a full disk some writes still succeed (an update that fits its page), so a success
+/// clears the trouble only once no write has failed for `quietPeriod`.
+public final class StoreHealth: Sendable {
+    private struct Trouble {
+        var kind: StoreError.Unavailability
+        var since: Date
+        var lastFailure: Date
+    }
+
+    private let state = Mutex<Trouble?>(nil)
+    private let quietPeriod: TimeInterval
+
+    public init(quietPeriod: TimeInterval = 5) {
+        self.quietPeriod = quietPeriod
+    }
+
+    /// The trouble now, and since when; nil when writes go through.
+    public var trouble: (kind: StoreError.Unavailability, since: Date)? {
+        state.withLock { $0.map { ($0.kind, $0.since) } }
+    }
+
+    /// A write failed with `error`: full or unreachable is remembered (busy is not a health
+    /// problem).
+    public func noteFailure(_ error: any Error) {
+        guard let kind = (error as? StoreError)?.unavailability, kind != .busy else { return }
+        let now = Date()
+        state.withLock { current in
+            if current?.kind == kind {
+                current?.lastFailure = now
+            } else {
+                current = Trouble(kind: kind, since: now, lastFailure: now)
+            }
+        }
+    }
+
+    /// A write went through.
+    public func noteSuccess() {
+        state.withLock { current in
+            if let trouble = current, Date().timeIntervalSince(trouble.lastFailure) >= quietPeriod { current = nil }
+        }
+    }
+}
+
 /// The whole store as the gateway sees it. Later issues add message, delivery, credential
 /// and template stores to this composition.
 public protocol Store: AppStore, DeviceStore {
     /// Answers when the database does; used by `/healthz`.
     func ping() async throws
+    /// What the writes lately said about the database (`/healthz`, metrics).
+    var health: StoreHealth { get }
+}
+
+extension Store {
+    /// A store that does not track it (test doubles) is always healthy.
+    public var health: StoreHealth { StoreHealth() }
 }
 
 /// Small gateway-wide settings (admin password hash, console session secret, …).

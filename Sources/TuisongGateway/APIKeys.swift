@@ -93,7 +93,10 @@ final class APIKeyAuthenticator: Sendable {
             return NativeAPIError(httpError: error).response
         } catch let error as StoreError where error.code == .unavailable {
             logger.warning("store unavailable", metadata: ["error": "\(error)"])
-            return NativeAPIError(503, "unavailable", "the database is busy, retry shortly").response
+            let kind = error.unavailability ?? .busy
+            var response = NativeAPIError(503, kind.rawValue, kind.explanation).response
+            response.headers.add(name: "Retry-After", value: String(kind.retryAfterSeconds))
+            return response
         } catch {
             logger.error(
                 "native API request failed",

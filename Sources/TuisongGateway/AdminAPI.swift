@@ -146,7 +146,7 @@ struct AdminAPI: Sendable {
             guard try await sessions.session(for: request) != nil else { return AdminError.unauthorized.response }
         } catch {
             logger.warning("admin API: cannot look up the session", metadata: ["error": "\(error)"])
-            return AdminError(503, "unavailable", "the database is busy; try again").response
+            return AdminError.storeUnavailable(error).response
         }
         return AdminHeaders.apply(to: await next(request))
     }
@@ -167,7 +167,7 @@ struct AdminAPI: Sendable {
             found = try await sessions.session(for: request)
         } catch {
             logger.warning("admin API: cannot look up the session", metadata: ["error": "\(error)"])
-            return AdminError(503, "unavailable", "the database is busy; try again").response
+            return AdminError.storeUnavailable(error).response
         }
         guard let session = found else { return AdminError.unauthorized.response }
         if request.method != .GET && request.method != .HEAD && !AdminSessions.csrfMatches(request, session) {
@@ -189,7 +189,7 @@ struct AdminAPI: Sendable {
             case .invalidCursor: return AdminError(400, "invalid_cursor", "the page cursor is not valid").response
             case .unavailable, .leaseLost:
                 logger.warning("admin API: store unavailable", metadata: ["error": "\(error)"])
-                return AdminError(503, "unavailable", "the database is busy; try again").response
+                return AdminError.storeUnavailable(error).response
             }
         } catch let error as PayloadError {
             return AdminError(
@@ -237,7 +237,7 @@ struct AdminAPI: Sendable {
             stored = try await store.setting(AdminPassword.settingKey)
         } catch {
             logger.warning("admin login: cannot read the password hash", metadata: ["error": "\(type(of: error))"])
-            return AdminError(503, "unavailable", "the database is busy; try again").response
+            return AdminError.storeUnavailable(error).response
         }
         // Requests that waited for a check see a lock set meanwhile: such a request is answered
         // 429 without using a slot (checked again once its turn comes).
@@ -265,7 +265,7 @@ struct AdminAPI: Sendable {
             (cookie, session) = try await sessions.create()
         } catch {
             logger.warning("console login: cannot store the session", metadata: ["error": "\(error)"])
-            return AdminError(503, "unavailable", "the database is busy; try again").response
+            return AdminError.storeUnavailable(error).response
         }
         logger.info("console login", metadata: ["address": "\(address)"])
         var response = Response.json(object: [

@@ -4,6 +4,14 @@ import TuisongHTTP
 
 /// An error of the admin API, rendered as `{"error": {"code": ..., "message": ...}}` with
 /// extra fields when the console needs them (`retry_after` for 429, `field` for a bad input).
+extension AdminError {
+    /// The store could not serve: which way (busy, a full disk, no database) and when to retry.
+    static func storeUnavailable(_ error: any Error) -> AdminError {
+        let kind = (error as? StoreError)?.unavailability ?? .busy
+        return AdminError(503, kind.rawValue, kind.explanation, retryAfter: kind.retryAfterSeconds)
+    }
+}
+
 struct AdminError: Error, Sendable {
     var status: Int
     var code: String

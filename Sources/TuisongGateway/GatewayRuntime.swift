@@ -103,6 +103,17 @@ public final class GatewayRuntime: Sendable {
                     store: store, apns: apns.transport, android: android, engine: engine, changes: store, clock: clock,
                     logger: logger))
             MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, android: android, store: store)
+            let health = store.health
+            metrics.addGauge(
+                "tuisong_database_unavailable",
+                "1 while the database refuses writes, by reason: insufficient_storage (its disk is full), database_unavailable (it cannot be reached or opened); 0 otherwise.",
+                labels: ["reason"]
+            ) {
+                let kind = health.trouble?.kind
+                return [StoreError.Unavailability.storageFull, .databaseDown].map {
+                    ([$0.rawValue], kind == $0 ? 1 : 0)
+                }
+            }
             let authenticator = APIKeyAuthenticator(store: store, clock: clock, logger: logger)
             apps.onChange { id in authenticator.forget(app: id) }
             let webhooks = WebhookEndpoints(
@@ -499,10 +510,21 @@ enum Health {
     static func check(store: any Store) async -> Response {
         do {
             try await store.ping()
-            return .json(object: ["status": "ok", "database": "ok"])
         } catch {
             return .json(object: ["status": "unavailable", "database": "\(error)"], status: 503)
         }
+        // A read (the ping) works on a full disk; the writes say whether anything can be stored.
+        if let trouble = store.health.trouble {
+            var response = Response.json(
+                object: [
+                    "status": "unavailable", "database": trouble.kind.rawValue,
+                    "since": ISO8601DateFormatter().string(from: trouble.since),
+                    "message": trouble.kind.explanation,
+                ], status: 503)
+            response.headers.add(name: "Retry-After", value: String(trouble.kind.retryAfterSeconds))
+            return response
+        }
+        return .json(object: ["status": "ok", "database": "ok"])
     }
 }
 

@@ -63,6 +63,8 @@ public final class PostgresStore: Sendable {
     let clock: any TuisongCore.Clock
     let pluginMigrations: [PluginSchema]
     let writeObserver: (@Sendable (Duration) -> Void)?
+    /// What the writes lately said: a full disk or no server (`/healthz`).
+    public let health = StoreHealth()
     let logger: Logger
     public let nodeID: String
     /// The webhook events this store writes with the changes that cause them.
@@ -162,9 +164,13 @@ public final class PostgresStore: Sendable {
         let started = ContinuousClock.now
         defer { writeObserver?(ContinuousClock.now - started) }
         do {
-            return try await pool.transaction(body)
+            let result = try await pool.transaction(body)
+            health.noteSuccess()
+            return result
         } catch {
-            throw Self.storeError(error)
+            let mapped = Self.storeError(error)
+            health.noteFailure(mapped)
+            throw mapped
         }
     }
 
@@ -175,6 +181,14 @@ public final class PostgresStore: Sendable {
         if error is StoreError || error is CancellationError { return error }
         guard let pg = error as? PostgresError else { return StoreError(.unavailable, String(describing: error)) }
         let text = "PostgreSQL \(pg.sqlState ?? pg.kind.description): \(pg.message)"
+        // Class 53 (insufficient resources: disk_full 53100, out of memory, too many
+        // connections) and the server going away are not "busy": APIs say which.
+        if pg.sqlState == "53100" { return StoreError(.unavailable, text, unavailability: .storageFull) }
+        if pg.kind == .connect || pg.kind == .connectionLost || pg.sqlState?.hasPrefix("08") == true
+            || pg.sqlState?.hasPrefix("57P") == true
+        {
+            return StoreError(.unavailable, text, unavailability: .databaseDown)
+        }
         switch pg.sqlState {
         case "23503": return StoreError(.notFound, text)  // foreign_key_violation: an unknown parent
         // unique, check, not-null, too long, bad text representation, NUL in text (COPY)

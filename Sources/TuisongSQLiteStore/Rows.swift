@@ -38,6 +38,11 @@ enum ErrorMapping {
         case .SQLITE_CONSTRAINT:
             // CHECK, NOT NULL, datatype: the caller sent a value the schema refuses.
             return StoreError(.conflict, text)
+        case .SQLITE_FULL:
+            // "database or disk is full" (or the file's page limit reached).
+            return StoreError(.unavailable, text, unavailability: .storageFull)
+        case .SQLITE_IOERR, .SQLITE_CANTOPEN, .SQLITE_READONLY, .SQLITE_CORRUPT, .SQLITE_NOTADB:
+            return StoreError(.unavailable, text, unavailability: .databaseDown)
         default:
             // BUSY, LOCKED, IOERR, FULL, CANTOPEN, READONLY, CORRUPT, a closed connection, …:
             // the store cannot serve the request now; the caller answers 503.

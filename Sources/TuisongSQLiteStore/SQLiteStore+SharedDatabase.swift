@@ -11,7 +11,14 @@ public struct SQLiteSharedDatabase: SharedDatabase {
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         defer { store.checkpointer.noteCommit() }
-        return try await Self.mapped { try await store.pool.write { db in try body(GRDBExecutor(db: db)) } }
+        do {
+            let result = try await Self.mapped { try await store.pool.write { db in try body(GRDBExecutor(db: db)) } }
+            store.health.noteSuccess()
+            return result
+        } catch {
+            store.health.noteFailure(error)
+            throw error
+        }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {

@@ -76,6 +76,8 @@ public final class SQLiteStore: Store {
     let clock: any TuisongCore.Clock
     let batcher: RegistrationBatcher
     let checkpointer: WALCheckpointer
+    /// What the writes lately said: a full disk or an unusable file (`/healthz`).
+    public let health: StoreHealth
     let pointReaders: PointReaders
     /// Held by the one process that dispatches this file's messages (`SQLiteStore+WorkQueue`).
     let dispatcherLock: DispatcherLock
@@ -158,14 +160,20 @@ public final class SQLiteStore: Store {
         }
         self.checkpointer = checkpointer
         let writeObserver = configuration.writeObserver
+        let health = StoreHealth()
+        self.health = health
         groupedWrites = StoreBatcher(concurrency: 1, maxBatch: 256) { [pool] writes in
             let started = ContinuousClock.now
             defer { writeObserver?(ContinuousClock.now - started) }
             do {
                 defer { checkpointer.noteCommit() }
-                return try await pool.write { db in try Self.runGrouped(db, writes) }
+                let results = try await pool.write { db in try Self.runGrouped(db, writes) }
+                health.noteSuccess()
+                return results
             } catch {
-                throw ErrorMapping.storeError(error)
+                let mapped = ErrorMapping.storeError(error)
+                health.noteFailure(mapped)
+                throw mapped
             }
         }
         pointReaders = PointReaders(path: path, busyTimeout: configuration.busyTimeout)
@@ -312,9 +320,13 @@ public final class SQLiteStore: Store {
         defer { writeObserver?(ContinuousClock.now - started) }
         do {
             defer { checkpointer.noteCommit() }
-            return try await pool.write(body)
+            let result = try await pool.write(body)
+            health.noteSuccess()
+            return result
         } catch {
-            throw ErrorMapping.storeError(error)
+            let mapped = ErrorMapping.storeError(error)
+            health.noteFailure(mapped)
+            throw mapped
         }
     }
 
