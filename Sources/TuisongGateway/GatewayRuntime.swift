@@ -42,6 +42,8 @@ public final class GatewayRuntime: Sendable {
     public let webhooks: WebhookEndpoints
     /// Sends the webhook outbox's events.
     let webhookSender: WebhookSender
+    /// Posts the look-alikes' receipts in local mode.
+    let localReceipts: LocalReceiptSink?
     /// Recounts the live nodes for the providers' rate limits (`NodeShare`); cancelled on shutdown.
     private let nodeShareRefresh = Mutex<Task<Void, Never>?>(nil)
 
@@ -68,6 +70,7 @@ public final class GatewayRuntime: Sendable {
         let store = try openStore(config, metrics: metrics, logger: logger)
         DataDirectory.secure(config, logger: logger)
         var mock: APNsMockServer?
+        var localReceipts: LocalReceiptSink?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)
             let admin = try await AdminPassword.bootstrap(
@@ -81,11 +84,19 @@ public final class GatewayRuntime: Sendable {
                 logger: logger)
             mock = apns.localMock
             let receiptKeys = ReceiptKeys(root: masterKey.box.derivedKey("receipts"))
+            // Local mode with no `receipts.public_url`: the look-alikes post to this listener.
+            let receiptBase = ReceiptBaseURL(configured: config.receipts.publicURL)
+            let receiptSettings =
+                config.receipts.publicURL.isEmpty && mock == nil
+                ? nil : ReceiptSettings(keys: receiptKeys, publicURL: { receiptBase.current })
+            if let mock, let receiptSettings {
+                let sink = try LocalReceiptSink(messages: store, settings: receiptSettings, logger: logger)
+                localReceipts = sink
+                mock.sendReceipts(to: sink)
+            }
             let android = try AndroidTransports.start(
                 config.transports, local: apns.localAndroid, store: store, secrets: channelCredentials, clock: clock,
-                logger: logger,
-                receipts: config.receipts.publicURL.isEmpty
-                    ? nil : ReceiptSettings(publicURL: config.receipts.publicURL, keys: receiptKeys))
+                logger: logger, receipts: receiptSettings)
             // One cache of apps: the engine reads it, every writer of an app calls `changed(id:)`,
             // which also drops the API keys resolved to that app.
             let apps = AppCache(store: store, clock: clock)
@@ -201,6 +212,7 @@ public final class GatewayRuntime: Sendable {
             webhookSender.start()
             do {
                 try server.start()
+                receiptBase.bindListener(host: config.listen.host, port: server.port)
                 do {
                     try metricsServer?.start()
                 } catch {
@@ -219,10 +231,11 @@ public final class GatewayRuntime: Sendable {
                 credentials: credentials, localMock: mock, apns: apns.transport, android: android,
                 credentialBackend: credentialBackend,
                 adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, compute: compute,
-                logger: logger, webhooks: webhooks, webhookSender: webhookSender)
+                logger: logger, webhooks: webhooks, webhookSender: webhookSender, localReceipts: localReceipts)
             runtime.nodeShareRefresh.withLock { $0 = nodeShare.refreshing(from: store, logger: logger) }
             return runtime
         } catch {
+            localReceipts?.shutdown()
             mock?.shutdown()
             try? store.close()
             throw error
@@ -330,8 +343,9 @@ public final class GatewayRuntime: Sendable {
         engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, apns: APNsPushTransport,
         android: AndroidTransports, credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
         server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, compute: ComputePool, logger: Logger,
-        webhooks: WebhookEndpoints, webhookSender: WebhookSender
+        webhooks: WebhookEndpoints, webhookSender: WebhookSender, localReceipts: LocalReceiptSink?
     ) {
+        self.localReceipts = localReceipts
         self.webhooks = webhooks
         self.webhookSender = webhookSender
         self.compute = compute
@@ -373,6 +387,7 @@ public final class GatewayRuntime: Sendable {
         await apns.shutdown()
         android.shutdown()
         localMock?.shutdown()
+        localReceipts?.shutdown()
         do {
             try store.close()
         } catch {

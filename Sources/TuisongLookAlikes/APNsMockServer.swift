@@ -164,6 +164,13 @@ public final class APNsMockServer: Sendable {
         try core.android.trust(account)
     }
 
+    /// From now on, sends the delivery receipts of accepted pushes the way each service does
+    /// (Huawei's and HarmonyOS's signed `statuses`), to the receipt configuration `sink` names
+    /// for each push (local mode: the gateway's own `/receipts/{channel}/{app}`).
+    public func sendReceipts(to sink: any LookAlikeReceiptSink) {
+        core.android.receiptSink.withLock { $0 = sink }
+    }
+
     /// Grants tokens to this Huawei Push Kit client from now on.
     public func trustHuaweiClient(_ client: APNsMockConfiguration.PushKitClient) {
         core.android.trust(client, service: .huawei)

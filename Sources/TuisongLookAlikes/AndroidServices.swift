@@ -416,6 +416,8 @@ final class AndroidServices: Sendable {
     let recorder: AndroidRecorder
     /// vivo `saveListPayload` bodies, by `taskId`, for `pushToList`.
     let vivoTasks = VivoTaskStore()
+    /// Where accepted pushes' receipts go (`APNsMockServer.sendReceipts(to:)`); nil: none sent.
+    let receiptSink = Mutex<(any LookAlikeReceiptSink)?>(nil)
 
     init(configuration: APNsMockConfiguration) throws {
         var trust = Trust()

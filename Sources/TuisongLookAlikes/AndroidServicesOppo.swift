@@ -126,7 +126,7 @@ extension AndroidServices {
         response.principal = issued.principal
         response.tokenCount = regIDs.count
         if !outcome.accepted.isEmpty {
-            recorder.record(
+            acceptedPush(
                 ReceivedAndroidMessage(
                     service: .oppo, target: issued.target, principal: issued.principal, tokens: outcome.accepted,
                     refusedTokens: outcome.illegal, messageID: messageIDs.joined(separator: ","), body: request.body,

@@ -237,7 +237,7 @@ extension AndroidServices {
         response.principal = issued.principal
         response.tokenCount = tokens.count
         if !validateOnly {
-            recorder.record(
+            acceptedPush(
                 ReceivedAndroidMessage(
                     service: .huawei, target: appID, principal: issued.principal, tokens: outcome.accepted,
                     refusedTokens: outcome.illegal, messageID: requestID, body: request.body,
@@ -325,7 +325,7 @@ extension AndroidServices {
         response.principal = issued.principal
         response.tokenCount = tokens.count
         if sent {
-            recorder.record(
+            acceptedPush(
                 ReceivedAndroidMessage(
                     service: .honor, target: appID, principal: issued.principal, tokens: outcome.accepted,
                     refusedTokens: outcome.illegal, messageID: requestID, body: request.body,

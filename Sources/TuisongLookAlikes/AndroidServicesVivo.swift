@@ -155,7 +155,7 @@ extension AndroidServices {
         response.target = issued.target
         response.principal = issued.principal
         response.tokenCount = 1
-        recorder.record(
+        acceptedPush(
             ReceivedAndroidMessage(
                 service: .vivo, target: issued.target, principal: issued.principal, tokens: [regID], refusedTokens: [],
                 messageID: taskID, body: request.body, connectionID: request.connectionID,
@@ -232,7 +232,7 @@ extension AndroidServices {
         response.principal = issued.principal
         response.tokenCount = regIDs.count
         if !outcome.accepted.isEmpty {
-            recorder.record(
+            acceptedPush(
                 ReceivedAndroidMessage(
                     service: .vivo, target: issued.target, principal: issued.principal, tokens: outcome.accepted,
                     refusedTokens: outcome.illegal, messageID: taskID, body: task.body,

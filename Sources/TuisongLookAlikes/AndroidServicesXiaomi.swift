@@ -82,7 +82,7 @@ extension AndroidServices {
         var response = answer(200, json, code: 0, target: app.packageName)
         response.principal = app.packageName
         response.tokenCount = ids.count
-        recorder.record(
+        acceptedPush(
             ReceivedAndroidMessage(
                 service: .xiaomi, target: app.packageName, principal: app.packageName, tokens: outcome.accepted,
                 refusedTokens: outcome.illegal, messageID: messageID, body: request.body,

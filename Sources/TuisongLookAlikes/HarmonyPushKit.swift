@@ -160,7 +160,7 @@ extension AndroidServices {
         }
         response.principal = subAccount
         response.tokenCount = tokens.count
-        recorder.record(
+        acceptedPush(
             ReceivedAndroidMessage(
                 service: .harmony, target: projectID, principal: subAccount, tokens: outcome.accepted,
                 refusedTokens: outcome.illegal, messageID: requestID, body: request.body,

@@ -151,4 +151,99 @@ import TuisongPluginTestKit
         let metrics = try await http("GET", "\(gw.baseURL)/metrics").text
         #expect(metrics.contains(#"tuisong_receipts_total{channel="huawei",outcome="unknown"} 1"#))
     }
+
+    /// Local mode (the README's quickstart): with no `receipts.public_url`, the look-alikes of
+    /// Huawei and HarmonyOS post their signed receipts to the gateway's own listener, so a push
+    /// shows `arrived` for the Android and HarmonyOS phones and none for the iPhone.
+    @Test(arguments: PluginStoreBackend.allCases)
+    func localModeLookAlikesPostReceiptsThatShowArrived(_ database: PluginStoreBackend) async throws {
+        let gw = try await TestGateway.start(database: database)
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp(bundleID: "com.example.local")
+        try await register(gw, key, "huawei-local-1", ["channel": "huawei", "tags": ["l"]])
+        try await register(gw, key, "huawei-local-2", ["channel": "huawei", "tags": ["l"]])
+        try await register(gw, key, "MAMzLg-local-harmony-1", ["channel": "harmony", "tags": ["l"]])
+        try await register(gw, key, String(repeating: "ab", count: 32), ["environment": "production", "tags": ["l"]])
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["tag": "l"], "notification": ["alert": "hi"]])
+        let id = try #require(push.jsonObject["message_id"] as? Int)
+        _ = try await gw.completed(messageID: Int64(id))
+
+        // The sends carried the message's tag where each service returns it.
+        let harmonySent = try #require(gw.mock.receivedAndroidMessages().first { $0.service == .harmony })
+        let biTag = try JSONValue(parsing: harmonySent.body)["pushOptions"]?["biTag"]?.stringValue
+        #expect(biTag?.hasPrefix("\(id).") == true)
+
+        var status: [String: Any] = [:]
+        try await waitUntil("three phones reported arrival") {
+            status = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)?channels=true", key: key).jsonObject
+            return (status["counts"] as? [String: Int])?["arrived"] == 3
+        }
+        let counts = try #require(status["counts"] as? [String: Int])
+        #expect(counts["delivered"] == 4)
+        let channels = try #require(status["channels"] as? [String: [String: Any]])
+        #expect(channels["huawei"]?["arrived"] as? Int == 2)
+        #expect(channels["harmony"]?["arrived"] as? Int == 1)
+        #expect(channels["apns"]?["arrived"] == nil)
+        let metrics = try await http("GET", "\(gw.baseURL)/metrics").text
+        #expect(metrics.contains(#"tuisong_receipts_total{channel="harmony",outcome="arrived"} 1"#))
+        #expect(!metrics.contains(#"outcome="refused""#))
+    }
+
+    /// HarmonyOS V2 receipts as Push Kit posts them: signed like Huawei's, `deliveryStatus` (or a
+    /// card's `formStatus`) per status; forged or another app's refused, malformed 400.
+    @Test func harmonyReceiptsAreVerifiedAndRead() async throws {
+        let gw = try await TestGateway.start(environment: ["TUISONG_RECEIPTS_PUBLIC_URL": Self.publicURL])
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.harmony")
+        let (otherAppID, _) = try await gw.createApp(bundleID: "com.example.other")
+        for token in ["MAMzLg-h-1", "MAMzLg-h-2"] {
+            try await register(gw, key, token, ["channel": "harmony", "tags": ["h"]])
+        }
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["tag": "h"], "notification": ["alert": "hi"]])
+        let id = try #require(push.jsonObject["message_id"] as? Int)
+        _ = try await gw.completed(messageID: Int64(id))
+        let sent = try #require(gw.mock.receivedAndroidMessages().first { $0.service == .harmony })
+        let biTag = try #require(try JSONValue(parsing: sent.body)["pushOptions"]?["biTag"]?.stringValue)
+
+        let body = try JSONSerialization.data(
+            withJSONObject: [
+                "statuses": [
+                    [
+                        "token": "MAMzLg-h-1", "pushType": 0, "appPackageName": "com.example.harmony", "biTag": biTag,
+                        "requestId": "r1", "deliveryStatus": ["result": 0, "timestamp": 1_750_000_000_000],
+                    ],
+                    [
+                        "token": "MAMzLg-h-2", "pushType": 0, "appPackageName": "com.example.harmony", "biTag": biTag,
+                        "requestId": "r1", "deliveryStatus": ["result": 6, "timestamp": 1_750_000_000_000],
+                    ],
+                ]
+            ])
+        let (userName, callbackKey) = try Self.callbackCredentials(gw, appID: appID, channel: .harmony)
+        let signature = Self.huaweiSignature(
+            userName: userName, key: callbackKey, timestamp: "1750000000123", nonce: UUID().uuidString.lowercased())
+        let url = "\(gw.baseURL)/receipts/harmony/\(appID)"
+        func post(_ url: String, _ body: Data, signature: String) async throws -> TestResponse {
+            try await http(
+                "POST", url, body: body, contentType: "application/json",
+                headers: ["X-HUAWEI-CALLBACK-ID": signature])
+        }
+        // Huawei's (Android) callback key is not HarmonyOS's; another app's URL does not verify.
+        let (_, huaweiKey) = try Self.callbackCredentials(gw, appID: appID, channel: .huawei)
+        let forged = Self.huaweiSignature(userName: userName, key: huaweiKey, timestamp: "1", nonce: "n")
+        #expect(try await post(url, body, signature: forged).status == 401)
+        #expect(
+            try await post("\(gw.baseURL)/receipts/harmony/\(otherAppID)", body, signature: signature).status == 401)
+        #expect(try await gw.runtime.store.receiptCounts(messageID: Int64(id)).isEmpty)
+        #expect(try await post(url, Data(#"{"statuses":[{"token":"x"}]}"#.utf8), signature: signature).status == 400)
+
+        let accepted = try await post(url, body, signature: signature)
+        #expect(accepted.status == 200, "\(accepted.text)")
+        #expect(accepted.jsonObject["errno"] as? String == "0")
+        let counts = try await gw.runtime.store.receiptCounts(messageID: Int64(id))
+        #expect(counts[.harmony] == ReceiptCounts(arrived: 1, reasons: ["notifications_disabled": 1]))
+    }
 }

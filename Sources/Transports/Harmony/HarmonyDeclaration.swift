@@ -26,7 +26,11 @@ extension HarmonyService {
             validate: { (input, _) throws(CredentialFormError) -> ValidatedCredential in
                 try validate(input)
             }),
-        make: { context in try .tokenBatch(HarmonyService(baseURL: context.url("url")), context, hasQuota: false) })
+        make: { context in
+            try .tokenBatch(
+                HarmonyService(baseURL: context.url("url"), receipts: context.receipts), context, hasQuota: false)
+        },
+        receipts: HarmonyReceipts.declaration)
 
     /// A HarmonyOS push token: opaque, 1–4,096 bytes of base64 and URL-safe characters (letters,
     /// digits, `-_.:~+/=`), never APNs-shaped hex (docs/reference/harmony.md §5: Huawei documents

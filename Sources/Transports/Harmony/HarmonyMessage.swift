@@ -39,7 +39,7 @@ public enum HarmonyMessage {
 
         init(
             content: PushContent, headers: PushHeaders, environment: PushEnvironment = .production,
-            defaultCategory: String?, now: Date
+            defaultCategory: String?, now: Date, biTag: String? = nil
         ) {
             var body: [String: JSONValue] = [:]
             let harmony = HarmonyOptions(headers.options(for: .harmony))
@@ -50,6 +50,8 @@ public enum HarmonyMessage {
             if HarmonyMessage.isTestMessage(headers: headers, environment: environment) {
                 options["testMessage"] = true
             }
+            // Tuisong's tag of the message, which Push Kit returns in each V2 receipt status.
+            if let biTag { options["biTag"] = .string(biTag) }
             if !options.isEmpty { body["pushOptions"] = .object(options) }
             if content.hasAlert {
                 pushType = HarmonyMessage.alertPushType

@@ -17,8 +17,12 @@ public struct HarmonyService: TokenBatchService {
     /// Where messages are sent, without a trailing slash.
     public var baseURL: String
 
-    public init(baseURL: String = HarmonyService.defaultSendURL) {
+    /// Receipts asked for (`pushOptions.biTag`), when receipts are on.
+    public var receipts: ReceiptSettings?
+
+    public init(baseURL: String = HarmonyService.defaultSendURL, receipts: ReceiptSettings? = nil) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.receipts = receipts
     }
 
     public var maxTokens: Int { HarmonyMessage.maxTokens }
@@ -62,7 +66,7 @@ public struct HarmonyService: TokenBatchService {
     ) -> HarmonyMessage.Template {
         HarmonyMessage.Template(
             content: content, headers: headers, environment: environment,
-            defaultCategory: credential.options["category"], now: now)
+            defaultCategory: credential.options["category"], now: now, biTag: receipts?.tag(headers))
     }
 
     public func send(

@@ -77,12 +77,22 @@ func constantTimeEqual(_ a: String, _ b: String) -> Bool {
 /// off: no receipt field is sent.
 public struct ReceiptSettings: Sendable {
     /// `receipts.public_url`, without a trailing slash.
-    public var publicURL: String
+    public var publicURL: String {
+        let url = resolvePublicURL()
+        return url.hasSuffix("/") ? String(url.dropLast()) : url
+    }
     public var keys: ReceiptKeys
+    private let resolvePublicURL: @Sendable () -> String
 
     public init(publicURL: String, keys: ReceiptKeys) {
-        self.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+        self.init(keys: keys, publicURL: { publicURL })
+    }
+
+    /// Settings whose URL is known late: local mode's default, the gateway's own listener,
+    /// whose port is bound after the transports are made.
+    public init(keys: ReceiptKeys, publicURL: @escaping @Sendable () -> String) {
         self.keys = keys
+        self.resolvePublicURL = publicURL
     }
 
     /// The tag of the message `headers` belong to, nil outside a message.

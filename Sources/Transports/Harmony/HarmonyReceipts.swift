@@ -1,0 +1,55 @@
+import Foundation
+import TuisongCore
+import TuisongTransportKit
+
+/// HarmonyOS Push Kit's message receipts (消息回执 V2, the only version scenario-specific
+/// messages get: docs/reference/receipts.md): a POST of `{"statuses":[{"token","pushType",
+/// "appPackageName","biTag","requestId","deliveryStatus":{"result","timestamp"}}]}` (a card
+/// refresh has `formStatus {formId, result, timestamp}` instead), up to 100 statuses, signed with
+/// `X-HUAWEI-CALLBACK-ID` as Huawei's are, answered `{"errno","errmsg"}`.
+public enum HarmonyReceipts {
+    /// 100 statuses of some 400 bytes each, with room to spare.
+    static let bodyLimit = 256 * 1024
+
+    public static let declaration = ReceiptDeclaration(
+        verifySignature: { post, keys in CallbackSignature.verify(post, keys: keys, channel: .harmony) },
+        bodyLimit: bodyLimit,
+        parse: { (post) throws(ReceiptFormatError) -> [ServiceReceipt] in try parse(post.body) },
+        answer: CallbackSignature.answer,
+        consoleRegistration: CallbackSignature.registration(channel: .harmony))
+
+    static func parse(_ body: [UInt8]) throws(ReceiptFormatError) -> [ServiceReceipt] {
+        guard let json = try? JSONValue(parsing: body), let statuses = json["statuses"]?.arrayValue else {
+            throw ReceiptFormatError("the body is not {\"statuses\":[…]}")
+        }
+        var receipts: [ServiceReceipt] = []
+        receipts.reserveCapacity(statuses.count)
+        for status in statuses {
+            guard let token = status["token"]?.stringValue, !token.isEmpty,
+                let delivery = status["deliveryStatus"] ?? status["formStatus"],
+                let code = delivery["result"]?.intValue ?? delivery["result"]?.stringValue.flatMap({ Int64($0) })
+            else {
+                throw ReceiptFormatError("a status without its token or deliveryStatus.result")
+            }
+            let at = (delivery["timestamp"]?.intValue).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+            receipts.append(
+                ServiceReceipt(tag: status["biTag"]?.stringValue ?? "", token: token, outcome: outcome(code), at: at))
+        }
+        return receipts
+    }
+
+    /// The result codes, read as Huawei's receipt status table (unconfirmed for V2 beyond 0,
+    /// success: docs/reference/receipts.md); others are kept as `harmony_<code>`.
+    static func outcome(_ code: Int64) -> ReceiptOutcome {
+        switch code {
+        case 0: .arrived
+        case 2: .notShown(reason: "uninstalled", invalidatesDevice: true)
+        case 6: .notShown(reason: "notifications_disabled", invalidatesDevice: false)
+        case 10: .notShown(reason: "inactive", invalidatesDevice: true)
+        case 15: .notShown(reason: "replaced", invalidatesDevice: false)
+        case 102: .notShown(reason: "frequency_capped", invalidatesDevice: false)
+        case 201: .notShown(reason: "held_by_service", invalidatesDevice: false)
+        default: .notShown(reason: "harmony_\(code)", invalidatesDevice: false)
+        }
+    }
+}

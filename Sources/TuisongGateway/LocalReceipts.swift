@@ -1,0 +1,79 @@
+import Foundation
+import Logging
+import Synchronization
+import TuisongCore
+import TuisongHTTPClient
+import TuisongLookAlikes
+import TuisongTransportKit
+
+/// The base URL the services post receipts to: `receipts.public_url`, or in local mode with none
+/// set, the gateway's own listener once its port is bound (the transports are made before the
+/// listener starts, so they read it late through `ReceiptSettings`).
+final class ReceiptBaseURL: Sendable {
+    private let value: Mutex<String>
+
+    init(configured: String) { value = Mutex(configured) }
+
+    var current: String { value.withLock { $0 } }
+
+    /// Names the listener at `host:port`, unless a URL was configured.
+    func bindListener(host: String, port: Int) {
+        value.withLock { url in
+            guard url.isEmpty else { return }
+            let reachable: String
+            switch host {
+            case "", "0.0.0.0": reachable = "127.0.0.1"
+            case "::": reachable = "[::1]"
+            default: reachable = host.contains(":") ? "[\(host)]" : host
+            }
+            url = "http://\(reachable):\(port)"
+        }
+    }
+}
+
+/// Local mode's receipt configurations, as an operator would have entered them in each service's
+/// console (the receipt URL of the app's channel, and the callback user name and key Tuisong
+/// derives), and the poster of the look-alikes' receipts. The look-alikes stand in for every
+/// app's service at once, so the app is found from the push's tag (its message).
+final class LocalReceiptSink: LookAlikeReceiptSink {
+    let messages: any MessageStore
+    let settings: ReceiptSettings
+    let client: HTTPClient
+    let logger: Logger
+
+    init(messages: any MessageStore, settings: ReceiptSettings, logger: Logger) throws {
+        self.messages = messages
+        self.settings = settings
+        self.client = try HTTPClient(label: "receipts-local", logger: logger)
+        self.logger = logger
+    }
+
+    func configuration(service: AndroidPushService, tag: String) async -> LookAlikeReceiptConfiguration? {
+        guard let channel = PushChannel(rawValue: service.rawValue), !settings.publicURL.isEmpty,
+            let dot = tag.firstIndex(of: "."), let id = Int64(tag[..<dot]),
+            let message = try? await messages.message(id: id),
+            settings.keys.messageID(tag: tag, appID: message.appID) == id
+        else { return nil }
+        let (userName, key) = settings.keys.callbackCredentials(appID: message.appID, channel: channel)
+        return LookAlikeReceiptConfiguration(
+            url: settings.url(channel: channel, appID: message.appID), callbackUserName: userName, callbackKey: key)
+    }
+
+    func post(_ post: LookAlikeReceiptPost) async {
+        let result = await client.execute(
+            HTTPClientRequest(url: post.url, headers: post.headers, body: post.body, timeout: .seconds(10)))
+        switch result {
+        case .success(let response) where response.status == 200: break
+        case .success(let response):
+            logger.notice(
+                "local mode: a look-alike's receipt was refused",
+                metadata: ["url": "\(post.url)", "status": "\(response.status)"])
+        case .failure(let error):
+            logger.notice(
+                "local mode: a look-alike's receipt was not delivered",
+                metadata: ["url": "\(post.url)", "error": "\(error)"])
+        }
+    }
+
+    func shutdown() { client.shutdown() }
+}
