@@ -167,6 +167,7 @@ const en = {
   'cred.test': 'Test connection',
   'cred.testing': 'Testing…',
   'cred.testOk': 'Connection works',
+  'cred.testOkFailing': 'The connection works, but this credential is marked failing ({reason}) and not used.',
   'cred.testFailed': 'Connection failed',
   'cred.deleteTitle': 'Delete credential',
   'cred.deleteConfirm': 'Pushes of this environment stop unless another credential remains. Delete?',
@@ -185,6 +186,7 @@ const en = {
   'cred.passwordOptional': 'Key password (if encrypted)',
   'cred.uploadButton': 'Upload and check',
   'cred.uploaded': '{kind} credential for {env} saved.',
+  'cred.uploadedRefused': '{kind} key for {env} saved, but APNs refused its provider token: {reason}. It is marked failing and not used; check the Key ID, the Team ID and the key.',
   'cred.rejected': 'The file was not accepted',
   'cred.fileRequired': 'Choose a file.',
   'cred.fileTooLarge': 'That file is too large for a credential (64 KiB at most).',
@@ -218,7 +220,7 @@ const en = {
   'cred.check.refusedKept': 'The service refused it: {reason}. It is saved and marked failing, and not used: credential #{id}, which works, stays in use.',
   'cred.notInUse': 'Not in use',
   'cred.check.unavailable': 'Not checked: the service could not be reached ({reason}). The first push will check it.',
-  'cred.check.not_checked': 'This service has no sign-in to check; the first push will check it.',
+  'cred.check.not_checked': 'Local mode: not checked. The bundled look-alike takes every credential added; the real service checks it when the gateway sends to it.',
   'cred.androidRejected': 'The credential was not accepted',
   'cred.androidDeleteConfirm': 'Devices on {channel} stop receiving pushes unless another credential remains. Delete?',
   'channel.apns': 'APNs',
@@ -356,8 +358,11 @@ const en = {
   'err.corrupt_service_account': 'This is not a usable service-account JSON.',
   'err.invalid_vendor_app_id': 'The app id is the number the developer console shows.',
   'err.invalid_vendor_app_id_xiaomi': 'For Xiaomi the app id is the app’s package name, e.g. com.example.chat.',
-  'err.invalid_client_id': 'Enter the client id (no spaces).',
-  'err.invalid_client_secret': 'Enter the client secret.',
+  'err.invalid_client_id': 'The client id is letters, digits, -, _ and . as the developer console shows it (no spaces).',
+  'err.invalid_client_secret': 'Enter the client secret as the developer console shows it: printable characters, no spaces or line breaks.',
+  'err.invalid_selector': 'The selector is letters, digits and - _ . : @ / + = # ~ (a busiId or a certificate name), without spaces.',
+  'err.invalid_category': 'The category is one of Huawei’s (IM, WORK, …).',
+  'err.invalid_service_account': 'This key file is not one the service issues.',
   'err.invalid_badge_class': 'The badge class is the launcher activity\'s class name, e.g. com.example.MainActivity.',
 };
 
@@ -525,6 +530,7 @@ const zh = {
   'cred.test': '测试连接',
   'cred.testing': '测试中…',
   'cred.testOk': '连接正常',
+  'cred.testOkFailing': '连接正常，但此凭证已标记为失败（{reason}），不会被使用。',
   'cred.testFailed': '连接失败',
   'cred.deleteTitle': '删除凭证',
   'cred.deleteConfirm': '若该环境没有其他凭证，推送将停止。确定删除？',
@@ -543,6 +549,7 @@ const zh = {
   'cred.passwordOptional': '私钥密码（如已加密）',
   'cred.uploadButton': '上传并校验',
   'cred.uploaded': '已保存 {env} 环境的 {kind} 凭证。',
+  'cred.uploadedRefused': '已保存 {env} 环境的 {kind} 密钥，但 APNs 拒绝了它的 provider token：{reason}。它已标记为失败且不会被使用；请检查 Key ID、Team ID 和密钥。',
   'cred.rejected': '文件未被接受',
   'cred.fileRequired': '请选择文件。',
   'cred.fileTooLarge': '文件过大，凭证文件最大 64 KiB。',
@@ -576,7 +583,7 @@ const zh = {
   'cred.check.refusedKept': '服务拒绝了该凭据：{reason}。凭据已保存并标记为失败，不会被使用：可用的凭据 #{id} 继续使用。',
   'cred.notInUse': '未使用',
   'cred.check.unavailable': '未验证：无法连接服务（{reason}）。第一次推送时会验证。',
-  'cred.check.not_checked': '该服务没有登录步骤可验证，第一次推送时会验证。',
+  'cred.check.not_checked': '本地模式：未验证。内置的模拟服务接受所有添加的凭证；网关向真实服务发送时才会验证。',
   'cred.androidRejected': '凭证未被接受',
   'cred.androidDeleteConfirm': '若没有其他凭证，{channel} 上的设备将收不到推送。确定删除？',
   'channel.apns': 'APNs',
@@ -714,8 +721,11 @@ const zh = {
   'err.corrupt_service_account': '这不是可用的服务账号 JSON 文件。',
   'err.invalid_vendor_app_id': 'App ID 是开发者控制台显示的数字。',
   'err.invalid_vendor_app_id_xiaomi': '小米的应用 ID 是应用的包名，例如 com.example.chat。',
-  'err.invalid_client_id': '请填写客户端 ID（不含空格）。',
-  'err.invalid_client_secret': '请填写客户端密钥。',
+  'err.invalid_client_id': '客户端 ID 由字母、数字和 -、_、. 组成，与开发者控制台显示的一致（不含空格）。',
+  'err.invalid_client_secret': '请按开发者控制台显示的填写客户端密钥：可打印字符，不含空格或换行。',
+  'err.invalid_selector': '选择器由字母、数字和 - _ . : @ / + = # ~ 组成（busiId 或证书名称），不含空格。',
+  'err.invalid_category': '消息类别须是华为规定的类别之一（IM、WORK 等）。',
+  'err.invalid_service_account': '这不是该服务签发的密钥文件。',
   'err.invalid_badge_class': '角标类名是应用入口 Activity 的类名，如 com.example.MainActivity。',
 };
 
@@ -757,7 +767,7 @@ export function localized(label, fallback) {
 }
 
 /** Error codes the console words itself; every other error shows the server's message. */
-const detailedCodes = new Set(['wrong_password', 'corrupt_file', 'expired', 'key_mismatch', 'wrong_kind', 'not_yet_valid', 'not_push_certificate']);
+const detailedCodes = new Set(['wrong_password', 'corrupt_file', 'expired', 'key_mismatch', 'wrong_kind', 'not_yet_valid', 'not_push_certificate', 'invalid_service_account']);
 
 export function errorText(error) {
   const key = `err.${error.code}`;
