@@ -361,8 +361,6 @@ const en = {
   'err.invalid_client_id': 'The client id is letters, digits, -, _ and . as the developer console shows it (no spaces).',
   'err.invalid_client_secret': 'Enter the client secret as the developer console shows it: printable characters, no spaces or line breaks.',
   'err.invalid_selector': 'The selector is letters, digits and - _ . : @ / + = # ~ (a busiId or a certificate name), without spaces.',
-  'err.invalid_category': 'The category is one of Huawei’s (IM, WORK, …).',
-  'err.invalid_service_account': 'This key file is not one the service issues.',
   'err.invalid_badge_class': 'The badge class is the launcher activity\'s class name, e.g. com.example.MainActivity.',
 };
 
@@ -724,8 +722,6 @@ const zh = {
   'err.invalid_client_id': '客户端 ID 由字母、数字和 -、_、. 组成，与开发者控制台显示的一致（不含空格）。',
   'err.invalid_client_secret': '请按开发者控制台显示的填写客户端密钥：可打印字符，不含空格或换行。',
   'err.invalid_selector': '选择器由字母、数字和 - _ . : @ / + = # ~ 组成（busiId 或证书名称），不含空格。',
-  'err.invalid_category': '消息类别须是华为规定的类别之一（IM、WORK 等）。',
-  'err.invalid_service_account': '这不是该服务签发的密钥文件。',
   'err.invalid_badge_class': '角标类名是应用入口 Activity 的类名，如 com.example.MainActivity。',
 };
 
@@ -767,7 +763,7 @@ export function localized(label, fallback) {
 }
 
 /** Error codes the console words itself; every other error shows the server's message. */
-const detailedCodes = new Set(['wrong_password', 'corrupt_file', 'expired', 'key_mismatch', 'wrong_kind', 'not_yet_valid', 'not_push_certificate', 'invalid_service_account']);
+const detailedCodes = new Set(['wrong_password', 'corrupt_file', 'expired', 'key_mismatch', 'wrong_kind', 'not_yet_valid', 'not_push_certificate']);
 
 export function errorText(error) {
   const key = `err.${error.code}`;
