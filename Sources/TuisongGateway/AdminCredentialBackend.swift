@@ -206,9 +206,11 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         // push, so the test asks with one (a made-up device token) and tells what APNs said,
         // and keeps the credential's status to it.
         if result.ok, credential.kind == .p8, let probe = await probe(credential) {
+            // The connection's own words stay; the note that APNs judges the token later goes.
+            let connected = result.detail.components(separatedBy: "; provider token").first ?? result.detail
             switch probe {
             case .accepted(let detail):
-                result.detail = "connected to \(endpoint); APNs accepted the provider token: \(detail)"
+                result.detail = "\(connected); APNs accepted the provider token: \(detail)"
             case .refused(let reason):
                 result = (
                     false, "APNs refused the provider token: \(reason) (check the Key ID, the Team ID and the key)"
@@ -219,8 +221,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                     await publish(.credentials(appID: credential.appID))
                 }
             case .unavailable(let reason):
-                result.detail =
-                    "connected to \(endpoint), but APNs did not judge the provider token (\(reason)): the first push will"
+                result.detail = "\(connected); APNs did not judge the provider token (\(reason)): the first push will"
             }
         }
         logger.info(
