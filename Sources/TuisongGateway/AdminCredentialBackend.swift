@@ -129,8 +129,9 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         }
         if let localMock { LocalAPNs.trust(record, secrets: channelCredentials, on: localMock, logger: logger) }
         // One sign-in with the service: a refused credential is kept, marked failing with the
-        // service's reason, and its held deliveries stay held.
-        let check = await check(record)
+        // service's reason, and its held deliveries stay held. Local mode's look-alike was just
+        // taught the credential: a sign-in there would prove nothing, so none is claimed.
+        let check = localMock == nil ? await check(record) : .localMode
         if case .refused(let reason) = check {
             try await channelCredentials.store.setChannelCredentialStatus(
                 id: record.id, status: "failing", reason: reason)
@@ -198,9 +199,31 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             // Never the secret: the error names the credential and what failed.
             return (false, "the stored credential cannot be opened: \(type(of: error))", "\(endpoint)")
         }
-        let result = await APNsConnectionTester.test(
+        var result = await APNsConnectionTester.test(
             endpoint: endpoint, credential: material, caFile: apns.endpoints.caFile,
             extraCACertificates: apns.endpoints.extraCACertificates, timeout: testTimeout)
+        // A token key's connection works whatever the key: APNs judges the provider token on a
+        // push, so the test asks with one (a made-up device token) and tells what APNs said,
+        // and keeps the credential's status to it.
+        if result.ok, credential.kind == .p8, let probe = await probe(credential) {
+            // The connection's own words stay; the note that APNs judges the token later goes.
+            let connected = result.detail.components(separatedBy: "; provider token").first ?? result.detail
+            switch probe {
+            case .accepted(let detail):
+                result.detail = "\(connected); APNs accepted the provider token: \(detail)"
+            case .refused(let reason):
+                result = (
+                    false, "APNs refused the provider token: \(reason) (check the Key ID, the Team ID and the key)"
+                )
+                if !credential.isFailing || credential.statusReason != reason {
+                    try? await store.setCredentialStatus(id: credential.id, status: "failing", reason: reason)
+                    await apns.credentialsChanged(appID: credential.appID)
+                    await publish(.credentials(appID: credential.appID))
+                }
+            case .unavailable(let reason):
+                result.detail = "\(connected); APNs did not judge the provider token (\(reason)): the first push will"
+            }
+        }
         logger.info(
             "console: tested a credential",
             metadata: [

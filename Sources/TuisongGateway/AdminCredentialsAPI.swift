@@ -163,13 +163,7 @@ struct AdminCredentialsAPI: Sendable {
         else {
             throw AdminError.invalid("channel", "\"channel\" must be \(registry.formChannelList)")
         }
-        let selector: String?
-        switch Result(catching: { () throws(CredentialError) -> String? in
-            try CredentialSelector.validated(try? body.string("selector", maxLength: 1024))
-        }) {
-        case .success(let valid): selector = valid
-        case .failure(let error): throw AdminError.invalid("selector", error.message)
-        }
+        let selector = try Self.selector(body)
         var input = CredentialFormInput()
         for field in form.fields {
             switch field.kind {
@@ -230,13 +224,7 @@ struct AdminCredentialsAPI: Sendable {
         var upload = AdminCredentialUpload(
             appID: appID, kind: kind, environment: environment, file: Array(data),
             password: try body.string("password", maxLength: 1024).flatMap { $0.isEmpty ? nil : $0 })
-        // A numeric selector may come as a JSON number.
-        let selector = try (try? body.integer("selector")).map(String.init) ?? body.string("selector", maxLength: 1024)
-        switch Result(catching: { () throws(CredentialError) -> String? in try CredentialSelector.validated(selector) })
-        {
-        case .success(let valid): upload.selector = valid
-        case .failure(let error): throw AdminError.invalid("selector", error.message)
-        }
+        upload.selector = try Self.selector(body)
         if kind == .p8 {
             upload.keyID = try appleIdentifier(body, "key_id", "Key ID")
             upload.teamID = try appleIdentifier(body, "team_id", "Team ID")
@@ -246,6 +234,27 @@ struct AdminCredentialsAPI: Sendable {
             upload.password = ""
         }
         return upload
+    }
+
+    /// The body's `selector`: text, or a whole number for a Tencent busiId, checked by
+    /// `CredentialSelector`; a boolean, an object, an array or a fraction is refused
+    /// (`400 invalid_selector`), never taken as "no selector".
+    static func selector(_ body: AdminBody) throws -> String? {
+        let raw: String?
+        switch body.object["selector"] {
+        case nil, is NSNull: raw = nil
+        case let text as String: raw = text
+        case let number as Int where number >= 0: raw = String(number)
+        default:
+            throw AdminError(
+                400, CredentialError.Code.invalidSelector.rawValue,
+                "\"selector\" must be a string (a busiId may be a whole number)", field: "selector")
+        }
+        do {
+            return try CredentialSelector.validated(raw)
+        } catch {
+            throw AdminError(400, error.code.rawValue, error.message, field: "selector")
+        }
     }
 
     /// Apple's key and team ids: 10 upper-case letters and digits.

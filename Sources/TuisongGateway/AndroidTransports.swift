@@ -72,7 +72,9 @@ struct AndroidTransports: Sendable {
 
     /// Signs in once with a credential just added and says what the service answered.
     func check(_ credential: ChannelCredential) async -> ChannelCredentialCheck {
-        guard let signIn = members[credential.channel]?.checkSignIn else { return .notChecked }
+        guard let signIn = members[credential.channel]?.checkSignIn else {
+            return .notChecked("\(credential.channel.rawValue) has no sign-in to check: the first push checks it")
+        }
         switch await signIn(credential) {
         case .success: return .accepted
         case .failure(.refused(let reason)): return .refused(reason.description)
@@ -110,8 +112,13 @@ public enum ChannelCredentialCheck: Sendable, Hashable {
     case refused(String)
     /// The service could not be asked (unreachable, a 5xx): saved as it is, checked on first use.
     case unavailable(String)
-    /// The service has no sign-in to check (Xiaomi): the first push checks it.
-    case notChecked
+    /// Nothing was asked, and why: local mode (its look-alike takes every credential added, so
+    /// a sign-in there would prove nothing), or a credential with nothing to ask about.
+    case notChecked(String)
+
+    /// Local mode's reason, in the words the console and the CLI show.
+    public static let localMode = ChannelCredentialCheck.notChecked(
+        "local mode: not checked (the bundled look-alike takes every credential added)")
 
     public var isRefused: Bool {
         if case .refused = self { return true }
@@ -124,7 +131,7 @@ public enum ChannelCredentialCheck: Sendable, Hashable {
         case .accepted: ["result": "accepted", "reason": NSNull()]
         case .refused(let reason): ["result": "refused", "reason": reason]
         case .unavailable(let reason): ["result": "unavailable", "reason": reason]
-        case .notChecked: ["result": "not_checked", "reason": NSNull()]
+        case .notChecked(let reason): ["result": "not_checked", "reason": reason]
         }
     }
 }
@@ -132,11 +139,11 @@ public enum ChannelCredentialCheck: Sendable, Hashable {
 extension ChannelCredentialCheck {
     /// Signs in once with a stored credential through the service the config names, with a
     /// transport made for the purpose and shut down after (the CLI runs no gateway). In local
-    /// mode there is nothing to ask: the running gateway's look-alike trusts what is added.
+    /// mode nothing is asked (`localMode`): the running gateway's look-alike trusts what is added.
     public static func check(
         _ record: ChannelCredentialRecord, config: GatewayConfig, service: ChannelCredentialService, logger: Logger
     ) async -> ChannelCredentialCheck {
-        guard !config.apns.localMock else { return .notChecked }
+        guard !config.apns.localMock else { return .localMode }
         let secret: [UInt8]
         do {
             secret = try service.secret(of: record)

@@ -239,16 +239,33 @@ public enum CredentialSelector {
     public static let maxLength = 128
 
     /// `nil` and blank stay nil (the default credential); otherwise trimmed, at most
-    /// `maxLength` characters, no control characters.
+    /// `maxLength` characters of letters and digits (any script: a certificate's name may be
+    /// Chinese) and `-_.:@/+=#~`: never a space, a control or an invisible character (a
+    /// right-to-left mark, a zero-width space), markup or a quote.
     public static func validated(_ raw: String?) throws(CredentialError) -> String? {
         guard let trimmed = raw?.trimmingCharacters(in: .whitespaces), !trimmed.isEmpty else { return nil }
         guard trimmed.count <= maxLength else {
             throw CredentialError(.invalidSelector, "the selector is longer than \(maxLength) characters")
         }
-        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw CredentialError(.invalidSelector, "the selector contains control characters")
+        guard trimmed.unicodeScalars.allSatisfy(isAllowed) else {
+            throw CredentialError(
+                .invalidSelector,
+                "the selector is letters, digits and - _ . : @ / + = # ~ (a busiId or a certificate name), no spaces or control characters"
+            )
         }
         return trimmed
+    }
+
+    private static func isAllowed(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII {
+            return scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                || "-_.:@/+=#~".unicodeScalars.contains(scalar)
+        }
+        switch scalar.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter, .decimalNumber:
+            return true
+        default: return false
+        }
     }
 }
 

@@ -401,7 +401,10 @@ public final class GatewayRuntime: Sendable {
     public static func probeKey(
         _ record: CredentialRecord, topic: String, config: GatewayConfig, credentials: CredentialService
     ) async -> ChannelCredentialCheck {
-        guard record.kind == .p8, !config.apns.localMock else { return .notChecked }
+        guard !config.apns.localMock else { return .localMode }
+        guard record.kind == .p8 else {
+            return .notChecked("a certificate is checked in the TLS handshake of the first push")
+        }
         let material: APNsCredentialMaterial
         let endpoint: APNsEndpoint
         do {

@@ -162,6 +162,13 @@ final class EasyHandle {
         _ request: HTTPClientRequest, timeoutMilliseconds: Int, connectTimeoutMilliseconds: Int
     ) -> HTTPClientError? {
         errorBuffer[0] = 0
+        // The last line of defence against header injection: a CR or LF would end the line and
+        // start another header (or the body), a NUL would cut it short. Credentials and ids are
+        // checked where they are added; nothing that slipped past reaches the wire.
+        if let bad = Self.unsafeHeader(request.headers) {
+            return HTTPClientError(
+                code: "InvalidHeader", detail: "the request's header \(bad) contains CR, LF or NUL; not sent")
+        }
         var failed: CURLcode = CURLE_OK
         func check(_ code: CURLcode) {
             if code != CURLE_OK && failed == CURLE_OK { failed = code }
@@ -269,6 +276,22 @@ final class EasyHandle {
         return .success(
             HTTPClientResponse(
                 status: status, headers: responseHeaders, body: responseBody, httpVersion: httpVersion))
+    }
+
+    /// The name of the first header whose name or value holds CR, LF or NUL, or has a colon or
+    /// nothing in its name (its value is never told: it may be a secret); nil when all are safe.
+    static func unsafeHeader(_ headers: [(name: String, value: String)]) -> String? {
+        func unsafe(_ byte: UInt8) -> Bool { byte == 0x0D || byte == 0x0A || byte == 0 }
+        for header in headers {
+            let nameUnsafe =
+                header.name.isEmpty || header.name.utf8.contains { unsafe($0) || $0 == UInt8(ascii: ":") }
+            if nameUnsafe || header.value.utf8.contains(where: unsafe) {
+                let printable = String(
+                    decoding: header.name.utf8.filter { !unsafe($0) }.prefix(64), as: UTF8.self)
+                return "\"\(printable)\""
+            }
+        }
+        return nil
     }
 
     /// Forgets the request once its transfer has ended: its receiver and response. The header

@@ -75,6 +75,7 @@ public struct HTTPClientResponse: Sendable {
 ///
 /// `code` is one of a few stable names — "Timeout", "ConnectFailed", "ResolveFailed", "TLS",
 /// "ResponseTooLarge" (the answer passed the request's `maxResponseBytes` or the header limit),
+/// "InvalidHeader" (a header's name or value holds CR, LF or NUL: the request is not sent),
 /// "Shutdown", "Aborted", "Other" — and `detail` is curl's own message (its error buffer).
 public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertible {
     public var code: String

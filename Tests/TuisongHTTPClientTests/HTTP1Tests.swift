@@ -405,4 +405,38 @@ struct HTTP1Tests {
             #expect(all.headers.filter { $0.name == "x-reply" }.count == 2)
         }
     }
+
+    @Test("a header name or value with CR, LF or NUL fails InvalidHeader and is never sent; the value is not told")
+    func headerInjectionRefused() async throws {
+        let received = Mutex<[String]>([])
+        let router = Router()
+        router.add(.POST, "/count") { request in
+            received.withLock { $0.append(request.headers["authorization"] ?? "") }
+            return .json(object: [:])
+        }
+        try await withHTTPServer(router: router) { server in
+            let client = try HTTPClient(configuration: .init(maxInFlight: 1), label: "test-injection")
+            defer { client.shutdown() }
+            let url = "http://127.0.0.1:\(server.port)/count"
+            let unsafe: [(String, String)] = [
+                ("authorization", "key=abc\r\nX-Injected: yes"), ("authorization", "key=abc\nX-Injected: yes"),
+                ("authorization", "key=abc\rX"), ("authorization", "key=abc\u{0}tail"),
+                ("X-Bad\r\nX-Injected", "yes"), ("X-Colon:", "yes"), ("", "empty name"),
+            ]
+            for header in unsafe {
+                let result = await client.execute(HTTPClientRequest(method: "POST", url: url, headers: [header]))
+                #expect(result.failureCode == "InvalidHeader", "\(header)")
+                if case .failure(let error) = result {
+                    #expect(!error.detail.contains("abc"), "the value is never told: \(error.detail)")
+                    #expect(!error.detail.contains("\r") && !error.detail.contains("\n"))
+                }
+            }
+            // The same handle then sends a safe request, with its own headers only.
+            let safe = try await client.execute(
+                HTTPClientRequest(method: "POST", url: url, headers: [("authorization", "key=abc")])
+            ).get()
+            #expect(safe.status == 200)
+            #expect(received.withLock { $0 } == ["key=abc"])
+        }
+    }
 }

@@ -21,7 +21,7 @@ extension HarmonyService {
                 .init(
                     "category", required: false, label: .init(en: "Default category", zh: "默认消息类别"),
                     help: "the notification category of messages that name none (IM, WORK, …; MARKETING when empty)",
-                    placeholder: "IM"),
+                    placeholder: "IM", rule: .init(.identifier, 1...32)),
             ],
             validate: { (input, _) throws(CredentialFormError) -> ValidatedCredential in
                 try validate(input)
@@ -79,10 +79,14 @@ extension HarmonyService {
                 "invalid_service_account", field: "file",
                 "the key file's project_id must be the AppGallery Connect project id (digits)")
         }
-        for (name, value) in [("key_id", account.keyID), ("sub_account", account.subAccount)]
-        where value.utf8.count > 256 || value.contains(where: { $0.isWhitespace || $0 == "\"" || $0 == "\\" }) {
-            throw CredentialFormError(
-                "invalid_service_account", field: "file", "the key file's \(name) is not an id Huawei issues")
+        // key_id is a UUID-like id, sub_account a number: both go into the JWT's header and
+        // claims and the console, so nothing beyond the letters, digits and marks of an id.
+        for (name, value) in [("key_id", account.keyID), ("sub_account", account.subAccount)] {
+            if let problem = CredentialFieldRule.identifier(1...128).problem(value) {
+                throw CredentialFormError(
+                    "invalid_service_account", field: "file",
+                    "the key file's \(name) is not an id Huawei issues: it \(problem)")
+            }
         }
         var options: [String: String] = [:]
         let category = input.text("category")

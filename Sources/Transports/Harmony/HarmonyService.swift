@@ -60,6 +60,23 @@ public struct HarmonyService: TokenBatchService {
         }
     }
 
+    /// The JWT is signed here, so only a request shows whether Huawei knows the key: a test
+    /// message to no token. Push Kit checks the JWT first (401 `80200001` for a key it does not
+    /// know); past it, the empty token list is refused (`80300010`) and nothing is sent.
+    public func confirm(_ credential: ChannelCredential, token: AccessToken, client: HTTPClient, timeout: Duration)
+        async -> AccessTokenFailure?
+    {
+        let request = HTTPClientRequest(
+            method: "POST", url: sendURL(credential),
+            headers: [
+                (name: "authorization", value: "Bearer " + token.value),
+                (name: "content-type", value: "application/json"), (name: "push-type", value: "0"),
+            ],
+            body: Array(#"{"payload":{},"target":{"token":[]},"pushOptions":{"testMessage":true}}"#.utf8),
+            timeout: timeout, maxResponseBytes: 64 << 10)
+        return CredentialConfirmation.read(await client.execute(request)) { json in json?["code"]?.stringValue }
+    }
+
     public func template(
         content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
         now: Date

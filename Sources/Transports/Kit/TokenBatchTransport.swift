@@ -49,9 +49,19 @@ public protocol TokenBatchService: Sendable {
     func send(
         _ template: Template, tokens: [String], credential: ChannelCredential, token: AccessToken, client: HTTPClient,
         timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void)
+    /// Asks the service once whether it knows a credential just added, when its sign-in made no
+    /// request (HarmonyOS signs its own JWT; Xiaomi's AppSecret is the key of every request): one
+    /// authenticated request that names no device, so nothing is sent. nil: the service took
+    /// the credential (or its sign-in already was the check).
+    func confirm(_ credential: ChannelCredential, token: AccessToken, client: HTTPClient, timeout: Duration) async
+        -> AccessTokenFailure?
 }
 
 extension TokenBatchService {
+    /// The sign-in asked the service (an OAuth grant, OPPO's and vivo's signed request).
+    public func confirm(_ credential: ChannelCredential, token: AccessToken, client: HTTPClient, timeout: Duration)
+        async -> AccessTokenFailure?
+    { nil }
     /// Most services take as many tokens whatever the push.
     public func maxTokens(headers: PushHeaders, environment: PushEnvironment) -> Int { maxTokens }
     /// Most services have a data message (Huawei, Honor, Xiaomi's `pass_through=1`).
@@ -351,7 +361,12 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
     /// Signs in with `credential` once, past the token cache: a credential just added is
     /// checked with the service, whose answer is reported (a refusal is not cached).
     public func checkSignIn(_ credential: ChannelCredential) async -> Result<AccessToken, AccessTokenFailure> {
-        await fetchToken(credential)
+        let signedIn = await fetchToken(credential)
+        guard case .success(let token) = signedIn else { return signedIn }
+        if let failure = await service.confirm(credential, token: token, client: client, timeout: requestTimeout) {
+            return .failure(failure)
+        }
+        return signedIn
     }
 
     /// Until when the credential's daily quota is used up, as the service last said; nil when

@@ -191,12 +191,17 @@ public struct CredentialForm: Sendable {
         public var accept: String
         /// The CLI's flag when it is not the name's (`file` → `--service-account`).
         public var cliName: String?
+        /// What a text or secret value may hold (ignored for a file). By default printable
+        /// ASCII without spaces: never a line break, a NUL, a control or an invisible character.
+        public var rule: CredentialFieldRule
 
         public init(
             _ name: String, _ kind: Kind = .text, required: Bool = true, label: LocalizedLabel, help: String,
-            placeholder: String = "", numeric: Bool = false, accept: String = "", cliName: String? = nil
+            placeholder: String = "", numeric: Bool = false, accept: String = "", cliName: String? = nil,
+            rule: CredentialFieldRule? = nil
         ) {
             self.cliName = cliName
+            self.rule = rule ?? (kind == .secret ? .secret : .printable(1...256))
             self.name = name
             self.kind = kind
             self.required = required
@@ -223,8 +228,9 @@ public struct CredentialForm: Sendable {
     }
 
     public var fields: [Field]
-    /// Checks what was given (every required field present) and says what to store.
-    public var validate:
+    /// The form's own check, past the fields' rules: the shapes a file's contents must have,
+    /// what the fields mean together; says what to store.
+    private let check:
         @Sendable (CredentialFormInput, CredentialFormContext) throws(CredentialFormError) -> ValidatedCredential
 
     public init(
@@ -234,7 +240,115 @@ public struct CredentialForm: Sendable {
             ValidatedCredential
     ) {
         self.fields = fields
-        self.validate = validate
+        self.check = validate
+    }
+
+    /// Checks what was given, the one place every surface (CLI, admin API, console) goes
+    /// through: each required field present, each text and secret field of its rule's
+    /// alphabet and length (`invalid_<field>`), then the form's own check.
+    public func validate(_ input: CredentialFormInput, _ context: CredentialFormContext) throws(CredentialFormError)
+        -> ValidatedCredential
+    {
+        for field in fields where field.kind != .file {
+            // Text is trimmed of spaces; a secret is taken as given (a stray space is refused).
+            let value = field.kind == .secret ? input.values[field.name] ?? "" : input.text(field.name)
+            if value.isEmpty {
+                guard field.required else { continue }
+                throw CredentialFormError(
+                    "invalid_\(field.name)", field: field.name, "the \(field.label.en) is required")
+            }
+            if let problem = field.rule.problem(value) {
+                throw CredentialFormError(
+                    "invalid_\(field.name)", field: field.name, "the \(field.label.en) \(problem)")
+            }
+        }
+        return try check(input, context)
+    }
+}
+
+/// What a credential field may hold: an alphabet and a length in characters (all ASCII, so
+/// bytes). Real values are never refused (each service's console issues ids of these
+/// alphabets); a value no service issues (a line break, a NUL, a right-to-left mark, an emoji,
+/// markup) is, before it reaches a header, a URL, a log line or the console.
+public struct CredentialFieldRule: Sendable, Equatable {
+    public enum Alphabet: String, Sendable, Equatable {
+        /// 0–9.
+        case digits
+        /// ASCII letters, digits, `-`, `_` and `.` (client ids, app keys, UUIDs, key ids).
+        case identifier
+        /// Printable ASCII without the space (`!` to `~`): secrets, ids of no documented alphabet.
+        case printable
+        /// A Java (Android) package name: two or more dot-separated segments, each a letter
+        /// then letters, digits or `_`.
+        case javaPackage
+        /// A Java class name: dot-separated segments of letters, digits, `_` and `$`, each
+        /// starting with a letter, `_` or `$`.
+        case javaClass
+    }
+    public var alphabet: Alphabet
+    public var length: ClosedRange<Int>
+
+    public init(_ alphabet: Alphabet, _ length: ClosedRange<Int>) {
+        self.alphabet = alphabet
+        self.length = length
+    }
+
+    public static func digits(_ length: ClosedRange<Int>) -> Self { .init(.digits, length) }
+    public static func identifier(_ length: ClosedRange<Int>) -> Self { .init(.identifier, length) }
+    public static func printable(_ length: ClosedRange<Int>) -> Self { .init(.printable, length) }
+    /// A secret: printable ASCII without spaces, at most 1 KiB.
+    public static let secret = CredentialFieldRule(.printable, 1...1024)
+
+    /// Why `value` does not keep to the rule (completing "the Client ID …"), or nil when it does.
+    public func problem(_ value: String) -> String? {
+        let bytes = Array(value.utf8)
+        guard length.contains(bytes.count), bytes.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }), wellFormed(bytes) else {
+            return "must be \(description), \(lengthText)"
+        }
+        return nil
+    }
+
+    /// The alphabet in words.
+    public var description: String {
+        switch alphabet {
+        case .digits: "digits"
+        case .identifier: "ASCII letters, digits, '-', '_' and '.'"
+        case .printable: "printable ASCII without spaces or line breaks"
+        case .javaPackage: "a package name such as com.example.chat (letters, digits and '_' between dots)"
+        case .javaClass: "a class name such as com.example.MainActivity"
+        }
+    }
+
+    private var lengthText: String {
+        length.lowerBound == length.upperBound
+            ? "exactly \(length.lowerBound) characters"
+            : length.lowerBound <= 1
+                ? "at most \(length.upperBound) characters"
+                : "\(length.lowerBound) to \(length.upperBound) characters"
+    }
+
+    private func wellFormed(_ bytes: [UInt8]) -> Bool {
+        func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+        func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A }
+        let dot = UInt8(ascii: ".")
+        switch alphabet {
+        case .digits: return bytes.allSatisfy(isDigit)
+        case .identifier: return bytes.allSatisfy { isLetter($0) || isDigit($0) || "-_.".utf8.contains($0) }
+        case .printable: return true
+        case .javaPackage:
+            let segments = bytes.split(separator: dot, omittingEmptySubsequences: false)
+            return segments.count >= 2
+                && segments.allSatisfy { segment in
+                    guard let first = segment.first, isLetter(first) else { return false }
+                    return segment.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") }
+                }
+        case .javaClass:
+            let symbols = "_$".utf8
+            return bytes.split(separator: dot, omittingEmptySubsequences: false).allSatisfy { segment in
+                guard let first = segment.first, isLetter(first) || symbols.contains(first) else { return false }
+                return segment.allSatisfy { isLetter($0) || isDigit($0) || symbols.contains($0) }
+            }
+        }
     }
 }
 
@@ -306,8 +420,11 @@ extension CredentialForm {
                 "vendor_app_id", label: appID,
                 help: packageName
                     ? "the app's package name, e.g. com.example.chat" : "the app id the developer console shows",
-                placeholder: packageName ? "com.example.chat" : "10086", numeric: !packageName),
-            Field("client_id", label: clientID, help: "the \(clientID.en) the developer console shows"),
+                placeholder: packageName ? "com.example.chat" : "10086", numeric: !packageName,
+                rule: packageName ? .init(.javaPackage, 3...255) : .digits(1...18)),
+            Field(
+                "client_id", label: clientID, help: "the \(clientID.en) the developer console shows",
+                rule: .identifier(1...128)),
             Field(
                 "client_secret", .secret, label: secret,
                 help: "the \(secret.en) (the CLI reads it from the environment variable named: shells keep history)"),
@@ -316,7 +433,8 @@ extension CredentialForm {
             fields.append(
                 Field(
                     "badge_class", required: false, label: LocalizedLabel(en: "Badge class", zh: "角标 Activity"),
-                    help: "the launcher activity a badge number is shown on", placeholder: "com.example.MainActivity"))
+                    help: "the launcher activity a badge number is shown on", placeholder: "com.example.MainActivity",
+                    rule: .init(.javaClass, 1...256)))
         }
         return CredentialForm(fields: fields) { (input, _) throws(CredentialFormError) -> ValidatedCredential in
             let appIDText = input.text("vendor_app_id")

@@ -2,7 +2,7 @@ import TuisongCore
 import TuisongTransportKit
 
 extension XiaomiService {
-    /// Xiaomi as the gateway's transport registry knows it: the package name, AppID and AppSecret as its credential (the secret is the key of every request: no sign-in to check).
+    /// Xiaomi as the gateway's transport registry knows it: the package name, AppID and AppSecret as its credential (the secret is the key of every request: a push to no id checks it).
     public static let declaration = TransportDeclaration(
         channel: ChannelDeclaration(channel: .xiaomi, displayName: "Xiaomi", withArticle: "a Xiaomi"),
         configKeys: [
@@ -12,6 +12,6 @@ extension XiaomiService {
             .xiaomi, appID: .init(en: "Package name", zh: "包名"), clientID: .init(en: "AppID", zh: "AppID"),
             secret: .init(en: "AppSecret", zh: "AppSecret"), packageName: true),
         make: { context in
-            try .tokenBatch(XiaomiService(baseURL: context.url("url")), context, checksSignIn: false)
+            try .tokenBatch(XiaomiService(baseURL: context.url("url")), context)
         })
 }

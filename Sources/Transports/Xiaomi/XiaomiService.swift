@@ -33,6 +33,24 @@ public struct XiaomiService: TokenBatchService {
         .success(AccessToken(value: String(decoding: credential.secret, as: UTF8.self), expires: .distantFuture))
     }
 
+    /// The AppSecret is checked by a request: a push that names no registration id. Xiaomi
+    /// checks the key first (`21301` for one it does not know); past it, the missing ids are
+    /// refused (`21305`) and nothing is sent.
+    public func confirm(_ credential: ChannelCredential, token: AccessToken, client: HTTPClient, timeout: Duration)
+        async -> AccessTokenFailure?
+    {
+        let request = HTTPClientRequest(
+            method: "POST", url: baseURL + "/v3/message/regid",
+            headers: [
+                (name: "authorization", value: "key=" + token.value),
+                (name: "content-type", value: "application/x-www-form-urlencoded;charset=UTF-8"),
+            ], body: FormEncoding.encode([("restricted_package_name", credential.vendorAppID)]), timeout: timeout,
+            maxResponseBytes: 64 << 10)
+        return CredentialConfirmation.read(await client.execute(request), refusedCodes: ["21301"]) { json in
+            json?["code"]?.intValue.map(String.init)
+        }
+    }
+
     /// The form fields of a push but its ids, in order.
     public func template(
         content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,

@@ -45,9 +45,15 @@ export async function renderCredentials(container) {
       testResult.replaceChildren();
       try {
         const result = await post(`/apps/${app.id}/credentials/${c.id}/test`, {}, { timeout: 40000 });
-        testResult.replaceChildren(h('div', { class: `banner ${result.ok ? 'ok' : 'bad'}`, role: 'status', dataset: { ok: String(result.ok) } },
+        // Never "works" beside a failing badge: a connection that works for a credential
+        // marked failing says so, and a refusal the test found shows in the list at once.
+        const failing = result.ok && c.status === 'failing';
+        const tone = result.ok ? (failing ? 'warn' : 'ok') : 'bad';
+        const title = result.ok ? (failing ? t('cred.testOkFailing', { reason: c.status_reason || '' }) : t('cred.testOk')) : t('cred.testFailed');
+        if (!result.ok) await refresh();
+        testResult.replaceChildren(h('div', { class: `banner ${tone}`, role: 'status', dataset: { ok: String(result.ok) } },
           h('div', {},
-            h('strong', { text: result.ok ? t('cred.testOk') : t('cred.testFailed') }),
+            h('strong', { text: title }),
             h('div', { class: 'mono', text: `${result.endpoint}` }),
             h('div', { text: result.detail }))));
       } catch (error) {
@@ -293,7 +299,7 @@ function androidForm(app, refresh) {
       for (const input of Object.values(inputs)) if (input !== channel) input.value = '';
       // The server signed in once with it: say what the service answered.
       const check = created.check || { result: 'not_checked' };
-      const tone = { accepted: 'ok', refused: 'bad', unavailable: 'warn', not_checked: 'ok' }[check.result] || 'ok';
+      const tone = { accepted: 'ok', refused: 'bad', unavailable: 'warn', not_checked: 'warn' }[check.result] || 'warn';
       result.replaceChildren(h('div', { class: `banner ${tone}`, role: tone === 'bad' ? 'alert' : 'status', dataset: { check: check.result } },
         h('div', {}, h('strong', { text: t('cred.androidAdded', { channel: channelName(created.channel) }) }),
           h('div', { class: 'mono', text: `${created.vendor_app_id} · ${created.client_id}` }),
@@ -402,8 +408,11 @@ function uploadForm(app, refresh) {
       password.value = '';
       file.value = '';
       selector.value = '';
-      result.replaceChildren(h('div', { class: 'banner ok', role: 'status' },
-        h('div', {}, h('strong', { text: t('cred.uploaded', { kind: created.kind.toUpperCase(), env: t(`env.${created.environment}`) }) }),
+      // A key APNs refused is saved (marked failing): say so, never as a success.
+      const refused = created.status === 'failing';
+      const words = { kind: created.kind.toUpperCase(), env: t(`env.${created.environment}`), reason: created.status_reason || '' };
+      result.replaceChildren(h('div', { class: `banner ${refused ? 'bad' : 'ok'}`, role: refused ? 'alert' : 'status', dataset: { status: created.status } },
+        h('div', {}, h('strong', { text: t(refused ? 'cred.uploadedRefused' : 'cred.uploaded', words) }),
           created.subject ? h('div', { class: 'mono', text: created.subject }) : null,
           created.expires_at ? h('div', { text: `${t('cred.expires')}: ${formatTime(created.expires_at)}` }) : null)));
       await refresh();
