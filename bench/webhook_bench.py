@@ -39,8 +39,16 @@ def main():
     headers = {"Authorization": "Bearer " + args.key, "Content-Type": "application/json"}
 
     def call(method, path, body=None, expect=(200, 201, 202, 204)):
-        gateway.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=headers)
-        response = gateway.getresponse()
+        nonlocal gateway
+        try:
+            gateway.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=headers)
+            response = gateway.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # The gateway closes a keep-alive connection idle while the bench waited on the receiver.
+            gateway.close()
+            gateway = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
+            gateway.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=headers)
+            response = gateway.getresponse()
         data = response.read()
         if response.status not in expect:
             sys.exit(f"{method} {path}: HTTP {response.status} {data[:300]!r}")
