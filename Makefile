@@ -16,7 +16,7 @@ TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-
 BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3 openssl postgresql
 PYTHON ?= python3
 
-.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster bench-messages bench-cpu bench-memory clean check-config format lint
+.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster bench-messages bench-cpu bench-memory bench-webhooks clean check-config format lint
 
 all: build
 
@@ -135,6 +135,12 @@ bench-faults: release
 bench-messages: release
 	$(call apt_install,$(BENCH_PACKAGES))
 	bench/messages.sh
+
+# Webhook events/s to a local receiver, and a tag push with 1 % failing tokens with and without
+# delivery.failed subscribed (issue #43; docs/benchmarks.md). Bounded: it stops itself.
+bench-webhooks: release
+	$(call apt_install,$(BENCH_PACKAGES))
+	bench/webhooks.sh
 
 # /healthz and a device lookup alone, then during four clients registering 60-user Easemob
 # batches (PBKDF2 on the compute pool; issue #33).

@@ -66,4 +66,5 @@ export async function api(method, path, body, { timeout = 20000 } = {}) {
 export const get = (path, options) => api('GET', path, undefined, options);
 export const post = (path, body, options) => api('POST', path, body ?? {}, options);
 export const put = (path, body) => api('PUT', path, body);
+export const patch = (path, body) => api('PATCH', path, body);
 export const del = (path) => api('DELETE', path);

@@ -12,6 +12,7 @@ import { renderCredentials } from './views/credentials.js';
 import { renderTemplates } from './views/templates.js';
 import { renderDevices } from './views/devices.js';
 import { renderPush } from './views/push.js';
+import { renderWebhooks } from './views/webhooks.js';
 
 const routes = {
   monitor: renderMonitor,
@@ -20,6 +21,7 @@ const routes = {
   templates: renderTemplates,
   devices: renderDevices,
   push: renderPush,
+  webhooks: renderWebhooks,
 };
 
 const main = document.getElementById('main');
