@@ -41,6 +41,25 @@ struct NativePushAPI: Sendable {
         router.add(.GET, "/api/v1/messages/{id}/deliveries") { request in
             await authenticator.withApp(request) { app in try await deliveries(app, request) }
         }
+        router.add(.DELETE, "/api/v1/messages/{id}") { request in
+            await authenticator.withApp(request) { app in try await cancel(app, request) }
+        }
+    }
+
+    /// `DELETE /api/v1/messages/{id}`: a scheduled message (`send_at` in the future) is
+    /// cancelled before anything is sent; one already started answers 409.
+    private func cancel(_ app: App, _ request: Request) async throws -> Response {
+        let id = try messageID(request)
+        guard let status = try await engine.status(messageID: id), status.record.appID == app.id else {
+            throw NativeAPIError(404, "message_not_found", "no message \(id) in this app")
+        }
+        guard try await engine.cancel(messageID: id) else {
+            throw NativeAPIError(
+                409, "not_scheduled",
+                "message \(id) is \(status.state): only a message not started yet (scheduled, or queued) can be cancelled"
+            )
+        }
+        return .json(object: ["message_id": id, "state": MessageState.cancelled.rawValue])
     }
 
     private func push(_ app: App, _ request: Request) async throws -> Response {
@@ -275,6 +294,7 @@ enum MessageView {
     static func delivery(_ d: DeliveryRecord) -> [String: Any] {
         [
             "token": d.token,
+            "channel": d.channel.rawValue,
             "environment": d.environment.rawValue,
             "state": d.state.rawValue,
             "reason": d.reason as Any? ?? NSNull(),

@@ -32,12 +32,14 @@ import TuisongPluginTestKit
             json: ["audience": ["all": true], "notification": ["alert": "magic"]])
         let id = try #require(push.jsonObject["message_id"] as? Int)
         var outcomes: [String: (state: String, reason: String)] = [:]
+        var channels: [String: String] = [:]
         try await waitUntil("the four outcomes") {
             let answer = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)/deliveries", key: key)
             outcomes = [:]
             for delivery in answer.jsonObject["deliveries"] as? [[String: Any]] ?? [] {
                 if let token = delivery["token"] as? String {
                     outcomes[token] = (delivery["state"] as? String ?? "", delivery["reason"] as? String ?? "")
+                    channels[token] = delivery["channel"] as? String
                 }
             }
             let status = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).jsonObject
@@ -48,6 +50,8 @@ import TuisongPluginTestKit
         #expect(outcomes[gone]?.state == "failed" && outcomes[gone]?.reason == "Unregistered", "\(outcomes)")
         #expect(outcomes[busy]?.state != "failed", "429 is retried later: \(outcomes)")
         #expect(outcomes["unregistered-phone-1"]?.state == "failed", "\(outcomes)")
+        // Each delivery names its push service (issue #41 item 12).
+        #expect(channels[gone] == "apns" && channels["unregistered-phone-1"] == "fcm", "\(channels)")
         let device = try await gw.runtime.store.device(appID: 1, token: try #require(DeviceToken(gone)))
         #expect(device?.invalidatedAt != nil, "410 invalidates the device")
         let phone = try await gw.runtime.store.device(

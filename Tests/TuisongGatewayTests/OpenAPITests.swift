@@ -97,6 +97,15 @@ import TuisongPluginTestKit
         try await checker.call(
             "GET", "/api/v1/messages/\(messageID)/deliveries?state=lost", deliveries, key: key, expect: 400)
         try await checker.call("GET", "/api/v1/messages/999999/deliveries", deliveries, key: key, expect: 404)
+        // Cancelling: a scheduled push is, a completed one is not (409), an unknown one 404.
+        let later = Int(Date().timeIntervalSince1970) + 3600
+        let scheduled = try await checker.call(
+            "POST", "/api/v1/push", "/api/v1/push", key: key,
+            json: ["audience": ["all": true], "notification": ["alert": "later"], "send_at": later], expect: 202)
+        let scheduledID = try #require(scheduled["message_id"]?.intValue)
+        try await checker.call("DELETE", "/api/v1/messages/\(scheduledID)", message, key: key, expect: 200)
+        try await checker.call("DELETE", "/api/v1/messages/\(messageID)", message, key: key, expect: 409)
+        try await checker.call("DELETE", "/api/v1/messages/999999", message, key: key, expect: 404)
         // The device APNs refused now shows `invalidated_at` and `invalid_reason`.
         let invalidated = try await checker.call("GET", "/api/v1/devices/\(dead)", path, key: key, expect: 200)
         #expect(invalidated["invalid_reason"]?.stringValue == "Unregistered")
