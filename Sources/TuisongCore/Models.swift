@@ -210,6 +210,7 @@ public struct Device: Sendable, Hashable, Codable {
 public struct DeviceRegistration: Sendable, Hashable {
     public var token: DeviceToken
     public var environment: PushEnvironment
+    /// The device's user; nil = unchanged, `DeviceRegistration.noUser` = detach it.
     public var user: String?
     public var locale: String?
     public var tags: [TagName]?
@@ -232,6 +233,13 @@ public struct DeviceRegistration: Sendable, Hashable {
         self.tags = tags
         self.credentialSelector = credentialSelector
     }
+}
+
+extension DeviceRegistration {
+    /// The `user` that detaches the device's user (a logout: one person's pushes must stop
+    /// reaching a phone someone else now uses). Never a user name: the APIs refuse an empty
+    /// one; the store's upsert clears the column for it and reads a stored one as none.
+    public static let noUser = ""
 }
 
 /// One page of a keyset-paginated listing. `nextCursor` is `nil` on the last page.

@@ -65,8 +65,9 @@ struct NativeDeviceAPI: Sendable {
         let environment = try DeviceRules.native {
             try DeviceRules.environment(body.environment, channel: channel, stored: stored)
         }
-        if let user = body.user, user.count > 256 {
-            throw NativeAPIError(400, "invalid_user", "user must be at most 256 characters")
+        if let user = body.user, user.count > 256 || user.isEmpty {
+            throw NativeAPIError(
+                400, "invalid_user", "user must be 1–256 characters; send \"user\": null to detach the device's user")
         }
         if let locale = body.locale, locale.count > 35 || locale.isEmpty {
             throw NativeAPIError(400, "invalid_locale", "locale must be 1–35 characters (a BCP 47 tag)")
@@ -79,7 +80,8 @@ struct NativeDeviceAPI: Sendable {
             tags = try rawTags.map(tagName)
         }
         let registration = DeviceRegistration(
-            token: token, environment: environment, user: body.user, locale: body.locale, tags: tags,
+            token: token, environment: environment,
+            user: body.detachesUser ? DeviceRegistration.noUser : body.user, locale: body.locale, tags: tags,
             channel: channel)
         let result = try await store.registerDevice(appID: app.id, registration)
         // The tags just written, or (tags not given) what the device already had.
@@ -203,6 +205,8 @@ struct DeviceRegistrationBody: Decodable {
     /// `apns` (default for a new device), `fcm`, `huawei`, `honor`, `xiaomi`, `oppo`, `vivo`.
     var channel: String?
     var user: String?
+    /// `"user": null`: the device's user is detached (absent leaves it as it is).
+    var detachesUser = false
     var locale: String?
     var tags: [String]?
     /// Keys the body has that a device does not (`"tag"` for `"tags"`): refused, as `/push`
@@ -225,6 +229,7 @@ struct DeviceRegistrationBody: Decodable {
         environment = try container.decodeIfPresent(String.self, forKey: .environment)
         channel = try container.decodeIfPresent(String.self, forKey: .channel)
         user = try container.decodeIfPresent(String.self, forKey: .user)
+        detachesUser = try container.contains(.user) && container.decodeNil(forKey: .user)
         locale = try container.decodeIfPresent(String.self, forKey: .locale)
         tags = try container.decodeIfPresent([String].self, forKey: .tags)
         let known = Set(CodingKeys.allCases.map(\.rawValue))

@@ -35,12 +35,13 @@ package enum Rows {
 
     /// What registering a device already known by (app, token) changes, after its `INSERT`: the
     /// environment and channel are the registration's; a nil user, locale or credential
-    /// selector leaves the stored one; the registration clears any invalidation.
+    /// selector leaves the stored one, `DeviceRegistration.noUser` ('') clears the user; the
+    /// registration clears any invalidation.
     package static let deviceUpsertConflict = """
         ON CONFLICT (app_id, token) DO UPDATE SET
             environment = excluded.environment,
             channel = excluded.channel,
-            "user" = coalesce(excluded."user", devices."user"),
+            "user" = CASE WHEN excluded."user" = '' THEN NULL ELSE coalesce(excluded."user", devices."user") END,
             locale = coalesce(excluded.locale, devices.locale),
             credential_selector = coalesce(excluded.credential_selector, devices.credential_selector),
             updated_at = excluded.updated_at,
@@ -65,7 +66,9 @@ package enum Rows {
         }
         return Device(
             id: row.int64(0), appID: row.int64(1), token: row.string(2), environment: environment,
-            user: row.optionalString(4), locale: row.optionalString(5), imAccount: row.optionalString(6),
+            // '' is `DeviceRegistration.noUser` kept by a first registration that detached.
+            user: row.optionalString(4).flatMap { $0.isEmpty ? nil : $0 }, locale: row.optionalString(5),
+            imAccount: row.optionalString(6),
             createdAt: SQLTime.date(row.int64(7)), updatedAt: SQLTime.date(row.int64(8)),
             invalidatedAt: row.optionalInt64(9).map(SQLTime.date), invalidReason: row.optionalString(10),
             credentialSelector: row.optionalString(11), channel: channel)

@@ -31,6 +31,23 @@ import TuisongCore
         #expect(
             fetched.jsonObject["tags"] as? [String] == ["vip", "北京"].sorted(), "tags come with the device in one read")
 
+        // Issue #41 item 14: null detaches the user (a logout), an empty one is refused.
+        let empty = try await http("PUT", url, key: key, json: ["user": ""])
+        #expect(empty.status == 400 && empty.errorCode == "invalid_user")
+        let detached = try await http("PUT", url, key: key, json: ["user": NSNull()])
+        #expect(detached.status == 200)
+        #expect(detached.jsonObject["user"] is NSNull)
+        #expect(detached.jsonObject["locale"] as? String == "zh-Hans", "only the user is cleared")
+        let reread = try await http("GET", url, key: key)
+        #expect(reread.jsonObject["user"] is NSNull)
+        let reattached = try await http("PUT", url, key: key, json: ["user": "u2"])
+        #expect(reattached.jsonObject["user"] as? String == "u2")
+        // A new device registered with no user says so, not "".
+        let fresh = try await http(
+            "PUT", "\(gw.baseURL)/api/v1/devices/\(token(7))", key: key,
+            json: ["environment": "production", "user": NSNull()])
+        #expect(fresh.status == 201 && fresh.jsonObject["user"] is NSNull)
+
         let deleted = try await http("DELETE", url, key: key)
         #expect(deleted.status == 204)
         let gone = try await http("GET", url, key: key)
