@@ -266,9 +266,18 @@ import TuisongPluginTestKit
         return object
     }
 
+    /// Up to 60 s: a debug build restarting after a kill -9 on a loaded 2-core machine took
+    /// more than 30 once. A timeout says what `/healthz` last answered (a 503 names its reason).
     func waitForHealth(_ port: Int) async throws {
-        try await waitUntil("gateway on \(port) healthy", every: .milliseconds(100)) {
-            (try? await http("GET", "http://127.0.0.1:\(port)/healthz"))?.status == 200
+        let last = Mutex<String>("no answer")
+        do {
+            try await waitUntil("gateway on \(port) healthy", within: .seconds(60), every: .milliseconds(100)) {
+                guard let answer = try? await http("GET", "http://127.0.0.1:\(port)/healthz") else { return false }
+                last.withLock { $0 = "\(answer.status) \(answer.text)" }
+                return answer.status == 200
+            }
+        } catch let timeout as TestTimeout {
+            throw TestTimeout(message: "\(timeout.message); /healthz last answered: \(last.withLock { $0 })")
         }
     }
 }
