@@ -51,6 +51,10 @@ public final class WebhookSender: Sendable {
     /// message's completion event unique per endpoint while a late duplicate flush may come).
     static let keepFailed: TimeInterval = 7 * 86_400
     static let keepDelivered: TimeInterval = 3600
+    /// Rows claimed ahead per endpoint, in units of its concurrency: a finished POST starts the
+    /// next queued one at once instead of waiting for a claim, and a claim fills several
+    /// places in one write.
+    static let claimAhead = 4
 
     private let store: any GatewayStore
     private let endpoints: WebhookEndpoints
@@ -61,8 +65,16 @@ public final class WebhookSender: Sendable {
     private let clock: any Clock
     private let owner: String
 
+    /// A claimed row waiting for one of its endpoint's places.
+    private struct Queued {
+        var delivery: WebhookDelivery
+        var claimedAt: Date
+    }
+
     private struct State {
+        /// Senders per endpoint, each sending its endpoint's queue one row at a time.
         var inFlight: [Int64: Int] = [:]
+        var queued: [Int64: [Queued]] = [:]
         var results: [WebhookAttemptResult] = []
         var cache: [Int64: WebhookEndpoint] = [:]
         var cacheLoaded: UInt64 = 0
@@ -142,28 +154,78 @@ public final class WebhookSender: Sendable {
                     lastPrune = clock.now
                     try await prune()
                 }
-                let perEndpoint = settings.concurrencyPerEndpoint
-                let busy = state.withLock { $0.inFlight }
+                let ahead = settings.concurrencyPerEndpoint * Self.claimAhead
+                let held = state.withLock { state in
+                    state.inFlight.merging(state.queued.mapValues(\.count), uniquingKeysWith: +)
+                }
+                let claimedAt = clock.now
                 claimed = try await store.claimWebhookDeliveries(
-                    owner: owner, now: clock.now, leaseFor: settings.lease, limit: settings.batch
-                ) { endpoint in perEndpoint - (busy[endpoint] ?? 0) }
-                if !claimed.isEmpty { try await refreshEndpoints() }
+                    owner: owner, now: claimedAt, leaseFor: settings.lease, limit: settings.batch
+                ) { endpoint in ahead - (held[endpoint] ?? 0) }
+                if !claimed.isEmpty {
+                    try await refreshEndpoints()
+                    dispatch(claimed, claimedAt: claimedAt)
+                }
             } catch {
                 logger.warning("webhook outbox unavailable", metadata: ["error": "\(error)"])
             }
+            if claimed.count < settings.batch { await waitForWork() }
+        }
+    }
+
+    /// Queues the claimed rows and starts senders for their endpoints, at most
+    /// `concurrencyPerEndpoint` each.
+    private func dispatch(_ claimed: [WebhookDelivery], claimedAt: Date) {
+        let started = state.withLock { state -> [Int64] in
             for delivery in claimed {
-                state.withLock { $0.inFlight[delivery.endpointID, default: 0] += 1 }
-                Task { [self] in
-                    let result = await send(delivery)
-                    state.withLock { state in
-                        state.inFlight[delivery.endpointID, default: 1] -= 1
-                        if state.inFlight[delivery.endpointID] == 0 { state.inFlight[delivery.endpointID] = nil }
-                        if let result { state.results.append(result) }
-                    }
-                    wake()
+                state.queued[delivery.endpointID, default: []].append(Queued(delivery: delivery, claimedAt: claimedAt))
+            }
+            var started: [Int64] = []
+            for (endpoint, queue) in state.queued {
+                let idle = min(queue.count, settings.concurrencyPerEndpoint - (state.inFlight[endpoint] ?? 0))
+                guard idle > 0 else { continue }
+                state.inFlight[endpoint, default: 0] += idle
+                started += Array(repeating: endpoint, count: idle)
+            }
+            return started
+        }
+        for endpoint in started {
+            Task { [self] in await sendQueued(endpoint: endpoint) }
+        }
+    }
+
+    /// One of an endpoint's senders: sends its queued rows until none is left or the sender
+    /// stops (the rows left keep their lease and are sent again after it, same `webhook-id`).
+    private func sendQueued(endpoint: Int64) async {
+        while let next = nextQueued(endpoint: endpoint) {
+            // A row that waited past half its lease could be claimed again before its answer is
+            // recorded: it is left to the claim after its lease instead.
+            guard clock.now.timeIntervalSince(next.claimedAt) < settings.lease / 2 else { continue }
+            let result = await send(next.delivery)
+            state.withLock { state in
+                guard let result else { return }
+                state.results.append(result)
+                if result.disableEndpoint != nil {
+                    // Nothing more to it: its queued rows stay leased, and the claim skips it.
+                    state.queued[endpoint] = nil
+                    state.cache[endpoint] = nil
                 }
             }
-            if claimed.count < settings.batch { await waitForWork() }
+            wake()
+        }
+    }
+
+    /// The endpoint's next queued row; nil ends the calling sender (counted out of `inFlight`).
+    private func nextQueued(endpoint: Int64) -> Queued? {
+        state.withLock { state -> Queued? in
+            if !state.stopped, var queue = state.queued[endpoint], !queue.isEmpty {
+                let next = queue.removeFirst()
+                state.queued[endpoint] = queue.isEmpty ? nil : queue
+                return next
+            }
+            state.inFlight[endpoint, default: 1] -= 1
+            if state.inFlight[endpoint] == 0 { state.inFlight[endpoint] = nil }
+            return nil
         }
     }
 

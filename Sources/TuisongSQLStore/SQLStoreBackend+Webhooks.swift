@@ -130,10 +130,15 @@ extension SQLStoreBackend {
             """
         return try await sqlWrite { db in
             // Endpoints with due rows first, then each one's share: a slow endpoint's backlog
-            // never takes the places of another endpoint's events.
+            // never takes the places of another endpoint's events. Each endpoint is asked for
+            // one due row through `webhook_outbox_due` (endpoint, next attempt), which passes
+            // only the rows leased now ahead of it; a DISTINCT over the outbox would read the
+            // whole backlog on every claim.
             let endpoints = try db.fetchAll(
-                "SELECT DISTINCT endpoint_id FROM webhook_outbox WHERE" + due
-                    + " AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE disabled_at IS NULL) LIMIT 1000"
+                """
+                SELECT id FROM webhook_endpoints WHERE disabled_at IS NULL AND EXISTS (
+                    SELECT 1 FROM webhook_outbox WHERE endpoint_id = webhook_endpoints.id AND
+                """ + due + ") ORDER BY id LIMIT 1000"
             ).map { $0.int64(0) }
             var claimed: [WebhookDelivery] = []
             for endpoint in endpoints where claimed.count < limit {
