@@ -1,3 +1,4 @@
+import TuisongCore
 import TuisongHTTP
 
 /// A Baidu Cloud Push error as the wire shows it: Baidu's `error_code`, an `error_msg` that
@@ -98,5 +99,15 @@ public struct BaiduError: Error, Sendable, Hashable, CustomStringConvertible {
         case 429: self.init(.tooFrequent, error.message, httpStatus: error.status)
         default: self.init(.internalError, error.message, httpStatus: error.status)
         }
+    }
+}
+
+extension BaiduError {
+    /// The store cannot serve (busy, a full disk, no database): Baidu has no such code, so its
+    /// internal error, with HTTP 503 and the reason in words, answered with `Retry-After`
+    /// (`BaiduProvider.respond`) — never "see the gateway log" for what is not a bug.
+    static func storeUnavailable(_ error: StoreError) -> BaiduError {
+        let kind = error.unavailability ?? .busy
+        return BaiduError(.internalError, kind.explanation, httpStatus: 503)
     }
 }

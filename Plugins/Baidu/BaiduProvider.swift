@@ -188,6 +188,12 @@ public struct BaiduProvider: PushProvider {
                 ? BaiduReply.deviceSuccess(requestID, parameters) : BaiduReply.success(requestID, parameters)
         } catch let error as BaiduError {
             return BaiduReply.failure(requestID, error)
+        } catch let error as StoreError where error.code == .unavailable {
+            logger.warning(
+                "baidu: store unavailable", metadata: ["baidu_request_id": "\(requestID)", "error": "\(error)"])
+            var response = BaiduReply.failure(requestID, .storeUnavailable(error))
+            response.headers.add(name: "Retry-After", value: String((error.unavailability ?? .busy).retryAfterSeconds))
+            return response
         } catch {
             logger.error("baidu: request failed", metadata: ["baidu_request_id": "\(requestID)", "error": "\(error)"])
             return BaiduReply.failure(

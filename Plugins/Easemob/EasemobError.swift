@@ -1,4 +1,5 @@
 import Foundation
+import TuisongCore
 import TuisongHTTP
 
 /// An error in Easemob's dialect: the HTTP status Easemob uses, its `error` code and an
@@ -88,6 +89,14 @@ public struct EasemobError: Error, Sendable, Hashable, CustomStringConvertible {
     static let busy = EasemobError(
         status: 503, error: "service_unavailable", "the server is busy hashing passwords; try again in a second",
         retryAfter: 1)
+
+    /// The store cannot serve (busy, a full disk, no database): 503 with the reason and
+    /// `Retry-After`, as Easemob answers when it is overloaded.
+    static func storeUnavailable(_ error: StoreError) -> EasemobError {
+        let kind = error.unavailability ?? .busy
+        return EasemobError(
+            status: 503, error: "service_unavailable", kind.explanation, retryAfter: kind.retryAfterSeconds)
+    }
 
     static func internalError(_ description: String) -> EasemobError {
         EasemobError(status: 500, error: "internal_server_error", description)

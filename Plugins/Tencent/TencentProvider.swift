@@ -113,6 +113,9 @@ public struct TencentProvider: PushProvider {
             return try await perform(command, call, rawBodySize: request.body.count)
         } catch let error as TencentError {
             return TencentReply.fail(error)
+        } catch let error as StoreError where error.code == .unavailable {
+            logger.warning("tencent: store unavailable", metadata: ["path": "\(request.path)", "error": "\(error)"])
+            return TencentReply.fail(TencentError(storeUnavailable: error))
         } catch {
             let reference = UUID().uuidString.prefix(8)
             logger.error(

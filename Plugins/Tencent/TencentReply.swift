@@ -36,6 +36,12 @@ enum TencentReply {
 }
 
 extension TencentError {
+    /// The store cannot serve (busy, a full disk, no database): Tencent's "timed out, please
+    /// retry" with the reason (Tencent answers every error with HTTP 200 and its envelope).
+    init(storeUnavailable error: StoreError) {
+        self.init(60008, "the service timed out, please retry: \((error.unavailability ?? .busy).explanation)")
+    }
+
     init(httpError: HTTPError, path: String) {
         switch httpError.status {
         case 404, 405: self = .unknownCommand(path)
