@@ -220,7 +220,7 @@ let package = Package(
             name: "TuisongGatewayTestKit",
             dependencies: [
                 "TuisongGateway", "TuisongCore", "TuisongLookAlikes", "TuisongPluginTestKit", "TuisongPostgresTestKit",
-                .product(name: "Logging", package: "swift-log"),
+                "TuisongTransportKit", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TuisongGatewayTestKit"),
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),

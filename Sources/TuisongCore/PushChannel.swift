@@ -8,7 +8,7 @@ import Synchronization
 public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     public let rawValue: String
 
-    /// Any well-formed channel name (1–32 of `a-z 0-9 _`), declared or not: a stored row keeps
+    /// Any well-formed channel name (`^[a-z][a-z0-9_-]{0,31}$`), declared or not: a stored row keeps
     /// its channel even when no transport of this build declares it. Whether a name is a
     /// transport of this build is `PushChannel.declared(_:)`.
     public init?(rawValue: String) {
@@ -19,7 +19,8 @@ public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, Custom
     /// A channel name this code spells out (a transport's constant); trapping on a malformed one.
     public init(_ name: StaticString) {
         let text = "\(name)"
-        precondition(Self.isWellFormed(text), "\"\(text)\" is not a channel name (1–32 of a-z, 0-9, _)")
+        precondition(
+            Self.isWellFormed(text), "\"\(text)\" is not a channel name (a-z, then up to 31 of a-z, 0-9, _, -)")
         rawValue = text
     }
 
@@ -39,13 +40,21 @@ public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, Custom
 
     public var description: String { rawValue }
 
-    static func isWellFormed(_ text: String) -> Bool {
-        (1...32).contains(text.utf8.count)
-            && text.utf8.allSatisfy {
-                ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z"))
-                    || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
-                    || $0 == UInt8(ascii: "_")
-            }
+    /// The one channel-name rule, the same as both databases' `CHECK`s (SQLite's
+    /// `Schema.channelShape`, PostgreSQL's `channel ~ '^[a-z][a-z0-9_-]{0,31}$'`): a lower-case
+    /// letter, then up to 31 of `a-z 0-9 _ -`. A name Swift accepted and a database refused (or
+    /// the other way round) would fail only when its first row was written.
+    public static func isWellFormed(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard (1...32).contains(bytes.count), isLowercaseLetter(bytes[0]) else { return false }
+        return bytes.allSatisfy {
+            isLowercaseLetter($0) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+        }
+    }
+
+    private static func isLowercaseLetter(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")
     }
 
     // The names of the transports this build ships (each declared in its own folder).

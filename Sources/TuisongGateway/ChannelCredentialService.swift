@@ -4,40 +4,19 @@ import TuisongCrypto
 import TuisongDelivery
 import TuisongTransportKit
 
-/// What an operator gives for a push service with a declared credential form
-/// (`TransportDeclaration.credentialForm`).
-public enum ChannelCredentialUpload: Sendable {
-    /// FCM: the service-account JSON Firebase's console downloads.
-    case fcm(serviceAccountJSON: [UInt8])
-    /// Huawei or Honor: the app's OAuth 2.0 client (id and secret) and the service's app id;
-    /// `badgeClass` is the launcher activity a badge number is shown on. Xiaomi: the package
-    /// name, AppID and AppSecret; OPPO: AppID, AppKey and MasterSecret; vivo: AppID, AppKey
-    /// and AppSecret.
-    case oauthClient(
-        channel: PushChannel, vendorAppID: String, clientID: String, clientSecret: String, badgeClass: String?)
-    /// Any channel's declared form, its fields by name (what the admin API and the CLI build).
-    case form(channel: PushChannel, CredentialFormInput)
+/// An Android or HarmonyOS credential to add: its channel and the fields of the form its
+/// transport declares, by name (what the admin API, the console and the CLI build).
+public struct ChannelCredentialUpload: Sendable {
+    public let channel: PushChannel
+    public let input: CredentialFormInput
 
-    public var channel: PushChannel {
-        switch self {
-        case .fcm: .fcm
-        case .oauthClient(let channel, _, _, _, _): channel
-        case .form(let channel, _): channel
-        }
+    public init(channel: PushChannel, input: CredentialFormInput) {
+        self.channel = channel
+        self.input = input
     }
 
-    /// The fields by the names the forms declare.
-    public var input: CredentialFormInput {
-        switch self {
-        case .fcm(let json): CredentialFormInput(files: ["file": json])
-        case .oauthClient(_, let vendorAppID, let clientID, let clientSecret, let badgeClass):
-            CredentialFormInput(
-                values: [
-                    "vendor_app_id": vendorAppID, "client_id": clientID, "client_secret": clientSecret,
-                    "badge_class": badgeClass ?? "",
-                ])
-        case .form(_, let input): input
-        }
+    public static func form(channel: PushChannel, _ input: CredentialFormInput) -> Self {
+        Self(channel: channel, input: input)
     }
 }
 

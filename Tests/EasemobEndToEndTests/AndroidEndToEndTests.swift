@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongCrypto
+import TuisongGatewayTestKit
 import TuisongLookAlikes
 import TuisongTransportKit
 

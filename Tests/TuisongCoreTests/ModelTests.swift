@@ -71,7 +71,8 @@ import Testing
         #expect(undeclared.isAndroid && undeclared.displayName == "core_test_service")
         #expect(PushChannel.declared("core_test_service") == nil)
         #expect(DeviceToken("opaque-1", channel: undeclared)?.value == "opaque-1")
-        for bad in ["", "FCM", "has space", "dash-ed", String(repeating: "a", count: 33)] {
+        #expect(PushChannel(rawValue: "dash-ed")?.rawValue == "dash-ed")
+        for bad in ["", "FCM", "has space", "9lives", "_x", "-x", String(repeating: "a", count: 33)] {
             #expect(PushChannel(rawValue: bad) == nil, "\(bad)")
         }
         let decoded = try JSONDecoder().decode([PushChannel].self, from: Data(#"["vivo"]"#.utf8))

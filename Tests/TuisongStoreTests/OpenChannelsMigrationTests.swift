@@ -61,6 +61,13 @@ struct OpenChannelsMigrationTests {
         }
     }
 
+    /// One channel-name rule: the names the databases' CHECKs store and refuse below are the
+    /// names `PushChannel` accepts and refuses, so a name fails at once, not at its first row.
+    @Test func swiftAcceptsExactlyWhatTheDatabasesStore() {
+        for name in Self.goodNames { #expect(PushChannel(rawValue: name) != nil, "\(name)") }
+        for name in Self.badNames { #expect(PushChannel(rawValue: name) == nil, "\(name.debugDescription)") }
+    }
+
     @Test(arguments: Backend.allCases)
     func anyWellFormedNameIsStoredAndReadBackOthersAreRefused(_ backend: Backend) async throws {
         try await withStore(backend) { store in
