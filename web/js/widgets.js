@@ -163,6 +163,8 @@ export function channelTable(message) {
   const states = ['delivered', 'failed', 'skipped', 'held', 'pending'];
   // Arrival columns only when some channel reports arrival; "—" on a channel that reports none.
   const receipts = entries.some(([, c]) => typeof c.arrived === 'number');
+  // With the arrival columns, a phone keeps delivered, failed, arrived and the rate in view.
+  const narrowClass = (state) => (receipts && ['skipped', 'held', 'pending'].includes(state) ? 'num wide-only' : 'num');
   const receiptCells = (c) => {
     if (!receipts) return [];
     const reported = typeof c.arrived === 'number';
@@ -175,7 +177,7 @@ export function channelTable(message) {
   return h('div', { class: 'table-wrap' }, h('table', { id: 'channel-table' },
     h('thead', {}, h('tr', {},
       h('th', { scope: 'col', text: t('msg.channel') }),
-      states.map((state) => h('th', { scope: 'col', class: 'num', text: t(`count.${state}`) })),
+      states.map((state) => h('th', { scope: 'col', class: narrowClass(state), text: t(`count.${state}`) })),
       receipts ? [
         h('th', { scope: 'col', class: 'num', text: t('count.arrived') }),
         h('th', { scope: 'col', class: 'num wide-only', text: t('count.clicked') }),
@@ -183,7 +185,7 @@ export function channelTable(message) {
       ] : [])),
     h('tbody', {}, entries.map(([name, c]) => h('tr', { dataset: { channel: name } },
       h('th', { scope: 'row', text: channelLabel(name) }),
-      states.map((state) => h('td', { class: 'num', dataset: { state }, text: formatNumber(state === 'pending' ? (c.queued || 0) + (c.sending || 0) : (c[state] || 0)) })),
+      states.map((state) => h('td', { class: narrowClass(state), dataset: { state }, text: formatNumber(state === 'pending' ? (c.queued || 0) + (c.sending || 0) : (c[state] || 0)) })),
       receiptCells(c))))));
 }
 

@@ -182,7 +182,7 @@ async function receiptsSection(id) {
     section.replaceChildren(
       h('h2', { id: 'receipts-title', text: t('receipts.title') }),
       h('p', { class: 'muted', text: t('receipts.hint') }),
-      services,
+      ...services,
       h('h3', { text: t('receipts.own') }),
       h('label', { for: own.id }, own, ` ${t('receipts.ownLabel')}`),
       h('p', { class: 'muted' }, t('receipts.ownHint'), data.receipts_url ? [' ', h('code', { class: 'mono', text: `POST ${data.receipts_url}` })] : null));
