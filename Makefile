@@ -16,7 +16,7 @@ TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-
 BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3 openssl postgresql
 PYTHON ?= python3
 
-.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster bench-messages bench-cpu bench-memory bench-webhooks clean check-config format lint
+.PHONY: all build release run test test-swift test-browser test-cluster deps test-deps bench bench-http bench-apns bench-android bench-faults bench-cluster bench-messages bench-cpu bench-memory bench-webhooks bench-receipts clean check-config format lint
 
 all: build
 
@@ -141,6 +141,12 @@ bench-messages: release
 bench-webhooks: release
 	$(call apt_install,$(BENCH_PACKAGES))
 	bench/webhooks.sh
+
+# Delivery receipts ingested per second in the services' batch sizes (Huawei 1,000 a POST,
+# HarmonyOS 100) on SQLite, and the time per POST (issue #42; docs/benchmarks.md).
+bench-receipts: release
+	$(call apt_install,$(BENCH_PACKAGES))
+	bench/receipts.sh
 
 # /healthz and a device lookup alone, then during four clients registering 60-user Easemob
 # batches (PBKDF2 on the compute pool; issue #33).

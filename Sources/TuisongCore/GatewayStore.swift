@@ -105,7 +105,7 @@ public struct MessageSliceKey: Sendable, Hashable, CustomStringConvertible {
 /// (a file path, the embedded default) or PostgreSQL (several nodes on one database).
 public protocol GatewayStore: Store, SettingsStore, CredentialStore, ChannelCredentialStore, TemplateStore,
     AccountStore, ConsoleStore, MessageStore, WorkQueue, StoreChangeFeed, ConsoleSessionStore,
-    ProviderTokenStore, ReceiptStore, WebhookStore
+    ProviderTokenStore, ReceiptStore, ReceiptSettingsStore, WebhookStore
 {
     /// `sqlite` or `postgresql`, for logs and metrics.
     var backendName: String { get }

@@ -30,11 +30,15 @@ public struct App: Sendable, Hashable, Codable {
     /// Vendor settings, one JSON object per vendor name (a provider's `name`).
     /// Secret values inside are stored encrypted by the gateway before they reach the store.
     public var vendorSettings: [String: [String: String]]
+    /// The app posts its own delivery receipts (`POST /api/v1/receipts`): each push carries a
+    /// per-delivery receipt token for it to post back (docs/receipts.md, "The app's own receipts").
+    public var appReceipts: Bool
 
     public init(
         id: Int64, name: String, bundleID: String, apiKeyHash: String, createdAt: Date,
-        updatedAt: Date, vendorSettings: [String: [String: String]] = [:]
+        updatedAt: Date, vendorSettings: [String: [String: String]] = [:], appReceipts: Bool = false
     ) {
+        self.appReceipts = appReceipts
         self.id = id
         self.name = name
         self.bundleID = bundleID

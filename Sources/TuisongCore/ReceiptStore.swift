@@ -109,3 +109,50 @@ public protocol ReceiptStore: Sendable {
     /// The receipt state of the message's deliveries to `tokens` (those with a receipt).
     func receiptStates(messageID: Int64, tokens: [String]) async throws -> [String: DeliveryReceiptState]
 }
+
+/// The callback user name and key of an app's receipt configuration with one service, as the
+/// operator enters them in the service's console (Huawei's and HarmonyOS's AppGallery
+/// Connect): the service signs each receipt POST with them. The key is stored sealed; the
+/// gateway seals and opens it.
+public struct ReceiptCallbackCredential: Sendable, Hashable {
+    public var appID: Int64
+    public var channel: PushChannel
+    public var userName: String
+    public var encryptedKey: [UInt8]
+    public var updatedAt: Date
+
+    public init(appID: Int64, channel: PushChannel, userName: String, encryptedKey: [UInt8], updatedAt: Date) {
+        self.appID = appID
+        self.channel = channel
+        self.userName = userName
+        self.encryptedKey = encryptedKey
+        self.updatedAt = updatedAt
+    }
+}
+
+/// An app's stored callback credentials, and whether the app is older than stored ones: its
+/// credentials were derived from the master key then, and an operator may have registered
+/// those, so its first credential of a service is the derived one rather than a new key.
+public struct ReceiptCallbackCredentials: Sendable, Hashable {
+    public var byChannel: [PushChannel: ReceiptCallbackCredential]
+    public var predatesStoredCredentials: Bool
+
+    public init(byChannel: [PushChannel: ReceiptCallbackCredential] = [:], predatesStoredCredentials: Bool = false) {
+        self.byChannel = byChannel
+        self.predatesStoredCredentials = predatesStoredCredentials
+    }
+}
+
+/// The apps' callback credentials per service (whether an app posts its own receipts is
+/// `App.appReceipts`).
+public protocol ReceiptSettingsStore: Sendable {
+    /// The app's callback credentials.
+    func receiptCallbackCredentials(appID: Int64) async throws -> ReceiptCallbackCredentials
+    /// Stores `credential` unless the app has one for its channel already (another node made it
+    /// first); returns the one stored. Throws `StoreError.notFound` for an app that is gone.
+    func addReceiptCallbackCredential(_ credential: ReceiptCallbackCredential) async throws
+        -> ReceiptCallbackCredential
+    /// Puts `credential` in place of the app's one for its channel (a rotation, or what the
+    /// operator typed into the service's console). Throws `StoreError.notFound` for an app that is gone.
+    func replaceReceiptCallbackCredential(_ credential: ReceiptCallbackCredential) async throws
+}

@@ -266,8 +266,8 @@ final class MessageRun: Sendable {
                     pushes.append(
                         OutgoingPush(
                             token: entry.token, environment: group.route.environment, selector: group.route.selector,
-                            content: contents?[index] ?? content, headers: headers, channel: group.route.channel)
-                    )
+                            content: contents?[index] ?? content, headers: headers, channel: group.route.channel,
+                            deviceID: entry.deviceID))
                 }
                 await engine.transport.send(PushBatch(app: app, pushes: pushes)) { reports in
                     self.record(reports, of: chunk, contents: contents, page: pageIndex)

@@ -65,11 +65,15 @@ public struct OutgoingPush: Sendable {
     /// service's message from it.
     public var content: SharedContent
     public var headers: PushHeaders
+    /// The device registered with the token, nil for a token no device registered: an app's own
+    /// receipt token names its delivery by message and device (`AppReceiptTokens`).
+    public var deviceID: Int64?
 
     public init(
         token: String, environment: PushEnvironment, selector: String? = nil, content: SharedContent,
-        headers: PushHeaders, channel: PushChannel
+        headers: PushHeaders, channel: PushChannel, deviceID: Int64? = nil
     ) {
+        self.deviceID = deviceID
         self.token = token
         self.channel = channel
         self.environment = environment
@@ -81,11 +85,11 @@ public struct OutgoingPush: Sendable {
     /// A push of content of its own.
     public init(
         token: String, environment: PushEnvironment, selector: String? = nil, content: PushContent,
-        headers: PushHeaders, channel: PushChannel
+        headers: PushHeaders, channel: PushChannel, deviceID: Int64? = nil
     ) {
         self.init(
             token: token, environment: environment, selector: selector, content: SharedContent(content),
-            headers: headers, channel: channel)
+            headers: headers, channel: channel, deviceID: deviceID)
     }
 }
 

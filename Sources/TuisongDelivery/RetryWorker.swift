@@ -122,7 +122,7 @@ struct RetryWorker: Sendable {
                                     selector: item.delivery.credentialSelector, content: content,
                                     headers: PushHeaders(
                                         item.message.options, messageID: item.message.id, appID: item.message.appID),
-                                    channel: item.delivery.channel)
+                                    channel: item.delivery.channel, deviceID: item.delivery.deviceID)
                             })
                         let outcomes = await engine.transport.outcomes(of: batch)
                         return zip(chunk, outcomes).map { item, outcome in

@@ -8,7 +8,7 @@ import TuisongStore
 
 /// The store as the console sees it.
 typealias AdminStore = Store & SettingsStore & CredentialStore & MessageStore & TemplateStore & ConsoleStore
-    & ChannelCredentialStore & ConsoleSessionStore
+    & ChannelCredentialStore & ConsoleSessionStore & ReceiptStore & ReceiptSettingsStore
 
 /// The admin API under `/admin/api/`, used by the console in `web/`.
 ///
@@ -38,6 +38,11 @@ struct AdminAPI: Sendable {
     let throttle: LoginThrottle
     /// Webhook endpoints; nil in a process that sends none.
     let webhooks: WebhookEndpoints?
+    /// The apps' callback credentials with the services that sign their receipts.
+    let receiptCredentials: ReceiptCallbackCredentialService
+    /// The base URL the services post receipts to (`receipts.public_url`, or local mode's
+    /// listener); empty while receipts are off.
+    let receiptBaseURL: @Sendable () -> String
     /// Password checks, a few at a time off the cooperative pool: PBKDF2 is deliberately slow,
     /// and a burst of logins must neither occupy every cooperative thread nor queue the
     /// operator's login behind every guess.
@@ -52,9 +57,13 @@ struct AdminAPI: Sendable {
         credentials: (any AdminCredentialBackend)? = nil, apps: AppCache? = nil, config: GatewayConfig,
         providers: [any PushProvider] = [], clock: any Clock, logger: Logger,
         sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil, changes: (any StoreChangeFeed)? = nil,
-        webhooks: WebhookEndpoints? = nil
+        webhooks: WebhookEndpoints? = nil, receiptBaseURL: (@Sendable () -> String)? = nil
     ) {
         self.webhooks = webhooks
+        self.receiptCredentials = ReceiptCallbackCredentialService(
+            store: store, masterKey: masterKey, registry: config.transports.registry, clock: clock)
+        let configured = config.receipts.publicURL
+        self.receiptBaseURL = receiptBaseURL ?? { configured }
         self.changes = changes
         self.store = store
         self.sealer = MasterKeySealer(masterKey: masterKey)
@@ -127,6 +136,7 @@ struct AdminAPI: Sendable {
         AdminDevicesAPI(api: self).register(on: router)
         AdminPushAPI(api: self).register(on: router)
         AdminMonitorAPI(api: self).register(on: router)
+        AdminReceiptsAPI(api: self).register(on: router)
         if let credentials {
             AdminCredentialsAPI(api: self, backend: credentials).register(on: router)
         }

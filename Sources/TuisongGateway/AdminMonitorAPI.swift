@@ -67,12 +67,11 @@ struct AdminMonitorAPI: Sendable {
     }
 
     /// A message as the console lists it, with its committed counts per channel
-    /// (`{"apns": {"delivered": 120, …}, "fcm": {…}}`; a channel without deliveries is absent).
+    /// (`{"apns": {"delivered": 120, …}, "huawei": {"delivered": 80, "arrived": 75, …}}`; a
+    /// channel without deliveries or receipts is absent) and its receipts' totals.
     private func view(_ status: MessageStatus) async throws -> [String: Any] {
-        var object = AdminPushAPI.view(status, detailed: false)
-        object["channels"] = MessageView.channels(try await store.channelCounts(messageID: status.record.id))
-            .mapValues(\.jsonObject)
-        return object
+        try await AdminPushAPI(api: api).withReceipts(
+            AdminPushAPI.view(status, detailed: false), messageID: status.record.id)
     }
 
     private static func parameter(_ request: Request, _ name: String, default value: Int, range: ClosedRange<Int>)

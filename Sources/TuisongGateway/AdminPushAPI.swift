@@ -29,10 +29,7 @@ struct AdminPushAPI: Sendable {
         api.add(.GET, "/messages/{message}", on: router) { request in
             let id = try request.adminID("message", "message")
             guard let status = try await status(id) else { throw AdminError.notFound("message") }
-            var object = Self.view(status, detailed: true)
-            object["channels"] = MessageView.channels(try await store.channelCounts(messageID: id)).mapValues(
-                \.jsonObject)
-            return .json(object: object)
+            return .json(object: try await withReceipts(Self.view(status, detailed: true), messageID: id))
         }
     }
 
@@ -158,6 +155,25 @@ struct AdminPushAPI: Sendable {
             return live
         }
         return MessageStatus(record: record, counts: record.counts, failures: record.failures)
+    }
+
+    /// A message's view with what its receipts say: `counts.arrived` and `counts.clicked`,
+    /// `not_shown` by reason, and `channels` (committed counts per push service, with `arrived`
+    /// and `clicked` on the channels whose services report arrival or where the app posted its
+    /// own), as the native status shows them.
+    func withReceipts(_ view: [String: Any], messageID: Int64) async throws -> [String: Any] {
+        let receipts = try await store.receiptCounts(messageID: messageID)
+        var fields: [String: JSONValue] = [:]
+        if let counts = view["counts"].flatMap(JSONValue.init(jsonObject:)) { fields["counts"] = counts }
+        MessageView.addReceipts(receipts, to: &fields)
+        var object = view
+        object["counts"] = fields["counts"]?.jsonObject ?? view["counts"]
+        if let notShown = fields["not_shown"] { object["not_shown"] = notShown.jsonObject }
+        object["channels"] = MessageView.channels(
+            try await store.channelCounts(messageID: messageID), receipts: receipts,
+            reporting: api.config.transports.registry.reportingArrival
+        ).mapValues(\.jsonObject)
+        return object
     }
 
     static func view(_ status: MessageStatus, detailed: Bool) -> [String: Any] {

@@ -32,7 +32,8 @@ struct AndroidTransports: Sendable {
 
     static func start(
         _ config: GatewayConfig.Transports, local: Local?, store: any ChannelCredentialStore,
-        secrets: any ChannelSecretOpener, clock: any Clock, logger: Logger, receipts: ReceiptSettings? = nil
+        secrets: any ChannelSecretOpener, clock: any Clock, logger: Logger, receipts: ReceiptSettings? = nil,
+        appReceipts: AppReceiptTokens? = nil
     ) throws -> AndroidTransports {
         let caFile = local?.caFile ?? (config.caFile.isEmpty ? nil : config.caFile)
         let client: @Sendable (String) throws -> HTTPClient = { name in
@@ -60,7 +61,8 @@ struct AndroidTransports: Sendable {
                         // Local mode sends where the look-alike stands in for the service.
                         localBaseURL: local?.fallbacks[channel] != nil ? local?.baseURL : nil, client: client,
                         resolver: resolver, requestTimeout: .seconds(config.requestTimeoutSeconds),
-                        tokensPerRequest: config.tokensPerRequest, clock: clock, logger: logger, receipts: receipts))
+                        tokensPerRequest: config.tokensPerRequest, clock: clock, logger: logger, receipts: receipts,
+                        appReceipts: appReceipts))
                 order.append(channel)
             }
         } catch {

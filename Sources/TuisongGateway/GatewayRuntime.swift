@@ -79,24 +79,29 @@ public final class GatewayRuntime: Sendable {
             let channelCredentials = ChannelCredentialService(
                 store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config),
                 registry: config.transports.registry)
+            let receiptKeys = ReceiptKeys(masterKey: masterKey)
+            let appReceipts = AppReceiptTokens(keys: receiptKeys)
             let apns = try await startAPNs(
                 config, store: store, credentials: credentials, channelSecrets: channelCredentials, clock: clock,
-                logger: logger)
+                logger: logger, appReceipts: appReceipts)
             mock = apns.localMock
-            let receiptKeys = ReceiptKeys(root: masterKey.box.derivedKey("receipts"))
+            let callbackCredentials = ReceiptCallbackCredentialService(
+                store: store, masterKey: masterKey, registry: config.transports.registry, clock: clock)
             // Local mode with no `receipts.public_url`: the look-alikes post to this listener.
             let receiptBase = ReceiptBaseURL(configured: config.receipts.publicURL)
             let receiptSettings =
                 config.receipts.publicURL.isEmpty && mock == nil
                 ? nil : ReceiptSettings(keys: receiptKeys, publicURL: { receiptBase.current })
             if let mock, let receiptSettings {
-                let sink = try LocalReceiptSink(messages: store, settings: receiptSettings, logger: logger)
+                let sink = try LocalReceiptSink(
+                    messages: store, settings: receiptSettings, callbackCredentials: callbackCredentials, logger: logger
+                )
                 localReceipts = sink
                 mock.sendReceipts(to: sink)
             }
             let android = try AndroidTransports.start(
                 config.transports, local: apns.localAndroid, store: store, secrets: channelCredentials, clock: clock,
-                logger: logger, receipts: receiptSettings)
+                logger: logger, receipts: receiptSettings, appReceipts: appReceipts)
             // One cache of apps: the engine reads it, every writer of an app calls `changed(id:)`,
             // which also drops the API keys resolved to that app.
             let apps = AppCache(store: store, clock: clock)
@@ -173,9 +178,11 @@ public final class GatewayRuntime: Sendable {
                 transports: config.transports.registry, receipts: store
             ).register(on: router)
             ReceiptRoutes(
-                store: store, registry: config.transports.registry, keys: receiptKeys, clock: clock, metrics: metrics,
-                logger: logger
+                store: store, registry: config.transports.registry, keys: receiptKeys,
+                callbackCredentials: callbackCredentials, clock: clock, metrics: metrics, logger: logger
             ).register(on: router)
+            NativeReceiptAPI(store: store, keys: receiptKeys, clock: clock, metrics: metrics, logger: logger)
+                .register(on: router)
             NativeWebhookAPI(webhooks: webhooks, store: store, authenticator: authenticator).register(on: router)
             let nodeShare = NodeShare()
             let compute = ComputePool.standard()
@@ -199,7 +206,7 @@ public final class GatewayRuntime: Sendable {
             let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: gateway,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
-                logger: logger, changes: store, webhooks: webhooks)
+                logger: logger, changes: store, webhooks: webhooks, receiptBaseURL: { receiptBase.current })
             adminAPI.register(on: router)
             let observation = HTTPObservation.middleware(router: router, metrics: metrics, logger: logger)
             router.setMiddleware { request, next in
@@ -281,7 +288,7 @@ public final class GatewayRuntime: Sendable {
     /// The APNs transport, sending to Apple or, in local mode, to the bundled mock started here.
     private static func startAPNs(
         _ config: GatewayConfig, store: any GatewayStore, credentials: CredentialService,
-        channelSecrets: any ChannelSecretOpener, clock: any Clock, logger: Logger
+        channelSecrets: any ChannelSecretOpener, clock: any Clock, logger: Logger, appReceipts: AppReceiptTokens
     ) async throws -> (transport: APNsPushTransport, localMock: APNsMockServer?, localAndroid: AndroidTransports.Local?)
     {
         var endpoints = APNsPushTransport.Endpoints(
@@ -303,7 +310,7 @@ public final class GatewayRuntime: Sendable {
         }
         let transport = APNsPushTransport(
             credentials: credentials, store: store, endpoints: endpoints, poolSettings: APNsPoolSettings(config.apns),
-            fallback: fallback, clock: clock, providerTokens: store, logger: logger)
+            fallback: fallback, clock: clock, providerTokens: store, appReceipts: appReceipts, logger: logger)
         return (transport, mock, localAndroid)
     }
 

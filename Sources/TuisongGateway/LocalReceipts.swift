@@ -9,7 +9,7 @@ import TuisongTransportKit
 /// The base URL the services post receipts to: `receipts.public_url`, or in local mode with none
 /// set, the gateway's own listener once its port is bound (the transports are made before the
 /// listener starts, so they read it late through `ReceiptSettings`).
-final class ReceiptBaseURL: Sendable {
+public final class ReceiptBaseURL: Sendable {
     private let value: Mutex<String>
 
     init(configured: String) { value = Mutex(configured) }
@@ -20,30 +20,49 @@ final class ReceiptBaseURL: Sendable {
     func bindListener(host: String, port: Int) {
         value.withLock { url in
             guard url.isEmpty else { return }
-            let reachable: String
-            switch host {
-            case "", "0.0.0.0": reachable = "127.0.0.1"
-            case "::": reachable = "[::1]"
-            default: reachable = host.contains(":") ? "[\(host)]" : host
-            }
-            url = "http://\(reachable):\(port)"
+            url = Self.listenerURL(host: host, port: port)
         }
+    }
+
+    /// `http://host:port` of a listener, as a client on this machine reaches it.
+    static func listenerURL(host: String, port: Int) -> String {
+        let reachable: String
+        switch host {
+        case "", "0.0.0.0": reachable = "127.0.0.1"
+        case "::": reachable = "[::1]"
+        default: reachable = host.contains(":") ? "[\(host)]" : host
+        }
+        return "http://\(reachable):\(port)"
+    }
+
+    /// The base URL a gateway started with `config` gives the services: `receipts.public_url`,
+    /// else in local mode its own listener; empty when receipts are off. (The CLI's view: a
+    /// listener on port 0 is not known until it is bound.)
+    public static func configured(_ config: GatewayConfig) -> String {
+        if !config.receipts.publicURL.isEmpty { return config.receipts.publicURL }
+        guard config.apns.localMock, config.listen.port != 0 else { return "" }
+        return listenerURL(host: config.listen.host, port: config.listen.port)
     }
 }
 
 /// Local mode's receipt configurations, as an operator would have entered them in each service's
-/// console (the receipt URL of the app's channel, and the callback user name and key Tuisong
-/// derives), and the poster of the look-alikes' receipts. The look-alikes stand in for every
+/// console (the receipt URL of the app's channel, and the app's callback user name and key),
+/// and the poster of the look-alikes' receipts. The look-alikes stand in for every
 /// app's service at once, so the app is found from the push's tag (its message).
 final class LocalReceiptSink: LookAlikeReceiptSink {
     let messages: any MessageStore
     let settings: ReceiptSettings
+    let callbackCredentials: ReceiptCallbackCredentialService
     let client: HTTPClient
     let logger: Logger
 
-    init(messages: any MessageStore, settings: ReceiptSettings, logger: Logger) throws {
+    init(
+        messages: any MessageStore, settings: ReceiptSettings, callbackCredentials: ReceiptCallbackCredentialService,
+        logger: Logger
+    ) throws {
         self.messages = messages
         self.settings = settings
+        self.callbackCredentials = callbackCredentials
         self.client = try HTTPClient(label: "receipts-local", logger: logger)
         self.logger = logger
     }
@@ -54,9 +73,13 @@ final class LocalReceiptSink: LookAlikeReceiptSink {
             let message = try? await messages.message(id: id),
             settings.keys.messageID(tag: tag, appID: message.appID) == id
         else { return nil }
-        let (userName, key) = settings.keys.callbackCredentials(appID: message.appID, channel: channel)
+        var credentials: CallbackCredentials?
+        if callbackCredentials.uses(channel) {
+            credentials = try? await callbackCredentials.credentials(appID: message.appID, channel: channel)
+        }
         return LookAlikeReceiptConfiguration(
-            url: settings.url(channel: channel, appID: message.appID), callbackUserName: userName, callbackKey: key)
+            url: settings.url(channel: channel, appID: message.appID), callbackUserName: credentials?.userName ?? "",
+            callbackKey: credentials?.key ?? "")
     }
 
     func post(_ post: LookAlikeReceiptPost) async {

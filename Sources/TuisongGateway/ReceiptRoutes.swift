@@ -13,6 +13,8 @@ struct ReceiptRoutes: Sendable {
     let store: any ReceiptStore
     let registry: TransportRegistry
     let keys: ReceiptKeys
+    /// The apps' callback credentials, for the services that sign.
+    let callbackCredentials: ReceiptCallbackCredentialService
     let clock: any Clock
     let metrics: GatewayMetrics
     let logger: Logger
@@ -42,7 +44,19 @@ struct ReceiptRoutes: Sendable {
         }
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.lowercased()] = field.value }
-        let post = ReceiptPost(headers: headers, body: request.body, appID: appID, now: clock.now)
+        var post = ReceiptPost(headers: headers, body: request.body, appID: appID, now: clock.now)
+        if declaration.usesCallbackCredentials {
+            do {
+                post.callbackCredentials = try await callbackCredentials.credentials(appID: appID, channel: channel)
+            } catch let error as StoreError where error.code == .notFound {
+                // No such app: nothing verifies.
+            } catch {
+                logger.error(
+                    "receipt callback credentials unreadable",
+                    metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)", "error": "\(error)"])
+                return Response(status: 503, headers: ["Retry-After": "5"], body: [])
+            }
+        }
         if let verify = declaration.verifySignature, !verify(post, keys) {
             logger.warning(
                 "receipt signature refused", metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)"])

@@ -26,7 +26,25 @@ enum PostgresSchema {
         ("pg9-open-channels", PostgresSchema.openChannels),
         ("pg10-delivery-receipts", PostgresSchema.deliveryReceipts),
         ("pg11-webhooks", PostgresSchema.webhooks),
+        ("pg12-receipt-credentials", PostgresSchema.receiptCredentials),
     ]
+
+    /// SQLite's `v18-receipt-credentials`: callback credentials per app and service (the key
+    /// sealed), the apps that existed while they were derived from the master key, and whether
+    /// an app posts its own receipts.
+    static let receiptCredentials = """
+        ALTER TABLE apps ADD COLUMN app_receipts INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE apps ADD COLUMN derived_callback_credentials INTEGER NOT NULL DEFAULT 0;
+        UPDATE apps SET derived_callback_credentials = 1;
+        CREATE TABLE receipt_callback_credentials (
+            app_id BIGINT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+            channel TEXT NOT NULL,
+            user_name TEXT NOT NULL,
+            encrypted_key BYTEA NOT NULL,
+            updated_at BIGINT NOT NULL,
+            PRIMARY KEY (app_id, channel)
+        );
+        """
 
     /// SQLite's `v17-webhooks`: endpoints, the outbox nodes claim rows of under a lease
     /// (`FOR UPDATE SKIP LOCKED`), and recent attempts.

@@ -153,7 +153,7 @@ package enum Rows {
     }
 
     package static let appColumns =
-        "id, name, bundle_id, api_key_hash, vendor_settings, created_at, updated_at"
+        "id, name, bundle_id, api_key_hash, vendor_settings, created_at, updated_at, app_receipts"
 
     package static func app(columns row: some ColumnValues) throws -> App {
         let settings: [String: [String: String]]
@@ -168,7 +168,7 @@ package enum Rows {
         return App(
             id: row.int64(0), name: row.string(1), bundleID: row.string(2), apiKeyHash: row.string(3),
             createdAt: SQLTime.date(row.int64(5)), updatedAt: SQLTime.date(row.int64(6)),
-            vendorSettings: settings)
+            vendorSettings: settings, appReceipts: row.int64(7) != 0)
     }
 
     package static func vendorSettingsJSON(_ settings: [String: [String: String]]) throws -> String {

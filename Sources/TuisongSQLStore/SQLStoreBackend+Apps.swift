@@ -44,7 +44,7 @@ extension SQLStoreBackend {
         }
     }
 
-    /// Replaces name, bundle id, API key hash and vendor settings; `updatedAt` becomes now
+    /// Replaces name, bundle id, API key hash, vendor settings and `appReceipts`; `updatedAt` becomes now
     /// and `createdAt` is kept whatever `app` says. Throws `.notFound` for an unknown id and
     /// `.conflict` when the API key hash belongs to another app.
     public func updateApp(_ app: App) async throws {
@@ -54,7 +54,7 @@ extension SQLStoreBackend {
             let changed = try db.run(
                 """
                 UPDATE apps SET name = \(app.name), bundle_id = \(app.bundleID), api_key_hash = \(app.apiKeyHash),
-                    vendor_settings = \(settings), updated_at = \(now)
+                    vendor_settings = \(settings), app_receipts = \(app.appReceipts ? 1 : 0), updated_at = \(now)
                 WHERE id = \(app.id)
                 """)
             if changed == 0 { throw StoreError.notFound("app \(app.id)") }

@@ -11,7 +11,7 @@ import TuisongTransportKit
 struct CredentialCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "credential", abstract: "Manage push credentials (\(PushChannel.list())).",
-        subcommands: [Add.self, List.self])
+        subcommands: [Add.self, List.self, Show.self, ReceiptKey.self])
 
     struct Add: AsyncParsableCommand {
         static var configuration: CommandConfiguration {
@@ -250,6 +250,91 @@ struct CredentialCommand: AsyncParsableCommand {
             }
             let android = ChannelCredentialView.objects(try await store.channelCredentials(appID: app))
             printJSON(apns + android)
+        }
+    }
+}
+
+extension CredentialCommand {
+    /// What to register in each service's receipt configuration for an app, the callback key
+    /// included: the operator copies it into the service's console.
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print what to register in each service's receipt configuration for an app.",
+            discussion: """
+                Prints {"app": ID, "receipts": [{"channel", "url", "callback_user_name", "callback_key"}]}:                 the receipt URL (under receipts.public_url, or local mode's listener) and, for the                 services that sign their receipts (Huawei, HarmonyOS), the callback user name and key                 to enter in AppGallery Connect (made on first need). The key is a secret: this prints it                 for you to copy; keep the output out of logs.
+                """)
+        @OptionGroup var options: StoreOptions
+        @Option(help: "The app id.") var app: Int64
+
+        func run() async throws {
+            let config = try options.load()
+            let store = try options.openStore(config)
+            defer { try? store.close() }
+            guard try await store.app(id: app) != nil else { throw ValidationError("no app \(app)") }
+            let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
+            let service = ReceiptCallbackCredentialService(
+                store: store, masterKey: masterKey, registry: config.transports.registry, clock: SystemClock())
+            printJSON([
+                "app": app,
+                "receipts": try await service.registrations(appID: app, baseURL: ReceiptBaseURL.configured(config)),
+            ])
+        }
+    }
+
+    /// Rotates an app's callback key with a service, or sets the user name and key to what the
+    /// operator entered in the service's console.
+    struct ReceiptKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "receipt-key",
+            abstract: "Rotate or set an app's receipt callback user name and key with a service.",
+            discussion: """
+                --rotate makes a new key under the same user name; --user-name NAME with                 --key-env VAR sets both to what was entered in the service's console (the key from                 an environment variable, never a flag). Prints the service's registration as                 `credential show` does. The old key stops verifying at once.
+                """)
+        @OptionGroup var options: StoreOptions
+        @Option(help: "The app id.") var app: Int64
+        @Option(help: "The service: huawei or harmony.") var channel: String
+        @Flag(help: "Make a new random key.") var rotate = false
+        @Option(name: .customLong("user-name"), help: "The callback user name entered in the service's console.")
+        var userName: String?
+        @Option(name: .customLong("key-env"), help: "The environment variable holding the callback key.")
+        var keyEnv: String?
+
+        func validate() throws {
+            guard rotate != (userName != nil || keyEnv != nil) else {
+                throw ValidationError("give either --rotate or --user-name with --key-env")
+            }
+            if !rotate, userName == nil || keyEnv == nil {
+                throw ValidationError("--user-name and --key-env go together")
+            }
+        }
+
+        func run() async throws {
+            let config = try options.load()
+            let store = try options.openStore(config)
+            defer { try? store.close() }
+            guard try await store.app(id: app) != nil else { throw ValidationError("no app \(app)") }
+            let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
+            let service = ReceiptCallbackCredentialService(
+                store: store, masterKey: masterKey, registry: config.transports.registry, clock: SystemClock())
+            guard let pushChannel = PushChannel(rawValue: channel), service.uses(pushChannel) else {
+                throw ValidationError(
+                    "--channel is one of \(service.channels.map(\.rawValue).joined(separator: ", ")) (the services that sign receipts)"
+                )
+            }
+            if rotate {
+                _ = try await service.rotate(appID: app, channel: pushChannel)
+            } else if let userName, let keyEnv {
+                guard let key = ProcessInfo.processInfo.environment[keyEnv], CallbackCredentials.isValid(key) else {
+                    throw ValidationError("$\(keyEnv) must hold the callback key: 1–64 printable ASCII characters")
+                }
+                guard CallbackCredentials.isValid(userName) else {
+                    throw ValidationError("--user-name is 1–64 printable ASCII characters without spaces")
+                }
+                try await service.set(
+                    CallbackCredentials(userName: userName, key: key), appID: app, channel: pushChannel)
+            }
+            let all = try await service.registrations(appID: app, baseURL: ReceiptBaseURL.configured(config))
+            printJSON(all.first { $0["channel"] == pushChannel.rawValue } ?? [:])
         }
     }
 }

@@ -14,7 +14,12 @@ import TuisongPluginTestKit
         let spec = try OpenAPISpec(url: repositoryRoot().appending(path: "docs/openapi.json"))
         let gw = try await TestGateway.start()
         defer { Task { await gw.stop() } }
-        let (_, key) = try await gw.createApp(bundleID: "com.example.openapi")
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.openapi")
+        // The app posts its own receipts: its pushes carry a token for `POST /api/v1/receipts`.
+        var app = try #require(try await gw.runtime.store.app(id: appID))
+        app.appReceipts = true
+        try await gw.runtime.store.updateApp(app)
+        await gw.runtime.adminAPI.appChanged(appID)
         let checker = ResponseChecker(spec: spec, baseURL: gw.baseURL)
         gw.runtime.localMock?.setFaults(APNsMockConfiguration.Faults.magicTokenPrefixes)
 
@@ -89,6 +94,16 @@ import TuisongPluginTestKit
             return status["state"]?.stringValue == "completed"
         }
         try await checker.call("GET", "/api/v1/messages/999999", message, key: key, expect: 404)
+        let receipts = "/api/v1/receipts"
+        let sent = try #require(gw.runtime.localMock?.receivedNotifications().first { $0.deviceToken == device })
+        let receiptToken = try #require(try JSONValue(parsing: sent.payload)["tuisong_receipt"]?.stringValue)
+        let receipt: [String: Any] = ["receipt": receiptToken, "event": "arrived"]
+        try checker.request(receipt, receipts, "post")
+        try await checker.call("POST", receipts, receipts, json: receipt, expect: 200)
+        try await checker.call(
+            "POST", receipts, receipts, json: ["receipt": receiptToken + "x", "event": "arrived"], expect: 401)
+        try await checker.call(
+            "POST", receipts, receipts, json: ["receipt": receiptToken, "event": "opened"], expect: 400)
         try await checker.call("GET", "/api/v1/messages/abc", message, key: key, expect: 400)
         let deliveries = "/api/v1/messages/{id}/deliveries"
         let failed = try await checker.call(

@@ -13,20 +13,13 @@ import TuisongPluginTestKit
 @Suite(.serialized) struct ReceiptEndToEndTests {
     static let publicURL = "https://push.example.com"
 
-    /// The callback user name and key the console shows for an app's channel: derived from the
-    /// gateway's master key as `ReceiptKeys` derives them (what an operator copies into
-    /// AppGallery Connect).
-    static func callbackCredentials(_ gw: RunningGateway, appID: Int64, channel: PushChannel) throws -> (
+    /// The callback user name and key the console shows for an app's channel (made on first
+    /// need and stored per app: what an operator copies into AppGallery Connect).
+    static func callbackCredentials(_ gw: RunningGateway, appID: Int64, channel: PushChannel) async throws -> (
         userName: String, key: String
     ) {
-        let text = try String(contentsOf: gw.directory.appending(path: "master.key"), encoding: .utf8)
-        let master = try SecretBox(
-            key: Array(try #require(Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)))))
-        let root = master.derivedKey("receipts")
-        let key = HMAC.sha256(key: root, message: Array("callback:\(channel.rawValue):app:\(appID)".utf8))
-        let base64URL = Data(key).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        return ("tuisong\(appID)", String(base64URL.prefix(32)))
+        let credentials = try await gw.runtime.adminAPI.receiptCredentials.credentials(appID: appID, channel: channel)
+        return (credentials.userName, credentials.key)
     }
 
     /// `X-HUAWEI-CALLBACK-ID` as Huawei's receipt API documents it: value =
@@ -78,7 +71,7 @@ import TuisongPluginTestKit
             ],
         ]
         let body = try JSONSerialization.data(withJSONObject: ["statuses": statuses])
-        let (userName, callbackKey) = try Self.callbackCredentials(gw, appID: appID, channel: .huawei)
+        let (userName, callbackKey) = try await Self.callbackCredentials(gw, appID: appID, channel: .huawei)
         let url = "\(gw.baseURL)/receipts/huawei/\(appID)"
         func post(_ url: String, signature: String?) async throws -> TestResponse {
             try await http(
@@ -132,7 +125,7 @@ import TuisongPluginTestKit
         let gw = try await TestGateway.start(environment: ["TUISONG_RECEIPTS_PUBLIC_URL": Self.publicURL])
         defer { Task { await gw.stop() } }
         let (appID, _) = try await gw.createApp()
-        let (userName, callbackKey) = try Self.callbackCredentials(gw, appID: appID, channel: .huawei)
+        let (userName, callbackKey) = try await Self.callbackCredentials(gw, appID: appID, channel: .huawei)
         let signature = Self.huaweiSignature(userName: userName, key: callbackKey, timestamp: "1", nonce: "n")
         let url = "\(gw.baseURL)/receipts/huawei/\(appID)"
         let malformed = try await http(
@@ -222,7 +215,7 @@ import TuisongPluginTestKit
                     ],
                 ]
             ])
-        let (userName, callbackKey) = try Self.callbackCredentials(gw, appID: appID, channel: .harmony)
+        let (userName, callbackKey) = try await Self.callbackCredentials(gw, appID: appID, channel: .harmony)
         let signature = Self.huaweiSignature(
             userName: userName, key: callbackKey, timestamp: "1750000000123", nonce: UUID().uuidString.lowercased())
         let url = "\(gw.baseURL)/receipts/harmony/\(appID)"
@@ -232,7 +225,7 @@ import TuisongPluginTestKit
                 headers: ["X-HUAWEI-CALLBACK-ID": signature])
         }
         // Huawei's (Android) callback key is not HarmonyOS's; another app's URL does not verify.
-        let (_, huaweiKey) = try Self.callbackCredentials(gw, appID: appID, channel: .huawei)
+        let (_, huaweiKey) = try await Self.callbackCredentials(gw, appID: appID, channel: .huawei)
         let forged = Self.huaweiSignature(userName: userName, key: huaweiKey, timestamp: "1", nonce: "n")
         #expect(try await post(url, body, signature: forged).status == 401)
         #expect(

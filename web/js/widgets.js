@@ -121,6 +121,17 @@ function channelLabel(name) {
 }
 
 /**
+ * A channel's arrival rate: phones that reported the push (the service's receipts, or the app's
+ * own) over the pushes the service accepted, as "96%"; null where nothing reports arrival (APNs
+ * and FCM without the app's receipts) or nothing was delivered yet.
+ */
+export function arrivalRate(c) {
+  if (typeof c.arrived !== 'number' || !c.delivered) return null;
+  const percent = (100 * c.arrived) / c.delivered;
+  return `${percent >= 99.95 || percent === 0 ? Math.round(percent) : percent.toFixed(1)}%`;
+}
+
+/**
  * Delivered per channel in one line, "APNs 120 · FCM 80", with each channel's failures and
  * pending deliveries after it when there are any; null when the message has no channel counts.
  */
@@ -136,8 +147,10 @@ export function channelCountsLine(message, { label = true } = {}) {
     if (c.held) extra.push(`${t('count.held')} ${formatNumber(c.held)}`);
     const pending = (c.queued || 0) + (c.sending || 0);
     if (pending) extra.push(`${t('count.pending')} ${formatNumber(pending)}`);
+    const rate = arrivalRate(c);
     items.push(h('span', { class: 'channel-count', dataset: { channel: name } },
       `${channelLabel(name)} `, h('b', { text: formatNumber(c.delivered || 0) }),
+      rate ? h('span', { class: 'arrival-rate', title: t('count.arrivalNote'), text: ` ${t('count.arrivedShort')} ${rate}` }) : null,
       extra.length ? h('span', { class: 'muted', text: paren(extra.join(', ')) }) : null));
   });
   return h('div', { class: 'channel-counts' }, label ? h('span', { class: 'muted', text: `${t('monitor.byChannel')}: ` }) : null, items);
@@ -148,13 +161,32 @@ export function channelTable(message) {
   const entries = channelEntries(message.channels);
   if (!entries.length) return null;
   const states = ['delivered', 'failed', 'skipped', 'held', 'pending'];
+  // Arrival columns only when some channel reports arrival; "—" on a channel that reports none.
+  const receipts = entries.some(([, c]) => typeof c.arrived === 'number');
+  // With the arrival columns, a phone keeps delivered, failed, arrived and the rate in view.
+  const narrowClass = (state) => (receipts && ['skipped', 'held', 'pending'].includes(state) ? 'num wide-only' : 'num');
+  const receiptCells = (c) => {
+    if (!receipts) return [];
+    const reported = typeof c.arrived === 'number';
+    return [
+      h('td', { class: 'num', dataset: { state: 'arrived' }, text: reported ? formatNumber(c.arrived) : '—' }),
+      h('td', { class: 'num wide-only', dataset: { state: 'clicked' }, text: reported ? formatNumber(c.clicked || 0) : '—' }),
+      h('td', { class: 'num', dataset: { state: 'arrival-rate' }, text: arrivalRate(c) ?? '—' }),
+    ];
+  };
   return h('div', { class: 'table-wrap' }, h('table', { id: 'channel-table' },
     h('thead', {}, h('tr', {},
       h('th', { scope: 'col', text: t('msg.channel') }),
-      states.map((state) => h('th', { scope: 'col', class: 'num', text: t(`count.${state}`) })))),
+      states.map((state) => h('th', { scope: 'col', class: narrowClass(state), text: t(`count.${state}`) })),
+      receipts ? [
+        h('th', { scope: 'col', class: 'num', text: t('count.arrived') }),
+        h('th', { scope: 'col', class: 'num wide-only', text: t('count.clicked') }),
+        h('th', { scope: 'col', class: 'num', title: t('count.arrivalNote'), text: t('count.arrivalRate') }),
+      ] : [])),
     h('tbody', {}, entries.map(([name, c]) => h('tr', { dataset: { channel: name } },
       h('th', { scope: 'row', text: channelLabel(name) }),
-      states.map((state) => h('td', { class: 'num', dataset: { state }, text: formatNumber(state === 'pending' ? (c.queued || 0) + (c.sending || 0) : (c[state] || 0)) })))))));
+      states.map((state) => h('td', { class: narrowClass(state), dataset: { state }, text: formatNumber(state === 'pending' ? (c.queued || 0) + (c.sending || 0) : (c[state] || 0)) })),
+      receiptCells(c))))));
 }
 
 /** Counts by reason as bars: failures, or skips with `emptyKey` 'monitor.noSkips'. */

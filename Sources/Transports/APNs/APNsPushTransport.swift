@@ -103,14 +103,17 @@ public final class APNsPushTransport: PushTransport {
     let logger: Logger
     /// Where the gateway's nodes share APNs provider tokens (nil: each pool signs its own).
     let providerTokens: (any ProviderTokenStore)?
+    /// The receipt tokens of the apps that post their own receipts (a custom key beside `aps`).
+    let appReceipts: AppReceiptTokens?
     private let pools = Mutex<[PoolKey: APNsConnectionPool]>([:])
     private let resolved = Mutex<[RouteKey: Resolved]>([:])
 
     public init(
         credentials: any APNsCredentialSource, store: any CredentialStore, endpoints: Endpoints,
         poolSettings: APNsPoolSettings, fallback: Fallback?, clock: any Clock,
-        providerTokens: (any ProviderTokenStore)? = nil, logger: Logger
+        providerTokens: (any ProviderTokenStore)? = nil, appReceipts: AppReceiptTokens? = nil, logger: Logger
     ) {
+        self.appReceipts = appReceipts
         self.providerTokens = providerTokens
         self.credentials = credentials
         self.store = store
@@ -241,7 +244,10 @@ public final class APNsPushTransport: PushTransport {
                 lastContent = push.content
                 lastPayload = push.content.apnsPayload
             }
-            let payload = lastPayload
+            var payload = lastPayload
+            if let receiptToken = appReceipts?.token(for: push, app: app) {
+                payload = Self.payload(payload, carrying: receiptToken)
+            }
             if payload.count > push.headers.pushType.payloadLimit {
                 if sentIndices == nil { sentIndices = Array(0..<index) }
                 refused.append(SendReport(index: position(index), outcome: .failed(.payloadTooLarge)))
@@ -303,6 +309,21 @@ public final class APNsPushTransport: PushTransport {
             if let credential { await markFailing(credential, reason: .credentialUnusable) }
             return .refused(.held(.credentialUnusable))
         }
+    }
+
+    /// The message's rendered payload with the app's receipt token as a custom key beside
+    /// `aps` (`{"tuisong_receipt":"…",…}`): written into the shared bytes after the opening
+    /// brace, so the message is still rendered once per message, not per device.
+    static func payload(_ payload: [UInt8], carrying token: String) -> [UInt8] {
+        guard payload.first == UInt8(ascii: "{") else { return payload }
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(payload.count + token.utf8.count + 24)
+        out.append(contentsOf: JSONValue.string(AppReceiptTokens.key).serialized())
+        out.append(UInt8(ascii: ":"))
+        out.append(contentsOf: JSONValue.string(token).serialized())
+        if payload.count > 2 { out.append(UInt8(ascii: ",")) }
+        out.append(contentsOf: payload.dropFirst())
+        return out
     }
 
     /// A request with `headers`, to be given each device's token and payload.

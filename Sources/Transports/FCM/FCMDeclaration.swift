@@ -47,7 +47,8 @@ extension FCMTransport {
                     // In local mode every account, the uploaded ones too, signs in at the look-alike;
                     // otherwise a configured token_url replaces every account's (a test's look-alike).
                     tokenURL: context.localBaseURL.map { $0 + "/token" } ?? context.section.optional("token_url")),
-                requestTimeout: context.requestTimeout, clock: context.clock, logger: context.logger)
+                requestTimeout: context.requestTimeout, clock: context.clock, logger: context.logger,
+                appReceipts: context.appReceipts)
             return TransportInstance(
                 transport: transport, tokens: transport.tokens, statistics: { transport.statistics },
                 shutdown: { transport.shutdown() }, checkSignIn: { await transport.checkSignIn($0) },

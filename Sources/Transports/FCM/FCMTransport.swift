@@ -48,12 +48,15 @@ public final class FCMTransport: PushTransport {
     let logger: Logger
     public let tokens: AccessTokenCache
     private let accounts = Mutex<[Int64: (secret: [UInt8], account: Account)]>([:])
+    /// The receipt tokens of the apps that post their own receipts (a `data` field).
+    let appReceipts: AppReceiptTokens?
 
     public init(
         clients: [HTTPClient], resolver: ChannelCredentialResolver, endpoints: Endpoints, requestTimeout: Duration,
-        clock: any Clock, logger: Logger
+        clock: any Clock, logger: Logger, appReceipts: AppReceiptTokens? = nil
     ) {
         precondition(!clients.isEmpty, "FCMTransport needs at least one HTTP client")
+        self.appReceipts = appReceipts
         self.clients = clients
         self.resolver = resolver
         self.endpoints = endpoints
@@ -120,7 +123,12 @@ public final class FCMTransport: PushTransport {
         for index in indices {
             let push = pushes[index]
             let rendered: FCMMessage.Template
-            if let cached = template, cached.content == push.content, cached.headers == push.headers {
+            if let receiptToken = appReceipts?.token(for: push, app: app) {
+                // The app's receipt token in `data`: this device's own rendering.
+                rendered = FCMMessage.Template(
+                    content: AppReceiptTokens.content(push.content.content, carrying: receiptToken),
+                    headers: push.headers, now: now)
+            } else if let cached = template, cached.content == push.content, cached.headers == push.headers {
                 rendered = cached.rendered
             } else {
                 rendered = FCMMessage.Template(content: push.content.content, headers: push.headers, now: now)

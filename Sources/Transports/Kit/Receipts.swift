@@ -5,8 +5,10 @@ import TuisongDelivery
 
 /// The keys of delivery receipts, derived from one root the gateway derives from its master key
 /// (so nothing new is stored, and every node of a cluster derives the same): per app, the MAC
-/// key of the tags Tuisong puts in a send, and the callback user name and key an operator
-/// enters in the consoles of the services that sign their receipts (Huawei, Honor, HarmonyOS).
+/// key of the tags Tuisong puts in a send and of the receipt tokens an app posts back. (The
+/// callback credentials of the services that sign their receipts are stored per app and
+/// service instead, `ReceiptSettingsStore`; `derivedCallbackCredentials` are what earlier
+/// builds derived, kept for the apps that had them.)
 public struct ReceiptKeys: Sendable {
     private let root: [UInt8]
 
@@ -46,11 +48,13 @@ public struct ReceiptKeys: Sendable {
         return (message, device)
     }
 
-    /// The callback user name and key for `channel`'s receipt configuration of `appID`, as the
-    /// operator enters them in the service's console (the key: 32 base64url characters).
-    public func callbackCredentials(appID: Int64, channel: PushChannel) -> (userName: String, key: String) {
+    /// The callback user name and key earlier builds derived for `channel`'s receipt
+    /// configuration of `appID` (the key: 32 base64url characters): an app that existed then
+    /// is given these as its first stored ones, so a configuration an operator entered keeps
+    /// verifying.
+    public func derivedCallbackCredentials(appID: Int64, channel: PushChannel) -> CallbackCredentials {
         let key = base64URL(key("callback:\(channel.rawValue):app:\(appID)")).prefix(32)
-        return ("tuisong\(appID)", String(key))
+        return CallbackCredentials(userName: "tuisong\(appID)", key: String(key))
     }
 
     private func mac(appID: Int64, _ text: String) -> String {
@@ -58,7 +62,32 @@ public struct ReceiptKeys: Sendable {
     }
 }
 
-func base64URL(_ bytes: [UInt8]) -> String {
+/// The callback user name and key of an app's receipt configuration with a service that signs
+/// its receipts (Huawei's `X-HUAWEI-CALLBACK-ID`, which Honor and HarmonyOS share): what the
+/// operator enters in the service's console, and what the gateway verifies each POST with.
+public struct CallbackCredentials: Sendable, Hashable {
+    public var userName: String
+    public var key: String
+
+    public init(userName: String, key: String) {
+        self.userName = userName
+        self.key = key
+    }
+
+    /// The service consoles' limits as far as documented: a user name and key of printable
+    /// ASCII without spaces, 1–64 characters (a made key is 32).
+    public static func isValid(_ text: String) -> Bool {
+        (1...64).contains(text.count) && text.unicodeScalars.allSatisfy { (0x21...0x7E).contains($0.value) }
+    }
+
+    /// A new key: 32 base64url characters (192 random bits).
+    public static func randomKey() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String(base64URL((0..<24).map { _ in UInt8.random(in: 0...255, using: &generator) }).prefix(32))
+    }
+}
+
+public func base64URL(_ bytes: [UInt8]) -> String {
     Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
         .replacingOccurrences(of: "=", with: "")
 }
@@ -115,12 +144,19 @@ public struct ReceiptPost: Sendable {
     public var body: [UInt8]
     public var appID: Int64
     public var now: Date
+    /// The app's callback credentials with the POST's service, for a service that signs
+    /// (`ReceiptDeclaration.usesCallbackCredentials`); nil for the others.
+    public var callbackCredentials: CallbackCredentials?
 
-    public init(headers: [String: String], body: [UInt8], appID: Int64, now: Date) {
+    public init(
+        headers: [String: String], body: [UInt8], appID: Int64, now: Date,
+        callbackCredentials: CallbackCredentials? = nil
+    ) {
         self.headers = headers
         self.body = body
         self.appID = appID
         self.now = now
+        self.callbackCredentials = callbackCredentials
     }
 }
 
@@ -184,14 +220,22 @@ public struct ReceiptDeclaration: Sendable {
     public var parse: @Sendable (ReceiptPost) throws(ReceiptFormatError) -> [ServiceReceipt]
     public var answer: @Sendable (ReceiptAnswer) -> ReceiptResponse
     /// What the operator registers in the service's console (nil: the send names the URL itself,
-    /// as Xiaomi's and OPPO's do), for the console and `tuisong credential show`.
-    public var consoleRegistration: (@Sendable (ReceiptSettings, Int64) -> [String: String])?
+    /// as Xiaomi's and OPPO's do), for the console and `tuisong credential show`: given the
+    /// receipt URL of the app's channel and, for a service that signs, the app's callback
+    /// credentials.
+    public var consoleRegistration: (@Sendable (_ url: String, CallbackCredentials?) -> [String: String])?
+
+    /// Whether the service signs its POSTs with the callback credentials of the app's receipt
+    /// configuration (every signing service known does, Huawei's way): the gateway keeps a
+    /// pair per app for it, hands it to `verifySignature` in `ReceiptPost.callbackCredentials`
+    /// and shows it to the operator.
+    public var usesCallbackCredentials: Bool { verifySignature != nil }
 
     public init(
         verifySignature: (@Sendable (ReceiptPost, ReceiptKeys) -> Bool)?, bodyLimit: Int,
         parse: @escaping @Sendable (ReceiptPost) throws(ReceiptFormatError) -> [ServiceReceipt],
         answer: @escaping @Sendable (ReceiptAnswer) -> ReceiptResponse,
-        consoleRegistration: (@Sendable (ReceiptSettings, Int64) -> [String: String])? = nil
+        consoleRegistration: (@Sendable (_ url: String, CallbackCredentials?) -> [String: String])? = nil
     ) {
         self.verifySignature = verifySignature
         self.bodyLimit = bodyLimit
@@ -221,9 +265,10 @@ public enum CallbackSignature {
             + value(timestamp: timestamp, nonce: nonce, userName: userName, key: key)
     }
 
-    /// Whether `post` carries a header signed with `channel`'s callback credentials of its app.
+    /// Whether `post` carries a header signed with its app's callback credentials of `channel`
+    /// (`post.callbackCredentials`, which the gateway looked up for the route's channel).
     public static func verify(_ post: ReceiptPost, keys: ReceiptKeys, channel: PushChannel) -> Bool {
-        guard let header = post.headers[header] else { return false }
+        guard let credentials = post.callbackCredentials, let header = post.headers[header] else { return false }
         var fields: [String: String] = [:]
         for part in header.split(separator: ";") {
             guard let eq = part.firstIndex(of: "=") else { continue }
@@ -233,8 +278,9 @@ public enum CallbackSignature {
         guard let timestamp = fields["timestamp"], let nonce = fields["nonce"], let value = fields["value"] else {
             return false
         }
-        let (userName, key) = keys.callbackCredentials(appID: post.appID, channel: channel)
-        return constantTimeEqual(value, Self.value(timestamp: timestamp, nonce: nonce, userName: userName, key: key))
+        return constantTimeEqual(
+            value,
+            Self.value(timestamp: timestamp, nonce: nonce, userName: credentials.userName, key: credentials.key))
     }
 
     /// `{"errno":"0","errmsg":"success"}` and its refusals, as Huawei's receipt API expects.
@@ -250,14 +296,51 @@ public enum CallbackSignature {
         }
     }
 
-    /// What an operator enters in the service's receipt configuration.
-    public static func registration(channel: PushChannel) -> @Sendable (ReceiptSettings, Int64) -> [String: String] {
-        { settings, appID in
-            let (userName, key) = settings.keys.callbackCredentials(appID: appID, channel: channel)
-            return [
-                "url": settings.url(channel: channel, appID: appID), "callback_user_name": userName,
-                "callback_key": key,
-            ]
+    /// What an operator enters in the service's receipt configuration: the callback address,
+    /// user name and key.
+    public static func registration(channel: PushChannel)
+        -> @Sendable (String, CallbackCredentials?) -> [String:
+        String]
+    {
+        { url, credentials in
+            var fields = ["url": url]
+            if let credentials {
+                fields["callback_user_name"] = credentials.userName
+                fields["callback_key"] = credentials.key
+            }
+            return fields
         }
+    }
+}
+
+/// The receipt token each push of an app that posts its own receipts carries (`App.appReceipts`,
+/// issue #42's "the app's own receipts"): a MAC of the delivery (message and device) under the
+/// app's key, which the app posts back to `POST /api/v1/receipts` with `arrived` or `clicked`.
+/// Each transport puts it where its service carries the app's data: APNs a custom key beside
+/// `aps`, the Android services and HarmonyOS a data field, both named `key`. A push to a token
+/// no device registered (a token audience) has no device to name and carries none.
+public struct AppReceiptTokens: Sendable {
+    /// The custom key (APNs) and data field (Android, HarmonyOS) that carries the token.
+    public static let key = "tuisong_receipt"
+
+    public let keys: ReceiptKeys
+
+    public init(keys: ReceiptKeys) { self.keys = keys }
+
+    /// The token `push` carries, nil when its app does not post its own receipts.
+    public func token(for push: OutgoingPush, app: App) -> String? {
+        guard app.appReceipts, let messageID = push.headers.messageID, let deviceID = push.deviceID else {
+            return nil
+        }
+        return keys.deliveryToken(appID: app.id, messageID: messageID, deviceID: deviceID)
+    }
+
+    /// `content` with the token among its custom keys (what the Android services render as
+    /// their data), or as it is without one.
+    public static func content(_ content: PushContent, carrying token: String?) -> PushContent {
+        guard let token else { return content }
+        var carrying = content
+        carrying.data[key] = .string(token)
+        return carrying
     }
 }

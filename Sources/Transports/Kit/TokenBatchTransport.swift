@@ -190,11 +190,15 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
     let logger: Logger
     public let tokens: AccessTokenCache
     let quota = DailyQuotaGate()
+    /// The receipt tokens of the apps that post their own receipts (a data field each push
+    /// carries: such a push cannot share a request with another device's).
+    let appReceipts: AppReceiptTokens?
 
     public init(
         service: Service, client: HTTPClient, resolver: ChannelCredentialResolver, requestTimeout: Duration,
-        tokensPerRequest: Int, clock: any Clock, logger: Logger
+        tokensPerRequest: Int, clock: any Clock, logger: Logger, appReceipts: AppReceiptTokens? = nil
     ) {
+        self.appReceipts = appReceipts
         self.service = service
         self.client = client
         self.resolver = resolver
@@ -242,20 +246,23 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
         }
         let now = clock.now
         // Consecutive pushes with the same content, headers and environment (a one-payload
-        // message's page) share requests; per-recipient contents make a request each.
+        // message's page) share requests; per-recipient contents make a request each, as do
+        // the pushes of an app that posts its own receipts (each carries its own token).
         var start = 0
         var rendered:
             (
                 content: SharedContent, headers: PushHeaders, environment: PushEnvironment, template: Service.Template,
                 tooLarge: Bool
             )?
+        let receiptTokens = appReceipts.map { tokens in positions.map { tokens.token(for: pushes[$0], app: app) } }
         while start < positions.count {
             let push = pushes[positions[start]]
+            let receiptToken = receiptTokens?[start]
             let limit = min(tokensPerRequest, service.maxTokens(headers: push.headers, environment: push.environment))
             var end = start + 1
-            while end < positions.count, end - start < limit,
+            while receiptToken == nil, end < positions.count, end - start < limit,
                 pushes[positions[end]].content == push.content, pushes[positions[end]].headers == push.headers,
-                pushes[positions[end]].environment == push.environment
+                pushes[positions[end]].environment == push.environment, receiptTokens?[end] == nil
             {
                 end += 1
             }
@@ -263,13 +270,13 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
             start = end
             let template: Service.Template
             let tooLarge: Bool
-            if let cached = rendered, cached.content == push.content, cached.headers == push.headers,
-                cached.environment == push.environment
+            if receiptToken == nil, let cached = rendered, cached.content == push.content,
+                cached.headers == push.headers, cached.environment == push.environment
             {
                 template = cached.template
                 tooLarge = cached.tooLarge
             } else {
-                var content = push.content.content
+                var content = AppReceiptTokens.content(push.content.content, carrying: receiptToken)
                 // Without an alert only a data (pass-through) message can carry the push: not at
                 // all on a service without one (OPPO, vivo), and not with no data to pass (a
                 // badge-only push: these services set no badge without a notification).
@@ -285,7 +292,7 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
                     content: content, headers: push.headers, environment: push.environment, credential: credential,
                     now: now)
                 tooLarge = service.exceedsServiceLimit(template)
-                rendered = (push.content, push.headers, push.environment, template, tooLarge)
+                if receiptToken == nil { rendered = (push.content, push.headers, push.environment, template, tooLarge) }
             }
             if tooLarge {
                 report(chunk.map { SendReport(index: $0, outcome: .skipped(.payloadTooLarge)) })

@@ -91,13 +91,16 @@ public struct TransportContext: Sendable {
     public var logger: Logger
     /// Where and how to ask the service for receipts (nil: `receipts.public_url` is empty).
     public var receipts: ReceiptSettings?
+    /// The receipt tokens of the apps that post their own receipts (nil: none is rendered).
+    public var appReceipts: AppReceiptTokens?
 
     public init(
         channel: PushChannel, section: TransportSection, localBaseURL: String?,
         client: @escaping @Sendable (_ label: String) throws -> HTTPClient, resolver: ChannelCredentialResolver,
         requestTimeout: Duration, tokensPerRequest: Int, clock: any Clock, logger: Logger,
-        receipts: ReceiptSettings? = nil
+        receipts: ReceiptSettings? = nil, appReceipts: AppReceiptTokens? = nil
     ) {
+        self.appReceipts = appReceipts
         self.receipts = receipts
         self.channel = channel
         self.section = section
@@ -150,7 +153,7 @@ public struct TransportInstance: Sendable {
         let transport = TokenBatchTransport(
             service: service, client: try context.client(context.channel.rawValue), resolver: context.resolver,
             requestTimeout: context.requestTimeout, tokensPerRequest: context.tokensPerRequest, clock: context.clock,
-            logger: context.logger)
+            logger: context.logger, appReceipts: context.appReceipts)
         var signIn: (@Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure>)?
         if checksSignIn { signIn = { credential in await transport.checkSignIn(credential) } }
         var quota: (@Sendable (Int64) -> Date?)?

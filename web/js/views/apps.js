@@ -97,6 +97,100 @@ function apiKeyOnce(key, appName) {
       copy));
 }
 
+/** A text the operator copies (a URL, a callback user name or key), with a copy button. */
+function copyable(text, id) {
+  const copy = h('button', { type: 'button', class: 'small', text: t('apps.copy'), 'aria-label': `${t('apps.copy')} ${id}` });
+  copy.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      notice(t('apps.copied'), 'ok');
+    } catch {
+      notice(t('apps.copyFailed'), 'bad');
+    }
+  });
+  return h('span', { class: 'copyable' }, h('code', { class: 'mono', id, text }), ' ', copy);
+}
+
+/**
+ * The app's delivery receipts: what to register in each service's receipt configuration (the
+ * URL and, for the services that sign, the callback user name and key, which the operator must
+ * copy into AppGallery Connect), rotating or setting that pair, and the app's own receipts.
+ */
+async function receiptsSection(id) {
+  const section = h('section', { class: 'panel', id: 'app-receipts', 'aria-labelledby': 'receipts-title' });
+  let data;
+  try {
+    data = await get(`/apps/${id}/receipts`);
+  } catch (error) {
+    section.append(h('h2', { id: 'receipts-title', text: t('receipts.title') }), h('p', { class: 'muted', text: errorText(error) }));
+    return section;
+  }
+  function draw() {
+    const services = data.services.map((s) => {
+      const rows = [h('dt', { text: t('receipts.url') }), h('dd', {}, s.url ? copyable(s.url, `receipt-url-${s.channel}`) : h('span', { class: 'muted', text: t('receipts.noURL') }))];
+      let edit = null;
+      if (s.callback_key !== undefined) {
+        rows.push(
+          h('dt', { text: t('receipts.userName') }), h('dd', {}, copyable(s.callback_user_name, `receipt-user-${s.channel}`)),
+          h('dt', { text: t('receipts.key') }), h('dd', {}, copyable(s.callback_key, `receipt-key-${s.channel}`)));
+        const rotate = h('button', { type: 'button', class: 'small', id: `receipt-rotate-${s.channel}`, text: t('receipts.rotate') });
+        rotate.addEventListener('click', async () => {
+          if (!await confirmDialog(t('receipts.rotate'), t('receipts.rotateConfirm'), t('receipts.rotateYes'), t('common.cancel'))) return;
+          try {
+            Object.assign(s, await post(`/apps/${id}/receipts/${s.channel}/rotate`));
+            notice(t('receipts.rotated'), 'ok');
+            draw();
+          } catch (error) {
+            notice(errorText(error), 'bad');
+          }
+        });
+        const user = h('input', { type: 'text', name: 'callback_user_name', maxlength: 64, autocomplete: 'off', spellcheck: 'false' });
+        const key = h('input', { type: 'text', name: 'callback_key', maxlength: 64, autocomplete: 'off', spellcheck: 'false' });
+        const form = h('form', { class: 'receipt-set', novalidate: true },
+          h('div', { class: 'row' },
+            field(t('receipts.userName'), user, { id: `receipt-set-user-${s.channel}` }).wrap,
+            field(t('receipts.key'), key, { id: `receipt-set-key-${s.channel}` }).wrap),
+          h('div', { class: 'actions' }, h('button', { type: 'submit', text: t('receipts.set') })));
+        form.addEventListener('submit', async (event) => {
+          event.preventDefault();
+          setFieldError(user, null);
+          setFieldError(key, null);
+          try {
+            Object.assign(s, await put(`/apps/${id}/receipts/${s.channel}`, { callback_user_name: user.value, callback_key: key.value }));
+            notice(t('receipts.saved'), 'ok');
+            draw();
+          } catch (error) {
+            showFieldError(error, { callback_user_name: user, callback_key: key });
+          }
+        });
+        edit = [h('div', { class: 'actions' }, rotate), h('details', {}, h('summary', { text: t('receipts.setOwn') }), form)];
+      }
+      return h('div', { class: 'receipt-service', dataset: { channel: s.channel } },
+        h('h3', { text: t(`channel.${s.channel}`) === `channel.${s.channel}` ? s.channel : t(`channel.${s.channel}`) }),
+        h('dl', { class: 'details' }, rows), edit);
+    });
+    const own = h('input', { type: 'checkbox', id: 'app-receipts-own', checked: data.app_receipts });
+    own.addEventListener('change', async () => {
+      try {
+        data = await put(`/apps/${id}/receipts`, { app_receipts: own.checked });
+        notice(t('receipts.ownSaved'), 'ok');
+      } catch (error) {
+        own.checked = !own.checked;
+        notice(errorText(error), 'bad');
+      }
+    });
+    section.replaceChildren(
+      h('h2', { id: 'receipts-title', text: t('receipts.title') }),
+      h('p', { class: 'muted', text: t('receipts.hint') }),
+      ...services,
+      h('h3', { text: t('receipts.own') }),
+      h('label', { for: own.id }, own, ` ${t('receipts.ownLabel')}`),
+      h('p', { class: 'muted' }, t('receipts.ownHint'), data.receipts_url ? [' ', h('code', { class: 'mono', text: `POST ${data.receipts_url}` })] : null));
+  }
+  draw();
+  return section;
+}
+
 function showFieldError(error, inputs) {
   const input = error.field && inputs[error.field];
   if (input) {
@@ -225,6 +319,7 @@ async function renderApp(container, id, navigate) {
         h('a', { href: '#/templates', text: t('nav.templates') }), ' · ',
         h('a', { href: '#/devices', text: t('nav.devices') }))),
     h('section', { class: 'panel' }, form),
+    await receiptsSection(id),
     h('section', { class: 'panel', 'aria-labelledby': 'key-title' },
       h('h2', { id: 'key-title', text: t('app.apiKey') }),
       h('p', { class: 'muted', text: t('app.apiKeyHint') }),

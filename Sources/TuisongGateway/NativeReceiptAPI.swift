@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+import TuisongCore
+import TuisongHTTP
+import TuisongTransportKit
+
+/// `POST /api/v1/receipts`: an app's own delivery receipt, posted by the app on the phone (a
+/// notification service extension on iOS, `onMessageReceived` on Android) with the receipt
+/// token its push carried (`AppReceiptTokens`):
+///
+///     {"receipt": "42.7.mZ3b…", "event": "arrived"}     → 200 {"recorded": true}
+///
+/// No API key: phones send it, and an app's key does not belong on a phone. The token is the
+/// proof: a MAC of the delivery (message and device) under the app's key, so a forged token, or
+/// one of another delivery, records nothing (401). A repeat answers `"recorded": false`.
+struct NativeReceiptAPI: Sendable {
+    let store: any GatewayStore
+    let keys: ReceiptKeys
+    let clock: any Clock
+    let metrics: GatewayMetrics
+    let logger: Logger
+
+    /// A receipt is a few dozen bytes; room for what a client library adds around it.
+    static let bodyLimit = 2048
+
+    func register(on router: Router) {
+        router.add(.POST, "/api/v1/receipts", bodyLimit: Self.bodyLimit) { request in
+            do {
+                return try await receive(request)
+            } catch let error as NativeAPIError {
+                return error.response
+            } catch let error as HTTPError {
+                return NativeAPIError(httpError: error).response
+            } catch {
+                logger.error("an app's receipt was not recorded", metadata: ["error": "\(error)"])
+                var response = NativeAPIError(503, "unavailable", "the receipt could not be recorded; send it again")
+                    .response
+                response.headers.replaceOrAdd(name: "Retry-After", value: "5")
+                return response
+            }
+        }
+    }
+
+    private func receive(_ request: Request) async throws -> Response {
+        guard let body = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
+            let receipt = body["receipt"] as? String, !receipt.isEmpty, receipt.utf8.count <= 200
+        else {
+            throw NativeAPIError(
+                400, "invalid_request",
+                "the body is {\"receipt\": \"<the push's \(AppReceiptTokens.key)>\", \"event\": \"arrived\" or \"clicked\"}"
+            )
+        }
+        let outcome: ReceiptOutcome
+        switch body["event"] as? String {
+        case "arrived"?: outcome = .arrived
+        case "clicked"?: outcome = .clicked
+        default: throw NativeAPIError(400, "invalid_event", "event is \"arrived\" or \"clicked\"")
+        }
+        // The token names its message; the message names the app whose key must verify it.
+        let parts = receipt.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let messageID = Int64(parts[0]), messageID > 0,
+            let message = try await store.message(id: messageID),
+            let delivery = keys.delivery(token: receipt, appID: message.appID), delivery.messageID == messageID,
+            let device = try await store.device(id: delivery.deviceID), device.appID == message.appID
+        else {
+            metrics.receipts.increment(["app", "refused"])
+            throw NativeAPIError(
+                401, "invalid_receipt",
+                "the receipt token does not verify (not one a push carried, or its message is gone)")
+        }
+        let recording = try await store.recordReceipts(
+            appID: message.appID,
+            [
+                DeliveryReceipt(
+                    messageID: messageID, token: device.token, channel: device.channel, outcome: outcome, at: clock.now)
+            ])
+        var amounts: [[String]: UInt64] = [:]
+        for recorded in recording.recorded {
+            amounts[[recorded.channel.rawValue, recorded.outcome.name], default: 0] += 1
+        }
+        if recording.repeated > 0 {
+            amounts[[device.channel.rawValue, "repeated"], default: 0] += UInt64(recording.repeated)
+        }
+        if !amounts.isEmpty { metrics.receipts.increment(amounts) }
+        return .json(object: ["recorded": !recording.recorded.isEmpty])
+    }
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# make bench-receipts: delivery receipts (回执) ingested through the real path on loopback, SQLite,
+# one release `tuisong serve`. Not a test. Issue #42.
+#  Huawei's POSTs of 1,000 statuses and HarmonyOS's of 100 (the services' own batch sizes), signed
+#  with X-HUAWEI-CALLBACK-ID under the app's callback credentials, each status a new (message,
+#  phone) arrival: statuses/s and the time per POST (p50, p99), against the issue's targets
+#  (≥ 50,000 statuses/s on SQLite, p99 per POST ≤ 50 ms).
+# BENCH_RECEIPTS_STATUSES (200,000) statuses per service, BENCH_RECEIPTS_CONCURRENCY (4) POSTs in
+# flight (a service posts from several machines), BENCH_RECEIPTS_MESSAGES (20) messages they
+# belong to. Loopback only; the whole run is bounded by BENCH_RECEIPTS_TIMEOUT (300 s) and stops
+# what it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${BENCH_RECEIPTS_TIMED:-}" ]; then
+  BENCH_RECEIPTS_TIMED=1 exec timeout -k 10 "${BENCH_RECEIPTS_TIMEOUT:-300}" "$0" "$@"
+fi
+BIN=${BENCH_BIN:-$PWD/.build/release/tuisong}
+STATUSES=${BENCH_RECEIPTS_STATUSES:-200000}
+CONCURRENCY=${BENCH_RECEIPTS_CONCURRENCY:-4}
+MESSAGES=${BENCH_RECEIPTS_MESSAGES:-20}
+PORT=${BENCH_PORT:-18098}
+WORK=$(mktemp -d /tmp/tuisong-bench-receipts.XXXXXX)
+PIDS=""
+cleanup() {
+  for p in $PIDS; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+  if [ -z "${BENCH_KEEP:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
+}
+trap cleanup EXIT
+trap 'echo "bench-receipts: stopped" >&2; exit 143' TERM INT
+
+# The messages the receipts name are sent to the APNs look-alike: a receipt counts only for a
+# message the app has.
+$BIN apns-mock --port 0 --setup "$WORK/mock.json" > "$WORK/mock.out" 2> "$WORK/mock.err" &
+PIDS="$!"
+for _ in $(seq 1 100); do grep -q '^}' "$WORK/mock.out" 2>/dev/null && break; sleep 0.1; done
+field() { python3 -c "import json,sys; t=open('$WORK/mock.out').read(); print(json.loads(t[:t.index('\n}')+2])['$1'])"; }
+
+export TUISONG_DATABASE_PATH=$WORK/tuisong.db
+export TUISONG_SECURITY_MASTER_KEY_FILE=$WORK/master.key
+export TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE=$WORK/admin-password
+export TUISONG_APNS_LOCAL_MOCK=false
+export TUISONG_APNS_PRODUCTION_URL=$(field url)
+export TUISONG_APNS_SANDBOX_URL=$(field url)
+export TUISONG_APNS_CA_FILE=$(field ca_file)
+export TUISONG_RECEIPTS_PUBLIC_URL=http://127.0.0.1:$PORT
+export TUISONG_LOG_LEVEL=warning
+
+$BIN migrate > /dev/null
+APP=$($BIN app create --name bench-receipts --bundle-id com.example.bench)
+APP_ID=$(echo "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+KEY=$(echo "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])')
+$BIN credential add --app "$APP_ID" --environment production --p8 "$(field p8_file)" \
+  --key-id "$(field key_id)" --team-id "$(field team_id)" > /dev/null
+# What an operator enters in AppGallery Connect (the callback user name and key per service).
+$BIN credential show --app "$APP_ID" > "$WORK/receipts.json"
+
+TUISONG_LISTEN_PORT=$PORT $BIN serve > "$WORK/serve.log" 2>&1 &
+GATEWAY=$!
+PIDS="$PIDS $GATEWAY"
+for _ in $(seq 1 200); do curl -fs "http://127.0.0.1:$PORT/healthz" > /dev/null 2>&1 && break; sleep 0.1; done
+
+python3 bench/receipts_bench.py --port "$PORT" --key "$KEY" --app "$APP_ID" --master-key "$TUISONG_SECURITY_MASTER_KEY_FILE" \
+  --registration "$WORK/receipts.json" --statuses "$STATUSES" --concurrency "$CONCURRENCY" --messages "$MESSAGES"
+awk '/^tuisong_receipts_total/' <(curl -fs "http://127.0.0.1:$PORT/metrics" || true) | sed 's/^/   /'
