@@ -24,6 +24,8 @@ final class EasemobDirectory: Sendable {
     private let snapshot = Mutex(Snapshot())
     /// Token signing keys by app id (they never change once created).
     private let keys = Mutex<[Int64: [UInt8]]>([:])
+    /// `EasemobStore.legacyTokenSecret` by app id, "" for none (written once, by a migration).
+    private let legacySecrets = Mutex<[Int64: String]>([:])
 
     init(apps: any AppStore, sealer: any SecretSealer, maxAge: Duration = .seconds(1)) {
         self.apps = apps
@@ -93,4 +95,9 @@ final class EasemobDirectory: Sendable {
     func cachedKey(appID: Int64) -> [UInt8]? { keys.withLock { $0[appID] } }
 
     func remember(key: [UInt8], appID: Int64) { keys.withLock { $0[appID] = key } }
+
+    /// The app's legacy token secret as last read: "" for none, nil when not read yet.
+    func cachedLegacySecret(appID: Int64) -> String? { legacySecrets.withLock { $0[appID] } }
+
+    func remember(legacySecret: String, appID: Int64) { legacySecrets.withLock { $0[appID] = legacySecret } }
 }

@@ -182,21 +182,44 @@ public struct EasemobProvider: PushProvider {
             throw EasemobError.unauthorized("Unable to authenticate due to corrupt access token")
         }
         let key = try await signingKey(appID: app.id)
+        // Tokens issued before the upgrade (bound to the secret's value) while the secret has
+        // not been set to another value since: a rotation since then revokes them for good.
+        let legacy = try await legacyTokensAccepted(appID: app.id, settings: settings)
         switch claims.principal {
         case .app:
-            let binding = EasemobToken.appBinding(
-                clientID: settings.clientID, secretRotation: settings.clientSecretRotation)
-            return try EasemobToken.verify(token, signingKey: key, binding: binding, now: now).principal
+            var bindings = [
+                EasemobToken.appBinding(
+                    clientID: settings.clientID, clientIDRotation: settings.clientIDRotation,
+                    secretRotation: settings.clientSecretRotation)
+            ]
+            // A client id changed since the upgrade has a marker: the old tokens stay dead even
+            // when it is changed back.
+            if legacy, settings.clientIDRotation.isEmpty {
+                bindings.append(
+                    EasemobToken.legacyAppBinding(clientID: settings.clientID, clientSecret: settings.clientSecret))
+            }
+            return try EasemobToken.verify(token, signingKey: key, bindings: bindings, now: now).principal
         case .user(let name):
             guard let user = try await store.user(appID: app.id, username: name), let hash = user.passwordHash else {
                 throw EasemobError.unauthorized("Unable to authenticate: the token's user no longer exists")
             }
-            return try EasemobToken.verify(
-                token, signingKey: key,
-                binding: EasemobToken.userBinding(passwordHash: hash, secretRotation: settings.clientSecretRotation),
-                now: now
-            ).principal
+            var bindings = [EasemobToken.userBinding(passwordHash: hash, secretRotation: settings.clientSecretRotation)]
+            if legacy { bindings.append(EasemobToken.legacyUserBinding(passwordHash: hash)) }
+            return try EasemobToken.verify(token, signingKey: key, bindings: bindings, now: now).principal
         }
+    }
+
+    /// Whether tokens bound the way release e167280 bound them are still accepted for the app:
+    /// its client secret has the sealed form it had when the database was upgraded.
+    func legacyTokensAccepted(appID: Int64, settings: EasemobAppSettings) async throws -> Bool {
+        let legacySecret: String
+        if let cached = directory.cachedLegacySecret(appID: appID) {
+            legacySecret = cached
+        } else {
+            legacySecret = try await store.legacyTokenSecret(appID: appID) ?? ""
+            directory.remember(legacySecret: legacySecret, appID: appID)
+        }
+        return !legacySecret.isEmpty && legacySecret == settings.clientSecretRotation
     }
 
     /// Runs password hashing (PBKDF2, about 25 ms a password) on the gateway's compute pool;

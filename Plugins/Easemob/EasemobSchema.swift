@@ -91,6 +91,32 @@ enum EasemobSchema {
                     updated_at INTEGER NOT NULL,
                     PRIMARY KEY (app_id, template_id)
                 )
-                """)
+                """),
+        // Tokens issued by release e167280 and earlier are bound to the client secret's value
+        // (`EasemobToken.legacyAppBinding`); later ones to its rotation, its sealed form. The
+        // sealed form each app has when this runs is the rotation those tokens were issued
+        // under: they are accepted while the app's secret still has it, and never again once
+        // the secret is set to another value (an old value set again is sealed anew).
+        PluginMigration(
+            "v2-legacy-token-secrets",
+            sql: """
+                CREATE TABLE easemob_legacy_token_secrets (
+                    app_id INTEGER PRIMARY KEY REFERENCES apps(id) ON DELETE CASCADE,
+                    client_secret_sealed TEXT NOT NULL
+                );
+                INSERT INTO easemob_legacy_token_secrets (app_id, client_secret_sealed)
+                SELECT id, json_extract(vendor_settings, '$.easemob.client_secret_sealed') FROM apps
+                WHERE json_extract(vendor_settings, '$.easemob.client_secret_sealed') IS NOT NULL
+                """,
+            postgres: .sql(
+                """
+                CREATE TABLE easemob_legacy_token_secrets (
+                    app_id BIGINT PRIMARY KEY REFERENCES apps(id) ON DELETE CASCADE,
+                    client_secret_sealed TEXT NOT NULL
+                );
+                INSERT INTO easemob_legacy_token_secrets (app_id, client_secret_sealed)
+                SELECT id, vendor_settings::jsonb -> 'easemob' ->> 'client_secret_sealed' FROM apps
+                WHERE vendor_settings::jsonb -> 'easemob' ->> 'client_secret_sealed' IS NOT NULL
+                """)),
     ]
 }

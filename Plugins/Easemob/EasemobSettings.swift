@@ -16,6 +16,11 @@ struct EasemobAppSettings: Sendable, Hashable {
     /// again unchanged). Tokens are tied to it, so a rotation revokes them for good, even when
     /// an old secret is set again later.
     var clientSecretRotation: String = ""
+    /// Which setting of the client id this is: a random marker the platform stores each time
+    /// the client id is set to another value (`VendorSetting.isRotationTracked`), empty for a
+    /// client id set before markers were recorded. App tokens are tied to it, so a client id
+    /// changed and changed back does not revive the tokens issued before.
+    var clientIDRotation: String = ""
 
     static let vendor = "easemob"
     static let defaultTimeZone = "+08:00"
@@ -34,7 +39,7 @@ struct EasemobAppSettings: Sendable, Hashable {
             maxLength: 64, problem: { isName($0) ? nil : "must be 1–64 letters, digits, - _ or ." }),
         VendorSetting(
             key: "client_id", label: LocalizedText(en: "Client ID", zh: "Client ID"), maxLength: 256,
-            problem: { isPrintable($0) ? nil : "must be printable ASCII without spaces" }),
+            isRotationTracked: true, problem: { isPrintable($0) ? nil : "must be printable ASCII without spaces" }),
         VendorSetting(
             key: "client_secret", label: LocalizedText(en: "Client secret", zh: "Client Secret"), isSecret: true,
             cliFlag: "client-secret", maxLength: 256,
@@ -58,7 +63,7 @@ struct EasemobAppSettings: Sendable, Hashable {
         }
         return EasemobAppSettings(
             org: org, appName: appName, clientID: clientID, clientSecret: secret, timeZone: timeZone,
-            clientSecretRotation: sealed)
+            clientSecretRotation: sealed, clientIDRotation: settings["client_id_rotation"] ?? "")
     }
 
     /// The (org, app_name) pair of `app` without opening its secret; nil when not configured.

@@ -34,6 +34,16 @@ struct EasemobStore: Sendable {
         return try Self.openKey(stored, sealer: sealer, context: context)
     }
 
+    /// The sealed client secret the app had when the database was upgraded from bindings of
+    /// the secret's value (`EasemobSchema` v2); nil for an app configured since.
+    func legacyTokenSecret(appID: Int64) async throws -> String? {
+        try await database.read { db in
+            try db.queryOne(
+                "SELECT client_secret_sealed FROM easemob_legacy_token_secrets WHERE app_id = ?", [.integer(appID)]
+            )?["client_secret_sealed"].string
+        }
+    }
+
     private static func openKey(_ sealed: String, sealer: any SecretSealer, context: String) throws -> [UInt8] {
         guard let key = Base64URL.decode(try sealer.open(sealed, context: context)), key.count == 32 else {
             throw EasemobError.internalError("the token signing key is damaged")

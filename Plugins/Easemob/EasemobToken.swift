@@ -25,13 +25,20 @@ struct EasemobTokenClaims: Sendable, Hashable {
 ///     YWMt<base64url("a|3|1700000000|1705184000|")>.<base64url(HMAC)>
 ///
 /// The MAC key is HMAC(app signing key, binding): for app tokens the binding is the app's
-/// client id and the rotation of its client secret (`EasemobAppSettings.clientSecretRotation`:
-/// which setting of the secret, not its value), for user tokens that rotation and the user's
-/// stored password hash. So setting a new client secret revokes every token of the app for
-/// good (setting the old secret again later is another rotation), changing a password revokes
-/// the user's tokens, and a deleted user's tokens stay dead even when the name is registered
-/// again (a new hash has a new salt). The signing key is random per app, kept sealed under the
-/// master key in `easemob_token_keys`.
+/// client id with its rotation and the rotation of its client secret
+/// (`EasemobAppSettings.clientIDRotation`, `.clientSecretRotation`: which setting of each, not
+/// its value), for user tokens the secret's rotation and the user's stored password hash. So
+/// setting a new client secret revokes every token of the app for good (setting the old secret
+/// again later is another rotation), changing the client id revokes app tokens for good
+/// (changing it back is another rotation), changing a password revokes the user's tokens, and
+/// a deleted user's tokens stay dead even when the name is registered again (a new hash has a
+/// new salt). The signing key is random per app, kept sealed under the master key in
+/// `easemob_token_keys`.
+///
+/// Tokens issued by release e167280 and earlier (`legacyAppBinding`, `legacyUserBinding`: bound
+/// to the secret's value, not its rotation) are still accepted while the secret has not been
+/// set to another value since the upgrade (and, for app tokens, the client id not changed):
+/// `EasemobProvider.authenticate`.
 enum EasemobToken {
     /// Easemob's tokens start with `YWMt` (app) or `YWMt`-like prefixes; clients only carry them.
     static let prefix = "YWMt"
@@ -56,6 +63,14 @@ enum EasemobToken {
     static func verify(_ token: String, signingKey: [UInt8], binding: String, now: Date) throws(EasemobError)
         -> EasemobTokenClaims
     {
+        try verify(token, signingKey: signingKey, bindings: [binding], now: now)
+    }
+
+    /// The claims when the signature is right under one of `bindings` (tried in order) and the
+    /// token has not expired at `now`.
+    static func verify(_ token: String, signingKey: [UInt8], bindings: [String], now: Date) throws(EasemobError)
+        -> EasemobTokenClaims
+    {
         guard let claims = peek(token) else {
             throw .unauthorized("Unable to authenticate due to corrupt access token")
         }
@@ -63,21 +78,38 @@ enum EasemobToken {
         guard let presented = Base64URL.decode(String(parts[1])) else {
             throw .unauthorized("Unable to authenticate due to corrupt access token")
         }
-        let expected = HMAC.sha256(
-            key: macKey(signingKey: signingKey, binding: binding), message: Array((prefix + parts[0]).utf8))
-        var difference = UInt8(presented.count == expected.count ? 0 : 1)
-        for (a, b) in zip(presented, expected) { difference |= a ^ b }
-        guard difference == 0 else { throw .unauthorized("Unable to authenticate") }
+        let signed = bindings.contains { binding in
+            let expected = HMAC.sha256(
+                key: macKey(signingKey: signingKey, binding: binding), message: Array((prefix + parts[0]).utf8))
+            var difference = UInt8(presented.count == expected.count ? 0 : 1)
+            for (a, b) in zip(presented, expected) { difference |= a ^ b }
+            return difference == 0
+        }
+        guard signed else { throw .unauthorized("Unable to authenticate") }
         if let expiresAt = claims.expiresAt, Int64(now.timeIntervalSince1970.rounded(.down)) >= expiresAt {
             throw .unauthorized("Unable to authenticate due to expired access token")
         }
         return claims
     }
 
-    /// The binding of app tokens: the client id and the rotation of the secret they were
-    /// granted under.
-    static func appBinding(clientID: String, secretRotation: String) -> String {
-        "app\u{0}\(clientID)\u{0}\(secretRotation)"
+    /// The binding of app tokens: the client id and the rotations of the id and the secret
+    /// they were granted under. A client id without a rotation marker (set before markers were
+    /// recorded) leaves it out, so the tokens issued then keep their binding.
+    static func appBinding(clientID: String, clientIDRotation: String, secretRotation: String) -> String {
+        let binding = "app\u{0}\(clientID)\u{0}\(secretRotation)"
+        return clientIDRotation.isEmpty ? binding : binding + "\u{0}\(clientIDRotation)"
+    }
+
+    /// The binding of app tokens issued before the bindings named rotations (release e167280
+    /// and earlier): the client id and the secret's value.
+    static func legacyAppBinding(clientID: String, clientSecret: String) -> String {
+        "app\u{0}\(clientID)\u{0}\(clientSecret)"
+    }
+
+    /// The binding of users' tokens issued before the bindings named rotations: the user's
+    /// stored password hash alone.
+    static func legacyUserBinding(passwordHash: String) -> String {
+        "user\u{0}\(passwordHash)"
     }
 
     /// The binding of a user's tokens: the user's stored password hash and the rotation of the

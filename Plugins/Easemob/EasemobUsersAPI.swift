@@ -34,7 +34,8 @@ extension EasemobProvider {
                     EasemobTokenClaims(appID: call.appID, principal: .app, issuedAt: issuedAt, expiresAt: expiresAt),
                     signingKey: key,
                     binding: EasemobToken.appBinding(
-                        clientID: clientID, secretRotation: call.settings.clientSecretRotation))
+                        clientID: clientID, clientIDRotation: call.settings.clientIDRotation,
+                        secretRotation: call.settings.clientSecretRotation))
                 return EasemobReply.plain([
                     "access_token": .string(token), "expires_in": .int(expiresIn),
                     "application": .string(call.envelope.application),

@@ -1,5 +1,6 @@
 import Foundation
 import TuisongCore
+import TuisongCrypto
 import TuisongPlugin
 
 /// The per-vendor settings an app can carry, as the console and the CLI edit them, derived
@@ -82,7 +83,10 @@ enum AdminVendorSettings {
     ///   given again with the value it has keeps its sealed form (found in the app's settings, or
     ///   in `previous` when they were cleared first): setting a secret to a new value is a
     ///   rotation a provider may tie what it issued to (Easemob's tokens), entering the same one
-    ///   again is not.
+    ///   again is not;
+    /// - an ordinary setting declared `isRotationTracked` gets a fresh rotation marker each time
+    ///   it is set to another value, keeps its marker when given the value it has, and loses it
+    ///   when cleared (`VendorSetting.rotationKey`).
     /// Each value is checked against its declaration (length, the provider's own rule, unique
     /// across `otherApps`).
     static func apply(
@@ -110,6 +114,7 @@ enum AdminVendorSettings {
                 let value = setting.isSecret ? text : text.trimmingCharacters(in: .whitespacesAndNewlines)
                 if value.isEmpty {
                     stored.removeValue(forKey: setting.storageKey)
+                    if setting.isRotationTracked { stored.removeValue(forKey: setting.rotationKey) }
                     continue
                 }
                 if let problem = setting.rejection(of: value) {
@@ -136,6 +141,15 @@ enum AdminVendorSettings {
                         throw AdminError(500, "internal_error", "the secret could not be encrypted")
                     }
                 } else {
+                    if setting.isRotationTracked {
+                        let before = stored[setting.storageKey] ?? previous[vendorName]?[setting.storageKey]
+                        if before != value {
+                            stored[setting.rotationKey] = Base64URL.encode(SecureRandom.bytes(16))
+                        } else if let marker = stored[setting.rotationKey] ?? previous[vendorName]?[setting.rotationKey]
+                        {
+                            stored[setting.rotationKey] = marker
+                        }
+                    }
                     stored[setting.storageKey] = value
                 }
             }

@@ -255,9 +255,20 @@ extension GatewayConfig {
         return tree
     }
 
+    /// Keys whose values name files or directories. A relative one in effect with a config file
+    /// (written in the file, or a default the file leaves as it is) is from the file's directory,
+    /// so every command given the server's `--config` reaches the server's files wherever it
+    /// runs; one from an environment variable, or with no file, is from the current directory.
+    /// `database.url` is one of them when it names an SQLite file.
+    public static let pathKeys = [
+        "database.path", "database.url", "security.master_key_file", "security.initial_admin_password_file",
+        "web.root", "apns.ca_file", "transports.ca_file",
+    ]
+
     /// Loads the effective configuration.
     /// - Parameters:
-    ///   - path: a JSON file overlaying the embedded default; `nil` = the default alone.
+    ///   - path: a JSON file overlaying the embedded default; `nil` = the default alone. Relative
+    ///     paths it names (`pathKeys`) are from its directory.
     ///   - environment: usually `ProcessInfo.processInfo.environment`.
     public static func load(
         path: String?, environment: [String: String], transports: TransportRegistry = .standard
@@ -273,27 +284,62 @@ extension GatewayConfig {
                 throw ConfigError("", "cannot read \(path): \(reason)")
             }
         }
-        return try load(fileContents: contents, environment: environment, transports: transports)
+        let directory = path.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
+        return try load(
+            fileContents: contents, relativeTo: directory, environment: environment, transports: transports)
     }
 
+    /// - Parameter directory: the config file's directory, which relative paths of the file and
+    ///   the defaults under it are from (`pathKeys`); nil leaves them relative.
     public static func load(
-        fileContents: Data?, environment: [String: String], transports: TransportRegistry = .standard
+        fileContents: Data?, relativeTo directory: String? = nil, environment: [String: String],
+        transports: TransportRegistry = .standard
     ) throws(ConfigError) -> GatewayConfig {
-        let tree = try effectiveTree(fileContents: fileContents, environment: environment, transports: transports)
+        let tree = try effectiveTree(
+            fileContents: fileContents, relativeTo: directory, environment: environment, transports: transports)
         return try GatewayConfig(tree: tree, transports: transports)
     }
 
-    /// The merged tree (default ← file ← environment), before typing and validation.
+    /// The merged tree (default ← file ← environment), before typing and validation; with a
+    /// file, the relative paths in effect before the environment is applied are made absolute
+    /// from `directory`.
     static func effectiveTree(
-        fileContents: Data?, environment: [String: String], transports: TransportRegistry = .standard
+        fileContents: Data?, relativeTo directory: String? = nil, environment: [String: String],
+        transports: TransportRegistry = .standard
     ) throws(ConfigError) -> JSONValue {
         let defaults = try defaultTree(transports)
         var tree = defaults
         if let fileContents {
             let file = try parse(fileContents, source: "config file")
             tree = try overlay(file, on: defaults, path: "")
+            if let directory { tree = resolvingPaths(tree, from: directory) }
         }
         return try applyEnvironment(environment, to: tree, path: "")
+    }
+
+    /// `tree` with the relative values of `pathKeys` made absolute from `directory`. Empty
+    /// values, absolute ones, PostgreSQL URLs and values of the wrong type are left as they are
+    /// (typing reports the last).
+    static func resolvingPaths(_ tree: JSONValue, from directory: String) -> JSONValue {
+        guard case .object(var root) = tree else { return tree }
+        let base = URL(fileURLWithPath: directory, isDirectory: true)
+        for key in pathKeys {
+            let parts = key.split(separator: ".").map(String.init)
+            guard parts.count == 2, case .object(var section)? = root[parts[0]],
+                case .string(let value)? = section[parts[1]], !value.isEmpty
+            else { continue }
+            var relative = value
+            if key == "database.url" {
+                guard case .sqlite(let file)? = try? StoreOpener.backend(for: value) else { continue }
+                relative = file
+            }
+            guard !relative.hasPrefix("/") else { continue }
+            // Absolute first: `standardized` alone keeps a leading `..` of the relative part.
+            let absolute = URL(fileURLWithPath: relative, relativeTo: base).absoluteURL.standardized
+            section[parts[1]] = .string(absolute.path)
+            root[parts[0]] = .object(section)
+        }
+        return .object(root)
     }
 
     static func parse(_ data: Data, source: String) throws(ConfigError) -> JSONValue {

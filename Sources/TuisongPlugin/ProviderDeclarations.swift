@@ -34,13 +34,20 @@ public struct VendorSetting: Sendable {
     /// Used when the value is not set (shown as a placeholder, never stored on its own).
     public var defaultValue: String?
     public var maxLength: Int
+    /// Each setting of an ordinary value to another value is recorded as a rotation: a fresh
+    /// random marker stored under `rotationKey` (kept when the same value is entered again,
+    /// removed with the value), as a secret's sealed form is new each time it is set to another
+    /// value. A provider ties what it issued to the marker, so changing the value and changing it
+    /// back does not revive it (Easemob's app tokens and the client id). A value set before
+    /// markers were recorded has none until it is next changed.
+    public var isRotationTracked: Bool
     /// Why a value is not acceptable, or nil when it is.
     public var problem: @Sendable (String) -> String?
 
     public init(
         key: String, label: LocalizedText, isSecret: Bool = false, isUniqueAcrossApps: Bool = false,
         isRequired: Bool = true, cliFlag: String? = nil, defaultValue: String? = nil, maxLength: Int = 256,
-        problem: @escaping @Sendable (String) -> String? = { _ in nil }
+        isRotationTracked: Bool = false, problem: @escaping @Sendable (String) -> String? = { _ in nil }
     ) {
         self.key = key
         self.label = label
@@ -50,11 +57,16 @@ public struct VendorSetting: Sendable {
         self.cliFlag = cliFlag ?? key.replacingOccurrences(of: "_", with: "-")
         self.defaultValue = defaultValue
         self.maxLength = maxLength
+        self.isRotationTracked = isRotationTracked && !isSecret
         self.problem = problem
     }
 
     /// Where the value lives in `App.vendorSettings[vendor]`.
     public var storageKey: String { isSecret ? key + "_sealed" : key }
+
+    /// Where the rotation marker of an `isRotationTracked` setting lives in
+    /// `App.vendorSettings[vendor]`.
+    public var rotationKey: String { key + "_rotation" }
 }
 
 /// A column the console's device views show for a provider (a vendor's own device id); the values

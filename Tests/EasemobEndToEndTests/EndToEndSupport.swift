@@ -30,12 +30,16 @@ struct EasemobGateway: Sendable {
     var base: String { "\(baseURL)/acme/chat" }
     var mock: APNsMockServer { running.mock }
 
+    /// - Parameter environment: more `TUISONG_*` variables (a database to open instead of the
+    ///   directory's SQLite file).
     static func with(
         timeZone: String? = nil, in existing: URL? = nil, keep: Bool = false,
-        clock: any TuisongCore.Clock = SystemClock(), _ body: (EasemobGateway) async throws -> Void
+        clock: any TuisongCore.Clock = SystemClock(), environment: [String: String] = [:],
+        _ body: (EasemobGateway) async throws -> Void
     ) async throws {
         let running = try await RunningGateway.start(
-            providers: ["easemob"], directory: existing, logLevel: .critical, name: "easemob-e2e", clock: clock)
+            providers: ["easemob"], environment: environment, directory: existing, logLevel: .critical,
+            name: "easemob-e2e", clock: clock)
         let runtime = running.runtime
         do {
             var app: App
@@ -91,6 +95,17 @@ struct EasemobGateway: Sendable {
         return try await TestClient(baseURL: baseURL).execute(
             "GET", "/api/v1/messages/\(record.id)", headers: [("Authorization", "Bearer \(Self.apiKey)")]
         ).jsonObject
+    }
+
+    /// The app's Easemob settings replaced as `tuisong app set-easemob` replaces them.
+    func setEasemob(clientID: String, clientSecret: String) async throws {
+        var app = try #require(try await runtime.store.app(id: app.id))
+        let others = try await runtime.store.apps().filter { $0.id != app.id }
+        try VendorSettingsUpdate.replace(
+            vendor: "easemob",
+            with: ["org": "acme", "app_name": "chat", "client_id": clientID, "client_secret": clientSecret],
+            in: &app, sealer: MasterKeySealer(masterKey: runtime.masterKey), otherApps: others)
+        try await runtime.store.updateApp(app)
     }
 
     func appToken(ttl: Int? = nil) async throws -> String {

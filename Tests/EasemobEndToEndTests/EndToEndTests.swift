@@ -176,6 +176,35 @@ import TuisongPluginTestKit
         }
     }
 
+    /// #40 item 11: a client id changed and changed back does not revive the app tokens issued
+    /// before; entered again unchanged it revokes nothing; users' tokens are not tied to it.
+    @Test func aClientIDChangedAndChangedBackKeepsTheOldAppTokensDead() async throws {
+        try await EasemobGateway.with { gw in
+            let secret = EasemobGateway.clientSecret
+            let before = try await gw.appToken(ttl: 0)
+            try await gw.register(before, [["username": "bob", "password": "pw"]])
+            let bobToken = try #require(
+                try await gw.call("POST", "/token", ["grant_type": "password", "username": "bob", "password": "pw"])
+                    .jsonObject["access_token"] as? String)
+            try await gw.setEasemob(clientID: EasemobGateway.clientID, clientSecret: secret)
+            #expect(try await gw.call("GET", "/users/bob", token: before).status == 200)
+
+            try await gw.setEasemob(clientID: "YXA6another-client", clientSecret: secret)
+            #expect(try await gw.call("GET", "/users/bob", token: before).status == 401)
+            let answer = try await gw.call(
+                "POST", "/token",
+                ["grant_type": "client_credentials", "client_id": "YXA6another-client", "client_secret": secret])
+            let during = try #require(answer.jsonObject["access_token"] as? String)
+            #expect(try await gw.call("GET", "/users/bob", token: during).status == 200)
+
+            try await gw.setEasemob(clientID: EasemobGateway.clientID, clientSecret: secret)
+            #expect(try await gw.call("GET", "/users/bob", token: before).status == 401)
+            #expect(try await gw.call("GET", "/users/bob", token: during).status == 401)
+            #expect(try await gw.call("GET", "/users/bob", token: try await gw.appToken()).status == 200)
+            #expect(try await gw.call("GET", "/users/bob/push/binding", token: bobToken).status == 200)
+        }
+    }
+
     @Test func aNewPasswordRevokesTheUsersTokens() async throws {
         try await EasemobGateway.with { gw in
             let token = try await gw.appToken()

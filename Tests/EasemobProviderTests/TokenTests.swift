@@ -8,7 +8,7 @@ import TuisongCrypto
 @Suite struct TokenTests {
     let key = SecureRandom.bytes(32)
     let now = Date(timeIntervalSince1970: 1_700_000_000)
-    let appBinding = EasemobToken.appBinding(clientID: "YXA6id", secretRotation: "sealed-1")
+    let appBinding = EasemobToken.appBinding(clientID: "YXA6id", clientIDRotation: "", secretRotation: "sealed-1")
 
     @Test func appTokenVerifiesUntilItExpires() throws {
         let claims = EasemobTokenClaims(appID: 7, principal: .app, issuedAt: 1_700_000_000, expiresAt: 1_700_000_001)
@@ -50,6 +50,34 @@ import TuisongCrypto
         }
     }
 
+    /// Each binding a release issued under stays what it was, or its tokens die at the upgrade:
+    /// e167280's (the secret's value; the password hash alone), the secret's rotation without a
+    /// client id marker, and with one. A token verifies under any binding it is offered, and
+    /// none other.
+    @Test func bindingsKeepTheFormsTheyWereIssuedUnder() throws {
+        #expect(EasemobToken.legacyAppBinding(clientID: "id", clientSecret: "s") == "app\u{0}id\u{0}s")
+        #expect(EasemobToken.legacyUserBinding(passwordHash: "h") == "user\u{0}h")
+        #expect(
+            EasemobToken.appBinding(clientID: "id", clientIDRotation: "", secretRotation: "r") == "app\u{0}id\u{0}r")
+        #expect(
+            EasemobToken.appBinding(clientID: "id", clientIDRotation: "m", secretRotation: "r")
+                == "app\u{0}id\u{0}r\u{0}m")
+        let claims = EasemobTokenClaims(appID: 7, principal: .app, issuedAt: 1, expiresAt: nil)
+        let old = EasemobToken.issue(
+            claims, signingKey: key, binding: EasemobToken.legacyAppBinding(clientID: "id", clientSecret: "s"))
+        let current = EasemobToken.appBinding(clientID: "id", clientIDRotation: "", secretRotation: "r")
+        #expect(throws: EasemobError.self) { try EasemobToken.verify(old, signingKey: key, binding: current, now: now) }
+        let accepted = try EasemobToken.verify(
+            old, signingKey: key,
+            bindings: [current, EasemobToken.legacyAppBinding(clientID: "id", clientSecret: "s")], now: now)
+        #expect(accepted == claims)
+        #expect(throws: EasemobError.self) {
+            try EasemobToken.verify(
+                old, signingKey: key,
+                bindings: [current, EasemobToken.legacyAppBinding(clientID: "id", clientSecret: "other")], now: now)
+        }
+    }
+
     @Test func tamperedOrForeignTokensAreRefused() {
         let claims = EasemobTokenClaims(appID: 7, principal: .app, issuedAt: 1, expiresAt: nil)
         let token = EasemobToken.issue(claims, signingKey: key, binding: appBinding)
@@ -70,7 +98,7 @@ import TuisongCrypto
         #expect(throws: EasemobError.self) {
             try EasemobToken.verify(
                 token, signingKey: key,
-                binding: EasemobToken.appBinding(clientID: "YXA6id", secretRotation: "sealed-2"),
+                binding: EasemobToken.appBinding(clientID: "YXA6id", clientIDRotation: "", secretRotation: "sealed-2"),
                 now: now)
         }
     }

@@ -109,7 +109,8 @@ import TuisongStore
         #expect(FileManager.default.fileExists(atPath: here + "/data/tuisong.db"))
         #expect(try tuisong(["app", "list"], in: directory, database: false).status == 0, "it exists now")
 
-        // The config of the current directory, named on standard error; migrate creates its database.
+        // The config of the current directory, named on standard error; migrate creates its
+        // database, which a relative path puts beside the config file.
         try FileManager.default.createDirectory(
             at: directory.appending(path: "config"), withIntermediateDirectories: true)
         try Data(#"{"database": {"path": "server.db"}}"#.utf8).write(
@@ -117,13 +118,13 @@ import TuisongStore
         #expect(try tuisong(["app", "list"], in: directory, database: false).status == 1)
         let migrate = try tuisong(["migrate"], in: directory, database: false)
         #expect(migrate.status == 0, "\(migrate.errors)")
-        #expect(FileManager.default.fileExists(atPath: here + "/server.db"))
+        #expect(FileManager.default.fileExists(atPath: here + "/config/server.db"))
         let created = try tuisong(
             ["app", "create", "--name", "shop", "--bundle-id", "com.example.shop"], in: directory, database: false)
         #expect(created.status == 0, "\(created.errors)")
         #expect(
             created.errors.contains(
-                "tuisong: using config \(here)/config/tuisong.json and the SQLite file \(here)/server.db"),
+                "tuisong: using config \(here)/config/tuisong.json and the SQLite file \(here)/config/server.db"),
             "\(created.errors)")
         // Given --config, the operator chose: nothing to announce.
         let named = try tuisong(["app", "list", "--config", "config/tuisong.json"], in: directory, database: false)

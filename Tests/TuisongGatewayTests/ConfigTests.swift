@@ -6,13 +6,69 @@ import TuisongHarmony
 @testable import TuisongGateway
 
 @Suite struct ConfigTests {
-    /// The repository's config file and the embedded default must never drift apart.
+    /// The repository's config file and the embedded default must never drift apart: the file
+    /// is the default with its paths written from `config/` (relative paths in a file are from
+    /// its directory; without a file, from the current directory), so `make run` (the file)
+    /// and a binary run from the repository root without it use the same `data/` and `web/`.
     @Test func embeddedDefaultMatchesFile() throws {
-        let file = try String(contentsOf: repositoryRoot().appending(path: "config/tuisong.json"), encoding: .utf8)
-        #expect(file.trimmingCharacters(in: .newlines) == embeddedDefaultJSON.trimmingCharacters(in: .newlines))
-        let fromFile = try GatewayConfig.load(
-            path: repositoryRoot().appending(path: "config/tuisong.json").path, environment: [:])
-        #expect(fromFile == GatewayConfig.embeddedDefault)
+        let root = repositoryRoot()
+        let file = try String(contentsOf: root.appending(path: "config/tuisong.json"), encoding: .utf8)
+        #expect(
+            file.replacingOccurrences(of: #""../"#, with: #"""#).trimmingCharacters(in: .newlines)
+                == embeddedDefaultJSON.trimmingCharacters(in: .newlines))
+        let fromFile = try GatewayConfig.load(path: root.appending(path: "config/tuisong.json").path, environment: [:])
+        let embeddedFromRoot = try GatewayConfig.load(
+            fileContents: Data(embeddedDefaultJSON.utf8), relativeTo: root.path, environment: [:])
+        #expect(fromFile == embeddedFromRoot)
+        #expect(fromFile.database.path == root.appending(path: "data/tuisong.db").path)
+        #expect(fromFile.web.root == root.appending(path: "web").path)
+        #expect(GatewayConfig.embeddedDefault.database.path == "data/tuisong.db")
+    }
+
+    /// #41 item 7: relative paths in a config file are from the file's directory (those it
+    /// leaves at their defaults too), whatever the current directory; an environment variable's
+    /// are from the current directory, as a shell's would be.
+    @Test func relativePathsInAConfigFileAreFromItsDirectory() throws {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory.appending(path: "etc"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appending(path: "etc/tuisong.json")
+        // CA files are checked for being readable: one absolute, one beside the config.
+        let absoluteCA = directory.appending(path: "absolute-ca.pem").path
+        for ca in [absoluteCA, directory.appending(path: "etc/ca.pem").path] {
+            #expect(FileManager.default.createFile(atPath: ca, contents: Data("pem".utf8)))
+        }
+        try Data(
+            """
+            {"database": {"path": "../var/tuisong.db"}, "security": {"master_key_file": "keys/master.key"},
+             "apns": {"ca_file": "\(absoluteCA)"}, "transports": {"ca_file": "ca.pem"}}
+            """.utf8
+        ).write(to: file)
+        let etc = directory.appending(path: "etc").path
+        let config = try GatewayConfig.load(path: file.path, environment: [:])
+        #expect(config.database.path == directory.appending(path: "var/tuisong.db").path)
+        #expect(config.database.sqlitePath == directory.appending(path: "var/tuisong.db").path)
+        #expect(config.database.directory == directory.appending(path: "var").path)
+        #expect(config.security.masterKeyFile == etc + "/keys/master.key")
+        #expect(config.security.initialAdminPasswordFile == etc + "/data/initial-admin-password")
+        #expect(config.web.root == etc + "/web")
+        #expect(config.apns.caFile == absoluteCA)
+        #expect(config.transports.caFile == etc + "/ca.pem")
+        #expect(config.apns.productionURL == "https://api.push.apple.com:443")
+
+        // database.url naming an SQLite file is a path too; a PostgreSQL URL is not.
+        try Data(#"{"database": {"url": "sqlite:db/t.db"}}"#.utf8).write(to: file)
+        let sqliteURL = try GatewayConfig.load(path: file.path, environment: [:])
+        #expect(sqliteURL.database.sqlitePath == etc + "/db/t.db")
+        try Data(#"{"database": {"url": "postgresql://tuisong@db/tuisong"}}"#.utf8).write(to: file)
+        #expect(
+            try GatewayConfig.load(path: file.path, environment: [:]).database.url == "postgresql://tuisong@db/tuisong")
+
+        // The environment's own values stay as given; no file, no change.
+        let overridden = try GatewayConfig.load(
+            path: file.path, environment: ["TUISONG_DATABASE_URL": "", "TUISONG_DATABASE_PATH": "here.db"])
+        #expect(overridden.database.path == "here.db")
+        #expect(try GatewayConfig.load(path: nil, environment: [:]).database.path == "data/tuisong.db")
     }
 
     @Test func defaults() {

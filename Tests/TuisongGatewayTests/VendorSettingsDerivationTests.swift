@@ -26,6 +26,18 @@ private struct DeclaringProvider: PushProvider {
     func register(on router: Router) {}
 }
 
+/// A provider whose client id is rotation-tracked, as Easemob's is.
+private struct TrackingProvider: PushProvider {
+    static let name = "tracking"
+    static let settings = [
+        VendorSetting(key: "client_id", label: LocalizedText(en: "Client", zh: "客户端"), isRotationTracked: true),
+        VendorSetting(key: "region", label: LocalizedText(en: "Region", zh: "地区"), isRequired: false),
+    ]
+
+    init(context: ProviderContext) throws {}
+    func register(on router: Router) {}
+}
+
 private struct Sealer: SecretSealer {
     func seal(_ plaintext: String, context: String) throws -> String { "sealed(\(context)):\(plaintext.count)" }
     func open(_ sealed: String, context: String) throws -> String { "" }
@@ -139,6 +151,43 @@ private struct Sealer: SecretSealer {
         try AdminVendorSettings.apply(
             ["declaring": ["secret_key": "old"]], to: &target, sealer: sealer, otherApps: [], providers: providers)
         #expect(secret() != first && secret() != rotated)
+    }
+
+    /// A tracked setting set to another value gets a fresh marker (so a provider can tell a
+    /// value changed and changed back from one never changed); entered again unchanged, in the
+    /// console or the CLI, it keeps its marker, or its lack of one (a value set before markers).
+    @Test func aRotationTrackedSettingGetsAFreshMarkerEachTimeItChanges() throws {
+        let providers: [any PushProvider.Type] = [TrackingProvider.self]
+        var target = app(5, ["tracking": ["client_id": "set-before-markers"]])
+        func marker() -> String? { target.vendorSettings["tracking"]?["client_id_rotation"] }
+        func edit(_ fields: [String: String]) throws {
+            try AdminVendorSettings.apply(
+                ["tracking": fields], to: &target, sealer: Sealer(), otherApps: [], providers: providers)
+        }
+        func replace(_ values: [String: String]) throws {
+            try VendorSettingsUpdate.replace(
+                vendor: "tracking", with: values, in: &target, sealer: Sealer(), otherApps: [], providers: providers)
+        }
+        try edit(["client_id": "set-before-markers", "region": "cn"])
+        try replace(["client_id": "set-before-markers", "region": "eu"])
+        #expect(marker() == nil)
+        try edit(["client_id": "a"])
+        let first = try #require(marker())
+        try edit(["client_id": "a", "region": "us"])
+        try replace(["client_id": "a"])
+        #expect(marker() == first)
+        try replace(["client_id": "b"])
+        let second = try #require(marker())
+        #expect(second != first)
+        try edit(["client_id": "a"])
+        #expect(marker() != first && marker() != second)
+        // Cleared, it goes with the value: nothing of the vendor is left.
+        try edit(["client_id": "", "region": ""])
+        #expect(target.vendorSettings["tracking"] == nil)
+        // The view never shows it.
+        try edit(["client_id": "c"])
+        let view = AdminVendorSettings.view(target.vendorSettings, providers: providers)
+        #expect((view["tracking"] as? [String: Any])?.keys.sorted() == ["client_id", "region"])
     }
 
     @Test func checkConfigMasksDeclaredSecretsOfProviderSections() throws {

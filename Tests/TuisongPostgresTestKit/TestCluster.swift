@@ -83,6 +83,17 @@ public struct TestDatabase: Sendable {
         url = TestCluster.url(base, database: name)
     }
 
+    /// Runs a plain-SQL dump into this database as `psql -f` would, in one round trip: the
+    /// statements of `pg_dump --inserts` (no `COPY … FROM stdin`); psql's own commands (lines
+    /// starting with a backslash, such as pg_dump's `\restrict`) are left out.
+    public func restore(dump: URL) throws {
+        let text = try String(contentsOf: dump, encoding: .utf8)
+        let statements = text.split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.hasPrefix("\\") }.joined(separator: "\n")
+        let connection = try PostgresConnection(url: url)
+        _ = try connection.execute(statements)
+    }
+
     public func drop() {
         guard let admin = try? PostgresConnection(url: base) else { return }
         _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
