@@ -221,6 +221,12 @@ const en = {
   'cred.notInUse': 'Not in use',
   'cred.check.unavailable': 'Not checked: the service could not be reached ({reason}). The first push will check it.',
   'cred.check.not_checked': 'Local mode: not checked. The bundled look-alike takes every credential added; the real service checks it when the gateway sends to it.',
+  'cred.check.pending': 'Saved. The check is still running; its result will show on the credential in the list.',
+  'cred.check.not_checked_because': 'Saved, not checked: {reason}.',
+  'cred.existing': 'This credential was saved before (#{id}); nothing new was added.',
+  'cred.uploadedPending': '{kind} credential for {env} saved. APNs has not answered the check yet; its result will show in the list.',
+  'cred.checking': 'Checking…',
+  'cred.environmentHint': 'A .p8 key serves both environments. A certificate serves the one it was issued for, or both when it is universal.',
   'cred.androidRejected': 'The credential was not accepted',
   'cred.androidDeleteConfirm': 'Devices on {channel} stop receiving pushes unless another credential remains. Delete?',
   'channel.apns': 'APNs',
@@ -337,6 +343,7 @@ const en = {
 
   'env.sandbox': 'Sandbox',
   'env.production': 'Production',
+  'env.both': 'Both (sandbox and production)',
 
   'err.invalid_password': 'Wrong password.',
   'err.too_many_attempts': 'Too many failed attempts. Wait {seconds} s before trying again.',
@@ -647,6 +654,12 @@ const zh = {
   'cred.notInUse': '未使用',
   'cred.check.unavailable': '未验证：无法连接服务（{reason}）。第一次推送时会验证。',
   'cred.check.not_checked': '本地模式：未验证。内置的模拟服务接受所有添加的凭证；网关向真实服务发送时才会验证。',
+  'cred.check.pending': '已保存。验证仍在进行，结果会显示在列表中的凭据上。',
+  'cred.check.not_checked_because': '已保存，未验证：{reason}。',
+  'cred.existing': '该凭据之前已保存（#{id}），没有新增。',
+  'cred.uploadedPending': '已保存 {env} 的 {kind} 凭证。APNs 尚未回应验证，结果会显示在列表中。',
+  'cred.checking': '验证中…',
+  'cred.environmentHint': '.p8 密钥同时用于两个环境。证书用于签发时的环境，通用证书同时用于两者。',
   'cred.androidRejected': '凭证未被接受',
   'cred.androidDeleteConfirm': '若没有其他凭证，{channel} 上的设备将收不到推送。确定删除？',
   'channel.apns': 'APNs',
@@ -763,6 +776,7 @@ const zh = {
 
   'env.sandbox': '开发环境',
   'env.production': '生产环境',
+  'env.both': '两者（开发和生产环境）',
 
   'err.invalid_password': '密码错误。',
   'err.too_many_attempts': '失败次数过多，请等待 {seconds} 秒后再试。',
