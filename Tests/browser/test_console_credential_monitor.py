@@ -58,11 +58,11 @@ def test_a_key_serves_both_environments_and_uploading_it_again_adds_nothing(brow
     assert "Both (sandbox and production)" in banner.text
     row = visible(browser, "#credentials-table tr[data-kind='p8']")
     assert "Both (sandbox and production)" in row.text and "MONITOR123" in row.text
+    credential_id = row.get_attribute("data-credential")
 
     # "Try again" with the same file: the one saved before is named, nothing is added.
     upload_key(browser, p8)
     banner = visible(browser, "#cred-upload-result .banner[data-existing='true']")
-    credential_id = row.get_attribute("data-credential")
     assert f"#{credential_id}" in banner.text and "nothing new was added" in banner.text
     wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#credentials-table tbody tr")) == 1)
     screenshot(browser, "credential-upload-again")
