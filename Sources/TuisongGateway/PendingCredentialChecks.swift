@@ -12,21 +12,28 @@ final class PendingCredentialChecks: Sendable {
         case channel(Int64)
     }
 
-    private let running = Mutex<Set<Key>>([])
+    private let running = Mutex<[Key: Task<Void, Never>]>([:])
 
-    func contains(_ key: Key) -> Bool { running.withLock { $0.contains(key) } }
+    func contains(_ key: Key) -> Bool { running.withLock { $0[key] != nil } }
+
+    /// Waits for the checks still running (at shutdown, before the store closes under them).
+    func finish() async {
+        for task in running.withLock({ Array($0.values) }) { await task.value }
+    }
 
     /// Runs `check` in a task of its own and answers its result when it ends within `bound`
     /// (nil: whenever it ends), else nil while it goes on, listed under `key` until it ends.
     func run<Result: Sendable>(
         _ key: Key, within bound: Duration?, _ check: @escaping @Sendable () async -> Result
     ) async -> Result? {
-        running.withLock { _ = $0.insert(key) }
         let first = FirstAnswer<Result>()
-        Task {
-            let result = await check()
-            self.running.withLock { _ = $0.remove(key) }
-            first.answer(result)
+        // Listed before it starts, so the task's own removal at its end cannot come first.
+        running.withLock { running in
+            running[key] = Task {
+                let result = await check()
+                _ = self.running.withLock { $0.removeValue(forKey: key) }
+                first.answer(result)
+            }
         }
         guard let bound else { return await first.value() }
         let timer = Task {

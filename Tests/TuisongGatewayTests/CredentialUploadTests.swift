@@ -90,21 +90,21 @@ import TuisongPluginTestKit
         }
     }
 
-    /// APNs answers the key's probe after 2.5 s, past the upload's 1 s bound: the upload is
+    /// APNs answers the key's probe after 4 s, past the upload's 1 s bound: the upload is
     /// answered 201 at once, saved, check pending; "try again" answers the same credential (200,
     /// `existing`), and the check's result lands on the credential.
     @Test func aSlowCheckAnswersPendingAndARepeatIsTheSameCredential() async throws {
         try await withGateway { s in
             let (appID, _) = try await s.gw.createApp(bundleID: "com.example.upload")
             var faults = APNsMockConfiguration.Faults()
-            faults.latencyMilliseconds = 2500
+            faults.latencyMilliseconds = 4000
             s.mock.setFaults(faults)
             let clock = ContinuousClock()
             let started = clock.now
             let added = try await s.client.call("POST", "/apps/\(appID)/credentials", json: key(s))
             let waited = clock.now - started
             #expect(added.status == 201, "\(added.text)")
-            #expect(waited < .seconds(2.4), "answered within its bound, not after the check: \(waited)")
+            #expect(waited < .seconds(3.5), "answered within its bound, not after the check: \(waited)")
             #expect((added.jsonObject["check"] as? [String: Any])?["result"] as? String == "pending")
             #expect(added.jsonObject["check_pending"] as? Bool == true)
             #expect(added.jsonObject["existing"] as? Bool == false)
@@ -121,9 +121,17 @@ import TuisongPluginTestKit
             #expect(sandboxOnly.status == 201, "\(sandboxOnly.text)")
             #expect(sandboxOnly.jsonObject["environment"] as? String == "sandbox")
 
+            // A wrong Team ID: answered pending too; APNs's refusal lands on it when the probe ends.
+            var wrongTeam = key(s)
+            wrongTeam["team_id"] = "WRONG12345"
+            let refused = try await s.client.call("POST", "/apps/\(appID)/credentials", json: wrongTeam)
+            #expect(refused.status == 201, "\(refused.text)")
+            #expect((refused.jsonObject["check"] as? [String: Any])?["result"] as? String == "pending")
+            #expect(refused.jsonObject["status"] as? String == "ok", "not judged yet")
+
             let listed = try await s.client.call("GET", "/apps/\(appID)/credentials").list("credentials")
-            #expect(listed.count == 2)
-            #expect(listed.first?["check_pending"] as? Bool == true)
+            #expect(listed.count == 3)
+            #expect(listed.last?["check_pending"] as? Bool == true, "the last upload's check still runs")
             // The checks end: their results show on the credentials, no longer pending.
             let finished = try await firstValue(within: .seconds(20), every: .milliseconds(50)) {
                 () async throws -> [[String: Any]]? in
@@ -132,6 +140,12 @@ import TuisongPluginTestKit
             }
             #expect(finished?.first?["status"] as? String == "ok")
             #expect(finished?.first?["active"] as? Bool == true)
+            #expect(finished?.last?["status"] as? String == "failing")
+            #expect(finished?.last?["status_reason"] as? String == "InvalidProviderToken")
+            #expect(finished?.last?["active"] as? Bool == false, "a refused key does not replace one that works")
+            // Replaced by the working key, it holds nothing: the monitor does not count it.
+            let monitor = try await s.client.call("GET", "/monitor")
+            #expect(((monitor.jsonObject["credentials"] as? [String: Any])?["failing"] as? [Any])?.isEmpty == true)
         }
     }
 
