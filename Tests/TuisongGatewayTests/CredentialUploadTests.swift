@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongCrypto
 import TuisongGatewayTestKit
 import TuisongLookAlikes
 import TuisongPluginTestKit
@@ -146,6 +147,41 @@ import TuisongPluginTestKit
             // Replaced by the working key, it holds nothing: the monitor does not count it.
             let monitor = try await s.client.call("GET", "/monitor")
             #expect(((monitor.jsonObject["credentials"] as? [String: Any])?["failing"] as? [Any])?.isEmpty == true)
+        }
+    }
+
+    /// A certificate serves the environments it names: both when universal, whatever was
+    /// chosen; the one it names when left to it; one naming none needs to be told. A `.p8`
+    /// given one environment serves that one only.
+    @Test func certificatesServeTheEnvironmentsTheyName() async throws {
+        try await withGateway { s in
+            let service = s.gw.runtime.credentials
+            let marker: [UInt8] = [0x05, 0x00]
+            func certificate(_ oids: [String]) throws -> CredentialUpload {
+                let key = try PrivateKey.generateP256()
+                let now = Date()
+                let issued = try Certificate.issue(
+                    subjectCommonName: "Apple Push Services: com.example.upload", subjectUID: "com.example.upload",
+                    subjectAltNames: [], publicKey: key.publicKey, issuer: nil, signingKey: key, isCA: false,
+                    notBefore: now.addingTimeInterval(-86400), notAfter: now.addingTimeInterval(86400 * 300),
+                    extraExtensions: oids.map { ($0, marker) })
+                return .pem(text: issued.pem() + (try key.pkcs8PEM()), password: nil)
+            }
+            let universal = try certificate([Certificate.apnsDevelopmentOID, Certificate.apnsProductionOID])
+            #expect(try service.inspect(universal, appID: 1, environment: nil).servesBothEnvironments)
+            #expect(try service.inspect(universal, appID: 1, environment: .sandbox).servesBothEnvironments)
+            let development = try service.inspect(
+                try certificate([Certificate.apnsDevelopmentOID]), appID: 1, environment: nil)
+            #expect(!development.servesBothEnvironments && development.environment == .sandbox)
+            #expect(throws: CredentialError.self) {
+                try service.inspect(try certificate([]), appID: 1, environment: nil)
+            }
+            let named = try service.inspect(try certificate([]), appID: 1, environment: .production)
+            #expect(!named.servesBothEnvironments && named.environment == .production)
+            let sandboxKey = try service.inspect(
+                .p8(pem: s.setup.tokenKeyPEM, keyID: s.setup.keyID, teamID: s.setup.teamID), appID: 1,
+                environment: .sandbox)
+            #expect(!sandboxKey.servesBothEnvironments && sandboxKey.environment == .sandbox)
         }
     }
 
