@@ -453,6 +453,14 @@ public final class APNsPushTransport: PushTransport {
             if credential.selector == nil {
                 let key = RouteKey(appID: credential.appID, environment: credential.environment, selector: nil)
                 cache[key] = Resolved(credential: failing, environment: credential.environment, expires: expires)
+                // A key serving both environments: the other's default route too, unless it is
+                // already known to go elsewhere.
+                for other in credential.environments where other != credential.environment {
+                    let otherKey = RouteKey(appID: credential.appID, environment: other, selector: nil)
+                    if cache[otherKey] == nil {
+                        cache[otherKey] = Resolved(credential: failing, environment: other, expires: expires)
+                    }
+                }
             }
         }
         // Nothing is routed to the refused credential's pools any more; without this they
