@@ -185,6 +185,36 @@ import TuisongPluginTestKit
         }
     }
 
+    /// An Android credential uploaded again (local mode) is the one saved before; another
+    /// secret, or the same under another selector, is another credential.
+    @Test func anAndroidCredentialUploadedAgainIsTheSameCredential() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let (appID, _) = try await gw.createApp(bundleID: "com.example.again")
+        func add(_ secret: String, selector: String? = nil) async throws -> TestResponse {
+            var body: [String: Any] = [
+                "channel": "xiaomi", "vendor_app_id": "com.example.again", "client_id": "2882303761517000002",
+                "client_secret": secret,
+            ]
+            if let selector { body["selector"] = selector }
+            return try await client.call("POST", "/apps/\(appID)/channel-credentials", json: body)
+        }
+        let first = try await add("Fq3Kz8wQm1+Yp2/Lx7Vb9A==")
+        #expect(first.status == 201, "\(first.text)")
+        #expect(first.jsonObject["existing"] as? Bool == false)
+        let again = try await add("Fq3Kz8wQm1+Yp2/Lx7Vb9A==")
+        #expect(again.status == 200, "\(again.text)")
+        #expect(again.jsonObject["existing"] as? Bool == true)
+        #expect(again.jsonObject["id"] as? Int == first.jsonObject["id"] as? Int)
+        #expect(again.jsonObject["active"] as? Bool == true)
+        #expect(try await add("Zz3Kz8wQm1+Yp2/Lx7Vb9A==").status == 201)
+        #expect(try await add("Fq3Kz8wQm1+Yp2/Lx7Vb9A==", selector: "2001").status == 201)
+        let listed = try await client.call("GET", "/apps/\(appID)/channel-credentials").list("credentials")
+        #expect(listed.count == 3)
+        #expect(!String(decoding: try JSONSerialization.data(withJSONObject: listed), as: UTF8.self).contains("digest"))
+    }
+
     /// The check's bound is a third of the request timeout, at most 10 s.
     @Test func theCheckBoundStaysInsideTheRequestTimeout() async throws {
         try await withGateway { s in
