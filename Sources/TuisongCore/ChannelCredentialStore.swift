@@ -22,12 +22,16 @@ public struct ChannelCredentialRecord: Sendable, Hashable {
     public var status: String
     public var statusReason: String?
     public var createdAt: Date
+    /// A keyed digest of the upload (app, channel, selector, identifiers, options and secret),
+    /// so a repeated upload finds this one instead of making a second; never the secret.
+    public var secretDigest: String?
 
     public init(
         id: Int64, appID: Int64, channel: PushChannel, selector: String?, vendorAppID: String, clientID: String,
         encryptedSecret: [UInt8], options: [String: String] = [:], status: String, statusReason: String?,
-        createdAt: Date
+        createdAt: Date, secretDigest: String? = nil
     ) {
+        self.secretDigest = secretDigest
         self.id = id
         self.appID = appID
         self.channel = channel
@@ -52,11 +56,13 @@ public struct NewChannelCredential: Sendable, Hashable {
     public var clientID: String
     public var encryptedSecret: [UInt8]
     public var options: [String: String]
+    public var secretDigest: String?
 
     public init(
         appID: Int64, channel: PushChannel, selector: String? = nil, vendorAppID: String, clientID: String,
-        encryptedSecret: [UInt8], options: [String: String] = [:]
+        encryptedSecret: [UInt8], options: [String: String] = [:], secretDigest: String? = nil
     ) {
+        self.secretDigest = secretDigest
         self.options = options
         self.appID = appID
         self.channel = channel
@@ -68,7 +74,11 @@ public struct NewChannelCredential: Sendable, Hashable {
 }
 
 public protocol ChannelCredentialStore: Sendable {
+    /// Stores the credential; when the app already has one with the same `secretDigest` (a
+    /// repeated upload), nothing is added and that one is answered.
     func addChannelCredential(_ credential: NewChannelCredential) async throws -> ChannelCredentialRecord
+    /// The app's channel credential with this digest (a repeated upload's first), if any.
+    func channelCredential(appID: Int64, secretDigest: String) async throws -> ChannelCredentialRecord?
     func channelCredentials(appID: Int64) async throws -> [ChannelCredentialRecord]
     /// The credential of an app for `channel` carrying `selector` (nil: the default,
     /// selector-less one) that pushes use: the newest that is not failing, else the newest. A

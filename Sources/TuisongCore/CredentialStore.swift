@@ -30,12 +30,22 @@ public struct CredentialRecord: Sendable, Hashable {
     /// The vendor selector (a vendor's certificate id or name) devices name this credential
     /// by; `nil` = the app's default credential for its environment.
     public var selector: String?
+    /// Whether it serves both environments: a `.p8` token key (Apple's keys sign for sandbox
+    /// and production alike) or a universal certificate. `environment` is then the one a
+    /// "test connection" and a key's probe use.
+    public var servesBothEnvironments: Bool
+    /// A keyed digest of the upload (app, kind, environments, selector, identifiers and the
+    /// secret), so a repeated upload finds this one instead of making a second; never the secret.
+    public var secretDigest: String?
 
     public init(
         id: Int64, appID: Int64, kind: CredentialKind, environment: APNsEnvironment, teamID: String?,
         keyID: String?, subject: String?, topics: [String], expiresAt: Date?, encryptedSecret: [UInt8],
-        status: String, statusReason: String?, createdAt: Date, selector: String? = nil
+        status: String, statusReason: String?, createdAt: Date, selector: String? = nil,
+        servesBothEnvironments: Bool = false, secretDigest: String? = nil
     ) {
+        self.servesBothEnvironments = servesBothEnvironments
+        self.secretDigest = secretDigest
         self.id = id
         self.appID = appID
         self.kind = kind
@@ -53,6 +63,19 @@ public struct CredentialRecord: Sendable, Hashable {
     }
 
     public var isFailing: Bool { status == "failing" }
+
+    /// Whether pushes to devices of `environment` may go through it.
+    public func serves(_ environment: APNsEnvironment) -> Bool {
+        servesBothEnvironments || self.environment == environment
+    }
+
+    /// The environments it serves, for the held deliveries its arrival releases.
+    public var environments: [APNsEnvironment] {
+        servesBothEnvironments ? [.sandbox, .production] : [environment]
+    }
+
+    /// `sandbox`, `production`, or `both`: how the APIs and the console name what it serves.
+    public var environmentName: String { servesBothEnvironments ? "both" : environment.rawValue }
 }
 
 public struct NewCredential: Sendable, Hashable {
@@ -66,11 +89,16 @@ public struct NewCredential: Sendable, Hashable {
     public var expiresAt: Date?
     public var encryptedSecret: [UInt8]
     public var selector: String?
+    public var servesBothEnvironments: Bool
+    public var secretDigest: String?
 
     public init(
         appID: Int64, kind: CredentialKind, environment: APNsEnvironment, teamID: String?, keyID: String?,
-        subject: String?, topics: [String], expiresAt: Date?, encryptedSecret: [UInt8], selector: String? = nil
+        subject: String?, topics: [String], expiresAt: Date?, encryptedSecret: [UInt8], selector: String? = nil,
+        servesBothEnvironments: Bool = false, secretDigest: String? = nil
     ) {
+        self.servesBothEnvironments = servesBothEnvironments
+        self.secretDigest = secretDigest
         self.appID = appID
         self.kind = kind
         self.environment = environment
@@ -85,11 +113,16 @@ public struct NewCredential: Sendable, Hashable {
 }
 
 public protocol CredentialStore: Sendable {
+    /// Stores the credential; when the app already has one with the same `secretDigest` (a
+    /// repeated upload), nothing is added and that one is answered.
     func addCredential(_ credential: NewCredential) async throws -> CredentialRecord
+    /// The app's credential with this digest (a repeated upload's first), if any.
+    func credential(appID: Int64, secretDigest: String) async throws -> CredentialRecord?
     func credentials(appID: Int64) async throws -> [CredentialRecord]
     /// The default (selector-less) credential of an app for an environment, the one pushes to
-    /// devices without a selector use: the newest that is not failing, else the newest. A key
-    /// APNs refused does not replace one that works.
+    /// devices without a selector use: among those serving the environment (its own, or both:
+    /// a `.p8` key, a universal certificate) the newest that is not failing, else the newest. A
+    /// key APNs refused does not replace one that works.
     func activeCredential(appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord?
     func credential(id: Int64) async throws -> CredentialRecord?
     func deleteCredential(id: Int64) async throws -> Bool

@@ -27,57 +27,114 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     var testTimeout: Duration = .seconds(15)
     /// The apps, for the topic of a `.p8` key's probe; nil: keys are not probed.
     var apps: AppCache? = nil
+    /// The checks still running after their upload was answered.
+    let pendingChecks = PendingCredentialChecks()
 
     /// Tells the other nodes; this node's caches were updated by the caller.
     private func publish(_ change: StoreChange) async {
         await changes?.publish(change)
     }
 
-    func add(_ upload: AdminCredentialUpload) async throws -> CredentialRecord {
+    /// Saves the upload first, then checks it (a `.p8` key's probe) and puts it to work: the
+    /// answer waits for the check at most `checkBound` (nil: to its end), well inside the HTTP
+    /// request's own timeout, else says `pending` while the check goes on and its result lands
+    /// on the credential. A repeat of an upload already saved answers that credential.
+    func save(_ upload: AdminCredentialUpload, checkBound: Duration?) async throws -> AdminCredentialAdded {
+        let saved: (record: CredentialRecord, added: Bool)
         do {
-            return try await add(
+            saved = try await credentials.addOnce(
                 try Self.credentialUpload(upload), appID: upload.appID, environment: upload.environment,
                 selector: upload.selector)
         } catch let error as CredentialError {
             throw AdminCredentialRejection(
                 code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code))
         }
+        let key = PendingCredentialChecks.Key.apns(saved.record.id)
+        guard saved.added else {
+            return AdminCredentialAdded(
+                record: saved.record, check: pendingChecks.contains(key) ? .pending : .repeated(saved.record),
+                existing: true)
+        }
+        let record = saved.record
+        let checked = await pendingChecks.run(key, within: checkBound) {
+            await putToWork(record)
+        }
+        let current = checked?.record ?? record
+        return AdminCredentialAdded(record: current, check: checked?.check ?? .pending, existing: false)
     }
 
     /// Validates, seals and stores the credential, then puts it to work: the APNs transport forgets its
     /// cache, held deliveries are released, and in local mode the mock learns a new token key.
+    /// Waits for its check. `environment` nil: both, where the credential can serve both.
     func add(
-        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment, selector: String? = nil
+        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment?, selector: String? = nil
     ) async throws -> CredentialRecord {
-        var record = try await credentials.add(upload, appID: appID, environment: environment, selector: selector)
+        let saved = try await credentials.addOnce(upload, appID: appID, environment: environment, selector: selector)
+        guard saved.added else { return saved.record }
+        return await putToWork(saved.record).record
+    }
+
+    /// A credential just saved: the local mock learns a token key, a `.p8` key is probed, the
+    /// APNs transport and the other nodes look credentials up again, and, unless APNs refused
+    /// it, what was held for want of it is released in every environment it serves.
+    private func putToWork(_ saved: CredentialRecord) async -> (record: CredentialRecord, check: ChannelCredentialCheck)
+    {
+        var record = saved
         if let localMock, record.kind == .p8, let material = try? credentials.material(record),
-            case .token(let key, let keyID, let teamID) = material
+            case .token(let key, let keyID, let teamID) = material, let publicKey = try? key.publicKey.pem()
         {
-            localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
+            localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: publicKey))
         }
         // A token key is asked about once (a made-up push): APNs refusing its provider token
         // (wrong key id or team id) marks it failing at once rather than at the first push.
-        if case .refused(let reason) = await probe(record) {
-            try await store.setCredentialStatus(id: record.id, status: "failing", reason: reason)
+        let check: ChannelCredentialCheck
+        switch await probe(record) {
+        case .refused(let reason):
+            check = .refused(reason)
+            do {
+                try await store.setCredentialStatus(id: record.id, status: "failing", reason: reason)
+            } catch {
+                logger.error(
+                    "could not mark a refused key failing",
+                    metadata: ["credential": "\(record.id)", "error": "\(error)"])
+            }
             record.status = "failing"
             record.statusReason = reason
             logger.warning(
                 "APNs refused the provider token of a key just added",
                 metadata: ["credential": "\(record.id)", "app": "\(record.appID)", "reason": "\(reason)"])
+        case .accepted: check = .accepted
+        case .unavailable(let reason): check = .unavailable(reason)
+        case nil:
+            check =
+                record.kind == .p8
+                ? .notChecked("no app to probe the key with") : .notChecked(Self.certificateNotChecked)
         }
         await apns.credentialsChanged(appID: record.appID)
         await publish(.credentials(appID: record.appID))
-        guard !record.isFailing else { return record }
-        var released = try await store.releaseHeldDeliveries(
-            appID: record.appID, environment: record.environment, now: clock.now)
-        if let selector = record.selector {
-            // Devices held for want of this selector may be of the other environment.
-            released += try await store.releaseHeldDeliveries(
-                appID: record.appID, selector: selector, now: clock.now)
+        guard !record.isFailing else { return (record, check) }
+        do {
+            var released = 0
+            for environment in record.environments {
+                released += try await store.releaseHeldDeliveries(
+                    appID: record.appID, environment: environment, now: clock.now)
+            }
+            if let selector = record.selector {
+                // Devices held for want of this selector may be of the other environment.
+                released += try await store.releaseHeldDeliveries(
+                    appID: record.appID, selector: selector, now: clock.now)
+            }
+            await wake(released)
+        } catch {
+            // Held deliveries also go out when the retry worker finds the credential.
+            logger.error(
+                "could not release deliveries held for a credential just added",
+                metadata: ["credential": "\(record.id)", "error": "\(error)"])
         }
-        await wake(released)
-        return record
+        return (record, check)
     }
+
+    static let certificateNotChecked = "a certificate is checked in the TLS handshake of the first push"
 
     /// A `.p8` key's provider token, asked about with one push to a made-up device token.
     private func probe(_ record: CredentialRecord) async -> APNsConnectionTester.TokenProbe? {
@@ -100,8 +157,11 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         await apns.credentialsChanged(appID: credential.appID)
         await publish(.credentials(appID: credential.appID))
         guard removed else { return false }
-        var released = try await store.releaseHeldDeliveries(
-            appID: credential.appID, environment: credential.environment, now: clock.now)
+        var released = 0
+        for environment in credential.environments {
+            released += try await store.releaseHeldDeliveries(
+                appID: credential.appID, environment: environment, now: clock.now)
+        }
         if let selector = credential.selector {
             released += try await store.releaseHeldDeliveries(
                 appID: credential.appID, selector: selector, now: clock.now)
@@ -120,21 +180,59 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     func addChannel(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?) async throws
         -> (record: ChannelCredentialRecord, check: ChannelCredentialCheck)
     {
-        var record: ChannelCredentialRecord
+        let added = try await saveChannel(upload, appID: appID, selector: selector, checkBound: nil)
+        return (added.record, added.check)
+    }
+
+    /// Saves the upload first, then signs in with it once (where the service has a sign-in)
+    /// and puts it to work; the answer waits for the sign-in at most `checkBound` (nil: to its
+    /// end), else says `pending` while it goes on. A repeat of an upload already saved answers
+    /// that credential.
+    func saveChannel(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?, checkBound: Duration?)
+        async throws -> AdminChannelCredentialAdded
+    {
+        let saved: (record: ChannelCredentialRecord, added: Bool)
         do {
-            record = try await channelCredentials.add(upload, appID: appID, selector: selector)
+            saved = try await channelCredentials.addOnce(upload, appID: appID, selector: selector)
         } catch let error as CredentialError {
             throw AdminCredentialRejection(
                 code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code))
         }
+        let key = PendingCredentialChecks.Key.channel(saved.record.id)
+        guard saved.added else {
+            return AdminChannelCredentialAdded(
+                record: saved.record, check: pendingChecks.contains(key) ? .pending : .repeated(saved.record),
+                existing: true)
+        }
+        let record = saved.record
+        let checked = await pendingChecks.run(key, within: checkBound) {
+            await putToWork(record)
+        }
+        return AdminChannelCredentialAdded(
+            record: checked?.record ?? record, check: checked?.check ?? .pending, existing: false)
+    }
+
+    /// A channel credential just saved: local mode's look-alike learns it, the service is asked
+    /// once, and unless it refused, what was held for want of it is released.
+    private func putToWork(_ saved: ChannelCredentialRecord) async -> (
+        record: ChannelCredentialRecord, check: ChannelCredentialCheck
+    ) {
+        var record = saved
+        let appID = record.appID
         if let localMock { LocalAPNs.trust(record, secrets: channelCredentials, on: localMock, logger: logger) }
         // One sign-in with the service: a refused credential is kept, marked failing with the
         // service's reason, and its held deliveries stay held. Local mode's look-alike was just
         // taught the credential: a sign-in there would prove nothing, so none is claimed.
         let check = localMock == nil ? await check(record) : .localMode
         if case .refused(let reason) = check {
-            try await channelCredentials.store.setChannelCredentialStatus(
-                id: record.id, status: "failing", reason: reason)
+            do {
+                try await channelCredentials.store.setChannelCredentialStatus(
+                    id: record.id, status: "failing", reason: reason)
+            } catch {
+                logger.error(
+                    "could not mark a refused credential failing",
+                    metadata: ["credential": "\(record.id)", "error": "\(error)"])
+            }
             record.status = "failing"
             record.statusReason = reason
             logger.warning(
@@ -148,11 +246,18 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         await publish(.channelCredentials(appID: appID))
         if check.isRefused { return (record, check) }
         // The service's deliveries held for want of a credential, or for a refused one.
-        var released = try await store.releaseHeldDeliveries(appID: appID, channel: record.channel, now: clock.now)
-        if let selector = record.selector {
-            released += try await store.releaseHeldDeliveries(appID: appID, selector: selector, now: clock.now)
+        do {
+            var released = try await store.releaseHeldDeliveries(
+                appID: appID, channel: record.channel, now: clock.now)
+            if let selector = record.selector {
+                released += try await store.releaseHeldDeliveries(appID: appID, selector: selector, now: clock.now)
+            }
+            await wake(released)
+        } catch {
+            logger.error(
+                "could not release deliveries held for a credential just added",
+                metadata: ["credential": "\(record.id)", "error": "\(error)"])
         }
-        await wake(released)
         return (record, check)
     }
 

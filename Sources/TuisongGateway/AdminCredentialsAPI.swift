@@ -7,7 +7,9 @@ import TuisongTransportKit
 struct AdminCredentialUpload: Sendable {
     var appID: Int64
     var kind: CredentialKind
-    var environment: APNsEnvironment
+    /// nil: both, where the credential can serve both (a `.p8` key, a universal certificate;
+    /// a certificate for one environment serves the one it names).
+    var environment: APNsEnvironment?
     /// The file's bytes: a `.p8` PEM, a `.p12` bundle, or PEM certificate + key. Secret.
     var file: [UInt8]
     /// The `.p12` password or the PEM key's passphrase. Secret.
@@ -26,23 +28,41 @@ struct AdminCredentialRejection: Error, Sendable {
     var field: String?
 }
 
-/// What the console needs from the credential service: check and store an upload (sealing its
-/// secret), remove a credential (closing what uses it), and try one against APNs.
+/// An upload as saved: the credential (the one saved before, for a repeat), what its check
+/// found so far (`pending` while it runs on), and whether it was there already.
+struct AdminCredentialAdded: Sendable {
+    var record: CredentialRecord
+    var check: ChannelCredentialCheck
+    var existing: Bool
+}
+
+struct AdminChannelCredentialAdded: Sendable {
+    var record: ChannelCredentialRecord
+    var check: ChannelCredentialCheck
+    var existing: Bool
+}
+
+/// What the console needs from the credential service: save an upload (sealing its secret)
+/// and check it, remove a credential (closing what uses it), and try one against APNs.
 protocol AdminCredentialBackend: Sendable {
-    /// Parses and checks the upload; throws `AdminCredentialRejection` for a file that cannot
-    /// be used. The returned record is stored, its secret sealed.
-    func add(_ upload: AdminCredentialUpload) async throws -> CredentialRecord
+    /// Parses and saves the upload, then checks it (a `.p8` key's probe), waiting at most
+    /// `checkBound` for the check; throws `AdminCredentialRejection` for a file that cannot be
+    /// used. A repeat of an upload already saved answers that credential, `existing`.
+    func save(_ upload: AdminCredentialUpload, checkBound: Duration?) async throws -> AdminCredentialAdded
     func remove(_ credential: CredentialRecord) async throws -> Bool
     /// Opens TLS + HTTP/2 to the APNs URL of the credential's environment with it.
     func testConnection(_ credential: CredentialRecord) async -> (ok: Bool, detail: String, endpoint: String)
-    /// Checks and stores an Android credential (sealing its secret), then signs in with it once
-    /// where the service has a sign-in: a refused one is kept, marked failing with the service's
-    /// reason. Throws `AdminCredentialRejection` for one that cannot be used at all.
-    func addChannel(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?) async throws
-        -> (record: ChannelCredentialRecord, check: ChannelCredentialCheck)
+    /// Checks and saves an Android credential (sealing its secret), then signs in with it once
+    /// where the service has a sign-in, waiting at most `checkBound`: a refused one is kept,
+    /// marked failing with the service's reason. Throws `AdminCredentialRejection` for one that
+    /// cannot be used at all. A repeat answers the credential saved before, `existing`.
+    func saveChannel(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?, checkBound: Duration?)
+        async throws -> AdminChannelCredentialAdded
     func removeChannel(_ credential: ChannelCredentialRecord) async throws -> Bool
     /// Until when the credential's daily quota is used up (OPPO, vivo, Xiaomi); nil when it is not.
     func quotaExhausted(_ credential: ChannelCredentialRecord) -> Date?
+    /// The checks still running after their upload was answered.
+    var pendingChecks: PendingCredentialChecks { get }
 }
 
 /// APNs credentials of an app: list with expiry warnings, upload, delete, test connection.
@@ -60,25 +80,42 @@ struct AdminCredentialsAPI: Sendable {
             let app = try await apps.app(request)
             let now = api.clock.now
             let records = try await store.credentials(appID: app.id)
-            return .json(object: ["credentials": records.map { AdminCredentialView.object($0, now: now) }])
+            let active = AdminCredentialView.activeIDs(records)
+            return .json(object: [
+                "credentials": records.map { record in
+                    var object = AdminCredentialView.object(record, now: now)
+                    // Whether pushes go through it: one replaced by a working one does not.
+                    object["active"] = active.contains(record.id)
+                    object["check_pending"] = backend.pendingChecks.contains(.apns(record.id))
+                    return object
+                }
+            ])
         }
         api.add(.POST, "/apps/{app}/credentials", bodyLimit: 256 << 10, on: router) { request in
             let app = try await apps.app(request)
             let upload = try Self.upload(appID: app.id, AdminBody(request))
-            let record: CredentialRecord
+            let added: AdminCredentialAdded
             do {
-                record = try await backend.add(upload)
+                added = try await backend.save(upload, checkBound: api.credentialCheckBound)
             } catch let rejection as AdminCredentialRejection {
                 throw AdminError(422, rejection.code, rejection.message, field: rejection.field ?? "file")
             }
+            let record = added.record
             api.logger.info(
-                "console: added a credential",
+                added.existing
+                    ? "console: a credential uploaded again is the one saved before" : "console: added a credential",
                 metadata: [
                     "credential": "\(record.id)", "kind": "\(record.kind.rawValue)",
-                    "environment": "\(record.environment.rawValue)", "app": "\(app.id)",
+                    "environment": "\(record.environmentName)", "app": "\(app.id)",
+                    "check": "\(added.check.object["result"] ?? "")",
                 ]
             )
-            return .json(object: AdminCredentialView.object(record, now: api.clock.now), status: 201)
+            var object = AdminCredentialView.object(record, now: api.clock.now)
+            object["check"] = added.check.object
+            object["check_pending"] = added.check == .pending
+            object["existing"] = added.existing
+            // Saved (201) whatever the check found; a repeat answers the one saved before (200).
+            return .json(object: object, status: added.existing ? 200 : 201)
         }
         api.add(.DELETE, "/apps/{app}/credentials/{credential}", on: router) { request in
             let credential = try await credential(request)
@@ -105,6 +142,7 @@ struct AdminCredentialsAPI: Sendable {
             return .json(object: [
                 "credentials": zip(records, ChannelCredentialView.objects(records)).map { record, listed in
                     var object = listed
+                    object["check_pending"] = backend.pendingChecks.contains(.channel(record.id))
                     object["quota_exhausted_until"] =
                         backend.quotaExhausted(record).map { ISO8601.string($0) as Any } ?? NSNull()
                     return object
@@ -115,9 +153,10 @@ struct AdminCredentialsAPI: Sendable {
             let app = try await apps.app(request)
             let body = try AdminBody(request)
             let (upload, selector) = try Self.channelUpload(body, registry: api.config.transports.registry)
-            let added: (record: ChannelCredentialRecord, check: ChannelCredentialCheck)
+            let added: AdminChannelCredentialAdded
             do {
-                added = try await backend.addChannel(upload, appID: app.id, selector: selector)
+                added = try await backend.saveChannel(
+                    upload, appID: app.id, selector: selector, checkBound: api.credentialCheckBound)
             } catch let rejection as AdminCredentialRejection {
                 throw AdminError(422, rejection.code, rejection.message, field: rejection.field ?? "file")
             }
@@ -130,6 +169,8 @@ struct AdminCredentialsAPI: Sendable {
                 ])
             var object = ChannelCredentialView.object(record)
             object["check"] = added.check.object
+            object["check_pending"] = added.check == .pending
+            object["existing"] = added.existing
             // Whether it took over its channel and selector: one the service refused does not
             // replace one that works; the one that stays in use is named.
             let route = try await store.channelCredentials(appID: app.id).filter {
@@ -138,7 +179,8 @@ struct AdminCredentialsAPI: Sendable {
             let serving = ChannelCredentialView.activeIDs(route).first
             object["active"] = serving == record.id
             object["active_credential_id"] = serving.map { $0 as Any } ?? NSNull()
-            return .json(object: object, status: 201)
+            // Saved (201) whatever the check found; a repeat answers the one saved before (200).
+            return .json(object: object, status: added.existing ? 200 : 201)
         }
         api.add(.DELETE, "/apps/{app}/channel-credentials/{credential}", on: router) { request in
             let appID = try request.adminID("app", "app")
@@ -206,10 +248,16 @@ struct AdminCredentialsAPI: Sendable {
         guard let kindName = try body.string("kind"), let kind = CredentialKind(rawValue: kindName) else {
             throw AdminError.invalid("kind", "\"kind\" must be p8, p12 or pem")
         }
-        guard let environmentName = try body.string("environment"),
-            let environment = APNsEnvironment(rawValue: environmentName)
-        else {
-            throw AdminError.invalid("environment", "\"environment\" must be sandbox or production")
+        // `both` (or none): a `.p8` key serves sandbox and production; a certificate serves
+        // both when it is universal, else the environment it names.
+        let environmentName = try body.string("environment") ?? "both"
+        let environment: APNsEnvironment?
+        if environmentName == "both" || environmentName.isEmpty {
+            environment = nil
+        } else if let named = APNsEnvironment(rawValue: environmentName) {
+            environment = named
+        } else {
+            throw AdminError.invalid("environment", "\"environment\" must be both, sandbox or production")
         }
         guard let encoded = try body.string("file", maxLength: maxFileBytes * 2), !encoded.isEmpty else {
             throw AdminError.invalid("file", "choose a file to upload")
@@ -264,5 +312,14 @@ struct AdminCredentialsAPI: Sendable {
             throw AdminError.invalid(key, "the \(name) is 10 letters and digits, as the Apple Developer site shows it")
         }
         return value
+    }
+}
+
+extension AdminAPI {
+    /// How long an upload's answer waits for the credential's check: a third of the request
+    /// timeout, at most 10 s, so the answer always says what happened (saved; the check passed,
+    /// failed or is still running) instead of the request timing out after the save.
+    var credentialCheckBound: Duration {
+        .milliseconds(min(10_000, config.listen.requestTimeoutSeconds * 1000 / 3))
     }
 }

@@ -126,26 +126,41 @@ struct AdminMonitorAPI: Sendable {
         }
     }
 
-    /// Credentials APNs, FCM, Huawei or Honor refused (most urgent) and APNs credentials that
-    /// expire within 30 days (Android credentials do not expire). A failing Android credential
-    /// is a `ChannelCredential` and carries its `channel`; an APNs one has none.
+    /// Credentials failing now (most urgent) and APNs credentials that expire within 30 days
+    /// (the others do not expire). Failing now: refused by its service and still the one its
+    /// route sends with (its channel, environment and selector); one replaced by a working
+    /// credential holds nothing and is not counted. Each carries its `channel`, and `meaning`:
+    /// what its service's code says (from the transport's declared `serviceCodes`), or null.
     func credentialAlerts(now: Date) async throws -> [String: Any] {
+        let registry = api.config.transports.registry
+        func meaning(_ channel: PushChannel, _ reason: String?) -> Any {
+            reason.flatMap { registry.declaration(of: channel)?.meaning(of: $0) } ?? NSNull()
+        }
         var failing: [[String: Any]] = []
         var expiring: [[String: Any]] = []
         for app in try await store.apps() {
-            for credential in try await store.credentials(appID: app.id) {
+            let credentials = try await store.credentials(appID: app.id)
+            let active = AdminCredentialView.activeIDs(credentials)
+            for credential in credentials {
                 var view = AdminCredentialView.object(credential, now: now)
                 view["app_name"] = app.name
-                if credential.isFailing { failing.append(view) }
+                view["channel"] = PushChannel.apns.rawValue
+                if credential.isFailing, active.contains(credential.id) {
+                    view["meaning"] = meaning(.apns, credential.statusReason)
+                    failing.append(view)
+                }
                 if let expires = credential.expiresAt,
-                    expires.timeIntervalSince(now) < AdminCredentialView.warningWindow
+                    expires.timeIntervalSince(now) < AdminCredentialView.warningWindow, active.contains(credential.id)
                 {
                     expiring.append(view)
                 }
             }
-            for credential in try await store.channelCredentials(appID: app.id) where credential.isFailing {
+            let channelCredentials = try await store.channelCredentials(appID: app.id)
+            let activeChannel = ChannelCredentialView.activeIDs(channelCredentials)
+            for credential in channelCredentials where credential.isFailing && activeChannel.contains(credential.id) {
                 var view = ChannelCredentialView.object(credential)
                 view["app_name"] = app.name
+                view["meaning"] = meaning(credential.channel, credential.statusReason)
                 failing.append(view)
             }
         }
@@ -157,12 +172,31 @@ struct AdminMonitorAPI: Sendable {
 enum AdminCredentialView {
     static let warningWindow: TimeInterval = 30 * 86400
 
+    /// The APNs credentials pushes go through: for each selector and environment, the newest
+    /// working credential serving the environment, else the newest (as the APNs transport
+    /// picks; a device with a selector none serves in its environment uses one of the other).
+    static func activeIDs(_ records: [CredentialRecord]) -> Set<Int64> {
+        var active: Set<Int64> = []
+        for (selector, group) in Dictionary(grouping: records, by: \.selector) {
+            for environment in [APNsEnvironment.sandbox, .production] {
+                var candidates = group.filter { $0.serves(environment) }
+                if candidates.isEmpty, selector != nil { candidates = group }
+                let newestFirst = candidates.sorted { $0.id > $1.id }
+                if let chosen = newestFirst.first(where: { !$0.isFailing }) ?? newestFirst.first {
+                    active.insert(chosen.id)
+                }
+            }
+        }
+        return active
+    }
+
     static func object(_ credential: CredentialRecord, now: Date) -> [String: Any] {
         var object: [String: Any] = [
             "id": credential.id,
             "app_id": credential.appID,
             "kind": credential.kind.rawValue,
-            "environment": credential.environment.rawValue,
+            "environment": credential.environmentName,
+            "environments": credential.environments.map(\.rawValue),
             "team_id": orNull(credential.teamID),
             "key_id": orNull(credential.keyID),
             "subject": orNull(credential.subject),

@@ -117,6 +117,9 @@ public enum ChannelCredentialCheck: Sendable, Hashable {
     /// Nothing was asked, and why: local mode (its look-alike takes every credential added, so
     /// a sign-in there would prove nothing), or a credential with nothing to ask about.
     case notChecked(String)
+    /// Saved, and the check still running after the answer's bound: its result lands on the
+    /// credential (`failing` with the reason, or in use).
+    case pending
 
     /// Local mode's reason, in the words the console and the CLI show.
     public static let localMode = ChannelCredentialCheck.notChecked(
@@ -127,14 +130,34 @@ public enum ChannelCredentialCheck: Sendable, Hashable {
         return false
     }
 
-    /// `{"result": "accepted" | "refused" | "unavailable" | "not_checked", "reason": …}`.
+    /// `{"result": "accepted" | "refused" | "unavailable" | "not_checked" | "pending", "reason": …}`.
     public var object: [String: Any] {
         switch self {
         case .accepted: ["result": "accepted", "reason": NSNull()]
         case .refused(let reason): ["result": "refused", "reason": reason]
         case .unavailable(let reason): ["result": "unavailable", "reason": reason]
         case .notChecked(let reason): ["result": "not_checked", "reason": reason]
+        case .pending:
+            [
+                "result": "pending",
+                "reason": "saved; the check goes on and its result will show on the credential",
+            ]
         }
+    }
+
+    /// What a repeated upload's answer says of the credential saved before: refused when it
+    /// is failing, else that it is the one saved before.
+    static func repeated(status: String, reason: String?, id: Int64) -> ChannelCredentialCheck {
+        if status == "failing" { return .refused(reason ?? "failing") }
+        return .notChecked("the same credential was saved before (credential \(id)); nothing new was added")
+    }
+
+    static func repeated(_ record: CredentialRecord) -> ChannelCredentialCheck {
+        repeated(status: record.status, reason: record.statusReason, id: record.id)
+    }
+
+    static func repeated(_ record: ChannelCredentialRecord) -> ChannelCredentialCheck {
+        repeated(status: record.status, reason: record.statusReason, id: record.id)
     }
 }
 

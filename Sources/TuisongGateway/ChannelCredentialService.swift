@@ -89,8 +89,36 @@ public struct ChannelCredentialService: Sendable, ChannelSecretOpener {
     public func add(_ upload: ChannelCredentialUpload, appID: Int64, selector: String? = nil) async throws
         -> ChannelCredentialRecord
     {
-        let checked = try inspect(upload, appID: appID, selector: selector)
-        return try await store.addChannelCredential(checked)
+        try await addOnce(upload, appID: appID, selector: selector).record
+    }
+
+    /// As `add`, saying whether it was added: a repeat of an upload already stored (the same
+    /// app, channel, selector, identifiers, options and secret, by their keyed digest) adds
+    /// nothing and answers the stored one, `added: false`.
+    public func addOnce(_ upload: ChannelCredentialUpload, appID: Int64, selector: String? = nil) async throws
+        -> (record: ChannelCredentialRecord, added: Bool)
+    {
+        var checked = try inspect(upload, appID: appID, selector: selector)
+        let secret = try secret(sealed: checked.encryptedSecret, appID: appID, channel: checked.channel)
+        let digest = CredentialDigest.hex(
+            [
+                Array("channel".utf8), Array(String(appID).utf8), Array(checked.channel.rawValue.utf8),
+                Array((checked.selector ?? "").utf8), Array(checked.vendorAppID.utf8), Array(checked.clientID.utf8),
+                Array(
+                    checked.options.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
+                        .utf8),
+                secret,
+            ], key: masterKey.box.derivedKey("credential digest"))
+        checked.secretDigest = digest
+        if let existing = try await store.channelCredential(appID: appID, secretDigest: digest) {
+            return (existing, false)
+        }
+        let record = try await store.addChannelCredential(checked)
+        return (record, record.encryptedSecret == checked.encryptedSecret)
+    }
+
+    private func secret(sealed: [UInt8], appID: Int64, channel: PushChannel) throws -> [UInt8] {
+        try masterKey.box.open(sealed, associatedData: Self.associatedData(appID, channel))
     }
 
     public func secret(of record: ChannelCredentialRecord) throws -> [UInt8] {

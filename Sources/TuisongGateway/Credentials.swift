@@ -40,6 +40,8 @@ public struct CredentialError: Error, Sendable, CustomStringConvertible, Equatab
         /// An FCM service account whose project id, client email or token URI is not of the shape
         /// Google gives them.
         public static let invalidServiceAccount = Code(rawValue: "invalid_service_account")
+        /// A certificate that names no APNs environment, uploaded without choosing one.
+        public static let environmentRequired = Code(rawValue: "environment_required")
     }
     public var code: Code
     public var message: String
@@ -76,8 +78,13 @@ public struct CredentialService: Sendable {
 
     /// Parses and checks an upload: the file parses, the password is right, the key matches the
     /// certificate, it has not expired, and it is the kind it claims to be.
-    public func inspect(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment) throws(CredentialError)
-        -> NewCredential
+    ///
+    /// `environment` nil means both where the credential can serve both: a `.p8` key always can
+    /// (Apple's token keys sign for sandbox and production alike); a certificate serves both
+    /// when it is universal (it names both environments, whatever was chosen), else the one it
+    /// names. A `.p8` given one environment serves that one only.
+    public func inspect(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment?)
+        throws(CredentialError) -> NewCredential
     {
         switch upload {
         case .p8(let pem, let keyID, let teamID):
@@ -102,8 +109,9 @@ public struct CredentialService: Sendable {
                 throw CredentialError(.wrongKind, "a .p8 APNs key is an EC P-256 key; this one is not")
             }
             return NewCredential(
-                appID: appID, kind: .p8, environment: environment, teamID: teamID, keyID: keyID, subject: nil,
-                topics: [], expiresAt: nil, encryptedSecret: try seal(.p8(pem: pem), appID: appID))
+                appID: appID, kind: .p8, environment: environment ?? .production, teamID: teamID, keyID: keyID,
+                subject: nil, topics: [], expiresAt: nil, encryptedSecret: try seal(.p8(pem: pem), appID: appID),
+                servesBothEnvironments: environment == nil)
         case .p12(let der, let password):
             let parsed: (certificate: Certificate, key: PrivateKey, chain: [Certificate])
             do {
@@ -144,7 +152,7 @@ public struct CredentialService: Sendable {
     }
 
     private func certificateCredential(
-        _ certificate: Certificate, key: PrivateKey, kind: CredentialKind, appID: Int64, environment: APNsEnvironment,
+        _ certificate: Certificate, key: PrivateKey, kind: CredentialKind, appID: Int64, environment: APNsEnvironment?,
         secret: CredentialSecret
     ) throws(CredentialError) -> NewCredential {
         guard certificate.matches(key) else {
@@ -153,21 +161,62 @@ public struct CredentialService: Sendable {
         guard certificate.notAfter > clock.now else {
             throw CredentialError(.expired, "the certificate expired on \(ISO8601.string(certificate.notAfter))")
         }
+        let named = certificate.apnsEnvironments.compactMap(APNsEnvironment.init(rawValue:))
+        let universal = named.count == 2
+        guard let chosen = environment ?? (named.count == 1 ? named[0] : universal ? .production : nil) else {
+            throw CredentialError(
+                .environmentRequired,
+                "this certificate does not say which APNs environment it is for: choose sandbox or production",
+                field: "environment")
+        }
         return NewCredential(
-            appID: appID, kind: kind, environment: environment, teamID: nil, keyID: nil,
+            appID: appID, kind: kind, environment: chosen, teamID: nil, keyID: nil,
             subject: certificate.subject, topics: certificate.apnsTopics, expiresAt: certificate.notAfter,
-            encryptedSecret: try seal(secret, appID: appID))
+            encryptedSecret: try seal(secret, appID: appID), servesBothEnvironments: universal)
     }
 
     /// Stores a validated upload, with the vendor `selector` devices name it by (a
     /// vendor's credential selector; nil = the app's default credential for the environment). The
-    /// caller releases held deliveries afterwards.
+    /// caller releases held deliveries afterwards. `environment` nil: both, as `inspect` says.
     public func add(
-        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment, selector: String? = nil
+        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment?, selector: String? = nil
     ) async throws -> CredentialRecord {
+        try await addOnce(upload, appID: appID, environment: environment, selector: selector).record
+    }
+
+    /// As `add`, saying whether it was added: a repeat of an upload already stored (the same
+    /// app, kind, environments, selector, identifiers and secret, by their keyed digest) adds
+    /// nothing and answers the stored one, `added: false`.
+    public func addOnce(
+        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment?, selector: String? = nil
+    ) async throws -> (record: CredentialRecord, added: Bool) {
         var credential = try inspect(upload, appID: appID, environment: environment)
         credential.selector = try CredentialSelector.validated(selector)
-        return try await store.addCredential(credential)
+        let digest = digest(of: upload, credential)
+        credential.secretDigest = digest
+        if let existing = try await store.credential(appID: appID, secretDigest: digest) {
+            return (existing, false)
+        }
+        let record = try await store.addCredential(credential)
+        return (record, record.secretDigest == digest && record.encryptedSecret == credential.encryptedSecret)
+    }
+
+    /// HMAC-SHA256, under a key derived from the master key, of everything that makes an upload
+    /// the same credential. Keyed: the digest of a secret says nothing of it without the key.
+    func digest(of upload: CredentialUpload, _ credential: NewCredential) -> String {
+        var parts: [[UInt8]] = [
+            Array("apns".utf8), Array(String(credential.appID).utf8), Array(credential.kind.rawValue.utf8),
+            Array((credential.servesBothEnvironments ? "both" : credential.environment.rawValue).utf8),
+            Array((credential.selector ?? "").utf8), Array((credential.keyID ?? "").utf8),
+            Array((credential.teamID ?? "").utf8),
+        ]
+        switch upload {
+        case .p8(let pem, _, _): parts.append(Array(pem.trimmingCharacters(in: .whitespacesAndNewlines).utf8))
+        case .p12(let der, let password): parts += [der, Array(password.utf8)]
+        case .pem(let text, let password):
+            parts += [Array(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8), Array((password ?? "").utf8)]
+        }
+        return CredentialDigest.hex(parts, key: masterKey.box.derivedKey("credential digest"))
     }
 
     /// The material an APNs pool authenticates with.
@@ -212,11 +261,28 @@ public struct CredentialService: Sendable {
     }
 }
 
+/// The keyed digest of a credential's parts, each length-prefixed so no two different lists
+/// of parts read as the same bytes.
+enum CredentialDigest {
+    static func hex(_ parts: [[UInt8]], key: [UInt8]) -> String {
+        var message: [UInt8] = []
+        for part in parts {
+            let count = UInt32(part.count)
+            message += [
+                UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF),
+            ]
+            message += part
+        }
+        return Hex.encode(HMAC.sha256(key: key, message: message))
+    }
+}
+
 /// How APIs and the CLI show a credential: never its secret.
 public enum CredentialView {
     public static func object(_ r: CredentialRecord, now: Date = Date()) -> [String: Any] {
         var object: [String: Any] = [
-            "id": r.id, "app_id": r.appID, "kind": r.kind.rawValue, "environment": r.environment.rawValue,
+            "id": r.id, "app_id": r.appID, "kind": r.kind.rawValue, "environment": r.environmentName,
+            "environments": r.environments.map(\.rawValue),
             "status": r.status, "created_at": ISO8601.string(r.createdAt), "topics": r.topics,
         ]
         if let v = r.teamID { object["team_id"] = v }

@@ -388,6 +388,8 @@ public final class GatewayRuntime: Sendable {
         nodeShareRefresh.withLock { $0?.cancel() }
         await server.shutdown()
         await metricsServer?.shutdown()
+        // A credential check answered `pending` writes its result when it ends: before the store closes.
+        await credentialBackend.pendingChecks.finish()
         compute.shutdown()
         await engine.stop()
         await webhookSender.stop()

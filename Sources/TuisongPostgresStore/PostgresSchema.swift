@@ -13,6 +13,18 @@ import TuisongSQLStore
 /// path queries cast to `jsonb`). Ids are identity columns. `devices."user"` is quoted: `user`
 /// is reserved in PostgreSQL.
 enum PostgresSchema {
+    /// As SQLite's v18: a credential may serve both APNs environments (the `.p8` keys already
+    /// stored do), and a keyed digest per upload, unique per app, finds a repeated upload.
+    static let credentialsBothEnvironmentsDigests = """
+        ALTER TABLE credentials ADD COLUMN both_environments INTEGER NOT NULL DEFAULT 0
+            CHECK (both_environments IN (0, 1));
+        UPDATE credentials SET both_environments = 1 WHERE kind = 'p8';
+        ALTER TABLE credentials ADD COLUMN secret_digest TEXT;
+        CREATE UNIQUE INDEX credentials_by_digest ON credentials(app_id, secret_digest);
+        ALTER TABLE channel_credentials ADD COLUMN secret_digest TEXT;
+        CREATE UNIQUE INDEX channel_credentials_by_digest ON channel_credentials(app_id, secret_digest);
+        """
+
     /// The core migrations, in order. Never edit one that was released: append.
     static let coreMigrations: [(identifier: String, sql: String)] = [
         ("pg1-baseline", baseline),
@@ -27,6 +39,7 @@ enum PostgresSchema {
         ("pg10-delivery-receipts", PostgresSchema.deliveryReceipts),
         ("pg11-webhooks", PostgresSchema.webhooks),
         ("pg12-receipt-credentials", PostgresSchema.receiptCredentials),
+        ("pg13-credentials-both-environments-digests", PostgresSchema.credentialsBothEnvironmentsDigests),
     ]
 
     /// SQLite's `v18-receipt-credentials`: callback credentials per app and service (the key

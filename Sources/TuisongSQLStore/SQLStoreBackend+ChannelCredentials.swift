@@ -10,18 +10,37 @@ extension SQLStoreBackend {
         }
         let now = nowMilliseconds
         let options = JSONValue.object(credential.options.mapValues(JSONValue.string)).serializedString
-        return try await sqlWriteStatement { db in
-            try Rows.channelCredentialRecord(
+        return try await sqlWrite { db in
+            let inserted = try db.fetchOne(
+                """
+                INSERT INTO channel_credentials (app_id, channel, selector, vendor_app_id, client_id,
+                    encrypted_secret, created_at, options, secret_digest)
+                VALUES (\(credential.appID), \(credential.channel.rawValue), \(credential.selector),
+                    \(credential.vendorAppID), \(credential.clientID), \(credential.encryptedSecret), \(now),
+                    \(options), \(credential.secretDigest))
+                ON CONFLICT (app_id, secret_digest) DO NOTHING
+                RETURNING \(raw: Rows.channelCredentialColumns)
+                """)
+            if let inserted { return try Rows.channelCredentialRecord(inserted) }
+            // A repeated upload (even one racing this): the first is answered, no second row.
+            return try Rows.channelCredentialRecord(
                 Rows.returned(
                     db,
                     """
-                    INSERT INTO channel_credentials (app_id, channel, selector, vendor_app_id, client_id,
-                        encrypted_secret, created_at, options)
-                    VALUES (\(credential.appID), \(credential.channel.rawValue), \(credential.selector),
-                        \(credential.vendorAppID), \(credential.clientID), \(credential.encryptedSecret), \(now),
-                        \(options))
-                    RETURNING \(raw: Rows.channelCredentialColumns)
+                    SELECT \(raw: Rows.channelCredentialColumns) FROM channel_credentials
+                    WHERE app_id = \(credential.appID) AND secret_digest = \(credential.secretDigest)
                     """, "INSERT INTO channel_credentials"))
+        }
+    }
+
+    public func channelCredential(appID: Int64, secretDigest: String) async throws -> ChannelCredentialRecord? {
+        try await sqlRead { db in
+            try db.fetchOne(
+                """
+                SELECT \(raw: Rows.channelCredentialColumns) FROM channel_credentials
+                WHERE app_id = \(appID) AND secret_digest = \(secretDigest)
+                """
+            ).map(Rows.channelCredentialRecord)
         }
     }
 
@@ -79,7 +98,7 @@ extension SQLStoreBackend {
 extension Rows {
     package static let channelCredentialColumns = """
         id, app_id, channel, selector, vendor_app_id, client_id, encrypted_secret, status, status_reason, created_at, \
-        options
+        options, secret_digest
         """
 
     package static func channelCredentialRecord(_ row: SQLRow) throws -> ChannelCredentialRecord {
@@ -93,6 +112,6 @@ extension Rows {
             id: row.int64(0), appID: row.int64(1), channel: channel, selector: row.optionalString(3),
             vendorAppID: row.string(4), clientID: row.string(5), encryptedSecret: row.bytes(6),
             options: options ?? [:], status: row.string(7), statusReason: row.optionalString(8),
-            createdAt: row.date(9))
+            createdAt: row.date(9), secretDigest: row.optionalString(11))
     }
 }

@@ -24,23 +24,42 @@ extension SQLStoreBackend {
         }
     }
 
-    /// Throws `.notFound` for an unknown app.
+    /// Throws `.notFound` for an unknown app. A credential of the app with the same digest (a
+    /// repeated upload, even one racing this) is answered instead of a second row.
     public func addCredential(_ credential: NewCredential) async throws -> CredentialRecord {
         let topics = try JSONText.encode(credential.topics)
         let now = nowMilliseconds
-        return try await sqlWriteStatement { db in
-            try Rows.credentialRecord(
+        return try await sqlWrite { db in
+            let inserted = try db.fetchOne(
+                """
+                INSERT INTO credentials (app_id, kind, environment, team_id, key_id, subject, topic, expires_at,
+                    encrypted_secret, created_at, selector, both_environments, secret_digest)
+                VALUES (\(credential.appID), \(credential.kind.rawValue), \(credential.environment.rawValue),
+                    \(credential.teamID), \(credential.keyID), \(credential.subject), \(topics),
+                    \(credential.expiresAt.map(SQLTime.milliseconds)), \(credential.encryptedSecret), \(now),
+                    \(credential.selector), \(credential.servesBothEnvironments ? 1 : 0), \(credential.secretDigest))
+                ON CONFLICT (app_id, secret_digest) DO NOTHING
+                RETURNING \(raw: Rows.credentialColumns)
+                """)
+            if let inserted { return try Rows.credentialRecord(inserted) }
+            return try Rows.credentialRecord(
                 Rows.returned(
                     db,
                     """
-                    INSERT INTO credentials (app_id, kind, environment, team_id, key_id, subject, topic, expires_at,
-                        encrypted_secret, created_at, selector)
-                    VALUES (\(credential.appID), \(credential.kind.rawValue), \(credential.environment.rawValue),
-                        \(credential.teamID), \(credential.keyID), \(credential.subject), \(topics),
-                        \(credential.expiresAt.map(SQLTime.milliseconds)), \(credential.encryptedSecret), \(now),
-                        \(credential.selector))
-                    RETURNING \(raw: Rows.credentialColumns)
+                    SELECT \(raw: Rows.credentialColumns) FROM credentials
+                    WHERE app_id = \(credential.appID) AND secret_digest = \(credential.secretDigest)
                     """, "INSERT INTO credentials"))
+        }
+    }
+
+    public func credential(appID: Int64, secretDigest: String) async throws -> CredentialRecord? {
+        try await sqlRead { db in
+            try db.fetchOne(
+                """
+                SELECT \(raw: Rows.credentialColumns) FROM credentials
+                WHERE app_id = \(appID) AND secret_digest = \(secretDigest)
+                """
+            ).map(Rows.credentialRecord)
         }
     }
 
@@ -52,13 +71,15 @@ extension SQLStoreBackend {
         }
     }
 
-    /// The app's newest working credential without a selector in `environment`, else its newest.
+    /// The app's newest working credential without a selector serving `environment` (its own,
+    /// or both: a `.p8` key, a universal certificate), else its newest.
     public func activeCredential(appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord? {
         try await sqlRead { db in
             try db.fetchOne(
                 """
                 SELECT \(raw: Rows.credentialColumns) FROM credentials
-                WHERE app_id = \(appID) AND environment = \(environment.rawValue) AND selector IS NULL
+                WHERE app_id = \(appID) AND (environment = \(environment.rawValue) OR both_environments = 1)
+                    AND selector IS NULL
                 ORDER BY CASE WHEN status = 'failing' THEN 1 ELSE 0 END, id DESC LIMIT 1
                 """
             ).map(Rows.credentialRecord)
@@ -95,7 +116,7 @@ extension SQLStoreBackend {
 extension Rows {
     package static let credentialColumns = """
         id, app_id, kind, environment, team_id, key_id, subject, topic, expires_at, encrypted_secret, \
-        status, status_reason, created_at, selector
+        status, status_reason, created_at, selector, both_environments, secret_digest
         """
 
     package static func credentialRecord(_ row: SQLRow) throws -> CredentialRecord {
@@ -107,6 +128,7 @@ extension Rows {
             teamID: row.optionalString(4), keyID: row.optionalString(5), subject: row.optionalString(6),
             topics: try row.optionalString(7).map { try JSONText.decode([String].self, $0) } ?? [],
             expiresAt: row.optionalDate(8), encryptedSecret: row.bytes(9), status: row.string(10),
-            statusReason: row.optionalString(11), createdAt: row.date(12), selector: row.optionalString(13))
+            statusReason: row.optionalString(11), createdAt: row.date(12), selector: row.optionalString(13),
+            servesBothEnvironments: row.int64(14) != 0, secretDigest: row.optionalString(15))
     }
 }

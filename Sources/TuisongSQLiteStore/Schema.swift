@@ -39,6 +39,7 @@ enum Schema {
         (v16Identifier, sql(v16DeliveryReceipts)),
         (v17Identifier, sql(v17Webhooks)),
         (v18Identifier, sql(v18ReceiptCredentials)),
+        (v19Identifier, sql(v19CredentialsBothEnvironmentsDigests)),
     ]
 
     /// A migration that runs `text`.

@@ -20,15 +20,20 @@ struct CredentialCommand: AsyncParsableCommand {
                     "Add a push credential to an app: APNs (.p8, .p12, PEM), \(PushChannel.list(TransportRegistry.standard.withCredentialForms.map(\.channel.channel), \.displayName, "or")).",
                 discussion: """
                     Each channel's flags:
-                      --channel apns (default): --environment sandbox|production and one of
+                      --channel apns (default): one of
                           --p8 FILE --key-id ID --team-id ID, --p12 FILE [--password-env VAR], --pem FILE
+                        and --environment both|sandbox|production: a .p8 key serves both unless told one
+                        (Apple's keys sign for either); a certificate serves both when it is universal, else
+                        the one it names (--environment for one that names none).
+                      Adding what was added before (the same app, channel, environment, selector and
+                        secret) adds nothing: the credential saved before is printed, "existing": true.
 
                     """ + ChannelFormFlags.discussion + "\n" + SelectorFlags.discussion)
         }
         @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
         @Option(help: "apns (default), \(TransportRegistry.standard.formChannelList).") var channel: String = "apns"
-        @Option(help: "APNs: sandbox or production.") var environment: String?
+        @Option(help: "APNs: both (a .p8's default), sandbox or production.") var environment: String?
         @Option(help: "A .p8 token key file (with --key-id and --team-id).") var p8: String?
         @Option(name: .customLong("key-id"), help: "The 10-character key id of the .p8.") var keyID: String?
         @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
@@ -78,8 +83,8 @@ struct CredentialCommand: AsyncParsableCommand {
                 if p8 != nil, keyID == nil || teamID == nil {
                     throw ValidationError("--p8 needs --key-id and --team-id")
                 }
-                guard let environment, APNsEnvironment(rawValue: environment) != nil else {
-                    throw ValidationError("--environment must be sandbox or production")
+                if let environment, environment != "both", APNsEnvironment(rawValue: environment) == nil {
+                    throw ValidationError("--environment must be both, sandbox or production")
                 }
                 return
             }
@@ -123,9 +128,11 @@ struct CredentialCommand: AsyncParsableCommand {
             let service = CredentialService(store: store, masterKey: masterKey)
             var record: CredentialRecord
             do {
-                record = try await service.add(
-                    upload, appID: app, environment: APNsEnvironment(rawValue: environment ?? "")!,
+                let saved = try await service.addOnce(
+                    upload, appID: app, environment: environment.flatMap(APNsEnvironment.init(rawValue:)),
                     selector: try selector)
+                record = saved.record
+                guard saved.added else { return try printRepeat(record) }
             } catch let error as CredentialError {
                 // What the file holds, found at run time: one sentence, not the usage.
                 throw CommandFailure(error.message)
@@ -139,9 +146,8 @@ struct CredentialCommand: AsyncParsableCommand {
                 record.statusReason = reason
             }
             var released = 0
-            if !check.isRefused {
-                released += try await store.releaseHeldDeliveries(
-                    appID: app, environment: record.environment, now: Date())
+            for environment in record.environments where !check.isRefused {
+                released += try await store.releaseHeldDeliveries(appID: app, environment: environment, now: Date())
             }
             if !check.isRefused, let selector = record.selector {
                 released += try await store.releaseHeldDeliveries(appID: app, selector: selector, now: Date())
@@ -152,6 +158,7 @@ struct CredentialCommand: AsyncParsableCommand {
             var summary = CredentialView.object(record)
             summary["released_deliveries"] = released
             summary["check"] = check.object
+            summary["existing"] = false
             printJSON(summary)
             if case .refused(let reason) = check {
                 let serving =
@@ -188,7 +195,19 @@ struct CredentialCommand: AsyncParsableCommand {
                 store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config),
                 registry: config.transports.registry)
             do {
-                record = try await service.add(upload, appID: app, selector: try selector)
+                let saved = try await service.addOnce(upload, appID: app, selector: try selector)
+                record = saved.record
+                guard saved.added else {
+                    var summary = ChannelCredentialView.object(record)
+                    summary["existing"] = true
+                    printJSON(summary)
+                    if record.isFailing {
+                        throw CommandFailure(
+                            "the same credential was added before as credential \(record.id), which the service refused (\(record.statusReason ?? "failing"))"
+                        )
+                    }
+                    return
+                }
             } catch let error as CredentialError {
                 // What the file holds, found at run time: one sentence, not the usage.
                 throw CommandFailure(error.message)
@@ -214,6 +233,7 @@ struct CredentialCommand: AsyncParsableCommand {
             var summary = ChannelCredentialView.object(record)
             summary["released_deliveries"] = released
             summary["check"] = check.object
+            summary["existing"] = false
             printJSON(summary)
             if case .refused(let reason) = check {
                 let serving = try await store.activeChannelCredential(
@@ -222,6 +242,19 @@ struct CredentialCommand: AsyncParsableCommand {
                     service: config.transports.registry.declaration(of: pushChannel)?.channel.displayName
                         ?? pushChannel.rawValue, reason: reason, saved: record.id,
                     serving: serving.map { ($0.id, $0.isFailing) })
+            }
+        }
+
+        /// An APNs credential added before: printed as it stands, nothing probed or released
+        /// again; a refused one still fails the command.
+        private func printRepeat(_ record: CredentialRecord) throws {
+            var summary = CredentialView.object(record)
+            summary["existing"] = true
+            printJSON(summary)
+            if record.isFailing {
+                throw CommandFailure(
+                    "the same credential was added before as credential \(record.id), which APNs refused (\(record.statusReason ?? "failing"))"
+                )
             }
         }
 

@@ -112,6 +112,70 @@ import TuisongPluginTestKit
         #expect((alerts["expiring"] as? [Any])?.isEmpty == true, "Android credentials do not expire")
     }
 
+    /// Issue #41 item 6: only what is failing now counts — a refused credential replaced by a
+    /// working one holds nothing — and each code comes with its service's meaning.
+    @Test func monitorCountsOnlyCredentialsFailingNowWithTheirMeaning() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let store = gw.runtime.store
+        let app = try await store.createApp(name: "shop", bundleID: "com.example.shop", apiKeyHash: "h")
+        // Replaced: a refused key, then a working one for both environments.
+        let refusedKey = try await store.addCredential(
+            NewCredential(
+                appID: app.id, kind: .p8, environment: .production, teamID: "TEAM123456", keyID: "KEY1234567",
+                subject: nil, topics: [], expiresAt: nil, encryptedSecret: [1], servesBothEnvironments: true))
+        try await store.setCredentialStatus(id: refusedKey.id, status: "failing", reason: "InvalidProviderToken")
+        _ = try await store.addCredential(
+            NewCredential(
+                appID: app.id, kind: .p8, environment: .production, teamID: "TEAM123456", keyID: "KEY7654321",
+                subject: nil, topics: [], expiresAt: nil, encryptedSecret: [2], servesBothEnvironments: true))
+        // Replaced: a refused Xiaomi secret, then one that works.
+        let refusedXiaomi = try await store.addChannelCredential(
+            NewChannelCredential(
+                appID: app.id, channel: .xiaomi, vendorAppID: "com.example.shop", clientID: "2882303761517",
+                encryptedSecret: [3]))
+        try await store.setChannelCredentialStatus(id: refusedXiaomi.id, status: "failing", reason: "21301")
+        _ = try await store.addChannelCredential(
+            NewChannelCredential(
+                appID: app.id, channel: .xiaomi, vendorAppID: "com.example.shop", clientID: "2882303761517",
+                encryptedSecret: [4]))
+        // Failing now: the only Huawei and OPPO credentials.
+        let huawei = try await store.addChannelCredential(
+            NewChannelCredential(
+                appID: app.id, channel: .huawei, vendorAppID: "10086", clientID: "10086", encryptedSecret: [5]))
+        try await store.setChannelCredentialStatus(id: huawei.id, status: "failing", reason: "1101")
+        let oppo = try await store.addChannelCredential(
+            NewChannelCredential(
+                appID: app.id, channel: .oppo, vendorAppID: "30001", clientID: "appkey", encryptedSecret: [6]))
+        try await store.setChannelCredentialStatus(id: oppo.id, status: "failing", reason: "16")
+
+        let monitor = try await client.call("GET", "/monitor")
+        let alerts = try #require(monitor.jsonObject["credentials"] as? [String: Any])
+        let failing = alerts["failing"] as? [[String: Any]] ?? []
+        #expect(failing.map { $0["channel"] as? String } == ["huawei", "oppo"], "\(failing)")
+        let meanings = failing.map { $0["meaning"] as? String ?? "" }
+        #expect(meanings[0].contains("client ID or client secret is wrong"), "\(meanings)")
+        #expect(meanings[1].contains("MasterSecret is wrong"), "\(meanings)")
+
+        // The replaced ones are listed as not in use.
+        let listed = try await client.call("GET", "/apps/\(app.id)/credentials").list("credentials")
+        #expect(listed.map { $0["active"] as? Bool } == [false, true])
+        #expect(listed.map { $0["environment"] as? String } == ["both", "both"])
+    }
+
+    @Test func eachTransportDeclaresWhatItsCredentialCodesMean() {
+        let registry = TransportRegistry.standard
+        let expected: [(PushChannel, String)] = [
+            (.apns, "InvalidProviderToken"), (.fcm, "invalid_grant"), (.huawei, "1101"), (.huawei, "1101/20003"),
+            (.honor, "invalid_client"), (.xiaomi, "21301"), (.oppo, "16"), (.vivo, "10000"), (.harmony, "80200001"),
+        ]
+        for (channel, code) in expected {
+            #expect(registry.declaration(of: channel)?.meaning(of: code) != nil, "\(channel.rawValue) \(code)")
+        }
+        #expect(registry.declaration(of: .huawei)?.meaning(of: "no-such-code") == nil)
+    }
+
     /// A push to an iPhone and an FCM phone: the message view, and the monitor's running and
     /// recent lists, carry the counts of each channel.
     @Test func messagesCarryTheirCountsPerChannel() async throws {

@@ -36,6 +36,62 @@ import TuisongLookAlikes
         try body(setup, mock, directory, caFile)
     }
 
+    /// Issue #40 item 10 and #41 item 5 on the CLI: a `.p8` key added without an environment
+    /// serves both, and adding what was added before adds nothing and prints that credential.
+    @Test func addingTheSameCredentialAgainAddsNothing() async throws {
+        try withLookAlike { setup, mock, directory, caFile in
+            let base = "https://127.0.0.1:\(mock.port)"
+            let honor = setup.honorClient
+            let environment = [
+                "TUISONG_APNS_LOCAL_MOCK": "false", "TUISONG_APNS_PRODUCTION_URL": base,
+                "TUISONG_APNS_SANDBOX_URL": base, "TUISONG_APNS_CA_FILE": caFile, "TUISONG_TRANSPORTS_CA_FILE": caFile,
+                "TUISONG_TRANSPORTS_HONOR_URL": base, "TUISONG_TRANSPORTS_HONOR_TOKEN_URL": base + "/auth/token",
+                "HONOR_SECRET": honor.clientSecret,
+            ]
+            #expect(try tuisong(["migrate"], in: directory, environment: environment).status == 0)
+            let created = try tuisong(
+                ["app", "create", "--name", "cli", "--bundle-id", "com.example.cli"], in: directory,
+                environment: environment)
+            #expect(created.status == 0, "\(created.errors)")
+            let keyFile = directory.appending(path: "AuthKey.p8")
+            try setup.tokenKeyPEM.write(to: keyFile, atomically: true, encoding: .utf8)
+            func addKey() throws -> Run {
+                try tuisong(
+                    [
+                        "credential", "add", "--app", "1", "--p8", keyFile.path, "--key-id", setup.keyID, "--team-id",
+                        setup.teamID,
+                    ], in: directory, environment: environment)
+            }
+            func addHonor() throws -> Run {
+                try tuisong(
+                    [
+                        "credential", "add", "--app", "1", "--channel", "honor", "--vendor-app-id", honor.appID,
+                        "--client-id", honor.clientID, "--client-secret-env", "HONOR_SECRET",
+                    ], in: directory, environment: environment)
+            }
+            let key = try addKey()
+            #expect(key.status == 0, "\(key.errors)")
+            #expect(key.json["environment"] as? String == "both")
+            #expect(key.json["existing"] as? Bool == false)
+            #expect((key.json["check"] as? [String: Any])?["result"] as? String == "accepted")
+            let keyAgain = try addKey()
+            #expect(keyAgain.status == 0, "\(keyAgain.errors)")
+            #expect(keyAgain.json["existing"] as? Bool == true)
+            #expect(keyAgain.json["id"] as? Int == key.json["id"] as? Int)
+
+            let client = try addHonor()
+            #expect(client.status == 0, "\(client.errors)")
+            let clientAgain = try addHonor()
+            #expect(clientAgain.status == 0, "\(clientAgain.errors)")
+            #expect(clientAgain.json["existing"] as? Bool == true)
+            #expect(clientAgain.json["id"] as? Int == client.json["id"] as? Int)
+
+            let listed = try tuisong(["credential", "list", "--app", "1"], in: directory, environment: environment)
+            #expect(listed.status == 0, "\(listed.errors)")
+            #expect(listed.output.components(separatedBy: "\"id\"").count - 1 == 2, "\(listed.output)")
+        }
+    }
+
     @Test func addingAnHonorClientSignsInOnceAndReportsTheAnswer() async throws {
         try withLookAlike { setup, mock, directory, caFile in
             let base = "https://127.0.0.1:\(mock.port)"

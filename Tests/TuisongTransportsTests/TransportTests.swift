@@ -320,6 +320,10 @@ final class CredentialStoreDouble: ChannelCredentialStore {
         records.withLock { $0.filter { $0.appID == appID } }
     }
 
+    func channelCredential(appID: Int64, secretDigest: String) async throws -> ChannelCredentialRecord? {
+        records.withLock { $0.first { $0.appID == appID && $0.secretDigest == secretDigest } }
+    }
+
     func activeChannelCredential(appID: Int64, channel: PushChannel, selector: String?) async throws
         -> ChannelCredentialRecord?
     {

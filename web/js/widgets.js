@@ -263,13 +263,15 @@ export function credentialBanners(alerts) {
         h('ul', {}, alerts.failing.map((c) => h('li', { dataset: { channel: c.channel || 'apns' } },
           // An Android credential carries its channel; an APNs one its environment and kind.
           // Which one: its selector (label) and when it was added, so two of one service differ.
-          c.channel
+          c.channel && c.channel !== 'apns'
             ? `${c.app_name} · ${channelLabel(c.channel)} · ${c.vendor_app_id} ${c.client_id || ''}`
-            : `${c.app_name} · ${t(`env.${c.environment}`)} · ${c.kind.toUpperCase()} ${c.key_id || c.subject || ''}`,
+            : `${c.app_name} · APNs ${t(`env.${c.environment}`)} · ${c.kind.toUpperCase()} ${c.key_id || c.subject || ''}`,
           c.selector ? ` · ${t('cred.selectorShort', { selector: c.selector })}` : '',
           c.created_at ? ` · ${t('cred.addedOn', { time: formatTime(c.created_at) })}` : '',
           ' — ',
-          h('b', { text: c.status_reason || t('cred.failing') })))))));
+          h('b', { class: 'mono', text: c.status_reason || t('cred.failing') }),
+          // The service's own code says little alone: its meaning, as the service documents it.
+          c.meaning ? h('span', { class: 'meaning', text: `: ${c.meaning}` }) : null))))));
   }
   if (alerts?.expiring?.length) {
     out.push(h('div', { class: 'banner warn', id: 'expiring-credentials' },

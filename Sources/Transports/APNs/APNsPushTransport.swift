@@ -369,7 +369,8 @@ public final class APNsPushTransport: PushTransport {
     }
 
     /// The credential of a device with `selector` in `environment`: with a selector, the
-    /// app's newest credential carrying it in the device's environment, else in the other
+    /// app's newest credential carrying it serving the device's environment (its own, or both:
+    /// a `.p8` key, a universal certificate), else in the other
     /// environment (whose endpoint is then used: the credential implies it); no such
     /// credential holds the device. Without a selector, the app's default credential.
     private func resolve(appID: Int64, environment: APNsEnvironment, selector: String?, cached: Bool = true)
@@ -387,7 +388,7 @@ public final class APNsPushTransport: PushTransport {
             func newest(_ candidates: [CredentialRecord]) -> CredentialRecord? {
                 candidates.last { !$0.isFailing } ?? candidates.last
             }
-            if let own = newest(matching.filter { $0.environment == environment }) {
+            if let own = newest(matching.filter { $0.serves(environment) }) {
                 found = Resolved(credential: own, environment: environment, expires: expires)
             } else if let other = newest(matching) {
                 found = Resolved(credential: other, environment: other.environment, expires: expires)
@@ -473,6 +474,14 @@ public final class APNsPushTransport: PushTransport {
             if credential.selector == nil {
                 let key = RouteKey(appID: credential.appID, environment: credential.environment, selector: nil)
                 cache[key] = Resolved(credential: failing, environment: credential.environment, expires: expires)
+                // A key serving both environments: the other's default route too, unless it is
+                // already known to go elsewhere.
+                for other in credential.environments where other != credential.environment {
+                    let otherKey = RouteKey(appID: credential.appID, environment: other, selector: nil)
+                    if cache[otherKey] == nil {
+                        cache[otherKey] = Resolved(credential: failing, environment: other, expires: expires)
+                    }
+                }
             }
         }
         // Nothing is routed to the refused credential's pools any more; without this they
@@ -505,5 +514,29 @@ extension APNsPushTransport {
     /// and hex tokens. The gateway builds its pools itself (`GatewayRuntime.startAPNs`: one per
     /// credential and environment, the local look-alike in local mode); its credentials are the
     /// `.p8`/`.p12`/PEM files of `CredentialService`, not a declared form.
-    public static let declaration = TransportDeclaration(channel: .apns)
+    public static let declaration = TransportDeclaration(channel: .apns, serviceCodes: serviceCodes)
+
+    /// APNs's reasons, in Apple's words ("Handling notification responses from APNs";
+    /// /work/shared/reference/apns.md).
+    static let serviceCodes: [String: String] = [
+        "BadCertificate": "the certificate is invalid",
+        "BadCertificateEnvironment": "the certificate is for the other environment (sandbox or production)",
+        "ExpiredProviderToken": "the provider token is stale; a new one is signed",
+        "Forbidden": "the action is not allowed for this credential",
+        "InvalidProviderToken":
+            "the provider token is not valid or its signature cannot be verified: check the Key ID, the Team ID and the key",
+        "MissingProviderToken": "no certificate was used and no provider token was given",
+        "BadEnvironmentKeyInToken": "the key's environment setting does not match the server",
+        "TopicDisallowed": "pushing to this topic is not allowed",
+        "BadTopic": "the apns-topic is invalid",
+        "DeviceTokenNotForTopic": "the device token does not belong to the topic (the app's bundle id)",
+        "TooManyProviderTokenUpdates": "the provider token is being updated too often",
+        "BadDeviceToken": "the device token is invalid (or of the other environment)",
+        "Unregistered": "the device token is no longer active for the topic",
+        "ExpiredToken": "the device token has expired",
+        "TooManyRequests": "too many requests to the same device token",
+        "InternalServerError": "APNs had an internal error; retried later",
+        "ServiceUnavailable": "APNs is unavailable; retried later",
+        "Shutdown": "the APNs server is shutting down; retried later",
+    ]
 }

@@ -53,7 +53,31 @@ extension FCMTransport {
                 transport: transport, tokens: transport.tokens, statistics: { transport.statistics },
                 shutdown: { transport.shutdown() }, checkSignIn: { await transport.checkSignIn($0) },
                 quotaExhausted: nil)
-        })
+        },
+        serviceCodes: serviceCodes)
+
+    /// Google's token endpoint (OAuth 2.0, RFC 6749 §5.2) and FCM HTTP v1's error codes
+    /// (docs/reference/android.md §1, §2).
+    static let serviceCodes: [String: String] = [
+        "invalid_grant":
+            "Google refused the service account's signed request: its key was deleted or revoked, the account no longer exists, or this server's clock is off",
+        "invalid_client": "Google does not know the service account's client",
+        "unauthorized_client": "the service account may not ask for an access token",
+        "invalid_scope": "the access token's scope was refused",
+        "invalid_request": "Google's token endpoint refused the request as malformed",
+        "PERMISSION_DENIED":
+            "the service account may not send for this Firebase project (wrong project, or the FCM API not enabled)",
+        "THIRD_PARTY_AUTH_ERROR": "the APNs certificate or web push key configured in Firebase was refused",
+        "UNAUTHENTICATED": "FCM did not take the access token",
+        "SENDER_ID_MISMATCH": "the device token belongs to another Firebase project",
+        "UNREGISTERED": "the app was uninstalled or the token is no longer valid",
+        "INVALID_ARGUMENT": "the message or the device token is not valid",
+        "QUOTA_EXCEEDED": "FCM's sending rate limit was reached",
+        "UNAVAILABLE": "FCM is overloaded; retried later",
+        "INTERNAL": "FCM had an internal error; retried later",
+        "HTTP401": "FCM did not take the access token",
+        "HTTP403": "FCM refused the sender (no permission for the project)",
+    ]
 
     /// Google's hosts for a service account's token endpoint (`token_uri` of a downloaded key
     /// file: `https://oauth2.googleapis.com/token`; older files `accounts.google.com`).

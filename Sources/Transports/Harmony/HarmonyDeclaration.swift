@@ -30,7 +30,24 @@ extension HarmonyService {
             try .tokenBatch(
                 HarmonyService(baseURL: context.url("url"), receipts: context.receipts), context, hasQuota: false)
         },
-        receipts: HarmonyReceipts.declaration)
+        receipts: HarmonyReceipts.declaration,
+        serviceCodes: serviceCodes)
+
+    /// Push Kit v3's codes for HarmonyOS NEXT (docs/reference/harmony.md §4).
+    static let serviceCodes: [String: String] = [
+        "80200001":
+            "authentication failed: Push Kit did not take the service account's JWT (wrong key, key ID or project)",
+        "80200003": "the token expired",
+        "80200005": "the JWT expired",
+        "80300002": "no permission to send to these tokens (push not enabled for the project)",
+        "80300007": "every token was refused",
+        "80300008": "the message body is larger than 4,096 bytes",
+        "80300010": "the number of tokens is out of range",
+        "80100001": "a parameter is wrong",
+        "80100003": "the payload structure is illegal",
+        "81000001": "internal error; retried later",
+        "invalid_service_account": "the service account key cannot sign (not an RSA key of the right kind)",
+    ]
 
     /// A HarmonyOS push token: opaque, 1–4,096 bytes of base64 and URL-safe characters (letters,
     /// digits, `-_.:~+/=`), never APNs-shaped hex (docs/reference/harmony.md §5: Huawei documents

@@ -19,5 +19,24 @@ extension HuaweiService {
                     receipts: context.receipts),
                 context)
         },
-        receipts: HuaweiReceipts.declaration)
+        receipts: HuaweiReceipts.declaration,
+        serviceCodes: serviceCodes)
+
+    /// Huawei's OAuth and Push Kit codes (docs/reference/android.md §3; Huawei's server error
+    /// code pages).
+    static let serviceCodes: [String: String] = [
+        "1101":
+            "Huawei's OAuth server refused the client: the client ID or client secret is wrong, or the client is unknown",
+        "80200001": "OAuth authentication error: the access token is missing, wrong, or another app's",
+        "80200003": "the OAuth access token expired",
+        "80300002":
+            "the app may not send to these tokens (no permission for Push Kit, or not enabled in AppGallery Connect)",
+        "80300007": "every token is invalid (uninstalled, or another app's)",
+        "80300008": "the message body is larger than 4,096 bytes",
+        "80300010": "the number of tokens is not 1 to 1,000",
+        "80100001": "some request parameters are incorrect",
+        "80100003": "the message structure is incorrect",
+        "80600003": "Huawei's OAuth service failed",
+        "81000001": "Huawei internal error; retried later",
+    ]
 }

@@ -20,11 +20,18 @@ public struct TransportDeclaration: Sendable {
     public var make: (@Sendable (TransportContext) throws -> TransportInstance)?
     /// Its delivery receipts, for a service that posts them (nil: APNs, FCM).
     public var receipts: ReceiptDeclaration?
+    /// What the service's own codes mean, in the service's documented sense, for a person
+    /// reading a failing credential or a failure count (`"21301"` → "authentication failed: …").
+    /// Keyed by the reason as stored (`SendReason.description`). A code without an entry is
+    /// shown bare.
+    public var serviceCodes: [String: String]
 
     public init(
         channel: ChannelDeclaration, configKeys: [TransportConfigKey] = [], credentialForm: CredentialForm? = nil,
-        make: (@Sendable (TransportContext) throws -> TransportInstance)? = nil, receipts: ReceiptDeclaration? = nil
+        make: (@Sendable (TransportContext) throws -> TransportInstance)? = nil, receipts: ReceiptDeclaration? = nil,
+        serviceCodes: [String: String] = [:]
     ) {
+        self.serviceCodes = serviceCodes
         self.receipts = receipts
         self.channel = channel
         self.configKeys = configKeys
@@ -33,6 +40,16 @@ public struct TransportDeclaration: Sendable {
     }
 
     public var name: String { channel.channel.rawValue }
+
+    /// The meaning of a stored reason: the service's own code from `serviceCodes`, else nil.
+    public func meaning(of reason: String) -> String? {
+        if let meaning = serviceCodes[reason] { return meaning }
+        // A reason stored with its detail (`1101/20003`) means what its code means.
+        if let code = reason.split(separator: "/").first.map(String.init), code != reason {
+            return serviceCodes[code]
+        }
+        return nil
+    }
 
     /// How its entry of a message's per-service options is checked (`ChannelDeclaration.options`):
     /// the native API's object under its name, a vendor plugin's mapping. nil: it takes none.

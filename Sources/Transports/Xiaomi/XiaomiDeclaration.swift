@@ -13,5 +13,17 @@ extension XiaomiService {
             secret: .init(en: "AppSecret", zh: "AppSecret"), packageName: true),
         make: { context in
             try .tokenBatch(XiaomiService(baseURL: context.url("url")), context)
-        })
+        },
+        serviceCodes: serviceCodes)
+
+    /// MiPush's codes (docs/reference/android.md §8).
+    static let serviceCodes: [String: String] = [
+        "21301": "authentication failed: the AppSecret is not this app's (认证失败)",
+        "20301": "every registration id is invalid",
+        "200001": "the app's daily push limit is reached",
+        "21305": "a required parameter is missing",
+        "10017": "a parameter value is invalid (the package name may not belong to the app)",
+        "10002": "Xiaomi is busy; retried later",
+        "10003": "Xiaomi is busy; retried later",
+    ]
 }

@@ -35,6 +35,7 @@ export async function renderCredentials(container) {
         h('th', { scope: 'col', text: t('cred.status') }),
         h('th', { scope: 'col', text: t('common.actions') }))),
       h('tbody', {}, data.credentials.map((c) => credentialRow(c)))));
+    followPendingChecks(data.credentials, refresh);
   }
 
   function credentialRow(c) {
@@ -89,9 +90,9 @@ export async function renderCredentials(container) {
       h('td', { dataset: { label: t('cred.environment') }, text: t(`env.${c.environment}`) }),
       h('td', { class: 'mono', dataset: { label: t('cred.identity') }, text: identity }),
       h('td', { dataset: { label: t('cred.expires') } }, expiry, c.expires_at ? h('div', { class: 'muted wide-only', text: formatTime(c.expires_at) }) : null),
-      h('td', { dataset: { label: t('cred.status') } }, c.status === 'failing'
-        ? h('span', { class: 'badge bad', title: c.status_reason || '', text: `${t('cred.failing')}: ${c.status_reason || ''}` })
-        : h('span', { class: 'badge ok', text: t('cred.ok') })),
+      h('td', { dataset: { label: t('cred.status') } }, statusBadge(c),
+        // Of an environment's (and selector's) credentials one sends: the newest that works.
+        c.active === false ? h('div', {}, h('span', { class: 'badge', dataset: { inactive: c.id }, text: t('cred.notInUse') })) : null),
       h('td', { dataset: { label: t('common.actions') } }, h('div', { class: 'actions' }, test, remove)));
   }
 
@@ -152,6 +153,7 @@ function androidSection(app) {
     list.replaceChildren(h('table', { id: 'channel-credentials-table', class: 'cards' },
       h('thead', {}, h('tr', {}, columns.map((key) => h('th', { scope: 'col', text: t(key) })))),
       h('tbody', {}, data.credentials.map((c) => row(c)))));
+    followPendingChecks(data.credentials, refresh);
   }
 
   function row(c) {
@@ -172,9 +174,7 @@ function androidSection(app) {
       cell('cred.vendorAppID', c.vendor_app_id, 'mono'),
       cell('cred.clientID', [c.client_id, c.badge_class ? h('div', { class: 'muted', text: `${t('cred.badgeClassLabel')} ${c.badge_class}` }) : null], 'mono'),
       cell('cred.selectorLabel', c.selector || h('span', { class: 'muted', text: t('cred.defaultSelector') })),
-      cell('cred.status', [c.status === 'failing'
-        ? h('span', { class: 'badge bad', title: c.status_reason || '', text: `${t('cred.failing')}: ${c.status_reason || ''}` })
-        : h('span', { class: 'badge ok', text: t('cred.ok') }),
+      cell('cred.status', [statusBadge(c),
       // Of a channel and selector's credentials one sends: the newest that works.
       c.active === false ? h('div', {}, h('span', { class: 'badge', dataset: { inactive: c.id }, text: t('cred.notInUse') })) : null,
       // A used-up daily quota (Xiaomi, OPPO, vivo) resets at midnight China time.
@@ -194,9 +194,34 @@ function androidSection(app) {
   return { section, refresh };
 }
 
+/** A credential's state: failing with its service's code, its check still running, or ok. */
+function statusBadge(c) {
+  if (c.status === 'failing') {
+    return h('span', { class: 'badge bad', title: c.status_reason || '', text: `${t('cred.failing')}: ${c.status_reason || ''}` });
+  }
+  if (c.check_pending) return h('span', { class: 'badge warn', dataset: { pending: c.id }, text: t('cred.checking') });
+  return h('span', { class: 'badge ok', text: t('cred.ok') });
+}
+
+/** While a check goes on after its upload was answered, the list is read again until it ends,
+ * so the result shows on the credential without a reload. */
+const pendingTimers = new WeakMap();
+function followPendingChecks(credentials, refresh) {
+  clearTimeout(pendingTimers.get(refresh));
+  if (!credentials.some((c) => c.check_pending)) return;
+  pendingTimers.set(refresh, setTimeout(() => {
+    if (document.body.contains(document.getElementById('credential-list'))) refresh().catch(() => {});
+  }, 2000));
+}
+
 /** What the service answered when a credential was added; a refused one names the
- * credential that stays in use, if one works. */
+ * credential that stays in use, if one works. A repeat of an upload names the credential
+ * saved before; a check still running says it goes on. */
 function checkText(check, created) {
+  if (created.existing) return t('cred.existing', { id: created.id });
+  if (check.result === 'not_checked' && check.reason && !/^local mode/i.test(check.reason)) {
+    return t('cred.check.not_checked_because', { reason: check.reason });
+  }
   if (check.result !== 'refused') return t(`cred.check.${check.result}`, { reason: check.reason || '' });
   const serving = created.active_credential_id;
   return serving && serving !== created.id
@@ -299,8 +324,8 @@ function androidForm(app, refresh) {
       for (const input of Object.values(inputs)) if (input !== channel) input.value = '';
       // The server signed in once with it: say what the service answered.
       const check = created.check || { result: 'not_checked' };
-      const tone = { accepted: 'ok', refused: 'bad', unavailable: 'warn', not_checked: 'warn' }[check.result] || 'warn';
-      result.replaceChildren(h('div', { class: `banner ${tone}`, role: tone === 'bad' ? 'alert' : 'status', dataset: { check: check.result } },
+      const tone = { accepted: 'ok', refused: 'bad', unavailable: 'warn', not_checked: 'warn', pending: 'warn' }[check.result] || 'warn';
+      result.replaceChildren(h('div', { class: `banner ${tone}`, role: tone === 'bad' ? 'alert' : 'status', dataset: { check: check.result, existing: String(!!created.existing) } },
         h('div', {}, h('strong', { text: t('cred.androidAdded', { channel: channelName(created.channel) }) }),
           h('div', { class: 'mono', text: `${created.vendor_app_id} · ${created.client_id}` }),
           h('div', { id: 'android-cred-check', text: checkText(check, created) }))));
@@ -339,7 +364,10 @@ function uploadForm(app, refresh) {
     const input = h('input', { type: 'radio', name: 'cred-kind', value: kind, id: `cred-kind-${kind}`, checked: kind === 'p8' });
     return { kind, input, label: h('label', { for: input.id }, input, ` ${t(`cred.kind.${kind}`)}`) };
   });
+  // A .p8 key serves both environments (Apple's keys sign for either); a certificate serves
+  // both when it is universal, else the one it names.
   const environment = h('select', { name: 'environment' },
+    h('option', { value: 'both', text: t('env.both') }),
     h('option', { value: 'sandbox', text: t('env.sandbox') }),
     h('option', { value: 'production', text: t('env.production') }));
   const file = h('input', { type: 'file', name: 'file' });
@@ -373,7 +401,7 @@ function uploadForm(app, refresh) {
 
   const form = h('form', { id: 'cred-upload-form', novalidate: true },
     h('fieldset', {}, h('legend', { text: t('cred.kind') }), h('div', { class: 'radios' }, kindRadios.map((r) => r.label))),
-    h('div', { class: 'row' }, field(t('cred.environment'), environment, { id: 'cred-environment' }).wrap, fileField.wrap),
+    h('div', { class: 'row' }, field(t('cred.environment'), environment, { id: 'cred-environment', hint: t('cred.environmentHint') }).wrap, fileField.wrap),
     h('div', { class: 'row' }, keyField.wrap, teamField.wrap, passwordField.wrap),
     h('div', { class: 'row' }, selectorField.wrap),
     result,
@@ -408,11 +436,16 @@ function uploadForm(app, refresh) {
       password.value = '';
       file.value = '';
       selector.value = '';
-      // A key APNs refused is saved (marked failing): say so, never as a success.
+      // A key APNs refused is saved (marked failing): say so, never as a success. Saved with
+      // its check still running: say that, and the list shows the result when it lands. A
+      // repeat of an upload names the credential saved before.
       const refused = created.status === 'failing';
-      const words = { kind: created.kind.toUpperCase(), env: t(`env.${created.environment}`), reason: created.status_reason || '' };
-      result.replaceChildren(h('div', { class: `banner ${refused ? 'bad' : 'ok'}`, role: refused ? 'alert' : 'status', dataset: { status: created.status } },
-        h('div', {}, h('strong', { text: t(refused ? 'cred.uploadedRefused' : 'cred.uploaded', words) }),
+      const pending = created.check?.result === 'pending';
+      const words = { kind: created.kind.toUpperCase(), env: t(`env.${created.environment}`), reason: created.status_reason || '', id: created.id };
+      const title = created.existing ? 'cred.existing' : refused ? 'cred.uploadedRefused' : pending ? 'cred.uploadedPending' : 'cred.uploaded';
+      const tone = refused ? 'bad' : pending || created.existing ? 'warn' : 'ok';
+      result.replaceChildren(h('div', { class: `banner ${tone}`, role: refused ? 'alert' : 'status', dataset: { status: created.status, check: created.check?.result || '', existing: String(!!created.existing) } },
+        h('div', {}, h('strong', { text: t(title, words) }),
           created.subject ? h('div', { class: 'mono', text: created.subject }) : null,
           created.expires_at ? h('div', { text: `${t('cred.expires')}: ${formatTime(created.expires_at)}` }) : null)));
       await refresh();
