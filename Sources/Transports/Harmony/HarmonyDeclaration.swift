@@ -17,10 +17,12 @@ extension HarmonyService {
                     "file", .file, label: .init(en: "Service account key JSON", zh: "服务账号密钥 JSON"),
                     help:
                         "the service-account key file Huawei's API Console downloads (project_id, key_id, private_key, sub_account)",
+                    helpZH: "华为 API Console 下载的服务账号密钥文件（含 project_id、key_id、private_key、sub_account）",
                     accept: ".json,application/json", cliName: "service-account"),
                 .init(
                     "category", required: false, label: .init(en: "Default category", zh: "默认消息类别"),
                     help: "the notification category of messages that name none (IM, WORK, …; MARKETING when empty)",
+                    helpZH: "未指明类别的消息所用的通知类别（IM、WORK 等；留空为 MARKETING）",
                     placeholder: "IM", rule: .init(.identifier, 1...32)),
             ],
             validate: { (input, _) throws(CredentialFormError) -> ValidatedCredential in
@@ -30,7 +32,8 @@ extension HarmonyService {
             try .tokenBatch(
                 HarmonyService(baseURL: context.url("url"), receipts: context.receipts), context, hasQuota: false)
         },
-        receipts: HarmonyReceipts.declaration)
+        receipts: HarmonyReceipts.declaration,
+        renderBody: { HarmonyService().serviceBody($0) })
 
     /// A HarmonyOS push token: opaque, 1–4,096 bytes of base64 and URL-safe characters (letters,
     /// digits, `-_.:~+/=`), never APNs-shaped hex (docs/reference/harmony.md §5: Huawei documents

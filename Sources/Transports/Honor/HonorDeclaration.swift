@@ -16,5 +16,6 @@ extension HonorService {
             try .tokenBatch(
                 HonorService(baseURL: context.url("url"), tokenURL: context.url("token_url", localPath: "/auth/token")),
                 context)
-        })
+        },
+        renderBody: { HonorService().serviceBody($0) })
 }

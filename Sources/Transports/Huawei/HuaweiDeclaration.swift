@@ -19,5 +19,6 @@ extension HuaweiService {
                     receipts: context.receipts),
                 context)
         },
-        receipts: HuaweiReceipts.declaration)
+        receipts: HuaweiReceipts.declaration,
+        renderBody: { HuaweiService().serviceBody($0) })
 }

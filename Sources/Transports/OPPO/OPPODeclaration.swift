@@ -13,5 +13,6 @@ extension OPPOService {
             secret: .init(en: "MasterSecret", zh: "MasterSecret")),
         make: { context in
             try .tokenBatch(OPPOService(baseURL: context.url("url")), context)
-        })
+        },
+        renderBody: { OPPOService().serviceBody($0) })
 }

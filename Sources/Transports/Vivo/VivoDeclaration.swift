@@ -13,5 +13,6 @@ extension VivoService {
             secret: .init(en: "AppSecret", zh: "AppSecret")),
         make: { context in
             try .tokenBatch(VivoService(baseURL: context.url("url")), context)
-        })
+        },
+        renderBody: { VivoService().serviceBody($0) })
 }

@@ -13,5 +13,6 @@ extension XiaomiService {
             secret: .init(en: "AppSecret", zh: "AppSecret"), packageName: true),
         make: { context in
             try .tokenBatch(XiaomiService(baseURL: context.url("url")), context)
-        })
+        },
+        renderBody: { XiaomiService().serviceBody($0) })
 }
