@@ -19,7 +19,10 @@ Devices are registered through the native API, as apps register them.
 
 import base64
 import json
+import os
 import re
+import signal
+import subprocess
 import time
 
 import pytest
@@ -27,7 +30,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
-from conftest import ADMIN_PASSWORD, AdminClient, make_driver, screenshot
+from conftest import ADMIN_PASSWORD, REPO, AdminClient, find_binary, free_port, make_driver, screenshot
 from test_console import text_in, visible, wait
 
 IPHONE = "7b" + "0" * 61 + "3"
@@ -230,6 +233,10 @@ def test_the_test_push_preview_shows_the_tokens_service(drivers, gateway, app, c
     assert MARKERS[channel] in body and "preview body" in body, body
     if channel != "apns":
         assert '"aps"' not in body
+        # No APNs payload beside it: the device is not an iPhone.
+        assert not driver.find_element(By.ID, "payload-preview").is_displayed()
+    else:
+        assert driver.find_element(By.ID, "payload-preview").is_displayed()
     assert len(Select(driver.find_element(By.ID, "push-service")).options) == 1
     screenshot(driver, f"day2-preview-{channel}")
 
@@ -449,3 +456,43 @@ def test_tables_show_whole_tokens_and_one_line_times(drivers, gateway, admin, ap
     visible(driver, "#recent-table tbody tr")
     assert overflow_report(driver, "#recent-table") == []
     screenshot(driver, f"day2-recent-{width}-{language}")
+
+
+# item 15: the start banner
+
+
+def test_the_start_banner_names_the_config_file_once(tmp_path):
+    """`config: /path/to/tuisong.json`, not `config: config /path/…`."""
+    config = tmp_path / "tuisong.json"
+    config.write_text((REPO / "config" / "tuisong.json").read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUISONG_")}
+    env.update({
+        "TUISONG_LISTEN_PORT": str(free_port()), "TUISONG_LISTEN_HOST": "127.0.0.1",
+        "TUISONG_DATABASE_PATH": str(tmp_path / "tuisong.db"),
+        "TUISONG_SECURITY_MASTER_KEY_FILE": str(tmp_path / "master.key"),
+        "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": str(tmp_path / "admin-password"),
+        "TUISONG_WEB_ROOT": str(REPO / "web"), "TUISONG_ADMIN_PASSWORD": ADMIN_PASSWORD,
+    })
+    process = subprocess.Popen(
+        [str(find_binary()), "serve", "--config", str(config)], cwd=tmp_path, env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    lines = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+            if line.startswith("  console:"):
+                break
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+    config_lines = [line for line in lines if line.startswith("  config:")]
+    assert config_lines == [f"  config: {config}"], lines

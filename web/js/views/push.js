@@ -85,6 +85,11 @@ export async function renderPush(container, { arg, navigate }) {
   const serviceBodyPre = h('pre', { class: 'payload', id: 'service-body' });
   const serviceNote = h('p', { class: 'muted', id: 'service-body-note' });
   const serviceHint = h('p', { class: 'muted', id: 'service-body-hint' });
+  // APNs's payload and its size, counted in the browser on every keystroke; hidden when the
+  // chosen device is of another service, whose own body is shown below instead.
+  const apnsSize = h('div', { id: 'apns-size' },
+    h('div', { class: 'meter-line' }, h('span', { id: 'payload-size-label', text: t('push.payloadSize') }), sizeText), meter);
+  const apnsPayload = h('div', { id: 'apns-payload' }, h('h3', { style: { marginTop: '14px' }, text: t('push.payload') }), payloadPre);
   let serviceBodies = [];
   let previewTimer = null;
   let previewSerial = 0;
@@ -194,6 +199,9 @@ export async function renderPush(container, { arg, navigate }) {
       serviceSelect.value = serviceBodies.some((s) => s.channel === previous) ? previous : (serviceBodies[0]?.channel ?? '');
       // One device: its own service's body, nothing to choose.
       serviceSelect.disabled = serviceBodies.length < 2;
+      const otherService = Boolean(data.channel) && data.channel !== 'apns';
+      apnsSize.hidden = otherService;
+      apnsPayload.hidden = otherService;
       serviceHint.textContent = data.channel ? t('push.bodyForDevice', { service: t(`channel.${data.channel}`) }) : (audienceKind() === 'token' ? t('push.bodyUnknownDevice') : '');
       showServiceBody();
     }, 250);
@@ -250,12 +258,10 @@ export async function renderPush(container, { arg, navigate }) {
           customField.wrap)),
       h('div', {},
         h('div', { class: 'panel sticky-panel', style: { marginBottom: '0' } },
-          h('div', { class: 'meter-line' }, h('span', { id: 'payload-size-label', text: t('push.payloadSize') }), sizeText),
-          meter,
+          apnsSize,
           h('h3', { style: { marginTop: '14px' }, text: t('tpl.preview') }),
           preview,
-          h('h3', { style: { marginTop: '14px' }, text: t('push.payload') }),
-          payloadPre,
+          apnsPayload,
           h('h3', { style: { marginTop: '14px' }, id: 'service-body-title', text: t('push.serviceBody') }),
           field(t('push.service'), serviceSelect, { id: 'push-service-field' }).wrap,
           serviceHint,
@@ -371,7 +377,9 @@ async function followMessage(container, id) {
       if (stopped) return;
       const apns = { channel: 'apns', display_name: t('channel.apns'), encoding: 'json', body: message.payload, bytes: message.payload_bytes, used: true };
       if (!services.length) services = [apns];
-      const select = h('select', { id: 'follow-service' }, services.map((s) => h('option', { value: s.channel, text: s.used ? s.display_name : `${s.display_name}${paren(t('push.notSentTo'))}` })));
+      // "not sent to" once the message went somewhere (a scheduled one has gone nowhere yet).
+      const anyUsed = services.some((s) => s.used);
+      const select = h('select', { id: 'follow-service' }, services.map((s) => h('option', { value: s.channel, text: s.used || !anyUsed ? s.display_name : `${s.display_name}${paren(t('push.notSentTo'))}` })));
       const pre = h('pre', { class: 'payload', id: 'follow-body' });
       const note = h('p', { class: 'muted', id: 'follow-payload-size' });
       const show = () => {
