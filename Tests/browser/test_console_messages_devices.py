@@ -368,6 +368,19 @@ def test_rule_errors_are_worded_in_the_consoles_language(drivers, gateway, app, 
 # item 10
 
 
+@pytest.mark.parametrize("language,words", [("en", "is already named “第二天 Day two”"), ("zh", "已使用名称“第二天 Day two”")])
+def test_a_taken_app_name_is_worded_in_the_consoles_language(drivers, gateway, app, language, words):
+    driver = drivers(1400)
+    open_page(driver, gateway, app, "apps", language)
+    driver.find_element(By.ID, "new-app-name").send_keys("第二天 Day two")
+    driver.find_element(By.ID, "new-app-bundle").send_keys("com.example.daytwo")
+    driver.find_element(By.ID, "new-app-submit").click()
+    error = visible(driver, "#new-app-name-error")
+    assert words in error.text and "com.example.daytwo" in error.text, error.text
+    if language == "zh":
+        assert "give this one" not in error.text
+
+
 def test_no_answer_names_a_swift_type(gateway, admin, app):
     """Bad uploads and bad requests of every kind the console sends: no answer says
     `CryptoError.wrongKind` or any other Swift type's name."""

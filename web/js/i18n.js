@@ -463,6 +463,10 @@ const en = {
   'err.invalid_url': 'Not a usable URL.',
   'err.invalid_category': 'The category is one of Huawei’s: ACCOUNT, CONTENT_RECOMMENDATION, CUSTOMER_SERVICE, DEVICE_REMINDER, EXPRESS, FINANCE, HEALTH, IM, MAIL, MARKETING, NEWS, PLAY_VOICE, PROMO, SOCIAL_DYNAMICS, SUBSCRIPTION, SYSTEM_REMINDER, TRAVEL, VOIP, WORK.',
   'err.invalid_notification': 'The notification is not valid for the service.',
+  'err.app_name_taken': 'App {id} is already named “{name}” for {bundle_id}: give this one a name people can tell apart (“{name} staging”, say).',
+  'err.template_name_taken': 'This app already has a template named “{name}”.',
+  'err.invalid_name': 'The name must not contain control characters.',
+  'err.invalid_bundle_id': 'The bundle id is reverse-DNS, such as com.example.app.',
   'err.invalid_token': 'A device token is 64–200 hexadecimal digits (APNs) or an Android or HarmonyOS token: letters, digits and - _ . : ~.',
   'err.invalid_tag': 'A tag is 1–128 letters, digits, _ - . or Chinese characters.',
   'err.invalid_user': 'A user is 1–256 characters; to remove it, use “Detach user”.',
@@ -943,6 +947,10 @@ const zh = {
   'err.invalid_url': 'URL 无效。',
   'err.invalid_category': '类别须是华为定义的通知类别之一：ACCOUNT, CONTENT_RECOMMENDATION, CUSTOMER_SERVICE, DEVICE_REMINDER, EXPRESS, FINANCE, HEALTH, IM, MAIL, MARKETING, NEWS, PLAY_VOICE, PROMO, SOCIAL_DYNAMICS, SUBSCRIPTION, SYSTEM_REMINDER, TRAVEL, VOIP, WORK。',
   'err.invalid_notification': '通知内容不符合推送服务的要求。',
+  'err.app_name_taken': '应用 {id} 已使用名称“{name}”（{bundle_id}）：请为这个应用起一个便于区分的名称，例如“{name} 测试版”。',
+  'err.template_name_taken': '本应用已有名为“{name}”的模板。',
+  'err.invalid_name': '名称不能包含控制字符。',
+  'err.invalid_bundle_id': 'Bundle ID 为反向域名格式，例如 com.example.app。',
   'err.invalid_token': '设备 Token 为 64–200 位十六进制数字（APNs），或 Android、HarmonyOS 的 Token：字母、数字和 - _ . : ~。',
   'err.invalid_tag': '标签为 1–128 个字母、数字、_ - . 或中文字符。',
   'err.invalid_user': '用户为 1–256 个字符；如需移除，请使用“解除用户绑定”。',
@@ -1009,7 +1017,7 @@ const detailedCodes = new Set(['wrong_password', 'corrupt_file', 'expired', 'key
 export function errorText(error) {
   const key = `err.${error.code}`;
   if (!(key in en)) return error.message;
-  const text = t(key, { seconds: error.retryAfter ?? '' });
+  const text = t(key, { seconds: error.retryAfter ?? '', ...(error.params || {}) });
   return language === 'en' && detailedCodes.has(error.code) && error.message ? `${text}${paren(error.message)}` : text;
 }
 
