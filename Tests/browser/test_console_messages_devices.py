@@ -412,7 +412,14 @@ def test_no_answer_names_a_swift_type(gateway, admin, app):
             "POST", "/api/v1/push", raw=body.encode(),
             headers={"Authorization": f"Bearer {app['api_key']}", "Content-Type": "application/json"})
         answers.append(text)
-    status, _, text = native(gateway, app, "PUT", "/api/v1/devices/zz", {"channel": "nope"})
+    for body in ({"channel": "nope"}, {"channel": "fcm", "user": 5}, {"channel": "fcm", "tags": "a"},
+                 {"channel": "fcm", "environment": ["sandbox"]}):
+        status, _, text = native(gateway, app, "PUT", "/api/v1/devices/zz", body)
+        assert status == 400, text
+        answers.append(text)
+    status, _, text = gateway.request(
+        "PUT", "/api/v1/devices/zz", raw=b'{"channel": "fcm",', headers={
+            "Authorization": f"Bearer {app['api_key']}", "Content-Type": "application/json"})
     answers.append(text)
     for answer in answers:
         assert not SWIFT_TYPE_NAME.search(answer), answer
