@@ -381,6 +381,20 @@ def test_a_taken_app_name_is_worded_in_the_consoles_language(drivers, gateway, a
         assert "give this one" not in error.text
 
 
+def test_every_credential_fields_help_is_given_in_chinese(admin):
+    """The Huawei, Honor, OPPO, vivo (…) field hints the console shows come from the
+    transports' declarations: each in English and in Chinese."""
+    status, session, _ = admin.call("GET", "/session")
+    assert status == 200
+    forms = session["features"]["transports"]
+    assert {f["channel"] for f in forms} >= {"fcm", "huawei", "honor", "xiaomi", "oppo", "vivo", "harmony"}
+    for form in forms:
+        for spec in form["fields"]:
+            help_text = spec["help_text"]
+            assert help_text["en"] == spec["help"], spec
+            assert re.search(r"[\u4e00-\u9fff]", help_text["zh"]), (form["channel"], spec)
+
+
 def test_no_answer_names_a_swift_type(gateway, admin, app):
     """Bad uploads and bad requests of every kind the console sends: no answer says
     `CryptoError.wrongKind` or any other Swift type's name."""
