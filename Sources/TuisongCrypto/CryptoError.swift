@@ -47,7 +47,9 @@ public struct CryptoError: Error, Sendable, CustomStringConvertible {
         self.opensslErrorCodes = opensslErrorCodes
     }
 
-    public var description: String { "CryptoError.\(code.rawValue): \(message)" }
+    /// The message alone: a description reaches people (an upload's refusal, a connection
+    /// test), who need what went wrong, not a Swift type's name; `code` says which kind.
+    public var description: String { message }
 
     /// Builds an error and drains OpenSSL's thread-local error queue into its message.
     static func drained(_ code: Code, _ context: String) -> CryptoError {

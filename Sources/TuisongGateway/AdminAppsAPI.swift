@@ -54,16 +54,25 @@ struct AdminAppsAPI: Sendable {
     private static func validatedName(_ body: AdminBody) throws -> String {
         let name = try body.requiredString("name", maxLength: 200)
         guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw AdminError.invalid("name", "\"name\" must not contain control characters")
+            throw AdminError(400, "invalid_name", "\"name\" must not contain control characters", field: "name")
         }
         return name
+    }
+
+    /// Another app of this name and bundle id: `409 app_name_taken`, with what the console
+    /// words it with.
+    private static func nameTaken(_ namesake: App) -> AdminError {
+        AdminError(
+            409, "app_name_taken", App.namesakeMessage(namesake), field: "name",
+            params: ["id": String(namesake.id), "name": namesake.name, "bundle_id": namesake.bundleID])
     }
 
     private static func validatedBundleID(_ body: AdminBody) throws -> String {
         let bundleID = try body.requiredString("bundle_id", maxLength: 155)
         guard BundleID.isValid(bundleID) else {
-            throw AdminError.invalid(
-                "bundle_id", "\"bundle_id\" must be a reverse-DNS bundle id such as com.example.app")
+            throw AdminError(
+                400, "invalid_bundle_id", "\"bundle_id\" must be a reverse-DNS bundle id such as com.example.app",
+                field: "bundle_id")
         }
         return bundleID
     }
@@ -76,7 +85,7 @@ struct AdminAppsAPI: Sendable {
         let bundleID = try Self.validatedBundleID(body)
         let vendorEdit = try body.object("vendors")
         if let namesake = App.namesake(of: name, bundleID: bundleID, among: try await store.apps()) {
-            throw AdminError.conflict("name", App.namesakeMessage(namesake))
+            throw Self.nameTaken(namesake)
         }
         let key = APIKey.generate()
         var app = try await store.createApp(name: name, bundleID: bundleID, apiKeyHash: APIKey.hash(key))
@@ -105,7 +114,7 @@ struct AdminAppsAPI: Sendable {
             let namesake = App.namesake(
                 of: app.name, bundleID: app.bundleID, among: try await store.apps(), excluding: app.id)
         {
-            throw AdminError.conflict("name", App.namesakeMessage(namesake))
+            throw Self.nameTaken(namesake)
         }
         if let vendorEdit = try body.object("vendors") {
             try AdminVendorSettings.apply(vendorEdit, to: &app, sealer: api.sealer, otherApps: try await store.apps())

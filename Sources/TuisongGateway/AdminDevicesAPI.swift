@@ -22,10 +22,86 @@ struct AdminDevicesAPI: Sendable {
             let app = try await apps.app(request)
             return try await detail(app, request)
         }
+        api.add(.PATCH, "/apps/{app}/devices/{token}", bodyLimit: 4096, on: router) { request in
+            let app = try await apps.app(request)
+            return try await update(app, request)
+        }
+        api.add(.DELETE, "/apps/{app}/devices/{token}", on: router) { request in
+            let app = try await apps.app(request)
+            let token = try deviceToken(request)
+            guard try await store.deleteDevice(appID: app.id, token: token) else { throw AdminError.notFound("device") }
+            api.logger.info("console: device deleted", metadata: ["app": "\(app.id)"])
+            return .empty(status: 204)
+        }
+        api.add(.PUT, "/apps/{app}/devices/{token}/tags/{tag}", on: router) { request in
+            let app = try await apps.app(request)
+            let (token, tag) = try (deviceToken(request), tagName(request))
+            try await existing { try await store.addTag(appID: app.id, token: token, tag: tag) }
+            return .json(object: ["tags": try await store.tags(appID: app.id, token: token)])
+        }
+        api.add(.DELETE, "/apps/{app}/devices/{token}/tags/{tag}", on: router) { request in
+            let app = try await apps.app(request)
+            let (token, tag) = try (deviceToken(request), tagName(request))
+            guard try await existing({ try await store.removeTag(appID: app.id, token: token, tag: tag) }) else {
+                throw AdminError(404, "tag_not_found", "the device does not have tag \"\(tag.value)\"", field: "tag")
+            }
+            return .json(object: ["tags": try await store.tags(appID: app.id, token: token)])
+        }
         api.add(.GET, "/apps/{app}/tags", on: router) { request in
             let app = try await apps.app(request)
             let tags = try await store.tagUsage(appID: app.id, limit: 1000)
             return .json(object: ["tags": tags.map { ["name": $0.name, "devices": $0.devices] }])
+        }
+    }
+
+    /// `PATCH /apps/{id}/devices/{token}` with `{"user": "u-42"}` or `{"user": null}` (detaches
+    /// the user, as the native API's `PUT /api/v1/devices/{token}` does; an empty user is
+    /// refused). Answers the device as the detail view shows it.
+    private func update(_ app: App, _ request: Request) async throws -> Response {
+        let token = try deviceToken(request)
+        let body = try AdminBody(request)
+        if let unknown = body.object.keys.first(where: { $0 != "user" }) {
+            throw AdminError.invalid(unknown, "unknown field \"\(unknown)\"; the console changes a device's user")
+        }
+        guard body.object.keys.contains("user") else { throw AdminError.invalid("user", "\"user\" is required") }
+        let user = try body.string("user", maxLength: 256)?.trimmingCharacters(in: .whitespaces)
+        if let user, user.isEmpty {
+            throw AdminError(
+                400, "invalid_user", "user must be 1–256 characters; send \"user\": null to detach the device's user",
+                field: "user")
+        }
+        guard let device = try await store.device(appID: app.id, token: token) else {
+            throw AdminError.notFound("device")
+        }
+        _ = try await store.registerDevice(
+            appID: app.id,
+            DeviceRegistration(
+                token: token, environment: device.environment, user: user ?? DeviceRegistration.noUser,
+                channel: device.channel))
+        return try await detail(app, request)
+    }
+
+    private func deviceToken(_ request: Request) throws -> DeviceToken {
+        guard let token = DeviceToken(addressing: request.pathParameters["token"] ?? "") else {
+            throw AdminError.notFound("device")
+        }
+        return token
+    }
+
+    private func tagName(_ request: Request) throws -> TagName {
+        do {
+            return try DeviceRules.tag(request.pathParameters["tag"] ?? "")
+        } catch {
+            throw AdminError(400, error.code, error.message, field: "tag")
+        }
+    }
+
+    /// `body`, with the store's "no such device" as the admin API's 404.
+    private func existing<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as StoreError where error.code == .notFound {
+            throw AdminError.notFound("device")
         }
     }
 
@@ -40,15 +116,20 @@ struct AdminDevicesAPI: Sendable {
             query = .all
         case "token":
             guard text.isEmpty || DeviceToken(addressing: text) != nil else {
-                throw AdminError.invalid("q", "a token is hexadecimal digits (APNs) or letters, digits and -_.:~")
+                throw AdminError(
+                    400, "invalid_token", "a token is hexadecimal digits (APNs) or letters, digits and -_.:~",
+                    field: "q")
             }
             query = text.isEmpty ? .all : .tokenPrefix(text)
         case "user":
-            guard !text.isEmpty, text.count <= 256 else { throw AdminError.invalid("q", "enter a user or IM account") }
+            guard !text.isEmpty, text.count <= 256 else {
+                throw AdminError(400, "invalid_user", "enter a user or IM account (1–256 characters)", field: "q")
+            }
             query = .user(text)
         case "tag":
             guard let tag = TagName(text) else {
-                throw AdminError.invalid("q", "a tag is 1–128 letters, digits, _ - . or CJK characters")
+                throw AdminError(
+                    400, "invalid_tag", "a tag is 1–128 letters, digits, _ - . or CJK characters", field: "q")
             }
             query = .tag(tag)
         default:

@@ -19,8 +19,15 @@ struct AdminError: Error, Sendable {
     /// The request field the error is about, so the console can mark that input.
     var field: String?
     var retryAfter: Int?
+    /// The values a console words the code with (`{"name": "订单助手"}` for `app_name_taken`),
+    /// so its own sentence, in its own language, says what the English message says.
+    var params: [String: String] = [:]
 
-    init(_ status: Int, _ code: String, _ message: String, field: String? = nil, retryAfter: Int? = nil) {
+    init(
+        _ status: Int, _ code: String, _ message: String, field: String? = nil, retryAfter: Int? = nil,
+        params: [String: String] = [:]
+    ) {
+        self.params = params
         self.status = status
         self.code = code
         self.message = message
@@ -52,6 +59,7 @@ struct AdminError: Error, Sendable {
         var detail: [String: Any] = ["code": code, "message": message]
         if let field { detail["field"] = field }
         if let retryAfter { detail["retry_after"] = retryAfter }
+        if !params.isEmpty { detail["params"] = params }
         var response = Response.json(object: ["error": detail], status: status)
         if let retryAfter { response.headers.replaceOrAdd(name: "Retry-After", value: String(retryAfter)) }
         return AdminHeaders.apply(to: response)

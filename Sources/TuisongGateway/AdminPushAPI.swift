@@ -1,6 +1,8 @@
 import Foundation
 import TuisongCore
+import TuisongDelivery
 import TuisongHTTP
+import TuisongTransportKit
 
 /// Test pushes from the console and the messages they (and every other API) created.
 ///
@@ -26,6 +28,26 @@ struct AdminPushAPI: Sendable {
             return try await preview(app, request)
         }
         api.add(.GET, "/messages", on: router) { request in try await recent(request) }
+        api.add(.DELETE, "/messages/{message}", on: router) { request in try await cancel(request) }
+        api.add(.GET, "/messages/{message}/bodies", on: router) { request in
+            let id = try request.adminID("message", "message")
+            guard let record = try await store.message(id: id) else { throw AdminError.notFound("message") }
+            let used = Set(try await store.channelCounts(messageID: id).keys)
+            let app = try await store.app(id: record.appID)
+            let bodies = try await serviceBodies(
+                content: record.content, headers: PushHeaders(record.options, messageID: id, appID: record.appID),
+                environment: record.options.environment, appID: record.appID, appName: app?.name ?? "",
+                token: nil, channels: nil)
+            // The services the message went to first, then the others.
+            let ordered = bodies.filter { used.contains($0.channel) } + bodies.filter { !used.contains($0.channel) }
+            return .json(object: [
+                "services": ordered.map { body in
+                    var object = body.object
+                    object["used"] = used.contains(body.channel)
+                    return object
+                }
+            ])
+        }
         api.add(.GET, "/messages/{message}", on: router) { request in
             let id = try request.adminID("message", "message")
             guard let status = try await status(id) else { throw AdminError.notFound("message") }
@@ -44,9 +66,10 @@ struct AdminPushAPI: Sendable {
             guard let raw = value as? String,
                 let token = DeviceToken(addressing: raw.trimmingCharacters(in: .whitespaces))
             else {
-                throw AdminError.invalid(
-                    "audience.token", "a device token is 64–200 hexadecimal digits (APNs) or an Android service's token"
-                )
+                throw AdminError(
+                    400, "invalid_token",
+                    "a device token is 64–200 hexadecimal digits (APNs) or an Android service's token",
+                    field: "audience.token")
             }
             native["audience"] = ["tokens": [token.hex]]
         case "tag", "all":
@@ -89,30 +112,108 @@ struct AdminPushAPI: Sendable {
         api.logger.info(
             "console: test push",
             metadata: ["message": "\(record.id)", "app": "\(app.id)", "audience": "\(job.audience.summary)"])
-        return .json(
-            object: [
-                "message_id": record.id, "state": record.state.rawValue,
-                "payload_bytes": APNsPayload.render(record.content).count,
-            ],
-            status: 202)
+        // The native API's warning, in the same words: nothing will be sent.
+        let empty = (try? await AudienceCheck.isEmpty(job, store: store)) ?? false
+        var object: [String: Any] = [
+            "message_id": record.id, "state": record.state.rawValue,
+            "payload_bytes": APNsPayload.render(record.content).count,
+        ]
+        if empty { object["warnings"] = ["audience_empty"] }
+        return .json(object: object, status: 202)
     }
 
-    /// The exact APNs payload the push would carry, or why it cannot be sent.
+    /// `DELETE /messages/{id}`: cancels a message not started yet (a scheduled push), as the
+    /// native API's `DELETE /api/v1/messages/{id}` does; one already started answers 409.
+    private func cancel(_ request: Request) async throws -> Response {
+        let id = try request.adminID("message", "message")
+        guard let gateway = api.gateway else {
+            throw AdminError(503, "push_unavailable", "this gateway runs no delivery engine")
+        }
+        guard let status = try await gateway.status(messageID: id) else { throw AdminError.notFound("message") }
+        guard try await gateway.cancel(messageID: id) else {
+            throw AdminError(
+                409, "not_scheduled",
+                "message \(id) is \(status.state): only a message not started yet (scheduled, or queued) can be cancelled"
+            )
+        }
+        api.logger.info("console: message cancelled", metadata: ["message": "\(id)"])
+        return .json(object: ["message_id": id, "state": MessageState.cancelled.rawValue])
+    }
+
+    /// One service's body for the console: `{"channel", "display_name", "encoding", "body",
+    /// "bytes", "skip_reason"}`.
+    struct RenderedBody {
+        var channel: PushChannel
+        var object: [String: Any]
+    }
+
+    /// Each service's own body for this content, rendered by its transport's declared rendering
+    /// (`TransportDeclaration.renderBody`); `channels` nil: every transport that renders one.
+    /// The app's default credential of a service lends its ids (never its secret).
+    func serviceBodies(
+        content: PushContent, headers: PushHeaders, environment: PushEnvironment?, appID: Int64, appName: String,
+        token: String?, channels: Set<PushChannel>?
+    ) async throws -> [RenderedBody] {
+        let credentials = try await store.channelCredentials(appID: appID)
+        let now = api.clock.now
+        return api.config.transports.registry.declarations.compactMap { declaration -> RenderedBody? in
+            let channel = declaration.channel.channel
+            guard let render = declaration.renderBody, channels?.contains(channel) ?? true else { return nil }
+            let stored = credentials.first { $0.channel == channel && $0.selector == nil }
+            let credential = ChannelCredential(
+                id: stored?.id ?? 0, channel: channel, vendorAppID: stored?.vendorAppID ?? "",
+                clientID: stored?.clientID ?? "", secret: [], options: stored?.options ?? [:])
+            let body = render(
+                ServiceBodyRequest(
+                    content: content, headers: headers, environment: environment ?? .production, appName: appName,
+                    token: token ?? "DEVICE_TOKEN", credential: credential, now: now))
+            let text = body.body.map { String(decoding: $0.serialized(), as: UTF8.self) }
+            return RenderedBody(
+                channel: channel,
+                object: [
+                    "channel": channel.rawValue, "display_name": declaration.channel.displayName,
+                    "encoding": body.encoding.rawValue, "body": orNull(text), "bytes": body.bytes,
+                    "skip_reason": orNull(body.skipReason),
+                ])
+        }
+    }
+
+    /// The exact APNs payload the push would carry, or why it cannot be sent; and `services`,
+    /// each service's own body: for a token audience, the body for that device's service (the
+    /// registered device's channel, else APNs for an APNs-shaped token); otherwise every service's.
     private func preview(_ app: App, _ request: Request) async throws -> Response {
         let job = try await job(app, try AdminBody(request))
         let limit = job.options.pushType.payloadLimit
+        var object: [String: Any]
         do {
             let payload = try APNsPayload.build(job.content, pushType: job.options.pushType)
-            return .json(object: [
-                "payload": String(decoding: payload, as: UTF8.self), "bytes": payload.count, "limit": limit,
-            ])
+            object = ["payload": String(decoding: payload, as: UTF8.self), "bytes": payload.count, "limit": limit]
         } catch {
             let rendered = APNsPayload.render(job.content)
-            return .json(object: [
+            object = [
                 "payload": String(decoding: rendered, as: UTF8.self), "bytes": rendered.count, "limit": limit,
                 "error": ["code": error.code.rawValue, "message": error.message],
-            ])
+            ]
         }
+        var token: String?
+        var channels: Set<PushChannel>?
+        var environment = job.options.environment
+        if case .tokens(let tokens) = job.audience, let raw = tokens.first, let addressed = DeviceToken(addressing: raw)
+        {
+            token = addressed.hex
+            if let device = try await store.device(appID: app.id, token: addressed) {
+                channels = [device.channel]
+                environment = environment ?? device.environment
+            } else if DeviceToken(raw, channel: .apns) != nil {
+                channels = [.apns]
+            }
+            object["channel"] = orNull(channels?.first?.rawValue)
+        }
+        object["services"] = try await serviceBodies(
+            content: job.content, headers: PushHeaders(job.options, appID: app.id), environment: environment,
+            appID: app.id, appName: app.name, token: token, channels: channels
+        ).map(\.object)
+        return .json(object: object)
     }
 
     /// `GET /messages?app=ID&limit=N`: the newest messages, live counts for those running.

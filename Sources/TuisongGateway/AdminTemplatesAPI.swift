@@ -19,7 +19,10 @@ struct AdminTemplatesAPI: Sendable {
             let app = try await apps.app(request)
             let fields = try Self.fields(AdminBody(request))
             if try await store.template(appID: app.id, name: fields.name) != nil {
-                throw AdminError.conflict("name", "this app already has a template named \"\(fields.name)\"")
+                throw AdminError(
+                    409, "template_name_taken", "this app already has a template named \"\(fields.name)\"",
+                    field: "name",
+                    params: ["name": fields.name])
             }
             let template = try await store.createTemplate(
                 appID: app.id, name: fields.name, titlePattern: fields.title, bodyPattern: fields.body)
@@ -29,7 +32,10 @@ struct AdminTemplatesAPI: Sendable {
             var template = try await template(request)
             let fields = try Self.fields(AdminBody(request))
             if let other = try await store.template(appID: template.appID, name: fields.name), other.id != template.id {
-                throw AdminError.conflict("name", "this app already has a template named \"\(fields.name)\"")
+                throw AdminError(
+                    409, "template_name_taken", "this app already has a template named \"\(fields.name)\"",
+                    field: "name",
+                    params: ["name": fields.name])
             }
             template.name = fields.name
             template.titlePattern = fields.title
@@ -68,7 +74,7 @@ struct AdminTemplatesAPI: Sendable {
     private static func fields(_ body: AdminBody) throws -> (name: String, title: String, body: String) {
         let name = try body.requiredString("name", maxLength: 100)
         guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw AdminError.invalid("name", "\"name\" must not contain control characters")
+            throw AdminError(400, "invalid_name", "\"name\" must not contain control characters", field: "name")
         }
         let title = try body.string("title_pattern", maxLength: maxPatternLength) ?? ""
         let bodyPattern = try body.string("body_pattern", maxLength: maxPatternLength) ?? ""

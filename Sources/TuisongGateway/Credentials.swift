@@ -103,7 +103,7 @@ public struct CredentialService: Sendable {
                 if pem.contains("CERTIFICATE") {
                     throw CredentialError(.wrongKind, "this is a certificate, not a .p8 key: upload it as PEM or .p12")
                 }
-                throw CredentialError(.corruptFile, "the .p8 file does not hold a private key (\(error))")
+                throw CredentialError(.corruptFile, "the .p8 file does not hold a private key (\(error.message))")
             }
             guard key.kind == .ecP256 else {
                 throw CredentialError(.wrongKind, "a .p8 APNs key is an EC P-256 key; this one is not")
@@ -122,7 +122,7 @@ public struct CredentialService: Sendable {
                 throw CredentialError(
                     .keyMismatch, "the private key in this .p12 file does not belong to its certificate")
             } catch {
-                throw CredentialError(.corruptFile, "this is not a readable .p12 file (\(error))")
+                throw CredentialError(.corruptFile, "this is not a readable .p12 file (\(error.message))")
             }
             return try certificateCredential(
                 parsed.certificate, key: parsed.key, kind: .p12, appID: appID, environment: environment,
@@ -140,7 +140,7 @@ public struct CredentialService: Sendable {
                     throw CredentialError(
                         .wrongKind, "this PEM holds only a key; a .p8 key is uploaded with its key id and team id")
                 }
-                throw CredentialError(.corruptFile, "the PEM text does not hold a certificate (\(error))")
+                throw CredentialError(.corruptFile, "the PEM text does not hold a certificate (\(error.message))")
             }
             guard let key = parsed.key else {
                 throw CredentialError(.wrongKind, "the PEM holds a certificate but no private key; paste both")

@@ -85,7 +85,7 @@ struct NativePushAPI: Sendable {
                 throw NativeAPIError(
                     400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message)
             }
-            let empty = (try? await audienceIsEmpty(job)) ?? false
+            let empty = (try? await AudienceCheck.isEmpty(job, store: engine.store)) ?? false
             return Self.accepted(record, warnings: empty ? ["audience_empty"] : [])
         } catch let error as NativeAPIError where (400..<500).contains(error.status) {
             // A repeat answers its first message whatever its body: a retry that differs (a
@@ -102,37 +102,6 @@ struct NativePushAPI: Sendable {
         if !warnings.isEmpty { object["warnings"] = warnings }
         return .json(object: object, status: 202)
     }
-
-    /// Whether the push is known, now, to reach no device: a tag no valid device carries
-    /// (`VIP` for `vip`), an app without devices, a list none of whose entries can be sent. An
-    /// explicit APNs token is sent registered or not, so a list holding one is never empty.
-    /// One read with a small `LIMIT`: a query audience's first device of the push's environment,
-    /// or a list's page as the run itself reads it first; lists longer than `maxCheckedList`
-    /// are not checked (said empty only when known).
-    private func audienceIsEmpty(_ job: PushJob) async throws -> Bool {
-        let limit: Int
-        switch job.audience {
-        case .tag, .all, .allAccounts, .accounts:
-            // Is one valid device of the push's environment there? (A page's first entry may be
-            // one of the other environment, skipped, with many to send after it.)
-            if case .accounts(let accounts) = job.audience, accounts.isEmpty { return true }
-            return try await engine.store.audienceCount(
-                appID: job.appID, audience: job.audience, environment: job.options.environment, upTo: 1) == 0
-        case .devices(let ids):
-            guard ids.count <= Self.maxCheckedList else { return false }
-            limit = ids.count
-        case .tokens(let tokens):
-            guard tokens.count <= Self.maxCheckedList, !tokens.contains(where: { DeviceToken($0) != nil }) else {
-                return false
-            }
-            limit = tokens.count
-        }
-        let entries = try await engine.store.audiencePage(
-            appID: job.appID, audience: job.audience, environment: job.options.environment, after: 0, limit: limit)
-        return entries.allSatisfy { $0.skipReason != nil }
-    }
-
-    static let maxCheckedList = 1000
 
     /// The request's `Idempotency-Key`, if it sent one: a repeat within 24 hours answers the
     /// first request's message (see `IdempotencyKey`).

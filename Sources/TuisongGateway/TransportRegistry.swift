@@ -87,6 +87,7 @@ public struct TransportRegistry: Sendable {
                     [
                         "name": field.name, "kind": field.kind.rawValue, "required": field.required,
                         "label": ["en": field.label.en, "zh": field.label.zh], "help": field.help,
+                        "help_text": ["en": field.help, "zh": field.helpZH ?? field.help],
                         "placeholder": field.placeholder, "numeric": field.numeric, "accept": field.accept,
                     ]
                 },

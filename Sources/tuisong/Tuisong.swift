@@ -49,10 +49,16 @@ struct ConfigOptions: ParsableArguments {
     /// Where the config came from, for people: `config /srv/tuisong/config/tuisong.json` or
     /// `the embedded default config (no config/tuisong.json in /tmp)`.
     var source: String {
+        guard let path else { return location }
+        return "config \(absolutePath(path))"
+    }
+
+    /// The config file's absolute path, or which default it is: the start banner's `config:` line.
+    var location: String {
         guard let path else {
             return "the embedded default config (no \(Self.defaultPath) in \(FileManager.default.currentDirectoryPath))"
         }
-        return "config \(absolutePath(path))"
+        return absolutePath(path)
     }
 
     /// The effective config. Without `--config` it says on standard error which config and
@@ -199,14 +205,14 @@ struct Serve: AsyncParsableCommand {
                 "Tuisong listening",
                 metadata: [
                     "version": "\(TuisongVersion.current)", "url": "\(runtime.consoleURL)",
-                    "config": "\(options.source)",
+                    "config": "\(options.location)",
                     "database": "\(runtime.store.location)", "backend": "\(runtime.store.backendName)",
                     "master_key": "\(masterKey)",
                     "console": "\(console)", "metrics_port": "\(runtime.metricsPort.map(String.init) ?? "")",
                 ])
         } else {
             print("Tuisong \(TuisongVersion.current) listening on \(runtime.consoleURL)")
-            print("  config: \(options.source)")
+            print("  config: \(options.location)")
             print("  database: \(runtime.store.backendName) \(runtime.store.location)")
             print("  master key: \(masterKey)")
             print("  console: \(console)")

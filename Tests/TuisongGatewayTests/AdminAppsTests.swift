@@ -143,6 +143,10 @@ import TuisongPluginTestKit
         let twin = try await client.call("POST", "/apps", json: ["name": " shop", "bundle_id": "com.example.shop"])
         #expect(twin.status == 409)
         #expect(twin.errorField == "name")
+        // A code and its values, so the console words it in its own language.
+        #expect(twin.errorCode == "app_name_taken")
+        let params = (twin.jsonObject["error"] as? [String: Any])?["params"] as? [String: String]
+        #expect(params == ["id": String(firstID), "name": "Shop", "bundle_id": "com.example.shop"])
         #expect(
             twin.errorMessage?.contains(#"app \#(firstID) is already named "Shop" for com.example.shop"#) == true,
             "\(String(describing: twin.errorMessage))")

@@ -10,6 +10,7 @@ export class ApiError extends Error {
     this.code = detail?.code || 'http_error';
     this.field = detail?.field || null;
     this.retryAfter = detail?.retry_after || null;
+    this.params = detail?.params || {};
   }
 }
 

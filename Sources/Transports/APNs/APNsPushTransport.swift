@@ -514,7 +514,18 @@ extension APNsPushTransport {
     /// and hex tokens. The gateway builds its pools itself (`GatewayRuntime.startAPNs`: one per
     /// credential and environment, the local look-alike in local mode); its credentials are the
     /// `.p8`/`.p12`/PEM files of `CredentialService`, not a declared form.
-    public static let declaration = TransportDeclaration(channel: .apns, serviceCodes: serviceCodes)
+    public static let declaration = TransportDeclaration(
+        channel: .apns, serviceCodes: serviceCodes,
+        renderBody: { request in
+            // The payload as APNs gets it (the rendering every APNs send uses), or why APNs refuses it.
+            do throws(PayloadError) {
+                return .json(try APNsPayload.build(request.content, pushType: request.headers.pushType))
+            } catch {
+                var body = ServiceBody.json(APNsPayload.render(request.content))
+                body.skipReason = error.code == .tooLarge ? "payload_too_large" : "invalid_notification"
+                return body
+            }
+        })
 
     /// APNs's reasons, in Apple's words ("Handling notification responses from APNs";
     /// /work/shared/reference/apns.md).

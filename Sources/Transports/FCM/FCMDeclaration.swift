@@ -17,6 +17,7 @@ extension FCMTransport {
                 .init(
                     "file", .file, label: .init(en: "Service account JSON", zh: "服务账号 JSON"),
                     help: "the service-account JSON file Firebase's console downloads",
+                    helpZH: "Firebase 控制台下载的服务账号 JSON 文件",
                     accept: ".json,application/json",
                     cliName: "service-account")
             ],
@@ -54,7 +55,14 @@ extension FCMTransport {
                 shutdown: { transport.shutdown() }, checkSignIn: { await transport.checkSignIn($0) },
                 quotaExhausted: nil)
         },
-        serviceCodes: serviceCodes)
+        serviceCodes: serviceCodes,
+        renderBody: { request in
+            // FCM's own message for one token; what FCM would refuse for its size is skipped.
+            let template = FCMMessage.Template(content: request.content, headers: request.headers, now: request.now)
+            var body = ServiceBody.json(template.body(token: request.token))
+            if template.payloadBytes > FCMMessage.payloadLimit { body.skipReason = "payload_too_large" }
+            return body
+        })
 
     /// Google's token endpoint (OAuth 2.0, RFC 6749 §5.2) and FCM HTTP v1's error codes
     /// (docs/reference/android.md §1, §2).

@@ -17,10 +17,12 @@ extension HarmonyService {
                     "file", .file, label: .init(en: "Service account key JSON", zh: "服务账号密钥 JSON"),
                     help:
                         "the service-account key file Huawei's API Console downloads (project_id, key_id, private_key, sub_account)",
+                    helpZH: "华为 API Console 下载的服务账号密钥文件（含 project_id、key_id、private_key、sub_account）",
                     accept: ".json,application/json", cliName: "service-account"),
                 .init(
                     "category", required: false, label: .init(en: "Default category", zh: "默认消息类别"),
                     help: "the notification category of messages that name none (IM, WORK, …; MARKETING when empty)",
+                    helpZH: "未指明类别的消息所用的通知类别（IM、WORK 等；留空为 MARKETING）",
                     placeholder: "IM", rule: .init(.identifier, 1...32)),
             ],
             validate: { (input, _) throws(CredentialFormError) -> ValidatedCredential in
@@ -31,7 +33,8 @@ extension HarmonyService {
                 HarmonyService(baseURL: context.url("url"), receipts: context.receipts), context, hasQuota: false)
         },
         receipts: HarmonyReceipts.declaration,
-        serviceCodes: serviceCodes)
+        serviceCodes: serviceCodes,
+        renderBody: { HarmonyService().serviceBody($0) })
 
     /// Push Kit v3's codes for HarmonyOS NEXT (docs/reference/harmony.md §4).
     static let serviceCodes: [String: String] = [

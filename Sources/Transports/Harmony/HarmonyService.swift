@@ -86,6 +86,10 @@ public struct HarmonyService: TokenBatchService {
             defaultCategory: credential.options["category"], now: now, biTag: receipts?.tag(headers))
     }
 
+    public func readableBody(_ template: HarmonyMessage.Template, token: String) -> ServiceBody {
+        .json(template.body(tokens: [token]))
+    }
+
     public func send(
         _ template: HarmonyMessage.Template, tokens: [String], credential: ChannelCredential, token: AccessToken,
         client: HTTPClient, timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void

@@ -17,7 +17,8 @@ extension HonorService {
                 HonorService(baseURL: context.url("url"), tokenURL: context.url("token_url", localPath: "/auth/token")),
                 context)
         },
-        serviceCodes: serviceCodes)
+        serviceCodes: serviceCodes,
+        renderBody: { HonorService().serviceBody($0) })
 
     /// Honor's token endpoint and push codes (docs/reference/android.md §4: its numbers are
     /// Huawei Push Kit's inside Honor's envelope).

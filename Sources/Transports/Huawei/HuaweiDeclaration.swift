@@ -20,7 +20,8 @@ extension HuaweiService {
                 context)
         },
         receipts: HuaweiReceipts.declaration,
-        serviceCodes: serviceCodes)
+        serviceCodes: serviceCodes,
+        renderBody: { HuaweiService().serviceBody($0) })
 
     /// Huawei's OAuth and Push Kit codes (docs/reference/android.md §3; Huawei's server error
     /// code pages).

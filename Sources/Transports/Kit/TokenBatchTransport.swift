@@ -44,6 +44,10 @@ public protocol TokenBatchService: Sendable {
         content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
         now: Date
     ) -> Template
+    /// The body one device's request carries, for people to read (the console shows it):
+    /// what `send` would post for `[token]`, less what only the sending adds (an access token, a
+    /// request id).
+    func readableBody(_ template: Template, token: String) -> ServiceBody
     /// Sends one chunk of tokens (at most `maxTokens`) and calls `done` once with what the
     /// service answered, on any thread.
     func send(

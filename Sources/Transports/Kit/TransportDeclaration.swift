@@ -25,13 +25,18 @@ public struct TransportDeclaration: Sendable {
     /// Keyed by the reason as stored (`SendReason.description`). A code without an entry is
     /// shown bare.
     public var serviceCodes: [String: String]
+    /// The service's own body for a push, made by the transport's own rendering (what the
+    /// console shows of a message for each service); nil: the transport shows none.
+    public var renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)?
 
     public init(
         channel: ChannelDeclaration, configKeys: [TransportConfigKey] = [], credentialForm: CredentialForm? = nil,
         make: (@Sendable (TransportContext) throws -> TransportInstance)? = nil, receipts: ReceiptDeclaration? = nil,
-        serviceCodes: [String: String] = [:]
+        serviceCodes: [String: String] = [:],
+        renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)? = nil
     ) {
         self.serviceCodes = serviceCodes
+        self.renderBody = renderBody
         self.receipts = receipts
         self.channel = channel
         self.configKeys = configKeys
@@ -204,6 +209,8 @@ public struct CredentialForm: Sendable {
         public var required: Bool
         public var label: LocalizedLabel
         public var help: String
+        /// The help in Chinese, for the console in Chinese (nil: the English one).
+        public var helpZH: String?
         /// What the console's input shows when empty, and the keyboard it asks for.
         public var placeholder: String
         public var numeric: Bool
@@ -217,9 +224,10 @@ public struct CredentialForm: Sendable {
 
         public init(
             _ name: String, _ kind: Kind = .text, required: Bool = true, label: LocalizedLabel, help: String,
-            placeholder: String = "", numeric: Bool = false, accept: String = "", cliName: String? = nil,
-            rule: CredentialFieldRule? = nil
+            helpZH: String? = nil, placeholder: String = "", numeric: Bool = false, accept: String = "",
+            cliName: String? = nil, rule: CredentialFieldRule? = nil
         ) {
+            self.helpZH = helpZH
             self.cliName = cliName
             self.rule = rule ?? (kind == .secret ? .secret : .printable(1...256))
             self.name = name
@@ -440,20 +448,24 @@ extension CredentialForm {
                 "vendor_app_id", label: appID,
                 help: packageName
                     ? "the app's package name, e.g. com.example.chat" : "the app id the developer console shows",
+                helpZH: packageName ? "应用的包名，例如 com.example.chat" : "开发者控制台显示的应用 ID",
                 placeholder: packageName ? "com.example.chat" : "10086", numeric: !packageName,
                 rule: packageName ? .init(.javaPackage, 3...255) : .digits(1...18)),
             Field(
                 "client_id", label: clientID, help: "the \(clientID.en) the developer console shows",
+                helpZH: "开发者控制台显示的\(clientID.zh)",
                 rule: .identifier(1...128)),
             Field(
                 "client_secret", .secret, label: secret,
-                help: "the \(secret.en) (the CLI reads it from the environment variable named: shells keep history)"),
+                help: "the \(secret.en) (the CLI reads it from the environment variable named: shells keep history)",
+                helpZH: "开发者控制台显示的\(secret.zh)（命令行从所指定的环境变量读取：shell 会留下历史记录）"),
         ]
         if badgeClass {
             fields.append(
                 Field(
                     "badge_class", required: false, label: LocalizedLabel(en: "Badge class", zh: "角标 Activity"),
-                    help: "the launcher activity a badge number is shown on", placeholder: "com.example.MainActivity",
+                    help: "the launcher activity a badge number is shown on", helpZH: "显示角标数字的应用入口 Activity",
+                    placeholder: "com.example.MainActivity",
                     rule: .init(.javaClass, 1...256)))
         }
         return CredentialForm(fields: fields) { (input, _) throws(CredentialFormError) -> ValidatedCredential in

@@ -14,7 +14,8 @@ extension OPPOService {
         make: { context in
             try .tokenBatch(OPPOService(baseURL: context.url("url")), context)
         },
-        serviceCodes: serviceCodes)
+        serviceCodes: serviceCodes,
+        renderBody: { OPPOService().serviceBody($0) })
 
     /// OPPO Push's return codes (docs/reference/android.md §9, OPPO's "返回码" table).
     static let serviceCodes: [String: String] = [

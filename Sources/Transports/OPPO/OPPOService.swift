@@ -73,6 +73,15 @@ public struct OPPOService: TokenBatchService {
         OPPOMessage.notification(content: content, headers: headers, now: now)
     }
 
+    /// The form's `messages` (a JSON list of one message per token); its `auth_token` is the
+    /// sign-in's and not shown.
+    public func readableBody(_ template: JSONValue, token: String) -> ServiceBody {
+        let messages = JSONValue.array([["target_type": 2, "target_value": .string(token), "notification": template]])
+        return ServiceBody(
+            encoding: .form, body: ["messages": messages],
+            bytes: FormEncoding.encode([("messages", messages.serializedString)]).count)
+    }
+
     public func send(
         _ template: JSONValue, tokens: [String], credential: ChannelCredential, token: AccessToken, client: HTTPClient,
         timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void

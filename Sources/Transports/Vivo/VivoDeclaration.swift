@@ -14,7 +14,8 @@ extension VivoService {
         make: { context in
             try .tokenBatch(VivoService(baseURL: context.url("url")), context)
         },
-        serviceCodes: serviceCodes)
+        serviceCodes: serviceCodes,
+        renderBody: { VivoService().serviceBody($0) })
 
     /// vivo Push's codes (docs/reference/android.md §10).
     static let serviceCodes: [String: String] = [

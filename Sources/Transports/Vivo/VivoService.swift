@@ -71,6 +71,13 @@ public struct VivoService: TokenBatchService {
         return fields
     }
 
+    /// One device's `/message/send` body (its `requestId` is made per request and not shown).
+    public func readableBody(_ template: [String: JSONValue], token: String) -> ServiceBody {
+        var single = template
+        single["regId"] = .string(token)
+        return .json(JSONValue.object(single).serialized())
+    }
+
     public func send(
         _ template: [String: JSONValue], tokens: [String], credential: ChannelCredential, token: AccessToken,
         client: HTTPClient, timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void

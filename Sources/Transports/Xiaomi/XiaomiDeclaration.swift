@@ -14,7 +14,8 @@ extension XiaomiService {
         make: { context in
             try .tokenBatch(XiaomiService(baseURL: context.url("url")), context)
         },
-        serviceCodes: serviceCodes)
+        serviceCodes: serviceCodes,
+        renderBody: { XiaomiService().serviceBody($0) })
 
     /// MiPush's codes (docs/reference/android.md §8).
     static let serviceCodes: [String: String] = [

@@ -61,6 +61,14 @@ public struct XiaomiService: TokenBatchService {
         XiaomiMessage.fields(content: content, headers: headers, packageName: credential.vendorAppID, now: now)
     }
 
+    /// The form fields of the request (`registration_id` first, as `send` writes them).
+    public func readableBody(_ template: [(String, String)], token: String) -> ServiceBody {
+        let fields = [("registration_id", token)] + template
+        return ServiceBody(
+            encoding: .form, body: .object(Dictionary(fields.map { ($0, JSONValue.string($1)) }) { first, _ in first }),
+            bytes: FormEncoding.encode(fields).count)
+    }
+
     public func send(
         _ template: [(String, String)], tokens: [String], credential: ChannelCredential, token: AccessToken,
         client: HTTPClient, timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void

@@ -126,8 +126,9 @@ const FIELD_HINTS = { file: 'cred.androidFileHint', client_secret: 'secret.unset
  * declaration's. The file hint walks through Firebase's console, so it is FCM's alone (a
  * HarmonyOS key file comes from Huawei's API Console, as its declaration says). */
 function fieldHint(spec, channel) {
-  if (spec.name === 'file' && channel !== 'fcm') return spec.help || '';
-  return FIELD_HINTS[spec.name] ? t(FIELD_HINTS[spec.name]) : spec.help || '';
+  const declared = localized(spec.help_text, spec.help || '');
+  if (spec.name === 'file' && channel !== 'fcm') return declared;
+  return FIELD_HINTS[spec.name] ? t(FIELD_HINTS[spec.name]) : declared;
 }
 
 /** androidChannels() in the current language, for the section's title, hint and empty state. */

@@ -1,5 +1,5 @@
-import { get } from '../api.js';
-import { h, append, field, formatTime, formatNumber, shortToken } from '../dom.js';
+import { get, patch, put, del } from '../api.js';
+import { h, append, field, setFieldError, notice, confirmDialog, formatTime, formatNumber, shortToken } from '../dom.js';
 import { t, errorText, localized } from '../i18n.js';
 import { currentApp } from '../state.js';
 import { stateBadge, reasonText } from '../widgets.js';
@@ -8,13 +8,13 @@ import { noAppPanel } from './common.js';
 // The last search survives visits to a device's detail page.
 const lastSearch = { appID: null, by: 'all', q: '' };
 
-export async function renderDevices(container, { arg }) {
+export async function renderDevices(container, { arg, navigate }) {
   const app = currentApp();
   if (!app) {
     container.append(h('h1', { tabindex: '-1', text: t('dev.title') }), noAppPanel());
     return null;
   }
-  if (arg) return renderDevice(container, app, arg);
+  if (arg) return renderDevice(container, app, arg, navigate);
   if (lastSearch.appID !== app.id) Object.assign(lastSearch, { appID: app.id, by: 'all', q: '' });
 
   const by = h('select', { name: 'by' }, ['all', 'token', 'user', 'tag'].map((value) => h('option', { value, text: t(`dev.by.${value}`) })));
@@ -44,13 +44,13 @@ export async function renderDevices(container, { arg }) {
       if (!append) {
         tbody = h('tbody');
         results.replaceChildren(data.devices.length
-          ? h('table', { id: 'devices-table' },
+          ? h('table', { id: 'devices-table', class: 'cards' },
             h('thead', {}, h('tr', {},
               h('th', { scope: 'col', text: t('dev.token') }),
               h('th', { scope: 'col', text: t('dev.channel') }),
               h('th', { scope: 'col', text: t('dev.environment') }),
               h('th', { scope: 'col', text: t('dev.user') }),
-              h('th', { scope: 'col', class: 'wide-only', text: t('dev.updated') }),
+              h('th', { scope: 'col', text: t('dev.updated') }),
               h('th', { scope: 'col', text: t('dev.status') }))),
             tbody)
           : h('p', { class: 'empty', text: t('dev.noneFound') }));
@@ -105,17 +105,17 @@ function environmentText(device) {
 function deviceRow(device) {
   // Android tokens are opaque strings, not hex: encoded in the link, shown shortened as well.
   return h('tr', { dataset: { token: device.token, channel: device.channel || 'apns' } },
-    h('td', { class: 'token' }, h('a', { href: `#/devices/${encodeURIComponent(device.token)}`, title: device.token, text: shortToken(device.token) })),
-    h('td', { class: 'channel', text: channelName(device) }),
-    h('td', { text: environmentText(device) }),
-    h('td', { text: device.user || device.im_account || '—' }),
-    h('td', { class: 'wide-only nowrap', text: formatTime(device.updated_at) }),
-    h('td', {}, device.invalidated_at
+    h('td', { class: 'token', dataset: { label: t('dev.token') } }, h('a', { href: `#/devices/${encodeURIComponent(device.token)}`, title: device.token, text: shortToken(device.token) })),
+    h('td', { class: 'channel', dataset: { label: t('dev.channel') }, text: channelName(device) }),
+    h('td', { dataset: { label: t('dev.environment') }, text: environmentText(device) }),
+    h('td', { class: 'user', dataset: { label: t('dev.user') }, text: device.user || device.im_account || '—' }),
+    h('td', { class: 'time nowrap', dataset: { label: t('dev.updated') }, text: formatTime(device.updated_at) }),
+    h('td', { dataset: { label: t('dev.status') } }, device.invalidated_at
       ? h('span', { class: 'badge bad', title: device.invalid_reason || '', text: t('dev.invalidated') })
       : h('span', { class: 'badge ok', text: t('dev.valid') })));
 }
 
-async function renderDevice(container, app, token) {
+async function renderDevice(container, app, token, navigate) {
   let device;
   try {
     device = await get(`/apps/${app.id}/devices/${encodeURIComponent(token)}`);
@@ -125,6 +125,84 @@ async function renderDevice(container, app, token) {
     return null;
   }
   const row = (label, value, cls) => [h('dt', { text: label }), h('dd', { class: cls || null }, value ?? '—')];
+  const path = `/apps/${app.id}/devices/${encodeURIComponent(device.token)}`;
+  // After a change the page is drawn again from what the server now has.
+  const redraw = async () => {
+    container.replaceChildren();
+    await renderDevice(container, app, device.token, navigate);
+    container.querySelector('h1')?.focus();
+  };
+
+  // The user: changed, or detached (`"user": null`, as the native API takes it).
+  const userInput = h('input', { type: 'text', id: 'device-user', name: 'user', autocomplete: 'off', spellcheck: 'false', maxlength: 256, value: device.user || '' });
+  const userSave = h('button', { type: 'submit', class: 'primary', id: 'device-user-save', text: t('dev.userSave') });
+  const userDetach = device.user ? h('button', { type: 'button', id: 'device-user-detach', text: t('dev.userDetach') }) : null;
+  async function saveUser(user) {
+    setFieldError(userInput, null);
+    try {
+      await patch(path, { user });
+      notice(t(user === null ? 'dev.userDetached' : 'dev.userSaved'), 'ok');
+      await redraw();
+    } catch (error) {
+      setFieldError(userInput, errorText(error));
+    }
+  }
+  const userForm = h('form', { id: 'device-user-form', novalidate: true },
+    field(t('dev.user'), userInput, { id: 'device-user-field', hint: t('dev.userHint') }).wrap,
+    h('div', { class: 'actions' }, userSave, userDetach));
+  userForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const user = userInput.value.trim();
+    saveUser(user === '' ? null : user);
+  });
+  userDetach?.addEventListener('click', () => saveUser(null));
+
+  // Tags: each removable, a new one added.
+  const tagInput = h('input', { type: 'text', id: 'device-tag-new', name: 'tag', autocomplete: 'off', spellcheck: 'false', maxlength: 128 });
+  const tagForm = h('form', { id: 'device-tag-form', novalidate: true },
+    h('div', { class: 'row bottom' },
+      field(t('dev.tagNew'), tagInput, { id: 'device-tag-field' }).wrap,
+      h('div', { class: 'field' }, h('button', { type: 'submit', id: 'device-tag-add', text: t('dev.tagAdd') }))));
+  tagForm.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    setFieldError(tagInput, null);
+    const tag = tagInput.value.trim();
+    try {
+      await put(`${path}/tags/${encodeURIComponent(tag)}`);
+      notice(t('dev.tagAdded', { tag }), 'ok');
+      await redraw();
+    } catch (error) {
+      setFieldError(tagInput, errorText(error));
+    }
+  });
+  const tagChips = device.tags.length
+    ? h('span', { class: 'tag-list', id: 'device-tags' }, device.tags.map((tag) => h('span', { class: 'badge tag-removable', dataset: { tag } }, tag,
+      h('button', {
+        type: 'button', class: 'tag-remove', 'aria-label': t('dev.tagRemove', { tag }), title: t('dev.tagRemove', { tag }), text: '×',
+        onclick: async () => {
+          try {
+            await del(`${path}/tags/${encodeURIComponent(tag)}`);
+            notice(t('dev.tagRemoved', { tag }), 'ok');
+            await redraw();
+          } catch (error) {
+            notice(errorText(error), 'bad');
+          }
+        },
+      }))))
+    : null;
+
+  // Deleting (a test phone, a device that is gone).
+  const deleteButton = h('button', { type: 'button', class: 'danger', id: 'device-delete', text: t('dev.delete') });
+  deleteButton.addEventListener('click', async () => {
+    if (!await confirmDialog(t('dev.deleteTitle'), t('dev.deleteConfirm', { token: shortToken(device.token) }), t('common.delete'), t('common.cancel'))) return;
+    try {
+      await del(path);
+      notice(t('dev.deleted'), 'ok');
+      navigate('#/devices');
+    } catch (error) {
+      notice(errorText(error), 'bad');
+    }
+  });
   const last = device.last_delivery;
   const lastBox = last
     ? h('dl', { class: 'details', id: 'last-delivery' },
@@ -157,7 +235,12 @@ async function renderDevice(container, app, token) {
           (device.vendor_columns || []).map((c) => row(localized(c.label, c.key), device.vendor_values?.[c.vendor]?.[c.key], 'mono')),
           row(t('dev.created'), formatTime(device.created_at)),
           row(t('dev.updated'), formatTime(device.updated_at)),
-          row(t('dev.tags'), device.tags.length ? h('span', { class: 'tag-list' }, device.tags.map((tag) => h('span', { class: 'badge', text: tag }))) : null))),
+          row(t('dev.tags'), tagChips))),
+      h('section', { class: 'panel', 'aria-labelledby': 'dev-edit', id: 'device-edit' },
+        h('h2', { id: 'dev-edit', text: t('dev.edit') }),
+        userForm,
+        tagForm,
+        h('div', { class: 'actions', style: { marginTop: '16px' } }, deleteButton)),
       h('section', { class: 'panel', 'aria-labelledby': 'dev-last' },
         h('h2', { id: 'dev-last', text: t('dev.lastDelivery') }), lastBox,
         device.recent_problems.length

@@ -52,27 +52,28 @@ export async function renderMonitor(container) {
     if (!data.recent.length) {
       recent.append(h('p', { class: 'empty', text: t('monitor.noMessages') }));
     } else {
-      recent.append(h('table', {},
+      // One card per message on a phone: nothing clipped, times on one line.
+      recent.append(h('table', { class: 'cards', id: 'recent-table' },
         h('thead', {}, h('tr', {},
           h('th', { scope: 'col', text: t('msg.id') }),
           h('th', { scope: 'col', text: t('msg.app') }),
           h('th', { scope: 'col', class: 'wide-only', text: t('msg.vendor') }),
           h('th', { scope: 'col', text: t('msg.state') }),
-          h('th', { scope: 'col', class: 'wide-only', text: t('msg.audience') }),
+          h('th', { scope: 'col', text: t('msg.audience') }),
           h('th', { scope: 'col', class: 'num', text: t('count.delivered') }),
           h('th', { scope: 'col', class: 'num', text: t('count.failed') }),
           h('th', { scope: 'col', text: t('msg.channels') }),
-          h('th', { scope: 'col', class: 'wide-only', text: t('msg.created') }))),
+          h('th', { scope: 'col', text: t('msg.created') }))),
         h('tbody', {}, data.recent.map((m) => h('tr', { dataset: { message: m.id } },
-          h('td', {}, h('a', { href: `#/push/${m.id}`, text: `#${m.id}` })),
-          h('td', { text: appName(m.app_id) }),
-          h('td', { class: 'wide-only', text: vendorText(m.vendor) }),
-          h('td', {}, stateBadge(m.state)),
-          h('td', { class: 'wide-only audience', text: audienceText(m.audience) }),
-          h('td', { class: 'num', text: formatNumber(m.counts.delivered) }),
-          h('td', { class: 'num', text: formatNumber(m.counts.failed) }),
-          h('td', { class: 'channels' }, channelCountsLine(m, { label: false }) ?? '—'),
-          h('td', { class: 'wide-only nowrap', text: formatTime(m.created_at) }))))));
+          h('td', { dataset: { label: t('msg.id') } }, h('a', { href: `#/push/${m.id}`, text: `#${m.id}` })),
+          h('td', { dataset: { label: t('msg.app') }, text: appName(m.app_id) }),
+          h('td', { class: 'wide-only', dataset: { label: t('msg.vendor') }, text: vendorText(m.vendor) }),
+          h('td', { dataset: { label: t('msg.state') } }, stateBadge(m.state)),
+          h('td', { class: 'audience', dataset: { label: t('msg.audience') }, text: audienceText(m.audience) }),
+          h('td', { class: 'num', dataset: { label: t('count.delivered') }, text: formatNumber(m.counts.delivered) }),
+          h('td', { class: 'num', dataset: { label: t('count.failed') }, text: formatNumber(m.counts.failed) }),
+          h('td', { class: 'channels', dataset: { label: t('msg.channels') } }, channelCountsLine(m, { label: false }) ?? '—'),
+          h('td', { class: 'time nowrap', dataset: { label: t('msg.created') }, text: formatTime(m.created_at) }))))));
     }
     updated.textContent = t('monitor.updated', { time: formatClock(new Date(data.now)) });
   }

@@ -1,11 +1,35 @@
-import { get, post, features } from '../api.js';
-import { h, field, setFieldError, notice, formatTime, formatNumber, utf8Length } from '../dom.js';
-import { t, errorText } from '../i18n.js';
+import { get, post, del, features } from '../api.js';
+import { h, field, setFieldError, notice, confirmDialog, formatTime, formatNumber, utf8Length } from '../dom.js';
+import { t, errorText, paren } from '../i18n.js';
 import { currentApp, state } from '../state.js';
 import { render as renderPattern, argumentCount } from '../template.js';
 import { buildPayload, canonicalJSON, PAYLOAD_LIMIT } from '../payload.js';
-import { stateBadge, progressBar, countsLine, channelTable, failureBars, waitingList, audienceText, vendorText } from '../widgets.js';
+import { stateBadge, progressBar, countsLine, channelTable, failureBars, waitingList, audienceText, vendorText, expectedTotal, reasonText } from '../widgets.js';
 import { noAppPanel } from './common.js';
+
+// What the server warned about a push this console sent (`audience_empty`), by message id:
+// the follow page says it from the first poll.
+const pushWarnings = new Map();
+
+/** A service's body as the console shows it: JSON indented, form fields one a line. */
+function bodyText(service) {
+  if (service.body === null || service.body === undefined) return '';
+  if (service.channel === 'apns') return service.body;
+  try {
+    const value = JSON.parse(service.body);
+    if (service.encoding === 'form') return Object.entries(value).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n');
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return service.body;
+  }
+}
+
+/** The line under a service's body: its size, or why the service gets nothing. */
+function bodyNote(service) {
+  if (service.skip_reason) return t('push.bodySkipped', { reason: reasonText(service.skip_reason, service.channel) });
+  const encoding = service.encoding === 'form' ? t('push.bodyForm') : '';
+  return `${t('push.bodyBytes', { size: formatNumber(service.bytes) })}${encoding}`;
+}
 
 export async function renderPush(container, { arg, navigate }) {
   // #/push/<message id> follows a message; #/push/device/<token> composes for one device.
@@ -55,6 +79,20 @@ export async function renderPush(container, { arg, navigate }) {
   const meterFill = h('span');
   const meter = h('div', { class: 'meter', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': PAYLOAD_LIMIT, 'aria-labelledby': 'payload-size-label' }, meterFill);
   const payloadPre = h('pre', { class: 'payload', id: 'payload-preview' });
+  // Each service's own body, rendered by the server through the service's transport: the
+  // chosen device's service for one token, any service for a tag or all devices.
+  const serviceSelect = h('select', { id: 'push-service', name: 'service' });
+  const serviceBodyPre = h('pre', { class: 'payload', id: 'service-body' });
+  const serviceNote = h('p', { class: 'muted', id: 'service-body-note' });
+  const serviceHint = h('p', { class: 'muted', id: 'service-body-hint' });
+  // APNs's payload and its size, counted in the browser on every keystroke; hidden when the
+  // chosen device is of another service, whose own body is shown below instead.
+  const apnsSize = h('div', { id: 'apns-size' },
+    h('div', { class: 'meter-line' }, h('span', { id: 'payload-size-label', text: t('push.payloadSize') }), sizeText), meter);
+  const apnsPayload = h('div', { id: 'apns-payload' }, h('h3', { style: { marginTop: '14px' }, text: t('push.payload') }), payloadPre);
+  let serviceBodies = [];
+  let previewTimer = null;
+  let previewSerial = 0;
   const previewTitle = h('div', { class: 'preview-title', id: 'push-preview-title' });
   const previewBody = h('div', { class: 'preview-body', id: 'push-preview-body' });
   const preview = h('div', { class: 'preview-phone', role: 'group', 'aria-label': t('tpl.preview') },
@@ -111,7 +149,67 @@ export async function renderPush(container, { arg, navigate }) {
     };
   }
 
+  /** The body of the push (and of its preview) as the form stands. */
+  function pushRequest() {
+    const kind = audienceKind();
+    const audience = kind === 'token' ? { token: token.value.trim() } : kind === 'tag' ? { tag: tag.value.trim() } : { all: true };
+    const tpl = selectedTemplate();
+    const fields = currentFields();
+    const notification = {};
+    const alert = {};
+    if (!tpl && fields.title) alert.title = fields.title;
+    if (!tpl && fields.body) alert.body = fields.body;
+    if (Object.keys(alert).length) notification.alert = alert;
+    if (fields.badge !== null) notification.badge = Number(fields.badge);
+    if (fields.sound) notification.sound = fields.sound;
+    if (Object.keys(fields.custom).length) notification.custom = fields.custom;
+    const request = { audience, notification };
+    if (environment.value) request.environment = environment.value;
+    if (tpl) {
+      request.template_id = tpl.id;
+      request.arguments = argInputs.map((input) => input.value);
+    }
+    return request;
+  }
+
+  function showServiceBody() {
+    const chosen = serviceBodies.find((s) => s.channel === serviceSelect.value) || serviceBodies[0];
+    serviceBodyPre.textContent = chosen ? bodyText(chosen) : '';
+    serviceNote.textContent = chosen ? bodyNote(chosen) : '';
+    serviceBodyPre.dataset.channel = chosen?.channel ?? '';
+  }
+
+  /** Asks the server for each service's body, a moment after the last change. */
+  function schedulePreview() {
+    clearTimeout(previewTimer);
+    previewTimer = setTimeout(async () => {
+      const serial = ++previewSerial;
+      const request = pushRequest();
+      if (request.audience.token === '' || request.audience.tag === '') request.audience = { all: true };
+      let data;
+      try {
+        data = await post(`/apps/${app.id}/push/preview`, request);
+      } catch {
+        return; // a token still being typed, say: the last bodies stay
+      }
+      if (serial !== previewSerial) return;
+      const previous = serviceSelect.value;
+      serviceBodies = data.services || [];
+      serviceSelect.replaceChildren(...serviceBodies.map((s) => h('option', { value: s.channel, text: s.display_name })));
+      serviceSelect.value = serviceBodies.some((s) => s.channel === previous) ? previous : (serviceBodies[0]?.channel ?? '');
+      // One device: its own service's body, nothing to choose.
+      serviceSelect.disabled = serviceBodies.length < 2;
+      const otherService = Boolean(data.channel) && data.channel !== 'apns';
+      apnsSize.hidden = otherService;
+      apnsPayload.hidden = otherService;
+      serviceHint.textContent = data.channel ? t('push.bodyForDevice', { service: t(`channel.${data.channel}`) }) : (audienceKind() === 'token' ? t('push.bodyUnknownDevice') : '');
+      showServiceBody();
+    }, 250);
+  }
+  serviceSelect.addEventListener('change', showServiceBody);
+
   function update() {
+    schedulePreview();
     const kind = audienceKind();
     tokenField.wrap.hidden = kind !== 'token';
     tagField.wrap.hidden = kind !== 'tag';
@@ -141,7 +239,8 @@ export async function renderPush(container, { arg, navigate }) {
     updateTemplateArgs();
     update();
   });
-  for (const input of [title, body, badge, sound, custom]) input.addEventListener('input', update);
+  for (const input of [title, body, badge, sound, custom, token, tag]) input.addEventListener('input', update);
+  environment.addEventListener('change', update);
 
   const form = h('form', { id: 'push-form', novalidate: true },
     h('div', { class: 'grid-2' },
@@ -159,39 +258,28 @@ export async function renderPush(container, { arg, navigate }) {
           customField.wrap)),
       h('div', {},
         h('div', { class: 'panel sticky-panel', style: { marginBottom: '0' } },
-          h('div', { class: 'meter-line' }, h('span', { id: 'payload-size-label', text: t('push.payloadSize') }), sizeText),
-          meter,
+          apnsSize,
           h('h3', { style: { marginTop: '14px' }, text: t('tpl.preview') }),
           preview,
-          h('h3', { style: { marginTop: '14px' }, text: t('push.payload') }),
-          payloadPre,
+          apnsPayload,
+          h('h3', { style: { marginTop: '14px' }, id: 'service-body-title', text: t('push.serviceBody') }),
+          field(t('push.service'), serviceSelect, { id: 'push-service-field' }).wrap,
+          serviceHint,
+          serviceBodyPre,
+          serviceNote,
           h('div', { class: 'actions', style: { marginTop: '14px' } }, send)))));
 
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     for (const input of Object.values(inputs)) setFieldError(input, null);
-    const kind = audienceKind();
-    const audience = kind === 'token' ? { token: token.value.trim() } : kind === 'tag' ? { tag: tag.value.trim() } : { all: true };
-    const tpl = selectedTemplate();
-    const fields = currentFields();
-    const notification = {};
-    const alert = {};
-    if (!tpl && fields.title) alert.title = fields.title;
-    if (!tpl && fields.body) alert.body = fields.body;
-    if (Object.keys(alert).length) notification.alert = alert;
-    if (fields.badge !== null) notification.badge = Number(fields.badge);
-    if (fields.sound) notification.sound = fields.sound;
-    if (Object.keys(fields.custom).length) notification.custom = fields.custom;
-    const request = { audience, notification };
-    if (environment.value) request.environment = environment.value;
-    if (tpl) {
-      request.template_id = tpl.id;
-      request.arguments = argInputs.map((input) => input.value);
-    }
+    const request = pushRequest();
     send.disabled = true;
     try {
       const result = await post(`/apps/${app.id}/push`, request);
-      notice(t('push.sent', { id: result.message_id }), 'ok');
+      const warnings = result.warnings || [];
+      pushWarnings.set(result.message_id, warnings);
+      if (warnings.includes('audience_empty')) notice(t('push.audienceEmpty'), 'warn');
+      else notice(t('push.sent', { id: result.message_id }), 'ok');
       navigate(`#/push/${result.message_id}`);
     } catch (error) {
       const input = error.field && inputs[error.field];
@@ -223,6 +311,7 @@ async function followMessage(container, id) {
   let stopped = false;
   let timer = null;
   let payloadShown = false;
+  let cancelling = false;
   const failuresBox = h('div', { id: 'follow-failure-list' });
   const skipsBox = h('div', { id: 'follow-skip-list' });
   async function poll() {
@@ -240,12 +329,36 @@ async function followMessage(container, id) {
     head.querySelector('#follow-subtitle').textContent = `${appName} · ${vendorText(message.vendor)} · ${audienceText(message.audience)} · ${formatTime(message.created_at)}`;
     const c = message.counts;
     const done = ['completed', 'cancelled'].includes(message.state) && c.queued + c.sending === 0;
+    // Nothing matched: said as such, not as "Completed, 0 sent" alone.
+    const empty = (pushWarnings.get(id) || []).includes('audience_empty') || (done && message.state === 'completed' && expectedTotal(message) === 0);
+    const scheduled = message.state === 'scheduled' && message.send_at;
+    let cancelButton = null;
+    if (scheduled) {
+      cancelButton = h('button', { type: 'button', class: 'danger', id: 'follow-cancel', text: t('push.cancel'), disabled: cancelling });
+      cancelButton.addEventListener('click', async () => {
+        if (!await confirmDialog(t('push.cancelTitle'), t('push.cancelConfirm', { id, time: formatTime(message.send_at) }), t('push.cancelYes'), t('push.keepScheduled'))) return;
+        cancelling = true;
+        cancelButton.disabled = true;
+        try {
+          await del(`/messages/${id}`);
+          notice(t('push.cancelled', { id }), 'ok');
+        } catch (error) {
+          notice(errorText(error), 'bad');
+        }
+        cancelling = false;
+        clearTimeout(timer);
+        poll();
+      });
+    }
     // replaceChildren writes a null as the text "null": the parts a message lacks are left out.
     status.replaceChildren(...[
       h('div', { class: 'meter-line' }, h('span', {}, message.title ? h('b', { text: `${message.title} ` }) : null, message.body || ''), stateBadge(message.state)),
       progressBar(message),
       countsLine(message),
       channelTable(message),
+      empty ? h('div', { class: 'banner warn', role: 'status', id: 'follow-empty' }, h('div', {}, h('strong', { text: t('push.noDeviceMatched') }), t('push.noDeviceMatchedHint'))) : null,
+      scheduled ? h('div', { class: 'scheduled-line', id: 'follow-scheduled' }, h('span', { text: t('push.scheduledFor', { time: formatTime(message.send_at) }) }), cancelButton) : null,
+      message.state === 'cancelled' && message.send_at ? h('p', { class: 'muted', id: 'follow-cancelled', text: t('push.cancelledScheduled', { time: formatTime(message.send_at) }) }) : null,
       waitingList(message, formatTime),
       done && message.completed_at ? h('p', { class: 'muted', id: 'follow-done', text: t('push.done', { time: formatTime(message.completed_at) }) }) : null,
     ].filter(Boolean));
@@ -253,19 +366,46 @@ async function followMessage(container, id) {
     status.dataset.delivered = String(c.delivered);
     status.dataset.total = String(message.total ?? '');
     if (!payloadShown) {
+      payloadShown = true;
+      // Each service's own body for this message, the services it went to first.
+      let services = [];
+      try {
+        services = (await get(`/messages/${id}/bodies`)).services || [];
+      } catch {
+        services = [];
+      }
+      if (stopped) return;
+      const apns = { channel: 'apns', display_name: t('channel.apns'), encoding: 'json', body: message.payload, bytes: message.payload_bytes, used: true };
+      if (!services.length) services = [apns];
+      // "not sent to" once the message went somewhere (a scheduled one has gone nowhere yet).
+      const anyUsed = services.some((s) => s.used);
+      const select = h('select', { id: 'follow-service' }, services.map((s) => h('option', { value: s.channel, text: s.used || !anyUsed ? s.display_name : `${s.display_name}${paren(t('push.notSentTo'))}` })));
+      const pre = h('pre', { class: 'payload', id: 'follow-body' });
+      const note = h('p', { class: 'muted', id: 'follow-payload-size' });
+      const show = () => {
+        const chosen = services.find((s) => s.channel === select.value) || services[0];
+        pre.textContent = bodyText(chosen);
+        pre.dataset.channel = chosen.channel;
+        note.textContent = chosen.channel === 'apns' && !chosen.skip_reason
+          ? t('push.size', { size: formatNumber(chosen.bytes), limit: formatNumber(PAYLOAD_LIMIT) })
+          : bodyNote(chosen);
+      };
+      const firstUsed = services.find((s) => s.used && s.channel === 'apns') || services.find((s) => s.used) || services[0];
+      select.value = firstUsed.channel;
+      select.addEventListener('change', show);
+      show();
       details.replaceChildren(h('div', { class: 'grid-2' },
         h('section', { class: 'panel', 'aria-labelledby': 'follow-failures' }, h('h2', { id: 'follow-failures', text: t('monitor.failures') }), failuresBox,
           h('h2', { id: 'follow-skips', text: t('monitor.skips') }), skipsBox),
         h('section', { class: 'panel', 'aria-labelledby': 'follow-payload' },
-          h('h2', { id: 'follow-payload', text: t('push.payload') }),
-          h('p', { class: 'muted', id: 'follow-payload-size', text: t('push.size', { size: formatNumber(message.payload_bytes), limit: formatNumber(PAYLOAD_LIMIT) }) }),
-          h('pre', { class: 'payload', text: message.payload }))));
-      payloadShown = true;
+          h('h2', { id: 'follow-payload', text: t('push.serviceBodies') }),
+          field(t('push.service'), select, { id: 'follow-service-field' }).wrap,
+          pre, note)));
     }
     failuresBox.replaceChildren(failureBars(message.failures));
     skipsBox.replaceChildren(failureBars(message.skips, 'monitor.noSkips'));
     // A held or waiting message may wait for hours (a credential, a service's next day).
-    if (!done) timer = setTimeout(poll, ['held', 'waiting'].includes(message.state) ? 5000 : 500);
+    if (!done) timer = setTimeout(poll, ['held', 'waiting', 'scheduled'].includes(message.state) ? 5000 : 500);
   }
   await poll();
   return () => {
