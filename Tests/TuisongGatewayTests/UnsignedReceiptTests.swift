@@ -136,10 +136,14 @@ import TuisongPluginTestKit
         let states = try await gw.runtime.store.receiptStates(messageID: id, tokens: ["xm-elsewhere"])
         #expect(states.isEmpty)
 
+        // A param that verifies but names no send of the app (gone with its message): answered, counted.
+        let gone = "s\(sendID + 1000)." + (try Self.mac(gw, appID: appID, "send:\(sendID + 1000)"))
+        #expect(try await post(url, try receipt(["m5": entry(gone, type: 1, targets: "xm-r-1")])).status == 200)
         #expect(try await post(url, Data("data=%7Bnot-json".utf8)).status == 400)
         #expect(try await post(url, Data(repeating: UInt8(ascii: "a"), count: (2 << 20) + 1)).status == 413)
         let metrics = try await http("GET", "\(gw.baseURL)/metrics").text
         #expect(metrics.contains(#"tuisong_receipts_total{channel="xiaomi",outcome="not_of_send"} 1"#))
+        #expect(metrics.contains(#"tuisong_receipts_total{channel="xiaomi",outcome="unknown"} 1"#))
         #expect(metrics.contains(#"tuisong_receipts_total{channel="xiaomi",outcome="refused"} 2"#))
         // (How many of the first POST's count as repeated depends on whether Xiaomi's entries
         // are read click before arrival: a click records its arrival.)
