@@ -63,9 +63,19 @@ struct ReceiptRoutes: Sendable {
         var notOfSend = 0
         var unknownSends = 0
         var sends: [Int64: ReceiptSend?] = [:]
+        // A batch's statuses share one tag: its MAC is checked once a POST. (A `t` tag's MAC
+        // covers its token, so each is checked on its own.)
+        var verified: [String: ReceiptTag?] = [:]
+        func resolve(_ status: ServiceReceipt) -> ReceiptTag? {
+            if status.tag.first == "t" { return keys.resolve(tag: status.tag, appID: appID, token: status.token) }
+            if let known = verified[status.tag] { return known }
+            let tag = keys.resolve(tag: status.tag, appID: appID, token: status.token)
+            verified[status.tag] = .some(tag)
+            return tag
+        }
         for status in statuses {
             let messageID: Int64
-            switch keys.resolve(tag: status.tag, appID: appID, token: status.token) {
+            switch resolve(status) {
             case .message(let id)? where signed, .token(let id)?:
                 messageID = id
             case .send(let sendID)?:
