@@ -108,6 +108,29 @@ public protocol ReceiptStore: Sendable {
     func receiptCounts(messageID: Int64) async throws -> [PushChannel: ReceiptCounts]
     /// The receipt state of the message's deliveries to `tokens` (those with a receipt).
     func receiptStates(messageID: Int64, tokens: [String]) async throws -> [String: DeliveryReceiptState]
+    /// Records a request to many tokens that asks for receipts by one `param` (a Xiaomi batch),
+    /// before it is sent; returns its id, which the param names.
+    func recordReceiptSend(_ send: ReceiptSend) async throws -> Int64
+    /// The recorded request `id`, nil when there is none (deleted with its message).
+    func receiptSend(id: Int64) async throws -> ReceiptSend?
+}
+
+/// One request to many device tokens that asked a service for receipts by one `param`: the
+/// message it sent and its tokens, kept as digests (the transports' kit makes them), so a
+/// receipt naming this request is taken only for the tokens it was sent to.
+public struct ReceiptSend: Sendable, Hashable {
+    public var appID: Int64
+    public var messageID: Int64
+    public var channel: PushChannel
+    /// A short digest of each token the request was sent to.
+    public var tokenDigests: Set<String>
+
+    public init(appID: Int64, messageID: Int64, channel: PushChannel, tokenDigests: Set<String>) {
+        self.appID = appID
+        self.messageID = messageID
+        self.channel = channel
+        self.tokenDigests = tokenDigests
+    }
 }
 
 /// The callback user name and key of an app's receipt configuration with one service, as the

@@ -150,6 +150,8 @@ public enum ChannelCredentialView {
         object["selector"] = r.selector.map { $0 as Any } ?? NSNull()
         object["status_reason"] = r.statusReason.map { $0 as Any } ?? NSNull()
         object["badge_class"] = r.options["badge_class"].map { $0 as Any } ?? NSNull()
+        // A service's receipt id (vivo's), where its form has one.
+        if let receiptID = r.options["receipt_id"] { object["receipt_id"] = receiptID }
         return object
     }
 

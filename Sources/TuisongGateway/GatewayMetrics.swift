@@ -56,7 +56,7 @@ public final class GatewayMetrics: Sendable {
             labels: ["group"], buckets: Self.latencyBuckets)
         receipts = registry.counter(
             "tuisong_receipts_total",
-            "Delivery receipts (the services' and apps') by channel and outcome: arrived, clicked, a reason the phone did not show it, repeated (already counted), unknown (no such message of the app), refused (signature or tag did not verify).",
+            "Delivery receipts (the services' and apps') by channel and outcome: arrived, clicked, a reason the phone did not show it, repeated (already counted), unknown (no such message or send of the app), not_of_send (a verified param moved onto a token its request did not go to: ignored), refused (signature or tag did not verify).",
             labels: ["channel", "outcome"])
         webhookEvents = registry.counter(
             "tuisong_webhook_events_total",

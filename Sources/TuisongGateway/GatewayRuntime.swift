@@ -91,7 +91,9 @@ public final class GatewayRuntime: Sendable {
             let receiptBase = ReceiptBaseURL(configured: config.receipts.publicURL)
             let receiptSettings =
                 config.receipts.publicURL.isEmpty && mock == nil
-                ? nil : ReceiptSettings(keys: receiptKeys, publicURL: { receiptBase.current })
+                ? nil
+                : ReceiptSettings(
+                    keys: receiptKeys, sends: StoreReceiptSendLog(store: store), publicURL: { receiptBase.current })
             if let mock, let receiptSettings {
                 let sink = try LocalReceiptSink(
                     messages: store, settings: receiptSettings, callbackCredentials: callbackCredentials, logger: logger
@@ -527,7 +529,7 @@ enum LocalAPNs {
             guard let fallback = setup.fallbackCredential(channel: channel.rawValue, baseURL: baseURL) else { continue }
             fallbacks[channel] = ChannelCredential(
                 id: 0, channel: channel, vendorAppID: fallback.vendorAppID, clientID: fallback.clientID,
-                secret: fallback.secret)
+                secret: fallback.secret, options: setup.fallbackCredentialOptions(channel: channel.rawValue))
         }
         return AndroidTransports.Local(baseURL: baseURL, caFile: caFile, fallbacks: fallbacks)
     }

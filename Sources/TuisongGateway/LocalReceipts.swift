@@ -6,6 +6,13 @@ import TuisongHTTPClient
 import TuisongLookAlikes
 import TuisongTransportKit
 
+/// Records Xiaomi's batches that ask for receipts in the store before they are sent.
+struct StoreReceiptSendLog: ReceiptSendLog {
+    let store: any ReceiptStore
+
+    func recordReceiptSend(_ send: ReceiptSend) async throws -> Int64 { try await store.recordReceiptSend(send) }
+}
+
 /// The base URL the services post receipts to: `receipts.public_url`, or in local mode with none
 /// set, the gateway's own listener once its port is bound (the transports are made before the
 /// listener starts, so they read it late through `ReceiptSettings`).
@@ -50,15 +57,15 @@ public final class ReceiptBaseURL: Sendable {
 /// and the poster of the look-alikes' receipts. The look-alikes stand in for every
 /// app's service at once, so the app is found from the push's tag (its message).
 final class LocalReceiptSink: LookAlikeReceiptSink {
-    let messages: any MessageStore
+    let messages: any MessageStore & ReceiptStore
     let settings: ReceiptSettings
     let callbackCredentials: ReceiptCallbackCredentialService
     let client: HTTPClient
     let logger: Logger
 
     init(
-        messages: any MessageStore, settings: ReceiptSettings, callbackCredentials: ReceiptCallbackCredentialService,
-        logger: Logger
+        messages: any MessageStore & ReceiptStore, settings: ReceiptSettings,
+        callbackCredentials: ReceiptCallbackCredentialService, logger: Logger
     ) throws {
         self.messages = messages
         self.settings = settings
@@ -69,17 +76,38 @@ final class LocalReceiptSink: LookAlikeReceiptSink {
 
     func configuration(service: AndroidPushService, tag: String) async -> LookAlikeReceiptConfiguration? {
         guard let channel = PushChannel(rawValue: service.rawValue), !settings.publicURL.isEmpty,
-            let dot = tag.firstIndex(of: "."), let id = Int64(tag[..<dot]),
-            let message = try? await messages.message(id: id),
-            settings.keys.messageID(tag: tag, appID: message.appID) == id
+            let appID = await appID(tag: tag)
         else { return nil }
         var credentials: CallbackCredentials?
         if callbackCredentials.uses(channel) {
-            credentials = try? await callbackCredentials.credentials(appID: message.appID, channel: channel)
+            credentials = try? await callbackCredentials.credentials(appID: appID, channel: channel)
         }
         return LookAlikeReceiptConfiguration(
-            url: settings.url(channel: channel, appID: message.appID), callbackUserName: credentials?.userName ?? "",
+            url: settings.url(channel: channel, appID: appID), callbackUserName: credentials?.userName ?? "",
             callbackKey: credentials?.key ?? "")
+    }
+
+    /// The app of the push a tag names: a message's (`<id>.<MAC>`, verified), a message's to one
+    /// token (`t<id>.<MAC>`: the gateway verifies it with the receipt's token) or a recorded
+    /// send's (`s<id>.<MAC>`).
+    private func appID(tag: String) async -> Int64? {
+        guard let dot = tag.firstIndex(of: ".") else { return nil }
+        let head = tag[..<dot]
+        switch head.first {
+        case "s":
+            guard let id = Int64(head.dropFirst()), let send = try? await messages.receiptSend(id: id) else {
+                return nil
+            }
+            return send.appID
+        case "t":
+            guard let id = Int64(head.dropFirst()) else { return nil }
+            return try? await messages.message(id: id)?.appID
+        default:
+            guard let id = Int64(head), let message = try? await messages.message(id: id),
+                settings.keys.messageID(tag: tag, appID: message.appID) == id
+            else { return nil }
+            return message.appID
+        }
     }
 
     func post(_ post: LookAlikeReceiptPost) async {

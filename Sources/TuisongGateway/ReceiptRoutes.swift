@@ -68,10 +68,49 @@ struct ReceiptRoutes: Sendable {
         } catch {
             return answer(.malformed(error.message))
         }
+        // Where the service signs its POST, a message's tag is enough: the targets are the
+        // service's word. Where it does not, only a tag bound to the target proves a status: one
+        // MAC'd with the token itself, or a recorded send's, taken only for that send's tokens.
+        let signed = declaration.verifySignature != nil
         var receipts: [DeliveryReceipt] = []
         var untagged = 0
+        var notOfSend = 0
+        var unknownSends = 0
+        var sends: [Int64: ReceiptSend?] = [:]
+        // A batch's statuses share one tag: its MAC is checked once a POST. (A `t` tag's MAC
+        // covers its token, so each is checked on its own.)
+        var verified: [String: ReceiptTag?] = [:]
+        func resolve(_ status: ServiceReceipt) -> ReceiptTag? {
+            if status.tag.first == "t" { return keys.resolve(tag: status.tag, appID: appID, token: status.token) }
+            if let known = verified[status.tag] { return known }
+            let tag = keys.resolve(tag: status.tag, appID: appID, token: status.token)
+            verified[status.tag] = .some(tag)
+            return tag
+        }
         for status in statuses {
-            guard let messageID = keys.messageID(tag: status.tag, appID: appID) else {
+            let messageID: Int64
+            switch resolve(status) {
+            case .message(let id)? where signed, .token(let id)?:
+                messageID = id
+            case .send(let sendID)?:
+                if sends[sendID] == nil {
+                    do {
+                        sends[sendID] = .some(try await store.receiptSend(id: sendID))
+                    } catch {
+                        return unavailable(error, channel: channel)
+                    }
+                }
+                guard let send = sends[sendID] ?? nil, send.appID == appID, send.channel == channel else {
+                    unknownSends += 1
+                    continue
+                }
+                guard send.contains(token: status.token) else {
+                    // A verified param moved onto a token its request did not go to.
+                    notOfSend += 1
+                    continue
+                }
+                messageID = send.messageID
+            case .message?, nil:
                 untagged += 1
                 continue
             }
@@ -84,23 +123,33 @@ struct ReceiptRoutes: Sendable {
             // Where the POST itself is signed, a status without Tuisong's tag is a push another
             // sender made with the same app (or one sent before receipts were on): ignored.
             // Where nothing but the tag proves a POST, it is refused whole.
-            guard declaration.verifySignature != nil else {
+            guard signed else {
                 logger.warning(
                     "receipt tag refused", metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)"])
                 return refused()
             }
             metrics.receipts.increment([channel.rawValue, "unknown"], by: UInt64(untagged))
         }
+        if unknownSends > 0 { metrics.receipts.increment([channel.rawValue, "unknown"], by: UInt64(unknownSends)) }
+        if notOfSend > 0 {
+            logger.warning(
+                "receipt targets not of their send ignored",
+                metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)", "count": "\(notOfSend)"])
+            metrics.receipts.increment([channel.rawValue, "not_of_send"], by: UInt64(notOfSend))
+        }
         do {
             let recording = try await store.recordReceipts(appID: appID, receipts)
             count(recording, channel: channel)
         } catch {
-            logger.error(
-                "receipts not recorded", metadata: ["channel": "\(channel.rawValue)", "error": "\(error)"])
-            // The service sends them again.
-            return Response(status: 503, headers: ["Retry-After": "5"], body: [])
+            return unavailable(error, channel: channel)
         }
         return answer(.accepted)
+    }
+
+    func unavailable(_ error: any Error, channel: PushChannel) -> Response {
+        logger.error("receipts not recorded", metadata: ["channel": "\(channel.rawValue)", "error": "\(error)"])
+        // The service sends them again.
+        return Response(status: 503, headers: ["Retry-After": "5"], body: [])
     }
 
     func count(_ recording: ReceiptRecording, channel: PushChannel) {

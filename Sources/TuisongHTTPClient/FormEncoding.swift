@@ -17,6 +17,52 @@ public enum FormEncoding {
         return output
     }
 
+    /// The fields of a form-encoded body, in order; nil when a `%` escape is broken or a value
+    /// is not UTF-8. (A service's callback posts a form: Xiaomi's receipts.)
+    ///
+    ///     FormEncoding.decode(Array("data=%7B%7D&x=a+b".utf8))  // [("data", "{}"), ("x", "a b")]
+    public static func decode(_ body: [UInt8]) -> [(String, String)]? {
+        var fields: [(String, String)] = []
+        for part in body.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let pair = part.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = unescape(pair[0]), let value = pair.count > 1 ? unescape(pair[1]) : "" else { return nil }
+            fields.append((name, value))
+        }
+        return fields
+    }
+
+    private static func unescape(_ bytes: ArraySlice<UInt8>) -> String? {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "+"):
+                output.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard bytes.distance(from: index, to: bytes.endIndex) >= 3, let high = hexValue(bytes[index + 1]),
+                    let low = hexValue(bytes[index + 2])
+                else { return nil }
+                output.append(high << 4 | low)
+                index += 2
+            default:
+                output.append(byte)
+            }
+            index += 1
+        }
+        return String(validating: output, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
     private static func append(_ string: String, to output: inout [UInt8]) {

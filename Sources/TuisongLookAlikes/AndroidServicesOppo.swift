@@ -178,6 +178,9 @@ enum OppoSchema {
             ?? text("sub_title", required: false, limit: 10) ?? text("channel_id", required: false, limit: 200)
             ?? text("click_action_activity", required: false, limit: 500)
             ?? text("click_action_url", required: false, limit: 500)
+            // Receipts (消息回执): the URL at most 200 characters, its parameter at most 50.
+            ?? text("call_back_url", required: false, limit: 200)
+            ?? text("call_back_parameter", required: false, limit: 50)
         {
             return failure
         }

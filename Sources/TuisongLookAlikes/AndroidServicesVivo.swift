@@ -331,6 +331,12 @@ enum VivoSchema {
                 return "\(name) 不合法"
             }
         }
+        // Receipts (回执, "4.高级特性extra"): `callback` required, at most 128; `callback.param` at most 64.
+        if let extra = body["extra"], !extra.isNull {
+            guard let callback = extra["callback"]?.stringValue, !callback.isEmpty else { return "extra.callback 不能为空" }
+            if callback.count > 128 { return "extra.callback 长度不合法" }
+            if (extra["callback.param"]?.stringValue?.count ?? 0) > 64 { return "extra.callback.param 长度不合法" }
+        }
         return nil
     }
 

@@ -143,6 +143,13 @@ enum XiaomiSchema {
         if let text = form["extra.notify_foreground"], text != "0" && text != "1" {
             return invalid("extra.notify_foreground must be 0 or 1")
         }
+        // Receipts (回执): `callback.param` at most 64 characters, `callback.type` a bitmask.
+        if let param = form["extra.callback.param"], param.count > 64 {
+            return invalid("extra.callback.param holds at most 64 characters")
+        }
+        if let type = form["extra.callback.type"], Int(type).map({ $0 > 0 }) != true {
+            return invalid("extra.callback.type must be a positive bitmask (1 arrived, 2 clicked, 16 invalid target)")
+        }
         if let text = form["extra.notify_effect"] {
             switch text {
             case "1": break

@@ -59,6 +59,15 @@ public struct LocalLookAlikeError: Error, CustomStringConvertible {
 }
 
 extension APNsMockLocalSetup {
+    /// The receipt id local mode's vivo look-alike stands for: as if the operator had added the
+    /// gateway's receipt address in vivo's console (the look-alike posts to each app's).
+    public static let vivoReceiptID = "tuisong-local"
+
+    /// The options of the look-alike's own credential of `channel` (vivo's receipt id).
+    public func fallbackCredentialOptions(channel: String) -> [String: String] {
+        channel == "vivo" ? ["receipt_id": Self.vivoReceiptID] : [:]
+    }
+
     /// The look-alike's own credential of `channel` (its token endpoint at `baseURL` where the
     /// credential names one), every app's fallback in local mode; nil when there is no look-alike.
     public func fallbackCredential(channel: String, baseURL: String) -> (

@@ -82,9 +82,102 @@ enum LookAlikeReceipts {
                     }
                 }
             )
+        case .vivo:
+            // vivo: `extra.callback` names the receipt id the console made for the receipt
+            // address (local mode's one stands for every app's); `callback.param` comes back
+            // as each task's `param`, the accepted regIds as its `targets`.
+            guard let extra = body["extra"], extra["callback"]?.stringValue?.isEmpty == false,
+                let param = extra["callback.param"]?.stringValue, !param.isEmpty
+            else { return nil }
+            return (
+                param,
+                { configuration in
+                    let task: [String: Any] = [
+                        "param": param, "targets": message.tokens.joined(separator: ","),
+                        "ackTime": message.receivedAtMilliseconds, "ackType": 1,
+                    ]
+                    return [jsonPost([message.messageID: task], to: configuration.url)]
+                }
+            )
         default:
             return nil
         }
+    }
+
+    /// The receipt POSTs of a service whose pushes name the receipt URL themselves (Xiaomi's
+    /// `extra.callback`, OPPO's `call_back_url`): nothing to look up, nothing signed.
+    static func posts(for message: ReceivedAndroidMessage) -> [LookAlikeReceiptPost] {
+        guard !message.tokens.isEmpty else { return [] }
+        switch message.service {
+        case .xiaomi:
+            // A form whose `data` is JSON keyed by Xiaomi's message id: `param`, `type` (1
+            // arrived), `targets` (the accepted regIds), `jobkey`, `barStatus`, `timestamp`.
+            guard let form = FormBody.parse(message.body), let url = form["extra.callback"], !url.isEmpty,
+                let param = form["extra.callback.param"], (Int(form["extra.callback.type"] ?? "") ?? 0) & 1 == 1
+            else { return [] }
+            let entry: [String: Any] = [
+                "param": param, "type": 1, "targets": message.tokens.joined(separator: ","),
+                "jobkey": form["jobkey"] ?? "", "barStatus": "Enable", "timestamp": message.receivedAtMilliseconds,
+            ]
+            let data = (try? JSONSerialization.data(withJSONObject: [message.messageID: entry])) ?? Data()
+            let body = "data=" + formEscaped(String(decoding: data, as: UTF8.self))
+            return [
+                LookAlikeReceiptPost(
+                    url: url, headers: [(name: "Content-Type", value: "application/x-www-form-urlencoded")],
+                    body: Array(body.utf8))
+            ]
+        case .oppo:
+            // One event per message that asked for receipts, grouped into a POST per URL:
+            // `messageId`, `appId`, `taskId`, `registrationIds`, `eventTime`, `param`, `eventType`.
+            guard let form = FormBody.parse(message.body),
+                let parsed = MockJSON.parse(Array((form["messages"] ?? form["message"] ?? "").utf8))
+            else { return [] }
+            let list: [MockJSON]
+            if case .array(let messages) = parsed { list = messages } else { list = [parsed] }
+            let accepted = Set(message.tokens)
+            let ids = message.messageID.split(separator: ",").map(String.init)
+            var events: [String: [[String: Any]]] = [:]
+            var order: [String] = []
+            var index = 0
+            for entry in list {
+                guard let target = entry["target_value"]?.stringValue, accepted.contains(target) else { continue }
+                let id = index < ids.count ? ids[index] : ""
+                index += 1
+                guard let notification = entry["notification"],
+                    let url = notification["call_back_url"]?.stringValue, !url.isEmpty
+                else { continue }
+                if events[url] == nil { order.append(url) }
+                events[url, default: []].append([
+                    "messageId": id, "appId": message.target, "taskId": id, "registrationIds": target,
+                    "eventTime": String(message.receivedAtMilliseconds),
+                    "param": notification["call_back_parameter"]?.stringValue ?? "", "eventType": "push_arrive",
+                ])
+            }
+            return order.map { jsonPost(events[$0] ?? [], to: $0) }
+        default:
+            return []
+        }
+    }
+
+    static func jsonPost(_ object: Any, to url: String) -> LookAlikeReceiptPost {
+        let body = (try? JSONSerialization.data(withJSONObject: object)).map { Array($0) } ?? []
+        return LookAlikeReceiptPost(url: url, headers: [(name: "Content-Type", value: "application/json")], body: body)
+    }
+
+    /// `application/x-www-form-urlencoded` escaping of a value.
+    static func formEscaped(_ text: String) -> String {
+        var output = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "*"):
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                output += String(format: "%%%02X", byte)
+            }
+        }
+        return output
     }
 
     static func chunks(_ tokens: [String], of size: Int) -> [ArraySlice<String>] {
@@ -118,7 +211,13 @@ extension AndroidServices {
     /// (a real service sends them later than its answer, too).
     func acceptedPush(_ message: ReceivedAndroidMessage) {
         recorder.record(message)
-        guard let sink = receiptSink.withLock({ $0 }), let plan = LookAlikeReceipts.plan(for: message) else { return }
+        guard let sink = receiptSink.withLock({ $0 }) else { return }
+        let direct = LookAlikeReceipts.posts(for: message)
+        if !direct.isEmpty {
+            Task { for post in direct { await sink.post(post) } }
+            return
+        }
+        guard let plan = LookAlikeReceipts.plan(for: message) else { return }
         Task {
             guard let configuration = await sink.configuration(service: message.service, tag: plan.tag) else {
                 return

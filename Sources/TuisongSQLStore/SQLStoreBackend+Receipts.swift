@@ -147,3 +147,35 @@ private struct ReceiptCountKey: Hashable, Comparable {
         (a.messageID, a.channel.rawValue, a.outcome) < (b.messageID, b.channel.rawValue, b.outcome)
     }
 }
+
+// A request to many tokens that asked for receipts by one `param` (a Xiaomi batch): one row per
+// request, its tokens' digests as one text (a 1,000-token request: 17 KB), written before the
+// request leaves, read when a receipt names it. Deleted with its message.
+extension SQLStoreBackend {
+    public func recordReceiptSend(_ send: ReceiptSend) async throws -> Int64 {
+        let digests = send.tokenDigests.sorted().joined(separator: ",")
+        return try await sqlWrite { db in
+            try Rows.returned(
+                db,
+                """
+                INSERT INTO receipt_sends (app_id, message_id, channel, token_digests, created_at)
+                VALUES (\(send.appID), \(send.messageID), \(send.channel.rawValue), \(digests), \(nowMilliseconds))
+                RETURNING id
+                """, "INSERT INTO receipt_sends"
+            ).int64(0)
+        }
+    }
+
+    public func receiptSend(id: Int64) async throws -> ReceiptSend? {
+        try await sqlRead { db in
+            guard
+                let row = try db.fetchOne(
+                    "SELECT app_id, message_id, channel, token_digests FROM receipt_sends WHERE id = \(id)"),
+                let channel = PushChannel(rawValue: row.string(2))
+            else { return nil }
+            return ReceiptSend(
+                appID: row.int64(0), messageID: row.int64(1), channel: channel,
+                tokenDigests: Set(row.string(3).split(separator: ",").map(String.init)))
+        }
+    }
+}

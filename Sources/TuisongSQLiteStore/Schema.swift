@@ -40,6 +40,7 @@ enum Schema {
         (v17Identifier, sql(v17Webhooks)),
         (v18Identifier, sql(v18ReceiptCredentials)),
         (v19Identifier, sql(v19CredentialsBothEnvironmentsDigests)),
+        (v20Identifier, sql(v20ReceiptSends)),
     ]
 
     /// A migration that runs `text`.

@@ -162,6 +162,23 @@ struct MockXiaomiTests {
             ),
             ([], [("restricted_package_name", package), ("title", "t"), ("description", "d")], 21305),
             (
+                ["a"],
+                [
+                    ("restricted_package_name", package), ("title", "t"), ("description", "d"),
+                    ("extra.callback", "https://example.com/r"),
+                    ("extra.callback.param", String(repeating: "p", count: 65)),
+                ],
+                10017
+            ),
+            (
+                ["a"],
+                [
+                    ("restricted_package_name", package), ("title", "t"), ("description", "d"),
+                    ("extra.callback.type", "0"),
+                ],
+                10017
+            ),
+            (
                 (0...1000).map { "m\($0)" },
                 [("restricted_package_name", package), ("title", "t"), ("description", "d")], 10017
             ),
@@ -314,6 +331,20 @@ struct MockOppoTests {
                 MockHarness.oppoMessage("CN_1", notification: #"{"title":"t","content":"c","action_parameters":"x"}"#),
                 41
             ),
+            (
+                MockHarness.oppoMessage(
+                    "CN_1",
+                    notification:
+                        #"{"title":"t","content":"c","call_back_url":"https://e.com/\#(String(repeating: "u", count: 190))"}"#
+                ), 41
+            ),
+            (
+                MockHarness.oppoMessage(
+                    "CN_1",
+                    notification:
+                        #"{"title":"t","content":"c","call_back_parameter":"\#(String(repeating: "p", count: 51))"}"#
+                ), 41
+            ),
         ]
         for (message, code) in cases {
             #expect(try harness.oppoUnicast(message, token: token).vendorCode == code, "\(message)")
@@ -456,6 +487,11 @@ struct MockVivoTests {
             valid.replacingOccurrences(of: #""skipType":4,"skipContent":"intent:#Intent;end""#, with: #""skipType":2"#),
             valid.replacingOccurrences(of: #""classification":1"#, with: #""classification":2"#),
             valid.replacingOccurrences(of: #""clientCustomMap":{"k":"v"}"#, with: #""clientCustomMap":{"k":1}"#),
+            valid.replacingOccurrences(
+                of: #""extra":{"callback":"https://example.com/cb"}"#, with: #""extra":{"callback.param":"p"}"#),
+            valid.replacingOccurrences(
+                of: #""extra":{"callback":"https://example.com/cb"}"#,
+                with: #""extra":{"callback":"1","callback.param":"\#(String(repeating: "p", count: 65))"}"#),
             #"{"regId":"v1"}"#,
         ]
         for body in cases {

@@ -51,7 +51,7 @@ import TuisongTransportKit
         ],
         .vivo: [
             "vendor_app_id": "105123456", "client_id": "0d3e7a52-6b8c-4d1e-9f2a-3b4c5d6e7f80",
-            "client_secret": "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+            "client_secret": "7c9e6679-7425-40de-944b-e07fc1f90ae7", "receipt_id": "10086",
         ],
     ]
 
@@ -62,6 +62,8 @@ import TuisongTransportKit
             let valid = try form.validate(
                 CredentialFormInput(values: values), CredentialFormContext(testTokenHosts: []))
             #expect(valid.clientID == values["client_id"], "\(channel)")
+            // vivo's receipt id is kept as the credential's option (docs/receipts.md).
+            #expect(valid.options["receipt_id"] == values["receipt_id"], "\(channel)")
             for field in form.fields where values[field.name] != nil {
                 // Markup is printable ASCII: a secret may hold it (it is never shown), no id may.
                 for bad in Self.hostile where field.kind != .secret || !bad.hasPrefix("<") {

@@ -146,8 +146,9 @@ import TuisongPluginTestKit
     }
 
     /// Local mode (the README's quickstart): with no `receipts.public_url`, the look-alikes of
-    /// Huawei and HarmonyOS post their signed receipts to the gateway's own listener, so a push
-    /// shows `arrived` for the Android and HarmonyOS phones and none for the iPhone.
+    /// Huawei and HarmonyOS post their signed receipts, and those of Xiaomi, OPPO and vivo theirs
+    /// with the param the push carried, to the gateway's own listener, so a push shows `arrived`
+    /// for the Android and HarmonyOS phones and none for the iPhone.
     @Test(arguments: PluginStoreBackend.allCases)
     func localModeLookAlikesPostReceiptsThatShowArrived(_ database: PluginStoreBackend) async throws {
         let gw = try await TestGateway.start(database: database)
@@ -156,6 +157,9 @@ import TuisongPluginTestKit
         try await register(gw, key, "huawei-local-1", ["channel": "huawei", "tags": ["l"]])
         try await register(gw, key, "huawei-local-2", ["channel": "huawei", "tags": ["l"]])
         try await register(gw, key, "MAMzLg-local-harmony-1", ["channel": "harmony", "tags": ["l"]])
+        try await register(gw, key, "xiaomi-local-1", ["channel": "xiaomi", "tags": ["l"]])
+        try await register(gw, key, "oppo-local-1", ["channel": "oppo", "tags": ["l"]])
+        try await register(gw, key, "vivo-local-1", ["channel": "vivo", "tags": ["l"]])
         try await register(gw, key, String(repeating: "ab", count: 32), ["environment": "production", "tags": ["l"]])
         let push = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
@@ -169,15 +173,16 @@ import TuisongPluginTestKit
         #expect(biTag?.hasPrefix("\(id).") == true)
 
         var status: [String: Any] = [:]
-        try await waitUntil("three phones reported arrival") {
+        try await waitUntil("six phones reported arrival") {
             status = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)?channels=true", key: key).jsonObject
-            return (status["counts"] as? [String: Int])?["arrived"] == 3
+            return (status["counts"] as? [String: Int])?["arrived"] == 6
         }
         let counts = try #require(status["counts"] as? [String: Int])
-        #expect(counts["delivered"] == 4)
+        #expect(counts["delivered"] == 7)
         let channels = try #require(status["channels"] as? [String: [String: Any]])
         #expect(channels["huawei"]?["arrived"] as? Int == 2)
         #expect(channels["harmony"]?["arrived"] as? Int == 1)
+        for channel in ["xiaomi", "oppo", "vivo"] { #expect(channels[channel]?["arrived"] as? Int == 1, "\(channel)") }
         #expect(channels["apns"]?["arrived"] == nil)
         let metrics = try await http("GET", "\(gw.baseURL)/metrics").text
         #expect(metrics.contains(#"tuisong_receipts_total{channel="harmony",outcome="arrived"} 1"#))

@@ -28,4 +28,16 @@ struct FormEncodingTests {
         #expect(encoded([("title", "推送 é")]) == "title=%E6%8E%A8%E9%80%81+%C3%A9")
         #expect(encoded([("emoji", "👍")]) == "emoji=%F0%9F%91%8D")
     }
+
+    @Test("a form decodes back to its fields; a broken escape or non-UTF-8 is nil")
+    func decode() throws {
+        let fields: [(String, String)] = [("data", #"{"m":{"targets":"a,b"}}"#), ("title", "推送 é"), ("empty", "")]
+        let decoded = try #require(FormEncoding.decode(FormEncoding.encode(fields)))
+        #expect(decoded.map(\.0) == fields.map(\.0))
+        #expect(decoded.map(\.1) == fields.map(\.1))
+        #expect(FormEncoding.decode(Array("a=%7".utf8)) == nil)
+        #expect(FormEncoding.decode(Array("a=%zz".utf8)) == nil)
+        #expect(FormEncoding.decode(Array("a=%FF".utf8)) == nil)
+        #expect(FormEncoding.decode(Array("flag&b=1".utf8))?.map(\.1) == ["", "1"])
+    }
 }

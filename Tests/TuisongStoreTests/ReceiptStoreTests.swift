@@ -104,4 +104,24 @@ import TuisongCore
                     == [.huawei: ReceiptCounts(arrived: 1, reasons: ["notifications_disabled": 1])])
         }
     }
+
+    /// v18 / pg12: a request of many tokens that asked for receipts by one param is kept with
+    /// its tokens' digests until its app (or message) goes.
+    @Test(arguments: Backend.allCases)
+    func aReceiptSendKeepsItsMessageAndTokenDigests(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let message = try await Self.message(store, app.id)
+            let send = ReceiptSend(
+                appID: app.id, messageID: message.id, channel: .xiaomi,
+                tokenDigests: ["0011223344556677", "8899aabbccddeeff"])
+            let id = try await store.recordReceiptSend(send)
+            let second = try await store.recordReceiptSend(send)
+            #expect(second != id)
+            #expect(try await store.receiptSend(id: id) == send)
+            #expect(try await store.receiptSend(id: id + 1000) == nil)
+            #expect(try await store.deleteApp(id: app.id))
+            #expect(try await store.receiptSend(id: id) == nil)
+        }
+    }
 }

@@ -428,6 +428,7 @@ const en = {
   'err.invalid_client_secret': 'Enter the client secret as the developer console shows it: printable characters, no spaces or line breaks.',
   'err.invalid_selector': 'The selector is letters, digits and - _ . : @ / + = # ~ (a busiId or a certificate name), without spaces.',
   'err.invalid_badge_class': 'The badge class is the launcher activity\'s class name, e.g. com.example.MainActivity.',
+  'err.invalid_receipt_id': 'The receipt id is the one vivo\'s console shows for the receipt address (letters, digits, -, _ and ., at most 64).',
 
   'nav.webhooks': 'Webhooks',
   'hook.title': 'Webhooks',
@@ -941,6 +942,7 @@ const zh = {
   'err.invalid_client_secret': '请按开发者控制台显示的填写客户端密钥：可打印字符，不含空格或换行。',
   'err.invalid_selector': '选择器由字母、数字和 - _ . : @ / + = # ~ 组成（busiId 或证书名称），不含空格。',
   'err.invalid_badge_class': '角标类名是应用入口 Activity 的类名，如 com.example.MainActivity。',
+  'err.invalid_receipt_id': '回执 ID 是 vivo 控制台为回执地址生成的 ID（字母、数字和 -、_、.，最多 64 个字符）。',
 
   'nav.webhooks': 'Webhook',
   'hook.title': 'Webhook',

@@ -16,6 +16,11 @@ public struct ReceiptKeys: Sendable {
 
     private func key(_ label: String) -> [UInt8] { HMAC.sha256(key: root, message: Array(label.utf8)) }
 
+    /// The app's receipt secret: every MAC Tuisong puts in a send for the app is made under it.
+    /// Derived from the master key (nothing stored, the same on every node); the one place to
+    /// change should per-app secrets be stored instead.
+    public func appSecret(appID: Int64) -> [UInt8] { key("tag:app:\(appID)") }
+
     /// The tag a send names so its receipts find their message: `<message id>.<MAC>`, the MAC
     /// 16 base64url characters (96 bits) of HMAC-SHA256 under the app's key. 30 characters at
     /// most: within OPPO's 50 of `call_back_parameter` and Xiaomi's 64 of `callback.param`. A
@@ -57,9 +62,72 @@ public struct ReceiptKeys: Sendable {
         return CallbackCredentials(userName: "tuisong\(appID)", key: String(key))
     }
 
-    private func mac(appID: Int64, _ text: String) -> String {
-        String(base64URL(HMAC.sha256(key: key("tag:app:\(appID)"), message: Array(text.utf8))).prefix(16))
+    /// The `param` of a request to one device token, for the services that do not sign their
+    /// receipts (Xiaomi, OPPO, vivo): `t<message id>.<MAC>`, the MAC over the message and the
+    /// token, so the receipt's target must be that token. 37 characters at most (OPPO: 50).
+    ///
+    ///     keys.tokenTag(appID: 7, messageID: 42, token: "regid")  // "t42.Qx0…"
+    public func tokenTag(appID: Int64, messageID: Int64, token: String) -> String {
+        "t\(messageID)." + mac(appID: appID, "message:\(messageID):token:\(token)")
     }
+
+    /// The `param` of a request to many tokens (a Xiaomi batch): `s<send id>.<MAC>`, the send
+    /// id naming a `ReceiptSend` recorded before the request, which holds the message and the
+    /// request's tokens. 37 characters at most (Xiaomi: 64).
+    public func sendTag(appID: Int64, sendID: Int64) -> String {
+        "s\(sendID)." + mac(appID: appID, "send:\(sendID)")
+    }
+
+    /// What a receipt's tag names, if it verifies under the app's secret; nil for a forged tag,
+    /// another app's, or no tag of Tuisong's. A `.token` tag verifies only with the receipt's
+    /// own target (`token`), so it cannot be moved onto another device.
+    public func resolve(tag: String, appID: Int64, token: String) -> ReceiptTag? {
+        guard let dot = tag.firstIndex(of: ".") else { return nil }
+        let head = tag[..<dot]
+        let given = String(tag[tag.index(after: dot)...])
+        switch head.first {
+        case "t":
+            guard let id = Int64(head.dropFirst()), id > 0,
+                constantTimeEqual(given, mac(appID: appID, "message:\(id):token:\(token)"))
+            else { return nil }
+            return .token(messageID: id)
+        case "s":
+            guard let id = Int64(head.dropFirst()), id > 0, constantTimeEqual(given, mac(appID: appID, "send:\(id)"))
+            else { return nil }
+            return .send(id)
+        default:
+            return messageID(tag: tag, appID: appID).map(ReceiptTag.message)
+        }
+    }
+
+    private func mac(appID: Int64, _ text: String) -> String {
+        String(base64URL(HMAC.sha256(key: appSecret(appID: appID), message: Array(text.utf8))).prefix(16))
+    }
+}
+
+extension ReceiptSend {
+    /// The send of `tokens`, kept as digests.
+    public init(appID: Int64, messageID: Int64, channel: PushChannel, tokens: [String]) {
+        self.init(appID: appID, messageID: messageID, channel: channel, tokenDigests: Set(tokens.map(Self.digest)))
+    }
+
+    /// A token's digest: 16 hex characters of its SHA-256 (a 1,000-token request keeps 17 KB).
+    public static func digest(_ token: String) -> String {
+        Hex.encode(Array(Digest.sha256(Array(token.utf8)).prefix(8)))
+    }
+
+    /// Whether the request was sent to `token`.
+    public func contains(token: String) -> Bool { tokenDigests.contains(Self.digest(token)) }
+}
+
+/// What a verified receipt tag names.
+public enum ReceiptTag: Sendable, Equatable {
+    /// A message (Huawei's and HarmonyOS's `biTag`): any token, on a POST the service signed.
+    case message(Int64)
+    /// A message sent to the receipt's own token.
+    case token(messageID: Int64)
+    /// A recorded request to many tokens (`ReceiptStore.receiptSend`).
+    case send(Int64)
 }
 
 /// The callback user name and key of an app's receipt configuration with a service that signs
@@ -111,16 +179,20 @@ public struct ReceiptSettings: Sendable {
         return url.hasSuffix("/") ? String(url.dropLast()) : url
     }
     public var keys: ReceiptKeys
+    /// Where a request of many tokens is recorded before it asks for receipts by one `param`
+    /// (Xiaomi's batches); nil: such requests ask for none.
+    public var sends: (any ReceiptSendLog)?
     private let resolvePublicURL: @Sendable () -> String
 
-    public init(publicURL: String, keys: ReceiptKeys) {
-        self.init(keys: keys, publicURL: { publicURL })
+    public init(publicURL: String, keys: ReceiptKeys, sends: (any ReceiptSendLog)? = nil) {
+        self.init(keys: keys, sends: sends, publicURL: { publicURL })
     }
 
     /// Settings whose URL is known late: local mode's default, the gateway's own listener,
     /// whose port is bound after the transports are made.
-    public init(keys: ReceiptKeys, publicURL: @escaping @Sendable () -> String) {
+    public init(keys: ReceiptKeys, sends: (any ReceiptSendLog)? = nil, publicURL: @escaping @Sendable () -> String) {
         self.keys = keys
+        self.sends = sends
         self.resolvePublicURL = publicURL
     }
 
@@ -134,6 +206,47 @@ public struct ReceiptSettings: Sendable {
     /// its per-request callback field.
     public func url(channel: PushChannel, appID: Int64) -> String {
         "\(publicURL)/receipts/\(channel.rawValue)/\(appID)"
+    }
+
+    /// The receipts a push with `headers` asks `channel` for; nil outside a message.
+    public func request(channel: PushChannel, _ headers: PushHeaders) -> ReceiptRequest? {
+        guard let messageID = headers.messageID, let appID = headers.appID else { return nil }
+        return ReceiptRequest(settings: self, channel: channel, appID: appID, messageID: messageID)
+    }
+}
+
+/// Where the requests of many tokens that ask for receipts by one `param` are recorded before
+/// they are sent (the store's `recordReceiptSend`), so a receipt's targets can be checked
+/// against the request's tokens.
+public protocol ReceiptSendLog: Sendable {
+    /// Records the request and returns its id.
+    func recordReceiptSend(_ send: ReceiptSend) async throws -> Int64
+}
+
+/// The receipt fields of one push's requests, for the services that take a callback URL and a
+/// `param` per request (Xiaomi, OPPO, vivo).
+public struct ReceiptRequest: Sendable {
+    public var settings: ReceiptSettings
+    public var channel: PushChannel
+    public var appID: Int64
+    public var messageID: Int64
+
+    /// The URL the service posts to.
+    public var url: String { settings.url(channel: channel, appID: appID) }
+
+    /// The `param` of a request to `token` alone.
+    public func param(token: String) -> String {
+        settings.keys.tokenTag(appID: appID, messageID: messageID, token: token)
+    }
+
+    /// The `param` of a request to `tokens`: a one-token request's own, else a recorded send's
+    /// (nil when no log is set or it could not be written: the request asks for no receipt).
+    public func param(tokens: [String]) async -> String? {
+        if tokens.count == 1 { return param(token: tokens[0]) }
+        guard let log = settings.sends else { return nil }
+        let send = ReceiptSend(appID: appID, messageID: messageID, channel: channel, tokens: tokens)
+        guard let id = try? await log.recordReceiptSend(send) else { return nil }
+        return settings.keys.sendTag(appID: appID, sendID: id)
     }
 }
 

@@ -439,9 +439,11 @@ extension CredentialForm {
     /// vivo: AppID, AppKey, AppSecret), with Huawei's and Honor's optional badge class.
     /// - Parameters:
     ///   - packageName: the app id is the app's package name (Xiaomi), not a number.
+    ///   - receiptID: the optional receipt id the service's console made for the app's receipt
+    ///     address (vivo), kept as the option `receipt_id`.
     public static func appClient(
         _ channel: PushChannel, appID: LocalizedLabel, clientID: LocalizedLabel, secret: LocalizedLabel,
-        packageName: Bool = false, badgeClass: Bool = false
+        packageName: Bool = false, badgeClass: Bool = false, receiptID: Bool = false
     ) -> CredentialForm {
         var fields: [Field] = [
             Field(
@@ -467,6 +469,13 @@ extension CredentialForm {
                     help: "the launcher activity a badge number is shown on", helpZH: "显示角标数字的应用入口 Activity",
                     placeholder: "com.example.MainActivity",
                     rule: .init(.javaClass, 1...256)))
+        }
+        if receiptID {
+            fields.append(
+                Field(
+                    "receipt_id", required: false, label: LocalizedLabel(en: "Receipt id", zh: "回执 ID"),
+                    help: "the receipt id the console made for the receipt address (asks for delivery receipts)",
+                    placeholder: "1234", rule: .identifier(1...64)))
         }
         return CredentialForm(fields: fields) { (input, _) throws(CredentialFormError) -> ValidatedCredential in
             let appIDText = input.text("vendor_app_id")
@@ -514,6 +523,17 @@ extension CredentialForm {
                         "the badge class is the launcher activity's class name, e.g. com.example.MainActivity")
                 }
                 options["badge_class"] = badge
+            }
+            let receipt = input.text("receipt_id")
+            if receiptID, !receipt.isEmpty {
+                guard receipt.count <= 64,
+                    receipt.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
+                else {
+                    throw CredentialFormError(
+                        "invalid_receipt_id", field: "receipt_id",
+                        "the receipt id is the one the console shows (letters, digits, '-', '_', '.'; at most 64)")
+                }
+                options["receipt_id"] = receipt
             }
             return ValidatedCredential(
                 vendorAppID: appIDText, clientID: client, secret: Array(clientSecret.utf8), options: options)

@@ -12,8 +12,9 @@ extension OPPOService {
             .oppo, appID: .init(en: "App ID", zh: "App ID"), clientID: .init(en: "AppKey", zh: "AppKey"),
             secret: .init(en: "MasterSecret", zh: "MasterSecret")),
         make: { context in
-            try .tokenBatch(OPPOService(baseURL: context.url("url")), context)
+            try .tokenBatch(OPPOService(baseURL: context.url("url"), receipts: context.receipts), context)
         },
+        receipts: OPPOReceipts.declaration,
         serviceCodes: serviceCodes,
         renderBody: { OPPOService().serviceBody($0) })
 

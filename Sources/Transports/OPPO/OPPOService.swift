@@ -17,9 +17,18 @@ public struct OPPOService: TokenBatchService {
     public static let defaultSendURL = "https://api.push.oppomobile.com"
 
     public var baseURL: String
+    /// Receipts asked for (`call_back_url`), when `receipts.public_url` is set.
+    public var receipts: ReceiptSettings?
 
-    public init(baseURL: String = OPPOService.defaultSendURL) {
+    public init(baseURL: String = OPPOService.defaultSendURL, receipts: ReceiptSettings? = nil) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.receipts = receipts
+    }
+
+    /// A push's `notification` object, and the receipts it asks for.
+    public struct Template: Sendable {
+        var notification: JSONValue
+        var receipts: ReceiptRequest?
     }
 
     public var maxTokens: Int { 1000 }
@@ -60,17 +69,22 @@ public struct OPPOService: TokenBatchService {
 
     /// OPPO refuses `action_parameters` (the custom data as one JSON text) over 4 KB
     /// (docs/reference/android.md §9).
-    public func exceedsServiceLimit(_ template: JSONValue) -> Bool {
-        (template["action_parameters"]?.stringValue?.utf8.count ?? 0) > OPPOMessage.maxActionParametersBytes
+    public func exceedsServiceLimit(_ template: Template) -> Bool {
+        (template.notification["action_parameters"]?.stringValue?.utf8.count ?? 0)
+            > OPPOMessage.maxActionParametersBytes
     }
 
     public func template(
         content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
         now: Date
     )
-        -> JSONValue
+        -> Template
     {
-        OPPOMessage.notification(content: content, headers: headers, now: now)
+        let request = receipts?.request(channel: .oppo, headers)
+        return Template(
+            notification: OPPOMessage.notification(content: content, headers: headers, now: now),
+            // OPPO takes a callback URL of at most 200 characters; a longer one asks for nothing.
+            receipts: request.flatMap { $0.url.count <= OPPOReceipts.maxURLLength ? $0 : nil })
     }
 
     /// The form's `messages` (a JSON list of one message per token); its `auth_token` is the
@@ -82,12 +96,22 @@ public struct OPPOService: TokenBatchService {
             bytes: FormEncoding.encode([("messages", messages.serializedString)]).count)
     }
 
+    /// Every message of a batch is its own registration id's, so each asks for receipts with a
+    /// `call_back_parameter` MAC'd with that id.
     public func send(
-        _ template: JSONValue, tokens: [String], credential: ChannelCredential, token: AccessToken, client: HTTPClient,
+        _ template: Template, tokens: [String], credential: ChannelCredential, token: AccessToken, client: HTTPClient,
         timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void
     ) {
         let messages = JSONValue.array(
-            tokens.map { ["target_type": 2, "target_value": .string($0), "notification": template] })
+            tokens.map { target in
+                var notification = template.notification
+                if let receipts = template.receipts, case .object(var fields) = notification {
+                    fields["call_back_url"] = .string(receipts.url)
+                    fields["call_back_parameter"] = .string(receipts.param(token: target))
+                    notification = .object(fields)
+                }
+                return ["target_type": 2, "target_value": .string(target), "notification": notification]
+            })
         let request = HTTPClientRequest(
             method: "POST", url: baseURL + "/server/v1/message/notification/unicast_batch",
             headers: [

@@ -10,10 +10,11 @@ extension VivoService {
         ],
         credentialForm: .appClient(
             .vivo, appID: .init(en: "App ID", zh: "App ID"), clientID: .init(en: "AppKey", zh: "AppKey"),
-            secret: .init(en: "AppSecret", zh: "AppSecret")),
+            secret: .init(en: "AppSecret", zh: "AppSecret"), receiptID: true),
         make: { context in
-            try .tokenBatch(VivoService(baseURL: context.url("url")), context)
+            try .tokenBatch(VivoService(baseURL: context.url("url"), receipts: context.receipts), context)
         },
+        receipts: VivoReceipts.declaration,
         serviceCodes: serviceCodes,
         renderBody: { VivoService().serviceBody($0) })
 

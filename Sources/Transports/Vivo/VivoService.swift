@@ -17,9 +17,29 @@ public struct VivoService: TokenBatchService {
     public static let defaultSendURL = "https://api-push.vivo.com.cn"
 
     public var baseURL: String
+    /// Receipts asked for (`extra.callback`), when `receipts.public_url` is set and the
+    /// credential names the receipt id made in vivo's console.
+    public var receipts: ReceiptSettings?
 
-    public init(baseURL: String = VivoService.defaultSendURL) {
+    public init(baseURL: String = VivoService.defaultSendURL, receipts: ReceiptSettings? = nil) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.receipts = receipts
+    }
+
+    /// A push's message fields but its regIds and request id, and the receipts it asks for.
+    public struct Template: Sendable {
+        var fields: [String: JSONValue]
+        var receipts: ReceiptRequest?
+        /// The receipt id vivo's console made for the app's receipt address (`extra.callback`).
+        var receiptID: String?
+
+        /// The fields with `extra` asking for receipts by `param`.
+        func fields(param: String?) -> [String: JSONValue] {
+            guard let receiptID, let param else { return fields }
+            var fields = fields
+            fields["extra"] = ["callback": .string(receiptID), "callback.param": .string(param)]
+            return fields
+        }
     }
 
     public var maxTokens: Int { 1000 }
@@ -64,11 +84,14 @@ public struct VivoService: TokenBatchService {
         content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
         now: Date
     )
-        -> [String: JSONValue]
+        -> Template
     {
         var fields = VivoMessage.fields(content: content, headers: headers, now: now)
         fields["appId"] = Int64(credential.vendorAppID).map(JSONValue.int) ?? .string(credential.vendorAppID)
-        return fields
+        let receiptID = credential.options[VivoReceipts.receiptIDOption]
+        return Template(
+            fields: fields, receipts: receiptID == nil ? nil : receipts?.request(channel: .vivo, headers),
+            receiptID: receiptID)
     }
 
     /// One device's `/message/send` body (its `requestId` is made per request and not shown).
@@ -78,9 +101,32 @@ public struct VivoService: TokenBatchService {
         return .json(JSONValue.object(single).serialized())
     }
 
+    /// A single push asks for receipts with a `callback.param` MAC'd with its regId; a batch's
+    /// saved message with one naming its send, recorded first.
     public func send(
-        _ template: [String: JSONValue], tokens: [String], credential: ChannelCredential, token: AccessToken,
+        _ template: Template, tokens: [String], credential: ChannelCredential, token: AccessToken,
         client: HTTPClient, timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void
+    ) {
+        guard let receipts = template.receipts else {
+            return send(template.fields, tokens: tokens, token: token, client: client, timeout: timeout, done: done)
+        }
+        if tokens.count == 1 {
+            return send(
+                template.fields(param: receipts.param(token: tokens[0])), tokens: tokens, token: token, client: client,
+                timeout: timeout, done: done)
+        }
+        Task {
+            // A batch whose send could not be recorded goes without receipts rather than late.
+            let param = await receipts.param(tokens: tokens)
+            send(
+                template.fields(param: param), tokens: tokens, token: token, client: client, timeout: timeout,
+                done: done)
+        }
+    }
+
+    func send(
+        _ template: [String: JSONValue], tokens: [String], token: AccessToken, client: HTTPClient, timeout: Duration,
+        done: @escaping @Sendable (TokenBatchAnswer) -> Void
     ) {
         @Sendable func post(
             _ path: String, _ body: [String: JSONValue], _ answered: @escaping @Sendable (HTTPClientResponse) -> Void

@@ -12,8 +12,9 @@ extension XiaomiService {
             .xiaomi, appID: .init(en: "Package name", zh: "包名"), clientID: .init(en: "AppID", zh: "AppID"),
             secret: .init(en: "AppSecret", zh: "AppSecret"), packageName: true),
         make: { context in
-            try .tokenBatch(XiaomiService(baseURL: context.url("url")), context)
+            try .tokenBatch(XiaomiService(baseURL: context.url("url"), receipts: context.receipts), context)
         },
+        receipts: XiaomiReceipts.declaration,
         serviceCodes: serviceCodes,
         renderBody: { XiaomiService().serviceBody($0) })
 

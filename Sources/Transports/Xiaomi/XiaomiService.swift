@@ -16,9 +16,18 @@ public struct XiaomiService: TokenBatchService {
     public static let defaultSendURL = "https://api.xmpush.xiaomi.com"
 
     public var baseURL: String
+    /// Receipts asked for (`extra.callback`), when `receipts.public_url` is set.
+    public var receipts: ReceiptSettings?
 
-    public init(baseURL: String = XiaomiService.defaultSendURL) {
+    public init(baseURL: String = XiaomiService.defaultSendURL, receipts: ReceiptSettings? = nil) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.receipts = receipts
+    }
+
+    /// A push's form fields but its ids, and the receipts it asks for.
+    public struct Template: Sendable {
+        var fields: [(String, String)]
+        var receipts: ReceiptRequest?
     }
 
     public var maxTokens: Int { 1000 }
@@ -56,9 +65,12 @@ public struct XiaomiService: TokenBatchService {
         content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
         now: Date
     )
-        -> [(String, String)]
+        -> Template
     {
-        XiaomiMessage.fields(content: content, headers: headers, packageName: credential.vendorAppID, now: now)
+        Template(
+            fields: XiaomiMessage.fields(
+                content: content, headers: headers, packageName: credential.vendorAppID, now: now),
+            receipts: receipts?.request(channel: .xiaomi, headers))
     }
 
     /// The form fields of the request (`registration_id` first, as `send` writes them).
@@ -69,20 +81,35 @@ public struct XiaomiService: TokenBatchService {
             bytes: FormEncoding.encode(fields).count)
     }
 
+    /// A request asking for receipts names them by one `extra.callback.param`: a one-token
+    /// request's is MAC'd with its token; a batch's names its send, recorded first.
     public func send(
-        _ template: [(String, String)], tokens: [String], credential: ChannelCredential, token: AccessToken,
+        _ template: Template, tokens: [String], credential: ChannelCredential, token: AccessToken,
         client: HTTPClient, timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void
     ) {
-        let request = HTTPClientRequest(
-            method: "POST", url: baseURL + "/v3/message/regid",
-            headers: [
-                (name: "authorization", value: "key=" + token.value),
-                (name: "content-type", value: "application/x-www-form-urlencoded;charset=UTF-8"),
-            ], body: FormEncoding.encode([("registration_id", tokens.joined(separator: ","))] + template),
-            timeout: timeout, maxResponseBytes: HTTPClientRequest.maxBatchResponseBytes(tokens: tokens.count))
-        client.execute(
-            request, tokens: tokens, read: { XiaomiAnswer.read(status: $0.status, body: $0.body, tokens: tokens) },
-            done: done)
+        @Sendable func post(_ fields: [(String, String)]) {
+            let request = HTTPClientRequest(
+                method: "POST", url: baseURL + "/v3/message/regid",
+                headers: [
+                    (name: "authorization", value: "key=" + token.value),
+                    (name: "content-type", value: "application/x-www-form-urlencoded;charset=UTF-8"),
+                ], body: FormEncoding.encode([("registration_id", tokens.joined(separator: ","))] + fields),
+                timeout: timeout, maxResponseBytes: HTTPClientRequest.maxBatchResponseBytes(tokens: tokens.count))
+            client.execute(
+                request, tokens: tokens, read: { XiaomiAnswer.read(status: $0.status, body: $0.body, tokens: tokens) },
+                done: done)
+        }
+        guard let receipts = template.receipts else { return post(template.fields) }
+        if tokens.count == 1 {
+            return post(
+                template.fields + XiaomiReceipts.fields(url: receipts.url, param: receipts.param(token: tokens[0])))
+        }
+        let fields = template.fields
+        Task {
+            // A batch whose send could not be recorded goes without receipts rather than late.
+            guard let param = await receipts.param(tokens: tokens) else { return post(fields) }
+            post(fields + XiaomiReceipts.fields(url: receipts.url, param: param))
+        }
     }
 }
 
