@@ -26,7 +26,14 @@ enum PostgresSchema {
         ("pg9-open-channels", PostgresSchema.openChannels),
         ("pg10-delivery-receipts", PostgresSchema.deliveryReceipts),
         ("pg11-webhooks", PostgresSchema.webhooks),
+        ("pg12-backlog-by-app", PostgresSchema.backlogByApp),
     ]
+
+    /// SQLite's `v18-backlog-by-app`: each app's messages queued or sending, which admission
+    /// counts on accepts (`WorkQueue.backlog`) and planning takes fairly across apps.
+    static let backlogByApp = """
+        CREATE INDEX messages_backlog_by_app ON messages(state, app_id, id) WHERE state IN ('queued', 'sending');
+        """
 
     /// SQLite's `v17-webhooks`: endpoints, the outbox nodes claim rows of under a lease
     /// (`FOR UPDATE SKIP LOCKED`), and recent attempts.

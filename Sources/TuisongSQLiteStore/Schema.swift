@@ -38,6 +38,7 @@ enum Schema {
         (v15Identifier, v15OpenChannels),
         (v16Identifier, sql(v16DeliveryReceipts)),
         (v17Identifier, sql(v17Webhooks)),
+        (v18Identifier, sql(v18BacklogByApp)),
     ]
 
     /// A migration that runs `text`.

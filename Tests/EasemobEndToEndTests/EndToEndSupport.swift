@@ -32,10 +32,12 @@ struct EasemobGateway: Sendable {
 
     static func with(
         timeZone: String? = nil, in existing: URL? = nil, keep: Bool = false,
-        clock: any TuisongCore.Clock = SystemClock(), _ body: (EasemobGateway) async throws -> Void
+        clock: any TuisongCore.Clock = SystemClock(), environment: [String: String] = [:],
+        _ body: (EasemobGateway) async throws -> Void
     ) async throws {
         let running = try await RunningGateway.start(
-            providers: ["easemob"], directory: existing, logLevel: .critical, name: "easemob-e2e", clock: clock)
+            providers: ["easemob"], environment: environment, directory: existing, logLevel: .critical,
+            name: "easemob-e2e", clock: clock)
         let runtime = running.runtime
         do {
             var app: App
