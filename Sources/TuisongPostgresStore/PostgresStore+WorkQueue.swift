@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TuisongCore
 import TuisongPostgres
 import TuisongSQLStore
@@ -125,9 +126,18 @@ extension PostgresStore: WorkQueue {
     /// `messages_backlog_by_app`), an app's n-th at turn n, the lowest turns planned first, so
     /// another app's push is planned in the next pass however many chat lines one app queued
     /// before it. Due scheduled messages, and messages left sending without slices (from before
-    /// the work queue), come at the first turn.
+    /// the work queue), come first. Those left sending are looked for only until a
+    /// pass finds none: nothing makes more of them, and looking walks every sending message (the
+    /// whole backlog under a chat load, 10–20 ms a pass at 3,000). Each condition spells out its
+    /// partial index's: without it, PostgreSQL walked the primary key through the whole history
+    /// (0.6 s a pass beside 300,000 finished messages).
     func planDueMessages(now: Date) async throws {
         let nowMs = SQLTime.milliseconds(now)
+        let lookForSending = sendingWithoutSlicesMayRemain.load(ordering: .relaxed)
+        let other =
+            lookForSending
+            ? "(m.state = 'sending' OR (m.state = 'scheduled' AND m.send_at <= $1))"
+            : "m.state = 'scheduled' AND m.send_at <= $1"
         let due = try await read { conn in
             try conn.run(
                 """
@@ -139,8 +149,8 @@ extension PostgresStore: WorkQueue {
                         ORDER BY m.id LIMIT $2
                     ) q
                 ), other AS (
-                    SELECT m.id, 1 AS turn FROM messages m
-                    WHERE (m.state = 'sending' OR (m.state = 'scheduled' AND m.send_at <= $1))
+                    SELECT m.id, 0 AS turn FROM messages m
+                    WHERE m.state IN ('scheduled', 'queued', 'sending') AND \(other)
                         AND NOT EXISTS (SELECT 1 FROM message_slices s WHERE s.message_id = m.id)
                     ORDER BY m.id LIMIT $2
                 ), picked AS (
@@ -151,6 +161,9 @@ extension PostgresStore: WorkQueue {
                 ORDER BY picked.turn, m.id
                 """, [.int(nowMs), .int(Int64(Self.planBatch))]
             ).rows
+        }
+        if lookForSending, !due.contains(where: { $0.string("state") == "sending" }) {
+            sendingWithoutSlicesMayRemain.store(false, ordering: .relaxed)
         }
         var whole: [(id: Int64, after: Int64, total: Int?)] = []
         var cut: [(id: Int64, appID: Int64, audience: Audience)] = []
