@@ -51,6 +51,26 @@ import TuisongPluginTestKit
         }
     }
 
+    @Test func theConsolesTestPushIsRefusedTheSameWay() async throws {
+        let hold = try DispatcherHold()
+        let gw = try await TestGateway.start(
+            environment: [
+                "TUISONG_DELIVERY_MAX_BACKLOG_PER_APP": "1", "TUISONG_ADMIN_PASSWORD": AdminTestClient.password,
+            ], directory: hold.directory)
+        defer { Task { await gw.stop() } }
+        let (appID, _) = try await gw.createApp()
+        let client = AdminTestClient(baseURL: gw.baseURL)
+        try await client.login()
+        let body: [String: Any] = ["audience": ["all": true], "notification": ["alert": ["body": "test"]]]
+        let first = try await client.call("POST", "/apps/\(appID)/push", json: body)
+        #expect(first.status == 202, "\(first.text)")
+        let refused = try await client.call("POST", "/apps/\(appID)/push", json: body)
+        #expect(refused.status == 429, "\(refused.text)")
+        #expect(refused.errorCode == "backlog_full")
+        #expect((refused.jsonObject["error"] as? [String: Any])?["retry_after"] as? Int == 1)
+        #expect(refused.header("Retry-After") == "1")
+    }
+
     @Test func withoutABoundNothingIsRefused() async throws {
         let hold = try DispatcherHold()
         let gw = try await TestGateway.start(
