@@ -83,21 +83,32 @@ async def client(args, port, make, numbers, stats, pace):
             delay = due - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-        path, head, body = make(n)
-        data = body.encode()
-        writer.write(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(data)}\r\n\r\n".encode()
-                     + data)
-        status_line = await reader.readline()
-        length = 0
         while True:
-            line = await reader.readline()
-            if line in (b"\r\n", b""):
-                break
-            name, _, value = line.decode().partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        answer = await reader.readexactly(length)
-        status = int(status_line.split()[1])
+            path, head, body = make(n)
+            data = body.encode()
+            writer.write(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(data)}\r\n\r\n"
+                         .encode() + data)
+            status_line = await reader.readline()
+            length = 0
+            retry_after = None
+            while True:
+                line = await reader.readline()
+                if line in (b"\r\n", b""):
+                    break
+                name, _, value = line.decode().partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+                elif name.lower() == "retry-after":
+                    retry_after = float(value)
+            answer = await reader.readexactly(length)
+            status = int(status_line.split()[1])
+            # Admission (the app's backlog at delivery.max_backlog_per_app): nothing was accepted;
+            # a client waits as told and sends the same message again.
+            if retry_after is not None and (status == 429 or b'"ErrorCode":60007' in answer):
+                stats["refused"] += 1
+                await asyncio.sleep(retry_after)
+                continue
+            break
         if status >= 300 or (args.api == "tencent" and b'"ActionStatus":"OK"' not in answer):
             stats["errors"] += 1
             if stats["errors"] <= 3:
@@ -107,7 +118,7 @@ async def client(args, port, make, numbers, stats, pace):
 
 
 async def load(args, make):
-    stats = {"done": 0, "errors": 0}
+    stats = {"done": 0, "errors": 0, "refused": 0}
     start = time.monotonic()
     per_client = [[] for _ in range(args.clients)]
     for i in range(args.count):
@@ -159,7 +170,8 @@ def main():
         sys.exit("no message completed")
     span = (max(int(done) for _, done, _ in rows) - min(int(created) for created, _, _ in rows)) / 1000
     pct = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]
-    print(f"messages={args.count} errors={stats['errors']} completed={len(rows)} devices_delivered={delivered} "
+    print(f"messages={args.count} errors={stats['errors']} refused_429={stats['refused']} completed={len(rows)} "
+          f"devices_delivered={delivered} "
           f"unfinished={left} accepted_s={accepted:.2f} delivered={len(rows) / max(span, 1e-3):.0f}/s "
           f"p50_ms={pct(0.5)} p99_ms={pct(0.99)} cpu_us={cpu / args.count * 1e6:.0f} "
           f"rss_mb={max(peak_rss_mb(pid) for pid in pids):.0f}")

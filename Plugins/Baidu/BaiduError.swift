@@ -111,3 +111,12 @@ extension BaiduError {
         return BaiduError(.internalError, kind.explanation, httpStatus: 503)
     }
 }
+
+extension BaiduError {
+    /// The app's backlog is at the gateway's bound (`PushGateway.admit`): Baidu's own "requests
+    /// are too frequent, temporarily rejected", HTTP 429, answered with `Retry-After`
+    /// (`BaiduProvider.respond`).
+    static func backlogFull(_ error: BacklogFull) -> BaiduError {
+        BaiduError(.tooFrequent, error.explanation)
+    }
+}

@@ -188,6 +188,10 @@ public struct BaiduProvider: PushProvider {
                 ? BaiduReply.deviceSuccess(requestID, parameters) : BaiduReply.success(requestID, parameters)
         } catch let error as BaiduError {
             return BaiduReply.failure(requestID, error)
+        } catch let error as BacklogFull {
+            var response = BaiduReply.failure(requestID, .backlogFull(error))
+            response.headers.add(name: "Retry-After", value: String(error.retryAfterSeconds))
+            return response
         } catch let error as StoreError where error.code == .unavailable {
             logger.warning(
                 "baidu: store unavailable", metadata: ["baidu_request_id": "\(requestID)", "error": "\(error)"])

@@ -73,6 +73,8 @@ struct BaiduPusher: Sendable {
             jobs.append((job, entry.message.text))
         }
 
+        // Once per request, before anything is kept or accepted: all of its messages or none.
+        try await gateway.admit(appID: push.app.id)
         var sent: [BaiduSent] = []
         do {
             for (job, text) in jobs {

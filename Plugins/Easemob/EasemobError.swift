@@ -90,6 +90,12 @@ public struct EasemobError: Error, Sendable, Hashable, CustomStringConvertible {
         status: 503, error: "service_unavailable", "the server is busy hashing passwords; try again in a second",
         retryAfter: 1)
 
+    /// The app's backlog is at the gateway's bound (`PushGateway.admit`): Easemob's own 429
+    /// `reach_limit`, with `Retry-After`.
+    static func backlogFull(_ error: BacklogFull) -> EasemobError {
+        EasemobError(status: 429, error: "reach_limit", error.explanation, retryAfter: error.retryAfterSeconds)
+    }
+
     /// The store cannot serve (busy, a full disk, no database): 503 with the reason and
     /// `Retry-After`, as Easemob answers when it is overloaded.
     static func storeUnavailable(_ error: StoreError) -> EasemobError {

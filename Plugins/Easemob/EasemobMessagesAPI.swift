@@ -103,6 +103,8 @@ extension EasemobProvider {
         _ call: Call, from: String, to targets: [String], type: String, body: JSONValue, ext: JSONValue?
     ) async throws -> [String: String] {
         let names = try targets.map { name throws(EasemobError) in try EasemobUsername.validated(name) }
+        // Once per request, before any badge is counted: every target's message or none.
+        try await context.gateway.admit(appID: call.appID)
         let existing = try await store.existingUsers(appID: call.appID, among: names)
         var sent: [String: String] = [:]
         for (target, name) in zip(targets, names) {
@@ -120,6 +122,7 @@ extension EasemobProvider {
     func sendToGroups(
         _ call: Call, from: String, to groups: [String], type: String, body: JSONValue, ext: JSONValue?
     ) async throws -> [String: String] {
+        try await context.gateway.admit(appID: call.appID)
         var members: [String: [String]] = [:]
         for group in groups {
             guard let list = try await store.members(appID: call.appID, groupID: group) else {

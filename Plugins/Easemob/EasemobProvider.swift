@@ -162,6 +162,8 @@ public struct EasemobProvider: PushProvider {
             return EasemobReply.failure(error, now: clock.now)
         } catch let error as StoreError where error.code == .notFound {
             return EasemobReply.failure(.notFound(), now: clock.now)
+        } catch let error as BacklogFull {
+            return EasemobReply.failure(.backlogFull(error), now: clock.now)
         } catch let error as StoreError where error.code == .unavailable {
             logger.warning("easemob: store unavailable", metadata: ["path": "\(request.path)", "error": "\(error)"])
             return EasemobReply.failure(.storeUnavailable(error), now: clock.now)

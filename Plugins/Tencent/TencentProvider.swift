@@ -110,9 +110,15 @@ public struct TencentProvider: PushProvider {
             }
             let body = try TencentBody.parse(request.body)
             let call = TencentCall(app: caller.app, keys: caller.keys, identifier: caller.identifier, body: body)
+            // Before the call counts anything (a group's message sequence, badges).
+            if command.isMessageCall { try await gateway.admit(appID: caller.app.id) }
             return try await perform(command, call, rawBodySize: request.body.count)
         } catch let error as TencentError {
             return TencentReply.fail(error)
+        } catch let error as BacklogFull {
+            var response = TencentReply.fail(TencentError(backlogFull: error))
+            response.headers.add(name: "Retry-After", value: String(error.retryAfterSeconds))
+            return response
         } catch let error as StoreError where error.code == .unavailable {
             logger.warning("tencent: store unavailable", metadata: ["path": "\(request.path)", "error": "\(error)"])
             return TencentReply.fail(TencentError(storeUnavailable: error))

@@ -36,6 +36,13 @@ enum TencentReply {
 }
 
 extension TencentError {
+    /// The app's backlog is at the gateway's bound (`PushGateway.admit`): Tencent's own 60007,
+    /// "the REST API call frequency exceeds the limit", in its HTTP 200 envelope (Tencent's SDKs
+    /// raise on any other status), with `Retry-After` beside it (`TencentProvider.handle`).
+    init(backlogFull error: BacklogFull) {
+        self.init(60007, "REST API call frequency exceeds the limit, reduce the request rate: \(error.explanation)")
+    }
+
     /// The store cannot serve (busy, a full disk, no database): Tencent's "timed out, please
     /// retry" with the reason (Tencent answers every error with HTTP 200 and its envelope).
     init(storeUnavailable error: StoreError) {

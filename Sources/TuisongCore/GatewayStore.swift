@@ -79,6 +79,11 @@ public protocol WorkQueue: Sendable {
     /// How many nodes sent a heartbeat within the lease (1 for SQLite): each takes its share of
     /// a limit that is meant for the whole gateway.
     func liveNodeCount() async throws -> Int
+    /// The app's messages accepted and not yet sent through (`queued` or `sending`), counted up
+    /// to `upTo` at most: admission's measure of an app's backlog (`PushGateway.admit`), read
+    /// from an index of those messages by app, so it costs what the app has pending, never its
+    /// history. On PostgreSQL it is every node's backlog of the app.
+    func backlog(appID: Int64, upTo: Int) async throws -> Int
 }
 
 extension WorkQueue {

@@ -43,11 +43,50 @@ public struct MessageStatus: Sendable {
 }
 
 /// What a provider hands its pushes to. `submit` returns only once the message is durable.
+///
+/// A request that pushes calls `admit(appID:)` once before anything of it is written (before
+/// its first `submit`, and before a badge is counted or a message kept for it), so a refused
+/// request leaves nothing behind and a request of several messages is never half accepted.
 public protocol PushGateway: Sendable {
+    /// Throws `BacklogFull` when the app has more messages accepted and not yet sent through
+    /// than the gateway's bound (`delivery.max_backlog_per_app`); each API answers it in its
+    /// dialect with `Retry-After`. Cheap: the backlog is a count recounted at most every second.
+    func admit(appID: Int64) async throws
     /// Validates the content and renders it as APNs would (throws `PayloadError`), commits the message
     /// and schedules it. When this returns the message survives a crash.
     func submit(_ job: PushJob) async throws -> MessageRecord
     func status(messageID: Int64) async throws -> MessageStatus?
     /// Cancels a message that has not started (a scheduled push). `false` if it already started.
     func cancel(messageID: Int64) async throws -> Bool
+}
+
+extension PushGateway {
+    /// A gateway without a bound admits everything.
+    public func admit(appID: Int64) async throws {}
+}
+
+/// A push refused before anything of it was written: its app's backlog — messages accepted and
+/// not yet sent through (queued, or sending) — is at the gateway's bound. The client should
+/// try again after `retryAfterSeconds`; nothing was accepted.
+public struct BacklogFull: Error, Sendable, Hashable, CustomStringConvertible {
+    public var appID: Int64
+    /// The backlog when it was last counted (with what this node accepted since).
+    public var backlog: Int
+    public var bound: Int
+    public var retryAfterSeconds: Int
+
+    public init(appID: Int64, backlog: Int, bound: Int, retryAfterSeconds: Int) {
+        self.appID = appID
+        self.backlog = backlog
+        self.bound = bound
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+
+    /// What the client is told, in a sentence.
+    public var explanation: String {
+        "too many messages of this app are waiting to be sent (\(backlog), at most \(bound)); "
+            + "nothing was accepted, retry in \(retryAfterSeconds) s"
+    }
+
+    public var description: String { "backlog_full: app \(appID), \(backlog) of \(bound)" }
 }

@@ -33,6 +33,12 @@ public struct DeliverySettings: Sendable {
     /// A slice stops launching sends this long before its lease ends unless it was renewed:
     /// what is in flight then lands before another node may take the slice over.
     public var leaseMargin: Duration = .seconds(2)
+    /// An app's backlog (messages queued or sending) at which its pushes are refused
+    /// (`PushGateway.admit`, `delivery.max_backlog_per_app`); 0: no bound.
+    public var maxBacklogPerApp = 0
+    /// How long an app's counted backlog is trusted (with this node's accepts added) before it
+    /// is read again.
+    public var backlogRecount: Duration = .seconds(1)
 
     public init(workers: Int, pageSize: Int, maxAttempts: Int, retryBase: TimeInterval, retryMax: TimeInterval) {
         self.workers = workers
@@ -99,6 +105,8 @@ public final class DeliveryEngine: PushGateway {
     /// Told of committed holds (`setHoldWatcher`).
     let holdWatcher = Mutex<(any HoldWatcher)?>(nil)
     let observer: any DeliveryObserver
+    /// Refuses an app's pushes while its backlog is at `settings.maxBacklogPerApp`.
+    let admission: BacklogAdmission
 
     public init(
         store: any Backend, transport: any PushTransport, settings: DeliverySettings, clock: any Clock, logger: Logger,
@@ -122,6 +130,8 @@ public final class DeliveryEngine: PushGateway {
             try await store.audiencePages(requests).map { .success($0) }
         }
         self.badgeGrants = BadgeGrantJanitor(store: store, logger: logger)
+        self.admission = BacklogAdmission(
+            bound: settings.maxBacklogPerApp, recount: settings.backlogRecount, store: store)
     }
 
     /// Sets the per-recipient policies (vendor name → policy). Messages of other vendors take
@@ -187,6 +197,11 @@ public final class DeliveryEngine: PushGateway {
         }
     }
 
+    /// Throws `BacklogFull` while the app's backlog is at `settings.maxBacklogPerApp`.
+    public func admit(appID: Int64) async throws {
+        try await admission.admit(appID: appID)
+    }
+
     /// Validates, renders and commits the message; it is durable when this returns.
     public func submit(_ job: PushJob) async throws -> MessageRecord {
         // Refused here as before: content APNs could not carry (the transports check their own
@@ -196,6 +211,7 @@ public final class DeliveryEngine: PushGateway {
         let record = try await store.createMessage(job, state: state)
         observer.accepted(vendor: job.vendor)
         if state == .queued {
+            admission.accepted(appID: job.appID)
             wakeSignal.signal()
             // The first push after a start would otherwise wait for the APNs connections (TLS,
             // HTTP/2 settings): they open while the dispatcher starts the message.

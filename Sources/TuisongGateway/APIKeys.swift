@@ -91,6 +91,10 @@ final class APIKeyAuthenticator: Sendable {
             return error.response
         } catch let error as HTTPError {
             return NativeAPIError(httpError: error).response
+        } catch let error as BacklogFull {
+            var response = NativeAPIError(429, "backlog_full", error.explanation).response
+            response.headers.add(name: "Retry-After", value: String(error.retryAfterSeconds))
+            return response
         } catch let error as StoreError where error.code == .unavailable {
             logger.warning("store unavailable", metadata: ["error": "\(error)"])
             let kind = error.unavailability ?? .busy

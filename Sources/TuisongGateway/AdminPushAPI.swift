@@ -108,6 +108,11 @@ struct AdminPushAPI: Sendable {
             throw AdminError(503, "push_unavailable", "this gateway runs no delivery engine")
         }
         let job = try await job(app, try AdminBody(request))
+        do {
+            try await gateway.admit(appID: app.id)
+        } catch let error as BacklogFull {
+            throw AdminError(429, "backlog_full", error.explanation, retryAfter: error.retryAfterSeconds)
+        }
         let record = try await gateway.submit(job)
         api.logger.info(
             "console: test push",

@@ -159,6 +159,9 @@ public struct GatewayConfig: Sendable, Equatable {
         public var maxAttempts: Int
         public var retryBaseSeconds: Double
         public var retryMaxSeconds: Double
+        /// `delivery.max_backlog_per_app`: an app's messages queued or sending at which its
+        /// pushes are answered 429 (0: no bound).
+        public var maxBacklogPerApp: Int
     }
 
     public var listen: Listen

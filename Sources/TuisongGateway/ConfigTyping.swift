@@ -231,7 +231,8 @@ extension GatewayConfig {
             pageSize: try r.int("delivery.page_size", in: 10...100_000),
             maxAttempts: try r.int("delivery.max_attempts", in: 1...1000),
             retryBaseSeconds: try r.double("delivery.retry_base_seconds", in: 0.001...3600),
-            retryMaxSeconds: try r.double("delivery.retry_max_seconds", in: 0.001...86400))
+            retryMaxSeconds: try r.double("delivery.retry_max_seconds", in: 0.001...86400),
+            maxBacklogPerApp: try r.int("delivery.max_backlog_per_app", in: 0...100_000_000))
         webhooks = Webhooks(
             allowPrivateNetworks: try r.bool("webhooks.allow_private_networks"),
             timeoutSeconds: try r.int("webhooks.timeout_seconds", in: 1...60),

@@ -98,7 +98,8 @@ let embeddedDefaultJSON = #"""
         "page_size": 1000,
         "max_attempts": 12,
         "retry_base_seconds": 1,
-        "retry_max_seconds": 300
+        "retry_max_seconds": 300,
+        "max_backlog_per_app": 10000
       },
       "webhooks": {
         "allow_private_networks": true,

@@ -15,6 +15,7 @@ extension DeliverySettings {
         let lease = Duration.seconds(cluster.leaseSeconds)
         leaseRenewInterval = lease / 3
         leaseMargin = lease / 6
+        maxBacklogPerApp = config.maxBacklogPerApp
     }
 }
 

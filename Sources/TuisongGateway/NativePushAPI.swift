@@ -79,6 +79,7 @@ struct NativePushAPI: Sendable {
             job.idempotencyKey = key
             let record: MessageRecord
             do {
+                try await engine.admit(appID: app.id)
                 record = try await engine.submit(job)
                 if record.state == .queued { await changes?.publish(.wake) }
             } catch let error as PayloadError {

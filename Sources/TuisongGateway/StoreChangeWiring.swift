@@ -58,6 +58,10 @@ struct WakingGateway: PushGateway {
     let engine: DeliveryEngine
     let changes: any StoreChangeFeed
 
+    func admit(appID: Int64) async throws {
+        try await engine.admit(appID: appID)
+    }
+
     func submit(_ job: PushJob) async throws -> MessageRecord {
         let record = try await engine.submit(job)
         if record.state == .queued { await changes.publish(.wake) }

@@ -41,6 +41,7 @@ enum PostgresSchema {
         ("pg12-receipt-credentials", PostgresSchema.receiptCredentials),
         ("pg13-credentials-both-environments-digests", PostgresSchema.credentialsBothEnvironmentsDigests),
         ("pg14-receipt-sends", PostgresSchema.receiptSends),
+        ("pg15-backlog-by-app", PostgresSchema.backlogByApp),
     ]
 
     /// SQLite's `v18-receipt-credentials`: callback credentials per app and service (the key
@@ -71,6 +72,11 @@ enum PostgresSchema {
             created_at BIGINT NOT NULL
         );
         CREATE INDEX receipt_sends_message ON receipt_sends(message_id);
+
+    /// SQLite's `v21-backlog-by-app`: each app's messages queued or sending, which admission
+    /// counts on accepts (`WorkQueue.backlog`) and planning takes fairly across apps.
+    static let backlogByApp = """
+        CREATE INDEX messages_backlog_by_app ON messages(state, app_id, id) WHERE state IN ('queued', 'sending');
         """
 
     /// SQLite's `v17-webhooks`: endpoints, the outbox nodes claim rows of under a lease

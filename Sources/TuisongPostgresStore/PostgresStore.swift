@@ -76,6 +76,9 @@ public final class PostgresStore: Sendable {
     let changes = PostgresChanges()
     /// Deletes expired idempotency keys now and then (`createMessage`).
     let idempotencyKeySweeper = IdempotencyKeySweeper()
+    /// Whether planning still looks for messages left sending without slices (from before the
+    /// work queue): at its first pass, and as long as a pass finds one (`planDueMessages`).
+    let sendingWithoutSlicesMayRemain = Atomic<Bool>(true)
 
     /// Connects, brings the schema up to date (core, then plugins) and starts the pool.
     ///

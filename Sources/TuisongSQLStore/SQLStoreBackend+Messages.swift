@@ -175,6 +175,22 @@ extension SQLStoreBackend {
         }
     }
 
+    /// The app's messages queued or sending, up to `upTo`: the `messages_backlog_by_app` partial
+    /// index, whose condition the query spells out (SQLite uses a partial index only for a query
+    /// that states its condition), walks only what the app has pending.
+    public func backlog(appID: Int64, upTo: Int) async throws -> Int {
+        guard upTo > 0 else { return 0 }
+        return try await sqlRead { db in
+            let row = try db.fetchOne(
+                """
+                SELECT count(*) FROM (
+                    SELECT 1 FROM messages WHERE state IN ('queued', 'sending') AND app_id = \(appID)
+                    LIMIT \(Int64(upTo))) AS pending
+                """)
+            return Int(row?.int64(0) ?? 0)
+        }
+    }
+
     /// Retry rows waiting (`queued`) and rows held for want of a working credential.
     public func deliveryBacklog() async throws -> (retryQueued: Int, held: Int) {
         try await sqlRead { db in

@@ -184,24 +184,28 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    /// Marks up to `limit` due messages (queued, or scheduled and come due) `sending`, oldest
-    /// first, and returns them: one write for a whole batch of the dispatcher's claims.
+    /// Marks up to `limit` due messages (queued, or scheduled and come due) `sending` and returns
+    /// them: one write for a whole batch of the dispatcher's claims.
+    ///
+    /// Fair across apps, so one app's backlog does not hold another's push back (a chat app's
+    /// thousands of queued lines ahead of another app's tag push): each app's due messages are
+    /// taken oldest first, and an app's n-th candidate gets turn n plus the messages it has
+    /// sending already; the batch is the lowest turns (oldest first among equal turns). An app
+    /// with nothing sending gets its oldest message into the next claim, however long another
+    /// app's queue is; two busy apps alternate.
     func claimDueMessages(now: Date, limit: Int) async throws -> [MessageRecord] {
         let nowMs = SQLTime.milliseconds(now)
         let claimed = try await write { db -> [(id: Int64, startedAt: Int64)] in
-            try Row.fetchAll(
+            let ids = try Self.fairClaimCandidates(db, nowMs: nowMs, limit: limit)
+            guard !ids.isEmpty else { return [] }
+            return try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
                         UPDATE messages SET state = 'sending', started_at = coalesce(started_at, ?)
-                        WHERE id IN (
-                            SELECT id FROM (
-                                SELECT id FROM messages WHERE state = 'queued' AND \(Self.pendingIndexTerm)
-                                UNION ALL
-                                SELECT id FROM messages
-                                WHERE state = 'scheduled' AND send_at <= ? AND \(Self.pendingIndexTerm))
-                            ORDER BY id LIMIT ?)
+                        WHERE id IN (SELECT value FROM json_each(?)) AND state IN ('queued', 'scheduled')
                         RETURNING id, started_at
-                        """), arguments: [nowMs, nowMs, limit]
+                        """),
+                arguments: [nowMs, "[" + ids.map(String.init).joined(separator: ",") + "]"]
             ).map { row in (row[0] as Int64, row[1] as Int64) }
         }
         guard !claimed.isEmpty else { return [] }
@@ -231,6 +235,46 @@ extension SQLiteStore: MessageStore {
             }
         }
         return records.sorted { $0.id < $1.id }
+    }
+
+    /// The ids `claimDueMessages` takes, in its turn order. Every statement spells out its
+    /// partial index's condition: the apps with queued messages come from
+    /// `messages_backlog_by_app` one seek each (the next app id after the last), each app's
+    /// oldest queued ones and its sending count from the same index, due scheduled ones from
+    /// `messages_pending`.
+    static func fairClaimCandidates(_ db: Database, nowMs: Int64, limit: Int) throws -> [Int64] {
+        let backlogTerm = "state IN ('queued', 'sending')"
+        var candidates: [Int64: [Int64]] = [:]
+        let nextApp = try db.cachedStatement(
+            sql: "SELECT min(app_id) FROM messages WHERE \(backlogTerm) AND state = 'queued' AND app_id > ?")
+        let queuedOfApp = try db.cachedStatement(
+            sql: """
+                SELECT id FROM messages WHERE \(backlogTerm) AND state = 'queued' AND app_id = ?
+                ORDER BY id LIMIT ?
+                """)
+        var after = Int64.min
+        while let appID = try Int64.fetchOne(nextApp, arguments: [after]) {
+            candidates[appID] = try Int64.fetchAll(queuedOfApp, arguments: [appID, limit])
+            after = appID
+        }
+        for row in try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT id, app_id FROM messages
+                    WHERE state = 'scheduled' AND send_at <= ? AND \(pendingIndexTerm) ORDER BY id LIMIT ?
+                    """), arguments: [nowMs, limit])
+        {
+            candidates[row[1] as Int64, default: []].append(row[0] as Int64)
+        }
+        guard !candidates.isEmpty else { return [] }
+        let sendingOfApp = try db.cachedStatement(
+            sql: "SELECT count(*) FROM messages WHERE \(backlogTerm) AND state = 'sending' AND app_id = ?")
+        var turns: [(turn: Int, id: Int64)] = []
+        for (appID, ids) in candidates {
+            let sending = try Int.fetchOne(sendingOfApp, arguments: [appID]) ?? 0
+            for (index, id) in ids.sorted().prefix(limit).enumerated() { turns.append((sending + index + 1, id)) }
+        }
+        return turns.sorted { ($0.turn, $0.id) < ($1.turn, $1.id) }.prefix(limit).map(\.id)
     }
 
     /// The condition of the `messages_pending` partial index, spelled out: SQLite uses a partial

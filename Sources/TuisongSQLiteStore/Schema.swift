@@ -41,6 +41,7 @@ enum Schema {
         (v18Identifier, sql(v18ReceiptCredentials)),
         (v19Identifier, sql(v19CredentialsBothEnvironmentsDigests)),
         (v20Identifier, sql(v20ReceiptSends)),
+        (v21Identifier, sql(v21BacklogByApp)),
     ]
 
     /// A migration that runs `text`.

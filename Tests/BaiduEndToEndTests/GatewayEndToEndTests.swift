@@ -54,10 +54,12 @@ import TuisongStore
     }
 
     func withGateway(
-        on database: PluginStoreBackend = .sqlite, _ body: (Gateway) async throws -> Void
+        on database: PluginStoreBackend = .sqlite, environment: [String: String] = [:], directory: URL? = nil,
+        _ body: (Gateway) async throws -> Void
     ) async throws {
         let running = try await RunningGateway.start(
-            providers: ["baidu"], logLevel: .critical, name: "baidu-e2e", database: database)
+            providers: ["baidu"], environment: environment, directory: directory, logLevel: .critical,
+            name: "baidu-e2e", database: database)
         do {
             let runtime = running.runtime
             var app = try await runtime.store.createApp(

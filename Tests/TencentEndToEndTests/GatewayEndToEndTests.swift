@@ -128,10 +128,12 @@ import TuisongPluginTestKit
     }
 
     func withGateway(
-        on database: PluginStoreBackend = .sqlite, _ body: (Gateway) async throws -> Void
+        on database: PluginStoreBackend = .sqlite, environment: [String: String] = [:], directory: URL? = nil,
+        _ body: (Gateway) async throws -> Void
     ) async throws {
         let running = try await RunningGateway.start(
-            providers: ["baidu", "tencent"], logLevel: .critical, name: "tencent-e2e", database: database)
+            providers: ["baidu", "tencent"], environment: environment, directory: directory, logLevel: .critical,
+            name: "tencent-e2e", database: database)
         do {
             let runtime = running.runtime
             let apiKey = APIKey.generate()

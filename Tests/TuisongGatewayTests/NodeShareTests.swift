@@ -85,4 +85,5 @@ private final class CountingQueue: WorkQueue {
         held: Set<MessageSliceKey>, until: Date?
     ) { ([], nil) }
     func releaseSlice(_ key: MessageSliceKey, fence: Int64) async throws {}
+    func backlog(appID: Int64, upTo: Int) async throws -> Int { 0 }
 }
