@@ -247,7 +247,7 @@ let package = Package(
             dependencies: [
                 "TuisongDelivery", "TuisongPluginTestKit", "TuisongStore", "TuisongSQLStore", "TuisongSQLiteStore",
                 "TuisongPostgresStore", "TuisongCore", "TuisongAPNs", "TuisongLookAlikes", "TuisongCrypto",
-                "TuisongPostgresTestKit", "TuisongTransportKit",
+                "TuisongPostgresTestKit", "TuisongTransportKit", "TuisongPostgres",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(

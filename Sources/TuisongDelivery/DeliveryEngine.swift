@@ -13,7 +13,21 @@ public struct DeliverySettings: Sendable {
     public var retryMax: TimeInterval
     /// Retry window for messages without an explicit expiration.
     public var defaultExpiration: TimeInterval = 24 * 3600
-    public var flushInterval: Duration = .milliseconds(100)
+    /// A run commits its outcomes whenever `flushOutcomes` consecutive ones are in, or every
+    /// `flushInterval`, whichever comes first (a commit gathers whatever finished while the one
+    /// before it was committed).
+    public var flushInterval: Duration = .milliseconds(50)
+    /// Outcomes per flush segment: audience entries whose outcomes are committed together, so
+    /// a crash repeats what was in flight plus about this many per run (issue #40 item 4).
+    public var flushOutcomes = 256
+    /// Finished outcomes of a run waiting for a commit (the flush being committed and the
+    /// finished segments behind it) past which it launches no more sends until a commit lands:
+    /// bounds what a crash repeats when commits are slow. Also, no send is launched while a
+    /// flush fails (the database is away).
+    public var flushBacklog = 512
+    /// The longest wait between two attempts of a flush that failed: it is retried until the
+    /// database takes it, so it lands soon after the database is back.
+    public var flushRetryMax: Duration = .seconds(1)
     public var pollInterval: Duration = .milliseconds(250)
     /// Messages (or slices) claimed from the store in one round trip. How many are sending at
     /// once is bounded by `workers` alone: a message in flight holds at least one push.
@@ -24,8 +38,8 @@ public struct DeliverySettings: Sendable {
     /// can use every push in flight by itself, so a node holding more would only keep them from
     /// the other nodes. Messages sent whole (every small one) are not counted here.
     public var slicesPerNode = 4
-    /// Audience pages read ahead of the oldest unfinished one; bounds memory and the
-    /// duplicates a crash can cause to about `windowPages × pageSize`.
+    /// Audience pages read and not flushed, at most; bounds memory, and what a crash can repeat
+    /// when an early push's answer is late (the outcomes after it cannot be committed before it).
     public var windowPages = 3
     /// How often the leases of the slices this node sends are renewed (and its heartbeat
     /// written): a third of the store's lease, so two renewals may fail before one ends.
@@ -39,6 +53,8 @@ public struct DeliverySettings: Sendable {
     /// How long an app's counted backlog is trusted (with this node's accepts added) before it
     /// is read again.
     public var backlogRecount: Duration = .seconds(1)
+    /// How soon a renewal that failed is tried again.
+    public var leaseRetry: Duration = .milliseconds(500)
 
     public init(workers: Int, pageSize: Int, maxAttempts: Int, retryBase: TimeInterval, retryMax: TimeInterval) {
         self.workers = workers
@@ -341,6 +357,7 @@ public final class DeliveryEngine: PushGateway {
             let running = runs.all()
             var fences: [MessageSliceKey: Int64] = [:]
             for run in running where run.slice.leaseUntil != nil { fences[run.key] = run.slice.fence }
+            var renewedAll = true
             do {
                 let renewed = try await store.renewLeases(fences, now: clock.now)
                 for run in running where run.slice.leaseUntil != nil {
@@ -351,9 +368,15 @@ public final class DeliveryEngine: PushGateway {
                     }
                 }
             } catch {
+                renewedAll = false
                 logger.warning("renewing leases failed", metadata: ["error": "\(error)"])
             }
-            await leaseWake.wait(timeout: settings.leaseRenewInterval)
+            // After a failure, tried again soon: the leases are taken up again as soon as the
+            // database is back (even past their end, if no other node claimed the slices since),
+            // before the runs stop sending or another node takes their slices.
+            await leaseWake.wait(
+                timeout: renewedAll
+                    ? settings.leaseRenewInterval : min(settings.leaseRenewInterval, settings.leaseRetry))
         }
     }
 }

@@ -1,12 +1,14 @@
 import Foundation
 import TuisongCore
 
-/// The accounting half of a run: outcomes recorded per page as they come (from the transport's
-/// thread, under one lock per chunk) and committed page by page, in order, by the flush loop.
+/// The accounting half of a run: outcomes recorded per segment as they come (from the
+/// transport's thread, under one lock per chunk) and committed segment by segment, in order, by
+/// the flush loop.
 extension MessageRun {
     /// Records a chunk's outcomes with one lock, returns their permits, and wakes the flusher
-    /// when the oldest unflushed page is done.
-    func record(_ reports: [SendReport], of chunk: [AudienceEntry], contents: [SharedContent?]?, page: Int) {
+    /// when the oldest unflushed segment is done. `segments` holds each chunk entry's segment
+    /// (run-wide index).
+    func record(_ reports: [SendReport], of chunk: [AudienceEntry], segments: [Int], contents: [SharedContent?]?) {
         let now = engine.clock.now
         let heldUntil = engine.expiry(of: record)
         // Retry dates are drawn outside the lock; most chunks have none.
@@ -16,38 +18,50 @@ extension MessageRun {
             if retryDates.isEmpty { retryDates = Array(repeating: nil, count: reports.count) }
             retryDates[position] = engine.nextAttempt(after: 1, message: record, hint: hint)
         }
-        let (pageDone, drained) = state.withLock { state -> (Bool, Bool) in
+        // A chunk is one plan group, so one channel: delivered pushes are counted per segment,
+        // not per push.
+        let channel = chunk.first?.channel
+        let (segmentDone, drained) = state.withLock { state -> (Bool, Bool) in
             state.inFlight -= reports.count
+            let base = state.flushedSegments
+            var deliveredSegment = -1
             var delivered = 0
             for (position, report) in reports.enumerated() {
+                let segment = segments[report.index] - base
                 // This runs on the APNs pool's event loop thread, which also does the sending:
                 // the common outcome touches neither the entry nor its content.
                 if case .delivered = report.outcome {
-                    state.pages[page].pending -= 1
-                    state.pages[page].counts.delivered += 1
+                    state.segments[segment].pending -= 1
+                    state.segments[segment].counts.delivered += 1
+                    if segment != deliveredSegment {
+                        if delivered > 0, let channel {
+                            state.segments[deliveredSegment].deliveredByChannel[channel, default: 0] += delivered
+                        }
+                        deliveredSegment = segment
+                        delivered = 0
+                    }
                     delivered += 1
                     continue
                 }
-                // In place (inout on the array element): a copy would duplicate the page's arrays.
+                // In place (inout on the array element): a copy would duplicate the segment's arrays.
                 Self.apply(
                     .outcome(report.outcome), entry: chunk[report.index], content: contents?[report.index]?.content,
                     attempted: true, retryAt: retryDates.isEmpty ? nil : retryDates[position], now: now,
-                    heldUntil: heldUntil, to: &state.pages[page])
+                    heldUntil: heldUntil, to: &state.segments[segment])
             }
-            // A chunk is one plan group, so one channel: counted once, not per push.
-            if delivered > 0, let channel = chunk.first?.channel {
-                state.pages[page].deliveredByChannel[channel, default: 0] += delivered
+            if delivered > 0, let channel {
+                state.segments[deliveredSegment].deliveredByChannel[channel, default: 0] += delivered
             }
-            return (page == state.flushedPages && state.pages[page].pending == 0, state.inFlight == 0)
+            return (state.segments.first?.pending == 0, state.inFlight == 0)
         }
         engine.permits.signal(count: reports.count)
-        if pageDone { flushSignal.signal() }
-        if pageDone || drained { wakeWaiter() }
+        if segmentDone { flushSignal.signal() }
+        if segmentDone || drained { wakeWaiter() }
     }
 
     /// Records entries decided without sending: skipped (by the audience or the policy) or
     /// refused before sending.
-    func recordUnsent(_ unsent: [(entry: AudienceEntry, result: EntryResult)], page: Int) {
+    func recordUnsent(_ unsent: [(entry: AudienceEntry, result: EntryResult)], segments: PageSegments) {
         let now = engine.clock.now
         let heldUntil = engine.expiry(of: record)
         let skipReasons = unsent.compactMap { unsent -> String? in
@@ -57,15 +71,17 @@ extension MessageRun {
         if !skipReasons.isEmpty {
             engine.observer.skipped(Dictionary(skipReasons.map { ($0, UInt64(1)) }, uniquingKeysWith: +))
         }
-        let pageDone = state.withLock { state -> Bool in
-            for (entry, result) in unsent {
+        let indexes = unsent.map { segments.index(of: $0.entry.position) }
+        let segmentDone = state.withLock { state -> Bool in
+            let base = state.flushedSegments
+            for ((entry, result), segment) in zip(unsent, indexes) {
                 Self.apply(
                     result, entry: entry, content: nil, attempted: false, retryAt: nil, now: now,
-                    heldUntil: heldUntil, to: &state.pages[page])
+                    heldUntil: heldUntil, to: &state.segments[segment - base])
             }
-            return page == state.flushedPages && state.pages[page].pending == 0
+            return state.segments.first?.pending == 0
         }
-        if pageDone {
+        if segmentDone {
             flushSignal.signal()
             wakeWaiter()
         }
@@ -73,7 +89,7 @@ extension MessageRun {
 
     private static func apply(
         _ result: EntryResult, entry: AudienceEntry, content: PushContent?, attempted: Bool, retryAt: Date?, now: Date,
-        heldUntil: Date, to results: inout PageResults
+        heldUntil: Date, to results: inout Segment
     ) {
         results.pending -= 1
         func row(_ s: DeliveryState, _ reason: String?, apnsID: String? = nil, next: Date? = nil) {
@@ -126,7 +142,10 @@ extension MessageRun {
         }
     }
 
-    /// Flushes when the oldest unflushed page finishes, and every `flushInterval` regardless.
+    /// Flushes when the oldest unflushed segment finishes, and every `flushInterval` regardless:
+    /// whichever comes first, `flushOutcomes` outcomes or `flushInterval`. A flush takes every
+    /// finished segment at the front, so while one commits the next gathers what comes meanwhile
+    /// (flushes stay batched however fast outcomes come).
     func flushLoop() async {
         while true {
             await flushSignal.wait(timeout: engine.settings.flushInterval)
@@ -135,28 +154,33 @@ extension MessageRun {
         }
     }
 
-    /// Commits every leading page whose entries all have outcomes.
+    /// Commits every leading segment whose entries all have outcomes.
     func flush() async {
         let progress = state.withLock { state -> MessageProgress? in
-            var end = state.flushedPages
-            while end < state.pages.count, state.pages[end].pending == 0 { end += 1 }
+            var end = 0
+            while end < state.segments.count, state.segments[end].pending == 0 { end += 1 }
             let finishing =
-                !state.completionFlushed && state.exhausted && end == state.pages.count && state.inFlight == 0
-            guard end > state.flushedPages || finishing else { return nil }
-            var progress = MessageProgress(messageID: record.id, cursor: slice.after, slice: slice)
-            if state.flushedPages > 0 { progress.cursor = state.pages[state.flushedPages - 1].lastPosition }
-            for index in state.flushedPages..<end {
-                let page = state.pages[index]
-                progress.cursor = page.lastPosition
-                for s in DeliveryState.allCases { progress.counts[s] += page.counts[s] }
-                for (reason, n) in page.failures { progress.failures[reason, default: 0] += n }
-                for (reason, n) in page.skips { progress.skips[reason, default: 0] += n }
-                progress.deliveries += page.deliveries
-                progress.invalidations += page.invalidations
-                for (channel, n) in page.deliveredByChannel { progress.deliveredByChannel[channel, default: 0] += n }
-                state.pages[index] = PageResults(lastPosition: page.lastPosition, pending: 0)
+                !state.completionFlushed && state.exhausted && end == state.segments.count && state.inFlight == 0
+            guard end > 0 || finishing else { return nil }
+            var progress = MessageProgress(messageID: record.id, cursor: state.flushedCursor, slice: slice)
+            var entries = 0
+            for segment in state.segments[..<end] {
+                progress.cursor = segment.lastPosition
+                entries += segment.size
+                for s in DeliveryState.allCases { progress.counts[s] += segment.counts[s] }
+                for (reason, n) in segment.failures { progress.failures[reason, default: 0] += n }
+                for (reason, n) in segment.skips { progress.skips[reason, default: 0] += n }
+                progress.deliveries += segment.deliveries
+                progress.invalidations += segment.invalidations
+                for (channel, n) in segment.deliveredByChannel {
+                    progress.deliveredByChannel[channel, default: 0] += n
+                }
             }
-            state.flushedPages = end
+            state.segments.removeFirst(end)
+            state.flushedSegments += end
+            state.flushedCursor = progress.cursor
+            state.unflushedEntries -= entries
+            state.committingEntries = entries
             state.flushing = Tally(
                 lastPosition: progress.cursor, counts: progress.counts, failures: progress.failures,
                 skips: progress.skips)
@@ -167,12 +191,11 @@ extension MessageRun {
             return progress
         }
         guard let progress else { return }
-        // Committed with whatever other runs flush meanwhile, in one transaction.
-        let committed = await persistently("record progress") {
-            try await engine.progressCommits.submit(progress)
-        }
+        let committed = await commit(progress)
         state.withLock { state in
             state.flushing = nil
+            state.committingEntries = 0
+            state.flushFailing = false
             if committed, progress.finalState != nil { state.completionCommitted = true }
         }
         if progress.counts.queued > 0 { engine.wake() }
@@ -187,5 +210,42 @@ extension MessageRun {
                     }))
         }
         wakeWaiter()
+    }
+}
+
+extension MessageRun {
+    /// Commits a flush (with whatever other runs flush meanwhile, in one transaction), retrying
+    /// while the database cannot take it, backing off from 50 ms to `flushRetryMax`, until it
+    /// lands, the slice is found taken over (`leaseLost`: another node sends it now, its outcomes
+    /// are not this node's to count) or the engine stops. Meanwhile the run launches no sends
+    /// (`flushFailing`), so what a crash in the outage would repeat stays this flush and what was
+    /// in flight. A lease that ended meanwhile does not stop the retries: the store still takes
+    /// the flush if no other node claimed the slice since.
+    func commit(_ progress: MessageProgress) async -> Bool {
+        var delay: Duration = .milliseconds(50)
+        var failures = 0
+        while true {
+            do {
+                try await engine.progressCommits.submit(progress)
+                if failures > 0 {
+                    logger.notice(
+                        "a flush went through after failing",
+                        metadata: ["message": "\(record.id)", "slice": "\(slice.id)", "attempts": "\(failures + 1)"])
+                }
+                return true
+            } catch let error as StoreError where error.code == .leaseLost {
+                loseLease()
+                return false
+            } catch {
+                failures += 1
+                state.withLock { $0.flushFailing = true }
+                logger.error(
+                    "recording progress failed; retrying, and sending nothing more meanwhile",
+                    metadata: ["message": "\(record.id)", "slice": "\(slice.id)", "error": "\(error)"])
+                if engine.isStopping || hasLostLease { return false }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, engine.settings.flushRetryMax)
+            }
+        }
     }
 }

@@ -5,15 +5,20 @@ import TuisongCore
 
 /// Sends one message, or one slice of it (`WorkSlice`, when several nodes share the work):
 /// reads its audience page by page after the persisted cursor, hands the
-/// transport chunks of a page as the engine's in-flight bound allows, and flushes finished pages in
-/// order so the database always holds whole pages: counts, failure reasons, delivery rows for
-/// everything not delivered first time, device invalidations, and the cursor, in one
-/// transaction. A page is flushed as soon as it and every page before it are finished (or
-/// after `flushInterval` at the latest), so the window of unflushed pages keeps moving.
+/// transport chunks of a page as the engine's in-flight bound allows, and records outcomes as
+/// they come in segments of `flushOutcomes` consecutive audience entries, flushed in order so the
+/// database always holds whole segments: counts, failure reasons, delivery rows for everything
+/// not delivered first time, device invalidations, and the cursor, in one transaction. A segment
+/// is flushed as soon as it and every segment before it are finished (or after `flushInterval`
+/// at the latest): what a crash sends again is what was in flight and what was not committed
+/// yet, a flush or two (issue #40 item 4).
 final class MessageRun: Sendable {
-    /// Outcomes of one audience page, kept until every entry of the page has one.
-    struct PageResults {
+    /// Outcomes of one flush segment: up to `flushOutcomes` consecutive audience entries of one
+    /// page, kept until every one of them has an outcome.
+    struct Segment {
         var lastPosition: Int64
+        /// Its audience entries.
+        var size: Int
         var pending: Int
         var counts = DeliveryCounts()
         var failures: [String: Int] = [:]
@@ -23,13 +28,44 @@ final class MessageRun: Sendable {
         var deliveredByChannel: [PushChannel: Int] = [:]
     }
 
+    /// Where a page's entries are accounted: its segments, by the audience position each ends at.
+    struct PageSegments: Sendable {
+        /// The run-wide index of the page's first segment.
+        var first: Int
+        var lastPositions: [Int64]
+
+        /// The run-wide index of the segment holding the entry at `position` (of this page).
+        func index(of position: Int64) -> Int {
+            var low = 0
+            var high = lastPositions.count - 1
+            while low < high {
+                let middle = (low + high) / 2
+                if lastPositions[middle] < position { low = middle + 1 } else { high = middle }
+            }
+            return first + low
+        }
+    }
+
     struct State {
-        var pages: [PageResults] = []
-        /// Index in `pages` of the first page not yet flushed, as seen by senders.
-        var flushedPages = 0
+        /// The segments not flushed yet, in audience order; the first has run-wide index
+        /// `flushedSegments`.
+        var segments: [Segment] = []
+        /// Segments taken out for a flush so far (the run-wide index of `segments.first`).
+        var flushedSegments = 0
+        /// The cursor the last flush taken out commits (the slice's start before any).
+        var flushedCursor: Int64 = 0
+        /// Entries read and not yet taken out for a flush: bounds the pages read ahead.
+        var unflushedEntries = 0
+        /// Entries of the flush being committed.
+        var committingEntries = 0
+        /// The flush being committed failed and is being retried: no sends are launched until it
+        /// lands (the database is away; what a crash would repeat stays what is in flight now).
+        var flushFailing = false
+        /// The flush loop runs (from the second page on): only then do sends wait for commits.
+        var flushLoopRunning = false
         var inFlight = 0
         var exhausted = false
-        /// Outcomes taken out of `pages` but not yet committed, still shown as live.
+        /// Outcomes taken out of `segments` but not yet committed, still shown as live.
         var flushing: Tally?
         var pageWaiter: CheckedContinuation<Void, Never>?
         /// Tells the flush loop to end; the run's last flush follows.
@@ -41,6 +77,17 @@ final class MessageRun: Sendable {
         var completionCommitted = false
         var done = false
         var doneWaiters: [CheckedContinuation<Void, Never>] = []
+
+        /// Outcomes in that are not committed and need nothing more to be: the flush being
+        /// committed and the finished segments at the front.
+        var finishedUncommitted: Int {
+            var entries = committingEntries
+            for segment in segments {
+                guard segment.pending == 0 else { break }
+                entries += segment.size
+            }
+            return entries
+        }
     }
 
     /// Outcomes not known to be committed, with the audience position that commits them
@@ -90,8 +137,8 @@ final class MessageRun: Sendable {
     let headers: PushHeaders
     /// The message's content, shared by its pushes: each transport renders it once.
     let content: SharedContent
-    let state = Mutex(State())
-    /// Raised when the oldest unflushed page finished.
+    let state: Mutex<State>
+    /// Raised when the oldest unflushed segment finished.
     let flushSignal = WakeSignal()
 
     init(engine: DeliveryEngine, record: MessageRecord, app: App, slice: WorkSlice) {
@@ -100,6 +147,7 @@ final class MessageRun: Sendable {
         self.app = app
         self.slice = slice
         self.leaseUntil = Mutex(slice.leaseUntil)
+        self.state = Mutex(State(flushedCursor: slice.after))
         self.policy = engine.policy(forVendor: record.vendor)
         self.headers = PushHeaders(record.options, messageID: record.id, appID: record.appID)
         self.content = SharedContent(record.content)
@@ -141,13 +189,13 @@ final class MessageRun: Sendable {
     func liveCounts() -> Live {
         state.withLock { state in
             var tallies: [Tally] = []
-            tallies.reserveCapacity(state.pages.count - state.flushedPages + 1)
+            tallies.reserveCapacity(state.segments.count + 1)
             if let flushing = state.flushing { tallies.append(flushing) }
-            for page in state.pages[state.flushedPages...] {
+            for segment in state.segments {
                 tallies.append(
                     Tally(
-                        lastPosition: page.lastPosition, counts: page.counts, failures: page.failures,
-                        skips: page.skips))
+                        lastPosition: segment.lastPosition, counts: segment.counts, failures: segment.failures,
+                        skips: segment.skips))
             }
             return Live(tallies: tallies, inFlight: state.inFlight)
         }
@@ -166,7 +214,7 @@ final class MessageRun: Sendable {
     }
 
     /// Reads and decides pages, sends them, and leaves the accounting to `record` (as answers
-    /// come) and the flush loop (as pages finish).
+    /// come) and the flush loop (as segments finish).
     func execute() async {
         guard await markStarted() else {
             // Cancelled between being listed and being started.
@@ -180,7 +228,8 @@ final class MessageRun: Sendable {
         var flusher: Task<Void, Never>?
         var pages = PageSource(run: self, cursor: slice.after)
         while !isHalted {
-            if flusher == nil, !state.withLock({ $0.pages.isEmpty }) {
+            if flusher == nil, state.withLock({ $0.flushedSegments + $0.segments.count > 0 }) {
+                state.withLock { $0.flushLoopRunning = true }
                 flusher = Task { await flushLoop() }
                 // Counted beside the sending, not before it: a count walks the whole audience
                 // (hundreds of milliseconds for a million-device tag) and the devices need not wait
@@ -195,16 +244,16 @@ final class MessageRun: Sendable {
                 state.withLock { $0.exhausted = true }
                 break
             }
-            let pageIndex = state.withLock { state -> Int in
-                state.pages.append(
-                    PageResults(lastPosition: entries[entries.count - 1].position, pending: entries.count))
+            let segments = state.withLock { state -> PageSegments in
+                let segments = Self.appendSegments(
+                    of: entries, size: engine.settings.flushOutcomes, to: &state)
                 if entries.count < page.limit { state.exhausted = true }
-                return state.pages.count - 1
+                return segments
             }
             let plan = SendPlan.make(
                 entries: entries, decisions: page.decisions, messageContent: record.content)
-            if !plan.unsent.isEmpty { recordUnsent(plan.unsent, page: pageIndex) }
-            guard await send(plan, page: pageIndex) else { break }
+            if !plan.unsent.isEmpty { recordUnsent(plan.unsent, segments: segments) }
+            guard await send(plan, segments: segments) else { break }
             if state.withLock({ $0.exhausted }) { break }
         }
         // Only when stopping: the prepared pages' store calls give up once the engine stops.
@@ -215,7 +264,10 @@ final class MessageRun: Sendable {
         await counter?.value
         // Not task cancellation: a flush in progress must finish (the store refuses work from
         // a cancelled task).
-        state.withLock { $0.flusherStopped = true }
+        state.withLock { state in
+            state.flusherStopped = true
+            state.flushLoopRunning = false
+        }
         flushSignal.signal()
         await flusher?.value
         if !hasLostLease { await flush() }
@@ -241,15 +293,34 @@ final class MessageRun: Sendable {
         return started
     }
 
+    /// Cuts a page's entries (in audience order) into segments of at most `size`.
+    static func appendSegments(of entries: [AudienceEntry], size: Int, to state: inout State) -> PageSegments {
+        let size = max(1, size)
+        var segments = PageSegments(first: state.flushedSegments + state.segments.count, lastPositions: [])
+        var start = 0
+        while start < entries.count {
+            let end = min(start + size, entries.count)
+            let last = entries[end - 1].position
+            segments.lastPositions.append(last)
+            state.segments.append(Segment(lastPosition: last, size: end - start, pending: end - start))
+            start = end
+        }
+        state.unflushedEntries += entries.count
+        return segments
+    }
+
     /// Hands a planned page to the transport in chunks as permits (requests in flight) allow;
     /// false when the engine began stopping.
-    private func send(_ plan: SendPlan, page pageIndex: Int) async -> Bool {
+    private func send(_ plan: SendPlan, segments: PageSegments) async -> Bool {
         // Chunks below this wait for more permits, so a busy pool is fed in batches rather
         // than one device per returned permit.
         let chunkFloor = max(1, min(engine.permits.capacity / 4, 256))
         for group in plan.groups {
             var start = 0
             while start < group.entries.count {
+                // Outcomes are committed as they come: while a flush fails (the database is away)
+                // or commits fall behind, no more is sent, so a crash repeats little.
+                await wait(for: .commitsKeepingUp(engine.settings.flushBacklog))
                 let wanted = group.entries.count - start
                 let granted = await engine.permits.acquire(atLeast: min(wanted, chunkFloor), upTo: wanted)
                 if isHalted {
@@ -258,6 +329,7 @@ final class MessageRun: Sendable {
                 }
                 let chunk = Array(group.entries[start..<(start + granted)])
                 let contents = group.hasOwnContents ? Array(group.contents[start..<(start + granted)]) : nil
+                let chunkSegments = chunk.map { segments.index(of: $0.position) }
                 start += granted
                 state.withLock { $0.inFlight += granted }
                 var pushes: [OutgoingPush] = []
@@ -270,7 +342,7 @@ final class MessageRun: Sendable {
                             deviceID: entry.deviceID))
                 }
                 await engine.transport.send(PushBatch(app: app, pushes: pushes)) { reports in
-                    self.record(reports, of: chunk, contents: contents, page: pageIndex)
+                    self.record(reports, of: chunk, segments: chunkSegments, contents: contents)
                 }
             }
         }
@@ -443,9 +515,10 @@ final class MessageRun: Sendable {
         waiter?.resume()
     }
 
-    /// Waits until fewer than `windowPages` pages are unflushed.
+    /// Waits until fewer than `windowPages - 1` pages' worth of entries are unflushed (so at most
+    /// `windowPages` pages are once the next is read).
     private func waitForWindow() async {
-        await wait(for: .window(engine.settings.windowPages))
+        await wait(for: .window(entries: max(0, engine.settings.windowPages - 1) * engine.settings.pageSize))
     }
 
     private func waitForInFlight() async {
@@ -454,15 +527,21 @@ final class MessageRun: Sendable {
 
     /// What a run waits for.
     enum Awaited: Sendable {
-        /// Fewer unflushed pages than this.
-        case window(Int)
+        /// At most this many entries read and not flushed.
+        case window(entries: Int)
         /// Nothing in flight.
         case drained
+        /// No flush failing, and fewer finished outcomes than this waiting for a commit (the
+        /// flush being committed and the finished segments behind it); always, before the flush
+        /// loop runs.
+        case commitsKeepingUp(Int)
 
         func holds(in state: State) -> Bool {
             switch self {
-            case .window(let pages): state.pages.count - state.flushedPages < pages
+            case .window(let entries): state.unflushedEntries <= entries
             case .drained: state.inFlight == 0
+            case .commitsKeepingUp(let backlog):
+                !state.flushLoopRunning || (!state.flushFailing && state.finishedUncommitted < backlog)
             }
         }
     }

@@ -142,8 +142,11 @@ extension PostgresStore: MessageStore {
     }
 
     /// One flush in one transaction. A fenced flush (a slice claimed under a lease) is applied
-    /// only while this node still holds the slice under the same claim and its lease has not
-    /// ended; otherwise nothing is written and `StoreError.Code.leaseLost` is thrown. The last
+    /// only while this node still holds the slice under the same claim — no other node claimed
+    /// it since, even if its lease ended (a claim locks the row and bumps `attempts`, so a flush
+    /// lands either before it, and the claim resumes from its cursor, or not at all: a node cut
+    /// off from the database past its lease still lands its outcomes when it is back, issue #40
+    /// item 4); otherwise nothing is written and `StoreError.Code.leaseLost` is thrown. The last
     /// slice of a message to finish completes the message.
     public func recordProgress(_ progress: MessageProgress, at: Date) async throws {
         let now = SQLTime.milliseconds(at)
@@ -258,7 +261,7 @@ extension PostgresStore: MessageStore {
                 $8::bigint[], $9::bigint[], $10::bigint[], $11::bool[], $12::bigint[])
                 AS v(message_id, slice, cursor, queued, sending, delivered, failed, skipped, held, final, fence)
             WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.owner = $13 AND s.attempts = v.fence
-                AND s.state = 'open' AND s.lease_until > \(Self.databaseNow)
+                AND s.state = 'open'
             RETURNING s.message_id, s.slice
             """,
             [
@@ -388,7 +391,6 @@ extension PostgresStore: MessageStore {
                         owner = CASE WHEN $11::bool THEN NULL ELSE owner END,
                         lease_until = CASE WHEN $11::bool THEN NULL ELSE lease_until END
                     WHERE message_id = $1 AND slice = $2 AND owner = $12 AND attempts = $13 AND state = 'open'
-                        AND lease_until > \(Self.databaseNow)
                     """,
                     [.int(progress.messageID), .int(sliceID), .int(progress.cursor)] + counts
                         + [.int(now), .bool(final), .text(node), .int(slice.fence)]

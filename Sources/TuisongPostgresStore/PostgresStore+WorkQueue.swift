@@ -340,14 +340,16 @@ extension PostgresStore: WorkQueue {
                 WHERE state = 'sending' AND owner = $1 AND lease_until > \(Self.databaseNow)
                 """, [.text(node), .int(lease)])
             guard !keys.isEmpty else { return [] }
-            // In the order a batched flush locks them (`lockSlicesInOrder`).
+            // In the order a batched flush locks them (`lockSlicesInOrder`). A lease that ended is
+            // taken up again while no other node claimed the slice since (the claim number is
+            // unchanged): a node back from an outage longer than its lease goes on sending.
             try Self.lockSlicesInOrder(conn, keys)
             let rows = try conn.run(
                 """
                 UPDATE message_slices s SET lease_until = \(Self.databaseNow) + $2
                 FROM unnest($3::bigint[], $4::bigint[], $5::bigint[]) AS v(message_id, slice, attempts)
                 WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.attempts = v.attempts
-                    AND s.owner = $1 AND s.state = 'open' AND s.lease_until > \(Self.databaseNow)
+                    AND s.owner = $1 AND s.state = 'open'
                 RETURNING s.message_id, s.slice
                 """,
                 [

@@ -115,6 +115,45 @@ import TuisongPostgresTestKit
         }
     }
 
+    /// Issue #40 item 4: a node cut off from the database past its lease (a PostgreSQL restart)
+    /// whose slice nobody claimed meanwhile still lands its flushes, alone and batched, and takes
+    /// its lease up again: nothing it sent is sent again. Once another node claimed the slice,
+    /// the test above holds (refused).
+    @Test func aFlushAndARenewalPastTheLeaseLandWhileNobodyClaimedTheSlice() async throws {
+        try await Self.withNodes(2, sliceSize: 1000) { nodes in
+            let message = try await Self.tokenMessage(nodes[0], tokens: 20)
+            let other = try await Self.tokenMessage(nodes[0], tokens: 20)
+            let claims = try await nodes[0].claimWork(now: Date(), limit: 10, running: [])
+            let first = try #require(claims.first { $0.record.id == message.id })
+            let second = try #require(claims.first { $0.record.id == other.id })
+            try await Self.expireLeases(nodes[0])
+            var counts = DeliveryCounts()
+            counts.delivered = 5
+            try await nodes[0].recordProgress(
+                MessageProgress(messageID: message.id, cursor: 5, counts: counts, slice: first.slice), at: Date())
+            // Batched with another slice whose lease ended too: both land.
+            let results = try await nodes[0].recordProgress(
+                [
+                    MessageProgress(messageID: message.id, cursor: 10, counts: counts, slice: first.slice),
+                    MessageProgress(messageID: other.id, cursor: 5, counts: counts, slice: second.slice),
+                ], at: Date())
+            #expect(results.allSatisfy { $0 == nil }, "\(results)")
+            let key = MessageSliceKey(messageID: message.id, slice: first.slice.id)
+            #expect(try await nodes[0].renewLeases([key: first.slice.fence], now: Date()).held == [key])
+            // Renewed: the other node finds nothing of it to claim; the other slice is still free.
+            let taken = try await nodes[1].claimWork(now: Date(), limit: 10, running: [])
+            #expect(taken.map(\.record.id) == [other.id])
+            #expect(taken.first?.slice.after == 5, "resumed after the flush that landed past the lease")
+            try await nodes[0].recordProgress(
+                MessageProgress(
+                    messageID: message.id, cursor: 20, counts: counts, finalState: .completed, slice: first.slice),
+                at: Date())
+            let record = try #require(try await nodes[0].message(id: message.id))
+            #expect(record.state == .completed)
+            #expect(record.counts.delivered == 15 && record.total == 15)
+        }
+    }
+
     @Test func theLastSliceToFinishCompletesTheMessageAndCountsAreSummed() async throws {
         try await Self.withNodes(2, sliceSize: 10) { nodes in
             let message = try await Self.tokenMessage(nodes[0], tokens: 30)
