@@ -59,6 +59,7 @@ enum PostgresSchema {
             updated_at BIGINT NOT NULL,
             PRIMARY KEY (app_id, channel)
         );
+        """
 
     /// SQLite's `v20-receipt-sends`: the requests to many tokens that asked for receipts by one
     /// `param`, with their tokens' digests.
@@ -72,6 +73,7 @@ enum PostgresSchema {
             created_at BIGINT NOT NULL
         );
         CREATE INDEX receipt_sends_message ON receipt_sends(message_id);
+        """
 
     /// SQLite's `v21-backlog-by-app`: each app's messages queued or sending, which admission
     /// counts on accepts (`WorkQueue.backlog`) and planning takes fairly across apps.
