@@ -234,6 +234,29 @@ public struct WebhookOutbox: Sendable {
         }
     }
 
+    /// `delivery.arrived` / `delivery.clicked` for receipts that have just changed their
+    /// delivery (`ReceiptRecording.recorded`): a repeated receipt is not among them, so it
+    /// writes nothing. `data.at` is when the service says it happened.
+    package func receiptsRecorded(_ db: any SQLExecutor, appID: Int64, _ receipts: [DeliveryReceipt], now: Int64)
+        throws
+    {
+        for receipt in receipts {
+            let type: WebhookEventType
+            switch receipt.outcome {
+            case .arrived: type = .deliveryArrived
+            case .clicked: type = .deliveryClicked
+            case .notShown: continue
+            }
+            guard try anyReceives(db, type) else { continue }
+            try enqueue(
+                db, appID: appID, type: type,
+                data: .object([
+                    "message_id": .int(receipt.messageID), "token": .string(receipt.token),
+                    "channel": .string(receipt.channel.rawValue), "at": .string(RFC3339.string(receipt.at)),
+                ]), now: now)
+        }
+    }
+
     /// `credential.failing` when a credential has just become failing.
     package func credentialFailing(
         _ db: any SQLExecutor, appID: Int64, credentialID: Int64, channel: String, reason: String?, now: Int64

@@ -252,4 +252,71 @@ import TuisongCore
             #expect(data?["channel"] == "fcm" && data?["reason"] == "invalid_grant")
         }
     }
+
+    @Test(arguments: Backend.allCases) func receiptsWriteArrivedAndClickedEventsOnce(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store, "receipts").id
+            let other = try await makeApp(store, "elsewhere").id
+            let both = try await Self.endpoint(store, app: app, [.deliveryArrived, .deliveryClicked])
+            let clicks = try await Self.endpoint(store, app: app, [.deliveryClicked, .deviceInvalidated])
+            _ = try await Self.endpoint(store, app: app, WebhookEventType.defaults)
+            _ = try await Self.endpoint(store, app: other, [.deliveryArrived, .deliveryClicked])
+            let huawei = "IQAAAACy0kYkAAAXxFmq1nQ5dnXzWk9u3Ga8aPmYtGl3fVYJKFqk"
+            let message = try await store.createMessage(
+                PushJob(
+                    appID: app, vendor: "native", audience: .tokens([huawei]), content: PushContent(),
+                    options: PushOptions()),
+                state: .queued)
+            let at = Date(timeIntervalSince1970: 1_750_000_000)
+            func receipt(_ outcome: ReceiptOutcome, token: String = huawei) -> DeliveryReceipt {
+                DeliveryReceipt(messageID: message.id, token: token, channel: .huawei, outcome: outcome, at: at)
+            }
+            _ = try await store.recordReceipts(appID: app, [receipt(.arrived)])
+            // Repeats (a service's retry, another node) and a reason after the arrival add nothing.
+            _ = try await store.recordReceipts(
+                appID: app,
+                [
+                    receipt(.arrived), receipt(.notShown(reason: "replaced", invalidatesDevice: false)),
+                ])
+            _ = try await store.recordReceipts(appID: app, [receipt(.clicked), receipt(.clicked)])
+            // A click whose arrival never came is both.
+            _ = try await store.recordReceipts(appID: app, [receipt(.clicked, token: "other-phone")])
+            _ = try await store.recordReceipts(appID: app, [receipt(.clicked, token: "other-phone")])
+
+            let rows = try await Self.pending(store, at: Date().addingTimeInterval(1))
+            #expect(rows.allSatisfy { $0.appID == app }, "the other app's endpoint gets nothing of this app's")
+            let byEndpoint = Dictionary(grouping: rows, by: \.endpointID)
+            #expect(
+                byEndpoint[both.id]?.map(\.type).sorted() == [
+                    "delivery.arrived", "delivery.arrived", "delivery.clicked", "delivery.clicked",
+                ])
+            #expect(byEndpoint[clicks.id]?.map(\.type) == ["delivery.clicked", "delivery.clicked"])
+            #expect(byEndpoint.count == 2, "an endpoint with the default events receives no per-delivery event")
+            let arrived = try #require(
+                try byEndpoint[both.id]?.first {
+                    try $0.type == "delivery.arrived"
+                        && JSONValue(parsing: $0.body)["data"]?["token"] == .string(huawei)
+                })
+            let data = try JSONValue(parsing: arrived.body)["data"]
+            #expect(data?["message_id"] == .int(message.id) && data?["channel"] == "huawei")
+            #expect(data?["at"] == .string(RFC3339.string(at)))
+            // One event, one id, for every endpoint that receives it.
+            let clickIDs = Set(rows.filter { $0.type == "delivery.clicked" }.map(\.eventID))
+            #expect(clickIDs.count == 2)
+
+            // An uninstalled receipt invalidates the device and says so to who asks.
+            let device = try await store.registerDevice(
+                appID: app, DeviceRegistration(token: token(7), environment: .production, channel: .apns)
+            ).device
+            let gone = DeliveryReceipt(
+                messageID: message.id, token: device.token, channel: .apns,
+                outcome: .notShown(reason: "uninstalled", invalidatesDevice: true), at: Date().addingTimeInterval(60))
+            #expect(try await store.recordReceipts(appID: app, [gone]).invalidatedDevices == 1)
+            let invalidated = try await Self.pending(store, at: Date().addingTimeInterval(5))
+                .filter { $0.type == "device.invalidated" }
+            #expect(invalidated.count == 2, "the clicks endpoint and the default one")
+            let reason = try JSONValue(parsing: try #require(invalidated.first).body)["data"]?["reason"]
+            #expect(reason == "receipt:uninstalled")
+        }
+    }
 }
