@@ -109,6 +109,16 @@ public final class WebhookSender: Sendable {
             label: "webhooks", logger: logger)
     }
 
+    /// `host-pid-random`, as the cluster's node ids: the owner of a leased outbox row says
+    /// which process holds it.
+    public static func makeOwner() -> String {
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, name.count)
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let random = (0..<6).map { _ in String("abcdefghijklmnopqrstuvwxyz0123456789".randomElement()!) }.joined()
+        return "\(host)-\(getpid())-\(random)"
+    }
+
     public func start() {
         let task = Task { [self] in await run() }
         state.withLock { $0.loop = task }
