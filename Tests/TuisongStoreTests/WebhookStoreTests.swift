@@ -253,6 +253,63 @@ import TuisongCore
         }
     }
 
+    @Test(arguments: Backend.allCases) func aSendersBatchIsRecordedAsOneByOne(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store, "batch").id
+            let hook = try await Self.endpoint(store, app: app, [.messageCompleted])
+            for _ in 0..<150 {
+                _ = try await store.enqueueWebhookEvent(
+                    endpointID: hook.id, type: .test, data: .object([:]), at: Self.start)
+            }
+            let now = Self.start.addingTimeInterval(1)
+            let rows = try await store.claimWebhookDeliveries(owner: "a", now: now, leaseFor: 30, limit: 1000) { _ in
+                1000
+            }
+            #expect(rows.count == 150)
+            func result(_ row: WebhookDelivery, _ status: Int, _ next: WebhookAttemptResult.Next, at: Date)
+                -> WebhookAttemptResult
+            {
+                WebhookAttemptResult(
+                    outboxID: row.id, endpointID: row.endpointID, eventID: row.eventID, type: row.type,
+                    attemptedAt: at, status: status, latencyMilliseconds: 1, response: "", next: next)
+            }
+            // A failure, then 147 answered, then two failures: failing since the first of those two.
+            let failedAt = now.addingTimeInterval(2)
+            var batch = [result(rows[0], 500, .retry(at: now.addingTimeInterval(300)), at: now)]
+            batch += rows[1..<148].map { result($0, 204, .delivered, at: now.addingTimeInterval(1)) }
+            batch += [
+                result(rows[148], 500, .retry(at: now.addingTimeInterval(300)), at: failedAt),
+                result(rows[149], 503, .retry(at: now.addingTimeInterval(300)), at: failedAt.addingTimeInterval(1)),
+            ]
+            try await store.recordWebhookAttempts(batch)
+            #expect(try await store.webhookEndpoint(id: hook.id)?.failingSince == failedAt)
+            let attempts = try await store.webhookAttempts(endpointID: hook.id, limit: 1000)
+            #expect(attempts.count == 100, "only the attempts an endpoint keeps")
+            #expect(attempts.first?.status == 503 && attempts.first?.outboxID == rows[149].id)
+            // Delivered rows are done; the three retried wait for their time.
+            let later = try await store.claimWebhookDeliveries(
+                owner: "b", now: now.addingTimeInterval(301), leaseFor: 30, limit: 1000
+            ) { _ in 1000 }
+            #expect(Set(later.map(\.id)) == [rows[0].id, rows[148].id, rows[149].id])
+            #expect(later.allSatisfy { $0.attempts == 1 })
+            // A batch ending in a success clears the mark.
+            try await store.recordWebhookAttempts([
+                result(later[0], 500, .retry(at: now.addingTimeInterval(900)), at: now.addingTimeInterval(302)),
+                result(later[1], 204, .delivered, at: now.addingTimeInterval(303)),
+            ])
+            #expect(try await store.webhookEndpoint(id: hook.id)?.failingSince == nil)
+        }
+    }
+
+    @Test func eventIDsAreTwentyFourBase62CharactersAndDistinct() {
+        let ids = (0..<2000).map { _ in WebhookOutbox.newEventID() }
+        #expect(Set(ids).count == ids.count)
+        #expect(ids.allSatisfy { $0.hasPrefix("msg_") && $0.count == 28 })
+        let used = Set(ids.flatMap { $0.dropFirst(4) })
+        #expect(used.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) })
+        #expect(used.count == 62, "every character of the alphabet turns up in 48,000")
+    }
+
     @Test(arguments: Backend.allCases) func receiptsWriteArrivedAndClickedEventsOnce(_ backend: Backend) async throws {
         try await withStore(backend) { store in
             let app = try await makeApp(store, "receipts").id
