@@ -86,7 +86,8 @@ test-browser: test-deps
 	  --junitxml="$(abspath $(TEST_OUTPUT))/browser/junit.xml" < /dev/null
 
 # Three `tuisong serve` nodes (the debug build) on one PostgreSQL database, a 200,000-device
-# push, and a node killed, a node frozen past its lease, PostgreSQL restarted (issue #21). On
+# push, and a node killed, a node frozen past its lease, PostgreSQL restarted (issue #21), a node
+# killed while sending 600 webhook events to a receiver on loopback (issue #43). On
 # the cluster `make test` started (TUISONG_TEST_DATABASE_URL); alone, it starts its own. Logs
 # and each scenario's figures land in $(TEST_OUTPUT)/cluster; `timeout` bounds the whole run.
 test-cluster: test-deps

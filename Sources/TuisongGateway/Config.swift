@@ -185,6 +185,9 @@ public struct GatewayConfig: Sendable, Equatable {
         public var timeoutSeconds: Int
         /// Requests in flight to one endpoint from this node.
         public var concurrencyPerEndpoint: Int
+        /// How long a node holds the outbox rows it claimed: a killed node's rows are sent by
+        /// another after this.
+        public var leaseSeconds: Int
     }
     public var webhooks: Webhooks
     /// Each vendor provider's own section (`"acme": {...}`), handed to the provider as is.

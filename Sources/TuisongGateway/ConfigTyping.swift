@@ -236,7 +236,8 @@ extension GatewayConfig {
         webhooks = Webhooks(
             allowPrivateNetworks: try r.bool("webhooks.allow_private_networks"),
             timeoutSeconds: try r.int("webhooks.timeout_seconds", in: 1...60),
-            concurrencyPerEndpoint: try r.int("webhooks.concurrency_per_endpoint", in: 1...256))
+            concurrencyPerEndpoint: try r.int("webhooks.concurrency_per_endpoint", in: 1...256),
+            leaseSeconds: try r.int("webhooks.lease_seconds", in: 2...3600))
 
         var sections: [String: JSONValue] = [:]
         if case .object(let root) = tree {

@@ -104,7 +104,8 @@ let embeddedDefaultJSON = #"""
       "webhooks": {
         "allow_private_networks": true,
         "timeout_seconds": 10,
-        "concurrency_per_endpoint": 8
+        "concurrency_per_endpoint": 8,
+        "lease_seconds": 60
       }
     }
     """#

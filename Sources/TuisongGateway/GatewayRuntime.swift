@@ -144,8 +144,9 @@ public final class GatewayRuntime: Sendable {
                 settings: WebhookSender.Settings(
                     allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
                     timeout: .seconds(config.webhooks.timeoutSeconds),
-                    concurrencyPerEndpoint: config.webhooks.concurrencyPerEndpoint),
-                metrics: metrics, logger: webhookLogger, clock: clock, owner: UUID().uuidString)
+                    concurrencyPerEndpoint: config.webhooks.concurrencyPerEndpoint,
+                    lease: TimeInterval(config.webhooks.leaseSeconds)),
+                metrics: metrics, logger: webhookLogger, clock: clock, owner: WebhookSender.makeOwner())
             metrics.addGauge(
                 "tuisong_webhook_outbox_depth", "Webhook events waiting to be sent (pending outbox rows)."
             ) {

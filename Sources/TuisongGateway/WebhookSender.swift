@@ -51,10 +51,16 @@ public final class WebhookSender: Sendable {
     /// message's completion event unique per endpoint while a late duplicate flush may come).
     static let keepFailed: TimeInterval = 7 * 86_400
     static let keepDelivered: TimeInterval = 3600
-    /// Rows claimed ahead per endpoint, in units of its concurrency: a finished POST starts the
-    /// next queued one at once instead of waiting for a claim, and a claim fills several
-    /// places in one write.
+    /// Rows claimed ahead per endpoint, in units of its concurrency, until its answers are
+    /// timed: a finished POST starts the next queued one at once instead of waiting for a
+    /// claim, and a claim fills many places in one write.
     static let claimAhead = 4
+    /// The most rows claimed ahead per endpoint, in units of its concurrency: what a fast
+    /// endpoint (answering in a millisecond) is given, so that one claim and one record of
+    /// results serve about a hundred events.
+    static let maxClaimAhead = 16
+    /// Results recorded at least this often (in results), whatever the queues hold.
+    static let recordEvery = 256
 
     private let store: any GatewayStore
     private let endpoints: WebhookEndpoints
@@ -76,7 +82,11 @@ public final class WebhookSender: Sendable {
         var inFlight: [Int64: Int] = [:]
         var queued: [Int64: [Queued]] = [:]
         var results: [WebhookAttemptResult] = []
+        /// Each endpoint's answer time (seconds, a moving average): how far ahead to claim.
+        var latency: [Int64: Double] = [:]
         var cache: [Int64: WebhookEndpoint] = [:]
+        /// Opened signing keys per endpoint, while its row and the time allow them.
+        var keys: [Int64: SigningKeys] = [:]
         var cacheLoaded: UInt64 = 0
         var cacheStale = true
         var wakeup: CheckedContinuation<Void, Never>?
@@ -85,6 +95,23 @@ public final class WebhookSender: Sendable {
         var loop: Task<Void, Never>?
     }
     private let state = Mutex(State())
+
+    private struct SigningKeys {
+        var endpoint: WebhookEndpoint
+        var keys: [[UInt8]]
+        /// When the previous secret stops signing (the keys must be opened again then).
+        var until: Date
+    }
+
+    /// Rows to hold (in flight and queued) for an endpoint answering in `latency` seconds:
+    /// what its senders finish in a quarter of the lease, between its concurrency and
+    /// `maxClaimAhead` times it (a slow endpoint's rows are not held past half their lease).
+    private func ahead(latency: Double?) -> Int {
+        let concurrency = settings.concurrencyPerEndpoint
+        guard let latency else { return concurrency * Self.claimAhead }
+        let perSender = Int(min((settings.lease / 4) / max(latency, 0.0001), Double(Self.maxClaimAhead)))
+        return concurrency * max(1, perSender)
+    }
 
     public init(
         store: any GatewayStore, endpoints: WebhookEndpoints, settings: Settings, metrics: GatewayMetrics?,
@@ -107,6 +134,16 @@ public final class WebhookSender: Sendable {
                 maxInFlight: 2000, userAgent: "tuisong-webhooks",
                 connectAddressPolicy: policy),
             label: "webhooks", logger: logger)
+    }
+
+    /// `host-pid-random`, as the cluster's node ids: the owner of a leased outbox row says
+    /// which process holds it.
+    public static func makeOwner() -> String {
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, name.count)
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let random = (0..<6).map { _ in String("abcdefghijklmnopqrstuvwxyz0123456789".randomElement()!) }.joined()
+        return "\(host)-\(getpid())-\(random)"
     }
 
     public func start() {
@@ -154,14 +191,13 @@ public final class WebhookSender: Sendable {
                     lastPrune = clock.now
                     try await prune()
                 }
-                let ahead = settings.concurrencyPerEndpoint * Self.claimAhead
-                let held = state.withLock { state in
-                    state.inFlight.merging(state.queued.mapValues(\.count), uniquingKeysWith: +)
+                let (held, latency) = state.withLock { state in
+                    (state.inFlight.merging(state.queued.mapValues(\.count), uniquingKeysWith: +), state.latency)
                 }
                 let claimedAt = clock.now
                 claimed = try await store.claimWebhookDeliveries(
                     owner: owner, now: claimedAt, leaseFor: settings.lease, limit: settings.batch
-                ) { endpoint in ahead - (held[endpoint] ?? 0) }
+                ) { [self] endpoint in ahead(latency: latency[endpoint]) - (held[endpoint] ?? 0) }
                 if !claimed.isEmpty {
                     try await refreshEndpoints()
                     dispatch(claimed, claimedAt: claimedAt)
@@ -202,16 +238,24 @@ public final class WebhookSender: Sendable {
             // recorded: it is left to the claim after its lease instead.
             guard clock.now.timeIntervalSince(next.claimedAt) < settings.lease / 2 else { continue }
             let result = await send(next.delivery)
-            state.withLock { state in
-                guard let result else { return }
+            // The claim loop is woken when this endpoint's queue runs low (a quarter of what it
+            // holds ahead) or results pile up, not after every answer: then one claim and one
+            // record of results serve many events.
+            let refill = state.withLock { state -> Bool in
+                guard let result else { return true }
                 state.results.append(result)
+                let seconds = Double(result.latencyMilliseconds) / 1000
+                state.latency[endpoint] = state.latency[endpoint].map { $0 * 0.8 + seconds * 0.2 } ?? seconds
                 if result.disableEndpoint != nil {
                     // Nothing more to it: its queued rows stay leased, and the claim skips it.
                     state.queued[endpoint] = nil
                     state.cache[endpoint] = nil
+                    return true
                 }
+                let queued = state.queued[endpoint]?.count ?? 0
+                return queued <= ahead(latency: state.latency[endpoint]) / 4 || state.results.count >= Self.recordEvery
             }
-            wake()
+            if refill { wake() }
         }
     }
 
@@ -298,8 +342,8 @@ public final class WebhookSender: Sendable {
         let signature: String
         do {
             signature = WebhookSignature.header(
-                id: delivery.eventID, timestamp: timestamp, body: body,
-                keys: try endpoints.signingKeys(of: endpoint, at: started))
+                id: delivery.eventID, timestamp: timestamp, body: body, keys: try signingKeys(of: endpoint, at: started)
+            )
         } catch {
             logger.error("cannot open a webhook secret", metadata: ["endpoint": "\(endpoint.id)", "error": "\(error)"])
             return nil
@@ -333,6 +377,19 @@ public final class WebhookSender: Sendable {
             outboxID: delivery.id, endpointID: delivery.endpointID, eventID: delivery.eventID, type: delivery.type,
             attemptedAt: finished, status: outcome.status, latencyMilliseconds: latency, response: outcome.response,
             next: outcome.next, disableEndpoint: outcome.disable)
+    }
+
+    /// The endpoint's opened keys, opened once per endpoint row (not per event) while the
+    /// previous secret's time does not run out.
+    private func signingKeys(of endpoint: WebhookEndpoint, at now: Date) throws -> [[UInt8]] {
+        if let cached = state.withLock({ $0.keys[endpoint.id] }), cached.endpoint == endpoint, now < cached.until {
+            return cached.keys
+        }
+        let keys = try endpoints.signingKeys(of: endpoint, at: now)
+        var until = Date.distantFuture
+        if let previous = endpoint.previousSecretUntil, previous > now { until = previous }
+        state.withLock { $0.keys[endpoint.id] = SigningKeys(endpoint: endpoint, keys: keys, until: until) }
+        return keys
     }
 
     struct Outcome: Equatable {

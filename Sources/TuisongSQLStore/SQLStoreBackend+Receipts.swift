@@ -11,6 +11,8 @@ import TuisongCore
 extension SQLStoreBackend {
     public func recordReceipts(appID: Int64, _ receipts: [DeliveryReceipt]) async throws -> ReceiptRecording {
         guard !receipts.isEmpty else { return ReceiptRecording() }
+        let webhooks = webhookOutbox
+        let now = nowMilliseconds
         return try await sqlWrite { db in
             let messageIDs = Array(Set(receipts.map(\.messageID)))
             var known = Set<Int64>()
@@ -77,15 +79,23 @@ extension SQLStoreBackend {
                         recording.repeated += 1
                     } else if invalidates {
                         // As an APNs 410: left alone when the app registered the token again since.
-                        recording.invalidatedDevices += try db.run(
+                        let invalidated = try db.fetchAll(
                             """
-                            UPDATE devices SET invalidated_at = \(nowMilliseconds), invalid_reason = \("receipt:" + reason)
+                            UPDATE devices SET invalidated_at = \(now), invalid_reason = \("receipt:" + reason)
                             WHERE app_id = \(appID) AND token = \(receipt.token) AND invalidated_at IS NULL
                             AND updated_at <= \(at)
+                            RETURNING id
                             """)
+                        recording.invalidatedDevices += invalidated.count
+                        for device in invalidated {
+                            try webhooks.deviceInvalidated(
+                                db, deviceID: device.int64(0), reason: "receipt:" + reason, now: now)
+                        }
                     }
                 }
             }
+            // Events with the receipts that cause them, in the same transaction.
+            try webhooks.receiptsRecorded(db, appID: appID, recording.recorded, now: now)
             for (key, count) in counts.sorted(by: { $0.key < $1.key }) {
                 try db.run(
                     """

@@ -166,22 +166,38 @@ extension SQLStoreBackend {
     public func recordWebhookAttempts(_ results: [WebhookAttemptResult]) async throws {
         guard !results.isEmpty else { return }
         let updated = updatedAt(results)
+        // One write for a sender's batch: delivered rows in one statement per chunk, each
+        // endpoint's failing mark once (from its results in order), and of each endpoint's
+        // attempts only the last ones kept anyway (the sender records hundreds a pass).
+        let delivered = results.filter(\.succeeded).map { SQLValue($0.outboxID) }
+        let byEndpoint = Dictionary(grouping: results, by: \.endpointID)
         let disabled = try await sqlWrite { db in
             var disabled = false
-            for r in results {
-                let at = SQLTime.milliseconds(r.attemptedAt)
+            for (_, endpointResults) in byEndpoint.sorted(by: { $0.key < $1.key }) {
+                for r in endpointResults.suffix(keptWebhookAttempts) {
+                    try db.run(
+                        """
+                        INSERT INTO webhook_attempts (endpoint_id, outbox_id, event_id, type, attempted_at, status,
+                            latency_ms, response)
+                        VALUES (\(r.endpointID), \(r.outboxID), \(r.eventID), \(r.type),
+                            \(SQLTime.milliseconds(r.attemptedAt)), \(r.status), \(r.latencyMilliseconds),
+                            \(r.response))
+                        """)
+                }
+            }
+            for list in SQLList.chunks(delivered) {
                 try db.run(
                     """
-                    INSERT INTO webhook_attempts (endpoint_id, outbox_id, event_id, type, attempted_at, status,
-                        latency_ms, response)
-                    VALUES (\(r.endpointID), \(r.outboxID), \(r.eventID), \(r.type), \(at), \(r.status),
-                        \(r.latencyMilliseconds), \(r.response))
+                    UPDATE webhook_outbox SET state = 'delivered', attempts = attempts + 1, lease_owner = NULL,
+                        lease_until = NULL, updated_at = \(updated)
+                    WHERE id IN (\(SQLQuery.list(list))) AND state = 'pending'
                     """)
+            }
+            for r in results where !r.succeeded {
                 let next: SQLQuery =
                     switch r.next {
-                    case .delivered: "state = 'delivered'"
                     case .retry(let when): "next_attempt_at = \(SQLTime.milliseconds(when))"
-                    case .failed: "state = 'failed'"
+                    case .failed, .delivered: "state = 'failed'"
                     }
                 try db.run(
                     "UPDATE webhook_outbox SET " + next
@@ -189,24 +205,34 @@ extension SQLStoreBackend {
                         , attempts = attempts + 1, lease_owner = NULL, lease_until = NULL, updated_at = \(updated)
                         WHERE id = \(r.outboxID) AND state = 'pending'
                         """)
-                if r.succeeded {
+            }
+            for (endpoint, endpointResults) in byEndpoint.sorted(by: { $0.key < $1.key }) {
+                // As if recorded one by one: a success clears the failing mark, the first
+                // failure after it (or the first at all, when the mark is clear) sets it.
+                let lastSuccess = endpointResults.lastIndex(where: \.succeeded)
+                let failuresAfter = endpointResults[(lastSuccess.map { $0 + 1 } ?? 0)...]
+                if let firstFailure = failuresAfter.first {
+                    let at = SQLTime.milliseconds(firstFailure.attemptedAt)
                     try db.run(
-                        "UPDATE webhook_endpoints SET failing_since = NULL WHERE id = \(r.endpointID) AND failing_since IS NOT NULL"
-                    )
+                        lastSuccess == nil
+                            ? """
+                            UPDATE webhook_endpoints SET failing_since = \(at)
+                            WHERE id = \(endpoint) AND failing_since IS NULL
+                            """
+                            : "UPDATE webhook_endpoints SET failing_since = \(at) WHERE id = \(endpoint)")
                 } else {
                     try db.run(
-                        """
-                        UPDATE webhook_endpoints SET failing_since = \(at)
-                        WHERE id = \(r.endpointID) AND failing_since IS NULL
-                        """)
+                        "UPDATE webhook_endpoints SET failing_since = NULL WHERE id = \(endpoint) AND failing_since IS NOT NULL"
+                    )
                 }
-                if let reason = r.disableEndpoint {
+                if let r = endpointResults.first(where: { $0.disableEndpoint != nil }), let reason = r.disableEndpoint {
+                    let at = SQLTime.milliseconds(r.attemptedAt)
                     disabled =
                         try db.run(
                             """
                             UPDATE webhook_endpoints SET disabled_at = \(at), disabled_reason = \(reason),
                                 updated_at = \(at)
-                            WHERE id = \(r.endpointID) AND disabled_at IS NULL
+                            WHERE id = \(endpoint) AND disabled_at IS NULL
                             """) > 0 || disabled
                 }
             }
@@ -270,6 +296,10 @@ extension SQLStoreBackend {
         webhookOutbox.subscriptions.changed()
     }
 }
+
+/// The attempts kept per endpoint (the sender prunes to as many): a batch records no more
+/// than this many of one endpoint's.
+private let keptWebhookAttempts = 100
 
 /// One row mapper for webhook endpoints.
 package enum WebhookEndpointRows {

@@ -189,6 +189,53 @@ import TuisongPluginTestKit
         #expect(!metrics.contains(#"outcome="refused""#))
     }
 
+    /// Issue #43: a look-alike's receipt becomes a signed `delivery.arrived` at the app server,
+    /// only for the endpoint that names it, once per delivery.
+    @Test(arguments: PluginStoreBackend.allCases)
+    func aLookAlikesReceiptReachesTheAppServerAsDeliveryArrived(_ database: PluginStoreBackend) async throws {
+        let receiver = try WebhookReceiver()
+        let quiet = try WebhookReceiver()
+        let gw = try await TestGateway.start(database: database)
+        let (_, key) = try await gw.createApp(bundleID: "com.example.arrived")
+        let created = try await http(
+            "POST", "\(gw.baseURL)/api/v1/webhooks", key: key,
+            json: ["url": receiver.url, "events": ["delivery.arrived", "message.completed"]])
+        let secret = try #require(created.jsonObject["secret"] as? String)
+        // The default events only: no per-delivery event reaches it.
+        let other = try await http("POST", "\(gw.baseURL)/api/v1/webhooks", key: key, json: ["url": quiet.url])
+        #expect(other.status == 201)
+        let tokens = ["huawei-hook-1", "huawei-hook-2", "MAMzLg-hook-harmony-1"]
+        try await register(gw, key, tokens[0], ["channel": "huawei", "tags": ["w"]])
+        try await register(gw, key, tokens[1], ["channel": "huawei", "tags": ["w"]])
+        try await register(gw, key, tokens[2], ["channel": "harmony", "tags": ["w"]])
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["tag": "w"], "notification": ["alert": "hi"]])
+        let id = try #require(push.jsonObject["message_id"] as? Int)
+
+        let got = try await receiver.wait { received in
+            received.filter { $0.json?["type"] == "delivery.arrived" }.count >= 3
+                && received.contains { $0.json?["type"] == "message.completed" }
+        }
+        let arrived = got.filter { $0.json?["type"] == "delivery.arrived" }
+        #expect(Set(arrived.compactMap { $0.json?["data"]?["token"]?.stringValue }) == Set(tokens))
+        #expect(arrived.allSatisfy { $0.json?["data"]?["message_id"] == .int(Int64(id)) })
+        #expect(
+            Set(arrived.compactMap { $0.json?["data"]?["channel"]?.stringValue }) == ["huawei", "harmony"])
+        #expect(Set(arrived.map(\.id)).count == 3, "one event per delivery")
+        let verdicts = try IndependentVerifier.verify(
+            arrived.map {
+                .init(secret: secret, id: $0.id, timestamp: $0.timestamp, signature: $0.signature, body: $0.body)
+            })
+        #expect(verdicts == ["ok", "ok", "ok"])
+        // The quiet endpoint got the completion only (its default events).
+        let quietGot = try await quiet.wait { $0.contains { $0.json?["type"] == "message.completed" } }
+        #expect(quietGot.allSatisfy { $0.json?["type"] == "message.completed" })
+        await gw.stop()
+        await receiver.stop()
+        await quiet.stop()
+    }
+
     /// HarmonyOS V2 receipts as Push Kit posts them: signed like Huawei's, `deliveryStatus` (or a
     /// card's `formStatus`) per status; forged or another app's refused, malformed 400.
     @Test func harmonyReceiptsAreVerifiedAndRead() async throws {

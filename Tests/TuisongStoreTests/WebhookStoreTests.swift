@@ -252,4 +252,128 @@ import TuisongCore
             #expect(data?["channel"] == "fcm" && data?["reason"] == "invalid_grant")
         }
     }
+
+    @Test(arguments: Backend.allCases) func aSendersBatchIsRecordedAsOneByOne(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store, "batch").id
+            let hook = try await Self.endpoint(store, app: app, [.messageCompleted])
+            for _ in 0..<150 {
+                _ = try await store.enqueueWebhookEvent(
+                    endpointID: hook.id, type: .test, data: .object([:]), at: Self.start)
+            }
+            let now = Self.start.addingTimeInterval(1)
+            let rows = try await store.claimWebhookDeliveries(owner: "a", now: now, leaseFor: 30, limit: 1000) { _ in
+                1000
+            }
+            #expect(rows.count == 150)
+            func result(_ row: WebhookDelivery, _ status: Int, _ next: WebhookAttemptResult.Next, at: Date)
+                -> WebhookAttemptResult
+            {
+                WebhookAttemptResult(
+                    outboxID: row.id, endpointID: row.endpointID, eventID: row.eventID, type: row.type,
+                    attemptedAt: at, status: status, latencyMilliseconds: 1, response: "", next: next)
+            }
+            // A failure, then 147 answered, then two failures: failing since the first of those two.
+            let failedAt = now.addingTimeInterval(2)
+            var batch = [result(rows[0], 500, .retry(at: now.addingTimeInterval(300)), at: now)]
+            batch += rows[1..<148].map { result($0, 204, .delivered, at: now.addingTimeInterval(1)) }
+            batch += [
+                result(rows[148], 500, .retry(at: now.addingTimeInterval(300)), at: failedAt),
+                result(rows[149], 503, .retry(at: now.addingTimeInterval(300)), at: failedAt.addingTimeInterval(1)),
+            ]
+            try await store.recordWebhookAttempts(batch)
+            #expect(try await store.webhookEndpoint(id: hook.id)?.failingSince == failedAt)
+            let attempts = try await store.webhookAttempts(endpointID: hook.id, limit: 1000)
+            #expect(attempts.count == 100, "only the attempts an endpoint keeps")
+            #expect(attempts.first?.status == 503 && attempts.first?.outboxID == rows[149].id)
+            // Delivered rows are done; the three retried wait for their time.
+            let later = try await store.claimWebhookDeliveries(
+                owner: "b", now: now.addingTimeInterval(301), leaseFor: 30, limit: 1000
+            ) { _ in 1000 }
+            #expect(Set(later.map(\.id)) == [rows[0].id, rows[148].id, rows[149].id])
+            #expect(later.allSatisfy { $0.attempts == 1 })
+            // A batch ending in a success clears the mark.
+            try await store.recordWebhookAttempts([
+                result(later[0], 500, .retry(at: now.addingTimeInterval(900)), at: now.addingTimeInterval(302)),
+                result(later[1], 204, .delivered, at: now.addingTimeInterval(303)),
+            ])
+            #expect(try await store.webhookEndpoint(id: hook.id)?.failingSince == nil)
+        }
+    }
+
+    @Test func eventIDsAreTwentyFourBase62CharactersAndDistinct() {
+        let ids = (0..<2000).map { _ in WebhookOutbox.newEventID() }
+        #expect(Set(ids).count == ids.count)
+        #expect(ids.allSatisfy { $0.hasPrefix("msg_") && $0.count == 28 })
+        let used = Set(ids.flatMap { $0.dropFirst(4) })
+        #expect(used.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) })
+        #expect(used.count == 62, "every character of the alphabet turns up in 48,000")
+    }
+
+    @Test(arguments: Backend.allCases) func receiptsWriteArrivedAndClickedEventsOnce(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store, "receipts").id
+            let other = try await makeApp(store, "elsewhere").id
+            let both = try await Self.endpoint(store, app: app, [.deliveryArrived, .deliveryClicked])
+            let clicks = try await Self.endpoint(store, app: app, [.deliveryClicked, .deviceInvalidated])
+            _ = try await Self.endpoint(store, app: app, WebhookEventType.defaults)
+            _ = try await Self.endpoint(store, app: other, [.deliveryArrived, .deliveryClicked])
+            let huawei = "IQAAAACy0kYkAAAXxFmq1nQ5dnXzWk9u3Ga8aPmYtGl3fVYJKFqk"
+            let message = try await store.createMessage(
+                PushJob(
+                    appID: app, vendor: "native", audience: .tokens([huawei]), content: PushContent(),
+                    options: PushOptions()),
+                state: .queued)
+            let at = Date(timeIntervalSince1970: 1_750_000_000)
+            func receipt(_ outcome: ReceiptOutcome, token: String = huawei) -> DeliveryReceipt {
+                DeliveryReceipt(messageID: message.id, token: token, channel: .huawei, outcome: outcome, at: at)
+            }
+            _ = try await store.recordReceipts(appID: app, [receipt(.arrived)])
+            // Repeats (a service's retry, another node) and a reason after the arrival add nothing.
+            _ = try await store.recordReceipts(
+                appID: app,
+                [
+                    receipt(.arrived), receipt(.notShown(reason: "replaced", invalidatesDevice: false)),
+                ])
+            _ = try await store.recordReceipts(appID: app, [receipt(.clicked), receipt(.clicked)])
+            // A click whose arrival never came is both.
+            _ = try await store.recordReceipts(appID: app, [receipt(.clicked, token: "other-phone")])
+            _ = try await store.recordReceipts(appID: app, [receipt(.clicked, token: "other-phone")])
+
+            let rows = try await Self.pending(store, at: Date().addingTimeInterval(1))
+            #expect(rows.allSatisfy { $0.appID == app }, "the other app's endpoint gets nothing of this app's")
+            let byEndpoint = Dictionary(grouping: rows, by: \.endpointID)
+            #expect(
+                byEndpoint[both.id]?.map(\.type).sorted() == [
+                    "delivery.arrived", "delivery.arrived", "delivery.clicked", "delivery.clicked",
+                ])
+            #expect(byEndpoint[clicks.id]?.map(\.type) == ["delivery.clicked", "delivery.clicked"])
+            #expect(byEndpoint.count == 2, "an endpoint with the default events receives no per-delivery event")
+            let arrived = try #require(
+                try byEndpoint[both.id]?.first {
+                    try $0.type == "delivery.arrived"
+                        && JSONValue(parsing: $0.body)["data"]?["token"] == .string(huawei)
+                })
+            let data = try JSONValue(parsing: arrived.body)["data"]
+            #expect(data?["message_id"] == .int(message.id) && data?["channel"] == "huawei")
+            #expect(data?["at"] == .string(RFC3339.string(at)))
+            // One event, one id, for every endpoint that receives it.
+            let clickIDs = Set(rows.filter { $0.type == "delivery.clicked" }.map(\.eventID))
+            #expect(clickIDs.count == 2)
+
+            // An uninstalled receipt invalidates the device and says so to who asks.
+            let device = try await store.registerDevice(
+                appID: app, DeviceRegistration(token: token(7), environment: .production, channel: .apns)
+            ).device
+            let gone = DeliveryReceipt(
+                messageID: message.id, token: device.token, channel: .apns,
+                outcome: .notShown(reason: "uninstalled", invalidatesDevice: true), at: Date().addingTimeInterval(60))
+            #expect(try await store.recordReceipts(appID: app, [gone]).invalidatedDevices == 1)
+            let invalidated = try await Self.pending(store, at: Date().addingTimeInterval(5))
+                .filter { $0.type == "device.invalidated" }
+            #expect(invalidated.count == 2, "the clicks endpoint and the default one")
+            let reason = try JSONValue(parsing: try #require(invalidated.first).body)["data"]?["reason"]
+            #expect(reason == "receipt:uninstalled")
+        }
+    }
 }

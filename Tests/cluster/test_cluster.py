@@ -1,6 +1,7 @@
 """The cluster test (issue #21): three `tuisong serve` nodes on one PostgreSQL database share a
 200,000-device tag push to the bundled APNs look-alike, while one node is killed, one is
-frozen past its lease, and PostgreSQL itself is restarted.
+frozen past its lease, and PostgreSQL itself is restarted; and, sharing the webhook outbox, one
+node is killed while sending 600 events to an app server on loopback (issue #43).
 
 What is counted where:
 - the look-alike (`tuisong apns-mock --log-requests`) prints one JSON line per request; its
@@ -22,7 +23,11 @@ $TEST_OUTPUT/cluster.
 """
 
 import atexit
+import base64
 import ctypes
+import hashlib
+import hmac
+import http.server
 import json
 import os
 import pathlib
@@ -73,6 +78,14 @@ DEAD_NODE_WINDOW = 2 * WORKERS + SLICES_PER_NODE * (FLUSH_BACKLOG + FLUSH_OUTCOM
 # with time for the claim itself on a loaded 2-core machine with a debug build.
 TAKEOVER_SLACK = 8 * POLL_INTERVAL + 2.0
 PUSH_TIMEOUT = 150
+# The webhook scenario: events written through `POST /api/v1/webhooks/{id}/test` on every node,
+# an app server on loopback answering each after WEBHOOK_ANSWER_SECONDS (so that sending them
+# takes a few seconds and a node can be killed in the middle; a second while they are being
+# written, so that however slowly they are written most are still to send), and the outbox lease.
+WEBHOOK_EVENTS = 600
+WEBHOOK_ANSWER_SECONDS = 0.25
+WEBHOOK_ANSWER_SECONDS_WHILE_WRITING = 1.0
+WEBHOOK_LEASE_SECONDS = 5
 
 
 def _die_with_parent():
@@ -306,6 +319,10 @@ class Cluster:
             "TUISONG_CLUSTER_SLICE_SIZE": str(SLICE_SIZE),
             "TUISONG_DELIVERY_PAGE_SIZE": str(PAGE_SIZE),
             "TUISONG_DELIVERY_WORKERS": str(WORKERS),
+            # The webhook receiver below is on loopback; the outbox's leases as short as the slices'.
+            "TUISONG_WEBHOOKS_ALLOW_PRIVATE_NETWORKS": "true",
+            "TUISONG_WEBHOOKS_LEASE_SECONDS": str(WEBHOOK_LEASE_SECONDS),
+            "TUISONG_WEBHOOKS_TIMEOUT_SECONDS": str(WEBHOOK_LEASE_SECONDS - 1),
         })
         env.update(extra)
         return env
@@ -716,6 +733,172 @@ def test_c_postgres_restarted_mid_push_loses_nothing(cluster):
     assert not dead, f"nodes {dead} exited when PostgreSQL restarted"
     missing = [n.id for n in nodes if n.id not in beating]
     assert not missing, f"nodes {missing} sent no heartbeat after PostgreSQL restarted"
+
+
+class WebhookReceiver:
+    """An app server on loopback: records every POST (its `webhook-id`, when it came, whether
+    its Standard Webhooks signature verifies with `secret`) and answers 204 after a pause."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.received = []  # (webhook-id, wall-clock time, signature ok)
+        self.secret = None
+        self.delay = WEBHOOK_ANSWER_SECONDS
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with receiver.lock:
+                    receiver.received.append((self.headers.get("webhook-id", ""), time.time(),
+                                              receiver.verify(self.headers, body)))
+                time.sleep(receiver.delay)
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def verify(self, headers, body):
+        """The specification's recipe, written here apart from the sender."""
+        if not self.secret:
+            return False
+        key = base64.b64decode(self.secret.removeprefix("whsec_"))
+        signed = f"{headers.get('webhook-id')}.{headers.get('webhook-timestamp')}.".encode() + body
+        expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+        return any(part.startswith("v1,") and hmac.compare_digest(part[3:], expected)
+                   for part in headers.get("webhook-signature", "").split())
+
+    def ids(self):
+        with self.lock:
+            return [r[0] for r in self.received]
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.received)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_c2_a_node_killed_while_sending_webhooks_loses_no_event(cluster):
+    """Issue #43: the nodes share the webhook outbox; kill -9 one while it is sending, and every
+    event still reaches the app server at least once, a repeat with the same `webhook-id`, the
+    dead node's leased rows sent by another node after their lease."""
+    started = time.monotonic()
+    cluster.ensure_nodes()
+    receiver = WebhookReceiver()
+    receiver.delay = WEBHOOK_ANSWER_SECONDS_WHILE_WRITING
+    try:
+        # Subscribed to an event nothing here causes: the test events alone reach it.
+        status, created = cluster.request(
+            "POST", "/api/v1/webhooks", {"url": receiver.url, "events": ["delivery.clicked"]})
+        assert status == 201, f"POST /api/v1/webhooks: HTTP {status} {created}"
+        receiver.secret = created["secret"]
+        endpoint = created["id"]
+        # Every node writes events (the test events of the API), from four clients at once.
+        expected, failures, lock = set(), [], threading.Lock()
+
+        def write(client):
+            for n in range(client, WEBHOOK_EVENTS, 4):
+                nodes = cluster.live_nodes()
+                code, answer = cluster.request("POST", f"/api/v1/webhooks/{endpoint}/test", node=nodes[n % len(nodes)])
+                with lock:
+                    if code == 202:
+                        expected.add(answer["event_id"])
+                    else:
+                        failures.append((code, answer))
+
+        writers = [threading.Thread(target=write, args=(c,), daemon=True) for c in range(4)]
+        for thread in writers:
+            thread.start()
+        for thread in writers:
+            thread.join(timeout=120)
+        assert not failures, f"test events refused: {failures[:3]}"
+        assert len(expected) == WEBHOOK_EVENTS
+        written_at = time.monotonic()
+        receiver.delay = WEBHOOK_ANSWER_SECONDS
+
+        # The node holding the most leased rows, killed while it sends them.
+        deadline = time.monotonic() + 60
+        victim, leased = None, []
+        while time.monotonic() < deadline and victim is None:
+            rows = psql(cluster.url, f"SELECT lease_owner, event_id FROM webhook_outbox WHERE endpoint_id = {endpoint} "
+                                     f"AND state = 'pending' AND lease_until > {now_ms()}")
+            by_pid = {}
+            for owner, event_id in rows:
+                node = next((n for n in cluster.live_nodes() if f"-{n.pid}-" in owner), None)
+                if node:
+                    by_pid.setdefault(node, []).append(event_id)
+            if by_pid and len(set(receiver.ids())) >= WEBHOOK_EVENTS // 10:
+                victim, leased = max(by_pid.items(), key=lambda item: len(item[1]))
+            else:
+                time.sleep(0.05)
+        assert victim, f"no node held a leased webhook row after {len(set(receiver.ids()))} events arrived"
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.process.wait(timeout=10)
+        killed_at = time.time()
+        arrived_before_kill = len(set(receiver.ids()))
+        # Its rows as it left them: leased to it, each until when (ms). No other node may send
+        # one before that; one must after.
+        rows = psql(cluster.url, f"SELECT event_id, lease_until FROM webhook_outbox WHERE endpoint_id = {endpoint} "
+                                 f"AND state = 'pending' AND lease_owner LIKE '%-{victim.pid}-%'")
+        stranded = {event_id: int(until) / 1000 for event_id, until in rows}
+
+        timeout = WEBHOOK_LEASE_SECONDS + WEBHOOK_EVENTS * WEBHOOK_ANSWER_SECONDS / 16 + 60
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not expected <= set(receiver.ids()):
+            time.sleep(0.1)
+        received = receiver.snapshot()
+        ids = [r[0] for r in received]
+        missing = expected - set(ids)
+        foreign = set(ids) - expected
+        repeats = len(ids) - len(set(ids))
+        # When each stranded event (the dead node's leased rows) came again after its lease: sent
+        # by a live node (the dead one's own last requests may still have been read after the kill).
+        after_kill = {}
+        for event_id, at, _ in received:
+            if event_id in stranded and at > stranded[event_id]:
+                after_kill.setdefault(event_id, at - killed_at)
+        bad_signatures = sum(1 for r in received if not r[2])
+        cluster.record("c2_webhooks_kill", {
+            "events": WEBHOOK_EVENTS, "written_in_s": round(written_at - started, 1), "killed": victim.id, "arrived_before_kill": arrived_before_kill,
+            "leased_by_it_at_kill": len(leased), "stranded": len(stranded), "requests": len(ids),
+            "repeats": repeats, "missing": len(missing), "foreign_ids": len(foreign),
+            "bad_signatures": bad_signatures,
+            "stranded_sent_again_after_s": [round(min(after_kill.values()), 1), round(max(after_kill.values()), 1)]
+            if after_kill else None,
+            "seconds": round(time.monotonic() - started, 1)})
+        assert arrived_before_kill < WEBHOOK_EVENTS, "the node was killed after every event had arrived"
+        assert not missing, f"{len(missing)} events never reached the app server, e.g. {sorted(missing)[:3]}"
+        assert not foreign, f"requests carried ids of no event written (a repeat under a new id?): {sorted(foreign)[:3]}"
+        assert bad_signatures == 0, f"{bad_signatures} requests did not verify"
+        assert stranded, f"the killed node {victim.id} held no leased row when it died"
+        assert stranded.keys() <= after_kill.keys(), \
+            f"{len(stranded.keys() - after_kill.keys())} of the dead node's leased events were not sent by another " \
+            f"node after their lease"
+        # And every outcome recorded (the receiver counts a request before it answers): nothing
+        # left pending once the last answers are written.
+        deadline = time.monotonic() + WEBHOOK_LEASE_SECONDS + 30
+        while True:
+            pending = psql(cluster.url, f"SELECT count(*) FROM webhook_outbox WHERE endpoint_id = {endpoint} "
+                                        f"AND state <> 'delivered'")
+            if pending == [["0"]] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert pending == [["0"]], f"outbox rows not delivered: {pending}"
+    finally:
+        receiver.close()
 
 
 def test_d_no_node_deadlocked_renewing_its_leases(cluster):
