@@ -8,11 +8,12 @@ TEST_OUTPUT ?= test-output
 
 # Debian packages: build-time libraries, then tools the tests and benchmarks drive.
 BUILD_PACKAGES := pkg-config libmicrohttpd-dev libnghttp2-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libpq-dev
-# python3 runs the Baidu signature cross-checks and the browser tests; Debian's own selenium and
+# python3 runs the Baidu signature cross-checks, JPush's own server SDK (`jpush` from PyPI, with
+# requests) against the gateway, and the browser tests; Debian's own selenium and
 # pytest, because Debian 12's system Python refuses `pip install` (PEP 668, externally managed).
 # postgresql: the server the PostgreSQL tests start a throwaway cluster of (scripts/pg-test-cluster.sh).
 TEST_PACKAGES := openssl curl nghttp2-client chromium chromium-driver fonts-wqy-microhei \
-	python3 python3-selenium python3-pytest postgresql
+	python3 python3-pip python3-selenium python3-pytest python3-requests postgresql
 BENCH_PACKAGES := wrk nghttp2-client sqlite3 curl python3 openssl postgresql
 PYTHON ?= python3
 
@@ -47,6 +48,8 @@ test-deps: deps
 	$(call apt_install,$(TEST_PACKAGES))
 	$(call python_module,selenium)
 	$(call python_module,pytest)
+	$(call python_module,requests)
+	$(call python_module,jpush)
 
 build: deps
 	$(SWIFT) build

@@ -25,7 +25,7 @@ func transport(_ name: String, under folder: String = "Sources/Transports") -> T
 /// The vendor providers the gateway links, each `Plugins/<Vendor>/` (target `<Vendor>Provider`)
 /// with its tests in `Tests/<Vendor>ProviderTests/`. A new vendor is one more name here and one
 /// line in the gateway's registry (`Sources/TuisongGateway/Providers.swift`).
-let vendors = ["Baidu", "Tencent", "Easemob"]
+let vendors = ["Baidu", "Tencent", "Easemob", "JPush"]
 
 /// Per vendor, the transports whose declared option rules its unit tests check its mapping with
 /// (the transport's own rule, not a copy), linked without the gateway.

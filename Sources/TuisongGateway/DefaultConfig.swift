@@ -48,7 +48,7 @@ let embeddedDefaultJSON = #"""
         "listen": "",
         "bearer_token": ""
       },
-      "providers": ["baidu", "tencent", "easemob"],
+      "providers": ["baidu", "tencent", "jpush", "easemob"],
       "apns": {
         "production_url": "https://api.push.apple.com:443",
         "sandbox_url": "https://api.sandbox.push.apple.com:443",

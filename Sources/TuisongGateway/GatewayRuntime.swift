@@ -172,10 +172,6 @@ public final class GatewayRuntime: Sendable {
             let router = Router(defaultBodyLimit: config.listen.maxBodyBytes)
             let metricsServer = mountMetrics(config, metrics: metrics, on: router, logger: logger)
             router.add(.GET, "/healthz") { _ in await Health.check(store: store) }
-            NativeDeviceAPI(
-                store: store, authenticator: authenticator, logger: logger,
-                channels: config.transports.registry.channels
-            ).register(on: router)
             NativePushAPI(
                 engine: engine, authenticator: authenticator, clock: clock, changes: store,
                 transports: config.transports.registry, receipts: store
@@ -198,6 +194,12 @@ public final class GatewayRuntime: Sendable {
                     secrets: MasterKeySealer(masterKey: masterKey), clock: clock, logger: providerLogger,
                     configuration: config.providerSections[name], nodeShare: nodeShare, compute: compute)
             }
+            // Mounted once the providers are: a registration may carry their device fields
+            // (JPush's registration_id) and each adds its own to the answer.
+            NativeDeviceAPI(
+                store: store, authenticator: authenticator, logger: logger,
+                channels: config.transports.registry.channels, providers: providers
+            ).register(on: router)
             engine.setPolicies(deliveryPolicies(of: providers))
             // Started once the policies are known: a message left sending by the last stop must
             // not be resumed on the one-payload path.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TuisongCore
 import TuisongHTTP
+import TuisongPlugin
 
 /// The native JSON API for devices and tags under `/api/v1`, authenticated by the app's
 /// API key (`Authorization: Bearer <api_key>`). Errors: `{"error": {"code", "message"}}`.
@@ -11,6 +12,9 @@ struct NativeDeviceAPI: Sendable {
     let logger: Logger
     /// The gateway's transports (its config's registry): the channels a device may name.
     var channels: [PushChannel] = PushChannel.allCases
+    /// The mounted vendor providers: a registration may carry their `deviceFields`, and each
+    /// adds its fields to the answer (`PushProvider.deviceRegistered`).
+    var providers: [any PushProvider] = []
 
     func register(on router: Router) {
         router.add(.PUT, "/api/v1/devices/{token}", bodyLimit: 64 << 10) { request in
@@ -44,10 +48,12 @@ struct NativeDeviceAPI: Sendable {
         } catch {
             throw NativeAPIError(httpError: error)
         }
-        if let unknown = body.unknownFields.first {
+        let providerKeys = Set(providers.flatMap { type(of: $0).deviceFields })
+        if let unknown = body.unknownFields.first(where: { !providerKeys.contains($0) }) {
+            let vendorKeys = providerKeys.sorted().map { ", \($0)" }.joined()
             throw NativeAPIError(
                 400, "invalid_request",
-                "unknown field \"\(unknown)\"; a device takes channel, environment, user, locale and tags")
+                "unknown field \"\(unknown)\"; a device takes channel, environment, user, locale, tags\(vendorKeys)")
         }
         // Fields left out keep their stored value, channel and environment included: read the
         // device only when one of them is missing and cannot be told from the token itself (a
@@ -92,7 +98,22 @@ struct NativeDeviceAPI: Sendable {
             // One statement on this thread, not another trip through the reader pool.
             deviceTags = try await store.deviceWithTags(appID: app.id, token: token)?.tags ?? []
         }
-        return DeviceView(result.device, tags: deviceTags).response(status: result.created ? 201 : 200)
+        var answer = DeviceView(result.device, tags: deviceTags).json
+        for provider in providers {
+            let keys = type(of: provider).deviceFields
+            let fields = body.otherFields.filter { keys.contains($0.key) }
+            let added: [String: JSONValue]
+            do {
+                added = try await provider.deviceRegistered(app: app, device: result.device, fields: fields)
+            } catch let error as ProviderFieldError {
+                throw NativeAPIError(error.status, error.code, error.message)
+            }
+            if case .object(var members) = answer {
+                members.merge(added) { own, _ in own }
+                answer = .object(members)
+            }
+        }
+        return jsonResponse(answer, status: result.created ? 201 : 200)
     }
 
     private func getDevice(_ app: App, _ request: Request) async throws -> Response {
@@ -212,6 +233,8 @@ struct DeviceRegistrationBody: Decodable {
     /// Keys the body has that a device does not (`"tag"` for `"tags"`): refused, as `/push`
     /// refuses them, rather than silently dropped.
     var unknownFields: [String] = []
+    /// Those keys' values: a vendor provider's device fields (`PushProvider.deviceFields`).
+    var otherFields: [String: JSONValue] = [:]
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case environment, channel, user, locale, tags
@@ -233,8 +256,11 @@ struct DeviceRegistrationBody: Decodable {
         locale = try container.decodeIfPresent(String.self, forKey: .locale)
         tags = try container.decodeIfPresent([String].self, forKey: .tags)
         let known = Set(CodingKeys.allCases.map(\.rawValue))
-        unknownFields = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
-            .filter { !known.contains($0) }.sorted()
+        let all = try decoder.container(keyedBy: AnyKey.self)
+        unknownFields = all.allKeys.map(\.stringValue).filter { !known.contains($0) }.sorted()
+        for key in unknownFields {
+            otherFields[key] = try all.decode(JSONValue.self, forKey: AnyKey(stringValue: key))
+        }
     }
 }
 

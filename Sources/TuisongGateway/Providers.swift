@@ -1,6 +1,7 @@
 import BaiduProvider
 import EasemobProvider
 import Foundation
+import JPushProvider
 import Logging
 import TencentProvider
 import TuisongCore
@@ -11,7 +12,7 @@ import TuisongStore
 /// The vendor adapters this build knows: name → type. Adding a vendor is one line here.
 public enum ProviderRegistry {
     public static let providers: [any PushProvider.Type] = [
-        BaiduProvider.self, TencentProvider.self, EasemobProvider.self,
+        BaiduProvider.self, TencentProvider.self, JPushProvider.self, EasemobProvider.self,
     ]
 
     public static var names: [String] { providers.map { $0.name } }

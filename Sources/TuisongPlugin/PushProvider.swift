@@ -48,6 +48,15 @@ public protocol PushProvider: Sendable {
     /// How the vendor's devices name their credential, if they do (the CLI flag that sets a
     /// credential's selector); nil by default.
     static var credentialSelector: CredentialSelectorDeclaration? { get }
+    /// Keys a native device registration (`PUT /api/v1/devices/{token}`) may carry for this
+    /// provider besides the device's own (JPush's `registration_id`: the id an app server knew
+    /// the phone by). The native API refuses any other key.
+    static var deviceFields: [String] { get }
+    /// The native device API registered or updated `device` of `app`: the provider's keys the
+    /// body carried (`deviceFields`, possibly none) and the fields it adds to the answer (a
+    /// JPush `registration_id`). Throw `ProviderFieldError` for a value it refuses; the
+    /// registration itself stands.
+    func deviceRegistered(app: App, device: Device, fields: [String: JSONValue]) async throws -> [String: JSONValue]
 }
 
 extension PushProvider {
@@ -61,6 +70,24 @@ extension PushProvider {
     }
     public var deliveryPolicy: (any DeliveryPolicy)? { nil }
     public static var credentialSelector: CredentialSelectorDeclaration? { nil }
+    public static var deviceFields: [String] { [] }
+    public func deviceRegistered(
+        app: App, device: Device, fields: [String: JSONValue]
+    ) async throws -> [String: JSONValue] { [:] }
+}
+
+/// A provider's refusal of a native device API field (`PushProvider.deviceRegistered`), answered
+/// in the native API's dialect: `{"error": {"code", "message"}}` with `status`.
+public struct ProviderFieldError: Error, Sendable, Equatable {
+    public var status: Int
+    public var code: String
+    public var message: String
+
+    public init(status: Int, code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
 }
 
 /// Everything a provider may use.
@@ -109,8 +136,9 @@ public struct ProviderContext: Sendable {
 /// settings (admin password hash, session secret) nor another vendor's data; a provider's
 /// own data lives in its tables on `ProviderContext.database`. The app's Android credentials are
 /// readable (never their secrets' plaintext) so a vendor's device call can tell which push
-/// service a credential selector names.
-public typealias ProviderStore = Store & MessageStore & TemplateStore & ChannelCredentialStore
+/// service a credential selector names; the services' receipts are readable so a vendor's report
+/// API can say what arrived (JPush's `/v3/received`).
+public typealias ProviderStore = Store & MessageStore & TemplateStore & ChannelCredentialStore & ReceiptStore
 
 /// Encrypts and decrypts small secrets (AES-256-GCM under the master key). `context` binds a
 /// sealed value to where it belongs (e.g. `"acme:app:3"`), so it cannot be moved elsewhere.

@@ -1,0 +1,38 @@
+import TuisongCore
+
+/// The plugin's own tables. Devices and tags are the core's; JPush adds what only it has: the
+/// `registration_id` an app server knows a device by, with the device's alias and mobile
+/// number; and the timed pushes of JPush's schedule API. Portable SQL, so the tables follow the
+/// store to PostgreSQL.
+enum JPushSchema {
+    static let migrations: [PluginMigration] = [
+        PluginMigration(
+            "v1",
+            sql: """
+                CREATE TABLE jpush_registrations (
+                    app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+                    registration_id TEXT NOT NULL,
+                    device_id INTEGER NOT NULL UNIQUE REFERENCES devices(id) ON DELETE CASCADE,
+                    alias TEXT,
+                    mobile TEXT,
+                    created_at INTEGER NOT NULL,
+                    PRIMARY KEY (app_id, registration_id)
+                );
+                CREATE INDEX jpush_registrations_by_alias ON jpush_registrations(app_id, alias)
+                    WHERE alias IS NOT NULL;
+                CREATE TABLE jpush_schedules (
+                    app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+                    schedule_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    enabled INTEGER NOT NULL,
+                    -- the schedule's trigger and push objects as the app server sent them
+                    trigger_json TEXT NOT NULL,
+                    push_json TEXT NOT NULL,
+                    -- the scheduled Tuisong message (send_at = the trigger's time) while enabled
+                    message_id INTEGER,
+                    created_at INTEGER NOT NULL,
+                    PRIMARY KEY (app_id, schedule_id)
+                )
+                """)
+    ]
+}

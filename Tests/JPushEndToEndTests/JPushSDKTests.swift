@@ -1,0 +1,418 @@
+import Foundation
+import Testing
+import TuisongCore
+import TuisongCrypto
+import TuisongGatewayTestKit
+import TuisongLookAlikes
+import TuisongPluginTestKit
+import TuisongTransportKit
+
+@testable import JPushProvider
+@testable import TuisongGateway
+
+/// The whole gateway with the JPush provider mounted by the default config, driven by JPush's
+/// own Python server SDK (`jpush` on PyPI, 3.4.1) with only its hosts changed: devices, tags,
+/// aliases, pushes by tag, alias and registration id, the batch single push, cids, reports, the
+/// errors it raises. Pushes go to the bundled APNs look-alike over TLS + HTTP/2.
+@Suite(.serialized) struct JPushSDKTests {
+    static let appKey = "7d431e42dfa6a6d693ac2d04"
+    static let masterSecret = "5e987ac6d2e04d95a9d8f0d1"
+
+    /// The SDK with its hosts pointed at the gateway (what an app server changes), then the
+    /// test's own steps; each step's result is printed as one JSON document.
+    static let prelude = #"""
+        import sys, json, jpush
+        from jpush import common
+        port, key, secret = sys.argv[1], sys.argv[2], sys.argv[3]
+        args = json.loads(sys.argv[4])
+        base = "http://127.0.0.1:%s/v3/" % port
+        common.ZONES["DEFAULT"] = {"PUSH": base, "REPORT": base, "DEVICE": base + "devices/",
+            "ALIAS": base + "aliases/", "TAG": base + "tags/", "SCHEDULE": base + "schedules/", "ADMIN": base}
+        client = jpush.JPush(key, secret)
+        out = {}
+        def failure(call):
+            try:
+                call()
+                return None
+            except jpush.JPushFailure as error:
+                return {"status": error.response.status_code, "code": error.error_code}
+            except jpush.Unauthorized:
+                return {"status": 401}
+        """#
+
+    static func run(_ script: String, port: Int, arguments: [String: Any], secret: String = masterSecret) throws
+        -> [String: Any]
+    {
+        let argumentText = String(decoding: try JSONSerialization.data(withJSONObject: arguments), as: UTF8.self)
+        let output = try runPython(
+            prelude + "\n" + script + "\nprint(json.dumps(out))", [String(port), appKey, secret, argumentText])
+        return try #require(try JSONSerialization.jsonObject(with: Data(output)) as? [String: Any])
+    }
+
+    struct Gateway {
+        let running: RunningGateway
+        let app: App
+        let apiKey: String
+        var port: Int { running.port }
+
+        /// `PUT /api/v1/devices/{token}` as an app registers a phone; the answer.
+        func register(_ token: String, _ body: [String: Any]) async throws -> [String: Any] {
+            let response = try await TestClient(port: port).execute(
+                "PUT", "/api/v1/devices/\(token)", json: body, headers: [("Authorization", "Bearer \(apiKey)")])
+            #expect([200, 201].contains(response.status), "\(response.text)")
+            return response.jsonObject
+        }
+
+        func completed(_ msgID: Any?) async throws -> MessageStatus {
+            let text = try #require(msgID as? String)
+            return try await running.completed(messageID: try #require(Int64(text)))
+        }
+
+        func skipped(_ status: MessageStatus) async throws -> [String: String] {
+            let page = try await running.runtime.store.deliveries(
+                messageID: status.record.id, state: .skipped, cursor: nil, limit: 100)
+            return Dictionary(page.items.map { ($0.token, $0.reason ?? "") }, uniquingKeysWith: { a, _ in a })
+        }
+
+        func alerts() -> [String: [String]] {
+            var byToken: [String: [String]] = [:]
+            for notification in running.mock.receivedNotifications() {
+                let payload = (try? JSONSerialization.jsonObject(with: Data(notification.payload))) as? [String: Any]
+                let aps = payload?["aps"] as? [String: Any]
+                let alert = aps?["alert"] as? String ?? (aps?["alert"] as? [String: Any])?["body"] as? String ?? ""
+                byToken[notification.deviceToken, default: []].append(alert)
+            }
+            return byToken
+        }
+    }
+
+    func withGateway(on database: PluginStoreBackend, _ body: (Gateway) async throws -> Void) async throws {
+        let running = try await RunningGateway.start(logLevel: .critical, name: "jpush-e2e", database: database)
+        do {
+            let runtime = running.runtime
+            let apiKey = APIKey.generate()
+            var app = try await runtime.store.createApp(
+                name: "jpush", bundleID: "com.example.jpush", apiKeyHash: APIKey.hash(apiKey))
+            app.vendorSettings["jpush"] = try JPushKeys(appKey: Self.appKey, masterSecret: Self.masterSecret)
+                .settings(appID: app.id, sealer: MasterKeySealer(masterKey: runtime.masterKey))
+            try await runtime.store.updateApp(app)
+            try await body(Gateway(running: running, app: app, apiKey: apiKey))
+        } catch {
+            await running.stop()
+            throw error
+        }
+        await running.stop()
+    }
+
+    static func token(_ n: Int) -> String { testToken(n, prefix: String(repeating: "d", count: 48)) }
+
+    @Test(arguments: PluginStoreBackend.allCases)
+    func theServerSDKDrivesDevicesTagsAliasesAndPushes(_ database: PluginStoreBackend) async throws {
+        try await withGateway(on: database) { gw in
+            // The phones register through the native API; one brings the id it had under JPush.
+            let alice = try #require(
+                try await gw.register(Self.token(1), ["environment": "production"])["registration_id"] as? String)
+            #expect(JPushPayload.registrationIDProblem(alice) == nil && alice.count == 19)
+            let imported = "1a0018970a8c4a5e2f4"
+            let bob =
+                try await gw.register(
+                    Self.token(2), ["environment": "sandbox", "registration_id": imported])["registration_id"]
+                as? String
+            #expect(bob == imported)
+            let carol = try #require(
+                try await gw.register(Self.token(3), ["environment": "production"])["registration_id"] as? String)
+            // Registering again keeps the id.
+            #expect(try await gw.register(Self.token(1), [:])["registration_id"] as? String == alice)
+            // Another device cannot take an id a device holds.
+            let taken = try await TestClient(port: gw.port).execute(
+                "PUT", "/api/v1/devices/\(Self.token(4))",
+                json: ["environment": "production", "registration_id": alice],
+                headers: [("Authorization", "Bearer \(gw.apiKey)")])
+            #expect(taken.status == 409 && taken.text.contains("registration_id_taken"), "\(taken.text)")
+
+            let result = try Self.run(
+                #"""
+                a, b, c = args["alice"], args["bob"], args["carol"]
+                device = client.create_device()
+                device.set_deviceinfo(a, {"tags": {"add": ["vip", "北京"]}, "alias": "alice"})
+                device.set_deviceinfo(c, jpush.device_tag(jpush.add("vip")))
+                device.set_devicemobile(a, jpush.device_mobile("13012345678"))
+                device.update_tagusers("beta", {"registration_ids": jpush.add(b, c)})
+                device.update_tagusers("beta", {"registration_ids": jpush.remove(c)})
+                out["alice"] = device.get_deviceinfo(a).payload
+                out["tags"] = device.get_taglist().payload
+                out["carol_vip"] = device.check_taguserexist("vip", c).payload
+                out["bob_vip"] = device.check_taguserexist("vip", b).payload
+                out["alias"] = device.get_aliasuser("alice").payload
+                out["status"] = device.get_device_status([a]).payload
+                out["unknown_device"] = failure(lambda: device.get_deviceinfo("1ffffffffffffffffff"))
+
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.tag("vip"))
+                push.platform = jpush.all_
+                push.notification = jpush.notification(alert="to vip")
+                push.options = {"sendno": 7}
+                out["by_tag"] = push.send().payload
+
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.alias("alice"))
+                push.platform = jpush.platform("ios")
+                push.notification = jpush.notification(ios=jpush.ios(alert="to alice", badge=5, sound="default"))
+                out["by_alias"] = push.send().payload
+
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.registration_id(b))
+                push.platform = jpush.all_
+                push.notification = jpush.notification(alert="to bob")
+                push.options = {"apns_production": False}
+                out["by_registration_id"] = push.send().payload
+
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.tag_and("vip", "北京"))
+                push.platform = jpush.all_
+                push.notification = jpush.notification(alert="vip in beijing")
+                out["by_tag_and"] = push.send().payload
+
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.tag("vip"), jpush.tag_not("北京"))
+                push.platform = jpush.all_
+                push.notification = jpush.notification(alert="vip elsewhere")
+                out["by_tag_not"] = push.send().payload
+                out["validate"] = push.send_validate().payload
+
+                cids = client.create_push().get_cid(2).payload["cidlist"]
+                out["cids"] = cids
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.registration_id(c))
+                push.platform = jpush.all_
+                push.notification = jpush.notification(alert="once")
+                push.cid = cids[0]
+                first = push.send().payload
+                again = push.send().payload
+                out["cid_repeat_same"] = first["msg_id"] == again["msg_id"]
+                out["cid_msg_id"] = first["msg_id"]
+
+                out["batch"] = client.create_push().batch_push_by_regid(
+                    [{"platform": "all", "target": c, "notification": {"alert": "single to carol"}}]).payload
+
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.tag("nobody-has-this"))
+                push.platform = jpush.all_
+                push.notification = jpush.notification(alert="x")
+                out["no_target"] = failure(push.send)
+                push.platform = ["winphone"]
+                out["winphone"] = failure(push.send)
+                bad = jpush.JPush(key, "0" * 24).create_push()
+                bad.audience = "all"
+                bad.platform = "all"
+                bad.notification = {"alert": "x"}
+                out["wrong_secret"] = failure(bad.send)
+                """#, port: gw.port, arguments: ["alice": alice, "bob": imported, "carol": carol])
+
+            let aliceInfo = try #require(result["alice"] as? [String: Any])
+            #expect(Set(aliceInfo["tags"] as? [String] ?? []) == ["vip", "北京"])
+            #expect(aliceInfo["alias"] as? String == "alice" && aliceInfo["mobile"] as? String == "13012345678")
+            #expect(Set((result["tags"] as? [String: Any])?["tags"] as? [String] ?? []) == ["vip", "北京", "beta"])
+            #expect((result["carol_vip"] as? [String: Any])?["result"] as? Bool == true)
+            #expect((result["bob_vip"] as? [String: Any])?["result"] as? Bool == false)
+            #expect((result["alias"] as? [String: Any])?["registration_ids"] as? [String] == [alice])
+            #expect(((result["status"] as? [String: Any])?[alice] as? [String: Any])?["online"] as? Bool == false)
+            #expect((result["unknown_device"] as? [String: Any])?["code"] as? Int == 7002)
+
+            // Each push reached exactly the phones its audience names.
+            let byTag = try await gw.completed((result["by_tag"] as? [String: Any])?["msg_id"])
+            #expect(byTag.counts.delivered == 2 && (result["by_tag"] as? [String: Any])?["sendno"] as? String == "7")
+            let byAlias = try await gw.completed((result["by_alias"] as? [String: Any])?["msg_id"])
+            #expect(byAlias.counts.delivered == 1)
+            let byID = try await gw.completed((result["by_registration_id"] as? [String: Any])?["msg_id"])
+            #expect(byID.counts.delivered == 1, "the sandbox phone, by apns_production false")
+            let byTagAnd = try await gw.completed((result["by_tag_and"] as? [String: Any])?["msg_id"])
+            #expect(byTagAnd.counts.delivered == 1)
+            let byTagNot = try await gw.completed((result["by_tag_not"] as? [String: Any])?["msg_id"])
+            #expect(byTagNot.counts.delivered == 1)
+            #expect((result["validate"] as? [String: Any])?["msg_id"] as? String == "0")
+            #expect((result["cids"] as? [String])?.allSatisfy { $0.hasPrefix(Self.appKey + "-") } == true)
+            #expect(result["cid_repeat_same"] as? Bool == true)
+            _ = try await gw.completed(result["cid_msg_id"])
+            let batch = try #require(result["batch"] as? [String: [String: Any]])
+            #expect(batch.count == 1)
+            _ = try await gw.completed(batch.values.first?["msg_id"])
+            #expect((result["no_target"] as? [String: Any])?["code"] as? Int == 1011)
+            #expect((result["winphone"] as? [String: Any])?["code"] as? Int == 1003)
+            #expect((result["wrong_secret"] as? [String: Any])?["status"] as? Int == 401)
+
+            let alerts = gw.alerts()
+            #expect(Set(alerts[Self.token(1)] ?? []) == ["to vip", "to alice", "vip in beijing"])
+            #expect(alerts[Self.token(2)] == ["to bob"])
+            #expect(Set(alerts[Self.token(3)] ?? []) == ["to vip", "vip elsewhere", "once", "single to carol"])
+
+            // The report API from the counts: what APNs accepted.
+            let report = try Self.run(
+                #"""
+                report = client.create_report()
+                out["received"] = report.get_received(args["ids"]).payload
+                out["detail"] = report.get_received_detail(args["ids"]).payload
+                out["status"] = report.get_status_message(int(args["tag_msg"]), [args["alice"], args["bob"], "1fff"]).payload
+                """#, port: gw.port,
+                arguments: [
+                    "ids": "\(byTag.record.id),\(byAlias.record.id)", "tag_msg": String(byTag.record.id),
+                    "alice": alice, "bob": imported,
+                ])
+            let received = try #require(report["received"] as? [[String: Any]])
+            #expect(received.count == 2)
+            #expect(received.first?["msg_id"] as? String == String(byTag.record.id))
+            #expect(received.first?["ios_apns_sent"] as? Int == 2)
+            #expect(received.first?["android_received"] is NSNull, "no Android phone was a target")
+            let detail = try #require(report["detail"] as? [[String: Any]])
+            #expect(detail.first?["ios_apns_sent"] as? Int == 2 && detail.first?["jpush_received"] is NSNull)
+            let status = try #require(report["status"] as? [String: [String: Any]])
+            #expect(status[alice]?["status"] as? Int == 1, "targeted; no receipt says it arrived")
+            #expect(status[imported]?["status"] as? Int == 3, "of the app, not a target of the tag push")
+            #expect(status["1fff"]?["status"] as? Int == 2)
+
+            // Deleting the alias and a tag, as the SDK does.
+            let cleanup = try Self.run(
+                #"""
+                device = client.create_device()
+                device.delete_alias("alice")
+                device.delete_tag("vip")
+                out["alias"] = device.get_aliasuser("alice").payload
+                out["tags"] = device.get_taglist().payload
+                out["again"] = failure(lambda: device.delete_alias("alice"))
+                """#, port: gw.port, arguments: [:])
+            #expect((cleanup["alias"] as? [String: Any])?["registration_ids"] as? [String] == [])
+            #expect(Set((cleanup["tags"] as? [String: Any])?["tags"] as? [String] ?? []) == ["北京", "beta"])
+            #expect((cleanup["again"] as? [String: Any])?["status"] as? Int == 400)
+        }
+    }
+
+    /// One tag push reaches an iPhone, a Huawei phone and a HarmonyOS phone through the
+    /// look-alikes, each with its platform's own alert; a registration-id push reaches only its
+    /// phone, whatever its service.
+    @Test func aPushReachesAnIPhoneAnAndroidAndAHarmonyPhone() async throws {
+        try await withGateway(on: .sqlite) { gw in
+            let backend = gw.running.runtime.credentialBackend
+            _ = try await backend.addChannel(
+                .form(
+                    channel: .huawei,
+                    CredentialFormInput(values: [
+                        "vendor_app_id": "10086", "client_id": "10086", "client_secret": "s3cret",
+                    ])),
+                appID: gw.app.id, selector: nil)
+            let account: JSONValue = [
+                "project_id": "101888", "key_id": "0123abcd", "sub_account": "2001",
+                "private_key": .string(try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()),
+            ]
+            _ = try await backend.addChannel(
+                .form(channel: .harmony, CredentialFormInput(files: ["file": account.serialized()])), appID: gw.app.id,
+                selector: nil)
+            let iphone = try #require(
+                try await gw.register(Self.token(1), ["environment": "production"])["registration_id"] as? String)
+            let huawei = try #require(
+                try await gw.register("huawei-dave-token_1", ["channel": "huawei"])["registration_id"] as? String)
+            let harmony = try #require(
+                try await gw.register("MAMzLg-dave-harmony", ["channel": "harmony"])["registration_id"] as? String)
+            let result = try Self.run(
+                #"""
+                device = client.create_device()
+                for rid in args["ids"]:
+                    device.set_deviceinfo(rid, {"tags": {"add": ["mixed"]}, "alias": "dave"})
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.tag("mixed"))
+                push.platform = jpush.all_
+                push.notification = jpush.notification(alert="to all",
+                    android=jpush.android(alert="to android", title="T"),
+                    hmos={"alert": "to harmony", "title": "H", "category": "IM"})
+                out["by_tag"] = push.send().payload
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.registration_id(args["huawei"]))
+                push.platform = jpush.platform("android")
+                push.notification = jpush.notification(alert="only huawei")
+                out["by_id"] = push.send().payload
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.alias("dave"))
+                push.platform = jpush.platform("ios", "hmos")
+                push.notification = jpush.notification(alert="alias, not android")
+                out["by_alias"] = push.send().payload
+                """#, port: gw.port, arguments: ["ids": [iphone, huawei, harmony], "huawei": huawei])
+            let byTag = try await gw.completed((result["by_tag"] as? [String: Any])?["msg_id"])
+            #expect(byTag.counts.delivered == 3, "\(byTag.failures) \(byTag.skips)")
+            let byID = try await gw.completed((result["by_id"] as? [String: Any])?["msg_id"])
+            #expect(byID.counts.delivered == 1)
+            let byAlias = try await gw.completed((result["by_alias"] as? [String: Any])?["msg_id"])
+            #expect(byAlias.counts.delivered == 2 && byAlias.skips["platform"] == 1, "\(byAlias.skips)")
+
+            #expect(Set(gw.alerts()[Self.token(1)] ?? []) == ["to all", "alias, not android"])
+            let android = gw.running.mock.receivedAndroidMessages()
+            let huaweiBodies = android.filter { $0.service == .huawei }.map { String(decoding: $0.body, as: UTF8.self) }
+            #expect(huaweiBodies.count == 2)
+            #expect(
+                huaweiBodies.contains { $0.contains("to android") }
+                    && huaweiBodies.contains { $0.contains("only huawei") })
+            let harmonyBodies = android.filter { $0.service == .harmony }.map {
+                String(decoding: $0.body, as: UTF8.self)
+            }
+            #expect(harmonyBodies.count == 2)
+            #expect(harmonyBodies.contains { $0.contains("to harmony") && $0.contains("IM") })
+            #expect(harmonyBodies.contains { $0.contains("alias, not android") })
+        }
+    }
+
+    /// Every error is JPush's shape with its status, whatever went wrong: a client that gets
+    /// other JSON on a non-2xx fails.
+    @Test func errorsAreAlwaysJPushsShape() async throws {
+        try await withGateway(on: .sqlite) { gw in
+            let auth = "Basic " + Data("\(Self.appKey):\(Self.masterSecret)".utf8).base64EncodedString()
+            let client = TestClient(port: gw.port)
+            let cases: [(String, String, [UInt8], [(String, String)], Int, Int)] = [
+                ("POST", "/v3/push", Array("{}".utf8), [], 401, 1004),
+                ("POST", "/v3/push", Array("{".utf8), [("Authorization", auth)], 400, 1003),
+                ("GET", "/v3/push", [], [("Authorization", auth)], 405, 1001),
+                ("GET", "/v3/nothing-here", [], [("Authorization", auth)], 404, 1003),
+                (
+                    "POST", "/v3/push", Array(#"{"platform":"all","audience":"all"}"#.utf8),
+                    [("Authorization", auth), ("Content-Type", "application/json;charset:utf-8")], 400, 1002
+                ),
+                ("GET", "/v3/received", [], [("Authorization", auth)], 400, 3001),
+                (
+                    "POST", "/v3/push",
+                    Array(
+                        #"{"platform":"all","audience":"all","notification":{"hmos":{"alert":"x","category":"NOPE"}}}"#
+                            .utf8),
+                    [("Authorization", auth)], 400, 1003
+                ),
+            ]
+            for (method, target, body, headers, status, code) in cases {
+                let response = try await client.execute(method, target, headers: headers, body: body)
+                #expect(response.status == status, "\(method) \(target): \(response.text)")
+                let error = response.jsonObject["error"] as? [String: Any]
+                #expect(error?["code"] as? Int == code, "\(method) \(target): \(response.text)")
+                #expect(error?["message"] is String)
+            }
+        }
+    }
+}
+
+/// Runs Python 3 (JPush's own SDK) and returns its standard output.
+func runPython(_ script: String, _ arguments: [String] = []) throws -> [UInt8] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3", "-c", script] + arguments
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw PythonFailure(description: "python3 failed (\(process.terminationStatus)): \(errorText)")
+    }
+    return Array(data)
+}
+
+struct PythonFailure: Error, CustomStringConvertible {
+    var description: String
+}
