@@ -89,8 +89,10 @@ public struct OPPOService: TokenBatchService {
 
     /// The form's `messages` (a JSON list of one message per token); its `auth_token` is the
     /// sign-in's and not shown.
-    public func readableBody(_ template: JSONValue, token: String) -> ServiceBody {
-        let messages = JSONValue.array([["target_type": 2, "target_value": .string(token), "notification": template]])
+    public func readableBody(_ template: Template, token: String) -> ServiceBody {
+        let messages = JSONValue.array([
+            ["target_type": 2, "target_value": .string(token), "notification": template.notification]
+        ])
         return ServiceBody(
             encoding: .form, body: ["messages": messages],
             bytes: FormEncoding.encode([("messages", messages.serializedString)]).count)

@@ -17,7 +17,7 @@ public enum VivoReceipts {
         verifySignature: nil, bodyLimit: bodyLimit,
         parse: { (post) throws(ReceiptFormatError) -> [ServiceReceipt] in try parse(post.body) },
         answer: answer,
-        consoleRegistration: { settings, appID in ["url": settings.url(channel: .vivo, appID: appID)] })
+        consoleRegistration: { url, _ in ["url": url] })
 
     static func parse(_ body: [UInt8]) throws(ReceiptFormatError) -> [ServiceReceipt] {
         guard let tasks = (try? JSONValue(parsing: body))?.objectValue else {

@@ -95,8 +95,8 @@ public struct VivoService: TokenBatchService {
     }
 
     /// One device's `/message/send` body (its `requestId` is made per request and not shown).
-    public func readableBody(_ template: [String: JSONValue], token: String) -> ServiceBody {
-        var single = template
+    public func readableBody(_ template: Template, token: String) -> ServiceBody {
+        var single = template.fields
         single["regId"] = .string(token)
         return .json(JSONValue.object(single).serialized())
     }

@@ -74,8 +74,8 @@ public struct XiaomiService: TokenBatchService {
     }
 
     /// The form fields of the request (`registration_id` first, as `send` writes them).
-    public func readableBody(_ template: [(String, String)], token: String) -> ServiceBody {
-        let fields = [("registration_id", token)] + template
+    public func readableBody(_ template: Template, token: String) -> ServiceBody {
+        let fields = [("registration_id", token)] + template.fields
         return ServiceBody(
             encoding: .form, body: .object(Dictionary(fields.map { ($0, JSONValue.string($1)) }) { first, _ in first }),
             bytes: FormEncoding.encode(fields).count)
