@@ -150,6 +150,10 @@ public struct JPushProvider: PushProvider {
             return try await handler(Call(app: app, request: request))
         } catch let error as JPushError {
             return JPushReply.fail(error)
+        } catch let error as BacklogFull {
+            // The app's backlog is at the gateway's bound: JPush's own rate-limit answer.
+            return JPushReply.fail(
+                JPushError(429, 2002, error.explanation, retryAfter: error.retryAfterSeconds))
         } catch let error as StoreError where error.code == .unavailable {
             logger.warning("jpush: store unavailable", metadata: ["path": "\(request.path)", "error": "\(error)"])
             return JPushReply.fail(JPushError(storeUnavailable: error))

@@ -36,6 +36,8 @@ extension JPushProvider {
             _ = try APNsPayload.build(job.content, pushType: job.options.pushType)
             return "0"
         }
+        // Once per message, before anything of it is written (a batch's refused entries say so).
+        try await gateway.admit(appID: app.id)
         let record = try await gateway.submit(job)
         return String(record.id)
     }
@@ -117,6 +119,8 @@ extension JPushProvider {
                 answers[cid] = ["msg_id": .string(try await submit(push, app: call.app, validateOnly: false))]
             } catch let error as JPushError {
                 answers[cid] = ["error": ["code": .int(Int64(error.code)), "message": .string(error.message)]]
+            } catch let error as BacklogFull {
+                answers[cid] = ["error": ["code": 2002, "message": .string(error.explanation)]]
             }
         }
         return JPushReply.ok(answers)

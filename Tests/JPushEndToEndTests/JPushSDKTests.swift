@@ -86,8 +86,12 @@ import TuisongTransportKit
         }
     }
 
-    func withGateway(on database: PluginStoreBackend, _ body: (Gateway) async throws -> Void) async throws {
-        let running = try await RunningGateway.start(logLevel: .critical, name: "jpush-e2e", database: database)
+    func withGateway(
+        on database: PluginStoreBackend, environment: [String: String] = [:], directory: URL? = nil,
+        _ body: (Gateway) async throws -> Void
+    ) async throws {
+        let running = try await RunningGateway.start(
+            environment: environment, directory: directory, logLevel: .critical, name: "jpush-e2e", database: database)
         do {
             let runtime = running.runtime
             let apiKey = APIKey.generate()
@@ -194,6 +198,8 @@ import TuisongTransportKit
 
                 out["batch"] = client.create_push().batch_push_by_regid(
                     [{"platform": "all", "target": c, "notification": {"alert": "single to carol"}}]).payload
+                out["batch_alias"] = client.create_push().batch_push_by_alias(
+                    [{"platform": "all", "target": "alice", "notification": {"alert": "single to alice"}}]).payload
 
                 push = client.create_push()
                 push.audience = jpush.audience(jpush.tag("nobody-has-this"))
@@ -237,12 +243,14 @@ import TuisongTransportKit
             let batch = try #require(result["batch"] as? [String: [String: Any]])
             #expect(batch.count == 1)
             _ = try await gw.completed(batch.values.first?["msg_id"])
+            let batchAlias = try #require(result["batch_alias"] as? [String: [String: Any]])
+            _ = try await gw.completed(batchAlias.values.first?["msg_id"])
             #expect((result["no_target"] as? [String: Any])?["code"] as? Int == 1011)
             #expect((result["winphone"] as? [String: Any])?["code"] as? Int == 1003)
             #expect((result["wrong_secret"] as? [String: Any])?["status"] as? Int == 401)
 
             let alerts = gw.alerts()
-            #expect(Set(alerts[Self.token(1)] ?? []) == ["to vip", "to alice", "vip in beijing"])
+            #expect(Set(alerts[Self.token(1)] ?? []) == ["to vip", "to alice", "vip in beijing", "single to alice"])
             #expect(alerts[Self.token(2)] == ["to bob"])
             #expect(Set(alerts[Self.token(3)] ?? []) == ["to vip", "vip elsewhere", "once", "single to carol"])
 
@@ -252,6 +260,7 @@ import TuisongTransportKit
                 report = client.create_report()
                 out["received"] = report.get_received(args["ids"]).payload
                 out["detail"] = report.get_received_detail(args["ids"]).payload
+                out["messages"] = report.get_messages(args["ids"]).payload
                 out["status"] = report.get_status_message(int(args["tag_msg"]), [args["alice"], args["bob"], "1fff"]).payload
                 """#, port: gw.port,
                 arguments: [
@@ -265,6 +274,9 @@ import TuisongTransportKit
             #expect(received.first?["android_received"] is NSNull, "no Android phone was a target")
             let detail = try #require(report["detail"] as? [[String: Any]])
             #expect(detail.first?["ios_apns_sent"] as? Int == 2 && detail.first?["jpush_received"] is NSNull)
+            let messages = try #require(report["messages"] as? [[String: Any]])
+            #expect((messages.first?["ios"] as? [String: Any])?["apns_sent"] as? Int == 2)
+            #expect(messages.first?["android"] == nil, "no Android target: no android figures")
             let status = try #require(report["status"] as? [String: [String: Any]])
             #expect(status[alice]?["status"] as? Int == 1, "targeted; no receipt says it arrived")
             #expect(status[imported]?["status"] as? Int == 3, "of the app, not a target of the tag push")
@@ -355,6 +367,74 @@ import TuisongTransportKit
             #expect(harmonyBodies.count == 2)
             #expect(harmonyBodies.contains { $0.contains("to harmony") && $0.contains("IM") })
             #expect(harmonyBodies.contains { $0.contains("alias, not android") })
+        }
+    }
+
+    /// A single-trigger schedule is a scheduled message: created, read, listed, moved, its
+    /// message cancelled with it; a recurring one is not offered.
+    @Test func schedulesAreScheduledMessages() async throws {
+        try await withGateway(on: .sqlite) { gw in
+            _ = try await gw.register(Self.token(1), ["environment": "production"])
+            let result = try Self.run(
+                #"""
+                import datetime
+                from jpush.schedule import schedulepayload
+                beijing = datetime.timezone(datetime.timedelta(hours=8))
+                later = (datetime.datetime.now(beijing) + datetime.timedelta(hours=2)).strftime("%Y-%m-%d %H:%M:%S")
+                moved = (datetime.datetime.now(beijing) + datetime.timedelta(hours=3)).strftime("%Y-%m-%d %H:%M:%S")
+                schedule = client.create_schedule()
+                push = {"platform": "all", "audience": "all", "notification": {"alert": "later"}}
+                created = schedule.post_schedule(schedulepayload.schedulepayload("evening", True, schedulepayload.trigger(later), push)).payload
+                sid = created["schedule_id"]
+                out["created"] = created
+                out["read"] = schedule.get_schedule_by_id(sid).payload
+                out["list"] = schedule.get_schedule_list(1).payload
+                out["put"] = schedule.put_schedule({"trigger": schedulepayload.trigger(moved)}, sid).payload
+                out["msg_ids"] = client._request("GET", None, common.get_url("schedule") + sid + "/msg_ids").json()
+                out["periodical"] = failure(lambda: schedule.post_schedule(schedulepayload.schedulepayload(
+                    "weekly", True, schedulepayload.trigger("12:00:00", "2030-01-01 00:00:00", "2030-02-01 00:00:00", "week", 1, ["WED"]), push)))
+                out["past"] = failure(lambda: schedule.post_schedule(schedulepayload.schedulepayload(
+                    "past", True, schedulepayload.trigger("2020-01-01 00:00:00"), push)))
+                schedule.delete_schedule(sid)
+                out["gone"] = failure(lambda: schedule.get_schedule_by_id(sid))
+                """#, port: gw.port, arguments: [:])
+            let created = try #require(result["created"] as? [String: Any])
+            #expect(created["name"] as? String == "evening" && created["schedule_id"] is String)
+            #expect((result["read"] as? [String: Any])?["enabled"] as? Bool == true)
+            #expect((result["list"] as? [String: Any])?["total_count"] as? Int == 1)
+            #expect((result["put"] as? [String: Any])?["name"] as? String == "evening")
+            let ids = try #require((result["msg_ids"] as? [String: Any])?["msgids"] as? [String])
+            #expect(ids.count == 1)
+            // The moved schedule's message is the one that stands, due in about three hours; the
+            // first was cancelled, and deleting the schedule cancelled the second.
+            let messages = try await gw.running.runtime.store.messages(appID: gw.app.id, limit: 10)
+            #expect(messages.count == 2 && messages.allSatisfy { $0.state == .cancelled }, "\(messages.map(\.state))")
+            let moved = try #require(messages.first { String($0.id) == ids[0] })
+            #expect(abs((moved.sendAt ?? .distantPast).timeIntervalSinceNow - 3 * 3600) < 120)
+            #expect((result["periodical"] as? [String: Any])?["code"] as? Int == 1003)
+            #expect((result["past"] as? [String: Any])?["code"] as? Int == 8400)
+            #expect((result["gone"] as? [String: Any])?["status"] as? Int == 404)
+        }
+    }
+
+    /// Issue #40 item 5 in JPush's dialect: an app whose backlog is at the bound is answered
+    /// JPush's rate limit, 2002 with HTTP 429 and `Retry-After`; nothing is stored.
+    @Test func aPushOverTheBacklogBoundIsRefusedWith2002() async throws {
+        let hold = try DispatcherHold()
+        try await withGateway(
+            on: .sqlite, environment: ["TUISONG_DELIVERY_MAX_BACKLOG_PER_APP": "1"], directory: hold.directory
+        ) { gw in
+            _ = try await gw.register(Self.token(1), ["environment": "production"])
+            let auth = "Basic " + Data("\(Self.appKey):\(Self.masterSecret)".utf8).base64EncodedString()
+            let body = Array(#"{"platform":"all","audience":"all","notification":{"alert":"x"}}"#.utf8)
+            let client = TestClient(port: gw.port)
+            let first = try await client.execute("POST", "/v3/push", headers: [("Authorization", auth)], body: body)
+            #expect(first.status == 200, "\(first.text)")
+            let refused = try await client.execute("POST", "/v3/push", headers: [("Authorization", auth)], body: body)
+            #expect(refused.status == 429, "\(refused.text)")
+            #expect((refused.jsonObject["error"] as? [String: Any])?["code"] as? Int == 2002)
+            #expect(refused.headers["Retry-After"] == "1")
+            #expect(try await gw.running.runtime.store.messages(appID: gw.app.id, limit: 10).count == 1)
         }
     }
 

@@ -227,6 +227,10 @@ final class OutageStore: DeliveryEngine.Backend {
 
     // MARK: WorkQueue
 
+    func backlog(appID: Int64, upTo limit: Int) async throws -> Int {
+        try reachable()
+        return try await base.backlog(appID: appID, upTo: limit)
+    }
     func claimWork(now: Date, limit: Int, sliceLimit: Int, running: Set<MessageSliceKey>) async throws
         -> [WorkClaim]
     {

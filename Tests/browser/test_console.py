@@ -256,6 +256,30 @@ def test_vendor_secret_is_write_only(browser, gateway):
     screenshot(browser, "04-app-vendor-settings")
 
 
+def test_jpush_keys_set_in_the_console_authenticate_its_server_sdk(browser, gateway):
+    """JPush (#45): the app's AppKey and Master Secret set on the console's app page are what
+    JPush's own server SDK (its hosts pointed here) authenticates with; the secret is write-only."""
+    import jpush
+    from jpush import common
+
+    go(browser, gateway, f"apps/{ensure_app(gateway)}")
+    app_key, secret = "7d431e42dfa6a6d693ac2d04", "5e987ac6d2e04d95a9d8f0d1"
+    browser.find_element(By.ID, "vendor-jpush-app_key").send_keys(app_key)
+    browser.find_element(By.ID, "vendor-jpush-master_secret").send_keys(secret)
+    browser.find_element(By.ID, "app-save").click()
+    wait(browser).until(lambda d: "set" in d.find_element(By.CSS_SELECTOR, "label[for='vendor-jpush-master_secret'] .badge").text
+                        and d.find_element(By.ID, "vendor-jpush-master_secret").get_attribute("value") == "")
+    assert secret not in browser.page_source
+
+    base = gateway.base + "/v3/"
+    common.ZONES["DEFAULT"] = {"PUSH": base, "REPORT": base, "DEVICE": base + "devices/",
+                               "ALIAS": base + "aliases/", "TAG": base + "tags/",
+                               "SCHEDULE": base + "schedules/", "ADMIN": base}
+    assert jpush.JPush(app_key, secret).create_device().get_taglist().payload == {"tags": []}
+    with pytest.raises(jpush.Unauthorized):
+        jpush.JPush(app_key, "0" * 24).create_device().get_taglist()
+
+
 def test_upload_p8_and_p12_with_clear_errors(browser, gateway, credentials_dir):
     assert features(gateway)["credentials"], "the gateway mounts the credential service"
     ensure_app(gateway)
