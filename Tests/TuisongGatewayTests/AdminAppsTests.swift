@@ -114,9 +114,9 @@ import TuisongPluginTestKit
         let noName = try await client.call("POST", "/apps", json: ["name": "  ", "bundle_id": "com.example.x"])
         #expect(noName.errorField == "name")
         let unknownVendor = try await client.call(
-            "POST", "/apps", json: ["name": "x", "bundle_id": "com.example.x", "vendors": ["jpush": ["k": "v"]]])
+            "POST", "/apps", json: ["name": "x", "bundle_id": "com.example.x", "vendors": ["getui": ["k": "v"]]])
         #expect(unknownVendor.status == 400)
-        #expect(unknownVendor.errorField == "vendors.jpush")
+        #expect(unknownVendor.errorField == "vendors.getui")
         #expect(try await gw.runtime.store.apps().isEmpty, "a refused create leaves no half-made app")
 
         let first = try await client.call(

@@ -25,7 +25,7 @@ import TuisongStore
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let configs = [
-            "unknown-provider.json": (#"{"providers": ["jpush"]}"#, #"unknown provider "jpush""#),
+            "unknown-provider.json": (#"{"providers": ["getui"]}"#, #"unknown provider "getui""#),
             "trailing-comma.json": ("{\"log\": {\"level\": \"info\",},}", "is not valid JSON: line 1"),
         ]
         for (name, (contents, expected)) in configs {
