@@ -475,7 +475,8 @@ extension CredentialForm {
                 Field(
                     "receipt_id", required: false, label: LocalizedLabel(en: "Receipt id", zh: "回执 ID"),
                     help: "the receipt id the console made for the receipt address (asks for delivery receipts)",
-                    placeholder: "1234", rule: .identifier(1...64)))
+                    helpZH: "推送平台为回执地址生成的回执 ID（填写后推送会请求送达回执）", placeholder: "1234",
+                    rule: .identifier(1...64)))
         }
         return CredentialForm(fields: fields) { (input, _) throws(CredentialFormError) -> ValidatedCredential in
             let appIDText = input.text("vendor_app_id")
