@@ -45,13 +45,16 @@ final class RegistrationBatcher: Sendable {
     /// Runs on the writer queue after each committed batch (the store nudges its
     /// background checkpointer there).
     private let afterCommit: @Sendable () -> Void
+    /// Told every batch's outcome, so a full disk met by registrations shows on `/healthz`.
+    private let health: StoreHealth
     private let state = Mutex(State())
 
     init(
         writer: DatabasePool, maximumBatchSize: Int, clock: any TuisongCore.Clock,
-        apply: @escaping Apply, afterCommit: @escaping @Sendable () -> Void
+        apply: @escaping Apply, health: StoreHealth, afterCommit: @escaping @Sendable () -> Void
     ) {
         self.afterCommit = afterCommit
+        self.health = health
         self.writer = writer
         self.maximumBatchSize = max(1, maximumBatchSize)
         self.clock = clock
@@ -112,14 +115,18 @@ final class RegistrationBatcher: Sendable {
                         guard db.isInsideTransaction else { throw error }
                         try rollback.execute()
                         try release.execute()
-                        outcomes.append(.failure(ErrorMapping.storeError(error)))
+                        let mapped = ErrorMapping.storeError(error)
+                        health.noteFailure(mapped)
+                        outcomes.append(.failure(mapped))
                     }
                 }
                 return .commit
             }
             afterCommit()
+            health.noteSuccess()
         } catch {
             let failure = ErrorMapping.storeError(error)
+            health.noteFailure(failure)
             outcomes = batch.map { _ in .failure(failure) }
         }
 

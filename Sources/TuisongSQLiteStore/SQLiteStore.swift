@@ -179,7 +179,7 @@ public final class SQLiteStore: Store {
         pointReaders = PointReaders(path: path, busyTimeout: configuration.busyTimeout)
         batcher = RegistrationBatcher(
             writer: pool, maximumBatchSize: configuration.maximumRegistrationBatch,
-            clock: configuration.clock, apply: Self.applyRegistration,
+            clock: configuration.clock, apply: Self.applyRegistration, health: health,
             afterCommit: { checkpointer.noteCommit() })
     }
 

@@ -75,6 +75,44 @@ import TuisongPluginTestKit
         }
     }
 
+    /// Device registrations are group-committed on their own path (`RegistrationBatcher`): a
+    /// full disk met there is told to `/healthz` too, and the first registration once space is
+    /// freed (after the quiet period) clears it.
+    @Test func aFullDiskMetByRegistrationsIsToldToHealthz() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let store = try #require(gw.runtime.store as? SQLiteStore)
+        let (_, key) = try await gw.createApp()
+        #expect(try await http("GET", "\(gw.baseURL)/healthz").status == 200)
+
+        try await limitPages(store, to: nil)
+        var refused: TestResponse?
+        for n in 1...5000 {
+            let answer = try await http(
+                "PUT", "\(gw.baseURL)/api/v1/devices/\(token(n))", key: key, json: ["environment": "production"])
+            if answer.status >= 300 {
+                refused = answer
+                break
+            }
+        }
+        let full = try #require(refused, "the page limit never filled")
+        #expect(full.status == 503)
+        #expect(full.errorCode == "insufficient_storage")
+        let health = try await http("GET", "\(gw.baseURL)/healthz")
+        #expect(health.status == 503)
+        #expect(health.jsonObject["database"] as? String == "insufficient_storage")
+
+        try await limitPages(store, to: 1_073_741_823)
+        #expect(
+            try await eventually(within: 30, every: .milliseconds(200)) {
+                let again = try await http(
+                    "PUT", "\(gw.baseURL)/api/v1/devices/\(token(9999))", key: key,
+                    json: ["environment": "production"])
+                guard again.status < 300 else { return false }
+                return try await http("GET", "\(gw.baseURL)/healthz").status == 200
+            })
+    }
+
     @Test func theKindsAreTold() {
         let full = ErrorMapping.storeError(DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full"))
         #expect((full as? StoreError)?.unavailability == .storageFull)

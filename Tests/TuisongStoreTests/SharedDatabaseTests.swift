@@ -188,6 +188,33 @@ struct SharedDatabaseTests {
         #expect(store.sharedDatabase.dialect == (store is SQLiteStore ? .sqlite : .postgresql))
     }
 
+    @Test(
+        "A plugin's write that finds the disk full is told to /healthz's health; its own error is not",
+        arguments: Backend.allCases)
+    func aFullDiskMetByAPluginIsTold(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            await #expect(throws: PluginOwnError.self) {
+                try await store.sharedDatabase.write { _ in throw PluginOwnError() }
+            }
+            #expect(store.health.trouble == nil, "a plugin's own error says nothing about the database")
+            await #expect(throws: StoreError.self) {
+                try await store.sharedDatabase.write { db in
+                    if store is SQLiteStore {
+                        // SQLite's page limit at the file's size: the next page is refused as
+                        // a full disk is (SQLITE_FULL).
+                        let pages = try db.queryOne("PRAGMA page_count")?[0].int ?? 1
+                        try db.execute("PRAGMA max_page_count = \(pages)")
+                        try db.execute("CREATE TABLE filler (x BLOB)")
+                        try db.execute("INSERT INTO filler VALUES (zeroblob(1000000))")
+                    } else {
+                        try db.execute("DO $$ BEGIN RAISE EXCEPTION 'full' USING ERRCODE = 'disk_full'; END $$")
+                    }
+                }
+            }
+            #expect(store.health.trouble?.kind == .storageFull)
+        }
+    }
+
     @Test("A read sees one snapshot: a write committed during it is not half-seen", arguments: Backend.allCases)
     func readIsASnapshot(_ backend: Backend) async throws {
         try await withStore(backend, plugins: [.init(name: "notes", migrations: [notesV1])]) { store in
