@@ -5,6 +5,8 @@ struct CommandRun {
     var status: Int32
     var output: String
     var errors: String
+    /// Killed for outliving its bound (`TuisongCommand.run`'s `timeout`).
+    var timedOut = false
     var json: [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [String: Any] ?? [:]
     }
@@ -14,9 +16,11 @@ struct CommandRun {
 enum TuisongCommand {
     /// `database`: whether TUISONG_DATABASE_PATH names `directory/tuisong.db` (false: the
     /// config's own, relative to `directory`). `input` is its standard input (empty if nil).
+    /// A run still going after `timeout` seconds (a `serve` that should have refused its config
+    /// and started instead) is killed, so a wrong answer fails the test rather than hanging it.
     static func run(
         _ arguments: [String], in directory: URL, environment: [String: String] = [:], database: Bool = true,
-        input: String? = nil
+        input: String? = nil, timeout: TimeInterval = 60
     ) throws -> CommandRun {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
@@ -35,13 +39,19 @@ enum TuisongCommand {
         process.standardError = errors
         process.standardInput = standardInput
         try process.run()
+        let watchdog = DispatchWorkItem { [process] in
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
         standardInput.fileHandleForWriting.write(Data((input ?? "").utf8))
         try standardInput.fileHandleForWriting.close()
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        watchdog.cancel()
+        let killed = process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
         return CommandRun(
             status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
-            errors: String(decoding: err, as: UTF8.self))
+            errors: String(decoding: err, as: UTF8.self), timedOut: killed)
     }
 }
