@@ -137,7 +137,8 @@ public struct DeviceToken: Sendable, Hashable, Codable, CustomStringConvertible 
     }
 }
 
-/// A tag name: 1–128 characters of letters, digits, `_ - .` and CJK ideographs.
+/// A tag name: 1–128 characters of letters, digits, CJK ideographs and `_ - . @ ! # $ & * + = | ￥`
+/// (`TagName.rule`, the words every API's refusal uses).
 public struct TagName: Sendable, Hashable, Codable, CustomStringConvertible {
     public let value: String
 
@@ -152,6 +153,10 @@ public struct TagName: Sendable, Hashable, Codable, CustomStringConvertible {
         switch scalar.value {
         case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true  // ASCII digits and letters
         case 0x5F, 0x2D, 0x2E: return true  // _ - .
+        // JPush's tags may also hold @ ! # $ & * + = | and the full-width yuan sign ￥; every
+        // vendor's tags are the core's, so the core takes the widest documented set. None of
+        // these separates a list (`,` `;` and spaces stay out) and all are bound, never spliced.
+        case 0x40, 0x21, 0x23, 0x24, 0x26, 0x2A, 0x2B, 0x3D, 0x7C, 0xFFE5: return true
         case 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xF900...0xFAFF, 0x20000...0x2FA1F:
             return true  // CJK unified ideographs, extensions, compatibility
         case 0x3040...0x30FF, 0xAC00...0xD7AF: return true  // kana, hangul
@@ -162,6 +167,9 @@ public struct TagName: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     public var description: String { value }
+
+    /// The rule in words, for refusals: "1–128 letters, digits, CJK characters or …".
+    public static let rule = "1–128 letters, digits, CJK characters or _ - . @ ! # $ & * + = | ￥"
 }
 
 /// A registered device: one push token of one app, on the channel the token belongs to.

@@ -84,12 +84,18 @@ import Testing
 }
 
 @Suite struct TagNameTests {
-    @Test(arguments: ["a", "vip_2024", "beta-users.cn", "北京", "用户-组_1", String(repeating: "x", count: 128)])
+    @Test(arguments: [
+        "a", "vip_2024", "beta-users.cn", "北京", "用户-组_1", String(repeating: "x", count: 128),
+        "a@b!c#d$e&f*g+h=i|j", "￥100",
+    ])
     func accepts(_ raw: String) {
         #expect(TagName(raw) != nil)
     }
 
-    @Test(arguments: ["", "has space", "semi;colon", "slash/", String(repeating: "x", count: 129), "emoji😀"])
+    @Test(arguments: [
+        "", "has space", "semi;colon", "slash/", "comma,list", "pct%", "q?", String(repeating: "x", count: 129),
+        "emoji😀",
+    ])
     func rejects(_ raw: String) {
         #expect(TagName(raw) == nil)
     }
