@@ -79,7 +79,7 @@ struct BaiduParameters: Sendable {
         )
     }
 
-    /// A tag name (1–128 characters of letters, digits, `_ - .`, CJK).
+    /// A tag name (`TagName.rule`).
     func tag(_ name: String = "tag") throws(BaiduError) -> TagName {
         try Self.tagName(try required(name), parameter: name)
     }
@@ -89,7 +89,7 @@ struct BaiduParameters: Sendable {
             if raw.count > 128 {
                 throw BaiduError.invalidParameter(parameter, "must be at most 128 characters, got \(raw.count)")
             }
-            throw BaiduError.invalidParameter(parameter, "must be 1–128 letters, digits, _ - . or CJK characters")
+            throw BaiduError.invalidParameter(parameter, "must be \(TagName.rule)")
         }
         return tag
     }

@@ -266,7 +266,8 @@ enum JPushPayload {
     /// allows at most 40 bytes.
     static func tagProblem(_ name: String) -> String? {
         guard name.utf8.count <= 40 else { return "is longer than 40 bytes" }
-        return TagName(name) == nil ? "may hold only letters, digits, _, -, . and CJK characters" : nil
+        return TagName(name) == nil
+            ? "may hold only letters, digits, CJK characters and _ - . @ ! # $ & * + = | ￥" : nil
     }
 
     /// Aliases: up to 40 bytes, no control characters.

@@ -129,7 +129,7 @@ struct AdminDevicesAPI: Sendable {
         case "tag":
             guard let tag = TagName(text) else {
                 throw AdminError(
-                    400, "invalid_tag", "a tag is 1–128 letters, digits, _ - . or CJK characters", field: "q")
+                    400, "invalid_tag", "a tag is \(TagName.rule)", field: "q")
             }
             query = .tag(tag)
         default:

@@ -398,7 +398,7 @@ public enum DeviceRules {
     public static func tag(_ raw: String) throws(Refusal) -> TagName {
         guard let tag = TagName(raw) else {
             throw Refusal(
-                code: "invalid_tag", message: "tag must be 1–128 characters of letters, digits, _ - . or CJK ideographs"
+                code: "invalid_tag", message: "tag must be \(TagName.rule)"
             )
         }
         return tag

@@ -148,7 +148,7 @@ enum NativePushRequest {
             return .devices(ids)
         case "tag":
             guard let raw = value as? String, let tag = TagName(raw) else {
-                throw NativeAPIError(400, "invalid_tag", "\"audience.tag\" must be 1–128 letters, digits, _ - . or CJK")
+                throw NativeAPIError(400, "invalid_tag", "\"audience.tag\" must be \(TagName.rule)")
             }
             return .tag(tag.value)
         case "all":
