@@ -14,12 +14,16 @@ struct CommandRun {
 enum TuisongCommand {
     /// `database`: whether TUISONG_DATABASE_PATH names `directory/tuisong.db` (false: the
     /// config's own, relative to `directory`). `input` is its standard input (empty if nil).
+    /// `tuisong` with the transports kept in the tests registered too (Package.swift's
+    /// `testTransports`; `Tests/TuisongWithTestTransports`).
+    static let withTestTransports = repositoryRoot().appending(path: ".build/debug/tuisong-with-test-transports").path
+
     static func run(
         _ arguments: [String], in directory: URL, environment: [String: String] = [:], database: Bool = true,
-        input: String? = nil
+        input: String? = nil, binary: String = CrashRecoveryTests.binary
     ) throws -> CommandRun {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
+        process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
         process.currentDirectoryURL = directory
         var variables = [
