@@ -2,6 +2,7 @@
 // failure bars and credential alerts.
 
 import { h, svg, formatNumber, formatClock, formatTime } from './dom.js';
+import { features } from './api.js';
 import { t, maybe, paren } from './i18n.js';
 
 const STATE_CLASS = {
@@ -105,12 +106,12 @@ export function failureTable(rows) {
       h('td', { class: 'num', text: formatNumber(r.count) })))));
 }
 
-/** Channels in a fixed order (APNs first), then any this console does not know yet. */
-const CHANNEL_ORDER = ['apns', 'fcm', 'huawei', 'honor', 'xiaomi', 'oppo', 'vivo', 'harmony'];
-
+/** Channels in the gateway's registry order (APNs first), then any it does not declare (a stored
+ * row of a transport since removed), by name. */
 function channelEntries(channels) {
+  const order = ['apns', ...(features().android_channels || [])];
   const entries = Object.entries(channels || {});
-  const rank = (name) => (CHANNEL_ORDER.includes(name) ? CHANNEL_ORDER.indexOf(name) : CHANNEL_ORDER.length);
+  const rank = (name) => (order.includes(name) ? order.indexOf(name) : order.length);
   return entries.sort((a, b) => rank(a[0]) - rank(b[0]) || a[0].localeCompare(b[0]));
 }
 

@@ -120,15 +120,12 @@ function channelName(channel) {
 }
 // The element ids the fields have always had (the browser tests and people's bookmarks know them).
 const FIELD_IDS = { file: 'android-file', vendor_app_id: 'android-app-id', client_id: 'android-client-id', client_secret: 'android-client-secret', badge_class: 'android-badge-class' };
-// The console's own hints for fields it knows.
-const FIELD_HINTS = { file: 'cred.androidFileHint', client_secret: 'secret.unsetHint', badge_class: 'cred.badgeClassHint' };
-/** A field's hint for the chosen service: the console's own where it has one, else the
- * declaration's. The file hint walks through Firebase's console, so it is FCM's alone (a
- * HarmonyOS key file comes from Huawei's API Console, as its declaration says). */
-function fieldHint(spec, channel) {
-  const declared = localized(spec.help_text, spec.help || '');
-  if (spec.name === 'file' && channel !== 'fcm') return declared;
-  return FIELD_HINTS[spec.name] ? t(FIELD_HINTS[spec.name]) : declared;
+/** A field's hint: for a secret, that it is never shown again; for the kit's badge class, the
+ * console's own words; else what the service's declaration says of it (`help_text`). */
+function fieldHint(spec) {
+  if (spec.kind === 'secret') return t('secret.unsetHint');
+  if (spec.name === 'badge_class') return t('cred.badgeClassHint');
+  return localized(spec.help_text, spec.help || '');
 }
 
 /** androidChannels() in the current language, for the section's title, hint and empty state. */
@@ -178,7 +175,7 @@ function androidSection(app) {
       cell('cred.status', [statusBadge(c),
       // Of a channel and selector's credentials one sends: the newest that works.
       c.active === false ? h('div', {}, h('span', { class: 'badge', dataset: { inactive: c.id }, text: t('cred.notInUse') })) : null,
-      // A used-up daily quota (Xiaomi, OPPO, vivo) resets at midnight China time.
+      // A used-up daily quota (the services that count one) resets at midnight China time.
       c.quota_exhausted_until
         ? h('div', {}, h('span', { class: 'badge warn', dataset: { quota: c.quota_exhausted_until }, text: t('cred.quotaUntil', { time: chinaClock(c.quota_exhausted_until) }) }))
         : null]),
@@ -251,7 +248,7 @@ function androidForm(app, refresh) {
           ? h('input', { type: 'password', name: spec.name, autocomplete: 'new-password' })
           : h('input', { type: 'text', name: spec.name, autocomplete: 'off', spellcheck: 'false' });
       const id = FIELD_IDS[spec.name] || `android-${spec.name.replace(/_/g, '-')}`;
-      const hint = fieldHint(spec, form.channel);
+      const hint = fieldHint(spec);
       fields.set(spec.name, { input, field: field(localized(spec.label, spec.name), input, { id, hint }) });
     }
   }
@@ -271,7 +268,7 @@ function androidForm(app, refresh) {
       // Each service names its values its own way (docs/android.md, Credentials).
       const label = localized(spec.label, name);
       f.wrap.querySelector('label').textContent = spec.required ? label : `${label}${paren(t('common.optional'))}`;
-      if (f.hint) f.hint.textContent = fieldHint(spec, channel.value);
+      if (f.hint) f.hint.textContent = fieldHint(spec);
       if (spec.kind === 'text') {
         input.inputMode = spec.numeric ? 'numeric' : 'text';
         input.placeholder = spec.placeholder || '';
@@ -332,7 +329,7 @@ function androidForm(app, refresh) {
           h('div', { id: 'android-cred-check', text: checkText(check, created) }))));
       await refresh();
     } catch (error) {
-      const text = channelErrorText(error, channel.value);
+      const text = channelErrorText(error, chosen());
       const input = error.field && inputs[error.field];
       if (input) setFieldError(input, text);
       result.replaceChildren(h('div', { class: 'banner bad', role: 'alert', dataset: { code: error.code, field: error.field || '' } },
@@ -352,11 +349,13 @@ function chinaClock(iso) {
 }
 
 /** A refusal in the console's words where it has them; a service-account file's reason as the
- * server gave it, since only that says which part of the file is wrong. */
-function channelErrorText(error, channel) {
+ * server gave it, since only that says which part of the file is wrong. A field whose service
+ * words its refusal its own way (`refusal_text`: Xiaomi's app id is a package name, not the
+ * number the others' consoles show) is answered in the declaration's words. */
+function channelErrorText(error, specs) {
   if (error.code === 'corrupt_file') return `${t('err.corrupt_service_account')}${paren(error.message)}`;
-  // Xiaomi names the app by its package name, the others by the number their console shows.
-  if (error.code === 'invalid_vendor_app_id' && channel === 'xiaomi') return t('err.invalid_vendor_app_id_xiaomi');
+  const spec = specs.find((s) => s.name === error.field);
+  if (spec?.refusal_text && error.code === `invalid_${spec.name}`) return localized(spec.refusal_text, error.message);
   return errorText(error);
 }
 
