@@ -169,8 +169,8 @@ struct CredentialCommand: AsyncParsableCommand {
             }
         }
 
-        /// A credential of a channel's declared form (an FCM service account, a Huawei or Honor
-        /// OAuth client…), checked and sealed.
+        /// A credential of a channel's declared form (a service-account file, an OAuth client…),
+        /// checked and sealed.
         private func addChannelCredential(_ pushChannel: PushChannel, store: any GatewayStore, config: GatewayConfig)
             async throws
         {

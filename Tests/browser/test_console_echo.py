@@ -5,6 +5,7 @@ declaration gives, in English and in Chinese, with no line of console code for i
 form adds is stored and listed like every service's credential, its secret never shown.
 """
 
+import json
 import shutil
 import tempfile
 
@@ -13,7 +14,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from conftest import AdminClient, Gateway, find_test_transports_binary, screenshot
-from test_console import visible, wait
+from test_console import go, visible, wait
 from test_console_android import choose_app, unexpected_errors
 
 ECHO_KEY = "echo-key-never-shown-7d1"
@@ -44,7 +45,7 @@ def app(gateway):
     assert admin.login()[0] == 200
     status, data, _ = admin.call("POST", "/apps", {"name": "Echo 回声", "bundle_id": "com.example.echo"})
     assert status == 201, data
-    return {"id": data["app"]["id"], "name": "Echo 回声"}
+    return {"id": data["app"]["id"], "name": "Echo 回声", "api_key": data["api_key"]}
 
 
 def choose_echo(browser):
@@ -118,4 +119,19 @@ def test_echo_credential_form_is_its_declaration_in_english_and_chinese(browser,
     echo = [c for c in data["credentials"] if c["channel"] == "echo"]
     assert len(echo) == 1 and echo[0]["vendor_app_id"] == "tester", data
     assert ECHO_KEY not in str(data)
+    assert unexpected_errors(browser) == []
+
+
+def test_an_echo_device_shows_its_declared_service_name(browser, gateway, app):
+    """The devices page names the service by its declaration where the console has no words."""
+    token = "echo-console-device-1"
+    status, _, text = gateway.request(
+        "PUT", f"/api/v1/devices/{token}", body={"channel": "echo"},
+        headers={"Authorization": f"Bearer {app['api_key']}"})
+    assert status in (200, 201), text
+    assert json.loads(text)["channel"] == "echo", text
+    choose_app(browser, gateway, "devices", app)
+    row = visible(browser, f"#devices-table tr[data-token='{token}']")
+    assert "Echo" in row.text and "channel.echo" not in row.text, row.text
+    go(browser, gateway, "devices")
     assert unexpected_errors(browser) == []

@@ -1,7 +1,8 @@
 import { get, post, del, features } from '../api.js';
 import { h, field, setFieldError, notice, confirmDialog, formatTime } from '../dom.js';
-import { t, errorText, paren, maybe, localized } from '../i18n.js';
+import { t, errorText, paren, localized } from '../i18n.js';
 import { currentApp } from '../state.js';
+import { channelLabel } from '../widgets.js';
 import { noAppPanel } from './common.js';
 
 export async function renderCredentials(container) {
@@ -114,10 +115,6 @@ function transportForms() {
 function androidChannels() {
   return transportForms().map((form) => form.channel);
 }
-/** A service's name for people: the console's own words where it has them, else the declaration's. */
-function channelName(channel) {
-  return maybe(`channel.${channel}`) || transportForms().find((f) => f.channel === channel)?.display_name || channel;
-}
 // The element ids the fields have always had (the browser tests and people's bookmarks know them).
 const FIELD_IDS = { file: 'android-file', vendor_app_id: 'android-app-id', client_id: 'android-client-id', client_secret: 'android-client-secret', badge_class: 'android-badge-class' };
 /** A field's hint: for a secret, that it is never shown again; for the kit's badge class, the
@@ -132,7 +129,7 @@ function fieldHint(spec) {
 function androidChannelTexts() {
   const separator = t('cred.channelSeparator');
   return {
-    channels: androidChannels().map(channelName).join(separator),
+    channels: androidChannels().map(channelLabel).join(separator),
     ids: androidChannels().join(separator),
   };
 }
@@ -157,7 +154,7 @@ function androidSection(app) {
   function row(c) {
     const remove = h('button', { type: 'button', class: 'small danger', text: t('common.delete'), dataset: { delete: c.id } });
     remove.addEventListener('click', async () => {
-      if (!await confirmDialog(t('cred.deleteTitle'), t('cred.androidDeleteConfirm', { channel: channelName(c.channel) }), t('common.delete'), t('common.cancel'))) return;
+      if (!await confirmDialog(t('cred.deleteTitle'), t('cred.androidDeleteConfirm', { channel: channelLabel(c.channel) }), t('common.delete'), t('common.cancel'))) return;
       try {
         await del(`/apps/${app.id}/channel-credentials/${c.id}`);
         notice(t('cred.deleted'), 'ok');
@@ -168,7 +165,7 @@ function androidSection(app) {
     });
     const cell = (labelKey, content, cls) => h('td', { class: cls || null, dataset: { label: t(labelKey) } }, content);
     return h('tr', { dataset: { channelCredential: c.id, channel: c.channel } },
-      cell('cred.channel', h('b', { text: channelName(c.channel) })),
+      cell('cred.channel', h('b', { text: channelLabel(c.channel) })),
       cell('cred.vendorAppID', c.vendor_app_id, 'mono'),
       cell('cred.clientID', [c.client_id, c.badge_class ? h('div', { class: 'muted', text: `${t('cred.badgeClassLabel')} ${c.badge_class}` }) : null], 'mono'),
       cell('cred.selectorLabel', c.selector || h('span', { class: 'muted', text: t('cred.defaultSelector') })),
@@ -231,7 +228,7 @@ function checkText(check, created) {
  * (text, secret or file), one input per field name shared by the services that ask for it. */
 function androidForm(app, refresh) {
   const forms = transportForms();
-  const channel = h('select', { name: 'channel' }, androidChannels().map((value) => h('option', { value, text: channelName(value) })));
+  const channel = h('select', { name: 'channel' }, androidChannels().map((value) => h('option', { value, text: channelLabel(value) })));
   const selector = h('input', { type: 'text', name: 'selector', maxlength: 128, autocomplete: 'off', spellcheck: 'false' });
   const selectorField = field(t('cred.selector'), selector, { id: 'android-selector', hint: t('cred.androidSelectorHint') });
   const result = h('div', { id: 'android-cred-result', 'aria-live': 'polite' });
@@ -324,7 +321,7 @@ function androidForm(app, refresh) {
       const check = created.check || { result: 'not_checked' };
       const tone = { accepted: 'ok', refused: 'bad', unavailable: 'warn', not_checked: 'warn', pending: 'warn' }[check.result] || 'warn';
       result.replaceChildren(h('div', { class: `banner ${tone}`, role: tone === 'bad' ? 'alert' : 'status', dataset: { check: check.result, existing: String(!!created.existing) } },
-        h('div', {}, h('strong', { text: t('cred.androidAdded', { channel: channelName(created.channel) }) }),
+        h('div', {}, h('strong', { text: t('cred.androidAdded', { channel: channelLabel(created.channel) }) }),
           h('div', { class: 'mono', text: `${created.vendor_app_id} · ${created.client_id}` }),
           h('div', { id: 'android-cred-check', text: checkText(check, created) }))));
       await refresh();
@@ -350,8 +347,8 @@ function chinaClock(iso) {
 
 /** A refusal in the console's words where it has them; a service-account file's reason as the
  * server gave it, since only that says which part of the file is wrong. A field whose service
- * words its refusal its own way (`refusal_text`: Xiaomi's app id is a package name, not the
- * number the others' consoles show) is answered in the declaration's words. */
+ * words its refusal its own way (`refusal_text`: an app id that is a package name, where the
+ * others' consoles show a number) is answered in the declaration's words. */
 function channelErrorText(error, specs) {
   if (error.code === 'corrupt_file') return `${t('err.corrupt_service_account')}${paren(error.message)}`;
   const spec = specs.find((s) => s.name === error.field);
