@@ -83,8 +83,10 @@ test: test-deps lint
 # bounds the whole run whatever hangs.
 test-browser: test-deps
 	$(SWIFT) build --product tuisong
+	$(SWIFT) build --product tuisong-with-test-transports
 	@mkdir -p $(TEST_OUTPUT)/browser
 	TEST_OUTPUT="$(abspath $(TEST_OUTPUT))" TUISONG_BIN="$(CURDIR)/.build/debug/tuisong" \
+	  TUISONG_TEST_TRANSPORTS_BIN="$(CURDIR)/.build/debug/tuisong-with-test-transports" \
 	  timeout -k 10 600 $(PYTHON) -m pytest -q -p no:cacheprovider Tests/browser \
 	  --junitxml="$(abspath $(TEST_OUTPUT))/browser/junit.xml" < /dev/null
 

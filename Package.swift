@@ -8,7 +8,9 @@ import PackageDescription
 let transports = ["FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "Vivo", "Harmony"]
 
 /// Transports kept in the tests (`Tests/Transports/<Name>`), built and registered exactly as the
-/// real ones are: the proof that a transport is a folder, a name in a list and a registry line.
+/// real ones are: the proof that a transport is a folder, a name in a list and a registry line
+/// (the tests' binary `tuisong-with-test-transports` has that line: the CLI and the console
+/// with the transport, for the CLI and browser tests).
 let testTransports = ["Echo"]
 
 /// A transport's target: it sees the core, the delivery seam, the transport kit and its engines.
@@ -192,14 +194,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ] + vendors.map { .target(name: "\($0)Provider") } + transports.map { .target(name: "Tuisong\($0)") },
             path: "Sources/TuisongGateway"),
-        .executableTarget(
-            name: "tuisong",
+        // The command line (`serve`, `credential add`, …) over the transports it is run with:
+        // `tuisong` runs it with the standard registry, the tests' binary with theirs too.
+        .target(
+            name: "TuisongCLI",
             dependencies: [
                 "TuisongGateway", "TuisongLookAlikes", "TuisongPlugin", "TuisongCore", "TuisongCrypto", "TuisongStore",
                 "TuisongTransportKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/tuisong"),
+            path: "Sources/TuisongCLI"),
+        .executableTarget(name: "tuisong", dependencies: ["TuisongCLI", "TuisongGateway"], path: "Sources/tuisong"),
 
         // MARK: Tests
 
@@ -268,9 +273,16 @@ let package = Package(
             dependencies: [
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
                 "TuisongLookAlikes", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
-                "TuisongTransportKit", "TuisongHTTPClient", "TuisongHarmony", "TuisongSQLiteStore",
+                "TuisongTransportKit", "TuisongHTTPClient", "TuisongHarmony", "TuisongSQLiteStore", "TuisongCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ] + testTransports.map { .target(name: "Tuisong\($0)") }),
+        // `tuisong` with the transports kept in the tests registered too (one registry line each),
+        // for the tests that run the binary: the CLI's flags and the console's form of a
+        // transport that only its declaration describes.
+        .executableTarget(
+            name: "tuisong-with-test-transports",
+            dependencies: ["TuisongCLI", "TuisongGateway"] + testTransports.map { .target(name: "Tuisong\($0)") },
+            path: "Tests/TuisongWithTestTransports"),
     ] + transports.map { transport($0) } + testTransports.map { transport($0, under: "Tests/Transports") }
         + vendors.flatMap(provider)
 )

@@ -89,6 +89,7 @@ public struct TransportRegistry: Sendable {
                         "label": ["en": field.label.en, "zh": field.label.zh], "help": field.help,
                         "help_text": ["en": field.help, "zh": field.helpZH ?? field.help],
                         "placeholder": field.placeholder, "numeric": field.numeric, "accept": field.accept,
+                        "refusal_text": field.refusal.map { ["en": $0.en, "zh": $0.zh] } ?? NSNull(),
                     ]
                 },
             ]

@@ -14,16 +14,21 @@ struct CommandRun {
 
 /// The built binary run as an operator runs it: in `directory`, with its master key there.
 enum TuisongCommand {
-    /// `database`: whether TUISONG_DATABASE_PATH names `directory/tuisong.db` (false: the
-    /// config's own, relative to `directory`). `input` is its standard input (empty if nil).
-    /// A run still going after `timeout` seconds (a `serve` that should have refused its config
-    /// and started instead) is killed, so a wrong answer fails the test rather than hanging it.
+    /// `tuisong` with the transports kept in the tests registered too (Package.swift's
+    /// `testTransports`; `Tests/TuisongWithTestTransports`).
+    static let withTestTransports = repositoryRoot().appending(path: ".build/debug/tuisong-with-test-transports").path
+
+    /// Runs `binary`. `database`: whether TUISONG_DATABASE_PATH names `directory/tuisong.db`
+    /// (false: the config's own, relative to `directory`). `input` is its standard input (empty
+    /// if nil). A run still going after `timeout` seconds (a `serve` that should have refused its
+    /// config and started instead) is killed, so a wrong answer fails the test rather than
+    /// hanging it.
     static func run(
         _ arguments: [String], in directory: URL, environment: [String: String] = [:], database: Bool = true,
-        input: String? = nil, timeout: TimeInterval = 60
+        input: String? = nil, binary: String = CrashRecoveryTests.binary, timeout: TimeInterval = 60
     ) throws -> CommandRun {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
+        process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
         process.currentDirectoryURL = directory
         var variables = [

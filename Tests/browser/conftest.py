@@ -55,6 +55,16 @@ def find_binary():
     return max(existing, key=lambda c: c.stat().st_mtime)
 
 
+def find_test_transports_binary():
+    """`tuisong` with the transports kept in the tests registered too (Echo): built beside
+    `tuisong` by `swift build --build-tests` (or `--product tuisong-with-test-transports`)."""
+    explicit = os.environ.get("TUISONG_TEST_TRANSPORTS_BIN")
+    binary = pathlib.Path(explicit) if explicit else REPO / ".build" / "debug" / "tuisong-with-test-transports"
+    if not binary.exists():
+        pytest.fail(f"no {binary}: run `swift build --product tuisong-with-test-transports`")
+    return binary
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -62,9 +72,9 @@ def free_port():
 
 
 class Gateway:
-    """A running `tuisong serve` and a small HTTP client for its APIs."""
+    """A running `tuisong serve` (or `binary serve`) and a small HTTP client for its APIs."""
 
-    def __init__(self, directory, name="server"):
+    def __init__(self, directory, name="server", binary=None):
         self.directory = pathlib.Path(directory)
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -86,7 +96,7 @@ class Gateway:
         })
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [str(find_binary()), "serve"],
+            [str(binary or find_binary()), "serve"],
             cwd=self.directory, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
             stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
         _running.append(self)

@@ -2,6 +2,7 @@
 // failure bars and credential alerts.
 
 import { h, svg, formatNumber, formatClock, formatTime } from './dom.js';
+import { features } from './api.js';
 import { t, maybe, paren } from './i18n.js';
 
 const STATE_CLASS = {
@@ -69,7 +70,7 @@ export function countsLine(message) {
 /**
  * A reason as the console shows it: the code as the server (or the service) gave it, with its
  * meaning in the console's language where the console knows it, per service first
- * (`reason.huawei.80300007`), then for any (`reason.UnknownDevice`).
+ * (`reason.<channel>.<code>`), then for any (`reason.UnknownDevice`).
  */
 export function reasonText(reason, channel) {
   if (!reason) return '—';
@@ -105,25 +106,25 @@ export function failureTable(rows) {
       h('td', { class: 'num', text: formatNumber(r.count) })))));
 }
 
-/** Channels in a fixed order (APNs first), then any this console does not know yet. */
-const CHANNEL_ORDER = ['apns', 'fcm', 'huawei', 'honor', 'xiaomi', 'oppo', 'vivo', 'harmony'];
-
+/** Channels in the gateway's registry order (APNs first), then any it does not declare (a stored
+ * row of a transport since removed), by name. */
 function channelEntries(channels) {
+  const order = ['apns', ...(features().android_channels || [])];
   const entries = Object.entries(channels || {});
-  const rank = (name) => (CHANNEL_ORDER.includes(name) ? CHANNEL_ORDER.indexOf(name) : CHANNEL_ORDER.length);
+  const rank = (name) => (order.includes(name) ? order.indexOf(name) : order.length);
   return entries.sort((a, b) => rank(a[0]) - rank(b[0]) || a[0].localeCompare(b[0]));
 }
 
-function channelLabel(name) {
-  const key = `channel.${name}`;
-  const text = t(key);
-  return text === key ? name : text;
+/** A service's name for people: the console's own words where it has them (`channel.<name>`),
+ * else the display name its transport declares, else the name itself. */
+export function channelLabel(name) {
+  return maybe(`channel.${name}`) || (features().transports || []).find((f) => f.channel === name)?.display_name || name;
 }
 
 /**
  * A channel's arrival rate: phones that reported the push (the service's receipts, or the app's
- * own) over the pushes the service accepted, as "96%"; null where nothing reports arrival (APNs
- * and FCM without the app's receipts) or nothing was delivered yet.
+ * own) over the pushes the service accepted, as "96%"; null where nothing reports arrival (a
+ * service that posts no receipts, without the app's own) or nothing was delivered yet.
  */
 export function arrivalRate(c) {
   if (typeof c.arrived !== 'number' || !c.delivered) return null;

@@ -16,8 +16,9 @@ extension FCMTransport {
             fields: [
                 .init(
                     "file", .file, label: .init(en: "Service account JSON", zh: "服务账号 JSON"),
-                    help: "the service-account JSON file Firebase's console downloads",
-                    helpZH: "Firebase 控制台下载的服务账号 JSON 文件",
+                    help:
+                        "the service-account JSON file Firebase's console downloads (Project settings › Service accounts › Generate new private key)",
+                    helpZH: "Firebase 控制台下载的服务账号 JSON 文件（项目设置 › 服务账号 › 生成新的私钥）",
                     accept: ".json,application/json",
                     cliName: "service-account")
             ],

@@ -221,12 +221,17 @@ public struct CredentialForm: Sendable {
         /// What a text or secret value may hold (ignored for a file). By default printable
         /// ASCII without spaces: never a line break, a NUL, a control or an invisible character.
         public var rule: CredentialFieldRule
+        /// What the console says of a refused value (`invalid_<name>`), in English and Chinese,
+        /// when the console's words for the field name do not fit this service (Xiaomi's app id
+        /// is a package name, not the number the others' consoles show); nil: the console's own.
+        public var refusal: LocalizedLabel?
 
         public init(
             _ name: String, _ kind: Kind = .text, required: Bool = true, label: LocalizedLabel, help: String,
             helpZH: String? = nil, placeholder: String = "", numeric: Bool = false, accept: String = "",
-            cliName: String? = nil, rule: CredentialFieldRule? = nil
+            cliName: String? = nil, rule: CredentialFieldRule? = nil, refusal: LocalizedLabel? = nil
         ) {
+            self.refusal = refusal
             self.helpZH = helpZH
             self.cliName = cliName
             self.rule = rule ?? (kind == .secret ? .secret : .printable(1...256))
@@ -452,7 +457,11 @@ extension CredentialForm {
                     ? "the app's package name, e.g. com.example.chat" : "the app id the developer console shows",
                 helpZH: packageName ? "应用的包名，例如 com.example.chat" : "开发者控制台显示的应用 ID",
                 placeholder: packageName ? "com.example.chat" : "10086", numeric: !packageName,
-                rule: packageName ? .init(.javaPackage, 3...255) : .digits(1...18)),
+                rule: packageName ? .init(.javaPackage, 3...255) : .digits(1...18),
+                refusal: packageName
+                    ? LocalizedLabel(
+                        en: "For this service the app id is the app’s package name, e.g. com.example.chat.",
+                        zh: "该推送服务的应用 ID 是应用的包名，例如 com.example.chat。") : nil),
             Field(
                 "client_id", label: clientID, help: "the \(clientID.en) the developer console shows",
                 helpZH: "开发者控制台显示的\(clientID.zh)",
@@ -476,7 +485,11 @@ extension CredentialForm {
                     "receipt_id", required: false, label: LocalizedLabel(en: "Receipt id", zh: "回执 ID"),
                     help: "the receipt id the console made for the receipt address (asks for delivery receipts)",
                     helpZH: "推送平台为回执地址生成的回执 ID（填写后推送会请求送达回执）", placeholder: "1234",
-                    rule: .identifier(1...64)))
+                    rule: .identifier(1...64),
+                    refusal: LocalizedLabel(
+                        en:
+                            "The receipt id is the one the service’s console shows for the receipt address (letters, digits, -, _ and ., at most 64).",
+                        zh: "回执 ID 是推送平台控制台为回执地址生成的 ID（字母、数字和 -、_、.，最多 64 个字符）。")))
         }
         return CredentialForm(fields: fields) { (input, _) throws(CredentialFormError) -> ValidatedCredential in
             let appIDText = input.text("vendor_app_id")

@@ -12,7 +12,9 @@ extension PushChannel {
 
 /// A transport kept in the tests, declared and registered exactly as a real one: its folder,
 /// a name in Package.swift's `testTransports` list, and the registry line a test adds
-/// (`TransportRegistry.standard.adding(EchoTransport.declaration)`). It "delivers" each push by
+/// (`TransportRegistry.standard.adding(EchoTransport.declaration)`, as the tests' binary
+/// `tuisong-with-test-transports` does: its CLI flags and console form come from the
+/// declaration below). It "delivers" each push by
 /// writing down its token, title, the credential it was sent with and its own options (the
 /// message's `echo` object: `{"room": "lobby"}`, checked by the rule it declares); a push whose
 /// app has no echo credential is held `no_credential`, as every service's is.
@@ -42,8 +44,13 @@ public final class EchoTransport: PushTransport {
         configKeys: [TransportConfigKey("url", .url(required: true), default: "https://echo.invalid/v1")],
         credentialForm: CredentialForm(
             fields: [
-                .init("account", label: .init(en: "Account", zh: "账号"), help: "the echo account"),
-                .init("api_key", .secret, label: .init(en: "API key", zh: "API 密钥"), help: "the echo API key"),
+                .init(
+                    "account", label: .init(en: "Account", zh: "账号"), help: "the echo account, letters only",
+                    helpZH: "Echo 账号，只含字母", placeholder: "tester",
+                    refusal: .init(en: "The Echo account is letters only.", zh: "Echo 账号只能包含字母。")),
+                .init(
+                    "api_key", .secret, label: .init(en: "API key", zh: "API 密钥"),
+                    help: "the echo API key, 8 characters or more", helpZH: "Echo 的 API 密钥，至少 8 个字符"),
             ],
             validate: { (input, _) throws(CredentialFormError) -> ValidatedCredential in
                 let account = input.text("account")

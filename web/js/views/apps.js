@@ -2,6 +2,7 @@ import { get, post, put, del } from '../api.js';
 import { h, field, setFieldError, notice, confirmDialog, formatNumber, formatTime } from '../dom.js';
 import { t, errorText, localized, paren } from '../i18n.js';
 import { state, loadApps, selectApp } from '../state.js';
+import { channelLabel } from '../widgets.js';
 
 /** Vendor name → its declared label, from the last `/vendors` schema read. */
 let vendorLabels = {};
@@ -166,7 +167,7 @@ async function receiptsSection(id) {
         edit = [h('div', { class: 'actions' }, rotate), h('details', {}, h('summary', { text: t('receipts.setOwn') }), form)];
       }
       return h('div', { class: 'receipt-service', dataset: { channel: s.channel } },
-        h('h3', { text: t(`channel.${s.channel}`) === `channel.${s.channel}` ? s.channel : t(`channel.${s.channel}`) }),
+        h('h3', { text: channelLabel(s.channel) }),
         h('dl', { class: 'details' }, rows), edit);
     });
     const own = h('input', { type: 'checkbox', id: 'app-receipts-own', checked: data.app_receipts });

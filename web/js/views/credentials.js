@@ -1,7 +1,8 @@
 import { get, post, del, features } from '../api.js';
 import { h, field, setFieldError, notice, confirmDialog, formatTime } from '../dom.js';
-import { t, errorText, paren, maybe, localized } from '../i18n.js';
+import { t, errorText, paren, localized } from '../i18n.js';
 import { currentApp } from '../state.js';
+import { channelLabel } from '../widgets.js';
 import { noAppPanel } from './common.js';
 
 export async function renderCredentials(container) {
@@ -114,28 +115,21 @@ function transportForms() {
 function androidChannels() {
   return transportForms().map((form) => form.channel);
 }
-/** A service's name for people: the console's own words where it has them, else the declaration's. */
-function channelName(channel) {
-  return maybe(`channel.${channel}`) || transportForms().find((f) => f.channel === channel)?.display_name || channel;
-}
 // The element ids the fields have always had (the browser tests and people's bookmarks know them).
 const FIELD_IDS = { file: 'android-file', vendor_app_id: 'android-app-id', client_id: 'android-client-id', client_secret: 'android-client-secret', badge_class: 'android-badge-class' };
-// The console's own hints for fields it knows.
-const FIELD_HINTS = { file: 'cred.androidFileHint', client_secret: 'secret.unsetHint', badge_class: 'cred.badgeClassHint' };
-/** A field's hint for the chosen service: the console's own where it has one, else the
- * declaration's. The file hint walks through Firebase's console, so it is FCM's alone (a
- * HarmonyOS key file comes from Huawei's API Console, as its declaration says). */
-function fieldHint(spec, channel) {
-  const declared = localized(spec.help_text, spec.help || '');
-  if (spec.name === 'file' && channel !== 'fcm') return declared;
-  return FIELD_HINTS[spec.name] ? t(FIELD_HINTS[spec.name]) : declared;
+/** A field's hint: for a secret, that it is never shown again; for the kit's badge class, the
+ * console's own words; else what the service's declaration says of it (`help_text`). */
+function fieldHint(spec) {
+  if (spec.kind === 'secret') return t('secret.unsetHint');
+  if (spec.name === 'badge_class') return t('cred.badgeClassHint');
+  return localized(spec.help_text, spec.help || '');
 }
 
 /** androidChannels() in the current language, for the section's title, hint and empty state. */
 function androidChannelTexts() {
   const separator = t('cred.channelSeparator');
   return {
-    channels: androidChannels().map(channelName).join(separator),
+    channels: androidChannels().map(channelLabel).join(separator),
     ids: androidChannels().join(separator),
   };
 }
@@ -160,7 +154,7 @@ function androidSection(app) {
   function row(c) {
     const remove = h('button', { type: 'button', class: 'small danger', text: t('common.delete'), dataset: { delete: c.id } });
     remove.addEventListener('click', async () => {
-      if (!await confirmDialog(t('cred.deleteTitle'), t('cred.androidDeleteConfirm', { channel: channelName(c.channel) }), t('common.delete'), t('common.cancel'))) return;
+      if (!await confirmDialog(t('cred.deleteTitle'), t('cred.androidDeleteConfirm', { channel: channelLabel(c.channel) }), t('common.delete'), t('common.cancel'))) return;
       try {
         await del(`/apps/${app.id}/channel-credentials/${c.id}`);
         notice(t('cred.deleted'), 'ok');
@@ -171,14 +165,14 @@ function androidSection(app) {
     });
     const cell = (labelKey, content, cls) => h('td', { class: cls || null, dataset: { label: t(labelKey) } }, content);
     return h('tr', { dataset: { channelCredential: c.id, channel: c.channel } },
-      cell('cred.channel', h('b', { text: channelName(c.channel) })),
+      cell('cred.channel', h('b', { text: channelLabel(c.channel) })),
       cell('cred.vendorAppID', c.vendor_app_id, 'mono'),
       cell('cred.clientID', [c.client_id, c.badge_class ? h('div', { class: 'muted', text: `${t('cred.badgeClassLabel')} ${c.badge_class}` }) : null], 'mono'),
       cell('cred.selectorLabel', c.selector || h('span', { class: 'muted', text: t('cred.defaultSelector') })),
       cell('cred.status', [statusBadge(c),
       // Of a channel and selector's credentials one sends: the newest that works.
       c.active === false ? h('div', {}, h('span', { class: 'badge', dataset: { inactive: c.id }, text: t('cred.notInUse') })) : null,
-      // A used-up daily quota (Xiaomi, OPPO, vivo) resets at midnight China time.
+      // A used-up daily quota (the services that count one) resets at midnight China time.
       c.quota_exhausted_until
         ? h('div', {}, h('span', { class: 'badge warn', dataset: { quota: c.quota_exhausted_until }, text: t('cred.quotaUntil', { time: chinaClock(c.quota_exhausted_until) }) }))
         : null]),
@@ -234,7 +228,7 @@ function checkText(check, created) {
  * (text, secret or file), one input per field name shared by the services that ask for it. */
 function androidForm(app, refresh) {
   const forms = transportForms();
-  const channel = h('select', { name: 'channel' }, androidChannels().map((value) => h('option', { value, text: channelName(value) })));
+  const channel = h('select', { name: 'channel' }, androidChannels().map((value) => h('option', { value, text: channelLabel(value) })));
   const selector = h('input', { type: 'text', name: 'selector', maxlength: 128, autocomplete: 'off', spellcheck: 'false' });
   const selectorField = field(t('cred.selector'), selector, { id: 'android-selector', hint: t('cred.androidSelectorHint') });
   const result = h('div', { id: 'android-cred-result', 'aria-live': 'polite' });
@@ -251,7 +245,7 @@ function androidForm(app, refresh) {
           ? h('input', { type: 'password', name: spec.name, autocomplete: 'new-password' })
           : h('input', { type: 'text', name: spec.name, autocomplete: 'off', spellcheck: 'false' });
       const id = FIELD_IDS[spec.name] || `android-${spec.name.replace(/_/g, '-')}`;
-      const hint = fieldHint(spec, form.channel);
+      const hint = fieldHint(spec);
       fields.set(spec.name, { input, field: field(localized(spec.label, spec.name), input, { id, hint }) });
     }
   }
@@ -271,7 +265,7 @@ function androidForm(app, refresh) {
       // Each service names its values its own way (docs/android.md, Credentials).
       const label = localized(spec.label, name);
       f.wrap.querySelector('label').textContent = spec.required ? label : `${label}${paren(t('common.optional'))}`;
-      if (f.hint) f.hint.textContent = fieldHint(spec, channel.value);
+      if (f.hint) f.hint.textContent = fieldHint(spec);
       if (spec.kind === 'text') {
         input.inputMode = spec.numeric ? 'numeric' : 'text';
         input.placeholder = spec.placeholder || '';
@@ -327,12 +321,12 @@ function androidForm(app, refresh) {
       const check = created.check || { result: 'not_checked' };
       const tone = { accepted: 'ok', refused: 'bad', unavailable: 'warn', not_checked: 'warn', pending: 'warn' }[check.result] || 'warn';
       result.replaceChildren(h('div', { class: `banner ${tone}`, role: tone === 'bad' ? 'alert' : 'status', dataset: { check: check.result, existing: String(!!created.existing) } },
-        h('div', {}, h('strong', { text: t('cred.androidAdded', { channel: channelName(created.channel) }) }),
+        h('div', {}, h('strong', { text: t('cred.androidAdded', { channel: channelLabel(created.channel) }) }),
           h('div', { class: 'mono', text: `${created.vendor_app_id} · ${created.client_id}` }),
           h('div', { id: 'android-cred-check', text: checkText(check, created) }))));
       await refresh();
     } catch (error) {
-      const text = channelErrorText(error, channel.value);
+      const text = channelErrorText(error, chosen());
       const input = error.field && inputs[error.field];
       if (input) setFieldError(input, text);
       result.replaceChildren(h('div', { class: 'banner bad', role: 'alert', dataset: { code: error.code, field: error.field || '' } },
@@ -352,11 +346,13 @@ function chinaClock(iso) {
 }
 
 /** A refusal in the console's words where it has them; a service-account file's reason as the
- * server gave it, since only that says which part of the file is wrong. */
-function channelErrorText(error, channel) {
+ * server gave it, since only that says which part of the file is wrong. A field whose service
+ * words its refusal its own way (`refusal_text`: an app id that is a package name, where the
+ * others' consoles show a number) is answered in the declaration's words. */
+function channelErrorText(error, specs) {
   if (error.code === 'corrupt_file') return `${t('err.corrupt_service_account')}${paren(error.message)}`;
-  // Xiaomi names the app by its package name, the others by the number their console shows.
-  if (error.code === 'invalid_vendor_app_id' && channel === 'xiaomi') return t('err.invalid_vendor_app_id_xiaomi');
+  const spec = specs.find((s) => s.name === error.field);
+  if (spec?.refusal_text && error.code === `invalid_${spec.name}`) return localized(spec.refusal_text, error.message);
   return errorText(error);
 }
 

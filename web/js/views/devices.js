@@ -2,7 +2,7 @@ import { get, patch, put, del } from '../api.js';
 import { h, append, field, setFieldError, notice, confirmDialog, formatTime, formatNumber, shortToken } from '../dom.js';
 import { t, errorText, localized } from '../i18n.js';
 import { currentApp } from '../state.js';
-import { stateBadge, reasonText } from '../widgets.js';
+import { stateBadge, reasonText, channelLabel } from '../widgets.js';
 import { noAppPanel } from './common.js';
 
 // The last search survives visits to a device's detail page.
@@ -92,9 +92,9 @@ export async function renderDevices(container, { arg, navigate }) {
   return null;
 }
 
-/** APNs, FCM, Huawei or Honor; a device stored before channels existed is an APNs one. */
+/** Its service's name; a device stored before channels existed is an APNs one. */
 function channelName(device) {
-  return t(`channel.${device.channel || 'apns'}`);
+  return channelLabel(device.channel || 'apns');
 }
 
 /** Every device has an environment, whatever its service: sandbox marks a test phone. */

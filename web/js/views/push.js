@@ -4,7 +4,7 @@ import { t, errorText, paren } from '../i18n.js';
 import { currentApp, state } from '../state.js';
 import { render as renderPattern, argumentCount } from '../template.js';
 import { buildPayload, canonicalJSON, PAYLOAD_LIMIT } from '../payload.js';
-import { stateBadge, progressBar, countsLine, channelTable, failureBars, waitingList, audienceText, vendorText, expectedTotal, reasonText } from '../widgets.js';
+import { stateBadge, progressBar, countsLine, channelTable, failureBars, waitingList, audienceText, vendorText, expectedTotal, reasonText, channelLabel } from '../widgets.js';
 import { noAppPanel } from './common.js';
 
 // What the server warned about a push this console sent (`audience_empty`), by message id:
@@ -202,7 +202,7 @@ export async function renderPush(container, { arg, navigate }) {
       const otherService = Boolean(data.channel) && data.channel !== 'apns';
       apnsSize.hidden = otherService;
       apnsPayload.hidden = otherService;
-      serviceHint.textContent = data.channel ? t('push.bodyForDevice', { service: t(`channel.${data.channel}`) }) : (audienceKind() === 'token' ? t('push.bodyUnknownDevice') : '');
+      serviceHint.textContent = data.channel ? t('push.bodyForDevice', { service: channelLabel(data.channel) }) : (audienceKind() === 'token' ? t('push.bodyUnknownDevice') : '');
       showServiceBody();
     }, 250);
   }

@@ -17,7 +17,7 @@ struct CredentialCommand: AsyncParsableCommand {
         static var configuration: CommandConfiguration {
             CommandConfiguration(
                 abstract:
-                    "Add a push credential to an app: APNs (.p8, .p12, PEM), \(PushChannel.list(TransportRegistry.standard.withCredentialForms.map(\.channel.channel), \.displayName, "or")).",
+                    "Add a push credential to an app: APNs (.p8, .p12, PEM), \(PushChannel.list(TuisongCommandLine.transports.withCredentialForms.map(\.channel.channel), \.displayName, "or")).",
                 discussion: """
                     Each channel's flags:
                       --channel apns (default): one of
@@ -32,7 +32,7 @@ struct CredentialCommand: AsyncParsableCommand {
         }
         @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
-        @Option(help: "apns (default), \(TransportRegistry.standard.formChannelList).") var channel: String = "apns"
+        @Option(help: "apns (default), \(TuisongCommandLine.transports.formChannelList).") var channel: String = "apns"
         @Option(help: "APNs: both (a .p8's default), sandbox or production.") var environment: String?
         @Option(help: "A .p8 token key file (with --key-id and --team-id).") var p8: String?
         @Option(name: .customLong("key-id"), help: "The 10-character key id of the .p8.") var keyID: String?
@@ -54,8 +54,8 @@ struct CredentialCommand: AsyncParsableCommand {
 
         /// The declared form of `--channel` (nil for APNs and unknown names).
         var form: CredentialForm? {
-            TransportRegistry.standard.channel(named: channel).flatMap {
-                TransportRegistry.standard.declaration(of: $0)?.credentialForm
+            TuisongCommandLine.transports.channel(named: channel).flatMap {
+                TuisongCommandLine.transports.declaration(of: $0)?.credentialForm
             }
         }
 
@@ -70,7 +70,7 @@ struct CredentialCommand: AsyncParsableCommand {
         }
 
         func validate() throws {
-            let known = ["apns"] + TransportRegistry.standard.withCredentialForms.map(\.name)
+            let known = ["apns"] + TuisongCommandLine.transports.withCredentialForms.map(\.name)
             guard channel == "apns" || form != nil else {
                 throw ValidationError("--channel must be one of \(known.joined(separator: ", "))")
             }
@@ -106,7 +106,7 @@ struct CredentialCommand: AsyncParsableCommand {
             let store = try options.openStore(config)
             defer { try? store.close() }
             guard try await store.app(id: app) != nil else { throw CommandFailure("no app with id \(app)") }
-            if let pushChannel = TransportRegistry.standard.channel(named: channel), pushChannel != .apns {
+            if let pushChannel = TuisongCommandLine.transports.channel(named: channel), pushChannel != .apns {
                 return try await addChannelCredential(pushChannel, store: store, config: config)
             }
             var password: String?
@@ -169,8 +169,8 @@ struct CredentialCommand: AsyncParsableCommand {
             }
         }
 
-        /// A credential of a channel's declared form (an FCM service account, a Huawei or Honor
-        /// OAuth client…), checked and sealed.
+        /// A credential of a channel's declared form (a service-account file, an OAuth client…),
+        /// checked and sealed.
         private func addChannelCredential(_ pushChannel: PushChannel, store: any GatewayStore, config: GatewayConfig)
             async throws
         {
@@ -294,7 +294,11 @@ extension CredentialCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print what to register in each service's receipt configuration for an app.",
             discussion: """
-                Prints {"app": ID, "receipts": [{"channel", "url", "callback_user_name", "callback_key"}]}:                 the receipt URL (under receipts.public_url, or local mode's listener) and, for the                 services that sign their receipts (Huawei, HarmonyOS), the callback user name and key                 to enter in AppGallery Connect (made on first need). The key is a secret: this prints it                 for you to copy; keep the output out of logs.
+                Prints {"app": ID, "receipts": [{"channel", "url", "callback_user_name", "callback_key"}]}: \
+                the receipt URL (under receipts.public_url, or local mode's listener) and, for the \
+                services that sign their receipts (\(ReceiptSigning.displayNames)), the callback user name \
+                and key to enter in the service's console (made on first need). The key is a secret: this \
+                prints it for you to copy; keep the output out of logs.
                 """)
         @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
@@ -321,11 +325,14 @@ extension CredentialCommand {
             commandName: "receipt-key",
             abstract: "Rotate or set an app's receipt callback user name and key with a service.",
             discussion: """
-                --rotate makes a new key under the same user name; --user-name NAME with                 --key-env VAR sets both to what was entered in the service's console (the key from                 an environment variable, never a flag). Prints the service's registration as                 `credential show` does. The old key stops verifying at once.
+                --rotate makes a new key under the same user name; --user-name NAME with \
+                --key-env VAR sets both to what was entered in the service's console (the key from \
+                an environment variable, never a flag). Prints the service's registration as \
+                `credential show` does. The old key stops verifying at once.
                 """)
         @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
-        @Option(help: "The service: huawei or harmony.") var channel: String
+        @Option(help: "The service: \(ReceiptSigning.names).") var channel: String
         @Flag(help: "Make a new random key.") var rotate = false
         @Option(name: .customLong("user-name"), help: "The callback user name entered in the service's console.")
         var userName: String?
@@ -372,6 +379,21 @@ extension CredentialCommand {
     }
 }
 
+/// The services that sign their receipts with an app's callback credentials
+/// (`ReceiptDeclaration.usesCallbackCredentials`), as `credential show` and `receipt-key` name them.
+enum ReceiptSigning {
+    static var channels: [PushChannel] {
+        TuisongCommandLine.transports.declarations.filter { $0.receipts?.usesCallbackCredentials == true }
+            .map(\.channel.channel)
+    }
+
+    /// `huawei or harmony`.
+    static var names: String { PushChannel.list(channels, \.rawValue, "or") }
+
+    /// `Huawei, HarmonyOS`.
+    static var displayNames: String { channels.map(\.displayName).joined(separator: ", ") }
+}
+
 /// `credential add` of a credential the service refused: saved (shown failing), never put in
 /// place of one that works, and the command fails so a script or an operator rotating keys
 /// notices.
@@ -411,7 +433,7 @@ enum ChannelFormFlags {
 
     /// Each declared form's flags, for `credential add --help`.
     static var discussion: String {
-        TransportRegistry.standard.withCredentialForms.map { declaration in
+        TuisongCommandLine.transports.withCredentialForms.map { declaration in
             let fields = (declaration.credentialForm?.fields ?? []).map { field in
                 let flag = "\(field.cliFlag) \(metavar(field))"
                 return field.required ? "\(flag) (\(field.label.en))" : "[\(flag)] (\(field.label.en))"
@@ -433,6 +455,11 @@ enum ChannelFormFlags {
                     throw ValidationError("--\(flag) is given twice")
                 }
                 fields.append((field, value))
+            } else if form.fields.contains(where: { $0.kind == .secret && $0.cliFlag == "--\(flag)-env" }) {
+                // `--api-key VALUE` is the natural guess for a declared secret: point at its flag.
+                throw ValidationError(
+                    "unknown option --\(flag): a secret is never a flag (shells keep history); "
+                        + "pass --\(flag)-env VAR, VAR holding it")
             } else {
                 rest += ["--" + flag, value]
             }

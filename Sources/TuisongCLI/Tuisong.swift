@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Synchronization
 import TuisongCore
 import TuisongGateway
 import TuisongStore
@@ -9,7 +10,25 @@ import TuisongStore
     import Glibc
 #endif
 
-@main
+/// The `tuisong` command line, run by a binary with the transports it links: `tuisong` with
+/// `TransportRegistry.standard`, the tests' binary with the transports kept in the tests added.
+/// Every flag, help text and list of services is read from that registry.
+public enum TuisongCommandLine {
+    /// Declares the registry's channels process-wide, then parses the arguments and runs the command.
+    public static func run(transports: TransportRegistry) async {
+        TransportRegistry.install()
+        ChannelCatalog.shared.install(transports.declarations.map(\.channel))
+        linked.withLock { $0 = transports }
+        await Tuisong.main(nil)
+    }
+
+    private static let linked = Mutex(TransportRegistry.standard)
+
+    /// The transports this binary was run with: what every command's config is typed for, what
+    /// `credential add` offers and what `serve` sends through.
+    static var transports: TransportRegistry { linked.withLock { $0 } }
+}
+
 struct Tuisong: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tuisong",
@@ -21,11 +40,6 @@ struct Tuisong: AsyncParsableCommand {
             CredentialCommand.self, WebhookCommand.self, APNsMockCommand.self,
         ])
 
-    /// Declares the transports' channels before any help text or command reads them.
-    static func main() async {
-        TransportRegistry.install()
-        await Self.main(nil)
-    }
 }
 
 /// `--config FILE`, shared by every subcommand.
@@ -67,7 +81,8 @@ struct ConfigOptions: ParsableArguments {
     func load(announce: Bool = true) throws -> GatewayConfig {
         let loaded: GatewayConfig
         do {
-            loaded = try GatewayConfig.load(path: path, environment: ProcessInfo.processInfo.environment)
+            loaded = try GatewayConfig.load(
+                path: path, environment: ProcessInfo.processInfo.environment, transports: TuisongCommandLine.transports)
         } catch {
             throw CommandFailure(error.description)
         }
