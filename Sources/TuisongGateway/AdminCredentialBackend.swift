@@ -47,7 +47,8 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                 selector: upload.selector)
         } catch let error as CredentialError {
             throw AdminCredentialRejection(
-                code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code))
+                code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code),
+                text: error.text)
         }
         let key = PendingCredentialChecks.Key.apns(saved.record.id)
         guard saved.added else {
@@ -196,7 +197,8 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             saved = try await channelCredentials.addOnce(upload, appID: appID, selector: selector)
         } catch let error as CredentialError {
             throw AdminCredentialRejection(
-                code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code))
+                code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code),
+                text: error.text)
         }
         let key = PendingCredentialChecks.Key.channel(saved.record.id)
         guard saved.added else {

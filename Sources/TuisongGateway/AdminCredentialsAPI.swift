@@ -26,6 +26,8 @@ struct AdminCredentialRejection: Error, Sendable {
     var code: String
     var message: String
     var field: String?
+    /// The message in both languages, when the transport gave the Chinese.
+    var text: LocalizedText?
 }
 
 /// An upload as saved: the credential (the one saved before, for a repeat), what its check
@@ -98,7 +100,8 @@ struct AdminCredentialsAPI: Sendable {
             do {
                 added = try await backend.save(upload, checkBound: api.credentialCheckBound)
             } catch let rejection as AdminCredentialRejection {
-                throw AdminError(422, rejection.code, rejection.message, field: rejection.field ?? "file")
+                throw AdminError(
+                    422, rejection.code, rejection.message, field: rejection.field ?? "file", text: rejection.text)
             }
             let record = added.record
             api.logger.info(
@@ -158,7 +161,8 @@ struct AdminCredentialsAPI: Sendable {
                 added = try await backend.saveChannel(
                     upload, appID: app.id, selector: selector, checkBound: api.credentialCheckBound)
             } catch let rejection as AdminCredentialRejection {
-                throw AdminError(422, rejection.code, rejection.message, field: rejection.field ?? "file")
+                throw AdminError(
+                    422, rejection.code, rejection.message, field: rejection.field ?? "file", text: rejection.text)
             }
             let record = added.record
             api.logger.info(

@@ -22,11 +22,15 @@ struct AdminError: Error, Sendable {
     /// The values a console words the code with (`{"name": "订单助手"}` for `app_name_taken`),
     /// so its own sentence, in its own language, says what the English message says.
     var params: [String: String] = [:]
+    /// The message in both of the console's languages (`"text": {"en", "zh"}`), when a transport
+    /// words a case-by-case detail the console cannot from the code alone.
+    var text: LocalizedText?
 
     init(
         _ status: Int, _ code: String, _ message: String, field: String? = nil, retryAfter: Int? = nil,
-        params: [String: String] = [:]
+        params: [String: String] = [:], text: LocalizedText? = nil
     ) {
+        self.text = text
         self.params = params
         self.status = status
         self.code = code
@@ -60,6 +64,7 @@ struct AdminError: Error, Sendable {
         if let field { detail["field"] = field }
         if let retryAfter { detail["retry_after"] = retryAfter }
         if !params.isEmpty { detail["params"] = params }
+        if let text { detail["text"] = text.json }
         var response = Response.json(object: ["error": detail], status: status)
         if let retryAfter { response.headers.replaceOrAdd(name: "Retry-After", value: String(retryAfter)) }
         return AdminHeaders.apply(to: response)

@@ -130,11 +130,14 @@ struct AdminMonitorAPI: Sendable {
     /// (the others do not expire). Failing now: refused by its service and still the one its
     /// route sends with (its channel, environment and selector); one replaced by a working
     /// credential holds nothing and is not counted. Each carries its `channel`, and `meaning`:
-    /// what its service's code says (from the transport's declared `serviceCodes`), or null.
+    /// what its service's code says (from the transport's declared `serviceCodes`), or null;
+    /// `meaning_text` the same in both of the console's languages (`{"en", "zh"}`).
     func credentialAlerts(now: Date) async throws -> [String: Any] {
         let registry = api.config.transports.registry
-        func meaning(_ channel: PushChannel, _ reason: String?) -> Any {
-            reason.flatMap { registry.declaration(of: channel)?.meaning(of: $0) } ?? NSNull()
+        func explain(_ view: inout [String: Any], _ channel: PushChannel, _ reason: String?) {
+            let meaning = reason.flatMap { registry.declaration(of: channel)?.meaning(of: $0) }
+            view["meaning"] = meaning?.en ?? NSNull()
+            view["meaning_text"] = meaning?.json ?? NSNull()
         }
         var failing: [[String: Any]] = []
         var expiring: [[String: Any]] = []
@@ -146,7 +149,7 @@ struct AdminMonitorAPI: Sendable {
                 view["app_name"] = app.name
                 view["channel"] = PushChannel.apns.rawValue
                 if credential.isFailing, active.contains(credential.id) {
-                    view["meaning"] = meaning(.apns, credential.statusReason)
+                    explain(&view, .apns, credential.statusReason)
                     failing.append(view)
                 }
                 if let expires = credential.expiresAt,
@@ -160,7 +163,7 @@ struct AdminMonitorAPI: Sendable {
             for credential in channelCredentials where credential.isFailing && activeChannel.contains(credential.id) {
                 var view = ChannelCredentialView.object(credential)
                 view["app_name"] = app.name
-                view["meaning"] = meaning(credential.channel, credential.statusReason)
+                explain(&view, credential.channel, credential.statusReason)
                 failing.append(view)
             }
         }

@@ -78,7 +78,8 @@ public struct ChannelCredentialService: Sendable, ChannelSecretOpener {
         do {
             valid = try form.validate(upload.input, CredentialFormContext(testTokenHosts: testTokenHosts))
         } catch {
-            throw CredentialError(CredentialError.Code(rawValue: error.code), error.message, field: error.field)
+            throw CredentialError(
+                CredentialError.Code(rawValue: error.code), error.message, field: error.field, text: error.text)
         }
         return NewChannelCredential(
             appID: appID, channel: channel, selector: selector, vendorAppID: valid.vendorAppID,

@@ -47,11 +47,14 @@ public struct CredentialError: Error, Sendable, CustomStringConvertible, Equatab
     public var message: String
     /// The form field it is about, when a transport's credential form said.
     public var field: String?
+    /// The message in both of the console's languages, when its maker gave the Chinese.
+    public var text: LocalizedText?
 
-    public init(_ code: Code, _ message: String, field: String? = nil) {
+    public init(_ code: Code, _ message: String, field: String? = nil, text: LocalizedText? = nil) {
         self.code = code
         self.message = message
         self.field = field
+        self.text = text
     }
 
     public var description: String { message }

@@ -1,17 +1,6 @@
 import TuisongCore
 import TuisongHTTP
 
-/// A text shown to operators in both of the console's languages.
-public struct LocalizedText: Sendable, Hashable {
-    public var en: String
-    public var zh: String
-
-    public init(en: String, zh: String) {
-        self.en = en
-        self.zh = zh
-    }
-}
-
 /// One app-level setting a provider needs (a vendor's API key, app id or org).
 /// Declared once by the provider; the admin API, the console's vendor form, the CLI's
 /// `tuisong app set-<vendor>` and `check-config` masking all derive from the declaration.

@@ -225,8 +225,14 @@ import TuisongPluginTestKit
         func refusal(_ body: [String: Any]) async throws -> (code: String?, field: String?, message: String) {
             let answer = try await client.call("POST", path, json: body)
             #expect(answer.status == 422, "\(body): \(answer.text)")
-            let message = (answer.jsonObject["error"] as? [String: Any])?["message"] as? String ?? ""
+            let error = answer.jsonObject["error"] as? [String: Any]
+            let message = error?["message"] as? String ?? ""
             #expect(!message.isEmpty && !message.contains("\n"))
+            // The same detail in Chinese, for the console in Chinese (#41 item 10).
+            let text = error?["text"] as? [String: String]
+            #expect(text?["en"] == message, "\(body): \(answer.text)")
+            let chinese = text?["zh"]?.unicodeScalars.contains { (0x4E00...0x9FFF).contains($0.value) } ?? false
+            #expect(chinese, "\(body): \(answer.text)")
             return (answer.errorCode, answer.errorField, message)
         }
         for projectID in [

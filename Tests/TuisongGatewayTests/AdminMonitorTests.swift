@@ -157,6 +157,10 @@ import TuisongPluginTestKit
         let meanings = failing.map { $0["meaning"] as? String ?? "" }
         #expect(meanings[0].contains("client ID or client secret is wrong"), "\(meanings)")
         #expect(meanings[1].contains("MasterSecret is wrong"), "\(meanings)")
+        // And in Chinese, for the console in Chinese.
+        let inChinese = failing.map { ($0["meaning_text"] as? [String: String])?["zh"] ?? "" }
+        #expect(inChinese[0].contains("Client Secret 错误"), "\(inChinese)")
+        #expect(inChinese[1].contains("MasterSecret 错误"), "\(inChinese)")
 
         // The replaced ones are listed as not in use.
         let listed = try await client.call("GET", "/apps/\(app.id)/credentials").list("credentials")
@@ -174,6 +178,18 @@ import TuisongPluginTestKit
             #expect(registry.declaration(of: channel)?.meaning(of: code) != nil, "\(channel.rawValue) \(code)")
         }
         #expect(registry.declaration(of: .huawei)?.meaning(of: "no-such-code") == nil)
+    }
+
+    /// Every meaning a transport declares is worded in Chinese too (not the English again), so
+    /// the console in Chinese never shows a service code's meaning in English.
+    @Test func everyDeclaredMeaningIsInChineseToo() {
+        for declaration in TransportRegistry.standard.declarations {
+            for (code, meaning) in declaration.serviceCodes {
+                let chinese = meaning.zh.unicodeScalars.contains { (0x4E00...0x9FFF).contains($0.value) }
+                #expect(chinese && meaning.zh != meaning.en, "\(declaration.name) \(code): \(meaning.zh)")
+                #expect(!meaning.en.isEmpty)
+            }
+        }
     }
 
     /// A push to an iPhone and an FCM phone: the message view, and the monitor's running and

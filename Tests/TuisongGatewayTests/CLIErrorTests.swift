@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuisongCore
 import TuisongPostgresTestKit
 import TuisongStore
 
@@ -171,7 +172,7 @@ import TuisongStore
             ["device", "import", "--app", "1", "--environment", "staging"], in: directory)
         #expect(badEnvironment.errors.contains(#"environment must be "sandbox" or "production", got "staging""#))
         let badTag = try tuisong(["device", "import", "--app", "1", "--tag", "a b"], in: directory)
-        #expect(badTag.errors.contains("tag must be 1–128 characters"), "\(badTag.errors)")
+        #expect(badTag.errors.contains("tag must be \(TagName.rule)"), "\(badTag.errors)")
 
         let apnsToken = String(repeating: "ab", count: 32)
         let lines = "fcm-token-1\n\n# a comment\nfcm-token-2\n\(apnsToken)\n"

@@ -107,6 +107,15 @@ def test_the_monitor_counts_only_what_is_failing_now_with_its_meaning(browser, g
                 "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
             assert overflow <= 0, f"{name}: the page scrolls sideways by {overflow} px"
             screenshot(driver, f"monitor-failing-now-{name}")
+            if driver is browser:
+                # In Chinese the service's meaning is worded in Chinese too (#41 item 10).
+                browser.find_element(By.ID, "lang-toggle-top").click()
+                wait(browser).until(lambda d: "华为" in d.find_element(
+                    By.CSS_SELECTOR, "#failing-credentials li .meaning").text)
+                meaning = browser.find_element(By.CSS_SELECTOR, "#failing-credentials li .meaning").text
+                assert "Client Secret 错误" in meaning and "wrong" not in meaning, meaning
+                screenshot(browser, "monitor-failing-now-zh")
+                browser.find_element(By.ID, "lang-toggle-top").click()
         finally:
             if driver is not browser:
                 driver.quit()

@@ -11,6 +11,8 @@ export class ApiError extends Error {
     this.field = detail?.field || null;
     this.retryAfter = detail?.retry_after || null;
     this.params = detail?.params || {};
+    // The detail in both languages ({en, zh}), when the server words a case the code alone cannot.
+    this.text = detail?.text || null;
   }
 }
 

@@ -495,7 +495,7 @@ const en = {
   'err.invalid_name': 'The name must not contain control characters.',
   'err.invalid_bundle_id': 'The bundle id is reverse-DNS, such as com.example.app.',
   'err.invalid_token': 'A device token is 64–200 hexadecimal digits (APNs) or an Android or HarmonyOS token: letters, digits and - _ . : ~.',
-  'err.invalid_tag': 'A tag is 1–128 letters, digits, _ - . or Chinese characters.',
+  'err.invalid_tag': 'A tag is 1–128 letters, digits, Chinese characters or _ - . @ ! # $ & * + = | ￥',
   'err.invalid_user': 'A user is 1–256 characters; to remove it, use “Detach user”.',
   'err.tag_not_found': 'The device does not have this tag.',
   'err.not_found': 'Not found: it may have just been deleted.',
@@ -1006,7 +1006,7 @@ const zh = {
   'err.invalid_name': '名称不能包含控制字符。',
   'err.invalid_bundle_id': 'Bundle ID 为反向域名格式，例如 com.example.app。',
   'err.invalid_token': '设备 Token 为 64–200 位十六进制数字（APNs），或 Android、HarmonyOS 的 Token：字母、数字和 - _ . : ~。',
-  'err.invalid_tag': '标签为 1–128 个字母、数字、_ - . 或中文字符。',
+  'err.invalid_tag': '标签为 1–128 个字母、数字、中文字符或 _ - . @ ! # $ & * + = | ￥',
   'err.invalid_user': '用户为 1–256 个字符；如需移除，请使用“解除用户绑定”。',
   'err.tag_not_found': '该设备没有这个标签。',
   'err.not_found': '未找到：可能刚被删除。',
@@ -1066,9 +1066,11 @@ export function localized(label, fallback) {
  * console's words in English; in Chinese the console's words stand alone, never English. */
 const detailedCodes = new Set(['wrong_password', 'corrupt_file', 'expired', 'key_mismatch', 'wrong_kind', 'not_yet_valid', 'not_push_certificate']);
 
-/** An error in the console's words for its code (stable, `err.<code>`); the server's English
- * message only for a code the console does not know. */
+/** An error in the console's words: the server's own detail where it gives it in both
+ * languages (`text`, a transport's case-by-case reason), else the words for its code (stable,
+ * `err.<code>`); the server's English message only for a code the console does not know. */
 export function errorText(error) {
+  if (error.text && error.text[language]) return error.text[language];
   const key = `err.${error.code}`;
   if (!(key in en)) return error.message;
   const text = t(key, { seconds: error.retryAfter ?? '', ...(error.params || {}) });

@@ -3,7 +3,7 @@
 
 import { h, svg, formatNumber, formatClock, formatTime } from './dom.js';
 import { features } from './api.js';
-import { t, maybe, paren } from './i18n.js';
+import { t, maybe, paren, localized, currentLanguage } from './i18n.js';
 
 const STATE_CLASS = {
   completed: 'ok', sending: 'info', queued: 'info', waiting: 'info', scheduled: '', cancelled: 'warn',
@@ -272,7 +272,7 @@ export function credentialBanners(alerts) {
           ' — ',
           h('b', { class: 'mono', text: c.status_reason || t('cred.failing') }),
           // The service's own code says little alone: its meaning, as the service documents it.
-          c.meaning ? h('span', { class: 'meaning', text: `: ${c.meaning}` }) : null))))));
+          c.meaning ? h('span', { class: 'meaning', text: `${currentLanguage() === 'zh' ? '：' : ': '}${localized(c.meaning_text, c.meaning)}` }) : null))))));
   }
   if (alerts?.expiring?.length) {
     out.push(h('div', { class: 'banner warn', id: 'expiring-credentials' },

@@ -529,25 +529,61 @@ extension APNsPushTransport {
 
     /// APNs's reasons, in Apple's words ("Handling notification responses from APNs";
     /// /work/shared/reference/apns.md).
-    static let serviceCodes: [String: String] = [
-        "BadCertificate": "the certificate is invalid",
-        "BadCertificateEnvironment": "the certificate is for the other environment (sandbox or production)",
-        "ExpiredProviderToken": "the provider token is stale; a new one is signed",
-        "Forbidden": "the action is not allowed for this credential",
-        "InvalidProviderToken":
-            "the provider token is not valid or its signature cannot be verified: check the Key ID, the Team ID and the key",
-        "MissingProviderToken": "no certificate was used and no provider token was given",
-        "BadEnvironmentKeyInToken": "the key's environment setting does not match the server",
-        "TopicDisallowed": "pushing to this topic is not allowed",
-        "BadTopic": "the apns-topic is invalid",
-        "DeviceTokenNotForTopic": "the device token does not belong to the topic (the app's bundle id)",
-        "TooManyProviderTokenUpdates": "the provider token is being updated too often",
-        "BadDeviceToken": "the device token is invalid (or of the other environment)",
-        "Unregistered": "the device token is no longer active for the topic",
-        "ExpiredToken": "the device token has expired",
-        "TooManyRequests": "too many requests to the same device token",
-        "InternalServerError": "APNs had an internal error; retried later",
-        "ServiceUnavailable": "APNs is unavailable; retried later",
-        "Shutdown": "the APNs server is shutting down; retried later",
+    static let serviceCodes: [String: LocalizedText] = [
+        "BadCertificate": LocalizedText(
+            en: "the certificate is invalid",
+            zh: "证书无效"),
+        "BadCertificateEnvironment": LocalizedText(
+            en: "the certificate is for the other environment (sandbox or production)",
+            zh: "证书属于另一个环境（开发或生产）"),
+        "ExpiredProviderToken": LocalizedText(
+            en: "the provider token is stale; a new one is signed",
+            zh: "提供方令牌已过期，将重新签发"),
+        "Forbidden": LocalizedText(
+            en: "the action is not allowed for this credential",
+            zh: "此凭据不允许该操作"),
+        "InvalidProviderToken": LocalizedText(
+            en:
+                "the provider token is not valid or its signature cannot be verified: check the Key ID, the Team ID and the key",
+            zh: "提供方令牌无效或签名无法验证：请检查 Key ID、Team ID 和密钥"),
+        "MissingProviderToken": LocalizedText(
+            en: "no certificate was used and no provider token was given",
+            zh: "既未使用证书，也未提供提供方令牌"),
+        "BadEnvironmentKeyInToken": LocalizedText(
+            en: "the key's environment setting does not match the server",
+            zh: "密钥的环境设置与服务器不符"),
+        "TopicDisallowed": LocalizedText(
+            en: "pushing to this topic is not allowed",
+            zh: "不允许向此 topic 推送"),
+        "BadTopic": LocalizedText(
+            en: "the apns-topic is invalid",
+            zh: "apns-topic 无效"),
+        "DeviceTokenNotForTopic": LocalizedText(
+            en: "the device token does not belong to the topic (the app's bundle id)",
+            zh: "设备令牌不属于该 topic（应用的 Bundle ID）"),
+        "TooManyProviderTokenUpdates": LocalizedText(
+            en: "the provider token is being updated too often",
+            zh: "提供方令牌更新过于频繁"),
+        "BadDeviceToken": LocalizedText(
+            en: "the device token is invalid (or of the other environment)",
+            zh: "设备令牌无效（或属于另一个环境）"),
+        "Unregistered": LocalizedText(
+            en: "the device token is no longer active for the topic",
+            zh: "设备令牌对该 topic 已不再有效"),
+        "ExpiredToken": LocalizedText(
+            en: "the device token has expired",
+            zh: "设备令牌已过期"),
+        "TooManyRequests": LocalizedText(
+            en: "too many requests to the same device token",
+            zh: "对同一设备令牌的请求过多"),
+        "InternalServerError": LocalizedText(
+            en: "APNs had an internal error; retried later",
+            zh: "APNs 内部错误，稍后重试"),
+        "ServiceUnavailable": LocalizedText(
+            en: "APNs is unavailable; retried later",
+            zh: "APNs 不可用，稍后重试"),
+        "Shutdown": LocalizedText(
+            en: "the APNs server is shutting down; retried later",
+            zh: "APNs 服务器正在关闭，稍后重试"),
     ]
 }

@@ -26,13 +26,16 @@ extension FCMTransport {
                 guard let json = input.files["file"], !json.isEmpty else {
                     throw CredentialFormError(
                         "invalid_service_account", field: "file",
-                        "choose the service-account JSON file Firebase's console downloads")
+                        "choose the service-account JSON file Firebase's console downloads",
+                        zh: "请选择 Firebase 控制台下载的服务账号 JSON 文件")
                 }
                 let account: FCMServiceAccount
                 do {
                     account = try FCMServiceAccount(json: json)
                 } catch {
-                    throw CredentialFormError("corrupt_file", field: "file", "\(error)")
+                    let invalid = error as? FCMServiceAccount.Invalid
+                    throw CredentialFormError(
+                        "corrupt_file", field: "file", invalid?.description ?? "\(error)", zh: invalid?.zh)
                 }
                 try checkShape(of: account, testTokenHosts: context.testTokenHosts)
                 return ValidatedCredential(
@@ -67,25 +70,57 @@ extension FCMTransport {
 
     /// Google's token endpoint (OAuth 2.0, RFC 6749 §5.2) and FCM HTTP v1's error codes
     /// (docs/reference/android.md §1, §2).
-    static let serviceCodes: [String: String] = [
-        "invalid_grant":
-            "Google refused the service account's signed request: its key was deleted or revoked, the account no longer exists, or this server's clock is off",
-        "invalid_client": "Google does not know the service account's client",
-        "unauthorized_client": "the service account may not ask for an access token",
-        "invalid_scope": "the access token's scope was refused",
-        "invalid_request": "Google's token endpoint refused the request as malformed",
-        "PERMISSION_DENIED":
-            "the service account may not send for this Firebase project (wrong project, or the FCM API not enabled)",
-        "THIRD_PARTY_AUTH_ERROR": "the APNs certificate or web push key configured in Firebase was refused",
-        "UNAUTHENTICATED": "FCM did not take the access token",
-        "SENDER_ID_MISMATCH": "the device token belongs to another Firebase project",
-        "UNREGISTERED": "the app was uninstalled or the token is no longer valid",
-        "INVALID_ARGUMENT": "the message or the device token is not valid",
-        "QUOTA_EXCEEDED": "FCM's sending rate limit was reached",
-        "UNAVAILABLE": "FCM is overloaded; retried later",
-        "INTERNAL": "FCM had an internal error; retried later",
-        "HTTP401": "FCM did not take the access token",
-        "HTTP403": "FCM refused the sender (no permission for the project)",
+    static let serviceCodes: [String: LocalizedText] = [
+        "invalid_grant": LocalizedText(
+            en:
+                "Google refused the service account's signed request: its key was deleted or revoked, the account no longer exists, or this server's clock is off",
+            zh: "Google 拒绝了服务账号签名的请求：密钥已删除或吊销、账号已不存在，或本服务器时钟不准"),
+        "invalid_client": LocalizedText(
+            en: "Google does not know the service account's client",
+            zh: "Google 不认识该服务账号的客户端"),
+        "unauthorized_client": LocalizedText(
+            en: "the service account may not ask for an access token",
+            zh: "该服务账号无权申请访问令牌"),
+        "invalid_scope": LocalizedText(
+            en: "the access token's scope was refused",
+            zh: "访问令牌的权限范围被拒绝"),
+        "invalid_request": LocalizedText(
+            en: "Google's token endpoint refused the request as malformed",
+            zh: "Google 的令牌接口认为请求格式错误"),
+        "PERMISSION_DENIED": LocalizedText(
+            en:
+                "the service account may not send for this Firebase project (wrong project, or the FCM API not enabled)",
+            zh: "该服务账号无权为此 Firebase 项目发送（项目不对，或未启用 FCM API）"),
+        "THIRD_PARTY_AUTH_ERROR": LocalizedText(
+            en: "the APNs certificate or web push key configured in Firebase was refused",
+            zh: "Firebase 中配置的 APNs 证书或 Web Push 密钥被拒绝"),
+        "UNAUTHENTICATED": LocalizedText(
+            en: "FCM did not take the access token",
+            zh: "FCM 不接受该访问令牌"),
+        "SENDER_ID_MISMATCH": LocalizedText(
+            en: "the device token belongs to another Firebase project",
+            zh: "设备令牌属于另一个 Firebase 项目"),
+        "UNREGISTERED": LocalizedText(
+            en: "the app was uninstalled or the token is no longer valid",
+            zh: "应用已卸载或令牌已失效"),
+        "INVALID_ARGUMENT": LocalizedText(
+            en: "the message or the device token is not valid",
+            zh: "消息或设备令牌无效"),
+        "QUOTA_EXCEEDED": LocalizedText(
+            en: "FCM's sending rate limit was reached",
+            zh: "已达到 FCM 的发送速率上限"),
+        "UNAVAILABLE": LocalizedText(
+            en: "FCM is overloaded; retried later",
+            zh: "FCM 过载，稍后重试"),
+        "INTERNAL": LocalizedText(
+            en: "FCM had an internal error; retried later",
+            zh: "FCM 内部错误，稍后重试"),
+        "HTTP401": LocalizedText(
+            en: "FCM did not take the access token",
+            zh: "FCM 不接受该访问令牌"),
+        "HTTP403": LocalizedText(
+            en: "FCM refused the sender (no permission for the project)",
+            zh: "FCM 拒绝了发送方（无该项目的权限）"),
     ]
 
     /// Google's hosts for a service account's token endpoint (`token_uri` of a downloaded key
@@ -105,14 +140,14 @@ extension FCMTransport {
         else {
             throw CredentialFormError(
                 "invalid_service_account", field: "file",
-                "the service account's project_id must be a Google Cloud project id: 6 to 30 lowercase letters, digits or hyphens, starting with a letter"
-            )
+                "the service account's project_id must be a Google Cloud project id: 6 to 30 lowercase letters, digits or hyphens, starting with a letter",
+                zh: "服务账号的 project_id 须为 Google Cloud 项目 ID：6 到 30 个小写字母、数字或连字符，以字母开头")
         }
         guard isEmailAddress(account.clientEmail) else {
             throw CredentialFormError(
                 "invalid_service_account", field: "file",
-                "the service account's client_email must be an email address, e.g. push@my-project.iam.gserviceaccount.com"
-            )
+                "the service account's client_email must be an email address, e.g. push@my-project.iam.gserviceaccount.com",
+                zh: "服务账号的 client_email 须为邮箱地址，例如 push@my-project.iam.gserviceaccount.com")
         }
         guard let uri = URLComponents(string: account.tokenURI), uri.scheme?.lowercased() == "https",
             let host = uri.host?.lowercased(), googleTokenHosts.contains(host) || testTokenHosts.contains(host),
@@ -120,8 +155,8 @@ extension FCMTransport {
         else {
             throw CredentialFormError(
                 "invalid_service_account", field: "file",
-                "the service account's token_uri must be Google's token endpoint, https://oauth2.googleapis.com/token"
-            )
+                "the service account's token_uri must be Google's token endpoint, https://oauth2.googleapis.com/token",
+                zh: "服务账号的 token_uri 须为 Google 的令牌接口 https://oauth2.googleapis.com/token")
         }
     }
 

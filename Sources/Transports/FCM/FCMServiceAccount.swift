@@ -19,6 +19,8 @@ public struct FCMServiceAccount: Sendable {
     /// Why a file is not a usable service account, in words an operator can act on.
     public struct Invalid: Error, Sendable, CustomStringConvertible {
         public var description: String
+        /// The same in Chinese, for the console in Chinese.
+        public var zh: String
     }
 
     /// Parses and checks a downloaded service-account JSON: every field FCM needs present,
@@ -28,17 +30,21 @@ public struct FCMServiceAccount: Sendable {
         do {
             root = try JSONValue(parsing: json)
         } catch {
-            throw Invalid(description: "the service account is not JSON: \(error)")
+            throw Invalid(description: "the service account is not JSON: \(error)", zh: "服务账号文件不是 JSON：\(error)")
         }
-        guard root.objectValue != nil else { throw Invalid(description: "the service account is not a JSON object") }
+        guard root.objectValue != nil else {
+            throw Invalid(description: "the service account is not a JSON object", zh: "服务账号文件不是 JSON 对象")
+        }
         func field(_ name: String) throws(Invalid) -> String {
             guard let value = root[name]?.stringValue, !value.isEmpty else {
-                throw Invalid(description: "the service account has no \(name)")
+                throw Invalid(description: "the service account has no \(name)", zh: "服务账号文件缺少 \(name)")
             }
             return value
         }
         guard root["type"]?.stringValue == "service_account" else {
-            throw Invalid(description: "the JSON is not a service account (type must be \"service_account\")")
+            throw Invalid(
+                description: "the JSON is not a service account (type must be \"service_account\")",
+                zh: "该 JSON 不是服务账号（type 须为 \"service_account\"）")
         }
         projectID = try field("project_id")
         clientEmail = try field("client_email")
@@ -46,7 +52,9 @@ public struct FCMServiceAccount: Sendable {
         privateKeyID = root["private_key_id"]?.stringValue
         tokenURI = root["token_uri"]?.stringValue ?? Self.googleTokenURI
         guard tokenURI.hasPrefix("https://") || tokenURI.hasPrefix("http://") else {
-            throw Invalid(description: "the service account's token_uri is not a URL: \(tokenURI)")
+            throw Invalid(
+                description: "the service account's token_uri is not a URL: \(tokenURI)",
+                zh: "服务账号的 token_uri 不是 URL：\(tokenURI)")
         }
         let key: PrivateKey
         do {
@@ -55,10 +63,13 @@ public struct FCMServiceAccount: Sendable {
             // OpenSSL's error queue says nothing more an operator can act on.
             throw Invalid(
                 description: "the service account's private_key does not load: it is not a PEM private key "
-                    + "(download the JSON again from Firebase's console)")
+                    + "(download the JSON again from Firebase's console)",
+                zh: "服务账号的 private_key 无法加载：不是 PEM 私钥（请从 Firebase 控制台重新下载 JSON）")
         }
         guard key.kind == .rsa else {
-            throw Invalid(description: "the service account's private_key is not an RSA key (FCM signs with RS256)")
+            throw Invalid(
+                description: "the service account's private_key is not an RSA key (FCM signs with RS256)",
+                zh: "服务账号的 private_key 不是 RSA 密钥（FCM 使用 RS256 签名）")
         }
     }
 

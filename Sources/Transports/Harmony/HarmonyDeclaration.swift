@@ -37,19 +37,40 @@ extension HarmonyService {
         renderBody: { HarmonyService().serviceBody($0) })
 
     /// Push Kit v3's codes for HarmonyOS NEXT (docs/reference/harmony.md §4).
-    static let serviceCodes: [String: String] = [
-        "80200001":
-            "authentication failed: Push Kit did not take the service account's JWT (wrong key, key ID or project)",
-        "80200003": "the token expired",
-        "80200005": "the JWT expired",
-        "80300002": "no permission to send to these tokens (push not enabled for the project)",
-        "80300007": "every token was refused",
-        "80300008": "the message body is larger than 4,096 bytes",
-        "80300010": "the number of tokens is out of range",
-        "80100001": "a parameter is wrong",
-        "80100003": "the payload structure is illegal",
-        "81000001": "internal error; retried later",
-        "invalid_service_account": "the service account key cannot sign (not an RSA key of the right kind)",
+    static let serviceCodes: [String: LocalizedText] = [
+        "80200001": LocalizedText(
+            en: "authentication failed: Push Kit did not take the service account's JWT (wrong key, key ID or project)",
+            zh: "鉴权失败：Push Kit 不接受服务账号的 JWT（密钥、密钥 ID 或项目不对）"),
+        "80200003": LocalizedText(
+            en: "the token expired",
+            zh: "令牌已过期"),
+        "80200005": LocalizedText(
+            en: "the JWT expired",
+            zh: "JWT 已过期"),
+        "80300002": LocalizedText(
+            en: "no permission to send to these tokens (push not enabled for the project)",
+            zh: "无权向这些令牌发送（项目未开通推送）"),
+        "80300007": LocalizedText(
+            en: "every token was refused",
+            zh: "所有令牌均被拒绝"),
+        "80300008": LocalizedText(
+            en: "the message body is larger than 4,096 bytes",
+            zh: "消息体超过 4,096 字节"),
+        "80300010": LocalizedText(
+            en: "the number of tokens is out of range",
+            zh: "令牌数量超出范围"),
+        "80100001": LocalizedText(
+            en: "a parameter is wrong",
+            zh: "参数错误"),
+        "80100003": LocalizedText(
+            en: "the payload structure is illegal",
+            zh: "消息结构非法"),
+        "81000001": LocalizedText(
+            en: "internal error; retried later",
+            zh: "内部错误，稍后重试"),
+        "invalid_service_account": LocalizedText(
+            en: "the service account key cannot sign (not an RSA key of the right kind)",
+            zh: "服务账号密钥无法签名（不是所需类型的 RSA 密钥）"),
     ]
 
     /// A HarmonyOS push token: opaque, 1–4,096 bytes of base64 and URL-safe characters (letters,
@@ -82,13 +103,14 @@ extension HarmonyService {
         guard let json = input.files["file"], !json.isEmpty else {
             throw CredentialFormError(
                 "invalid_service_account", field: "file",
-                "choose the service-account key file Huawei's API Console downloads")
+                "choose the service-account key file Huawei's API Console downloads",
+                zh: "请选择华为 API 控制台下载的服务账号密钥文件")
         }
         let account: HarmonyServiceAccount
         do {
             account = try HarmonyServiceAccount(json: json)
         } catch {
-            throw CredentialFormError("invalid_service_account", field: "file", error.description)
+            throw CredentialFormError("invalid_service_account", field: "file", error.description, zh: error.zh)
         }
         // project_id goes into the send URL's path; the ids into the JWT and the console.
         let digits = { (text: String) in
@@ -97,15 +119,17 @@ extension HarmonyService {
         guard digits(account.projectID) else {
             throw CredentialFormError(
                 "invalid_service_account", field: "file",
-                "the key file's project_id must be the AppGallery Connect project id (digits)")
+                "the key file's project_id must be the AppGallery Connect project id (digits)",
+                zh: "密钥文件的 project_id 须为 AppGallery Connect 的项目 ID（数字）")
         }
         // key_id is a UUID-like id, sub_account a number: both go into the JWT's header and
         // claims and the console, so nothing beyond the letters, digits and marks of an id.
         for (name, value) in [("key_id", account.keyID), ("sub_account", account.subAccount)] {
-            if let problem = CredentialFieldRule.identifier(1...128).problem(value) {
+            if let problem = CredentialFieldRule.identifier(1...128).problemText(value) {
                 throw CredentialFormError(
                     "invalid_service_account", field: "file",
-                    "the key file's \(name) is not an id Huawei issues: it \(problem)")
+                    "the key file's \(name) is not an id Huawei issues: it \(problem.en)",
+                    zh: "密钥文件的 \(name) 不是华为签发的 ID：\(problem.zh)")
             }
         }
         var options: [String: String] = [:]
@@ -114,7 +138,8 @@ extension HarmonyService {
             guard HarmonyOptions.categories.contains(category) else {
                 throw CredentialFormError(
                     "invalid_category", field: "category",
-                    "the category is one of Huawei's: \(HarmonyOptions.categories.sorted().joined(separator: ", "))")
+                    "the category is one of Huawei's: \(HarmonyOptions.categories.sorted().joined(separator: ", "))",
+                    zh: "类别须为华为定义的类别之一：\(HarmonyOptions.categories.sorted().joined(separator: "、"))")
             }
             options["category"] = category
         }

@@ -21,6 +21,8 @@ public struct HarmonyServiceAccount: Sendable {
     /// quoting the key).
     public struct Invalid: Error, Sendable, CustomStringConvertible {
         public var description: String
+        /// The same in Chinese, for the console in Chinese.
+        public var zh: String
     }
 
     public init(projectID: String, keyID: String, privateKeyPEM: String, subAccount: String) {
@@ -37,14 +39,18 @@ public struct HarmonyServiceAccount: Sendable {
         do {
             root = try JSONValue(parsing: json)
         } catch {
-            throw Invalid(description: "the HarmonyOS service account key is not JSON")
+            throw Invalid(description: "the HarmonyOS service account key is not JSON", zh: "HarmonyOS 服务账号密钥文件不是 JSON")
         }
         guard root.objectValue != nil else {
-            throw Invalid(description: "the HarmonyOS service account key is not a JSON object")
+            throw Invalid(
+                description: "the HarmonyOS service account key is not a JSON object",
+                zh: "HarmonyOS 服务账号密钥文件不是 JSON 对象")
         }
         func field(_ name: String) throws(Invalid) -> String {
             guard let value = root[name]?.stringValue, !value.isEmpty else {
-                throw Invalid(description: "the HarmonyOS service account key has no \(name)")
+                throw Invalid(
+                    description: "the HarmonyOS service account key has no \(name)",
+                    zh: "HarmonyOS 服务账号密钥文件缺少 \(name)")
             }
             return value
         }
@@ -58,10 +64,13 @@ public struct HarmonyServiceAccount: Sendable {
         } catch {
             throw Invalid(
                 description: "the HarmonyOS service account's private_key does not load: it is not a PEM private key "
-                    + "(download the key file again from the API Console)")
+                    + "(download the key file again from the API Console)",
+                zh: "HarmonyOS 服务账号的 private_key 无法加载：不是 PEM 私钥（请从 API 控制台重新下载密钥文件）")
         }
         guard key.kind == .rsa else {
-            throw Invalid(description: "the HarmonyOS service account's private_key is not an RSA key (PS256)")
+            throw Invalid(
+                description: "the HarmonyOS service account's private_key is not an RSA key (PS256)",
+                zh: "HarmonyOS 服务账号的 private_key 不是 RSA 密钥（PS256）")
         }
     }
 

@@ -22,17 +22,39 @@ extension HonorService {
 
     /// Honor's token endpoint and push codes (docs/reference/android.md §4: its numbers are
     /// Huawei Push Kit's inside Honor's envelope).
-    static let serviceCodes: [String: String] = [
-        "invalid_client": "Honor's OAuth server refused the client: the client ID or client secret is wrong",
-        "unauthorized_client": "the client may not ask for an access token",
-        "80200001": "authentication error: the access token is missing, wrong, or another app's",
-        "80200003": "the access token expired",
-        "80300002": "the app may not send to these tokens (no push permission)",
-        "80300007": "every token is invalid",
-        "80300008": "the message body is larger than 4,096 bytes",
-        "80300010": "the number of tokens is not 1 to 1,000",
-        "80100003": "the message structure is incorrect",
-        "81000001": "Honor internal error; retried later",
-        "HTTP401": "Honor refused the client's credentials",
+    static let serviceCodes: [String: LocalizedText] = [
+        "invalid_client": LocalizedText(
+            en: "Honor's OAuth server refused the client: the client ID or client secret is wrong",
+            zh: "荣耀的 OAuth 服务拒绝了客户端：Client ID 或 Client Secret 错误"),
+        "unauthorized_client": LocalizedText(
+            en: "the client may not ask for an access token",
+            zh: "该客户端无权申请访问令牌"),
+        "80200001": LocalizedText(
+            en: "authentication error: the access token is missing, wrong, or another app's",
+            zh: "鉴权错误：访问令牌缺失、错误或属于其他应用"),
+        "80200003": LocalizedText(
+            en: "the access token expired",
+            zh: "访问令牌已过期"),
+        "80300002": LocalizedText(
+            en: "the app may not send to these tokens (no push permission)",
+            zh: "应用无权向这些令牌发送（无推送权限）"),
+        "80300007": LocalizedText(
+            en: "every token is invalid",
+            zh: "所有令牌均无效"),
+        "80300008": LocalizedText(
+            en: "the message body is larger than 4,096 bytes",
+            zh: "消息体超过 4,096 字节"),
+        "80300010": LocalizedText(
+            en: "the number of tokens is not 1 to 1,000",
+            zh: "令牌数量不在 1 到 1,000 之间"),
+        "80100003": LocalizedText(
+            en: "the message structure is incorrect",
+            zh: "消息结构不正确"),
+        "81000001": LocalizedText(
+            en: "Honor internal error; retried later",
+            zh: "荣耀内部错误，稍后重试"),
+        "HTTP401": LocalizedText(
+            en: "Honor refused the client's credentials",
+            zh: "荣耀拒绝了客户端凭据"),
     ]
 }

@@ -22,9 +22,9 @@ public struct TransportDeclaration: Sendable {
     public var receipts: ReceiptDeclaration?
     /// What the service's own codes mean, in the service's documented sense, for a person
     /// reading a failing credential or a failure count (`"21301"` → "authentication failed: …").
-    /// Keyed by the reason as stored (`SendReason.description`). A code without an entry is
-    /// shown bare.
-    public var serviceCodes: [String: String]
+    /// Keyed by the reason as stored (`SendReason.description`), in English and Chinese. A code
+    /// without an entry is shown bare.
+    public var serviceCodes: [String: LocalizedText]
     /// The service's own body for a push, made by the transport's own rendering (what the
     /// console shows of a message for each service); nil: the transport shows none.
     public var renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)?
@@ -32,7 +32,7 @@ public struct TransportDeclaration: Sendable {
     public init(
         channel: ChannelDeclaration, configKeys: [TransportConfigKey] = [], credentialForm: CredentialForm? = nil,
         make: (@Sendable (TransportContext) throws -> TransportInstance)? = nil, receipts: ReceiptDeclaration? = nil,
-        serviceCodes: [String: String] = [:],
+        serviceCodes: [String: LocalizedText] = [:],
         renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)? = nil
     ) {
         self.serviceCodes = serviceCodes
@@ -47,7 +47,7 @@ public struct TransportDeclaration: Sendable {
     public var name: String { channel.channel.rawValue }
 
     /// The meaning of a stored reason: the service's own code from `serviceCodes`, else nil.
-    public func meaning(of reason: String) -> String? {
+    public func meaning(of reason: String) -> LocalizedText? {
         if let meaning = serviceCodes[reason] { return meaning }
         // A reason stored with its detail (`1101/20003`) means what its code means.
         if let code = reason.split(separator: "/").first.map(String.init), code != reason {
@@ -251,14 +251,8 @@ public struct CredentialForm: Sendable {
         }
     }
 
-    public struct LocalizedLabel: Sendable, Equatable {
-        public var en: String
-        public var zh: String
-        public init(en: String, zh: String) {
-            self.en = en
-            self.zh = zh
-        }
-    }
+    /// A field's label in both of the console's languages.
+    public typealias LocalizedLabel = LocalizedText
 
     public var fields: [Field]
     /// The form's own check, past the fields' rules: the shapes a file's contents must have,
@@ -288,11 +282,13 @@ public struct CredentialForm: Sendable {
             if value.isEmpty {
                 guard field.required else { continue }
                 throw CredentialFormError(
-                    "invalid_\(field.name)", field: field.name, "the \(field.label.en) is required")
+                    "invalid_\(field.name)", field: field.name, "the \(field.label.en) is required",
+                    zh: "\(field.label.zh)为必填项")
             }
-            if let problem = field.rule.problem(value) {
+            if let problem = field.rule.problemText(value) {
                 throw CredentialFormError(
-                    "invalid_\(field.name)", field: field.name, "the \(field.label.en) \(problem)")
+                    "invalid_\(field.name)", field: field.name, "the \(field.label.en) \(problem.en)",
+                    zh: "\(field.label.zh)\(problem.zh)")
             }
         }
         return try check(input, context)
@@ -333,12 +329,35 @@ public struct CredentialFieldRule: Sendable, Equatable {
     public static let secret = CredentialFieldRule(.printable, 1...1024)
 
     /// Why `value` does not keep to the rule (completing "the Client ID …"), or nil when it does.
-    public func problem(_ value: String) -> String? {
+    public func problem(_ value: String) -> String? { problemText(value)?.en }
+
+    /// `problem` in both of the console's languages (the Chinese completes "Client ID…").
+    public func problemText(_ value: String) -> LocalizedText? {
         let bytes = Array(value.utf8)
         guard length.contains(bytes.count), bytes.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }), wellFormed(bytes) else {
-            return "must be \(description), \(lengthText)"
+            return LocalizedText(
+                en: "must be \(description), \(lengthText)", zh: "须为\(descriptionZH)，\(lengthTextZH)")
         }
         return nil
+    }
+
+    /// The alphabet in Chinese.
+    private var descriptionZH: String {
+        switch alphabet {
+        case .digits: "数字"
+        case .identifier: "ASCII 字母、数字及 '-'、'_'、'.'"
+        case .printable: "不含空格和换行的可打印 ASCII 字符"
+        case .javaPackage: "形如 com.example.chat 的包名（以点分隔的字母、数字和 '_'）"
+        case .javaClass: "形如 com.example.MainActivity 的类名"
+        }
+    }
+
+    private var lengthTextZH: String {
+        length.lowerBound == length.upperBound
+            ? "恰好 \(length.lowerBound) 个字符"
+            : length.lowerBound <= 1
+                ? "最多 \(length.upperBound) 个字符"
+                : "\(length.lowerBound) 到 \(length.upperBound) 个字符"
     }
 
     /// The alphabet in words.
@@ -414,12 +433,19 @@ public struct CredentialFormError: Error, Sendable, Equatable {
     public var code: String
     public var field: String
     public var message: String
+    /// The message in Chinese, for the console in Chinese (nil: it shows its own words for the
+    /// code alone).
+    public var messageZH: String?
 
-    public init(_ code: String, field: String, _ message: String) {
+    public init(_ code: String, field: String, _ message: String, zh: String? = nil) {
         self.code = code
         self.field = field
         self.message = message
+        self.messageZH = zh
     }
+
+    /// The message in both languages, when the transport gave the Chinese.
+    public var text: LocalizedText? { messageZH.map { LocalizedText(en: message, zh: $0) } }
 }
 
 /// What a checked form stores: the identities shown in lists, the secret (sealed by the gateway
@@ -500,7 +526,8 @@ extension CredentialForm {
                 else {
                     throw CredentialFormError(
                         "invalid_vendor_app_id", field: "vendor_app_id",
-                        "for \(channel.rawValue) the app id is the app's package name, e.g. com.example.chat")
+                        "for \(channel.rawValue) the app id is the app's package name, e.g. com.example.chat",
+                        zh: "该推送服务的应用 ID 是应用的包名，例如 com.example.chat")
                 }
             } else {
                 // A positive number as the developer console shows it (Huawei's and Honor's run to
@@ -510,19 +537,21 @@ extension CredentialForm {
                 else {
                     throw CredentialFormError(
                         "invalid_vendor_app_id", field: "vendor_app_id",
-                        "the \(channel.rawValue) app id is the number the developer console shows (1 to 18 digits, not starting with 0)"
-                    )
+                        "the \(channel.rawValue) app id is the number the developer console shows (1 to 18 digits, not starting with 0)",
+                        zh: "应用 ID 是开发者控制台显示的数字（1 到 18 位，不以 0 开头）")
                 }
             }
             let client = input.text("client_id")
             guard !client.isEmpty, client.count <= 256, !client.contains(where: \.isWhitespace) else {
                 throw CredentialFormError(
-                    "invalid_client_id", field: "client_id", "the client id is required and has no spaces")
+                    "invalid_client_id", field: "client_id", "the client id is required and has no spaces",
+                    zh: "\(clientID.zh)为必填项，且不能含空格")
             }
             let clientSecret = input.values["client_secret"] ?? ""
             guard !clientSecret.isEmpty, clientSecret.utf8.count <= 1024 else {
                 throw CredentialFormError(
-                    "invalid_client_secret", field: "client_secret", "the client secret is required (at most 1 KiB)")
+                    "invalid_client_secret", field: "client_secret", "the client secret is required (at most 1 KiB)",
+                    zh: "\(secret.zh)为必填项（最多 1 KiB）")
             }
             var options: [String: String] = [:]
             let badge = input.text("badge_class")
@@ -534,7 +563,8 @@ extension CredentialForm {
                 else {
                     throw CredentialFormError(
                         "invalid_badge_class", field: "badge_class",
-                        "the badge class is the launcher activity's class name, e.g. com.example.MainActivity")
+                        "the badge class is the launcher activity's class name, e.g. com.example.MainActivity",
+                        zh: "角标 Activity 是应用入口 Activity 的类名，例如 com.example.MainActivity")
                 }
                 options["badge_class"] = badge
             }
@@ -545,7 +575,8 @@ extension CredentialForm {
                 else {
                     throw CredentialFormError(
                         "invalid_receipt_id", field: "receipt_id",
-                        "the receipt id is the one the console shows (letters, digits, '-', '_', '.'; at most 64)")
+                        "the receipt id is the one the console shows (letters, digits, '-', '_', '.'; at most 64)",
+                        zh: "回执 ID 是推送平台控制台显示的 ID（字母、数字和 -、_、.，最多 64 个字符）")
                 }
                 options["receipt_id"] = receipt
             }

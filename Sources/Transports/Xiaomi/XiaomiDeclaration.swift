@@ -19,13 +19,27 @@ extension XiaomiService {
         renderBody: { XiaomiService().serviceBody($0) })
 
     /// MiPush's codes (docs/reference/android.md §8).
-    static let serviceCodes: [String: String] = [
-        "21301": "authentication failed: the AppSecret is not this app's (认证失败)",
-        "20301": "every registration id is invalid",
-        "200001": "the app's daily push limit is reached",
-        "21305": "a required parameter is missing",
-        "10017": "a parameter value is invalid (the package name may not belong to the app)",
-        "10002": "Xiaomi is busy; retried later",
-        "10003": "Xiaomi is busy; retried later",
+    static let serviceCodes: [String: LocalizedText] = [
+        "21301": LocalizedText(
+            en: "authentication failed: the AppSecret is not this app's (认证失败)",
+            zh: "认证失败：AppSecret 不属于此应用"),
+        "20301": LocalizedText(
+            en: "every registration id is invalid",
+            zh: "所有注册 ID 均无效"),
+        "200001": LocalizedText(
+            en: "the app's daily push limit is reached",
+            zh: "已达到应用的每日推送上限"),
+        "21305": LocalizedText(
+            en: "a required parameter is missing",
+            zh: "缺少必填参数"),
+        "10017": LocalizedText(
+            en: "a parameter value is invalid (the package name may not belong to the app)",
+            zh: "参数值无效（包名可能不属于该应用）"),
+        "10002": LocalizedText(
+            en: "Xiaomi is busy; retried later",
+            zh: "小米服务繁忙，稍后重试"),
+        "10003": LocalizedText(
+            en: "Xiaomi is busy; retried later",
+            zh: "小米服务繁忙，稍后重试"),
     ]
 }

@@ -346,11 +346,12 @@ function chinaClock(iso) {
 }
 
 /** A refusal in the console's words where it has them; a service-account file's reason as the
- * server gave it, since only that says which part of the file is wrong. A field whose service
+ * server gave it (in the console's language: `text`), since only that says which part of the
+ * file is wrong. A field whose service
  * words its refusal its own way (`refusal_text`: an app id that is a package name, where the
  * others' consoles show a number) is answered in the declaration's words. */
 function channelErrorText(error, specs) {
-  if (error.code === 'corrupt_file') return `${t('err.corrupt_service_account')}${paren(error.message)}`;
+  if (error.code === 'corrupt_file') return `${t('err.corrupt_service_account')}${paren(localized(error.text, error.message))}`;
   const spec = specs.find((s) => s.name === error.field);
   if (spec?.refusal_text && error.code === `invalid_${spec.name}`) return localized(spec.refusal_text, error.message);
   return errorText(error);
