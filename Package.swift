@@ -4,7 +4,7 @@ import PackageDescription
 /// The push transports the gateway links besides APNs, each `Sources/Transports/<Name>/` (target
 /// `Tuisong<Name>`) declaring itself (`<Type>.declaration`: channel, token rule, config section,
 /// credential form, factory). A new transport is its folder, one more name here and one line in
-/// the gateway's registry (`Sources/TuisongGateway/TransportRegistry.swift`).
+/// the gateway's registry (`Sources/TuisongGateway/Runtime/TransportRegistry.swift`).
 let transports = ["FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "Vivo", "Harmony"]
 
 /// Transports kept in the tests (`Tests/Transports/<Name>`), built and registered exactly as the
@@ -26,7 +26,7 @@ func transport(_ name: String, under folder: String = "Sources/Transports") -> T
 
 /// The vendor providers the gateway links, each `Plugins/<Vendor>/` (target `<Vendor>Provider`)
 /// with its tests in `Tests/<Vendor>ProviderTests/`. A new vendor is one more name here and one
-/// line in the gateway's registry (`Sources/TuisongGateway/Providers.swift`).
+/// line in the gateway's registry (`Sources/TuisongGateway/Runtime/Providers.swift`).
 let vendors = ["Baidu", "Tencent", "Easemob", "JPush"]
 
 /// Per vendor, the transports whose declared option rules its unit tests check its mapping with
