@@ -114,24 +114,9 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         await apns.credentialsChanged(appID: record.appID)
         await publish(.credentials(appID: record.appID))
         guard !record.isFailing else { return (record, check) }
-        do {
-            var released = 0
-            for environment in record.environments {
-                released += try await store.releaseHeldDeliveries(
-                    appID: record.appID, environment: environment, now: clock.now)
-            }
-            if let selector = record.selector {
-                // Devices held for want of this selector may be of the other environment.
-                released += try await store.releaseHeldDeliveries(
-                    appID: record.appID, selector: selector, now: clock.now)
-            }
-            await wake(released)
-        } catch {
-            // Held deliveries also go out when the retry worker finds the credential.
-            logger.error(
-                "could not release deliveries held for a credential just added",
-                metadata: ["credential": "\(record.id)", "error": "\(error)"])
-        }
+        await releaseHeldForNewCredential(
+            id: record.id, appID: record.appID, routes: record.environments.map { .environment($0) },
+            selector: record.selector)
         return (record, check)
     }
 
@@ -158,17 +143,49 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         await apns.credentialsChanged(appID: credential.appID)
         await publish(.credentials(appID: credential.appID))
         guard removed else { return false }
+        try await releaseHeld(
+            appID: credential.appID, routes: credential.environments.map { .environment($0) },
+            selector: credential.selector)
+        return true
+    }
+
+    /// A route deliveries are held on for want of a credential: an APNs environment, or a
+    /// service's channel.
+    private enum HeldRoute {
+        case environment(APNsEnvironment)
+        case channel(PushChannel)
+    }
+
+    /// Releases what was held on `routes`, and on `selector` (devices held for want of a
+    /// selector may be of another environment), and sends it now: a credential was added or
+    /// deleted, so the one that serves now sends it or holds it again.
+    private func releaseHeld(appID: Int64, routes: [HeldRoute], selector: String?) async throws {
         var released = 0
-        for environment in credential.environments {
-            released += try await store.releaseHeldDeliveries(
-                appID: credential.appID, environment: environment, now: clock.now)
+        for route in routes {
+            switch route {
+            case .environment(let environment):
+                released += try await store.releaseHeldDeliveries(
+                    appID: appID, environment: environment, now: clock.now)
+            case .channel(let channel):
+                released += try await store.releaseHeldDeliveries(appID: appID, channel: channel, now: clock.now)
+            }
         }
-        if let selector = credential.selector {
-            released += try await store.releaseHeldDeliveries(
-                appID: credential.appID, selector: selector, now: clock.now)
+        if let selector {
+            released += try await store.releaseHeldDeliveries(appID: appID, selector: selector, now: clock.now)
         }
         await wake(released)
-        return true
+    }
+
+    /// `releaseHeld` for a credential just added, whose answer must not fail for it: held
+    /// deliveries also go out when the retry worker finds the credential.
+    private func releaseHeldForNewCredential(id: Int64, appID: Int64, routes: [HeldRoute], selector: String?) async {
+        do {
+            try await releaseHeld(appID: appID, routes: routes, selector: selector)
+        } catch {
+            logger.error(
+                "could not release deliveries held for a credential just added",
+                metadata: ["credential": "\(id)", "error": "\(error)"])
+        }
     }
 
     /// Sends what was released now, here and on the other nodes.
@@ -248,18 +265,8 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         await publish(.channelCredentials(appID: appID))
         if check.isRefused { return (record, check) }
         // The service's deliveries held for want of a credential, or for a refused one.
-        do {
-            var released = try await store.releaseHeldDeliveries(
-                appID: appID, channel: record.channel, now: clock.now)
-            if let selector = record.selector {
-                released += try await store.releaseHeldDeliveries(appID: appID, selector: selector, now: clock.now)
-            }
-            await wake(released)
-        } catch {
-            logger.error(
-                "could not release deliveries held for a credential just added",
-                metadata: ["credential": "\(record.id)", "error": "\(error)"])
-        }
+        await releaseHeldForNewCredential(
+            id: record.id, appID: appID, routes: [.channel(record.channel)], selector: record.selector)
         return (record, check)
     }
 
@@ -287,13 +294,8 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         android.credentialsChanged(appID: credential.appID)
         await publish(.channelCredentials(appID: credential.appID))
         guard removed else { return false }
-        var released = try await store.releaseHeldDeliveries(
-            appID: credential.appID, channel: credential.channel, now: clock.now)
-        if let selector = credential.selector {
-            released += try await store.releaseHeldDeliveries(
-                appID: credential.appID, selector: selector, now: clock.now)
-        }
-        await wake(released)
+        try await releaseHeld(
+            appID: credential.appID, routes: [.channel(credential.channel)], selector: credential.selector)
         return true
     }
 
