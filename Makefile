@@ -55,7 +55,7 @@ build: deps
 	$(SWIFT) build
 
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --product tuisong
 
 run: release
 	.build/release/tuisong serve --config $(CONFIG)
