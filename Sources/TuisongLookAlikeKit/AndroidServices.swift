@@ -1,24 +1,22 @@
 import Synchronization
 internal import TuisongCrypto
 
-/// The Android push services the mock stands in for, next to APNs.
-public enum AndroidPushService: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
-    /// Firebase Cloud Messaging HTTP v1, with Google's service-account OAuth token endpoint.
-    case fcm
-    /// Huawei Push Kit (HMS Core) REST v1.
-    case huawei
-    /// Honor Push.
-    case honor
-    /// Xiaomi MiPush (server API v3, form-encoded, AppSecret as the key).
-    case xiaomi
-    /// OPPO Push (HeyTap) server API v1.
-    case oppo
-    /// vivo Push server API.
-    case vivo
-    /// Huawei Push Kit for HarmonyOS NEXT (scenario API v3, service-account JWT).
-    case harmony
+/// A look-alike service: the channel name of the transport it stands in for. Open, as the channels are: each look-alike declares its own
+/// (`extension AndroidPushService { public static let … }` in its folder).
+public struct AndroidPushService: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public var rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
 
     public var description: String { rawValue }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
 }
 
 /// Counters of one Android service since start (or the last `resetStatistics()`).
@@ -34,55 +32,35 @@ public struct AndroidServiceStatistics: Sendable, Equatable {
     public var authenticationFailures = 0
     /// Send requests refused as a whole (authentication, body validation, request-level faults).
     public var requestsRefused = 0
-    /// Device tokens a message was accepted for (a Huawei batch of 1000 counts 1000).
+    /// Device tokens a message was accepted for (a batch of 1000 counts 1000).
     public var messagesDelivered = 0
     /// Device tokens refused inside otherwise processed requests (faults, malformed tokens), plus
     /// the tokens of requests refused as a whole.
     public var messagesRefused = 0
     /// Answers by HTTP status, token endpoint included.
     public var responsesByStatus: [Int: Int] = [:]
-    /// Error answers by the service's code: FCM `errorCode` (or `status` when there is no
-    /// FcmError), Huawei/Honor result code, OAuth `error`, Xiaomi/OPPO `code`, vivo `result`.
+    /// Error answers by the service's own code (its look-alike says which field: an error code,
+    /// a result code, OAuth's `error`).
     public var responsesByCode: [String: Int] = [:]
 
     public init() {}
 }
 
-/// Per-service counters of the Android look-alikes.
+/// Per-service counters of the look-alikes (each look-alike adds its own accessor, e.g.
+/// `statistics.<service>`, from its folder).
 public struct AndroidMockStatistics: Sendable, Equatable {
-    public var fcm = AndroidServiceStatistics()
-    public var huawei = AndroidServiceStatistics()
-    public var honor = AndroidServiceStatistics()
-    public var xiaomi = AndroidServiceStatistics()
-    public var oppo = AndroidServiceStatistics()
-    public var vivo = AndroidServiceStatistics()
-    public var harmony = AndroidServiceStatistics()
+    private var services: [AndroidPushService: AndroidServiceStatistics] = [:]
 
     public init() {}
 
     public subscript(service: AndroidPushService) -> AndroidServiceStatistics {
-        get {
-            switch service {
-            case .fcm: fcm
-            case .huawei: huawei
-            case .honor: honor
-            case .xiaomi: xiaomi
-            case .oppo: oppo
-            case .vivo: vivo
-            case .harmony: harmony
-            }
-        }
-        set {
-            switch service {
-            case .fcm: fcm = newValue
-            case .huawei: huawei = newValue
-            case .honor: honor = newValue
-            case .xiaomi: xiaomi = newValue
-            case .oppo: oppo = newValue
-            case .vivo: vivo = newValue
-            case .harmony: harmony = newValue
-            }
-        }
+        get { services[service] ?? AndroidServiceStatistics() }
+        set { services[service] = newValue }
+    }
+
+    /// Equal when every service's counters are (a service never counted equals one at zero).
+    public static func == (lhs: AndroidMockStatistics, rhs: AndroidMockStatistics) -> Bool {
+        Set(lhs.services.keys).union(rhs.services.keys).allSatisfy { lhs[$0] == rhs[$0] }
     }
 }
 
@@ -90,71 +68,90 @@ public struct AndroidMockStatistics: Sendable, Equatable {
 /// recorded).
 public struct ReceivedAndroidMessage: Sendable, Equatable {
     public var service: AndroidPushService
-    /// FCM project id, Huawei or Honor app id, from the path; Xiaomi package name; OPPO
-    /// AppKey; vivo AppID.
+    /// The project or app it was sent for, in the service's terms (a project or app id, a
+    /// package name, an app key).
     public var target: String
-    /// Who sent it: the service account's `client_email`, the OAuth `client_id`, the Xiaomi
-    /// package name, the OPPO or vivo AppKey.
+    /// Who sent it: a service account's email, an OAuth client id, an app key.
     public var principal: String
     /// Device tokens the message was accepted for.
     public var tokens: [String]
-    /// Device tokens refused inside the request (Huawei `illegal_tokens`, Honor `failTokens` and
-    /// `expireTokens`, Xiaomi `bad_regids`, OPPO entries with an `errorCode`, vivo
-    /// `invalidUsers`).
+    /// Device tokens refused inside the request (those the answer lists as illegal, failed or
+    /// expired).
     public var refusedTokens: [String]
-    /// FCM `name`, the Huawei/Honor `requestId`, Xiaomi `data.id`, OPPO `messageId`s (`,`
-    /// between those of a batch), vivo `taskId`.
+    /// The service's id of the message in its answer (`,` between those of a batch that answers
+    /// one per entry).
     public var messageID: String
-    /// The request body bytes as received (a vivo `pushToList`: the `saveListPayload` body its
-    /// `taskId` names).
+    /// The request body bytes as received (for a send of a stored payload, the stored body).
     public var body: [UInt8]
     /// Server-wide connection number and HTTP/2 stream id of the request.
     public var connectionID: Int
     public var streamID: Int
-    /// Honor's `timestamp` header as sent; nil when absent or for other services.
+    /// The request's `timestamp` header as sent, where the service signs with one; nil otherwise.
     public var timestampHeader: String?
     /// Receive time, milliseconds since 1970.
     public var receivedAtMilliseconds: Int64
-    /// HarmonyOS: the request's `push-type` header (0 alert, 6 background, …); nil for others.
-    public var harmonyPushType: Int? = nil
-    /// HarmonyOS: `pushOptions.testMessage` as sent.
-    public var harmonyTestMessage = false
+    /// What else a look-alike notes of the request, by its own names (a header of its own;
+    /// read through the accessors its folder adds).
+    public var details: [String: String] = [:]
+
+    package init(
+        service: AndroidPushService, target: String, principal: String, tokens: [String], refusedTokens: [String],
+        messageID: String, body: [UInt8], connectionID: Int, streamID: Int, timestampHeader: String?,
+        receivedAtMilliseconds: Int64, details: [String: String] = [:]
+    ) {
+        self.service = service
+        self.target = target
+        self.principal = principal
+        self.tokens = tokens
+        self.refusedTokens = refusedTokens
+        self.messageID = messageID
+        self.body = body
+        self.connectionID = connectionID
+        self.streamID = streamID
+        self.timestampHeader = timestampHeader
+        self.receivedAtMilliseconds = receivedAtMilliseconds
+        self.details = details
+    }
 }
 
-/// The parts of an Android request the look-alikes read.
-struct AndroidRequest {
-    var method: String?
-    var path: String
-    var authority: String?
-    var authorization: String?
-    var contentType: String?
-    var timestamp: String?
-    /// vivo's `authToken` or OPPO's `auth_token` request header.
-    var vendorToken: String? = nil
-    /// HarmonyOS Push Kit's `push-type` request header.
-    var pushType: String? = nil
-    var body: [UInt8]
-    /// Bytes received, which may exceed `body` (stored up to `AndroidServices.bodyStorageLimit`).
-    var bodyLength: Int
-    var connectionID: Int
-    var streamID: Int
-    var receivedAtMilliseconds: Int64
+/// The parts of a request the look-alikes read.
+package struct AndroidRequest {
+    package var method: String?
+    package var path: String
+    package var authority: String?
+    package var authorization: String?
+    package var contentType: String?
+    /// The other request headers by lower-case name (`timestamp`, `authtoken`…).
+    package var headers: [String: String] = [:]
+    package var body: [UInt8]
+    /// Bytes received, which may exceed `body` (stored up to `LookAlikeHost.bodyStorageLimit`).
+    package var bodyLength: Int
+    package var connectionID: Int
+    package var streamID: Int
+    package var receivedAtMilliseconds: Int64
+
+    /// `path` without its query string.
+    package var pathWithoutQuery: String {
+        path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
+    }
 }
 
-/// An answer of an Android look-alike, with what the request log and statistics need.
-struct AndroidResponse {
-    var status: Int
-    var headers: [(String, String)] = []
-    var body: [UInt8]
-    var service: AndroidPushService
+/// An answer of a look-alike, with what the request log and statistics need.
+package struct AndroidResponse {
+    package var status: Int
+    package var headers: [(String, String)] = []
+    package var body: [UInt8]
+    package var service: AndroidPushService
     /// Error code counted in `responsesByCode`; nil for success.
-    var code: String?
+    package var code: String?
     /// Project or app id, client email or id, when known.
-    var target: String?
-    var principal: String?
-    var tokenCount = 0
+    package var target: String?
+    package var principal: String?
+    package var tokenCount = 0
+    /// An answer of a sign-in (token) endpoint: counted as a grant or a refusal, not a send.
+    package var isSignIn = false
 
-    init(
+    package init(
         status: Int, json: String, service: AndroidPushService, code: String?, extraHeaders: [(String, String)] = []
     ) {
         self.status = status
@@ -166,95 +163,20 @@ struct AndroidResponse {
     }
 }
 
-/// Which endpoint a path names. Paths are matched without their query string.
-enum AndroidEndpoint: Equatable {
-    case googleToken
-    case fcmSend(project: String)
-    case huaweiToken
-    case huaweiSend(appID: String)
-    case honorToken
-    case honorSend(appID: String)
-    case xiaomiSend
-    case oppoAuth
-    case oppoUnicast
-    case oppoUnicastBatch
-    case vivoAuth
-    case vivoSend
-    case vivoSaveListPayload
-    case vivoPushToList
-    case harmonySend(projectID: String)
-
-    var service: AndroidPushService {
-        switch self {
-        case .googleToken, .fcmSend: .fcm
-        case .huaweiToken, .huaweiSend: .huawei
-        case .honorToken, .honorSend: .honor
-        case .xiaomiSend: .xiaomi
-        case .oppoAuth, .oppoUnicast, .oppoUnicastBatch: .oppo
-        case .vivoAuth, .vivoSend, .vivoSaveListPayload, .vivoPushToList: .vivo
-        case .harmonySend: .harmony
-        }
-    }
-
-    var isTokenEndpoint: Bool {
-        switch self {
-        case .googleToken, .huaweiToken, .honorToken, .oppoAuth, .vivoAuth: true
-        default: false
-        }
-    }
-
-    init?(path fullPath: String) {
-        let path =
-            fullPath.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
-            ?? fullPath
-        switch path {
-        case "/token": self = .googleToken
-        case "/oauth2/v3/token": self = .huaweiToken
-        case "/auth/token", "/auth/realms/developer/protocol/openid-connect/token": self = .honorToken
-        case "/v3/message/regid", "/v2/message/regid": self = .xiaomiSend
-        case "/server/v1/auth": self = .oppoAuth
-        case "/server/v1/message/notification/unicast": self = .oppoUnicast
-        case "/server/v1/message/notification/unicast_batch": self = .oppoUnicastBatch
-        case "/message/auth": self = .vivoAuth
-        case "/message/send": self = .vivoSend
-        case "/message/saveListPayload": self = .vivoSaveListPayload
-        case "/message/pushToList": self = .vivoPushToList
-        default:
-            let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-            // "", "v1", "projects", P, "messages:send"
-            if parts.count == 5, parts[1] == "v1", parts[2] == "projects", parts[4] == "messages:send",
-                !parts[3].isEmpty
-            {
-                self = .fcmSend(project: String(parts[3]))
-            } else if parts.count == 4, parts[1] == "v1", parts[3] == "messages:send", !parts[2].isEmpty {
-                self = .huaweiSend(appID: String(parts[2]))
-            } else if parts.count == 4, parts[1] == "v3", parts[3] == "messages:send", !parts[2].isEmpty {
-                self = .harmonySend(projectID: String(parts[2]))
-            } else if parts.count == 5, parts[1] == "api", parts[2] == "v1", parts[4] == "sendMessage",
-                !parts[3].isEmpty
-            {
-                self = .honorSend(appID: String(parts[3]))
-            } else {
-                return nil
-            }
-        }
-    }
-}
-
-/// The access tokens the token endpoints issued (FCM, Huawei, Honor, OPPO, vivo).
-final class AccessTokenStore: Sendable {
-    struct Issued: Sendable {
-        var service: AndroidPushService
-        /// client_email, client_id, or the OPPO/vivo AppKey.
-        var principal: String
+/// The access tokens the look-alikes' token endpoints issued, every service's in one store.
+package final class AccessTokenStore: Sendable {
+    package struct Issued: Sendable {
+        package var service: AndroidPushService
+        /// Who signed in: a client id, an account's email, an app key.
+        package var principal: String
         /// Project or app the token may send for.
-        var target: String
-        /// Granted scopes (FCM only).
-        var scopes: [String]
-        var expiresAtMilliseconds: Int64
+        package var target: String
+        /// Granted scopes, where the service has them.
+        package var scopes: [String]
+        package var expiresAtMilliseconds: Int64
     }
 
-    enum Lookup {
+    package enum Lookup {
         case valid(Issued)
         case expired(Issued)
         case unknown
@@ -278,7 +200,7 @@ final class AccessTokenStore: Sendable {
         return token
     }
 
-    func lookup(_ token: String, nowMilliseconds: Int64) -> Lookup {
+    package func lookup(_ token: String, nowMilliseconds: Int64) -> Lookup {
         guard let issued = tokens.withLock({ $0[token] }) else { return .unknown }
         return nowMilliseconds < issued.expiresAtMilliseconds ? .valid(issued) : .expired(issued)
     }
@@ -293,7 +215,7 @@ final class AccessTokenStore: Sendable {
 }
 
 /// Android counters and the bounded ring of accepted messages.
-final class AndroidRecorder: Sendable {
+package final class AndroidRecorder: Sendable {
     private struct State {
         var statistics = AndroidMockStatistics()
         var ring: [ReceivedAndroidMessage] = []
@@ -309,13 +231,13 @@ final class AndroidRecorder: Sendable {
 
     var statistics: AndroidMockStatistics { state.withLock { $0.statistics } }
 
-    func count(_ response: AndroidResponse, endpoint: AndroidEndpoint) {
+    func count(_ response: AndroidResponse) {
         state.withLock { state in
-            let service = endpoint.service
+            let service = response.service
             state.statistics[service].responsesByStatus[response.status, default: 0] += 1
             if let code = response.code { state.statistics[service].responsesByCode[code, default: 0] += 1 }
-            if endpoint.isTokenEndpoint {
-                // OPPO and vivo refuse with HTTP 200 and a code.
+            if response.isSignIn {
+                // Some services refuse with HTTP 200 and a code.
                 if response.status == 200 && response.code == nil {
                     state.statistics[service].tokenGrants += 1
                 } else {
@@ -327,11 +249,11 @@ final class AndroidRecorder: Sendable {
         }
     }
 
-    func update(_ service: AndroidPushService, _ change: (inout AndroidServiceStatistics) -> Void) {
+    package func update(_ service: AndroidPushService, _ change: (inout AndroidServiceStatistics) -> Void) {
         state.withLock { change(&$0.statistics[service]) }
     }
 
-    func record(_ message: ReceivedAndroidMessage) {
+    package func record(_ message: ReceivedAndroidMessage) {
         let capacity = capacity
         guard capacity > 0 else { return }
         state.withLock { state in
@@ -361,7 +283,7 @@ final class AndroidRecorder: Sendable {
 }
 
 /// Android token-prefix faults, longest prefix first.
-struct AndroidTokenPrefixFaults: Sendable {
+package struct AndroidTokenPrefixFaults: Sendable {
     private let entries: [(prefix: String, fault: APNsMockConfiguration.AndroidTokenFault)]
 
     init(_ prefixes: [String: APNsMockConfiguration.AndroidTokenFault]) {
@@ -370,200 +292,8 @@ struct AndroidTokenPrefixFaults: Sendable {
         }
     }
 
-    func fault(forToken token: String) -> APNsMockConfiguration.AndroidTokenFault? {
+    package func fault(forToken token: String) -> APNsMockConfiguration.AndroidTokenFault? {
         guard !entries.isEmpty else { return nil }
         return entries.first { token.hasPrefix($0.prefix) }?.fault
-    }
-}
-
-/// The FCM, Huawei, Honor, Xiaomi, OPPO and vivo look-alikes: token endpoints, send
-/// endpoints, issued tokens, recording. Stateless per request apart from the token store and the recorder, so every
-/// event loop calls it directly.
-final class AndroidServices: Sendable {
-    /// Android bodies are kept up to this size (1000 tokens of a few hundred bytes fit easily);
-    /// larger ones are answered "too large" by the service concerned.
-    static let bodyStorageLimit = 4 * 1024 * 1024
-
-    struct TrustedAccount: Sendable {
-        let account: APNsMockConfiguration.FCMServiceAccount
-        let publicKey: PublicKey
-    }
-
-    /// Who the token endpoints trust, by `client_email` / `client_id`; growable at run time
-    /// (`APNsMockServer.trust…`), read once per token request.
-    struct Trust: Sendable {
-        var accounts: [String: TrustedAccount] = [:]
-        var huaweiClients: [String: APNsMockConfiguration.PushKitClient] = [:]
-        var honorClients: [String: APNsMockConfiguration.PushKitClient] = [:]
-        /// By AppSecret (the key of every Xiaomi request).
-        var xiaomiApps: [String: APNsMockConfiguration.XiaomiApp] = [:]
-        /// By AppKey.
-        var oppoApps: [String: APNsMockConfiguration.OppoApp] = [:]
-        /// By AppID.
-        var vivoApps: [String: APNsMockConfiguration.VivoApp] = [:]
-        /// HarmonyOS service accounts, by `key_id` (the JWT's `kid`).
-        var harmonyAccounts: [String: TrustedHarmonyAccount] = [:]
-    }
-
-    struct TrustedHarmonyAccount: Sendable {
-        let account: APNsMockConfiguration.HarmonyServiceAccount
-        let publicKey: PublicKey
-    }
-
-    let trust: Mutex<Trust>
-    let lifetimeSeconds: Int
-    let tokens = AccessTokenStore()
-    let recorder: AndroidRecorder
-    /// vivo `saveListPayload` bodies, by `taskId`, for `pushToList`.
-    let vivoTasks = VivoTaskStore()
-    /// Where accepted pushes' receipts go (`APNsMockServer.sendReceipts(to:)`); nil: none sent.
-    let receiptSink = Mutex<(any LookAlikeReceiptSink)?>(nil)
-
-    init(configuration: APNsMockConfiguration) throws {
-        var trust = Trust()
-        for account in configuration.fcmServiceAccounts {
-            trust.accounts[account.clientEmail] = TrustedAccount(
-                account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
-        }
-        for client in configuration.huaweiClients where trust.huaweiClients[client.clientID] == nil {
-            trust.huaweiClients[client.clientID] = client
-        }
-        for client in configuration.honorClients where trust.honorClients[client.clientID] == nil {
-            trust.honorClients[client.clientID] = client
-        }
-        for app in configuration.xiaomiApps where trust.xiaomiApps[app.appSecret] == nil {
-            trust.xiaomiApps[app.appSecret] = app
-        }
-        for app in configuration.oppoApps where trust.oppoApps[app.appKey] == nil { trust.oppoApps[app.appKey] = app }
-        for app in configuration.vivoApps where trust.vivoApps[app.appID] == nil { trust.vivoApps[app.appID] = app }
-        for account in configuration.harmonyServiceAccounts where trust.harmonyAccounts[account.keyID] == nil {
-            trust.harmonyAccounts[account.keyID] = TrustedHarmonyAccount(
-                account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
-        }
-        self.trust = Mutex(trust)
-        lifetimeSeconds = max(0, configuration.accessTokenLifetimeSeconds)
-        recorder = AndroidRecorder(capacity: configuration.recordedNotificationLimit)
-    }
-
-    /// Trusts one more service account (replacing one with the same `client_email`).
-    func trust(_ account: APNsMockConfiguration.FCMServiceAccount) throws {
-        let trusted = TrustedAccount(account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
-        trust.withLock { $0.accounts[account.clientEmail] = trusted }
-    }
-
-    /// Trusts one more Huawei or Honor client (replacing one with the same `client_id`).
-    func trust(_ client: APNsMockConfiguration.PushKitClient, service: AndroidPushService) {
-        trust.withLock { trust in
-            if service == .huawei { trust.huaweiClients[client.clientID] = client }
-            if service == .honor { trust.honorClients[client.clientID] = client }
-        }
-    }
-
-    /// Trusts one more Xiaomi app (replacing one with the same AppSecret).
-    func trust(_ app: APNsMockConfiguration.XiaomiApp) {
-        trust.withLock { $0.xiaomiApps[app.appSecret] = app }
-    }
-
-    /// Trusts one more OPPO app (replacing one with the same AppKey).
-    func trust(_ app: APNsMockConfiguration.OppoApp) {
-        trust.withLock { $0.oppoApps[app.appKey] = app }
-    }
-
-    /// Trusts one more vivo app (replacing one with the same AppID).
-    func trust(_ app: APNsMockConfiguration.VivoApp) {
-        trust.withLock { $0.vivoApps[app.appID] = app }
-    }
-
-    /// Trusts one more HarmonyOS service account (replacing one with the same `key_id`).
-    func trust(_ account: APNsMockConfiguration.HarmonyServiceAccount) throws {
-        let trusted = TrustedHarmonyAccount(account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
-        trust.withLock { $0.harmonyAccounts[account.keyID] = trusted }
-    }
-
-    /// Answers one request for `endpoint` and counts it.
-    func handle(_ request: AndroidRequest, endpoint: AndroidEndpoint, faults: AndroidTokenPrefixFaults)
-        -> AndroidResponse
-    {
-        var response: AndroidResponse
-        switch endpoint {
-        case .googleToken: response = googleToken(request)
-        case .fcmSend(let project): response = fcmSend(request, project: project, faults: faults)
-        case .huaweiToken: response = pushKitToken(request, service: .huawei)
-        case .huaweiSend(let appID): response = huaweiSend(request, appID: appID, faults: faults)
-        case .honorToken: response = pushKitToken(request, service: .honor)
-        case .honorSend(let appID): response = honorSend(request, appID: appID, faults: faults)
-        case .xiaomiSend: response = xiaomiSend(request, faults: faults)
-        case .oppoAuth: response = oppoAuth(request)
-        case .oppoUnicast: response = oppoSend(request, batch: false, faults: faults)
-        case .oppoUnicastBatch: response = oppoSend(request, batch: true, faults: faults)
-        case .vivoAuth: response = vivoAuth(request)
-        case .vivoSend: response = vivoSend(request, faults: faults)
-        case .vivoSaveListPayload: response = vivoSaveListPayload(request)
-        case .vivoPushToList: response = vivoPushToList(request, faults: faults)
-        case .harmonySend(let projectID): response = harmonySend(request, projectID: projectID, faults: faults)
-        }
-        recorder.count(response, endpoint: endpoint)
-        return response
-    }
-
-    /// Issues an access token for `lifetimeSeconds`.
-    func issueToken(
-        service: AndroidPushService, principal: String, target: String, scopes: [String] = [],
-        nowMilliseconds: Int64
-    ) -> String {
-        let prefix: String
-        switch service {
-        case .fcm: prefix = "ya29.mock-"
-        case .huawei: prefix = "CgB6e3x9"
-        case .honor: prefix = "honor."
-        case .xiaomi: prefix = "xiaomi."  // Xiaomi issues none; here for completeness
-        case .oppo: prefix = "oppo."
-        case .vivo: prefix = "vivo."
-        case .harmony: prefix = "harmony."  // HarmonyOS issues none: the sender signs its own JWT
-        }
-        return tokens.issue(
-            .init(
-                service: service, principal: principal, target: target, scopes: scopes,
-                expiresAtMilliseconds: nowMilliseconds + Int64(lifetimeSeconds) * 1000), prefix: prefix)
-    }
-
-    /// The bearer token of an `authorization` header ("Bearer x", any case of "bearer").
-    static func bearerToken(_ authorization: String?) -> String? {
-        guard let authorization, authorization.utf8.count > 7 else { return nil }
-        let scheme = authorization.prefix(7)
-        guard scheme.lowercased() == "bearer " else { return nil }
-        let token = authorization.dropFirst(7).trimmingSpaces()
-        return token.isEmpty ? nil : token
-    }
-
-    /// A fresh request id as Huawei answers them: 24 digits, milliseconds first.
-    static func requestID(nowMilliseconds: Int64) -> String {
-        var generator = SystemRandomNumberGenerator()
-        let tail = (0..<11).map { _ in String(Int.random(in: 0...9, using: &generator)) }.joined()
-        return String(nowMilliseconds) + tail
-    }
-
-    /// Device tokens are opaque, but no real one is empty, longer than 4 KB or holds anything
-    /// outside URL-safe base64 and `:` `.` `-` (spaces are the classic copy-paste bug).
-    static func isPlausibleDeviceToken(_ token: String) -> Bool {
-        guard !token.isEmpty, token.utf8.count <= 4096 else { return false }
-        return token.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: ":"),
-                UInt8(ascii: "."), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
-                true
-            default: false
-            }
-        }
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingSpaces() -> String {
-        var slice = self[...]
-        while slice.first == " " { slice = slice.dropFirst() }
-        while slice.last == " " { slice = slice.dropLast() }
-        return String(slice)
     }
 }

@@ -1,138 +1,119 @@
-/// Huawei Push Kit (REST v1) and Honor Push: client-credentials token endpoints and batch sends
-/// of up to 1000 tokens, answering as `docs/reference/android.md` §3–4 says (and, where the
-/// sources are silent, as it says the look-alike assumes).
-extension AndroidServices {
-    static let maximumBatchTokens = 1000
-    /// Huawei: "The message body size exceeds the default value (4096 bytes)", tokens not counted.
+import Foundation
+import Synchronization
+import TuisongLookAlikeKit
+
+extension AndroidPushService {
+    /// Huawei Push Kit (HMS Core) REST v1.
+    public static let huawei = AndroidPushService("huawei")
+}
+
+/// The look-alike of Huawei Push Kit (REST v1): a client-credentials token endpoint and batch
+/// sends of up to 1000 tokens, answering as `docs/reference/android.md` §3 says (and, where the
+/// sources are silent, as it says the look-alike assumes). Token faults: `unregistered` and
+/// `invalidArgument` put the token in `illegal_tokens`; `quotaExceeded` is HTTP 503 (flow
+/// control); `unavailable` and `internal` are HTTP 500 `81000001`. Receipts: V1 `statuses`
+/// signed with `X-HUAWEI-CALLBACK-ID`, to the app's receipt configuration.
+package final class HuaweiLookAlike: LookAlikeService {
+    package static let declaration = LookAlikeDeclaration(
+        service: .huawei, summary: "Huawei Push Kit (POST /oauth2/v3/token; POST /v1/<appId>/messages:send)",
+        configurationKeys: [("huaweiClients", #"{"clientID","clientSecret","appID"}"#)], setupKeys: ["huaweiClient"],
+        makeSetup: { setup in
+            let id = "10" + HuaweiLookAlike.randomString(count: 7, alphabet: "0123456789")
+            try setup.setLookAlikeMaterial(
+                "huaweiClient",
+                APNsMockConfiguration.PushKitClient(
+                    clientID: id, clientSecret: HuaweiLookAlike.randomString(count: 64, alphabet: "0123456789abcdef"),
+                    appID: id))
+        },
+        configure: { configuration, setup in configuration.huaweiClients.append(setup.huaweiClient) },
+        start: { host, configuration in try HuaweiLookAlike(host: host, configuration: configuration) },
+        fallbackCredential: { setup, _ in
+            let client = setup.huaweiClient
+            return LookAlikeCredential(
+                vendorAppID: client.appID, clientID: client.clientID, secret: Array(client.clientSecret.utf8))
+        },
+        banner: { setup, base, _ in
+            let client = setup.huaweiClient
+            return [
+                "token_url": base + "/oauth2/v3/token", "send_url": "\(base)/v1/\(client.appID)/messages:send",
+                "client_id": client.clientID, "client_secret": client.clientSecret, "app_id": client.appID,
+            ]
+        })
+
+    /// "The message body size exceeds the default value (4096 bytes)", tokens not counted.
     static let pushKitPayloadLimit = 4096
 
-    // MARK: Token endpoints
+    package let service = AndroidPushService.huawei
+    package let host: LookAlikeHost
+    /// The OAuth clients it grants tokens to, by `client_id`; growable at run time.
+    private let clients: Mutex<[String: APNsMockConfiguration.PushKitClient]>
 
-    func pushKitToken(_ request: AndroidRequest, service: AndroidPushService) -> AndroidResponse {
-        func huaweiRefusal(_ subError: Int, _ description: String, status: Int = 400) -> AndroidResponse {
+    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+        self.host = host
+        var clients: [String: APNsMockConfiguration.PushKitClient] = [:]
+        for client in try configuration.lookAlikeSetting(
+            "huaweiClients", as: [APNsMockConfiguration.PushKitClient].self)
+            ?? [] where clients[client.clientID] == nil
+        {
+            clients[client.clientID] = client
+        }
+        self.clients = Mutex(clients)
+    }
+
+    /// Grants tokens to this client from now on (replacing one with the same `client_id`).
+    func trust(_ client: APNsMockConfiguration.PushKitClient) {
+        clients.withLock { $0[client.clientID] = client }
+    }
+
+    package func trust(vendorAppID: String, clientID: String, secret: [UInt8]) {
+        trust(.init(clientID: clientID, clientSecret: String(decoding: secret, as: UTF8.self), appID: vendorAppID))
+    }
+
+    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+        let path = request.pathWithoutQuery
+        if path == "/oauth2/v3/token" {
+            var response = token(request)
+            response.isSignIn = true
+            return response
+        }
+        // "", "v1", appID, "messages:send"
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[1] == "v1", parts[3] == "messages:send", !parts[2].isEmpty else { return nil }
+        return huaweiSend(request, appID: String(parts[2]), faults: faults)
+    }
+
+    // MARK: POST /oauth2/v3/token
+
+    func token(_ request: AndroidRequest) -> AndroidResponse {
+        func refusal(_ subError: Int, _ description: String, status: Int = 400) -> AndroidResponse {
             AndroidResponse(
                 status: status,
                 json:
                     #"{"error":1101,"sub_error":\#(subError),"error_description":\#(RequestLogLine.quoted(description))}"#,
                 service: .huawei, code: "1101/\(subError)")
         }
-        func honorRefusal(_ status: Int, _ error: String, _ description: String) -> AndroidResponse {
-            AndroidResponse(
-                status: status,
-                json:
-                    #"{"error":\#(RequestLogLine.quoted(error)),"error_description":\#(RequestLogLine.quoted(description))}"#,
-                service: .honor, code: error)
-        }
-        let isHuawei = service == .huawei
-        guard request.method == "POST" else {
-            return isHuawei
-                ? huaweiRefusal(20001, "unsupported http method", status: 405)
-                : honorRefusal(405, "invalid_request", "HTTP method not allowed")
-        }
+        guard request.method == "POST" else { return refusal(20001, "unsupported http method", status: 405) }
         guard let form = FormBody.parse(request.body), form["grant_type"] == "client_credentials" else {
-            return isHuawei
-                ? huaweiRefusal(20001, "invalid grant_type")
-                : honorRefusal(400, "unsupported_grant_type", "Unsupported grant_type")
+            return refusal(20001, "invalid grant_type")
         }
         let clientID = form["client_id"] ?? ""
         let secret = form["client_secret"] ?? ""
-        let clients = trust.withLock { isHuawei ? $0.huaweiClients : $0.honorClients }
-        if isHuawei {
-            guard !clientID.isEmpty, clientID.utf8.count <= 64, clientID.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
-            else { return huaweiRefusal(20002, "invalid client_id") }
-            guard !secret.isEmpty else { return huaweiRefusal(20171, "client_secret is empty") }
-        }
-        guard let client = clients[clientID] else {
-            return isHuawei
-                ? huaweiRefusal(20003, "client_id not found")
-                : honorRefusal(401, "invalid_client", "Invalid client or Invalid client credentials")
-        }
-        guard client.clientSecret == secret else {
-            return isHuawei
-                ? huaweiRefusal(12304, "invalid client_secret")
-                : honorRefusal(401, "invalid_client", "Invalid client or Invalid client credentials")
-        }
+        guard !clientID.isEmpty, clientID.utf8.count <= 64, clientID.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+        else { return refusal(20002, "invalid client_id") }
+        guard !secret.isEmpty else { return refusal(20171, "client_secret is empty") }
+        guard let client = clients.withLock({ $0[clientID] }) else { return refusal(20003, "client_id not found") }
+        guard client.clientSecret == secret else { return refusal(12304, "invalid client_secret") }
         let token = issueToken(
-            service: service, principal: clientID, target: client.appID, nowMilliseconds: request.receivedAtMilliseconds
-        )
+            prefix: "CgB6e3x9", principal: clientID, target: client.appID,
+            nowMilliseconds: request.receivedAtMilliseconds)
         var response = AndroidResponse(
             status: 200,
             json:
                 #"{"access_token":\#(RequestLogLine.quoted(token)),"expires_in":\#(lifetimeSeconds),"token_type":"Bearer"}"#,
-            service: service, code: nil)
+            service: .huawei, code: nil)
         response.principal = clientID
         response.target = client.appID
         return response
-    }
-
-    // MARK: Shared checks
-
-    /// How the bearer token of a send request stands.
-    enum PushKitAuthentication {
-        case accepted(AccessTokenStore.Issued)
-        /// Missing, unknown, another service's, or another app's token: 80200001.
-        case refused
-        /// Expired or revoked: 80200003.
-        case expired
-    }
-
-    func authenticatePushKit(_ request: AndroidRequest, service: AndroidPushService, appID: String)
-        -> PushKitAuthentication
-    {
-        guard let bearer = Self.bearerToken(request.authorization) else { return .refused }
-        switch tokens.lookup(bearer, nowMilliseconds: request.receivedAtMilliseconds) {
-        case .unknown: return .refused
-        case .expired(let issued): return issued.service == service ? .expired : .refused
-        case .valid(let issued):
-            return issued.service == service && issued.target == appID ? .accepted(issued) : .refused
-        }
-    }
-
-    /// The tokens of a batch split by outcome, or the request-level fault that fails it whole.
-    struct BatchOutcome {
-        var accepted: [String] = []
-        /// Malformed, or faulted `unregistered` / `invalidArgument`.
-        var illegal: [String] = []
-        /// Faulted `unregistered` (Honor reports these apart, as `expireTokens`).
-        var expired: [String] = []
-        var requestFault: APNsMockConfiguration.AndroidTokenFault?
-    }
-
-    static func sortBatch(_ tokens: [String], faults: AndroidTokenPrefixFaults) -> BatchOutcome {
-        var outcome = BatchOutcome()
-        for token in tokens {
-            guard isPlausibleDeviceToken(token) else {
-                outcome.illegal.append(token)
-                continue
-            }
-            switch faults.fault(forToken: token)?.kind {
-            case nil: outcome.accepted.append(token)
-            case .unregistered:
-                outcome.illegal.append(token)
-                outcome.expired.append(token)
-            case .invalidArgument: outcome.illegal.append(token)
-            case .quotaExceeded, .unavailable, .internal:
-                if outcome.requestFault == nil { outcome.requestFault = faults.fault(forToken: token) }
-            }
-        }
-        return outcome
-    }
-
-    /// Token strings of a `token` member: nil when it is not an array of strings.
-    static func tokenList(_ value: MockJSON?) -> [String]? {
-        guard case .array(let elements) = value else { return nil }
-        var tokens: [String] = []
-        tokens.reserveCapacity(elements.count)
-        for element in elements {
-            guard let token = element.stringValue else { return nil }
-            tokens.append(token)
-        }
-        return tokens
-    }
-
-    /// Payload bytes of a batch request: the body without its tokens.
-    static func payloadBytes(bodyLength: Int, tokens: [String]) -> Int {
-        bodyLength - tokens.reduce(0) { $0 + $1.utf8.count + 3 }
     }
 
     // MARK: POST /v1/{appId}/messages:send (Huawei)
@@ -158,7 +139,7 @@ extension AndroidServices {
         }
         guard request.method == "POST" else { return refuse(405, "80100001", "Method not allowed") }
         let issued: AccessTokenStore.Issued
-        switch authenticatePushKit(request, service: .huawei, appID: appID) {
+        switch authenticateBearer(request, appID: appID) {
         case .accepted(let accepted): issued = accepted
         case .refused:
             recorder.update(.huawei) { $0.authenticationFailures += 1 }
@@ -247,92 +228,57 @@ extension AndroidServices {
         return response
     }
 
-    // MARK: POST /api/v1/{appId}/sendMessage (Honor)
+    // MARK: Receipts
 
-    func honorSend(_ request: AndroidRequest, appID: String, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
-        let requestID = Self.requestID(nowMilliseconds: request.receivedAtMilliseconds)
-        func answer(_ status: Int, _ code: Int, _ message: String, data: String?) -> AndroidResponse {
-            var json = #"{"code":\#(code),"message":\#(RequestLogLine.quoted(message))"#
-            if let data { json += #","data":"# + data }
-            json += "}"
-            var response = AndroidResponse(
-                status: status, json: json, service: .honor, code: code == 200 ? nil : String(code))
-            response.target = appID
-            return response
-        }
-        func refuse(_ status: Int, _ code: Int, _ message: String, tokens: Int = 0) -> AndroidResponse {
-            recorder.update(.honor) {
-                $0.requestsRefused += 1
-                $0.messagesRefused += tokens
+    package func receipts(for message: ReceivedAndroidMessage) -> LookAlikeReceiptPlan? {
+        guard !message.tokens.isEmpty, let body = MockJSON.parse(message.body) else { return nil }
+        // Huawei V1: `android.bi_tag` comes back as each status's `biTag`; up to 1,000 a POST.
+        guard let tag = body["message"]?["android"]?["bi_tag"]?.stringValue, !tag.isEmpty else { return nil }
+        return .configured(
+            tag: tag,
+            make: { configuration in
+                LookAlikeReceipts.chunks(message.tokens, of: 1000).map { tokens in
+                    let statuses: [[String: Any]] = tokens.map { token in
+                        [
+                            "biTag": tag, "appid": message.target, "token": token, "status": 0,
+                            "timestamp": message.receivedAtMilliseconds, "requestId": message.messageID,
+                        ]
+                    }
+                    return LookAlikeReceipts.signedPost(
+                        ["statuses": statuses], configuration, header: "X-HUAWEI-CALLBACK-ID")
+                }
             }
-            return answer(status, code, message, data: nil)
-        }
-        guard request.method == "POST" else { return refuse(405, 80_100_001, "Method not allowed") }
-        let issued: AccessTokenStore.Issued
-        switch authenticatePushKit(request, service: .honor, appID: appID) {
-        case .accepted(let accepted): issued = accepted
-        case .refused:
-            recorder.update(.honor) { $0.authenticationFailures += 1 }
-            return refuse(401, 80_200_001, "Oauth authentication error")
-        case .expired:
-            recorder.update(.honor) { $0.authenticationFailures += 1 }
-            return refuse(401, 80_200_003, "Oauth Token expired")
-        }
-        guard request.bodyLength <= Self.bodyStorageLimit else {
-            return refuse(400, 80_300_008, "The message body size exceeds the default value")
-        }
-        guard let message = MockJSON.parse(request.body), message.members != nil else {
-            return refuse(400, 80_100_003, "Illegal message structure: the body is not a JSON object")
-        }
-        let tokenMember = message["token"]
-        var tokens: [String] = []
-        if let tokenMember, !tokenMember.isNull {
-            guard let list = Self.tokenList(tokenMember) else {
-                return refuse(400, 80_100_003, "Illegal message structure: token must be an array of strings")
-            }
-            tokens = list
-        }
-        guard !tokens.isEmpty, tokens.count <= Self.maximumBatchTokens else {
-            return refuse(
-                400, 80_300_010, "The number of tokens in the message body does not meet the default value",
-                tokens: tokens.count)
-        }
-        if let failure = HonorSchema.failure(of: message) {
-            return refuse(400, 80_100_003, failure, tokens: tokens.count)
-        }
-        if Self.payloadBytes(bodyLength: request.bodyLength, tokens: tokens) > Self.pushKitPayloadLimit {
-            return refuse(400, 80_300_008, "The message body size exceeds the default value", tokens: tokens.count)
-        }
-        let outcome = Self.sortBatch(tokens, faults: faults)
-        if let fault = outcome.requestFault {
-            if fault.kind == .quotaExceeded { return refuse(503, 81_000_001, "Traffic control", tokens: tokens.count) }
-            return refuse(500, 81_000_001, "System internal error", tokens: tokens.count)
-        }
-        let expired = Set(outcome.expired)
-        let failTokens = outcome.illegal.filter { !expired.contains($0) }
-        func list(_ tokens: [String]) -> String { "[" + tokens.map(RequestLogLine.quoted).joined(separator: ",") + "]" }
-        let sent = !outcome.accepted.isEmpty
-        let data =
-            #"{"sendResult":\#(sent),"requestId":"\#(requestID)","failTokens":\#(list(failTokens)),"expireTokens":\#(list(outcome.expired))}"#
-        recorder.update(.honor) {
-            $0.messagesRefused += outcome.illegal.count
-            $0.messagesDelivered += outcome.accepted.count
-        }
-        var response =
-            sent
-            ? answer(200, 200, "success", data: data)
-            : answer(200, 80_300_007, "All the tokens are invalid", data: data)
-        response.principal = issued.principal
-        response.tokenCount = tokens.count
-        if sent {
-            acceptedPush(
-                ReceivedAndroidMessage(
-                    service: .honor, target: appID, principal: issued.principal, tokens: outcome.accepted,
-                    refusedTokens: outcome.illegal, messageID: requestID, body: request.body,
-                    connectionID: request.connectionID, streamID: request.streamID, timestampHeader: request.timestamp,
-                    receivedAtMilliseconds: request.receivedAtMilliseconds))
-        }
-        return response
+        )
+    }
+}
+
+extension APNsMockConfiguration {
+    /// Huawei Push Kit OAuth clients the look-alike trusts (`POST /oauth2/v3/token`, then
+    /// `POST /v1/{appID}/messages:send`).
+    public var huaweiClients: [PushKitClient] {
+        get { lookAlikeList("huaweiClients", of: PushKitClient.self) }
+        set { setLookAlikeList("huaweiClients", newValue) }
+    }
+}
+
+extension APNsMockLocalSetup {
+    /// A Huawei Push Kit OAuth client (numeric id, as AppGallery Connect issues them).
+    public var huaweiClient: APNsMockConfiguration.PushKitClient {
+        lookAlikeMaterial("huaweiClient", as: APNsMockConfiguration.PushKitClient.self)
+    }
+}
+
+extension APNsMockServer {
+    /// Grants tokens to this Huawei Push Kit client from now on.
+    public func trustHuaweiClient(_ client: APNsMockConfiguration.PushKitClient) {
+        (lookAlike(.huawei) as? HuaweiLookAlike)?.trust(client)
+    }
+}
+
+extension AndroidMockStatistics {
+    public var huawei: AndroidServiceStatistics {
+        get { self[.huawei] }
+        set { self[.huawei] = newValue }
     }
 }
 
@@ -451,85 +397,8 @@ enum HuaweiSchema {
     static func isHexColor(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         return bytes.count == 7 && bytes[0] == UInt8(ascii: "#")
-            && bytes.dropFirst().allSatisfy(APNsRequestValidator.isHexDigit)
-    }
-}
-
-/// Honor's field checks (camelCase names, `docs/reference/android.md` §4). Its error table is
-/// not public; every refusal here is 80100003 with a message naming the field.
-enum HonorSchema {
-    static func failure(of message: MockJSON) -> String? {
-        func notString(_ object: MockJSON, _ key: String) -> Bool {
-            object[key].map { !$0.isNull && $0.stringValue == nil } ?? false
-        }
-        if notString(message, "data") { return "data must be a string" }
-        if let notification = message["notification"], !notification.isNull {
-            guard notification.members != nil else { return "notification must be an object" }
-            for key in ["title", "body", "image"] where notString(notification, key) {
-                return "notification.\(key) must be a string"
+            && bytes.dropFirst().allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
             }
-        }
-        guard let android = message["android"], !android.isNull else { return nil }
-        guard android.members != nil else { return "android must be an object" }
-        for key in ["biTag", "data"] where notString(android, key) { return "android.\(key) must be a string" }
-        if let ttl = android["ttl"], !ttl.isNull {
-            guard let text = ttl.stringValue, text.hasSuffix("s"), let seconds = Int(text.dropLast()),
-                (0...1_296_000).contains(seconds)
-            else { return "android.ttl must be \"<seconds>s\", at most 1296000s" }
-        }
-        if let target = android["targetUserType"], !target.isNull, target.integerValue != 0 && target.integerValue != 1
-        {
-            return "android.targetUserType must be 0 or 1"
-        }
-        guard let notification = android["notification"], !notification.isNull else { return nil }
-        guard notification.members != nil else { return "android.notification must be an object" }
-        for key in ["title", "body", "image", "bigTitle", "bigBody", "when", "tag", "group"]
-        where notString(notification, key) {
-            return "android.notification.\(key) must be a string"
-        }
-        if let importance = notification["importance"], !importance.isNull {
-            guard let value = importance.stringValue, value == "LOW" || value == "NORMAL" else {
-                return "android.notification.importance must be LOW or NORMAL"
-            }
-        }
-        if let style = notification["style"], !style.isNull {
-            guard let value = style.integerValue, value == 0 || value == 1 else {
-                return "android.notification.style must be 0 or 1"
-            }
-            if value == 1
-                && (notification["bigTitle"]?.stringValue == nil || notification["bigBody"]?.stringValue == nil)
-            {
-                return "android.notification.bigTitle and bigBody are required when style = 1"
-            }
-        }
-        if let click = notification["clickAction"], !click.isNull {
-            guard click.members != nil, let type = click["type"]?.integerValue, (1...3).contains(type) else {
-                return "android.notification.clickAction.type must be 1, 2 or 3"
-            }
-            if type == 1 && click["intent"]?.stringValue == nil && click["action"]?.stringValue == nil {
-                return "android.notification.clickAction needs intent or action when type = 1"
-            }
-            if type == 2 && click["url"]?.stringValue == nil {
-                return "android.notification.clickAction needs url when type = 2"
-            }
-        }
-        if let buttons = notification["buttons"], !buttons.isNull {
-            guard case .array(let list) = buttons, list.count <= 3 else {
-                return "android.notification.buttons holds at most 3 buttons"
-            }
-        }
-        if let badge = notification["badge"], !badge.isNull {
-            guard badge.members != nil else { return "android.notification.badge must be an object" }
-            if let add = badge["addNum"], !add.isNull, !((1...99).contains(add.integerValue ?? 0)) {
-                return "android.notification.badge.addNum ranges from 1 to 99"
-            }
-            if let set = badge["setNum"], !set.isNull, !((0...99).contains(set.integerValue ?? -1)) {
-                return "android.notification.badge.setNum ranges from 0 to 99"
-            }
-        }
-        if let notifyID = notification["notifyId"], !notifyID.isNull, notifyID.integerValue == nil {
-            return "android.notification.notifyId must be an integer"
-        }
-        return nil
     }
 }
