@@ -108,8 +108,8 @@ package final class OPPOLookAlike: LookAlikeService {
         return .direct(order.map { LookAlikeReceipts.jsonPost(events[$0] ?? [], to: $0) })
     }
 
-    /// How far a signed `timestamp` may be from the mock's clock (vivo's documented window, as
-    /// OPPO's is not public).
+    /// How far a signed `timestamp` may be from the mock's clock: ten minutes (OPPO's window is
+    /// not public; another service documents this one).
     static let signedTimestampWindowMilliseconds: Int64 = 10 * 60 * 1000
     /// `off_line_ttl`: "最长 3 天", in seconds.
     static let oppoMaximumOfflineTTL = 3 * 24 * 3600
