@@ -492,8 +492,8 @@ struct APNsMockCommand: AsyncParsableCommand {
         abstract:
             "Run the bundled \(PushChannel.list()) look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
         discussion: """
-            One port serves APNs (POST /3/device/<token>) and \
-            \(LookAlikeRegistry.standard.declarations.map(\.summary).joined(separator: ", ")). The banner \
+            One port serves APNs (POST /3/device/<token>) and each other look-alike on its own paths: \
+            \(LookAlikeRegistry.standard.declarations.map(\.summary).joined(separator: "; ")). The banner \
             prints each URL and the generated credentials; a service-account key file a client loads is \
             written next to the CA file.
             """)
