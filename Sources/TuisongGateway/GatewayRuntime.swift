@@ -509,8 +509,9 @@ enum LocalAPNs {
                 setup, baseURL: baseURL, caFile: caFile, registry: config.transports.registry, lookAlikes: lookAlikes))
     }
 
-    /// Teaches the look-alike a stored channel credential (an uploaded FCM account's public key,
-    /// a Huawei or Honor client…), so local mode delivers with it as the real service would.
+    /// Teaches the look-alike of its channel a stored channel credential (an uploaded service
+    /// account's public key, a client, an app…), so local mode delivers with it as the real
+    /// service would.
     static func trust(
         _ record: ChannelCredentialRecord, secrets: any ChannelSecretOpener, on server: APNsMockServer, logger: Logger
     ) {
@@ -525,8 +526,8 @@ enum LocalAPNs {
         }
     }
 
-    /// The look-alike's own credential of each transport it stands in for (FCM's with its
-    /// token_uri the look-alike's), every app's fallback in local mode.
+    /// The look-alike's own credential of each transport it stands in for (its token endpoint
+    /// the look-alike's where the credential names one), every app's fallback in local mode.
     static func localAndroid(
         _ setup: APNsMockLocalSetup, baseURL: String, caFile: String, registry: TransportRegistry,
         lookAlikes: LookAlikeRegistry
