@@ -13,16 +13,36 @@ let transports = ["FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "Vivo", "Harmony"]
 /// with the transport, for the CLI and browser tests).
 let testTransports = ["Echo"]
 
-/// A transport's target: it sees the core, the delivery seam, the transport kit and its engines.
-func transport(_ name: String, under folder: String = "Sources/Transports") -> Target {
-    .target(
-        name: "Tuisong\(name)",
-        dependencies: [
-            "TuisongCore", "TuisongCrypto", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
-            .product(name: "Logging", package: "swift-log"),
-        ],
-        path: "\(folder)/\(name)")
+/// The look-alike targets of the transports (the registry `TuisongLookAlikes` links them), and
+/// the test transports with theirs (for the tests that register them).
+let lookAlikes: [Target.Dependency] = transports.map { .target(name: "Tuisong\($0)LookAlike") }
+let testTransportsWithLookAlikes: [Target.Dependency] = testTransports.flatMap { name -> [Target.Dependency] in
+    [.target(name: "Tuisong\(name)"), .target(name: "Tuisong\(name)LookAlike")]
 }
+
+/// A transport's target: it sees the core, the delivery seam, the transport kit and its engines.
+/// Its folder's `LookAlike/` is a target of its own (`Tuisong<Name>LookAlike`): the service's
+/// look-alike on the look-alike kit, linked by local mode, `apns-mock` and the tests, never by the
+/// transport.
+func transport(_ name: String, under folder: String = "Sources/Transports") -> [Target] {
+    [
+        .target(
+            name: "Tuisong\(name)",
+            dependencies: [
+                "TuisongCore", "TuisongCrypto", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "\(folder)/\(name)", exclude: ["LookAlike"]),
+        .target(
+            name: "Tuisong\(name)LookAlike",
+            dependencies: ["TuisongLookAlikeKit", "TuisongCrypto", .product(name: "Logging", package: "swift-log")],
+            path: "\(folder)/\(name)/LookAlike"),
+    ]
+}
+
+/// Every transport's targets, the test transports' included.
+let transportTargets: [Target] =
+    transports.flatMap { transport($0) } + testTransports.flatMap { transport($0, under: "Tests/Transports") }
 
 /// The vendor providers the gateway links, each `Plugins/<Vendor>/` (target `<Vendor>Provider`)
 /// with its tests in `Tests/<Vendor>ProviderTests/`. A new vendor is one more name here and one
@@ -155,11 +175,22 @@ let package = Package(
             name: "TuisongPostgres",
             dependencies: ["CPostgres", .product(name: "Logging", package: "swift-log")],
             path: "Sources/TuisongPostgres"),
+        // The look-alikes' shared server: TLS + HTTP/2 on one port, the APNs look-alike it is
+        // named after, the event loops, recording, faults, issued tokens, receipt posting, the
+        // local set-up and `LookAlikeDeclaration`. It names no other service: each is declared
+        // from its transport's folder (`Sources/Transports/<Name>/LookAlike`).
         .target(
-            name: "TuisongLookAlikes",
+            name: "TuisongLookAlikeKit",
             dependencies: [
                 "TuisongCrypto", "CNGHTTP2", "CTuisongShims", .product(name: "Logging", package: "swift-log"),
             ],
+            path: "Sources/TuisongLookAlikeKit"),
+        // The look-alike registry: one line per transport's look-alike (`LookAlikeRegistry.standard`).
+        .target(
+            name: "TuisongLookAlikes",
+            dependencies: [
+                "TuisongLookAlikeKit", "TuisongCrypto", .product(name: "Logging", package: "swift-log"),
+            ] + lookAlikes,
             path: "Sources/TuisongLookAlikes"),
         // The delivery pipeline: engine, message runs, retries, status, and the one send seam
         // (`PushTransport`) every transport conforms to. Core only: it knows no service.
@@ -267,7 +298,10 @@ let package = Package(
         .testTarget(name: "TuisongPostgresTests", dependencies: ["TuisongPostgres", "TuisongPostgresTestKit"]),
         .testTarget(
             name: "TuisongAPNsTests",
-            dependencies: ["TuisongAPNs", "TuisongLookAlikes", "TuisongCrypto", "TuisongCore", "TuisongPluginTestKit"]),
+            dependencies: [
+                "TuisongAPNs", "TuisongLookAlikes", "TuisongLookAlikeKit", "TuisongCrypto", "TuisongCore",
+                "TuisongPluginTestKit",
+            ]),
         .testTarget(
             name: "TuisongGatewayTests",
             dependencies: [
@@ -275,7 +309,7 @@ let package = Package(
                 "TuisongLookAlikes", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
                 "TuisongTransportKit", "TuisongHTTPClient", "TuisongHarmony", "TuisongSQLiteStore", "TuisongCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
-            ] + testTransports.map { .target(name: "Tuisong\($0)") }),
+            ] + testTransportsWithLookAlikes),
         // `tuisong` with the transports kept in the tests registered too (one registry line each),
         // for the tests that run the binary: the CLI's flags and the console's form of a
         // transport that only its declaration describes.
@@ -283,6 +317,5 @@ let package = Package(
             name: "tuisong-with-test-transports",
             dependencies: ["TuisongCLI", "TuisongGateway"] + testTransports.map { .target(name: "Tuisong\($0)") },
             path: "Tests/TuisongWithTestTransports"),
-    ] + transports.map { transport($0) } + testTransports.map { transport($0, under: "Tests/Transports") }
-        + vendors.flatMap(provider)
+    ] + transportTargets + vendors.flatMap(provider)
 )

@@ -519,23 +519,19 @@ struct APNsMockCommand: AsyncParsableCommand {
         abstract:
             "Run the bundled \(PushChannel.list()) look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
         discussion: """
-            One port serves APNs (POST /3/device/<token>), FCM HTTP v1 (POST /token, the Google \
-            service-account token endpoint; POST /v1/projects/<project>/messages:send), Huawei Push Kit \
-            (POST /oauth2/v3/token; POST /v1/<appId>/messages:send), Honor Push (POST /auth/token; \
-            POST /api/v1/<appId>/sendMessage), Xiaomi MiPush (POST /v3/message/regid with \
-            Authorization: key=<AppSecret>), OPPO Push (POST /server/v1/auth; POST \
-            /server/v1/message/notification/unicast and unicast_batch) and vivo Push (POST /message/auth; \
-            POST /message/send, /message/saveListPayload, /message/pushToList). The banner prints each URL \
-            and the generated credentials; the FCM service-account key file is written next to the CA file.
+            One port serves APNs (POST /3/device/<token>) and each other look-alike on its own paths: \
+            \(LookAlikeRegistry.standard.declarations.map(\.summary).joined(separator: "; ")). The banner \
+            prints each URL and the generated credentials; a service-account key file a client loads is \
+            written next to the CA file.
             """)
     @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
     @Option(help: "Port (0 = any free port).") var port: Int = 2197
     @Option(
         name: .customLong("setup"),
         help: """
-            Where the throwaway CA, server certificate, APNs token key and Android credentials (FCM \
-            service account, Huawei and Honor clients, Xiaomi, OPPO and vivo apps) are kept (created if \
-            absent; a file without the newer ones gains them).
+            Where the throwaway CA, server certificate, APNs token key and the other look-alikes' \
+            credentials (\(LookAlikeRegistry.standard.services.map(\.rawValue).joined(separator: ", "))) are kept \
+            (created if absent; a file without the newer ones gains them).
             """)
     var setupPath: String = "data/apns-mock-setup.json"
     @Option(name: .customLong("bundle-id"), help: "The bundle id of the generated client certificate.")
@@ -562,12 +558,9 @@ struct APNsMockCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("config"),
         help: """
-            A JSON file in APNsMockConfiguration's shape. Its tokenKeys, clientCertificateCAPEMs, \
-            fcmServiceAccounts ({"clientEmail","keyID","publicKeyPEM","projectID"}), huaweiClients and \
-            honorClients ({"clientID","clientSecret","appID"}), xiaomiApps ({"appSecret","packageName"}), \
-            oppoApps ({"appKey","masterSecret"}), vivoApps ({"appID","appKey","appSecret"}) and \
-            harmonyServiceAccounts ({"projectID","keyID","subAccount","publicKeyPEM"}) are trusted \
-            besides the generated ones; \
+            A JSON file in APNsMockConfiguration's shape. Its tokenKeys, clientCertificateCAPEMs and \
+            \(LookAlikeRegistry.standard.declarations.flatMap(\.configurationKeys).map { "\($0.key) (\($0.shape))" }
+                .joined(separator: ", ")) are trusted besides the generated ones; \
             accessTokenLifetimeSeconds, maxTokenAgeSeconds, recordedNotificationLimit and faults apply when \
             present. Command-line options win.
             """)
@@ -577,7 +570,7 @@ struct APNsMockCommand: AsyncParsableCommand {
         help: """
             Answer APNs tokens starting 410 / 400bad / 429 / 500 with that error, and Android tokens \
             starting unregistered- / invalid- / quota- / unavailable- / internal- likewise, each service in \
-            its own way (quota- is Xiaomi 200001, OPPO 33, vivo 10070: their daily limits; local mode's set).
+            its own way (quota- is the service's daily-limit answer where it has one; local mode's set).
             """)
     var magicTokens = false
     @Flag(name: .customLong("log-requests"), help: "Print every request as a JSON line.") var logRequests = false
@@ -605,6 +598,7 @@ struct APNsMockCommand: AsyncParsableCommand {
             }
             do {
                 let decoded = try JSONDecoder().decode(APNsMockConfiguration.self, from: data)
+                try LookAlikeRegistry.standard.check(decoded)
                 let keys = (try JSONSerialization.jsonObject(with: data) as? [String: Any]).map { Set($0.keys) } ?? []
                 fileConfiguration = (decoded, keys)
             } catch {
@@ -617,13 +611,7 @@ struct APNsMockCommand: AsyncParsableCommand {
         if let (file, keys) = fileConfiguration {
             configuration.tokenKeys += file.tokenKeys
             configuration.clientCertificateCAPEMs += file.clientCertificateCAPEMs
-            configuration.fcmServiceAccounts += file.fcmServiceAccounts
-            configuration.huaweiClients += file.huaweiClients
-            configuration.honorClients += file.honorClients
-            configuration.xiaomiApps += file.xiaomiApps
-            configuration.oppoApps += file.oppoApps
-            configuration.vivoApps += file.vivoApps
-            configuration.harmonyServiceAccounts += file.harmonyServiceAccounts
+            configuration.addLookAlikeSettings(of: file)
             if keys.contains("accessTokenLifetimeSeconds") {
                 configuration.accessTokenLifetimeSeconds = file.accessTokenLifetimeSeconds
             }
@@ -664,67 +652,19 @@ struct APNsMockCommand: AsyncParsableCommand {
             throw CommandFailure("cannot write \(keyPath)")
         }
         let base = "https://\(host):\(server.port)"
-        let serviceAccountPath = (directory.isEmpty ? "." : directory) + "/apns-mock-fcm-service-account.json"
-        guard
-            FileManager.default.createFile(
-                atPath: serviceAccountPath, contents: Data(setup.fcmServiceAccountJSON(tokenURI: base + "/token")),
-                attributes: [.posixPermissions: 0o600])
-        else {
-            throw CommandFailure("cannot write \(serviceAccountPath)")
+        var banner: [String: Any] = [:]
+        for declaration in LookAlikeRegistry.standard.declarations {
+            banner[declaration.service.rawValue] = try declaration.banner(
+                setup, base, directory.isEmpty ? "." : directory)
         }
-        let harmonyAccountPath = (directory.isEmpty ? "." : directory) + "/apns-mock-harmony-service-account.json"
-        guard
-            FileManager.default.createFile(
-                atPath: harmonyAccountPath, contents: Data(setup.harmonyServiceAccountJSON()),
-                attributes: [.posixPermissions: 0o600])
-        else {
-            throw CommandFailure("cannot write \(harmonyAccountPath)")
-        }
-        let harmony = setup.harmonyServiceAccount
-        let fcm = setup.fcmServiceAccount
-        printJSON([
-            "fcm": [
-                "token_url": base + "/token", "send_url": "\(base)/v1/projects/\(fcm.projectID)/messages:send",
-                "service_account_file": serviceAccountPath, "project_id": fcm.projectID,
-                "client_email": fcm.clientEmail,
-            ],
-            "huawei": [
-                "token_url": base + "/oauth2/v3/token",
-                "send_url": "\(base)/v1/\(setup.huaweiClient.appID)/messages:send",
-                "client_id": setup.huaweiClient.clientID, "client_secret": setup.huaweiClient.clientSecret,
-                "app_id": setup.huaweiClient.appID,
-            ],
-            "honor": [
-                "token_url": base + "/auth/token", "send_url": "\(base)/api/v1/\(setup.honorClient.appID)/sendMessage",
-                "client_id": setup.honorClient.clientID, "client_secret": setup.honorClient.clientSecret,
-                "app_id": setup.honorClient.appID,
-            ],
-            "xiaomi": [
-                "send_url": base + "/v3/message/regid", "app_secret": setup.xiaomiApp.appSecret,
-                "package_name": setup.xiaomiApp.packageName,
-            ],
-            "oppo": [
-                "auth_url": base + "/server/v1/auth", "unicast_url": base + "/server/v1/message/notification/unicast",
-                "unicast_batch_url": base + "/server/v1/message/notification/unicast_batch",
-                "app_key": setup.oppoApp.appKey, "master_secret": setup.oppoApp.masterSecret,
-            ],
-            "vivo": [
-                "auth_url": base + "/message/auth", "send_url": base + "/message/send",
-                "save_list_payload_url": base + "/message/saveListPayload",
-                "push_to_list_url": base + "/message/pushToList", "app_id": setup.vivoApp.appID,
-                "app_key": setup.vivoApp.appKey, "app_secret": setup.vivoApp.appSecret,
-            ],
-            "harmony": [
-                "send_url": "\(base)/v3/\(harmony.projectID)/messages:send",
-                "service_account_file": harmonyAccountPath, "project_id": harmony.projectID,
-                "key_id": harmony.keyID, "sub_account": harmony.subAccount,
-            ],
+        banner.merge([
             "url": base, "port": server.port, "ca_file": caPath, "p8_file": keyPath,
             "key_id": setup.keyID, "team_id": setup.teamID,
             // A provider token valid for the next hour, for h2load and curl.
             "provider_token": try JWT.apnsProviderToken(
                 keyID: setup.keyID, teamID: setup.teamID, issuedAt: Date(), key: try PrivateKey(pem: setup.tokenKeyPEM)),
-        ])
+        ]) { _, new in new }
+        printJSON(banner)
         fflush(nil)
         _ = await signals.wait()
         let stats = server.statistics
@@ -737,13 +677,12 @@ struct APNsMockCommand: AsyncParsableCommand {
                 "messages_refused": service.messagesRefused,
             ]
         }
-        printJSON([
+        var counts: [String: Any] = [
             "requests": stats.requests, "connections_accepted": stats.connectionsAccepted,
             "connections_dropped": stats.connectionsDropped, "goaways_sent": stats.goawaysSent,
             "refused_streams": stats.refusedStreams, "stream_limit_lowerings": stats.streamLimitLowerings,
-            "fcm": summary(android.fcm), "huawei": summary(android.huawei), "honor": summary(android.honor),
-            "xiaomi": summary(android.xiaomi), "oppo": summary(android.oppo), "vivo": summary(android.vivo),
-            "harmony": summary(android.harmony),
-        ])
+        ]
+        for service in LookAlikeRegistry.standard.services { counts[service.rawValue] = summary(android[service]) }
+        printJSON(counts)
     }
 }

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TuisongLookAlikes
+@testable import TuisongLookAlikeKit
 
 @Suite("APNs mock request checks without sockets")
 struct MockPayloadCheckTests {

@@ -47,7 +47,7 @@ public final class RunningGateway: Sendable {
         providers: [String]? = nil, environment: [String: String] = [:], directory: URL? = nil,
         webRoot: URL? = nil, logLevel: Logger.Level = .warning, name: String = "gateway",
         clock: any TuisongCore.Clock = SystemClock(), database: PluginStoreBackend = .sqlite,
-        transports: TransportRegistry = .standard
+        transports: TransportRegistry = .standard, lookAlikes: LookAlikeRegistry = .standard
     ) async throws -> RunningGateway {
         let created = directory == nil
         let directory =
@@ -68,7 +68,8 @@ public final class RunningGateway: Sendable {
         var logger = Logger(label: name)
         logger.logLevel = logLevel
         do {
-            let config = try GatewayConfig.load(fileContents: nil, environment: variables, transports: transports)
+            var config = try GatewayConfig.load(fileContents: nil, environment: variables, transports: transports)
+            config.transports.lookAlikes = lookAlikes
             let runtime = try await GatewayRuntime.start(
                 config: config, environment: variables, clock: clock, logger: logger)
             return RunningGateway(runtime: runtime, directory: directory, database: postgres)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongGatewayTestKit
+import TuisongLookAlikes
 import TuisongPluginTestKit
 import TuisongStore
 
@@ -12,11 +13,12 @@ import TuisongStore
 enum TestGateway {
     static func start(
         environment: [String: String] = [:], directory: URL? = nil, clock: any TuisongCore.Clock = SystemClock(),
-        database: PluginStoreBackend = .sqlite, transports: TransportRegistry = .standard
+        database: PluginStoreBackend = .sqlite, transports: TransportRegistry = .standard,
+        lookAlikes: LookAlikeRegistry = .standard
     ) async throws -> RunningGateway {
         try await RunningGateway.start(
             environment: environment, directory: directory, webRoot: RunningGateway.repositoryWebRoot, name: "gw",
-            clock: clock, database: database, transports: transports)
+            clock: clock, database: database, transports: transports, lookAlikes: lookAlikes)
     }
 }
 

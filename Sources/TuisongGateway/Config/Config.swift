@@ -1,5 +1,6 @@
 import Foundation
 import TuisongCore
+import TuisongLookAlikes
 import TuisongStore
 import TuisongTransportKit
 
@@ -130,6 +131,9 @@ public struct GatewayConfig: Sendable, Equatable {
         /// The transports this config was typed for (`TransportRegistry.standard` unless a test
         /// adds one).
         public var registry: TransportRegistry
+        /// The look-alikes local mode runs (`LookAlikeRegistry.standard` unless a test adds one):
+        /// a transport whose channel has one is pointed at it, the others at their URLs.
+        public var lookAlikes: LookAlikeRegistry = .standard
         /// Each transport's section, typed by its declared keys.
         public var sections: [PushChannel: TransportSection]
         /// A PEM bundle of extra CAs to trust (a test's look-alike); empty = the system's.

@@ -465,8 +465,10 @@ enum LocalAPNs {
     ) async throws -> Started {
         let directory = config.database.directory
         let path = directory + "/apns-mock-local.json"
-        let setup = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "tuisong.local")
-        var configuration = setup.configuration(host: "127.0.0.1", port: config.apns.localMockPort)
+        let lookAlikes = config.transports.lookAlikes
+        let setup = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "tuisong.local", lookAlikes: lookAlikes)
+        var configuration = setup.configuration(
+            host: "127.0.0.1", port: config.apns.localMockPort, lookAlikes: lookAlikes)
         // The same magic tokens as `apns-mock --magic-tokens` (docs/android.md, "Local mode"):
         // a newcomer sees an invalidation and a retry with no faults file.
         configuration.faults = APNsMockConfiguration.Faults.magicTokenPrefixes
@@ -482,8 +484,8 @@ enum LocalAPNs {
         var mockLogger = logger
         mockLogger.logLevel = max(logger.logLevel, .notice)
         let server = try APNsMockServer(
-            configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey, logger: mockLogger
-        )
+            lookAlikes: lookAlikes, configuration: configuration, certificate: setup.serverCertificate,
+            key: setup.serverKey, logger: mockLogger)
         try server.start()
         // Every Android credential already stored is known to its look-alike service, as each
         // real service knows the accounts and clients its console issued.
@@ -503,11 +505,13 @@ enum LocalAPNs {
             caCertificate: try Certificate(pem: setup.caCertificatePEM),
             fallback: .init(
                 material: .token(key: try PrivateKey(pem: setup.tokenKeyPEM), keyID: setup.keyID, teamID: setup.teamID)),
-            android: localAndroid(setup, baseURL: baseURL, caFile: caFile, registry: config.transports.registry))
+            android: localAndroid(
+                setup, baseURL: baseURL, caFile: caFile, registry: config.transports.registry, lookAlikes: lookAlikes))
     }
 
-    /// Teaches the look-alike a stored channel credential (an uploaded FCM account's public key,
-    /// a Huawei or Honor client…), so local mode delivers with it as the real service would.
+    /// Teaches the look-alike of its channel a stored channel credential (an uploaded service
+    /// account's public key, a client, an app…), so local mode delivers with it as the real
+    /// service would.
     static func trust(
         _ record: ChannelCredentialRecord, secrets: any ChannelSecretOpener, on server: APNsMockServer, logger: Logger
     ) {
@@ -522,17 +526,21 @@ enum LocalAPNs {
         }
     }
 
-    /// The look-alike's own credential of each transport it stands in for (FCM's with its
-    /// token_uri the look-alike's), every app's fallback in local mode.
+    /// The look-alike's own credential of each transport it stands in for (its token endpoint
+    /// the look-alike's where the credential names one), every app's fallback in local mode.
     static func localAndroid(
-        _ setup: APNsMockLocalSetup, baseURL: String, caFile: String, registry: TransportRegistry
+        _ setup: APNsMockLocalSetup, baseURL: String, caFile: String, registry: TransportRegistry,
+        lookAlikes: LookAlikeRegistry
     ) -> AndroidTransports.Local {
         var fallbacks: [PushChannel: ChannelCredential] = [:]
         for channel in registry.channels {
-            guard let fallback = setup.fallbackCredential(channel: channel.rawValue, baseURL: baseURL) else { continue }
+            guard
+                let fallback = setup.fallbackCredential(
+                    channel: channel.rawValue, baseURL: baseURL, lookAlikes: lookAlikes)
+            else { continue }
             fallbacks[channel] = ChannelCredential(
                 id: 0, channel: channel, vendorAppID: fallback.vendorAppID, clientID: fallback.clientID,
-                secret: fallback.secret, options: setup.fallbackCredentialOptions(channel: channel.rawValue))
+                secret: fallback.secret, options: fallback.options)
         }
         return AndroidTransports.Local(baseURL: baseURL, caFile: caFile, fallbacks: fallbacks)
     }

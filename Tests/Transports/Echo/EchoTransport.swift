@@ -17,7 +17,9 @@ extension PushChannel {
 /// declaration below). It "delivers" each push by
 /// writing down its token, title, the credential it was sent with and its own options (the
 /// message's `echo` object: `{"room": "lobby"}`, checked by the rule it declares); a push whose
-/// app has no echo credential is held `no_credential`, as every service's is.
+/// app has no echo credential is held `no_credential`, as every service's is. In local mode with
+/// its look-alike registered (`LookAlike/`), it also sends each push there over HTTP, as a real
+/// transport sends to its service, and reports what the look-alike answered.
 public final class EchoTransport: PushTransport {
     /// What one push handed to it carried.
     public struct Echoed: Sendable, Hashable {
@@ -64,22 +66,29 @@ public final class EchoTransport: PushTransport {
                 return ValidatedCredential(vendorAppID: account, clientID: account, secret: Array(key.utf8))
             }),
         make: { context in
-            let transport = EchoTransport(url: context.url("url"), resolver: context.resolver, clock: context.clock)
+            // Only its look-alike listens: elsewhere it hands nothing to a network.
+            let client = context.localBaseURL == nil ? nil : try context.client("echo")
+            let transport = EchoTransport(
+                url: context.url("url", localPath: "/echo/v1/send"), resolver: context.resolver, clock: context.clock,
+                client: client)
             return TransportInstance(
                 transport: transport, tokens: AccessTokenCache(clock: context.clock), statistics: { .init() },
-                shutdown: {}, checkSignIn: nil, quotaExhausted: nil)
+                shutdown: { client?.shutdown() }, checkSignIn: nil, quotaExhausted: nil)
         })
 
     let url: String
     let resolver: ChannelCredentialResolver
+    /// The client to its look-alike, in local mode.
+    let client: HTTPClient?
     private let log = Mutex<[Echoed]>([])
 
     /// Every echo transport made, by the URL it was configured with, so a test finds its own.
     static let made = Mutex<[String: EchoTransport]>([:])
 
-    init(url: String, resolver: ChannelCredentialResolver, clock: any Clock) {
+    init(url: String, resolver: ChannelCredentialResolver, clock: any Clock, client: HTTPClient? = nil) {
         self.url = url
         self.resolver = resolver
+        self.client = client
         Self.made.withLock { $0[url] = self }
     }
 
@@ -102,9 +111,41 @@ public final class EchoTransport: PushTransport {
                     $0.append(echoed)
                     return $0.count
                 }
-                reports.append(SendReport(index: index, outcome: .delivered(serviceMessageID: "echo-\(count)")))
+                guard let client else {
+                    reports.append(SendReport(index: index, outcome: .delivered(serviceMessageID: "echo-\(count)")))
+                    continue
+                }
+                reports.append(SendReport(index: index, outcome: await post(echoed, key: credential.secret, client)))
             }
         }
         report(reports)
+    }
+
+    /// Sends one push to the look-alike: `POST` JSON with `Authorization: Key <api_key>`.
+    private func post(_ echoed: Echoed, key: [UInt8], _ client: HTTPClient) async -> SendOutcome {
+        var object: [String: Any] = ["account": echoed.account, "token": echoed.token]
+        if let title = echoed.title { object["title"] = title }
+        if case .object(let options)? = echoed.options, case .string(let room)? = options["room"] {
+            object["options"] = ["room": room]
+        }
+        let body = (try? JSONSerialization.data(withJSONObject: object)).map { Array($0) } ?? []
+        let request = HTTPClientRequest(
+            url: url,
+            headers: [
+                ("Content-Type", "application/json"), ("Authorization", "Key " + String(decoding: key, as: UTF8.self)),
+            ],
+            body: body)
+        switch await client.execute(request) {
+        case .failure(let error):
+            return .retry(.transport(error.code), after: nil)
+        case .success(let response):
+            let answer = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
+            switch response.status {
+            case 200: return .delivered(serviceMessageID: answer?["id"] as? String)
+            case 410: return .invalidate(.service("unregistered"), since: nil)
+            case 503: return .retry(.service("unavailable"), after: nil)
+            default: return .failed(.service(answer?["error"] as? String ?? "http_\(response.status)"))
+            }
+        }
     }
 }

@@ -1,11 +1,138 @@
 import Foundation
+import Synchronization
 internal import TuisongCrypto
+import TuisongLookAlikeKit
 
-/// HarmonyOS Push Kit, scenario API v3: `POST /v3/{projectId}/messages:send` with a service
-/// account's PS256 JWT as the bearer token (no token endpoint), a `push-type` header, and up to
-/// 1,000 tokens a request, answering as `docs/reference/harmony.md` says (and, where Huawei's
-/// pages are silent, as it says the look-alike assumes).
-extension AndroidServices {
+extension AndroidPushService {
+    /// Huawei Push Kit for HarmonyOS NEXT (scenario API v3, service-account JWT).
+    public static let harmony = AndroidPushService("harmony")
+}
+
+/// The look-alike of HarmonyOS Push Kit, scenario API v3: `POST /v3/{projectId}/messages:send`
+/// with a service account's PS256 JWT as the bearer token (no token endpoint), a `push-type`
+/// header, and up to 1,000 tokens a request, answering as `docs/reference/harmony.md` says (and,
+/// where Huawei's pages are silent, as it says the look-alike assumes). Token faults as its
+/// batch answers them (`illegalTokens`; the request-level kinds fail the request). Receipts:
+/// V2 `statuses`, signed as AppGallery Connect signs them, to the app's receipt configuration.
+package final class HarmonyLookAlike: LookAlikeService {
+    package static let declaration = LookAlikeDeclaration(
+        service: .harmony, summary: "HarmonyOS Push Kit (POST /v3/<projectId>/messages:send)",
+        configurationKeys: [("harmonyServiceAccounts", #"{"projectID","keyID","subAccount","publicKeyPEM"}"#)],
+        setupKeys: ["harmonyServiceAccount", "harmonyPrivateKeyPEM"],
+        makeSetup: { setup in
+            // Project, key id and sub-account as Huawei's API Console issues them (digits, a
+            // 32-hex key id), signed with the process's RSA key.
+            let key = try APNsMockLocalSetup.sharedRSAKey()
+            try setup.setLookAlikeMaterial(
+                "harmonyServiceAccount",
+                APNsMockConfiguration.HarmonyServiceAccount(
+                    projectID: "10" + HarmonyLookAlike.randomString(count: 16, alphabet: "0123456789"),
+                    keyID: HarmonyLookAlike.randomString(count: 32, alphabet: "0123456789abcdef"),
+                    subAccount: "1" + HarmonyLookAlike.randomString(count: 9, alphabet: "0123456789"),
+                    publicKeyPEM: try key.publicKey.pem()))
+            try setup.setLookAlikeMaterial("harmonyPrivateKeyPEM", try key.pkcs8PEM())
+        },
+        configure: { configuration, setup in
+            configuration.harmonyServiceAccounts.append(setup.harmonyServiceAccount)
+        },
+        start: { host, configuration in try HarmonyLookAlike(host: host, configuration: configuration) },
+        fallbackCredential: { setup, _ in
+            LookAlikeCredential(
+                vendorAppID: setup.harmonyServiceAccount.projectID, clientID: setup.harmonyServiceAccount.subAccount,
+                secret: setup.harmonyServiceAccountJSON())
+        },
+        banner: { setup, base, directory in
+            let path = directory + "/apns-mock-harmony-service-account.json"
+            guard
+                FileManager.default.createFile(
+                    atPath: path, contents: Data(setup.harmonyServiceAccountJSON()),
+                    attributes: [.posixPermissions: 0o600])
+            else { throw LocalLookAlikeError("cannot write \(path)") }
+            let account = setup.harmonyServiceAccount
+            return [
+                "send_url": "\(base)/v3/\(account.projectID)/messages:send", "service_account_file": path,
+                "project_id": account.projectID, "key_id": account.keyID, "sub_account": account.subAccount,
+            ]
+        })
+
+    struct TrustedAccount: Sendable {
+        let account: APNsMockConfiguration.HarmonyServiceAccount
+        let publicKey: PublicKey
+    }
+
+    /// The message body size limit (4096 bytes), tokens not counted.
+    static let pushKitPayloadLimit = 4096
+
+    package let service = AndroidPushService.harmony
+    package let host: LookAlikeHost
+    /// The service accounts whose JWTs it accepts, by `key_id` (the JWT's `kid`); growable at run time.
+    private let accounts: Mutex<[String: TrustedAccount]>
+
+    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+        self.host = host
+        var accounts: [String: TrustedAccount] = [:]
+        for account in try configuration.lookAlikeSetting(
+            "harmonyServiceAccounts", as: [APNsMockConfiguration.HarmonyServiceAccount].self) ?? []
+        where accounts[account.keyID] == nil {
+            accounts[account.keyID] = TrustedAccount(
+                account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
+        }
+        self.accounts = Mutex(accounts)
+    }
+
+    /// Trusts one more service account (replacing one with the same `key_id`).
+    func trust(_ account: APNsMockConfiguration.HarmonyServiceAccount) throws {
+        let trusted = TrustedAccount(account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
+        accounts.withLock { $0[account.keyID] = trusted }
+    }
+
+    /// A stored HarmonyOS credential is the service-account key file: its public key is trusted.
+    package func trust(vendorAppID: String, clientID: String, secret: [UInt8]) throws {
+        guard let object = try JSONSerialization.jsonObject(with: Data(secret)) as? [String: Any],
+            let project = object["project_id"] as? String, let keyID = object["key_id"] as? String,
+            let pem = object["private_key"] as? String, let subAccount = object["sub_account"] as? String
+        else {
+            throw LocalLookAlikeError(
+                "the HarmonyOS service account lacks project_id, key_id, private_key or sub_account")
+        }
+        try trust(
+            .init(
+                projectID: project, keyID: keyID, subAccount: subAccount,
+                publicKeyPEM: try PrivateKey(pem: pem).publicKey.pem()))
+    }
+
+    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+        // "", "v3", projectID, "messages:send"
+        let parts = request.pathWithoutQuery.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[1] == "v3", parts[3] == "messages:send", !parts[2].isEmpty else { return nil }
+        return harmonySend(request, projectID: String(parts[2]), faults: faults)
+    }
+
+    // MARK: Receipts
+
+    package func receipts(for message: ReceivedAndroidMessage) -> LookAlikeReceiptPlan? {
+        guard !message.tokens.isEmpty, let body = MockJSON.parse(message.body) else { return nil }
+        // HarmonyOS V2: `pushOptions.biTag` back in each status, `deliveryStatus {result,
+        // timestamp}`; up to 100 a POST.
+        guard let tag = body["pushOptions"]?["biTag"]?.stringValue, !tag.isEmpty else { return nil }
+        return .configured(
+            tag: tag,
+            make: { configuration in
+                LookAlikeReceipts.chunks(message.tokens, of: 100).map { tokens in
+                    let statuses: [[String: Any]] = tokens.map { token in
+                        [
+                            "token": token, "pushType": message.harmonyPushType ?? 0,
+                            "appPackageName": "tuisong.local", "biTag": tag, "requestId": message.messageID,
+                            "deliveryStatus": ["result": 0, "timestamp": message.receivedAtMilliseconds],
+                        ]
+                    }
+                    return LookAlikeReceipts.signedPost(
+                        ["statuses": statuses], configuration, header: "X-HUAWEI-CALLBACK-ID")
+                }
+            }
+        )
+    }
+
     /// The `aud` of every service-account JWT (Huawei: "fixed").
     static let harmonyAudience = "https://oauth-login.cloud.huawei.com/oauth2/v3/token"
     /// How far a JWT's `iat` may lie in the future (clock skew), seconds.
@@ -40,7 +167,7 @@ extension AndroidServices {
         guard header["alg"]?.stringValue == "PS256" else { return .refused("JWT alg must be PS256") }
         guard header["typ"]?.stringValue == "JWT" else { return .refused("JWT typ must be JWT") }
         guard let kid = header["kid"]?.stringValue,
-            let account = trust.withLock({ $0.harmonyAccounts[kid] })
+            let account = accounts.withLock({ $0[kid] })
         else { return .refused("JWT kid not found") }
         guard (try? JWT.verifyPS256(bearer, publicKey: account.publicKey)) != nil else {
             return .refused("JWT signature verification failed")
@@ -93,7 +220,8 @@ extension AndroidServices {
             recorder.update(.harmony) { $0.authenticationFailures += 1 }
             return refuse(401, "80200005", "Jwt token expired")
         }
-        guard let typeText = request.pushType, let pushType = Int(typeText), Self.harmonyPushTypes.contains(pushType)
+        guard let typeText = request.headers["push-type"], let pushType = Int(typeText),
+            Self.harmonyPushTypes.contains(pushType)
         else { return refuse(400, "80100001", "push-type header is missing or not one of 0, 1, 2, 6, 7, 10") }
         guard request.bodyLength <= Self.bodyStorageLimit else {
             return refuse(400, "80300008", "The message body size exceeds the default value")
@@ -165,8 +293,8 @@ extension AndroidServices {
                 service: .harmony, target: projectID, principal: subAccount, tokens: outcome.accepted,
                 refusedTokens: outcome.illegal, messageID: requestID, body: request.body,
                 connectionID: request.connectionID, streamID: request.streamID, timestampHeader: nil,
-                receivedAtMilliseconds: request.receivedAtMilliseconds, harmonyPushType: pushType,
-                harmonyTestMessage: testMessage ?? false))
+                receivedAtMilliseconds: request.receivedAtMilliseconds,
+                details: ["push-type": String(pushType), "testMessage": String(testMessage ?? false)]))
         return response
     }
 }
@@ -221,7 +349,7 @@ enum HarmonySchema {
             guard let category = text(notification, "category") else {
                 return parameter("notification.category is required")
             }
-            guard AndroidServices.harmonyCategories.contains(category) else {
+            guard HarmonyLookAlike.harmonyCategories.contains(category) else {
                 return parameter("notification.category \(category) is not a valid category")
             }
             guard text(notification, "title") != nil else { return parameter("notification.title is required") }
@@ -294,5 +422,80 @@ enum HarmonySchema {
             return Failure(code: "80100003", message: "Illegal payload, badge setNum value ranges from 0 to 99")
         }
         return nil
+    }
+}
+
+extension APNsMockConfiguration {
+    /// A HarmonyOS Push Kit service account (Huawei's key file: `project_id`, `key_id`,
+    /// `private_key`, `sub_account`): a JWT with `kid == keyID` and `iss == subAccount`, signed
+    /// (PS256) by the private half of `publicKeyPEM`, may send for `projectID` only.
+    public struct HarmonyServiceAccount: Sendable, Codable, Equatable {
+        public var projectID: String
+        public var keyID: String
+        public var subAccount: String
+        /// The RSA public key as PEM (`-----BEGIN PUBLIC KEY-----`).
+        public var publicKeyPEM: String
+
+        public init(projectID: String, keyID: String, subAccount: String, publicKeyPEM: String) {
+            self.projectID = projectID
+            self.keyID = keyID
+            self.subAccount = subAccount
+            self.publicKeyPEM = publicKeyPEM
+        }
+    }
+
+    /// HarmonyOS Push Kit service accounts (`POST /v3/{projectID}/messages:send` with a PS256
+    /// JWT signed by the account's key).
+    public var harmonyServiceAccounts: [HarmonyServiceAccount] {
+        get { lookAlikeList("harmonyServiceAccounts", of: HarmonyServiceAccount.self) }
+        set { setLookAlikeList("harmonyServiceAccounts", newValue) }
+    }
+}
+
+extension APNsMockLocalSetup {
+    /// A HarmonyOS Push Kit service account the v3 look-alike trusts (its public half);
+    /// `harmonyServiceAccountJSON()` is the key file a client loads.
+    public var harmonyServiceAccount: APNsMockConfiguration.HarmonyServiceAccount {
+        lookAlikeMaterial("harmonyServiceAccount", as: APNsMockConfiguration.HarmonyServiceAccount.self)
+    }
+    /// The account's RSA private key (PKCS#8 PEM, `private_key` of the key file).
+    public var harmonyPrivateKeyPEM: String { lookAlikeMaterial("harmonyPrivateKeyPEM", as: String.self) }
+
+    /// The HarmonyOS service-account key file as Huawei's API Console downloads it.
+    public func harmonyServiceAccountJSON() -> [UInt8] {
+        let fields: [(String, String)] = [
+            ("project_id", harmonyServiceAccount.projectID),
+            ("key_id", harmonyServiceAccount.keyID),
+            ("private_key", harmonyPrivateKeyPEM),
+            ("sub_account", harmonyServiceAccount.subAccount),
+            ("auth_uri", "https://oauth-login.cloud.huawei.com/oauth2/v3/authorize"),
+            ("token_uri", "https://oauth-login.cloud.huawei.com/oauth2/v3/token"),
+            ("auth_provider_cert_uri", "https://oauth-login.cloud.huawei.com/oauth2/v3/certs"),
+            ("client_cert_uri", "https://oauth-login.cloud.huawei.com/oauth2/v3/x509?client_id="),
+        ]
+        let lines = fields.map { "    \(RequestLogLine.quoted($0.0)): \(RequestLogLine.quoted($0.1))" }
+        return Array(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
+    }
+}
+
+extension APNsMockServer {
+    /// Accepts HarmonyOS Push Kit JWTs of this service account from now on. Throws when its
+    /// public key PEM does not parse.
+    public func trustHarmonyServiceAccount(_ account: APNsMockConfiguration.HarmonyServiceAccount) throws {
+        try (lookAlike(.harmony) as? HarmonyLookAlike)?.trust(account)
+    }
+}
+
+extension ReceivedAndroidMessage {
+    /// The request's `push-type` header (0 alert, 6 background, …); nil for other services.
+    public var harmonyPushType: Int? { details["push-type"].flatMap { Int($0) } }
+    /// `pushOptions.testMessage` as sent.
+    public var harmonyTestMessage: Bool { details["testMessage"] == "true" }
+}
+
+extension AndroidMockStatistics {
+    public var harmony: AndroidServiceStatistics {
+        get { self[.harmony] }
+        set { self[.harmony] = newValue }
     }
 }

@@ -1,8 +1,115 @@
+import Foundation
+import Synchronization
 internal import TuisongCrypto
+import TuisongLookAlikeKit
 
-/// Google's OAuth token endpoint (JWT-bearer grant of a service account) and FCM HTTP v1
-/// `messages:send`, answering as `docs/reference/android.md` §1–2 says.
-extension AndroidServices {
+extension AndroidPushService {
+    /// Firebase Cloud Messaging HTTP v1, with Google's service-account OAuth token endpoint.
+    public static let fcm = AndroidPushService("fcm")
+}
+
+/// The look-alike of Google's OAuth token endpoint (JWT-bearer grant of a service account) and
+/// FCM HTTP v1 `messages:send`, answering as `docs/reference/android.md` §1–2 says. Token
+/// faults: `unregistered` is 404 `UNREGISTERED`, `invalidArgument` 400 `INVALID_ARGUMENT` (the
+/// token message), `quotaExceeded` 429 `QUOTA_EXCEEDED` with `Retry-After`, `unavailable` 503
+/// `UNAVAILABLE`, `internal` 500 `INTERNAL`. It sends no receipts.
+package final class FCMLookAlike: LookAlikeService {
+    package static let declaration = LookAlikeDeclaration(
+        service: .fcm,
+        summary: """
+            FCM HTTP v1 (POST /token, the Google service-account token endpoint; POST \
+            /v1/projects/<project>/messages:send)
+            """,
+        configurationKeys: [("fcmServiceAccounts", #"{"clientEmail","keyID","publicKeyPEM","projectID"}"#)],
+        setupKeys: ["fcmServiceAccount", "fcmPrivateKeyPEM", "fcmClientID"],
+        makeSetup: { setup in
+            let key = try APNsMockLocalSetup.sharedRSAKey()
+            try setup.setLookAlikeMaterial(
+                "fcmServiceAccount",
+                APNsMockConfiguration.FCMServiceAccount(
+                    clientEmail: "tuisong-local@tuisong-local.iam.gserviceaccount.com",
+                    keyID: FCMLookAlike.randomString(count: 40, alphabet: "0123456789abcdef"),
+                    publicKeyPEM: try key.publicKey.pem(), projectID: "tuisong-local"))
+            try setup.setLookAlikeMaterial("fcmPrivateKeyPEM", try key.pkcs8PEM())
+            try setup.setLookAlikeMaterial(
+                "fcmClientID", "1" + FCMLookAlike.randomString(count: 20, alphabet: "0123456789"))
+        },
+        configure: { configuration, setup in configuration.fcmServiceAccounts.append(setup.fcmServiceAccount) },
+        start: { host, configuration in try FCMLookAlike(host: host, configuration: configuration) },
+        fallbackCredential: { setup, baseURL in
+            LookAlikeCredential(
+                vendorAppID: setup.fcmServiceAccount.projectID, clientID: setup.fcmServiceAccount.clientEmail,
+                secret: setup.fcmServiceAccountJSON(tokenURI: baseURL + "/token"))
+        },
+        banner: { setup, base, directory in
+            let path = directory + "/apns-mock-fcm-service-account.json"
+            guard
+                FileManager.default.createFile(
+                    atPath: path, contents: Data(setup.fcmServiceAccountJSON(tokenURI: base + "/token")),
+                    attributes: [.posixPermissions: 0o600])
+            else { throw LocalLookAlikeError("cannot write \(path)") }
+            let account = setup.fcmServiceAccount
+            return [
+                "token_url": base + "/token", "send_url": "\(base)/v1/projects/\(account.projectID)/messages:send",
+                "service_account_file": path, "project_id": account.projectID, "client_email": account.clientEmail,
+            ]
+        })
+
+    struct TrustedAccount: Sendable {
+        let account: APNsMockConfiguration.FCMServiceAccount
+        let publicKey: PublicKey
+    }
+
+    package let service = AndroidPushService.fcm
+    package let host: LookAlikeHost
+    /// The service accounts its token endpoint trusts, by `client_email`; growable at run time.
+    private let accounts: Mutex<[String: TrustedAccount]>
+
+    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+        self.host = host
+        var accounts: [String: TrustedAccount] = [:]
+        for account in try configuration.lookAlikeSetting(
+            "fcmServiceAccounts", as: [APNsMockConfiguration.FCMServiceAccount].self) ?? []
+        {
+            accounts[account.clientEmail] = TrustedAccount(
+                account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
+        }
+        self.accounts = Mutex(accounts)
+    }
+
+    /// Trusts one more service account (replacing one with the same `client_email`).
+    func trust(_ account: APNsMockConfiguration.FCMServiceAccount) throws {
+        let trusted = TrustedAccount(account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
+        accounts.withLock { $0[account.clientEmail] = trusted }
+    }
+
+    /// A stored FCM credential is the service-account JSON: its public key is trusted.
+    package func trust(vendorAppID: String, clientID: String, secret: [UInt8]) throws {
+        guard let object = try JSONSerialization.jsonObject(with: Data(secret)) as? [String: Any],
+            let email = object["client_email"] as? String, let pem = object["private_key"] as? String,
+            let project = object["project_id"] as? String
+        else { throw LocalLookAlikeError("the FCM service account lacks client_email, private_key or project_id") }
+        try trust(
+            .init(
+                clientEmail: email, keyID: object["private_key_id"] as? String ?? "",
+                publicKeyPEM: try PrivateKey(pem: pem).publicKey.pem(), projectID: project))
+    }
+
+    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+        let path = request.pathWithoutQuery
+        if path == "/token" {
+            var response = googleToken(request)
+            response.isSignIn = true
+            return response
+        }
+        // "", "v1", "projects", P, "messages:send"
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 5, parts[1] == "v1", parts[2] == "projects", parts[4] == "messages:send",
+            !parts[3].isEmpty
+        else { return nil }
+        return fcmSend(request, project: String(parts[3]), faults: faults)
+    }
+
     static let jwtBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer"
     static let googleTokenAudience = "https://oauth2.googleapis.com/token"
     /// Either scope authorises `messages:send`.
@@ -50,7 +157,7 @@ extension AndroidServices {
         guard header["alg"]?.stringValue == "RS256" else {
             return refuse(400, "invalid_grant", "Invalid JWT Signature.")
         }
-        guard let issuer = claims["iss"]?.stringValue, let trusted = trust.withLock({ $0.accounts[issuer] }) else {
+        guard let issuer = claims["iss"]?.stringValue, let trusted = accounts.withLock({ $0[issuer] }) else {
             return refuse(400, "invalid_grant", "Invalid grant: account not found")
         }
         if let keyID = header["kid"], keyID.stringValue != trusted.account.keyID {
@@ -82,7 +189,7 @@ extension AndroidServices {
         let scopes = (claims["scope"]?.stringValue ?? "").split(separator: " ").map(String.init)
         guard !scopes.isEmpty else { return refuse(400, "invalid_scope", "Empty or missing scope not allowed.") }
         let token = issueToken(
-            service: .fcm, principal: issuer, target: trusted.account.projectID, scopes: scopes,
+            prefix: "ya29.mock-", principal: issuer, target: trusted.account.projectID, scopes: scopes,
             nowMilliseconds: request.receivedAtMilliseconds)
         var response = AndroidResponse(
             status: 200,
@@ -410,23 +517,23 @@ enum FCMSchema {
     static func semanticFailure(of message: MockJSON) -> AndroidResponse? {
         let targets = ["token", "topic", "condition", "fid"].filter { message[$0]?.stringValue != nil }
         if targets.isEmpty {
-            return AndroidServices.fcmError(400, "INVALID_ARGUMENT", "Recipient of the message is not set.")
+            return FCMLookAlike.fcmError(400, "INVALID_ARGUMENT", "Recipient of the message is not set.")
         }
         if targets.count > 1 {
             let text =
                 "Invalid JSON payload received. Oneof field 'target' is already set. Cannot set '\(targets[1])'"
-            return AndroidServices.fcmError(400, "INVALID_ARGUMENT", text, fieldViolation: ("message", text))
+            return FCMLookAlike.fcmError(400, "INVALID_ARGUMENT", text, fieldViolation: ("message", text))
         }
-        if let token = message["token"]?.stringValue, !AndroidServices.isPlausibleDeviceToken(token) {
-            return AndroidServices.fcmError(
+        if let token = message["token"]?.stringValue, !FCMLookAlike.isPlausibleDeviceToken(token) {
+            return FCMLookAlike.fcmError(
                 400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token",
                 errorCode: "INVALID_ARGUMENT")
         }
         let android = message["android"]
         if let ttl = android?["ttl"]?.stringValue, let seconds = parseDuration(ttl),
-            seconds < 0 || seconds > Double(AndroidServices.fcmMaximumTTLSeconds)
+            seconds < 0 || seconds > Double(FCMLookAlike.fcmMaximumTTLSeconds)
         {
-            return AndroidServices.fcmError(
+            return FCMLookAlike.fcmError(
                 400, "INVALID_ARGUMENT", "Invalid value at 'message.android.ttl': a TTL is 0 to 2419200 seconds",
                 errorCode: "INVALID_ARGUMENT", fieldViolation: ("message.android.ttl", "TTL out of range"))
         }
@@ -435,7 +542,7 @@ enum FCMSchema {
             for member in data?.members ?? [] {
                 let key = member.key
                 if key == "from" || key == "gcm" || key.hasPrefix("google") {
-                    return AndroidServices.fcmError(
+                    return FCMLookAlike.fcmError(
                         400, "INVALID_ARGUMENT", "Invalid data payload key: \(key)", errorCode: "INVALID_ARGUMENT",
                         fieldViolation: ("message.data", "Reserved key: \(key)"))
                 }
@@ -445,8 +552,8 @@ enum FCMSchema {
         for notification in [message["notification"], android?["notification"]] {
             for member in notification?.members ?? [] { payloadBytes += member.value.stringValue?.utf8.count ?? 0 }
         }
-        if payloadBytes > AndroidServices.fcmPayloadLimit {
-            return AndroidServices.fcmError(
+        if payloadBytes > FCMLookAlike.fcmPayloadLimit {
+            return FCMLookAlike.fcmError(
                 400, "INVALID_ARGUMENT", "Android message is too big", errorCode: "INVALID_ARGUMENT")
         }
         return nil
@@ -455,4 +562,83 @@ enum FCMSchema {
 
 extension Character {
     fileprivate var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}
+
+extension APNsMockConfiguration {
+    /// A Google service account the FCM look-alike trusts: an assertion with `iss == clientEmail`
+    /// and `kid == keyID` must be signed (RS256) by the private half of `publicKeyPEM`, and the
+    /// access token it buys may send for `projectID` only.
+    public struct FCMServiceAccount: Sendable, Codable, Equatable {
+        /// `client_email` of the service-account JSON.
+        public var clientEmail: String
+        /// `private_key_id` of the service-account JSON (the assertion's `kid`).
+        public var keyID: String
+        /// The RSA public key as PEM (`-----BEGIN PUBLIC KEY-----`).
+        public var publicKeyPEM: String
+        /// `project_id`: the `{project}` of the send path.
+        public var projectID: String
+
+        public init(clientEmail: String, keyID: String, publicKeyPEM: String, projectID: String) {
+            self.clientEmail = clientEmail
+            self.keyID = keyID
+            self.publicKeyPEM = publicKeyPEM
+            self.projectID = projectID
+        }
+    }
+
+    /// Google service accounts the FCM look-alike trusts (`POST /token`, then
+    /// `POST /v1/projects/{projectID}/messages:send`).
+    public var fcmServiceAccounts: [FCMServiceAccount] {
+        get { lookAlikeList("fcmServiceAccounts", of: FCMServiceAccount.self) }
+        set { setLookAlikeList("fcmServiceAccounts", newValue) }
+    }
+}
+
+extension APNsMockLocalSetup {
+    /// A Google service account of project `tuisong-local` the FCM look-alike trusts (its public
+    /// half); `fcmServiceAccountJSON(tokenURI:)` is the file a client loads.
+    public var fcmServiceAccount: APNsMockConfiguration.FCMServiceAccount {
+        lookAlikeMaterial("fcmServiceAccount", as: APNsMockConfiguration.FCMServiceAccount.self)
+    }
+    /// The service account's RSA 2048 private key (PKCS#8 PEM, `private_key` of the JSON).
+    public var fcmPrivateKeyPEM: String { lookAlikeMaterial("fcmPrivateKeyPEM", as: String.self) }
+    /// `client_id` of the service-account JSON (21 digits, as Google's).
+    public var fcmClientID: String { lookAlikeMaterial("fcmClientID", as: String.self) }
+
+    /// The service-account key file as Google's console downloads it, with `token_uri` pointing
+    /// at the mock (e.g. `https://127.0.0.1:2197/token`), for any Google auth library to load.
+    public func fcmServiceAccountJSON(tokenURI: String) -> [UInt8] {
+        let email = fcmServiceAccount.clientEmail
+        let escapedEmail = email.replacingOccurrences(of: "@", with: "%40")
+        let fields: [(String, String)] = [
+            ("type", "service_account"),
+            ("project_id", fcmServiceAccount.projectID),
+            ("private_key_id", fcmServiceAccount.keyID),
+            ("private_key", fcmPrivateKeyPEM),
+            ("client_email", email),
+            ("client_id", fcmClientID),
+            ("auth_uri", "https://accounts.google.com/o/oauth2/auth"),
+            ("token_uri", tokenURI),
+            ("auth_provider_x509_cert_url", "https://www.googleapis.com/oauth2/v1/certs"),
+            ("client_x509_cert_url", "https://www.googleapis.com/robot/v1/metadata/x509/\(escapedEmail)"),
+            ("universe_domain", "googleapis.com"),
+        ]
+        let lines = fields.map { "  \(RequestLogLine.quoted($0.0)): \(RequestLogLine.quoted($0.1))" }
+        return Array(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
+    }
+}
+
+extension APNsMockServer {
+    /// Accepts assertions of this service account from now on (e.g. one a gateway stored after
+    /// start). Throws when its public key PEM does not parse.
+    public func trustFCMServiceAccount(_ account: APNsMockConfiguration.FCMServiceAccount) throws {
+        try (lookAlike(.fcm) as? FCMLookAlike)?.trust(account)
+    }
+}
+
+extension AndroidMockStatistics {
+    public var fcm: AndroidServiceStatistics {
+        get { self[.fcm] }
+        set { self[.fcm] = newValue }
+    }
 }

@@ -34,8 +34,8 @@ enum MonotonicClock {
     }
 }
 
-enum WallClock {
-    static func milliseconds() -> Int64 {
+package enum WallClock {
+    package static func milliseconds() -> Int64 {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000

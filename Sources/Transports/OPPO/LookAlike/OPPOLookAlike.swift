@@ -1,12 +1,115 @@
+import Foundation
+import Synchronization
 internal import TuisongCrypto
+import TuisongLookAlikeKit
 
-/// OPPO Push: `POST /server/v1/auth` (SHA-256 sign), then notification unicast and batch
-/// unicast, form-encoded with the `auth_token` in the body, answering as
+extension AndroidPushService {
+    /// OPPO Push (HeyTap) server API v1.
+    public static let oppo = AndroidPushService("oppo")
+}
+
+/// The look-alike of OPPO Push: `POST /server/v1/auth` (SHA-256 sign), then notification
+/// unicast and batch unicast, form-encoded with the `auth_token` in the body, answering as
 /// `docs/reference/android.md` §9 says (and, where the sources are silent, as it says the
-/// look-alike assumes).
-extension AndroidServices {
-    /// How far a signed `timestamp` may be from the mock's clock (vivo's documented window;
-    /// OPPO's is not public).
+/// look-alike assumes). Token faults: `unregistered` and `invalidArgument` are `10000` (a
+/// batch: the entry's `errorCode`); `quotaExceeded` is `33` (the daily limit), `unavailable`
+/// `-1`, `internal` HTTP 500 `-1`. Receipts: to the push's own `call_back_url`.
+package final class OPPOLookAlike: LookAlikeService {
+    package static let declaration = LookAlikeDeclaration(
+        service: .oppo,
+        summary: "OPPO Push (POST /server/v1/auth; POST /server/v1/message/notification/unicast and unicast_batch)",
+        configurationKeys: [("oppoApps", #"{"appKey","masterSecret"}"#)], setupKeys: ["oppoApp"],
+        makeSetup: { setup in
+            try setup.setLookAlikeMaterial(
+                "oppoApp",
+                APNsMockConfiguration.OppoApp(
+                    appKey: OPPOLookAlike.randomHex(32), masterSecret: OPPOLookAlike.randomHex(32)))
+        },
+        configure: { configuration, setup in configuration.oppoApps.append(setup.oppoApp) },
+        start: { host, configuration in try OPPOLookAlike(host: host, configuration: configuration) },
+        fallbackCredential: { setup, _ in
+            LookAlikeCredential(
+                vendorAppID: "0", clientID: setup.oppoApp.appKey, secret: Array(setup.oppoApp.masterSecret.utf8))
+        },
+        banner: { setup, base, _ in
+            [
+                "auth_url": base + "/server/v1/auth", "unicast_url": base + "/server/v1/message/notification/unicast",
+                "unicast_batch_url": base + "/server/v1/message/notification/unicast_batch",
+                "app_key": setup.oppoApp.appKey, "master_secret": setup.oppoApp.masterSecret,
+            ]
+        })
+
+    package let service = AndroidPushService.oppo
+    package let host: LookAlikeHost
+    /// The apps it grants `auth_token`s to, by AppKey; growable at run time.
+    private let apps: Mutex<[String: APNsMockConfiguration.OppoApp]>
+
+    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+        self.host = host
+        var apps: [String: APNsMockConfiguration.OppoApp] = [:]
+        for app in try configuration.lookAlikeSetting("oppoApps", as: [APNsMockConfiguration.OppoApp].self) ?? []
+        where apps[app.appKey] == nil {
+            apps[app.appKey] = app
+        }
+        self.apps = Mutex(apps)
+    }
+
+    /// Grants `auth_token`s to this app from now on (replacing one with the same AppKey).
+    func trust(_ app: APNsMockConfiguration.OppoApp) {
+        apps.withLock { $0[app.appKey] = app }
+    }
+
+    package func trust(vendorAppID: String, clientID: String, secret: [UInt8]) {
+        trust(.init(appKey: clientID, masterSecret: String(decoding: secret, as: UTF8.self)))
+    }
+
+    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+        switch request.pathWithoutQuery {
+        case "/server/v1/auth":
+            var response = oppoAuth(request)
+            response.isSignIn = true
+            return response
+        case "/server/v1/message/notification/unicast": return oppoSend(request, batch: false, faults: faults)
+        case "/server/v1/message/notification/unicast_batch": return oppoSend(request, batch: true, faults: faults)
+        default: return nil
+        }
+    }
+
+    /// One event per message that asked for receipts, grouped into a POST per URL: `messageId`,
+    /// `appId`, `taskId`, `registrationIds`, `eventTime`, `param`, `eventType`.
+    package func receipts(for message: ReceivedAndroidMessage) -> LookAlikeReceiptPlan? {
+        guard !message.tokens.isEmpty else { return nil }
+        // One event per message that asked for receipts, grouped into a POST per URL:
+        // `messageId`, `appId`, `taskId`, `registrationIds`, `eventTime`, `param`, `eventType`.
+        guard let form = FormBody.parse(message.body),
+            let parsed = MockJSON.parse(Array((form["messages"] ?? form["message"] ?? "").utf8))
+        else { return nil }
+        let list: [MockJSON]
+        if case .array(let messages) = parsed { list = messages } else { list = [parsed] }
+        let accepted = Set(message.tokens)
+        let ids = message.messageID.split(separator: ",").map(String.init)
+        var events: [String: [[String: Any]]] = [:]
+        var order: [String] = []
+        var index = 0
+        for entry in list {
+            guard let target = entry["target_value"]?.stringValue, accepted.contains(target) else { continue }
+            let id = index < ids.count ? ids[index] : ""
+            index += 1
+            guard let notification = entry["notification"],
+                let url = notification["call_back_url"]?.stringValue, !url.isEmpty
+            else { continue }
+            if events[url] == nil { order.append(url) }
+            events[url, default: []].append([
+                "messageId": id, "appId": message.target, "taskId": id, "registrationIds": target,
+                "eventTime": String(message.receivedAtMilliseconds),
+                "param": notification["call_back_parameter"]?.stringValue ?? "", "eventType": "push_arrive",
+            ])
+        }
+        return .direct(order.map { LookAlikeReceipts.jsonPost(events[$0] ?? [], to: $0) })
+    }
+
+    /// How far a signed `timestamp` may be from the mock's clock: ten minutes (OPPO's window is
+    /// not public; another service documents this one).
     static let signedTimestampWindowMilliseconds: Int64 = 10 * 60 * 1000
     /// `off_line_ttl`: "最长 3 天", in seconds.
     static let oppoMaximumOfflineTTL = 3 * 24 * 3600
@@ -26,7 +129,7 @@ extension AndroidServices {
         guard let appKey = field("app_key") else { return Self.oppoAnswer(200, 15, "Missing App Key") }
         guard let sign = field("sign") else { return Self.oppoAnswer(200, 17, "Missing Signature") }
         guard let timestamp = field("timestamp") else { return Self.oppoAnswer(200, 18, "Missing Timestamp") }
-        guard let app = trust.withLock({ $0.oppoApps[appKey] }) else {
+        guard let app = apps.withLock({ $0[appKey] }) else {
             return Self.oppoAnswer(200, 14, "Invalid App Key")
         }
         guard let milliseconds = Int64(timestamp),
@@ -35,7 +138,7 @@ extension AndroidServices {
         let expected = Hex.encode(Digest.sha256(Array((appKey + timestamp + app.masterSecret).utf8)))
         guard sign.lowercased() == expected else { return Self.oppoAnswer(200, 16, "Invalid Signature") }
         let token = issueToken(
-            service: .oppo, principal: appKey, target: appKey, nowMilliseconds: request.receivedAtMilliseconds)
+            prefix: "oppo.", principal: appKey, target: appKey, nowMilliseconds: request.receivedAtMilliseconds)
         var response = Self.oppoAnswer(
             200, 0, "Success",
             data: #"{"auth_token":\#(RequestLogLine.quoted(token)),"create_time":\#(request.receivedAtMilliseconds)}"#)
@@ -56,7 +159,10 @@ extension AndroidServices {
         }
         guard request.method == "POST" else { return refuse(405, 12, "Http Action Not Allowed") }
         let form = request.bodyLength <= Self.bodyStorageLimit ? FormBody.parse(request.body) : nil
-        guard let bearer = form?["auth_token"].flatMap({ $0.isEmpty ? nil : $0 }) ?? request.vendorToken else {
+        guard
+            let bearer = form?["auth_token"].flatMap({ $0.isEmpty ? nil : $0 }) ?? request.headers["auth_token"]
+                ?? request.headers["authtoken"]
+        else {
             recorder.update(.oppo) { $0.authenticationFailures += 1 }
             return refuse(200, 29, "Missing Auth Token")
         }
@@ -137,7 +243,7 @@ extension AndroidServices {
     }
 
     static func randomHex(_ count: Int) -> String {
-        APNsMockLocalSetup.randomString(count: count, alphabet: "0123456789abcdef")
+        randomString(count: count, alphabet: "0123456789abcdef")
     }
 }
 
@@ -194,8 +300,8 @@ enum OppoSchema {
             if (value == 2 || value == 5) && url.isEmpty { return missing("\(at).click_action_url") }
         }
         if let ttl = notification["off_line_ttl"], !ttl.isNull {
-            guard let value = ttl.integerValue, (0...AndroidServices.oppoMaximumOfflineTTL).contains(value) else {
-                return invalid("\(at).off_line_ttl is seconds, at most \(AndroidServices.oppoMaximumOfflineTTL)")
+            guard let value = ttl.integerValue, (0...OPPOLookAlike.oppoMaximumOfflineTTL).contains(value) else {
+                return invalid("\(at).off_line_ttl is seconds, at most \(OPPOLookAlike.oppoMaximumOfflineTTL)")
             }
         }
         if let offLine = notification["off_line"], !offLine.isNull {
@@ -213,5 +319,48 @@ enum OppoSchema {
             else { return invalid("\(at).action_parameters must be a JSON object as a string, at most 4 KB") }
         }
         return nil
+    }
+}
+
+extension APNsMockConfiguration {
+    /// An OPPO Push app: `POST /server/v1/auth` signs `appKey + timestamp + masterSecret`
+    /// (SHA-256); the `auth_token` it buys sends for this app only.
+    public struct OppoApp: Sendable, Codable, Equatable {
+        public var appKey: String
+        /// The MasterSecret (not the AppSecret: OPPO's server API signs with the master secret).
+        public var masterSecret: String
+
+        public init(appKey: String, masterSecret: String) {
+            self.appKey = appKey
+            self.masterSecret = masterSecret
+        }
+    }
+
+    /// OPPO Push apps (`POST /server/v1/auth`, then `/server/v1/message/notification/unicast`
+    /// and `unicast_batch`).
+    public var oppoApps: [OppoApp] {
+        get { lookAlikeList("oppoApps", of: OppoApp.self) }
+        set { setLookAlikeList("oppoApps", newValue) }
+    }
+}
+
+extension APNsMockLocalSetup {
+    /// An OPPO Push app (AppKey and MasterSecret).
+    public var oppoApp: APNsMockConfiguration.OppoApp {
+        lookAlikeMaterial("oppoApp", as: APNsMockConfiguration.OppoApp.self)
+    }
+}
+
+extension APNsMockServer {
+    /// Grants `auth_token`s to this OPPO app from now on.
+    public func trustOppoApp(_ app: APNsMockConfiguration.OppoApp) {
+        (lookAlike(.oppo) as? OPPOLookAlike)?.trust(app)
+    }
+}
+
+extension AndroidMockStatistics {
+    public var oppo: AndroidServiceStatistics {
+        get { self[.oppo] }
+        set { self[.oppo] = newValue }
     }
 }

@@ -1,11 +1,118 @@
+import Foundation
 import Synchronization
 internal import TuisongCrypto
+import TuisongLookAlikeKit
 
-/// vivo Push: `POST /message/auth` (MD5 sign), then `/message/send` for one regId and
-/// `/message/saveListPayload` + `/message/pushToList` for 2…1000, JSON bodies and the
+extension AndroidPushService {
+    /// vivo Push server API.
+    public static let vivo = AndroidPushService("vivo")
+}
+
+/// The look-alike of vivo Push: `POST /message/auth` (MD5 sign), then `/message/send` for one
+/// regId and `/message/saveListPayload` + `/message/pushToList` for 2…1000, JSON bodies and the
 /// `authToken` header, answering as `docs/reference/android.md` §10 says (and, where the
-/// sources are silent, as it says the look-alike assumes).
-extension AndroidServices {
+/// sources are silent, as it says the look-alike assumes). Token faults: `unregistered` and
+/// `invalidArgument` are `10302` (a list push: in `invalidUsers`); `quotaExceeded` is `10070`
+/// (`10073` for system messages), `unavailable` `10040`, `internal` HTTP 500. Receipts: to the
+/// app's receipt configuration, for a push whose `extra.callback` names a receipt id.
+package final class VivoLookAlike: LookAlikeService {
+    package static let declaration = LookAlikeDeclaration(
+        service: .vivo,
+        summary: "vivo Push (POST /message/auth; POST /message/send, /message/saveListPayload, /message/pushToList)",
+        configurationKeys: [("vivoApps", #"{"appID","appKey","appSecret"}"#)], setupKeys: ["vivoApp"],
+        makeSetup: { setup in
+            func uuid() -> String {
+                [8, 4, 4, 4, 12].map { VivoLookAlike.randomString(count: $0, alphabet: "0123456789abcdef") }
+                    .joined(separator: "-")
+            }
+            try setup.setLookAlikeMaterial(
+                "vivoApp",
+                APNsMockConfiguration.VivoApp(
+                    appID: "1" + VivoLookAlike.randomString(count: 8, alphabet: "0123456789"), appKey: uuid(),
+                    appSecret: uuid()))
+        },
+        configure: { configuration, setup in configuration.vivoApps.append(setup.vivoApp) },
+        start: { host, configuration in try VivoLookAlike(host: host, configuration: configuration) },
+        fallbackCredential: { setup, _ in
+            LookAlikeCredential(
+                vendorAppID: setup.vivoApp.appID, clientID: setup.vivoApp.appKey,
+                secret: Array(setup.vivoApp.appSecret.utf8),
+                options: ["receipt_id": APNsMockLocalSetup.vivoReceiptID])
+        },
+        banner: { setup, base, _ in
+            [
+                "auth_url": base + "/message/auth", "send_url": base + "/message/send",
+                "save_list_payload_url": base + "/message/saveListPayload",
+                "push_to_list_url": base + "/message/pushToList", "app_id": setup.vivoApp.appID,
+                "app_key": setup.vivoApp.appKey, "app_secret": setup.vivoApp.appSecret,
+            ]
+        })
+
+    /// How far a signed `timestamp` may be from the mock's clock (vivo's documented window).
+    static let signedTimestampWindowMilliseconds: Int64 = 10 * 60 * 1000
+
+    package let service = AndroidPushService.vivo
+    package let host: LookAlikeHost
+    /// The apps it grants `authToken`s to, by AppID; growable at run time.
+    private let apps: Mutex<[String: APNsMockConfiguration.VivoApp]>
+    /// `saveListPayload` bodies, by `taskId`, for `pushToList`.
+    let vivoTasks = VivoTaskStore()
+
+    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+        self.host = host
+        var apps: [String: APNsMockConfiguration.VivoApp] = [:]
+        for app in try configuration.lookAlikeSetting("vivoApps", as: [APNsMockConfiguration.VivoApp].self) ?? []
+        where apps[app.appID] == nil {
+            apps[app.appID] = app
+        }
+        self.apps = Mutex(apps)
+    }
+
+    /// Grants `authToken`s to this app from now on (replacing one with the same AppID).
+    func trust(_ app: APNsMockConfiguration.VivoApp) {
+        apps.withLock { $0[app.appID] = app }
+    }
+
+    package func trust(vendorAppID: String, clientID: String, secret: [UInt8]) {
+        trust(.init(appID: vendorAppID, appKey: clientID, appSecret: String(decoding: secret, as: UTF8.self)))
+    }
+
+    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+        switch request.pathWithoutQuery {
+        case "/message/auth":
+            var response = vivoAuth(request)
+            response.isSignIn = true
+            return response
+        case "/message/send": return vivoSend(request, faults: faults)
+        case "/message/saveListPayload": return vivoSaveListPayload(request)
+        case "/message/pushToList": return vivoPushToList(request, faults: faults)
+        default: return nil
+        }
+    }
+
+    /// `extra.callback` names the receipt id the console made for the receipt address (local
+    /// mode's one stands for every app's); `callback.param` comes back as each task's `param`,
+    /// the accepted regIds as its `targets`.
+    package func receipts(for message: ReceivedAndroidMessage) -> LookAlikeReceiptPlan? {
+        guard !message.tokens.isEmpty, let body = MockJSON.parse(message.body) else { return nil }
+        // vivo: `extra.callback` names the receipt id the console made for the receipt
+        // address (local mode's one stands for every app's); `callback.param` comes back
+        // as each task's `param`, the accepted regIds as its `targets`.
+        guard let extra = body["extra"], extra["callback"]?.stringValue?.isEmpty == false,
+            let param = extra["callback.param"]?.stringValue, !param.isEmpty
+        else { return nil }
+        return .configured(
+            tag: param,
+            make: { configuration in
+                let task: [String: Any] = [
+                    "param": param, "targets": message.tokens.joined(separator: ","),
+                    "ackTime": message.receivedAtMilliseconds, "ackType": 1,
+                ]
+                return [LookAlikeReceipts.jsonPost([message.messageID: task], to: configuration.url)]
+            }
+        )
+    }
+
     static let vivoMaximumListTokens = 1000
 
     static func vivoAnswer(_ status: Int, _ result: Int, _ desc: String, extra: String = "") -> AndroidResponse {
@@ -40,7 +147,7 @@ extension AndroidServices {
         guard let appKey = text("appKey") else { return Self.vivoAnswer(200, 10201, "appKey 不能为空") }
         guard let timestamp = text("timestamp") else { return Self.vivoAnswer(200, 10202, "timestamp 不能为空") }
         guard let sign = text("sign") else { return Self.vivoAnswer(200, 10203, "sign 不能为空") }
-        guard let app = trust.withLock({ $0.vivoApps[appID] }) else {
+        guard let app = apps.withLock({ $0[appID] }) else {
             return Self.vivoAnswer(200, 10205, "appId 不存在")
         }
         guard app.appKey == appKey else { return Self.vivoAnswer(200, 10206, "appKey 不合法") }
@@ -53,7 +160,7 @@ extension AndroidServices {
             return Self.vivoAnswer(200, 10207, "sign 不合法")
         }
         let token = issueToken(
-            service: .vivo, principal: appKey, target: appID, nowMilliseconds: request.receivedAtMilliseconds)
+            prefix: "vivo.", principal: appKey, target: appID, nowMilliseconds: request.receivedAtMilliseconds)
         var response = Self.vivoAnswer(200, 0, "请求成功", extra: #","authToken":\#(RequestLogLine.quoted(token))"#)
         response.principal = appKey
         response.target = appID
@@ -73,7 +180,7 @@ extension AndroidServices {
     private func vivoAuthenticate(_ request: AndroidRequest, body: MockJSON?) -> Result<
         AccessTokenStore.Issued, VivoRefusal
     > {
-        guard let token = request.vendorToken, !token.isEmpty,
+        guard let token = request.headers["authtoken"] ?? request.headers["auth_token"], !token.isEmpty,
             case .valid(let issued) = tokens.lookup(token, nowMilliseconds: request.receivedAtMilliseconds),
             issued.service == .vivo
         else {
@@ -345,5 +452,54 @@ enum VivoSchema {
         text.unicodeScalars.reduce(0) { total, scalar in
             total + (scalar.isASCII || scalar.properties.isEmojiPresentation ? 1 : 2)
         }
+    }
+}
+
+extension APNsMockConfiguration {
+    /// A vivo Push app: `POST /message/auth` signs `appId + appKey + timestamp + appSecret`
+    /// (MD5, lowercase hex); the `authToken` it buys sends for this app only.
+    public struct VivoApp: Sendable, Codable, Equatable {
+        /// The numeric AppID, as text.
+        public var appID: String
+        public var appKey: String
+        public var appSecret: String
+
+        public init(appID: String, appKey: String, appSecret: String) {
+            self.appID = appID
+            self.appKey = appKey
+            self.appSecret = appSecret
+        }
+    }
+
+    /// vivo Push apps (`POST /message/auth`, then `/message/send`, `/message/saveListPayload`
+    /// and `/message/pushToList`).
+    public var vivoApps: [VivoApp] {
+        get { lookAlikeList("vivoApps", of: VivoApp.self) }
+        set { setLookAlikeList("vivoApps", newValue) }
+    }
+}
+
+extension APNsMockLocalSetup {
+    /// A vivo Push app (numeric AppID, AppKey, AppSecret).
+    public var vivoApp: APNsMockConfiguration.VivoApp {
+        lookAlikeMaterial("vivoApp", as: APNsMockConfiguration.VivoApp.self)
+    }
+
+    /// The receipt id local mode's vivo look-alike stands for: as if the operator had added the
+    /// gateway's receipt address in vivo's console (the look-alike posts to each app's).
+    public static let vivoReceiptID = "tuisong-local"
+}
+
+extension APNsMockServer {
+    /// Grants `authToken`s to this vivo app from now on.
+    public func trustVivoApp(_ app: APNsMockConfiguration.VivoApp) {
+        (lookAlike(.vivo) as? VivoLookAlike)?.trust(app)
+    }
+}
+
+extension AndroidMockStatistics {
+    public var vivo: AndroidServiceStatistics {
+        get { self[.vivo] }
+        set { self[.vivo] = newValue }
     }
 }

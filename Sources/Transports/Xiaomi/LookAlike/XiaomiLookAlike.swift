@@ -1,7 +1,97 @@
-/// Xiaomi MiPush: `POST /v3/message/regid`, form-encoded, the AppSecret as the key of every
-/// request, up to 1000 registration ids a request, answering as `docs/reference/android.md` §8
-/// says (and, where the sources are silent, as it says the look-alike assumes).
-extension AndroidServices {
+import Foundation
+import Synchronization
+import TuisongLookAlikeKit
+
+extension AndroidPushService {
+    /// Xiaomi MiPush (server API v3, form-encoded, AppSecret as the key).
+    public static let xiaomi = AndroidPushService("xiaomi")
+}
+
+/// The look-alike of Xiaomi MiPush: `POST /v3/message/regid`, form-encoded, the AppSecret as the
+/// key of every request, up to 1000 registration ids a request, answering as
+/// `docs/reference/android.md` §8 says (and, where the sources are silent, as it says the
+/// look-alike assumes). Token faults: `unregistered` and `invalidArgument` put the id in
+/// `bad_regids` (all of them: `20301`); `quotaExceeded` is `200001` (the daily limit),
+/// `unavailable` `10002`, `internal` HTTP 500 `10001`. Receipts: to the push's own
+/// `extra.callback` URL.
+package final class XiaomiLookAlike: LookAlikeService {
+    package static let declaration = LookAlikeDeclaration(
+        service: .xiaomi, summary: "Xiaomi MiPush (POST /v3/message/regid with Authorization: key=<AppSecret>)",
+        configurationKeys: [("xiaomiApps", #"{"appSecret","packageName"}"#)], setupKeys: ["xiaomiApp"],
+        makeSetup: { setup in
+            let base64 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/"
+            try setup.setLookAlikeMaterial(
+                "xiaomiApp",
+                APNsMockConfiguration.XiaomiApp(
+                    appSecret: XiaomiLookAlike.randomString(count: 22, alphabet: base64) + "==",
+                    packageName: setup.bundleID))
+        },
+        configure: { configuration, setup in configuration.xiaomiApps.append(setup.xiaomiApp) },
+        start: { host, configuration in try XiaomiLookAlike(host: host, configuration: configuration) },
+        fallbackCredential: { setup, _ in
+            LookAlikeCredential(
+                vendorAppID: setup.xiaomiApp.packageName, clientID: "0", secret: Array(setup.xiaomiApp.appSecret.utf8))
+        },
+        banner: { setup, base, _ in
+            [
+                "send_url": base + "/v3/message/regid", "app_secret": setup.xiaomiApp.appSecret,
+                "package_name": setup.xiaomiApp.packageName,
+            ]
+        })
+
+    package let service = AndroidPushService.xiaomi
+    package let host: LookAlikeHost
+    /// The apps it accepts sends of, by AppSecret (the key of every request); growable at run time.
+    private let apps: Mutex<[String: APNsMockConfiguration.XiaomiApp]>
+
+    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+        self.host = host
+        var apps: [String: APNsMockConfiguration.XiaomiApp] = [:]
+        for app in try configuration.lookAlikeSetting("xiaomiApps", as: [APNsMockConfiguration.XiaomiApp].self) ?? []
+        where apps[app.appSecret] == nil {
+            apps[app.appSecret] = app
+        }
+        self.apps = Mutex(apps)
+    }
+
+    /// Accepts sends keyed with this app's AppSecret from now on.
+    func trust(_ app: APNsMockConfiguration.XiaomiApp) {
+        apps.withLock { $0[app.appSecret] = app }
+    }
+
+    package func trust(vendorAppID: String, clientID: String, secret: [UInt8]) {
+        trust(.init(appSecret: String(decoding: secret, as: UTF8.self), packageName: vendorAppID))
+    }
+
+    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+        switch request.pathWithoutQuery {
+        case "/v3/message/regid", "/v2/message/regid": xiaomiSend(request, faults: faults)
+        default: nil
+        }
+    }
+
+    /// A form whose `data` is JSON keyed by Xiaomi's message id: `param`, `type` (1 arrived),
+    /// `targets` (the accepted regIds), `jobkey`, `barStatus`, `timestamp`; to the push's URL.
+    package func receipts(for message: ReceivedAndroidMessage) -> LookAlikeReceiptPlan? {
+        guard !message.tokens.isEmpty else { return nil }
+        // A form whose `data` is JSON keyed by Xiaomi's message id: `param`, `type` (1
+        // arrived), `targets` (the accepted regIds), `jobkey`, `barStatus`, `timestamp`.
+        guard let form = FormBody.parse(message.body), let url = form["extra.callback"], !url.isEmpty,
+            let param = form["extra.callback.param"], (Int(form["extra.callback.type"] ?? "") ?? 0) & 1 == 1
+        else { return nil }
+        let entry: [String: Any] = [
+            "param": param, "type": 1, "targets": message.tokens.joined(separator: ","),
+            "jobkey": form["jobkey"] ?? "", "barStatus": "Enable", "timestamp": message.receivedAtMilliseconds,
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: [message.messageID: entry])) ?? Data()
+        let body = "data=" + LookAlikeReceipts.formEscaped(String(decoding: data, as: UTF8.self))
+        return .direct([
+            LookAlikeReceiptPost(
+                url: url, headers: [(name: "Content-Type", value: "application/x-www-form-urlencoded")],
+                body: Array(body.utf8))
+        ])
+    }
+
     /// Server default and maximum of `time_to_live`: two weeks, in milliseconds.
     static let xiaomiMaximumTimeToLive = 1_209_600_000
 
@@ -28,7 +118,7 @@ extension AndroidServices {
             return refuse(10017, "HTTP method not allowed", "参数值非法", status: 405)
         }
         guard let key = Self.xiaomiKey(request.authorization),
-            let app = trust.withLock({ $0.xiaomiApps[key] })
+            let app = apps.withLock({ $0[key] })
         else {
             recorder.update(.xiaomi) { $0.authenticationFailures += 1 }
             return refuse(21301, "Authentication failed: invalid Authorization key", "认证失败")
@@ -99,7 +189,7 @@ extension AndroidServices {
     }
 
     static func randomAlphanumerics(_ count: Int) -> String {
-        APNsMockLocalSetup.randomString(
+        randomString(
             count: count, alphabet: "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     }
 }
@@ -133,8 +223,8 @@ enum XiaomiSchema {
             }
         }
         if let text = form["time_to_live"] {
-            guard let value = Int(text), (1...AndroidServices.xiaomiMaximumTimeToLive).contains(value) else {
-                return invalid("time_to_live is milliseconds, 1…\(AndroidServices.xiaomiMaximumTimeToLive)")
+            guard let value = Int(text), (1...XiaomiLookAlike.xiaomiMaximumTimeToLive).contains(value) else {
+                return invalid("time_to_live is milliseconds, 1…\(XiaomiLookAlike.xiaomiMaximumTimeToLive)")
             }
         }
         if let text = form["notify_id"] {
@@ -162,5 +252,48 @@ enum XiaomiSchema {
             }
         }
         return nil
+    }
+}
+
+extension APNsMockConfiguration {
+    /// A Xiaomi MiPush app: requests with `Authorization: key=<appSecret>` may send to
+    /// `restricted_package_name` = `packageName`.
+    public struct XiaomiApp: Sendable, Codable, Equatable {
+        /// The AppSecret of the Xiaomi developer console.
+        public var appSecret: String
+        /// The Android package the app's messages are restricted to.
+        public var packageName: String
+
+        public init(appSecret: String, packageName: String) {
+            self.appSecret = appSecret
+            self.packageName = packageName
+        }
+    }
+
+    /// Xiaomi MiPush apps (`POST /v3/message/regid` with `Authorization: key=<appSecret>`).
+    public var xiaomiApps: [XiaomiApp] {
+        get { lookAlikeList("xiaomiApps", of: XiaomiApp.self) }
+        set { setLookAlikeList("xiaomiApps", newValue) }
+    }
+}
+
+extension APNsMockLocalSetup {
+    /// A Xiaomi MiPush app (package `<bundleID>`, as the APNs topic).
+    public var xiaomiApp: APNsMockConfiguration.XiaomiApp {
+        lookAlikeMaterial("xiaomiApp", as: APNsMockConfiguration.XiaomiApp.self)
+    }
+}
+
+extension APNsMockServer {
+    /// Accepts sends keyed with this Xiaomi app's AppSecret from now on.
+    public func trustXiaomiApp(_ app: APNsMockConfiguration.XiaomiApp) {
+        (lookAlike(.xiaomi) as? XiaomiLookAlike)?.trust(app)
+    }
+}
+
+extension AndroidMockStatistics {
+    public var xiaomi: AndroidServiceStatistics {
+        get { self[.xiaomi] }
+        set { self[.xiaomi] = newValue }
     }
 }

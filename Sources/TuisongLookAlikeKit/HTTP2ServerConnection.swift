@@ -378,11 +378,11 @@ final class HTTP2ServerConnection {
 
         let faults = loop.currentFaults()
         let receivedAt = WallClock.milliseconds()
-        // APNs paths start /3/; anything else may be one of the Android look-alikes.
-        if let path = stream.head.path, !path.hasPrefix("/3/"), let endpoint = AndroidEndpoint(path: path) {
-            completeAndroidRequest(
-                stream: stream, streamID: streamID, path: path, endpoint: endpoint, faults: faults,
-                receivedAt: receivedAt)
+        // APNs paths start /3/; anything else may be one of the other look-alikes'.
+        if let path = stream.head.path, !path.hasPrefix("/3/"),
+            completeLookAlikeRequest(
+                stream: stream, streamID: streamID, path: path, faults: faults, receivedAt: receivedAt)
+        {
             return
         }
         var verdict = core.validator.validate(
@@ -434,21 +434,21 @@ final class HTTP2ServerConnection {
         respond(response, on: stream, streamID: streamID, faults: faults)
     }
 
-    /// An FCM, Huawei, Honor, Xiaomi, OPPO or vivo request: answered by `AndroidServices`, then the same latency and
-    /// connection faults as APNs requests. The first one raises the stream limit, as the
-    /// Android services do not hold a connection to one stream.
-    private func completeAndroidRequest(
-        stream: MockStream, streamID: Int32, path: String, endpoint: AndroidEndpoint, faults: ActiveFaults,
-        receivedAt: Int64
-    ) {
+    /// A request on another look-alike's path: answered by that look-alike, then the same
+    /// latency and connection faults as APNs requests. The first one raises the stream limit, as
+    /// the other services do not hold a connection to one stream. False when no look-alike
+    /// claims the path.
+    private func completeLookAlikeRequest(
+        stream: MockStream, streamID: Int32, path: String, faults: ActiveFaults, receivedAt: Int64
+    ) -> Bool {
         let head = stream.head
         let request = AndroidRequest(
             method: head.method, path: path, authority: head.authority, authorization: head.authorization,
-            contentType: head.contentType, timestamp: head.timestamp, vendorToken: head.vendorToken,
-            pushType: head.harmonyPushType, body: stream.body,
+            contentType: head.contentType, headers: head.otherHeaders, body: stream.body,
             bodyLength: stream.bodyLength, connectionID: Int(id), streamID: Int(streamID),
             receivedAtMilliseconds: receivedAt)
-        let answer = core.android.handle(request, endpoint: endpoint, faults: faults.androidPrefixes)
+        guard let answer = core.lookAlikes.answer(request, faults: faults.androidPrefixes) else { return false }
+        core.host.recorder.count(answer)
         if !streamLimitRaised {
             streamLimitRaised = true
             if authentication.certificateTopics == nil {
@@ -469,6 +469,7 @@ final class HTTP2ServerConnection {
         }
         let response = MockResponse(status: answer.status, reason: nil, apnsID: "", android: answer)
         respond(response, on: stream, streamID: streamID, faults: faults)
+        return true
     }
 
     /// Sends (or, with the latency fault, schedules) the answer, then applies the per-connection
@@ -573,7 +574,7 @@ final class HTTP2ServerConnection {
 extension HTTP2ServerConnection: Sendable {}
 
 /// One JSON line per request for `logRequests`.
-enum RequestLogLine {
+package enum RequestLogLine {
     static func make(_ notification: ReceivedNotification, method: String?, path: String?) -> String {
         var fields: [String] = [
             #""time":\#(notification.receivedAtMilliseconds)"#,
@@ -598,7 +599,7 @@ enum RequestLogLine {
         return "{" + fields.joined(separator: ",") + "}"
     }
 
-    /// An Android request: the service, its project or app, the answer and its code.
+    /// Another look-alike's request: the service, its project or app, the answer and its code.
     static func make(
         android response: AndroidResponse, method: String?, path: String, connectionID: Int, streamID: Int,
         receivedAt: Int64, payloadBytes: Int
@@ -623,7 +624,7 @@ enum RequestLogLine {
         return "{" + fields.joined(separator: ",") + "}"
     }
 
-    static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         var result = "\""
         for scalar in text.unicodeScalars {
             switch scalar {

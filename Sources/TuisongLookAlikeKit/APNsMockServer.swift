@@ -8,9 +8,8 @@ public import TuisongCrypto
 
 /// An APNs look-alike: HTTP/2 over TLS on nghttp2's server API, validating requests the way
 /// Apple documents, recording what it received and injecting faults on demand. The same port
-/// also serves look-alikes of FCM HTTP v1 (with Google's token endpoint), Huawei Push Kit,
-/// Honor Push, Xiaomi MiPush, OPPO Push and vivo Push, chosen by path (see
-/// `AndroidPushService` and `docs/reference/android.md`).
+/// also serves the look-alike of every other service its `LookAlikeRegistry` declares, chosen
+/// by path (see `LookAlikeDeclaration` and `docs/reference/android.md`).
 ///
 ///     let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.app")
 ///     let server = try APNsMockServer(configuration: setup.configuration(), certificate: setup.serverCertificate,
@@ -36,8 +35,10 @@ public final class APNsMockServer: Sendable {
     ///   - requestLog: receives one JSON line per request when `logRequests` is on; default stdout.
     ///     Called on event-loop threads.
     ///   - logger: lifecycle and connection errors.
+    ///   - lookAlikes: the other services' look-alikes it serves (`LookAlikeRegistry.standard`
+    ///     unless a test adds one; the `TuisongLookAlikes` module's `init` without it uses that).
     public init(
-        configuration: APNsMockConfiguration, certificate: Certificate, key: PrivateKey,
+        lookAlikes: LookAlikeRegistry, configuration: APNsMockConfiguration, certificate: Certificate, key: PrivateKey,
         chain: [Certificate] = [], requestLog: (@Sendable (String) -> Void)? = nil,
         logger: Logger = Logger(label: "tuisong.apns-mock")
     ) throws {
@@ -55,7 +56,7 @@ public final class APNsMockServer: Sendable {
             log = { line in print(line) }
         }
         core = try MockServerCore(
-            configuration: configuration, tlsContext: tlsContext, verifier: verifier,
+            configuration: configuration, lookAlikes: lookAlikes, tlsContext: tlsContext, verifier: verifier,
             requestLog: configuration.logRequests ? log : nil, logger: logger)
     }
 
@@ -136,76 +137,55 @@ public final class APNsMockServer: Sendable {
     /// answer it got.
     public func receivedNotifications() -> [ReceivedNotification] { core.recorder.notifications() }
 
-    /// Forgets the recorded notifications, APNs and Android.
+    /// Forgets the recorded notifications, APNs's and the other look-alikes'.
     public func resetRecorded() {
         core.recorder.resetNotifications()
-        core.android.recorder.resetMessages()
+        core.host.recorder.resetMessages()
     }
 
-    /// Zeroes the counters, APNs and Android (open connections stay counted).
+    /// Zeroes the counters, APNs's and the other look-alikes' (open connections stay counted).
     public func resetStatistics() {
         core.recorder.resetStatistics()
-        core.android.recorder.resetStatistics()
+        core.host.recorder.resetStatistics()
     }
 
-    // MARK: Android look-alikes
+    // MARK: The other look-alikes
 
-    /// Per-service counters of the Android look-alikes since start or the last
-    /// `resetStatistics()`.
-    public var androidStatistics: AndroidMockStatistics { core.android.recorder.statistics }
+    /// Per-service counters of the other look-alikes since start or the last `resetStatistics()`.
+    public var androidStatistics: AndroidMockStatistics { core.host.recorder.statistics }
 
-    /// The most recent accepted Android send requests (up to `recordedNotificationLimit`),
-    /// oldest first.
-    public func receivedAndroidMessages() -> [ReceivedAndroidMessage] { core.android.recorder.messages() }
+    /// The most recent accepted send requests of the other look-alikes (up to
+    /// `recordedNotificationLimit`), oldest first.
+    public func receivedAndroidMessages() -> [ReceivedAndroidMessage] { core.host.recorder.messages() }
 
-    /// Accepts assertions of this service account from now on (e.g. one a gateway stored after
-    /// start). Throws when its public key PEM does not parse.
-    public func trustFCMServiceAccount(_ account: APNsMockConfiguration.FCMServiceAccount) throws {
-        try core.android.trust(account)
+    /// The services whose look-alikes this server runs.
+    public var lookAlikeServices: [AndroidPushService] { core.lookAlikes.services.map(\.service) }
+
+    /// The running look-alike of `service`, for its folder's own accessors (its `trust…` methods).
+    package func lookAlike(_ service: AndroidPushService) -> (any LookAlikeService)? {
+        core.lookAlikes.service(service)
+    }
+
+    /// Teaches the look-alike of `channel` a stored credential (an uploaded service account, a
+    /// client, an app), so local mode delivers with it as the real service would. False when
+    /// this server has no look-alike of `channel`.
+    @discardableResult
+    public func trust(channel: String, vendorAppID: String, clientID: String, secret: [UInt8]) throws -> Bool {
+        guard let lookAlike = core.lookAlikes.service(AndroidPushService(channel)) else { return false }
+        try lookAlike.trust(vendorAppID: vendorAppID, clientID: clientID, secret: secret)
+        return true
     }
 
     /// From now on, sends the delivery receipts of accepted pushes the way each service does
-    /// (Huawei's and HarmonyOS's signed `statuses`), to the receipt configuration `sink` names
-    /// for each push (local mode: the gateway's own `/receipts/{channel}/{app}`).
+    /// (as its look-alike declares them), to the receipt configuration `sink` names for each
+    /// push (local mode: the gateway's own `/receipts/{channel}/{app}`).
     public func sendReceipts(to sink: any LookAlikeReceiptSink) {
-        core.android.receiptSink.withLock { $0 = sink }
+        core.host.receiptSink.withLock { $0 = sink }
     }
 
-    /// Grants tokens to this Huawei Push Kit client from now on.
-    public func trustHuaweiClient(_ client: APNsMockConfiguration.PushKitClient) {
-        core.android.trust(client, service: .huawei)
-    }
-
-    /// Grants tokens to this Honor Push client from now on.
-    public func trustHonorClient(_ client: APNsMockConfiguration.PushKitClient) {
-        core.android.trust(client, service: .honor)
-    }
-
-    /// Accepts sends keyed with this Xiaomi app's AppSecret from now on.
-    public func trustXiaomiApp(_ app: APNsMockConfiguration.XiaomiApp) {
-        core.android.trust(app)
-    }
-
-    /// Grants `auth_token`s to this OPPO app from now on.
-    public func trustOppoApp(_ app: APNsMockConfiguration.OppoApp) {
-        core.android.trust(app)
-    }
-
-    /// Grants `authToken`s to this vivo app from now on.
-    public func trustVivoApp(_ app: APNsMockConfiguration.VivoApp) {
-        core.android.trust(app)
-    }
-
-    /// Accepts HarmonyOS Push Kit JWTs of this service account from now on. Throws when its
-    /// public key PEM does not parse.
-    public func trustHarmonyServiceAccount(_ account: APNsMockConfiguration.HarmonyServiceAccount) throws {
-        try core.android.trust(account)
-    }
-
-    /// Every access token issued so far (FCM, Huawei, Honor, OPPO, vivo) expires now: its next
-    /// use is answered as an expired token (FCM 401 UNAUTHENTICATED, Huawei and Honor 80200003,
-    /// OPPO 11, vivo 10000), so a client's "refresh once and resend" path can be exercised.
-    public func revokeAccessTokens() { core.android.tokens.revokeAll() }
+    /// Every access token issued so far expires now: its next use is answered as an expired
+    /// token in the service's words, so a client's "refresh once and resend" path can be exercised.
+    public func revokeAccessTokens() { core.host.tokens.revokeAll() }
 
     /// The faults in force.
     public var faults: APNsMockConfiguration.Faults { core.faultBoard.faults }

@@ -51,11 +51,11 @@ enum NGHTTP2ServerCallbacks {
         guard let data, let stream = connection(userData).streams[streamID] else { return 0 }
         stream.bodyLength += length
         // Beyond the largest allowed payload the answer is PayloadTooLarge whatever the bytes are.
-        // Android batches (1000 tokens) are larger: anything not under /3/ may keep more.
+        // Other services' batches (1000 tokens) are larger: anything not under /3/ may keep more.
         if stream.bodyStorageLimit == 0 {
             stream.bodyStorageLimit =
                 stream.head.path?.hasPrefix("/3/") ?? true
-                ? APNsRequestValidator.bodyStorageLimit : AndroidServices.bodyStorageLimit
+                ? APNsRequestValidator.bodyStorageLimit : LookAlikeHost.bodyStorageLimit
         }
         let keep = min(length, stream.bodyStorageLimit - stream.body.count)
         if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: keep)) }

@@ -9,15 +9,11 @@ struct APNsRequestHead {
     var expiration: String?
     var collapseID: String?
     var apnsID: String?
-    /// Read by the Android look-alikes only (the Google token endpoint checks `aud` against it).
+    /// Read by the other look-alikes only (a token endpoint may check `aud` against it).
     var authority: String?
     var contentType: String?
-    /// Honor's `timestamp` request header.
-    var timestamp: String?
-    /// vivo's `authToken` or OPPO's `auth_token` request header.
-    var vendorToken: String?
-    /// HarmonyOS Push Kit's `push-type` request header.
-    var harmonyPushType: String?
+    /// Every other header, for the other look-alikes (the last of a repeated one).
+    var otherHeaders: [String: String] = [:]
     /// Set when a request header other than a pseudo-header appeared twice.
     var hasDuplicateHeader = false
 
@@ -39,10 +35,9 @@ struct APNsRequestHead {
         case "apns-id": store(&apnsID)
         case ":authority", "host": authority = value
         case "content-type": contentType = value
-        case "timestamp": timestamp = value
-        case "authtoken", "auth_token": vendorToken = value
-        case "push-type": store(&harmonyPushType)
-        default: break
+        default:
+            // `push-type` twice was always a duplicate (it once had a field of its own).
+            if otherHeaders.updateValue(value, forKey: name) != nil, name == "push-type" { hasDuplicateHeader = true }
         }
     }
 }

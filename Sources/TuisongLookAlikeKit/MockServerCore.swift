@@ -49,14 +49,15 @@ final class MockServerCore: Sendable {
     let recorder: MockRecorder
     let validator: APNsRequestValidator
     let faultBoard: FaultBoard
-    /// FCM, Huawei, Honor, Xiaomi, OPPO and vivo, served on the same port by path.
-    let android: AndroidServices
+    /// What the look-alikes on the port share, and the look-alikes (each service's, by path).
+    let host: LookAlikeHost
+    let lookAlikes: LookAlikeSet
     let requestLog: (@Sendable (String) -> Void)?
     let logger: Logger
     private let connectionIDs = Atomic<UInt64>(0)
 
     init(
-        configuration: APNsMockConfiguration, tlsContext: TLSContext,
+        configuration: APNsMockConfiguration, lookAlikes registry: LookAlikeRegistry, tlsContext: TLSContext,
         verifier: any ProviderTokenVerifying, requestLog: (@Sendable (String) -> Void)?, logger: Logger
     ) throws {
         self.configuration = configuration
@@ -65,7 +66,8 @@ final class MockServerCore: Sendable {
         validator = APNsRequestValidator(
             maxTokenAgeSeconds: Int64(configuration.maxTokenAgeSeconds), verifier: verifier)
         faultBoard = FaultBoard(configuration.faults)
-        android = try AndroidServices(configuration: configuration)
+        host = LookAlikeHost(configuration: configuration)
+        lookAlikes = try LookAlikeSet(registry, host: host, configuration: configuration)
         self.requestLog = requestLog
         self.logger = logger
     }

@@ -57,12 +57,11 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         public var loweredStreamLimit: Int
         /// Connections accepted while this is set never answer PING frames (a half-dead peer).
         public var ignorePings: Bool
-        /// Android device-token prefix (case-sensitive, as the tokens are) → how FCM, Huawei,
-        /// Honor, Xiaomi, OPPO and vivo answer that token. Applied after authentication and body validation; the longest
-        /// matching prefix wins.
+        /// Device-token prefix (case-sensitive, as the tokens are) → how the other look-alikes
+        /// answer that token, each in its service's words. Applied after authentication and body
+        /// validation; the longest matching prefix wins.
         public var androidTokenPrefixes: [String: AndroidTokenFault]
-        /// Every answer of the FCM, Huawei, Honor, Xiaomi, OPPO, vivo and HarmonyOS look-alikes —
-        /// sign-ins and pushes — starts as usual (status, headers without a length) and then
+        /// Every answer of the other look-alikes — sign-ins and pushes — starts as usual (status, headers without a length) and then
         /// streams a body that never ends, as a broken upstream or proxy might; the stream goes on
         /// until the client resets it or closes the connection.
         public var endlessAnswers: Bool
@@ -157,27 +156,12 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
     /// How many requests `receivedNotifications()` keeps (oldest dropped first); the same bound
     /// applies to `receivedAndroidMessages()`.
     public var recordedNotificationLimit: Int
-    /// Google service accounts the FCM look-alike trusts (`POST /token`, then
-    /// `POST /v1/projects/{projectID}/messages:send`).
-    public var fcmServiceAccounts: [FCMServiceAccount]
-    /// Huawei Push Kit OAuth clients (`POST /oauth2/v3/token`, then `POST /v1/{appID}/messages:send`).
-    public var huaweiClients: [PushKitClient]
-    /// Honor Push OAuth clients (`POST /auth/token`, then `POST /api/v1/{appID}/sendMessage`).
-    public var honorClients: [PushKitClient]
-    /// Xiaomi MiPush apps (`POST /v3/message/regid` with `Authorization: key=<appSecret>`).
-    public var xiaomiApps: [XiaomiApp]
-    /// OPPO Push apps (`POST /server/v1/auth`, then `/server/v1/message/notification/unicast`
-    /// and `unicast_batch`).
-    public var oppoApps: [OppoApp]
-    /// vivo Push apps (`POST /message/auth`, then `/message/send`, `/message/saveListPayload`
-    /// and `/message/pushToList`).
-    public var vivoApps: [VivoApp]
-    /// HarmonyOS Push Kit service accounts (`POST /v3/{projectID}/messages:send` with a PS256
-    /// JWT signed by the account's key).
-    public var harmonyServiceAccounts: [HarmonyServiceAccount]
-    /// Lifetime of the access tokens the token endpoints issue (FCM, Huawei and Honor
-    /// `expires_in`; OPPO `auth_token` and vivo `authToken`). 0 issues tokens that are already
-    /// expired, so a test sees the expiry answer without waiting.
+    /// What the other look-alikes trust, by their own keys (each
+    /// `LookAlikeDeclaration.configurationKeys`), kept as read; each look-alike's folder adds
+    /// typed accessors.
+    public var lookAlikeSettings: [String: StoredJSON]
+    /// Lifetime of the access tokens the look-alikes' token endpoints issue. 0 issues tokens that
+    /// are already expired, so a test sees the expiry answer without waiting.
     public var accessTokenLifetimeSeconds: Int
 
     public init(
@@ -185,18 +169,10 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         streamsBeforeFirstValidToken: Int = 1, tokenKeys: [TokenKey] = [],
         clientCertificateCAPEMs: [String] = [], maxTokenAgeSeconds: Int = 3600,
         faults: Faults = Faults(), logRequests: Bool = false, eventLoopThreads: Int = 1,
-        recordedNotificationLimit: Int = 100_000, fcmServiceAccounts: [FCMServiceAccount] = [],
-        huaweiClients: [PushKitClient] = [], honorClients: [PushKitClient] = [],
-        accessTokenLifetimeSeconds: Int = 3600, xiaomiApps: [XiaomiApp] = [], oppoApps: [OppoApp] = [],
-        vivoApps: [VivoApp] = [], harmonyServiceAccounts: [HarmonyServiceAccount] = []
+        recordedNotificationLimit: Int = 100_000, accessTokenLifetimeSeconds: Int = 3600,
+        lookAlikeSettings: [String: StoredJSON] = [:]
     ) {
-        self.harmonyServiceAccounts = harmonyServiceAccounts
-        self.xiaomiApps = xiaomiApps
-        self.oppoApps = oppoApps
-        self.vivoApps = vivoApps
-        self.fcmServiceAccounts = fcmServiceAccounts
-        self.huaweiClients = huaweiClients
-        self.honorClients = honorClients
+        self.lookAlikeSettings = lookAlikeSettings
         self.accessTokenLifetimeSeconds = accessTokenLifetimeSeconds
         self.host = host
         self.port = port
@@ -214,8 +190,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case host, port, maxConcurrentStreams, streamsBeforeFirstValidToken, tokenKeys
         case clientCertificateCAPEMs, maxTokenAgeSeconds, faults, logRequests, eventLoopThreads
-        case recordedNotificationLimit, fcmServiceAccounts, huaweiClients, honorClients, accessTokenLifetimeSeconds
-        case xiaomiApps, oppoApps, vivoApps, harmonyServiceAccounts
+        case recordedNotificationLimit, accessTokenLifetimeSeconds
     }
 
     public init(from decoder: any Decoder) throws {
@@ -237,61 +212,72 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         eventLoopThreads = try value(.eventLoopThreads, defaults.eventLoopThreads)
         recordedNotificationLimit = try value(
             .recordedNotificationLimit, defaults.recordedNotificationLimit)
-        fcmServiceAccounts = try value(.fcmServiceAccounts, defaults.fcmServiceAccounts)
-        huaweiClients = try value(.huaweiClients, defaults.huaweiClients)
-        honorClients = try value(.honorClients, defaults.honorClients)
         accessTokenLifetimeSeconds = try value(.accessTokenLifetimeSeconds, defaults.accessTokenLifetimeSeconds)
-        xiaomiApps = try value(.xiaomiApps, defaults.xiaomiApps)
-        oppoApps = try value(.oppoApps, defaults.oppoApps)
-        vivoApps = try value(.vivoApps, defaults.vivoApps)
-        harmonyServiceAccounts = try value(.harmonyServiceAccounts, defaults.harmonyServiceAccounts)
+        // Every other key is a look-alike's, read by it when it starts.
+        let known = Set(
+            [
+                CodingKeys.host, .port, .maxConcurrentStreams, .streamsBeforeFirstValidToken, .tokenKeys,
+                .clientCertificateCAPEMs, .maxTokenAgeSeconds, .faults, .logRequests, .eventLoopThreads,
+                .recordedNotificationLimit, .accessTokenLifetimeSeconds,
+            ].map(\.rawValue))
+        let others = try decoder.container(keyedBy: AnyCodingKey.self)
+        lookAlikeSettings = [:]
+        for key in others.allKeys where !known.contains(key.stringValue) {
+            lookAlikeSettings[key.stringValue] = try others.decode(StoredJSON.self, forKey: key)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(host, forKey: .host)
+        try container.encode(port, forKey: .port)
+        try container.encode(maxConcurrentStreams, forKey: .maxConcurrentStreams)
+        try container.encode(streamsBeforeFirstValidToken, forKey: .streamsBeforeFirstValidToken)
+        try container.encode(tokenKeys, forKey: .tokenKeys)
+        try container.encode(clientCertificateCAPEMs, forKey: .clientCertificateCAPEMs)
+        try container.encode(maxTokenAgeSeconds, forKey: .maxTokenAgeSeconds)
+        try container.encode(faults, forKey: .faults)
+        try container.encode(logRequests, forKey: .logRequests)
+        try container.encode(eventLoopThreads, forKey: .eventLoopThreads)
+        try container.encode(recordedNotificationLimit, forKey: .recordedNotificationLimit)
+        try container.encode(accessTokenLifetimeSeconds, forKey: .accessTokenLifetimeSeconds)
+        var others = encoder.container(keyedBy: AnyCodingKey.self)
+        for (key, value) in lookAlikeSettings { try others.encode(value, forKey: AnyCodingKey(key)) }
+    }
+
+    /// The look-alike setting `key` read as `T` (nil when absent); throws when it does not read.
+    package func lookAlikeSetting<T: Decodable>(_ key: String, as type: T.Type) throws -> T? {
+        try lookAlikeSettings[key].map { try $0.decode(T.self) }
+    }
+
+    /// A look-alike's list setting (empty when absent or unreadable: `LookAlikeRegistry.check`
+    /// and the look-alike's start report an unreadable one).
+    package func lookAlikeList<T: Decodable>(_ key: String, of type: T.Type) -> [T] {
+        ((try? lookAlikeSetting(key, as: [T].self)) ?? nil) ?? []
+    }
+
+    /// Sets a look-alike's list setting.
+    package mutating func setLookAlikeList<T: Encodable>(_ key: String, _ list: [T]) {
+        lookAlikeSettings[key] = try? StoredJSON(list)
+    }
+
+    /// Adds `other`'s look-alike settings: lists are joined, anything else is replaced.
+    public mutating func addLookAlikeSettings(of other: APNsMockConfiguration) {
+        for (key, value) in other.lookAlikeSettings {
+            if case .array(let own)? = lookAlikeSettings[key], case .array(let added) = value {
+                lookAlikeSettings[key] = .array(own + added)
+            } else {
+                lookAlikeSettings[key] = value
+            }
+        }
     }
 }
 
 extension APNsMockConfiguration {
-    /// A Google service account the FCM look-alike trusts: an assertion with `iss == clientEmail`
-    /// and `kid == keyID` must be signed (RS256) by the private half of `publicKeyPEM`, and the
-    /// access token it buys may send for `projectID` only.
-    public struct FCMServiceAccount: Sendable, Codable, Equatable {
-        /// `client_email` of the service-account JSON.
-        public var clientEmail: String
-        /// `private_key_id` of the service-account JSON (the assertion's `kid`).
-        public var keyID: String
-        /// The RSA public key as PEM (`-----BEGIN PUBLIC KEY-----`).
-        public var publicKeyPEM: String
-        /// `project_id`: the `{project}` of the send path.
-        public var projectID: String
-
-        public init(clientEmail: String, keyID: String, publicKeyPEM: String, projectID: String) {
-            self.clientEmail = clientEmail
-            self.keyID = keyID
-            self.publicKeyPEM = publicKeyPEM
-            self.projectID = projectID
-        }
-    }
-
-    /// A HarmonyOS Push Kit service account (Huawei's key file: `project_id`, `key_id`,
-    /// `private_key`, `sub_account`): a JWT with `kid == keyID` and `iss == subAccount`, signed
-    /// (PS256) by the private half of `publicKeyPEM`, may send for `projectID` only.
-    public struct HarmonyServiceAccount: Sendable, Codable, Equatable {
-        public var projectID: String
-        public var keyID: String
-        public var subAccount: String
-        /// The RSA public key as PEM (`-----BEGIN PUBLIC KEY-----`).
-        public var publicKeyPEM: String
-
-        public init(projectID: String, keyID: String, subAccount: String, publicKeyPEM: String) {
-            self.projectID = projectID
-            self.keyID = keyID
-            self.subAccount = subAccount
-            self.publicKeyPEM = publicKeyPEM
-        }
-    }
-
-    /// An OAuth client of Huawei Push Kit or Honor Push (client-credentials grant): its access
-    /// tokens may send for `appID` only.
+    /// An OAuth client of a look-alike with a client-credentials grant: its access tokens may
+    /// send for `appID` only.
     public struct PushKitClient: Sendable, Codable, Equatable {
-        /// `client_id` (Huawei: digits only, usually the App ID).
+        /// `client_id` (some services: digits only, usually the App ID).
         public var clientID: String
         public var clientSecret: String
         /// The `{appId}` of the send path.
@@ -304,67 +290,10 @@ extension APNsMockConfiguration {
         }
     }
 
-    /// A Xiaomi MiPush app: requests with `Authorization: key=<appSecret>` may send to
-    /// `restricted_package_name` = `packageName`.
-    public struct XiaomiApp: Sendable, Codable, Equatable {
-        /// The AppSecret of the Xiaomi developer console.
-        public var appSecret: String
-        /// The Android package the app's messages are restricted to.
-        public var packageName: String
-
-        public init(appSecret: String, packageName: String) {
-            self.appSecret = appSecret
-            self.packageName = packageName
-        }
-    }
-
-    /// An OPPO Push app: `POST /server/v1/auth` signs `appKey + timestamp + masterSecret`
-    /// (SHA-256); the `auth_token` it buys sends for this app only.
-    public struct OppoApp: Sendable, Codable, Equatable {
-        public var appKey: String
-        /// The MasterSecret (not the AppSecret: OPPO's server API signs with the master secret).
-        public var masterSecret: String
-
-        public init(appKey: String, masterSecret: String) {
-            self.appKey = appKey
-            self.masterSecret = masterSecret
-        }
-    }
-
-    /// A vivo Push app: `POST /message/auth` signs `appId + appKey + timestamp + appSecret`
-    /// (MD5, lowercase hex); the `authToken` it buys sends for this app only.
-    public struct VivoApp: Sendable, Codable, Equatable {
-        /// The numeric AppID, as text.
-        public var appID: String
-        public var appKey: String
-        public var appSecret: String
-
-        public init(appID: String, appKey: String, appSecret: String) {
-            self.appID = appID
-            self.appKey = appKey
-            self.appSecret = appSecret
-        }
-    }
-
-    /// How the Android look-alikes answer a device token (see `docs/reference/android.md`):
-    ///
-    /// | kind | FCM | Huawei | Honor |
-    /// |---|---|---|---|
-    /// | `unregistered` | 404 `UNREGISTERED` | token in `illegal_tokens` | token in `expireTokens` |
-    /// | `invalidArgument` | 400 `INVALID_ARGUMENT`, the token message | token in `illegal_tokens` | token in `failTokens` |
-    /// | `quotaExceeded` | 429 `QUOTA_EXCEEDED` + `Retry-After` | HTTP 503 (flow control) | HTTP 503 (flow control) |
-    /// | `unavailable` | 503 `UNAVAILABLE` | HTTP 500 `81000001` | HTTP 500 `81000001` |
-    /// | `internal` | 500 `INTERNAL` | HTTP 500 `81000001` | HTTP 500 `81000001` |
-    ///
-    /// | kind | Xiaomi | OPPO | vivo |
-    /// |---|---|---|---|
-    /// | `unregistered`, `invalidArgument` | id in `bad_regids` (all: `20301`) | `10000` (batch: the entry's `errorCode`) | `10302` (batch: in `invalidUsers`) |
-    /// | `quotaExceeded` | `200001` (daily limit) | `33` (daily limit) | `10070` (`10073` for system messages) |
-    /// | `unavailable` | `10002` | `-1` | `10040` |
-    /// | `internal` | HTTP 500 `10001` | HTTP 500 `-1` | HTTP 500 |
-    ///
-    /// The last three fail the whole request (these batches have no per-token retry); the
-    /// daily-quota codes are the services' own, so a gateway can tell "no more today" apart.
+    /// How the other look-alikes answer a device token, each in its service's words (its folder
+    /// and `docs/reference/android.md` say how): `unregistered` and `invalidArgument` refuse the
+    /// token; `quotaExceeded` (with its `Retry-After`), `unavailable` and `internal` fail the
+    /// request, or the token where the service answers per token.
     /// JSON: `{"kind": "quotaExceeded", "retryAfterSeconds": 30}`.
     public struct AndroidTokenFault: Sendable, Codable, Equatable {
         public enum Kind: String, Sendable, Codable, Equatable {

@@ -1,7 +1,8 @@
-/// A JSON value as the Android look-alikes read it. Object members keep their order (FCM names a
-/// bad data value by its index, `message.data[2].value`) and numbers keep their text (FCM quotes
-/// the value it refused as sent). Only the Android paths parse; the APNs path never does.
-indirect enum MockJSON {
+/// A JSON value as the other look-alikes read it. Object members keep their order (a service may
+/// name a bad data value by its index, `message.data[2].value`) and numbers keep their text (a
+/// service may quote the value it refused as sent). Only the other services' paths parse; the
+/// APNs path never does.
+package indirect enum MockJSON {
     case object([(key: String, value: MockJSON)])
     case array([MockJSON])
     case string(String)
@@ -10,7 +11,7 @@ indirect enum MockJSON {
     case null
 
     /// Parses one JSON value filling the whole input; nil for anything malformed.
-    static func parse(_ bytes: [UInt8]) -> MockJSON? {
+    package static func parse(_ bytes: [UInt8]) -> MockJSON? {
         bytes.withUnsafeBufferPointer { buffer in
             var parser = Parser(bytes: buffer)
             parser.skipWhitespace()
@@ -21,29 +22,29 @@ indirect enum MockJSON {
     }
 
     /// The first member named `key` of an object; nil for a missing member or a non-object.
-    subscript(key: String) -> MockJSON? {
+    package subscript(key: String) -> MockJSON? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.key == key }?.value
     }
 
-    var members: [(key: String, value: MockJSON)]? {
+    package var members: [(key: String, value: MockJSON)]? {
         if case .object(let members) = self { return members }
         return nil
     }
 
-    var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let text) = self { return text }
         return nil
     }
 
-    var isNull: Bool {
+    package var isNull: Bool {
         if case .null = self { return true }
         return false
     }
 
     /// An integer given as a JSON number without fraction or exponent, or (as proto3 JSON allows
     /// for integer fields) as a string of digits.
-    var integerValue: Int? {
+    package var integerValue: Int? {
         switch self {
         case .number(let text), .string(let text): return Int(text)
         default: return nil
@@ -51,7 +52,7 @@ indirect enum MockJSON {
     }
 
     /// Compact JSON text of the value, as error messages quote it.
-    var text: String {
+    package var text: String {
         switch self {
         case .object(let members):
             return "{" + members.map { RequestLogLine.quoted($0.key) + ":" + $0.value.text }.joined(separator: ",")
@@ -239,10 +240,10 @@ indirect enum MockJSON {
 }
 
 /// `application/x-www-form-urlencoded` bodies, as OAuth token endpoints take them.
-enum FormBody {
+package enum FormBody {
     /// Name → value (the first of repeated names). Nil when a percent escape is malformed or the
     /// decoded text is not UTF-8.
-    static func parse(_ bytes: [UInt8]) -> [String: String]? {
+    package static func parse(_ bytes: [UInt8]) -> [String: String]? {
         var fields: [String: String] = [:]
         for pair in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
             let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
