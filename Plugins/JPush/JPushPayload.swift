@@ -179,7 +179,7 @@ enum JPushPayload {
             if fields["override_msg_id"] != nil { ignored.append("options.override_msg_id") }
             if fields["big_push_duration"] != nil { ignored.append("options.big_push_duration") }
             if let channel = fields["third_party_channel"], channel != .null {
-                try thirdPartyChannel(channel, into: &android)
+                try thirdPartyChannel(channel, into: &android, services: &services)
             }
         }
         if !android.isEmpty { options.android = android }
@@ -394,8 +394,11 @@ enum JPushPayload {
     }
 
     /// `options.third_party_channel`: per Android service, its notification channel
-    /// (`channel_id`), importance and category, and vivo's classification.
-    static func thirdPartyChannel(_ value: JSONValue, into options: inout AndroidOptions) throws(JPushError) {
+    /// (`channel_id`), importance and category, and vivo's classification (the `vivo`
+    /// transport's entry of `services`).
+    static func thirdPartyChannel(
+        _ value: JSONValue, into options: inout AndroidOptions, services: inout [String: JSONValue]
+    ) throws(JPushError) {
         guard case .object(let vendors) = value else { throw .invalid("options.third_party_channel must be an object") }
         for (vendor, settings) in vendors {
             guard androidServices.contains(vendor) else { continue }
@@ -414,7 +417,12 @@ enum JPushPayload {
                 guard classification == 0 || classification == 1 else {
                     throw .invalid("\(at).classification must be 0 (operation) or 1 (system)")
                 }
-                options.vivoClassification = Int(classification)
+                do throws(ServiceOptionsError) {
+                    let entry = try PushChannel.vivo.normaliseOptions(["classification": .int(classification)])
+                    if let entry { services[PushChannel.vivo.rawValue] = entry }
+                } catch {
+                    throw .invalid("\(at).classification \(error.problem)")
+                }
             }
         }
     }

@@ -129,8 +129,12 @@ struct OfflinePushInfo: Sendable, Hashable {
     var image: String?
     var mutableContent = false
     /// `AndroidInfo`, in the transports' words (`PushOptions.android`): the notification
-    /// channel per service, importance, category, vivo's classification, the sound.
+    /// channel per service, importance, category, the sound.
     var android = AndroidOptions()
+    /// `AndroidInfo.VIVOClassification`, as the `vivo` transport's entry of the message's
+    /// per-service options (`PushOptions.services["vivo"]`, the native API's `vivo` object):
+    /// `{"classification": 0 or 1}`. nil: none.
+    var vivo: JSONValue?
     /// `AndroidInfo.ExtAsHuaweiIntentParam` 1: `Ext` travels as a parameter of the intent the
     /// app's Huawei notification opens (the app's `huawei_intent` setting), not only as data.
     var extAsHuaweiIntentParam = false
@@ -141,6 +145,15 @@ struct OfflinePushInfo: Sendable, Hashable {
     /// `ignoreHarmonyBadge`; their REST names were not found, so the object is read as
     /// `ApnsInfo`/`AndroidInfo` are (docs/reference/harmony.md §6). nil: none.
     var harmony: JSONValue?
+
+    /// The message's per-service options entries (`PushOptions.services`): `HarmonyInfo`'s and
+    /// vivo's classification.
+    var services: [String: JSONValue] {
+        var services: [String: JSONValue] = [:]
+        if let harmony { services[PushChannel.harmony.rawValue] = harmony }
+        if let vivo { services[PushChannel.vivo.rawValue] = vivo }
+        return services
+    }
 
     init() {}
 
@@ -233,13 +246,20 @@ struct OfflinePushInfo: Sendable, Hashable {
         }
         android.sound = try text("Sound")
         // An Integer in Tencent's table; Tencent's generated OpenAPI clients send "0"/"1".
+        let classification: Int64?
         switch members["VIVOClassification"] {
-        case nil, .null?: break
-        case .string("0")?: android.vivoClassification = 0
-        case .string("1")?: android.vivoClassification = 1
-        case let value? where value.intValue == 0 || value.intValue == 1:
-            android.vivoClassification = Int(value.intValue!)
+        case nil, .null?: classification = nil
+        case .string("0")?: classification = 0
+        case .string("1")?: classification = 1
+        case let value? where value.intValue == 0 || value.intValue == 1: classification = value.intValue
         default: throw .badMsgBody("\(at)VIVOClassification must be 0 (operation) or 1 (system)")
+        }
+        if let classification {
+            do throws(ServiceOptionsError) {
+                vivo = try PushChannel.vivo.normaliseOptions(["classification": .int(classification)])
+            } catch {
+                throw .badMsgBody("\(at)VIVOClassification \(error.problem)")
+            }
         }
         extAsHuaweiIntentParam = try Self.flag(members["ExtAsHuaweiIntentParam"], at + "ExtAsHuaweiIntentParam") == 1
     }

@@ -65,7 +65,7 @@ extension TencentProvider {
             options: PushOptions(
                 pushType: .alert, priority: .immediate, expiration: expiration,
                 android: Self.androidOptions(message.pushInfo),
-                services: message.pushInfo?.harmony.map { ["harmony": $0] } ?? [:]),
+                services: message.pushInfo?.services ?? [:]),
             labels: labels, vendorContext: template.vendorContext)
         do {
             return try await gateway.submit(job)

@@ -177,7 +177,7 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var environment: APNsEnvironment
     public var state: DeliveryState
     public var reason: String?
-    public var apnsID: String?
+    public var serviceMessageID: String?
     public var attempts: Int
     public var nextAttemptAt: Date?
     public var updatedAt: Date
@@ -191,7 +191,7 @@ public struct DeliveryRecord: Sendable, Hashable {
 
     public init(
         id: Int64, messageID: Int64, deviceID: Int64?, token: String, environment: APNsEnvironment,
-        state: DeliveryState, reason: String?, apnsID: String?, attempts: Int, nextAttemptAt: Date?,
+        state: DeliveryState, reason: String?, serviceMessageID: String?, attempts: Int, nextAttemptAt: Date?,
         updatedAt: Date, content: PushContent? = nil, credentialSelector: String? = nil, channel: PushChannel
     ) {
         self.channel = channel
@@ -202,7 +202,7 @@ public struct DeliveryRecord: Sendable, Hashable {
         self.environment = environment
         self.state = state
         self.reason = reason
-        self.apnsID = apnsID
+        self.serviceMessageID = serviceMessageID
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
         self.updatedAt = updatedAt
@@ -218,7 +218,7 @@ public struct NewDelivery: Sendable, Hashable {
     public var environment: APNsEnvironment
     public var state: DeliveryState
     public var reason: String?
-    public var apnsID: String?
+    public var serviceMessageID: String?
     public var attempts: Int
     public var nextAttemptAt: Date?
     /// Kept only when it differs from the message's content (see `DeliveryRecord.content`).
@@ -228,7 +228,7 @@ public struct NewDelivery: Sendable, Hashable {
 
     public init(
         deviceID: Int64?, token: String, environment: APNsEnvironment, state: DeliveryState,
-        reason: String?, apnsID: String? = nil, attempts: Int, nextAttemptAt: Date? = nil,
+        reason: String?, serviceMessageID: String? = nil, attempts: Int, nextAttemptAt: Date? = nil,
         content: PushContent? = nil, credentialSelector: String? = nil, channel: PushChannel
     ) {
         self.channel = channel
@@ -237,7 +237,7 @@ public struct NewDelivery: Sendable, Hashable {
         self.environment = environment
         self.state = state
         self.reason = reason
-        self.apnsID = apnsID
+        self.serviceMessageID = serviceMessageID
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
         self.content = content
@@ -354,21 +354,21 @@ public struct DeliveryUpdate: Sendable, Hashable {
     public var from: DeliveryState
     public var to: DeliveryState
     public var reason: String?
-    public var apnsID: String?
+    public var serviceMessageID: String?
     public var attempts: Int
     public var nextAttemptAt: Date?
     public var invalidation: DeviceInvalidation?
 
     public init(
         deliveryID: Int64, messageID: Int64, from: DeliveryState, to: DeliveryState, reason: String?,
-        apnsID: String?, attempts: Int, nextAttemptAt: Date?, invalidation: DeviceInvalidation? = nil
+        serviceMessageID: String?, attempts: Int, nextAttemptAt: Date?, invalidation: DeviceInvalidation? = nil
     ) {
         self.deliveryID = deliveryID
         self.messageID = messageID
         self.from = from
         self.to = to
         self.reason = reason
-        self.apnsID = apnsID
+        self.serviceMessageID = serviceMessageID
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
         self.invalidation = invalidation

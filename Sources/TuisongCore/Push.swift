@@ -42,11 +42,12 @@ public struct PushOptions: Sendable, Hashable, Codable {
     /// environment, whatever their channel: the others are skipped `other_environment`, and
     /// an explicit APNs token no device registered is sent there.
     public var environment: PushEnvironment?
-    /// What only Android services take (notification channels, importance, vivo's
-    /// classification): a vendor API's Android fields. `nil` = none.
+    /// What Android services share (notification channels, importance, category, sound): a
+    /// vendor API's Android fields. `nil` = none. A field one service alone takes is that
+    /// service's entry in `services`.
     public var android: AndroidOptions?
-    /// What one transport alone takes, by its channel name: `"harmony"`'s category, click
-    /// action, badge increment, … Each entry is an object in that transport's documented keys
+    /// What one transport alone takes, by its channel name: a service's category, click
+    /// action, badge increment, classification, … Each entry is an object in that transport's documented keys
     /// (the native API's object of the same name), checked by the rule its declaration gives
     /// (`ChannelDeclaration.options`) and read by that transport only; Core knows none of them.
     public var services: [String: JSONValue]
@@ -65,12 +66,16 @@ public struct PushOptions: Sendable, Hashable, Codable {
         self.environment = environment
     }
 
-    private enum CodingKeys: String, CodingKey {
+    private enum CodingKeys: String, CodingKey, CaseIterable {
         case pushType, priority, expiration, collapseID, environment, android, services
-        /// Rows written before per-service options kept HarmonyOS's settings here, in the
-        /// transport's own Codable keys (`clickAction`, `badgeIncrement`, …): read into
-        /// `services["harmony"]`, which the transport reads in either spelling.
-        case legacyHarmony = "harmony"
+    }
+
+    /// Any key of a stored row's options object.
+    private struct StoredKey: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -82,10 +87,14 @@ public struct PushOptions: Sendable, Hashable, Codable {
         environment = try c.decodeIfPresent(PushEnvironment.self, forKey: .environment)
         android = try c.decodeIfPresent(AndroidOptions.self, forKey: .android)
         services = try c.decodeIfPresent([String: JSONValue].self, forKey: .services) ?? [:]
-        if let legacy = try c.decodeIfPresent(JSONValue.self, forKey: .legacyHarmony), legacy != .null,
-            services["harmony"] == nil
-        {
-            services["harmony"] = legacy
+        // Rows written before per-service options kept a service's settings beside the shared
+        // ones, under the service's name, in its transport's own Codable keys: read into its
+        // entry, which that transport reads in either spelling. An entry under `services` wins.
+        let known = Set(CodingKeys.allCases.map(\.stringValue))
+        let stored = try decoder.container(keyedBy: StoredKey.self)
+        for key in stored.allKeys where !known.contains(key.stringValue) && services[key.stringValue] == nil {
+            let value = try stored.decode(JSONValue.self, forKey: key)
+            if value != .null { services[key.stringValue] = value }
         }
     }
 
@@ -114,8 +123,6 @@ public struct AndroidOptions: Sendable, Hashable, Codable {
     /// Per service: the message's category in the service's words (Huawei's `IM`,
     /// `VOIP`, …; vivo's `IM`, `ACCOUNT`, …).
     public var category: [String: String]
-    /// vivo's classification: 0 operation message, 1 system message.
-    public var vivoClassification: Int?
     /// The Android sound resource to play, for every service (APNs's `sound` is an iOS file).
     public var sound: String?
     /// Where a tap led, as a message stored before #29 said it here (`intent`, `url`: Baidu's
@@ -124,20 +131,32 @@ public struct AndroidOptions: Sendable, Hashable, Codable {
     /// the content has none. Read from the old keys (an intent winning over a URL, as it did)
     /// and written back under them; never set for a new message.
     public var legacyClick: PushContent.ClickAction?
+    /// Keys a row stored by an older build has here that this build's Core no longer reads (a
+    /// field one service alone took, which now lives in that service's `PushOptions.services`
+    /// entry), kept verbatim and written back: the transport they were for reads them when the
+    /// message has no entry of its own. Never set for a new message.
+    public var olderFields: [String: JSONValue] = [:]
 
     public init(
         channelIDs: [String: String] = [:], importance: [String: String] = [:], category: [String: String] = [:],
-        vivoClassification: Int? = nil, sound: String? = nil
+        sound: String? = nil
     ) {
         self.channelIDs = channelIDs
         self.importance = importance
         self.category = category
-        self.vivoClassification = vivoClassification
         self.sound = sound
     }
 
-    private enum CodingKeys: String, CodingKey {
-        case channelIDs, importance, category, vivoClassification, sound, intent, url
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case channelIDs, importance, category, sound, intent, url
+    }
+
+    /// Any key of a stored row's Android object.
+    private struct StoredKey: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -145,25 +164,33 @@ public struct AndroidOptions: Sendable, Hashable, Codable {
         channelIDs = try container.decodeIfPresent([String: String].self, forKey: .channelIDs) ?? [:]
         importance = try container.decodeIfPresent([String: String].self, forKey: .importance) ?? [:]
         category = try container.decodeIfPresent([String: String].self, forKey: .category) ?? [:]
-        vivoClassification = try container.decodeIfPresent(Int.self, forKey: .vivoClassification)
         sound = try container.decodeIfPresent(String.self, forKey: .sound)
         if let intent = try container.decodeIfPresent(String.self, forKey: .intent) {
             legacyClick = .intent(intent)
         } else if let url = try container.decodeIfPresent(String.self, forKey: .url) {
             legacyClick = .url(url)
         }
+        let known = Set(CodingKeys.allCases.map(\.stringValue))
+        let stored = try decoder.container(keyedBy: StoredKey.self)
+        for key in stored.allKeys where !known.contains(key.stringValue) {
+            olderFields[key.stringValue] = try stored.decode(JSONValue.self, forKey: key)
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(channelIDs, forKey: .channelIDs)
-        try container.encode(importance, forKey: .importance)
-        try container.encode(category, forKey: .category)
-        try container.encodeIfPresent(vivoClassification, forKey: .vivoClassification)
-        try container.encodeIfPresent(sound, forKey: .sound)
+        // One container of any keys: the named fields and the older ones beside them.
+        var container = encoder.container(keyedBy: StoredKey.self)
+        func key(_ known: CodingKeys) -> StoredKey { StoredKey(stringValue: known.stringValue) }
+        for (name, value) in olderFields.sorted(by: { $0.key < $1.key }) {
+            try container.encode(value, forKey: StoredKey(stringValue: name))
+        }
+        try container.encode(channelIDs, forKey: key(.channelIDs))
+        try container.encode(importance, forKey: key(.importance))
+        try container.encode(category, forKey: key(.category))
+        try container.encodeIfPresent(sound, forKey: key(.sound))
         switch legacyClick {
-        case .intent(let intent)?: try container.encode(intent, forKey: .intent)
-        case .url(let url)?: try container.encode(url, forKey: .url)
+        case .intent(let intent)?: try container.encode(intent, forKey: key(.intent))
+        case .url(let url)?: try container.encode(url, forKey: key(.url))
         case .openApp?, nil: break
         }
     }

@@ -83,12 +83,28 @@ public struct ChannelDeclaration: Sendable {
     /// How its entry of a message's per-service options (`PushOptions.services[name]`, the
     /// native API's object under its name) is checked; nil: it takes none.
     public var options: ServiceOptionsRule?
+    /// Keys of the native API's shared `android` object that this service alone takes: each is
+    /// read into its options entry under `key` and checked by its rule, so the API keeps the
+    /// key while the gateway names no service.
+    public var androidFields: [AndroidField]
+
+    /// A key of the native API's `android` object (`name`) filling `key` of the service's entry.
+    public struct AndroidField: Sendable, Hashable {
+        public var name: String
+        public var key: String
+
+        public init(name: String, key: String) {
+            self.name = name
+            self.key = key
+        }
+    }
 
     public init(
         channel: PushChannel, displayName: String, withArticle: String? = nil,
-        tokenRule: DeviceToken.Rule = .opaque, options: ServiceOptionsRule? = nil
+        tokenRule: DeviceToken.Rule = .opaque, options: ServiceOptionsRule? = nil, androidFields: [AndroidField] = []
     ) {
         self.options = options
+        self.androidFields = androidFields
         self.channel = channel
         self.displayName = displayName
         self.withArticle = withArticle ?? "a \(displayName)"

@@ -2,7 +2,7 @@ import Foundation
 
 /// How a transport checks and normalises its own entry of a message's per-service options
 /// (`PushOptions.services[<channel name>]`): the native API's object under the transport's
-/// name (`"harmony": {…}`), or what a vendor plugin builds from its own dialect. Declared by
+/// name (`"<name>": {…}`), or what a vendor plugin builds from its own dialect. Declared by
 /// the transport (`ChannelDeclaration.options`), so the gateway and the plugins check an entry
 /// without knowing its keys; the transport reads the entry back when it renders a push.
 public struct ServiceOptionsRule: Sendable {
@@ -16,7 +16,7 @@ public struct ServiceOptionsRule: Sendable {
 }
 
 /// What is wrong with a per-service options object, worded so that each caller can put its own
-/// path in front: the native API says `"harmony.category" must be one of IM, …`, a vendor
+/// path in front: the native API says `"<name>.category" must be one of IM, …`, a vendor
 /// plugin its own field's name.
 public struct ServiceOptionsError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The key of the object the problem is about; nil: the object itself.
@@ -34,8 +34,8 @@ public struct ServiceOptionsError: Error, Sendable, Equatable, CustomStringConve
 
     public var isUnknownField: Bool { problem.isEmpty }
 
-    /// The sentence with the object's path in front: `"harmony.category" must be one of …`,
-    /// `unknown field "harmony.sound"`, `"harmony" must be an object`.
+    /// The sentence with the object's path in front: `"<name>.category" must be one of …`,
+    /// `unknown field "<name>.sound"`, `"<name>" must be an object`.
     public func sentence(at path: String) -> String {
         let full = field.map { "\(path).\($0)" } ?? path
         return isUnknownField ? "unknown field \"\(full)\"" : "\"\(full)\" \(problem)"

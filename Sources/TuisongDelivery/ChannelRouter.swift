@@ -38,6 +38,11 @@ public struct ChannelRouter: PushTransport {
         }
     }
 
+    /// Every transport's check: a message may reach devices of any channel.
+    public func check(_ content: PushContent, options: PushOptions) throws {
+        for transport in transports.values { try transport.check(content, options: options) }
+    }
+
     private func send(
         _ batch: PushBatch, on channel: PushChannel, report: @escaping @Sendable ([SendReport]) -> Void
     ) async {

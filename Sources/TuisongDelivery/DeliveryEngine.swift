@@ -220,9 +220,9 @@ public final class DeliveryEngine: PushGateway {
 
     /// Validates, renders and commits the message; it is durable when this returns.
     public func submit(_ job: PushJob) async throws -> MessageRecord {
-        // Refused here as before: content APNs could not carry (the transports check their own
-        // limits again when they render it).
-        _ = try APNsPayload.build(job.content, pushType: job.options.pushType)
+        // Refused before anything is stored: content a service could not carry (the transports
+        // check their own limits again when they render it).
+        try transport.check(job.content, options: job.options)
         let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
         let record = try await store.createMessage(job, state: state)
         observer.accepted(vendor: job.vendor)

@@ -92,11 +92,12 @@ extension MessageRun {
         heldUntil: Date, to results: inout Segment
     ) {
         results.pending -= 1
-        func row(_ s: DeliveryState, _ reason: String?, apnsID: String? = nil, next: Date? = nil) {
+        func row(_ s: DeliveryState, _ reason: String?, serviceMessageID: String? = nil, next: Date? = nil) {
             results.deliveries.append(
                 NewDelivery(
                     deviceID: entry.deviceID, token: entry.token, environment: entry.environment, state: s,
-                    reason: reason, apnsID: apnsID, attempts: attempted ? 1 : 0, nextAttemptAt: next,
+                    reason: reason, serviceMessageID: serviceMessageID, attempts: attempted ? 1 : 0,
+                    nextAttemptAt: next,
                     content: content, credentialSelector: entry.credentialSelector, channel: entry.channel))
         }
         switch result {

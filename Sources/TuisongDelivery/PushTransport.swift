@@ -94,23 +94,27 @@ public struct OutgoingPush: Sendable {
 }
 
 /// One content and its renderings: the pushes of a message share one, so a transport renders
-/// its service's wire format once per message, not once per device (the APNs transport's
-/// one-payload path renders the APNs JSON once and hands the same bytes to every stream).
+/// its service's wire format once per message, not once per device (a one-payload transport
+/// renders its bytes once and hands the same bytes to every request).
 /// Two are equal when their content is (identity first: the common case is one instance).
 public final class SharedContent: Sendable, Hashable {
     public let content: PushContent
-    private let apns = Mutex<[UInt8]?>(nil)
+    /// The bytes rendered so far, by the channel whose transport rendered them: nearly always
+    /// one (a message's devices are mostly on one service), so a list, not a dictionary.
+    private let renderings = Mutex<[(channel: PushChannel, bytes: [UInt8])]>([])
 
     public init(_ content: PushContent) {
         self.content = content
     }
 
-    /// The APNs JSON (`APNsPayload.render`), rendered once (its own slot: the APNs transport
-    /// asks for it on its hottest path).
-    public var apnsPayload: [UInt8] {
-        if let bytes = apns.withLock({ $0 }) { return bytes }
-        let bytes = APNsPayload.render(content)
-        apns.withLock { $0 = bytes }
+    /// `channel`'s rendering of the content, rendered by `render` the first time a push of it
+    /// asks and kept for the other pushes sharing the content.
+    public func rendered(for channel: PushChannel, _ render: (PushContent) -> [UInt8]) -> [UInt8] {
+        if let bytes = renderings.withLock({ $0.first { $0.channel == channel }?.bytes }) { return bytes }
+        let bytes = render(content)
+        renderings.withLock { list in
+            if !list.contains(where: { $0.channel == channel }) { list.append((channel, bytes)) }
+        }
         return bytes
     }
 
@@ -135,18 +139,17 @@ public struct PushBatch: Sendable {
 
 /// Why a push was not delivered. The engine stores and counts `description` (the string
 /// operators see in statuses, delivery rows and metrics): the gateway's own reasons in
-/// snake_case (`no_credential`), APNs's and the Android services' own verbatim
-/// (`BadDeviceToken`, `UNREGISTERED`, `80300007`); a reason this build does not know is kept
-/// verbatim in `unknown`. Rows stored by older builds, which spelled some of the gateway's
-/// reasons in CamelCase (`NoCredential`), parse to the same cases.
+/// snake_case (`no_credential`), the services' own verbatim (`BadDeviceToken`, `UNREGISTERED`,
+/// `80300007`). Rows stored by older builds, which spelled some of the gateway's reasons in
+/// CamelCase (`NoCredential`), parse to the same cases.
 public enum SendReason: Sendable, Hashable, CustomStringConvertible {
-    /// APNs's own reason (`BadDeviceToken`, `TooManyRequests`, …).
-    case apns(APNsReason)
     /// The connection failed before an answer; the transport's error code.
     case transport(String)
-    /// An Android service's own code (FCM's `UNREGISTERED`, Huawei's `80300007`), verbatim.
+    /// The service's own reason or code (APNs's `BadDeviceToken`, FCM's `UNREGISTERED`,
+    /// Huawei's `80300007`), verbatim.
     case service(String)
-    /// The app has no credential for the device's push service (APNs: for its environment):
+    /// The app has no credential for the device's push service (for its environment, where
+    /// the service's credentials have one):
     /// held until one is added or the message expires.
     case noCredential
     /// The device's credential selector names none of the app's credentials.
@@ -157,9 +160,9 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     case credentialUnusable
     /// The credential was refused earlier and is held until an operator fixes it.
     case credentialFailing
-    /// The content, rendered for the device's service, exceeds the service's limit: APNs's by
-    /// push type (failed, as APNs answered); an Android service's own (FCM's, Huawei's, Honor's,
-    /// HarmonyOS's, OPPO's: skipped by the transport before any request).
+    /// The content, rendered for the device's service, exceeds the service's limit: failed
+    /// where the service would answer so, skipped where its transport refuses it before any
+    /// request.
     case payloadTooLarge
     /// A retried delivery whose message no longer exists.
     case messageGone
@@ -171,8 +174,6 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     /// Content the device's service cannot carry (a background or data-only push to vivo or
     /// OPPO, which have no pass-through message): skipped, never sent as an invalid request.
     case unsupportedContent
-    /// A reason this build does not know, kept verbatim.
-    case unknown(String)
 
     private static let gatewayReasons: [String: SendReason] = {
         let own: [SendReason] = [
@@ -180,8 +181,8 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
             .credentialFailing, .payloadTooLarge, .messageGone, .channelNotConfigured, .quota, .unsupportedContent,
         ]
         var byName = Dictionary(uniqueKeysWithValues: own.map { ($0.description, $0) })
-        // Older builds' spellings, still in stored rows. (`PayloadTooLarge` is also APNs's own
-        // reason; a stored one is read as the gateway's, as older builds did.)
+        // Older builds' spellings, still in stored rows. (`PayloadTooLarge` is also a service's
+        // own reason; a stored one is read as the gateway's, as older builds did.)
         let older: [String: SendReason] = [
             "NoCredential": .noCredential, "CredentialLookupFailed": .credentialLookupFailed,
             "CredentialUnusable": .credentialUnusable, "CredentialFailing": .credentialFailing,
@@ -192,7 +193,7 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         return byName
     }()
 
-    /// Parses a stored reason: the gateway's own first, then APNs's, else `.unknown`.
+    /// Parses a stored reason: the gateway's own, else a service's, verbatim.
     public init(_ string: String) {
         if let own = Self.gatewayReasons[string] {
             self = own
@@ -200,16 +201,13 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
             self = .transport(String(string.dropFirst("transport_".count)))
         } else if string.hasPrefix("Transport"), string.count > "Transport".count {
             self = .transport(Self.snakeCase(String(string.dropFirst("Transport".count))))
-        } else if case .unknown = APNsReason(string) {
-            self = .unknown(string)
         } else {
-            self = .apns(APNsReason(string))
+            self = .service(string)
         }
     }
 
     public var description: String {
         switch self {
-        case .apns(let reason): reason.description
         case .transport(let code): "transport_\(Self.snakeCase(code))"
         case .service(let code): code
         case .noCredential: "no_credential"
@@ -222,7 +220,6 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
         case .channelNotConfigured: "channel_not_configured"
         case .quota: "quota"
         case .unsupportedContent: "unsupported_content"
-        case .unknown(let raw): raw
         }
     }
 
@@ -297,11 +294,19 @@ public protocol PushTransport: Sendable {
     /// Gets ready to send the app's pushes of `environment` (nil: production): opens the
     /// connections a first push would otherwise wait for. Returns without waiting for them.
     func prepare(app: App, environment: APNsEnvironment?) async
+
+    /// Refuses, before a message is accepted, content its service could never carry for any
+    /// device (throws `PayloadError`): the message is then not stored. The transport checks its
+    /// limits again when it renders each push.
+    func check(_ content: PushContent, options: PushOptions) throws
 }
 
 extension PushTransport {
     /// Nothing to open.
     public func prepare(app: App, environment: APNsEnvironment?) async {}
+
+    /// Nothing refused ahead.
+    public func check(_ content: PushContent, options: PushOptions) throws {}
 
     /// Sends `batch` and waits for every outcome, in the order of `batch.pushes`.
     public func outcomes(of batch: PushBatch) async -> [SendOutcome] {

@@ -144,17 +144,18 @@ struct RetryWorker: Sendable {
     {
         let attempts = delivery.attempts + 1
         func update(
-            _ to: DeliveryState, _ reason: SendReason?, apnsID: String? = nil, next: Date? = nil,
+            _ to: DeliveryState, _ reason: SendReason?, serviceMessageID: String? = nil, next: Date? = nil,
             invalidation: DeviceInvalidation? = nil
         ) -> DeliveryUpdate {
             DeliveryUpdate(
                 deliveryID: delivery.id, messageID: delivery.messageID, from: .sending, to: to,
-                reason: reason?.description, apnsID: apnsID, attempts: attempts, nextAttemptAt: next,
+                reason: reason?.description, serviceMessageID: serviceMessageID, attempts: attempts,
+                nextAttemptAt: next,
                 invalidation: invalidation)
         }
         switch outcome {
-        case .delivered(let apnsID):
-            return update(.delivered, nil, apnsID: apnsID)
+        case .delivered(let serviceMessageID):
+            return update(.delivered, nil, serviceMessageID: serviceMessageID)
         case .invalidate(let reason, let since):
             let invalidation = delivery.deviceID.map {
                 DeviceInvalidation(deviceID: $0, reason: reason.description, at: since ?? engine.clock.now)

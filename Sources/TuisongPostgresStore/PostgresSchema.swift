@@ -42,6 +42,7 @@ enum PostgresSchema {
         ("pg13-credentials-both-environments-digests", PostgresSchema.credentialsBothEnvironmentsDigests),
         ("pg14-receipt-sends", PostgresSchema.receiptSends),
         ("pg15-backlog-by-app", PostgresSchema.backlogByApp),
+        ("pg16-delivery-service-message-id", PostgresSchema.deliveryServiceMessageID),
     ]
 
     /// SQLite's `v18-receipt-credentials`: callback credentials per app and service (the key
@@ -79,6 +80,12 @@ enum PostgresSchema {
     /// counts on accepts (`WorkQueue.backlog`) and planning takes fairly across apps.
     static let backlogByApp = """
         CREATE INDEX messages_backlog_by_app ON messages(state, app_id, id) WHERE state IN ('queued', 'sending');
+        """
+
+    /// SQLite's `v22-delivery-service-message-id`: the delivery's message id on its push service,
+    /// whichever service, under a name that says so (`apns_id` before); values kept.
+    static let deliveryServiceMessageID = """
+        ALTER TABLE deliveries RENAME COLUMN apns_id TO service_message_id;
         """
 
     /// SQLite's `v17-webhooks`: endpoints, the outbox nodes claim rows of under a lease

@@ -565,13 +565,13 @@ extension PostgresStore: MessageStore {
             for update in updates.sorted(by: { $0.deliveryID < $1.deliveryID }) {
                 let row = try conn.run(
                     """
-                    UPDATE deliveries SET state = $1, reason = $2, apns_id = coalesce($3, apns_id), attempts = $4,
+                    UPDATE deliveries SET state = $1, reason = $2, service_message_id = coalesce($3, service_message_id), attempts = $4,
                         next_attempt_at = $5, updated_at = $6, owner = NULL, lease_until = NULL
                     WHERE id = $7 AND state = $8 AND (state <> 'sending' OR owner IS NULL OR owner = $9)
                     RETURNING slice
                     """,
                     [
-                        .text(update.to.rawValue), PostgresValue(update.reason), PostgresValue(update.apnsID),
+                        .text(update.to.rawValue), PostgresValue(update.reason), PostgresValue(update.serviceMessageID),
                         .int(Int64(update.attempts)), PostgresValue(update.nextAttemptAt.map(SQLTime.milliseconds)),
                         .int(now), .int(update.deliveryID), .text(update.from.rawValue), .text(node),
                     ]
@@ -739,7 +739,7 @@ extension PostgresStore: MessageStore {
                 parameters += [
                     .int(messageID), .int(slice), PostgresValue(d.deviceID), .text(d.token),
                     .text(d.environment.rawValue), .text(d.state.rawValue), PostgresValue(d.reason),
-                    PostgresValue(d.apnsID), .int(Int64(d.attempts)),
+                    PostgresValue(d.serviceMessageID), .int(Int64(d.attempts)),
                     PostgresValue(d.nextAttemptAt.map(SQLTime.milliseconds)), .int(now),
                     PostgresValue(try d.content.map { try JSONText.encode($0) }), PostgresValue(d.credentialSelector),
                     .text(d.channel.rawValue),
@@ -747,7 +747,7 @@ extension PostgresStore: MessageStore {
             }
             try conn.execute(
                 """
-                INSERT INTO deliveries (message_id, slice, device_id, token, environment, state, reason, apns_id,
+                INSERT INTO deliveries (message_id, slice, device_id, token, environment, state, reason, service_message_id,
                     attempts, next_attempt_at, updated_at, content, credential_selector, channel)
                 VALUES \(values.joined(separator: ", "))
                 """, parameters)

@@ -165,7 +165,7 @@ extension Rows {
     }
 
     package static let deliveryColumns = """
-        id, message_id, device_id, token, environment, state, reason, apns_id, attempts, next_attempt_at, updated_at, \
+        id, message_id, device_id, token, environment, state, reason, service_message_id, attempts, next_attempt_at, updated_at, \
         content, credential_selector, channel
         """
 
@@ -176,7 +176,8 @@ extension Rows {
         else { throw StoreError(.unavailable, "deliveries row \(row.int64(0)) holds unknown values") }
         return DeliveryRecord(
             id: row.int64(0), messageID: row.int64(1), deviceID: row.optionalInt64(2), token: row.string(3),
-            environment: environment, state: state, reason: row.optionalString(6), apnsID: row.optionalString(7),
+            environment: environment, state: state, reason: row.optionalString(6),
+            serviceMessageID: row.optionalString(7),
             attempts: Int(row.int64(8)), nextAttemptAt: row.optionalInt64(9).map(SQLTime.date),
             updatedAt: SQLTime.date(row.int64(10)),
             content: try row.optionalString(11).map { try JSONText.decode(PushContent.self, $0) },

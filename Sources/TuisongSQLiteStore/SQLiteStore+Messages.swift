@@ -366,14 +366,14 @@ extension SQLiteStore: MessageStore {
             // whole flush, again and again, and leave the message sending).
             let insert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, apns_id,
+                    INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, service_message_id,
                         attempts, next_attempt_at, updated_at, content, credential_selector, channel)
                     VALUES (?, (SELECT id FROM devices WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
             for d in progress.deliveries {
                 try insert.execute(arguments: [
                     progress.messageID, d.deviceID, d.token, d.environment.rawValue, d.state.rawValue, d.reason,
-                    d.apnsID, d.attempts, d.nextAttemptAt.map(SQLTime.milliseconds), now,
+                    d.serviceMessageID, d.attempts, d.nextAttemptAt.map(SQLTime.milliseconds), now,
                     try d.content.map { try JSONText.encode($0) },
                     d.credentialSelector, d.channel.rawValue,
                 ])
@@ -654,12 +654,12 @@ extension SQLiteStore: MessageStore {
             for update in updates {
                 try db.execute(
                     sql: """
-                        UPDATE deliveries SET state = ?, reason = ?, apns_id = coalesce(?, apns_id), attempts = ?,
+                        UPDATE deliveries SET state = ?, reason = ?, service_message_id = coalesce(?, service_message_id), attempts = ?,
                             next_attempt_at = ?, updated_at = ?
                         WHERE id = ? AND state = ?
                         """,
                     arguments: [
-                        update.to.rawValue, update.reason, update.apnsID, update.attempts,
+                        update.to.rawValue, update.reason, update.serviceMessageID, update.attempts,
                         update.nextAttemptAt.map(SQLTime.milliseconds), now, update.deliveryID, update.from.rawValue,
                     ])
                 guard db.changesCount > 0 else { continue }

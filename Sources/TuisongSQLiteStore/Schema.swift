@@ -42,6 +42,7 @@ enum Schema {
         (v19Identifier, sql(v19CredentialsBothEnvironmentsDigests)),
         (v20Identifier, sql(v20ReceiptSends)),
         (v21Identifier, sql(v21BacklogByApp)),
+        (v22Identifier, sql(v22DeliveryServiceMessageID)),
     ]
 
     /// A migration that runs `text`.

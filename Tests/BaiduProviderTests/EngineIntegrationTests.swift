@@ -72,7 +72,8 @@ import TuisongStore
         // The development device carries the tag but is not in production.
         #expect(Set(try await sends(sender, of: id, f).map(\.token)) == [token(1), token(2)])
         #expect(try await sends(sender, of: id, f).allSatisfy { $0.environment == .production })
-        let payload = try #require(try await sends(sender, of: id, f).first?.content.apnsPayload)
+        let payload = try #require(
+            try await sends(sender, of: id, f).first?.content.rendered(for: .apns, APNsPayload.render))
         #expect(
             String(decoding: payload, as: UTF8.self)
                 == #"{"aps":{"alert":{"body":"全场八折","title":"会员日"},"badge":5,"sound":"default"},"coupon":"VIP8"}"#)
@@ -97,7 +98,7 @@ import TuisongStore
         #expect(Set(fired.map(\.token)) == [token(1), token(2), token(4)])
         #expect(fired.first?.headers.pushType == .background)
         #expect(
-            String(decoding: fired.first?.content.apnsPayload ?? [], as: UTF8.self)
+            String(decoding: fired.first?.content.rendered(for: .apns, APNsPayload.render) ?? [], as: UTF8.self)
                 == #"{"aps":{"content-available":1},"cmd":"refresh"}"#)
         let records = expectSuccess(
             try await f.v3("report/query_timer_records", ["timer_id": try #require(timer["timer_id"] as? String)]))

@@ -56,7 +56,7 @@ import TuisongCore
         #expect(push.sendno == "18" && !push.apnsProduction)
         #expect(push.options.expiration == Self.now.addingTimeInterval(60))
         #expect(push.options.collapseID == "c1")
-        #expect(push.options.android?.vivoClassification == 1)
+        #expect(push.options.services["vivo"] == ["classification": 1])
         #expect(push.options.android?.category["vivo"] == "IM")
         #expect(push.options.android?.importance["huawei"] == "NORMAL")
         #expect(push.options.android?.channelIDs["huawei"] == "chat")

@@ -32,12 +32,13 @@ import TuisongPluginTestKit
                 == AndroidOptions(
                     channelIDs: ["fcm": "g-chat", "huawei": "hw-im", "xiaomi": "mi-1", "oppo": "op-1"],
                     importance: ["huawei": "LOW", "honor": "NORMAL"], category: ["huawei": "IM", "vivo": "ACCOUNT"],
-                    vivoClassification: 0, sound: "ring"))
+                    sound: "ring"))
+        #expect(parsed.services == ["vivo": ["classification": 0]])
         #expect(parsed.extAsHuaweiIntentParam)
         // Empty strings leave a setting unset; Tencent's generated clients send "1" for vivo.
         let sparse = try #require(
             try info(#"{"AndroidInfo":{"Sound":"","HuaWeiChannelID":"","VIVOClassification":"1"}}"#))
-        #expect(sparse.android == AndroidOptions(vivoClassification: 1))
+        #expect(sparse.android.isEmpty && sparse.services == ["vivo": ["classification": 1]])
         #expect(!sparse.extAsHuaweiIntentParam)
         #expect(try info(#"{"AndroidInfo":null}"#)?.android.isEmpty == true)
     }

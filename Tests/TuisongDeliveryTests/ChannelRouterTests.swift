@@ -83,7 +83,7 @@ import TuisongStore
         let apns = ScriptedTransport { _, _ in .delivered(serviceMessageID: "apns") }
         let fcm = ScriptedTransport(answering: .laterInTwoParts) { token, _ in
             token.hasSuffix("dead")
-                ? .invalidate(.unknown("UNREGISTERED"), since: nil) : .delivered(serviceMessageID: "fcm")
+                ? .invalidate(.service("UNREGISTERED"), since: nil) : .delivered(serviceMessageID: "fcm")
         }
         let router = ChannelRouter([.apns: apns, .fcm: fcm])
         let app = App(
@@ -100,7 +100,7 @@ import TuisongStore
                 .delivered(serviceMessageID: "fcm"), .delivered(serviceMessageID: "apns"),
                 .delivered(serviceMessageID: "fcm"),
                 .failed(.channelNotConfigured), .delivered(serviceMessageID: "apns"),
-                .invalidate(.unknown("UNREGISTERED"), since: nil),
+                .invalidate(.service("UNREGISTERED"), since: nil),
             ])
         #expect(apns.batches.withLock { $0.map { $0.pushes.map(\.token) } } == [["t1", "t4"]])
     }

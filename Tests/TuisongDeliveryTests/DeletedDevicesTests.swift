@@ -21,7 +21,7 @@ import TuisongPluginTestKit
         // The "bb" devices are held (a refused credential); every answer comes late enough for
         // the devices to be deleted before the page is flushed.
         let sender = ScriptedTransport(answering: .after(.milliseconds(300))) { token, _ in
-            token.hasPrefix("bb") ? .held(.apns(.invalidProviderToken)) : .delivered(serviceMessageID: nil)
+            token.hasPrefix("bb") ? .held(.service("InvalidProviderToken")) : .delivered(serviceMessageID: nil)
         }
         let engine = f.engine(sender, pageSize: 500, workers: 500)
         try await engine.start()

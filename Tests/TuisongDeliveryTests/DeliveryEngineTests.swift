@@ -43,11 +43,12 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         let sender = ScriptedTransport { token, attempt in
             let n = Int(token.suffix(4), radix: 16)!
             switch n % 5 {
-            case 1: return attempt < 3 ? .retry(.apns(.tooManyRequests), after: nil) : .delivered(serviceMessageID: "a")
+            case 1:
+                return attempt < 3 ? .retry(.service("TooManyRequests"), after: nil) : .delivered(serviceMessageID: "a")
             case 2:
                 return .invalidate(
-                    .apns(.unregistered), since: Date(timeIntervalSince1970: 0).addingTimeInterval(4_000_000_000))
-            case 3: return .failed(.apns(.payloadTooLarge))
+                    .service("Unregistered"), since: Date(timeIntervalSince1970: 0).addingTimeInterval(4_000_000_000))
+            case 3: return .failed(.service("PayloadTooLarge"))
             default: return .delivered(serviceMessageID: nil)
             }
         }
@@ -83,7 +84,7 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         _ = try await f.store.registerDevices(appID: f.appID, sandbox)
         let sender = ScriptedTransport(answering: .laterInTwoParts) { token, _ in
             token.hasPrefix("5a") && Int(token.suffix(4), radix: 16)! % 4 == 0
-                ? .invalidate(.apns(.unregistered), since: nil) : .delivered(serviceMessageID: nil)
+                ? .invalidate(.service("Unregistered"), since: nil) : .delivered(serviceMessageID: nil)
         }
         let engine = f.engine(sender, pageSize: 100, workers: 64)
         try await engine.start()
@@ -159,7 +160,7 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         try await f.seed(2)
         // APNs says the token died long ago; the device registered since, so it stays valid.
         let sender = ScriptedTransport { _, _ in
-            .invalidate(.apns(.unregistered), since: Date(timeIntervalSince1970: 1_000_000))
+            .invalidate(.service("Unregistered"), since: Date(timeIntervalSince1970: 1_000_000))
         }
         let engine = f.engine(sender)
         try await engine.start()
@@ -178,7 +179,8 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         try await f.seed(10)
         let healthy = Atomic<Bool>(false)
         let sender = ScriptedTransport { _, _ in
-            healthy.load(ordering: .relaxed) ? .delivered(serviceMessageID: nil) : .held(.apns(.invalidProviderToken))
+            healthy.load(ordering: .relaxed)
+                ? .delivered(serviceMessageID: nil) : .held(.service("InvalidProviderToken"))
         }
         let engine = f.engine(sender)
         try await engine.start()
@@ -274,7 +276,7 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         // Every fourth device is asked to come back in a minute; answers take 20 ms.
         let sender = ScriptedTransport(answering: .after(.milliseconds(20))) { token, attempt in
             Int(token.suffix(4), radix: 16)! % 4 == 0 && attempt == 1
-                ? .retry(.apns(.tooManyRequests), after: .seconds(60)) : .delivered(serviceMessageID: nil)
+                ? .retry(.service("TooManyRequests"), after: .seconds(60)) : .delivered(serviceMessageID: nil)
         }
         let engine = f.engine(sender, clock: clock)
         try await engine.start()
@@ -298,7 +300,9 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
     ) async throws {
         let f = try await EngineFixture.make(backend)
         defer { f.cleanUp() }
-        let engine = f.engine(ScriptedTransport())
+        // The engine asks its transport, here through a router as in the gateway; the scripted
+        // transport refuses what the gateway's APNs transport refuses.
+        let engine = f.engine(ChannelRouter([.apns: ScriptedTransport(), .fcm: ScriptedTransport()]))
         var job = f.job(.all)
         job.content.data["blob"] = .string(String(repeating: "x", count: 5000))
         await #expect(throws: PayloadError.self) { try await engine.submit(job) }

@@ -73,7 +73,7 @@ import TuisongCore
             [
                 .noCredential, .noCredentialForSelector, .credentialLookupFailed, .credentialUnusable,
                 .credentialFailing, .payloadTooLarge, .messageGone, .transport("connect_failed"), .unsupportedContent,
-                .unknown("SomethingNew"),
+                .service("SomethingNew"), .service("UNREGISTERED"), .service("80300007"),
             ] + APNsReasonSample.all
         for reason in reasons {
             #expect(SendReason(reason.description) == reason, "\(reason)")
@@ -81,7 +81,7 @@ import TuisongCore
     }
 
     @Test func storedStringsKeepTheirMeaning() {
-        #expect(SendReason("Unregistered") == .apns(.unregistered))
+        #expect(SendReason("Unregistered") == .service("Unregistered"))
         // Older builds' CamelCase spellings of the gateway's own reasons read as today's.
         #expect(SendReason("NoCredential") == .noCredential)
         #expect(SendReason("NoCredential").description == "no_credential")
@@ -89,16 +89,15 @@ import TuisongCore
         #expect(SendReason("ChannelNotConfigured") == .channelNotConfigured)
         #expect(SendReason("TransportTimedOut") == .transport("timed_out"))
         #expect(SendReason("TransportTimedOut").description == "transport_timed_out")
-        #expect(SendReason("Transport") == .unknown("Transport"))
-        #expect(SendReason("NewAppleReason") == .unknown("NewAppleReason"))
+        #expect(SendReason("Transport") == .service("Transport"))
+        #expect(SendReason("NewAppleReason") == .service("NewAppleReason"))
     }
 
     @Test func theGatewaysOwnReasonsAreSnakeCaseAndTheServicesVerbatim() {
         #expect(SendReason.transport("ConnectFailed").description == "transport_connect_failed")
         #expect(SendReason.transport("TLS").description == "transport_tls")
         #expect(SendReason.payloadTooLarge.description == "payload_too_large")
-        #expect(SendReason.apns(.payloadTooLarge).description == "PayloadTooLarge")
-        #expect(SendReason.apns(.badDeviceToken).description == "BadDeviceToken")
+        #expect(SendReason.service(APNsReason.badDeviceToken.description).description == "BadDeviceToken")
         #expect(SendReason.service("UNREGISTERED").description == "UNREGISTERED")
         #expect(SendReason.service("80300007").description == "80300007")
     }
@@ -107,5 +106,5 @@ import TuisongCore
 enum APNsReasonSample {
     /// APNs's known reasons but the one the gateway also names (`PayloadTooLarge` parses as
     /// the gateway's own).
-    static let all: [SendReason] = APNsReason.known.filter { $0 != .payloadTooLarge }.map { .apns($0) }
+    static let all: [SendReason] = APNsReason.known.filter { $0 != .payloadTooLarge }.map { .service($0.description) }
 }

@@ -36,7 +36,7 @@ final class GatedTransport: PushTransport {
                 batch.tokens.enumerated().map { index, token in
                     SendReport(
                         index: index,
-                        outcome: fail(token) ? .failed(.apns(.badTopic)) : .delivered(serviceMessageID: nil))
+                        outcome: fail(token) ? .failed(.service("BadTopic")) : .delivered(serviceMessageID: nil))
                 })
         }
         return batches.reduce(0) { $0 + $1.tokens.count }
@@ -144,7 +144,7 @@ final class GatedTransport: PushTransport {
         let engine = f.engine(
             ScriptedTransport { token, _ in
                 Int(token.suffix(4), radix: 16)! % 3 == 0
-                    ? .invalidate(.apns(.unregistered), since: nil) : .delivered(serviceMessageID: nil)
+                    ? .invalidate(.service("Unregistered"), since: nil) : .delivered(serviceMessageID: nil)
             })
         try await engine.start()
         let record = try await engine.submit(f.job(.tag("all-users")))

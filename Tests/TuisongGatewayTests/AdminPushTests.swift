@@ -58,7 +58,7 @@ struct AdminPushFixture {
     @Test func aTestPushToATagIsFollowedToTheEnd() async throws {
         // Every seventh device's token is dead; the rest are delivered.
         let sender = ScriptedTransport { token, _ in
-            token.hasSuffix("7") ? .invalidate(.apns(.unregistered), since: nil) : .delivered(serviceMessageID: nil)
+            token.hasSuffix("7") ? .invalidate(.service("Unregistered"), since: nil) : .delivered(serviceMessageID: nil)
         }
         let f = try await AdminPushFixture.start(sender: sender)
         defer { Task { await f.stop() } }

@@ -245,6 +245,45 @@ import TuisongPluginTestKit
         }
     }
 
+    /// vivo's classification, as the `vivo` object or the `android` object's older key, reaches
+    /// vivo (its own object winning when both say it); nothing else but 0 or 1 is taken.
+    @Test func vivosClassificationReachesVivoFromEitherField() async throws {
+        let gw = try await TestGateway.start()
+        defer { Task { await gw.stop() } }
+        let (_, key) = try await gw.createApp(bundleID: "com.example.vivo")
+        try await register(gw, key, "vivo-1", ["channel": "vivo"])
+        func classification(_ extra: [String: Any]) async throws -> JSONValue? {
+            let before = gw.mock.receivedAndroidMessages().filter { $0.service == .vivo }.count
+            let body = ["audience": ["all": true], "notification": ["alert": "hi"]].merging(extra) { $1 }
+            let id = try await push(gw, key, body)
+            let status = try await gw.completed(messageID: Int64(id))
+            #expect(status.counts.delivered == 1, "\(status.failures)")
+            let sent = gw.mock.receivedAndroidMessages().filter { $0.service == .vivo }
+            #expect(sent.count == before + 1)
+            return try JSONValue(parsing: try #require(sent.last).body)["classification"]
+        }
+        #expect(try await classification([:]) == 0, "vivo's default: an operation message")
+        #expect(try await classification(["android": ["vivo_classification": 1]]) == 1)
+        #expect(try await classification(["vivo": ["classification": 1]]) == 1)
+        #expect(
+            try await classification(["vivo": ["classification": 0], "android": ["vivo_classification": 1]]) == 0)
+
+        for (bad, message): ([String: Any], String) in [
+            (
+                ["android": ["vivo_classification": 2]],
+                #""android.vivo_classification" must be 0 (operation) or 1 (system)"#
+            ),
+            (["vivo": ["classification": "1"]], #""vivo.classification" must be 0 (operation) or 1 (system)"#),
+            (["vivo": ["colour": "red"]], #"unknown field "vivo.colour""#),
+        ] {
+            let r = try await http(
+                "POST", "\(gw.baseURL)/api/v1/push", key: key,
+                json: ["audience": ["all": true], "notification": ["alert": "x"]].merging(bad) { $1 })
+            #expect(r.status == 400, "\(bad)")
+            #expect(r.errorCode == "invalid_request" && r.errorMessage == message, "\(r.text)")
+        }
+    }
+
     /// An app with no credential for a channel: its devices there are held `no_credential`, as
     /// APNs's are, and the message says it waits for them (not "completed"); adding the
     /// service's credential releases and sends them, and only then is the message completed. A

@@ -36,6 +36,12 @@ public final class ScriptedTransport: PushTransport {
         self.answering = answering
     }
 
+    /// Refuses ahead what the gateway's transports refuse (its APNs transport: what APNs could
+    /// not carry for any device), so a message the gateway would not take is not taken here.
+    public func check(_ content: PushContent, options: PushOptions) throws {
+        _ = try APNsPayload.build(content, pushType: options.pushType)
+    }
+
     public func send(_ batch: PushBatch, report: @escaping @Sendable ([SendReport]) -> Void) async {
         batches.withLock { $0.append(batch) }
         let numbered = attempts.withLock { attempts in

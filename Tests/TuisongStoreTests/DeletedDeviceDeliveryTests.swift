@@ -88,7 +88,7 @@ import TuisongPluginTestKit
                 claimed.map {
                     DeliveryUpdate(
                         deliveryID: $0.id, messageID: messageID, from: .sending, to: .queued,
-                        reason: "InternalServerError", apnsID: nil, attempts: 2, nextAttemptAt: now)
+                        reason: "InternalServerError", serviceMessageID: nil, attempts: 2, nextAttemptAt: now)
                 }, at: now)
             // The credential comes: b alone is released, then sent.
             #expect(try await store.releaseHeldDeliveries(appID: appID, environment: .production, now: now) == 1)
@@ -98,7 +98,7 @@ import TuisongPluginTestKit
                 retried.map {
                     DeliveryUpdate(
                         deliveryID: $0.id, messageID: messageID, from: .sending, to: .delivered, reason: nil,
-                        apnsID: nil, attempts: 2, nextAttemptAt: nil)
+                        serviceMessageID: nil, attempts: 2, nextAttemptAt: nil)
                 }, at: now)
             progress = try #require(try await store.messageProgress(id: messageID))
             #expect(progress.counts.delivered == 1 && progress.counts.skipped == 2 && progress.counts.queued == 0)

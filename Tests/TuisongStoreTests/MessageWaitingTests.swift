@@ -85,7 +85,8 @@ import TuisongCore
         try await store.applyDeliveryUpdates(
             claimed.map {
                 DeliveryUpdate(
-                    deliveryID: $0.id, messageID: message.id, from: .sending, to: .delivered, reason: nil, apnsID: nil,
+                    deliveryID: $0.id, messageID: message.id, from: .sending, to: .delivered, reason: nil,
+                    serviceMessageID: nil,
                     attempts: 2, nextAttemptAt: nil)
             }, at: end)
         progress = try #require(try await store.messageProgress(id: message.id))

@@ -152,7 +152,7 @@ import TuisongTransportKit
     @Test func vivoFieldsAndTruncation() throws {
         let headers = PushHeaders(
             expiration: now.addingTimeInterval(60),
-            android: AndroidOptions(category: ["vivo": "IM"], vivoClassification: 1))
+            android: AndroidOptions(category: ["vivo": "IM"]), services: ["vivo": ["classification": 1]])
         let fields = VivoMessage.fields(content: Self.alert, headers: headers, now: now)
         #expect(fields["title"] == "Hi")
         #expect(fields["content"] == "New message")

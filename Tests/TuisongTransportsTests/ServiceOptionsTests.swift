@@ -5,6 +5,7 @@ import TuisongDelivery
 import TuisongTransportKit
 
 @testable import TuisongHarmony
+@testable import TuisongVivo
 
 /// Per-service options keyed by transport name (#29): `PushOptions.services`, stored with the
 /// message as JSON, each entry read by its own transport; a row stored before them (HarmonyOS's
@@ -144,5 +145,42 @@ import TuisongTransportKit
         #expect(service.maxTokens(headers: PushHeaders(PushOptions()), environment: .sandbox) == 10)
         #expect(service.maxTokens(headers: PushHeaders(PushOptions()), environment: .production) == 1000)
         #expect(service.maxTokens(headers: PushHeaders(asked), environment: .production) == 10)
+    }
+
+    /// A row as the code before vivo had an entry of its own wrote it: vivo's classification in
+    /// the Android object, beside the shared settings.
+    static let oldVivoRow = """
+        {"android":{"category":{"vivo":"IM"},"channelIDs":{},"importance":{},"vivoClassification":1},\
+        "pushType":"alert"}
+        """
+
+    @Test func anOldRowsVivoClassificationRendersAsTheVivoEntryDoes() throws {
+        let old = try stored(Self.oldVivoRow)
+        #expect(old.services.isEmpty && old.android?.category == ["vivo": "IM"])
+        let entry = try #require(try VivoOptions.rule.normalise(["classification": 1]))
+        let new = PushOptions(android: AndroidOptions(category: ["vivo": "IM"]), services: ["vivo": entry])
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let content = PushContent(title: "Hi", body: "vivo")
+        func rendered(_ options: PushOptions) -> [String: JSONValue] {
+            VivoMessage.fields(content: content, headers: PushHeaders(options), now: now)
+        }
+        #expect(rendered(old) == rendered(new))
+        #expect(rendered(old)["classification"] == 1 && rendered(old)["category"] == "IM")
+        #expect(rendered(PushOptions())["classification"] == 0, "vivo's default: an operation message")
+        // Written back, the old row keeps its key and reads the same; the entry wins over it.
+        let rewritten = try stored(String(decoding: try JSONValue.encodedText(old), as: UTF8.self))
+        #expect(rewritten == old)
+        #expect(String(decoding: try JSONValue.encodedText(old), as: UTF8.self) == Self.oldVivoRow)
+        var both = old
+        both.services["vivo"] = ["classification": 0]
+        #expect(rendered(both)["classification"] == 0)
+    }
+
+    @Test func theVivoRuleTakesAClassificationOfZeroOrOne() throws {
+        #expect(try VivoOptions.rule.normalise(["classification": 0]) == ["classification": 0])
+        #expect(try VivoOptions.rule.normalise([:]) == nil)
+        for bad: JSONValue in [["classification": 2], ["classification": "1"], ["colour": "red"], "vivo"] {
+            #expect(throws: ServiceOptionsError.self, "\(bad)") { try VivoOptions.rule.normalise(bad) }
+        }
     }
 }

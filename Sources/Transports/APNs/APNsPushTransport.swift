@@ -188,6 +188,11 @@ public final class APNsPushTransport: PushTransport {
     /// each group's requests go to its pool in one hand-off, answered on the pool's thread,
     /// where the outcomes are classified and reported. A batch is usually one group (the
     /// engine groups a page by route), found without hashing every push.
+    /// Content APNs would refuse for every device (over the push type's limit, not JSON).
+    public func check(_ content: PushContent, options: PushOptions) throws {
+        _ = try APNsPayload.build(content, pushType: options.pushType)
+    }
+
     public func send(_ batch: PushBatch, report: @escaping @Sendable ([SendReport]) -> Void) async {
         let pushes = batch.pushes
         guard let first = pushes.first else { return }
@@ -242,7 +247,7 @@ public final class APNsPushTransport: PushTransport {
             // Rendered once per content: the pushes of a message share it.
             if lastContent !== push.content {
                 lastContent = push.content
-                lastPayload = push.content.apnsPayload
+                lastPayload = push.content.rendered(for: .apns, APNsPayload.render)
             }
             var payload = lastPayload
             if let receiptToken = appReceipts?.token(for: push, app: app) {
@@ -586,4 +591,9 @@ extension APNsPushTransport {
             en: "the APNs server is shutting down; retried later",
             zh: "APNs 服务器正在关闭，稍后重试"),
     ]
+}
+
+extension SendReason {
+    /// APNs's own reason, as the delivery pipeline keeps every service's: verbatim.
+    static func apns(_ reason: APNsReason) -> SendReason { .service(reason.description) }
 }

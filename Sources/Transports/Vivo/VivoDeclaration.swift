@@ -4,7 +4,9 @@ import TuisongTransportKit
 extension VivoService {
     /// vivo as the gateway's transport registry knows it: AppID, AppKey and AppSecret as its credential.
     public static let declaration = TransportDeclaration(
-        channel: ChannelDeclaration(channel: .vivo, displayName: "vivo", withArticle: "a vivo"),
+        channel: ChannelDeclaration(
+            channel: .vivo, displayName: "vivo", withArticle: "a vivo", options: VivoOptions.rule,
+            androidFields: VivoOptions.androidFields),
         configKeys: [
             TransportConfigKey("url", .url(required: true), default: VivoService.defaultSendURL)
         ],

@@ -181,7 +181,7 @@ enum VivoMessage {
             "content": .string(truncated(content.body ?? content.bodyLocKey ?? content.title ?? "", units: 100)),
             // 4: sound and vibration; 3: vibration only.
             "notifyType": .int(content.sound == nil && headers.android?.sound == nil ? 3 : 4),
-            "classification": .int(Int64(headers.android?.vivoClassification ?? 0)),
+            "classification": .int(VivoOptions.classification(headers)),
         ]
         if let category = headers.android?.category["vivo"] { fields["category"] = .string(category) }
         if let intent = content.intent(headers) {

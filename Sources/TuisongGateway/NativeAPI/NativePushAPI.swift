@@ -268,7 +268,9 @@ enum MessageView {
             "environment": d.environment.rawValue,
             "state": d.state.rawValue,
             "reason": d.reason as Any? ?? NSNull(),
-            "apns_id": d.apnsID as Any? ?? NSNull(),
+            "service_message_id": d.serviceMessageID as Any? ?? NSNull(),
+            // The same value, as clients written when APNs was the only service read it.
+            "apns_id": d.serviceMessageID as Any? ?? NSNull(),
             "attempts": d.attempts,
             "next_attempt_at": d.nextAttemptAt.map(ISO8601.string) as Any? ?? NSNull(),
             "updated_at": ISO8601.string(d.updatedAt),

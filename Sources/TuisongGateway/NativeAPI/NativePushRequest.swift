@@ -19,6 +19,11 @@ enum NativePushRequest {
             declaration in
             declaration.channel.options.map { (declaration.name, $0) }
         }
+        // The `android` keys one service alone takes, by the service whose entry they fill.
+        let androidFields: [(service: String, field: ChannelDeclaration.AndroidField)] =
+            transports.declarations.flatMap { declaration in
+                declaration.channel.androidFields.map { (declaration.name, $0) }
+            }
         let known: Set<String> = Set([
             "audience", "notification", "push_type", "priority", "expiration", "collapse_id", "environment", "send_at",
             "android",
@@ -79,7 +84,7 @@ enum NativePushRequest {
         }
         if let raw = body["android"] {
             guard let object = raw as? [String: Any] else { throw invalid("\"android\" must be an object") }
-            let (android, intent) = try parseAndroid(object)
+            let (android, intent) = try parseAndroid(object, serviceFields: androidFields.map(\.field.name))
             options.android = android
             // The intent is where a tap leads: the content's click, the one place it is said.
             if let intent { content.click = .intent(intent) }
@@ -93,6 +98,27 @@ enum NativePushRequest {
                 if let entry = try rule.normalise(value) { options.services[name] = entry }
             } catch let error as ServiceOptionsError {
                 throw invalid(error.sentence(at: name))
+            }
+        }
+        // A service's own key given in `android` fills its entry (unless its object set it too).
+        if let object = body["android"] as? [String: Any] {
+            for (service, field) in androidFields {
+                guard let raw = object[field.name], let value = JSONValue(jsonObject: raw),
+                    let rule = serviceRules.first(where: { $0.name == service })?.rule
+                else { continue }
+                var entry = options.services[service]?.objectValue ?? [:]
+                if entry[field.key] == nil { entry[field.key] = value }
+                let refusal: String
+                do throws(ServiceOptionsError) {
+                    options.services[service] = try rule.normalise(.object(entry))
+                    continue
+                } catch {
+                    // Named as the caller wrote it: `"android.vivo_classification" must be …`.
+                    refusal =
+                        error.field == field.key
+                        ? "\"android.\(field.name)\" \(error.problem)" : error.sentence(at: service)
+                }
+                throw invalid(refusal)
             }
         }
         var sendAt: Date?
@@ -258,10 +284,14 @@ enum NativePushRequest {
     }
 
     /// `{"channel_ids": {"fcm": "chat", …}, "importance": {"huawei": "NORMAL"}, "category":
-    /// {"huawei": "IM"}, "vivo_classification": 1, "sound": "ding", "intent": "intent://…"}`: the
-    /// message's Android settings, and the intent a tap opens (which becomes the content's click).
-    static func parseAndroid(_ object: [String: Any]) throws -> (AndroidOptions?, intent: String?) {
-        let known: Set<String> = ["channel_ids", "importance", "category", "vivo_classification", "sound", "intent"]
+    /// {"huawei": "IM"}, "sound": "ding", "intent": "intent://…"}`: the message's Android
+    /// settings, and the intent a tap opens (which becomes the content's click). The keys one
+    /// service alone takes (`serviceFields`, `ChannelDeclaration.androidFields`) are allowed
+    /// here and read into that service's entry by `parse`.
+    static func parseAndroid(_ object: [String: Any], serviceFields: [String] = []) throws -> (
+        AndroidOptions?, intent: String?
+    ) {
+        let known = Set(["channel_ids", "importance", "category", "sound", "intent"] + serviceFields)
         if let unknown = object.keys.first(where: { !known.contains($0) }) {
             throw invalid("unknown field \"android.\(unknown)\"")
         }
@@ -291,16 +321,10 @@ enum NativePushRequest {
             }
             return value
         }
-        var options = AndroidOptions(
+        let options = AndroidOptions(
             channelIDs: try perService("channel_ids"), importance: try perService("importance"),
             category: try perService("category"), sound: try text("sound", limit: 256))
         let intent = try text("intent", limit: 2048)
-        if let raw = object["vivo_classification"] {
-            guard let value = integer(raw), value == 0 || value == 1 else {
-                throw invalid("\"android.vivo_classification\" must be 0 (operation) or 1 (system)")
-            }
-            options.vivoClassification = value
-        }
         return (options.isEmpty ? nil : options, intent)
     }
 

@@ -174,6 +174,10 @@ final class MeteredTransport: PushTransport {
         var environment: APNsEnvironment
     }
 
+    func check(_ content: PushContent, options: PushOptions) throws {
+        try wrapped.check(content, options: options)
+    }
+
     func prepare(app: App, environment: APNsEnvironment?) async {
         await wrapped.prepare(app: app, environment: environment)
     }
