@@ -42,6 +42,7 @@ public struct TencentProvider: PushProvider {
     let context: ProviderContext
     let tencentStore: TencentStore
     let policy: TencentDeliveryPolicy
+    let verifiedSigs = VerifiedUserSigs()
 
     public init(context: ProviderContext) throws {
         // Tencent has no settings of its own in the config file (yet): a section may be empty.
@@ -187,7 +188,7 @@ public struct TencentProvider: PushProvider {
                 "tencent: an app's secret key cannot be opened", metadata: ["app": "\(app.id)", "error": "\(error)"])
             throw TencentError.internalError("app \(app.id) key")
         }
-        _ = try UserSig.verify(
+        _ = try verifiedSigs.verify(
             parameters.userSig, identifier: parameters.identifier, sdkAppID: parameters.sdkAppID,
             secretKey: keys.secretKey, now: clock.now)
         return Caller(app: app, keys: keys, identifier: parameters.identifier)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TuisongCore
 import TuisongCrypto
 
@@ -42,12 +43,17 @@ enum UserSig {
         guard constantTimeEquals(Array(expected.utf8), Array(claims.signature.utf8)) else {
             throw .userSigBadSignature
         }
+        try checkUnexpired(claims.claims, now: now)
+        return claims.claims
+    }
+
+    /// 70001 once `time + expire` has passed.
+    static func checkUnexpired(_ claims: UserSigClaims, now: Date) throws(TencentError) {
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
         let (expiry, overflow) = claims.issuedAt.addingReportingOverflow(claims.lifetime)
         if !overflow && expiry < seconds {
             throw .userSigExpired("issued at \(claims.issuedAt) for \(claims.lifetime) s, server time \(seconds)")
         }
-        return claims.claims
     }
 
     /// `TLS.sig` for these fields: base64(HMAC-SHA256(key, content)).
@@ -152,4 +158,44 @@ enum UserSig {
         for index in a.indices { difference |= a[index] ^ b[index] }
         return difference == 0
     }
+}
+
+/// UserSigs verified before, with the claims they carried: an app server signs one sig for its
+/// administrator and sends it with every call, and decoding it (base64, zlib, JSON) and its
+/// HMAC were a tenth of a Tencent message call's own work (issue #47's profile). A sig is
+/// remembered with the identifier, SDKAppID and secret key it was verified under, so a
+/// rotated key or another caller verifies afresh; expiry is checked on every use.
+final class VerifiedUserSigs: Sendable {
+    struct Key: Hashable, Sendable {
+        var userSig: String
+        var identifier: String
+        var sdkAppID: Int64
+        var secretKey: String
+    }
+
+    /// Past this many sigs the memory starts again (sigs live for days; apps have few callers).
+    let capacity: Int
+    private let verified = Mutex<[Key: UserSigClaims]>([:])
+
+    init(capacity: Int = 4096) { self.capacity = capacity }
+
+    /// `UserSig.verify`, remembered.
+    func verify(
+        _ userSig: String, identifier: String, sdkAppID: Int64, secretKey: String, now: Date
+    ) throws(TencentError) -> UserSigClaims {
+        let key = Key(userSig: userSig, identifier: identifier, sdkAppID: sdkAppID, secretKey: secretKey)
+        if let claims = verified.withLock({ $0[key] }) {
+            try UserSig.checkUnexpired(claims, now: now)
+            return claims
+        }
+        let claims = try UserSig.verify(
+            userSig, identifier: identifier, sdkAppID: sdkAppID, secretKey: secretKey, now: now)
+        verified.withLock { verified in
+            if verified.count >= capacity { verified.removeAll(keepingCapacity: true) }
+            verified[key] = claims
+        }
+        return claims
+    }
+
+    var count: Int { verified.withLock { $0.count } }
 }

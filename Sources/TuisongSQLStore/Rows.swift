@@ -158,7 +158,7 @@ package enum Rows {
     package static func app(columns row: some ColumnValues) throws -> App {
         let settings: [String: [String: String]]
         do {
-            settings = try JSONDecoder().decode([String: [String: String]].self, from: Data(row.string(4).utf8))
+            settings = try vendorSettings(row.string(4))
         } catch {
             throw StoreError(
                 .unavailable,
@@ -169,6 +169,37 @@ package enum Rows {
             id: row.int64(0), name: row.string(1), bundleID: row.string(2), apiKeyHash: row.string(3),
             createdAt: SQLTime.date(row.int64(5)), updatedAt: SQLTime.date(row.int64(6)),
             vendorSettings: settings, appReceipts: row.int64(7) != 0)
+    }
+
+    /// `apps.vendor_settings` read with the project's parser, not Foundation's `JSONDecoder`:
+    /// a vendor's API reads its app on every call, and the decoder's generic machinery was the
+    /// largest part of that read (issue #47's profile).
+    package static func vendorSettings(_ text: String) throws -> [String: [String: String]] {
+        guard case .object(let vendors) = try JSONValue(parsing: text) else {
+            throw VendorSettingsError(reason: "not an object")
+        }
+        var settings: [String: [String: String]] = [:]
+        settings.reserveCapacity(vendors.count)
+        for (vendor, value) in vendors {
+            guard case .object(let fields) = value else {
+                throw VendorSettingsError(reason: "\(vendor) is not an object")
+            }
+            var strings: [String: String] = [:]
+            strings.reserveCapacity(fields.count)
+            for (name, field) in fields {
+                guard case .string(let string) = field else {
+                    throw VendorSettingsError(reason: "\(vendor).\(name) is not a string")
+                }
+                strings[name] = string
+            }
+            settings[vendor] = strings
+        }
+        return settings
+    }
+
+    struct VendorSettingsError: Error, CustomStringConvertible {
+        var reason: String
+        var description: String { reason }
     }
 
     package static func vendorSettingsJSON(_ settings: [String: [String: String]]) throws -> String {

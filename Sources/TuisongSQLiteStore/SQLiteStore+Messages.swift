@@ -267,6 +267,11 @@ extension SQLiteStore: MessageStore {
             candidates[row[1] as Int64, default: []].append(row[0] as Int64)
         }
         guard !candidates.isEmpty else { return [] }
+        // One app alone: every turn is offset by its same sending count, so the order is its
+        // ids' (counting what it has sending walked the index on every claim at chat rate).
+        if candidates.count == 1, let ids = candidates.first?.value {
+            return Array(ids.sorted().prefix(limit))
+        }
         let sendingOfApp = try db.cachedStatement(
             sql: "SELECT count(*) FROM messages WHERE \(backlogTerm) AND state = 'sending' AND app_id = ?")
         var turns: [(turn: Int, id: Int64)] = []

@@ -107,6 +107,41 @@ import TuisongCore
         return String(decoding: try runPython(script, [sig, identifier]), as: UTF8.self)
     }
 
+    /// A remembered sig answers as a fresh verification would: under another key, identifier
+    /// or SDKAppID it is refused with the same codes, and it expires on time.
+    @Test func rememberedSigsAreCheckedAsFreshOnes() throws {
+        let sigs = VerifiedUserSigs(capacity: 2)
+        let time = Int64(now.timeIntervalSince1970)
+        let sig = try PythonUserSig.make(
+            sdkAppID: Self.app, key: Self.key, identifier: "alice", time: time - 100, expire: 200)
+        func remembered(
+            _ sig: String, identifier: String = "alice", app: Int64 = Self.app, key: String = Self.key,
+            at: Date? = nil
+        ) -> Int? {
+            code { () throws(TencentError) in
+                try sigs.verify(sig, identifier: identifier, sdkAppID: app, secretKey: key, now: at ?? now)
+            }
+        }
+        #expect(remembered(sig) == nil)
+        #expect(sigs.count == 1)
+        #expect(remembered(sig) == nil, "from memory")
+        #expect(sigs.count == 1)
+        #expect(remembered(sig, key: "another-key") == 70009)
+        #expect(remembered(sig, identifier: "bob") == 70013)
+        #expect(remembered(sig, app: 1_400_000_001) == 70014)
+        // Remembered or not, it expires: time + expire < now.
+        #expect(remembered(sig, at: now.addingTimeInterval(100)) == nil)
+        #expect(remembered(sig, at: now.addingTimeInterval(102)) == 70001)
+        // Past its capacity the memory starts again, and still verifies.
+        let other = try PythonUserSig.make(sdkAppID: Self.app, key: Self.key, identifier: "bob", time: time)
+        let third = try PythonUserSig.make(sdkAppID: Self.app, key: Self.key, identifier: "carol", time: time)
+        #expect(remembered(other, identifier: "bob") == nil)
+        #expect(sigs.count == 2)
+        #expect(remembered(third, identifier: "carol") == nil)
+        #expect(sigs.count == 1)
+        #expect(remembered(sig) == nil)
+    }
+
     @Test func callParametersAcceptRawAndPercentEncodedSigs() throws {
         let sig = try PythonUserSig.make(sdkAppID: Self.app, key: Self.key, identifier: "administrator")
         let encoded = sig.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!

@@ -162,4 +162,30 @@ struct AppStoreTests {
             #expect(try await store.app(vendor: "bai\"du", setting: "apikey", value: "k1") == nil)
         }
     }
+
+    @Test(
+        "Vendor settings read back exactly, escapes and non-ASCII included; a stored value that is not a string is refused",
+        arguments: Backend.allCases)
+    func vendorSettingsReadBack(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            var app = try await makeApp(store, "settings")
+            app.vendorSettings = [
+                "tencent": ["sdkappid": "1400000042", "secret": "a\"b\\c/d\n\u{1}"],
+                "easemob": ["org": "演示#app", "emoji": "😀"], "empty": [:],
+            ]
+            try await store.updateApp(app)
+            #expect(try await store.app(id: app.id)?.vendorSettings == app.vendorSettings)
+            #expect(
+                try await store.app(vendor: "easemob", setting: "org", value: "演示#app")?.vendorSettings
+                    == app.vendorSettings)
+
+            let id = app.id
+            for corrupt in [#"{"tencent": {"sdkappid": 1400}}"#, #"{"tencent": "x"}"#, "[]"] {
+                try await store.sharedDatabase.write { db in
+                    try db.execute("UPDATE apps SET vendor_settings = ? WHERE id = ?", [.text(corrupt), .integer(id)])
+                }
+                await #expect(throws: StoreError.self, "\(corrupt)") { _ = try await store.app(id: id) }
+            }
+        }
+    }
 }
