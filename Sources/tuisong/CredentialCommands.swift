@@ -554,6 +554,15 @@ struct APNsMockCommand: AsyncParsableCommand {
             """)
     var magicTokens = false
     @Flag(name: .customLong("log-requests"), help: "Print every request as a JSON line.") var logRequests = false
+    @Option(
+        name: .customLong("receipts"),
+        help: """
+            A file holding `tuisong credential show --app ID`'s output: while it exists, the Huawei, \
+            HarmonyOS and vivo look-alikes post a signed receipt (arrived) of every accepted push to that \
+            app's receipt URL, and Xiaomi's and OPPO's to the URL each push names, as the services do. Read \
+            for each push, so it may be written, or removed, while the look-alikes run.
+            """)
+    var receiptsFile: String?
 
     func run() async throws {
         // OpenSSL writes to sockets with write(2): a client that hangs up while its answers are
@@ -626,6 +635,10 @@ struct APNsMockCommand: AsyncParsableCommand {
             requestLog: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) },
             logger: makeLogger("apns-mock", level: "info"))
         try server.start()
+        if let receiptsFile {
+            server.sendReceipts(
+                to: try FileReceiptSink(path: receiptsFile, logger: makeLogger("apns-mock", level: "info")))
+        }
         let directory = (setupPath as NSString).deletingLastPathComponent
         let caPath = (directory.isEmpty ? "." : directory) + "/apns-mock-ca.pem"
         let keyPath = (directory.isEmpty ? "." : directory) + "/apns-mock-token.p8"
