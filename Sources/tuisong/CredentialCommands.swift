@@ -629,16 +629,14 @@ struct APNsMockCommand: AsyncParsableCommand {
         if latency > 0 { configuration.faults.latencyMilliseconds = latency }
         configuration.logRequests = logRequests
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
+        // One logger: making one bootstraps the process's logging, which may happen once.
+        let logger = makeLogger("apns-mock", level: "info")
         // Unbuffered, one write per line: whoever reads the pipe sees each request at once.
         let server = try APNsMockServer(
             configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey,
-            requestLog: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) },
-            logger: makeLogger("apns-mock", level: "info"))
+            requestLog: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }, logger: logger)
         try server.start()
-        if let receiptsFile {
-            server.sendReceipts(
-                to: try FileReceiptSink(path: receiptsFile, logger: makeLogger("apns-mock", level: "info")))
-        }
+        if let receiptsFile { server.sendReceipts(to: try FileReceiptSink(path: receiptsFile, logger: logger)) }
         let directory = (setupPath as NSString).deletingLastPathComponent
         let caPath = (directory.isEmpty ? "." : directory) + "/apns-mock-ca.pem"
         let keyPath = (directory.isEmpty ? "." : directory) + "/apns-mock-token.p8"
