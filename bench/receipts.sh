@@ -91,18 +91,18 @@ awk '/^tuisong_receipts_total/' <(curl -fs "http://127.0.0.1:$PORT/metrics" || t
 
 if [ "$PUSH" -gt 0 ]; then
   echo "== a Huawei tag push to $PUSH devices (1,000 tokens a request), without and with a receipt per device"
-  push() {  # push LABEL: one push to every seeded device, its rate on the RATE line
+  push() {  # push LABEL [--wait-arrived]: one push to every seeded device; prints its rate, the rest on stderr
     python3 bench/push_watch.py --port "$PORT" --key "$KEY" --pid "$GATEWAY" --mock-pid "$MOCK" --tag huawei-all \
-      --count "$PUSH" --hz 4 $2 > "$WORK/push.out"
-    sed "s/^   /   $1: /" "$WORK/push.out" | grep -v '^RATE'
+      --count "$PUSH" --hz 4 ${2:-} > "$WORK/push.out"
+    sed "s/^   /   $1: /" "$WORK/push.out" | grep -v '^RATE' >&2
     awk '/^RATE/ {print $2}' "$WORK/push.out"
   }
   RATIOS=""
   for _ in $(seq 1 "$PUSH_REPEAT"); do
     rm -f "$WORK/look-alike-receipts.json"
-    WITHOUT=$(push "without receipts" | tee /dev/stderr | tail -1)
+    WITHOUT=$(push "without receipts")
     cp "$WORK/receipts.json" "$WORK/look-alike-receipts.json"
-    WITH=$(push "with receipts" --wait-arrived | tee /dev/stderr | tail -1)
+    WITH=$(push "with receipts" --wait-arrived)
     RATIO=$(python3 -c "print(f'{$WITH / $WITHOUT:.2f}')")
     RATIOS="$RATIOS $RATIO"
     echo "   push with / without receipts: $WITH / $WITHOUT notifications/s = $RATIO [$(python3 -c "print('ok' if $RATIO >= 0.8 else 'BELOW')") ≥ 0.8]"
