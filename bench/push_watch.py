@@ -59,6 +59,9 @@ def main():
                    help="Tencent all_member_push/im_push to every account of the app")
     p.add_argument("--database", help="the gateway's database, a SQLite path or a postgresql:// URL "
                                       "(Tencent: the message id of the TaskId)")
+    p.add_argument("--wait-arrived", action="store_true",
+                   help="after the push, poll until every delivered device's receipt is counted arrived "
+                        "(bench/receipts.sh: the look-alike posts one per device)")
     args = p.parse_args()
 
     conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
@@ -146,6 +149,18 @@ def main():
     if mock_cpu is not None:
         line += f", mock {mock_cpu / delivered * 1e6:.1f} µs ({mock_cpu / elapsed * 100:.0f} % of a core)"
     print(line)
+    if args.wait_arrived:
+        # Receipts are counted after their push: the look-alike posts them as it accepts each
+        # request, and the gateway records them beside the push's own writes.
+        arrived = 0
+        while time.monotonic() - start < 900:
+            arrived = call("GET", f"/api/v1/messages/{message_id}")["counts"].get("arrived", 0)
+            if arrived >= c["delivered"]:
+                break
+            time.sleep(period)
+        counted = time.monotonic() - start
+        print(f"   receipts: {arrived:,} of {c['delivered']:,} counted arrived {counted:.2f} s after the push call "
+              f"({arrived / counted:,.0f}/s), {counted - elapsed:.2f} s after its last delivery")
     print(f"RATE {rate:.0f}")
 
 

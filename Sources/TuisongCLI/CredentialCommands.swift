@@ -574,6 +574,15 @@ struct APNsMockCommand: AsyncParsableCommand {
             """)
     var magicTokens = false
     @Flag(name: .customLong("log-requests"), help: "Print every request as a JSON line.") var logRequests = false
+    @Option(
+        name: .customLong("receipts"),
+        help: """
+            A file holding `tuisong credential show --app ID`'s output: while it exists, the Huawei, \
+            HarmonyOS and vivo look-alikes post a signed receipt (arrived) of every accepted push to that \
+            app's receipt URL, and Xiaomi's and OPPO's to the URL each push names, as the services do. Read \
+            for each push, so it may be written, or removed, while the look-alikes run.
+            """)
+    var receiptsFile: String?
 
     func run() async throws {
         // OpenSSL writes to sockets with write(2): a client that hangs up while its answers are
@@ -635,12 +644,14 @@ struct APNsMockCommand: AsyncParsableCommand {
         if latency > 0 { configuration.faults.latencyMilliseconds = latency }
         configuration.logRequests = logRequests
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
+        // One logger: making one bootstraps the process's logging, which may happen once.
+        let logger = makeLogger("apns-mock", level: "info")
         // Unbuffered, one write per line: whoever reads the pipe sees each request at once.
         let server = try APNsMockServer(
             configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey,
-            requestLog: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) },
-            logger: makeLogger("apns-mock", level: "info"))
+            requestLog: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }, logger: logger)
         try server.start()
+        if let receiptsFile { server.sendReceipts(to: try FileReceiptSink(path: receiptsFile, logger: logger)) }
         let directory = (setupPath as NSString).deletingLastPathComponent
         let caPath = (directory.isEmpty ? "." : directory) + "/apns-mock-ca.pem"
         let keyPath = (directory.isEmpty ? "." : directory) + "/apns-mock-token.p8"

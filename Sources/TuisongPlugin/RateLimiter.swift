@@ -55,12 +55,19 @@ public final class RateLimiter: Sendable {
     private let share: NodeShare?
     private let clock: any TuisongCore.Clock
     private let buckets = Mutex<[String: Bucket]>([:])
+    /// Keys kept at most: past it, full buckets (the same as none) are forgotten, and if that
+    /// is not enough, all of them: keys from the network (a client's address) must not grow
+    /// the table without bound, and a key forgotten only starts again with a full bucket.
+    private let maxKeys: Int
 
-    public init(rate: Double, burst: Double, clock: any TuisongCore.Clock, share: NodeShare? = nil) {
+    public init(
+        rate: Double, burst: Double, clock: any TuisongCore.Clock, share: NodeShare? = nil, maxKeys: Int = 100_000
+    ) {
         self.rate = rate
         self.burst = burst
         self.share = share
         self.clock = clock
+        self.maxKeys = maxKeys
     }
 
     /// This node's refill rate (per second) and bucket size now.
@@ -70,10 +77,18 @@ public final class RateLimiter: Sendable {
     }
 
     /// Takes one token for `key`; false when there is none left.
-    public func allow(_ key: String) -> Bool {
+    public func allow(_ key: String) -> Bool { waitTime(taking: key) == nil }
+
+    /// Takes one token for `key`: nil when it had one, else the seconds until it has one again
+    /// (what a refusal's `Retry-After` says, rounded up).
+    public func waitTime(taking key: String) -> TimeInterval? {
         let now = clock.now
         let (rate, burst) = effectiveLimits
         return buckets.withLock { buckets in
+            if buckets[key] == nil && buckets.count >= maxKeys {
+                buckets = buckets.filter { $0.value.tokens + now.timeIntervalSince($0.value.updated) * rate < burst }
+                if buckets.count >= maxKeys { buckets.removeAll() }
+            }
             var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
             let elapsed = max(0, now.timeIntervalSince(bucket.updated))
             bucket.tokens = min(burst, bucket.tokens + elapsed * rate)
@@ -81,7 +96,10 @@ public final class RateLimiter: Sendable {
             let allowed = bucket.tokens >= 1
             if allowed { bucket.tokens -= 1 }
             buckets[key] = bucket
-            return allowed
+            return allowed ? nil : (1 - bucket.tokens) / max(rate, .leastNonzeroMagnitude)
         }
     }
+
+    /// Keys with a bucket now (what `maxKeys` bounds).
+    public var keyCount: Int { buckets.withLock { $0.count } }
 }

@@ -119,4 +119,68 @@ import TuisongPluginTestKit
         #expect(huawei.count == 1, "one request for the three devices")
         #expect(huawei.first?.tokens.count == 3)
     }
+
+    /// An app with its own receipts on, `count` iPhones pushed to once: each push's receipt token.
+    func pushedReceipts(_ gw: RunningGateway, bundleID: String, count: Int) async throws -> [String] {
+        let (appID, key) = try await gw.createApp(bundleID: bundleID)
+        var app = try #require(try await gw.runtime.store.app(id: appID))
+        app.appReceipts = true
+        try await gw.runtime.store.updateApp(app)
+        await gw.runtime.adminAPI.appChanged(appID)
+        let tokens = (1...count).map {
+            String(repeating: "c", count: 56) + String(format: "%08d", Int(appID) * 100 + $0)
+        }
+        for token in tokens { try await register(gw, key, token, ["environment": "production", "tags": ["r"]]) }
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["tag": "r"], "notification": ["alert": "hi"]])
+        let id = try #require(push.jsonObject["message_id"] as? Int)
+        _ = try await gw.completed(messageID: Int64(id))
+        return try tokens.map { token in
+            let sent = try #require(gw.mock.receivedNotifications().first { $0.deviceToken == token })
+            return try #require(try JSONValue(parsing: sent.payload)["tuisong_receipt"]?.stringValue)
+        }
+    }
+
+    /// The keyless route is bounded per app (`receipts.app_rate_per_app`): past the app's bucket
+    /// (here one receipt, refilled in 100 s) a receipt is answered 429 in the native dialect with
+    /// `Retry-After`; forged tokens spend nothing of it, and another app keeps its own.
+    @Test func anAppsReceiptsAreBoundedAndForgedOnesSpendNothing() async throws {
+        let gw = try await TestGateway.start(environment: [
+            "TUISONG_RECEIPTS_APP_RATE_PER_ADDRESS": "0", "TUISONG_RECEIPTS_APP_RATE_PER_APP": "0.01",
+        ])
+        defer { Task { await gw.stop() } }
+        let first = try await pushedReceipts(gw, bundleID: "com.example.bounded", count: 2)
+        let other = try await pushedReceipts(gw, bundleID: "com.example.other", count: 1)
+        var forged = first[0]
+        forged.removeLast()
+        forged.append(first[0].last == "A" ? "B" : "A")
+        for _ in 1...3 { #expect(try await postReceipt(gw, ["receipt": forged, "event": "arrived"]).status == 401) }
+        #expect(try await postReceipt(gw, ["receipt": first[0], "event": "arrived"]).status == 200)
+        let refused = try await postReceipt(gw, ["receipt": first[1], "event": "arrived"])
+        #expect(refused.status == 429, "\(refused.text)")
+        #expect(refused.errorCode == "rate_limited")
+        #expect((1...100).contains(Int(refused.header("Retry-After") ?? "") ?? 0), "\(refused.headers)")
+        #expect(try await postReceipt(gw, ["receipt": other[0], "event": "arrived"]).status == 200)
+        let metrics = try await http("GET", "\(gw.baseURL)/metrics").text
+        #expect(metrics.contains(#"tuisong_receipts_total{channel="app",outcome="rate_limited"} 1"#))
+        #expect(metrics.contains(#"tuisong_receipts_total{channel="apns",outcome="arrived"} 2"#))
+    }
+
+    /// Per client address (`receipts.app_rate_per_address`), before anything is read: past the
+    /// address's bucket even a valid receipt is answered 429 with `Retry-After`.
+    @Test func oneAddressIsBoundedBeforeItsReceiptIsRead() async throws {
+        let gw = try await TestGateway.start(environment: [
+            "TUISONG_RECEIPTS_APP_RATE_PER_ADDRESS": "0.01", "TUISONG_RECEIPTS_APP_RATE_PER_APP": "0",
+        ])
+        defer { Task { await gw.stop() } }
+        let receipts = try await pushedReceipts(gw, bundleID: "com.example.address", count: 1)
+        // The address's one receipt: a malformed body spends it as any other would.
+        #expect(try await postReceipt(gw, ["event": "arrived"]).status == 400)
+        let refused = try await postReceipt(gw, ["receipt": receipts[0], "event": "arrived"])
+        #expect(refused.status == 429, "\(refused.text)")
+        #expect(refused.errorCode == "rate_limited")
+        #expect(refused.header("Content-Type")?.hasPrefix("application/json") == true)
+        #expect((1...100).contains(Int(refused.header("Retry-After") ?? "") ?? 0))
+    }
 }

@@ -44,6 +44,29 @@ import TuisongPluginTestKit
         #expect(whole.effectiveLimits == (100, 200))
     }
 
+    /// A refusal says how long until the key has room (`Retry-After`), and keys from the
+    /// network (a client's address) do not grow the table without bound: past `maxKeys`, full
+    /// buckets are forgotten first, everything when that is not enough.
+    @Test func aRefusalSaysTheWaitAndTheKeysAreBounded() {
+        let clock = ManualClock()
+        let limiter = RateLimiter(rate: 0.5, burst: 2, clock: clock, maxKeys: 3)
+        #expect(limiter.waitTime(taking: "a") == nil)
+        #expect(limiter.waitTime(taking: "a") == nil)
+        #expect(limiter.waitTime(taking: "a") == 2, "one token at half a token a second")
+        clock.advance(by: 1.5)
+        #expect(limiter.waitTime(taking: "a") == 0.5)
+        #expect(limiter.waitTime(taking: "b") == nil)
+        clock.advance(by: 4)
+        #expect(limiter.waitTime(taking: "c") == nil)
+        // "a" and "b" are full again by now (the same as no bucket): forgotten for "d".
+        #expect(limiter.keyCount == 3)
+        #expect(limiter.waitTime(taking: "d") == nil)
+        #expect(limiter.keyCount == 2, "c and d")
+        #expect(limiter.waitTime(taking: "e") == nil)
+        #expect(limiter.waitTime(taking: "f") == nil, "none full: all forgotten, f starts afresh")
+        #expect(limiter.keyCount == 1)
+    }
+
     @Test func theShareFollowsTheLiveNodeCount() async throws {
         let queue = CountingQueue()
         let share = NodeShare()

@@ -105,6 +105,79 @@ import TuisongCore
         }
     }
 
+    /// A POST's receipts are written a column at a time in multi-row statements (chunks of 256
+    /// rows and less): 1,300 phones and a click per phone of a second message count once each,
+    /// in the order given, a repeat inside the POST included, and posting it all again adds nothing.
+    @Test(arguments: Backend.allCases)
+    func aLargePostCountsEachReceiptOnceInItsOrder(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let message = try await Self.message(store, app.id)
+            let other = try await Self.message(store, app.id)
+            var receipts = (0..<1000).map { Self.receipt(message.id, .arrived, token: "phone-\($0)") }
+            receipts += (0..<300).map { Self.receipt(other.id, .clicked, token: "phone-\($0)") }
+            receipts.append(Self.receipt(message.id, .arrived, token: "phone-7"))
+            receipts.append(Self.receipt(message.id + 10_000, .arrived))
+            let first = try await store.recordReceipts(appID: app.id, receipts)
+            #expect(first.recorded.count == 1600)
+            #expect(first.repeated == 1)
+            #expect(first.unknown == 1)
+            #expect(Array(first.recorded.prefix(1000)) == Array(receipts.prefix(1000)))
+            // Each click after the arrival it implies.
+            let clicks = first.recorded.dropFirst(1000)
+            #expect(
+                clicks.map(\.outcome)
+                    == Array(repeating: [ReceiptOutcome.arrived, .clicked], count: 300).flatMap { $0 })
+            #expect(clicks.map(\.token) == (0..<300).flatMap { ["phone-\($0)", "phone-\($0)"] })
+            #expect(try await store.receiptCounts(messageID: message.id) == [.huawei: ReceiptCounts(arrived: 1000)])
+            #expect(
+                try await store.receiptCounts(messageID: other.id) == [
+                    .huawei: ReceiptCounts(arrived: 300, clicked: 300)
+                ])
+
+            let again = try await store.recordReceipts(appID: app.id, receipts)
+            #expect(again.recorded.isEmpty)
+            #expect(again.repeated == 1301, "1,001 arrivals and 300 clicks; an implied arrival is no repeat")
+            #expect(try await store.receiptCounts(messageID: message.id) == [.huawei: ReceiptCounts(arrived: 1000)])
+        }
+    }
+
+    /// Written a column at a time, a POST still gives what writing its receipts one by one gives:
+    /// a reason after its delivery's arrival is a repeat, one before it counts; a click records
+    /// the arrival, so a later arrival is a repeat; a delivery keeps its first reason.
+    @Test(arguments: Backend.allCases)
+    func withinOnePostEachReceiptSeesTheOnesBeforeIt(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let message = try await Self.message(store, app.id)
+            let replaced = ReceiptOutcome.notShown(reason: "replaced", invalidatesDevice: false)
+            let disabled = ReceiptOutcome.notShown(reason: "notifications_disabled", invalidatesDevice: false)
+            let result = try await store.recordReceipts(
+                appID: app.id,
+                [
+                    Self.receipt(message.id, .arrived, token: "a"), Self.receipt(message.id, replaced, token: "a"),
+                    Self.receipt(message.id, .clicked, token: "b"), Self.receipt(message.id, .arrived, token: "b"),
+                    Self.receipt(message.id, disabled, token: "c"), Self.receipt(message.id, replaced, token: "c"),
+                    Self.receipt(message.id, disabled, token: "d"), Self.receipt(message.id, .arrived, token: "d"),
+                ])
+            #expect(result.recorded.map(\.token) == ["a", "b", "b", "c", "d", "d"])
+            #expect(
+                result.recorded.map(\.outcome.name) == [
+                    "arrived", "arrived", "clicked", "notifications_disabled",
+                    "notifications_disabled", "arrived",
+                ])
+            #expect(result.repeated == 3)
+            #expect(
+                try await store.receiptCounts(messageID: message.id)
+                    == [.huawei: ReceiptCounts(arrived: 3, clicked: 1, reasons: ["notifications_disabled": 2])])
+            let states = try await store.receiptStates(messageID: message.id, tokens: ["a", "c", "d"])
+            #expect(states["a"]?.reason == nil)
+            #expect(states["c"]?.reason == "notifications_disabled")
+            #expect(states["d"]?.reason == "notifications_disabled")
+            #expect(states["d"]?.arrivedAt != nil)
+        }
+    }
+
     /// v18 / pg12: a request of many tokens that asked for receipts by one param is kept with
     /// its tokens' digests until its app (or message) goes.
     @Test(arguments: Backend.allCases)

@@ -289,6 +289,30 @@ public struct ServiceReceipt: Sendable, Hashable {
     }
 }
 
+/// What the receipts of the services that do not sign them (Xiaomi, OPPO, vivo) share: each
+/// entry names its targets in one comma-separated text and gives its numbers (a type, a time in
+/// milliseconds) as JSON numbers or as numeric strings, both of which their pages show.
+public enum ReceiptFields {
+    /// `value` as an integer: a JSON number, or a string holding one; nil otherwise.
+    public static func integer(_ value: JSONValue?) -> Int64? {
+        value?.intValue ?? value?.stringValue.flatMap { Int64($0) }
+    }
+
+    /// `value` as a moment given in milliseconds since 1970 (a number or a numeric string).
+    public static func milliseconds(_ value: JSONValue?) -> Date? {
+        integer(value).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+    }
+
+    /// One receipt per target of `targets` (`"regid1,regid2"`; blanks around a target are
+    /// dropped, empty ones skipped), each with the entry's tag, outcome and moment.
+    public static func receipts(targets: String, tag: String, outcome: ReceiptOutcome, at: Date?) -> [ServiceReceipt] {
+        targets.split(separator: ",").compactMap { target in
+            let token = target.trimmingCharacters(in: .whitespaces)
+            return token.isEmpty ? nil : ServiceReceipt(tag: tag, token: token, outcome: outcome, at: at)
+        }
+    }
+}
+
 /// How a receipt POST is answered, in the service's shape.
 public enum ReceiptAnswer: Sendable {
     /// Read (whatever was recorded: a service retries any other answer).

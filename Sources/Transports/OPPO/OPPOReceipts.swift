@@ -28,14 +28,9 @@ public enum OPPOReceipts {
             guard let type = event["eventType"]?.stringValue, let targets = event["registrationIds"]?.stringValue else {
                 throw ReceiptFormatError("an event without its eventType or registrationIds")
             }
-            let param = event["param"]?.stringValue ?? ""
-            let time = event["eventTime"]?.intValue ?? event["eventTime"]?.stringValue.flatMap { Int64($0) }
-            let at = time.map { Date(timeIntervalSince1970: Double($0) / 1000) }
-            for target in targets.split(separator: ",") {
-                let token = target.trimmingCharacters(in: .whitespaces)
-                guard !token.isEmpty else { continue }
-                receipts.append(ServiceReceipt(tag: param, token: token, outcome: outcome(type), at: at))
-            }
+            receipts += ReceiptFields.receipts(
+                targets: targets, tag: event["param"]?.stringValue ?? "", outcome: outcome(type),
+                at: ReceiptFields.milliseconds(event["eventTime"]))
         }
         return receipts
     }

@@ -25,19 +25,12 @@ public enum VivoReceipts {
         }
         var receipts: [ServiceReceipt] = []
         for (_, task) in tasks {
-            guard let targets = task["targets"]?.stringValue,
-                let type = task["ackType"]?.intValue ?? task["ackType"]?.stringValue.flatMap({ Int64($0) })
-            else {
+            guard let targets = task["targets"]?.stringValue, let type = ReceiptFields.integer(task["ackType"]) else {
                 throw ReceiptFormatError("a receipt without its targets or ackType")
             }
-            let param = task["param"]?.stringValue ?? ""
-            let time = task["ackTime"]?.intValue ?? task["ackTime"]?.stringValue.flatMap { Int64($0) }
-            let at = time.map { Date(timeIntervalSince1970: Double($0) / 1000) }
-            for target in targets.split(separator: ",") {
-                let token = target.trimmingCharacters(in: .whitespaces)
-                guard !token.isEmpty else { continue }
-                receipts.append(ServiceReceipt(tag: param, token: token, outcome: outcome(type), at: at))
-            }
+            receipts += ReceiptFields.receipts(
+                targets: targets, tag: task["param"]?.stringValue ?? "", outcome: outcome(type),
+                at: ReceiptFields.milliseconds(task["ackTime"]))
         }
         return receipts
     }

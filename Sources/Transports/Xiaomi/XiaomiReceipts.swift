@@ -33,19 +33,12 @@ public enum XiaomiReceipts {
         }
         var receipts: [ServiceReceipt] = []
         for (_, entry) in entries {
-            guard let type = entry["type"]?.intValue ?? entry["type"]?.stringValue.flatMap({ Int64($0) }),
-                let targets = entry["targets"]?.stringValue
-            else {
+            guard let type = ReceiptFields.integer(entry["type"]), let targets = entry["targets"]?.stringValue else {
                 throw ReceiptFormatError("a receipt without its type or targets")
             }
-            let param = entry["param"]?.stringValue ?? ""
-            let timestamp = entry["timestamp"]?.intValue ?? entry["timestamp"]?.stringValue.flatMap { Int64($0) }
-            let at = timestamp.map { Date(timeIntervalSince1970: Double($0) / 1000) }
-            for target in targets.split(separator: ",") {
-                let token = target.trimmingCharacters(in: .whitespaces)
-                guard !token.isEmpty else { continue }
-                receipts.append(ServiceReceipt(tag: param, token: token, outcome: outcome(type), at: at))
-            }
+            receipts += ReceiptFields.receipts(
+                targets: targets, tag: entry["param"]?.stringValue ?? "", outcome: outcome(type),
+                at: ReceiptFields.milliseconds(entry["timestamp"]))
         }
         return receipts
     }

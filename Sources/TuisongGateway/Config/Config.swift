@@ -97,6 +97,13 @@ public struct GatewayConfig: Sendable, Equatable {
         /// The base URL the push services reach the gateway at (`https://push.example.com`):
         /// receipts come to `<it>/receipts/{channel}/{app id}`. Empty: no send asks for receipts.
         public var publicURL: String
+        /// `receipts.app_rate_per_address`: the app's own receipts (`POST /api/v1/receipts`, no
+        /// API key) one client address may post per second, in bursts of up to ten seconds'
+        /// worth; 0 = no bound.
+        public var appRatePerAddress: Double
+        /// `receipts.app_rate_per_app`: an app's own receipts recorded per second (verified ones
+        /// only, so forged tokens spend nothing of it), likewise; 0 = no bound.
+        public var appRatePerApp: Double
     }
     public struct Log: Sendable, Equatable {
         public var level: String

@@ -135,7 +135,10 @@ extension GatewayConfig {
         }
 
         web = Web(root: try r.string("web.root"), publicURL: try r.string("web.public_url"))
-        receipts = Receipts(publicURL: try r.string("receipts.public_url").trimmingCharacters(in: .whitespaces))
+        receipts = Receipts(
+            publicURL: try r.string("receipts.public_url").trimmingCharacters(in: .whitespaces),
+            appRatePerAddress: try r.double("receipts.app_rate_per_address", in: 0...1_000_000),
+            appRatePerApp: try r.double("receipts.app_rate_per_app", in: 0...10_000_000))
         if !receipts.publicURL.isEmpty {
             guard let url = URL(string: receipts.publicURL), ["http", "https"].contains(url.scheme?.lowercased()),
                 url.host?.isEmpty == false, url.query == nil

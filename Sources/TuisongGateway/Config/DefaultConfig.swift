@@ -37,7 +37,9 @@ let embeddedDefaultJSON = #"""
         "public_url": ""
       },
       "receipts": {
-        "public_url": ""
+        "public_url": "",
+        "app_rate_per_address": 20,
+        "app_rate_per_app": 2000
       },
       "log": {
         "level": "info",

@@ -7,6 +7,8 @@ struct NativeAPIError: Error, Sendable {
     var status: Int
     var code: String
     var message: String
+    /// The seconds a refused client should wait before sending again (`Retry-After`).
+    var retryAfter: Int?
 
     init(_ status: Int, _ code: String, _ message: String) {
         self.status = status
@@ -28,6 +30,7 @@ struct NativeAPIError: Error, Sendable {
     var response: Response {
         var response = Response.json(object: ["error": ["code": code, "message": message]], status: status)
         if status == 401 { response.headers.replaceOrAdd(name: "WWW-Authenticate", value: "Bearer") }
+        if let retryAfter { response.headers.replaceOrAdd(name: "Retry-After", value: String(retryAfter)) }
         return response
     }
 }

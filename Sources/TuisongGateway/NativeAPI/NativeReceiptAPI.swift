@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TuisongCore
 import TuisongHTTP
+import TuisongPlugin
 import TuisongTransportKit
 
 /// `POST /api/v1/receipts`: an app's own delivery receipt, posted by the app on the phone (a
@@ -13,12 +14,15 @@ import TuisongTransportKit
 /// No API key: phones send it, and an app's key does not belong on a phone. The token is the
 /// proof: a MAC of the delivery (message and device) under the app's key, so a forged token, or
 /// one of another delivery, records nothing (401). A repeat answers `"recorded": false`.
+/// Bounded per client address and per app (`AppReceiptLimits`): past either, 429 with
+/// `Retry-After`.
 struct NativeReceiptAPI: Sendable {
     let store: any GatewayStore
     let keys: ReceiptKeys
     let clock: any Clock
     let metrics: GatewayMetrics
     let logger: Logger
+    var limits = AppReceiptLimits()
 
     /// A receipt is a few dozen bytes; room for what a client library adds around it.
     static let bodyLimit = 2048
@@ -42,6 +46,8 @@ struct NativeReceiptAPI: Sendable {
     }
 
     private func receive(_ request: Request) async throws -> Response {
+        // Before anything is read: a flood from one address costs no lookup.
+        try admit(limits.perAddress, request.remoteAddress ?? "unknown")
         guard let body = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
             let receipt = body["receipt"] as? String, !receipt.isEmpty, receipt.utf8.count <= 200
         else {
@@ -68,6 +74,7 @@ struct NativeReceiptAPI: Sendable {
                 401, "invalid_receipt",
                 "the receipt token does not verify (not one a push carried, or its message is gone)")
         }
+        try admit(limits.perApp, String(message.appID))
         let recording = try await store.recordReceipts(
             appID: message.appID,
             [
@@ -83,5 +90,37 @@ struct NativeReceiptAPI: Sendable {
         }
         if !amounts.isEmpty { metrics.receipts.increment(amounts) }
         return .json(object: ["recorded": !recording.recorded.isEmpty])
+    }
+
+    /// Takes a receipt's place in `limiter`'s bucket for `key`, or refuses it: 429 with
+    /// `Retry-After`, the seconds until there is room again.
+    private func admit(_ limiter: RateLimiter?, _ key: String) throws(NativeAPIError) {
+        guard let limiter, let wait = limiter.waitTime(taking: key) else { return }
+        metrics.receipts.increment(["app", "rate_limited"])
+        var error = NativeAPIError(
+            429, "rate_limited", "too many receipts; send this one again after Retry-After seconds")
+        error.retryAfter = max(1, Int(wait.rounded(.up)))
+        throw error
+    }
+}
+
+/// The bounds of the keyless `POST /api/v1/receipts` (`receipts.app_rate_per_address`,
+/// `receipts.app_rate_per_app`): token buckets refilled at the rate per second and holding ten
+/// seconds' worth. Per address, this node's own clients; per app, the gateway's rate shared
+/// among the live nodes (`NodeShare`). Behind a reverse proxy every phone shares the proxy's
+/// address: set the per-address rate to 0 there (docs/config.md).
+struct AppReceiptLimits: Sendable {
+    var perAddress: RateLimiter?
+    var perApp: RateLimiter?
+
+    init() {}
+
+    init(_ config: GatewayConfig.Receipts, clock: any Clock, share: NodeShare) {
+        perAddress = Self.limiter(config.appRatePerAddress, clock: clock, share: nil)
+        perApp = Self.limiter(config.appRatePerApp, clock: clock, share: share)
+    }
+
+    static func limiter(_ rate: Double, clock: any Clock, share: NodeShare?) -> RateLimiter? {
+        rate > 0 ? RateLimiter(rate: rate, burst: max(1, rate * 10), clock: clock, share: share) : nil
     }
 }

@@ -110,21 +110,56 @@ final class LocalReceiptSink: LookAlikeReceiptSink {
         }
     }
 
-    func post(_ post: LookAlikeReceiptPost) async {
+    func post(_ post: LookAlikeReceiptPost) async { await Self.send(post, client: client, logger: logger) }
+
+    func shutdown() { client.shutdown() }
+
+    /// Sends one look-alike's receipt POST, logging a refusal (a look-alike does not retry).
+    static func send(_ post: LookAlikeReceiptPost, client: HTTPClient, logger: Logger) async {
         let result = await client.execute(
             HTTPClientRequest(url: post.url, headers: post.headers, body: post.body, timeout: .seconds(10)))
         switch result {
         case .success(let response) where response.status == 200: break
         case .success(let response):
             logger.notice(
-                "local mode: a look-alike's receipt was refused",
-                metadata: ["url": "\(post.url)", "status": "\(response.status)"])
+                "a look-alike's receipt was refused", metadata: ["url": "\(post.url)", "status": "\(response.status)"])
         case .failure(let error):
             logger.notice(
-                "local mode: a look-alike's receipt was not delivered",
-                metadata: ["url": "\(post.url)", "error": "\(error)"])
+                "a look-alike's receipt was not delivered", metadata: ["url": "\(post.url)", "error": "\(error)"])
         }
     }
+}
 
-    func shutdown() { client.shutdown() }
+/// `tuisong apns-mock --receipts FILE`: the look-alikes post the receipts of accepted pushes as
+/// the services do once an operator entered an app's receipt configuration in their consoles,
+/// the one `tuisong credential show --app ID` prints (FILE holds that output). FILE is read for
+/// each push that asks for receipts, and while it is absent none is sent: a benchmark compares
+/// the same push with and without receipts against one look-alike.
+public final class FileReceiptSink: LookAlikeReceiptSink {
+    let path: String
+    let client: HTTPClient
+    let logger: Logger
+
+    public init(path: String, logger: Logger) throws {
+        self.path = path
+        self.client = try HTTPClient(label: "receipts-look-alike", logger: logger)
+        self.logger = logger
+    }
+
+    public func configuration(service: AndroidPushService, tag: String) async -> LookAlikeReceiptConfiguration? {
+        guard let data = FileManager.default.contents(atPath: path),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let entries = object["receipts"] as? [[String: Any]],
+            let entry = entries.first(where: { $0["channel"] as? String == service.rawValue }),
+            let url = entry["url"] as? String, !url.isEmpty
+        else { return nil }
+        return LookAlikeReceiptConfiguration(
+            url: url, callbackUserName: entry["callback_user_name"] as? String ?? "",
+            callbackKey: entry["callback_key"] as? String ?? "")
+    }
+
+    public func post(_ post: LookAlikeReceiptPost) async {
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        await LocalReceiptSink.send(post, client: client, logger: logger)
+    }
 }

@@ -180,10 +180,12 @@ public final class GatewayRuntime: Sendable {
                 store: store, registry: config.transports.registry, keys: receiptKeys,
                 callbackCredentials: callbackCredentials, clock: clock, metrics: metrics, logger: logger
             ).register(on: router)
-            NativeReceiptAPI(store: store, keys: receiptKeys, clock: clock, metrics: metrics, logger: logger)
-                .register(on: router)
-            NativeWebhookAPI(webhooks: webhooks, store: store, authenticator: authenticator).register(on: router)
             let nodeShare = NodeShare()
+            NativeReceiptAPI(
+                store: store, keys: receiptKeys, clock: clock, metrics: metrics, logger: logger,
+                limits: AppReceiptLimits(config.receipts, clock: clock, share: nodeShare)
+            ).register(on: router)
+            NativeWebhookAPI(webhooks: webhooks, store: store, authenticator: authenticator).register(on: router)
             let compute = ComputePool.standard()
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
                 // At the gateway's level, whatever handler the process bootstrapped.
