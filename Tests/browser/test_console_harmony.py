@@ -128,6 +128,17 @@ def test_harmony_service_account_is_added_listed_without_secret_and_bad_files_re
     text = refused(browser, "invalid_service_account", "file")
     assert "private_key does not load" in text, text
 
+    # In Chinese the transport's own detail is in Chinese too, never the server's English (#41 item 10).
+    browser.find_element(By.ID, "lang-toggle-top").click()
+    Select(visible(browser, "#android-channel")).select_by_value("harmony")
+    browser.find_element(By.ID, "android-file").send_keys(str(key_files["firebase"]))
+    browser.find_element(By.ID, "android-cred-submit").click()
+    text = refused(browser, "invalid_service_account", "file")
+    assert "缺少 key_id" in text and "has no" not in text, text
+    screenshot(browser, "harmony-01-firebase-key-refused-zh")
+    browser.find_element(By.ID, "lang-toggle-top").click()
+    Select(visible(browser, "#android-channel")).select_by_value("harmony")
+
     # The right file with a category Huawei does not have: refused at the category field.
     browser.find_element(By.ID, "android-file").send_keys(str(key_files["good"]))
     browser.find_element(By.ID, "android-category").send_keys("CHAT")

@@ -1066,15 +1066,17 @@ export function localized(label, fallback) {
  * console's words in English; in Chinese the console's words stand alone, never English. */
 const detailedCodes = new Set(['wrong_password', 'corrupt_file', 'expired', 'key_mismatch', 'wrong_kind', 'not_yet_valid', 'not_push_certificate']);
 
-/** An error in the console's words: the server's own detail where it gives it in both
- * languages (`text`, a transport's case-by-case reason), else the words for its code (stable,
- * `err.<code>`); the server's English message only for a code the console does not know. */
+/** An error in the console's words for its code (stable, `err.<code>`); for a code the console
+ * does not know, the server's own words in the console's language where it gives them (`text`,
+ * a transport's case-by-case reason), else its English message. A code whose message adds a
+ * detail (OpenSSL's reason, an expiry date) shows it after the console's words, in Chinese only
+ * when the server gave it in Chinese. */
 export function errorText(error) {
-  if (error.text && error.text[language]) return error.text[language];
+  const detail = (error.text && error.text[language]) || (language === 'en' ? error.message : null);
   const key = `err.${error.code}`;
-  if (!(key in en)) return error.message;
+  if (!(key in en)) return detail || error.message;
   const text = t(key, { seconds: error.retryAfter ?? '', ...(error.params || {}) });
-  return language === 'en' && detailedCodes.has(error.code) && error.message ? `${text}${paren(error.message)}` : text;
+  return detailedCodes.has(error.code) && detail ? `${text}${paren(detail)}` : text;
 }
 
 export function setLanguage(next) {
