@@ -1,3 +1,5 @@
+import TuisongCore
+
 /// How an `APNsMockServer` listens, authenticates and misbehaves.
 ///
 /// Every key is optional when decoding, so a JSON config only names what it changes:
@@ -159,7 +161,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
     /// What the other look-alikes trust, by their own keys (each
     /// `LookAlikeDeclaration.configurationKeys`), kept as read; each look-alike's folder adds
     /// typed accessors.
-    public var lookAlikeSettings: [String: StoredJSON]
+    public var lookAlikeSettings: [String: JSONValue]
     /// Lifetime of the access tokens the look-alikes' token endpoints issue. 0 issues tokens that
     /// are already expired, so a test sees the expiry answer without waiting.
     public var accessTokenLifetimeSeconds: Int
@@ -170,7 +172,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         clientCertificateCAPEMs: [String] = [], maxTokenAgeSeconds: Int = 3600,
         faults: Faults = Faults(), logRequests: Bool = false, eventLoopThreads: Int = 1,
         recordedNotificationLimit: Int = 100_000, accessTokenLifetimeSeconds: Int = 3600,
-        lookAlikeSettings: [String: StoredJSON] = [:]
+        lookAlikeSettings: [String: JSONValue] = [:]
     ) {
         self.lookAlikeSettings = lookAlikeSettings
         self.accessTokenLifetimeSeconds = accessTokenLifetimeSeconds
@@ -223,7 +225,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         let others = try decoder.container(keyedBy: AnyCodingKey.self)
         lookAlikeSettings = [:]
         for key in others.allKeys where !known.contains(key.stringValue) {
-            lookAlikeSettings[key.stringValue] = try others.decode(StoredJSON.self, forKey: key)
+            lookAlikeSettings[key.stringValue] = try others.decode(JSONValue.self, forKey: key)
         }
     }
 
@@ -247,7 +249,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
 
     /// The look-alike setting `key` read as `T` (nil when absent); throws when it does not read.
     package func lookAlikeSetting<T: Decodable>(_ key: String, as type: T.Type) throws -> T? {
-        try lookAlikeSettings[key].map { try $0.decode(T.self) }
+        try lookAlikeSettings[key].map { try $0.decoded(as: T.self) }
     }
 
     /// A look-alike's list setting (empty when absent or unreadable: `LookAlikeRegistry.check`
@@ -258,7 +260,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
 
     /// Sets a look-alike's list setting.
     package mutating func setLookAlikeList<T: Encodable>(_ key: String, _ list: [T]) {
-        lookAlikeSettings[key] = try? StoredJSON(list)
+        lookAlikeSettings[key] = try? JSONValue(encoding: list)
     }
 
     /// Adds `other`'s look-alike settings: lists are joined, anything else is replaced.

@@ -1,4 +1,5 @@
 import Foundation
+import TuisongCore
 public import TuisongCrypto
 
 /// Everything needed to push through the mock with no Apple account: a throwaway CA, a TLS
@@ -33,7 +34,7 @@ public struct APNsMockLocalSetup: Sendable {
     /// The other look-alikes' throwaway credentials, by their own keys (each
     /// `LookAlikeDeclaration.setupKeys`), kept as saved; each look-alike's folder adds typed
     /// accessors.
-    public var lookAlikeMaterials: [String: StoredJSON] = [:]
+    public var lookAlikeMaterials: [String: JSONValue] = [:]
 
     /// Makes fresh keys and certificates (valid from an hour ago for 825 days), and each
     /// look-alike's credentials.
@@ -95,7 +96,7 @@ public struct APNsMockLocalSetup: Sendable {
     /// The look-alike material `key` read as `T`. A set-up made or loaded through a registry
     /// has its look-alikes' keys; reading one it lacks is a programming error.
     package func lookAlikeMaterial<T: Decodable>(_ key: String, as type: T.Type) -> T {
-        guard let stored = lookAlikeMaterials[key], let value = try? stored.decode(T.self) else {
+        guard let stored = lookAlikeMaterials[key], let value = try? stored.decoded(as: T.self) else {
             preconditionFailure("this local set-up has no \(key): made without its look-alike")
         }
         return value
@@ -103,7 +104,7 @@ public struct APNsMockLocalSetup: Sendable {
 
     /// Sets the look-alike material `key`.
     package mutating func setLookAlikeMaterial(_ key: String, _ value: some Encodable) throws {
-        lookAlikeMaterials[key] = try StoredJSON(value)
+        lookAlikeMaterials[key] = try JSONValue(encoding: value)
     }
 
     /// One RSA key per process: generating RSA 2048 costs about 150 ms of CPU, and test suites
@@ -218,7 +219,7 @@ extension APNsMockLocalSetup: Codable {
             ].map(\.rawValue))
         let others = try decoder.container(keyedBy: AnyCodingKey.self)
         for key in others.allKeys where !known.contains(key.stringValue) {
-            lookAlikeMaterials[key.stringValue] = try others.decode(StoredJSON.self, forKey: key)
+            lookAlikeMaterials[key.stringValue] = try others.decode(JSONValue.self, forKey: key)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TuisongCore
 internal import TuisongCrypto
 
 /// A service's look-alike, declared from its transport's folder
@@ -306,56 +307,15 @@ final class LookAlikeSet: Sendable {
     }
 }
 
-/// A JSON value kept as read: a look-alike's keys of a configuration or a saved set-up, which
-/// the kit stores without knowing their shape and the look-alike reads in its own types.
-public indirect enum StoredJSON: Sendable, Codable, Equatable {
-    case null
-    case bool(Bool)
-    case integer(Int64)
-    case number(Double)
-    case string(String)
-    case array([StoredJSON])
-    case object([String: StoredJSON])
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int64.self) {
-            self = .integer(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([StoredJSON].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: StoredJSON].self))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .integer(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
-        }
-    }
-
-    /// `value` as stored JSON.
-    package init(_ value: some Encodable) throws {
-        self = try JSONDecoder().decode(StoredJSON.self, from: JSONEncoder().encode(value))
+extension JSONValue {
+    /// `value` as stored JSON: a look-alike's own settings or material, which the kit keeps
+    /// without knowing their shape and the look-alike reads back in its own types.
+    package init(encoding value: some Encodable) throws {
+        self = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
     }
 
     /// This value read as `type`.
-    package func decode<T: Decodable>(_ type: T.Type) throws -> T {
+    package func decoded<T: Decodable>(as type: T.Type) throws -> T {
         try JSONDecoder().decode(T.self, from: JSONEncoder().encode(self))
     }
 }
