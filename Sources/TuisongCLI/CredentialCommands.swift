@@ -145,13 +145,12 @@ struct CredentialCommand: AsyncParsableCommand {
                 record.status = "failing"
                 record.statusReason = reason
             }
-            var released = 0
-            for environment in record.environments where !check.isRefused {
-                released += try await store.releaseHeldDeliveries(appID: app, environment: environment, now: Date())
-            }
-            if !check.isRefused, let selector = record.selector {
-                released += try await store.releaseHeldDeliveries(appID: app, selector: selector, now: Date())
-            }
+            let released =
+                check.isRefused
+                ? 0
+                : try await store.releaseHeldDeliveries(
+                    appID: app, routes: record.environments.map { .environment($0) }, selector: record.selector,
+                    now: Date())
             // A running gateway looks the app's credentials up again, and sends what was released.
             await store.publish(.credentials(appID: app))
             if released > 0 { await store.publish(.wake) }
@@ -220,13 +219,11 @@ struct CredentialCommand: AsyncParsableCommand {
                 record.statusReason = reason
             }
             // The service's deliveries held for want of a credential go out with a working one.
-            var released = 0
-            if !check.isRefused {
-                released += try await store.releaseHeldDeliveries(appID: app, channel: record.channel, now: Date())
-            }
-            if !check.isRefused, let selector = record.selector {
-                released += try await store.releaseHeldDeliveries(appID: app, selector: selector, now: Date())
-            }
+            let released =
+                check.isRefused
+                ? 0
+                : try await store.releaseHeldDeliveries(
+                    appID: app, routes: [.channel(record.channel)], selector: record.selector, now: Date())
             // A running gateway looks the app's credentials up again, and sends what was released.
             await store.publish(.channelCredentials(appID: app))
             if released > 0 { await store.publish(.wake) }

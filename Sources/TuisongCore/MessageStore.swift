@@ -554,3 +554,33 @@ extension MessageStore {
             withRecipientDetails: false)
     }
 }
+
+/// What a credential serves, and so what deliveries are held on for want of one: an APNs
+/// environment, or a push service's channel.
+public enum CredentialRoute: Sendable, Hashable {
+    case environment(APNsEnvironment)
+    case channel(PushChannel)
+}
+
+extension MessageStore {
+    /// What was held on `routes`, and on `selector` (devices held for want of a selector may be
+    /// of another environment), back to `queued`, due now: a credential was added or deleted, so
+    /// the one that serves now sends it or holds it again. Returns how many rows.
+    public func releaseHeldDeliveries(appID: Int64, routes: [CredentialRoute], selector: String?, now: Date)
+        async throws -> Int
+    {
+        var released = 0
+        for route in routes {
+            switch route {
+            case .environment(let environment):
+                released += try await releaseHeldDeliveries(appID: appID, environment: environment, now: now)
+            case .channel(let channel):
+                released += try await releaseHeldDeliveries(appID: appID, channel: channel, now: now)
+            }
+        }
+        if let selector {
+            released += try await releaseHeldDeliveries(appID: appID, selector: selector, now: now)
+        }
+        return released
+    }
+}

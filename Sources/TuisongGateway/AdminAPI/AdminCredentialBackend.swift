@@ -46,9 +46,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                 try Self.credentialUpload(upload), appID: upload.appID, environment: upload.environment,
                 selector: upload.selector)
         } catch let error as CredentialError {
-            throw AdminCredentialRejection(
-                code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code),
-                text: error.text)
+            throw Self.rejection(error)
         }
         let key = PendingCredentialChecks.Key.apns(saved.record.id)
         guard saved.added else {
@@ -62,6 +60,13 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         }
         let current = checked?.record ?? record
         return AdminCredentialAdded(record: current, check: checked?.check ?? .pending, existing: false)
+    }
+
+    /// A refused upload as the admin API answers it: its code, message, field and Chinese text.
+    private static func rejection(_ error: CredentialError) -> AdminCredentialRejection {
+        AdminCredentialRejection(
+            code: error.code.rawValue, message: error.message, field: error.field ?? field(error.code),
+            text: error.text)
     }
 
     /// Validates, seals and stores the credential, then puts it to work: the APNs transport forgets its
@@ -149,36 +154,19 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         return true
     }
 
-    /// A route deliveries are held on for want of a credential: an APNs environment, or a
-    /// service's channel.
-    private enum HeldRoute {
-        case environment(APNsEnvironment)
-        case channel(PushChannel)
-    }
-
     /// Releases what was held on `routes`, and on `selector` (devices held for want of a
     /// selector may be of another environment), and sends it now: a credential was added or
     /// deleted, so the one that serves now sends it or holds it again.
-    private func releaseHeld(appID: Int64, routes: [HeldRoute], selector: String?) async throws {
-        var released = 0
-        for route in routes {
-            switch route {
-            case .environment(let environment):
-                released += try await store.releaseHeldDeliveries(
-                    appID: appID, environment: environment, now: clock.now)
-            case .channel(let channel):
-                released += try await store.releaseHeldDeliveries(appID: appID, channel: channel, now: clock.now)
-            }
-        }
-        if let selector {
-            released += try await store.releaseHeldDeliveries(appID: appID, selector: selector, now: clock.now)
-        }
-        await wake(released)
+    private func releaseHeld(appID: Int64, routes: [CredentialRoute], selector: String?) async throws {
+        await wake(
+            try await store.releaseHeldDeliveries(appID: appID, routes: routes, selector: selector, now: clock.now))
     }
 
     /// `releaseHeld` for a credential just added, whose answer must not fail for it: held
     /// deliveries also go out when the retry worker finds the credential.
-    private func releaseHeldForNewCredential(id: Int64, appID: Int64, routes: [HeldRoute], selector: String?) async {
+    private func releaseHeldForNewCredential(id: Int64, appID: Int64, routes: [CredentialRoute], selector: String?)
+        async
+    {
         do {
             try await releaseHeld(appID: appID, routes: routes, selector: selector)
         } catch {
@@ -213,9 +201,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         do {
             saved = try await channelCredentials.addOnce(upload, appID: appID, selector: selector)
         } catch let error as CredentialError {
-            throw AdminCredentialRejection(
-                code: error.code.rawValue, message: error.message, field: error.field ?? Self.field(error.code),
-                text: error.text)
+            throw Self.rejection(error)
         }
         let key = PendingCredentialChecks.Key.channel(saved.record.id)
         guard saved.added else {
