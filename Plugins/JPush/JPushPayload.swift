@@ -32,6 +32,77 @@ struct JPushAudience: Sendable, Hashable {
     }
 }
 
+/// `notification.ios.badge` (JPush's badge guide, docs.jiguang.cn/jpush/practice/set_badge):
+/// JPush keeps a badge per device, which the app reports (`setBadge`; here the native device
+/// API's `badge`), and a push either sets it (`N`, `0` or `""` clear it) or moves it (`"+N"`,
+/// `"-N"`, N up to 99; below 0 is 0). The device is sent the badge it then has. JPush's
+/// server SDKs send `"+1"` unless told otherwise.
+enum JPushBadge: Sendable, Hashable, Codable {
+    case set(Int)
+    case add(Int)
+
+    static let largest = 99_999
+
+    /// nil when the push leaves the badge alone (no `badge`).
+    init?(_ value: JSONValue?) throws(JPushError) {
+        switch value {
+        case nil, .null?: return nil
+        case .int(let number)?:
+            guard number >= 0, number <= Int64(Self.largest) else {
+                throw .invalid("notification.ios.badge must be 0–99999, or a string \"+N\" or \"-N\" (N 0–99)")
+            }
+            self = .set(Int(number))
+        case .string(let text)?:
+            if text.isEmpty {
+                self = .set(0)
+            } else if let sign = text.first, sign == "+" || sign == "-" {
+                let digits = text.dropFirst()
+                guard !digits.isEmpty, digits.allSatisfy(Self.isDigit), let step = Int(digits), step <= 99 else {
+                    throw .invalid(
+                        "notification.ios.badge \"\(text)\": a relative badge is \"+N\" or \"-N\" with N 0–99")
+                }
+                self = .add(sign == "+" ? step : -step)
+            } else {
+                guard text.allSatisfy(Self.isDigit), let number = Int(text), number <= Self.largest else {
+                    throw .invalid("notification.ios.badge \"\(text)\" must be a number 0–99999, \"+N\" or \"-N\"")
+                }
+                self = .set(number)
+            }
+        default: throw .invalid("notification.ios.badge must be a number or a string like \"+1\"")
+        }
+    }
+
+    // Stored in the message's plan as `{"set": N}` or `{"add": N}`.
+    private enum CodingKeys: String, CodingKey { case set, add }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        if let step = try c.decodeIfPresent(Int.self, forKey: .add) {
+            self = .add(step)
+        } else {
+            self = .set(try c.decode(Int.self, forKey: .set))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .set(let value): try c.encode(value, forKey: .set)
+        case .add(let step): try c.encode(step, forKey: .add)
+        }
+    }
+
+    private static func isDigit(_ character: Character) -> Bool { ("0"..."9").contains(character) }
+
+    /// The badge after this change, from `current`.
+    func applied(to current: Int) -> Int {
+        switch self {
+        case .set(let value): value
+        case .add(let step): min(max(current + step, 0), Self.largest)
+        }
+    }
+}
+
 /// One parsed push object (`POST /v3/push`, `/v3/push/validate`, a schedule's `push`, one
 /// entry of a batch single push): what Tuisong sends and to whom.
 struct JPushPush: Sendable {
@@ -47,6 +118,8 @@ struct JPushPush: Sendable {
     var sendno: String
     /// `cid`: the push's idempotency key (`GET /v3/push/cid`).
     var cid: String?
+    /// `notification.ios.badge`, which JPush applies to the badge it keeps per device.
+    var iosBadge: JPushBadge? = nil
     /// What this build does not carry out, said in the answer's log and docs/jpush.md.
     var ignored: [String] = []
 }
@@ -87,6 +160,7 @@ enum JPushPayload {
             throw .missing("notification or message")
         }
         var contents: [JPushPlatform: PushContent] = [:]
+        var iosBadge: JPushBadge?
         var services: [String: JSONValue] = [:]
         var android = AndroidOptions()
         var pushType = PushType.alert
@@ -110,7 +184,7 @@ enum JPushPayload {
                 }
                 switch platform {
                 case .ios:
-                    contents[platform] = try iosContent(platformFields, common: common)
+                    (contents[platform], iosBadge) = try iosContent(platformFields, common: common)
                 case .android:
                     contents[platform] = try androidContent(platformFields, common: common, options: &android)
                 case .hmos:
@@ -187,7 +261,7 @@ enum JPushPayload {
         let cid = try string(object["cid"], "cid")
         return JPushPush(
             platforms: platforms, audience: audience, contents: contents, options: options,
-            apnsProduction: apnsProduction, sendno: sendno, cid: cid, ignored: ignored)
+            apnsProduction: apnsProduction, sendno: sendno, cid: cid, iosBadge: iosBadge, ignored: ignored)
     }
 
     // MARK: Platform and audience
@@ -287,7 +361,9 @@ enum JPushPayload {
 
     // MARK: Notifications
 
-    static func iosContent(_ fields: [String: JSONValue], common: String?) throws(JPushError) -> PushContent {
+    static func iosContent(
+        _ fields: [String: JSONValue], common: String?
+    ) throws(JPushError) -> (PushContent, JPushBadge?) {
         var content = PushContent()
         switch fields["alert"] {
         case .string(let text)?: content.body = text
@@ -310,17 +386,8 @@ enum JPushPayload {
         case nil, .null?: break
         default: throw .invalid("notification.ios.sound must be a string or an object")
         }
-        switch fields["badge"] {
-        case .int(let badge)?:
-            guard badge >= 0, badge <= 99_999 else { throw .invalid("notification.ios.badge must be 0–99999") }
-            content.badge = Int(badge)
-        case .string(let text)?:
-            // "+N"/"-N" change JPush's own per-device count, which this gateway does not keep:
-            // a plain number sets the badge, a relative one is left to the app (docs/jpush.md).
-            if let badge = Int(text), badge >= 0, !text.hasPrefix("+") { content.badge = badge }
-        case nil, .null?: break
-        default: throw .invalid("notification.ios.badge must be a number or a string like \"+1\"")
-        }
+        let badge = try JPushBadge(fields["badge"])
+        if case .set(let value)? = badge { content.badge = value }
         if flag(fields["content-available"]) { content.background = content.body == nil && content.title == nil }
         if flag(fields["mutable-content"]) { content.apns.mutableContent = true }
         content.category = try string(fields["category"], "notification.ios.category")
@@ -333,7 +400,7 @@ enum JPushPayload {
             content.apns.interruptionLevel = parsed
         }
         if let extras = try extras(fields["extras"], "notification.ios.extras") { content.data = extras }
-        return content
+        return (content, badge)
     }
 
     static func androidContent(

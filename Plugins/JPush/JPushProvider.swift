@@ -30,7 +30,8 @@ public struct JPushProvider: PushProvider {
             DeviceColumn(key: "alias", label: LocalizedText(en: "JPush alias", zh: "极光别名")),
         ]
     }
-    public static var deviceFields: [String] { ["registration_id"] }
+    /// `badge` is what JPush's `setBadge` reported: the badge a `"+1"` push counts from.
+    public static var deviceFields: [String] { ["registration_id", "badge"] }
 
     let context: ProviderContext
     let jpushStore: JPushStore
@@ -40,7 +41,7 @@ public struct JPushProvider: PushProvider {
         try ProviderConfigSection.read(context.configuration, provider: Self.name) { _, _ in false }
         self.context = context
         jpushStore = JPushStore(database: context.database, store: context.store, clock: context.clock)
-        policy = JPushDeliveryPolicy()
+        policy = JPushDeliveryPolicy(jpushStore: jpushStore)
     }
 
     public var deliveryPolicy: (any DeliveryPolicy)? { policy }
@@ -64,7 +65,8 @@ public struct JPushProvider: PushProvider {
 
     /// The native device API registered or updated `device`: an app with JPush settings gives
     /// it a `registration_id` (the one the body brings, the id it had under JPush, when no
-    /// other device of the app holds it).
+    /// other device of the app holds it), and keeps the `badge` the body reports (what the app
+    /// called JPush's `setBadge` with).
     public func deviceRegistered(
         app: App, device: Device, fields: [String: JSONValue]
     ) async throws -> [String: JSONValue] {
@@ -79,20 +81,34 @@ public struct JPushProvider: PushProvider {
         default:
             throw ProviderFieldError(status: 400, code: "invalid_registration_id", "registration_id must be a string")
         }
+        let badge: Int?
+        switch fields["badge"] {
+        case nil, .null?: badge = nil
+        case .int(let value)? where value >= 0 && value <= Int64(JPushBadge.largest): badge = Int(value)
+        default:
+            throw ProviderFieldError(
+                status: 400, code: "invalid_badge", "badge must be a number 0–99999 (what the app shows now)")
+        }
         guard app.vendorSettings[JPushKeys.vendor] != nil else {
-            if requested != nil {
+            if let given = requested != nil ? "registration_id" : badge != nil ? "badge" : nil {
                 throw ProviderFieldError(
                     status: 400, code: "jpush_not_configured",
-                    "registration_id is JPush's; this app has no JPush settings (tuisong app set-jpush)")
+                    "\(given) is JPush's; this app has no JPush settings (tuisong app set-jpush)")
             }
             return [:]
         }
+        var answer: [String: JSONValue]
         switch try await jpushStore.register(appID: app.id, deviceID: device.id, requested: requested) {
-        case .registered(let id): return ["registration_id": .string(id)]
+        case .registered(let id): answer = ["registration_id": .string(id)]
         case .taken:
             throw ProviderFieldError(
                 status: 409, code: "registration_id_taken", "another device of this app holds that registration_id")
         }
+        if let badge {
+            try await jpushStore.setBadge(deviceID: device.id, to: badge)
+            answer["badge"] = .int(Int64(badge))
+        }
+        return answer
     }
 
     static let bodyLimit = 64 * 1024

@@ -137,6 +137,8 @@ struct JPushPlan: Sendable, Hashable, Codable {
     /// The message's content: iOS's when the push has one (the gateway checks it as APNs
     /// renders it), else Android's, else HarmonyOS's.
     var messageContent: PushContent
+    /// The iOS badge change, applied per device when the message is sent (`JPushBadge`).
+    var iosBadge: JPushBadge?
 
     init(push: JPushPush) {
         // A platform the push gives no content is not pushed.
@@ -146,12 +148,14 @@ struct JPushPlan: Sendable, Hashable, Codable {
         let message = push.contents[first] ?? PushContent()
         messageContent = message
         contents = push.contents.filter { $0.value != message }
+        iosBadge = push.platforms.contains(.ios) ? push.iosBadge : nil
     }
 
     private enum CodingKeys: String, CodingKey {
         case platforms
         case apnsProduction = "apns_production"
         case contents
+        case iosBadge = "ios_badge"
     }
 
     init(from decoder: any Decoder) throws {
@@ -164,6 +168,7 @@ struct JPushPlan: Sendable, Hashable, Codable {
                 JPushPlatform(rawValue: key).map { ($0, value) }
             })
         messageContent = PushContent()
+        iosBadge = try c.decodeIfPresent(JPushBadge.self, forKey: .iosBadge)
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -174,6 +179,7 @@ struct JPushPlan: Sendable, Hashable, Codable {
             try c.encode(
                 Dictionary(uniqueKeysWithValues: contents.map { ($0.key.rawValue, $0.value) }), forKey: .contents)
         }
+        try c.encodeIfPresent(iosBadge, forKey: .iosBadge)
     }
 
     func encoded() throws -> JSONValue {
@@ -188,19 +194,40 @@ struct JPushPlan: Sendable, Hashable, Codable {
 
 /// Per device: only the platforms the push names; on iOS only the environment
 /// `apns_production` names (JPush's rule: it does not select Android or HarmonyOS devices); the
-/// platform's own content where it differs.
+/// platform's own content where it differs; on iOS the badge the push gives each device
+/// (`JPushBadge`, kept per device by `JPushStore.applyBadge`).
 struct JPushDeliveryPolicy: DeliveryPolicy {
+    /// Where devices' badges are kept; nil only in tests of pushes without a badge change.
+    let jpushStore: JPushStore?
+
     func decide(_ recipients: [Recipient], message: MessageRecord) async throws -> [DeliveryDecision] {
         guard let plan = JPushPlan.decoded(message.vendorContext) else {
             return Array(repeating: .send, count: recipients.count)
         }
         let iosEnvironment: PushEnvironment = plan.apnsProduction ? .production : .sandbox
-        return recipients.map { recipient in
+        var decisions: [DeliveryDecision] = recipients.map { recipient in
             let platform = JPushPlatform(channel: recipient.channel)
             guard plan.platforms.contains(platform) else { return .skip(reason: "platform") }
             if platform == .ios, recipient.environment != iosEnvironment { return .skip(reason: "other_environment") }
             if let content = plan.contents[platform] { return .sendContent(content) }
             return .send
         }
+        guard let badge = plan.iosBadge, let jpushStore else { return decisions }
+        let iphones = recipients.indices.filter { index in
+            guard JPushPlatform(channel: recipients[index].channel) == .ios else { return false }
+            if case .skip = decisions[index] { return false }
+            return true
+        }
+        guard !iphones.isEmpty else { return decisions }
+        // One statement for the page's iPhones; a page decided again gets what it was given.
+        let badges = try await jpushStore.applyBadge(
+            badge, messageID: message.id, deviceIDs: iphones.compactMap { recipients[$0].deviceID })
+        let iosContent = plan.contents[.ios] ?? message.content
+        for index in iphones {
+            var content = iosContent
+            content.badge = recipients[index].deviceID.flatMap { badges[$0] } ?? badge.applied(to: 0)
+            decisions[index] = .sendContent(content)
+        }
+        return decisions
     }
 }

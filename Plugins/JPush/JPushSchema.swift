@@ -2,7 +2,7 @@ import TuisongCore
 
 /// The plugin's own tables. Devices and tags are the core's; JPush adds what only it has: the
 /// `registration_id` an app server knows a device by, with the device's alias and mobile
-/// number; and the timed pushes of JPush's schedule API. Portable SQL, so the tables follow the
+/// number; the badge JPush keeps per device; and the timed pushes of JPush's schedule API. Portable SQL, so the tables follow the
 /// store to PostgreSQL.
 enum JPushSchema {
     static let migrations: [PluginMigration] = [
@@ -33,6 +33,18 @@ enum JPushSchema {
                     created_at INTEGER NOT NULL,
                     PRIMARY KEY (app_id, schedule_id)
                 )
-                """)
+                """),
+        // The badge JPush keeps per device (`JPushBadge`): what the app last reported or a push
+        // last gave it, and the message that gave it (so that a page decided again is not
+        // counted twice).
+        PluginMigration(
+            "v2-badges",
+            sql: """
+                CREATE TABLE jpush_badges (
+                    device_id INTEGER PRIMARY KEY REFERENCES devices(id) ON DELETE CASCADE,
+                    badge INTEGER NOT NULL,
+                    message_id INTEGER
+                )
+                """),
     ]
 }

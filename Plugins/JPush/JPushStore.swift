@@ -126,6 +126,66 @@ struct JPushStore: Sendable {
         }
     }
 
+    // MARK: Badges
+
+    /// Applies a push's badge change to the badge kept for each device and answers each
+    /// device's new badge; a device deleted since its page was read gets none. A device's row
+    /// remembers the message that last changed it, so a page decided again (after a crash or a
+    /// failed write) gets the badge it was given, not a second step. (Had another message for
+    /// the device been decided in between, that page counts again: a badge one too high after a
+    /// crash, which the app's next report corrects.)
+    func applyBadge(_ badge: JPushBadge, messageID: Int64, deviceIDs: [Int64]) async throws -> [Int64: Int] {
+        guard !deviceIDs.isEmpty else { return [:] }
+        // Both values are integers this process computed, not text from a request.
+        let initial = badge.applied(to: 0)
+        let next: String
+        switch badge {
+        case .set: next = "excluded.badge"
+        case .add(let step):
+            let sum = "jpush_badges.badge + (\(step))"
+            next =
+                "CASE WHEN \(sum) < 0 THEN 0 WHEN \(sum) > \(JPushBadge.largest) THEN \(JPushBadge.largest) ELSE \(sum) END"
+        }
+        let ids = deviceIDs.map(SQLValue.integer)
+        return try await database.write { db in
+            var badges: [Int64: Int] = [:]
+            for chunk in SQLList.chunks(ids) {
+                let rows = try db.query(
+                    """
+                    INSERT INTO jpush_badges (device_id, badge, message_id)
+                    SELECT id, \(initial), \(messageID) FROM devices WHERE id IN (\(chunk.marks))
+                    ON CONFLICT (device_id) DO UPDATE SET
+                        badge = CASE WHEN jpush_badges.message_id = excluded.message_id
+                            THEN jpush_badges.badge ELSE \(next) END,
+                        message_id = excluded.message_id
+                    RETURNING device_id, badge
+                    """, chunk.values)
+                for row in rows {
+                    if let id = row["device_id"].int, let value = row["badge"].int { badges[id] = Int(value) }
+                }
+            }
+            return badges
+        }
+    }
+
+    /// What the app reports its badge to be (JPush's `setBadge`; 0 is `resetBadge`).
+    func setBadge(deviceID: Int64, to value: Int) async throws {
+        try await database.write { db in
+            try db.execute(
+                """
+                INSERT INTO jpush_badges (device_id, badge, message_id) VALUES (?, ?, NULL)
+                ON CONFLICT (device_id) DO UPDATE SET badge = excluded.badge, message_id = NULL
+                """, [.integer(deviceID), .integer(Int64(value))])
+        }
+    }
+
+    func badge(deviceID: Int64) async throws -> Int? {
+        try await database.read { db in
+            try db.queryOne("SELECT badge FROM jpush_badges WHERE device_id = ?", [.integer(deviceID)])?["badge"].int
+                .map(Int.init)
+        }
+    }
+
     // MARK: Aliases
 
     func devices(appID: Int64, alias: String) async throws -> [JPushDevice] {

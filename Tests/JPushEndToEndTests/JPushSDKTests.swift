@@ -385,6 +385,76 @@ import TuisongTransportKit
         }
     }
 
+    /// JPush's server-side badge: the app reports what it shows (`setBadge`, here the native
+    /// device API's `badge`), and `"+N"` / `"-N"` pushes (the server SDK sends `"+1"` unless told
+    /// otherwise) give each iPhone its own next badge; a number sets it. A page decided again is
+    /// not counted twice.
+    @Test(arguments: PluginStoreBackend.allCases)
+    func aRelativeBadgeCountsFromWhatTheAppReported(_ database: PluginStoreBackend) async throws {
+        try await withGateway(on: database) { gw in
+            let reported = try await gw.register(Self.token(1), ["environment": "production", "badge": 5])
+            #expect(reported["badge"] as? Int == 5)
+            _ = try await gw.register(Self.token(2), ["environment": "production"])
+            _ = try await gw.register(Self.token(3), ["environment": "sandbox"])
+            let refused = try await TestClient(port: gw.port).execute(
+                "PUT", "/api/v1/devices/\(Self.token(1))", json: ["badge": -1],
+                headers: [("Authorization", "Bearer \(gw.apiKey)")])
+            #expect(refused.status == 400 && refused.text.contains("invalid_badge"), "\(refused.text)")
+
+            var seen = 0
+            /// Sends one iOS push with `badge` (nil: the SDK's default) and waits for it; the
+            /// badges the two production iPhones were sent.
+            func push(_ alert: String, badge: Any?) async throws -> [Int?] {
+                let result = try Self.run(
+                    #"""
+                    ios = jpush.ios(alert=args["alert"]) if args["badge"] is None else \
+                        jpush.ios(alert=args["alert"], badge=args["badge"])
+                    push = client.create_push()
+                    push.audience = jpush.all_
+                    push.platform = jpush.platform("ios")
+                    push.notification = jpush.notification(ios=ios)
+                    out["push"] = push.send().payload
+                    """#, port: gw.port, arguments: ["alert": alert, "badge": badge ?? NSNull()])
+                let status = try await gw.completed((result["push"] as? [String: Any])?["msg_id"])
+                #expect(status.counts.delivered == 2 && status.skips["other_environment"] == 1, "\(status.skips)")
+                let received = gw.running.mock.receivedNotifications()
+                let new = received.dropFirst(seen)
+                seen = received.count
+                return [Self.token(1), Self.token(2)].map { token in
+                    new.first { $0.deviceToken == token }.flatMap { notification in
+                        let payload = try? JSONSerialization.jsonObject(with: Data(notification.payload))
+                        return ((payload as? [String: Any])?["aps"] as? [String: Any])?["badge"] as? Int
+                    }
+                }
+            }
+            #expect(try await push("default", badge: nil) == [6, 1], "the SDK's default \"+1\"")
+            #expect(try await push("plus two", badge: "+2") == [8, 3])
+            #expect(try await push("minus five", badge: "-5") == [3, 0], "never below 0")
+            #expect(try await push("set", badge: 4) == [4, 4])
+            #expect(try await push("after set", badge: "+1") == [5, 5])
+            _ = try await gw.register(Self.token(1), ["badge": 0])  // resetBadge
+            #expect(try await push("after reset", badge: "+1") == [1, 6])
+            #expect(try await push("cleared", badge: 0) == [0, 0])
+
+            // The sandbox iPhone was never pushed: it has no kept badge.
+            let store = JPushStore(
+                database: gw.running.runtime.store.sharedDatabase, store: gw.running.runtime.store,
+                clock: SystemClock())
+            let sandbox = try #require(
+                try await gw.running.runtime.store.device(
+                    appID: gw.app.id, token: DeviceToken(Self.token(3), channel: .apns)!))
+            #expect(try await store.badge(deviceID: sandbox.id) == nil)
+            // A page decided again (same message) gets what it was given; the next message counts.
+            let iphone = try #require(
+                try await gw.running.runtime.store.device(
+                    appID: gw.app.id, token: DeviceToken(Self.token(1), channel: .apns)!))
+            let first = try await store.applyBadge(.add(1), messageID: 9_001, deviceIDs: [iphone.id, 999_999])
+            let again = try await store.applyBadge(.add(1), messageID: 9_001, deviceIDs: [iphone.id])
+            let next = try await store.applyBadge(.add(1), messageID: 9_002, deviceIDs: [iphone.id])
+            #expect(first == [iphone.id: 1] && again == [iphone.id: 1] && next == [iphone.id: 2])
+        }
+    }
+
     /// A single-trigger schedule is a scheduled message: created, read, listed, moved, its
     /// message cancelled with it; a recurring one is not offered.
     @Test func schedulesAreScheduledMessages() async throws {

@@ -48,7 +48,7 @@ import TuisongCore
         #expect(android.data["newsid"] == 321 && android.data["msg_content"] == "Hi,JPush")
         let ios = try #require(push.contents[.ios])
         #expect(ios.body == "Hi, JPush!" && ios.sound == "default" && ios.thread == "default")
-        #expect(ios.badge == nil, "a relative badge is JPush's own count, not set here")
+        #expect(ios.badge == nil && push.iosBadge == .add(1), "a relative badge is applied per device")
         let hmos = try #require(push.contents[.hmos])
         #expect(hmos.title == "hmos title" && hmos.click == .url("scheme://test?key1=val1"))
         #expect(push.options.services["harmony"]?["category"] == "IM")
@@ -92,6 +92,29 @@ import TuisongCore
         #expect(push.audience.registrationIDs == ["1a0018970a8c4a5e2f4"])
     }
 
+    @Test func theIosBadgeSetsOrMovesTheKeptBadge() throws {
+        func badge(_ value: String) throws -> JPushBadge? {
+            try Self.parse(
+                #"{"platform": "all", "audience": "all", "notification": {"ios": {"alert": "x", "badge": \#(value)}}}"#
+            ).iosBadge
+        }
+        #expect(try badge("3") == .set(3) && badge(#""7""#) == .set(7) && badge(#""""#) == .set(0))
+        #expect(try badge(#""+1""#) == .add(1) && badge(#""-99""#) == .add(-99) && badge("null") == nil)
+        for refused in [#""+100""#, #""+""#, #""1.5""#, #""x""#, "-1", "100000", "true", #""+-1""#] {
+            #expect(throws: JPushError.self, "\(refused)") { try badge(refused) }
+        }
+        #expect(JPushBadge.add(-5).applied(to: 3) == 0 && JPushBadge.add(2).applied(to: 99_998) == 99_999)
+        #expect(JPushBadge.set(4).applied(to: 10) == 4)
+        // The plan carries it for the policy; a push without iOS does not.
+        let push = try Self.parse(
+            #"{"platform": ["android"], "audience": "all", "notification": {"alert": "x", "ios": {"badge": "+1"}}}"#)
+        #expect(JPushPlan(push: push).iosBadge == nil)
+        let ios = try Self.parse(
+            #"{"platform": "all", "audience": "all", "notification": {"ios": {"alert": "x", "badge": "-2"}}}"#)
+        let plan = try #require(JPushPlan.decoded(try JPushPlan(push: ios).encoded()))
+        #expect(plan.iosBadge == .add(-2))
+    }
+
     @Test func refusalsAreJPushCodes() {
         #expect(Self.code(#"{"audience": "all", "notification": {"alert": "x"}}"#) == 1002)
         #expect(Self.code(#"{"platform": "all", "notification": {"alert": "x"}}"#) == 1002)
@@ -133,7 +156,7 @@ import TuisongCore
             Recipient(deviceID: 3, token: "c", environment: .production, channel: .fcm),
             Recipient(deviceID: 4, token: "d", environment: .production, channel: .harmony),
         ]
-        let decisions = try await JPushDeliveryPolicy().decide(recipients, message: record)
+        let decisions = try await JPushDeliveryPolicy(jpushStore: nil).decide(recipients, message: record)
         #expect(decisions[0] == .send)
         #expect(decisions[1] == .skip(reason: "other_environment"))
         #expect(decisions[2] == .skip(reason: "platform"))
