@@ -17,6 +17,10 @@ public enum Audience: Sendable, Hashable, Codable {
     case accounts([String])
     /// Every valid device bound to any account of the app (an IM "push to everyone").
     case allAccounts
+    /// Every valid device whose tags satisfy the selection (JPush's `tag`, `tag_and` and
+    /// `tag_not`), read page by page when the message is sent, as a tag is: no device list is
+    /// built when the push is accepted.
+    case tagSelection(TagSelection)
 
     /// A short label for logs and the console, never the whole list.
     public var summary: String {
@@ -27,7 +31,37 @@ public enum Audience: Sendable, Hashable, Codable {
         case .all: "all devices"
         case .accounts(let a): "\(a.count) account(s)"
         case .allAccounts: "all accounts"
+        case .tagSelection(let selection): selection.summary
         }
+    }
+}
+
+/// Devices chosen by their tags: carrying any of `anyOf` (when it is not empty), all of
+/// `allOf`, and none of `noneOf`. An empty selection is every valid device of the app.
+public struct TagSelection: Sendable, Hashable, Codable {
+    public var anyOf: [String]
+    public var allOf: [String]
+    public var noneOf: [String]
+
+    public init(anyOf: [String] = [], allOf: [String] = [], noneOf: [String] = []) {
+        self.anyOf = anyOf
+        self.allOf = allOf
+        self.noneOf = noneOf
+    }
+
+    /// Whether a device carrying `tags` is selected.
+    public func matches(_ tags: Set<String>) -> Bool {
+        (anyOf.isEmpty || anyOf.contains(where: tags.contains)) && allOf.allSatisfy(tags.contains)
+            && !noneOf.contains(where: tags.contains)
+    }
+
+    /// A short label for logs and the console: the tags, not every device.
+    public var summary: String {
+        var parts: [String] = []
+        if !anyOf.isEmpty { parts.append("any of \(anyOf.joined(separator: ", "))") }
+        if !allOf.isEmpty { parts.append("all of \(allOf.joined(separator: ", "))") }
+        if !noneOf.isEmpty { parts.append("none of \(noneOf.joined(separator: ", "))") }
+        return parts.isEmpty ? "all devices" : "tags: " + parts.joined(separator: "; ")
     }
 }
 

@@ -77,6 +77,13 @@ extension PostgresStore {
             return try AudienceLists.devicePage(wanted, found: found, environment: environment) { row in
                 (try Self.entry(row, details: withRecipientDetails), !row[invalidatedColumn].isNull)
             }
+        case .tagSelection(let selection):
+            // The page's devices by their tags, then read as a list of them.
+            let ids = try TagSelectionPages.deviceIDs(
+                PostgresExecutor(conn), appID: appID, selection: selection, after: cursor, limit: Int(limit))
+            var listed = request
+            listed.audience = .devices(ids)
+            return try audiencePage(conn, listed)
         case .tokens(let tokens):
             let (start, slice) = AudienceLists.tokenSlice(tokens, after: cursor, limit: Int(limit))
             guard !slice.isEmpty else { return [] }

@@ -287,7 +287,7 @@ extension PostgresStore: WorkQueue {
         case .devices(let ids):
             guard let low = ids.min(), let high = ids.max() else { return (0, 0, 0) }
             return (low - 1, high, ids.count)
-        case .tag, .all, .accounts, .allAccounts:
+        case .tag, .all, .accounts, .allAccounts, .tagSelection:
             // Both ends from the index; the id range stands for the count (ids are dense enough
             // for cutting slices, and no count walks 200,000 rows before the first send).
             return try await read { conn in

@@ -123,6 +123,11 @@ extension SQLStoreBackend {
             return min(Set(ids).count, limit ?? .max)
         case .tokens(let tokens):
             return min(tokens.count, limit ?? .max)
+        case .tagSelection(let selection):
+            return try await sqlRead { db in
+                try TagSelectionPages.count(
+                    db, appID: appID, selection: selection, environment: environment, upTo: limit)
+            }
         }
         guard !selections.isEmpty else { return 0 }
         return try await sqlRead { db in

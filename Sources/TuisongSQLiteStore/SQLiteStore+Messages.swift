@@ -556,6 +556,12 @@ extension SQLiteStore: MessageStore {
             return try AudienceLists.devicePage(wanted, found: found, environment: environment) { row in
                 (try Self.entry(row), !row.hasNull(atIndex: 6))
             }
+        case .tagSelection(let selection):
+            // The page's devices by their tags, then read as a list of them.
+            let ids = try TagSelectionPages.deviceIDs(
+                GRDBExecutor(db: db), appID: appID, selection: selection, after: cursor, limit: limit)
+            return try audienceEntries(
+                db, appID: appID, audience: .devices(ids), environment: environment, after: cursor, limit: limit)
         case .tokens(let tokens):
             let (start, slice) = AudienceLists.tokenSlice(tokens, after: cursor, limit: limit)
             guard !slice.isEmpty else { return [] }

@@ -281,6 +281,8 @@ struct AdminDevicesAPI: Sendable {
             return device.createdAt <= (message.completedAt ?? .distantFuture) ? device.id : nil
         case .tag(let tag):
             return tags.contains(tag) ? device.id : nil
+        case .tagSelection(let selection):
+            return selection.matches(tags) ? device.id : nil
         case .devices(let ids):
             return ids.contains(device.id) ? device.id : nil
         case .accounts(let accounts):

@@ -12,7 +12,7 @@ enum AudienceCheck {
     static func isEmpty(_ job: PushJob, store: any MessageStore) async throws -> Bool {
         let limit: Int
         switch job.audience {
-        case .tag, .all, .allAccounts, .accounts:
+        case .tag, .all, .allAccounts, .accounts, .tagSelection:
             // Is one valid device of the push's environment there? (A page's first entry may be
             // one of the other environment, skipped, with many to send after it.)
             if case .accounts(let accounts) = job.audience, accounts.isEmpty { return true }
