@@ -50,28 +50,29 @@ extension JPushProvider {
             idempotencyKey: push.cid)
     }
 
-    /// JPush's audience over the core's devices: `"all"` and a lone tag are the core's own
-    /// audiences (paged, no list); anything else is resolved here to the devices it names.
+    /// JPush's audience over the core's devices: `"all"`, a lone tag and any combination of
+    /// `tag`, `tag_and` and `tag_not` are the core's own audiences, paged when the message is
+    /// sent (no list is built, and a schedule reaches the devices tagged by then); with `alias`
+    /// or `registration_id` (at most 1,000 each) the devices they name are resolved here and
+    /// kept when their tags match.
     func resolve(_ audience: JPushAudience, appID: Int64) async throws -> Audience {
         if audience.all { return .all }
         if let tag = audience.singleTag { return .tag(tag) }
+        let selection = TagSelection(anyOf: audience.tags, allOf: audience.tagsAnd, noneOf: audience.tagsNot)
+        guard !audience.aliases.isEmpty || !audience.registrationIDs.isEmpty else {
+            return .tagSelection(selection)
+        }
         var matching: Set<Int64>?
         func narrow(_ ids: Set<Int64>) { matching = matching.map { $0.intersection(ids) } ?? ids }
-        if !audience.tags.isEmpty { narrow(try await jpushStore.deviceIDs(appID: appID, anyOf: audience.tags)) }
-        if !audience.tagsAnd.isEmpty { narrow(try await jpushStore.deviceIDs(appID: appID, allOf: audience.tagsAnd)) }
         if !audience.aliases.isEmpty { narrow(try await jpushStore.deviceIDs(appID: appID, aliases: audience.aliases)) }
         if !audience.registrationIDs.isEmpty {
             let devices = try await jpushStore.devices(appID: appID, registrationIDs: audience.registrationIDs)
             narrow(Set(devices.map(\.deviceID)))
         }
-        var ids: Set<Int64>
-        if let matching {
-            ids = matching
-        } else {
-            ids = try await jpushStore.allDeviceIDs(appID: appID)
-        }
-        if !audience.tagsNot.isEmpty, !ids.isEmpty {
-            ids.subtract(try await jpushStore.deviceIDs(appID: appID, anyOf: audience.tagsNot))
+        var ids = matching ?? []
+        if selection != TagSelection(), !ids.isEmpty {
+            let tags = try await jpushStore.tags(appID: appID, deviceIDs: Array(ids))
+            ids = ids.filter { selection.matches(tags[$0] ?? []) }
         }
         return .devices(ids.sorted())
     }

@@ -153,7 +153,11 @@ extension JPushProvider {
         case .all: return Set(deviceIDs)
         case .devices(let ids): return Set(deviceIDs).intersection(ids)
         case .tag(let tag):
-            return try await jpushStore.deviceIDs(appID: appID, anyOf: [tag]).intersection(deviceIDs)
+            let tags = try await jpushStore.tags(appID: appID, deviceIDs: deviceIDs)
+            return Set(deviceIDs.filter { tags[$0]?.contains(tag) == true })
+        case .tagSelection(let selection):
+            let tags = try await jpushStore.tags(appID: appID, deviceIDs: deviceIDs)
+            return Set(deviceIDs.filter { selection.matches(tags[$0] ?? []) })
         default: return []
         }
     }

@@ -259,35 +259,25 @@ struct JPushStore: Sendable {
 
     // MARK: Audiences
 
-    /// The valid devices of the app carrying any of `tags`.
-    func deviceIDs(appID: Int64, anyOf tags: [String]) async throws -> Set<Int64> {
-        guard !tags.isEmpty else { return [] }
+    /// The tags each of these devices carries (a device without tags is left out).
+    func tags(appID: Int64, deviceIDs: [Int64]) async throws -> [Int64: Set<String>] {
+        guard !deviceIDs.isEmpty else { return [:] }
         return try await database.read { db in
-            var ids = Set<Int64>()
-            for chunk in SQLList.chunks(tags) {
+            var tags: [Int64: Set<String>] = [:]
+            for chunk in SQLList.chunks(deviceIDs.map(SQLValue.integer)) {
                 for row in try db.query(
                     """
-                    SELECT dt.device_id FROM tags t JOIN device_tags dt ON dt.tag_id = t.id
-                    JOIN devices d ON d.id = dt.device_id
-                    WHERE t.app_id = ? AND d.invalidated_at IS NULL AND t.name IN (\(chunk.marks))
+                    SELECT dt.device_id, t.name FROM device_tags dt JOIN tags t ON t.id = dt.tag_id
+                    WHERE t.app_id = ? AND dt.device_id IN (\(chunk.marks))
                     """, [.integer(appID)] + chunk.values)
                 {
-                    if let id = row["device_id"].int { ids.insert(id) }
+                    if let id = row["device_id"].int, let name = row["name"].string {
+                        tags[id, default: []].insert(name)
+                    }
                 }
             }
-            return ids
+            return tags
         }
-    }
-
-    /// The valid devices of the app carrying every one of `tags`.
-    func deviceIDs(appID: Int64, allOf tags: [String]) async throws -> Set<Int64> {
-        var result: Set<Int64>?
-        for tag in Set(tags) {
-            let carrying = try await deviceIDs(appID: appID, anyOf: [tag])
-            result = result.map { $0.intersection(carrying) } ?? carrying
-            if result?.isEmpty == true { break }
-        }
-        return result ?? []
     }
 
     /// The valid devices of the app bound to any of `aliases`.
@@ -306,16 +296,6 @@ struct JPushStore: Sendable {
                 }
             }
             return ids
-        }
-    }
-
-    /// Every valid device of the app (for an audience that only excludes).
-    func allDeviceIDs(appID: Int64) async throws -> Set<Int64> {
-        try await database.read { db in
-            Set(
-                try db.query(
-                    "SELECT id FROM devices WHERE app_id = ? AND invalidated_at IS NULL", [.integer(appID)]
-                ).compactMap { $0["id"].int })
         }
     }
 

@@ -455,6 +455,35 @@ import TuisongTransportKit
         }
     }
 
+    /// A push to a combination of tags keeps the combination, not a list of devices: the core
+    /// reads it page by page when it sends, so a large app's tags make no list when accepted.
+    @Test(arguments: PluginStoreBackend.allCases)
+    func aTagCombinationIsReadWhenSentNotListedWhenAccepted(_ database: PluginStoreBackend) async throws {
+        try await withGateway(on: database) { gw in
+            _ = try await gw.register(Self.token(1), ["environment": "production", "tags": ["news"]])
+            _ = try await gw.register(Self.token(2), ["environment": "production", "tags": ["news", "vip"]])
+            _ = try await gw.register(Self.token(3), ["environment": "production", "tags": ["sports"]])
+            let result = try Self.run(
+                #"""
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.tag("news", "sports"), jpush.tag_not("vip"))
+                push.platform = jpush.platform("ios")
+                push.notification = jpush.notification(ios=jpush.ios(alert="not for vip", badge=1))
+                out["push"] = push.send().payload
+                push = client.create_push()
+                push.audience = jpush.audience(jpush.tag_and("news", "sports"))
+                push.platform = jpush.all_
+                push.notification = jpush.notification(alert="nobody")
+                out["nobody"] = failure(push.send)
+                """#, port: gw.port, arguments: [:])
+            let status = try await gw.completed((result["push"] as? [String: Any])?["msg_id"])
+            #expect(status.counts.delivered == 2)
+            #expect(status.record.audience == .tagSelection(TagSelection(anyOf: ["news", "sports"], noneOf: ["vip"])))
+            #expect(Set(gw.alerts().keys) == [Self.token(1), Self.token(3)])
+            #expect((result["nobody"] as? [String: Any])?["code"] as? Int == 1011)
+        }
+    }
+
     /// A single-trigger schedule is a scheduled message: created, read, listed, moved, its
     /// message cancelled with it; a recurring one is not offered.
     @Test func schedulesAreScheduledMessages() async throws {
