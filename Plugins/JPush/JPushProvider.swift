@@ -13,7 +13,7 @@ import TuisongPlugin
 ///   `registration_id`, alias and mobile number JPush's own, in `jpush_registrations`);
 /// - `/v3/received`, `/v3/received/detail`, `/v3/messages`, `/v3/status/message`, from the
 ///   core's counts and the services' receipts;
-/// - `/v3/schedules`: a single-trigger schedule is a scheduled message (`send_at`).
+/// - `/v3/schedules`: each push of a schedule (single or periodical) is a scheduled message (`send_at`).
 ///
 /// Every call is HTTP Basic `appKey:masterSecret`. Every error is JPush's
 /// `{"error": {"code", "message"}}` with its HTTP status (`JPushError`). A device gets its

@@ -46,5 +46,22 @@ enum JPushSchema {
                     message_id INTEGER
                 )
                 """),
+        // A periodical schedule is many scheduled messages: the schedule's messages move to a
+        // table of their own (a single schedule's one message with them).
+        PluginMigration(
+            "v3-schedule-messages",
+            sql: """
+                CREATE TABLE jpush_schedule_messages (
+                    app_id INTEGER NOT NULL,
+                    schedule_id TEXT NOT NULL,
+                    message_id INTEGER NOT NULL,
+                    PRIMARY KEY (app_id, schedule_id, message_id),
+                    FOREIGN KEY (app_id, schedule_id) REFERENCES jpush_schedules (app_id, schedule_id)
+                        ON DELETE CASCADE
+                );
+                INSERT INTO jpush_schedule_messages (app_id, schedule_id, message_id)
+                    SELECT app_id, schedule_id, message_id FROM jpush_schedules WHERE message_id IS NOT NULL;
+                ALTER TABLE jpush_schedules DROP COLUMN message_id
+                """),
     ]
 }

@@ -505,8 +505,12 @@ import TuisongTransportKit
                 out["list"] = schedule.get_schedule_list(1).payload
                 out["put"] = schedule.put_schedule({"trigger": schedulepayload.trigger(moved)}, sid).payload
                 out["msg_ids"] = client._request("GET", None, common.get_url("schedule") + sid + "/msg_ids").json()
-                out["periodical"] = failure(lambda: schedule.post_schedule(schedulepayload.schedulepayload(
-                    "weekly", True, schedulepayload.trigger("12:00:00", "2030-01-01 00:00:00", "2030-02-01 00:00:00", "week", 1, ["WED"]), push)))
+                weekly = schedule.post_schedule(schedulepayload.schedulepayload(
+                    "weekly", True, schedulepayload.trigger("12:00:00", "2030-01-01 00:00:00", "2030-02-01 00:00:00", "week", 1, ["WED", "fri"]), push)).payload
+                out["weekly"] = client._request("GET", None, common.get_url("schedule") + weekly["schedule_id"] + "/msg_ids").json()
+                schedule.delete_schedule(weekly["schedule_id"])
+                out["too_many"] = failure(lambda: schedule.post_schedule(schedulepayload.schedulepayload(
+                    "forever", True, schedulepayload.trigger("12:00:00", "2030-01-01 00:00:00", "2040-01-01 00:00:00", "day", 1), push)))
                 out["past"] = failure(lambda: schedule.post_schedule(schedulepayload.schedulepayload(
                     "past", True, schedulepayload.trigger("2020-01-01 00:00:00"), push)))
                 schedule.delete_schedule(sid)
@@ -521,11 +525,19 @@ import TuisongTransportKit
             #expect(ids.count == 1)
             // The moved schedule's message is the one that stands, due in about three hours; the
             // first was cancelled, and deleting the schedule cancelled the second.
-            let messages = try await gw.running.runtime.store.messages(appID: gw.app.id, limit: 10)
-            #expect(messages.count == 2 && messages.allSatisfy { $0.state == .cancelled }, "\(messages.map(\.state))")
+            let messages = try await gw.running.runtime.store.messages(appID: gw.app.id, limit: 20)
+            #expect(messages.allSatisfy { $0.state == .cancelled }, "\(messages.map(\.state))")
             let moved = try #require(messages.first { String($0.id) == ids[0] })
             #expect(abs((moved.sendAt ?? .distantPast).timeIntervalSinceNow - 3 * 3600) < 120)
-            #expect((result["periodical"] as? [String: Any])?["code"] as? Int == 1003)
+            // A weekly schedule on Wednesdays and Fridays of January 2030 at noon, Beijing time:
+            // one scheduled message a push, all cancelled with the schedule.
+            let weekly = try #require((result["weekly"] as? [String: Any])?["msgids"] as? [String])
+            let noons = [2, 4, 9, 11, 16, 18, 23, 25, 30].map { day in
+                Date(timeIntervalSince1970: 1_893_456_000 + Double(day - 1) * 86_400 + 4 * 3600)
+            }
+            #expect(weekly.count == noons.count && messages.count == 2 + noons.count)
+            #expect(messages.filter { weekly.contains(String($0.id)) }.compactMap(\.sendAt).sorted() == noons)
+            #expect((result["too_many"] as? [String: Any])?["code"] as? Int == 8400)
             #expect((result["past"] as? [String: Any])?["code"] as? Int == 8400)
             #expect((result["gone"] as? [String: Any])?["status"] as? Int == 404)
         }
