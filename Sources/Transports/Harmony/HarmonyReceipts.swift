@@ -12,11 +12,11 @@ public enum HarmonyReceipts {
     static let bodyLimit = 256 * 1024
 
     public static let declaration = ReceiptDeclaration(
-        verifySignature: { post, keys in CallbackSignature.verify(post, keys: keys, channel: .harmony) },
+        verifySignature: { post, keys in CallbackSignature.verify(post, keys: keys, channel: HarmonyService.channel) },
         bodyLimit: bodyLimit,
         parse: { (post) throws(ReceiptFormatError) -> [ServiceReceipt] in try parse(post.body) },
         answer: CallbackSignature.answer,
-        consoleRegistration: CallbackSignature.registration(channel: .harmony))
+        consoleRegistration: CallbackSignature.registration(channel: HarmonyService.channel))
 
     static func parse(_ body: [UInt8]) throws(ReceiptFormatError) -> [ServiceReceipt] {
         guard let json = try? JSONValue(parsing: body), let statuses = json["statuses"]?.arrayValue else {

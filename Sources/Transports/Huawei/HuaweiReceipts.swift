@@ -11,11 +11,11 @@ public enum HuaweiReceipts {
     static let bodyLimit = 1 << 20
 
     public static let declaration = ReceiptDeclaration(
-        verifySignature: { post, keys in CallbackSignature.verify(post, keys: keys, channel: .huawei) },
+        verifySignature: { post, keys in CallbackSignature.verify(post, keys: keys, channel: HuaweiService.channel) },
         bodyLimit: bodyLimit,
         parse: { (post) throws(ReceiptFormatError) -> [ServiceReceipt] in try parse(post.body) },
         answer: CallbackSignature.answer,
-        consoleRegistration: CallbackSignature.registration(channel: .huawei))
+        consoleRegistration: CallbackSignature.registration(channel: HuaweiService.channel))
 
     static func parse(_ body: [UInt8]) throws(ReceiptFormatError) -> [ServiceReceipt] {
         guard let json = try? JSONValue(parsing: body), let statuses = json["statuses"]?.arrayValue else {
