@@ -11,8 +11,11 @@ public enum HarmonyReceipts {
     /// 100 statuses of some 400 bytes each, with room to spare.
     static let bodyLimit = 256 * 1024
 
+    /// Its POSTs' signature, under the app's callback user name and key.
+    static let signature = CallbackSignature(header: "x-huawei-callback-id")
+
     public static let declaration = ReceiptDeclaration(
-        verifySignature: { post, keys in CallbackSignature.verify(post, keys: keys, channel: HarmonyService.channel) },
+        verifySignature: { post, keys in signature.verify(post, keys: keys, channel: HarmonyService.channel) },
         bodyLimit: bodyLimit,
         parse: { (post) throws(ReceiptFormatError) -> [ServiceReceipt] in try parse(post.body) },
         answer: CallbackSignature.answer,

@@ -382,22 +382,27 @@ public struct ReceiptDeclaration: Sendable {
     }
 }
 
-/// The receipt signature the Push Kit services share (one vendor's, used by two transports,
-/// so it is the kit's): a header `timestamp=…;nonce=…;value=…`, value =
-/// Base64(HMAC-SHA256(callback key, timestamp + nonce + callback user name)). The header's
-/// name is the vendor's wire word.
-public enum CallbackSignature {
-    public static let header = "x-huawei-callback-id"
+/// A receipt signature some services share (one vendor's, used by two transports, so it is the
+/// kit's): a header `timestamp=…;nonce=…;value=…`, value = Base64(HMAC-SHA256(callback key,
+/// timestamp + nonce + callback user name)). The header's name is the service's wire word, so
+/// each transport names it in its folder:
+///
+///     static let signature = CallbackSignature(header: "x-example-callback-id")
+public struct CallbackSignature: Sendable {
+    /// The header that carries it, lower-cased (`ReceiptPost.headers`' keys are).
+    public let header: String
+
+    public init(header: String) { self.header = header.lowercased() }
 
     public static func value(timestamp: String, nonce: String, userName: String, key: String) -> String {
         Data(HMAC.sha256(key: Array(key.utf8), message: Array((timestamp + nonce + userName).utf8)))
             .base64EncodedString()
     }
 
-    /// The header for a POST signed now (the look-alikes sign as the service does).
-    public static func header(userName: String, key: String, now: Date, nonce: String = UUID().uuidString.lowercased())
-        -> String
-    {
+    /// The header's value for a POST signed now (the look-alikes sign as the service does).
+    public static func headerValue(
+        userName: String, key: String, now: Date, nonce: String = UUID().uuidString.lowercased()
+    ) -> String {
         let timestamp = String(Int64(now.timeIntervalSince1970 * 1000))
         return "timestamp=\(timestamp);nonce=\(nonce);value="
             + value(timestamp: timestamp, nonce: nonce, userName: userName, key: key)
@@ -405,8 +410,8 @@ public enum CallbackSignature {
 
     /// Whether `post` carries a header signed with its app's callback credentials of `channel`
     /// (`post.callbackCredentials`, which the gateway looked up for the route's channel).
-    public static func verify(_ post: ReceiptPost, keys: ReceiptKeys, channel: PushChannel) -> Bool {
-        guard let credentials = post.callbackCredentials, let header = post.headers[header] else { return false }
+    public func verify(_ post: ReceiptPost, keys: ReceiptKeys, channel: PushChannel) -> Bool {
+        guard let credentials = post.callbackCredentials, let header = post.headers[self.header] else { return false }
         var fields: [String: String] = [:]
         for part in header.split(separator: ";") {
             guard let eq = part.firstIndex(of: "=") else { continue }
