@@ -108,3 +108,9 @@ enum BaiduIDs {
         return String(1_000_000_000_000_000_000 + value % 8_000_000_000_000_000_000)
     }
 }
+
+/// The services this vendor's fields map to, by the channel names their transports declare (a
+/// plugin links no transport).
+extension PushChannel {
+    fileprivate static let harmony = PushChannel("harmony")
+}

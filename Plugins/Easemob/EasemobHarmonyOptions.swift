@@ -43,3 +43,9 @@ enum EasemobHarmonyOptions {
         return accepted.isEmpty ? nil : .object(accepted)
     }
 }
+
+/// The services this vendor's fields map to, by the channel names their transports declare (a
+/// plugin links no transport).
+extension PushChannel {
+    fileprivate static let harmony = PushChannel("harmony")
+}

@@ -195,3 +195,10 @@ enum EasemobPushContent {
         }
     }
 }
+
+/// The services this vendor's fields map to, by the channel names their transports declare (a
+/// plugin links no transport).
+extension PushChannel {
+    fileprivate static let huawei = PushChannel("huawei")
+    fileprivate static let honor = PushChannel("honor")
+}

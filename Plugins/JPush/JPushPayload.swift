@@ -531,3 +531,10 @@ extension PushContent {
         if let key { apns.actionLocKey = key }
     }
 }
+
+/// The services this vendor's fields map to, by the channel names their transports declare (a
+/// plugin links no transport).
+extension PushChannel {
+    fileprivate static let harmony = PushChannel("harmony")
+    fileprivate static let vivo = PushChannel("vivo")
+}

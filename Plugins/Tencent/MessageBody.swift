@@ -280,3 +280,10 @@ struct OfflinePushInfo: Sendable, Hashable {
         }
     }
 }
+
+/// The services this vendor's fields map to, by the channel names their transports declare (a
+/// plugin links no transport).
+extension PushChannel {
+    fileprivate static let harmony = PushChannel("harmony")
+    fileprivate static let vivo = PushChannel("vivo")
+}

@@ -384,10 +384,10 @@ enum ReceiptSigning {
             .map(\.channel.channel)
     }
 
-    /// `huawei or harmony`.
+    /// The channel names, `a or b`.
     static var names: String { PushChannel.list(channels, \.rawValue, "or") }
 
-    /// `Huawei, HarmonyOS`.
+    /// The display names, `A, B`.
     static var displayNames: String { channels.map(\.displayName).joined(separator: ", ") }
 }
 
@@ -574,9 +574,9 @@ struct APNsMockCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("receipts"),
         help: """
-            A file holding `tuisong credential show --app ID`'s output: while it exists, the Huawei, \
-            HarmonyOS and vivo look-alikes post a signed receipt (arrived) of every accepted push to that \
-            app's receipt URL, and Xiaomi's and OPPO's to the URL each push names, as the services do. Read \
+            A file holding `tuisong credential show --app ID`'s output: while it exists, the look-alike of \
+            each service that posts receipts posts one (arrived) of every accepted push as its service does \
+            (to that app's receipt URL, or to the URL the push names; signed where the service signs). Read \
             for each push, so it may be written, or removed, while the look-alikes run.
             """)
     var receiptsFile: String?

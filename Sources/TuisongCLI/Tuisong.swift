@@ -403,7 +403,8 @@ struct DeviceCommand: AsyncParsableCommand {
                 if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
                 let token: DeviceToken
                 do {
-                    token = try DeviceRules.token(trimmed, channel: channel, hint: "import it with --channel fcm")
+                    token = try DeviceRules.token(
+                        trimmed, channel: channel, hint: { "import it with --channel \($0.rawValue)" })
                 } catch {
                     rejected += 1
                     FileHandle.standardError.write(Data("line \(lineNumber): \(error.message)\n".utf8))

@@ -1,7 +1,7 @@
 import Foundation
 
-/// An Android push service's credential of one app: the FCM service account of a Firebase
-/// project, or the OAuth client of a Huawei or Honor app. The secret (the service account's
+/// A push service's credential of one app, of the form its transport declares (a service
+/// account, an OAuth client, an app key and secret). The secret (the service account's
 /// private key, the client secret) is only ever held sealed here; the gateway opens it to sign
 /// in. Separate from `CredentialRecord`: these have no APNs environment, topic, team or
 /// certificate expiry.
@@ -11,12 +11,12 @@ public struct ChannelCredentialRecord: Sendable, Hashable {
     public var channel: PushChannel
     /// The vendor selector devices name it by; nil = the app's default for the channel.
     public var selector: String?
-    /// The service's name of the sender: the FCM project id, the Huawei or Honor app id.
+    /// The service's name of the sender: a project id, an app id.
     public var vendorAppID: String
     /// Who signs in: the service account's `client_email`, the OAuth client id.
     public var clientID: String
     public var encryptedSecret: [UInt8]
-    /// Settings that are not secret (`badge_class` for Huawei and Honor).
+    /// Settings that are not secret, as the form declares them (`badge_class`, `receipt_id`).
     public var options: [String: String]
     /// `ok`, or `failing` after the service refused it.
     public var status: String

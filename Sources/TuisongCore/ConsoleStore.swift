@@ -70,8 +70,8 @@ public protocol ConsoleStore: Sendable {
     func failureReasons(since: Date, scanLimit: Int) async throws -> [String: Int]
     /// Skip counts by reason (a policy's `foreground`, `dnd`…) over the same messages.
     func skipReasons(since: Date, scanLimit: Int) async throws -> [String: Int]
-    /// Failed deliveries by push service and reason over the same messages, most first: APNs's
-    /// `Unregistered` and FCM's `UNREGISTERED` are a row each.
+    /// Failed deliveries by push service and reason over the same messages, most first: one
+    /// service's `Unregistered` and another's `UNREGISTERED` are a row each.
     func failureReasonsByChannel(since: Date, scanLimit: Int) async throws -> [ChannelReasonCount]
 }
 

@@ -4,8 +4,8 @@ import Foundation
 /// (an app built for development, a phone on a service's test list), `production` for the
 /// rest. A push given an environment goes to that environment's devices only and counts the
 /// others skipped (`AudienceEntry.otherEnvironment`). Each transport says what it means on
-/// the wire: APNs sends to the environment's endpoint, HarmonyOS marks a sandbox delivery
-/// `pushOptions.testMessage`, the other Android services send as usual.
+/// the wire: APNs sends to the environment's endpoint, a service with a test message of its
+/// own marks a sandbox delivery as one, the others send as usual.
 public enum PushEnvironment: String, Sendable, Codable, CaseIterable, Hashable {
     case sandbox
     case production
@@ -100,8 +100,8 @@ public struct DeviceToken: Sendable, Hashable, Codable, CustomStringConvertible 
 
     public var description: String { value }
 
-    /// The most bytes an opaque token may have: FCM's are ~163, Huawei's 130, Honor's 128;
-    /// 4 KB leaves room for a service that lengthens them without admitting a blob.
+    /// The most bytes an opaque token may have: the services' run to some 160 today; 4 KB
+    /// leaves room for a service that lengthens them without admitting a blob.
     public static let maximumOpaqueLength = 4096
 
     static func normalisedHex(_ raw: String) -> String? {
@@ -178,7 +178,7 @@ public struct Device: Sendable, Hashable, Codable {
     public var appID: Int64
     public var token: String
     /// Sandbox for a test phone of any channel; production for the rest (and for every
-    /// Android or HarmonyOS device registered before devices of every channel had one).
+    /// non-APNs device registered before devices of every channel had one).
     public var environment: PushEnvironment
     /// The app's own user identifier for this device, if it gave one.
     public var user: String?

@@ -149,18 +149,18 @@ public struct PushOptions: Sendable, Hashable, Codable {
 /// service's transport takes what it understands and ignores the rest.
 public struct AndroidOptions: Sendable, Hashable, Codable {
     /// Per service: the Android notification channel (Android 8+) the notification shows in,
-    /// by channel name (`fcm`, `huawei`, `honor`, `xiaomi`, `oppo`, `vivo`).
+    /// by channel name.
     public var channelIDs: [String: String]
-    /// Per service: the notification's importance in the service's words (Huawei and Honor:
-    /// `NORMAL` or `LOW`).
+    /// Per service: the notification's importance in the service's words (`NORMAL` or `LOW`
+    /// where it takes one).
     public var importance: [String: String]
-    /// Per service: the message's category in the service's words (Huawei's `IM`,
-    /// `VOIP`, …; vivo's `IM`, `ACCOUNT`, …).
+    /// Per service: the message's category in the service's words (`IM`, `VOIP`,
+    /// `ACCOUNT`, …).
     public var category: [String: String]
     /// The Android sound resource to play, for every service (APNs's `sound` is an iOS file).
     public var sound: String?
     /// Where a tap led, as a message stored before #29 said it here (`intent`, `url`: Baidu's
-    /// `open_type`, the native API's `android.intent`, Tencent's Huawei intent). Messages now
+    /// `open_type`, the native API's `android.intent`, Tencent's per-service intent). Messages now
     /// say it once, in their content (`PushContent.click`); the transports take this only when
     /// the content has none. Read from the old keys (an intent winning over a URL, as it did)
     /// and written back under them; never set for a new message.

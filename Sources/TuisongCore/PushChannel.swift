@@ -1,10 +1,10 @@
 import Synchronization
 
 /// The push service a device's token belongs to, and so the transport a push to it leaves
-/// through: an open name (`"apns"`, `"fcm"`, …) that a transport declares
-/// (`ChannelDeclaration`, registered by the gateway's transport registry). The raw string is
-/// what the store keeps and the APIs speak; the constants below are the names of the transports
-/// this build ships, so code can say `.fcm` instead of a string.
+/// through: an open name (`"apns"`, …) that a transport declares (`ChannelDeclaration`,
+/// registered by the gateway's transport registry). The raw string is what the store keeps and
+/// the APIs speak. Core names APNs alone (below); every other transport's name is written in its
+/// own folder, in its declaration.
 public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     public let rawValue: String
 
@@ -57,16 +57,8 @@ public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, Custom
         byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")
     }
 
-    // The names of the transports this build ships (each declared in its own folder).
+    /// APNs, the one Apple-style channel (`ChannelDeclaration.apns`).
     public static let apns = PushChannel("apns")
-    public static let fcm = PushChannel("fcm")
-    public static let huawei = PushChannel("huawei")
-    public static let honor = PushChannel("honor")
-    public static let xiaomi = PushChannel("xiaomi")
-    public static let oppo = PushChannel("oppo")
-    public static let vivo = PushChannel("vivo")
-    /// HarmonyOS NEXT (Huawei Push Kit v3), declared by `HarmonyService.declaration`.
-    public static let harmony = PushChannel("harmony")
 }
 
 /// What a transport declares about its channel for the rest of the gateway: its name for
@@ -74,9 +66,12 @@ public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, Custom
 /// `PushEnvironment`: it is the device's, not the service's.)
 public struct ChannelDeclaration: Sendable {
     public var channel: PushChannel
-    /// The service's name for people: "APNs", "FCM", "Huawei", "vivo".
+    /// The service's name for people, as its maker writes it: "APNs".
     public var displayName: String
-    /// The service's name with its article, for messages: "an APNs", "a Huawei".
+    /// The same in Chinese, where the service has a Chinese name of its own (the console's
+    /// Chinese pages); nil: `displayName` in both languages.
+    public var displayNameZH: String?
+    /// The service's name with its article, for messages: "an APNs".
     public var withArticle: String
     /// What `DeviceToken(_:channel:)` accepts for it.
     public var tokenRule: DeviceToken.Rule
@@ -100,13 +95,14 @@ public struct ChannelDeclaration: Sendable {
     }
 
     public init(
-        channel: PushChannel, displayName: String, withArticle: String? = nil,
+        channel: PushChannel, displayName: String, displayNameZH: String? = nil, withArticle: String? = nil,
         tokenRule: DeviceToken.Rule = .opaque, options: ServiceOptionsRule? = nil, androidFields: [AndroidField] = []
     ) {
         self.options = options
         self.androidFields = androidFields
         self.channel = channel
         self.displayName = displayName
+        self.displayNameZH = displayNameZH
         self.withArticle = withArticle ?? "a \(displayName)"
         self.tokenRule = tokenRule
     }
@@ -191,13 +187,14 @@ extension PushChannel {
     public static var allCases: [PushChannel] { ChannelCatalog.shared.declarations.map(\.channel) }
 
     /// Whether the channel is Android-style: every channel but APNs (opaque tokens, a
-    /// credential per service, content rendered by its own transport; HarmonyOS counts too).
+    /// credential per service, content rendered by its own transport; a phone OS other than
+    /// Android counts too).
     public var isAndroid: Bool { self != .apns }
 
-    /// The service's name for people: "APNs", "FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "vivo".
+    /// The service's name for people, as its transport declares it ("APNs").
     public var displayName: String { declaration.displayName }
 
-    /// The service's name with its article, for messages: "an APNs", "an FCM", "a Huawei".
+    /// The service's name with its article, for messages, as its transport declares it ("an APNs").
     public var withArticle: String { declaration.withArticle }
 
     /// The declared Android-style services, in declaration order.
@@ -205,7 +202,8 @@ extension PushChannel {
 
     /// Channels as a list for a sentence, the one place help texts and messages take it from,
     /// so a new transport appears everywhere at once:
-    /// `PushChannel.list(PushChannel.android, \.rawValue, "or")` is "fcm, huawei, honor, xiaomi, oppo or vivo".
+    /// `PushChannel.list(PushChannel.android, \.rawValue, "or")` is "a, b or c" for the declared
+    /// Android-style channels a, b and c.
     public static func list(
         _ channels: [PushChannel]? = nil, _ name: (PushChannel) -> String = \.displayName,
         _ conjunction: String = "and"

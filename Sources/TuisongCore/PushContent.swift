@@ -3,7 +3,7 @@ import Foundation
 /// What a push says, in no service's words: the one content the native API and the vendor
 /// policies produce, stored with the message (and per recipient where a policy decided its
 /// own), and rendered by each transport into its service's wire format (APNs JSON by the APNs
-/// transport, an FCM message by FCM's, a form by Xiaomi's, …). Nothing reads one service's
+/// transport, a JSON message or a form by each other service's own). Nothing reads one service's
 /// payload back to build another's.
 ///
 ///     var c = PushContent(title: "订单", body: "已发货", badge: 3)
@@ -21,7 +21,7 @@ import Foundation
 public struct PushContent: Sendable, Hashable, Codable {
     /// Where a tap on the notification leads, where the service takes one: the one spelling of
     /// "open this" (the native API's `android.intent`, Baidu's `open_type` 1/2, Tencent's
-    /// per-app Huawei intent all land here); each transport renders it in its service's words.
+    /// per-service intent all land here); each transport renders it in its service's words.
     public enum ClickAction: Sendable, Hashable, Codable {
         /// Open the app (every service's default).
         case openApp
@@ -219,7 +219,7 @@ public struct PushContent: Sendable, Hashable, Codable {
     public var sound: String?
     /// A picture shown with the notification, by URL, where the service takes one.
     public var image: String?
-    /// The notification's category (iOS actions; FCM's click action).
+    /// The notification's category (iOS actions; an Android click action).
     public var category: String?
     /// Groups notifications (APNs `thread-id`, Android's group or tag).
     public var thread: String?

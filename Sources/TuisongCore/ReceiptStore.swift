@@ -2,7 +2,7 @@ import Foundation
 
 /// What a delivery receipt (回执) says became of a push on the phone.
 public enum ReceiptOutcome: Sendable, Hashable {
-    /// The phone got it (Huawei's status 0, Xiaomi's type 1, an app's own `arrived`).
+    /// The phone got it (a service's "delivered" status, an app's own `arrived`).
     case arrived
     /// The user opened it. A click implies arrival: an arrival not yet recorded is recorded with it.
     case clicked
@@ -108,7 +108,7 @@ public protocol ReceiptStore: Sendable {
     func receiptCounts(messageID: Int64) async throws -> [PushChannel: ReceiptCounts]
     /// The receipt state of the message's deliveries to `tokens` (those with a receipt).
     func receiptStates(messageID: Int64, tokens: [String]) async throws -> [String: DeliveryReceiptState]
-    /// Records a request to many tokens that asks for receipts by one `param` (a Xiaomi batch),
+    /// Records a request to many tokens that asks for receipts by one `param`,
     /// before it is sent; returns its id, which the param names.
     func recordReceiptSend(_ send: ReceiptSend) async throws -> Int64
     /// The recorded request `id`, nil when there is none (deleted with its message).
@@ -134,8 +134,8 @@ public struct ReceiptSend: Sendable, Hashable {
 }
 
 /// The callback user name and key of an app's receipt configuration with one service, as the
-/// operator enters them in the service's console (Huawei's and HarmonyOS's AppGallery
-/// Connect): the service signs each receipt POST with them. The key is stored sealed; the
+/// operator enters them in the service's console: the service signs each receipt POST with
+/// them. The key is stored sealed; the
 /// gateway seals and opens it.
 public struct ReceiptCallbackCredential: Sendable, Hashable {
     public var appID: Int64

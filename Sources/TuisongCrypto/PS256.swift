@@ -2,8 +2,8 @@ internal import COpenSSL
 import Foundation
 
 /// PS256 (RSASSA-PSS over SHA-256, MGF1 with SHA-256, a 32-byte salt; RFC 7518 §3.5): how a
-/// Huawei service account signs the JWT that HarmonyOS Push Kit takes as its bearer token
-/// ("SHA256withRSA/PSS", docs/reference/harmony.md §2).
+/// service account signs a JWT that its service takes as its bearer token
+/// ("SHA256withRSA/PSS").
 extension PrivateKey {
     /// The PSS salt length of PS256: the digest's length (RFC 7518 §3.5).
     public static let ps256SaltLength: Int32 = 32

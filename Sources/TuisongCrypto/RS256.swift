@@ -2,7 +2,7 @@ internal import COpenSSL
 import Foundation
 
 /// RS256 (RSASSA-PKCS1-v1_5 over SHA-256, RFC 7518 §3.3): how a Google service account signs
-/// the JWT it trades for an FCM access token.
+/// the JWT it trades for an access token.
 extension PrivateKey {
     /// The signature, as long as the modulus. `wrongKind` unless the key is RSA.
     public func signRS256(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {

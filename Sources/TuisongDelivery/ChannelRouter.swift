@@ -1,7 +1,7 @@
 import TuisongCore
 
-/// The transport the engine sends through: each push goes to its channel's transport (APNs,
-/// FCM, Huawei, Honor), each transport seeing only its own pushes, and the reports come back
+/// The transport the engine sends through: each push goes to its channel's transport, each
+/// transport seeing only its own pushes, and the reports come back
 /// under the batch's own indices. A batch of one channel — nearly every batch, since a page is
 /// grouped by route — is handed over as it is, with no copy.
 public struct ChannelRouter: PushTransport {

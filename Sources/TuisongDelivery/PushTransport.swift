@@ -16,7 +16,7 @@ public struct PushHeaders: Sendable, Hashable {
     /// transport reads its own entry (`options(for:)`).
     public var services: [String: JSONValue]
     /// The message these pushes belong to: a transport names it in the fields the service
-    /// returns in its delivery receipt (Huawei's `bi_tag`, Xiaomi's `callback.param`). nil in
+    /// returns in its delivery receipt (a tag or a callback param). nil in
     /// a push outside a message (a connection test).
     public var messageID: Int64?
     /// The app the message is of (the receipt tag's MAC is the app's).
@@ -54,8 +54,8 @@ public struct OutgoingPush: Sendable {
     public var token: String
     /// The device's push service: the transport that sends it.
     public var channel: PushChannel
-    /// The device's environment: APNs sends to its endpoint, HarmonyOS marks a sandbox push a
-    /// test message, the other Android services send as usual.
+    /// The device's environment: APNs sends to its endpoint, a service with a test message of
+    /// its own marks a sandbox push as one, the others send as usual.
     public var environment: PushEnvironment
     /// The vendor credential selector the device registered with; nil = the app's default
     /// credential.
@@ -145,8 +145,8 @@ public struct PushBatch: Sendable {
 public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     /// The connection failed before an answer; the transport's error code.
     case transport(String)
-    /// The service's own reason or code (APNs's `BadDeviceToken`, FCM's `UNREGISTERED`,
-    /// Huawei's `80300007`), verbatim.
+    /// The service's own reason or code (APNs's `BadDeviceToken`, `UNREGISTERED`, a number),
+    /// verbatim.
     case service(String)
     /// The app has no credential for the device's push service (for its environment, where
     /// the service's credentials have one):
@@ -168,11 +168,11 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     case messageGone
     /// The device's channel has no transport in this gateway.
     case channelNotConfigured
-    /// The service's daily quota for the app is used up (OPPO, vivo, Xiaomi): skipped until
+    /// The service's daily quota for the app is used up (a service with one): skipped until
     /// its next day rather than retried into the limit.
     case quota
-    /// Content the device's service cannot carry (a background or data-only push to vivo or
-    /// OPPO, which have no pass-through message): skipped, never sent as an invalid request.
+    /// Content the device's service cannot carry (a background or data-only push to a service
+    /// with no pass-through message): skipped, never sent as an invalid request.
     case unsupportedContent
 
     private static let gatewayReasons: [String: SendReason] = {
@@ -242,8 +242,8 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
 
 /// What happened when one device was tried.
 public enum SendOutcome: Sendable, Hashable {
-    /// The service took it; its own id of the message where it gives one (`apns-id`, an FCM
-    /// message name, a Huawei request id, …).
+    /// The service took it; its own id of the message where it gives one (`apns-id`, a
+    /// message name, a request id, …).
     case delivered(serviceMessageID: String?)
     /// The service says the token is dead (410, BadDeviceToken); `since` is its timestamp.
     case invalidate(SendReason, since: Date?)

@@ -18,7 +18,7 @@ public enum FormEncoding {
     }
 
     /// The fields of a form-encoded body, in order; nil when a `%` escape is broken or a value
-    /// is not UTF-8. (A service's callback posts a form: Xiaomi's receipts.)
+    /// is not UTF-8. (A service's callback posts a form: its receipts.)
     ///
     ///     FormEncoding.decode(Array("data=%7B%7D&x=a+b".utf8))  // [("data", "{}"), ("x", "a b")]
     public static func decode(_ body: [UInt8]) -> [(String, String)]? {

@@ -1,9 +1,9 @@
 import Logging
 
-/// An HTTP/1.1 and HTTP/2 client on libcurl's multi interface, for the Android push services
-/// (FCM HTTP v1, Huawei and Honor Push Kit): many small JSON requests to few hosts.
+/// An HTTP/1.1 and HTTP/2 client on libcurl's multi interface, for the push services besides
+/// APNs: many small JSON requests to few hosts.
 ///
-///     let client = try HTTPClient(label: "fcm")
+///     let client = try HTTPClient(label: "push")
 ///     let result = await client.execute(HTTPClientRequest(url: url, headers: headers, body: body))
 ///     client.shutdown()
 ///

@@ -1,7 +1,7 @@
 /// One HTTP request for `HTTPClient`.
 ///
 ///     let request = HTTPClientRequest(
-///         url: "https://fcm.googleapis.com/v1/projects/p/messages:send",
+///         url: "https://push.example.com/v1/messages:send",
 ///         headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")],
 ///         body: Array(json.utf8))
 public struct HTTPClientRequest: Sendable {

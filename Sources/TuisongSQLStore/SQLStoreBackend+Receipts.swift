@@ -245,7 +245,7 @@ private struct ReceiptCountKey: Hashable, Comparable {
     }
 }
 
-// A request to many tokens that asked for receipts by one `param` (a Xiaomi batch): one row per
+// A request to many tokens that asked for receipts by one `param`: one row per
 // request, its tokens' digests as one text (a 1,000-token request: 17 KB), written before the
 // request leaves, read when a receipt names it. Deleted with its message.
 extension SQLStoreBackend {

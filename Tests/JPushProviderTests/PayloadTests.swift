@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
 
 @testable import JPushProvider
 

@@ -90,6 +90,12 @@ import TuisongTransportKit
         let forms = try #require(features["transports"] as? [[String: Any]])
         let harmony = try #require(forms.first { $0["channel"] as? String == "harmony" })
         #expect(harmony["display_name"] as? String == "HarmonyOS")
+        // Its name in the console's languages and its codes' meanings are the declaration's:
+        // the console keeps no list of services.
+        #expect(harmony["display_name_text"] as? [String: String] == ["en": "HarmonyOS", "zh": "鸿蒙"])
+        let codes = try #require(harmony["service_codes"] as? [String: [String: String]])
+        #expect(codes["80200001"]?["en"]?.hasPrefix("authentication failed") == true)
+        #expect(codes["80200001"]?["zh"]?.hasPrefix("鉴权失败") == true)
 
         // The admin API checks a key file by the declared form.
         let (appID, key) = try await gw.createApp(bundleID: "com.example.harmony")

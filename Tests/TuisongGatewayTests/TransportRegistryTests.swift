@@ -91,6 +91,8 @@ import TuisongTransportKit
         let forms = try #require(features["transports"] as? [[String: Any]])
         let echo = try #require(forms.first { $0["channel"] as? String == "echo" })
         #expect(echo["display_name"] as? String == "Echo")
+        // No Chinese name declared: its name in both languages.
+        #expect(echo["display_name_text"] as? [String: String] == ["en": "Echo", "zh": "Echo"])
         let fields = try #require(echo["fields"] as? [[String: Any]])
         #expect(fields.map { $0["name"] as? String } == ["account", "api_key"])
         #expect(fields.map { $0["kind"] as? String } == ["text", "secret"])

@@ -161,6 +161,36 @@ def test_monitor_and_message_page_count_deliveries_per_channel(browser, gateway,
     assert unexpected_errors(browser) == []
 
 
+def test_a_service_code_in_the_failures_is_explained_by_its_declaration(browser, gateway, apps):
+    """Local mode's Huawei look-alike refuses a push whose every token is invalid with 80300007:
+    the monitor's failures by service show the code with what Huawei's declaration says it
+    means, in the console's language (the console keeps no list of service codes)."""
+    headers = {"Authorization": f"Bearer {apps['push']['api_key']}"}
+    token = "invalid-console-huawei-1"
+    status, _, text = gateway.request("PUT", f"/api/v1/devices/{token}", body={"channel": "huawei"}, headers=headers)
+    assert status in (200, 201), text
+    admin = AdminClient(gateway)
+    assert admin.login()[0] == 200
+    status, data, _ = admin.call("POST", f"/apps/{apps['push']['id']}/push", {
+        "audience": {"token": token}, "notification": {"alert": {"title": "无效", "body": "refused"}}})
+    assert status == 202, data
+
+    go(browser, gateway, "monitor")
+    row = "#failures-by-channel tr[data-channel='huawei'][data-reason='80300007']"
+    wait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, row)))
+    cells = browser.find_elements(By.CSS_SELECTOR, f"{row} td")
+    assert cells[0].text == "Huawei", cells[0].text
+    assert "every token is invalid" in cells[1].text, cells[1].text
+    browser.find_element(By.ID, "lang-toggle-top").click()
+    try:
+        wait(browser).until(lambda d: "所有令牌均无效" in d.find_element(By.CSS_SELECTOR, f"{row} td.mono").text)
+        assert browser.find_element(By.CSS_SELECTOR, f"{row} td").text == "华为"
+        screenshot(browser, "android-02c-monitor-failure-meaning-zh")
+    finally:
+        browser.find_element(By.ID, "lang-toggle-top").click()
+    assert unexpected_errors(browser) == []
+
+
 def test_fcm_service_account_is_added_and_a_bad_key_is_refused(browser, gateway, apps, service_accounts):
     choose_app(browser, gateway, "credentials", apps["creds"])
     visible(browser, "#android-cred-form")

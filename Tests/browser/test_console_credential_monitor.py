@@ -100,6 +100,8 @@ def test_the_monitor_counts_only_what_is_failing_now_with_its_meaning(browser, g
             assert "1 credential(s) failing" in banner.text, banner.text
             assert [item.get_attribute("data-channel") for item in items] == ["huawei"]
             assert "1101" in items[0].text
+            # The service's name is its transport's declaration, not a list in the console.
+            assert " · Huawei · " in items[0].text, items[0].text
             assert "client ID or client secret is wrong" in items[0].find_element(By.CSS_SELECTOR, ".meaning").text
             assert "21301" not in banner.text, "the replaced Xiaomi secret holds nothing"
             # The meaning wraps inside the banner rather than widening the page.
@@ -114,6 +116,9 @@ def test_the_monitor_counts_only_what_is_failing_now_with_its_meaning(browser, g
                     By.CSS_SELECTOR, "#failing-credentials li .meaning").text)
                 meaning = browser.find_element(By.CSS_SELECTOR, "#failing-credentials li .meaning").text
                 assert "Client Secret 错误" in meaning and "wrong" not in meaning, meaning
+                # ... and in Chinese its declared Chinese name (`displayNameZH`).
+                item = browser.find_element(By.CSS_SELECTOR, "#failing-credentials li").text
+                assert " · 华为 · " in item and "Huawei" not in item, item
                 screenshot(browser, "monitor-failing-now-zh")
                 browser.find_element(By.ID, "lang-toggle-top").click()
         finally:

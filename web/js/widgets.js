@@ -69,13 +69,28 @@ export function countsLine(message) {
 
 /**
  * A reason as the console shows it: the code as the server (or the service) gave it, with its
- * meaning in the console's language where the console knows it, per service first
- * (`reason.<channel>.<code>`), then for any (`reason.UnknownDevice`).
+ * meaning in the console's language: a service's own code as its transport declares it
+ * (`service_codes` of the session's `features.transports`), else the console's words for a
+ * reason of any service (`reason.UnknownDevice`).
  */
 export function reasonText(reason, channel) {
   if (!reason) return '—';
-  const meaning = (channel && maybe(`reason.${channel}.${reason}`)) || maybe(`reason.${reason}`);
+  const meaning = serviceCodeMeaning(reason, channel) || maybe(`reason.${reason}`);
   return meaning ? `${reason}${paren(meaning)}` : reason;
+}
+
+/** What `channel`'s service means by its code `reason` (one stored with its detail, `1101/20003`,
+ * means what its code means), in the console's language; null when its transport declares none. */
+function serviceCodeMeaning(reason, channel) {
+  const codes = channel && declaredTransport(channel)?.service_codes;
+  if (!codes) return null;
+  const code = Object.hasOwn(codes, reason) ? reason : reason.split('/')[0];
+  return Object.hasOwn(codes, code) ? localized(codes[code], codes[code].en) : null;
+}
+
+/** What the gateway's registry declares of a channel (`features.transports`), or undefined. */
+function declaredTransport(name) {
+  return (features().transports || []).find((f) => f.channel === name);
 }
 
 /** The server's audience summary ("tag vip", "1 token(s)", "all devices") in the console's words. */
@@ -115,10 +130,11 @@ function channelEntries(channels) {
   return entries.sort((a, b) => rank(a[0]) - rank(b[0]) || a[0].localeCompare(b[0]));
 }
 
-/** A service's name for people: the console's own words where it has them (`channel.<name>`),
- * else the display name its transport declares, else the name itself. */
+/** A service's name for people: the console's own words where it has them (`channel.apns`),
+ * else the display name its transport declares in the console's language, else the name itself. */
 export function channelLabel(name) {
-  return maybe(`channel.${name}`) || (features().transports || []).find((f) => f.channel === name)?.display_name || name;
+  const declared = declaredTransport(name);
+  return maybe(`channel.${name}`) || localized(declared?.display_name_text, declared?.display_name) || name;
 }
 
 /**
@@ -133,7 +149,7 @@ export function arrivalRate(c) {
 }
 
 /**
- * Delivered per channel in one line, "APNs 120 · FCM 80", with each channel's failures and
+ * Delivered per channel in one line, "APNs 120 · <service> 80", with each channel's failures and
  * pending deliveries after it when there are any; null when the message has no channel counts.
  */
 export function channelCountsLine(message, { label = true } = {}) {

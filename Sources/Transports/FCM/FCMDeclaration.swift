@@ -3,10 +3,14 @@ import TuisongCore
 import TuisongTransportKit
 
 extension FCMTransport {
+    /// Its channel's name, written here once: what devices, the store, the APIs, config
+    /// (`transports.fcm`) and the CLI (`--channel fcm`) call it.
+    public static let channel = PushChannel("fcm")
+
     /// FCM as the gateway's transport registry knows it: Google's service, opaque tokens, the
     /// service-account JSON as its credential, `transports.fcm.{url,token_url,clients}`.
     public static let declaration = TransportDeclaration(
-        channel: ChannelDeclaration(channel: .fcm, displayName: "FCM", withArticle: "an FCM"),
+        channel: ChannelDeclaration(channel: FCMTransport.channel, displayName: "FCM", withArticle: "an FCM"),
         configKeys: [
             TransportConfigKey("url", .url(required: true), default: "https://fcm.googleapis.com"),
             TransportConfigKey("token_url", .url(required: false), default: ""),
@@ -66,7 +70,22 @@ extension FCMTransport {
             var body = ServiceBody.json(template.body(token: request.token))
             if template.payloadBytes > FCMMessage.payloadLimit { body.skipReason = "payload_too_large" }
             return body
-        })
+        },
+        testTokenHosts: configuredTokenHosts)
+
+    /// The hosts of `transports.fcm.url` and `token_url` when they point elsewhere than Google
+    /// (a look-alike, as the tests and `tuisong apns-mock` run one): a service account may name
+    /// them as its `token_uri`.
+    static func configuredTokenHosts(_ section: TransportSection) -> Set<String> {
+        var hosts: Set<String> = []
+        for url in [section["url"], section["token_url"]] {
+            guard let host = URLComponents(string: url)?.host?.lowercased(), !host.isEmpty,
+                !host.hasSuffix("googleapis.com"), !host.hasSuffix("google.com")
+            else { continue }
+            hosts.insert(host)
+        }
+        return hosts
+    }
 
     /// Google's token endpoint (OAuth 2.0, RFC 6749 §5.2) and FCM HTTP v1's error codes
     /// (docs/reference/android.md §1, §2).

@@ -3,12 +3,17 @@ import TuisongCore
 import TuisongTransportKit
 
 extension HarmonyService {
+    /// Its channel's name, written here once: what devices, the store, the APIs, config
+    /// (`transports.harmony`) and the CLI (`--channel harmony`) call it.
+    public static let channel = PushChannel("harmony")
+
     /// HarmonyOS NEXT as the gateway's transport registry knows it: Huawei Push Kit's scenario
     /// API v3, HarmonyOS push tokens, `transports.harmony.url`, the service-account key file as
     /// its credential (docs/reference/harmony.md).
     public static let declaration = TransportDeclaration(
         channel: ChannelDeclaration(
-            channel: .harmony, displayName: "HarmonyOS", withArticle: "a HarmonyOS", tokenRule: tokenRule,
+            channel: HarmonyService.channel, displayName: "HarmonyOS", displayNameZH: "鸿蒙", withArticle: "a HarmonyOS",
+            tokenRule: tokenRule,
             options: HarmonyOptions.rule),
         configKeys: [TransportConfigKey("url", .url(required: true), default: HarmonyService.defaultSendURL)],
         credentialForm: CredentialForm(

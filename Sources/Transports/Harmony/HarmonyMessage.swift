@@ -21,7 +21,7 @@ public enum HarmonyMessage {
     /// Whether a push goes as a test message (`pushOptions.testMessage`): the message asked
     /// for one (`harmony.test_message`), or its devices are sandbox ones (test phones).
     static func isTestMessage(headers: PushHeaders, environment: PushEnvironment) -> Bool {
-        environment == .sandbox || HarmonyOptions(headers.options(for: .harmony)).testMessage
+        environment == .sandbox || HarmonyOptions(headers.options(for: HarmonyService.channel)).testMessage
     }
 
     /// `push-type` 0 (alert and badge refresh) and 6 (background).
@@ -42,7 +42,7 @@ public enum HarmonyMessage {
             defaultCategory: String?, now: Date, biTag: String? = nil
         ) {
             var body: [String: JSONValue] = [:]
-            let harmony = HarmonyOptions(headers.options(for: .harmony))
+            let harmony = HarmonyOptions(headers.options(for: HarmonyService.channel))
             var options: [String: JSONValue] = [:]
             if let seconds = headers.secondsToLive(now: now, atMost: HarmonyMessage.maxTTL) {
                 options["ttl"] = .int(seconds)

@@ -11,12 +11,15 @@ public enum HarmonyReceipts {
     /// 100 statuses of some 400 bytes each, with room to spare.
     static let bodyLimit = 256 * 1024
 
+    /// Its POSTs' signature, under the app's callback user name and key.
+    static let signature = CallbackSignature(header: "x-huawei-callback-id")
+
     public static let declaration = ReceiptDeclaration(
-        verifySignature: { post, keys in CallbackSignature.verify(post, keys: keys, channel: .harmony) },
+        verifySignature: { post, keys in signature.verify(post, keys: keys, channel: HarmonyService.channel) },
         bodyLimit: bodyLimit,
         parse: { (post) throws(ReceiptFormatError) -> [ServiceReceipt] in try parse(post.body) },
         answer: CallbackSignature.answer,
-        consoleRegistration: CallbackSignature.registration(channel: .harmony))
+        consoleRegistration: CallbackSignature.registration(channel: HarmonyService.channel))
 
     static func parse(_ body: [UInt8]) throws(ReceiptFormatError) -> [ServiceReceipt] {
         guard let json = try? JSONValue(parsing: body), let statuses = json["statuses"]?.arrayValue else {

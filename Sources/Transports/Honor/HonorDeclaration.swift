@@ -2,15 +2,21 @@ import TuisongCore
 import TuisongTransportKit
 
 extension HonorService {
+    /// Its channel's name, written here once: what devices, the store, the APIs, config
+    /// (`transports.honor`) and the CLI (`--channel honor`) call it.
+    public static let channel = PushChannel("honor")
+
     /// Honor as the gateway's transport registry knows it: Push Kit, an OAuth 2.0 client as its credential.
     public static let declaration = TransportDeclaration(
-        channel: ChannelDeclaration(channel: .honor, displayName: "Honor", withArticle: "an Honor"),
+        channel: ChannelDeclaration(
+            channel: HonorService.channel, displayName: "Honor", displayNameZH: "荣耀", withArticle: "an Honor"),
         configKeys: [
             TransportConfigKey("url", .url(required: true), default: HonorService.defaultSendURL),
             TransportConfigKey("token_url", .url(required: true), default: HonorService.defaultTokenURL),
         ],
         credentialForm: .appClient(
-            .honor, appID: .init(en: "App ID", zh: "App ID"), clientID: .init(en: "Client ID", zh: "客户端 ID"),
+            HonorService.channel, appID: .init(en: "App ID", zh: "App ID"),
+            clientID: .init(en: "Client ID", zh: "客户端 ID"),
             secret: .init(en: "Client secret", zh: "客户端密钥"), badgeClass: true),
         make: { context in
             try .tokenBatch(
@@ -21,7 +27,7 @@ extension HonorService {
         renderBody: { HonorService().serviceBody($0) })
 
     /// Honor's token endpoint and push codes (docs/reference/android.md §4: its numbers are
-    /// Huawei Push Kit's inside Honor's envelope).
+    /// Push Kit's, the API Honor's derives from, inside Honor's envelope).
     static let serviceCodes: [String: LocalizedText] = [
         "invalid_client": LocalizedText(
             en: "Honor's OAuth server refused the client: the client ID or client secret is wrong",

@@ -7,7 +7,7 @@ import TuisongTransportKit
 /// the message itself, no wrapper, camelCase inside `android` (docs/reference/android.md,
 /// Honor). Plain Swift, unit-tested without sockets.
 public enum HonorMessage {
-    /// Honor's limit on `token`, as Huawei's.
+    /// Honor's limit on `token`, as Push Kit's (the API Honor's derives from).
     static let maxTokens = 1000
 
     /// A message rendered once for every chunk of tokens of a push: `token` (the last key of
@@ -82,7 +82,7 @@ public enum HonorMessage {
 
 /// What Honor's answer to one request means for its tokens: `{"code", "message", "data":
 /// {"sendResult", "requestId", "failTokens", "expireTokens"}}`, `code` 200 on success; errors
-/// use Huawei's numbers (docs/reference/android.md, Honor: the table is unverified).
+/// use Push Kit's numbers (docs/reference/android.md, Honor: the table is unverified).
 enum HonorAnswer {
     static func read(status: Int, body: [UInt8], tokens: [String], retryAfter: String?, now: Date) -> TokenBatchAnswer {
         let json = try? JSONValue(parsing: body)

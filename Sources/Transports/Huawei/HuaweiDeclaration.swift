@@ -2,15 +2,21 @@ import TuisongCore
 import TuisongTransportKit
 
 extension HuaweiService {
+    /// Its channel's name, written here once: what devices, the store, the APIs, config
+    /// (`transports.huawei`) and the CLI (`--channel huawei`) call it.
+    public static let channel = PushChannel("huawei")
+
     /// Huawei as the gateway's transport registry knows it: Push Kit, an OAuth 2.0 client as its credential.
     public static let declaration = TransportDeclaration(
-        channel: ChannelDeclaration(channel: .huawei, displayName: "Huawei", withArticle: "a Huawei"),
+        channel: ChannelDeclaration(
+            channel: HuaweiService.channel, displayName: "Huawei", displayNameZH: "华为", withArticle: "a Huawei"),
         configKeys: [
             TransportConfigKey("url", .url(required: true), default: HuaweiService.defaultSendURL),
             TransportConfigKey("token_url", .url(required: true), default: HuaweiService.defaultTokenURL),
         ],
         credentialForm: .appClient(
-            .huawei, appID: .init(en: "App ID", zh: "App ID"), clientID: .init(en: "Client ID", zh: "客户端 ID"),
+            HuaweiService.channel, appID: .init(en: "App ID", zh: "App ID"),
+            clientID: .init(en: "Client ID", zh: "客户端 ID"),
             secret: .init(en: "Client secret", zh: "客户端密钥"), badgeClass: true),
         make: { context in
             try .tokenBatch(

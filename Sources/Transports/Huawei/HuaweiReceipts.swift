@@ -10,12 +10,15 @@ public enum HuaweiReceipts {
     /// 1,000 statuses of some 250 bytes each, with room to spare.
     static let bodyLimit = 1 << 20
 
+    /// Its POSTs' signature, under the app's callback user name and key.
+    static let signature = CallbackSignature(header: "x-huawei-callback-id")
+
     public static let declaration = ReceiptDeclaration(
-        verifySignature: { post, keys in CallbackSignature.verify(post, keys: keys, channel: .huawei) },
+        verifySignature: { post, keys in signature.verify(post, keys: keys, channel: HuaweiService.channel) },
         bodyLimit: bodyLimit,
         parse: { (post) throws(ReceiptFormatError) -> [ServiceReceipt] in try parse(post.body) },
         answer: CallbackSignature.answer,
-        consoleRegistration: CallbackSignature.registration(channel: .huawei))
+        consoleRegistration: CallbackSignature.registration(channel: HuaweiService.channel))
 
     static func parse(_ body: [UInt8]) throws(ReceiptFormatError) -> [ServiceReceipt] {
         guard let json = try? JSONValue(parsing: body), let statuses = json["statuses"]?.arrayValue else {

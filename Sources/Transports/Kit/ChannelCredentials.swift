@@ -11,13 +11,13 @@ public protocol ChannelSecretOpener: Sendable {
 }
 
 /// An Android credential ready to sign in with: the stored record's public parts and its
-/// opened secret (the service-account JSON for FCM, the OAuth client secret otherwise).
+/// opened secret (a service-account JSON, an OAuth client secret, an app secret).
 /// Only ever in memory.
 public struct ChannelCredential: Sendable, Hashable {
     /// The stored credential's id; 0 for local mode's fallback, which has no row.
     public var id: Int64
     public var channel: PushChannel
-    /// FCM's project id, Huawei's or Honor's app id.
+    /// The service's project or app id.
     public var vendorAppID: String
     /// The service account's `client_email`, the OAuth client id.
     public var clientID: String

@@ -14,7 +14,7 @@ public enum OAuthTokenAnswer {
             let lifetime = json?["expires_in"]?.intValue ?? 3600
             return .success(AccessToken(value: value, expires: now.addingTimeInterval(TimeInterval(lifetime))))
         }
-        // Google answers `"error": "invalid_grant"`; Huawei an integer (`"error": 1101`).
+        // Google answers `"error": "invalid_grant"`; others an integer (`"error": 1101`).
         let code =
             json?["error"].map { $0.stringValue ?? String(decoding: $0.serialized(), as: UTF8.self) }
             ?? "HTTP\(status)"

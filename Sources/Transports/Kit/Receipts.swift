@@ -23,7 +23,7 @@ public struct ReceiptKeys: Sendable {
 
     /// The tag a send names so its receipts find their message: `<message id>.<MAC>`, the MAC
     /// 16 base64url characters (96 bits) of HMAC-SHA256 under the app's key. 30 characters at
-    /// most: within OPPO's 50 of `call_back_parameter` and Xiaomi's 64 of `callback.param`. A
+    /// most: within the 50 or 64 characters the services take as a callback param. A
     /// tag copied from one app's send verifies for no other app, nor for another message.
     ///
     ///     keys.tag(appID: 7, messageID: 42)  // "42.mZ3b…"
@@ -38,8 +38,8 @@ public struct ReceiptKeys: Sendable {
     }
 
     /// The per-delivery token a push carries for the app to post back (`POST /api/v1/receipts`):
-    /// `<message id>.<device id>.<MAC>` (ids, not the device's token: an FCM token alone is
-    /// longer than this whole token).
+    /// `<message id>.<device id>.<MAC>` (ids, not the device's token: a device token alone may
+    /// be longer than this whole token).
     public func deliveryToken(appID: Int64, messageID: Int64, deviceID: Int64) -> String {
         "\(messageID).\(deviceID)." + mac(appID: appID, "delivery:\(messageID):\(deviceID)")
     }
@@ -63,17 +63,17 @@ public struct ReceiptKeys: Sendable {
     }
 
     /// The `param` of a request to one device token, for the services that do not sign their
-    /// receipts (Xiaomi, OPPO, vivo): `t<message id>.<MAC>`, the MAC over the message and the
-    /// token, so the receipt's target must be that token. 37 characters at most (OPPO: 50).
+    /// receipts: `t<message id>.<MAC>`, the MAC over the message and the token, so the
+    /// receipt's target must be that token. 37 characters at most, within the services' 50.
     ///
     ///     keys.tokenTag(appID: 7, messageID: 42, token: "regid")  // "t42.Qx0…"
     public func tokenTag(appID: Int64, messageID: Int64, token: String) -> String {
         "t\(messageID)." + mac(appID: appID, "message:\(messageID):token:\(token)")
     }
 
-    /// The `param` of a request to many tokens (a Xiaomi batch): `s<send id>.<MAC>`, the send
+    /// The `param` of a request to many tokens: `s<send id>.<MAC>`, the send
     /// id naming a `ReceiptSend` recorded before the request, which holds the message and the
-    /// request's tokens. 37 characters at most (Xiaomi: 64).
+    /// request's tokens. 37 characters at most, within the services' 64.
     public func sendTag(appID: Int64, sendID: Int64) -> String {
         "s\(sendID)." + mac(appID: appID, "send:\(sendID)")
     }
@@ -122,7 +122,7 @@ extension ReceiptSend {
 
 /// What a verified receipt tag names.
 public enum ReceiptTag: Sendable, Equatable {
-    /// A message (Huawei's and HarmonyOS's `biTag`): any token, on a POST the service signed.
+    /// A message (a `biTag`): any token, on a POST the service signed.
     case message(Int64)
     /// A message sent to the receipt's own token.
     case token(messageID: Int64)
@@ -131,7 +131,7 @@ public enum ReceiptTag: Sendable, Equatable {
 }
 
 /// The callback user name and key of an app's receipt configuration with a service that signs
-/// its receipts (Huawei's `X-HUAWEI-CALLBACK-ID`, which Honor and HarmonyOS share): what the
+/// its receipts (`CallbackSignature`): what the
 /// operator enters in the service's console, and what the gateway verifies each POST with.
 public struct CallbackCredentials: Sendable, Hashable {
     public var userName: String
@@ -180,7 +180,7 @@ public struct ReceiptSettings: Sendable {
     }
     public var keys: ReceiptKeys
     /// Where a request of many tokens is recorded before it asks for receipts by one `param`
-    /// (Xiaomi's batches); nil: such requests ask for none.
+    /// nil: such requests ask for none.
     public var sends: (any ReceiptSendLog)?
     private let resolvePublicURL: @Sendable () -> String
 
@@ -224,7 +224,7 @@ public protocol ReceiptSendLog: Sendable {
 }
 
 /// The receipt fields of one push's requests, for the services that take a callback URL and a
-/// `param` per request (Xiaomi, OPPO, vivo).
+/// `param` per request.
 public struct ReceiptRequest: Sendable {
     public var settings: ReceiptSettings
     public var channel: PushChannel
@@ -273,8 +273,8 @@ public struct ReceiptPost: Sendable {
     }
 }
 
-/// One status of a receipt POST as the service wrote it: the tag Tuisong sent (Huawei's
-/// `biTag`, Xiaomi's `param`), the device's token, what happened and when.
+/// One status of a receipt POST as the service wrote it: the tag Tuisong sent (a `biTag`, a
+/// `param`), the device's token, what happened and when.
 public struct ServiceReceipt: Sendable, Hashable {
     public var tag: String
     public var token: String
@@ -289,7 +289,7 @@ public struct ServiceReceipt: Sendable, Hashable {
     }
 }
 
-/// What the receipts of the services that do not sign them (Xiaomi, OPPO, vivo) share: each
+/// What the receipts of the services that do not sign them share: each
 /// entry names its targets in one comma-separated text and gives its numbers (a type, a time in
 /// milliseconds) as JSON numbers or as numeric strings, both of which their pages show.
 public enum ReceiptFields {
@@ -347,23 +347,23 @@ public struct ReceiptFormatError: Error, Sendable {
 /// fields a send adds (bi_tag, callback URL and param) are the transport's rendering, made with
 /// `TransportContext.receipts`.
 public struct ReceiptDeclaration: Sendable {
-    /// Whether the service signs its POSTs (Huawei's `X-HUAWEI-CALLBACK-ID`): then an unsigned
+    /// Whether the service signs its POSTs (`CallbackSignature`): then an unsigned
     /// or wrongly signed POST is refused before its body is read. Every receipt's tag is
     /// verified in any case (the only proof for the services that do not sign).
     public var verifySignature: (@Sendable (ReceiptPost, ReceiptKeys) -> Bool)?
-    /// The largest body the service sends (Huawei: 1,000 statuses); past it, 413.
+    /// The largest body the service sends (up to 1,000 statuses); past it, 413.
     public var bodyLimit: Int
     /// The POST's statuses. Throws `ReceiptFormatError` for a body not in the service's format.
     public var parse: @Sendable (ReceiptPost) throws(ReceiptFormatError) -> [ServiceReceipt]
     public var answer: @Sendable (ReceiptAnswer) -> ReceiptResponse
-    /// What the operator registers in the service's console (nil: the send names the URL itself,
-    /// as Xiaomi's and OPPO's do), for the console and `tuisong credential show`: given the
+    /// What the operator registers in the service's console (nil: the send names the URL
+    /// itself), for the console and `tuisong credential show`: given the
     /// receipt URL of the app's channel and, for a service that signs, the app's callback
     /// credentials.
     public var consoleRegistration: (@Sendable (_ url: String, CallbackCredentials?) -> [String: String])?
 
     /// Whether the service signs its POSTs with the callback credentials of the app's receipt
-    /// configuration (every signing service known does, Huawei's way): the gateway keeps a
+    /// configuration (every signing service known does, `CallbackSignature`): the gateway keeps a
     /// pair per app for it, hands it to `verifySignature` in `ReceiptPost.callbackCredentials`
     /// and shows it to the operator.
     public var usesCallbackCredentials: Bool { verifySignature != nil }
@@ -382,21 +382,27 @@ public struct ReceiptDeclaration: Sendable {
     }
 }
 
-/// Huawei's receipt signature, which Honor and HarmonyOS share: `X-HUAWEI-CALLBACK-ID:
-/// timestamp=…;nonce=…;value=…`, value = Base64(HMAC-SHA256(callback key, timestamp + nonce +
-/// callback user name)).
-public enum CallbackSignature {
-    public static let header = "x-huawei-callback-id"
+/// A receipt signature some services share (one vendor's, used by two transports, so it is the
+/// kit's): a header `timestamp=…;nonce=…;value=…`, value = Base64(HMAC-SHA256(callback key,
+/// timestamp + nonce + callback user name)). The header's name is the service's wire word, so
+/// each transport names it in its folder:
+///
+///     static let signature = CallbackSignature(header: "x-example-callback-id")
+public struct CallbackSignature: Sendable {
+    /// The header that carries it, lower-cased (`ReceiptPost.headers`' keys are).
+    public let header: String
+
+    public init(header: String) { self.header = header.lowercased() }
 
     public static func value(timestamp: String, nonce: String, userName: String, key: String) -> String {
         Data(HMAC.sha256(key: Array(key.utf8), message: Array((timestamp + nonce + userName).utf8)))
             .base64EncodedString()
     }
 
-    /// The header for a POST signed now (the look-alikes sign as the service does).
-    public static func header(userName: String, key: String, now: Date, nonce: String = UUID().uuidString.lowercased())
-        -> String
-    {
+    /// The header's value for a POST signed now (the look-alikes sign as the service does).
+    public static func headerValue(
+        userName: String, key: String, now: Date, nonce: String = UUID().uuidString.lowercased()
+    ) -> String {
         let timestamp = String(Int64(now.timeIntervalSince1970 * 1000))
         return "timestamp=\(timestamp);nonce=\(nonce);value="
             + value(timestamp: timestamp, nonce: nonce, userName: userName, key: key)
@@ -404,8 +410,8 @@ public enum CallbackSignature {
 
     /// Whether `post` carries a header signed with its app's callback credentials of `channel`
     /// (`post.callbackCredentials`, which the gateway looked up for the route's channel).
-    public static func verify(_ post: ReceiptPost, keys: ReceiptKeys, channel: PushChannel) -> Bool {
-        guard let credentials = post.callbackCredentials, let header = post.headers[header] else { return false }
+    public func verify(_ post: ReceiptPost, keys: ReceiptKeys, channel: PushChannel) -> Bool {
+        guard let credentials = post.callbackCredentials, let header = post.headers[self.header] else { return false }
         var fields: [String: String] = [:]
         for part in header.split(separator: ";") {
             guard let eq = part.firstIndex(of: "=") else { continue }
@@ -420,7 +426,7 @@ public enum CallbackSignature {
             Self.value(timestamp: timestamp, nonce: nonce, userName: credentials.userName, key: credentials.key))
     }
 
-    /// `{"errno":"0","errmsg":"success"}` and its refusals, as Huawei's receipt API expects.
+    /// `{"errno":"0","errmsg":"success"}` and its refusals, as the services' receipt API expects.
     public static func answer(_ answer: ReceiptAnswer) -> ReceiptResponse {
         switch answer {
         case .accepted: ReceiptResponse(status: 200, body: Array(#"{"errno":"0","errmsg":"success"}"#.utf8))
@@ -454,10 +460,10 @@ public enum CallbackSignature {
 /// issue #42's "the app's own receipts"): a MAC of the delivery (message and device) under the
 /// app's key, which the app posts back to `POST /api/v1/receipts` with `arrived` or `clicked`.
 /// Each transport puts it where its service carries the app's data: APNs a custom key beside
-/// `aps`, the Android services and HarmonyOS a data field, both named `key`. A push to a token
+/// `aps`, the other services a data field, both named `key`. A push to a token
 /// no device registered (a token audience) has no device to name and carries none.
 public struct AppReceiptTokens: Sendable {
-    /// The custom key (APNs) and data field (Android, HarmonyOS) that carries the token.
+    /// The custom key (APNs) and data field (the other services) that carries the token.
     public static let key = "tuisong_receipt"
 
     public let keys: ReceiptKeys

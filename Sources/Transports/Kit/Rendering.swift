@@ -12,7 +12,7 @@ extension PushContent {
     public var isDataOnly: Bool { !hasAlert }
 
     /// The custom keys as one JSON object with string values (a string as it is; anything else
-    /// as its JSON text): FCM's `data`, vivo's `clientCustomMap`.
+    /// as its JSON text), for a service whose data is a map of strings.
     public var dataObject: JSONValue {
         .object(
             data.mapValues { value in
@@ -39,7 +39,7 @@ extension PushContent {
     }
 
     /// The custom keys as one JSON object's text, for the services whose data is a string
-    /// (Huawei's and Honor's `data`, Xiaomi's `payload`, OPPO's `action_parameters`); nil
+    /// (a `data`, `payload` or `action_parameters` field); nil
     /// without custom keys.
     public var dataText: String? {
         data.isEmpty ? nil : dataObject.serializedString

@@ -12,8 +12,8 @@ public struct ServiceBodyRequest: Sendable {
     public var appName: String
     /// The token written where the device's goes (the chosen device's, or a placeholder).
     public var token: String
-    /// The app's credential for the service without its secret (ids, options such as Huawei's
-    /// badge class), or a placeholder when it has none yet.
+    /// The app's credential for the service without its secret (ids, options such as a badge
+    /// class), or a placeholder when it has none yet.
     public var credential: ChannelCredential
     public var now: Date
 
@@ -34,7 +34,7 @@ public struct ServiceBodyRequest: Sendable {
 /// One service's request body for one device, as that service's transport would send it, or
 /// why it sends none (a background push to a service without pass-through messages).
 public struct ServiceBody: Sendable, Equatable {
-    /// How the body travels: a JSON document, or form fields (Xiaomi, OPPO's outer request).
+    /// How the body travels: a JSON document, or form fields (a form-encoded request).
     public enum Encoding: String, Sendable {
         case json
         case form
@@ -86,7 +86,7 @@ extension TokenBatchService {
 }
 
 extension JSONBatchService {
-    /// Huawei, Honor, HarmonyOS: the JSON body with the one token.
+    /// A JSON-batch service's: the JSON body with the one token.
     public func readableBody(_ template: Template, token: String) -> ServiceBody {
         .json(body(template, tokens: [token]))
     }

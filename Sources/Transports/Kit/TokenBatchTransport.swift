@@ -5,8 +5,8 @@ import TuisongCore
 import TuisongDelivery
 import TuisongHTTPClient
 
-/// What a service that takes many device tokens in one request (Huawei, Honor, Xiaomi, OPPO,
-/// vivo) tells `TokenBatchTransport`: how to sign in, how to render, how to send a chunk of
+/// What a service that takes many device tokens in one request tells `TokenBatchTransport`:
+/// how to sign in, how to render, how to send a chunk of
 /// tokens and what the answer means. Everything vendor-specific lives in the conformer; the
 /// transport does credentials, token caching, chunking and the outcomes.
 public protocol TokenBatchService: Sendable {
@@ -15,31 +15,31 @@ public protocol TokenBatchService: Sendable {
 
     /// The service's limit of tokens per request.
     var maxTokens: Int { get }
-    /// The limit for a push with these headers to devices of this environment (HarmonyOS: 10
-    /// for a test message); at most `maxTokens`.
+    /// The limit for a push with these headers to devices of this environment (a service may
+    /// take fewer for a test message); at most `maxTokens`.
     func maxTokens(headers: PushHeaders, environment: PushEnvironment) -> Int
-    /// What a used-up daily quota does to the pushes it stops: skipped (OPPO, vivo) or kept
-    /// and sent again once the service's day turns (Xiaomi).
+    /// What a used-up daily quota does to the pushes it stops: skipped, or kept and sent again
+    /// once the service's day turns.
     var dailyQuotaPolicy: DailyQuotaPolicy { get }
     /// Whether the service has a pass-through (data) message for content without an alert
-    /// (a background or data-only push). A service without one (OPPO, vivo) gets no such push:
+    /// (a background or data-only push). A service without one gets no such push:
     /// it is skipped as `unsupported_content`, as is content with neither an alert nor data
     /// (badge-only) on every token-batch service.
     var carriesDataMessages: Bool { get }
-    /// Whether the service sets an app icon's badge without a notification (HarmonyOS's badge
-    /// refresh message): badge-only content is sent instead of skipped.
+    /// Whether the service sets an app icon's badge without a notification (a badge refresh
+    /// message): badge-only content is sent instead of skipped.
     var carriesBadgeOnly: Bool { get }
-    /// Whether the service would refuse the rendered message for its size (Huawei's, Honor's
-    /// and HarmonyOS's 4,096 bytes without the tokens, OPPO's 4 KB of action parameters): its
+    /// Whether the service would refuse the rendered message for its size (4,096 bytes without
+    /// the tokens, 4 KB of action parameters, …): its
     /// pushes are skipped as `payload_too_large`, never sent as a request the service refuses.
     func exceedsServiceLimit(_ template: Template) -> Bool
     /// Trades the credential for an access token (an OAuth 2.0 client-credentials grant for
-    /// `JSONBatchService`s; a signed request for OPPO and vivo; Xiaomi's key needs none).
+    /// `JSONBatchService`s; a signed request; none for a key sent with every request).
     func signIn(_ credential: ChannelCredential, client: HTTPClient, timeout: Duration, now: Date) async -> Result<
         AccessToken, AccessTokenFailure
     >
-    /// The message for devices of `environment` (a service with a test message of its own,
-    /// HarmonyOS, marks a sandbox one; the others send both alike).
+    /// The message for devices of `environment` (a service with a test message of its own
+    /// marks a sandbox one; the others send both alike).
     func template(
         content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
         now: Date
@@ -54,7 +54,7 @@ public protocol TokenBatchService: Sendable {
         _ template: Template, tokens: [String], credential: ChannelCredential, token: AccessToken, client: HTTPClient,
         timeout: Duration, now: Date, done: @escaping @Sendable (TokenBatchAnswer) -> Void)
     /// Asks the service once whether it knows a credential just added, when its sign-in made no
-    /// request (HarmonyOS signs its own JWT; Xiaomi's AppSecret is the key of every request): one
+    /// request (a self-signed JWT; a secret that is the key of every request): one
     /// authenticated request that names no device, so nothing is sent. nil: the service took
     /// the credential (or its sign-in already was the check).
     func confirm(_ credential: ChannelCredential, token: AccessToken, client: HTTPClient, timeout: Duration) async
@@ -62,34 +62,34 @@ public protocol TokenBatchService: Sendable {
 }
 
 extension TokenBatchService {
-    /// The sign-in asked the service (an OAuth grant, OPPO's and vivo's signed request).
+    /// The sign-in asked the service (an OAuth grant, a signed request).
     public func confirm(_ credential: ChannelCredential, token: AccessToken, client: HTTPClient, timeout: Duration)
         async -> AccessTokenFailure?
     { nil }
     /// Most services take as many tokens whatever the push.
     public func maxTokens(headers: PushHeaders, environment: PushEnvironment) -> Int { maxTokens }
-    /// Most services have a data message (Huawei, Honor, Xiaomi's `pass_through=1`).
+    /// Most services have a data message (pass-through).
     public var carriesDataMessages: Bool { true }
     /// None of the Android services sets a badge without a notification.
     public var carriesBadgeOnly: Bool { false }
-    /// No size limit of its own besides those the rendering keeps to (Xiaomi, vivo: their
-    /// titles and texts are cut to their lengths).
+    /// No size limit of its own besides those the rendering keeps to (titles and texts cut to
+    /// the service's lengths).
     public func exceedsServiceLimit(_ template: Template) -> Bool { false }
 }
 
 /// A token-batch service that takes one JSON request per chunk with a bearer token from an
-/// OAuth 2.0 client-credentials grant (Huawei Push Kit, Honor Push).
+/// OAuth 2.0 client-credentials grant.
 public protocol JSONBatchService: TokenBatchService {
     var tokenURL: String { get }
     func sendURL(_ credential: ChannelCredential) -> String
-    /// Headers besides authorization and content type (Honor's `timestamp`).
+    /// Headers besides authorization and content type (a `timestamp`, …).
     func extraHeaders(now: Date) -> [(name: String, value: String)]
     func body(_ template: Template, tokens: [String]) -> [UInt8]
     func read(status: Int, body: [UInt8], tokens: [String], retryAfter: String?, now: Date) -> TokenBatchAnswer
 }
 
-/// Huawei Push Kit and Honor Push refuse a body over 4,096 bytes, its tokens not counted
-/// (80300008; docs/reference/android.md §3–4).
+/// The JSON-batch services refuse a body over 4,096 bytes, its tokens not counted
+/// (docs/reference/android.md §3–4).
 public let pushKitBodyLimit = 4096
 
 extension JSONBatchService {
@@ -102,7 +102,7 @@ extension JSONBatchService {
 
 extension HTTPClientRequest {
     /// The most body bytes read of a many-token request's answer: the services list refused
-    /// tokens in it (Huawei's `illegal_tokens`, vivo's `invalidUsers`, Xiaomi's bad ids), so the
+    /// tokens in it (`illegal_tokens`, `invalidUsers`, bad ids), so the
     /// bound grows with the batch — still a few hundred KB for 1,000 tokens, however long the
     /// upstream keeps streaming.
     public static func maxBatchResponseBytes(tokens: Int) -> Int {
@@ -174,8 +174,8 @@ public enum TokenBatchAnswer: Equatable, Sendable {
     case refreshAuth(SendReason)
     /// The credential itself is refused: hold the pushes, mark the credential failing.
     case credentialRefused(SendReason)
-    /// The app's daily quota with the service is used up (OPPO 33, vivo 10070, Xiaomi
-    /// 200001): this chunk and every later push of the credential until the service's next
+    /// The app's daily quota with the service is used up (its own code, e.g. `33`, `10070`,
+    /// `200001`): this chunk and every later push of the credential until the service's next
     /// day are skipped `quota`, not retried into the limit.
     case dailyQuota(SendReason)
 }
@@ -282,15 +282,15 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
             } else {
                 var content = AppReceiptTokens.content(push.content.content, carrying: receiptToken)
                 // Without an alert only a data (pass-through) message can carry the push: not at
-                // all on a service without one (OPPO, vivo), and not with no data to pass (a
+                // all on a service without one, and not with no data to pass (a
                 // badge-only push: these services set no badge without a notification).
                 let badgeOnly = content.data.isEmpty && content.badge != nil && service.carriesBadgeOnly
                 if content.isDataOnly, !badgeOnly, !service.carriesDataMessages || content.data.isEmpty {
                     report(chunk.map { SendReport(index: $0, outcome: .skipped(.unsupportedContent)) })
                     continue
                 }
-                // Huawei and Honor refuse a notification without a title (80100001): the app's
-                // name stands in, as iOS shows it above an alert that has none.
+                // Services refuse a notification without a title (Push Kit's 80100001): the
+                // app's name stands in, as iOS shows it above an alert that has none.
                 if !content.isDataOnly, content.title == nil { content.title = app.name }
                 template = service.template(
                     content: content, headers: push.headers, environment: push.environment, credential: credential,
@@ -388,7 +388,7 @@ public final class TokenBatchTransport<Service: TokenBatchService>: PushTranspor
 }
 
 /// Credentials whose daily quota the service said is used up, until the service's next day
-/// (midnight in China, where Xiaomi, OPPO and vivo count their days).
+/// (midnight in China, where the services with a daily quota count their days).
 final class DailyQuotaGate: Sendable {
     private let until = Mutex<[Int64: Date]>([:])
     private static let china = TimeZone(identifier: "Asia/Shanghai")!

@@ -18,7 +18,7 @@ public struct TransportDeclaration: Sendable {
     public var credentialForm: CredentialForm?
     /// Makes the transport (nil: the gateway builds it itself, as it does APNs's pools).
     public var make: (@Sendable (TransportContext) throws -> TransportInstance)?
-    /// Its delivery receipts, for a service that posts them (nil: APNs, FCM).
+    /// Its delivery receipts, for a service that posts them (nil: APNs, and any that posts none).
     public var receipts: ReceiptDeclaration?
     /// What the service's own codes mean, in the service's documented sense, for a person
     /// reading a failing credential or a failure count (`"21301"` → "authentication failed: …").
@@ -28,13 +28,19 @@ public struct TransportDeclaration: Sendable {
     /// The service's own body for a push, made by the transport's own rendering (what the
     /// console shows of a message for each service); nil: the transport shows none.
     public var renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)?
+    /// The hosts its config section points elsewhere than the service's own (a look-alike, as
+    /// the tests and `tuisong apns-mock` run one), where an uploaded credential may send its
+    /// sign-in (`CredentialFormContext.testTokenHosts`); nil: its credentials name no such host.
+    public var testTokenHosts: (@Sendable (TransportSection) -> Set<String>)?
 
     public init(
         channel: ChannelDeclaration, configKeys: [TransportConfigKey] = [], credentialForm: CredentialForm? = nil,
         make: (@Sendable (TransportContext) throws -> TransportInstance)? = nil, receipts: ReceiptDeclaration? = nil,
         serviceCodes: [String: LocalizedText] = [:],
-        renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)? = nil
+        renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)? = nil,
+        testTokenHosts: (@Sendable (TransportSection) -> Set<String>)? = nil
     ) {
+        self.testTokenHosts = testTokenHosts
         self.serviceCodes = serviceCodes
         self.renderBody = renderBody
         self.receipts = receipts
@@ -147,10 +153,10 @@ public struct TransportInstance: Sendable {
     public var tokens: AccessTokenCache
     public var statistics: @Sendable () -> HTTPClientStatistics
     public var shutdown: @Sendable () -> Void
-    /// One sign-in past the cache, for a service that has one (Xiaomi's secret is the key of
-    /// every request: nothing to check before a push).
+    /// One sign-in past the cache, for a service that has one (nil: a service whose secret is
+    /// the key of every request has nothing to check before a push).
     public var checkSignIn: (@Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure>)?
-    /// Until when a credential's daily quota is used up (OPPO, vivo, Xiaomi).
+    /// Until when a credential's daily quota is used up (a service with one).
     public var quotaExhausted: (@Sendable (Int64) -> Date?)?
 
     public init(
@@ -168,7 +174,7 @@ public struct TransportInstance: Sendable {
         self.quotaExhausted = quotaExhausted
     }
 
-    /// A token-batch transport (Huawei, Honor, Xiaomi, OPPO, vivo) made from the context.
+    /// A token-batch transport (`TokenBatchService`) made from the context.
     public static func tokenBatch<Service: TokenBatchService>(
         _ service: Service, _ context: TransportContext, checksSignIn: Bool = true, hasQuota: Bool = true
     ) throws -> TransportInstance {
@@ -222,7 +228,7 @@ public struct CredentialForm: Sendable {
         /// ASCII without spaces: never a line break, a NUL, a control or an invisible character.
         public var rule: CredentialFieldRule
         /// What the console says of a refused value (`invalid_<name>`), in English and Chinese,
-        /// when the console's words for the field name do not fit this service (Xiaomi's app id
+        /// when the console's words for the field name do not fit this service (an app id that
         /// is a package name, not the number the others' consoles show); nil: the console's own.
         public var refusal: LocalizedLabel?
 
@@ -465,13 +471,13 @@ public struct ValidatedCredential: Sendable, Equatable {
 }
 
 extension CredentialForm {
-    /// The app-id / client-id / secret form the Chinese makers' services share (Huawei, Honor:
-    /// OAuth 2.0 client; Xiaomi: package, AppID, AppSecret; OPPO: AppID, AppKey, MasterSecret;
-    /// vivo: AppID, AppKey, AppSecret), with Huawei's and Honor's optional badge class.
+    /// The app-id / client-id / secret form the Chinese makers' services share (an OAuth 2.0
+    /// client; a package, AppID and AppSecret; an AppID, AppKey and MasterSecret or AppSecret),
+    /// each field labelled in the service's words, with an optional badge class.
     /// - Parameters:
-    ///   - packageName: the app id is the app's package name (Xiaomi), not a number.
+    ///   - packageName: the app id is the app's package name, not a number.
     ///   - receiptID: the optional receipt id the service's console made for the app's receipt
-    ///     address (vivo), kept as the option `receipt_id`.
+    ///     address, kept as the option `receipt_id`.
     public static func appClient(
         _ channel: PushChannel, appID: LocalizedLabel, clientID: LocalizedLabel, secret: LocalizedLabel,
         packageName: Bool = false, badgeClass: Bool = false, receiptID: Bool = false
@@ -520,7 +526,7 @@ extension CredentialForm {
         return CredentialForm(fields: fields) { (input, _) throws(CredentialFormError) -> ValidatedCredential in
             let appIDText = input.text("vendor_app_id")
             if packageName {
-                // Xiaomi addresses the app by its package name (restricted_package_name).
+                // A service that addresses the app by its package name (restricted_package_name).
                 guard !appIDText.isEmpty, appIDText.count <= 255, appIDText.contains("."),
                     appIDText.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_") })
                 else {
@@ -530,7 +536,7 @@ extension CredentialForm {
                         zh: "该推送服务的应用 ID 是应用的包名，例如 com.example.chat")
                 }
             } else {
-                // A positive number as the developer console shows it (Huawei's and Honor's run to
+                // A positive number as the developer console shows it (the services' run to
                 // nine digits or so): no sign, no leading zero, at most 18 digits (fits an Int64).
                 guard (1...18).contains(appIDText.utf8.count), appIDText.first != "0",
                     appIDText.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })

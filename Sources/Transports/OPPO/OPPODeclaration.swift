@@ -2,14 +2,18 @@ import TuisongCore
 import TuisongTransportKit
 
 extension OPPOService {
+    /// Its channel's name, written here once: what devices, the store, the APIs, config
+    /// (`transports.oppo`) and the CLI (`--channel oppo`) call it.
+    public static let channel = PushChannel("oppo")
+
     /// OPPO as the gateway's transport registry knows it: AppID, AppKey and MasterSecret as its credential.
     public static let declaration = TransportDeclaration(
-        channel: ChannelDeclaration(channel: .oppo, displayName: "OPPO", withArticle: "an OPPO"),
+        channel: ChannelDeclaration(channel: OPPOService.channel, displayName: "OPPO", withArticle: "an OPPO"),
         configKeys: [
             TransportConfigKey("url", .url(required: true), default: OPPOService.defaultSendURL)
         ],
         credentialForm: .appClient(
-            .oppo, appID: .init(en: "App ID", zh: "App ID"), clientID: .init(en: "AppKey", zh: "AppKey"),
+            OPPOService.channel, appID: .init(en: "App ID", zh: "App ID"), clientID: .init(en: "AppKey", zh: "AppKey"),
             secret: .init(en: "MasterSecret", zh: "MasterSecret")),
         make: { context in
             try .tokenBatch(OPPOService(baseURL: context.url("url"), receipts: context.receipts), context)

@@ -80,7 +80,7 @@ public struct OPPOService: TokenBatchService {
     )
         -> Template
     {
-        let request = receipts?.request(channel: .oppo, headers)
+        let request = receipts?.request(channel: OPPOService.channel, headers)
         return Template(
             notification: OPPOMessage.notification(content: content, headers: headers, now: now),
             // OPPO takes a callback URL of at most 200 characters; a longer one asks for nothing.

@@ -2,16 +2,20 @@ import TuisongCore
 import TuisongTransportKit
 
 extension VivoService {
+    /// Its channel's name, written here once: what devices, the store, the APIs, config
+    /// (`transports.vivo`) and the CLI (`--channel vivo`) call it.
+    public static let channel = PushChannel("vivo")
+
     /// vivo as the gateway's transport registry knows it: AppID, AppKey and AppSecret as its credential.
     public static let declaration = TransportDeclaration(
         channel: ChannelDeclaration(
-            channel: .vivo, displayName: "vivo", withArticle: "a vivo", options: VivoOptions.rule,
+            channel: VivoService.channel, displayName: "vivo", withArticle: "a vivo", options: VivoOptions.rule,
             androidFields: VivoOptions.androidFields),
         configKeys: [
             TransportConfigKey("url", .url(required: true), default: VivoService.defaultSendURL)
         ],
         credentialForm: .appClient(
-            .vivo, appID: .init(en: "App ID", zh: "App ID"), clientID: .init(en: "AppKey", zh: "AppKey"),
+            VivoService.channel, appID: .init(en: "App ID", zh: "App ID"), clientID: .init(en: "AppKey", zh: "AppKey"),
             secret: .init(en: "AppSecret", zh: "AppSecret"), receiptID: true),
         make: { context in
             try .tokenBatch(VivoService(baseURL: context.url("url"), receipts: context.receipts), context)

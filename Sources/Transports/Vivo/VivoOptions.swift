@@ -28,7 +28,7 @@ enum VivoOptions {
     /// The message's classification: its entry's, else what a row stored before per-service
     /// options had in its Android object (`vivoClassification`), else 0.
     static func classification(_ headers: PushHeaders) -> Int64 {
-        if let value = headers.options(for: .vivo)?[classificationKey]?.intValue { return value }
+        if let value = headers.options(for: VivoService.channel)?[classificationKey]?.intValue { return value }
         return headers.android?.olderFields["vivoClassification"]?.intValue ?? 0
     }
 }

@@ -90,7 +90,7 @@ public struct VivoService: TokenBatchService {
         fields["appId"] = Int64(credential.vendorAppID).map(JSONValue.int) ?? .string(credential.vendorAppID)
         let receiptID = credential.options[VivoReceipts.receiptIDOption]
         return Template(
-            fields: fields, receipts: receiptID == nil ? nil : receipts?.request(channel: .vivo, headers),
+            fields: fields, receipts: receiptID == nil ? nil : receipts?.request(channel: VivoService.channel, headers),
             receiptID: receiptID)
     }
 

@@ -70,7 +70,7 @@ public struct XiaomiService: TokenBatchService {
         Template(
             fields: XiaomiMessage.fields(
                 content: content, headers: headers, packageName: credential.vendorAppID, now: now),
-            receipts: receipts?.request(channel: .xiaomi, headers))
+            receipts: receipts?.request(channel: XiaomiService.channel, headers))
     }
 
     /// The form fields of the request (`registration_id` first, as `send` writes them).

@@ -61,7 +61,8 @@ protocol AdminCredentialBackend: Sendable {
     func saveChannel(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?, checkBound: Duration?)
         async throws -> AdminChannelCredentialAdded
     func removeChannel(_ credential: ChannelCredentialRecord) async throws -> Bool
-    /// Until when the credential's daily quota is used up (OPPO, vivo, Xiaomi); nil when it is not.
+    /// Until when the credential's daily quota is used up (a service with one,
+    /// `TransportInstance.quotaExhausted`); nil when it is not.
     func quotaExhausted(_ credential: ChannelCredentialRecord) -> Date?
     /// The checks still running after their upload was answered.
     var pendingChecks: PendingCredentialChecks { get }
@@ -136,8 +137,8 @@ struct AdminCredentialsAPI: Sendable {
         registerChannels(on: router, apps: apps)
     }
 
-    /// The Android services' credentials: an FCM service account (the file, base64) or a
-    /// Huawei or Honor OAuth client.
+    /// The credentials of the transports with a declared form (`CredentialForm`): one JSON key
+    /// per field, a file in base64.
     func registerChannels(on router: Router, apps: AdminAppsAPI) {
         api.add(.GET, "/apps/{app}/channel-credentials", on: router) { request in
             let app = try await apps.app(request)

@@ -150,7 +150,7 @@ public struct GatewayConfig: Sendable, Equatable {
         public var requestTimeoutSeconds: Int
         /// Requests handed to a service's HTTP client at once; the rest wait their turn.
         public var maxInFlight: Int
-        /// Tokens per Huawei and Honor request (their limit is 1,000).
+        /// Tokens per request to a service that takes many (the most any takes is 1,000).
         public var tokensPerRequest: Int
 
         /// A transport's section (empty when the registry has no such transport).

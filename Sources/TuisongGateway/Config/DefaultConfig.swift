@@ -1,5 +1,7 @@
 /// The embedded default configuration: byte for byte `config/tuisong.json`
-/// (`ConfigTests.embeddedDefaultMatchesFile` fails when they drift apart).
+/// (`ConfigTests.embeddedDefaultMatchesFile` fails when they drift apart). Each transport's
+/// section (`transports.<name>`) is not written here: its keys and defaults are its declaration's
+/// (`GatewayConfig.defaultTree`).
 let embeddedDefaultJSON = #"""
     {
       "listen": {
@@ -63,31 +65,6 @@ let embeddedDefaultJSON = #"""
         "local_mock_port": 0
       },
       "transports": {
-        "fcm": {
-          "url": "https://fcm.googleapis.com",
-          "token_url": "",
-          "clients": 1
-        },
-        "huawei": {
-          "url": "https://push-api.cloud.huawei.com",
-          "token_url": "https://oauth-login.cloud.huawei.com/oauth2/v3/token"
-        },
-        "honor": {
-          "url": "https://push-api.cloud.honor.com",
-          "token_url": "https://iam.developer.honor.com/auth/token"
-        },
-        "xiaomi": {
-          "url": "https://api.xmpush.xiaomi.com"
-        },
-        "oppo": {
-          "url": "https://api.push.oppomobile.com"
-        },
-        "vivo": {
-          "url": "https://api-push.vivo.com.cn"
-        },
-        "harmony": {
-          "url": "https://push-api.cloud.huawei.com"
-        },
         "ca_file": "",
         "connections_per_host": 4,
         "connect_timeout_seconds": 10,

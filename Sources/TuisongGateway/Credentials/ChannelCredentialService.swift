@@ -4,7 +4,7 @@ import TuisongCrypto
 import TuisongDelivery
 import TuisongTransportKit
 
-/// An Android or HarmonyOS credential to add: its channel and the fields of the form its
+/// A credential of a channel with a declared form (every one but APNs) to add: its channel and the fields of the form its
 /// transport declares, by name (what the admin API, the console and the CLI build).
 public struct ChannelCredentialUpload: Sendable {
     public let channel: PushChannel
@@ -41,26 +41,22 @@ public struct ChannelCredentialService: Sendable, ChannelSecretOpener {
         self.registry = registry
     }
 
-    /// The hosts the operator's config allows a `token_uri` on besides Google's: FCM's endpoints
-    /// when they point elsewhere than Google (a look-alike, as the tests and `tuisong apns-mock`
-    /// run one), and loopback in local mode, where every token request goes to the bundled
-    /// look-alike whatever the account says.
+    /// The hosts the operator's config allows a credential's sign-in on besides its service's
+    /// own: those each transport's section points at elsewhere (its declared `testTokenHosts`: a
+    /// look-alike, as the tests and `tuisong apns-mock` run one), and loopback in local mode,
+    /// where every token request goes to the bundled look-alike whatever the account says.
     public static func testTokenHosts(_ config: GatewayConfig) -> Set<String> {
         var hosts: Set<String> = []
-        let fcm = config.transports.section(.fcm)
-        for url in [fcm["url"], fcm["token_url"]] {
-            guard let host = URLComponents(string: url)?.host?.lowercased(), !host.isEmpty,
-                !host.hasSuffix("googleapis.com"), !host.hasSuffix("google.com")
-            else { continue }
-            hosts.insert(host)
+        for declaration in config.transports.registry.declarations {
+            guard let configured = declaration.testTokenHosts else { continue }
+            hosts.formUnion(configured(config.transports.section(declaration.channel.channel)))
         }
         if config.apns.localMock { hosts.formUnion(["127.0.0.1", "localhost", "::1", "[::1]"]) }
         return hosts
     }
 
-    /// Checks an upload by its channel's declared form (FCM: the file parses as a service
-    /// account whose RSA key loads, of the shapes Google gives; Huawei, Honor, OPPO, vivo: an
-    /// id, a secret and a numeric app id in range; Xiaomi: a package name).
+    /// Checks an upload by its channel's declared form (`CredentialForm.validate`: a key file
+    /// that loads, ids in the shapes the service gives them, …).
     public func inspect(_ upload: ChannelCredentialUpload, appID: Int64, selector: String?) throws(CredentialError)
         -> NewChannelCredential
     {
@@ -151,7 +147,7 @@ public enum ChannelCredentialView {
         object["selector"] = r.selector.map { $0 as Any } ?? NSNull()
         object["status_reason"] = r.statusReason.map { $0 as Any } ?? NSNull()
         object["badge_class"] = r.options["badge_class"].map { $0 as Any } ?? NSNull()
-        // A service's receipt id (vivo's), where its form has one.
+        // A service's receipt id, where its form has one (`CredentialForm.appClient(receiptID:)`).
         if let receiptID = r.options["receipt_id"] { object["receipt_id"] = receiptID }
         return object
     }

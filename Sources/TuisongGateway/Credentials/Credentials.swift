@@ -37,8 +37,7 @@ public struct CredentialError: Error, Sendable, CustomStringConvertible, Equatab
         public static let invalidClientID = Code(rawValue: "invalid_client_id")
         public static let invalidClientSecret = Code(rawValue: "invalid_client_secret")
         public static let invalidBadgeClass = Code(rawValue: "invalid_badge_class")
-        /// An FCM service account whose project id, client email or token URI is not of the shape
-        /// Google gives them.
+        /// A service account file whose fields are not of the shapes its service gives them.
         public static let invalidServiceAccount = Code(rawValue: "invalid_service_account")
         /// A certificate that names no APNs environment, uploaded without choosing one.
         public static let environmentRequired = Code(rawValue: "environment_required")

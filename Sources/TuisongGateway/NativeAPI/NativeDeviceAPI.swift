@@ -197,7 +197,8 @@ struct NativeDeviceAPI: Sendable {
     private func deviceToken(_ request: Request, channel: PushChannel, channelGiven: Bool) throws -> DeviceToken {
         let raw = request.pathParameters["token"] ?? ""
         return try DeviceRules.native {
-            try DeviceRules.token(raw, channel: channel, hint: channelGiven ? nil : "add \"channel\": \"fcm\"")
+            try DeviceRules.token(
+                raw, channel: channel, hint: channelGiven ? nil : { "add \"channel\": \"\($0.rawValue)\"" })
         }
     }
 
@@ -223,7 +224,7 @@ struct NativeDeviceAPI: Sendable {
 struct DeviceRegistrationBody: Decodable {
     /// Required for a new APNs device; Android devices have none (`production` if given).
     var environment: String?
-    /// `apns` (default for a new device), `fcm`, `huawei`, `honor`, `xiaomi`, `oppo`, `vivo`.
+    /// `apns` (default for a new device) or a declared Android-style channel's name.
     var channel: String?
     var user: String?
     /// `"user": null`: the device's user is detached (absent leaves it as it is).
@@ -344,7 +345,7 @@ public enum DeviceRules {
         public var description: String { message }
     }
 
-    /// A channel by its name (`apns`, `fcm`, …), among the declared ones (or `channels`: a
+    /// A channel by its name (`apns`, …), among the declared ones (or `channels`: a
     /// gateway's registry).
     public static func channel(_ name: String, among channels: [PushChannel]? = nil) throws(Refusal) -> PushChannel {
         let channels = channels ?? PushChannel.allCases
@@ -378,16 +379,21 @@ public enum DeviceRules {
     }
 
     /// A token of `channel`. `hint`, when the channel was left out (APNs by default), is how the
-    /// caller names a channel: an Android-looking token's refusal ends with it.
-    public static func token(_ raw: String, channel: PushChannel, hint: String? = nil) throws(Refusal) -> DeviceToken {
+    /// caller names a channel, given one to name (the first declared Android-style channel): a
+    /// token of that channel's shape is refused with it.
+    public static func token(
+        _ raw: String, channel: PushChannel, hint: ((PushChannel) -> String)? = nil
+    ) throws(Refusal) -> DeviceToken {
         guard let token = DeviceToken(raw, channel: channel) else {
             var message =
                 channel == .apns
                 ? "\(channel.withArticle) device token must be hexadecimal, an even number of 64–200 characters"
                 : "\(channel.withArticle) device token must be 1–\(DeviceToken.maximumOpaqueLength) letters, "
                     + "digits or -_.:~, and not an APNs token"
-            if channel == .apns, let hint, DeviceToken(raw, channel: .fcm) != nil {
-                message += "; if this is an FCM token, \(hint) (or the Android service's name)"
+            if channel == .apns, let hint, let example = PushChannel.android.first,
+                DeviceToken(raw, channel: example) != nil
+            {
+                message += "; if this is \(example.withArticle) token, \(hint(example)) (or the Android service's name)"
             }
             throw Refusal(code: "invalid_token", message: message)
         }

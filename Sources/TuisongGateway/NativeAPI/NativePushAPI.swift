@@ -28,7 +28,7 @@ struct NativePushAPI: Sendable {
     /// The largest body a valid push needs: 1,085,536 bytes. The front door answers 413 to a
     /// longer one before it is read or parsed (a 2 MB alert is refused there, not parsed and
     /// then found too large). A list of Android tokens, opaque and up to 4,096 bytes each, fits
-    /// by its bytes: some 5,000 FCM tokens, fewer very long ones.
+    /// by its bytes: some 5,000 tokens of 160 bytes, fewer very long ones.
     static let bodyLimit = bodyAllowanceBesidesAudience + maxTokens * bytesPerAudienceEntry
 
     func register(on router: Router) {
@@ -223,9 +223,9 @@ enum MessageView {
         fields(status).mapValues(\.jsonObject)
     }
 
-    /// Committed counts per push service: `{"apns": {"delivered": …}, "fcm": {…}}`; with
+    /// Committed counts per push service: `{"apns": {"delivered": …}, "<channel>": {…}}`; with
     /// receipts, `arrived` and `clicked` beside them (0 on a channel whose service reports
-    /// arrival, absent on APNs and FCM, which report none unless the app posts its own).
+    /// arrival, absent on one whose service reports none, unless the app posts its own).
     static func channels(
         _ counts: [PushChannel: DeliveryCounts], receipts: [PushChannel: ReceiptCounts] = [:],
         reporting: Set<PushChannel> = []

@@ -9,7 +9,7 @@ import TuisongCore
 ///      "environment": "production"}
 ///
 /// Besides these, each transport that declares options (`ChannelDeclaration.options`) takes an
-/// object under its channel name (`"harmony": {"category": "IM"}`), checked by its rule and
+/// object under its channel name (`"<channel>": {…}`), checked by its rule and
 /// kept as the message's `PushOptions.services[name]`.
 enum NativePushRequest {
     static func parse(
@@ -113,7 +113,7 @@ enum NativePushRequest {
                     options.services[service] = try rule.normalise(.object(entry))
                     continue
                 } catch {
-                    // Named as the caller wrote it: `"android.vivo_classification" must be …`.
+                    // Named as the caller wrote it: `"android.<field>" must be …`.
                     refusal =
                         error.field == field.key
                         ? "\"android.\(field.name)\" \(error.problem)" : error.sentence(at: service)
@@ -283,8 +283,8 @@ enum NativePushRequest {
         NativeAPIError(400, "invalid_request", message)
     }
 
-    /// `{"channel_ids": {"fcm": "chat", …}, "importance": {"huawei": "NORMAL"}, "category":
-    /// {"huawei": "IM"}, "sound": "ding", "intent": "intent://…"}`: the message's Android
+    /// `{"channel_ids": {"<channel>": "chat", …}, "importance": {"<channel>": "NORMAL"}, "category":
+    /// {"<channel>": "IM"}, "sound": "ding", "intent": "intent://…"}`: the message's Android
     /// settings, and the intent a tap opens (which becomes the content's click). The keys one
     /// service alone takes (`serviceFields`, `ChannelDeclaration.androidFields`) are allowed
     /// here and read into that service's entry by `parse`.

@@ -6,7 +6,8 @@ import TuisongHTTPClient
 import TuisongLookAlikes
 import TuisongTransportKit
 
-/// Records Xiaomi's batches that ask for receipts in the store before they are sent.
+/// Records in the store, before they are sent, the requests to many tokens that ask for
+/// receipts by one `param` (`ReceiptSettings.sends`).
 struct StoreReceiptSendLog: ReceiptSendLog {
     let store: any ReceiptStore
 

@@ -3,8 +3,8 @@ import TuisongCore
 import TuisongCrypto
 import TuisongTransportKit
 
-/// The apps' callback credentials with the services that sign their receipts (Huawei,
-/// HarmonyOS, and any transport whose `ReceiptDeclaration.usesCallbackCredentials`): per app
+/// The apps' callback credentials with the services that sign their receipts (each transport
+/// whose `ReceiptDeclaration.usesCallbackCredentials`): per app
 /// and service, made on first need (a new user name `tuisong<app id>` and a random key; for an
 /// app older than stored credentials, the pair earlier builds derived from the master key, so a
 /// receipt configuration entered then keeps verifying), or set by the operator to what they

@@ -77,12 +77,19 @@ public struct TransportRegistry: Sendable {
     }
 
     /// The declared forms as the admin API serves them (`GET /admin/api/session`,
-    /// `features.transports`): what the console renders its credential form from.
+    /// `features.transports`): what the console renders its credential form from, with each
+    /// service's name in both of the console's languages and its codes' meanings.
     public var formsObject: [[String: Any]] {
         withCredentialForms.map { declaration in
             [
                 "channel": declaration.name,
                 "display_name": declaration.channel.displayName,
+                "display_name_text": [
+                    "en": declaration.channel.displayName,
+                    "zh": declaration.channel.displayNameZH ?? declaration.channel.displayName,
+                ],
+                // What the service's own codes mean, for the console's failure counts.
+                "service_codes": declaration.serviceCodes.mapValues(\.json),
                 "fields": (declaration.credentialForm?.fields ?? []).map { field -> [String: Any] in
                     [
                         "name": field.name, "kind": field.kind.rawValue, "required": field.required,
