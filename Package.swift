@@ -182,7 +182,8 @@ let package = Package(
         .target(
             name: "TuisongLookAlikeKit",
             dependencies: [
-                "TuisongCrypto", "CNGHTTP2", "CTuisongShims", .product(name: "Logging", package: "swift-log"),
+                "TuisongCore", "TuisongCrypto", "CNGHTTP2", "CTuisongShims",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/TuisongLookAlikeKit"),
         // The look-alike registry: one line per transport's look-alike (`LookAlikeRegistry.standard`).

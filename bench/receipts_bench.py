@@ -143,9 +143,17 @@ def main():
     headers = {"Authorization": "Bearer " + args.key, "Content-Type": "application/json"}
 
     def call(method, path, payload=None):
-        gateway.request(method, path, body=json.dumps(payload).encode() if payload is not None else None,
-                        headers=headers)
-        response = gateway.getresponse()
+        nonlocal gateway
+        body = json.dumps(payload).encode() if payload is not None else None
+        try:
+            gateway.request(method, path, body=body, headers=headers)
+            response = gateway.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # The connection sat idle through the receipt runs and the gateway closed it.
+            gateway.close()
+            gateway = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
+            gateway.request(method, path, body=body, headers=headers)
+            response = gateway.getresponse()
         data = response.read()
         if response.status not in (200, 202):
             sys.exit(f"{method} {path}: HTTP {response.status} {data[:300]!r}")

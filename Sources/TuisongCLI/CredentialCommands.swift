@@ -325,7 +325,9 @@ extension CredentialCommand {
                 --rotate makes a new key under the same user name; --user-name NAME with \
                 --key-env VAR sets both to what was entered in the service's console (the key from \
                 an environment variable, never a flag). Prints the service's registration as \
-                `credential show` does. The old key stops verifying at once.
+                `credential show` does. A running gateway verifies with the new key at once; the old \
+                key stops verifying at once on PostgreSQL (the nodes are told) and within 5 seconds \
+                beside a SQLite gateway (which reads it again then).
                 """)
         @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
@@ -370,6 +372,7 @@ extension CredentialCommand {
                 try await service.set(
                     CallbackCredentials(userName: userName, key: key), appID: app, channel: pushChannel)
             }
+            await store.publish(.receiptCallbackCredentials(appID: app))
             let all = try await service.registrations(appID: app, baseURL: ReceiptBaseURL.configured(config))
             printJSON(all.first { $0["channel"] == pushChannel.rawValue } ?? [:])
         }

@@ -251,7 +251,9 @@ extension JSONValue {
         return value.description
     }
 
-    static func writeString(_ value: String, into out: inout [UInt8]) {
+    /// Appends `value` as a JSON string (quoted, escaped as `serialized()` escapes): for
+    /// writers that put many records of one shape straight into bytes.
+    public static func writeString(_ value: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Most strings (tokens, timestamps, keys) need no escaping: copy them whole.
         if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
@@ -291,242 +293,17 @@ extension JSONValue {
     /// Parses one JSON text (RFC 8259): whitespace around it allowed, nothing after it.
     /// Numbers without fraction or exponent that fit in Int64 become `.int`, others
     /// `.double`; duplicate keys keep the last value; nesting deeper than 512 is refused.
+    /// (`JSONReader` reads the same grammar a piece at a time, without the tree.)
     public init(parsing bytes: [UInt8]) throws(ParseError) {
-        var parser = JSONParser(bytes: bytes)
-        self = try parser.parseDocument()
+        var reader = JSONReader(bytes)
+        self = try reader.readValue()
+        try reader.finish()
     }
 
     /// Parses UTF-8 JSON text.
     public init(parsing text: String) throws(ParseError) {
         try self.init(parsing: Array(text.utf8))
     }
-}
-
-private struct JSONParser {
-    let bytes: [UInt8]
-    var index = 0
-    var depth = 0
-    static let maximumDepth = 512
-
-    init(bytes: [UInt8]) { self.bytes = bytes }
-
-    mutating func parseDocument() throws(JSONValue.ParseError) -> JSONValue {
-        skipWhitespace()
-        let value = try parseValue()
-        skipWhitespace()
-        guard index == bytes.count else { throw fail("unexpected text after the JSON value") }
-        return value
-    }
-
-    func fail(_ message: String) -> JSONValue.ParseError { JSONValue.ParseError(offset: index, message: message) }
-
-    mutating func skipWhitespace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
-    }
-
-    mutating func parseValue() throws(JSONValue.ParseError) -> JSONValue {
-        guard index < bytes.count else { throw fail("unexpected end of input") }
-        switch bytes[index] {
-        case UInt8(ascii: "{"): return try parseObject()
-        case UInt8(ascii: "["): return try parseArray()
-        case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"):
-            try expectLiteral("true")
-            return .bool(true)
-        case UInt8(ascii: "f"):
-            try expectLiteral("false")
-            return .bool(false)
-        case UInt8(ascii: "n"):
-            try expectLiteral("null")
-            return .null
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
-        default: throw fail("unexpected character")
-        }
-    }
-
-    mutating func expectLiteral(_ literal: String) throws(JSONValue.ParseError) {
-        let expected = Array(literal.utf8)
-        guard bytes.count - index >= expected.count, Array(bytes[index..<(index + expected.count)]) == expected else {
-            throw fail("expected \(literal)")
-        }
-        index += expected.count
-    }
-
-    mutating func enter() throws(JSONValue.ParseError) {
-        depth += 1
-        guard depth <= JSONParser.maximumDepth else { throw fail("nested deeper than \(JSONParser.maximumDepth)") }
-    }
-
-    mutating func parseObject() throws(JSONValue.ParseError) -> JSONValue {
-        try enter()
-        defer { depth -= 1 }
-        index += 1
-        var members: [String: JSONValue] = [:]
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return .object(members)
-        }
-        while true {
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
-            let key = try parseString()
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-            index += 1
-            skipWhitespace()
-            members[key] = try parseValue()
-            skipWhitespace()
-            guard index < bytes.count else { throw fail("unterminated object") }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if bytes[index] == UInt8(ascii: "}") {
-                index += 1
-                return .object(members)
-            } else {
-                throw fail("expected ',' or '}'")
-            }
-        }
-    }
-
-    mutating func parseArray() throws(JSONValue.ParseError) -> JSONValue {
-        try enter()
-        defer { depth -= 1 }
-        index += 1
-        var elements: [JSONValue] = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            return .array(elements)
-        }
-        while true {
-            skipWhitespace()
-            elements.append(try parseValue())
-            skipWhitespace()
-            guard index < bytes.count else { throw fail("unterminated array") }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if bytes[index] == UInt8(ascii: "]") {
-                index += 1
-                return .array(elements)
-            } else {
-                throw fail("expected ',' or ']'")
-            }
-        }
-    }
-
-    mutating func parseString() throws(JSONValue.ParseError) -> String {
-        index += 1  // opening quote
-        var out: [UInt8] = []
-        while true {
-            guard index < bytes.count else { throw fail("unterminated string") }
-            let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "\""):
-                index += 1
-                // Validate UTF-8 rather than silently replacing bad bytes.
-                guard let string = String(validating: out, as: UTF8.self) else {
-                    throw fail("string is not valid UTF-8")
-                }
-                return string
-            case UInt8(ascii: "\\"):
-                index += 1
-                guard index < bytes.count else { throw fail("unterminated escape") }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""): out.append(0x22)
-                case UInt8(ascii: "\\"): out.append(0x5C)
-                case UInt8(ascii: "/"): out.append(0x2F)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try parseHex4()
-                    if (0xD800...0xDBFF).contains(scalar) {
-                        guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"),
-                            bytes[index + 1] == UInt8(ascii: "u")
-                        else {
-                            throw fail("unpaired surrogate")
-                        }
-                        index += 2
-                        let low = try parseHex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("unpaired surrogate") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00...0xDFFF).contains(scalar) {
-                        throw fail("unpaired surrogate")
-                    } else if scalar == 0 {
-                        // Kept, a NUL would be cut off by whatever reads the string as C text
-                        // (`"alice\u0000evil"` stored as `alice`): refused instead.
-                        throw fail("a string holds \\u0000 (NUL), which is not allowed")
-                    }
-                    out += Array(String(Character(Unicode.Scalar(scalar)!)).utf8)
-                default:
-                    throw fail("invalid escape")
-                }
-            case 0x00..<0x20:
-                throw fail("control character in string")
-            default:
-                out.append(byte)
-                index += 1
-            }
-        }
-    }
-
-    mutating func parseHex4() throws(JSONValue.ParseError) -> UInt32 {
-        guard bytes.count - index >= 4 else { throw fail("short \\u escape") }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            let c = bytes[index]
-            let digit: UInt32
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(c - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(c - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(c - UInt8(ascii: "A") + 10)
-            default: throw fail("invalid \\u escape")
-            }
-            value = value << 4 | digit
-            index += 1
-        }
-        return value
-    }
-
-    mutating func parseNumber() throws(JSONValue.ParseError) -> JSONValue {
-        let start = index
-        var isInteger = true
-        if bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected a digit") }
-        if bytes[index] == UInt8(ascii: "0") {
-            index += 1
-        } else {
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            isInteger = false
-            index += 1
-            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected a digit after '.'") }
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            isInteger = false
-            index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
-                index += 1
-            }
-            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected an exponent digit") }
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
-        }
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        if isInteger, let value = Int64(text) { return .int(value) }
-        guard let value = Double(text), value.isFinite else {
-            throw JSONValue.ParseError(offset: start, message: "number out of range")
-        }
-        return .double(value)
-    }
-
-    func isDigit(_ c: UInt8) -> Bool { c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") }
 }
 
 // MARK: - Codable

@@ -16,9 +16,11 @@ public enum StoreChange: Sendable, Hashable {
     case wake
     /// An app's webhook endpoints were added, changed or deleted.
     case webhooks(appID: Int64)
+    /// An app's receipt callback credentials (`ReceiptSettingsStore`) were set or rotated.
+    case receiptCallbackCredentials(appID: Int64)
 
     /// The text form sent between nodes: `app:7`, `credentials:7`, `channel_credentials:7`,
-    /// `settings`, `wake`.
+    /// `settings`, `wake`, `webhooks:7`, `receipt_callback_credentials:7`.
     public var payload: String {
         switch self {
         case .app(let id): "app:\(id)"
@@ -27,6 +29,7 @@ public enum StoreChange: Sendable, Hashable {
         case .settings: "settings"
         case .wake: "wake"
         case .webhooks(let appID): "webhooks:\(appID)"
+        case .receiptCallbackCredentials(let appID): "receipt_callback_credentials:\(appID)"
         }
     }
 
@@ -44,6 +47,7 @@ public enum StoreChange: Sendable, Hashable {
             case "credentials": self = .credentials(appID: id)
             case "channel_credentials": self = .channelCredentials(appID: id)
             case "webhooks": self = .webhooks(appID: id)
+            case "receipt_callback_credentials": self = .receiptCallbackCredentials(appID: id)
             default: return nil
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TuisongCore
 internal import TuisongCrypto
 
 /// The receipt configuration an operator enters in a service's console (a callback address, user
@@ -80,12 +81,44 @@ package enum LookAlikeReceipts {
         stride(from: 0, to: tokens.count, by: size).map { tokens[$0..<min($0 + size, tokens.count)] }
     }
 
-    /// A JSON POST signed in the header `header` with the callback user name and key:
+    /// `{"statuses":[…]}` with one status per token: `template` with its `"token"` member set
+    /// to each token. The template is serialized once and each status is its text with the
+    /// token written in, so a POST of 1,000 statuses costs 1,000 copies, not 1,000 dictionaries
+    /// through `JSONSerialization` (which made the look-alike cost more per receipt than the
+    /// gateway recording it).
+    package static func statusesBody(_ tokens: some Collection<String>, template: [String: JSONValue]) -> [UInt8] {
+        var withMarker = template
+        withMarker["token"] = .string(tokenMarker)
+        let text = JSONValue.object(withMarker).serialized()
+        var marker: [UInt8] = []
+        JSONValue.writeString(tokenMarker, into: &marker)
+        guard let at = text.indices.first(where: { text[$0...].starts(with: marker) }) else {
+            preconditionFailure("the template's token is written as the marker")
+        }
+        let before = text[..<at]
+        let after = text[(at + marker.count)...]
+        var body: [UInt8] = []
+        body.reserveCapacity(16 + tokens.count * (text.count + 160))
+        body.append(contentsOf: #"{"statuses":["#.utf8)
+        for (index, token) in tokens.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(contentsOf: before)
+            JSONValue.writeString(token, into: &body)
+            body.append(contentsOf: after)
+        }
+        body.append(contentsOf: "]}".utf8)
+        return body
+    }
+
+    /// Stands for the token in a serialized template (a control character: escaped, so its
+    /// text occurs nowhere else).
+    private static let tokenMarker = "\u{1}tuisong-token\u{1}"
+
+    /// A JSON POST of `body` signed in the header `header` with the callback user name and key:
     /// `timestamp=<ms>;nonce=<uuid>;value=<Base64(HMAC-SHA256(key, timestamp + nonce + user name))>`.
     package static func signedPost(
-        _ object: [String: Any], _ configuration: LookAlikeReceiptConfiguration, header: String
+        _ body: [UInt8], _ configuration: LookAlikeReceiptConfiguration, header: String
     ) -> LookAlikeReceiptPost {
-        let body = (try? JSONSerialization.data(withJSONObject: object)).map { Array($0) } ?? []
         let timestamp = String(Int64(Date().timeIntervalSince1970 * 1000))
         let nonce = UUID().uuidString.lowercased()
         let value = Data(

@@ -15,7 +15,7 @@ extension SQLStoreBackend {
         let webhooks = webhookOutbox
         let now = nowMilliseconds
         return try await sqlWrite { db in
-            let messageIDs = Array(Set(receipts.map(\.messageID)))
+            let messageIDs = Array(Set(receipts.lazy.map { $0.messageID }))
             var known = Set<Int64>()
             for list in SQLList.chunks(messageIDs.map { SQLValue($0) }) {
                 for row in try db.fetchAll(

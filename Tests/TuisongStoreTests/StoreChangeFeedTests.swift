@@ -31,7 +31,8 @@ final class ReceivedChanges: Sendable {
 
 @Suite struct StoreChangeFeedTests {
     static let every: [StoreChange] = [
-        .app(7), .credentials(appID: 8), .channelCredentials(appID: 9), .settings, .wake,
+        .app(7), .credentials(appID: 8), .channelCredentials(appID: 9), .settings, .wake, .webhooks(appID: 10),
+        .receiptCallbackCredentials(appID: 11),
     ]
 
     @Test func payloadsRoundTrip() {

@@ -22,23 +22,52 @@ public enum HarmonyReceipts {
         consoleRegistration: CallbackSignature.registration(channel: HarmonyService.channel))
 
     static func parse(_ body: [UInt8]) throws(ReceiptFormatError) -> [ServiceReceipt] {
-        guard let json = try? JSONValue(parsing: body), let statuses = json["statuses"]?.arrayValue else {
-            throw ReceiptFormatError("the body is not {\"statuses\":[…]}")
-        }
-        var receipts: [ServiceReceipt] = []
-        receipts.reserveCapacity(statuses.count)
-        for status in statuses {
-            guard let token = status["token"]?.stringValue, !token.isEmpty,
-                let delivery = status["deliveryStatus"] ?? status["formStatus"],
-                let code = delivery["result"]?.intValue ?? delivery["result"]?.stringValue.flatMap({ Int64($0) })
-            else {
-                throw ReceiptFormatError("a status without its token or deliveryStatus.result")
+        try ReceiptStatuses.read(
+            body, incomplete: ReceiptFormatError("a status without its token or deliveryStatus.result")
+        ) { (reader) throws(JSONValue.ParseError) -> ServiceReceipt? in
+            guard reader.peek == .object else {
+                try reader.skipValue()
+                return nil
             }
-            let at = (delivery["timestamp"]?.intValue).map { Date(timeIntervalSince1970: Double($0) / 1000) }
-            receipts.append(
-                ServiceReceipt(tag: status["biTag"]?.stringValue ?? "", token: token, outcome: outcome(code), at: at))
+            var token: String?
+            var tag: String?
+            var delivery: State?
+            var form: State?
+            try reader.beginObject()
+            while let key = try reader.nextKey() {
+                switch key {
+                case "token": token = try ReceiptStatuses.string(&reader)
+                case "biTag": tag = try ReceiptStatuses.string(&reader)
+                case "deliveryStatus": delivery = try State(&reader)
+                case "formStatus": form = try State(&reader)
+                default: try reader.skipValue()
+                }
+            }
+            // A card refresh's `formStatus` counts only where there is no `deliveryStatus`.
+            guard let token, !token.isEmpty, let state = delivery ?? form, let code = state.result else { return nil }
+            return ServiceReceipt(tag: tag ?? "", token: token, outcome: outcome(code), at: state.at)
         }
-        return receipts
+    }
+
+    /// A status's `deliveryStatus` or `formStatus`: `{result, timestamp}` (`formId` unread).
+    private struct State {
+        var result: Int64?
+        var at: Date?
+
+        init(_ reader: inout JSONReader) throws(JSONValue.ParseError) {
+            guard reader.peek == .object else {
+                try reader.skipValue()
+                return
+            }
+            try reader.beginObject()
+            while let key = try reader.nextKey() {
+                switch key {
+                case "result": result = try ReceiptStatuses.integer(&reader)
+                case "timestamp": at = try ReceiptStatuses.milliseconds(&reader)
+                default: try reader.skipValue()
+                }
+            }
+        }
     }
 
     /// The result codes, read as Huawei's receipt status table (unconfirmed for V2 beyond 0,

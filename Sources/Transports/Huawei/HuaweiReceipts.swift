@@ -21,23 +21,29 @@ public enum HuaweiReceipts {
         consoleRegistration: CallbackSignature.registration(channel: HuaweiService.channel))
 
     static func parse(_ body: [UInt8]) throws(ReceiptFormatError) -> [ServiceReceipt] {
-        guard let json = try? JSONValue(parsing: body), let statuses = json["statuses"]?.arrayValue else {
-            throw ReceiptFormatError("the body is not {\"statuses\":[…]}")
-        }
-        var receipts: [ServiceReceipt] = []
-        receipts.reserveCapacity(statuses.count)
-        for status in statuses {
-            guard let token = status["token"]?.stringValue, !token.isEmpty,
-                let code = status["status"]?.intValue ?? status["status"]?.stringValue.flatMap({ Int64($0) })
-            else {
-                throw ReceiptFormatError("a status without its token or status")
+        try ReceiptStatuses.read(body, incomplete: ReceiptFormatError("a status without its token or status")) {
+            (reader) throws(JSONValue.ParseError) -> ServiceReceipt? in
+            guard reader.peek == .object else {
+                try reader.skipValue()
+                return nil
             }
-            let at = (status["timestamp"]?.intValue).map { Date(timeIntervalSince1970: Double($0) / 1000) }
-            receipts.append(
-                ServiceReceipt(
-                    tag: status["biTag"]?.stringValue ?? "", token: token, outcome: outcome(code), at: at))
+            var token: String?
+            var code: Int64?
+            var tag: String?
+            var at: Date?
+            try reader.beginObject()
+            while let key = try reader.nextKey() {
+                switch key {
+                case "token": token = try ReceiptStatuses.string(&reader)
+                case "status": code = try ReceiptStatuses.integer(&reader)
+                case "timestamp": at = try ReceiptStatuses.milliseconds(&reader)
+                case "biTag": tag = try ReceiptStatuses.string(&reader)
+                default: try reader.skipValue()
+                }
+            }
+            guard let token, !token.isEmpty, let code else { return nil }
+            return ServiceReceipt(tag: tag ?? "", token: token, outcome: outcome(code), at: at)
         }
-        return receipts
     }
 
     /// Huawei's receipt status codes (the table of "Message Receipt", HMS Push Kit guides).

@@ -155,10 +155,7 @@ public struct CallbackCredentials: Sendable, Hashable {
     }
 }
 
-public func base64URL(_ bytes: [UInt8]) -> String {
-    Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        .replacingOccurrences(of: "=", with: "")
-}
+public func base64URL(_ bytes: [UInt8]) -> String { Base64URL.encode(bytes) }
 
 func constantTimeEqual(_ a: String, _ b: String) -> Bool {
     let x = Array(a.utf8)

@@ -38,7 +38,8 @@ struct AdminAPI: Sendable {
     let throttle: LoginThrottle
     /// Webhook endpoints; nil in a process that sends none.
     let webhooks: WebhookEndpoints?
-    /// The apps' callback credentials with the services that sign their receipts.
+    /// The apps' callback credentials with the services that sign their receipts: in a gateway,
+    /// the receipt routes' own service, so a change here drops what they cached.
     let receiptCredentials: ReceiptCallbackCredentialService
     /// The base URL the services post receipts to (`receipts.public_url`, or local mode's
     /// listener); empty while receipts are off.
@@ -57,11 +58,14 @@ struct AdminAPI: Sendable {
         credentials: (any AdminCredentialBackend)? = nil, apps: AppCache? = nil, config: GatewayConfig,
         providers: [any PushProvider] = [], clock: any Clock, logger: Logger,
         sessions: AdminSessions? = nil, throttle: LoginThrottle? = nil, changes: (any StoreChangeFeed)? = nil,
-        webhooks: WebhookEndpoints? = nil, receiptBaseURL: (@Sendable () -> String)? = nil
+        webhooks: WebhookEndpoints? = nil, receiptBaseURL: (@Sendable () -> String)? = nil,
+        receiptCredentials: ReceiptCallbackCredentialService? = nil
     ) {
         self.webhooks = webhooks
-        self.receiptCredentials = ReceiptCallbackCredentialService(
-            store: store, masterKey: masterKey, registry: config.transports.registry, clock: clock)
+        self.receiptCredentials =
+            receiptCredentials
+            ?? ReceiptCallbackCredentialService(
+                store: store, masterKey: masterKey, registry: config.transports.registry, clock: clock)
         let configured = config.receipts.publicURL
         self.receiptBaseURL = receiptBaseURL ?? { configured }
         self.changes = changes

@@ -49,6 +49,7 @@ struct AdminReceiptsAPI: Sendable {
             }
             try await api.receiptCredentials.set(
                 CallbackCredentials(userName: userName, key: key), appID: app.id, channel: channel)
+            await api.changes?.publish(.receiptCallbackCredentials(appID: app.id))
             api.logger.info(
                 "console: set an app's receipt callback credentials",
                 metadata: ["app": "\(app.id)", "channel": "\(channel.rawValue)"])
@@ -58,6 +59,7 @@ struct AdminReceiptsAPI: Sendable {
             let app = try await apps.app(request)
             let channel = try signingChannel(request)
             _ = try await api.receiptCredentials.rotate(appID: app.id, channel: channel)
+            await api.changes?.publish(.receiptCallbackCredentials(appID: app.id))
             api.logger.info(
                 "console: rotated an app's receipt callback key",
                 metadata: ["app": "\(app.id)", "channel": "\(channel.rawValue)"])

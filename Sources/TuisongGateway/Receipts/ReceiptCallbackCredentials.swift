@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TuisongCore
 import TuisongCrypto
 import TuisongTransportKit
@@ -11,21 +12,28 @@ import TuisongTransportKit
 /// typed into the service's console. The key is sealed at rest under the master key, bound to
 /// its app and service; it is shown to an authenticated operator (who must copy it into the
 /// service's console) and never logged.
+///
+/// With a `cache` (the gateway's: one per process, shared by the receipt routes and the admin
+/// API), `credentials` answers from it; `set` and `rotate` drop what they replace from it.
 public struct ReceiptCallbackCredentialService: Sendable {
     let store: any ReceiptSettingsStore
     let box: SecretBox
     let keys: ReceiptKeys
     let registry: TransportRegistry
     let clock: any Clock
+    /// The opened credentials this process verifies with; nil: each call reads the store.
+    public let cache: ReceiptCallbackCredentialCache?
 
     public init(
-        store: any ReceiptSettingsStore, masterKey: MasterKey, registry: TransportRegistry, clock: any Clock
+        store: any ReceiptSettingsStore, masterKey: MasterKey, registry: TransportRegistry, clock: any Clock,
+        cache: ReceiptCallbackCredentialCache? = nil
     ) {
         self.store = store
         self.box = masterKey.box
         self.keys = ReceiptKeys(masterKey: masterKey)
         self.registry = registry
         self.clock = clock
+        self.cache = cache
     }
 
     /// The channels whose services sign receipts with callback credentials.
@@ -36,9 +44,31 @@ public struct ReceiptCallbackCredentialService: Sendable {
     /// Whether `channel`'s service signs with callback credentials.
     public func uses(_ channel: PushChannel) -> Bool { channels.contains(channel) }
 
-    /// The app's credentials with `channel`'s service, made and stored if it has none yet.
-    /// Throws `StoreError.notFound` for an app that does not exist.
+    /// The app's credentials with `channel`'s service, made and stored if it has none yet;
+    /// from the cache while it holds them. Throws `StoreError.notFound` for an app that does not
+    /// exist.
     public func credentials(appID: Int64, channel: PushChannel) async throws -> CallbackCredentials {
+        guard let cache else { return try await read(appID: appID, channel: channel) }
+        let now = clock.now
+        let (cached, generation) = cache.lookup(appID: appID, channel: channel, now: now)
+        if let cached { return cached }
+        let read = try await read(appID: appID, channel: channel)
+        cache.keep(read, appID: appID, channel: channel, now: now, ifStill: generation)
+        return read
+    }
+
+    /// The credentials as stored now, whatever the cache holds (which they then replace): a
+    /// POST whose signature does not verify under the cached pair is checked against these once
+    /// more, in case they were changed where this process was not told (another node, the CLI).
+    public func storedCredentials(appID: Int64, channel: PushChannel) async throws -> CallbackCredentials {
+        let now = clock.now
+        let generation = cache?.generation
+        let read = try await read(appID: appID, channel: channel)
+        if let generation { cache?.keep(read, appID: appID, channel: channel, now: now, ifStill: generation) }
+        return read
+    }
+
+    private func read(appID: Int64, channel: PushChannel) async throws -> CallbackCredentials {
         let stored = try await store.receiptCallbackCredentials(appID: appID)
         if let record = stored.byChannel[channel] { return try open(record) }
         let made =
@@ -50,8 +80,10 @@ public struct ReceiptCallbackCredentialService: Sendable {
     }
 
     /// Puts `credentials` in place (what the operator typed into the service's console).
+    /// (The caller tells the other nodes: `StoreChange.receiptCallbackCredentials`.)
     public func set(_ credentials: CallbackCredentials, appID: Int64, channel: PushChannel) async throws {
         try await store.replaceReceiptCallbackCredential(try seal(credentials, appID: appID, channel: channel))
+        cache?.changed(appID: appID)
     }
 
     /// A new random key under the app's current user name; the old key stops verifying at once
@@ -113,4 +145,87 @@ public struct ReceiptCallbackCredentialService: Sendable {
 extension ReceiptKeys {
     /// The receipt keys derived from the master key (every node derives the same).
     public init(masterKey: MasterKey) { self.init(root: masterKey.box.derivedKey("receipts")) }
+}
+
+/// The apps' callback credentials as this process verifies receipts with them, opened, per app
+/// and service: a receipt POST costs no database read and no AES-GCM open. (HarmonyOS posts 100
+/// statuses at a time: the read and the open were a POST's largest fixed cost.)
+///
+/// A key changed elsewhere must neither keep verifying here for long nor be refused here:
+/// - every writer in this process drops what it replaces (`ReceiptCallbackCredentialService.set`,
+///   used by `rotate`, the admin API and the CLI), and the admin API and the CLI publish
+///   `StoreChange.receiptCallbackCredentials`, which drops it on every node of a cluster
+///   (PostgreSQL's `NOTIFY`; a SQLite gateway beside the CLI is not told);
+/// - a POST that does not verify under a cached pair is checked once more against the stored
+///   one (`ReceiptCallbackCredentialService.storedCredentials`), so a new key verifies at once
+///   on every node;
+/// - an entry is read again after `lifetime`, so an old key stops verifying within it wherever
+///   no change reached this process.
+public final class ReceiptCallbackCredentialCache: Sendable {
+    /// How long an entry is used before it is read again: how long an old key can keep
+    /// verifying on a node that was not told of its change.
+    public static let defaultLifetime: TimeInterval = 5
+
+    private struct Key: Hashable {
+        var appID: Int64
+        var channel: PushChannel
+    }
+
+    private struct Entry {
+        var credentials: CallbackCredentials
+        var expires: Date
+    }
+
+    private struct State {
+        var entries: [Key: Entry] = [:]
+        /// Bumped by every change: a read that began before a change does not keep its
+        /// (possibly stale) result.
+        var generation: UInt64 = 0
+    }
+
+    public let lifetime: TimeInterval
+    private let state = Mutex(State())
+
+    public init(lifetime: TimeInterval = ReceiptCallbackCredentialCache.defaultLifetime) {
+        self.lifetime = lifetime
+    }
+
+    /// The entry of the app's channel while it lasts, and the generation a read made now must
+    /// still be current at to be kept.
+    func lookup(appID: Int64, channel: PushChannel, now: Date) -> (CallbackCredentials?, UInt64) {
+        state.withLock { state in
+            let entry = state.entries[Key(appID: appID, channel: channel)]
+            return (entry.flatMap { $0.expires > now ? $0.credentials : nil }, state.generation)
+        }
+    }
+
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// Keeps `credentials` read at `now`, unless something changed since `generation`.
+    func keep(
+        _ credentials: CallbackCredentials, appID: Int64, channel: PushChannel, now: Date, ifStill generation: UInt64
+    ) {
+        state.withLock { state in
+            guard state.generation == generation else { return }
+            if state.entries.count >= 10_000 { state.entries.removeAll(keepingCapacity: true) }
+            state.entries[Key(appID: appID, channel: channel)] = Entry(
+                credentials: credentials, expires: now.addingTimeInterval(lifetime))
+        }
+    }
+
+    /// The app's credentials changed (or the app did): its entries are read again.
+    public func changed(appID: Int64) {
+        state.withLock { state in
+            state.generation &+= 1
+            state.entries = state.entries.filter { $0.key.appID != appID }
+        }
+    }
+
+    /// Anything may have changed (the change feed reconnected): every entry is read again.
+    public func changedAll() {
+        state.withLock { state in
+            state.generation &+= 1
+            state.entries.removeAll()
+        }
+    }
 }

@@ -45,22 +45,49 @@ struct ReceiptRoutes: Sendable {
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.lowercased()] = field.value }
         var post = ReceiptPost(headers: headers, body: request.body, appID: appID, now: clock.now)
+        /// The app's credentials (nil: no such app, nothing verifies), cached or as stored now.
+        func readCallbackCredentials(stored: Bool) async throws -> CallbackCredentials? {
+            do {
+                return stored
+                    ? try await self.callbackCredentials.storedCredentials(appID: appID, channel: channel)
+                    : try await self.callbackCredentials.credentials(appID: appID, channel: channel)
+            } catch let error as StoreError where error.code == .notFound {
+                return nil
+            }
+        }
+        func unreadable(_ error: any Error) -> Response {
+            logger.error(
+                "receipt callback credentials unreadable",
+                metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)", "error": "\(error)"])
+            return Response(status: 503, headers: ["Retry-After": "5"], body: [])
+        }
         if declaration.usesCallbackCredentials {
             do {
-                post.callbackCredentials = try await callbackCredentials.credentials(appID: appID, channel: channel)
-            } catch let error as StoreError where error.code == .notFound {
-                // No such app: nothing verifies.
+                post.callbackCredentials = try await readCallbackCredentials(stored: false)
             } catch {
-                logger.error(
-                    "receipt callback credentials unreadable",
-                    metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)", "error": "\(error)"])
-                return Response(status: 503, headers: ["Retry-After": "5"], body: [])
+                return unreadable(error)
             }
         }
         if let verify = declaration.verifySignature, !verify(post, keys) {
-            logger.warning(
-                "receipt signature refused", metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)"])
-            return refused()
+            // The pair was cached: it may have been changed where this node was not told (another
+            // node, the CLI). Checked once more against the stored one before refusing.
+            var verified = false
+            if let cached = post.callbackCredentials, self.callbackCredentials.cache != nil {
+                do {
+                    let stored = try await readCallbackCredentials(stored: true)
+                    if stored != cached {
+                        post.callbackCredentials = stored
+                        verified = verify(post, keys)
+                    }
+                } catch {
+                    return unreadable(error)
+                }
+            }
+            guard verified else {
+                logger.warning(
+                    "receipt signature refused", metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)"])
+                return refused()
+            }
         }
         let statuses: [ServiceReceipt]
         do {
@@ -73,18 +100,27 @@ struct ReceiptRoutes: Sendable {
         // MAC'd with the token itself, or a recorded send's, taken only for that send's tokens.
         let signed = declaration.verifySignature != nil
         var receipts: [DeliveryReceipt] = []
+        receipts.reserveCapacity(statuses.count)
         var untagged = 0
         var notOfSend = 0
         var unknownSends = 0
         var sends: [Int64: ReceiptSend?] = [:]
         // A batch's statuses share one tag: its MAC is checked once a POST. (A `t` tag's MAC
         // covers its token, so each is checked on its own.)
-        var verified: [String: ReceiptTag?] = [:]
+        var resolvedTags: [String: ReceiptTag?] = [:]
+        // The statuses of a request come together: most follow one of the same tag.
+        var last: (tag: String, resolved: ReceiptTag?)?
         func resolve(_ status: ServiceReceipt) -> ReceiptTag? {
             if status.tag.first == "t" { return keys.resolve(tag: status.tag, appID: appID, token: status.token) }
-            if let known = verified[status.tag] { return known }
-            let tag = keys.resolve(tag: status.tag, appID: appID, token: status.token)
-            verified[status.tag] = .some(tag)
+            if let last, last.tag == status.tag { return last.resolved }
+            let tag: ReceiptTag?
+            if let known = resolvedTags[status.tag] {
+                tag = known
+            } else {
+                tag = keys.resolve(tag: status.tag, appID: appID, token: status.token)
+                resolvedTags[status.tag] = .some(tag)
+            }
+            last = (status.tag, tag)
             return tag
         }
         for status in statuses {
@@ -153,12 +189,22 @@ struct ReceiptRoutes: Sendable {
     }
 
     func count(_ recording: ReceiptRecording, channel: PushChannel) {
-        var amounts: [[String]: UInt64] = [:]
+        // By outcome first (a POST's receipts are mostly of one channel and outcome), then as the
+        // counter's label lists: no label array made per receipt.
+        var byOutcome: [ReceiptOutcomeKey: UInt64] = [:]
         for receipt in recording.recorded {
-            amounts[[receipt.channel.rawValue, receipt.outcome.name], default: 0] += 1
+            byOutcome[ReceiptOutcomeKey(channel: receipt.channel, outcome: receipt.outcome.name), default: 0] += 1
         }
+        var amounts: [[String]: UInt64] = [:]
+        for (key, amount) in byOutcome { amounts[[key.channel.rawValue, key.outcome], default: 0] += amount }
         if recording.repeated > 0 { amounts[[channel.rawValue, "repeated"], default: 0] += UInt64(recording.repeated) }
         if recording.unknown > 0 { amounts[[channel.rawValue, "unknown"], default: 0] += UInt64(recording.unknown) }
         if !amounts.isEmpty { metrics.receipts.increment(amounts) }
     }
+}
+
+/// A receipt counter's labels before they are made a label list.
+private struct ReceiptOutcomeKey: Hashable {
+    var channel: PushChannel
+    var outcome: String
 }

@@ -85,8 +85,12 @@ public final class GatewayRuntime: Sendable {
                 config, store: store, credentials: credentials, channelSecrets: channelCredentials, clock: clock,
                 logger: logger, appReceipts: appReceipts)
             mock = apns.localMock
+            // One cache of opened callback credentials: the receipt routes read it, the admin API
+            // (which shares this service) and the change feed drop what changes.
+            let callbackCredentialCache = ReceiptCallbackCredentialCache()
             let callbackCredentials = ReceiptCallbackCredentialService(
-                store: store, masterKey: masterKey, registry: config.transports.registry, clock: clock)
+                store: store, masterKey: masterKey, registry: config.transports.registry, clock: clock,
+                cache: callbackCredentialCache)
             // Local mode with no `receipts.public_url`: the look-alikes post to this listener.
             let receiptBase = ReceiptBaseURL(configured: config.receipts.publicURL)
             let receiptSettings =
@@ -163,6 +167,7 @@ public final class GatewayRuntime: Sendable {
             // Changes made by other nodes (and the CLI) drop this node's caches; submits wake idle nodes.
             StoreChangeWiring.subscribe(
                 store, store: store, apps: apps, apns: apns.transport, android: android, engine: engine, logger: logger,
+                receiptCallbackCredentials: callbackCredentialCache,
                 webhooksChanged: {
                     store.webhookEndpointsChanged()
                     webhookSender.endpointsChanged()
@@ -213,7 +218,8 @@ public final class GatewayRuntime: Sendable {
             let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: gateway,
                 credentials: credentialBackend, apps: apps, config: config, providers: providers, clock: clock,
-                logger: logger, changes: store, webhooks: webhooks, receiptBaseURL: { receiptBase.current })
+                logger: logger, changes: store, webhooks: webhooks, receiptBaseURL: { receiptBase.current },
+                receiptCredentials: callbackCredentials)
             adminAPI.register(on: router)
             let observation = HTTPObservation.middleware(router: router, metrics: metrics, logger: logger)
             router.setMiddleware { request, next in

@@ -9,17 +9,20 @@ import TuisongDelivery
 enum StoreChangeWiring {
     /// Subscribes this node's caches to `feed`: an app's change drops it from the app cache
     /// (and the API keys resolved to it), a credential change drops the app's resolved APNs
-    /// or Android credentials, `wake` wakes the dispatcher, and `nil` (the feed may have
-    /// missed changes) drops all of it for every app.
+    /// or Android credentials (and a receipt credential change the app's opened callback
+    /// credentials), `wake` wakes the dispatcher, and `nil` (the feed may have missed changes)
+    /// drops all of it for every app.
     static func subscribe(
         _ feed: any StoreChangeFeed, store: any AppStore, apps: AppCache, apns: APNsPushTransport,
         android: AndroidTransports, engine: DeliveryEngine, logger: Logger,
+        receiptCallbackCredentials: ReceiptCallbackCredentialCache? = nil,
         webhooksChanged: @escaping @Sendable () -> Void = {}
     ) {
         feed.subscribe { change in
             switch change {
             case .app(let id)?:
                 apps.changed(id: id)
+                receiptCallbackCredentials?.changed(appID: id)
             case .credentials(let appID)?:
                 Task { await apns.credentialsChanged(appID: appID) }
             case .channelCredentials(let appID)?:
@@ -31,8 +34,11 @@ enum StoreChangeWiring {
                 engine.wake()
             case .webhooks?:
                 webhooksChanged()
+            case .receiptCallbackCredentials(let appID)?:
+                receiptCallbackCredentials?.changed(appID: appID)
             case nil:
                 webhooksChanged()
+                receiptCallbackCredentials?.changedAll()
                 Task {
                     do {
                         for app in try await store.apps() {

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TuisongCore
 internal import TuisongCrypto
 import TuisongLookAlikeKit
 
@@ -118,16 +119,15 @@ package final class HarmonyLookAlike: LookAlikeService {
         return .configured(
             tag: tag,
             make: { configuration in
-                LookAlikeReceipts.chunks(message.tokens, of: 100).map { tokens in
-                    let statuses: [[String: Any]] = tokens.map { token in
-                        [
-                            "token": token, "pushType": message.harmonyPushType ?? 0,
-                            "appPackageName": "tuisong.local", "biTag": tag, "requestId": message.messageID,
-                            "deliveryStatus": ["result": 0, "timestamp": message.receivedAtMilliseconds],
-                        ]
-                    }
-                    return LookAlikeReceipts.signedPost(
-                        ["statuses": statuses], configuration, header: "X-HUAWEI-CALLBACK-ID")
+                let status: [String: JSONValue] = [
+                    "pushType": .int(Int64(message.harmonyPushType ?? 0)), "appPackageName": "tuisong.local",
+                    "biTag": .string(tag), "requestId": .string(message.messageID),
+                    "deliveryStatus": ["result": 0, "timestamp": .int(message.receivedAtMilliseconds)],
+                ]
+                return LookAlikeReceipts.chunks(message.tokens, of: 100).map { tokens in
+                    LookAlikeReceipts.signedPost(
+                        LookAlikeReceipts.statusesBody(tokens, template: status), configuration,
+                        header: "X-HUAWEI-CALLBACK-ID")
                 }
             }
         )

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TuisongCore
 import TuisongLookAlikeKit
 
 extension AndroidPushService {
@@ -237,15 +238,14 @@ package final class HuaweiLookAlike: LookAlikeService {
         return .configured(
             tag: tag,
             make: { configuration in
-                LookAlikeReceipts.chunks(message.tokens, of: 1000).map { tokens in
-                    let statuses: [[String: Any]] = tokens.map { token in
-                        [
-                            "biTag": tag, "appid": message.target, "token": token, "status": 0,
-                            "timestamp": message.receivedAtMilliseconds, "requestId": message.messageID,
-                        ]
-                    }
-                    return LookAlikeReceipts.signedPost(
-                        ["statuses": statuses], configuration, header: "X-HUAWEI-CALLBACK-ID")
+                let status: [String: JSONValue] = [
+                    "biTag": .string(tag), "appid": .string(message.target), "status": 0,
+                    "timestamp": .int(message.receivedAtMilliseconds), "requestId": .string(message.messageID),
+                ]
+                return LookAlikeReceipts.chunks(message.tokens, of: 1000).map { tokens in
+                    LookAlikeReceipts.signedPost(
+                        LookAlikeReceipts.statusesBody(tokens, template: status), configuration,
+                        header: "X-HUAWEI-CALLBACK-ID")
                 }
             }
         )
