@@ -221,7 +221,7 @@ let package = Package(
             name: "TuisongGateway",
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
-                "TuisongAPNs", "TuisongLookAlikes", "TuisongHTTPClient", "TuisongTransportKit", "TuisongAPNsTransport",
+                "TuisongLookAlikes", "TuisongHTTPClient", "TuisongTransportKit", "TuisongAPNsTransport",
                 .product(name: "Logging", package: "swift-log"),
             ] + vendors.map { .target(name: "\($0)Provider") } + transports.map { .target(name: "Tuisong\($0)") },
             path: "Sources/TuisongGateway"),
@@ -308,6 +308,7 @@ let package = Package(
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
                 "TuisongLookAlikes", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
                 "TuisongTransportKit", "TuisongHTTPClient", "TuisongHarmony", "TuisongSQLiteStore", "TuisongCLI",
+                "TuisongAPNsTransport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ] + testTransportsWithLookAlikes),
         // `tuisong` with the transports kept in the tests registered too (one registry line each),

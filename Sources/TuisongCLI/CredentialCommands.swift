@@ -139,7 +139,8 @@ struct CredentialCommand: AsyncParsableCommand {
             }
             // A .p8 key is probed once (a push to a made-up token): a refused one is kept, failing.
             let topic = try await store.app(id: app)?.bundleID ?? ""
-            let check = await GatewayRuntime.probeKey(record, topic: topic, config: config, credentials: service)
+            let check = await GatewayRuntime.probeKey(
+                record, topic: topic, config: config, credentials: service, store: store)
             if case .refused(let reason) = check {
                 try await store.setCredentialStatus(id: record.id, status: "failing", reason: reason)
                 record.status = "failing"

@@ -121,7 +121,7 @@ import TuisongTransportKit
         // The gateway made it from its section and routes echo pushes to it: without a
         // credential they are held, as every service's are.
         let transport = try #require(EchoTransport.made(url: url))
-        let routed = try #require(gw.runtime.android.byChannel[.echo])
+        let routed = try #require(gw.runtime.transports.byChannel[.echo])
         #expect(routed as? EchoTransport === transport)
         let app = try #require(try await gw.runtime.store.app(id: appID))
         let outcomes = await routed.outcomes(

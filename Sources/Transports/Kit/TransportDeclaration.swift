@@ -115,13 +115,21 @@ public struct TransportContext: Sendable {
     public var receipts: ReceiptSettings?
     /// The receipt tokens of the apps that post their own receipts (nil: none is rendered).
     public var appReceipts: AppReceiptTokens?
+    /// For a transport whose credentials are uploaded files (APNs): where they are stored and
+    /// how they open. nil for the others.
+    public var uploadedCredentials: UploadedCredentials?
+    /// In local mode, the look-alike standing in for the service (nil: the service itself).
+    public var localLookAlike: LocalLookAlike?
 
     public init(
         channel: PushChannel, section: TransportSection, localBaseURL: String?,
         client: @escaping @Sendable (_ label: String) throws -> HTTPClient, resolver: ChannelCredentialResolver,
         requestTimeout: Duration, tokensPerRequest: Int, clock: any Clock, logger: Logger,
-        receipts: ReceiptSettings? = nil, appReceipts: AppReceiptTokens? = nil
+        receipts: ReceiptSettings? = nil, appReceipts: AppReceiptTokens? = nil,
+        uploadedCredentials: UploadedCredentials? = nil, localLookAlike: LocalLookAlike? = nil
     ) {
+        self.uploadedCredentials = uploadedCredentials
+        self.localLookAlike = localLookAlike
         self.appReceipts = appReceipts
         self.receipts = receipts
         self.channel = channel
@@ -144,22 +152,33 @@ public struct TransportContext: Sendable {
 /// A made transport and what the gateway reads of it.
 public struct TransportInstance: Sendable {
     public var transport: any PushTransport
-    public var tokens: AccessTokenCache
-    public var statistics: @Sendable () -> HTTPClientStatistics
-    public var shutdown: @Sendable () -> Void
+    /// Its access tokens (nil: it signs its own requests, as APNs does).
+    public var tokens: AccessTokenCache?
+    /// Its HTTP client's figures (nil: it has no `HTTPClient`, as APNs has its own pools).
+    public var statistics: (@Sendable () -> HTTPClientStatistics)?
+    /// Closes its connections; awaited on the gateway's shutdown.
+    public var shutdown: @Sendable () async -> Void
     /// One sign-in past the cache, for a service that has one (Xiaomi's secret is the key of
     /// every request: nothing to check before a push).
     public var checkSignIn: (@Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure>)?
     /// Until when a credential's daily quota is used up (OPPO, vivo, Xiaomi).
     public var quotaExhausted: (@Sendable (Int64) -> Date?)?
+    /// For a transport that looks its uploaded credentials up itself (APNs): what the gateway
+    /// asks of it when they change. nil: its `ChannelCredentialResolver` answers.
+    public var uploadedCredentials: UploadedCredentialHooks?
+    /// Its own gauges on `/metrics` (APNs's pools).
+    public var gauges: [TransportGauge]
 
     public init(
-        transport: any PushTransport, tokens: AccessTokenCache,
-        statistics: @escaping @Sendable () -> HTTPClientStatistics,
-        shutdown: @escaping @Sendable () -> Void,
+        transport: any PushTransport, tokens: AccessTokenCache?,
+        statistics: (@Sendable () -> HTTPClientStatistics)?,
+        shutdown: @escaping @Sendable () async -> Void,
         checkSignIn: (@Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure>)?,
-        quotaExhausted: (@Sendable (Int64) -> Date?)?
+        quotaExhausted: (@Sendable (Int64) -> Date?)?, uploadedCredentials: UploadedCredentialHooks? = nil,
+        gauges: [TransportGauge] = []
     ) {
+        self.uploadedCredentials = uploadedCredentials
+        self.gauges = gauges
         self.transport = transport
         self.tokens = tokens
         self.statistics = statistics

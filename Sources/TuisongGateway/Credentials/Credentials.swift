@@ -1,10 +1,9 @@
 import Foundation
 import Logging
-import TuisongAPNs
-import TuisongAPNsTransport
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
+import TuisongTransportKit
 
 /// What an operator uploads for an app and environment.
 public enum CredentialUpload: Sendable {
@@ -67,7 +66,8 @@ enum CredentialSecret: Codable {
     case pem(text: String, password: String?)
 }
 
-/// Validates uploads, seals secrets under the master key, and opens them for the APNs pools.
+/// Validates uploads, seals secrets under the master key, and opens them for the transport that
+/// reads them (APNs's pools), which parses them.
 public struct CredentialService: Sendable {
     let store: any CredentialStore
     let masterKey: MasterKey
@@ -222,22 +222,12 @@ public struct CredentialService: Sendable {
         return CredentialDigest.hex(parts, key: masterKey.box.derivedKey("credential digest"))
     }
 
-    /// The material an APNs pool authenticates with.
-    public func material(_ record: CredentialRecord) throws -> APNsCredentialMaterial {
-        let secret = try open(record.encryptedSecret, appID: record.appID)
-        switch secret {
-        case .p8(let pem):
-            guard let keyID = record.keyID, let teamID = record.teamID else {
-                throw CredentialError(.corruptFile, "credential \(record.id) lacks its key id or team id")
-            }
-            return .token(key: try PrivateKey(pem: pem), keyID: keyID, teamID: teamID)
-        case .p12(let der, let password):
-            let parsed = try PKCS12.parse(Array(der), password: password)
-            return .certificate(certificate: parsed.certificate, key: parsed.key, chain: parsed.chain)
-        case .pem(let text, let password):
-            let parsed = try PEMBundle.parse(text, password: password)
-            guard let key = parsed.key else { throw CredentialError(.wrongKind, "credential \(record.id) has no key") }
-            return .certificate(certificate: parsed.certificate, key: key, chain: parsed.chain)
+    /// The stored file, opened: what the transport that reads it parses.
+    public func file(of record: CredentialRecord) throws -> CredentialFile {
+        switch try open(record.encryptedSecret, appID: record.appID) {
+        case .p8(let pem): .p8(pem: pem)
+        case .p12(let der, let password): .p12(der: Array(der), password: password)
+        case .pem(let text, let password): .pem(text: text, password: password)
         }
     }
 
@@ -338,5 +328,5 @@ public enum CredentialSelector {
     }
 }
 
-/// The APNs transport opens stored credentials through the service that sealed them.
-extension CredentialService: APNsCredentialSource {}
+/// The transport that reads uploaded credentials opens them through the service that sealed them.
+extension CredentialService: CredentialFileOpener {}

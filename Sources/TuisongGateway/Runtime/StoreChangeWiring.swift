@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import TuisongAPNsTransport
 import TuisongCore
 import TuisongDelivery
 
@@ -8,12 +7,12 @@ import TuisongDelivery
 /// caches, and the wake-up a submitted message sends to idle nodes.
 enum StoreChangeWiring {
     /// Subscribes this node's caches to `feed`: an app's change drops it from the app cache
-    /// (and the API keys resolved to it), a credential change drops the app's resolved APNs
-    /// or Android credentials, `wake` wakes the dispatcher, and `nil` (the feed may have
+    /// (and the API keys resolved to it), a credential change drops the app's credentials as
+    /// the transports resolved them, `wake` wakes the dispatcher, and `nil` (the feed may have
     /// missed changes) drops all of it for every app.
     static func subscribe(
-        _ feed: any StoreChangeFeed, store: any AppStore, apps: AppCache, apns: APNsPushTransport,
-        android: AndroidTransports, engine: DeliveryEngine, logger: Logger,
+        _ feed: any StoreChangeFeed, store: any AppStore, apps: AppCache, transports: GatewayTransports,
+        engine: DeliveryEngine, logger: Logger,
         webhooksChanged: @escaping @Sendable () -> Void = {}
     ) {
         feed.subscribe { change in
@@ -21,9 +20,9 @@ enum StoreChangeWiring {
             case .app(let id)?:
                 apps.changed(id: id)
             case .credentials(let appID)?:
-                Task { await apns.credentialsChanged(appID: appID) }
+                Task { await transports.uploadedCredentialsChanged(appID: appID) }
             case .channelCredentials(let appID)?:
-                android.credentialsChanged(appID: appID)
+                transports.credentialsChanged(appID: appID)
             case .settings?:
                 // Nothing in the gateway caches SettingsStore values today.
                 break
@@ -37,8 +36,8 @@ enum StoreChangeWiring {
                     do {
                         for app in try await store.apps() {
                             apps.changed(id: app.id)
-                            await apns.credentialsChanged(appID: app.id)
-                            android.credentialsChanged(appID: app.id)
+                            await transports.uploadedCredentialsChanged(appID: app.id)
+                            transports.credentialsChanged(appID: app.id)
                         }
                     } catch {
                         logger.warning(
