@@ -83,7 +83,7 @@ struct CredentialCommand: AsyncParsableCommand {
                 if p8 != nil, keyID == nil || teamID == nil {
                     throw ValidationError("--p8 needs --key-id and --team-id")
                 }
-                if let environment, environment != "both", APNsEnvironment(rawValue: environment) == nil {
+                if let environment, environment != "both", PushEnvironment(rawValue: environment) == nil {
                     throw ValidationError("--environment must be both, sandbox or production")
                 }
                 return
@@ -129,7 +129,7 @@ struct CredentialCommand: AsyncParsableCommand {
             var record: CredentialRecord
             do {
                 let saved = try await service.addOnce(
-                    upload, appID: app, environment: environment.flatMap(APNsEnvironment.init(rawValue:)),
+                    upload, appID: app, environment: environment.flatMap(PushEnvironment.init(rawValue:)),
                     selector: try selector)
                 record = saved.record
                 guard saved.added else { return try printRepeat(record) }

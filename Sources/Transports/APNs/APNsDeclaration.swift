@@ -23,6 +23,13 @@ extension APNsPushTransport {
                 body.skipReason = error.code == .tooLarge ? "payload_too_large" : "invalid_notification"
                 return body
             }
+        },
+        sharedPayload: { content, pushType in
+            do throws(PayloadError) {
+                return SharedPayload(bytes: try APNsPayload.build(content, pushType: pushType))
+            } catch {
+                return SharedPayload(bytes: APNsPayload.render(content), refusal: error)
+            }
         })
 
     /// The transport, its pools' gauges and what the gateway asks of it when its credentials

@@ -48,7 +48,7 @@ public final class APNsPushTransport: PushTransport {
             self.extraCACertificates = extraCACertificates
         }
 
-        public func endpoint(_ environment: APNsEnvironment) -> APNsEndpoint {
+        public func endpoint(_ environment: PushEnvironment) -> APNsEndpoint {
             environment == .production ? production : sandbox
         }
     }
@@ -65,13 +65,13 @@ public final class APNsPushTransport: PushTransport {
     private struct PoolKey: Hashable {
         var appID: Int64  // 0 for the local-mode fallback, shared by every app
         var credentialID: Int64  // 0 = the local-mode fallback
-        var environment: APNsEnvironment
+        var environment: PushEnvironment
     }
 
     /// Devices of one app, environment and credential selector reach APNs the same way.
     private struct RouteKey: Hashable {
         var appID: Int64
-        var environment: APNsEnvironment
+        var environment: PushEnvironment
         var selector: String?
     }
 
@@ -81,12 +81,12 @@ public final class APNsPushTransport: PushTransport {
         let credential: CredentialRecord?
         /// The device's environment, or the credential's when only a credential of the other
         /// environment carries the device's selector.
-        let environment: APNsEnvironment
+        let environment: PushEnvironment
         /// Why nothing can be sent (a selector naming no credential).
         let refusal: SendReason?
         let expires: Date
 
-        init(credential: CredentialRecord?, environment: APNsEnvironment, refusal: SendReason? = nil, expires: Date) {
+        init(credential: CredentialRecord?, environment: PushEnvironment, refusal: SendReason? = nil, expires: Date) {
             self.credential = credential
             self.environment = environment
             self.refusal = refusal
@@ -130,7 +130,7 @@ public final class APNsPushTransport: PushTransport {
     }
 
     /// Each open pool's statistics (for metrics, read at scrape time).
-    public func poolStatistics() -> [(credentialID: Int64, environment: APNsEnvironment, statistics: PoolStatistics)] {
+    public func poolStatistics() -> [(credentialID: Int64, environment: PushEnvironment, statistics: PoolStatistics)] {
         pools.withLock { Array($0) }.map { ($0.key.credentialID, $0.key.environment, $0.value.statistics) }
     }
 
@@ -160,7 +160,7 @@ public final class APNsPushTransport: PushTransport {
     /// Whether pushes of the route could be sent now with a stored credential (looked up again,
     /// not cached; the cache keeps what was found): what ends a hold. Local mode's fallback
     /// does not: its pushes are held only when the mock refused it.
-    public func canSend(appID: Int64, environment: APNsEnvironment, selector: String?) async -> Bool {
+    public func canSend(appID: Int64, environment: PushEnvironment, selector: String?) async -> Bool {
         guard let found = try? await resolve(appID: appID, environment: environment, selector: selector, cached: false),
             found.refusal == nil, let credential = found.credential
         else { return false }
@@ -178,7 +178,7 @@ public final class APNsPushTransport: PushTransport {
 
     /// Opens the pool of the app's default credential for `environment`; devices with a
     /// credential selector open theirs on their first send.
-    public func prepare(app: App, environment: APNsEnvironment?) async {
+    public func prepare(app: App, environment: PushEnvironment?) async {
         if case .pool(let pool, _) = await route(app: app, environment: environment ?? .production, selector: nil) {
             pool.connect()
         }
@@ -217,7 +217,7 @@ public final class APNsPushTransport: PushTransport {
     /// Sends pushes of one route; `indices` maps their positions back to the batch's (nil: the
     /// same positions).
     private func send(
-        _ pushes: [OutgoingPush], indices: [Int]?, app: App, environment: APNsEnvironment, selector: String?,
+        _ pushes: [OutgoingPush], indices: [Int]?, app: App, environment: PushEnvironment, selector: String?,
         report: @escaping @Sendable ([SendReport]) -> Void
     ) async {
         @Sendable func position(_ index: Int) -> Int { indices.map { $0[index] } ?? index }
@@ -290,7 +290,7 @@ public final class APNsPushTransport: PushTransport {
         }
     }
 
-    private func route(app: App, environment: APNsEnvironment, selector: String?) async -> Route {
+    private func route(app: App, environment: PushEnvironment, selector: String?) async -> Route {
         let resolved: Resolved
         do {
             resolved = try await resolve(appID: app.id, environment: environment, selector: selector)
@@ -378,7 +378,7 @@ public final class APNsPushTransport: PushTransport {
     /// a `.p8` key, a universal certificate), else in the other
     /// environment (whose endpoint is then used: the credential implies it); no such
     /// credential holds the device. Without a selector, the app's default credential.
-    private func resolve(appID: Int64, environment: APNsEnvironment, selector: String?, cached: Bool = true)
+    private func resolve(appID: Int64, environment: PushEnvironment, selector: String?, cached: Bool = true)
         async throws -> Resolved
     {
         let key = RouteKey(appID: appID, environment: environment, selector: selector)
@@ -409,7 +409,7 @@ public final class APNsPushTransport: PushTransport {
         return found
     }
 
-    private func pool(for credential: CredentialRecord?, appID: Int64, environment: APNsEnvironment) async throws
+    private func pool(for credential: CredentialRecord?, appID: Int64, environment: PushEnvironment) async throws
         -> APNsConnectionPool
     {
         let key = PoolKey(

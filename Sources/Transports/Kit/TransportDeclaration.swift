@@ -28,13 +28,18 @@ public struct TransportDeclaration: Sendable {
     /// The service's own body for a push, made by the transport's own rendering (what the
     /// console shows of a message for each service); nil: the transport shows none.
     public var renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)?
+    /// The payload every device of the service gets alike, for a service that has one (APNs):
+    /// the console's view of a message and its test push's preview.
+    public var sharedPayload: (@Sendable (PushContent, PushType) -> SharedPayload)?
 
     public init(
         channel: ChannelDeclaration, configKeys: [TransportConfigKey] = [], credentialForm: CredentialForm? = nil,
         make: (@Sendable (TransportContext) throws -> TransportInstance)? = nil, receipts: ReceiptDeclaration? = nil,
         serviceCodes: [String: LocalizedText] = [:],
-        renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)? = nil
+        renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)? = nil,
+        sharedPayload: (@Sendable (PushContent, PushType) -> SharedPayload)? = nil
     ) {
+        self.sharedPayload = sharedPayload
         self.serviceCodes = serviceCodes
         self.renderBody = renderBody
         self.receipts = receipts

@@ -86,7 +86,7 @@ public struct CredentialService: Sendable {
     /// (Apple's token keys sign for sandbox and production alike); a certificate serves both
     /// when it is universal (it names both environments, whatever was chosen), else the one it
     /// names. A `.p8` given one environment serves that one only.
-    public func inspect(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment?)
+    public func inspect(_ upload: CredentialUpload, appID: Int64, environment: PushEnvironment?)
         throws(CredentialError) -> NewCredential
     {
         switch upload {
@@ -155,7 +155,7 @@ public struct CredentialService: Sendable {
     }
 
     private func certificateCredential(
-        _ certificate: Certificate, key: PrivateKey, kind: CredentialKind, appID: Int64, environment: APNsEnvironment?,
+        _ certificate: Certificate, key: PrivateKey, kind: CredentialKind, appID: Int64, environment: PushEnvironment?,
         secret: CredentialSecret
     ) throws(CredentialError) -> NewCredential {
         guard certificate.matches(key) else {
@@ -164,7 +164,7 @@ public struct CredentialService: Sendable {
         guard certificate.notAfter > clock.now else {
             throw CredentialError(.expired, "the certificate expired on \(ISO8601.string(certificate.notAfter))")
         }
-        let named = certificate.apnsEnvironments.compactMap(APNsEnvironment.init(rawValue:))
+        let named = certificate.apnsEnvironments.compactMap(PushEnvironment.init(rawValue:))
         let universal = named.count == 2
         guard let chosen = environment ?? (named.count == 1 ? named[0] : universal ? .production : nil) else {
             throw CredentialError(
@@ -182,7 +182,7 @@ public struct CredentialService: Sendable {
     /// vendor's credential selector; nil = the app's default credential for the environment). The
     /// caller releases held deliveries afterwards. `environment` nil: both, as `inspect` says.
     public func add(
-        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment?, selector: String? = nil
+        _ upload: CredentialUpload, appID: Int64, environment: PushEnvironment?, selector: String? = nil
     ) async throws -> CredentialRecord {
         try await addOnce(upload, appID: appID, environment: environment, selector: selector).record
     }
@@ -191,7 +191,7 @@ public struct CredentialService: Sendable {
     /// app, kind, environments, selector, identifiers and secret, by their keyed digest) adds
     /// nothing and answers the stored one, `added: false`.
     public func addOnce(
-        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment?, selector: String? = nil
+        _ upload: CredentialUpload, appID: Int64, environment: PushEnvironment?, selector: String? = nil
     ) async throws -> (record: CredentialRecord, added: Bool) {
         var credential = try inspect(upload, appID: appID, environment: environment)
         credential.selector = try CredentialSelector.validated(selector)

@@ -61,6 +61,10 @@ struct WakingGateway: PushGateway {
         try await engine.admit(appID: appID)
     }
 
+    func check(_ content: PushContent, options: PushOptions) throws {
+        try engine.check(content, options: options)
+    }
+
     func submit(_ job: PushJob) async throws -> MessageRecord {
         let record = try await engine.submit(job)
         if record.state == .queued { await changes.publish(.wake) }
