@@ -49,9 +49,11 @@ let transportTargets: [Target] =
 /// line in the gateway's registry (`Sources/TuisongGateway/Runtime/Providers.swift`).
 let vendors = ["Baidu", "Tencent", "Easemob", "JPush"]
 
-/// Per vendor, the transports whose declared option rules its unit tests check its mapping with
-/// (the transport's own rule, not a copy), linked without the gateway.
-let checkedAgainst = ["Tencent": ["Harmony"]]
+/// Per vendor, the transports whose declared option rules or renderings its unit tests check its
+/// mapping with (the transport's own rule, APNs's payload; not a copy), linked without the gateway.
+let checkedAgainst = [
+    "Tencent": ["Harmony", "APNsTransport"], "Baidu": ["APNsTransport"], "Easemob": ["APNsTransport"],
+]
 
 /// A provider's target and its two test targets. A provider sees the core through `TuisongPlugin`
 /// and never imports the store, the gateway, another provider or a C module. Its unit tests
@@ -82,7 +84,7 @@ func provider(_ vendor: String) -> [Target] {
                 "TuisongCore", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongCrypto", "TuisongDelivery",
                 "TuisongLookAlikes", "TuisongPostgresTestKit", "TuisongTransportKit",
                 .product(name: "Logging", package: "swift-log"),
-            ]),
+            ] + (checkedAgainst[vendor] ?? []).map { .target(name: "Tuisong\($0)") }),
     ]
 }
 
@@ -222,7 +224,7 @@ let package = Package(
             name: "TuisongGateway",
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
-                "TuisongAPNs", "TuisongLookAlikes", "TuisongHTTPClient", "TuisongTransportKit", "TuisongAPNsTransport",
+                "TuisongLookAlikes", "TuisongHTTPClient", "TuisongTransportKit", "TuisongAPNsTransport",
                 .product(name: "Logging", package: "swift-log"),
             ] + vendors.map { .target(name: "\($0)Provider") } + transports.map { .target(name: "Tuisong\($0)") },
             path: "Sources/TuisongGateway"),
@@ -247,7 +249,7 @@ let package = Package(
             name: "TuisongPluginTestKit",
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongHTTP", "TuisongPlugin", "TuisongStore", "TuisongDelivery",
-                "TuisongPostgresTestKit", .product(name: "Logging", package: "swift-log"),
+                "TuisongPostgresTestKit", "TuisongAPNsTransport", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TuisongPluginTestKit"),
         // A whole gateway on loopback for end-to-end tests: temporary directory, environment,
@@ -267,7 +269,8 @@ let package = Package(
             name: "TuisongTransportsTests",
             dependencies: [
                 "TuisongTransportKit", "TuisongDelivery", "TuisongCore", "TuisongCrypto", "TuisongHTTPClient",
-                "TuisongLookAlikes", "TuisongPluginTestKit", .product(name: "Logging", package: "swift-log"),
+                "TuisongLookAlikes", "TuisongPluginTestKit", "TuisongAPNsTransport",
+                .product(name: "Logging", package: "swift-log"),
             ] + transports.map { .target(name: "Tuisong\($0)") },
             // The golden files are read from the source tree (GoldenTests).
             exclude: ["Golden"]),
@@ -275,7 +278,7 @@ let package = Package(
             name: "TuisongStoreTests",
             dependencies: [
                 "TuisongStore", "TuisongSQLStore", "TuisongSQLiteStore", "TuisongPostgresStore", "TuisongCore",
-                "TuisongPluginTestKit", "TuisongPostgresTestKit",
+                "TuisongPluginTestKit", "TuisongPostgresTestKit", "TuisongAPNsTransport",
                 // A database left at an older migration, on a connection of its own (OpenChannelsMigrationTests).
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
@@ -309,6 +312,7 @@ let package = Package(
                 "TuisongGateway", "TuisongGatewayTestKit", "TuisongHTTP", "TuisongStore", "TuisongCore",
                 "TuisongLookAlikes", "TuisongCrypto", "TuisongDelivery", "TuisongPlugin", "TuisongPluginTestKit",
                 "TuisongTransportKit", "TuisongHTTPClient", "TuisongHarmony", "TuisongSQLiteStore", "TuisongCLI",
+                "TuisongAPNsTransport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ] + testTransportsWithLookAlikes),
         // `tuisong` with the transports kept in the tests registered too (one registry line each),

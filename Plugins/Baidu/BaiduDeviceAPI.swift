@@ -79,7 +79,7 @@ extension BaiduProvider {
             deviceType = type
         }
         let channel: PushChannel
-        let environment: APNsEnvironment
+        let environment: PushEnvironment
         switch deviceType {
         case .android:
             channel = try await androidChannel(app: app, body: body)

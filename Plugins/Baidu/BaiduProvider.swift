@@ -243,7 +243,7 @@ public struct BaiduProvider: PushProvider {
     }
 
     /// `deploy_status`: 1 development (APNs sandbox), 2 production (the default).
-    static func environment(_ parameters: BaiduParameters) throws(BaiduError) -> APNsEnvironment {
+    static func environment(_ parameters: BaiduParameters) throws(BaiduError) -> PushEnvironment {
         try parameters.integer("deploy_status", default: 2, in: 1...2) == 1 ? .sandbox : .production
     }
 

@@ -12,7 +12,7 @@ struct BaiduPush: Sendable {
     var messageType: BaiduMessageType
     /// `msg_expires` / `message_expires`: seconds after sending that APNs may keep trying.
     var expiresIn: Int
-    var environment: APNsEnvironment
+    var environment: PushEnvironment
     /// `send_time`: a scheduled (timer) push.
     var sendAt: Date?
     var labels: [String: String]
@@ -45,8 +45,8 @@ struct BaiduPusher: Sendable {
             let parameter = push.messages.count > 1 ? "\(push.parameter)[\(index)]" : push.parameter
             let pushType = entry.message.content.suggestedPushType
             do {
-                _ = try APNsPayload.build(entry.message.content, pushType: pushType)
-            } catch {
+                try gateway.check(entry.message.content, options: PushOptions(pushType: pushType))
+            } catch let error as PayloadError {
                 throw BaiduError.invalidParameter(parameter, Self.describe(error))
             }
             if let key = entry.key, key.utf8.count > 64 {

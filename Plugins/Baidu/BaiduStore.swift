@@ -47,7 +47,7 @@ struct BaiduStore: Sendable {
     /// `.conflict` when another device of the app holds `channelID`; a device the refused bind
     /// registered is removed again.
     func bindDevice(
-        appID: Int64, token: DeviceToken, environment: APNsEnvironment, userID: String, channelID: String,
+        appID: Int64, token: DeviceToken, environment: PushEnvironment, userID: String, channelID: String,
         channel: PushChannel
     ) async throws -> (device: BaiduDevice, created: Bool) {
         // The registration is the core store's (group-committed); the binding is one

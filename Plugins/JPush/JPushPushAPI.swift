@@ -33,7 +33,7 @@ extension JPushProvider {
         if validateOnly {
             // What submit would refuse (content APNs cannot carry, a payload too large) without
             // committing anything.
-            _ = try APNsPayload.build(job.content, pushType: job.options.pushType)
+            try gateway.check(job.content, options: job.options)
             return "0"
         }
         // Once per message, before anything of it is written (a batch's refused entries say so).

@@ -31,7 +31,7 @@ extension TencentProvider {
         var channel: PushChannel?
         if let selector { channel = try await store.channel(appID: call.app.id, selector: selector) }
         let token: DeviceToken
-        var environment = APNsEnvironment.production
+        var environment = PushEnvironment.production
         if let channel, channel.isAndroid {
             guard let android = DeviceToken(raw, channel: channel) else {
                 throw Self.badDeviceParameter(

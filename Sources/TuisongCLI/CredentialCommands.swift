@@ -83,7 +83,7 @@ struct CredentialCommand: AsyncParsableCommand {
                 if p8 != nil, keyID == nil || teamID == nil {
                     throw ValidationError("--p8 needs --key-id and --team-id")
                 }
-                if let environment, environment != "both", APNsEnvironment(rawValue: environment) == nil {
+                if let environment, environment != "both", PushEnvironment(rawValue: environment) == nil {
                     throw ValidationError("--environment must be both, sandbox or production")
                 }
                 return
@@ -129,7 +129,7 @@ struct CredentialCommand: AsyncParsableCommand {
             var record: CredentialRecord
             do {
                 let saved = try await service.addOnce(
-                    upload, appID: app, environment: environment.flatMap(APNsEnvironment.init(rawValue:)),
+                    upload, appID: app, environment: environment.flatMap(PushEnvironment.init(rawValue:)),
                     selector: try selector)
                 record = saved.record
                 guard saved.added else { return try printRepeat(record) }
@@ -139,7 +139,8 @@ struct CredentialCommand: AsyncParsableCommand {
             }
             // A .p8 key is probed once (a push to a made-up token): a refused one is kept, failing.
             let topic = try await store.app(id: app)?.bundleID ?? ""
-            let check = await GatewayRuntime.probeKey(record, topic: topic, config: config, credentials: service)
+            let check = await GatewayRuntime.probeKey(
+                record, topic: topic, config: config, credentials: service, store: store)
             if case .refused(let reason) = check {
                 try await store.setCredentialStatus(id: record.id, status: "failing", reason: reason)
                 record.status = "failing"

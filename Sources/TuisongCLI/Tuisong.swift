@@ -369,7 +369,7 @@ struct DeviceCommand: AsyncParsableCommand {
             do {
                 let pushChannel = try DeviceRules.channel(channel)
                 let environment = try DeviceRules.environment(
-                    environment ?? APNsEnvironment.production.rawValue, channel: pushChannel, stored: nil)
+                    environment ?? PushEnvironment.production.rawValue, channel: pushChannel, stored: nil)
                 return (pushChannel, environment, try tag.map { [try DeviceRules.tag($0)] })
             } catch let refusal as DeviceRules.Refusal {
                 throw ValidationError(refusal.message)

@@ -16,7 +16,7 @@ public struct CredentialRecord: Sendable, Hashable {
     public var id: Int64
     public var appID: Int64
     public var kind: CredentialKind
-    public var environment: APNsEnvironment
+    public var environment: PushEnvironment
     public var teamID: String?
     public var keyID: String?
     public var subject: String?
@@ -39,7 +39,7 @@ public struct CredentialRecord: Sendable, Hashable {
     public var secretDigest: String?
 
     public init(
-        id: Int64, appID: Int64, kind: CredentialKind, environment: APNsEnvironment, teamID: String?,
+        id: Int64, appID: Int64, kind: CredentialKind, environment: PushEnvironment, teamID: String?,
         keyID: String?, subject: String?, topics: [String], expiresAt: Date?, encryptedSecret: [UInt8],
         status: String, statusReason: String?, createdAt: Date, selector: String? = nil,
         servesBothEnvironments: Bool = false, secretDigest: String? = nil
@@ -65,12 +65,12 @@ public struct CredentialRecord: Sendable, Hashable {
     public var isFailing: Bool { status == "failing" }
 
     /// Whether pushes to devices of `environment` may go through it.
-    public func serves(_ environment: APNsEnvironment) -> Bool {
+    public func serves(_ environment: PushEnvironment) -> Bool {
         servesBothEnvironments || self.environment == environment
     }
 
     /// The environments it serves, for the held deliveries its arrival releases.
-    public var environments: [APNsEnvironment] {
+    public var environments: [PushEnvironment] {
         servesBothEnvironments ? [.sandbox, .production] : [environment]
     }
 
@@ -81,7 +81,7 @@ public struct CredentialRecord: Sendable, Hashable {
 public struct NewCredential: Sendable, Hashable {
     public var appID: Int64
     public var kind: CredentialKind
-    public var environment: APNsEnvironment
+    public var environment: PushEnvironment
     public var teamID: String?
     public var keyID: String?
     public var subject: String?
@@ -93,7 +93,7 @@ public struct NewCredential: Sendable, Hashable {
     public var secretDigest: String?
 
     public init(
-        appID: Int64, kind: CredentialKind, environment: APNsEnvironment, teamID: String?, keyID: String?,
+        appID: Int64, kind: CredentialKind, environment: PushEnvironment, teamID: String?, keyID: String?,
         subject: String?, topics: [String], expiresAt: Date?, encryptedSecret: [UInt8], selector: String? = nil,
         servesBothEnvironments: Bool = false, secretDigest: String? = nil
     ) {
@@ -123,7 +123,7 @@ public protocol CredentialStore: Sendable {
     /// devices without a selector use: among those serving the environment (its own, or both:
     /// a `.p8` key, a universal certificate) the newest that is not failing, else the newest. A
     /// key APNs refused does not replace one that works.
-    func activeCredential(appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord?
+    func activeCredential(appID: Int64, environment: PushEnvironment) async throws -> CredentialRecord?
     func credential(id: Int64) async throws -> CredentialRecord?
     func deleteCredential(id: Int64) async throws -> Bool
     func setCredentialStatus(id: Int64, status: String, reason: String?) async throws

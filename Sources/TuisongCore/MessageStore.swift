@@ -174,7 +174,7 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var messageID: Int64
     public var deviceID: Int64?
     public var token: String
-    public var environment: APNsEnvironment
+    public var environment: PushEnvironment
     public var state: DeliveryState
     public var reason: String?
     public var serviceMessageID: String?
@@ -190,7 +190,7 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var channel: PushChannel
 
     public init(
-        id: Int64, messageID: Int64, deviceID: Int64?, token: String, environment: APNsEnvironment,
+        id: Int64, messageID: Int64, deviceID: Int64?, token: String, environment: PushEnvironment,
         state: DeliveryState, reason: String?, serviceMessageID: String?, attempts: Int, nextAttemptAt: Date?,
         updatedAt: Date, content: PushContent? = nil, credentialSelector: String? = nil, channel: PushChannel
     ) {
@@ -215,7 +215,7 @@ public struct DeliveryRecord: Sendable, Hashable {
 public struct NewDelivery: Sendable, Hashable {
     public var deviceID: Int64?
     public var token: String
-    public var environment: APNsEnvironment
+    public var environment: PushEnvironment
     public var state: DeliveryState
     public var reason: String?
     public var serviceMessageID: String?
@@ -227,7 +227,7 @@ public struct NewDelivery: Sendable, Hashable {
     public var channel: PushChannel
 
     public init(
-        deviceID: Int64?, token: String, environment: APNsEnvironment, state: DeliveryState,
+        deviceID: Int64?, token: String, environment: PushEnvironment, state: DeliveryState,
         reason: String?, serviceMessageID: String? = nil, attempts: Int, nextAttemptAt: Date? = nil,
         content: PushContent? = nil, credentialSelector: String? = nil, channel: PushChannel
     ) {
@@ -432,7 +432,7 @@ public protocol MessageStore: Sendable {
     /// `withRecipientDetails` also fills each device's account, app state and locale (for a
     /// `DeliveryPolicy`); `accounts`/`allAccounts` pages always carry them.
     func audiencePage(
-        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int,
+        appID: Int64, audience: Audience, environment: PushEnvironment?, after cursor: Int64, limit: Int,
         withRecipientDetails: Bool
     ) async throws -> [AudienceEntry]
     /// Several audience pages, read together (one snapshot where the database allows): the
@@ -451,7 +451,7 @@ public protocol MessageStore: Sendable {
     func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws
     /// Held APNs rows of an app and environment go back to `queued`, due now (a credential was
     /// fixed).
-    func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int
+    func releaseHeldDeliveries(appID: Int64, environment: PushEnvironment, now: Date) async throws -> Int
     /// Held rows of an app's devices on `channel` go back to `queued`, due now (a credential for
     /// that push service was added or fixed).
     func releaseHeldDeliveries(appID: Int64, channel: PushChannel, now: Date) async throws -> Int
@@ -499,7 +499,7 @@ public struct AudiencePageRequest: Sendable, Hashable {
     public var withRecipientDetails: Bool
 
     public init(
-        appID: Int64, audience: Audience, environment: APNsEnvironment?, after: Int64, limit: Int,
+        appID: Int64, audience: Audience, environment: PushEnvironment?, after: Int64, limit: Int,
         withRecipientDetails: Bool
     ) {
         self.appID = appID
@@ -547,7 +547,7 @@ extension MessageStore {
 
     /// The page without recipient details (the one-payload path).
     public func audiencePage(
-        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int
+        appID: Int64, audience: Audience, environment: PushEnvironment?, after cursor: Int64, limit: Int
     ) async throws -> [AudienceEntry] {
         try await audiencePage(
             appID: appID, audience: audience, environment: environment, after: cursor, limit: limit,
@@ -558,7 +558,7 @@ extension MessageStore {
 /// What a credential serves, and so what deliveries are held on for want of one: an APNs
 /// environment, or a push service's channel.
 public enum CredentialRoute: Sendable, Hashable {
-    case environment(APNsEnvironment)
+    case environment(PushEnvironment)
     case channel(PushChannel)
 }
 

@@ -11,11 +11,6 @@ public enum PushEnvironment: String, Sendable, Codable, CaseIterable, Hashable {
     case production
 }
 
-/// The same two values where they are APNs's own: the environment an APNs credential is
-/// valid for, and so the endpoint (`api.sandbox.push.apple.com` or `api.push.apple.com`) a
-/// device's pushes leave through.
-public typealias APNsEnvironment = PushEnvironment
-
 /// An application registered with the gateway: one bundle id, one native API key, and the
 /// vendor keys its app servers authenticate with.
 public struct App: Sendable, Hashable, Codable {

@@ -52,8 +52,12 @@ public protocol PushGateway: Sendable {
     /// than the gateway's bound (`delivery.max_backlog_per_app`); each API answers it in its
     /// dialect with `Retry-After`. Cheap: the backlog is a count recounted at most every second.
     func admit(appID: Int64) async throws
-    /// Validates the content and renders it as APNs would (throws `PayloadError`), commits the message
-    /// and schedules it. When this returns the message survives a crash.
+    /// Refuses, without storing anything, what `submit` would refuse of this content: what a
+    /// transport's service could never carry (an APNs payload over its push type's limit: a
+    /// `PayloadError`). For a request that checks each message before it submits any.
+    func check(_ content: PushContent, options: PushOptions) throws
+    /// Checks the content as `check` does, commits the message and schedules it. When this
+    /// returns the message survives a crash.
     func submit(_ job: PushJob) async throws -> MessageRecord
     func status(messageID: Int64) async throws -> MessageStatus?
     /// Cancels a message that has not started (a scheduled push). `false` if it already started.

@@ -32,7 +32,7 @@ public struct ChannelRouter: PushTransport {
         }
     }
 
-    public func prepare(app: App, environment: APNsEnvironment?) async {
+    public func prepare(app: App, environment: PushEnvironment?) async {
         for transport in transports.values {
             await transport.prepare(app: app, environment: environment)
         }

@@ -218,11 +218,16 @@ public final class DeliveryEngine: PushGateway {
         try await admission.admit(appID: appID)
     }
 
+    /// What `submit` would refuse of the content: what a service could not carry.
+    public func check(_ content: PushContent, options: PushOptions) throws {
+        try transport.check(content, options: options)
+    }
+
     /// Validates, renders and commits the message; it is durable when this returns.
     public func submit(_ job: PushJob) async throws -> MessageRecord {
         // Refused before anything is stored: content a service could not carry (the transports
         // check their own limits again when they render it).
-        try transport.check(job.content, options: job.options)
+        try check(job.content, options: job.options)
         let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
         let record = try await store.createMessage(job, state: state)
         observer.accepted(vendor: job.vendor)
@@ -419,7 +424,7 @@ final class RunningMessages: Sendable {
 final class PreparationTimes: Sendable {
     private struct Key: Hashable {
         let appID: Int64
-        let environment: APNsEnvironment?
+        let environment: PushEnvironment?
     }
 
     static let interval: Duration = .seconds(10)
@@ -428,7 +433,7 @@ final class PreparationTimes: Sendable {
     private let asked = Mutex<[Key: ContinuousClock.Instant]>([:])
 
     /// Whether to ask now (and remember that it was asked).
-    func due(appID: Int64, environment: APNsEnvironment?, now: ContinuousClock.Instant = .now) -> Bool {
+    func due(appID: Int64, environment: PushEnvironment?, now: ContinuousClock.Instant = .now) -> Bool {
         asked.withLock { asked in
             let key = Key(appID: appID, environment: environment)
             if let last = asked[key], now < last + Self.interval { return false }

@@ -8,10 +8,10 @@ import TuisongCore
 public struct HeldRoute: Sendable, Hashable {
     public var appID: Int64
     public var channel: PushChannel
-    public var environment: APNsEnvironment
+    public var environment: PushEnvironment
     public var selector: String?
 
-    public init(appID: Int64, channel: PushChannel, environment: APNsEnvironment, selector: String?) {
+    public init(appID: Int64, channel: PushChannel, environment: PushEnvironment, selector: String?) {
         self.appID = appID
         self.channel = channel
         self.environment = environment
@@ -21,7 +21,7 @@ public struct HeldRoute: Sendable, Hashable {
     /// The route of a row held for `reason`, or nil when a credential change cannot end the
     /// hold by itself: `credential_unusable` (a secret this node cannot open) would be found
     /// sendable and held again at once.
-    static func of(appID: Int64, channel: PushChannel, environment: APNsEnvironment, selector: String?, reason: String?)
+    static func of(appID: Int64, channel: PushChannel, environment: PushEnvironment, selector: String?, reason: String?)
         -> HeldRoute?
     {
         guard reason != SendReason.credentialUnusable.description else { return nil }

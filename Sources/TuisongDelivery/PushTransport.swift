@@ -293,7 +293,7 @@ public protocol PushTransport: Sendable {
 
     /// Gets ready to send the app's pushes of `environment` (nil: production): opens the
     /// connections a first push would otherwise wait for. Returns without waiting for them.
-    func prepare(app: App, environment: APNsEnvironment?) async
+    func prepare(app: App, environment: PushEnvironment?) async
 
     /// Refuses, before a message is accepted, content its service could never carry for any
     /// device (throws `PayloadError`): the message is then not stored. The transport checks its
@@ -303,7 +303,7 @@ public protocol PushTransport: Sendable {
 
 extension PushTransport {
     /// Nothing to open.
-    public func prepare(app: App, environment: APNsEnvironment?) async {}
+    public func prepare(app: App, environment: PushEnvironment?) async {}
 
     /// Nothing refused ahead.
     public func check(_ content: PushContent, options: PushOptions) throws {}

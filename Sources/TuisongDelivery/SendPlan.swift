@@ -13,7 +13,7 @@ enum EntryResult: Sendable {
 struct SendPlan: Sendable {
     /// Devices of one route reach their service through one credential.
     struct Route: Hashable, Sendable {
-        var environment: APNsEnvironment
+        var environment: PushEnvironment
         var selector: String?
         var channel: PushChannel
     }

@@ -134,7 +134,11 @@ public struct APNsMockLocalSetup: Sendable {
     public func fallbackCredential(channel: String, baseURL: String, lookAlikes: LookAlikeRegistry)
         -> LookAlikeCredential?
     {
-        lookAlikes[AndroidPushService(channel)]?.fallbackCredential(self, baseURL)
+        // APNs's: the token key, its team id and key id (the look-alike trusts it).
+        if channel == APNsMockServer.channel {
+            return LookAlikeCredential(vendorAppID: teamID, clientID: keyID, secret: Array(tokenKeyPEM.utf8))
+        }
+        return lookAlikes[AndroidPushService(channel)]?.fallbackCredential(self, baseURL)
     }
 
     /// Writes the CA certificate (PEM) for clients to trust, e.g. `curl --cacert`.

@@ -62,6 +62,10 @@ public final class APNsMockServer: Sendable {
 
     deinit { shutdown() }
 
+    /// The channel this server is the look-alike of itself (its own key: `LookAlikeCredential`'s
+    /// team id, key id and key).
+    static let channel = "apns"
+
     private let tokenVerifier: ProviderTokenVerifier
 
     /// Accepts provider tokens signed with this key from now on.
@@ -167,10 +171,16 @@ public final class APNsMockServer: Sendable {
     }
 
     /// Teaches the look-alike of `channel` a stored credential (an uploaded service account, a
-    /// client, an app), so local mode delivers with it as the real service would. False when
-    /// this server has no look-alike of `channel`.
+    /// client, an app; for `apns`, a token key: the team id, the key id and the public key's
+    /// PEM), so local mode delivers with it as the real service would. False when this server
+    /// has no look-alike of `channel`.
     @discardableResult
     public func trust(channel: String, vendorAppID: String, clientID: String, secret: [UInt8]) throws -> Bool {
+        if channel == Self.channel {
+            trustTokenKey(
+                .init(keyID: clientID, teamID: vendorAppID, publicKeyPEM: String(decoding: secret, as: UTF8.self)))
+            return true
+        }
         guard let lookAlike = core.lookAlikes.service(AndroidPushService(channel)) else { return false }
         try lookAlike.trust(vendorAppID: vendorAppID, clientID: clientID, secret: secret)
         return true

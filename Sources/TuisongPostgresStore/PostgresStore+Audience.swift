@@ -170,7 +170,7 @@ extension PostgresStore {
     /// An audience entry from `entryColumns(details:)`.
     private static func entry(_ row: PostgresRow, details: Bool) throws -> AudienceEntry {
         let environmentName = row[2].string ?? ""
-        guard let environment = APNsEnvironment(rawValue: environmentName) else {
+        guard let environment = PushEnvironment(rawValue: environmentName) else {
             throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
         }
         let id = row.int64(at: 0)

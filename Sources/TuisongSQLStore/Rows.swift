@@ -56,7 +56,7 @@ package enum Rows {
 
     package static func device(columns row: some ColumnValues) throws -> Device {
         let environmentName = row.string(3)
-        guard let environment = APNsEnvironment(rawValue: environmentName) else {
+        guard let environment = PushEnvironment(rawValue: environmentName) else {
             throw StoreError(
                 .unavailable, "devices.environment holds unknown value \(environmentName)")
         }

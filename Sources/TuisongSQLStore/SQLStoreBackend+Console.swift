@@ -171,7 +171,7 @@ extension Rows {
 
     /// A delivery from a row starting with `deliveryColumns`, whichever database read it.
     package static func delivery(columns row: some ColumnValues) throws -> DeliveryRecord {
-        guard let environment = APNsEnvironment(rawValue: row.string(4)),
+        guard let environment = PushEnvironment(rawValue: row.string(4)),
             let state = DeliveryState(rawValue: row.string(5)), let channel = PushChannel(rawValue: row.string(13))
         else { throw StoreError(.unavailable, "deliveries row \(row.int64(0)) holds unknown values") }
         return DeliveryRecord(

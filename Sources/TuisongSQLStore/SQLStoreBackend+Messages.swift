@@ -148,7 +148,7 @@ extension SQLStoreBackend {
         }
     }
 
-    public func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
+    public func releaseHeldDeliveries(appID: Int64, environment: PushEnvironment, now: Date) async throws -> Int {
         try await sqlReleaseHeld(
             appID: appID, matching: "channel = 'apns' AND environment = \(environment.rawValue)", now: now)
     }

@@ -73,7 +73,7 @@ extension SQLStoreBackend {
 
     /// The app's newest working credential without a selector serving `environment` (its own,
     /// or both: a `.p8` key, a universal certificate), else its newest.
-    public func activeCredential(appID: Int64, environment: APNsEnvironment) async throws -> CredentialRecord? {
+    public func activeCredential(appID: Int64, environment: PushEnvironment) async throws -> CredentialRecord? {
         try await sqlRead { db in
             try db.fetchOne(
                 """
@@ -121,7 +121,7 @@ extension Rows {
 
     package static func credentialRecord(_ row: SQLRow) throws -> CredentialRecord {
         guard let kind = CredentialKind(rawValue: row.string(2)),
-            let environment = APNsEnvironment(rawValue: row.string(3))
+            let environment = PushEnvironment(rawValue: row.string(3))
         else { throw StoreError(.unavailable, "credentials row \(row.int64(0)) holds unknown values") }
         return CredentialRecord(
             id: row.int64(0), appID: row.int64(1), kind: kind, environment: environment,

@@ -855,7 +855,7 @@ extension SQLiteStore: MessageStore {
 
     private static func entry(_ row: Row) throws -> AudienceEntry {
         let environmentName: String = row[2]
-        guard let environment = APNsEnvironment(rawValue: environmentName) else {
+        guard let environment = PushEnvironment(rawValue: environmentName) else {
             throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
         }
         let updatedAt: Int64 = row[3]

@@ -27,7 +27,7 @@ import TuisongStore
             }
         }
 
-        func bind(_ n: Int, user: String? = nil, environment: APNsEnvironment = .production) async throws -> BaiduDevice
+        func bind(_ n: Int, user: String? = nil, environment: PushEnvironment = .production) async throws -> BaiduDevice
         {
             let token = DeviceToken(token(n))!
             return try await baidu.bindDevice(

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongPluginTestKit
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongCrypto
 import TuisongHTTP

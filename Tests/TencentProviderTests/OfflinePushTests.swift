@@ -1,4 +1,5 @@
 import Testing
+import TuisongAPNsTransport
 import TuisongCore
 
 @testable import TencentProvider

@@ -20,9 +20,9 @@ import TuisongPluginTestKit
         /// Every push handed over, in order.
         let sent = Mutex<[OutgoingPush]>([])
         /// The environment of each `prepare` call, in order.
-        let prepared = Mutex<[APNsEnvironment?]>([])
+        let prepared = Mutex<[PushEnvironment?]>([])
 
-        func prepare(app: App, environment: APNsEnvironment?) async {
+        func prepare(app: App, environment: PushEnvironment?) async {
             prepared.withLock { $0.append(environment) }
         }
 

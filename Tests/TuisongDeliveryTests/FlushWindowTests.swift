@@ -319,7 +319,7 @@ final class OutageStore: DeliveryEngine.Backend {
         return try await base.forgetFinishedBadgeGrants()
     }
     func audiencePage(
-        appID: Int64, audience: Audience, environment: APNsEnvironment?, after cursor: Int64, limit: Int,
+        appID: Int64, audience: Audience, environment: PushEnvironment?, after cursor: Int64, limit: Int,
         withRecipientDetails: Bool
     ) async throws -> [AudienceEntry] {
         try reachable()
@@ -349,7 +349,7 @@ final class OutageStore: DeliveryEngine.Backend {
         try reachable()
         try await base.applyDeliveryUpdates(updates, at: at)
     }
-    func releaseHeldDeliveries(appID: Int64, environment: APNsEnvironment, now: Date) async throws -> Int {
+    func releaseHeldDeliveries(appID: Int64, environment: PushEnvironment, now: Date) async throws -> Int {
         try reachable()
         return try await base.releaseHeldDeliveries(appID: appID, environment: environment, now: now)
     }

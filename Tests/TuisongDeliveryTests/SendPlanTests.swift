@@ -9,7 +9,7 @@ import TuisongCore
     static let message = PushContent(body: "hi")
 
     func entry(
-        _ position: Int64, _ environment: APNsEnvironment = .production, selector: String? = nil,
+        _ position: Int64, _ environment: PushEnvironment = .production, selector: String? = nil,
         skip: String? = nil
     ) -> AudienceEntry {
         AudienceEntry(

@@ -132,7 +132,7 @@ import TuisongStore
         let (appID, _) = try await seed(gw)
         let store = gw.runtime.store
         let device = try #require(try await store.device(appID: appID, token: DeviceToken(token(4))!))
-        func message(_ audience: Audience, environment: APNsEnvironment? = nil) -> MessageRecord {
+        func message(_ audience: Audience, environment: PushEnvironment? = nil) -> MessageRecord {
             MessageRecord(
                 id: 1, appID: appID, vendor: "native", vendorMessageID: nil, audience: audience,
                 content: PushContent(), options: PushOptions(environment: environment),

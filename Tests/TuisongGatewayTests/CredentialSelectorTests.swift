@@ -12,7 +12,7 @@ import TuisongPluginTestKit
 /// the APNs mock: the mock reports which p8 key (key id) signed each request.
 @Suite(.serialized) struct CredentialSelectorTests {
     func addKey(
-        _ gw: RunningGateway, _ appID: Int64, keyID: String, _ environment: APNsEnvironment, selector: String?
+        _ gw: RunningGateway, _ appID: Int64, keyID: String, _ environment: PushEnvironment, selector: String?
     ) async throws -> CredentialRecord {
         try await gw.runtime.addCredential(
             .p8(pem: try PrivateKey.generateP256().pkcs8PEM(), keyID: keyID, teamID: "SELTEAM001"),

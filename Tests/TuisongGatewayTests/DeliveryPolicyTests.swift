@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongGatewayTestKit
 import TuisongLookAlikes

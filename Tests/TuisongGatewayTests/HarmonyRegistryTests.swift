@@ -128,7 +128,7 @@ import TuisongTransportKit
         #expect(viaAPI.tokens == ["MAMzLg-1"] && viaAPI.harmonyPushType == 0)
         #expect(try JSONValue(parsing: viaAPI.body)["payload"]?["notification"]?["title"] == "Hi")
 
-        let transport = try #require(gw.runtime.android.byChannel[.harmony])
+        let transport = try #require(gw.runtime.transports.byChannel[.harmony])
         let app = try #require(try await gw.runtime.store.app(id: appID))
         func push(_ token: String, _ content: PushContent) -> OutgoingPush {
             OutgoingPush(

@@ -14,6 +14,45 @@ import TuisongTransportKit
 /// registry line. `EchoTransport` (Tests/Transports/Echo) is the proof: nothing else of the
 /// gateway names it.
 @Suite struct TransportRegistryTests {
+    /// APNs is made by the registry like every transport: no file of the gateway but the
+    /// registry's imports a transport's module or the APNs engine (issue #44).
+    @Test func theGatewayImportsNoTransportButInItsRegistry() throws {
+        let gateway = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/TuisongGateway")
+        var importers: [String] = []
+        let files = try #require(FileManager.default.enumerator(atPath: gateway.path))
+        for case let file as String in files where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: gateway.appendingPathComponent(file), encoding: .utf8)
+            let imports = text.split(separator: "\n").filter { $0.hasPrefix("import Tuisong") }.map {
+                String($0.dropFirst("import ".count))
+            }
+            // A transport's module is `Tuisong<Name>` over `Sources/Transports/<Name>`; the APNs
+            // engine is `TuisongAPNs`, its transport `TuisongAPNsTransport`.
+            if imports.contains(where: { $0.hasPrefix("TuisongAPNs") || Self.transportModules.contains($0) }) {
+                importers.append(file)
+            }
+        }
+        #expect(importers == ["Runtime/TransportRegistry.swift"])
+    }
+
+    static let transportModules: Set<String> = [
+        "TuisongFCM", "TuisongHuawei", "TuisongHonor", "TuisongXiaomi", "TuisongOPPO", "TuisongVivo", "TuisongHarmony",
+    ]
+
+    @Test func apnsIsMadeByItsDeclarationWithTheHooksTheGatewayAsks() async throws {
+        let gw = try await RunningGateway.start()
+        defer { Task { await gw.stop() } }
+        let apns = try #require(gw.runtime.transports.members[.apns])
+        #expect(apns.uploadedCredentials?.holdsPerEnvironment == true)
+        #expect(
+            apns.gauges.map(\.name) == [
+                "tuisong_apns_connections", "tuisong_apns_streams", "tuisong_apns_waiting_requests",
+            ])
+        // Its HTTP-client figures are none: it has its own pools, so the per-channel gauges skip it.
+        #expect(!gw.runtime.transports.statistics.map(\.channel).contains(.apns))
+        #expect(gw.runtime.transports.order.first == .apns)
+    }
+
     @Test func theStandardRegistryDeclaresEveryChannelWithTheSameNamesAsBefore() {
         TransportRegistry.install()
         let registry = TransportRegistry.standard
@@ -123,7 +162,7 @@ import TuisongTransportKit
         // The gateway made it from its section and routes echo pushes to it: without a
         // credential they are held, as every service's are.
         let transport = try #require(EchoTransport.made(url: url))
-        let routed = try #require(gw.runtime.android.byChannel[.echo])
+        let routed = try #require(gw.runtime.transports.byChannel[.echo])
         #expect(routed as? EchoTransport === transport)
         let app = try #require(try await gw.runtime.store.app(id: appID))
         let outcomes = await routed.outcomes(

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongDelivery
 import TuisongPostgresTestKit

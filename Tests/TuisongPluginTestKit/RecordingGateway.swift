@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongStore
 
@@ -19,8 +20,13 @@ public final class RecordingGateway: PushGateway {
     /// Every job submitted, in order.
     public var jobs: [PushJob] { recorded.withLock { $0 } }
 
+    /// What the gateway's transports refuse: its APNs transport, what APNs could not carry.
+    public func check(_ content: PushContent, options: PushOptions) throws {
+        _ = try APNsPayload.build(content, pushType: options.pushType)
+    }
+
     public func submit(_ job: PushJob) async throws -> MessageRecord {
-        _ = try APNsPayload.build(job.content, pushType: job.options.pushType)
+        try check(job.content, options: job.options)
         let state: MessageState = (job.sendAt.map { $0 > clock.now } ?? false) ? .scheduled : .queued
         let record = try await store.createMessage(job, state: state)
         recorded.withLock { $0.append(job) }

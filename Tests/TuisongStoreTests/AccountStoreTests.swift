@@ -14,7 +14,7 @@ import TuisongPostgresTestKit
         try await store.createApp(name: "im", bundleID: "com.example.im", apiKeyHash: UUID().uuidString).id
     }
 
-    func registration(_ n: Int, _ environment: APNsEnvironment = .production, locale: String? = nil)
+    func registration(_ n: Int, _ environment: PushEnvironment = .production, locale: String? = nil)
         -> DeviceRegistration
     {
         DeviceRegistration(token: token(n), environment: environment, locale: locale, channel: .apns)

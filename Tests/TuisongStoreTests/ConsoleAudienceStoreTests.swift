@@ -13,7 +13,7 @@ import TuisongCore
 /// on its own.
 @Suite struct ConsoleAudienceStoreTests {
     func registration(
-        _ n: Int, _ environment: APNsEnvironment = .production, user: String? = nil, tags: [String]? = nil
+        _ n: Int, _ environment: PushEnvironment = .production, user: String? = nil, tags: [String]? = nil
     ) -> DeviceRegistration {
         DeviceRegistration(token: token(n), environment: environment, user: user, tags: tags?.map(tag), channel: .apns)
     }
@@ -93,7 +93,7 @@ import TuisongCore
             try db.execute("UPDATE devices SET invalidated_at = 1 WHERE id = ?", [.integer(gone.id)])
         }
 
-        func page(_ audience: Audience, _ environment: APNsEnvironment? = nil, after: Int64 = 0, details: Bool = false)
+        func page(_ audience: Audience, _ environment: PushEnvironment? = nil, after: Int64 = 0, details: Bool = false)
             async throws -> [AudienceEntry]
         {
             try await store.audiencePage(

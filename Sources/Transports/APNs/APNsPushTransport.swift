@@ -48,7 +48,7 @@ public final class APNsPushTransport: PushTransport {
             self.extraCACertificates = extraCACertificates
         }
 
-        public func endpoint(_ environment: APNsEnvironment) -> APNsEndpoint {
+        public func endpoint(_ environment: PushEnvironment) -> APNsEndpoint {
             environment == .production ? production : sandbox
         }
     }
@@ -65,13 +65,13 @@ public final class APNsPushTransport: PushTransport {
     private struct PoolKey: Hashable {
         var appID: Int64  // 0 for the local-mode fallback, shared by every app
         var credentialID: Int64  // 0 = the local-mode fallback
-        var environment: APNsEnvironment
+        var environment: PushEnvironment
     }
 
     /// Devices of one app, environment and credential selector reach APNs the same way.
     private struct RouteKey: Hashable {
         var appID: Int64
-        var environment: APNsEnvironment
+        var environment: PushEnvironment
         var selector: String?
     }
 
@@ -81,12 +81,12 @@ public final class APNsPushTransport: PushTransport {
         let credential: CredentialRecord?
         /// The device's environment, or the credential's when only a credential of the other
         /// environment carries the device's selector.
-        let environment: APNsEnvironment
+        let environment: PushEnvironment
         /// Why nothing can be sent (a selector naming no credential).
         let refusal: SendReason?
         let expires: Date
 
-        init(credential: CredentialRecord?, environment: APNsEnvironment, refusal: SendReason? = nil, expires: Date) {
+        init(credential: CredentialRecord?, environment: PushEnvironment, refusal: SendReason? = nil, expires: Date) {
             self.credential = credential
             self.environment = environment
             self.refusal = refusal
@@ -130,7 +130,7 @@ public final class APNsPushTransport: PushTransport {
     }
 
     /// Each open pool's statistics (for metrics, read at scrape time).
-    public func poolStatistics() -> [(credentialID: Int64, environment: APNsEnvironment, statistics: PoolStatistics)] {
+    public func poolStatistics() -> [(credentialID: Int64, environment: PushEnvironment, statistics: PoolStatistics)] {
         pools.withLock { Array($0) }.map { ($0.key.credentialID, $0.key.environment, $0.value.statistics) }
     }
 
@@ -160,7 +160,7 @@ public final class APNsPushTransport: PushTransport {
     /// Whether pushes of the route could be sent now with a stored credential (looked up again,
     /// not cached; the cache keeps what was found): what ends a hold. Local mode's fallback
     /// does not: its pushes are held only when the mock refused it.
-    public func canSend(appID: Int64, environment: APNsEnvironment, selector: String?) async -> Bool {
+    public func canSend(appID: Int64, environment: PushEnvironment, selector: String?) async -> Bool {
         guard let found = try? await resolve(appID: appID, environment: environment, selector: selector, cached: false),
             found.refusal == nil, let credential = found.credential
         else { return false }
@@ -178,7 +178,7 @@ public final class APNsPushTransport: PushTransport {
 
     /// Opens the pool of the app's default credential for `environment`; devices with a
     /// credential selector open theirs on their first send.
-    public func prepare(app: App, environment: APNsEnvironment?) async {
+    public func prepare(app: App, environment: PushEnvironment?) async {
         if case .pool(let pool, _) = await route(app: app, environment: environment ?? .production, selector: nil) {
             pool.connect()
         }
@@ -217,7 +217,7 @@ public final class APNsPushTransport: PushTransport {
     /// Sends pushes of one route; `indices` maps their positions back to the batch's (nil: the
     /// same positions).
     private func send(
-        _ pushes: [OutgoingPush], indices: [Int]?, app: App, environment: APNsEnvironment, selector: String?,
+        _ pushes: [OutgoingPush], indices: [Int]?, app: App, environment: PushEnvironment, selector: String?,
         report: @escaping @Sendable ([SendReport]) -> Void
     ) async {
         @Sendable func position(_ index: Int) -> Int { indices.map { $0[index] } ?? index }
@@ -290,7 +290,7 @@ public final class APNsPushTransport: PushTransport {
         }
     }
 
-    private func route(app: App, environment: APNsEnvironment, selector: String?) async -> Route {
+    private func route(app: App, environment: PushEnvironment, selector: String?) async -> Route {
         let resolved: Resolved
         do {
             resolved = try await resolve(appID: app.id, environment: environment, selector: selector)
@@ -378,7 +378,7 @@ public final class APNsPushTransport: PushTransport {
     /// a `.p8` key, a universal certificate), else in the other
     /// environment (whose endpoint is then used: the credential implies it); no such
     /// credential holds the device. Without a selector, the app's default credential.
-    private func resolve(appID: Int64, environment: APNsEnvironment, selector: String?, cached: Bool = true)
+    private func resolve(appID: Int64, environment: PushEnvironment, selector: String?, cached: Bool = true)
         async throws -> Resolved
     {
         let key = RouteKey(appID: appID, environment: environment, selector: selector)
@@ -409,7 +409,7 @@ public final class APNsPushTransport: PushTransport {
         return found
     }
 
-    private func pool(for credential: CredentialRecord?, appID: Int64, environment: APNsEnvironment) async throws
+    private func pool(for credential: CredentialRecord?, appID: Int64, environment: PushEnvironment) async throws
         -> APNsConnectionPool
     {
         let key = PoolKey(
@@ -512,85 +512,6 @@ public final class APNsPushTransport: PushTransport {
 /// The local-mode fallback is absent and the app has no credential.
 private struct NoCredentialError: Error, CustomStringConvertible {
     var description: String { "no credential" }
-}
-
-extension APNsPushTransport {
-    /// APNs as the gateway's transport registry knows it: the one channel with an environment
-    /// and hex tokens. The gateway builds its pools itself (`GatewayRuntime.startAPNs`: one per
-    /// credential and environment, the local look-alike in local mode); its credentials are the
-    /// `.p8`/`.p12`/PEM files of `CredentialService`, not a declared form.
-    public static let declaration = TransportDeclaration(
-        channel: .apns, serviceCodes: serviceCodes,
-        renderBody: { request in
-            // The payload as APNs gets it (the rendering every APNs send uses), or why APNs refuses it.
-            do throws(PayloadError) {
-                return .json(try APNsPayload.build(request.content, pushType: request.headers.pushType))
-            } catch {
-                var body = ServiceBody.json(APNsPayload.render(request.content))
-                body.skipReason = error.code == .tooLarge ? "payload_too_large" : "invalid_notification"
-                return body
-            }
-        })
-
-    /// APNs's reasons, in Apple's words ("Handling notification responses from APNs";
-    /// /work/shared/reference/apns.md).
-    static let serviceCodes: [String: LocalizedText] = [
-        "BadCertificate": LocalizedText(
-            en: "the certificate is invalid",
-            zh: "证书无效"),
-        "BadCertificateEnvironment": LocalizedText(
-            en: "the certificate is for the other environment (sandbox or production)",
-            zh: "证书属于另一个环境（开发或生产）"),
-        "ExpiredProviderToken": LocalizedText(
-            en: "the provider token is stale; a new one is signed",
-            zh: "提供方令牌已过期，将重新签发"),
-        "Forbidden": LocalizedText(
-            en: "the action is not allowed for this credential",
-            zh: "此凭据不允许该操作"),
-        "InvalidProviderToken": LocalizedText(
-            en:
-                "the provider token is not valid or its signature cannot be verified: check the Key ID, the Team ID and the key",
-            zh: "提供方令牌无效或签名无法验证：请检查 Key ID、Team ID 和密钥"),
-        "MissingProviderToken": LocalizedText(
-            en: "no certificate was used and no provider token was given",
-            zh: "既未使用证书，也未提供提供方令牌"),
-        "BadEnvironmentKeyInToken": LocalizedText(
-            en: "the key's environment setting does not match the server",
-            zh: "密钥的环境设置与服务器不符"),
-        "TopicDisallowed": LocalizedText(
-            en: "pushing to this topic is not allowed",
-            zh: "不允许向此 topic 推送"),
-        "BadTopic": LocalizedText(
-            en: "the apns-topic is invalid",
-            zh: "apns-topic 无效"),
-        "DeviceTokenNotForTopic": LocalizedText(
-            en: "the device token does not belong to the topic (the app's bundle id)",
-            zh: "设备令牌不属于该 topic（应用的 Bundle ID）"),
-        "TooManyProviderTokenUpdates": LocalizedText(
-            en: "the provider token is being updated too often",
-            zh: "提供方令牌更新过于频繁"),
-        "BadDeviceToken": LocalizedText(
-            en: "the device token is invalid (or of the other environment)",
-            zh: "设备令牌无效（或属于另一个环境）"),
-        "Unregistered": LocalizedText(
-            en: "the device token is no longer active for the topic",
-            zh: "设备令牌对该 topic 已不再有效"),
-        "ExpiredToken": LocalizedText(
-            en: "the device token has expired",
-            zh: "设备令牌已过期"),
-        "TooManyRequests": LocalizedText(
-            en: "too many requests to the same device token",
-            zh: "对同一设备令牌的请求过多"),
-        "InternalServerError": LocalizedText(
-            en: "APNs had an internal error; retried later",
-            zh: "APNs 内部错误，稍后重试"),
-        "ServiceUnavailable": LocalizedText(
-            en: "APNs is unavailable; retried later",
-            zh: "APNs 不可用，稍后重试"),
-        "Shutdown": LocalizedText(
-            en: "the APNs server is shutting down; retried later",
-            zh: "APNs 服务器正在关闭，稍后重试"),
-    ]
 }
 
 extension SendReason {

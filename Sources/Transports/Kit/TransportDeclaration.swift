@@ -32,15 +32,20 @@ public struct TransportDeclaration: Sendable {
     /// the tests and `tuisong apns-mock` run one), where an uploaded credential may send its
     /// sign-in (`CredentialFormContext.testTokenHosts`); nil: its credentials name no such host.
     public var testTokenHosts: (@Sendable (TransportSection) -> Set<String>)?
+    /// The payload every device of the service gets alike, for a service that has one: the
+    /// console's view of a message and its test push's preview.
+    public var sharedPayload: (@Sendable (PushContent, PushType) -> SharedPayload)?
 
     public init(
         channel: ChannelDeclaration, configKeys: [TransportConfigKey] = [], credentialForm: CredentialForm? = nil,
         make: (@Sendable (TransportContext) throws -> TransportInstance)? = nil, receipts: ReceiptDeclaration? = nil,
         serviceCodes: [String: LocalizedText] = [:],
         renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)? = nil,
-        testTokenHosts: (@Sendable (TransportSection) -> Set<String>)? = nil
+        testTokenHosts: (@Sendable (TransportSection) -> Set<String>)? = nil,
+        sharedPayload: (@Sendable (PushContent, PushType) -> SharedPayload)? = nil
     ) {
         self.testTokenHosts = testTokenHosts
+        self.sharedPayload = sharedPayload
         self.serviceCodes = serviceCodes
         self.renderBody = renderBody
         self.receipts = receipts
@@ -121,13 +126,21 @@ public struct TransportContext: Sendable {
     public var receipts: ReceiptSettings?
     /// The receipt tokens of the apps that post their own receipts (nil: none is rendered).
     public var appReceipts: AppReceiptTokens?
+    /// For a transport whose credentials are uploaded files (APNs): where they are stored and
+    /// how they open. nil for the others.
+    public var uploadedCredentials: UploadedCredentials?
+    /// In local mode, the look-alike standing in for the service (nil: the service itself).
+    public var localLookAlike: LocalLookAlike?
 
     public init(
         channel: PushChannel, section: TransportSection, localBaseURL: String?,
         client: @escaping @Sendable (_ label: String) throws -> HTTPClient, resolver: ChannelCredentialResolver,
         requestTimeout: Duration, tokensPerRequest: Int, clock: any Clock, logger: Logger,
-        receipts: ReceiptSettings? = nil, appReceipts: AppReceiptTokens? = nil
+        receipts: ReceiptSettings? = nil, appReceipts: AppReceiptTokens? = nil,
+        uploadedCredentials: UploadedCredentials? = nil, localLookAlike: LocalLookAlike? = nil
     ) {
+        self.uploadedCredentials = uploadedCredentials
+        self.localLookAlike = localLookAlike
         self.appReceipts = appReceipts
         self.receipts = receipts
         self.channel = channel
@@ -150,22 +163,33 @@ public struct TransportContext: Sendable {
 /// A made transport and what the gateway reads of it.
 public struct TransportInstance: Sendable {
     public var transport: any PushTransport
-    public var tokens: AccessTokenCache
-    public var statistics: @Sendable () -> HTTPClientStatistics
-    public var shutdown: @Sendable () -> Void
+    /// Its access tokens (nil: it signs its own requests).
+    public var tokens: AccessTokenCache?
+    /// Its HTTP client's figures (nil: it has no `HTTPClient`, but pools of its own).
+    public var statistics: (@Sendable () -> HTTPClientStatistics)?
+    /// Closes its connections; awaited on the gateway's shutdown.
+    public var shutdown: @Sendable () async -> Void
     /// One sign-in past the cache, for a service that has one (nil: a service whose secret is
     /// the key of every request has nothing to check before a push).
     public var checkSignIn: (@Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure>)?
     /// Until when a credential's daily quota is used up (a service with one).
     public var quotaExhausted: (@Sendable (Int64) -> Date?)?
+    /// For a transport that looks its uploaded credentials up itself: what the gateway asks of
+    /// it when they change. nil: its `ChannelCredentialResolver` answers.
+    public var uploadedCredentials: UploadedCredentialHooks?
+    /// Its own gauges on `/metrics` (its connection pools').
+    public var gauges: [TransportGauge]
 
     public init(
-        transport: any PushTransport, tokens: AccessTokenCache,
-        statistics: @escaping @Sendable () -> HTTPClientStatistics,
-        shutdown: @escaping @Sendable () -> Void,
+        transport: any PushTransport, tokens: AccessTokenCache?,
+        statistics: (@Sendable () -> HTTPClientStatistics)?,
+        shutdown: @escaping @Sendable () async -> Void,
         checkSignIn: (@Sendable (ChannelCredential) async -> Result<AccessToken, AccessTokenFailure>)?,
-        quotaExhausted: (@Sendable (Int64) -> Date?)?
+        quotaExhausted: (@Sendable (Int64) -> Date?)?, uploadedCredentials: UploadedCredentialHooks? = nil,
+        gauges: [TransportGauge] = []
     ) {
+        self.uploadedCredentials = uploadedCredentials
+        self.gauges = gauges
         self.transport = transport
         self.tokens = tokens
         self.statistics = statistics

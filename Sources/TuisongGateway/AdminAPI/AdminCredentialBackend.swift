@@ -1,24 +1,22 @@
 import Foundation
 import Logging
-import TuisongAPNs
-import TuisongAPNsTransport
 import TuisongCore
 import TuisongDelivery
 import TuisongLookAlikes
 import TuisongTransportKit
 
 /// The console's credential operations on the running gateway: `CredentialService` checks and
-/// seals uploads, the APNs transport forgets what it cached, held deliveries are released, and in
-/// local mode the bundled mock learns a new token key (as Apple knows every key of a team).
+/// seals uploads, the transport that reads them forgets what it cached, held deliveries are
+/// released, and in local mode the bundled look-alike learns a new key (as Apple knows every key
+/// of a team).
 /// `GatewayRuntime.addCredential` goes through here too, so the steps exist once.
 struct GatewayCredentialBackend: AdminCredentialBackend {
     let credentials: CredentialService
     let store: any CredentialStore & MessageStore
-    let apns: APNsPushTransport
+    let transports: GatewayTransports
     let engine: DeliveryEngine
     let localMock: APNsMockServer?
     let channelCredentials: ChannelCredentialService
-    let android: AndroidTransports
     let clock: any Clock
     let logger: Logger
     /// Where credential changes and wake-ups go to the other nodes; nil: this process only.
@@ -69,30 +67,26 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             text: error.text)
     }
 
-    /// Validates, seals and stores the credential, then puts it to work: the APNs transport forgets its
-    /// cache, held deliveries are released, and in local mode the mock learns a new token key.
+    /// Validates, seals and stores the credential, then puts it to work: its transport forgets its
+    /// cache, held deliveries are released, and in local mode the look-alike learns a new key.
     /// Waits for its check. `environment` nil: both, where the credential can serve both.
     func add(
-        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment?, selector: String? = nil
+        _ upload: CredentialUpload, appID: Int64, environment: PushEnvironment?, selector: String? = nil
     ) async throws -> CredentialRecord {
         let saved = try await credentials.addOnce(upload, appID: appID, environment: environment, selector: selector)
         guard saved.added else { return saved.record }
         return await putToWork(saved.record).record
     }
 
-    /// A credential just saved: the local mock learns a token key, a `.p8` key is probed, the
-    /// APNs transport and the other nodes look credentials up again, and, unless APNs refused
+    /// A credential just saved: the local look-alike learns a key, a `.p8` key is probed, its
+    /// transport and the other nodes look credentials up again, and, unless the service refused
     /// it, what was held for want of it is released in every environment it serves.
     private func putToWork(_ saved: CredentialRecord) async -> (record: CredentialRecord, check: ChannelCredentialCheck)
     {
         var record = saved
-        if let localMock, record.kind == .p8, let material = try? credentials.material(record),
-            case .token(let key, let keyID, let teamID) = material, let publicKey = try? key.publicKey.pem()
-        {
-            localMock.trustTokenKey(.init(keyID: keyID, teamID: teamID, publicKeyPEM: publicKey))
-        }
-        // A token key is asked about once (a made-up push): APNs refusing its provider token
-        // (wrong key id or team id) marks it failing at once rather than at the first push.
+        transports.uploaded?.trustLocally(record)
+        // A token key is asked about once (a made-up push): the service refusing its provider
+        // token (wrong key id or team id) marks it failing at once rather than at the first push.
         let check: ChannelCredentialCheck
         switch await probe(record) {
         case .refused(let reason):
@@ -116,7 +110,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                 record.kind == .p8
                 ? .notChecked("no app to probe the key with") : .notChecked(Self.certificateNotChecked)
         }
-        await apns.credentialsChanged(appID: record.appID)
+        await transports.uploadedCredentialsChanged(appID: record.appID)
         await publish(.credentials(appID: record.appID))
         guard !record.isFailing else { return (record, check) }
         await releaseHeldForNewCredential(
@@ -128,24 +122,26 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     static let certificateNotChecked = "a certificate is checked in the TLS handshake of the first push"
 
     /// A `.p8` key's provider token, asked about with one push to a made-up device token.
-    private func probe(_ record: CredentialRecord) async -> APNsConnectionTester.TokenProbe? {
-        guard record.kind == .p8, let apps, let app = try? await apps.app(id: record.appID),
-            let material = try? credentials.material(record)
+    private func probe(_ record: CredentialRecord) async -> CredentialProbe? {
+        guard record.kind == .p8, let hooks = transports.uploaded, let topic = await topic(of: record),
+            let result = try? await hooks.probe(record, topic, testTimeout)
         else { return nil }
-        let result = await APNsConnectionTester.probeToken(
-            endpoint: apns.endpoints.endpoint(record.environment), credential: material, topic: app.bundleID,
-            caFile: apns.endpoints.caFile, extraCACertificates: apns.endpoints.extraCACertificates,
-            timeout: testTimeout)
         logger.info(
             "console: probed a token key", metadata: ["credential": "\(record.id)", "result": "\(result)"])
         return result
+    }
+
+    /// The topic a probe of the credential's app pushes to (its bundle id); nil: no probe.
+    private func topic(of record: CredentialRecord) async -> String? {
+        guard let apps, let app = try? await apps.app(id: record.appID) else { return nil }
+        return app.bundleID
     }
 
     /// Deletes the credential; what was held for it (refused, or one route's only credential)
     /// is released, to go out with the credential that serves now or be held for want of one.
     func remove(_ credential: CredentialRecord) async throws -> Bool {
         let removed = try await store.deleteCredential(id: credential.id)
-        await apns.credentialsChanged(appID: credential.appID)
+        await transports.uploadedCredentialsChanged(appID: credential.appID)
         await publish(.credentials(appID: credential.appID))
         guard removed else { return false }
         try await releaseHeld(
@@ -224,7 +220,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     ) {
         var record = saved
         let appID = record.appID
-        if let localMock { LocalAPNs.trust(record, secrets: channelCredentials, on: localMock, logger: logger) }
+        if let localMock { LocalLookAlikes.trust(record, secrets: channelCredentials, on: localMock, logger: logger) }
         // One sign-in with the service: a refused credential is kept, marked failing with the
         // service's reason, and its held deliveries stay held. Local mode's look-alike was just
         // taught the credential: a sign-in there would prove nothing, so none is claimed.
@@ -247,7 +243,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                     "reason": "\(reason)",
                 ])
         }
-        android.credentialsChanged(appID: appID)
+        transports.credentialsChanged(appID: appID)
         await publish(.channelCredentials(appID: appID))
         if check.isRefused { return (record, check) }
         // The service's deliveries held for want of a credential, or for a refused one.
@@ -264,20 +260,20 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         } catch {
             return .refused(SendReason.credentialUnusable.description)
         }
-        return await android.check(
+        return await transports.check(
             ChannelCredential(
                 id: record.id, channel: record.channel, vendorAppID: record.vendorAppID, clientID: record.clientID,
                 secret: secret, options: record.options))
     }
 
     func quotaExhausted(_ credential: ChannelCredentialRecord) -> Date? {
-        android.quotaExhausted(credential)
+        transports.quotaExhausted(credential)
     }
 
     /// Deletes the credential; what was held for it is released, as `remove` does.
     func removeChannel(_ credential: ChannelCredentialRecord) async throws -> Bool {
         let removed = try await channelCredentials.store.deleteChannelCredential(id: credential.id)
-        android.credentialsChanged(appID: credential.appID)
+        transports.credentialsChanged(appID: credential.appID)
         await publish(.channelCredentials(appID: credential.appID))
         guard removed else { return false }
         try await releaseHeld(
@@ -286,45 +282,25 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     }
 
     func testConnection(_ credential: CredentialRecord) async -> (ok: Bool, detail: String, endpoint: String) {
-        let endpoint = apns.endpoints.endpoint(credential.environment)
-        let material: APNsCredentialMaterial
-        do {
-            material = try credentials.material(credential)
-        } catch {
-            // Never the secret: the error names the credential and what failed.
-            return (false, "the stored credential cannot be opened: \(type(of: error))", "\(endpoint)")
+        guard let hooks = transports.uploaded else {
+            return (false, "no transport of this gateway takes uploaded credentials", "")
         }
-        var result = await APNsConnectionTester.test(
-            endpoint: endpoint, credential: material, caFile: apns.endpoints.caFile,
-            extraCACertificates: apns.endpoints.extraCACertificates, timeout: testTimeout)
-        // A token key's connection works whatever the key: APNs judges the provider token on a
-        // push, so the test asks with one (a made-up device token) and tells what APNs said,
-        // and keeps the credential's status to it.
-        if result.ok, credential.kind == .p8, let probe = await probe(credential) {
-            // The connection's own words stay; the note that APNs judges the token later goes.
-            let connected = result.detail.components(separatedBy: "; provider token").first ?? result.detail
-            switch probe {
-            case .accepted(let detail):
-                result.detail = "\(connected); APNs accepted the provider token: \(detail)"
-            case .refused(let reason):
-                result = (
-                    false, "APNs refused the provider token: \(reason) (check the Key ID, the Team ID and the key)"
-                )
-                if !credential.isFailing || credential.statusReason != reason {
-                    try? await store.setCredentialStatus(id: credential.id, status: "failing", reason: reason)
-                    await apns.credentialsChanged(appID: credential.appID)
-                    await publish(.credentials(appID: credential.appID))
-                }
-            case .unavailable(let reason):
-                result.detail = "\(connected); APNs did not judge the provider token (\(reason)): the first push will"
-            }
+        // A token key's test asks the service with a push (a made-up device token) and keeps the
+        // credential's status to what it said.
+        let topic = credential.kind == .p8 ? await topic(of: credential) : nil
+        let result = await hooks.testConnection(credential, topic, testTimeout)
+        if let reason = result.refusal, !credential.isFailing || credential.statusReason != reason {
+            try? await store.setCredentialStatus(id: credential.id, status: "failing", reason: reason)
+            await transports.uploadedCredentialsChanged(appID: credential.appID)
+            await publish(.credentials(appID: credential.appID))
         }
         logger.info(
             "console: tested a credential",
             metadata: [
-                "credential": "\(credential.id)", "endpoint": "\(endpoint)", "result": "\(result.ok ? "ok" : "failed")",
+                "credential": "\(credential.id)", "endpoint": "\(result.endpoint)",
+                "result": "\(result.ok ? "ok" : "failed")",
             ])
-        return (result.ok, result.detail, "\(endpoint)")
+        return (result.ok, result.detail, result.endpoint)
     }
 
     /// The service's upload from the console's: text kinds must be UTF-8.

@@ -9,7 +9,7 @@ struct AdminCredentialUpload: Sendable {
     var kind: CredentialKind
     /// nil: both, where the credential can serve both (a `.p8` key, a universal certificate;
     /// a certificate for one environment serves the one it names).
-    var environment: APNsEnvironment?
+    var environment: PushEnvironment?
     /// The file's bytes: a `.p8` PEM, a `.p12` bundle, or PEM certificate + key. Secret.
     var file: [UInt8]
     /// The `.p12` password or the PEM key's passphrase. Secret.
@@ -256,10 +256,10 @@ struct AdminCredentialsAPI: Sendable {
         // `both` (or none): a `.p8` key serves sandbox and production; a certificate serves
         // both when it is universal, else the environment it names.
         let environmentName = try body.string("environment") ?? "both"
-        let environment: APNsEnvironment?
+        let environment: PushEnvironment?
         if environmentName == "both" || environmentName.isEmpty {
             environment = nil
-        } else if let named = APNsEnvironment(rawValue: environmentName) {
+        } else if let named = PushEnvironment(rawValue: environmentName) {
             environment = named
         } else {
             throw AdminError.invalid("environment", "\"environment\" must be both, sandbox or production")

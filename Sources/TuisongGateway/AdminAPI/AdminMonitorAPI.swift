@@ -71,7 +71,7 @@ struct AdminMonitorAPI: Sendable {
     /// channel without deliveries or receipts is absent) and its receipts' totals.
     private func view(_ status: MessageStatus) async throws -> [String: Any] {
         try await AdminPushAPI(api: api).withReceipts(
-            AdminPushAPI.view(status, detailed: false), messageID: status.record.id)
+            AdminPushAPI.view(status, detailed: false, config: api.config), messageID: status.record.id)
     }
 
     private static func parameter(_ request: Request, _ name: String, default value: Int, range: ClosedRange<Int>)
@@ -181,7 +181,7 @@ enum AdminCredentialView {
     static func activeIDs(_ records: [CredentialRecord]) -> Set<Int64> {
         var active: Set<Int64> = []
         for (selector, group) in Dictionary(grouping: records, by: \.selector) {
-            for environment in [APNsEnvironment.sandbox, .production] {
+            for environment in [PushEnvironment.sandbox, .production] {
                 var candidates = group.filter { $0.serves(environment) }
                 if candidates.isEmpty, selector != nil { candidates = group }
                 let newestFirst = candidates.sorted { $0.id > $1.id }

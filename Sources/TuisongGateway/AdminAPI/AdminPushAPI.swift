@@ -51,7 +51,8 @@ struct AdminPushAPI: Sendable {
         api.add(.GET, "/messages/{message}", on: router) { request in
             let id = try request.adminID("message", "message")
             guard let status = try await status(id) else { throw AdminError.notFound("message") }
-            return .json(object: try await withReceipts(Self.view(status, detailed: true), messageID: id))
+            return .json(
+                object: try await withReceipts(Self.view(status, detailed: true, config: api.config), messageID: id))
         }
     }
 
@@ -121,7 +122,7 @@ struct AdminPushAPI: Sendable {
         let empty = (try? await AudienceCheck.isEmpty(job, store: store)) ?? false
         var object: [String: Any] = [
             "message_id": record.id, "state": record.state.rawValue,
-            "payload_bytes": APNsPayload.render(record.content).count,
+            "payload_bytes": Self.sharedPayload(record.content, record.options.pushType, api.config).bytes.count,
         ]
         if empty { object["warnings"] = ["audience_empty"] }
         return .json(object: object, status: 202)
@@ -190,15 +191,12 @@ struct AdminPushAPI: Sendable {
         let job = try await job(app, try AdminBody(request))
         let limit = job.options.pushType.payloadLimit
         var object: [String: Any]
-        do {
-            let payload = try APNsPayload.build(job.content, pushType: job.options.pushType)
-            object = ["payload": String(decoding: payload, as: UTF8.self), "bytes": payload.count, "limit": limit]
-        } catch {
-            let rendered = APNsPayload.render(job.content)
-            object = [
-                "payload": String(decoding: rendered, as: UTF8.self), "bytes": rendered.count, "limit": limit,
-                "error": ["code": error.code.rawValue, "message": error.message],
-            ]
+        let payload = Self.sharedPayload(job.content, job.options.pushType, api.config)
+        object = [
+            "payload": String(decoding: payload.bytes, as: UTF8.self), "bytes": payload.bytes.count, "limit": limit,
+        ]
+        if let error = payload.refusal {
+            object["error"] = ["code": error.code.rawValue, "message": error.message]
         }
         var token: String?
         var channels: Set<PushChannel>?
@@ -238,7 +236,7 @@ struct AdminPushAPI: Sendable {
         var views: [[String: Any]] = []
         for record in try await store.messages(appID: appID, limit: limit) {
             let status = try await liveStatus(record)
-            views.append(Self.view(status, detailed: false))
+            views.append(Self.view(status, detailed: false, config: api.config))
         }
         return .json(object: ["messages": views])
     }
@@ -282,7 +280,16 @@ struct AdminPushAPI: Sendable {
         return object
     }
 
-    static func view(_ status: MessageStatus, detailed: Bool) -> [String: Any] {
+    /// The payload the console shows of a message: the one its transports' services get alike
+    /// (APNs's, from its declaration), empty when no transport of the registry has one.
+    static func sharedPayload(_ content: PushContent, _ pushType: PushType, _ config: GatewayConfig) -> SharedPayload {
+        guard let render = config.transports.registry.declarations.lazy.compactMap(\.sharedPayload).first else {
+            return SharedPayload(bytes: [])
+        }
+        return render(content, pushType)
+    }
+
+    static func view(_ status: MessageStatus, detailed: Bool, config: GatewayConfig) -> [String: Any] {
         var object = MessageView.object(status)
         let record = status.record
         object["app_id"] = record.appID
@@ -290,7 +297,7 @@ struct AdminPushAPI: Sendable {
         object["body"] = orNull(record.content.body)
         object["environment"] = orNull(record.options.environment?.rawValue)
         // The console shows the message as APNs would carry it (the content's APNs rendering).
-        let payload = APNsPayload.render(record.content)
+        let payload = sharedPayload(record.content, record.options.pushType, config).bytes
         object["payload_bytes"] = payload.count
         let c = status.counts
         // Held deliveries are not finished: a credential added before the message expires sends them.

@@ -1,7 +1,8 @@
 import Foundation
-import TuisongAPNsTransport
+import TuisongCore
 import TuisongDelivery
 import TuisongHTTP
+import TuisongTransportKit
 
 extension DeliverySettings {
     /// `delivery.*` of the config, and the lease timing of `cluster.lease_seconds`; the rest
@@ -19,13 +20,17 @@ extension DeliverySettings {
     }
 }
 
-extension APNsPoolSettings {
-    /// `apns.*` of the config.
-    init(_ config: GatewayConfig.APNs) {
-        self.init(
-            connections: config.connections, connectTimeout: .seconds(config.connectTimeoutSeconds),
-            requestTimeout: .seconds(config.requestTimeoutSeconds),
-            tokenRefreshInterval: .seconds(config.tokenRefreshMinutes * 60))
+extension GatewayConfig {
+    /// A transport's config section: `transports.<name>.*`, and APNs's `apns.*`, kept where
+    /// operators have always had it (its local-mode switch aside, read by the gateway).
+    func section(_ channel: PushChannel) -> TransportSection {
+        guard channel == .apns else { return transports.section(channel) }
+        return TransportSection([
+            "production_url": apns.productionURL, "sandbox_url": apns.sandboxURL, "ca_file": apns.caFile,
+            "connections": String(apns.connections), "connect_timeout_seconds": String(apns.connectTimeoutSeconds),
+            "request_timeout_seconds": String(apns.requestTimeoutSeconds),
+            "token_refresh_minutes": String(apns.tokenRefreshMinutes),
+        ])
     }
 }
 

@@ -1,10 +1,9 @@
 import Foundation
 import Logging
-import TuisongAPNs
-import TuisongAPNsTransport
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
+import TuisongTransportKit
 
 /// What an operator uploads for an app and environment.
 public enum CredentialUpload: Sendable {
@@ -66,7 +65,8 @@ enum CredentialSecret: Codable {
     case pem(text: String, password: String?)
 }
 
-/// Validates uploads, seals secrets under the master key, and opens them for the APNs pools.
+/// Validates uploads, seals secrets under the master key, and opens them for the transport that
+/// reads them (APNs's pools), which parses them.
 public struct CredentialService: Sendable {
     let store: any CredentialStore
     let masterKey: MasterKey
@@ -85,7 +85,7 @@ public struct CredentialService: Sendable {
     /// (Apple's token keys sign for sandbox and production alike); a certificate serves both
     /// when it is universal (it names both environments, whatever was chosen), else the one it
     /// names. A `.p8` given one environment serves that one only.
-    public func inspect(_ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment?)
+    public func inspect(_ upload: CredentialUpload, appID: Int64, environment: PushEnvironment?)
         throws(CredentialError) -> NewCredential
     {
         switch upload {
@@ -154,7 +154,7 @@ public struct CredentialService: Sendable {
     }
 
     private func certificateCredential(
-        _ certificate: Certificate, key: PrivateKey, kind: CredentialKind, appID: Int64, environment: APNsEnvironment?,
+        _ certificate: Certificate, key: PrivateKey, kind: CredentialKind, appID: Int64, environment: PushEnvironment?,
         secret: CredentialSecret
     ) throws(CredentialError) -> NewCredential {
         guard certificate.matches(key) else {
@@ -163,7 +163,7 @@ public struct CredentialService: Sendable {
         guard certificate.notAfter > clock.now else {
             throw CredentialError(.expired, "the certificate expired on \(ISO8601.string(certificate.notAfter))")
         }
-        let named = certificate.apnsEnvironments.compactMap(APNsEnvironment.init(rawValue:))
+        let named = certificate.apnsEnvironments.compactMap(PushEnvironment.init(rawValue:))
         let universal = named.count == 2
         guard let chosen = environment ?? (named.count == 1 ? named[0] : universal ? .production : nil) else {
             throw CredentialError(
@@ -181,7 +181,7 @@ public struct CredentialService: Sendable {
     /// vendor's credential selector; nil = the app's default credential for the environment). The
     /// caller releases held deliveries afterwards. `environment` nil: both, as `inspect` says.
     public func add(
-        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment?, selector: String? = nil
+        _ upload: CredentialUpload, appID: Int64, environment: PushEnvironment?, selector: String? = nil
     ) async throws -> CredentialRecord {
         try await addOnce(upload, appID: appID, environment: environment, selector: selector).record
     }
@@ -190,7 +190,7 @@ public struct CredentialService: Sendable {
     /// app, kind, environments, selector, identifiers and secret, by their keyed digest) adds
     /// nothing and answers the stored one, `added: false`.
     public func addOnce(
-        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment?, selector: String? = nil
+        _ upload: CredentialUpload, appID: Int64, environment: PushEnvironment?, selector: String? = nil
     ) async throws -> (record: CredentialRecord, added: Bool) {
         var credential = try inspect(upload, appID: appID, environment: environment)
         credential.selector = try CredentialSelector.validated(selector)
@@ -221,22 +221,12 @@ public struct CredentialService: Sendable {
         return CredentialDigest.hex(parts, key: masterKey.box.derivedKey("credential digest"))
     }
 
-    /// The material an APNs pool authenticates with.
-    public func material(_ record: CredentialRecord) throws -> APNsCredentialMaterial {
-        let secret = try open(record.encryptedSecret, appID: record.appID)
-        switch secret {
-        case .p8(let pem):
-            guard let keyID = record.keyID, let teamID = record.teamID else {
-                throw CredentialError(.corruptFile, "credential \(record.id) lacks its key id or team id")
-            }
-            return .token(key: try PrivateKey(pem: pem), keyID: keyID, teamID: teamID)
-        case .p12(let der, let password):
-            let parsed = try PKCS12.parse(Array(der), password: password)
-            return .certificate(certificate: parsed.certificate, key: parsed.key, chain: parsed.chain)
-        case .pem(let text, let password):
-            let parsed = try PEMBundle.parse(text, password: password)
-            guard let key = parsed.key else { throw CredentialError(.wrongKind, "credential \(record.id) has no key") }
-            return .certificate(certificate: parsed.certificate, key: key, chain: parsed.chain)
+    /// The stored file, opened: what the transport that reads it parses.
+    public func file(of record: CredentialRecord) throws -> CredentialFile {
+        switch try open(record.encryptedSecret, appID: record.appID) {
+        case .p8(let pem): .p8(pem: pem)
+        case .p12(let der, let password): .p12(der: Array(der), password: password)
+        case .pem(let text, let password): .pem(text: text, password: password)
         }
     }
 
@@ -337,5 +327,5 @@ public enum CredentialSelector {
     }
 }
 
-/// The APNs transport opens stored credentials through the service that sealed them.
-extension CredentialService: APNsCredentialSource {}
+/// The transport that reads uploaded credentials opens them through the service that sealed them.
+extension CredentialService: CredentialFileOpener {}

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import Synchronization
-import TuisongAPNsTransport
 import TuisongCore
 import TuisongDelivery
 
@@ -21,8 +20,7 @@ final class HeldRouteReleaser: HoldWatcher {
     }
 
     private let store: any MessageStore
-    private let apns: APNsPushTransport
-    private let android: AndroidTransports
+    private let transports: GatewayTransports
     private let engine: DeliveryEngine
     private let changes: (any StoreChangeFeed)?
     private let clock: any Clock
@@ -30,12 +28,11 @@ final class HeldRouteReleaser: HoldWatcher {
     private let state = Mutex(State())
 
     init(
-        store: any MessageStore, apns: APNsPushTransport, android: AndroidTransports, engine: DeliveryEngine,
+        store: any MessageStore, transports: GatewayTransports, engine: DeliveryEngine,
         changes: (any StoreChangeFeed)?, clock: any Clock, logger: Logger
     ) {
         self.store = store
-        self.apns = apns
-        self.android = android
+        self.transports = transports
         self.engine = engine
         self.changes = changes
         self.clock = clock
@@ -63,7 +60,7 @@ final class HeldRouteReleaser: HoldWatcher {
             return state.pending
         }) {
             var released = 0
-            for route in routes where await canSend(route) {
+            for route in routes where await transports.canSend(route) {
                 released += await release(route)
             }
             if released > 0 {
@@ -73,26 +70,14 @@ final class HeldRouteReleaser: HoldWatcher {
         }
     }
 
-    private func canSend(_ route: HeldRoute) async -> Bool {
-        if route.channel == .apns {
-            return await apns.canSend(appID: route.appID, environment: route.environment, selector: route.selector)
-        }
-        guard let resolver = android.resolvers[route.channel] else { return false }
-        return await resolver.canSend(appID: route.appID, selector: route.selector)
-    }
-
     /// Drops the app's cached lookups (one may still say "no credential"), then releases.
     private func release(_ route: HeldRoute) async -> Int {
-        if route.channel == .apns {
-            await apns.credentialsChanged(appID: route.appID)
-        } else {
-            android.credentialsChanged(appID: route.appID)
-        }
+        await transports.forget(route)
         do {
             let released: Int
             if let selector = route.selector {
                 released = try await store.releaseHeldDeliveries(appID: route.appID, selector: selector, now: clock.now)
-            } else if route.channel == .apns {
+            } else if transports.holdsPerEnvironment(route.channel) {
                 released = try await store.releaseHeldDeliveries(
                     appID: route.appID, environment: route.environment, now: clock.now)
             } else {

@@ -77,7 +77,7 @@ enum NativePushRequest {
             options.collapseID = id
         }
         if let raw = body["environment"] {
-            guard let name = raw as? String, let environment = APNsEnvironment(rawValue: name) else {
+            guard let name = raw as? String, let environment = PushEnvironment(rawValue: name) else {
                 throw invalid("\"environment\" must be \"sandbox\" or \"production\"")
             }
             options.environment = environment

@@ -82,7 +82,7 @@ public final class GatewayMetrics: Sendable {
     }
 
     /// Counts one batch of outcomes under one lock per family.
-    func record(_ outcomes: [SendOutcome], seconds: Double, channel: PushChannel, environment: APNsEnvironment) {
+    func record(_ outcomes: [SendOutcome], seconds: Double, channel: PushChannel, environment: PushEnvironment) {
         var counts: [LabelValues: UInt64] = [:]
         var delivered: UInt64 = 0
         var answered = 0
@@ -171,14 +171,14 @@ final class MeteredTransport: PushTransport {
 
     private struct Route: Hashable {
         var channel: PushChannel
-        var environment: APNsEnvironment
+        var environment: PushEnvironment
     }
 
     func check(_ content: PushContent, options: PushOptions) throws {
         try wrapped.check(content, options: options)
     }
 
-    func prepare(app: App, environment: APNsEnvironment?) async {
+    func prepare(app: App, environment: PushEnvironment?) async {
         await wrapped.prepare(app: app, environment: environment)
     }
 

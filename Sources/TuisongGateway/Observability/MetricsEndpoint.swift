@@ -1,12 +1,11 @@
 import Foundation
-import TuisongAPNs
-import TuisongAPNsTransport
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
 import TuisongHTTP
 import TuisongHTTPClient
 import TuisongStore
+import TuisongTransportKit
 
 /// `GET /metrics`: the registry in the Prometheus text format, behind an optional bearer
 /// token, plus the gauges read from the pools and the store when scraped.
@@ -41,7 +40,7 @@ enum MetricsEndpoint {
 
     /// Each Android service's HTTP client (connections, requests in flight) and access-token
     /// fetches, labelled by channel.
-    static func addAndroidGauges(to metrics: GatewayMetrics, android: AndroidTransports) {
+    static func addAndroidGauges(to metrics: GatewayMetrics, android: GatewayTransports) {
         func perChannel(_ value: @escaping @Sendable (HTTPClientStatistics, Int, Int) -> Int)
             -> @Sendable () async -> [(labels: [String], value: Double)]
         {
@@ -65,31 +64,12 @@ enum MetricsEndpoint {
             labels: ["channel"], read: perChannel { _, _, failures in failures })
     }
 
-    static func addGauges(
-        to metrics: GatewayMetrics, apns: APNsPushTransport, android: AndroidTransports, store: any GatewayStore
-    ) {
-        addAndroidGauges(to: metrics, android: android)
-        func perPool(_ value: @escaping @Sendable (PoolStatistics) -> Int)
-            -> @Sendable () async -> [(
-                labels: [String], value: Double
-            )]
-        {
-            {
-                apns.poolStatistics().map { pool in
-                    ([String(pool.credentialID), pool.environment.rawValue], Double(value(pool.statistics)))
-                }
-            }
+    static func addGauges(to metrics: GatewayMetrics, transports: GatewayTransports, store: any GatewayStore) {
+        addAndroidGauges(to: metrics, android: transports)
+        // The transports' own (APNs's pools), as each declares them.
+        for gauge in transports.gauges {
+            metrics.addGauge(gauge.name, gauge.help, labels: gauge.labels, read: gauge.read)
         }
-        let poolLabels = ["credential", "environment"]
-        metrics.addGauge(
-            "tuisong_apns_connections", "Open (ready) HTTP/2 connections per APNs pool (credential 0 = local mode).",
-            labels: poolLabels, read: perPool { $0.liveConnections })
-        metrics.addGauge(
-            "tuisong_apns_streams", "HTTP/2 streams in flight per APNs pool.", labels: poolLabels,
-            read: perPool { $0.inFlight })
-        metrics.addGauge(
-            "tuisong_apns_waiting_requests", "Pushes waiting for a free stream per APNs pool.", labels: poolLabels,
-            read: perPool { $0.queued })
         metrics.addGauge(
             "tuisong_sqlite_memory_bytes",
             "Bytes SQLite holds in this process: every connection's page cache, schema and statements (0 on PostgreSQL)."

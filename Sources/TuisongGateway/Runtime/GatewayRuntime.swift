@@ -1,8 +1,6 @@
 import Foundation
 import Logging
 import Synchronization
-import TuisongAPNs
-import TuisongAPNsTransport
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
@@ -12,9 +10,9 @@ import TuisongPlugin
 import TuisongStore
 import TuisongTransportKit
 
-/// The composition root: opens the store, loads the master key, starts the local APNs mock
-/// when configured, builds the delivery engine and the router (native API, providers,
-/// console), and runs the HTTP server until `shutdown()`.
+/// The composition root: opens the store, loads the master key, starts the local look-alikes
+/// when configured, makes the transports the registry declares, builds the delivery engine and
+/// the router (native API, providers, console), and runs the HTTP server until `shutdown()`.
 public final class GatewayRuntime: Sendable {
     public let config: GatewayConfig
     /// The database: SQLite (a file) or PostgreSQL (shared by several nodes), by `database.url`.
@@ -23,10 +21,11 @@ public final class GatewayRuntime: Sendable {
     public let adminPassword: AdminPassword.Bootstrap
     public let engine: DeliveryEngine
     public let credentials: CredentialService
-    /// The in-process APNs look-alike (`apns.local_mock`), or nil when sending to Apple.
+    /// The in-process look-alike of every service (`apns.local_mock`), or nil when sending to
+    /// the services themselves.
     public let localMock: APNsMockServer?
-    let apns: APNsPushTransport
-    let android: AndroidTransports
+    /// Every transport the registry declares, as made for this gateway.
+    let transports: GatewayTransports
     let credentialBackend: GatewayCredentialBackend
     /// The console API (its login checks are observable in tests).
     let adminAPI: AdminAPI
@@ -81,10 +80,13 @@ public final class GatewayRuntime: Sendable {
                 registry: config.transports.registry)
             let receiptKeys = ReceiptKeys(masterKey: masterKey)
             let appReceipts = AppReceiptTokens(keys: receiptKeys)
-            let apns = try await startAPNs(
-                config, store: store, credentials: credentials, channelSecrets: channelCredentials, clock: clock,
-                logger: logger, appReceipts: appReceipts)
-            mock = apns.localMock
+            var local: GatewayTransports.Local?
+            if config.apns.localMock {
+                let started = try await LocalLookAlikes.start(
+                    config: config, store: store, channelSecrets: channelCredentials, logger: logger)
+                mock = started.server
+                local = started.local
+            }
             // One cache of opened callback credentials: the receipt routes read it, the admin API
             // (which shares this service) and the change feed drop what changes.
             let callbackCredentialCache = ReceiptCallbackCredentialCache()
@@ -105,16 +107,21 @@ public final class GatewayRuntime: Sendable {
                 localReceipts = sink
                 mock.sendReceipts(to: sink)
             }
-            let android = try AndroidTransports.start(
-                config.transports, local: apns.localAndroid, store: store, secrets: channelCredentials, clock: clock,
+            let transports = try await GatewayTransports.start(
+                config.transports, section: config.section, local: local, store: store, secrets: channelCredentials,
+                uploaded: UploadedCredentials(store: store, opener: credentials, providerTokens: store), clock: clock,
                 logger: logger, receipts: receiptSettings, appReceipts: appReceipts)
+            if mock != nil {
+                // Every uploaded key already stored is known to the look-alike, as Apple knows
+                // every key of a team.
+                try await LocalLookAlikes.trustUploaded(store: store, transports: transports)
+            }
             // One cache of apps: the engine reads it, every writer of an app calls `changed(id:)`,
             // which also drops the API keys resolved to that app.
             let apps = AppCache(store: store, clock: clock)
             let engine = DeliveryEngine(
                 store: store,
-                transport: MeteredTransport(
-                    ChannelRouter(android.byChannel.merging([.apns: apns.transport]) { $1 }), metrics: metrics),
+                transport: MeteredTransport(ChannelRouter(transports.byChannel), metrics: metrics),
                 settings: DeliverySettings(config.delivery, cluster: config.cluster), clock: clock, logger: logger,
                 apps: apps,
                 observer: metrics)
@@ -122,9 +129,8 @@ public final class GatewayRuntime: Sendable {
             // route can send (the credential's own release may have run before the hold).
             engine.setHoldWatcher(
                 HeldRouteReleaser(
-                    store: store, apns: apns.transport, android: android, engine: engine, changes: store, clock: clock,
-                    logger: logger))
-            MetricsEndpoint.addGauges(to: metrics, apns: apns.transport, android: android, store: store)
+                    store: store, transports: transports, engine: engine, changes: store, clock: clock, logger: logger))
+            MetricsEndpoint.addGauges(to: metrics, transports: transports, store: store)
             let health = store.health
             metrics.addGauge(
                 "tuisong_database_unavailable",
@@ -166,7 +172,7 @@ public final class GatewayRuntime: Sendable {
             }
             // Changes made by other nodes (and the CLI) drop this node's caches; submits wake idle nodes.
             StoreChangeWiring.subscribe(
-                store, store: store, apps: apps, apns: apns.transport, android: android, engine: engine, logger: logger,
+                store, store: store, apps: apps, transports: transports, engine: engine, logger: logger,
                 receiptCallbackCredentials: callbackCredentialCache,
                 webhooksChanged: {
                     store.webhookEndpointsChanged()
@@ -212,8 +218,8 @@ public final class GatewayRuntime: Sendable {
             // not be resumed on the one-payload path.
             try await engine.start()
             let credentialBackend = GatewayCredentialBackend(
-                credentials: credentials, store: store, apns: apns.transport, engine: engine, localMock: mock,
-                channelCredentials: channelCredentials, android: android, clock: clock, logger: logger,
+                credentials: credentials, store: store, transports: transports, engine: engine, localMock: mock,
+                channelCredentials: channelCredentials, clock: clock, logger: logger,
                 changes: store, apps: apps)
             let adminAPI = AdminAPI(
                 store: store, masterKey: masterKey, apiKeys: authenticator, gateway: gateway,
@@ -242,14 +248,12 @@ public final class GatewayRuntime: Sendable {
             } catch {
                 await webhookSender.stop()
                 await engine.stop()
-                await apns.transport.shutdown()
-                android.shutdown()
+                await transports.shutdown()
                 throw error
             }
             let runtime = GatewayRuntime(
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
-                credentials: credentials, localMock: mock, apns: apns.transport, android: android,
-                credentialBackend: credentialBackend,
+                credentials: credentials, localMock: mock, transports: transports, credentialBackend: credentialBackend,
                 adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, compute: compute,
                 logger: logger, webhooks: webhooks, webhookSender: webhookSender, localReceipts: localReceipts)
             runtime.nodeShareRefresh.withLock { $0 = nodeShare.refreshing(from: store, logger: logger) }
@@ -298,35 +302,6 @@ public final class GatewayRuntime: Sendable {
         return store
     }
 
-    /// The APNs transport, sending to Apple or, in local mode, to the bundled mock started here.
-    private static func startAPNs(
-        _ config: GatewayConfig, store: any GatewayStore, credentials: CredentialService,
-        channelSecrets: any ChannelSecretOpener, clock: any Clock, logger: Logger, appReceipts: AppReceiptTokens
-    ) async throws -> (transport: APNsPushTransport, localMock: APNsMockServer?, localAndroid: AndroidTransports.Local?)
-    {
-        var endpoints = APNsPushTransport.Endpoints(
-            production: try endpoint(config.apns.productionURL, key: "apns.production_url"),
-            sandbox: try endpoint(config.apns.sandboxURL, key: "apns.sandbox_url"),
-            caFile: config.apns.caFile.isEmpty ? nil : config.apns.caFile)
-        var fallback: APNsPushTransport.Fallback?
-        var mock: APNsMockServer?
-        var localAndroid: AndroidTransports.Local?
-        if config.apns.localMock {
-            let local = try await LocalAPNs.start(
-                config: config, store: store, credentials: credentials, channelSecrets: channelSecrets, logger: logger)
-            mock = local.server
-            endpoints.production = local.endpoint
-            endpoints.sandbox = local.endpoint
-            endpoints.extraCACertificates = [local.caCertificate]
-            fallback = local.fallback
-            localAndroid = local.android
-        }
-        let transport = APNsPushTransport(
-            credentials: credentials, store: store, endpoints: endpoints, poolSettings: APNsPoolSettings(config.apns),
-            fallback: fallback, clock: clock, providerTokens: store, appReceipts: appReceipts, logger: logger)
-        return (transport, mock, localAndroid)
-    }
-
     /// `/metrics` on the main router, or on a listener of its own (`metrics.listen`), which is
     /// returned unstarted; nil when metrics are off or share the main listener.
     private static func mountMetrics(
@@ -360,8 +335,8 @@ public final class GatewayRuntime: Sendable {
 
     private init(
         config: GatewayConfig, store: any GatewayStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
-        engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?, apns: APNsPushTransport,
-        android: AndroidTransports, credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
+        engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?,
+        transports: GatewayTransports, credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
         server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, compute: ComputePool, logger: Logger,
         webhooks: WebhookEndpoints, webhookSender: WebhookSender, localReceipts: LocalReceiptSink?
     ) {
@@ -379,17 +354,16 @@ public final class GatewayRuntime: Sendable {
         self.engine = engine
         self.credentials = credentials
         self.localMock = localMock
-        self.apns = apns
-        self.android = android
+        self.transports = transports
         self.credentialBackend = credentialBackend
         self.server = server
         self.logger = logger
     }
 
-    /// Adds an APNs credential to an app: validated, sealed, stored; deliveries held for want of
-    /// one are released.
+    /// Adds an uploaded credential (a `.p8` key, a certificate) to an app: validated, sealed,
+    /// stored; deliveries held for want of one are released.
     public func addCredential(
-        _ upload: CredentialUpload, appID: Int64, environment: APNsEnvironment, selector: String? = nil
+        _ upload: CredentialUpload, appID: Int64, environment: PushEnvironment, selector: String? = nil
     ) async throws -> CredentialRecord {
         try await credentialBackend.add(upload, appID: appID, environment: environment, selector: selector)
     }
@@ -406,8 +380,7 @@ public final class GatewayRuntime: Sendable {
         compute.shutdown()
         await engine.stop()
         await webhookSender.stop()
-        await apns.shutdown()
-        android.shutdown()
+        await transports.shutdown()
         localMock?.shutdown()
         localReceipts?.shutdown()
         do {
@@ -418,58 +391,56 @@ public final class GatewayRuntime: Sendable {
     }
 
     /// The CLI's probe of a `.p8` key just added (it runs no gateway): one push to a made-up
-    /// device token at the configured APNs URL, as the console's add does. Not checked in local
-    /// mode (the running gateway's look-alike trusts what is added) nor for certificates.
+    /// device token through the transport the registry makes for uploaded credentials, as the
+    /// console's add does. Not checked in local mode (the running gateway's look-alike trusts
+    /// what is added) nor for certificates.
     public static func probeKey(
-        _ record: CredentialRecord, topic: String, config: GatewayConfig, credentials: CredentialService
+        _ record: CredentialRecord, topic: String, config: GatewayConfig, credentials: CredentialService,
+        store: any GatewayStore
     ) async -> ChannelCredentialCheck {
         guard !config.apns.localMock else { return .localMode }
         guard record.kind == .p8 else {
             return .notChecked("a certificate is checked in the TLS handshake of the first push")
         }
-        let material: APNsCredentialMaterial
-        let endpoint: APNsEndpoint
+        // The transports with no declared form take the uploaded files: made for the purpose.
+        let uploading = config.transports.registry.declarations.filter { $0.credentialForm == nil }
+        let transports: GatewayTransports
         do {
-            material = try credentials.material(record)
-            endpoint = try Self.endpoint(
-                record.environment == .production ? config.apns.productionURL : config.apns.sandboxURL,
-                key: record.environment == .production ? "apns.production_url" : "apns.sandbox_url")
+            transports = try await GatewayTransports.start(
+                config.transports, section: config.section, local: nil, store: store,
+                secrets: ChannelCredentialService(store: store, masterKey: credentials.masterKey),
+                uploaded: UploadedCredentials(store: store, opener: credentials), clock: SystemClock(),
+                logger: Logger(label: "tuisong.credential-probe"), only: Set(uploading.map(\.channel.channel)))
         } catch {
             return .unavailable("\(error)")
         }
-        switch await APNsConnectionTester.probeToken(
-            endpoint: endpoint, credential: material, topic: topic,
-            caFile: config.apns.caFile.isEmpty ? nil : config.apns.caFile)
-        {
-        case .accepted: return .accepted
-        case .refused(let reason): return .refused(reason)
-        case .unavailable(let reason): return .unavailable(reason)
+        let probe: CredentialProbe?
+        do {
+            probe = try await transports.uploaded?.probe(record, topic, .seconds(10))
+        } catch {
+            probe = .unavailable("\(error)")
         }
-    }
-
-    private static func endpoint(_ url: String, key: String) throws -> APNsEndpoint {
-        guard let endpoint = APNsEndpoint(url: url) else {
-            throw ConfigError(key, "\"\(url)\" is not an https URL with a host")
+        await transports.shutdown()
+        switch probe {
+        case .accepted?: return .accepted
+        case .refused(let reason)?: return .refused(reason)
+        case .unavailable(let reason)?: return .unavailable(reason)
+        case nil: return .notChecked("a certificate is checked in the TLS handshake of the first push")
         }
-        return endpoint
     }
 }
 
 /// Local mode: the bundled look-alike of every push service in-process, with throwaway
 /// keys kept next to the database (so credentials stored against it keep working across
-/// restarts); the Android transports sign in with its throwaway accounts when an app has none.
-enum LocalAPNs {
+/// restarts); the transports sign in with its throwaway credentials when an app has none.
+enum LocalLookAlikes {
     struct Started {
         var server: APNsMockServer
-        var endpoint: APNsEndpoint
-        var caCertificate: Certificate
-        var fallback: APNsPushTransport.Fallback
-        var android: AndroidTransports.Local
+        var local: GatewayTransports.Local
     }
 
     static func start(
-        config: GatewayConfig, store: any GatewayStore, credentials: CredentialService,
-        channelSecrets: any ChannelSecretOpener, logger: Logger
+        config: GatewayConfig, store: any GatewayStore, channelSecrets: any ChannelSecretOpener, logger: Logger
     ) async throws -> Started {
         let directory = config.database.directory
         let path = directory + "/apns-mock-local.json"
@@ -480,22 +451,13 @@ enum LocalAPNs {
         // The same magic tokens as `apns-mock --magic-tokens` (docs/android.md, "Local mode"):
         // a newcomer sees an invalidation and a retry with no faults file.
         configuration.faults = APNsMockConfiguration.Faults.magicTokenPrefixes
-        // Every p8 key already stored is trusted, as Apple trusts every key of a team.
-        for app in try await store.apps() {
-            for record in try await store.credentials(appID: app.id) where record.kind == .p8 {
-                if case .token(let key, let keyID, let teamID)? = try? credentials.material(record) {
-                    configuration.tokenKeys.append(
-                        .init(keyID: keyID, teamID: teamID, publicKeyPEM: try key.publicKey.pem()))
-                }
-            }
-        }
         var mockLogger = logger
         mockLogger.logLevel = max(logger.logLevel, .notice)
         let server = try APNsMockServer(
             lookAlikes: lookAlikes, configuration: configuration, certificate: setup.serverCertificate,
             key: setup.serverKey, logger: mockLogger)
         try server.start()
-        // Every Android credential already stored is known to its look-alike service, as each
+        // Every channel credential already stored is known to its look-alike service, as each
         // real service knows the accounts and clients its console issued.
         for app in try await store.apps() {
             for record in try await store.channelCredentials(appID: app.id) {
@@ -508,13 +470,36 @@ enum LocalAPNs {
             metadata: ["apns_url": "\(baseURL)"])
         let caFile = directory + "/local-mock-ca.pem"
         try setup.writeCAFile(to: caFile)
-        return Started(
-            server: server, endpoint: APNsEndpoint(host: "127.0.0.1", port: server.port),
-            caCertificate: try Certificate(pem: setup.caCertificatePEM),
-            fallback: .init(
-                material: .token(key: try PrivateKey(pem: setup.tokenKeyPEM), keyID: setup.keyID, teamID: setup.teamID)),
-            android: localAndroid(
-                setup, baseURL: baseURL, caFile: caFile, registry: config.transports.registry, lookAlikes: lookAlikes))
+        var fallbacks: [PushChannel: ChannelCredential] = [:]
+        for channel in config.transports.registry.channels {
+            guard
+                let fallback = setup.fallbackCredential(
+                    channel: channel.rawValue, baseURL: baseURL, lookAlikes: lookAlikes)
+            else { continue }
+            fallbacks[channel] = ChannelCredential(
+                id: 0, channel: channel, vendorAppID: fallback.vendorAppID, clientID: fallback.clientID,
+                secret: fallback.secret, options: fallback.options)
+        }
+        let local = GatewayTransports.Local(
+            baseURL: baseURL, caFile: caFile, caCertificatePEM: setup.caCertificatePEM, fallbacks: fallbacks,
+            trust: { credential in
+                try server.trust(
+                    channel: credential.channel.rawValue, vendorAppID: credential.vendorAppID,
+                    clientID: credential.clientID, secret: credential.secret)
+            })
+        return Started(server: server, local: local)
+    }
+
+    /// Teaches the look-alike every uploaded credential already stored (through the transport
+    /// that reads them: it knows what the look-alike checks them with).
+    static func trustUploaded(store: any GatewayStore, transports: GatewayTransports) async throws {
+        let hooks = transports.uploadedCredentialHooks
+        guard !hooks.isEmpty else { return }
+        for app in try await store.apps() {
+            for record in try await store.credentials(appID: app.id) {
+                for hook in hooks { hook.trustLocally(record) }
+            }
+        }
     }
 
     /// Teaches the look-alike of its channel a stored channel credential (an uploaded service
@@ -532,25 +517,6 @@ enum LocalAPNs {
                 "local mode: the look-alike cannot learn a stored channel credential",
                 metadata: ["credential": "\(record.id)", "channel": "\(record.channel.rawValue)", "error": "\(error)"])
         }
-    }
-
-    /// The look-alike's own credential of each transport it stands in for (its token endpoint
-    /// the look-alike's where the credential names one), every app's fallback in local mode.
-    static func localAndroid(
-        _ setup: APNsMockLocalSetup, baseURL: String, caFile: String, registry: TransportRegistry,
-        lookAlikes: LookAlikeRegistry
-    ) -> AndroidTransports.Local {
-        var fallbacks: [PushChannel: ChannelCredential] = [:]
-        for channel in registry.channels {
-            guard
-                let fallback = setup.fallbackCredential(
-                    channel: channel.rawValue, baseURL: baseURL, lookAlikes: lookAlikes)
-            else { continue }
-            fallbacks[channel] = ChannelCredential(
-                id: 0, channel: channel, vendorAppID: fallback.vendorAppID, clientID: fallback.clientID,
-                secret: fallback.secret, options: fallback.options)
-        }
-        return AndroidTransports.Local(baseURL: baseURL, caFile: caFile, fallbacks: fallbacks)
     }
 }
 

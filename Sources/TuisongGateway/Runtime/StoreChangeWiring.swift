@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import TuisongAPNsTransport
 import TuisongCore
 import TuisongDelivery
 
@@ -8,13 +7,13 @@ import TuisongDelivery
 /// caches, and the wake-up a submitted message sends to idle nodes.
 enum StoreChangeWiring {
     /// Subscribes this node's caches to `feed`: an app's change drops it from the app cache
-    /// (and the API keys resolved to it), a credential change drops the app's resolved APNs
-    /// or Android credentials (and a receipt credential change the app's opened callback
+    /// (and the API keys resolved to it), a credential change drops the app's credentials as
+    /// the transports resolved them (and a receipt credential change the app's opened callback
     /// credentials), `wake` wakes the dispatcher, and `nil` (the feed may have missed changes)
     /// drops all of it for every app.
     static func subscribe(
-        _ feed: any StoreChangeFeed, store: any AppStore, apps: AppCache, apns: APNsPushTransport,
-        android: AndroidTransports, engine: DeliveryEngine, logger: Logger,
+        _ feed: any StoreChangeFeed, store: any AppStore, apps: AppCache, transports: GatewayTransports,
+        engine: DeliveryEngine, logger: Logger,
         receiptCallbackCredentials: ReceiptCallbackCredentialCache? = nil,
         webhooksChanged: @escaping @Sendable () -> Void = {}
     ) {
@@ -24,9 +23,9 @@ enum StoreChangeWiring {
                 apps.changed(id: id)
                 receiptCallbackCredentials?.changed(appID: id)
             case .credentials(let appID)?:
-                Task { await apns.credentialsChanged(appID: appID) }
+                Task { await transports.uploadedCredentialsChanged(appID: appID) }
             case .channelCredentials(let appID)?:
-                android.credentialsChanged(appID: appID)
+                transports.credentialsChanged(appID: appID)
             case .settings?:
                 // Nothing in the gateway caches SettingsStore values today.
                 break
@@ -43,8 +42,8 @@ enum StoreChangeWiring {
                     do {
                         for app in try await store.apps() {
                             apps.changed(id: app.id)
-                            await apns.credentialsChanged(appID: app.id)
-                            android.credentialsChanged(appID: app.id)
+                            await transports.uploadedCredentialsChanged(appID: app.id)
+                            transports.credentialsChanged(appID: app.id)
                         }
                     } catch {
                         logger.warning(
@@ -66,6 +65,10 @@ struct WakingGateway: PushGateway {
 
     func admit(appID: Int64) async throws {
         try await engine.admit(appID: appID)
+    }
+
+    func check(_ content: PushContent, options: PushOptions) throws {
+        try engine.check(content, options: options)
     }
 
     func submit(_ job: PushJob) async throws -> MessageRecord {

@@ -5,19 +5,23 @@ import TuisongDelivery
 import TuisongHTTPClient
 import TuisongTransportKit
 
-/// The transports of a gateway the registry makes (every declared transport with a factory:
-/// today the Android services), each with its own HTTP client(s) and credential resolver,
-/// configured from its `transports.<name>.*` section or, in local mode, pointed at the bundled
-/// look-alike with its throwaway credentials as every app's fallback.
-struct AndroidTransports: Sendable {
+/// The transports of a gateway, every one the registry declares made from its declaration:
+/// each with its own connections (an HTTP client, APNs's pools) and credential lookup (a
+/// `ChannelCredentialResolver`, or its own over the uploaded files), configured from its config
+/// section or, in local mode, pointed at the bundled look-alike with its throwaway credentials
+/// as every app's fallback.
+struct GatewayTransports: Sendable {
     /// Where local mode sends, and what it signs in with when an app has no credential.
     struct Local: Sendable {
         /// `https://127.0.0.1:<port>` of the in-process look-alike.
         var baseURL: String
-        /// A PEM file of the look-alike's CA.
+        /// A PEM file of the look-alike's CA, and the certificate itself.
         var caFile: String
+        var caCertificatePEM: String
         /// The look-alike's own credential of each service.
         var fallbacks: [PushChannel: ChannelCredential]
+        /// Teaches the look-alike a credential stored later.
+        var trust: @Sendable (ChannelCredential) throws -> Void
     }
 
     /// One service's transport and what the gateway reads of it.
@@ -30,11 +34,13 @@ struct AndroidTransports: Sendable {
 
     var byChannel: [PushChannel: any PushTransport] { members.mapValues(\.transport) }
 
+    /// Makes the registry's transports (`only`: just those, for a one-off check).
     static func start(
-        _ config: GatewayConfig.Transports, local: Local?, store: any ChannelCredentialStore,
-        secrets: any ChannelSecretOpener, clock: any Clock, logger: Logger, receipts: ReceiptSettings? = nil,
-        appReceipts: AppReceiptTokens? = nil
-    ) throws -> AndroidTransports {
+        _ config: GatewayConfig.Transports, section: (PushChannel) -> TransportSection, local: Local?,
+        store: any ChannelCredentialStore, secrets: any ChannelSecretOpener, uploaded: UploadedCredentials?,
+        clock: any Clock, logger: Logger, receipts: ReceiptSettings? = nil, appReceipts: AppReceiptTokens? = nil,
+        only: Set<PushChannel>? = nil
+    ) async throws -> GatewayTransports {
         let caFile = local?.caFile ?? (config.caFile.isEmpty ? nil : config.caFile)
         let client: @Sendable (String) throws -> HTTPClient = { name in
             try HTTPClient(
@@ -51,25 +57,32 @@ struct AndroidTransports: Sendable {
             for declaration in config.registry.declarations {
                 guard let make = declaration.make else { continue }
                 let channel = declaration.channel.channel
+                if let only, !only.contains(channel) { continue }
+                let fallback = local?.fallbacks[channel]
                 let resolver = ChannelCredentialResolver(
-                    channel: channel, store: store, secrets: secrets, fallback: local?.fallbacks[channel], clock: clock,
+                    channel: channel, store: store, secrets: secrets, fallback: fallback, clock: clock,
                     logger: logger)
                 resolvers[channel] = resolver
                 members[channel] = try make(
                     TransportContext(
-                        channel: channel, section: config.section(channel),
+                        channel: channel, section: section(channel),
                         // Local mode sends where the look-alike stands in for the service.
-                        localBaseURL: local?.fallbacks[channel] != nil ? local?.baseURL : nil, client: client,
+                        localBaseURL: fallback != nil ? local?.baseURL : nil, client: client,
                         resolver: resolver, requestTimeout: .seconds(config.requestTimeoutSeconds),
                         tokensPerRequest: config.tokensPerRequest, clock: clock, logger: logger, receipts: receipts,
-                        appReceipts: appReceipts))
+                        appReceipts: appReceipts, uploadedCredentials: uploaded,
+                        localLookAlike: local.map {
+                            LocalLookAlike(
+                                baseURL: $0.baseURL, caCertificatePEM: $0.caCertificatePEM, fallback: fallback,
+                                trust: $0.trust)
+                        }))
                 order.append(channel)
             }
         } catch {
-            for member in members.values { member.shutdown() }
+            for member in members.values { await member.shutdown() }
             throw error
         }
-        return AndroidTransports(members: members, resolvers: resolvers, order: order)
+        return GatewayTransports(members: members, resolvers: resolvers, order: order)
     }
 
     /// Signs in once with a credential just added and says what the service answered.
@@ -89,20 +102,59 @@ struct AndroidTransports: Sendable {
         members[record.channel]?.quotaExhausted?(record.id)
     }
 
-    /// An app's Android credentials changed: look them up again on the next send.
+    /// An app's channel credentials changed: look them up again on the next send.
     func credentialsChanged(appID: Int64) {
         for resolver in resolvers.values { resolver.forget(appID: appID) }
     }
 
-    /// Each service's HTTP client and token figures, for metrics.
-    var statistics: [(channel: PushChannel, http: HTTPClientStatistics, tokenFetches: Int, tokenFailures: Int)] {
-        order.compactMap { channel in
-            members[channel].map { (channel, $0.statistics(), $0.tokens.fetchCount, $0.tokens.failureCount) }
+    /// The transports that look their uploaded credentials up themselves (APNs), in order.
+    var uploadedCredentialHooks: [UploadedCredentialHooks] {
+        order.compactMap { members[$0]?.uploadedCredentials }
+    }
+
+    /// An app's uploaded credentials changed: the transports that use them look them up again.
+    func uploadedCredentialsChanged(appID: Int64) async {
+        for hooks in uploadedCredentialHooks { await hooks.changed(appID) }
+    }
+
+    /// The uploaded credentials' transport (APNs): the one its credential API speaks for.
+    var uploaded: UploadedCredentialHooks? { uploadedCredentialHooks.first }
+
+    /// Whether pushes of a held route could be sent now (looked up again, not cached).
+    func canSend(_ route: HeldRoute) async -> Bool {
+        if let hooks = members[route.channel]?.uploadedCredentials { return await hooks.canSend(route) }
+        guard let resolver = resolvers[route.channel] else { return false }
+        return await resolver.canSend(appID: route.appID, selector: route.selector)
+    }
+
+    /// Drops what the route's transport cached of the app's credentials.
+    func forget(_ route: HeldRoute) async {
+        if let hooks = members[route.channel]?.uploadedCredentials {
+            await hooks.changed(route.appID)
+        } else {
+            credentialsChanged(appID: route.appID)
         }
     }
 
-    func shutdown() {
-        for member in members.values { member.shutdown() }
+    /// Whether the route's held pushes are released per environment rather than per channel.
+    func holdsPerEnvironment(_ channel: PushChannel) -> Bool {
+        members[channel]?.uploadedCredentials?.holdsPerEnvironment ?? false
+    }
+
+    /// Each service's HTTP client and token figures, for metrics (those with an HTTP client).
+    var statistics: [(channel: PushChannel, http: HTTPClientStatistics, tokenFetches: Int, tokenFailures: Int)] {
+        order.compactMap { channel in
+            guard let member = members[channel], let statistics = member.statistics, let tokens = member.tokens
+            else { return nil }
+            return (channel, statistics(), tokens.fetchCount, tokens.failureCount)
+        }
+    }
+
+    /// The transports' own gauges, in order.
+    var gauges: [TransportGauge] { order.flatMap { members[$0]?.gauges ?? [] } }
+
+    func shutdown() async {
+        for member in members.values { await member.shutdown() }
     }
 }
 
@@ -175,18 +227,19 @@ extension ChannelCredentialCheck {
         } catch {
             return .refused(SendReason.credentialUnusable.description)
         }
-        let transports: AndroidTransports
+        let transports: GatewayTransports
         do {
-            transports = try AndroidTransports.start(
-                config.transports, local: nil, store: service.store, secrets: service, clock: SystemClock(),
-                logger: logger)
+            transports = try await GatewayTransports.start(
+                config.transports, section: config.section, local: nil, store: service.store, secrets: service,
+                uploaded: nil, clock: SystemClock(), logger: logger, only: [record.channel])
         } catch {
             return .unavailable("\(error)")
         }
-        defer { transports.shutdown() }
-        return await transports.check(
+        let check = await transports.check(
             ChannelCredential(
                 id: record.id, channel: record.channel, vendorAppID: record.vendorAppID, clientID: record.clientID,
                 secret: secret, options: record.options))
+        await transports.shutdown()
+        return check
     }
 }
