@@ -286,9 +286,12 @@ final class WebhookReceiver: Sendable {
         let now = Int64(Date().timeIntervalSince1970)
         #expect(got.allSatisfy { abs((Int64($0.timestamp) ?? 0) - now) < 60 })
 
-        // The attempts are listed with the endpoint; a rotation signs with both secrets.
-        let shown = try await http("GET", "\(gw.baseURL)/api/v1/webhooks/\(id)", key: key)
-        #expect((shown.jsonObject["attempts"] as? [[String: Any]])?.count == 3)
+        // The attempts are listed with the endpoint (recorded in batches after the answers, so
+        // waited for); a rotation signs with both secrets.
+        try await waitUntil("the three attempts listed") {
+            let shown = try await http("GET", "\(gw.baseURL)/api/v1/webhooks/\(id)", key: key)
+            return (shown.jsonObject["attempts"] as? [[String: Any]])?.count == 3
+        }
         let rotated = try await http("POST", "\(gw.baseURL)/api/v1/webhooks/\(id)/rotate-secret", key: key)
         let newSecret = try #require(rotated.jsonObject["secret"] as? String)
         let test = try await http("POST", "\(gw.baseURL)/api/v1/webhooks/\(id)/test", key: key)
