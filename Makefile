@@ -66,14 +66,18 @@ check-config: release
 test: test-deps lint
 	@mkdir -p $(TEST_OUTPUT)
 	$(SWIFT) build --build-tests
-	@# One test at a time: several suites measure latency and timeouts, and on a 2-core machine
-	@# running them side by side makes them measure each other (the whole suite takes ~70 s).
+	@# Four tests at a time (issue #46: waits go through the injected clock, tests wait on
+	@# conditions; every test at once exhausts the test cluster's PostgreSQL connections and
+	@# starves the socket tests). MALLOC_MMAP_THRESHOLD_: Foundation's Process.run() in Swift
+	@# 6.3.1 reads past glibc's readdir buffer once ~1,300 descriptors are open (fixed upstream,
+	@# swift-corelibs-foundation #5472); the buffer in its own mapping has room after it.
 	@# A throwaway PostgreSQL cluster for the PostgreSQL tests and then the cluster test, stopped
 	@# and removed whatever the tests do (the trap runs on success, failure and interruption).
 	@set -e; url=$$(scripts/pg-test-cluster.sh start); \
 	  trap 'scripts/pg-test-cluster.sh stop "$$url"' EXIT; trap 'exit 130' INT TERM; \
 	  echo "PostgreSQL test cluster: $$url"; \
-	  TUISONG_TEST_DATABASE_URL="$$url" $(SWIFT) test --skip-build --no-parallel; \
+	  TUISONG_TEST_DATABASE_URL="$$url" MALLOC_MMAP_THRESHOLD_=32768 \
+	    $(SWIFT) test --skip-build --experimental-maximum-parallelization-width 4; \
 	  TUISONG_TEST_DATABASE_URL="$$url" $(MAKE) --no-print-directory test-cluster
 	@if [ -d Tests/browser ] && ls Tests/browser/test_*.py >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory test-browser; fi

@@ -106,6 +106,8 @@ public final class DeliveryEngine: PushGateway {
     /// When each app's connections were last asked to open by `submit`.
     let preparations = PreparationTimes()
     private let wakeSignal = WakeSignal()
+    /// Ends the retry worker's wait between polls (`idle()` asks it for a pass at once).
+    let retryWake = WakeSignal()
     /// The dispatcher found as many runs as `workers` allows and waits for one to end.
     private let waitingForRoom = Atomic<Bool>(false)
     /// Ends the lease loop's wait at once when the engine stops.
@@ -186,6 +188,7 @@ public final class DeliveryEngine: PushGateway {
     public func stop() async {
         stopping.store(true, ordering: .releasing)
         wakeSignal.signal()
+        retryWake.signal()
         leaseWake.signal()
         let tasks = loops.withLock { $0 }
         for task in tasks { await task.value }
@@ -204,10 +207,17 @@ public final class DeliveryEngine: PushGateway {
         while !isStopping, !loops.withLock({ $0.isEmpty }) {
             let before = passes.counts
             for run in runs.all() { await run.finished() }
-            let after = passes.counts
-            wakeSignal.signal()
             // A pass under way now may have looked before the last run ended: the one after it.
-            await passes.wait { $0.dispatch >= after.dispatch + 2 && $0.retry >= after.retry + 2 }
+            // Each loop is woken for each of the two passes, so neither waits for its poll (nor
+            // for a manual clock to move).
+            var seen = passes.counts
+            for _ in 0..<2 {
+                wakeSignal.signal()
+                retryWake.signal()
+                let reached = seen
+                await passes.wait { $0.dispatch > reached.dispatch && $0.retry > reached.retry }
+                seen = passes.counts
+            }
             let end = passes.counts
             if end.stopped || (end.busy == before.busy && runs.count == 0) { return }
         }
@@ -300,7 +310,7 @@ public final class DeliveryEngine: PushGateway {
             if free <= 0 {
                 // Announced before looking again, so a run ending in between is not missed.
                 waitingForRoom.store(true, ordering: .releasing)
-                if runs.count >= settings.workers { await wakeSignal.wait(timeout: settings.pollInterval) }
+                if runs.count >= settings.workers { await wakeSignal.wait(timeout: settings.pollInterval, on: clock) }
                 waitingForRoom.store(false, ordering: .releasing)
                 continue
             }
@@ -333,7 +343,7 @@ public final class DeliveryEngine: PushGateway {
             passes.completed(.dispatch, busy: busy)
             // More may be waiting behind a full batch: claim again at once.
             if claimedFullBatch && unstarted.isEmpty { continue }
-            await wakeSignal.wait(timeout: settings.pollInterval)
+            await wakeSignal.wait(timeout: settings.pollInterval, on: clock)
         }
         // Stopping: slices claimed under a lease and never started go back at once (SQLite's
         // claimed messages stay sending and are claimed again by the next dispatcher).
@@ -381,7 +391,8 @@ public final class DeliveryEngine: PushGateway {
             // before the runs stop sending or another node takes their slices.
             await leaseWake.wait(
                 timeout: renewedAll
-                    ? settings.leaseRenewInterval : min(settings.leaseRenewInterval, settings.leaseRetry))
+                    ? settings.leaseRenewInterval : min(settings.leaseRenewInterval, settings.leaseRetry),
+                on: clock)
         }
     }
 }
@@ -445,7 +456,7 @@ final class PreparationTimes: Sendable {
 }
 
 /// A resettable wake-up: `signal()` before `wait` is remembered; `wait` also returns after a
-/// timeout so time-based work (scheduled messages) is noticed.
+/// timeout on the engine's clock so time-based work (scheduled messages) is noticed.
 final class WakeSignal: Sendable {
     private struct State {
         var pending = false
@@ -465,9 +476,9 @@ final class WakeSignal: Sendable {
         waiter?.resume()
     }
 
-    func wait(timeout: Duration) async {
+    func wait(timeout: Duration, on clock: any Clock) async {
         let timer = Task {
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            guard (try? await clock.sleep(for: timeout)) != nil else { return }
             self.signal()
         }
         await withCheckedContinuation { continuation in

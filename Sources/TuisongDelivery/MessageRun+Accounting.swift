@@ -149,7 +149,7 @@ extension MessageRun {
     /// (flushes stay batched however fast outcomes come).
     func flushLoop() async {
         while true {
-            await flushSignal.wait(timeout: engine.settings.flushInterval)
+            await flushSignal.wait(timeout: engine.settings.flushInterval, on: engine.clock)
             if state.withLock({ $0.flusherStopped }) { return }
             await flush()
         }
@@ -244,7 +244,7 @@ extension MessageRun {
                     "recording progress failed; retrying, and sending nothing more meanwhile",
                     metadata: ["message": "\(record.id)", "slice": "\(slice.id)", "error": "\(error)"])
                 if engine.isStopping || hasLostLease { return false }
-                try? await Task.sleep(for: delay)
+                try? await engine.clock.sleep(for: delay)
                 delay = min(delay * 2, engine.settings.flushRetryMax)
             }
         }

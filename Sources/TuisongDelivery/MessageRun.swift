@@ -582,7 +582,7 @@ final class MessageRun: Sendable {
                     "a store operation failed; retrying",
                     metadata: ["message": "\(record.id)", "operation": "\(what)", "error": "\(error)"])
                 if engine.isStopping || hasLostLease { return false }
-                try? await Task.sleep(for: delay)
+                try? await engine.clock.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))
             }
         }

@@ -29,7 +29,7 @@ struct RetryWorker: Sendable {
             }
             if claimed.isEmpty {
                 engine.passes.completed(.retry, busy: failed)
-                try? await Task.sleep(for: engine.settings.pollInterval)
+                await engine.retryWake.wait(timeout: engine.settings.pollInterval, on: engine.clock)
                 continue
             }
             let updates = await retry(claimed, messages: messages)
@@ -44,7 +44,7 @@ struct RetryWorker: Sendable {
                     engine.logger.error(
                         "retry worker: recording outcomes failed; retrying",
                         metadata: ["outcomes": "\(updates.count)", "error": "\(error)"])
-                    try? await Task.sleep(for: delay)
+                    try? await engine.clock.sleep(for: delay)
                     delay = min(delay * 2, .seconds(5))
                 }
             }

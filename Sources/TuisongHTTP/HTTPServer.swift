@@ -257,6 +257,8 @@ public final class HTTPServer: Sendable {
 
     /// Requests MHD has started and not yet completed (for tests).
     var liveRequestCount: Int { core.liveExchanges.load(ordering: .relaxed) }
+    /// A shutdown's grace period ended: requests still in are answered 503 (for tests).
+    var graceIsOver: Bool { core.graceOver.load(ordering: .relaxed) }
     /// Handlers running on a suspended connection (for tests).
     var pendingHandlerCount: Int { core.pending.count }
 }

@@ -196,6 +196,10 @@ final class ClientCorrectedClock: TuisongCore.Clock {
         }
         return Date().addingTimeInterval(skewed ? skew : 0)
     }
+
+    func sleep(until deadline: Date) async throws {
+        try await SystemClock().sleep(until: deadline)
+    }
 }
 
 let clientTestLogger: Logger = {

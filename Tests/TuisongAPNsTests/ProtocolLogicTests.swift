@@ -3,16 +3,9 @@ import Synchronization
 import Testing
 import TuisongCore
 import TuisongCrypto
+import TuisongPluginTestKit
 
 @testable import TuisongAPNs
-
-/// A clock the test moves by hand.
-final class FakeClock: TuisongCore.Clock {
-    private let current: Mutex<Date>
-    init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) { current = Mutex(start) }
-    var now: Date { current.withLock { $0 } }
-    func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
-}
 
 @Suite struct APNsReasonTests {
     @Test func everyReferenceReasonIsKnownWithItsStatus() {
@@ -149,7 +142,7 @@ final class FakeClock: TuisongCore.Clock {
 @Suite struct ProviderTokenCacheTests {
     @Test func reusesTheTokenUntilTheRefreshInterval() throws {
         let key = try PrivateKey.generateP256()
-        let clock = FakeClock(Date(timeIntervalSince1970: 1_700_000_000.6))
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_700_000_000.6))
         let cache = try ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ", clock: clock)
         #expect(cache.refreshInterval == .seconds(3000))
         let first = try cache.providerToken()
@@ -170,7 +163,7 @@ final class FakeClock: TuisongCore.Clock {
 
     @Test func refreshIntervalIsClampedTo20To60Minutes() throws {
         let key = try PrivateKey.generateP256()
-        let clock = FakeClock()
+        let clock = ManualClock()
         func interval(_ requested: Duration) throws -> Duration {
             try ProviderTokenCache(key: key, keyID: "K", teamID: "T", refreshInterval: requested, clock: clock)
                 .refreshInterval
@@ -189,7 +182,7 @@ final class FakeClock: TuisongCore.Clock {
     }
 
     @Test func expiredProviderTokenForcesExactlyOneRefresh() throws {
-        let clock = FakeClock()
+        let clock = ManualClock()
         let cache = try ProviderTokenCache(key: PrivateKey.generateP256(), keyID: "K", teamID: "T", clock: clock)
         let stale = try cache.providerToken()
         clock.advance(by: 5)  // far less than 20 minutes: only a forced refresh may mint now
@@ -213,7 +206,7 @@ final class FakeClock: TuisongCore.Clock {
     }
 
     @Test func sameSecondReplacementIsNotRefreshedAgain() throws {
-        let clock = FakeClock()
+        let clock = ManualClock()
         let cache = try ProviderTokenCache(key: PrivateKey.generateP256(), keyID: "K", teamID: "T", clock: clock)
         let stale = try cache.providerToken()
         cache.invalidate(ifIssuedAt: stale.issuedAt)
@@ -226,7 +219,7 @@ final class FakeClock: TuisongCore.Clock {
     }
 
     @Test func manyStreamsReportingAtOnceMintOneToken() async throws {
-        let clock = FakeClock()
+        let clock = ManualClock()
         let cache = try ProviderTokenCache(key: PrivateKey.generateP256(), keyID: "K", teamID: "T", clock: clock)
         let stale = try cache.providerToken()
         clock.advance(by: 30)
@@ -247,7 +240,7 @@ final class FakeClock: TuisongCore.Clock {
     }
 
     @Test func clockSteppingBackwards() throws {
-        let clock = FakeClock()
+        let clock = ManualClock()
         let cache = try ProviderTokenCache(key: PrivateKey.generateP256(), keyID: "K", teamID: "T", clock: clock)
         let token = try cache.token()
         clock.advance(by: -60)  // an NTP correction keeps the token
@@ -259,7 +252,7 @@ final class FakeClock: TuisongCore.Clock {
     @Test func needsAP256Key() throws {
         #expect(throws: CryptoError.self) {
             _ = try ProviderTokenCache(
-                key: PrivateKey.generateRSA(bits: 2048), keyID: "K", teamID: "T", clock: FakeClock())
+                key: PrivateKey.generateRSA(bits: 2048), keyID: "K", teamID: "T", clock: ManualClock())
         }
     }
 }

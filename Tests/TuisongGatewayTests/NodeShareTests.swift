@@ -70,18 +70,27 @@ import TuisongPluginTestKit
     @Test func theShareFollowsTheLiveNodeCount() async throws {
         let queue = CountingQueue()
         let share = NodeShare()
-        let task = share.refreshing(from: queue, every: .milliseconds(10), logger: Logger(label: "test"))
+        // Recounted when the clock says so: each move of an interval is one more count.
+        let clock = ManualClock()
+        let task = share.refreshing(from: queue, every: .seconds(5), clock: clock, logger: Logger(label: "test"))
         defer { task.cancel() }
+        try await clock.waitForSleepers()
+        #expect(queue.asked == 1)
         queue.set(3)
+        clock.advance(by: 4.9)
+        #expect(clock.sleeperCount == 1, "not due yet")
+        clock.advance(by: 0.1)
         try await waitUntil { share.liveNodes == 3 }
-        let asked = queue.asked
+        try await clock.waitForSleepers()
         queue.fail()
-        // The call under way may have read the count before it failed; the one after it failed,
-        // and the one after that began once its failure was handled.
-        try await waitUntil("a failed count was handled") { queue.asked >= asked + 3 }
+        clock.advance(by: 5)
+        try await waitUntil("a failed count was handled") { queue.asked == 3 }
+        try await clock.waitForSleepers()
         #expect(share.liveNodes == 3, "a failed count keeps the last one")
         queue.set(1)
+        clock.advance(by: 5)
         try await waitUntil { share.liveNodes == 1 }
+        #expect(queue.asked == 4)
     }
 }
 

@@ -286,9 +286,12 @@ final class WebhookReceiver: Sendable {
         let now = Int64(Date().timeIntervalSince1970)
         #expect(got.allSatisfy { abs((Int64($0.timestamp) ?? 0) - now) < 60 })
 
-        // The attempts are listed with the endpoint; a rotation signs with both secrets.
-        let shown = try await http("GET", "\(gw.baseURL)/api/v1/webhooks/\(id)", key: key)
-        #expect((shown.jsonObject["attempts"] as? [[String: Any]])?.count == 3)
+        // The attempts are listed with the endpoint (recorded in batches after the answers, so
+        // waited for); a rotation signs with both secrets.
+        try await waitUntil("the three attempts listed") {
+            let shown = try await http("GET", "\(gw.baseURL)/api/v1/webhooks/\(id)", key: key)
+            return (shown.jsonObject["attempts"] as? [[String: Any]])?.count == 3
+        }
         let rotated = try await http("POST", "\(gw.baseURL)/api/v1/webhooks/\(id)/rotate-secret", key: key)
         let newSecret = try #require(rotated.jsonObject["secret"] as? String)
         let test = try await http("POST", "\(gw.baseURL)/api/v1/webhooks/\(id)/test", key: key)
@@ -320,14 +323,21 @@ final class WebhookReceiver: Sendable {
     @Test func aFailedAttemptIsRetriedWithTheSameID() async throws {
         let receiver = try WebhookReceiver()
         receiver.answer([503])
-        let gw = try await TestGateway.start()
+        // The gateway's time is the test's: the retry comes due when the test moves the clock.
+        let clock = ManualClock(Date())
+        let gw = try await TestGateway.start(clock: clock)
         let (_, key) = try await gw.createApp()
         let created = try await Self.create(gw, key, ["url": receiver.url])
         let id = try #require(created.jsonObject["id"] as? Int)
         let test = try await http("POST", "\(gw.baseURL)/api/v1/webhooks/\(id)/test", key: key)
         let eventID = try #require(test.jsonObject["event_id"] as? String)
-        // 503 then (after the first retry's 5 s ± 10 %) 204.
-        let got = try await receiver.wait { $0.count >= 2 }
+        _ = try await receiver.wait { $0.count >= 1 }
+        let answered = clock.now
+        // 503 then, after the first retry's 5 s ± 10 % on the gateway's clock, 204: the clock is
+        // moved a second at a time until the retry comes.
+        try await clock.advance(by: .seconds(1), until: "the retry") { receiver.all.count >= 2 }
+        #expect(clock.now.timeIntervalSince(answered) >= 4.5, "not before it was due")
+        let got = receiver.all
         #expect(got.map(\.id) == [eventID, eventID])
         #expect(got[0].body == got[1].body)
         await gw.stop()

@@ -338,20 +338,14 @@ struct ConnectionTests {
     func idleTimeout() async throws {
         try await withServer({ $0.connectionTimeout = 1 }, router: standardRouter()) { server in
             let port = server.port
-            let (closed, elapsed, partialClosed) = try await offPool {
-                let clock = ContinuousClock()
-                let start = clock.now
+            let (closed, partialClosed) = try await offPool {
                 let silent = try RawHTTPClient(port: port)
                 let partial = try RawHTTPClient(port: port)
                 try partial.send("GET /inline HTTP/1.1\r\nHost: a\r\n")
-                let closed = try silent.waitsForClose()
-                let elapsed = clock.now - start
-                return (closed, elapsed, try partial.waitsForClose())
+                return (try silent.waitsForClose(), try partial.waitsForClose())
             }
             #expect(closed)
             #expect(partialClosed)
-            #expect(elapsed >= .milliseconds(900))
-            #expect(elapsed < .seconds(5))
             #expect(try await fetch(port: port, "GET", "/inline").text == "inline")
         }
     }

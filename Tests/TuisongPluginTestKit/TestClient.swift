@@ -142,12 +142,13 @@ public final class RawHTTPClient: @unchecked Sendable {  // used by one test thr
     public init(port: Int, host: String = "127.0.0.1", receiveTimeout: Double = 10, source: String? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestClientError(description: "socket: \(errno)") }
+        // Every property is set from here, so a throw runs `deinit`, which closes the socket:
+        // closing it here too closed it twice, and the second close took whatever descriptor
+        // another test had opened under that number meanwhile (a SQLite file, an MHD socket).
         if let source, let code = Self.attach(descriptor, to: source, port: 0, { bind($0, $1, $2) }) {
-            Glibc.close(descriptor)
             throw TestClientError(description: "bind \(source): \(String(cString: strerror(code)))")
         }
         if let code = Self.attach(descriptor, to: host, port: port, { connect($0, $1, $2) }) {
-            Glibc.close(descriptor)
             throw TestClientError(description: "connect: \(String(cString: strerror(code)))")
         }
         var timeout = timeval(
@@ -178,7 +179,7 @@ public final class RawHTTPClient: @unchecked Sendable {  // used by one test thr
     }
 
     deinit {
-        Glibc.close(descriptor)
+        if descriptor >= 0 { Glibc.close(descriptor) }
     }
 
     public func send(_ text: String) throws {

@@ -53,7 +53,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                 existing: true)
         }
         let record = saved.record
-        let checked = await pendingChecks.run(key, within: checkBound) {
+        let checked = await pendingChecks.run(key, within: checkBound, on: clock) {
             await putToWork(record)
         }
         let current = checked?.record ?? record
@@ -206,7 +206,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                 existing: true)
         }
         let record = saved.record
-        let checked = await pendingChecks.run(key, within: checkBound) {
+        let checked = await pendingChecks.run(key, within: checkBound, on: clock) {
             await putToWork(record)
         }
         return AdminChannelCredentialAdded(

@@ -98,7 +98,7 @@ final class HeldRouteReleaser: HoldWatcher {
                 "cannot release held deliveries of a route that can send; trying again",
                 metadata: ["app": "\(route.appID)", "channel": "\(route.channel.rawValue)", "error": "\(error)"])
             Task { [self] in
-                try? await Task.sleep(for: .seconds(1))
+                try? await clock.sleep(for: .seconds(1))
                 held([route])
             }
             return 0

@@ -21,10 +21,11 @@ final class PendingCredentialChecks: Sendable {
         for task in running.withLock({ Array($0.values) }) { await task.value }
     }
 
-    /// Runs `check` in a task of its own and answers its result when it ends within `bound`
-    /// (nil: whenever it ends), else nil while it goes on, listed under `key` until it ends.
+    /// Runs `check` in a task of its own and answers its result when it ends within `bound` on
+    /// `clock` (nil: whenever it ends), else nil while it goes on, listed under `key` until it
+    /// ends.
     func run<Result: Sendable>(
-        _ key: Key, within bound: Duration?, _ check: @escaping @Sendable () async -> Result
+        _ key: Key, within bound: Duration?, on clock: any Clock, _ check: @escaping @Sendable () async -> Result
     ) async -> Result? {
         let first = FirstAnswer<Result>()
         // Listed before it starts, so the task's own removal at its end cannot come first.
@@ -37,7 +38,7 @@ final class PendingCredentialChecks: Sendable {
         }
         guard let bound else { return await first.value() }
         let timer = Task {
-            try? await Task.sleep(for: bound)
+            guard (try? await clock.sleep(for: bound)) != nil else { return }
             first.answer(nil)
         }
         let result = await first.value()

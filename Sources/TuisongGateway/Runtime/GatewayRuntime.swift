@@ -256,7 +256,7 @@ public final class GatewayRuntime: Sendable {
                 credentials: credentials, localMock: mock, transports: transports, credentialBackend: credentialBackend,
                 adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, compute: compute,
                 logger: logger, webhooks: webhooks, webhookSender: webhookSender, localReceipts: localReceipts)
-            runtime.nodeShareRefresh.withLock { $0 = nodeShare.refreshing(from: store, logger: logger) }
+            runtime.nodeShareRefresh.withLock { $0 = nodeShare.refreshing(from: store, clock: clock, logger: logger) }
             return runtime
         } catch {
             localReceipts?.shutdown()

@@ -8,10 +8,11 @@ extension NodeShare {
     static let refreshInterval: Duration = .seconds(5)
 
     /// Keeps the share at `1 / live nodes` (`WorkQueue.liveNodeCount()`, from the heartbeat
-    /// table; 1 on SQLite), recounted every `interval` until the task is cancelled. While the
+    /// table; 1 on SQLite), recounted every `interval` on `clock` until the task is cancelled. While the
     /// count cannot be read the last one stays (a failure is logged once, until it recovers).
     func refreshing(
-        from queue: any WorkQueue, every interval: Duration = NodeShare.refreshInterval, logger: Logger
+        from queue: any WorkQueue, every interval: Duration = NodeShare.refreshInterval, clock: any Clock,
+        logger: Logger
     ) -> Task<Void, Never> {
         Task.detached(priority: .utility) { [self] in
             var failing = false
@@ -35,7 +36,7 @@ extension NodeShare {
                     }
                     failing = true
                 }
-                try? await Task.sleep(for: interval)
+                try? await clock.sleep(for: interval)
             }
         }
     }

@@ -276,7 +276,7 @@ public final class WebhookSender: Sendable {
     /// Until woken, or `idlePoll` passes.
     private func waitForWork() async {
         let timer = Task { [self, poll = settings.idlePoll] in
-            try? await Task.sleep(for: poll)
+            guard (try? await clock.sleep(for: poll)) != nil else { return }
             wake()
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
