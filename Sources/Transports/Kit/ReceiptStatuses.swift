@@ -1,8 +1,8 @@
 import Foundation
 import TuisongCore
 
-/// The body of the receipts Huawei posts, and those that share its form (HarmonyOS's V2):
-/// `{"statuses":[{…}, …]}`, up to 1,000 statuses a POST. Read with `JSONReader` straight into
+/// A receipt body of the `{"statuses":[{…}, …]}` form, which more than one service posts (up
+/// to 1,000 statuses a POST; each transport reads its own statuses' fields). Read with `JSONReader` straight into
 /// `ServiceReceipt`s, so a POST costs no `JSONValue` tree, no dictionary per status and no
 /// string for a field nobody reads (`appid`, `requestId`). The outcome is what reading the body
 /// whole would give: a body that is not JSON, not an object, or whose last `statuses` member is
