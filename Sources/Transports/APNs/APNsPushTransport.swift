@@ -108,6 +108,9 @@ public final class APNsPushTransport: PushTransport {
     private let pools = Mutex<[PoolKey: APNsConnectionPool]>([:])
     private let resolved = Mutex<[RouteKey: Resolved]>([:])
 
+    /// Builds the token credentials' TLS context ahead of the first pool (`init`).
+    private let warmUp: Task<Void, Never>
+
     public init(
         credentials: any APNsCredentialSource, store: any CredentialStore, endpoints: Endpoints,
         poolSettings: APNsPoolSettings, fallback: Fallback?, clock: any Clock,
@@ -122,8 +125,10 @@ public final class APNsPushTransport: PushTransport {
         self.fallback = fallback
         self.clock = clock
         self.logger = logger
-        // Off the start-up path, before the first push needs it.
-        Task.detached(priority: .utility) {
+        // Off the start-up path, before the first push needs it. Kept, so that `shutdown` waits
+        // for it: a process that exits while it is inside OpenSSL (a CLI's one probe, a gateway
+        // stopped at once) crashed in OpenSSL's exit-time clean-up.
+        warmUp = Task.detached(priority: .utility) {
             APNsCredentialMaterial.prepareTokenContext(
                 caFile: endpoints.caFile, extraCACertificates: endpoints.extraCACertificates)
         }
@@ -501,6 +506,7 @@ public final class APNsPushTransport: PushTransport {
     }
 
     public func shutdown() async {
+        await warmUp.value
         let all = pools.withLock { pools -> [APNsConnectionPool] in
             defer { pools.removeAll() }
             return Array(pools.values)
