@@ -147,7 +147,9 @@ public final class DeliveryEngine: PushGateway {
         self.pageReads = StoreBatcher(concurrency: 2, maxBatch: settings.claimBatch) { requests in
             try await store.audiencePages(requests).map { .success($0) }
         }
-        self.badgeGrants = BadgeGrantJanitor(store: store, logger: logger)
+        self.badgeGrants = BadgeGrantJanitor(logger: logger, clock: clock) {
+            try await store.forgetFinishedBadgeGrants()
+        }
         self.admission = BacklogAdmission(
             bound: settings.maxBacklogPerApp, recount: settings.backlogRecount, store: store)
     }
