@@ -165,7 +165,8 @@ let package = Package(
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "CNGHTTP2", .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/TuisongAPNs"),
+            // APNs's HTTP/2 client engine, in the APNs folder beside the transport that uses it.
+            path: "Sources/Transports/APNs/Engine"),
         // HTTP/1.1 and HTTP/2 client on libcurl's multi interface: the Android push transports.
         .target(
             name: "TuisongHTTPClient",
@@ -209,7 +210,8 @@ let package = Package(
                 "TuisongCore", "TuisongDelivery", "TuisongAPNs", "TuisongCrypto", "TuisongTransportKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/Transports/APNs"),
+            // The engine and the look-alike are targets of their own in its folder.
+            path: "Sources/Transports/APNs", exclude: ["Engine", "LookAlike"]),
         // What the transports share besides the seam: their declaration (TransportDeclaration),
         // channel credentials and their resolver, the access-token cache, OAuth token answers,
         // the token-batch sender.
