@@ -16,7 +16,8 @@ final class MockHarness {
     let tokenKey: PrivateKey
 
     init(
-        setup: LookAlikeLocalSetup? = nil, configure: (inout LookAlikeConfiguration) throws -> Void = { _ in },
+        setup: LookAlikeLocalSetup? = nil, lookAlikes: LookAlikeRegistry = .standard,
+        configure: (inout LookAlikeConfiguration) throws -> Void = { _ in },
         requestLog: (@Sendable (String) -> Void)? = nil
     ) throws {
         let setup = try setup ?? LookAlikeLocalSetup.generate(bundleID: Self.bundleID)
@@ -24,8 +25,8 @@ final class MockHarness {
         var configuration = setup.configuration()
         try configure(&configuration)
         server = try LookAlikeServer(
-            configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey,
-            requestLog: requestLog)
+            lookAlikes: lookAlikes, configuration: configuration, certificate: setup.serverCertificate,
+            key: setup.serverKey, requestLog: requestLog)
         tokenKey = try PrivateKey(pem: setup.tokenKeyPEM)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tuisong-mock-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

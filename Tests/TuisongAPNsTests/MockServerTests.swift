@@ -71,6 +71,42 @@ struct MockServerTests {
         #expect(entry["payload-bytes"] as? Int == MockHarness.payload.utf8.count)
     }
 
+    @Test("the server names no service: APNs is the registry's first look-alike and the port's default")
+    func apnsIsALookAlikeOfTheRegistry() throws {
+        let standard = LookAlikeRegistry.standard
+        #expect(standard.services.first == .apns)
+        #expect(standard.declarations.filter(\.isPortDefault).map(\.service) == [.apns])
+        // A path no look-alike claims is APNs's to answer, as Apple answers any other path.
+        let harness = try MockHarness()
+        let request = CurlRequest(
+            path: "/nobody/claims/this", headers: try harness.validHeaders(), bodyFile: harness.path("payload.json"))
+        let response = try #require(try harness.curl([request]).first)
+        #expect(response.status == 404)
+        #expect(response.body.contains("BadPath"))
+        #expect(harness.server.apnsStatistics.responsesByReason == ["BadPath": 1])
+        #expect(harness.server.statisticsSummary(of: .apns) == ["requests": 1])
+    }
+
+    @Test(
+        "without APNs's look-alike a push to /3/device is nobody's: the kit answers 404, FCM's look-alike still serves")
+    func aServerWithoutAPNs() throws {
+        let harness = try MockHarness(lookAlikes: LookAlikeRegistry([FCMLookAlike.declaration]))
+        #expect(harness.server.lookAlikeServices == [.fcm])
+        let request = CurlRequest(headers: try harness.validHeaders(), bodyFile: harness.path("payload.json"))
+        let response = try #require(try harness.curl([request]).first)
+        #expect(response.status == 404)
+        #expect(response.body.isEmpty)
+        #expect(response.headers["apns-id"] == nil)
+        #expect(harness.server.apnsStatistics == APNsLookAlikeStatistics())
+        #expect(harness.server.receivedNotifications().isEmpty)
+        let token = CurlRequest(
+            path: "/token", headers: ["content-type: application/x-www-form-urlencoded"],
+            bodyFile: try harness.write("grant_type=nothing", to: "grant.txt"))
+        let refused = try #require(try harness.curl([token]).first)
+        #expect(refused.status == 400, "FCM's token endpoint answers in its own words")
+        #expect(harness.server.androidStatistics.fcm.tokenRefusals == 1)
+    }
+
     @Test("resetRecorded and resetStatistics start the books afresh")
     func resets() throws {
         let harness = try MockHarness()
