@@ -36,9 +36,9 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
         /// upstream or proxy might; the stream goes on until the client resets it or closes the
         /// connection.
         public var endlessAnswers: Bool
-        /// A look-alike's own faults, by its own keys, kept as read (a service that answers
-        /// tokens its own way: its `tokenPrefixes`); its folder adds typed accessors, and it reads them when they change
-        /// (`PortService.prepareFaults`).
+        /// The faults of a look-alike that has its own, by its own keys, kept as read (the
+        /// `tokenPrefixes` of a service whose answers are not the kinds above); its folder adds
+        /// typed accessors, and it reads them whenever they change (`PortService.prepareFaults`).
         public var lookAlikeFaults: [String: JSONValue]
 
         public init(

@@ -276,7 +276,7 @@ extension LookAlikeConfiguration {
         }
     }
 
-    /// What the time a provider token may have been issued before is, unless configured.
+    /// How old a provider token may be unless `maxTokenAgeSeconds` says otherwise.
     static let defaultMaxTokenAgeSeconds = 3600
 
     /// Keys accepted for token (JWT) authentication (`tokenKeys`).
