@@ -15,7 +15,8 @@ let testTransports = ["Echo"]
 
 /// The look-alike targets of the transports (the registry `TuisongLookAlikes` links them), and
 /// the test transports with theirs (for the tests that register them).
-let lookAlikes: [Target.Dependency] = transports.map { .target(name: "Tuisong\($0)LookAlike") }
+let lookAlikes: [Target.Dependency] =
+    ["TuisongAPNsLookAlike"] + transports.map { .target(name: "Tuisong\($0)LookAlike") }
 let testTransportsWithLookAlikes: [Target.Dependency] = testTransports.flatMap { name -> [Target.Dependency] in
     [.target(name: "Tuisong\(name)"), .target(name: "Tuisong\(name)LookAlike")]
 }
@@ -165,7 +166,8 @@ let package = Package(
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "CNGHTTP2", .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/TuisongAPNs"),
+            // APNs's HTTP/2 client engine, in the APNs folder beside the transport that uses it.
+            path: "Sources/Transports/APNs/Engine"),
         // HTTP/1.1 and HTTP/2 client on libcurl's multi interface: the Android push transports.
         .target(
             name: "TuisongHTTPClient",
@@ -177,10 +179,11 @@ let package = Package(
             name: "TuisongPostgres",
             dependencies: ["CPostgres", .product(name: "Logging", package: "swift-log")],
             path: "Sources/TuisongPostgres"),
-        // The look-alikes' shared server: TLS + HTTP/2 on one port, the APNs look-alike it is
-        // named after, the event loops, recording, faults, issued tokens, receipt posting, the
-        // local set-up and `LookAlikeDeclaration`. It names no other service: each is declared
-        // from its transport's folder (`Sources/Transports/<Name>/LookAlike`).
+        // The look-alikes' shared server: TLS + HTTP/2 on one port, the event loops, connection
+        // faults and counters, `PortService` (a service plugged into the port), what the
+        // token-based look-alikes share (issued tokens, recording, receipt posting), the local
+        // set-up and `LookAlikeDeclaration`. It names no service: each is declared from its
+        // transport's folder (`Sources/Transports/<Name>/LookAlike`, APNs's too).
         .target(
             name: "TuisongLookAlikeKit",
             dependencies: [
@@ -209,7 +212,14 @@ let package = Package(
                 "TuisongCore", "TuisongDelivery", "TuisongAPNs", "TuisongCrypto", "TuisongTransportKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/Transports/APNs"),
+            // The engine and the look-alike are targets of their own in its folder.
+            path: "Sources/Transports/APNs", exclude: ["Engine", "LookAlike"]),
+        // APNs's look-alike (the port's default: Apple's checks, provider tokens, client
+        // certificates), made as `transport(_:)` makes every other transport's.
+        .target(
+            name: "TuisongAPNsLookAlike",
+            dependencies: ["TuisongLookAlikeKit", "TuisongCrypto", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/Transports/APNs/LookAlike"),
         // What the transports share besides the seam: their declaration (TransportDeclaration),
         // channel credentials and their resolver, the access-token cache, OAuth token answers,
         // the token-batch sender.
@@ -303,8 +313,8 @@ let package = Package(
         .testTarget(
             name: "TuisongAPNsTests",
             dependencies: [
-                "TuisongAPNs", "TuisongLookAlikes", "TuisongLookAlikeKit", "TuisongCrypto", "TuisongCore",
-                "TuisongPluginTestKit",
+                "TuisongAPNs", "TuisongLookAlikes", "TuisongLookAlikeKit", "TuisongAPNsLookAlike", "TuisongCrypto",
+                "TuisongCore", "TuisongPluginTestKit",
             ]),
         .testTarget(
             name: "TuisongGatewayTests",

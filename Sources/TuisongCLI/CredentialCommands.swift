@@ -521,7 +521,8 @@ struct APNsMockCommand: AsyncParsableCommand {
             "Run the bundled \(PushChannel.list()) look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
         discussion: """
             One port serves APNs (POST /3/device/<token>) and each other look-alike on its own paths: \
-            \(LookAlikeRegistry.standard.declarations.map(\.summary).joined(separator: "; ")). The banner \
+            \(LookAlikeRegistry.standard.declarations.filter { !$0.isPortDefault }.map(\.summary)
+                .joined(separator: "; ")). The banner \
             prints each URL and the generated credentials; a service-account key file a client loads is \
             written next to the CA file.
             """)
@@ -531,7 +532,8 @@ struct APNsMockCommand: AsyncParsableCommand {
         name: .customLong("setup"),
         help: """
             Where the throwaway CA, server certificate, APNs token key and the other look-alikes' \
-            credentials (\(LookAlikeRegistry.standard.services.map(\.rawValue).joined(separator: ", "))) are kept \
+            credentials (\(LookAlikeRegistry.standard.declarations.filter { !$0.isPortDefault }.map(\.service.rawValue)
+                .joined(separator: ", "))) are kept \
             (created if absent; a file without the newer ones gains them).
             """)
     var setupPath: String = "data/apns-mock-setup.json"
@@ -559,7 +561,7 @@ struct APNsMockCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("config"),
         help: """
-            A JSON file in APNsMockConfiguration's shape. Its tokenKeys, clientCertificateCAPEMs and \
+            A JSON file in LookAlikeConfiguration's shape. Its clientCertificateCAPEMs and \
             \(LookAlikeRegistry.standard.declarations.flatMap(\.configurationKeys).map { "\($0.key) (\($0.shape))" }
                 .joined(separator: ", ")) are trusted besides the generated ones; \
             accessTokenLifetimeSeconds, maxTokenAgeSeconds, recordedNotificationLimit and faults apply when \
@@ -590,24 +592,26 @@ struct APNsMockCommand: AsyncParsableCommand {
         // being written must not end the mock (as `serve` does, GatewayRuntime.start).
         signal(SIGPIPE, SIG_IGN)
         // Before anything is created on disk: a bad faults file changes nothing.
-        var faults = APNsMockConfiguration.Faults()
+        var faults = LookAlikeConfiguration.Faults()
         if let faultsFile {
             guard let data = FileManager.default.contents(atPath: faultsFile) else {
                 throw unreadable(faultsFile)
             }
             do {
-                faults = try JSONDecoder().decode(APNsMockConfiguration.Faults.self, from: data)
+                faults = try JSONDecoder().decode(LookAlikeConfiguration.Faults.self, from: data)
+                // Each look-alike reads its own faults (APNs's tokenPrefixes) as it would start.
+                try LookAlikeRegistry.standard.check(LookAlikeConfiguration(faults: faults))
             } catch {
                 throw CommandFailure("\(faultsFile) is not a valid faults file: \(error)")
             }
         }
-        var fileConfiguration: (configuration: APNsMockConfiguration, keys: Set<String>)?
+        var fileConfiguration: (configuration: LookAlikeConfiguration, keys: Set<String>)?
         if let configFile {
             guard let data = FileManager.default.contents(atPath: configFile) else {
                 throw unreadable(configFile)
             }
             do {
-                let decoded = try JSONDecoder().decode(APNsMockConfiguration.self, from: data)
+                let decoded = try JSONDecoder().decode(LookAlikeConfiguration.self, from: data)
                 try LookAlikeRegistry.standard.check(decoded)
                 let keys = (try JSONSerialization.jsonObject(with: data) as? [String: Any]).map { Set($0.keys) } ?? []
                 fileConfiguration = (decoded, keys)
@@ -615,17 +619,17 @@ struct APNsMockCommand: AsyncParsableCommand {
                 throw CommandFailure("\(configFile) is not a valid mock configuration: \(error)")
             }
         }
-        let setup = try APNsMockLocalSetup.loadOrGenerate(at: setupPath, bundleID: bundleID)
+        let setup = try LookAlikeLocalSetup.loadOrGenerate(at: setupPath, bundleID: bundleID)
         var configuration = setup.configuration(host: host, port: port)
         configuration.faults = faults
         if let (file, keys) = fileConfiguration {
-            configuration.tokenKeys += file.tokenKeys
             configuration.clientCertificateCAPEMs += file.clientCertificateCAPEMs
+            // Each look-alike's lists are joined (what it trusts besides the generated ones),
+            // anything else it names replaced (APNs's maxTokenAgeSeconds).
             configuration.addLookAlikeSettings(of: file)
             if keys.contains("accessTokenLifetimeSeconds") {
                 configuration.accessTokenLifetimeSeconds = file.accessTokenLifetimeSeconds
             }
-            if keys.contains("maxTokenAgeSeconds") { configuration.maxTokenAgeSeconds = file.maxTokenAgeSeconds }
             if keys.contains("recordedNotificationLimit") {
                 configuration.recordedNotificationLimit = file.recordedNotificationLimit
             }
@@ -634,67 +638,52 @@ struct APNsMockCommand: AsyncParsableCommand {
         configuration.maxConcurrentStreams = maxStreams
         configuration.streamsBeforeFirstValidToken = streamsBeforeToken
         configuration.eventLoopThreads = threads
-        if magicTokens {
-            configuration.faults.tokenPrefixes.merge(APNsMockConfiguration.Faults.magicTokenPrefixes.tokenPrefixes) {
-                own, _ in own
-            }
-            configuration.faults.androidTokenPrefixes.merge(
-                APNsMockConfiguration.Faults.magicTokenPrefixes.androidTokenPrefixes
-            ) { own, _ in own }
-        }
+        if magicTokens { configuration.faults.addTokenPrefixes(of: .magicTokenPrefixes) }
         if latency > 0 { configuration.faults.latencyMilliseconds = latency }
         configuration.logRequests = logRequests
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
         // One logger: making one bootstraps the process's logging, which may happen once.
         let logger = makeLogger("apns-mock", level: "info")
         // Unbuffered, one write per line: whoever reads the pipe sees each request at once.
-        let server = try APNsMockServer(
+        let server = try LookAlikeServer(
             configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey,
             requestLog: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }, logger: logger)
         try server.start()
         if let receiptsFile { server.sendReceipts(to: try FileReceiptSink(path: receiptsFile, logger: logger)) }
         let directory = (setupPath as NSString).deletingLastPathComponent
         let caPath = (directory.isEmpty ? "." : directory) + "/apns-mock-ca.pem"
-        let keyPath = (directory.isEmpty ? "." : directory) + "/apns-mock-token.p8"
         try setup.writeCAFile(to: caPath)
-        guard
-            FileManager.default.createFile(
-                atPath: keyPath, contents: Data(setup.tokenKeyPEM.utf8), attributes: [.posixPermissions: 0o600])
-        else {
-            throw CommandFailure("cannot write \(keyPath)")
-        }
         let base = "https://\(host):\(server.port)"
         var banner: [String: Any] = [:]
         for declaration in LookAlikeRegistry.standard.declarations {
-            banner[declaration.service.rawValue] = try declaration.banner(
-                setup, base, directory.isEmpty ? "." : directory)
+            let entry = try declaration.banner(setup, base, directory.isEmpty ? "." : directory)
+            // The port's default's entries are the banner's own (p8_file, key_id, … for the scripts).
+            if declaration.isPortDefault {
+                banner.merge(entry) { _, new in new }
+            } else {
+                banner[declaration.service.rawValue] = entry
+            }
         }
-        banner.merge([
-            "url": base, "port": server.port, "ca_file": caPath, "p8_file": keyPath,
-            "key_id": setup.keyID, "team_id": setup.teamID,
-            // A provider token valid for the next hour, for h2load and curl.
-            "provider_token": try JWT.apnsProviderToken(
-                keyID: setup.keyID, teamID: setup.teamID, issuedAt: Date(), key: try PrivateKey(pem: setup.tokenKeyPEM)),
-        ]) { _, new in new }
+        banner.merge(["url": base, "port": server.port, "ca_file": caPath]) { _, new in new }
         printJSON(banner)
         fflush(nil)
         _ = await signals.wait()
         let stats = server.statistics
-        let android = server.androidStatistics
-        server.shutdown()
-        func summary(_ service: AndroidServiceStatistics) -> [String: Int] {
-            [
-                "token_grants": service.tokenGrants, "token_refusals": service.tokenRefusals,
-                "send_requests": service.sendRequests, "messages_delivered": service.messagesDelivered,
-                "messages_refused": service.messagesRefused,
-            ]
-        }
         var counts: [String: Any] = [
-            "requests": stats.requests, "connections_accepted": stats.connectionsAccepted,
-            "connections_dropped": stats.connectionsDropped, "goaways_sent": stats.goawaysSent,
-            "refused_streams": stats.refusedStreams, "stream_limit_lowerings": stats.streamLimitLowerings,
+            "connections_accepted": stats.connectionsAccepted, "connections_dropped": stats.connectionsDropped,
+            "goaways_sent": stats.goawaysSent, "refused_streams": stats.refusedStreams,
+            "stream_limit_lowerings": stats.streamLimitLowerings,
         ]
-        for service in LookAlikeRegistry.standard.services { counts[service.rawValue] = summary(android[service]) }
+        for declaration in LookAlikeRegistry.standard.declarations {
+            let summary = server.statisticsSummary(of: declaration.service)
+            // The port's default's counts are the top level's (`requests`), as its banner entries are.
+            if declaration.isPortDefault {
+                counts.merge(summary) { _, new in new }
+            } else {
+                counts[declaration.service.rawValue] = summary
+            }
+        }
+        server.shutdown()
         printJSON(counts)
     }
 }

@@ -1,7 +1,6 @@
-/// A JSON value as the other look-alikes read it. Object members keep their order (a service may
-/// name a bad data value by its index, `message.data[2].value`) and numbers keep their text (a
-/// service may quote the value it refused as sent). Only the other services' paths parse; the
-/// APNs path never does.
+/// A JSON value as the token-based look-alikes read it. Object members keep their order (a
+/// service may name a bad data value by its index, `message.data[2].value`) and numbers keep
+/// their text (a service may quote the value it refused as sent).
 package indirect enum MockJSON {
     case object([(key: String, value: MockJSON)])
     case array([MockJSON])

@@ -114,28 +114,6 @@ public struct ReceivedAndroidMessage: Sendable, Equatable {
     }
 }
 
-/// The parts of a request the look-alikes read.
-package struct AndroidRequest {
-    package var method: String?
-    package var path: String
-    package var authority: String?
-    package var authorization: String?
-    package var contentType: String?
-    /// The other request headers by lower-case name (`timestamp`, `authtoken`…).
-    package var headers: [String: String] = [:]
-    package var body: [UInt8]
-    /// Bytes received, which may exceed `body` (stored up to `LookAlikeHost.bodyStorageLimit`).
-    package var bodyLength: Int
-    package var connectionID: Int
-    package var streamID: Int
-    package var receivedAtMilliseconds: Int64
-
-    /// `path` without its query string.
-    package var pathWithoutQuery: String {
-        path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
-    }
-}
-
 /// An answer of a look-alike, with what the request log and statistics need.
 package struct AndroidResponse {
     package var status: Int
@@ -284,15 +262,15 @@ package final class AndroidRecorder: Sendable {
 
 /// Android token-prefix faults, longest prefix first.
 package struct AndroidTokenPrefixFaults: Sendable {
-    private let entries: [(prefix: String, fault: APNsMockConfiguration.AndroidTokenFault)]
+    private let entries: [(prefix: String, fault: LookAlikeConfiguration.AndroidTokenFault)]
 
-    init(_ prefixes: [String: APNsMockConfiguration.AndroidTokenFault]) {
+    init(_ prefixes: [String: LookAlikeConfiguration.AndroidTokenFault]) {
         entries = prefixes.map { (prefix: $0.key, fault: $0.value) }.sorted {
             $0.prefix.utf8.count > $1.prefix.utf8.count
         }
     }
 
-    package func fault(forToken token: String) -> APNsMockConfiguration.AndroidTokenFault? {
+    package func fault(forToken token: String) -> LookAlikeConfiguration.AndroidTokenFault? {
         guard !entries.isEmpty else { return nil }
         return entries.first { token.hasPrefix($0.prefix) }?.fault
     }

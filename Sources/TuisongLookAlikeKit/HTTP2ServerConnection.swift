@@ -6,20 +6,28 @@ internal import TuisongCrypto
     import Glibc
 #endif
 
-/// A response waiting to be submitted (latency fault) or being sent.
-struct MockResponse {
-    var status: Int
-    var reason: String?
-    var apnsID: String
-    /// Only 410 answers carry a timestamp (ms since 1970).
-    var timestampMilliseconds: Int64?
-    /// An Android look-alike's answer; when set it replaces the fields above.
-    var android: AndroidResponse?
+/// The head of a request as it arrives, header by header.
+struct RequestHead {
+    var method: String?
+    var path: String?
+    var authority: String?
+    var headers = HeaderFields()
+
+    /// Stores one header field; names arrive lower-case (HTTP/2 requires it, nghttp2 enforces it).
+    mutating func add(name: String, value: String) {
+        switch name {
+        case ":method": method = value
+        case ":path": path = value
+        case ":authority", "host": authority = value
+        case ":scheme": break
+        default: headers.append(name: name, value: value)
+        }
+    }
 }
 
 /// One request stream as it arrives.
 final class MockStream {
-    var head = APNsRequestHead()
+    var head = RequestHead()
     var body: [UInt8] = []
     var bodyLength = 0
     /// How much of the body is kept: set at the first DATA frame from the path.
@@ -30,7 +38,7 @@ final class MockStream {
     /// The endless-answers fault: after `responseBody`, filler that never ends.
     var endlessResponse = false
     /// Held back by the latency fault until its timer fires.
-    var delayedResponse: MockResponse?
+    var delayedResponse: LookAlikeAnswer?
 }
 
 @available(*, unavailable)
@@ -60,7 +68,11 @@ final class HTTP2ServerConnection {
     private(set) var phase = Phase.handshaking
     private var session: OpaquePointer?
     var streams: [Int32: MockStream] = [:]
-    private var authentication = ConnectionAuthentication()
+    /// The client presented a certificate one of the configured CAs issued: the connection
+    /// starts at the full stream limit.
+    private var hasClientCertificate = false
+    /// What each service keeps about this connection, in the services' order.
+    private var serviceStates: [AnyObject?] = []
     private var processedRequests = 0
     private var streamLimitRaised = false
     /// SETTINGS frames submitted and acknowledged, in order: a lowered limit is in force once
@@ -69,7 +81,6 @@ final class HTTP2ServerConnection {
     private var settingsAcknowledged = 0
     /// `settingsSubmitted` right after the lowering SETTINGS; nil until the limit is lowered.
     private var loweringSettingsNumber: Int?
-    private var lastAcceptedProviderToken: String?
     private var goawayLastStreamID: Int32?
     private var dropRequested = false
     private let output = ByteQueue(capacity: 64 * 1024)
@@ -114,22 +125,22 @@ final class HTTP2ServerConnection {
         case .done:
             guard transport.negotiatedALPN == "h2" else {
                 core.logger.debug(
-                    "APNs mock: a connection did not negotiate h2, closing", metadata: ["connection": "\(id)"])
+                    "look-alike server: a connection did not negotiate h2, closing", metadata: ["connection": "\(id)"])
                 core.recorder.update { $0.handshakeFailures += 1 }
                 close()
                 return
             }
+            var clientCertificate: Certificate?
             if let certificate = transport.peerCertificate, transport.verificationFailure == nil {
-                var topics = certificate.apnsTopics
-                // Apple's push certificates name the bundle id in the subject UID as well.
-                if topics.isEmpty, let uid = certificate.userID { topics = [uid] }
-                authentication.certificateTopics = topics
+                clientCertificate = certificate
+                hasClientCertificate = true
             }
-            do throws(APNsMockError) {
+            serviceStates = core.lookAlikes.services.map { $0.connectionOpened(clientCertificate: clientCertificate) }
+            do throws(LookAlikeServerError) {
                 try startSession()
             } catch {
                 core.logger.error(
-                    "APNs mock: connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
+                    "look-alike server: connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
                 close()
                 return
             }
@@ -148,23 +159,23 @@ final class HTTP2ServerConnection {
             close()
         case .failed(let error):
             core.logger.debug(
-                "APNs mock: TLS handshake failed", metadata: ["connection": "\(id)", "error": "\(error)"])
+                "look-alike server: TLS handshake failed", metadata: ["connection": "\(id)", "error": "\(error)"])
             core.recorder.update { $0.handshakeFailures += 1 }
             close()
         }
     }
 
-    private func startSession() throws(APNsMockError) {
+    private func startSession() throws(LookAlikeServerError) {
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
-            throw APNsMockError(operation: "nghttp2_session_callbacks_new", code: 0, message: "out of memory")
+            throw LookAlikeServerError(operation: "nghttp2_session_callbacks_new", code: 0, message: "out of memory")
         }
         defer { nghttp2_session_callbacks_del(callbacks) }
         NGHTTP2ServerCallbacks.install(in: callbacks)
         var session: OpaquePointer?
         var options: OpaquePointer?
         guard nghttp2_option_new(&options) == 0, let options else {
-            throw APNsMockError(operation: "nghttp2_option_new", code: 0, message: "out of memory")
+            throw LookAlikeServerError(operation: "nghttp2_option_new", code: 0, message: "out of memory")
         }
         defer { nghttp2_option_del(options) }
         if loop.currentFaults().faults.ignorePings { nghttp2_option_set_no_auto_ping_ack(options, 1) }
@@ -176,8 +187,7 @@ final class HTTP2ServerConnection {
         self.session = session
         let configuration = core.configuration
         let initialLimit =
-            authentication.certificateTopics != nil
-            ? configuration.maxConcurrentStreams : configuration.streamsBeforeFirstValidToken
+            hasClientCertificate ? configuration.maxConcurrentStreams : configuration.streamsBeforeFirstValidToken
         try submitSettings(maxConcurrentStreams: initialLimit)
         // A roomy connection window: 100+ streams of 4 KB payloads must not wait for
         // WINDOW_UPDATE round trips.
@@ -185,7 +195,7 @@ final class HTTP2ServerConnection {
             session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 16 * 1024 * 1024)
     }
 
-    private func submitSettings(maxConcurrentStreams: Int) throws(APNsMockError) {
+    private func submitSettings(maxConcurrentStreams: Int) throws(LookAlikeServerError) {
         guard let session else { return }
         var entries = [
             nghttp2_settings_entry(
@@ -225,7 +235,7 @@ final class HTTP2ServerConnection {
                     session, buffer.assumingMemoryBound(to: UInt8.self), count)
                 if consumed < 0 {
                     core.logger.debug(
-                        "APNs mock: reading from a connection failed",
+                        "look-alike server: reading from a connection failed",
                         metadata: [
                             "connection": "\(id)",
                             "error": "\(NGHTTP2ServerCallbacks.error("nghttp2_session_mem_recv", Int32(consumed)))",
@@ -245,7 +255,8 @@ final class HTTP2ServerConnection {
                 return
             case .failed(let error):
                 core.logger.debug(
-                    "APNs mock: connection closed on an error", metadata: ["connection": "\(id)", "error": "\(error)"])
+                    "look-alike server: connection closed on an error",
+                    metadata: ["connection": "\(id)", "error": "\(error)"])
                 close()
                 return
             }
@@ -268,7 +279,7 @@ final class HTTP2ServerConnection {
                 let count = nghttp2_session_mem_send(session, &chunk)
                 if count < 0 {
                     core.logger.debug(
-                        "APNs mock: writing to a connection failed",
+                        "look-alike server: writing to a connection failed",
                         metadata: [
                             "connection": "\(id)",
                             "error": "\(NGHTTP2ServerCallbacks.error("nghttp2_session_mem_send", Int32(count)))",
@@ -292,7 +303,8 @@ final class HTTP2ServerConnection {
                 return
             case .failed(let error):
                 core.logger.debug(
-                    "APNs mock: connection closed on an error", metadata: ["connection": "\(id)", "error": "\(error)"])
+                    "look-alike server: connection closed on an error",
+                    metadata: ["connection": "\(id)", "error": "\(error)"])
                 close()
                 return
             }
@@ -308,7 +320,7 @@ final class HTTP2ServerConnection {
     /// client's frames sent before it saw the GOAWAY still unread, makes the kernel answer with
     /// a reset, and a reset can take the GOAWAY and the last answers with it before the client
     /// reads them: the client then sees a lost connection and sends processed requests again.
-    /// A server closes after the client does (or after a while), as APNs does.
+    /// A server closes after the client does (or after a while), as the real services do.
     private func linger() {
         guard phase == .established else { return }
         phase = .lingering
@@ -366,8 +378,9 @@ final class HTTP2ServerConnection {
 
     // MARK: Requests (called from nghttp2 callbacks, inside mem_recv)
 
-    /// A request's END_STREAM arrived: validate, count, answer (now or after the latency fault),
-    /// and apply the per-connection GOAWAY and drop faults.
+    /// A request's END_STREAM arrived: the services answer it (each counts and records what it
+    /// answers), then the answer goes out (now or after the latency fault) and the
+    /// per-connection GOAWAY and drop faults apply.
     func requestCompleted(streamID: Int32) {
         guard let stream = streams[streamID], !stream.processed, !dropRequested else { return }
         // Streams above a GOAWAY's last stream id are the client's to retry; they are neither
@@ -377,108 +390,37 @@ final class HTTP2ServerConnection {
         processedRequests += 1
 
         let faults = loop.currentFaults()
-        let receivedAt = WallClock.milliseconds()
-        // APNs paths start /3/; anything else may be one of the other look-alikes'.
-        if let path = stream.head.path, !path.hasPrefix("/3/"),
-            completeLookAlikeRequest(
-                stream: stream, streamID: streamID, path: path, faults: faults, receivedAt: receivedAt)
-        {
-            return
-        }
-        var verdict = core.validator.validate(
-            stream.head, body: stream.body, bodyLength: stream.bodyLength,
-            authentication: &authentication, nowSeconds: receivedAt / 1000, idGenerator: &loop.apnsIDGenerator)
-        if verdict.status == 200, let fault = faults.prefixes.fault(forDeviceToken: verdict.deviceToken) {
-            verdict.status = fault.status
-            verdict.reason = fault.reason
-        }
-        if verdict.providerTokenAccepted {
-            if let token = stream.head.authorization, token != lastAcceptedProviderToken {
-                lastAcceptedProviderToken = token
-                core.recorder.providerTokenAccepted(token)
-            }
-            if !streamLimitRaised {
-                streamLimitRaised = true
-                if authentication.certificateTopics == nil {
-                    do throws(APNsMockError) {
-                        try submitSettings(maxConcurrentStreams: core.configuration.maxConcurrentStreams)
-                        core.recorder.update { $0.streamLimitRaises += 1 }
-                    } catch {
-                        core.logger.error(
-                            "APNs mock: connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
-                    }
-                }
-            }
-        }
-
-        let response = MockResponse(
-            status: verdict.status, reason: verdict.reason, apnsID: verdict.apnsID,
-            timestampMilliseconds: verdict.status == 410 ? receivedAt : nil)
-        let notification = ReceivedNotification(
-            deviceToken: verdict.deviceToken, topic: stream.head.topic, pushType: stream.head.pushType,
-            priority: stream.head.priority, expiration: stream.head.expiration,
-            collapseID: stream.head.collapseID, apnsID: verdict.apnsID, payload: stream.body,
-            connectionID: Int(id), streamID: Int(streamID), teamID: verdict.teamID, keyID: verdict.keyID,
-            status: verdict.status, reason: verdict.reason, receivedAtMilliseconds: receivedAt)
-        // The gateway's key probe reaches no device (answered BadDeviceToken once its provider
-        // token passed): logged, not counted among what devices were sent.
-        if verdict.deviceToken != APNsRequestValidator.probeDeviceToken {
-            core.recorder.record(
-                notification, providerTokenRejected: verdict.providerTokenRejected,
-                certificateAuthenticated: verdict.certificateAuthenticated)
-        }
-        if let log = core.requestLog {
-            log(RequestLogLine.make(notification, method: stream.head.method, path: stream.head.path))
-        }
-
-        respond(response, on: stream, streamID: streamID, faults: faults)
-    }
-
-    /// A request on another look-alike's path: answered by that look-alike, then the same
-    /// latency and connection faults as APNs requests. The first one raises the stream limit, as
-    /// the other services do not hold a connection to one stream. False when no look-alike
-    /// claims the path.
-    private func completeLookAlikeRequest(
-        stream: MockStream, streamID: Int32, path: String, faults: ActiveFaults, receivedAt: Int64
-    ) -> Bool {
         let head = stream.head
-        let request = AndroidRequest(
-            method: head.method, path: path, authority: head.authority, authorization: head.authorization,
-            contentType: head.contentType, headers: head.otherHeaders, body: stream.body,
-            bodyLength: stream.bodyLength, connectionID: Int(id), streamID: Int(streamID),
-            receivedAtMilliseconds: receivedAt)
-        guard let answer = core.lookAlikes.answer(request, faults: faults.androidPrefixes) else { return false }
-        core.host.recorder.count(answer)
-        if !streamLimitRaised {
+        let request = LookAlikeRequest(
+            method: head.method, path: head.path ?? "", authority: head.authority, headers: head.headers,
+            body: stream.body, bodyLength: stream.bodyLength, connectionID: Int(id), streamID: Int(streamID),
+            receivedAtMilliseconds: WallClock.milliseconds())
+        let answer =
+            core.lookAlikes.answer(request, faults: faults, connectionStates: serviceStates)
+            ?? LookAlikeAnswer(
+                status: 404, headers: [("content-length", "0")], body: [], raisesStreamLimit: false,
+                endlessUnderFault: false)
+        if answer.raisesStreamLimit && !streamLimitRaised {
             streamLimitRaised = true
-            if authentication.certificateTopics == nil {
-                do throws(APNsMockError) {
+            if !hasClientCertificate {
+                do throws(LookAlikeServerError) {
                     try submitSettings(maxConcurrentStreams: core.configuration.maxConcurrentStreams)
                     core.recorder.update { $0.streamLimitRaises += 1 }
                 } catch {
                     core.logger.error(
-                        "APNs mock: connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
+                        "look-alike server: connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
                 }
             }
         }
-        if let log = core.requestLog {
-            log(
-                RequestLogLine.make(
-                    android: answer, method: head.method, path: path, connectionID: Int(id), streamID: Int(streamID),
-                    receivedAt: receivedAt, payloadBytes: stream.bodyLength))
-        }
-        let response = MockResponse(status: answer.status, reason: nil, apnsID: "", android: answer)
-        respond(response, on: stream, streamID: streamID, faults: faults)
-        return true
+        respond(answer, on: stream, streamID: streamID, faults: faults)
     }
 
     /// Sends (or, with the latency fault, schedules) the answer, then applies the per-connection
     /// GOAWAY, stream-limit and drop faults, which count every processed request.
-    private func respond(_ response: MockResponse, on stream: MockStream, streamID: Int32, faults: ActiveFaults) {
-        var response = response
-        if faults.faults.endlessAnswers, var android = response.android {
-            android.headers.removeAll { $0.0 == "content-length" }
-            response.android = android
+    private func respond(_ answer: LookAlikeAnswer, on stream: MockStream, streamID: Int32, faults: ActiveFaults) {
+        var response = answer
+        if faults.faults.endlessAnswers && response.endlessUnderFault {
+            response.headers.removeAll { $0.0 == "content-length" }
             stream.endlessResponse = true
         }
         let latency = faults.faults.latencyMilliseconds
@@ -502,13 +444,13 @@ final class HTTP2ServerConnection {
         if let limit = faults.faults.lowerStreamLimitAfterRequests, processedRequests == limit,
             loweringSettingsNumber == nil
         {
-            do throws(APNsMockError) {
+            do throws(LookAlikeServerError) {
                 try submitSettings(maxConcurrentStreams: faults.faults.loweredStreamLimit)
                 loweringSettingsNumber = settingsSubmitted
                 core.recorder.update { $0.streamLimitLowerings += 1 }
             } catch {
                 core.logger.error(
-                    "APNs mock: connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
+                    "look-alike server: connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
             }
         }
         if let limit = faults.faults.dropConnectionAfterRequests, processedRequests >= limit {
@@ -534,24 +476,11 @@ final class HTTP2ServerConnection {
         submit(response, on: stream, streamID: streamID)
     }
 
-    private func submit(_ response: MockResponse, on stream: MockStream, streamID: Int32) {
+    private func submit(_ response: LookAlikeAnswer, on stream: MockStream, streamID: Int32) {
         guard let session else { return }
-        var fields: [(String, String)]
-        if let android = response.android {
-            fields = [(":status", String(android.status))] + android.headers
-            stream.responseBody = android.body
-        } else {
-            fields = [(":status", String(response.status)), ("apns-id", response.apnsID)]
-        }
-        if let reason = response.reason {
-            var body = #"{"reason":""# + reason + "\""
-            if let timestamp = response.timestampMilliseconds { body += #","timestamp":"# + String(timestamp) }
-            body += "}"
-            stream.responseBody = Array(body.utf8)
-            fields.append(("content-type", "application/json"))
-            fields.append(("content-length", String(stream.responseBody.count)))
-        }
-        let result = NGHTTP2ServerCallbacks.withHeaderFields(fields) { fields, count in
+        stream.responseBody = response.body
+        let result = NGHTTP2ServerCallbacks.withHeaderFields(status: response.status, response.headers) {
+            fields, count in
             if stream.responseBody.isEmpty && !stream.endlessResponse {
                 return nghttp2_submit_response(session, streamID, fields, count, nil)
             }
@@ -561,7 +490,7 @@ final class HTTP2ServerConnection {
         }
         if result != 0 {
             core.logger.debug(
-                "APNs mock: submitting a response failed",
+                "look-alike server: submitting a response failed",
                 metadata: [
                     "connection": "\(id)",
                     "error": "\(NGHTTP2ServerCallbacks.error("nghttp2_submit_response", result))",
@@ -573,33 +502,9 @@ final class HTTP2ServerConnection {
 @available(*, unavailable)
 extension HTTP2ServerConnection: Sendable {}
 
-/// One JSON line per request for `logRequests`.
+/// One JSON line per request for `logRequests` (a service with its own line writes it itself).
 package enum RequestLogLine {
-    static func make(_ notification: ReceivedNotification, method: String?, path: String?) -> String {
-        var fields: [String] = [
-            #""time":\#(notification.receivedAtMilliseconds)"#,
-            #""connection":\#(notification.connectionID)"#,
-            #""stream":\#(notification.streamID)"#,
-            #""status":\#(notification.status)"#,
-            #""apns-id":\#(quoted(notification.apnsID))"#,
-            #""payload-bytes":\#(notification.payload.count)"#,
-        ]
-        func add(_ key: String, _ value: String?) {
-            if let value { fields.append("\(quoted(key)):\(quoted(value))") }
-        }
-        add("method", method)
-        add("path", path)
-        add("reason", notification.reason)
-        add("apns-topic", notification.topic)
-        add("apns-push-type", notification.pushType)
-        add("apns-priority", notification.priority)
-        add("apns-expiration", notification.expiration)
-        add("apns-collapse-id", notification.collapseID)
-        add("team", notification.teamID)
-        return "{" + fields.joined(separator: ",") + "}"
-    }
-
-    /// Another look-alike's request: the service, its project or app, the answer and its code.
+    /// A token-based look-alike's request: the service, its project or app, the answer and its code.
     static func make(
         android response: AndroidResponse, method: String?, path: String, connectionID: Int, streamID: Int,
         receivedAt: Int64, payloadBytes: Int

@@ -1,12 +1,13 @@
 import Foundation
+public import Logging
 import Synchronization
 import TuisongCore
 internal import TuisongCrypto
 
 /// A service's look-alike, declared from its transport's folder
 /// (`Sources/Transports/<Name>/LookAlike`) and listed once in a `LookAlikeRegistry`: the local
-/// set-up, local mode, `tuisong apns-mock` and the tests go through the registry and never name a
-/// service.
+/// set-up, local mode, the CLI's look-alike command and the tests go through the registry and
+/// never name a service.
 ///
 ///     public static let declaration = LookAlikeDeclaration(
 ///         service: .example, summary: "Example Push (POST /example/v1/send)",
@@ -17,39 +18,51 @@ internal import TuisongCrypto
 public struct LookAlikeDeclaration: Sendable {
     /// The channel of the transport it stands in for.
     public var service: AndroidPushService
-    /// What it serves, for `apns-mock`'s help: the service and its paths.
+    /// What it serves, for the look-alike command's help: the service and its paths.
     public var summary: String
-    /// The `APNsMockConfiguration` keys holding what it trusts, each with its JSON shape (the
-    /// `apns-mock --config` file's).
+    /// The `LookAlikeConfiguration` keys holding what it trusts, each with its JSON shape (the
+    /// look-alike command's `--config` file's).
     public var configurationKeys: [(key: String, shape: String)]
     /// The keys of its throwaway credentials in a saved local set-up.
     public var setupKeys: [String]
+    /// The port's default: it answers the requests no look-alike claims
+    /// (`PortService.respondUnclaimed`), and its banner entries and counts are the look-alike
+    /// command's top level rather than an entry of their own (scripts read them there).
+    public var isPortDefault: Bool
+    /// Adds its magic token prefixes to local mode's faults (`Faults.magicTokenPrefixes`), when
+    /// it has faults of its own; the token-based look-alikes share the kit's.
+    public var magicFaults: (@Sendable (inout LookAlikeConfiguration.Faults) -> Void)?
     /// Makes its throwaway credentials into a set-up (a fresh one, or one saved before it had them).
-    public var makeSetup: @Sendable (inout APNsMockLocalSetup) throws -> Void
+    public var makeSetup: @Sendable (inout LookAlikeLocalSetup) throws -> Void
     /// Trusts the set-up's credentials in a configuration made from it.
-    public var configure: @Sendable (inout APNsMockConfiguration, APNsMockLocalSetup) -> Void
+    public var configure: @Sendable (inout LookAlikeConfiguration, LookAlikeLocalSetup) -> Void
     /// How it starts: its service on the shared port, trusting what `configuration` lists
     /// (throws for a configuration whose keys it cannot read).
-    package var start: @Sendable (LookAlikeHost, APNsMockConfiguration) throws -> any LookAlikeService
+    package var start: @Sendable (LookAlikeHost, LookAlikeConfiguration) throws -> any PortService
     /// Local mode: its own credential, every app's fallback (its token endpoint at `baseURL`
     /// where the credential names one).
-    public var fallbackCredential: @Sendable (APNsMockLocalSetup, _ baseURL: String) -> LookAlikeCredential
-    /// Its entry in `apns-mock`'s banner: URLs and credentials; a key file a client loads is
+    public var fallbackCredential: @Sendable (LookAlikeLocalSetup, _ baseURL: String) -> LookAlikeCredential
+    /// Its entry in the look-alike command's banner: URLs and credentials; a key file a client loads is
     /// written into `directory`.
-    public var banner: @Sendable (APNsMockLocalSetup, _ baseURL: String, _ directory: String) throws -> [String: Any]
+    public var banner: @Sendable (LookAlikeLocalSetup, _ baseURL: String, _ directory: String) throws -> [String: Any]
 
     package init(
         service: AndroidPushService, summary: String, configurationKeys: [(key: String, shape: String)],
-        setupKeys: [String], makeSetup: @escaping @Sendable (inout APNsMockLocalSetup) throws -> Void,
-        configure: @escaping @Sendable (inout APNsMockConfiguration, APNsMockLocalSetup) -> Void,
-        start: @escaping @Sendable (LookAlikeHost, APNsMockConfiguration) throws -> any LookAlikeService,
-        fallbackCredential: @escaping @Sendable (APNsMockLocalSetup, _ baseURL: String) -> LookAlikeCredential,
-        banner: @escaping @Sendable (APNsMockLocalSetup, _ baseURL: String, _ directory: String) throws -> [String: Any]
+        setupKeys: [String], isPortDefault: Bool = false,
+        makeSetup: @escaping @Sendable (inout LookAlikeLocalSetup) throws -> Void,
+        configure: @escaping @Sendable (inout LookAlikeConfiguration, LookAlikeLocalSetup) -> Void,
+        start: @escaping @Sendable (LookAlikeHost, LookAlikeConfiguration) throws -> any PortService,
+        fallbackCredential: @escaping @Sendable (LookAlikeLocalSetup, _ baseURL: String) -> LookAlikeCredential,
+        banner:
+            @escaping @Sendable (LookAlikeLocalSetup, _ baseURL: String, _ directory: String) throws -> [String: Any],
+        magicFaults: (@Sendable (inout LookAlikeConfiguration.Faults) -> Void)? = nil
     ) {
         self.service = service
         self.summary = summary
         self.configurationKeys = configurationKeys
         self.setupKeys = setupKeys
+        self.isPortDefault = isPortDefault
+        self.magicFaults = magicFaults
         self.makeSetup = makeSetup
         self.configure = configure
         self.start = start
@@ -94,27 +107,26 @@ public struct LookAlikeRegistry: Sendable {
 
     public var services: [AndroidPushService] { declarations.map(\.service) }
 
-    /// Reads every look-alike's keys of `configuration`, as starting a server would: a file
-    /// whose keys do not read is refused before anything starts.
-    public func check(_ configuration: APNsMockConfiguration) throws {
+    /// Reads every look-alike's keys and faults of `configuration`, as starting a server
+    /// would: a file whose keys do not read is refused before anything starts.
+    public func check(_ configuration: LookAlikeConfiguration) throws {
         let host = LookAlikeHost(configuration: configuration)
-        for declaration in declarations { _ = try declaration.start(host, configuration) }
+        for declaration in declarations {
+            _ = try declaration.start(host, configuration).prepareFaults(configuration.faults)
+        }
     }
 }
 
-/// One service's look-alike on the shared port, made by its declaration's `start`. Stateless per
-/// request apart from what it trusts and the host's token store and recorder, so every event loop
-/// calls it directly.
-package protocol LookAlikeService: AnyObject, Sendable {
-    /// The service it answers as.
-    var service: AndroidPushService { get }
+/// A token-based service's look-alike on the shared port (a sign-in issuing access tokens, sends
+/// that present them), made by its declaration's `start`. Stateless per request apart from what
+/// it trusts and the host's token store and recorder, so every event loop calls it directly.
+/// Its answers are counted and logged here, and raise the connection's stream limit (these
+/// services do not hold a new connection to one stream).
+package protocol LookAlikeService: PortService {
     /// What the services on the port share.
     var host: LookAlikeHost { get }
     /// The answer to `request` when its path is one of this service's; nil when it is not.
-    func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse?
-    /// Trusts a stored channel credential of its channel (local mode: one an app uploaded), as
-    /// the real service knows the credentials its console issued.
-    func trust(vendorAppID: String, clientID: String, secret: [UInt8]) throws
+    func answer(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse?
     /// The receipts an accepted push asks for, shaped and signed as the service sends them; nil
     /// when it asks for none (or the service sends none).
     func receipts(for message: ReceivedAndroidMessage) -> LookAlikeReceiptPlan?
@@ -123,9 +135,34 @@ package protocol LookAlikeService: AnyObject, Sendable {
 extension LookAlikeService {
     package func receipts(for message: ReceivedAndroidMessage) -> LookAlikeReceiptPlan? { nil }
 
+    package func respond(to request: LookAlikeRequest, call: PortCall) -> LookAlikeAnswer? {
+        guard let answer = answer(request, faults: call.faults.androidPrefixes) else { return nil }
+        host.recorder.count(answer)
+        if let log = host.requestLog {
+            log(
+                RequestLogLine.make(
+                    android: answer, method: request.method, path: request.path, connectionID: request.connectionID,
+                    streamID: request.streamID, receivedAt: request.receivedAtMilliseconds,
+                    payloadBytes: request.bodyLength))
+        }
+        return LookAlikeAnswer(
+            status: answer.status, headers: answer.headers, body: answer.body, raisesStreamLimit: true,
+            endlessUnderFault: true)
+    }
+
+    /// The counters the CLI's look-alike command prints for it when it stops.
+    package func statisticsSummary() -> [String: Int] {
+        let counts = host.recorder.statistics[service]
+        return [
+            "token_grants": counts.tokenGrants, "token_refusals": counts.tokenRefusals,
+            "send_requests": counts.sendRequests, "messages_delivered": counts.messagesDelivered,
+            "messages_refused": counts.messagesRefused,
+        ]
+    }
+
     /// How the bearer token of a send request stands, for a service whose token endpoint issued
     /// it for `appID`.
-    package func authenticateBearer(_ request: AndroidRequest, appID: String) -> BearerAuthentication {
+    package func authenticateBearer(_ request: LookAlikeRequest, appID: String) -> BearerAuthentication {
         guard let bearer = Self.bearerToken(request.authorization) else { return .refused }
         switch tokens.lookup(bearer, nowMilliseconds: request.receivedAtMilliseconds) {
         case .unknown: return .refused
@@ -245,7 +282,7 @@ extension LookAlikeService {
 
     /// `count` random characters of `alphabet`.
     package static func randomString(count: Int, alphabet: String) -> String {
-        APNsMockLocalSetup.randomString(count: count, alphabet: alphabet)
+        LookAlikeLocalSetup.randomString(count: count, alphabet: alphabet)
     }
 }
 
@@ -265,43 +302,75 @@ package struct LookAlikeBatchOutcome {
     package var illegal: [String] = []
     /// Faulted `unregistered` (a service that reports expired tokens apart lists these).
     package var expired: [String] = []
-    package var requestFault: APNsMockConfiguration.AndroidTokenFault?
+    package var requestFault: LookAlikeConfiguration.AndroidTokenFault?
 }
 
-/// What the look-alikes on one port share: issued access tokens, the recorder, where receipts go.
+/// What the look-alikes on one port share: issued access tokens, the recorder, where receipts
+/// go, the request log.
 public final class LookAlikeHost: Sendable {
-    /// Request bodies off the APNs paths are kept up to this size.
+    /// Request bodies are kept up to this size, unless a service keeps less on its paths
+    /// (`PortService.bodyStorageLimits`).
     package static let bodyStorageLimit = 4 * 1024 * 1024
 
     package let lifetimeSeconds: Int
     package let tokens = AccessTokenStore()
     package let recorder: AndroidRecorder
-    /// Where accepted pushes' receipts go (`APNsMockServer.sendReceipts(to:)`); nil: none sent.
+    /// Where accepted pushes' receipts go (`LookAlikeServer.sendReceipts(to:)`); nil: none sent.
     package let receiptSink = Mutex<(any LookAlikeReceiptSink)?>(nil)
+    /// Receives one JSON line per request when `logRequests` is on; nil when it is off. Called on
+    /// event-loop threads.
+    package let requestLog: (@Sendable (String) -> Void)?
+    /// The server's logger.
+    package let logger: Logger
 
-    package init(configuration: APNsMockConfiguration) {
+    package init(
+        configuration: LookAlikeConfiguration, requestLog: (@Sendable (String) -> Void)? = nil,
+        logger: Logger = Logger(label: "tuisong.look-alikes")
+    ) {
         lifetimeSeconds = max(0, configuration.accessTokenLifetimeSeconds)
         recorder = AndroidRecorder(capacity: configuration.recordedNotificationLimit)
+        self.requestLog = requestLog
+        self.logger = logger
     }
 }
 
-/// The look-alikes a server started from its registry, asked in order for each request off the
-/// APNs paths.
+/// The services a server started from its registry, asked in order for each request.
 final class LookAlikeSet: Sendable {
-    let services: [any LookAlikeService]
+    let services: [any PortService]
+    /// Every service's `bodyStorageLimits`, read once.
+    let bodyStorageLimits: [(pathPrefix: String, bytes: Int)]
 
-    init(_ registry: LookAlikeRegistry, host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+    init(_ registry: LookAlikeRegistry, host: LookAlikeHost, configuration: LookAlikeConfiguration) throws {
         services = try registry.declarations.map { try $0.start(host, configuration) }
+        bodyStorageLimits = services.flatMap(\.bodyStorageLimits)
     }
 
-    func service(_ service: AndroidPushService) -> (any LookAlikeService)? {
+    func service(_ service: AndroidPushService) -> (any PortService)? {
         services.first { $0.service == service }
     }
 
-    /// The answer of the look-alike whose path `request` names; nil when none claims it.
-    func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
-        for service in services {
-            if let answer = service.answer(request, faults: faults) { return answer }
+    /// How much of a body sent to `path` is kept.
+    func bodyStorageLimit(path: String?) -> Int {
+        if let path, let limit = bodyStorageLimits.first(where: { path.hasPrefix($0.pathPrefix) }) {
+            return limit.bytes
+        }
+        return LookAlikeHost.bodyStorageLimit
+    }
+
+    /// The answer of the service whose path `request` names, else of the one that answers the
+    /// paths no service claims; nil when there is none.
+    func answer(
+        _ request: LookAlikeRequest, faults: ActiveFaults, connectionStates: [AnyObject?]
+    ) -> LookAlikeAnswer? {
+        for index in services.indices {
+            let call = PortCall(
+                faults: faults, preparedFaults: faults.prepared[index], connectionState: connectionStates[index])
+            if let answer = services[index].respond(to: request, call: call) { return answer }
+        }
+        for index in services.indices {
+            let call = PortCall(
+                faults: faults, preparedFaults: faults.prepared[index], connectionState: connectionStates[index])
+            if let answer = services[index].respondUnclaimed(to: request, call: call) { return answer }
         }
         return nil
     }

@@ -33,7 +33,7 @@ public struct LookAlikeReceiptPost: Sendable {
 }
 
 /// What local mode's look-alikes need to send delivery receipts as the services do (the gateway
-/// provides it: `APNsMockServer.sendReceipts(to:)`). A real service knows its receipt
+/// provides it: `LookAlikeServer.sendReceipts(to:)`). A real service knows its receipt
 /// configuration from its console; local mode's look-alikes stand in for every app at once, so
 /// they ask which configuration the push with `tag` belongs to.
 public protocol LookAlikeReceiptSink: Sendable {

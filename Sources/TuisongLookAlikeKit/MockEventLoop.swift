@@ -88,20 +88,20 @@ final class MockEventLoop: @unchecked Sendable {
     private var nextSibling = 0
     private var connections: [UInt64: HTTP2ServerConnection] = [:]
     private var timers = TimerHeap()
-    private var faultsGeneration = -1
-    private var faults = ActiveFaults(APNsMockConfiguration.Faults())
+    private var faultsGeneration: Int
+    private var faults: ActiveFaults
     let readBuffer: UnsafeMutableRawPointer
-    var apnsIDGenerator = APNsIDGenerator()
     private var thread: pthread_t?
 
-    init(core: MockServerCore, index: Int) throws(APNsMockError) {
+    init(core: MockServerCore, index: Int) throws(LookAlikeServerError) {
         self.core = core
         self.index = index
+        (faultsGeneration, faults) = core.faultBoard.snapshot()
         let epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epollFD >= 0 else { throw .posix("epoll_create1") }
         let wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         guard wakeFD >= 0 else {
-            let error = APNsMockError.posix("eventfd")
+            let error = LookAlikeServerError.posix("eventfd")
             Glibc.close(epollFD)
             throw error
         }
@@ -118,7 +118,7 @@ final class MockEventLoop: @unchecked Sendable {
     }
 
     /// Makes this loop accept on `listenFD` and share connections with `siblings` (itself included).
-    func adoptListener(_ listenFD: Int32, siblings: [MockEventLoop]) throws(APNsMockError) {
+    func adoptListener(_ listenFD: Int32, siblings: [MockEventLoop]) throws(LookAlikeServerError) {
         self.listenFD = listenFD
         self.siblings = siblings
         try register(listenFD, token: EventLoopToken.listener, writable: false)
@@ -126,14 +126,14 @@ final class MockEventLoop: @unchecked Sendable {
 
     // MARK: Thread
 
-    func start() throws(APNsMockError) {
+    func start() throws(LookAlikeServerError) {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
         let result = pthread_create(
             &thread, nil,
             { context in
                 let loop = Unmanaged<MockEventLoop>.fromOpaque(context!).takeRetainedValue()
-                _ = tuisong_name_current_thread("apns-mock \(loop.index)")
+                _ = tuisong_name_current_thread("look-alike \(loop.index)")
                 loop.run()
                 return nil
             }, context)
@@ -172,8 +172,8 @@ final class MockEventLoop: @unchecked Sendable {
             if count < 0 {
                 if errno == EINTR { continue }
                 core.logger.error(
-                    "APNs mock: an event loop stops",
-                    metadata: ["loop": "\(index)", "error": "\(APNsMockError.posix("epoll_wait"))"])
+                    "look-alike server: an event loop stops",
+                    metadata: ["loop": "\(index)", "error": "\(LookAlikeServerError.posix("epoll_wait"))"])
                 break
             }
             for event in events.prefix(Int(count)) {
@@ -203,7 +203,7 @@ final class MockEventLoop: @unchecked Sendable {
 
     // MARK: Descriptors
 
-    private func register(_ fd: Int32, token: UInt64, writable: Bool) throws(APNsMockError) {
+    private func register(_ fd: Int32, token: UInt64, writable: Bool) throws(LookAlikeServerError) {
         var event = epoll_event()
         event.events = EPOLLIN.rawValue | (writable ? EPOLLOUT.rawValue : 0)
         event.data.u64 = token
@@ -239,8 +239,8 @@ final class MockEventLoop: @unchecked Sendable {
                 default:
                     // EMFILE and friends: leave the backlog for the next wake-up rather than spin.
                     core.logger.warning(
-                        "APNs mock: accepting a connection failed",
-                        metadata: ["error": "\(APNsMockError.posix("accept4"))"])
+                        "look-alike server: accepting a connection failed",
+                        metadata: ["error": "\(LookAlikeServerError.posix("accept4"))"])
                     return
                 }
             }
@@ -270,7 +270,7 @@ final class MockEventLoop: @unchecked Sendable {
                 $0.connectionsOpen += 1
             }
         } catch {
-            core.logger.error("APNs mock: cannot adopt a connection", metadata: ["error": "\(error)"])
+            core.logger.error("look-alike server: cannot adopt a connection", metadata: ["error": "\(error)"])
             Glibc.close(socket)
         }
     }

@@ -14,8 +14,8 @@ enum NGHTTP2ServerCallbacks {
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
     }
 
-    static func error(_ operation: String, _ code: Int32) -> APNsMockError {
-        APNsMockError(operation: operation, code: Int(code), message: String(cString: nghttp2_strerror(code)))
+    static func error(_ operation: String, _ code: Int32) -> LookAlikeServerError {
+        LookAlikeServerError(operation: operation, code: Int(code), message: String(cString: nghttp2_strerror(code)))
     }
 
     private static func connection(_ userData: UnsafeMutableRawPointer?) -> HTTP2ServerConnection {
@@ -48,14 +48,12 @@ enum NGHTTP2ServerCallbacks {
 
     static let onDataChunk: nghttp2_on_data_chunk_recv_callback = {
         _, _, streamID, data, length, userData in
-        guard let data, let stream = connection(userData).streams[streamID] else { return 0 }
+        let connection = connection(userData)
+        guard let data, let stream = connection.streams[streamID] else { return 0 }
         stream.bodyLength += length
-        // Beyond the largest allowed payload the answer is PayloadTooLarge whatever the bytes are.
-        // Other services' batches (1000 tokens) are larger: anything not under /3/ may keep more.
+        // A service that refuses large bodies anyway keeps less of them (its `bodyStorageLimits`).
         if stream.bodyStorageLimit == 0 {
-            stream.bodyStorageLimit =
-                stream.head.path?.hasPrefix("/3/") ?? true
-                ? APNsRequestValidator.bodyStorageLimit : LookAlikeHost.bodyStorageLimit
+            stream.bodyStorageLimit = connection.core.lookAlikes.bodyStorageLimit(path: stream.head.path)
         }
         let keep = min(length, stream.bodyStorageLimit - stream.body.count)
         if keep > 0 { stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: keep)) }
@@ -119,20 +117,25 @@ enum NGHTTP2ServerCallbacks {
         return count
     }
 
-    /// Lays the fields out in one byte buffer and hands nghttp2 an `nghttp2_nv` array pointing
-    /// into it; nghttp2 copies name/value pairs on submit, so the buffer may die afterwards.
+    /// Lays `:status` and the fields out in one byte buffer and hands nghttp2 an `nghttp2_nv`
+    /// array pointing into it; nghttp2 copies name/value pairs on submit, so the buffer may die
+    /// afterwards.
     static func withHeaderFields(
-        _ fields: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
+        status: Int, _ fields: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
     ) -> Int32 {
         var bytes: [UInt8] = []
         var offsets: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
-        for (name, value) in fields {
+        bytes.reserveCapacity(128)
+        offsets.reserveCapacity(fields.count + 1)
+        func add(_ name: String, _ value: String) {
             let nameStart = bytes.count
             bytes.append(contentsOf: name.utf8)
             let valueStart = bytes.count
             bytes.append(contentsOf: value.utf8)
             offsets.append((nameStart, valueStart - nameStart, valueStart, bytes.count - valueStart))
         }
+        add(":status", String(status))
+        for (name, value) in fields { add(name, value) }
         return bytes.withUnsafeMutableBufferPointer { storage in
             let base = storage.baseAddress!
             let nva = offsets.map { offset in

@@ -3,7 +3,7 @@
 #endif
 
 /// A failure of the operating system or a C library, with the library's own code and text.
-public struct APNsMockError: Error, Sendable, CustomStringConvertible {
+public struct LookAlikeServerError: Error, Sendable, CustomStringConvertible {
     /// Where it failed, e.g. `bind` or `nghttp2_session_server_new`.
     public let operation: String
     /// `errno`, an nghttp2 error code or an OpenSSL error code; 0 when there is none.
@@ -20,8 +20,8 @@ public struct APNsMockError: Error, Sendable, CustomStringConvertible {
     }
 
     /// From `errno` right after the failing call.
-    static func posix(_ operation: String, errno code: Int32 = errno) -> APNsMockError {
-        APNsMockError(operation: operation, code: Int(code), message: String(cString: strerror(code)))
+    static func posix(_ operation: String, errno code: Int32 = errno) -> LookAlikeServerError {
+        LookAlikeServerError(operation: operation, code: Int(code), message: String(cString: strerror(code)))
     }
 }
 

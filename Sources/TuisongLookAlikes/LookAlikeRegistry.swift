@@ -1,4 +1,5 @@
 public import Logging
+@_exported import TuisongAPNsLookAlike
 public import TuisongCrypto
 @_exported import TuisongFCMLookAlike
 @_exported import TuisongHarmonyLookAlike
@@ -15,6 +16,7 @@ extension LookAlikeRegistry {
     /// The look-alikes this build serves, one line each (a transport's look-alike is its folder's
     /// `LookAlike/`, Package.swift makes its target from the `transports` list).
     public static let standard = LookAlikeRegistry([
+        APNsLookAlike.declaration,
         FCMLookAlike.declaration,
         HuaweiLookAlike.declaration,
         HonorLookAlike.declaration,
@@ -27,11 +29,11 @@ extension LookAlikeRegistry {
 
 // The spellings without a registry: the standard one.
 
-extension APNsMockServer {
+extension LookAlikeServer {
     /// A server of the standard look-alikes (`LookAlikeRegistry.standard`).
     public convenience init(
-        configuration: APNsMockConfiguration, certificate: Certificate, key: PrivateKey, chain: [Certificate] = [],
-        requestLog: (@Sendable (String) -> Void)? = nil, logger: Logger = Logger(label: "tuisong.apns-mock")
+        configuration: LookAlikeConfiguration, certificate: Certificate, key: PrivateKey, chain: [Certificate] = [],
+        requestLog: (@Sendable (String) -> Void)? = nil, logger: Logger = Logger(label: "tuisong.look-alikes")
     ) throws {
         try self.init(
             lookAlikes: .standard, configuration: configuration, certificate: certificate, key: key, chain: chain,
@@ -39,22 +41,30 @@ extension APNsMockServer {
     }
 }
 
-extension APNsMockLocalSetup {
+extension LookAlikeLocalSetup {
     /// A fresh set-up with the standard look-alikes' credentials.
-    public static func generate(bundleID: String) throws -> APNsMockLocalSetup {
+    public static func generate(bundleID: String) throws -> LookAlikeLocalSetup {
         try generate(bundleID: bundleID, lookAlikes: .standard)
     }
 
     /// The set-up saved at `path` (or a fresh one saved there) with the standard look-alikes'
     /// credentials.
-    public static func loadOrGenerate(at path: String, bundleID: String) throws -> APNsMockLocalSetup {
+    public static func loadOrGenerate(at path: String, bundleID: String) throws -> LookAlikeLocalSetup {
         try loadOrGenerate(at: path, bundleID: bundleID, lookAlikes: .standard)
     }
 
     /// A configuration trusting this set-up, the standard look-alikes' credentials included.
     public func configuration(
-        host: String = "127.0.0.1", port: Int = 0, faults: APNsMockConfiguration.Faults = .init()
-    ) -> APNsMockConfiguration {
+        host: String = "127.0.0.1", port: Int = 0, faults: LookAlikeConfiguration.Faults = .init()
+    ) -> LookAlikeConfiguration {
         configuration(host: host, port: port, faults: faults, lookAlikes: .standard)
+    }
+}
+
+extension LookAlikeConfiguration.Faults {
+    /// The "magic token" set of local mode and `apns-mock --magic-tokens`: every standard
+    /// look-alike's (`LookAlikeDeclaration.magicFaults`) and the token-based ones' shared set.
+    public static var magicTokenPrefixes: LookAlikeConfiguration.Faults {
+        magicTokenPrefixes(lookAlikes: .standard)
     }
 }

@@ -17,7 +17,7 @@ import TuisongStore
         let app: App
         var runtime: GatewayRuntime { running.runtime }
         var baseURL: String { running.baseURL }
-        var mock: APNsMockServer { running.mock }
+        var mock: LookAlikeServer { running.mock }
         /// Baidu's data on the running gateway's database.
         var baiduStore: BaiduStore {
             BaiduStore(database: runtime.store.sharedDatabase, store: runtime.store, clock: SystemClock())

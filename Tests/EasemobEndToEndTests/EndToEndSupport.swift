@@ -28,7 +28,7 @@ struct EasemobGateway: Sendable {
     var runtime: GatewayRuntime { running.runtime }
     var baseURL: String { running.baseURL }
     var base: String { "\(baseURL)/acme/chat" }
-    var mock: APNsMockServer { running.mock }
+    var mock: LookAlikeServer { running.mock }
 
     /// - Parameter environment: more `TUISONG_*` variables (a database to open instead of the
     ///   directory's SQLite file).

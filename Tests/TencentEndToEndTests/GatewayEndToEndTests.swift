@@ -42,7 +42,7 @@ import TuisongPluginTestKit
         }
 
         var port: Int { running.port }
-        var mock: APNsMockServer { running.mock }
+        var mock: LookAlikeServer { running.mock }
 
         func sig(_ identifier: String) throws -> String {
             if let sig = sigs[identifier] { return sig }

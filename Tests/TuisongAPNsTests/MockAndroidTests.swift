@@ -50,7 +50,7 @@ extension MockHarness {
         return try #require(response.json?["access_token"] as? String)
     }
 
-    func pushKitAccessToken(path: String, client: APNsMockConfiguration.PushKitClient) throws -> String {
+    func pushKitAccessToken(path: String, client: LookAlikeConfiguration.PushKitClient) throws -> String {
         let response = try postForm(
             path,
             [
@@ -119,7 +119,7 @@ struct MockFCMTests {
         #expect(statistics.tokenGrants == 2)
         #expect(statistics.sendRequests == 1)
         #expect(statistics.messagesDelivered == 1)
-        #expect(harness.server.statistics.requests == 0)
+        #expect(harness.server.apnsStatistics.requests == 0)
     }
 
     @Test("bad signature, unknown account, wrong audience, too long a lifetime: invalid_grant")
@@ -407,7 +407,7 @@ struct MockHuaweiTests {
         #expect(expired.status == 401)
         #expect(expired.pushKitCode == "80200003")
 
-        let other = APNsMockConfiguration.PushKitClient(clientID: "555", clientSecret: "s", appID: "555")
+        let other = LookAlikeConfiguration.PushKitClient(clientID: "555", clientSecret: "s", appID: "555")
         let harness = try MockHarness { $0.huaweiClients.append(other) }
         let token = try harness.pushKitAccessToken(path: "/oauth2/v3/token", client: harness.setup.huaweiClient)
         let otherToken = try harness.pushKitAccessToken(path: "/oauth2/v3/token", client: other)
@@ -431,7 +431,7 @@ struct MockAndroidCredentialTests {
     @Test("clients and service accounts trusted at run time get tokens from then on")
     func trustAtRunTime() throws {
         let harness = try MockHarness()
-        let client = APNsMockConfiguration.PushKitClient(clientID: "777", clientSecret: "late", appID: "777")
+        let client = LookAlikeConfiguration.PushKitClient(clientID: "777", clientSecret: "late", appID: "777")
         let form = [("grant_type", "client_credentials"), ("client_id", "777"), ("client_secret", "late")]
         #expect(try harness.postForm("/oauth2/v3/token", form).status == 400)
         harness.server.trustHuaweiClient(client)
@@ -441,7 +441,7 @@ struct MockAndroidCredentialTests {
         #expect(try harness.postForm("/auth/token", form).status == 200)
 
         let key = try PrivateKey.generateRSA(bits: 2048)
-        let account = APNsMockConfiguration.FCMServiceAccount(
+        let account = LookAlikeConfiguration.FCMServiceAccount(
             clientEmail: "late@other.iam.gserviceaccount.com", keyID: "k1", publicKeyPEM: try key.publicKey.pem(),
             projectID: "other")
         let assertion = try harness.fcmAssertion(issuer: account.clientEmail, keyID: "k1", key: key)
@@ -452,17 +452,17 @@ struct MockAndroidCredentialTests {
 
     @Test("the configuration's Android fields round-trip through JSON and are optional")
     func configurationCodable() throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.codable")
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.codable")
         var configuration = setup.configuration()
         configuration.accessTokenLifetimeSeconds = 5
         configuration.faults.androidTokenPrefixes = [
             "slow-": .quotaExceeded(retryAfterSeconds: 9), "gone-": .unregistered,
         ]
         let data = try JSONEncoder().encode(configuration)
-        #expect(try JSONDecoder().decode(APNsMockConfiguration.self, from: data) == configuration)
+        #expect(try JSONDecoder().decode(LookAlikeConfiguration.self, from: data) == configuration)
 
         let partial = try JSONDecoder().decode(
-            APNsMockConfiguration.self,
+            LookAlikeConfiguration.self,
             from: Data(
                 #"{"huaweiClients":[{"clientID":"1","clientSecret":"s","appID":"1"}],"faults":{"androidTokenPrefixes":{"x":{"kind":"internal"}}}}"#
                     .utf8))
@@ -479,7 +479,7 @@ struct MockAndroidCredentialTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("setup.json").path
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.old")
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.old")
         try setup.save(to: path)
         var saved = try #require(
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
@@ -488,10 +488,10 @@ struct MockAndroidCredentialTests {
         }
         try JSONSerialization.data(withJSONObject: saved).write(to: URL(fileURLWithPath: path))
 
-        let loaded = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.old")
+        let loaded = try LookAlikeLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.old")
         #expect(loaded.keyID == setup.keyID)
         #expect(loaded.fcmServiceAccount.projectID == "tuisong-local")
-        let again = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.old")
+        let again = try LookAlikeLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.old")
         #expect(again.huaweiClient == loaded.huaweiClient)
         #expect(again.fcmServiceAccount == loaded.fcmServiceAccount)
         #expect(again.fcmPrivateKeyPEM == loaded.fcmPrivateKeyPEM)
@@ -578,7 +578,7 @@ struct MockAndroidSharingTests {
         ])
         #expect(responses.map(\.status) == [200, 200, 200])
         #expect(harness.server.statistics.connectionsAccepted == 1)
-        #expect(harness.server.statistics.requests == 1)
+        #expect(harness.server.apnsStatistics.requests == 1)
         let logged = lines.all
         #expect(logged.count == 3)
         #expect(logged.first?.contains(#""service":"fcm""#) == true)

@@ -23,7 +23,8 @@ struct MockCertificateAuthTests {
         #expect(responses.map(\.status) == [200, 200, 200, 400])
         #expect(responses.last?.reason == "TopicDisallowed")
         let statistics = harness.server.statistics
-        #expect(statistics.certificateAuthenticatedRequests == 4)
+        let apns = harness.server.apnsStatistics
+        #expect(apns.certificateAuthenticatedRequests == 4)
         #expect(statistics.connectionsAccepted == 1)
         let received = harness.server.receivedNotifications()
         #expect(received.map(\.teamID) == [nil, nil, nil, nil])
@@ -40,13 +41,13 @@ struct MockCertificateAuthTests {
         #expect(output.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):1000]"), "\(output)")
         #expect(!output.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):1]"))
         #expect(!output.contains("REFUSED_STREAM"))
-        #expect(harness.server.statistics.requests == 4)
+        #expect(harness.server.apnsStatistics.requests == 4)
     }
 
     @Test("a client certificate from another CA fails the TLS handshake")
     func foreignCertificate() throws {
         let harness = try MockHarness()
-        let stranger = try APNsMockLocalSetup.generate(bundleID: MockHarness.bundleID)
+        let stranger = try LookAlikeLocalSetup.generate(bundleID: MockHarness.bundleID)
         let certificate = try harness.write(stranger.clientCertificatePEM, to: "stranger.pem")
         let key = try harness.write(stranger.clientKeyPEM, to: "stranger-key.pem")
         let result = try Command.run(
@@ -58,7 +59,8 @@ struct MockCertificateAuthTests {
             ])
         #expect(result.status != 0)
         let statistics = harness.server.statistics
-        #expect(statistics.requests == 0)
+        let apns = harness.server.apnsStatistics
+        #expect(apns.requests == 0)
         #expect(statistics.handshakeFailures == 1)
     }
 }

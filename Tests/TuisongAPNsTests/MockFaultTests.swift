@@ -28,7 +28,7 @@ struct MockFaultTests {
         let timestamp = try #require((responses[0].json?["timestamp"] as? NSNumber)?.int64Value)
         #expect(timestamp >= before && timestamp <= after)
         for response in responses.dropFirst() { #expect(response.json?["timestamp"] == nil) }
-        #expect(harness.server.statistics.responsesByStatus == [410: 1, 400: 1, 429: 1, 500: 1, 200: 2])
+        #expect(harness.server.apnsStatistics.responsesByStatus == [410: 1, 400: 1, 429: 1, 500: 1, 200: 2])
 
         // Validation comes first: an invalid request with a fault prefix gets its validation error.
         let invalid = try harness.curl(
@@ -44,7 +44,7 @@ struct MockFaultTests {
             path: Self.tokenPath("dead"), headers: try harness.validHeaders(), bodyFile: harness.path("payload.json"))
         #expect(try harness.curl(request).status == 200)
 
-        let faults = APNsMockConfiguration.Faults(tokenPrefixes: ["dead": .init(status: 410, reason: "ExpiredToken")])
+        let faults = LookAlikeConfiguration.Faults(tokenPrefixes: ["dead": .init(status: 410, reason: "ExpiredToken")])
         harness.server.setFaults(faults)
         #expect(harness.server.faults == faults)
         let expired = try harness.curl(request)
@@ -88,7 +88,8 @@ struct MockFaultTests {
         #expect(output.contains("last_stream_id=3"), "\(output)")
         #expect(output.contains(#"{"reason":"Shutdown"}"#))
         let statistics = harness.server.statistics
-        #expect(statistics.requests == 2)
+        let apns = harness.server.apnsStatistics
+        #expect(apns.requests == 2)
         #expect(statistics.goawaysSent == 1)
         #expect(harness.server.receivedNotifications().map(\.streamID) == [1, 3])
     }
@@ -114,7 +115,8 @@ struct MockFaultTests {
         let result = try harness.nghttp(headers: try harness.validHeaders(), extraArguments: ["-m", "6"])
         #expect(!result.stdout.contains("recv GOAWAY frame"))
         let statistics = harness.server.statistics
-        #expect(statistics.requests == 2)
+        let apns = harness.server.apnsStatistics
+        #expect(apns.requests == 2)
         #expect(statistics.connectionsDropped == 1)
         #expect(statistics.goawaysSent == 0)
         #expect(statistics.connectionsOpen == 0)

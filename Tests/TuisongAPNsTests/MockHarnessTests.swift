@@ -10,22 +10,23 @@ final class MockHarness {
     static let deviceToken = String(repeating: "ab", count: 32)
     static let payload = #"{"aps":{"alert":"hello"}}"#
 
-    let setup: APNsMockLocalSetup
-    let server: APNsMockServer
+    let setup: LookAlikeLocalSetup
+    let server: LookAlikeServer
     let directory: URL
     let tokenKey: PrivateKey
 
     init(
-        setup: APNsMockLocalSetup? = nil, configure: (inout APNsMockConfiguration) throws -> Void = { _ in },
+        setup: LookAlikeLocalSetup? = nil, lookAlikes: LookAlikeRegistry = .standard,
+        configure: (inout LookAlikeConfiguration) throws -> Void = { _ in },
         requestLog: (@Sendable (String) -> Void)? = nil
     ) throws {
-        let setup = try setup ?? APNsMockLocalSetup.generate(bundleID: Self.bundleID)
+        let setup = try setup ?? LookAlikeLocalSetup.generate(bundleID: Self.bundleID)
         self.setup = setup
         var configuration = setup.configuration()
         try configure(&configuration)
-        server = try APNsMockServer(
-            configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey,
-            requestLog: requestLog)
+        server = try LookAlikeServer(
+            lookAlikes: lookAlikes, configuration: configuration, certificate: setup.serverCertificate,
+            key: setup.serverKey, requestLog: requestLog)
         tokenKey = try PrivateKey(pem: setup.tokenKeyPEM)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tuisong-mock-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -17,10 +17,11 @@ struct MockLoadTests {
         #expect(result.succeeded == 3000, "\(result.output)")
         #expect(result.statusCodes["2xx"] == 3000)
         let statistics = harness.server.statistics
-        #expect(statistics.requests == 3000)
-        #expect(statistics.responsesByStatus == [200: 3000])
+        let apns = harness.server.apnsStatistics
+        #expect(apns.requests == 3000)
+        #expect(apns.responsesByStatus == [200: 3000])
         #expect(statistics.connectionsAccepted == 2)
-        #expect(statistics.providerTokensAccepted == 1)
+        #expect(apns.providerTokensAccepted == 1)
         // The ring keeps the most recent requests only.
         #expect(harness.server.receivedNotifications().count == 500)
     }
@@ -31,9 +32,10 @@ struct MockLoadTests {
         let result = try harness.h2load(
             requests: 2000, connections: 4, streams: 20, headers: try harness.validHeaders())
         let statistics = harness.server.statistics
-        #expect(result.succeeded == statistics.requests, "\(result.output)")
-        #expect(statistics.requests + statistics.refusedStreams == 2000)
-        #expect(statistics.responsesByStatus == [200: statistics.requests])
+        let apns = harness.server.apnsStatistics
+        #expect(result.succeeded == apns.requests, "\(result.output)")
+        #expect(apns.requests + statistics.refusedStreams == 2000)
+        #expect(apns.responsesByStatus == [200: apns.requests])
         #expect(statistics.connectionsAccepted == 4)
         #expect(statistics.streamLimitRaises == 4)
     }
@@ -64,6 +66,6 @@ struct MockLoadTests {
         #expect(statistics.fcm.messagesDelivered == 1000)
         #expect(statistics.huawei.messagesDelivered == 200 * 100)
         #expect(harness.server.receivedAndroidMessages().count == 100)
-        #expect(harness.server.statistics.requests == 0)
+        #expect(harness.server.apnsStatistics.requests == 0)
     }
 }

@@ -525,18 +525,18 @@ struct MockOEMCredentialTests {
     @Test("apps trusted at run time are served from then on; the configuration's new fields are optional in JSON")
     func trustAndConfiguration() throws {
         let harness = try MockHarness()
-        let xiaomi = APNsMockConfiguration.XiaomiApp(appSecret: "late-secret", packageName: "com.example.late")
+        let xiaomi = LookAlikeConfiguration.XiaomiApp(appSecret: "late-secret", packageName: "com.example.late")
         let fields = [("restricted_package_name", "com.example.late"), ("title", "t"), ("description", "d")]
         #expect(try harness.xiaomiSend(["a"], key: "late-secret", fields: fields).vendorCode == 21301)
         harness.server.trustXiaomiApp(xiaomi)
         #expect(try harness.xiaomiSend(["a"], key: "late-secret", fields: fields).vendorCode == 0)
 
-        let oppo = APNsMockConfiguration.OppoApp(appKey: "late-key", masterSecret: "late-master")
+        let oppo = LookAlikeConfiguration.OppoApp(appKey: "late-key", masterSecret: "late-master")
         #expect(try harness.oppoAuth(appKey: oppo.appKey, secret: oppo.masterSecret).vendorCode == 14)
         harness.server.trustOppoApp(oppo)
         #expect(try harness.oppoAuth(appKey: oppo.appKey, secret: oppo.masterSecret).vendorCode == 0)
 
-        let vivo = APNsMockConfiguration.VivoApp(appID: "777", appKey: "late-key", appSecret: "late-secret")
+        let vivo = LookAlikeConfiguration.VivoApp(appID: "777", appKey: "late-key", appSecret: "late-secret")
         #expect(try harness.vivoAuth(appID: "777", appKey: "late-key", secret: "late-secret").vendorCode == 10205)
         harness.server.trustVivoApp(vivo)
         #expect(try harness.vivoAuth(appID: "777", appKey: "late-key", secret: "late-secret").vendorCode == 0)
@@ -547,9 +547,9 @@ struct MockOEMCredentialTests {
         #expect(configuration.vivoApps == [harness.setup.vivoApp])
         #expect(harness.setup.xiaomiApp.packageName == MockHarness.bundleID)
         let data = try JSONEncoder().encode(configuration)
-        #expect(try JSONDecoder().decode(APNsMockConfiguration.self, from: data) == configuration)
+        #expect(try JSONDecoder().decode(LookAlikeConfiguration.self, from: data) == configuration)
         let partial = try JSONDecoder().decode(
-            APNsMockConfiguration.self,
+            LookAlikeConfiguration.self,
             from: Data(#"{"vivoApps":[{"appID":"1","appKey":"k","appSecret":"s"}]}"#.utf8))
         #expect(partial.vivoApps == [.init(appID: "1", appKey: "k", appSecret: "s")])
         #expect(partial.xiaomiApps.isEmpty)
@@ -582,18 +582,18 @@ struct MockOEMCredentialTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("setup.json").path
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.old")
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.old")
         try setup.save(to: path)
         var saved = try #require(
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
         for key in ["xiaomiApp", "oppoApp", "vivoApp"] { saved[key] = nil }
         try JSONSerialization.data(withJSONObject: saved).write(to: URL(fileURLWithPath: path))
 
-        let loaded = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.old")
+        let loaded = try LookAlikeLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.old")
         #expect(loaded.keyID == setup.keyID)
         #expect(loaded.huaweiClient == setup.huaweiClient)
         #expect(loaded.xiaomiApp.packageName == "com.example.old")
-        let again = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.old")
+        let again = try LookAlikeLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.old")
         #expect(again.xiaomiApp == loaded.xiaomiApp)
         #expect(again.oppoApp == loaded.oppoApp)
         #expect(again.vivoApp == loaded.vivoApp)

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import TuisongAPNsLookAlike
 @testable import TuisongLookAlikeKit
 
 @Suite("APNs mock request checks without sockets")

@@ -168,8 +168,9 @@ struct MockRawClientTests {
         #expect(answered == [1])
         #expect(refused == [3, 5, 7])
         let statistics = harness.server.statistics
+        let apns = harness.server.apnsStatistics
         #expect(statistics.refusedStreams == 3)
-        #expect(statistics.requests == 1)
+        #expect(apns.requests == 1)
     }
 
     @Test("PING is answered with a PING ACK carrying the same data")
@@ -229,6 +230,6 @@ struct MockRawClientTests {
         // The client closes; so does the server.
         client.shutdownWriting()
         #expect(await eventually { harness.server.statistics.connectionsOpen == 0 })
-        #expect(harness.server.statistics.requests == 1)
+        #expect(harness.server.apnsStatistics.requests == 1)
     }
 }

@@ -8,18 +8,18 @@ import TuisongLookAlikes
 struct MockServerTests {
     @Test("start twice throws; shutdown is idempotent and closes the listener")
     func lifecycle() throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.life")
-        let server = try APNsMockServer(
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.life")
+        let server = try LookAlikeServer(
             configuration: setup.configuration(), certificate: setup.serverCertificate, key: setup.serverKey)
         #expect(server.port == 0)
         try server.start()
         let port = server.port
         #expect(port > 0)
-        #expect(throws: APNsMockError.self) { try server.start() }
+        #expect(throws: LookAlikeServerError.self) { try server.start() }
         server.shutdown()
         server.shutdown()
         #expect(server.port == 0)
-        #expect(throws: APNsMockError.self) { try server.start() }
+        #expect(throws: LookAlikeServerError.self) { try server.start() }
 
         // Nothing listens any more.
         let probe = try Command.run("curl", ["-s", "--http2", "-k", "https://127.0.0.1:\(port)/"])
@@ -30,19 +30,19 @@ struct MockServerTests {
     func portInUse() throws {
         let harness = try MockHarness()
         let setup = harness.setup
-        let second = try APNsMockServer(
+        let second = try LookAlikeServer(
             configuration: setup.configuration(port: harness.server.port), certificate: setup.serverCertificate,
             key: setup.serverKey)
-        let error = try #require(throws: APNsMockError.self) { try second.start() }
+        let error = try #require(throws: LookAlikeServerError.self) { try second.start() }
         #expect(error.code == Int(EADDRINUSE))
         #expect(error.operation.hasPrefix("bind"))
     }
 
     @Test("a server certificate that does not match its key is refused at init")
     func mismatchedIdentity() throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.life")
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.life")
         #expect(throws: CryptoError.self) {
-            try APNsMockServer(
+            try LookAlikeServer(
                 configuration: setup.configuration(), certificate: setup.serverCertificate,
                 key: try PrivateKey.generateP256())
         }
@@ -71,6 +71,42 @@ struct MockServerTests {
         #expect(entry["payload-bytes"] as? Int == MockHarness.payload.utf8.count)
     }
 
+    @Test("the server names no service: APNs is the registry's first look-alike and the port's default")
+    func apnsIsALookAlikeOfTheRegistry() throws {
+        let standard = LookAlikeRegistry.standard
+        #expect(standard.services.first == .apns)
+        #expect(standard.declarations.filter(\.isPortDefault).map(\.service) == [.apns])
+        // A path no look-alike claims is APNs's to answer, as Apple answers any other path.
+        let harness = try MockHarness()
+        let request = CurlRequest(
+            path: "/nobody/claims/this", headers: try harness.validHeaders(), bodyFile: harness.path("payload.json"))
+        let response = try #require(try harness.curl([request]).first)
+        #expect(response.status == 404)
+        #expect(response.body.contains("BadPath"))
+        #expect(harness.server.apnsStatistics.responsesByReason == ["BadPath": 1])
+        #expect(harness.server.statisticsSummary(of: .apns) == ["requests": 1])
+    }
+
+    @Test(
+        "without APNs's look-alike a push to /3/device is nobody's: the kit answers 404, FCM's look-alike still serves")
+    func aServerWithoutAPNs() throws {
+        let harness = try MockHarness(lookAlikes: LookAlikeRegistry([FCMLookAlike.declaration]))
+        #expect(harness.server.lookAlikeServices == [.fcm])
+        let request = CurlRequest(headers: try harness.validHeaders(), bodyFile: harness.path("payload.json"))
+        let response = try #require(try harness.curl([request]).first)
+        #expect(response.status == 404)
+        #expect(response.body.isEmpty)
+        #expect(response.headers["apns-id"] == nil)
+        #expect(harness.server.apnsStatistics == APNsLookAlikeStatistics())
+        #expect(harness.server.receivedNotifications().isEmpty)
+        let token = CurlRequest(
+            path: "/token", headers: ["content-type: application/x-www-form-urlencoded"],
+            bodyFile: try harness.write("grant_type=nothing", to: "grant.txt"))
+        let refused = try #require(try harness.curl([token]).first)
+        #expect(refused.status == 400, "FCM's token endpoint answers in its own words")
+        #expect(harness.server.androidStatistics.fcm.tokenRefusals == 1)
+    }
+
     @Test("resetRecorded and resetStatistics start the books afresh")
     func resets() throws {
         let harness = try MockHarness()
@@ -79,21 +115,21 @@ struct MockServerTests {
         #expect(harness.server.receivedNotifications().count == 1)
         harness.server.resetRecorded()
         #expect(harness.server.receivedNotifications().isEmpty)
-        #expect(harness.server.statistics.requests == 1)
+        #expect(harness.server.apnsStatistics.requests == 1)
         harness.server.resetStatistics()
         let reset = harness.server.statistics
         // Open connections are a gauge; curl's may or may not have been closed by now.
-        var zero = APNsMockStatistics()
+        var zero = LookAlikeServerStatistics()
         zero.connectionsOpen = reset.connectionsOpen
         #expect(reset == zero)
         _ = try harness.curl(request)
-        #expect(harness.server.statistics.requests == 1)
+        #expect(harness.server.apnsStatistics.requests == 1)
         #expect(harness.server.receivedNotifications().count == 1)
     }
 
     @Test("the local setup issues what a gateway needs")
     func localSetup() throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.setup")
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.setup")
         #expect(setup.keyID.count == 10)
         #expect(setup.teamID.count == 10)
         #expect(setup.keyID.allSatisfy { $0.isUppercase || $0.isNumber })
@@ -132,10 +168,10 @@ struct MockServerTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("apns-mock.json").path
 
-        let first = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.keep")
+        let first = try LookAlikeLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.keep")
         let permissions = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber
         #expect(permissions?.intValue == 0o600)
-        let again = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.keep")
+        let again = try LookAlikeLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.keep")
         #expect(again.keyID == first.keyID)
         #expect(again.tokenKeyPEM == first.tokenKeyPEM)
         #expect(again.serverCertificate == first.serverCertificate)
@@ -147,12 +183,12 @@ struct MockServerTests {
             CurlRequest(headers: try harness.validHeaders(), bodyFile: harness.path("payload.json")))
         #expect(response.status == 200)
 
-        let other = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.other")
+        let other = try LookAlikeLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.other")
         #expect(other.keyID != first.keyID || other.tokenKeyPEM != first.tokenKeyPEM)
         #expect(other.bundleID == "com.example.other")
 
         try Data("not json".utf8).write(to: URL(fileURLWithPath: path))
-        let replaced = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.other")
+        let replaced = try LookAlikeLocalSetup.loadOrGenerate(at: path, bundleID: "com.example.other")
         #expect(replaced.tokenKeyPEM != other.tokenKeyPEM)
     }
 
@@ -160,8 +196,8 @@ struct MockServerTests {
     func configurationCoding() throws {
         let partial =
             #"{"port": 2197, "faults": {"latencyMilliseconds": 20, "tokenPrefixes": {"410": {"status": 410, "reason": "Unregistered"}}}}"#
-        let decoded = try JSONDecoder().decode(APNsMockConfiguration.self, from: Data(partial.utf8))
-        var expected = APNsMockConfiguration(port: 2197)
+        let decoded = try JSONDecoder().decode(LookAlikeConfiguration.self, from: Data(partial.utf8))
+        var expected = LookAlikeConfiguration(port: 2197)
         expected.faults.latencyMilliseconds = 20
         expected.faults.tokenPrefixes = ["410": .init(status: 410, reason: "Unregistered")]
         #expect(decoded == expected)
@@ -170,10 +206,10 @@ struct MockServerTests {
         #expect(decoded.streamsBeforeFirstValidToken == 1)
         #expect(decoded.maxTokenAgeSeconds == 3600)
 
-        var full = APNsMockConfiguration(eventLoopThreads: 2)
+        var full = LookAlikeConfiguration(eventLoopThreads: 2)
         full.faults = .magicTokenPrefixes
         full.faults.goawayAfterRequests = 10
-        let roundTripped = try JSONDecoder().decode(APNsMockConfiguration.self, from: JSONEncoder().encode(full))
+        let roundTripped = try JSONDecoder().decode(LookAlikeConfiguration.self, from: JSONEncoder().encode(full))
         #expect(roundTripped == full)
     }
 }

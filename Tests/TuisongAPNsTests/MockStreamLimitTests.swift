@@ -44,6 +44,6 @@ struct MockStreamLimitTests {
         #expect(output.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):3]"))
         #expect(output.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):250]"))
         #expect(!output.contains("REFUSED_STREAM"))
-        #expect(harness.server.statistics.requests == 3)
+        #expect(harness.server.apnsStatistics.requests == 3)
     }
 }

@@ -132,9 +132,10 @@ struct MockValidationTests {
         #expect(notification.reason == nil)
 
         let statistics = harness.server.statistics
-        #expect(statistics.requests == 1)
-        #expect(statistics.responsesByStatus == [200: 1])
-        #expect(statistics.providerTokensAccepted == 1)
+        let apns = harness.server.apnsStatistics
+        #expect(apns.requests == 1)
+        #expect(apns.responsesByStatus == [200: 1])
+        #expect(apns.providerTokensAccepted == 1)
         #expect(statistics.connectionsAccepted == 1)
     }
 
@@ -182,7 +183,7 @@ struct MockValidationTests {
         let notification = try #require(harness.server.receivedNotifications().first)
         #expect(notification.status == rejection.status)
         #expect(notification.reason == rejection.reason)
-        #expect(harness.server.statistics.responsesByReason == [rejection.reason: 1])
+        #expect(harness.server.apnsStatistics.responsesByReason == [rejection.reason: 1])
     }
 
     @Test("one connection carrying tokens of two teams is refused the second team")

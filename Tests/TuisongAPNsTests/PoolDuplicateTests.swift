@@ -13,7 +13,7 @@ import TuisongPluginTestKit
     static func token(_ index: Int) -> String { testToken(index, prefix: "") }
 
     /// Requests the mock processed, and the distinct device tokens among them.
-    static func duplicates(_ server: APNsMockServer) -> (processed: Int, distinct: Int) {
+    static func duplicates(_ server: LookAlikeServer) -> (processed: Int, distinct: Int) {
         let tokens = server.receivedNotifications().map(\.deviceToken)
         return (tokens.count, Set(tokens).count)
     }

@@ -12,17 +12,17 @@ import TuisongPluginTestKit
 final class PoolMockFixture {
     static let bundleID = "com.example.pool"
 
-    let setup: APNsMockLocalSetup
-    private(set) var server: APNsMockServer
+    let setup: LookAlikeLocalSetup
+    private(set) var server: LookAlikeServer
     let directory: ClientTemporaryDirectory
     let caFile: String
     private var pools: [APNsConnectionPool] = []
 
-    init(configure: (inout APNsMockConfiguration) -> Void = { _ in }) throws {
-        setup = try APNsMockLocalSetup.generate(bundleID: Self.bundleID)
+    init(configure: (inout LookAlikeConfiguration) -> Void = { _ in }) throws {
+        setup = try LookAlikeLocalSetup.generate(bundleID: Self.bundleID)
         var configuration = setup.configuration()
         configure(&configuration)
-        server = try APNsMockServer(
+        server = try LookAlikeServer(
             configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey
         )
         try server.start()
@@ -63,7 +63,7 @@ final class PoolMockFixture {
         let port = server.port
         server.shutdown()
         try await waitUntil("the client noticed the server stop", down)
-        server = try APNsMockServer(
+        server = try LookAlikeServer(
             configuration: setup.configuration(port: port), certificate: setup.serverCertificate,
             key: setup.serverKey)
         try server.start()
@@ -77,7 +77,7 @@ final class PoolMockFixture {
     }
 
     func startServer(port: Int) throws {
-        server = try APNsMockServer(
+        server = try LookAlikeServer(
             configuration: setup.configuration(port: port), certificate: setup.serverCertificate,
             key: setup.serverKey)
         try server.start()
@@ -146,7 +146,7 @@ func poolDeviceToken(_ index: Int) -> String {
         #expect(received.payload == request.payload)
         #expect(received.teamID == fixture.setup.teamID)
         #expect(received.keyID == fixture.setup.keyID)
-        #expect(fixture.server.statistics.providerTokensAccepted >= 1)
+        #expect(fixture.server.apnsStatistics.providerTokensAccepted >= 1)
         // The second connection opens beside the first send; on a loaded machine it may still be
         // on its way when the answer arrives.
         #expect(await eventually { pool.statistics.connectionsOpened >= 2 })
@@ -161,7 +161,7 @@ func poolDeviceToken(_ index: Int) -> String {
         pool.connect()
         #expect(await eventually { pool.statistics.connectionsOpened >= 2 })
         #expect(pool.statistics.connectionsOpened == 2)
-        #expect(fixture.server.statistics.requests == 0)
+        #expect(fixture.server.apnsStatistics.requests == 0)
         // Asking again opens nothing more; the open connections carry the first push.
         pool.connect()
         let response = try await pool.send(fixture.request())
@@ -187,7 +187,7 @@ func poolDeviceToken(_ index: Int) -> String {
         let pool = try fixture.pool(credential: try fixture.certificateCredential())
         let responses = await sendConcurrently(pool, count: 50) { _ in PoolMockFixture.request() }
         #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
-        #expect(fixture.server.statistics.certificateAuthenticatedRequests == 50)
+        #expect(fixture.server.apnsStatistics.certificateAuthenticatedRequests == 50)
         #expect(fixture.server.receivedNotifications().allSatisfy { $0.teamID == nil })
         await fixture.shutdownPools()
     }
@@ -221,9 +221,10 @@ func poolDeviceToken(_ index: Int) -> String {
         }
         #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
         let server = fixture.server.statistics
+        let apns = fixture.server.apnsStatistics
         // Exceeding the limit would have been refused (RST_STREAM REFUSED_STREAM) by the mock.
         #expect(server.refusedStreams == 0)
-        #expect(server.requests == 600)
+        #expect(apns.requests == 600)
         #expect(server.streamLimitRaises == 2)
         let statistics = pool.statistics
         #expect(statistics.maxConcurrentStreamsSeen == 16)
@@ -289,7 +290,7 @@ func poolDeviceToken(_ index: Int) -> String {
         }
         #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
         #expect(fixture.server.receivedNotifications().allSatisfy { $0.payload == payload })
-        #expect(fixture.server.statistics.requests == 4500)
+        #expect(fixture.server.apnsStatistics.requests == 4500)
         await fixture.shutdownPools()
     }
 
@@ -308,7 +309,8 @@ func poolDeviceToken(_ index: Int) -> String {
         #expect(failures.isEmpty, "\(failures.prefix(3))")
         #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
         let server = fixture.server.statistics
-        #expect(server.requests >= 1000)
+        let apns = fixture.server.apnsStatistics
+        #expect(apns.requests >= 1000)
         // Two connections answer 300 each, then two replacements take the other 400.
         #expect(server.goawaysSent >= 2)
         // Every device got its notification.
@@ -454,9 +456,9 @@ func poolDeviceToken(_ index: Int) -> String {
         }
         let response = try await pool.send(fixture.request())
         #expect(response.status == 200)
-        let statistics = fixture.server.statistics
-        #expect(statistics.responsesByReason["ExpiredProviderToken"] == 1)
-        #expect(statistics.responsesByStatus[200] == 1)
+        let apns = fixture.server.apnsStatistics
+        #expect(apns.responsesByReason["ExpiredProviderToken"] == 1)
+        #expect(apns.responsesByStatus[200] == 1)
         #expect(pool.statistics.retries == 1)
         await fixture.shutdownPools()
     }

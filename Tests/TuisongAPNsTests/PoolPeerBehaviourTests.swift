@@ -22,7 +22,8 @@ import TuisongPluginTestKit
         }
         #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
         let server = fixture.server.statistics
-        #expect(server.requests == 300)
+        let apns = fixture.server.apnsStatistics
+        #expect(apns.requests == 300)
         #expect(server.streamLimitLowerings == 1)
         // Streams opened after the client acknowledged the new limit never exceed it, and
         // nothing was refused (nghttp2 refuses streams beyond an acknowledged limit).
@@ -52,7 +53,7 @@ import TuisongPluginTestKit
 
     @Test func aClientCertificateTheServerRefusesFailsSendsAsCertificateRejected() async throws {
         let fixture = try PoolMockFixture()
-        let stranger = try APNsMockLocalSetup.generate(bundleID: PoolMockFixture.bundleID)
+        let stranger = try LookAlikeLocalSetup.generate(bundleID: PoolMockFixture.bundleID)
         let pool = try fixture.pool(
             credential: try .certificate(pem: stranger.clientCertificatePEM + "\n" + stranger.clientKeyPEM))
         let started = ContinuousClock.now
@@ -60,7 +61,7 @@ import TuisongPluginTestKit
         #expect(error?.code == .certificateRejected)
         // Failed as soon as the handshake did, not after the 20 s request timeout.
         #expect(ContinuousClock.now - started < .seconds(10))
-        #expect(fixture.server.statistics.requests == 0)
+        #expect(fixture.server.apnsStatistics.requests == 0)
         await fixture.shutdownPools()
     }
 
@@ -81,7 +82,7 @@ import TuisongPluginTestKit
             PoolMockFixture.request(deviceToken: poolDeviceToken(index))
         }
         #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
-        #expect(fixture.server.statistics.requests == 20)
+        #expect(fixture.server.apnsStatistics.requests == 20)
         await pool.shutdown()
     }
 

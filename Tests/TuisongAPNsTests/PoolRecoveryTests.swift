@@ -26,7 +26,7 @@ import TuisongPluginTestKit
         let waited = ContinuousClock.now - recovered
 
         #expect(results.allSatisfy { (try? $0.get().status) == 200 })
-        #expect(fixture.server.statistics.requests == 20)
+        #expect(fixture.server.apnsStatistics.requests == 20)
         // The structural promise: no attempt was ever scheduled further out than 1 s while the
         // 20 requests waited (before: 3.2–12.8 s by then).
         let statistics = pool.statistics

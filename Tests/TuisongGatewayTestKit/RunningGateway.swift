@@ -20,7 +20,7 @@ public final class RunningGateway: Sendable {
     public var port: Int { runtime.port }
 
     /// The bundled APNs mock every notification goes to (`apns.local_mock`, on by default).
-    public var mock: APNsMockServer {
+    public var mock: LookAlikeServer {
         guard let mock = runtime.localMock else {
             preconditionFailure("the gateway was started with TUISONG_APNS_LOCAL_MOCK=false: it has no mock")
         }

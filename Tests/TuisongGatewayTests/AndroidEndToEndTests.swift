@@ -289,10 +289,10 @@ import TuisongPluginTestKit
     /// service's credential releases and sends them, and only then is the message completed. A
     /// channel with a credential delivers; a token no device registered counts under no service.
     @Test func withoutLocalModeAChannelWithoutCredentialIsHeldUntilOneIsAdded() async throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.prod")
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.prod")
         var configuration = setup.configuration(host: "127.0.0.1", port: 0)
         configuration.faults = .magicTokenPrefixes
-        let mock = try APNsMockServer(
+        let mock = try LookAlikeServer(
             configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey)
         try mock.start()
         defer { mock.shutdown() }
@@ -370,8 +370,8 @@ import TuisongPluginTestKit
     /// answer; a refused one (a wrong Honor or Huawei secret, checked at the look-alikes) is
     /// saved, marked failing with the service's reason; a right one is accepted.
     @Test func addingACredentialSignsInOnceAndKeepsARefusedOneMarkedFailing() async throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.check")
-        let mock = try APNsMockServer(
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.check")
+        let mock = try LookAlikeServer(
             configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
             key: setup.serverKey)
         try mock.start()
@@ -434,8 +434,8 @@ import TuisongPluginTestKit
     /// APNs look-alike does not know (a wrong key id or team) is saved, marked failing with
     /// APNs's InvalidProviderToken; the right one stays ok.
     @Test func addingATokenKeyProbesAPNsOnce() async throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.probe")
-        let mock = try APNsMockServer(
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.probe")
+        let mock = try LookAlikeServer(
             configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
             key: setup.serverKey)
         try mock.start()

@@ -16,14 +16,15 @@ import TuisongLookAlikes
     /// The look-alike on loopback and a directory of the command's own holding its CA file;
     /// an issue is recorded instead before the executable is built.
     func withLookAlike(
-        _ body: (_ setup: APNsMockLocalSetup, _ mock: APNsMockServer, _ directory: URL, _ caFile: String) throws -> Void
+        _ body: (_ setup: LookAlikeLocalSetup, _ mock: LookAlikeServer, _ directory: URL, _ caFile: String) throws ->
+            Void
     ) throws {
         guard FileManager.default.isExecutableFile(atPath: CrashRecoveryTests.binary) else {
             Issue.record("build the tuisong executable first (swift build)")
             return
         }
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.cli")
-        let mock = try APNsMockServer(
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.cli")
+        let mock = try LookAlikeServer(
             configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
             key: setup.serverKey)
         try mock.start()

@@ -235,10 +235,10 @@ import TuisongTransportKit
 /// and "test connection" says APNs refused it.
 @Suite(.serialized) struct CredentialServiceCheckTests {
     func withGateway(
-        _ body: (APNsMockLocalSetup, APNsMockServer, RunningGateway, AdminTestClient) async throws -> Void
+        _ body: (LookAlikeLocalSetup, LookAlikeServer, RunningGateway, AdminTestClient) async throws -> Void
     ) async throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.check")
-        let mock = try APNsMockServer(
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.check")
+        let mock = try LookAlikeServer(
             configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
             key: setup.serverKey)
         try mock.start()

@@ -15,8 +15,8 @@ import TuisongPluginTestKit
     /// pointed at it (so an app without a credential has its pushes held), and the environment
     /// the CLI needs to run beside it on the same database.
     struct Setup {
-        var setup: APNsMockLocalSetup
-        var mock: APNsMockServer
+        var setup: LookAlikeLocalSetup
+        var mock: LookAlikeServer
         var gw: RunningGateway
         var cli: [String: String]
 
@@ -29,8 +29,8 @@ import TuisongPluginTestKit
         database: PluginStoreBackend = .sqlite, clock: any TuisongCore.Clock = SystemClock(),
         _ body: (Setup) async throws -> Void
     ) async throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.release")
-        let mock = try APNsMockServer(
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.release")
+        let mock = try LookAlikeServer(
             configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
             key: setup.serverKey)
         try mock.start()
@@ -170,8 +170,8 @@ import TuisongPluginTestKit
     /// that was the only one: released, the pushes are held again for want of any, with one
     /// more attempt), and adding a working one sends them.
     @Test func theAdminAPISaysARefusedOneIsNotUsedAndDeletingReleasesItsHolds() async throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.admin")
-        let mock = try APNsMockServer(
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.admin")
+        let mock = try LookAlikeServer(
             configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
             key: setup.serverKey)
         try mock.start()

@@ -14,15 +14,15 @@ import TuisongPluginTestKit
 /// ("try again") answers the credential saved before instead of adding a second (#40 item 10).
 @Suite(.serialized) struct CredentialUploadTests {
     struct Setup {
-        var setup: APNsMockLocalSetup
-        var mock: APNsMockServer
+        var setup: LookAlikeLocalSetup
+        var mock: LookAlikeServer
         var gw: RunningGateway
         var client: AdminTestClient
     }
 
     func withGateway(_ body: (Setup) async throws -> Void) async throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.upload")
-        let mock = try APNsMockServer(
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.upload")
+        let mock = try LookAlikeServer(
             configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
             key: setup.serverKey)
         try mock.start()
@@ -97,7 +97,7 @@ import TuisongPluginTestKit
     @Test func aSlowCheckAnswersPendingAndARepeatIsTheSameCredential() async throws {
         try await withGateway { s in
             let (appID, _) = try await s.gw.createApp(bundleID: "com.example.upload")
-            var faults = APNsMockConfiguration.Faults()
+            var faults = LookAlikeConfiguration.Faults()
             faults.latencyMilliseconds = 4000
             s.mock.setFaults(faults)
             let added = try await s.client.call("POST", "/apps/\(appID)/credentials", json: key(s))

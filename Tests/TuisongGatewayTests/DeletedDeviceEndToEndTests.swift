@@ -14,8 +14,8 @@ import TuisongPluginTestKit
     /// Not local mode (where an app with no credential is sent through the look-alike's own):
     /// the gateway is pointed at an APNs mock of its own, so the app has no credential at all.
     @Test func aHeldPushIsNotReleasedToDevicesDeletedWhileItWaited() async throws {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.deleted")
-        let mock = try APNsMockServer(
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.deleted")
+        let mock = try LookAlikeServer(
             configuration: setup.configuration(host: "127.0.0.1", port: 0), certificate: setup.serverCertificate,
             key: setup.serverKey)
         try mock.start()

@@ -14,7 +14,7 @@ import TuisongPluginTestKit
         // A long first retry delay keeps the retried delivery waiting while we look.
         let gw = try await TestGateway.start(environment: ["TUISONG_DELIVERY_RETRY_BASE_SECONDS": "600"])
         defer { Task { await gw.stop() } }
-        #expect(gw.mock.faults == APNsMockConfiguration.Faults.magicTokenPrefixes)
+        #expect(gw.mock.faults == LookAlikeConfiguration.Faults.magicTokenPrefixes)
         let (_, key) = try await gw.createApp()
         let gone = token(1, prefix: "410")
         let busy = token(2, prefix: "429")

@@ -31,7 +31,7 @@ import TuisongPluginTestKit
 
         let mock = try #require(gw.runtime.localMock)
         // Answers slowly enough that a scrape sees streams in flight.
-        var faults = APNsMockConfiguration.Faults.magicTokenPrefixes
+        var faults = LookAlikeConfiguration.Faults.magicTokenPrefixes
         faults.latencyMilliseconds = 300
         mock.setFaults(faults)
         let alive = (1...20).map { token($0, prefix: "ab") }
@@ -103,7 +103,7 @@ import TuisongPluginTestKit
         let gw = try await TestGateway.start(environment: ["TUISONG_DELIVERY_RETRY_BASE_SECONDS": "600"])
         defer { Task { await gw.stop() } }
         let (_, key) = try await gw.createApp()
-        gw.runtime.localMock?.setFaults(APNsMockConfiguration.Faults.magicTokenPrefixes)
+        gw.runtime.localMock?.setFaults(LookAlikeConfiguration.Faults.magicTokenPrefixes)
         let throttled = token(1, prefix: "429")
         let r = try await http(
             "PUT", "\(gw.baseURL)/api/v1/devices/\(throttled)", key: key, json: ["environment": "production"])

@@ -21,7 +21,7 @@ import TuisongPluginTestKit
         try await gw.runtime.store.updateApp(app)
         await gw.runtime.adminAPI.appChanged(appID)
         let checker = ResponseChecker(spec: spec, baseURL: gw.baseURL)
-        gw.runtime.localMock?.setFaults(APNsMockConfiguration.Faults.magicTokenPrefixes)
+        gw.runtime.localMock?.setFaults(LookAlikeConfiguration.Faults.magicTokenPrefixes)
 
         let device = token(1, prefix: "ab")
         let dead = token(2, prefix: "410")

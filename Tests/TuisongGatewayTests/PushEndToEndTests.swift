@@ -73,7 +73,7 @@ import TuisongPluginTestKit
         let alive = token(2, prefix: "ab")
         try await register(gw, key, [dead, alive])
         let mock = try #require(gw.runtime.localMock)
-        mock.setFaults(APNsMockConfiguration.Faults.magicTokenPrefixes)
+        mock.setFaults(LookAlikeConfiguration.Faults.magicTokenPrefixes)
 
         let push = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
@@ -163,7 +163,7 @@ import TuisongPluginTestKit
         let (appID, key) = try await gw.createApp()
         // A well-formed push certificate for the app's topic, issued by a CA the mock (APNs)
         // does not trust: the TLS handshake ends with an alert, no HTTP answer ever comes.
-        let stranger = try APNsMockLocalSetup.generate(bundleID: "com.example.test")
+        let stranger = try LookAlikeLocalSetup.generate(bundleID: "com.example.test")
         let credential = try await gw.runtime.credentials.add(
             .pem(text: stranger.clientCertificatePEM + "\n" + stranger.clientKeyPEM, password: nil),
             appID: appID, environment: .production)

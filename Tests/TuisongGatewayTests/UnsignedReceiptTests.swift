@@ -232,7 +232,7 @@ import TuisongPluginTestKit
         let singleSent = try #require(
             gw.mock.receivedAndroidMessages().first { $0.service == .vivo && $0.tokens == ["vv-single"] })
         let singleExtra = try #require(try JSONValue(parsing: singleSent.body)["extra"])
-        #expect(singleExtra["callback"]?.stringValue == APNsMockLocalSetup.vivoReceiptID)
+        #expect(singleExtra["callback"]?.stringValue == LookAlikeLocalSetup.vivoReceiptID)
         let singleParam = try #require(singleExtra["callback.param"]?.stringValue)
         #expect(singleParam == "t\(single)." + (try Self.mac(gw, appID: appID, "message:\(single):token:vv-single")))
 

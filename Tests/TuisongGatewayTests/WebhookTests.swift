@@ -261,7 +261,7 @@ final class WebhookReceiver: Sendable {
             _ = try await http(
                 "PUT", "\(gw.baseURL)/api/v1/devices/\(t)", key: key, json: ["environment": "production"])
         }
-        try #require(gw.runtime.localMock).setFaults(APNsMockConfiguration.Faults.magicTokenPrefixes)
+        try #require(gw.runtime.localMock).setFaults(LookAlikeConfiguration.Faults.magicTokenPrefixes)
         let push = try await http(
             "POST", "\(gw.baseURL)/api/v1/push", key: key,
             json: ["audience": ["all": true], "notification": ["alert": "x"]])

@@ -11,12 +11,12 @@ struct HTTP2Tests {
     /// valid provider token; these requests carry none), and a client trusting its CA.
     private func withMock<T>(
         maxConnectionsPerHost: Int = 4, maxConcurrentStreams: Int = 1000, maxInFlight: Int = 2000,
-        _ body: (APNsMockServer, HTTPClient) async throws -> T
+        _ body: (LookAlikeServer, HTTPClient) async throws -> T
     ) async throws -> T {
-        let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.app")
+        let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.app")
         var configuration = setup.configuration()
         configuration.streamsBeforeFirstValidToken = 1000
-        let server = try APNsMockServer(
+        let server = try LookAlikeServer(
             configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey)
         try server.start()
         let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("tuisong-ca-\(UUID()).pem").path
@@ -34,12 +34,12 @@ struct HTTP2Tests {
         return try await body(server, client)
     }
 
-    private func deviceURL(_ server: APNsMockServer, _ index: Int) -> String {
+    private func deviceURL(_ server: LookAlikeServer, _ index: Int) -> String {
         let token = String(repeating: "0", count: 56) + String(format: "%08x", index)
         return "https://127.0.0.1:\(server.port)/3/device/\(token)"
     }
 
-    private func request(_ server: APNsMockServer, _ index: Int) -> HTTPClientRequest {
+    private func request(_ server: LookAlikeServer, _ index: Int) -> HTTPClientRequest {
         HTTPClientRequest(
             url: deviceURL(server, index),
             headers: [("Content-Type", "application/json"), ("apns-topic", "com.example.app")],
@@ -54,13 +54,13 @@ struct HTTP2Tests {
             #expect(response.status == 403)
             #expect(String(decoding: response.body, as: UTF8.self).contains("MissingProviderToken"))
             #expect(response.header("apns-id") != nil)
-            #expect(server.statistics.responsesByReason["MissingProviderToken"] == 1)
+            #expect(server.apnsStatistics.responsesByReason["MissingProviderToken"] == 1)
         }
     }
 
     /// Sends 500 requests at once and checks every one was answered over HTTP/2; returns the
     /// connections the mock accepted.
-    private func fiveHundredAtOnce(_ server: APNsMockServer, _ client: HTTPClient) async throws -> Int {
+    private func fiveHundredAtOnce(_ server: LookAlikeServer, _ client: HTTPClient) async throws -> Int {
         let box = ResultBox()
         for index in 0..<500 {
             client.execute(request(server, index)) { box.append($0) }
@@ -69,7 +69,7 @@ struct HTTP2Tests {
         let results = box.all
         #expect(results.allSatisfy { (try? $0.get().status) == 403 })
         #expect(results.allSatisfy { (try? $0.get().httpVersion) == 2 })
-        #expect(server.statistics.requests == 500)
+        #expect(server.apnsStatistics.requests == 500)
         let statistics = client.statistics
         #expect(statistics.requestsCompleted == 500)
         #expect(statistics.inFlight == 0)

@@ -254,7 +254,7 @@ import TuisongTransportKit
     @Test func theLocalSetupsAccountSendsThroughTheLookAlike() async throws {
         let harness = try await Harness()
         defer { harness.stop() }
-        let saved = try JSONDecoder().decode(APNsMockLocalSetup.self, from: JSONEncoder().encode(harness.setup))
+        let saved = try JSONDecoder().decode(LookAlikeLocalSetup.self, from: JSONEncoder().encode(harness.setup))
         #expect(saved.harmonyServiceAccount == harness.setup.harmonyServiceAccount)
         #expect(saved.harmonyPrivateKeyPEM == harness.setup.harmonyPrivateKeyPEM)
         let account = try HarmonyServiceAccount(json: saved.harmonyServiceAccountJSON())

@@ -115,7 +115,7 @@ import TuisongTransportKit
         let harness = try await Harness()
         defer { harness.stop() }
         let transport = harness.huawei(credential: harness.huaweiCredential(), tokensPerRequest: 1000)
-        var endless = APNsMockConfiguration.Faults.magicTokenPrefixes
+        var endless = LookAlikeConfiguration.Faults.magicTokenPrefixes
         endless.endlessAnswers = true
 
         // The sign-in's answer never ends: no token, the pushes wait for a retry.
@@ -194,8 +194,8 @@ extension Dictionary where Key == String, Value == JSONValue {
 
 /// The look-alike on loopback with its throwaway accounts, and what the transports need.
 final class Harness: Sendable {
-    let setup: APNsMockLocalSetup
-    let server: APNsMockServer
+    let setup: LookAlikeLocalSetup
+    let server: LookAlikeServer
     let directory: URL
     let caFile: String
     let store = CredentialStoreDouble()
@@ -203,10 +203,10 @@ final class Harness: Sendable {
     let app = App(id: 1, name: "t", bundleID: "t", apiKeyHash: "", createdAt: Date(), updatedAt: Date())
 
     init() async throws {
-        setup = try APNsMockLocalSetup.generate(bundleID: "tuisong.test")
+        setup = try LookAlikeLocalSetup.generate(bundleID: "tuisong.test")
         var configuration = setup.configuration(host: "127.0.0.1", port: 0)
         configuration.faults = .magicTokenPrefixes
-        server = try APNsMockServer(
+        server = try LookAlikeServer(
             configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey)
         try server.start()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("transports-\(UUID().uuidString)")

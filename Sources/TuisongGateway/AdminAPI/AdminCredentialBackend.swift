@@ -15,7 +15,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
     let store: any CredentialStore & MessageStore
     let transports: GatewayTransports
     let engine: DeliveryEngine
-    let localMock: APNsMockServer?
+    let localMock: LookAlikeServer?
     let channelCredentials: ChannelCredentialService
     let clock: any Clock
     let logger: Logger

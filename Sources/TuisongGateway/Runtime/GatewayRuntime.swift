@@ -23,7 +23,7 @@ public final class GatewayRuntime: Sendable {
     public let credentials: CredentialService
     /// The in-process look-alike of every service (`apns.local_mock`), or nil when sending to
     /// the services themselves.
-    public let localMock: APNsMockServer?
+    public let localMock: LookAlikeServer?
     /// Every transport the registry declares, as made for this gateway.
     let transports: GatewayTransports
     let credentialBackend: GatewayCredentialBackend
@@ -68,7 +68,7 @@ public final class GatewayRuntime: Sendable {
         let metrics = GatewayMetrics()
         let store = try openStore(config, metrics: metrics, logger: logger)
         DataDirectory.secure(config, logger: logger)
-        var mock: APNsMockServer?
+        var mock: LookAlikeServer?
         var localReceipts: LocalReceiptSink?
         do {
             let masterKey = try MasterKey.load(config.security, logger: logger)
@@ -335,7 +335,7 @@ public final class GatewayRuntime: Sendable {
 
     private init(
         config: GatewayConfig, store: any GatewayStore, masterKey: MasterKey, adminPassword: AdminPassword.Bootstrap,
-        engine: DeliveryEngine, credentials: CredentialService, localMock: APNsMockServer?,
+        engine: DeliveryEngine, credentials: CredentialService, localMock: LookAlikeServer?,
         transports: GatewayTransports, credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
         server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, compute: ComputePool, logger: Logger,
         webhooks: WebhookEndpoints, webhookSender: WebhookSender, localReceipts: LocalReceiptSink?
@@ -435,7 +435,7 @@ public final class GatewayRuntime: Sendable {
 /// restarts); the transports sign in with its throwaway credentials when an app has none.
 enum LocalLookAlikes {
     struct Started {
-        var server: APNsMockServer
+        var server: LookAlikeServer
         var local: GatewayTransports.Local
     }
 
@@ -445,15 +445,15 @@ enum LocalLookAlikes {
         let directory = config.database.directory
         let path = directory + "/apns-mock-local.json"
         let lookAlikes = config.transports.lookAlikes
-        let setup = try APNsMockLocalSetup.loadOrGenerate(at: path, bundleID: "tuisong.local", lookAlikes: lookAlikes)
+        let setup = try LookAlikeLocalSetup.loadOrGenerate(at: path, bundleID: "tuisong.local", lookAlikes: lookAlikes)
         var configuration = setup.configuration(
             host: "127.0.0.1", port: config.apns.localMockPort, lookAlikes: lookAlikes)
         // The same magic tokens as `apns-mock --magic-tokens` (docs/android.md, "Local mode"):
         // a newcomer sees an invalidation and a retry with no faults file.
-        configuration.faults = APNsMockConfiguration.Faults.magicTokenPrefixes
+        configuration.faults = .magicTokenPrefixes(lookAlikes: lookAlikes)
         var mockLogger = logger
         mockLogger.logLevel = max(logger.logLevel, .notice)
-        let server = try APNsMockServer(
+        let server = try LookAlikeServer(
             lookAlikes: lookAlikes, configuration: configuration, certificate: setup.serverCertificate,
             key: setup.serverKey, logger: mockLogger)
         try server.start()
@@ -506,7 +506,7 @@ enum LocalLookAlikes {
     /// account's public key, a client, an app…), so local mode delivers with it as the real
     /// service would.
     static func trust(
-        _ record: ChannelCredentialRecord, secrets: any ChannelSecretOpener, on server: APNsMockServer, logger: Logger
+        _ record: ChannelCredentialRecord, secrets: any ChannelSecretOpener, on server: LookAlikeServer, logger: Logger
     ) {
         do {
             try server.trust(

@@ -23,10 +23,10 @@ package final class FCMLookAlike: LookAlikeService {
         configurationKeys: [("fcmServiceAccounts", #"{"clientEmail","keyID","publicKeyPEM","projectID"}"#)],
         setupKeys: ["fcmServiceAccount", "fcmPrivateKeyPEM", "fcmClientID"],
         makeSetup: { setup in
-            let key = try APNsMockLocalSetup.sharedRSAKey()
+            let key = try LookAlikeLocalSetup.sharedRSAKey()
             try setup.setLookAlikeMaterial(
                 "fcmServiceAccount",
-                APNsMockConfiguration.FCMServiceAccount(
+                LookAlikeConfiguration.FCMServiceAccount(
                     clientEmail: "tuisong-local@tuisong-local.iam.gserviceaccount.com",
                     keyID: FCMLookAlike.randomString(count: 40, alphabet: "0123456789abcdef"),
                     publicKeyPEM: try key.publicKey.pem(), projectID: "tuisong-local"))
@@ -56,7 +56,7 @@ package final class FCMLookAlike: LookAlikeService {
         })
 
     struct TrustedAccount: Sendable {
-        let account: APNsMockConfiguration.FCMServiceAccount
+        let account: LookAlikeConfiguration.FCMServiceAccount
         let publicKey: PublicKey
     }
 
@@ -65,11 +65,11 @@ package final class FCMLookAlike: LookAlikeService {
     /// The service accounts its token endpoint trusts, by `client_email`; growable at run time.
     private let accounts: Mutex<[String: TrustedAccount]>
 
-    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+    init(host: LookAlikeHost, configuration: LookAlikeConfiguration) throws {
         self.host = host
         var accounts: [String: TrustedAccount] = [:]
         for account in try configuration.lookAlikeSetting(
-            "fcmServiceAccounts", as: [APNsMockConfiguration.FCMServiceAccount].self) ?? []
+            "fcmServiceAccounts", as: [LookAlikeConfiguration.FCMServiceAccount].self) ?? []
         {
             accounts[account.clientEmail] = TrustedAccount(
                 account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
@@ -78,7 +78,7 @@ package final class FCMLookAlike: LookAlikeService {
     }
 
     /// Trusts one more service account (replacing one with the same `client_email`).
-    func trust(_ account: APNsMockConfiguration.FCMServiceAccount) throws {
+    func trust(_ account: LookAlikeConfiguration.FCMServiceAccount) throws {
         let trusted = TrustedAccount(account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
         accounts.withLock { $0[account.clientEmail] = trusted }
     }
@@ -95,7 +95,7 @@ package final class FCMLookAlike: LookAlikeService {
                 publicKeyPEM: try PrivateKey(pem: pem).publicKey.pem(), projectID: project))
     }
 
-    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+    package func answer(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
         let path = request.pathWithoutQuery
         if path == "/token" {
             var response = googleToken(request)
@@ -126,7 +126,7 @@ package final class FCMLookAlike: LookAlikeService {
 
     // MARK: POST /token
 
-    func googleToken(_ request: AndroidRequest) -> AndroidResponse {
+    func googleToken(_ request: LookAlikeRequest) -> AndroidResponse {
         func refuse(_ status: Int, _ error: String, _ description: String) -> AndroidResponse {
             AndroidResponse(
                 status: status,
@@ -225,7 +225,7 @@ package final class FCMLookAlike: LookAlikeService {
             status: httpStatus, json: json, service: .fcm, code: errorCode ?? status, extraHeaders: extraHeaders)
     }
 
-    func fcmSend(_ request: AndroidRequest, project: String, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
+    func fcmSend(_ request: LookAlikeRequest, project: String, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
         var response = fcmCheckedSend(request, project: project, faults: faults)
         response.target = project
         if response.status != 200 {
@@ -237,7 +237,7 @@ package final class FCMLookAlike: LookAlikeService {
         return response
     }
 
-    private func fcmCheckedSend(_ request: AndroidRequest, project: String, faults: AndroidTokenPrefixFaults)
+    private func fcmCheckedSend(_ request: LookAlikeRequest, project: String, faults: AndroidTokenPrefixFaults)
         -> AndroidResponse
     {
         guard request.method == "POST" else { return Self.fcmError(404, "NOT_FOUND", "Method not found.") }
@@ -564,7 +564,7 @@ extension Character {
     fileprivate var isASCIIDigit: Bool { ("0"..."9").contains(self) }
 }
 
-extension APNsMockConfiguration {
+extension LookAlikeConfiguration {
     /// A Google service account the FCM look-alike trusts: an assertion with `iss == clientEmail`
     /// and `kid == keyID` must be signed (RS256) by the private half of `publicKeyPEM`, and the
     /// access token it buys may send for `projectID` only.
@@ -594,11 +594,11 @@ extension APNsMockConfiguration {
     }
 }
 
-extension APNsMockLocalSetup {
+extension LookAlikeLocalSetup {
     /// A Google service account of project `tuisong-local` the FCM look-alike trusts (its public
     /// half); `fcmServiceAccountJSON(tokenURI:)` is the file a client loads.
-    public var fcmServiceAccount: APNsMockConfiguration.FCMServiceAccount {
-        lookAlikeMaterial("fcmServiceAccount", as: APNsMockConfiguration.FCMServiceAccount.self)
+    public var fcmServiceAccount: LookAlikeConfiguration.FCMServiceAccount {
+        lookAlikeMaterial("fcmServiceAccount", as: LookAlikeConfiguration.FCMServiceAccount.self)
     }
     /// The service account's RSA 2048 private key (PKCS#8 PEM, `private_key` of the JSON).
     public var fcmPrivateKeyPEM: String { lookAlikeMaterial("fcmPrivateKeyPEM", as: String.self) }
@@ -628,10 +628,10 @@ extension APNsMockLocalSetup {
     }
 }
 
-extension APNsMockServer {
+extension LookAlikeServer {
     /// Accepts assertions of this service account from now on (e.g. one a gateway stored after
     /// start). Throws when its public key PEM does not parse.
-    public func trustFCMServiceAccount(_ account: APNsMockConfiguration.FCMServiceAccount) throws {
+    public func trustFCMServiceAccount(_ account: LookAlikeConfiguration.FCMServiceAccount) throws {
         try (lookAlike(.fcm) as? FCMLookAlike)?.trust(account)
     }
 }

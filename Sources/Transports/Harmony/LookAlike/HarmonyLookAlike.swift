@@ -23,10 +23,10 @@ package final class HarmonyLookAlike: LookAlikeService {
         makeSetup: { setup in
             // Project, key id and sub-account as Huawei's API Console issues them (digits, a
             // 32-hex key id), signed with the process's RSA key.
-            let key = try APNsMockLocalSetup.sharedRSAKey()
+            let key = try LookAlikeLocalSetup.sharedRSAKey()
             try setup.setLookAlikeMaterial(
                 "harmonyServiceAccount",
-                APNsMockConfiguration.HarmonyServiceAccount(
+                LookAlikeConfiguration.HarmonyServiceAccount(
                     projectID: "10" + HarmonyLookAlike.randomString(count: 16, alphabet: "0123456789"),
                     keyID: HarmonyLookAlike.randomString(count: 32, alphabet: "0123456789abcdef"),
                     subAccount: "1" + HarmonyLookAlike.randomString(count: 9, alphabet: "0123456789"),
@@ -57,7 +57,7 @@ package final class HarmonyLookAlike: LookAlikeService {
         })
 
     struct TrustedAccount: Sendable {
-        let account: APNsMockConfiguration.HarmonyServiceAccount
+        let account: LookAlikeConfiguration.HarmonyServiceAccount
         let publicKey: PublicKey
     }
 
@@ -69,11 +69,11 @@ package final class HarmonyLookAlike: LookAlikeService {
     /// The service accounts whose JWTs it accepts, by `key_id` (the JWT's `kid`); growable at run time.
     private let accounts: Mutex<[String: TrustedAccount]>
 
-    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+    init(host: LookAlikeHost, configuration: LookAlikeConfiguration) throws {
         self.host = host
         var accounts: [String: TrustedAccount] = [:]
         for account in try configuration.lookAlikeSetting(
-            "harmonyServiceAccounts", as: [APNsMockConfiguration.HarmonyServiceAccount].self) ?? []
+            "harmonyServiceAccounts", as: [LookAlikeConfiguration.HarmonyServiceAccount].self) ?? []
         where accounts[account.keyID] == nil {
             accounts[account.keyID] = TrustedAccount(
                 account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
@@ -82,7 +82,7 @@ package final class HarmonyLookAlike: LookAlikeService {
     }
 
     /// Trusts one more service account (replacing one with the same `key_id`).
-    func trust(_ account: APNsMockConfiguration.HarmonyServiceAccount) throws {
+    func trust(_ account: LookAlikeConfiguration.HarmonyServiceAccount) throws {
         let trusted = TrustedAccount(account: account, publicKey: try PublicKey(pem: account.publicKeyPEM))
         accounts.withLock { $0[account.keyID] = trusted }
     }
@@ -102,7 +102,7 @@ package final class HarmonyLookAlike: LookAlikeService {
                 publicKeyPEM: try PrivateKey(pem: pem).publicKey.pem()))
     }
 
-    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+    package func answer(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
         // "", "v3", projectID, "messages:send"
         let parts = request.pathWithoutQuery.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[1] == "v3", parts[3] == "messages:send", !parts[2].isEmpty else { return nil }
@@ -159,7 +159,7 @@ package final class HarmonyLookAlike: LookAlikeService {
         case expired
     }
 
-    func authenticateHarmony(_ request: AndroidRequest, projectID: String) -> HarmonyAuthentication {
+    func authenticateHarmony(_ request: LookAlikeRequest, projectID: String) -> HarmonyAuthentication {
         guard let bearer = Self.bearerToken(request.authorization) else { return .refused("Missing JWT") }
         guard let (headerBytes, claimBytes) = try? JWT.decodeParts(bearer),
             let header = MockJSON.parse(headerBytes), let claims = MockJSON.parse(claimBytes)
@@ -186,7 +186,7 @@ package final class HarmonyLookAlike: LookAlikeService {
 
     // MARK: POST /v3/{projectId}/messages:send
 
-    func harmonySend(_ request: AndroidRequest, projectID: String, faults: AndroidTokenPrefixFaults)
+    func harmonySend(_ request: LookAlikeRequest, projectID: String, faults: AndroidTokenPrefixFaults)
         -> AndroidResponse
     {
         let requestID = Self.requestID(nowMilliseconds: request.receivedAtMilliseconds)
@@ -425,7 +425,7 @@ enum HarmonySchema {
     }
 }
 
-extension APNsMockConfiguration {
+extension LookAlikeConfiguration {
     /// A HarmonyOS Push Kit service account (Huawei's key file: `project_id`, `key_id`,
     /// `private_key`, `sub_account`): a JWT with `kid == keyID` and `iss == subAccount`, signed
     /// (PS256) by the private half of `publicKeyPEM`, may send for `projectID` only.
@@ -452,11 +452,11 @@ extension APNsMockConfiguration {
     }
 }
 
-extension APNsMockLocalSetup {
+extension LookAlikeLocalSetup {
     /// A HarmonyOS Push Kit service account the v3 look-alike trusts (its public half);
     /// `harmonyServiceAccountJSON()` is the key file a client loads.
-    public var harmonyServiceAccount: APNsMockConfiguration.HarmonyServiceAccount {
-        lookAlikeMaterial("harmonyServiceAccount", as: APNsMockConfiguration.HarmonyServiceAccount.self)
+    public var harmonyServiceAccount: LookAlikeConfiguration.HarmonyServiceAccount {
+        lookAlikeMaterial("harmonyServiceAccount", as: LookAlikeConfiguration.HarmonyServiceAccount.self)
     }
     /// The account's RSA private key (PKCS#8 PEM, `private_key` of the key file).
     public var harmonyPrivateKeyPEM: String { lookAlikeMaterial("harmonyPrivateKeyPEM", as: String.self) }
@@ -478,10 +478,10 @@ extension APNsMockLocalSetup {
     }
 }
 
-extension APNsMockServer {
+extension LookAlikeServer {
     /// Accepts HarmonyOS Push Kit JWTs of this service account from now on. Throws when its
     /// public key PEM does not parse.
-    public func trustHarmonyServiceAccount(_ account: APNsMockConfiguration.HarmonyServiceAccount) throws {
+    public func trustHarmonyServiceAccount(_ account: LookAlikeConfiguration.HarmonyServiceAccount) throws {
         try (lookAlike(.harmony) as? HarmonyLookAlike)?.trust(account)
     }
 }

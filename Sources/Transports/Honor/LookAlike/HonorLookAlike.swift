@@ -19,7 +19,7 @@ package final class HonorLookAlike: LookAlikeService {
         makeSetup: { setup in
             try setup.setLookAlikeMaterial(
                 "honorClient",
-                APNsMockConfiguration.PushKitClient(
+                LookAlikeConfiguration.PushKitClient(
                     clientID: HonorLookAlike.randomString(count: 32, alphabet: "0123456789abcdef"),
                     clientSecret: HonorLookAlike.randomString(
                         count: 32, alphabet: "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"),
@@ -46,12 +46,13 @@ package final class HonorLookAlike: LookAlikeService {
     package let service = AndroidPushService.honor
     package let host: LookAlikeHost
     /// The OAuth clients it grants tokens to, by `client_id`; growable at run time.
-    private let clients: Mutex<[String: APNsMockConfiguration.PushKitClient]>
+    private let clients: Mutex<[String: LookAlikeConfiguration.PushKitClient]>
 
-    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+    init(host: LookAlikeHost, configuration: LookAlikeConfiguration) throws {
         self.host = host
-        var clients: [String: APNsMockConfiguration.PushKitClient] = [:]
-        for client in try configuration.lookAlikeSetting("honorClients", as: [APNsMockConfiguration.PushKitClient].self)
+        var clients: [String: LookAlikeConfiguration.PushKitClient] = [:]
+        for client in try configuration.lookAlikeSetting(
+            "honorClients", as: [LookAlikeConfiguration.PushKitClient].self)
             ?? [] where clients[client.clientID] == nil
         {
             clients[client.clientID] = client
@@ -60,7 +61,7 @@ package final class HonorLookAlike: LookAlikeService {
     }
 
     /// Grants tokens to this client from now on (replacing one with the same `client_id`).
-    func trust(_ client: APNsMockConfiguration.PushKitClient) {
+    func trust(_ client: LookAlikeConfiguration.PushKitClient) {
         clients.withLock { $0[client.clientID] = client }
     }
 
@@ -68,7 +69,7 @@ package final class HonorLookAlike: LookAlikeService {
         trust(.init(clientID: clientID, clientSecret: String(decoding: secret, as: UTF8.self), appID: vendorAppID))
     }
 
-    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+    package func answer(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
         let path = request.pathWithoutQuery
         if path == "/auth/token" || path == "/auth/realms/developer/protocol/openid-connect/token" {
             var response = token(request)
@@ -84,7 +85,7 @@ package final class HonorLookAlike: LookAlikeService {
 
     // MARK: POST /auth/token
 
-    func token(_ request: AndroidRequest) -> AndroidResponse {
+    func token(_ request: LookAlikeRequest) -> AndroidResponse {
         func refusal(_ status: Int, _ error: String, _ description: String) -> AndroidResponse {
             AndroidResponse(
                 status: status,
@@ -116,7 +117,7 @@ package final class HonorLookAlike: LookAlikeService {
 
     // MARK: POST /api/v1/{appId}/sendMessage (Honor)
 
-    func honorSend(_ request: AndroidRequest, appID: String, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
+    func honorSend(_ request: LookAlikeRequest, appID: String, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
         let requestID = Self.requestID(nowMilliseconds: request.receivedAtMilliseconds)
         func answer(_ status: Int, _ code: Int, _ message: String, data: String?) -> AndroidResponse {
             var json = #"{"code":\#(code),"message":\#(RequestLogLine.quoted(message))"#
@@ -204,7 +205,7 @@ package final class HonorLookAlike: LookAlikeService {
     }
 }
 
-extension APNsMockConfiguration {
+extension LookAlikeConfiguration {
     /// Honor Push OAuth clients the look-alike trusts (`POST /auth/token`, then
     /// `POST /api/v1/{appID}/sendMessage`).
     public var honorClients: [PushKitClient] {
@@ -213,16 +214,16 @@ extension APNsMockConfiguration {
     }
 }
 
-extension APNsMockLocalSetup {
+extension LookAlikeLocalSetup {
     /// A Honor Push OAuth client.
-    public var honorClient: APNsMockConfiguration.PushKitClient {
-        lookAlikeMaterial("honorClient", as: APNsMockConfiguration.PushKitClient.self)
+    public var honorClient: LookAlikeConfiguration.PushKitClient {
+        lookAlikeMaterial("honorClient", as: LookAlikeConfiguration.PushKitClient.self)
     }
 }
 
-extension APNsMockServer {
+extension LookAlikeServer {
     /// Grants tokens to this Honor Push client from now on.
-    public func trustHonorClient(_ client: APNsMockConfiguration.PushKitClient) {
+    public func trustHonorClient(_ client: LookAlikeConfiguration.PushKitClient) {
         (lookAlike(.honor) as? HonorLookAlike)?.trust(client)
     }
 }

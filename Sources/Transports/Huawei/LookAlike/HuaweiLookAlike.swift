@@ -22,7 +22,7 @@ package final class HuaweiLookAlike: LookAlikeService {
             let id = "10" + HuaweiLookAlike.randomString(count: 7, alphabet: "0123456789")
             try setup.setLookAlikeMaterial(
                 "huaweiClient",
-                APNsMockConfiguration.PushKitClient(
+                LookAlikeConfiguration.PushKitClient(
                     clientID: id, clientSecret: HuaweiLookAlike.randomString(count: 64, alphabet: "0123456789abcdef"),
                     appID: id))
         },
@@ -47,13 +47,13 @@ package final class HuaweiLookAlike: LookAlikeService {
     package let service = AndroidPushService.huawei
     package let host: LookAlikeHost
     /// The OAuth clients it grants tokens to, by `client_id`; growable at run time.
-    private let clients: Mutex<[String: APNsMockConfiguration.PushKitClient]>
+    private let clients: Mutex<[String: LookAlikeConfiguration.PushKitClient]>
 
-    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+    init(host: LookAlikeHost, configuration: LookAlikeConfiguration) throws {
         self.host = host
-        var clients: [String: APNsMockConfiguration.PushKitClient] = [:]
+        var clients: [String: LookAlikeConfiguration.PushKitClient] = [:]
         for client in try configuration.lookAlikeSetting(
-            "huaweiClients", as: [APNsMockConfiguration.PushKitClient].self)
+            "huaweiClients", as: [LookAlikeConfiguration.PushKitClient].self)
             ?? [] where clients[client.clientID] == nil
         {
             clients[client.clientID] = client
@@ -62,7 +62,7 @@ package final class HuaweiLookAlike: LookAlikeService {
     }
 
     /// Grants tokens to this client from now on (replacing one with the same `client_id`).
-    func trust(_ client: APNsMockConfiguration.PushKitClient) {
+    func trust(_ client: LookAlikeConfiguration.PushKitClient) {
         clients.withLock { $0[client.clientID] = client }
     }
 
@@ -70,7 +70,7 @@ package final class HuaweiLookAlike: LookAlikeService {
         trust(.init(clientID: clientID, clientSecret: String(decoding: secret, as: UTF8.self), appID: vendorAppID))
     }
 
-    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+    package func answer(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
         let path = request.pathWithoutQuery
         if path == "/oauth2/v3/token" {
             var response = token(request)
@@ -85,7 +85,7 @@ package final class HuaweiLookAlike: LookAlikeService {
 
     // MARK: POST /oauth2/v3/token
 
-    func token(_ request: AndroidRequest) -> AndroidResponse {
+    func token(_ request: LookAlikeRequest) -> AndroidResponse {
         func refusal(_ subError: Int, _ description: String, status: Int = 400) -> AndroidResponse {
             AndroidResponse(
                 status: status,
@@ -119,7 +119,7 @@ package final class HuaweiLookAlike: LookAlikeService {
 
     // MARK: POST /v1/{appId}/messages:send (Huawei)
 
-    func huaweiSend(_ request: AndroidRequest, appID: String, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
+    func huaweiSend(_ request: LookAlikeRequest, appID: String, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
         let requestID = Self.requestID(nowMilliseconds: request.receivedAtMilliseconds)
         func answer(_ status: Int, _ code: String, _ message: String, extra: [(String, String)] = []) -> AndroidResponse
         {
@@ -252,7 +252,7 @@ package final class HuaweiLookAlike: LookAlikeService {
     }
 }
 
-extension APNsMockConfiguration {
+extension LookAlikeConfiguration {
     /// Huawei Push Kit OAuth clients the look-alike trusts (`POST /oauth2/v3/token`, then
     /// `POST /v1/{appID}/messages:send`).
     public var huaweiClients: [PushKitClient] {
@@ -261,16 +261,16 @@ extension APNsMockConfiguration {
     }
 }
 
-extension APNsMockLocalSetup {
+extension LookAlikeLocalSetup {
     /// A Huawei Push Kit OAuth client (numeric id, as AppGallery Connect issues them).
-    public var huaweiClient: APNsMockConfiguration.PushKitClient {
-        lookAlikeMaterial("huaweiClient", as: APNsMockConfiguration.PushKitClient.self)
+    public var huaweiClient: LookAlikeConfiguration.PushKitClient {
+        lookAlikeMaterial("huaweiClient", as: LookAlikeConfiguration.PushKitClient.self)
     }
 }
 
-extension APNsMockServer {
+extension LookAlikeServer {
     /// Grants tokens to this Huawei Push Kit client from now on.
-    public func trustHuaweiClient(_ client: APNsMockConfiguration.PushKitClient) {
+    public func trustHuaweiClient(_ client: LookAlikeConfiguration.PushKitClient) {
         (lookAlike(.huawei) as? HuaweiLookAlike)?.trust(client)
     }
 }

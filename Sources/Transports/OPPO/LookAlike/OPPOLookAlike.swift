@@ -22,7 +22,7 @@ package final class OPPOLookAlike: LookAlikeService {
         makeSetup: { setup in
             try setup.setLookAlikeMaterial(
                 "oppoApp",
-                APNsMockConfiguration.OppoApp(
+                LookAlikeConfiguration.OppoApp(
                     appKey: OPPOLookAlike.randomHex(32), masterSecret: OPPOLookAlike.randomHex(32)))
         },
         configure: { configuration, setup in configuration.oppoApps.append(setup.oppoApp) },
@@ -42,12 +42,12 @@ package final class OPPOLookAlike: LookAlikeService {
     package let service = AndroidPushService.oppo
     package let host: LookAlikeHost
     /// The apps it grants `auth_token`s to, by AppKey; growable at run time.
-    private let apps: Mutex<[String: APNsMockConfiguration.OppoApp]>
+    private let apps: Mutex<[String: LookAlikeConfiguration.OppoApp]>
 
-    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+    init(host: LookAlikeHost, configuration: LookAlikeConfiguration) throws {
         self.host = host
-        var apps: [String: APNsMockConfiguration.OppoApp] = [:]
-        for app in try configuration.lookAlikeSetting("oppoApps", as: [APNsMockConfiguration.OppoApp].self) ?? []
+        var apps: [String: LookAlikeConfiguration.OppoApp] = [:]
+        for app in try configuration.lookAlikeSetting("oppoApps", as: [LookAlikeConfiguration.OppoApp].self) ?? []
         where apps[app.appKey] == nil {
             apps[app.appKey] = app
         }
@@ -55,7 +55,7 @@ package final class OPPOLookAlike: LookAlikeService {
     }
 
     /// Grants `auth_token`s to this app from now on (replacing one with the same AppKey).
-    func trust(_ app: APNsMockConfiguration.OppoApp) {
+    func trust(_ app: LookAlikeConfiguration.OppoApp) {
         apps.withLock { $0[app.appKey] = app }
     }
 
@@ -63,7 +63,7 @@ package final class OPPOLookAlike: LookAlikeService {
         trust(.init(appKey: clientID, masterSecret: String(decoding: secret, as: UTF8.self)))
     }
 
-    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+    package func answer(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
         switch request.pathWithoutQuery {
         case "/server/v1/auth":
             var response = oppoAuth(request)
@@ -122,7 +122,7 @@ package final class OPPOLookAlike: LookAlikeService {
 
     // MARK: POST /server/v1/auth
 
-    func oppoAuth(_ request: AndroidRequest) -> AndroidResponse {
+    func oppoAuth(_ request: LookAlikeRequest) -> AndroidResponse {
         guard request.method == "POST" else { return Self.oppoAnswer(405, 12, "Http Action Not Allowed") }
         let form = FormBody.parse(request.body) ?? [:]
         func field(_ name: String) -> String? { form[name].flatMap { $0.isEmpty ? nil : $0 } }
@@ -149,7 +149,7 @@ package final class OPPOLookAlike: LookAlikeService {
 
     // MARK: POST /server/v1/message/notification/unicast and unicast_batch
 
-    func oppoSend(_ request: AndroidRequest, batch: Bool, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
+    func oppoSend(_ request: LookAlikeRequest, batch: Bool, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
         func refuse(_ status: Int, _ code: Int, _ message: String, tokens: Int = 0) -> AndroidResponse {
             recorder.update(.oppo) {
                 $0.requestsRefused += 1
@@ -322,7 +322,7 @@ enum OppoSchema {
     }
 }
 
-extension APNsMockConfiguration {
+extension LookAlikeConfiguration {
     /// An OPPO Push app: `POST /server/v1/auth` signs `appKey + timestamp + masterSecret`
     /// (SHA-256); the `auth_token` it buys sends for this app only.
     public struct OppoApp: Sendable, Codable, Equatable {
@@ -344,16 +344,16 @@ extension APNsMockConfiguration {
     }
 }
 
-extension APNsMockLocalSetup {
+extension LookAlikeLocalSetup {
     /// An OPPO Push app (AppKey and MasterSecret).
-    public var oppoApp: APNsMockConfiguration.OppoApp {
-        lookAlikeMaterial("oppoApp", as: APNsMockConfiguration.OppoApp.self)
+    public var oppoApp: LookAlikeConfiguration.OppoApp {
+        lookAlikeMaterial("oppoApp", as: LookAlikeConfiguration.OppoApp.self)
     }
 }
 
-extension APNsMockServer {
+extension LookAlikeServer {
     /// Grants `auth_token`s to this OPPO app from now on.
-    public func trustOppoApp(_ app: APNsMockConfiguration.OppoApp) {
+    public func trustOppoApp(_ app: LookAlikeConfiguration.OppoApp) {
         (lookAlike(.oppo) as? OPPOLookAlike)?.trust(app)
     }
 }

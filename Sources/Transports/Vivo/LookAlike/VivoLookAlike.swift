@@ -27,7 +27,7 @@ package final class VivoLookAlike: LookAlikeService {
             }
             try setup.setLookAlikeMaterial(
                 "vivoApp",
-                APNsMockConfiguration.VivoApp(
+                LookAlikeConfiguration.VivoApp(
                     appID: "1" + VivoLookAlike.randomString(count: 8, alphabet: "0123456789"), appKey: uuid(),
                     appSecret: uuid()))
         },
@@ -37,7 +37,7 @@ package final class VivoLookAlike: LookAlikeService {
             LookAlikeCredential(
                 vendorAppID: setup.vivoApp.appID, clientID: setup.vivoApp.appKey,
                 secret: Array(setup.vivoApp.appSecret.utf8),
-                options: ["receipt_id": APNsMockLocalSetup.vivoReceiptID])
+                options: ["receipt_id": LookAlikeLocalSetup.vivoReceiptID])
         },
         banner: { setup, base, _ in
             [
@@ -54,14 +54,14 @@ package final class VivoLookAlike: LookAlikeService {
     package let service = AndroidPushService.vivo
     package let host: LookAlikeHost
     /// The apps it grants `authToken`s to, by AppID; growable at run time.
-    private let apps: Mutex<[String: APNsMockConfiguration.VivoApp]>
+    private let apps: Mutex<[String: LookAlikeConfiguration.VivoApp]>
     /// `saveListPayload` bodies, by `taskId`, for `pushToList`.
     let vivoTasks = VivoTaskStore()
 
-    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+    init(host: LookAlikeHost, configuration: LookAlikeConfiguration) throws {
         self.host = host
-        var apps: [String: APNsMockConfiguration.VivoApp] = [:]
-        for app in try configuration.lookAlikeSetting("vivoApps", as: [APNsMockConfiguration.VivoApp].self) ?? []
+        var apps: [String: LookAlikeConfiguration.VivoApp] = [:]
+        for app in try configuration.lookAlikeSetting("vivoApps", as: [LookAlikeConfiguration.VivoApp].self) ?? []
         where apps[app.appID] == nil {
             apps[app.appID] = app
         }
@@ -69,7 +69,7 @@ package final class VivoLookAlike: LookAlikeService {
     }
 
     /// Grants `authToken`s to this app from now on (replacing one with the same AppID).
-    func trust(_ app: APNsMockConfiguration.VivoApp) {
+    func trust(_ app: LookAlikeConfiguration.VivoApp) {
         apps.withLock { $0[app.appID] = app }
     }
 
@@ -77,7 +77,7 @@ package final class VivoLookAlike: LookAlikeService {
         trust(.init(appID: vendorAppID, appKey: clientID, appSecret: String(decoding: secret, as: UTF8.self)))
     }
 
-    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+    package func answer(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
         switch request.pathWithoutQuery {
         case "/message/auth":
             var response = vivoAuth(request)
@@ -133,7 +133,7 @@ package final class VivoLookAlike: LookAlikeService {
 
     // MARK: POST /message/auth
 
-    func vivoAuth(_ request: AndroidRequest) -> AndroidResponse {
+    func vivoAuth(_ request: LookAlikeRequest) -> AndroidResponse {
         guard request.method == "POST" else { return Self.vivoAnswer(405, 10050, "HTTP method 不合法") }
         let body = MockJSON.parse(request.body)
         func text(_ name: String) -> String? {
@@ -177,7 +177,7 @@ package final class VivoLookAlike: LookAlikeService {
     // MARK: Sends
 
     /// The app a send request's `authToken` (and body `appId`) stands for, or the refusal.
-    private func vivoAuthenticate(_ request: AndroidRequest, body: MockJSON?) -> Result<
+    private func vivoAuthenticate(_ request: LookAlikeRequest, body: MockJSON?) -> Result<
         AccessTokenStore.Issued, VivoRefusal
     > {
         guard let token = request.headers["authtoken"] ?? request.headers["auth_token"], !token.isEmpty,
@@ -210,7 +210,7 @@ package final class VivoLookAlike: LookAlikeService {
     }
 
     /// The request-level answer to a fault, or nil when the tokens may be sorted.
-    private func vivoFaultRefusal(_ fault: APNsMockConfiguration.AndroidTokenFault?, classification: Int, tokens: Int)
+    private func vivoFaultRefusal(_ fault: LookAlikeConfiguration.AndroidTokenFault?, classification: Int, tokens: Int)
         -> AndroidResponse?
     {
         guard let fault else { return nil }
@@ -229,7 +229,7 @@ package final class VivoLookAlike: LookAlikeService {
         }
     }
 
-    func vivoSend(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
+    func vivoSend(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
         guard request.method == "POST" else {
             return vivoRefuse(VivoRefusal(result: 10050, desc: "HTTP method 不合法", status: 405))
         }
@@ -271,7 +271,7 @@ package final class VivoLookAlike: LookAlikeService {
         return response
     }
 
-    func vivoSaveListPayload(_ request: AndroidRequest) -> AndroidResponse {
+    func vivoSaveListPayload(_ request: LookAlikeRequest) -> AndroidResponse {
         guard request.method == "POST" else {
             return vivoRefuse(VivoRefusal(result: 10050, desc: "HTTP method 不合法", status: 405))
         }
@@ -294,7 +294,7 @@ package final class VivoLookAlike: LookAlikeService {
         return response
     }
 
-    func vivoPushToList(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
+    func vivoPushToList(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
         guard request.method == "POST" else {
             return vivoRefuse(VivoRefusal(result: 10050, desc: "HTTP method 不合法", status: 405))
         }
@@ -455,7 +455,7 @@ enum VivoSchema {
     }
 }
 
-extension APNsMockConfiguration {
+extension LookAlikeConfiguration {
     /// A vivo Push app: `POST /message/auth` signs `appId + appKey + timestamp + appSecret`
     /// (MD5, lowercase hex); the `authToken` it buys sends for this app only.
     public struct VivoApp: Sendable, Codable, Equatable {
@@ -479,10 +479,10 @@ extension APNsMockConfiguration {
     }
 }
 
-extension APNsMockLocalSetup {
+extension LookAlikeLocalSetup {
     /// A vivo Push app (numeric AppID, AppKey, AppSecret).
-    public var vivoApp: APNsMockConfiguration.VivoApp {
-        lookAlikeMaterial("vivoApp", as: APNsMockConfiguration.VivoApp.self)
+    public var vivoApp: LookAlikeConfiguration.VivoApp {
+        lookAlikeMaterial("vivoApp", as: LookAlikeConfiguration.VivoApp.self)
     }
 
     /// The receipt id local mode's vivo look-alike stands for: as if the operator had added the
@@ -490,9 +490,9 @@ extension APNsMockLocalSetup {
     public static let vivoReceiptID = "tuisong-local"
 }
 
-extension APNsMockServer {
+extension LookAlikeServer {
     /// Grants `authToken`s to this vivo app from now on.
-    public func trustVivoApp(_ app: APNsMockConfiguration.VivoApp) {
+    public func trustVivoApp(_ app: LookAlikeConfiguration.VivoApp) {
         (lookAlike(.vivo) as? VivoLookAlike)?.trust(app)
     }
 }

@@ -22,7 +22,7 @@ package final class XiaomiLookAlike: LookAlikeService {
             let base64 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/"
             try setup.setLookAlikeMaterial(
                 "xiaomiApp",
-                APNsMockConfiguration.XiaomiApp(
+                LookAlikeConfiguration.XiaomiApp(
                     appSecret: XiaomiLookAlike.randomString(count: 22, alphabet: base64) + "==",
                     packageName: setup.bundleID))
         },
@@ -42,12 +42,12 @@ package final class XiaomiLookAlike: LookAlikeService {
     package let service = AndroidPushService.xiaomi
     package let host: LookAlikeHost
     /// The apps it accepts sends of, by AppSecret (the key of every request); growable at run time.
-    private let apps: Mutex<[String: APNsMockConfiguration.XiaomiApp]>
+    private let apps: Mutex<[String: LookAlikeConfiguration.XiaomiApp]>
 
-    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+    init(host: LookAlikeHost, configuration: LookAlikeConfiguration) throws {
         self.host = host
-        var apps: [String: APNsMockConfiguration.XiaomiApp] = [:]
-        for app in try configuration.lookAlikeSetting("xiaomiApps", as: [APNsMockConfiguration.XiaomiApp].self) ?? []
+        var apps: [String: LookAlikeConfiguration.XiaomiApp] = [:]
+        for app in try configuration.lookAlikeSetting("xiaomiApps", as: [LookAlikeConfiguration.XiaomiApp].self) ?? []
         where apps[app.appSecret] == nil {
             apps[app.appSecret] = app
         }
@@ -55,7 +55,7 @@ package final class XiaomiLookAlike: LookAlikeService {
     }
 
     /// Accepts sends keyed with this app's AppSecret from now on.
-    func trust(_ app: APNsMockConfiguration.XiaomiApp) {
+    func trust(_ app: LookAlikeConfiguration.XiaomiApp) {
         apps.withLock { $0[app.appSecret] = app }
     }
 
@@ -63,7 +63,7 @@ package final class XiaomiLookAlike: LookAlikeService {
         trust(.init(appSecret: String(decoding: secret, as: UTF8.self), packageName: vendorAppID))
     }
 
-    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+    package func answer(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
         switch request.pathWithoutQuery {
         case "/v3/message/regid", "/v2/message/regid": xiaomiSend(request, faults: faults)
         default: nil
@@ -95,7 +95,7 @@ package final class XiaomiLookAlike: LookAlikeService {
     /// Server default and maximum of `time_to_live`: two weeks, in milliseconds.
     static let xiaomiMaximumTimeToLive = 1_209_600_000
 
-    func xiaomiSend(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
+    func xiaomiSend(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse {
         let traceID = "Xcm" + Self.randomAlphanumerics(19)
         func answer(_ status: Int, _ json: String, code: Int, target: String?) -> AndroidResponse {
             var response = AndroidResponse(
@@ -255,7 +255,7 @@ enum XiaomiSchema {
     }
 }
 
-extension APNsMockConfiguration {
+extension LookAlikeConfiguration {
     /// A Xiaomi MiPush app: requests with `Authorization: key=<appSecret>` may send to
     /// `restricted_package_name` = `packageName`.
     public struct XiaomiApp: Sendable, Codable, Equatable {
@@ -277,16 +277,16 @@ extension APNsMockConfiguration {
     }
 }
 
-extension APNsMockLocalSetup {
-    /// A Xiaomi MiPush app (package `<bundleID>`, as the APNs topic).
-    public var xiaomiApp: APNsMockConfiguration.XiaomiApp {
-        lookAlikeMaterial("xiaomiApp", as: APNsMockConfiguration.XiaomiApp.self)
+extension LookAlikeLocalSetup {
+    /// A Xiaomi MiPush app (package `<bundleID>`: the set-up's app).
+    public var xiaomiApp: LookAlikeConfiguration.XiaomiApp {
+        lookAlikeMaterial("xiaomiApp", as: LookAlikeConfiguration.XiaomiApp.self)
     }
 }
 
-extension APNsMockServer {
+extension LookAlikeServer {
     /// Accepts sends keyed with this Xiaomi app's AppSecret from now on.
-    public func trustXiaomiApp(_ app: APNsMockConfiguration.XiaomiApp) {
+    public func trustXiaomiApp(_ app: LookAlikeConfiguration.XiaomiApp) {
         (lookAlike(.xiaomi) as? XiaomiLookAlike)?.trust(app)
     }
 }

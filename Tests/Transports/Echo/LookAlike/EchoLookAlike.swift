@@ -55,7 +55,7 @@ package final class EchoLookAlike: LookAlikeService {
     private let keys: Mutex<[String: String]>
     private let sent = Atomic<Int>(0)
 
-    init(host: LookAlikeHost, configuration: APNsMockConfiguration) throws {
+    init(host: LookAlikeHost, configuration: LookAlikeConfiguration) throws {
         self.host = host
         let accounts = try configuration.lookAlikeSetting("echoAccounts", as: [Account].self) ?? []
         keys = Mutex(Dictionary(accounts.map { ($0.account, $0.apiKey) }, uniquingKeysWith: { first, _ in first }))
@@ -65,7 +65,7 @@ package final class EchoLookAlike: LookAlikeService {
         keys.withLock { $0[clientID] = String(decoding: secret, as: UTF8.self) }
     }
 
-    package func answer(_ request: AndroidRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
+    package func answer(_ request: LookAlikeRequest, faults: AndroidTokenPrefixFaults) -> AndroidResponse? {
         guard request.pathWithoutQuery == "/echo/v1/send" else { return nil }
         func refuse(_ status: Int, _ error: String) -> AndroidResponse {
             recorder.update(.echo) { $0.requestsRefused += 1 }

@@ -1,42 +1,17 @@
 import Synchronization
+import TuisongLookAlikeKit
 
-/// Counters of everything the mock saw since start (or the last `resetStatistics()`).
-public struct APNsMockStatistics: Sendable, Equatable {
-    /// Requests that were complete and answered (validation errors and faults included).
-    /// Refused streams and streams beyond a GOAWAY are not requests.
+/// Counters of the APNs look-alike since start (or the last `resetStatistics()`); the
+/// connections' are the server's (`LookAlikeServer.statistics`).
+public struct APNsLookAlikeStatistics: Sendable, Equatable {
+    /// Requests that were complete and answered (validation errors and faults included), on
+    /// APNs's paths or on a path no other look-alike claims. Refused streams and streams beyond
+    /// a GOAWAY are not requests.
     public var requests = 0
     /// Answers by HTTP status, e.g. `[200: 950, 410: 50]`.
     public var responsesByStatus: [Int: Int] = [:]
     /// Error answers by APNs reason, e.g. `["Unregistered": 50]`.
     public var responsesByReason: [String: Int] = [:]
-    /// TCP connections accepted.
-    public var connectionsAccepted = 0
-    /// Connections currently open.
-    public var connectionsOpen = 0
-    /// Connections whose TLS handshake failed (or that did not negotiate ALPN h2).
-    public var handshakeFailures = 0
-    /// Connections closed by the `dropConnectionAfterRequests` fault.
-    public var connectionsDropped = 0
-    /// GOAWAY frames sent (fault, shutdown or protocol error).
-    public var goawaysSent = 0
-    /// Streams answered RST_STREAM REFUSED_STREAM (over the advertised stream limit).
-    public var refusedStreams = 0
-    /// Times a connection raised its stream limit after its first valid provider token.
-    public var streamLimitRaises = 0
-    /// Times a connection lowered its stream limit (the `lowerStreamLimitAfterRequests` fault).
-    public var streamLimitLowerings = 0
-    /// The most request streams open at once on one connection after its client acknowledged
-    /// a lowered limit: a client that honours SETTINGS keeps this at or below the new limit.
-    public var peakStreamsAfterLowering = 0
-    /// Bytes read and dropped from clients after the mock shut its side (a GOAWAY sent, the
-    /// connection lingering until the client closes): read, they cannot make the kernel reset
-    /// the connection.
-    public var bytesDrainedWhileLingering = 0
-    /// Filler bytes handed to nghttp2 for answers of the endless-answers fault: how far clients
-    /// read an answer that never ends before they gave up on it.
-    public var endlessAnswerBytes = 0
-    /// PING frames received from clients (acknowledgements not counted).
-    public var pingsReceived = 0
     /// Distinct provider tokens (JWT strings) that were accepted.
     public var providerTokensAccepted = 0
     /// Requests whose provider token was rejected (403 Invalid/Expired/MissingProviderToken).
@@ -47,7 +22,7 @@ public struct APNsMockStatistics: Sendable, Equatable {
     public init() {}
 }
 
-/// One request as the mock received it, with the answer it got.
+/// One APNs request as the look-alike received it, with the answer it got.
 public struct ReceivedNotification: Sendable, Equatable {
     /// Device token from the path (as sent, hex).
     public var deviceToken: String
@@ -61,7 +36,7 @@ public struct ReceivedNotification: Sendable, Equatable {
     public var expiration: String?
     /// `apns-collapse-id` as sent; nil when absent.
     public var collapseID: String?
-    /// The `apns-id` answered: the request's, or the one the mock generated.
+    /// The `apns-id` answered: the request's, or the one the look-alike generated.
     public var apnsID: String
     /// The request body bytes (JSON payload).
     public var payload: [UInt8]
@@ -82,9 +57,9 @@ public struct ReceivedNotification: Sendable, Equatable {
 }
 
 /// Counters and the bounded ring of received notifications, shared by every event loop.
-final class MockRecorder: Sendable {
+final class APNsRecorder: Sendable {
     private struct State {
-        var statistics = APNsMockStatistics()
+        var statistics = APNsLookAlikeStatistics()
         var ring: [ReceivedNotification] = []
         var ringStart = 0
         var acceptedProviderTokens: Set<String> = []
@@ -97,7 +72,7 @@ final class MockRecorder: Sendable {
         self.capacity = max(0, capacity)
     }
 
-    var statistics: APNsMockStatistics {
+    var statistics: APNsLookAlikeStatistics {
         state.withLock { $0.statistics }
     }
 
@@ -132,10 +107,6 @@ final class MockRecorder: Sendable {
         }
     }
 
-    func update(_ change: (inout APNsMockStatistics) -> Void) {
-        state.withLock { change(&$0.statistics) }
-    }
-
     func notifications() -> [ReceivedNotification] {
         state.withLock { state in
             Array(state.ring[state.ringStart...] + state.ring[..<state.ringStart])
@@ -151,11 +122,36 @@ final class MockRecorder: Sendable {
 
     func resetStatistics() {
         state.withLock { state in
-            let open = state.statistics.connectionsOpen
-            state.statistics = APNsMockStatistics()
-            // Open connections are a gauge, not a counter: it stays true after a reset.
-            state.statistics.connectionsOpen = open
+            state.statistics = APNsLookAlikeStatistics()
             state.acceptedProviderTokens.removeAll()
         }
+    }
+}
+
+/// One JSON line per APNs request for `logRequests`.
+enum APNsRequestLogLine {
+    static func make(_ notification: ReceivedNotification, method: String?, path: String?) -> String {
+        let quoted = RequestLogLine.quoted
+        var fields: [String] = [
+            #""time":\#(notification.receivedAtMilliseconds)"#,
+            #""connection":\#(notification.connectionID)"#,
+            #""stream":\#(notification.streamID)"#,
+            #""status":\#(notification.status)"#,
+            #""apns-id":\#(quoted(notification.apnsID))"#,
+            #""payload-bytes":\#(notification.payload.count)"#,
+        ]
+        func add(_ key: String, _ value: String?) {
+            if let value { fields.append("\(quoted(key)):\(quoted(value))") }
+        }
+        add("method", method)
+        add("path", path)
+        add("reason", notification.reason)
+        add("apns-topic", notification.topic)
+        add("apns-push-type", notification.pushType)
+        add("apns-priority", notification.priority)
+        add("apns-expiration", notification.expiration)
+        add("apns-collapse-id", notification.collapseID)
+        add("team", notification.teamID)
+        return "{" + fields.joined(separator: ",") + "}"
     }
 }

@@ -1,49 +1,17 @@
 import TuisongCore
 
-/// How an `APNsMockServer` listens, authenticates and misbehaves.
+/// How a `LookAlikeServer` listens, which client certificates it accepts and how it
+/// misbehaves; what each look-alike trusts is kept under its own keys (`lookAlikeSettings`).
 ///
 /// Every key is optional when decoding, so a JSON config only names what it changes:
 /// ```json
 /// {"port": 2197, "tokenKeys": [{"keyID": "ABC123DEFG", "teamID": "DEF123GHIJ", "publicKeyPEM": "..."}],
-///  "faults": {"tokenPrefixes": {"410": {"status": 410, "reason": "Unregistered"}}}}
+///  "faults": {"latencyMilliseconds": 20}}
 /// ```
-public struct APNsMockConfiguration: Sendable, Codable, Equatable {
-    /// A provider token signing key the mock accepts: JWTs with `kid == keyID` must be signed by
-    /// the matching private key and carry `iss == teamID`.
-    public struct TokenKey: Sendable, Codable, Equatable {
-        /// The 10-character key id (`kid` in the JWT header).
-        public var keyID: String
-        /// The 10-character team id (`iss` in the JWT claims).
-        public var teamID: String
-        /// The P-256 public key as PEM (`-----BEGIN PUBLIC KEY-----`).
-        public var publicKeyPEM: String
-
-        public init(keyID: String, teamID: String, publicKeyPEM: String) {
-            self.keyID = keyID
-            self.teamID = teamID
-            self.publicKeyPEM = publicKeyPEM
-        }
-    }
-
-    /// A canned APNs error answer.
-    public struct Fault: Sendable, Codable, Equatable {
-        /// HTTP status, e.g. 410.
-        public var status: Int
-        /// APNs reason string, e.g. `Unregistered`. A 410 answer also carries a timestamp.
-        public var reason: String
-
-        public init(status: Int, reason: String) {
-            self.status = status
-            self.reason = reason
-        }
-    }
-
+public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
     /// Misbehaviour injected into an otherwise valid exchange. Changeable at run time with
-    /// `APNsMockServer.setFaults(_:)`.
+    /// `LookAlikeServer.setFaults(_:)`.
     public struct Faults: Sendable, Codable, Equatable {
-        /// Device-token prefix (lower-case hex) → answer. Applied after validation, so a request
-        /// that is invalid anyway still gets its validation error. The longest matching prefix wins.
-        public var tokenPrefixes: [String: Fault]
         /// Every response is held back this long; other streams keep flowing meanwhile.
         public var latencyMilliseconds: Int
         /// Each connection sends GOAWAY (last stream id = the N-th processed stream) once it has
@@ -59,61 +27,84 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         public var loweredStreamLimit: Int
         /// Connections accepted while this is set never answer PING frames (a half-dead peer).
         public var ignorePings: Bool
-        /// Device-token prefix (case-sensitive, as the tokens are) → how the other look-alikes
-        /// answer that token, each in its service's words. Applied after authentication and body
-        /// validation; the longest matching prefix wins.
+        /// Device-token prefix (case-sensitive, as the tokens are) → how the token-based
+        /// look-alikes answer that token, each in its service's words. Applied after
+        /// authentication and body validation; the longest matching prefix wins.
         public var androidTokenPrefixes: [String: AndroidTokenFault]
-        /// Every answer of the other look-alikes — sign-ins and pushes — starts as usual (status, headers without a length) and then
-        /// streams a body that never ends, as a broken upstream or proxy might; the stream goes on
-        /// until the client resets it or closes the connection.
+        /// Every answer of the token-based look-alikes — sign-ins and pushes — starts as usual
+        /// (status, headers without a length) and then streams a body that never ends, as a broken
+        /// upstream or proxy might; the stream goes on until the client resets it or closes the
+        /// connection.
         public var endlessAnswers: Bool
+        /// The faults of a look-alike that has its own, by its own keys, kept as read (the
+        /// `tokenPrefixes` of a service whose answers are not the kinds above); its folder adds
+        /// typed accessors, and it reads them whenever they change (`PortService.prepareFaults`).
+        public var lookAlikeFaults: [String: JSONValue]
 
         public init(
-            tokenPrefixes: [String: Fault] = [:], latencyMilliseconds: Int = 0,
-            goawayAfterRequests: Int? = nil, dropConnectionAfterRequests: Int? = nil,
+            latencyMilliseconds: Int = 0, goawayAfterRequests: Int? = nil, dropConnectionAfterRequests: Int? = nil,
             lowerStreamLimitAfterRequests: Int? = nil, loweredStreamLimit: Int = 1, ignorePings: Bool = false,
-            androidTokenPrefixes: [String: AndroidTokenFault] = [:], endlessAnswers: Bool = false
+            androidTokenPrefixes: [String: AndroidTokenFault] = [:], endlessAnswers: Bool = false,
+            lookAlikeFaults: [String: JSONValue] = [:]
         ) {
             self.androidTokenPrefixes = androidTokenPrefixes
             self.endlessAnswers = endlessAnswers
-            self.tokenPrefixes = tokenPrefixes
             self.latencyMilliseconds = latencyMilliseconds
             self.goawayAfterRequests = goawayAfterRequests
             self.dropConnectionAfterRequests = dropConnectionAfterRequests
             self.lowerStreamLimitAfterRequests = lowerStreamLimitAfterRequests
             self.loweredStreamLimit = loweredStreamLimit
             self.ignorePings = ignorePings
+            self.lookAlikeFaults = lookAlikeFaults
         }
 
-        /// The "magic token" set of local mode: tokens starting `410` are unregistered, `400bad`
-        /// are bad device tokens, `429` are throttled and `500` fail with a server error.
-        /// Not the default: random real tokens hit these prefixes about once in 4096.
-        /// Android tokens: `unregistered-`, `invalid-`, `quota-` (retry after 30 s),
-        /// `unavailable-`, `internal-` (real tokens never contain `-` before their `:`).
-        public static let magicTokenPrefixes = Faults(
-            tokenPrefixes: [
-                "410": Fault(status: 410, reason: "Unregistered"),
-                "400bad": Fault(status: 400, reason: "BadDeviceToken"),
-                "429": Fault(status: 429, reason: "TooManyRequests"),
-                "500": Fault(status: 500, reason: "InternalServerError"),
-            ],
-            androidTokenPrefixes: [
-                "unregistered-": .unregistered, "invalid-": .invalidArgument,
-                "quota-": .quotaExceeded(retryAfterSeconds: 30), "unavailable-": .unavailable,
-                "internal-": .internal,
-            ])
+        /// The token-based look-alikes' "magic tokens" of local mode: `unregistered-`,
+        /// `invalid-`, `quota-` (retry after 30 s), `unavailable-`, `internal-` (real tokens never
+        /// contain `-` before their `:`). A look-alike adds its own (`LookAlikeDeclaration.magicFaults`).
+        public static let magicAndroidTokenPrefixes: [String: AndroidTokenFault] = [
+            "unregistered-": .unregistered, "invalid-": .invalidArgument,
+            "quota-": .quotaExceeded(retryAfterSeconds: 30), "unavailable-": .unavailable, "internal-": .internal,
+        ]
 
-        private enum CodingKeys: String, CodingKey {
-            case tokenPrefixes, latencyMilliseconds, goawayAfterRequests, dropConnectionAfterRequests
+        /// The "magic token" set of local mode: each look-alike answers tokens starting with its
+        /// magic prefixes with that error. Not the default: random real tokens hit some of these
+        /// prefixes about once in 4096.
+        public static func magicTokenPrefixes(lookAlikes: LookAlikeRegistry) -> Faults {
+            var faults = Faults(androidTokenPrefixes: magicAndroidTokenPrefixes)
+            for declaration in lookAlikes.declarations { declaration.magicFaults?(&faults) }
+            return faults
+        }
+
+        /// Adds `other`'s token prefixes where these faults have none (each look-alike's too).
+        public mutating func addTokenPrefixes(of other: Faults) {
+            androidTokenPrefixes.merge(other.androidTokenPrefixes) { own, _ in own }
+            for (key, value) in other.lookAlikeFaults {
+                if case .object(let own)? = lookAlikeFaults[key], case .object(let added) = value {
+                    lookAlikeFaults[key] = .object(own.merging(added) { own, _ in own })
+                } else if lookAlikeFaults[key] == nil {
+                    lookAlikeFaults[key] = value
+                }
+            }
+        }
+
+        /// The look-alike fault `key` read as `T` (nil when absent); throws when it does not read.
+        package func lookAlikeFault<T: Decodable>(_ key: String, as type: T.Type) throws -> T? {
+            try lookAlikeFaults[key].map { try $0.decoded(as: T.self) }
+        }
+
+        /// Sets (or, with nil, removes) the look-alike fault `key`.
+        package mutating func setLookAlikeFault<T: Encodable>(_ key: String, _ value: T?) {
+            lookAlikeFaults[key] = value.flatMap { try? JSONValue(encoding: $0) }
+        }
+
+        private enum CodingKeys: String, CodingKey, CaseIterable {
+            case latencyMilliseconds, goawayAfterRequests, dropConnectionAfterRequests
             case lowerStreamLimitAfterRequests, loweredStreamLimit, ignorePings, androidTokenPrefixes, endlessAnswers
         }
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             let defaults = Faults()
-            tokenPrefixes =
-                try container.decodeIfPresent([String: Fault].self, forKey: .tokenPrefixes)
-                ?? defaults.tokenPrefixes
             latencyMilliseconds =
                 try container.decodeIfPresent(Int.self, forKey: .latencyMilliseconds)
                 ?? defaults.latencyMilliseconds
@@ -130,35 +121,53 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
                 ?? defaults.androidTokenPrefixes
             endlessAnswers =
                 try container.decodeIfPresent(Bool.self, forKey: .endlessAnswers) ?? defaults.endlessAnswers
+            // Every other key is a look-alike's, read by it (`PortService.prepareFaults`).
+            let known = Set(CodingKeys.allCases.map(\.rawValue))
+            let others = try decoder.container(keyedBy: AnyCodingKey.self)
+            lookAlikeFaults = [:]
+            for key in others.allKeys where !known.contains(key.stringValue) {
+                lookAlikeFaults[key.stringValue] = try others.decode(JSONValue.self, forKey: key)
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(latencyMilliseconds, forKey: .latencyMilliseconds)
+            try container.encodeIfPresent(goawayAfterRequests, forKey: .goawayAfterRequests)
+            try container.encodeIfPresent(dropConnectionAfterRequests, forKey: .dropConnectionAfterRequests)
+            try container.encodeIfPresent(lowerStreamLimitAfterRequests, forKey: .lowerStreamLimitAfterRequests)
+            try container.encode(loweredStreamLimit, forKey: .loweredStreamLimit)
+            try container.encode(ignorePings, forKey: .ignorePings)
+            try container.encode(androidTokenPrefixes, forKey: .androidTokenPrefixes)
+            try container.encode(endlessAnswers, forKey: .endlessAnswers)
+            var others = encoder.container(keyedBy: AnyCodingKey.self)
+            for (key, value) in lookAlikeFaults { try others.encode(value, forKey: AnyCodingKey(key)) }
         }
     }
 
     /// Address to bind; loopback by default.
     public var host: String
-    /// TCP port; 0 picks a free one (read it back from `APNsMockServer.port`).
+    /// TCP port; 0 picks a free one (read it back from `LookAlikeServer.port`).
     public var port: Int
-    /// SETTINGS_MAX_CONCURRENT_STREAMS once a valid provider token was accepted on the connection
-    /// (token auth), or from the start (certificate auth).
+    /// SETTINGS_MAX_CONCURRENT_STREAMS once a service's answer raised it (a valid token, or the
+    /// first request of a service that does not hold a new connection to one stream), or from
+    /// the start on a connection with a client certificate.
     public var maxConcurrentStreams: Int
-    /// SETTINGS_MAX_CONCURRENT_STREAMS before the first valid provider token; APNs allows one.
+    /// SETTINGS_MAX_CONCURRENT_STREAMS until then (1, as Apple allows before a valid token).
     public var streamsBeforeFirstValidToken: Int
-    /// Keys accepted for token (JWT) authentication.
-    public var tokenKeys: [TokenKey]
-    /// PEM CA certificates; client certificates issued by one of them authenticate the
-    /// connection, and their APNs topic extension lists the allowed `apns-topic` values.
+    /// PEM CA certificates; a client certificate issued by one of them is handed to the
+    /// services when the connection opens (it may authenticate the connection).
     public var clientCertificateCAPEMs: [String]
-    /// A provider token whose `iat` is older than this is answered 403 ExpiredProviderToken.
-    public var maxTokenAgeSeconds: Int
     /// Injected misbehaviour; see `Faults`.
     public var faults: Faults
     /// Log one JSON line per processed request (to stdout unless the server was given a sink).
     public var logRequests: Bool
     /// Event-loop threads; accepted connections are spread over them round-robin.
     public var eventLoopThreads: Int
-    /// How many requests `receivedNotifications()` keeps (oldest dropped first); the same bound
-    /// applies to `receivedAndroidMessages()`.
+    /// How many requests each look-alike keeps (`receivedAndroidMessages()` and each
+    /// look-alike's own records; oldest dropped first).
     public var recordedNotificationLimit: Int
-    /// What the other look-alikes trust, by their own keys (each
+    /// What the look-alikes trust, by their own keys (each
     /// `LookAlikeDeclaration.configurationKeys`), kept as read; each look-alike's folder adds
     /// typed accessors.
     public var lookAlikeSettings: [String: JSONValue]
@@ -168,9 +177,8 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
 
     public init(
         host: String = "127.0.0.1", port: Int = 0, maxConcurrentStreams: Int = 1000,
-        streamsBeforeFirstValidToken: Int = 1, tokenKeys: [TokenKey] = [],
-        clientCertificateCAPEMs: [String] = [], maxTokenAgeSeconds: Int = 3600,
-        faults: Faults = Faults(), logRequests: Bool = false, eventLoopThreads: Int = 1,
+        streamsBeforeFirstValidToken: Int = 1, clientCertificateCAPEMs: [String] = [], faults: Faults = Faults(),
+        logRequests: Bool = false, eventLoopThreads: Int = 1,
         recordedNotificationLimit: Int = 100_000, accessTokenLifetimeSeconds: Int = 3600,
         lookAlikeSettings: [String: JSONValue] = [:]
     ) {
@@ -180,9 +188,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         self.port = port
         self.maxConcurrentStreams = maxConcurrentStreams
         self.streamsBeforeFirstValidToken = streamsBeforeFirstValidToken
-        self.tokenKeys = tokenKeys
         self.clientCertificateCAPEMs = clientCertificateCAPEMs
-        self.maxTokenAgeSeconds = maxTokenAgeSeconds
         self.faults = faults
         self.logRequests = logRequests
         self.eventLoopThreads = eventLoopThreads
@@ -190,14 +196,14 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case host, port, maxConcurrentStreams, streamsBeforeFirstValidToken, tokenKeys
-        case clientCertificateCAPEMs, maxTokenAgeSeconds, faults, logRequests, eventLoopThreads
+        case host, port, maxConcurrentStreams, streamsBeforeFirstValidToken
+        case clientCertificateCAPEMs, faults, logRequests, eventLoopThreads
         case recordedNotificationLimit, accessTokenLifetimeSeconds
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        let defaults = APNsMockConfiguration()
+        let defaults = LookAlikeConfiguration()
         func value<T: Decodable>(_ key: CodingKeys, _ fallback: T) throws -> T {
             try container.decodeIfPresent(T.self, forKey: key) ?? fallback
         }
@@ -206,9 +212,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         maxConcurrentStreams = try value(.maxConcurrentStreams, defaults.maxConcurrentStreams)
         streamsBeforeFirstValidToken = try value(
             .streamsBeforeFirstValidToken, defaults.streamsBeforeFirstValidToken)
-        tokenKeys = try value(.tokenKeys, defaults.tokenKeys)
         clientCertificateCAPEMs = try value(.clientCertificateCAPEMs, defaults.clientCertificateCAPEMs)
-        maxTokenAgeSeconds = try value(.maxTokenAgeSeconds, defaults.maxTokenAgeSeconds)
         faults = try value(.faults, defaults.faults)
         logRequests = try value(.logRequests, defaults.logRequests)
         eventLoopThreads = try value(.eventLoopThreads, defaults.eventLoopThreads)
@@ -218,8 +222,8 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         // Every other key is a look-alike's, read by it when it starts.
         let known = Set(
             [
-                CodingKeys.host, .port, .maxConcurrentStreams, .streamsBeforeFirstValidToken, .tokenKeys,
-                .clientCertificateCAPEMs, .maxTokenAgeSeconds, .faults, .logRequests, .eventLoopThreads,
+                CodingKeys.host, .port, .maxConcurrentStreams, .streamsBeforeFirstValidToken,
+                .clientCertificateCAPEMs, .faults, .logRequests, .eventLoopThreads,
                 .recordedNotificationLimit, .accessTokenLifetimeSeconds,
             ].map(\.rawValue))
         let others = try decoder.container(keyedBy: AnyCodingKey.self)
@@ -235,9 +239,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
         try container.encode(port, forKey: .port)
         try container.encode(maxConcurrentStreams, forKey: .maxConcurrentStreams)
         try container.encode(streamsBeforeFirstValidToken, forKey: .streamsBeforeFirstValidToken)
-        try container.encode(tokenKeys, forKey: .tokenKeys)
         try container.encode(clientCertificateCAPEMs, forKey: .clientCertificateCAPEMs)
-        try container.encode(maxTokenAgeSeconds, forKey: .maxTokenAgeSeconds)
         try container.encode(faults, forKey: .faults)
         try container.encode(logRequests, forKey: .logRequests)
         try container.encode(eventLoopThreads, forKey: .eventLoopThreads)
@@ -264,7 +266,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
     }
 
     /// Adds `other`'s look-alike settings: lists are joined, anything else is replaced.
-    public mutating func addLookAlikeSettings(of other: APNsMockConfiguration) {
+    public mutating func addLookAlikeSettings(of other: LookAlikeConfiguration) {
         for (key, value) in other.lookAlikeSettings {
             if case .array(let own)? = lookAlikeSettings[key], case .array(let added) = value {
                 lookAlikeSettings[key] = .array(own + added)
@@ -275,7 +277,7 @@ public struct APNsMockConfiguration: Sendable, Codable, Equatable {
     }
 }
 
-extension APNsMockConfiguration {
+extension LookAlikeConfiguration {
     /// An OAuth client of a look-alike with a client-credentials grant: its access tokens may
     /// send for `appID` only.
     public struct PushKitClient: Sendable, Codable, Equatable {
@@ -292,7 +294,7 @@ extension APNsMockConfiguration {
         }
     }
 
-    /// How the other look-alikes answer a device token, each in its service's words (its folder
+    /// How the token-based look-alikes answer a device token, each in its service's words (its folder
     /// and `docs/reference/android.md` say how): `unregistered` and `invalidArgument` refuse the
     /// token; `quotaExceeded` (with its `Retry-After`), `unavailable` and `internal` fail the
     /// request, or the token where the service answers per token.

@@ -1,4 +1,6 @@
-/// The parts of an HTTP/2 request APNs looks at, collected header by header.
+import TuisongLookAlikeKit
+
+/// The parts of an HTTP/2 request APNs looks at, read from the request's headers in one pass.
 struct APNsRequestHead {
     var method: String?
     var path: String?
@@ -9,23 +11,24 @@ struct APNsRequestHead {
     var expiration: String?
     var collapseID: String?
     var apnsID: String?
-    /// Read by the other look-alikes only (a token endpoint may check `aud` against it).
-    var authority: String?
-    var contentType: String?
-    /// Every other header, for the other look-alikes (the last of a repeated one).
-    var otherHeaders: [String: String] = [:]
-    /// Set when a request header other than a pseudo-header appeared twice.
+    /// Set when a header APNs reads (or `push-type`) appeared twice.
     var hasDuplicateHeader = false
 
-    /// Stores one header field; names arrive lower-case (HTTP/2 requires it, nghttp2 enforces it).
-    mutating func add(name: String, value: String) {
+    init(_ request: LookAlikeRequest) {
+        method = request.method
+        path = request.path.isEmpty ? nil : request.path
+        var sawPushType = false
+        for field in request.headers.fields {
+            add(name: field.name, value: field.value, sawPushType: &sawPushType)
+        }
+    }
+
+    private mutating func add(name: String, value: String, sawPushType: inout Bool) {
         func store(_ field: inout String?) {
             if field != nil { hasDuplicateHeader = true }
             field = value
         }
         switch name {
-        case ":method": method = value
-        case ":path": path = value
         case "authorization": store(&authorization)
         case "apns-topic": store(&topic)
         case "apns-push-type": store(&pushType)
@@ -33,11 +36,11 @@ struct APNsRequestHead {
         case "apns-expiration": store(&expiration)
         case "apns-collapse-id": store(&collapseID)
         case "apns-id": store(&apnsID)
-        case ":authority", "host": authority = value
-        case "content-type": contentType = value
-        default:
+        case "push-type":
             // `push-type` twice was always a duplicate (it once had a field of its own).
-            if otherHeaders.updateValue(value, forKey: name) != nil, name == "push-type" { hasDuplicateHeader = true }
+            if sawPushType { hasDuplicateHeader = true }
+            sawPushType = true
+        default: break
         }
     }
 }
@@ -279,16 +282,16 @@ struct APNsIDGenerator: RandomNumberGenerator {
 /// Faults that replace a valid answer, chosen by device-token prefix.
 struct TokenPrefixFaults: Sendable {
     /// Longest prefix first, so `400bad` wins over `400`.
-    private let entries: [(prefix: String, fault: APNsMockConfiguration.Fault)]
+    private let entries: [(prefix: String, fault: LookAlikeConfiguration.APNsFault)]
 
-    init(_ prefixes: [String: APNsMockConfiguration.Fault]) {
+    init(_ prefixes: [String: LookAlikeConfiguration.APNsFault]) {
         entries = prefixes.map { (prefix: $0.key.lowercased(), fault: $0.value) }
             .sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
     }
 
     var isEmpty: Bool { entries.isEmpty }
 
-    func fault(forDeviceToken token: String) -> APNsMockConfiguration.Fault? {
+    func fault(forDeviceToken token: String) -> LookAlikeConfiguration.APNsFault? {
         guard !entries.isEmpty else { return nil }
         let lowered = token.lowercased()
         return entries.first { lowered.hasPrefix($0.prefix) }?.fault

@@ -1,5 +1,6 @@
 import Synchronization
 internal import TuisongCrypto
+import TuisongLookAlikeKit
 
 /// What a verified provider token says.
 struct ProviderTokenClaims: Equatable, Sendable {
@@ -33,7 +34,7 @@ final class ProviderTokenVerifier: ProviderTokenVerifying {
     private let keys: Mutex<[String: Key]>
     private let verdicts = Mutex<[String: ProviderTokenVerdict]>([:])
 
-    init(tokenKeys: [APNsMockConfiguration.TokenKey]) throws(CryptoError) {
+    init(tokenKeys: [LookAlikeConfiguration.APNsTokenKey]) throws(CryptoError) {
         var keys: [String: Key] = [:]
         for tokenKey in tokenKeys {
             keys[tokenKey.keyID] = Key(teamID: tokenKey.teamID, publicKey: try PublicKey(pem: tokenKey.publicKeyPEM))
@@ -42,7 +43,7 @@ final class ProviderTokenVerifier: ProviderTokenVerifying {
     }
 
     /// Trusts one more key from now on (a gateway in local mode learning an uploaded .p8).
-    func trust(_ tokenKey: APNsMockConfiguration.TokenKey) throws(CryptoError) {
+    func trust(_ tokenKey: LookAlikeConfiguration.APNsTokenKey) throws(CryptoError) {
         let key = Key(teamID: tokenKey.teamID, publicKey: try PublicKey(pem: tokenKey.publicKeyPEM))
         keys.withLock { $0[tokenKey.keyID] = key }
         // Earlier verdicts for this key id were "unknown key"; forget them.

@@ -2,49 +2,40 @@ import Foundation
 import TuisongCore
 public import TuisongCrypto
 
-/// Everything needed to push through the mock with no Apple account: a throwaway CA, a TLS
-/// server certificate for localhost, a `.p8`-style token key with key and team ids, and a fake
-/// Apple push client certificate for certificate auth.
+/// Everything needed to push through the look-alikes with no account at any service: a
+/// throwaway CA, a TLS server certificate for localhost it issued, and each look-alike's
+/// throwaway credentials (`lookAlikeMaterials`, read through the accessors its folder adds).
 ///
-///     let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.app")
-///     let server = try APNsMockServer(configuration: setup.configuration(),
-///                                     certificate: setup.serverCertificate, key: setup.serverKey)
-///     // the client trusts setup.caCertificatePEM and signs JWTs with setup.tokenKeyPEM,
-///     // kid setup.keyID, iss setup.teamID
-public struct APNsMockLocalSetup: Sendable {
-    /// The bundle id the client certificate is issued for (its APNs topics).
+///     let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.app")
+///     let server = try LookAlikeServer(configuration: setup.configuration(),
+///                                      certificate: setup.serverCertificate, key: setup.serverKey)
+///     // the client trusts setup.caCertificatePEM and signs in with a look-alike's credentials
+public struct LookAlikeLocalSetup: Sendable {
+    /// The app the set-up is made for (a look-alike's credentials may name it: a client
+    /// certificate's topics, a package name).
     public var bundleID: String
-    /// The throwaway CA: trust it to reach the mock, and it issued the client certificate.
+    /// The throwaway CA: trust it to reach the look-alikes; it issues the client certificates.
     public var caCertificatePEM: String
     /// TLS server identity for `localhost`, `127.0.0.1` and `::1`, issued by the CA.
     public var serverCertificate: Certificate
     public var serverKey: PrivateKey
-    /// The token signing key as an Apple `.p8` file holds it (PKCS#8 PEM, P-256).
-    public var tokenKeyPEM: String
-    /// Its public half, as `APNsMockConfiguration.TokenKey` wants it.
-    public var tokenPublicKeyPEM: String
-    /// 10-character key id (`kid`) and team id (`iss`).
-    public var keyID: String
-    public var teamID: String
-    /// A fake "Apple Push Services" client certificate issued by the CA, with the APNs topics
-    /// extension (bundle id, `.voip`, `.complication`) and both environment markers.
-    public var clientCertificatePEM: String
-    /// The client certificate's private key (PKCS#8 PEM).
-    public var clientKeyPEM: String
-    /// The other look-alikes' throwaway credentials, by their own keys (each
+    /// The CA and its key while a fresh set-up is made, for the look-alikes that issue a client
+    /// certificate (`makeSetup`); never saved, so nil in a set-up read back from its file.
+    package var certificateAuthority: (certificate: Certificate, key: PrivateKey)?
+    /// The look-alikes' throwaway credentials, by their own keys (each
     /// `LookAlikeDeclaration.setupKeys`), kept as saved; each look-alike's folder adds typed
     /// accessors.
     public var lookAlikeMaterials: [String: JSONValue] = [:]
 
     /// Makes fresh keys and certificates (valid from an hour ago for 825 days), and each
     /// look-alike's credentials.
-    public static func generate(bundleID: String, lookAlikes: LookAlikeRegistry) throws -> APNsMockLocalSetup {
+    public static func generate(bundleID: String, lookAlikes: LookAlikeRegistry) throws -> LookAlikeLocalSetup {
         let notBefore = Date().addingTimeInterval(-3600)
         let notAfter = notBefore.addingTimeInterval(825 * 24 * 3600)
 
         let caKey = try PrivateKey.generateP256()
         let ca = try Certificate.issue(
-            subjectCommonName: "Tuisong APNs Mock CA", subjectAltNames: [], publicKey: caKey.publicKey,
+            subjectCommonName: "Tuisong Look-alike CA", subjectAltNames: [], publicKey: caKey.publicKey,
             issuer: nil, signingKey: caKey, isCA: true, notBefore: notBefore, notAfter: notAfter)
 
         let serverKey = try PrivateKey.generateP256()
@@ -53,31 +44,11 @@ public struct APNsMockLocalSetup: Sendable {
             publicKey: serverKey.publicKey, issuer: (ca, caKey), signingKey: serverKey, isCA: false,
             notBefore: notBefore, notAfter: notAfter)
 
-        let tokenKey = try PrivateKey.generateP256()
-
-        let clientKey = try PrivateKey.generateP256()
-        let environmentMarker: [UInt8] = [0x05, 0x00]  // DER NULL, as in Apple's certificates
-        let client = try Certificate.issue(
-            subjectCommonName: "Apple Push Services: \(bundleID)", subjectUID: bundleID, subjectAltNames: [],
-            publicKey: clientKey.publicKey, issuer: (ca, caKey), signingKey: clientKey, isCA: false,
-            notBefore: notBefore, notAfter: notAfter,
-            extraExtensions: [
-                (Certificate.apnsDevelopmentOID, environmentMarker),
-                (Certificate.apnsProductionOID, environmentMarker),
-                (
-                    Certificate.apnsTopicsOID,
-                    Certificate.apnsTopicsExtensionValue(topics: [
-                        bundleID, bundleID + ".voip", bundleID + ".complication",
-                    ])
-                ),
-            ])
-
-        var setup = APNsMockLocalSetup(
+        var setup = LookAlikeLocalSetup(
             bundleID: bundleID, caCertificatePEM: ca.pem(), serverCertificate: server, serverKey: serverKey,
-            tokenKeyPEM: try tokenKey.pkcs8PEM(), tokenPublicKeyPEM: try tokenKey.publicKey.pem(),
-            keyID: randomIdentifier(), teamID: randomIdentifier(), clientCertificatePEM: client.pem(),
-            clientKeyPEM: try clientKey.pkcs8PEM())
+            certificateAuthority: (ca, caKey))
         _ = try setup.complete(lookAlikes)
+        setup.certificateAuthority = nil
         return setup
     }
 
@@ -108,23 +79,21 @@ public struct APNsMockLocalSetup: Sendable {
     }
 
     /// One RSA key per process: generating RSA 2048 costs about 150 ms of CPU, and test suites
-    /// build a setup per test (a hundred setups doubled the APNs suite's CPU time). Each setup
+    /// build a setup per test (a hundred setups doubled the look-alike suites' CPU time). Each setup
     /// still has its own key ids, and a setup is throwaway by design.
     private static let processKey = Result { try PrivateKey.generateRSA(bits: 2048) }
 
     /// The process's RSA 2048 key, for the look-alikes whose accounts sign with RSA.
     package static func sharedRSAKey() throws -> PrivateKey { try processKey.get() }
 
-    /// A configuration accepting this setup's token key and client certificates, and each
+    /// A configuration accepting client certificates from this set-up's CA, and each
     /// look-alike's credentials.
     public func configuration(
-        host: String = "127.0.0.1", port: Int = 0, faults: APNsMockConfiguration.Faults = .init(),
+        host: String = "127.0.0.1", port: Int = 0, faults: LookAlikeConfiguration.Faults = .init(),
         lookAlikes: LookAlikeRegistry
-    ) -> APNsMockConfiguration {
-        var configuration = APNsMockConfiguration(
-            host: host, port: port,
-            tokenKeys: [.init(keyID: keyID, teamID: teamID, publicKeyPEM: tokenPublicKeyPEM)],
-            clientCertificateCAPEMs: [caCertificatePEM], faults: faults)
+    ) -> LookAlikeConfiguration {
+        var configuration = LookAlikeConfiguration(
+            host: host, port: port, clientCertificateCAPEMs: [caCertificatePEM], faults: faults)
         for declaration in lookAlikes.declarations { declaration.configure(&configuration, self) }
         return configuration
     }
@@ -134,11 +103,7 @@ public struct APNsMockLocalSetup: Sendable {
     public func fallbackCredential(channel: String, baseURL: String, lookAlikes: LookAlikeRegistry)
         -> LookAlikeCredential?
     {
-        // APNs's: the token key, its team id and key id (the look-alike trusts it).
-        if channel == APNsMockServer.channel {
-            return LookAlikeCredential(vendorAppID: teamID, clientID: keyID, secret: Array(tokenKeyPEM.utf8))
-        }
-        return lookAlikes[AndroidPushService(channel)]?.fallbackCredential(self, baseURL)
+        lookAlikes[AndroidPushService(channel)]?.fallbackCredential(self, baseURL)
     }
 
     /// Writes the CA certificate (PEM) for clients to trust, e.g. `curl --cacert`.
@@ -150,10 +115,10 @@ public struct APNsMockLocalSetup: Sendable {
     /// valid for at least another day, so credentials a gateway stored from it keep working across
     /// restarts; otherwise generates a fresh one and saves it there (mode 0600: it holds keys).
     public static func loadOrGenerate(at path: String, bundleID: String, lookAlikes: LookAlikeRegistry) throws
-        -> APNsMockLocalSetup
+        -> LookAlikeLocalSetup
     {
         if let data = FileManager.default.contents(atPath: path),
-            var saved = try? JSONDecoder().decode(APNsMockLocalSetup.self, from: data),
+            var saved = try? JSONDecoder().decode(LookAlikeLocalSetup.self, from: data),
             saved.bundleID == bundleID, saved.serverCertificate.isValid(at: Date().addingTimeInterval(24 * 3600))
         {
             // A setup saved before (some of) the look-alikes gets their credentials now; keep
@@ -174,18 +139,13 @@ public struct APNsMockLocalSetup: Sendable {
         let temporary = path + ".tmp-\(getpid())"
         guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600])
         else {
-            throw APNsMockError.posix("create \(temporary)")
+            throw LookAlikeServerError.posix("create \(temporary)")
         }
         guard rename(temporary, path) == 0 else {
-            let error = APNsMockError.posix("rename \(temporary) to \(path)")
+            let error = LookAlikeServerError.posix("rename \(temporary) to \(path)")
             try? FileManager.default.removeItem(atPath: temporary)
             throw error
         }
-    }
-
-    /// Apple's key and team ids: 10 characters of A–Z and 0–9.
-    static func randomIdentifier() -> String {
-        randomString(count: 10, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
     }
 
     package static func randomString(count: Int, alphabet: String) -> String {
@@ -196,10 +156,9 @@ public struct APNsMockLocalSetup: Sendable {
 }
 
 /// Encoded as PEM strings, so a setup can be saved and reused (see `loadOrGenerate`).
-extension APNsMockLocalSetup: Codable {
+extension LookAlikeLocalSetup: Codable {
     private enum CodingKeys: String, CodingKey {
-        case bundleID, caCertificatePEM, serverCertificatePEM, serverKeyPEM, tokenKeyPEM, tokenPublicKeyPEM
-        case keyID, teamID, clientCertificatePEM, clientKeyPEM
+        case bundleID, caCertificatePEM, serverCertificatePEM, serverKeyPEM
     }
 
     public init(from decoder: any Decoder) throws {
@@ -209,17 +168,10 @@ extension APNsMockLocalSetup: Codable {
         caCertificatePEM = try string(.caCertificatePEM)
         serverCertificate = try Certificate(pem: try string(.serverCertificatePEM))
         serverKey = try PrivateKey(pem: try string(.serverKeyPEM))
-        tokenKeyPEM = try string(.tokenKeyPEM)
-        tokenPublicKeyPEM = try string(.tokenPublicKeyPEM)
-        keyID = try string(.keyID)
-        teamID = try string(.teamID)
-        clientCertificatePEM = try string(.clientCertificatePEM)
-        clientKeyPEM = try string(.clientKeyPEM)
         // Every other key is a look-alike's (`complete` makes those a registry's look-alikes lack).
         let known = Set(
             [
-                CodingKeys.bundleID, .caCertificatePEM, .serverCertificatePEM, .serverKeyPEM, .tokenKeyPEM,
-                .tokenPublicKeyPEM, .keyID, .teamID, .clientCertificatePEM, .clientKeyPEM,
+                CodingKeys.bundleID, .caCertificatePEM, .serverCertificatePEM, .serverKeyPEM,
             ].map(\.rawValue))
         let others = try decoder.container(keyedBy: AnyCodingKey.self)
         for key in others.allKeys where !known.contains(key.stringValue) {
@@ -233,12 +185,6 @@ extension APNsMockLocalSetup: Codable {
         try container.encode(caCertificatePEM, forKey: .caCertificatePEM)
         try container.encode(serverCertificate.pem(), forKey: .serverCertificatePEM)
         try container.encode(try serverKey.pkcs8PEM(), forKey: .serverKeyPEM)
-        try container.encode(tokenKeyPEM, forKey: .tokenKeyPEM)
-        try container.encode(tokenPublicKeyPEM, forKey: .tokenPublicKeyPEM)
-        try container.encode(keyID, forKey: .keyID)
-        try container.encode(teamID, forKey: .teamID)
-        try container.encode(clientCertificatePEM, forKey: .clientCertificatePEM)
-        try container.encode(clientKeyPEM, forKey: .clientKeyPEM)
         var others = encoder.container(keyedBy: AnyCodingKey.self)
         for (key, value) in lookAlikeMaterials { try others.encode(value, forKey: AnyCodingKey(key)) }
     }

@@ -6,21 +6,22 @@ public import TuisongCrypto
     import Glibc
 #endif
 
-/// An APNs look-alike: HTTP/2 over TLS on nghttp2's server API, validating requests the way
-/// Apple documents, recording what it received and injecting faults on demand. The same port
-/// also serves the look-alike of every other service its `LookAlikeRegistry` declares, chosen
-/// by path (see `LookAlikeDeclaration` and `docs/reference/android.md`).
+/// The look-alikes' server: HTTP/2 over TLS on nghttp2's server API, one port for every
+/// service its `LookAlikeRegistry` declares (each a `PortService`, asked in the registry's
+/// order for each request: see `LookAlikeDeclaration` and `docs/reference/android.md`), with
+/// connection faults injected on demand and connection counters (`statistics`); each service
+/// validates, answers, records and counts its own requests.
 ///
-///     let setup = try APNsMockLocalSetup.generate(bundleID: "com.example.app")
-///     let server = try APNsMockServer(configuration: setup.configuration(), certificate: setup.serverCertificate,
-///                                     key: setup.serverKey)
+///     let setup = try LookAlikeLocalSetup.generate(bundleID: "com.example.app")
+///     let server = try LookAlikeServer(configuration: setup.configuration(), certificate: setup.serverCertificate,
+///                                      key: setup.serverKey)
 ///     try server.start()
 ///     // point a client at https://127.0.0.1:\(server.port), trusting setup.caCertificatePEM
 ///     server.shutdown()
 ///
 /// Served by `eventLoopThreads` epoll threads with non-blocking sockets and TLS; no thread per
 /// connection or request.
-public final class APNsMockServer: Sendable {
+public final class LookAlikeServer: Sendable {
     private enum Lifecycle {
         case idle
         case running(loops: [MockEventLoop], listenFD: Int32, port: Int)
@@ -31,16 +32,16 @@ public final class APNsMockServer: Sendable {
     private let lifecycle = Mutex(Lifecycle.idle)
 
     /// - Parameters:
-    ///   - certificate, key, chain: the TLS server identity (e.g. `APNsMockLocalSetup`'s).
+    ///   - certificate, key, chain: the TLS server identity (e.g. `LookAlikeLocalSetup`'s).
     ///   - requestLog: receives one JSON line per request when `logRequests` is on; default stdout.
     ///     Called on event-loop threads.
     ///   - logger: lifecycle and connection errors.
-    ///   - lookAlikes: the other services' look-alikes it serves (`LookAlikeRegistry.standard`
-    ///     unless a test adds one; the `TuisongLookAlikes` module's `init` without it uses that).
+    ///   - lookAlikes: the services' look-alikes it serves (`LookAlikeRegistry.standard` unless a
+    ///     test adds one; the `TuisongLookAlikes` module's `init` without it uses that).
     public init(
-        lookAlikes: LookAlikeRegistry, configuration: APNsMockConfiguration, certificate: Certificate, key: PrivateKey,
+        lookAlikes: LookAlikeRegistry, configuration: LookAlikeConfiguration, certificate: Certificate, key: PrivateKey,
         chain: [Certificate] = [], requestLog: (@Sendable (String) -> Void)? = nil,
-        logger: Logger = Logger(label: "tuisong.apns-mock")
+        logger: Logger = Logger(label: "tuisong.look-alikes")
     ) throws {
         var clientCAs: [Certificate] = []
         for pem in configuration.clientCertificateCAPEMs {
@@ -49,36 +50,18 @@ public final class APNsMockServer: Sendable {
         let tlsContext = try TLSContext.server(
             certificate: certificate, key: key, chain: chain, alpn: ["h2"],
             clientCertificateCAs: clientCAs.isEmpty ? nil : clientCAs)
-        let verifier = try ProviderTokenVerifier(tokenKeys: configuration.tokenKeys)
-        tokenVerifier = verifier
         var log = requestLog
         if configuration.logRequests && log == nil {
             log = { line in print(line) }
         }
         core = try MockServerCore(
-            configuration: configuration, lookAlikes: lookAlikes, tlsContext: tlsContext, verifier: verifier,
+            configuration: configuration, lookAlikes: lookAlikes, tlsContext: tlsContext,
             requestLog: configuration.logRequests ? log : nil, logger: logger)
     }
 
     deinit { shutdown() }
 
-    /// The channel this server is the look-alike of itself (its own key: `LookAlikeCredential`'s
-    /// team id, key id and key).
-    static let channel = "apns"
-
-    private let tokenVerifier: ProviderTokenVerifier
-
-    /// Accepts provider tokens signed with this key from now on.
-    public func trustTokenKey(_ tokenKey: APNsMockConfiguration.TokenKey) {
-        do {
-            try tokenVerifier.trust(tokenKey)
-        } catch {
-            core.logger.error(
-                "APNs mock: cannot trust a token key", metadata: ["key_id": "\(tokenKey.keyID)", "error": "\(error)"])
-        }
-    }
-
-    public var configuration: APNsMockConfiguration { core.configuration }
+    public var configuration: LookAlikeConfiguration { core.configuration }
 
     /// Binds, listens and starts the event loops. Throws if already started or stopped.
     /// Ignores SIGPIPE for the process: OpenSSL writes with write(2), and a client that hangs
@@ -87,7 +70,7 @@ public final class APNsMockServer: Sendable {
         signal(SIGPIPE, SIG_IGN)
         try lifecycle.withLock { lifecycle in
             guard case .idle = lifecycle else {
-                throw APNsMockError(operation: "start", code: 0, message: "the server was already started")
+                throw LookAlikeServerError(operation: "start", code: 0, message: "the server was already started")
             }
             let configuration = core.configuration
             let (listenFD, port) = try Self.listen(host: configuration.host, port: configuration.port)
@@ -106,7 +89,8 @@ public final class APNsMockServer: Sendable {
                 Glibc.close(listenFD)
                 throw error
             }
-            core.logger.info("APNs mock listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
+            core.logger.info(
+                "look-alike server listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
             lifecycle = .running(loops: loops, listenFD: listenFD, port: port)
         }
     }
@@ -131,34 +115,38 @@ public final class APNsMockServer: Sendable {
         for loop in loops { loop.requestStop() }
         for loop in loops { loop.join() }
         Glibc.close(listenFD)
-        core.logger.info("APNs mock stopped")
+        core.logger.info("look-alike server stopped")
     }
 
-    /// Counters since start or the last `resetStatistics()`.
-    public var statistics: APNsMockStatistics { core.recorder.statistics }
+    /// The connection counters since start or the last `resetStatistics()` (each look-alike's
+    /// own are its accessors').
+    public var statistics: LookAlikeServerStatistics { core.recorder.statistics }
 
-    /// The most recent requests (up to `recordedNotificationLimit`), oldest first, each with the
-    /// answer it got.
-    public func receivedNotifications() -> [ReceivedNotification] { core.recorder.notifications() }
-
-    /// Forgets the recorded notifications, APNs's and the other look-alikes'.
+    /// Forgets what every look-alike recorded.
     public func resetRecorded() {
-        core.recorder.resetNotifications()
         core.host.recorder.resetMessages()
+        for service in core.lookAlikes.services { service.resetRecorded() }
     }
 
-    /// Zeroes the counters, APNs's and the other look-alikes' (open connections stay counted).
+    /// Zeroes the counters, the connections' and every look-alike's (open connections stay counted).
     public func resetStatistics() {
         core.recorder.resetStatistics()
         core.host.recorder.resetStatistics()
+        for service in core.lookAlikes.services { service.resetStatistics() }
     }
 
-    // MARK: The other look-alikes
+    /// The counters of `service`'s look-alike as the CLI's look-alike command prints them; empty when
+    /// this server has none.
+    public func statisticsSummary(of service: AndroidPushService) -> [String: Int] {
+        core.lookAlikes.service(service)?.statisticsSummary() ?? [:]
+    }
 
-    /// Per-service counters of the other look-alikes since start or the last `resetStatistics()`.
+    // MARK: The look-alikes
+
+    /// Per-service counters of the token-based look-alikes since start or the last `resetStatistics()`.
     public var androidStatistics: AndroidMockStatistics { core.host.recorder.statistics }
 
-    /// The most recent accepted send requests of the other look-alikes (up to
+    /// The most recent accepted send requests of the token-based look-alikes (up to
     /// `recordedNotificationLimit`), oldest first.
     public func receivedAndroidMessages() -> [ReceivedAndroidMessage] { core.host.recorder.messages() }
 
@@ -166,21 +154,15 @@ public final class APNsMockServer: Sendable {
     public var lookAlikeServices: [AndroidPushService] { core.lookAlikes.services.map(\.service) }
 
     /// The running look-alike of `service`, for its folder's own accessors (its `trust…` methods).
-    package func lookAlike(_ service: AndroidPushService) -> (any LookAlikeService)? {
+    package func lookAlike(_ service: AndroidPushService) -> (any PortService)? {
         core.lookAlikes.service(service)
     }
 
     /// Teaches the look-alike of `channel` a stored credential (an uploaded service account, a
-    /// client, an app; for `apns`, a token key: the team id, the key id and the public key's
-    /// PEM), so local mode delivers with it as the real service would. False when this server
-    /// has no look-alike of `channel`.
+    /// client, an app, a token key: in the channel credential's shape), so local mode delivers
+    /// with it as the real service would. False when this server has no look-alike of `channel`.
     @discardableResult
     public func trust(channel: String, vendorAppID: String, clientID: String, secret: [UInt8]) throws -> Bool {
-        if channel == Self.channel {
-            trustTokenKey(
-                .init(keyID: clientID, teamID: vendorAppID, publicKeyPEM: String(decoding: secret, as: UTF8.self)))
-            return true
-        }
         guard let lookAlike = core.lookAlikes.service(AndroidPushService(channel)) else { return false }
         try lookAlike.trust(vendorAppID: vendorAppID, clientID: clientID, secret: secret)
         return true
@@ -198,14 +180,14 @@ public final class APNsMockServer: Sendable {
     public func revokeAccessTokens() { core.host.tokens.revokeAll() }
 
     /// The faults in force.
-    public var faults: APNsMockConfiguration.Faults { core.faultBoard.faults }
+    public var faults: LookAlikeConfiguration.Faults { core.faultBoard.faults }
 
     /// Replaces the faults; requests completing after this call see the new ones.
-    public func setFaults(_ faults: APNsMockConfiguration.Faults) { core.faultBoard.replace(faults) }
+    public func setFaults(_ faults: LookAlikeConfiguration.Faults) { core.faultBoard.replace(faults) }
 
     // MARK: Listening socket
 
-    private static func listen(host: String, port: Int) throws(APNsMockError) -> (Int32, Int) {
+    private static func listen(host: String, port: Int) throws(LookAlikeServerError) -> (Int32, Int) {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -213,7 +195,7 @@ public final class APNsMockServer: Sendable {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let first = list else {
-            throw APNsMockError(
+            throw LookAlikeServerError(
                 operation: "getaddrinfo", code: Int(status),
                 message: "\(host): \(String(cString: gai_strerror(status)))")
         }
@@ -225,12 +207,12 @@ public final class APNsMockServer: Sendable {
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         guard bind(fd, address.ai_addr, address.ai_addrlen) == 0 else {
-            let error = APNsMockError.posix("bind \(host):\(port)")
+            let error = LookAlikeServerError.posix("bind \(host):\(port)")
             Glibc.close(fd)
             throw error
         }
         guard Glibc.listen(fd, 1024) == 0 else {
-            let error = APNsMockError.posix("listen")
+            let error = LookAlikeServerError.posix("listen")
             Glibc.close(fd)
             throw error
         }
@@ -240,7 +222,7 @@ public final class APNsMockServer: Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         guard named == 0 else {
-            let error = APNsMockError.posix("getsockname")
+            let error = LookAlikeServerError.posix("getsockname")
             Glibc.close(fd)
             throw error
         }
