@@ -26,12 +26,14 @@ extension PostgresStore: ConsoleStore {
                         sum(skipped)::bigint AS skipped, sum(held)::bigint AS held
                     FROM message_slices WHERE message_id = m.id) s ON true
                 WHERE m.id IN (
-                    SELECT id FROM (SELECT id, state, completed_at FROM messages ORDER BY id DESC LIMIT $1) newest
-                    WHERE state = 'sending' OR completed_at >= $2
+                    SELECT id FROM (
+                        SELECT id, state, completed_at FROM messages ORDER BY id DESC
+                        LIMIT \(min(max(scanLimit, 1), 100_000))) newest
+                    WHERE state = 'sending' OR completed_at >= \(sinceMilliseconds)
                     UNION
                     SELECT id FROM messages WHERE state = 'sending')
                 ORDER BY m.id DESC
-                """, [.int(Int64(min(max(scanLimit, 1), 100_000))), .int(sinceMilliseconds)]
+                """
             ).rows.map { try Rows.messageActivity(columns: $0) }
         }
     }

@@ -11,19 +11,18 @@ extension SQLiteStore: ConsoleStore {
         return try await read { db in
             // The newest messages by id (a bounded scan of the primary key), plus every message
             // still sending however old (the messages_pending index).
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT \(Self.activityColumns) FROM (
-                        SELECT \(Self.activityColumns) FROM messages ORDER BY id DESC LIMIT ?)
-                    WHERE state = 'sending' OR completed_at >= ?
-                    UNION
-                    SELECT \(Self.activityColumns) FROM messages
-                    WHERE state = 'sending' AND \(Self.pendingIndexTerm)
-                    ORDER BY id DESC
-                    """,
-                arguments: [min(max(scanLimit, 1), 100_000), sinceMilliseconds])
-            return try rows.map { try Rows.messageActivity(columns: $0) }
+            try db.fetch(
+                """
+                SELECT \(raw: Self.activityColumns) FROM (
+                    SELECT \(raw: Self.activityColumns) FROM messages ORDER BY id DESC
+                    LIMIT \(min(max(scanLimit, 1), 100_000)))
+                WHERE state = 'sending' OR completed_at >= \(sinceMilliseconds)
+                UNION
+                SELECT \(raw: Self.activityColumns) FROM messages
+                WHERE state = 'sending' AND \(raw: Self.pendingIndexTerm)
+                ORDER BY id DESC
+                """
+            ) { try Rows.messageActivity(columns: $0) }
         }
     }
 
