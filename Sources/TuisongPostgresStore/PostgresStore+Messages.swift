@@ -129,18 +129,6 @@ extension PostgresStore: MessageStore {
         }
     }
 
-    public func dispatchableMessageIDs(now: Date) async throws -> [Int64] {
-        try await read { conn in
-            try conn.run(
-                """
-                SELECT id FROM messages
-                WHERE state IN ('queued', 'sending') OR (state = 'scheduled' AND send_at <= \(SQLTime.milliseconds(now)))
-                ORDER BY id LIMIT 100
-                """
-            ).rows.compactMap { $0["id"]?.int64 }
-        }
-    }
-
     /// One flush in one transaction. A fenced flush (a slice claimed under a lease) is applied
     /// only while this node still holds the slice under the same claim — no other node claimed
     /// it since, even if its lease ended (a claim locks the row and bumps `attempts`, so a flush

@@ -5,8 +5,9 @@ import TuisongSQLStore
 
 // Messages and their progress on SQLite, one writer: a message's outcomes are counted on its
 // own row. Written once instead (`SQLStoreBackend+Messages`): reading messages (through
-// `sqlMessageSelect` below), a message's state changes, the audience count and the three
-// `releaseHeldDeliveries`. What stays here differs from PostgreSQL: creating a message (group
+// `sqlMessageSelect` below), a message's state changes, the audience count, the three
+// `releaseHeldDeliveries` and the dispatchable messages' ids. What stays here differs from
+// PostgreSQL: creating a message (group
 // commit, the records kept for the dispatcher's claim), the claim (the `messages_pending`
 // partial index's terms spelled out), progress flushes (one row of counters, savepoints in one
 // write), retries and held deliveries (the message's counters, no slices), the status poll
@@ -168,22 +169,6 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    public func dispatchableMessageIDs(now: Date) async throws -> [Int64] {
-        let nowMs = SQLTime.milliseconds(now)
-        return try await read { db in
-            try db.fetch(
-                """
-                SELECT id FROM (
-                    SELECT id FROM messages WHERE state IN ('queued', 'sending') AND \(raw: Self.pendingIndexTerm)
-                    UNION ALL
-                    SELECT id FROM messages
-                    WHERE state = 'scheduled' AND send_at <= \(nowMs) AND \(raw: Self.pendingIndexTerm))
-                ORDER BY id LIMIT 100
-                """
-            ) { $0[0] as Int64 }
-        }
-    }
-
     /// Marks up to `limit` due messages (queued, or scheduled and come due) `sending` and returns
     /// them: one write for a whole batch of the dispatcher's claims.
     ///
@@ -282,11 +267,8 @@ extension SQLiteStore: MessageStore {
         return turns.sorted { ($0.turn, $0.id) < ($1.turn, $1.id) }.prefix(limit).map(\.id)
     }
 
-    /// The condition of the `messages_pending` partial index, spelled out: SQLite uses a partial
-    /// index only for a query whose WHERE clause contains its condition, and `state = 'queued'`
-    /// alone (or an OR of states) made every claim scan the whole table — a poll that grew with
-    /// the message history.
-    static let pendingIndexTerm = "state IN ('scheduled', 'queued', 'sending')"
+    /// The condition of the `messages_pending` partial index (`Rows.pendingIndexTerm`).
+    static let pendingIndexTerm = Rows.pendingIndexTerm
 
     /// Messages left `sending` after `id`, in id order.
     func sendingMessages(after id: Int64, limit: Int) async throws -> [MessageRecord] {
