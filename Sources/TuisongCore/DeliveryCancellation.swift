@@ -29,7 +29,8 @@ public enum DeliveryCancellation {
     /// `devices.id`). Returns how many rows it cancelled.
     @discardableResult
     public static func cancel(_ db: any SQLExecutor, devices: SQLQuery, reason: String, now: Int64) throws -> Int {
-        let postgres = db.dialect == .postgresql
+        // PostgreSQL's leased slices: the row's lease, its slice, the devices locked first.
+        let postgres = db.dialect.sharesWorkInSlices
         // A retry's lease (PostgreSQL) ends with the row.
         let lease = postgres ? ", owner = NULL, lease_until = NULL" : ""
         // PostgreSQL counts skips per slice: a row's slice is the one whose flush wrote it.

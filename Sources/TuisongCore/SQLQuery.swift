@@ -31,14 +31,11 @@ public struct SQLQuery: Sendable, Hashable, ExpressibleByStringInterpolation {
     public init(raw text: String) { self.init(stringLiteral: text) }
 
     /// The statement's text in `dialect`, one placeholder per binding.
-    public func text(for dialect: SQLDialect) -> String {
+    public func text(for dialect: any SQLDialect) -> String {
         var text = segments[0]
-        for (index, segment) in segments.dropFirst().enumerated() {
-            switch dialect {
-            case .sqlite: text += "?"
-            case .postgresql: text += "$\(index + 1)"
-            }
-            text += segment
+        for position in segments.indices.dropFirst() {
+            text += dialect.placeholder(position)
+            text += segments[position]
         }
         return text
     }

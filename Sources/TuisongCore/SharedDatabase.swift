@@ -103,13 +103,12 @@ public protocol SQLExecutor {
     var lastInsertedRowID: Int64 { get }
     /// Rows changed by the last `execute`.
     var changedRows: Int { get }
-    /// The database's dialect: how an `SQLQuery` writes its placeholders here (`?` is accepted
-    /// by every executor, so `.sqlite` is the default).
-    var dialect: SQLDialect { get }
+    /// The database's dialect: how an `SQLQuery` writes its placeholders here, and the few
+    /// expressions that differ.
+    var dialect: any SQLDialect { get }
 }
 
 extension SQLExecutor {
-    public var dialect: SQLDialect { .sqlite }
     public func execute(_ sql: String) throws { try execute(sql, []) }
     public func query(_ sql: String) throws -> [SQLRow] { try query(sql, []) }
     public func queryOne(_ sql: String, _ arguments: [SQLValue] = []) throws -> SQLRow? {
@@ -125,73 +124,76 @@ public protocol SharedDatabase: Sendable {
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     /// Which SQL the database speaks, for the few expressions that differ (`SQLDialect`).
-    var dialect: SQLDialect { get }
+    var dialect: any SQLDialect { get }
 }
 
-extension SharedDatabase {
-    public var dialect: SQLDialect { .sqlite }
-}
+/// The SQL that differs between the store's databases, answered by each database's dialect
+/// (`SQLiteDialect`, `PostgresDialect`, one small file in each backend's module) so a query
+/// stays one text, the store's and the plugins'. Every member must be answered: there is no
+/// default dialect, so a new database cannot silently speak another's SQL.
+///
+/// An `SQLQuery` asks its executor's dialect for each placeholder; SQL written by hand for
+/// `SQLExecutor.execute` uses `?`, which every executor accepts (PostgreSQL's numbers them).
+public protocol SQLDialect: Sendable {
+    /// The database's name, as the store reports it (`GatewayStore.backendName`): `sqlite`,
+    /// `postgresql`.
+    var name: String { get }
 
-/// The SQL that differs between the store's databases, spelled per dialect so a query stays
-/// one text (the store's and the plugins'). Placeholders are `?` in both when written by hand
-/// (PostgreSQL's executor numbers them); an `SQLQuery` asks the executor's dialect for each.
-public enum SQLDialect: Sendable, Hashable {
-    case sqlite
-    case postgresql
+    /// The placeholder of the binding at `position` (1, 2, …): SQLite's `?`, PostgreSQL's `$1`.
+    func placeholder(_ position: Int) -> String
 
     /// The text at `path` (object keys) in the JSON document in `column`, or NULL:
-    /// `json_extract(labels, '$.timer_id')`, `(labels::jsonb #>> '{timer_id}')`. Keys are the
-    /// caller's constants (letters, digits, `_`), never user input.
-    public func jsonText(_ column: String, _ path: String...) -> String {
-        precondition(path.allSatisfy { $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" } })
-        switch self {
-        case .sqlite: return "json_extract(\(column), '$.\(path.joined(separator: "."))')"
-        case .postgresql: return "(\(column)::jsonb #>> '{\(path.joined(separator: ","))}')"
-        }
-    }
+    /// `json_extract(labels, '$.timer_id')`, `(labels::jsonb #>> '{timer_id}')`. Called through
+    /// `jsonText(_:_:)`, which checks the keys.
+    func jsonText(_ column: String, path: [String]) -> String
 
     /// `lhs IS rhs` for values that may be NULL (NULL matches NULL): SQLite's `IS`, PostgreSQL's
     /// `IS NOT DISTINCT FROM`.
-    public var isNotDistinctFrom: String {
-        switch self {
-        case .sqlite: "IS"
-        case .postgresql: "IS NOT DISTINCT FROM"
-        }
-    }
+    var isNotDistinctFrom: String { get }
 
     /// What follows a text column in `ORDER BY` so both databases sort by code point (SQLite's
-    /// binary collation; PostgreSQL's `"C"`, whatever the database's locale).
-    public var binaryCollation: String {
-        switch self {
-        case .sqlite: ""
-        case .postgresql: " COLLATE \"C\""
-        }
-    }
+    /// binary collation, nothing to write; PostgreSQL's ` COLLATE "C"`, whatever the database's
+    /// locale).
+    var binaryCollation: String { get }
 
     /// What ends a `SELECT … FOR UPDATE` that concurrent writers should share out rather than
-    /// wait on (PostgreSQL's `FOR UPDATE SKIP LOCKED`); nothing on SQLite, whose one writer
+    /// wait on (PostgreSQL's ` FOR UPDATE SKIP LOCKED`); nothing on SQLite, whose one writer
     /// never meets another's row locks.
-    public var skipLocked: String {
-        switch self {
-        case .sqlite: ""
-        case .postgresql: " FOR UPDATE SKIP LOCKED"
-        }
+    var skipLocked: String { get }
+
+    /// A statement that makes writers adding rows to `table` take turns until the transaction
+    /// ends (PostgreSQL: `LOCK TABLE … IN SHARE ROW EXCLUSIVE MODE`), so a count read before an
+    /// insert still holds at commit; nil on SQLite, whose one writer already serialises them.
+    func serializingWrites(to table: String) -> String?
+
+    /// Whether several nodes share the work in leased slices (PostgreSQL): delivery rows then
+    /// carry their `slice` and a lease (`owner`, `lease_until`), outcomes are counted per slice
+    /// (`message_slices`, `message_skips.slice`), and writers lock the rows they change in one
+    /// order. SQLite's one dispatcher per file has none of these.
+    var sharesWorkInSlices: Bool { get }
+
+    /// A message's count of deliveries in one state in a query over the core `messages` table
+    /// (named `table` there), as the store keeps it: the row's column on SQLite; on PostgreSQL
+    /// the row's own count (its retries) plus its slices' (`message_slices`), which several
+    /// nodes write apart. Called through `messageCounter(_:table:)`, which checks the names.
+    func messageCounterExpression(_ counter: String, table: String) -> String
+}
+
+extension SQLDialect {
+    /// `jsonText(column, path:)` for keys that are the caller's constants (letters, digits,
+    /// `_`), never user input.
+    public func jsonText(_ column: String, _ path: String...) -> String {
+        precondition(path.allSatisfy { $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" } })
+        return jsonText(column, path: path)
     }
 
     /// A message's count of deliveries in one state (`queued`, `sending`, `delivered`, `failed`,
-    /// `skipped`, `held`) in a query over the core `messages` table (named `table` there), as
-    /// the store keeps it: the row's column on SQLite; on PostgreSQL the row's own count (its
-    /// retries) plus its slices' (`message_slices`), which several nodes write apart.
+    /// `skipped`, `held`): `messageCounterExpression`, the names checked.
     public func messageCounter(_ counter: String, table: String = "messages") -> String {
         precondition(
             ["queued", "sending", "delivered", "failed", "skipped", "held"].contains(counter)
                 && table.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" })
-        switch self {
-        case .sqlite: return "\(table).\(counter)"
-        case .postgresql:
-            return "(\(table).\(counter) + coalesce((SELECT sum(s.\(counter)) FROM message_slices s "
-                + "WHERE s.message_id = \(table).id), 0))"
-        }
+        return messageCounterExpression(counter, table: table)
     }
 }
 

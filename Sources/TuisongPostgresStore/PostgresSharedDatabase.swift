@@ -20,7 +20,7 @@ import TuisongSQLStore
 public struct PostgresSharedDatabase: SharedDatabase {
     let store: PostgresStore
 
-    public var dialect: SQLDialect { .postgresql }
+    public var dialect: any SQLDialect { PostgresDialect() }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         let started = ContinuousClock.now
@@ -87,7 +87,7 @@ final class PostgresExecutor: SQLExecutor {
         self.prepares = prepares
     }
 
-    var dialect: SQLDialect { .postgresql }
+    var dialect: any SQLDialect { PostgresDialect() }
 
     func execute(_ sql: String, _ arguments: [SQLValue]) throws {
         let result: PostgresResult

@@ -37,7 +37,7 @@ extension PostgresStore: AccountStore {
         return try await write { conn in
             var values: [String: Int] = [:]
             values.reserveCapacity(unique)
-            for row in try conn.run(Self.incrementBadgesSQL, [.int(appID), .int(now), .text(list)]).rows {
+            for row in try conn.run(Self.incrementBadges(appID: appID, now: now, accounts: list)).rows {
                 values[row[0].string ?? ""] = Int(row.int64(at: 1))
             }
             guard values.count == unique else {
@@ -48,15 +48,18 @@ extension PostgresStore: AccountStore {
         }
     }
 
-    /// Adds to the badge of every account in the text array $3 of app $1 (creating missing
-    /// accounts; $2 is now) the times it is named, and returns each new value.
-    static let incrementBadgesSQL = """
+    /// Adds to the badge of every account in the text array `accounts` of app `appID` (creating
+    /// missing accounts) the times it is named, and returns each new value.
+    static func incrementBadges(appID: Int64, now: Int64, accounts: String) -> SQLQuery {
+        """
         INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
-            SELECT $1, name, count(*), $2, $2 FROM unnest($3::text[]) AS name GROUP BY name ORDER BY name
+            SELECT \(appID), name, count(*), \(now), \(now) FROM unnest(\(accounts)::text[]) AS name
+            GROUP BY name ORDER BY name
         ON CONFLICT (app_id, account) DO UPDATE SET
             badge = accounts.badge + excluded.badge, updated_at = excluded.updated_at
         RETURNING account, badge
         """
+    }
 
     public func grantBadges(appID: Int64, messageID: Int64, accounts: [AccountKey]) async throws -> [String: Int] {
         guard !accounts.isEmpty else { return [:] }
@@ -72,9 +75,9 @@ extension PostgresStore: AccountStore {
             let counted = try conn.run(
                 """
                 INSERT INTO badge_grants (message_id, account_id)
-                    SELECT $1, id FROM unnest($2::bigint[]) AS id ORDER BY id
+                    SELECT \(messageID), id FROM unnest(\(list)::bigint[]) AS id ORDER BY id
                 ON CONFLICT DO NOTHING RETURNING account_id
-                """, [.int(messageID), .text(list)]
+                """
             ).rows.map { $0.int64(at: 0) }
             var badges: [String: Int] = [:]
             badges.reserveCapacity(ids.count)
@@ -84,34 +87,27 @@ extension PostgresStore: AccountStore {
                 }
             }
             if !counted.isEmpty {
+                let countedList = counted.count == ids.count ? list : PostgresArrayLiteral.integers(counted)
                 collect(
                     try conn.run(
                         """
-                        UPDATE accounts a SET badge = a.badge + 1, updated_at = $3
-                        FROM (SELECT id FROM accounts WHERE id = ANY($2::bigint[]) AND app_id = $1 ORDER BY id FOR UPDATE)
-                            AS locked
+                        UPDATE accounts a SET badge = a.badge + 1, updated_at = \(now)
+                        FROM (
+                            SELECT id FROM accounts WHERE id = ANY(\(countedList)::bigint[]) AND app_id = \(appID)
+                            ORDER BY id FOR UPDATE) AS locked
                         WHERE a.id = locked.id
                         RETURNING a.id, a.badge
-                        """,
-                        [
-                            .int(appID),
-                            .text(counted.count == ids.count ? list : PostgresArrayLiteral.integers(counted)),
-                            .int(now),
-                        ]))
+                        """))
             }
             guard counted.count < ids.count else { return badges }
             // Counted for this message already (another page, or this one before a crash): the
             // counter as it is now. An account deleted since has no row, and so no badge.
             let countedNow = Set(counted)
+            let uncounted =
+                counted.isEmpty ? list : PostgresArrayLiteral.integers(ids.filter { !countedNow.contains($0) })
             collect(
                 try conn.run(
-                    "SELECT id, badge FROM accounts WHERE id = ANY($2::bigint[]) AND app_id = $1",
-                    [
-                        .int(appID),
-                        .text(
-                            counted.isEmpty
-                                ? list : PostgresArrayLiteral.integers(ids.filter { !countedNow.contains($0) })),
-                    ]))
+                    "SELECT id, badge FROM accounts WHERE id = ANY(\(uncounted)::bigint[]) AND app_id = \(appID)"))
             return badges
         }
     }
@@ -123,12 +119,11 @@ extension PostgresStore: AccountStore {
     private static func applyBindingRegistration(
         _ conn: PostgresConnection, appID: Int64, _ registration: DeviceRegistration, now: Int64
     ) throws -> Int64 {
-        let parameters = upsertParameters(appID: appID, registration, now: now)
-        let device = try registered(conn.run(upsertDeviceSQL, parameters)).device
+        let device = try registered(conn.run(upsertDevice(appID: appID, registration, now: now))).device
         if let tags = registration.tags {
             let names = PostgresArrayLiteral.texts(tags.map(\.value))
-            for (sql, arguments) in retagStatements(appID: appID, token: registration.token.value, names: names) {
-                try conn.run(sql, arguments)
+            for statement in retagStatements(appID: appID, token: registration.token.value, names: names) {
+                try conn.run(statement)
             }
         }
         return device.id

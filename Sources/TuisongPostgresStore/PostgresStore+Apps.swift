@@ -15,11 +15,10 @@ extension PostgresStore {
         return try await read { conn in
             try conn.run(
                 """
-                SELECT \(Rows.appColumns) FROM apps
-                WHERE (vendor_settings::jsonb -> $1 ->> $2) = $3
+                SELECT \(raw: Rows.appColumns) FROM apps
+                WHERE (vendor_settings::jsonb -> \(vendor) ->> \(setting)) = \(value)
                 ORDER BY id LIMIT 1
-                """,
-                [.text(vendor), .text(setting), .text(value)]
+                """
             ).rows.first.map(Self.app)
         }
     }

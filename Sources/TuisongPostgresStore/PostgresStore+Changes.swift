@@ -16,7 +16,7 @@ extension PostgresStore {
     public func publish(_ change: StoreChange) async {
         do {
             try await read { conn in
-                try conn.run("SELECT pg_notify($1, $2)", [.text(Self.changeChannel), .text(change.payload)])
+                try conn.run("SELECT pg_notify(\(Self.changeChannel), \(change.payload))")
             }
         } catch {
             // Caches still expire on their own; a lost wake-up is found by the next poll.

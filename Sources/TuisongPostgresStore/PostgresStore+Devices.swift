@@ -7,17 +7,18 @@ import TuisongSQLStore
 // `SQLStoreBackend+Devices`): registering (an upsert that says whether it inserted, `xmax`),
 // bulk import by COPY and the device with its tags (`string_agg`).
 extension PostgresStore {
-    /// The upsert of one registration: `$1` app, `$2` token, `$3` environment, `$4` user,
-    /// `$5` locale, `$6` now, `$7` credential selector, `$8` channel. Nil user, locale and
-    /// selector leave the stored ones; the registration clears any invalidation. The last
-    /// column, `created`, says whether the row was inserted (`xmax` is 0 only for a row this
-    /// statement inserted, not one it updated).
-    static let upsertDeviceSQL = """
-        INSERT INTO devices (\(Rows.deviceInsertColumns))
-        VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)
-        \(Rows.deviceUpsertConflict)
-        RETURNING \(deviceColumns), (xmax = 0) AS created
+    /// The upsert of one registration. Nil user, locale and selector leave the stored ones; the
+    /// registration clears any invalidation. The last column, `created`, says whether the row
+    /// was inserted (`xmax` is 0 only for a row this statement inserted, not one it updated).
+    static func upsertDevice(appID: Int64, _ registration: DeviceRegistration, now: Int64) -> SQLQuery {
         """
+        INSERT INTO devices (\(raw: Rows.deviceInsertColumns))
+        VALUES (\(appID), \(registration.token.value), \(registration.environment.rawValue), \(registration.user),
+            \(registration.locale), \(now), \(now), \(registration.credentialSelector), \(registration.channel.rawValue))
+        \(raw: Rows.deviceUpsertConflict)
+        RETURNING \(raw: deviceColumns), (xmax = 0) AS created
+        """
+    }
 
     /// Registers or updates the device (app, token) and returns it with `created`.
     ///
@@ -30,60 +31,39 @@ extension PostgresStore {
     public func registerDevice(appID: Int64, _ registration: DeviceRegistration) async throws -> (
         device: Device, created: Bool
     ) {
-        let parameters = Self.upsertParameters(appID: appID, registration, now: nowMilliseconds)
+        let upsert = Self.upsertDevice(appID: appID, registration, now: nowMilliseconds)
         guard let tags = registration.tags else {
-            return try await writeStatement { conn in
-                try Self.registered(conn.run(Self.upsertDeviceSQL, parameters))
-            }
+            return try await writeStatement { conn in try Self.registered(conn.run(upsert)) }
         }
         let names = PostgresArrayLiteral.texts(tags.map(\.value))
-        let device: [(String, [PostgresValue])] = [(Self.upsertDeviceSQL, parameters)]
-        let retag = Self.retagStatements(appID: appID, token: registration.token.value, names: names)
+        let statements = ([upsert] + Self.retagStatements(appID: appID, token: registration.token.value, names: names))
+            .map(\.postgresStatement)
         return try await writeStatement { conn in
-            let results = conn.pipeline(device + retag, atomic: true)
+            let results = conn.pipeline(statements, atomic: true)
             // The first failure is the cause; the statements after it report that they did not run.
             for result in results { if case .failure(let error) = result { throw error } }
             return try Self.registered(results[0].get())
         }
     }
 
-    /// Replacing the tag set of the device (app `$1`, token `$2`) by the names in `$3` (a
-    /// text array literal): its memberships go, missing tags are created (in name order, so
-    /// concurrent registrations take the tags' locks in one order), the new memberships come.
-    static func retagStatements(appID: Int64, token: String, names: String) -> [(String, [PostgresValue])] {
-        let key: [PostgresValue] = [.int(appID), .text(token)]
-        return [
-            (
-                "DELETE FROM device_tags WHERE device_id = (SELECT id FROM devices WHERE app_id = $1 AND token = $2)",
-                key
-            ),
-            (
-                """
-                INSERT INTO tags (app_id, name)
-                SELECT $1, name FROM (SELECT DISTINCT unnest($2::text[]) AS name) wanted ORDER BY name COLLATE "C"
-                ON CONFLICT (app_id, name) DO NOTHING
-                """,
-                [.int(appID), .text(names)]
-            ),
-            (
-                """
-                INSERT INTO device_tags (tag_id, device_id)
-                SELECT t.id, d.id FROM devices d JOIN tags t ON t.app_id = d.app_id
-                WHERE d.app_id = $1 AND d.token = $2 AND t.name = ANY($3::text[])
-                ON CONFLICT DO NOTHING
-                """,
-                key + [.text(names)]
-            ),
-        ]
-    }
-
-    static func upsertParameters(appID: Int64, _ registration: DeviceRegistration, now: Int64)
-        -> [PostgresValue]
-    {
+    /// Replacing the tag set of the device (app, token) by the names in `names` (a text array
+    /// literal): its memberships go, missing tags are created (in name order, so concurrent
+    /// registrations take the tags' locks in one order), the new memberships come.
+    static func retagStatements(appID: Int64, token: String, names: String) -> [SQLQuery] {
         [
-            .int(appID), .text(registration.token.value), .text(registration.environment.rawValue),
-            PostgresValue(registration.user), PostgresValue(registration.locale), .int(now),
-            PostgresValue(registration.credentialSelector), .text(registration.channel.rawValue),
+            "DELETE FROM device_tags WHERE device_id = (SELECT id FROM devices WHERE app_id = \(appID) AND token = \(token))",
+            """
+            INSERT INTO tags (app_id, name)
+            SELECT \(appID), name FROM (SELECT DISTINCT unnest(\(names)::text[]) AS name) wanted
+            ORDER BY name COLLATE "C"
+            ON CONFLICT (app_id, name) DO NOTHING
+            """,
+            """
+            INSERT INTO device_tags (tag_id, device_id)
+            SELECT t.id, d.id FROM devices d JOIN tags t ON t.app_id = d.app_id
+            WHERE d.app_id = \(appID) AND d.token = \(token) AND t.name = ANY(\(names)::text[])
+            ON CONFLICT DO NOTHING
+            """,
         ]
     }
 
@@ -140,7 +120,7 @@ extension PostgresStore {
             // One row per token, as applying the batch in order would leave it: the last
             // environment and channel, the last non-null user, locale, selector and tag set;
             // new devices get their ids in the order of their first registration.
-            try conn.execute(
+            try conn.runUnprepared(
                 """
                 WITH merged AS (
                     SELECT token, min(ord) AS ord,
@@ -154,38 +134,35 @@ extension PostgresStore {
                     FROM device_import GROUP BY token
                 ),
                 upserted AS (
-                    INSERT INTO devices (\(Rows.deviceInsertColumns))
-                    SELECT $1, token, environment, "user", locale, $2, $2, credential_selector, channel
+                    INSERT INTO devices (\(raw: Rows.deviceInsertColumns))
+                    SELECT \(appID), token, environment, "user", locale, \(now), \(now), credential_selector, channel
                     FROM merged ORDER BY ord
-                    \(Rows.deviceUpsertConflict)
+                    \(raw: Rows.deviceUpsertConflict)
                     RETURNING id, token, (xmax = 0) AS created
                 )
                 INSERT INTO device_import_result (id, created, tags)
                 SELECT u.id, u.created, m.tags::text[] FROM upserted u JOIN merged m USING (token)
-                """,
-                [.int(appID), .int(now)])
+                """)
             try conn.execute(
                 """
                 DELETE FROM device_tags dt USING device_import_result r
                 WHERE dt.device_id = r.id AND NOT r.created AND r.tags IS NOT NULL
                 """)
-            try conn.execute(
+            try conn.runUnprepared(
                 """
                 INSERT INTO tags (app_id, name)
-                SELECT $1, name FROM (SELECT DISTINCT unnest(tags) AS name FROM device_import_result) wanted
+                SELECT \(appID), name FROM (SELECT DISTINCT unnest(tags) AS name FROM device_import_result) wanted
                 ORDER BY name COLLATE "C"
                 ON CONFLICT (app_id, name) DO NOTHING
-                """,
-                [.int(appID)])
-            try conn.execute(
+                """)
+            try conn.runUnprepared(
                 """
                 INSERT INTO device_tags (tag_id, device_id)
                 SELECT t.id, r.id FROM device_import_result r
                 CROSS JOIN LATERAL unnest(r.tags) AS wanted(name)
-                JOIN tags t ON t.app_id = $1 AND t.name = wanted.name
+                JOIN tags t ON t.app_id = \(appID) AND t.name = wanted.name
                 ON CONFLICT DO NOTHING
-                """,
-                [.int(appID)])
+                """)
             let created = try conn.execute("SELECT count(*) FROM device_import_result WHERE created").rows.first?[0].int
             return (created ?? 0, copied)
         }
@@ -196,12 +173,11 @@ extension PostgresStore {
         try await read { conn in
             let rows = try conn.run(
                 """
-                SELECT \(Self.deviceColumns),
+                SELECT \(raw: Self.deviceColumns),
                     (SELECT string_agg(t.name, chr(31)) FROM device_tags dt JOIN tags t ON t.id = dt.tag_id
                      WHERE dt.device_id = devices.id)
-                FROM devices WHERE app_id = $1 AND token = $2
-                """,
-                [.int(appID), .text(token.value)]
+                FROM devices WHERE app_id = \(appID) AND token = \(token.value)
+                """
             ).rows
             guard let row = rows.first else { return nil }
             let tags = row[Self.deviceColumnCount].string.map {

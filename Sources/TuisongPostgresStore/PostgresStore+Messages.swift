@@ -54,18 +54,16 @@ extension PostgresStore: MessageStore {
         let labels = try JSONText.encode(job.labels)
         let vendorContext = try job.vendorContext.map { try JSONText.encode($0) }
         let now = nowMilliseconds
-        let values: [PostgresValue] = [
-            .int(job.appID), .text(job.vendor), PostgresValue(job.vendorMessageID), .text(audience),
-            .text(content), .text(options), .text(labels), .text(state.rawValue),
-            PostgresValue(job.sendAt.map(SQLTime.milliseconds)), .int(now), PostgresValue(vendorContext),
-        ]
+        let sendAt = job.sendAt.map(SQLTime.milliseconds)
         guard let key = job.idempotencyKey else {
             let id = try await write { conn in
                 try conn.run(
                     """
-                    INSERT INTO messages (\(Rows.messageInsertColumns))
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id
-                    """, values
+                    INSERT INTO messages (\(raw: Rows.messageInsertColumns))
+                    VALUES (\(job.appID), \(job.vendor), \(job.vendorMessageID), \(audience), \(content), \(options),
+                        \(labels), \(state.rawValue), \(sendAt), \(now), \(vendorContext))
+                    RETURNING id
+                    """
                 ).rows.first?["id"]?.int64
             }
             guard let id else { throw StoreError.notFound("new message") }
@@ -82,16 +80,18 @@ extension PostgresStore: MessageStore {
                 """
                 WITH key AS (
                     INSERT INTO idempotency_keys (app_id, key, message_id, created_at)
-                    VALUES ($1::bigint, $12::text, nextval(pg_get_serial_sequence('messages', 'id')), $10::bigint)
+                    VALUES (\(job.appID)::bigint, \(key)::text, nextval(pg_get_serial_sequence('messages', 'id')),
+                        \(now)::bigint)
                     ON CONFLICT (app_id, key) DO UPDATE
                     SET message_id = excluded.message_id, created_at = excluded.created_at
-                    WHERE idempotency_keys.created_at <= $13::bigint
+                    WHERE idempotency_keys.created_at <= \(cutoff)::bigint
                     RETURNING message_id)
-                INSERT INTO messages (id, \(Rows.messageInsertColumns))
-                SELECT key.message_id, $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text,
-                    $7::text, $8::text, $9::bigint, $10::bigint, $11::text
+                INSERT INTO messages (id, \(raw: Rows.messageInsertColumns))
+                SELECT key.message_id, \(job.appID)::bigint, \(job.vendor)::text, \(job.vendorMessageID)::text,
+                    \(audience)::text, \(content)::text, \(options)::text, \(labels)::text, \(state.rawValue)::text,
+                    \(sendAt)::bigint, \(now)::bigint, \(vendorContext)::text
                 FROM key RETURNING id
-                """, values + [.text(key), .int(cutoff)]
+                """
             ).rows.first?["id"]?.int64 {
                 return (id, nil)
             }
@@ -100,9 +100,9 @@ extension PostgresStore: MessageStore {
             guard
                 let row = try conn.run(
                     """
-                    \(Self.messageSelect)
-                    WHERE m.id = (SELECT message_id FROM idempotency_keys WHERE app_id = $1 AND key = $2)
-                    """, [.int(job.appID), .text(key)]
+                    \(raw: Self.messageSelect)
+                    WHERE m.id = (SELECT message_id FROM idempotency_keys WHERE app_id = \(job.appID) AND key = \(key))
+                    """
                 ).rows.first
             else { throw StoreError.notFound("message of idempotency key") }
             let record = try Self.messageRecord(row)
@@ -118,7 +118,7 @@ extension PostgresStore: MessageStore {
 
     public func messageProgress(id: Int64) async throws -> MessageProgressSnapshot? {
         try await read { conn in
-            guard let row = try conn.run("\(Self.messageSelect) WHERE m.id = $1", [.int(id)]).rows.first else {
+            guard let row = try conn.run("\(raw: Self.messageSelect) WHERE m.id = \(id)").rows.first else {
                 return nil
             }
             let record = try Self.messageRecord(row)
@@ -126,18 +126,6 @@ extension PostgresStore: MessageStore {
                 state: record.state, total: record.total, startedAt: record.startedAt,
                 completedAt: record.completedAt, cursor: record.cursor, counts: record.counts,
                 failures: record.failures, skips: record.skips, sliceCursors: try Self.sliceCursors(row))
-        }
-    }
-
-    public func dispatchableMessageIDs(now: Date) async throws -> [Int64] {
-        try await read { conn in
-            try conn.run(
-                """
-                SELECT id FROM messages
-                WHERE state IN ('queued', 'sending') OR (state = 'scheduled' AND send_at <= $1)
-                ORDER BY id LIMIT 100
-                """, [.int(SQLTime.milliseconds(now))]
-            ).rows.compactMap { $0["id"]?.int64 }
         }
     }
 
@@ -207,12 +195,12 @@ extension PostgresStore: MessageStore {
         try conn.run(
             """
             SELECT 1 FROM message_slices s
-            JOIN unnest($1::bigint[], $2::bigint[]) AS v(message_id, slice)
+            JOIN unnest(\(PostgresArray.int(sorted.map(\.messageID)))::bigint[], \(PostgresArray.int(sorted.map(\.slice)))::bigint[])
+                AS v(message_id, slice)
                 ON s.message_id = v.message_id AND s.slice = v.slice
             ORDER BY s.message_id, s.slice
             FOR UPDATE OF s
-            """,
-            [PostgresArray.int(sorted.map(\.messageID)), PostgresArray.int(sorted.map(\.slice))])
+            """)
     }
 
     /// Many flushes in one transaction with a statement per kind of row for all of them (slices,
@@ -253,25 +241,22 @@ extension PostgresStore: MessageStore {
             """
             UPDATE message_slices s SET cursor = greatest(s.cursor, v.cursor), queued = s.queued + v.queued,
                 sending = s.sending + v.sending, delivered = s.delivered + v.delivered, failed = s.failed + v.failed,
-                skipped = s.skipped + v.skipped, held = s.held + v.held, updated_at = $1,
+                skipped = s.skipped + v.skipped, held = s.held + v.held, updated_at = \(now),
                 state = CASE WHEN v.final THEN 'done' ELSE s.state END,
                 owner = CASE WHEN v.final THEN NULL ELSE s.owner END,
                 lease_until = CASE WHEN v.final THEN NULL ELSE s.lease_until END
-            FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
-                $8::bigint[], $9::bigint[], $10::bigint[], $11::bool[], $12::bigint[])
+            FROM unnest(\(column(\.messageID))::bigint[], \(column { $0.slice?.id ?? 0 })::bigint[],
+                \(column(\.cursor))::bigint[], \(column { Int64($0.counts.queued) })::bigint[],
+                \(column { Int64($0.counts.sending) })::bigint[], \(column { Int64($0.counts.delivered) })::bigint[],
+                \(column { Int64($0.counts.failed) })::bigint[], \(column { Int64($0.counts.skipped) })::bigint[],
+                \(column { Int64($0.counts.held) })::bigint[],
+                \(PostgresArray.text(items.map { $0.finalState != nil ? "t" : "f" }))::bool[],
+                \(column { $0.slice?.fence ?? 0 })::bigint[])
                 AS v(message_id, slice, cursor, queued, sending, delivered, failed, skipped, held, final, fence)
-            WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.owner = $13 AND s.attempts = v.fence
+            WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.owner = \(node) AND s.attempts = v.fence
                 AND s.state = 'open'
             RETURNING s.message_id, s.slice
-            """,
-            [
-                .int(now), column(\.messageID), column { $0.slice?.id ?? 0 }, column(\.cursor),
-                column { Int64($0.counts.queued) }, column { Int64($0.counts.sending) },
-                column { Int64($0.counts.delivered) }, column { Int64($0.counts.failed) },
-                column { Int64($0.counts.skipped) }, column { Int64($0.counts.held) },
-                PostgresArray.text(items.map { $0.finalState != nil ? "t" : "f" }), column { $0.slice?.fence ?? 0 },
-                .text(node),
-            ]
+            """
         ).rows
         let held = Set(updated.map { MessageSliceKey(messageID: $0.int64(at: 0), slice: $0.int64(at: 1)) })
         var committed: [MessageProgress] = []
@@ -304,14 +289,11 @@ extension PostgresStore: MessageStore {
             guard !messages.isEmpty else { continue }
             try conn.run(
                 """
-                INSERT INTO \(table) (message_id, slice, reason, count)
-                SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[])
-                ON CONFLICT (message_id, slice, reason) DO UPDATE SET count = \(table).count + excluded.count
-                """,
-                [
-                    PostgresArray.int(messages), PostgresArray.int(slices), PostgresArray.text(reasons),
-                    PostgresArray.int(counts),
-                ])
+                INSERT INTO \(raw: table) (message_id, slice, reason, count)
+                SELECT * FROM unnest(\(PostgresArray.int(messages))::bigint[], \(PostgresArray.int(slices))::bigint[],
+                    \(PostgresArray.text(reasons))::text[], \(PostgresArray.int(counts))::bigint[])
+                ON CONFLICT (message_id, slice, reason) DO UPDATE SET count = \(raw: table).count + excluded.count
+                """)
         }
         var channelRows: (messages: [Int64], slices: [Int64], channels: [String], counts: [Int64]) = ([], [], [], [])
         for progress in committed {
@@ -326,14 +308,12 @@ extension PostgresStore: MessageStore {
             try conn.run(
                 """
                 INSERT INTO message_channel_deliveries (message_id, slice, channel, delivered)
-                SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[])
+                SELECT * FROM unnest(\(PostgresArray.int(channelRows.messages))::bigint[],
+                    \(PostgresArray.int(channelRows.slices))::bigint[], \(PostgresArray.text(channelRows.channels))::text[],
+                    \(PostgresArray.int(channelRows.counts))::bigint[])
                 ON CONFLICT (message_id, slice, channel)
                 DO UPDATE SET delivered = message_channel_deliveries.delivered + excluded.delivered
-                """,
-                [
-                    PostgresArray.int(channelRows.messages), PostgresArray.int(channelRows.slices),
-                    PostgresArray.text(channelRows.channels), PostgresArray.int(channelRows.counts),
-                ])
+                """)
         }
         for progress in committed where !progress.deliveries.isEmpty {
             try insertDeliveries(
@@ -351,19 +331,17 @@ extension PostgresStore: MessageStore {
         }
         for (state, ids) in finishing.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             try conn.run(
-                "SELECT id FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
-                [PostgresArray.int(ids.sorted())])
+                "SELECT id FROM messages WHERE id = ANY(\(PostgresArray.int(ids.sorted()))::bigint[]) ORDER BY id FOR UPDATE"
+            )
             try conn.run(
                 """
-                UPDATE messages m SET state = $1,
-                    completed_at = CASE WHEN \(Self.unfinished) = 0 THEN coalesce(m.completed_at, $2)
+                UPDATE messages m SET state = \(state.rawValue),
+                    completed_at = CASE WHEN \(raw: Self.unfinished) = 0 THEN coalesce(m.completed_at, \(now))
                         ELSE m.completed_at END,
-                    total = m.queued + m.sending + m.delivered + m.failed + m.skipped + m.held + coalesce((
-                        SELECT sum(queued + sending + delivered + failed + skipped + held)
-                        FROM message_slices WHERE message_id = m.id), 0)
-                WHERE m.id = ANY($3::bigint[])
+                    total = \(raw: Self.total)
+                WHERE m.id = ANY(\(PostgresArray.int(ids))::bigint[])
                     AND NOT EXISTS (SELECT 1 FROM message_slices s WHERE s.message_id = m.id AND s.state = 'open')
-                """, [.text(state.rawValue), .int(now), PostgresArray.int(ids)])
+                """)
             try webhooks.messagesCompleted(PostgresExecutor(conn, prepares: true), ids.sorted(), now: now)
         }
         return results
@@ -377,23 +355,19 @@ extension PostgresStore: MessageStore {
         do {
             let c = progress.counts
             let sliceID = progress.slice?.id ?? 0
-            let final = progress.finalState != nil
-            let counts: [PostgresValue] = [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held].map {
-                .int(Int64($0))
-            }
+            let final: PostgresValue = .bool(progress.finalState != nil)
             if let slice = progress.slice, slice.leaseUntil != nil {
                 let updated = try conn.run(
                     """
-                    UPDATE message_slices SET cursor = greatest(cursor, $3), queued = queued + $4,
-                        sending = sending + $5, delivered = delivered + $6, failed = failed + $7,
-                        skipped = skipped + $8, held = held + $9, updated_at = $10,
-                        state = CASE WHEN $11::bool THEN 'done' ELSE state END,
-                        owner = CASE WHEN $11::bool THEN NULL ELSE owner END,
-                        lease_until = CASE WHEN $11::bool THEN NULL ELSE lease_until END
-                    WHERE message_id = $1 AND slice = $2 AND owner = $12 AND attempts = $13 AND state = 'open'
-                    """,
-                    [.int(progress.messageID), .int(sliceID), .int(progress.cursor)] + counts
-                        + [.int(now), .bool(final), .text(node), .int(slice.fence)]
+                    UPDATE message_slices SET cursor = greatest(cursor, \(progress.cursor)), queued = queued + \(c.queued),
+                        sending = sending + \(c.sending), delivered = delivered + \(c.delivered),
+                        failed = failed + \(c.failed), skipped = skipped + \(c.skipped), held = held + \(c.held),
+                        updated_at = \(now), state = CASE WHEN \(final)::bool THEN 'done' ELSE state END,
+                        owner = CASE WHEN \(final)::bool THEN NULL ELSE owner END,
+                        lease_until = CASE WHEN \(final)::bool THEN NULL ELSE lease_until END
+                    WHERE message_id = \(progress.messageID) AND slice = \(sliceID) AND owner = \(node)
+                        AND attempts = \(slice.fence) AND state = 'open'
+                    """
                 ).affectedRows
                 guard updated == 1 else {
                     throw StoreError(
@@ -407,7 +381,9 @@ extension PostgresStore: MessageStore {
                     """
                     INSERT INTO message_slices (message_id, slice, after_position, cursor, state, queued, sending,
                         delivered, failed, skipped, held, updated_at)
-                    VALUES ($1, $2, 0, $3, CASE WHEN $11::bool THEN 'done' ELSE 'open' END, $4, $5, $6, $7, $8, $9, $10)
+                    VALUES (\(progress.messageID), \(sliceID), 0, \(progress.cursor),
+                        CASE WHEN \(final)::bool THEN 'done' ELSE 'open' END, \(c.queued), \(c.sending), \(c.delivered),
+                        \(c.failed), \(c.skipped), \(c.held), \(now))
                     ON CONFLICT (message_id, slice) DO UPDATE SET
                         cursor = greatest(message_slices.cursor, excluded.cursor),
                         queued = message_slices.queued + excluded.queued,
@@ -416,10 +392,8 @@ extension PostgresStore: MessageStore {
                         failed = message_slices.failed + excluded.failed,
                         skipped = message_slices.skipped + excluded.skipped,
                         held = message_slices.held + excluded.held, updated_at = excluded.updated_at,
-                        state = CASE WHEN $11::bool THEN 'done' ELSE message_slices.state END
-                    """,
-                    [.int(progress.messageID), .int(sliceID), .int(progress.cursor)] + counts
-                        + [.int(now), .bool(final)])
+                        state = CASE WHEN \(final)::bool THEN 'done' ELSE message_slices.state END
+                    """)
             }
             try Self.addReasons(conn, table: "message_failures", progress.messageID, sliceID, progress.failures)
             try Self.addReasons(conn, table: "message_skips", progress.messageID, sliceID, progress.skips)
@@ -457,9 +431,9 @@ extension PostgresStore: MessageStore {
         guard !ids.isEmpty else { return batch }
         let existing = Set(
             try conn.run(
-                "SELECT id FROM devices WHERE id = ANY($1::bigint[]) ORDER BY id FOR KEY SHARE",
-                [PostgresArray.int(ids)]
-            ).rows.compactMap { $0[0].int64 })
+                "SELECT id FROM devices WHERE id = ANY(\(PostgresArray.int(ids))::bigint[]) ORDER BY id FOR KEY SHARE"
+            )
+            .rows.compactMap { $0[0].int64 })
         guard existing.count < ids.count else { return batch }
         return batch.map { DeletedDeviceFlushGuard.cancellingDeleted($0, existing: existing) }
     }
@@ -469,25 +443,22 @@ extension PostgresStore: MessageStore {
     static func completeIfLastSlice(_ conn: PostgresConnection, messageID: Int64, state: MessageState, now: Int64)
         throws
     {
-        try conn.run("SELECT id FROM messages WHERE id = $1 FOR UPDATE", [.int(messageID)])
+        try conn.run("SELECT id FROM messages WHERE id = \(messageID) FOR UPDATE")
         let open =
-            try conn.run(
-                "SELECT count(*) AS n FROM message_slices WHERE message_id = $1 AND state = 'open'", [.int(messageID)]
-            ).rows.first?.int64("n") ?? 0
+            try conn.run("SELECT count(*) AS n FROM message_slices WHERE message_id = \(messageID) AND state = 'open'")
+            .rows.first?.int64("n") ?? 0
         guard open == 0 else { return }
         // The audience may have changed while it was read: the final total is what actually
         // got an outcome. A message completes once: a repeated completion keeps the first time;
         // one with retries or holds left completes when the last of them ends.
         try conn.run(
             """
-            UPDATE messages m SET state = $1,
-                completed_at = CASE WHEN \(Self.unfinished) = 0 THEN coalesce(m.completed_at, $2)
+            UPDATE messages m SET state = \(state.rawValue),
+                completed_at = CASE WHEN \(raw: Self.unfinished) = 0 THEN coalesce(m.completed_at, \(now))
                     ELSE m.completed_at END,
-                total = m.queued + m.sending + m.delivered + m.failed + m.skipped + m.held + coalesce((
-                    SELECT sum(queued + sending + delivered + failed + skipped + held)
-                    FROM message_slices WHERE message_id = m.id), 0)
-            WHERE m.id = $3
-            """, [.text(state.rawValue), .int(now), .int(messageID)])
+                total = \(raw: Self.total)
+            WHERE m.id = \(messageID)
+            """)
     }
 
     // MARK: retries
@@ -503,15 +474,15 @@ extension PostgresStore: MessageStore {
                 """
                 WITH picked AS (
                     SELECT id, state AS was FROM deliveries
-                    WHERE (state = 'queued' AND next_attempt_at <= $1)
-                        OR (state = 'sending' AND lease_until < \(Self.databaseNow))
-                    ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+                    WHERE (state = 'queued' AND next_attempt_at <= \(nowMs))
+                        OR (state = 'sending' AND lease_until < \(raw: Self.databaseNow))
+                    ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 )
-                UPDATE deliveries d SET state = 'sending', owner = $3, lease_until = \(Self.databaseNow) + $4,
-                    updated_at = $1
+                UPDATE deliveries d SET state = 'sending', owner = \(node),
+                    lease_until = \(raw: Self.databaseNow) + \(lease), updated_at = \(nowMs)
                 FROM picked WHERE d.id = picked.id
-                RETURNING \(Self.deliveryColumns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")), picked.was
-                """, [.int(nowMs), .int(Int64(limit)), .text(node), .int(lease)]
+                RETURNING \(raw: Self.qualifiedDeliveryColumns), picked.was
+                """
             ).rows
             var perMessage: [Int64: Int64] = [:]
             for row in rows where row.string("was") == "queued" { perMessage[row.int64("message_id"), default: 0] += 1 }
@@ -533,11 +504,11 @@ extension PostgresStore: MessageStore {
         return try await write { conn in
             let rows = try conn.run(
                 """
-                UPDATE deliveries SET state = 'queued', next_attempt_at = $1, updated_at = $1, owner = NULL,
+                UPDATE deliveries SET state = 'queued', next_attempt_at = \(now), updated_at = \(now), owner = NULL,
                     lease_until = NULL
-                WHERE state = 'sending' AND (lease_until IS NULL OR lease_until < \(Self.databaseNow))
+                WHERE state = 'sending' AND (lease_until IS NULL OR lease_until < \(raw: Self.databaseNow))
                 RETURNING message_id
-                """, [.int(now)]
+                """
             ).rows
             var perMessage: [Int64: Int64] = [:]
             for row in rows { perMessage[row.int64("message_id"), default: 0] += 1 }
@@ -606,6 +577,14 @@ extension PostgresStore: MessageStore {
         }
     }
 
+    /// A message's deliveries with any outcome or none yet, on its row and its slices' (`m` is
+    /// the message): its final total.
+    static let total = """
+        m.queued + m.sending + m.delivered + m.failed + m.skipped + m.held + coalesce((
+            SELECT sum(queued + sending + delivered + failed + skipped + held)
+            FROM message_slices WHERE message_id = m.id), 0)
+        """
+
     /// A message's deliveries without a final outcome (queued, sending, held), on its row and
     /// its slices' (`m` is the message).
     static let unfinished = """
@@ -621,11 +600,11 @@ extension PostgresStore: MessageStore {
         guard !messageIDs.isEmpty else { return }
         let finished = try conn.run(
             """
-            UPDATE messages m SET completed_at = $1
-            WHERE m.id = ANY($2::bigint[]) AND m.state = 'completed' AND m.completed_at IS NULL
-                AND \(unfinished) = 0
+            UPDATE messages m SET completed_at = \(now)
+            WHERE m.id = ANY(\(PostgresArray.int(messageIDs.sorted()))::bigint[]) AND m.state = 'completed'
+                AND m.completed_at IS NULL AND \(raw: unfinished) = 0
             RETURNING m.id
-            """, [.int(now), PostgresArray.int(messageIDs.sorted())]
+            """
         ).rows.map { $0.int64("id") }
         try webhooks.messagesCompleted(PostgresExecutor(conn, prepares: true), finished, now: now)
     }
@@ -637,12 +616,12 @@ extension PostgresStore: MessageStore {
             let rows = try conn.run(
                 """
                 WITH picked AS (
-                    SELECT id FROM deliveries WHERE state = 'held' AND next_attempt_at <= $1
-                    ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-                UPDATE deliveries d SET state = 'failed', next_attempt_at = NULL, updated_at = $1
+                    SELECT id FROM deliveries WHERE state = 'held' AND next_attempt_at <= \(nowMs)
+                    ORDER BY next_attempt_at LIMIT \(max(1, limit)) FOR UPDATE SKIP LOCKED)
+                UPDATE deliveries d SET state = 'failed', next_attempt_at = NULL, updated_at = \(nowMs)
                 FROM picked WHERE d.id = picked.id
                 RETURNING d.id, d.message_id, d.slice, d.reason
-                """, [.int(nowMs), .int(Int64(max(1, limit)))]
+                """
             ).rows
             var failed: [Int64: [Int64: [String: Int]]] = [:]
             for row in rows {
@@ -677,6 +656,10 @@ extension PostgresStore: MessageStore {
 
     static let deliveryColumns = Rows.deliveryColumns
 
+    /// `deliveryColumns` of the deliveries named `d`.
+    static let qualifiedDeliveryColumns = deliveryColumns.split(separator: ",")
+        .map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+
     static func deliveryRecord(_ row: PostgresRow) throws -> DeliveryRecord { try Rows.delivery(columns: row) }
 
     /// A row of `messageSelect`; the message's cursor is its first slice's (the only one of a
@@ -708,14 +691,12 @@ extension PostgresStore: MessageStore {
         guard !rows.isEmpty else { return }
         try conn.run(
             """
-            INSERT INTO \(table) (message_id, slice, reason, count)
-            SELECT $1, $2, reason, count FROM unnest($3::text[], $4::bigint[]) AS r(reason, count)
-            ON CONFLICT (message_id, slice, reason) DO UPDATE SET count = \(table).count + excluded.count
-            """,
-            [
-                .int(messageID), .int(slice), PostgresArray.text(rows.map(\.key)),
-                PostgresArray.int(rows.map { Int64($0.value) }),
-            ])
+            INSERT INTO \(raw: table) (message_id, slice, reason, count)
+            SELECT \(messageID), \(slice), reason, count
+            FROM unnest(\(PostgresArray.text(rows.map(\.key)))::text[], \(PostgresArray.int(rows.map { Int64($0.value) }))::bigint[])
+                AS r(reason, count)
+            ON CONFLICT (message_id, slice, reason) DO UPDATE SET count = \(raw: table).count + excluded.count
+            """)
     }
 
     /// A flush's delivery rows, a few hundred per statement.
@@ -761,16 +742,13 @@ extension PostgresStore: MessageStore {
         guard !invalidations.isEmpty else { return }
         let invalidated = try conn.run(
             """
-            UPDATE devices d SET invalidated_at = $1, invalid_reason = v.reason
-            FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS v(id, reason, at)
+            UPDATE devices d SET invalidated_at = \(now), invalid_reason = v.reason
+            FROM unnest(\(PostgresArray.int(invalidations.map(\.deviceID)))::bigint[],
+                \(PostgresArray.text(invalidations.map(\.reason)))::text[],
+                \(PostgresArray.int(invalidations.map { SQLTime.milliseconds($0.at) }))::bigint[]) AS v(id, reason, at)
             WHERE d.id = v.id AND d.updated_at <= v.at AND d.invalidated_at IS NULL
             RETURNING d.id, v.reason
-            """,
-            [
-                .int(now), PostgresArray.int(invalidations.map(\.deviceID)),
-                PostgresArray.text(invalidations.map(\.reason)),
-                PostgresArray.int(invalidations.map { SQLTime.milliseconds($0.at) }),
-            ]
+            """
         ).rows
         let executor = PostgresExecutor(conn, prepares: true)
         for row in invalidated {

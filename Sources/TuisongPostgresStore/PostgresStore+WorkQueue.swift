@@ -23,13 +23,19 @@ extension PostgresStore: WorkQueue {
         let node = nodeID
         let lease = Self.milliseconds(leaseDuration)
         let runningKeys = running.sorted { ($0.messageID, $0.slice) < ($1.messageID, $1.slice) }
+        let runningMessages = PostgresArray.int(runningKeys.map(\.messageID))
+        let notRunning: SQLQuery = """
+            (s.message_id, s.slice) NOT IN (
+                SELECT * FROM unnest(\(runningMessages)::bigint[], \(PostgresArray.int(runningKeys.map(\.slice)))::bigint[]))
+            """
+        let wholeLimit = max(0, limit)
         // Three kinds, each locked with SKIP LOCKED and limited on its own: messages sent whole
         // (their one slice), slices of a fan-out whose lease ended, fresh slices of a fan-out.
-        let candidates = """
+        let candidates: SQLQuery = """
             SELECT s.message_id, s.slice FROM message_slices s
             JOIN messages m ON m.id = s.message_id AND m.state = 'sending'
-            WHERE s.state = 'open' AND (s.owner IS NULL OR s.lease_until < \(Self.databaseNow))
-                AND (s.message_id, s.slice) NOT IN (SELECT * FROM unnest($3::bigint[], $4::bigint[]))
+            WHERE s.state = 'open' AND (s.owner IS NULL OR s.lease_until < \(raw: Self.databaseNow))
+                AND \(notRunning)
             """
         let whole = "s.slice = 0 AND s.through_position IS NULL"
         let claimable = "s.state = 'open' AND (s.owner IS NULL OR s.lease_until < \(Self.databaseNow))"
@@ -44,7 +50,7 @@ extension PostgresStore: WorkQueue {
                 """
                 WITH running_by_app AS (
                     SELECT m.app_id, count(*) AS running FROM messages m
-                    WHERE m.id = ANY($3::bigint[]) GROUP BY m.app_id
+                    WHERE m.id = ANY(\(runningMessages)::bigint[]) GROUP BY m.app_id
                 ), whole_turns AS (
                     SELECT w.message_id, w.slice,
                         coalesce(r.running, 0) + row_number() OVER (PARTITION BY w.app_id ORDER BY w.message_id) AS turn
@@ -52,34 +58,29 @@ extension PostgresStore: WorkQueue {
                         SELECT s.message_id, s.slice, m.app_id FROM messages m
                         JOIN message_slices s ON s.message_id = m.id AND s.slice = 0
                         WHERE m.state IN ('queued', 'sending') AND m.state = 'sending' AND m.app_id = a.id
-                            AND s.through_position IS NULL AND \(claimable)
-                            AND (s.message_id, s.slice) NOT IN (SELECT * FROM unnest($3::bigint[], $4::bigint[]))
-                        ORDER BY m.id LIMIT $1
+                            AND s.through_position IS NULL AND \(raw: claimable) AND \(notRunning)
+                        ORDER BY m.id LIMIT \(wholeLimit)
                     ) w
                     LEFT JOIN running_by_app r ON r.app_id = w.app_id
                 ), whole AS (
                     SELECT s.message_id, s.slice FROM message_slices s
                     JOIN whole_turns t ON t.message_id = s.message_id AND t.slice = s.slice
-                    WHERE \(claimable)
-                    ORDER BY t.turn, s.message_id LIMIT $1 FOR UPDATE OF s SKIP LOCKED
+                    WHERE \(raw: claimable)
+                    ORDER BY t.turn, s.message_id LIMIT \(wholeLimit) FOR UPDATE OF s SKIP LOCKED
                 ), taken_over AS (
-                    \(candidates) AND s.owner IS NOT NULL AND NOT (\(whole))
-                    ORDER BY s.message_id, s.slice LIMIT $1 FOR UPDATE OF s SKIP LOCKED
+                    \(candidates) AND s.owner IS NOT NULL AND NOT (\(raw: whole))
+                    ORDER BY s.message_id, s.slice LIMIT \(wholeLimit) FOR UPDATE OF s SKIP LOCKED
                 ), fresh AS (
-                    \(candidates) AND s.owner IS NULL AND NOT (\(whole))
-                    ORDER BY s.message_id, s.slice LIMIT $6 FOR UPDATE OF s SKIP LOCKED
+                    \(candidates) AND s.owner IS NULL AND NOT (\(raw: whole))
+                    ORDER BY s.message_id, s.slice LIMIT \(max(0, sliceLimit)) FOR UPDATE OF s SKIP LOCKED
                 ), picked AS (
                     SELECT * FROM whole UNION ALL SELECT * FROM taken_over UNION ALL SELECT * FROM fresh
                 )
-                UPDATE message_slices s SET owner = $2, lease_until = \(Self.databaseNow) + $5,
+                UPDATE message_slices s SET owner = \(node), lease_until = \(raw: Self.databaseNow) + \(lease),
                     attempts = s.attempts + 1
                 FROM picked WHERE s.message_id = picked.message_id AND s.slice = picked.slice
                 RETURNING s.message_id, s.slice, s.cursor, s.through_position, s.attempts
-                """,
-                [
-                    .int(Int64(max(0, limit))), .text(node), PostgresArray.int(runningKeys.map(\.messageID)),
-                    PostgresArray.int(runningKeys.map(\.slice)), .int(lease), .int(Int64(max(0, sliceLimit))),
-                ]
+                """
             ).rows
         }
         guard !claimed.isEmpty else { return [] }
@@ -108,7 +109,7 @@ extension PostgresStore: WorkQueue {
         guard !ids.isEmpty else { return [:] }
         return try await read { conn in
             var records: [Int64: MessageRecord] = [:]
-            for row in try conn.run("\(Self.messageSelect) WHERE m.id = ANY($1::bigint[])", [PostgresArray.int(ids)])
+            for row in try conn.run("\(raw: Self.messageSelect) WHERE m.id = ANY(\(PostgresArray.int(ids))::bigint[])")
                 .rows
             {
                 let record = try Self.messageRecord(row)
@@ -134,10 +135,10 @@ extension PostgresStore: WorkQueue {
     func planDueMessages(now: Date) async throws {
         let nowMs = SQLTime.milliseconds(now)
         let lookForSending = sendingWithoutSlicesMayRemain.load(ordering: .relaxed)
-        let other =
+        let other: SQLQuery =
             lookForSending
-            ? "(m.state = 'sending' OR (m.state = 'scheduled' AND m.send_at <= $1))"
-            : "m.state = 'scheduled' AND m.send_at <= $1"
+            ? "(m.state = 'sending' OR (m.state = 'scheduled' AND m.send_at <= \(nowMs)))"
+            : "m.state = 'scheduled' AND m.send_at <= \(nowMs)"
         let due = try await read { conn in
             try conn.run(
                 """
@@ -146,20 +147,20 @@ extension PostgresStore: WorkQueue {
                     FROM apps a CROSS JOIN LATERAL (
                         SELECT m.id FROM messages m
                         WHERE m.state IN ('queued', 'sending') AND m.state = 'queued' AND m.app_id = a.id
-                        ORDER BY m.id LIMIT $2
+                        ORDER BY m.id LIMIT \(Self.planBatch)
                     ) q
                 ), other AS (
                     SELECT m.id, 0 AS turn FROM messages m
                     WHERE m.state IN ('scheduled', 'queued', 'sending') AND \(other)
                         AND NOT EXISTS (SELECT 1 FROM message_slices s WHERE s.message_id = m.id)
-                    ORDER BY m.id LIMIT $2
+                    ORDER BY m.id LIMIT \(Self.planBatch)
                 ), picked AS (
                     SELECT id, turn FROM queued UNION ALL SELECT id, turn FROM other
-                    ORDER BY turn, id LIMIT $2
+                    ORDER BY turn, id LIMIT \(Self.planBatch)
                 )
                 SELECT m.id, m.app_id, m.state, m.audience FROM picked JOIN messages m ON m.id = picked.id
                 ORDER BY picked.turn, m.id
-                """, [.int(nowMs), .int(Int64(Self.planBatch))]
+                """
             ).rows
         }
         if lookForSending, !due.contains(where: { $0.string("state") == "sending" }) {
@@ -219,24 +220,22 @@ extension PostgresStore: WorkQueue {
             try conn.run(
                 """
                 WITH v AS (
-                    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS v(id, after_position, total)
+                    SELECT * FROM unnest(\(PostgresArray.int(messages.map(\.id)))::bigint[],
+                        \(PostgresArray.int(messages.map(\.after)))::bigint[],
+                        \(PostgresArray.text(messages.map { $0.total.map(String.init) }))::text[]) AS v(id, after_position, total)
                 ), locked AS (
                     SELECT m.id FROM messages m JOIN v ON v.id = m.id
-                    WHERE m.state = 'queued' OR (m.state = 'scheduled' AND m.send_at <= $4)
+                    WHERE m.state = 'queued' OR (m.state = 'scheduled' AND m.send_at <= \(nowMs))
                     FOR UPDATE OF m SKIP LOCKED
                 ), sliced AS (
                     INSERT INTO message_slices (message_id, slice, after_position, through_position, cursor, updated_at)
-                    SELECT v.id, 0, v.after_position, NULL, v.after_position, $4 FROM v JOIN locked USING (id)
+                    SELECT v.id, 0, v.after_position, NULL, v.after_position, \(nowMs) FROM v JOIN locked USING (id)
                     ON CONFLICT DO NOTHING
                 )
-                UPDATE messages m SET state = 'sending', started_at = coalesce(m.started_at, $4),
+                UPDATE messages m SET state = 'sending', started_at = coalesce(m.started_at, \(nowMs)),
                     total = coalesce(v.total::bigint, m.total)
                 FROM v JOIN locked USING (id) WHERE m.id = v.id
-                """,
-                [
-                    PostgresArray.int(messages.map(\.id)), PostgresArray.int(messages.map(\.after)),
-                    PostgresArray.text(messages.map { $0.total.map(String.init) }), .int(nowMs),
-                ])
+                """)
         }
     }
 
@@ -245,8 +244,9 @@ extension PostgresStore: WorkQueue {
         try await write { conn in
             guard
                 let locked = try conn.run(
-                    "SELECT state, send_at FROM messages WHERE id = $1 FOR UPDATE SKIP LOCKED", [.int(messageID)]
-                ).rows.first
+                    "SELECT state, send_at FROM messages WHERE id = \(messageID) FOR UPDATE SKIP LOCKED"
+                )
+                .rows.first
             else { return }
             let state = locked.string("state")
             let due =
@@ -254,25 +254,23 @@ extension PostgresStore: WorkQueue {
                 || (state == "scheduled" && (locked.optionalInt64("send_at") ?? 0) <= nowMs)
             guard due else { return }
             let planned =
-                try conn.run("SELECT 1 FROM message_slices WHERE message_id = $1 LIMIT 1", [.int(messageID)]).rows
-                .isEmpty == false
+                try conn.run("SELECT 1 FROM message_slices WHERE message_id = \(messageID) LIMIT 1").rows.isEmpty
+                == false
             guard !planned else { return }
             try conn.run(
                 """
                 INSERT INTO message_slices (message_id, slice, after_position, through_position, cursor, updated_at)
-                SELECT $1, n - 1, after_position, through_position, after_position, $2
-                FROM unnest($3::bigint[], $4::bigint[]) WITH ORDINALITY AS v(after_position, through_position, n)
-                """,
-                [
-                    .int(messageID), .int(nowMs), PostgresArray.int(slices.map(\.after)),
-                    PostgresArray.text(slices.map { $0.through.map(String.init) }),
-                ])
+                SELECT \(messageID), n - 1, after_position, through_position, after_position, \(nowMs)
+                FROM unnest(\(PostgresArray.int(slices.map(\.after)))::bigint[],
+                    \(PostgresArray.text(slices.map { $0.through.map(String.init) }))::bigint[])
+                    WITH ORDINALITY AS v(after_position, through_position, n)
+                """)
             try conn.run(
                 """
-                UPDATE messages SET state = 'sending', started_at = coalesce(started_at, $1),
-                    total = coalesce($2, total)
-                WHERE id = $3
-                """, [.int(nowMs), PostgresValue(total.map(Int64.init)), .int(messageID)])
+                UPDATE messages SET state = 'sending', started_at = coalesce(started_at, \(nowMs)),
+                    total = coalesce(\(total), total)
+                WHERE id = \(messageID)
+                """)
         }
     }
 
@@ -293,10 +291,9 @@ extension PostgresStore: WorkQueue {
             return try await read { conn in
                 let row = try conn.run(
                     """
-                    SELECT (SELECT min(id) FROM devices WHERE app_id = $1) AS low,
-                        (SELECT max(id) FROM devices WHERE app_id = $1) AS high
-                    """,
-                    [.int(appID)]
+                    SELECT (SELECT min(id) FROM devices WHERE app_id = \(appID)) AS low,
+                        (SELECT max(id) FROM devices WHERE app_id = \(appID)) AS high
+                    """
                 ).rows.first
                 guard let row, let low = row.optionalInt64("low"), let high = row.optionalInt64("high") else {
                     return (0, 0, 0)
@@ -327,18 +324,17 @@ extension PostgresStore: WorkQueue {
             try conn.run(
                 """
                 INSERT INTO nodes (id, started_at, heartbeat_at, host)
-                VALUES ($1, \(Self.databaseNow), \(Self.databaseNow), $2)
+                VALUES (\(node), \(raw: Self.databaseNow), \(raw: Self.databaseNow), \(ProcessInfo.processInfo.hostName))
                 ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
-                """, [.text(node), .text(ProcessInfo.processInfo.hostName)])
+                """)
             // Nodes gone for a day are forgotten (every start is a new node).
-            try conn.run(
-                "DELETE FROM nodes WHERE heartbeat_at < \(Self.databaseNow) - $1", [.int(Self.forgetNodesAfter)])
+            try conn.run("DELETE FROM nodes WHERE heartbeat_at < \(raw: Self.databaseNow) - \(Self.forgetNodesAfter)")
             // Retries this node is sending keep their lease too.
             try conn.run(
                 """
-                UPDATE deliveries SET lease_until = \(Self.databaseNow) + $2
-                WHERE state = 'sending' AND owner = $1 AND lease_until > \(Self.databaseNow)
-                """, [.text(node), .int(lease)])
+                UPDATE deliveries SET lease_until = \(raw: Self.databaseNow) + \(lease)
+                WHERE state = 'sending' AND owner = \(node) AND lease_until > \(raw: Self.databaseNow)
+                """)
             guard !keys.isEmpty else { return [] }
             // In the order a batched flush locks them (`lockSlicesInOrder`). A lease that ended is
             // taken up again while no other node claimed the slice since (the claim number is
@@ -346,16 +342,13 @@ extension PostgresStore: WorkQueue {
             try Self.lockSlicesInOrder(conn, keys)
             let rows = try conn.run(
                 """
-                UPDATE message_slices s SET lease_until = \(Self.databaseNow) + $2
-                FROM unnest($3::bigint[], $4::bigint[], $5::bigint[]) AS v(message_id, slice, attempts)
+                UPDATE message_slices s SET lease_until = \(raw: Self.databaseNow) + \(lease)
+                FROM unnest(\(PostgresArray.int(keys.map(\.messageID)))::bigint[], \(PostgresArray.int(keys.map(\.slice)))::bigint[],
+                    \(PostgresArray.int(keys.map { slices[$0] ?? 0 }))::bigint[]) AS v(message_id, slice, attempts)
                 WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.attempts = v.attempts
-                    AND s.owner = $1 AND s.state = 'open'
+                    AND s.owner = \(node) AND s.state = 'open'
                 RETURNING s.message_id, s.slice
-                """,
-                [
-                    .text(node), .int(lease), PostgresArray.int(keys.map(\.messageID)),
-                    PostgresArray.int(keys.map(\.slice)), PostgresArray.int(keys.map { slices[$0] ?? 0 }),
-                ]
+                """
             ).rows
             return Set(rows.map { MessageSliceKey(messageID: $0.int64("message_id"), slice: $0.int64("slice")) })
         }
@@ -371,8 +364,9 @@ extension PostgresStore: WorkQueue {
             try conn.run(
                 """
                 UPDATE message_slices SET owner = NULL, lease_until = NULL
-                WHERE message_id = $1 AND slice = $2 AND owner = $3 AND attempts = $4 AND state = 'open'
-                """, [.int(key.messageID), .int(key.slice), .text(node), .int(fence)])
+                WHERE message_id = \(key.messageID) AND slice = \(key.slice) AND owner = \(node) AND attempts = \(fence)
+                    AND state = 'open'
+                """)
         }
     }
 
@@ -380,9 +374,8 @@ extension PostgresStore: WorkQueue {
     public func liveNodeCount() async throws -> Int {
         let lease = Self.milliseconds(leaseDuration)
         let count = try await read { conn in
-            try conn.run(
-                "SELECT count(*) AS n FROM nodes WHERE heartbeat_at > \(Self.databaseNow) - $1", [.int(lease)]
-            ).rows.first?.int64("n") ?? 0
+            try conn.run("SELECT count(*) AS n FROM nodes WHERE heartbeat_at > \(raw: Self.databaseNow) - \(lease)")
+                .rows.first?.int64("n") ?? 0
         }
         return max(1, Int(count))
     }

@@ -203,9 +203,11 @@ public final class PostgresStore: Sendable {
 
 extension PostgresConnection {
     /// Runs `sql` with `parameters`, preparing it once per connection under a name derived from
-    /// the text: the store's fixed statements are parsed once, not on every call.
+    /// the text: the store's fixed statements are parsed once, not on every call. The parameters
+    /// are not optional: `run("…")` alone is an `SQLQuery` (`PostgresStore+SQLQuery`), whose
+    /// interpolated values are bindings, never text.
     @discardableResult
-    func run(_ sql: String, _ parameters: [PostgresValue] = []) throws -> PostgresResult {
+    func run(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresResult {
         let name = StatementNames.name(for: sql)
         try prepare(name: name, sql: sql)
         return try executePrepared(name: name, parameters)

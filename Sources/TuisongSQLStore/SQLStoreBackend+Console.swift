@@ -2,8 +2,7 @@ import Foundation
 import TuisongCore
 
 // Read-only queries for the admin console, written once; each one is bounded by a LIMIT or by
-// an index range, so an operator's click never scans a large table. `messageActivity` stays with
-// each backend: PostgreSQL adds every slice's counts to the message's own (`message_slices`).
+// an index range, so an operator's click never scans a large table.
 extension SQLStoreBackend where Self: DeviceStore {
     public func searchDevices(appID: Int64, query: DeviceQuery, cursor: String?, limit: Int) async throws
         -> Page<Device>
@@ -92,6 +91,34 @@ extension SQLStoreBackend where Self: DeviceStore {
 }
 
 extension SQLStoreBackend {
+    /// The newest messages by id (a bounded scan of the primary key), plus every message still
+    /// sending however old (the `messages_pending` partial index, its condition spelled out as
+    /// SQLite needs it); their counts as the dialect keeps them (PostgreSQL adds every slice's
+    /// to the message's own), read for the messages found only.
+    public func messageActivity(since: Date, scanLimit: Int) async throws -> [MessageActivity] {
+        let sinceMilliseconds = SQLTime.milliseconds(since)
+        return try await sqlRead { db in
+            // PostgreSQL's sum of BIGINTs is NUMERIC: each counter is cast back.
+            let counters = ["queued", "sending", "delivered", "failed", "skipped", "held"].map {
+                "CAST(\(db.dialect.messageCounter($0, table: "m")) AS BIGINT)"
+            }.joined(separator: ", ")
+            return try db.fetchAll(
+                """
+                SELECT m.id, m.app_id, m.state, m.created_at, m.started_at, m.completed_at, m.total, \(raw: counters)
+                FROM messages m
+                WHERE m.id IN (
+                    SELECT id FROM (
+                        SELECT id, state, completed_at FROM messages ORDER BY id DESC
+                        LIMIT \(min(max(scanLimit, 1), 100_000))) newest
+                    WHERE state = 'sending' OR completed_at >= \(sinceMilliseconds)
+                    UNION
+                    SELECT id FROM messages WHERE state = 'sending' AND \(raw: Rows.pendingIndexTerm))
+                ORDER BY m.id DESC
+                """
+            ).map { try Rows.messageActivity(columns: $0) }
+        }
+    }
+
     public func failureReasons(since: Date, scanLimit: Int) async throws -> [String: Int] {
         try await reasonTotals(in: .failures, since: since, scanLimit: scanLimit)
     }

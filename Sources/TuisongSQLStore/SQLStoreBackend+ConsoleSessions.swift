@@ -6,11 +6,8 @@ extension SQLStoreBackend {
     public func createConsoleSession(_ session: ConsoleSessionRecord, limits: ConsoleSessionLimits) async throws {
         let now = SQLTime.milliseconds(session.createdAt)
         try await sqlWrite { db in
-            if db.dialect == .postgresql {
-                // Logins are rare: nodes creating sessions at once take turns, so the cap holds.
-                // (SQLite's one writer already serialises them.)
-                try db.run("LOCK TABLE console_sessions IN SHARE ROW EXCLUSIVE MODE")
-            }
+            // Logins are rare: nodes creating sessions at once take turns, so the cap holds.
+            if let lock = db.dialect.serializingWrites(to: "console_sessions") { try db.execute(lock) }
             try Self.purgeExpiredSessions(db, now: now, limits: limits)
             let count = Int(try db.fetchOne("SELECT count(*) FROM console_sessions")?[0].int ?? 0)
             if count >= limits.maxSessions {

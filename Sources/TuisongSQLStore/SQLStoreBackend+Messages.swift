@@ -7,10 +7,28 @@ import TuisongCore
 // PostgreSQL: a row per slice, which several nodes write apart): creating a message (SQLite's
 // group commit and record cache; PostgreSQL's key and message in one statement), progress and
 // its counters, claiming retries and moving retried and held deliveries' counters, the
-// dispatcher's claim (SQLite's partial-index terms) and the audience pages (the hot path, each
-// backend's fastest list form). A message read here starts with the backend's
+// dispatcher's claim and the audience pages (the hot path, each backend's fastest list form). A message read here starts with the backend's
 // `sqlMessageSelect` (PostgreSQL adds its slices' counts) and ends in `Rows.message`.
 extension SQLStoreBackend {
+    /// Both halves spell out the `messages_pending` partial index's condition: SQLite uses a
+    /// partial index only for a query that contains it, and PostgreSQL walked the primary key
+    /// through the whole history without it.
+    public func dispatchableMessageIDs(now: Date) async throws -> [Int64] {
+        let nowMs = SQLTime.milliseconds(now)
+        return try await sqlRead { db in
+            try db.fetchAll(
+                """
+                SELECT id FROM (
+                    SELECT id FROM messages WHERE state IN ('queued', 'sending') AND \(raw: Rows.pendingIndexTerm)
+                    UNION ALL
+                    SELECT id FROM messages
+                    WHERE state = 'scheduled' AND send_at <= \(nowMs) AND \(raw: Rows.pendingIndexTerm)) due
+                ORDER BY id LIMIT 100
+                """
+            ).map { $0.int64(0) }
+        }
+    }
+
     public func message(id: Int64) async throws -> MessageRecord? {
         try await sqlRead { db in
             try db.fetchOne("\(raw: self.sqlMessageSelect) WHERE m.id = \(id)").map { try self.sqlMessageRecord($0) }

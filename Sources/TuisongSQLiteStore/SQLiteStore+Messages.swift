@@ -5,8 +5,9 @@ import TuisongSQLStore
 
 // Messages and their progress on SQLite, one writer: a message's outcomes are counted on its
 // own row. Written once instead (`SQLStoreBackend+Messages`): reading messages (through
-// `sqlMessageSelect` below), a message's state changes, the audience count and the three
-// `releaseHeldDeliveries`. What stays here differs from PostgreSQL: creating a message (group
+// `sqlMessageSelect` below), a message's state changes, the audience count, the three
+// `releaseHeldDeliveries` and the dispatchable messages' ids. What stays here differs from
+// PostgreSQL: creating a message (group
 // commit, the records kept for the dispatcher's claim), the claim (the `messages_pending`
 // partial index's terms spelled out), progress flushes (one row of counters, savepoints in one
 // write), retries and held deliveries (the message's counters, no slices), the status poll
@@ -168,22 +169,6 @@ extension SQLiteStore: MessageStore {
         }
     }
 
-    public func dispatchableMessageIDs(now: Date) async throws -> [Int64] {
-        let nowMs = SQLTime.milliseconds(now)
-        return try await read { db in
-            try Int64.fetchAll(
-                db,
-                sql: """
-                    SELECT id FROM (
-                        SELECT id FROM messages WHERE state IN ('queued', 'sending') AND \(Self.pendingIndexTerm)
-                        UNION ALL
-                        SELECT id FROM messages WHERE state = 'scheduled' AND send_at <= ? AND \(Self.pendingIndexTerm))
-                    ORDER BY id LIMIT 100
-                    """,
-                arguments: [nowMs])
-        }
-    }
-
     /// Marks up to `limit` due messages (queued, or scheduled and come due) `sending` and returns
     /// them: one write for a whole batch of the dispatcher's claims.
     ///
@@ -282,23 +267,18 @@ extension SQLiteStore: MessageStore {
         return turns.sorted { ($0.turn, $0.id) < ($1.turn, $1.id) }.prefix(limit).map(\.id)
     }
 
-    /// The condition of the `messages_pending` partial index, spelled out: SQLite uses a partial
-    /// index only for a query whose WHERE clause contains its condition, and `state = 'queued'`
-    /// alone (or an OR of states) made every claim scan the whole table — a poll that grew with
-    /// the message history.
-    static let pendingIndexTerm = "state IN ('scheduled', 'queued', 'sending')"
+    /// The condition of the `messages_pending` partial index (`Rows.pendingIndexTerm`).
+    static let pendingIndexTerm = Rows.pendingIndexTerm
 
     /// Messages left `sending` after `id`, in id order.
     func sendingMessages(after id: Int64, limit: Int) async throws -> [MessageRecord] {
         try await read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    \(Self.messageSelect)
-                    WHERE m.state = 'sending' AND \(Self.pendingIndexTerm) AND m.id > ? ORDER BY m.id LIMIT ?
-                    """,
-                arguments: [id, limit]
-            ).map { try Self.messageRecord($0) }
+            try db.fetch(
+                """
+                \(raw: Self.messageSelect)
+                WHERE m.state = 'sending' AND \(raw: Self.pendingIndexTerm) AND m.id > \(id) ORDER BY m.id LIMIT \(limit)
+                """
+            ) { try Self.messageRecord($0) }
         }
     }
 
@@ -344,17 +324,15 @@ extension SQLiteStore: MessageStore {
         let c = progress.counts
         // Prepared once per connection: a push flushes after every page, and parsing this
         // statement each time showed in the per-recipient profile.
-        try db.cachedStatement(
-            sql: """
-                UPDATE messages SET cursor = max(cursor, ?), queued = queued + ?, sending = sending + ?,
-                    delivered = delivered + ?, failed = failed + ?, skipped = skipped + ?, held = held + ?
-                WHERE id = ?
-                """
-        ).execute(arguments: [
-            progress.cursor, c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, progress.messageID,
-        ])
+        let updated = try db.run(
+            """
+            UPDATE messages SET cursor = max(cursor, \(progress.cursor)), queued = queued + \(c.queued),
+                sending = sending + \(c.sending), delivered = delivered + \(c.delivered), failed = failed + \(c.failed),
+                skipped = skipped + \(c.skipped), held = held + \(c.held)
+            WHERE id = \(progress.messageID)
+            """)
         // The message was deleted with its app while it was sent: nothing is left to record.
-        guard db.changesCount > 0 else { return }
+        guard updated > 0 else { return }
         try addFailures(db, messageID: progress.messageID, progress.failures)
         try addSkips(db, messageID: progress.messageID, progress.skips)
         for (channel, n) in progress.deliveredByChannel where n != 0 {
@@ -397,15 +375,14 @@ extension SQLiteStore: MessageStore {
             // keeps the first completion time, which status polls have already shown. One
             // with retries or holds left completes when the last of them ends
             // (`finishWaitingMessages`).
-            try db.cachedStatement(
-                sql: """
-                    UPDATE messages SET state = ?,
-                        completed_at = CASE WHEN queued + sending + held = 0 THEN coalesce(completed_at, ?)
-                            ELSE completed_at END,
-                        total = queued + sending + delivered + failed + skipped + held
-                    WHERE id = ?
-                    """
-            ).execute(arguments: [final.rawValue, now, progress.messageID])
+            try db.run(
+                """
+                UPDATE messages SET state = \(final.rawValue),
+                    completed_at = CASE WHEN queued + sending + held = 0 THEN coalesce(completed_at, \(now))
+                        ELSE completed_at END,
+                    total = queued + sending + delivered + failed + skipped + held
+                WHERE id = \(progress.messageID)
+                """)
             try webhooks.messagesCompleted(GRDBExecutor(db: db), [progress.messageID], now: now)
         }
     }
@@ -505,20 +482,18 @@ extension SQLiteStore: MessageStore {
         switch audience {
         case .all:
             return AudienceLists.environmentPage(
-                try Self.deviceEntries(db, where: "app_id = ? AND id > ?", [appID, cursor], limit: limit),
+                try Self.deviceEntries(db, where: "app_id = \(appID) AND id > \(cursor)", limit: limit),
                 environment: environment)
         case .tag(let name):
-            let arguments: [(any DatabaseValueConvertible)?] = [appID, name, cursor, limit]
             return AudienceLists.environmentPage(
-                try Self.entries(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel FROM device_tags dt
-                            JOIN devices d ON d.id = dt.device_id
-                            WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = ? AND name = ?) AND dt.device_id > ?
-                                AND d.invalidated_at IS NULL
-                            ORDER BY dt.device_id LIMIT ?
-                            """), StatementArguments(arguments), Self.entry),
+                try db.fetch(
+                    """
+                    SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel FROM device_tags dt
+                    JOIN devices d ON d.id = dt.device_id
+                    WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = \(appID) AND name = \(name))
+                        AND dt.device_id > \(cursor) AND d.invalidated_at IS NULL
+                    ORDER BY dt.device_id LIMIT \(limit)
+                    """, Self.entry),
                 environment: environment)
         case .accounts(let accounts):
             guard !accounts.isEmpty else { return [] }
@@ -877,19 +852,14 @@ extension SQLiteStore: MessageStore {
         return entry
     }
 
-    private static func deviceEntries(
-        _ db: Database, where condition: String, _ arguments: [(any DatabaseValueConvertible)?],
-        limit: Int
-    ) throws -> [AudienceEntry] {
-        var arguments = arguments
-        let sql = """
+    /// One text per condition: prepared once per connection, not parsed per page.
+    private static func deviceEntries(_ db: Database, where condition: SQLQuery, limit: Int) throws -> [AudienceEntry] {
+        try db.fetch(
+            """
             SELECT id, token, environment, updated_at, credential_selector, channel FROM devices
             WHERE \(condition) AND invalidated_at IS NULL
-            ORDER BY id LIMIT ?
-            """
-        arguments.append(limit)
-        // One text: prepared once per connection, not parsed per page.
-        return try entries(db.cachedStatement(sql: sql), StatementArguments(arguments), entry)
+            ORDER BY id LIMIT \(limit)
+            """, entry)
     }
 
     /// The page's rows read off the statement as they are stepped: `Row.fetchAll` would copy

@@ -5,8 +5,7 @@ import TuisongSQLStore
 
 // The queries written once (`SQLStoreBackend`) run on GRDB through the executor plugins use.
 extension SQLiteStore: SQLStoreBackend, SettingsStore, CredentialStore, ChannelCredentialStore, TemplateStore,
-    WebhookStore,
-    ConsoleSessionStore, ProviderTokenStore
+    WebhookStore, ConsoleStore, ConsoleSessionStore, ProviderTokenStore
 {
     public func sqlRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         try await read { db in try body(GRDBExecutor(db: db)) }

@@ -9,6 +9,8 @@ import TuisongSQLStore
 public struct SQLiteSharedDatabase: SharedDatabase {
     let store: SQLiteStore
 
+    public var dialect: any SQLDialect { SQLiteDialect() }
+
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         defer { store.checkpointer.noteCommit() }
         do {
@@ -46,6 +48,8 @@ extension SQLiteStore {
 final class GRDBExecutor: SQLExecutor {
     let db: Database
     private(set) var changedRows = 0
+
+    var dialect: any SQLDialect { SQLiteDialect() }
 
     init(db: Database) {
         self.db = db
@@ -88,7 +92,7 @@ final class GRDBExecutor: SQLExecutor {
     /// `SQLList`, whose padded lengths give a handful of texts; other long texts are usually IN
     /// lists whose length varies with the page, and caching each length would only fill the
     /// cache.
-    private static func reusable(_ sql: String, _ db: Database) throws -> Statement? {
+    static func reusable(_ sql: String, _ db: Database) throws -> Statement? {
         guard !sql.utf8.contains(UInt8(ascii: ";")) else { return nil }
         guard sql.utf8.count <= 512 || sql.contains(SQLList.marker) else { return nil }
         return try db.cachedStatement(sql: sql)

@@ -148,7 +148,11 @@ struct AppStoreTests {
             var first = try await makeApp(store, "first")
             var second = try await makeApp(store, "second")
             first.vendorSettings = ["baidu": ["apikey": "k1", "region": "gz"], "tencent": ["sdkappid": "1400"]]
-            second.vendorSettings = ["baidu": ["apikey": "k2", "region": "gz"], "easemob": ["org": "demo#app"]]
+            second.vendorSettings = [
+                "baidu": ["apikey": "k2", "region": "gz"], "easemob": ["org": "demo#app"],
+                // Bound, never written into the statement: quotes and placeholders are plain text.
+                "jpush": ["appkey": "it's $1 ?"],
+            ]
             try await store.updateApp(first)
             try await store.updateApp(second)
 
@@ -160,6 +164,8 @@ struct AppStoreTests {
             #expect(try await store.app(vendor: "baidu", setting: "sdkappid", value: "1400") == nil)
             #expect(try await store.app(vendor: "nobody", setting: "apikey", value: "k1") == nil)
             #expect(try await store.app(vendor: "bai\"du", setting: "apikey", value: "k1") == nil)
+            #expect(try await store.app(vendor: "jpush", setting: "appkey", value: "it's $1 ?")?.id == second.id)
+            #expect(try await store.app(vendor: "baidu", setting: "apikey", value: "x' OR '1'='1") == nil)
         }
     }
 

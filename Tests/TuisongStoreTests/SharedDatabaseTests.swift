@@ -185,7 +185,7 @@ struct SharedDatabaseTests {
         #expect(mapped?["no"] == .integer(0))
         #expect(mapped?["mark"] == .text("?"))
         #expect(mapped?["last"] == .text("x"))
-        #expect(store.sharedDatabase.dialect == (store is SQLiteStore ? .sqlite : .postgresql))
+        #expect(store.sharedDatabase.dialect.name == (store is SQLiteStore ? "sqlite" : "postgresql"))
     }
 
     @Test(

@@ -1,0 +1,35 @@
+import TuisongCore
+
+/// PostgreSQL's answers to `SQLDialect`: the SQL the store's queries and the plugins' write
+/// differently on PostgreSQL.
+public struct PostgresDialect: SQLDialect {
+    public init() {}
+
+    public var name: String { "postgresql" }
+
+    /// `$1`, `$2`, …: PostgreSQL's numbered parameters.
+    public func placeholder(_ position: Int) -> String { "$\(position)" }
+
+    public func jsonText(_ column: String, path: [String]) -> String {
+        "(\(column)::jsonb #>> '{\(path.joined(separator: ","))}')"
+    }
+
+    public var isNotDistinctFrom: String { "IS NOT DISTINCT FROM" }
+
+    /// The "C" collation, whatever the database's locale.
+    public var binaryCollation: String { " COLLATE \"C\"" }
+
+    public var skipLocked: String { " FOR UPDATE SKIP LOCKED" }
+
+    /// Other writers of `table` wait, readers do not; nodes then take turns.
+    public func serializingWrites(to table: String) -> String? { "LOCK TABLE \(table) IN SHARE ROW EXCLUSIVE MODE" }
+
+    /// Yes: nodes claim slices of a message's audience under leases (`PostgresStore+WorkQueue`).
+    public var sharesWorkInSlices: Bool { true }
+
+    /// The row's own count (its retries) plus its slices', which several nodes write apart.
+    public func messageCounterExpression(_ counter: String, table: String) -> String {
+        "(\(table).\(counter) + coalesce((SELECT sum(s.\(counter)) FROM message_slices s "
+            + "WHERE s.message_id = \(table).id), 0))"
+    }
+}
