@@ -68,7 +68,7 @@ public struct TagSelection: Sendable, Hashable, Codable {
 /// APNs request options of one push; the same for every device of the message.
 public struct PushOptions: Sendable, Hashable, Codable {
     public var pushType: PushType
-    public var priority: APNsPriority?
+    public var priority: PushPriority?
     /// When APNs may stop trying; `nil` = the gateway's default (24 h). Retries stop then too.
     public var expiration: Date?
     public var collapseID: String?
@@ -87,7 +87,7 @@ public struct PushOptions: Sendable, Hashable, Codable {
     public var services: [String: JSONValue]
 
     public init(
-        pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil,
+        pushType: PushType = .alert, priority: PushPriority? = nil, expiration: Date? = nil,
         collapseID: String? = nil, environment: PushEnvironment? = nil, android: AndroidOptions? = nil,
         services: [String: JSONValue] = [:]
     ) {
@@ -115,7 +115,7 @@ public struct PushOptions: Sendable, Hashable, Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         pushType = try c.decode(PushType.self, forKey: .pushType)
-        priority = try c.decodeIfPresent(APNsPriority.self, forKey: .priority)
+        priority = try c.decodeIfPresent(PushPriority.self, forKey: .priority)
         expiration = try c.decodeIfPresent(Date.self, forKey: .expiration)
         collapseID = try c.decodeIfPresent(String.self, forKey: .collapseID)
         environment = try c.decodeIfPresent(PushEnvironment.self, forKey: .environment)

@@ -27,8 +27,8 @@ import Testing
         }
         #expect(PushType(rawValue: "liveactivity") == .liveactivity)
         #expect(PushType(rawValue: "Alert") == nil)
-        #expect([APNsPriority.immediate, .powerAware, .low].map(\.rawValue) == [10, 5, 1])
-        #expect(APNsPriority(rawValue: 7) == nil)
+        #expect([PushPriority.immediate, .powerAware, .low].map(\.rawValue) == [10, 5, 1])
+        #expect(PushPriority(rawValue: 7) == nil)
     }
 }
 

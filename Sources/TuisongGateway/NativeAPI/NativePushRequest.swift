@@ -51,7 +51,7 @@ enum NativePushRequest {
             options.pushType = type
         }
         if let raw = body["priority"] {
-            guard let value = integer(raw), let priority = APNsPriority(rawValue: value) else {
+            guard let value = integer(raw), let priority = PushPriority(rawValue: value) else {
                 throw invalid("\"priority\" must be 10, 5 or 1")
             }
             if priority == .immediate, content.isBackgroundOnly {
