@@ -3,7 +3,7 @@ import Foundation
 /// Who a push goes to. Vendor adapters translate their own addressing (users, channels,
 /// IM accounts) into one of these.
 public enum Audience: Sendable, Hashable, Codable {
-    /// Explicit APNs tokens, registered or not (validated, lower-case hex).
+    /// Explicit device tokens, registered or not (validated; hex tokens in lower case).
     case tokens([String])
     /// Registered device ids of the app.
     case devices([Int64])
@@ -65,11 +65,12 @@ public struct TagSelection: Sendable, Hashable, Codable {
     }
 }
 
-/// APNs request options of one push; the same for every device of the message.
+/// How a message is to be delivered; the same for every device of the message.
 public struct PushOptions: Sendable, Hashable, Codable {
     public var pushType: PushType
     public var priority: PushPriority?
-    /// When APNs may stop trying; `nil` = the gateway's default (24 h). Retries stop then too.
+    /// When the services may stop trying; `nil` = the gateway's default (24 h). Retries stop
+    /// then too.
     public var expiration: Date?
     public var collapseID: String?
     /// `nil` = every device in its own environment; set = only the devices of that

@@ -587,6 +587,15 @@ import TuisongTransportKit
                             .utf8),
                     [("Authorization", auth)], 400, 1003
                 ),
+                // A critical sound's volume is checked by the APNs transport (its entry of the
+                // content): refused in JPush's dialect.
+                (
+                    "POST", "/v3/push",
+                    Array(
+                        #"{"platform":"all","audience":"all","notification":{"ios":{"alert":"x","sound":{"name":"a.caf","volume":2}}}}"#
+                            .utf8),
+                    [("Authorization", auth)], 400, 1003
+                ),
             ]
             for (method, target, body, headers, status, code) in cases {
                 let response = try await client.execute(method, target, headers: headers, body: body)
