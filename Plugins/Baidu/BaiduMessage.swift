@@ -118,6 +118,9 @@ struct BaiduMessage: Sendable {
 
     // MARK: aps
 
+    /// `aps.interruption-level`'s values (Apple's).
+    private static let interruptionLevels: Set<String> = ["passive", "active", "time-sensitive", "critical"]
+
     private static func notification(fromAPS aps: [String: JSONValue], parameter: String) throws(BaiduError)
         -> PushContent
     {
@@ -141,7 +144,7 @@ struct BaiduMessage: Sendable {
         case .string(let text)?: notification.body = text
         case .object(let members)?:
             try alertFields(members, parameter: parameter, into: &notification)
-            notification.apns.alertAsObject = true
+            notification.set("alert_as_object", true, forService: .apns)
         default: throw .invalidParameter(field("alert"), "must be a string or an object")
         }
         switch aps["badge"] {
@@ -163,26 +166,26 @@ struct BaiduMessage: Sendable {
                 throw .invalidParameter(field("sound"), "must be a name or {\"critical\":1,\"name\":…,\"volume\":0…1}")
             }
             notification.sound = name
-            notification.apns.criticalVolume = volume
+            notification.set("critical_volume", .double(volume), forService: .apns)
         default: throw .invalidParameter(field("sound"), "must be a string or an object")
         }
         notification.background = try flag("content-available")
-        notification.apns.mutableContent = try flag("mutable-content")
+        if try flag("mutable-content") { notification.set("mutable_content", true, forService: .apns) }
         notification.category = try string("category")
         notification.thread = try string("thread-id")
-        notification.apns.targetContentID = try string("target-content-id")
+        notification.set("target_content_id", try string("target-content-id").map(JSONValue.string), forService: .apns)
         if let level = try string("interruption-level") {
-            guard let parsed = PushContent.InterruptionLevel(rawValue: level) else {
+            guard interruptionLevels.contains(level) else {
                 throw .invalidParameter(
                     field("interruption-level"), "must be passive, active, time-sensitive or critical")
             }
-            notification.apns.interruptionLevel = parsed
+            notification.set("interruption_level", .string(level), forService: .apns)
         }
         if let score = aps["relevance-score"], !score.isNull {
             guard let value = score.doubleValue, (0...1).contains(value) else {
                 throw .invalidParameter(field("relevance-score"), "must be a number within 0…1")
             }
-            notification.apns.relevanceScore = value
+            notification.set("relevance_score", .double(value), forService: .apns)
         }
         return notification
     }
@@ -217,20 +220,20 @@ struct BaiduMessage: Sendable {
         fields.title = try string("title")
         fields.subtitle = try string("subtitle")
         fields.body = try string("body")
-        fields.apns.launchImage = try string("launch-image")
+        fields.set("launch_image", try string("launch-image").map(JSONValue.string), forService: .apns)
         fields.titleLocKey = try string("title-loc-key")
         fields.titleLocArgs = try strings("title-loc-args")
         fields.subtitleLocKey = try string("subtitle-loc-key")
         fields.subtitleLocArgs = try strings("subtitle-loc-args")
         fields.bodyLocKey = try string("loc-key")
         fields.bodyLocArgs = try strings("loc-args")
-        fields.apns.actionLocKey = try string("action-loc-key")
-        fields.apns.summaryArg = try string("summary-arg")
+        fields.set("action_loc_key", try string("action-loc-key").map(JSONValue.string), forService: .apns)
+        fields.set("summary_arg", try string("summary-arg").map(JSONValue.string), forService: .apns)
         if let count = alert["summary-arg-count"], !count.isNull {
             guard let value = count.intValue, value >= 0, value <= Int64(Int32.max) else {
                 throw .invalidParameter(field("summary-arg-count"), "must be a non-negative integer")
             }
-            fields.apns.summaryArgCount = Int(value)
+            fields.set("summary_arg_count", .int(value), forService: .apns)
         }
     }
 
@@ -247,7 +250,7 @@ struct BaiduMessage: Sendable {
                 parameter, "an iOS notification needs \"aps\" (or Baidu's \"title\"/\"description\")")
         }
         var notification = PushContent(title: title, body: description)
-        notification.apns.alertAsObject = true
+        notification.set("alert_as_object", true, forService: .apns)
         if let custom = members["custom_content"] {
             guard let object = custom.objectValue else {
                 throw .invalidParameter("\(parameter) field custom_content", "must be an object")

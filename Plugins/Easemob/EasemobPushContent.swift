@@ -159,7 +159,9 @@ enum EasemobPushContent {
             if let value = apns["em_alert_subTitle"]?.stringValue { subtitle = value }
             if let value = apns["em_alert_body"]?.stringValue { body = value }
             if let sound = apns["em_push_sound"]?.stringValue, !sound.isEmpty { notification.sound = sound }
-            if EasemobMessageRules.flag(apns["em_push_mutable_content"]) { notification.apns.mutableContent = true }
+            if EasemobMessageRules.flag(apns["em_push_mutable_content"]) {
+                notification.set("mutable_content", true, forService: .apns)
+            }
             if let category = apns["em_push_category"]?.stringValue, !category.isEmpty {
                 notification.category = category
             }
@@ -169,7 +171,7 @@ enum EasemobPushContent {
         notification.body = body
         notification.data = custom
         // Easemob's payload always has the dictionary form.
-        notification.apns.alertAsObject = true
+        notification.set("alert_as_object", true, forService: .apns)
         return notification
     }
 

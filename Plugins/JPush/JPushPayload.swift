@@ -374,7 +374,10 @@ enum JPushPayload {
             content.titleLocKey = try string(alert["title-loc-key"], "notification.ios.alert.title-loc-key")
             content.bodyLocKey = try string(alert["loc-key"], "notification.ios.alert.loc-key")
             content.actionLocKeyIfAny(try string(alert["action-loc-key"], "notification.ios.alert.action-loc-key"))
-            content.apns.launchImage = try string(alert["launch-image"], "notification.ios.alert.launch-image")
+            content.set(
+                "launch_image",
+                try string(alert["launch-image"], "notification.ios.alert.launch-image").map(JSONValue.string),
+                forService: .apns)
         case nil, .null?: content.body = common
         default: throw .invalid("notification.ios.alert must be a string or an object")
         }
@@ -382,22 +385,24 @@ enum JPushPayload {
         case .string(let sound)?: content.sound = sound
         case .object(let sound)?:
             content.sound = try string(sound["name"], "notification.ios.sound.name")
-            if let volume = sound["volume"]?.doubleValue { content.apns.criticalVolume = volume }
+            if let volume = sound["volume"]?.doubleValue {
+                content.set("critical_volume", .double(volume), forService: .apns)
+            }
         case nil, .null?: break
         default: throw .invalid("notification.ios.sound must be a string or an object")
         }
         let badge = try JPushBadge(fields["badge"])
         if case .set(let value)? = badge { content.badge = value }
         if flag(fields["content-available"]) { content.background = content.body == nil && content.title == nil }
-        if flag(fields["mutable-content"]) { content.apns.mutableContent = true }
+        if flag(fields["mutable-content"]) { content.set("mutable_content", true, forService: .apns) }
         content.category = try string(fields["category"], "notification.ios.category")
         content.thread = try string(fields["thread-id"], "notification.ios.thread-id")
         if let level = try string(fields["interruption-level"], "notification.ios.interruption-level") {
-            guard let parsed = PushContent.InterruptionLevel(rawValue: level) else {
+            guard ["passive", "active", "time-sensitive", "critical"].contains(level) else {
                 throw .invalid(
                     "notification.ios.interruption-level must be passive, active, time-sensitive or critical")
             }
-            content.apns.interruptionLevel = parsed
+            content.set("interruption_level", .string(level), forService: .apns)
         }
         if let extras = try extras(fields["extras"], "notification.ios.extras") { content.data = extras }
         return (content, badge)
@@ -528,7 +533,7 @@ enum JPushPayload {
 
 extension PushContent {
     fileprivate mutating func actionLocKeyIfAny(_ key: String?) {
-        if let key { apns.actionLocKey = key }
+        if let key { set("action_loc_key", .string(key), forService: .apns) }
     }
 }
 

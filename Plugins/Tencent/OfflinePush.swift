@@ -110,7 +110,7 @@ struct OfflinePushTemplate: Sendable, Hashable {
         content.title = title
         content.subtitle = subtitle
         content.sound = sound
-        content.apns.mutableContent = mutableContent
+        if mutableContent { content.set("mutable_content", true, forService: .apns) }
         if let ext { content.data["ext"] = .string(ext) }
         if let image { content.data["image"] = .string(image) }
         return content

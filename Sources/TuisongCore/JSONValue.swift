@@ -72,6 +72,13 @@ extension JSONValue {
         if case .object(let value) = self { return value }
         return nil
     }
+
+    /// A number as it reads back from its JSON text: a whole value as `.int` (its text has no
+    /// fraction, see `serialized()`), any other as `.double`. A value built with it equals the
+    /// same value stored and read again.
+    public static func number(_ value: Double) -> JSONValue {
+        Int64(exactly: value).map(JSONValue.int) ?? .double(value)
+    }
 }
 
 extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,

@@ -3,7 +3,7 @@ import Foundation
 /// Who a push goes to. Vendor adapters translate their own addressing (users, channels,
 /// IM accounts) into one of these.
 public enum Audience: Sendable, Hashable, Codable {
-    /// Explicit APNs tokens, registered or not (validated, lower-case hex).
+    /// Explicit device tokens, registered or not (validated; hex tokens in lower case).
     case tokens([String])
     /// Registered device ids of the app.
     case devices([Int64])
@@ -65,11 +65,12 @@ public struct TagSelection: Sendable, Hashable, Codable {
     }
 }
 
-/// APNs request options of one push; the same for every device of the message.
+/// How a message is to be delivered; the same for every device of the message.
 public struct PushOptions: Sendable, Hashable, Codable {
     public var pushType: PushType
-    public var priority: APNsPriority?
-    /// When APNs may stop trying; `nil` = the gateway's default (24 h). Retries stop then too.
+    public var priority: PushPriority?
+    /// When the services may stop trying; `nil` = the gateway's default (24 h). Retries stop
+    /// then too.
     public var expiration: Date?
     public var collapseID: String?
     /// `nil` = every device in its own environment; set = only the devices of that
@@ -87,7 +88,7 @@ public struct PushOptions: Sendable, Hashable, Codable {
     public var services: [String: JSONValue]
 
     public init(
-        pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil,
+        pushType: PushType = .alert, priority: PushPriority? = nil, expiration: Date? = nil,
         collapseID: String? = nil, environment: PushEnvironment? = nil, android: AndroidOptions? = nil,
         services: [String: JSONValue] = [:]
     ) {
@@ -115,7 +116,7 @@ public struct PushOptions: Sendable, Hashable, Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         pushType = try c.decode(PushType.self, forKey: .pushType)
-        priority = try c.decodeIfPresent(APNsPriority.self, forKey: .priority)
+        priority = try c.decodeIfPresent(PushPriority.self, forKey: .priority)
         expiration = try c.decodeIfPresent(Date.self, forKey: .expiration)
         collapseID = try c.decodeIfPresent(String.self, forKey: .collapseID)
         environment = try c.decodeIfPresent(PushEnvironment.self, forKey: .environment)

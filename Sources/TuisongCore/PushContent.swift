@@ -2,9 +2,9 @@ import Foundation
 
 /// What a push says, in no service's words: the one content the native API and the vendor
 /// policies produce, stored with the message (and per recipient where a policy decided its
-/// own), and rendered by each transport into its service's wire format (APNs JSON by the APNs
-/// transport, a JSON message or a form by each other service's own). Nothing reads one service's
-/// payload back to build another's.
+/// own), and rendered by each transport into its service's wire format (a JSON payload, a JSON
+/// message or a form). Nothing reads one service's payload back to build another's. What one
+/// service alone takes of the content is that service's entry in `services`.
 ///
 ///     var c = PushContent(title: "订单", body: "已发货", badge: 3)
 ///     c.sound = "default"
@@ -61,148 +61,6 @@ public struct PushContent: Sendable, Hashable, Codable {
         }
     }
 
-    /// `aps.interruption-level` (iOS 15+).
-    public enum InterruptionLevel: String, Sendable, Hashable, Codable, CaseIterable {
-        case passive
-        case active
-        case timeSensitive = "time-sensitive"
-        case critical
-    }
-
-    /// `aps.event` of a Live Activity push.
-    public enum LiveActivityEvent: String, Sendable, Hashable, Codable, CaseIterable {
-        case start
-        case update
-        case end
-    }
-
-    /// What only APNs takes: iOS's presentation hints, the alert fields no other service has,
-    /// critical sounds and Live Activities. The other transports ignore it.
-    public struct APNs: Sendable, Hashable, Codable {
-        public var interruptionLevel: InterruptionLevel?
-        /// 0…1; the system's ordering hint in notification summaries.
-        public var relevanceScore: Double?
-        /// `mutable-content: 1`: let a notification service extension modify it.
-        public var mutableContent: Bool
-        public var targetContentID: String?
-        public var launchImage: String?
-        public var actionLocKey: String?
-        /// Render an alert that has only a body as `{"body": …}` rather than the plain string
-        /// (the form a vendor's API gave, e.g. Easemob's; iOS shows both alike).
-        public var alertAsObject: Bool
-        public var summaryArg: String?
-        public var summaryArgCount: Int?
-        /// With a sound: play it as a critical alert (Apple's entitlement) at this volume, 0…1.
-        public var criticalVolume: Double?
-        // Live Activity (push type `liveactivity`).
-        /// When the content state was produced; rendered as epoch seconds.
-        public var timestamp: Date?
-        public var event: LiveActivityEvent?
-        public var contentState: [String: JSONValue]?
-        public var staleDate: Date?
-        public var dismissalDate: Date?
-        /// With `event == .start`: the ActivityAttributes type name and its values.
-        public var attributesType: String?
-        public var attributes: [String: JSONValue]?
-
-        public init(
-            interruptionLevel: InterruptionLevel? = nil, relevanceScore: Double? = nil, mutableContent: Bool = false,
-            targetContentID: String? = nil, launchImage: String? = nil, actionLocKey: String? = nil,
-            alertAsObject: Bool = false, summaryArg: String? = nil, summaryArgCount: Int? = nil,
-            criticalVolume: Double? = nil,
-            timestamp: Date? = nil, event: LiveActivityEvent? = nil, contentState: [String: JSONValue]? = nil,
-            staleDate: Date? = nil, dismissalDate: Date? = nil, attributesType: String? = nil,
-            attributes: [String: JSONValue]? = nil
-        ) {
-            self.interruptionLevel = interruptionLevel
-            self.relevanceScore = relevanceScore
-            self.mutableContent = mutableContent
-            self.targetContentID = targetContentID
-            self.launchImage = launchImage
-            self.actionLocKey = actionLocKey
-            self.alertAsObject = alertAsObject
-            self.summaryArg = summaryArg
-            self.summaryArgCount = summaryArgCount
-            self.criticalVolume = criticalVolume
-            self.timestamp = timestamp
-            self.event = event
-            self.contentState = contentState
-            self.staleDate = staleDate
-            self.dismissalDate = dismissalDate
-            self.attributesType = attributesType
-            self.attributes = attributes
-        }
-
-        /// Nothing set.
-        public var isEmpty: Bool { self == APNs() }
-
-        enum CodingKeys: String, CodingKey {
-            case interruptionLevel = "interruption_level"
-            case relevanceScore = "relevance_score"
-            case mutableContent = "mutable_content"
-            case targetContentID = "target_content_id"
-            case launchImage = "launch_image"
-            case actionLocKey = "action_loc_key"
-            case summaryArg = "summary_arg"
-            case alertAsObject = "alert_as_object"
-            case summaryArgCount = "summary_arg_count"
-            case criticalVolume = "critical_volume"
-            case timestamp
-            case event
-            case contentState = "content_state"
-            case staleDate = "stale_date"
-            case dismissalDate = "dismissal_date"
-            case attributesType = "attributes_type"
-            case attributes
-        }
-
-        // Dates as epoch seconds; every key optional (null or missing: unset).
-        public init(from decoder: any Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
-            func date(_ key: CodingKeys) throws -> Date? {
-                try c.decodeIfPresent(Double.self, forKey: key).map(Date.init(timeIntervalSince1970:))
-            }
-            interruptionLevel = try c.decodeIfPresent(InterruptionLevel.self, forKey: .interruptionLevel)
-            relevanceScore = try c.decodeIfPresent(Double.self, forKey: .relevanceScore)
-            mutableContent = try c.decodeIfPresent(Bool.self, forKey: .mutableContent) ?? false
-            targetContentID = try c.decodeIfPresent(String.self, forKey: .targetContentID)
-            launchImage = try c.decodeIfPresent(String.self, forKey: .launchImage)
-            actionLocKey = try c.decodeIfPresent(String.self, forKey: .actionLocKey)
-            alertAsObject = try c.decodeIfPresent(Bool.self, forKey: .alertAsObject) ?? false
-            summaryArg = try c.decodeIfPresent(String.self, forKey: .summaryArg)
-            summaryArgCount = try c.decodeIfPresent(Int.self, forKey: .summaryArgCount)
-            criticalVolume = try c.decodeIfPresent(Double.self, forKey: .criticalVolume)
-            timestamp = try date(.timestamp)
-            event = try c.decodeIfPresent(LiveActivityEvent.self, forKey: .event)
-            contentState = try c.decodeIfPresent([String: JSONValue].self, forKey: .contentState)
-            staleDate = try date(.staleDate)
-            dismissalDate = try date(.dismissalDate)
-            attributesType = try c.decodeIfPresent(String.self, forKey: .attributesType)
-            attributes = try c.decodeIfPresent([String: JSONValue].self, forKey: .attributes)
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encodeIfPresent(interruptionLevel, forKey: .interruptionLevel)
-            try c.encodeIfPresent(relevanceScore, forKey: .relevanceScore)
-            if mutableContent { try c.encode(true, forKey: .mutableContent) }
-            try c.encodeIfPresent(targetContentID, forKey: .targetContentID)
-            try c.encodeIfPresent(launchImage, forKey: .launchImage)
-            try c.encodeIfPresent(actionLocKey, forKey: .actionLocKey)
-            if alertAsObject { try c.encode(true, forKey: .alertAsObject) }
-            try c.encodeIfPresent(summaryArg, forKey: .summaryArg)
-            try c.encodeIfPresent(summaryArgCount, forKey: .summaryArgCount)
-            try c.encodeIfPresent(criticalVolume, forKey: .criticalVolume)
-            try c.encodeIfPresent(timestamp?.timeIntervalSince1970, forKey: .timestamp)
-            try c.encodeIfPresent(event, forKey: .event)
-            try c.encodeIfPresent(contentState, forKey: .contentState)
-            try c.encodeIfPresent(staleDate?.timeIntervalSince1970, forKey: .staleDate)
-            try c.encodeIfPresent(dismissalDate?.timeIntervalSince1970, forKey: .dismissalDate)
-            try c.encodeIfPresent(attributesType, forKey: .attributesType)
-            try c.encodeIfPresent(attributes, forKey: .attributes)
-        }
-    }
-
     public var title: String?
     public var subtitle: String?
     public var body: String?
@@ -221,25 +79,29 @@ public struct PushContent: Sendable, Hashable, Codable {
     public var image: String?
     /// The notification's category (iOS actions; an Android click action).
     public var category: String?
-    /// Groups notifications (APNs `thread-id`, Android's group or tag).
+    /// Groups notifications (an iOS thread, Android's group or tag).
     public var thread: String?
-    /// The app's own keys (APNs: next to `aps`; Android: the message's data). The key `aps` is
+    /// The app's own keys (iOS: next to `aps`; Android: the message's data). The key `aps` is
     /// reserved (see `validate()`).
     public var data: [String: JSONValue]
-    /// Wake the app in the background (APNs `content-available: 1`; Android: a data message
+    /// Wake the app in the background (iOS: `content-available: 1`; Android: a data message
     /// where the service has one).
     public var background: Bool
     /// Where a tap leads; nil = the service's default (open the app).
     public var click: ClickAction?
-    /// What only APNs takes.
-    public var apns: APNs
+    /// What one transport alone takes of the content, by its channel name: iOS's presentation
+    /// hints, critical sounds and Live Activities, … Each entry is an object in that transport's
+    /// documented keys (the native API's names of the fields), filled by the native API and the
+    /// vendor plugins, checked by that transport's `PushTransport.check` when a message is
+    /// accepted and read by that transport only; Core knows none of them.
+    public var services: [String: JSONValue]
 
     public init(
         title: String? = nil, subtitle: String? = nil, body: String? = nil, titleLocKey: String? = nil,
         titleLocArgs: [String]? = nil, subtitleLocKey: String? = nil, subtitleLocArgs: [String]? = nil,
         bodyLocKey: String? = nil, bodyLocArgs: [String]? = nil, badge: Int? = nil, sound: String? = nil,
         image: String? = nil, category: String? = nil, thread: String? = nil, data: [String: JSONValue] = [:],
-        background: Bool = false, click: ClickAction? = nil, apns: APNs = APNs()
+        background: Bool = false, click: ClickAction? = nil, services: [String: JSONValue] = [:]
     ) {
         self.title = title
         self.subtitle = subtitle
@@ -258,7 +120,7 @@ public struct PushContent: Sendable, Hashable, Codable {
         self.data = data
         self.background = background
         self.click = click
-        self.apns = apns
+        self.services = services
     }
 
     enum CodingKeys: String, CodingKey {
@@ -279,7 +141,15 @@ public struct PushContent: Sendable, Hashable, Codable {
         case data
         case background
         case click
-        case apns
+        case services
+    }
+
+    /// Any key of a stored row's content object.
+    private struct StoredKey: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
     }
 
     // Every key optional (null or missing: unset), so the stored form may leave out what is unset.
@@ -302,7 +172,16 @@ public struct PushContent: Sendable, Hashable, Codable {
         data = try c.decodeIfPresent([String: JSONValue].self, forKey: .data) ?? [:]
         background = try c.decodeIfPresent(Bool.self, forKey: .background) ?? false
         click = try c.decodeIfPresent(ClickAction.self, forKey: .click)
-        apns = try c.decodeIfPresent(APNs.self, forKey: .apns) ?? APNs()
+        services = try c.decodeIfPresent([String: JSONValue].self, forKey: .services) ?? [:]
+        // Rows written before per-service content kept a service's fields beside the shared ones,
+        // under the service's name, in the keys its entry has now: read into its entry. An entry
+        // under `services` wins.
+        let stored = try decoder.container(keyedBy: StoredKey.self)
+        for key in stored.allKeys where CodingKeys(rawValue: key.stringValue) == nil && services[key.stringValue] == nil
+        {
+            let value = try stored.decode(JSONValue.self, forKey: key)
+            if value != .null { services[key.stringValue] = value }
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -324,7 +203,7 @@ public struct PushContent: Sendable, Hashable, Codable {
         if !data.isEmpty { try c.encode(data, forKey: .data) }
         if background { try c.encode(true, forKey: .background) }
         try c.encodeIfPresent(click, forKey: .click)
-        if !apns.isEmpty { try c.encode(apns, forKey: .apns) }
+        if !services.isEmpty { try c.encode(services, forKey: .services) }
     }
 
     /// Something for a person to read: a title, a body or one of their localisation keys.
@@ -335,25 +214,32 @@ public struct PushContent: Sendable, Hashable, Codable {
         background && !hasAlert && subtitle == nil && subtitleLocKey == nil && badge == nil && sound == nil
     }
 
-    /// The APNs push type this content most likely needs: `.liveactivity` with an event,
-    /// `.background` when it is background-only, otherwise `.alert`.
-    public var suggestedPushType: PushType {
-        if apns.event != nil { return .liveactivity }
-        return isBackgroundOnly ? .background : .alert
+    /// The push type this content most likely needs: `.background` when it is background-only,
+    /// otherwise `.alert`.
+    public var suggestedPushType: PushType { isBackgroundOnly ? .background : .alert }
+
+    /// Sets `key` of `channel`'s entry in `services` (creating the entry), for the native API and
+    /// a vendor plugin mapping a field of theirs onto the one service that takes it; nil removes
+    /// the key, and the entry once it is empty. A whole number is kept as it reads back
+    /// (`JSONValue.number`), so the content equals itself stored and read again.
+    ///
+    ///     content.set("mutable_content", true, forService: channel)
+    public mutating func set(_ key: String, _ value: JSONValue?, forService channel: PushChannel) {
+        var members = services[channel.rawValue]?.objectValue ?? [:]
+        if case .double(let number)? = value {
+            members[key] = .number(number)
+        } else {
+            members[key] = value
+        }
+        services[channel.rawValue] = members.isEmpty ? nil : .object(members)
     }
 
-    /// Checks what a service would reject or silently misread: the reserved data key `aps`, a
-    /// negative badge, a relevance score or critical volume outside 0…1.
+    /// Checks what every service would reject or silently misread: the reserved data key `aps`
+    /// and a negative badge. Each transport checks its own entry of `services`.
     public func validate() throws(PayloadError) {
         if data["aps"] != nil {
             throw PayloadError(.reservedKey, "\"aps\" cannot be a custom key; it is the notification itself")
         }
         if let badge, badge < 0 { throw PayloadError(.invalidValue, "badge must be 0 or more, got \(badge)") }
-        if let relevanceScore = apns.relevanceScore, !(0...1).contains(relevanceScore) {
-            throw PayloadError(.invalidValue, "relevance-score must be within 0…1, got \(relevanceScore)")
-        }
-        if let volume = apns.criticalVolume, !(0...1).contains(volume) {
-            throw PayloadError(.invalidValue, "critical sound volume must be within 0…1, got \(volume)")
-        }
     }
 }

@@ -46,11 +46,13 @@ public enum PushType: String, Sendable, Hashable, Codable, CaseIterable {
 
     /// The priority to send with when the caller names none: background pushes must not
     /// use 10 (APNs rejects it), everything else is delivered immediately.
-    public var defaultPriority: APNsPriority { self == .background ? .powerAware : .immediate }
+    public var defaultPriority: PushPriority { self == .background ? .powerAware : .immediate }
 }
 
-/// `apns-priority`.
-public enum APNsPriority: Int, Sendable, Hashable, Codable, CaseIterable {
+/// How urgently a push should reach the device: 10 now, 5 when the device's power allows, 1
+/// lowest (the native API's `priority`, Apple's scale). Each transport says it in its service's
+/// words: a header, an urgency, an importance.
+public enum PushPriority: Int, Sendable, Hashable, Codable, CaseIterable {
     /// 10: deliver now.
     case immediate = 10
     /// 5: deliver when power considerations allow.

@@ -6,7 +6,7 @@ import TuisongCore
 /// device of a message, carried per push so a batch may mix messages (retries do).
 public struct PushHeaders: Sendable, Hashable {
     public var pushType: PushType
-    public var priority: APNsPriority?
+    public var priority: PushPriority?
     /// When the service may stop trying; nil = the service's default.
     public var expiration: Date?
     public var collapseID: String?
@@ -23,7 +23,7 @@ public struct PushHeaders: Sendable, Hashable {
     public var appID: Int64?
 
     public init(
-        pushType: PushType = .alert, priority: APNsPriority? = nil, expiration: Date? = nil, collapseID: String? = nil,
+        pushType: PushType = .alert, priority: PushPriority? = nil, expiration: Date? = nil, collapseID: String? = nil,
         android: AndroidOptions? = nil, services: [String: JSONValue] = [:]
     ) {
         self.android = android

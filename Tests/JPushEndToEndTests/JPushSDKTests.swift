@@ -564,6 +564,26 @@ import TuisongTransportKit
         }
     }
 
+    /// A critical sound's volume is the APNs transport's to check (its entry of the content,
+    /// `PushContent.services["apns"]`): out of range it is refused in JPush's dialect, 1003, and
+    /// nothing is stored.
+    @Test func aCriticalVolumeAPNsCannotTakeIsRefusedWith1003() async throws {
+        try await withGateway(on: .sqlite) { gw in
+            _ = try await gw.register(Self.token(1), ["environment": "production"])
+            let auth = "Basic " + Data("\(Self.appKey):\(Self.masterSecret)".utf8).base64EncodedString()
+            let body = Array(
+                #"{"platform":"all","audience":"all","notification":{"ios":{"alert":"x","sound":{"name":"a.caf","volume":2}}}}"#
+                    .utf8)
+            let client = TestClient(port: gw.port)
+            let refused = try await client.execute("POST", "/v3/push", headers: [("Authorization", auth)], body: body)
+            #expect(refused.status == 400, "\(refused.text)")
+            let error = refused.jsonObject["error"] as? [String: Any]
+            #expect(error?["code"] as? Int == 1003)
+            #expect((error?["message"] as? String)?.contains("critical sound volume must be within 0…1") == true)
+            #expect(try await gw.running.runtime.store.messages(appID: gw.app.id, limit: 10).isEmpty)
+        }
+    }
+
     /// Every error is JPush's shape with its status, whatever went wrong: a client that gets
     /// other JSON on a non-2xx fails.
     @Test func errorsAreAlwaysJPushsShape() async throws {

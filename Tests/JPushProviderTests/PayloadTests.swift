@@ -89,7 +89,9 @@ import TuisongPluginTestKit
             """)
         let ios = try #require(push.contents[.ios])
         #expect(ios.title == "T" && ios.subtitle == "S" && ios.body == "B" && ios.badge == 3)
-        #expect(ios.apns.mutableContent && ios.category == "c" && ios.apns.interruptionLevel == .timeSensitive)
+        #expect(ios.category == "c")
+        #expect(ios.services["apns"]?["mutable_content"] == true)
+        #expect(ios.services["apns"]?["interruption_level"] == "time-sensitive")
         #expect(push.audience.registrationIDs == ["1a0018970a8c4a5e2f4"])
     }
 

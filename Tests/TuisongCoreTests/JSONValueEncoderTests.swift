@@ -25,10 +25,14 @@ import Testing
         image: "https://example.com/i.png", category: "REPLY", thread: "chat-7",
         data: ["order": ["id": 42, "paid": true, "total": 9.5], "z": nil, "list": [1, "two"]], background: true,
         click: .url("https://example.com/x"),
-        apns: .init(
-            interruptionLevel: .timeSensitive, relevanceScore: 0.75, mutableContent: true, targetContentID: "win-1",
-            timestamp: Date(timeIntervalSince1970: 1_700_000_000), event: .update, contentState: ["home": 2],
-            staleDate: Date(timeIntervalSince1970: 1_700_003_600), attributesType: "Match", attributes: ["m": "A"]))
+        services: [
+            "apns": [
+                "interruption_level": "time-sensitive", "relevance_score": 0.75, "mutable_content": true,
+                "target_content_id": "win-1", "timestamp": 1_700_000_000, "event": "update",
+                "content_state": ["home": 2], "stale_date": 1_700_003_600, "attributes_type": "Match",
+                "attributes": ["m": "A"],
+            ]
+        ])
 
     @Test func pushContentOptionsAudienceAndLabelsMeanTheSame() throws {
         try expectSameMeaning(Self.fullContent)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuisongAPNsTransport
 import TuisongCore
 import TuisongHarmony
 
@@ -204,6 +205,8 @@ func repositoryRoot() -> URL {
         #expect(job.content.badge == 1)
         #expect(job.content.apns.mutableContent)
         #expect(job.content.apns.relevanceScore == 1)
+        // The keys only APNs takes are its entry of the content, in the API's own names.
+        #expect(job.content.services == ["apns": ["mutable_content": true, "relevance_score": 1]])
         #expect(job.audience == .all)
         #expect(throws: NativeAPIError.self) { try parse(#"{"audience": {"all": 1}, "notification": {"alert": "x"}}"#) }
         #expect(throws: NativeAPIError.self) {

@@ -223,6 +223,20 @@ import TuisongPluginTestKit
                 "audience": ["all": true],
                 "notification": ["alert": "x", "custom": ["big": String(repeating: "x", count: 5000)]],
             ]).errorCode == "notification_too_large")
+        // The keys only APNs takes are checked by the APNs transport (its entry of the content),
+        // and refused in the native dialect as before.
+        let score = try await post(["audience": ["all": true], "notification": ["alert": "x", "relevance_score": 2]])
+        #expect(score.status == 400)
+        #expect(score.errorCode == "invalid_notification")
+        #expect(score.errorMessage == "relevance-score must be within 0…1, got 2.0")
+        let volume = try await post([
+            "audience": ["all": true], "notification": ["alert": "x", "sound": ["name": "a.caf", "volume": 1.5]],
+        ])
+        #expect(volume.status == 400 && volume.errorCode == "invalid_notification")
+        #expect(volume.errorMessage == "critical sound volume must be within 0…1, got 1.5")
+        #expect(
+            try await post(["audience": ["all": true], "notification": ["alert": "x", "interruption_level": "loud"]])
+                .errorCode == "invalid_request")
         #expect(
             try await post(["audience": ["all": true], "notification": ["alert": "x"], "push_type": "fax"]).errorCode
                 == "invalid_request")

@@ -68,24 +68,84 @@ import TuisongCore
                 try db.execute(migration)
             }
             let queued = try #require(try await store.message(id: 71))
+            // The migration wrote the APNs fields under `apns` beside the shared ones (nulls for
+            // those unset): the APNs entry, which only the APNs transport reads.
+            var shared = queued.content
+            shared.services = [:]
             #expect(
-                queued.content
+                shared
                     == PushContent(
                         title: "订单", body: "已发货", bodyLocArgs: ["a", "b"], badge: 3, sound: "alarm.caf",
-                        thread: "t-1", data: ["order": ["id": 42], "k": "v"],
-                        apns: .init(
-                            interruptionLevel: .timeSensitive, mutableContent: true, alertAsObject: true,
-                            criticalVolume: 0.5)))
+                        thread: "t-1", data: ["order": ["id": 42], "k": "v"]))
+            #expect(
+                queued.content.apns
+                    == APNsContent(
+                        interruptionLevel: .timeSensitive, mutableContent: true, alertAsObject: true,
+                        criticalVolume: 0.5))
             // The APNs transport renders what was stored before, key for key.
             #expect(
                 try JSONValue(parsing: APNsPayload.render(queued.content))
                     == JSONValue(parsing: Array(Self.messagePayload.utf8)))
             let sending = try #require(try await store.message(id: 72))
-            #expect(sending.content == PushContent(data: ["sync": "inbox"], background: true))
+            var sendingShared = sending.content
+            sendingShared.services = [:]
+            #expect(sendingShared == PushContent(data: ["sync": "inbox"], background: true))
+            #expect(sending.content.apns == APNsContent())
             #expect(APNsPayload.render(sending.content) == Array(Self.backgroundPayload.utf8))
             let rows = try await store.deliveries(messageID: 72, state: .failed, cursor: nil, limit: 10).items
             #expect(rows.map(\.token) == ["aa", "bb"])
-            #expect(rows.map(\.content) == [PushContent(body: "only for bob", badge: 7, data: ["ext": "e"]), nil])
+            let policyContent = try #require(rows.first?.content)
+            #expect(
+                policyContent.body == "only for bob" && policyContent.badge == 7 && policyContent.data == ["ext": "e"])
+            #expect(policyContent.apns == APNsContent() && rows.last?.content == nil)
+            #expect(APNsPayload.render(policyContent) == Array(Self.deliveryPayload.utf8))
+        }
+    }
+
+    /// Content stored by the builds between v13/pg7 and the APNs entry: the APNs fields in their
+    /// own object under the content's `apns` key, beside the shared ones. Read back, it is the
+    /// APNs entry (`PushContent.services["apns"]`) and renders the payload those builds sent.
+    static let olderLayout =
+        #"{"body":"Fire","sound":"alarm.caf","thread":"t-2","data":{"k":1},"apns":{"interruption_level":"critical","#
+        + #""relevance_score":0.5,"mutable_content":true,"target_content_id":"w-1","launch_image":"L.png","#
+        + #""action_loc_key":"AK","alert_as_object":true,"summary_arg":"Ann","summary_arg_count":2,"#
+        + #""critical_volume":0.25,"timestamp":1700000000.9,"event":"update","content_state":{"home":2},"#
+        + #""stale_date":1700003600,"dismissal_date":1700007200,"attributes_type":"Match","attributes":{"m":"A"}}}"#
+    static let olderLayoutPayload =
+        #"{"aps":{"alert":{"action-loc-key":"AK","body":"Fire","launch-image":"L.png","summary-arg":"Ann","#
+        + #""summary-arg-count":2},"attributes":{"m":"A"},"attributes-type":"Match","content-state":{"home":2},"#
+        + #""dismissal-date":1700007200,"event":"update","interruption-level":"critical","mutable-content":1,"#
+        + #""relevance-score":0.5,"sound":{"critical":1,"name":"alarm.caf","volume":0.25},"stale-date":1700003600,"#
+        + #""target-content-id":"w-1","thread-id":"t-2","timestamp":1700000000},"k":1}"#
+
+    @Test(arguments: Backend.allCases)
+    func contentInTheOlderLayoutReadsBackAndRendersAsBefore(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let record = try await store.createMessage(
+                PushJob(
+                    appID: app.id, vendor: "native", audience: .all, content: PushContent(body: "new"),
+                    options: PushOptions()),
+                state: .scheduled)
+            try await store.sharedDatabase.write { db in
+                try db.execute("UPDATE messages SET content = '\(Self.olderLayout)' WHERE id = \(record.id)")
+            }
+            let stored = try #require(try await store.message(id: record.id)).content
+            #expect(stored.services.keys.sorted() == ["apns"])
+            #expect(
+                stored.apns
+                    == APNsContent(
+                        interruptionLevel: .critical, relevanceScore: 0.5, mutableContent: true, targetContentID: "w-1",
+                        launchImage: "L.png", actionLocKey: "AK", alertAsObject: true, summaryArg: "Ann",
+                        summaryArgCount: 2, criticalVolume: 0.25,
+                        timestamp: Date(timeIntervalSince1970: 1_700_000_000.9),
+                        event: .update, contentState: ["home": 2],
+                        staleDate: Date(timeIntervalSince1970: 1_700_003_600),
+                        dismissalDate: Date(timeIntervalSince1970: 1_700_007_200), attributesType: "Match",
+                        attributes: ["m": "A"]))
+            #expect(String(decoding: APNsPayload.render(stored), as: UTF8.self) == Self.olderLayoutPayload)
+            // What the accept path checks of it passes too (a console view of an old message).
+            #expect(try APNsPayload.build(stored, pushType: .alert) == APNsPayload.render(stored))
         }
     }
 }

@@ -7,6 +7,15 @@ private func rendered(_ content: PushContent) -> String {
     String(decoding: APNsPayload.render(content), as: UTF8.self)
 }
 
+extension PushContent {
+    /// The content with `apns` as its APNs entry.
+    fileprivate func with(apns: APNsContent) -> PushContent {
+        var content = self
+        content.apns = apns
+        return content
+    }
+}
+
 /// The APNs transport's rendering of neutral content (`APNsPayload.render`).
 @Suite struct APNsPayloadRenderTests {
     @Test func aBodyAloneIsThePlainStringAlert() {
@@ -14,14 +23,16 @@ private func rendered(_ content: PushContent) -> String {
         #expect(rendered(PushContent(title: "T", body: "Hi")) == #"{"aps":{"alert":{"body":"Hi","title":"T"}}}"#)
         #expect(rendered(PushContent()) == #"{"aps":{}}"#)
         #expect(
-            rendered(PushContent(body: "Hi", apns: .init(alertAsObject: true))) == #"{"aps":{"alert":{"body":"Hi"}}}"#)
+            rendered(PushContent(body: "Hi").with(apns: .init(alertAsObject: true)))
+                == #"{"aps":{"alert":{"body":"Hi"}}}"#)
     }
 
     @Test func everyApsKeyWithApplesNames() {
         let content = PushContent(
             title: "T", subtitle: "S", body: "B", titleLocKey: "TK", titleLocArgs: ["t1"], subtitleLocKey: "SK",
             subtitleLocArgs: ["s1", "s2"], bodyLocKey: "BK", bodyLocArgs: ["b1"], badge: 0, sound: "default",
-            category: "REPLY", thread: "chat-7", data: ["order": ["id": 42], "z": "last"], background: true,
+            category: "REPLY", thread: "chat-7", data: ["order": ["id": 42], "z": "last"], background: true
+        ).with(
             apns: .init(
                 interruptionLevel: .timeSensitive, relevanceScore: 0.75, mutableContent: true, targetContentID: "win-1",
                 launchImage: "L.png", actionLocKey: "AK", summaryArg: "Ann", summaryArgCount: 2))
@@ -37,8 +48,8 @@ private func rendered(_ content: PushContent) -> String {
 
     @Test func criticalSoundAndFalseFlagsOmitted() {
         let content = PushContent(
-            body: "Fire", sound: "alarm.caf", background: false,
-            apns: .init(interruptionLevel: .critical, mutableContent: false, criticalVolume: 0.5))
+            body: "Fire", sound: "alarm.caf", background: false
+        ).with(apns: .init(interruptionLevel: .critical, mutableContent: false, criticalVolume: 0.5))
         #expect(
             rendered(content)
                 == #"{"aps":{"alert":"Fire","interruption-level":"critical","sound":{"critical":1,"name":"alarm.caf","volume":0.5}}}"#
@@ -46,8 +57,7 @@ private func rendered(_ content: PushContent) -> String {
     }
 
     @Test func liveActivityFields() {
-        let content = PushContent(
-            title: "Score", body: "2-1",
+        let content = PushContent(title: "Score", body: "2-1").with(
             apns: .init(
                 timestamp: Date(timeIntervalSince1970: 1_700_000_000.9), event: .update,
                 contentState: ["home": 2, "away": 1], staleDate: Date(timeIntervalSince1970: 1_700_003_600),
@@ -59,7 +69,6 @@ private func rendered(_ content: PushContent) -> String {
             #""timestamp":1700000000}}"#,
         ].joined()
         #expect(rendered(content) == expected)
-        #expect(content.suggestedPushType == .liveactivity)
     }
 
     @Test func customApsNeverOverridesTheRealOne() throws {
@@ -141,20 +150,68 @@ private func rendered(_ content: PushContent) -> String {
     }
 
     @Test func contentValueRanges() {
-        func code(_ content: PushContent) -> PayloadError.Code? {
+        func refusal(_ content: PushContent) -> PayloadError? {
             do {
-                try content.validate()
+                _ = try APNsPayload.build(content, pushType: .alert)
                 return nil
             } catch {
-                return error.code
+                return error
             }
         }
-        #expect(code(PushContent(badge: -1)) == .invalidValue)
-        #expect(code(PushContent(badge: 0)) == nil)
-        #expect(code(PushContent(apns: .init(relevanceScore: 1.5))) == .invalidValue)
-        #expect(code(PushContent(apns: .init(relevanceScore: 1))) == nil)
-        #expect(code(PushContent(sound: "a", apns: .init(criticalVolume: 2))) == .invalidValue)
-        #expect(code(PushContent(sound: "a", apns: .init(criticalVolume: 1))) == nil)
+        #expect(refusal(PushContent(body: "x", badge: -1))?.code == .invalidValue)
+        #expect(refusal(PushContent(body: "x", badge: 0)) == nil)
+        #expect(refusal(PushContent(body: "x").with(apns: .init(relevanceScore: 1.5)))?.code == .invalidValue)
+        #expect(refusal(PushContent(body: "x").with(apns: .init(relevanceScore: 1))) == nil)
+        #expect(refusal(PushContent(body: "x", sound: "a").with(apns: .init(criticalVolume: 2)))?.code == .invalidValue)
+        #expect(refusal(PushContent(body: "x", sound: "a").with(apns: .init(criticalVolume: 1))) == nil)
+        // The sentences callers pass on (the native API's invalid_notification, a vendor's error).
+        #expect(
+            refusal(PushContent(body: "x").with(apns: .init(relevanceScore: 1.5)))?.message
+                == "relevance-score must be within 0…1, got 1.5")
+        #expect(
+            refusal(PushContent(body: "x", sound: "a").with(apns: .init(criticalVolume: 2)))?.message
+                == "critical sound volume must be within 0…1, got 2.0")
+    }
+
+    /// The entry as the native API and the plugins write it (`PushContent.services["apns"]`):
+    /// checked by the transport when a message is accepted, read leniently when it renders.
+    @Test func theAPNsEntryIsCheckedOnAcceptAndReadLeniently() {
+        func refusal(_ entry: JSONValue) -> String? {
+            do {
+                _ = try APNsPayload.build(PushContent(body: "x", services: ["apns": entry]), pushType: .alert)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        #expect(refusal(["mutable_content": true, "relevance_score": 1, "summary_arg_count": 2]) == nil)
+        #expect(refusal(["sound_volume": 1]) == #"unknown APNs content field "sound_volume""#)
+        #expect(refusal(["mutable_content": 1]) == #"APNs content field "mutable_content" must be true or false"#)
+        #expect(
+            refusal(["interruption_level": "loud"])
+                == #"APNs content field "interruption_level" must be one of passive, active, time-sensitive, critical"#)
+        #expect(refusal(["summary_arg_count": 1.5]) == #"APNs content field "summary_arg_count" must be an integer"#)
+        #expect(refusal("on") == "the APNs fields of the content must be an object")
+        // A null is unset, as the rows the v13/pg7 migrations wrote have them.
+        #expect(refusal(["critical_volume": nil, "mutable_content": false]) == nil)
+        // Rendering never refuses: a value of the wrong type reads as unset.
+        let odd = PushContent(body: "x", services: ["apns": ["mutable_content": 1, "interruption_level": "loud"]])
+        #expect(rendered(odd) == #"{"aps":{"alert":"x"}}"#)
+        // The typed fields and the entry say the same, whole numbers as they read back.
+        let fields = APNsContent(
+            interruptionLevel: .active, relevanceScore: 1, mutableContent: true, alertAsObject: true,
+            summaryArgCount: 3, criticalVolume: 0.25, timestamp: Date(timeIntervalSince1970: 1_700_000_000),
+            event: .start, contentState: ["s": 1], attributesType: "A", attributes: ["a": "b"])
+        #expect(
+            fields.entry
+                == [
+                    "interruption_level": "active", "relevance_score": 1, "mutable_content": true,
+                    "alert_as_object": true, "summary_arg_count": 3, "critical_volume": 0.25,
+                    "timestamp": 1_700_000_000, "event": "start", "content_state": ["s": 1], "attributes_type": "A",
+                    "attributes": ["a": "b"],
+                ])
+        #expect(APNsContent(fields.entry) == fields)
+        #expect(APNsContent().entry == nil && PushContent(body: "x").with(apns: APNsContent()).services.isEmpty)
     }
 
     @Test func buildReturnsTheRenderedBytes() throws {

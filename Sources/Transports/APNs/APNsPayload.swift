@@ -8,16 +8,21 @@ import TuisongCore
 public enum APNsPayload {
     /// The APNs JSON for `content`: deterministic (sorted keys, see `JSONValue`), with Apple's
     /// key names. Unset fields are left out; `aps` is always present. An alert with a body and
-    /// nothing else is the plain string form (`"alert": "text"`) unless `apns.alertAsObject`,
-    /// any other alert a dictionary.
+    /// nothing else is the plain string form (`"alert": "text"`) unless the content's APNs entry
+    /// says `alert_as_object` (`APNsContent`), any other alert a dictionary.
     /// A custom `aps` key never overrides the real one (`PushContent.validate()` rejects it).
+    /// The entry is read once per call, and a message's pushes share one call
+    /// (`SharedContent.rendered(for:_:)`).
     ///
     ///     APNsPayload.render(PushContent(body: "Hi", badge: 1))
     ///     // {"aps":{"alert":"Hi","badge":1}}
     public static func render(_ content: PushContent) -> [UInt8] {
+        render(content, content.apns)
+    }
+
+    private static func render(_ content: PushContent, _ options: APNsContent) -> [UInt8] {
         var aps: [String: JSONValue] = [:]
-        let options = content.apns
-        if let alert = alert(content) { aps["alert"] = alert }
+        if let alert = alert(content, options) { aps["alert"] = alert }
         if let badge = content.badge { aps["badge"] = .int(Int64(badge)) }
         if let sound = content.sound {
             if let volume = options.criticalVolume {
@@ -46,8 +51,7 @@ public enum APNsPayload {
         return JSONValue.object(root).serialized()
     }
 
-    private static func alert(_ content: PushContent) -> JSONValue? {
-        let options = content.apns
+    private static func alert(_ content: PushContent, _ options: APNsContent) -> JSONValue? {
         var object: [String: JSONValue] = [:]
         func set(_ key: String, _ value: String?) { if let value { object[key] = .string(value) } }
         func set(_ key: String, _ values: [String]?) {
@@ -127,10 +131,12 @@ public enum APNsPayload {
         }
     }
 
-    /// `content.validate()`, `render`, then `validate(_:pushType:)`: the bytes to send.
+    /// `content.validate()`, the check of its APNs entry (`APNsContent.checked`), `render`, then
+    /// `validate(_:pushType:)`: the bytes to send.
     public static func build(_ content: PushContent, pushType: PushType) throws(PayloadError) -> [UInt8] {
         try content.validate()
-        let bytes = render(content)
+        let options = try APNsContent.checked(content.services[APNsContent.service.rawValue])
+        let bytes = render(content, options)
         try validate(bytes, pushType: pushType)
         return bytes
     }

@@ -51,7 +51,7 @@ enum NativePushRequest {
             options.pushType = type
         }
         if let raw = body["priority"] {
-            guard let value = integer(raw), let priority = APNsPriority(rawValue: value) else {
+            guard let value = integer(raw), let priority = PushPriority(rawValue: value) else {
                 throw invalid("\"priority\" must be 10, 5 or 1")
             }
             if priority == .immediate, content.isBackgroundOnly {
@@ -188,6 +188,12 @@ enum NativePushRequest {
     }
 
     /// The native API's `notification` object (APNs's shape, snake-cased) as neutral content.
+    /// Its keys that only APNs takes (`mutable_content`, `target_content_id`,
+    /// `interruption_level`, `relevance_score`, the alert's `launch_image`, `action_loc_key`,
+    /// `summary_arg`, `summary_arg_count`; a critical sound's `volume` as `critical_volume`, an
+    /// alert given as an object as `alert_as_object`) fill the content's `apns` entry under the
+    /// same names, which the APNs transport checks when the message is submitted (a value out of
+    /// range: `invalid_notification`) and alone reads.
     static func parseNotification(_ object: [String: Any]) throws -> PushContent {
         var n = PushContent()
         for (key, value) in object {
@@ -197,7 +203,7 @@ enum NativePushRequest {
                     n.body = text
                 } else if let fields = value as? [String: Any] {
                     try parseAlert(fields, into: &n)
-                    n.apns.alertAsObject = true
+                    n.set("alert_as_object", true, forService: .apns)
                 } else {
                     throw invalid("\"notification.alert\" must be a string or an object")
                 }
@@ -211,28 +217,29 @@ enum NativePushRequest {
                     n.sound = name
                 } else if let sound = value as? [String: Any], let name = sound["name"] as? String {
                     n.sound = name
-                    n.apns.criticalVolume = (sound["volume"] as? NSNumber)?.doubleValue ?? 1
+                    let volume = (sound["volume"] as? NSNumber)?.doubleValue ?? 1
+                    n.set("critical_volume", .double(volume), forService: .apns)
                 } else {
                     throw invalid(
                         "\"notification.sound\" must be a sound name or {\"name\", \"volume\"} for a critical alert")
                 }
             case "content_available": n.background = try flag(value, key)
-            case "mutable_content": n.apns.mutableContent = try flag(value, key)
+            case "mutable_content": n.set(key, try flag(value, key) ? true : nil, forService: .apns)
             case "category": n.category = try string(value, key)
             case "thread_id": n.thread = try string(value, key)
             case "image": n.image = try string(value, key)
-            case "target_content_id": n.apns.targetContentID = try string(value, key)
+            case "target_content_id": n.set(key, .string(try string(value, key)), forService: .apns)
             case "interruption_level":
-                guard let raw = value as? String, let level = PushContent.InterruptionLevel(rawValue: raw) else {
+                guard let level = value as? String, interruptionLevels.contains(level) else {
                     throw invalid(
                         "\"notification.interruption_level\" must be passive, active, time-sensitive or critical")
                 }
-                n.apns.interruptionLevel = level
+                n.set(key, .string(level), forService: .apns)
             case "relevance_score":
                 guard let number = value as? NSNumber, !JSONValue.isBoolean(value) else {
                     throw invalid("\"notification.relevance_score\" must be a number 0…1")
                 }
-                n.apns.relevanceScore = number.doubleValue
+                n.set(key, .double(number.doubleValue), forService: .apns)
             case "custom":
                 guard let custom = value as? [String: Any] else {
                     throw invalid("\"notification.custom\" must be an object")
@@ -262,22 +269,25 @@ enum NativePushRequest {
             case "title": f.title = try string(value, path)
             case "subtitle": f.subtitle = try string(value, path)
             case "body": f.body = try string(value, path)
-            case "launch_image": f.apns.launchImage = try string(value, path)
+            case "launch_image": f.set(key, .string(try string(value, path)), forService: .apns)
             case "title_loc_key": f.titleLocKey = try string(value, path)
             case "title_loc_args": f.titleLocArgs = try strings(value, path)
             case "subtitle_loc_key": f.subtitleLocKey = try string(value, path)
             case "subtitle_loc_args": f.subtitleLocArgs = try strings(value, path)
             case "loc_key": f.bodyLocKey = try string(value, path)
             case "loc_args": f.bodyLocArgs = try strings(value, path)
-            case "action_loc_key": f.apns.actionLocKey = try string(value, path)
-            case "summary_arg": f.apns.summaryArg = try string(value, path)
+            case "action_loc_key": f.set(key, .string(try string(value, path)), forService: .apns)
+            case "summary_arg": f.set(key, .string(try string(value, path)), forService: .apns)
             case "summary_arg_count":
                 guard let n = integer(value) else { throw invalid("\"\(path)\" must be an integer") }
-                f.apns.summaryArgCount = n
+                f.set(key, .int(Int64(n)), forService: .apns)
             default: throw invalid("unknown field \"\(path)\"")
             }
         }
     }
+
+    /// `notification.interruption_level`'s values (Apple's `interruption-level`).
+    private static let interruptionLevels: Set<String> = ["passive", "active", "time-sensitive", "critical"]
 
     private static func invalid(_ message: String) -> NativeAPIError {
         NativeAPIError(400, "invalid_request", message)
