@@ -56,8 +56,6 @@ final class HTTP2ServerConnection {
         case closed
     }
 
-    /// How long a lingering connection waits for the client to close before closing anyway.
-    static let lingerNanoseconds: UInt64 = 2_000_000_000
     /// The timer "stream" that ends a lingering connection.
     static let lingerTimer: Int32 = -1
 
@@ -327,7 +325,9 @@ final class HTTP2ServerConnection {
         transport.shutdown()
         Glibc.shutdown(socket, Int32(SHUT_WR))
         setWritableInterest(false)
-        loop.schedule(after: Self.lingerNanoseconds, connectionID: id, streamID: Self.lingerTimer)
+        // How long it waits for the client to close before closing anyway.
+        let linger = UInt64(max(0, core.configuration.lingerMilliseconds)) * 1_000_000
+        loop.schedule(after: linger, connectionID: id, streamID: Self.lingerTimer)
         drainWhileLingering()
     }
 

@@ -174,14 +174,19 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
     /// Lifetime of the access tokens the look-alikes' token endpoints issue. 0 issues tokens that
     /// are already expired, so a test sees the expiry answer without waiting.
     public var accessTokenLifetimeSeconds: Int
+    /// How long a connection that sent GOAWAY waits for the client to close before closing
+    /// anyway (reading and dropping what the client sends meanwhile). A test that must see the
+    /// connection stay open until its client closes sets it longer than the test can take.
+    public var lingerMilliseconds: Int
 
     public init(
         host: String = "127.0.0.1", port: Int = 0, maxConcurrentStreams: Int = 1000,
         streamsBeforeFirstValidToken: Int = 1, clientCertificateCAPEMs: [String] = [], faults: Faults = Faults(),
         logRequests: Bool = false, eventLoopThreads: Int = 1,
         recordedNotificationLimit: Int = 100_000, accessTokenLifetimeSeconds: Int = 3600,
-        lookAlikeSettings: [String: JSONValue] = [:]
+        lingerMilliseconds: Int = 2000, lookAlikeSettings: [String: JSONValue] = [:]
     ) {
+        self.lingerMilliseconds = lingerMilliseconds
         self.lookAlikeSettings = lookAlikeSettings
         self.accessTokenLifetimeSeconds = accessTokenLifetimeSeconds
         self.host = host
@@ -198,7 +203,7 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case host, port, maxConcurrentStreams, streamsBeforeFirstValidToken
         case clientCertificateCAPEMs, faults, logRequests, eventLoopThreads
-        case recordedNotificationLimit, accessTokenLifetimeSeconds
+        case recordedNotificationLimit, accessTokenLifetimeSeconds, lingerMilliseconds
     }
 
     public init(from decoder: any Decoder) throws {
@@ -219,12 +224,13 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
         recordedNotificationLimit = try value(
             .recordedNotificationLimit, defaults.recordedNotificationLimit)
         accessTokenLifetimeSeconds = try value(.accessTokenLifetimeSeconds, defaults.accessTokenLifetimeSeconds)
+        lingerMilliseconds = try value(.lingerMilliseconds, defaults.lingerMilliseconds)
         // Every other key is a look-alike's, read by it when it starts.
         let known = Set(
             [
                 CodingKeys.host, .port, .maxConcurrentStreams, .streamsBeforeFirstValidToken,
                 .clientCertificateCAPEMs, .faults, .logRequests, .eventLoopThreads,
-                .recordedNotificationLimit, .accessTokenLifetimeSeconds,
+                .recordedNotificationLimit, .accessTokenLifetimeSeconds, .lingerMilliseconds,
             ].map(\.rawValue))
         let others = try decoder.container(keyedBy: AnyCodingKey.self)
         lookAlikeSettings = [:]
@@ -245,6 +251,7 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
         try container.encode(eventLoopThreads, forKey: .eventLoopThreads)
         try container.encode(recordedNotificationLimit, forKey: .recordedNotificationLimit)
         try container.encode(accessTokenLifetimeSeconds, forKey: .accessTokenLifetimeSeconds)
+        try container.encode(lingerMilliseconds, forKey: .lingerMilliseconds)
         var others = encoder.container(keyedBy: AnyCodingKey.self)
         for (key, value) in lookAlikeSettings { try others.encode(value, forKey: AnyCodingKey(key)) }
     }
