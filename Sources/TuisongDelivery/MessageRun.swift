@@ -315,7 +315,7 @@ final class MessageRun: Sendable {
         // Chunks below this wait for more permits, so a busy pool is fed in batches rather
         // than one device per returned permit.
         let chunkFloor = max(1, min(engine.permits.capacity / 4, 256))
-        for group in plan.groups {
+        for (groupIndex, group) in plan.groups.enumerated() {
             var start = 0
             while start < group.entries.count {
                 // Outcomes are committed as they come: while a flush fails (the database is away)
@@ -325,6 +325,7 @@ final class MessageRun: Sendable {
                 let granted = await engine.permits.acquire(atLeast: min(wanted, chunkFloor), upTo: wanted)
                 if isHalted {
                     engine.permits.signal(count: granted)
+                    keepWhatWasLaunched(plan, haltedIn: groupIndex, launched: start, segments: segments)
                     return false
                 }
                 let chunk = Array(group.entries[start..<(start + granted)])
@@ -347,6 +348,47 @@ final class MessageRun: Sendable {
             }
         }
         return true
+    }
+
+    /// A run halted in the middle of a page (stopping, or its lease about to end): the segment
+    /// it halted in ends after the last entry launched, so the final flush commits what was
+    /// sent. Left whole, that segment never finished, its launched entries' outcomes were
+    /// dropped, and the next claim of the slice sent them again. The cut is exact only when
+    /// nothing past it in that segment was accounted already (one route per page, the usual
+    /// case; entries of an earlier route further on were launched too); otherwise the segment
+    /// stays whole, and its launched entries are sent again as before.
+    private func keepWhatWasLaunched(_ plan: SendPlan, haltedIn haltedGroup: Int, launched: Int, segments: PageSegments)
+    {
+        var unlaunched = plan.groups[haltedGroup].entries[launched...].map(\.position)
+        for group in plan.groups[(haltedGroup + 1)...] { unlaunched += group.entries.map(\.position) }
+        guard let firstUnlaunched = unlaunched.min() else { return }
+        let segment = segments.index(of: firstUnlaunched)
+        let segmentEnd = segments.lastPositions[segment - segments.first]
+        let segmentStart = segment > segments.first ? segments.lastPositions[segment - segments.first - 1] : Int64.min
+        var pastCut = 0
+        var cut: Int64?
+        let pagePositions = plan.groups.flatMap { $0.entries.map(\.position) } + plan.unsent.map(\.entry.position)
+        for position in pagePositions where position > segmentStart && position <= segmentEnd {
+            if position >= firstUnlaunched {
+                pastCut += 1
+            } else {
+                cut = max(cut ?? position, position)
+            }
+        }
+        let unlaunchedInSegment = unlaunched.count { $0 <= segmentEnd }
+        // Nothing launched in the segment, or something past the cut accounted: left whole.
+        guard let cut, pastCut == unlaunchedInSegment else { return }
+        state.withLock { state in
+            let index = segment - state.flushedSegments
+            guard state.segments.indices.contains(index) else { return }
+            state.segments[index].lastPosition = cut
+            state.segments[index].size -= unlaunchedInSegment
+            state.segments[index].pending -= unlaunchedInSegment
+            state.unflushedEntries -= unlaunchedInSegment
+            // The rest of the audience is not this run's to finish.
+            state.exhausted = false
+        }
+        flushSignal.signal()
     }
 
     /// Pages in audience order. With a policy, up to `decidedAhead` pages are read (in order)

@@ -56,8 +56,8 @@ final class HTTP2ServerConnection {
         case closed
     }
 
-    /// How long a lingering connection waits for the client to close before closing anyway.
-    static let lingerNanoseconds: UInt64 = 2_000_000_000
+    /// How often a held answer (the `holdAnswers` fault) looks whether it may go.
+    static let holdPollNanoseconds: UInt64 = 5_000_000
     /// The timer "stream" that ends a lingering connection.
     static let lingerTimer: Int32 = -1
 
@@ -327,7 +327,9 @@ final class HTTP2ServerConnection {
         transport.shutdown()
         Glibc.shutdown(socket, Int32(SHUT_WR))
         setWritableInterest(false)
-        loop.schedule(after: Self.lingerNanoseconds, connectionID: id, streamID: Self.lingerTimer)
+        // How long it waits for the client to close before closing anyway.
+        let linger = UInt64(max(0, core.configuration.lingerMilliseconds)) * 1_000_000
+        loop.schedule(after: linger, connectionID: id, streamID: Self.lingerTimer)
         drainWhileLingering()
     }
 
@@ -424,7 +426,10 @@ final class HTTP2ServerConnection {
             stream.endlessResponse = true
         }
         let latency = faults.faults.latencyMilliseconds
-        if latency > 0 {
+        if faults.faults.holdAnswers {
+            stream.delayedResponse = response
+            loop.schedule(after: Self.holdPollNanoseconds, connectionID: id, streamID: streamID)
+        } else if latency > 0 {
             stream.delayedResponse = response
             loop.schedule(
                 after: UInt64(latency) * 1_000_000, connectionID: id, streamID: streamID)
@@ -462,7 +467,7 @@ final class HTTP2ServerConnection {
         core.recorder.update { $0.endlessAnswerBytes += count }
     }
 
-    /// The latency fault's timer fired for this stream.
+    /// The latency fault's timer, or a held answer's, fired for this stream.
     func deliverDelayedResponse(streamID: Int32) {
         if streamID == Self.lingerTimer {
             // The client never closed: close anyway.
@@ -472,6 +477,10 @@ final class HTTP2ServerConnection {
         guard phase == .established, let stream = streams[streamID],
             let response = stream.delayedResponse
         else { return }
+        if loop.currentFaults().faults.holdAnswers {
+            loop.schedule(after: Self.holdPollNanoseconds, connectionID: id, streamID: streamID)
+            return
+        }
         stream.delayedResponse = nil
         submit(response, on: stream, streamID: streamID)
     }

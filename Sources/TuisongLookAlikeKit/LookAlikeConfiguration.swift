@@ -36,6 +36,10 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
         /// upstream or proxy might; the stream goes on until the client resets it or closes the
         /// connection.
         public var endlessAnswers: Bool
+        /// Every answer is held while this is set and goes out once it is cleared (looked at
+        /// every few milliseconds), whenever that is: a test that must see requests wait for an
+        /// answer releases it when it has seen them, instead of racing a latency.
+        public var holdAnswers: Bool
         /// The faults of a look-alike that has its own, by its own keys, kept as read (the
         /// `tokenPrefixes` of a service whose answers are not the kinds above); its folder adds
         /// typed accessors, and it reads them whenever they change (`PortService.prepareFaults`).
@@ -45,8 +49,9 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
             latencyMilliseconds: Int = 0, goawayAfterRequests: Int? = nil, dropConnectionAfterRequests: Int? = nil,
             lowerStreamLimitAfterRequests: Int? = nil, loweredStreamLimit: Int = 1, ignorePings: Bool = false,
             androidTokenPrefixes: [String: AndroidTokenFault] = [:], endlessAnswers: Bool = false,
-            lookAlikeFaults: [String: JSONValue] = [:]
+            holdAnswers: Bool = false, lookAlikeFaults: [String: JSONValue] = [:]
         ) {
+            self.holdAnswers = holdAnswers
             self.androidTokenPrefixes = androidTokenPrefixes
             self.endlessAnswers = endlessAnswers
             self.latencyMilliseconds = latencyMilliseconds
@@ -100,6 +105,7 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
         private enum CodingKeys: String, CodingKey, CaseIterable {
             case latencyMilliseconds, goawayAfterRequests, dropConnectionAfterRequests
             case lowerStreamLimitAfterRequests, loweredStreamLimit, ignorePings, androidTokenPrefixes, endlessAnswers
+            case holdAnswers
         }
 
         public init(from decoder: any Decoder) throws {
@@ -121,6 +127,7 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
                 ?? defaults.androidTokenPrefixes
             endlessAnswers =
                 try container.decodeIfPresent(Bool.self, forKey: .endlessAnswers) ?? defaults.endlessAnswers
+            holdAnswers = try container.decodeIfPresent(Bool.self, forKey: .holdAnswers) ?? defaults.holdAnswers
             // Every other key is a look-alike's, read by it (`PortService.prepareFaults`).
             let known = Set(CodingKeys.allCases.map(\.rawValue))
             let others = try decoder.container(keyedBy: AnyCodingKey.self)
@@ -140,6 +147,7 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
             try container.encode(ignorePings, forKey: .ignorePings)
             try container.encode(androidTokenPrefixes, forKey: .androidTokenPrefixes)
             try container.encode(endlessAnswers, forKey: .endlessAnswers)
+            try container.encode(holdAnswers, forKey: .holdAnswers)
             var others = encoder.container(keyedBy: AnyCodingKey.self)
             for (key, value) in lookAlikeFaults { try others.encode(value, forKey: AnyCodingKey(key)) }
         }
@@ -174,14 +182,19 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
     /// Lifetime of the access tokens the look-alikes' token endpoints issue. 0 issues tokens that
     /// are already expired, so a test sees the expiry answer without waiting.
     public var accessTokenLifetimeSeconds: Int
+    /// How long a connection that sent GOAWAY waits for the client to close before closing
+    /// anyway (reading and dropping what the client sends meanwhile). A test that must see the
+    /// connection stay open until its client closes sets it longer than the test can take.
+    public var lingerMilliseconds: Int
 
     public init(
         host: String = "127.0.0.1", port: Int = 0, maxConcurrentStreams: Int = 1000,
         streamsBeforeFirstValidToken: Int = 1, clientCertificateCAPEMs: [String] = [], faults: Faults = Faults(),
         logRequests: Bool = false, eventLoopThreads: Int = 1,
         recordedNotificationLimit: Int = 100_000, accessTokenLifetimeSeconds: Int = 3600,
-        lookAlikeSettings: [String: JSONValue] = [:]
+        lingerMilliseconds: Int = 2000, lookAlikeSettings: [String: JSONValue] = [:]
     ) {
+        self.lingerMilliseconds = lingerMilliseconds
         self.lookAlikeSettings = lookAlikeSettings
         self.accessTokenLifetimeSeconds = accessTokenLifetimeSeconds
         self.host = host
@@ -198,7 +211,7 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case host, port, maxConcurrentStreams, streamsBeforeFirstValidToken
         case clientCertificateCAPEMs, faults, logRequests, eventLoopThreads
-        case recordedNotificationLimit, accessTokenLifetimeSeconds
+        case recordedNotificationLimit, accessTokenLifetimeSeconds, lingerMilliseconds
     }
 
     public init(from decoder: any Decoder) throws {
@@ -219,12 +232,13 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
         recordedNotificationLimit = try value(
             .recordedNotificationLimit, defaults.recordedNotificationLimit)
         accessTokenLifetimeSeconds = try value(.accessTokenLifetimeSeconds, defaults.accessTokenLifetimeSeconds)
+        lingerMilliseconds = try value(.lingerMilliseconds, defaults.lingerMilliseconds)
         // Every other key is a look-alike's, read by it when it starts.
         let known = Set(
             [
                 CodingKeys.host, .port, .maxConcurrentStreams, .streamsBeforeFirstValidToken,
                 .clientCertificateCAPEMs, .faults, .logRequests, .eventLoopThreads,
-                .recordedNotificationLimit, .accessTokenLifetimeSeconds,
+                .recordedNotificationLimit, .accessTokenLifetimeSeconds, .lingerMilliseconds,
             ].map(\.rawValue))
         let others = try decoder.container(keyedBy: AnyCodingKey.self)
         lookAlikeSettings = [:]
@@ -245,6 +259,7 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
         try container.encode(eventLoopThreads, forKey: .eventLoopThreads)
         try container.encode(recordedNotificationLimit, forKey: .recordedNotificationLimit)
         try container.encode(accessTokenLifetimeSeconds, forKey: .accessTokenLifetimeSeconds)
+        try container.encode(lingerMilliseconds, forKey: .lingerMilliseconds)
         var others = encoder.container(keyedBy: AnyCodingKey.self)
         for (key, value) in lookAlikeSettings { try others.encode(value, forKey: AnyCodingKey(key)) }
     }

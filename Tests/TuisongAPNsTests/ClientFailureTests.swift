@@ -49,12 +49,13 @@ import TuisongPluginTestKit
         let caFile = try directory.write("ca.pem", pki.caCertificate.pem())
 
         let pool = try pool(port: server.port, caFile: caFile, requestTimeout: .seconds(20))
-        let started = ContinuousClock.now
         let error = await sendExpectingError(pool)
         #expect(error?.code == .alpnNotNegotiated)
         #expect(error?.message.contains("ALPN") == true)
-        // A misconfiguration fails the waiting request at once, not after its timeout.
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // A misconfiguration fails the waiting request at once, not by its timeout running out
+        // (which the pool counts), however long a loaded machine took.
+        #expect(pool.statistics.timeouts == 0)
+        #expect(error?.message.contains("request timeout") == false)
         await pool.shutdown()
 
         let tested = await APNsConnectionTester.test(

@@ -203,7 +203,12 @@ struct MockRawClientTests {
 
     @Test("after a GOAWAY it shuts its side and reads until the client closes, so nothing it sent is reset away")
     func goawayLingersUntilTheClientCloses() async throws {
-        let harness = try MockHarness { $0.faults.goawayAfterRequests = 1 }
+        // Lingering longer than the test can take: the connection closes because the client
+        // did, not because a 2 s window passed while a loaded machine ran the test slowly.
+        let harness = try MockHarness {
+            $0.faults.goawayAfterRequests = 1
+            $0.lingerMilliseconds = 600_000
+        }
         let client = try RawHTTP2Client(port: harness.server.port, caPEM: harness.setup.caCertificatePEM)
         let headers = requestHeaders(harness, token: try harness.jwt())
         try client.send(
@@ -231,5 +236,25 @@ struct MockRawClientTests {
         client.shutdownWriting()
         #expect(await eventually { harness.server.statistics.connectionsOpen == 0 })
         #expect(harness.server.apnsStatistics.requests == 1)
+    }
+
+    @Test("a lingering connection whose client never closes is closed after lingerMilliseconds")
+    func aLingeringConnectionIsClosedAfterItsLinger() async throws {
+        let harness = try MockHarness {
+            $0.faults.goawayAfterRequests = 1
+            $0.lingerMilliseconds = 50
+        }
+        let client = try RawHTTP2Client(port: harness.server.port, caPEM: harness.setup.caCertificatePEM)
+        let headers = requestHeaders(harness, token: try harness.jwt())
+        try client.send(
+            RawHTTP2Client.preface
+                + RawHTTP2Client.frame(
+                    RawHTTP2Client.headers, flags: RawHTTP2Client.endHeaders, stream: 1, RawHTTP2Client.hpack(headers))
+                + RawHTTP2Client.frame(
+                    RawHTTP2Client.data, flags: RawHTTP2Client.endStream, stream: 1, Array(MockHarness.payload.utf8)))
+        let frames = client.frames { _ in false }
+        #expect(frames.contains { $0.type == RawHTTP2Client.goaway })
+        // The client keeps its side open; the server closes on its own.
+        #expect(await eventually { harness.server.statistics.connectionsOpen == 0 })
     }
 }

@@ -176,7 +176,8 @@ extension APNsConnectionPool {
     }
 
     @Test func requestsOfABatchTimeOutOneByOne() async throws {
-        let fixture = try PoolMockFixture { $0.faults.latencyMilliseconds = 3000 }
+        // Answers held: the timeouts are what end the requests, however slow the machine.
+        let fixture = try PoolMockFixture { $0.faults.holdAnswers = true }
         let pool = try fixture.pool {
             $0.connections = 1
             $0.requestTimeout = .milliseconds(400)
@@ -184,6 +185,7 @@ extension APNsConnectionPool {
         let started = ContinuousClock.now
         let (results, collector) = await pool.sendBatch(
             (0..<5).map { PoolMockFixture.request(deviceToken: poolDeviceToken($0)) })
+        // A lower bound only (monotonic deadlines cannot fire early), which load cannot break.
         #expect(ContinuousClock.now - started >= .milliseconds(400))
         #expect(
             results.allSatisfy { result in
@@ -197,7 +199,8 @@ extension APNsConnectionPool {
 
     @Test func shutdownAnswersWaitingAndLaterBatches() async throws {
         let fixture = try PoolMockFixture { configuration in
-            configuration.faults.latencyMilliseconds = 5000
+            // Held: nothing is answered before the shutdown, however slow the machine.
+            configuration.faults.holdAnswers = true
             configuration.maxConcurrentStreams = 10
         }
         let pool = try fixture.pool {

@@ -234,11 +234,12 @@ func poolDeviceToken(_ index: Int) -> String {
     }
 
     @Test func oneStreamUntilTheFirstAcceptedTokenEvenIfTheServerAllowsMore() async throws {
-        // The server advertises 100 from the start; token auth still waits for one answer.
+        // The server advertises 100 from the start; token auth still waits for one answer, held
+        // until the test has seen the others wait (not a latency the test must beat).
         let fixture = try PoolMockFixture { configuration in
             configuration.streamsBeforeFirstValidToken = 100
             configuration.maxConcurrentStreams = 100
-            configuration.faults.latencyMilliseconds = 1500
+            configuration.faults.holdAnswers = true
         }
         let pool = try fixture.pool { $0.connections = 1 }
         async let first = sendConcurrently(pool, count: 1) { _ in PoolMockFixture.request() }
@@ -252,6 +253,7 @@ func poolDeviceToken(_ index: Int) -> String {
                 let statistics = pool.statistics
                 return statistics.queued == 19 && statistics.inFlight == 1
             })
+        fixture.server.setFaults(.init())
         let responses = await first + rest
         #expect(responses.allSatisfy { (try? $0.get().status) == 200 })
         // Once answered, the waiting requests went out together.
@@ -386,7 +388,8 @@ func poolDeviceToken(_ index: Int) -> String {
         // Connected first, so a slow handshake on a loaded machine cannot use up the timeout:
         // the stream itself must be what times out.
         #expect(try await pool.send(fixture.request()).status == 200)
-        fixture.server.setFaults(.init(latencyMilliseconds: 3000))
+        // Held until released: the timeout is what ends the request, however slow the machine.
+        fixture.server.setFaults(.init(holdAnswers: true))
         let started = ContinuousClock.now
         do {
             let response = try await pool.send(fixture.request())
@@ -395,7 +398,8 @@ func poolDeviceToken(_ index: Int) -> String {
             #expect(error.code == .timeout)
             #expect(error.message.contains("stream reset"))
         }
-        // Not earlier than the timeout (the response itself would have been a 200).
+        // Not earlier than the timeout: a lower bound, which a loaded machine cannot break (the
+        // pool's deadline is monotonic time and cannot fire early).
         #expect(ContinuousClock.now - started >= .milliseconds(400))
         #expect(pool.statistics.timeouts == 1)
         // The reset freed the stream; the same connection answers once the latency is gone.
@@ -408,7 +412,9 @@ func poolDeviceToken(_ index: Int) -> String {
     }
 
     @Test func cancellingAnInFlightSendResetsItsStream() async throws {
-        let fixture = try PoolMockFixture { $0.faults.latencyMilliseconds = 3000 }
+        // Held until released: the send is still in flight when it is cancelled, however slow
+        // the machine.
+        let fixture = try PoolMockFixture { $0.faults.holdAnswers = true }
         let pool = try fixture.pool { $0.connections = 1 }
         let request = fixture.request()
         let task = Task { try await pool.send(request) }

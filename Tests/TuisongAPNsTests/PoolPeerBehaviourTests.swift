@@ -56,11 +56,12 @@ import TuisongPluginTestKit
         let stranger = try LookAlikeLocalSetup.generate(bundleID: PoolMockFixture.bundleID)
         let pool = try fixture.pool(
             credential: try .certificate(pem: stranger.clientCertificatePEM + "\n" + stranger.clientKeyPEM))
-        let started = ContinuousClock.now
         let error = await #expect(throws: APNsTransportError.self) { try await pool.send(fixture.request()) }
         #expect(error?.code == .certificateRejected)
-        // Failed as soon as the handshake did, not after the 20 s request timeout.
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // Failed as soon as the handshake did, not by the 20 s request timeout running out (which
+        // the pool counts), however long a loaded machine took.
+        #expect(pool.statistics.timeouts == 0)
+        #expect(error?.message.contains("request timeout") == false)
         #expect(fixture.server.apnsStatistics.requests == 0)
         await fixture.shutdownPools()
     }

@@ -21,9 +21,7 @@ import TuisongPluginTestKit
         // Six failed attempts: at the old rate the next one would have been 3.2–12.8 s away.
         try await waitUntil("six failed connects", within: .seconds(30)) { pool.statistics.connectFailures >= 6 }
         try fixture.startServer(port: port)
-        let recovered = ContinuousClock.now
         let results = await sends.value
-        let waited = ContinuousClock.now - recovered
 
         #expect(results.allSatisfy { (try? $0.get().status) == 200 })
         #expect(fixture.server.apnsStatistics.requests == 20)
@@ -32,8 +30,8 @@ import TuisongPluginTestKit
         let statistics = pool.statistics
         #expect(statistics.longestReconnectDelayWhileQueued <= .seconds(1))
         #expect(statistics.connectFailures >= 3)
-        // And so they went out soon; a generous bound, not a speed measurement.
-        #expect(waited < .seconds(4), "waited \(waited) after the endpoint came back")
+        // So they went out within a second or so of the endpoint's return; not timed here (a
+        // loaded machine stretches any wall-clock bound), the longest delay above is the proof.
         await fixture.shutdownPools()
     }
 
@@ -41,17 +39,18 @@ import TuisongPluginTestKit
         let fixture = try PoolMockFixture()
         let pool = try fixture.pool {
             $0.requestTimeout = .seconds(40)
-            $0.reconnectBackoffInitial = .seconds(8)  // an idle pool's next attempt is 4–8 s away
+            // An idle pool's next attempt is 5–10 minutes away: a request that waited for it
+            // would time out (40 s), so its success is the proof, with no clock read here.
+            $0.reconnectBackoffInitial = .seconds(600)
+            $0.reconnectBackoffMaximum = .seconds(600)
         }
         #expect(try await pool.send(fixture.request()).status == 200)
         let port = fixture.stopServer()
         // Both connections lost, a long attempt scheduled.
         try await waitUntil("both connections lost") { pool.statistics.liveConnections == 0 }
         try fixture.startServer(port: port)
-        let start = ContinuousClock.now
         #expect(try await pool.send(fixture.request()).status == 200)
         #expect(pool.statistics.longestReconnectDelayWhileQueued <= .seconds(1))
-        #expect(ContinuousClock.now - start < .seconds(3))
         await fixture.shutdownPools()
     }
 }

@@ -228,6 +228,37 @@ func token(_ n: Int, prefix: String) -> String { testToken(n, prefix: prefix) }
         #expect(duplicates <= 3 * 100, "only the unflushed window is sent twice (got \(duplicates))")
     }
 
+    /// A run halted in the middle of a page (here stopped; a lease about to end halts it the
+    /// same way) commits the outcomes of what it launched, so the next claim of the message sends
+    /// nothing twice. Its segment used to stay unfinished, and what it had sent was sent again.
+    @Test(arguments: PluginStoreBackend.allCases) func aRunHaltedMidPageCommitsWhatItSentAndNothingIsSentTwice(
+        _ backend: PluginStoreBackend
+    ) async throws {
+        let f = try await EngineFixture.make(backend)
+        defer { f.cleanUp() }
+        try await f.seed(2000)
+        // After the first page (100), one page of the rest in segments of 256 outcomes: the
+        // stop lands inside a page and inside a segment.
+        let slow = ScriptedTransport(answering: .after(.milliseconds(5)))
+        let first = f.engine(slow, pageSize: 2000, workers: 16)
+        try await first.start()
+        let record = try await first.submit(f.job(.tag("all-users")))
+        try await waitUntil("the first 300 sends", within: .seconds(20)) { slow.totalAttempts >= 300 }
+        await first.stop()
+
+        let fast = ScriptedTransport()
+        let second = f.engine(fast, pageSize: 2000, workers: 16)
+        try await second.start()
+        let status = try await f.waitUntilCompleted(second, record.id)
+        await second.stop()
+        #expect(status.counts.delivered == 2000)
+        let firstRun = Set(slow.attempts.withLock { $0.keys })
+        let secondRun = Set(fast.attempts.withLock { $0.keys })
+        #expect(firstRun.union(secondRun).count == 2000, "nothing lost")
+        let sentTwice = firstRun.intersection(secondRun).count
+        #expect(sentTwice == 0, "sent twice: \(sentTwice)")
+    }
+
     @Test(arguments: PluginStoreBackend.allCases) func scheduledMessagesWaitAndCanBeCancelled(
         _ backend: PluginStoreBackend
     ) async throws {
