@@ -5,17 +5,23 @@ import TuisongCore
 // token) with when it arrived and was clicked, or why it was not shown; `message_receipt_counts`
 // the totals per (message, channel, outcome). A POST's receipts are written a column at a time,
 // each as a few multi-row upserts whose `WHERE` lets a row through only when the column is still
-// empty, so `RETURNING` says which counted: a repeated receipt (a service's retry, a second node
-// receiving it) changes nothing. On PostgreSQL a concurrent upsert of the same row waits for the
-// first and then finds the column set; the counters are summed by upsert, so nodes never
-// overwrite each other's counts.
+// empty: a repeated receipt (a service's retry, a second node receiving it) changes nothing. On
+// PostgreSQL a concurrent upsert of the same row waits for the first and then finds the column
+// set; the counters are summed by upsert, so nodes never overwrite each other's counts.
+//
+// Most POSTs name each delivery once and are new (a service posts each status once and retries
+// only what was not answered): those are written without `RETURNING`, under a savepoint, and
+// when every row changed every receipt counted, with no row read back and no set of keys made.
+// Otherwise (a delivery named twice in the POST, or a row the upserts left alone) the POST is
+// written again the exact way, each upsert returning the rows it set.
 extension SQLStoreBackend {
     public func recordReceipts(appID: Int64, _ receipts: [DeliveryReceipt]) async throws -> ReceiptRecording {
         guard !receipts.isEmpty else { return ReceiptRecording() }
         let webhooks = webhookOutbox
         let now = nowMilliseconds
         return try await sqlWrite { db in
-            let messageIDs = Array(Set(receipts.lazy.map { $0.messageID }))
+            var messageIDs = Set<Int64>()
+            for receipt in receipts { messageIDs.insert(receipt.messageID) }
             var known = Set<Int64>()
             for list in SQLList.chunks(messageIDs.map { SQLValue($0) }) {
                 for row in try db.fetchAll(
@@ -24,68 +30,16 @@ extension SQLStoreBackend {
                     known.insert(row.int64(0))
                 }
             }
-            var recording = ReceiptRecording()
-            // The changes the receipts ask for, in their order (a click asks for its arrival
-            // first), then written a column at a time. The result is what writing them one by
-            // one would give: a column takes the first value a POST gives it, and a reason
-            // counts only while the delivery has none and has not arrived, so a reason that
-            // follows an arrival (or a click) of its delivery in the same POST is repeated.
-            var changes: [ReceiptChange] = []
-            var arrivedInThisPost = Set<ReceiptKey>()
-            var pending: [ReceiptColumn: [ReceiptKey: ReceiptChange]] = [:]
-            for receipt in receipts {
-                guard known.contains(receipt.messageID) else {
-                    recording.unknown += 1
-                    continue
-                }
-                let key = ReceiptKey(messageID: receipt.messageID, token: receipt.token)
-                let at = SQLValue.integer(SQLTime.milliseconds(receipt.at))
-                var asked: [ReceiptChange] = []
-                switch receipt.outcome {
-                case .arrived:
-                    asked.append(
-                        ReceiptChange(receipt: receipt, key: key, column: .arrived, value: at, countsRepeat: true))
-                case .clicked:
-                    var arrival = receipt
-                    arrival.outcome = .arrived
-                    asked.append(
-                        ReceiptChange(receipt: arrival, key: key, column: .arrived, value: at, countsRepeat: false))
-                    asked.append(
-                        ReceiptChange(receipt: receipt, key: key, column: .clicked, value: at, countsRepeat: true))
-                case .notShown(let reason, _):
-                    asked.append(
-                        ReceiptChange(
-                            receipt: receipt, key: key, column: .reason, value: .text(reason), countsRepeat: true,
-                            afterArrival: arrivedInThisPost.contains(key)))
-                }
-                for change in asked {
-                    if change.column == .arrived { arrivedInThisPost.insert(key) }
-                    if !change.afterArrival, pending[change.column]?[key] == nil {
-                        pending[change.column, default: [:]][key] = change
-                    }
-                    changes.append(change)
-                }
+            var recording =
+                try Self.recordNewReceipts(db, receipts, known: known)
+                ?? Self.recordReceiptsExactly(db, receipts, known: known)
+            // Devices in token order, so concurrent writers (PostgreSQL) take their locks in one order.
+            var invalidating: [DeliveryReceipt] = []
+            for receipt in recording.recorded {
+                if case .notShown(_, true) = receipt.outcome { invalidating.append(receipt) }
             }
-            // Reasons before arrivals: an arrival in this POST must not hide a reason that came
-            // before it (those after it were left out above). Rows in key order, so concurrent
-            // writers (PostgreSQL) take their locks in one order.
-            var changed: [ReceiptColumn: Set<ReceiptKey>] = [:]
-            for column in [ReceiptColumn.reason, .arrived, .clicked] {
-                let firsts = (pending[column] ?? [:]).values.sorted { $0.key < $1.key }
-                changed[column] = try Self.upsertReceipts(db, column: column, firsts)
-            }
-            var counts: [ReceiptCountKey: Int] = [:]
-            for change in changes {
-                guard !change.afterArrival, changed[change.column]?.remove(change.key) != nil else {
-                    if change.countsRepeat { recording.repeated += 1 }
-                    continue
-                }
-                let receipt = change.receipt
-                counts[
-                    ReceiptCountKey(
-                        messageID: receipt.messageID, channel: receipt.channel, outcome: receipt.outcome.name),
-                    default: 0] += 1
-                recording.recorded.append(receipt)
+            invalidating.sort { ($0.token, $0.at) < ($1.token, $1.at) }
+            for receipt in invalidating {
                 guard case .notShown(let reason, true) = receipt.outcome else { continue }
                 // As an APNs 410: left alone when the app registered the token again since.
                 let invalidated = try db.fetchAll(
@@ -102,6 +56,23 @@ extension SQLStoreBackend {
             }
             // Events with the receipts that cause them, in the same transaction.
             try webhooks.receiptsRecorded(db, appID: appID, recording.recorded, now: now)
+            // Counted by runs first (a POST's receipts are mostly of one message and outcome).
+            var counts: [ReceiptCountKey: Int] = [:]
+            var run: (key: ReceiptCountKey, count: Int)?
+            for receipt in recording.recorded {
+                if let last = run, last.key.messageID == receipt.messageID, last.key.channel == receipt.channel,
+                    last.key.outcome == receipt.outcome.name
+                {
+                    run?.count += 1
+                    continue
+                }
+                if let last = run { counts[last.key, default: 0] += last.count }
+                run = (
+                    ReceiptCountKey(
+                        messageID: receipt.messageID, channel: receipt.channel, outcome: receipt.outcome.name), 1
+                )
+            }
+            if let last = run { counts[last.key, default: 0] += last.count }
             for (key, count) in counts.sorted(by: { $0.key < $1.key }) {
                 try db.run(
                     """
@@ -115,15 +86,155 @@ extension SQLStoreBackend {
         }
     }
 
-    /// Sets `column` of each change's row where it is still empty (and, for a reason, where the
-    /// delivery has not arrived); returns the rows it set. The changes are distinct rows (one
-    /// statement may not touch a row twice on PostgreSQL), written in chunks of 256, 128, …, 1
-    /// rows, so a handful of statement texts serve every POST and stay prepared.
-    private static func upsertReceipts(_ db: any SQLExecutor, column: ReceiptColumn, _ changes: [ReceiptChange])
-        throws -> Set<ReceiptKey>
+    /// The common POST, written cheaply: when each delivery is named once and every column
+    /// the receipts ask for is still empty, every receipt counts (a click with the arrival it
+    /// implies, as the exact way records it). Written under a savepoint without `RETURNING`;
+    /// nil, with nothing written, when the POST names a delivery twice or an upsert left a row
+    /// alone: then only the exact way tells which receipts counted.
+    private static func recordNewReceipts(_ db: any SQLExecutor, _ receipts: [DeliveryReceipt], known: Set<Int64>)
+        throws -> ReceiptRecording?
     {
-        var changed = Set<ReceiptKey>()
-        var rest = changes[...]
+        var recording = ReceiptRecording()
+        // The known receipts in key order (the services post a request's statuses together,
+        // often already in order), distinct.
+        var order: [Int] = []
+        order.reserveCapacity(receipts.count)
+        var inOrder = true
+        for index in receipts.indices {
+            guard known.contains(receipts[index].messageID) else {
+                recording.unknown += 1
+                continue
+            }
+            if inOrder, let last = order.last, !Self.precedes(receipts[last], receipts[index]) { inOrder = false }
+            order.append(index)
+        }
+        if !inOrder {
+            order.sort { Self.precedes(receipts[$0], receipts[$1]) }
+            for position in order.indices.dropFirst()
+            where !Self.precedes(receipts[order[position - 1]], receipts[order[position]]) {
+                return nil
+            }
+        }
+        guard !order.isEmpty else { return recording }
+        var passes: [(column: ReceiptColumn, rows: [ReceiptRow])] = []
+        for column in [ReceiptColumn.reason, .arrived, .clicked] {
+            var rows: [ReceiptRow] = []
+            for index in order where column.isAsked(by: receipts[index].outcome) {
+                rows.append(ReceiptRow(receipts[index], column: column))
+            }
+            if !rows.isEmpty { passes.append((column, rows)) }
+        }
+        try db.execute("SAVEPOINT receipts")
+        if passes.count > 1 {
+            try lockReceiptRows(db, order.map { ReceiptRow(receipts[$0], column: .arrived) })
+        }
+        for (column, rows) in passes {
+            guard try upsertReceipts(db, column: column, rows, returning: false).changed == rows.count else {
+                try db.execute("ROLLBACK TO SAVEPOINT receipts")
+                try db.execute("RELEASE SAVEPOINT receipts")
+                return nil
+            }
+        }
+        try db.execute("RELEASE SAVEPOINT receipts")
+        recording.recorded.reserveCapacity(order.count)
+        for receipt in receipts where known.contains(receipt.messageID) {
+            if receipt.outcome == .clicked {
+                var arrival = receipt
+                arrival.outcome = .arrived
+                recording.recorded.append(arrival)
+            }
+            recording.recorded.append(receipt)
+        }
+        return recording
+    }
+
+    /// Whether `a`'s delivery comes before `b`'s in the table's key order.
+    private static func precedes(_ a: DeliveryReceipt, _ b: DeliveryReceipt) -> Bool {
+        a.messageID != b.messageID ? a.messageID < b.messageID : a.token < b.token
+    }
+
+    /// Any POST: each upsert returns the rows it set, and the result is what writing the
+    /// receipts one by one would give.
+    private static func recordReceiptsExactly(
+        _ db: any SQLExecutor, _ receipts: [DeliveryReceipt], known: Set<Int64>
+    ) throws -> ReceiptRecording {
+        var recording = ReceiptRecording()
+        // The changes the receipts ask for, in their order (a click asks for its arrival
+        // first), then written a column at a time. The result is what writing them one by
+        // one would give: a column takes the first value a POST gives it, and a reason
+        // counts only while the delivery has none and has not arrived, so a reason that
+        // follows an arrival (or a click) of its delivery in the same POST is repeated.
+        var changes: [ReceiptChange] = []
+        var arrivedInThisPost = Set<ReceiptKey>()
+        var pending: [ReceiptColumn: [ReceiptKey: ReceiptChange]] = [:]
+        for receipt in receipts {
+            guard known.contains(receipt.messageID) else {
+                recording.unknown += 1
+                continue
+            }
+            let key = ReceiptKey(messageID: receipt.messageID, token: receipt.token)
+            var asked: [ReceiptChange] = []
+            switch receipt.outcome {
+            case .arrived:
+                asked.append(ReceiptChange(receipt: receipt, key: key, column: .arrived, countsRepeat: true))
+            case .clicked:
+                var arrival = receipt
+                arrival.outcome = .arrived
+                asked.append(ReceiptChange(receipt: arrival, key: key, column: .arrived, countsRepeat: false))
+                asked.append(ReceiptChange(receipt: receipt, key: key, column: .clicked, countsRepeat: true))
+            case .notShown:
+                asked.append(
+                    ReceiptChange(
+                        receipt: receipt, key: key, column: .reason, countsRepeat: true,
+                        afterArrival: arrivedInThisPost.contains(key)))
+            }
+            for change in asked {
+                if change.column == .arrived { arrivedInThisPost.insert(key) }
+                if !change.afterArrival, pending[change.column]?[key] == nil {
+                    pending[change.column, default: [:]][key] = change
+                }
+                changes.append(change)
+            }
+        }
+        // Reasons before arrivals: an arrival in this POST must not hide a reason that came
+        // before it (those after it were left out above). Rows in key order, so concurrent
+        // writers (PostgreSQL) take their locks in one order.
+        if pending.count > 1 {
+            var rows: [ReceiptKey: ReceiptRow] = [:]
+            for (column, changes) in pending {
+                for (key, change) in changes { rows[key] = ReceiptRow(change.receipt, column: column) }
+            }
+            try lockReceiptRows(db, rows.sorted { $0.key < $1.key }.map(\.value))
+        }
+        var changed: [ReceiptColumn: Set<ReceiptKey>] = [:]
+        for column in [ReceiptColumn.reason, .arrived, .clicked] {
+            let firsts = (pending[column] ?? [:]).values.sorted { $0.key < $1.key }
+            changed[column] =
+                try upsertReceipts(
+                    db, column: column, firsts.map { ReceiptRow($0.receipt, column: column) }, returning: true
+                )
+                .rows
+        }
+        for change in changes {
+            guard !change.afterArrival, changed[change.column]?.remove(change.key) != nil else {
+                if change.countsRepeat { recording.repeated += 1 }
+                continue
+            }
+            recording.recorded.append(change.receipt)
+        }
+        return recording
+    }
+
+    /// Sets `column` of each row where it is still empty (and, for a reason, where the delivery
+    /// has not arrived); returns how many it set and, when `returning`, which. The rows are
+    /// distinct (one statement may not touch a row twice on PostgreSQL), written in chunks of
+    /// 256, 128, …, 1 rows, so a handful of statement texts serve every POST and stay prepared.
+    private static func upsertReceipts(
+        _ db: any SQLExecutor, column: ReceiptColumn, _ rows: [ReceiptRow], returning: Bool
+    ) throws -> (changed: Int, rows: Set<ReceiptKey>) {
+        var changed = 0
+        var changedRows = Set<ReceiptKey>()
+        var rest = rows[...]
         while !rest.isEmpty {
             var size = receiptChunkLength
             while size > rest.count { size /= 2 }
@@ -133,27 +244,64 @@ extension SQLStoreBackend {
             query.appendLiteral(
                 SQLList.marker
                     + "INSERT INTO delivery_receipts (message_id, token, channel, \(column.rawValue)) VALUES ")
-            for (index, change) in chunk.enumerated() {
+            for (index, row) in chunk.enumerated() {
                 query.appendLiteral(index == 0 ? "(" : ", (")
-                query.appendInterpolation(change.key.messageID)
+                query.appendInterpolation(row.messageID)
                 query.appendLiteral(", ")
-                query.appendInterpolation(change.key.token)
+                query.appendInterpolation(row.token)
                 query.appendLiteral(", ")
-                query.appendInterpolation(change.receipt.channel.rawValue)
+                query.appendInterpolation(row.channel.rawValue)
                 query.appendLiteral(", ")
-                query.appendInterpolation(change.value)
+                query.appendInterpolation(row.value)
                 query.appendLiteral(")")
             }
             query.appendLiteral(
                 """
                  ON CONFLICT (message_id, token) DO UPDATE SET \(column.rawValue) = excluded.\(column.rawValue)
-                WHERE \(column.guardCondition) RETURNING message_id, token
+                WHERE \(column.guardCondition)
                 """)
+            guard returning else {
+                changed += try db.run(SQLQuery(stringInterpolation: query))
+                continue
+            }
+            query.appendLiteral(" RETURNING message_id, token")
             for row in try db.fetchAll(SQLQuery(stringInterpolation: query)) {
-                changed.insert(ReceiptKey(messageID: row.int64(0), token: row.string(1)))
+                changed += 1
+                changedRows.insert(ReceiptKey(messageID: row.int64(0), token: row.string(1)))
             }
         }
-        return changed
+        return (changed, changedRows)
+    }
+
+    /// On PostgreSQL, takes the locks of `rows` (distinct, in key order), making those that do
+    /// not exist yet, before a POST writes more than one column: each column's upserts take
+    /// their rows in key order, but one POST's reasons and another's arrivals would otherwise
+    /// lock the same rows in opposite orders and deadlock. An empty row made here is filled by
+    /// the column upserts that follow, which every row of the POST has. SQLite has one writer.
+    private static func lockReceiptRows(_ db: any SQLExecutor, _ rows: [ReceiptRow]) throws {
+        guard db.dialect == .postgresql else { return }
+        var rest = rows[...]
+        while !rest.isEmpty {
+            var size = receiptChunkLength
+            while size > rest.count { size /= 2 }
+            let chunk = rest.prefix(size)
+            rest = rest.dropFirst(size)
+            var query = SQLQuery.StringInterpolation(literalCapacity: 0, interpolationCount: 3 * size)
+            query.appendLiteral(SQLList.marker + "INSERT INTO delivery_receipts (message_id, token, channel) VALUES ")
+            for (index, row) in chunk.enumerated() {
+                query.appendLiteral(index == 0 ? "(" : ", (")
+                query.appendInterpolation(row.messageID)
+                query.appendLiteral(", ")
+                query.appendInterpolation(row.token)
+                query.appendLiteral(", ")
+                query.appendInterpolation(row.channel.rawValue)
+                query.appendLiteral(")")
+            }
+            // `WHERE false` updates nothing, but PostgreSQL locks every conflicting row.
+            query.appendLiteral(
+                " ON CONFLICT (message_id, token) DO UPDATE SET channel = excluded.channel WHERE false")
+            try db.run(SQLQuery(stringInterpolation: query))
+        }
     }
 
     /// Rows per upsert statement at most: 1,024 bindings, far below either engine's limit.
@@ -220,6 +368,31 @@ private enum ReceiptColumn: String {
         case .reason: "delivery_receipts.reason IS NULL AND delivery_receipts.arrived_at IS NULL"
         }
     }
+
+    /// Whether a receipt of `outcome` sets the column (a click sets the arrival it implies).
+    func isAsked(by outcome: ReceiptOutcome) -> Bool {
+        switch (self, outcome) {
+        case (.arrived, .arrived), (.arrived, .clicked), (.clicked, .clicked), (.reason, .notShown): true
+        default: false
+        }
+    }
+}
+
+/// The values a receipt writes to its row: its delivery's key, its channel and the column's
+/// value (when it happened, or the reason).
+private struct ReceiptRow {
+    var messageID: Int64
+    var token: String
+    var channel: PushChannel
+    var value: SQLValue
+
+    init(_ receipt: DeliveryReceipt, column: ReceiptColumn) {
+        messageID = receipt.messageID
+        token = receipt.token
+        channel = receipt.channel
+        value =
+            column == .reason ? .text(receipt.outcome.name) : .integer(SQLTime.milliseconds(receipt.at))
+    }
 }
 
 /// One column a receipt asks to set. `countsRepeat`: when it changes nothing, the receipt was a
@@ -229,7 +402,6 @@ private struct ReceiptChange {
     var receipt: DeliveryReceipt
     var key: ReceiptKey
     var column: ReceiptColumn
-    var value: SQLValue
     var countsRepeat: Bool
     var afterArrival = false
 }

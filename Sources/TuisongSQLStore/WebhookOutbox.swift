@@ -257,14 +257,17 @@ public struct WebhookOutbox: Sendable {
     package func receiptsRecorded(_ db: any SQLExecutor, appID: Int64, _ receipts: [DeliveryReceipt], now: Int64)
         throws
     {
+        // Asked once a call, not once a receipt (a POST holds up to 1,000).
+        let arrivals = try anyReceives(db, .deliveryArrived)
+        let clicks = try anyReceives(db, .deliveryClicked)
+        guard arrivals || clicks else { return }
         for receipt in receipts {
             let type: WebhookEventType
             switch receipt.outcome {
-            case .arrived: type = .deliveryArrived
-            case .clicked: type = .deliveryClicked
-            case .notShown: continue
+            case .arrived where arrivals: type = .deliveryArrived
+            case .clicked where clicks: type = .deliveryClicked
+            case .arrived, .clicked, .notShown: continue
             }
-            guard try anyReceives(db, type) else { continue }
             try enqueue(
                 db, appID: appID, type: type,
                 data: .object([

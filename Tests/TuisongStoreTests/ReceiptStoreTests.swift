@@ -178,6 +178,88 @@ import TuisongCore
         }
     }
 
+    /// A POST whose deliveries are each named once and new is written without reading rows back
+    /// (under a savepoint): its statuses in no particular order, arrivals, clicks and reasons
+    /// mixed, all count in the order given. A later POST mixing new deliveries with ones
+    /// already counted is written again the exact way: only the new ones count, once.
+    @Test(arguments: Backend.allCases)
+    func aPostOfNewDeliveriesCountsEachAndAMixedPostOnlyTheNewOnes(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let message = try await Self.message(store, app.id)
+            let replaced = ReceiptOutcome.notShown(reason: "replaced", invalidatesDevice: false)
+            let tokens = (0..<600).map { "phone-\(($0 * 7919) % 600)" }
+            let receipts = tokens.enumerated().map { index, token in
+                Self.receipt(message.id, index % 3 == 0 ? .arrived : index % 3 == 1 ? .clicked : replaced, token: token)
+            }
+            let first = try await store.recordReceipts(appID: app.id, receipts)
+            #expect(first.repeated == 0)
+            #expect(first.recorded.count == 800)
+            #expect(
+                first.recorded.map(\.token)
+                    == tokens.enumerated().flatMap { index, token in index % 3 == 1 ? [token, token] : [token] })
+            #expect(
+                try await store.receiptCounts(messageID: message.id) == [
+                    .huawei: ReceiptCounts(arrived: 400, clicked: 200, reasons: ["replaced": 200])
+                ])
+
+            // New phones beside a repeat, a click on a phone that arrived, an arrival after a reason.
+            let mixed = [
+                Self.receipt(message.id, .arrived, token: "phone-new-1"),
+                Self.receipt(message.id, .arrived, token: tokens[0]),
+                Self.receipt(message.id, .clicked, token: tokens[3]),
+                Self.receipt(message.id, .arrived, token: tokens[2]),
+                Self.receipt(message.id, replaced, token: "phone-new-2"),
+            ]
+            let second = try await store.recordReceipts(appID: app.id, mixed)
+            #expect(second.recorded.map(\.token) == ["phone-new-1", tokens[3], tokens[2], "phone-new-2"])
+            #expect(second.recorded.map(\.outcome.name) == ["arrived", "clicked", "arrived", "replaced"])
+            #expect(second.repeated == 1)
+            #expect(
+                try await store.receiptCounts(messageID: message.id) == [
+                    .huawei: ReceiptCounts(arrived: 402, clicked: 201, reasons: ["replaced": 201])
+                ])
+            let states = try await store.receiptStates(messageID: message.id, tokens: [tokens[2], "phone-new-2"])
+            #expect(states[tokens[2]]?.reason == "replaced")
+            #expect(states[tokens[2]]?.arrivedAt != nil)
+            #expect(states["phone-new-2"]?.arrivedAt == nil)
+        }
+    }
+
+    /// Two POSTs at once with opposite outcomes for the same deliveries (one's arrivals are the
+    /// other's reasons): each POST writes two columns, and on PostgreSQL they would lock the
+    /// same rows in opposite orders (40P01) unless each takes its rows in key order first.
+    /// Both are recorded: every delivery arrives once, and a reason counts only where it came
+    /// before the arrival.
+    @Test(arguments: Backend.allCases)
+    func concurrentPostsWithOppositeOutcomesBothRecord(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let replaced = ReceiptOutcome.notShown(reason: "replaced", invalidatesDevice: false)
+            for _ in 0..<4 {
+                let message = try await Self.message(store, app.id)
+                let tokens = (0..<1200).map { "phone-\($0)" }
+                func post(arrivedWhenEven: Bool) -> [DeliveryReceipt] {
+                    tokens.enumerated().map { index, token in
+                        Self.receipt(
+                            message.id, (index % 2 == 0) == arrivedWhenEven ? .arrived : replaced, token: token)
+                    }
+                }
+                async let one = store.recordReceipts(appID: app.id, post(arrivedWhenEven: true))
+                async let other = store.recordReceipts(appID: app.id, post(arrivedWhenEven: false))
+                let (a, b) = try await (one, other)
+                let recorded = a.recorded.count + b.recorded.count
+                #expect(recorded + a.repeated + b.repeated == 2 * tokens.count)
+                let reasons = recorded - tokens.count
+                #expect(
+                    try await store.receiptCounts(messageID: message.id) == [
+                        .huawei: ReceiptCounts(
+                            arrived: tokens.count, reasons: reasons > 0 ? ["replaced": reasons] : [:])
+                    ])
+            }
+        }
+    }
+
     /// v18 / pg12: a request of many tokens that asked for receipts by one param is kept with
     /// its tokens' digests until its app (or message) goes.
     @Test(arguments: Backend.allCases)

@@ -189,12 +189,19 @@ struct ReceiptRoutes: Sendable {
     }
 
     func count(_ recording: ReceiptRecording, channel: PushChannel) {
-        // By outcome first (a POST's receipts are mostly of one channel and outcome), then as the
-        // counter's label lists: no label array made per receipt.
+        // By runs of one channel and outcome first (a POST's receipts are mostly of one), then by
+        // outcome, then as the counter's label lists: no label array made per receipt.
         var byOutcome: [ReceiptOutcomeKey: UInt64] = [:]
+        var run: (key: ReceiptOutcomeKey, count: UInt64)?
         for receipt in recording.recorded {
-            byOutcome[ReceiptOutcomeKey(channel: receipt.channel, outcome: receipt.outcome.name), default: 0] += 1
+            if let last = run, last.key.channel == receipt.channel, last.key.outcome == receipt.outcome.name {
+                run?.count += 1
+                continue
+            }
+            if let last = run { byOutcome[last.key, default: 0] += last.count }
+            run = (ReceiptOutcomeKey(channel: receipt.channel, outcome: receipt.outcome.name), 1)
         }
+        if let last = run { byOutcome[last.key, default: 0] += last.count }
         var amounts: [[String]: UInt64] = [:]
         for (key, amount) in byOutcome { amounts[[key.channel.rawValue, key.outcome], default: 0] += amount }
         if recording.repeated > 0 { amounts[[channel.rawValue, "repeated"], default: 0] += UInt64(recording.repeated) }
