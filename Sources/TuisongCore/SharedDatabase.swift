@@ -172,6 +172,11 @@ public protocol SQLDialect: Sendable {
     /// order. SQLite's one dispatcher per file has none of these.
     var sharesWorkInSlices: Bool { get }
 
+    /// Whether writers run side by side and wait on each other's row locks (PostgreSQL), so
+    /// two transactions taking the same rows in opposite orders deadlock; SQLite's one writer
+    /// takes its turn whole.
+    var hasConcurrentWriters: Bool { get }
+
     /// A message's count of deliveries in one state in a query over the core `messages` table
     /// (named `table` there), as the store keeps it: the row's column on SQLite; on PostgreSQL
     /// the row's own count (its retries) plus its slices' (`message_slices`), which several

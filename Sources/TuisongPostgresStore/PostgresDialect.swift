@@ -26,6 +26,7 @@ public struct PostgresDialect: SQLDialect {
 
     /// Yes: nodes claim slices of a message's audience under leases (`PostgresStore+WorkQueue`).
     public var sharesWorkInSlices: Bool { true }
+    public var hasConcurrentWriters: Bool { true }
 
     /// The row's own count (its retries) plus its slices', which several nodes write apart.
     public func messageCounterExpression(_ counter: String, table: String) -> String {

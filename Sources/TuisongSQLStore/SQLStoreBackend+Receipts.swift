@@ -279,7 +279,7 @@ extension SQLStoreBackend {
     /// lock the same rows in opposite orders and deadlock. An empty row made here is filled by
     /// the column upserts that follow, which every row of the POST has. SQLite has one writer.
     private static func lockReceiptRows(_ db: any SQLExecutor, _ rows: [ReceiptRow]) throws {
-        guard db.dialect == .postgresql else { return }
+        guard db.dialect.hasConcurrentWriters else { return }
         var rest = rows[...]
         while !rest.isEmpty {
             var size = receiptChunkLength

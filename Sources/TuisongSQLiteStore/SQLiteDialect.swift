@@ -27,6 +27,7 @@ public struct SQLiteDialect: SQLDialect {
 
     /// No: one dispatcher per file sends a message whole, and counts its outcomes on its row.
     public var sharesWorkInSlices: Bool { false }
+    public var hasConcurrentWriters: Bool { false }
 
     /// The message row's own column: one writer keeps every count there.
     public func messageCounterExpression(_ counter: String, table: String) -> String { "\(table).\(counter)" }
