@@ -173,7 +173,7 @@ public protocol SQLDialect: Sendable {
     var sharesWorkInSlices: Bool { get }
 
     /// Whether writers run side by side and wait on each other's row locks (PostgreSQL), so
-    /// two transactions taking the same rows in opposite orders deadlock; SQLite's one writer
+    /// two transactions taking the same rows each in the other's order deadlock; SQLite's one writer
     /// takes its turn whole.
     var hasConcurrentWriters: Bool { get }
 

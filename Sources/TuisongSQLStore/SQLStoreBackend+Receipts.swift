@@ -276,7 +276,7 @@ extension SQLStoreBackend {
     /// On PostgreSQL, takes the locks of `rows` (distinct, in key order), making those that do
     /// not exist yet, before a POST writes more than one column: each column's upserts take
     /// their rows in key order, but one POST's reasons and another's arrivals would otherwise
-    /// lock the same rows in opposite orders and deadlock. An empty row made here is filled by
+    /// lock the same rows each in the other's order and deadlock. An empty row made here is filled by
     /// the column upserts that follow, which every row of the POST has. SQLite has one writer.
     private static func lockReceiptRows(_ db: any SQLExecutor, _ rows: [ReceiptRow]) throws {
         guard db.dialect.hasConcurrentWriters else { return }
