@@ -101,24 +101,31 @@ public struct APNsContent: Sendable, Hashable {
     public init(_ entry: JSONValue?) {
         self.init()
         guard case .object(let members)? = entry else { return }
-        func date(_ key: String) -> Date? { members[key]?.doubleValue.map(Date.init(timeIntervalSince1970:)) }
-        interruptionLevel = members["interruption_level"]?.stringValue.flatMap(InterruptionLevel.init(rawValue:))
-        relevanceScore = members["relevance_score"]?.doubleValue
-        mutableContent = members["mutable_content"]?.boolValue ?? false
-        targetContentID = members["target_content_id"]?.stringValue
-        launchImage = members["launch_image"]?.stringValue
-        actionLocKey = members["action_loc_key"]?.stringValue
-        alertAsObject = members["alert_as_object"]?.boolValue ?? false
-        summaryArg = members["summary_arg"]?.stringValue
-        summaryArgCount = members["summary_arg_count"]?.intValue.flatMap { Int(exactly: $0) }
-        criticalVolume = members["critical_volume"]?.doubleValue
-        timestamp = date("timestamp")
-        event = members["event"]?.stringValue.flatMap(LiveActivityEvent.init(rawValue:))
-        contentState = members["content_state"]?.objectValue
-        staleDate = date("stale_date")
-        dismissalDate = date("dismissal_date")
-        attributesType = members["attributes_type"]?.stringValue
-        attributes = members["attributes"]?.objectValue
+        // The entry's members, not a look-up per field: a per-recipient push renders a content
+        // per device, whose entry holds one or two fields (Tencent's `mutable_content`).
+        func date(_ value: JSONValue) -> Date? { value.doubleValue.map(Date.init(timeIntervalSince1970:)) }
+        for (key, value) in members {
+            switch key {
+            case "interruption_level": interruptionLevel = value.stringValue.flatMap(InterruptionLevel.init(rawValue:))
+            case "relevance_score": relevanceScore = value.doubleValue
+            case "mutable_content": mutableContent = value.boolValue ?? false
+            case "target_content_id": targetContentID = value.stringValue
+            case "launch_image": launchImage = value.stringValue
+            case "action_loc_key": actionLocKey = value.stringValue
+            case "alert_as_object": alertAsObject = value.boolValue ?? false
+            case "summary_arg": summaryArg = value.stringValue
+            case "summary_arg_count": summaryArgCount = value.intValue.flatMap { Int(exactly: $0) }
+            case "critical_volume": criticalVolume = value.doubleValue
+            case "timestamp": timestamp = date(value)
+            case "event": event = value.stringValue.flatMap(LiveActivityEvent.init(rawValue:))
+            case "content_state": contentState = value.objectValue
+            case "stale_date": staleDate = date(value)
+            case "dismissal_date": dismissalDate = date(value)
+            case "attributes_type": attributesType = value.stringValue
+            case "attributes": attributes = value.objectValue
+            default: continue
+            }
+        }
     }
 
     /// The entry, without the fields left unset; nil when every one is.
