@@ -234,27 +234,7 @@ extension SQLStoreBackend {
     ) throws -> (changed: Int, rows: Set<ReceiptKey>) {
         var changed = 0
         var changedRows = Set<ReceiptKey>()
-        var rest = rows[...]
-        while !rest.isEmpty {
-            var size = receiptChunkLength
-            while size > rest.count { size /= 2 }
-            let chunk = rest.prefix(size)
-            rest = rest.dropFirst(size)
-            var query = SQLQuery.StringInterpolation(literalCapacity: 0, interpolationCount: 4 * size)
-            query.appendLiteral(
-                SQLList.marker
-                    + "INSERT INTO delivery_receipts (message_id, token, channel, \(column.rawValue)) VALUES ")
-            for (index, row) in chunk.enumerated() {
-                query.appendLiteral(index == 0 ? "(" : ", (")
-                query.appendInterpolation(row.messageID)
-                query.appendLiteral(", ")
-                query.appendInterpolation(row.token)
-                query.appendLiteral(", ")
-                query.appendInterpolation(row.channel.rawValue)
-                query.appendLiteral(", ")
-                query.appendInterpolation(row.value)
-                query.appendLiteral(")")
-            }
+        try forEachInsert(of: rows, setting: column) { query in
             query.appendLiteral(
                 """
                  ON CONFLICT (message_id, token) DO UPDATE SET \(column.rawValue) = excluded.\(column.rawValue)
@@ -262,7 +242,7 @@ extension SQLStoreBackend {
                 """)
             guard returning else {
                 changed += try db.run(SQLQuery(stringInterpolation: query))
-                continue
+                return
             }
             query.appendLiteral(" RETURNING message_id, token")
             for row in try db.fetchAll(SQLQuery(stringInterpolation: query)) {
@@ -280,14 +260,31 @@ extension SQLStoreBackend {
     /// the column upserts that follow, which every row of the POST has. SQLite has one writer.
     private static func lockReceiptRows(_ db: any SQLExecutor, _ rows: [ReceiptRow]) throws {
         guard db.dialect.hasConcurrentWriters else { return }
+        try forEachInsert(of: rows, setting: nil) { query in
+            // `WHERE false` updates nothing, but PostgreSQL locks every conflicting row.
+            query.appendLiteral(
+                " ON CONFLICT (message_id, token) DO UPDATE SET channel = excluded.channel WHERE false")
+            try db.run(SQLQuery(stringInterpolation: query))
+        }
+    }
+
+    /// `rows` in chunks of 256, 128, …, 1 rows (so a handful of statement texts serve every POST
+    /// and stay prepared), each begun as `INSERT INTO delivery_receipts (message_id, token,
+    /// channel[, column]) VALUES (…), …` for `finish` to end and run.
+    private static func forEachInsert(
+        of rows: [ReceiptRow], setting column: ReceiptColumn?,
+        _ finish: (inout SQLQuery.StringInterpolation) throws -> Void
+    ) throws {
+        let columns = column.map { "message_id, token, channel, \($0.rawValue)" } ?? "message_id, token, channel"
         var rest = rows[...]
         while !rest.isEmpty {
             var size = receiptChunkLength
             while size > rest.count { size /= 2 }
             let chunk = rest.prefix(size)
             rest = rest.dropFirst(size)
-            var query = SQLQuery.StringInterpolation(literalCapacity: 0, interpolationCount: 3 * size)
-            query.appendLiteral(SQLList.marker + "INSERT INTO delivery_receipts (message_id, token, channel) VALUES ")
+            var query = SQLQuery.StringInterpolation(
+                literalCapacity: 0, interpolationCount: (column == nil ? 3 : 4) * size)
+            query.appendLiteral(SQLList.marker + "INSERT INTO delivery_receipts (\(columns)) VALUES ")
             for (index, row) in chunk.enumerated() {
                 query.appendLiteral(index == 0 ? "(" : ", (")
                 query.appendInterpolation(row.messageID)
@@ -295,12 +292,13 @@ extension SQLStoreBackend {
                 query.appendInterpolation(row.token)
                 query.appendLiteral(", ")
                 query.appendInterpolation(row.channel.rawValue)
+                if column != nil {
+                    query.appendLiteral(", ")
+                    query.appendInterpolation(row.value)
+                }
                 query.appendLiteral(")")
             }
-            // `WHERE false` updates nothing, but PostgreSQL locks every conflicting row.
-            query.appendLiteral(
-                " ON CONFLICT (message_id, token) DO UPDATE SET channel = excluded.channel WHERE false")
-            try db.run(SQLQuery(stringInterpolation: query))
+            try finish(&query)
         }
     }
 
