@@ -7,8 +7,11 @@ import TuisongCore
 extension MessageRun {
     /// Records a chunk's outcomes with one lock, returns their permits, and wakes the flusher
     /// when the oldest unflushed segment is done. `segments` holds each chunk entry's segment
-    /// (run-wide index).
-    func record(_ reports: [SendReport], of chunk: [AudienceEntry], segments: [Int], contents: [SharedContent?]?) {
+    /// (run-wide index); `channel` is the chunk's one channel, nil when its devices' differ.
+    func record(
+        _ reports: [SendReport], of chunk: [AudienceEntry], channel: PushChannel?, segments: [Int],
+        contents: [SharedContent?]?
+    ) {
         let now = engine.clock.now
         let heldUntil = engine.expiry(of: record)
         // Retry dates are drawn outside the lock; most chunks have none.
@@ -18,9 +21,8 @@ extension MessageRun {
             if retryDates.isEmpty { retryDates = Array(repeating: nil, count: reports.count) }
             retryDates[position] = engine.nextAttempt(after: 1, message: record, hint: hint)
         }
-        // A chunk is one plan group, so one channel: delivered pushes are counted per segment,
-        // not per push.
-        let channel = chunk.first?.channel
+        // A chunk of one channel (the usual case) counts its delivered pushes per segment, not
+        // per push; a chunk of several counts each under its own device's.
         let (segmentDone, drained) = state.withLock { state -> (Bool, Bool) in
             state.inFlight -= reports.count
             let base = state.flushedSegments
@@ -33,8 +35,12 @@ extension MessageRun {
                 if case .delivered = report.outcome {
                     state.segments[segment].pending -= 1
                     state.segments[segment].counts.delivered += 1
+                    guard let channel else {
+                        state.segments[segment].deliveredByChannel[chunk[report.index].channel, default: 0] += 1
+                        continue
+                    }
                     if segment != deliveredSegment {
-                        if delivered > 0, let channel {
+                        if delivered > 0 {
                             state.segments[deliveredSegment].deliveredByChannel[channel, default: 0] += delivered
                         }
                         deliveredSegment = segment
@@ -61,7 +67,7 @@ extension MessageRun {
 
     /// Records entries decided without sending: skipped (by the audience or the policy) or
     /// refused before sending.
-    func recordUnsent(_ unsent: [(entry: AudienceEntry, result: EntryResult)], segments: PageSegments) {
+    func recordUnsent(_ unsent: ArraySlice<(entry: AudienceEntry, result: EntryResult)>, segments: PageSegments) {
         let now = engine.clock.now
         let heldUntil = engine.expiry(of: record)
         let skipReasons = unsent.compactMap { unsent -> String? in

@@ -252,7 +252,6 @@ final class MessageRun: Sendable {
             }
             let plan = SendPlan.make(
                 entries: entries, decisions: page.decisions, messageContent: record.content)
-            if !plan.unsent.isEmpty { recordUnsent(plan.unsent, segments: segments) }
             guard await send(plan, segments: segments) else { break }
             if state.withLock({ $0.exhausted }) { break }
         }
@@ -309,84 +308,92 @@ final class MessageRun: Sendable {
         return segments
     }
 
-    /// Hands a planned page to the transport in chunks as permits (requests in flight) allow;
-    /// false when the engine began stopping.
+    /// Hands a planned page to the transport in chunks as permits (requests in flight) allow, in
+    /// audience order, accounting the unsent entries as the sending passes them; false when the
+    /// engine began stopping.
     private func send(_ plan: SendPlan, segments: PageSegments) async -> Bool {
         // Chunks below this wait for more permits, so a busy pool is fed in batches rather
         // than one device per returned permit.
         let chunkFloor = max(1, min(engine.permits.capacity / 4, 256))
-        for (groupIndex, group) in plan.groups.enumerated() {
-            var start = 0
-            while start < group.entries.count {
-                // Outcomes are committed as they come: while a flush fails (the database is away)
-                // or commits fall behind, no more is sent, so a crash repeats little.
-                await wait(for: .commitsKeepingUp(engine.settings.flushBacklog))
-                let wanted = group.entries.count - start
-                let granted = await engine.permits.acquire(atLeast: min(wanted, chunkFloor), upTo: wanted)
-                if isHalted {
-                    engine.permits.signal(count: granted)
-                    keepWhatWasLaunched(plan, haltedIn: groupIndex, launched: start, segments: segments)
-                    return false
-                }
-                let chunk = Array(group.entries[start..<(start + granted)])
-                let contents = group.hasOwnContents ? Array(group.contents[start..<(start + granted)]) : nil
-                let chunkSegments = chunk.map { segments.index(of: $0.position) }
-                start += granted
-                state.withLock { $0.inFlight += granted }
-                var pushes: [OutgoingPush] = []
-                pushes.reserveCapacity(granted)
-                for (index, entry) in chunk.enumerated() {
-                    pushes.append(
-                        OutgoingPush(
-                            token: entry.token, environment: group.route.environment, selector: group.route.selector,
-                            content: contents?[index] ?? content, headers: headers, channel: group.route.channel,
-                            deviceID: entry.deviceID))
-                }
-                await engine.transport.send(PushBatch(app: app, pushes: pushes)) { reports in
-                    self.record(reports, of: chunk, segments: chunkSegments, contents: contents)
-                }
+        let entries = plan.entries
+        var start = 0
+        var unsentAccounted = 0
+        while start < entries.count {
+            // Outcomes are committed as they come: while a flush fails (the database is away)
+            // or commits fall behind, no more is sent, so a crash repeats little.
+            await wait(for: .commitsKeepingUp(engine.settings.flushBacklog))
+            let wanted = entries.count - start
+            let granted = await engine.permits.acquire(atLeast: min(wanted, chunkFloor), upTo: wanted)
+            if isHalted {
+                engine.permits.signal(count: granted)
+                keepWhatWasLaunched(plan, launched: start, unsentAccounted: unsentAccounted, segments: segments)
+                return false
             }
+            let end = start + granted
+            // The unsent entries before the next device to launch: what the run accounted stays a
+            // prefix of the page.
+            let unsentEnd = end < entries.count ? plan.unsentCount(before: entries[end].position) : plan.unsent.count
+            if unsentEnd > unsentAccounted {
+                recordUnsent(plan.unsent[unsentAccounted..<unsentEnd], segments: segments)
+                unsentAccounted = unsentEnd
+            }
+            let chunk = Array(entries[start..<end])
+            let contents = plan.hasOwnContents ? Array(plan.contents[start..<end]) : nil
+            let chunkSegments = chunk.map { segments.index(of: $0.position) }
+            let channel = chunk[0].channel
+            let chunkChannel = chunk.allSatisfy { $0.channel == channel } ? channel : nil
+            start = end
+            state.withLock { $0.inFlight += granted }
+            var pushes: [OutgoingPush] = []
+            pushes.reserveCapacity(granted)
+            for (index, entry) in chunk.enumerated() {
+                pushes.append(
+                    OutgoingPush(
+                        token: entry.token, environment: entry.environment, selector: entry.credentialSelector,
+                        content: contents?[index] ?? content, headers: headers, channel: entry.channel,
+                        deviceID: entry.deviceID))
+            }
+            await engine.transport.send(PushBatch(app: app, pushes: pushes)) { reports in
+                self.record(reports, of: chunk, channel: chunkChannel, segments: chunkSegments, contents: contents)
+            }
+        }
+        // A page of only unsent entries, or its unsent entries after the last device.
+        if unsentAccounted < plan.unsent.count {
+            recordUnsent(plan.unsent[unsentAccounted...], segments: segments)
         }
         return true
     }
 
-    /// A run halted in the middle of a page (stopping, or its lease about to end): the segment
-    /// it halted in ends after the last entry launched, so the final flush commits what was
-    /// sent. Left whole, that segment never finished, its launched entries' outcomes were
-    /// dropped, and the next claim of the slice sent them again. The cut is exact only when
-    /// nothing past it in that segment was accounted already (one route per page, the usual
-    /// case; entries of an earlier route further on were launched too); otherwise the segment
-    /// stays whole, and its launched entries are sent again as before.
-    private func keepWhatWasLaunched(_ plan: SendPlan, haltedIn haltedGroup: Int, launched: Int, segments: PageSegments)
-    {
-        var unlaunched = plan.groups[haltedGroup].entries[launched...].map(\.position)
-        for group in plan.groups[(haltedGroup + 1)...] { unlaunched += group.entries.map(\.position) }
-        guard let firstUnlaunched = unlaunched.min() else { return }
-        let segment = segments.index(of: firstUnlaunched)
+    /// A run halted in the middle of a page (stopping, or its lease about to end): what it
+    /// launched or accounted is a prefix of the page (`send` goes in audience order), so the
+    /// segment it halted in ends after the last entry accounted and the final flush commits
+    /// exactly what was sent. Left whole, that segment never finished, its launched entries'
+    /// outcomes were dropped, and the next claim of the slice sent them again. The page's later
+    /// segments hold nothing accounted; they stay unfinished and are not committed.
+    private func keepWhatWasLaunched(_ plan: SendPlan, launched: Int, unsentAccounted: Int, segments: PageSegments) {
+        let entries = plan.entries
+        var unaccounted = entries[launched...].map(\.position)
+        unaccounted += plan.unsent[unsentAccounted...].map(\.entry.position)
+        guard let firstUnaccounted = unaccounted.min() else { return }
+        let segment = segments.index(of: firstUnaccounted)
         let segmentEnd = segments.lastPositions[segment - segments.first]
         let segmentStart = segment > segments.first ? segments.lastPositions[segment - segments.first - 1] : Int64.min
-        var pastCut = 0
-        var cut: Int64?
-        let pagePositions = plan.groups.flatMap { $0.entries.map(\.position) } + plan.unsent.map(\.entry.position)
-        for position in pagePositions where position > segmentStart && position <= segmentEnd {
-            if position >= firstUnlaunched {
-                pastCut += 1
-            } else {
-                cut = max(cut ?? position, position)
-            }
-        }
-        let unlaunchedInSegment = unlaunched.count { $0 <= segmentEnd }
-        // Nothing launched in the segment, or something past the cut accounted: left whole.
-        guard let cut, pastCut == unlaunchedInSegment else { return }
+        // The last entry accounted: the later of the last launched and the last unsent accounted.
+        let lastLaunched = launched > 0 ? entries[launched - 1].position : Int64.min
+        let lastUnsent = unsentAccounted > 0 ? plan.unsent[unsentAccounted - 1].entry.position : Int64.min
+        let cut = max(lastLaunched, lastUnsent)
+        let unaccountedInSegment = unaccounted.count { $0 <= segmentEnd }
         state.withLock { state in
+            // The rest of the audience is not this run's to finish.
+            state.exhausted = false
+            // Nothing accounted in the segment: it stays whole and unfinished.
+            guard cut > segmentStart else { return }
             let index = segment - state.flushedSegments
             guard state.segments.indices.contains(index) else { return }
             state.segments[index].lastPosition = cut
-            state.segments[index].size -= unlaunchedInSegment
-            state.segments[index].pending -= unlaunchedInSegment
-            state.unflushedEntries -= unlaunchedInSegment
-            // The rest of the audience is not this run's to finish.
-            state.exhausted = false
+            state.segments[index].size -= unaccountedInSegment
+            state.segments[index].pending -= unaccountedInSegment
+            state.unflushedEntries -= unaccountedInSegment
         }
         flushSignal.signal()
     }

@@ -6,28 +6,19 @@ enum EntryResult: Sendable {
     case skipped(String)
 }
 
-/// How a page's devices go out: grouped by route (channel, environment and credential selector, in
-/// order of first appearance), each with its own content where a policy decided content other
-/// than the message's, and the entries decided without sending (skipped by the audience or the
-/// policy). Size limits are each transport's to check, on its own rendering.
+/// How a page's devices go out: the devices to send to, in audience order, each with its own
+/// content where a policy decided content other than the message's, and the entries decided
+/// without sending (skipped by the audience or the policy), also in audience order. Sent in
+/// audience order whatever their routes (the router and the transports split a batch by channel,
+/// environment and credential), so what a halted run launched is always a prefix of its page and
+/// its outcomes can be committed exactly. Size limits are each transport's to check, on its own
+/// rendering.
 struct SendPlan: Sendable {
-    /// Devices of one route reach their service through one credential.
-    struct Route: Hashable, Sendable {
-        var environment: PushEnvironment
-        var selector: String?
-        var channel: PushChannel
-    }
-
-    struct Group: Sendable {
-        var route: Route
-        var entries: [AudienceEntry] = []
-        /// Per entry, only when the page was decided by a policy: its own content when it
-        /// differs from the message's, else nil.
-        var contents: [SharedContent?] = []
-        var hasOwnContents = false
-    }
-
-    var groups: [Group] = []
+    var entries: [AudienceEntry] = []
+    /// Per entry, only when the page was decided by a policy: its own content when it differs
+    /// from the message's, else nil.
+    var contents: [SharedContent?] = []
+    var hasOwnContents = false
     var unsent: [(entry: AudienceEntry, result: EntryResult)] = []
 
     /// Plans `entries`. `decisions` (nil: no policy, everyone gets `messageContent`) holds one
@@ -36,9 +27,7 @@ struct SendPlan: Sendable {
         entries: [AudienceEntry], decisions: [DeliveryDecision]?, messageContent: PushContent
     ) -> SendPlan {
         var plan = SendPlan()
-        // Usually one group (one environment, no selector): found by comparing with the
-        // previous entry's, not by hashing every entry.
-        var slot = -1
+        plan.entries.reserveCapacity(entries.count)
         var decisionIndex = 0
         var lastOwn: SharedContent?
         for entry in entries {
@@ -65,22 +54,23 @@ struct SendPlan: Sendable {
                     }
                 }
             }
-            let route = Route(
-                environment: entry.environment, selector: entry.credentialSelector, channel: entry.channel)
-            if slot < 0 || plan.groups[slot].route != route {
-                if let found = plan.groups.firstIndex(where: { $0.route == route }) {
-                    slot = found
-                } else {
-                    plan.groups.append(Group(route: route))
-                    slot = plan.groups.count - 1
-                }
-            }
-            plan.groups[slot].entries.append(entry)
+            plan.entries.append(entry)
             if decisions != nil {
-                plan.groups[slot].contents.append(own)
-                if own != nil { plan.groups[slot].hasOwnContents = true }
+                plan.contents.append(own)
+                if own != nil { plan.hasOwnContents = true }
             }
         }
         return plan
+    }
+
+    /// How many unsent entries come before `position` (they are in audience order).
+    func unsentCount(before position: Int64) -> Int {
+        var low = 0
+        var high = unsent.count
+        while low < high {
+            let middle = (low + high) / 2
+            if unsent[middle].entry.position < position { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 }

@@ -55,6 +55,10 @@ import TuisongStore
         #expect(huawei.totalAttempts == 20, "each Huawei device retried once, through Huawei again")
         let channels = fcm.batches.withLock { $0.flatMap { $0.pushes.map(\.channel) } }
         #expect(Set(channels) == [.fcm])
+        // Pages of 64 are sent in audience order, so one batch carries APNs and FCM devices (129
+        // to 192): each delivered push counts under its own device's service.
+        let counts = try await f.store.channelCounts(messageID: record.id)
+        #expect(counts.mapValues(\.delivered) == [.apns: 130, .fcm: 120, .huawei: 10])
     }
 
     @Test(arguments: PluginStoreBackend.allCases) func aChannelWithoutTransportFailsItsDevicesAndNoOthers(

@@ -4,7 +4,7 @@ import TuisongCore
 
 @testable import TuisongDelivery
 
-/// The grouping of a page by route and content, without an engine.
+/// The plan of a page (order, content, unsent entries), without an engine.
 @Suite struct SendPlanTests {
     static let message = PushContent(body: "hi")
 
@@ -17,13 +17,16 @@ import TuisongCore
             skipReason: skip, credentialSelector: selector)
     }
 
-    @Test func withoutAPolicyEveryoneOfARouteIsOneGroupInOrder() {
-        let entries = [entry(1), entry(2, .sandbox), entry(3), entry(4, skip: "invalidated"), entry(5, .sandbox)]
+    /// Routes do not reorder a page: a run halted mid-page then launched exactly a prefix.
+    @Test func withoutAPolicyEveryDeviceGoesInAudienceOrderWhateverItsRoute() {
+        let entries = [
+            entry(1), entry(2, .sandbox), entry(3, selector: "a"), entry(4, skip: "invalidated"), entry(5, .sandbox),
+        ]
         let plan = SendPlan.make(entries: entries, decisions: nil, messageContent: Self.message)
-        #expect(plan.groups.map(\.route.environment) == [.production, .sandbox])
-        #expect(plan.groups[0].entries.map(\.position) == [1, 3])
-        #expect(plan.groups[1].entries.map(\.position) == [2, 5])
-        #expect(plan.groups.allSatisfy { $0.contents.isEmpty && !$0.hasOwnContents })
+        #expect(plan.entries.map(\.position) == [1, 2, 3, 5])
+        #expect(plan.entries.map(\.environment) == [.production, .sandbox, .production, .sandbox])
+        #expect(plan.entries.map(\.credentialSelector) == [nil, nil, "a", nil])
+        #expect(plan.contents.isEmpty && !plan.hasOwnContents)
         #expect(plan.unsent.map(\.entry.position) == [4])
         guard case .skipped("invalidated") = plan.unsent[0].result else {
             Issue.record("the audience's skip is kept: \(plan.unsent[0].result)")
@@ -31,11 +34,14 @@ import TuisongCore
         }
     }
 
-    @Test func selectorsSplitGroupsOfOneEnvironment() {
-        let entries = [entry(1, selector: "a"), entry(2), entry(3, selector: "a"), entry(4, selector: "b")]
+    @Test func unsentEntriesAreCountedUpToAPosition() {
+        let entries = [entry(1, skip: "x"), entry(2), entry(3, skip: "x"), entry(4, skip: "x"), entry(6)]
         let plan = SendPlan.make(entries: entries, decisions: nil, messageContent: Self.message)
-        #expect(plan.groups.map(\.route.selector) == ["a", nil, "b"])
-        #expect(plan.groups[0].entries.map(\.position) == [1, 3])
+        #expect(plan.unsentCount(before: 1) == 0)
+        #expect(plan.unsentCount(before: 2) == 1)
+        #expect(plan.unsentCount(before: 6) == 3)
+        #expect(plan.unsentCount(before: 100) == 3)
+        #expect(SendPlan.make(entries: [], decisions: nil, messageContent: Self.message).unsentCount(before: 5) == 0)
     }
 
     @Test func decisionsSkipOrSendOwnContentSharedWhileEqual() {
@@ -46,14 +52,12 @@ import TuisongCore
             .send, .skip(reason: "dnd"), .sendContent(own), .sendContent(Self.message), .sendContent(own),
         ]
         let plan = SendPlan.make(entries: entries, decisions: decisions, messageContent: Self.message)
-        #expect(plan.groups.count == 1)
-        let group = plan.groups[0]
-        #expect(group.entries.map(\.position) == [1, 4, 5, 6])
+        #expect(plan.entries.map(\.position) == [1, 4, 5, 6])
         // Content equal to the message's is not kept per device; equal own contents share one
         // instance (and so one rendering per transport).
-        #expect(group.contents.map { $0?.content } == [nil, own, nil, own])
-        #expect(group.contents[1] === group.contents[3])
-        #expect(group.hasOwnContents)
+        #expect(plan.contents.map { $0?.content } == [nil, own, nil, own])
+        #expect(plan.contents[1] === plan.contents[3])
+        #expect(plan.hasOwnContents)
         #expect(plan.unsent.map(\.entry.position) == [2, 3])
     }
 
@@ -61,8 +65,8 @@ import TuisongCore
         let entries = [entry(1), entry(2)]
         let plan = SendPlan.make(
             entries: entries, decisions: [.send, .sendContent(Self.message)], messageContent: Self.message)
-        #expect(plan.groups[0].contents.map { $0?.content } == [nil, nil])
-        #expect(!plan.groups[0].hasOwnContents)
+        #expect(plan.contents.map { $0?.content } == [nil, nil])
+        #expect(!plan.hasOwnContents)
     }
 }
 
