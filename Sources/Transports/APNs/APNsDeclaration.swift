@@ -26,9 +26,11 @@ extension APNsPushTransport {
         },
         sharedPayload: { content, pushType in
             do throws(PayloadError) {
-                return SharedPayload(bytes: try APNsPayload.build(content, pushType: pushType))
+                return SharedPayload(
+                    bytes: try APNsPayload.build(content, pushType: pushType), limit: pushType.apnsPayloadLimit)
             } catch {
-                return SharedPayload(bytes: APNsPayload.render(content), refusal: error)
+                return SharedPayload(
+                    bytes: APNsPayload.render(content), limit: pushType.apnsPayloadLimit, refusal: error)
             }
         })
 

@@ -14,11 +14,12 @@ public struct TransportDeclaration: Sendable {
     public var channel: ChannelDeclaration
     /// The keys of `transports.<name>.*` it reads, with their defaults.
     public var configKeys: [TransportConfigKey]
-    /// The credential an operator adds for an app (nil: the transport has its own, as APNs does).
+    /// The credential an operator adds for an app through a form (nil: it takes none, or its
+    /// credentials are uploaded files, `TransportContext.uploadedCredentials`).
     public var credentialForm: CredentialForm?
-    /// Makes the transport (nil: the gateway builds it itself, as it does APNs's pools).
+    /// Makes the transport from its context (nil: a declaration that only declares its channel).
     public var make: (@Sendable (TransportContext) throws -> TransportInstance)?
-    /// Its delivery receipts, for a service that posts them (nil: APNs, and any that posts none).
+    /// Its delivery receipts, for a service that posts them (nil: one that posts none).
     public var receipts: ReceiptDeclaration?
     /// What the service's own codes mean, in the service's documented sense, for a person
     /// reading a failing credential or a failure count (`"21301"` → "authentication failed: …").
@@ -29,7 +30,7 @@ public struct TransportDeclaration: Sendable {
     /// console shows of a message for each service); nil: the transport shows none.
     public var renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)?
     /// The hosts its config section points elsewhere than the service's own (a look-alike, as
-    /// the tests and `tuisong apns-mock` run one), where an uploaded credential may send its
+    /// the tests and local mode run one), where an uploaded credential may send its
     /// sign-in (`CredentialFormContext.testTokenHosts`); nil: its credentials name no such host.
     public var testTokenHosts: (@Sendable (TransportSection) -> Set<String>)?
     /// The payload every device of the service gets alike, for a service that has one: the
@@ -126,8 +127,8 @@ public struct TransportContext: Sendable {
     public var receipts: ReceiptSettings?
     /// The receipt tokens of the apps that post their own receipts (nil: none is rendered).
     public var appReceipts: AppReceiptTokens?
-    /// For a transport whose credentials are uploaded files (APNs): where they are stored and
-    /// how they open. nil for the others.
+    /// For a transport whose credentials are uploaded files (`.p8`, `.p12`, PEM): where they
+    /// are stored and how they open. nil for the others.
     public var uploadedCredentials: UploadedCredentials?
     /// In local mode, the look-alike standing in for the service (nil: the service itself).
     public var localLookAlike: LocalLookAlike?
