@@ -53,9 +53,13 @@ import TuisongHarmony
         #expect(config.security.masterKeyFile == etc + "/keys/master.key")
         #expect(config.security.initialAdminPasswordFile == etc + "/data/initial-admin-password")
         #expect(config.web.root == etc + "/web")
-        #expect(config.apns.caFile == absoluteCA)
+        #expect(config.transports.section(.apns)["ca_file"] == absoluteCA)
         #expect(config.transports.caFile == etc + "/ca.pem")
-        #expect(config.apns.productionURL == "https://api.push.apple.com:443")
+        #expect(config.transports.section(.apns)["production_url"] == "https://api.push.apple.com:443")
+        // A transport's declared file key (APNs's, in its own `apns` section) is a path too.
+        try Data(#"{"apns": {"ca_file": "ca.pem"}}"#.utf8).write(to: file)
+        let relativeCA = try GatewayConfig.load(path: file.path, environment: [:])
+        #expect(relativeCA.transports.section(.apns)["ca_file"] == etc + "/ca.pem")
 
         // database.url naming an SQLite file is a path too; a PostgreSQL URL is not.
         try Data(#"{"database": {"url": "sqlite:db/t.db"}}"#.utf8).write(to: file)
@@ -77,10 +81,10 @@ import TuisongHarmony
         #expect(config.listen.host == "127.0.0.1")
         #expect(config.listen.port == 8080)
         #expect(config.database.path == "data/tuisong.db")
-        #expect(config.apns.productionURL == "https://api.push.apple.com:443")
-        #expect(config.apns.sandboxURL == "https://api.sandbox.push.apple.com:443")
-        #expect(config.apns.localMock)
-        #expect(config.apns.connections == 2)
+        #expect(config.transports.section(.apns)["production_url"] == "https://api.push.apple.com:443")
+        #expect(config.transports.section(.apns)["sandbox_url"] == "https://api.sandbox.push.apple.com:443")
+        #expect(config.localMode.enabled)
+        #expect(config.transports.section(.apns).integer("connections", default: 0) == 2)
     }
 
     @Test func environmentOverridesEveryKind() throws {
@@ -94,8 +98,8 @@ import TuisongHarmony
                 "TUISONG_PROVIDERS": "tencent,baidu",
             ])
         #expect(config.listen.port == 9090)
-        #expect(config.apns.productionURL == "https://apns.example.test:2197")
-        #expect(config.apns.localMock == false)
+        #expect(config.transports.section(.apns)["production_url"] == "https://apns.example.test:2197")
+        #expect(config.localMode.enabled == false)
         #expect(config.delivery.retryBaseSeconds == 0.5)
         #expect(config.providers == ["tencent", "baidu"])
     }

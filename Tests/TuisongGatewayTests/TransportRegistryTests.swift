@@ -53,6 +53,35 @@ import TuisongTransportKit
         #expect(gw.runtime.transports.order.first == .apns)
     }
 
+    /// What the gateway once spelled for APNs, APNs now declares: its `apns.*` section (read
+    /// like any transport's, `TUISONG_APNS_*` overriding it), its response-time histogram, and
+    /// that its credentials are uploaded files; local mode's keys stay the gateway's.
+    @Test func apnsDeclaresItsSectionItsHistogramAndItsUploadedFiles() throws {
+        let registry = TransportRegistry.standard
+        #expect(registry.uploadedFilesChannel == .apns)
+        #expect(registry.adding(EchoTransport.declaration).uploadedFilesChannel == .apns)
+        #expect(TransportRegistry([EchoTransport.declaration]).uploadedFilesChannel == nil)
+        let apns = try #require(registry.declaration(of: .apns))
+        #expect(apns.configSectionPath == "apns")
+        #expect(registry.declaration(of: .fcm)?.configSectionPath == "transports.fcm")
+        #expect(
+            apns.configKeys.map(\.key) == [
+                "production_url", "sandbox_url", "ca_file", "connections", "connect_timeout_seconds",
+                "request_timeout_seconds", "token_refresh_minutes",
+            ])
+        #expect(registry.declarations.compactMap(\.responseHistogram?.name) == ["tuisong_apns_response_seconds"])
+
+        let config = try GatewayConfig.load(
+            fileContents: Data(#"{"apns": {"sandbox_url": "https://sandbox.example:2197"}}"#.utf8),
+            environment: ["TUISONG_APNS_CONNECTIONS": "7", "TUISONG_APNS_LOCAL_MOCK_PORT": "2197"])
+        let section = config.transports.section(.apns)
+        #expect(section.integer("connections", default: 0) == 7)
+        #expect(section["sandbox_url"] == "https://sandbox.example:2197")
+        #expect(section["production_url"] == "https://api.push.apple.com:443")
+        #expect(section["local_mock"] == "", "local mode is the gateway's, not the transport's")
+        #expect(config.localMode == .init(enabled: true, port: 2197))
+    }
+
     @Test func theStandardRegistryDeclaresEveryChannelWithTheSameNamesAsBefore() {
         TransportRegistry.install()
         let registry = TransportRegistry.standard
