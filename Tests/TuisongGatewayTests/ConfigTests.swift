@@ -221,6 +221,49 @@ func repositoryRoot() -> URL {
         }
     }
 
+    /// The `notification` keys only APNs takes, read by its declaration
+    /// (`APNsPushTransport.notificationFields`) into its entry of the content: the same entry and
+    /// the same refusals as when the native API spelled them itself.
+    @Test func theKeysOnlyAPNsTakesFillItsEntryAsDeclared() throws {
+        let job = try parse(
+            #"{"audience": {"all": true}, "notification": {"alert": {"body": "x", "launch_image": "L.png", "action_loc_key": "AK", "summary_arg": "Ann", "summary_arg_count": 2}, "sound": {"name": "alarm.caf"}, "mutable_content": 1, "target_content_id": "w-1", "interruption_level": "critical", "relevance_score": 0.5}}"#
+        )
+        #expect(job.content.body == "x" && job.content.sound == "alarm.caf")
+        #expect(
+            job.content.services == [
+                "apns": [
+                    "alert_as_object": true, "launch_image": "L.png", "action_loc_key": "AK", "summary_arg": "Ann",
+                    "summary_arg_count": 2, "critical_volume": 1, "mutable_content": true, "target_content_id": "w-1",
+                    "interruption_level": "critical", "relevance_score": 0.5,
+                ]
+            ])
+        let quiet = try parse(
+            #"{"audience": {"all": true}, "notification": {"alert": "x", "sound": {"name": "a.caf", "volume": 0.25}, "mutable_content": false}}"#
+        )
+        #expect(quiet.content.services == ["apns": ["critical_volume": 0.25]])
+        let refusals: [(field: String, message: String)] = [
+            (#""mutable_content": "yes""#, #""notification.mutable_content" must be true or false"#),
+            (#""target_content_id": 1"#, #""target_content_id" must be a string"#),
+            (
+                #""interruption_level": "loud""#,
+                #""notification.interruption_level" must be passive, active, time-sensitive or critical"#
+            ),
+            (#""relevance_score": true"#, #""notification.relevance_score" must be a number 0…1"#),
+            (#""alert": {"launch_image": 1}"#, #""notification.alert.launch_image" must be a string"#),
+            (#""alert": {"summary_arg_count": 1.5}"#, #""notification.alert.summary_arg_count" must be an integer"#),
+            (#""alert": {"tone": "x"}"#, #"unknown field "notification.alert.tone""#),
+            (#""tone": "x""#, #"unknown field "notification.tone""#),
+        ]
+        for refusal in refusals {
+            #expect {
+                try parse(#"{"audience": {"all": true}, "notification": {"# + refusal.field + "}}")
+            } throws: { error in
+                let refused = error as? NativeAPIError
+                return refused?.code == "invalid_request" && refused?.message == refusal.message
+            }
+        }
+    }
+
     @Test func backgroundOnlyDefaultsToBackgroundPushAtPriorityFive() throws {
         let job = try parse(
             #"{"audience": {"tag": "t"}, "notification": {"content_available": true, "custom": {"sync": 1}}}"#)

@@ -82,6 +82,38 @@ import TuisongTransportKit
         #expect(config.localMode == .init(enabled: true, port: 2197))
     }
 
+    /// A `notification` key one service alone takes is its declaration's
+    /// (`TransportDeclaration.notificationFields`): the native API reads it into that service's
+    /// entry of the content, refuses it in the declaration's words, and knows no such key where
+    /// no transport declares it.
+    @Test func aNotificationKeyOfOneServiceIsItsDeclarations() throws {
+        var echo = EchoTransport.declaration
+        echo.notificationFields = [
+            NotificationField("alert.echo_tone", key: "tone") { value throws(NotificationFieldError) in
+                guard let tone = value.stringValue else {
+                    throw NotificationFieldError("\"notification.alert.echo_tone\" must be a string")
+                }
+                return .string(tone)
+            }
+        ]
+        let registry = TransportRegistry.standard.adding(echo)
+        func body(_ tone: Any) -> [String: Any] {
+            ["audience": ["all": true], "notification": ["alert": ["body": "x", "echo_tone": tone]]]
+        }
+        let job = try NativePushRequest.parse(body("soft"), appID: 1, now: Date(), transports: registry)
+        #expect(job.content.services == ["echo": ["tone": "soft"], "apns": ["alert_as_object": true]])
+        #expect {
+            try NativePushRequest.parse(body(1), appID: 1, now: Date(), transports: registry)
+        } throws: { error in
+            (error as? NativeAPIError)?.message == #""notification.alert.echo_tone" must be a string"#
+        }
+        #expect {
+            try NativePushRequest.parse(body("soft"), appID: 1, now: Date())
+        } throws: { error in
+            (error as? NativeAPIError)?.message == #"unknown field "notification.alert.echo_tone""#
+        }
+    }
+
     @Test func theStandardRegistryDeclaresEveryChannelWithTheSameNamesAsBefore() {
         TransportRegistry.install()
         let registry = TransportRegistry.standard

@@ -46,6 +46,9 @@ public struct TransportDeclaration: Sendable {
     /// `CredentialStore`, per environment) rather than a declared form's fields: the credential
     /// API, the CLI and the console name that channel for them.
     public var takesUploadedFiles: Bool
+    /// Keys of the native API's `notification` object it reads into its own entry of the
+    /// content (`PushContent.services[<name>]`).
+    public var notificationFields: [NotificationField]
 
     /// A metric family's name and help text.
     public struct ResponseHistogram: Sendable, Equatable {
@@ -65,8 +68,10 @@ public struct TransportDeclaration: Sendable {
         renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)? = nil,
         testTokenHosts: (@Sendable (TransportSection) -> Set<String>)? = nil,
         sharedPayload: (@Sendable (PushContent, PushType) -> SharedPayload)? = nil, configPath: String? = nil,
-        responseHistogram: ResponseHistogram? = nil, takesUploadedFiles: Bool = false
+        responseHistogram: ResponseHistogram? = nil, takesUploadedFiles: Bool = false,
+        notificationFields: [NotificationField] = []
     ) {
+        self.notificationFields = notificationFields
         self.takesUploadedFiles = takesUploadedFiles
         self.configPath = configPath
         self.responseHistogram = responseHistogram
