@@ -71,7 +71,8 @@ static inline curl_socket_t tuisong_curl_socket_bad(void) {
 
 /// Names the calling thread (at most 15 bytes kept) for top -H, perf and /proc: prctl is
 /// variadic, and Swift's Glibc module does not export pthread_setname_np. (The client's event
-/// thread is the only thread this module starts; CNGHTTP2 has the same helper for APNs.)
+/// thread is the only thread this module starts; CNGHTTP2 has the same helper for the HTTP/2
+/// client's event loops.)
 static inline int tuisong_curl_name_current_thread(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
 }

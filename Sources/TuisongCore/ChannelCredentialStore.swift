@@ -3,8 +3,8 @@ import Foundation
 /// A push service's credential of one app, of the form its transport declares (a service
 /// account, an OAuth client, an app key and secret). The secret (the service account's
 /// private key, the client secret) is only ever held sealed here; the gateway opens it to sign
-/// in. Separate from `CredentialRecord`: these have no APNs environment, topic, team or
-/// certificate expiry.
+/// in. Separate from `CredentialRecord` (uploaded files): these have no environment, topic,
+/// team or certificate expiry.
 public struct ChannelCredentialRecord: Sendable, Hashable {
     public var id: Int64
     public var appID: Int64
@@ -92,8 +92,8 @@ public protocol ChannelCredentialStore: Sendable {
 
 extension ChannelCredentialStore {
     /// The Android service of the app's newest credential carrying `selector` (a Tencent
-    /// busiId, an Easemob notifier name); nil when no Android credential carries it (an APNs
-    /// one may). A vendor's device call registers the device on that channel.
+    /// busiId, an Easemob notifier name); nil when no Android credential carries it (an uploaded
+    /// file credential may). A vendor's device call registers the device on that channel.
     public func channel(appID: Int64, selector: String) async throws -> PushChannel? {
         try await channelCredentials(appID: appID).last { $0.selector == selector }?.channel
     }

@@ -7,7 +7,7 @@ import Foundation
 ///
 ///     try await clock.sleep(for: settings.pollInterval)
 ///
-/// Waits on real peers over real sockets (an HTTP request's or an APNs stream's timeout,
+/// Waits on real peers over real sockets (an HTTP request's or an HTTP/2 stream's timeout,
 /// libcurl's and libmicrohttpd's own) keep the wall clock: the peer does not follow a test's
 /// clock.
 public protocol Clock: Sendable {

@@ -1,8 +1,8 @@
 import Foundation
 
-/// How a credential authenticates to APNs.
+/// What an uploaded file credential holds (`CredentialRecord.kind`).
 public enum CredentialKind: String, Sendable, Codable, Hashable {
-    /// Token auth: a `.p8` key with key id and team id.
+    /// A `.p8` signing key with its key id and team id: the transport signs provider tokens.
     case p8
     /// Certificate auth from a `.p12` bundle.
     case p12
@@ -10,8 +10,10 @@ public enum CredentialKind: String, Sendable, Codable, Hashable {
     case pem
 }
 
-/// An APNs credential of one app and environment. The secret (p8 key, p12 bytes + password,
-/// PEM key) is only ever held encrypted here; the gateway decrypts it to open a pool.
+/// A credential uploaded as a file, of one app and environment (a signing key, or a client
+/// certificate with its key), for a transport whose declaration takes uploaded files
+/// (`UploadedCredentials`). The secret (p8 key, p12 bytes + password, PEM key) is only ever
+/// held encrypted here; the transport opens it to connect.
 public struct CredentialRecord: Sendable, Hashable {
     public var id: Int64
     public var appID: Int64
@@ -23,7 +25,7 @@ public struct CredentialRecord: Sendable, Hashable {
     public var topics: [String]
     public var expiresAt: Date?
     public var encryptedSecret: [UInt8]
-    /// `ok`, or `failing` after APNs refused it (InvalidProviderToken, BadCertificate, …).
+    /// `ok`, or `failing` after the service refused it (the reason in the service's words).
     public var status: String
     public var statusReason: String?
     public var createdAt: Date
@@ -122,7 +124,7 @@ public protocol CredentialStore: Sendable {
     /// The default (selector-less) credential of an app for an environment, the one pushes to
     /// devices without a selector use: among those serving the environment (its own, or both:
     /// a `.p8` key, a universal certificate) the newest that is not failing, else the newest. A
-    /// key APNs refused does not replace one that works.
+    /// key the service refused does not replace one that works.
     func activeCredential(appID: Int64, environment: PushEnvironment) async throws -> CredentialRecord?
     func credential(id: Int64) async throws -> CredentialRecord?
     func deleteCredential(id: Int64) async throws -> Bool

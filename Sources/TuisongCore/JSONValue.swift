@@ -3,7 +3,7 @@ import Foundation
 /// A JSON value with a deterministic serialisation: object keys sorted by their UTF-8 bytes,
 /// no insignificant whitespace, only `"`, `\` and control characters escaped (non-ASCII stays
 /// UTF-8), integers without a fraction. The same value always gives the same bytes, so a
-/// rendered APNs payload can be stored, compared and counted against the size limit.
+/// rendered payload can be stored, compared and counted against the size limit.
 ///
 ///     let custom: JSONValue = ["order": ["id": 42, "paid": true], "note": "好"]
 ///     String(decoding: custom.serialized(), as: UTF8.self)

@@ -245,7 +245,7 @@ public struct NewDelivery: Sendable, Hashable {
     }
 }
 
-/// APNs said a token is dead. Applied only if the device was not registered again after `at`.
+/// A service said a token is dead. Applied only if the device was not registered again after `at`.
 public struct DeviceInvalidation: Sendable, Hashable {
     public var deviceID: Int64
     public var reason: String
@@ -449,8 +449,8 @@ public protocol MessageStore: Sendable {
     /// Rows left `sending` by a crash go back to `queued` (at-least-once). Returns how many.
     func requeueInterruptedDeliveries() async throws -> Int
     func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws
-    /// Held APNs rows of an app and environment go back to `queued`, due now (a credential was
-    /// fixed).
+    /// Held rows of an app's devices in an environment, sent with uploaded credentials that serve
+    /// an environment, go back to `queued`, due now (a credential was fixed).
     func releaseHeldDeliveries(appID: Int64, environment: PushEnvironment, now: Date) async throws -> Int
     /// Held rows of an app's devices on `channel` go back to `queued`, due now (a credential for
     /// that push service was added or fixed).
@@ -555,8 +555,8 @@ extension MessageStore {
     }
 }
 
-/// What a credential serves, and so what deliveries are held on for want of one: an APNs
-/// environment, or a push service's channel.
+/// What a credential serves, and so what deliveries are held on for want of one: an
+/// environment (uploaded credentials that serve one), or a push service's channel.
 public enum CredentialRoute: Sendable, Hashable {
     case environment(PushEnvironment)
     case channel(PushChannel)

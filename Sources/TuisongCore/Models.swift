@@ -4,7 +4,7 @@ import Foundation
 /// (an app built for development, a phone on a service's test list), `production` for the
 /// rest. A push given an environment goes to that environment's devices only and counts the
 /// others skipped (`AudienceEntry.otherEnvironment`). Each transport says what it means on
-/// the wire: APNs sends to the environment's endpoint, a service with a test message of its
+/// the wire: one service sends to the environment's endpoint, a service with a test message of its
 /// own marks a sandbox delivery as one, the others send as usual.
 public enum PushEnvironment: String, Sendable, Codable, CaseIterable, Hashable {
     case sandbox
@@ -16,7 +16,7 @@ public enum PushEnvironment: String, Sendable, Codable, CaseIterable, Hashable {
 public struct App: Sendable, Hashable, Codable {
     public var id: Int64
     public var name: String
-    /// The iOS bundle id; the base of every `apns-topic`.
+    /// The iOS bundle id; the base of every topic an Apple device is pushed on.
     public var bundleID: String
     /// SHA-256 (hex) of the native API key. The key itself is shown once and never stored.
     public var apiKeyHash: String
@@ -173,7 +173,7 @@ public struct Device: Sendable, Hashable, Codable {
     public var appID: Int64
     public var token: String
     /// Sandbox for a test phone of any channel; production for the rest (and for every
-    /// non-APNs device registered before devices of every channel had one).
+    /// Android-style device registered before devices of every channel had one).
     public var environment: PushEnvironment
     /// The app's own user identifier for this device, if it gave one.
     public var user: String?
@@ -182,7 +182,7 @@ public struct Device: Sendable, Hashable, Codable {
     public var imAccount: String?
     public var createdAt: Date
     public var updatedAt: Date
-    /// Set when APNs answered 410/BadDeviceToken; such a device receives no more pushes
+    /// Set when its service reported the token gone; such a device receives no more pushes
     /// until it registers again.
     public var invalidatedAt: Date?
     public var invalidReason: String?

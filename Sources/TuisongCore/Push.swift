@@ -75,7 +75,7 @@ public struct PushOptions: Sendable, Hashable, Codable {
     public var collapseID: String?
     /// `nil` = every device in its own environment; set = only the devices of that
     /// environment, whatever their channel: the others are skipped `other_environment`, and
-    /// an explicit APNs token no device registered is sent there.
+    /// an explicit token no device registered is sent there.
     public var environment: PushEnvironment?
     /// What Android services share (notification channels, importance, category, sound): a
     /// vendor API's Android fields. `nil` = none. A field one service alone takes is that
@@ -158,7 +158,8 @@ public struct AndroidOptions: Sendable, Hashable, Codable {
     /// Per service: the message's category in the service's words (`IM`, `VOIP`,
     /// `ACCOUNT`, …).
     public var category: [String: String]
-    /// The Android sound resource to play, for every service (APNs's `sound` is an iOS file).
+    /// The Android sound resource to play, for every Android service (the content's `sound` is
+    /// an iOS file).
     public var sound: String?
     /// Where a tap led, as a message stored before #29 said it here (`intent`, `url`: Baidu's
     /// `open_type`, the native API's `android.intent`, Tencent's per-service intent). Messages now

@@ -53,7 +53,7 @@ public protocol PushGateway: Sendable {
     /// dialect with `Retry-After`. Cheap: the backlog is a count recounted at most every second.
     func admit(appID: Int64) async throws
     /// Refuses, without storing anything, what `submit` would refuse of this content: what a
-    /// transport's service could never carry (an APNs payload over its push type's limit: a
+    /// transport's service could never carry (a payload over its push type's limit: a
     /// `PayloadError`). For a request that checks each message before it submits any.
     func check(_ content: PushContent, options: PushOptions) throws
     /// Checks the content as `check` does, commits the message and schedules it. When this

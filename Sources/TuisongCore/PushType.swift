@@ -1,6 +1,10 @@
 import Foundation
 
-/// `apns-push-type`. The raw value is the header value.
+/// What kind of push a message is: a notification, a silent background update, a VoIP call, a
+/// Live Activity update, … (the native API's `push_type`; the names are Apple's, which the
+/// other services' kinds map onto). Each transport says what a type means on its wire: a
+/// header and topic, a data-only message, a skip with its own reason; and how large a payload
+/// of the type its service takes (`SharedPayload.limit`).
 public enum PushType: String, Sendable, Hashable, Codable, CaseIterable {
     case alert
     case background
@@ -14,38 +18,9 @@ public enum PushType: String, Sendable, Hashable, Codable, CaseIterable {
     case widgets
     case controls
 
-    /// The suffix APNs expects on the bundle id in `apns-topic` for this push type.
-    public var topicSuffix: String {
-        switch self {
-        case .alert, .background, .mdm: return ""
-        case .voip: return ".voip"
-        case .complication: return ".complication"
-        case .fileprovider: return ".pushkit.fileprovider"
-        case .location: return ".location-query"
-        case .liveactivity: return ".push-type.liveactivity"
-        case .pushtotalk: return ".voip-ptt"
-        // Not in the reference table; WidgetKit and ControlKit pushes name their topic this way.
-        case .widgets: return ".push-type.widgets"
-        case .controls: return ".push-type.controls"
-        }
-    }
-
-    /// `apns-topic` for an app: `com.example.app` + the type's suffix. A bundle id that
-    /// already ends with the suffix is used as is. (MDM topics come from the MDM certificate
-    /// and are passed through unchanged.)
-    ///
-    ///     PushType.voip.topic(forBundleID: "com.example.app")  // "com.example.app.voip"
-    public func topic(forBundleID bundleID: String) -> String {
-        let suffix = topicSuffix
-        if suffix.isEmpty || bundleID.hasSuffix(suffix) { return bundleID }
-        return bundleID + suffix
-    }
-
-    /// The largest payload APNs accepts for this type, in bytes.
-    public var payloadLimit: Int { self == .voip ? 5120 : 4096 }
-
-    /// The priority to send with when the caller names none: background pushes must not
-    /// use 10 (APNs rejects it), everything else is delivered immediately.
+    /// The priority to send with when the caller names none: a background push is never
+    /// urgent (a service that wakes apps refuses one that is), everything else is delivered
+    /// immediately.
     public var defaultPriority: PushPriority { self == .background ? .powerAware : .immediate }
 }
 
@@ -63,20 +38,25 @@ public enum PushPriority: Int, Sendable, Hashable, Codable, CaseIterable {
 
 /// Why a payload cannot be sent.
 public struct PayloadError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: String, Sendable, Hashable {
-        /// Over the push type's limit (`size` and `limit` are set). APNs: 413 PayloadTooLarge.
-        case tooLarge
-        /// Not a JSON object. APNs: 400 (or PayloadEmpty).
-        case invalidJSON
-        /// No `aps` dictionary where the push type needs one.
-        case missingAPS
-        /// A custom key that collides with `aps`.
-        case reservedKey
+    /// What kind of refusal it is; the raw value is what the APIs answer. The kinds every
+    /// service shares are here; a transport names its own (a missing envelope of its wire).
+    public struct Code: RawRepresentable, Sendable, Hashable {
+        public let rawValue: String
+
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// Over the push type's limit (`size` and `limit` are set): the service would refuse it
+        /// as too large.
+        public static let tooLarge = Code(rawValue: "tooLarge")
+        /// Not a JSON object, or empty.
+        public static let invalidJSON = Code(rawValue: "invalidJSON")
+        /// A custom key that collides with a key the service keeps for the notification itself.
+        public static let reservedKey = Code(rawValue: "reservedKey")
         /// A value out of range (badge, relevance score, volume).
-        case invalidValue
+        public static let invalidValue = Code(rawValue: "invalidValue")
         /// Contents the push type does not allow (an alert in a background push, a Live
         /// Activity update without `event`/`timestamp`).
-        case invalidForPushType
+        public static let invalidForPushType = Code(rawValue: "invalidForPushType")
     }
 
     public let code: Code

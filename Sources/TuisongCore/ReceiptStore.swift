@@ -9,7 +9,7 @@ public enum ReceiptOutcome: Sendable, Hashable {
     /// The service did not show it, for `reason` (`notifications_disabled`, `replaced`,
     /// `frequency_capped`, `held_by_service`, `uninstalled`, …). `invalidatesDevice`: the token
     /// no longer reaches the app (uninstalled, another user, inactive), and the device is
-    /// invalidated as an APNs 410 would invalidate it.
+    /// invalidated as when a service reports the token gone.
     case notShown(reason: String, invalidatesDevice: Bool)
 
     /// The name counted and shown: `arrived`, `clicked`, or the reason.

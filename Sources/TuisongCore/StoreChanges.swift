@@ -6,7 +6,7 @@ import Synchronization
 public enum StoreChange: Sendable, Hashable {
     /// An app was created, updated (bundle id, key, vendor settings) or deleted.
     case app(Int64)
-    /// An app's APNs credentials were added, deleted or changed state.
+    /// An app's uploaded file credentials (`CredentialStore`) were added, deleted or changed state.
     case credentials(appID: Int64)
     /// An app's Android (channel) credentials were added, deleted or changed state.
     case channelCredentials(appID: Int64)

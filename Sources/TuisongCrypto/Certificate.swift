@@ -2,7 +2,8 @@ internal import COpenSSL
 internal import CTuisongShims
 import Foundation
 
-/// An X.509 certificate: an APNs push certificate, a CA, or a TLS server certificate.
+/// An X.509 certificate: a TLS client or server certificate (an Apple push certificate among
+/// them, with its extensions below), or a CA.
 /// Immutable once loaded.
 public final class Certificate: @unchecked Sendable, Equatable, CustomStringConvertible {
     // @unchecked Sendable: the X509 is never mutated after init; OpenSSL 3 allows concurrent
@@ -124,16 +125,16 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
 
     /// Apple's "topics" extension of universal push certificates: a SEQUENCE of topic
     /// strings, each followed by a SEQUENCE naming its kinds (`app`, `voip`, `complication`).
-    public static let apnsTopicsOID = "1.2.840.113635.100.6.3.6"
+    public static let applePushTopicsOID = "1.2.840.113635.100.6.3.6"
     /// Present in certificates valid for the development (sandbox) environment.
-    public static let apnsDevelopmentOID = "1.2.840.113635.100.6.3.1"
+    public static let applePushDevelopmentOID = "1.2.840.113635.100.6.3.1"
     /// Present in certificates valid for the production environment.
-    public static let apnsProductionOID = "1.2.840.113635.100.6.3.2"
+    public static let applePushProductionOID = "1.2.840.113635.100.6.3.2"
 
     /// The topics this push certificate may send to: the entries of Apple's topics extension,
     /// or, for older single-topic certificates, the subject `UID`. Empty for other certificates.
-    public var apnsTopics: [String] {
-        if let value = extensionValue(oid: Certificate.apnsTopicsOID), let children = DER.sequenceChildren(value) {
+    public var applePushTopics: [String] {
+        if let value = extensionValue(oid: Certificate.applePushTopicsOID), let children = DER.sequenceChildren(value) {
             let topics = children.compactMap { child -> String? in
                 switch child.tag {
                 case DER.utf8StringTag, DER.printableStringTag, DER.ia5StringTag:
@@ -148,10 +149,10 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
     }
 
     /// `"sandbox"` and/or `"production"`, from Apple's environment extensions.
-    public var apnsEnvironments: Set<String> {
+    public var applePushEnvironments: Set<String> {
         var environments: Set<String> = []
-        if extensionValue(oid: Certificate.apnsDevelopmentOID) != nil { environments.insert("sandbox") }
-        if extensionValue(oid: Certificate.apnsProductionOID) != nil { environments.insert("production") }
+        if extensionValue(oid: Certificate.applePushDevelopmentOID) != nil { environments.insert("sandbox") }
+        if extensionValue(oid: Certificate.applePushProductionOID) != nil { environments.insert("production") }
         return environments
     }
 
@@ -172,7 +173,7 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
     /// The DER value of Apple's topics extension for `topics`, as Apple writes it: each
     /// topic followed by its kinds. The bundle id gets `app`, `.voip` gets `voip`,
     /// `.complication` gets `complication`; other topics get `app`.
-    public static func apnsTopicsExtensionValue(topics: [String]) -> [UInt8] {
+    public static func applePushTopicsExtensionValue(topics: [String]) -> [UInt8] {
         var children: [[UInt8]] = []
         for topic in topics {
             let kind =

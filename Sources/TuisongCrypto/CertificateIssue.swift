@@ -2,8 +2,8 @@ internal import COpenSSL
 import Foundation
 
 extension Certificate {
-    /// Issues a v3 certificate: for tests, the local APNs mock's throwaway CA and server
-    /// certificate, and fake Apple push certificates carrying the APNs OIDs.
+    /// Issues a v3 certificate: for tests, a look-alike's throwaway CA and server
+    /// certificate, and fake Apple push certificates carrying Apple's push OIDs.
     ///
     /// - Parameters:
     ///   - subjectAltNames: DNS names and IP literals (`"localhost"`, `"127.0.0.1"`, `"::1"`).
@@ -16,7 +16,7 @@ extension Certificate {
     ///     digitalSignature/keyEncipherment and serverAuth + clientAuth.
     ///   - extraExtensions: non-critical extensions, each value the DER that goes inside
     ///     `extnValue` (e.g. `[0x05, 0x00]` for Apple's environment markers, or
-    ///     ``apnsTopicsExtensionValue(topics:)``).
+    ///     ``applePushTopicsExtensionValue(topics:)``).
     ///
     /// Throws `keyMismatch` when a signing key does not belong to its certificate/public key.
     public static func issue(

@@ -1,13 +1,15 @@
 import Foundation
 
-/// JSON Web Tokens as APNs token authentication uses them: ES256, compact serialisation.
+/// JSON Web Tokens signed with ES256 (ECDSA P-256, SHA-256), compact serialisation: a key id in
+/// the header, an issuer and an issue time in the claims (the shape Apple's token authentication
+/// takes), and the RS256 service-account assertions elsewhere in this module.
 public enum JWT {
-    /// What a verified (or merely decoded) APNs provider token says.
+    /// What a verified (or merely decoded) ES256 token says.
     public struct Token: Sendable, Hashable {
         public var alg: String
-        /// Key id (10 characters from the developer account).
+        /// Key id: which of the issuer's keys signed it.
         public var kid: String?
-        /// Team id.
+        /// Issuer: who signed it.
         public var iss: String?
         /// Issued-at, epoch seconds.
         public var iat: Int64?
@@ -22,16 +24,16 @@ public enum JWT {
         public var issuedAt: Date? { iat.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
     }
 
-    /// `base64url({"alg":"ES256","kid":keyID}) . base64url({"iss":teamID,"iat":seconds}) . base64url(r‖s)`.
+    /// `base64url({"alg":"ES256","kid":keyID}) . base64url({"iss":issuer,"iat":seconds}) . base64url(r‖s)`.
     ///
-    ///     let jwt = try JWT.apnsProviderToken(keyID: "ABC123DEFG", teamID: "DEF123GHIJ",
-    ///                                         issuedAt: clock.now, key: p8Key)
-    public static func apnsProviderToken(keyID: String, teamID: String, issuedAt: Date, key: PrivateKey)
+    ///     let jwt = try JWT.es256Token(keyID: "ABC123DEFG", issuer: "DEF123GHIJ",
+    ///                              issuedAt: clock.now, key: p8Key)
+    public static func es256Token(keyID: String, issuer: String, issuedAt: Date, key: PrivateKey)
         throws(CryptoError) -> String
     {
         let header = "{\"alg\":\"ES256\",\"kid\":\(jsonString(keyID))}"
         let seconds = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
-        let claims = "{\"iss\":\(jsonString(teamID)),\"iat\":\(seconds)}"
+        let claims = "{\"iss\":\(jsonString(issuer)),\"iat\":\(seconds)}"
         let signingInput = Base64URL.encode(header.utf8) + "." + Base64URL.encode(claims.utf8)
         let signature = try key.signES256(Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)
@@ -50,7 +52,7 @@ public enum JWT {
     }
 
     /// Header and claims WITHOUT checking the signature: only for choosing which key to verify
-    /// with (the APNs mock looks the key up by `kid`/`iss`).
+    /// with (a verifier that trusts several keys looks one up by `kid`/`iss`).
     public static func decodeUnverified(_ token: String) throws(CryptoError) -> Token {
         try split(token).token
     }

@@ -1,14 +1,14 @@
 internal import COpenSSL
 internal import CTuisongShims
 
-/// A private key: an APNs `.p8` signing key (EC P-256), a TLS key, or an RSA key from a
+/// A private key: a `.p8` signing key (EC P-256), a TLS key, or an RSA key from a
 /// certificate export. Immutable once loaded.
 public final class PrivateKey: @unchecked Sendable {
     // @unchecked Sendable: the EVP_PKEY is never mutated after init; OpenSSL 3 allows
     // concurrent signing with one EVP_PKEY (each operation builds its own EVP_MD_CTX).
 
     public enum Kind: Sendable, Hashable {
-        /// ECDSA on NIST P-256 (prime256v1): what APNs token auth (ES256) needs.
+        /// ECDSA on NIST P-256 (prime256v1): what ES256 token signing needs.
         case ecP256
         case rsa
         /// Another algorithm or curve (e.g. P-384, Ed25519); loadable but not usable for ES256.
@@ -57,7 +57,7 @@ public final class PrivateKey: @unchecked Sendable {
         return pkey
     }
 
-    /// A fresh P-256 key (e.g. for tests, or the local APNs mock's token keys).
+    /// A fresh P-256 key (e.g. for tests, or a look-alike's token keys).
     public static func generateP256() throws(CryptoError) -> PrivateKey {
         try generate(algorithm: "EC") { ctx in EVP_PKEY_CTX_set_group_name(ctx, "P-256") }
     }

@@ -3,7 +3,7 @@ internal import CTuisongShims
 import Foundation
 
 /// A configured TLS context (`SSL_CTX`): TLS 1.2 or newer, ALPN, trust and identity.
-/// Build one per APNs credential (client) or per listening server, then make a
+/// Build one per client credential or per listening server, then make a
 /// `TLSConnection` per socket.
 public final class TLSContext: @unchecked Sendable {
     // @unchecked Sendable: the SSL_CTX is fully configured in the factory methods and never
@@ -32,7 +32,7 @@ public final class TLSContext: @unchecked Sendable {
     ///   - alpn: protocols to offer, e.g. `["h2"]`.
     ///   - trustSystemCAs: trust the system store (`/etc/ssl/certs`), as for api.push.apple.com.
     ///   - caFile: an extra PEM file of trusted CAs.
-    ///   - caCertificates: extra trusted CAs (e.g. the local APNs mock's throwaway CA).
+    ///   - caCertificates: extra trusted CAs (e.g. a look-alike's throwaway CA).
     ///   - clientCertificate, clientKey, clientChain: certificate authentication; the
     ///     certificate and key must both be given and belong together (`keyMismatch`).
     public static func client(
@@ -75,7 +75,8 @@ public final class TLSContext: @unchecked Sendable {
     /// `clientCertificateCAs`: `nil` asks for no client certificate. Otherwise a client
     /// certificate is requested (not required); a non-empty list verifies it against those
     /// CAs (an untrusted one fails the handshake); an empty list accepts any certificate
-    /// unverified so the caller can judge it itself (the APNs mock answers 403 BadCertificate).
+    /// unverified so the caller can judge it itself (a look-alike refuses one in its service's
+    /// own words).
     public static func server(
         certificate: Certificate, key: PrivateKey, chain: [Certificate] = [], alpn: [String],
         clientCertificateCAs: [Certificate]? = nil

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import TuisongCore
 
-/// Apps by id, as the delivery path reads them (bundle id → `apns-topic`), cached for `ttl`.
+/// Apps by id, as the delivery path reads them (the bundle id a transport builds its topic on), cached for `ttl`.
 ///
 /// Every writer of an app in this process (the admin API's update, key regeneration, delete)
 /// calls `changed(id:)`, which drops the entry and tells the listeners (the API key cache), so

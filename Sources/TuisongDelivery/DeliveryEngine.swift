@@ -246,8 +246,8 @@ public final class DeliveryEngine: PushGateway {
         if state == .queued {
             admission.accepted(appID: job.appID)
             wakeSignal.signal()
-            // The first push after a start would otherwise wait for the APNs connections (TLS,
-            // HTTP/2 settings): they open while the dispatcher starts the message.
+            // The first push after a start would otherwise wait for the transports' connections
+            // (TLS, HTTP/2 settings): they open while the dispatcher starts the message.
             guard preparations.due(appID: job.appID, environment: job.options.environment) else { return record }
             let transport = transport
             let apps = apps
@@ -280,7 +280,7 @@ public final class DeliveryEngine: PushGateway {
     func nextAttempt(after attempts: Int, message: MessageRecord, hint: Duration?) -> Date? {
         guard attempts < settings.maxAttempts else { return nil }
         let exponential = min(settings.retryMax, settings.retryBase * pow(2, Double(attempts - 1)))
-        // Full jitter halves synchronized retry storms against a recovering APNs.
+        // Full jitter halves synchronized retry storms against a recovering service.
         var delay = exponential / 2 + Double.random(in: 0...(exponential / 2))
         if let hint {
             let seconds = Double(hint.components.seconds) + Double(hint.components.attoseconds) / 1e18

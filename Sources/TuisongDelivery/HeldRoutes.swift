@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 import TuisongCore
 
-/// Devices of one app whose pushes go out the same way: the channel, the APNs environment (an
-/// APNs notion; Android rows carry the device's too) and the credential selector. Pushes are
+/// Devices of one app whose pushes go out the same way: the channel, the environment (what an
+/// environment-serving credential is chosen by; Android rows carry the device's too) and the credential selector. Pushes are
 /// held per route (no credential for it, or one the service refused).
 public struct HeldRoute: Sendable, Hashable {
     public var appID: Int64

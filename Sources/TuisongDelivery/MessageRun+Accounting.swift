@@ -30,7 +30,7 @@ extension MessageRun {
             var delivered = 0
             for (position, report) in reports.enumerated() {
                 let segment = segments[report.index] - base
-                // This runs on the APNs pool's event loop thread, which also does the sending:
+                // This may run on a transport's event loop thread, which also does the sending:
                 // the common outcome touches neither the entry nor its content.
                 if case .delivered = report.outcome {
                     state.segments[segment].pending -= 1

@@ -54,8 +54,9 @@ public struct OutgoingPush: Sendable {
     public var token: String
     /// The device's push service: the transport that sends it.
     public var channel: PushChannel
-    /// The device's environment: APNs sends to its endpoint, a service with a test message of
-    /// its own marks a sandbox push as one, the others send as usual.
+    /// The device's environment: a service with an endpoint per environment sends to that one,
+    /// a service with a test message of its own marks a sandbox push as one, the others send as
+    /// usual.
     public var environment: PushEnvironment
     /// The vendor credential selector the device registered with; nil = the app's default
     /// credential.
@@ -145,7 +146,7 @@ public struct PushBatch: Sendable {
 public enum SendReason: Sendable, Hashable, CustomStringConvertible {
     /// The connection failed before an answer; the transport's error code.
     case transport(String)
-    /// The service's own reason or code (APNs's `BadDeviceToken`, `UNREGISTERED`, a number),
+    /// The service's own reason or code (`BadDeviceToken`, `UNREGISTERED`, a number),
     /// verbatim.
     case service(String)
     /// The app has no credential for the device's push service (for its environment, where
@@ -242,8 +243,8 @@ public enum SendReason: Sendable, Hashable, CustomStringConvertible {
 
 /// What happened when one device was tried.
 public enum SendOutcome: Sendable, Hashable {
-    /// The service took it; its own id of the message where it gives one (`apns-id`, a
-    /// message name, a request id, …).
+    /// The service took it; its own id of the message where it gives one (a response
+    /// header's id, a message name, a request id, …).
     case delivered(serviceMessageID: String?)
     /// The service says the token is dead (410, BadDeviceToken); `since` is its timestamp.
     case invalidate(SendReason, since: Date?)
@@ -278,15 +279,15 @@ public struct SendReport: Sendable, Hashable {
     }
 }
 
-/// The one seam between the delivery pipeline and a push service (APNs; the Android
-/// services are others): a batch of pushes in, one outcome each out.
+/// The one seam between the delivery pipeline and a push service (one transport per
+/// channel, `ChannelRouter`): a batch of pushes in, one outcome each out.
 ///
 /// An implementer sends every push of `batch` through the credential its `selector` names
 /// (nil: the app's default) in its `environment`, rendering its `content` in the service's wire
 /// format (and checking the service's size limit) with its `headers`, and
 /// calls `report` with outcomes by index until every push has had exactly one. `send` may
 /// return before the answers arrive; `report` may be called from any thread, several times,
-/// and must be cheap to call (the APNs transport calls it on its event-loop thread). A push
+/// and must be cheap to call (a transport may call it on its event-loop thread). A push
 /// that cannot be sent (no credential, a refused one) is reported at once, never dropped.
 public protocol PushTransport: Sendable {
     func send(_ batch: PushBatch, report: @escaping @Sendable ([SendReport]) -> Void) async

@@ -1,7 +1,7 @@
 import Logging
 
-/// An HTTP/1.1 and HTTP/2 client on libcurl's multi interface, for the push services besides
-/// APNs: many small JSON requests to few hosts.
+/// An HTTP/1.1 and HTTP/2 client on libcurl's multi interface, for the push services that
+/// speak HTTP/1.1 or HTTP/2 over libcurl: many small JSON requests to few hosts.
 ///
 ///     let client = try HTTPClient(label: "push")
 ///     let result = await client.execute(HTTPClientRequest(url: url, headers: headers, body: body))

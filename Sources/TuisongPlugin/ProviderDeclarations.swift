@@ -70,7 +70,7 @@ public struct DeviceColumn: Sendable, Hashable {
     }
 }
 
-/// How a provider's devices name the APNs credential they are sent through (the credential's
+/// How a provider's devices name the credential they are sent through (the credential's
 /// selector, stored with it and with each device that registers with it). Declared by a
 /// provider whose vendor has one; `tuisong credential add --<cliFlag> VALUE` follows it (as
 /// does the generic `--selector VALUE`).

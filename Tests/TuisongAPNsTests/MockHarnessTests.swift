@@ -57,8 +57,8 @@ final class MockHarness {
     func jwt(
         issuedAt: Date = Date(), keyID: String? = nil, teamID: String? = nil, key: PrivateKey? = nil
     ) throws -> String {
-        try JWT.apnsProviderToken(
-            keyID: keyID ?? setup.keyID, teamID: teamID ?? setup.teamID, issuedAt: issuedAt, key: key ?? tokenKey)
+        try JWT.es256Token(
+            keyID: keyID ?? setup.keyID, issuer: teamID ?? setup.teamID, issuedAt: issuedAt, key: key ?? tokenKey)
     }
 
     func bearer(_ token: String) -> String { "authorization: bearer \(token)" }

@@ -140,7 +140,8 @@ struct MockServerTests {
         let ca = try Certificate(pem: setup.caCertificatePEM)
         let client = try Certificate(pem: setup.clientCertificatePEM)
         #expect(client.issuer == ca.subject)
-        #expect(client.apnsTopics == ["com.example.setup", "com.example.setup.voip", "com.example.setup.complication"])
+        #expect(
+            client.applePushTopics == ["com.example.setup", "com.example.setup.voip", "com.example.setup.complication"])
         #expect(client.userID == "com.example.setup")
         #expect(client.matches(try PrivateKey(pem: setup.clientKeyPEM)))
         #expect(setup.serverCertificate.issuer == ca.subject)

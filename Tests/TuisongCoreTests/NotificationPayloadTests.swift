@@ -4,25 +4,8 @@ import Testing
 @testable import TuisongCore
 
 @Suite struct PushTypeTests {
-    @Test func topicsFollowTheReference() {
-        let expected: [PushType: String] = [
-            .alert: "com.example.app", .background: "com.example.app", .mdm: "com.example.app",
-            .voip: "com.example.app.voip", .complication: "com.example.app.complication",
-            .fileprovider: "com.example.app.pushkit.fileprovider", .location: "com.example.app.location-query",
-            .liveactivity: "com.example.app.push-type.liveactivity", .pushtotalk: "com.example.app.voip-ptt",
-            .widgets: "com.example.app.push-type.widgets", .controls: "com.example.app.push-type.controls",
-        ]
-        #expect(Set(expected.keys) == Set(PushType.allCases))
-        for (type, topic) in expected {
-            #expect(type.topic(forBundleID: "com.example.app") == topic)
-            // Already suffixed (a topic taken from a certificate) stays as it is.
-            #expect(type.topic(forBundleID: topic) == topic)
-        }
-    }
-
-    @Test func limitsPrioritiesAndRawValues() {
+    @Test func prioritiesAndRawValues() {
         for type in PushType.allCases {
-            #expect(type.payloadLimit == (type == .voip ? 5120 : 4096))
             #expect(type.defaultPriority == (type == .background ? .powerAware : .immediate))
         }
         #expect(PushType(rawValue: "liveactivity") == .liveactivity)

@@ -42,8 +42,8 @@ import Testing
         #expect(certificate.notAfter == notAfter)
         #expect(certificate.isValid(at: Date(timeIntervalSince1970: 1_700_000_000)))
         #expect(!certificate.isValid(at: Date(timeIntervalSince1970: 1_950_000_000)))
-        #expect(certificate.apnsTopics == ["com.example.推送"])  // UID fallback
-        #expect(certificate.apnsEnvironments.isEmpty)
+        #expect(certificate.applePushTopics == ["com.example.推送"])  // UID fallback
+        #expect(certificate.applePushEnvironments.isEmpty)
 
         #expect(try Certificate(der: certificate.der()) == certificate)
         #expect(try Certificate(pem: certificate.pem()) == certificate)
@@ -71,24 +71,25 @@ import Testing
         #expect(longLived.notAfter == far)
     }
 
-    @Test func apnsExtensionsRoundTrip() throws {
+    @Test func applePushExtensionsRoundTrip() throws {
         let topics = ["com.example.app", "com.example.app.voip", "com.example.app.complication"]
         let pki = try TestPKI(
             leafCommonName: "Apple Push Services: com.example.app", leafUID: "com.example.app", altNames: [],
             extraExtensions: [
-                (Certificate.apnsTopicsOID, Certificate.apnsTopicsExtensionValue(topics: topics)),
-                (Certificate.apnsDevelopmentOID, [0x05, 0x00]),
-                (Certificate.apnsProductionOID, [0x05, 0x00]),
+                (Certificate.applePushTopicsOID, Certificate.applePushTopicsExtensionValue(topics: topics)),
+                (Certificate.applePushDevelopmentOID, [0x05, 0x00]),
+                (Certificate.applePushProductionOID, [0x05, 0x00]),
             ])
         let reloaded = try Certificate(pem: pki.leaf.pem())
-        #expect(reloaded.apnsTopics == topics)
-        #expect(reloaded.apnsEnvironments == ["sandbox", "production"])
-        #expect(reloaded.extensionValue(oid: Certificate.apnsDevelopmentOID) == [0x05, 0x00])
+        #expect(reloaded.applePushTopics == topics)
+        #expect(reloaded.applePushEnvironments == ["sandbox", "production"])
+        #expect(reloaded.extensionValue(oid: Certificate.applePushDevelopmentOID) == [0x05, 0x00])
         #expect(reloaded.extensionValue(oid: "1.2.3.4") == nil)
 
-        let sandboxOnly = try TestPKI(altNames: [], extraExtensions: [(Certificate.apnsDevelopmentOID, [0x05, 0x00])])
-        #expect(sandboxOnly.leaf.apnsEnvironments == ["sandbox"])
-        #expect(sandboxOnly.leaf.apnsTopics.isEmpty)  // neither the extension nor a UID
+        let sandboxOnly = try TestPKI(
+            altNames: [], extraExtensions: [(Certificate.applePushDevelopmentOID, [0x05, 0x00])])
+        #expect(sandboxOnly.leaf.applePushEnvironments == ["sandbox"])
+        #expect(sandboxOnly.leaf.applePushTopics.isEmpty)  // neither the extension nor a UID
     }
 
     @Test func readsApplePushExtensionsMadeByOpenSSL() throws {
@@ -121,8 +122,8 @@ import Testing
                 "-subj", "/UID=com.example.app/CN=Apple Push Services: com.example.app/OU=TEAM123456/O=Example/C=CN",
             ], in: dir)
         let certificate = try Certificate(pem: try dir.readText("cert.pem"))
-        #expect(certificate.apnsTopics == ["com.example.app", "com.example.app.voip"])
-        #expect(certificate.apnsEnvironments == ["production"])
+        #expect(certificate.applePushTopics == ["com.example.app", "com.example.app.voip"])
+        #expect(certificate.applePushEnvironments == ["production"])
         #expect(certificate.userID == "com.example.app")
         #expect(
             certificate.subject
@@ -205,7 +206,7 @@ import Testing
         #expect(parsed.certificate.matches(parsed.key))
         #expect(parsed.key.publicKey == pki.leafKey.publicKey)
         #expect(parsed.chain == [pki.ca])
-        #expect(parsed.certificate.apnsTopics == ["com.example.app"])
+        #expect(parsed.certificate.applePushTopics == ["com.example.app"])
     }
 
     @Test func wrongPasswordAndGarbageAreToldApart() throws {

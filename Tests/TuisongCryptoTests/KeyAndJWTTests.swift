@@ -141,10 +141,10 @@ import Testing
 }
 
 @Suite struct JWTTests {
-    @Test func apnsProviderTokenStructure() throws {
+    @Test func es256TokenStructure() throws {
         let key = try PrivateKey.generateP256()
         let issuedAt = Date(timeIntervalSince1970: 1_700_000_000.75)
-        let token = try JWT.apnsProviderToken(keyID: "ABC123DEFG", teamID: "DEF123GHIJ", issuedAt: issuedAt, key: key)
+        let token = try JWT.es256Token(keyID: "ABC123DEFG", issuer: "DEF123GHIJ", issuedAt: issuedAt, key: key)
         let parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         #expect(parts.count == 3)
         #expect(!token.contains("="))
@@ -166,7 +166,7 @@ import Testing
 
     @Test func verificationFailures() throws {
         let key = try PrivateKey.generateP256()
-        let token = try JWT.apnsProviderToken(keyID: "K", teamID: "T", issuedAt: Date(), key: key)
+        let token = try JWT.es256Token(keyID: "K", issuer: "T", issuedAt: Date(), key: key)
         expectCryptoError(.verificationFailed) {
             _ = try JWT.verifyES256(token, publicKey: PrivateKey.generateP256().publicKey)
         }
@@ -189,15 +189,15 @@ import Testing
             _ = try JWT.verifyES256("\(Base64URL.encode("[]".utf8)).\(parts[1]).\(parts[2])", publicKey: key.publicKey)
         }
         expectCryptoError(.wrongKind) {
-            _ = try JWT.apnsProviderToken(
-                keyID: "K", teamID: "T", issuedAt: Date(), key: PrivateKey.generateRSA(bits: 2048))
+            _ = try JWT.es256Token(
+                keyID: "K", issuer: "T", issuedAt: Date(), key: PrivateKey.generateRSA(bits: 2048))
         }
     }
 
     @Test func escapesIdentifiersInJSON() throws {
         let key = try PrivateKey.generateP256()
-        let token = try JWT.apnsProviderToken(
-            keyID: "a\"b\\c", teamID: "t\n", issuedAt: Date(timeIntervalSince1970: 5), key: key)
+        let token = try JWT.es256Token(
+            keyID: "a\"b\\c", issuer: "t\n", issuedAt: Date(timeIntervalSince1970: 5), key: key)
         let verified = try JWT.verifyES256(token, publicKey: key.publicKey)
         #expect(verified.kid == "a\"b\\c")
         #expect(verified.iss == "t\n")

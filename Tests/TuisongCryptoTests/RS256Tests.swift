@@ -47,8 +47,8 @@ import Testing
         let parts = token.split(separator: ".")
         let forged = parts[0] + "." + Base64URL.encode(#"{"iss":"evil","iat":1}"#.utf8) + "." + parts[2]
         expectCryptoError(.verificationFailed) { _ = try JWT.verifyRS256(String(forged), publicKey: key.publicKey) }
-        let es256 = try JWT.apnsProviderToken(
-            keyID: "K", teamID: "T", issuedAt: Date(), key: try PrivateKey.generateP256())
+        let es256 = try JWT.es256Token(
+            keyID: "K", issuer: "T", issuedAt: Date(), key: try PrivateKey.generateP256())
         expectCryptoError(.unsupported) { _ = try JWT.verifyRS256(es256, publicKey: key.publicKey) }
         expectCryptoError(.corruptInput) { _ = try JWT.verifyRS256("a.b", publicKey: key.publicKey) }
         // An EC key cannot sign RS256.

@@ -170,7 +170,7 @@ func readExactly(_ connection: TLSConnection, count: Int) -> [UInt8] {
         let serverPKI = try TestPKI(altNames: ["127.0.0.1"])
         let pushPKI = try TestPKI(
             leafCommonName: "Apple Push Services: com.example.app", leafUID: "com.example.app", altNames: [],
-            extraExtensions: [(Certificate.apnsDevelopmentOID, [0x05, 0x00])])
+            extraExtensions: [(Certificate.applePushDevelopmentOID, [0x05, 0x00])])
         let clientContext = try TLSContext.client(
             alpn: ["h2"], trustSystemCAs: false, caCertificates: [serverPKI.ca], clientCertificate: pushPKI.leaf,
             clientKey: pushPKI.leafKey, clientChain: [pushPKI.ca])
@@ -186,8 +186,8 @@ func readExactly(_ connection: TLSConnection, count: Int) -> [UInt8] {
             return
         }
         #expect(server.peerCertificate == pushPKI.leaf)
-        #expect(server.peerCertificate?.apnsTopics == ["com.example.app"])
-        #expect(server.peerCertificate?.apnsEnvironments == ["sandbox"])
+        #expect(server.peerCertificate?.applePushTopics == ["com.example.app"])
+        #expect(server.peerCertificate?.applePushEnvironments == ["sandbox"])
         #expect(server.verificationFailure == nil)
 
         // A client certificate from another CA fails the handshake on a verifying server...

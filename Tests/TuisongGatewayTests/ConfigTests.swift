@@ -53,9 +53,13 @@ import TuisongHarmony
         #expect(config.security.masterKeyFile == etc + "/keys/master.key")
         #expect(config.security.initialAdminPasswordFile == etc + "/data/initial-admin-password")
         #expect(config.web.root == etc + "/web")
-        #expect(config.apns.caFile == absoluteCA)
+        #expect(config.transports.section(.apns)["ca_file"] == absoluteCA)
         #expect(config.transports.caFile == etc + "/ca.pem")
-        #expect(config.apns.productionURL == "https://api.push.apple.com:443")
+        #expect(config.transports.section(.apns)["production_url"] == "https://api.push.apple.com:443")
+        // A transport's declared file key (APNs's, in its own `apns` section) is a path too.
+        try Data(#"{"apns": {"ca_file": "ca.pem"}}"#.utf8).write(to: file)
+        let relativeCA = try GatewayConfig.load(path: file.path, environment: [:])
+        #expect(relativeCA.transports.section(.apns)["ca_file"] == etc + "/ca.pem")
 
         // database.url naming an SQLite file is a path too; a PostgreSQL URL is not.
         try Data(#"{"database": {"url": "sqlite:db/t.db"}}"#.utf8).write(to: file)
@@ -77,10 +81,10 @@ import TuisongHarmony
         #expect(config.listen.host == "127.0.0.1")
         #expect(config.listen.port == 8080)
         #expect(config.database.path == "data/tuisong.db")
-        #expect(config.apns.productionURL == "https://api.push.apple.com:443")
-        #expect(config.apns.sandboxURL == "https://api.sandbox.push.apple.com:443")
-        #expect(config.apns.localMock)
-        #expect(config.apns.connections == 2)
+        #expect(config.transports.section(.apns)["production_url"] == "https://api.push.apple.com:443")
+        #expect(config.transports.section(.apns)["sandbox_url"] == "https://api.sandbox.push.apple.com:443")
+        #expect(config.localMode.enabled)
+        #expect(config.transports.section(.apns).integer("connections", default: 0) == 2)
     }
 
     @Test func environmentOverridesEveryKind() throws {
@@ -94,8 +98,8 @@ import TuisongHarmony
                 "TUISONG_PROVIDERS": "tencent,baidu",
             ])
         #expect(config.listen.port == 9090)
-        #expect(config.apns.productionURL == "https://apns.example.test:2197")
-        #expect(config.apns.localMock == false)
+        #expect(config.transports.section(.apns)["production_url"] == "https://apns.example.test:2197")
+        #expect(config.localMode.enabled == false)
         #expect(config.delivery.retryBaseSeconds == 0.5)
         #expect(config.providers == ["tencent", "baidu"])
     }
@@ -214,6 +218,49 @@ func repositoryRoot() -> URL {
         }
         #expect(throws: NativeAPIError.self) {
             try parse(#"{"audience": {"all": true}, "notification": {"badge": 1.5}}"#)
+        }
+    }
+
+    /// The `notification` keys only APNs takes, read by its declaration
+    /// (`APNsPushTransport.notificationFields`) into its entry of the content: the same entry and
+    /// the same refusals as when the native API spelled them itself.
+    @Test func theKeysOnlyAPNsTakesFillItsEntryAsDeclared() throws {
+        let job = try parse(
+            #"{"audience": {"all": true}, "notification": {"alert": {"body": "x", "launch_image": "L.png", "action_loc_key": "AK", "summary_arg": "Ann", "summary_arg_count": 2}, "sound": {"name": "alarm.caf"}, "mutable_content": 1, "target_content_id": "w-1", "interruption_level": "critical", "relevance_score": 0.5}}"#
+        )
+        #expect(job.content.body == "x" && job.content.sound == "alarm.caf")
+        #expect(
+            job.content.services == [
+                "apns": [
+                    "alert_as_object": true, "launch_image": "L.png", "action_loc_key": "AK", "summary_arg": "Ann",
+                    "summary_arg_count": 2, "critical_volume": 1, "mutable_content": true, "target_content_id": "w-1",
+                    "interruption_level": "critical", "relevance_score": 0.5,
+                ]
+            ])
+        let quiet = try parse(
+            #"{"audience": {"all": true}, "notification": {"alert": "x", "sound": {"name": "a.caf", "volume": 0.25}, "mutable_content": false}}"#
+        )
+        #expect(quiet.content.services == ["apns": ["critical_volume": 0.25]])
+        let refusals: [(field: String, message: String)] = [
+            (#""mutable_content": "yes""#, #""notification.mutable_content" must be true or false"#),
+            (#""target_content_id": 1"#, #""target_content_id" must be a string"#),
+            (
+                #""interruption_level": "loud""#,
+                #""notification.interruption_level" must be passive, active, time-sensitive or critical"#
+            ),
+            (#""relevance_score": true"#, #""notification.relevance_score" must be a number 0…1"#),
+            (#""alert": {"launch_image": 1}"#, #""notification.alert.launch_image" must be a string"#),
+            (#""alert": {"summary_arg_count": 1.5}"#, #""notification.alert.summary_arg_count" must be an integer"#),
+            (#""alert": {"tone": "x"}"#, #"unknown field "notification.alert.tone""#),
+            (#""tone": "x""#, #"unknown field "notification.tone""#),
+        ]
+        for refusal in refusals {
+            #expect {
+                try parse(#"{"audience": {"all": true}, "notification": {"# + refusal.field + "}}")
+            } throws: { error in
+                let refused = error as? NativeAPIError
+                return refused?.code == "invalid_request" && refused?.message == refusal.message
+            }
         }
     }
 

@@ -164,11 +164,11 @@ import TuisongPluginTestKit
                     extraExtensions: oids.map { ($0, marker) })
                 return .pem(text: issued.pem() + (try key.pkcs8PEM()), password: nil)
             }
-            let universal = try certificate([Certificate.apnsDevelopmentOID, Certificate.apnsProductionOID])
+            let universal = try certificate([Certificate.applePushDevelopmentOID, Certificate.applePushProductionOID])
             #expect(try service.inspect(universal, appID: 1, environment: nil).servesBothEnvironments)
             #expect(try service.inspect(universal, appID: 1, environment: .sandbox).servesBothEnvironments)
             let development = try service.inspect(
-                try certificate([Certificate.apnsDevelopmentOID]), appID: 1, environment: nil)
+                try certificate([Certificate.applePushDevelopmentOID]), appID: 1, environment: nil)
             #expect(!development.servesBothEnvironments && development.environment == .sandbox)
             #expect(throws: CredentialError.self) {
                 try service.inspect(try certificate([]), appID: 1, environment: nil)

@@ -53,6 +53,67 @@ import TuisongTransportKit
         #expect(gw.runtime.transports.order.first == .apns)
     }
 
+    /// What the gateway once spelled for APNs, APNs now declares: its `apns.*` section (read
+    /// like any transport's, `TUISONG_APNS_*` overriding it), its response-time histogram, and
+    /// that its credentials are uploaded files; local mode's keys stay the gateway's.
+    @Test func apnsDeclaresItsSectionItsHistogramAndItsUploadedFiles() throws {
+        let registry = TransportRegistry.standard
+        #expect(registry.uploadedFilesChannel == .apns)
+        #expect(registry.adding(EchoTransport.declaration).uploadedFilesChannel == .apns)
+        #expect(TransportRegistry([EchoTransport.declaration]).uploadedFilesChannel == nil)
+        let apns = try #require(registry.declaration(of: .apns))
+        #expect(apns.configSectionPath == "apns")
+        #expect(registry.declaration(of: .fcm)?.configSectionPath == "transports.fcm")
+        #expect(
+            apns.configKeys.map(\.key) == [
+                "production_url", "sandbox_url", "ca_file", "connections", "connect_timeout_seconds",
+                "request_timeout_seconds", "token_refresh_minutes",
+            ])
+        #expect(registry.declarations.compactMap(\.responseHistogram?.name) == ["tuisong_apns_response_seconds"])
+
+        let config = try GatewayConfig.load(
+            fileContents: Data(#"{"apns": {"sandbox_url": "https://sandbox.example:2197"}}"#.utf8),
+            environment: ["TUISONG_APNS_CONNECTIONS": "7", "TUISONG_APNS_LOCAL_MOCK_PORT": "2197"])
+        let section = config.transports.section(.apns)
+        #expect(section.integer("connections", default: 0) == 7)
+        #expect(section["sandbox_url"] == "https://sandbox.example:2197")
+        #expect(section["production_url"] == "https://api.push.apple.com:443")
+        #expect(section["local_mock"] == "", "local mode is the gateway's, not the transport's")
+        #expect(config.localMode == .init(enabled: true, port: 2197))
+    }
+
+    /// A `notification` key one service alone takes is its declaration's
+    /// (`TransportDeclaration.notificationFields`): the native API reads it into that service's
+    /// entry of the content, refuses it in the declaration's words, and knows no such key where
+    /// no transport declares it.
+    @Test func aNotificationKeyOfOneServiceIsItsDeclarations() throws {
+        var echo = EchoTransport.declaration
+        echo.notificationFields = [
+            NotificationField("alert.echo_tone", key: "tone") { value throws(NotificationFieldError) in
+                guard let tone = value.stringValue else {
+                    throw NotificationFieldError("\"notification.alert.echo_tone\" must be a string")
+                }
+                return .string(tone)
+            }
+        ]
+        let registry = TransportRegistry.standard.adding(echo)
+        func body(_ tone: Any) -> [String: Any] {
+            ["audience": ["all": true], "notification": ["alert": ["body": "x", "echo_tone": tone]]]
+        }
+        let job = try NativePushRequest.parse(body("soft"), appID: 1, now: Date(), transports: registry)
+        #expect(job.content.services == ["echo": ["tone": "soft"], "apns": ["alert_as_object": true]])
+        #expect {
+            try NativePushRequest.parse(body(1), appID: 1, now: Date(), transports: registry)
+        } throws: { error in
+            (error as? NativeAPIError)?.message == #""notification.alert.echo_tone" must be a string"#
+        }
+        #expect {
+            try NativePushRequest.parse(body("soft"), appID: 1, now: Date())
+        } throws: { error in
+            (error as? NativeAPIError)?.message == #"unknown field "notification.alert.echo_tone""#
+        }
+    }
+
     @Test func theStandardRegistryDeclaresEveryChannelWithTheSameNamesAsBefore() {
         TransportRegistry.install()
         let registry = TransportRegistry.standard

@@ -13,7 +13,7 @@ extension APNsPushTransport {
     /// how their sealed secrets open, the nodes' shared provider tokens) and, in local mode, the
     /// look-alike (its address, CA and key). One pool per credential and environment.
     public static let declaration = TransportDeclaration(
-        channel: .apns, make: { context in try make(context) }, serviceCodes: serviceCodes,
+        channel: .apns, configKeys: configKeys, make: { context in try make(context) }, serviceCodes: serviceCodes,
         renderBody: { request in
             // The payload as APNs gets it (the rendering every APNs send uses), or why APNs refuses it.
             do throws(PayloadError) {
@@ -26,11 +26,30 @@ extension APNsPushTransport {
         },
         sharedPayload: { content, pushType in
             do throws(PayloadError) {
-                return SharedPayload(bytes: try APNsPayload.build(content, pushType: pushType))
+                return SharedPayload(
+                    bytes: try APNsPayload.build(content, pushType: pushType), limit: pushType.apnsPayloadLimit)
             } catch {
-                return SharedPayload(bytes: APNsPayload.render(content), refusal: error)
+                return SharedPayload(
+                    bytes: APNsPayload.render(content), limit: pushType.apnsPayloadLimit, refusal: error)
             }
-        })
+        }, configPath: "apns",
+        responseHistogram: .init(
+            name: "tuisong_apns_response_seconds",
+            help:
+                "Seconds from handing a push to the APNs connection pool to APNs's answer (includes waiting for a free stream)."
+        ), takesUploadedFiles: true, notificationFields: notificationFields)
+
+    /// Its section, `apns.*`, where operators have always had it (`TUISONG_APNS_<KEY>`; the
+    /// section's `local_mock` and `local_mock_port` are the gateway's local mode, not APNs's).
+    static let configKeys = [
+        TransportConfigKey("production_url", .httpsURL, default: "https://api.push.apple.com:443"),
+        TransportConfigKey("sandbox_url", .httpsURL, default: "https://api.sandbox.push.apple.com:443"),
+        TransportConfigKey("ca_file", .file, default: ""),
+        TransportConfigKey("connections", .integer(1...64), default: "2"),
+        TransportConfigKey("connect_timeout_seconds", .integer(1...300), default: "10"),
+        TransportConfigKey("request_timeout_seconds", .integer(1...600), default: "30"),
+        TransportConfigKey("token_refresh_minutes", .integer(20...60), default: "50"),
+    ]
 
     /// The transport, its pools' gauges and what the gateway asks of it when its credentials
     /// change. Its section is `apns.*` of the config (`production_url`, `sandbox_url`,

@@ -82,7 +82,7 @@ public enum APNsPayload {
     /// background push carrying only `content-available: 1` (no alert, badge or sound), a
     /// Live Activity push carrying `event` and `timestamp`.
     public static func validate(_ bytes: [UInt8], pushType: PushType) throws(PayloadError) {
-        let limit = pushType.payloadLimit
+        let limit = pushType.apnsPayloadLimit
         guard bytes.count <= limit else {
             throw PayloadError(
                 .tooLarge,

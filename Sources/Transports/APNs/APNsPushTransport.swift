@@ -258,7 +258,7 @@ public final class APNsPushTransport: PushTransport {
             if let receiptToken = appReceipts?.token(for: push, app: app) {
                 payload = Self.payload(payload, carrying: receiptToken)
             }
-            if payload.count > push.headers.pushType.payloadLimit {
+            if payload.count > push.headers.pushType.apnsPayloadLimit {
                 if sentIndices == nil { sentIndices = Array(0..<index) }
                 refused.append(SendReport(index: position(index), outcome: .failed(.payloadTooLarge)))
                 continue

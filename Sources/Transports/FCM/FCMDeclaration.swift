@@ -74,7 +74,7 @@ extension FCMTransport {
         testTokenHosts: configuredTokenHosts)
 
     /// The hosts of `transports.fcm.url` and `token_url` when they point elsewhere than Google
-    /// (a look-alike, as the tests and `tuisong apns-mock` run one): a service account may name
+    /// (a look-alike, as the tests and local mode run one): a service account may name
     /// them as its `token_uri`.
     static func configuredTokenHosts(_ section: TransportSection) -> Set<String> {
         var hosts: Set<String> = []

@@ -43,7 +43,7 @@ enum FCMMessage {
             }
             if let collapseID = headers.collapseID { android["collapse_key"] = .string(collapseID) }
             var notification = FCMMessage.androidNotification(content)
-            // APNs's collapse id replaces a shown notification, as FCM's tag does; a thread
+            // The message's collapse id replaces a shown notification, as FCM's tag does; a thread
             // (grouping) has no FCM counterpart.
             if let collapseID = headers.collapseID { notification["tag"] = .string(collapseID) }
             if let channelID = headers.android?.channelIDs["fcm"] { notification["channel_id"] = .string(channelID) }
@@ -72,9 +72,9 @@ enum FCMMessage {
         }
     }
 
-    /// APNs's 10 (or no priority on an alert) is FCM's HIGH, which wakes the device; 5 and 1,
-    /// and data-only pushes without a priority, are NORMAL (as APNs requires 5 of background
-    /// pushes).
+    /// Priority 10 (or no priority on an alert) is FCM's HIGH, which wakes the device; 5 and 1,
+    /// and data-only pushes without a priority, are NORMAL (a background push is never urgent,
+    /// `PushType.defaultPriority`).
     static func priority(_ headers: PushHeaders, _ content: PushContent) -> String {
         switch headers.priority {
         case .immediate?: "HIGH"

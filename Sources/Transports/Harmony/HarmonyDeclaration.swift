@@ -79,7 +79,7 @@ extension HarmonyService {
     ]
 
     /// A HarmonyOS push token: opaque, 1–4,096 bytes of base64 and URL-safe characters (letters,
-    /// digits, `-_.:~+/=`), never APNs-shaped hex (docs/reference/harmony.md §5: Huawei documents
+    /// digits, `-_.:~+/=`), never the hex shape of another channel's tokens (docs/reference/harmony.md §5: Huawei documents
     /// no alphabet; observed tokens are base64-like).
     public static let tokenRule = DeviceToken.Rule { raw in
         let bytes = raw.utf8
@@ -93,7 +93,7 @@ extension HarmonyService {
             }
         }
         guard allowed else { return nil }
-        // 64–200 hex digits of even length is an APNs token sent with the wrong channel.
+        // 64–200 hex digits of even length is a hex-token channel's token sent with the wrong channel.
         let hex = bytes.allSatisfy {
             ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))
                 || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F"))

@@ -50,7 +50,7 @@ public enum HonorMessage {
     }
 
     /// `android.notification`: title and body, a click that opens the app (or the intent, the
-    /// web page, the category's action), importance, badge, the tag that replaces (APNs's collapse id) and
+    /// web page, the category's action), importance, badge, the tag that replaces (the message's collapse id) and
     /// the group that stacks (its thread id).
     static func notification(_ content: PushContent, headers: PushHeaders, badgeClass: String?) -> [String:
         JSONValue]

@@ -53,7 +53,7 @@ public enum HuaweiMessage {
         }
     }
 
-    /// HIGH wakes the device at once (APNs 10, or an alert without a priority); NORMAL
+    /// HIGH wakes the device at once (priority 10, or an alert without a priority); NORMAL
     /// otherwise.
     static func urgency(_ headers: PushHeaders, _ content: PushContent) -> String {
         switch headers.priority {
@@ -65,7 +65,7 @@ public enum HuaweiMessage {
 
     /// `android.notification`: title and body (or their localisation keys), a click that
     /// opens the app (or the intent, the https page, the category's action), importance, badge, sound, and the
-    /// tag that replaces (APNs's collapse id) and the group that stacks (its thread id).
+    /// tag that replaces (the message's collapse id) and the group that stacks (its thread id).
     static func notification(_ content: PushContent, headers: PushHeaders, badgeClass: String?) -> [String:
         JSONValue]
     {

@@ -43,7 +43,7 @@ public struct ChannelCredential: Sendable, Hashable {
 ///
 /// An app's default credential for the channel serves devices without a selector; a device's
 /// selector names its own. Without any, local mode's `fallback` (the bundled look-alike's
-/// account) serves; otherwise the pushes are held `no_credential`, as APNs's are, until a
+/// account) serves; otherwise the pushes are held `no_credential`, as uploaded file credentials' are, until a
 /// credential for the service is added (which releases them) or their message expires.
 public final class ChannelCredentialResolver: Sendable {
     public enum Resolution: Sendable {

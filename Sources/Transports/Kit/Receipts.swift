@@ -456,11 +456,11 @@ public struct CallbackSignature: Sendable {
 /// The receipt token each push of an app that posts its own receipts carries (`App.appReceipts`,
 /// issue #42's "the app's own receipts"): a MAC of the delivery (message and device) under the
 /// app's key, which the app posts back to `POST /api/v1/receipts` with `arrived` or `clicked`.
-/// Each transport puts it where its service carries the app's data: APNs a custom key beside
-/// `aps`, the other services a data field, both named `key`. A push to a token
+/// Each transport puts it where its service carries the app's data (a custom key beside the
+/// notification, a data field), named `key`. A push to a token
 /// no device registered (a token audience) has no device to name and carries none.
 public struct AppReceiptTokens: Sendable {
-    /// The custom key (APNs) and data field (the other services) that carries the token.
+    /// The custom key or data field that carries the token.
     public static let key = "tuisong_receipt"
 
     public let keys: ReceiptKeys

@@ -46,7 +46,7 @@ public struct ServiceBody: Sendable, Equatable {
     /// The bytes the service would be sent (the JSON's, the encoded form's).
     public var bytes: Int
     /// Why this service would get nothing: `unsupported_content`, `payload_too_large`, or the
-    /// payload's own error (APNs's `notification_too_large`).
+    /// payload's own error (`notification_too_large`).
     public var skipReason: String?
 
     public init(encoding: Encoding, body: JSONValue?, bytes: Int, skipReason: String? = nil) {

@@ -6,19 +6,23 @@ import TuisongHTTPClient
 
 /// Everything the gateway needs to know about one transport, declared from the transport's own
 /// folder and listed once in the gateway's `TransportRegistry`: its channel (name, display name,
-/// token rule, whether it is Android-style, the rule for its own per-message options), its config section (`transports.<name>.*`), the
-/// credential an operator adds for it, how to make it, and where local mode's look-alike answers
-/// for it. Adding a transport is its folder, this declaration, a registry line and a name in
+/// token rule, whether it is Android-style, the rule for its own per-message options), its
+/// config section (`transports.<name>.*`, or the path it declares), the credential an operator
+/// adds for it, how to make it, and where local mode's look-alike answers for it. Adding a transport is its folder, this declaration, a registry line and a name in
 /// Package.swift's `transports` list.
 public struct TransportDeclaration: Sendable {
     public var channel: ChannelDeclaration
-    /// The keys of `transports.<name>.*` it reads, with their defaults.
+    /// The keys of its config section it reads, with their defaults.
     public var configKeys: [TransportConfigKey]
-    /// The credential an operator adds for an app (nil: the transport has its own, as APNs does).
+    /// Its config section's path when not `transports.<name>`: a top-level section kept where
+    /// operators have always had it (overridable as `TUISONG_<PATH>_<KEY>` all the same).
+    public var configPath: String?
+    /// The credential an operator adds for an app through a form (nil: it takes none, or its
+    /// credentials are uploaded files, `TransportContext.uploadedCredentials`).
     public var credentialForm: CredentialForm?
-    /// Makes the transport (nil: the gateway builds it itself, as it does APNs's pools).
+    /// Makes the transport from its context (nil: a declaration that only declares its channel).
     public var make: (@Sendable (TransportContext) throws -> TransportInstance)?
-    /// Its delivery receipts, for a service that posts them (nil: APNs, and any that posts none).
+    /// Its delivery receipts, for a service that posts them (nil: one that posts none).
     public var receipts: ReceiptDeclaration?
     /// What the service's own codes mean, in the service's documented sense, for a person
     /// reading a failing credential or a failure count (`"21301"` → "authentication failed: …").
@@ -29,12 +33,33 @@ public struct TransportDeclaration: Sendable {
     /// console shows of a message for each service); nil: the transport shows none.
     public var renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)?
     /// The hosts its config section points elsewhere than the service's own (a look-alike, as
-    /// the tests and `tuisong apns-mock` run one), where an uploaded credential may send its
+    /// the tests and local mode run one), where an uploaded credential may send its
     /// sign-in (`CredentialFormContext.testTokenHosts`); nil: its credentials name no such host.
     public var testTokenHosts: (@Sendable (TransportSection) -> Set<String>)?
     /// The payload every device of the service gets alike, for a service that has one: the
     /// console's view of a message and its test push's preview.
     public var sharedPayload: (@Sendable (PushContent, PushType) -> SharedPayload)?
+    /// A response-time histogram of its own, by environment, under a name operators already
+    /// scrape; nil: its answers are timed in `tuisong_channel_response_seconds` by channel.
+    public var responseHistogram: ResponseHistogram?
+    /// Whether its credentials are files an operator uploads (`.p8`, `.p12`, PEM; kept in the
+    /// `CredentialStore`, per environment) rather than a declared form's fields: the credential
+    /// API, the CLI and the console name that channel for them.
+    public var takesUploadedFiles: Bool
+    /// Keys of the native API's `notification` object it reads into its own entry of the
+    /// content (`PushContent.services[<name>]`).
+    public var notificationFields: [NotificationField]
+
+    /// A metric family's name and help text.
+    public struct ResponseHistogram: Sendable, Equatable {
+        public var name: String
+        public var help: String
+
+        public init(name: String, help: String) {
+            self.name = name
+            self.help = help
+        }
+    }
 
     public init(
         channel: ChannelDeclaration, configKeys: [TransportConfigKey] = [], credentialForm: CredentialForm? = nil,
@@ -42,8 +67,14 @@ public struct TransportDeclaration: Sendable {
         serviceCodes: [String: LocalizedText] = [:],
         renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)? = nil,
         testTokenHosts: (@Sendable (TransportSection) -> Set<String>)? = nil,
-        sharedPayload: (@Sendable (PushContent, PushType) -> SharedPayload)? = nil
+        sharedPayload: (@Sendable (PushContent, PushType) -> SharedPayload)? = nil, configPath: String? = nil,
+        responseHistogram: ResponseHistogram? = nil, takesUploadedFiles: Bool = false,
+        notificationFields: [NotificationField] = []
     ) {
+        self.notificationFields = notificationFields
+        self.takesUploadedFiles = takesUploadedFiles
+        self.configPath = configPath
+        self.responseHistogram = responseHistogram
         self.testTokenHosts = testTokenHosts
         self.sharedPayload = sharedPayload
         self.serviceCodes = serviceCodes
@@ -56,6 +87,9 @@ public struct TransportDeclaration: Sendable {
     }
 
     public var name: String { channel.channel.rawValue }
+
+    /// Where its config section is: `configPath`, else `transports.<name>`.
+    public var configSectionPath: String { configPath ?? "transports.\(name)" }
 
     /// The meaning of a stored reason: the service's own code from `serviceCodes`, else nil.
     public func meaning(of reason: String) -> LocalizedText? {
@@ -72,18 +106,24 @@ public struct TransportDeclaration: Sendable {
     public var options: ServiceOptionsRule? { channel.options }
 }
 
-/// One key of a transport's config section, `transports.<name>.<key>`, overridable as
-/// `TUISONG_TRANSPORTS_<NAME>_<KEY>` like every other key.
+/// One key of a transport's config section, `transports.<name>.<key>` (or under its
+/// `configPath`), overridable as `TUISONG_TRANSPORTS_<NAME>_<KEY>` like every other key.
 public struct TransportConfigKey: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
         /// An http(s) URL; `required` refuses an empty one.
         case url(required: Bool)
+        /// An https URL with a host, never empty.
+        case httpsURL
+        /// A readable file, or empty for none; a relative path is from the config file's
+        /// directory.
+        case file
         /// A whole number in the range.
         case integer(ClosedRange<Int>)
     }
     public var key: String
     public var kind: Kind
-    /// The default, as the embedded config has it (a string for a URL, digits for an integer).
+    /// The default, as the embedded config has it (a string for a URL or a file, digits for an
+    /// integer).
     public var defaultValue: String
 
     public init(_ key: String, _ kind: Kind, default defaultValue: String) {
@@ -126,8 +166,8 @@ public struct TransportContext: Sendable {
     public var receipts: ReceiptSettings?
     /// The receipt tokens of the apps that post their own receipts (nil: none is rendered).
     public var appReceipts: AppReceiptTokens?
-    /// For a transport whose credentials are uploaded files (APNs): where they are stored and
-    /// how they open. nil for the others.
+    /// For a transport whose credentials are uploaded files (`.p8`, `.p12`, PEM): where they
+    /// are stored and how they open. nil for the others.
     public var uploadedCredentials: UploadedCredentials?
     /// In local mode, the look-alike standing in for the service (nil: the service itself).
     public var localLookAlike: LocalLookAlike?

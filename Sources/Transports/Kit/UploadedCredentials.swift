@@ -3,7 +3,7 @@ import TuisongCore
 import TuisongDelivery
 
 /// An uploaded credential file as its sealed secret opens (only ever in memory): what a
-/// transport whose credentials are files (`CredentialStore`: APNs's `.p8` keys, `.p12` and PEM
+/// transport whose credentials are files (`CredentialStore`: `.p8` keys, `.p12` and PEM
 /// certificates) parses into what it signs in with.
 public enum CredentialFile: Sendable {
     case p8(pem: String)

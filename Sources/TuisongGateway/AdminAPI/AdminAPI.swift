@@ -25,7 +25,8 @@ struct AdminAPI: Sendable {
     let gateway: (any PushGateway)?
     /// Where app changes go to the other nodes; nil: this process only.
     let changes: (any StoreChangeFeed)?
-    /// Checks, stores and tests APNs credentials; nil in a build without the APNs transport.
+    /// Checks, stores and tests uploaded file credentials; nil in a build without a transport
+    /// that takes them.
     let credentials: (any AdminCredentialBackend)?
     /// The gateway's app cache; nil when this process runs no delivery engine.
     let apps: AppCache?

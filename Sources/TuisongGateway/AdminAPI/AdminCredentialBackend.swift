@@ -46,7 +46,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         } catch let error as CredentialError {
             throw Self.rejection(error)
         }
-        let key = PendingCredentialChecks.Key.apns(saved.record.id)
+        let key = PendingCredentialChecks.Key.uploaded(saved.record.id)
         guard saved.added else {
             return AdminCredentialAdded(
                 record: saved.record, check: pendingChecks.contains(key) ? .pending : .repeated(saved.record),

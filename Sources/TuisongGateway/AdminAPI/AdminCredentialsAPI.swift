@@ -45,14 +45,14 @@ struct AdminChannelCredentialAdded: Sendable {
 }
 
 /// What the console needs from the credential service: save an upload (sealing its secret)
-/// and check it, remove a credential (closing what uses it), and try one against APNs.
+/// and check it, remove a credential (closing what uses it), and try one against its service.
 protocol AdminCredentialBackend: Sendable {
     /// Parses and saves the upload, then checks it (a `.p8` key's probe), waiting at most
     /// `checkBound` for the check; throws `AdminCredentialRejection` for a file that cannot be
     /// used. A repeat of an upload already saved answers that credential, `existing`.
     func save(_ upload: AdminCredentialUpload, checkBound: Duration?) async throws -> AdminCredentialAdded
     func remove(_ credential: CredentialRecord) async throws -> Bool
-    /// Opens TLS + HTTP/2 to the APNs URL of the credential's environment with it.
+    /// Opens TLS + HTTP/2 to the service's URL of the credential's environment with it.
     func testConnection(_ credential: CredentialRecord) async -> (ok: Bool, detail: String, endpoint: String)
     /// Checks and saves an Android credential (sealing its secret), then signs in with it once
     /// where the service has a sign-in, waiting at most `checkBound`: a refused one is kept,
@@ -68,7 +68,8 @@ protocol AdminCredentialBackend: Sendable {
     var pendingChecks: PendingCredentialChecks { get }
 }
 
-/// APNs credentials of an app: list with expiry warnings, upload, delete, test connection.
+/// The uploaded file credentials of an app (`TransportRegistry.uploadedFilesChannel`'s): list
+/// with expiry warnings, upload, delete, test connection.
 struct AdminCredentialsAPI: Sendable {
     let api: AdminAPI
     let backend: any AdminCredentialBackend
@@ -89,7 +90,7 @@ struct AdminCredentialsAPI: Sendable {
                     var object = AdminCredentialView.object(record, now: now)
                     // Whether pushes go through it: one replaced by a working one does not.
                     object["active"] = active.contains(record.id)
-                    object["check_pending"] = backend.pendingChecks.contains(.apns(record.id))
+                    object["check_pending"] = backend.pendingChecks.contains(.uploaded(record.id))
                     return object
                 }
             ])

@@ -126,8 +126,8 @@ struct AdminMonitorAPI: Sendable {
         }
     }
 
-    /// Credentials failing now (most urgent) and APNs credentials that expire within 30 days
-    /// (the others do not expire). Failing now: refused by its service and still the one its
+    /// Credentials failing now (most urgent) and uploaded certificates that expire within 30
+    /// days (the others do not expire). Failing now: refused by its service and still the one its
     /// route sends with (its channel, environment and selector); one replaced by a working
     /// credential holds nothing and is not counted. Each carries its `channel`, and `meaning`:
     /// what its service's code says (from the transport's declared `serviceCodes`), or null;
@@ -143,13 +143,14 @@ struct AdminMonitorAPI: Sendable {
         var expiring: [[String: Any]] = []
         for app in try await store.apps() {
             let credentials = try await store.credentials(appID: app.id)
+            let uploadedChannel = registry.uploadedFilesChannel
             let active = AdminCredentialView.activeIDs(credentials)
             for credential in credentials {
                 var view = AdminCredentialView.object(credential, now: now)
                 view["app_name"] = app.name
-                view["channel"] = PushChannel.apns.rawValue
+                view["channel"] = uploadedChannel?.rawValue ?? NSNull()
                 if credential.isFailing, active.contains(credential.id) {
-                    explain(&view, .apns, credential.statusReason)
+                    if let uploadedChannel { explain(&view, uploadedChannel, credential.statusReason) }
                     failing.append(view)
                 }
                 if let expires = credential.expiresAt,
@@ -175,8 +176,8 @@ struct AdminMonitorAPI: Sendable {
 enum AdminCredentialView {
     static let warningWindow: TimeInterval = 30 * 86400
 
-    /// The APNs credentials pushes go through: for each selector and environment, the newest
-    /// working credential serving the environment, else the newest (as the APNs transport
+    /// The uploaded credentials pushes go through: for each selector and environment, the newest
+    /// working credential serving the environment, else the newest (as their transport
     /// picks; a device with a selector none serves in its environment uses one of the other).
     static func activeIDs(_ records: [CredentialRecord]) -> Set<Int64> {
         var active: Set<Int64> = []

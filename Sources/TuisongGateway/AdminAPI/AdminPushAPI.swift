@@ -189,11 +189,11 @@ struct AdminPushAPI: Sendable {
     /// registered device's channel, else APNs for an APNs-shaped token); otherwise every service's.
     private func preview(_ app: App, _ request: Request) async throws -> Response {
         let job = try await job(app, try AdminBody(request))
-        let limit = job.options.pushType.payloadLimit
         var object: [String: Any]
         let payload = Self.sharedPayload(job.content, job.options.pushType, api.config)
         object = [
-            "payload": String(decoding: payload.bytes, as: UTF8.self), "bytes": payload.bytes.count, "limit": limit,
+            "payload": String(decoding: payload.bytes, as: UTF8.self), "bytes": payload.bytes.count,
+            "limit": payload.limit,
         ]
         if let error = payload.refusal {
             object["error"] = ["code": error.code.rawValue, "message": error.message]
@@ -281,10 +281,10 @@ struct AdminPushAPI: Sendable {
     }
 
     /// The payload the console shows of a message: the one its transports' services get alike
-    /// (APNs's, from its declaration), empty when no transport of the registry has one.
+    /// (the first declaration's `sharedPayload`), empty when no transport of the registry has one.
     static func sharedPayload(_ content: PushContent, _ pushType: PushType, _ config: GatewayConfig) -> SharedPayload {
         guard let render = config.transports.registry.declarations.lazy.compactMap(\.sharedPayload).first else {
-            return SharedPayload(bytes: [])
+            return SharedPayload(bytes: [], limit: 0)
         }
         return render(content, pushType)
     }
@@ -296,7 +296,7 @@ struct AdminPushAPI: Sendable {
         object["title"] = orNull(record.content.title)
         object["body"] = orNull(record.content.body)
         object["environment"] = orNull(record.options.environment?.rawValue)
-        // The console shows the message as APNs would carry it (the content's APNs rendering).
+        // The console shows the message as the service with one shared payload would carry it.
         let payload = sharedPayload(record.content, record.options.pushType, config).bytes
         object["payload_bytes"] = payload.count
         let c = status.counts

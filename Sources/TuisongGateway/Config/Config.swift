@@ -9,7 +9,7 @@ import TuisongTransportKit
 ///
 /// Every leaf key of the default has an environment name: its dotted path upper-cased with
 /// dots as underscores, e.g. `listen.port` → `TUISONG_LISTEN_PORT`,
-/// `apns.production_url` → `TUISONG_APNS_PRODUCTION_URL`.
+/// `transports.fcm.url` → `TUISONG_TRANSPORTS_FCM_URL`.
 public struct GatewayConfig: Sendable, Equatable {
     public struct Listen: Sendable, Equatable {
         public var host: String
@@ -40,7 +40,7 @@ public struct GatewayConfig: Sendable, Equatable {
         /// password: never logged; `check-config` masks it.
         public var url: String
         /// The SQLite file, the older spelling of `url`: used only when `url` is empty. Local
-        /// mode (`apns.local_mock`) keeps its throwaway keys in this file's directory when the
+        /// mode (`LocalMode`) keeps its throwaway keys in this file's directory when the
         /// database is PostgreSQL.
         public var path: String
         /// SQLite: fsync on every commit (survives power loss, slower); off = WAL NORMAL
@@ -118,22 +118,24 @@ public struct GatewayConfig: Sendable, Equatable {
         /// When set, a scrape must send `Authorization: Bearer <token>`. Secret.
         public var bearerToken: String
     }
-    public struct APNs: Sendable, Equatable {
-        public var productionURL: String
-        public var sandboxURL: String
-        public var caFile: String
-        public var connections: Int
-        public var connectTimeoutSeconds: Int
-        public var requestTimeoutSeconds: Int
-        public var tokenRefreshMinutes: Int
-        /// Start the bundled APNs mock in-process and point both URLs at it.
-        public var localMock: Bool
-        public var localMockPort: Int
+    /// Local mode: the bundled look-alike of every service started in-process, every
+    /// transport pointed at it, so a push can be seen end to end with no account anywhere. Its
+    /// keys are `apns.local_mock` and `apns.local_mock_port`, where operators have always had
+    /// them (from the days the look-alike was APNs's mock); the rest of that section is the
+    /// APNs transport's, declared by it (`TransportDeclaration.configPath`).
+    public struct LocalMode: Sendable, Equatable {
+        public var enabled: Bool
+        /// The look-alike's port; 0 = any free one.
+        public var port: Int
+
+        /// The config keys, as documented (docs/config.md).
+        static let enabledKey = "apns.local_mock"
+        static let portKey = "apns.local_mock_port"
     }
     /// The push services' settings (`transports.*`): one section per transport the registry
     /// declares (`transports.<name>.*`, its keys and defaults from its declaration, read
     /// generically: a new transport needs no field here), and what their HTTP clients share.
-    /// In local mode (`apns.local_mock`) every service is the bundled look-alike instead.
+    /// In local mode (`LocalMode`) every service is the bundled look-alike instead.
     public struct Transports: Sendable, Equatable {
         /// The transports this config was typed for (`TransportRegistry.standard` unless a test
         /// adds one).
@@ -185,7 +187,7 @@ public struct GatewayConfig: Sendable, Equatable {
     public var log: Log
     public var metrics: Metrics
     public var providers: [String]
-    public var apns: APNs
+    public var localMode: LocalMode
     public var transports: Transports
     public var delivery: Delivery
     /// Events to app servers (`webhooks.*`, docs/webhooks.md).
@@ -251,36 +253,51 @@ extension GatewayConfig {
         try! GatewayConfig.load(fileContents: nil, environment: [:])
     }
 
-    /// The default tree: the embedded JSON, with a `transports.<name>` section of declared
-    /// defaults for each transport of `registry` it does not already have.
+    /// The default tree: the embedded JSON, with each transport of `registry`'s declared
+    /// defaults in its section (`transports.<name>`, or its `configPath`) where the JSON does
+    /// not already have them.
     static func defaultTree(_ registry: TransportRegistry) throws(ConfigError) -> JSONValue {
-        var tree = try parse(Data(embeddedDefaultJSON.utf8), source: "embedded default")
+        let tree = try parse(Data(embeddedDefaultJSON.utf8), source: "embedded default")
         guard case .object(var root) = tree, case .object(var transports)? = root["transports"] else { return tree }
         for declaration in registry.declarations where !declaration.configKeys.isEmpty {
-            guard transports[declaration.name] == nil else { continue }
-            var section: [String: JSONValue] = [:]
-            for key in declaration.configKeys {
+            var section: [String: JSONValue]
+            if let path = declaration.configPath {
+                section = root[path]?.objectValue ?? [:]
+            } else {
+                guard transports[declaration.name] == nil else { continue }
+                section = [:]
+            }
+            for key in declaration.configKeys where section[key.key] == nil {
                 switch key.kind {
                 case .integer: section[key.key] = .int(Int64(key.defaultValue) ?? 0)
-                case .url: section[key.key] = .string(key.defaultValue)
+                case .url, .httpsURL, .file: section[key.key] = .string(key.defaultValue)
                 }
             }
-            transports[declaration.name] = .object(section)
+            if let path = declaration.configPath {
+                root[path] = .object(section)
+            } else {
+                transports[declaration.name] = .object(section)
+            }
         }
         root["transports"] = .object(transports)
-        tree = .object(root)
-        return tree
+        return .object(root)
     }
 
     /// Keys whose values name files or directories. A relative one in effect with a config file
     /// (written in the file, or a default the file leaves as it is) is from the file's directory,
     /// so every command given the server's `--config` reaches the server's files wherever it
     /// runs; one from an environment variable, or with no file, is from the current directory.
-    /// `database.url` is one of them when it names an SQLite file.
-    public static let pathKeys = [
-        "database.path", "database.url", "security.master_key_file", "security.initial_admin_password_file",
-        "web.root", "apns.ca_file", "transports.ca_file",
-    ]
+    /// `database.url` is one of them when it names an SQLite file; a transport's file keys
+    /// (`TransportConfigKey.Kind.file`) are too.
+    public static func pathKeys(_ registry: TransportRegistry = .standard) -> [String] {
+        [
+            "database.path", "database.url", "security.master_key_file", "security.initial_admin_password_file",
+            "web.root", "transports.ca_file",
+        ]
+            + registry.declarations.flatMap { declaration in
+                declaration.configKeys.filter { $0.kind == .file }.map { "\(declaration.configSectionPath).\($0.key)" }
+            }
+    }
 
     /// Loads the effective configuration.
     /// - Parameters:
@@ -329,34 +346,44 @@ extension GatewayConfig {
         if let fileContents {
             let file = try parse(fileContents, source: "config file")
             tree = try overlay(file, on: defaults, path: "")
-            if let directory { tree = resolvingPaths(tree, from: directory) }
+            if let directory { tree = resolvingPaths(tree, from: directory, keys: pathKeys(transports)) }
         }
         return try applyEnvironment(environment, to: tree, path: "")
     }
 
-    /// `tree` with the relative values of `pathKeys` made absolute from `directory`. Empty
-    /// values, absolute ones, PostgreSQL URLs and values of the wrong type are left as they are
-    /// (typing reports the last).
-    static func resolvingPaths(_ tree: JSONValue, from directory: String) -> JSONValue {
-        guard case .object(var root) = tree else { return tree }
+    /// `tree` with the relative values of `keys` (`pathKeys`) made absolute from `directory`.
+    /// Empty values, absolute ones, PostgreSQL URLs and values of the wrong type are left as
+    /// they are (typing reports the last).
+    static func resolvingPaths(_ tree: JSONValue, from directory: String, keys: [String]) -> JSONValue {
         let base = URL(fileURLWithPath: directory, isDirectory: true)
-        for key in pathKeys {
-            let parts = key.split(separator: ".").map(String.init)
-            guard parts.count == 2, case .object(var section)? = root[parts[0]],
-                case .string(let value)? = section[parts[1]], !value.isEmpty
-            else { continue }
-            var relative = value
-            if key == "database.url" {
-                guard case .sqlite(let file)? = try? StoreOpener.backend(for: value) else { continue }
-                relative = file
+        var tree = tree
+        for key in keys {
+            tree = replacing(key.split(separator: ".").map(String.init)[...], in: tree) { value in
+                var relative = value
+                if key == "database.url" {
+                    guard case .sqlite(let file)? = try? StoreOpener.backend(for: value) else { return nil }
+                    relative = file
+                }
+                guard !relative.hasPrefix("/") else { return nil }
+                // Absolute first: `standardized` alone keeps a leading `..` of the relative part.
+                return URL(fileURLWithPath: relative, relativeTo: base).absoluteURL.standardized.path
             }
-            guard !relative.hasPrefix("/") else { continue }
-            // Absolute first: `standardized` alone keeps a leading `..` of the relative part.
-            let absolute = URL(fileURLWithPath: relative, relativeTo: base).absoluteURL.standardized
-            section[parts[1]] = .string(absolute.path)
-            root[parts[0]] = .object(section)
         }
-        return .object(root)
+        return tree
+    }
+
+    /// `tree` with the non-empty string at `path` replaced by `change`'s answer (nil: kept).
+    private static func replacing(
+        _ path: ArraySlice<String>, in tree: JSONValue, _ change: (String) -> String?
+    ) -> JSONValue {
+        guard let first = path.first, case .object(var object) = tree, let child = object[first] else { return tree }
+        if path.count == 1 {
+            guard case .string(let value) = child, !value.isEmpty, let changed = change(value) else { return tree }
+            object[first] = .string(changed)
+        } else {
+            object[first] = replacing(path.dropFirst(), in: child, change)
+        }
+        return .object(object)
     }
 
     static func parse(_ data: Data, source: String) throws(ConfigError) -> JSONValue {

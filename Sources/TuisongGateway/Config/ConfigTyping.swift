@@ -171,33 +171,14 @@ extension GatewayConfig {
             throw ConfigError("providers", ProviderRegistry.unknownProviderMessage(unknown))
         }
 
-        apns = APNs(
-            productionURL: try r.string("apns.production_url"),
-            sandboxURL: try r.string("apns.sandbox_url"),
-            caFile: try r.string("apns.ca_file"),
-            connections: try r.int("apns.connections", in: 1...64),
-            connectTimeoutSeconds: try r.int("apns.connect_timeout_seconds", in: 1...300),
-            requestTimeoutSeconds: try r.int("apns.request_timeout_seconds", in: 1...600),
-            tokenRefreshMinutes: try r.int("apns.token_refresh_minutes", in: 20...60),
-            localMock: try r.bool("apns.local_mock"),
-            localMockPort: try r.int("apns.local_mock_port", in: 0...65535))
-        for key in ["apns.production_url", "apns.sandbox_url"] {
-            let url = key == "apns.production_url" ? apns.productionURL : apns.sandboxURL
-            guard let parsed = URLComponents(string: url), parsed.scheme == "https",
-                let host = parsed.host, !host.isEmpty
-            else {
-                throw ConfigError(key, "\"\(url)\" is not an https URL")
-            }
-        }
-        if !apns.caFile.isEmpty, !FileManager.default.isReadableFile(atPath: apns.caFile) {
-            throw ConfigError("apns.ca_file", "\"\(apns.caFile)\" is not a readable file")
-        }
+        localMode = LocalMode(
+            enabled: try r.bool(LocalMode.enabledKey), port: try r.int(LocalMode.portKey, in: 0...65535))
 
         var transportSections: [PushChannel: TransportSection] = [:]
         for declaration in registry.declarations {
             var values: [String: String] = [:]
             for key in declaration.configKeys {
-                let path = "transports.\(declaration.name).\(key.key)"
+                let path = "\(declaration.configSectionPath).\(key.key)"
                 switch key.kind {
                 case .integer(let range):
                     values[key.key] = String(try r.int(path, in: range))
@@ -213,6 +194,18 @@ extension GatewayConfig {
                         else { throw ConfigError(path, "\"\(url)\" is not an http(s) URL") }
                     }
                     values[key.key] = url
+                case .httpsURL:
+                    let url = try r.string(path)
+                    guard let parsed = URLComponents(string: url), parsed.scheme == "https",
+                        let host = parsed.host, !host.isEmpty
+                    else { throw ConfigError(path, "\"\(url)\" is not an https URL") }
+                    values[key.key] = url
+                case .file:
+                    let file = try r.string(path)
+                    if !file.isEmpty, !FileManager.default.isReadableFile(atPath: file) {
+                        throw ConfigError(path, "\"\(file)\" is not a readable file")
+                    }
+                    values[key.key] = file
                 }
             }
             transportSections[declaration.channel.channel] = TransportSection(values)

@@ -20,20 +20,6 @@ extension DeliverySettings {
     }
 }
 
-extension GatewayConfig {
-    /// A transport's config section: `transports.<name>.*`, and APNs's `apns.*`, kept where
-    /// operators have always had it (its local-mode switch aside, read by the gateway).
-    func section(_ channel: PushChannel) -> TransportSection {
-        guard channel == .apns else { return transports.section(channel) }
-        return TransportSection([
-            "production_url": apns.productionURL, "sandbox_url": apns.sandboxURL, "ca_file": apns.caFile,
-            "connections": String(apns.connections), "connect_timeout_seconds": String(apns.connectTimeoutSeconds),
-            "request_timeout_seconds": String(apns.requestTimeoutSeconds),
-            "token_refresh_minutes": String(apns.tokenRefreshMinutes),
-        ])
-    }
-}
-
 extension HTTPServer.Configuration {
     /// The main listener, `listen.*` and `http.*` of the config (threads 0 = one per core).
     init(_ listen: GatewayConfig.Listen, http: GatewayConfig.HTTP) {

@@ -4,7 +4,7 @@ import TuisongCrypto
 import TuisongDelivery
 import TuisongTransportKit
 
-/// A credential of a channel with a declared form (every one but APNs) to add: its channel and the fields of the form its
+/// A credential of a channel with a declared form to add: its channel and the fields of the form its
 /// transport declares, by name (what the admin API, the console and the CLI build).
 public struct ChannelCredentialUpload: Sendable {
     public let channel: PushChannel
@@ -43,7 +43,7 @@ public struct ChannelCredentialService: Sendable, ChannelSecretOpener {
 
     /// The hosts the operator's config allows a credential's sign-in on besides its service's
     /// own: those each transport's section points at elsewhere (its declared `testTokenHosts`: a
-    /// look-alike, as the tests and `tuisong apns-mock` run one), and loopback in local mode,
+    /// look-alike, as the tests and local mode run one), and loopback in local mode,
     /// where every token request goes to the bundled look-alike whatever the account says.
     public static func testTokenHosts(_ config: GatewayConfig) -> Set<String> {
         var hosts: Set<String> = []
@@ -51,7 +51,7 @@ public struct ChannelCredentialService: Sendable, ChannelSecretOpener {
             guard let configured = declaration.testTokenHosts else { continue }
             hosts.formUnion(configured(config.transports.section(declaration.channel.channel)))
         }
-        if config.apns.localMock { hosts.formUnion(["127.0.0.1", "localhost", "::1", "[::1]"]) }
+        if config.localMode.enabled { hosts.formUnion(["127.0.0.1", "localhost", "::1", "[::1]"]) }
         return hosts
     }
 
@@ -65,8 +65,8 @@ public struct ChannelCredentialService: Sendable, ChannelSecretOpener {
         guard let form = registry.declaration(of: channel)?.credentialForm else {
             throw CredentialError(
                 .wrongKind,
-                channel == .apns
-                    ? "APNs credentials are .p8, .p12 or PEM files (credential add --channel apns)"
+                channel == registry.uploadedFilesChannel
+                    ? "\(channel.displayName) credentials are .p8, .p12 or PEM files (credential add --channel \(channel.rawValue))"
                     : "\(channel.rawValue) has no credential form: use \(registry.formChannelList)",
                 field: "channel")
         }

@@ -163,7 +163,7 @@ public struct CredentialService: Sendable {
         guard certificate.notAfter > clock.now else {
             throw CredentialError(.expired, "the certificate expired on \(ISO8601.string(certificate.notAfter))")
         }
-        let named = certificate.apnsEnvironments.compactMap(PushEnvironment.init(rawValue:))
+        let named = certificate.applePushEnvironments.compactMap(PushEnvironment.init(rawValue:))
         let universal = named.count == 2
         guard let chosen = environment ?? (named.count == 1 ? named[0] : universal ? .production : nil) else {
             throw CredentialError(
@@ -173,7 +173,7 @@ public struct CredentialService: Sendable {
         }
         return NewCredential(
             appID: appID, kind: kind, environment: chosen, teamID: nil, keyID: nil,
-            subject: certificate.subject, topics: certificate.apnsTopics, expiresAt: certificate.notAfter,
+            subject: certificate.subject, topics: certificate.applePushTopics, expiresAt: certificate.notAfter,
             encryptedSecret: try seal(secret, appID: appID), servesBothEnvironments: universal)
     }
 

@@ -8,7 +8,9 @@ import TuisongCore
 /// This node's only: another node lists the credential without `check_pending`.
 final class PendingCredentialChecks: Sendable {
     enum Key: Hashable, Sendable {
-        case apns(Int64)
+        /// An uploaded file credential (`CredentialStore`).
+        case uploaded(Int64)
+        /// A declared form's credential (`ChannelCredentialStore`).
         case channel(Int64)
     }
 

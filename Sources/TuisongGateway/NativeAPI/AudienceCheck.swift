@@ -5,7 +5,7 @@ import TuisongCore
 enum AudienceCheck {
     /// Whether the push is known, now, to reach no device: a tag no valid device carries
     /// (`VIP` for `vip`), an app without devices, a list none of whose entries can be sent. An
-    /// explicit APNs token is sent registered or not, so a list holding one is never empty.
+    /// explicit token of the channel a token names by its shape is sent registered or not, so a list holding one is never empty.
     /// One read with a small `LIMIT`: a query audience's first device of the push's environment,
     /// or a list's page as the run itself reads it first; lists longer than `maxCheckedList`
     /// are not checked (said empty only when known).

@@ -1,5 +1,6 @@
 import Foundation
 import TuisongCore
+import TuisongTransportKit
 
 /// Parses the body of `POST /api/v1/push` into a `PushJob`, with an error naming the field.
 ///
@@ -40,7 +41,7 @@ enum NativePushRequest {
         guard let notificationObject = body["notification"] as? [String: Any] else {
             throw invalid("\"notification\" is required and must be an object")
         }
-        var content = try parseNotification(notificationObject)
+        var content = try parseNotification(notificationObject, fields: notificationFields(transports))
 
         var options = PushOptions(pushType: content.suggestedPushType)
         if let raw = body["push_type"] {
@@ -187,23 +188,35 @@ enum NativePushRequest {
         }
     }
 
-    /// The native API's `notification` object (APNs's shape, snake-cased) as neutral content.
-    /// Its keys that only APNs takes (`mutable_content`, `target_content_id`,
-    /// `interruption_level`, `relevance_score`, the alert's `launch_image`, `action_loc_key`,
-    /// `summary_arg`, `summary_arg_count`; a critical sound's `volume` as `critical_volume`, an
-    /// alert given as an object as `alert_as_object`) fill the content's `apns` entry under the
-    /// same names, which the APNs transport checks when the message is submitted (a value out of
-    /// range: `invalid_notification`) and alone reads.
-    static func parseNotification(_ object: [String: Any]) throws -> PushContent {
+    /// The keys of `notification` each transport of `transports` reads into its own content
+    /// entry (`TransportDeclaration.notificationFields`), by its channel.
+    static func notificationFields(_ transports: TransportRegistry) -> [(
+        channel: PushChannel, field: NotificationField
+    )] {
+        transports.declarations.flatMap { declaration in
+            declaration.notificationFields.map { (declaration.channel.channel, $0) }
+        }
+    }
+
+    /// The native API's `notification` object (Apple's shape, snake-cased) as neutral content.
+    /// The keys one service alone takes (`mutable_content`, `relevance_score`, the alert's
+    /// `launch_image`, …) and a service's own reading of a shared key are its declaration's
+    /// (`fields`, `TransportDeclaration.notificationFields`): each fills that service's entry of
+    /// the content under its name, which its transport checks when the message is submitted (a
+    /// value out of range: `invalid_notification`) and alone reads.
+    static func parseNotification(
+        _ object: [String: Any], fields: [(channel: PushChannel, field: NotificationField)] = []
+    ) throws -> PushContent {
         var n = PushContent()
+        let own = Set(fields.filter { !$0.field.isShared && !$0.field.inAlert }.map(\.field.name))
+        let ownInAlert = Set(fields.filter { !$0.field.isShared && $0.field.inAlert }.map(\.field.name))
         for (key, value) in object {
             switch key {
             case "alert":
                 if let text = value as? String {
                     n.body = text
-                } else if let fields = value as? [String: Any] {
-                    try parseAlert(fields, into: &n)
-                    n.set("alert_as_object", true, forService: .apns)
+                } else if let alert = value as? [String: Any] {
+                    try parseAlert(alert, into: &n, ownKeys: ownInAlert)
                 } else {
                     throw invalid("\"notification.alert\" must be a string or an object")
                 }
@@ -217,29 +230,14 @@ enum NativePushRequest {
                     n.sound = name
                 } else if let sound = value as? [String: Any], let name = sound["name"] as? String {
                     n.sound = name
-                    let volume = (sound["volume"] as? NSNumber)?.doubleValue ?? 1
-                    n.set("critical_volume", .double(volume), forService: .apns)
                 } else {
                     throw invalid(
                         "\"notification.sound\" must be a sound name or {\"name\", \"volume\"} for a critical alert")
                 }
             case "content_available": n.background = try flag(value, key)
-            case "mutable_content": n.set(key, try flag(value, key) ? true : nil, forService: .apns)
             case "category": n.category = try string(value, key)
             case "thread_id": n.thread = try string(value, key)
             case "image": n.image = try string(value, key)
-            case "target_content_id": n.set(key, .string(try string(value, key)), forService: .apns)
-            case "interruption_level":
-                guard let level = value as? String, interruptionLevels.contains(level) else {
-                    throw invalid(
-                        "\"notification.interruption_level\" must be passive, active, time-sensitive or critical")
-                }
-                n.set(key, .string(level), forService: .apns)
-            case "relevance_score":
-                guard let number = value as? NSNumber, !JSONValue.isBoolean(value) else {
-                    throw invalid("\"notification.relevance_score\" must be a number 0…1")
-                }
-                n.set(key, .double(number.doubleValue), forService: .apns)
             case "custom":
                 guard let custom = value as? [String: Any] else {
                     throw invalid("\"notification.custom\" must be an object")
@@ -251,7 +249,19 @@ enum NativePushRequest {
                     n.data[customKey] = json
                 }
             default:
-                throw invalid("unknown field \"notification.\(key)\"")
+                guard own.contains(key) else { throw invalid("unknown field \"notification.\(key)\"") }
+            }
+        }
+        for (channel, field) in fields {
+            let container = field.inAlert ? object["alert"] as? [String: Any] : object
+            guard let raw = container?[field.name] else { continue }
+            guard let value = JSONValue(jsonObject: raw) else {
+                throw invalid("\"notification.\(field.path)\" is not JSON")
+            }
+            do throws(NotificationFieldError) {
+                if let read = try field.read(value) { n.set(field.key, read, forService: channel) }
+            } catch {
+                throw invalid(error.message)
             }
         }
         do {
@@ -262,32 +272,23 @@ enum NativePushRequest {
         return n
     }
 
-    static func parseAlert(_ object: [String: Any], into f: inout PushContent) throws {
+    static func parseAlert(_ object: [String: Any], into f: inout PushContent, ownKeys: Set<String>) throws {
         for (key, value) in object {
             let path = "notification.alert.\(key)"
             switch key {
             case "title": f.title = try string(value, path)
             case "subtitle": f.subtitle = try string(value, path)
             case "body": f.body = try string(value, path)
-            case "launch_image": f.set(key, .string(try string(value, path)), forService: .apns)
             case "title_loc_key": f.titleLocKey = try string(value, path)
             case "title_loc_args": f.titleLocArgs = try strings(value, path)
             case "subtitle_loc_key": f.subtitleLocKey = try string(value, path)
             case "subtitle_loc_args": f.subtitleLocArgs = try strings(value, path)
             case "loc_key": f.bodyLocKey = try string(value, path)
             case "loc_args": f.bodyLocArgs = try strings(value, path)
-            case "action_loc_key": f.set(key, .string(try string(value, path)), forService: .apns)
-            case "summary_arg": f.set(key, .string(try string(value, path)), forService: .apns)
-            case "summary_arg_count":
-                guard let n = integer(value) else { throw invalid("\"\(path)\" must be an integer") }
-                f.set(key, .int(Int64(n)), forService: .apns)
-            default: throw invalid("unknown field \"\(path)\"")
+            default: guard ownKeys.contains(key) else { throw invalid("unknown field \"\(path)\"") }
             }
         }
     }
-
-    /// `notification.interruption_level`'s values (Apple's `interruption-level`).
-    private static let interruptionLevels: Set<String> = ["passive", "active", "time-sensitive", "critical"]
 
     private static func invalid(_ message: String) -> NativeAPIError {
         NativeAPIError(400, "invalid_request", message)

@@ -10,13 +10,14 @@ public final class GatewayMetrics: Sendable {
 
     /// Messages committed by `submit`, by the vendor API they came through.
     let messagesAccepted: CounterFamily
-    /// Delivery attempts by outcome and APNs (or gateway) reason.
+    /// Delivery attempts by outcome and the service's (or the gateway's) reason.
     let deliveries: CounterFamily
     /// Devices of an audience not sent to, by reason.
     let skips: CounterFamily
-    /// From handing a push to the APNs pool to its answer.
-    let apnsResponseSeconds: HistogramFamily
-    /// From handing a push to an Android transport to its service's answer.
+    /// From handing a push to a transport that declares a histogram of its own to its answer,
+    /// by environment (`TransportDeclaration.responseHistogram`).
+    let ownResponseSeconds: [PushChannel: HistogramFamily]
+    /// From handing a push to any other transport to its service's answer.
     let channelResponseSeconds: HistogramFamily
     let httpRequests: CounterFamily
     let httpRequestSeconds: HistogramFamily
@@ -30,7 +31,9 @@ public final class GatewayMetrics: Sendable {
         0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
     ]
 
-    public init() {
+    /// `ownResponseHistograms`: each transport's own response-time histogram, by its channel
+    /// (`TransportDeclaration.responseHistogram`), registered in this order.
+    public init(ownResponseHistograms: [(channel: PushChannel, name: String, help: String)] = []) {
         messagesAccepted = registry.counter(
             "tuisong_messages_accepted_total", "Push messages accepted (durably stored), by vendor API.",
             labels: ["vendor"])
@@ -40,10 +43,12 @@ public final class GatewayMetrics: Sendable {
             labels: ["channel", "outcome", "reason"])
         skips = registry.counter(
             "tuisong_delivery_skips_total", "Audience devices not sent to, by reason.", labels: ["reason"])
-        apnsResponseSeconds = registry.histogram(
-            "tuisong_apns_response_seconds",
-            "Seconds from handing a push to the APNs connection pool to APNs's answer (includes waiting for a free stream).",
-            labels: ["environment"], buckets: Self.latencyBuckets)
+        var own: [PushChannel: HistogramFamily] = [:]
+        for histogram in ownResponseHistograms {
+            own[histogram.channel] = registry.histogram(
+                histogram.name, histogram.help, labels: ["environment"], buckets: Self.latencyBuckets)
+        }
+        ownResponseSeconds = own
         channelResponseSeconds = registry.histogram(
             "tuisong_channel_response_seconds",
             "Seconds from handing a push to an Android push service's transport to the service's answer (token fetch and queueing included).",
@@ -101,8 +106,8 @@ public final class GatewayMetrics: Sendable {
         }
         if delivered > 0 { counts[[channel.rawValue, "delivered", ""], default: 0] += delivered }
         deliveries.increment(counts)
-        if channel == .apns {
-            apnsResponseSeconds.observe(seconds, times: answered, [environment.rawValue])
+        if let own = ownResponseSeconds[channel] {
+            own.observe(seconds, times: answered, [environment.rawValue])
         } else {
             channelResponseSeconds.observe(seconds, times: answered, [channel.rawValue])
         }

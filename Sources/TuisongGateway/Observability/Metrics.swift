@@ -5,7 +5,7 @@ import Synchronization
 /// the text exposition format (version 0.0.4) that `GET /metrics` answers.
 ///
 /// Each family keeps its series in one `Mutex`-guarded dictionary keyed by label values; hot
-/// paths aggregate first (a batch of APNs answers is one lock per family) so the lock is taken
+/// paths aggregate first (a batch of a service's answers is one lock per family) so the lock is taken
 /// rarely. Gauges that mirror state held elsewhere (pool statistics, queue depths) are read at
 /// scrape time through a closure instead of being kept up to date.
 ///

@@ -66,7 +66,7 @@ enum MetricsEndpoint {
 
     static func addGauges(to metrics: GatewayMetrics, transports: GatewayTransports, store: any GatewayStore) {
         addAndroidGauges(to: metrics, android: transports)
-        // The transports' own (APNs's pools), as each declares them.
+        // The transports' own (connection pools' gauges), as each declares them.
         for gauge in transports.gauges {
             metrics.addGauge(gauge.name, gauge.help, labels: gauge.labels, read: gauge.read)
         }

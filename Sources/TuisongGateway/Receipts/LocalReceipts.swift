@@ -48,7 +48,7 @@ public final class ReceiptBaseURL: Sendable {
     /// listener on port 0 is not known until it is bound.)
     public static func configured(_ config: GatewayConfig) -> String {
         if !config.receipts.publicURL.isEmpty { return config.receipts.publicURL }
-        guard config.apns.localMock, config.listen.port != 0 else { return "" }
+        guard config.localMode.enabled, config.listen.port != 0 else { return "" }
         return listenerURL(host: config.listen.host, port: config.listen.port)
     }
 }

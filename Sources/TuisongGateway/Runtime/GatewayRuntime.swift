@@ -65,7 +65,10 @@ public final class GatewayRuntime: Sendable {
     ) async throws -> GatewayRuntime {
         // OpenSSL writes to sockets with write(2): a peer that hangs up must not kill us.
         signal(SIGPIPE, SIG_IGN)
-        let metrics = GatewayMetrics()
+        let metrics = GatewayMetrics(
+            ownResponseHistograms: config.transports.registry.declarations.compactMap { declaration in
+                declaration.responseHistogram.map { (declaration.channel.channel, $0.name, $0.help) }
+            })
         let store = try openStore(config, metrics: metrics, logger: logger)
         DataDirectory.secure(config, logger: logger)
         var mock: LookAlikeServer?
@@ -81,7 +84,7 @@ public final class GatewayRuntime: Sendable {
             let receiptKeys = ReceiptKeys(masterKey: masterKey)
             let appReceipts = AppReceiptTokens(keys: receiptKeys)
             var local: GatewayTransports.Local?
-            if config.apns.localMock {
+            if config.localMode.enabled {
                 let started = try await LocalLookAlikes.start(
                     config: config, store: store, channelSecrets: channelCredentials, logger: logger)
                 mock = started.server
@@ -108,7 +111,7 @@ public final class GatewayRuntime: Sendable {
                 mock.sendReceipts(to: sink)
             }
             let transports = try await GatewayTransports.start(
-                config.transports, section: config.section, local: local, store: store, secrets: channelCredentials,
+                config.transports, local: local, store: store, secrets: channelCredentials,
                 uploaded: UploadedCredentials(store: store, opener: credentials, providerTokens: store), clock: clock,
                 logger: logger, receipts: receiptSettings, appReceipts: appReceipts)
             if mock != nil {
@@ -398,7 +401,7 @@ public final class GatewayRuntime: Sendable {
         _ record: CredentialRecord, topic: String, config: GatewayConfig, credentials: CredentialService,
         store: any GatewayStore
     ) async -> ChannelCredentialCheck {
-        guard !config.apns.localMock else { return .localMode }
+        guard !config.localMode.enabled else { return .localMode }
         guard record.kind == .p8 else {
             return .notChecked("a certificate is checked in the TLS handshake of the first push")
         }
@@ -407,7 +410,7 @@ public final class GatewayRuntime: Sendable {
         let transports: GatewayTransports
         do {
             transports = try await GatewayTransports.start(
-                config.transports, section: config.section, local: nil, store: store,
+                config.transports, local: nil, store: store,
                 secrets: ChannelCredentialService(store: store, masterKey: credentials.masterKey),
                 uploaded: UploadedCredentials(store: store, opener: credentials), clock: SystemClock(),
                 logger: Logger(label: "tuisong.credential-probe"), only: Set(uploading.map(\.channel.channel)))
@@ -447,7 +450,7 @@ enum LocalLookAlikes {
         let lookAlikes = config.transports.lookAlikes
         let setup = try LookAlikeLocalSetup.loadOrGenerate(at: path, bundleID: "tuisong.local", lookAlikes: lookAlikes)
         var configuration = setup.configuration(
-            host: "127.0.0.1", port: config.apns.localMockPort, lookAlikes: lookAlikes)
+            host: "127.0.0.1", port: config.localMode.port, lookAlikes: lookAlikes)
         // The same magic tokens as `apns-mock --magic-tokens` (docs/android.md, "Local mode"):
         // a newcomer sees an invalidation and a retry with no faults file.
         configuration.faults = .magicTokenPrefixes(lookAlikes: lookAlikes)

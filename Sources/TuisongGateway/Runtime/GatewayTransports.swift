@@ -6,7 +6,7 @@ import TuisongHTTPClient
 import TuisongTransportKit
 
 /// The transports of a gateway, every one the registry declares made from its declaration:
-/// each with its own connections (an HTTP client, APNs's pools) and credential lookup (a
+/// each with its own connections (an HTTP client, HTTP/2 pools) and credential lookup (a
 /// `ChannelCredentialResolver`, or its own over the uploaded files), configured from its config
 /// section or, in local mode, pointed at the bundled look-alike with its throwaway credentials
 /// as every app's fallback.
@@ -36,7 +36,7 @@ struct GatewayTransports: Sendable {
 
     /// Makes the registry's transports (`only`: just those, for a one-off check).
     static func start(
-        _ config: GatewayConfig.Transports, section: (PushChannel) -> TransportSection, local: Local?,
+        _ config: GatewayConfig.Transports, local: Local?,
         store: any ChannelCredentialStore, secrets: any ChannelSecretOpener, uploaded: UploadedCredentials?,
         clock: any Clock, logger: Logger, receipts: ReceiptSettings? = nil, appReceipts: AppReceiptTokens? = nil,
         only: Set<PushChannel>? = nil
@@ -65,7 +65,7 @@ struct GatewayTransports: Sendable {
                 resolvers[channel] = resolver
                 members[channel] = try make(
                     TransportContext(
-                        channel: channel, section: section(channel),
+                        channel: channel, section: config.section(channel),
                         // Local mode sends where the look-alike stands in for the service.
                         localBaseURL: fallback != nil ? local?.baseURL : nil, client: client,
                         resolver: resolver, requestTimeout: .seconds(config.requestTimeoutSeconds),
@@ -107,7 +107,7 @@ struct GatewayTransports: Sendable {
         for resolver in resolvers.values { resolver.forget(appID: appID) }
     }
 
-    /// The transports that look their uploaded credentials up themselves (APNs), in order.
+    /// The transports that look their uploaded credentials up themselves, in order.
     var uploadedCredentialHooks: [UploadedCredentialHooks] {
         order.compactMap { members[$0]?.uploadedCredentials }
     }
@@ -117,7 +117,7 @@ struct GatewayTransports: Sendable {
         for hooks in uploadedCredentialHooks { await hooks.changed(appID) }
     }
 
-    /// The uploaded credentials' transport (APNs): the one its credential API speaks for.
+    /// The uploaded credentials' transport: the one the uploaded-credential API speaks for.
     var uploaded: UploadedCredentialHooks? { uploadedCredentialHooks.first }
 
     /// Whether pushes of a held route could be sent now (looked up again, not cached).
@@ -220,7 +220,7 @@ extension ChannelCredentialCheck {
     public static func check(
         _ record: ChannelCredentialRecord, config: GatewayConfig, service: ChannelCredentialService, logger: Logger
     ) async -> ChannelCredentialCheck {
-        guard !config.apns.localMock else { return .localMode }
+        guard !config.localMode.enabled else { return .localMode }
         let secret: [UInt8]
         do {
             secret = try service.secret(of: record)
@@ -230,7 +230,7 @@ extension ChannelCredentialCheck {
         let transports: GatewayTransports
         do {
             transports = try await GatewayTransports.start(
-                config.transports, section: config.section, local: nil, store: service.store, secrets: service,
+                config.transports, local: nil, store: service.store, secrets: service,
                 uploaded: nil, clock: SystemClock(), logger: logger, only: [record.channel])
         } catch {
             return .unavailable("\(error)")

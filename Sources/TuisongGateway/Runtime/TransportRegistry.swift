@@ -58,6 +58,13 @@ public struct TransportRegistry: Sendable {
 
     public var channels: [PushChannel] { declarations.map(\.channel.channel) }
 
+    /// The channel whose credentials are uploaded files (`TransportDeclaration.takesUploadedFiles`):
+    /// what the uploaded-credential API, `credential add --file` and the console's file form
+    /// speak for. nil: this gateway has no such transport.
+    public var uploadedFilesChannel: PushChannel? {
+        declarations.first(where: \.takesUploadedFiles)?.channel.channel
+    }
+
     public func declaration(of channel: PushChannel) -> TransportDeclaration? {
         declarations.first { $0.channel.channel == channel }
     }
@@ -67,8 +74,8 @@ public struct TransportRegistry: Sendable {
         PushChannel(rawValue: name).flatMap { declaration(of: $0)?.channel.channel }
     }
 
-    /// The transports an operator adds a credential to through a declared form (every one but
-    /// APNs), in order.
+    /// The transports an operator adds a credential to through a declared form, in order.
+    /// (The one whose credentials are uploaded files is `uploadedFilesChannel`.)
     public var withCredentialForms: [TransportDeclaration] { declarations.filter { $0.credentialForm != nil } }
 
     /// `fcm, huawei, … or vivo`: the channels with a declared credential form.

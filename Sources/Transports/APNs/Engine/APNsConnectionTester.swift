@@ -14,8 +14,8 @@ public enum APNsConnectionTester {
         var tokenNote = ""
         if case .token(let key, let keyID, let teamID) = credential {
             do {
-                _ = try JWT.apnsProviderToken(
-                    keyID: keyID, teamID: teamID, issuedAt: Date(), key: key)
+                _ = try JWT.es256Token(
+                    keyID: keyID, issuer: teamID, issuedAt: Date(), key: key)
             } catch {
                 return (false, "cannot sign a provider token with key \(keyID): \(error.message)")
             }
@@ -76,7 +76,7 @@ public enum APNsConnectionTester {
         }
         let jwt: String
         do {
-            jwt = try JWT.apnsProviderToken(keyID: keyID, teamID: teamID, issuedAt: Date(), key: key)
+            jwt = try JWT.es256Token(keyID: keyID, issuer: teamID, issuedAt: Date(), key: key)
         } catch {
             return .refused("cannot sign a provider token with key \(keyID): \(error.message)")
         }

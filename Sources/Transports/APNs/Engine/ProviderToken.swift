@@ -210,7 +210,7 @@ public final class ProviderTokenCache: Sendable {
 
     private func sign(_ now: Date, _ state: inout State) throws(CryptoError) -> ProviderToken {
         let issuedAt = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-        let jwt = try JWT.apnsProviderToken(keyID: keyID, teamID: teamID, issuedAt: issuedAt, key: key)
+        let jwt = try JWT.es256Token(keyID: keyID, issuer: teamID, issuedAt: issuedAt, key: key)
         state.minted += 1
         return ProviderToken(jwt: jwt, issuedAt: issuedAt)
     }

@@ -41,8 +41,8 @@ package final class APNsLookAlike: PortService {
             return [
                 "p8_file": keyPath, "key_id": setup.keyID, "team_id": setup.teamID,
                 // A provider token valid for the next hour, for h2load and curl.
-                "provider_token": try JWT.apnsProviderToken(
-                    keyID: setup.keyID, teamID: setup.teamID, issuedAt: Date(),
+                "provider_token": try JWT.es256Token(
+                    keyID: setup.keyID, issuer: setup.teamID, issuedAt: Date(),
                     key: try PrivateKey(pem: setup.tokenKeyPEM)),
             ]
         },
@@ -109,7 +109,7 @@ package final class APNsLookAlike: PortService {
     package func connectionOpened(clientCertificate: Certificate?) -> AnyObject? {
         let state = ConnectionState()
         if let certificate = clientCertificate {
-            var topics = certificate.apnsTopics
+            var topics = certificate.applePushTopics
             // Apple's push certificates name the bundle id in the subject UID as well.
             if topics.isEmpty, let uid = certificate.userID { topics = [uid] }
             state.authentication.certificateTopics = topics
@@ -221,11 +221,11 @@ package final class APNsLookAlike: PortService {
             publicKey: clientKey.publicKey, issuer: (ca, caKey), signingKey: clientKey, isCA: false,
             notBefore: notBefore, notAfter: notAfter,
             extraExtensions: [
-                (Certificate.apnsDevelopmentOID, environmentMarker),
-                (Certificate.apnsProductionOID, environmentMarker),
+                (Certificate.applePushDevelopmentOID, environmentMarker),
+                (Certificate.applePushProductionOID, environmentMarker),
                 (
-                    Certificate.apnsTopicsOID,
-                    Certificate.apnsTopicsExtensionValue(topics: [
+                    Certificate.applePushTopicsOID,
+                    Certificate.applePushTopicsExtensionValue(topics: [
                         bundleID, bundleID + ".voip", bundleID + ".complication",
                     ])
                 ),
