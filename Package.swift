@@ -7,6 +7,10 @@ import PackageDescription
 /// the gateway's registry (`Sources/TuisongGateway/Runtime/TransportRegistry.swift`).
 let transports = ["FCM", "Huawei", "Honor", "Xiaomi", "OPPO", "Vivo", "Harmony"]
 
+/// The transports that send through the HTTP/2 engine (`TuisongHTTP2Client`, the nghttp2 client
+/// APNs sends through) rather than libcurl.
+let http2Transports = ["FCM"]
+
 /// Transports kept in the tests (`Tests/Transports/<Name>`), built and registered exactly as the
 /// real ones are: the proof that a transport is a folder, a name in a list and a registry line
 /// (the tests' binary `tuisong-with-test-transports` has that line: the CLI and the console
@@ -32,7 +36,7 @@ func transport(_ name: String, under folder: String = "Sources/Transports") -> [
             dependencies: [
                 "TuisongCore", "TuisongCrypto", "TuisongDelivery", "TuisongHTTPClient", "TuisongTransportKit",
                 .product(name: "Logging", package: "swift-log"),
-            ],
+            ] + (http2Transports.contains(name) ? ["TuisongHTTP2Client"] : []),
             path: "\(folder)/\(name)", exclude: ["LookAlike"]),
         .target(
             name: "Tuisong\(name)LookAlike",
@@ -161,12 +165,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/TuisongStore"),
+        // The HTTP/2 client engine every HTTP/2 push service sends through (libnghttp2 over
+        // OpenSSL): event loop, TLS + ALPN h2 connections, pool, request queue, flow control,
+        // GOAWAY and reconnects. It names no service; each request type writes its own headers.
+        .target(
+            name: "TuisongHTTP2Client",
+            dependencies: ["TuisongCrypto", "CNGHTTP2", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/TuisongHTTP2Client"),
         .target(
             name: "TuisongAPNs",
             dependencies: [
-                "TuisongCore", "TuisongCrypto", "CNGHTTP2", .product(name: "Logging", package: "swift-log"),
+                "TuisongCore", "TuisongCrypto", "TuisongHTTP2Client", .product(name: "Logging", package: "swift-log"),
             ],
-            // APNs's HTTP/2 client engine, in the APNs folder beside the transport that uses it.
+            // APNs on the HTTP/2 engine: its requests and answers, provider tokens, reasons and
+            // outcomes, the console's connection test; in the APNs folder beside its transport.
             path: "Sources/Transports/APNs/Engine"),
         // HTTP/1.1 and HTTP/2 client on libcurl's multi interface: the Android push transports.
         .target(
@@ -279,7 +291,7 @@ let package = Package(
             name: "TuisongTransportsTests",
             dependencies: [
                 "TuisongTransportKit", "TuisongDelivery", "TuisongCore", "TuisongCrypto", "TuisongHTTPClient",
-                "TuisongLookAlikes", "TuisongPluginTestKit", "TuisongAPNsTransport",
+                "TuisongHTTP2Client", "TuisongLookAlikes", "TuisongPluginTestKit", "TuisongAPNsTransport",
                 .product(name: "Logging", package: "swift-log"),
             ] + transports.map { .target(name: "Tuisong\($0)") },
             // The golden files are read from the source tree (GoldenTests).
@@ -310,10 +322,19 @@ let package = Package(
         .target(
             name: "TuisongPostgresTestKit", dependencies: ["TuisongPostgres"], path: "Tests/TuisongPostgresTestKit"),
         .testTarget(name: "TuisongPostgresTests", dependencies: ["TuisongPostgres", "TuisongPostgresTestKit"]),
+        // The HTTP/2 engine on its own: its parts, and a pool with a request type of no service's
+        // against the look-alikes' server.
+        .testTarget(
+            name: "TuisongHTTP2ClientTests",
+            dependencies: [
+                "TuisongHTTP2Client", "TuisongCrypto", "TuisongLookAlikes",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "TuisongAPNsTests",
             dependencies: [
-                "TuisongAPNs", "TuisongLookAlikes", "TuisongLookAlikeKit", "TuisongAPNsLookAlike", "TuisongCrypto",
+                "TuisongAPNs", "TuisongHTTP2Client", "TuisongLookAlikes", "TuisongLookAlikeKit", "TuisongAPNsLookAlike",
+                "TuisongCrypto",
                 "TuisongCore", "TuisongPluginTestKit",
             ]),
         .testTarget(

@@ -7,6 +7,7 @@ import TuisongCrypto
 import TuisongPluginTestKit
 
 @testable import TuisongAPNs
+@testable import TuisongHTTP2Client
 
 #if canImport(Glibc)
     import Glibc

@@ -5,6 +5,7 @@ import Testing
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
+import TuisongHTTP2Client
 import TuisongHTTPClient
 import TuisongLookAlikes
 import TuisongPluginTestKit
@@ -80,6 +81,44 @@ import TuisongTransportKit
         }
         #expect(reason.description == "invalid_grant")
         #expect(harness.server.androidStatistics.fcm.tokenRefusals == 1)
+    }
+
+    /// FCM sends through the HTTP/2 engine's pools: `transports.fcm.clients` pools of
+    /// `transports.fcm.connections` connections each, all of them opened and used by one chunk.
+    @Test func fcmSpreadsItsSendsOverItsPoolsConnections() async throws {
+        let harness = try await Harness()
+        defer { harness.stop() }
+        let transport = try FCMTransport(
+            connections: FCMTransport.Connections(pools: 2, connectionsPerPool: 3, caFile: harness.caFile),
+            tokenClient: try harness.client(), resolver: harness.resolver(.fcm, harness.fcmCredential()),
+            endpoints: FCMTransport.Endpoints(sendURL: harness.baseURL), requestTimeout: .seconds(10),
+            clock: harness.clock, logger: Logger(label: "test"))
+        let tokens = (0..<40).map { "good-\($0)" }
+        let first = await transport.outcomes(of: harness.batch(Array(tokens[..<20])))
+        let second = await transport.outcomes(of: harness.batch(Array(tokens[20...])))
+        #expect((first + second).allSatisfy { $0.isDelivered })
+        // Each pool opened its three at its first chunk; the ones the chunk did not wait for
+        // finish their handshakes meanwhile.
+        #expect(await eventually { transport.statistics.openConnections == 6 })
+        #expect(transport.statistics.connectionsOpened == 6)
+        #expect(transport.statistics.requestsCompleted == 40)
+        #expect(harness.server.receivedAndroidMessages().filter { $0.service == .fcm }.count == 40)
+        // One sign-in served both pools.
+        #expect(transport.tokens.fetchCount == 1)
+        await transport.shutdown()
+    }
+
+    @Test func fcmRefusesASendURLItCannotReachOverHTTP2() async throws {
+        let harness = try await Harness()
+        defer { harness.stop() }
+        for url in ["http://fcm.example", "https://fcm.example/v1"] {
+            #expect(throws: HTTP2ClientError.self) {
+                try FCMTransport(
+                    connections: FCMTransport.Connections(), tokenClient: try harness.client(),
+                    resolver: harness.resolver(.fcm, nil), endpoints: FCMTransport.Endpoints(sendURL: url),
+                    requestTimeout: .seconds(10), clock: harness.clock, logger: Logger(label: "test"))
+            }
+        }
     }
 
     @Test func noCredentialHoldsTheDevicesAsAPNsDoes() async throws {
@@ -274,8 +313,9 @@ final class Harness: Sendable {
     }
 
     func fcm(credential: ChannelCredentialRecord?) -> FCMTransport {
-        FCMTransport(
-            clients: [try! client()], resolver: resolver(.fcm, credential),
+        try! FCMTransport(
+            connections: FCMTransport.Connections(connectionsPerPool: 1, caFile: caFile), tokenClient: try! client(),
+            resolver: resolver(.fcm, credential),
             endpoints: FCMTransport.Endpoints(sendURL: baseURL), requestTimeout: .seconds(10), clock: clock,
             logger: Logger(label: "test"))
     }

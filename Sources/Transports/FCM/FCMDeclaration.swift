@@ -8,13 +8,14 @@ extension FCMTransport {
     public static let channel = PushChannel("fcm")
 
     /// FCM as the gateway's transport registry knows it: Google's service, opaque tokens, the
-    /// service-account JSON as its credential, `transports.fcm.{url,token_url,clients}`.
+    /// service-account JSON as its credential, `transports.fcm.{url,token_url,clients,connections}`.
     public static let declaration = TransportDeclaration(
         channel: ChannelDeclaration(channel: FCMTransport.channel, displayName: "FCM", withArticle: "an FCM"),
         configKeys: [
             TransportConfigKey("url", .url(required: true), default: "https://fcm.googleapis.com"),
             TransportConfigKey("token_url", .url(required: false), default: ""),
             TransportConfigKey("clients", .integer(1...16), default: "1"),
+            TransportConfigKey("connections", .integer(1...64), default: "2"),
         ],
         credentialForm: CredentialForm(
             fields: [
@@ -46,10 +47,12 @@ extension FCMTransport {
                     vendorAppID: account.projectID, clientID: account.clientEmail, secret: account.json)
             }),
         make: { context in
-            let transport = FCMTransport(
-                clients: try (0..<context.section.integer("clients", default: 1)).map {
-                    try context.client("fcm-\($0)")
-                },
+            let transport = try FCMTransport(
+                connections: FCMTransport.Connections(
+                    pools: context.section.integer("clients", default: 1),
+                    connectionsPerPool: context.section.integer("connections", default: 2),
+                    connectTimeout: context.connectTimeout, caFile: context.caFile),
+                tokenClient: try context.client("fcm-token"),
                 resolver: context.resolver,
                 endpoints: FCMTransport.Endpoints(
                     sendURL: context.url("url"),
@@ -60,7 +63,7 @@ extension FCMTransport {
                 appReceipts: context.appReceipts)
             return TransportInstance(
                 transport: transport, tokens: transport.tokens, statistics: { transport.statistics },
-                shutdown: { transport.shutdown() }, checkSignIn: { await transport.checkSignIn($0) },
+                shutdown: { await transport.shutdown() }, checkSignIn: { await transport.checkSignIn($0) },
                 quotaExhausted: nil)
         },
         serviceCodes: serviceCodes,

@@ -4,12 +4,13 @@ import Synchronization
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
+import TuisongHTTP2Client
 import TuisongHTTPClient
 import TuisongTransportKit
 
 /// Sends pushes to FCM HTTP v1: one `POST /v1/projects/{project}/messages:send` per device,
-/// multiplexed over HTTP/2 by the HTTP client, signed in with the app's service account
-/// (docs/reference/android.md, FCM).
+/// multiplexed over HTTP/2 by the shared nghttp2 engine (`HTTP2ConnectionPool`, the one APNs
+/// sends through), signed in with the app's service account (docs/reference/android.md, FCM).
 ///
 /// The service account's RS256-signed assertion is traded at its `token_uri` for an access
 /// token, cached and refreshed before it expires (`AccessTokenCache`). A 401 drops the token
@@ -17,7 +18,7 @@ import TuisongTransportKit
 /// account, marks the credential failing and holds its pushes.
 public final class FCMTransport: PushTransport {
     public struct Endpoints: Sendable {
-        /// Where messages are sent: `https://fcm.googleapis.com`.
+        /// Where messages are sent: `https://fcm.googleapis.com` (`https://host[:port]`, no path).
         public var sendURL: String
         /// Replaces every account's `token_uri` when set (a test's or local mode's look-alike).
         public var tokenURL: String?
@@ -25,6 +26,27 @@ public final class FCMTransport: PushTransport {
         public init(sendURL: String = "https://fcm.googleapis.com", tokenURL: String? = nil) {
             self.sendURL = sendURL.hasSuffix("/") ? String(sendURL.dropLast()) : sendURL
             self.tokenURL = tokenURL
+        }
+    }
+
+    /// How the sends' HTTP/2 pools are made.
+    public struct Connections: Sendable {
+        /// Pools the sends are spread over, each its own event-loop thread.
+        public var pools = 1
+        /// HTTP/2 connections each pool keeps open to FCM.
+        public var connectionsPerPool = 2
+        /// DNS + TCP + TLS + the server's first SETTINGS.
+        public var connectTimeout: Duration = .seconds(10)
+        /// A PEM bundle of CAs trusted instead of the system's (a test's look-alike).
+        public var caFile: String?
+
+        public init(
+            pools: Int = 1, connectionsPerPool: Int = 2, connectTimeout: Duration = .seconds(10), caFile: String? = nil
+        ) {
+            self.pools = pools
+            self.connectionsPerPool = connectionsPerPool
+            self.connectTimeout = connectTimeout
+            self.caFile = caFile
         }
     }
 
@@ -37,10 +59,13 @@ public final class FCMTransport: PushTransport {
         var key: PrivateKey
     }
 
-    /// One request per device costs libcurl about 30 µs of CPU on its client's one thread:
-    /// several clients (threads, each with its own connections) share the sends.
-    let clients: [HTTPClient]
-    private let nextClient = Atomic<Int>(0)
+    /// The sends' pools (each one event-loop thread with its connections), taken in turn.
+    let pools: [HTTP2ConnectionPool]
+    private let nextPool = Atomic<Int>(0)
+    /// The token endpoint's client (libcurl): an access token lives an hour, so its fetches are rare.
+    let tokenClient: HTTPClient
+    /// `:path` of every send of a project, built once per project.
+    private let sendPaths = Mutex<[String: String]>([:])
     let resolver: ChannelCredentialResolver
     let endpoints: Endpoints
     let requestTimeout: Duration
@@ -51,13 +76,38 @@ public final class FCMTransport: PushTransport {
     /// The receipt tokens of the apps that post their own receipts (a `data` field).
     let appReceipts: AppReceiptTokens?
 
+    /// - Parameter tokenClient: the HTTP client access tokens are fetched with.
+    /// - Throws: `HTTP2ClientError` when `endpoints.sendURL` is not `https://host[:port]` or a
+    ///   pool cannot start.
     public init(
-        clients: [HTTPClient], resolver: ChannelCredentialResolver, endpoints: Endpoints, requestTimeout: Duration,
-        clock: any Clock, logger: Logger, appReceipts: AppReceiptTokens? = nil
-    ) {
-        precondition(!clients.isEmpty, "FCMTransport needs at least one HTTP client")
+        connections: Connections, tokenClient: HTTPClient, resolver: ChannelCredentialResolver, endpoints: Endpoints,
+        requestTimeout: Duration, clock: any Clock, logger: Logger, appReceipts: AppReceiptTokens? = nil
+    ) throws(HTTP2ClientError) {
+        guard let endpoint = HTTP2Endpoint(url: endpoints.sendURL) else {
+            throw HTTP2ClientError(
+                .connectFailed, "FCM's send URL must be https://host[:port] with no path, not \(endpoints.sendURL)")
+        }
+        let tlsContext: TLSContext
+        do {
+            tlsContext = try TLSContext.client(
+                alpn: ["h2"], trustSystemCAs: connections.caFile == nil, caFile: connections.caFile)
+        } catch {
+            throw HTTP2ClientError(.tlsFailed, "TLS context: \(error.message)")
+        }
+        var configuration = HTTP2ConnectionPool.Configuration(label: "FCM", endpoint: endpoint)
+        configuration.connections = max(1, connections.connectionsPerPool)
+        configuration.connectTimeout = connections.connectTimeout
+        configuration.requestTimeout = requestTimeout
+        configuration.responseHeaders = Self.responseHeaders
+        // FCM's answers are small JSON (a message name, or an error with its details).
+        configuration.maxResponseBodyBytes = 64 * 1024
+        var pools: [HTTP2ConnectionPool] = []
+        for _ in 0..<max(1, connections.pools) {
+            pools.append(try HTTP2ConnectionPool(configuration: configuration, tlsContext: tlsContext, logger: logger))
+        }
+        self.pools = pools
+        self.tokenClient = tokenClient
         self.appReceipts = appReceipts
-        self.clients = clients
         self.resolver = resolver
         self.endpoints = endpoints
         self.requestTimeout = requestTimeout
@@ -66,25 +116,27 @@ public final class FCMTransport: PushTransport {
         tokens = AccessTokenCache(clock: clock)
     }
 
-    /// The clients' statistics, summed.
+    /// The sends' figures (the pools', summed): connections to FCM and requests on them. The
+    /// token endpoint's client is not counted.
     public var statistics: HTTPClientStatistics {
-        clients.map(\.statistics).reduce(into: HTTPClientStatistics()) { sum, s in
-            sum.openConnections += s.openConnections
-            sum.connectionsOpened += s.connectionsOpened
-            sum.requestsStarted += s.requestsStarted
-            sum.requestsCompleted += s.requestsCompleted
-            sum.requestsFailed += s.requestsFailed
-            sum.inFlight += s.inFlight
+        pools.map(\.statistics).reduce(into: HTTPClientStatistics()) { sum, s in
+            sum.openConnections += s.liveConnections
+            sum.connectionsOpened += s.connectionsOpened + s.connectFailures
+            sum.requestsStarted += s.streamsOpened
+            sum.requestsCompleted += s.responses
+            sum.requestsFailed += s.timeouts
+            sum.inFlight += s.inFlight + s.queued
         }
     }
 
-    /// The client of the next send, in turn.
-    private var client: HTTPClient {
-        clients.count == 1 ? clients[0] : clients[nextClient.add(1, ordering: .relaxed).oldValue % clients.count]
+    /// The pool of the next send, in turn.
+    private var pool: HTTP2ConnectionPool {
+        pools.count == 1 ? pools[0] : pools[nextPool.add(1, ordering: .relaxed).oldValue % pools.count]
     }
 
-    public func shutdown() {
-        for client in clients { client.shutdown() }
+    public func shutdown() async {
+        tokenClient.shutdown()
+        for pool in pools { await pool.shutdown() }
     }
 
     public func send(_ batch: PushBatch, report: @escaping @Sendable ([SendReport]) -> Void) async {
@@ -107,13 +159,9 @@ public final class FCMTransport: PushTransport {
         case .success(let signedIn):
             (credential, token) = signedIn
         }
-        let url =
-            endpoints.sendURL + "/v1/projects/" + percentEncodedPathSegment(credential.vendorAppID)
-            + "/messages:send"
+        let path = sendPath(project: credential.vendorAppID)
         let now = clock.now
-        // Every request of the chunk carries the same headers (one slist in the client's handles).
-        let headers = Self.requestHeaders(token)
-        var requests: [HTTPClientRequest] = []
+        var requests: [FCMSendRequest] = []
         var requested: [Int] = []
         requests.reserveCapacity(indices.count)
         requested.reserveCapacity(indices.count)
@@ -140,27 +188,26 @@ public final class FCMTransport: PushTransport {
                 continue
             }
             requests.append(
-                HTTPClientRequest(
-                    method: "POST", url: url, headers: headers, body: rendered.body(token: push.token),
-                    timeout: requestTimeout, responseHeaders: Self.responseHeaders))
+                FCMSendRequest(path: path, accessToken: token.value, body: rendered.body(token: push.token)))
             requested.append(index)
         }
         if !tooLarge.isEmpty { report(tooLarge) }
         guard !requests.isEmpty else { return }
-        // One submission for the chunk, and one report per group of answers the client hands
+        // One submission for the chunk, and one report per group of answers the pool hands
         // over together (MessageRun.record takes a lock and returns permits per call).
-        client.execute(requests) { [self, requests, requested] answers in
+        pool.send(requests) { [self, requests, requested] answers in
             var reports: [SendReport] = []
             reports.reserveCapacity(answers.count)
             let now = clock.now
-            for (position, result) in answers {
+            for answered in answers {
+                let position = answered.index
                 let index = requested[position]
-                switch answer(result, now: now) {
+                switch answer(answered.result, now: now) {
                 case .done(let outcome):
                     reports.append(SendReport(index: index, outcome: outcome))
                 case .refreshAuth(let reason):
                     refreshAndRetry(
-                        requests[position].body, to: url, refused: token, reason: reason, credential: credential,
+                        requests[position].body, to: path, refused: token, reason: reason, credential: credential,
                         retriedAuth: false
                     ) { report([SendReport(index: index, outcome: $0)]) }
                 case .credentialRefused(let reason):
@@ -174,11 +221,12 @@ public final class FCMTransport: PushTransport {
     /// FCM's answers are read for their status, body and Retry-After alone.
     private static let responseHeaders = ["retry-after"]
 
-    private static func requestHeaders(_ token: AccessToken) -> [(name: String, value: String)] {
-        [
-            (name: "authorization", value: "Bearer " + token.value),
-            (name: "content-type", value: "application/json; charset=UTF-8"),
-        ]
+    /// `/v1/projects/{project}/messages:send`, the project's id percent-encoded.
+    private func sendPath(project: String) -> String {
+        if let path = sendPaths.withLock({ $0[project] }) { return path }
+        let path = "/v1/projects/" + percentEncodedPathSegment(project) + "/messages:send"
+        sendPaths.withLock { $0[project] = path }
+        return path
     }
 
     /// What the client's answer to one send means: an outcome now, or a sign-in question first.
@@ -188,11 +236,11 @@ public final class FCMTransport: PushTransport {
         case credentialRefused(SendReason)
     }
 
-    private func answer(_ result: Result<HTTPClientResponse, HTTPClientError>, now: Date) -> Answer {
-        let response: HTTPClientResponse
+    private func answer(_ result: Result<HTTP2Response, HTTP2ClientError>, now: Date) -> Answer {
+        let response: HTTP2Response
         switch result {
         case .failure(let error):
-            return .done(.retry(.transport(error.code), after: nil))
+            return .done(.retry(.transport("\(error.code)"), after: nil))
         case .success(let answered):
             response = answered
         }
@@ -208,7 +256,7 @@ public final class FCMTransport: PushTransport {
 
     /// A 401: a fresh access token (unless this send already had one) and the send again.
     private func refreshAndRetry(
-        _ body: [UInt8], to url: String, refused token: AccessToken, reason: SendReason, credential: ChannelCredential,
+        _ body: [UInt8], to path: String, refused token: AccessToken, reason: SendReason, credential: ChannelCredential,
         retriedAuth: Bool, done: @escaping @Sendable (SendOutcome) -> Void
     ) {
         Task {
@@ -217,7 +265,7 @@ public final class FCMTransport: PushTransport {
                 fetch: { await self.fetchToken($0) })
             {
             case .success(let fresh):
-                post(body, to: url, token: fresh, credential: credential, retriedAuth: true, done: done)
+                post(body, to: path, token: fresh, credential: credential, retriedAuth: true, done: done)
             case .failure(let refusal):
                 done(refusal.outcome)
             }
@@ -234,25 +282,24 @@ public final class FCMTransport: PushTransport {
         }
     }
 
-    /// One send; `done` gets the push's outcome (on the client's thread, or a task's when the
+    /// One send; `done` gets the push's outcome (on the pool's thread, or a task's when the
     /// access token had to be replaced).
     private func post(
-        _ body: [UInt8], to url: String, token: AccessToken, credential: ChannelCredential, retriedAuth: Bool,
+        _ body: [UInt8], to path: String, token: AccessToken, credential: ChannelCredential, retriedAuth: Bool,
         done: @escaping @Sendable (SendOutcome) -> Void
     ) {
-        let request = HTTPClientRequest(
-            method: "POST", url: url, headers: Self.requestHeaders(token), body: body, timeout: requestTimeout,
-            responseHeaders: Self.responseHeaders)
-        client.execute(request) { [self] result in
-            switch answer(result, now: clock.now) {
-            case .done(let outcome):
-                done(outcome)
-            case .refreshAuth(let reason):
-                refreshAndRetry(
-                    body, to: url, refused: token, reason: reason, credential: credential, retriedAuth: retriedAuth,
-                    done: done)
-            case .credentialRefused(let reason):
-                holdForRefusal(reason, credential: credential, done: done)
+        pool.send([FCMSendRequest(path: path, accessToken: token.value, body: body)]) { [self] answers in
+            for answered in answers {
+                switch answer(answered.result, now: clock.now) {
+                case .done(let outcome):
+                    done(outcome)
+                case .refreshAuth(let reason):
+                    refreshAndRetry(
+                        body, to: path, refused: token, reason: reason, credential: credential,
+                        retriedAuth: retriedAuth, done: done)
+                case .credentialRefused(let reason):
+                    holdForRefusal(reason, credential: credential, done: done)
+                }
             }
         }
     }
@@ -285,7 +332,7 @@ public final class FCMTransport: PushTransport {
         let form = FormEncoding.encode([
             ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion),
         ])
-        let result = await client.execute(
+        let result = await tokenClient.execute(
             HTTPClientRequest(
                 method: "POST", url: tokenURL,
                 headers: [(name: "content-type", value: "application/x-www-form-urlencoded")], body: form,
@@ -307,6 +354,25 @@ public final class FCMTransport: PushTransport {
         let account = Account(serviceAccount: serviceAccount, key: try PrivateKey(pem: serviceAccount.privateKeyPEM))
         accounts.withLock { $0[credential.id] = (credential.secret, account) }
         return account
+    }
+}
+
+/// One FCM HTTP v1 send as it goes on the wire: `POST /v1/projects/{project}/messages:send` with
+/// the access token as `authorization: Bearer …` and the message JSON.
+struct FCMSendRequest: HTTP2RequestHead {
+    /// Shared by every request of the project (one string, not one per request).
+    var path: String
+    var accessToken: String
+    var body: [UInt8]
+
+    func writeHeaders(into block: inout HTTP2HeaderBlock, authority: [UInt8], authorization: String?) {
+        block.append(":method", "POST")
+        block.append(":scheme", "https")
+        block.append(":authority", authority)
+        block.append(":path", "", path)
+        block.append("authorization", "Bearer ", accessToken)
+        block.append("content-type", "application/json; charset=UTF-8")
+        block.append("content-length", decimal: body.count)
     }
 }
 

@@ -157,6 +157,11 @@ public struct TransportContext: Sendable {
     public var localBaseURL: String?
     /// A new HTTP client (one event thread) with the gateway's `transports.*` settings.
     public var client: @Sendable (_ label: String) throws -> HTTPClient
+    /// For a transport with connections of its own (the HTTP/2 engine's pools): the CAs
+    /// `transports.ca_file` (or local mode's look-alike CA) trusts instead of the system's, and
+    /// `transports.connect_timeout_seconds`.
+    public var caFile: String?
+    public var connectTimeout: Duration
     public var resolver: ChannelCredentialResolver
     public var requestTimeout: Duration
     public var tokensPerRequest: Int
@@ -177,8 +182,11 @@ public struct TransportContext: Sendable {
         client: @escaping @Sendable (_ label: String) throws -> HTTPClient, resolver: ChannelCredentialResolver,
         requestTimeout: Duration, tokensPerRequest: Int, clock: any Clock, logger: Logger,
         receipts: ReceiptSettings? = nil, appReceipts: AppReceiptTokens? = nil,
-        uploadedCredentials: UploadedCredentials? = nil, localLookAlike: LocalLookAlike? = nil
+        uploadedCredentials: UploadedCredentials? = nil, localLookAlike: LocalLookAlike? = nil,
+        caFile: String? = nil, connectTimeout: Duration = .seconds(10)
     ) {
+        self.caFile = caFile
+        self.connectTimeout = connectTimeout
         self.uploadedCredentials = uploadedCredentials
         self.localLookAlike = localLookAlike
         self.appReceipts = appReceipts

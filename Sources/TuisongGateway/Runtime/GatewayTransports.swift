@@ -75,7 +75,7 @@ struct GatewayTransports: Sendable {
                             LocalLookAlike(
                                 baseURL: $0.baseURL, caCertificatePEM: $0.caCertificatePEM, fallback: fallback,
                                 trust: $0.trust)
-                        }))
+                        }, caFile: caFile, connectTimeout: .seconds(config.connectTimeoutSeconds)))
                 order.append(channel)
             }
         } catch {

@@ -3,7 +3,9 @@ public import Logging
 public import TuisongCore
 public import TuisongCrypto
 
-/// HTTP/2 connections to one APNs endpoint for one credential.
+/// HTTP/2 connections to one APNs endpoint for one credential: the shared HTTP/2 engine's pool
+/// (`HTTP2ConnectionPool`) with APNs's credential on it (a client certificate in the TLS
+/// context, or a provider token on every request) and its answers read as APNs's.
 ///
 /// Requests are spread over `connections` connections (the least-loaded one with a free
 /// stream), never above what each server connection allows (SETTINGS_MAX_CONCURRENT_STREAMS,
@@ -53,8 +55,9 @@ public final class APNsConnectionPool: APNsTransport {
         }
     }
 
-    private let core: PoolCore
-    private let requestTimeoutNanoseconds: UInt64
+    /// The shared HTTP/2 engine's pool; this type adds APNs's credential and answers.
+    let engine: HTTP2ConnectionPool
+    private let authentication: PoolAuthentication
 
     /// Builds the TLS context for `credential` (a client certificate is checked against its
     /// key here) and starts the pool's event loop thread. Connections open on the first
@@ -95,55 +98,52 @@ public final class APNsConnectionPool: APNsTransport {
         configuration: Configuration, authentication: PoolAuthentication,
         tlsContext: TLSContext, logger: Logger
     ) throws(APNsTransportError) {
-        guard configuration.connections > 0 else {
-            throw APNsTransportError(.connectFailed, "a pool needs at least one connection")
+        var engineConfiguration = HTTP2ConnectionPool.Configuration(label: "APNs", endpoint: configuration.endpoint)
+        engineConfiguration.connections = configuration.connections
+        engineConfiguration.connectTimeout = configuration.connectTimeout
+        engineConfiguration.requestTimeout = configuration.requestTimeout
+        engineConfiguration.pingInterval = configuration.pingInterval
+        engineConfiguration.pingTimeout = configuration.pingTimeout
+        engineConfiguration.maxRetriesOnConnectionLoss = configuration.maxRetriesOnConnectionLoss
+        engineConfiguration.reconnectBackoffInitial = configuration.reconnectBackoffInitial
+        engineConfiguration.reconnectBackoffMaximum = configuration.reconnectBackoffMaximum
+        engineConfiguration.reconnectBackoffMaximumWhileQueued = configuration.reconnectBackoffMaximumWhileQueued
+        engineConfiguration.responseHeaders = ["apns-id"]
+        // APNs error bodies are tiny.
+        engineConfiguration.maxResponseBodyBytes = 16 * 1024
+        self.authentication = authentication
+        var authorizer: (any HTTP2Authorizer)?
+        if case .token(let cache) = authentication { authorizer = ProviderTokenAuthorizer(cache: cache) }
+        do {
+            engine = try HTTP2ConnectionPool(
+                configuration: engineConfiguration, tlsContext: tlsContext, authorizer: authorizer, logger: logger)
+        } catch {
+            throw APNsTransportError(error)
         }
-        requestTimeoutNanoseconds = MonotonicTime.nanoseconds(configuration.requestTimeout)
-        core = try PoolCore(
-            settings: PoolCore.Settings(
-                endpoint: configuration.endpoint, connections: configuration.connections,
-                connectTimeout: configuration.connectTimeout,
-                requestTimeout: configuration.requestTimeout,
-                pingInterval: configuration.pingInterval, pingTimeout: configuration.pingTimeout,
-                maxRetriesOnConnectionLoss: configuration.maxRetriesOnConnectionLoss,
-                reconnectBackoffInitial: configuration.reconnectBackoffInitial,
-                reconnectBackoffMaximum: configuration.reconnectBackoffMaximum,
-                reconnectBackoffMaximumWhileQueued: configuration.reconnectBackoffMaximumWhileQueued),
-            authentication: authentication, tlsContext: tlsContext, logger: logger)
-    }
-
-    deinit {
-        core.shutdownDetached()
     }
 
     /// With a shared provider token store: adopts or signs and offers the provider token now
     /// (one database exchange), so the first requests do not sign one of their own. Does
     /// nothing for certificate authentication or without a store.
     public func prepareProviderToken() async {
-        await core.providerTokenCache?.prepare()
+        guard case .token(let cache) = authentication else { return }
+        await cache.prepare()
     }
 
     /// Opens the pool's connections now (TLS and HTTP/2 set-up) instead of on the first
     /// request, so a push about to be sent does not wait for them. No effect once open.
     public func connect() {
-        core.connect()
+        engine.connect()
     }
 
     /// Sends one notification and waits for APNs' answer (any HTTP status is a response).
     /// Cancelling the calling task resets the stream and throws `.cancelled`.
     public func send(_ request: APNsRequest) async throws(APNsTransportError) -> APNsResponse {
-        let pending = PendingRequest(
-            request: request, deadline: MonotonicTime.now() &+ requestTimeoutNanoseconds)
-        let core = self.core
-        let result = await withTaskCancellationHandler {
-            await withUnsafeContinuation { continuation in
-                pending.continuation = continuation
-                core.submit(pending)
-            }
-        } onCancel: {
-            core.cancel(pending)
+        do {
+            return APNsResponse(try await engine.send(request))
+        } catch {
+            throw APNsTransportError(error)
         }
-        return try result.get()
     }
 
     /// Sends many notifications with one hand-off to the pool's thread, and returns at once.
@@ -165,26 +165,24 @@ public final class APNsConnectionPool: APNsTransport {
     public func send(
         _ requests: [APNsRequest], onAnswers: @escaping @Sendable ([APNsBatchAnswer]) -> Void
     ) {
-        guard !requests.isEmpty else { return }
-        let sink = BatchSink(handler: onAnswers)
-        let deadline = MonotonicTime.now() &+ requestTimeoutNanoseconds
-        var batch: [PendingRequest] = []
-        batch.reserveCapacity(requests.count)
-        for (index, request) in requests.enumerated() {
-            batch.append(
-                PendingRequest(request: request, deadline: deadline, sink: sink, index: index))
+        engine.send(requests) { answers in
+            onAnswers(
+                answers.map { answer in
+                    APNsBatchAnswer(
+                        index: answer.index,
+                        result: answer.result.map(APNsResponse.init).mapError(APNsTransportError.init))
+                })
         }
-        core.submit(batch: batch)
     }
 
     /// Fails waiting and in-flight requests with `.shutdown`, closes the connections (GOAWAY)
     /// and stops the pool's thread. Idempotent.
     public func shutdown() async {
-        await core.shutdown()
+        await engine.shutdown()
     }
 
     public var statistics: PoolStatistics {
-        core.published.withLock { $0 }
+        engine.statistics
     }
 }
 
@@ -198,5 +196,20 @@ public struct APNsBatchAnswer: Sendable {
     public init(index: Int, result: Result<APNsResponse, APNsTransportError>) {
         self.index = index
         self.result = result
+    }
+}
+
+/// How requests on a pool authenticate.
+enum PoolAuthentication: Sendable {
+    /// `authorization: bearer <JWT>` on every request, from the credential's shared cache.
+    case token(ProviderTokenCache)
+    /// The client certificate is in the TLS context.
+    case certificate
+}
+
+extension APNsResponse {
+    /// APNs's reading of the engine's answer: its `apns-id` header and its error body.
+    init(_ response: HTTP2Response) {
+        self.init(status: response.status, apnsID: response.header("apns-id"), body: response.body)
     }
 }

@@ -1,69 +1,21 @@
 import Foundation
+@_exported import TuisongHTTP2Client
 
-/// Where APNs (or a look-alike) listens.
+/// Where APNs (or a look-alike) listens: an HTTP/2 endpoint of the shared engine.
 ///
 /// ```swift
 /// let production = APNsEndpoint(url: "https://api.push.apple.com:443")!
 /// ```
-public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
+public typealias APNsEndpoint = HTTP2Endpoint
 
+extension HTTP2Endpoint {
     /// Apple's production and development hosts.
     public static let production = APNsEndpoint(host: "api.push.apple.com", port: 443)
     public static let sandbox = APNsEndpoint(host: "api.sandbox.push.apple.com", port: 443)
-
-    public init(host: String, port: Int = 443) {
-        self.host = host
-        self.port = port
-    }
-
-    /// Parses `https://host[:port][/]`; `nil` for any other scheme, an empty host, a path or a
-    /// port outside 1–65535. IPv6 literals are written in brackets (`https://[::1]:8443`).
-    public init?(url: String) {
-        let prefix = "https://"
-        guard url.lowercased().hasPrefix(prefix) else { return nil }
-        var rest = Substring(url.dropFirst(prefix.count))
-        if rest.hasSuffix("/") { rest = rest.dropLast() }
-        guard !rest.isEmpty, !rest.contains("/"), !rest.contains("@") else { return nil }
-        var hostPart: Substring
-        var portPart: Substring?
-        if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else { return nil }
-            hostPart = rest[rest.index(after: rest.startIndex)..<close]
-            let after = rest[rest.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { return nil }
-                portPart = after.dropFirst()
-            }
-        } else if let colon = rest.lastIndex(of: ":") {
-            hostPart = rest[..<colon]
-            portPart = rest[rest.index(after: colon)...]
-        } else {
-            hostPart = rest
-        }
-        guard !hostPart.isEmpty else { return nil }
-        var port = 443
-        if let portPart {
-            guard let parsed = Int(portPart), (1...65535).contains(parsed) else { return nil }
-            port = parsed
-        }
-        self.init(host: String(hostPart), port: port)
-    }
-
-    /// `https://host:port` (brackets around IPv6 literals).
-    public var description: String {
-        isIPv6Literal ? "https://[\(host)]:\(port)" : "https://\(host):\(port)"
-    }
-
-    private var isIPv6Literal: Bool { host.utf8.contains(UInt8(ascii: ":")) }
-
-    /// The `:authority` pseudo-header: the port only when it is not 443.
-    var authority: String {
-        let hostText = isIPv6Literal ? "[\(host)]" : host
-        return port == 443 ? hostText : "\(hostText):\(port)"
-    }
 }
+
+/// What APNs' pools report: the engine's pool figures.
+public typealias PoolStatistics = HTTP2PoolStatistics
 
 /// One notification to one device, exactly as it goes on the wire.
 public struct APNsRequest: Sendable, Hashable {
@@ -98,6 +50,27 @@ public struct APNsRequest: Sendable, Hashable {
         self.apnsID = apnsID
         self.payload = payload
     }
+}
+
+extension APNsRequest: HTTP2RequestHead {
+    /// `POST /3/device/<token>` with the `apns-*` headers; `authorization` is the pool's provider
+    /// token (token credentials), sent as `bearer <JWT>`.
+    public func writeHeaders(into block: inout HTTP2HeaderBlock, authority: [UInt8], authorization: String?) {
+        block.append(":method", "POST")
+        block.append(":scheme", "https")
+        block.append(":authority", authority)
+        block.append(":path", "/3/device/", deviceToken)
+        if let authorization { block.append("authorization", "bearer ", authorization) }
+        block.append("apns-push-type", "", pushType)
+        block.append("apns-topic", "", topic)
+        if let priority { block.append("apns-priority", decimal: priority) }
+        if let expiration { block.append("apns-expiration", decimal: expiration) }
+        if let collapseID { block.append("apns-collapse-id", "", collapseID) }
+        if let apnsID { block.append("apns-id", "", apnsID) }
+        block.append("content-length", decimal: payload.count)
+    }
+
+    public var body: [UInt8] { payload }
 }
 
 /// What APNs answered for one request.
@@ -140,46 +113,12 @@ public struct APNsResponse: Sendable, Hashable {
     }
 }
 
-/// Why a request got no APNs answer. The `code` says what kind of failure it was; `message`
-/// carries the underlying library's words (errno text, OpenSSL's error queue, nghttp2's error).
+/// Why a request got no APNs answer. The `code` says what kind of failure it was (the HTTP/2
+/// engine's codes); `message` carries the underlying library's words (errno text, OpenSSL's
+/// error queue, nghttp2's error).
 public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure. A struct, not an enum, so kinds can be added without breaking
-    /// exhaustive switches in callers.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Kind: String, Sendable, Hashable {
-            case connectFailed, tlsFailed, alpnNotNegotiated, timeout, connectionLost, shutdown,
-                protocolError, cancelled, credentialFailed, certificateRejected
-        }
-
-        private let kind: Kind
-        private init(_ kind: Kind) { self.kind = kind }
-
-        /// DNS, TCP connect or connect timeout failed.
-        public static let connectFailed = Code(.connectFailed)
-        /// The TLS handshake failed (certificate not trusted, host name mismatch, alert, …).
-        public static let tlsFailed = Code(.tlsFailed)
-        /// TLS worked but the server did not select `h2` through ALPN.
-        public static let alpnNotNegotiated = Code(.alpnNotNegotiated)
-        /// No answer within the request timeout; the stream was reset.
-        public static let timeout = Code(.timeout)
-        /// The connection broke while the request was in flight, more often than the retry
-        /// budget allows.
-        public static let connectionLost = Code(.connectionLost)
-        /// The pool was shut down.
-        public static let shutdown = Code(.shutdown)
-        /// The server broke HTTP/2 (or reset the stream with an error).
-        public static let protocolError = Code(.protocolError)
-        /// The calling task was cancelled; the stream was reset.
-        public static let cancelled = Code(.cancelled)
-        /// The credential could not be used locally (e.g. signing the provider token failed).
-        public static let credentialFailed = Code(.credentialFailed)
-        /// The server refused the client certificate during the TLS handshake (an alert such as
-        /// bad_certificate, unknown_ca or certificate_expired): the certificate credential is
-        /// unusable until replaced, like APNs' 403 BadCertificate.
-        public static let certificateRejected = Code(.certificateRejected)
-
-        public var description: String { kind.rawValue }
-    }
+    /// The kind of failure: the engine's (`HTTP2ClientError.Code`).
+    public typealias Code = HTTP2ClientError.Code
 
     public let code: Code
     public let message: String
@@ -187,6 +126,11 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
+    }
+
+    /// The engine's error, as APNs's.
+    public init(_ error: HTTP2ClientError) {
+        self.init(error.code, error.message)
     }
 
     public var description: String { "APNs \(code): \(message)" }

@@ -288,3 +288,43 @@ public final class ProviderTokenCache: Sendable {
         }
     }
 }
+
+/// A token-authenticated pool's authorization: the cache's provider token on every request
+/// (`authorization: bearer <JWT>`), one stream per connection until APNs accepted it, and a
+/// request refused `403 ExpiredProviderToken` sent once more with a new one.
+final class ProviderTokenAuthorizer: HTTP2Authorizer {
+    let cache: ProviderTokenCache
+
+    init(cache: ProviderTokenCache) {
+        self.cache = cache
+    }
+
+    func currentAuthorization() throws(HTTP2ClientError) -> HTTP2Authorization {
+        do {
+            let token = try cache.providerToken()
+            return HTTP2Authorization(value: token.jwt, issuedAt: token.issuedAt)
+        } catch {
+            throw HTTP2ClientError(.credentialFailed, "could not sign the provider token: \(error.message)")
+        }
+    }
+
+    func answerProvesAuthorized(status: Int) -> Bool {
+        Self.provesTokenAccepted(status: status)
+    }
+
+    /// Whether an answer shows APNs accepted the provider token: a 200, or a 4xx about the
+    /// request itself (APNs checks the token first, so 400 BadDeviceToken or 410 Unregistered
+    /// also got past it). 403 is the token's (or certificate's) own rejection; a 5xx proves
+    /// nothing.
+    static func provesTokenAccepted(status: Int) -> Bool {
+        status == 200 || (400..<500).contains(status) && status != 403
+    }
+
+    func answerRefusesAsExpired(status: Int, body: [UInt8]) -> Bool {
+        status == 403 && APNsErrorBody(parsing: body).reason == "ExpiredProviderToken"
+    }
+
+    func invalidate(_ authorization: HTTP2Authorization) {
+        cache.invalidate(ifIssuedAt: authorization.issuedAt)
+    }
+}

@@ -36,7 +36,7 @@ struct SocketAddress: Sendable, CustomStringConvertible {
 enum Resolver {
     /// Resolves `host:port` to TCP addresses. `getaddrinfo` blocks, so this runs on a Dispatch
     /// worker rather than an event loop thread.
-    static func resolve(host: String, port: Int) -> Result<[SocketAddress], APNsTransportError> {
+    static func resolve(host: String, port: Int) -> Result<[SocketAddress], HTTP2ClientError> {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -48,7 +48,7 @@ enum Resolver {
             let reason =
                 status == EAI_SYSTEM
                 ? String(cString: strerror(errno)) : String(cString: gai_strerror(status))
-            return .failure(APNsTransportError(.connectFailed, "resolve \(host): \(reason)"))
+            return .failure(HTTP2ClientError(.connectFailed, "resolve \(host): \(reason)"))
         }
         defer { freeaddrinfo(list) }
         var addresses: [SocketAddress] = []
@@ -69,14 +69,14 @@ enum Resolver {
             cursor = entry.pointee.ai_next
         }
         guard !addresses.isEmpty else {
-            return .failure(APNsTransportError(.connectFailed, "resolve \(host): no addresses"))
+            return .failure(HTTP2ClientError(.connectFailed, "resolve \(host): no addresses"))
         }
         return .success(addresses)
     }
 
     static func resolveInBackground(
         host: String, port: Int,
-        completion: @escaping @Sendable (Result<[SocketAddress], APNsTransportError>) -> Void
+        completion: @escaping @Sendable (Result<[SocketAddress], HTTP2ClientError>) -> Void
     ) {
         DispatchQueue.global().async {
             completion(resolve(host: host, port: port))

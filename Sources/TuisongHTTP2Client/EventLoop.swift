@@ -74,18 +74,18 @@ final class EventLoop: @unchecked Sendable {
 
     let name: String
 
-    init(name: String) throws(APNsTransportError) {
+    init(name: String) throws(HTTP2ClientError) {
         self.name = name
         let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epoll >= 0 else {
-            throw APNsTransportError(
+            throw HTTP2ClientError(
                 .protocolError, "epoll_create1: \(String(cString: strerror(errno)))")
         }
         let wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         guard wake >= 0 else {
             let message = String(cString: strerror(errno))
             close(epoll)
-            throw APNsTransportError(.protocolError, "eventfd: \(message)")
+            throw HTTP2ClientError(.protocolError, "eventfd: \(message)")
         }
         epollFD = epoll
         wakeFD = wake

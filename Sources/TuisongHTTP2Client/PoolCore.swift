@@ -10,7 +10,7 @@ import TuisongCrypto
 
 /// Counters describing a pool, for metrics and tests. A snapshot taken on the pool's thread
 /// after each batch of events, so it may trail a response that was just returned by moments.
-public struct PoolStatistics: Sendable, Hashable {
+public struct HTTP2PoolStatistics: Sendable, Hashable {
     /// Connections that completed TLS + HTTP/2 setup.
     public var connectionsOpened = 0
     /// Connection attempts that failed before becoming ready.
@@ -35,14 +35,14 @@ public struct PoolStatistics: Sendable, Hashable {
     public var streamsOpened = 0
     /// Requests answered with an HTTP response.
     public var responses = 0
-    /// Attempts retried: refused by GOAWAY/REFUSED_STREAM, lost with a connection, or after
-    /// `ExpiredProviderToken`.
+    /// Attempts retried: refused by GOAWAY/REFUSED_STREAM, lost with a connection, or after the
+    /// pool's authorization was refused as expired.
     public var retries = 0
     /// Requests that ended with `.timeout`.
     public var timeouts = 0
     /// Keepalive PINGs sent on idle connections and acknowledged by the server.
     public var pingsAcknowledged = 0
-    /// The debug data of the most recent GOAWAY (APNs sends `{"reason": …}`).
+    /// The debug data of the most recent GOAWAY (APNs, for one, sends `{"reason": …}`).
     public var lastGoAwayReason: String?
     /// The most recent connection failure.
     public var lastConnectError: String?
@@ -52,22 +52,16 @@ public struct PoolStatistics: Sendable, Hashable {
     public init() {}
 }
 
-/// How requests on a pool authenticate.
-enum PoolAuthentication: Sendable {
-    /// `authorization: bearer <JWT>` on every request, from the credential's shared cache.
-    case token(ProviderTokenCache)
-    /// The client certificate is in the TLS context.
-    case certificate
-}
-
 /// The pool's state, confined to its event loop thread: connections, the queue of requests
 /// waiting for a stream, reconnect backoff, timeouts.
-final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
+final class PoolCore: HTTP2ConnectionDelegate, @unchecked Sendable {
     // @unchecked Sendable: only `inbox` and `published` (Mutexes) are touched off the loop;
     // everything else is read and written on `loop`'s thread (the entry points hop there).
 
     struct Settings: Sendable {
-        var endpoint: APNsEndpoint
+        /// The service's name in logs, errors and the loop thread's name (`APNs`, `FCM`).
+        var label: String
+        var endpoint: HTTP2Endpoint
         var connections: Int
         var connectTimeout: Duration
         var requestTimeout: Duration
@@ -77,6 +71,9 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         var reconnectBackoffInitial: Duration
         var reconnectBackoffMaximum: Duration
         var reconnectBackoffMaximumWhileQueued: Duration
+        /// Response headers kept for the answer, lower-case names.
+        var keptResponseHeaders: [String] = []
+        var maxResponseBodyBytes = 16 * 1024
     }
 
     private enum InboxEntry {
@@ -89,18 +86,19 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
 
     let loop: EventLoop
     let settings: Settings
-    private let authentication: PoolAuthentication
+    /// The pool's own authorization of every request (nil: requests carry their own, or none).
+    let authorizer: (any HTTP2Authorizer)?
     private let tlsContext: TLSContext
     private let logger: Logger
 
     private let inbox = Mutex<(entries: [InboxEntry], scheduled: Bool, closed: Bool)>(
         ([], false, false))
-    let published = Mutex(PoolStatistics())
+    let published = Mutex(HTTP2PoolStatistics())
 
     // Loop-confined.
-    private var connections: [APNsConnection] = []
+    private var connections: [HTTP2Connection] = []
     private var queue = RingDeque<PendingRequest>()
-    private var statistics = PoolStatistics()
+    private var statistics = HTTP2PoolStatistics()
     private var nextConnectionID = 1
     private var connectionAttempts = 0
     private var initialConnectionsStarted = false
@@ -108,38 +106,27 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     private var reconnectTimer: TimerID?
     /// When `reconnectTimer` fires (MonotonicTime).
     private var reconnectDue: UInt64 = 0
-    private var lastConnectError: APNsTransportError?
+    private var lastConnectError: HTTP2ClientError?
     private var sweepTimer: TimerID?
     private var isShutdown = false
     private var inboxScratch: [InboxEntry] = []
     private let completions = CompletionBatch()
 
     init(
-        settings: Settings, authentication: PoolAuthentication, tlsContext: TLSContext,
+        settings: Settings, authorizer: (any HTTP2Authorizer)?, tlsContext: TLSContext,
         logger: Logger
-    ) throws(APNsTransportError) {
+    ) throws(HTTP2ClientError) {
         // OpenSSL writes with write(2): a peer that vanished would raise SIGPIPE and kill the
         // process. Ignoring it turns that into EPIPE, reported as a lost connection.
         signal(SIGPIPE, SIG_IGN)
         self.settings = settings
-        self.authentication = authentication
+        self.authorizer = authorizer
         self.tlsContext = tlsContext
         self.logger = logger
-        loop = try EventLoop(name: "apns \(settings.endpoint.host)")
+        loop = try EventLoop(name: "\(settings.label.lowercased()) \(settings.endpoint.host)")
         // Set before the thread starts; the loop drops it (and so this cycle) when it ends.
         loop.iterationEndHandler = { [self] in settleIteration() }
         loop.start()
-    }
-
-    /// The provider token cache of a token-authenticated pool.
-    var providerTokenCache: ProviderTokenCache? {
-        if case .token(let cache) = authentication { return cache }
-        return nil
-    }
-
-    var usesTokenAuthentication: Bool {
-        if case .token = authentication { return true }
-        return false
     }
 
     // MARK: Entry points (any thread)
@@ -171,7 +158,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             return (true, false)
         }
         if closed {
-            Self.failAfterShutdown([entry])
+            Self.failAfterShutdown([entry], error: shutdownError)
             return
         }
         if mustSchedule && !loop.execute({ [self] in drainInbox() }) {
@@ -185,12 +172,12 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             defer { inbox.entries.removeAll() }
             return inbox.entries
         }
-        Self.failAfterShutdown(entries)
+        Self.failAfterShutdown(entries, error: shutdownError)
     }
 
     /// Answers submissions the loop will never see; a batch's handler gets one call with all
     /// of its failures.
-    private static func failAfterShutdown(_ entries: [InboxEntry]) {
+    private static func failAfterShutdown(_ entries: [InboxEntry], error shutdownError: HTTP2ClientError) {
         for entry in entries {
             switch entry {
             case .submit(let pending):
@@ -198,7 +185,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             case .submitBatch(let batch):
                 guard let sink = batch.first?.sink else { continue }
                 sink.handler(
-                    batch.map { APNsBatchAnswer(index: $0.index, result: .failure(shutdownError)) })
+                    batch.map { HTTP2BatchAnswer(index: $0.index, result: .failure(shutdownError)) })
             case .cancel, .connect:
                 break
             }
@@ -245,7 +232,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                     pending.finish(.failure(cancelledError))
                 } else if isShutdown {
                     pending.finish(
-                        .failure(PoolCore.shutdownError))
+                        .failure(shutdownError))
                 } else {
                     queue.append(pending)
                 }
@@ -253,7 +240,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 for pending in batch {
                     pending.batch = completions
                     if isShutdown {
-                        pending.finish(.failure(PoolCore.shutdownError))
+                        pending.finish(.failure(shutdownError))
                     } else {
                         queue.append(pending)
                     }
@@ -272,10 +259,14 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         pump()
     }
 
-    static let shutdownError = APNsTransportError(.shutdown, "the APNs pool is shut down")
+    var shutdownError: HTTP2ClientError { Self.shutdownError(label: settings.label) }
 
-    private var cancelledError: APNsTransportError {
-        APNsTransportError(.cancelled, "the sending task was cancelled")
+    static func shutdownError(label: String) -> HTTP2ClientError {
+        HTTP2ClientError(.shutdown, "the \(label) pool is shut down")
+    }
+
+    private var cancelledError: HTTP2ClientError {
+        HTTP2ClientError(.cancelled, "the sending task was cancelled")
     }
 
     private func cancelOnLoop(_ pending: PendingRequest) {
@@ -295,31 +286,27 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
 
     /// Assigns queued requests to the least-loaded ready connections that have a free stream.
     private func pump() {
-        // One token for the whole pump: fetching it per request took the cache's lock and read
-        // the clock each time; a token is fresh for at least 20 minutes.
-        var currentToken: ProviderToken?
+        // One authorization for the whole pump: fetching it per request took the authorizer's
+        // lock and read the clock each time; a token stays fresh far longer than a pump.
+        var current: HTTP2Authorization?
         while !queue.isEmpty {
             guard let connection = leastLoadedConnection() else { break }
             let pending = queue.popFirst()!
             if pending.isFinished { continue }
             var authorization: String?
-            if case .token(let cache) = authentication {
+            if let authorizer {
                 do {
-                    let token: ProviderToken
-                    if let currentToken {
-                        token = currentToken
+                    let value: HTTP2Authorization
+                    if let current {
+                        value = current
                     } else {
-                        token = try cache.providerToken()
-                        currentToken = token
+                        value = try authorizer.currentAuthorization()
+                        current = value
                     }
-                    authorization = token.jwt
-                    pending.tokenUsed = token
+                    authorization = value.value
+                    pending.authorizationUsed = value
                 } catch {
-                    pending.finish(
-                        .failure(
-                            APNsTransportError(
-                                .credentialFailed,
-                                "could not sign the provider token: \(error.message)")))
+                    pending.finish(.failure(error))
                     continue
                 }
             }
@@ -329,7 +316,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 queue.prepend(pending)
                 if !connection.isGoingAway {
                     connection.close(
-                        APNsTransportError(
+                        HTTP2ClientError(
                             .protocolError,
                             "nghttp2_submit_request: \(HTTP2Callbacks.describe(streamID))"))
                 } else {
@@ -349,8 +336,8 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         completions.resumeAll()
     }
 
-    private func leastLoadedConnection() -> APNsConnection? {
-        var best: APNsConnection?
+    private func leastLoadedConnection() -> HTTP2Connection? {
+        var best: HTTP2Connection?
         for connection in connections where connection.availableStreams > 0 {
             if best == nil || connection.inFlight < best!.inFlight { best = connection }
         }
@@ -422,12 +409,13 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         // Every attempt beyond the initial set replaces one that failed, broke or went away.
         if connectionAttempts >= settings.connections { statistics.reconnects += 1 }
         connectionAttempts += 1
-        let connection = APNsConnection(
+        let connection = HTTP2Connection(
             id: nextConnectionID,
-            settings: APNsConnection.Settings(
+            settings: HTTP2Connection.Settings(
                 endpoint: settings.endpoint, connectTimeout: settings.connectTimeout,
                 pingInterval: settings.pingInterval, pingTimeout: settings.pingTimeout,
-                usesTokenAuthentication: usesTokenAuthentication),
+                authorizer: authorizer, keptResponseHeaders: settings.keptResponseHeaders,
+                maxResponseBodyBytes: settings.maxResponseBodyBytes),
             loop: loop, tlsContext: tlsContext)
         nextConnectionID += 1
         connection.delegate = self
@@ -470,7 +458,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             statistics.timeouts += 1
             pending.finish(
                 .failure(
-                    APNsTransportError(
+                    HTTP2ClientError(
                         .timeout,
                         "no response from \(settings.endpoint) within \(settings.requestTimeout); "
                             + "stream reset")))
@@ -486,53 +474,51 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         flushConnections()
     }
 
-    private func queuedTimeoutError() -> APNsTransportError {
+    private func queuedTimeoutError() -> HTTP2ClientError {
         let hasReadyConnection = connections.contains { $0.state == .ready }
         if !hasReadyConnection, let lastConnectError {
-            return APNsTransportError(
+            return HTTP2ClientError(
                 lastConnectError.code,
                 "\(settings.endpoint) unreachable for longer than the request timeout "
                     + "(\(settings.requestTimeout)): \(lastConnectError.message)")
         }
-        return APNsTransportError(
+        return HTTP2ClientError(
             .timeout,
             "no stream to \(settings.endpoint) became free within \(settings.requestTimeout)")
     }
 
-    // MARK: APNsConnectionDelegate
+    // MARK: HTTP2ConnectionDelegate
 
-    func connectionBecameReady(_ connection: APNsConnection) {
+    func connectionBecameReady(_ connection: HTTP2Connection) {
         consecutiveFailures = 0
         statistics.connectionsOpened += 1
         statistics.maxConcurrentStreamsSeen = max(
             statistics.maxConcurrentStreamsSeen, connection.remoteMaxConcurrentStreams)
         logger.debug(
-            "APNs connection ready",
+            "\(settings.label) connection ready",
             metadata: [
                 "endpoint": "\(settings.endpoint)", "connection": "\(connection.id)",
                 "maxConcurrentStreams": "\(connection.remoteMaxConcurrentStreams)",
             ])
     }
 
-    func connection(_ connection: APNsConnection, closed stream: HTTP2Stream, errorCode: UInt32) {
+    func connection(_ connection: HTTP2Connection, closed stream: HTTP2Stream, errorCode: UInt32) {
         let pending = stream.request
         if pending.connection === connection { pending.connection = nil }
         guard !pending.isFinished else { return }
         if stream.status != 0 {
             statistics.responses += 1
-            let response = APNsResponse(
-                status: stream.status, apnsID: stream.apnsID, body: stream.body)
-            if response.status == 403, response.reason == "ExpiredProviderToken",
-                case .token(let cache) = authentication, !pending.retriedAfterTokenExpiry
+            if let authorizer, !pending.retriedAfterAuthorizationExpiry,
+                authorizer.answerRefusesAsExpired(status: stream.status, body: stream.body)
             {
-                // Refresh once and retry this request once.
-                if let used = pending.tokenUsed { cache.invalidate(ifIssuedAt: used.issuedAt) }
-                pending.retriedAfterTokenExpiry = true
+                // Renewed once and this request retried once.
+                if let used = pending.authorizationUsed { authorizer.invalidate(used) }
+                pending.retriedAfterAuthorizationExpiry = true
                 statistics.retries += 1
                 queue.prepend(pending)
                 return
             }
-            pending.finish(.success(response))
+            pending.finish(.success(stream.response(keptHeaderNames: settings.keptResponseHeaders)))
         } else if stream.refused {
             // Never processed by the server: retry on any connection, bounded by the timeout.
             statistics.retries += 1
@@ -540,7 +526,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         } else {
             pending.finish(
                 .failure(
-                    APNsTransportError(
+                    HTTP2ClientError(
                         .protocolError,
                         "\(settings.endpoint) reset the stream: "
                             + HTTP2Callbacks.describeHTTP2Error(errorCode))))
@@ -548,7 +534,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     }
 
     func connection(
-        _ connection: APNsConnection, receivedGoAway lastStreamID: Int32, errorCode: UInt32,
+        _ connection: HTTP2Connection, receivedGoAway lastStreamID: Int32, errorCode: UInt32,
         debugData: String
     ) {
         statistics.goAwaysReceived += 1
@@ -556,7 +542,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
             statistics.maxConcurrentStreamsSeen, connection.remoteMaxConcurrentStreams)
         if !debugData.isEmpty { statistics.lastGoAwayReason = debugData }
         logger.info(
-            "APNs GOAWAY",
+            "\(settings.label) GOAWAY",
             metadata: [
                 "endpoint": "\(settings.endpoint)", "connection": "\(connection.id)",
                 "lastStreamID": "\(lastStreamID)",
@@ -567,7 +553,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         ensureConnections()
     }
 
-    func connectionMayAcceptStreams(_ connection: APNsConnection) {
+    func connectionMayAcceptStreams(_ connection: HTTP2Connection) {
         statistics.maxConcurrentStreamsSeen = max(
             statistics.maxConcurrentStreamsSeen, connection.remoteMaxConcurrentStreams)
         statistics.peakStreamsPerConnection = max(
@@ -576,7 +562,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
     }
 
     func connection(
-        _ connection: APNsConnection, closedWith error: APNsTransportError?, wasReady: Bool,
+        _ connection: HTTP2Connection, closedWith error: HTTP2ClientError?, wasReady: Bool,
         unanswered: [HTTP2Stream]
     ) {
         connections.removeAll { $0 === connection }
@@ -584,12 +570,12 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         statistics.peakStreamsPerConnection = max(
             statistics.peakStreamsPerConnection, connection.peakConcurrentStreams)
         if let error {
-            statistics.lastConnectError = error.description
+            statistics.lastConnectError = describe(error)
             if wasReady {
                 statistics.connectionsLost += 1
                 consecutiveFailures += 1
                 logger.warning(
-                    "APNs connection lost",
+                    "\(settings.label) connection lost",
                     metadata: [
                         "endpoint": "\(settings.endpoint)", "connection": "\(connection.id)",
                         "error": "\(error)", "unanswered": "\(unanswered.count)",
@@ -599,18 +585,18 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 consecutiveFailures += 1
                 lastConnectError = error
                 logger.warning(
-                    "APNs connect failed",
+                    "\(settings.label) connect failed",
                     metadata: ["endpoint": "\(settings.endpoint)", "error": "\(error)"])
             }
         }
-        // Requests that were on the wire may have reached APNs: retry within a budget.
+        // Requests that were on the wire may have reached the server: retry within a budget.
         for stream in unanswered.reversed() {
             let pending = stream.request
             if pending.connection === connection { pending.connection = nil }
             guard !pending.isFinished else { continue }
             if isShutdown {
                 pending.finish(
-                    .failure(PoolCore.shutdownError))
+                    .failure(shutdownError))
                 continue
             }
             if !stream.refused {
@@ -618,7 +604,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 if pending.connectionLossRetries > settings.maxRetriesOnConnectionLoss {
                     pending.finish(
                         .failure(
-                            APNsTransportError(
+                            HTTP2ClientError(
                                 .connectionLost,
                                 "lost \(pending.connectionLossRetries) connections with the "
                                     + "request in flight; last: "
@@ -653,7 +639,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         if let sweepTimer { loop.cancel(sweepTimer) }
         reconnectTimer = nil
         sweepTimer = nil
-        let error = PoolCore.shutdownError
+        let error = shutdownError
         for pending in queue.removeAll() { pending.finish(.failure(error)) }
         for connection in connections {
             for stream in connection.streams.values { stream.request.finish(.failure(error)) }
@@ -661,6 +647,11 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
         for connection in connections { connection.retire() }
         // Retiring with no streams left closes synchronously; force whatever remains.
         for connection in connections { connection.close(nil) }
+    }
+
+    /// An error as the statistics show it, named after the service (`APNs connectFailed: …`).
+    private func describe(_ error: HTTP2ClientError) -> String {
+        "\(settings.label) \(error.code): \(error.message)"
     }
 
     private func publishStatistics() {
@@ -676,7 +667,7 @@ final class PoolCore: APNsConnectionDelegate, @unchecked Sendable {
                 snapshot.maxConcurrentStreamsSeen, connection.remoteMaxConcurrentStreams)
         }
         if let lastConnectError, snapshot.lastConnectError == nil {
-            snapshot.lastConnectError = lastConnectError.description
+            snapshot.lastConnectError = describe(lastConnectError)
         }
         published.withLock { $0 = snapshot }
     }

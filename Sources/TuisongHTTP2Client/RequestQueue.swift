@@ -62,10 +62,13 @@ final class PendingRequest: @unchecked Sendable {
     // handing it to the pool's inbox (a Mutex, so those writes happen-before the loop reads
     // them); from then on every field is read and written only on the pool's event loop thread.
 
-    let request: APNsRequest
+    /// The request's headers, written on its connection's header block when it gets a stream.
+    let head: any HTTP2RequestHead
+    /// The request body (DATA frames), read by nghttp2 in pieces.
+    let body: [UInt8]
     /// Monotonic ns after which the request fails with a timeout.
     let deadline: UInt64
-    var continuation: UnsafeContinuation<Result<APNsResponse, APNsTransportError>, Never>?
+    var continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2ClientError>, Never>?
     /// The batch this request belongs to, and its position there.
     let sink: BatchSink?
     let index: Int
@@ -73,10 +76,11 @@ final class PendingRequest: @unchecked Sendable {
 
     /// Attempts lost with a broken connection (the server may have seen them).
     var connectionLossRetries = 0
-    /// Set once the request was retried after `403 ExpiredProviderToken`.
-    var retriedAfterTokenExpiry = false
-    /// The provider token sent with the latest attempt, so only that one is invalidated on 403.
-    var tokenUsed: ProviderToken?
+    /// Set once the request was retried after its authorization was refused as expired.
+    var retriedAfterAuthorizationExpiry = false
+    /// The pool's authorization sent with the latest attempt, so only that one is invalidated
+    /// when the server refuses it as expired.
+    var authorizationUsed: HTTP2Authorization?
     /// Set when the caller's task was cancelled before the loop saw the request.
     var cancellationRequested = false
 
@@ -86,26 +90,27 @@ final class PendingRequest: @unchecked Sendable {
 
     /// Where the current attempt is in flight. Strong, but only while in flight: cleared when
     /// the stream closes, the connection closes, or the request finishes.
-    var connection: APNsConnection?
+    var connection: HTTP2Connection?
     var streamID: Int32 = 0
 
-    init(request: APNsRequest, deadline: UInt64, sink: BatchSink? = nil, index: Int = 0) {
-        self.request = request
+    init(head: any HTTP2RequestHead, deadline: UInt64, sink: BatchSink? = nil, index: Int = 0) {
+        self.head = head
+        body = head.body
         self.deadline = deadline
         self.sink = sink
         self.index = index
     }
 
-    func finish(_ result: Result<APNsResponse, APNsTransportError>) {
+    func finish(_ result: Result<HTTP2Response, HTTP2ClientError>) {
         guard !isFinished else { return }
         isFinished = true
         connection = nil
         if let sink {
             if let batch {
-                batch.add(APNsBatchAnswer(index: index, result: result), to: sink)
+                batch.add(HTTP2BatchAnswer(index: index, result: result), to: sink)
             } else {
                 // Refused before the loop took it (the pool was shut down): nothing to batch with.
-                sink.handler([APNsBatchAnswer(index: index, result: result)])
+                sink.handler([HTTP2BatchAnswer(index: index, result: result)])
             }
             return
         }
@@ -125,11 +130,11 @@ final class BatchSink: @unchecked Sendable {
     // @unchecked Sendable: `handler` is immutable and Sendable; `answers` and `isScheduled` are
     // touched only on the pool's event loop thread (by `CompletionBatch`).
 
-    let handler: @Sendable ([APNsBatchAnswer]) -> Void
-    fileprivate var answers: [APNsBatchAnswer] = []
+    let handler: @Sendable ([HTTP2BatchAnswer]) -> Void
+    fileprivate var answers: [HTTP2BatchAnswer] = []
     fileprivate var isScheduled = false
 
-    init(handler: @escaping @Sendable ([APNsBatchAnswer]) -> Void) {
+    init(handler: @escaping @Sendable ([HTTP2BatchAnswer]) -> Void) {
         self.handler = handler
     }
 }
@@ -141,12 +146,12 @@ final class BatchSink: @unchecked Sendable {
 final class CompletionBatch {
     var completions:
         [(
-            UnsafeContinuation<Result<APNsResponse, APNsTransportError>, Never>,
-            Result<APNsResponse, APNsTransportError>
+            UnsafeContinuation<Result<HTTP2Response, HTTP2ClientError>, Never>,
+            Result<HTTP2Response, HTTP2ClientError>
         )] = []
     private var sinks: [BatchSink] = []
 
-    func add(_ answer: APNsBatchAnswer, to sink: BatchSink) {
+    func add(_ answer: HTTP2BatchAnswer, to sink: BatchSink) {
         sink.answers.append(answer)
         if !sink.isScheduled {
             sink.isScheduled = true
@@ -159,7 +164,7 @@ final class CompletionBatch {
             let ready = sinks
             sinks.removeAll(keepingCapacity: true)
             for sink in ready {
-                var answers: [APNsBatchAnswer] = []
+                var answers: [HTTP2BatchAnswer] = []
                 swap(&answers, &sink.answers)
                 sink.isScheduled = false
                 sink.handler(answers)

@@ -8,22 +8,22 @@ import TuisongCrypto
 
 /// What a connection tells its pool. Called on the loop thread, never from inside an nghttp2
 /// callback (events are collected during `nghttp2_session_mem_recv` and delivered after it).
-protocol APNsConnectionDelegate: AnyObject {
+protocol HTTP2ConnectionDelegate: AnyObject {
     /// TLS is up, `h2` negotiated, and the server's first SETTINGS arrived.
-    func connectionBecameReady(_ connection: APNsConnection)
+    func connectionBecameReady(_ connection: HTTP2Connection)
     /// A stream ended: with a response (`stream.status != 0`), refused by the server
     /// (`stream.refused`), or reset with `errorCode`.
-    func connection(_ connection: APNsConnection, closed stream: HTTP2Stream, errorCode: UInt32)
+    func connection(_ connection: HTTP2Connection, closed stream: HTTP2Stream, errorCode: UInt32)
     /// The server sent GOAWAY; the connection accepts no new streams.
     func connection(
-        _ connection: APNsConnection, receivedGoAway lastStreamID: Int32, errorCode: UInt32,
+        _ connection: HTTP2Connection, receivedGoAway lastStreamID: Int32, errorCode: UInt32,
         debugData: String)
     /// After a batch of events: new streams may fit, queued requests can be assigned.
-    func connectionMayAcceptStreams(_ connection: APNsConnection)
+    func connectionMayAcceptStreams(_ connection: HTTP2Connection)
     /// The connection is gone. `error` is nil for an orderly close. `unanswered` are the
     /// streams that had no response yet, in submission order.
     func connection(
-        _ connection: APNsConnection, closedWith error: APNsTransportError?, wasReady: Bool,
+        _ connection: HTTP2Connection, closedWith error: HTTP2ClientError?, wasReady: Bool,
         unanswered: [HTTP2Stream])
 }
 
@@ -32,7 +32,8 @@ final class HTTP2Stream {
     let request: PendingRequest
     /// The `:status`, 0 until the response headers arrived.
     var status = 0
-    var apnsID: String?
+    /// The response headers the pool keeps (`Settings.keptResponseHeaders`): which one, and its value.
+    var keptHeaders: [(index: Int, value: String)] = []
     var body: [UInt8] = []
     var payloadOffset = 0
     /// The server will never process this stream: above a GOAWAY's last stream id, reset with
@@ -43,26 +44,31 @@ final class HTTP2Stream {
         self.request = request
     }
 
-    /// Whether an answer shows APNs accepted the provider token: a 200, or a 4xx about the
-    /// request itself (APNs checks the token first, so 400 BadDeviceToken or 410 Unregistered
-    /// also got past it). 403 is the token's (or certificate's) own rejection; a 5xx proves
-    /// nothing.
-    static func provesTokenAccepted(status: Int) -> Bool {
-        status == 200 || (400..<500).contains(status) && status != 403
+    /// The answer as the pool hands it out: the kept headers named.
+    func response(keptHeaderNames: [String]) -> HTTP2Response {
+        HTTP2Response(
+            status: status, headers: keptHeaders.map { (name: keptHeaderNames[$0.index], value: $0.value) },
+            body: body)
     }
 }
 
-/// One HTTP/2 connection to APNs: a non-blocking TCP socket, a TLS session and an nghttp2
+/// One HTTP/2 connection to a server: a non-blocking TCP socket, a TLS session and an nghttp2
 /// client session, all driven by the pool's event loop and confined to its thread.
-final class APNsConnection: EventLoopFileHandler {
+final class HTTP2Connection: EventLoopFileHandler {
     struct Settings {
-        var endpoint: APNsEndpoint
+        var endpoint: HTTP2Endpoint
         var connectTimeout: Duration
         var pingInterval: Duration
         /// A PING not acknowledged within this time means the connection is dead.
         var pingTimeout: Duration
-        /// Token auth: one stream until the server accepted a request on this connection.
-        var usesTokenAuthentication: Bool
+        /// The pool's own authorization, if any: one stream until an answer on this connection
+        /// shows it accepted.
+        var authorizer: (any HTTP2Authorizer)?
+        /// The response headers kept for the answer, lower-case names.
+        var keptResponseHeaders: [String] = []
+        /// At most this much of a response body is kept; a misbehaving server cannot make us
+        /// hold more.
+        var maxResponseBodyBytes = 16 * 1024
     }
 
     enum State: Equatable {
@@ -76,7 +82,7 @@ final class APNsConnection: EventLoopFileHandler {
     /// The pool (or the tester's probe). Not retained, and not `weak` either: a weak
     /// reference gives the pool a side table that makes every retain of it slow. The delegate
     /// outlives its connections: it is only called on the loop thread, which it keeps alive.
-    unowned(unsafe) var delegate: (any APNsConnectionDelegate)?
+    unowned(unsafe) var delegate: (any HTTP2ConnectionDelegate)?
 
     private(set) var state = State.resolving
     private var hasBeenReady = false
@@ -84,8 +90,8 @@ final class APNsConnection: EventLoopFileHandler {
     private(set) var isGoingAway = false
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (0 until its first SETTINGS).
     private(set) var remoteMaxConcurrentStreams = 0
-    /// Token auth: an answer on this connection showed the token accepted
-    /// (`HTTP2Stream.provesTokenAccepted`).
+    /// An answer on this connection showed the pool's authorization accepted
+    /// (`HTTP2Authorizer.answerProvesAuthorized`).
     private(set) var authenticationConfirmed = false
     /// Peak of `streams.count`, for statistics and tests.
     private(set) var peakConcurrentStreams = 0
@@ -114,8 +120,11 @@ final class APNsConnection: EventLoopFileHandler {
     private let readBuffer: UnsafeMutableRawBufferPointer
     private var outBuffer: [UInt8] = []
     private var outOffset = 0
-    private var headerScratch = HeaderBlock()
+    private var headerScratch = HTTP2HeaderBlock()
+    private var nameValueScratch: [nghttp2_nv] = []
     private let authorityBytes: [UInt8]
+    /// `settings.keptResponseHeaders` as bytes, for the header callback's comparisons.
+    fileprivate let keptHeaderBytes: [[UInt8]]
 
     // Events recorded by nghttp2 callbacks during mem_recv/mem_send, delivered afterwards.
     fileprivate var closedStreams: [(stream: HTTP2Stream, errorCode: UInt32)] = []
@@ -129,6 +138,7 @@ final class APNsConnection: EventLoopFileHandler {
         self.loop = loop
         self.tlsContext = tlsContext
         authorityBytes = Array(settings.endpoint.authority.utf8)
+        keptHeaderBytes = settings.keptResponseHeaders.map { Array($0.utf8) }
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
         outBuffer.reserveCapacity(64 * 1024)
     }
@@ -141,10 +151,10 @@ final class APNsConnection: EventLoopFileHandler {
 
     var inFlight: Int { streams.count }
 
-    /// The streams this connection may have open now: the server's limit, or one while token
-    /// auth is unconfirmed.
+    /// The streams this connection may have open now: the server's limit, or one while the
+    /// pool's authorization is unconfirmed.
     var streamLimit: Int {
-        if settings.usesTokenAuthentication && !authenticationConfirmed {
+        if settings.authorizer != nil && !authenticationConfirmed {
             return min(1, remoteMaxConcurrentStreams)
         }
         return remoteMaxConcurrentStreams
@@ -167,7 +177,7 @@ final class APNsConnection: EventLoopFileHandler {
             guard self.state != .ready, self.state != .closed else { return }
             let detail = self.lastAddressError.map { " (\($0))" } ?? ""
             self.close(
-                APNsTransportError(
+                HTTP2ClientError(
                     .connectFailed,
                     "connect to \(self.settings.endpoint) timed out after "
                         + "\(self.settings.connectTimeout) while \(self.state)\(detail)"))
@@ -219,7 +229,7 @@ final class APNsConnection: EventLoopFileHandler {
             Glibc.close(socketFD)
         }
         close(
-            APNsTransportError(
+            HTTP2ClientError(
                 .connectFailed,
                 "connect to \(settings.endpoint) failed: \(lastAddressError ?? "no address")"))
     }
@@ -242,7 +252,7 @@ final class APNsConnection: EventLoopFileHandler {
             tls = try TLSConnection(
                 context: tlsContext, fileDescriptor: fd, serverName: settings.endpoint.host)
         } catch {
-            close(APNsTransportError(.tlsFailed, "TLS setup: \(error.message)"))
+            close(HTTP2ClientError(.tlsFailed, "TLS setup: \(error.message)"))
             return
         }
         state = .handshaking
@@ -257,7 +267,7 @@ final class APNsConnection: EventLoopFileHandler {
             guard tls.negotiatedALPN == "h2" else {
                 let selected = tls.negotiatedALPN.map { "\"\($0)\"" } ?? "none"
                 close(
-                    APNsTransportError(
+                    HTTP2ClientError(
                         .alpnNotNegotiated,
                         "\(settings.endpoint) did not negotiate HTTP/2 through ALPN "
                             + "(offered \"h2\", server selected \(selected))"))
@@ -280,21 +290,21 @@ final class APNsConnection: EventLoopFileHandler {
             // A reset or EOF mid-handshake is a transport failure (a restarting server), not
             // a verdict on certificates: keep it retryable.
             close(
-                APNsTransportError(
+                HTTP2ClientError(
                     .connectFailed,
                     "\(settings.endpoint) closed the connection during the TLS handshake"))
         case .failed(let error):
             close(
-                APNsTransportError(
+                HTTP2ClientError(
                     error.code == .certificateRejectedByPeer ? .certificateRejected : .tlsFailed,
                     "TLS handshake with \(settings.endpoint): \(error.message)"))
         }
     }
 
-    private func startHTTP2() throws(APNsTransportError) {
+    private func startHTTP2() throws(HTTP2ClientError) {
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
-            throw APNsTransportError(.protocolError, "nghttp2_session_callbacks_new failed")
+            throw HTTP2ClientError(.protocolError, "nghttp2_session_callbacks_new failed")
         }
         defer { nghttp2_session_callbacks_del(callbacks) }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, HTTP2Callbacks.onFrameRecv)
@@ -308,7 +318,7 @@ final class APNsConnection: EventLoopFileHandler {
 
         var option: OpaquePointer?
         guard nghttp2_option_new(&option) == 0, let option else {
-            throw APNsTransportError(.protocolError, "nghttp2_option_new failed")
+            throw HTTP2ClientError(.protocolError, "nghttp2_option_new failed")
         }
         defer { nghttp2_option_del(option) }
         // Until the server's SETTINGS arrive nothing is submitted anyway; this keeps nghttp2's
@@ -319,7 +329,7 @@ final class APNsConnection: EventLoopFileHandler {
         let context = Unmanaged.passUnretained(self).toOpaque()
         let result = nghttp2_session_client_new2(&newSession, callbacks, context, option)
         guard result == 0, let newSession else {
-            throw APNsTransportError(
+            throw HTTP2ClientError(
                 .protocolError, "nghttp2_session_client_new2: \(HTTP2Callbacks.describe(result))")
         }
         session = newSession
@@ -332,7 +342,7 @@ final class APNsConnection: EventLoopFileHandler {
         let submitted = nghttp2_submit_settings(
             newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         guard submitted == 0 else {
-            throw APNsTransportError(
+            throw HTTP2ClientError(
                 .protocolError, "nghttp2_submit_settings: \(HTTP2Callbacks.describe(submitted))")
         }
     }
@@ -370,7 +380,7 @@ final class APNsConnection: EventLoopFileHandler {
                 if consumed < 0 {
                     deliverEvents()
                     close(
-                        APNsTransportError(
+                        HTTP2ClientError(
                             .protocolError,
                             "HTTP/2 from \(settings.endpoint): "
                                 + HTTP2Callbacks.describe(Int32(consumed))))
@@ -393,7 +403,7 @@ final class APNsConnection: EventLoopFileHandler {
                     // TLS 1.3: the server's verdict on our certificate arrives after our side
                     // of the handshake finished, as the first thing we read.
                     close(
-                        APNsTransportError(
+                        HTTP2ClientError(
                             .certificateRejected,
                             "\(settings.endpoint) refused the client certificate: \(error.message)"))
                 } else {
@@ -411,7 +421,7 @@ final class APNsConnection: EventLoopFileHandler {
         if isGoingAway && streams.isEmpty {
             close(nil)
         } else {
-            close(APNsTransportError(.connectionLost, detail))
+            close(HTTP2ClientError(.connectionLost, detail))
         }
     }
 
@@ -437,7 +447,9 @@ final class APNsConnection: EventLoopFileHandler {
             var closed = closedStreamsScratch
             swap(&closed, &closedStreams)
             for (stream, errorCode) in closed {
-                if HTTP2Stream.provesTokenAccepted(status: stream.status) {
+                if let authorizer = settings.authorizer, !authenticationConfirmed,
+                    authorizer.answerProvesAuthorized(status: stream.status)
+                {
                     authenticationConfirmed = true
                 }
                 delegate?.connection(self, closed: stream, errorCode: errorCode)
@@ -492,7 +504,7 @@ final class APNsConnection: EventLoopFileHandler {
                 let length = nghttp2_session_mem_send(session, &data)
                 if length < 0 {
                     close(
-                        APNsTransportError(
+                        HTTP2ClientError(
                             .protocolError,
                             "nghttp2_session_mem_send: \(HTTP2Callbacks.describe(Int32(length)))"))
                     return
@@ -529,29 +541,15 @@ final class APNsConnection: EventLoopFileHandler {
         guard let session else { return Int32(NGHTTP2_ERR_INVALID_STATE.rawValue) }
         // Built in a local (swapped out of the scratch property and back) so the many appends
         // are plain local mutations rather than exclusivity-checked class accesses.
-        var block = HeaderBlock()
+        var block = HTTP2HeaderBlock()
         swap(&block, &headerScratch)
         defer { swap(&block, &headerScratch) }
         block.reset()
-        let request = pending.request
-        block.append(":method", "POST")
-        block.append(":scheme", "https")
-        block.append(":authority", authorityBytes)
-        block.append(":path", "/3/device/", request.deviceToken)
-        if let authorization { block.append("authorization", "bearer ", authorization) }
-        block.append("apns-push-type", "", request.pushType)
-        block.append("apns-topic", "", request.topic)
-        if let priority = request.priority { block.append("apns-priority", decimal: priority) }
-        if let expiration = request.expiration {
-            block.append("apns-expiration", decimal: expiration)
-        }
-        if let collapseID = request.collapseID { block.append("apns-collapse-id", "", collapseID) }
-        if let apnsID = request.apnsID { block.append("apns-id", "", apnsID) }
-        block.append("content-length", decimal: request.payload.count)
+        pending.head.writeHeaders(into: &block, authority: authorityBytes, authorization: authorization)
 
         let stream = HTTP2Stream(request: pending)
         let streamPointer = Unmanaged.passUnretained(stream).toOpaque()
-        let streamID = block.withNameValues { nameValues, count in
+        let streamID = block.withNameValues(scratch: &nameValueScratch) { nameValues, count in
             var provider = nghttp2_data_provider(
                 source: nghttp2_data_source(ptr: streamPointer),
                 read_callback: HTTP2Callbacks.readPayload)
@@ -605,7 +603,7 @@ final class APNsConnection: EventLoopFileHandler {
     }
 
     /// Tears everything down now and reports the unanswered streams.
-    func close(_ error: APNsTransportError?) {
+    func close(_ error: HTTP2ClientError?) {
         guard state != .closed else { return }
         state = .closed
         isGoingAway = true
@@ -646,7 +644,7 @@ final class APNsConnection: EventLoopFileHandler {
         if let pingSentAt {
             if now &- pingSentAt >= MonotonicTime.nanoseconds(settings.pingTimeout) {
                 close(
-                    APNsTransportError(
+                    HTTP2ClientError(
                         .connectionLost,
                         "\(settings.endpoint) did not answer PING within \(settings.pingTimeout)"))
                 return
@@ -674,7 +672,7 @@ final class APNsConnection: EventLoopFileHandler {
 }
 
 @available(*, unavailable)
-extension APNsConnection: Sendable {}
+extension HTTP2Connection: Sendable {}
 
 /// Carries a loop-confined object through a `@Sendable` closure back onto its loop.
 struct LoopBound<Value: AnyObject>: @unchecked Sendable {
@@ -695,8 +693,8 @@ enum HTTP2Callbacks {
         "\(String(cString: nghttp2_http2_strerror(code))) (0x\(String(code, radix: 16)))"
     }
 
-    private static func connection(_ userData: UnsafeMutableRawPointer?) -> APNsConnection {
-        Unmanaged<APNsConnection>.fromOpaque(userData!).takeUnretainedValue()
+    private static func connection(_ userData: UnsafeMutableRawPointer?) -> HTTP2Connection {
+        Unmanaged<HTTP2Connection>.fromOpaque(userData!).takeUnretainedValue()
     }
 
     /// The stream's user data: its `HTTP2Stream`, kept alive by the connection's `streams`
@@ -739,7 +737,7 @@ enum HTTP2Callbacks {
     }
 
     static let onHeader: nghttp2_on_header_callback = {
-        session, frame, name, nameLength, value, valueLength, _, _ in
+        session, frame, name, nameLength, value, valueLength, _, userData in
         guard let frame, let name, let value,
             UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue
         else { return 0 }
@@ -755,18 +753,28 @@ enum HTTP2Callbacks {
             }
             // Informational (1xx) headers precede the final response.
             if status >= 200 { stream.status = status }
-        } else if nameLength == 7 && memcmp(name, "apns-id", 7) == 0 {
-            stream.apnsID = String(
-                decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
+        } else {
+            let kept = HTTP2Callbacks.connection(userData).keptHeaderBytes
+            for index in kept.indices where kept[index].count == nameLength {
+                let matches = kept[index].withUnsafeBytes { memcmp(name, $0.baseAddress!, nameLength) == 0 }
+                guard matches else { continue }
+                stream.keptHeaders.append(
+                    (
+                        index,
+                        String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
+                    ))
+                break
+            }
         }
         return 0
     }
 
     static let onDataChunkRecv: nghttp2_on_data_chunk_recv_callback = {
-        session, _, streamID, data, length, _ in
+        session, _, streamID, data, length, userData in
         guard let data, let stream = HTTP2Callbacks.stream(session, streamID) else { return 0 }
-        // APNs error bodies are tiny; cap what a misbehaving server can make us hold.
-        let room = max(0, 16 * 1024 - stream.body.count)
+        // Answers are small; cap what a misbehaving server can make us hold.
+        let limit = HTTP2Callbacks.connection(userData).settings.maxResponseBodyBytes
+        let room = max(0, limit - stream.body.count)
         stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: min(room, length)))
         return 0
     }
@@ -802,7 +810,7 @@ enum HTTP2Callbacks {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         let stream = Unmanaged<HTTP2Stream>.fromOpaque(pointer).takeUnretainedValue()
-        let payload = stream.request.request.payload
+        let payload = stream.request.body
         let count = min(length, payload.count - stream.payloadOffset)
         if count > 0 {
             payload.withUnsafeBytes { bytes in
@@ -818,71 +826,17 @@ enum HTTP2Callbacks {
     }
 }
 
-/// One request's header block: every name and value in one byte buffer, with their ranges,
-/// then handed to nghttp2 as `nghttp2_nv` entries pointing into it.
-struct HeaderBlock {
-    private var bytes: [UInt8] = []
-    private var ranges: [(name: Range<Int>, value: Range<Int>)] = []
-    private var nameValues: [nghttp2_nv] = []
-
-    mutating func reset() {
-        bytes.removeAll(keepingCapacity: true)
-        ranges.removeAll(keepingCapacity: true)
-    }
-
-    mutating func append(_ name: StaticString, _ value: StaticString) {
-        let header = beginHeader(name)
-        value.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        endHeader(header)
-    }
-
-    mutating func append(_ name: StaticString, _ value: [UInt8]) {
-        let header = beginHeader(name)
-        bytes.append(contentsOf: value)
-        endHeader(header)
-    }
-
-    mutating func append(_ name: StaticString, _ prefix: StaticString, _ value: String) {
-        let header = beginHeader(name)
-        prefix.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(contentsOf: value.utf8)
-        endHeader(header)
-    }
-
-    mutating func append(_ name: StaticString, decimal value: Int) {
-        let header = beginHeader(name)
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        let digitsStart = bytes.count
-        repeat {
-            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0
-        bytes[digitsStart...].reverse()
-        endHeader(header)
-    }
-
-    /// Appends the name; returns where the name and the value start.
-    private mutating func beginHeader(_ name: StaticString) -> (name: Int, value: Int) {
-        let nameStart = bytes.count
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        return (nameStart, bytes.count)
-    }
-
-    private mutating func endHeader(_ start: (name: Int, value: Int)) {
-        ranges.append((start.name..<start.value, start.value..<bytes.count))
-    }
-
-    /// Calls `body` with the `nghttp2_nv` array, valid only during the call.
+extension HTTP2HeaderBlock {
+    /// Calls `body` with the `nghttp2_nv` array (built in `scratch`), valid only during the call.
     mutating func withNameValues<Result>(
-        _ body: (UnsafeMutablePointer<nghttp2_nv>, Int) -> Result
+        scratch: inout [nghttp2_nv], _ body: (UnsafeMutablePointer<nghttp2_nv>, Int) -> Result
     ) -> Result {
         let ranges = self.ranges
-        var nameValues = self.nameValues
-        self.nameValues = []
+        var nameValues: [nghttp2_nv] = []
+        swap(&nameValues, &scratch)
         defer {
             nameValues.removeAll(keepingCapacity: true)
-            self.nameValues = nameValues
+            swap(&nameValues, &scratch)
         }
         return bytes.withUnsafeMutableBufferPointer { buffer in
             let base = buffer.baseAddress!
