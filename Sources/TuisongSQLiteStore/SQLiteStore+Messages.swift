@@ -575,17 +575,14 @@ extension SQLiteStore: MessageStore {
                 arguments: [nowMs, limit])
             let records = try rows.map(Self.deliveryRecord)
             var perMessage: [Int64: Int] = [:]
+            let markSending = try db.prepare(
+                "UPDATE deliveries SET state = 'sending', updated_at = \(parameter: 1) WHERE id = \(parameter: 2)")
             for record in records {
-                try db.execute(
-                    sql: "UPDATE deliveries SET state = 'sending', updated_at = ? WHERE id = ?",
-                    arguments: [nowMs, record.id])
+                try markSending.run([nowMs, record.id])
                 perMessage[record.messageID, default: 0] += 1
             }
-            for (messageID, n) in perMessage {
-                try db.execute(
-                    sql: "UPDATE messages SET queued = queued - ?, sending = sending + ? WHERE id = ?",
-                    arguments: [n, n, messageID])
-            }
+            let move = try db.prepare(MessageCounterStatements.moveQueuedToSending)
+            for (messageID, n) in perMessage { try move.run([n, messageID]) }
             return records.map { record in
                 var claimed = record
                 claimed.state = .sending
@@ -613,12 +610,11 @@ extension SQLiteStore: MessageStore {
             let perMessage = try Row.fetchAll(
                 db, sql: "SELECT message_id, count(*) FROM deliveries WHERE state = 'sending' GROUP BY message_id")
             var total = 0
+            let move = try db.prepare(MessageCounterStatements.moveSendingToQueued)
             for row in perMessage {
                 let messageID: Int64 = row[0]
                 let n: Int = row[1]
-                try db.execute(
-                    sql: "UPDATE messages SET queued = queued + ?, sending = sending - ? WHERE id = ?",
-                    arguments: [n, n, messageID])
+                try move.run([n, messageID])
                 total += n
             }
             try db.execute(
@@ -659,14 +655,9 @@ extension SQLiteStore: MessageStore {
                     try Self.invalidate(db, invalidation, now: now, webhooks: webhooks)
                 }
             }
+            let addCounts = try db.prepare(MessageCounterStatements.addCounts)
             for (messageID, c) in deltas {
-                try db.execute(
-                    sql: """
-                        UPDATE messages SET queued = queued + ?, sending = sending + ?, delivered = delivered + ?,
-                            failed = failed + ?, skipped = skipped + ?, held = held + ?
-                        WHERE id = ?
-                        """,
-                    arguments: [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, messageID])
+                try addCounts.run([c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, messageID])
             }
             for (messageID, reasons) in failures { try Self.addFailures(db, messageID: messageID, reasons) }
             try webhooks.deliveryRowsFailed(GRDBExecutor(db: db), failedRows, now: now)
@@ -704,17 +695,20 @@ extension SQLiteStore: MessageStore {
                     """,
                 arguments: [nowMs, max(1, limit)])
             var perMessage: [Int64: [String: Int]] = [:]
-            let fail = try db.cachedStatement(
-                sql: "UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, updated_at = ? WHERE id = ?")
+            let fail = try db.prepare(
+                """
+                UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, updated_at = \(parameter: 1)
+                WHERE id = \(parameter: 2)
+                """)
             for row in rows {
-                try fail.execute(arguments: [nowMs, row[0] as Int64])
+                try fail.run([nowMs, row[0] as Int64])
                 perMessage[row[1], default: [:]][(row[2] as String?) ?? "held", default: 0] += 1
             }
+            let moveHeldToFailed = try db.prepare(
+                "UPDATE messages SET held = held - \(parameter: 1), failed = failed + \(parameter: 1) WHERE id = \(parameter: 2)"
+            )
             for (messageID, reasons) in perMessage {
-                let n = reasons.values.reduce(0, +)
-                try db.execute(
-                    sql: "UPDATE messages SET held = held - ?, failed = failed + ? WHERE id = ?",
-                    arguments: [n, n, messageID])
+                try moveHeldToFailed.run([reasons.values.reduce(0, +), messageID])
                 try Self.addFailures(db, messageID: messageID, reasons)
             }
             try webhooks.deliveryRowsFailed(GRDBExecutor(db: db), rows.map { $0[0] as Int64 }, now: nowMs)
@@ -757,14 +751,29 @@ extension SQLiteStore: MessageStore {
     static func deliveryRecord(_ row: Row) throws -> DeliveryRecord { try Rows.delivery(columns: row) }
 
     private static func addSkips(_ db: Database, messageID: Int64, _ skips: [String: Int]) throws {
-        for (reason, n) in skips where n != 0 {
-            try db.execute(
-                sql: """
-                    INSERT INTO message_skips (message_id, reason, count) VALUES (?, ?, ?)
-                    ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
-                    """,
-                arguments: [messageID, reason, n])
-        }
+        try addReasons(db, addSkip, messageID: messageID, skips)
+    }
+
+    /// Adds to a message's count of one skip reason: message, reason, how many.
+    private static let addSkip: SQLStatement = """
+        INSERT INTO message_skips (message_id, reason, count) VALUES (\(parameter: 1), \(parameter: 2), \(parameter: 3))
+        ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
+        """
+
+    /// Adds to a message's count of one failure reason: message, reason, how many.
+    private static let addFailure: SQLStatement = """
+        INSERT INTO message_failures (message_id, reason, count) VALUES (\(parameter: 1), \(parameter: 2), \(parameter: 3))
+        ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
+        """
+
+    /// Each reason's count in `reasons` added by `statement` (`addSkip`, `addFailure`), prepared
+    /// only when there is one to add: most flushes have none.
+    private static func addReasons(
+        _ db: Database, _ statement: SQLStatement, messageID: Int64, _ reasons: [String: Int]
+    ) throws {
+        guard reasons.values.contains(where: { $0 != 0 }) else { return }
+        let add = try db.prepare(statement)
+        for (reason, n) in reasons where n != 0 { try add.run([messageID, reason, n]) }
     }
 
     /// Fills account, app state and locale of a page's devices in one query.
@@ -794,14 +803,7 @@ extension SQLiteStore: MessageStore {
     }
 
     private static func addFailures(_ db: Database, messageID: Int64, _ failures: [String: Int]) throws {
-        for (reason, n) in failures where n != 0 {
-            try db.execute(
-                sql: """
-                    INSERT INTO message_failures (message_id, reason, count) VALUES (?, ?, ?)
-                    ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
-                    """,
-                arguments: [messageID, reason, n])
-        }
+        try addReasons(db, addFailure, messageID: messageID, failures)
     }
 
     /// Applies an APNs invalidation unless the device registered again after APNs's moment.
