@@ -632,20 +632,14 @@ extension PostgresStore: MessageStore {
                 failed[row.int64("message_id"), default: [:]][row.int64("slice"), default: [:]][
                     row.optionalString("reason") ?? "held", default: 0] += 1
             }
+            let sliceHeldToFailed = conn.prepare(Self.moveSliceHeldToFailed)
+            let messageHeldToFailed = conn.prepare(MessageCounterStatements.moveHeldToFailed)
             for (messageID, bySlice) in failed.sorted(by: { $0.key < $1.key }) {
                 for (slice, reasons) in bySlice.sorted(by: { $0.key < $1.key }) {
                     let n = Int64(reasons.values.reduce(0, +))
                     // The counters of the slice row the rows belong to, else the message's.
-                    let onSlice = try conn.run(
-                        """
-                        UPDATE message_slices SET held = held - $3, failed = failed + $3
-                        WHERE message_id = $1 AND slice = $2
-                        """, [.int(messageID), .int(slice), .int(n)])
-                    if (onSlice.affectedRows ?? 0) == 0 {
-                        try conn.run(
-                            "UPDATE messages SET held = held - $2, failed = failed + $2 WHERE id = $1",
-                            [.int(messageID), .int(n)])
-                    }
+                    let onSlice = try sliceHeldToFailed.run([.int(n), .int(messageID), .int(slice)])
+                    if (onSlice.affectedRows ?? 0) == 0 { try messageHeldToFailed.run([.int(n), .int(messageID)]) }
                     try Self.addReasons(conn, table: "message_failures", messageID, slice, reasons)
                 }
             }
@@ -655,6 +649,12 @@ extension PostgresStore: MessageStore {
             return rows.count
         }
     }
+
+    /// `n` of a slice's held deliveries failed (their hold expired): n, the message, the slice.
+    static let moveSliceHeldToFailed: SQLStatement = """
+        UPDATE message_slices SET held = held - \(parameter: 1), failed = failed + \(parameter: 1)
+        WHERE message_id = \(parameter: 2) AND slice = \(parameter: 3)
+        """
 
     // MARK: plumbing
 

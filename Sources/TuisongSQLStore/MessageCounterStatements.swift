@@ -15,6 +15,10 @@ package enum MessageCounterStatements {
     package static let moveSendingToQueued: SQLStatement =
         "UPDATE messages SET queued = queued + \(parameter: 1), sending = sending - \(parameter: 1) WHERE id = \(parameter: 2)"
 
+    /// `n` of the message's held deliveries failed (their hold expired): n, the message.
+    package static let moveHeldToFailed: SQLStatement =
+        "UPDATE messages SET held = held - \(parameter: 1), failed = failed + \(parameter: 1) WHERE id = \(parameter: 2)"
+
     /// Adds to each counter of the message: queued, sending, delivered, failed, skipped, held,
     /// the message.
     package static let addCounts: SQLStatement = """

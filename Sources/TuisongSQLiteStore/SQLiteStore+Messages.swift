@@ -335,26 +335,16 @@ extension SQLiteStore: MessageStore {
         guard updated > 0 else { return }
         try addFailures(db, messageID: progress.messageID, progress.failures)
         try addSkips(db, messageID: progress.messageID, progress.skips)
-        for (channel, n) in progress.deliveredByChannel where n != 0 {
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO message_channel_deliveries (message_id, channel, delivered) VALUES (?, ?, ?)
-                    ON CONFLICT (message_id, channel) DO UPDATE SET delivered = delivered + excluded.delivered
-                    """
-            ).execute(arguments: [progress.messageID, channel.rawValue, n])
+        if progress.deliveredByChannel.values.contains(where: { $0 != 0 }) {
+            let addDelivered = try db.prepare(Self.addChannelDeliveries)
+            for (channel, n) in progress.deliveredByChannel where n != 0 {
+                try addDelivered.run([progress.messageID, channel.rawValue, n])
+            }
         }
         if !progress.deliveries.isEmpty {
-            // The device may have been deleted while its push was in flight: the row keeps its
-            // token and outcome without the reference (a foreign key failure would refuse the
-            // whole flush, again and again, and leave the message sending).
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, service_message_id,
-                        attempts, next_attempt_at, updated_at, content, credential_selector, channel)
-                    VALUES (?, (SELECT id FROM devices WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
+            let insert = try db.prepare(Self.insertDelivery)
             for d in progress.deliveries {
-                try insert.execute(arguments: [
+                try insert.run([
                     progress.messageID, d.deviceID, d.token, d.environment.rawValue, d.state.rawValue, d.reason,
                     d.serviceMessageID, d.attempts, d.nextAttemptAt.map(SQLTime.milliseconds), now,
                     try d.content.map { try JSONText.encode($0) },
@@ -386,6 +376,26 @@ extension SQLiteStore: MessageStore {
             try webhooks.messagesCompleted(GRDBExecutor(db: db), [progress.messageID], now: now)
         }
     }
+
+    /// Adds to a message's deliveries through one channel: message, channel, how many.
+    static let addChannelDeliveries: SQLStatement = """
+        INSERT INTO message_channel_deliveries (message_id, channel, delivered)
+        VALUES (\(parameter: 1), \(parameter: 2), \(parameter: 3))
+        ON CONFLICT (message_id, channel) DO UPDATE SET delivered = delivered + excluded.delivered
+        """
+
+    /// A flushed delivery row: message, device, token, environment, state, reason, service
+    /// message id, attempts, next attempt, now, content, credential selector, channel. The
+    /// device may have been deleted while its push was in flight: the row keeps its token and
+    /// outcome without the reference (a foreign key failure would refuse the whole flush, again
+    /// and again, and leave the message sending).
+    static let insertDelivery: SQLStatement = """
+        INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, service_message_id,
+            attempts, next_attempt_at, updated_at, content, credential_selector, channel)
+        VALUES (\(parameter: 1), (SELECT id FROM devices WHERE id = \(parameter: 2)), \(parameter: 3), \(parameter: 4),
+            \(parameter: 5), \(parameter: 6), \(parameter: 7), \(parameter: 8), \(parameter: 9), \(parameter: 10),
+            \(parameter: 11), \(parameter: 12), \(parameter: 13))
+        """
 
     /// The flush with its held and queued rows of devices deleted since their page was read
     /// skipped (`DeletedDeviceFlushGuard`). One writer: nothing deletes them between this read
@@ -704,9 +714,7 @@ extension SQLiteStore: MessageStore {
                 try fail.run([nowMs, row[0] as Int64])
                 perMessage[row[1], default: [:]][(row[2] as String?) ?? "held", default: 0] += 1
             }
-            let moveHeldToFailed = try db.prepare(
-                "UPDATE messages SET held = held - \(parameter: 1), failed = failed + \(parameter: 1) WHERE id = \(parameter: 2)"
-            )
+            let moveHeldToFailed = try db.prepare(MessageCounterStatements.moveHeldToFailed)
             for (messageID, reasons) in perMessage {
                 try moveHeldToFailed.run([reasons.values.reduce(0, +), messageID])
                 try Self.addFailures(db, messageID: messageID, reasons)
