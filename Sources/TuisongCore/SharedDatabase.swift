@@ -182,6 +182,15 @@ public protocol SQLDialect: Sendable {
     /// the row's own count (its retries) plus its slices' (`message_slices`), which several
     /// nodes write apart. Called through `messageCounter(_:table:)`, which checks the names.
     func messageCounterExpression(_ counter: String, table: String) -> String
+
+    /// All six counts of a message (queued, sending, delivered, failed, skipped, held) in a
+    /// query over the core `messages` table (named `table` there) that reads them for many rows:
+    /// `join` goes right after `FROM messages <table>`, `columns` are the six BIGINT expressions
+    /// in that order, comma-separated. SQLite: the row's columns, nothing joined; PostgreSQL:
+    /// the row's own counts plus its slices' summed in one pass per message (a lateral join),
+    /// where six `messageCounter`s would each sum the slices again. Called through
+    /// `messageCounts(table:)`, which checks the name.
+    func messageCountsExpression(table: String) -> (join: String, columns: String)
 }
 
 extension SQLDialect {
@@ -199,6 +208,15 @@ extension SQLDialect {
             ["queued", "sending", "delivered", "failed", "skipped", "held"].contains(counter)
                 && table.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" })
         return messageCounterExpression(counter, table: table)
+    }
+
+    /// The names of a message's six counts, in the order `messageCounts(table:)` gives them.
+    public static var messageCounterNames: [String] { ["queued", "sending", "delivered", "failed", "skipped", "held"] }
+
+    /// A message's six counts read in one pass: `messageCountsExpression`, the name checked.
+    public func messageCounts(table: String) -> (join: String, columns: String) {
+        precondition(table.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" })
+        return messageCountsExpression(table: table)
     }
 }
 

@@ -149,6 +149,29 @@ public final class StoreHealth: Sendable {
     }
 }
 
+extension StoreHealth {
+    /// Runs one write of a backend and notes its outcome here: a success, or the failure as
+    /// `mapError` turns it into the store's terms (then thrown). `observer` is told how long it
+    /// took, failure or not (the gateway's store metrics). Every write path of both backends
+    /// goes through this one place, so `/healthz` hears of each the same way.
+    public func noting<T>(
+        timedBy observer: (@Sendable (Duration) -> Void)? = nil, mapError: (any Error) -> any Error = { $0 },
+        _ write: () async throws -> T
+    ) async throws -> T {
+        let started = ContinuousClock.now
+        defer { observer?(ContinuousClock.now - started) }
+        do {
+            let result = try await write()
+            noteSuccess()
+            return result
+        } catch {
+            let mapped = mapError(error)
+            noteFailure(mapped)
+            throw mapped
+        }
+    }
+}
+
 /// The whole store as the gateway sees it. Later issues add message, delivery, credential
 /// and template stores to this composition.
 public protocol Store: AppStore, DeviceStore {

@@ -33,4 +33,14 @@ public struct PostgresDialect: SQLDialect {
         "(\(table).\(counter) + coalesce((SELECT sum(s.\(counter)) FROM message_slices s "
             + "WHERE s.message_id = \(table).id), 0))"
     }
+
+    /// The row's own counts plus its slices', the slices summed once per message.
+    public func messageCountsExpression(table: String) -> (join: String, columns: String) {
+        let slices = "\(table)_slices"
+        let sums = Self.messageCounterNames.map { "sum(\($0))::bigint AS \($0)" }.joined(separator: ", ")
+        return (
+            "LEFT JOIN LATERAL (SELECT \(sums) FROM message_slices WHERE message_id = \(table).id) \(slices) ON true",
+            Self.messageCounterNames.map { "\(table).\($0) + coalesce(\(slices).\($0), 0)" }.joined(separator: ", ")
+        )
+    }
 }

@@ -23,19 +23,10 @@ public struct PostgresSharedDatabase: SharedDatabase {
     public var dialect: any SQLDialect { PostgresDialect() }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
-        let started = ContinuousClock.now
-        defer { store.writeObserver?(ContinuousClock.now - started) }
-        do {
-            let result = try await Self.mapped {
-                try await store.pool.transaction { conn in try body(PostgresExecutor(conn)) }
-            }
-            store.health.noteSuccess()
-            return result
-        } catch {
-            // A plugin's write that finds the disk full or the server gone is told to
-            // `/healthz` as the core's own writes are (the plugin's own errors are not trouble).
-            store.health.noteFailure(error)
-            throw error
+        // A plugin's write that finds the disk full or the server gone is told to `/healthz` as
+        // the core's own writes are (the plugin's own errors are not trouble).
+        try await store.health.noting(timedBy: store.writeObserver) {
+            try await Self.mapped { try await store.pool.transaction { conn in try body(PostgresExecutor(conn)) } }
         }
     }
 

@@ -397,14 +397,10 @@ extension PostgresStore: MessageStore {
             }
             try Self.addReasons(conn, table: "message_failures", progress.messageID, sliceID, progress.failures)
             try Self.addReasons(conn, table: "message_skips", progress.messageID, sliceID, progress.skips)
+            let addDelivered = conn.prepare(Self.addChannelDeliveries)
             for (channel, n) in progress.deliveredByChannel.sorted(by: { $0.key.rawValue < $1.key.rawValue })
             where n != 0 {
-                try conn.run(
-                    """
-                    INSERT INTO message_channel_deliveries (message_id, slice, channel, delivered) VALUES ($1, $2, $3, $4)
-                    ON CONFLICT (message_id, slice, channel)
-                    DO UPDATE SET delivered = message_channel_deliveries.delivered + excluded.delivered
-                    """, [.int(progress.messageID), .int(sliceID), .text(channel.rawValue), .int(Int64(n))])
+                try addDelivered.run([.int(progress.messageID), .int(sliceID), .text(channel.rawValue), .int(Int64(n))])
             }
             try Self.insertDeliveries(
                 conn, progress.deliveries, messageID: progress.messageID, slice: sliceID, now: now)
@@ -463,6 +459,14 @@ extension PostgresStore: MessageStore {
 
     // MARK: retries
 
+    /// Adds to a slice's deliveries through one channel: message, slice, channel, how many.
+    static let addChannelDeliveries: SQLStatement = """
+        INSERT INTO message_channel_deliveries (message_id, slice, channel, delivered)
+        VALUES (\(parameter: 1), \(parameter: 2), \(parameter: 3), \(parameter: 4))
+        ON CONFLICT (message_id, slice, channel)
+        DO UPDATE SET delivered = message_channel_deliveries.delivered + excluded.delivered
+        """
+
     /// Claims due retry rows, and rows a dead node was sending (their lease ended), for this
     /// node under a lease.
     public func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord] {
@@ -486,10 +490,9 @@ extension PostgresStore: MessageStore {
             ).rows
             var perMessage: [Int64: Int64] = [:]
             for row in rows where row.string("was") == "queued" { perMessage[row.int64("message_id"), default: 0] += 1 }
+            let move = conn.prepare(MessageCounterStatements.moveQueuedToSending)
             for (messageID, n) in perMessage.sorted(by: { $0.key < $1.key }) {
-                try conn.run(
-                    "UPDATE messages SET queued = queued - $1, sending = sending + $1 WHERE id = $2",
-                    [.int(n), .int(messageID)])
+                try move.run([.int(n), .int(messageID)])
             }
             return try rows.map(Self.deliveryRecord).sorted {
                 ($0.nextAttemptAt ?? .distantPast, $0.id) < ($1.nextAttemptAt ?? .distantPast, $1.id)
@@ -512,10 +515,9 @@ extension PostgresStore: MessageStore {
             ).rows
             var perMessage: [Int64: Int64] = [:]
             for row in rows { perMessage[row.int64("message_id"), default: 0] += 1 }
+            let move = conn.prepare(MessageCounterStatements.moveSendingToQueued)
             for (messageID, n) in perMessage.sorted(by: { $0.key < $1.key }) {
-                try conn.run(
-                    "UPDATE messages SET queued = queued + $1, sending = sending - $1 WHERE id = $2",
-                    [.int(n), .int(messageID)])
+                try move.run([.int(n), .int(messageID)])
             }
             return rows.count
         }
@@ -533,14 +535,9 @@ extension PostgresStore: MessageStore {
             var deltas: [Int64: DeliveryCounts] = [:]
             var failures: [Int64: [Int64: [String: Int]]] = [:]
             var invalidations: [DeviceInvalidation] = []
+            let applyUpdate = conn.prepare(Self.applyDeliveryUpdate)
             for update in updates.sorted(by: { $0.deliveryID < $1.deliveryID }) {
-                let row = try conn.run(
-                    """
-                    UPDATE deliveries SET state = $1, reason = $2, service_message_id = coalesce($3, service_message_id), attempts = $4,
-                        next_attempt_at = $5, updated_at = $6, owner = NULL, lease_until = NULL
-                    WHERE id = $7 AND state = $8 AND (state <> 'sending' OR owner IS NULL OR owner = $9)
-                    RETURNING slice
-                    """,
+                let row = try applyUpdate.run(
                     [
                         .text(update.to.rawValue), PostgresValue(update.reason), PostgresValue(update.serviceMessageID),
                         .int(Int64(update.attempts)), PostgresValue(update.nextAttemptAt.map(SQLTime.milliseconds)),
@@ -556,13 +553,9 @@ extension PostgresStore: MessageStore {
                 if update.to == .failed { failedRows.append(update.deliveryID) }
                 if let invalidation = update.invalidation { invalidations.append(invalidation) }
             }
+            let addCounts = conn.prepare(MessageCounterStatements.addCounts)
             for (messageID, c) in deltas.sorted(by: { $0.key < $1.key }) {
-                try conn.run(
-                    """
-                    UPDATE messages SET queued = queued + $1, sending = sending + $2, delivered = delivered + $3,
-                        failed = failed + $4, skipped = skipped + $5, held = held + $6
-                    WHERE id = $7
-                    """,
+                try addCounts.run(
                     [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held].map { .int(Int64($0)) }
                         + [.int(messageID)])
             }
@@ -576,6 +569,17 @@ extension PostgresStore: MessageStore {
             try Self.finishWaitingMessages(conn, Array(deltas.keys), now: now, webhooks: webhooks)
         }
     }
+
+    /// A retried delivery's outcome, if this node still holds it: state, reason, service message
+    /// id, attempts, next attempt, now, the row, the state it was in, this node. Returns its slice.
+    static let applyDeliveryUpdate: SQLStatement = """
+        UPDATE deliveries SET state = \(parameter: 1), reason = \(parameter: 2),
+            service_message_id = coalesce(\(parameter: 3), service_message_id), attempts = \(parameter: 4),
+            next_attempt_at = \(parameter: 5), updated_at = \(parameter: 6), owner = NULL, lease_until = NULL
+        WHERE id = \(parameter: 7) AND state = \(parameter: 8)
+            AND (state <> 'sending' OR owner IS NULL OR owner = \(parameter: 9))
+        RETURNING slice
+        """
 
     /// A message's deliveries with any outcome or none yet, on its row and its slices' (`m` is
     /// the message): its final total.
@@ -628,20 +632,14 @@ extension PostgresStore: MessageStore {
                 failed[row.int64("message_id"), default: [:]][row.int64("slice"), default: [:]][
                     row.optionalString("reason") ?? "held", default: 0] += 1
             }
+            let sliceHeldToFailed = conn.prepare(Self.moveSliceHeldToFailed)
+            let messageHeldToFailed = conn.prepare(MessageCounterStatements.moveHeldToFailed)
             for (messageID, bySlice) in failed.sorted(by: { $0.key < $1.key }) {
                 for (slice, reasons) in bySlice.sorted(by: { $0.key < $1.key }) {
                     let n = Int64(reasons.values.reduce(0, +))
                     // The counters of the slice row the rows belong to, else the message's.
-                    let onSlice = try conn.run(
-                        """
-                        UPDATE message_slices SET held = held - $3, failed = failed + $3
-                        WHERE message_id = $1 AND slice = $2
-                        """, [.int(messageID), .int(slice), .int(n)])
-                    if (onSlice.affectedRows ?? 0) == 0 {
-                        try conn.run(
-                            "UPDATE messages SET held = held - $2, failed = failed + $2 WHERE id = $1",
-                            [.int(messageID), .int(n)])
-                    }
+                    let onSlice = try sliceHeldToFailed.run([.int(n), .int(messageID), .int(slice)])
+                    if (onSlice.affectedRows ?? 0) == 0 { try messageHeldToFailed.run([.int(n), .int(messageID)]) }
                     try Self.addReasons(conn, table: "message_failures", messageID, slice, reasons)
                 }
             }
@@ -651,6 +649,12 @@ extension PostgresStore: MessageStore {
             return rows.count
         }
     }
+
+    /// `n` of a slice's held deliveries failed (their hold expired): n, the message, the slice.
+    static let moveSliceHeldToFailed: SQLStatement = """
+        UPDATE message_slices SET held = held - \(parameter: 1), failed = failed + \(parameter: 1)
+        WHERE message_id = \(parameter: 2) AND slice = \(parameter: 3)
+        """
 
     // MARK: plumbing
 

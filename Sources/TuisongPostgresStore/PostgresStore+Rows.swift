@@ -53,11 +53,11 @@ enum PostgresArrayLiteral {
 extension PostgresStore {
     /// A write that is one statement, run outside an explicit transaction (the statement is
     /// atomic by itself): one round trip instead of BEGIN, statement, COMMIT. Timed for
-    /// `writeObserver` as `write` is.
+    /// `writeObserver` and told to `health` as `write` is.
     @discardableResult
     func writeStatement<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        let started = ContinuousClock.now
-        defer { writeObserver?(ContinuousClock.now - started) }
-        return try await read(body)
+        try await health.noting(timedBy: writeObserver, mapError: Self.storeError) {
+            try await pool.withConnection(body)
+        }
     }
 }

@@ -32,6 +32,47 @@ extension PostgresConnection {
     }
 }
 
+extension PostgresConnection {
+    /// `statement` in PostgreSQL's placeholders, to run with each row's values
+    /// (`SQLStatement`): its text is rendered and its prepared name found once per loop, and it
+    /// is prepared on this connection at its first run (an empty loop costs no round trip).
+    func prepare(_ statement: SQLStatement) -> PostgresPreparedStatement {
+        let sql = statement.text(for: PostgresDialect())
+        return PostgresPreparedStatement(
+            connection: self, name: StatementNames.name(for: sql), sql: sql, statement: statement)
+    }
+}
+
+/// An `SQLStatement` on one connection, run once per row. Valid only inside the closure that
+/// was handed the connection.
+final class PostgresPreparedStatement {
+    let connection: PostgresConnection
+    let name: String
+    let sql: String
+    let statement: SQLStatement
+    private var isPrepared = false
+
+    init(connection: PostgresConnection, name: String, sql: String, statement: SQLStatement) {
+        self.connection = connection
+        self.name = name
+        self.sql = sql
+        self.statement = statement
+    }
+
+    /// Runs the statement with `values` (parameter 1 first).
+    @discardableResult
+    func run(_ values: [PostgresValue]) throws -> PostgresResult {
+        if !isPrepared {
+            try connection.prepare(name: name, sql: sql)
+            isPrepared = true
+        }
+        return try connection.executePrepared(name: name, statement.bindings(values))
+    }
+}
+
+@available(*, unavailable)
+extension PostgresPreparedStatement: Sendable {}
+
 extension SQLQuery {
     /// The text and parameters of a statement sent in a pipeline (`PostgresConnection.pipeline`).
     var postgresStatement: (String, [PostgresValue]) {

@@ -121,8 +121,6 @@ public final class PostgresStore: Sendable {
     /// `postgresql://host:port/db` without user, password or query: safe to log.
     public var location: String { Self.redacted(url) }
 
-    public var backendName: String { "postgresql" }
-
     package static func redacted(_ url: String) -> String {
         guard let scheme = url.range(of: "://") else { return url }
         var rest = url[scheme.upperBound...]
@@ -164,16 +162,8 @@ public final class PostgresStore: Sendable {
     /// `body` in one transaction: committed when it returns, rolled back when it throws.
     @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        let started = ContinuousClock.now
-        defer { writeObserver?(ContinuousClock.now - started) }
-        do {
-            let result = try await pool.transaction(body)
-            health.noteSuccess()
-            return result
-        } catch {
-            let mapped = Self.storeError(error)
-            health.noteFailure(mapped)
-            throw mapped
+        try await health.noting(timedBy: writeObserver, mapError: Self.storeError) {
+            try await pool.transaction(body)
         }
     }
 

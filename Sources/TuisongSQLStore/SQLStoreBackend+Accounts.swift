@@ -65,16 +65,17 @@ extension SQLStoreBackend {
                 let (deleted, done) = try await sqlWrite { db -> (Int, Int) in
                     var budget = perTransaction
                     var done = 0
+                    let isSending = db.prepare(
+                        "SELECT 1 FROM messages WHERE id = \(parameter: 1) AND state = 'sending'")
+                    let forget = db.prepare(
+                        """
+                        DELETE FROM badge_grants WHERE message_id = \(parameter: 1) AND account_id IN
+                            (SELECT account_id FROM badge_grants WHERE message_id = \(parameter: 1) LIMIT \(parameter: 2))
+                        """)
                     for messageID in batch {
                         // Checked again in the transaction: the message may have been restarted.
-                        let sending = try db.fetchOne(
-                            "SELECT 1 FROM messages WHERE id = \(messageID) AND state = 'sending'")
-                        if sending == nil {
-                            budget -= try db.run(
-                                """
-                                DELETE FROM badge_grants WHERE message_id = \(messageID) AND account_id IN
-                                    (SELECT account_id FROM badge_grants WHERE message_id = \(messageID) LIMIT \(budget))
-                                """)
+                        if try isSending.fetchAll([.integer(messageID)]).isEmpty {
+                            budget -= try forget.run([.integer(messageID), .integer(Int64(budget))])
                             // Out of budget: this message may have grants left; the next
                             // transaction starts with it.
                             if budget <= 0 { break }

@@ -94,18 +94,15 @@ extension SQLStoreBackend {
     /// The newest messages by id (a bounded scan of the primary key), plus every message still
     /// sending however old (the `messages_pending` partial index, its condition spelled out as
     /// SQLite needs it); their counts as the dialect keeps them (PostgreSQL adds every slice's
-    /// to the message's own), read for the messages found only.
+    /// to the message's own, the slices read once per message), read for the messages found only.
     public func messageActivity(since: Date, scanLimit: Int) async throws -> [MessageActivity] {
         let sinceMilliseconds = SQLTime.milliseconds(since)
         return try await sqlRead { db in
-            // PostgreSQL's sum of BIGINTs is NUMERIC: each counter is cast back.
-            let counters = ["queued", "sending", "delivered", "failed", "skipped", "held"].map {
-                "CAST(\(db.dialect.messageCounter($0, table: "m")) AS BIGINT)"
-            }.joined(separator: ", ")
+            let counts = db.dialect.messageCounts(table: "m")
             return try db.fetchAll(
                 """
-                SELECT m.id, m.app_id, m.state, m.created_at, m.started_at, m.completed_at, m.total, \(raw: counters)
-                FROM messages m
+                SELECT m.id, m.app_id, m.state, m.created_at, m.started_at, m.completed_at, m.total, \(raw: counts.columns)
+                FROM messages m \(raw: counts.join)
                 WHERE m.id IN (
                     SELECT id FROM (
                         SELECT id, state, completed_at FROM messages ORDER BY id DESC

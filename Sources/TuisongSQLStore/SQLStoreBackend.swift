@@ -74,3 +74,8 @@ extension SQLQuery {
         return query
     }
 }
+
+extension SQLStoreBackend where Self: GatewayStore {
+    /// The dialect's name (`sqlite`, `postgresql`): one answer for logs, metrics and the SQL.
+    public var backendName: String { sharedDatabase.dialect.name }
+}

@@ -31,4 +31,9 @@ public struct SQLiteDialect: SQLDialect {
 
     /// The message row's own column: one writer keeps every count there.
     public func messageCounterExpression(_ counter: String, table: String) -> String { "\(table).\(counter)" }
+
+    /// The row's own columns, nothing joined.
+    public func messageCountsExpression(table: String) -> (join: String, columns: String) {
+        ("", Self.messageCounterNames.map { "\(table).\($0)" }.joined(separator: ", "))
+    }
 }

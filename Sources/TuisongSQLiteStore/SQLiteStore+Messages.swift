@@ -335,26 +335,16 @@ extension SQLiteStore: MessageStore {
         guard updated > 0 else { return }
         try addFailures(db, messageID: progress.messageID, progress.failures)
         try addSkips(db, messageID: progress.messageID, progress.skips)
-        for (channel, n) in progress.deliveredByChannel where n != 0 {
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO message_channel_deliveries (message_id, channel, delivered) VALUES (?, ?, ?)
-                    ON CONFLICT (message_id, channel) DO UPDATE SET delivered = delivered + excluded.delivered
-                    """
-            ).execute(arguments: [progress.messageID, channel.rawValue, n])
+        if progress.deliveredByChannel.values.contains(where: { $0 != 0 }) {
+            let addDelivered = try db.prepare(Self.addChannelDeliveries)
+            for (channel, n) in progress.deliveredByChannel where n != 0 {
+                try addDelivered.run([progress.messageID, channel.rawValue, n])
+            }
         }
         if !progress.deliveries.isEmpty {
-            // The device may have been deleted while its push was in flight: the row keeps its
-            // token and outcome without the reference (a foreign key failure would refuse the
-            // whole flush, again and again, and leave the message sending).
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, service_message_id,
-                        attempts, next_attempt_at, updated_at, content, credential_selector, channel)
-                    VALUES (?, (SELECT id FROM devices WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
+            let insert = try db.prepare(Self.insertDelivery)
             for d in progress.deliveries {
-                try insert.execute(arguments: [
+                try insert.run([
                     progress.messageID, d.deviceID, d.token, d.environment.rawValue, d.state.rawValue, d.reason,
                     d.serviceMessageID, d.attempts, d.nextAttemptAt.map(SQLTime.milliseconds), now,
                     try d.content.map { try JSONText.encode($0) },
@@ -386,6 +376,26 @@ extension SQLiteStore: MessageStore {
             try webhooks.messagesCompleted(GRDBExecutor(db: db), [progress.messageID], now: now)
         }
     }
+
+    /// Adds to a message's deliveries through one channel: message, channel, how many.
+    static let addChannelDeliveries: SQLStatement = """
+        INSERT INTO message_channel_deliveries (message_id, channel, delivered)
+        VALUES (\(parameter: 1), \(parameter: 2), \(parameter: 3))
+        ON CONFLICT (message_id, channel) DO UPDATE SET delivered = delivered + excluded.delivered
+        """
+
+    /// A flushed delivery row: message, device, token, environment, state, reason, service
+    /// message id, attempts, next attempt, now, content, credential selector, channel. The
+    /// device may have been deleted while its push was in flight: the row keeps its token and
+    /// outcome without the reference (a foreign key failure would refuse the whole flush, again
+    /// and again, and leave the message sending).
+    static let insertDelivery: SQLStatement = """
+        INSERT INTO deliveries (message_id, device_id, token, environment, state, reason, service_message_id,
+            attempts, next_attempt_at, updated_at, content, credential_selector, channel)
+        VALUES (\(parameter: 1), (SELECT id FROM devices WHERE id = \(parameter: 2)), \(parameter: 3), \(parameter: 4),
+            \(parameter: 5), \(parameter: 6), \(parameter: 7), \(parameter: 8), \(parameter: 9), \(parameter: 10),
+            \(parameter: 11), \(parameter: 12), \(parameter: 13))
+        """
 
     /// The flush with its held and queued rows of devices deleted since their page was read
     /// skipped (`DeletedDeviceFlushGuard`). One writer: nothing deletes them between this read
@@ -575,17 +585,14 @@ extension SQLiteStore: MessageStore {
                 arguments: [nowMs, limit])
             let records = try rows.map(Self.deliveryRecord)
             var perMessage: [Int64: Int] = [:]
+            let markSending = try db.prepare(
+                "UPDATE deliveries SET state = 'sending', updated_at = \(parameter: 1) WHERE id = \(parameter: 2)")
             for record in records {
-                try db.execute(
-                    sql: "UPDATE deliveries SET state = 'sending', updated_at = ? WHERE id = ?",
-                    arguments: [nowMs, record.id])
+                try markSending.run([nowMs, record.id])
                 perMessage[record.messageID, default: 0] += 1
             }
-            for (messageID, n) in perMessage {
-                try db.execute(
-                    sql: "UPDATE messages SET queued = queued - ?, sending = sending + ? WHERE id = ?",
-                    arguments: [n, n, messageID])
-            }
+            let move = try db.prepare(MessageCounterStatements.moveQueuedToSending)
+            for (messageID, n) in perMessage { try move.run([n, messageID]) }
             return records.map { record in
                 var claimed = record
                 claimed.state = .sending
@@ -613,12 +620,11 @@ extension SQLiteStore: MessageStore {
             let perMessage = try Row.fetchAll(
                 db, sql: "SELECT message_id, count(*) FROM deliveries WHERE state = 'sending' GROUP BY message_id")
             var total = 0
+            let move = try db.prepare(MessageCounterStatements.moveSendingToQueued)
             for row in perMessage {
                 let messageID: Int64 = row[0]
                 let n: Int = row[1]
-                try db.execute(
-                    sql: "UPDATE messages SET queued = queued + ?, sending = sending - ? WHERE id = ?",
-                    arguments: [n, n, messageID])
+                try move.run([n, messageID])
                 total += n
             }
             try db.execute(
@@ -659,14 +665,9 @@ extension SQLiteStore: MessageStore {
                     try Self.invalidate(db, invalidation, now: now, webhooks: webhooks)
                 }
             }
+            let addCounts = try db.prepare(MessageCounterStatements.addCounts)
             for (messageID, c) in deltas {
-                try db.execute(
-                    sql: """
-                        UPDATE messages SET queued = queued + ?, sending = sending + ?, delivered = delivered + ?,
-                            failed = failed + ?, skipped = skipped + ?, held = held + ?
-                        WHERE id = ?
-                        """,
-                    arguments: [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, messageID])
+                try addCounts.run([c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, messageID])
             }
             for (messageID, reasons) in failures { try Self.addFailures(db, messageID: messageID, reasons) }
             try webhooks.deliveryRowsFailed(GRDBExecutor(db: db), failedRows, now: now)
@@ -704,17 +705,18 @@ extension SQLiteStore: MessageStore {
                     """,
                 arguments: [nowMs, max(1, limit)])
             var perMessage: [Int64: [String: Int]] = [:]
-            let fail = try db.cachedStatement(
-                sql: "UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, updated_at = ? WHERE id = ?")
+            let fail = try db.prepare(
+                """
+                UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, updated_at = \(parameter: 1)
+                WHERE id = \(parameter: 2)
+                """)
             for row in rows {
-                try fail.execute(arguments: [nowMs, row[0] as Int64])
+                try fail.run([nowMs, row[0] as Int64])
                 perMessage[row[1], default: [:]][(row[2] as String?) ?? "held", default: 0] += 1
             }
+            let moveHeldToFailed = try db.prepare(MessageCounterStatements.moveHeldToFailed)
             for (messageID, reasons) in perMessage {
-                let n = reasons.values.reduce(0, +)
-                try db.execute(
-                    sql: "UPDATE messages SET held = held - ?, failed = failed + ? WHERE id = ?",
-                    arguments: [n, n, messageID])
+                try moveHeldToFailed.run([reasons.values.reduce(0, +), messageID])
                 try Self.addFailures(db, messageID: messageID, reasons)
             }
             try webhooks.deliveryRowsFailed(GRDBExecutor(db: db), rows.map { $0[0] as Int64 }, now: nowMs)
@@ -757,14 +759,29 @@ extension SQLiteStore: MessageStore {
     static func deliveryRecord(_ row: Row) throws -> DeliveryRecord { try Rows.delivery(columns: row) }
 
     private static func addSkips(_ db: Database, messageID: Int64, _ skips: [String: Int]) throws {
-        for (reason, n) in skips where n != 0 {
-            try db.execute(
-                sql: """
-                    INSERT INTO message_skips (message_id, reason, count) VALUES (?, ?, ?)
-                    ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
-                    """,
-                arguments: [messageID, reason, n])
-        }
+        try addReasons(db, addSkip, messageID: messageID, skips)
+    }
+
+    /// Adds to a message's count of one skip reason: message, reason, how many.
+    private static let addSkip: SQLStatement = """
+        INSERT INTO message_skips (message_id, reason, count) VALUES (\(parameter: 1), \(parameter: 2), \(parameter: 3))
+        ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
+        """
+
+    /// Adds to a message's count of one failure reason: message, reason, how many.
+    private static let addFailure: SQLStatement = """
+        INSERT INTO message_failures (message_id, reason, count) VALUES (\(parameter: 1), \(parameter: 2), \(parameter: 3))
+        ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
+        """
+
+    /// Each reason's count in `reasons` added by `statement` (`addSkip`, `addFailure`), prepared
+    /// only when there is one to add: most flushes have none.
+    private static func addReasons(
+        _ db: Database, _ statement: SQLStatement, messageID: Int64, _ reasons: [String: Int]
+    ) throws {
+        guard reasons.values.contains(where: { $0 != 0 }) else { return }
+        let add = try db.prepare(statement)
+        for (reason, n) in reasons where n != 0 { try add.run([messageID, reason, n]) }
     }
 
     /// Fills account, app state and locale of a page's devices in one query.
@@ -794,14 +811,7 @@ extension SQLiteStore: MessageStore {
     }
 
     private static func addFailures(_ db: Database, messageID: Int64, _ failures: [String: Int]) throws {
-        for (reason, n) in failures where n != 0 {
-            try db.execute(
-                sql: """
-                    INSERT INTO message_failures (message_id, reason, count) VALUES (?, ?, ?)
-                    ON CONFLICT (message_id, reason) DO UPDATE SET count = count + excluded.count
-                    """,
-                arguments: [messageID, reason, n])
-        }
+        try addReasons(db, addFailure, messageID: messageID, failures)
     }
 
     /// Applies an APNs invalidation unless the device registered again after APNs's moment.

@@ -23,6 +23,13 @@ extension Database {
         return changesCount
     }
 
+    /// `statement` in SQLite's placeholders, prepared once on this connection (GRDB's cached
+    /// statement, looked up once per loop), to run with each row's values (`SQLStatement`).
+    func prepare(_ statement: SQLStatement) throws -> GRDBPreparedStatement {
+        GRDBPreparedStatement(
+            prepared: try cachedStatement(sql: statement.text(for: SQLiteDialect())), statement: statement)
+    }
+
     /// `query`'s rows, each read off the cursor by `read` (no `Row` copied).
     func fetch<T>(_ query: SQLQuery, _ read: (Row) throws -> T) throws -> [T] {
         let (statement, arguments) = try statement(query)
@@ -30,5 +37,17 @@ extension Database {
         var values: [T] = []
         while let row = try cursor.next() { values.append(try read(row)) }
         return values
+    }
+}
+
+/// An `SQLStatement` prepared on one connection, run once per row. Valid only inside the
+/// closure that was handed the connection.
+struct GRDBPreparedStatement {
+    let prepared: Statement
+    let statement: SQLStatement
+
+    /// Runs the statement with `values` (parameter 1 first).
+    func run(_ values: [(any DatabaseValueConvertible)?]) throws {
+        try prepared.execute(arguments: StatementArguments(statement.bindings(values)))
     }
 }

@@ -13,13 +13,8 @@ public struct SQLiteSharedDatabase: SharedDatabase {
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         defer { store.checkpointer.noteCommit() }
-        do {
-            let result = try await Self.mapped { try await store.pool.write { db in try body(GRDBExecutor(db: db)) } }
-            store.health.noteSuccess()
-            return result
-        } catch {
-            store.health.noteFailure(error)
-            throw error
+        return try await store.health.noting {
+            try await Self.mapped { try await store.pool.write { db in try body(GRDBExecutor(db: db)) } }
         }
     }
 

@@ -163,17 +163,9 @@ public final class SQLiteStore: Store {
         let health = StoreHealth()
         self.health = health
         groupedWrites = StoreBatcher(concurrency: 1, maxBatch: 256) { [pool] writes in
-            let started = ContinuousClock.now
-            defer { writeObserver?(ContinuousClock.now - started) }
-            do {
+            try await health.noting(timedBy: writeObserver, mapError: ErrorMapping.storeError) {
                 defer { checkpointer.noteCommit() }
-                let results = try await pool.write { db in try Self.runGrouped(db, writes) }
-                health.noteSuccess()
-                return results
-            } catch {
-                let mapped = ErrorMapping.storeError(error)
-                health.noteFailure(mapped)
-                throw mapped
+                return try await pool.write { db in try Self.runGrouped(db, writes) }
             }
         }
         pointReaders = PointReaders(path: path, busyTimeout: configuration.busyTimeout)
@@ -260,8 +252,6 @@ public final class SQLiteStore: Store {
         try await appliedMigrations().last
     }
 
-    public var backendName: String { "sqlite" }
-
     /// The database file's path.
     public var location: String { path }
 
@@ -316,17 +306,9 @@ public final class SQLiteStore: Store {
 
     /// A write in an immediate transaction on the writer connection.
     func write<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws -> T {
-        let started = ContinuousClock.now
-        defer { writeObserver?(ContinuousClock.now - started) }
-        do {
+        try await health.noting(timedBy: writeObserver, mapError: ErrorMapping.storeError) {
             defer { checkpointer.noteCommit() }
-            let result = try await pool.write(body)
-            health.noteSuccess()
-            return result
-        } catch {
-            let mapped = ErrorMapping.storeError(error)
-            health.noteFailure(mapped)
-            throw mapped
+            return try await pool.write(body)
         }
     }
 
