@@ -41,6 +41,17 @@ public struct DeliveryReceipt: Sendable, Hashable {
     }
 }
 
+/// One POST's receipts, of one app, as `ReceiptStore.recordReceipts(posts:)` takes them.
+public struct ReceiptPostReceipts: Sendable {
+    public var appID: Int64
+    public var receipts: [DeliveryReceipt]
+
+    public init(appID: Int64, receipts: [DeliveryReceipt]) {
+        self.appID = appID
+        self.receipts = receipts
+    }
+}
+
 /// What recording a batch of receipts changed.
 public struct ReceiptRecording: Sendable, Hashable {
     /// The receipts that changed a delivery's state, in the order given (a click that also
@@ -104,6 +115,13 @@ public protocol ReceiptStore: Sendable {
     /// a message the app does not have is counted `unknown` and kept nowhere; a device whose
     /// receipt says its token is gone is invalidated (unless it registered again since).
     func recordReceipts(appID: Int64, _ receipts: [DeliveryReceipt]) async throws -> ReceiptRecording
+    /// Records several POSTs' receipts (`ReceiptPostReceipts`, each as `recordReceipts(appID:_:)`
+    /// would) in one transaction, each under a savepoint of its own: one result per POST, in
+    /// order; a POST whose write fails is rolled back alone and fails alone. Throws, recording
+    /// none, when the transaction cannot commit. Meant for a database with one writer (SQLite):
+    /// where writers run side by side (PostgreSQL) each POST takes its rows' locks in key order
+    /// within its own transaction, and one transaction holding several POSTs' locks would not.
+    func recordReceipts(posts: [ReceiptPostReceipts]) async throws -> [Result<ReceiptRecording, any Error>]
     /// The message's receipt counts by channel.
     func receiptCounts(messageID: Int64) async throws -> [PushChannel: ReceiptCounts]
     /// The receipt state of the message's deliveries to `tokens` (those with a receipt).

@@ -26,11 +26,20 @@ public final class StoreBatcher<Input: Sendable, Output: Sendable>: Sendable {
     /// PostgreSQL transaction over the same rows would only wait for the first).
     private let concurrency: Int
     private let maxBatch: Int
+    /// A batch's inputs weigh at most this together (its first input goes whatever it weighs):
+    /// a batch of large inputs holds the store no longer than one of many small ones.
+    private let maxWeight: Int
+    private let weight: (@Sendable (Input) -> Int)?
 
-    public init(concurrency: Int, maxBatch: Int, operation: @escaping Operation) {
+    public init(
+        concurrency: Int, maxBatch: Int, maxWeight: Int = .max, weight: (@Sendable (Input) -> Int)? = nil,
+        operation: @escaping Operation
+    ) {
         precondition(concurrency >= 1 && maxBatch >= 1)
         self.concurrency = concurrency
         self.maxBatch = maxBatch
+        self.maxWeight = maxWeight
+        self.weight = weight
         self.operation = operation
     }
 
@@ -61,7 +70,17 @@ public final class StoreBatcher<Input: Sendable, Output: Sendable>: Sendable {
                     state.running -= 1
                     return nil
                 }
-                let count = min(maxBatch, state.queue.count)
+                var count = min(maxBatch, state.queue.count)
+                if let weight {
+                    var total = weight(state.queue[0].input)
+                    for index in 1..<count {
+                        total += weight(state.queue[index].input)
+                        if total > maxWeight {
+                            count = index
+                            break
+                        }
+                    }
+                }
                 let batch = Array(state.queue.prefix(count))
                 state.queue.removeFirst(count)
                 return batch

@@ -20,70 +20,103 @@ extension SQLStoreBackend {
         let webhooks = webhookOutbox
         let now = nowMilliseconds
         return try await sqlWrite { db in
-            var messageIDs = Set<Int64>()
-            for receipt in receipts { messageIDs.insert(receipt.messageID) }
-            var known = Set<Int64>()
-            for list in SQLList.chunks(messageIDs.map { SQLValue($0) }) {
-                for row in try db.fetchAll(
-                    "SELECT id FROM messages WHERE app_id = \(appID) AND id IN (\(SQLQuery.list(list)))")
-                {
-                    known.insert(row.int64(0))
-                }
-            }
-            var recording =
-                try Self.recordNewReceipts(db, receipts, known: known)
-                ?? Self.recordReceiptsExactly(db, receipts, known: known)
-            // Devices in token order, so concurrent writers (PostgreSQL) take their locks in one order.
-            var invalidating: [DeliveryReceipt] = []
-            for receipt in recording.recorded {
-                if case .notShown(_, true) = receipt.outcome { invalidating.append(receipt) }
-            }
-            invalidating.sort { ($0.token, $0.at) < ($1.token, $1.at) }
-            for receipt in invalidating {
-                guard case .notShown(let reason, true) = receipt.outcome else { continue }
-                // As an APNs 410: left alone when the app registered the token again since.
-                let invalidated = try db.fetchAll(
-                    """
-                    UPDATE devices SET invalidated_at = \(now), invalid_reason = \("receipt:" + reason)
-                    WHERE app_id = \(appID) AND token = \(receipt.token) AND invalidated_at IS NULL
-                    AND updated_at <= \(SQLTime.milliseconds(receipt.at))
-                    RETURNING id
-                    """)
-                recording.invalidatedDevices += invalidated.count
-                for device in invalidated {
-                    try webhooks.deviceInvalidated(db, deviceID: device.int64(0), reason: "receipt:" + reason, now: now)
-                }
-            }
-            // Events with the receipts that cause them, in the same transaction.
-            try webhooks.receiptsRecorded(db, appID: appID, recording.recorded, now: now)
-            // Counted by runs first (a POST's receipts are mostly of one message and outcome).
-            var counts: [ReceiptCountKey: Int] = [:]
-            var run: (key: ReceiptCountKey, count: Int)?
-            for receipt in recording.recorded {
-                if let last = run, last.key.messageID == receipt.messageID, last.key.channel == receipt.channel,
-                    last.key.outcome == receipt.outcome.name
-                {
-                    run?.count += 1
+            try Self.record(db, appID: appID, receipts, webhooks: webhooks, now: now)
+        }
+    }
+
+    public func recordReceipts(posts: [ReceiptPostReceipts]) async throws -> [Result<ReceiptRecording, any Error>] {
+        let webhooks = webhookOutbox
+        let now = nowMilliseconds
+        return try await sqlWrite { db in
+            var results: [Result<ReceiptRecording, any Error>] = []
+            results.reserveCapacity(posts.count)
+            for post in posts {
+                guard !post.receipts.isEmpty else {
+                    results.append(.success(ReceiptRecording()))
                     continue
                 }
-                if let last = run { counts[last.key, default: 0] += last.count }
-                run = (
-                    ReceiptCountKey(
-                        messageID: receipt.messageID, channel: receipt.channel, outcome: receipt.outcome.name), 1
-                )
+                try db.execute("SAVEPOINT receipt_post")
+                do {
+                    let recording = try Self.record(db, appID: post.appID, post.receipts, webhooks: webhooks, now: now)
+                    try db.execute("RELEASE SAVEPOINT receipt_post")
+                    results.append(.success(recording))
+                } catch {
+                    try db.execute("ROLLBACK TO SAVEPOINT receipt_post")
+                    try db.execute("RELEASE SAVEPOINT receipt_post")
+                    results.append(.failure(error))
+                }
+            }
+            return results
+        }
+    }
+
+    /// One POST's receipts, in the transaction `db` is in.
+    private static func record(
+        _ db: any SQLExecutor, appID: Int64, _ receipts: [DeliveryReceipt], webhooks: WebhookOutbox, now: Int64
+    ) throws -> ReceiptRecording {
+        var messageIDs = Set<Int64>()
+        for receipt in receipts { messageIDs.insert(receipt.messageID) }
+        var known = Set<Int64>()
+        for list in SQLList.chunks(messageIDs.map { SQLValue($0) }) {
+            for row in try db.fetchAll(
+                "SELECT id FROM messages WHERE app_id = \(appID) AND id IN (\(SQLQuery.list(list)))")
+            {
+                known.insert(row.int64(0))
+            }
+        }
+        var recording =
+            try Self.recordNewReceipts(db, receipts, known: known)
+            ?? Self.recordReceiptsExactly(db, receipts, known: known)
+        // Devices in token order, so concurrent writers (PostgreSQL) take their locks in one order.
+        var invalidating: [DeliveryReceipt] = []
+        for receipt in recording.recorded {
+            if case .notShown(_, true) = receipt.outcome { invalidating.append(receipt) }
+        }
+        invalidating.sort { ($0.token, $0.at) < ($1.token, $1.at) }
+        for receipt in invalidating {
+            guard case .notShown(let reason, true) = receipt.outcome else { continue }
+            // As an APNs 410: left alone when the app registered the token again since.
+            let invalidated = try db.fetchAll(
+                """
+                UPDATE devices SET invalidated_at = \(now), invalid_reason = \("receipt:" + reason)
+                WHERE app_id = \(appID) AND token = \(receipt.token) AND invalidated_at IS NULL
+                AND updated_at <= \(SQLTime.milliseconds(receipt.at))
+                RETURNING id
+                """)
+            recording.invalidatedDevices += invalidated.count
+            for device in invalidated {
+                try webhooks.deviceInvalidated(db, deviceID: device.int64(0), reason: "receipt:" + reason, now: now)
+            }
+        }
+        // Events with the receipts that cause them, in the same transaction.
+        try webhooks.receiptsRecorded(db, appID: appID, recording.recorded, now: now)
+        // Counted by runs first (a POST's receipts are mostly of one message and outcome).
+        var counts: [ReceiptCountKey: Int] = [:]
+        var run: (key: ReceiptCountKey, count: Int)?
+        for receipt in recording.recorded {
+            if let last = run, last.key.messageID == receipt.messageID, last.key.channel == receipt.channel,
+                last.key.outcome == receipt.outcome.name
+            {
+                run?.count += 1
+                continue
             }
             if let last = run { counts[last.key, default: 0] += last.count }
-            for (key, count) in counts.sorted(by: { $0.key < $1.key }) {
-                try db.run(
-                    """
-                    INSERT INTO message_receipt_counts (message_id, channel, outcome, count)
-                    VALUES (\(key.messageID), \(key.channel.rawValue), \(key.outcome), \(count))
-                    ON CONFLICT (message_id, channel, outcome)
-                    DO UPDATE SET count = message_receipt_counts.count + excluded.count
-                    """)
-            }
-            return recording
+            run = (
+                ReceiptCountKey(
+                    messageID: receipt.messageID, channel: receipt.channel, outcome: receipt.outcome.name), 1
+            )
         }
+        if let last = run { counts[last.key, default: 0] += last.count }
+        for (key, count) in counts.sorted(by: { $0.key < $1.key }) {
+            try db.run(
+                """
+                INSERT INTO message_receipt_counts (message_id, channel, outcome, count)
+                VALUES (\(key.messageID), \(key.channel.rawValue), \(key.outcome), \(count))
+                ON CONFLICT (message_id, channel, outcome)
+                DO UPDATE SET count = message_receipt_counts.count + excluded.count
+                """)
+        }
+        return recording
     }
 
     /// The common POST, written cheaply: when each delivery is named once and every column

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+internal import GRDBSQLite
 import TuisongCore
 import TuisongSQLStore
 
@@ -55,7 +56,8 @@ final class GRDBExecutor: SQLExecutor {
             // May hold several statements (`;`-separated), like a migration.
             try db.execute(sql: sql)
         } else if let statement = try Self.reusable(sql, db) {
-            try statement.execute(arguments: Self.arguments(arguments))
+            try Self.bind(arguments, to: statement)
+            try statement.execute()
         } else {
             try db.execute(sql: sql, arguments: Self.arguments(arguments))
         }
@@ -92,6 +94,45 @@ final class GRDBExecutor: SQLExecutor {
         guard sql.utf8.count <= 512 || sql.contains(SQLList.marker) else { return nil }
         return try db.cachedStatement(sql: sql)
     }
+
+    /// Binds `values` to the statement's placeholders straight through SQLite, which GRDB then
+    /// runs as bound. `StatementArguments` converts each value through an existential and a
+    /// generic initializer the runtime instantiates per call: 4.5 % of the gateway's CPU during
+    /// a push with a receipt per device, whose upserts bind 1,024 values a statement.
+    static func bind(_ values: [SQLValue], to statement: Statement) throws {
+        // Resets the statement and clears its bindings; GRDB then takes them as valid and bound.
+        statement.setUncheckedArguments(StatementArguments())
+        let handle = statement.sqliteStatement
+        guard Int(sqlite3_bind_parameter_count(handle)) == values.count else {
+            throw StoreError(
+                .unavailable,
+                "\(values.count) values for the \(sqlite3_bind_parameter_count(handle)) placeholders of \(statement.sql)"
+            )
+        }
+        for (index, value) in values.enumerated() {
+            let position = Int32(index + 1)
+            let code: Int32
+            switch value {
+            case .null: code = sqlite3_bind_null(handle, position)
+            case .integer(let v): code = sqlite3_bind_int64(handle, position, v)
+            case .real(let v): code = sqlite3_bind_double(handle, position, v)
+            case .text(let v): code = sqlite3_bind_text(handle, position, v, -1, transient)
+            case .blob(let v):
+                code =
+                    v.isEmpty
+                    ? sqlite3_bind_zeroblob(handle, position, 0)
+                    : v.withUnsafeBytes {
+                        sqlite3_bind_blob(handle, position, $0.baseAddress, Int32($0.count), transient)
+                    }
+            }
+            guard code == SQLITE_OK else {
+                throw StoreError(.unavailable, "binding ?\(position) of \(statement.sql): SQLite error \(code)")
+            }
+        }
+    }
+
+    /// SQLite copies the bound text or blob before `sqlite3_bind_*` returns.
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
     /// Built from optional existentials on purpose: GRDB's initializer for a sequence of a
     /// concrete value type maps it with a key path, which the runtime instantiates on every call

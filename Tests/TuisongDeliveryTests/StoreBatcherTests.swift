@@ -85,6 +85,25 @@ import TuisongCore
         #expect(sizes == [1, 4, 4, 2])
     }
 
+    /// With a weight, a batch takes calls until the next would pass `maxWeight`; a call heavier
+    /// than that goes alone rather than never.
+    @Test(arguments: [(3, [1, 3, 3, 3, 1]), (50, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])])
+    func batchesAreCutAtTheirWeight(_ each: Int, _ expected: [Int]) async throws {
+        let operation = GatedOperation()
+        let batcher = StoreBatcher<Int, Int>(concurrency: 1, maxBatch: 100, maxWeight: 10, weight: { _ in each }) {
+            try await operation.run($0)
+        }
+        let first = Task { try await batcher.submit(0) }
+        await operation.waitForFirstBatch()
+        let rest = (1...10).map { value in Task { try await batcher.submit(value) } }
+        try await waitUntil(queued: 10, in: batcher)
+        operation.release()
+        #expect(try await first.value == 0)
+        for (offset, task) in rest.enumerated() { #expect(try await task.value == (offset + 1) * 10) }
+        let sizes = operation.batches.withLock { $0.map(\.count) }
+        #expect(sizes == expected)
+    }
+
     /// Waits (bounded) until `count` calls are queued behind the batch at the store.
     private func waitUntil(queued count: Int, in batcher: StoreBatcher<Int, Int>) async throws {
         let deadline = ContinuousClock.now + .seconds(10)

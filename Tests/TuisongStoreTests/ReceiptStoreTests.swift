@@ -260,6 +260,43 @@ import TuisongCore
         }
     }
 
+    /// Several POSTs in one transaction (the gateway's receipt queue on SQLite): each answered as
+    /// if it had been written alone, in order, a later POST seeing the earlier ones' rows.
+    @Test(arguments: Backend.allCases)
+    func severalPostsInOneTransactionEachCountAsAlone(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let other = try await makeApp(store, "other")
+            let message = try await Self.message(store, app.id)
+            let othersMessage = try await Self.message(store, other.id)
+            let tokens = (0..<400).map { "phone-\($0)" }
+            let results = try await store.recordReceipts(posts: [
+                ReceiptPostReceipts(
+                    appID: app.id, receipts: tokens[0..<300].map { Self.receipt(message.id, .arrived, token: $0) }),
+                // Half of it repeats the first POST's; its click counts with its arrival.
+                ReceiptPostReceipts(
+                    appID: app.id,
+                    receipts: tokens[250..<350].map { Self.receipt(message.id, .arrived, token: $0) } + [
+                        Self.receipt(message.id, .clicked, token: tokens[399])
+                    ]),
+                ReceiptPostReceipts(appID: app.id, receipts: []),
+                // Another app's message, named in this app's POST.
+                ReceiptPostReceipts(appID: app.id, receipts: [Self.receipt(othersMessage.id, .arrived)]),
+                ReceiptPostReceipts(appID: other.id, receipts: [Self.receipt(othersMessage.id, .arrived)]),
+            ])
+            let recordings = try results.map { try $0.get() }
+            #expect(recordings.map(\.recorded.count) == [300, 52, 0, 0, 1])
+            #expect(recordings.map(\.repeated) == [0, 50, 0, 0, 0])
+            #expect(recordings.map(\.unknown) == [0, 0, 0, 1, 0])
+            #expect(recordings[1].recorded.suffix(2).map(\.outcome) == [.arrived, .clicked])
+            #expect(
+                try await store.receiptCounts(messageID: message.id) == [
+                    .huawei: ReceiptCounts(arrived: 351, clicked: 1)
+                ])
+            #expect(try await store.receiptCounts(messageID: othersMessage.id) == [.huawei: ReceiptCounts(arrived: 1)])
+        }
+    }
+
     /// v18 / pg12: a request of many tokens that asked for receipts by one param is kept with
     /// its tokens' digests until its app (or message) goes.
     @Test(arguments: Backend.allCases)

@@ -18,6 +18,8 @@ import TuisongTransportKit
 /// `Retry-After`.
 struct NativeReceiptAPI: Sendable {
     let store: any GatewayStore
+    /// Where the receipt is written (in turns with the services' POSTs, on SQLite).
+    let writer: ReceiptWriter
     let keys: ReceiptKeys
     let clock: any Clock
     let metrics: GatewayMetrics
@@ -75,7 +77,7 @@ struct NativeReceiptAPI: Sendable {
                 "the receipt token does not verify (not one a push carried, or its message is gone)")
         }
         try admit(limits.perApp, String(message.appID))
-        let recording = try await store.recordReceipts(
+        let recording = try await writer.record(
             appID: message.appID,
             [
                 DeliveryReceipt(

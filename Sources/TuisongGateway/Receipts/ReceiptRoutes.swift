@@ -7,10 +7,12 @@ import TuisongTransportKit
 /// `POST /receipts/{channel}/{app id}`: the delivery receipts the services post, one route per
 /// transport that declares receipts (`TransportDeclaration.receipts`), nothing per service
 /// here. A POST is checked (the service's signature where it signs; every status's tag, a MAC
-/// of its message under the app's key), read, recorded (`ReceiptStore.recordReceipts`) and
+/// of its message under the app's key), read, recorded (`ReceiptWriter`, `ReceiptStore.recordReceipts`) and
 /// answered in the service's shape. A forged, unsigned or another app's POST records nothing.
 struct ReceiptRoutes: Sendable {
     let store: any ReceiptStore
+    /// Where the POSTs' receipts are written (in turns, on SQLite).
+    let writer: ReceiptWriter
     let registry: TransportRegistry
     let keys: ReceiptKeys
     /// The apps' callback credentials, for the services that sign.
@@ -174,7 +176,7 @@ struct ReceiptRoutes: Sendable {
             metrics.receipts.increment([channel.rawValue, "not_of_send"], by: UInt64(notOfSend))
         }
         do {
-            let recording = try await store.recordReceipts(appID: appID, receipts)
+            let recording = try await writer.record(appID: appID, receipts)
             count(recording, channel: channel)
         } catch {
             return unavailable(error, channel: channel)

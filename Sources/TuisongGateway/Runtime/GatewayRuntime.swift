@@ -190,13 +190,16 @@ public final class GatewayRuntime: Sendable {
                 engine: engine, authenticator: authenticator, clock: clock, changes: store,
                 transports: config.transports.registry, receipts: store
             ).register(on: router)
+            // SQLite's one writer: receipt POSTs take turns behind the pushes' flushes (ReceiptWriter).
+            let receiptWriter = ReceiptWriter(
+                store: store, writersTakeTurns: !store.sharedDatabase.dialect.hasConcurrentWriters)
             ReceiptRoutes(
-                store: store, registry: config.transports.registry, keys: receiptKeys,
+                store: store, writer: receiptWriter, registry: config.transports.registry, keys: receiptKeys,
                 callbackCredentials: callbackCredentials, clock: clock, metrics: metrics, logger: logger
             ).register(on: router)
             let nodeShare = NodeShare()
             NativeReceiptAPI(
-                store: store, keys: receiptKeys, clock: clock, metrics: metrics, logger: logger,
+                store: store, writer: receiptWriter, keys: receiptKeys, clock: clock, metrics: metrics, logger: logger,
                 limits: AppReceiptLimits(config.receipts, clock: clock, share: nodeShare)
             ).register(on: router)
             NativeWebhookAPI(webhooks: webhooks, store: store, authenticator: authenticator).register(on: router)

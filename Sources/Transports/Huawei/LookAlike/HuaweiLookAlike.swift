@@ -219,22 +219,27 @@ package final class HuaweiLookAlike: LookAlikeService {
         response.principal = issued.principal
         response.tokenCount = tokens.count
         if !validateOnly {
+            // The tag its receipts carry, noted from the body read here (not read again for them).
+            var details: [String: String] = [:]
+            if let tag = message["android"]?["bi_tag"]?.stringValue, !tag.isEmpty { details[Self.biTagDetail] = tag }
             acceptedPush(
                 ReceivedAndroidMessage(
                     service: .huawei, target: appID, principal: issued.principal, tokens: outcome.accepted,
                     refusedTokens: outcome.illegal, messageID: requestID, body: request.body,
                     connectionID: request.connectionID, streamID: request.streamID, timestampHeader: nil,
-                    receivedAtMilliseconds: request.receivedAtMilliseconds))
+                    receivedAtMilliseconds: request.receivedAtMilliseconds, details: details))
         }
         return response
     }
 
     // MARK: Receipts
 
+    /// The `details` entry of an accepted message that holds its `android.bi_tag`.
+    static let biTagDetail = "bi_tag"
+
     package func receipts(for message: ReceivedAndroidMessage) -> LookAlikeReceiptPlan? {
-        guard !message.tokens.isEmpty, let body = MockJSON.parse(message.body) else { return nil }
         // Huawei V1: `android.bi_tag` comes back as each status's `biTag`; up to 1,000 a POST.
-        guard let tag = body["message"]?["android"]?["bi_tag"]?.stringValue, !tag.isEmpty else { return nil }
+        guard !message.tokens.isEmpty, let tag = message.huaweiBiTag else { return nil }
         return .configured(
             tag: tag,
             make: { configuration in
@@ -273,6 +278,11 @@ extension LookAlikeServer {
     public func trustHuaweiClient(_ client: LookAlikeConfiguration.PushKitClient) {
         (lookAlike(.huawei) as? HuaweiLookAlike)?.trust(client)
     }
+}
+
+extension ReceivedAndroidMessage {
+    /// The message's `android.bi_tag` as sent (Huawei); nil when it had none, or for other services.
+    public var huaweiBiTag: String? { service == .huawei ? details[HuaweiLookAlike.biTagDetail] : nil }
 }
 
 extension AndroidMockStatistics {
