@@ -5,7 +5,8 @@ SHELL := /bin/bash
 SWIFT ?= swift
 CONFIG ?= config/tuisong.json
 TEST_OUTPUT ?= test-output
-# Swift tests run at once (make test, make test-swift): measured on 2 cores, issue #46.
+# Swift tests run at once (make test, make test-swift). On 2 cores at load 7-10 (other builds),
+# issue #46: width 4 took 184-203 s, 6 took 155-189 s, 8 took 196 s; 4 spends the least CPU.
 TEST_WIDTH ?= 4
 
 # Debian packages: build-time libraries, then tools the tests and benchmarks drive.
