@@ -5,6 +5,9 @@ SHELL := /bin/bash
 SWIFT ?= swift
 CONFIG ?= config/tuisong.json
 TEST_OUTPUT ?= test-output
+# Swift tests run at once (make test, make test-swift). On 2 cores at load 7-10 (other builds),
+# issue #46: width 4 took 184-203 s, 6 took 155-189 s, 8 took 196 s; 4 spends the least CPU.
+TEST_WIDTH ?= 4
 
 # Debian packages: build-time libraries, then tools the tests and benchmarks drive.
 BUILD_PACKAGES := pkg-config libmicrohttpd-dev libnghttp2-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libpq-dev
@@ -66,30 +69,30 @@ check-config: release
 test: test-deps lint
 	@mkdir -p $(TEST_OUTPUT)
 	$(SWIFT) build --build-tests
-	@# One test at a time for now: the suite also runs four at a time (make test-swift), but
-	@# some real-time tests (a 2 s lease on PostgreSQL, the APNs pools' own timers) still fail
-	@# there now and then on 2 cores; until they wait on the injected clock, CI runs it serially.
-	@# A throwaway PostgreSQL cluster for the PostgreSQL tests and then the cluster test, stopped
-	@# and removed whatever the tests do (the trap runs on success, failure and interruption).
+	@# The Swift tests run $(TEST_WIDTH) at a time, as make test-swift (see there); a throwaway
+	@# PostgreSQL cluster serves them and then the cluster test, stopped and removed whatever the
+	@# tests do (the trap runs on success, failure and interruption).
 	@set -e; url=$$(scripts/pg-test-cluster.sh start); \
 	  trap 'scripts/pg-test-cluster.sh stop "$$url"' EXIT; trap 'exit 130' INT TERM; \
 	  echo "PostgreSQL test cluster: $$url"; \
-	  TUISONG_TEST_DATABASE_URL="$$url" $(SWIFT) test --skip-build --no-parallel; \
+	  TUISONG_TEST_DATABASE_URL="$$url" MALLOC_MMAP_THRESHOLD_=32768 \
+	    $(SWIFT) test --skip-build --experimental-maximum-parallelization-width $(TEST_WIDTH); \
 	  TUISONG_TEST_DATABASE_URL="$$url" $(MAKE) --no-print-directory test-cluster
 	@if [ -d Tests/browser ] && ls Tests/browser/test_*.py >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory test-browser; fi
 
-# The Swift tests four at a time (issue #46: waits go through the injected clock, tests wait
-# on conditions; every test at once exhausts the test cluster's PostgreSQL connections and
-# starves the socket tests). MALLOC_MMAP_THRESHOLD_: Foundation's Process.run() in Swift 6.3.1
-# reads past glibc's readdir buffer once ~1,300 descriptors are open (fixed upstream,
-# swift-corelibs-foundation #5472); the buffer in its own mapping has room after it.
+# The Swift tests TEST_WIDTH at a time (issue #46: waits go through the injected clock, tests
+# wait on conditions, so no test depends on another's timing; every test at once exhausts the
+# test cluster's PostgreSQL connections and starves the socket tests). MALLOC_MMAP_THRESHOLD_:
+# Foundation's Process.run() in Swift 6.3.1 reads past glibc's readdir buffer once ~1,300
+# descriptors are open (fixed upstream, swift-corelibs-foundation #5472); the buffer in its own
+# mapping has room after it.
 test-swift: test-deps
 	$(SWIFT) build --build-tests
 	@set -e; url=$$(scripts/pg-test-cluster.sh start); \
 	  trap 'scripts/pg-test-cluster.sh stop "$$url"' EXIT; trap 'exit 130' INT TERM; \
 	  TUISONG_TEST_DATABASE_URL="$$url" MALLOC_MMAP_THRESHOLD_=32768 \
-	    $(SWIFT) test --skip-build --experimental-maximum-parallelization-width 4
+	    $(SWIFT) test --skip-build --experimental-maximum-parallelization-width $(TEST_WIDTH)
 
 # The console in headless Chromium against a real `tuisong serve` (the debug build the Swift
 # tests just made). Screenshots and server logs land in $(TEST_OUTPUT)/browser; `timeout`

@@ -41,7 +41,8 @@ enum MallocTuning {
     }
 
     /// A thread of its own, so a busy cooperative pool never delays it and it never delays
-    /// a request.
+    /// a request. Real time, not the injected clock: it paces the process's memory, not the
+    /// gateway's logic, and no test waits on it.
     private static func startTrimming() {
         #if canImport(Glibc)
             guard let symbol = dlsym(nil, "malloc_trim") else { return }

@@ -150,15 +150,21 @@ public final class ChannelCatalog: Sendable {
     }
     private let state = Mutex(State())
 
-    /// Declares channels (a later declaration of a name replaces the earlier one in place).
+    /// Declares channels (a later declaration of a name replaces the earlier one in place). A
+    /// name new to the catalog goes before the next name of `declarations` already declared, so
+    /// the order does not depend on which list was installed first: the standard registry
+    /// installed after a test's `[harmony]` still lists HarmonyOS last (tests share a process and
+    /// run side by side, in no fixed order).
     public func install(_ declarations: [ChannelDeclaration]) {
         state.withLock { state in
-            for declaration in declarations {
+            for (position, declaration) in declarations.enumerated() {
                 if let index = state.order[declaration.channel] {
                     state.declarations[index] = declaration
                 } else {
-                    state.order[declaration.channel] = state.declarations.count
-                    state.declarations.append(declaration)
+                    let order = state.order
+                    let following = declarations[(position + 1)...].lazy.compactMap { order[$0.channel] }.first
+                    state.declarations.insert(declaration, at: following ?? state.declarations.count)
+                    for (index, placed) in state.declarations.enumerated() { state.order[placed.channel] = index }
                 }
                 state.byChannel[declaration.channel] = declaration
             }

@@ -175,7 +175,8 @@ public final class HTTPServer: Sendable {
                 listener.closeIfStillOurs()
                 throw error
             }
-            // Timeouts fire within a twentieth of the limit (10 ms to 250 ms late).
+            // Timeouts fire within a twentieth of the limit (10 ms to 250 ms late). Wall-clock
+            // time, not the injected clock: the timeouts are owed to peers on real sockets.
             let timeout = configuration.requestTimeout
             let tick = Duration.milliseconds(
                 Int64(timeout > 0 ? min(250, max(10, timeout * 1000 / 20)) : 250))
@@ -235,6 +236,8 @@ public final class HTTPServer: Sendable {
         running.daemon.quiesce()
         close(running.listener)
 
+        // Real time: the grace period is given to clients on real sockets, and libmicrohttpd
+        // tells nobody when its last exchange ends, so the count is polled.
         let clock = ContinuousClock()
         let grace = clock.now + .milliseconds(Int64(max(0, gracePeriod) * 1000))
         while core.liveExchanges.load(ordering: .relaxed) > 0 && clock.now < grace {

@@ -27,7 +27,7 @@ extension PostgresStore {
 
     public func subscribe(_ handler: @escaping @Sendable (StoreChange?) -> Void) {
         changes.local.subscribe(handler)
-        changes.startListening(url: url, logger: logger)
+        changes.startListening(url: url, clock: clock, logger: logger)
     }
 }
 
@@ -42,8 +42,8 @@ final class PostgresChanges: Sendable {
     private let state = Mutex(State())
 
     /// Starts the listener unless it runs (or is being started). When the database cannot be
-    /// reached it tries again every 2 s until it can or the store closes.
-    func startListening(url: String, logger: Logger) {
+    /// reached it tries again every 2 s of `clock` until it can or the store closes.
+    func startListening(url: String, clock: any TuisongCore.Clock, logger: Logger) {
         let start = state.withLock { state -> Bool in
             guard state.listener == nil, !state.starting, !state.stopped else { return false }
             state.starting = true
@@ -51,10 +51,15 @@ final class PostgresChanges: Sendable {
         }
         guard start else { return }
         if attempt(url: url, logger: logger) { return }
-        Thread.detachNewThread { [self] in
+        // The pause waits on the store's clock (a test moves it); each try connects on a thread
+        // of its own, since libpq's connect blocks and must not hold a cooperative-pool thread.
+        Task.detached { [self] in
             while !state.withLock({ $0.stopped }) {
-                Thread.sleep(forTimeInterval: 2)
-                if attempt(url: url, logger: logger) { return }
+                try? await clock.sleep(for: .seconds(2))
+                let started = await withCheckedContinuation { continuation in
+                    Thread.detachNewThread { continuation.resume(returning: self.attempt(url: url, logger: logger)) }
+                }
+                if started { return }
             }
         }
     }

@@ -180,7 +180,8 @@ public final class SQLiteStore: Store {
     /// re-reads what is applied, so the loser finds the work done.
     /// Opening switches a new file to WAL, and SQLite answers that pragma SQLITE_BUSY at once,
     /// without its busy handler, while another process (the CLI beside a starting server) is
-    /// doing the same. Retried briefly, within the busy timeout.
+    /// doing the same. Retried briefly, within the busy timeout. The pause is real time (not the
+    /// store's clock): it waits for another process's lock, in a synchronous initialiser.
     private static func openPool(path: String, configuration: Configuration, busyTimeout: TimeInterval) throws
         -> DatabasePool
     {

@@ -40,12 +40,15 @@ import TuisongTransportKit
                 return {"status": 401}
         """#
 
-    static func run(_ script: String, port: Int, arguments: [String: Any], secret: String = masterSecret) throws
-        -> [String: Any]
+    /// Off the cooperative pool: the script calls the gateway in this process, whose handlers
+    /// need that pool's threads (two on two cores); waiting for the child on one of them
+    /// starved the gateway when tests ran side by side, and the SDK's request timed out.
+    static func run(_ script: String, port: Int, arguments: [String: Any], secret: String = masterSecret)
+        async throws -> [String: Any]
     {
         let argumentText = String(decoding: try JSONSerialization.data(withJSONObject: arguments), as: UTF8.self)
-        let output = try runPython(
-            prelude + "\n" + script + "\nprint(json.dumps(out))", [String(port), appKey, secret, argumentText])
+        let program = prelude + "\n" + script + "\nprint(json.dumps(out))"
+        let output = try await offPool { try runPython(program, [String(port), appKey, secret, argumentText]) }
         return try #require(try JSONSerialization.jsonObject(with: Data(output)) as? [String: Any])
     }
 
@@ -134,7 +137,7 @@ import TuisongTransportKit
                 headers: [("Authorization", "Bearer \(gw.apiKey)")])
             #expect(taken.status == 409 && taken.text.contains("registration_id_taken"), "\(taken.text)")
 
-            let result = try Self.run(
+            let result = try await Self.run(
                 #"""
                 a, b, c = args["alice"], args["bob"], args["carol"]
                 device = client.create_device()
@@ -269,7 +272,7 @@ import TuisongTransportKit
             #expect(Set(alerts[Self.token(3)] ?? []) == ["to vip", "vip elsewhere", "once", "single to carol"])
 
             // The report API from the counts: what APNs accepted.
-            let report = try Self.run(
+            let report = try await Self.run(
                 #"""
                 report = client.create_report()
                 out["received"] = report.get_received(args["ids"]).payload
@@ -297,7 +300,7 @@ import TuisongTransportKit
             #expect(status["1fff"]?["status"] as? Int == 2)
 
             // Deleting the alias and a tag, as the SDK does.
-            let cleanup = try Self.run(
+            let cleanup = try await Self.run(
                 #"""
                 device = client.create_device()
                 device.delete_alias("alice")
@@ -339,7 +342,7 @@ import TuisongTransportKit
                 try await gw.register("huawei-dave-token_1", ["channel": "huawei"])["registration_id"] as? String)
             let harmony = try #require(
                 try await gw.register("MAMzLg-dave-harmony", ["channel": "harmony"])["registration_id"] as? String)
-            let result = try Self.run(
+            let result = try await Self.run(
                 #"""
                 device = client.create_device()
                 for rid in args["ids"]:
@@ -405,7 +408,7 @@ import TuisongTransportKit
             /// Sends one iOS push with `badge` (nil: the SDK's default) and waits for it; the
             /// badges the two production iPhones were sent.
             func push(_ alert: String, badge: Any?) async throws -> [Int?] {
-                let result = try Self.run(
+                let result = try await Self.run(
                     #"""
                     ios = jpush.ios(alert=args["alert"]) if args["badge"] is None else \
                         jpush.ios(alert=args["alert"], badge=args["badge"])
@@ -463,7 +466,7 @@ import TuisongTransportKit
             _ = try await gw.register(Self.token(1), ["environment": "production", "tags": ["news"]])
             _ = try await gw.register(Self.token(2), ["environment": "production", "tags": ["news", "vip"]])
             _ = try await gw.register(Self.token(3), ["environment": "production", "tags": ["sports"]])
-            let result = try Self.run(
+            let result = try await Self.run(
                 #"""
                 push = client.create_push()
                 push.audience = jpush.audience(jpush.tag("news", "sports"), jpush.tag_not("vip"))
@@ -489,7 +492,7 @@ import TuisongTransportKit
     @Test func schedulesAreScheduledMessages() async throws {
         try await withGateway(on: .sqlite) { gw in
             _ = try await gw.register(Self.token(1), ["environment": "production"])
-            let result = try Self.run(
+            let result = try await Self.run(
                 #"""
                 import datetime
                 from jpush.schedule import schedulepayload

@@ -43,11 +43,15 @@ public final class RunningGateway: Sendable {
     ///   - name: the logger's label and the fresh directory's name.
     ///   - clock: the clock the runtime hands its components (credentials, caches, API keys, providers).
     ///   - database: SQLite (a file in `directory`) or a new database in the PostgreSQL test cluster.
+    ///   - adminPasswordIterations: PBKDF2's count for the admin password's hash: cheap, since
+    ///     the suite starts hundreds of gateways and the production count (600,000) cost ~0.2 s
+    ///     of CPU each, a fifth of the suite's; a test of the hashing's cost asks for that.
     public static func start(
         providers: [String]? = nil, environment: [String: String] = [:], directory: URL? = nil,
         webRoot: URL? = nil, logLevel: Logger.Level = .warning, name: String = "gateway",
         clock: any TuisongCore.Clock = SystemClock(), database: PluginStoreBackend = .sqlite,
-        transports: TransportRegistry = .standard, lookAlikes: LookAlikeRegistry = .standard
+        transports: TransportRegistry = .standard, lookAlikes: LookAlikeRegistry = .standard,
+        adminPasswordIterations: Int = 1_000
     ) async throws -> RunningGateway {
         let created = directory == nil
         let directory =
@@ -71,7 +75,8 @@ public final class RunningGateway: Sendable {
             var config = try GatewayConfig.load(fileContents: nil, environment: variables, transports: transports)
             config.transports.lookAlikes = lookAlikes
             let runtime = try await GatewayRuntime.start(
-                config: config, environment: variables, clock: clock, logger: logger)
+                config: config, environment: variables, clock: clock,
+                adminPasswordIterations: adminPasswordIterations, logger: logger)
             return RunningGateway(runtime: runtime, directory: directory, database: postgres)
         } catch {
             // A directory the caller handed in may hold what it means to restart on.

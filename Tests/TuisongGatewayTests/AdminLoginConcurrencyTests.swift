@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuisongCrypto
 import TuisongPluginTestKit
 
 @testable import TuisongGateway
@@ -38,7 +39,9 @@ import TuisongPluginTestKit
     }
 
     @Test func theOperatorsLoginDoesNotWaitForEveryGuess() async throws {
-        let (gateway, client) = try await AdminTestClient.start()
+        // The production count: the guesses must be slow to check for them to queue.
+        let (gateway, client) = try await AdminTestClient.start(
+            adminPasswordIterations: PasswordHash.defaultIterations)
         let port = gateway.runtime.port
         let verifier = gateway.runtime.adminAPI.passwordChecks
         let guessers = (2...11).map { "127.0.0.\($0)" }

@@ -24,11 +24,12 @@ final class AdminTestClient: @unchecked Sendable {
 
     static func start(
         environment: [String: String] = [:], clock: any TuisongCore.Clock = SystemClock(),
-        transports: TransportRegistry = .standard
+        transports: TransportRegistry = .standard, adminPasswordIterations: Int = 1_000
     ) async throws -> (RunningGateway, AdminTestClient) {
         var env = ["TUISONG_ADMIN_PASSWORD": password]
         env.merge(environment) { _, new in new }
-        let gateway = try await TestGateway.start(environment: env, clock: clock, transports: transports)
+        let gateway = try await TestGateway.start(
+            environment: env, clock: clock, transports: transports, adminPasswordIterations: adminPasswordIterations)
         return (gateway, AdminTestClient(baseURL: gateway.baseURL))
     }
 

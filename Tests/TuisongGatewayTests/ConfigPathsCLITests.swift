@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import TuisongCore
+import TuisongCrypto
 
 @testable import TuisongGateway
 
@@ -36,6 +37,10 @@ import TuisongCore
         do {
             #expect(FileManager.default.fileExists(atPath: database))
             #expect(FileManager.default.fileExists(atPath: server.appending(path: "data/initial-admin-password").path))
+            // Started as `tuisong serve` starts it: the admin password hash has the production
+            // count (only the test kit's gateways ask for a cheap one).
+            let hash = try await runtime.store.setting("admin.password_hash")
+            #expect(hash?.hasPrefix("pbkdf2-sha256$\(PasswordHash.defaultIterations)$") == true, "\(hash ?? "none")")
 
             // The CLI elsewhere, given the config by an absolute path and by a relative one: the
             // server's database, not one of its own.

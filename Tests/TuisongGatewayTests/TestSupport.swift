@@ -14,11 +14,12 @@ enum TestGateway {
     static func start(
         environment: [String: String] = [:], directory: URL? = nil, clock: any TuisongCore.Clock = SystemClock(),
         database: PluginStoreBackend = .sqlite, transports: TransportRegistry = .standard,
-        lookAlikes: LookAlikeRegistry = .standard
+        lookAlikes: LookAlikeRegistry = .standard, adminPasswordIterations: Int = 1_000
     ) async throws -> RunningGateway {
         try await RunningGateway.start(
             environment: environment, directory: directory, webRoot: RunningGateway.repositoryWebRoot, name: "gw",
-            clock: clock, database: database, transports: transports, lookAlikes: lookAlikes)
+            clock: clock, database: database, transports: transports, lookAlikes: lookAlikes,
+            adminPasswordIterations: adminPasswordIterations)
     }
 }
 

@@ -16,7 +16,13 @@ import TuisongPluginTestKit
         defer { stage.tearDown() }
         let receiver = try WebhookReceiver()
         receiver.slow(.milliseconds(40))
-        let (env, port, key) = (stage.env, stage.port, stage.key)
+        var env = stage.env
+        // The killed node's claimed events are sent again once its lease ends: 5 s rather than
+        // the default 60 s, which this test would otherwise wait out in real time (a real process).
+        // Still well above one attempt here (40 ms), so the live node's own sends are not repeated.
+        env["TUISONG_WEBHOOKS_LEASE_SECONDS"] = "5"
+        env["TUISONG_WEBHOOKS_TIMEOUT_SECONDS"] = "2"
+        let (port, key) = (stage.port, stage.key)
 
         let first = try CrashRecoveryTests.Spawned(["serve"], environment: env)
         defer { first.terminate() }

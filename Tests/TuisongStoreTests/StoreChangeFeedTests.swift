@@ -1,7 +1,10 @@
 import Foundation
+import Logging
 import Synchronization
 import Testing
 import TuisongCore
+import TuisongPluginTestKit
+import TuisongPostgres
 import TuisongPostgresTestKit
 
 @testable import TuisongPostgresStore
@@ -140,5 +143,28 @@ final class ReceivedChanges: Sendable {
             await store.publish(.wake)
             #expect(await received.wait { $0.contains(.wake) }, "listening again")
         }
+    }
+
+    /// A listener that cannot start (its database is not there yet) tries again after 2 s of the
+    /// store's clock, not of the wall clock: here the test moves the clock once the database exists.
+    @Test func aListenerThatCannotStartTriesAgainOnTheStoresClock() async throws {
+        let base = try TestCluster.url.get()
+        let name = "t_\(getpid())_listener_retry"
+        let admin = try PostgresConnection(url: base)
+        _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        defer { _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+        let changes = PostgresChanges()
+        defer { changes.stop() }
+        let received = ReceivedChanges()
+        changes.local.subscribe { received.append($0) }
+        let clock = ManualClock()
+        changes.startListening(
+            url: TestCluster.url(base, database: name), clock: clock, logger: Logger(label: "test"))
+        try await clock.waitForSleepers(1)
+        #expect(received.all.isEmpty, "no listener without its database")
+
+        try admin.execute("CREATE DATABASE \(name)")
+        clock.advance(by: 2)
+        #expect(await received.wait { $0 == [nil] }, "listening once the clock has moved 2 s")
     }
 }

@@ -86,11 +86,14 @@ public enum AdminPassword {
         case generated(file: String)
     }
 
+    /// - Parameter iterations: PBKDF2's count for a hash made here; the default except in tests
+    ///   (`GatewayRuntime.start`), which start hundreds of gateways.
     public static func bootstrap(
-        settings: any SettingsStore, environment: [String: String], passwordFile: String
+        settings: any SettingsStore, environment: [String: String], passwordFile: String,
+        iterations: Int = PasswordHash.defaultIterations
     ) async throws -> Bootstrap {
         if let given = environment["TUISONG_ADMIN_PASSWORD"], !given.isEmpty {
-            let hash = try PasswordHash.make(given)
+            let hash = try PasswordHash.make(given, iterations: iterations)
             if try await settings.insertSettingIfAbsent(settingKey, value: hash) { return .fromEnvironment }
             // Already set: the environment variable changes it (operators rotate it this way).
             if let current = try await settings.setting(settingKey), PasswordHash.verify(given, against: current) {
@@ -101,7 +104,10 @@ public enum AdminPassword {
         }
         if try await settings.setting(settingKey) != nil { return .existing }
         let password = Base64URL.encode(SecureRandom.bytes(15))
-        guard try await settings.insertSettingIfAbsent(settingKey, value: try PasswordHash.make(password)) else {
+        guard
+            try await settings.insertSettingIfAbsent(
+                settingKey, value: try PasswordHash.make(password, iterations: iterations))
+        else {
             return .existing
         }
         try createParentDirectory(of: passwordFile)
