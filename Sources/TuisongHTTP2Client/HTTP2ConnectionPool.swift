@@ -21,7 +21,7 @@ public import TuisongCrypto
 /// ```
 public final class HTTP2ConnectionPool: Sendable {
     public struct Configuration: Sendable {
-        /// The service's name in logs, errors and the loop thread's name (`APNs`, `FCM`).
+        /// The service's name in logs, errors and the loop thread's name, as its transport spells it.
         public var label: String
         public var endpoint: HTTP2Endpoint
         /// Connections kept open.

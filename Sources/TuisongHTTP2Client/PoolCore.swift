@@ -42,7 +42,7 @@ public struct HTTP2PoolStatistics: Sendable, Hashable {
     public var timeouts = 0
     /// Keepalive PINGs sent on idle connections and acknowledged by the server.
     public var pingsAcknowledged = 0
-    /// The debug data of the most recent GOAWAY (APNs, for one, sends `{"reason": …}`).
+    /// The debug data of the most recent GOAWAY (a service may explain itself there, e.g. `{"reason": …}`).
     public var lastGoAwayReason: String?
     /// The most recent connection failure.
     public var lastConnectError: String?
@@ -59,7 +59,7 @@ final class PoolCore: HTTP2ConnectionDelegate, @unchecked Sendable {
     // everything else is read and written on `loop`'s thread (the entry points hop there).
 
     struct Settings: Sendable {
-        /// The service's name in logs, errors and the loop thread's name (`APNs`, `FCM`).
+        /// The service's name in logs, errors and the loop thread's name, as its transport spells it.
         var label: String
         var endpoint: HTTP2Endpoint
         var connections: Int
@@ -649,7 +649,7 @@ final class PoolCore: HTTP2ConnectionDelegate, @unchecked Sendable {
         for connection in connections { connection.close(nil) }
     }
 
-    /// An error as the statistics show it, named after the service (`APNs connectFailed: …`).
+    /// An error as the statistics show it, named after the service (`<service> connectFailed: …`).
     private func describe(_ error: HTTP2ClientError) -> String {
         "\(settings.label) \(error.code): \(error.message)"
     }
