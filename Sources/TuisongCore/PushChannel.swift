@@ -153,8 +153,8 @@ public final class ChannelCatalog: Sendable {
     /// Declares channels (a later declaration of a name replaces the earlier one in place). A
     /// name new to the catalog goes before the next name of `declarations` already declared, so
     /// the order does not depend on which list was installed first: the standard registry
-    /// installed after a test's `[harmony]` still lists HarmonyOS last (tests share a process and
-    /// run side by side, in no fixed order).
+    /// installed after a test's list of its last channel alone still lists that channel last (tests
+    /// share a process and run side by side, in no fixed order).
     public func install(_ declarations: [ChannelDeclaration]) {
         state.withLock { state in
             for (position, declaration) in declarations.enumerated() {

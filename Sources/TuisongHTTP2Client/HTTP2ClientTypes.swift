@@ -3,7 +3,7 @@ import Foundation
 /// Where an HTTP/2 server listens: TLS with ALPN `h2` to `host:port`.
 ///
 /// ```swift
-/// let endpoint = HTTP2Endpoint(url: "https://fcm.googleapis.com")!
+/// let endpoint = HTTP2Endpoint(url: "https://push.example.com")!
 /// ```
 public struct HTTP2Endpoint: Sendable, Hashable, CustomStringConvertible {
     public var host: String

@@ -16,7 +16,7 @@ public import TuisongCrypto
 ///
 /// ```swift
 /// let pool = try HTTP2ConnectionPool(
-///     configuration: .init(label: "FCM", endpoint: endpoint), tlsContext: .client(alpn: ["h2"]), logger: logger)
+///     configuration: .init(label: "Example", endpoint: endpoint), tlsContext: .client(alpn: ["h2"]), logger: logger)
 /// pool.send(requests) { answers in … }
 /// ```
 public final class HTTP2ConnectionPool: Sendable {

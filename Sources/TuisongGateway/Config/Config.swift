@@ -9,7 +9,7 @@ import TuisongTransportKit
 ///
 /// Every leaf key of the default has an environment name: its dotted path upper-cased with
 /// dots as underscores, e.g. `listen.port` → `TUISONG_LISTEN_PORT`,
-/// `transports.fcm.url` → `TUISONG_TRANSPORTS_FCM_URL`.
+/// `listen.max_body_bytes` → `TUISONG_LISTEN_MAX_BODY_BYTES`.
 public struct GatewayConfig: Sendable, Equatable {
     public struct Listen: Sendable, Equatable {
         public var host: String

@@ -148,8 +148,8 @@ extension ReceiptKeys {
 }
 
 /// The apps' callback credentials as this process verifies receipts with them, opened, per app
-/// and service: a receipt POST costs no database read and no AES-GCM open. (HarmonyOS posts 100
-/// statuses at a time: the read and the open were a POST's largest fixed cost.)
+/// and service: a receipt POST costs no database read and no AES-GCM open. (A service posting 100
+/// statuses at a time made the read and the open a POST's largest fixed cost.)
 ///
 /// A key changed elsewhere must neither keep verifying here for long nor be refused here:
 /// - every writer in this process drops what it replaces (`ReceiptCallbackCredentialService.set`,

@@ -13,8 +13,8 @@ final class ReceiptWriter: Sendable {
     private let store: any ReceiptStore
     private let queue: StoreBatcher<ReceiptPostReceipts, ReceiptRecording>?
 
-    /// Receipts one queued write carries at most: about one Huawei POST (1,000), ten HarmonyOS
-    /// POSTs or a thousand apps' own, a few milliseconds of the writer.
+    /// Receipts one queued write carries at most: about one POST of the largest batches a service
+    /// sends (1,000), ten of 100, or a thousand apps' own, a few milliseconds of the writer.
     static let maxReceiptsPerWrite = 1000
 
     init(store: any ReceiptStore, writersTakeTurns: Bool) {
