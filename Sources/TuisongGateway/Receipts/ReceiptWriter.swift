@@ -3,7 +3,7 @@ import TuisongCore
 /// Writes the receipts the services and apps post. On a database with one writer (SQLite) the
 /// POSTs take turns through one queue: at most one receipt transaction is at the writer at a
 /// time, so a push's own flushes (which it waits for before reading on) wait behind one receipt
-/// write, not behind every POST in flight (during a 1M-device Huawei push with a receipt per
+/// write, not behind every POST in flight (during a 1M-device push with a service receipt per
 /// device, the push otherwise ran only as fast as its receipts were written). The POSTs that come
 /// while one is written go together as the next transaction, each under a savepoint of its
 /// own, up to about `maxReceiptsPerWrite` receipts (a POST larger than that goes alone). Each
