@@ -13,6 +13,31 @@ import TuisongPluginTestKit
 @Suite(.serialized) struct CrashRecoveryTests {
     static let binary = repositoryRoot().appending(path: ".build/debug/tuisong").path
 
+    /// A port for a gateway that must listen on the same port again after a restart: below
+    /// Linux's ephemeral range (32768–60999), so no loopback connection of a test running beside
+    /// this one holds it as its source port, and free when chosen. Drawn from 20000–40000
+    /// unchecked, it met such a port in a parallel run: the gateway could not listen and the
+    /// test waited 60 s for a health answer that never came.
+    static func unusedListenPort() -> Int {
+        for _ in 0..<100 {
+            let port = Int.random(in: 20_000...32_000)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            if bound == 0 { return port }
+        }
+        return Int.random(in: 20_000...32_000)
+    }
+
     final class Spawned: @unchecked Sendable {
         // @unchecked: `output` is only appended from the pipe's readability handler, under `lock`.
         let process = Process()
@@ -187,7 +212,7 @@ import TuisongPluginTestKit
             do {
                 let mockInfo = try await test.firstJSONObject(in: mock, timeout: .seconds(20))
                 let mockURL = try #require(mockInfo["url"] as? String)
-                let port = Int.random(in: 20_000...40_000)
+                let port = CrashRecoveryTests.unusedListenPort()
                 var env: [String: String] = [
                     "TUISONG_LISTEN_PORT": "\(port)",
                     "TUISONG_DATABASE_PATH": directory.appending(path: "db.sqlite").path,
