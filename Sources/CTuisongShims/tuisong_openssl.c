@@ -49,3 +49,13 @@ void tuisong_openssl_x509_stack_free_all(STACK_OF(X509) *stack) {
 unsigned long tuisong_openssl_name_flags_rfc2253_utf8(void) {
     return XN_FLAG_RFC2253 & ~(unsigned long)ASN1_STRFLGS_ESC_MSB;
 }
+
+/// OpenSSL 3 registers an atexit handler (OPENSSL_cleanup) at its first initialization. The
+/// gateway's HTTP/2 event-loop threads and libmicrohttpd's threads may still be inside OpenSSL
+/// when the process exits (a test binary returning from main while a look-alike's loop runs, a
+/// signal-driven exit), and the handler frees what those threads are using: a segfault after
+/// every test passed was seen in a thread in pthread_rwlock_unlock. The kernel reclaims the
+/// memory anyway, so the first initialization, before main, asks OpenSSL not to clean up at exit.
+__attribute__((constructor)) static void tuisong_openssl_no_cleanup_at_exit(void) {
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+}
