@@ -380,8 +380,8 @@ public final class GatewayRuntime: Sendable {
     }
 
     /// Stops accepting, lets in-flight requests finish, stops the delivery engine (what it
-    /// had not flushed is sent again on the next start), closes the APNs connections and the
-    /// database.
+    /// had not flushed is sent again on the next start), closes the transports' connections and
+    /// the database.
     public func shutdown() async {
         nodeShareRefresh.withLock { $0?.cancel() }
         await server.shutdown()
