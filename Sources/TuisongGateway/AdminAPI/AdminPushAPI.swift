@@ -184,7 +184,8 @@ struct AdminPushAPI: Sendable {
         }
     }
 
-    /// The exact APNs payload the push would carry, or why it cannot be sent; and `services`,
+    /// The exact payload the push would carry to the service whose devices all get one
+    /// (`TransportDeclaration.sharedPayload`), or why it cannot be sent; and `services`,
     /// each service's own body: for a token audience, the body for that device's service (the
     /// registered device's channel, else the channel that takes bare tokens when its rule accepts
     /// the token, `ChannelCatalog.bareTokenChannel`); otherwise every service's.
