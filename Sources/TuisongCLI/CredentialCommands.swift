@@ -514,9 +514,12 @@ enum SelectorFlags {
     }
 }
 
-struct APNsMockCommand: AsyncParsableCommand {
+/// `tuisong apns-mock`: the look-alikes' command, named as the port's default look-alike
+/// declares (`LookAlikeRegistry.legacyNames`), as are the files it keeps.
+struct LookAlikeCommand: AsyncParsableCommand {
+    static let names = LookAlikeRegistry.standard.legacyNames
     static let configuration = CommandConfiguration(
-        commandName: "apns-mock",
+        commandName: names.command,
         abstract:
             "Run the bundled \(PushChannel.list()) look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
         discussion: """
@@ -536,7 +539,7 @@ struct APNsMockCommand: AsyncParsableCommand {
                 .joined(separator: ", "))) are kept \
             (created if absent; a file without the newer ones gains them).
             """)
-    var setupPath: String = "data/apns-mock-setup.json"
+    var setupPath: String = "data/\(Self.names.command)-setup.json"
     @Option(name: .customLong("bundle-id"), help: "The bundle id of the generated client certificate.")
     var bundleID: String = "tuisong.local"
     @Option(
@@ -643,7 +646,7 @@ struct APNsMockCommand: AsyncParsableCommand {
         configuration.logRequests = logRequests
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
         // One logger: making one bootstraps the process's logging, which may happen once.
-        let logger = makeLogger("apns-mock", level: "info")
+        let logger = makeLogger(Self.names.command, level: "info")
         // Unbuffered, one write per line: whoever reads the pipe sees each request at once.
         let server = try LookAlikeServer(
             configuration: configuration, certificate: setup.serverCertificate, key: setup.serverKey,
@@ -651,7 +654,7 @@ struct APNsMockCommand: AsyncParsableCommand {
         try server.start()
         if let receiptsFile { server.sendReceipts(to: try FileReceiptSink(path: receiptsFile, logger: logger)) }
         let directory = (setupPath as NSString).deletingLastPathComponent
-        let caPath = (directory.isEmpty ? "." : directory) + "/apns-mock-ca.pem"
+        let caPath = (directory.isEmpty ? "." : directory) + "/\(Self.names.command)-ca.pem"
         try setup.writeCAFile(to: caPath)
         let base = "https://\(host):\(server.port)"
         var banner: [String: Any] = [:]

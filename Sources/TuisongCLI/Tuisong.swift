@@ -37,7 +37,7 @@ struct Tuisong: AsyncParsableCommand {
         version: TuisongVersion.current,
         subcommands: [
             Serve.self, CheckConfig.self, Migrate.self, Version.self, AppCommand.self, DeviceCommand.self,
-            CredentialCommand.self, WebhookCommand.self, APNsMockCommand.self,
+            CredentialCommand.self, WebhookCommand.self, LookAlikeCommand.self,
         ])
 
 }

@@ -449,8 +449,9 @@ public protocol MessageStore: Sendable {
     /// Rows left `sending` by a crash go back to `queued` (at-least-once). Returns how many.
     func requeueInterruptedDeliveries() async throws -> Int
     func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws
-    /// Held rows of an app's devices in an environment, sent with uploaded credentials that serve
-    /// an environment, go back to `queued`, due now (a credential was fixed).
+    /// Held rows of an app's devices in an environment, on the channels whose credentials serve
+    /// an environment (`ChannelCatalog.environmentChannels`), go back to `queued`, due now (a
+    /// credential was fixed).
     func releaseHeldDeliveries(appID: Int64, environment: PushEnvironment, now: Date) async throws -> Int
     /// Held rows of an app's devices on `channel` go back to `queued`, due now (a credential for
     /// that push service was added or fixed).

@@ -63,34 +63,38 @@ extension App {
     }
 }
 
-/// A device token as its push service knows it. APNs tokens are hex, even length, 64–200
-/// characters, stored lower-case; the Android services' tokens are opaque: 1–4,096 bytes of
-/// the characters they use (letters, digits and `-_.:~`), safe in a URL path unescaped.
+/// A device token as its push service knows it, checked by the rule its transport declares
+/// (`ChannelDeclaration.tokenRule`): hex, even length, 64–200 characters, stored lower-case
+/// (`Rule.hex`), or opaque: 1–4,096 bytes of the characters the services use (letters, digits
+/// and `-_.:~`), safe in a URL path unescaped (`Rule.opaque`).
 public struct DeviceToken: Sendable, Hashable, Codable, CustomStringConvertible {
     public let value: String
 
-    /// Validates and normalises an APNs token (`"ABCD…"` → `"abcd…"`); `nil` when it is not one.
+    /// Validates and normalises a bare token, one given with no channel, by the rule of the channel
+    /// that takes them (`ChannelCatalog.bareTokenChannel`; a hex rule: `"ABCD…"` → `"abcd…"`);
+    /// `nil` when it is not one of that channel's, or no channel takes them.
     public init?(_ raw: String) {
-        self.init(raw, channel: .apns)
+        guard let value = ChannelCatalog.shared.bareTokenChannel?.tokenRule.validate(raw) else { return nil }
+        self.value = value
     }
 
     /// Validates a token of `channel` by the rule its transport declares (`ChannelDeclaration.tokenRule`);
-    /// APNs tokens are normalised to lower case.
+    /// hex tokens are normalised to lower case.
     public init?(_ raw: String, channel: PushChannel) {
         guard let value = channel.declaration.tokenRule.validate(raw) else { return nil }
         self.value = value
     }
 
-    /// A token naming an existing device, whatever its channel: an APNs token (normalised) if
-    /// it has APNs's shape, else an opaque token as given.
+    /// A token naming an existing device, whatever its channel: a hex token (normalised) if it
+    /// has that shape, else an opaque token as given.
     public init?(addressing raw: String) {
-        guard let value = DeviceToken.Rule.apnsHex.validate(raw) ?? DeviceToken.Rule.opaque.validate(raw) else {
+        guard let value = DeviceToken.Rule.hex.validate(raw) ?? DeviceToken.Rule.opaque.validate(raw) else {
             return nil
         }
         self.value = value
     }
 
-    /// The APNs spelling of the token (`value`; kept for the many APNs-only callers).
+    /// The hex spelling of a hex token (`value`; kept for the callers that only take hex tokens).
     public var hex: String { value }
 
     public var description: String { value }

@@ -82,6 +82,17 @@ public struct ChannelDeclaration: Sendable {
     /// read into its options entry under `key` and checked by its rule, so the API keeps the
     /// key while the gateway names no service.
     public var androidFields: [AndroidField]
+    /// Whether a token given with no channel, which no device registered, is this channel's
+    /// when its rule accepts it: the service whose tokens say by their shape whose they are
+    /// (`ChannelCatalog.bareTokenChannel`). One channel at most takes them.
+    public var takesBareTokens: Bool
+    /// Whether its credentials each serve one environment (sandbox or production), so that a
+    /// credential added or deleted releases the deliveries held in its environment
+    /// (`ChannelCatalog.environmentChannels`) rather than all of the channel's.
+    public var credentialsServeEnvironments: Bool
+    /// Whether it is Android-style (`PushChannel.isAndroid`): opaque tokens, a credential per
+    /// service, the native API's `android` options. A phone OS other than Android counts too.
+    public var isAndroidStyle: Bool
 
     /// A key of the native API's `android` object (`name`) filling `key` of the service's entry.
     public struct AndroidField: Sendable, Hashable {
@@ -96,8 +107,12 @@ public struct ChannelDeclaration: Sendable {
 
     public init(
         channel: PushChannel, displayName: String, displayNameZH: String? = nil, withArticle: String? = nil,
-        tokenRule: DeviceToken.Rule = .opaque, options: ServiceOptionsRule? = nil, androidFields: [AndroidField] = []
+        tokenRule: DeviceToken.Rule = .opaque, options: ServiceOptionsRule? = nil, androidFields: [AndroidField] = [],
+        takesBareTokens: Bool = false, credentialsServeEnvironments: Bool = false, isAndroidStyle: Bool = true
     ) {
+        self.takesBareTokens = takesBareTokens
+        self.credentialsServeEnvironments = credentialsServeEnvironments
+        self.isAndroidStyle = isAndroidStyle
         self.options = options
         self.androidFields = androidFields
         self.channel = channel
@@ -111,7 +126,8 @@ public struct ChannelDeclaration: Sendable {
     /// payload; every other channel is Android-style). Core knows it; the APNs transport
     /// declares the same.
     public static let apns = ChannelDeclaration(
-        channel: .apns, displayName: "APNs", withArticle: "an APNs", tokenRule: .apnsHex)
+        channel: .apns, displayName: "APNs", withArticle: "an APNs", tokenRule: .hex, takesBareTokens: true,
+        credentialsServeEnvironments: true, isAndroidStyle: false)
 
     /// What a name nobody declared is taken for: an Android-style service with opaque tokens.
     static func undeclared(_ channel: PushChannel) -> ChannelDeclaration {
@@ -124,14 +140,27 @@ extension DeviceToken {
     public struct Rule: Sendable {
         /// The token as stored, or nil when `raw` is not one of the service's.
         public let validate: @Sendable (String) -> String?
+        /// What a token must be, for a refusal: "a … device token must be \(requirement)".
+        public let requirement: String
 
-        public init(validate: @escaping @Sendable (String) -> String?) { self.validate = validate }
+        public init(
+            requirement: String = Rule.opaqueRequirement, validate: @escaping @Sendable (String) -> String?
+        ) {
+            self.requirement = requirement
+            self.validate = validate
+        }
 
-        /// APNs: hex, even length, 64–200 characters, stored lower-case.
-        public static let apnsHex = Rule { DeviceToken.normalisedHex($0) }
+        /// Hex, even length, 64–200 characters, stored lower-case.
+        public static let hex = Rule(requirement: "hexadecimal, an even number of 64–200 characters") {
+            DeviceToken.normalisedHex($0)
+        }
+
+        /// What `opaque` asks, and what a rule says by default.
+        public static let opaqueRequirement =
+            "1–\(DeviceToken.maximumOpaqueLength) letters, digits or -_.:~"
 
         /// The Android services: 1–4,096 bytes of letters, digits and `-_.:~`, never
-        /// APNs-shaped hex (a client sending the wrong token, or the wrong channel).
+        /// `hex`-shaped (a client sending the wrong token, or the wrong channel).
         public static let opaque = Rule { raw in
             DeviceToken.isOpaqueToken(raw) && DeviceToken.normalisedHex(raw) == nil ? raw : nil
         }
@@ -176,6 +205,19 @@ public final class ChannelCatalog: Sendable {
     public func declaration(of channel: PushChannel) -> ChannelDeclaration? {
         state.withLock { $0.byChannel[channel] }
     }
+
+    /// The declared channel that takes bare tokens (`ChannelDeclaration.takesBareTokens`): the
+    /// channel of a token given with no channel that no device registered, when its rule accepts
+    /// the token. nil: no declared channel takes them, and such a token names no service.
+    public var bareTokenChannel: ChannelDeclaration? {
+        state.withLock { $0.declarations.first(where: \.takesBareTokens) }
+    }
+
+    /// The declared channels whose credentials each serve one environment
+    /// (`ChannelDeclaration.credentialsServeEnvironments`), in declaration order.
+    public var environmentChannels: [PushChannel] {
+        state.withLock { $0.declarations.filter(\.credentialsServeEnvironments).map(\.channel) }
+    }
 }
 
 extension PushChannel {
@@ -192,10 +234,20 @@ extension PushChannel {
     /// Every declared channel, in declaration order (APNs first).
     public static var allCases: [PushChannel] { ChannelCatalog.shared.declarations.map(\.channel) }
 
-    /// Whether the channel is Android-style: every channel but APNs (opaque tokens, a
+    /// Whether the channel is Android-style, as its transport declares
+    /// (`ChannelDeclaration.isAndroidStyle`; a channel nobody declared is): opaque tokens, a
     /// credential per service, content rendered by its own transport; a phone OS other than
-    /// Android counts too).
-    public var isAndroid: Bool { self != .apns }
+    /// Android counts too.
+    public var isAndroid: Bool { declaration.isAndroidStyle }
+
+    /// The channel a token given with no channel is taken for when no device registered it and
+    /// the channel's rule accepts it (`ChannelCatalog.bareTokenChannel`); nil when `token` is no
+    /// such channel's.
+    public static func takingBareToken(_ token: String) -> PushChannel? {
+        guard let declaration = ChannelCatalog.shared.bareTokenChannel, declaration.tokenRule.validate(token) != nil
+        else { return nil }
+        return declaration.channel
+    }
 
     /// The service's name for people, as its transport declares it ("APNs").
     public var displayName: String { declaration.displayName }

@@ -29,6 +29,9 @@ public struct LookAlikeDeclaration: Sendable {
     /// (`PortService.respondUnclaimed`), and its banner entries and counts are the look-alike
     /// command's top level rather than an entry of their own (scripts read them there).
     public var isPortDefault: Bool
+    /// The names operators' configs and scripts know the look-alikes by, when it is the port's
+    /// default (`LookAlikeRegistry.legacyNames`); nil for the others.
+    public var legacyNames: LookAlikeLegacyNames?
     /// Adds its magic token prefixes to local mode's faults (`Faults.magicTokenPrefixes`), when
     /// it has faults of its own; the token-based look-alikes share the kit's.
     public var magicFaults: (@Sendable (inout LookAlikeConfiguration.Faults) -> Void)?
@@ -48,7 +51,7 @@ public struct LookAlikeDeclaration: Sendable {
 
     package init(
         service: AndroidPushService, summary: String, configurationKeys: [(key: String, shape: String)],
-        setupKeys: [String], isPortDefault: Bool = false,
+        setupKeys: [String], isPortDefault: Bool = false, legacyNames: LookAlikeLegacyNames? = nil,
         makeSetup: @escaping @Sendable (inout LookAlikeLocalSetup) throws -> Void,
         configure: @escaping @Sendable (inout LookAlikeConfiguration, LookAlikeLocalSetup) -> Void,
         start: @escaping @Sendable (LookAlikeHost, LookAlikeConfiguration) throws -> any PortService,
@@ -62,12 +65,28 @@ public struct LookAlikeDeclaration: Sendable {
         self.configurationKeys = configurationKeys
         self.setupKeys = setupKeys
         self.isPortDefault = isPortDefault
+        self.legacyNames = legacyNames
         self.magicFaults = magicFaults
         self.makeSetup = makeSetup
         self.configure = configure
         self.start = start
         self.fallbackCredential = fallbackCredential
         self.banner = banner
+    }
+}
+
+/// The names the look-alikes have been known by since the port's default look-alike was the
+/// only one, which operators' configs and scripts use: the look-alike command
+/// (`tuisong <command>`), which also begins the names of the files it and local mode keep
+/// (`<command>-local.json`, `<command>-ca.pem`…), and the config section holding local mode's
+/// keys (`<section>.local_mock`, `<section>.local_mock_port`). The port's default declares them.
+public struct LookAlikeLegacyNames: Sendable, Equatable {
+    public var command: String
+    public var localModeSection: String
+
+    public init(command: String, localModeSection: String) {
+        self.command = command
+        self.localModeSection = localModeSection
     }
 }
 
@@ -106,6 +125,14 @@ public struct LookAlikeRegistry: Sendable {
     }
 
     public var services: [AndroidPushService] { declarations.map(\.service) }
+
+    /// The names the port's default look-alike declares (`LookAlikeDeclaration.legacyNames`):
+    /// the look-alike command, its files' prefix and local mode's config section. A registry
+    /// without one is known by neutral names.
+    public var legacyNames: LookAlikeLegacyNames {
+        declarations.first(where: \.isPortDefault)?.legacyNames
+            ?? LookAlikeLegacyNames(command: "look-alikes", localModeSection: "local_mode")
+    }
 
     /// Reads every look-alike's keys and faults of `configuration`, as starting a server
     /// would: a file whose keys do not read is refused before anything starts.

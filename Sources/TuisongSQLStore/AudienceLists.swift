@@ -55,22 +55,28 @@ package enum AudienceLists {
         return (start, Array(tokens[start..<min(tokens.count, start + limit)]))
     }
 
-    /// A `.tokens` page, in list order. An unregistered token goes to APNs, the only service a
-    /// token names by its shape (in the page's environment, production when it has none); an
-    /// Android token must be registered for its channel to be known (`UnknownDevice`). A
+    /// A `.tokens` page, in list order. An unregistered token goes to the channel that takes
+    /// bare tokens when its rule accepts it (`ChannelCatalog.bareTokenChannel`: the service whose
+    /// tokens name it by their shape), in the page's environment, production when it has none;
+    /// any other token must be registered for its channel to be known (`UnknownDevice`). A
     /// registered device is what it registered as: skipped `DeviceInvalidated` when
     /// invalidated, `other_environment` when the push's environment is not its own.
     package static func tokenPage<Row>(
         _ slice: [String], start: Int, registered: [String: Row], environment: PushEnvironment?,
         decode: (Row) throws -> (entry: AudienceEntry, invalidated: Bool)
     ) rethrows -> [AudienceEntry] {
-        try slice.enumerated().map { offset, token in
+        let bareTokenChannel = ChannelCatalog.shared.bareTokenChannel
+        return try slice.enumerated().map { offset, token in
             let position = Int64(start + offset + 1)
             guard let row = registered[token] else {
-                let isAPNs = DeviceToken(token, channel: .apns) != nil
-                return AudienceEntry(
-                    position: position, deviceID: nil, token: token, environment: environment ?? .production,
-                    skipReason: isAPNs ? nil : "UnknownDevice")
+                var entry = AudienceEntry(
+                    position: position, deviceID: nil, token: token, environment: environment ?? .production)
+                if let channel = bareTokenChannel?.channel, bareTokenChannel?.tokenRule.validate(token) != nil {
+                    entry.channel = channel
+                } else {
+                    entry.skipReason = "UnknownDevice"
+                }
+                return entry
             }
             var (entry, invalidated) = try decode(row)
             entry.position = position

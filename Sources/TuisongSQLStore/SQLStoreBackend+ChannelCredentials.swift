@@ -3,10 +3,12 @@ import TuisongCore
 
 // ChannelCredentialStore (Android services' credentials), written once.
 extension SQLStoreBackend {
-    /// `.conflict` for an APNs credential (those are `credentials`), `.notFound` for an unknown app.
+    /// `.conflict` for a channel its transport declares not Android-style (its credentials are
+    /// `credentials`), `.notFound` for an unknown app.
     public func addChannelCredential(_ credential: NewChannelCredential) async throws -> ChannelCredentialRecord {
         guard credential.channel.isAndroid else {
-            throw StoreError(.conflict, "an APNs credential belongs in credentials, not channel_credentials")
+            let name = credential.channel.withArticle
+            throw StoreError(.conflict, "\(name) credential belongs in credentials, not channel_credentials")
         }
         let now = nowMilliseconds
         let options = JSONValue.object(credential.options.mapValues(JSONValue.string)).serializedString

@@ -166,9 +166,16 @@ extension SQLStoreBackend {
         }
     }
 
+    /// On the channels whose credentials serve an environment, as their transports declare
+    /// (`ChannelCatalog.environmentChannels`): another channel's holds wait for its own credential.
     public func releaseHeldDeliveries(appID: Int64, environment: PushEnvironment, now: Date) async throws -> Int {
-        try await sqlReleaseHeld(
-            appID: appID, matching: "channel = 'apns' AND environment = \(environment.rawValue)", now: now)
+        var released = 0
+        for channels in SQLList.chunks(ChannelCatalog.shared.environmentChannels.map { .text($0.rawValue) }) {
+            released += try await sqlReleaseHeld(
+                appID: appID,
+                matching: "channel IN (\(SQLQuery.list(channels))) AND environment = \(environment.rawValue)", now: now)
+        }
+        return released
     }
 
     public func releaseHeldDeliveries(appID: Int64, channel: PushChannel, now: Date) async throws -> Int {

@@ -1,7 +1,7 @@
 import Foundation
 import TuisongCore
 
-// ProviderTokenStore, written once: one APNs provider token per (team id, key id).
+// ProviderTokenStore, written once: one shared provider token per (team id, key id).
 extension SQLStoreBackend {
     public func currentProviderToken(teamID: String, keyID: String, newerThan: Date) async throws
         -> SharedProviderToken?

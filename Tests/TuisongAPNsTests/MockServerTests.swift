@@ -87,6 +87,15 @@ struct MockServerTests {
         #expect(harness.server.statisticsSummary(of: .apns) == ["requests": 1])
     }
 
+    /// The command, its files and local mode's config section keep the names operators have
+    /// used since the look-alike was APNs's mock, declared by APNs's look-alike alone.
+    @Test func theLegacyNamesAreThePortDefaultsDeclaration() {
+        #expect(
+            LookAlikeRegistry.standard.legacyNames
+                == LookAlikeLegacyNames(command: "apns-mock", localModeSection: "apns"))
+        #expect(LookAlikeRegistry([FCMLookAlike.declaration]).legacyNames.command == "look-alikes")
+    }
+
     @Test(
         "without APNs's look-alike a push to /3/device is nobody's: the kit answers 404, FCM's look-alike still serves")
     func aServerWithoutAPNs() throws {

@@ -27,3 +27,43 @@ import Testing
         #expect(catalog.declaration(of: PushChannel("harmony"))?.displayName == "HarmonyOS")
     }
 }
+
+/// What the rest of the gateway asks of a channel is what its transport declared: which channel
+/// a bare token is taken for, whose credentials serve an environment, which is Android-style.
+@Suite struct ChannelTraitTests {
+    @Test func aChannelDeclaredWithNoTraitsIsAndroidStyleWithOpaqueTokens() {
+        let plain = ChannelDeclaration(channel: PushChannel("plain"), displayName: "Plain")
+        #expect(plain.isAndroidStyle && !plain.takesBareTokens && !plain.credentialsServeEnvironments)
+        #expect(plain.tokenRule.validate("abc-DEF_1") == "abc-DEF_1")
+        #expect(plain.tokenRule.validate(String(repeating: "ab", count: 32)) == nil, "hex is never opaque")
+        #expect(PushChannel("undeclared-here").isAndroid)
+    }
+
+    @Test func theBareTokenChannelAndTheEnvironmentChannelsAreTheDeclaredOnes() {
+        let catalog = ChannelCatalog()
+        #expect(catalog.bareTokenChannel?.channel == .apns)
+        #expect(catalog.environmentChannels == [.apns])
+
+        // Another channel whose credentials serve an environment; APNs declared again taking no
+        // bare tokens, and a channel that takes them.
+        let regional = ChannelDeclaration(
+            channel: PushChannel("regional"), displayName: "Regional", credentialsServeEnvironments: true)
+        let hexes = ChannelDeclaration(
+            channel: PushChannel("hexes"), displayName: "Hexes", tokenRule: .hex, takesBareTokens: true,
+            isAndroidStyle: false)
+        var apns = ChannelDeclaration.apns
+        apns.takesBareTokens = false
+        catalog.install([apns, regional, hexes])
+        #expect(catalog.environmentChannels == [.apns, PushChannel("regional")])
+        #expect(catalog.bareTokenChannel?.channel == PushChannel("hexes"))
+    }
+
+    @Test func theSharedCatalogTakesHexBareTokensForTheChannelDeclaringThem() throws {
+        let hex = String(repeating: "AB", count: 32)
+        #expect(PushChannel.takingBareToken(hex) == .apns)
+        #expect(try #require(DeviceToken(hex)).value == hex.lowercased())
+        #expect(PushChannel.takingBareToken("not-hex") == nil && DeviceToken("not-hex") == nil)
+        #expect(!PushChannel.apns.isAndroid)
+        #expect(DeviceToken.Rule.hex.requirement == "hexadecimal, an even number of 64–200 characters")
+    }
+}

@@ -44,6 +44,14 @@ import TuisongGatewayTestKit
         await gateway.stop()
     }
 
+    /// The look-alike command's files (named as the port's default look-alike declares:
+    /// `apns-mock-setup.json`) are Tuisong's too.
+    @Test func theLookAlikeCommandsFilesAreTuisongs() async throws {
+        let (gateway, data) = try await start(extraFile: "apns-mock-setup.json")
+        #expect(mode(data) == 0o700)
+        await gateway.stop()
+    }
+
     @Test func aSharedDirectoryIsLeftAlone() async throws {
         let (gateway, data) = try await start(extraFile: "someone-elses-file")
         #expect(mode(data) == 0o755)

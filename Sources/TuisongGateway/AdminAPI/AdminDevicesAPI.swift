@@ -117,7 +117,8 @@ struct AdminDevicesAPI: Sendable {
         case "token":
             guard text.isEmpty || DeviceToken(addressing: text) != nil else {
                 throw AdminError(
-                    400, "invalid_token", "a token is hexadecimal digits (APNs) or letters, digits and -_.:~",
+                    400, "invalid_token",
+                    "a token is hexadecimal digits\(DeviceRules.hexTokensChannel) or letters, digits and -_.:~",
                     field: "q")
             }
             query = text.isEmpty ? .all : .tokenPrefix(text)

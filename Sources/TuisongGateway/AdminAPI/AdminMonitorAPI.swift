@@ -67,7 +67,7 @@ struct AdminMonitorAPI: Sendable {
     }
 
     /// A message as the console lists it, with its committed counts per channel
-    /// (`{"apns": {"delivered": 120, …}, "<channel>": {"delivered": 80, "arrived": 75, …}}`; a
+    /// (`{"<channel>": {"delivered": 120, …}, "<receipting channel>": {"delivered": 80, "arrived": 75, …}}`; a
     /// channel without deliveries or receipts is absent) and its receipts' totals.
     private func view(_ status: MessageStatus) async throws -> [String: Any] {
         try await AdminPushAPI(api: api).withReceipts(

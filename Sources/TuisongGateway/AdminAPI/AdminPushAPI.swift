@@ -69,7 +69,7 @@ struct AdminPushAPI: Sendable {
             else {
                 throw AdminError(
                     400, "invalid_token",
-                    "a device token is 64–200 hexadecimal digits (APNs) or an Android service's token",
+                    "a device token is 64–200 hexadecimal digits\(DeviceRules.hexTokensChannel) or an Android service's token",
                     field: "audience.token")
             }
             native["audience"] = ["tokens": [token.hex]]
@@ -184,9 +184,11 @@ struct AdminPushAPI: Sendable {
         }
     }
 
-    /// The exact APNs payload the push would carry, or why it cannot be sent; and `services`,
+    /// The exact payload the push would carry to the service whose devices all get one
+    /// (`TransportDeclaration.sharedPayload`), or why it cannot be sent; and `services`,
     /// each service's own body: for a token audience, the body for that device's service (the
-    /// registered device's channel, else APNs for an APNs-shaped token); otherwise every service's.
+    /// registered device's channel, else the channel that takes bare tokens when its rule accepts
+    /// the token, `ChannelCatalog.bareTokenChannel`); otherwise every service's.
     private func preview(_ app: App, _ request: Request) async throws -> Response {
         let job = try await job(app, try AdminBody(request))
         var object: [String: Any]
@@ -207,8 +209,8 @@ struct AdminPushAPI: Sendable {
             if let device = try await store.device(appID: app.id, token: addressed) {
                 channels = [device.channel]
                 environment = environment ?? device.environment
-            } else if DeviceToken(raw, channel: .apns) != nil {
-                channels = [.apns]
+            } else if let bareTokenChannel = PushChannel.takingBareToken(raw) {
+                channels = [bareTokenChannel]
             }
             object["channel"] = orNull(channels?.first?.rawValue)
         }

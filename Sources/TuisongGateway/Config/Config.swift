@@ -120,17 +120,18 @@ public struct GatewayConfig: Sendable, Equatable {
     }
     /// Local mode: the bundled look-alike of every service started in-process, every
     /// transport pointed at it, so a push can be seen end to end with no account anywhere. Its
-    /// keys are `apns.local_mock` and `apns.local_mock_port`, where operators have always had
-    /// them (from the days the look-alike was APNs's mock); the rest of that section is the
-    /// APNs transport's, declared by it (`TransportDeclaration.configPath`).
+    /// keys are `<section>.local_mock` and `<section>.local_mock_port` of the section the port's
+    /// default look-alike declares (`LookAlikeRegistry.legacyNames`), where operators have
+    /// always had them; the rest of that section is its transport's, declared by it
+    /// (`TransportDeclaration.configPath`).
     public struct LocalMode: Sendable, Equatable {
         public var enabled: Bool
         /// The look-alike's port; 0 = any free one.
         public var port: Int
 
         /// The config keys, as documented (docs/config.md).
-        static let enabledKey = "apns.local_mock"
-        static let portKey = "apns.local_mock_port"
+        static let enabledKey = LookAlikeRegistry.standard.legacyNames.localModeSection + ".local_mock"
+        static let portKey = LookAlikeRegistry.standard.legacyNames.localModeSection + ".local_mock_port"
     }
     /// The push services' settings (`transports.*`): one section per transport the registry
     /// declares (`transports.<name>.*`, its keys and defaults from its declaration, read

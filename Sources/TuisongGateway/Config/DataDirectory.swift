@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TuisongLookAlikes
 
 /// The directory that holds the database (`data/` by default) should be 0700: the file names
 /// alone say what is kept there, and a directory others can read invites a later file to be
@@ -18,7 +19,8 @@ enum DataDirectory {
         let previous = "0" + String(info.st_mode & 0o777, radix: 8)
         let ours = ownFileNames(config)
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-        let foreign = entries.filter { !ours.contains($0) && !$0.hasPrefix("apns-mock") }
+        let lookAlikeFiles = config.transports.lookAlikes.legacyNames.command
+        let foreign = entries.filter { !ours.contains($0) && !$0.hasPrefix(lookAlikeFiles) }
         guard info.st_uid == geteuid(), foreign.isEmpty else {
             logger.warning(
                 "the database's directory is readable by others; left alone because it holds other files too: chmod 700 it or move the database to a directory of its own",

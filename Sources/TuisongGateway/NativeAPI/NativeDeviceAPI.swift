@@ -57,16 +57,19 @@ struct NativeDeviceAPI: Sendable {
         }
         // Fields left out keep their stored value, channel and environment included: read the
         // device only when one of them is missing and cannot be told from the token itself (a
-        // token of APNs's shape is never an Android one).
+        // token the bare-token channel takes, `ChannelCatalog.bareTokenChannel`, by its shape,
+        // is never another channel's).
         let rawToken = request.pathParameters["token"] ?? ""
         var stored: Device?
-        let channelUnknown = body.channel == nil && DeviceToken(rawToken, channel: .apns) == nil
+        let channelUnknown = body.channel == nil && PushChannel.takingBareToken(rawToken) == nil
         if channelUnknown || body.environment == nil {
             if let existing = DeviceToken(addressing: rawToken) {
                 stored = try await store.device(appID: app.id, token: existing)
             }
         }
-        let channel = try body.channel.map { try Self.channel($0, among: channels) } ?? stored?.channel ?? .apns
+        let channel =
+            try body.channel.map { try Self.channel($0, among: channels) } ?? stored?.channel
+            ?? Self.defaultChannel(among: channels)
         let token = try deviceToken(request, channel: channel, channelGiven: body.channel != nil)
         let environment = try DeviceRules.native {
             try DeviceRules.environment(body.environment, channel: channel, stored: stored)
@@ -184,16 +187,18 @@ struct NativeDeviceAPI: Sendable {
     private func deviceToken(_ request: Request) throws -> DeviceToken {
         let raw = request.pathParameters["token"] ?? ""
         guard let token = DeviceToken(addressing: raw) else {
+            let bare = ChannelCatalog.shared.bareTokenChannel
+            let bareToken = bare.map { "\($0.withArticle) token (\($0.tokenRule.requirement)) or " } ?? ""
             throw NativeAPIError(
                 400, "invalid_token",
-                "device token must be an APNs token (hexadecimal, an even number of 64–200 characters) or an "
-                    + "Android service's token (1–\(DeviceToken.maximumOpaqueLength) letters, digits or -_.:~)")
+                "device token must be \(bareToken)an Android service's token (\(DeviceToken.Rule.opaqueRequirement))")
         }
         return token
     }
 
-    /// The token of a device being registered on `channel`. When the channel was left out
-    /// (APNs by default) and the token is an Android one, the message says how to name it.
+    /// The token of a device being registered on `channel`. When the channel was left out (the
+    /// bare-token channel by default) and the token is an Android one, the message says how to
+    /// name it.
     private func deviceToken(_ request: Request, channel: PushChannel, channelGiven: Bool) throws -> DeviceToken {
         let raw = request.pathParameters["token"] ?? ""
         return try DeviceRules.native {
@@ -203,8 +208,19 @@ struct NativeDeviceAPI: Sendable {
     }
 
     static func channel(_ name: String?, among channels: [PushChannel]) throws -> PushChannel {
-        guard let name else { return .apns }
+        guard let name else { return try defaultChannel(among: channels) }
         return try DeviceRules.native { try DeviceRules.channel(name, among: channels) }
+    }
+
+    /// The channel of a device registered with none named: the one that takes bare tokens
+    /// (`ChannelCatalog.bareTokenChannel`).
+    static func defaultChannel(among channels: [PushChannel]) throws -> PushChannel {
+        guard let channel = ChannelCatalog.shared.bareTokenChannel?.channel else {
+            throw NativeAPIError(
+                400, "invalid_channel",
+                "channel is required: \(PushChannel.list(channels, \.rawValue, "or"))")
+        }
+        return channel
     }
 
     private func tagName(_ raw: String) throws -> TagName {
@@ -222,9 +238,10 @@ struct NativeDeviceAPI: Sendable {
 
 /// The JSON body of `PUT /api/v1/devices/{token}`.
 struct DeviceRegistrationBody: Decodable {
-    /// Required for a new APNs device; Android devices have none (`production` if given).
+    /// Required for a new device of an Apple-style channel; Android devices have none
+    /// (`production` if given).
     var environment: String?
-    /// `apns` (default for a new device) or a declared Android-style channel's name.
+    /// A declared channel's name; a new device's default is the bare-token channel.
     var channel: String?
     var user: String?
     /// `"user": null`: the device's user is detached (absent leaves it as it is).
@@ -345,7 +362,13 @@ public enum DeviceRules {
         public var description: String { message }
     }
 
-    /// A channel by its name (`apns`, …), among the declared ones (or `channels`: a
+    /// " (<name>)": the name of the channel that takes bare tokens (`ChannelCatalog.bareTokenChannel`),
+    /// whose hex tokens an error message describes; empty when no channel takes them.
+    public static var hexTokensChannel: String {
+        ChannelCatalog.shared.bareTokenChannel.map { " (\($0.displayName))" } ?? ""
+    }
+
+    /// A channel by its name, among the declared ones (or `channels`: a
     /// gateway's registry).
     public static func channel(_ name: String, among channels: [PushChannel]? = nil) throws(Refusal) -> PushChannel {
         let channels = channels ?? PushChannel.allCases
@@ -358,8 +381,8 @@ public enum DeviceRules {
 
     /// A device's environment, of any channel: `sandbox` marks a test phone, whose pushes a
     /// sandbox push reaches and a production push skips. An existing device (`stored`) keeps
-    /// its own when it is left out; a new APNs device needs one (its token is valid at one
-    /// endpoint only), a new device of another channel is `production` unless it says so.
+    /// its own when it is left out; a new device of an Apple-style channel needs one (its token is
+    /// valid at one endpoint only), a new Android-style device is `production` unless it says so.
     public static func environment(_ name: String?, channel: PushChannel, stored: Device?) throws(Refusal)
         -> PushEnvironment
     {
@@ -372,25 +395,26 @@ public enum DeviceRules {
             return parsed
         }
         // A token moves between channels (an Android token registered again with another
-        // service) keeping its environment; APNs tokens are never another channel's.
+        // service) keeping its environment; a bare-token channel's tokens are never another's.
         if let stored { return stored.environment }
         if channel.isAndroid { return .production }
-        throw Refusal(code: "invalid_environment", message: "environment is required for a new APNs device")
+        throw Refusal(
+            code: "invalid_environment", message: "environment is required for a new \(channel.displayName) device")
     }
 
-    /// A token of `channel`. `hint`, when the channel was left out (APNs by default), is how the
-    /// caller names a channel, given one to name (the first declared Android-style channel): a
-    /// token of that channel's shape is refused with it.
+    /// A token of `channel`, by its declared rule. `hint`, when the channel was left out (the
+    /// bare-token channel by default), is how the caller names a channel, given one to name (the
+    /// first declared Android-style channel): a token of that channel's shape is refused with it.
     public static func token(
         _ raw: String, channel: PushChannel, hint: ((PushChannel) -> String)? = nil
     ) throws(Refusal) -> DeviceToken {
         guard let token = DeviceToken(raw, channel: channel) else {
-            var message =
-                channel == .apns
-                ? "\(channel.withArticle) device token must be hexadecimal, an even number of 64–200 characters"
-                : "\(channel.withArticle) device token must be 1–\(DeviceToken.maximumOpaqueLength) letters, "
-                    + "digits or -_.:~, and not an APNs token"
-            if channel == .apns, let hint, let example = PushChannel.android.first,
+            let declaration = channel.declaration
+            var message = "\(declaration.withArticle) device token must be \(declaration.tokenRule.requirement)"
+            if !declaration.takesBareTokens, let bare = ChannelCatalog.shared.bareTokenChannel {
+                message += ", and not \(bare.withArticle) token"
+            }
+            if declaration.takesBareTokens, let hint, let example = PushChannel.android.first,
                 DeviceToken(raw, channel: example) != nil
             {
                 message += "; if this is \(example.withArticle) token, \(hint(example)) (or the Android service's name)"

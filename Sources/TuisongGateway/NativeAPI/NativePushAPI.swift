@@ -223,7 +223,7 @@ enum MessageView {
         fields(status).mapValues(\.jsonObject)
     }
 
-    /// Committed counts per push service: `{"apns": {"delivered": …}, "<channel>": {…}}`; with
+    /// Committed counts per push service: `{"<channel>": {"delivered": …}, …}`; with
     /// receipts, `arrived` and `clicked` beside them (0 on a channel whose service reports
     /// arrival, absent on one whose service reports none, unless the app posts its own).
     static func channels(

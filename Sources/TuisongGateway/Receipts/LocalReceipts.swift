@@ -131,7 +131,7 @@ final class LocalReceiptSink: LookAlikeReceiptSink {
     }
 }
 
-/// `tuisong apns-mock --receipts FILE`: the look-alikes post the receipts of accepted pushes as
+/// The look-alike command's `--receipts FILE`: the look-alikes post the receipts of accepted pushes as
 /// the services do once an operator entered an app's receipt configuration in their consoles,
 /// the one `tuisong credential show --app ID` prints (FILE holds that output). FILE is read for
 /// each push that asks for receipts, and while it is absent none is sent: a benchmark compares

@@ -21,7 +21,7 @@ public final class GatewayRuntime: Sendable {
     public let adminPassword: AdminPassword.Bootstrap
     public let engine: DeliveryEngine
     public let credentials: CredentialService
-    /// The in-process look-alike of every service (`apns.local_mock`), or nil when sending to
+    /// The in-process look-alike of every service (local mode, `GatewayConfig.LocalMode`), or nil when sending to
     /// the services themselves.
     public let localMock: LookAlikeServer?
     /// Every transport the registry declares, as made for this gateway.
@@ -380,8 +380,8 @@ public final class GatewayRuntime: Sendable {
     }
 
     /// Stops accepting, lets in-flight requests finish, stops the delivery engine (what it
-    /// had not flushed is sent again on the next start), closes the APNs connections and the
-    /// database.
+    /// had not flushed is sent again on the next start), closes the transports' connections and
+    /// the database.
     public func shutdown() async {
         nodeShareRefresh.withLock { $0?.cancel() }
         await server.shutdown()
@@ -454,12 +454,13 @@ enum LocalLookAlikes {
         config: GatewayConfig, store: any GatewayStore, channelSecrets: any ChannelSecretOpener, logger: Logger
     ) async throws -> Started {
         let directory = config.database.directory
-        let path = directory + "/apns-mock-local.json"
         let lookAlikes = config.transports.lookAlikes
+        let names = lookAlikes.legacyNames
+        let path = directory + "/\(names.command)-local.json"
         let setup = try LookAlikeLocalSetup.loadOrGenerate(at: path, bundleID: "tuisong.local", lookAlikes: lookAlikes)
         var configuration = setup.configuration(
             host: "127.0.0.1", port: config.localMode.port, lookAlikes: lookAlikes)
-        // The same magic tokens as `apns-mock --magic-tokens` (docs/android.md, "Local mode"):
+        // The same magic tokens as the look-alike command's `--magic-tokens` (docs/android.md, "Local mode"):
         // a newcomer sees an invalidation and a retry with no faults file.
         configuration.faults = .magicTokenPrefixes(lookAlikes: lookAlikes)
         var mockLogger = logger
@@ -477,8 +478,9 @@ enum LocalLookAlikes {
         }
         let baseURL = "https://127.0.0.1:\(server.port)"
         logger.notice(
-            "local mode: sending \(PushChannel.list()) pushes to the bundled look-alike (apns.local_mock)",
-            metadata: ["apns_url": "\(baseURL)"])
+            "local mode: sending \(PushChannel.list()) pushes to the bundled look-alike (\(GatewayConfig.LocalMode.enabledKey))",
+            // The key log readers have filtered on since the look-alike was the only one.
+            metadata: ["\(names.localModeSection)_url": "\(baseURL)"])
         let caFile = directory + "/local-mock-ca.pem"
         try setup.writeCAFile(to: caFile)
         var fallbacks: [PushChannel: ChannelCredential] = [:]

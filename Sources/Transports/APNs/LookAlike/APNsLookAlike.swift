@@ -22,6 +22,8 @@ package final class APNsLookAlike: PortService {
         configurationKeys: [("tokenKeys", #"{"keyID","teamID","publicKeyPEM"}"#)],
         setupKeys: ["tokenKeyPEM", "tokenPublicKeyPEM", "keyID", "teamID", "clientCertificatePEM", "clientKeyPEM"],
         isPortDefault: true,
+        // The look-alikes began as APNs's mock: its command and config keys kept that name.
+        legacyNames: LookAlikeLegacyNames(command: "apns-mock", localModeSection: "apns"),
         makeSetup: { setup in try APNsLookAlike.makeSetup(&setup) },
         configure: { configuration, setup in
             configuration.tokenKeys.append(
