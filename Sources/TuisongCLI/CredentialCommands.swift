@@ -654,12 +654,13 @@ struct LookAlikeCommand: AsyncParsableCommand {
         try server.start()
         if let receiptsFile { server.sendReceipts(to: try FileReceiptSink(path: receiptsFile, logger: logger)) }
         let directory = (setupPath as NSString).deletingLastPathComponent
-        let caPath = (directory.isEmpty ? "." : directory) + "/\(Self.names.command)-ca.pem"
+        let filePrefix = (directory.isEmpty ? "." : directory) + "/\(Self.names.command)-"
+        let caPath = filePrefix + "ca.pem"
         try setup.writeCAFile(to: caPath)
         let base = "https://\(host):\(server.port)"
         var banner: [String: Any] = [:]
         for declaration in LookAlikeRegistry.standard.declarations {
-            let entry = try declaration.banner(setup, base, directory.isEmpty ? "." : directory)
+            let entry = try declaration.banner(setup, base, filePrefix)
             // The port's default's entries are the banner's own (p8_file, key_id, … for the scripts).
             if declaration.isPortDefault {
                 banner.merge(entry) { _, new in new }

@@ -14,7 +14,7 @@ internal import TuisongCrypto
 ///         configurationKeys: [("exampleApps", #"{"appKey","appSecret"}"#)], setupKeys: ["exampleApp"],
 ///         makeSetup: { setup in … }, configure: { configuration, setup in … },
 ///         start: { host, configuration in ExampleLookAlike(host: host, configuration: configuration) },
-///         fallbackCredential: { setup, baseURL in … }, banner: { setup, baseURL, directory in … })
+///         fallbackCredential: { setup, baseURL in … }, banner: { setup, baseURL, filePrefix in … })
 public struct LookAlikeDeclaration: Sendable {
     /// The channel of the transport it stands in for.
     public var service: AndroidPushService
@@ -46,8 +46,9 @@ public struct LookAlikeDeclaration: Sendable {
     /// where the credential names one).
     public var fallbackCredential: @Sendable (LookAlikeLocalSetup, _ baseURL: String) -> LookAlikeCredential
     /// Its entry in the look-alike command's banner: URLs and credentials; a key file a client loads is
-    /// written into `directory`.
-    public var banner: @Sendable (LookAlikeLocalSetup, _ baseURL: String, _ directory: String) throws -> [String: Any]
+    /// written at `filePrefix` + its own name (`filePrefix` is the set-up's directory and the
+    /// command's name, `…/apns-mock-`, so every file the command writes carries its name).
+    public var banner: @Sendable (LookAlikeLocalSetup, _ baseURL: String, _ filePrefix: String) throws -> [String: Any]
 
     package init(
         service: AndroidPushService, summary: String, configurationKeys: [(key: String, shape: String)],

@@ -9,8 +9,8 @@ import TuisongHTTPClient
 import TuisongTransportKit
 
 /// Sends pushes to FCM HTTP v1: one `POST /v1/projects/{project}/messages:send` per device,
-/// multiplexed over HTTP/2 by the shared nghttp2 engine (`HTTP2ConnectionPool`, the one APNs
-/// sends through), signed in with the app's service account (docs/reference/android.md, FCM).
+/// multiplexed over HTTP/2 by the shared nghttp2 engine (`HTTP2ConnectionPool`, the one every
+/// HTTP/2 service sends through), signed in with the app's service account (docs/reference/android.md, FCM).
 ///
 /// The service account's RS256-signed assertion is traded at its `token_uri` for an access
 /// token, cached and refreshed before it expires (`AccessTokenCache`). A 401 drops the token

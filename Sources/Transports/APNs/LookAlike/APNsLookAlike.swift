@@ -34,8 +34,8 @@ package final class APNsLookAlike: PortService {
         fallbackCredential: { setup, _ in
             LookAlikeCredential(vendorAppID: setup.teamID, clientID: setup.keyID, secret: Array(setup.tokenKeyPEM.utf8))
         },
-        banner: { setup, _, directory in
-            let keyPath = directory + "/apns-mock-token.p8"
+        banner: { setup, _, filePrefix in
+            let keyPath = filePrefix + "token.p8"
             guard
                 FileManager.default.createFile(
                     atPath: keyPath, contents: Data(setup.tokenKeyPEM.utf8), attributes: [.posixPermissions: 0o600])

@@ -41,8 +41,8 @@ package final class FCMLookAlike: LookAlikeService {
                 vendorAppID: setup.fcmServiceAccount.projectID, clientID: setup.fcmServiceAccount.clientEmail,
                 secret: setup.fcmServiceAccountJSON(tokenURI: baseURL + "/token"))
         },
-        banner: { setup, base, directory in
-            let path = directory + "/apns-mock-fcm-service-account.json"
+        banner: { setup, base, filePrefix in
+            let path = filePrefix + "fcm-service-account.json"
             guard
                 FileManager.default.createFile(
                     atPath: path, contents: Data(setup.fcmServiceAccountJSON(tokenURI: base + "/token")),

@@ -42,8 +42,8 @@ package final class HarmonyLookAlike: LookAlikeService {
                 vendorAppID: setup.harmonyServiceAccount.projectID, clientID: setup.harmonyServiceAccount.subAccount,
                 secret: setup.harmonyServiceAccountJSON())
         },
-        banner: { setup, base, directory in
-            let path = directory + "/apns-mock-harmony-service-account.json"
+        banner: { setup, base, filePrefix in
+            let path = filePrefix + "harmony-service-account.json"
             guard
                 FileManager.default.createFile(
                     atPath: path, contents: Data(setup.harmonyServiceAccountJSON()),
