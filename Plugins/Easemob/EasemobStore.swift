@@ -214,7 +214,7 @@ struct EasemobStore: Sendable {
     /// Which of `usernames` exist.
     func existingUsers(appID: Int64, among usernames: [String]) async throws -> Set<String> {
         guard !usernames.isEmpty else { return [] }
-        return try await database.read { db in
+        let read: @Sendable (any SQLExecutor) throws -> Set<String> = { db in
             var found: Set<String> = []
             for chunk in usernames.chunks(ofCount: 400) {
                 let rows = try db.query(
@@ -224,6 +224,10 @@ struct EasemobStore: Sendable {
             }
             return found
         }
+        // A chat message's one receiver is a row by index, read on the calling thread; a send
+        // to hundreds goes through a reader, not holding this thread.
+        return usernames.count <= Self.quickReadLimit
+            ? try await database.quickRead(read) : try await database.read(read)
     }
 
     // MARK: Notification settings
@@ -271,9 +275,9 @@ struct EasemobStore: Sendable {
     func receiverData(
         appID: Int64, usernames: [String], sender: String, conversation: (chatType: String, key: String)
     ) async throws -> EasemobReceiverData {
-        try await database.read { db in
+        let names = Array(Set(usernames + [sender]))
+        let read: @Sendable (any SQLExecutor) throws -> EasemobReceiverData = { db in
             var data = EasemobReceiverData(users: [:], appLevel: [:], conversation: [:])
-            let names = Array(Set(usernames + [sender]))
             for chunk in names.chunks(ofCount: 400) {
                 let values = chunk.map(SQLValue.text)
                 for row in try db.query(
@@ -307,7 +311,13 @@ struct EasemobStore: Sendable {
             }
             return data
         }
+        // A chat message's page is its receiver's few devices: read on the calling thread. A
+        // group's pages of a thousand go through a reader, not holding this thread.
+        return names.count <= Self.quickReadLimit ? try await database.quickRead(read) : try await database.read(read)
     }
+
+    /// Lists of users up to this long are read with `SharedDatabase.quickRead`.
+    static let quickReadLimit = 64
 
     // MARK: Groups
 

@@ -37,7 +37,8 @@ struct TencentStore: Sendable {
     /// Profile items of these accounts (only `tags` when given): account → tag → value.
     func profiles(appID: Int64, accounts: [String], tags: [String]? = nil) async throws -> [String: [String: JSONValue]]
     {
-        let rows = try await database.read { db in
+        // At most 100 accounts (portrait_get), usually one (a message's sender): rows by index.
+        let rows = try await database.quickRead { db in
             var rows: [SQLRow] = []
             for list in SQLList.chunks(accounts) {
                 var sql =
@@ -310,7 +311,7 @@ struct TencentStore: Sendable {
     func pushDisabled(appID: Int64, accounts: [String]) async throws -> Set<String> {
         let lists = SQLList.chunks(accounts)
         guard !lists.isEmpty else { return [] }
-        return try await database.read { db in
+        let read: @Sendable (any SQLExecutor) throws -> Set<String> = { db in
             var disabled = Set<String>()
             for list in lists {
                 for row in try db.query(
@@ -322,7 +323,14 @@ struct TencentStore: Sendable {
             }
             return disabled
         }
+        // A chat message's page is its receiver's few devices: read on the calling thread. A
+        // broadcast's pages of a thousand go through a reader, not holding this thread.
+        return accounts.count <= TencentStore.quickReadLimit
+            ? try await database.quickRead(read) : try await database.read(read)
     }
+
+    /// Lists of accounts up to this long are looked up with `SharedDatabase.quickRead`.
+    static let quickReadLimit = 64
 
     // MARK: Helpers
 

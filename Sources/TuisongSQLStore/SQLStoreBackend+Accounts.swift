@@ -10,7 +10,7 @@ extension SQLStoreBackend {
     public func existingAccounts(appID: Int64, among accounts: [String]) async throws -> Set<String> {
         let chunks = SQLList.chunks(accounts)
         guard !chunks.isEmpty else { return [] }
-        return try await sqlRead { db in
+        let read: @Sendable (any SQLExecutor) throws -> Set<String> = { db in
             var found = Set<String>()
             for list in chunks {
                 for row in try db.fetchAll(
@@ -21,7 +21,13 @@ extension SQLStoreBackend {
             }
             return found
         }
+        // Every chat message asks this of its receiver: a row by index, on the calling thread.
+        // Long lists (a batch send's 500) go through a reader, not holding this thread.
+        return accounts.count <= Self.quickReadLimit ? try await sqlQuickRead(read) : try await sqlRead(read)
     }
+
+    /// Lists up to this long are looked up with `sqlQuickRead`.
+    public static var quickReadLimit: Int { 64 }
 
     /// Rows deleted per transaction by `forgetFinishedBadgeGrants`.
     public static var badgeGrantsForgottenPerTransaction: Int { 5_000 }

@@ -11,6 +11,9 @@ public protocol SQLStoreBackend: Sendable {
     /// `body` on one snapshot (SQLite: a deferred transaction; PostgreSQL: on one pooled
     /// connection, each statement its own).
     func sqlRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
+    /// `sqlRead` for a few rows found by index on the per-message path, on the calling thread
+    /// where the backend can (`SharedDatabase.quickRead`); `sqlRead` by default.
+    func sqlQuickRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     /// `body` in one transaction: committed when it returns, rolled back when it throws.
     func sqlWrite<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     /// A write that is one statement, atomic by itself (PostgreSQL: without BEGIN and COMMIT,
@@ -35,6 +38,12 @@ public protocol SQLStoreBackend: Sendable {
     func sqlReleaseHeld(appID: Int64, matching condition: SQLQuery, now: Date) async throws -> Int
     /// The outbox writes of this store's webhook events, with its cached subscriptions.
     var webhookOutbox: WebhookOutbox { get }
+}
+
+extension SQLStoreBackend {
+    public func sqlQuickRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        try await sqlRead(body)
+    }
 }
 
 extension SQLRow: ColumnValues {

@@ -75,8 +75,10 @@ final class PointReaders: Sendable {
     }
 
     private func checkIn(_ connection: PointReaderConnection) {
+        // A quick read whose rollback failed would hand the next caller an old snapshot.
+        let reusable = !connection.isInTransaction
         let keep = state.withLock { state -> Bool in
-            guard !state.closed, state.idle.count < Self.maximumIdle else { return false }
+            guard reusable, !state.closed, state.idle.count < Self.maximumIdle else { return false }
             state.idle.append(connection)
             return true
         }
@@ -135,7 +137,11 @@ final class PointReaderConnection: @unchecked Sendable {
     // handle and the statement array are never touched by two threads at once.
     private var handle: OpaquePointer?
     private var statements: [OpaquePointer?]
+    /// `SharedDatabase.quickRead`'s statements, by text (a plugin's handful of lookups).
+    private var statementsByText: [String: OpaquePointer] = [:]
     private var busyTimeoutMilliseconds: Int32 = 0
+    /// Past this many texts the kept statements are finalized and the count starts again.
+    private static let maximumStatementsByText = 64
 
     init(path: String) throws {
         statements = Array(repeating: nil, count: PointQuery.allCases.count)
@@ -163,6 +169,8 @@ final class PointReaderConnection: @unchecked Sendable {
     func close() {
         for statement in statements { sqlite3_finalize(statement) }
         statements = Array(repeating: nil, count: statements.count)
+        for statement in statementsByText.values { sqlite3_finalize(statement) }
+        statementsByText = [:]
         if let handle { sqlite3_close_v2(handle) }
         handle = nil
     }
@@ -197,6 +205,97 @@ final class PointReaderConnection: @unchecked Sendable {
         default:
             throw error(code, "running \(query)")
         }
+    }
+
+    /// Whether a transaction is open (SQLite's autocommit is off).
+    var isInTransaction: Bool { handle.map { sqlite3_get_autocommit($0) == 0 } ?? false }
+
+    /// Runs `body` inside one deferred read transaction (one WAL snapshot for all its
+    /// statements), rolled back afterwards: a read commits nothing.
+    func inReadTransaction<T>(_ body: () throws -> T) throws -> T {
+        try step(prepared(text: "BEGIN DEFERRED"), "BEGIN")
+        defer { _ = try? step(prepared(text: "ROLLBACK"), "ROLLBACK") }
+        return try body()
+    }
+
+    /// Every row of one statement (a `SELECT`), values bound to its `?` placeholders in order.
+    func rows(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {
+        let statement = try prepared(text: sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        guard Int(sqlite3_bind_parameter_count(statement)) == arguments.count else {
+            throw StoreError(
+                .unavailable,
+                "\(arguments.count) values for the \(sqlite3_bind_parameter_count(statement)) placeholders of \(sql)")
+        }
+        for (index, value) in arguments.enumerated() {
+            let position = Int32(index + 1)
+            let code: Int32
+            switch value {
+            case .null: code = sqlite3_bind_null(statement, position)
+            case .integer(let v): code = sqlite3_bind_int64(statement, position, v)
+            case .real(let v): code = sqlite3_bind_double(statement, position, v)
+            case .text(let v): code = sqlite3_bind_text(statement, position, v, -1, Self.transient)
+            case .blob(let v):
+                code =
+                    v.isEmpty
+                    ? sqlite3_bind_zeroblob(statement, position, 0)
+                    : v.withUnsafeBytes {
+                        sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), Self.transient)
+                    }
+            }
+            guard code == SQLITE_OK else { throw error(code, "binding ?\(position) of \(sql)") }
+        }
+        let count = sqlite3_column_count(statement)
+        let columns = (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) }
+        var rows: [SQLRow] = []
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { return rows }
+            if code & 0xFF == SQLITE_BUSY { throw PointReaderBusy() }
+            guard code == SQLITE_ROW else { throw error(code, "running \(sql)") }
+            rows.append(SQLRow(columns: columns, values: (0..<count).map { Self.value(statement, $0) }))
+        }
+    }
+
+    private static func value(_ statement: OpaquePointer, _ index: Int32) -> SQLValue {
+        switch sqlite3_column_type(statement, index) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, index))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, index))
+        case SQLITE_TEXT:
+            guard let text = sqlite3_column_text(statement, index) else { return .text("") }
+            let count = Int(sqlite3_column_bytes(statement, index))
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(statement, index))
+            guard count > 0, let bytes = sqlite3_column_blob(statement, index) else { return .blob([]) }
+            return .blob(Array(UnsafeRawBufferPointer(start: bytes, count: count)))
+        default: return .null
+        }
+    }
+
+    private func step(_ statement: OpaquePointer, _ doing: String) throws {
+        defer { sqlite3_reset(statement) }
+        let code = sqlite3_step(statement)
+        if code & 0xFF == SQLITE_BUSY { throw PointReaderBusy() }
+        guard code == SQLITE_DONE || code == SQLITE_ROW else { throw error(code, doing) }
+    }
+
+    private func prepared(text sql: String) throws -> OpaquePointer {
+        if let statement = statementsByText[sql] { return statement }
+        guard let handle else { throw StoreError(.unavailable, "the store is closed") }
+        if statementsByText.count >= Self.maximumStatementsByText {
+            for statement in statementsByText.values { sqlite3_finalize(statement) }
+            statementsByText = [:]
+        }
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        if code & 0xFF == SQLITE_BUSY { throw PointReaderBusy() }
+        guard code == SQLITE_OK, let statement else { throw error(code, "preparing \(sql)") }
+        statementsByText[sql] = statement
+        return statement
     }
 
     private func prepared(_ query: PointQuery) throws -> OpaquePointer {

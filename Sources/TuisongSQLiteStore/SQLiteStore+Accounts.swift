@@ -31,7 +31,9 @@ extension SQLiteStore: AccountStore {
         // is its last.
         let list = JSONValue.serializedArray(accounts)
         let unique = Set(accounts).count
-        return try await write { db in
+        // Grouped with the other small writes of the moment (each Easemob chat message counts
+        // its receiver here before it is stored): a commit shared, not one per message.
+        return try await groupWrite { db in
             let increment = try db.cachedStatement(sql: Self.incrementBadgesSQL)
             var values: [String: Int] = [:]
             values.reserveCapacity(unique)

@@ -11,6 +11,10 @@ extension SQLiteStore: SQLStoreBackend, SettingsStore, CredentialStore, ChannelC
         try await read { db in try body(GRDBExecutor(db: db)) }
     }
 
+    public func sqlQuickRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        try await sharedDatabase.quickRead(body)
+    }
+
     public func sqlWrite<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         try await write { db in try body(GRDBExecutor(db: db)) }
     }

@@ -163,3 +163,40 @@ final class GRDBExecutor: SQLExecutor {
         }
     }
 }
+
+extension SQLiteSharedDatabase {
+    /// On a point reader, on the calling thread, in one read transaction; a locked database
+    /// (the reader does not wait here) sends the closure to `read`, which waits off this thread.
+    public func quickRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        do {
+            return try store.pointReaders.withConnection { connection in
+                try connection.inReadTransaction { try body(PointReaderExecutor(connection: connection)) }
+            }
+        } catch is PointReaderBusy {
+            store.pointReaders.noteBusyFallback()
+            return try await read(body)
+        }
+    }
+}
+
+/// A point reader's connection as a read's `SQLExecutor`: queries only.
+final class PointReaderExecutor: SQLExecutor {
+    let connection: PointReaderConnection
+
+    init(connection: PointReaderConnection) {
+        self.connection = connection
+    }
+
+    var dialect: any SQLDialect { SQLiteDialect() }
+
+    func execute(_ sql: String, _ arguments: [SQLValue]) throws {
+        throw StoreError(.unavailable, "a quick read cannot write: \(sql)")
+    }
+
+    func query(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {
+        try connection.rows(sql, arguments)
+    }
+
+    var lastInsertedRowID: Int64 { 0 }
+    var changedRows: Int { 0 }
+}

@@ -111,6 +111,35 @@ struct PointReaderTests {
         #expect(store.pointReaders.busyFallbacks == 1)
     }
 
+    @Test("A quick read that meets a locked database moves off the calling thread, waits there and answers")
+    func lockedQuickReadFallsBackOffThread() async throws {
+        let fixture = try StoreFixture(.init(busyTimeout: 5))
+        defer { fixture.tearDown() }
+        let store = fixture.store
+        let app = try await makeApp(store)
+        let quick: @Sendable (any SQLExecutor) throws -> String? = { db in
+            try db.queryOne("SELECT name FROM apps WHERE id = ?", [.integer(app.id)])?["name"].string
+        }
+        #expect(try await store.sharedDatabase.quickRead(quick) == app.name)
+        #expect(store.pointReaders.busyFallbacks == 0)
+
+        let holder = try LockHolder(path: fixture.database.path)
+        let released = Atomic<Bool>(false)
+        let releaser = Task {
+            try await waitUntil("the quick read fell back") { store.pointReaders.busyFallbacks == 1 }
+            released.store(true, ordering: .sequentiallyConsistent)
+            holder.release()
+        }
+        #expect(try await store.sharedDatabase.quickRead(quick) == app.name)
+        let waitedForTheLock = released.load(ordering: .sequentiallyConsistent)
+        #expect(waitedForTheLock, "it waited for the lock, off the caller's thread")
+        try await releaser.value
+
+        // Unlocked again: on the calling thread, no fallback.
+        #expect(try await store.sharedDatabase.quickRead(quick) == app.name)
+        #expect(store.pointReaders.busyFallbacks == 1)
+    }
+
     @Test("A lock held longer than the busy timeout fails the lookup as unavailable")
     func lockedBeyondTheBusyTimeout() async throws {
         let fixture = try StoreFixture(.init(busyTimeout: 0.2))

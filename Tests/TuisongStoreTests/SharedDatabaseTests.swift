@@ -222,10 +222,63 @@ struct SharedDatabaseTests {
         }
     }
 
-    private func readIsASnapshot(_ store: any GatewayStore) async throws {
+    @Test(
+        "A quick read answers as a read does: values by type, one snapshot across its statements, no writes",
+        arguments: Backend.allCases)
+    func quickReadIsARead(_ backend: Backend) async throws {
+        try await withStore(backend, plugins: [.init(name: "notes", migrations: [notesV1])]) { store in
+            let app = try await makeApp(store)
+            let shared = store.sharedDatabase
+            let row = try await shared.quickRead { db in
+                try db.queryOne(
+                    "SELECT ? AS i, ? AS r, ? AS t, ? AS b, ? AS n, (SELECT name FROM apps WHERE id = ?) AS app",
+                    [.integer(-7), .real(2.5), "天", .blob([0, 255]), nil, .integer(app.id)])
+            }
+            let found = try #require(row)
+            #expect(found["i"] == .integer(-7))
+            #expect(found["r"].double == 2.5)
+            #expect(found["t"].string == "天")
+            #expect(found["b"].bytes == [0, 255])
+            #expect(found["n"].isNull)
+            #expect(found["app"].string == app.name)
+            // A list in padded chunks, as the per-message lookups bind theirs.
+            try await shared.write { db in
+                for body in ["a", "b", "c"] {
+                    try db.execute(
+                        "INSERT INTO notes_items (app_id, body) VALUES (?, ?)", [.integer(app.id), .text(body)])
+                }
+            }
+            let list = try #require(SQLList.chunks(["c", "a", "x"]).first)
+            let bodies = try await shared.quickRead { db in
+                try db.query("SELECT body FROM notes_items WHERE body IN (\(list.marks)) ORDER BY body", list.values)
+                    .compactMap { $0["body"].string }
+            }
+            #expect(bodies == ["a", "c"])
+            try await readIsASnapshot(store, quick: true, alreadyThere: 3)
+            // Each quick read sees what was committed before it began.
+            try await shared.write { db in
+                try db.execute("DELETE FROM notes_items WHERE body = 'a'")
+            }
+            let left = try await shared.quickRead { db in try db.queryOne("SELECT count(*) FROM notes_items")?[0].int }
+            #expect(left == 3)
+            await #expect(throws: (any Error).self) {
+                try await shared.quickRead { db in
+                    try db.execute("INSERT INTO notes_items (app_id, body) VALUES (?, 'written')", [.integer(app.id)])
+                }
+            }
+            let written = try await shared.read { db in
+                try db.queryOne("SELECT count(*) FROM notes_items WHERE body = 'written'")?[0].int
+            }
+            #expect(written == 0)
+        }
+    }
+
+    private func readIsASnapshot(_ store: any GatewayStore, quick: Bool = false, alreadyThere: Int64 = 0)
+        async throws
+    {
         let app = try await makeApp(store)
         let shared = store.sharedDatabase
-        let counts = try await shared.read { db -> [Int64] in
+        let read: @Sendable (any SQLExecutor) throws -> [Int64] = { db in
             let before = try db.queryOne("SELECT count(*) FROM notes_items")?[0].int ?? -1
             // Another connection commits while this read is open.
             let written = Thread.detachNewThreadAndWait {
@@ -243,9 +296,10 @@ struct SharedDatabaseTests {
             let after = try db.queryOne("SELECT count(*) FROM notes_items")?[0].int ?? -1
             return [before, after]
         }
-        #expect(counts == [0, 0])
+        let counts = quick ? try await shared.quickRead(read) : try await shared.read(read)
+        #expect(counts == [alreadyThere, alreadyThere])
         let now = try await shared.read { db in try db.queryOne("SELECT count(*) FROM notes_items")?[0].int }
-        #expect(now == 1)
+        #expect(now == alreadyThere + 1)
     }
 }
 
