@@ -131,6 +131,54 @@ public protocol ReceiptStore: Sendable {
     func recordReceiptSend(_ send: ReceiptSend) async throws -> Int64
     /// The recorded request `id`, nil when there is none (deleted with its message).
     func receiptSend(id: Int64) async throws -> ReceiptSend?
+
+    /// Keeps verified receipt POSTs, one row each, until they are digested: committed when it
+    /// returns, so a POST is answered only once it is durable.
+    func enqueueReceiptPosts(_ posts: [ReceiptInboxPost]) async throws
+    /// Up to `limit` POSTs waiting to be digested, oldest first (`id` set).
+    func receiptInbox(limit: Int) async throws -> [ReceiptInboxPost]
+    /// Records each digested POST's receipts as `recordReceipts(appID:_:)` would and deletes its
+    /// inbox row, both in one transaction, each POST under a savepoint of its own: one result
+    /// per POST, in order; nil for a POST whose row is gone or taken by another node this
+    /// moment (`FOR UPDATE SKIP LOCKED` on PostgreSQL), which records nothing. A POST whose write
+    /// fails is rolled back alone (its row stays) and fails alone.
+    func digestReceiptPosts(_ posts: [DigestedReceiptPost]) async throws -> [Result<ReceiptRecording, any Error>?]
+    /// Statuses waiting to be digested: the app's, or every app's for nil.
+    func waitingReceiptStatuses(appID: Int64?) async throws -> Int
+}
+
+/// One receipt POST as a service sent it, verified and kept until it is digested.
+public struct ReceiptInboxPost: Sendable, Hashable {
+    /// The inbox row's id (0 before it is stored).
+    public var id: Int64
+    public var channel: PushChannel
+    public var appID: Int64
+    public var receivedAt: Date
+    /// How many statuses it holds, for the waiting counts and the digest's batches.
+    public var statuses: Int
+    public var body: [UInt8]
+
+    public init(id: Int64 = 0, channel: PushChannel, appID: Int64, receivedAt: Date, statuses: Int, body: [UInt8]) {
+        self.id = id
+        self.channel = channel
+        self.appID = appID
+        self.receivedAt = receivedAt
+        self.statuses = statuses
+        self.body = body
+    }
+}
+
+/// An inbox POST read into its receipts, as `ReceiptStore.digestReceiptPosts` records them.
+public struct DigestedReceiptPost: Sendable {
+    public var inboxID: Int64
+    public var appID: Int64
+    public var receipts: [DeliveryReceipt]
+
+    public init(inboxID: Int64, appID: Int64, receipts: [DeliveryReceipt]) {
+        self.inboxID = inboxID
+        self.appID = appID
+        self.receipts = receipts
+    }
 }
 
 /// One request to many device tokens that asked a service for receipts by one `param`: the

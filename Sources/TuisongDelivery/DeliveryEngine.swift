@@ -263,6 +263,9 @@ public final class DeliveryEngine: PushGateway {
     /// Wakes the dispatcher (a scheduled message came due, a held delivery was released).
     public func wake() { wakeSignal.signal() }
 
+    /// Messages (or slices of one) this node is sending now.
+    public var sendingMessages: Int { runs.count }
+
     public func cancel(messageID: Int64) async throws -> Bool {
         try await store.cancelScheduledMessage(id: messageID, at: clock.now)
     }

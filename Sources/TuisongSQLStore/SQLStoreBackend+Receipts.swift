@@ -50,6 +50,97 @@ extension SQLStoreBackend {
         }
     }
 
+    // The receipt inbox: a verified POST is one row (its body as posted) until the digest
+    // records its receipts and deletes the row in one transaction, so a crash at any point
+    // leaves each POST either waiting or recorded, never both.
+    public func enqueueReceiptPosts(_ posts: [ReceiptInboxPost]) async throws {
+        guard !posts.isEmpty else { return }
+        try await sqlWrite { db in
+            for post in posts {
+                try db.run(
+                    """
+                    INSERT INTO receipt_inbox (channel, app_id, received_at, statuses, body)
+                    VALUES (\(post.channel.rawValue), \(post.appID), \(SQLTime.milliseconds(post.receivedAt)),
+                    \(post.statuses), \(post.body))
+                    """)
+            }
+        }
+    }
+
+    public func receiptInbox(limit: Int) async throws -> [ReceiptInboxPost] {
+        try await sqlRead { db in
+            try db.fetchAll(
+                """
+                SELECT id, channel, app_id, received_at, statuses, body FROM receipt_inbox
+                ORDER BY id LIMIT \(max(limit, 0))
+                """
+            ).compactMap { row in
+                // A channel this build no longer knows stays until one that does reads it.
+                guard let channel = PushChannel(rawValue: row.string(1)) else { return nil }
+                return ReceiptInboxPost(
+                    id: row.int64(0), channel: channel, appID: row.int64(2),
+                    receivedAt: SQLTime.date(row.int64(3)), statuses: Int(row.int64(4)),
+                    body: row.bytes(5))
+            }
+        }
+    }
+
+    public func digestReceiptPosts(_ posts: [DigestedReceiptPost]) async throws -> [Result<
+        ReceiptRecording, any Error
+    >?] {
+        guard !posts.isEmpty else { return [] }
+        let webhooks = webhookOutbox
+        let now = nowMilliseconds
+        return try await sqlWrite { db in
+            // Taken in id order; on PostgreSQL a row another node holds is skipped, not waited for.
+            var taken = Set<Int64>()
+            for list in SQLList.chunks(posts.map { SQLValue($0.inboxID) }) {
+                for row in try db.fetchAll(
+                    """
+                    SELECT id FROM receipt_inbox WHERE id IN (\(SQLQuery.list(list))) ORDER BY id\(raw: db.dialect.skipLocked)
+                    """)
+                {
+                    taken.insert(row.int64(0))
+                }
+            }
+            var results: [Result<ReceiptRecording, any Error>?] = []
+            results.reserveCapacity(posts.count)
+            for post in posts {
+                guard taken.remove(post.inboxID) != nil else {
+                    results.append(nil)
+                    continue
+                }
+                try db.execute("SAVEPOINT receipt_digest")
+                do {
+                    try db.run("DELETE FROM receipt_inbox WHERE id = \(post.inboxID)")
+                    let recording =
+                        post.receipts.isEmpty
+                        ? ReceiptRecording()
+                        : try Self.record(db, appID: post.appID, post.receipts, webhooks: webhooks, now: now)
+                    try db.execute("RELEASE SAVEPOINT receipt_digest")
+                    results.append(.success(recording))
+                } catch {
+                    try db.execute("ROLLBACK TO SAVEPOINT receipt_digest")
+                    try db.execute("RELEASE SAVEPOINT receipt_digest")
+                    results.append(.failure(error))
+                }
+            }
+            return results
+        }
+    }
+
+    public func waitingReceiptStatuses(appID: Int64?) async throws -> Int {
+        try await sqlRead { db in
+            let row =
+                if let appID {
+                    try db.fetchOne("SELECT COALESCE(SUM(statuses), 0) FROM receipt_inbox WHERE app_id = \(appID)")
+                } else {
+                    try db.fetchOne("SELECT COALESCE(SUM(statuses), 0) FROM receipt_inbox")
+                }
+            return Int(row?.int64(0) ?? 0)
+        }
+    }
+
     /// One POST's receipts, in the transaction `db` is in.
     private static func record(
         _ db: any SQLExecutor, appID: Int64, _ receipts: [DeliveryReceipt], webhooks: WebhookOutbox, now: Int64

@@ -43,6 +43,7 @@ enum Schema {
         (v20Identifier, sql(v20ReceiptSends)),
         (v21Identifier, sql(v21BacklogByApp)),
         (v22Identifier, sql(v22DeliveryServiceMessageID)),
+        (v23Identifier, sql(v23ReceiptInbox)),
     ]
 
     /// A migration that runs `text`.

@@ -92,6 +92,8 @@ import TuisongPluginTestKit
         #expect(forged.status == 401)
         let otherApp = try await post("\(gw.baseURL)/receipts/huawei/\(otherAppID)", signature: signature)
         #expect(otherApp.status == 401)
+        // Answered once kept; recorded by the digest.
+        await gw.runtime.receiptsDigested()
         #expect(try await gw.runtime.store.receiptCounts(messageID: Int64(id)).isEmpty)
 
         let accepted = try await post(url, signature: signature)
@@ -99,6 +101,8 @@ import TuisongPluginTestKit
         #expect(accepted.jsonObject["errno"] as? String == "0")
         // Huawei retries what it is not sure of: a repeat counts nothing again.
         #expect(try await post(url, signature: signature).status == 200)
+        // Answered once kept; recorded by the digest.
+        await gw.runtime.receiptsDigested()
 
         let status = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)?channels=true", key: key).jsonObject
         let counts = try #require(status["counts"] as? [String: Int])
@@ -141,6 +145,8 @@ import TuisongPluginTestKit
         let answered = try await http(
             "POST", url, body: foreign, contentType: "application/json", headers: ["X-HUAWEI-CALLBACK-ID": signature])
         #expect(answered.status == 200)
+        // Answered once kept; recorded by the digest.
+        await gw.runtime.receiptsDigested()
         let metrics = try await http("GET", "\(gw.baseURL)/metrics").text
         #expect(metrics.contains(#"tuisong_receipts_total{channel="huawei",outcome="unknown"} 1"#))
     }
@@ -282,12 +288,16 @@ import TuisongPluginTestKit
         #expect(try await post(url, body, signature: forged).status == 401)
         #expect(
             try await post("\(gw.baseURL)/receipts/harmony/\(otherAppID)", body, signature: signature).status == 401)
+        // Answered once kept; recorded by the digest.
+        await gw.runtime.receiptsDigested()
         #expect(try await gw.runtime.store.receiptCounts(messageID: Int64(id)).isEmpty)
         #expect(try await post(url, Data(#"{"statuses":[{"token":"x"}]}"#.utf8), signature: signature).status == 400)
 
         let accepted = try await post(url, body, signature: signature)
         #expect(accepted.status == 200, "\(accepted.text)")
         #expect(accepted.jsonObject["errno"] as? String == "0")
+        // Answered once kept; recorded by the digest.
+        await gw.runtime.receiptsDigested()
         let counts = try await gw.runtime.store.receiptCounts(messageID: Int64(id))
         #expect(counts[.harmony] == ReceiptCounts(arrived: 1, reasons: ["notifications_disabled": 1]))
     }

@@ -52,13 +52,16 @@ import TuisongPluginTestKit
             ).utf8)
     }
 
+    /// The message's counts once every POST answered so far is recorded (by the digest).
     func counts(_ gw: RunningGateway, _ id: Int64, _ channel: PushChannel) async throws -> ReceiptCounts? {
-        try await gw.runtime.store.receiptCounts(messageID: id)[channel]
+        await gw.runtime.receiptsDigested()
+        return try await gw.runtime.store.receiptCounts(messageID: id)[channel]
     }
 
     func invalidReason(_ gw: RunningGateway, appID: Int64, _ token: String, _ channel: PushChannel) async throws
         -> String?
     {
+        await gw.runtime.receiptsDigested()
         let device = try await gw.runtime.store.device(
             appID: appID, token: try #require(DeviceToken(token, channel: channel)))
         return device?.invalidReason
@@ -141,6 +144,7 @@ import TuisongPluginTestKit
         #expect(try await post(url, try receipt(["m5": entry(gone, type: 1, targets: "xm-r-1")])).status == 200)
         #expect(try await post(url, Data("data=%7Bnot-json".utf8)).status == 400)
         #expect(try await post(url, Data(repeating: UInt8(ascii: "a"), count: (2 << 20) + 1)).status == 413)
+        await gw.runtime.receiptsDigested()
         let metrics = try await http("GET", "\(gw.baseURL)/metrics").text
         #expect(metrics.contains(#"tuisong_receipts_total{channel="xiaomi",outcome="not_of_send"} 1"#))
         #expect(metrics.contains(#"tuisong_receipts_total{channel="xiaomi",outcome="unknown"} 1"#))

@@ -317,3 +317,40 @@ import TuisongCore
         }
     }
 }
+
+/// v23 / pg17: the receipt inbox, one row a POST until the digest records it and deletes the row
+/// in the same transaction.
+@Suite struct ReceiptInboxStoreTests {
+    @Test(arguments: Backend.allCases)
+    func aKeptPostIsRecordedOnceAndItsRowGoesWithIt(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let app = try await makeApp(store)
+            let message = try await ReceiptStoreTests.message(store, app.id)
+            let at = Date(timeIntervalSince1970: 1_750_000_000.123)
+            try await store.enqueueReceiptPosts([
+                ReceiptInboxPost(channel: .huawei, appID: app.id, receivedAt: at, statuses: 1, body: Array("one".utf8)),
+                ReceiptInboxPost(channel: .harmony, appID: app.id, receivedAt: at, statuses: 2, body: [0, 1, 255]),
+            ])
+            #expect(try await store.waitingReceiptStatuses(appID: app.id) == 3)
+            #expect(try await store.waitingReceiptStatuses(appID: app.id + 1) == 0)
+            #expect(try await store.waitingReceiptStatuses(appID: nil) == 3)
+            let waiting = try await store.receiptInbox(limit: 10)
+            #expect(waiting.map(\.channel) == [.huawei, .harmony])
+            #expect(waiting.map(\.body) == [Array("one".utf8), [0, 1, 255]])
+            #expect(waiting.allSatisfy { $0.appID == app.id && $0.receivedAt == at })
+            #expect(try await store.receiptInbox(limit: 1).map(\.id) == [waiting[0].id])
+
+            let digested = DigestedReceiptPost(
+                inboxID: waiting[0].id, appID: app.id, receipts: [ReceiptStoreTests.receipt(message.id, .arrived)])
+            let first = try await store.digestReceiptPosts([digested])
+            #expect(try first.first??.get().recorded.count == 1)
+            // Read twice (another node's digest, a pass before a crash's restart): the row is gone,
+            // nothing is recorded again.
+            let again = try await store.digestReceiptPosts([digested])
+            #expect(again.count == 1 && again.compactMap { $0 }.isEmpty)
+            #expect(try await store.receiptCounts(messageID: message.id) == [.huawei: ReceiptCounts(arrived: 1)])
+            #expect(try await store.receiptInbox(limit: 10).map(\.id) == [waiting[1].id])
+            #expect(try await store.waitingReceiptStatuses(appID: nil) == 2)
+        }
+    }
+}

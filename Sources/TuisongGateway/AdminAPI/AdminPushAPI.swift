@@ -275,6 +275,9 @@ struct AdminPushAPI: Sendable {
         var object = view
         object["counts"] = fields["counts"]?.jsonObject ?? view["counts"]
         if let notShown = fields["not_shown"] { object["not_shown"] = notShown.jsonObject }
+        if let appID = view["app_id"] as? Int64 ?? (view["app_id"] as? Int).map(Int64.init) {
+            object["receipts_waiting"] = try await store.waitingReceiptStatuses(appID: appID)
+        }
         object["channels"] = MessageView.channels(
             try await store.channelCounts(messageID: messageID), receipts: receipts,
             reporting: api.config.transports.registry.reportingArrival

@@ -104,6 +104,10 @@ public struct GatewayConfig: Sendable, Equatable {
         /// `receipts.app_rate_per_app`: an app's own receipts recorded per second (verified ones
         /// only, so forged tokens spend nothing of it), likewise; 0 = no bound.
         public var appRatePerApp: Double
+        /// `receipts.digest_max_lag_seconds`: how long the services' receipts may wait to be
+        /// recorded while pushes are being sent (the digest waits for sending to end until
+        /// then).
+        public var digestMaxLagSeconds: Double
     }
     public struct Log: Sendable, Equatable {
         public var level: String

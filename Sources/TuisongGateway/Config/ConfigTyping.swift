@@ -138,7 +138,8 @@ extension GatewayConfig {
         receipts = Receipts(
             publicURL: try r.string("receipts.public_url").trimmingCharacters(in: .whitespaces),
             appRatePerAddress: try r.double("receipts.app_rate_per_address", in: 0...1_000_000),
-            appRatePerApp: try r.double("receipts.app_rate_per_app", in: 0...10_000_000))
+            appRatePerApp: try r.double("receipts.app_rate_per_app", in: 0...10_000_000),
+            digestMaxLagSeconds: try r.double("receipts.digest_max_lag_seconds", in: 0...3600))
         if !receipts.publicURL.isEmpty {
             guard let url = URL(string: receipts.publicURL), ["http", "https"].contains(url.scheme?.lowercased()),
                 url.host?.isEmpty == false, url.query == nil

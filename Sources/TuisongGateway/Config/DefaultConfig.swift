@@ -41,7 +41,8 @@ let embeddedDefaultJSON = #"""
       "receipts": {
         "public_url": "",
         "app_rate_per_address": 20,
-        "app_rate_per_app": 2000
+        "app_rate_per_app": 2000,
+        "digest_max_lag_seconds": 10
       },
       "log": {
         "level": "info",

@@ -134,6 +134,10 @@ struct NativePushAPI: Sendable {
         var fields = MessageView.fields(status)
         let receipts = try await self.receipts?.receiptCounts(messageID: id) ?? [:]
         MessageView.addReceipts(receipts, to: &fields)
+        if let waiting = try await self.receipts?.waitingReceiptStatuses(appID: app.id) {
+            // The counts follow the receipts by the digest's lag: what is answered and not yet counted.
+            fields["receipts_waiting"] = .int(Int64(waiting))
+        }
         // Per channel only when asked: the status route is what pollers call 100 times a second.
         if request.query["channels"] == "true" {
             fields["channels"] = .object(

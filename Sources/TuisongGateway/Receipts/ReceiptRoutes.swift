@@ -6,13 +6,17 @@ import TuisongTransportKit
 
 /// `POST /receipts/{channel}/{app id}`: the delivery receipts the services post, one route per
 /// transport that declares receipts (`TransportDeclaration.receipts`), nothing per service
-/// here. A POST is checked (the service's signature where it signs; every status's tag, a MAC
-/// of its message under the app's key), read, recorded (`ReceiptWriter`, `ReceiptStore.recordReceipts`) and
-/// answered in the service's shape. A forged, unsigned or another app's POST records nothing.
+/// here. A POST is checked (the service's signature where it signs; where it does not, every
+/// status's tag, a MAC of its message under the app's key), read, kept in the receipt inbox
+/// (`ReceiptWriter.enqueue`, committed before the answer) and answered in the service's shape;
+/// `ReceiptDigest` records its receipts later, off the pushes' path. A forged, unsigned or
+/// another app's POST is refused and nothing is kept.
 struct ReceiptRoutes: Sendable {
     let store: any ReceiptStore
-    /// Where the POSTs' receipts are written (in turns, on SQLite).
+    /// Where the POSTs are kept until digested (in turns, on SQLite).
     let writer: ReceiptWriter
+    /// Told of each POST kept.
+    let digest: ReceiptDigest
     let registry: TransportRegistry
     let keys: ReceiptKeys
     /// The apps' callback credentials, for the services that sign.
@@ -97,90 +101,32 @@ struct ReceiptRoutes: Sendable {
         } catch {
             return answer(.malformed(error.message))
         }
-        // Where the service signs its POST, a message's tag is enough: the targets are the
-        // service's word. Where it does not, only a tag bound to the target proves a status: one
-        // MAC'd with the token itself, or a recorded send's, taken only for that send's tokens.
-        let signed = declaration.verifySignature != nil
-        var receipts: [DeliveryReceipt] = []
-        receipts.reserveCapacity(statuses.count)
-        var untagged = 0
-        var notOfSend = 0
-        var unknownSends = 0
-        var sends: [Int64: ReceiptSend?] = [:]
-        // A batch's statuses share one tag: its MAC is checked once a POST. (A `t` tag's MAC
-        // covers its token, so each is checked on its own.)
-        var resolvedTags: [String: ReceiptTag?] = [:]
-        // The statuses of a request come together: most follow one of the same tag.
-        var last: (tag: String, resolved: ReceiptTag?)?
-        func resolve(_ status: ServiceReceipt) -> ReceiptTag? {
-            if status.tag.first == "t" { return keys.resolve(tag: status.tag, appID: appID, token: status.token) }
-            if let last, last.tag == status.tag { return last.resolved }
-            let tag: ReceiptTag?
-            if let known = resolvedTags[status.tag] {
-                tag = known
-            } else {
-                tag = keys.resolve(tag: status.tag, appID: appID, token: status.token)
-                resolvedTags[status.tag] = .some(tag)
+        guard !statuses.isEmpty else { return answer(.accepted) }
+        // Where nothing but each status's tag proves a POST (no signature), the tags are checked
+        // before the answer: a POST with a status no tag proves is refused whole.
+        if declaration.verifySignature == nil {
+            let resolution: ReceiptResolution
+            do {
+                resolution = try await ReceiptResolution(
+                    statuses, channel: channel, appID: appID, signed: false, receivedAt: post.now, keys: keys,
+                    sends: store)
+            } catch {
+                return unavailable(error, channel: channel)
             }
-            last = (status.tag, tag)
-            return tag
-        }
-        for status in statuses {
-            let messageID: Int64
-            switch resolve(status) {
-            case .message(let id)? where signed, .token(let id)?:
-                messageID = id
-            case .send(let sendID)?:
-                if sends[sendID] == nil {
-                    do {
-                        sends[sendID] = .some(try await store.receiptSend(id: sendID))
-                    } catch {
-                        return unavailable(error, channel: channel)
-                    }
-                }
-                guard let send = sends[sendID] ?? nil, send.appID == appID, send.channel == channel else {
-                    unknownSends += 1
-                    continue
-                }
-                guard send.contains(token: status.token) else {
-                    // A verified param moved onto a token its request did not go to.
-                    notOfSend += 1
-                    continue
-                }
-                messageID = send.messageID
-            case .message?, nil:
-                untagged += 1
-                continue
-            }
-            receipts.append(
-                DeliveryReceipt(
-                    messageID: messageID, token: status.token, channel: channel, outcome: status.outcome,
-                    at: status.at ?? post.now))
-        }
-        if untagged > 0 {
-            // Where the POST itself is signed, a status without Tuisong's tag is a push another
-            // sender made with the same app (or one sent before receipts were on): ignored.
-            // Where nothing but the tag proves a POST, it is refused whole.
-            guard signed else {
-                logger.warning(
-                    "receipt tag refused", metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)"])
+            guard resolution.untagged == 0 else {
+                logger.warning("receipt tag refused", metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)"])
                 return refused()
             }
-            metrics.receipts.increment([channel.rawValue, "unknown"], by: UInt64(untagged))
         }
-        if unknownSends > 0 { metrics.receipts.increment([channel.rawValue, "unknown"], by: UInt64(unknownSends)) }
-        if notOfSend > 0 {
-            logger.warning(
-                "receipt targets not of their send ignored",
-                metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)", "count": "\(notOfSend)"])
-            metrics.receipts.increment([channel.rawValue, "not_of_send"], by: UInt64(notOfSend))
-        }
+        // Durable before the answer; recorded by the digest, off the path of the pushes.
         do {
-            let recording = try await writer.record(appID: appID, receipts)
-            count(recording, channel: channel)
+            try await writer.enqueue(
+                ReceiptInboxPost(
+                    channel: channel, appID: appID, receivedAt: post.now, statuses: statuses.count, body: request.body))
         } catch {
             return unavailable(error, channel: channel)
         }
+        digest.wake()
         return answer(.accepted)
     }
 
@@ -189,31 +135,4 @@ struct ReceiptRoutes: Sendable {
         // The service sends them again.
         return Response(status: 503, headers: ["Retry-After": "5"], body: [])
     }
-
-    func count(_ recording: ReceiptRecording, channel: PushChannel) {
-        // By runs of one channel and outcome first (a POST's receipts are mostly of one), then by
-        // outcome, then as the counter's label lists: no label array made per receipt.
-        var byOutcome: [ReceiptOutcomeKey: UInt64] = [:]
-        var run: (key: ReceiptOutcomeKey, count: UInt64)?
-        for receipt in recording.recorded {
-            if let last = run, last.key.channel == receipt.channel, last.key.outcome == receipt.outcome.name {
-                run?.count += 1
-                continue
-            }
-            if let last = run { byOutcome[last.key, default: 0] += last.count }
-            run = (ReceiptOutcomeKey(channel: receipt.channel, outcome: receipt.outcome.name), 1)
-        }
-        if let last = run { byOutcome[last.key, default: 0] += last.count }
-        var amounts: [[String]: UInt64] = [:]
-        for (key, amount) in byOutcome { amounts[[key.channel.rawValue, key.outcome], default: 0] += amount }
-        if recording.repeated > 0 { amounts[[channel.rawValue, "repeated"], default: 0] += UInt64(recording.repeated) }
-        if recording.unknown > 0 { amounts[[channel.rawValue, "unknown"], default: 0] += UInt64(recording.unknown) }
-        if !amounts.isEmpty { metrics.receipts.increment(amounts) }
-    }
-}
-
-/// A receipt counter's labels before they are made a label list.
-private struct ReceiptOutcomeKey: Hashable {
-    var channel: PushChannel
-    var outcome: String
 }

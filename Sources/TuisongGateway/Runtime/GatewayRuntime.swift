@@ -43,6 +43,8 @@ public final class GatewayRuntime: Sendable {
     let webhookSender: WebhookSender
     /// Posts the look-alikes' receipts in local mode.
     let localReceipts: LocalReceiptSink?
+    /// Records the receipt POSTs kept in the inbox.
+    let receiptDigest: ReceiptDigest
     /// Recounts the live nodes for the providers' rate limits (`NodeShare`); cancelled on shutdown.
     private let nodeShareRefresh = Mutex<Task<Void, Never>?>(nil)
 
@@ -198,9 +200,22 @@ public final class GatewayRuntime: Sendable {
             // SQLite's one writer: receipt POSTs take turns behind the pushes' flushes (ReceiptWriter).
             let receiptWriter = ReceiptWriter(
                 store: store, writersTakeTurns: !store.sharedDatabase.dialect.hasConcurrentWriters)
+            // The services' receipts are recorded by the digest, after the pushes' own work.
+            let receiptDigest = ReceiptDigest(
+                store: store, registry: config.transports.registry, keys: receiptKeys, metrics: metrics, clock: clock,
+                logger: logger,
+                pacing: ReceiptDigestPacing(maxLag: .milliseconds(Int64(config.receipts.digestMaxLagSeconds * 1000))),
+                sending: { engine.sendingMessages > 0 })
+            metrics.addGauge(
+                "tuisong_receipts_waiting", "Receipt statuses answered and not yet recorded (the receipt inbox)."
+            ) {
+                guard let waiting = try? await store.waitingReceiptStatuses(appID: nil) else { return [] }
+                return [([], Double(waiting))]
+            }
             ReceiptRoutes(
-                store: store, writer: receiptWriter, registry: config.transports.registry, keys: receiptKeys,
-                callbackCredentials: callbackCredentials, clock: clock, metrics: metrics, logger: logger
+                store: store, writer: receiptWriter, digest: receiptDigest, registry: config.transports.registry,
+                keys: receiptKeys, callbackCredentials: callbackCredentials, clock: clock, metrics: metrics,
+                logger: logger
             ).register(on: router)
             let nodeShare = NodeShare()
             NativeReceiptAPI(
@@ -228,6 +243,7 @@ public final class GatewayRuntime: Sendable {
             // Started once the policies are known: a message left sending by the last stop must
             // not be resumed on the one-payload path.
             try await engine.start()
+            receiptDigest.start()
             let credentialBackend = GatewayCredentialBackend(
                 credentials: credentials, store: store, transports: transports, engine: engine, localMock: mock,
                 channelCredentials: channelCredentials, clock: clock, logger: logger,
@@ -257,6 +273,7 @@ public final class GatewayRuntime: Sendable {
                     throw error
                 }
             } catch {
+                await receiptDigest.stop()
                 await webhookSender.stop()
                 await engine.stop()
                 await transports.shutdown()
@@ -266,7 +283,8 @@ public final class GatewayRuntime: Sendable {
                 config: config, store: store, masterKey: masterKey, adminPassword: admin, engine: engine,
                 credentials: credentials, localMock: mock, transports: transports, credentialBackend: credentialBackend,
                 adminAPI: adminAPI, server: server, metricsServer: metricsServer, metrics: metrics, compute: compute,
-                logger: logger, webhooks: webhooks, webhookSender: webhookSender, localReceipts: localReceipts)
+                logger: logger, webhooks: webhooks, webhookSender: webhookSender, localReceipts: localReceipts,
+                receiptDigest: receiptDigest)
             runtime.nodeShareRefresh.withLock { $0 = nodeShare.refreshing(from: store, clock: clock, logger: logger) }
             return runtime
         } catch {
@@ -349,9 +367,11 @@ public final class GatewayRuntime: Sendable {
         engine: DeliveryEngine, credentials: CredentialService, localMock: LookAlikeServer?,
         transports: GatewayTransports, credentialBackend: GatewayCredentialBackend, adminAPI: AdminAPI,
         server: HTTPServer, metricsServer: HTTPServer?, metrics: GatewayMetrics, compute: ComputePool, logger: Logger,
-        webhooks: WebhookEndpoints, webhookSender: WebhookSender, localReceipts: LocalReceiptSink?
+        webhooks: WebhookEndpoints, webhookSender: WebhookSender, localReceipts: LocalReceiptSink?,
+        receiptDigest: ReceiptDigest
     ) {
         self.localReceipts = localReceipts
+        self.receiptDigest = receiptDigest
         self.webhooks = webhooks
         self.webhookSender = webhookSender
         self.compute = compute
@@ -370,6 +390,9 @@ public final class GatewayRuntime: Sendable {
         self.server = server
         self.logger = logger
     }
+
+    /// Returns once every receipt POST answered before the call is recorded and counted.
+    public func receiptsDigested() async { await receiptDigest.drained() }
 
     /// Adds an uploaded credential (a `.p8` key, a certificate) to an app: validated, sealed,
     /// stored; deliveries held for want of one are released.
@@ -390,6 +413,7 @@ public final class GatewayRuntime: Sendable {
         await credentialBackend.pendingChecks.finish()
         compute.shutdown()
         await engine.stop()
+        await receiptDigest.stop()
         await webhookSender.stop()
         await transports.shutdown()
         localMock?.shutdown()

@@ -1,0 +1,303 @@
+import Foundation
+import Logging
+import Synchronization
+import TuisongCore
+import TuisongTransportKit
+
+/// When the digest records receipts: at once while nothing is sending; while pushes are being
+/// sent it waits, so receipts do not take the CPU and the database's writer from the pushes
+/// they report on, until the oldest waiting POST is `maxLag` old: from then on it digests
+/// whether or not anything sends, so the counts follow the receipts by about `maxLag` at most
+/// (plus the time the digest needs at its lower priority).
+struct ReceiptDigestPacing: Sendable, Hashable {
+    enum Step: Sendable, Hashable {
+        case digest
+        /// Look again after this long (or when a POST comes).
+        case wait(Duration)
+    }
+
+    /// How old the oldest waiting POST may grow while pushes are sending.
+    var maxLag: Duration = .seconds(10)
+    /// How often the digest looks again while it waits for sending to end.
+    var recheck: Duration = .milliseconds(100)
+
+    func next(sending: Bool, oldestWaiting age: Duration) -> Step {
+        guard sending, age < maxLag else { return .digest }
+        return .wait(min(recheck, maxLag - age))
+    }
+}
+
+/// Records the receipt inbox's POSTs (`ReceiptStore.digestReceiptPosts`): reads the oldest,
+/// parses their bodies on a thread of lower priority, resolves their tags as the routes do,
+/// and records each with its row's deletion in one transaction, about
+/// `maxStatusesPerDigest` statuses a transaction. Any node digests any row (PostgreSQL: a row
+/// another node holds is skipped); a kill at any point leaves each POST waiting or recorded.
+final class ReceiptDigest: Sendable {
+    private let store: any ReceiptStore
+    private let declarations: [PushChannel: ReceiptDeclaration]
+    private let keys: ReceiptKeys
+    private let metrics: GatewayMetrics
+    private let clock: any Clock
+    private let logger: Logger
+    private let pacing: ReceiptDigestPacing
+    /// Whether pushes are being sent now.
+    private let sending: @Sendable () -> Bool
+    private let parser = LowPriorityThread(name: "tuisong-receipt-digest", nice: 10)
+
+    /// Statuses one digest transaction records at most (one POST however large).
+    static let maxStatusesPerDigest = 1000
+    /// POSTs read at a time.
+    static let readLimit = 32
+    /// How often the inbox is looked at without being told of a POST (another node's, or kept
+    /// before a restart).
+    static let poll: Duration = .seconds(1)
+
+    private struct State {
+        var wakePending = false
+        var waiter: CheckedContinuation<Void, Never>?
+        var stopped = false
+        /// Passes that found the inbox empty, for `drained()`.
+        var emptyPasses: UInt64 = 0
+        var drainWaiters: [(after: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Rows whose write failed, not tried again before the time given.
+        var failed: [Int64: ContinuousClock.Instant] = [:]
+        /// When the oldest POST the last pass saw came, while the digest waits for sending to
+        /// end: the next passes decide from it without reading the inbox again (its rows carry
+        /// their bodies; reading them ten times a second was a tenth of the gateway's CPU
+        /// during a push with a receipt per device).
+        var oldestWaiting: Date?
+    }
+    private let state = Mutex(State())
+    private let loop = Mutex<Task<Void, Never>?>(nil)
+
+    init(
+        store: any ReceiptStore, registry: TransportRegistry, keys: ReceiptKeys, metrics: GatewayMetrics,
+        clock: any Clock, logger: Logger, pacing: ReceiptDigestPacing = ReceiptDigestPacing(),
+        sending: @escaping @Sendable () -> Bool
+    ) {
+        self.store = store
+        var declarations: [PushChannel: ReceiptDeclaration] = [:]
+        for declaration in registry.declarations {
+            if let receipts = declaration.receipts { declarations[declaration.channel.channel] = receipts }
+        }
+        self.declarations = declarations
+        self.keys = keys
+        self.metrics = metrics
+        self.clock = clock
+        self.logger = logger
+        self.pacing = pacing
+        self.sending = sending
+    }
+
+    func start() {
+        loop.withLock { loop in
+            guard loop == nil else { return }
+            loop = Task { await self.run() }
+        }
+    }
+
+    func stop() async {
+        let task = loop.withLock { $0 }
+        let (waiter, drains) = state.withLock { state in
+            state.stopped = true
+            defer {
+                state.waiter = nil
+                state.drainWaiters = []
+            }
+            return (state.waiter, state.drainWaiters.map(\.continuation))
+        }
+        waiter?.resume()
+        for drain in drains { drain.resume() }
+        await task?.value
+        parser.stop()
+    }
+
+    /// A POST was kept: look at the inbox now.
+    func wake() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            defer { state.waiter = nil }
+            if state.waiter == nil { state.wakePending = true }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns once a pass that began after the call found the inbox empty: every POST kept
+    /// before the call is recorded and counted (or the digest stopped).
+    func drained() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.stopped { return true }
+                // The pass under way may have read before the call: the one after it did not.
+                state.drainWaiters.append((state.emptyPasses + 2, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        wake()
+    }
+
+    private var stopped: Bool { state.withLock { $0.stopped } }
+
+    private func sleep(_ duration: Duration) async {
+        let timer = Task {
+            guard (try? await clock.sleep(for: duration)) != nil else { return }
+            self.wake()
+        }
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.wakePending || state.stopped {
+                    state.wakePending = false
+                    return true
+                }
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        timer.cancel()
+    }
+
+    private func run() async {
+        while !stopped {
+            let next: Duration?
+            do {
+                next = try await pass()
+            } catch {
+                logger.error("receipt digest failed", metadata: ["error": "\(error)"])
+                next = Self.poll
+            }
+            guard let next else { continue }
+            await sleep(next)
+        }
+    }
+
+    /// Digests one transaction's worth of POSTs; returns how long to wait before the next pass,
+    /// nil to go on at once.
+    func pass() async throws -> Duration? {
+        if let oldest = state.withLock({ $0.oldestWaiting }) {
+            if case .wait(let wait) = pacing.next(sending: sending(), oldestWaiting: age(of: oldest)) { return wait }
+            state.withLock { $0.oldestWaiting = nil }
+        }
+        let now = ContinuousClock.now
+        let skipping = state.withLock { state in
+            state.failed = state.failed.filter { $0.value > now }
+            return Set(state.failed.keys)
+        }
+        let waiting = try await store.receiptInbox(limit: Self.readLimit + skipping.count).filter {
+            !skipping.contains($0.id)
+        }
+        guard let oldest = waiting.first else {
+            let drained = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.emptyPasses += 1
+                let passes = state.emptyPasses
+                var ready: [CheckedContinuation<Void, Never>] = []
+                state.drainWaiters.removeAll { waiter in
+                    guard waiter.after <= passes else { return false }
+                    ready.append(waiter.continuation)
+                    return true
+                }
+                return ready
+            }
+            for waiter in drained { waiter.resume() }
+            return Self.poll
+        }
+        if case .wait(let wait) = pacing.next(sending: sending(), oldestWaiting: age(of: oldest.receivedAt)) {
+            state.withLock { $0.oldestWaiting = oldest.receivedAt }
+            return wait
+        }
+        var batch: [ReceiptInboxPost] = []
+        var statuses = 0
+        for post in waiting {
+            if !batch.isEmpty && statuses + post.statuses > Self.maxStatusesPerDigest { break }
+            batch.append(post)
+            statuses += post.statuses
+        }
+        // The parse is most of a POST's CPU: at the thread's lower priority.
+        let declarations = self.declarations
+        let posts = batch
+        let parsed = await parser.run { () -> [Result<[ServiceReceipt], ReceiptFormatError>] in
+            posts.map { post in
+                guard let declaration = declarations[post.channel] else {
+                    return .failure(ReceiptFormatError("no receipts are read for \(post.channel.rawValue)"))
+                }
+                do throws(ReceiptFormatError) {
+                    return .success(
+                        try declaration.parse(
+                            ReceiptPost(headers: [:], body: post.body, appID: post.appID, now: post.receivedAt)))
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        var digested: [DigestedReceiptPost] = []
+        var resolutions: [ReceiptResolution?] = []
+        for (post, statuses) in zip(batch, parsed) {
+            switch statuses {
+            case .success(let statuses):
+                let resolution = try await ReceiptResolution(
+                    statuses, channel: post.channel, appID: post.appID,
+                    signed: declarations[post.channel]?.verifySignature != nil, receivedAt: post.receivedAt,
+                    keys: keys, sends: store)
+                digested.append(DigestedReceiptPost(inboxID: post.id, appID: post.appID, receipts: resolution.receipts))
+                resolutions.append(resolution)
+            case .failure(let error):
+                // It parsed when it came: only a build that reads the service's body differently
+                // gets here. Dropped with its row, so it holds up nothing.
+                logger.error(
+                    "receipt POST unreadable, dropped",
+                    metadata: [
+                        "channel": "\(post.channel.rawValue)", "app": "\(post.appID)", "error": "\(error.message)",
+                    ])
+                metrics.receipts.increment([post.channel.rawValue, "unreadable"], by: UInt64(post.statuses))
+                digested.append(DigestedReceiptPost(inboxID: post.id, appID: post.appID, receipts: []))
+                resolutions.append(nil)
+            }
+        }
+        let results = try await store.digestReceiptPosts(digested)
+        for ((post, resolution), result) in zip(zip(batch, resolutions), results) {
+            switch result {
+            case nil:
+                continue  // another node's
+            case .failure(let error)?:
+                logger.error(
+                    "receipt POST not recorded, tried again in a minute",
+                    metadata: ["channel": "\(post.channel.rawValue)", "app": "\(post.appID)", "error": "\(error)"])
+                state.withLock { $0.failed[post.id] = ContinuousClock.now.advanced(by: .seconds(60)) }
+            case .success(let recording)?:
+                count(recording, resolution: resolution, channel: post.channel)
+            }
+        }
+        return nil
+    }
+
+    private func age(of date: Date) -> Duration {
+        max(.zero, Duration.milliseconds(Int64(clock.now.timeIntervalSince(date) * 1000)))
+    }
+
+    private func count(_ recording: ReceiptRecording, resolution: ReceiptResolution?, channel: PushChannel) {
+        // By runs of one channel and outcome first (a POST's receipts are mostly of one), then by
+        // outcome: no label array made per receipt.
+        var amounts: [[String]: UInt64] = [:]
+        var run: (outcome: String, channel: PushChannel, count: UInt64)?
+        for receipt in recording.recorded {
+            if let last = run, last.channel == receipt.channel, last.outcome == receipt.outcome.name {
+                run?.count += 1
+                continue
+            }
+            if let last = run { amounts[[last.channel.rawValue, last.outcome], default: 0] += last.count }
+            run = (receipt.outcome.name, receipt.channel, 1)
+        }
+        if let last = run { amounts[[last.channel.rawValue, last.outcome], default: 0] += last.count }
+        if recording.repeated > 0 { amounts[[channel.rawValue, "repeated"], default: 0] += UInt64(recording.repeated) }
+        let unknown = recording.unknown + (resolution.map { $0.untagged + $0.unknownSends } ?? 0)
+        if unknown > 0 { amounts[[channel.rawValue, "unknown"], default: 0] += UInt64(unknown) }
+        if let notOfSend = resolution?.notOfSend, notOfSend > 0 {
+            logger.warning(
+                "receipt targets not of their send ignored",
+                metadata: ["channel": "\(channel.rawValue)", "count": "\(notOfSend)"])
+            amounts[[channel.rawValue, "not_of_send"], default: 0] += UInt64(notOfSend)
+        }
+        if !amounts.isEmpty { metrics.receipts.increment(amounts) }
+    }
+}
