@@ -204,6 +204,44 @@ public protocol SQLDialect: Sendable {
     /// where six `messageCounter`s would each sum the slices again. Called through
     /// `messageCounts(table:)`, which checks the name.
     func messageCountsExpression(table: String) -> (join: String, columns: String)
+
+    /// `expression` over a group's rows, joined by the character `separator` (a control
+    /// character, code point below 32), NULL for no rows: SQLite's `group_concat(…, char(31))`,
+    /// PostgreSQL's `string_agg(…, chr(31))`.
+    func joinedText(_ expression: String, separator: UInt8) -> String
+
+    /// The statement that brings the query planner's statistics up to date after a large
+    /// change (an import): SQLite's `PRAGMA optimize`, PostgreSQL's `ANALYZE` of the device
+    /// tables, whose statistics are empty until autovacuum gets to them.
+    var refreshingStatistics: String { get }
+
+    /// A JSON object of `key` (text) to `value` over a group's rows, as text, `{}` for no rows:
+    /// SQLite's `json_group_object`, PostgreSQL's `json_object_agg`.
+    func jsonObjectAggregate(key: String, value: String) -> String
+
+    /// A table of one column, `value`, holding the elements of a list bound as one parameter
+    /// (`listValue`): the text before and after that parameter. SQLite walks a JSON array
+    /// (`json_each(?)`), PostgreSQL unnests an array (`unnest($1::bigint[]) AS value`). The
+    /// statement's text stays one whatever the list's length, so it stays prepared.
+    func listTable(of element: SQLListElement) -> (before: String, after: String)
+    /// Integers bound as one parameter of `listTable(of: .integer)`.
+    func listValue(_ values: [Int64]) -> SQLValue
+    /// Texts bound as one parameter of `listTable(of: .text)`.
+    func listValue(_ values: [String]) -> SQLValue
+
+    /// The text at a path of object keys bound as one parameter (`jsonPathValue`) in the JSON
+    /// document in `column`, or NULL: the text before and after that parameter. SQLite's
+    /// `json_extract(column, ?)`, PostgreSQL's `(column::jsonb #>> $1::text[])`.
+    func jsonTextAtBoundPath(_ column: String) -> (before: String, after: String)
+    /// The path `keys` as `jsonTextAtBoundPath` binds it, or nil when this database cannot
+    /// spell one of the keys (SQLite's quoted path labels take no `"`).
+    func jsonPathValue(_ keys: [String]) -> SQLValue?
+}
+
+/// What a list bound as one parameter holds (`SQLDialect.listTable(of:)`).
+public enum SQLListElement: Sendable {
+    case integer
+    case text
 }
 
 extension SQLDialect {

@@ -43,4 +43,39 @@ public struct PostgresDialect: SQLDialect {
             Self.messageCounterNames.map { "\(table).\($0) + coalesce(\(slices).\($0), 0)" }.joined(separator: ", ")
         )
     }
+
+    public func joinedText(_ expression: String, separator: UInt8) -> String {
+        "string_agg(\(expression), chr(\(separator)))"
+    }
+
+    /// The device tables: right after a large import their statistics are empty until
+    /// autovacuum gets to them, and a tag page planned on empty statistics sorted the whole tag
+    /// on every page (100 ms a page of a 200,000-device tag against under 1 ms).
+    public var refreshingStatistics: String { "ANALYZE devices, device_tags, tags, accounts" }
+
+    public func jsonObjectAggregate(key: String, value: String) -> String {
+        "coalesce(json_object_agg(\(key), \(value)), '{}')::text"
+    }
+
+    /// An array unnested, named `value` as a table and as its one column.
+    public func listTable(of element: SQLListElement) -> (before: String, after: String) {
+        switch element {
+        case .integer: ("unnest(", "::bigint[]) AS value")
+        case .text: ("unnest(", "::text[]) AS value")
+        }
+    }
+
+    /// `{1,2,…}`.
+    public func listValue(_ values: [Int64]) -> SQLValue { .text(PostgresArrayLiteral.integers(values)) }
+
+    /// `{"a","b"}`, every element quoted.
+    public func listValue(_ values: [String]) -> SQLValue { .text(PostgresArrayLiteral.texts(values)) }
+
+    public func jsonTextAtBoundPath(_ column: String) -> (before: String, after: String) {
+        ("(\(column)::jsonb #>> ", "::text[])")
+    }
+
+    /// A text array of the keys. Any key can be written; the store's callers still refuse
+    /// keys holding `"` (SQLite cannot spell them) so both databases answer alike.
+    public func jsonPathValue(_ keys: [String]) -> SQLValue? { .text(PostgresArrayLiteral.texts(keys)) }
 }

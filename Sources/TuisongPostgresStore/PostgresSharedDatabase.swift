@@ -62,7 +62,7 @@ extension PostgresStore {
 }
 
 /// One pooled connection, inside the transaction `PostgresSharedDatabase` opened.
-final class PostgresExecutor: SQLExecutor {
+final class PostgresExecutor: SQLExecutor, SQLRowVisitor {
     let conn: PostgresConnection
     /// The store's own queries (`SQLStoreBackend`): each statement kept prepared on its
     /// connection (types inferred by the server, as the store's hand-written statements are);
@@ -90,6 +90,11 @@ final class PostgresExecutor: SQLExecutor {
         }
         changedRows = result.affectedRows ?? 0
         inserted = result.commandTag.hasPrefix("INSERT") && changedRows > 0
+    }
+
+    /// Each row of the result as libpq answered it, no `SQLRow` made.
+    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (any ColumnValues) throws -> Void) throws {
+        for row in try run(sql, arguments).rows { try body(row) }
     }
 
     func query(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {

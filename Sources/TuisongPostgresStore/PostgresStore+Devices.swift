@@ -5,7 +5,7 @@ import TuisongSQLStore
 
 // The device queries PostgreSQL writes by hand (the rest is written once,
 // `SQLStoreBackend+Devices`): registering (an upsert that says whether it inserted, `xmax`),
-// bulk import by COPY and the device with its tags (`string_agg`).
+// bulk import by COPY.
 extension PostgresStore {
     /// The upsert of one registration. Nil user, locale and selector leave the stored ones; the
     /// registration clears any invalidation. The last column, `created`, says whether the row
@@ -165,25 +165,6 @@ extension PostgresStore {
                 """)
             let created = try conn.execute("SELECT count(*) FROM device_import_result WHERE created").rows.first?[0].int
             return (created ?? 0, copied)
-        }
-    }
-
-    /// One statement: the tags ride along as a unit-separator-joined column.
-    public func deviceWithTags(appID: Int64, token: DeviceToken) async throws -> (device: Device, tags: [String])? {
-        try await read { conn in
-            let rows = try conn.run(
-                """
-                SELECT \(raw: Self.deviceColumns),
-                    (SELECT string_agg(t.name, chr(31)) FROM device_tags dt JOIN tags t ON t.id = dt.tag_id
-                     WHERE dt.device_id = devices.id)
-                FROM devices WHERE app_id = \(appID) AND token = \(token.value)
-                """
-            ).rows
-            guard let row = rows.first else { return nil }
-            let tags = row[Self.deviceColumnCount].string.map {
-                $0.split(separator: "\u{1F}").map(String.init).sorted()
-            }
-            return (try Self.device(row), tags ?? [])
         }
     }
 }

@@ -10,10 +10,10 @@ import TuisongSQLStore
 ///
 /// Written once instead (`SQLStoreBackend+Messages`): reading messages (through
 /// `sqlMessageSelect` below, which adds the slices' counts), a message's state changes and the
-/// audience count. What stays here differs from SQLite for that reason: creating a message (key
-/// and message in one statement, several nodes), progress flushes (fenced by the slice's lease,
-/// many flushes per statement with `unnest`), retries and held deliveries (the slice's counters),
-/// and the read that adds a message's slice cursors (`messageProgress`).
+/// audience count, the status poll (`messageProgress`, a point lookup). What stays here differs
+/// from SQLite for that reason: creating a message (key and message in one statement, several
+/// nodes), progress flushes (fenced by the slice's lease, many flushes per statement with
+/// `unnest`), retries and held deliveries (the slice's counters).
 extension PostgresStore: MessageStore {
     /// The database's clock in milliseconds: leases compare against it, so nodes whose clocks
     /// disagree still agree on whose lease ended.
@@ -44,7 +44,7 @@ extension PostgresStore: MessageStore {
     public var sqlMessageSelect: String { Self.messageSelect }
 
     public func sqlMessageRecord(_ row: SQLRow) throws -> MessageRecord {
-        try Rows.message(columns: row, cursor: try Self.sliceCursors(row.optionalString(23))[0] ?? 0)
+        try Rows.message(columns: row, cursor: try Rows.sliceCursors(row.optionalString(23))[0] ?? 0)
     }
 
     public func createMessage(_ job: PushJob, state: MessageState) async throws -> MessageRecord {
@@ -114,19 +114,6 @@ extension PostgresStore: MessageStore {
         return outcome.existing
             ?? MessageRecord.created(
                 id: outcome.id, job: job, state: state, createdAt: SQLTime.date(now))
-    }
-
-    public func messageProgress(id: Int64) async throws -> MessageProgressSnapshot? {
-        try await read { conn in
-            guard let row = try conn.run("\(raw: Self.messageSelect) WHERE m.id = \(id)").rows.first else {
-                return nil
-            }
-            let record = try Self.messageRecord(row)
-            return MessageProgressSnapshot(
-                state: record.state, total: record.total, startedAt: record.startedAt,
-                completedAt: record.completedAt, cursor: record.cursor, counts: record.counts,
-                failures: record.failures, skips: record.skips, sliceCursors: try Self.sliceCursors(row))
-        }
     }
 
     /// One flush in one transaction. A fenced flush (a slice claimed under a lease) is applied
@@ -674,17 +661,7 @@ extension PostgresStore: MessageStore {
     }
 
     static func sliceCursors(_ row: PostgresRow) throws -> [Int64: Int64] {
-        try sliceCursors(row.optionalString("cursors"))
-    }
-
-    /// `{"slice": cursor, …}` as `messageSelect`'s `cursors` column holds it (NULL: no slices).
-    static func sliceCursors(_ text: String?) throws -> [Int64: Int64] {
-        guard let text else { return [:] }
-        var cursors: [Int64: Int64] = [:]
-        for (slice, cursor) in try JSONText.decode([String: Int64].self, text) {
-            if let number = Int64(slice) { cursors[number] = cursor }
-        }
-        return cursors
+        try Rows.sliceCursors(row.optionalString("cursors"))
     }
 
     /// Adds per-reason counts of one slice, in one statement.

@@ -5,9 +5,9 @@ import TuisongSQLStore
 
 // The PostgreSQL store reads rows with the decoders both backends share (`Rows`), by position.
 extension PostgresRow: ColumnValues {
-    package func isNull(_ index: Int32) -> Bool { self[Int(index)].isNull }
-    package func int64(_ index: Int32) -> Int64 { self[Int(index)].int64 ?? 0 }
-    package func string(_ index: Int32) -> String { self[Int(index)].string ?? "" }
+    public func isNull(_ index: Int32) -> Bool { self[Int(index)].isNull }
+    public func int64(_ index: Int32) -> Int64 { self[Int(index)].int64 ?? 0 }
+    public func string(_ index: Int32) -> String { self[Int(index)].string ?? "" }
 }
 
 extension PostgresStore {

@@ -19,4 +19,29 @@ extension PostgresStore: SQLStoreBackend, WebhookStore, ConsoleStore {
     {
         try await writeStatement { conn in try body(PostgresExecutor(conn, prepares: true)) }
     }
+
+    /// A transaction of its own: nodes write side by side, and a commit waits for no other.
+    public func sqlGroupWrite<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T)
+        async throws -> T
+    {
+        try await sqlWrite(body)
+    }
+
+    /// A pooled read; the statement stays prepared on each connection under a name derived
+    /// from its text, rendered once.
+    public func sqlPointLookUp<T: Sendable>(
+        _ lookup: SQLPointLookup, _ arguments: [SQLValue], decode: @escaping @Sendable (any ColumnValues) throws -> T
+    ) async throws -> T? {
+        let statement = Self.pointLookupStatements[lookup.rawValue]
+        return try await read { conn in
+            try conn.run(statement.text, statement.statement.bindings(arguments).map(PostgresExecutor.parameter))
+                .rows.first.map { try decode($0) }
+        }
+    }
+
+    /// The point lookups in PostgreSQL's placeholders, rendered once.
+    static let pointLookupStatements = SQLPointLookup.allCases.map { lookup in
+        let statement = lookup.statement(for: PostgresDialect())
+        return (statement: statement, text: statement.text(for: PostgresDialect()))
+    }
 }

@@ -236,11 +236,4 @@ extension PostgresRow {
     func date(_ name: String) -> Date { SQLTime.date(int64(name)) }
 }
 
-extension PostgresStore: GatewayStore {
-    /// `ANALYZE` of the device tables: right after a large import their statistics are empty
-    /// until autovacuum gets to them, and a tag page planned on empty statistics sorted the
-    /// whole tag on every page (100 ms a page of a 200,000-device tag against under 1 ms).
-    public func refreshStatistics() async throws {
-        try await read { conn in _ = try conn.execute("ANALYZE devices, device_tags, tags, accounts") }
-    }
-}
+extension PostgresStore: GatewayStore {}

@@ -4,7 +4,7 @@ import TuisongCore
 /// Timestamps are stored as integer milliseconds since 1970 (see `Schema`).
 /// Positional column access shared by GRDB rows and `PointReaders` rows, so one decoder
 /// serves both.
-package protocol ColumnValues {
+public protocol ColumnValues {
     func isNull(_ index: Int32) -> Bool
     /// 0 for NULL.
     func int64(_ index: Int32) -> Int64
@@ -148,6 +148,16 @@ package enum Rows {
 
     /// `{"reason": count, …}` as `json_group_object` (SQLite) or `json_object_agg` (PostgreSQL)
     /// writes it; empty text for none.
+    /// `{"slice": cursor, …}` as a message's slice cursors are read (NULL: no slices).
+    package static func sliceCursors(_ text: String?) throws -> [Int64: Int64] {
+        guard let text else { return [:] }
+        var cursors: [Int64: Int64] = [:]
+        for (slice, cursor) in try JSONText.decode([String: Int64].self, text) {
+            if let number = Int64(slice) { cursors[number] = cursor }
+        }
+        return cursors
+    }
+
     package static func reasonCounts(_ text: String) throws -> [String: Int] {
         guard !text.isEmpty, text != "{}" else { return [:] }
         guard case .object(let members) = try JSONValue(parsing: Array(text.utf8)) else {

@@ -1,9 +1,8 @@
 import Foundation
 import TuisongCore
 
-// AppStore, written once. SQLite answers `app(id:)`, `app(apiKeyHash:)` and
-// `app(vendor:setting:value:)` on its point readers instead (the native API's hot path, on the
-// calling thread); PostgreSQL writes the vendor-setting lookup with its own JSON operators.
+// AppStore, written once; the lookups by id, API key hash and vendor setting are point lookups
+// (`SQLPointLookup`), which SQLite runs on its point readers.
 extension SQLStoreBackend {
     /// Throws `StoreError(.conflict, …)` when another app already has this API key hash.
     public func createApp(name: String, bundleID: String, apiKeyHash: String) async throws -> App {
@@ -17,23 +16,6 @@ extension SQLStoreBackend {
                     VALUES (\(name), \(bundleID), \(apiKeyHash), '{}', \(now), \(now))
                     RETURNING \(raw: Rows.appColumns)
                     """, "INSERT INTO apps"))
-        }
-    }
-
-    public func app(id: Int64) async throws -> App? {
-        try await sqlRead { db in
-            try db.fetchOne("SELECT \(raw: Rows.appColumns) FROM apps WHERE id = \(id)").map {
-                try Rows.app(columns: $0)
-            }
-        }
-    }
-
-    /// The app whose native API key hashes to `apiKeyHash`; on the path of every native
-    /// API request whose key is not cached.
-    public func app(apiKeyHash: String) async throws -> App? {
-        try await sqlRead { db in
-            try db.fetchOne("SELECT \(raw: Rows.appColumns) FROM apps WHERE api_key_hash = \(apiKeyHash)")
-                .map { try Rows.app(columns: $0) }
         }
     }
 

@@ -2,9 +2,9 @@ import Foundation
 import TuisongCore
 
 // Devices and tags, written once. Each backend keeps by hand what differs: registering (SQLite's
-// group commit, PostgreSQL's upsert by unnest and bulk import by COPY), the lookups SQLite
-// answers on its point readers (by token, by id, with tags; PostgreSQL's are these defaults
-// but for the tags' `string_agg`). A list of ids goes in `SQLList` chunks, on both databases.
+// group commit, PostgreSQL's upsert by unnest and bulk import by COPY). The lookups by token, by
+// id and with tags are point lookups (`SQLPointLookup`). A list of ids goes in `SQLList`
+// chunks, on both databases.
 extension SQLStoreBackend {
     /// The app's devices among `ids`, in id order (unknown ids left out). The list goes in
     /// padded `SQLList` chunks: a handful of statement texts, each prepared once per connection.
@@ -22,21 +22,6 @@ extension SQLStoreBackend {
                 ).map { try Rows.device(columns: $0) }
             }
             return devices.sorted { $0.id < $1.id }
-        }
-    }
-
-    public func device(appID: Int64, token: DeviceToken) async throws -> Device? {
-        try await sqlRead { db in
-            try db.fetchOne(
-                "SELECT \(raw: Rows.deviceColumns) FROM devices WHERE app_id = \(appID) AND token = \(token.value)"
-            ).map { try Rows.device(columns: $0) }
-        }
-    }
-
-    public func device(id: Int64) async throws -> Device? {
-        try await sqlRead { db in
-            try db.fetchOne("SELECT \(raw: Rows.deviceColumns) FROM devices WHERE id = \(id)")
-                .map { try Rows.device(columns: $0) }
         }
     }
 

@@ -16,6 +16,10 @@ public protocol SQLStoreBackend: Sendable {
     func sqlQuickRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     /// `body` in one transaction: committed when it returns, rolled back when it throws.
     func sqlWrite<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
+    /// A small write that may share its transaction with others arriving at the same moment
+    /// (SQLite: group commit, each under a savepoint of its own, so it commits or fails alone;
+    /// PostgreSQL: a transaction of its own, as `sqlWrite`).
+    func sqlGroupWrite<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     /// A write that is one statement, atomic by itself (PostgreSQL: without BEGIN and COMMIT,
     /// one round trip; SQLite: as `sqlWrite`).
     @discardableResult
@@ -36,6 +40,13 @@ public protocol SQLStoreBackend: Sendable {
     /// (SQLite: the message's; PostgreSQL: the slice's each delivery belongs to). Returns how
     /// many. The three `releaseHeldDeliveries` are written once over it.
     func sqlReleaseHeld(appID: Int64, matching condition: SQLQuery, now: Date) async throws -> Int
+    /// The row `lookup` finds with `arguments` (parameter 1 first), decoded by `decode` while it
+    /// is current, or nil: SQLite runs it on a point reader (on the calling thread, no
+    /// transaction, the statement prepared once per connection), PostgreSQL on a pooled
+    /// connection that keeps the statement prepared.
+    func sqlPointLookUp<T: Sendable>(
+        _ lookup: SQLPointLookup, _ arguments: [SQLValue], decode: @escaping @Sendable (any ColumnValues) throws -> T
+    ) async throws -> T?
     /// The outbox writes of this store's webhook events, with its cached subscriptions.
     var webhookOutbox: WebhookOutbox { get }
 }
@@ -47,9 +58,9 @@ extension SQLStoreBackend {
 }
 
 extension SQLRow: ColumnValues {
-    package func isNull(_ index: Int32) -> Bool { values[Int(index)].isNull }
-    package func int64(_ index: Int32) -> Int64 { values[Int(index)].int ?? 0 }
-    package func string(_ index: Int32) -> String { values[Int(index)].string ?? "" }
+    public func isNull(_ index: Int32) -> Bool { values[Int(index)].isNull }
+    public func int64(_ index: Int32) -> Int64 { values[Int(index)].int ?? 0 }
+    public func string(_ index: Int32) -> String { values[Int(index)].string ?? "" }
     /// The column's bytes (a blob, or a text's UTF-8), empty for NULL.
     package func bytes(_ index: Int32) -> [UInt8] { values[Int(index)].bytes ?? [] }
     package func date(_ index: Int32) -> Date { SQLTime.date(int64(index)) }
@@ -85,6 +96,46 @@ extension SQLQuery {
 }
 
 extension SQLStoreBackend where Self: GatewayStore {
+    /// The planner's statistics brought up to date (`SQLDialect.refreshingStatistics`), after an
+    /// import.
+    public func refreshStatistics() async throws {
+        try await sqlWriteStatement { db in try db.execute(db.dialect.refreshingStatistics) }
+    }
+
     /// The dialect's name (`sqlite`, `postgresql`): one answer for logs, metrics and the SQL.
     public var backendName: String { sharedDatabase.dialect.name }
+}
+
+extension SQLDialect {
+    /// `ids` as a table of one column, `value`, bound as one parameter (`listTable`): the
+    /// statement's text is one whatever the list's length.
+    package func list(_ ids: [Int64]) -> SQLQuery {
+        let table = listTable(of: .integer)
+        return "\(raw: table.before)\(listValue(ids))\(raw: table.after)"
+    }
+
+    /// `texts` as a table of one column, `value`, bound as one parameter (`listTable`).
+    package func list(_ texts: [String]) -> SQLQuery {
+        let table = listTable(of: .text)
+        return "\(raw: table.before)\(listValue(texts))\(raw: table.after)"
+    }
+}
+
+/// An executor that hands a query's rows to a closure where they lie (GRDB's cursor row,
+/// libpq's result row), none copied into an `SQLRow`: what the store's loops over many rows
+/// read through (`forEachRow`).
+package protocol SQLRowVisitor: SQLExecutor {
+    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (any ColumnValues) throws -> Void) throws
+}
+
+extension SQLExecutor {
+    /// Each row of `query`, read in place where the executor can (`SQLRowVisitor`).
+    package func forEachRow(_ query: SQLQuery, _ body: (any ColumnValues) throws -> Void) throws {
+        let sql = query.text(for: dialect)
+        if let visitor = self as? any SQLRowVisitor {
+            try visitor.forEachRow(sql, query.bindings, body)
+        } else {
+            for row in try self.query(sql, query.bindings) { try body(row) }
+        }
+    }
 }

@@ -86,48 +86,10 @@ final class PointReaders: Sendable {
     }
 }
 
-/// The lookups `PointReaders` serves; each has one prepared statement per connection.
-enum PointQuery: Int, CaseIterable {
-    /// A device by (app, token), with its tag names joined by U+001F in the last column.
-    case deviceWithTagsByToken
-    case deviceByToken
-    case deviceByID
-    case appByID
-    case appByAPIKeyHash
-    /// An app by one vendor setting (`?1` the JSON path `$."vendor"."key"`, `?2` the value).
-    case appByVendorSetting
-    /// A message's changing columns, with its failure and skip counts as JSON objects
-    /// (`{"reason":count}`) in the last two columns.
-    case messageProgressByID
-
-    var sql: String {
-        switch self {
-        case .deviceWithTagsByToken:
-            """
-            SELECT \(Rows.deviceColumns),
-                (SELECT group_concat(t.name, char(31)) FROM device_tags dt JOIN tags t ON t.id = dt.tag_id
-                 WHERE dt.device_id = devices.id)
-            FROM devices WHERE app_id = ?1 AND token = ?2
-            """
-        case .deviceByToken:
-            "SELECT \(Rows.deviceColumns) FROM devices WHERE app_id = ?1 AND token = ?2"
-        case .deviceByID:
-            "SELECT \(Rows.deviceColumns) FROM devices WHERE id = ?1"
-        case .appByID:
-            "SELECT \(Rows.appColumns) FROM apps WHERE id = ?1"
-        case .appByAPIKeyHash:
-            "SELECT \(Rows.appColumns) FROM apps WHERE api_key_hash = ?1"
-        case .appByVendorSetting:
-            "SELECT \(Rows.appColumns) FROM apps WHERE json_extract(vendor_settings, ?1) = ?2 ORDER BY id LIMIT 1"
-        case .messageProgressByID:
-            """
-            SELECT state, total, started_at, completed_at, cursor, queued, sending, delivered, failed, skipped, held,
-                (SELECT json_group_object(reason, count) FROM message_failures WHERE message_id = messages.id),
-                (SELECT json_group_object(reason, count) FROM message_skips WHERE message_id = messages.id)
-            FROM messages WHERE id = ?1
-            """
-        }
-    }
+extension SQLPointLookup {
+    /// The lookups in SQLite's placeholders, rendered once; each has one prepared statement per
+    /// point reader connection.
+    static let sqliteStatements = allCases.map { $0.statement(for: SQLiteDialect()) }
 }
 
 /// One read-only connection and its prepared statements.
@@ -144,7 +106,7 @@ final class PointReaderConnection: @unchecked Sendable {
     private static let maximumStatementsByText = 64
 
     init(path: String) throws {
-        statements = Array(repeating: nil, count: PointQuery.allCases.count)
+        statements = Array(repeating: nil, count: SQLPointLookup.allCases.count)
         // NOMUTEX: SQLite's per-connection mutex is redundant under the one-user rule above.
         let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
         var opened: OpaquePointer?
@@ -175,22 +137,31 @@ final class PointReaderConnection: @unchecked Sendable {
         handle = nil
     }
 
-    /// Runs `query` with `arguments` bound to ?1, ?2, … and decodes its first row, if any.
-    func first<T>(_ query: PointQuery, _ arguments: [PointArgument], decode: (PointRow) throws -> T) throws -> T? {
+    /// Runs `query` with `arguments` (parameter 1 first) bound to its placeholders and decodes its
+    /// first row, if any.
+    func first<T>(_ query: SQLPointLookup, _ arguments: [SQLValue], decode: (PointRow) throws -> T) throws -> T? {
         let statement = try prepared(query)
         defer {
             // Ends the statement's read transaction and drops the bound copies.
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
-        for (index, argument) in arguments.enumerated() {
+        for (index, argument) in SQLPointLookup.sqliteStatements[query.rawValue].bindings(arguments).enumerated() {
             let position = Int32(index + 1)
             let code: Int32
             switch argument {
-            case .int64(let value):
+            case .integer(let value):
                 code = sqlite3_bind_int64(statement, position, value)
             case .text(let value):
                 code = sqlite3_bind_text(statement, position, value, -1, Self.transient)
+            case .real(let value):
+                code = sqlite3_bind_double(statement, position, value)
+            case .blob(let bytes):
+                code = bytes.withUnsafeBytes {
+                    sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), Self.transient)
+                }
+            case .null:
+                code = sqlite3_bind_null(statement, position)
             }
             guard code == SQLITE_OK else { throw error(code, "binding ?\(position) of \(query)") }
         }
@@ -298,11 +269,12 @@ final class PointReaderConnection: @unchecked Sendable {
         return statement
     }
 
-    private func prepared(_ query: PointQuery) throws -> OpaquePointer {
+    private func prepared(_ query: SQLPointLookup) throws -> OpaquePointer {
         if let statement = statements[query.rawValue] { return statement }
         guard let handle else { throw StoreError(.unavailable, "the store is closed") }
         var statement: OpaquePointer?
-        let code = sqlite3_prepare_v3(handle, query.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        let sql = SQLPointLookup.sqliteStatements[query.rawValue].text(for: SQLiteDialect())
+        let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         // Preparing reads the schema, so a locked database stops it too.
         if code & 0xFF == SQLITE_BUSY { throw PointReaderBusy() }
         guard code == SQLITE_OK, let statement else { throw error(code, "preparing \(query)") }
@@ -321,12 +293,6 @@ final class PointReaderConnection: @unchecked Sendable {
 
 /// The database was locked and the connection was told not to wait.
 struct PointReaderBusy: Error {}
-
-/// A value bound to a `PointQuery` parameter.
-enum PointArgument {
-    case int64(Int64)
-    case text(String)
-}
 
 /// The current row of a stepped statement; valid only inside the `decode` closure.
 struct PointRow: ColumnValues {

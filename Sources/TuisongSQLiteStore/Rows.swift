@@ -4,9 +4,9 @@ import TuisongCore
 import TuisongSQLStore
 
 extension Row: ColumnValues {
-    package func isNull(_ index: Int32) -> Bool { hasNull(atIndex: Int(index)) }
-    package func int64(_ index: Int32) -> Int64 { (self[Int(index)] as Int64?) ?? 0 }
-    package func string(_ index: Int32) -> String { (self[Int(index)] as String?) ?? "" }
+    public func isNull(_ index: Int32) -> Bool { hasNull(atIndex: Int(index)) }
+    public func int64(_ index: Int32) -> Int64 { (self[Int(index)] as Int64?) ?? 0 }
+    public func string(_ index: Int32) -> String { (self[Int(index)] as String?) ?? "" }
 }
 
 extension Rows {

@@ -36,4 +36,37 @@ public struct SQLiteDialect: SQLDialect {
     public func messageCountsExpression(table: String) -> (join: String, columns: String) {
         ("", Self.messageCounterNames.map { "\(table).\($0)" }.joined(separator: ", "))
     }
+
+    public func joinedText(_ expression: String, separator: UInt8) -> String {
+        "group_concat(\(expression), char(\(separator)))"
+    }
+
+    /// What SQLite's planner needs after a large change, and no more.
+    public var refreshingStatistics: String { "PRAGMA optimize" }
+
+    public func jsonObjectAggregate(key: String, value: String) -> String {
+        "json_group_object(\(key), \(value))"
+    }
+
+    /// A JSON array walked by `json_each`, whose `value` column is each element.
+    public func listTable(of element: SQLListElement) -> (before: String, after: String) { ("json_each(", ")") }
+
+    /// `[1,2,…]`.
+    public func listValue(_ values: [Int64]) -> SQLValue {
+        .text("[" + values.map(String.init).joined(separator: ",") + "]")
+    }
+
+    /// `["a","b"]`.
+    public func listValue(_ values: [String]) -> SQLValue { .text(JSONValue.serializedArray(values)) }
+
+    public func jsonTextAtBoundPath(_ column: String) -> (before: String, after: String) {
+        ("json_extract(\(column), ", ")")
+    }
+
+    /// `$."vendor"."key"`: quoted labels, so a key is taken literally; SQLite has no escape
+    /// inside them, so a key holding `"` cannot be written.
+    public func jsonPathValue(_ keys: [String]) -> SQLValue? {
+        guard !keys.contains(where: { $0.contains("\"") }) else { return nil }
+        return .text("$" + keys.map { ".\"\($0)\"" }.joined())
+    }
 }

@@ -4,7 +4,7 @@ import TuisongCore
 import TuisongSQLStore
 
 // The device queries SQLite writes by hand (the rest is written once, `SQLStoreBackend+Devices`):
-// registering (group commit) and the lookups its point readers answer on the calling thread.
+// registering (group commit).
 extension SQLiteStore {
     /// Registers or updates the device (app, token) and returns it with `created`.
     ///
@@ -38,27 +38,6 @@ extension SQLiteStore {
             }
             return created
         }
-    }
-
-    /// One statement: the tags ride along as a unit-separator-joined column.
-    public func deviceWithTags(appID: Int64, token: DeviceToken) async throws -> (device: Device, tags: [String])? {
-        try await pointLookUp(.deviceWithTagsByToken, [.int64(appID), .text(token.value)]) { row in
-            let tags =
-                row.optionalString(Int32(Rows.deviceColumnCount)).map {
-                    $0.split(separator: "\u{1F}").map(String.init).sorted()
-                } ?? []
-            return (try Rows.device(columns: row), tags)
-        }
-    }
-
-    public func device(appID: Int64, token: DeviceToken) async throws -> Device? {
-        try await pointLookUp(.deviceByToken, [.int64(appID), .text(token.value)]) { row in
-            try Rows.device(columns: row)
-        }
-    }
-
-    public func device(id: Int64) async throws -> Device? {
-        try await pointLookUp(.deviceByID, [.int64(id)]) { row in try Rows.device(columns: row) }
     }
 
     // MARK: - Statements run on the writer

@@ -10,8 +10,7 @@ import TuisongSQLStore
 // PostgreSQL: creating a message (group
 // commit, the records kept for the dispatcher's claim), the claim (the `messages_pending`
 // partial index's terms spelled out), progress flushes (one row of counters, savepoints in one
-// write), retries and held deliveries (the message's counters, no slices), the status poll
-// (`messageProgress` on a point reader) and the audience pages, the fan-out's hot path (GRDB
+// write), retries and held deliveries (the message's counters, no slices) and the audience pages, the fan-out's hot path (GRDB
 // cursors over prepared statements, chunked `IN` lists where PostgreSQL binds one array).
 extension SQLiteStore: MessageStore {
     /// Every message read's select (`SQLStoreBackend.sqlMessageSelect`): the message's own
@@ -153,20 +152,6 @@ extension SQLiteStore: MessageStore {
             ).execute(arguments: [row.appID, key, id, row.createdAt])
         }
         return InsertedMessage(id: id, created: true)
-    }
-
-    /// A point lookup on the calling thread (see `PointReaders`): one statement, one snapshot,
-    /// no JSON column decoded. Polling a message's status 100 times a second must not cost a
-    /// push its throughput.
-    public func messageProgress(id: Int64) async throws -> MessageProgressSnapshot? {
-        try await pointLookUp(.messageProgressByID, [.int64(id)]) { row in
-            MessageProgressSnapshot(
-                state: try Rows.messageState(row.string(0)), total: row.optionalInt64(1).map { Int($0) },
-                startedAt: row.optionalInt64(2).map(SQLTime.date),
-                completedAt: row.optionalInt64(3).map(SQLTime.date), cursor: row.int64(4),
-                counts: Rows.deliveryCounts(row, from: 5), failures: try Rows.reasonCounts(row.string(11)),
-                skips: try Rows.reasonCounts(row.string(12)))
-        }
     }
 
     /// Marks up to `limit` due messages (queued, or scheduled and come due) `sending` and returns

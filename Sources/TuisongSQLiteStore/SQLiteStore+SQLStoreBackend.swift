@@ -25,4 +25,18 @@ extension SQLiteStore: SQLStoreBackend, SettingsStore, CredentialStore, ChannelC
     {
         try await sqlWrite(body)
     }
+
+    /// Group-committed (`groupWrite`).
+    public func sqlGroupWrite<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T)
+        async throws -> T
+    {
+        try await groupWrite { db in try body(GRDBExecutor(db: db)) }
+    }
+
+    /// On a point reader, on the calling thread (`pointLookUp`).
+    public func sqlPointLookUp<T: Sendable>(
+        _ lookup: SQLPointLookup, _ arguments: [SQLValue], decode: @escaping @Sendable (any ColumnValues) throws -> T
+    ) async throws -> T? {
+        try await pointLookUp(lookup, arguments, decode: decode)
+    }
 }

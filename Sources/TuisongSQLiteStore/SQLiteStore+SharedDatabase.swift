@@ -41,7 +41,7 @@ extension SQLiteStore {
 }
 
 /// One GRDB connection, inside the transaction `SQLiteSharedDatabase` opened.
-final class GRDBExecutor: SQLExecutor {
+final class GRDBExecutor: SQLExecutor, SQLRowVisitor {
     let db: Database
     private(set) var changedRows = 0
 
@@ -62,6 +62,13 @@ final class GRDBExecutor: SQLExecutor {
             try db.execute(sql: sql, arguments: Self.arguments(arguments))
         }
         changedRows = db.changesCount
+    }
+
+    /// Each row read off GRDB's cursor in place.
+    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (any ColumnValues) throws -> Void) throws {
+        let statement = try Self.reusable(sql, db) ?? db.makeStatement(sql: sql)
+        let cursor = try Row.fetchCursor(statement, arguments: Self.arguments(arguments))
+        while let row = try cursor.next() { try body(row) }
     }
 
     func query(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {

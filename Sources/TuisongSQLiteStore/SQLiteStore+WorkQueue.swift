@@ -96,9 +96,4 @@ final class DispatcherLock: Sendable {
     }
 }
 
-extension SQLiteStore: GatewayStore {
-    /// `PRAGMA optimize`: SQLite runs ANALYZE where its statistics would help.
-    public func refreshStatistics() async throws {
-        try await write { db in try db.execute(sql: "PRAGMA optimize") }
-    }
-}
+extension SQLiteStore: GatewayStore {}

@@ -273,7 +273,7 @@ public final class SQLiteStore: Store {
     /// the database is locked, the lookup is repeated on the cooperative pool, where it may
     /// wait up to the busy timeout while the caller is suspended.
     func pointLookUp<T: Sendable>(
-        _ query: PointQuery, _ arguments: [PointArgument], decode: @escaping @Sendable (PointRow) throws -> T
+        _ query: SQLPointLookup, _ arguments: [SQLValue], decode: @escaping @Sendable (PointRow) throws -> T
     ) async throws -> T? {
         do {
             return try pointReaders.withConnection { connection in
