@@ -39,6 +39,9 @@ final class MockStream {
     var endlessResponse = false
     /// Held back by the latency fault until its timer fires.
     var delayedResponse: LookAlikeAnswer?
+    /// When the latency fault lets the answer go (monotonic nanoseconds): a held answer waits
+    /// for both the release and its latency.
+    var answerNotBefore: UInt64 = 0
 }
 
 @available(*, unavailable)
@@ -428,6 +431,7 @@ final class HTTP2ServerConnection {
         let latency = faults.faults.latencyMilliseconds
         if faults.faults.holdAnswers {
             stream.delayedResponse = response
+            stream.answerNotBefore = MonotonicClock.nanoseconds() + UInt64(max(0, latency)) * 1_000_000
             loop.schedule(after: Self.holdPollNanoseconds, connectionID: id, streamID: streamID)
         } else if latency > 0 {
             stream.delayedResponse = response
@@ -479,6 +483,11 @@ final class HTTP2ServerConnection {
         else { return }
         if loop.currentFaults().faults.holdAnswers {
             loop.schedule(after: Self.holdPollNanoseconds, connectionID: id, streamID: streamID)
+            return
+        }
+        let now = MonotonicClock.nanoseconds()
+        if now < stream.answerNotBefore {
+            loop.schedule(after: stream.answerNotBefore - now, connectionID: id, streamID: streamID)
             return
         }
         stream.delayedResponse = nil

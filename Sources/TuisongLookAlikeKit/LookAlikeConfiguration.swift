@@ -37,8 +37,9 @@ public struct LookAlikeConfiguration: Sendable, Codable, Equatable {
         /// connection.
         public var endlessAnswers: Bool
         /// Every answer is held while this is set and goes out once it is cleared (looked at
-        /// every few milliseconds), whenever that is: a test that must see requests wait for an
-        /// answer releases it when it has seen them, instead of racing a latency.
+        /// every few milliseconds), whenever that is, but not before `latencyMilliseconds`: a
+        /// test that must see requests wait for an answer releases it when it has seen them,
+        /// instead of racing a latency.
         public var holdAnswers: Bool
         /// The faults of a look-alike that has its own, by its own keys, kept as read (the
         /// `tokenPrefixes` of a service whose answers are not the kinds above); its folder adds

@@ -210,7 +210,7 @@ func signWithPython(method: String, url: String, parameters: [String: String], s
     let input = try JSONSerialization.data(withJSONObject: [
         "method": method, "url": url, "params": parameters, "secret": secret, "style": style.rawValue,
     ])
-    return try run("/usr/bin/env", ["python3", "-c", pythonSigner], input: input)
+    return try run(Python3.executable.path, Python3.arguments(["-c", pythonSigner]), input: input)
 }
 
 /// Runs a program with `input` on standard input; its trimmed standard output.

@@ -4,6 +4,7 @@ import TuisongCore
 import TuisongCrypto
 import TuisongGatewayTestKit
 import TuisongLookAlikes
+import TuisongPluginTestKit
 import TuisongTransportKit
 
 @testable import EasemobProvider
@@ -47,7 +48,7 @@ import TuisongTransportKit
             let harmonyClientID = "112233445"
             let account: JSONValue = [
                 "project_id": "101888", "key_id": "0123abcd", "sub_account": "2001",
-                "private_key": .string(try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()),
+                "private_key": .string(try TestKeys.rsa(0).pkcs8PEM()),
             ]
             _ = try await gw.runtime.credentialBackend.addChannel(
                 .form(channel: .harmony, CredentialFormInput(files: ["file": account.serialized()])),

@@ -331,7 +331,7 @@ import TuisongTransportKit
                 appID: gw.app.id, selector: nil)
             let account: JSONValue = [
                 "project_id": "101888", "key_id": "0123abcd", "sub_account": "2001",
-                "private_key": .string(try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()),
+                "private_key": .string(try TestKeys.rsa(0).pkcs8PEM()),
             ]
             _ = try await backend.addChannel(
                 .form(channel: .harmony, CredentialFormInput(files: ["file": account.serialized()])), appID: gw.app.id,
@@ -625,8 +625,8 @@ import TuisongTransportKit
 /// Runs Python 3 (JPush's own SDK) and returns its standard output.
 func runPython(_ script: String, _ arguments: [String] = []) throws -> [UInt8] {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", script] + arguments
+    process.executableURL = Python3.executable
+    process.arguments = Python3.arguments(["-c", script] + arguments)
     let output = Pipe()
     let errors = Pipe()
     process.standardOutput = output

@@ -21,7 +21,7 @@ extension TencentGatewayEndToEndTests {
                     channel: .huawei, vendorAppID: "10086", clientID: "10086", clientSecret: "s3cret",
                     badgeClass: "com.example.tencent.MainActivity"),
                 appID: gw.app.id, selector: "2001")
-            let rsa = try PrivateKey.generateRSA(bits: 2048)
+            let rsa = try TestKeys.rsa(0)
             let account: JSONValue = [
                 "type": "service_account", "project_id": "tencent-project", "private_key_id": "k1",
                 "private_key": .string(try rsa.pkcs8PEM()),
@@ -133,7 +133,7 @@ extension TencentGatewayEndToEndTests {
     /// title and body, `HarmonyInfo`'s category, and `Ext` in the click action's data.
     @Test func harmonyDeviceByBusiIdGetsOneNotificationBesideTheOthers() async throws {
         try await withGateway { gw in
-            let rsa = try PrivateKey.generateRSA(bits: 2048)
+            let rsa = try TestKeys.rsa(0)
             let fcmAccount: JSONValue = [
                 "type": "service_account", "project_id": "tencent-project", "private_key_id": "k1",
                 "private_key": .string(try rsa.pkcs8PEM()),
@@ -144,7 +144,7 @@ extension TencentGatewayEndToEndTests {
                 .fcm(serviceAccountJSON: fcmAccount.serialized()), appID: gw.app.id, selector: "2002")
             let harmonyAccount: JSONValue = [
                 "project_id": "101888", "key_id": "0123abcd", "sub_account": "2001",
-                "private_key": .string(try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()),
+                "private_key": .string(try TestKeys.rsa(1).pkcs8PEM()),
             ]
             _ = try await gw.runtime.credentialBackend.addChannel(
                 .form(channel: .harmony, CredentialFormInput(files: ["file": harmonyAccount.serialized()])),

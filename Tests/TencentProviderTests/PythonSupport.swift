@@ -1,4 +1,5 @@
 import Foundation
+import TuisongPluginTestKit
 
 /// Runs Python 3 (the test's independent implementations: zlib, HMAC, Tencent's UserSig
 /// algorithm as Tencent's own Python library computes it) and returns its standard output.
@@ -8,8 +9,8 @@ struct PythonError: Error, CustomStringConvertible {
 
 func runPython(_ script: String, _ arguments: [String] = [], input: [UInt8]? = nil) throws -> [UInt8] {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", script] + arguments
+    process.executableURL = Python3.executable
+    process.arguments = Python3.arguments(["-c", script] + arguments)
     let output = Pipe()
     let errors = Pipe()
     let stdin = Pipe()

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCrypto
 import TuisongLookAlikes
+import TuisongPluginTestKit
 
 /// Requests to the Android look-alikes through curl, the independent HTTP/2 client.
 extension MockHarness {
@@ -125,7 +126,7 @@ struct MockFCMTests {
     @Test("bad signature, unknown account, wrong audience, too long a lifetime: invalid_grant")
     func assertionRefusals() throws {
         let harness = try MockHarness()
-        let otherKey = try PrivateKey.generateRSA(bits: 2048)
+        let otherKey = try TestKeys.rsa(0)
         let cases: [(String, String)] = [
             (try harness.fcmAssertion(key: otherKey), "Invalid JWT Signature."),
             (try harness.fcmAssertion(keyID: "0000"), "Invalid JWT Signature."),
@@ -440,7 +441,7 @@ struct MockAndroidCredentialTests {
         harness.server.trustHonorClient(client)
         #expect(try harness.postForm("/auth/token", form).status == 200)
 
-        let key = try PrivateKey.generateRSA(bits: 2048)
+        let key = try TestKeys.rsa(0)
         let account = LookAlikeConfiguration.FCMServiceAccount(
             clientEmail: "late@other.iam.gserviceaccount.com", keyID: "k1", publicKeyPEM: try key.publicKey.pem(),
             projectID: "other")

@@ -252,7 +252,7 @@ import TuisongPluginTestKit
     @Test func needsAP256Key() throws {
         #expect(throws: CryptoError.self) {
             _ = try ProviderTokenCache(
-                key: PrivateKey.generateRSA(bits: 2048), keyID: "K", teamID: "T", clock: ManualClock())
+                key: TestKeys.rsa(0), keyID: "K", teamID: "T", clock: ManualClock())
         }
     }
 }

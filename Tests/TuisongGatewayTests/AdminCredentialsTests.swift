@@ -72,7 +72,7 @@ import TuisongPluginTestKit
     }
 
     static func pushCertificate(days: Double, bundleID: String = "com.example.creds") throws -> PushCertificate {
-        let key = try PrivateKey.generateRSA(bits: 2048)
+        let key = try TestKeys.rsa(0)
         let now = Date()
         let certificate = try Certificate.issue(
             subjectCommonName: "Apple Push Services: \(bundleID)", subjectUID: bundleID, subjectAltNames: [],
@@ -118,7 +118,7 @@ import TuisongPluginTestKit
             ])
         #expect(refusedExpired.errorCode == "expired")
 
-        let otherKey = try PrivateKey.generateRSA(bits: 2048)
+        let otherKey = try TestKeys.rsa(1)
         let mismatched = good.certificate.pem() + (try otherKey.pkcs8PEM())
         let refusedMismatch = try await upload(
             client, app.id,
@@ -221,7 +221,7 @@ import TuisongPluginTestKit
         try await client.login()
         let app = try await gw.runtime.store.createApp(name: "c", bundleID: "com.example.android", apiKeyHash: "h")
         let path = "/apps/\(app.id)/channel-credentials"
-        let keyPEM = try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()
+        let keyPEM = try TestKeys.rsa(0).pkcs8PEM()
         func refusal(_ body: [String: Any]) async throws -> (code: String?, field: String?, message: String) {
             let answer = try await client.call("POST", path, json: body)
             #expect(answer.status == 422, "\(body): \(answer.text)")
@@ -296,7 +296,7 @@ import TuisongPluginTestKit
         let app = try await gw.runtime.store.createApp(name: "c", bundleID: "com.example.android", apiKeyHash: "h")
         let other = try await gw.runtime.store.createApp(name: "d", bundleID: "com.example.other", apiKeyHash: "h2")
         let path = "/apps/\(app.id)/channel-credentials"
-        let keyPEM = try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()
+        let keyPEM = try TestKeys.rsa(0).pkcs8PEM()
         let keyLine = String(keyPEM.split(separator: "\n")[1])
 
         let fcm = try await client.call(

@@ -179,7 +179,7 @@ import TuisongPluginTestKit
         let gw = try await TestGateway.start()
         defer { Task { await gw.stop() } }
         let (appID, key) = try await gw.createApp(bundleID: "com.example.own")
-        let rsa = try PrivateKey.generateRSA(bits: 2048)
+        let rsa = try TestKeys.rsa(0)
         let account: JSONValue = [
             "type": "service_account", "project_id": "own-project", "private_key_id": "k1",
             "private_key": .string(try rsa.pkcs8PEM()), "client_email": "push@own-project.iam.gserviceaccount.com",

@@ -101,7 +101,7 @@ import TuisongTransportKit
 
     @Test func harmonyKeyIDAndSubAccountAreIDs() throws {
         let form = try #require(HarmonyService.declaration.credentialForm)
-        let pem = try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()
+        let pem = try TestKeys.rsa(0).pkcs8PEM()
         func file(keyID: String, sub: String) -> [UInt8] {
             JSONValue.object([
                 "project_id": "101888", "key_id": .string(keyID), "sub_account": .string(sub),
@@ -279,7 +279,7 @@ import TuisongTransportKit
             // The same ids with a key the look-alike does not know: its JWT is refused.
             let stranger = HarmonyServiceAccount(
                 projectID: setup.harmonyServiceAccount.projectID, keyID: setup.harmonyServiceAccount.keyID,
-                privateKeyPEM: try PrivateKey.generateRSA(bits: 2048).pkcs8PEM(),
+                privateKeyPEM: try TestKeys.rsa(1).pkcs8PEM(),
                 subAccount: setup.harmonyServiceAccount.subAccount)
             let refused = try await result(["channel": "harmony", "file": Data(stranger.json).base64EncodedString()])
             #expect(refused.0 == "refused" && refused.1 == "80200001", "\(refused)")

@@ -46,7 +46,7 @@ import TuisongTransportKit
         let form = try #require(HarmonyService.declaration.credentialForm)
         #expect(form.fields.map(\.name) == ["file", "category"])
         #expect(form.fields[0].cliFlag == "--service-account" && form.fields[0].kind == .file)
-        let key = try PrivateKey.generateRSA(bits: 2048)
+        let key = try TestKeys.rsa(0)
         func file(project: String = "101888", sub: String = "2001", pem: String? = nil) throws -> [UInt8] {
             JSONValue.object([
                 "project_id": .string(project), "key_id": "0123abcd", "sub_account": .string(sub),
@@ -107,7 +107,7 @@ import TuisongTransportKit
         // file is stored and a HarmonyOS device registered, and a native push to it reaches the
         // look-alike through the uploaded service account.
         let account = HarmonyServiceAccount(
-            projectID: "101888", keyID: "0123abcd", privateKeyPEM: try PrivateKey.generateRSA(bits: 2048).pkcs8PEM(),
+            projectID: "101888", keyID: "0123abcd", privateKeyPEM: try TestKeys.rsa(0).pkcs8PEM(),
             subAccount: "2001")
         let keyFile = Data(account.json).base64EncodedString()
         let stored = try await client.call(
@@ -160,7 +160,7 @@ import TuisongTransportKit
         defer { Task { await gw.stop() } }
         let (appID, key) = try await gw.createApp(bundleID: "com.example.harmony")
         let account = HarmonyServiceAccount(
-            projectID: "101888", keyID: "0123abcd", privateKeyPEM: try PrivateKey.generateRSA(bits: 2048).pkcs8PEM(),
+            projectID: "101888", keyID: "0123abcd", privateKeyPEM: try TestKeys.rsa(0).pkcs8PEM(),
             subAccount: "2001")
         _ = try await gw.runtime.credentialBackend.addChannel(
             .form(channel: .harmony, CredentialFormInput(files: ["file": Array(account.json)])), appID: appID,

@@ -30,9 +30,12 @@ import TuisongPluginTestKit
         #expect((before.value("tuisong_sqlite_memory_bytes") ?? 0) > 0)
 
         let mock = try #require(gw.runtime.localMock)
-        // Answers slowly enough that a scrape sees streams in flight.
+        // Every answer takes 300 ms, and all are held until a scrape has seen streams in flight:
+        // the latency alone raced the scrapes, which on a loaded machine could all fall before
+        // or after the 300 ms (1 run in ~10 at load 15-20).
         var faults = LookAlikeConfiguration.Faults.magicTokenPrefixes
         faults.latencyMilliseconds = 300
+        faults.holdAnswers = true
         mock.setFaults(faults)
         let alive = (1...20).map { token($0, prefix: "ab") }
         let dead = token(1, prefix: "410")
@@ -49,17 +52,16 @@ import TuisongPluginTestKit
         #expect(push.status == 202)
         let id = try #require(push.jsonObject["message_id"] as? Int)
 
-        // Scrape while the push is under way until it completes.
-        var sawStreamsInFlight = false
+        // Scrape while the push is under way: the held answers keep its streams open until seen.
+        try await waitUntil("a scrape sees APNs streams in flight", within: .seconds(60), every: .milliseconds(20)) {
+            try await scrape("\(gw.baseURL)/metrics").samples(named: "tuisong_apns_streams").contains { $0.value > 0 }
+        }
+        faults.holdAnswers = false
+        mock.setFaults(faults)
         try await waitUntil("message \(id) completed", within: .seconds(60), every: .milliseconds(20)) {
-            let during = try await scrape("\(gw.baseURL)/metrics")
-            if during.samples(named: "tuisong_apns_streams").contains(where: { $0.value > 0 }) {
-                sawStreamsInFlight = true
-            }
             let status = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)", key: key).jsonObject
             return status["state"] as? String == "completed"
         }
-        #expect(sawStreamsInFlight)
 
         let after = try await scrape("\(gw.baseURL)/metrics")
         #expect(after.value("tuisong_messages_accepted_total", ["vendor": "native"]) == 1)

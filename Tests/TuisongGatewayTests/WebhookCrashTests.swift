@@ -15,13 +15,18 @@ import TuisongPluginTestKit
         else { return }
         defer { stage.tearDown() }
         let receiver = try WebhookReceiver()
-        receiver.slow(.milliseconds(40))
+        // Until the kill, an answer takes 1 s: at 8 requests at a time the 300 events take ~37 s
+        // to send, so the kill lands while they are being sent however slowly the 300 pushes go
+        // on a loaded machine (at 40 ms every event had been sent before the pushes were done,
+        // 1 run in ~10 at load 20).
+        receiver.slow(.seconds(1))
         var env = stage.env
         // The killed node's claimed events are sent again once its lease ends: 5 s rather than
         // the default 60 s, which this test would otherwise wait out in real time (a real process).
-        // Still well above one attempt here (40 ms), so the live node's own sends are not repeated.
+        // Still above one attempt here (1 s, timed out at 4 s), so the live node's own sends are
+        // not repeated.
         env["TUISONG_WEBHOOKS_LEASE_SECONDS"] = "5"
-        env["TUISONG_WEBHOOKS_TIMEOUT_SECONDS"] = "2"
+        env["TUISONG_WEBHOOKS_TIMEOUT_SECONDS"] = "4"
         let (port, key) = (stage.port, stage.key)
 
         let first = try CrashRecoveryTests.Spawned(["serve"], environment: env)
@@ -42,6 +47,7 @@ import TuisongPluginTestKit
         _ = try await receiver.wait { $0.count >= 40 }
         first.kill9()
         #expect(receiver.all.count < 300, "the kill must land while events are still being sent")
+        receiver.slow(.milliseconds(40))
 
         let second = try CrashRecoveryTests.Spawned(["serve"], environment: env)
         defer { second.terminate() }

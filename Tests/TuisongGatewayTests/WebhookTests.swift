@@ -51,8 +51,8 @@ enum IndependentVerifier {
             ]
         }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script]
+        process.executableURL = Python3.executable
+        process.arguments = Python3.arguments(["-c", script])
         let output = Pipe()
         let stdin = Pipe()
         process.standardOutput = output

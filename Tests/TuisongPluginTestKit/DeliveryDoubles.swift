@@ -101,7 +101,7 @@ public struct EngineFixture: Sendable {
         case .sqlite:
             store = try SQLiteStore(path: directory.appending(path: "t.db").path)
         case .postgresql:
-            let created = try TestDatabase()
+            let created = try TestDatabase(template: migratedTemplate())
             database = created
             store = try PostgresStore(url: created.url, configuration: .init(poolSize: 4))
         }

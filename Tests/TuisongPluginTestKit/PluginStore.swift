@@ -47,11 +47,20 @@ public func withTestStore<T>(
         defer { try? store.close() }
         return try await body(store)
     case .postgresql:
-        return try await withTestDatabase { url in
+        return try await withTestDatabase(template: try migratedTemplate(plugins: plugins)) { url in
             let store = try PostgresStore(
                 url: url, configuration: .init(clock: clock, pluginMigrations: plugins, poolSize: poolSize))
             defer { try? store.close() }
             return try await body(store)
         }
+    }
+}
+
+/// A template database in the PostgreSQL test cluster holding the core schema and `plugins`'
+/// migrations as a `PostgresStore` leaves them: a test database copied from it opens without
+/// migrating (`TestTemplates`, `TestDatabase(template:)`).
+public func migratedTemplate(plugins: [PluginSchema] = []) throws -> String {
+    try TestTemplates.database(key: String(reflecting: plugins.map { ($0.name, $0.migrations) })) { url in
+        try PostgresStore(url: url, configuration: .init(pluginMigrations: plugins, poolSize: 1)).close()
     }
 }

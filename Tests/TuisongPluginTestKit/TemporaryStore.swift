@@ -100,14 +100,11 @@ public final class PluginTestStore: ProviderTestFixture {
             cluster = nil
             store = file.store
         case .postgresql:
-            let cluster = try TestDatabase()
+            let plugins = providers.map { PluginSchema(name: $0.name, migrations: $0.migrations) }
+            let cluster = try TestDatabase(template: migratedTemplate(plugins: plugins))
             do {
                 store = try PostgresStore(
-                    url: cluster.url,
-                    configuration: .init(
-                        clock: clock,
-                        pluginMigrations: providers.map { PluginSchema(name: $0.name, migrations: $0.migrations) },
-                        poolSize: 4))
+                    url: cluster.url, configuration: .init(clock: clock, pluginMigrations: plugins, poolSize: 4))
             } catch {
                 cluster.drop()
                 throw error

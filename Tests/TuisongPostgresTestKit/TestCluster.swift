@@ -58,14 +58,75 @@ public struct TestFailure: Error, CustomStringConvertible {
 
 private let databaseCounter = Atomic<Int>(0)
 
-/// Runs `body` with the URL of a database created for it alone, dropped afterwards.
-public func withTestDatabase<T>(_ body: (String) async throws -> T) async throws -> T {
+/// Runs `body` with the URL of a database created for it alone, dropped afterwards: empty, or a
+/// copy of `template` (a name `TestTemplates.database` returned).
+public func withTestDatabase<T>(template: String? = nil, _ body: (String) async throws -> T) async throws -> T {
     let base = try TestCluster.url.get()
     let name = "t_\(getpid())_\(databaseCounter.add(1, ordering: .relaxed).newValue)"
     let admin = try PostgresConnection(url: base)
-    try admin.execute("CREATE DATABASE \(name)")
+    try admin.execute(TestTemplates.createStatement(name, template: template))
     defer { _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
     return try await body(TestCluster.url(base, database: name))
+}
+
+/// Databases that hold a schema, made once per process and copied for each test that wants it
+/// (`CREATE DATABASE … TEMPLATE`, a file copy in the server): migrating a new database ran every
+/// core and plugin migration, hundreds of statements, for each of the suite's PostgreSQL tests
+/// (issue #46). Per process, so a template never holds a schema an earlier build wrote; dropped
+/// when the process exits.
+public enum TestTemplates {
+    /// The template database for `key`, made the first time this process asks for `key` by
+    /// `build`, given its URL (which must leave no connection open to it: a template being
+    /// used cannot be copied); callers asking for the same key meanwhile wait for it.
+    public static func database(key: String, build: (String) throws -> Void) throws -> String {
+        let slot = slots.withLock { slots in
+            if let slot = slots[key] { return slot }
+            let slot = Slot()
+            slots[key] = slot
+            return slot
+        }
+        return try slot.name.withLock { name in
+            if let name { return name }
+            let base = try TestCluster.url.get()
+            let made = "tpl_\(getpid())_\(databaseCounter.add(1, ordering: .relaxed).newValue)"
+            let admin = try PostgresConnection(url: base)
+            try admin.execute("CREATE DATABASE \(made)")
+            do {
+                try build(TestCluster.url(base, database: made))
+            } catch {
+                _ = try? admin.execute("DROP DATABASE IF EXISTS \(made) WITH (FORCE)")
+                throw error
+            }
+            registerDropAtExit(made, base: base)
+            name = made
+            return made
+        }
+    }
+
+    static func createStatement(_ name: String, template: String?) -> String {
+        template.map { "CREATE DATABASE \(name) TEMPLATE \($0)" } ?? "CREATE DATABASE \(name)"
+    }
+
+    private final class Slot: Sendable {
+        let name = Mutex<String?>(nil)
+    }
+
+    private static let slots = Mutex<[String: Slot]>([:])
+    private static let madeTemplates = Mutex<(base: String, names: [String])?>(nil)
+
+    private static func registerDropAtExit(_ name: String, base: String) {
+        let first = madeTemplates.withLock { made in
+            defer { made = (base, (made?.names ?? []) + [name]) }
+            return made == nil
+        }
+        guard first else { return }
+        atexit {
+            guard let (base, names) = TestTemplates.madeTemplates.withLock({ $0 }),
+                let admin = try? PostgresConnection(url: base)
+            else { return }
+            for name in names { _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+        }
+    }
 }
 
 /// A database created for one test, for fixtures that outlive a closure: `drop()` removes it
@@ -75,11 +136,12 @@ public struct TestDatabase: Sendable {
     let name: String
     let base: String
 
-    public init() throws {
+    /// An empty database, or a copy of `template` (a name `TestTemplates.database` returned).
+    public init(template: String? = nil) throws {
         base = try TestCluster.url.get()
         name = "t_\(getpid())_\(databaseCounter.add(1, ordering: .relaxed).newValue)"
         let admin = try PostgresConnection(url: base)
-        try admin.execute("CREATE DATABASE \(name)")
+        try admin.execute(TestTemplates.createStatement(name, template: template))
         url = TestCluster.url(base, database: name)
     }
 

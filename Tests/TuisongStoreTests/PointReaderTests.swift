@@ -190,9 +190,9 @@ final class LockHolder: @unchecked Sendable {
     private let input = Pipe()
 
     init(path: String) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "-c",
+        process.executableURL = Python3.executable
+        process.arguments = Python3.arguments([
+            "-c",
             """
             import fcntl, os, sys
             fd = os.open(sys.argv[1] + "-shm", os.O_RDWR)
@@ -204,7 +204,7 @@ final class LockHolder: @unchecked Sendable {
             os.pwrite(fd, original, 64)
             """,
             path,
-        ]
+        ])
         let output = Pipe()
         process.standardInput = input
         process.standardOutput = output

@@ -92,7 +92,7 @@ import TuisongTransportKit
         let trusted = try harness.trustedHarmonyAccount()
         // The same key id and sub-account, another key: the signature does not verify.
         var stranger = trusted
-        stranger.privateKeyPEM = try PrivateKey.generateRSA(bits: 2048).pkcs8PEM()
+        stranger.privateKeyPEM = try TestKeys.rsa(1).pkcs8PEM()
         let transport = harness.harmony(credential: harness.harmonyCredential(stranger))
         let outcomes = await transport.outcomes(of: harness.batch(["MAMz-1", "MAMz-2"]))
         #expect(outcomes == Array(repeating: .held(.service("80200001")), count: 2))
@@ -149,7 +149,7 @@ import TuisongTransportKit
         let now = Int64(Date().timeIntervalSince1970)
         #expect(try await send(jwt(iat: now, exp: now + 3600)) == (200, "80000000"))
         #expect(
-            try await send(jwt(key: PrivateKey.generateRSA(bits: 2048), iat: now, exp: now + 3600)) == (401, "80200001")
+            try await send(jwt(key: TestKeys.rsa(1), iat: now, exp: now + 3600)) == (401, "80200001")
         )
         #expect(try await send(jwt(iat: now - 7200, exp: now - 3600)) == (401, "80200005"))
         #expect(try await send(jwt(aud: "https://example.com/token", iat: now, exp: now + 3600)) == (401, "80200001"))
@@ -264,7 +264,7 @@ import TuisongTransportKit
     }
 
     @Test func theServiceAccountFileIsCheckedAndSignsWhatHuaweiAsks() throws {
-        let key = try PrivateKey.generateRSA(bits: 2048)
+        let key = try TestKeys.rsa(0)
         let json = Array(
             JSONValue.object([
                 "project_id": "101", "key_id": "k1", "private_key": .string(try key.pkcs8PEM()), "sub_account": "2001",
@@ -297,7 +297,7 @@ extension Harness {
 
     /// A fresh service account the look-alike trusts.
     func trustedHarmonyAccount() throws -> HarmonyServiceAccount {
-        let key = try PrivateKey.generateRSA(bits: 2048)
+        let key = try TestKeys.rsa(0)
         let account = HarmonyServiceAccount(
             projectID: "10" + String(UInt32.random(in: 1_000_000...9_999_999)), keyID: UUID().uuidString,
             privateKeyPEM: try key.pkcs8PEM(), subAccount: String(UInt32.random(in: 1_000_000...9_999_999)))

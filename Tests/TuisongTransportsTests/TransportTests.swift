@@ -63,7 +63,7 @@ import TuisongTransportKit
         let harness = try await Harness()
         defer { harness.stop() }
         // A key of the right shape the look-alike does not trust: Google answers invalid_grant.
-        let stranger = try PrivateKey.generateRSA(bits: 2048)
+        let stranger = try TestKeys.rsa(1)
         var json = try JSONValue(parsing: harness.setup.fcmServiceAccountJSON(tokenURI: harness.baseURL + "/token"))
         json = try #require(json.objectValue).merging(["private_key": .string(try stranger.pkcs8PEM())]) { $1 }
             .jsonValue
