@@ -46,8 +46,8 @@ public struct LookAlikeDeclaration: Sendable {
     /// where the credential names one).
     public var fallbackCredential: @Sendable (LookAlikeLocalSetup, _ baseURL: String) -> LookAlikeCredential
     /// Its entry in the look-alike command's banner: URLs and credentials; a key file a client loads is
-    /// written at `filePrefix` + its own name (`filePrefix` is the set-up's directory and the
-    /// command's name, `…/apns-mock-`, so every file the command writes carries its name).
+    /// written at `filePrefix` + its own name (`filePrefix` is the set-up's directory, the
+    /// command's name and a dash, so every file the command writes carries its name).
     public var banner: @Sendable (LookAlikeLocalSetup, _ baseURL: String, _ filePrefix: String) throws -> [String: Any]
 
     package init(
