@@ -146,24 +146,9 @@ final class PointReaderConnection: @unchecked Sendable {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
-        for (index, argument) in SQLPointLookup.sqliteStatements[query.rawValue].bindings(arguments).enumerated() {
-            let position = Int32(index + 1)
-            let code: Int32
-            switch argument {
-            case .integer(let value):
-                code = sqlite3_bind_int64(statement, position, value)
-            case .text(let value):
-                code = sqlite3_bind_text(statement, position, value, -1, Self.transient)
-            case .real(let value):
-                code = sqlite3_bind_double(statement, position, value)
-            case .blob(let bytes):
-                code = bytes.withUnsafeBytes {
-                    sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), Self.transient)
-                }
-            case .null:
-                code = sqlite3_bind_null(statement, position)
-            }
-            guard code == SQLITE_OK else { throw error(code, "binding ?\(position) of \(query)") }
+        let values = SQLPointLookup.sqliteStatements[query.rawValue].bindings(arguments)
+        if let (position, code) = try SQLiteBinding.bind(values, to: statement, sql: "\(query)") {
+            throw error(code, "binding ?\(position) of \(query)")
         }
         let code = sqlite3_step(statement)
         switch code {
@@ -196,28 +181,8 @@ final class PointReaderConnection: @unchecked Sendable {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
-        guard Int(sqlite3_bind_parameter_count(statement)) == arguments.count else {
-            throw StoreError(
-                .unavailable,
-                "\(arguments.count) values for the \(sqlite3_bind_parameter_count(statement)) placeholders of \(sql)")
-        }
-        for (index, value) in arguments.enumerated() {
-            let position = Int32(index + 1)
-            let code: Int32
-            switch value {
-            case .null: code = sqlite3_bind_null(statement, position)
-            case .integer(let v): code = sqlite3_bind_int64(statement, position, v)
-            case .real(let v): code = sqlite3_bind_double(statement, position, v)
-            case .text(let v): code = sqlite3_bind_text(statement, position, v, -1, Self.transient)
-            case .blob(let v):
-                code =
-                    v.isEmpty
-                    ? sqlite3_bind_zeroblob(statement, position, 0)
-                    : v.withUnsafeBytes {
-                        sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), Self.transient)
-                    }
-            }
-            guard code == SQLITE_OK else { throw error(code, "binding ?\(position) of \(sql)") }
+        if let (position, code) = try SQLiteBinding.bind(arguments, to: statement, sql: sql) {
+            throw error(code, "binding ?\(position) of \(sql)")
         }
         let count = sqlite3_column_count(statement)
         let columns = (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) }
@@ -287,8 +252,6 @@ final class PointReaderConnection: @unchecked Sendable {
         return StoreError(.unavailable, "SQLite error \(code) \(doing): \(message)")
     }
 
-    /// SQLITE_TRANSIENT: SQLite copies the bound text before `bind` returns.
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 }
 
 /// The database was locked and the connection was told not to wait.

@@ -109,37 +109,10 @@ final class GRDBExecutor: SQLExecutor, SQLRowVisitor {
     static func bind(_ values: [SQLValue], to statement: Statement) throws {
         // Resets the statement and clears its bindings; GRDB then takes them as valid and bound.
         statement.setUncheckedArguments(StatementArguments())
-        let handle = statement.sqliteStatement
-        guard Int(sqlite3_bind_parameter_count(handle)) == values.count else {
-            throw StoreError(
-                .unavailable,
-                "\(values.count) values for the \(sqlite3_bind_parameter_count(handle)) placeholders of \(statement.sql)"
-            )
-        }
-        for (index, value) in values.enumerated() {
-            let position = Int32(index + 1)
-            let code: Int32
-            switch value {
-            case .null: code = sqlite3_bind_null(handle, position)
-            case .integer(let v): code = sqlite3_bind_int64(handle, position, v)
-            case .real(let v): code = sqlite3_bind_double(handle, position, v)
-            case .text(let v): code = sqlite3_bind_text(handle, position, v, -1, transient)
-            case .blob(let v):
-                code =
-                    v.isEmpty
-                    ? sqlite3_bind_zeroblob(handle, position, 0)
-                    : v.withUnsafeBytes {
-                        sqlite3_bind_blob(handle, position, $0.baseAddress, Int32($0.count), transient)
-                    }
-            }
-            guard code == SQLITE_OK else {
-                throw StoreError(.unavailable, "binding ?\(position) of \(statement.sql): SQLite error \(code)")
-            }
+        if let (position, code) = try SQLiteBinding.bind(values, to: statement.sqliteStatement, sql: statement.sql) {
+            throw StoreError(.unavailable, "binding ?\(position) of \(statement.sql): SQLite error \(code)")
         }
     }
-
-    /// SQLite copies the bound text or blob before `sqlite3_bind_*` returns.
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
     /// Built from optional existentials on purpose: GRDB's initializer for a sequence of a
     /// concrete value type maps it with a key path, which the runtime instantiates on every call
