@@ -315,19 +315,23 @@ public final class DeliveryEngine: PushGateway {
             if free <= 0 {
                 // Announced before looking again, so a run ending in between is not missed.
                 waitingForRoom.store(true, ordering: .releasing)
-                if runs.count >= settings.workers { await wakeSignal.wait(timeout: settings.pollInterval, on: clock) }
+                if runs.count >= settings.workers {
+                    await wakeSignal.wait(until: clock.now + settings.pollInterval.timeInterval, on: clock)
+                }
                 waitingForRoom.store(false, ordering: .releasing)
                 continue
             }
             var claimedFullBatch = false
             // Whether this pass found work (for `idle()`).
             var busy = !unstarted.isEmpty
+            // The moment this pass looked for due work; the next look is due a poll after it.
+            let lookedAt = clock.now
             do {
                 if unstarted.isEmpty {
                     let running = runs.all()
                     let sliceRuns = running.count { !$0.slice.isWholeMessage }
                     unstarted = try await store.claimWork(
-                        now: clock.now, limit: free, sliceLimit: min(free, max(0, settings.slicesPerNode - sliceRuns)),
+                        now: lookedAt, limit: free, sliceLimit: min(free, max(0, settings.slicesPerNode - sliceRuns)),
                         running: Set(running.map(\.key)))
                     claimedFullBatch = unstarted.count { $0.slice.isWholeMessage } == free
                     busy = !unstarted.isEmpty
@@ -348,7 +352,7 @@ public final class DeliveryEngine: PushGateway {
             passes.completed(.dispatch, busy: busy)
             // More may be waiting behind a full batch: claim again at once.
             if claimedFullBatch && unstarted.isEmpty { continue }
-            await wakeSignal.wait(timeout: settings.pollInterval, on: clock)
+            await wakeSignal.wait(until: lookedAt + settings.pollInterval.timeInterval, on: clock)
         }
         // Stopping: slices claimed under a lease and never started go back at once (SQLite's
         // claimed messages stay sending and are claimed again by the next dispatcher).
@@ -378,8 +382,9 @@ public final class DeliveryEngine: PushGateway {
             var fences: [MessageSliceKey: Int64] = [:]
             for run in running where run.slice.leaseUntil != nil { fences[run.key] = run.slice.fence }
             var renewedAll = true
+            let renewedAt = clock.now
             do {
-                let renewed = try await store.renewLeases(fences, now: clock.now)
+                let renewed = try await store.renewLeases(fences, now: renewedAt)
                 for run in running where run.slice.leaseUntil != nil {
                     if renewed.held.contains(run.key) {
                         if let until = renewed.until { run.extendLease(until: until) }
@@ -394,10 +399,8 @@ public final class DeliveryEngine: PushGateway {
             // After a failure, tried again soon: the leases are taken up again as soon as the
             // database is back (even past their end, if no other node claimed the slices since),
             // before the runs stop sending or another node takes their slices.
-            await leaseWake.wait(
-                timeout: renewedAll
-                    ? settings.leaseRenewInterval : min(settings.leaseRenewInterval, settings.leaseRetry),
-                on: clock)
+            let pause = renewedAll ? settings.leaseRenewInterval : min(settings.leaseRenewInterval, settings.leaseRetry)
+            await leaseWake.wait(until: renewedAt + pause.timeInterval, on: clock)
         }
     }
 }
@@ -460,8 +463,13 @@ final class PreparationTimes: Sendable {
     }
 }
 
-/// A resettable wake-up: `signal()` before `wait` is remembered; `wait` also returns after a
-/// timeout on the engine's clock so time-based work (scheduled messages) is noticed.
+/// A resettable wake-up: `signal()` before `wait` is remembered; `wait` also returns when the
+/// engine's clock reaches a deadline, so time-based work (scheduled messages, retries) is noticed.
+///
+/// The deadline is the caller's, counted from the moment it last looked at the clock (the `now`
+/// its query used), not from when the wait begins: time that passed between the look and the
+/// wait — a manual clock advanced by a test the moment the engine reported idle, or a slow
+/// pass in production — then ends the wait at once instead of being lost.
 final class WakeSignal: Sendable {
     private struct State {
         var pending = false
@@ -481,9 +489,9 @@ final class WakeSignal: Sendable {
         waiter?.resume()
     }
 
-    func wait(timeout: Duration, on clock: any Clock) async {
+    func wait(until deadline: Date, on clock: any Clock) async {
         let timer = Task {
-            guard (try? await clock.sleep(for: timeout)) != nil else { return }
+            guard (try? await clock.sleep(until: deadline)) != nil else { return }
             self.signal()
         }
         await withCheckedContinuation { continuation in

@@ -155,7 +155,8 @@ extension MessageRun {
     /// (flushes stay batched however fast outcomes come).
     func flushLoop() async {
         while true {
-            await flushSignal.wait(timeout: engine.settings.flushInterval, on: engine.clock)
+            await flushSignal.wait(
+                until: engine.clock.now + engine.settings.flushInterval.timeInterval, on: engine.clock)
             if state.withLock({ $0.flusherStopped }) { return }
             await flush()
         }

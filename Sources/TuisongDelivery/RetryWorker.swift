@@ -21,15 +21,19 @@ struct RetryWorker: Sendable {
             }
             var claimed: [DeliveryRecord] = []
             var failed = false
+            // The next look is due a poll after this one (`WakeSignal`: time that passes
+            // before the wait begins is not lost).
+            let lookedAt = engine.clock.now
             do {
-                claimed = try await engine.store.claimDueDeliveries(now: engine.clock.now, limit: 500)
+                claimed = try await engine.store.claimDueDeliveries(now: lookedAt, limit: 500)
             } catch {
                 failed = true
                 engine.logger.error("retry worker: claiming deliveries failed", metadata: ["error": "\(error)"])
             }
             if claimed.isEmpty {
                 engine.passes.completed(.retry, busy: failed)
-                await engine.retryWake.wait(timeout: engine.settings.pollInterval, on: engine.clock)
+                await engine.retryWake.wait(
+                    until: lookedAt + engine.settings.pollInterval.timeInterval, on: engine.clock)
                 continue
             }
             let updates = await retry(claimed, messages: messages)
