@@ -210,7 +210,9 @@ func signWithPython(method: String, url: String, parameters: [String: String], s
     let input = try JSONSerialization.data(withJSONObject: [
         "method": method, "url": url, "params": parameters, "secret": secret, "style": style.rawValue,
     ])
-    return try run(Python3.executable.path, Python3.arguments(["-c", pythonSigner]), input: input)
+    let run = try Python3.run(pythonSigner, input: Array(input))
+    guard run.status == 0 else { throw SignerError(description: "python3 failed: \(run.errors)") }
+    return String(decoding: run.output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
 /// Runs a program with `input` on standard input; its trimmed standard output.

@@ -8,25 +8,9 @@ struct PythonError: Error, CustomStringConvertible {
 }
 
 func runPython(_ script: String, _ arguments: [String] = [], input: [UInt8]? = nil) throws -> [UInt8] {
-    let process = Process()
-    process.executableURL = Python3.executable
-    process.arguments = Python3.arguments(["-c", script] + arguments)
-    let output = Pipe()
-    let errors = Pipe()
-    let stdin = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = stdin
-    try process.run()
-    if let input { stdin.fileHandleForWriting.write(Data(input)) }
-    try stdin.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw PythonError(description: "python3 failed (\(process.terminationStatus)): \(errorText)")
-    }
-    return Array(data)
+    let run = try Python3.run(script, arguments, input: input ?? [])
+    guard run.status == 0 else { throw PythonError(description: "python3 failed (\(run.status)): \(run.errors)") }
+    return run.output
 }
 
 /// UserSig v2 as Tencent's TLSSigAPIv2 libraries issue it, computed in Python (hmac, zlib,

@@ -50,19 +50,9 @@ enum IndependentVerifier {
                 "body_b64": Data($0.body).base64EncodedString(),
             ]
         }
-        let process = Process()
-        process.executableURL = Python3.executable
-        process.arguments = Python3.arguments(["-c", script])
-        let output = Pipe()
-        let stdin = Pipe()
-        process.standardOutput = output
-        process.standardInput = stdin
-        try process.run()
-        stdin.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: input))
-        try stdin.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).split(separator: " ").map(String.init)
+        let run = try Python3.run(script, input: Array(try JSONSerialization.data(withJSONObject: input)))
+        guard run.status == 0 else { throw PythonCoprocessError(description: "python3 failed: \(run.errors)") }
+        return String(decoding: run.output, as: UTF8.self).split(separator: " ").map(String.init)
     }
 }
 
