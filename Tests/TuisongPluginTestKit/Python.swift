@@ -67,7 +67,15 @@ final class PythonCoprocess: Sendable {
     static let shared = PythonCoprocess()
 
     /// Reads `<length>\n<json>` requests, runs each, answers the same way.
+    ///
+    /// It first closes every descriptor it inherited but its standard streams: it lives as long
+    /// as the test process, and a descriptor another thread had open without close-on-exec when
+    /// it was spawned — the socket by which Foundation's `Process` learns that a child it started
+    /// at that moment has exited — kept open here would make that child's `waitUntilExit` wait
+    /// forever (seen: a `tuisong serve` left a zombie and the suite hung).
     static let driver = #"""
+        import os
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         import sys, io, json, base64, traceback
         requests, answers = sys.stdin.buffer, sys.stdout.buffer
         while True:
@@ -105,10 +113,15 @@ final class PythonCoprocess: Sendable {
 
     private struct Process {
         var pid: pid_t
-        var requests: Int32
-        var answers: Int32
+        var socket: Int32
     }
     private let process = Mutex<Process?>(nil)
+
+    deinit {
+        process.withLock { process in
+            if let running = process { Self.stop(running) }
+        }
+    }
 
     func run(_ script: String, _ arguments: [String], input: [UInt8]) throws -> Python3.Run {
         let request = try JSONSerialization.data(withJSONObject: [
@@ -129,56 +142,51 @@ final class PythonCoprocess: Sendable {
 
     private static func start() throws -> Process {
         signal(SIGPIPE, SIG_IGN)
-        var toChild: [Int32] = [0, 0]
-        var fromChild: [Int32] = [0, 0]
-        guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
-            throw PythonCoprocessError(description: "pipe: \(String(cString: strerror(errno)))")
+        // One socket pair, Python's standard input and output both on its end; close-on-exec
+        // from the start, so a child another thread spawns meanwhile does not inherit it (it
+        // would hold Python's standard input open).
+        var ends: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            throw PythonCoprocessError(description: "socketpair: \(String(cString: strerror(errno)))")
         }
+        let (ours, theirs) = (ends[0], ends[1])
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
-        for fd in [toChild[0], toChild[1], fromChild[0], fromChild[1]] {
-            posix_spawn_file_actions_addclose(&actions, fd)
-        }
+        posix_spawn_file_actions_adddup2(&actions, theirs, 0)
+        posix_spawn_file_actions_adddup2(&actions, theirs, 1)
         let arguments = [Python3.executable.path] + Python3.arguments(["-c", driver])
         var argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, Python3.executable.path, &actions, nil, &argv, environ)
-        close(toChild[0])
-        close(fromChild[1])
+        close(theirs)
         guard spawned == 0 else {
-            close(toChild[1])
-            close(fromChild[0])
+            close(ours)
             throw PythonCoprocessError(description: "posix_spawn python3: \(String(cString: strerror(spawned)))")
         }
-        _ = fcntl(toChild[1], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fromChild[0], F_SETFD, FD_CLOEXEC)
-        return Process(pid: pid, requests: toChild[1], answers: fromChild[0])
+        return Process(pid: pid, socket: ours)
     }
 
     private static func stop(_ process: Process) {
-        close(process.requests)
-        close(process.answers)
+        close(process.socket)
         kill(process.pid, SIGKILL)
         var status: Int32 = 0
         _ = waitpid(process.pid, &status, 0)
     }
 
     private static func exchange(_ request: Data, with process: Process) throws -> Python3.Run {
-        try write(Array("\(request.count)\n".utf8) + Array(request), to: process.requests)
+        try write(Array("\(request.count)\n".utf8) + Array(request), to: process.socket)
         var header: [UInt8] = []
         while true {
-            let byte = try read(1, from: process.answers)
+            let byte = try read(1, from: process.socket)
             if byte == [UInt8(ascii: "\n")] { break }
             header += byte
         }
         guard let length = Int(String(decoding: header, as: UTF8.self)) else {
             throw PythonCoprocessError(description: "python3 answered no length: \(header)")
         }
-        let body = try read(length, from: process.answers)
+        let body = try read(length, from: process.socket)
         guard let answer = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let status = answer["status"] as? Int, let output = answer["stdout"] as? String,
             let decoded = Data(base64Encoded: output)
