@@ -43,7 +43,7 @@ public struct TransportDeclaration: Sendable {
     /// scrape; nil: its answers are timed in `tuisong_channel_response_seconds` by channel.
     public var responseHistogram: ResponseHistogram?
     /// Whether its credentials are files an operator uploads (`.p8`, `.p12`, PEM; kept in the
-    /// `CredentialStore`, per environment) rather than a declared form's fields: the credential
+    /// `CredentialRecord`s, per environment) rather than a declared form's fields: the credential
     /// API, the CLI and the console name that channel for them.
     public var takesUploadedFiles: Bool
     /// Keys of the native API's `notification` object it reads into its own entry of the

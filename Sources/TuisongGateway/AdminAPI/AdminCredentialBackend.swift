@@ -12,7 +12,7 @@ import TuisongTransportKit
 /// `GatewayRuntime.addCredential` goes through here too, so the steps exist once.
 struct GatewayCredentialBackend: AdminCredentialBackend {
     let credentials: CredentialService
-    let store: any CredentialStore & MessageStore
+    let store: any ChannelCredentialStore & MessageStore
     let transports: GatewayTransports
     let engine: DeliveryEngine
     let localMock: LookAlikeServer?
