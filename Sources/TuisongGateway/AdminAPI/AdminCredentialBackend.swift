@@ -101,8 +101,11 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             record.status = "failing"
             record.statusReason = reason
             logger.warning(
-                "APNs refused the provider token of a key just added",
-                metadata: ["credential": "\(record.id)", "app": "\(record.appID)", "reason": "\(reason)"])
+                "the service refused the provider token of a key just added",
+                metadata: [
+                    "credential": "\(record.id)", "app": "\(record.appID)", "channel": "\(record.channel)",
+                    "reason": "\(reason)",
+                ])
         case .accepted: check = .accepted
         case .unavailable(let reason): check = .unavailable(reason)
         case nil:
