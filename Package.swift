@@ -300,7 +300,7 @@ let package = Package(
             name: "TuisongStoreTests",
             dependencies: [
                 "TuisongStore", "TuisongSQLStore", "TuisongSQLiteStore", "TuisongPostgresStore", "TuisongCore",
-                "TuisongPluginTestKit", "TuisongPostgresTestKit", "TuisongAPNsTransport",
+                "TuisongPluginTestKit", "TuisongPostgresTestKit", "TuisongAPNsTransport", "TuisongTransportKit",
                 // A database left at an older migration, on a connection of its own (OpenChannelsMigrationTests).
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),

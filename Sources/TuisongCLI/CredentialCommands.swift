@@ -125,7 +125,8 @@ struct CredentialCommand: AsyncParsableCommand {
                 upload = .pem(text: try readText(pem ?? ""), password: password)
             }
             let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
-            let service = CredentialService(store: store, masterKey: masterKey)
+            let service = CredentialService(
+                store: store, masterKey: masterKey, channel: config.transports.registry.uploadedFilesChannel)
             var record: CredentialRecord
             do {
                 let saved = try await service.addOnce(
@@ -163,7 +164,9 @@ struct CredentialCommand: AsyncParsableCommand {
             if case .refused(let reason) = check {
                 let serving =
                     record.selector == nil
-                    ? try await store.activeCredential(appID: app, environment: record.environment) : nil
+                    ? try await store.activeCredential(
+                        appID: app, channel: record.channel, environment: record.environment)
+                    : nil
                 throw CredentialRefusal(
                     service: "APNs", reason: reason, saved: record.id, serving: serving.map { ($0.id, $0.isFailing) })
             }
@@ -279,7 +282,7 @@ struct CredentialCommand: AsyncParsableCommand {
                 object["channel"] = PushChannel.apns.rawValue
                 return object
             }
-            let android = ChannelCredentialView.objects(try await store.channelCredentials(appID: app))
+            let android = ChannelCredentialView.objects(try await store.formCredentials(appID: app))
             printJSON(apns + android)
         }
     }

@@ -354,15 +354,19 @@ struct DeviceCommand: AsyncParsableCommand {
         @Option(help: "The app id.") var app: Int64
         @Option(
             help:
-                "The tokens' push service: apns (hex tokens, the default), \(PushChannel.list(PushChannel.android, \.rawValue, "or"))."
+                "The tokens' push service: \(Self.defaultChannel) (hex tokens, the default), \(PushChannel.list(PushChannel.android, \.rawValue, "or"))."
         )
-        var channel: String = "apns"
+        var channel: String = Self.defaultChannel
         @Option(
             help:
                 "sandbox (test phones) or production (the default, as a vendor console exports), for any channel.")
         var environment: String?
         @Option(help: "A file of tokens; standard input when absent.") var file: String?
         @Option(help: "Tag every imported device with this tag.") var tag: String?
+
+        /// The channel whose tokens are taken bare (`ChannelCatalog.bareTokenChannel`), as the
+        /// device API takes a token given with no channel.
+        static var defaultChannel: String { ChannelCatalog.shared.bareTokenChannel?.channel.rawValue ?? "" }
 
         /// The channel, environment and tags every line is registered with, by the API's rules.
         func validated() throws -> (PushChannel, PushEnvironment, [TagName]?) {

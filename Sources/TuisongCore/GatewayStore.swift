@@ -108,7 +108,7 @@ public struct MessageSliceKey: Sendable, Hashable, CustomStringConvertible {
 
 /// The whole store as the gateway and the CLI see it, whichever database holds it: SQLite
 /// (a file path, the embedded default) or PostgreSQL (several nodes on one database).
-public protocol GatewayStore: Store, SettingsStore, CredentialStore, ChannelCredentialStore, TemplateStore,
+public protocol GatewayStore: Store, SettingsStore, ChannelCredentialStore, TemplateStore,
     AccountStore, ConsoleStore, MessageStore, WorkQueue, StoreChangeFeed, ConsoleSessionStore,
     ProviderTokenStore, ReceiptStore, ReceiptSettingsStore, WebhookStore
 {

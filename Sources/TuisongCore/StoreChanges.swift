@@ -6,9 +6,10 @@ import Synchronization
 public enum StoreChange: Sendable, Hashable {
     /// An app was created, updated (bundle id, key, vendor settings) or deleted.
     case app(Int64)
-    /// An app's uploaded file credentials (`CredentialStore`) were added, deleted or changed state.
+    /// An app's uploaded file credentials (the transport kit's `CredentialRecord`s) were added,
+    /// deleted or changed state.
     case credentials(appID: Int64)
-    /// An app's Android (channel) credentials were added, deleted or changed state.
+    /// An app's credentials of a declared form were added, deleted or changed state.
     case channelCredentials(appID: Int64)
     /// Gateway-wide settings (`SettingsStore`) changed.
     case settings

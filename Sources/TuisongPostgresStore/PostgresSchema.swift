@@ -44,7 +44,36 @@ enum PostgresSchema {
         ("pg15-backlog-by-app", PostgresSchema.backlogByApp),
         ("pg16-delivery-service-message-id", PostgresSchema.deliveryServiceMessageID),
         ("pg17-receipt-inbox", PostgresSchema.receiptInbox),
+        ("pg18-uploaded-credentials-are-channel-credentials", PostgresSchema.uploadedCredentialsAreChannelCredentials),
     ]
+
+    /// SQLite's `v24-uploaded-credentials-are-channel-credentials`: the uploaded file credentials
+    /// move into `channel_credentials` (their environment, both environments and expiry in new
+    /// columns, their other public fields in `options`), which stops refusing their channel. A
+    /// moved row keeps its id plus the largest id the table held (0 when none), and the identity
+    /// continues after the last.
+    static let uploadedCredentialsAreChannelCredentials = """
+        ALTER TABLE channel_credentials DROP CONSTRAINT channel_credentials_channel_check,
+            ADD CONSTRAINT channel_credentials_channel_check CHECK (channel ~ '^[a-z][a-z0-9_-]{0,31}$'),
+            ADD COLUMN environment TEXT CHECK (environment IN ('sandbox', 'production')),
+            ADD COLUMN both_environments INTEGER NOT NULL DEFAULT 0 CHECK (both_environments IN (0, 1)),
+            ADD COLUMN expires_at BIGINT;
+        WITH before AS (SELECT coalesce(max(id), 0) AS last_id FROM channel_credentials)
+        INSERT INTO channel_credentials (id, app_id, channel, selector, vendor_app_id, client_id,
+            encrypted_secret, options, status, status_reason, created_at, secret_digest,
+            environment, both_environments, expires_at)
+        SELECT c.id + before.last_id, c.app_id, 'apns', c.selector,
+            coalesce(c.team_id, ''), coalesce(c.key_id, c.subject, ''), c.encrypted_secret,
+            json_strip_nulls(json_build_object('kind', c.kind, 'team_id', c.team_id, 'key_id', c.key_id,
+                'subject', c.subject, 'topics', c.topic))::text,
+            c.status, c.status_reason, c.created_at, c.secret_digest, c.environment, c.both_environments,
+            c.expires_at
+        FROM credentials c, before ORDER BY c.id;
+        SELECT setval(pg_get_serial_sequence('channel_credentials', 'id'),
+            greatest(max(id), (SELECT last_value FROM channel_credentials_id_seq)))
+        FROM channel_credentials HAVING count(*) > 0;
+        DROP TABLE credentials;
+        """
 
     /// SQLite's `v18-receipt-credentials`: callback credentials per app and service (the key
     /// sealed), the apps that existed while they were derived from the master key, and whether

@@ -180,7 +180,8 @@ extension PostgresStore {
             position: id, deviceID: id, token: row[1].string ?? "", environment: environment,
             registeredAt: SQLTime.date(row.int64(at: 3)), credentialSelector: row[4].string)
         let channelName = row[5].string ?? ""
-        if channelName != "apns" {
+        // As SQLite's: one comparison with the entry's default channel, no parse, for most rows.
+        if channelName != entry.channel.rawValue {
             guard let channel = PushChannel(rawValue: channelName) else {
                 throw StoreError(
                     .unavailable, "devices.channel holds a channel this build does not speak: \(channelName)")

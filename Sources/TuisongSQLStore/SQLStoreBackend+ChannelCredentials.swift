@@ -1,14 +1,18 @@
 import Foundation
 import TuisongCore
 
-// ChannelCredentialStore (Android services' credentials), written once.
+// ChannelCredentialStore (every channel's credentials), written once.
 extension SQLStoreBackend {
-    /// `.conflict` for a channel its transport declares not Android-style (its credentials are
-    /// `credentials`), `.notFound` for an unknown app.
+    /// `.conflict` for a credential without an environment of a channel whose credentials serve
+    /// one (as its transport declares), or the other way round; `.notFound` for an unknown app.
     public func addChannelCredential(_ credential: NewChannelCredential) async throws -> ChannelCredentialRecord {
-        guard credential.channel.isAndroid else {
+        let servesEnvironments = credential.channel.declaration.credentialsServeEnvironments
+        guard servesEnvironments == (credential.environment != nil) else {
             let name = credential.channel.withArticle
-            throw StoreError(.conflict, "\(name) credential belongs in credentials, not channel_credentials")
+            throw StoreError(
+                .conflict,
+                servesEnvironments
+                    ? "\(name) credential serves an environment" : "\(name) credential serves no environment")
         }
         let now = nowMilliseconds
         let options = JSONValue.object(credential.options.mapValues(JSONValue.string)).serializedString
@@ -16,10 +20,11 @@ extension SQLStoreBackend {
             let inserted = try db.fetchOne(
                 """
                 INSERT INTO channel_credentials (app_id, channel, selector, vendor_app_id, client_id,
-                    encrypted_secret, created_at, options, secret_digest)
+                    encrypted_secret, created_at, options, secret_digest, environment, both_environments, expires_at)
                 VALUES (\(credential.appID), \(credential.channel.rawValue), \(credential.selector),
                     \(credential.vendorAppID), \(credential.clientID), \(credential.encryptedSecret), \(now),
-                    \(options), \(credential.secretDigest))
+                    \(options), \(credential.secretDigest), \(credential.environment?.rawValue),
+                    \(credential.servesBothEnvironments ? 1 : 0), \(credential.expiresAt.map(SQLTime.milliseconds)))
                 ON CONFLICT (app_id, secret_digest) DO NOTHING
                 RETURNING \(raw: Rows.channelCredentialColumns)
                 """)
@@ -71,6 +76,23 @@ extension SQLStoreBackend {
         }
     }
 
+    /// The app's newest working credential for `channel` without a selector serving
+    /// `environment` (its own, or both), else its newest.
+    public func activeChannelCredential(appID: Int64, channel: PushChannel, environment: PushEnvironment)
+        async throws -> ChannelCredentialRecord?
+    {
+        try await sqlRead { db in
+            try db.fetchOne(
+                """
+                SELECT \(raw: Rows.channelCredentialColumns) FROM channel_credentials
+                WHERE app_id = \(appID) AND channel = \(channel.rawValue)
+                    AND (environment = \(environment.rawValue) OR both_environments = 1) AND selector IS NULL
+                ORDER BY CASE WHEN status = 'failing' THEN 1 ELSE 0 END, id DESC LIMIT 1
+                """
+            ).map(Rows.channelCredentialRecord)
+        }
+    }
+
     public func channelCredential(id: Int64) async throws -> ChannelCredentialRecord? {
         try await sqlRead { db in
             try db.fetchOne("SELECT \(raw: Rows.channelCredentialColumns) FROM channel_credentials WHERE id = \(id)")
@@ -100,7 +122,7 @@ extension SQLStoreBackend {
 extension Rows {
     package static let channelCredentialColumns = """
         id, app_id, channel, selector, vendor_app_id, client_id, encrypted_secret, status, status_reason, created_at, \
-        options, secret_digest
+        options, secret_digest, environment, both_environments, expires_at
         """
 
     package static func channelCredentialRecord(_ row: SQLRow) throws -> ChannelCredentialRecord {
@@ -110,10 +132,18 @@ extension Rows {
         }
         let options = (try? JSONValue(parsing: Array(row.string(10).utf8)))?.objectValue?.compactMapValues(
             \.stringValue)
+        var environment: PushEnvironment?
+        if let name = row.optionalString(12) {
+            guard let known = PushEnvironment(rawValue: name) else {
+                throw StoreError(.unavailable, "channel_credentials row \(row.int64(0)) holds unknown values")
+            }
+            environment = known
+        }
         return ChannelCredentialRecord(
             id: row.int64(0), appID: row.int64(1), channel: channel, selector: row.optionalString(3),
             vendorAppID: row.string(4), clientID: row.string(5), encryptedSecret: row.bytes(6),
             options: options ?? [:], status: row.string(7), statusReason: row.optionalString(8),
-            createdAt: row.date(9), secretDigest: row.optionalString(11))
+            createdAt: row.date(9), secretDigest: row.optionalString(11), environment: environment,
+            servesBothEnvironments: row.int64(13) != 0, expiresAt: row.optionalDate(14))
     }
 }

@@ -799,7 +799,7 @@ extension SQLiteStore: MessageStore {
         try addReasons(db, addFailure, messageID: messageID, failures)
     }
 
-    /// Applies an APNs invalidation unless the device registered again after APNs's moment.
+    /// Applies a service's invalidation unless the device registered again after the service's moment.
     private static func invalidate(
         _ db: Database, _ invalidation: DeviceInvalidation, now: Int64, webhooks: WebhookOutbox
     ) throws {
@@ -836,8 +836,9 @@ extension SQLiteStore: MessageStore {
             position: row[0], deviceID: row[0], token: row[1], environment: environment,
             registeredAt: SQLTime.date(updatedAt), credentialSelector: selector)
         let channelName: String = row[5]
-        // Nearly every device is on APNs: one comparison, no enum parse, on the fan-out path.
-        if channelName != "apns" {
+        // Nearly every device is on the entry's default channel: one comparison, no parse, on
+        // the fan-out path.
+        if channelName != entry.channel.rawValue {
             guard let channel = PushChannel(rawValue: channelName) else {
                 throw StoreError(
                     .unavailable, "devices.channel holds a channel this build does not speak: \(channelName)")

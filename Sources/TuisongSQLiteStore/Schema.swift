@@ -44,6 +44,7 @@ enum Schema {
         (v21Identifier, sql(v21BacklogByApp)),
         (v22Identifier, sql(v22DeliveryServiceMessageID)),
         (v23Identifier, sql(v23ReceiptInbox)),
+        (v24Identifier, sql(v24UploadedCredentialsAreChannelCredentials)),
     ]
 
     /// A migration that runs `text`.

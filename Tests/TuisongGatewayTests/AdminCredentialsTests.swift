@@ -190,6 +190,10 @@ import TuisongPluginTestKit
 
         #expect(try await client.call("POST", "/apps/\(other.id)/credentials/\(id)/test").status == 404)
         #expect(try await client.call("DELETE", "/apps/\(other.id)/credentials/\(id)").status == 404)
+        // One table holds every channel's credentials: the form credentials' routes neither list
+        // nor delete an uploaded key.
+        #expect(try await client.call("GET", "/apps/\(app.id)/channel-credentials").list("credentials").isEmpty)
+        #expect(try await client.call("DELETE", "/apps/\(app.id)/channel-credentials/\(id)").status == 404)
         #expect(try await client.call("DELETE", "/apps/\(app.id)/credentials/\(id)").status == 204)
         #expect(try await client.call("DELETE", "/apps/\(app.id)/credentials/\(id)").status == 404)
         #expect(try await client.call("GET", "/apps/\(app.id)/credentials").list("credentials").isEmpty)
@@ -355,6 +359,9 @@ import TuisongPluginTestKit
         #expect(try await client.call("GET", "/apps/\(other.id)/channel-credentials").list("credentials").isEmpty)
 
         #expect(try await client.call("DELETE", "/apps/\(other.id)/channel-credentials/\(huaweiID)").status == 404)
+        // Nor do the uploaded credentials' routes a form's.
+        #expect(try await client.call("GET", "/apps/\(app.id)/credentials").list("credentials").isEmpty)
+        #expect(try await client.call("DELETE", "/apps/\(app.id)/credentials/\(huaweiID)").status == 404)
         #expect(try await client.call("DELETE", "\(path)/\(huaweiID)").status == 204)
         #expect(try await client.call("DELETE", "\(path)/\(huaweiID)").status == 404)
         #expect(try await client.call("GET", path).list("credentials").map { $0["channel"] as? String } == ["fcm"])

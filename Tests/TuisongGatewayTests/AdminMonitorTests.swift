@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongPluginTestKit
+import TuisongTransportKit
 
 @testable import TuisongGateway
 
@@ -66,12 +67,14 @@ import TuisongPluginTestKit
         let app = try await store.createApp(name: "商城", bundleID: "com.example.shop", apiKeyHash: "h")
         let failing = try await store.addCredential(
             NewCredential(
-                appID: app.id, kind: .p8, environment: .production, teamID: "TEAM123456", keyID: "KEY1234567",
+                appID: app.id, channel: .apns, kind: .p8, environment: .production, teamID: "TEAM123456",
+                keyID: "KEY1234567",
                 subject: nil, topics: [], expiresAt: nil, encryptedSecret: [1, 2, 3]))
         try await store.setCredentialStatus(id: failing.id, status: "failing", reason: "InvalidProviderToken")
         _ = try await store.addCredential(
             NewCredential(
-                appID: app.id, kind: .p12, environment: .sandbox, teamID: nil, keyID: nil, subject: "CN=Apple Push",
+                appID: app.id, channel: .apns, kind: .p12, environment: .sandbox, teamID: nil, keyID: nil,
+                subject: "CN=Apple Push",
                 topics: ["com.example.shop"], expiresAt: Date().addingTimeInterval(10 * 86400), encryptedSecret: [4]))
         let monitor = try await client.call("GET", "/monitor")
         let alerts = try #require(monitor.jsonObject["credentials"] as? [String: Any])
@@ -123,12 +126,14 @@ import TuisongPluginTestKit
         // Replaced: a refused key, then a working one for both environments.
         let refusedKey = try await store.addCredential(
             NewCredential(
-                appID: app.id, kind: .p8, environment: .production, teamID: "TEAM123456", keyID: "KEY1234567",
+                appID: app.id, channel: .apns, kind: .p8, environment: .production, teamID: "TEAM123456",
+                keyID: "KEY1234567",
                 subject: nil, topics: [], expiresAt: nil, encryptedSecret: [1], servesBothEnvironments: true))
         try await store.setCredentialStatus(id: refusedKey.id, status: "failing", reason: "InvalidProviderToken")
         _ = try await store.addCredential(
             NewCredential(
-                appID: app.id, kind: .p8, environment: .production, teamID: "TEAM123456", keyID: "KEY7654321",
+                appID: app.id, channel: .apns, kind: .p8, environment: .production, teamID: "TEAM123456",
+                keyID: "KEY7654321",
                 subject: nil, topics: [], expiresAt: nil, encryptedSecret: [2], servesBothEnvironments: true))
         // Replaced: a refused Xiaomi secret, then one that works.
         let refusedXiaomi = try await store.addChannelCredential(

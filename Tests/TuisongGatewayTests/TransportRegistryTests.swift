@@ -114,6 +114,23 @@ import TuisongTransportKit
         }
     }
 
+    /// A background-only push at priority 10 is refused up front in the words of the service
+    /// whose declaration refuses it (APNs), and taken by a gateway without such a service.
+    @Test func anImmediateBackgroundPushIsRefusedByTheServiceThatDeclaresIt() throws {
+        let body: [String: Any] = [
+            "audience": ["all": true], "notification": ["content_available": true], "priority": 10,
+        ]
+        #expect {
+            try NativePushRequest.parse(body, appID: 1, now: Date())
+        } throws: { error in
+            (error as? NativeAPIError)?.message
+                == "priority 10 with a background-only notification is refused by APNs; use 5"
+        }
+        let echoOnly = TransportRegistry([EchoTransport.declaration])
+        let job = try NativePushRequest.parse(body, appID: 1, now: Date(), transports: echoOnly)
+        #expect(job.options.priority == .immediate)
+    }
+
     @Test func theStandardRegistryDeclaresEveryChannelWithTheSameNamesAsBefore() {
         TransportRegistry.install()
         let registry = TransportRegistry.standard

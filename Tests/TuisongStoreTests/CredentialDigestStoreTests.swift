@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongPluginTestKit
+import TuisongTransportKit
 
 @testable import TuisongPostgresStore
 @testable import TuisongSQLStore
@@ -18,20 +19,27 @@ struct CredentialDigestStoreTests {
             let app = try await makeApp(store)
             let key = try await store.addCredential(
                 NewCredential(
-                    appID: app.id, kind: .p8, environment: .production, teamID: "TEAM123456", keyID: "KEY1234567",
+                    appID: app.id, channel: .apns, kind: .p8, environment: .production, teamID: "TEAM123456",
+                    keyID: "KEY1234567",
                     subject: nil, topics: [], expiresAt: nil, encryptedSecret: [1], servesBothEnvironments: true))
             #expect(key.servesBothEnvironments)
             #expect(key.environmentName == "both")
-            #expect(try await store.activeCredential(appID: app.id, environment: .sandbox)?.id == key.id)
-            #expect(try await store.activeCredential(appID: app.id, environment: .production)?.id == key.id)
+            #expect(
+                try await store.activeCredential(appID: app.id, channel: .apns, environment: .sandbox)?.id == key.id)
+            #expect(
+                try await store.activeCredential(appID: app.id, channel: .apns, environment: .production)?.id == key.id)
 
             // A newer certificate for production serves production; the key still serves sandbox.
             let certificate = try await store.addCredential(
                 NewCredential(
-                    appID: app.id, kind: .p12, environment: .production, teamID: nil, keyID: nil, subject: "CN=x",
+                    appID: app.id, channel: .apns, kind: .p12, environment: .production, teamID: nil, keyID: nil,
+                    subject: "CN=x",
                     topics: [], expiresAt: nil, encryptedSecret: [2]))
-            #expect(try await store.activeCredential(appID: app.id, environment: .production)?.id == certificate.id)
-            #expect(try await store.activeCredential(appID: app.id, environment: .sandbox)?.id == key.id)
+            #expect(
+                try await store.activeCredential(appID: app.id, channel: .apns, environment: .production)?.id
+                    == certificate.id)
+            #expect(
+                try await store.activeCredential(appID: app.id, channel: .apns, environment: .sandbox)?.id == key.id)
             #expect(try await store.credential(id: certificate.id)?.servesBothEnvironments == false)
         }
     }
@@ -43,7 +51,8 @@ struct CredentialDigestStoreTests {
             let other = try await makeApp(store, "other")
             func apns(_ appID: Int64, _ digest: String?, secret: UInt8) -> NewCredential {
                 NewCredential(
-                    appID: appID, kind: .p8, environment: .production, teamID: "TEAM123456", keyID: "KEY1234567",
+                    appID: appID, channel: .apns, kind: .p8, environment: .production, teamID: "TEAM123456",
+                    keyID: "KEY1234567",
                     subject: nil, topics: [], expiresAt: nil, encryptedSecret: [secret], servesBothEnvironments: true,
                     secretDigest: digest)
             }
@@ -68,7 +77,9 @@ struct CredentialDigestStoreTests {
             #expect(try await store.addChannelCredential(huawei("c1", secret: 2)) == channel)
             #expect(try await store.channelCredential(appID: app.id, secretDigest: "c1") == channel)
             #expect(try await store.addChannelCredential(huawei("c2", secret: 2)).id != channel.id)
-            #expect(try await store.channelCredentials(appID: app.id).count == 2)
+            #expect(try await store.formCredentials(appID: app.id).count == 2)
+            // One table: the uploaded credentials beside the form's.
+            #expect(try await store.channelCredentials(appID: app.id).count == 5)
         }
     }
 }

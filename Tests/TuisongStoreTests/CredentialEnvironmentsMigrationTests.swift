@@ -1,6 +1,10 @@
 import Foundation
+import GRDB
 import Testing
 import TuisongCore
+import TuisongPostgres
+import TuisongPostgresTestKit
+import TuisongTransportKit
 
 @testable import TuisongPostgresStore
 @testable import TuisongSQLStore
@@ -10,48 +14,59 @@ import TuisongCore
 /// `v19-credentials-both-environments-digests` (SQLite) and
 /// `pg13-credentials-both-environments-digests` (PostgreSQL): the `.p8` keys stored before serve
 /// both environments (a sandbox iPhone beside a production key is no longer held), certificates
-/// keep theirs, and rows without a digest stay distinct.
+/// keep theirs, and rows without a digest stay distinct. A database left by an older binary
+/// (v18 / pg12), upgraded by today's store.
 @Suite struct CredentialEnvironmentsMigrationTests {
-    @Test(arguments: Backend.allCases)
-    func storedKeysServeBothEnvironments(_ backend: Backend) async throws {
-        try await withStore(backend) { store in
-            let app = try await makeApp(store)
-            let (blob, migration): (String, String) =
-                switch backend {
-                case .sqlite: ("X'01'", Schema.v19CredentialsBothEnvironmentsDigests)
-                case .postgresql: ("'\\x01'::bytea", PostgresSchema.credentialsBothEnvironmentsDigests)
-                }
-            // The tables as v18 / pg12 left them, a production key and a sandbox certificate, then
-            // the migration.
-            try await store.sharedDatabase.write { db in
-                try db.execute(
-                    """
-                    DROP INDEX credentials_by_digest;
-                    DROP INDEX channel_credentials_by_digest;
-                    ALTER TABLE credentials DROP COLUMN both_environments;
-                    ALTER TABLE credentials DROP COLUMN secret_digest;
-                    ALTER TABLE channel_credentials DROP COLUMN secret_digest;
-                    """)
-                try db.execute(
-                    """
-                    INSERT INTO credentials (app_id, kind, environment, team_id, key_id, encrypted_secret, created_at)
-                    VALUES (\(app.id), 'p8', 'production', 'TEAM123456', 'KEY1234567', \(blob), 1)
-                    """)
-                try db.execute(
-                    """
-                    INSERT INTO credentials (app_id, kind, environment, subject, encrypted_secret, created_at)
-                    VALUES (\(app.id), 'p12', 'sandbox', 'CN=x', \(blob), 2)
-                    """)
-                try db.execute(migration)
-            }
-            let stored = try await store.credentials(appID: app.id)
-            #expect(stored.map(\.servesBothEnvironments) == [true, false])
-            #expect(stored.map(\.secretDigest) == [nil, nil])
-            // The production key now serves sandbox too; the newer sandbox certificate wins there.
-            #expect(try await store.activeCredential(appID: app.id, environment: .production)?.kind == .p8)
-            #expect(try await store.activeCredential(appID: app.id, environment: .sandbox)?.kind == .p12)
-            try await store.sharedDatabase.write { db in try db.execute("DELETE FROM credentials WHERE kind = 'p12'") }
-            #expect(try await store.activeCredential(appID: app.id, environment: .sandbox)?.kind == .p8)
+    /// A production key and a sandbox certificate, as v18 / pg12 stored them.
+    static let rows = [
+        """
+        INSERT INTO apps (id, name, bundle_id, api_key_hash, created_at, updated_at)
+        VALUES (1, 'old', 'com.example.old', 'hash-old', 0, 0)
+        """,
+        """
+        INSERT INTO credentials (app_id, kind, environment, team_id, key_id, encrypted_secret, created_at)
+        VALUES (1, 'p8', 'production', 'TEAM123456', 'KEY1234567', X'01', 1)
+        """,
+        """
+        INSERT INTO credentials (app_id, kind, environment, subject, encrypted_secret, created_at)
+        VALUES (1, 'p12', 'sandbox', 'CN=x', X'01', 2)
+        """,
+    ]
+
+    @Test func storedSQLiteKeysServeBothEnvironments() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        try FileManager.default.createDirectory(
+            atPath: (database.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let old = try Schema.openDatabase(path: database.path, through: Schema.v18Identifier)
+        try await old.write { db in for row in Self.rows { try db.execute(sql: row) } }
+        try old.close()
+        let store = try SQLiteStore(path: database.path)
+        defer { try? store.close() }
+        try await Self.expectBothEnvironments(store)
+    }
+
+    @Test func storedPostgresKeysServeBothEnvironments() async throws {
+        try await withTestDatabase { url in
+            let old = try PostgresConnection(url: url)
+            try PostgresSchema.migrate(old, plugins: [], through: "pg12-receipt-credentials")
+            for row in Self.rows { try old.execute(row.replacingOccurrences(of: "X'01'", with: "'\\x01'::bytea")) }
+            try old.execute("SELECT setval(pg_get_serial_sequence('apps', 'id'), 1)")
+            let store = try PostgresStore(url: url)
+            defer { try? store.close() }
+            try await Self.expectBothEnvironments(store)
         }
+    }
+
+    static func expectBothEnvironments(_ store: any GatewayStore) async throws {
+        let stored = try await store.credentials(appID: 1)
+        #expect(stored.map(\.servesBothEnvironments) == [true, false])
+        #expect(stored.map(\.secretDigest) == [nil, nil])
+        // The production key now serves sandbox too; the newer sandbox certificate wins there.
+        #expect(try await store.activeCredential(appID: 1, channel: .apns, environment: .production)?.kind == .p8)
+        #expect(try await store.activeCredential(appID: 1, channel: .apns, environment: .sandbox)?.kind == .p12)
+        let certificate = try #require(stored.last)
+        #expect(try await store.deleteCredential(id: certificate.id))
+        #expect(try await store.activeCredential(appID: 1, channel: .apns, environment: .sandbox)?.kind == .p8)
     }
 }

@@ -21,14 +21,14 @@ struct SchemaTests {
 
         let objects = try await store.schemaObjectNames()
         for table in [
-            "apps", "credentials", "devices", "tags", "device_tags", "templates", "push_settings",
+            "apps", "channel_credentials", "devices", "tags", "device_tags", "templates", "push_settings",
             "settings", "messages", "message_failures", "deliveries",
         ] {
             #expect(objects.contains(table), "missing table \(table)")
         }
         for index in [
             "devices_by_user", "devices_by_im_account",
-            "device_tags_by_device", "credentials_by_app", "messages_pending", "deliveries_due",
+            "device_tags_by_device", "channel_credentials_by_app", "messages_pending", "deliveries_due",
             "deliveries_by_message",
         ] {
             #expect(objects.contains(index), "missing index \(index)")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongPluginTestKit
+import TuisongTransportKit
 
 @testable import TuisongPostgresStore
 @testable import TuisongSQLStore
@@ -35,7 +36,8 @@ struct SettingsStoreTests {
             let expires = Date(timeIntervalSince1970: 1_900_000_000.123)
             let p8 = try await store.addCredential(
                 NewCredential(
-                    appID: app.id, kind: .p8, environment: .production, teamID: "TEAM123456", keyID: "KEY1234567",
+                    appID: app.id, channel: .apns, kind: .p8, environment: .production, teamID: "TEAM123456",
+                    keyID: "KEY1234567",
                     subject: nil, topics: ["com.example.demo", "com.example.demo.voip"], expiresAt: nil,
                     encryptedSecret: [0, 1, 2, 255]))
             #expect(p8.kind == .p8)
@@ -47,27 +49,33 @@ struct SettingsStoreTests {
             clock.advance(by: 1)
             let newer = try await store.addCredential(
                 NewCredential(
-                    appID: app.id, kind: .p12, environment: .production, teamID: nil, keyID: nil,
+                    appID: app.id, channel: .apns, kind: .p12, environment: .production, teamID: nil, keyID: nil,
                     subject: "Apple Push Services: com.example.demo", topics: [], expiresAt: expires,
                     encryptedSecret: [9]))
             let selected = try await store.addCredential(
                 NewCredential(
-                    appID: app.id, kind: .pem, environment: .production, teamID: nil, keyID: nil, subject: nil,
+                    appID: app.id, channel: .apns, kind: .pem, environment: .production, teamID: nil, keyID: nil,
+                    subject: nil,
                     topics: [], expiresAt: nil, encryptedSecret: [7], selector: "cert-2"))
             #expect(newer.expiresAt == expires)
             #expect(try await store.credential(id: newer.id) == newer)
             #expect(try await store.credentials(appID: app.id).map(\.id) == [p8.id, newer.id, selected.id])
-            #expect(try await store.activeCredential(appID: app.id, environment: .production)?.id == newer.id)
-            #expect(try await store.activeCredential(appID: app.id, environment: .sandbox) == nil)
+            #expect(
+                try await store.activeCredential(appID: app.id, channel: .apns, environment: .production)?.id
+                    == newer.id)
+            #expect(try await store.activeCredential(appID: app.id, channel: .apns, environment: .sandbox) == nil)
 
             try await store.setCredentialStatus(id: newer.id, status: "failing", reason: "BadCertificate")
             let failing = try #require(await store.credential(id: newer.id))
             #expect(failing.isFailing)
             #expect(failing.statusReason == "BadCertificate")
             // A failing credential does not replace one that works; with none working, the newest serves.
-            #expect(try await store.activeCredential(appID: app.id, environment: .production)?.id == p8.id)
+            #expect(
+                try await store.activeCredential(appID: app.id, channel: .apns, environment: .production)?.id == p8.id)
             try await store.setCredentialStatus(id: p8.id, status: "failing", reason: "InvalidProviderToken")
-            #expect(try await store.activeCredential(appID: app.id, environment: .production)?.id == newer.id)
+            #expect(
+                try await store.activeCredential(appID: app.id, channel: .apns, environment: .production)?.id
+                    == newer.id)
             try await store.setCredentialStatus(id: p8.id, status: "ok", reason: nil)
             let refused = await #expect(throws: StoreError.self) {
                 try await store.setCredentialStatus(id: newer.id, status: "broken", reason: nil)
@@ -76,11 +84,13 @@ struct SettingsStoreTests {
 
             #expect(try await store.deleteCredential(id: newer.id))
             #expect(try await store.deleteCredential(id: newer.id) == false)
-            #expect(try await store.activeCredential(appID: app.id, environment: .production)?.id == p8.id)
+            #expect(
+                try await store.activeCredential(appID: app.id, channel: .apns, environment: .production)?.id == p8.id)
             let orphan = await #expect(throws: StoreError.self) {
                 _ = try await store.addCredential(
                     NewCredential(
-                        appID: app.id + 100, kind: .p8, environment: .sandbox, teamID: nil, keyID: nil, subject: nil,
+                        appID: app.id + 100, channel: .apns, kind: .p8, environment: .sandbox, teamID: nil, keyID: nil,
+                        subject: nil,
                         topics: [], expiresAt: nil, encryptedSecret: [1]))
             }
             #expect(orphan?.code == .notFound)

@@ -65,7 +65,10 @@ struct VendorColumnsMigrationTests {
         #expect(!devices.contains("baidu_user_id") && !devices.contains("baidu_channel_id"))
         #expect(!devices.contains("unread_count"))
         #expect(devices.contains("token") && devices.contains("credential_selector"))
-        let credentials = try await Self.columns("credentials", store)
+        // v24 moved the uploaded credentials, selector and all, into `channel_credentials`: the
+        // vendor columns v8 dropped did not come back with them.
+        #expect(try await Self.columns("credentials", store).isEmpty)
+        let credentials = try await Self.columns("channel_credentials", store)
         #expect(!credentials.contains("tencent_busi_id") && !credentials.contains("easemob_cert_name"))
         #expect(credentials.contains("selector"))
 

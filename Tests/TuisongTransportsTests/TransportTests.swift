@@ -370,6 +370,14 @@ final class CredentialStoreDouble: ChannelCredentialStore {
         records.withLock { $0.last { $0.appID == appID && $0.channel == channel && $0.selector == selector } }
     }
 
+    func activeChannelCredential(appID: Int64, channel: PushChannel, environment: PushEnvironment) async throws
+        -> ChannelCredentialRecord?
+    {
+        records.withLock {
+            $0.last { $0.appID == appID && $0.channel == channel && $0.selector == nil && $0.serves(environment) }
+        }
+    }
+
     func channelCredential(id: Int64) async throws -> ChannelCredentialRecord? {
         records.withLock { $0.first { $0.id == id } }
     }

@@ -427,7 +427,8 @@ def test_failing_credentials_are_shown_prominently(browser, gateway, credentials
     # APNs refusing a credential is the sender's business (and its tests'); here the row is
     # marked as the sender marks it, and the console must put it in front of the operator.
     with sqlite3.connect(gateway.directory / "tuisong.db", timeout=10) as db:
-        db.execute("UPDATE credentials SET status = 'failing', status_reason = 'BadCertificate' WHERE kind = 'p12'")
+        db.execute("UPDATE channel_credentials SET status = 'failing', status_reason = 'BadCertificate' "
+                   "WHERE json_extract(options, '$.kind') = 'p12'")
     go(browser, gateway, "monitor")
     banner = visible(browser, "#failing-credentials")
     assert "BadCertificate" in banner.text and "订单助手 Orders" in banner.text

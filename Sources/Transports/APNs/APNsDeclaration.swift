@@ -37,7 +37,9 @@ extension APNsPushTransport {
             name: "tuisong_apns_response_seconds",
             help:
                 "Seconds from handing a push to the APNs connection pool to APNs's answer (includes waiting for a free stream)."
-        ), takesUploadedFiles: true, notificationFields: notificationFields)
+        ), takesUploadedFiles: true, notificationFields: notificationFields,
+        // Apple refuses `apns-priority: 10` on a background push (content-available alone).
+        refusesImmediateBackground: true)
 
     /// Its section, `apns.*`, where operators have always had it (`TUISONG_APNS_<KEY>`; the
     /// section's `local_mock` and `local_mock_port` are the gateway's local mode, not APNs's).

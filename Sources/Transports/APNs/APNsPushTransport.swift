@@ -95,7 +95,7 @@ public final class APNsPushTransport: PushTransport {
     }
 
     let credentials: any APNsCredentialSource
-    let store: any CredentialStore
+    let store: any ChannelCredentialStore
     public let endpoints: Endpoints
     let poolSettings: APNsPoolSettings
     let fallback: Fallback?
@@ -112,7 +112,7 @@ public final class APNsPushTransport: PushTransport {
     private let warmUp: Task<Void, Never>
 
     public init(
-        credentials: any APNsCredentialSource, store: any CredentialStore, endpoints: Endpoints,
+        credentials: any APNsCredentialSource, store: any ChannelCredentialStore, endpoints: Endpoints,
         poolSettings: APNsPoolSettings, fallback: Fallback?, clock: any Clock,
         providerTokens: (any ProviderTokenStore)? = nil, appReceipts: AppReceiptTokens? = nil, logger: Logger
     ) {
@@ -392,7 +392,9 @@ public final class APNsPushTransport: PushTransport {
         let expires = now.addingTimeInterval(5)
         let found: Resolved
         if let selector {
-            let matching = try await store.credentials(appID: appID).filter { $0.selector == selector }
+            let matching = try await store.credentials(appID: appID).filter {
+                $0.channel == .apns && $0.selector == selector
+            }
             // A working credential before a failing one (as `activeCredential` orders them): one
             // the service refused does not replace one that works.
             func newest(_ candidates: [CredentialRecord]) -> CredentialRecord? {
@@ -407,7 +409,7 @@ public final class APNsPushTransport: PushTransport {
                     credential: nil, environment: environment, refusal: .noCredentialForSelector, expires: expires)
             }
         } else {
-            let credential = try await store.activeCredential(appID: appID, environment: environment)
+            let credential = try await store.activeCredential(appID: appID, channel: .apns, environment: environment)
             found = Resolved(credential: credential, environment: environment, expires: expires)
         }
         resolved.withLock { $0[key] = found }

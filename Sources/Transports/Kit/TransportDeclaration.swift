@@ -43,12 +43,16 @@ public struct TransportDeclaration: Sendable {
     /// scrape; nil: its answers are timed in `tuisong_channel_response_seconds` by channel.
     public var responseHistogram: ResponseHistogram?
     /// Whether its credentials are files an operator uploads (`.p8`, `.p12`, PEM; kept in the
-    /// `CredentialStore`, per environment) rather than a declared form's fields: the credential
+    /// `CredentialRecord`s, per environment) rather than a declared form's fields: the credential
     /// API, the CLI and the console name that channel for them.
     public var takesUploadedFiles: Bool
     /// Keys of the native API's `notification` object it reads into its own entry of the
     /// content (`PushContent.services[<name>]`).
     public var notificationFields: [NotificationField]
+    /// Whether the service refuses a background-only push sent at once (priority 10): the native
+    /// API then refuses such a message up front, naming the service, rather than each device
+    /// failing later.
+    public var refusesImmediateBackground: Bool
 
     /// A metric family's name and help text.
     public struct ResponseHistogram: Sendable, Equatable {
@@ -69,8 +73,9 @@ public struct TransportDeclaration: Sendable {
         testTokenHosts: (@Sendable (TransportSection) -> Set<String>)? = nil,
         sharedPayload: (@Sendable (PushContent, PushType) -> SharedPayload)? = nil, configPath: String? = nil,
         responseHistogram: ResponseHistogram? = nil, takesUploadedFiles: Bool = false,
-        notificationFields: [NotificationField] = []
+        notificationFields: [NotificationField] = [], refusesImmediateBackground: Bool = false
     ) {
+        self.refusesImmediateBackground = refusesImmediateBackground
         self.notificationFields = notificationFields
         self.takesUploadedFiles = takesUploadedFiles
         self.configPath = configPath

@@ -3,7 +3,7 @@ import TuisongCore
 import TuisongDelivery
 
 /// An uploaded credential file as its sealed secret opens (only ever in memory): what a
-/// transport whose credentials are files (`CredentialStore`: `.p8` keys, `.p12` and PEM
+/// transport whose credentials are files (`ChannelCredentialStore`: `.p8` keys, `.p12` and PEM
 /// certificates) parses into what it signs in with.
 public enum CredentialFile: Sendable {
     case p8(pem: String)
@@ -21,13 +21,14 @@ public protocol CredentialFileOpener: Sendable {
 /// `TransportContext` for the others: they are handed a `ChannelCredentialResolver`).
 public struct UploadedCredentials: Sendable {
     /// The stored credentials, looked up by the transport itself per app, environment and selector.
-    public var store: any CredentialStore
+    public var store: any ChannelCredentialStore
     public var opener: any CredentialFileOpener
     /// Where the gateway's nodes share signed provider tokens (nil: each connection signs its own).
     public var providerTokens: (any ProviderTokenStore)?
 
     public init(
-        store: any CredentialStore, opener: any CredentialFileOpener, providerTokens: (any ProviderTokenStore)? = nil
+        store: any ChannelCredentialStore, opener: any CredentialFileOpener,
+        providerTokens: (any ProviderTokenStore)? = nil
     ) {
         self.store = store
         self.opener = opener

@@ -7,7 +7,7 @@ import TuisongPlugin
 import TuisongStore
 
 /// The store as the console sees it.
-typealias AdminStore = Store & SettingsStore & CredentialStore & MessageStore & TemplateStore & ConsoleStore
+typealias AdminStore = Store & SettingsStore & MessageStore & TemplateStore & ConsoleStore
     & ChannelCredentialStore & ConsoleSessionStore & ReceiptStore & ReceiptSettingsStore
 
 /// The admin API under `/admin/api/`, used by the console in `web/`.

@@ -12,7 +12,7 @@ import TuisongTransportKit
 /// `GatewayRuntime.addCredential` goes through here too, so the steps exist once.
 struct GatewayCredentialBackend: AdminCredentialBackend {
     let credentials: CredentialService
-    let store: any CredentialStore & MessageStore
+    let store: any ChannelCredentialStore & MessageStore
     let transports: GatewayTransports
     let engine: DeliveryEngine
     let localMock: LookAlikeServer?
@@ -101,8 +101,11 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
             record.status = "failing"
             record.statusReason = reason
             logger.warning(
-                "APNs refused the provider token of a key just added",
-                metadata: ["credential": "\(record.id)", "app": "\(record.appID)", "reason": "\(reason)"])
+                "the service refused the provider token of a key just added",
+                metadata: [
+                    "credential": "\(record.id)", "app": "\(record.appID)", "channel": "\(record.channel)",
+                    "reason": "\(reason)",
+                ])
         case .accepted: check = .accepted
         case .unavailable(let reason): check = .unavailable(reason)
         case nil:

@@ -143,7 +143,7 @@ struct AdminCredentialsAPI: Sendable {
     func registerChannels(on router: Router, apps: AdminAppsAPI) {
         api.add(.GET, "/apps/{app}/channel-credentials", on: router) { request in
             let app = try await apps.app(request)
-            let records = try await store.channelCredentials(appID: app.id)
+            let records = try await store.formCredentials(appID: app.id)
             return .json(object: [
                 "credentials": zip(records, ChannelCredentialView.objects(records)).map { record, listed in
                     var object = listed
@@ -179,7 +179,7 @@ struct AdminCredentialsAPI: Sendable {
             object["existing"] = added.existing
             // Whether it took over its channel and selector: one the service refused does not
             // replace one that works; the one that stays in use is named.
-            let route = try await store.channelCredentials(appID: app.id).filter {
+            let route = try await store.formCredentials(appID: app.id).filter {
                 $0.channel == record.channel && $0.selector == record.selector
             }
             let serving = ChannelCredentialView.activeIDs(route).first
@@ -192,6 +192,7 @@ struct AdminCredentialsAPI: Sendable {
             let appID = try request.adminID("app", "app")
             let id = try request.adminID("credential", "credential")
             guard let credential = try await store.channelCredential(id: id), credential.appID == appID,
+                credential.environment == nil,
                 try await backend.removeChannel(credential)
             else { throw AdminError.notFound("credential") }
             api.logger.info(

@@ -159,7 +159,7 @@ struct AdminMonitorAPI: Sendable {
                     expiring.append(view)
                 }
             }
-            let channelCredentials = try await store.channelCredentials(appID: app.id)
+            let channelCredentials = try await store.formCredentials(appID: app.id)
             let activeChannel = ChannelCredentialView.activeIDs(channelCredentials)
             for credential in channelCredentials where credential.isFailing && activeChannel.contains(credential.id) {
                 var view = ChannelCredentialView.object(credential)

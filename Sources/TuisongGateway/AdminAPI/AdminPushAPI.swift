@@ -160,7 +160,7 @@ struct AdminPushAPI: Sendable {
         content: PushContent, headers: PushHeaders, environment: PushEnvironment?, appID: Int64, appName: String,
         token: String?, channels: Set<PushChannel>?
     ) async throws -> [RenderedBody] {
-        let credentials = try await store.channelCredentials(appID: appID)
+        let credentials = try await store.formCredentials(appID: appID)
         let now = api.clock.now
         return api.config.transports.registry.declarations.compactMap { declaration -> RenderedBody? in
             let channel = declaration.channel.channel

@@ -68,14 +68,21 @@ enum CredentialSecret: Codable {
 /// Validates uploads, seals secrets under the master key, and opens them for the transport that
 /// reads them (APNs's pools), which parses them.
 public struct CredentialService: Sendable {
-    let store: any CredentialStore
+    let store: any ChannelCredentialStore
     let masterKey: MasterKey
     let clock: any Clock
+    /// The channel whose credentials are uploaded files (`TransportRegistry.uploadedFilesChannel`);
+    /// nil: this gateway has none, and an upload is refused.
+    let channel: PushChannel?
 
-    public init(store: any CredentialStore, masterKey: MasterKey, clock: any Clock = SystemClock()) {
+    public init(
+        store: any ChannelCredentialStore, masterKey: MasterKey, clock: any Clock = SystemClock(),
+        channel: PushChannel?
+    ) {
         self.store = store
         self.masterKey = masterKey
         self.clock = clock
+        self.channel = channel
     }
 
     /// Parses and checks an upload: the file parses, the password is right, the key matches the
@@ -88,6 +95,9 @@ public struct CredentialService: Sendable {
     public func inspect(_ upload: CredentialUpload, appID: Int64, environment: PushEnvironment?)
         throws(CredentialError) -> NewCredential
     {
+        guard let channel else {
+            throw CredentialError(.wrongKind, "this gateway has no transport whose credentials are uploaded files")
+        }
         switch upload {
         case .p8(let pem, let keyID, let teamID):
             guard Self.isAppleIdentifier(keyID) else {
@@ -111,7 +121,8 @@ public struct CredentialService: Sendable {
                 throw CredentialError(.wrongKind, "a .p8 APNs key is an EC P-256 key; this one is not")
             }
             return NewCredential(
-                appID: appID, kind: .p8, environment: environment ?? .production, teamID: teamID, keyID: keyID,
+                appID: appID, channel: channel, kind: .p8, environment: environment ?? .production, teamID: teamID,
+                keyID: keyID,
                 subject: nil, topics: [], expiresAt: nil, encryptedSecret: try seal(.p8(pem: pem), appID: appID),
                 servesBothEnvironments: environment == nil)
         case .p12(let der, let password):
@@ -127,7 +138,8 @@ public struct CredentialService: Sendable {
                 throw CredentialError(.corruptFile, "this is not a readable .p12 file (\(error.message))")
             }
             return try certificateCredential(
-                parsed.certificate, key: parsed.key, kind: .p12, appID: appID, environment: environment,
+                parsed.certificate, key: parsed.key, kind: .p12, channel: channel, appID: appID,
+                environment: environment,
                 secret: .p12(der: Data(der), password: password))
         case .pem(let text, let password):
             let parsed: (certificate: Certificate, key: PrivateKey?, chain: [Certificate])
@@ -148,13 +160,14 @@ public struct CredentialService: Sendable {
                 throw CredentialError(.wrongKind, "the PEM holds a certificate but no private key; paste both")
             }
             return try certificateCredential(
-                parsed.certificate, key: key, kind: .pem, appID: appID, environment: environment,
+                parsed.certificate, key: key, kind: .pem, channel: channel, appID: appID, environment: environment,
                 secret: .pem(text: text, password: password))
         }
     }
 
     private func certificateCredential(
-        _ certificate: Certificate, key: PrivateKey, kind: CredentialKind, appID: Int64, environment: PushEnvironment?,
+        _ certificate: Certificate, key: PrivateKey, kind: CredentialKind, channel: PushChannel, appID: Int64,
+        environment: PushEnvironment?,
         secret: CredentialSecret
     ) throws(CredentialError) -> NewCredential {
         guard certificate.matches(key) else {
@@ -172,7 +185,7 @@ public struct CredentialService: Sendable {
                 field: "environment")
         }
         return NewCredential(
-            appID: appID, kind: kind, environment: chosen, teamID: nil, keyID: nil,
+            appID: appID, channel: channel, kind: kind, environment: chosen, teamID: nil, keyID: nil,
             subject: certificate.subject, topics: certificate.applePushTopics, expiresAt: certificate.notAfter,
             encryptedSecret: try seal(secret, appID: appID), servesBothEnvironments: universal)
     }
@@ -207,7 +220,10 @@ public struct CredentialService: Sendable {
     /// the same credential. Keyed: the digest of a secret says nothing of it without the key.
     func digest(of upload: CredentialUpload, _ credential: NewCredential) -> String {
         var parts: [[UInt8]] = [
-            Array("apns".utf8), Array(String(credential.appID).utf8), Array(credential.kind.rawValue.utf8),
+            // The channel's name (`apns`, the only one with uploaded files) leads, as it always did:
+            // digests of stored rows must not change.
+            Array(credential.channel.rawValue.utf8), Array(String(credential.appID).utf8),
+            Array(credential.kind.rawValue.utf8),
             Array((credential.servesBothEnvironments ? "both" : credential.environment.rawValue).utf8),
             Array((credential.selector ?? "").utf8), Array((credential.keyID ?? "").utf8),
             Array((credential.teamID ?? "").utf8),

@@ -55,8 +55,12 @@ enum NativePushRequest {
             guard let value = integer(raw), let priority = PushPriority(rawValue: value) else {
                 throw invalid("\"priority\" must be 10, 5 or 1")
             }
-            if priority == .immediate, content.isBackgroundOnly {
-                throw invalid("priority 10 with a background-only notification is refused by APNs; use 5")
+            if priority == .immediate, content.isBackgroundOnly,
+                let refusing = transports.declarations.first(where: \.refusesImmediateBackground)
+            {
+                throw invalid(
+                    "priority 10 with a background-only notification is refused by \(refusing.channel.displayName); use 5"
+                )
             }
             options.priority = priority
         } else if options.pushType == .background {

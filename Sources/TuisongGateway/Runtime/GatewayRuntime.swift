@@ -84,7 +84,9 @@ public final class GatewayRuntime: Sendable {
             let admin = try await AdminPassword.bootstrap(
                 settings: store, environment: environment, passwordFile: config.security.initialAdminPasswordFile,
                 iterations: adminPasswordIterations)
-            let credentials = CredentialService(store: store, masterKey: masterKey, clock: clock)
+            let credentials = CredentialService(
+                store: store, masterKey: masterKey, clock: clock,
+                channel: config.transports.registry.uploadedFilesChannel)
             let channelCredentials = ChannelCredentialService(
                 store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config),
                 registry: config.transports.registry)
@@ -496,7 +498,7 @@ enum LocalLookAlikes {
         // Every channel credential already stored is known to its look-alike service, as each
         // real service knows the accounts and clients its console issued.
         for app in try await store.apps() {
-            for record in try await store.channelCredentials(appID: app.id) {
+            for record in try await store.formCredentials(appID: app.id) {
                 trust(record, secrets: channelSecrets, on: server, logger: logger)
             }
         }
