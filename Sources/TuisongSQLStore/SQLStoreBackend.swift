@@ -47,6 +47,12 @@ public protocol SQLStoreBackend: Sendable {
     func sqlPointLookUp<T: Sendable>(
         _ lookup: SQLPointLookup, _ arguments: [SQLValue], decode: @escaping @Sendable (any ColumnValues) throws -> T
     ) async throws -> T?
+    /// Registers one device inside the caller's write (`executor` is the one `sqlWrite` handed
+    /// it) with the backend's own device upsert and tag replacement, as `registerDevice` writes
+    /// them (SQLite: a lookup then the upsert, on the one writer; PostgreSQL: an upsert whose
+    /// `xmax` says whether it inserted). Returns the device's id.
+    func sqlRegister(_ executor: any SQLExecutor, appID: Int64, _ registration: DeviceRegistration, now: Int64) throws
+        -> Int64
     /// The outbox writes of this store's webhook events, with its cached subscriptions.
     var webhookOutbox: WebhookOutbox { get }
 }

@@ -4,8 +4,8 @@ import TuisongCore
 import TuisongSQLStore
 
 // The queries written once (`SQLStoreBackend`) run on GRDB through the executor plugins use.
-extension SQLiteStore: SQLStoreBackend, SettingsStore, CredentialStore, ChannelCredentialStore, TemplateStore,
-    WebhookStore, ConsoleStore, ConsoleSessionStore, ProviderTokenStore
+extension SQLiteStore: SQLStoreBackend, AccountStore, SettingsStore, CredentialStore, ChannelCredentialStore,
+    TemplateStore, WebhookStore, ConsoleStore, ConsoleSessionStore, ProviderTokenStore
 {
     public func sqlRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         try await read { db in try body(GRDBExecutor(db: db)) }
