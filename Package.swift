@@ -301,6 +301,8 @@ let package = Package(
             dependencies: [
                 "TuisongStore", "TuisongSQLStore", "TuisongSQLiteStore", "TuisongPostgresStore", "TuisongCore",
                 "TuisongPluginTestKit", "TuisongPostgresTestKit", "TuisongAPNsTransport", "TuisongTransportKit",
+                // The released migrations' digests (ReleasedMigrationTextTests).
+                "TuisongCrypto",
                 // A database left at an older migration, on a connection of its own (OpenChannelsMigrationTests).
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),

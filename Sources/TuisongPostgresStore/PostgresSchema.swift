@@ -15,15 +15,7 @@ import TuisongSQLStore
 enum PostgresSchema {
     /// As SQLite's v19: a credential may serve both APNs environments (the `.p8` keys already
     /// stored do), and a keyed digest per upload, unique per app, finds a repeated upload.
-    static let credentialsBothEnvironmentsDigests = """
-        ALTER TABLE credentials ADD COLUMN both_environments INTEGER NOT NULL DEFAULT 0
-            CHECK (both_environments IN (0, 1));
-        UPDATE credentials SET both_environments = 1 WHERE kind = 'p8';
-        ALTER TABLE credentials ADD COLUMN secret_digest TEXT;
-        CREATE UNIQUE INDEX credentials_by_digest ON credentials(app_id, secret_digest);
-        ALTER TABLE channel_credentials ADD COLUMN secret_digest TEXT;
-        CREATE UNIQUE INDEX channel_credentials_by_digest ON channel_credentials(app_id, secret_digest);
-        """
+    static let credentialsBothEnvironmentsDigests = SharedMigrationSQL.credentialsBothEnvironmentsDigests
 
     /// The core migrations, in order. Never edit one that was released: append.
     static let coreMigrations: [(identifier: String, sql: String)] = [
@@ -128,9 +120,7 @@ enum PostgresSchema {
 
     /// SQLite's `v22-delivery-service-message-id`: the delivery's message id on its push service,
     /// whichever service, under a name that says so (`apns_id` before); values kept.
-    static let deliveryServiceMessageID = """
-        ALTER TABLE deliveries RENAME COLUMN apns_id TO service_message_id;
-        """
+    static let deliveryServiceMessageID = SharedMigrationSQL.deliveryServiceMessageID
 
     /// SQLite's `v17-webhooks`: endpoints, the outbox nodes claim rows of under a lease
     /// (`FOR UPDATE SKIP LOCKED`), and recent attempts.
@@ -223,9 +213,7 @@ enum PostgresSchema {
 
     /// Held deliveries wait until their message expires (`next_attempt_at`); the retry worker
     /// finds those whose moment passed through this index (SQLite's v14).
-    static let heldDeliveriesExpire = """
-        CREATE INDEX deliveries_held_until ON deliveries(next_attempt_at) WHERE state = 'held';
-        """
+    static let heldDeliveriesExpire = SharedMigrationSQL.heldDeliveriesExpire
 
     static let baseline = """
         CREATE TABLE apps (
@@ -515,16 +503,9 @@ enum PostgresSchema {
             core = Array(core[...end])
         }
         var steps: [(identifier: String, sql: String?)] = core.map { ($0.identifier, $0.sql) }
-        var seen = Set(steps.map(\.identifier))
-        for plugin in plugins {
-            guard !plugin.name.isEmpty, !plugin.name.contains(":") else {
-                throw StoreError(.conflict, "plugin name \"\(plugin.name)\" is empty or contains ':'")
-            }
-            for migration in plugin.migrations {
-                let identifier = "\(plugin.name):\(migration.identifier)"
-                guard !migration.identifier.isEmpty, seen.insert(identifier).inserted else {
-                    throw StoreError(.conflict, "plugin migration \"\(identifier)\" is empty or declared twice")
-                }
+        let identifiers = try PluginSchema.recordedIdentifiers(plugins, core: core.map(\.identifier))
+        for (plugin, recorded) in zip(plugins, identifiers) {
+            for (migration, identifier) in zip(plugin.migrations, recorded) {
                 steps.append((identifier, postgresSQL(of: migration)))
             }
         }

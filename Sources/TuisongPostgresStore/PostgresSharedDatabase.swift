@@ -92,9 +92,15 @@ final class PostgresExecutor: SQLExecutor, SQLRowVisitor {
         inserted = result.commandTag.hasPrefix("INSERT") && changedRows > 0
     }
 
-    /// Each row of the result as libpq answered it, no `SQLRow` made.
-    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (any ColumnValues) throws -> Void) throws {
-        for row in try run(sql, arguments).rows { try body(row) }
+    /// Each row of the result as libpq answered it, no `SQLRow` made. Planned each run: sent as
+    /// an unnamed statement, which the server plans for these values.
+    func forEachRow(
+        _ sql: String, _ arguments: [SQLValue], plannedEachRun: Bool, _ body: (any ColumnValues) throws -> Void
+    ) throws {
+        let result =
+            plannedEachRun
+            ? try conn.execute(Self.numbered(sql), arguments.map(Self.parameter)) : try run(sql, arguments)
+        for row in result.rows { try body(row) }
     }
 
     func query(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {

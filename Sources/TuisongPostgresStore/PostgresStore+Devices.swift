@@ -46,6 +46,25 @@ extension PostgresStore {
         }
     }
 
+    /// The same upsert and tag replacement as `registerDevice`, inside a write of the shared
+    /// queries (`bindDevice`): one statement after another on the write's connection.
+    public func sqlRegister(_ executor: any SQLExecutor, appID: Int64, _ registration: DeviceRegistration, now: Int64)
+        throws -> Int64
+    {
+        guard let postgres = executor as? PostgresExecutor else {
+            throw StoreError(.unavailable, "a registration was handed another store's executor")
+        }
+        let conn = postgres.conn
+        let device = try Self.registered(conn.run(Self.upsertDevice(appID: appID, registration, now: now))).device
+        if let tags = registration.tags {
+            let names = PostgresArrayLiteral.texts(tags.map(\.value))
+            for statement in Self.retagStatements(appID: appID, token: registration.token.value, names: names) {
+                try conn.run(statement)
+            }
+        }
+        return device.id
+    }
+
     /// Replacing the tag set of the device (app, token) by the names in `names` (a text array
     /// literal): its memberships go, missing tags are created (in name order, so concurrent
     /// registrations take the tags' locks in one order), the new memberships come.

@@ -61,3 +61,8 @@ extension PostgresStore {
         }
     }
 }
+
+extension PostgresRow {
+    /// The integer in column `index`, 0 for NULL.
+    func int64(at index: Int) -> Int64 { self[index].int64 ?? 0 }
+}

@@ -3,8 +3,8 @@ import TuisongCore
 
 // IM accounts on the core tables, written once: `accounts` (app state, badge) and
 // `devices.im_account` (the bound account) with `devices.account_id`, `devices.app_state` and
-// `devices.credential_selector`. Each backend keeps by hand what differs: binding a device (its
-// device upsert). The badge batching binds each list as one parameter (`SQLDialect.listTable`),
+// `devices.credential_selector`. Binding a device registers it with the backend's own upsert
+// (`sqlRegister`). The badge batching binds each list as one parameter (`SQLDialect.listTable`),
 // and where writers run side by side (PostgreSQL) takes its rows' locks in key order, so two
 // pages counting the same accounts never wait for each other in a cycle.
 extension SQLStoreBackend {
@@ -30,6 +30,21 @@ extension SQLStoreBackend {
 
     /// Lists up to this long are looked up with `sqlQuickRead`.
     public static var quickReadLimit: Int { 64 }
+
+    /// Registers the device and binds it to `account` (created if missing), in one write.
+    public func bindDevice(
+        appID: Int64, account: String, registration: DeviceRegistration, credentialSelector: String?
+    ) async throws -> Device {
+        let now = nowMilliseconds
+        return try await sqlWrite { db in
+            try AccountQueries.insertAccount(db, appID: appID, account: account, now: now)
+            let deviceID = try self.sqlRegister(db, appID: appID, registration, now: now)
+            return try AccountQueries.bindAccount(
+                db, deviceID: deviceID, appID: appID, account: account, credentialSelector: credentialSelector,
+                now: now)
+        }
+    }
+
     /// Adds one to the badge of every account named (creating missing accounts), once per time
     /// it is named, and returns each new value. One statement for the whole list: an upsert per
     /// account was most of this write's time for a 1,000-account page. An account named n times

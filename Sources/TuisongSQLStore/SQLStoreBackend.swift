@@ -47,6 +47,12 @@ public protocol SQLStoreBackend: Sendable {
     func sqlPointLookUp<T: Sendable>(
         _ lookup: SQLPointLookup, _ arguments: [SQLValue], decode: @escaping @Sendable (any ColumnValues) throws -> T
     ) async throws -> T?
+    /// Registers one device inside the caller's write (`executor` is the one `sqlWrite` handed
+    /// it) with the backend's own device upsert and tag replacement, as `registerDevice` writes
+    /// them (SQLite: a lookup then the upsert, on the one writer; PostgreSQL: an upsert whose
+    /// `xmax` says whether it inserted). Returns the device's id.
+    func sqlRegister(_ executor: any SQLExecutor, appID: Int64, _ registration: DeviceRegistration, now: Int64) throws
+        -> Int64
     /// The outbox writes of this store's webhook events, with its cached subscriptions.
     var webhookOutbox: WebhookOutbox { get }
 }
@@ -125,15 +131,23 @@ extension SQLDialect {
 /// libpq's result row), none copied into an `SQLRow`: what the store's loops over many rows
 /// read through (`forEachRow`).
 package protocol SQLRowVisitor: SQLExecutor {
-    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (any ColumnValues) throws -> Void) throws
+    /// `plannedEachRun`: the statement is planned for these values, not kept with a plan made
+    /// for any (PostgreSQL's prepared statements; SQLite plans a kept statement as it is run).
+    func forEachRow(
+        _ sql: String, _ arguments: [SQLValue], plannedEachRun: Bool, _ body: (any ColumnValues) throws -> Void)
+        throws
 }
 
 extension SQLExecutor {
     /// Each row of `query`, read in place where the executor can (`SQLRowVisitor`).
-    package func forEachRow(_ query: SQLQuery, _ body: (any ColumnValues) throws -> Void) throws {
+    /// `plannedEachRun`: planned for its values each time, where a plan kept for any values
+    /// would be a poor one (an audience page's cursor decides how much of a tag is left).
+    package func forEachRow(
+        _ query: SQLQuery, plannedEachRun: Bool = false, _ body: (any ColumnValues) throws -> Void
+    ) throws {
         let sql = query.text(for: dialect)
         if let visitor = self as? any SQLRowVisitor {
-            try visitor.forEachRow(sql, query.bindings, body)
+            try visitor.forEachRow(sql, query.bindings, plannedEachRun: plannedEachRun, body)
         } else {
             for row in try self.query(sql, query.bindings) { try body(row) }
         }

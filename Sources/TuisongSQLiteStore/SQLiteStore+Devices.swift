@@ -40,6 +40,16 @@ extension SQLiteStore {
         }
     }
 
+    /// `applyRegistration` in a write of the shared queries (`bindDevice`).
+    public func sqlRegister(_ executor: any SQLExecutor, appID: Int64, _ registration: DeviceRegistration, now: Int64)
+        throws -> Int64
+    {
+        guard let grdb = executor as? GRDBExecutor else {
+            throw StoreError(.unavailable, "a registration was handed another store's executor")
+        }
+        return try Self.applyRegistration(grdb.db, appID: appID, registration, now: now).device.id
+    }
+
     // MARK: - Statements run on the writer
 
     /// The device upsert both backends write (`Rows.deviceUpsertConflict`), with SQLite's

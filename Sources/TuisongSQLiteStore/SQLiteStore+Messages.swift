@@ -10,8 +10,8 @@ import TuisongSQLStore
 // PostgreSQL: creating a message (group
 // commit, the records kept for the dispatcher's claim), the claim (the `messages_pending`
 // partial index's terms spelled out), progress flushes (one row of counters, savepoints in one
-// write), retries and held deliveries (the message's counters, no slices) and the audience pages, the fan-out's hot path (GRDB
-// cursors over prepared statements, chunked `IN` lists where PostgreSQL binds one array).
+// write) and retries and held deliveries (the message's counters, no slices). The audience
+// pages are written once (`SQLStoreBackend+Audience`).
 extension SQLiteStore: MessageStore {
     /// Every message read's select (`SQLStoreBackend.sqlMessageSelect`): the message's own
     /// counts (SQLite keeps them on its row, one writer), its failures and skips as JSON
@@ -396,164 +396,6 @@ extension SQLiteStore: MessageStore {
         return DeletedDeviceFlushGuard.cancellingDeleted(progress, existing: Set(existing))
     }
 
-    // MARK: audience
-
-    public func audiencePage(
-        appID: Int64, audience: Audience, environment: PushEnvironment?, after cursor: Int64, limit: Int,
-        withRecipientDetails: Bool
-    ) async throws -> [AudienceEntry] {
-        let limit = max(1, limit)
-        // Account audiences are read with their details joined in (`boundDeviceEntries`); others
-        // get them in a second query only when a policy wants them.
-        let needsDetails: Bool
-        switch audience {
-        case .accounts, .allAccounts: needsDetails = false
-        default: needsDetails = withRecipientDetails
-        }
-        return try await read { db in
-            let entries = try Self.audienceEntries(
-                db, appID: appID, audience: audience, environment: environment, after: cursor, limit: limit)
-            return needsDetails ? try Self.addRecipientDetails(db, appID: appID, to: entries) : entries
-        }
-    }
-
-    /// Many pages in one read transaction (one snapshot, one trip to the reader pool).
-    public func audiencePages(_ requests: [AudiencePageRequest]) async throws -> [[AudienceEntry]] {
-        guard !requests.isEmpty else { return [] }
-        return try await read { db in
-            try requests.map { r in
-                let needsDetails: Bool
-                switch r.audience {
-                case .accounts, .allAccounts: needsDetails = false
-                default: needsDetails = r.withRecipientDetails
-                }
-                let entries = try Self.audienceEntries(
-                    db, appID: r.appID, audience: r.audience, environment: r.environment, after: r.after,
-                    limit: max(1, r.limit))
-                return needsDetails ? try Self.addRecipientDetails(db, appID: r.appID, to: entries) : entries
-            }
-        }
-    }
-
-    /// A page of devices bound to accounts with their recipient details, in one query: each
-    /// bound device carries its account's row id and app state (schema v7), so the page needs neither a
-    /// lookup in `accounts` per device nor a second query with an IN list of the page's ids,
-    /// which took longer than the page itself (per-recipient path).
-    private static func boundDeviceEntries(
-        _ db: Database, where condition: String, _ arguments: [(any DatabaseValueConvertible)?],
-        limit: Int, prepared: Bool
-    ) throws -> [AudienceEntry] {
-        var arguments = arguments
-        let sql = """
-            SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel, d.im_account, d.locale,
-                d.app_state, d.account_id
-            FROM devices d
-            WHERE \(condition) AND d.invalidated_at IS NULL
-            ORDER BY d.id LIMIT ?
-            """
-        arguments.append(limit)
-        // A page of a whole app's accounts has one text: prepared once per connection. An
-        // account list's IN list varies with its length: parsed each time.
-        let statement = prepared ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
-        return try entries(statement, StatementArguments(arguments)) { row in
-            var entry = try entry(row)
-            let account: String? = row.hasNull(atIndex: 6) ? nil : (row[6] as String)
-            let locale: String? = row.hasNull(atIndex: 7) ? nil : (row[7] as String)
-            let state: String? = row.hasNull(atIndex: 8) ? nil : (row[8] as String)
-            let accountID: Int64? = row.hasNull(atIndex: 9) ? nil : (row[9] as Int64)
-            entry.details = RecipientDetails(
-                account: account, accountID: accountID, appState: state.flatMap(AppState.init(rawValue:)),
-                locale: locale)
-            return entry
-        }
-    }
-
-    private static func audienceEntries(
-        _ db: Database, appID: Int64, audience: Audience, environment: PushEnvironment?, after cursor: Int64,
-        limit: Int
-    ) throws -> [AudienceEntry] {
-        // A query audience is read whole, every environment's devices: those of another
-        // environment than the push's are skipped, counted, not left out unseen.
-        switch audience {
-        case .all:
-            return AudienceLists.environmentPage(
-                try Self.deviceEntries(db, where: "app_id = \(appID) AND id > \(cursor)", limit: limit),
-                environment: environment)
-        case .tag(let name):
-            return AudienceLists.environmentPage(
-                try db.fetch(
-                    """
-                    SELECT d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel FROM device_tags dt
-                    JOIN devices d ON d.id = dt.device_id
-                    WHERE dt.tag_id = (SELECT id FROM tags WHERE app_id = \(appID) AND name = \(name))
-                        AND dt.device_id > \(cursor) AND d.invalidated_at IS NULL
-                    ORDER BY dt.device_id LIMIT \(limit)
-                    """, Self.entry),
-                environment: environment)
-        case .accounts(let accounts):
-            guard !accounts.isEmpty else { return [] }
-            let marks = SQLList.placeholders(accounts.count)
-            var arguments: [(any DatabaseValueConvertible)?] = [appID]
-            arguments += accounts.map { $0 as (any DatabaseValueConvertible)? }
-            arguments.append(cursor)
-            return AudienceLists.environmentPage(
-                try Self.boundDeviceEntries(
-                    db, where: "d.app_id = ? AND d.im_account IN (\(marks)) AND d.id > ?", arguments, limit: limit,
-                    prepared: false),
-                environment: environment)
-        case .allAccounts:
-            return AudienceLists.environmentPage(
-                try Self.boundDeviceEntries(
-                    db, where: "d.app_id = ? AND d.im_account IS NOT NULL AND d.id > ?", [appID, cursor], limit: limit,
-                    prepared: true),
-                environment: environment)
-        case .devices(let ids):
-            let wanted = AudienceLists.wantedDevices(ids, after: cursor, limit: limit)
-            guard !wanted.isEmpty else { return [] }
-            let marks = SQLList.placeholders(wanted.count)
-            var arguments: [(any DatabaseValueConvertible)?] = [appID]
-            arguments += wanted.map { $0 as (any DatabaseValueConvertible)? }
-            let rows = try Row.fetchAll(
-                Self.listStatement(
-                    db,
-                    sql: """
-                        SELECT id, token, environment, updated_at, credential_selector, channel, invalidated_at
-                        FROM devices WHERE app_id = ? AND id IN (\(marks))
-                        """, count: wanted.count),
-                arguments: StatementArguments(arguments))
-            var found: [Int64: Row] = [:]
-            for row in rows { found[row[0]] = row }
-            return try AudienceLists.devicePage(wanted, found: found, environment: environment) { row in
-                (try Self.entry(row), !row.hasNull(atIndex: 6))
-            }
-        case .tagSelection(let selection):
-            // The page's devices by their tags, then read as a list of them.
-            let ids = try TagSelectionPages.deviceIDs(
-                GRDBExecutor(db: db), appID: appID, selection: selection, after: cursor, limit: limit)
-            return try audienceEntries(
-                db, appID: appID, audience: .devices(ids), environment: environment, after: cursor, limit: limit)
-        case .tokens(let tokens):
-            let (start, slice) = AudienceLists.tokenSlice(tokens, after: cursor, limit: limit)
-            guard !slice.isEmpty else { return [] }
-            let marks = SQLList.placeholders(slice.count)
-            var arguments: [(any DatabaseValueConvertible)?] = [appID]
-            arguments += slice.map { $0 as (any DatabaseValueConvertible)? }
-            let rows = try Row.fetchAll(
-                Self.listStatement(
-                    db,
-                    sql: """
-                        SELECT id, token, environment, updated_at, credential_selector, channel, invalidated_at
-                        FROM devices WHERE app_id = ? AND token IN (\(marks))
-                        """, count: slice.count),
-                arguments: StatementArguments(arguments))
-            var registered: [String: Row] = [:]
-            for row in rows { registered[row[1]] = row }
-            return try AudienceLists.tokenPage(slice, start: start, registered: registered, environment: environment) {
-                row in (try Self.entry(row), !row.hasNull(atIndex: 6))
-            }
-        }
-    }
-
     // MARK: deliveries
 
     public func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord] {
@@ -770,31 +612,6 @@ extension SQLiteStore: MessageStore {
     }
 
     /// Fills account, app state and locale of a page's devices in one query.
-    private static func addRecipientDetails(_ db: Database, appID: Int64, to entries: [AudienceEntry]) throws
-        -> [AudienceEntry]
-    {
-        let ids = entries.compactMap(\.deviceID)
-        guard !ids.isEmpty else { return entries }
-        let marks = SQLList.placeholders(ids.count)
-        let rows = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT d.id, d.im_account, d.locale, d.app_state, d.account_id FROM devices d
-                WHERE d.app_id = ? AND d.id IN (\(marks))
-                """,
-            arguments: StatementArguments([appID] + ids.map { $0 as (any DatabaseValueConvertible)? }))
-        var found: [Int64: Row] = [:]
-        for row in rows { found[row[0]] = row }
-        return entries.map { entry in
-            guard let id = entry.deviceID, let row = found[id] else { return entry }
-            var detailed = entry
-            let state: String? = row[3]
-            detailed.details = RecipientDetails(
-                account: row[1], accountID: row[4], appState: state.flatMap(AppState.init(rawValue:)), locale: row[2])
-            return detailed
-        }
-    }
-
     private static func addFailures(_ db: Database, messageID: Int64, _ failures: [String: Int]) throws {
         try addReasons(db, addFailure, messageID: messageID, failures)
     }
@@ -821,52 +638,5 @@ extension SQLiteStore: MessageStore {
     /// longer ones, so the cache holds a few texts, not one per list length.
     private static func listStatement(_ db: Database, sql: String, count: Int) throws -> Statement {
         count <= 8 ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
-    }
-
-    private static func entry(_ row: Row) throws -> AudienceEntry {
-        let environmentName: String = row[2]
-        guard let environment = PushEnvironment(rawValue: environmentName) else {
-            throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
-        }
-        let updatedAt: Int64 = row[3]
-        // Not `row[4] as String?`: GRDB's optional decode looks up Optional<String>'s generic
-        // metadata on every call, a measurable share of a large fan-out's CPU.
-        let selector: String? = row.hasNull(atIndex: 4) ? nil : (row[4] as String)
-        var entry = AudienceEntry(
-            position: row[0], deviceID: row[0], token: row[1], environment: environment,
-            registeredAt: SQLTime.date(updatedAt), credentialSelector: selector)
-        let channelName: String = row[5]
-        // Nearly every device is on the entry's default channel: one comparison, no parse, on
-        // the fan-out path.
-        if channelName != entry.channel.rawValue {
-            guard let channel = PushChannel(rawValue: channelName) else {
-                throw StoreError(
-                    .unavailable, "devices.channel holds a channel this build does not speak: \(channelName)")
-            }
-            entry.channel = channel
-        }
-        return entry
-    }
-
-    /// One text per condition: prepared once per connection, not parsed per page.
-    private static func deviceEntries(_ db: Database, where condition: SQLQuery, limit: Int) throws -> [AudienceEntry] {
-        try db.fetch(
-            """
-            SELECT id, token, environment, updated_at, credential_selector, channel FROM devices
-            WHERE \(condition) AND invalidated_at IS NULL
-            ORDER BY id LIMIT \(limit)
-            """, entry)
-    }
-
-    /// The page's rows read off the statement as they are stepped: `Row.fetchAll` would copy
-    /// every row (an array of values each) before the entry is built, GRDB's larger share of a
-    /// page read.
-    private static func entries(
-        _ statement: Statement, _ arguments: StatementArguments, _ makeEntry: (Row) throws -> AudienceEntry
-    ) throws -> [AudienceEntry] {
-        var entries: [AudienceEntry] = []
-        let rows = try Row.fetchCursor(statement, arguments: arguments)
-        while let row = try rows.next() { entries.append(try makeEntry(row)) }
-        return entries
     }
 }

@@ -4,7 +4,7 @@ import TuisongCore
 import TuisongSQLStore
 
 // The queries written once (`SQLStoreBackend`) run on GRDB through the executor plugins use.
-extension SQLiteStore: SQLStoreBackend, SettingsStore, ChannelCredentialStore, TemplateStore,
+extension SQLiteStore: SQLStoreBackend, AccountStore, SettingsStore, ChannelCredentialStore, TemplateStore,
     WebhookStore, ConsoleStore, ConsoleSessionStore, ProviderTokenStore
 {
     public func sqlRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {

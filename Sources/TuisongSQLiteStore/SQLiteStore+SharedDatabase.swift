@@ -64,8 +64,11 @@ final class GRDBExecutor: SQLExecutor, SQLRowVisitor {
         changedRows = db.changesCount
     }
 
-    /// Each row read off GRDB's cursor in place.
-    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (any ColumnValues) throws -> Void) throws {
+    /// Each row read off GRDB's cursor in place. SQLite plans a kept statement when it runs it
+    /// (with its values where they matter), so every statement may be kept.
+    func forEachRow(
+        _ sql: String, _ arguments: [SQLValue], plannedEachRun: Bool, _ body: (any ColumnValues) throws -> Void
+    ) throws {
         let statement = try Self.reusable(sql, db) ?? db.makeStatement(sql: sql)
         let cursor = try Row.fetchCursor(statement, arguments: Self.arguments(arguments))
         while let row = try cursor.next() { try body(row) }

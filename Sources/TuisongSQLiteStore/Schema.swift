@@ -70,16 +70,9 @@ enum Schema {
     /// that names no core migration.
     static func migrator(plugins: [SQLiteStore.PluginSchema]) throws -> DatabaseMigrator {
         let core = coreMigrations.map(\.identifier)
-        var seen = Set(core)
-        for plugin in plugins {
-            guard !plugin.name.isEmpty, !plugin.name.contains(":") else {
-                throw StoreError(.conflict, "plugin name \"\(plugin.name)\" is empty or contains ':'")
-            }
-            for migration in plugin.migrations {
-                let identifier = "\(plugin.name):\(migration.identifier)"
-                guard !migration.identifier.isEmpty, seen.insert(identifier).inserted else {
-                    throw StoreError(.conflict, "plugin migration \"\(identifier)\" is empty or declared twice")
-                }
+        let identifiers = try PluginSchema.recordedIdentifiers(plugins, core: core)
+        for (plugin, recorded) in zip(plugins, identifiers) {
+            for (migration, identifier) in zip(plugin.migrations, recorded) {
                 if let before = migration.before, !core.contains(before) {
                     throw StoreError(
                         .conflict, "plugin migration \"\(identifier)\" names no core migration \"\(before)\"")

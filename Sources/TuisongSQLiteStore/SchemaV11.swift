@@ -6,13 +6,5 @@ extension Schema {
     /// The APNs provider token of each (team id, key id), shared by every node signing with the
     /// key, so the token changes once per refresh for the whole gateway (APNs answers
     /// TooManyProviderTokenUpdates otherwise). `issued_at` is the token's `iat`, milliseconds.
-    static let v11ProviderTokens = """
-        CREATE TABLE provider_tokens (
-            team_id TEXT NOT NULL,
-            key_id TEXT NOT NULL,
-            token TEXT NOT NULL,
-            issued_at INTEGER NOT NULL,
-            PRIMARY KEY (team_id, key_id)
-        ) STRICT, WITHOUT ROWID;
-        """
+    static let v11ProviderTokens = SharedMigrationSQL.providerTokens
 }

@@ -6,7 +6,5 @@ extension Schema {
     /// A delivery's message id on its push service (APNs's `apns-id`, an FCM message name, a
     /// Huawei request id, …) is one column whatever the service: `apns_id`, named when APNs was
     /// the only one, becomes `service_message_id`. A rename keeps every row's value as it was.
-    static let v22DeliveryServiceMessageID = """
-        ALTER TABLE deliveries RENAME COLUMN apns_id TO service_message_id;
-        """
+    static let v22DeliveryServiceMessageID = SharedMigrationSQL.deliveryServiceMessageID
 }
