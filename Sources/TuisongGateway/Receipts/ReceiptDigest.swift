@@ -242,8 +242,11 @@ final class ReceiptDigest: Sendable {
                 digested.append(DigestedReceiptPost(inboxID: post.id, appID: post.appID, receipts: resolution.receipts))
                 resolutions.append(resolution)
             case .failure(let error):
-                // It parsed when it came: only a build that reads the service's body differently
-                // gets here. Dropped with its row, so it holds up nothing.
+                // A signed POST's body was only checked for its structure when it came (its
+                // statuses are read here), so a status without what the service always sends gets
+                // here, as does a body a later build reads differently. It was answered 2xx and
+                // is not sent again: dropped with its row, so it holds up nothing, logged and
+                // counted (`unreadable`, per status) rather than lost silently.
                 logger.error(
                     "receipt POST unreadable, dropped",
                     metadata: [
