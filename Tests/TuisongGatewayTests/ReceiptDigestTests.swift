@@ -28,6 +28,16 @@ import TuisongTransportKit
         #expect(ReceiptDigestPacing(maxLag: .zero).next(sending: true, oldestWaiting: .zero) == .digest)
     }
 
+    /// The inbox's rows carry their bodies: a pass reads about what one transaction records.
+    @Test func aPassReadsAboutOneTransactionsWorthOfPosts() {
+        #expect(ReceiptDigest.readCount(statusesPerPost: nil) == ReceiptDigest.readLimit)
+        #expect(ReceiptDigest.readCount(statusesPerPost: 1000) == 1)  // Huawei's POSTs
+        #expect(ReceiptDigest.readCount(statusesPerPost: 100) == 10)  // HarmonyOS's
+        #expect(ReceiptDigest.readCount(statusesPerPost: 5000) == 1)
+        #expect(ReceiptDigest.readCount(statusesPerPost: 3) == ReceiptDigest.readLimit)
+        #expect(ReceiptDigest.readCount(statusesPerPost: 0) == ReceiptDigest.readLimit)
+    }
+
     @Test func theParseThreadRunsAtALowerPriorityThanTheCaller() async {
         let thread = LowPriorityThread(name: "test-low-priority", nice: 10)
         defer { thread.stop() }
@@ -95,5 +105,16 @@ import TuisongTransportKit
         #expect(try await store.waitingReceiptStatuses(appID: nil) == 0)
         // The inbox empty: the next look is a poll away.
         #expect(try await digest.pass() == ReceiptDigest.poll)
+
+        // POSTs of 1,000 statuses (Huawei's): one a transaction, each pass reading about one, and
+        // every one recorded in turn.
+        sending.store(false, ordering: .relaxed)
+        let large = ReceiptInboxPost(
+            channel: .huawei, appID: app.id, receivedAt: clock.now, statuses: 1000, body: body)
+        try await store.enqueueReceiptPosts([large, large, large])
+        for waiting in [2000, 1000, 0] {
+            #expect(try await digest.pass() == nil)
+            #expect(try await store.waitingReceiptStatuses(appID: nil) == waiting)
+        }
     }
 }

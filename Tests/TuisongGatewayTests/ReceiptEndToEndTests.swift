@@ -243,7 +243,8 @@ import TuisongPluginTestKit
     }
 
     /// HarmonyOS V2 receipts as Push Kit posts them: signed like Huawei's, `deliveryStatus` (or a
-    /// card's `formStatus`) per status; forged or another app's refused, malformed 400.
+    /// card's `formStatus`) per status; forged or another app's refused, malformed 400 (or, past
+    /// the structural check, counted `unreadable` by the digest).
     @Test func harmonyReceiptsAreVerifiedAndRead() async throws {
         let gw = try await TestGateway.start(environment: ["TUISONG_RECEIPTS_PUBLIC_URL": Self.publicURL])
         defer { Task { await gw.stop() } }
@@ -291,7 +292,16 @@ import TuisongPluginTestKit
         // Answered once kept; recorded by the digest.
         await gw.runtime.receiptsDigested()
         #expect(try await gw.runtime.store.receiptCounts(messageID: Int64(id)).isEmpty)
-        #expect(try await post(url, Data(#"{"statuses":[{"token":"x"}]}"#.utf8), signature: signature).status == 400)
+        // The signature covers the header: the body's structure is checked before the answer
+        // (400), its statuses are read by the digest, which counts and logs a status it cannot
+        // read (`unreadable`) and records nothing of that POST.
+        #expect(try await post(url, Data(#"{"statuses":[{"token":"x"}]"#.utf8), signature: signature).status == 400)
+        #expect(try await post(url, Data(#"{"statuses":[{"token":"x"}]}"#.utf8), signature: signature).status == 200)
+        await gw.runtime.receiptsDigested()
+        #expect(
+            try await http("GET", "\(gw.baseURL)/metrics").text.contains(
+                #"tuisong_receipts_total{channel="harmony",outcome="unreadable"} 1"#))
+        #expect(try await gw.runtime.store.waitingReceiptStatuses(appID: appID) == 0)
 
         let accepted = try await post(url, body, signature: signature)
         #expect(accepted.status == 200, "\(accepted.text)")

@@ -132,6 +132,55 @@ import TuisongTransportKit
         #expect(Self.outcome(HarmonyReceipts.parse, Self.harmonyBodies[5]).contains("replaced"))
     }
 
+    /// The check a signed POST gets before its answer (`ReceiptStatuses.count`, no value read)
+    /// refuses the bodies `read` refuses as not `{"statuses":[…]}` for their structure, and for
+    /// every body `read` takes it counts the statuses `read` gives; what it lets through that
+    /// `read` refuses is a value's spelling or a status's content (the digest's `unreadable`).
+    @Test func theIntakeCheckCountsWhatReadTakesAndRefusesWhatIsNotStatuses() {
+        for (body, parse) in Self.huaweiBodies.map({ ($0, HuaweiReceipts.parse) })
+            + Self.harmonyBodies.map({ ($0, HarmonyReceipts.parse) })
+        {
+            let checked: Int? = try? ReceiptStatuses.count(Array(body.utf8))
+            do {
+                let receipts = try parse(Array(body.utf8))
+                #expect(checked == receipts.count, "\(body)")
+            } catch {
+                // An escape is a value's spelling (`\q`, `\u0000` refused by `read`), which the
+                // check does not read.
+                if error.message == ReceiptStatuses.notStatuses.message, !body.contains(#"\"#) {
+                    #expect(checked == nil, "\(body)")
+                }
+            }
+        }
+        let structural = [
+            #"{"statuses":[{"token":"t","status":0}"#, #"{"statuses":[{"token":"t","status":0}]]}"#,
+            #"{"statuses":[{"token":"t,"status":0}]}"#, #"{"statuses":[{"token":"t" "status":0}]}"#,
+            #"{"statuses":[{"token":"t","status":0},]}"#, #"{"statuses":[,{"token":"t"}]}"#,
+            #"{"statuses":[{"token":"t",}]}"#, #"{"statuses":[{"token"}]}"#, #"{"statuses":[{:0}]}"#,
+            #"{"statuses" [] }"#, #"{"statuses":[]}{}"#, #"{"statuses":[]},"#, "{\"statuses\":[\"\u{1F}\"]}",
+            #"{"statuses":[{"token":"t","status":0}],"x":}"#, #"{"statuses":[}"#, "{", "}", "[]", "",
+            #"{"statuses":["# + String(repeating: "[", count: 100) + String(repeating: "]", count: 100) + "]}",
+        ]
+        for body in structural {
+            #expect(throws: ReceiptFormatError.self, "\(body)") { try ReceiptStatuses.count(Array(body.utf8)) }
+            #expect(throws: ReceiptFormatError.self, "\(body)") { try HuaweiReceipts.parse(Array(body.utf8)) }
+        }
+        // Counted, not read: elements of any kind at the array's own level, the last `statuses`.
+        let counts = [
+            #"{"statuses":[]}"#: 0,
+            #" {"a":{"statuses":[1]}, "statuses" : [ 1 , "x" , {"s":[[],{}]} , [ ] , null ] } "#: 5,
+            #"{"statuses":[1,2],"statuses":[3]}"#: 1, #"{"statuses":[{"token":"a\"]","status":0}]}"#: 1,
+            #"{"statuses":[tru,1e,--]}"#: 3,
+        ]
+        for (body, count) in counts {
+            #expect((try? ReceiptStatuses.count(Array(body.utf8))) == count, "\(body)")
+        }
+        // The look-alike's 1,000-status body, as Huawei posts it.
+        let template: [String: JSONValue] = ["biTag": "42.abc", "appid": "10086", "status": 0, "requestId": "r1"]
+        let body = LookAlikeReceipts.statusesBody((0..<1000).map { "token-\($0)" }, template: template)
+        #expect((try? ReceiptStatuses.count(body)) == 1000)
+    }
+
     /// The look-alikes write their receipt bodies from one serialized status per POST, the
     /// token written into each copy: the same JSON as writing every status whole.
     @Test func theLookAlikesBodyIsEveryStatusWithItsToken() throws {

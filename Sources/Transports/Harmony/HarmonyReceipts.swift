@@ -18,6 +18,8 @@ public enum HarmonyReceipts {
         verifySignature: { post, keys in signature.verify(post, keys: keys, channel: HarmonyService.channel) },
         bodyLimit: bodyLimit,
         parse: { (post) throws(ReceiptFormatError) -> [ServiceReceipt] in try parse(post.body) },
+        // The signature covers the header only: the body is checked cheaply and read by the digest.
+        intakeCheck: { (body) throws(ReceiptFormatError) -> Int in try ReceiptStatuses.count(body) },
         answer: CallbackSignature.answer,
         consoleRegistration: CallbackSignature.registration(channel: HarmonyService.channel))
 

@@ -352,6 +352,12 @@ public struct ReceiptDeclaration: Sendable {
     public var bodyLimit: Int
     /// The POST's statuses. Throws `ReceiptFormatError` for a body not in the service's format.
     public var parse: @Sendable (ReceiptPost) throws(ReceiptFormatError) -> [ServiceReceipt]
+    /// For a service whose signature covers the POST's header, not its body: a cheap check of
+    /// the body before the answer, returning how many statuses it holds (`ReceiptStatuses.count`);
+    /// the body is then kept as posted and `parse`d only by the digest, which counts and logs
+    /// one it cannot read (`unreadable`). What it throws is answered 400. nil: the body is
+    /// parsed whole before the answer (the services whose statuses' tags are their only proof).
+    public var intakeCheck: (@Sendable ([UInt8]) throws(ReceiptFormatError) -> Int)?
     public var answer: @Sendable (ReceiptAnswer) -> ReceiptResponse
     /// What the operator registers in the service's console (nil: the send names the URL
     /// itself), for the console and `tuisong credential show`: given the
@@ -368,12 +374,14 @@ public struct ReceiptDeclaration: Sendable {
     public init(
         verifySignature: (@Sendable (ReceiptPost, ReceiptKeys) -> Bool)?, bodyLimit: Int,
         parse: @escaping @Sendable (ReceiptPost) throws(ReceiptFormatError) -> [ServiceReceipt],
+        intakeCheck: (@Sendable ([UInt8]) throws(ReceiptFormatError) -> Int)? = nil,
         answer: @escaping @Sendable (ReceiptAnswer) -> ReceiptResponse,
         consoleRegistration: (@Sendable (_ url: String, CallbackCredentials?) -> [String: String])? = nil
     ) {
         self.verifySignature = verifySignature
         self.bodyLimit = bodyLimit
         self.parse = parse
+        self.intakeCheck = intakeCheck
         self.answer = answer
         self.consoleRegistration = consoleRegistration
     }

@@ -7,7 +7,8 @@ import TuisongTransportKit
 /// `POST /receipts/{channel}/{app id}`: the delivery receipts the services post, one route per
 /// transport that declares receipts (`TransportDeclaration.receipts`), nothing per service
 /// here. A POST is checked (the service's signature where it signs; where it does not, every
-/// status's tag, a MAC of its message under the app's key), read, kept in the receipt inbox
+/// status's tag, a MAC of its message under the app's key), read (where the service signs the
+/// header, only its structure is checked and its statuses counted: `ReceiptDeclaration.intakeCheck`), kept in the receipt inbox
 /// (`ReceiptWriter.enqueue`, committed before the answer) and answered in the service's shape;
 /// `ReceiptDigest` records its receipts later, off the pushes' path. A forged, unsigned or
 /// another app's POST is refused and nothing is kept.
@@ -95,34 +96,47 @@ struct ReceiptRoutes: Sendable {
                 return refused()
             }
         }
-        let statuses: [ServiceReceipt]
-        do {
-            statuses = try declaration.parse(post)
-        } catch {
-            return answer(.malformed(error.message))
-        }
-        guard !statuses.isEmpty else { return answer(.accepted) }
-        // Where nothing but each status's tag proves a POST (no signature), the tags are checked
-        // before the answer: a POST with a status no tag proves is refused whole.
-        if declaration.verifySignature == nil {
-            let resolution: ReceiptResolution
+        let statusCount: Int
+        if declaration.verifySignature != nil, let check = declaration.intakeCheck {
+            // Signed over the header: the body's structure is checked and its statuses counted,
+            // not read; the digest reads it (and counts one it cannot, `unreadable`).
             do {
-                resolution = try await ReceiptResolution(
-                    statuses, channel: channel, appID: appID, signed: false, receivedAt: post.now, keys: keys,
-                    sends: store)
+                statusCount = try check(post.body)
             } catch {
-                return unavailable(error, channel: channel)
+                return answer(.malformed(error.message))
             }
-            guard resolution.untagged == 0 else {
-                logger.warning("receipt tag refused", metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)"])
-                return refused()
+        } else {
+            let statuses: [ServiceReceipt]
+            do {
+                statuses = try declaration.parse(post)
+            } catch {
+                return answer(.malformed(error.message))
+            }
+            statusCount = statuses.count
+            // Where nothing but each status's tag proves a POST (no signature), the tags are
+            // checked before the answer: a POST with a status no tag proves is refused whole.
+            if declaration.verifySignature == nil, !statuses.isEmpty {
+                let resolution: ReceiptResolution
+                do {
+                    resolution = try await ReceiptResolution(
+                        statuses, channel: channel, appID: appID, signed: false, receivedAt: post.now, keys: keys,
+                        sends: store)
+                } catch {
+                    return unavailable(error, channel: channel)
+                }
+                guard resolution.untagged == 0 else {
+                    logger.warning(
+                        "receipt tag refused", metadata: ["channel": "\(channel.rawValue)", "app": "\(appID)"])
+                    return refused()
+                }
             }
         }
+        guard statusCount > 0 else { return answer(.accepted) }
         // Durable before the answer; recorded by the digest, off the path of the pushes.
         do {
             try await writer.enqueue(
                 ReceiptInboxPost(
-                    channel: channel, appID: appID, receivedAt: post.now, statuses: statuses.count, body: request.body))
+                    channel: channel, appID: appID, receivedAt: post.now, statuses: statusCount, body: request.body))
         } catch {
             return unavailable(error, channel: channel)
         }
