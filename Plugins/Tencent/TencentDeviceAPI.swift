@@ -120,10 +120,12 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
                 suppressed: nil, account: recipient.account, sender: template.sender,
                 pushDisabled: recipient.account.map { disabled.contains($0) } ?? false, appState: recipient.appState)
         }
-        func counts(_ recipient: Recipient) -> Bool { template.countsBadge || recipient.channel.isAndroid }
+        var memo = AndroidStyleMemo()
+        let android = recipients.map { memo.isAndroid($0.channel) }
+        func counts(_ index: Int) -> Bool { template.countsBadge || android[index] }
         var pushed: [AccountKey] = []
         var seen = Set<Int64>()
-        for (recipient, reason) in zip(recipients, reasons) where reason == nil && counts(recipient) {
+        for (index, recipient) in recipients.enumerated() where reasons[index] == nil && counts(index) {
             if let account = recipient.accountKey, seen.insert(account.id).inserted { pushed.append(account) }
         }
         let badges =
@@ -136,11 +138,10 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
             var android: Bool
         }
         var made: [Shape: PushContent] = [:]
-        return zip(recipients, reasons).map { recipient, reason in
-            if let reason { return .skip(reason: reason) }
+        return recipients.enumerated().map { index, recipient in
+            if let reason = reasons[index] { return .skip(reason: reason) }
             let shape = Shape(
-                badge: counts(recipient) ? recipient.account.flatMap { badges[$0] } : nil,
-                android: recipient.channel.isAndroid)
+                badge: counts(index) ? recipient.account.flatMap { badges[$0] } : nil, android: android[index])
             if let content = made[shape] { return .sendContent(content) }
             let content = template.content(badge: shape.badge, android: shape.android)
             made[shape] = content

@@ -18,24 +18,50 @@ import Foundation
 ///   and the holes they left were never returned.
 /// - A trim now and then. `malloc_trim(0)` hands back the free pages inside each arena (the
 ///   top-of-heap trim alone cannot); it takes well under a millisecond on this heap.
+/// - No trim on every `free`. With the mmap threshold fixed, glibc's trim threshold stays at
+///   128 KiB, so a free that leaves more than that free at an arena's top hands it back (`brk`
+///   in the main arena, `madvise` in the other) and the next allocations fault the same pages in
+///   again: a chat load at 150 ms made a `brk` every one to six messages and 4–13 page faults a
+///   message. At 8 MiB (4 MiB already did) that churn stops (docs/benchmarks.md); the timed
+///   trim below still hands the memory back.
 ///
-/// An operator's own `MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_` or `GLIBC_TUNABLES` wins.
+/// An operator's own `MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_` or
+/// `GLIBC_TUNABLES` wins.
 enum MallocTuning {
     static let arenas: Int32 = 2
     static let mmapThreshold: Int32 = 128 * 1024
+    static let trimThreshold: Int32 = 8 * 1024 * 1024
     static let trimInterval: TimeInterval = 10
+
+    /// A `mallopt` parameter, numbered as in glibc's <malloc.h>.
+    enum Parameter: Int32 {
+        case trimThreshold = -1
+        case mmapThreshold = -3
+        case arenaMax = -8
+    }
+
+    /// The `mallopt` calls `serve` makes in `environment`: each setting the operator's
+    /// environment does not already make, none under `GLIBC_TUNABLES` (which sets them all).
+    static func settings(environment: [String: String]) -> [(parameter: Parameter, value: Int32)] {
+        guard environment["GLIBC_TUNABLES"] == nil else { return [] }
+        let ours: [(variable: String, parameter: Parameter, value: Int32)] = [
+            ("MALLOC_ARENA_MAX", .arenaMax, arenas),
+            ("MALLOC_MMAP_THRESHOLD_", .mmapThreshold, mmapThreshold),
+            ("MALLOC_TRIM_THRESHOLD_", .trimThreshold, trimThreshold),
+        ]
+        return ours.filter { environment[$0.variable] == nil }.map { ($0.parameter, $0.value) }
+    }
 
     static func applyForServe() {
         #if canImport(Glibc)
             let environment = ProcessInfo.processInfo.environment
             guard environment["GLIBC_TUNABLES"] == nil else { return }
             // mallopt and malloc_trim are in <malloc.h>, which the Glibc module does not bring
-            // in: looked up by name. M_ARENA_MAX is -8, M_MMAP_THRESHOLD -3 there.
+            // in: looked up by name.
             guard let symbol = dlsym(nil, "mallopt") else { return }
             typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
             let mallopt = unsafeBitCast(symbol, to: Mallopt.self)
-            if environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(-8, arenas) }
-            if environment["MALLOC_MMAP_THRESHOLD_"] == nil { _ = mallopt(-3, mmapThreshold) }
+            for setting in settings(environment: environment) { _ = mallopt(setting.parameter.rawValue, setting.value) }
             startTrimming()
         #endif
     }

@@ -206,6 +206,13 @@ public final class ChannelCatalog: Sendable {
         state.withLock { $0.byChannel[channel] }
     }
 
+    /// `ChannelDeclaration.isAndroidStyle` of `channel` (true for a channel nobody declared),
+    /// without copying its declaration out: a policy asks it per device, and the copy retained
+    /// and released every reference the declaration holds (its names, token rule, options).
+    public func isAndroidStyle(_ channel: PushChannel) -> Bool {
+        state.withLock { $0.byChannel[channel]?.isAndroidStyle } ?? true
+    }
+
     /// The declared channel that takes bare tokens (`ChannelDeclaration.takesBareTokens`): the
     /// channel of a token given with no channel that no device registered, when its rule accepts
     /// the token. nil: no declared channel takes them, and such a token names no service.
@@ -238,7 +245,7 @@ extension PushChannel {
     /// (`ChannelDeclaration.isAndroidStyle`; a channel nobody declared is): opaque tokens, a
     /// credential per service, content rendered by its own transport; a phone OS other than
     /// Android counts too.
-    public var isAndroid: Bool { declaration.isAndroidStyle }
+    public var isAndroid: Bool { ChannelCatalog.shared.isAndroidStyle(self) }
 
     /// The channel a token given with no channel is taken for when no device registered it and
     /// the channel's rule accepts it (`ChannelCatalog.bareTokenChannel`); nil when `token` is no
@@ -269,5 +276,21 @@ extension PushChannel {
         let names = (channels ?? allCases).map(name)
         guard let last = names.last else { return "" }
         return names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " \(conjunction) " + last
+    }
+}
+
+/// Whether channels are Android-style (`PushChannel.isAndroid`), asked of the catalog once per
+/// run of equal channels: a policy deciding a page asks it per recipient, and a page's devices
+/// are nearly always of one channel, so no lock or hash is taken per device.
+public struct AndroidStyleMemo {
+    private var last: (channel: PushChannel, isAndroid: Bool)?
+
+    public init() {}
+
+    public mutating func isAndroid(_ channel: PushChannel) -> Bool {
+        if let last, last.channel == channel { return last.isAndroid }
+        let isAndroid = channel.isAndroid
+        last = (channel, isAndroid)
+        return isAndroid
     }
 }

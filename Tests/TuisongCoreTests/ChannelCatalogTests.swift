@@ -66,4 +66,24 @@ import Testing
         #expect(!PushChannel.apns.isAndroid)
         #expect(DeviceToken.Rule.hex.requirement == "hexadecimal, an even number of 64–200 characters")
     }
+
+    @Test func whetherAChannelIsAndroidStyleIsWhatItsDeclarationSays() {
+        let catalog = ChannelCatalog()
+        let appleLike = PushChannel("apple-like")
+        #expect(!catalog.isAndroidStyle(.apns))
+        #expect(catalog.isAndroidStyle(appleLike), "undeclared: Android-style")
+        catalog.install([ChannelDeclaration(channel: appleLike, displayName: "Apple-like", isAndroidStyle: false)])
+        #expect(!catalog.isAndroidStyle(appleLike))
+        #expect(catalog.isAndroidStyle(PushChannel("opaque-one")))
+    }
+
+    /// A page's recipients asked in turn, runs of one channel and changes between them: the
+    /// memo answers each as `isAndroid` does, not the answer of the channel before.
+    @Test func theMemoAnswersEachChannelAsTheCatalogDoes() {
+        let other = PushChannel("memo-other")
+        let channels: [PushChannel] = [.apns, .apns, other, other, .apns, other, .apns]
+        var memo = AndroidStyleMemo()
+        #expect(channels.map { memo.isAndroid($0) } == [false, false, true, true, false, true, false])
+        #expect(channels.map { memo.isAndroid($0) } == channels.map(\.isAndroid))
+    }
 }
