@@ -54,13 +54,22 @@ package enum AudiencePages {
                 orderedBy: "dt.device_id", environment: environment, limit: limit, details: details)
         case .accounts(let accounts):
             guard !accounts.isEmpty else { return [] }
-            return try deviceEntries(
-                db,
-                where: """
-                    d.app_id = \(appID) AND d.im_account IN (SELECT value FROM \(db.dialect.list(accounts))) \
-                    AND d.id > \(cursor)
-                    """,
-                environment: environment, limit: limit, details: true)
+            // The list first, then each account's devices by `devices_by_im_account` (SQLite's
+            // CROSS JOIN keeps that order). As `d.im_account IN (SELECT value FROM list)` with
+            // `ORDER BY d.id`, SQLite walked the app's devices by id and tested each: every
+            // device of the app for a one-account chat message (a Tencent or Easemob message cost
+            // 5.1–5.6 ms of CPU instead of 0.9). Each account once, as `IN` would.
+            var seen: Set<String> = []
+            let distinct = accounts.filter { seen.insert($0).inserted }
+            var entries: [AudienceEntry] = []
+            try db.forEachRow(
+                """
+                SELECT \(raw: entryColumns(details: true)) FROM \(db.dialect.list(distinct)) CROSS JOIN devices d
+                WHERE d.app_id = \(appID) AND d.im_account = value AND d.id > \(cursor) AND d.invalidated_at IS NULL
+                ORDER BY d.id LIMIT \(limit)
+                """, plannedEachRun: true
+            ) { row in entries.append(try entry(row, details: true)) }
+            return AudienceLists.environmentPage(entries, environment: environment)
         case .allAccounts:
             return try deviceEntries(
                 db, where: "d.app_id = \(appID) AND d.im_account IS NOT NULL AND d.id > \(cursor)",

@@ -303,6 +303,9 @@ import TuisongPostgresTestKit
         let alice = try await pages(.accounts(["alice", "carol"]), size: 1)
         #expect(alice.flatMap { $0 }.map(\.deviceID) == [alice1.id, alice2.id])
         #expect(alice.flatMap { $0 }.allSatisfy { $0.account == "alice" && $0.appState == .background })
+        // An account named twice is one account: its devices once each, in device order.
+        let twice = try await pages(.accounts(["bob", "alice", "bob", "alice"]), size: 2)
+        #expect(twice.flatMap { $0 }.map(\.deviceID) == [alice1.id, bob.id, alice2.id])
 
         // Other audiences carry the selector always, the rest on request.
         let plain = try await store.audiencePage(appID: appID, audience: .all, environment: nil, after: 0, limit: 10)
