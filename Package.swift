@@ -285,7 +285,7 @@ let package = Package(
             ],
             path: "Tests/TuisongGatewayTestKit"),
         .testTarget(name: "TuisongCoreTests", dependencies: ["TuisongCore"]),
-        .testTarget(name: "TuisongCryptoTests", dependencies: ["TuisongCrypto"]),
+        .testTarget(name: "TuisongCryptoTests", dependencies: ["TuisongCrypto", "TuisongPluginTestKit"]),
         .testTarget(name: "TuisongHTTPTests", dependencies: ["TuisongHTTP", "TuisongPluginTestKit"]),
         .testTarget(
             name: "TuisongTransportsTests",

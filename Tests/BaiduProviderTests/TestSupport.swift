@@ -232,7 +232,7 @@ func run(_ executable: String, _ arguments: [String], input: Data, directory: UR
     try stdin.fileHandleForWriting.close()
     let output = stdout.fileHandleForReading.readDataToEndOfFile()
     let errors = stderr.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    process.blockUntilExit()
     guard process.terminationStatus == 0 else {
         throw SignerError(
             description: "\(arguments.first ?? executable) failed: \(String(decoding: errors, as: UTF8.self))")

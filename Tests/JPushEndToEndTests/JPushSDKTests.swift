@@ -635,7 +635,7 @@ func runPython(_ script: String, _ arguments: [String] = []) throws -> [UInt8] {
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
+    process.blockUntilExit()
     guard process.terminationStatus == 0 else {
         throw PythonFailure(description: "python3 failed (\(process.terminationStatus)): \(errorText)")
     }

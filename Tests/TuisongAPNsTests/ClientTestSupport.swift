@@ -117,7 +117,7 @@ final class OpenSSLTestServer {
     func stop() {
         if process.isRunning {
             process.terminate()
-            process.waitUntilExit()
+            process.blockUntilExit()
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuisongCrypto
 import TuisongLookAlikes
+import TuisongPluginTestKit
 
 /// A running mock plus the files and tokens a command-line HTTP/2 client needs to talk to it.
 /// Each test builds its own (fresh keys, fresh port, fresh temporary directory).
@@ -231,10 +232,10 @@ enum Command {
         if group.wait(timeout: deadline) == .timedOut {
             process.terminate()
             group.wait()
-            process.waitUntilExit()
+            process.blockUntilExit()
             throw HarnessError("\(tool) timed out after \(timeout)s")
         }
-        process.waitUntilExit()
+        process.blockUntilExit()
         return Result(status: process.terminationStatus, stdout: output.stdout, stderr: output.stderr)
     }
 

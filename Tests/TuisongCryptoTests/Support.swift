@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuisongPluginTestKit
 
 @testable import TuisongCrypto
 
@@ -49,7 +50,7 @@ func openssl(
     try process.run()
     let stdout = out.fileHandleForReading.readDataToEndOfFile()
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    process.blockUntilExit()
     let result = CommandResult(
         status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
         stderr: String(decoding: stderr, as: UTF8.self))

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongPlugin
+import TuisongPluginTestKit
 
 @testable import TuisongGateway
 
@@ -31,7 +32,7 @@ import TuisongPlugin
             process.standardOutput = output
             try process.run()
             let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
+            process.blockUntilExit()
             // ArgumentParser wraps long lines: compare the words, not the line breaks.
             return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).joined(separator: " ")
         }

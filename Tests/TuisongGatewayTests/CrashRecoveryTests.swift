@@ -68,13 +68,13 @@ import TuisongPluginTestKit
 
         func kill9() {
             sendSignal(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.blockUntilExit()
         }
 
         func terminate() {
             if process.isRunning {
                 process.terminate()
-                process.waitUntilExit()
+                process.blockUntilExit()
             }
         }
     }
@@ -203,27 +203,15 @@ import TuisongPluginTestKit
             let directory = FileManager.default.temporaryDirectory.appending(
                 path: "tuisong-\(name)-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let mock = try Spawned(
-                [
-                    "apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path,
-                    "--log-requests", "--latency-ms", "\(latencyMilliseconds)",
-                ],
-                environment: [:])
+            // `credential add` probes the key with one push and waits for its answer: against a mock
+            // that answers slowly (the receipt inbox's 20 s) the stage would wait that long. Such a
+            // stage adds the key through a prompt mock on the same setup file (same CA, same key),
+            // then serves the tests from the slow one.
+            let slow = latencyMilliseconds >= 1_000
+            let mock = try Self.startMock(directory, latencyMilliseconds: slow ? 0 : latencyMilliseconds)
             do {
-                let mockInfo = try await test.firstJSONObject(in: mock, timeout: .seconds(20))
-                let mockURL = try #require(mockInfo["url"] as? String)
-                let port = CrashRecoveryTests.unusedListenPort()
-                var env: [String: String] = [
-                    "TUISONG_LISTEN_PORT": "\(port)",
-                    "TUISONG_DATABASE_PATH": directory.appending(path: "db.sqlite").path,
-                    "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
-                    "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "pw").path,
-                    "TUISONG_APNS_LOCAL_MOCK": "false",
-                    "TUISONG_APNS_PRODUCTION_URL": mockURL,
-                    "TUISONG_APNS_SANDBOX_URL": mockURL,
-                    "TUISONG_APNS_CA_FILE": try #require(mockInfo["ca_file"] as? String),
-                ]
-                for (setting, value) in delivery { env["TUISONG_DELIVERY_\(setting)"] = value }
+                var (mockInfo, env, port) = try Self.environment(
+                    mockInfo: try await test.firstJSONObject(in: mock, timeout: .seconds(20)), directory, delivery)
                 _ = try test.run(["migrate"], env)
                 let created = try test.run(
                     ["app", "create", "--name", name, "--bundle-id", "com.example.\(name)"], env)
@@ -235,14 +223,55 @@ import TuisongPluginTestKit
                         mockInfo["p8_file"] as! String,
                         "--key-id", mockInfo["key_id"] as! String, "--team-id", mockInfo["team_id"] as! String,
                     ], env)
+                var serving = mock
+                if slow {
+                    mock.terminate()
+                    serving = try Self.startMock(directory, latencyMilliseconds: latencyMilliseconds)
+                    do {
+                        mockInfo = try await test.firstJSONObject(in: serving, timeout: .seconds(20))
+                        (_, env, _) = try Self.environment(mockInfo: mockInfo, directory, delivery, port: port)
+                    } catch {
+                        serving.terminate()
+                        throw error
+                    }
+                }
                 return Stage(
-                    directory: directory, mock: mock, env: env, port: port, appID: appID,
+                    directory: directory, mock: serving, env: env, port: port, appID: appID,
                     key: app["api_key"] as! String)
             } catch {
                 mock.terminate()
                 try? FileManager.default.removeItem(at: directory)
                 throw error
             }
+        }
+
+        private static func startMock(_ directory: URL, latencyMilliseconds: Int) throws -> Spawned {
+            try Spawned(
+                [
+                    "apns-mock", "--port", "0", "--setup", directory.appending(path: "mock.json").path,
+                    "--log-requests", "--latency-ms", "\(latencyMilliseconds)",
+                ],
+                environment: [:])
+        }
+
+        /// The gateway's environment for a mock: its URL and CA, a database and keys in `directory`.
+        private static func environment(
+            mockInfo: [String: Any], _ directory: URL, _ delivery: [String: String],
+            port: Int = CrashRecoveryTests.unusedListenPort()
+        ) throws -> (mockInfo: [String: Any], env: [String: String], port: Int) {
+            let mockURL = try #require(mockInfo["url"] as? String)
+            var env: [String: String] = [
+                "TUISONG_LISTEN_PORT": "\(port)",
+                "TUISONG_DATABASE_PATH": directory.appending(path: "db.sqlite").path,
+                "TUISONG_SECURITY_MASTER_KEY_FILE": directory.appending(path: "master.key").path,
+                "TUISONG_SECURITY_INITIAL_ADMIN_PASSWORD_FILE": directory.appending(path: "pw").path,
+                "TUISONG_APNS_LOCAL_MOCK": "false",
+                "TUISONG_APNS_PRODUCTION_URL": mockURL,
+                "TUISONG_APNS_SANDBOX_URL": mockURL,
+                "TUISONG_APNS_CA_FILE": try #require(mockInfo["ca_file"] as? String),
+            ]
+            for (setting, value) in delivery { env["TUISONG_DELIVERY_\(setting)"] = value }
+            return (mockInfo, env, port)
         }
 
         func tearDown() {
@@ -274,7 +303,7 @@ import TuisongPluginTestKit
         process.standardOutput = pipe
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        process.blockUntilExit()
         #expect(process.terminationStatus == 0, "tuisong \(arguments.joined(separator: " ")) failed")
         return String(decoding: data, as: UTF8.self)
     }

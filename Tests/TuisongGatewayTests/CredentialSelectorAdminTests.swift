@@ -121,7 +121,7 @@ import TuisongPluginTestKit
             process.standardOutput = Pipe()
             try process.run()
             let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
+            process.blockUntilExit()
             #expect(process.terminationStatus != 0, "\(extra) was accepted")
             return message
         }

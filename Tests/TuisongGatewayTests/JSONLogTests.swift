@@ -39,7 +39,7 @@ import TuisongPluginTestKit
         func stop() {
             if process.isRunning {
                 process.terminate()  // SIGTERM: a clean shutdown, logged too
-                process.waitUntilExit()
+                process.blockUntilExit()
             }
         }
     }

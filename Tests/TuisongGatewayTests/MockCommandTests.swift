@@ -40,7 +40,7 @@ import TuisongPluginTestKit
             curl.standardOutput = pipe
             try curl.run()
             let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            curl.waitUntilExit()
+            curl.blockUntilExit()
             return String(decoding: data, as: UTF8.self)
         }
         #expect(try status(forDevice: "c0ffee" + String(repeating: "0", count: 58)) == "429")  // from the file
@@ -71,7 +71,7 @@ import TuisongPluginTestKit
         curl.standardOutput = pipe
         try curl.run()
         let answer = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        curl.waitUntilExit()
+        curl.blockUntilExit()
         #expect(answer.contains(#""code":200001"#))
 
         // The HarmonyOS look-alike: its service-account key file, as Huawei's console downloads it.
@@ -98,7 +98,7 @@ import TuisongPluginTestKit
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        process.blockUntilExit()
         #expect(process.terminationStatus != 0)
         #expect(message.contains("/nonexistent/faults.json"))
     }
@@ -160,7 +160,7 @@ import TuisongPluginTestKit
             // Paces the load client: 0.7 s of unread answers, then it is killed mid-stream.
             try await Task.sleep(for: .milliseconds(700))
             sendSignal(load.processIdentifier, SIGKILL)
-            load.waitUntilExit()
+            await load.exited()
             // The mock has closed every killed connection (its writes to them failed or were
             // never made) once it holds no more sockets than before the load; SIGPIPE would have
             // ended it by then.
@@ -183,7 +183,7 @@ import TuisongPluginTestKit
         curl.standardOutput = pipe
         try curl.run()
         let status = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        curl.waitUntilExit()
+        curl.blockUntilExit()
         #expect(status == "200")
     }
 }

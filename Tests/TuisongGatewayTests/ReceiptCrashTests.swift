@@ -210,7 +210,9 @@ import TuisongTransportKit
         // The pushes resume sending after the restart; with no lag allowed the digest does not wait.
         env["TUISONG_RECEIPTS_DIGEST_MAX_LAG_SECONDS"] = "0"
         let second = try CrashRecoveryTests.Spawned(["serve"], environment: env)
-        defer { second.terminate() }
+        // Its pushes wait on the mock's 20 s answers, which a graceful stop would wait for: nothing is
+        // asked of the stop here.
+        defer { second.kill9() }
         try await crash.waitForHealth(port)
         try await waitUntil("the kept receipts recorded", within: .seconds(60), every: .milliseconds(20)) {
             try await Self.waitingStatuses(base) == 0

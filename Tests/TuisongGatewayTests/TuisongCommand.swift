@@ -1,4 +1,5 @@
 import Foundation
+import TuisongPluginTestKit
 
 /// What a run of the built `tuisong` binary printed, and how it ended.
 struct CommandRun {
@@ -52,7 +53,7 @@ enum TuisongCommand {
         try standardInput.fileHandleForWriting.close()
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        process.blockUntilExit()
         watchdog.cancel()
         let killed = process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
         return CommandRun(

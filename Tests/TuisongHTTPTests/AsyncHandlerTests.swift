@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TuisongPluginTestKit
 
 @testable import TuisongHTTP
 
@@ -371,7 +372,7 @@ struct AsyncHandlerTests {
         ]
         openssl.standardError = FileHandle.nullDevice
         try openssl.run()
-        openssl.waitUntilExit()
+        openssl.blockUntilExit()
         #expect(openssl.terminationStatus == 0)
 
         let router = Router()
@@ -418,7 +419,7 @@ struct AsyncHandlerTests {
             input.fileHandleForWriting.write(Data(request.utf8))
             try input.fileHandleForWriting.close()
             let answer = output.fileHandleForReading.readDataToEndOfFile()
-            client.waitUntilExit()
+            client.blockUntilExit()
             return String(decoding: answer, as: UTF8.self)
         }
     }

@@ -52,7 +52,7 @@ func curl(_ arguments: [String]) async throws -> (status: Int32, output: String)
         process.standardOutput = pipe
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        process.blockUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }

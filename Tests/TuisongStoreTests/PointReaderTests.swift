@@ -219,6 +219,6 @@ final class LockHolder: @unchecked Sendable {
     func release() {
         guard process.isRunning else { return }
         try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        process.blockUntilExit()
     }
 }
