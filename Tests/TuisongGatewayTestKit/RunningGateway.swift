@@ -69,6 +69,14 @@ public final class RunningGateway: Sendable {
         let postgres = database == .postgresql ? try TestDatabase() : nil
         if let postgres { variables["TUISONG_DATABASE_URL"] = postgres.url }
         variables.merge(environment) { _, new in new }
+        // A new SQLite database starts as a copy of this process's migrated template
+        // (`SQLiteTemplates`): the runtime opens it as `tuisong serve` opens a migrated file.
+        let databasePath = directory.appending(path: "tuisong.db").path
+        if created, postgres == nil, variables["TUISONG_DATABASE_PATH"] == databasePath,
+            (variables["TUISONG_DATABASE_URL"] ?? "").isEmpty
+        {
+            try SQLiteTemplates.copyMigrated(plugins: ProviderRegistry.pluginMigrations, to: databasePath)
+        }
         var logger = Logger(label: name)
         logger.logLevel = logLevel
         do {

@@ -31,8 +31,8 @@ public func withPluginStore<T>(
 
 /// A fresh store on `backend` migrated with the core migrations then `plugins`: the one way every
 /// test target opens a store on either database (store suites, the delivery engine's, each
-/// plugin's). The SQLite file is created in a directory that does not exist yet, as the gateway's
-/// first start does.
+/// plugin's). Each is new: the SQLite file a copy of this process's migrated template
+/// (`SQLiteTemplates`), the PostgreSQL database one of its template database.
 public func withTestStore<T>(
     _ backend: PluginStoreBackend, clock: any TuisongCore.Clock = SystemClock(), plugins: [PluginSchema] = [],
     poolSize: Int = 8, _ body: (any GatewayStore) async throws -> T
@@ -41,9 +41,9 @@ public func withTestStore<T>(
     case .sqlite:
         let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-kit-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try SQLiteStore(
-            path: directory.appending(path: "nested/tuisong.db").path,
-            configuration: .init(clock: clock, pluginMigrations: plugins))
+        let path = directory.appending(path: "nested/tuisong.db").path
+        try SQLiteTemplates.copyMigrated(plugins: plugins, to: path)
+        let store = try SQLiteStore(path: path, configuration: .init(clock: clock, pluginMigrations: plugins))
         defer { try? store.close() }
         return try await body(store)
     case .postgresql:

@@ -21,7 +21,7 @@ public final class TemporaryStore: ProviderTestFixture {
     public let providers: [any PushProvider.Type]
     public let clock: any TuisongCore.Clock
 
-    /// A new, empty database.
+    /// A new, empty database (a copy of this process's migrated template, `SQLiteTemplates`).
     public convenience init(providers: [any PushProvider.Type], clock: any TuisongCore.Clock = SystemClock()) throws {
         try self.init(copying: nil, providers: providers, clock: clock)
     }
@@ -36,6 +36,9 @@ public final class TemporaryStore: ProviderTestFixture {
         path = directory.appending(path: "tuisong.db").path
         if let file {
             try FileManager.default.copyItem(atPath: file.path, toPath: path)
+        } else {
+            try SQLiteTemplates.copyMigrated(
+                plugins: Self.options(providers: providers, clock: clock).pluginMigrations, to: path)
         }
         self.providers = providers
         self.clock = clock
