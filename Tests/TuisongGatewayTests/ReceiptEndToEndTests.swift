@@ -311,4 +311,62 @@ import TuisongPluginTestKit
         let counts = try await gw.runtime.store.receiptCounts(messageID: Int64(id))
         #expect(counts[.harmony] == ReceiptCounts(arrived: 1, reasons: ["notifications_disabled": 1]))
     }
+
+    /// Per delivery: the deliveries listing shows what each listed delivery's receipt said. A
+    /// token Huawei refused as unregistered (a failed delivery, listed) whose receipt then says
+    /// the app is gone carries that reason; a delivery without a receipt carries null.
+    @Test func aListedDeliveryShowsWhatItsReceiptSaid() async throws {
+        let gw = try await TestGateway.start(environment: ["TUISONG_RECEIPTS_PUBLIC_URL": Self.publicURL])
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.listing")
+        for token in ["huawei-l-1", "unregistered-huawei-l-2", "unregistered-huawei-l-3"] {
+            try await register(gw, key, token, ["channel": "huawei", "tags": ["l"]])
+        }
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["tag": "l"], "notification": ["alert": "hi"]])
+        let id = try #require(push.jsonObject["message_id"] as? Int)
+        _ = try await gw.completed(messageID: Int64(id))
+        let sent = try #require(gw.mock.receivedAndroidMessages().first { $0.service == .huawei })
+        let biTag = try #require(try JSONValue(parsing: sent.body)["message"]?["android"]?["bi_tag"]?.stringValue)
+        func listed() async throws -> [String: [String: Any]] {
+            let page = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)/deliveries?state=failed", key: key)
+            #expect(page.status == 200, "\(page.text)")
+            let rows = try #require(page.jsonObject["deliveries"] as? [[String: Any]])
+            return Dictionary(
+                uniqueKeysWithValues: rows.compactMap { row in (row["token"] as? String).map { ($0, row) } })
+        }
+        let before = try await listed()
+        #expect(Set(before.keys) == ["unregistered-huawei-l-2", "unregistered-huawei-l-3"])
+        #expect(before.values.allSatisfy { $0["receipt"] is NSNull })
+
+        let body = try JSONSerialization.data(
+            withJSONObject: [
+                "statuses": [
+                    [
+                        "biTag": biTag, "appid": "10086", "token": "huawei-l-1", "status": 0,
+                        "timestamp": 1_750_000_000_000, "requestId": "r1",
+                    ],
+                    [
+                        "biTag": biTag, "appid": "10086", "token": "unregistered-huawei-l-2", "status": 2,
+                        "timestamp": 1_750_000_000_000, "requestId": "r1",
+                    ],
+                ]
+            ])
+        let (userName, callbackKey) = try await Self.callbackCredentials(gw, appID: appID, channel: .huawei)
+        let signature = Self.huaweiSignature(
+            userName: userName, key: callbackKey, timestamp: "1750000000123", nonce: UUID().uuidString.lowercased())
+        let accepted = try await http(
+            "POST", "\(gw.baseURL)/receipts/huawei/\(appID)", body: body, contentType: "application/json",
+            headers: ["X-HUAWEI-CALLBACK-ID": signature])
+        #expect(accepted.status == 200, "\(accepted.text)")
+        await gw.runtime.receiptsDigested()
+
+        let after = try await listed()
+        let gone = try #require(after["unregistered-huawei-l-2"]?["receipt"] as? [String: Any])
+        #expect(gone["reason"] as? String == "uninstalled")
+        #expect(gone["arrived_at"] is NSNull)
+        #expect(gone["clicked_at"] is NSNull)
+        #expect(after["unregistered-huawei-l-3"]?["receipt"] is NSNull)
+    }
 }
