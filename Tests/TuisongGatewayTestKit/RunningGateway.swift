@@ -17,6 +17,9 @@ public final class RunningGateway: Sendable {
     /// The PostgreSQL test database the gateway runs on, dropped at `stop` (nil: SQLite).
     let database: TestDatabase?
 
+    /// The PostgreSQL test database's URL, for another node started on it (nil: SQLite).
+    public var databaseURL: String? { database?.url }
+
     public var port: Int { runtime.port }
 
     /// The bundled APNs mock every notification goes to (`apns.local_mock`, on by default).

@@ -28,6 +28,32 @@ import TuisongTransportKit
         #expect(ReceiptDigestPacing(maxLag: .zero).next(sending: true, oldestWaiting: .zero) == .digest)
     }
 
+    /// A burst of POSTs: the digest waits until one `quiet` passes without a POST kept, so a
+    /// POST's write does not queue behind a digest transaction at SQLite's one writer; never
+    /// past the oldest's due time.
+    @Test func thePacingWaitsWhilePostsKeepComingUntilQuietOrDue() {
+        let pacing = ReceiptDigestPacing(maxLag: .seconds(10), recheck: .milliseconds(100), quiet: .milliseconds(100))
+        // The last POST 30 ms ago: wait the 70 ms left of the quiet.
+        #expect(
+            pacing.next(sending: false, sinceLastPost: .milliseconds(30), oldestWaiting: .seconds(1))
+                == .wait(.milliseconds(70)))
+        // Quiet, or no POST since start: at once.
+        #expect(pacing.next(sending: false, sinceLastPost: .milliseconds(100), oldestWaiting: .seconds(1)) == .digest)
+        #expect(pacing.next(sending: false, sinceLastPost: nil, oldestWaiting: .seconds(1)) == .digest)
+        // POSTs coming for as long as the lag: the oldest is due, digested.
+        #expect(pacing.next(sending: false, sinceLastPost: .zero, oldestWaiting: .seconds(10)) == .digest)
+        #expect(
+            pacing.next(sending: false, sinceLastPost: .zero, oldestWaiting: .milliseconds(9990))
+                == .wait(.milliseconds(10)))
+        // Sending as well: sending's recheck, however quiet the intake.
+        #expect(
+            pacing.next(sending: true, sinceLastPost: .seconds(5), oldestWaiting: .seconds(1))
+                == .wait(.milliseconds(100)))
+        #expect(
+            ReceiptDigestPacing(maxLag: .zero).next(sending: false, sinceLastPost: .zero, oldestWaiting: .zero)
+                == .digest)
+    }
+
     /// The inbox's rows carry their bodies: a pass reads about what one transaction records.
     @Test func aPassReadsAboutOneTransactionsWorthOfPosts() {
         #expect(ReceiptDigest.readCount(statusesPerPost: nil) == ReceiptDigest.readLimit)
@@ -116,5 +142,21 @@ import TuisongTransportKit
             #expect(try await digest.pass() == nil)
             #expect(try await store.waitingReceiptStatuses(appID: nil) == waiting)
         }
+
+        // Nothing sending, but POSTs coming in (this node kept one just now): the pass waits out
+        // the quiet, then records.
+        try await store.enqueueReceiptPosts([
+            ReceiptInboxPost(
+                channel: .huawei, appID: app.id, receivedAt: clock.now, statuses: 3, body: body)
+        ])
+        digest.kept()
+        #expect(try await digest.pass() == .milliseconds(100))
+        #expect(try await store.waitingReceiptStatuses(appID: nil) == 3)
+        clock.advance(by: 0.04)
+        digest.kept()
+        #expect(try await digest.pass() == .milliseconds(100), "another POST: the quiet begins again")
+        clock.advance(by: 0.2)
+        #expect(try await digest.pass() == nil)
+        #expect(try await store.waitingReceiptStatuses(appID: nil) == 0)
     }
 }

@@ -311,4 +311,151 @@ import TuisongPluginTestKit
         let counts = try await gw.runtime.store.receiptCounts(messageID: Int64(id))
         #expect(counts[.harmony] == ReceiptCounts(arrived: 1, reasons: ["notifications_disabled": 1]))
     }
+
+    /// Per delivery: the deliveries listing shows what each listed delivery's receipt said. A
+    /// token Huawei refused as unregistered (a failed delivery, listed) whose receipt then says
+    /// the app is gone carries that reason; a delivery without a receipt carries null.
+    @Test func aListedDeliveryShowsWhatItsReceiptSaid() async throws {
+        let gw = try await TestGateway.start(environment: ["TUISONG_RECEIPTS_PUBLIC_URL": Self.publicURL])
+        defer { Task { await gw.stop() } }
+        let (appID, key) = try await gw.createApp(bundleID: "com.example.listing")
+        for token in ["huawei-l-1", "unregistered-huawei-l-2", "unregistered-huawei-l-3"] {
+            try await register(gw, key, token, ["channel": "huawei", "tags": ["l"]])
+        }
+        let push = try await http(
+            "POST", "\(gw.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["tag": "l"], "notification": ["alert": "hi"]])
+        let id = try #require(push.jsonObject["message_id"] as? Int)
+        _ = try await gw.completed(messageID: Int64(id))
+        let sent = try #require(gw.mock.receivedAndroidMessages().first { $0.service == .huawei })
+        let biTag = try #require(try JSONValue(parsing: sent.body)["message"]?["android"]?["bi_tag"]?.stringValue)
+        func listed() async throws -> [String: [String: Any]] {
+            let page = try await http("GET", "\(gw.baseURL)/api/v1/messages/\(id)/deliveries?state=failed", key: key)
+            #expect(page.status == 200, "\(page.text)")
+            let rows = try #require(page.jsonObject["deliveries"] as? [[String: Any]])
+            return Dictionary(
+                uniqueKeysWithValues: rows.compactMap { row in (row["token"] as? String).map { ($0, row) } })
+        }
+        let before = try await listed()
+        #expect(Set(before.keys) == ["unregistered-huawei-l-2", "unregistered-huawei-l-3"])
+        #expect(before.values.allSatisfy { $0["receipt"] is NSNull })
+
+        let body = try JSONSerialization.data(
+            withJSONObject: [
+                "statuses": [
+                    [
+                        "biTag": biTag, "appid": "10086", "token": "huawei-l-1", "status": 0,
+                        "timestamp": 1_750_000_000_000, "requestId": "r1",
+                    ],
+                    [
+                        "biTag": biTag, "appid": "10086", "token": "unregistered-huawei-l-2", "status": 2,
+                        "timestamp": 1_750_000_000_000, "requestId": "r1",
+                    ],
+                ]
+            ])
+        let (userName, callbackKey) = try await Self.callbackCredentials(gw, appID: appID, channel: .huawei)
+        let signature = Self.huaweiSignature(
+            userName: userName, key: callbackKey, timestamp: "1750000000123", nonce: UUID().uuidString.lowercased())
+        let accepted = try await http(
+            "POST", "\(gw.baseURL)/receipts/huawei/\(appID)", body: body, contentType: "application/json",
+            headers: ["X-HUAWEI-CALLBACK-ID": signature])
+        #expect(accepted.status == 200, "\(accepted.text)")
+        await gw.runtime.receiptsDigested()
+
+        let after = try await listed()
+        let gone = try #require(after["unregistered-huawei-l-2"]?["receipt"] as? [String: Any])
+        #expect(gone["reason"] as? String == "uninstalled")
+        #expect(gone["arrived_at"] is NSNull)
+        #expect(gone["clicked_at"] is NSNull)
+        #expect(after["unregistered-huawei-l-3"]?["receipt"] is NSNull)
+    }
+
+    /// Several nodes on one PostgreSQL database: Huawei may post a receipt to any of them (and,
+    /// retrying, to two at once). Each node verifies it under the app's stored callback key,
+    /// keeps it, and either node's digest records it; the repeat counts once, and every node
+    /// answers the same counts.
+    @Test func aReceiptMayReachAnyNodeAndCountsOnce() async throws {
+        let first = try await TestGateway.start(
+            environment: ["TUISONG_RECEIPTS_PUBLIC_URL": Self.publicURL], database: .postgresql)
+        let second: RunningGateway
+        do {
+            second = try await TestGateway.start(environment: [
+                "TUISONG_RECEIPTS_PUBLIC_URL": Self.publicURL, "TUISONG_DATABASE_URL": try #require(first.databaseURL),
+                "TUISONG_SECURITY_MASTER_KEY_FILE": first.directory.appending(path: "master.key").path,
+            ])
+        } catch {
+            await first.stop()
+            throw error
+        }
+        // The second node first: the first one's stop drops the database.
+        defer {
+            Task {
+                await second.stop()
+                await first.stop()
+            }
+        }
+        let (appID, key) = try await first.createApp(bundleID: "com.example.nodes")
+        for token in ["huawei-n-1", "huawei-n-2"] {
+            try await register(first, key, token, ["channel": "huawei", "tags": ["n"]])
+        }
+        let push = try await http(
+            "POST", "\(first.baseURL)/api/v1/push", key: key,
+            json: ["audience": ["tag": "n"], "notification": ["alert": "hi"]])
+        let id = try #require(push.jsonObject["message_id"] as? Int)
+        _ = try await first.completed(messageID: Int64(id))
+        let sent = try #require(first.mock.receivedAndroidMessages().first { $0.service == .huawei })
+        let biTag = try #require(try JSONValue(parsing: sent.body)["message"]?["android"]?["bi_tag"]?.stringValue)
+
+        let body = try JSONSerialization.data(
+            withJSONObject: [
+                "statuses": ["huawei-n-1", "huawei-n-2"].map {
+                    [
+                        "biTag": biTag, "appid": "10086", "token": $0, "status": 0, "timestamp": 1_750_000_000_000,
+                        "requestId": "r1",
+                    ] as [String: Any]
+                }
+            ])
+        // The node that did not send reads the pair the first one made and stored.
+        let (userName, callbackKey) = try await Self.callbackCredentials(first, appID: appID, channel: .huawei)
+        let signature = Self.huaweiSignature(
+            userName: userName, key: callbackKey, timestamp: "1750000000123", nonce: UUID().uuidString.lowercased())
+        func post(_ node: RunningGateway) async throws -> TestResponse {
+            try await http(
+                "POST", "\(node.baseURL)/receipts/huawei/\(appID)", body: body, contentType: "application/json",
+                headers: ["X-HUAWEI-CALLBACK-ID": signature])
+        }
+        async let toFirst = post(first)
+        async let toSecond = post(second)
+        let answers = try await [toFirst, toSecond]
+        #expect(answers.map(\.status) == [200, 200], "\(answers.map(\.text))")
+        // A forged one is refused by the other node too.
+        let forged = try await http(
+            "POST", "\(second.baseURL)/receipts/huawei/\(appID)", body: body, contentType: "application/json",
+            headers: [
+                "X-HUAWEI-CALLBACK-ID": Self.huaweiSignature(
+                    userName: userName, key: "not-the-key", timestamp: "1", nonce: "n")
+            ])
+        #expect(forged.status == 401)
+        await first.runtime.receiptsDigested()
+        await second.runtime.receiptsDigested()
+
+        for node in [first, second] {
+            let status = try await http("GET", "\(node.baseURL)/api/v1/messages/\(id)?channels=true", key: key)
+                .jsonObject
+            #expect((status["counts"] as? [String: Int])?["arrived"] == 2, "\(status)")
+            #expect(status["receipts_waiting"] as? Int == 0)
+        }
+        // Each POST was recorded by one node: two arrivals and two repeats between them.
+        var totals: [String: Int] = [:]
+        for node in [first, second] {
+            let metrics = try await http("GET", "\(node.baseURL)/metrics").text
+            for outcome in ["arrived", "repeated"] {
+                let prefix = #"tuisong_receipts_total{channel="huawei",outcome="\#(outcome)"} "#
+                for line in metrics.split(separator: "\n") where line.hasPrefix(prefix) {
+                    totals[outcome, default: 0] += Int(line.dropFirst(prefix.count)) ?? 0
+                }
+            }
+        }
+        #expect(totals == ["arrived": 2, "repeated": 2])
+    }
 }

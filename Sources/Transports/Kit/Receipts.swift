@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TuisongCore
 import TuisongCrypto
 import TuisongDelivery
@@ -11,15 +12,24 @@ import TuisongDelivery
 /// builds derived, kept for the apps that had them.)
 public struct ReceiptKeys: Sendable {
     private let root: [UInt8]
+    /// The app secrets derived so far. Deriving one is an HMAC as costly as the MAC made under
+    /// it, and an unsigned service's POST checks a MAC per status (a Xiaomi or OPPO one-token
+    /// tag covers its token), so each was paying twice. Copies of these keys share it.
+    private let appSecrets: AppSecrets
 
-    public init(root: [UInt8]) { self.root = root }
+    public init(root: [UInt8]) {
+        self.root = root
+        appSecrets = AppSecrets()
+    }
 
     private func key(_ label: String) -> [UInt8] { HMAC.sha256(key: root, message: Array(label.utf8)) }
 
     /// The app's receipt secret: every MAC Tuisong puts in a send for the app is made under it.
     /// Derived from the master key (nothing stored, the same on every node); the one place to
     /// change should per-app secrets be stored instead.
-    public func appSecret(appID: Int64) -> [UInt8] { key("tag:app:\(appID)") }
+    public func appSecret(appID: Int64) -> [UInt8] {
+        appSecrets.secret(appID: appID) { key("tag:app:\(appID)") }
+    }
 
     /// The tag a send names so its receipts find their message: `<message id>.<MAC>`, the MAC
     /// 16 base64url characters (96 bits) of HMAC-SHA256 under the app's key. 30 characters at
@@ -103,6 +113,26 @@ public struct ReceiptKeys: Sendable {
     private func mac(appID: Int64, _ text: String) -> String {
         String(base64URL(HMAC.sha256(key: appSecret(appID: appID), message: Array(text.utf8))).prefix(16))
     }
+}
+
+/// The app secrets a `ReceiptKeys` derived, kept (each is a function of the root and the app id
+/// alone, so nothing goes stale). Bounded: an unsigned service's route takes any app id in its
+/// URL, so ids nobody has are derived too; past `limit` apps it starts again from empty.
+final class AppSecrets: Sendable {
+    static let limit = 4096
+    private let secrets = Mutex<[Int64: [UInt8]]>([:])
+
+    func secret(appID: Int64, derive: () -> [UInt8]) -> [UInt8] {
+        if let known = secrets.withLock({ $0[appID] }) { return known }
+        let secret = derive()
+        secrets.withLock { secrets in
+            if secrets.count >= Self.limit { secrets.removeAll(keepingCapacity: true) }
+            secrets[appID] = secret
+        }
+        return secret
+    }
+
+    var count: Int { secrets.withLock { $0.count } }
 }
 
 extension ReceiptSend {

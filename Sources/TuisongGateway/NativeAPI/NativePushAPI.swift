@@ -179,8 +179,10 @@ struct NativePushAPI: Sendable {
         } catch let error as StoreError where error.code == .invalidCursor {
             throw NativeAPIError(400, "invalid_cursor", "cursor is not one this API returned")
         }
+        // What each listed delivery's receipts said (keyed by message and token, as recorded).
+        let receipts = try await self.receipts?.receiptStates(messageID: id, tokens: page.items.map(\.token)) ?? [:]
         return .json(object: [
-            "deliveries": page.items.map(MessageView.delivery),
+            "deliveries": page.items.map { MessageView.delivery($0, receipt: receipts[$0.token]) },
             "next_cursor": page.nextCursor as Any? ?? NSNull(),
         ])
     }
@@ -265,7 +267,9 @@ enum MessageView {
         return result
     }
 
-    static func delivery(_ d: DeliveryRecord) -> [String: Any] {
+    /// One delivery as listed; `receipt`: what its receipts said (arrived, clicked, or why the
+    /// phone did not show it), null while none came.
+    static func delivery(_ d: DeliveryRecord, receipt: DeliveryReceiptState? = nil) -> [String: Any] {
         [
             "token": d.token,
             "channel": d.channel.rawValue,
@@ -278,6 +282,13 @@ enum MessageView {
             "attempts": d.attempts,
             "next_attempt_at": d.nextAttemptAt.map(ISO8601.string) as Any? ?? NSNull(),
             "updated_at": ISO8601.string(d.updatedAt),
+            "receipt": receipt.map { receipt -> Any in
+                [
+                    "arrived_at": receipt.arrivedAt.map(ISO8601.string) as Any? ?? NSNull(),
+                    "clicked_at": receipt.clickedAt.map(ISO8601.string) as Any? ?? NSNull(),
+                    "reason": receipt.reason as Any? ?? NSNull(),
+                ]
+            } ?? NSNull(),
         ]
     }
 }

@@ -140,7 +140,7 @@ struct ReceiptRoutes: Sendable {
         } catch {
             return unavailable(error, channel: channel)
         }
-        digest.wake()
+        digest.kept()
         return answer(.accepted)
     }
 
