@@ -4,6 +4,7 @@ import TuisongCore
 import TuisongCrypto
 import TuisongGateway
 import TuisongPluginTestKit
+import TuisongTransportKit
 
 @testable import TuisongGateway
 

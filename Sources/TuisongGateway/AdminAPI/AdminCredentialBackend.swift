@@ -324,12 +324,10 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         }
     }
 
-    /// The form field a refusal is about.
+    /// The form field a refusal that names none is about (an uploaded file's check names its
+    /// own: `password`, `key_id`).
     static func field(_ code: CredentialError.Code) -> String {
         switch code {
-        case .wrongPassword: "password"
-        case .invalidKeyID: "key_id"
-        case .invalidTeamID: "team_id"
         case .invalidSelector: "selector"
         case .invalidVendorAppID: "vendor_app_id"
         case .invalidClientID: "client_id"

@@ -61,9 +61,10 @@ public struct TransportRegistry: Sendable {
     /// The channel whose credentials are uploaded files (`TransportDeclaration.takesUploadedFiles`):
     /// what the uploaded-credential API, `credential add --file` and the console's file form
     /// speak for. nil: this gateway has no such transport.
-    public var uploadedFilesChannel: PushChannel? {
-        declarations.first(where: \.takesUploadedFiles)?.channel.channel
-    }
+    public var uploadedFilesChannel: PushChannel? { uploadedFiles?.channel.channel }
+
+    /// The declaration of `uploadedFilesChannel`, whose `uploadedCredentialForm` checks an upload.
+    public var uploadedFiles: TransportDeclaration? { declarations.first(where: \.takesUploadedFiles) }
 
     public func declaration(of channel: PushChannel) -> TransportDeclaration? {
         declarations.first { $0.channel.channel == channel }
