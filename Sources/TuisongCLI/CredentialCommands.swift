@@ -521,9 +521,13 @@ enum UploadedFileFlags {
             }
             return flag(file, needs) + optional.map { " [\(flag($0, []))]" }.joined()
         }
+        // Each flag's own help, as `--help` listed it when the flags were options of their own.
+        let each = (form.files + form.fields).map { field in
+            "\n      \(field.cliFlag) \(ChannelFormFlags.metavar(field)): \(field.help)"
+        }
         return """
               --channel \(declaration.name) (default): one of
-                  \(files.joined(separator: ", "))
+                  \(files.joined(separator: ", "))\(each.joined())
                 and --environment both|sandbox|production: \(form.environments)
               Adding what was added before (the same app, channel, environment, selector and
                 secret) adds nothing: the credential saved before is printed, "existing": true.

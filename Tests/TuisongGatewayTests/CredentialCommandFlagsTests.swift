@@ -178,6 +178,10 @@ import TuisongGateway
                 "  --channel apns (default): one of\n      --p8 FILE --key-id KEY_ID --team-id TEAM_ID, --p12 FILE [--password-env VAR], --pem FILE [--password-env VAR]\n"
             ), "\(help)")
         #expect(help.contains("and --environment both|sandbox|production: a .p8 key serves both unless told one"))
+        #expect(help.contains("\n      --p8 FILE: A .p8 token key file (with --key-id and --team-id).\n"))
+        #expect(
+            help.contains(
+                "\n      --password-env VAR: The environment variable holding the .p12 or PEM key password.\n"))
         #expect(UploadedFileFlags.abstract == "APNs (.p8, .p12, PEM), ")
     }
 
