@@ -17,14 +17,15 @@ extension APNsPushTransport {
     static let uploadedCredentialForm = UploadedCredentialForm(
         files: [
             CredentialForm.Field(
-                "p8", .file, required: false, label: LocalizedText(en: "Token key (.p8)", zh: "令牌密钥（.p8）"),
-                help: "A .p8 token key file (with --key-id and --team-id).", accept: ".p8"),
+                "p8", .file, required: false,
+                label: LocalizedText(en: ".p8 signing key (token)", zh: ".p8 签名密钥（Token）"),
+                help: "A .p8 token key file (with --key-id and --team-id).", accept: ".p8,.pem,.txt"),
             CredentialForm.Field(
-                "p12", .file, required: false, label: LocalizedText(en: "Certificate (.p12)", zh: "证书（.p12）"),
+                "p12", .file, required: false, label: LocalizedText(en: ".p12 certificate", zh: ".p12 证书"),
                 help: "A .p12 certificate file (with --password-env).", accept: ".p12,.pfx"),
             CredentialForm.Field(
-                "pem", .file, required: false, label: LocalizedText(en: "Certificate (PEM)", zh: "证书（PEM）"),
-                help: "A PEM file with certificate and private key.", accept: ".pem,.crt,.key"),
+                "pem", .file, required: false, label: LocalizedText(en: "PEM certificate + key", zh: "PEM 证书和私钥"),
+                help: "A PEM file with certificate and private key.", accept: ".pem,.crt,.cer,.key,.txt"),
         ],
         fields: [
             CredentialForm.Field(
@@ -43,7 +44,21 @@ extension APNsPushTransport {
             a .p8 key serves both unless told one
                 (Apple's keys sign for either); a certificate serves both when it is universal, else
                 the one it names (--environment for one that names none).
-            """
+            """,
+        consoleHints: [
+            "p8": LocalizedText(
+                en: "AuthKey_XXXXXXXXXX.p8 from the Apple Developer site.",
+                zh: "从 Apple 开发者网站下载的 AuthKey_XXXXXXXXXX.p8。"),
+            "p12": LocalizedText(
+                en: "The push certificate exported from Keychain Access with its private key.",
+                zh: "从钥匙串访问导出的推送证书（含私钥）。"),
+            "pem": LocalizedText(
+                en: "One PEM file with the certificate and its private key.", zh: "包含证书和私钥的 PEM 文件。"),
+            "environment": LocalizedText(
+                en:
+                    "A .p8 key serves both environments. A certificate serves the one it was issued for, or both when it is universal.",
+                zh: ".p8 密钥同时用于两个环境。证书用于签发时的环境，通用证书同时用于两者。"),
+        ]
     ) { upload, environment, now throws(UploadRefusal) in
         switch upload {
         case .p8(let pem, let keyID, let teamID):

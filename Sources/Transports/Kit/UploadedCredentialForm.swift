@@ -85,6 +85,10 @@ public struct UploadedCredentialForm: Sendable {
     /// How the environments a credential serves are chosen (`credential add --help`), its lines
     /// after the first indented for the CLI's discussion.
     public var environments: String
+    /// What the console shows under a field, by the field's name (`environment` for the
+    /// environment choice), where it says more than the CLI's help: where the file comes from,
+    /// which environments a file serves. A field without one is hinted by its `help`.
+    public var consoleHints: [String: LocalizedText]
     /// `environment` nil: let the file say (both, where it can serve both). `now`: the
     /// gateway's clock, for an expiry.
     public var inspect:
@@ -94,7 +98,7 @@ public struct UploadedCredentialForm: Sendable {
     public init(
         files: [CredentialForm.Field], fields: [CredentialForm.Field], needs: [String: [String]] = [:],
         optional: [String: [String]] = [:], environmentHelp: String = "both, sandbox or production.",
-        environments: String = "",
+        environments: String = "", consoleHints: [String: LocalizedText] = [:],
         inspect:
             @escaping @Sendable (CredentialUpload, PushEnvironment?, Date) throws(UploadRefusal) -> InspectedUpload
     ) {
@@ -104,6 +108,7 @@ public struct UploadedCredentialForm: Sendable {
         self.optional = optional
         self.environmentHelp = environmentHelp
         self.environments = environments
+        self.consoleHints = consoleHints
         self.inspect = inspect
     }
 
