@@ -348,7 +348,7 @@ def test_upload_form_is_the_declared_form_and_sends_what_it_always_sent(browser,
     ensure_app(gateway)
     go(browser, gateway, "credentials")
     visible(browser, "#cred-upload-form")
-    assert browser.find_element(By.ID, "cred-upload-title").text == f"Upload a {declared['display_name']} credential"
+    assert browser.find_element(By.ID, "cred-upload-title").text == f"Upload a credential for {declared['display_name']}"
     kinds = [e.get_attribute("value") for e in browser.find_elements(By.CSS_SELECTOR, "input[name='cred-kind']")]
     assert kinds == [f["name"] for f in declared["files"]] == ["p8", "p12", "pem"]
     for file in declared["files"]:
@@ -411,6 +411,16 @@ def test_upload_form_is_the_declared_form_and_sends_what_it_always_sent(browser,
     assert submit_and_read() == json.dumps(
         {"kind": "pem", "environment": "production", "file": p8}, separators=(",", ":"))
     visible(browser, "#cred-upload-result .banner.bad")
+
+    # In Chinese: the declaration's Chinese words, the service named from the API.
+    browser.find_element(By.ID, "lang-toggle-top").click()
+    text_in(browser, "#cred-upload-title", f"上传 {declared['display_name_text']['zh']} 凭证")
+    p8_label = browser.find_element(By.CSS_SELECTOR, "label[for='cred-kind-p8']").text
+    assert p8_label == declared["files"][0]["label"]["zh"]
+    browser.find_element(By.ID, "cred-kind-p8").click()
+    assert browser.find_element(By.ID, "cred-file-hint").text == declared["files"][0]["hint_text"]["zh"]
+    browser.find_element(By.ID, "lang-toggle-top").click()
+    text_in(browser, "#cred-upload-title", f"Upload a credential for {declared['display_name']}")
 
 
 def test_template_with_live_preview(browser, gateway):
