@@ -17,51 +17,52 @@ struct CredentialCommand: AsyncParsableCommand {
         static var configuration: CommandConfiguration {
             CommandConfiguration(
                 abstract:
-                    "Add a push credential to an app: APNs (.p8, .p12, PEM), \(PushChannel.list(TuisongCommandLine.transports.withCredentialForms.map(\.channel.channel), \.displayName, "or")).",
-                discussion: """
-                    Each channel's flags:
-                      --channel apns (default): one of
-                          --p8 FILE --key-id ID --team-id ID, --p12 FILE [--password-env VAR], --pem FILE
-                        and --environment both|sandbox|production: a .p8 key serves both unless told one
-                        (Apple's keys sign for either); a certificate serves both when it is universal, else
-                        the one it names (--environment for one that names none).
-                      Adding what was added before (the same app, channel, environment, selector and
-                        secret) adds nothing: the credential saved before is printed, "existing": true.
-
-                    """ + ChannelFormFlags.discussion + "\n" + SelectorFlags.discussion)
+                    "Add a push credential to an app: \(UploadedFileFlags.abstract)\(PushChannel.list(TuisongCommandLine.transports.withCredentialForms.map(\.channel.channel), \.displayName, "or")).",
+                discussion: "Each channel's flags:\n" + UploadedFileFlags.discussion + ChannelFormFlags.discussion
+                    + "\n"
+                    + SelectorFlags.discussion)
         }
         @OptionGroup var options: StoreOptions
         @Option(help: "The app id.") var app: Int64
-        @Option(help: "apns (default), \(TuisongCommandLine.transports.formChannelList).") var channel: String = "apns"
-        @Option(help: "APNs: both (a .p8's default), sandbox or production.") var environment: String?
-        @Option(help: "A .p8 token key file (with --key-id and --team-id).") var p8: String?
-        @Option(name: .customLong("key-id"), help: "The 10-character key id of the .p8.") var keyID: String?
-        @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
-        @Option(help: "A .p12 certificate file (with --password-env).") var p12: String?
-        @Option(help: "A PEM file with certificate and private key.") var pem: String?
-        @Option(
-            name: .customLong("password-env"), help: "The environment variable holding the .p12 or PEM key password.")
-        var passwordEnv: String?
+        @Option(help: "\(UploadedFileFlags.channelHelp)\(TuisongCommandLine.transports.formChannelList).")
+        var channel: String = UploadedFileFlags.channel?.rawValue ?? ""
+        @Option(help: "\(UploadedFileFlags.environmentHelp)") var environment: String?
         @Option(
             name: .customLong("selector"),
             help:
                 "The credential's selector: devices registered with it are sent through it (or a provider's own flag, above)."
         )
         var genericSelector: String?
-        /// The channel's form fields (`--vendor-app-id`, `--client-secret-env`, `--service-account`,
-        /// declared by its transport) and a provider's own selector flag (`--<cliFlag> VALUE`).
+        /// The channel's form fields (`--vendor-app-id`, `--client-secret-env`, `--service-account`;
+        /// an uploaded file's `--p8`, `--key-id`, `--password-env`: declared by its transport) and a
+        /// provider's own selector flag (`--<cliFlag> VALUE`).
         @Argument(parsing: .allUnrecognized, help: .hidden) var selectorArguments: [String] = []
 
-        /// The declared form of `--channel` (nil for APNs and unknown names).
+        /// The declared form of `--channel` (nil for the uploaded-files channel and unknown names).
         var form: CredentialForm? {
             TuisongCommandLine.transports.channel(named: channel).flatMap {
                 TuisongCommandLine.transports.declaration(of: $0)?.credentialForm
             }
         }
 
+        /// The uploaded-file form, when `--channel` is the channel whose credentials are files.
+        var uploadedForm: UploadedCredentialForm? {
+            UploadedFileFlags.declaration.flatMap { $0.name == channel ? $0.uploadedCredentialForm : nil }
+        }
+
+        /// The fields `--channel` takes as flags: its declared form's, or the uploaded-file form's.
+        var flagFields: [CredentialForm.Field]? {
+            form?.fields ?? uploadedForm.map { $0.files + $0.fields }
+        }
+
         /// The form's flags given, and the arguments left for the selector flags.
         var split: (fields: [(field: CredentialForm.Field, value: String)], rest: [String]) {
-            get throws { try ChannelFormFlags.split(selectorArguments, form: form) }
+            get throws { try ChannelFormFlags.split(selectorArguments, fields: flagFields) }
+        }
+
+        /// The value given for the field named `name`, if any.
+        func given(_ name: String) throws -> String? {
+            try split.fields.first { $0.field.name == name }?.value
         }
 
         /// The credential's selector, from `--selector` or one provider's flag; nil = none.
@@ -70,28 +71,41 @@ struct CredentialCommand: AsyncParsableCommand {
         }
 
         func validate() throws {
-            let known = ["apns"] + TuisongCommandLine.transports.withCredentialForms.map(\.name)
-            guard channel == "apns" || form != nil else {
+            let known =
+                (UploadedFileFlags.channel.map { [$0.rawValue] } ?? [])
+                + TuisongCommandLine.transports.withCredentialForms.map(\.name)
+            guard uploadedForm != nil || form != nil else {
                 throw ValidationError("--channel must be one of \(known.joined(separator: ", "))")
             }
-            let (fields, _) = try split
+            let (fields, rest) = try split
+            if let form {
+                // Another channel's file flags (`--p8`) are told apart from a mistyped selector flag.
+                let fileFlags = Set(UploadedFileFlags.fields.map(\.cliFlag))
+                guard environment == nil, !rest.contains(where: fileFlags.contains) else {
+                    throw ValidationError(
+                        "--channel \(channel) takes \(ChannelFormFlags.list(form.fields.map(\.cliFlag))) (and a selector) only"
+                    )
+                }
+            }
             _ = try selector
-            let apnsFlags = [p8, p12, pem, environment, keyID, teamID, passwordEnv].compactMap { $0 }
             guard let form else {
-                let given = [p8, p12, pem].compactMap { $0 }.count
-                guard given == 1 else { throw ValidationError("give exactly one of --p8, --p12, --pem") }
-                if p8 != nil, keyID == nil || teamID == nil {
-                    throw ValidationError("--p8 needs --key-id and --team-id")
+                let uploaded = uploadedForm!
+                let files = uploaded.files.filter { file in fields.contains { $0.field == file } }
+                guard let file = files.first, files.count == 1 else {
+                    throw ValidationError(
+                        "give exactly one of \(uploaded.files.map(\.cliFlag).joined(separator: ", "))")
+                }
+                let needed = (uploaded.needs[file.name] ?? []).compactMap { name in
+                    uploaded.fields.first { $0.name == name }
+                }
+                if needed.contains(where: { field in !fields.contains { $0.field == field } }) {
+                    throw ValidationError(
+                        "\(file.cliFlag) needs \(ChannelFormFlags.list(needed.map(\.cliFlag)))")
                 }
                 if let environment, environment != "both", PushEnvironment(rawValue: environment) == nil {
                     throw ValidationError("--environment must be both, sandbox or production")
                 }
                 return
-            }
-            let flags = form.fields.map(\.cliFlag)
-            guard apnsFlags.isEmpty else {
-                throw ValidationError(
-                    "--channel \(channel) takes \(ChannelFormFlags.list(flags)) (and a selector) only")
             }
             let missing = form.fields.filter { field in field.required && !fields.contains { $0.field == field } }
             guard missing.isEmpty else {
@@ -106,27 +120,26 @@ struct CredentialCommand: AsyncParsableCommand {
             let store = try options.openStore(config)
             defer { try? store.close() }
             guard try await store.app(id: app) != nil else { throw CommandFailure("no app with id \(app)") }
-            if let pushChannel = TuisongCommandLine.transports.channel(named: channel), pushChannel != .apns {
+            if let pushChannel = TuisongCommandLine.transports.channel(named: channel), form != nil {
                 return try await addChannelCredential(pushChannel, store: store, config: config)
             }
-            var password: String?
-            if let passwordEnv {
-                password = try environmentValue(passwordEnv)
-            }
-            let upload: CredentialUpload
-            if let p8 {
-                upload = .p8(pem: try readText(p8), keyID: keyID ?? "", teamID: teamID ?? "")
-            } else if let p12 {
-                guard let data = FileManager.default.contents(atPath: p12) else {
-                    throw unreadable(p12)
+            // The one file given (`validate`), read as its kind is, with the fields it came with.
+            var values: [String: String] = [:]
+            var file: (kind: CredentialKind, bytes: [UInt8])?
+            for (field, value) in try split.fields {
+                switch field.kind {
+                case .file:
+                    guard let data = FileManager.default.contents(atPath: value) else { throw unreadable(value) }
+                    file = CredentialKind(rawValue: field.name).map { ($0, Array(data)) }
+                case .secret: values[field.name] = try environmentValue(value)
+                case .text: values[field.name] = value
                 }
-                upload = .p12(der: Array(data), password: password ?? "")
-            } else {
-                upload = .pem(text: try readText(pem ?? ""), password: password)
             }
+            guard let file else { throw CommandFailure("\(channel) takes no file of that kind") }
+            let upload = UploadedCredentialForm.upload(kind: file.kind, file: file.bytes, values: values)
             let masterKey = try MasterKey.load(config.security, logger: makeLogger("tuisong", level: "warning"))
             let service = CredentialService(
-                store: store, masterKey: masterKey, channel: config.transports.registry.uploadedFilesChannel)
+                store: store, masterKey: masterKey, uploadedFiles: config.transports.registry.uploadedFiles)
             var record: CredentialRecord
             do {
                 let saved = try await service.addOnce(
@@ -138,7 +151,8 @@ struct CredentialCommand: AsyncParsableCommand {
                 // What the file holds, found at run time: one sentence, not the usage.
                 throw CommandFailure(error.message)
             }
-            // A .p8 key is probed once (a push to a made-up token): a refused one is kept, failing.
+            // A key is probed once by its transport (a push to a made-up token): a refused one is
+            // kept, failing.
             let topic = try await store.app(id: app)?.bundleID ?? ""
             let check = await GatewayRuntime.probeKey(
                 record, topic: topic, config: config, credentials: service, store: store)
@@ -168,7 +182,8 @@ struct CredentialCommand: AsyncParsableCommand {
                         appID: app, channel: record.channel, environment: record.environment)
                     : nil
                 throw CredentialRefusal(
-                    service: "APNs", reason: reason, saved: record.id, serving: serving.map { ($0.id, $0.isFailing) })
+                    service: record.channel.displayName, reason: reason, saved: record.id,
+                    serving: serving.map { ($0.id, $0.isFailing) })
             }
         }
 
@@ -246,24 +261,17 @@ struct CredentialCommand: AsyncParsableCommand {
             }
         }
 
-        /// An APNs credential added before: printed as it stands, nothing probed or released
-        /// again; a refused one still fails the command.
+        /// An uploaded file credential added before: printed as it stands, nothing probed or
+        /// released again; a refused one still fails the command.
         private func printRepeat(_ record: CredentialRecord) throws {
             var summary = CredentialView.object(record)
             summary["existing"] = true
             printJSON(summary)
             if record.isFailing {
                 throw CommandFailure(
-                    "the same credential was added before as credential \(record.id), which APNs refused (\(record.statusReason ?? "failing"))"
+                    "the same credential was added before as credential \(record.id), which \(record.channel.displayName) refused (\(record.statusReason ?? "failing"))"
                 )
             }
-        }
-
-        private func readText(_ path: String) throws -> String {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw unreadable(path)
-            }
-            return String(decoding: data, as: UTF8.self)
         }
     }
 
@@ -277,13 +285,13 @@ struct CredentialCommand: AsyncParsableCommand {
             let config = try options.load()
             let store = try options.openStore(config)
             defer { try? store.close() }
-            let apns = try await store.credentials(appID: app).map { record -> [String: Any] in
+            let uploaded = try await store.credentials(appID: app).map { record -> [String: Any] in
                 var object = CredentialView.object(record)
-                object["channel"] = PushChannel.apns.rawValue
+                object["channel"] = record.channel.rawValue
                 return object
             }
             let android = ChannelCredentialView.objects(try await store.formCredentials(appID: app))
-            printJSON(apns + android)
+            printJSON(uploaded + android)
         }
     }
 }
@@ -447,19 +455,19 @@ enum ChannelFormFlags {
     }
 
     /// Splits the unrecognised arguments into the form's fields and the rest (selector flags).
-    static func split(_ arguments: [String], form: CredentialForm?) throws -> (
+    static func split(_ arguments: [String], fields formFields: [CredentialForm.Field]?) throws -> (
         fields: [(field: CredentialForm.Field, value: String)], rest: [String]
     ) {
-        guard let form else { return ([], arguments) }
+        guard let formFields else { return ([], arguments) }
         var fields: [(field: CredentialForm.Field, value: String)] = []
         var rest: [String] = []
         for (flag, value) in try FlagArguments.pairs(arguments, usage: "flags: --NAME VALUE") {
-            if let field = form.fields.first(where: { $0.cliFlag == "--" + flag }) {
+            if let field = formFields.first(where: { $0.cliFlag == "--" + flag }) {
                 guard !fields.contains(where: { $0.field == field }) else {
                     throw ValidationError("--\(flag) is given twice")
                 }
                 fields.append((field, value))
-            } else if form.fields.contains(where: { $0.kind == .secret && $0.cliFlag == "--\(flag)-env" }) {
+            } else if formFields.contains(where: { $0.kind == .secret && $0.cliFlag == "--\(flag)-env" }) {
                 // `--api-key VALUE` is the natural guess for a declared secret: point at its flag.
                 throw ValidationError(
                     "unknown option --\(flag): a secret is never a flag (shells keep history); "
@@ -469,6 +477,62 @@ enum ChannelFormFlags {
             }
         }
         return (fields, rest)
+    }
+}
+
+/// The flags of the channel whose credentials are uploaded files (`--p8 FILE --key-id ID`…), made
+/// from its declared `UploadedCredentialForm` as `ChannelFormFlags` makes a form's.
+enum UploadedFileFlags {
+    static var declaration: TransportDeclaration? { TuisongCommandLine.transports.uploadedFiles }
+    static var channel: PushChannel? { declaration?.channel.channel }
+
+    /// `<display name> (.p8, .p12, PEM), ` for the abstract.
+    static var abstract: String {
+        guard let declaration, let form = declaration.uploadedCredentialForm else { return "" }
+        let kinds = form.files.compactMap { CredentialKind(rawValue: $0.name)?.displayName }.joined(separator: ", ")
+        return "\(declaration.channel.displayName) (\(kinds)), "
+    }
+
+    /// Its flags' fields, files first.
+    static var fields: [CredentialForm.Field] {
+        declaration?.uploadedCredentialForm.map { $0.files + $0.fields } ?? []
+    }
+
+    /// `<name> (default), ` for `--channel`'s help.
+    static var channelHelp: String { channel.map { "\($0.rawValue) (default), " } ?? "" }
+
+    static var environmentHelp: String {
+        "\(channel?.displayName ?? "An uploaded file"): \(declaration?.uploadedCredentialForm?.environmentHelp ?? "both, sandbox or production.")"
+    }
+
+    static func flag(_ field: CredentialForm.Field, _ needs: [CredentialForm.Field]) -> String {
+        let own = "\(field.cliFlag) \(ChannelFormFlags.metavar(field))"
+        return ([own] + needs.map { "\($0.cliFlag) \(ChannelFormFlags.metavar($0))" }).joined(separator: " ")
+    }
+
+    /// Its lines of `credential add --help`: each file with what it needs, the optional fields
+    /// in brackets, and how environments are chosen.
+    static var discussion: String {
+        guard let declaration, let form = declaration.uploadedCredentialForm else { return "" }
+        let files = form.files.map { file in
+            let needs = (form.needs[file.name] ?? []).compactMap { name in form.fields.first { $0.name == name } }
+            let optional = (form.optional[file.name] ?? []).compactMap { name in
+                form.fields.first { $0.name == name }
+            }
+            return flag(file, needs) + optional.map { " [\(flag($0, []))]" }.joined()
+        }
+        // Each flag's own help, as `--help` listed it when the flags were options of their own.
+        let each = (form.files + form.fields).map { field in
+            "\n      \(field.cliFlag) \(ChannelFormFlags.metavar(field)): \(field.help)"
+        }
+        return """
+              --channel \(declaration.name) (default): one of
+                  \(files.joined(separator: ", "))\(each.joined())
+                and --environment both|sandbox|production: \(form.environments)
+              Adding what was added before (the same app, channel, environment, selector and
+                secret) adds nothing: the credential saved before is printed, "existing": true.
+
+            """
     }
 }
 

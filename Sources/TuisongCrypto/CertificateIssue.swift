@@ -127,7 +127,7 @@ extension Certificate {
     }
 }
 
-/// Whether `text` is an IPv4 or IPv6 literal (as opposed to a DNS name).
+/// Whether `text` is an IPv4 or IPv6 literal (rather than a DNS name).
 func isIPAddress(_ text: String) -> Bool {
     var v4 = in_addr()
     var v6 = in6_addr()

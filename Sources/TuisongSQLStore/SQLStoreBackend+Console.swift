@@ -12,10 +12,10 @@ extension SQLStoreBackend where Self: DeviceStore {
         case .tag(let tag):
             return try await devices(appID: appID, tag: tag, cursor: cursor, limit: pageSize)
         case .tokenPrefix(let rawPrefix):
-            // Tokens are ASCII below DEL (APNs's lower-case hex, the Android services'
-            // letters, digits and -_.:~), so every token with the prefix sorts in
+            // Tokens are ASCII below DEL (lower-case hex, or letters, digits and -_.:~, as
+            // the channels' token rules allow), so every token with the prefix sorts in
             // [prefix, prefix + DEL) byte-wise: one range of the UNIQUE (app_id, token) index. A
-            // hex prefix is an APNs token's, stored lower-case. The binary collation makes the
+            // hex prefix is a hex token's, stored lower-case. The binary collation makes the
             // comparison and the order byte-wise whatever PostgreSQL's locale (SQLite compares
             // bytes).
             let prefix =

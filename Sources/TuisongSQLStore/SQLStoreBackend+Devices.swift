@@ -44,11 +44,11 @@ extension SQLStoreBackend {
         }
     }
 
-    /// Marks the device invalid after APNs answered 410 (Unregistered, ExpiredToken) or
-    /// BadDeviceToken; it receives no pushes until it registers again.
+    /// Marks the device invalid after its service said the token is gone (an `.invalidate`
+    /// outcome); it receives no pushes until it registers again.
     ///
     /// - Parameters:
-    ///   - since: APNs's `timestamp` of a 410, the moment the token stopped being valid
+    ///   - since: when the service says the token stopped being valid (a 410's `timestamp`)
     ///     (`nil`: now). A device whose `updatedAt` (its last registration) is later holds
     ///     a token the app confirmed again, so it is left alone.
     /// - Returns: `false` when there is no such device or it registered after `since`.

@@ -168,7 +168,7 @@ extension SQLStoreBackend {
         invalidating.sort { ($0.token, $0.at) < ($1.token, $1.at) }
         for receipt in invalidating {
             guard case .notShown(let reason, true) = receipt.outcome else { continue }
-            // As an APNs 410: left alone when the app registered the token again since.
+            // As a send's invalid token: left alone when the app registered the token again since.
             let invalidated = try db.fetchAll(
                 """
                 UPDATE devices SET invalidated_at = \(now), invalid_reason = \("receipt:" + reason)

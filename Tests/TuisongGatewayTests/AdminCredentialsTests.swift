@@ -2,8 +2,10 @@ import Foundation
 import Testing
 import TuisongCore
 import TuisongCrypto
+import TuisongEcho
 import TuisongGateway
 import TuisongPluginTestKit
+import TuisongTransportKit
 
 @testable import TuisongGateway
 
@@ -52,6 +54,48 @@ import TuisongPluginTestKit
         #expect(try parse(["kind": "pem", "environment": "production", "file": file]).password == nil)
     }
 
+    /// What the admin API read is handed to the service as its declared form makes an upload
+    /// (`UploadedCredentialForm.upload`): a key's ids, a certificate's password or none; a text
+    /// kind given binary bytes is refused as the wrong kind.
+    @Test func theUploadIsMadeAsTheDeclaredFormMakesIt() throws {
+        let pem = Data("-----BEGIN PRIVATE KEY-----\nMIG...\n-----END PRIVATE KEY-----\n".utf8).base64EncodedString()
+        let binary = Data([0x30, 0x82, 0xFF, 0xFE]).base64EncodedString()
+        let p8 = try parse([
+            "kind": "p8", "environment": "sandbox", "file": pem, "key_id": "abc123defg", "team_id": "TEAM123456",
+        ])
+        guard case .p8(let text, let keyID, let teamID) = try GatewayCredentialBackend.credentialUpload(p8) else {
+            Issue.record("a .p8 upload is a .p8")
+            return
+        }
+        #expect(text.hasPrefix("-----BEGIN PRIVATE KEY-----"))
+        #expect(keyID == "ABC123DEFG")
+        #expect(teamID == "TEAM123456")
+        let p12 = try parse(["kind": "p12", "environment": "production", "file": binary])
+        guard case .p12(let der, let password) = try GatewayCredentialBackend.credentialUpload(p12) else {
+            Issue.record("a .p12 upload is a .p12")
+            return
+        }
+        #expect(der == [0x30, 0x82, 0xFF, 0xFE])
+        #expect(password == "")
+        let plain = try parse(["kind": "pem", "environment": "production", "file": pem])
+        guard case .pem(_, let none) = try GatewayCredentialBackend.credentialUpload(plain) else {
+            Issue.record("a PEM upload is a PEM")
+            return
+        }
+        #expect(none == nil)
+        for kind in ["p8", "pem"] {
+            let upload = try parse([
+                "kind": kind, "environment": "sandbox", "file": binary, "key_id": "ABC123DEFG", "team_id": "TEAM123456",
+            ])
+            #expect(throws: CredentialError.self, "\(kind)") { try GatewayCredentialBackend.credentialUpload(upload) }
+            do {
+                _ = try GatewayCredentialBackend.credentialUpload(upload)
+            } catch let error as CredentialError {
+                #expect(error.code == .wrongKind)
+            }
+        }
+    }
+
     @Test func refusesWhatIsNotACredentialUpload() {
         let file = Data("x".utf8).base64EncodedString()
         #expect(field(["kind": "jks", "environment": "sandbox", "file": file]) == "kind")
@@ -83,6 +127,38 @@ import TuisongPluginTestKit
 
     private func upload(_ client: AdminTestClient, _ appID: Int64, _ body: [String: Any]) async throws -> TestResponse {
         try await client.call("POST", "/apps/\(appID)/credentials", json: body)
+    }
+
+    /// The console's upload form is the uploaded-files transport's declaration as the session
+    /// serves it (#44): each file kind with the fields it needs and may be given with, each
+    /// field's label, hint and longest value; a gateway without such a transport serves none.
+    @Test func theSessionServesTheDeclaredUploadFormTheConsoleRenders() async throws {
+        let (gw, client) = try await AdminTestClient.start()
+        defer { Task { await gw.stop() } }
+        try await client.login()
+        let session = try await client.call("GET", "/session")
+        let features = try #require(session.jsonObject["features"] as? [String: Any])
+        let form = try #require(features["uploaded_files"] as? [String: Any])
+        let declared = try #require(TransportRegistry.standard.uploadedFiles?.uploadedCredentialForm)
+        #expect(form["channel"] as? String == TransportRegistry.standard.uploadedFilesChannel?.rawValue)
+        let files = try #require(form["files"] as? [[String: Any]])
+        #expect(files.compactMap { $0["name"] as? String } == declared.files.map(\.name))
+        #expect(files.compactMap { $0["kind"] as? String } == ["file", "file", "file"])
+        for (file, name) in zip(files, declared.files.map(\.name)) {
+            #expect(file["needs"] as? [String] == declared.needs[name] ?? [], "\(name)")
+            #expect(file["optional"] as? [String] == declared.optional[name] ?? [], "\(name)")
+            let hint = try #require(file["hint_text"] as? [String: String])
+            #expect(hint["en"] == declared.consoleHints[name]?.en, "a file's hint is the console's, not the CLI's help")
+            #expect((file["label"] as? [String: String])?["zh"]?.isEmpty == false)
+        }
+        let fields = try #require(form["fields"] as? [[String: Any]])
+        #expect(fields.compactMap { $0["name"] as? String } == declared.fields.map(\.name))
+        #expect(fields.compactMap { $0["kind"] as? String } == declared.fields.map(\.kind.rawValue))
+        #expect(fields.compactMap { $0["max_length"] as? Int } == declared.fields.map(\.rule.length.upperBound))
+        #expect(fields.compactMap { ($0["hint_text"] as? [String: String])?["en"] } == declared.fields.map(\.help))
+        let environmentHint = try #require(form["environment_hint_text"] as? [String: String])
+        #expect(environmentHint["zh"] == declared.consoleHints["environment"]?.zh)
+        #expect(TransportRegistry([EchoTransport.declaration]).uploadedFormObject == nil)
     }
 
     @Test func uploadsAreCheckedWithAClearCodeForEachFailure() async throws {

@@ -134,12 +134,55 @@ import TuisongGateway
             "--p8", "AuthKey.p8", "--key-id", "ABC123DEFG", "--team-id", "DEF123GHIJ", "--environment", "sandbox",
             "--selector", "ios-prod",
         ])
-        #expect(apns.channel == "apns" && apns.p8 == "AuthKey.p8" && apns.environment == "sandbox")
+        #expect(apns.channel == "apns" && apns.environment == "sandbox")
+        #expect(try apns.given("p8") == "AuthKey.p8" && apns.given("key_id") == "ABC123DEFG")
+        #expect(try apns.given("team_id") == "DEF123GHIJ")
         #expect(try apns.selector == "ios-prod")
+        let p12 = try parseAdd(["--channel", "apns", "--p12", "cert.p12", "--password-env", "P12_PASSWORD"])
+        #expect(try p12.given("p12") == "cert.p12" && p12.given("password") == "P12_PASSWORD")
         // A secret given as a value is pointed at its `-env` flag, never taken.
         #expect(throws: (any Error).self) {
             try parseAdd(["--channel", "oppo", "--vendor-app-id", "1", "--client-id", "k", "--client-secret", "s"])
         }
+    }
+
+    /// APNs's flags are made from its declared upload form (`UploadedCredentialForm`), with the
+    /// spellings, help and refusals they had when they were written into the CLI.
+    @Test func theUploadedFileFlagsKeepTheirSpellingsHelpAndRefusals() throws {
+        func refusal(_ arguments: [String]) -> String {
+            do {
+                _ = try parseAdd(arguments)
+                return ""
+            } catch {
+                return Tuisong.message(for: error)
+            }
+        }
+        #expect(refusal(["--p8", "a.p8", "--pem", "b.pem"]).contains("give exactly one of --p8, --p12, --pem"))
+        #expect(refusal(["--key-id", "ABC123DEFG"]).contains("give exactly one of --p8, --p12, --pem"))
+        #expect(refusal(["--p8", "a.p8", "--key-id", "ABC123DEFG"]).contains("--p8 needs --key-id and --team-id"))
+        #expect(
+            refusal(["--pem", "b.pem", "--environment", "staging"]).contains(
+                "--environment must be both, sandbox or production"))
+        #expect(refusal(["--p12", "c.p12", "--password", "secret"]).contains("pass --password-env VAR"))
+        #expect(refusal(["--p12", "c.p12", "--p12", "d.p12"]).contains("--p12 is given twice"))
+        // A form's channel takes none of them.
+        #expect(
+            refusal(["--channel", "fcm", "--service-account", "key.json", "--environment", "sandbox"]).contains(
+                "--channel fcm takes --service-account (and a selector) only"))
+        #expect(
+            refusal(["--channel", "fcm", "--service-account", "key.json", "--p8", "a.p8"]).contains(
+                "--channel fcm takes --service-account (and a selector) only"))
+        let help = UploadedFileFlags.discussion
+        #expect(
+            help.contains(
+                "  --channel apns (default): one of\n      --p8 FILE --key-id KEY_ID --team-id TEAM_ID, --p12 FILE [--password-env VAR], --pem FILE [--password-env VAR]\n"
+            ), "\(help)")
+        #expect(help.contains("and --environment both|sandbox|production: a .p8 key serves both unless told one"))
+        #expect(help.contains("\n      --p8 FILE: A .p8 token key file (with --key-id and --team-id).\n"))
+        #expect(
+            help.contains(
+                "\n      --password-env VAR: The environment variable holding the .p12 or PEM key password.\n"))
+        #expect(UploadedFileFlags.abstract == "APNs (.p8, .p12, PEM), ")
     }
 
     /// The proof for the CLI: the tests' binary registers `EchoTransport` with one line, and

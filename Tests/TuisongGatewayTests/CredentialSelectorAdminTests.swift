@@ -3,6 +3,7 @@ import Testing
 import TuisongCore
 import TuisongCrypto
 import TuisongPluginTestKit
+import TuisongTransportKit
 
 @testable import TuisongGateway
 

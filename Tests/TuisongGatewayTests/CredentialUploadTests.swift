@@ -5,6 +5,7 @@ import TuisongCrypto
 import TuisongGatewayTestKit
 import TuisongLookAlikes
 import TuisongPluginTestKit
+import TuisongTransportKit
 
 @testable import TuisongGateway
 

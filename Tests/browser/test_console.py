@@ -339,6 +339,90 @@ def test_upload_p8_and_p12_with_clear_errors(browser, gateway, credentials_dir):
     assert browser.find_element(By.ID, "cred-selector").get_attribute("value") == ""
 
 
+def test_upload_form_is_the_declared_form_and_sends_what_it_always_sent(browser, gateway, credentials_dir):
+    """The upload form is rendered from the uploaded-files service's declaration
+    (`features.uploaded_files`, #44): its kinds, labels, hints, accepted files and the fields each
+    kind takes. What it sends is, byte for byte, the request the console always sent: the fields a
+    kind needs always, a password only when one was typed."""
+    declared = features(gateway)["uploaded_files"]
+    ensure_app(gateway)
+    go(browser, gateway, "credentials")
+    visible(browser, "#cred-upload-form")
+    assert browser.find_element(By.ID, "cred-upload-title").text == f"Upload a credential for {declared['display_name']}"
+    kinds = [e.get_attribute("value") for e in browser.find_elements(By.CSS_SELECTOR, "input[name='cred-kind']")]
+    assert kinds == [f["name"] for f in declared["files"]] == ["p8", "p12", "pem"]
+    for file in declared["files"]:
+        browser.find_element(By.ID, f"cred-kind-{file['name']}").click()
+        assert browser.find_element(By.CSS_SELECTOR, f"label[for='cred-kind-{file['name']}']").text == file["label"]["en"]
+        assert browser.find_element(By.ID, "cred-file-hint").text == file["hint_text"]["en"]
+        assert browser.find_element(By.ID, "cred-file").get_attribute("accept") == file["accept"]
+        shown = [f["name"] for f in declared["fields"]
+                 if browser.find_element(By.ID, "cred-" + f["name"].replace("_", "-")).is_displayed()]
+        assert shown == file["needs"] + file["optional"], file["name"]
+    assert browser.find_element(By.ID, "cred-key-id").get_attribute("maxlength") == "10"
+    assert browser.find_element(By.ID, "cred-environment-hint").text == declared["environment_hint_text"]["en"]
+
+    # The bodies the form posts, as the browser sends them.
+    browser.execute_script("""
+        window.sentUploads = [];
+        const send = window.fetch;
+        window.fetch = (url, options) => {
+          if (/\\/credentials$/.test(String(url)) && options && options.method === 'POST') window.sentUploads.push(options.body);
+          return send(url, options);
+        };""")
+
+    def submit_and_read():
+        browser.find_element(By.ID, "cred-upload-submit").click()
+        wait(browser).until(lambda d: d.execute_script("return window.sentUploads.length"))
+        visible(browser, "#cred-upload-result .banner")
+        return browser.execute_script("return window.sentUploads.pop()")
+
+    def fill(element_id, value):
+        element = browser.find_element(By.ID, element_id)
+        element.clear()
+        element.send_keys(value)
+
+    # A password typed for a certificate is not sent with a key.
+    browser.find_element(By.ID, "cred-kind-p12").click()
+    fill("cred-password", "not sent with a key")
+    browser.find_element(By.ID, "cred-kind-p8").click()
+    browser.find_element(By.ID, "cred-file").send_keys(str(credentials_dir["p8"]))
+    fill("cred-key-id", "ABC123DEFG")
+    fill("cred-team-id", "TEAM123456")
+    browser.find_element(By.ID, "cred-selector").clear()
+    Select(browser.find_element(By.ID, "cred-environment")).select_by_value("sandbox")
+    p8 = base64.b64encode(credentials_dir["p8"].read_bytes()).decode()
+    assert submit_and_read() == json.dumps(
+        {"kind": "p8", "environment": "sandbox", "file": p8, "key_id": "ABC123DEFG", "team_id": "TEAM123456"},
+        separators=(",", ":"))
+
+    browser.find_element(By.ID, "cred-kind-p12").click()
+    browser.find_element(By.ID, "cred-file").send_keys(str(credentials_dir["p12"]))
+    fill("cred-password", P12_PASSWORD)
+    Select(browser.find_element(By.ID, "cred-environment")).select_by_value("production")
+    p12 = base64.b64encode(credentials_dir["p12"].read_bytes()).decode()
+    assert submit_and_read() == json.dumps(
+        {"kind": "p12", "environment": "production", "file": p12, "password": P12_PASSWORD}, separators=(",", ":"))
+
+    # A certificate without a password typed is sent without one.
+    browser.find_element(By.ID, "cred-kind-pem").click()
+    browser.find_element(By.ID, "cred-file").send_keys(str(credentials_dir["p8"]))
+    browser.find_element(By.ID, "cred-password").clear()
+    assert submit_and_read() == json.dumps(
+        {"kind": "pem", "environment": "production", "file": p8}, separators=(",", ":"))
+    visible(browser, "#cred-upload-result .banner.bad")
+
+    # In Chinese: the declaration's Chinese words, the service named from the API.
+    browser.find_element(By.ID, "lang-toggle-top").click()
+    text_in(browser, "#cred-upload-title", f"上传 {declared['display_name_text']['zh']} 凭证")
+    p8_label = browser.find_element(By.CSS_SELECTOR, "label[for='cred-kind-p8']").text
+    assert p8_label == declared["files"][0]["label"]["zh"]
+    browser.find_element(By.ID, "cred-kind-p8").click()
+    assert browser.find_element(By.ID, "cred-file-hint").text == declared["files"][0]["hint_text"]["zh"]
+    browser.find_element(By.ID, "lang-toggle-top").click()
+    text_in(browser, "#cred-upload-title", f"Upload a credential for {declared['display_name']}")
+
+
 def test_template_with_live_preview(browser, gateway):
     ensure_app(gateway)
     go(browser, gateway, "templates/new")

@@ -90,6 +90,8 @@ function serviceCodeMeaning(reason, channel) {
 
 /** What the gateway's registry declares of a channel (`features.transports`), or undefined. */
 function declaredTransport(name) {
+  const uploaded = features().uploaded_files;
+  if (uploaded?.channel === name) return uploaded;
   return (features().transports || []).find((f) => f.channel === name);
 }
 
@@ -121,16 +123,18 @@ export function failureTable(rows) {
       h('td', { class: 'num', text: formatNumber(r.count) })))));
 }
 
-/** Channels in the gateway's registry order (APNs first), then any it does not declare (a stored
- * row of a transport since removed), by name. */
+/** Channels in the gateway's order (the service whose credentials are uploaded files, then those
+ * with a credential form, in registry order), then any it does not declare (a stored row of a
+ * transport since removed), by name. */
 function channelEntries(channels) {
-  const order = ['apns', ...(features().android_channels || [])];
+  const uploaded = features().uploaded_files?.channel;
+  const order = [...(uploaded ? [uploaded] : []), ...(features().android_channels || [])];
   const entries = Object.entries(channels || {});
   const rank = (name) => (order.includes(name) ? order.indexOf(name) : order.length);
   return entries.sort((a, b) => rank(a[0]) - rank(b[0]) || a[0].localeCompare(b[0]));
 }
 
-/** A service's name for people: the console's own words where it has them (`channel.apns`),
+/** A service's name for people: the console's own words where it has them (`channel.<name>`),
  * else the display name its transport declares in the console's language, else the name itself. */
 export function channelLabel(name) {
   const declared = declaredTransport(name);
@@ -149,7 +153,7 @@ export function arrivalRate(c) {
 }
 
 /**
- * Delivered per channel in one line, "APNs 120 · <service> 80", with each channel's failures and
+ * Delivered per channel in one line, "<service> 120 · <other service> 80", with each channel's failures and
  * pending deliveries after it when there are any; null when the message has no channel counts.
  */
 export function channelCountsLine(message, { label = true } = {}) {
@@ -277,12 +281,12 @@ export function credentialBanners(alerts) {
       h('span', { class: 'banner-icon', 'aria-hidden': 'true', text: '!' }),
       h('div', {},
         h('strong', { text: t('cred.failingTitle', { n: alerts.failing.length }) }),
-        h('ul', {}, alerts.failing.map((c) => h('li', { dataset: { channel: c.channel || 'apns' } },
-          // An Android credential carries its channel; an APNs one its environment and kind.
+        h('ul', {}, alerts.failing.map((c) => h('li', { dataset: { channel: c.channel || '' } },
+          // A form credential carries its ids; an uploaded file its environment and kind.
           // Which one: its selector (label) and when it was added, so two of one service differ.
-          c.channel && c.channel !== 'apns'
-            ? `${c.app_name} · ${channelLabel(c.channel)} · ${c.vendor_app_id} ${c.client_id || ''}`
-            : `${c.app_name} · APNs ${t(`env.${c.environment}`)} · ${c.kind.toUpperCase()} ${c.key_id || c.subject || ''}`,
+          c.kind
+            ? `${c.app_name} · ${channelLabel(c.channel)} ${t(`env.${c.environment}`)} · ${c.kind.toUpperCase()} ${c.key_id || c.subject || ''}`
+            : `${c.app_name} · ${channelLabel(c.channel)} · ${c.vendor_app_id} ${c.client_id || ''}`,
           c.selector ? ` · ${t('cred.selectorShort', { selector: c.selector })}` : '',
           c.created_at ? ` · ${t('cred.addedOn', { time: formatTime(c.created_at) })}` : '',
           ' — ',

@@ -37,7 +37,7 @@ extension APNsPushTransport {
             name: "tuisong_apns_response_seconds",
             help:
                 "Seconds from handing a push to the APNs connection pool to APNs's answer (includes waiting for a free stream)."
-        ), takesUploadedFiles: true, notificationFields: notificationFields,
+        ), uploadedCredentialForm: uploadedCredentialForm, notificationFields: notificationFields,
         // Apple refuses `apns-priority: 10` on a background push (content-available alone).
         refusesImmediateBackground: true)
 

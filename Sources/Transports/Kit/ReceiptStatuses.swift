@@ -63,8 +63,8 @@ public enum ReceiptStatuses {
     }
 
     /// The number of statuses of `body` without reading them: the check a POST gets before its
-    /// answer where the service's signature covers its header and not its body (Huawei's,
-    /// HarmonyOS's), so the body is kept as posted and read by the digest. One pass over the
+    /// answer where the service's signature covers its header and not its body (the Push Kit
+    /// services'), so the body is kept as posted and read by the digest. One pass over the
     /// bytes that refuses a body that is not one JSON object (brackets and braces balanced,
     /// strings closed and without raw control characters, members `"key": value` separated by
     /// commas, nothing after it) or whose last `statuses` member is not an array, and counts

@@ -42,10 +42,10 @@ public struct TransportDeclaration: Sendable {
     /// A response-time histogram of its own, by environment, under a name operators already
     /// scrape; nil: its answers are timed in `tuisong_channel_response_seconds` by channel.
     public var responseHistogram: ResponseHistogram?
-    /// Whether its credentials are files an operator uploads (`.p8`, `.p12`, PEM; kept in the
-    /// `CredentialRecord`s, per environment) rather than a declared form's fields: the credential
-    /// API, the CLI and the console name that channel for them.
-    public var takesUploadedFiles: Bool
+    /// For a transport whose credentials are files an operator uploads (`.p8`, `.p12`, PEM; kept
+    /// in the `CredentialRecord`s, per environment) rather than a declared form's fields: how an
+    /// upload is checked. The credential API, the CLI and the console name that channel for them.
+    public var uploadedCredentialForm: UploadedCredentialForm?
     /// Keys of the native API's `notification` object it reads into its own entry of the
     /// content (`PushContent.services[<name>]`).
     public var notificationFields: [NotificationField]
@@ -72,12 +72,12 @@ public struct TransportDeclaration: Sendable {
         renderBody: (@Sendable (ServiceBodyRequest) -> ServiceBody)? = nil,
         testTokenHosts: (@Sendable (TransportSection) -> Set<String>)? = nil,
         sharedPayload: (@Sendable (PushContent, PushType) -> SharedPayload)? = nil, configPath: String? = nil,
-        responseHistogram: ResponseHistogram? = nil, takesUploadedFiles: Bool = false,
+        responseHistogram: ResponseHistogram? = nil, uploadedCredentialForm: UploadedCredentialForm? = nil,
         notificationFields: [NotificationField] = [], refusesImmediateBackground: Bool = false
     ) {
         self.refusesImmediateBackground = refusesImmediateBackground
         self.notificationFields = notificationFields
-        self.takesUploadedFiles = takesUploadedFiles
+        self.uploadedCredentialForm = uploadedCredentialForm
         self.configPath = configPath
         self.responseHistogram = responseHistogram
         self.testTokenHosts = testTokenHosts
@@ -92,6 +92,9 @@ public struct TransportDeclaration: Sendable {
     }
 
     public var name: String { channel.channel.rawValue }
+
+    /// Whether its credentials are uploaded files (`uploadedCredentialForm`).
+    public var takesUploadedFiles: Bool { uploadedCredentialForm != nil }
 
     /// Where its config section is: `configPath`, else `transports.<name>`.
     public var configSectionPath: String { configPath ?? "transports.\(name)" }

@@ -9,6 +9,9 @@ public enum CredentialKind: String, Sendable, Codable, Hashable {
     case p12
     /// Certificate auth from PEM certificate + key.
     case pem
+
+    /// How operators name the file: `.p8`, `.p12`, `PEM`.
+    public var displayName: String { self == .pem ? "PEM" : ".\(rawValue)" }
 }
 
 /// A credential uploaded as a file, of one app and environment (a signing key, or a client

@@ -129,6 +129,8 @@ struct AdminAPI: Sendable {
                     "push": gateway != nil, "credentials": credentials != nil,
                     "android_channels": config.transports.registry.withCredentialForms.map(\.name),
                     "transports": config.transports.registry.formsObject,
+                    // The form of the service whose credentials are uploaded files, if any.
+                    "uploaded_files": config.transports.registry.uploadedFormObject ?? NSNull(),
                 ] as [String: Any],
                 "idle_timeout_seconds": Int(sessions.idleTimeout),
             ])

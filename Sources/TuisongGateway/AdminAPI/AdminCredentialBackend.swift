@@ -306,30 +306,26 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
         return (result.ok, result.detail, result.endpoint)
     }
 
-    /// The service's upload from the console's: text kinds must be UTF-8.
+    /// The service's upload from the console's, made as its declared form makes one
+    /// (`UploadedCredentialForm.upload`: the fields by their declared names); a text kind (all
+    /// but `.p12`) must be UTF-8.
     static func credentialUpload(_ upload: AdminCredentialUpload) throws -> CredentialUpload {
-        switch upload.kind {
-        case .p8:
-            guard let pem = String(validating: upload.file, as: UTF8.self) else {
-                throw CredentialError(.wrongKind, "a .p8 key is PEM text; this file is binary (a .p12 certificate?)")
-            }
-            return .p8(pem: pem, keyID: upload.keyID ?? "", teamID: upload.teamID ?? "")
-        case .p12:
-            return .p12(der: upload.file, password: upload.password ?? "")
-        case .pem:
-            guard let text = String(validating: upload.file, as: UTF8.self) else {
-                throw CredentialError(.wrongKind, "a PEM file is text; this file is binary (a .p12 certificate?)")
-            }
-            return .pem(text: text, password: upload.password)
+        if upload.kind != .p12, String(validating: upload.file, as: UTF8.self) == nil {
+            throw CredentialError(
+                .wrongKind,
+                upload.kind == .p8
+                    ? "a .p8 key is PEM text; this file is binary (a .p12 certificate?)"
+                    : "a PEM file is text; this file is binary (a .p12 certificate?)")
         }
+        let values = ["key_id": upload.keyID, "team_id": upload.teamID, "password": upload.password]
+        return UploadedCredentialForm.upload(
+            kind: upload.kind, file: upload.file, values: values.compactMapValues { $0 })
     }
 
-    /// The form field a refusal is about.
+    /// The form field a refusal that names none is about (an uploaded file's check names its
+    /// own: `password`, `key_id`).
     static func field(_ code: CredentialError.Code) -> String {
         switch code {
-        case .wrongPassword: "password"
-        case .invalidKeyID: "key_id"
-        case .invalidTeamID: "team_id"
         case .invalidSelector: "selector"
         case .invalidVendorAppID: "vendor_app_id"
         case .invalidClientID: "client_id"

@@ -5,31 +5,17 @@ import TuisongCrypto
 import TuisongDelivery
 import TuisongTransportKit
 
-/// What an operator uploads for an app and environment.
-public enum CredentialUpload: Sendable {
-    /// Token auth: the `.p8` PEM with its key id and team id.
-    case p8(pem: String, keyID: String, teamID: String)
-    /// A `.p12` certificate bundle and its password.
-    case p12(der: [UInt8], password: String)
-    /// PEM certificate (+ chain) and private key, in one text.
-    case pem(text: String, password: String?)
-}
-
 /// A credential problem, told in the words an operator needs.
 public struct CredentialError: Error, Sendable, CustomStringConvertible, Equatable {
-    /// The refusal's code in the admin API (`corrupt_file`): the APNs ones below, and whatever a
-    /// transport's credential form declares (`invalid_client_id`).
+    /// The refusal's code in the admin API (`corrupt_file`): the gateway's own below, and whatever
+    /// a transport's credential form or uploaded-file check declares (`invalid_client_id`,
+    /// `wrong_password`).
     public struct Code: RawRepresentable, Sendable, Hashable {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
 
-        public static let wrongPassword = Code(rawValue: "wrong_password")
         public static let corruptFile = Code(rawValue: "corrupt_file")
         public static let wrongKind = Code(rawValue: "wrong_kind")
-        public static let expired = Code(rawValue: "expired")
-        public static let keyMismatch = Code(rawValue: "key_mismatch")
-        public static let invalidKeyID = Code(rawValue: "invalid_key_id")
-        public static let invalidTeamID = Code(rawValue: "invalid_team_id")
         public static let notFound = Code(rawValue: "not_found")
         public static let invalidSelector = Code(rawValue: "invalid_selector")
         public static let invalidVendorAppID = Code(rawValue: "invalid_vendor_app_id")
@@ -38,8 +24,6 @@ public struct CredentialError: Error, Sendable, CustomStringConvertible, Equatab
         public static let invalidBadgeClass = Code(rawValue: "invalid_badge_class")
         /// A service account file whose fields are not of the shapes its service gives them.
         public static let invalidServiceAccount = Code(rawValue: "invalid_service_account")
-        /// A certificate that names no APNs environment, uploaded without choosing one.
-        public static let environmentRequired = Code(rawValue: "environment_required")
     }
     public var code: Code
     public var message: String
@@ -58,136 +42,65 @@ public struct CredentialError: Error, Sendable, CustomStringConvertible, Equatab
     public var description: String { message }
 }
 
-/// The decrypted secret of a credential; only ever exists in memory.
+/// The decrypted secret of a credential; only ever exists in memory. Its coding is the sealed
+/// format of every stored row: it must not change.
 enum CredentialSecret: Codable {
     case p8(pem: String)
     case p12(der: Data, password: String)
     case pem(text: String, password: String?)
+
+    init(_ file: CredentialFile) {
+        switch file {
+        case .p8(let pem): self = .p8(pem: pem)
+        case .p12(let der, let password): self = .p12(der: Data(der), password: password)
+        case .pem(let text, let password): self = .pem(text: text, password: password)
+        }
+    }
 }
 
 /// Validates uploads, seals secrets under the master key, and opens them for the transport that
-/// reads them (APNs's pools), which parses them.
+/// reads them (its connection pools), which parses them.
 public struct CredentialService: Sendable {
     let store: any ChannelCredentialStore
     let masterKey: MasterKey
     let clock: any Clock
-    /// The channel whose credentials are uploaded files (`TransportRegistry.uploadedFilesChannel`);
-    /// nil: this gateway has none, and an upload is refused.
-    let channel: PushChannel?
+    /// The transport whose credentials are uploaded files (`TransportRegistry.uploadedFiles`),
+    /// whose form checks them; nil: this gateway has none, and an upload is refused.
+    let declaration: TransportDeclaration?
 
     public init(
         store: any ChannelCredentialStore, masterKey: MasterKey, clock: any Clock = SystemClock(),
-        channel: PushChannel?
+        uploadedFiles declaration: TransportDeclaration?
     ) {
         self.store = store
         self.masterKey = masterKey
         self.clock = clock
-        self.channel = channel
+        self.declaration = declaration
     }
 
-    /// Parses and checks an upload: the file parses, the password is right, the key matches the
-    /// certificate, it has not expired, and it is the kind it claims to be.
+    /// Checks an upload by its transport's declared form (`UploadedCredentialForm`: the file
+    /// parses, the password is right, the key matches the certificate, it has not expired, it is
+    /// the kind it claims to be, and which environments it serves) and seals it.
     ///
-    /// `environment` nil means both where the credential can serve both: a `.p8` key always can
-    /// (Apple's token keys sign for sandbox and production alike); a certificate serves both
-    /// when it is universal (it names both environments, whatever was chosen), else the one it
-    /// names. A `.p8` given one environment serves that one only.
+    /// `environment` nil means both where the credential can serve both, as the form decides.
     public func inspect(_ upload: CredentialUpload, appID: Int64, environment: PushEnvironment?)
         throws(CredentialError) -> NewCredential
     {
-        guard let channel else {
+        guard let declaration, let form = declaration.uploadedCredentialForm else {
             throw CredentialError(.wrongKind, "this gateway has no transport whose credentials are uploaded files")
         }
-        switch upload {
-        case .p8(let pem, let keyID, let teamID):
-            guard Self.isAppleIdentifier(keyID) else {
-                throw CredentialError(
-                    .invalidKeyID, "the key id must be the 10 letters and digits Apple shows, got \"\(keyID)\"")
-            }
-            guard Self.isAppleIdentifier(teamID) else {
-                throw CredentialError(
-                    .invalidTeamID, "the team id must be the 10 letters and digits Apple shows, got \"\(teamID)\"")
-            }
-            let key: PrivateKey
-            do {
-                key = try PrivateKey(pem: pem)
-            } catch {
-                if pem.contains("CERTIFICATE") {
-                    throw CredentialError(.wrongKind, "this is a certificate, not a .p8 key: upload it as PEM or .p12")
-                }
-                throw CredentialError(.corruptFile, "the .p8 file does not hold a private key (\(error.message))")
-            }
-            guard key.kind == .ecP256 else {
-                throw CredentialError(.wrongKind, "a .p8 APNs key is an EC P-256 key; this one is not")
-            }
-            return NewCredential(
-                appID: appID, channel: channel, kind: .p8, environment: environment ?? .production, teamID: teamID,
-                keyID: keyID,
-                subject: nil, topics: [], expiresAt: nil, encryptedSecret: try seal(.p8(pem: pem), appID: appID),
-                servesBothEnvironments: environment == nil)
-        case .p12(let der, let password):
-            let parsed: (certificate: Certificate, key: PrivateKey, chain: [Certificate])
-            do {
-                parsed = try PKCS12.parse(der, password: password)
-            } catch  where error.code == .wrongPassword {
-                throw CredentialError(.wrongPassword, "the password does not open this .p12 file")
-            } catch  where error.code == .keyMismatch {
-                throw CredentialError(
-                    .keyMismatch, "the private key in this .p12 file does not belong to its certificate")
-            } catch {
-                throw CredentialError(.corruptFile, "this is not a readable .p12 file (\(error.message))")
-            }
-            return try certificateCredential(
-                parsed.certificate, key: parsed.key, kind: .p12, channel: channel, appID: appID,
-                environment: environment,
-                secret: .p12(der: Data(der), password: password))
-        case .pem(let text, let password):
-            let parsed: (certificate: Certificate, key: PrivateKey?, chain: [Certificate])
-            do {
-                parsed = try PEMBundle.parse(text, password: password)
-            } catch  where error.code == .wrongPassword {
-                throw CredentialError(.wrongPassword, "the password does not decrypt the PEM private key")
-            } catch  where error.code == .keyMismatch {
-                throw CredentialError(.keyMismatch, "the private key does not belong to the certificate")
-            } catch {
-                if text.contains("PRIVATE KEY"), !text.contains("CERTIFICATE") {
-                    throw CredentialError(
-                        .wrongKind, "this PEM holds only a key; a .p8 key is uploaded with its key id and team id")
-                }
-                throw CredentialError(.corruptFile, "the PEM text does not hold a certificate (\(error.message))")
-            }
-            guard let key = parsed.key else {
-                throw CredentialError(.wrongKind, "the PEM holds a certificate but no private key; paste both")
-            }
-            return try certificateCredential(
-                parsed.certificate, key: key, kind: .pem, channel: channel, appID: appID, environment: environment,
-                secret: .pem(text: text, password: password))
-        }
-    }
-
-    private func certificateCredential(
-        _ certificate: Certificate, key: PrivateKey, kind: CredentialKind, channel: PushChannel, appID: Int64,
-        environment: PushEnvironment?,
-        secret: CredentialSecret
-    ) throws(CredentialError) -> NewCredential {
-        guard certificate.matches(key) else {
-            throw CredentialError(.keyMismatch, "the private key does not belong to the certificate")
-        }
-        guard certificate.notAfter > clock.now else {
-            throw CredentialError(.expired, "the certificate expired on \(ISO8601.string(certificate.notAfter))")
-        }
-        let named = certificate.applePushEnvironments.compactMap(PushEnvironment.init(rawValue:))
-        let universal = named.count == 2
-        guard let chosen = environment ?? (named.count == 1 ? named[0] : universal ? .production : nil) else {
-            throw CredentialError(
-                .environmentRequired,
-                "this certificate does not say which APNs environment it is for: choose sandbox or production",
-                field: "environment")
+        let inspected: InspectedUpload
+        do {
+            inspected = try form.inspect(upload, environment, clock.now)
+        } catch {
+            throw CredentialError(CredentialError.Code(rawValue: error.code), error.message, field: error.field)
         }
         return NewCredential(
-            appID: appID, channel: channel, kind: kind, environment: chosen, teamID: nil, keyID: nil,
-            subject: certificate.subject, topics: certificate.applePushTopics, expiresAt: certificate.notAfter,
-            encryptedSecret: try seal(secret, appID: appID), servesBothEnvironments: universal)
+            appID: appID, channel: declaration.channel.channel, kind: inspected.kind,
+            environment: inspected.environment, teamID: inspected.teamID, keyID: inspected.keyID,
+            subject: inspected.subject, topics: inspected.topics, expiresAt: inspected.expiresAt,
+            encryptedSecret: try seal(CredentialSecret(upload.file), appID: appID),
+            servesBothEnvironments: inspected.servesBothEnvironments)
     }
 
     /// Stores a validated upload, with the vendor `selector` devices name it by (a
@@ -220,7 +133,7 @@ public struct CredentialService: Sendable {
     /// the same credential. Keyed: the digest of a secret says nothing of it without the key.
     func digest(of upload: CredentialUpload, _ credential: NewCredential) -> String {
         var parts: [[UInt8]] = [
-            // The channel's name (`apns`, the only one with uploaded files) leads, as it always did:
+            // The channel's name (the one with uploaded files) leads, as it always did:
             // digests of stored rows must not change.
             Array(credential.channel.rawValue.utf8), Array(String(credential.appID).utf8),
             Array(credential.kind.rawValue.utf8),
@@ -262,11 +175,6 @@ public struct CredentialService: Sendable {
 
     /// Binds a sealed secret to its app: a row copied to another app does not decrypt.
     static func associatedData(_ appID: Int64) -> [UInt8] { Array("tuisong-credential-v1:\(appID)".utf8) }
-
-    static func isAppleIdentifier(_ s: String) -> Bool {
-        s.utf8.count == 10
-            && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) }
-    }
 }
 
 /// The keyed digest of a credential's parts, each length-prefixed so no two different lists

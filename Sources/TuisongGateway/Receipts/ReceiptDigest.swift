@@ -60,7 +60,7 @@ final class ReceiptDigest: Sendable {
 
     /// How many POSTs the next pass reads: about one transaction's worth
     /// (`maxStatusesPerDigest`) at the size of the POSTs the last pass saw, between 1 and
-    /// `readLimit`. The rows carry their bodies (Huawei's 1,000 statuses are some 250 KB), and a
+    /// `readLimit`. The rows carry their bodies (a POST of 1,000 statuses is some 250 KB), and a
     /// transaction takes one POST of 1,000: reading 32 of them to record one read 8 MB a pass
     /// (2.6 % of the gateway's samples in a push with a receipt per device).
     static func readCount(statusesPerPost: Int?) -> Int {

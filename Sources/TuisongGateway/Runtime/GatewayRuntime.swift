@@ -86,7 +86,7 @@ public final class GatewayRuntime: Sendable {
                 iterations: adminPasswordIterations)
             let credentials = CredentialService(
                 store: store, masterKey: masterKey, clock: clock,
-                channel: config.transports.registry.uploadedFilesChannel)
+                uploadedFiles: config.transports.registry.uploadedFiles)
             let channelCredentials = ChannelCredentialService(
                 store: store, masterKey: masterKey, testTokenHosts: ChannelCredentialService.testTokenHosts(config),
                 registry: config.transports.registry)

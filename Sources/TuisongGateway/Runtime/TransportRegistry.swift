@@ -61,9 +61,10 @@ public struct TransportRegistry: Sendable {
     /// The channel whose credentials are uploaded files (`TransportDeclaration.takesUploadedFiles`):
     /// what the uploaded-credential API, `credential add --file` and the console's file form
     /// speak for. nil: this gateway has no such transport.
-    public var uploadedFilesChannel: PushChannel? {
-        declarations.first(where: \.takesUploadedFiles)?.channel.channel
-    }
+    public var uploadedFilesChannel: PushChannel? { uploadedFiles?.channel.channel }
+
+    /// The declaration of `uploadedFilesChannel`, whose `uploadedCredentialForm` checks an upload.
+    public var uploadedFiles: TransportDeclaration? { declarations.first(where: \.takesUploadedFiles) }
 
     public func declaration(of channel: PushChannel) -> TransportDeclaration? {
         declarations.first { $0.channel.channel == channel }
@@ -97,16 +98,52 @@ public struct TransportRegistry: Sendable {
                 ],
                 // What the service's own codes mean, for the console's failure counts.
                 "service_codes": declaration.serviceCodes.mapValues(\.json),
-                "fields": (declaration.credentialForm?.fields ?? []).map { field -> [String: Any] in
-                    [
-                        "name": field.name, "kind": field.kind.rawValue, "required": field.required,
-                        "label": ["en": field.label.en, "zh": field.label.zh], "help": field.help,
-                        "help_text": ["en": field.help, "zh": field.helpZH ?? field.help],
-                        "placeholder": field.placeholder, "numeric": field.numeric, "accept": field.accept,
-                        "refusal_text": field.refusal.map { ["en": $0.en, "zh": $0.zh] } ?? NSNull(),
-                    ]
-                },
+                "fields": (declaration.credentialForm?.fields ?? []).map { Self.fieldObject($0) },
             ]
         }
+    }
+
+    /// The declared upload form of `uploadedFiles` as the admin API serves it
+    /// (`features.uploaded_files`): what the console renders its file upload form from. Each
+    /// file is one `kind` of the upload (`p8`), with the fields it needs (always sent) and may
+    /// be given with (sent when filled); `hint_text` is the console's hint under a field, and
+    /// `environment_hint_text` under the environment choice. nil: no such transport.
+    public var uploadedFormObject: [String: Any]? {
+        guard let declaration = uploadedFiles, let form = declaration.uploadedCredentialForm else { return nil }
+        func hint(_ field: CredentialForm.Field) -> [String: String] {
+            let text = form.consoleHints[field.name] ?? LocalizedText(en: field.help, zh: field.helpZH ?? field.help)
+            return ["en": text.en, "zh": text.zh]
+        }
+        return [
+            "channel": declaration.name,
+            "display_name": declaration.channel.displayName,
+            "display_name_text": [
+                "en": declaration.channel.displayName,
+                "zh": declaration.channel.displayNameZH ?? declaration.channel.displayName,
+            ],
+            "files": form.files.map { file -> [String: Any] in
+                Self.fieldObject(file).merging(
+                    [
+                        "needs": form.needs[file.name] ?? [], "optional": form.optional[file.name] ?? [],
+                        "hint_text": hint(file),
+                    ], uniquingKeysWith: { $1 })
+            },
+            "fields": form.fields.map { field -> [String: Any] in
+                Self.fieldObject(field).merging(
+                    ["hint_text": hint(field), "max_length": field.rule.length.upperBound], uniquingKeysWith: { $1 })
+            },
+            "environment_hint_text": form.consoleHints["environment"].map { ["en": $0.en, "zh": $0.zh] } ?? NSNull(),
+        ]
+    }
+
+    /// A declared field as the admin API serves it, for the console's input.
+    private static func fieldObject(_ field: CredentialForm.Field) -> [String: Any] {
+        [
+            "name": field.name, "kind": field.kind.rawValue, "required": field.required,
+            "label": ["en": field.label.en, "zh": field.label.zh], "help": field.help,
+            "help_text": ["en": field.help, "zh": field.helpZH ?? field.help],
+            "placeholder": field.placeholder, "numeric": field.numeric, "accept": field.accept,
+            "refusal_text": field.refusal.map { ["en": $0.en, "zh": $0.zh] } ?? NSNull(),
+        ]
     }
 }

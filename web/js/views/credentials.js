@@ -98,11 +98,16 @@ export async function renderCredentials(container) {
   }
 
   const android = androidSection(app);
-  container.append(
-    h('section', { class: 'panel', 'aria-labelledby': 'cred-list-title' }, h('h2', { id: 'cred-list-title', text: t('cred.list') }), list, testResult),
-    h('section', { class: 'panel', 'aria-labelledby': 'cred-upload-title' }, h('h2', { id: 'cred-upload-title', text: t('cred.upload') }), uploadForm(app, refresh)),
-    android.section);
-  await Promise.all([refresh(), android.refresh()]);
+  // The uploaded-files service's list and form, when the gateway has one.
+  const uploaded = uploadedFiles();
+  if (uploaded) {
+    const service = uploadedService(uploaded);
+    container.append(
+      h('section', { class: 'panel', 'aria-labelledby': 'cred-list-title' }, h('h2', { id: 'cred-list-title', text: t('cred.list', { service }) }), list, testResult),
+      h('section', { class: 'panel', 'aria-labelledby': 'cred-upload-title' }, h('h2', { id: 'cred-upload-title', text: t('cred.upload', { service }) }), uploadForm(app, refresh, uploaded)));
+  }
+  container.append(android.section);
+  await Promise.all([uploaded ? refresh() : null, android.refresh()]);
   return null;
 }
 
@@ -357,50 +362,74 @@ function channelErrorText(error, specs) {
   return errorText(error);
 }
 
-function uploadForm(app, refresh) {
-  const kindRadios = ['p8', 'p12', 'pem'].map((kind) => {
-    const input = h('input', { type: 'radio', name: 'cred-kind', value: kind, id: `cred-kind-${kind}`, checked: kind === 'p8' });
-    return { kind, input, label: h('label', { for: input.id }, input, ` ${t(`cred.kind.${kind}`)}`) };
+/** The declared upload form of the service whose credentials are uploaded files
+ * (`features.uploaded_files` of `GET /admin/api/session`, from its transport's declaration):
+ * its file kinds, each with the fields it needs and may be given with; null when the gateway
+ * has no such service. */
+function uploadedFiles() {
+  return features().uploaded_files || null;
+}
+/** That service's name in the current language. */
+function uploadedService(spec) {
+  return localized(spec.display_name_text, spec.display_name);
+}
+
+/** The upload form, rendered from the declaration: one radio per file kind (`cred-kind-<kind>`),
+ * the file, the environment, and each declared field (`cred-<name>`, `_` as `-`) shown for the
+ * kinds that need it or may be given it. */
+function uploadForm(app, refresh, spec) {
+  const kindRadios = spec.files.map((file, index) => {
+    const input = h('input', { type: 'radio', name: 'cred-kind', value: file.name, id: `cred-kind-${file.name}`, checked: index === 0 });
+    return { file, input, label: h('label', { for: input.id }, input, ` ${localized(file.label, file.name)}`) };
   });
-  // A .p8 key serves both environments (Apple's keys sign for either); a certificate serves
-  // both when it is universal, else the one it names.
   const environment = h('select', { name: 'environment' },
     h('option', { value: 'both', text: t('env.both') }),
     h('option', { value: 'sandbox', text: t('env.sandbox') }),
     h('option', { value: 'production', text: t('env.production') }));
   const file = h('input', { type: 'file', name: 'file' });
-  const keyID = h('input', { type: 'text', name: 'key_id', maxlength: 10, autocomplete: 'off', spellcheck: 'false', placeholder: 'ABC123DEFG' });
-  const teamID = h('input', { type: 'text', name: 'team_id', maxlength: 10, autocomplete: 'off', spellcheck: 'false', placeholder: 'DEF123GHIJ' });
-  const password = h('input', { type: 'password', name: 'password', autocomplete: 'off' });
   const selector = h('input', { type: 'text', name: 'selector', maxlength: 128, autocomplete: 'off', spellcheck: 'false', placeholder: '1001 · ios-prod' });
-  const fileField = field(t('cred.file'), file, { id: 'cred-file' });
-  const keyField = field(t('cred.keyID'), keyID, { id: 'cred-key-id' });
-  const teamField = field(t('cred.teamID'), teamID, { id: 'cred-team-id' });
-  const passwordField = field(t('cred.password'), password, { id: 'cred-password' });
+  // The file's hint is its kind's; an empty one is replaced on the first update.
+  const fileField = field(t('cred.file'), file, { id: 'cred-file', hint: ' ' });
+  const environmentHint = localized(spec.environment_hint_text, '');
+  const environmentField = field(t('cred.environment'), environment, { id: 'cred-environment', hint: environmentHint || null });
   const selectorField = field(t('cred.selector'), selector, { id: 'cred-selector', hint: t('cred.selectorHint') });
+  // One input per declared field; the server names the field a refusal is about by its name.
+  const fields = new Map(spec.fields.map((declared) => {
+    const input = declared.kind === 'secret'
+      ? h('input', { type: 'password', name: declared.name, autocomplete: 'off' })
+      : h('input', {
+        type: 'text', name: declared.name, maxlength: declared.max_length || null, autocomplete: 'off', spellcheck: 'false',
+        placeholder: declared.placeholder || null, inputmode: declared.numeric ? 'numeric' : null,
+      });
+    const id = `cred-${declared.name.replace(/_/g, '-')}`;
+    return [declared.name, { declared, input, field: field(localized(declared.label, declared.name), input, { id }) }];
+  }));
   const result = h('div', { id: 'cred-upload-result', 'aria-live': 'polite' });
   const submit = h('button', { type: 'submit', class: 'primary', id: 'cred-upload-submit', text: t('cred.uploadButton') });
-  const inputs = { file, key_id: keyID, team_id: teamID, password, environment, selector };
+  const inputs = { file, environment, selector };
+  for (const [name, { input }] of fields) inputs[name] = input;
 
-  function selectedKind() {
-    return kindRadios.find((r) => r.input.checked).kind;
+  function selectedFile() {
+    return kindRadios.find((r) => r.input.checked).file;
   }
   function update() {
-    const kind = selectedKind();
-    keyField.wrap.hidden = kind !== 'p8';
-    teamField.wrap.hidden = kind !== 'p8';
-    passwordField.wrap.hidden = kind === 'p8';
-    passwordField.wrap.querySelector('label').textContent = kind === 'pem' ? t('cred.passwordOptional') : t('cred.password');
-    file.accept = { p8: '.p8,.pem,.txt', p12: '.p12,.pfx', pem: '.pem,.crt,.cer,.key,.txt' }[kind];
-    fileField.wrap.querySelector('.hint')?.remove();
-    fileField.wrap.append(h('div', { class: 'hint', text: t(`cred.fileHint.${kind}`) }));
+    const chosen = selectedFile();
+    for (const [name, { declared, field: f }] of fields) {
+      const needed = (chosen.needs || []).includes(name);
+      const optional = (chosen.optional || []).includes(name);
+      f.wrap.hidden = !needed && !optional;
+      const label = localized(declared.label, name);
+      f.wrap.querySelector('label').textContent = optional ? `${label}${paren(t('common.optional'))}` : label;
+    }
+    file.accept = chosen.accept || '';
+    fileField.hint.textContent = localized(chosen.hint_text, '');
   }
   for (const r of kindRadios) r.input.addEventListener('change', update);
 
   const form = h('form', { id: 'cred-upload-form', novalidate: true },
     h('fieldset', {}, h('legend', { text: t('cred.kind') }), h('div', { class: 'radios' }, kindRadios.map((r) => r.label))),
-    h('div', { class: 'row' }, field(t('cred.environment'), environment, { id: 'cred-environment', hint: t('cred.environmentHint') }).wrap, fileField.wrap),
-    h('div', { class: 'row' }, keyField.wrap, teamField.wrap, passwordField.wrap),
+    h('div', { class: 'row' }, environmentField.wrap, fileField.wrap),
+    h('div', { class: 'row' }, [...fields.values()].map((f) => f.field.wrap)),
     h('div', { class: 'row' }, selectorField.wrap),
     result,
     h('div', { class: 'actions' }, submit));
@@ -410,7 +439,7 @@ function uploadForm(app, refresh) {
     event.preventDefault();
     for (const input of Object.values(inputs)) setFieldError(input, null);
     result.replaceChildren();
-    const kind = selectedKind();
+    const chosen = selectedFile();
     if (!file.files.length) {
       setFieldError(file, t('cred.fileRequired'));
       file.focus();
@@ -420,26 +449,28 @@ function uploadForm(app, refresh) {
       setFieldError(file, t('cred.fileTooLarge'));
       return;
     }
-    const body = { kind, environment: environment.value, file: await fileBase64(file.files[0]) };
+    const body = { kind: chosen.name, environment: environment.value, file: await fileBase64(file.files[0]) };
     if (selector.value.trim()) body.selector = selector.value.trim();
-    if (kind === 'p8') {
-      body.key_id = keyID.value.trim();
-      body.team_id = teamID.value.trim();
-    } else if (password.value) {
-      body.password = password.value;
-    }
+    // A text is sent trimmed, a secret as typed; what the kind needs always, what it may be
+    // given with when filled.
+    const value = (name) => {
+      const { declared, input } = fields.get(name);
+      return declared.kind === 'secret' ? input.value : input.value.trim();
+    };
+    for (const name of chosen.needs || []) body[name] = value(name);
+    for (const name of chosen.optional || []) if (value(name)) body[name] = value(name);
     submit.disabled = true;
     try {
       const created = await post(`/apps/${app.id}/credentials`, body);
-      password.value = '';
+      for (const { declared, input } of fields.values()) if (declared.kind === 'secret') input.value = '';
       file.value = '';
       selector.value = '';
-      // A key APNs refused is saved (marked failing): say so, never as a success. Saved with
-      // its check still running: say that, and the list shows the result when it lands. A
+      // A key the service refused is saved (marked failing): say so, never as a success. Saved
+      // with its check still running: say that, and the list shows the result when it lands. A
       // repeat of an upload names the credential saved before.
       const refused = created.status === 'failing';
       const pending = created.check?.result === 'pending';
-      const words = { kind: created.kind.toUpperCase(), env: t(`env.${created.environment}`), reason: created.status_reason || '', id: created.id };
+      const words = { kind: created.kind.toUpperCase(), env: t(`env.${created.environment}`), reason: created.status_reason || '', id: created.id, service: uploadedService(spec) };
       const title = created.existing ? 'cred.existing' : refused ? 'cred.uploadedRefused' : pending ? 'cred.uploadedPending' : 'cred.uploaded';
       const tone = refused ? 'bad' : pending || created.existing ? 'warn' : 'ok';
       result.replaceChildren(h('div', { class: `banner ${tone}`, role: refused ? 'alert' : 'status', dataset: { status: created.status, check: created.check?.result || '', existing: String(!!created.existing) } },

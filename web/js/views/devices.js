@@ -92,9 +92,9 @@ export async function renderDevices(container, { arg, navigate }) {
   return null;
 }
 
-/** Its service's name; a device stored before channels existed is an APNs one. */
+/** Its service's name (every device the admin API lists carries its `channel`). */
 function channelName(device) {
-  return channelLabel(device.channel || 'apns');
+  return channelLabel(device.channel);
 }
 
 /** Every device has an environment, whatever its service: sandbox marks a test phone. */
@@ -104,7 +104,7 @@ function environmentText(device) {
 
 function deviceRow(device) {
   // Android tokens are opaque strings, not hex: encoded in the link, shown shortened as well.
-  return h('tr', { dataset: { token: device.token, channel: device.channel || 'apns' } },
+  return h('tr', { dataset: { token: device.token, channel: device.channel } },
     h('td', { class: 'token', dataset: { label: t('dev.token') } }, h('a', { href: `#/devices/${encodeURIComponent(device.token)}`, title: device.token, text: shortToken(device.token) })),
     h('td', { class: 'channel', dataset: { label: t('dev.channel') }, text: channelName(device) }),
     h('td', { dataset: { label: t('dev.environment') }, text: environmentText(device) }),

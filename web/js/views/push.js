@@ -89,7 +89,7 @@ export async function renderPush(container, { arg, navigate }) {
   // chosen device is of another service, whose own body is shown below instead.
   const apnsSize = h('div', { id: 'apns-size' },
     h('div', { class: 'meter-line' }, h('span', { id: 'payload-size-label', text: t('push.payloadSize') }), sizeText), meter);
-  const apnsPayload = h('div', { id: 'apns-payload' }, h('h3', { style: { marginTop: '14px' }, text: t('push.payload') }), payloadPre);
+  const apnsPayload = h('div', { id: 'apns-payload' }, h('h3', { style: { marginTop: '14px' }, text: t('push.payload', { service: channelLabel('apns') }) }), payloadPre);
   let serviceBodies = [];
   let previewTimer = null;
   let previewSerial = 0;
@@ -375,7 +375,7 @@ async function followMessage(container, id) {
         services = [];
       }
       if (stopped) return;
-      const apns = { channel: 'apns', display_name: t('channel.apns'), encoding: 'json', body: message.payload, bytes: message.payload_bytes, used: true };
+      const apns = { channel: 'apns', display_name: channelLabel('apns'), encoding: 'json', body: message.payload, bytes: message.payload_bytes, used: true };
       if (!services.length) services = [apns];
       // "not sent to" once the message went somewhere (a scheduled one has gone nowhere yet).
       const anyUsed = services.some((s) => s.used);
