@@ -23,15 +23,17 @@ struct KeptStatementTests {
                 WHERE d.app_id = \(Int64(1)) AND d.im_account = value AND d.id > \(Int64(0))
                     AND d.invalidated_at IS NULL
                 ORDER BY d.id LIMIT \(Int64(100))
+                /* \(raw: String(repeating: "past 512 bytes, as a page with more columns would be, ", count: 5)) */
                 """
             return query.text(for: dialect)
         }
         let one = text(["alice"])
         #expect(one.utf8.count > 512)
         #expect(one == text(["bob", "carol", "dave"]))
+        let another = text(["erin"])
         let kept = try await fixture.store.pool.read { db in
             let first = try GRDBExecutor.reusable(one, db)
-            let second = try GRDBExecutor.reusable(text(["erin"]), db)
+            let second = try GRDBExecutor.reusable(another, db)
             return first != nil && first === second
         }
         #expect(kept)
