@@ -10,6 +10,9 @@ struct EasemobDeliveryPolicy: DeliveryPolicy {
     let store: EasemobStore
     let templates: any TemplateStore
     let apps: any AppStore
+    /// Where the app's settings are kept opened (`EasemobDirectory.opened`): its time zone
+    /// without a read per message.
+    let directory: EasemobDirectory
     let clock: any TuisongCore.Clock
 
     func decide(_ recipients: [Recipient], message record: MessageRecord) async throws -> [DeliveryDecision] {
@@ -42,6 +45,9 @@ struct EasemobDeliveryPolicy: DeliveryPolicy {
 
     /// The app's do-not-disturb time zone (its Easemob `time_zone`, UTC+8 by default).
     func appTimeZone(appID: Int64) async throws -> TimeZone {
+        // An app whose settings cannot be opened (no longer complete, or its secret not opening)
+        // still has its zone read, as before the cache.
+        if let opened = try? await directory.opened(appID: appID) { return opened.settings.timeZone }
         let text = try await apps.app(id: appID)?.vendorSettings[EasemobAppSettings.vendor]?["time_zone"]
         if let text, !text.isEmpty, let zone = EasemobAppSettings.parseTimeZone(text) { return zone }
         return TimeZone(secondsFromGMT: 8 * 3600)!

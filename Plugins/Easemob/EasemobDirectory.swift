@@ -9,8 +9,10 @@ import TuisongPlugin
 /// (`claims`), so the configured pairs are cached in memory. The cache is the app list read
 /// from the store; it is read again when it is older than `maxAge` (and a path names a pair
 /// the cache does not know), so an app configured by the console or the CLI in another
-/// process is served within about a second. Handlers then read the app itself by id, so a
-/// changed secret or a removed pair takes effect at once.
+/// process is served within about a second. Handlers then take the app by id from `openedApps`
+/// (read, its secret opened, kept until the app changes on any node or for at most a second),
+/// so a changed secret or a removed pair takes effect at once, or within that second when it was
+/// changed where no notice reaches this node (the CLI beside a SQLite gateway).
 final class EasemobDirectory: Sendable {
     private struct Snapshot: Sendable {
         var pairs: [EasemobPair: [Int64]] = [:]
@@ -27,10 +29,18 @@ final class EasemobDirectory: Sendable {
     /// `EasemobStore.legacyTokenSecret` by app id, "" for none (written once, by a migration).
     private let legacySecrets = Mutex<[Int64: String]>([:])
 
-    init(apps: any AppStore, sealer: any SecretSealer, maxAge: Duration = .seconds(1)) {
+    /// Apps by id with their Easemob settings, the client secret opened: a message's call
+    /// neither reads its app nor opens the secret again.
+    private let openedApps: OpenedApps<Int64, (app: App, settings: EasemobAppSettings)>
+
+    init(
+        apps: any AppStore, sealer: any SecretSealer, clock: any Clock, changes: AppChangeNotices,
+        maxAge: Duration = .seconds(1)
+    ) {
         self.apps = apps
         self.sealer = sealer
         self.maxAge = maxAge
+        openedApps = OpenedApps(clock: clock, changes: changes)
     }
 
     /// Whether `/org/app/…` names a configured pair, as far as the cache knows. A stale cache
@@ -83,13 +93,20 @@ final class EasemobDirectory: Sendable {
             throw EasemobError.internalError(
                 "\(org)/\(appName) is configured on more than one app; an operator must remove it from all but one")
         }
-        guard let app = try await apps.app(id: ids[0]), EasemobAppSettings.pair(of: app) == pair,
-            let settings = try EasemobAppSettings.of(app, sealer: sealer)
-        else {
+        guard let opened = try await opened(appID: ids[0]), EasemobAppSettings.pair(of: opened.app) == pair else {
             try await reload()
             return nil
         }
-        return (app, settings)
+        return opened
+    }
+
+    /// The app with its Easemob settings, the secret opened; nil when it is gone or has none.
+    func opened(appID: Int64) async throws -> (app: App, settings: EasemobAppSettings)? {
+        try await openedApps.value(for: appID) {
+            guard let app = try await apps.app(id: appID), let settings = try EasemobAppSettings.of(app, sealer: sealer)
+            else { return nil }
+            return (appID, (app, settings))
+        }
     }
 
     func cachedKey(appID: Int64) -> [UInt8]? { keys.withLock { $0[appID] } }

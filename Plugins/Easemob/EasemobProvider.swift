@@ -48,9 +48,10 @@ public struct EasemobProvider: PushProvider {
             rate: configuration.requestsPerSecond, burst: configuration.burst, clock: context.clock,
             share: context.nodeShare)
         store = EasemobStore(database: context.database)
-        directory = EasemobDirectory(apps: context.store, sealer: context.secrets)
+        directory = EasemobDirectory(
+            apps: context.store, sealer: context.secrets, clock: context.clock, changes: context.appChanges)
         policy = EasemobDeliveryPolicy(
-            store: store, templates: context.store, apps: context.store, clock: context.clock)
+            store: store, templates: context.store, apps: context.store, directory: directory, clock: context.clock)
     }
 
     public var deliveryPolicy: (any DeliveryPolicy)? { policy }

@@ -43,6 +43,9 @@ public struct TencentProvider: PushProvider {
     let tencentStore: TencentStore
     let policy: TencentDeliveryPolicy
     let verifiedSigs = VerifiedUserSigs()
+    /// Apps by SDKAppID with their secret keys opened: a chat message's call neither reads its
+    /// app nor opens the key again (`OpenedApps`: forgotten when the app changes).
+    let openedApps: OpenedApps<Int64, (app: App, keys: TencentKeys)>
 
     public init(context: ProviderContext) throws {
         // Tencent has no settings of its own in the config file (yet): a section may be empty.
@@ -50,6 +53,7 @@ public struct TencentProvider: PushProvider {
         self.context = context
         tencentStore = TencentStore(database: context.database)
         policy = TencentDeliveryPolicy(store: tencentStore, accounts: context.accounts)
+        openedApps = OpenedApps(clock: context.clock, changes: context.appChanges)
     }
 
     public var deliveryPolicy: (any DeliveryPolicy)? { policy }
@@ -170,28 +174,29 @@ public struct TencentProvider: PushProvider {
 
     /// Finds the app by SDKAppID (60006 when none has it) and verifies the UserSig.
     func authenticate(_ parameters: TencentCallParameters) async throws -> Caller {
+        let sdkAppID = parameters.sdkAppID
+        guard let opened = try await openedApps.value(for: sdkAppID, load: { try await openApp(sdkAppID) }) else {
+            throw TencentError.unknownSDKAppID(String(sdkAppID))
+        }
+        _ = try verifiedSigs.verify(
+            parameters.userSig, identifier: parameters.identifier, sdkAppID: sdkAppID,
+            secretKey: opened.keys.secretKey, now: clock.now)
+        return Caller(app: opened.app, keys: opened.keys, identifier: parameters.identifier)
+    }
+
+    /// The app with this SDKAppID and its keys opened; nil when no app has it.
+    private func openApp(_ sdkAppID: Int64) async throws -> (appID: Int64, value: (app: App, keys: TencentKeys))? {
         // One point lookup: SDKAppIDs are stored in their one spelling (no leading zeros).
-        guard
-            let app = try await store.app(
-                vendor: TencentKeys.vendor, setting: "sdkappid", value: String(parameters.sdkAppID))
-        else { throw TencentError.unknownSDKAppID(String(parameters.sdkAppID)) }
-        let keys: TencentKeys
+        guard let app = try await store.app(vendor: TencentKeys.vendor, setting: "sdkappid", value: String(sdkAppID))
+        else { return nil }
         do {
-            guard let opened = try TencentKeys.of(app, sealer: context.secrets) else {
-                throw TencentError.unknownSDKAppID(String(parameters.sdkAppID))
-            }
-            keys = opened
-        } catch let error as TencentError {
-            throw error
+            guard let keys = try TencentKeys.of(app, sealer: context.secrets) else { return nil }
+            return (app.id, (app, keys))
         } catch {
             logger.error(
                 "tencent: an app's secret key cannot be opened", metadata: ["app": "\(app.id)", "error": "\(error)"])
             throw TencentError.internalError("app \(app.id) key")
         }
-        _ = try verifiedSigs.verify(
-            parameters.userSig, identifier: parameters.identifier, sdkAppID: parameters.sdkAppID,
-            secretKey: keys.secretKey, now: clock.now)
-        return Caller(app: app, keys: keys, identifier: parameters.identifier)
     }
 }
 

@@ -112,14 +112,19 @@ public struct ProviderContext: Sendable {
     /// where it would hold a request thread or a cooperative-pool thread. Its `Busy` is the
     /// provider's "busy, retry" (503 with `Retry-After`) in its own dialect.
     public var compute: ComputePool
+    /// Every change to an app (settings, secrets, deletion), on this node or another: what a
+    /// provider's per-app cache (`OpenedApps`) forgets by.
+    public var appChanges: AppChangeNotices
 
     public init(
         store: any ProviderStore, accounts: any AccountStore, database: any SharedDatabase, gateway: any PushGateway,
         secrets: any SecretSealer, clock: any Clock, logger: Logger, configuration: JSONValue?,
-        nodeShare: NodeShare = NodeShare(), compute: ComputePool = .standard()
+        nodeShare: NodeShare = NodeShare(), compute: ComputePool = .standard(),
+        appChanges: AppChangeNotices = AppChangeNotices()
     ) {
         self.nodeShare = nodeShare
         self.compute = compute
+        self.appChanges = appChanges
         self.store = store
         self.accounts = accounts
         self.database = database

@@ -114,16 +114,19 @@ extension SQLStoreBackend where Self: GatewayStore {
 
 extension SQLDialect {
     /// `ids` as a table of one column, `value`, bound as one parameter (`listTable`): the
-    /// statement's text is one whatever the list's length.
+    /// statement's text is one whatever the list's length, so it is marked (`SQLList.marker`)
+    /// for the executors to keep prepared however long it is (a chat message's account page
+    /// was compiled and authorized per message).
     package func list(_ ids: [Int64]) -> SQLQuery {
         let table = listTable(of: .integer)
-        return "\(raw: table.before)\(listValue(ids))\(raw: table.after)"
+        return "\(raw: SQLList.marker)\(raw: table.before)\(listValue(ids))\(raw: table.after)"
     }
 
-    /// `texts` as a table of one column, `value`, bound as one parameter (`listTable`).
+    /// `texts` as a table of one column, `value`, bound as one parameter (`listTable`), marked
+    /// as `list(_ ids:)` is.
     package func list(_ texts: [String]) -> SQLQuery {
         let table = listTable(of: .text)
-        return "\(raw: table.before)\(listValue(texts))\(raw: table.after)"
+        return "\(raw: SQLList.marker)\(raw: table.before)\(listValue(texts))\(raw: table.after)"
     }
 }
 

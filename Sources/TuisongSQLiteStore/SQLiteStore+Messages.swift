@@ -290,11 +290,10 @@ extension SQLiteStore: MessageStore {
                     continue
                 }
                 do {
-                    try db.inSavepoint {
-                        try Self.apply(db, progress, now: now, webhooks: webhooks)
-                        return .commit
-                    }
+                    try db.inPreparedSavepoint { try Self.apply(db, progress, now: now, webhooks: webhooks) }
                     results.append(nil)
+                } catch let lost as TransactionLost {
+                    throw lost.cause
                 } catch {
                     results.append(error)
                 }

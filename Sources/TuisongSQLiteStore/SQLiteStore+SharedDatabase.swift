@@ -95,8 +95,9 @@ final class GRDBExecutor: SQLExecutor, SQLRowVisitor {
     /// The connection's prepared statement for a short single statement, compiled once: a
     /// plugin running one INSERT per row (a badge per account of a 1,000-device page) otherwise
     /// has SQLite parse and GRDB authorize the same text a thousand times, the larger part of
-    /// the per-recipient path's write time. Long texts are kept only when their lists come from
-    /// `SQLList`, whose padded lengths give a handful of texts; other long texts are usually IN
+    /// the per-recipient path's write time. Long texts are kept only when they carry
+    /// `SQLList.marker`: an `SQLList`, whose padded lengths give a handful of texts, or a list
+    /// bound as one parameter (`SQLDialect.list`), one text; other long texts are usually IN
     /// lists whose length varies with the page, and caching each length would only fill the
     /// cache.
     static func reusable(_ sql: String, _ db: Database) throws -> Statement? {

@@ -328,21 +328,23 @@ public final class SQLiteStore: Store {
         var body: @Sendable (Database) throws -> any Sendable
     }
 
+    /// Runs a group's writes in the caller's transaction, each under its own savepoint (kept
+    /// prepared: `inPreparedSavepoint`). A write that throws is rolled back alone and answered
+    /// with its error; one that made SQLite end the whole transaction fails the group.
     static func runGrouped(_ db: Database, _ writes: [GroupedWrite]) throws -> [Result<any Sendable, any Error>] {
         if writes.count == 1 { return [.success(try writes[0].body(db))] }
-        return writes.map { write in
-            var value: (any Sendable)?
+        var results: [Result<any Sendable, any Error>] = []
+        results.reserveCapacity(writes.count)
+        for write in writes {
             do {
-                try db.inSavepoint {
-                    value = try write.body(db)
-                    return .commit
-                }
-                guard let value else { throw StoreError(.unavailable, "a grouped write returned nothing") }
-                return .success(value)
+                results.append(.success(try db.inPreparedSavepoint { try write.body(db) }))
+            } catch let lost as TransactionLost {
+                throw lost.cause
             } catch {
-                return .failure(ErrorMapping.storeError(error))
+                results.append(.failure(ErrorMapping.storeError(error)))
             }
         }
+        return results
     }
 
     public var nowMilliseconds: Int64 { SQLTime.milliseconds(clock.now) }

@@ -106,6 +106,8 @@ struct EasemobGateway: Sendable {
             with: ["org": "acme", "app_name": "chat", "client_id": clientID, "client_secret": clientSecret],
             in: &app, sealer: MasterKeySealer(masterKey: runtime.masterKey), otherApps: others)
         try await runtime.store.updateApp(app)
+        // As the CLI does: the running gateway forgets the app it kept opened.
+        await runtime.store.publish(.app(app.id))
     }
 
     func appToken(ttl: Int? = nil) async throws -> String {

@@ -25,6 +25,8 @@ import TuisongLookAlikes
         var app = try #require(try await gw.runtime.store.app(id: gw.app.id))
         app.vendorSettings["easemob"]?["time_zone"] = zone
         try await gw.runtime.store.updateApp(app)
+        // As the CLI and the admin API do: the gateway forgets the app it kept opened.
+        await gw.runtime.store.publish(.app(app.id))
     }
 
     func reasons(_ gw: EasemobGateway, _ token: String) async throws -> (pushed: Bool, skipped: [String]) {

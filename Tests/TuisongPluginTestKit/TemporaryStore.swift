@@ -150,12 +150,13 @@ extension ProviderTestFixture {
     /// What the gateway hands a provider, on this store; `compute` nil: a pool of one thread.
     public func context(
         gateway: any PushGateway, secrets: any SecretSealer, configuration: JSONValue? = nil,
-        logger: Logger = TemporaryStore.quietLogger, compute: ComputePool? = nil
+        logger: Logger = TemporaryStore.quietLogger, compute: ComputePool? = nil,
+        appChanges: AppChangeNotices = AppChangeNotices()
     ) -> ProviderContext {
         let store = fixtureStore
         return ProviderContext(
             store: store, accounts: store, database: store.sharedDatabase, gateway: gateway, secrets: secrets,
             clock: clock, logger: logger, configuration: configuration,
-            compute: compute ?? ComputePool(threads: 1, queueLimit: 16))
+            compute: compute ?? ComputePool(threads: 1, queueLimit: 16), appChanges: appChanges)
     }
 }

@@ -226,6 +226,9 @@ public final class GatewayRuntime: Sendable {
             ).register(on: router)
             NativeWebhookAPI(webhooks: webhooks, store: store, authenticator: authenticator).register(on: router)
             let compute = ComputePool.standard()
+            // The providers' caches of opened apps forget an app when the one app cache does.
+            let appChanges = AppChangeNotices()
+            apps.onChange { appChanges.changed(appID: $0) }
             let providers = try ProviderRegistry.mount(config.providers, router: router) { name in
                 // At the gateway's level, whatever handler the process bootstrapped.
                 var providerLogger = Logger(label: "tuisong.\(name)")
@@ -233,7 +236,8 @@ public final class GatewayRuntime: Sendable {
                 return ProviderContext(
                     store: store, accounts: store, database: store.sharedDatabase, gateway: gateway,
                     secrets: MasterKeySealer(masterKey: masterKey), clock: clock, logger: providerLogger,
-                    configuration: config.providerSections[name], nodeShare: nodeShare, compute: compute)
+                    configuration: config.providerSections[name], nodeShare: nodeShare, compute: compute,
+                    appChanges: appChanges)
             }
             // Mounted once the providers are: a registration may carry their device fields
             // (JPush's registration_id) and each adds its own to the answer.
