@@ -55,6 +55,12 @@ public protocol SQLStoreBackend: Sendable {
         -> Int64
     /// The outbox writes of this store's webhook events, with its cached subscriptions.
     var webhookOutbox: WebhookOutbox { get }
+    /// Every migration this store applies, in order: the core's, then the plugins' as
+    /// `<plugin>:<identifier>`.
+    var migrationNames: [String] { get }
+    /// The table whose `identifier` column names each applied migration: GRDB's
+    /// `grdb_migrations` on SQLite, `schema_migrations` on PostgreSQL.
+    var sqlMigrationTable: String { get }
 }
 
 extension SQLStoreBackend {
@@ -110,6 +116,17 @@ extension SQLStoreBackend where Self: GatewayStore {
 
     /// The dialect's name (`sqlite`, `postgresql`): one answer for logs, metrics and the SQL.
     public var backendName: String { sharedDatabase.dialect.name }
+
+    /// The migrations applied to the open database that this store knows, in the order they
+    /// apply (a name another binary applied and this one does not know is left out).
+    public func appliedMigrations() async throws -> [String] {
+        let known = migrationNames
+        let table = sqlMigrationTable
+        let applied = try await sqlRead { db in
+            Set(try db.fetchAll("SELECT identifier FROM \(raw: table)").compactMap { $0[0].string })
+        }
+        return known.filter(applied.contains)
+    }
 }
 
 extension SQLDialect {
