@@ -308,7 +308,8 @@ extension PostgresStore: MessageStore {
             try webhooks.deliveriesFailed(
                 PostgresExecutor(conn, prepares: true), messageID: progress.messageID, progress.deliveries, now: now)
         }
-        try invalidate(conn, committed.flatMap(\.invalidations), now: now, webhooks: webhooks)
+        try DeviceInvalidations.apply(
+            PostgresExecutor(conn, prepares: true), committed.flatMap(\.invalidations), now: now, webhooks: webhooks)
         // Completions: the messages locked first, in id order (as completeIfLastSlice does, so two
         // nodes finishing a message's last two slices see each other's), then completed by a
         // second statement, whose snapshot sees every slice committed before the locks were had.
@@ -393,7 +394,8 @@ extension PostgresStore: MessageStore {
                 conn, progress.deliveries, messageID: progress.messageID, slice: sliceID, now: now)
             try webhooks.deliveriesFailed(
                 PostgresExecutor(conn, prepares: true), messageID: progress.messageID, progress.deliveries, now: now)
-            try Self.invalidate(conn, progress.invalidations, now: now, webhooks: webhooks)
+            try DeviceInvalidations.apply(
+                PostgresExecutor(conn, prepares: true), progress.invalidations, now: now, webhooks: webhooks)
             if let final = progress.finalState {
                 try Self.completeIfLastSlice(conn, messageID: progress.messageID, state: final, now: now)
                 try webhooks.messagesCompleted(PostgresExecutor(conn, prepares: true), [progress.messageID], now: now)
@@ -531,28 +533,6 @@ extension PostgresStore: MessageStore {
                     attempts, next_attempt_at, updated_at, content, credential_selector, channel)
                 VALUES \(values.joined(separator: ", "))
                 """, parameters)
-        }
-    }
-
-    /// Applies invalidations unless the device registered again after the service's moment.
-    static func invalidate(
-        _ conn: PostgresConnection, _ invalidations: [DeviceInvalidation], now: Int64, webhooks: WebhookOutbox
-    ) throws {
-        guard !invalidations.isEmpty else { return }
-        let invalidated = try conn.run(
-            """
-            UPDATE devices d SET invalidated_at = \(now), invalid_reason = v.reason
-            FROM unnest(\(PostgresArray.int(invalidations.map(\.deviceID)))::bigint[],
-                \(PostgresArray.text(invalidations.map(\.reason)))::text[],
-                \(PostgresArray.int(invalidations.map { SQLTime.milliseconds($0.at) }))::bigint[]) AS v(id, reason, at)
-            WHERE d.id = v.id AND d.updated_at <= v.at AND d.invalidated_at IS NULL
-            RETURNING d.id, v.reason
-            """
-        ).rows
-        let executor = PostgresExecutor(conn, prepares: true)
-        for row in invalidated {
-            try webhooks.deviceInvalidated(
-                executor, deviceID: row.int64("id"), reason: row.optionalString("reason") ?? "", now: now)
         }
     }
 

@@ -341,9 +341,7 @@ extension SQLiteStore: MessageStore {
             try webhooks.deliveriesFailed(
                 GRDBExecutor(db: db), messageID: progress.messageID, progress.deliveries, now: now)
         }
-        for invalidation in progress.invalidations {
-            try invalidate(db, invalidation, now: now, webhooks: webhooks)
-        }
+        try DeviceInvalidations.apply(GRDBExecutor(db: db), progress.invalidations, now: now, webhooks: webhooks)
         if let final = progress.finalState {
             // The audience may have changed while it was read: the final total is what
             // actually got an outcome. A message completes once: a second final flush
@@ -468,22 +466,6 @@ extension SQLiteStore: MessageStore {
     /// Fills account, app state and locale of a page's devices in one query.
     private static func addFailures(_ db: Database, messageID: Int64, _ failures: [String: Int]) throws {
         try addReasons(db, addFailure, messageID: messageID, failures)
-    }
-
-    /// Applies a service's invalidation unless the device registered again after the service's moment.
-    private static func invalidate(
-        _ db: Database, _ invalidation: DeviceInvalidation, now: Int64, webhooks: WebhookOutbox
-    ) throws {
-        try db.execute(
-            sql: """
-                UPDATE devices SET invalidated_at = ?, invalid_reason = ?
-                WHERE id = ? AND updated_at <= ? AND invalidated_at IS NULL
-                """,
-            arguments: [now, invalidation.reason, invalidation.deviceID, SQLTime.milliseconds(invalidation.at)])
-        if db.changesCount > 0 {
-            try webhooks.deviceInvalidated(
-                GRDBExecutor(db: db), deviceID: invalidation.deviceID, reason: invalidation.reason, now: now)
-        }
     }
 
     /// A statement reading a list of `count` devices: prepared once per connection for the
