@@ -228,8 +228,6 @@ extension PostgresRow {
     /// The column's text, "" for NULL.
     func string(_ name: String) -> String { self[name]?.string ?? "" }
     func optionalString(_ name: String) -> String? { self[name]?.string }
-    func optionalDate(_ name: String) -> Date? { optionalInt64(name).map(SQLTime.date) }
-    func date(_ name: String) -> Date { SQLTime.date(int64(name)) }
 }
 
 extension PostgresStore: GatewayStore {}
