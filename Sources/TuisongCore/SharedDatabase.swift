@@ -179,6 +179,10 @@ public protocol SQLDialect: Sendable {
     /// insert still holds at commit; nil on SQLite, whose one writer already serialises them.
     func serializingWrites(to table: String) -> String?
 
+    /// The database's own clock in milliseconds since 1970, as an expression: what leases are
+    /// compared against, so nodes whose clocks disagree still agree on whose lease ended.
+    var currentTimeMilliseconds: String { get }
+
     /// Whether several nodes share the work in leased slices (PostgreSQL): delivery rows then
     /// carry their `slice` and a lease (`owner`, `lease_until`), outcomes are counted per slice
     /// (`message_slices`, `message_skips.slice`), and writers lock the rows they change in one

@@ -24,6 +24,9 @@ public struct PostgresDialect: SQLDialect {
     /// Other writers of `table` wait, readers do not; nodes then take turns.
     public func serializingWrites(to table: String) -> String? { "LOCK TABLE \(table) IN SHARE ROW EXCLUSIVE MODE" }
 
+    /// The wall clock now, not the transaction's start: a lease is measured when it is written.
+    public var currentTimeMilliseconds: String { "(extract(epoch from clock_timestamp()) * 1000)::bigint" }
+
     /// Yes: nodes claim slices of a message's audience under leases (`PostgresStore+WorkQueue`).
     public var sharesWorkInSlices: Bool { true }
     public var hasConcurrentWriters: Bool { true }

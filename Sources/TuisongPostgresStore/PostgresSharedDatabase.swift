@@ -13,10 +13,9 @@ import TuisongSQLStore
 /// `EXISTS`) comes back as `.integer` 0 or 1, as SQLite gives it. A `numeric` result (`sum` of
 /// an integer column) comes back as `.text`: cast it (`sum(n)::bigint`) to read an integer.
 ///
-/// PostgreSQL's errors come back as `StoreError` (a constraint → `.conflict`); errors the
-/// plugin's closure throws itself pass through unchanged. Unlike SQLite, a statement that fails
-/// inside `write` aborts the transaction: the closure should let the error propagate (catching
-/// it and going on makes the commit fail).
+/// PostgreSQL's errors come back as `StoreError` (`PluginDatabaseErrors`). Unlike SQLite, a
+/// statement that fails inside `write` aborts the transaction: the closure should let the error
+/// propagate (catching it and going on makes the commit fail).
 public struct PostgresSharedDatabase: SharedDatabase {
     let store: PostgresStore
 
@@ -26,12 +25,14 @@ public struct PostgresSharedDatabase: SharedDatabase {
         // A plugin's write that finds the disk full or the server gone is told to `/healthz` as
         // the core's own writes are (the plugin's own errors are not trouble).
         try await store.health.noting(timedBy: store.writeObserver) {
-            try await Self.mapped { try await store.pool.transaction { conn in try body(PostgresExecutor(conn)) } }
+            try await PluginDatabaseErrors.mapping(PostgresError.self, by: PostgresStore.storeError) {
+                try await store.pool.transaction { conn in try body(PostgresExecutor(conn)) }
+            }
         }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
-        try await Self.mapped {
+        try await PluginDatabaseErrors.mapping(PostgresError.self, by: PostgresStore.storeError) {
             try await store.pool.withConnection { conn in
                 try conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 do {
@@ -43,15 +44,6 @@ public struct PostgresSharedDatabase: SharedDatabase {
                     throw error
                 }
             }
-        }
-    }
-
-    /// PostgreSQL's errors as `StoreError`; the closure's own errors unchanged.
-    private static func mapped<T: Sendable>(_ work: () async throws -> T) async throws -> T {
-        do {
-            return try await work()
-        } catch let error as PostgresError {
-            throw PostgresStore.storeError(error)
         }
     }
 }
@@ -165,81 +157,6 @@ final class PostgresExecutor: SQLExecutor, SQLRowVisitor {
 
     static func hasPlaceholder(_ sql: String) -> Bool { numbered(sql) != sql }
 
-    /// `sql` with each `?` outside quotes (`'…'`, `"…"`, `E'…'`) and comments (`-- …`, `/* … */`)
-    /// replaced by `$1`, `$2`, … in order.
-    static func numbered(_ sql: String) -> String {
-        var output = ""
-        output.reserveCapacity(sql.utf8.count + 16)
-        var scalars = sql.unicodeScalars.makeIterator()
-        var pending: Unicode.Scalar? = nil
-        var number = 0
-        func next() -> Unicode.Scalar? {
-            if let scalar = pending {
-                pending = nil
-                return scalar
-            }
-            return scalars.next()
-        }
-        while let scalar = next() {
-            switch scalar {
-            case "?":
-                number += 1
-                output += "$\(number)"
-            case "'", "\"":
-                // Up to the closing quote; a doubled quote is one quote inside. Backslashes in
-                // E'…' strings escape a quote too.
-                let escapes = scalar == "'" && output.unicodeScalars.last.map { $0 == "E" || $0 == "e" } == true
-                output.unicodeScalars.append(scalar)
-                while let inside = next() {
-                    output.unicodeScalars.append(inside)
-                    if escapes && inside == "\\" {
-                        if let escaped = next() { output.unicodeScalars.append(escaped) }
-                    } else if inside == scalar {
-                        guard let following = next() else { break }
-                        if following == scalar {
-                            output.unicodeScalars.append(following)
-                        } else {
-                            pending = following
-                            break
-                        }
-                    }
-                }
-            case "-":
-                guard let following = next() else {
-                    output.unicodeScalars.append(scalar)
-                    break
-                }
-                output.unicodeScalars.append(scalar)
-                if following == "-" {
-                    output.unicodeScalars.append(following)
-                    while let inside = next() {
-                        output.unicodeScalars.append(inside)
-                        if inside == "\n" { break }
-                    }
-                } else {
-                    pending = following
-                }
-            case "/":
-                guard let following = next() else {
-                    output.unicodeScalars.append(scalar)
-                    break
-                }
-                output.unicodeScalars.append(scalar)
-                if following == "*" {
-                    output.unicodeScalars.append(following)
-                    var previous: Unicode.Scalar = " "
-                    while let inside = next() {
-                        output.unicodeScalars.append(inside)
-                        if previous == "*" && inside == "/" { break }
-                        previous = inside
-                    }
-                } else {
-                    pending = following
-                }
-            default:
-                output.unicodeScalars.append(scalar)
-            }
-        }
-        return output
-    }
+    /// `sql` with each `?` outside quotes and comments numbered `$1`, `$2`, … (`SQLPlaceholders`).
+    static func numbered(_ sql: String) -> String { SQLPlaceholders.numbered(sql, for: PostgresDialect()) }
 }

@@ -17,7 +17,7 @@ import TuisongSQLStore
 extension PostgresStore: MessageStore {
     /// The database's clock in milliseconds: leases compare against it, so nodes whose clocks
     /// disagree still agree on whose lease ended.
-    static let databaseNow = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+    static let databaseNow = PostgresDialect().currentTimeMilliseconds
 
     /// Message columns with the counts summed over slices; `m` is the message, `s` the sums.
     static let messageSelect = """
@@ -308,7 +308,8 @@ extension PostgresStore: MessageStore {
             try webhooks.deliveriesFailed(
                 PostgresExecutor(conn, prepares: true), messageID: progress.messageID, progress.deliveries, now: now)
         }
-        try invalidate(conn, committed.flatMap(\.invalidations), now: now, webhooks: webhooks)
+        try DeviceInvalidations.apply(
+            PostgresExecutor(conn, prepares: true), committed.flatMap(\.invalidations), now: now, webhooks: webhooks)
         // Completions: the messages locked first, in id order (as completeIfLastSlice does, so two
         // nodes finishing a message's last two slices see each other's), then completed by a
         // second statement, whose snapshot sees every slice committed before the locks were had.
@@ -393,7 +394,8 @@ extension PostgresStore: MessageStore {
                 conn, progress.deliveries, messageID: progress.messageID, slice: sliceID, now: now)
             try webhooks.deliveriesFailed(
                 PostgresExecutor(conn, prepares: true), messageID: progress.messageID, progress.deliveries, now: now)
-            try Self.invalidate(conn, progress.invalidations, now: now, webhooks: webhooks)
+            try DeviceInvalidations.apply(
+                PostgresExecutor(conn, prepares: true), progress.invalidations, now: now, webhooks: webhooks)
             if let final = progress.finalState {
                 try Self.completeIfLastSlice(conn, messageID: progress.messageID, state: final, now: now)
                 try webhooks.messagesCompleted(PostgresExecutor(conn, prepares: true), [progress.messageID], now: now)
@@ -454,120 +456,6 @@ extension PostgresStore: MessageStore {
         DO UPDATE SET delivered = message_channel_deliveries.delivered + excluded.delivered
         """
 
-    /// Claims due retry rows, and rows a dead node was sending (their lease ended), for this
-    /// node under a lease.
-    public func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord] {
-        let nowMs = SQLTime.milliseconds(now)
-        let node = nodeID
-        let lease = Self.milliseconds(leaseDuration)
-        return try await write { conn in
-            let rows = try conn.run(
-                """
-                WITH picked AS (
-                    SELECT id, state AS was FROM deliveries
-                    WHERE (state = 'queued' AND next_attempt_at <= \(nowMs))
-                        OR (state = 'sending' AND lease_until < \(raw: Self.databaseNow))
-                    ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
-                )
-                UPDATE deliveries d SET state = 'sending', owner = \(node),
-                    lease_until = \(raw: Self.databaseNow) + \(lease), updated_at = \(nowMs)
-                FROM picked WHERE d.id = picked.id
-                RETURNING \(raw: Self.qualifiedDeliveryColumns), picked.was
-                """
-            ).rows
-            var perMessage: [Int64: Int64] = [:]
-            for row in rows where row.string("was") == "queued" { perMessage[row.int64("message_id"), default: 0] += 1 }
-            let move = conn.prepare(MessageCounterStatements.moveQueuedToSending)
-            for (messageID, n) in perMessage.sorted(by: { $0.key < $1.key }) {
-                try move.run([.int(n), .int(messageID)])
-            }
-            return try rows.map(Self.deliveryRecord).sorted {
-                ($0.nextAttemptAt ?? .distantPast, $0.id) < ($1.nextAttemptAt ?? .distantPast, $1.id)
-            }
-        }
-    }
-
-    /// Retry rows whose sender's lease ended go back to `queued`, due now. Rows another live
-    /// node is sending are left alone (its lease has not ended).
-    public func requeueInterruptedDeliveries() async throws -> Int {
-        let now = nowMilliseconds
-        return try await write { conn in
-            let rows = try conn.run(
-                """
-                UPDATE deliveries SET state = 'queued', next_attempt_at = \(now), updated_at = \(now), owner = NULL,
-                    lease_until = NULL
-                WHERE state = 'sending' AND (lease_until IS NULL OR lease_until < \(raw: Self.databaseNow))
-                RETURNING message_id
-                """
-            ).rows
-            var perMessage: [Int64: Int64] = [:]
-            for row in rows { perMessage[row.int64("message_id"), default: 0] += 1 }
-            let move = conn.prepare(MessageCounterStatements.moveSendingToQueued)
-            for (messageID, n) in perMessage.sorted(by: { $0.key < $1.key }) {
-                try move.run([.int(n), .int(messageID)])
-            }
-            return rows.count
-        }
-    }
-
-    /// Applies retried deliveries' outcomes; a row this node no longer holds (its lease ended
-    /// and another node took it) is left to that node.
-    public func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws {
-        guard !updates.isEmpty else { return }
-        let now = SQLTime.milliseconds(at)
-        let node = nodeID
-        let webhooks = webhookOutbox
-        try await write { conn in
-            var failedRows: [Int64] = []
-            var deltas: [Int64: DeliveryCounts] = [:]
-            var failures: [Int64: [Int64: [String: Int]]] = [:]
-            var invalidations: [DeviceInvalidation] = []
-            let applyUpdate = conn.prepare(Self.applyDeliveryUpdate)
-            for update in updates.sorted(by: { $0.deliveryID < $1.deliveryID }) {
-                let row = try applyUpdate.run(
-                    [
-                        .text(update.to.rawValue), PostgresValue(update.reason), PostgresValue(update.serviceMessageID),
-                        .int(Int64(update.attempts)), PostgresValue(update.nextAttemptAt.map(SQLTime.milliseconds)),
-                        .int(now), .int(update.deliveryID), .text(update.from.rawValue), .text(node),
-                    ]
-                ).rows.first
-                guard let row else { continue }
-                deltas[update.messageID, default: DeliveryCounts()][update.from] -= 1
-                deltas[update.messageID, default: DeliveryCounts()][update.to] += 1
-                if update.to == .failed, let reason = update.reason {
-                    failures[update.messageID, default: [:]][row.int64("slice"), default: [:]][reason, default: 0] += 1
-                }
-                if update.to == .failed { failedRows.append(update.deliveryID) }
-                if let invalidation = update.invalidation { invalidations.append(invalidation) }
-            }
-            let addCounts = conn.prepare(MessageCounterStatements.addCounts)
-            for (messageID, c) in deltas.sorted(by: { $0.key < $1.key }) {
-                try addCounts.run(
-                    [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held].map { .int(Int64($0)) }
-                        + [.int(messageID)])
-            }
-            for (messageID, bySlice) in failures {
-                for (slice, reasons) in bySlice {
-                    try Self.addReasons(conn, table: "message_failures", messageID, slice, reasons)
-                }
-            }
-            try Self.invalidate(conn, invalidations, now: now, webhooks: webhooks)
-            try webhooks.deliveryRowsFailed(PostgresExecutor(conn, prepares: true), failedRows, now: now)
-            try Self.finishWaitingMessages(conn, Array(deltas.keys), now: now, webhooks: webhooks)
-        }
-    }
-
-    /// A retried delivery's outcome, if this node still holds it: state, reason, service message
-    /// id, attempts, next attempt, now, the row, the state it was in, this node. Returns its slice.
-    static let applyDeliveryUpdate: SQLStatement = """
-        UPDATE deliveries SET state = \(parameter: 1), reason = \(parameter: 2),
-            service_message_id = coalesce(\(parameter: 3), service_message_id), attempts = \(parameter: 4),
-            next_attempt_at = \(parameter: 5), updated_at = \(parameter: 6), owner = NULL, lease_until = NULL
-        WHERE id = \(parameter: 7) AND state = \(parameter: 8)
-            AND (state <> 'sending' OR owner IS NULL OR owner = \(parameter: 9))
-        RETURNING slice
-        """
-
     /// A message's deliveries with any outcome or none yet, on its row and its slices' (`m` is
     /// the message): its final total.
     static let total = """
@@ -583,75 +471,7 @@ extension PostgresStore: MessageStore {
             SELECT sum(queued + sending + held) FROM message_slices WHERE message_id = m.id), 0))
         """
 
-    /// Completes those of `messageIDs` whose audience is sent and that have nothing queued,
-    /// sending or held left.
-    static func finishWaitingMessages(
-        _ conn: PostgresConnection, _ messageIDs: [Int64], now: Int64, webhooks: WebhookOutbox
-    ) throws {
-        guard !messageIDs.isEmpty else { return }
-        let finished = try conn.run(
-            """
-            UPDATE messages m SET completed_at = \(now)
-            WHERE m.id = ANY(\(PostgresArray.int(messageIDs.sorted()))::bigint[]) AND m.state = 'completed'
-                AND m.completed_at IS NULL AND \(raw: unfinished) = 0
-            RETURNING m.id
-            """
-        ).rows.map { $0.int64("id") }
-        try webhooks.messagesCompleted(PostgresExecutor(conn, prepares: true), finished, now: now)
-    }
-
-    public func expireHeldDeliveries(now: Date, limit: Int) async throws -> Int {
-        let nowMs = SQLTime.milliseconds(now)
-        let webhooks = webhookOutbox
-        return try await write { conn in
-            let rows = try conn.run(
-                """
-                WITH picked AS (
-                    SELECT id FROM deliveries WHERE state = 'held' AND next_attempt_at <= \(nowMs)
-                    ORDER BY next_attempt_at LIMIT \(max(1, limit)) FOR UPDATE SKIP LOCKED)
-                UPDATE deliveries d SET state = 'failed', next_attempt_at = NULL, updated_at = \(nowMs)
-                FROM picked WHERE d.id = picked.id
-                RETURNING d.id, d.message_id, d.slice, d.reason
-                """
-            ).rows
-            var failed: [Int64: [Int64: [String: Int]]] = [:]
-            for row in rows {
-                failed[row.int64("message_id"), default: [:]][row.int64("slice"), default: [:]][
-                    row.optionalString("reason") ?? "held", default: 0] += 1
-            }
-            let sliceHeldToFailed = conn.prepare(Self.moveSliceHeldToFailed)
-            let messageHeldToFailed = conn.prepare(MessageCounterStatements.moveHeldToFailed)
-            for (messageID, bySlice) in failed.sorted(by: { $0.key < $1.key }) {
-                for (slice, reasons) in bySlice.sorted(by: { $0.key < $1.key }) {
-                    let n = Int64(reasons.values.reduce(0, +))
-                    // The counters of the slice row the rows belong to, else the message's.
-                    let onSlice = try sliceHeldToFailed.run([.int(n), .int(messageID), .int(slice)])
-                    if (onSlice.affectedRows ?? 0) == 0 { try messageHeldToFailed.run([.int(n), .int(messageID)]) }
-                    try Self.addReasons(conn, table: "message_failures", messageID, slice, reasons)
-                }
-            }
-            try webhooks.deliveryRowsFailed(
-                PostgresExecutor(conn, prepares: true), rows.map { $0.int64("id") }, now: nowMs)
-            try Self.finishWaitingMessages(conn, Array(failed.keys), now: nowMs, webhooks: webhooks)
-            return rows.count
-        }
-    }
-
-    /// `n` of a slice's held deliveries failed (their hold expired): n, the message, the slice.
-    static let moveSliceHeldToFailed: SQLStatement = """
-        UPDATE message_slices SET held = held - \(parameter: 1), failed = failed + \(parameter: 1)
-        WHERE message_id = \(parameter: 2) AND slice = \(parameter: 3)
-        """
-
     // MARK: plumbing
-
-    static let deliveryColumns = Rows.deliveryColumns
-
-    /// `deliveryColumns` of the deliveries named `d`.
-    static let qualifiedDeliveryColumns = deliveryColumns.split(separator: ",")
-        .map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
-
-    static func deliveryRecord(_ row: PostgresRow) throws -> DeliveryRecord { try Rows.delivery(columns: row) }
 
     /// A row of `messageSelect`; the message's cursor is its first slice's (the only one of a
     /// message written outside the queue: slices have a cursor each,
@@ -713,28 +533,6 @@ extension PostgresStore: MessageStore {
                     attempts, next_attempt_at, updated_at, content, credential_selector, channel)
                 VALUES \(values.joined(separator: ", "))
                 """, parameters)
-        }
-    }
-
-    /// Applies invalidations unless the device registered again after the service's moment.
-    static func invalidate(
-        _ conn: PostgresConnection, _ invalidations: [DeviceInvalidation], now: Int64, webhooks: WebhookOutbox
-    ) throws {
-        guard !invalidations.isEmpty else { return }
-        let invalidated = try conn.run(
-            """
-            UPDATE devices d SET invalidated_at = \(now), invalid_reason = v.reason
-            FROM unnest(\(PostgresArray.int(invalidations.map(\.deviceID)))::bigint[],
-                \(PostgresArray.text(invalidations.map(\.reason)))::text[],
-                \(PostgresArray.int(invalidations.map { SQLTime.milliseconds($0.at) }))::bigint[]) AS v(id, reason, at)
-            WHERE d.id = v.id AND d.updated_at <= v.at AND d.invalidated_at IS NULL
-            RETURNING d.id, v.reason
-            """
-        ).rows
-        let executor = PostgresExecutor(conn, prepares: true)
-        for row in invalidated {
-            try webhooks.deviceInvalidated(
-                executor, deviceID: row.int64("id"), reason: row.optionalString("reason") ?? "", now: now)
         }
     }
 

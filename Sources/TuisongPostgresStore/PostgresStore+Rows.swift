@@ -13,14 +13,9 @@ extension PostgresRow: ColumnValues {
 extension PostgresStore {
     static let deviceColumns = Rows.deviceColumns
     static let deviceColumnCount = Rows.deviceColumnCount
-    static let qualifiedDeviceColumns = Rows.qualifiedDeviceColumns
-    static let appColumns = Rows.appColumns
 
     /// A device from a row starting with `deviceColumns`.
     static func device(_ row: PostgresRow) throws -> Device { try Rows.device(columns: row) }
-
-    /// An app from a row starting with `appColumns`.
-    static func app(_ row: PostgresRow) throws -> App { try Rows.app(columns: row) }
 }
 
 /// PostgreSQL array literals sent as one text parameter (`= ANY($1::bigint[])`,

@@ -27,6 +27,14 @@ extension PostgresStore: SQLStoreBackend, AccountStore, WebhookStore, ConsoleSto
         try await sqlWrite(body)
     }
 
+    /// A retry this node claims is leased to it (`claimDueDeliveries`).
+    public var sqlRetryLease: SQLRetryLease? {
+        SQLRetryLease(owner: nodeID, milliseconds: Self.milliseconds(leaseDuration))
+    }
+
+    /// Always: leases keep two nodes off one retry.
+    public func sqlTakesRetries() -> Bool { true }
+
     /// A pooled read; the statement stays prepared on each connection under a name derived
     /// from its text, rendered once.
     public func sqlPointLookUp<T: Sendable>(

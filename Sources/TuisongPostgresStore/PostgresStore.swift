@@ -132,13 +132,9 @@ public final class PostgresStore: Sendable {
     /// The migrations this store applies, in order.
     public var migrationNames: [String] { PostgresSchema.migrationNames(plugins: pluginMigrations) }
 
-    public func appliedMigrations() async throws -> [String] {
-        let known = migrationNames
-        let applied = try await read { conn in
-            Set(try conn.execute("SELECT identifier FROM schema_migrations").rows.compactMap { $0[0].string })
-        }
-        return known.filter { applied.contains($0) }
-    }
+    /// The record of applied migrations (`PostgresSchema.migrate`; `appliedMigrations()` reads
+    /// it, `SQLStoreBackend`).
+    public var sqlMigrationTable: String { "schema_migrations" }
 
     /// Closes the pool. Calls after the first do nothing.
     public func close() throws {
@@ -232,8 +228,6 @@ extension PostgresRow {
     /// The column's text, "" for NULL.
     func string(_ name: String) -> String { self[name]?.string ?? "" }
     func optionalString(_ name: String) -> String? { self[name]?.string }
-    func optionalDate(_ name: String) -> Date? { optionalInt64(name).map(SQLTime.date) }
-    func date(_ name: String) -> Date { SQLTime.date(int64(name)) }
 }
 
 extension PostgresStore: GatewayStore {}

@@ -55,6 +55,31 @@ public protocol SQLStoreBackend: Sendable {
         -> Int64
     /// The outbox writes of this store's webhook events, with its cached subscriptions.
     var webhookOutbox: WebhookOutbox { get }
+    /// The lease a retry this store claims carries (PostgreSQL: its node id, the lease's
+    /// length), so an outcome lands only while the row is still this store's and a dead node's
+    /// retries are claimed again once it ended; nil where retries are not leased (SQLite: the
+    /// file's one dispatcher claims them all).
+    var sqlRetryLease: SQLRetryLease? { get }
+    /// Whether this store claims and requeues retries now: SQLite's only while it is the file's
+    /// dispatcher (taking the role if it is free); PostgreSQL's always, under leases.
+    func sqlTakesRetries() -> Bool
+    /// Every migration this store applies, in order: the core's, then the plugins' as
+    /// `<plugin>:<identifier>`.
+    var migrationNames: [String] { get }
+    /// The table whose `identifier` column names each applied migration: GRDB's
+    /// `grdb_migrations` on SQLite, `schema_migrations` on PostgreSQL.
+    var sqlMigrationTable: String { get }
+}
+
+/// A leased retry's owner and how long the lease lasts (`SQLStoreBackend.sqlRetryLease`).
+public struct SQLRetryLease: Sendable {
+    public var owner: String
+    public var milliseconds: Int64
+
+    public init(owner: String, milliseconds: Int64) {
+        self.owner = owner
+        self.milliseconds = milliseconds
+    }
 }
 
 extension SQLStoreBackend {
@@ -110,6 +135,17 @@ extension SQLStoreBackend where Self: GatewayStore {
 
     /// The dialect's name (`sqlite`, `postgresql`): one answer for logs, metrics and the SQL.
     public var backendName: String { sharedDatabase.dialect.name }
+
+    /// The migrations applied to the open database that this store knows, in the order they
+    /// apply (a name another binary applied and this one does not know is left out).
+    public func appliedMigrations() async throws -> [String] {
+        let known = migrationNames
+        let table = sqlMigrationTable
+        let applied = try await sqlRead { db in
+            Set(try db.fetchAll("SELECT identifier FROM \(raw: table)").compactMap { $0[0].string })
+        }
+        return known.filter(applied.contains)
+    }
 }
 
 extension SQLDialect {

@@ -25,6 +25,9 @@ public struct SQLiteDialect: SQLDialect {
     /// None: the one writer connection serialises every write already.
     public func serializingWrites(to table: String) -> String? { nil }
 
+    /// From the Julian day (`unixepoch('subsec')` needs SQLite 3.42).
+    public var currentTimeMilliseconds: String { "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)" }
+
     /// No: one dispatcher per file sends a message whole, and counts its outcomes on its row.
     public var sharesWorkInSlices: Bool { false }
     public var hasConcurrentWriters: Bool { false }

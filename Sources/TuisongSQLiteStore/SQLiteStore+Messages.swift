@@ -340,9 +340,7 @@ extension SQLiteStore: MessageStore {
             try webhooks.deliveriesFailed(
                 GRDBExecutor(db: db), messageID: progress.messageID, progress.deliveries, now: now)
         }
-        for invalidation in progress.invalidations {
-            try invalidate(db, invalidation, now: now, webhooks: webhooks)
-        }
+        try DeviceInvalidations.apply(GRDBExecutor(db: db), progress.invalidations, now: now, webhooks: webhooks)
         if let final = progress.finalState {
             // The audience may have changed while it was read: the final total is what
             // actually got an outcome. A message completes once: a second final flush
@@ -397,36 +395,6 @@ extension SQLiteStore: MessageStore {
 
     // MARK: deliveries
 
-    public func claimDueDeliveries(now: Date, limit: Int) async throws -> [DeliveryRecord] {
-        // Retries are the dispatcher's too.
-        guard dispatcherLock.acquire().held else { return [] }
-        let nowMs = SQLTime.milliseconds(now)
-        return try await write { db in
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT \(Self.deliveryColumns) FROM deliveries
-                    WHERE state = 'queued' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?
-                    """,
-                arguments: [nowMs, limit])
-            let records = try rows.map(Self.deliveryRecord)
-            var perMessage: [Int64: Int] = [:]
-            let markSending = try db.prepare(
-                "UPDATE deliveries SET state = 'sending', updated_at = \(parameter: 1) WHERE id = \(parameter: 2)")
-            for record in records {
-                try markSending.run([nowMs, record.id])
-                perMessage[record.messageID, default: 0] += 1
-            }
-            let move = try db.prepare(MessageCounterStatements.moveQueuedToSending)
-            for (messageID, n) in perMessage { try move.run([n, messageID]) }
-            return records.map { record in
-                var claimed = record
-                claimed.state = .sending
-                return claimed
-            }
-        }
-    }
-
     /// Only the file's dispatcher requeues: another process's rows in `sending` are its own
     /// retries in flight. A store that is not the dispatcher yet requeues when it becomes it
     /// (`claimWork`).
@@ -437,118 +405,7 @@ extension SQLiteStore: MessageStore {
         // the last one left sending before any new one: a claim marks a message sending, so
         // they are not due any more.
         sendingRecovery.withLock { $0 = 0 }
-        return try await requeueSending()
-    }
-
-    func requeueSending() async throws -> Int {
-        let now = nowMilliseconds
-        return try await write { db in
-            let perMessage = try Row.fetchAll(
-                db, sql: "SELECT message_id, count(*) FROM deliveries WHERE state = 'sending' GROUP BY message_id")
-            var total = 0
-            let move = try db.prepare(MessageCounterStatements.moveSendingToQueued)
-            for row in perMessage {
-                let messageID: Int64 = row[0]
-                let n: Int = row[1]
-                try move.run([n, messageID])
-                total += n
-            }
-            try db.execute(
-                sql:
-                    "UPDATE deliveries SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'sending'",
-                arguments: [now, now])
-            return total
-        }
-    }
-
-    public func applyDeliveryUpdates(_ updates: [DeliveryUpdate], at: Date) async throws {
-        guard !updates.isEmpty else { return }
-        let now = SQLTime.milliseconds(at)
-        let webhooks = webhookOutbox
-        try await write { db in
-            var failedRows: [Int64] = []
-            var deltas: [Int64: DeliveryCounts] = [:]
-            var failures: [Int64: [String: Int]] = [:]
-            for update in updates {
-                try db.execute(
-                    sql: """
-                        UPDATE deliveries SET state = ?, reason = ?, service_message_id = coalesce(?, service_message_id), attempts = ?,
-                            next_attempt_at = ?, updated_at = ?
-                        WHERE id = ? AND state = ?
-                        """,
-                    arguments: [
-                        update.to.rawValue, update.reason, update.serviceMessageID, update.attempts,
-                        update.nextAttemptAt.map(SQLTime.milliseconds), now, update.deliveryID, update.from.rawValue,
-                    ])
-                guard db.changesCount > 0 else { continue }
-                deltas[update.messageID, default: DeliveryCounts()][update.from] -= 1
-                deltas[update.messageID, default: DeliveryCounts()][update.to] += 1
-                if update.to == .failed, let reason = update.reason {
-                    failures[update.messageID, default: [:]][reason, default: 0] += 1
-                }
-                if update.to == .failed { failedRows.append(update.deliveryID) }
-                if let invalidation = update.invalidation {
-                    try Self.invalidate(db, invalidation, now: now, webhooks: webhooks)
-                }
-            }
-            let addCounts = try db.prepare(MessageCounterStatements.addCounts)
-            for (messageID, c) in deltas {
-                try addCounts.run([c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held, messageID])
-            }
-            for (messageID, reasons) in failures { try Self.addFailures(db, messageID: messageID, reasons) }
-            try webhooks.deliveryRowsFailed(GRDBExecutor(db: db), failedRows, now: now)
-            try Self.finishWaitingMessages(db, Array(deltas.keys), now: now, webhooks: webhooks)
-        }
-    }
-
-    /// Completes those of `messageIDs` whose audience is sent and that have nothing queued,
-    /// sending or held left.
-    static func finishWaitingMessages(_ db: Database, _ messageIDs: [Int64], now: Int64, webhooks: WebhookOutbox)
-        throws
-    {
-        let finish = try db.cachedStatement(
-            sql: """
-                UPDATE messages SET completed_at = ?
-                WHERE id = ? AND state = 'completed' AND completed_at IS NULL AND queued + sending + held = 0
-                """)
-        var finished: [Int64] = []
-        for id in messageIDs {
-            try finish.execute(arguments: [now, id])
-            if db.changesCount > 0 { finished.append(id) }
-        }
-        try webhooks.messagesCompleted(GRDBExecutor(db: db), finished, now: now)
-    }
-
-    public func expireHeldDeliveries(now: Date, limit: Int) async throws -> Int {
-        let nowMs = SQLTime.milliseconds(now)
-        let webhooks = webhookOutbox
-        return try await write { db in
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, message_id, reason FROM deliveries
-                    WHERE state = 'held' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?
-                    """,
-                arguments: [nowMs, max(1, limit)])
-            var perMessage: [Int64: [String: Int]] = [:]
-            let fail = try db.prepare(
-                """
-                UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, updated_at = \(parameter: 1)
-                WHERE id = \(parameter: 2)
-                """)
-            for row in rows {
-                try fail.run([nowMs, row[0] as Int64])
-                perMessage[row[1], default: [:]][(row[2] as String?) ?? "held", default: 0] += 1
-            }
-            let moveHeldToFailed = try db.prepare(MessageCounterStatements.moveHeldToFailed)
-            for (messageID, reasons) in perMessage {
-                try moveHeldToFailed.run([reasons.values.reduce(0, +), messageID])
-                try Self.addFailures(db, messageID: messageID, reasons)
-            }
-            try webhooks.deliveryRowsFailed(GRDBExecutor(db: db), rows.map { $0[0] as Int64 }, now: nowMs)
-            try Self.finishWaitingMessages(db, Array(perMessage.keys), now: nowMs, webhooks: webhooks)
-            return rows.count
-        }
+        return try await requeueSendingDeliveries()
     }
 
     /// The held rows of each message, then its counters: SQLite keeps them on the message's
@@ -579,11 +436,6 @@ extension SQLiteStore: MessageStore {
 
     // MARK: plumbing
 
-    /// Shared with the console's per-device listing: one column list, one decoder.
-    static let deliveryColumns = Rows.deliveryColumns
-
-    static func deliveryRecord(_ row: Row) throws -> DeliveryRecord { try Rows.delivery(columns: row) }
-
     private static func addSkips(_ db: Database, messageID: Int64, _ skips: [String: Int]) throws {
         try addReasons(db, addSkip, messageID: messageID, skips)
     }
@@ -613,22 +465,6 @@ extension SQLiteStore: MessageStore {
     /// Fills account, app state and locale of a page's devices in one query.
     private static func addFailures(_ db: Database, messageID: Int64, _ failures: [String: Int]) throws {
         try addReasons(db, addFailure, messageID: messageID, failures)
-    }
-
-    /// Applies a service's invalidation unless the device registered again after the service's moment.
-    private static func invalidate(
-        _ db: Database, _ invalidation: DeviceInvalidation, now: Int64, webhooks: WebhookOutbox
-    ) throws {
-        try db.execute(
-            sql: """
-                UPDATE devices SET invalidated_at = ?, invalid_reason = ?
-                WHERE id = ? AND updated_at <= ? AND invalidated_at IS NULL
-                """,
-            arguments: [now, invalidation.reason, invalidation.deviceID, SQLTime.milliseconds(invalidation.at)])
-        if db.changesCount > 0 {
-            try webhooks.deviceInvalidated(
-                GRDBExecutor(db: db), deviceID: invalidation.deviceID, reason: invalidation.reason, now: now)
-        }
     }
 
     /// A statement reading a list of `count` devices: prepared once per connection for the

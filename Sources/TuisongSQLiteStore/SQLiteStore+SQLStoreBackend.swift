@@ -33,6 +33,12 @@ extension SQLiteStore: SQLStoreBackend, AccountStore, SettingsStore, ChannelCred
         try await groupWrite { db in try body(GRDBExecutor(db: db)) }
     }
 
+    /// None: retries are the file's one dispatcher's, never leased.
+    public var sqlRetryLease: SQLRetryLease? { nil }
+
+    /// Retries are the dispatcher's too (`SQLiteStore+WorkQueue`).
+    public func sqlTakesRetries() -> Bool { dispatcherLock.acquire().held }
+
     /// On a point reader, on the calling thread (`pointLookUp`).
     public func sqlPointLookUp<T: Sendable>(
         _ lookup: SQLPointLookup, _ arguments: [SQLValue], decode: @escaping @Sendable (any ColumnValues) throws -> T

@@ -6,7 +6,8 @@ import TuisongSQLStore
 
 /// `SharedDatabase` on the store's GRDB pool: a plugin's `write` is one immediate
 /// transaction on the writer connection (serialized with every other write of the gateway),
-/// a `read` one deferred transaction on a reader (one WAL snapshot).
+/// a `read` one deferred transaction on a reader (one WAL snapshot). SQLite's errors come back
+/// as `StoreError` (`PluginDatabaseErrors`).
 public struct SQLiteSharedDatabase: SharedDatabase {
     let store: SQLiteStore
 
@@ -15,22 +16,15 @@ public struct SQLiteSharedDatabase: SharedDatabase {
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         defer { store.checkpointer.noteCommit() }
         return try await store.health.noting {
-            try await Self.mapped { try await store.pool.write { db in try body(GRDBExecutor(db: db)) } }
+            try await PluginDatabaseErrors.mapping(DatabaseError.self, by: ErrorMapping.storeError) {
+                try await store.pool.write { db in try body(GRDBExecutor(db: db)) }
+            }
         }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
-        try await Self.mapped { try await store.pool.read { db in try body(GRDBExecutor(db: db)) } }
-    }
-
-    /// SQLite's errors come back as `StoreError` (a constraint → `.conflict`), what plugins
-    /// already handle for the rest of the store; errors the plugin's closure throws itself
-    /// pass through unchanged.
-    private static func mapped<T: Sendable>(_ work: () async throws -> T) async throws -> T {
-        do {
-            return try await work()
-        } catch let error as DatabaseError {
-            throw ErrorMapping.storeError(error)
+        try await PluginDatabaseErrors.mapping(DatabaseError.self, by: ErrorMapping.storeError) {
+            try await store.pool.read { db in try body(GRDBExecutor(db: db)) }
         }
     }
 }

@@ -22,7 +22,7 @@ extension SQLiteStore: WorkQueue {
         let role = dispatcherLock.acquire()
         guard role.held else { return [] }
         if role.newlyAcquired {
-            _ = try await requeueSending()
+            _ = try await requeueSendingDeliveries()
             sendingRecovery.withLock { $0 = 0 }
         }
         var records: [MessageRecord] = []

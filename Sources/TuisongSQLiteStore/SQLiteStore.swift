@@ -242,16 +242,8 @@ public final class SQLiteStore: Store {
     /// `<plugin>:<identifier>`.
     public var migrationNames: [String] { migrator.migrations }
 
-    /// The migrations applied to the open database that this store knows, in order.
-    public func appliedMigrations() async throws -> [String] {
-        let migrator = migrator
-        return try await read { db in try migrator.appliedMigrations(db) }
-    }
-
-    /// The name of the last migration applied to the open database (`nil` for an empty one).
-    public func schemaVersion() async throws -> String? {
-        try await appliedMigrations().last
-    }
+    /// GRDB's record of applied migrations (`appliedMigrations()` reads it, `SQLStoreBackend`).
+    public var sqlMigrationTable: String { "grdb_migrations" }
 
     /// The database file's path.
     public var location: String { path }
