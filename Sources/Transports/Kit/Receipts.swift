@@ -13,7 +13,7 @@ import TuisongDelivery
 public struct ReceiptKeys: Sendable {
     private let root: [UInt8]
     /// The app secrets derived so far. Deriving one is an HMAC as costly as the MAC made under
-    /// it, and an unsigned service's POST checks a MAC per status (a Xiaomi or OPPO one-token
+    /// it, and an unsigned service's POST checks a MAC per status (a one-token
     /// tag covers its token), so each was paying twice. Copies of these keys share it.
     private let appSecrets: AppSecrets
 

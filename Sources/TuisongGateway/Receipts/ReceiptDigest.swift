@@ -8,7 +8,7 @@ import TuisongTransportKit
 /// while pushes are being sent it waits, so receipts do not take the CPU and the database's
 /// writer from the pushes they report on, and while POSTs keep coming (one kept within
 /// `quiet`) it waits too, so a POST's write is not held behind a digest transaction at the
-/// database's one writer (SQLite: a transaction of 1,000 receipts held a HarmonyOS POST of the
+/// database's one writer (SQLite: a transaction of 1,000 receipts held a Push Kit POST of the
 /// same burst to 74 ms on a loaded machine); until the oldest waiting POST is `maxLag` old: from
 /// then on it digests whatever else goes on, so the counts follow the receipts by about `maxLag`
 /// at most (plus the time the digest needs at its lower priority).
