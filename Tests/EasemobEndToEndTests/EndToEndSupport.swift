@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TuisongCore
 import TuisongGateway
@@ -106,8 +107,17 @@ struct EasemobGateway: Sendable {
             with: ["org": "acme", "app_name": "chat", "client_id": clientID, "client_secret": clientSecret],
             in: &app, sealer: MasterKeySealer(masterKey: runtime.masterKey), otherApps: others)
         try await runtime.store.updateApp(app)
-        // As the CLI does: the running gateway forgets the app it kept opened.
-        await runtime.store.publish(.app(app.id))
+        try await publishAppChange(app.id)
+    }
+
+    /// Tells the running gateway that the app changed, as the CLI does (it forgets the app it
+    /// kept opened), and waits until it has: on PostgreSQL the change comes back through NOTIFY a
+    /// moment after the publish returns, and a request sent at once could still meet the old app.
+    func publishAppChange(_ id: Int64) async throws {
+        let taken = Mutex(false)
+        runtime.engine.apps.onChange { changed in if changed == id { taken.withLock { $0 = true } } }
+        await runtime.store.publish(.app(id))
+        try await waitUntil("the gateway took app \(id)'s change") { taken.withLock { $0 } }
     }
 
     func appToken(ttl: Int? = nil) async throws -> String {

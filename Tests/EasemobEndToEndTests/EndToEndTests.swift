@@ -155,7 +155,7 @@ import TuisongPluginTestKit
                 app.vendorSettings["easemob"] = try settings.stored(appID: app.id, sealer: sealer)
                 try await gw.runtime.store.updateApp(app)
                 // As the CLI and the admin API do: the gateway forgets the app it kept opened.
-                await gw.runtime.store.publish(.app(app.id))
+                try await gw.publishAppChange(app.id)
             }
             try await setSecret("rotated-secret")
             let revoked = try await gw.call("GET", "/users/bob", token: token)

@@ -26,7 +26,7 @@ import TuisongLookAlikes
         app.vendorSettings["easemob"]?["time_zone"] = zone
         try await gw.runtime.store.updateApp(app)
         // As the CLI and the admin API do: the gateway forgets the app it kept opened.
-        await gw.runtime.store.publish(.app(app.id))
+        try await gw.publishAppChange(app.id)
     }
 
     func reasons(_ gw: EasemobGateway, _ token: String) async throws -> (pushed: Bool, skipped: [String]) {
