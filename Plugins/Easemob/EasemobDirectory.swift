@@ -18,6 +18,11 @@ final class EasemobDirectory: Sendable {
         var pairs: [EasemobPair: [Int64]] = [:]
         var loadedAt: ContinuousClock.Instant?
         var reloading = false
+        /// Reads of the app list are numbered as they start; `pairs` holds the latest-started
+        /// one that finished, so a slow read (begun before an app was configured) that ends after
+        /// a newer one cannot put back a list without that app.
+        var readsStarted: UInt64 = 0
+        var pairsRead: UInt64 = 0
     }
 
     private let apps: any AppStore
@@ -63,13 +68,19 @@ final class EasemobDirectory: Sendable {
     /// Reads every app's pair again.
     func reload() async throws {
         defer { snapshot.withLock { $0.reloading = false } }
+        let read = snapshot.withLock { state in
+            state.readsStarted += 1
+            return state.readsStarted
+        }
         let all = try await apps.apps()
         var pairs: [EasemobPair: [Int64]] = [:]
         for app in all {
             if let pair = EasemobAppSettings.pair(of: app) { pairs[pair, default: []].append(app.id) }
         }
         snapshot.withLock { state in
+            guard read > state.pairsRead else { return }
             state.pairs = pairs
+            state.pairsRead = read
             state.loadedAt = ContinuousClock.now
         }
     }
