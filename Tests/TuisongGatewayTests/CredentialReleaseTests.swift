@@ -231,7 +231,10 @@ import TuisongPluginTestKit
         let working = try await add(secret: honor.clientSecret)
         let workingID = try #require(working["id"] as? Int)
         #expect(working["active"] as? Bool == true)
-        #expect(try await gw.completed(messageID: id).counts.delivered == 1)
+        // The add answers before the held delivery is released and sent (the status may still
+        // count it held): wait for the send.
+        let sent = try await DeliveryWait.until(gw.runtime.engine, id) { $0.counts.delivered == 1 }
+        #expect(sent.counts.delivered == 1)
         let typo = try await add(secret: honor.clientSecret + "-typo")
         #expect((typo["check"] as? [String: Any])?["result"] as? String == "refused")
         #expect(typo["active"] as? Bool == false)
