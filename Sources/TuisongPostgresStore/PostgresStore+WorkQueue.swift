@@ -320,7 +320,12 @@ extension PostgresStore: WorkQueue {
         let node = nodeID
         let lease = Self.milliseconds(leaseDuration)
         let keys = slices.keys.sorted { ($0.messageID, $0.slice) < ($1.messageID, $1.slice) }
-        let held = try await write { conn -> Set<MessageSliceKey> in
+        // Two transactions: the node's heartbeat with its retries' leases, then its slices'. In one,
+        // the renewal held delivery rows while it waited for slice rows, and a writer that takes
+        // slices before deliveries (a batched flush, a held delivery's expiry) closed a cycle:
+        // PostgreSQL broke it (40P01) and the renewal failed (seen in the cluster test after the
+        // database's restart). The two leases are independent; neither needs the other's rows.
+        try await write { conn in
             try conn.run(
                 """
                 INSERT INTO nodes (id, started_at, heartbeat_at, host)
@@ -335,6 +340,8 @@ extension PostgresStore: WorkQueue {
                 UPDATE deliveries SET lease_until = \(raw: Self.databaseNow) + \(lease)
                 WHERE state = 'sending' AND owner = \(node) AND lease_until > \(raw: Self.databaseNow)
                 """)
+        }
+        let held = try await write { conn -> Set<MessageSliceKey> in
             guard !keys.isEmpty else { return [] }
             // In the order a batched flush locks them (`lockSlicesInOrder`). A lease that ended is
             // taken up again while no other node claimed the slice since (the claim number is
