@@ -43,37 +43,30 @@ package enum SQLPlaceholders {
                         }
                     }
                 }
-            case "-":
-                guard let following = next() else {
-                    output.unicodeScalars.append(scalar)
+            case "-", "/":
+                // A comment (`--` to the line's end, `/* … */`) is copied as it stands: a `?` in it
+                // is no placeholder.
+                let (opens, closes): (Unicode.Scalar, (Unicode.Scalar, Unicode.Scalar) -> Bool) =
+                    scalar == "-"
+                    ? ("-", { _, inside in inside == "\n" })
+                    : (
+                        "*",
+                        { previous, inside in
+                            previous == "*" && inside == "/"
+                        }
+                    )
+                output.unicodeScalars.append(scalar)
+                guard let following = next() else { break }
+                guard following == opens else {
+                    pending = following
                     break
                 }
-                output.unicodeScalars.append(scalar)
-                if following == "-" {
-                    output.unicodeScalars.append(following)
-                    while let inside = next() {
-                        output.unicodeScalars.append(inside)
-                        if inside == "\n" { break }
-                    }
-                } else {
-                    pending = following
-                }
-            case "/":
-                guard let following = next() else {
-                    output.unicodeScalars.append(scalar)
-                    break
-                }
-                output.unicodeScalars.append(scalar)
-                if following == "*" {
-                    output.unicodeScalars.append(following)
-                    var previous: Unicode.Scalar = " "
-                    while let inside = next() {
-                        output.unicodeScalars.append(inside)
-                        if previous == "*" && inside == "/" { break }
-                        previous = inside
-                    }
-                } else {
-                    pending = following
+                output.unicodeScalars.append(following)
+                var previous: Unicode.Scalar = " "
+                while let inside = next() {
+                    output.unicodeScalars.append(inside)
+                    if closes(previous, inside) { break }
+                    previous = inside
                 }
             default:
                 output.unicodeScalars.append(scalar)
