@@ -216,3 +216,8 @@ extension BaiduProvider {
         return tags
     }
 }
+
+/// The APNs channel by the name its transport declares (a plugin links no transport).
+extension PushChannel {
+    fileprivate static let apns = PushChannel("apns")
+}

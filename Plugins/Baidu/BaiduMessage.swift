@@ -260,3 +260,8 @@ struct BaiduMessage: Sendable {
         return notification
     }
 }
+
+/// The APNs channel by the name its transport declares (a plugin links no transport).
+extension PushChannel {
+    fileprivate static let apns = PushChannel("apns")
+}

@@ -54,3 +54,8 @@ enum EasemobDecisions {
         return badges
     }
 }
+
+/// The APNs channel by the name its transport declares (a plugin links no transport).
+extension PushChannel {
+    fileprivate static let apns = PushChannel("apns")
+}

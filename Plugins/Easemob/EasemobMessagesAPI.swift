@@ -173,3 +173,8 @@ extension EasemobProvider {
         }
     }
 }
+
+/// The APNs channel by the name its transport declares (a plugin links no transport).
+extension PushChannel {
+    fileprivate static let apns = PushChannel("apns")
+}

@@ -201,6 +201,7 @@ enum EasemobPushContent {
 /// The services this vendor's fields map to, by the channel names their transports declare (a
 /// plugin links no transport).
 extension PushChannel {
+    fileprivate static let apns = PushChannel("apns")
     fileprivate static let huawei = PushChannel("huawei")
     fileprivate static let honor = PushChannel("honor")
 }

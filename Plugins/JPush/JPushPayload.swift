@@ -540,6 +540,7 @@ extension PushContent {
 /// The services this vendor's fields map to, by the channel names their transports declare (a
 /// plugin links no transport).
 extension PushChannel {
+    fileprivate static let apns = PushChannel("apns")
     fileprivate static let harmony = PushChannel("harmony")
     fileprivate static let vivo = PushChannel("vivo")
 }

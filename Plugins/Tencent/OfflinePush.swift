@@ -176,3 +176,8 @@ enum OfflinePushRules {
         return nil
     }
 }
+
+/// The APNs channel by the name its transport declares (a plugin links no transport).
+extension PushChannel {
+    fileprivate static let apns = PushChannel("apns")
+}

@@ -149,3 +149,8 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
         }
     }
 }
+
+/// The APNs channel by the name its transport declares (a plugin links no transport).
+extension PushChannel {
+    fileprivate static let apns = PushChannel("apns")
+}

@@ -581,7 +581,7 @@ enum SelectorFlags {
     }
 }
 
-/// `tuisong apns-mock`: the look-alikes' command, named as the port's default look-alike
+/// The look-alikes' command (`tuisong <command>`), named as the port's default look-alike
 /// declares (`LookAlikeRegistry.legacyNames`), as are the files it keeps.
 struct LookAlikeCommand: AsyncParsableCommand {
     static let names = LookAlikeRegistry.standard.legacyNames
@@ -590,7 +590,8 @@ struct LookAlikeCommand: AsyncParsableCommand {
         abstract:
             "Run the bundled \(PushChannel.list()) look-alikes (TLS + HTTP/2, one port) for tests and benchmarks.",
         discussion: """
-            One port serves APNs (POST /3/device/<token>) and each other look-alike on its own paths: \
+            One port serves \(LookAlikeRegistry.standard.declarations.filter(\.isPortDefault).map(\.summary)
+                .joined(separator: ", ")) and each other look-alike on its own paths: \
             \(LookAlikeRegistry.standard.declarations.filter { !$0.isPortDefault }.map(\.summary)
                 .joined(separator: "; ")). The banner \
             prints each URL and the generated credentials; a service-account key file a client loads is \
@@ -601,7 +602,7 @@ struct LookAlikeCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("setup"),
         help: """
-            Where the throwaway CA, server certificate, APNs token key and the other look-alikes' \
+            Where the throwaway CA, server certificate, provider-token key and the other look-alikes' \
             credentials (\(LookAlikeRegistry.standard.declarations.filter { !$0.isPortDefault }.map(\.service.rawValue)
                 .joined(separator: ", "))) are kept \
             (created if absent; a file without the newer ones gains them).
@@ -613,7 +614,7 @@ struct LookAlikeCommand: AsyncParsableCommand {
         name: .customLong("max-streams"),
         help: "SETTINGS_MAX_CONCURRENT_STREAMS after the first valid token or Android request.")
     var maxStreams: Int = 1000
-    @Option(name: .customLong("streams-before-token"), help: "Streams allowed before the first valid token (APNs: 1).")
+    @Option(name: .customLong("streams-before-token"), help: "Streams allowed before the first valid provider token.")
     var streamsBeforeToken: Int = 1
     @Option(name: .customLong("threads"), help: "Event loop threads.") var threads: Int = 1
     @Option(name: .customLong("latency-ms"), help: "Delay every response by this much.") var latency: Int = 0
@@ -641,7 +642,7 @@ struct LookAlikeCommand: AsyncParsableCommand {
     @Flag(
         name: .customLong("magic-tokens"),
         help: """
-            Answer APNs tokens starting 410 / 400bad / 429 / 500 with that error, and Android tokens \
+            Answer hex device tokens starting 410 / 400bad / 429 / 500 with that error, and Android tokens \
             starting unregistered- / invalid- / quota- / unavailable- / internal- likewise, each service in \
             its own way (quota- is the service's daily-limit answer where it has one; local mode's set).
             """)
@@ -669,7 +670,7 @@ struct LookAlikeCommand: AsyncParsableCommand {
             }
             do {
                 faults = try JSONDecoder().decode(LookAlikeConfiguration.Faults.self, from: data)
-                // Each look-alike reads its own faults (APNs's tokenPrefixes) as it would start.
+                // Each look-alike reads its own faults (the port default's tokenPrefixes) as it would start.
                 try LookAlikeRegistry.standard.check(LookAlikeConfiguration(faults: faults))
             } catch {
                 throw CommandFailure("\(faultsFile) is not a valid faults file: \(error)")
@@ -695,7 +696,7 @@ struct LookAlikeCommand: AsyncParsableCommand {
         if let (file, keys) = fileConfiguration {
             configuration.clientCertificateCAPEMs += file.clientCertificateCAPEMs
             // Each look-alike's lists are joined (what it trusts besides the generated ones),
-            // anything else it names replaced (APNs's maxTokenAgeSeconds).
+            // anything else it names replaced (the port default's maxTokenAgeSeconds).
             configuration.addLookAlikeSettings(of: file)
             if keys.contains("accessTokenLifetimeSeconds") {
                 configuration.accessTokenLifetimeSeconds = file.accessTokenLifetimeSeconds

@@ -297,7 +297,7 @@ struct AppCommand: AsyncParsableCommand {
             abstract: "Create an app and print its API key once.")
         @OptionGroup var options: StoreOptions
         @Option(help: "A name for people.") var name: String
-        @Option(name: .customLong("bundle-id"), help: "The iOS bundle id (the APNs topic).") var bundleID: String
+        @Option(name: .customLong("bundle-id"), help: "The iOS bundle id (its iOS pushes' topic).") var bundleID: String
 
         func validate() throws {
             guard !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 200 else {

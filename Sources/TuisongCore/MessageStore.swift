@@ -92,8 +92,9 @@ public struct AudienceEntry: Sendable, Hashable {
     public var skipReason: String?
     /// The credential selector the device registered with; picks the app's credential.
     public var credentialSelector: String?
-    /// The device's push service; `apns` for a token that is no registered device.
-    public var channel: PushChannel = .apns
+    /// The device's push service; for an entry that names no registered device,
+    /// `ChannelCatalog.unregisteredChannel` (the channel bare tokens are taken for).
+    public var channel: PushChannel
     /// The bound IM account, its last reported app state and the device's locale: filled for
     /// `accounts`/`allAccounts` audiences and whenever the page is read `withRecipientDetails`.
     /// One reference, so entries of the one-payload path stay small to copy.
@@ -106,7 +107,7 @@ public struct AudienceEntry: Sendable, Hashable {
 
     public init(
         position: Int64, deviceID: Int64?, token: String, environment: PushEnvironment,
-        registeredAt: Date? = nil, skipReason: String? = nil, credentialSelector: String? = nil,
+        registeredAt: Date? = nil, skipReason: String? = nil, credentialSelector: String? = nil, channel: PushChannel,
         account: String? = nil, accountID: Int64? = nil, appState: AppState? = nil, locale: String? = nil
     ) {
         self.position = position
@@ -116,6 +117,7 @@ public struct AudienceEntry: Sendable, Hashable {
         self.registeredAt = registeredAt
         self.skipReason = skipReason
         self.credentialSelector = credentialSelector
+        self.channel = channel
         if account != nil || appState != nil || locale != nil {
             details = RecipientDetails(account: account, accountID: accountID, appState: appState, locale: locale)
         }

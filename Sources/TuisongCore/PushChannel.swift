@@ -1,10 +1,9 @@
 import Synchronization
 
 /// The push service a device's token belongs to, and so the transport a push to it leaves
-/// through: an open name (`"apns"`, …) that a transport declares (`ChannelDeclaration`,
-/// registered by the gateway's transport registry). The raw string is what the store keeps and
-/// the APIs speak. Core names APNs alone (below); every other transport's name is written in its
-/// own folder, in its declaration.
+/// through: an open name that a transport declares (`ChannelDeclaration`, registered by the
+/// gateway's transport registry). The raw string is what the store keeps and the APIs speak.
+/// Core names no service: each transport writes its name in its own folder, in its declaration.
 public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     public let rawValue: String
 
@@ -40,6 +39,10 @@ public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, Custom
 
     public var description: String { rawValue }
 
+    /// The channel of a skipped row naming no device when no declared channel takes bare tokens
+    /// (`ChannelCatalog.unregisteredChannel`); no transport declares it.
+    public static let unregistered = PushChannel("unregistered")
+
     /// The one channel-name rule, the same as both databases' `CHECK`s (SQLite's
     /// `Schema.channelShape`, PostgreSQL's `channel ~ '^[a-z][a-z0-9_-]{0,31}$'`): a lower-case
     /// letter, then up to 31 of `a-z 0-9 _ -`. A name Swift accepted and a database refused (or
@@ -56,9 +59,6 @@ public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, Custom
     private static func isLowercaseLetter(_ byte: UInt8) -> Bool {
         byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")
     }
-
-    /// APNs, the one Apple-style channel (`ChannelDeclaration.apns`).
-    public static let apns = PushChannel("apns")
 }
 
 /// What a transport declares about its channel for the rest of the gateway: its name for
@@ -66,12 +66,12 @@ public struct PushChannel: RawRepresentable, Sendable, Hashable, Codable, Custom
 /// `PushEnvironment`: it is the device's, not the service's.)
 public struct ChannelDeclaration: Sendable {
     public var channel: PushChannel
-    /// The service's name for people, as its maker writes it: "APNs".
+    /// The service's name for people, as its maker writes it.
     public var displayName: String
     /// The same in Chinese, where the service has a Chinese name of its own (the console's
     /// Chinese pages); nil: `displayName` in both languages.
     public var displayNameZH: String?
-    /// The service's name with its article, for messages: "an APNs".
+    /// The service's name with its article, for messages ("an …" where the name is said with a vowel).
     public var withArticle: String
     /// What `DeviceToken(_:channel:)` accepts for it.
     public var tokenRule: DeviceToken.Rule
@@ -122,13 +122,6 @@ public struct ChannelDeclaration: Sendable {
         self.tokenRule = tokenRule
     }
 
-    /// APNs: the one service whose tokens are hex, and the one Apple-style service (an APNs
-    /// payload; every other channel is Android-style). Core knows it; the APNs transport
-    /// declares the same.
-    public static let apns = ChannelDeclaration(
-        channel: .apns, displayName: "APNs", withArticle: "an APNs", tokenRule: .hex, takesBareTokens: true,
-        credentialsServeEnvironments: true, isAndroidStyle: false)
-
     /// What a name nobody declared is taken for: an Android-style service with opaque tokens.
     static func undeclared(_ channel: PushChannel) -> ChannelDeclaration {
         ChannelDeclaration(channel: channel, displayName: channel.rawValue)
@@ -167,15 +160,15 @@ extension DeviceToken {
     }
 }
 
-/// The channels this process knows, in declaration order: APNs from the start, the others when
-/// the gateway's transport registry installs its declarations (`ChannelCatalog.install`).
+/// The channels this process knows, in declaration order: none until the gateway's transport
+/// registry installs its declarations (`ChannelCatalog.install`; a test installs its own).
 public final class ChannelCatalog: Sendable {
     public static let shared = ChannelCatalog()
 
     private struct State {
-        var declarations: [ChannelDeclaration] = [.apns]
-        var byChannel: [PushChannel: ChannelDeclaration] = [.apns: .apns]
-        var order: [PushChannel: Int] = [.apns: 0]
+        var declarations: [ChannelDeclaration] = []
+        var byChannel: [PushChannel: ChannelDeclaration] = [:]
+        var order: [PushChannel: Int] = [:]
     }
     private let state = Mutex(State())
 
@@ -220,6 +213,12 @@ public final class ChannelCatalog: Sendable {
         state.withLock { $0.declarations.first(where: \.takesBareTokens) }
     }
 
+    /// The channel an audience entry that names no registered device is recorded under (a token
+    /// no device registered, an unknown device id): the bare-token channel, whose rows these have
+    /// always been; `PushChannel.unregistered` when no declared channel takes bare tokens. Such
+    /// an entry is skipped `UnknownDevice` unless the bare-token channel's rule accepts its token.
+    public var unregisteredChannel: PushChannel { bareTokenChannel?.channel ?? .unregistered }
+
     /// The declared channels whose credentials each serve one environment
     /// (`ChannelDeclaration.credentialsServeEnvironments`), in declaration order.
     public var environmentChannels: [PushChannel] {
@@ -238,7 +237,7 @@ extension PushChannel {
         PushChannel(rawValue: name).flatMap { ChannelCatalog.shared.declaration(of: $0)?.channel }
     }
 
-    /// Every declared channel, in declaration order (APNs first).
+    /// Every declared channel, in declaration order (the registry's).
     public static var allCases: [PushChannel] { ChannelCatalog.shared.declarations.map(\.channel) }
 
     /// Whether the channel is Android-style, as its transport declares
@@ -256,10 +255,10 @@ extension PushChannel {
         return declaration.channel
     }
 
-    /// The service's name for people, as its transport declares it ("APNs").
+    /// The service's name for people, as its transport declares it.
     public var displayName: String { declaration.displayName }
 
-    /// The service's name with its article, for messages, as its transport declares it ("an APNs").
+    /// The service's name with its article, for messages, as its transport declares it.
     public var withArticle: String { declaration.withArticle }
 
     /// The declared Android-style services, in declaration order.

@@ -19,11 +19,12 @@ package enum AudienceLists {
         _ wanted: [Int64], found: [Int64: Row], environment: PushEnvironment?,
         decode: (Row) throws -> (entry: AudienceEntry, invalidated: Bool)
     ) rethrows -> [AudienceEntry] {
-        try wanted.map { id in
+        let unregistered = ChannelCatalog.shared.unregisteredChannel
+        return try wanted.map { id in
             guard let row = found[id] else {
                 return AudienceEntry(
                     position: id, deviceID: nil, token: "", environment: environment ?? .production,
-                    skipReason: "UnknownDevice")
+                    skipReason: "UnknownDevice", channel: unregistered)
             }
             var (entry, invalidated) = try decode(row)
             if invalidated { entry.skipReason = "DeviceInvalidated" }
@@ -66,16 +67,14 @@ package enum AudienceLists {
         decode: (Row) throws -> (entry: AudienceEntry, invalidated: Bool)
     ) rethrows -> [AudienceEntry] {
         let bareTokenChannel = ChannelCatalog.shared.bareTokenChannel
+        let unregistered = bareTokenChannel?.channel ?? .unregistered
         return try slice.enumerated().map { offset, token in
             let position = Int64(start + offset + 1)
             guard let row = registered[token] else {
                 var entry = AudienceEntry(
-                    position: position, deviceID: nil, token: token, environment: environment ?? .production)
-                if let channel = bareTokenChannel?.channel, bareTokenChannel?.tokenRule.validate(token) != nil {
-                    entry.channel = channel
-                } else {
-                    entry.skipReason = "UnknownDevice"
-                }
+                    position: position, deviceID: nil, token: token, environment: environment ?? .production,
+                    channel: unregistered)
+                if bareTokenChannel?.tokenRule.validate(token) == nil { entry.skipReason = "UnknownDevice" }
                 return entry
             }
             var (entry, invalidated) = try decode(row)

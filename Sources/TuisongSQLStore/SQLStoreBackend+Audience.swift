@@ -62,13 +62,14 @@ package enum AudiencePages {
             var seen: Set<String> = []
             let distinct = accounts.filter { seen.insert($0).inserted }
             var entries: [AudienceEntry] = []
+            var channels = ChannelNames()
             try db.forEachRow(
                 """
                 SELECT \(raw: entryColumns(details: true)) FROM \(db.dialect.list(distinct)) CROSS JOIN devices d
                 WHERE d.app_id = \(appID) AND d.im_account = value AND d.id > \(cursor) AND d.invalidated_at IS NULL
                 ORDER BY d.id LIMIT \(limit)
                 """, plannedEachRun: true
-            ) { row in entries.append(try entry(row, details: true)) }
+            ) { row in entries.append(try entry(row, details: true, channels: &channels)) }
             return AudienceLists.environmentPage(entries, environment: environment)
         case .allAccounts:
             return try deviceEntries(
@@ -78,6 +79,7 @@ package enum AudiencePages {
             let wanted = AudienceLists.wantedDevices(ids, after: cursor, limit: Int(limit))
             guard !wanted.isEmpty else { return [] }
             var found: [Int64: (entry: AudienceEntry, invalidated: Bool)] = [:]
+            var channels = ChannelNames()
             // The list first, then each device by its id (SQLite's CROSS JOIN keeps that
             // order): as `d.id IN (list)`, SQLite walked the app's devices instead.
             try db.forEachRow(
@@ -86,7 +88,9 @@ package enum AudiencePages {
                 FROM \(db.dialect.list(wanted)) CROSS JOIN devices d WHERE d.id = value AND d.app_id = \(appID)
                 """
             ) { row in
-                found[row.int64(0)] = (try entry(row, details: details), !row.isNull(invalidatedColumn(details)))
+                found[row.int64(0)] = (
+                    try entry(row, details: details, channels: &channels), !row.isNull(invalidatedColumn(details))
+                )
             }
             return AudienceLists.devicePage(wanted, found: found, environment: environment) { $0 }
         case .tagSelection(let selection):
@@ -100,13 +104,16 @@ package enum AudiencePages {
             let (start, slice) = AudienceLists.tokenSlice(tokens, after: cursor, limit: Int(limit))
             guard !slice.isEmpty else { return [] }
             var registered: [String: (entry: AudienceEntry, invalidated: Bool)] = [:]
+            var channels = ChannelNames()
             try db.forEachRow(
                 """
                 SELECT \(raw: entryColumns(details: details)), d.invalidated_at FROM devices d
                 WHERE d.app_id = \(appID) AND d.token IN (SELECT value FROM \(db.dialect.list(slice)))
                 """
             ) { row in
-                registered[row.string(1)] = (try entry(row, details: details), !row.isNull(invalidatedColumn(details)))
+                registered[row.string(1)] = (
+                    try entry(row, details: details, channels: &channels), !row.isNull(invalidatedColumn(details))
+                )
             }
             return AudienceLists.tokenPage(slice, start: start, registered: registered, environment: environment) {
                 $0
@@ -133,17 +140,36 @@ package enum AudiencePages {
         orderedBy order: String = "d.id", environment: PushEnvironment?, limit: Int64, details: Bool
     ) throws -> [AudienceEntry] {
         var entries: [AudienceEntry] = []
+        var channels = ChannelNames()
         try db.forEachRow(
             """
             SELECT \(raw: entryColumns(details: details)) FROM \(raw: source)
             WHERE \(condition) AND d.invalidated_at IS NULL ORDER BY \(raw: order) LIMIT \(limit)
             """, plannedEachRun: true
-        ) { row in entries.append(try entry(row, details: details)) }
+        ) { row in entries.append(try entry(row, details: details, channels: &channels)) }
         return AudienceLists.environmentPage(entries, environment: environment)
     }
 
+    /// The channel of a page's previous row: a page's devices are nearly all of one channel, so
+    /// on the fan-out path a row costs one comparison of its name, and a name is checked only
+    /// where the channel changes (whichever channel it is: no service is the default).
+    struct ChannelNames {
+        private var last: PushChannel?
+
+        mutating func channel(_ name: String) throws -> PushChannel {
+            if let last, last.rawValue == name { return last }
+            guard let channel = PushChannel(rawValue: name) else {
+                throw StoreError(.unavailable, "devices.channel holds a channel this build does not speak: \(name)")
+            }
+            last = channel
+            return channel
+        }
+    }
+
     /// An audience entry from `entryColumns(details:)`.
-    private static func entry(_ row: any ColumnValues, details: Bool) throws -> AudienceEntry {
+    private static func entry(_ row: any ColumnValues, details: Bool, channels: inout ChannelNames) throws
+        -> AudienceEntry
+    {
         let environmentName = row.string(2)
         guard let environment = PushEnvironment(rawValue: environmentName) else {
             throw StoreError(.unavailable, "devices.environment holds unknown value \(environmentName)")
@@ -151,17 +177,8 @@ package enum AudiencePages {
         let id = row.int64(0)
         var entry = AudienceEntry(
             position: id, deviceID: id, token: row.string(1), environment: environment,
-            registeredAt: SQLTime.date(row.int64(3)), credentialSelector: row.optionalString(4))
-        let channelName = row.string(5)
-        // Nearly every device is on the entry's default channel: one comparison, no enum parse,
-        // on the fan-out path.
-        if channelName != entry.channel.rawValue {
-            guard let channel = PushChannel(rawValue: channelName) else {
-                throw StoreError(
-                    .unavailable, "devices.channel holds a channel this build does not speak: \(channelName)")
-            }
-            entry.channel = channel
-        }
+            registeredAt: SQLTime.date(row.int64(3)), credentialSelector: row.optionalString(4),
+            channel: try channels.channel(row.string(5)))
         if details {
             entry.details = RecipientDetails(
                 account: row.optionalString(6), accountID: row.optionalInt64(9),

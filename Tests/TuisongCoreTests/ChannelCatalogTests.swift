@@ -41,7 +41,12 @@ import Testing
 
     @Test func theBareTokenChannelAndTheEnvironmentChannelsAreTheDeclaredOnes() {
         let catalog = ChannelCatalog()
-        #expect(catalog.bareTokenChannel?.channel == .apns)
+        // Core declares no channel: until a transport is installed no channel takes bare
+        // tokens, and an entry naming no device is recorded under `unregistered`.
+        #expect(catalog.declarations.isEmpty && catalog.bareTokenChannel == nil)
+        #expect(catalog.environmentChannels.isEmpty && catalog.unregisteredChannel == .unregistered)
+        catalog.install([.apns])
+        #expect(catalog.bareTokenChannel?.channel == .apns && catalog.unregisteredChannel == .apns)
         #expect(catalog.environmentChannels == [.apns])
 
         // Another channel whose credentials serve an environment; APNs declared again taking no
@@ -59,6 +64,7 @@ import Testing
     }
 
     @Test func theSharedCatalogTakesHexBareTokensForTheChannelDeclaringThem() throws {
+        ChannelDeclaration.declareAPNs()
         let hex = String(repeating: "AB", count: 32)
         #expect(PushChannel.takingBareToken(hex) == .apns)
         #expect(try #require(DeviceToken(hex)).value == hex.lowercased())
@@ -70,6 +76,8 @@ import Testing
     @Test func whetherAChannelIsAndroidStyleIsWhatItsDeclarationSays() {
         let catalog = ChannelCatalog()
         let appleLike = PushChannel("apple-like")
+        #expect(catalog.isAndroidStyle(.apns), "undeclared here: Android-style")
+        catalog.install([.apns])
         #expect(!catalog.isAndroidStyle(.apns))
         #expect(catalog.isAndroidStyle(appleLike), "undeclared: Android-style")
         catalog.install([ChannelDeclaration(channel: appleLike, displayName: "Apple-like", isAndroidStyle: false)])
@@ -80,6 +88,7 @@ import Testing
     /// A page's recipients asked in turn, runs of one channel and changes between them: the
     /// memo answers each as `isAndroid` does, not the answer of the channel before.
     @Test func theMemoAnswersEachChannelAsTheCatalogDoes() {
+        ChannelDeclaration.declareAPNs()
         let other = PushChannel("memo-other")
         let channels: [PushChannel] = [.apns, .apns, other, other, .apns, other, .apns]
         var memo = AndroidStyleMemo()

@@ -14,7 +14,7 @@ import TuisongCore
     ) -> AudienceEntry {
         AudienceEntry(
             position: position, deviceID: position, token: "t\(position)", environment: environment,
-            skipReason: skip, credentialSelector: selector)
+            skipReason: skip, credentialSelector: selector, channel: .apns)
     }
 
     /// Routes do not reorder a page: a run halted mid-page then launched exactly a prefix.

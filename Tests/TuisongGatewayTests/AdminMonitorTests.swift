@@ -269,6 +269,8 @@ import TuisongTransportKit
         #expect(payload == #"{"aps":{"alert":{"body":"手环 已发货","title":"订单 A-1"},"badge":2},"order":7}"#)
         #expect(preview.jsonObject["bytes"] as? Int == payload.utf8.count)
         #expect(preview.jsonObject["limit"] as? Int == 4096)
+        // Whose payload it is, so the console labels it without naming a service itself.
+        #expect(preview.jsonObject["payload_channel"] as? String == "apns")
 
         // 1 and 0 are numbers, not booleans (Linux's JSONSerialization blurs the two).
         let small = try await client.call(

@@ -87,6 +87,7 @@ struct AdminPushFixture {
         #expect(done["title"] as? String == "订单 A-1")
         #expect(done["body"] as? String == "手环 已发货")
         #expect(done["payload_bytes"] as? Int == payloadBytes)
+        #expect(done["payload_channel"] as? String == "apns" && done["payload_limit"] as? Int == 4096)
         #expect(
             done["payload"] as? String == #"{"aps":{"alert":{"body":"手环 已发货","title":"订单 A-1"},"badge":1},"order":1}"#)
 

@@ -18,7 +18,8 @@ import TuisongTransportKit
             "team_id": "TEAM123456",
         ]
         body.merge(extra) { _, new in new }
-        return try AdminCredentialsAPI.upload(appID: 1, AdminBody(object: body))
+        return try AdminCredentialsAPI.upload(
+            appID: 1, AdminBody(object: body), form: TransportRegistry.standard.uploadedFiles?.uploadedCredentialForm)
     }
 
     @Test func theUploadTakesASelectorAsTextOrABusiIdNumber() throws {

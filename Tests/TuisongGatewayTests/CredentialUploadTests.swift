@@ -78,8 +78,12 @@ import TuisongTransportKit
             let id = Int64(try #require(push.jsonObject["message_id"] as? Int, "\(push.status) \(push.text)"))
             _ = try await DeliveryWait.until(s.gw.runtime.engine, id) { $0.counts.held == 2 }
 
-            let added = try await s.client.call("POST", "/apps/\(appID)/credentials", json: key(s))
+            // The key id typed in lower case is Apple's id all the same (APNs's check reads it in capitals).
+            var lowerCase = key(s)
+            lowerCase["key_id"] = s.setup.keyID.lowercased()
+            let added = try await s.client.call("POST", "/apps/\(appID)/credentials", json: lowerCase)
             #expect(added.status == 201, "\(added.text)")
+            #expect(added.jsonObject["key_id"] as? String == s.setup.keyID.uppercased())
             #expect(added.jsonObject["environment"] as? String == "both")
             #expect(added.jsonObject["environments"] as? [String] == ["sandbox", "production"])
             #expect((added.jsonObject["check"] as? [String: Any])?["result"] as? String == "accepted")

@@ -37,6 +37,7 @@ public func withTestStore<T>(
     _ backend: PluginStoreBackend, clock: any TuisongCore.Clock = SystemClock(), plugins: [PluginSchema] = [],
     poolSize: Int = 8, _ body: (any GatewayStore) async throws -> T
 ) async throws -> T {
+    StandardChannels.declare()
     switch backend {
     case .sqlite:
         let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-kit-\(UUID().uuidString)")

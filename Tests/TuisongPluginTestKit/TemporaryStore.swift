@@ -31,6 +31,7 @@ public final class TemporaryStore: ProviderTestFixture {
     public init(copying file: URL?, providers: [any PushProvider.Type], clock: any TuisongCore.Clock = SystemClock())
         throws
     {
+        StandardChannels.declare()
         directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-kit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         path = directory.appending(path: "tuisong.db").path

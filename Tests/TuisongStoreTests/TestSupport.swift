@@ -14,6 +14,7 @@ struct TemporaryDatabase {
     var path: String { directory.appendingPathComponent("nested/tuisong.db").path }
 
     init() throws {
+        StandardChannels.declare()
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("tuisong-store-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -43,7 +44,8 @@ struct StoreFixture {
 
 /// A valid 64-hex-digit token derived from `n`.
 func token(_ n: Int) -> DeviceToken {
-    DeviceToken(testToken(n, prefix: String(repeating: "0", count: 48)))!
+    StandardChannels.declare()
+    return DeviceToken(testToken(n, prefix: String(repeating: "0", count: 48)))!
 }
 
 func tag(_ name: String) -> TagName { TagName(name)! }

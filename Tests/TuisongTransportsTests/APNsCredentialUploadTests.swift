@@ -43,6 +43,9 @@ import TuisongTransportKit
                     keyID: "ABC123DEFG"))
         let sandbox = try form.inspect(.p8(pem: pem, keyID: "ABC123DEFG", teamID: "DEF123GHIJ"), .sandbox, now)
         #expect(sandbox.environment == .sandbox && !sandbox.servesBothEnvironments)
+        // Apple shows its ids in capitals; typed in lower case they are the same ids, kept as Apple shows them.
+        let typed = try form.inspect(.p8(pem: pem, keyID: "abc123defg", teamID: "def123ghij"), nil, now)
+        #expect(typed.keyID == "ABC123DEFG" && typed.teamID == "DEF123GHIJ")
     }
 
     @Test func refusalsKeepTheirCodesAndFields() throws {

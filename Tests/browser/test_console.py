@@ -483,6 +483,10 @@ def test_test_push_reaches_every_device(browser, gateway, credentials_dir):
     assert not browser.find_element(By.ID, "push-send").is_enabled()
     custom.send_keys("17}")
     wait(browser).until(lambda d: not d.find_elements(By.ID, "push-custom-error"))
+    # The payload is the server's rendering (the preview, a moment after the last change).
+    wait(browser).until(lambda d: '"order":17' in d.find_element(By.ID, "payload-preview").text)
+    heading = browser.find_element(By.CSS_SELECTOR, "#apns-payload h3").text
+    assert heading.lower() == "apns payload", "the payload is labelled with the service the server names"
     payload = browser.find_element(By.ID, "payload-preview").text
     counted = int(browser.find_element(By.ID, "payload-size").get_attribute("data-bytes"))
     assert counted == len(payload.encode()), "the counter counts UTF-8 bytes of the payload"

@@ -86,7 +86,7 @@ public struct APNsContent: Sendable, Hashable {
     public var isEmpty: Bool { self == APNsContent() }
 
     /// The entry's name in `PushContent.services`: the channel's.
-    public static let service = PushChannel.apns
+    public static let service = APNsPushTransport.channel
 
     /// The entry's keys.
     static let keys: Set<String> = [

@@ -61,15 +61,19 @@ extension APNsPushTransport {
         ]
     ) { upload, environment, now throws(UploadRefusal) in
         switch upload {
-        case .p8(let pem, let keyID, let teamID):
+        case .p8(let pem, let givenKeyID, let givenTeamID):
+            // Apple shows its ids in capitals; one typed in lower case is the same id.
+            let keyID = givenKeyID.uppercased()
+            let teamID = givenTeamID.uppercased()
             guard isAppleIdentifier(keyID) else {
                 throw UploadRefusal(
-                    "invalid_key_id", "the key id must be the 10 letters and digits Apple shows, got \"\(keyID)\"",
+                    "invalid_key_id", "the key id must be the 10 letters and digits Apple shows, got \"\(givenKeyID)\"",
                     field: "key_id")
             }
             guard isAppleIdentifier(teamID) else {
                 throw UploadRefusal(
-                    "invalid_team_id", "the team id must be the 10 letters and digits Apple shows, got \"\(teamID)\"",
+                    "invalid_team_id",
+                    "the team id must be the 10 letters and digits Apple shows, got \"\(givenTeamID)\"",
                     field: "team_id")
             }
             let key: PrivateKey

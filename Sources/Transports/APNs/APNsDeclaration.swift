@@ -7,13 +7,26 @@ import TuisongDelivery
 import TuisongTransportKit
 
 extension APNsPushTransport {
+    /// Its channel's name, written here once: what devices, the store, the APIs, config
+    /// (`apns.*`) and the CLI (`--channel apns`) call it.
+    public static let channel = PushChannel("apns")
+
+    /// What the rest of the gateway knows of APNs, installed by the registry like every
+    /// transport's: hex tokens that say by their shape whose they are (a token given with no
+    /// channel is APNs's), credentials that each serve one environment, and an Apple-style
+    /// payload (not Android-style).
+    public static let channelDeclaration = ChannelDeclaration(
+        channel: channel, displayName: "APNs", withArticle: "an APNs", tokenRule: .hex, takesBareTokens: true,
+        credentialsServeEnvironments: true, isAndroidStyle: false)
+
     /// APNs as the gateway's transport registry knows it: the one channel with hex tokens whose
     /// credentials serve an environment. Made like the others from its context: its `apns.*`
     /// section, its uploaded `.p8`/`.p12`/PEM credentials (`UploadedCredentials`: the store,
     /// how their sealed secrets open, the nodes' shared provider tokens) and, in local mode, the
     /// look-alike (its address, CA and key). One pool per credential and environment.
     public static let declaration = TransportDeclaration(
-        channel: .apns, configKeys: configKeys, make: { context in try make(context) }, serviceCodes: serviceCodes,
+        channel: channelDeclaration, configKeys: configKeys, make: { context in try make(context) },
+        serviceCodes: serviceCodes,
         renderBody: { request in
             // The payload as APNs gets it (the rendering every APNs send uses), or why APNs refuses it.
             do throws(PayloadError) {
@@ -200,4 +213,10 @@ extension APNsPushTransport {
             en: "the APNs server is shutting down; retried later",
             zh: "APNs 服务器正在关闭，稍后重试"),
     ]
+}
+
+extension PushChannel {
+    /// This folder's own spelling of its channel (`APNsPushTransport.channel`); internal, so
+    /// what imports the transport says `APNsPushTransport.channel`.
+    static let apns = APNsPushTransport.channel
 }

@@ -317,9 +317,7 @@ struct GatewayCredentialBackend: AdminCredentialBackend {
                     ? "a .p8 key is PEM text; this file is binary (a .p12 certificate?)"
                     : "a PEM file is text; this file is binary (a .p12 certificate?)")
         }
-        let values = ["key_id": upload.keyID, "team_id": upload.teamID, "password": upload.password]
-        return UploadedCredentialForm.upload(
-            kind: upload.kind, file: upload.file, values: values.compactMapValues { $0 })
+        return UploadedCredentialForm.upload(kind: upload.kind, file: upload.file, values: upload.values)
     }
 
     /// The form field a refusal that names none is about (an uploaded file's check names its

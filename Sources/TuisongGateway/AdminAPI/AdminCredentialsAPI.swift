@@ -12,10 +12,9 @@ struct AdminCredentialUpload: Sendable {
     var environment: PushEnvironment?
     /// The file's bytes: a `.p8` PEM, a `.p12` bundle, or PEM certificate + key. Secret.
     var file: [UInt8]
-    /// The `.p12` password or the PEM key's passphrase. Secret.
-    var password: String?
-    var keyID: String?
-    var teamID: String?
+    /// The declared form's fields given with the file, by their names
+    /// (`UploadedCredentialForm.needs` and `optional` of its kind): ids, a password (secret).
+    var values: [String: String] = [:]
     /// The vendor selector (a vendor's credential selector); nil = the default credential.
     var selector: String?
 }
@@ -97,7 +96,8 @@ struct AdminCredentialsAPI: Sendable {
         }
         api.add(.POST, "/apps/{app}/credentials", bodyLimit: 256 << 10, on: router) { request in
             let app = try await apps.app(request)
-            let upload = try Self.upload(appID: app.id, AdminBody(request))
+            let form = api.config.transports.registry.uploadedFiles?.uploadedCredentialForm
+            let upload = try Self.upload(appID: app.id, AdminBody(request), form: form)
             let added: AdminCredentialAdded
             do {
                 added = try await backend.save(upload, checkBound: api.credentialCheckBound)
@@ -251,9 +251,19 @@ struct AdminCredentialsAPI: Sendable {
         return credential
     }
 
-    static func upload(appID: Int64, _ body: AdminBody) throws -> AdminCredentialUpload {
-        guard let kindName = try body.string("kind"), let kind = CredentialKind(rawValue: kindName) else {
-            throw AdminError.invalid("kind", "\"kind\" must be p8, p12 or pem")
+    /// The upload in `body`, read as `form` (the uploaded-files transport's declared form) asks:
+    /// a file of one of its kinds, and the fields that kind needs (each checked by its rule) or
+    /// may be given with. nil `form`: this gateway takes no uploaded files.
+    static func upload(appID: Int64, _ body: AdminBody, form: UploadedCredentialForm?) throws -> AdminCredentialUpload {
+        guard let form else {
+            throw AdminError(404, "not_found", "this gateway has no transport whose credentials are uploaded files")
+        }
+        let kinds = form.files.map(\.name)
+        guard let kindName = try body.string("kind"), kinds.contains(kindName),
+            let kind = CredentialKind(rawValue: kindName)
+        else {
+            let named = kinds.dropLast().joined(separator: ", ") + (kinds.count > 1 ? " or " : "") + (kinds.last ?? "")
+            throw AdminError.invalid("kind", "\"kind\" must be \(named)")
         }
         // `both` (or none): a `.p8` key serves sandbox and production; a certificate serves
         // both when it is universal, else the environment it names.
@@ -276,17 +286,23 @@ struct AdminCredentialsAPI: Sendable {
             throw AdminError.invalid(
                 "file", "the file is larger than \(maxFileBytes / 1024) KiB; that is not a credential")
         }
-        var upload = AdminCredentialUpload(
-            appID: appID, kind: kind, environment: environment, file: Array(data),
-            password: try body.string("password", maxLength: 1024).flatMap { $0.isEmpty ? nil : $0 })
+        var upload = AdminCredentialUpload(appID: appID, kind: kind, environment: environment, file: Array(data))
         upload.selector = try Self.selector(body)
-        if kind == .p8 {
-            upload.keyID = try appleIdentifier(body, "key_id", "Key ID")
-            upload.teamID = try appleIdentifier(body, "team_id", "Team ID")
-            upload.password = nil
-        } else if kind == .p12, upload.password == nil {
-            // Keychain Access always asks for one, but an empty password is possible.
-            upload.password = ""
+        let fields = Dictionary(form.fields.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // What the kind needs: present and kept to the field's rule (an id trimmed of the spaces
+        // a copy from a web page brings). Any other field of the form is not this kind's.
+        for name in form.needs[kindName] ?? [] {
+            guard let field = fields[name] else { continue }
+            let value = (try body.string(name, maxLength: 1024) ?? "").trimmingCharacters(in: .whitespaces)
+            guard !value.isEmpty else { throw AdminError.invalid(name, "the \(field.label.en) is required") }
+            if let problem = field.rule.problem(value) {
+                throw AdminError.invalid(name, "the \(field.label.en) \(problem)")
+            }
+            upload.values[name] = value
+        }
+        // What it may be given with, as given (a password is kept exactly); empty is none.
+        for name in form.optional[kindName] ?? [] {
+            if let value = try body.string(name, maxLength: 1024), !value.isEmpty { upload.values[name] = value }
         }
         return upload
     }
@@ -310,15 +326,6 @@ struct AdminCredentialsAPI: Sendable {
         } catch {
             throw AdminError(400, error.code.rawValue, error.message, field: "selector")
         }
-    }
-
-    /// Apple's key and team ids: 10 upper-case letters and digits.
-    private static func appleIdentifier(_ body: AdminBody, _ key: String, _ name: String) throws -> String {
-        let value = (try body.string(key, maxLength: 64) ?? "").trimmingCharacters(in: .whitespaces).uppercased()
-        guard value.count == 10, value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-            throw AdminError.invalid(key, "the \(name) is 10 letters and digits, as the Apple Developer site shows it")
-        }
-        return value
     }
 }
 

@@ -195,7 +195,7 @@ struct AdminPushAPI: Sendable {
         let payload = Self.sharedPayload(job.content, job.options.pushType, api.config)
         object = [
             "payload": String(decoding: payload.bytes, as: UTF8.self), "bytes": payload.bytes.count,
-            "limit": payload.limit,
+            "limit": payload.limit, "payload_channel": orNull(Self.sharedPayloadChannel(api.config)?.rawValue),
         ]
         if let error = payload.refusal {
             object["error"] = ["code": error.code.rawValue, "message": error.message]
@@ -294,6 +294,12 @@ struct AdminPushAPI: Sendable {
         return render(content, pushType)
     }
 
+    /// The channel whose transport renders `sharedPayload` (`payload_channel`): the console
+    /// labels the payload, and tells it from a device's own service, by it rather than by name.
+    static func sharedPayloadChannel(_ config: GatewayConfig) -> PushChannel? {
+        config.transports.registry.declarations.first { $0.sharedPayload != nil }?.channel.channel
+    }
+
     static func view(_ status: MessageStatus, detailed: Bool, config: GatewayConfig) -> [String: Any] {
         var object = MessageView.object(status)
         let record = status.record
@@ -302,8 +308,11 @@ struct AdminPushAPI: Sendable {
         object["body"] = orNull(record.content.body)
         object["environment"] = orNull(record.options.environment?.rawValue)
         // The console shows the message as the service with one shared payload would carry it.
-        let payload = sharedPayload(record.content, record.options.pushType, config).bytes
+        let shared = sharedPayload(record.content, record.options.pushType, config)
+        let payload = shared.bytes
         object["payload_bytes"] = payload.count
+        object["payload_limit"] = shared.limit
+        object["payload_channel"] = orNull(sharedPayloadChannel(config)?.rawValue)
         let c = status.counts
         // Held deliveries are not finished: a credential added before the message expires sends them.
         object["finished"] = c.delivered + c.failed + c.skipped

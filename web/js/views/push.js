@@ -1,9 +1,8 @@
 import { get, post, del, features } from '../api.js';
-import { h, field, setFieldError, notice, confirmDialog, formatTime, formatNumber, utf8Length } from '../dom.js';
+import { h, field, setFieldError, notice, confirmDialog, formatTime, formatNumber } from '../dom.js';
 import { t, errorText, paren } from '../i18n.js';
 import { currentApp, state } from '../state.js';
 import { render as renderPattern, argumentCount } from '../template.js';
-import { buildPayload, canonicalJSON, PAYLOAD_LIMIT } from '../payload.js';
 import { stateBadge, progressBar, countsLine, channelTable, failureBars, waitingList, audienceText, vendorText, expectedTotal, reasonText, channelLabel } from '../widgets.js';
 import { noAppPanel } from './common.js';
 
@@ -11,10 +10,13 @@ import { noAppPanel } from './common.js';
 // the follow page says it from the first poll.
 const pushWarnings = new Map();
 
-/** A service's body as the console shows it: JSON indented, form fields one a line. */
-function bodyText(service) {
+/**
+ * A service's body as the console shows it: JSON indented, form fields one a line; the shared
+ * payload (`payloadChannel`'s, the server's `payload_channel`) exactly as it is sent.
+ */
+function bodyText(service, payloadChannel) {
   if (service.body === null || service.body === undefined) return '';
-  if (service.channel === 'apns') return service.body;
+  if (service.channel === payloadChannel) return service.body;
   try {
     const value = JSON.parse(service.body);
     if (service.encoding === 'form') return Object.entries(value).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n');
@@ -77,7 +79,7 @@ export async function renderPush(container, { arg, navigate }) {
 
   const sizeText = h('span', { id: 'payload-size' });
   const meterFill = h('span');
-  const meter = h('div', { class: 'meter', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': PAYLOAD_LIMIT, 'aria-labelledby': 'payload-size-label' }, meterFill);
+  const meter = h('div', { class: 'meter', role: 'meter', 'aria-valuemin': 0, 'aria-labelledby': 'payload-size-label' }, meterFill);
   const payloadPre = h('pre', { class: 'payload', id: 'payload-preview' });
   // Each service's own body, rendered by the server through the service's transport: the
   // chosen device's service for one token, any service for a tag or all devices.
@@ -85,11 +87,16 @@ export async function renderPush(container, { arg, navigate }) {
   const serviceBodyPre = h('pre', { class: 'payload', id: 'service-body' });
   const serviceNote = h('p', { class: 'muted', id: 'service-body-note' });
   const serviceHint = h('p', { class: 'muted', id: 'service-body-hint' });
-  // APNs's payload and its size, counted in the browser on every keystroke; hidden when the
-  // chosen device is of another service, whose own body is shown below instead.
-  const apnsSize = h('div', { id: 'apns-size' },
+  // The payload of the service whose devices all get one (the server's `payload_channel`) and
+  // its size, as its transport renders it (the preview, a moment after each change); hidden
+  // when the chosen device is of another service, whose own body is shown below instead. (The
+  // element ids are the console's since it rendered APNs's payload itself.)
+  const payloadHeading = h('h3', { style: { marginTop: '14px' } });
+  const payloadSizeBox = h('div', { id: 'apns-size' },
     h('div', { class: 'meter-line' }, h('span', { id: 'payload-size-label', text: t('push.payloadSize') }), sizeText), meter);
-  const apnsPayload = h('div', { id: 'apns-payload' }, h('h3', { style: { marginTop: '14px' }, text: t('push.payload', { service: channelLabel('apns') }) }), payloadPre);
+  const payloadBox = h('div', { id: 'apns-payload' }, payloadHeading, payloadPre);
+  let payloadChannel = null;
+  let payloadTooLarge = false;
   let serviceBodies = [];
   let previewTimer = null;
   let previewSerial = 0;
@@ -174,7 +181,7 @@ export async function renderPush(container, { arg, navigate }) {
 
   function showServiceBody() {
     const chosen = serviceBodies.find((s) => s.channel === serviceSelect.value) || serviceBodies[0];
-    serviceBodyPre.textContent = chosen ? bodyText(chosen) : '';
+    serviceBodyPre.textContent = chosen ? bodyText(chosen, payloadChannel) : '';
     serviceNote.textContent = chosen ? bodyNote(chosen) : '';
     serviceBodyPre.dataset.channel = chosen?.channel ?? '';
   }
@@ -193,20 +200,38 @@ export async function renderPush(container, { arg, navigate }) {
         return; // a token still being typed, say: the last bodies stay
       }
       if (serial !== previewSerial) return;
+      showPayload(data);
       const previous = serviceSelect.value;
       serviceBodies = data.services || [];
       serviceSelect.replaceChildren(...serviceBodies.map((s) => h('option', { value: s.channel, text: s.display_name })));
       serviceSelect.value = serviceBodies.some((s) => s.channel === previous) ? previous : (serviceBodies[0]?.channel ?? '');
       // One device: its own service's body, nothing to choose.
       serviceSelect.disabled = serviceBodies.length < 2;
-      const otherService = Boolean(data.channel) && data.channel !== 'apns';
-      apnsSize.hidden = otherService;
-      apnsPayload.hidden = otherService;
+      const otherService = Boolean(data.channel) && data.channel !== payloadChannel;
+      payloadSizeBox.hidden = otherService;
+      payloadBox.hidden = otherService;
       serviceHint.textContent = data.channel ? t('push.bodyForDevice', { service: channelLabel(data.channel) }) : (audienceKind() === 'token' ? t('push.bodyUnknownDevice') : '');
       showServiceBody();
     }, 250);
   }
   serviceSelect.addEventListener('change', showServiceBody);
+
+  /** The shared payload the server rendered, its size against its service's limit. */
+  function showPayload(data) {
+    payloadChannel = data.payload_channel ?? null;
+    payloadHeading.textContent = payloadChannel ? t('push.payload', { service: channelLabel(payloadChannel) }) : '';
+    const size = data.bytes ?? 0;
+    const limit = data.limit ?? 0;
+    sizeText.textContent = t('push.size', { size: formatNumber(size), limit: formatNumber(limit) });
+    sizeText.dataset.bytes = String(size);
+    meter.setAttribute('aria-valuemax', String(limit));
+    meter.setAttribute('aria-valuenow', String(size));
+    meter.className = `meter ${size > limit ? 'over' : size > limit * 0.9 ? 'warn' : ''}`;
+    meterFill.style.width = `${limit ? Math.min(100, (100 * size) / limit) : 0}%`;
+    payloadPre.textContent = data.payload ?? '';
+    payloadTooLarge = limit > 0 && size > limit;
+    send.disabled = payloadTooLarge || Boolean(parseCustom().error) || !features().push;
+  }
 
   function update() {
     schedulePreview();
@@ -221,17 +246,9 @@ export async function renderPush(container, { arg, navigate }) {
     }
     const parsed = parseCustom();
     setFieldError(custom, parsed.error || null);
-    const text = canonicalJSON(buildPayload(fields));
-    const size = utf8Length(text);
-    sizeText.textContent = t('push.size', { size: formatNumber(size), limit: formatNumber(PAYLOAD_LIMIT) });
-    sizeText.dataset.bytes = String(size);
-    meter.setAttribute('aria-valuenow', String(size));
-    meter.className = `meter ${size > PAYLOAD_LIMIT ? 'over' : size > PAYLOAD_LIMIT * 0.9 ? 'warn' : ''}`;
-    meterFill.style.width = `${Math.min(100, (100 * size) / PAYLOAD_LIMIT)}%`;
-    payloadPre.textContent = text;
     previewTitle.textContent = fields.title;
     previewBody.textContent = fields.body || (fields.title ? '' : t('push.silent'));
-    send.disabled = size > PAYLOAD_LIMIT || Boolean(parsed.error) || !features().push;
+    send.disabled = payloadTooLarge || Boolean(parsed.error) || !features().push;
   }
 
   for (const r of audienceRadios) r.input.addEventListener('change', update);
@@ -258,10 +275,10 @@ export async function renderPush(container, { arg, navigate }) {
           customField.wrap)),
       h('div', {},
         h('div', { class: 'panel sticky-panel', style: { marginBottom: '0' } },
-          apnsSize,
+          payloadSizeBox,
           h('h3', { style: { marginTop: '14px' }, text: t('tpl.preview') }),
           preview,
-          apnsPayload,
+          payloadBox,
           h('h3', { style: { marginTop: '14px' }, id: 'service-body-title', text: t('push.serviceBody') }),
           field(t('push.service'), serviceSelect, { id: 'push-service-field' }).wrap,
           serviceHint,
@@ -375,8 +392,9 @@ async function followMessage(container, id) {
         services = [];
       }
       if (stopped) return;
-      const apns = { channel: 'apns', display_name: channelLabel('apns'), encoding: 'json', body: message.payload, bytes: message.payload_bytes, used: true };
-      if (!services.length) services = [apns];
+      const payloadChannel = message.payload_channel;
+      const shared = { channel: payloadChannel, display_name: channelLabel(payloadChannel), encoding: 'json', body: message.payload, bytes: message.payload_bytes, used: true };
+      if (!services.length) services = [shared];
       // "not sent to" once the message went somewhere (a scheduled one has gone nowhere yet).
       const anyUsed = services.some((s) => s.used);
       const select = h('select', { id: 'follow-service' }, services.map((s) => h('option', { value: s.channel, text: s.used || !anyUsed ? s.display_name : `${s.display_name}${paren(t('push.notSentTo'))}` })));
@@ -384,13 +402,13 @@ async function followMessage(container, id) {
       const note = h('p', { class: 'muted', id: 'follow-payload-size' });
       const show = () => {
         const chosen = services.find((s) => s.channel === select.value) || services[0];
-        pre.textContent = bodyText(chosen);
+        pre.textContent = bodyText(chosen, payloadChannel);
         pre.dataset.channel = chosen.channel;
-        note.textContent = chosen.channel === 'apns' && !chosen.skip_reason
-          ? t('push.size', { size: formatNumber(chosen.bytes), limit: formatNumber(PAYLOAD_LIMIT) })
+        note.textContent = chosen.channel === payloadChannel && !chosen.skip_reason
+          ? t('push.size', { size: formatNumber(chosen.bytes), limit: formatNumber(message.payload_limit) })
           : bodyNote(chosen);
       };
-      const firstUsed = services.find((s) => s.used && s.channel === 'apns') || services.find((s) => s.used) || services[0];
+      const firstUsed = services.find((s) => s.used && s.channel === payloadChannel) || services.find((s) => s.used) || services[0];
       select.value = firstUsed.channel;
       select.addEventListener('change', show);
       show();
