@@ -8,6 +8,9 @@ import TuisongTransportKit
 /// refresh has `formStatus {formId, result, timestamp}` instead), up to 100 statuses, signed with
 /// `X-HUAWEI-CALLBACK-ID` as Huawei's are, answered `{"errno","errmsg"}`.
 public enum HarmonyReceipts {
+    /// The credential option naming the app's receipt configuration (`pushOptions.receiptId`).
+    public static let receiptIDOption = "receipt_id"
+
     /// 100 statuses of some 400 bytes each, with room to spare.
     static let bodyLimit = 256 * 1024
 
