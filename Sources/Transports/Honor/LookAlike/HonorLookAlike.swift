@@ -220,20 +220,7 @@ package final class HonorLookAlike: LookAlikeService {
     package func receipts(for message: ReceivedAndroidMessage) -> LookAlikeReceiptPlan? {
         // Only a push that asked (its biTag) gets receipts; up to 1,000 statuses a POST.
         guard !message.tokens.isEmpty, let tag = message.honorBiTag else { return nil }
-        return .configured(
-            tag: tag,
-            make: { configuration in
-                let status: [String: JSONValue] = [
-                    "biTag": .string(tag), "appid": .string(message.target), "status": 0,
-                    "timestamp": .int(message.receivedAtMilliseconds), "requestId": .string(message.messageID),
-                ]
-                return LookAlikeReceipts.chunks(message.tokens, of: 1000).map { tokens in
-                    LookAlikeReceipts.signedPost(
-                        LookAlikeReceipts.statusesBody(tokens, template: status), configuration,
-                        header: "X-HONOR-CALLBACK-ID")
-                }
-            }
-        )
+        return LookAlikeReceipts.pushKitV1(message, tag: tag, header: "X-HONOR-CALLBACK-ID")
     }
 }
 
