@@ -80,7 +80,8 @@ public enum ReceiptStatuses {
     /// The receipts of a Push Kit V1 body, `{"statuses":[{"biTag","appid","token","status",
     /// "timestamp","requestId"}]}`: Huawei's, and the shape Honor's API (derived from Huawei's)
     /// is read in. `outcome` reads a status code the service's way. A status without its token
-    /// or status code refuses the POST.
+    /// or status code refuses the POST. `requestId` is kept only for a status without a tag (read
+    /// only while no tag came before it), for the fallback by request.
     public static func pushKitV1(_ body: [UInt8], outcome: (Int64) -> ReceiptOutcome) throws(ReceiptFormatError)
         -> [ServiceReceipt]
     {
@@ -94,6 +95,7 @@ public enum ReceiptStatuses {
             var code: Int64?
             var tag: String?
             var at: Date?
+            var requestID: String?
             try reader.beginObject()
             while let key = try reader.nextKey() {
                 switch key {
@@ -101,11 +103,14 @@ public enum ReceiptStatuses {
                 case "status": code = try integer(&reader)
                 case "timestamp": at = try milliseconds(&reader)
                 case "biTag": tag = try string(&reader)
+                case "requestId" where tag?.isEmpty ?? true: requestID = try string(&reader)
                 default: try reader.skipValue()
                 }
             }
             guard let token, !token.isEmpty, let code else { return nil }
-            return ServiceReceipt(tag: tag ?? "", token: token, outcome: outcome(code), at: at)
+            let tagged = !(tag?.isEmpty ?? true)
+            return ServiceReceipt(
+                tag: tag ?? "", token: token, outcome: outcome(code), at: at, requestID: tagged ? nil : requestID)
         }
     }
 
