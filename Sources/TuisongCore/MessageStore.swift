@@ -325,6 +325,10 @@ public struct MessageProgress: Sendable {
     public var finalState: MessageState?
     /// First-attempt deliveries by channel (they leave no delivery row), for per-channel counts.
     public var deliveredByChannel: [PushChannel: Int]
+    /// The requests the services accepted, by their ids, for the channels whose receipts may
+    /// name a request instead of Tuisong's tag (`DeliverySettings.serviceRequestChannels`): one
+    /// per request, not per device.
+    public var serviceRequests: [ServiceRequest] = []
     /// The slice this flush belongs to and the claim it was sent under (`WorkQueue`); the store
     /// refuses the flush (`StoreError.Code.leaseLost`) when the claim is no longer held. nil:
     /// the whole message, unfenced (SQLite's single dispatcher, tests).

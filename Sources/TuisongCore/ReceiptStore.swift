@@ -109,6 +109,19 @@ public struct DeliveryReceiptState: Sendable, Hashable {
 /// Delivery receipts, recorded idempotently beside the send's outcome. A receipt is keyed by
 /// (message, token), not by a delivery row (a push delivered on its first attempt leaves no
 /// row), so one that comes before the send's flush is committed is kept like any other.
+/// A request a push service accepted for a message, by the id it answered with (Huawei's
+/// `requestId`): kept with the message (deleted with it) so a receipt status that names the
+/// request and not Tuisong's tag finds the message, and through it the delivery by its token.
+public struct ServiceRequest: Sendable, Hashable {
+    public var channel: PushChannel
+    public var requestID: String
+
+    public init(channel: PushChannel, requestID: String) {
+        self.channel = channel
+        self.requestID = requestID
+    }
+}
+
 public protocol ReceiptStore: Sendable {
     /// Records what is new in `receipts` of `appID`'s messages in one transaction: a delivery's
     /// arrival, click and reason each count once however often they are repeated; a receipt of
@@ -131,6 +144,9 @@ public protocol ReceiptStore: Sendable {
     func recordReceiptSend(_ send: ReceiptSend) async throws -> Int64
     /// The recorded request `id`, nil when there is none (deleted with its message).
     func receiptSend(id: Int64) async throws -> ReceiptSend?
+    /// The message of `appID`'s that `channel`'s service accepted the request `requestID` for
+    /// (`MessageProgress.serviceRequests`); nil when none of the app's messages has it.
+    func serviceRequestMessage(appID: Int64, channel: PushChannel, requestID: String) async throws -> Int64?
 
     /// Keeps verified receipt POSTs, one row each, until they are digested: committed when it
     /// returns, so a POST is answered only once it is durable.

@@ -55,6 +55,10 @@ public struct DeliverySettings: Sendable {
     public var backlogRecount: Duration = .seconds(1)
     /// How soon a renewal that failed is tried again.
     public var leaseRetry: Duration = .milliseconds(500)
+    /// The channels whose accepted requests are kept by the service's request id
+    /// (`MessageProgress.serviceRequests`): those whose receipts may name a request instead of
+    /// Tuisong's tag. Empty: none kept.
+    public var serviceRequestChannels: Set<PushChannel> = []
 
     public init(workers: Int, pageSize: Int, maxAttempts: Int, retryBase: TimeInterval, retryMax: TimeInterval) {
         self.workers = workers

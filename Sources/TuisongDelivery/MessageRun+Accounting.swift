@@ -23,6 +23,8 @@ extension MessageRun {
         }
         // A chunk of one channel (the usual case) counts its delivered pushes per segment, not
         // per push; a chunk of several counts each under its own device's.
+        let requestChannels = engine.settings.serviceRequestChannels
+        let keepsChunkRequests = channel.map(requestChannels.contains) ?? !requestChannels.isEmpty
         let (segmentDone, drained) = state.withLock { state -> (Bool, Bool) in
             state.inFlight -= reports.count
             let base = state.flushedSegments
@@ -32,9 +34,15 @@ extension MessageRun {
                 let segment = segments[report.index] - base
                 // This may run on a transport's event loop thread, which also does the sending:
                 // the common outcome touches neither the entry nor its content.
-                if case .delivered = report.outcome {
+                if case .delivered(let requestID) = report.outcome {
                     state.segments[segment].pending -= 1
                     state.segments[segment].counts.delivered += 1
+                    if keepsChunkRequests, let requestID {
+                        let requestChannel = channel ?? chunk[report.index].channel
+                        if requestChannels.contains(requestChannel) {
+                            state.segments[segment].note(ServiceRequest(channel: requestChannel, requestID: requestID))
+                        }
+                    }
                     guard let channel else {
                         state.segments[segment].deliveredByChannel[chunk[report.index].channel, default: 0] += 1
                         continue
@@ -183,6 +191,7 @@ extension MessageRun {
                 for (channel, n) in segment.deliveredByChannel {
                     progress.deliveredByChannel[channel, default: 0] += n
                 }
+                progress.serviceRequests += segment.serviceRequests
             }
             state.segments.removeFirst(end)
             state.flushedSegments += end

@@ -26,6 +26,13 @@ final class MessageRun: Sendable {
         var deliveries: [NewDelivery] = []
         var invalidations: [DeviceInvalidation] = []
         var deliveredByChannel: [PushChannel: Int] = [:]
+        var serviceRequests: [ServiceRequest] = []
+
+        /// Notes a request the service accepted: its tokens' outcomes come together, so
+        /// comparing with the last one noted keeps one per request.
+        mutating func note(_ request: ServiceRequest) {
+            if serviceRequests.last != request { serviceRequests.append(request) }
+        }
     }
 
     /// Where a page's entries are accounted: its segments, by the audience position each ends at.

@@ -77,6 +77,26 @@ package enum LookAlikeReceipts {
         return output
     }
 
+    /// The receipts of a Push Kit V1 service (Huawei's; Honor's as inferred) for an accepted
+    /// push that carried `tag`: status 0 for every token, up to 1,000 a POST, signed in `header`
+    /// under the app's receipt configuration.
+    package static func pushKitV1(_ message: ReceivedAndroidMessage, tag: String, header: String)
+        -> LookAlikeReceiptPlan
+    {
+        .configured(
+            tag: tag,
+            make: { configuration in
+                let status: [String: JSONValue] = [
+                    "biTag": .string(tag), "appid": .string(message.target), "status": 0,
+                    "timestamp": .int(message.receivedAtMilliseconds), "requestId": .string(message.messageID),
+                ]
+                return chunks(message.tokens, of: 1000).map { tokens in
+                    signedPost(statusesBody(tokens, template: status), configuration, header: header)
+                }
+            }
+        )
+    }
+
     package static func chunks(_ tokens: [String], of size: Int) -> [ArraySlice<String>] {
         stride(from: 0, to: tokens.count, by: size).map { tokens[$0..<min($0 + size, tokens.count)] }
     }

@@ -302,6 +302,7 @@ extension PostgresStore: MessageStore {
                 DO UPDATE SET delivered = message_channel_deliveries.delivered + excluded.delivered
                 """)
         }
+        try insertServiceRequests(conn, committed, now: now)
         for progress in committed where !progress.deliveries.isEmpty {
             try insertDeliveries(
                 conn, progress.deliveries, messageID: progress.messageID, slice: progress.slice?.id ?? 0, now: now)
@@ -390,6 +391,7 @@ extension PostgresStore: MessageStore {
             where n != 0 {
                 try addDelivered.run([.int(progress.messageID), .int(sliceID), .text(channel.rawValue), .int(Int64(n))])
             }
+            try Self.insertServiceRequests(conn, [progress], now: now)
             try Self.insertDeliveries(
                 conn, progress.deliveries, messageID: progress.messageID, slice: sliceID, now: now)
             try webhooks.deliveriesFailed(
@@ -447,6 +449,30 @@ extension PostgresStore: MessageStore {
     }
 
     // MARK: retries
+
+    /// The requests the services accepted for the flushes' messages, by their ids (one
+    /// statement for all; a request id met again is kept once).
+    static func insertServiceRequests(_ conn: PostgresConnection, _ flushes: [MessageProgress], now: Int64) throws {
+        var channels: [String] = []
+        var requestIDs: [String] = []
+        var messages: [Int64] = []
+        for progress in flushes {
+            for request in progress.serviceRequests {
+                channels.append(request.channel.rawValue)
+                requestIDs.append(request.requestID)
+                messages.append(progress.messageID)
+            }
+        }
+        guard !messages.isEmpty else { return }
+        try conn.run(
+            """
+            INSERT INTO receipt_service_requests (channel, request_id, message_id, created_at)
+            SELECT v.channel, v.request_id, v.message_id, \(now)
+            FROM unnest(\(PostgresArray.text(channels))::text[], \(PostgresArray.text(requestIDs))::text[],
+                \(PostgresArray.int(messages))::bigint[]) AS v(channel, request_id, message_id)
+            ON CONFLICT (channel, request_id) DO NOTHING
+            """)
+    }
 
     /// Adds to a slice's deliveries through one channel: message, slice, channel, how many.
     static let addChannelDeliveries: SQLStatement = """

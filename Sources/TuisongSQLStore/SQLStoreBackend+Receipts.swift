@@ -559,6 +559,17 @@ extension SQLStoreBackend {
         }
     }
 
+    public func serviceRequestMessage(appID: Int64, channel: PushChannel, requestID: String) async throws -> Int64? {
+        try await sqlRead { db in
+            try db.fetchOne(
+                """
+                SELECT r.message_id FROM receipt_service_requests r JOIN messages m ON m.id = r.message_id
+                WHERE r.channel = \(channel.rawValue) AND r.request_id = \(requestID) AND m.app_id = \(appID)
+                """
+            )?.int64(0)
+        }
+    }
+
     public func receiptSend(id: Int64) async throws -> ReceiptSend? {
         try await sqlRead { db in
             guard

@@ -325,6 +325,12 @@ extension SQLiteStore: MessageStore {
                 try addDelivered.run([progress.messageID, channel.rawValue, n])
             }
         }
+        if !progress.serviceRequests.isEmpty {
+            let insert = try db.prepare(Self.insertServiceRequest)
+            for request in progress.serviceRequests {
+                try insert.run([request.channel.rawValue, request.requestID, progress.messageID, now])
+            }
+        }
         if !progress.deliveries.isEmpty {
             let insert = try db.prepare(Self.insertDelivery)
             for d in progress.deliveries {
@@ -364,6 +370,14 @@ extension SQLiteStore: MessageStore {
         INSERT INTO message_channel_deliveries (message_id, channel, delivered)
         VALUES (\(parameter: 1), \(parameter: 2), \(parameter: 3))
         ON CONFLICT (message_id, channel) DO UPDATE SET delivered = delivered + excluded.delivered
+        """
+
+    /// A request the service accepted for the message: channel, request id, message, now (a
+    /// request id met again, as a retried flush writes it, is kept once).
+    static let insertServiceRequest: SQLStatement = """
+        INSERT INTO receipt_service_requests (channel, request_id, message_id, created_at)
+        VALUES (\(parameter: 1), \(parameter: 2), \(parameter: 3), \(parameter: 4))
+        ON CONFLICT (channel, request_id) DO NOTHING
         """
 
     /// A flushed delivery row: message, device, token, environment, state, reason, service

@@ -45,6 +45,7 @@ enum Schema {
         (v22Identifier, sql(v22DeliveryServiceMessageID)),
         (v23Identifier, sql(v23ReceiptInbox)),
         (v24Identifier, sql(v24UploadedCredentialsAreChannelCredentials)),
+        (v25Identifier, sql(v25ReceiptServiceRequests)),
     ]
 
     /// A migration that runs `text`.

@@ -29,27 +29,27 @@ import TuisongGateway
             channel: "huawei",
             arguments: [
                 "--vendor-app-id", "10086", "--client-id", "10086", "--client-secret-env", "HUAWEI_SECRET",
-                "--badge-class", "com.example.MainActivity",
+                "--badge-class", "com.example.MainActivity", "--receipt-id", "RCP78C959D4",
             ],
             fields: [
                 "vendor_app_id": "10086", "client_id": "10086", "client_secret": "HUAWEI_SECRET",
-                "badge_class": "com.example.MainActivity",
+                "badge_class": "com.example.MainActivity", "receipt_id": "RCP78C959D4",
             ],
             helpLine:
-                "--channel huawei: --vendor-app-id VENDOR_APP_ID (App ID) --client-id CLIENT_ID (Client ID) --client-secret-env VAR (Client secret) [--badge-class BADGE_CLASS] (Badge class)"
+                "--channel huawei: --vendor-app-id VENDOR_APP_ID (App ID) --client-id CLIENT_ID (Client ID) --client-secret-env VAR (Client secret) [--badge-class BADGE_CLASS] (Badge class) [--receipt-id RECEIPT_ID] (Receipt id)"
         ),
         Spelling(
             channel: "honor",
             arguments: [
                 "--vendor-app-id", "104400000", "--client-id", "honor-client", "--client-secret-env", "HONOR_SECRET",
-                "--badge-class", "com.example.MainActivity",
+                "--badge-class", "com.example.MainActivity", "--receipts", "on",
             ],
             fields: [
                 "vendor_app_id": "104400000", "client_id": "honor-client", "client_secret": "HONOR_SECRET",
-                "badge_class": "com.example.MainActivity",
+                "badge_class": "com.example.MainActivity", "receipts": "on",
             ],
             helpLine:
-                "--channel honor: --vendor-app-id VENDOR_APP_ID (App ID) --client-id CLIENT_ID (Client ID) --client-secret-env VAR (Client secret) [--badge-class BADGE_CLASS] (Badge class)"
+                "--channel honor: --vendor-app-id VENDOR_APP_ID (App ID) --client-id CLIENT_ID (Client ID) --client-secret-env VAR (Client secret) [--badge-class BADGE_CLASS] (Badge class) [--receipts RECEIPTS] (Delivery receipts)"
         ),
         Spelling(
             channel: "xiaomi",
@@ -85,10 +85,11 @@ import TuisongGateway
                 "--channel vivo: --vendor-app-id VENDOR_APP_ID (App ID) --client-id CLIENT_ID (AppKey) --client-secret-env VAR (AppSecret) [--receipt-id RECEIPT_ID] (Receipt id)"
         ),
         Spelling(
-            channel: "harmony", arguments: ["--service-account", "private.json", "--category", "IM"],
-            fields: ["file": "private.json", "category": "IM"],
+            channel: "harmony",
+            arguments: ["--service-account", "private.json", "--category", "IM", "--receipt-id", "RCP1234"],
+            fields: ["file": "private.json", "category": "IM", "receipt_id": "RCP1234"],
             helpLine:
-                "--channel harmony: --service-account FILE (Service account key JSON) [--category CATEGORY] (Default category)"
+                "--channel harmony: --service-account FILE (Service account key JSON) [--category CATEGORY] (Default category) [--receipt-id RECEIPT_ID] (Receipt id)"
         ),
     ]
 

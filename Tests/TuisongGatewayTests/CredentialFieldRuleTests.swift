@@ -35,11 +35,12 @@ import TuisongTransportKit
         .huawei: [
             "vendor_app_id": "104523871", "client_id": "104523871",
             "client_secret": "3b1f0c8e9a7d4f2b6c5e8a1d0f9b7c3e2a4d6f8b0c1e3a5d7f9b2c4e6a8d0f1b",
-            "badge_class": "com.example.chat.MainActivity",
+            "badge_class": "com.example.chat.MainActivity", "receipt_id": "RCP78C959D4",
         ],
         .honor: [
             "vendor_app_id": "104400001", "client_id": "8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d",
             "client_secret": "Zx9-Qw8_Er7.Ty6+Ui5/Op4=", "badge_class": "com.example.Main$Launcher",
+            "receipts": "on",
         ],
         .xiaomi: [
             "vendor_app_id": "com.example.chat_app2", "client_id": "2882303761517000000",
@@ -62,8 +63,10 @@ import TuisongTransportKit
             let valid = try form.validate(
                 CredentialFormInput(values: values), CredentialFormContext(testTokenHosts: []))
             #expect(valid.clientID == values["client_id"], "\(channel)")
-            // vivo's receipt id is kept as the credential's option (docs/receipts.md).
+            // vivo's and Huawei's receipt ids and Honor's receipt switch are kept as the
+            // credential's options (docs/receipts.md).
             #expect(valid.options["receipt_id"] == values["receipt_id"], "\(channel)")
+            #expect(valid.options["receipts"] == values["receipts"], "\(channel)")
             for field in form.fields where values[field.name] != nil {
                 // Markup is printable ASCII: a secret may hold it (it is never shown), no id may.
                 for bad in Self.hostile where field.kind != .secret || !bad.hasPrefix("<") {
@@ -127,6 +130,26 @@ import TuisongTransportKit
         #expect(refusal(form, category)?.code == "invalid_category")
         category.values["category"] = "IM"
         #expect(refusal(form, category) == nil)
+        // The receipt id of the project's receipt configuration (`pushOptions.receiptId`).
+        var receipt = CredentialFormInput(
+            values: ["receipt_id": "RCP1234"], files: ["file": file(keyID: "k1", sub: "2001")])
+        #expect(
+            try form.validate(receipt, CredentialFormContext(testTokenHosts: [])).options["receipt_id"] == "RCP1234")
+        receipt.values["receipt_id"] = "RCP 1"
+        #expect(refusal(form, receipt)?.code == "invalid_receipt_id")
+    }
+
+    /// Honor's receipt switch is on or off; off (or empty) keeps no option.
+    @Test func honorsReceiptSwitchIsOnOrOff() throws {
+        TransportRegistry.install()
+        let form = try #require(TransportRegistry.standard.declaration(of: .honor)?.credentialForm)
+        var values = try #require(Self.real[.honor])
+        values["receipts"] = "off"
+        #expect(
+            try form.validate(CredentialFormInput(values: values), CredentialFormContext(testTokenHosts: []))
+                .options["receipts"] == nil)
+        values["receipts"] = "yes"
+        #expect(refusal(form, CredentialFormInput(values: values))?.code == "invalid_receipts")
     }
 
     @Test func aSelectorIsTextOfASaneAlphabet() throws {

@@ -29,6 +29,12 @@ extension HarmonyService {
                     help: "the notification category of messages that name none (IM, WORK, …; MARKETING when empty)",
                     helpZH: "未指明类别的消息所用的通知类别（IM、WORK 等；留空为 MARKETING）",
                     placeholder: "IM", rule: .init(.identifier, 1...32)),
+                .init(
+                    "receipt_id", required: false, label: .init(en: "Receipt id", zh: "回执 ID"),
+                    help:
+                        "the receipt id AppGallery Connect shows for the receipt configuration this app's receipts go to (empty: the project's default)",
+                    helpZH: "AppGallery Connect 为本应用回执所用的回执配置显示的回执 ID（留空为项目的默认配置）",
+                    placeholder: "RCP1234", rule: .identifier(1...64)),
             ],
             validate: { (input, _) throws(CredentialFormError) -> ValidatedCredential in
                 try validate(input)
@@ -147,6 +153,18 @@ extension HarmonyService {
                     zh: "类别须为华为定义的类别之一：\(HarmonyOptions.categories.sorted().joined(separator: "、"))")
             }
             options["category"] = category
+        }
+        let receiptID = input.text("receipt_id")
+        if !receiptID.isEmpty {
+            guard receiptID.count <= 64,
+                receiptID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
+            else {
+                throw CredentialFormError(
+                    "invalid_receipt_id", field: "receipt_id",
+                    "the receipt id is the one AppGallery Connect shows (letters, digits, '-', '_', '.'; at most 64)",
+                    zh: "回执 ID 是 AppGallery Connect 显示的 ID（字母、数字和 -、_、.，最多 64 个字符）")
+            }
+            options[HarmonyReceipts.receiptIDOption] = receiptID
         }
         return ValidatedCredential(
             vendorAppID: account.projectID, clientID: account.subAccount, secret: account.json, options: options)

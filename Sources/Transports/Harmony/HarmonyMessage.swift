@@ -39,7 +39,7 @@ public enum HarmonyMessage {
 
         init(
             content: PushContent, headers: PushHeaders, environment: PushEnvironment = .production,
-            defaultCategory: String?, now: Date, biTag: String? = nil
+            defaultCategory: String?, now: Date, biTag: String? = nil, receiptID: String? = nil
         ) {
             var body: [String: JSONValue] = [:]
             let harmony = HarmonyOptions(headers.options(for: HarmonyService.channel))
@@ -52,6 +52,8 @@ public enum HarmonyMessage {
             }
             // Tuisong's tag of the message, which Push Kit returns in each V2 receipt status.
             if let biTag { options["biTag"] = .string(biTag) }
+            // The receipt configuration of the project the receipts go to (nil: its default).
+            if let receiptID { options["receiptId"] = .string(receiptID) }
             if !options.isEmpty { body["pushOptions"] = .object(options) }
             if content.hasAlert {
                 pushType = HarmonyMessage.alertPushType

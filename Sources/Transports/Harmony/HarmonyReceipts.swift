@@ -8,6 +8,9 @@ import TuisongTransportKit
 /// refresh has `formStatus {formId, result, timestamp}` instead), up to 100 statuses, signed with
 /// `X-HUAWEI-CALLBACK-ID` as Huawei's are, answered `{"errno","errmsg"}`.
 public enum HarmonyReceipts {
+    /// The credential option naming the app's receipt configuration (`pushOptions.receiptId`).
+    public static let receiptIDOption = "receipt_id"
+
     /// 100 statuses of some 400 bytes each, with room to spare.
     static let bodyLimit = 256 * 1024
 
@@ -33,6 +36,7 @@ public enum HarmonyReceipts {
             }
             var token: String?
             var tag: String?
+            var requestID: String?
             var delivery: State?
             var form: State?
             try reader.beginObject()
@@ -40,6 +44,8 @@ public enum HarmonyReceipts {
                 switch key {
                 case "token": token = try ReceiptStatuses.string(&reader)
                 case "biTag": tag = try ReceiptStatuses.string(&reader)
+                // Kept only for a status without a tag (the fallback by request).
+                case "requestId" where tag?.isEmpty ?? true: requestID = try ReceiptStatuses.string(&reader)
                 case "deliveryStatus": delivery = try State(&reader)
                 case "formStatus": form = try State(&reader)
                 default: try reader.skipValue()
@@ -47,7 +53,9 @@ public enum HarmonyReceipts {
             }
             // A card refresh's `formStatus` counts only where there is no `deliveryStatus`.
             guard let token, !token.isEmpty, let state = delivery ?? form, let code = state.result else { return nil }
-            return ServiceReceipt(tag: tag ?? "", token: token, outcome: outcome(code), at: state.at)
+            let tagged = !(tag?.isEmpty ?? true)
+            return ServiceReceipt(
+                tag: tag ?? "", token: token, outcome: outcome(code), at: state.at, requestID: tagged ? nil : requestID)
         }
     }
 

@@ -81,9 +81,11 @@ public struct HarmonyService: TokenBatchService {
         content: PushContent, headers: PushHeaders, environment: PushEnvironment, credential: ChannelCredential,
         now: Date
     ) -> HarmonyMessage.Template {
-        HarmonyMessage.Template(
+        let biTag = receipts?.tag(headers)
+        return HarmonyMessage.Template(
             content: content, headers: headers, environment: environment,
-            defaultCategory: credential.options["category"], now: now, biTag: receipts?.tag(headers))
+            defaultCategory: credential.options["category"], now: now, biTag: biTag,
+            receiptID: biTag == nil ? nil : credential.options[HarmonyReceipts.receiptIDOption])
     }
 
     public func readableBody(_ template: HarmonyMessage.Template, token: String) -> ServiceBody {

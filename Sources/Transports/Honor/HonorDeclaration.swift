@@ -17,12 +17,15 @@ extension HonorService {
         credentialForm: .appClient(
             HonorService.channel, appID: .init(en: "App ID", zh: "App ID"),
             clientID: .init(en: "Client ID", zh: "客户端 ID"),
-            secret: .init(en: "Client secret", zh: "客户端密钥"), badgeClass: true),
+            secret: .init(en: "Client secret", zh: "客户端密钥"), badgeClass: true, receiptSwitch: true),
         make: { context in
             try .tokenBatch(
-                HonorService(baseURL: context.url("url"), tokenURL: context.url("token_url", localPath: "/auth/token")),
+                HonorService(
+                    baseURL: context.url("url"), tokenURL: context.url("token_url", localPath: "/auth/token"),
+                    receipts: context.receipts),
                 context)
         },
+        receipts: HonorReceipts.declaration,
         serviceCodes: serviceCodes,
         renderBody: { HonorService().serviceBody($0) })
 

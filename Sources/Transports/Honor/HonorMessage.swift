@@ -15,7 +15,9 @@ public enum HonorMessage {
     public struct Template: Sendable {
         private let head: [UInt8]
 
-        init(content: PushContent, headers: PushHeaders, badgeClass: String?, now: Date) {
+        /// - Parameter biTag: Tuisong's tag of the message, which Honor returns in its receipts
+        ///   (only when the app's Honor credential turns receipts on).
+        init(content: PushContent, headers: PushHeaders, badgeClass: String?, now: Date, biTag: String? = nil) {
             var message: [String: JSONValue] = [:]
             var android: [String: JSONValue] = [:]
             // Honor refuses a TTL over 15 days.
@@ -28,6 +30,7 @@ public enum HonorMessage {
                 android["notification"] = .object(
                     HonorMessage.notification(content, headers: headers, badgeClass: badgeClass))
             }
+            if let biTag { android["biTag"] = .string(biTag) }
             if !android.isEmpty { message["android"] = .object(android) }
             var rendered = JSONValue.object(message).serialized()
             if message.isEmpty {

@@ -15,8 +15,15 @@ public struct HonorService: JSONBatchService {
     public var baseURL: String
     /// The OAuth 2.0 token endpoint.
     public var tokenURL: String
+    /// Receipts asked for (`android.biTag`), when receipts are on and the app's Honor
+    /// credential turns them on (`HonorReceipts.receiptsOption`).
+    public var receipts: ReceiptSettings?
 
-    public init(baseURL: String = HonorService.defaultSendURL, tokenURL: String = HonorService.defaultTokenURL) {
+    public init(
+        baseURL: String = HonorService.defaultSendURL, tokenURL: String = HonorService.defaultTokenURL,
+        receipts: ReceiptSettings? = nil
+    ) {
+        self.receipts = receipts
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.tokenURL = tokenURL
     }
@@ -39,7 +46,8 @@ public struct HonorService: JSONBatchService {
         -> HonorMessage.Template
     {
         HonorMessage.Template(
-            content: content, headers: headers, badgeClass: credential.options["badge_class"], now: now)
+            content: content, headers: headers, badgeClass: credential.options["badge_class"], now: now,
+            biTag: HonorReceipts.isOn(credential) ? receipts?.tag(headers) : nil)
     }
 
     public func body(_ template: HonorMessage.Template, tokens: [String]) -> [UInt8] {

@@ -17,7 +17,7 @@ extension HuaweiService {
         credentialForm: .appClient(
             HuaweiService.channel, appID: .init(en: "App ID", zh: "App ID"),
             clientID: .init(en: "Client ID", zh: "客户端 ID"),
-            secret: .init(en: "Client secret", zh: "客户端密钥"), badgeClass: true),
+            secret: .init(en: "Client secret", zh: "客户端密钥"), badgeClass: true, receiptID: true),
         make: { context in
             try .tokenBatch(
                 HuaweiService(

@@ -20,7 +20,12 @@ public enum HuaweiMessage {
         /// - Parameter badgeClass: the app's launcher activity (`badge.class`): Huawei shows
         ///   a badge number only with it.
         /// - Parameter biTag: Tuisong's tag of the message, which Huawei returns in its receipts.
-        init(content: PushContent, headers: PushHeaders, badgeClass: String?, now: Date, biTag: String? = nil) {
+        /// - Parameter receiptID: the receipt configuration (of those of the app's project in
+        ///   AppGallery Connect) the receipts go to; nil: the project's default one.
+        init(
+            content: PushContent, headers: PushHeaders, badgeClass: String?, now: Date, biTag: String? = nil,
+            receiptID: String? = nil
+        ) {
             var message: [String: JSONValue] = [:]
             var android: [String: JSONValue] = [
                 "urgency": .string(HuaweiMessage.urgency(headers, content))
@@ -38,6 +43,7 @@ public enum HuaweiMessage {
             // Huawei's self-classification (IM, VOIP, …) decides the message's quota and display.
             if let category = headers.android?.category["huawei"] { android["category"] = .string(category) }
             if let biTag { android["bi_tag"] = .string(biTag) }
+            if let receiptID { android["receipt_id"] = .string(receiptID) }
             message["android"] = .object(android)
             head = Array(JSONValue.object(["message": .object(message)]).serialized().dropLast(2))
         }

@@ -7,6 +7,9 @@ import TuisongTransportKit
 /// statuses merged, signed with `X-HUAWEI-CALLBACK-ID` under the callback user name and key of
 /// the app's receipt configuration in AppGallery Connect, answered `{"errno","errmsg"}`.
 public enum HuaweiReceipts {
+    /// The credential option naming the app's receipt configuration (`android.receipt_id`).
+    public static let receiptIDOption = "receipt_id"
+
     /// 1,000 statuses of some 250 bytes each, with room to spare.
     static let bodyLimit = 1 << 20
 
@@ -23,29 +26,7 @@ public enum HuaweiReceipts {
         consoleRegistration: CallbackSignature.registration(channel: HuaweiService.channel))
 
     static func parse(_ body: [UInt8]) throws(ReceiptFormatError) -> [ServiceReceipt] {
-        try ReceiptStatuses.read(body, incomplete: ReceiptFormatError("a status without its token or status")) {
-            (reader) throws(JSONValue.ParseError) -> ServiceReceipt? in
-            guard reader.peek == .object else {
-                try reader.skipValue()
-                return nil
-            }
-            var token: String?
-            var code: Int64?
-            var tag: String?
-            var at: Date?
-            try reader.beginObject()
-            while let key = try reader.nextKey() {
-                switch key {
-                case "token": token = try ReceiptStatuses.string(&reader)
-                case "status": code = try ReceiptStatuses.integer(&reader)
-                case "timestamp": at = try ReceiptStatuses.milliseconds(&reader)
-                case "biTag": tag = try ReceiptStatuses.string(&reader)
-                default: try reader.skipValue()
-                }
-            }
-            guard let token, !token.isEmpty, let code else { return nil }
-            return ServiceReceipt(tag: tag ?? "", token: token, outcome: outcome(code), at: at)
-        }
+        try ReceiptStatuses.pushKitV1(body, outcome: outcome)
     }
 
     /// Huawei's receipt status codes (the table of "Message Receipt", HMS Push Kit guides).

@@ -17,7 +17,8 @@ public struct HuaweiService: JSONBatchService {
     public var baseURL: String
     /// The OAuth 2.0 token endpoint.
     public var tokenURL: String
-    /// Receipts asked for (`bi_tag`), when `receipts.public_url` is set.
+    /// Receipts asked for (`bi_tag`, and `receipt_id` when the app's credential names its
+    /// receipt configuration), when `receipts.public_url` is set.
     public var receipts: ReceiptSettings?
 
     public init(
@@ -43,9 +44,10 @@ public struct HuaweiService: JSONBatchService {
     )
         -> HuaweiMessage.Template
     {
-        HuaweiMessage.Template(
+        let biTag = receipts?.tag(headers)
+        return HuaweiMessage.Template(
             content: content, headers: headers, badgeClass: credential.options["badge_class"], now: now,
-            biTag: receipts?.tag(headers))
+            biTag: biTag, receiptID: biTag == nil ? nil : credential.options[HuaweiReceipts.receiptIDOption])
     }
 
     public func body(_ template: HuaweiMessage.Template, tokens: [String]) -> [UInt8] {

@@ -77,6 +77,43 @@ public enum ReceiptStatuses {
         return counted
     }
 
+    /// The receipts of a Push Kit V1 body, `{"statuses":[{"biTag","appid","token","status",
+    /// "timestamp","requestId"}]}`: Huawei's, and the shape Honor's API (derived from Huawei's)
+    /// is read in. `outcome` reads a status code the service's way. A status without its token
+    /// or status code refuses the POST. `requestId` is kept only for a status without a tag (read
+    /// only while no tag came before it), for the fallback by request.
+    public static func pushKitV1(_ body: [UInt8], outcome: (Int64) -> ReceiptOutcome) throws(ReceiptFormatError)
+        -> [ServiceReceipt]
+    {
+        try read(body, incomplete: ReceiptFormatError("a status without its token or status")) {
+            (reader) throws(JSONValue.ParseError) -> ServiceReceipt? in
+            guard reader.peek == .object else {
+                try reader.skipValue()
+                return nil
+            }
+            var token: String?
+            var code: Int64?
+            var tag: String?
+            var at: Date?
+            var requestID: String?
+            try reader.beginObject()
+            while let key = try reader.nextKey() {
+                switch key {
+                case "token": token = try string(&reader)
+                case "status": code = try integer(&reader)
+                case "timestamp": at = try milliseconds(&reader)
+                case "biTag": tag = try string(&reader)
+                case "requestId" where tag?.isEmpty ?? true: requestID = try string(&reader)
+                default: try reader.skipValue()
+                }
+            }
+            guard let token, !token.isEmpty, let code else { return nil }
+            let tagged = !(tag?.isEmpty ?? true)
+            return ServiceReceipt(
+                tag: tag ?? "", token: token, outcome: outcome(code), at: at, requestID: tagged ? nil : requestID)
+        }
+    }
+
     /// A member's value as a string; nil for any other JSON value (skipped whole).
     public static func string(_ reader: inout JSONReader) throws(JSONValue.ParseError) -> String? {
         try reader.readValue().stringValue

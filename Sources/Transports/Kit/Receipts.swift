@@ -307,12 +307,16 @@ public struct ServiceReceipt: Sendable, Hashable {
     public var token: String
     public var outcome: ReceiptOutcome
     public var at: Date?
+    /// The service's id of the request it came from, kept only for a status without a tag:
+    /// then the request finds its message (`ServiceRequest`).
+    public var requestID: String?
 
-    public init(tag: String, token: String, outcome: ReceiptOutcome, at: Date?) {
+    public init(tag: String, token: String, outcome: ReceiptOutcome, at: Date?, requestID: String? = nil) {
         self.tag = tag
         self.token = token
         self.outcome = outcome
         self.at = at
+        self.requestID = requestID
     }
 }
 

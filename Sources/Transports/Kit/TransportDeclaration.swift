@@ -558,9 +558,12 @@ extension CredentialForm {
     ///   - packageName: the app id is the app's package name, not a number.
     ///   - receiptID: the optional receipt id the service's console made for the app's receipt
     ///     address, kept as the option `receipt_id`.
+    ///   - receiptSwitch: an optional `receipts` field, `on` or `off` (empty: off), kept as the
+    ///     option `receipts: on`: for a service whose receipt field is not confirmed, so a push
+    ///     asks for receipts only once the operator set up the service's receipt configuration.
     public static func appClient(
         _ channel: PushChannel, appID: LocalizedLabel, clientID: LocalizedLabel, secret: LocalizedLabel,
-        packageName: Bool = false, badgeClass: Bool = false, receiptID: Bool = false
+        packageName: Bool = false, badgeClass: Bool = false, receiptID: Bool = false, receiptSwitch: Bool = false
     ) -> CredentialForm {
         var fields: [Field] = [
             Field(
@@ -595,13 +598,24 @@ extension CredentialForm {
             fields.append(
                 Field(
                     "receipt_id", required: false, label: LocalizedLabel(en: "Receipt id", zh: "回执 ID"),
-                    help: "the receipt id the console made for the receipt address (asks for delivery receipts)",
-                    helpZH: "推送平台为回执地址生成的回执 ID（填写后推送会请求送达回执）", placeholder: "1234",
+                    help: "the receipt id the service's console shows for the app's receipt configuration",
+                    helpZH: "推送平台控制台为应用的回执配置显示的回执 ID", placeholder: "1234",
                     rule: .identifier(1...64),
                     refusal: LocalizedLabel(
                         en:
                             "The receipt id is the one the service’s console shows for the receipt address (letters, digits, -, _ and ., at most 64).",
                         zh: "回执 ID 是推送平台控制台为回执地址生成的 ID（字母、数字和 -、_、.，最多 64 个字符）。")))
+        }
+        if receiptSwitch {
+            fields.append(
+                Field(
+                    "receipts", required: false, label: LocalizedLabel(en: "Delivery receipts", zh: "送达回执"),
+                    help:
+                        "on: each push asks the service for delivery receipts (set up its receipt configuration first); empty or off: none",
+                    helpZH: "on：每次推送都请求送达回执（请先在推送平台配置回执）；留空或 off：不请求", placeholder: "on",
+                    rule: .identifier(2...3),
+                    refusal: LocalizedLabel(
+                        en: "Delivery receipts is on or off.", zh: "送达回执须为 on 或 off。")))
         }
         return CredentialForm(fields: fields) { (input, _) throws(CredentialFormError) -> ValidatedCredential in
             let appIDText = input.text("vendor_app_id")
@@ -665,6 +679,15 @@ extension CredentialForm {
                         zh: "回执 ID 是推送平台控制台显示的 ID（字母、数字和 -、_、.，最多 64 个字符）")
                 }
                 options["receipt_id"] = receipt
+            }
+            let receipts = input.text("receipts").lowercased()
+            if receiptSwitch, !receipts.isEmpty {
+                guard receipts == "on" || receipts == "off" else {
+                    throw CredentialFormError(
+                        "invalid_receipts", field: "receipts", "delivery receipts is on or off",
+                        zh: "送达回执须为 on 或 off")
+                }
+                if receipts == "on" { options["receipts"] = "on" }
             }
             return ValidatedCredential(
                 vendorAppID: appIDText, clientID: client, secret: Array(clientSecret.utf8), options: options)

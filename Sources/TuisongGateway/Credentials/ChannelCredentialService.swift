@@ -149,6 +149,8 @@ public enum ChannelCredentialView {
         object["badge_class"] = r.options["badge_class"].map { $0 as Any } ?? NSNull()
         // A service's receipt id, where its form has one (`CredentialForm.appClient(receiptID:)`).
         if let receiptID = r.options["receipt_id"] { object["receipt_id"] = receiptID }
+        // A receipt switch, where its form has one (`CredentialForm.appClient(receiptSwitch:)`).
+        if let receipts = r.options["receipts"] { object["receipts"] = receipts }
         return object
     }
 

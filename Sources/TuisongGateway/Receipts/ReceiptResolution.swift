@@ -23,6 +23,8 @@ struct ReceiptResolution {
     ) async throws {
         receipts.reserveCapacity(statuses.count)
         var sends: [Int64: ReceiptSend?] = [:]
+        // The messages of the requests untagged statuses name (a POST's come from a few).
+        var requests: [String: Int64?] = [:]
         // A batch's statuses share one tag: its MAC is checked once a POST. (A `t` tag's MAC
         // covers its token, so each is checked on its own.)
         var resolvedTags: [String: ReceiptTag?] = [:]
@@ -58,6 +60,19 @@ struct ReceiptResolution {
                     continue
                 }
                 messageID = send.messageID
+            case nil where signed && status.tag.isEmpty && status.requestID != nil:
+                // No tag of Tuisong's: the service's request id, and the receipt's token, find
+                // the delivery (the request is one the service accepted for the app's message).
+                let requestID = status.requestID ?? ""
+                if requests[requestID] == nil {
+                    requests[requestID] = .some(
+                        try await store.serviceRequestMessage(appID: appID, channel: channel, requestID: requestID))
+                }
+                guard let id = requests[requestID] ?? nil else {
+                    untagged += 1
+                    continue
+                }
+                messageID = id
             case .message?, nil:
                 untagged += 1
                 continue

@@ -131,10 +131,16 @@ public final class GatewayRuntime: Sendable {
             // One cache of apps: the engine reads it, every writer of an app calls `changed(id:)`,
             // which also drops the API keys resolved to that app.
             let apps = AppCache(store: store, clock: clock)
+            var deliverySettings = DeliverySettings(config.delivery, cluster: config.cluster)
+            // The services that sign their receipts name the request in each status: a status
+            // without Tuisong's tag finds its message by it (one row per request).
+            deliverySettings.serviceRequestChannels = Set(
+                config.transports.registry.declarations.filter { $0.receipts?.usesCallbackCredentials == true }
+                    .map(\.channel.channel))
             let engine = DeliveryEngine(
                 store: store,
                 transport: MeteredTransport(ChannelRouter(transports.byChannel), metrics: metrics),
-                settings: DeliverySettings(config.delivery, cluster: config.cluster), clock: clock, logger: logger,
+                settings: deliverySettings, clock: clock, logger: logger,
                 apps: apps,
                 observer: metrics)
             // A hold decided from a lookup cached before a credential's commit is released once the

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TuisongCore
 import TuisongLookAlikeKit
 
 extension AndroidPushService {
@@ -11,7 +12,9 @@ extension AndroidPushService {
 /// 1000 tokens, answering as `docs/reference/android.md` §4 says (and, where the sources are
 /// silent, as it says the look-alike assumes). Token faults: `unregistered` puts the token in
 /// `expireTokens`, `invalidArgument` in `failTokens`; `quotaExceeded` is HTTP 503 (flow
-/// control); `unavailable` and `internal` are HTTP 500 `81000001`.
+/// control); `unavailable` and `internal` are HTTP 500 `81000001`. Receipts: for a push that
+/// carried `android.biTag`, Huawei-shaped V1 `statuses` signed with `X-HONOR-CALLBACK-ID`, to
+/// the app's receipt configuration (Honor's receipt page was not found: docs/reference/receipts.md).
 package final class HonorLookAlike: LookAlikeService {
     package static let declaration = LookAlikeDeclaration(
         service: .honor, summary: "Honor Push (POST /auth/token; POST /api/v1/<appId>/sendMessage)",
@@ -29,8 +32,10 @@ package final class HonorLookAlike: LookAlikeService {
         start: { host, configuration in try HonorLookAlike(host: host, configuration: configuration) },
         fallbackCredential: { setup, _ in
             let client = setup.honorClient
+            // Local mode's app has its receipt configuration set up: its pushes ask for receipts.
             return LookAlikeCredential(
-                vendorAppID: client.appID, clientID: client.clientID, secret: Array(client.clientSecret.utf8))
+                vendorAppID: client.appID, clientID: client.clientID, secret: Array(client.clientSecret.utf8),
+                options: ["receipts": "on"])
         },
         banner: { setup, base, _ in
             let client = setup.honorClient
@@ -193,16 +198,35 @@ package final class HonorLookAlike: LookAlikeService {
         response.principal = issued.principal
         response.tokenCount = tokens.count
         if sent {
+            // The tag its receipts carry, noted from the body read here (not read again for them).
+            var details: [String: String] = [:]
+            if let tag = message["android"]?["biTag"]?.stringValue, !tag.isEmpty { details[Self.biTagDetail] = tag }
             acceptedPush(
                 ReceivedAndroidMessage(
                     service: .honor, target: appID, principal: issued.principal, tokens: outcome.accepted,
                     refusedTokens: outcome.illegal, messageID: requestID, body: request.body,
                     connectionID: request.connectionID, streamID: request.streamID,
                     timestampHeader: request.headers["timestamp"],
-                    receivedAtMilliseconds: request.receivedAtMilliseconds))
+                    receivedAtMilliseconds: request.receivedAtMilliseconds, details: details))
         }
         return response
     }
+
+    // MARK: Receipts
+
+    /// The `details` entry of an accepted message that holds its `android.biTag`.
+    static let biTagDetail = "biTag"
+
+    package func receipts(for message: ReceivedAndroidMessage) -> LookAlikeReceiptPlan? {
+        // Only a push that asked (its biTag) gets receipts; up to 1,000 statuses a POST.
+        guard !message.tokens.isEmpty, let tag = message.honorBiTag else { return nil }
+        return LookAlikeReceipts.pushKitV1(message, tag: tag, header: "X-HONOR-CALLBACK-ID")
+    }
+}
+
+extension ReceivedAndroidMessage {
+    /// The message's `android.biTag` as sent (Honor); nil when it had none, or for other services.
+    public var honorBiTag: String? { service == .honor ? details[HonorLookAlike.biTagDetail] : nil }
 }
 
 extension LookAlikeConfiguration {

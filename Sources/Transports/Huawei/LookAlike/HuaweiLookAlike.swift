@@ -240,20 +240,7 @@ package final class HuaweiLookAlike: LookAlikeService {
     package func receipts(for message: ReceivedAndroidMessage) -> LookAlikeReceiptPlan? {
         // Huawei V1: `android.bi_tag` comes back as each status's `biTag`; up to 1,000 a POST.
         guard !message.tokens.isEmpty, let tag = message.huaweiBiTag else { return nil }
-        return .configured(
-            tag: tag,
-            make: { configuration in
-                let status: [String: JSONValue] = [
-                    "biTag": .string(tag), "appid": .string(message.target), "status": 0,
-                    "timestamp": .int(message.receivedAtMilliseconds), "requestId": .string(message.messageID),
-                ]
-                return LookAlikeReceipts.chunks(message.tokens, of: 1000).map { tokens in
-                    LookAlikeReceipts.signedPost(
-                        LookAlikeReceipts.statusesBody(tokens, template: status), configuration,
-                        header: "X-HUAWEI-CALLBACK-ID")
-                }
-            }
-        )
+        return LookAlikeReceipts.pushKitV1(message, tag: tag, header: "X-HUAWEI-CALLBACK-ID")
     }
 }
 
