@@ -159,4 +159,44 @@ import TuisongTransportKit
         #expect(try await digest.pass() == nil)
         #expect(try await store.waitingReceiptStatuses(appID: nil) == 0)
     }
+
+    /// A POST kept while the digest waits on the pacing does not wake it: a POST only makes the
+    /// pacing wait longer, and the wait's own end looks again (a burst of HarmonyOS's POSTs of
+    /// 100 otherwise cost a pass, a timer task and a task switch each). A POST kept while the
+    /// digest is idle (the inbox empty, a poll away) wakes it.
+    @Test func aPostKeptWhileThePacingWaitsDoesNotWakeTheDigest() async throws {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-digest-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteStore(path: directory.appending(path: "tuisong.db").path)
+        defer { try? store.close() }
+        let app = try await store.createApp(name: "digest", bundleID: "com.example.digest", apiKeyHash: "h")
+        let body = Array(#"{"statuses":[{"biTag":"x","token":"phone-1","status":0}]}"#.utf8)
+        let clock = ManualClock()
+        let digest = ReceiptDigest(
+            store: store, registry: .standard, keys: ReceiptKeys(root: Array(repeating: 7, count: 32)),
+            metrics: GatewayMetrics(), clock: clock, logger: Logger(label: "test"),
+            pacing: ReceiptDigestPacing(maxLag: .seconds(10), recheck: .milliseconds(100), quiet: .milliseconds(100)),
+            sending: { false })
+        defer { Task { await digest.stop() } }
+
+        // The inbox empty: the digest is idle, and a POST kept wakes it.
+        #expect(try await digest.pass() == ReceiptDigest.poll)
+        try await store.enqueueReceiptPosts([
+            ReceiptInboxPost(channel: .huawei, appID: app.id, receivedAt: clock.now, statuses: 1, body: body)
+        ])
+        digest.kept()
+        #expect(digest.wakeIsPending)
+
+        // The POSTs keep coming: the pass waits out the quiet, and the POSTs kept meanwhile leave it waiting.
+        #expect(try await digest.pass() == .milliseconds(100))
+        #expect(!digest.wakeIsPending, "the pass was the look the wake asked for")
+        clock.advance(by: 0.05)
+        digest.kept()
+        #expect(!digest.wakeIsPending)
+        #expect(try await digest.pass() == .milliseconds(100), "the quiet began again at the POST kept")
+        #expect(try await store.waitingReceiptStatuses(appID: nil) == 1)
+        clock.advance(by: 0.1)
+        #expect(try await digest.pass() == nil)
+        #expect(try await store.waitingReceiptStatuses(appID: nil) == 0)
+    }
 }

@@ -89,6 +89,10 @@ final class ReceiptDigest: Sendable {
         var statusesPerPost: Int?
         /// When this node last kept a POST (`kept()`).
         var lastPostAt: Date?
+        /// The digest sleeps because the pacing said wait: a POST kept meanwhile does not wake
+        /// it (a POST only makes the pacing wait longer, never less), so a burst of POSTs costs
+        /// no pass, timer and task switch each (`kept()`).
+        var pacingWait = false
     }
     private let state = Mutex(State())
     private let loop = Mutex<Task<Void, Never>?>(nil)
@@ -136,11 +140,15 @@ final class ReceiptDigest: Sendable {
     }
 
     /// This node kept a POST: the digest looks at the inbox once the POSTs stop coming
-    /// (`ReceiptDigestPacing.quiet`).
+    /// (`ReceiptDigestPacing.quiet`). Woken only when it is not already waiting on the pacing,
+    /// which looks again when its wait ends and then sees this POST.
     func kept() {
         let now = clock.now
-        state.withLock { $0.lastPostAt = now }
-        wake()
+        let pacing = state.withLock { state in
+            state.lastPostAt = now
+            return state.pacingWait
+        }
+        if !pacing { wake() }
     }
 
     /// Look at the inbox now.
@@ -169,6 +177,9 @@ final class ReceiptDigest: Sendable {
     }
 
     private var stopped: Bool { state.withLock { $0.stopped } }
+
+    /// Whether a wake came that no pass has answered yet (tests).
+    var wakeIsPending: Bool { state.withLock { $0.wakePending } }
 
     private func sleep(_ duration: Duration) async {
         let timer = Task {
@@ -206,12 +217,18 @@ final class ReceiptDigest: Sendable {
     /// Digests one transaction's worth of POSTs; returns how long to wait before the next pass,
     /// nil to go on at once.
     func pass() async throws -> Duration? {
-        let (waitingSince, lastPost) = state.withLock { ($0.oldestWaiting, $0.lastPostAt) }
+        let (waitingSince, lastPost) = state.withLock { state in
+            // This pass is the look a wake before it asked for.
+            state.wakePending = false
+            state.pacingWait = false
+            return (state.oldestWaiting, state.lastPostAt)
+        }
         let sinceLastPost = lastPost.map(age(of:))
         if let oldest = waitingSince {
             if case .wait(let wait) = pacing.next(
                 sending: sending(), sinceLastPost: sinceLastPost, oldestWaiting: age(of: oldest))
             {
+                state.withLock { $0.pacingWait = true }
                 return wait
             }
             state.withLock { $0.oldestWaiting = nil }
@@ -246,7 +263,10 @@ final class ReceiptDigest: Sendable {
         if case .wait(let wait) = pacing.next(
             sending: sending(), sinceLastPost: sinceLastPost, oldestWaiting: age(of: oldest.receivedAt))
         {
-            state.withLock { $0.oldestWaiting = oldest.receivedAt }
+            state.withLock { state in
+                state.oldestWaiting = oldest.receivedAt
+                state.pacingWait = true
+            }
             return wait
         }
         var batch: [ReceiptInboxPost] = []
