@@ -106,9 +106,6 @@ public struct DeliveryReceiptState: Sendable, Hashable {
     }
 }
 
-/// Delivery receipts, recorded idempotently beside the send's outcome. A receipt is keyed by
-/// (message, token), not by a delivery row (a push delivered on its first attempt leaves no
-/// row), so one that comes before the send's flush is committed is kept like any other.
 /// A request a push service accepted for a message, by the id it answered with (Huawei's
 /// `requestId`): kept with the message (deleted with it) so a receipt status that names the
 /// request and not Tuisong's tag finds the message, and through it the delivery by its token.
@@ -122,6 +119,9 @@ public struct ServiceRequest: Sendable, Hashable {
     }
 }
 
+/// Delivery receipts, recorded idempotently beside the send's outcome. A receipt is keyed by
+/// (message, token), not by a delivery row (a push delivered on its first attempt leaves no
+/// row), so one that comes before the send's flush is committed is kept like any other.
 public protocol ReceiptStore: Sendable {
     /// Records what is new in `receipts` of `appID`'s messages in one transaction: a delivery's
     /// arrival, click and reason each count once however often they are repeated; a receipt of

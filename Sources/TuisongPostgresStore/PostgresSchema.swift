@@ -42,16 +42,7 @@ enum PostgresSchema {
 
     /// SQLite's `v25-receipt-service-requests`: the requests the services that sign their
     /// receipts accepted, by the service's id, one row per request, deleted with the message.
-    static let receiptServiceRequests = """
-        CREATE TABLE receipt_service_requests (
-            channel TEXT NOT NULL,
-            request_id TEXT NOT NULL,
-            message_id BIGINT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
-            created_at BIGINT NOT NULL,
-            PRIMARY KEY (channel, request_id)
-        );
-        CREATE INDEX receipt_service_requests_message ON receipt_service_requests(message_id);
-        """
+    static let receiptServiceRequests = portable(SharedMigrationSQL.receiptServiceRequests)
 
     /// SQLite's `v24-uploaded-credentials-are-channel-credentials`: the uploaded file credentials
     /// move into `channel_credentials` (their environment, both environments and expiry in new
