@@ -44,7 +44,7 @@ import TuisongTransportKit
 
     @Test func theCredentialFormTakesTheKeyFileAndSealsIt() throws {
         let form = try #require(HarmonyService.declaration.credentialForm)
-        #expect(form.fields.map(\.name) == ["file", "category"])
+        #expect(form.fields.map(\.name) == ["file", "category", "receipt_id"])
         #expect(form.fields[0].cliFlag == "--service-account" && form.fields[0].kind == .file)
         let key = try TestKeys.rsa(0)
         func file(project: String = "101888", sub: String = "2001", pem: String? = nil) throws -> [UInt8] {
