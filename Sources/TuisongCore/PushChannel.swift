@@ -173,12 +173,30 @@ public final class ChannelCatalog: Sendable {
     private let state = Mutex(State())
 
     /// Declares channels (a later declaration of a name replaces the earlier one in place). A
-    /// name new to the catalog goes before the next name of `declarations` already declared, so
-    /// the order does not depend on which list was installed first: the standard registry
-    /// installed after a test's list of its last channel alone still lists that channel last (tests
-    /// share a process and run side by side, in no fixed order).
+    /// list naming every channel declared so far (the gateway's registry) sets the order: its
+    /// own. Otherwise a name new to the catalog goes before the next name of `declarations`
+    /// already declared. So the order does not depend on which list was installed first: the
+    /// standard registry installed after partial lists (a test's `[harmony]`, then APNs alone
+    /// from a test kit, which would have put APNs after Harmony) is still the registry's order,
+    /// and a partial list installed later moves nothing (tests share a process and run side by
+    /// side, in no fixed order).
     public func install(_ declarations: [ChannelDeclaration]) {
         state.withLock { state in
+            let listed = Set(declarations.map(\.channel))
+            if state.declarations.allSatisfy({ listed.contains($0.channel) }) {
+                var placed: [ChannelDeclaration] = []
+                for declaration in declarations {
+                    if let index = placed.firstIndex(where: { $0.channel == declaration.channel }) {
+                        placed[index] = declaration
+                    } else {
+                        placed.append(declaration)
+                    }
+                }
+                state.declarations = placed
+                state.byChannel = Dictionary(placed.map { ($0.channel, $0) }, uniquingKeysWith: { $1 })
+                state.order = Dictionary(placed.enumerated().map { ($1.channel, $0) }, uniquingKeysWith: { $1 })
+                return
+            }
             for (position, declaration) in declarations.enumerated() {
                 if let index = state.order[declaration.channel] {
                     state.declarations[index] = declaration

@@ -19,6 +19,19 @@ import Testing
         #expect(catalog.declarations.map(\.channel.rawValue) == ["apns", "fcm", "huawei", "honor", "vivo", "harmony"])
     }
 
+    /// A provider's tests install `[harmony]`, a test kit then APNs alone (appended after it),
+    /// then the registry: the registry's order still, not `[fcm, …, harmony, apns]`.
+    @Test func partialListsOutOfTheRegistrysOrderBeforeItDoNotChangeIt() {
+        let catalog = ChannelCatalog()
+        catalog.install([Self.harmony])
+        catalog.install([.apns])
+        #expect(catalog.declarations.map(\.channel.rawValue) == ["harmony", "apns"])
+        catalog.install(Self.registry)
+        #expect(catalog.declarations.map(\.channel.rawValue) == ["apns", "fcm", "huawei", "honor", "vivo", "harmony"])
+        #expect(catalog.declaration(of: .vivo)?.displayName == "vivo")
+        #expect(catalog.bareTokenChannel?.channel == .apns)
+    }
+
     @Test func aPartialListInstalledLaterChangesNothing() {
         let catalog = ChannelCatalog()
         catalog.install(Self.registry)
