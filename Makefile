@@ -75,7 +75,7 @@ test: test-deps lint
 	@set -e; url=$$(scripts/pg-test-cluster.sh start); \
 	  trap 'scripts/pg-test-cluster.sh stop "$$url"' EXIT; trap 'exit 130' INT TERM; \
 	  echo "PostgreSQL test cluster: $$url"; \
-	  TUISONG_TEST_DATABASE_URL="$$url" MALLOC_MMAP_THRESHOLD_=32768 \
+	  TUISONG_TEST_DATABASE_URL="$$url" \
 	    $(SWIFT) test --skip-build --experimental-maximum-parallelization-width $(TEST_WIDTH); \
 	  TUISONG_TEST_DATABASE_URL="$$url" $(MAKE) --no-print-directory test-cluster
 	@if [ -d Tests/browser ] && ls Tests/browser/test_*.py >/dev/null 2>&1; then \
@@ -83,15 +83,14 @@ test: test-deps lint
 
 # The Swift tests TEST_WIDTH at a time (issue #46: waits go through the injected clock, tests
 # wait on conditions, so no test depends on another's timing; every test at once exhausts the
-# test cluster's PostgreSQL connections and starves the socket tests). MALLOC_MMAP_THRESHOLD_:
-# Foundation's Process.run() in Swift 6.3.1 reads past glibc's readdir buffer once ~1,300
-# descriptors are open (fixed upstream, swift-corelibs-foundation #5472); the buffer in its own
-# mapping has room after it.
+# test cluster's PostgreSQL connections and starves the socket tests). Children are started with
+# the test kit's ChildProcess, never Foundation's Process: its run() in Swift 6.3.1 reads past
+# glibc's readdir buffer (swift-corelibs-foundation #5472) and crashed one run in ten.
 test-swift: test-deps
 	$(SWIFT) build --build-tests
 	@set -e; url=$$(scripts/pg-test-cluster.sh start); \
 	  trap 'scripts/pg-test-cluster.sh stop "$$url"' EXIT; trap 'exit 130' INT TERM; \
-	  TUISONG_TEST_DATABASE_URL="$$url" MALLOC_MMAP_THRESHOLD_=32768 \
+	  TUISONG_TEST_DATABASE_URL="$$url" \
 	    $(SWIFT) test --skip-build --experimental-maximum-parallelization-width $(TEST_WIDTH)
 
 # The console in headless Chromium against a real `tuisong serve` (the debug build the Swift

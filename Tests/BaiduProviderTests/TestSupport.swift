@@ -217,7 +217,7 @@ func signWithPython(method: String, url: String, parameters: [String: String], s
 
 /// Runs a program with `input` on standard input; its trimmed standard output.
 func run(_ executable: String, _ arguments: [String], input: Data, directory: URL? = nil) throws -> String {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     if let directory { process.currentDirectoryURL = directory }
@@ -232,7 +232,7 @@ func run(_ executable: String, _ arguments: [String], input: Data, directory: UR
     try stdin.fileHandleForWriting.close()
     let output = stdout.fileHandleForReading.readDataToEndOfFile()
     let errors = stderr.fileHandleForReading.readDataToEndOfFile()
-    process.blockUntilExit()
+    process.waitUntilExit()
     guard process.terminationStatus == 0 else {
         throw SignerError(
             description: "\(arguments.first ?? executable) failed: \(String(decoding: errors, as: UTF8.self))")

@@ -624,7 +624,7 @@ import TuisongTransportKit
 
 /// Runs Python 3 (JPush's own SDK) and returns its standard output.
 func runPython(_ script: String, _ arguments: [String] = []) throws -> [UInt8] {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = Python3.executable
     process.arguments = Python3.arguments(["-c", script] + arguments)
     let output = Pipe()
@@ -635,7 +635,7 @@ func runPython(_ script: String, _ arguments: [String] = []) throws -> [UInt8] {
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.blockUntilExit()
+    process.waitUntilExit()
     guard process.terminationStatus == 0 else {
         throw PythonFailure(description: "python3 failed (\(process.terminationStatus)): \(errorText)")
     }

@@ -67,12 +67,12 @@ struct ClientTestPKI {
 /// by `stop()`.
 final class OpenSSLTestServer {
     let port: Int
-    private let process: Process
+    private let process: ChildProcess
     /// s_server ends a session (and then exits) when its stdin reaches EOF, so stdin is a pipe
     /// kept open for the server's lifetime.
     private let input: Pipe
 
-    private init(process: Process, input: Pipe, port: Int) {
+    private init(process: ChildProcess, input: Pipe, port: Int) {
         self.process = process
         self.input = input
         self.port = port
@@ -92,7 +92,7 @@ final class OpenSSLTestServer {
             keyPath,
         ]
         if let alpn { arguments += ["-alpn", alpn] }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
         process.arguments = arguments
         let input = Pipe()
@@ -100,7 +100,8 @@ final class OpenSSLTestServer {
         let output = FileHandle(forWritingAtPath: outputPath)!
         process.standardOutput = output
         process.standardError = output
-        try runWithDefaultSignalMask(process)
+        // Started with no signal blocked (`ChildProcess`), so `terminate()` and `timeout` stop it.
+        try process.run()
         // s_server prints "ACCEPT 0.0.0.0:<port>" once it listens.
         let found = await firstValue { () -> Int? in
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
@@ -117,31 +118,11 @@ final class OpenSSLTestServer {
     func stop() {
         if process.isRunning {
             process.terminate()
-            process.blockUntilExit()
+            process.waitUntilExit()
         }
     }
 
     deinit { stop() }
-}
-
-/// Starts `process` from a thread with no blocked signals. A child inherits its spawning
-/// thread's signal mask, and Dispatch worker threads block SIGTERM: spawned from one, neither
-/// `terminate()` nor the `timeout` wrapper could stop the child.
-func runWithDefaultSignalMask(_ process: Process) throws {
-    let outcome = Mutex<Result<Void, any Error>?>(nil)
-    let spawned = DispatchSemaphore(value: 0)
-    let spawner = LoopBound(process)
-    let thread = Thread {
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        pthread_sigmask(SIG_SETMASK, &empty, nil)
-        let result = Result { try spawner.value.run() }
-        outcome.withLock { $0 = result }
-        spawned.signal()
-    }
-    thread.start()
-    spawned.wait()
-    return try outcome.withLock { $0 }!.get()
 }
 
 /// A loopback TCP listener that never accepts: connects complete in the kernel's backlog,

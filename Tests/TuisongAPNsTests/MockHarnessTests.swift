@@ -209,7 +209,7 @@ enum Command {
 
     /// Runs a tool from PATH to completion, killing it after `timeout` seconds.
     static func run(_ tool: String, _ arguments: [String], timeout: TimeInterval = 60) throws -> Result {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [tool] + arguments
         let stdout = Pipe()
@@ -232,10 +232,10 @@ enum Command {
         if group.wait(timeout: deadline) == .timedOut {
             process.terminate()
             group.wait()
-            process.blockUntilExit()
+            process.waitUntilExit()
             throw HarnessError("\(tool) timed out after \(timeout)s")
         }
-        process.blockUntilExit()
+        process.waitUntilExit()
         return Result(status: process.terminationStatus, stdout: output.stdout, stderr: output.stderr)
     }
 

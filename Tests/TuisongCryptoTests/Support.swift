@@ -38,7 +38,7 @@ func openssl(
     _ arguments: [String], in directory: TemporaryDirectory, expectSuccess: Bool = true,
     sourceLocation: SourceLocation = #_sourceLocation
 ) throws -> CommandResult {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
     process.arguments = arguments
     process.currentDirectoryURL = directory.url
@@ -50,7 +50,7 @@ func openssl(
     try process.run()
     let stdout = out.fileHandleForReading.readDataToEndOfFile()
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.blockUntilExit()
+    process.waitUntilExit()
     let result = CommandResult(
         status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
         stderr: String(decoding: stderr, as: UTF8.self))

@@ -25,14 +25,14 @@ import TuisongPluginTestKit
 
     @Test func theCLIHelpNamesEveryService() throws {
         func help(_ arguments: [String]) throws -> String {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
             process.arguments = arguments + ["--help"]
             let output = Pipe()
             process.standardOutput = output
             try process.run()
             let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.blockUntilExit()
+            process.waitUntilExit()
             // ArgumentParser wraps long lines: compare the words, not the line breaks.
             return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).joined(separator: " ")
         }

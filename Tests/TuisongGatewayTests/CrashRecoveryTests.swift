@@ -40,7 +40,7 @@ import TuisongPluginTestKit
 
     final class Spawned: @unchecked Sendable {
         // @unchecked: `output` is only appended from the pipe's readability handler, under `lock`.
-        let process = Process()
+        let process = ChildProcess()
         let lock = NSLock()
         var output = Data()
 
@@ -68,13 +68,13 @@ import TuisongPluginTestKit
 
         func kill9() {
             sendSignal(process.processIdentifier, SIGKILL)
-            process.blockUntilExit()
+            process.waitUntilExit()
         }
 
         func terminate() {
             if process.isRunning {
                 process.terminate()
-                process.blockUntilExit()
+                process.waitUntilExit()
             }
         }
     }
@@ -295,7 +295,7 @@ import TuisongPluginTestKit
     }
 
     func run(_ arguments: [String], _ environment: [String: String]) throws -> String {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
@@ -303,7 +303,7 @@ import TuisongPluginTestKit
         process.standardOutput = pipe
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.blockUntilExit()
+        process.waitUntilExit()
         #expect(process.terminationStatus == 0, "tuisong \(arguments.joined(separator: " ")) failed")
         return String(decoding: data, as: UTF8.self)
     }

@@ -110,7 +110,7 @@ import TuisongTransportKit
 
         /// Runs `credential add` expecting a refusal; its standard error.
         func refused(_ extra: [String]) throws -> String {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
             process.arguments =
                 [
@@ -123,7 +123,7 @@ import TuisongTransportKit
             process.standardOutput = Pipe()
             try process.run()
             let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.blockUntilExit()
+            process.waitUntilExit()
             #expect(process.terminationStatus != 0, "\(extra) was accepted")
             return message
         }

@@ -8,7 +8,7 @@ import TuisongPluginTestKit
     /// Collects a child process's stdout and stderr separately.
     final class Child: @unchecked Sendable {
         // @unchecked: the buffers are only touched under `lock` (readability handlers append).
-        let process = Process()
+        let process = ChildProcess()
         let lock = NSLock()
         var stdout = Data()
         var stderr = Data()
@@ -39,7 +39,7 @@ import TuisongPluginTestKit
         func stop() {
             if process.isRunning {
                 process.terminate()  // SIGTERM: a clean shutdown, logged too
-                process.blockUntilExit()
+                process.waitUntilExit()
             }
         }
     }

@@ -28,7 +28,7 @@ import TuisongPluginTestKit
         let caFile = try #require(info["ca_file"] as? String)
 
         func status(forDevice device: String) throws -> String {
-            let curl = Process()
+            let curl = ChildProcess()
             curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
             curl.arguments = [
                 "-s", "--http2", "--cacert", caFile, "-o", "/dev/null", "-w", "%{http_code}",
@@ -40,7 +40,7 @@ import TuisongPluginTestKit
             curl.standardOutput = pipe
             try curl.run()
             let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            curl.blockUntilExit()
+            curl.waitUntilExit()
             return String(decoding: data, as: UTF8.self)
         }
         #expect(try status(forDevice: "c0ffee" + String(repeating: "0", count: 58)) == "429")  // from the file
@@ -60,7 +60,7 @@ import TuisongPluginTestKit
         #expect(xiaomi["package_name"] as? String == "tuisong.local")
         let secret = try #require(xiaomi["app_secret"] as? String)
         let send = try #require(xiaomi["send_url"] as? String)
-        let curl = Process()
+        let curl = ChildProcess()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         curl.arguments = [
             "-s", "--http2", "--cacert", caFile, "-H", "authorization: key=\(secret)",
@@ -71,7 +71,7 @@ import TuisongPluginTestKit
         curl.standardOutput = pipe
         try curl.run()
         let answer = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        curl.blockUntilExit()
+        curl.waitUntilExit()
         #expect(answer.contains(#""code":200001"#))
 
         // The HarmonyOS look-alike: its service-account key file, as Huawei's console downloads it.
@@ -87,7 +87,7 @@ import TuisongPluginTestKit
     }
 
     @Test func anUnreadableFaultsFileIsRefusedWithItsName() throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CrashRecoveryTests.binary)
         process.arguments = [
             "apns-mock", "--port", "0", "--setup", "/tmp/unused-\(UUID().uuidString).json", "--faults",
@@ -98,7 +98,7 @@ import TuisongPluginTestKit
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.blockUntilExit()
+        process.waitUntilExit()
         #expect(process.terminationStatus != 0)
         #expect(message.contains("/nonexistent/faults.json"))
     }
@@ -147,7 +147,7 @@ import TuisongPluginTestKit
         let idleSockets = Self.openSockets(of: pid)
         #expect(idleSockets >= 1, "the mock's listening socket is counted")
         for _ in 0..<5 {
-            let load = Process()
+            let load = ChildProcess()
             load.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
             load.arguments = [
                 "-n", "1000000", "-c", "200", "-m", "100", "-d", payload.path,
@@ -172,7 +172,7 @@ import TuisongPluginTestKit
             if !mock.process.isRunning { return }
         }
         // Still serving.
-        let curl = Process()
+        let curl = ChildProcess()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         curl.arguments = [
             "-s", "--http2", "--cacert", try #require(info["ca_file"] as? String), "-o", "/dev/null", "-w",
@@ -183,7 +183,7 @@ import TuisongPluginTestKit
         curl.standardOutput = pipe
         try curl.run()
         let status = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        curl.blockUntilExit()
+        curl.waitUntilExit()
         #expect(status == "200")
     }
 }

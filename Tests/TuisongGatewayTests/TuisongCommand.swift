@@ -28,7 +28,7 @@ enum TuisongCommand {
         _ arguments: [String], in directory: URL, environment: [String: String] = [:], database: Bool = true,
         input: String? = nil, binary: String = CrashRecoveryTests.binary, timeout: TimeInterval = 60
     ) throws -> CommandRun {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
         process.currentDirectoryURL = directory
@@ -53,7 +53,7 @@ enum TuisongCommand {
         try standardInput.fileHandleForWriting.close()
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.blockUntilExit()
+        process.waitUntilExit()
         watchdog.cancel()
         let killed = process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
         return CommandRun(

@@ -364,7 +364,7 @@ struct AsyncHandlerTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = directory.appendingPathComponent("key.pem").path
         let certificate = directory.appendingPathComponent("cert.pem").path
-        let openssl = Process()
+        let openssl = ChildProcess()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         openssl.arguments = [
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
@@ -372,7 +372,7 @@ struct AsyncHandlerTests {
         ]
         openssl.standardError = FileHandle.nullDevice
         try openssl.run()
-        openssl.blockUntilExit()
+        openssl.waitUntilExit()
         #expect(openssl.terminationStatus == 0)
 
         let router = Router()
@@ -406,7 +406,7 @@ struct AsyncHandlerTests {
     /// until it closed the connection (at most 10 s).
     private func rawOverTLS(port: Int, _ request: String) async throws -> String {
         try await offPool {
-            let client = Process()
+            let client = ChildProcess()
             // Bounded: a server that never closes fails the test instead of hanging it.
             client.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
             client.arguments = ["10", "openssl", "s_client", "-quiet", "-ign_eof", "-connect", "127.0.0.1:\(port)"]
@@ -419,7 +419,7 @@ struct AsyncHandlerTests {
             input.fileHandleForWriting.write(Data(request.utf8))
             try input.fileHandleForWriting.close()
             let answer = output.fileHandleForReading.readDataToEndOfFile()
-            client.blockUntilExit()
+            client.waitUntilExit()
             return String(decoding: answer, as: UTF8.self)
         }
     }

@@ -45,14 +45,14 @@ func withServer<T>(
 /// Runs `curl` with `arguments` and returns its standard output (status checked by callers).
 func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
     try await offPool {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         process.arguments = ["--silent", "--show-error", "--max-time", "20"] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.blockUntilExit()
+        process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }

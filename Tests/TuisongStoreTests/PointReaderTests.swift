@@ -186,7 +186,7 @@ struct PointReaderTests {
 /// conflict within one process. `release()` restores the header and lets go of the locks.
 final class LockHolder: @unchecked Sendable {
     // @unchecked: `process` and `input` are only touched by init and the idempotent release.
-    private let process = Process()
+    private let process = ChildProcess()
     private let input = Pipe()
 
     init(path: String) throws {
@@ -219,6 +219,6 @@ final class LockHolder: @unchecked Sendable {
     func release() {
         guard process.isRunning else { return }
         try? input.fileHandleForWriting.close()
-        process.blockUntilExit()
+        process.waitUntilExit()
     }
 }
