@@ -22,6 +22,11 @@ extension JSONValue {
     /// `Data`, `URL`, `Decimal` and integers beyond `Int64`, and
     /// `EncodingError.invalidValue` for a non-finite floating-point number (as `JSONEncoder`).
     public init<T: Encodable>(encoding value: T) throws {
+        // A value that is one already (a handler's own answer) needs no encoder.
+        if T.self == JSONValue.self {
+            self = value as! JSONValue
+            return
+        }
         self = try TreeEncoder.slot(for: value).resolved()
     }
 

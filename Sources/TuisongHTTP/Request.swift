@@ -121,6 +121,23 @@ public struct Request: Sendable {
         return object
     }
 
+    /// The JSON body's members, parsed by `JSONValue(parsing:)` straight into values: the same
+    /// checks and errors as `jsonObject()`, without Foundation's objects and the casts that
+    /// read them (the two were ~7 % of the CPU of a native chat message).
+    public func jsonMembers() throws(HTTPError) -> [String: JSONValue] {
+        try checkJSONBody()
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: body)
+        } catch {
+            throw .badRequest("malformed JSON: \(error)")
+        }
+        guard case .object(let members) = value else {
+            throw .badRequest("the JSON body must be an object")
+        }
+        return members
+    }
+
     private func checkJSONBody() throws(HTTPError) {
         guard let type = contentType, type == "application/json" || type.hasSuffix("+json") else {
             throw .unsupportedMediaType(

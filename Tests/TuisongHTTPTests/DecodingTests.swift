@@ -153,6 +153,22 @@ struct DecodingTests {
             try request("[1]").jsonObject()
         }
         #expect(throws: HTTPError.self) { try request("{oops}").jsonObject() }
+
+        // The native push API's reading: the same checks and answers, straight into JSONValue.
+        #expect(
+            try request(#"{"a":[1,2.5],"b":{"c":null},"d":true}"#).jsonMembers()
+                == ["a": [1, 2.5], "b": ["c": .null], "d": true])
+        #expect(throws: HTTPError.badRequest("the JSON body must be an object")) {
+            try request("[1]").jsonMembers()
+        }
+        #expect(throws: HTTPError.badRequest("malformed JSON: invalid JSON at byte 9: unexpected character")) {
+            try request("{\"a\": [1,,2]}").jsonMembers()
+        }
+        #expect(throws: HTTPError.badRequest("the request body is not valid UTF-8")) {
+            try invalidUTF8.jsonMembers()
+        }
+        #expect(throws: HTTPError.self) { try request(#"{"token":"\u0000"}"#).jsonMembers() }
+        #expect(throws: HTTPError.self) { try request("").jsonMembers() }
     }
 
     @Test("responses: JSON with sorted keys, text, empty")

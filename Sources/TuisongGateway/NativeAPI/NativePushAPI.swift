@@ -69,9 +69,9 @@ struct NativePushAPI: Sendable {
             return Self.accepted(first)
         }
         do {
-            let body: [String: Any]
+            let body: [String: JSONValue]
             do {
-                body = try request.jsonObject()
+                body = try request.jsonMembers()
             } catch {
                 throw NativeAPIError(httpError: error)
             }
@@ -99,9 +99,9 @@ struct NativePushAPI: Sendable {
     }
 
     private static func accepted(_ record: MessageRecord, warnings: [String] = []) -> Response {
-        var object: [String: Any] = ["message_id": record.id, "state": record.state.rawValue]
-        if !warnings.isEmpty { object["warnings"] = warnings }
-        return .json(object: object, status: 202)
+        var object: [String: JSONValue] = ["message_id": .int(record.id), "state": .string(record.state.rawValue)]
+        if !warnings.isEmpty { object["warnings"] = .array(warnings.map(JSONValue.string)) }
+        return .json(JSONValue.object(object), status: 202)
     }
 
     /// The request's `Idempotency-Key`, if it sent one: a repeat within 24 hours answers the

@@ -13,8 +13,18 @@ import TuisongTransportKit
 /// object under its channel name (`"<channel>": {…}`), checked by its rule and
 /// kept as the message's `PushOptions.services[name]`.
 enum NativePushRequest {
+    /// `body` as `JSONSerialization` objects (the admin API's normalised body, tests).
     static func parse(
         _ body: [String: Any], appID: Int64, now: Date, transports: TransportRegistry = .standard
+    ) throws -> PushJob {
+        guard case .object(let members)? = JSONValue(jsonObject: body) else {
+            throw invalid("the JSON body must be an object")
+        }
+        return try parse(members, appID: appID, now: now, transports: transports)
+    }
+
+    static func parse(
+        _ body: [String: JSONValue], appID: Int64, now: Date, transports: TransportRegistry = .standard
     ) throws -> PushJob {
         let serviceRules: [(name: String, rule: ServiceOptionsRule)] = transports.declarations.compactMap {
             declaration in
@@ -32,20 +42,20 @@ enum NativePushRequest {
         if let unknown = body.keys.first(where: { !known.contains($0) }) {
             throw invalid("unknown field \"\(unknown)\"")
         }
-        guard let audienceObject = body["audience"] as? [String: Any] else {
+        guard let audienceObject = body["audience"]?.objectValue else {
             throw invalid(
                 "\"audience\" is required: {\"tokens\": [...]}, {\"devices\": [...]}, {\"tag\": \"...\"} or {\"all\": true}"
             )
         }
         let audience = try parseAudience(audienceObject)
-        guard let notificationObject = body["notification"] as? [String: Any] else {
+        guard let notificationObject = body["notification"]?.objectValue else {
             throw invalid("\"notification\" is required and must be an object")
         }
         var content = try parseNotification(notificationObject, fields: notificationFields(transports))
 
         var options = PushOptions(pushType: content.suggestedPushType)
         if let raw = body["push_type"] {
-            guard let name = raw as? String, let type = PushType(rawValue: name) else {
+            guard let name = raw.stringValue, let type = PushType(rawValue: name) else {
                 throw invalid(
                     "\"push_type\" must be one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
             }
@@ -76,39 +86,36 @@ enum NativePushRequest {
             options.expiration = seconds == 0 ? nil : Date(timeIntervalSince1970: Double(seconds))
         }
         if let raw = body["collapse_id"] {
-            guard let id = raw as? String, !id.isEmpty, id.utf8.count <= 64 else {
+            guard let id = raw.stringValue, !id.isEmpty, id.utf8.count <= 64 else {
                 throw invalid("\"collapse_id\" must be a string of 1–64 bytes")
             }
             options.collapseID = id
         }
         if let raw = body["environment"] {
-            guard let name = raw as? String, let environment = PushEnvironment(rawValue: name) else {
+            guard let name = raw.stringValue, let environment = PushEnvironment(rawValue: name) else {
                 throw invalid("\"environment\" must be \"sandbox\" or \"production\"")
             }
             options.environment = environment
         }
         if let raw = body["android"] {
-            guard let object = raw as? [String: Any] else { throw invalid("\"android\" must be an object") }
+            guard let object = raw.objectValue else { throw invalid("\"android\" must be an object") }
             let (android, intent) = try parseAndroid(object, serviceFields: androidFields.map(\.field.name))
             options.android = android
             // The intent is where a tap leads: the content's click, the one place it is said.
             if let intent { content.click = .intent(intent) }
         }
         for (name, rule) in serviceRules {
-            guard let raw = body[name] else { continue }
-            do {
-                guard let value = JSONValue(jsonObject: raw) else {
-                    throw ServiceOptionsError(field: nil, "must be JSON")
-                }
+            guard let value = body[name] else { continue }
+            do throws(ServiceOptionsError) {
                 if let entry = try rule.normalise(value) { options.services[name] = entry }
-            } catch let error as ServiceOptionsError {
+            } catch {
                 throw invalid(error.sentence(at: name))
             }
         }
         // A service's own key given in `android` fills its entry (unless its object set it too).
-        if let object = body["android"] as? [String: Any] {
+        if let object = body["android"]?.objectValue {
             for (service, field) in androidFields {
-                guard let raw = object[field.name], let value = JSONValue(jsonObject: raw),
+                guard let value = object[field.name],
                     let rule = serviceRules.first(where: { $0.name == service })?.rule
                 else { continue }
                 var entry = options.services[service]?.objectValue ?? [:]
@@ -138,13 +145,13 @@ enum NativePushRequest {
             sendAt: sendAt)
     }
 
-    static func parseAudience(_ object: [String: Any]) throws -> Audience {
+    static func parseAudience(_ object: [String: JSONValue]) throws -> Audience {
         guard object.count == 1, let (kind, value) = object.first else {
             throw invalid("\"audience\" must have exactly one of tokens, devices, tag, all")
         }
         switch kind {
         case "tokens":
-            guard let list = value as? [Any], !list.isEmpty else {
+            guard let list = value.arrayValue, !list.isEmpty else {
                 throw invalid("\"audience.tokens\" must be a non-empty array")
             }
             guard list.count <= NativePushAPI.maxTokens else {
@@ -155,7 +162,7 @@ enum NativePushRequest {
             var tokens: [String] = []
             var seen = Set<String>()
             for (index, item) in list.enumerated() {
-                guard let raw = item as? String, let token = DeviceToken(addressing: raw) else {
+                guard let raw = item.stringValue, let token = DeviceToken(addressing: raw) else {
                     throw NativeAPIError(
                         400, "invalid_token",
                         "audience.tokens[\(index)] is not a device token (64–200 hex digits, or an Android service's token)"
@@ -165,7 +172,7 @@ enum NativePushRequest {
             }
             return .tokens(tokens)
         case "devices":
-            guard let list = value as? [Any], !list.isEmpty, list.count <= NativePushAPI.maxTokens else {
+            guard let list = value.arrayValue, !list.isEmpty, list.count <= NativePushAPI.maxTokens else {
                 throw invalid(
                     "\"audience.devices\" must be a non-empty array of at most \(NativePushAPI.maxTokens) device ids")
             }
@@ -178,12 +185,12 @@ enum NativePushRequest {
             }
             return .devices(ids)
         case "tag":
-            guard let raw = value as? String, let tag = TagName(raw) else {
+            guard let raw = value.stringValue, let tag = TagName(raw) else {
                 throw NativeAPIError(400, "invalid_tag", "\"audience.tag\" must be \(TagName.rule)")
             }
             return .tag(tag.value)
         case "all":
-            guard JSONValue.isBoolean(value), (value as? NSNumber)?.boolValue == true else {
+            guard value == .bool(true) else {
                 throw invalid("\"audience.all\" must be true")
             }
             return .all
@@ -209,7 +216,7 @@ enum NativePushRequest {
     /// the content under its name, which its transport checks when the message is submitted (a
     /// value out of range: `invalid_notification`) and alone reads.
     static func parseNotification(
-        _ object: [String: Any], fields: [(channel: PushChannel, field: NotificationField)] = []
+        _ object: [String: JSONValue], fields: [(channel: PushChannel, field: NotificationField)] = []
     ) throws -> PushContent {
         var n = PushContent()
         let own = Set(fields.filter { !$0.field.isShared && !$0.field.inAlert }.map(\.field.name))
@@ -217,9 +224,9 @@ enum NativePushRequest {
         for (key, value) in object {
             switch key {
             case "alert":
-                if let text = value as? String {
+                if let text = value.stringValue {
                     n.body = text
-                } else if let alert = value as? [String: Any] {
+                } else if let alert = value.objectValue {
                     try parseAlert(alert, into: &n, ownKeys: ownInAlert)
                 } else {
                     throw invalid("\"notification.alert\" must be a string or an object")
@@ -230,9 +237,9 @@ enum NativePushRequest {
                 }
                 n.badge = badge
             case "sound":
-                if let name = value as? String {
+                if let name = value.stringValue {
                     n.sound = name
-                } else if let sound = value as? [String: Any], let name = sound["name"] as? String {
+                } else if let name = value["name"]?.stringValue {
                     n.sound = name
                 } else {
                     throw invalid(
@@ -243,25 +250,17 @@ enum NativePushRequest {
             case "thread_id": n.thread = try string(value, key)
             case "image": n.image = try string(value, key)
             case "custom":
-                guard let custom = value as? [String: Any] else {
+                guard let custom = value.objectValue else {
                     throw invalid("\"notification.custom\" must be an object")
                 }
-                for (customKey, customValue) in custom {
-                    guard let json = JSONValue(jsonObject: customValue) else {
-                        throw invalid("\"notification.custom.\(customKey)\" is not JSON")
-                    }
-                    n.data[customKey] = json
-                }
+                for (customKey, customValue) in custom { n.data[customKey] = customValue }
             default:
                 guard own.contains(key) else { throw invalid("unknown field \"notification.\(key)\"") }
             }
         }
         for (channel, field) in fields {
-            let container = field.inAlert ? object["alert"] as? [String: Any] : object
-            guard let raw = container?[field.name] else { continue }
-            guard let value = JSONValue(jsonObject: raw) else {
-                throw invalid("\"notification.\(field.path)\" is not JSON")
-            }
+            let container = field.inAlert ? object["alert"]?.objectValue : object
+            guard let value = container?[field.name] else { continue }
             do throws(NotificationFieldError) {
                 if let read = try field.read(value) { n.set(field.key, read, forService: channel) }
             } catch {
@@ -276,7 +275,7 @@ enum NativePushRequest {
         return n
     }
 
-    static func parseAlert(_ object: [String: Any], into f: inout PushContent, ownKeys: Set<String>) throws {
+    static func parseAlert(_ object: [String: JSONValue], into f: inout PushContent, ownKeys: Set<String>) throws {
         for (key, value) in object {
             let path = "notification.alert.\(key)"
             switch key {
@@ -303,7 +302,7 @@ enum NativePushRequest {
     /// settings, and the intent a tap opens (which becomes the content's click). The keys one
     /// service alone takes (`serviceFields`, `ChannelDeclaration.androidFields`) are allowed
     /// here and read into that service's entry by `parse`.
-    static func parseAndroid(_ object: [String: Any], serviceFields: [String] = []) throws -> (
+    static func parseAndroid(_ object: [String: JSONValue], serviceFields: [String] = []) throws -> (
         AndroidOptions?, intent: String?
     ) {
         let known = Set(["channel_ids", "importance", "category", "sound", "intent"] + serviceFields)
@@ -313,7 +312,7 @@ enum NativePushRequest {
         let services = Set(PushChannel.allCases.filter(\.isAndroid).map(\.rawValue))
         func perService(_ key: String) throws -> [String: String] {
             guard let raw = object[key] else { return [:] }
-            guard let map = raw as? [String: Any] else {
+            guard let map = raw.objectValue else {
                 throw invalid("\"android.\(key)\" must be an object of service names to strings")
             }
             var result: [String: String] = [:]
@@ -322,7 +321,7 @@ enum NativePushRequest {
                     throw invalid(
                         "\"android.\(key).\(service)\": the services are \(services.sorted().joined(separator: ", "))")
                 }
-                guard let text = value as? String, !text.isEmpty, text.utf8.count <= 256 else {
+                guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 256 else {
                     throw invalid("\"android.\(key).\(service)\" must be a string of 1–256 bytes")
                 }
                 result[service] = text
@@ -331,7 +330,7 @@ enum NativePushRequest {
         }
         func text(_ key: String, limit: Int) throws -> String? {
             guard let raw = object[key] else { return nil }
-            guard let value = raw as? String, !value.isEmpty, value.utf8.count <= limit else {
+            guard let value = raw.stringValue, !value.isEmpty, value.utf8.count <= limit else {
                 throw invalid("\"android.\(key)\" must be a string of 1–\(limit) bytes")
             }
             return value
@@ -343,26 +342,31 @@ enum NativePushRequest {
         return (options.isEmpty ? nil : options, intent)
     }
 
-    private static func integer(_ value: Any) -> Int? {
-        guard !JSONValue.isBoolean(value), let number = value as? NSNumber else { return nil }
-        let double = number.doubleValue
-        guard double.rounded() == double, abs(double) < 9e15 else { return nil }
+    /// A whole number of at most 15 digits, however it is written (`3`, `3.0`, `3e0`).
+    private static func integer(_ value: JSONValue) -> Int? {
+        guard let double = value.doubleValue, double.rounded() == double, abs(double) < 9e15 else { return nil }
         return Int(double)
     }
 
-    private static func flag(_ value: Any, _ key: String) throws -> Bool {
-        if JSONValue.isBoolean(value), let number = value as? NSNumber { return number.boolValue }
+    private static func flag(_ value: JSONValue, _ key: String) throws -> Bool {
+        if let flag = value.boolValue { return flag }
         if let n = integer(value), n == 0 || n == 1 { return n == 1 }
         throw invalid("\"notification.\(key)\" must be true or false")
     }
 
-    private static func string(_ value: Any, _ key: String) throws -> String {
-        guard let s = value as? String else { throw invalid("\"\(key)\" must be a string") }
+    private static func string(_ value: JSONValue, _ key: String) throws -> String {
+        guard let s = value.stringValue else { throw invalid("\"\(key)\" must be a string") }
         return s
     }
 
-    private static func strings(_ value: Any, _ key: String) throws -> [String] {
-        guard let list = value as? [String] else { throw invalid("\"\(key)\" must be an array of strings") }
-        return list
+    private static func strings(_ value: JSONValue, _ key: String) throws -> [String] {
+        guard let list = value.arrayValue else { throw invalid("\"\(key)\" must be an array of strings") }
+        var strings: [String] = []
+        strings.reserveCapacity(list.count)
+        for element in list {
+            guard let s = element.stringValue else { throw invalid("\"\(key)\" must be an array of strings") }
+            strings.append(s)
+        }
+        return strings
     }
 }
