@@ -66,7 +66,7 @@ public struct TagSelection: Sendable, Hashable, Codable {
 }
 
 /// How a message is to be delivered; the same for every device of the message.
-public struct PushOptions: Sendable, Hashable, Codable {
+public struct PushOptions: Sendable, Hashable, Codable, JSONValueRepresentable {
     public var pushType: PushType
     public var priority: PushPriority?
     /// When the services may stop trying; `nil` = the gateway's default (24 h). Retries stop
@@ -133,22 +133,27 @@ public struct PushOptions: Sendable, Hashable, Codable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(pushType, forKey: .pushType)
-        try c.encodeIfPresent(priority, forKey: .priority)
-        try c.encodeIfPresent(expiration, forKey: .expiration)
-        try c.encodeIfPresent(collapseID, forKey: .collapseID)
-        try c.encodeIfPresent(environment, forKey: .environment)
-        try c.encodeIfPresent(android, forKey: .android)
-        if !services.isEmpty { try c.encode(services, forKey: .services) }
+    public func encode(to encoder: any Encoder) throws { try jsonValue().encode(to: encoder) }
+
+    public func jsonValue() throws -> JSONValue {
+        var members: [String: JSONValue] = [CodingKeys.pushType.stringValue: .string(pushType.rawValue)]
+        if let priority { members[CodingKeys.priority.stringValue] = .int(Int64(priority.rawValue)) }
+        if let expiration {
+            // As `Date` encodes itself (`JSONEncoder`'s default): seconds since 2001.
+            members[CodingKeys.expiration.stringValue] = .double(expiration.timeIntervalSinceReferenceDate)
+        }
+        if let collapseID { members[CodingKeys.collapseID.stringValue] = .string(collapseID) }
+        if let environment { members[CodingKeys.environment.stringValue] = .string(environment.rawValue) }
+        if let android { members[CodingKeys.android.stringValue] = android.jsonValue() }
+        if !services.isEmpty { members[CodingKeys.services.stringValue] = .object(services) }
+        return .object(members)
     }
 }
 
 /// A message's settings for Android services, the same for every device of the message
 /// (Tencent IM's `OfflinePushInfo.AndroidInfo`, the native API's `android` object). Each
 /// service's transport takes what it understands and ignores the rest.
-public struct AndroidOptions: Sendable, Hashable, Codable {
+public struct AndroidOptions: Sendable, Hashable, Codable, JSONValueRepresentable {
     /// Per service: the Android notification channel (Android 8+) the notification shows in,
     /// by channel name.
     public var channelIDs: [String: String]
@@ -213,22 +218,22 @@ public struct AndroidOptions: Sendable, Hashable, Codable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        // One container of any keys: the named fields and the older ones beside them.
-        var container = encoder.container(keyedBy: StoredKey.self)
-        func key(_ known: CodingKeys) -> StoredKey { StoredKey(stringValue: known.stringValue) }
-        for (name, value) in olderFields.sorted(by: { $0.key < $1.key }) {
-            try container.encode(value, forKey: StoredKey(stringValue: name))
-        }
-        try container.encode(channelIDs, forKey: key(.channelIDs))
-        try container.encode(importance, forKey: key(.importance))
-        try container.encode(category, forKey: key(.category))
-        try container.encodeIfPresent(sound, forKey: key(.sound))
+    public func encode(to encoder: any Encoder) throws { try jsonValue().encode(to: encoder) }
+
+    public func jsonValue() -> JSONValue {
+        // One object of any keys: the older ones, and the named fields over them.
+        var members = olderFields
+        func map(_ values: [String: String]) -> JSONValue { .object(values.mapValues(JSONValue.string)) }
+        members[CodingKeys.channelIDs.stringValue] = map(channelIDs)
+        members[CodingKeys.importance.stringValue] = map(importance)
+        members[CodingKeys.category.stringValue] = map(category)
+        if let sound { members[CodingKeys.sound.stringValue] = .string(sound) }
         switch legacyClick {
-        case .intent(let intent)?: try container.encode(intent, forKey: key(.intent))
-        case .url(let url)?: try container.encode(url, forKey: key(.url))
+        case .intent(let intent)?: members[CodingKeys.intent.stringValue] = .string(intent)
+        case .url(let url)?: members[CodingKeys.url.stringValue] = .string(url)
         case .openApp?, nil: break
         }
+        return .object(members)
     }
 
     public var isEmpty: Bool { self == AndroidOptions() }

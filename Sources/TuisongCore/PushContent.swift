@@ -18,11 +18,11 @@ import Foundation
 /// What is the message's rather than the content's (push type, priority, expiry, collapse id,
 /// environment, the Android channel and importance settings) stays in `PushOptions`: the same
 /// for every recipient of a message, whichever content a policy decides for each.
-public struct PushContent: Sendable, Hashable, Codable {
+public struct PushContent: Sendable, Hashable, Codable, JSONValueRepresentable {
     /// Where a tap on the notification leads, where the service takes one: the one spelling of
     /// "open this" (the native API's `android.intent`, Baidu's `open_type` 1/2, Tencent's
     /// per-service intent all land here); each transport renders it in its service's words.
-    public enum ClickAction: Sendable, Hashable, Codable {
+    public enum ClickAction: Sendable, Hashable, Codable, JSONValueRepresentable {
         /// Open the app (every service's default).
         case openApp
         /// Open a web address.
@@ -46,17 +46,13 @@ public struct PushContent: Sendable, Hashable, Codable {
             }
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        public func encode(to encoder: any Encoder) throws { try jsonValue().encode(to: encoder) }
+
+        public func jsonValue() -> JSONValue {
             switch self {
-            case .openApp:
-                var container = encoder.singleValueContainer()
-                try container.encode("app")
-            case .url(let url):
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(url, forKey: .url)
-            case .intent(let intent):
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(intent, forKey: .intent)
+            case .openApp: .string("app")
+            case .url(let url): .object([CodingKeys.url.stringValue: .string(url)])
+            case .intent(let intent): .object([CodingKeys.intent.stringValue: .string(intent)])
             }
         }
     }
@@ -184,26 +180,34 @@ public struct PushContent: Sendable, Hashable, Codable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encodeIfPresent(title, forKey: .title)
-        try c.encodeIfPresent(subtitle, forKey: .subtitle)
-        try c.encodeIfPresent(body, forKey: .body)
-        try c.encodeIfPresent(titleLocKey, forKey: .titleLocKey)
-        try c.encodeIfPresent(titleLocArgs, forKey: .titleLocArgs)
-        try c.encodeIfPresent(subtitleLocKey, forKey: .subtitleLocKey)
-        try c.encodeIfPresent(subtitleLocArgs, forKey: .subtitleLocArgs)
-        try c.encodeIfPresent(bodyLocKey, forKey: .bodyLocKey)
-        try c.encodeIfPresent(bodyLocArgs, forKey: .bodyLocArgs)
-        try c.encodeIfPresent(badge, forKey: .badge)
-        try c.encodeIfPresent(sound, forKey: .sound)
-        try c.encodeIfPresent(image, forKey: .image)
-        try c.encodeIfPresent(category, forKey: .category)
-        try c.encodeIfPresent(thread, forKey: .thread)
-        if !data.isEmpty { try c.encode(data, forKey: .data) }
-        if background { try c.encode(true, forKey: .background) }
-        try c.encodeIfPresent(click, forKey: .click)
-        if !services.isEmpty { try c.encode(services, forKey: .services) }
+    // The stored form: what is unset is left out.
+    public func encode(to encoder: any Encoder) throws { try jsonValue().encode(to: encoder) }
+
+    public func jsonValue() -> JSONValue {
+        var members: [String: JSONValue] = [:]
+        func put(_ key: CodingKeys, _ text: String?) { if let text { members[key.stringValue] = .string(text) } }
+        func put(_ key: CodingKeys, _ list: [String]?) {
+            if let list { members[key.stringValue] = .array(list.map(JSONValue.string)) }
+        }
+        put(.title, title)
+        put(.subtitle, subtitle)
+        put(.body, body)
+        put(.titleLocKey, titleLocKey)
+        put(.titleLocArgs, titleLocArgs)
+        put(.subtitleLocKey, subtitleLocKey)
+        put(.subtitleLocArgs, subtitleLocArgs)
+        put(.bodyLocKey, bodyLocKey)
+        put(.bodyLocArgs, bodyLocArgs)
+        if let badge { members[CodingKeys.badge.stringValue] = .int(Int64(badge)) }
+        put(.sound, sound)
+        put(.image, image)
+        put(.category, category)
+        put(.thread, thread)
+        if !data.isEmpty { members[CodingKeys.data.stringValue] = .object(data) }
+        if background { members[CodingKeys.background.stringValue] = .bool(true) }
+        if let click { members[CodingKeys.click.stringValue] = click.jsonValue() }
+        if !services.isEmpty { members[CodingKeys.services.stringValue] = .object(services) }
+        return .object(members)
     }
 
     /// Something for a person to read: a title, a body or one of their localisation keys.

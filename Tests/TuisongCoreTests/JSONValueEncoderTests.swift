@@ -109,4 +109,49 @@ import Testing
             value.serializedString
                 == #"{"bool":true,"double":1.5,"int":1,"int64":7,"list":["x",2],"nested":{"false":false},"null":null}"#)
     }
+
+    /// A message's stored content and options build their JSON themselves
+    /// (`JSONValueRepresentable`): the stored text is pinned here, the same through
+    /// `JSONValue.encodedText` (the store) and `JSONEncoder` (anything encoding them whole).
+    @Test func storedContentAndOptionsKeepTheirText() throws {
+        var content = PushContent(title: "Hi", body: "好", badge: 3, sound: "ding")
+        content.titleLocArgs = ["a", "b"]
+        content.data = ["order": ["id": 42, "paid": true]]
+        content.background = true
+        content.click = .intent("intent://x#Intent;end")
+        content.services = ["huawei": ["importance": "NORMAL"]]
+        var android = AndroidOptions(channelIDs: ["xiaomi": "chat"], sound: "ring")
+        android.olderFields = ["classification": 1]
+        android.legacyClick = .url("https://example.com/a")
+        let options = PushOptions(
+            pushType: .alert, priority: .powerAware, expiration: Date(timeIntervalSinceReferenceDate: 1_000.5),
+            collapseID: "c", environment: .production, android: android, services: ["vivo": ["category": "IM"]])
+        let expectations: [(any Encodable, String)] = [
+            (
+                content,
+                #"{"background":true,"badge":3,"body":"好","click":{"intent":"intent://x#Intent;end"},"#
+                    + #""data":{"order":{"id":42,"paid":true}},"services":{"huawei":{"importance":"NORMAL"}},"#
+                    + #""sound":"ding","title":"Hi","title_loc_args":["a","b"]}"#
+            ),
+            (PushContent(), "{}"),
+            (PushContent.ClickAction.openApp, #""app""#),
+            (
+                options,
+                #"{"android":{"category":{},"channelIDs":{"xiaomi":"chat"},"classification":1,"importance":{},"#
+                    + #""sound":"ring","url":"https://example.com/a"},"collapseID":"c","environment":"production","#
+                    + #""expiration":1000.5,"priority":5,"pushType":"alert","services":{"vivo":{"category":"IM"}}}"#
+            ),
+            (PushOptions(), #"{"pushType":"alert"}"#),
+        ]
+        let foundation = JSONEncoder()
+        foundation.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for (value, text) in expectations {
+            #expect(String(decoding: try JSONValue.encodedText(value), as: UTF8.self) == text)
+            #expect(String(decoding: try foundation.encode(value), as: UTF8.self) == text)
+        }
+        let storedContent = try JSONDecoder().decode(PushContent.self, from: Data(JSONValue.encodedText(content)))
+        #expect(storedContent == content)
+        let storedOptions = try JSONDecoder().decode(PushOptions.self, from: Data(JSONValue.encodedText(options)))
+        #expect(storedOptions == options)
+    }
 }
