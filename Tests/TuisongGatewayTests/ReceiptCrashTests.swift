@@ -233,6 +233,6 @@ import TuisongTransportKit
     static func waitingStatuses(_ base: String) async throws -> Int {
         let metrics = try await http("GET", "\(base)/metrics").text
         let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("tuisong_receipts_waiting ") })
-        return try #require(Int(Double(line.split(separator: " ")[1]) ?? -1))
+        return Int(try #require(Double(line.split(separator: " ")[1])))
     }
 }
