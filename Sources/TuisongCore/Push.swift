@@ -135,7 +135,7 @@ public struct PushOptions: Sendable, Hashable, Codable, JSONValueRepresentable {
 
     public func encode(to encoder: any Encoder) throws { try jsonValue().encode(to: encoder) }
 
-    public func jsonValue() throws -> JSONValue {
+    public func jsonValue() -> JSONValue {
         var members: [String: JSONValue] = [CodingKeys.pushType.stringValue: .string(pushType.rawValue)]
         if let priority { members[CodingKeys.priority.stringValue] = .int(Int64(priority.rawValue)) }
         if let expiration {

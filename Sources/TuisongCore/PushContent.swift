@@ -180,9 +180,9 @@ public struct PushContent: Sendable, Hashable, Codable, JSONValueRepresentable {
         }
     }
 
-    // The stored form: what is unset is left out.
     public func encode(to encoder: any Encoder) throws { try jsonValue().encode(to: encoder) }
 
+    /// The stored form: what is unset is left out.
     public func jsonValue() -> JSONValue {
         var members: [String: JSONValue] = [:]
         func put(_ key: CodingKeys, _ text: String?) { if let text { members[key.stringValue] = .string(text) } }
