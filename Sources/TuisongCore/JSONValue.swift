@@ -262,9 +262,23 @@ extension JSONValue {
     /// writers that put many records of one shape straight into bytes.
     public static func writeString(_ value: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        // Most strings (tokens, timestamps, keys) need no escaping: copy them whole.
-        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: value.utf8)
+        // Most strings (tokens, timestamps, keys) need no escaping: copy them whole, from their
+        // contiguous UTF-8 where they have it (every native string: a push writes a thousand
+        // tokens a request, and the receipts of a push one a device).
+        func needsEscaping(_ byte: UInt8) -> Bool {
+            byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+        }
+        let copied = value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            var index = 0
+            while index < bytes.count {
+                if needsEscaping(bytes[index]) { return false }
+                index += 1
+            }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if copied == true || (copied == nil && !value.utf8.contains(where: needsEscaping)) {
+            if copied == nil { out.append(contentsOf: value.utf8) }
             out.append(UInt8(ascii: "\""))
             return
         }

@@ -144,6 +144,28 @@ import Testing
         #expect(JSONValue.serializedArray([]) == "[]")
     }
 
+    /// Strings are copied whole when nothing in them needs escaping, from their own bytes
+    /// where they have them (native strings, small or not) and otherwise byte by byte (a
+    /// string bridged from Foundation): each gives the same text, escaped where needed.
+    @Test func stringsAreWrittenTheSameWhateverTheirStorage() throws {
+        let texts = [
+            "", "a", "short", "exactly15bytes!", "a longer token of more than fifteen bytes",
+            "推送 a bit longer than small", "esc\"in a long enough string", "tab\tin a long enough string",
+            "\u{1}", String(repeating: "x", count: 300) + "\\",
+        ]
+        for text in texts {
+            let bridged = NSString(string: text) as String
+            var native: [UInt8] = []
+            JSONValue.writeString(text, into: &native)
+            var fromFoundation: [UInt8] = []
+            JSONValue.writeString(bridged, into: &fromFoundation)
+            #expect(native == fromFoundation, "\(text)")
+            #expect(try JSONValue(parsing: native) == .string(text), "\(text)")
+            let foundation = try JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])
+            #expect(try JSONValue(parsing: Array(foundation)) == .array([.string(text)]))
+        }
+    }
+
     @Test func sqlListsArePaddedToPowersOfTwoWithDistinctValues() {
         #expect(SQLList.chunks([String]()).isEmpty)
         let three = SQLList.chunks(["a", "b", "a", "c"])

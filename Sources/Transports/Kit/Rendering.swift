@@ -62,7 +62,7 @@ public func appendJSONStrings(_ strings: some Collection<String>, to out: inout 
     for string in strings {
         if !first { out.append(UInt8(ascii: ",")) }
         first = false
-        out.append(contentsOf: JSONValue.string(string).serialized())
+        JSONValue.writeString(string, into: &out)
     }
     out.append(UInt8(ascii: "]"))
 }
