@@ -181,6 +181,30 @@ import TuisongTransportKit
         #expect((try? ReceiptStatuses.count(body)) == 1000)
     }
 
+    /// Long strings are scanned sixteen bytes at a time: a quote, an escape or a control
+    /// character is found wherever it falls in or across those sixteen.
+    @Test func theIntakeCheckFindsEveryStringsEndWhereverItFalls() {
+        for length in 0..<50 {
+            let plain = String(repeating: "a", count: length)
+            #expect((try? ReceiptStatuses.count(Array(#"{"statuses":["\#(plain)"]}"#.utf8))) == 1, "\(length)")
+            #expect(throws: ReceiptFormatError.self) {
+                try ReceiptStatuses.count(Array(#"{"statuses":["\#(plain)]}"#.utf8))
+            }
+            for at in 0...length {
+                let before = String(repeating: "b", count: at)
+                let after = String(repeating: "c", count: length - at)
+                // An escaped quote does not end the string; a raw control character refuses it.
+                let escaped = #"{"statuses":["\#(before)\"\#(after)",1]}"#
+                #expect((try? ReceiptStatuses.count(Array(escaped.utf8))) == 2, "\(escaped)")
+                let control = "{\"statuses\":[\"\(before)\u{1}\(after)\"]}"
+                #expect(throws: ReceiptFormatError.self, "\(at)") { try ReceiptStatuses.count(Array(control.utf8)) }
+                // A quote in the middle ends the string there: what follows is not a member.
+                let cut = #"{"statuses":["\#(before)"\#(after)x"]}"#
+                #expect(throws: ReceiptFormatError.self, "\(cut)") { try ReceiptStatuses.count(Array(cut.utf8)) }
+            }
+        }
+    }
+
     /// The look-alikes write their receipt bodies from one serialized status per POST, the
     /// token written into each copy: the same JSON as writing every status whole.
     @Test func theLookAlikesBodyIsEveryStatusWithItsToken() throws {

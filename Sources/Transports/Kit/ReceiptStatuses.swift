@@ -278,6 +278,18 @@ private struct StructuralScan {
     private func stringEnd(from start: Int) -> Int? {
         var i = start + 1
         let n = bytes.count
+        // Most of a body is the inside of strings (keys, tokens, tags): sixteen bytes at a time
+        // while none of them is a quote, a backslash or a control character.
+        if let base = bytes.baseAddress {
+            let quote = SIMD16<UInt8>(repeating: UInt8(ascii: "\""))
+            let backslash = SIMD16<UInt8>(repeating: UInt8(ascii: "\\"))
+            let space = SIMD16<UInt8>(repeating: 0x20)
+            while i + 16 <= n {
+                let chunk = UnsafeRawPointer(base + i).loadUnaligned(as: SIMD16<UInt8>.self)
+                if any((chunk .== quote) .| (chunk .== backslash) .| (chunk .< space)) { break }
+                i += 16
+            }
+        }
         while i < n {
             let byte = bytes[i]
             if byte == UInt8(ascii: "\"") { return i }

@@ -451,18 +451,29 @@ public struct CallbackSignature: Sendable {
     /// (`post.callbackCredentials`, which the gateway looked up for the route's channel).
     public func verify(_ post: ReceiptPost, keys: ReceiptKeys, channel: PushChannel) -> Bool {
         guard let credentials = post.callbackCredentials, let header = post.headers[self.header] else { return false }
-        var fields: [String: String] = [:]
+        var fields: [Substring: Substring] = [:]
         for part in header.split(separator: ";") {
             guard let eq = part.firstIndex(of: "=") else { continue }
-            fields[part[..<eq].trimmingCharacters(in: .whitespaces)] = String(part[part.index(after: eq)...])
-                .trimmingCharacters(in: .whitespaces)
+            fields[Self.trimmingBlanks(part[..<eq])] = Self.trimmingBlanks(part[part.index(after: eq)...])
         }
         guard let timestamp = fields["timestamp"], let nonce = fields["nonce"], let value = fields["value"] else {
             return false
         }
         return constantTimeEqual(
-            value,
-            Self.value(timestamp: timestamp, nonce: nonce, userName: credentials.userName, key: credentials.key))
+            String(value),
+            Self.value(
+                timestamp: String(timestamp), nonce: String(nonce), userName: credentials.userName,
+                key: credentials.key))
+    }
+
+    /// `text` without the spaces and tabs around it (a header's parameters may be written
+    /// `a=1; b=2`). Done on the bytes: Foundation's `trimmingCharacters` bridges through
+    /// `NSString` and was most of this check's time in a push with a receipt per device.
+    static func trimmingBlanks(_ text: Substring) -> Substring {
+        func isBlank(_ character: Character) -> Bool { character == " " || character == "\t" }
+        guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) })
+        else { return text[text.endIndex...] }
+        return text[first...last]
     }
 
     /// `{"errno":"0","errmsg":"success"}` and its refusals, as the services' receipt API expects.
