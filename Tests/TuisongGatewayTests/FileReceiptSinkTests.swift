@@ -1,0 +1,56 @@
+import Foundation
+import Logging
+import Testing
+import TuisongLookAlikes
+
+@testable import TuisongGateway
+
+/// The look-alike command's `--receipts FILE` (bench/receipts.sh turns receipts on and off by
+/// creating and removing FILE during one run): the configuration follows the file as it is now,
+/// though it is read again only when it changed.
+struct FileReceiptSinkTests {
+    static func registration(_ entries: [[String: String]]) throws -> Data {
+        try JSONSerialization.data(withJSONObject: ["app_id": 1, "receipts": entries])
+    }
+
+    @Test func theConfigurationFollowsTheFileAsItIsNow() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("file-sink-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("receipts.json").path
+        let sink = try FileReceiptSink(path: path, logger: Logger(label: "test"))
+        defer { sink.client.shutdown() }
+
+        // Absent: no receipts.
+        #expect(await sink.configuration(service: .huawei, tag: "t") == nil)
+
+        try Self.registration([
+            [
+                "channel": "huawei", "url": "http://127.0.0.1:1/receipts/huawei/1", "callback_user_name": "u",
+                "callback_key": "k",
+            ],
+            ["channel": "huawei", "url": "http://127.0.0.1:1/second"],
+            ["channel": "honor", "url": ""],
+        ]).write(to: URL(fileURLWithPath: path))
+        let huawei = try #require(await sink.configuration(service: .huawei, tag: "t"))
+        #expect(huawei == .init(url: "http://127.0.0.1:1/receipts/huawei/1", callbackUserName: "u", callbackKey: "k"))
+        // A channel's first entry counts; one without a url sends none.
+        #expect(await sink.configuration(service: .honor, tag: "t") == nil)
+        #expect(await sink.configuration(service: .xiaomi, tag: "t") == nil)
+
+        // Changed: read again.
+        try Self.registration([
+            [
+                "channel": "huawei", "url": "http://127.0.0.1:1/receipts/huawei/1", "callback_user_name": "u",
+                "callback_key": "another",
+            ],
+            ["channel": "huawei", "url": "http://127.0.0.1:1/second"],
+            ["channel": "honor", "url": ""],
+        ]).write(to: URL(fileURLWithPath: path))
+        #expect(await sink.configuration(service: .huawei, tag: "t")?.callbackKey == "another")
+
+        // Removed: none again.
+        try FileManager.default.removeItem(atPath: path)
+        #expect(await sink.configuration(service: .huawei, tag: "t") == nil)
+    }
+}
