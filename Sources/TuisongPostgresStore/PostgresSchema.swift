@@ -38,7 +38,12 @@ enum PostgresSchema {
         ("pg17-receipt-inbox", PostgresSchema.receiptInbox),
         ("pg18-uploaded-credentials-are-channel-credentials", PostgresSchema.uploadedCredentialsAreChannelCredentials),
         ("pg19-receipt-service-requests", PostgresSchema.receiptServiceRequests),
+        ("pg20-receipt-inbox-statuses-by-app", PostgresSchema.receiptInboxStatusesByApp),
     ]
+
+    /// SQLite's `v26-receipt-inbox-statuses-by-app`: the inbox's waiting statuses summed per
+    /// app from an index.
+    static let receiptInboxStatusesByApp = portable(SharedMigrationSQL.receiptInboxStatusesByApp)
 
     /// SQLite's `v25-receipt-service-requests`: the requests the services that sign their
     /// receipts accepted, by the service's id, one row per request, deleted with the message.

@@ -180,4 +180,14 @@ package enum SharedMigrationSQL {
         ) STRICT;
         CREATE INDEX receipt_service_requests_message ON receipt_service_requests(message_id);
         """
+
+    /// The receipt inbox's statuses summed per app without reading its rows: every status poll
+    /// asks how many statuses wait (`waitingReceiptStatuses`), and with only `app_id` indexed
+    /// each waiting POST's row (a page of its 250 KB body) was read to sum them, a few thousand
+    /// pages a poll during a 1M-device push. The index on `app_id` alone is replaced, this one
+    /// leading with it (the cascade from `apps` uses it as before).
+    package static let receiptInboxStatusesByApp = """
+        DROP INDEX receipt_inbox_app;
+        CREATE INDEX receipt_inbox_app_statuses ON receipt_inbox(app_id, statuses);
+        """
 }

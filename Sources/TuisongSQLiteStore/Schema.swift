@@ -46,6 +46,7 @@ enum Schema {
         (v23Identifier, sql(v23ReceiptInbox)),
         (v24Identifier, sql(v24UploadedCredentialsAreChannelCredentials)),
         (v25Identifier, sql(v25ReceiptServiceRequests)),
+        (v26Identifier, sql(v26ReceiptInboxStatusesByApp)),
     ]
 
     /// A migration that runs `text`.

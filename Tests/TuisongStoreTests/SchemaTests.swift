@@ -35,6 +35,23 @@ struct SchemaTests {
         }
     }
 
+    @Test("v26: the statuses waiting in the receipt inbox are summed from an index, not the rows and their bodies")
+    func waitingReceiptStatusesAreSummedFromAnIndex() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.tearDown() }
+        let objects = try await fixture.store.schemaObjectNames()
+        #expect(objects.contains("receipt_inbox_app_statuses"))
+        #expect(!objects.contains("receipt_inbox_app"))
+        let plans = try await fixture.store.sharedDatabase.write { db in
+            try [Int64?.some(7), nil].map { appID in
+                try db.fetchAll("EXPLAIN QUERY PLAN " + SQLiteStore.waitingStatuses(appID: appID)).map { $0.string(3) }
+            }
+        }
+        for plan in plans {
+            #expect(plan.contains { $0.contains("USING COVERING INDEX receipt_inbox_app_statuses") }, "\(plan)")
+        }
+    }
+
     @Test("v6 keys the badge grants by account row, keeping those of accounts that still exist")
     func badgeGrantsMoveToAccountRowsInV6() async throws {
         let fixture = try StoreFixture()
