@@ -94,6 +94,9 @@ public struct EngineFixture: Sendable {
     let database: TestDatabase?
 
     public static func make(_ backend: PluginStoreBackend = .sqlite) async throws -> EngineFixture {
+        // Its devices' bare hex tokens are APNs's: declared here, not by whichever test happened
+        // to run first (a fixture made before any had crashed `seed` on `DeviceToken(…)!`).
+        StandardChannels.declare()
         let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-engine-\(UUID().uuidString)")
         let store: any GatewayStore
         var database: TestDatabase?
