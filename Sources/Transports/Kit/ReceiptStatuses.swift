@@ -72,10 +72,7 @@ public enum ReceiptStatuses {
     /// escape or invalid UTF-8 inside a string, or a status without what the service always
     /// sends passes here and is refused by `read` when the digest reads the body.
     public static func count(_ body: [UInt8]) throws(ReceiptFormatError) -> Int {
-        let counted = body.withUnsafeBufferPointer { bytes in
-            var scan = StructuralScan(bytes: bytes)
-            return scan.statuses()
-        }
+        let counted = body.withUnsafeBufferPointer { StructuralScan(bytes: $0).statuses() }
         guard let counted else { throw notStatuses }
         return counted
     }
@@ -136,13 +133,10 @@ public enum ReceiptStatuses {
 }
 
 /// `ReceiptStatuses.count`'s pass: JSON's structure (containers, strings, members and commas)
-/// with scalars taken as runs of the bytes they may be spelled with, unread. Its state is kept
-/// in stored properties and its containers in one word's bits (a status nests a few levels), so
-/// the pass allocates nothing and touches no box (local functions capturing mutable locals
-/// boxed them: 3 ns a byte, most of a signed POST's route during a push).
+/// with scalars taken as runs of the bytes they may be spelled with, unread.
 private struct StructuralScan {
     let bytes: UnsafeBufferPointer<UInt8>
-    /// Deeper than any status of a service's; past it the body is refused.
+    /// Deeper than any status of a service's; past it the body is refused (the stack stays small).
     static let maxDepth = 64
 
     private enum Expect {
@@ -162,55 +156,39 @@ private struct StructuralScan {
         case end
     }
 
-    /// The open containers, innermost in bit `depth - 1`: 1 an object, 0 an array.
-    private var objects: UInt64 = 0
-    private var depth = 0
-    private var expect = Expect.value
-    /// The last `statuses` member's elements; nil while none is an array.
-    private var counted: Int?
-    /// The count of the `statuses` array being read, and its depth (its elements' level).
-    private var counting: Int?
-    private var countingDepth = 0
-    /// A top-level key `statuses` was just read: its value decides `statuses`.
-    private var statusesValuePending = false
-    private var topIsObject = false
-
-    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
-
-    private var innermostIsObject: Bool { objects & (1 << UInt64(depth - 1)) != 0 }
-
-    /// A value begins at the current depth.
-    private mutating func valueBegins(isArray: Bool) {
-        if counting != nil && depth == countingDepth { counting! += 1 }
-        if statusesValuePending {
-            statusesValuePending = false
-            if isArray {
-                counting = 0
-                countingDepth = depth + 1
-            } else {
-                counted = nil
-            }
-        }
-    }
-
-    private mutating func afterValue() { expect = depth == 0 ? .end : .commaOrClose }
-
-    /// Closes the innermost container (its close was just read).
-    private mutating func close() {
-        if !innermostIsObject, let count = counting, depth == countingDepth {
-            counted = count
-            counting = nil
-        }
-        depth -= 1
-        objects &= ~(1 << UInt64(depth))
-        afterValue()
-    }
-
     /// The elements of the top-level object's last `statuses` member, nil when the body is not
     /// an object whose last `statuses` is an array (or not well formed).
-    mutating func statuses() -> Int? {
+    func statuses() -> Int? {
+        // true: an object.
+        var stack: [Bool] = []
+        stack.reserveCapacity(8)
+        var expect = Expect.value
         var i = 0
         let n = bytes.count
+        // The last `statuses` member's elements; nil while none is an array.
+        var statuses: Int?
+        // The count of the `statuses` array being read, and its depth (its elements' level).
+        var counting: Int?
+        var countingDepth = 0
+        // A top-level key `statuses` was just read: its value decides `statuses`.
+        var statusesValuePending = false
+        var topIsObject = false
+
+        /// A value begins at the current depth.
+        func valueBegins(_ isArray: Bool) {
+            if counting != nil && stack.count == countingDepth { counting! += 1 }
+            if statusesValuePending {
+                statusesValuePending = false
+                if isArray {
+                    counting = 0
+                    countingDepth = stack.count + 1
+                } else {
+                    statuses = nil
+                }
+            }
+        }
+        func afterValue() { expect = stack.isEmpty ? .end : .commaOrClose }
+
         while i < n {
             let byte = bytes[i]
             switch byte {
@@ -228,46 +206,56 @@ private struct StructuralScan {
                 i += 1
             case .keyOrClose, .key:
                 if byte == UInt8(ascii: "}"), case .keyOrClose = expect {
-                    close()
+                    stack.removeLast()
+                    afterValue()
                     i += 1
                     continue
                 }
                 guard byte == UInt8(ascii: "\""), let end = stringEnd(from: i) else { return nil }
-                if depth == 1 {
+                if stack.count == 1 {
                     statusesValuePending = isStatusesKey(from: i + 1, to: end)
                 }
                 i = end + 1
                 expect = .colon
             case .commaOrClose:
-                let isObject = innermostIsObject
+                let isObject = stack.last!
                 if byte == UInt8(ascii: ",") {
                     expect = isObject ? .key : .value
                     i += 1
                 } else if byte == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
-                    close()
+                    if !isObject, let count = counting, stack.count == countingDepth {
+                        statuses = count
+                        counting = nil
+                    }
+                    stack.removeLast()
+                    afterValue()
                     i += 1
                 } else {
                     return nil
                 }
             case .value, .valueOrClose:
                 if byte == UInt8(ascii: "]"), case .valueOrClose = expect {
-                    close()
+                    if let count = counting, stack.count == countingDepth {
+                        statuses = count
+                        counting = nil
+                    }
+                    stack.removeLast()
+                    afterValue()
                     i += 1
                     continue
                 }
                 switch byte {
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
                     let isObject = byte == UInt8(ascii: "{")
-                    if depth == 0 { topIsObject = isObject }
-                    valueBegins(isArray: !isObject)
-                    guard depth < Self.maxDepth else { return nil }
-                    if isObject { objects |= 1 << UInt64(depth) }
-                    depth += 1
+                    if stack.isEmpty { topIsObject = isObject }
+                    valueBegins(!isObject)
+                    guard stack.count < Self.maxDepth else { return nil }
+                    stack.append(isObject)
                     expect = isObject ? .keyOrClose : .valueOrClose
                     i += 1
                 case UInt8(ascii: "\""):
                     guard let end = stringEnd(from: i) else { return nil }
-                    valueBegins(isArray: false)
+                    valueBegins(false)
                     i = end + 1
                     afterValue()
                 default:
@@ -275,14 +263,14 @@ private struct StructuralScan {
                     var j = i
                     while j < n, Self.isScalarByte(bytes[j]) { j += 1 }
                     guard j > i else { return nil }
-                    valueBegins(isArray: false)
+                    valueBegins(false)
                     i = j
                     afterValue()
                 }
             }
         }
         guard case .end = expect, topIsObject else { return nil }
-        return counted
+        return statuses
     }
 
     /// The index of the quote that closes the string opening at `start`; nil when it is not
@@ -290,18 +278,6 @@ private struct StructuralScan {
     private func stringEnd(from start: Int) -> Int? {
         var i = start + 1
         let n = bytes.count
-        // Most of a body is the inside of strings (keys, tokens, tags): sixteen bytes at a time
-        // while none of them is a quote, a backslash or a control character.
-        if let base = bytes.baseAddress {
-            let quote = SIMD16<UInt8>(repeating: UInt8(ascii: "\""))
-            let backslash = SIMD16<UInt8>(repeating: UInt8(ascii: "\\"))
-            let space = SIMD16<UInt8>(repeating: 0x20)
-            while i + 16 <= n {
-                let chunk = UnsafeRawPointer(base + i).loadUnaligned(as: SIMD16<UInt8>.self)
-                if any((chunk .== quote) .| (chunk .== backslash) .| (chunk .< space)) { break }
-                i += 16
-            }
-        }
         while i < n {
             let byte = bytes[i]
             if byte == UInt8(ascii: "\"") { return i }
