@@ -9,8 +9,19 @@ import TuisongLookAlikes
 /// creating and removing FILE during one run): the configuration follows the file as it is now,
 /// though it is read again only when it changed.
 struct FileReceiptSinkTests {
-    static func registration(_ entries: [[String: String]]) throws -> Data {
+    /// `credential show`'s output with Huawei's entry signed with `callbackKey`, a second Huawei
+    /// entry (not the one that counts) and Honor's without a url.
+    static func write(callbackKey: String, to path: String) throws {
+        let entries: [[String: String]] = [
+            [
+                "channel": "huawei", "url": "http://127.0.0.1:1/receipts/huawei/1", "callback_user_name": "u",
+                "callback_key": callbackKey,
+            ],
+            ["channel": "huawei", "url": "http://127.0.0.1:1/second"],
+            ["channel": "honor", "url": ""],
+        ]
         try JSONSerialization.data(withJSONObject: ["app_id": 1, "receipts": entries])
+            .write(to: URL(fileURLWithPath: path))
     }
 
     @Test func theConfigurationFollowsTheFileAsItIsNow() async throws {
@@ -24,14 +35,7 @@ struct FileReceiptSinkTests {
         // Absent: no receipts.
         #expect(await sink.configuration(service: .huawei, tag: "t") == nil)
 
-        try Self.registration([
-            [
-                "channel": "huawei", "url": "http://127.0.0.1:1/receipts/huawei/1", "callback_user_name": "u",
-                "callback_key": "k",
-            ],
-            ["channel": "huawei", "url": "http://127.0.0.1:1/second"],
-            ["channel": "honor", "url": ""],
-        ]).write(to: URL(fileURLWithPath: path))
+        try Self.write(callbackKey: "k", to: path)
         let huawei = try #require(await sink.configuration(service: .huawei, tag: "t"))
         #expect(huawei == .init(url: "http://127.0.0.1:1/receipts/huawei/1", callbackUserName: "u", callbackKey: "k"))
         // A channel's first entry counts; one without a url sends none.
@@ -39,14 +43,7 @@ struct FileReceiptSinkTests {
         #expect(await sink.configuration(service: .xiaomi, tag: "t") == nil)
 
         // Changed: read again.
-        try Self.registration([
-            [
-                "channel": "huawei", "url": "http://127.0.0.1:1/receipts/huawei/1", "callback_user_name": "u",
-                "callback_key": "another",
-            ],
-            ["channel": "huawei", "url": "http://127.0.0.1:1/second"],
-            ["channel": "honor", "url": ""],
-        ]).write(to: URL(fileURLWithPath: path))
+        try Self.write(callbackKey: "another", to: path)
         #expect(await sink.configuration(service: .huawei, tag: "t")?.callbackKey == "another")
 
         // Removed: none again.
