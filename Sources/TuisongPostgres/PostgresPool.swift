@@ -31,16 +31,28 @@ import Synchronization
 /// statement failing because the connection broke mid-closure is not retried (it may have run).
 /// A closure that leaves a transaction open is rolled back when it returns. Cancelling the
 /// waiting task does not withdraw its closure.
+///
+/// **A frozen client.** A process stopped between two statements of a transaction (SIGSTOP, a
+/// paused VM, a stall of seconds) keeps its row locks for as long as its socket stays open:
+/// the server has no way to tell a stopped client from a slow one. `idleInTransactionTimeout`
+/// sets the server's `idle_in_transaction_session_timeout` on each connection the pool opens,
+/// so the server ends such a session — and releases its locks — once it has waited that long
+/// for the client's next statement; the frozen process finds its connection gone when it
+/// resumes, and the pool replaces it.
 public final class PostgresPool: Sendable {
     private let core: PoolCore
 
     /// Starts `size` worker threads; connections open on first use (an unreachable server
-    /// fails the calls, not `init`).
+    /// fails the calls, not `init`). `idleInTransactionTimeout` (nil: the server's setting) is
+    /// applied to every connection the pool opens, in whole milliseconds.
     public init(
-        url: String, size: Int = 4, connectTimeout: Duration = .seconds(10), label: String = "tuisong-pg",
+        url: String, size: Int = 4, connectTimeout: Duration = .seconds(10),
+        idleInTransactionTimeout: Duration? = nil, label: String = "tuisong-pg",
         logger: Logger = Logger(label: "tuisong.postgres")
     ) throws(PostgresError) {
-        core = PoolCore(url: url, connectTimeout: connectTimeout, logger: logger)
+        core = PoolCore(
+            url: url, connectTimeout: connectTimeout, idleInTransactionTimeout: idleInTransactionTimeout,
+            logger: logger)
         try core.start(workers: max(1, size), label: label)
     }
 
@@ -124,15 +136,17 @@ final class PoolCore: @unchecked Sendable {
 
     let url: String
     let connectTimeout: Duration
+    let idleInTransactionTimeout: Duration?
     let logger: Logger
     let opened = Atomic<Int>(0)
     let replaced = Atomic<Int>(0)
     private let state = Mutex(State())
     private let semaphore: UnsafeMutablePointer<sem_t>
 
-    init(url: String, connectTimeout: Duration, logger: Logger) {
+    init(url: String, connectTimeout: Duration, idleInTransactionTimeout: Duration?, logger: Logger) {
         self.url = url
         self.connectTimeout = connectTimeout
+        self.idleInTransactionTimeout = idleInTransactionTimeout
         self.logger = logger
         semaphore = .allocate(capacity: 1)
         sem_init(semaphore, 0, 0)
@@ -259,6 +273,12 @@ final class PoolWorker: @unchecked Sendable {
             self.connection = nil
         }
         let fresh = try PostgresConnection(url: core.url, connectTimeout: core.connectTimeout)
+        if let timeout = core.idleInTransactionTimeout {
+            // At least 1 ms: 0 would turn the server's timeout off.
+            let (seconds, attoseconds) = timeout.components
+            let milliseconds = max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+            try fresh.execute("SET idle_in_transaction_session_timeout = \(milliseconds)")
+        }
         core.opened.add(1, ordering: .relaxed)
         connection = fresh
         return fresh

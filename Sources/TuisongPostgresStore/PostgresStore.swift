@@ -97,8 +97,14 @@ public final class PostgresStore: Sendable {
             // Closed when it goes out of scope (deinit).
             let connection = try PostgresConnection(url: url)
             try PostgresSchema.migrate(connection, plugins: configuration.pluginMigrations)
+            // Half a lease: a node frozen inside a transaction (a flush holding its slice's
+            // row) would otherwise keep the row locked until it resumes, and the claim's SKIP
+            // LOCKED would pass the slice over long after its lease ended. The server ends
+            // such a session in time for the slice to be taken over when its lease ends.
             pool = try PostgresPool(
-                url: url, size: max(1, configuration.poolSize), label: "tuisong-pg", logger: configuration.logger)
+                url: url, size: max(1, configuration.poolSize),
+                idleInTransactionTimeout: configuration.leaseDuration / 2, label: "tuisong-pg",
+                logger: configuration.logger)
         } catch {
             throw Self.storeError(error)
         }

@@ -122,6 +122,61 @@ import TuisongPostgresTestKit
             await pool.shutdown()
         }
     }
+
+    /// A client stopped inside a transaction (here a worker blocked mid-closure, as a SIGSTOP'd
+    /// node's would be) loses its session after `idleInTransactionTimeout`, so its row locks go
+    /// to whoever claims next; when it resumes its statement fails and the pool replaces it.
+    @Test func aClientFrozenInATransactionLosesItsLocksAfterTheIdleTimeout() async throws {
+        try await withTestDatabase { url in
+            let pool = try PostgresPool(url: url, size: 1, idleInTransactionTimeout: .milliseconds(300))
+            try await pool.withConnection { conn in
+                try conn.execute(
+                    """
+                    CREATE TABLE jobs (id int PRIMARY KEY, owner text);
+                    INSERT INTO jobs SELECT g, NULL FROM generate_series(1, 3) g
+                    """)
+            }
+            let frozenHolds = DispatchSemaphore(value: 0)
+            let othersClaimed = DispatchSemaphore(value: 0)
+            async let frozen: Result<Void, any Error> = pool.withConnection { conn in
+                Result {
+                    try conn.transaction { conn in
+                        try conn.execute("SELECT id FROM jobs FOR UPDATE")
+                        frozenHolds.signal()
+                        // Frozen until another client got the rows (a hang guard, not a timing).
+                        guard othersClaimed.wait(timeout: .now() + 60) == .success else {
+                            throw TestFailure("the rows were never claimed by another client")
+                        }
+                        try conn.execute("UPDATE jobs SET owner = 'frozen'")
+                    }
+                }
+            }
+            guard frozenHolds.wait(timeout: .now() + 60) == .success else { throw TestFailure("no lock taken") }
+            let other = try PostgresConnection(url: url)
+            try waitUntil(
+                other,
+                """
+                WITH claimed AS (
+                    UPDATE jobs SET owner = 'other' WHERE id IN (SELECT id FROM jobs FOR UPDATE SKIP LOCKED)
+                    RETURNING id)
+                SELECT count(*) = 3 FROM claimed
+                """, [])
+            othersClaimed.signal()
+            guard case .failure(let error) = try await frozen else {
+                Issue.record("the frozen client's transaction committed after its session should have ended")
+                return
+            }
+            #expect((error as? PostgresError)?.kind == .connectionLost)
+            let owners = try other.execute("SELECT DISTINCT owner FROM jobs").rows.map { $0[0].string }
+            #expect(owners == ["other"])
+            let setting = try await pool.withConnection { conn in
+                try conn.execute("SHOW idle_in_transaction_session_timeout").rows[0][0].string
+            }
+            #expect(setting == "300ms")
+            #expect(pool.statistics.connectionsReplaced == 1)
+            await pool.shutdown()
+        }
+    }
 }
 
 @Suite struct PostgresListenerTests {

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Testing
 import TuisongCore
@@ -112,6 +113,49 @@ import TuisongPostgresTestKit
             let record = try #require(try await nodes[0].message(id: message.id))
             #expect(record.state == .completed)
             #expect(record.counts.delivered == 20 && record.total == 20)
+        }
+    }
+
+    /// A node frozen inside a flush's transaction (SIGSTOP between two of its statements) kept
+    /// its slice's row locked while its socket stayed open, and the claim's SKIP LOCKED passed the
+    /// slice over for as long as the node stayed frozen (the cluster test's frozen node once kept
+    /// a slice from every other node for 40 s). The store's connections end such a session after
+    /// half a lease; the slice is then claimed, and the frozen flush fails without landing.
+    @Test func aNodeFrozenInsideAFlushDoesNotKeepItsSliceFromBeingTakenOver() async throws {
+        try await Self.withNodes(2, lease: .seconds(2), sliceSize: 1000) { nodes in
+            let message = try await Self.tokenMessage(nodes[0], tokens: 20)
+            let first = try #require(try await nodes[0].claimWork(now: Date(), limit: 10, running: []).first)
+            try await Self.expireLeases(nodes[1])
+            let frozenHolds = DispatchSemaphore(value: 0)
+            let takenOver = DispatchSemaphore(value: 0)
+            let frozenFlush = Task {
+                try await nodes[0].write { conn in
+                    // The flush's first statements (`lockSlicesInOrder`), then the node stops.
+                    try conn.run(
+                        """
+                        SELECT slice FROM message_slices WHERE message_id = \(message.id) AND slice = \(first.slice.id)
+                        FOR UPDATE
+                        """)
+                    frozenHolds.signal()
+                    // Frozen until the slice was claimed (a hang guard, not a timing).
+                    _ = takenOver.wait(timeout: .now() + 60)
+                    try conn.run(
+                        "UPDATE message_slices SET delivered = delivered + 20 WHERE message_id = \(message.id)")
+                }
+            }
+            #expect(frozenHolds.wait(timeout: .now() + 60) == .success)
+            // Node 1 looks at every poll, as the dispatcher does, until the row is free.
+            var claimed: WorkClaim?
+            for _ in 0..<600 where claimed == nil {
+                claimed = try await nodes[1].claimWork(now: Date(), limit: 10, running: []).first
+                if claimed == nil { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            takenOver.signal()
+            let second = try #require(claimed, "the frozen node's slice was never claimed")
+            #expect(second.slice.id == first.slice.id && second.slice.fence == first.slice.fence + 1)
+            await #expect(throws: StoreError.self) { try await frozenFlush.value }
+            let record = try #require(try await nodes[1].message(id: message.id))
+            #expect(record.counts.delivered == 0, "the frozen flush landed after its session ended")
         }
     }
 
