@@ -261,19 +261,20 @@ extension PostgresStore: MessageStore {
         }
         guard !committed.isEmpty else { return results }
         for table in ["message_failures", "message_skips"] {
-            var messages: [Int64] = []
-            var slices: [Int64] = []
-            var reasons: [String] = []
-            var counts: [Int64] = []
+            var rows: [(message: Int64, slice: Int64, reason: String, count: Int64)] = []
             for progress in committed {
                 for (reason, n) in (table == "message_failures" ? progress.failures : progress.skips) where n != 0 {
-                    messages.append(progress.messageID)
-                    slices.append(progress.slice?.id ?? 0)
-                    reasons.append(reason)
-                    counts.append(Int64(n))
+                    rows.append((progress.messageID, progress.slice?.id ?? 0, reason, Int64(n)))
                 }
             }
-            guard !messages.isEmpty else { continue }
+            guard !rows.isEmpty else { continue }
+            // In key order, as the retry worker writes the same rows (`MessageReasonCounts`): a
+            // retry counts on the slice that wrote its row, which may be one this batch flushes.
+            rows.sort { ($0.message, $0.slice, $0.reason) < ($1.message, $1.slice, $1.reason) }
+            let messages = rows.map(\.message)
+            let slices = rows.map(\.slice)
+            let reasons = rows.map(\.reason)
+            let counts = rows.map(\.count)
             try conn.run(
                 """
                 INSERT INTO \(raw: table) (message_id, slice, reason, count)

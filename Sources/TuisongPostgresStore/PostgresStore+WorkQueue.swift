@@ -334,11 +334,19 @@ extension PostgresStore: WorkQueue {
                 """)
             // Nodes gone for a day are forgotten (every start is a new node).
             try conn.run("DELETE FROM nodes WHERE heartbeat_at < \(raw: Self.databaseNow) - \(Self.forgetNodesAfter)")
-            // Retries this node is sending keep their lease too.
+            // Retries this node is sending keep their lease too, locked in id order as the retry
+            // worker writes their outcomes (`applyDeliveryUpdates`): the update alone took them in
+            // its index's order (lease, then place in the table), and the two deadlocked (40P01,
+            // the cluster test after the database's restart).
             try conn.run(
                 """
-                UPDATE deliveries SET lease_until = \(raw: Self.databaseNow) + \(lease)
-                WHERE state = 'sending' AND owner = \(node) AND lease_until > \(raw: Self.databaseNow)
+                UPDATE deliveries d SET lease_until = \(raw: Self.databaseNow) + \(lease)
+                FROM (
+                    SELECT id FROM deliveries
+                    WHERE state = 'sending' AND owner = \(node) AND lease_until > \(raw: Self.databaseNow)
+                    ORDER BY id FOR UPDATE
+                ) mine
+                WHERE d.id = mine.id
                 """)
         }
         let held = try await write { conn -> Set<MessageSliceKey> in

@@ -116,15 +116,18 @@ extension SQLStoreBackend {
                 }
                 if let invalidation = update.invalidation { invalidations.append(invalidation) }
             }
+            // The per-reason counts and the devices before the messages' rows, in the order a
+            // flush takes them (PostgreSQL: a flush finishing a message holds its reason rows
+            // and devices when it locks the message's row).
+            try MessageReasonCounts.addFailures(db, failures)
+            try DeviceInvalidations.apply(db, invalidations, now: now, webhooks: webhooks)
+            try webhooks.deliveryRowsFailed(db, failedRows, now: now)
             let addCounts = db.prepare(MessageCounterStatements.addCounts)
             for (messageID, c) in deltas.sorted(by: { $0.key < $1.key }) {
                 try addCounts.run(
                     [c.queued, c.sending, c.delivered, c.failed, c.skipped, c.held].map { .integer(Int64($0)) }
                         + [.integer(messageID)])
             }
-            try MessageReasonCounts.addFailures(db, failures)
-            try DeviceInvalidations.apply(db, invalidations, now: now, webhooks: webhooks)
-            try webhooks.deliveryRowsFailed(db, failedRows, now: now)
             try Self.finishWaitingMessages(db, Array(deltas.keys), now: now, webhooks: webhooks)
         }
     }

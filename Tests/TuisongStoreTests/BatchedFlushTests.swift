@@ -116,6 +116,46 @@ import TuisongPostgresTestKit
         }
     }
 
+    /// The cluster test's node logged 40P01 twice after PostgreSQL's restart: its lease renewal
+    /// extends the leases of the retries it is sending (every such row, in the order its index
+    /// gives them) while its retry worker writes their outcomes (in id order). Both run here
+    /// together, over and over, on the same rows: no statement may fail.
+    @Test func postgresRenewalAndRetryOutcomesTogetherNeverDeadlock() async throws {
+        try await WorkQueueTests.withNodes(1) { nodes in
+            let node = nodes[0]
+            let message = try await WorkQueueTests.tokenMessage(node, tokens: 1)
+            try await node.write { conn in
+                try conn.run(
+                    """
+                    INSERT INTO deliveries (message_id, token, environment, state, next_attempt_at, updated_at)
+                    SELECT \(message.id), 'token-' || g, 'production', 'queued', 0, 0 FROM generate_series(1, 60) g
+                    """)
+            }
+            let retries = Task {
+                var outcomes = 0
+                for _ in 0..<120 {
+                    // Rows the renewal is looking at are skipped (SKIP LOCKED): most, not all.
+                    let claimed = try await node.claimDueDeliveries(now: Date(), limit: 100)
+                    outcomes += claimed.count
+                    // Each back to the queue, due at once, so the next pass claims them again.
+                    let updates = claimed.shuffled().map { record in
+                        DeliveryUpdate(
+                            deliveryID: record.id, messageID: record.messageID, from: .sending, to: .queued,
+                            reason: nil, serviceMessageID: nil, attempts: 1,
+                            nextAttemptAt: Date(timeIntervalSince1970: 0))
+                    }
+                    try await node.applyDeliveryUpdates(updates, at: Date())
+                }
+                return outcomes
+            }
+            let renewals = Task {
+                for _ in 0..<400 { _ = try await node.renewLeases([:], now: Date()) }
+            }
+            #expect(try await retries.value > 60 * 60, "the retries were mostly not claimed")
+            try await renewals.value
+        }
+    }
+
     @Test func sqliteClaimsDueMessagesInOneBatchAndCommitsTheirFlushesTogether() async throws {
         let fixture = try StoreFixture()
         defer { fixture.tearDown() }
