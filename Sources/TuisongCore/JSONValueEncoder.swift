@@ -32,6 +32,11 @@ extension JSONValue {
             self = try representable.jsonValue()
             return
         }
+        // A message's labels.
+        if let strings = value as? [String: String] {
+            self = .object(strings.mapValues(JSONValue.string))
+            return
+        }
         self = try TreeEncoder.slot(for: value).resolved()
     }
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// Who a push goes to. Vendor adapters translate their own addressing (users, channels,
 /// IM accounts) into one of these.
-public enum Audience: Sendable, Hashable, Codable {
+public enum Audience: Sendable, Hashable, Codable, JSONValueRepresentable {
     /// Explicit device tokens, registered or not (validated; hex tokens in lower case).
     case tokens([String])
     /// Registered device ids of the app.
@@ -22,6 +22,25 @@ public enum Audience: Sendable, Hashable, Codable {
     /// built when the push is accepted.
     case tagSelection(TagSelection)
 
+    public func encode(to encoder: any Encoder) throws { try jsonValue().encode(to: encoder) }
+
+    /// The text Swift's synthesized `Codable` writes (`{"tokens":{"_0":[…]}}`, `{"all":{}}`),
+    /// which decoding (still synthesized) reads: every stored message's audience is in it.
+    public func jsonValue() -> JSONValue {
+        func payload(_ value: JSONValue) -> JSONValue { .object(["_0": value]) }
+        let (key, value): (String, JSONValue) =
+            switch self {
+            case .tokens(let tokens): ("tokens", payload(.array(tokens.map(JSONValue.string))))
+            case .devices(let ids): ("devices", payload(.array(ids.map(JSONValue.int))))
+            case .tag(let tag): ("tag", payload(.string(tag)))
+            case .all: ("all", .object([:]))
+            case .accounts(let accounts): ("accounts", payload(.array(accounts.map(JSONValue.string))))
+            case .allAccounts: ("allAccounts", .object([:]))
+            case .tagSelection(let selection): ("tagSelection", payload(selection.jsonValue()))
+            }
+        return .object([key: value])
+    }
+
     /// A short label for logs and the console, never the whole list.
     public var summary: String {
         switch self {
@@ -38,10 +57,20 @@ public enum Audience: Sendable, Hashable, Codable {
 
 /// Devices chosen by their tags: carrying any of `anyOf` (when it is not empty), all of
 /// `allOf`, and none of `noneOf`. An empty selection is every valid device of the app.
-public struct TagSelection: Sendable, Hashable, Codable {
+public struct TagSelection: Sendable, Hashable, Codable, JSONValueRepresentable {
     public var anyOf: [String]
     public var allOf: [String]
     public var noneOf: [String]
+
+    public func encode(to encoder: any Encoder) throws { try jsonValue().encode(to: encoder) }
+
+    /// The synthesized text: all three lists, empty ones included.
+    public func jsonValue() -> JSONValue {
+        [
+            "anyOf": .array(anyOf.map(JSONValue.string)), "allOf": .array(allOf.map(JSONValue.string)),
+            "noneOf": .array(noneOf.map(JSONValue.string)),
+        ]
+    }
 
     public init(anyOf: [String] = [], allOf: [String] = [], noneOf: [String] = []) {
         self.anyOf = anyOf

@@ -48,7 +48,7 @@ enum FrontDoor {
             return .badRequest("Host is sent more than once")
         }
         // One field holding a list (`Host: a, b`) is as ambiguous as two fields.
-        if let host = hosts.first, host.contains(",") {
+        if let host = hosts.first, host.utf8.contains(UInt8(ascii: ",")) {
             return .badRequest("Host holds more than one value")
         }
         let lengths = headers.values(for: "Content-Length")

@@ -154,4 +154,31 @@ import Testing
         let storedOptions = try JSONDecoder().decode(PushOptions.self, from: Data(JSONValue.encodedText(options)))
         #expect(storedOptions == options)
     }
+
+    /// A message's stored audience and labels are written without the tree encoder too; the
+    /// text stays what Swift's synthesized `Codable` wrote (stored rows are read back by it).
+    @Test func storedAudiencesAndLabelsKeepTheirText() throws {
+        let expectations: [(Audience, String)] = [
+            (.tokens(["a1", "b2"]), #"{"tokens":{"_0":["a1","b2"]}}"#),
+            (.devices([7, 42]), #"{"devices":{"_0":[7,42]}}"#),
+            (.tag("vip 好"), #"{"tag":{"_0":"vip 好"}}"#),
+            (.all, #"{"all":{}}"#),
+            (.accounts(["u1"]), #"{"accounts":{"_0":["u1"]}}"#),
+            (.allAccounts, #"{"allAccounts":{}}"#),
+            (
+                .tagSelection(TagSelection(anyOf: ["a"], allOf: [], noneOf: ["n"])),
+                #"{"tagSelection":{"_0":{"allOf":[],"anyOf":["a"],"noneOf":["n"]}}}"#
+            ),
+        ]
+        let foundation = JSONEncoder()
+        foundation.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for (audience, text) in expectations {
+            #expect(String(decoding: try JSONValue.encodedText(audience), as: UTF8.self) == text)
+            #expect(String(decoding: try foundation.encode(audience), as: UTF8.self) == text)
+            #expect(try JSONDecoder().decode(Audience.self, from: Data(text.utf8)) == audience)
+        }
+        let labels = ["topic_id": "t/1", "好": "x"]
+        #expect(String(decoding: try JSONValue.encodedText(labels), as: UTF8.self) == #"{"topic_id":"t/1","好":"x"}"#)
+        #expect(String(decoding: try JSONValue.encodedText([String: String]()), as: UTF8.self) == "{}")
+    }
 }

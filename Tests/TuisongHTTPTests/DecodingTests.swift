@@ -37,6 +37,22 @@ struct DecodingTests {
         }
     }
 
+    @Test("the content type: the media type lower-cased, without parameters or blanks")
+    func contentType() throws {
+        let cases: [(String?, String?)] = [
+            ("application/json; charset=utf-8", "application/json"),
+            (" Application/JSON \t", "application/json"),
+            ("\ttext/plain \t;q=1", "text/plain"),
+            ("application/vnd.api+json", "application/vnd.api+json"),
+            ("", nil), (" \t ", nil), ("; charset=utf-8", nil), (nil, nil),
+        ]
+        for (header, expected) in cases {
+            let headers: HTTPHeaders = header.map { ["Content-Type": $0] } ?? []
+            let request = try Request(method: .POST, target: "/", headers: headers)
+            #expect(request.contentType == expected, "\(header ?? "none")")
+        }
+    }
+
     @Test("form bodies: content type checked, values decoded, bad bytes are 400")
     func forms() throws {
         let form = try Request(

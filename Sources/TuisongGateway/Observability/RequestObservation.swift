@@ -19,14 +19,19 @@ public enum RequestContext {
 /// lowercase hex digits. Ids end up in URLs, logs and support tickets, so one must say nothing
 /// about another (a per-process prefix and a counter told how many requests came between two).
 enum RequestIDs {
+    /// 32 hex digits of 128 random bits, written in place: `String(radix:)`, its padding and
+    /// the concatenation were over half of this (0.8 % of a chat message's CPU).
     static func next() -> String {
         var generator = SystemRandomNumberGenerator()
-        return hex(generator.next()) + hex(generator.next())
-    }
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+        let words = (generator.next() as UInt64, generator.next() as UInt64)
+        return String(unsafeUninitializedCapacity: 32) { buffer in
+            for index in 0..<32 {
+                let word = index < 16 ? words.0 : words.1
+                let nibble = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * (index % 16))) & 0xF
+                buffer[index] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+            }
+            return 32
+        }
     }
 
     /// 1–128 characters of letters, digits and `-_.:@/+=` : enough for UUIDs, trace ids and
