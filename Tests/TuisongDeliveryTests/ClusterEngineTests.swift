@@ -30,6 +30,8 @@ import TuisongPostgresTestKit
             defer { for store in stores { try? store.close() } }
             let app = try await stores[0].createApp(name: "c", bundleID: "com.example.c", apiKeyHash: UUID().uuidString)
             let devices = 5_000
+            // Bare hex tokens parse once APNs is declared; alone, this suite runs before anything else does.
+            StandardChannels.declare()
             var batch: [DeviceRegistration] = []
             for n in 1...devices {
                 batch.append(

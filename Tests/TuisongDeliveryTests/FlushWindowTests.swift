@@ -104,6 +104,8 @@ struct OutageSetup {
     let database: TestDatabase?
 
     static func make(_ backend: PluginStoreBackend, devices: Int) async throws -> OutageSetup {
+        // Bare hex tokens parse once APNs is declared; alone, this suite runs before anything else does.
+        StandardChannels.declare()
         let directory = FileManager.default.temporaryDirectory.appending(path: "tuisong-outage-\(UUID().uuidString)")
         let store: any GatewayStore
         var database: TestDatabase?

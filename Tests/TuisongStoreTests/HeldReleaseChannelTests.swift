@@ -13,6 +13,8 @@ import TuisongPluginTestKit
 
     @Test(arguments: Backend.allCases)
     func anEnvironmentReleasesOnlyTheChannelsWhoseCredentialsServeOne(_ backend: Backend) async throws {
+        // The catalog as the gateway declares it; alone, this suite runs before anything else does.
+        StandardChannels.declare()
         let environmentChannels = ChannelCatalog.shared.environmentChannels
         #expect(environmentChannels.contains(.apns) && !environmentChannels.contains(.fcm))
         try await withStore(backend) { store in
