@@ -30,7 +30,8 @@ public final class TLSContext: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - alpn: protocols to offer, e.g. `["h2"]`.
-    ///   - trustSystemCAs: trust the system store (`/etc/ssl/certs`), as for api.push.apple.com.
+    ///   - trustSystemCAs: trust the system store (`/etc/ssl/certs`), as for api.push.apple.com
+    ///     (`SystemTrust`: what the default verify paths trust, the file parsed once per process).
     ///   - caFile: an extra PEM file of trusted CAs.
     ///   - caCertificates: extra trusted CAs (e.g. a look-alike's throwaway CA).
     ///   - clientCertificate, clientKey, clientChain: certificate authentication; the
@@ -43,8 +44,9 @@ public final class TLSContext: @unchecked Sendable {
         let context = TLSContext(sslCtx: ctx, alpn: alpn, isServer: false, alpnSelection: nil)
         try context.applyCommonSettings()
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
-        if trustSystemCAs, SSL_CTX_set_default_verify_paths(ctx) != 1 {
-            throw .drained(.openssl, "cannot load the system CA store")
+        if trustSystemCAs {
+            guard let store = SSL_CTX_get_cert_store(ctx) else { throw .drained(.openssl, "no certificate store") }
+            try SystemTrust.add(to: store)
         }
         if let caFile, SSL_CTX_load_verify_locations(ctx, caFile, nil) != 1 {
             throw .drained(.corruptInput, "cannot load CA file \(caFile)")
@@ -120,6 +122,15 @@ public final class TLSContext: @unchecked Sendable {
         // buffer address (the caller's HTTP/2 output buffer moves between attempts).
         _ = tuisong_openssl_ctx_set_mode(
             sslCtx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+    }
+
+    /// The certificates this context's store trusts (for tests and diagnostics).
+    var trustedCertificates: [Certificate] {
+        guard let store = SSL_CTX_get_cert_store(sslCtx), let all = X509_STORE_get1_all_certs(store) else { return [] }
+        defer { tuisong_openssl_x509_stack_free_all(all) }
+        return (0..<tuisong_openssl_x509_stack_count(all)).compactMap { index in
+            tuisong_openssl_x509_stack_value(all, index).map { Certificate(retaining: $0) }
+        }
     }
 
     private func trust(_ certificates: [Certificate]) throws(CryptoError) {
