@@ -24,7 +24,7 @@ struct AdminPushFixture {
         try await engine.start()
         _ = try await AdminPassword.bootstrap(
             settings: fixture.store, environment: ["TUISONG_ADMIN_PASSWORD": AdminTestClient.password],
-            passwordFile: fixture.directory.appending(path: "pw").path)
+            passwordFile: fixture.directory.appending(path: "pw").path, iterations: 1_000)
         let router = Router()
         var logger = Logger(label: "admin-push-test")
         logger.logLevel = .critical

@@ -93,12 +93,15 @@ public enum AdminPassword {
         iterations: Int = PasswordHash.defaultIterations
     ) async throws -> Bootstrap {
         if let given = environment["TUISONG_ADMIN_PASSWORD"], !given.isEmpty {
-            let hash = try PasswordHash.make(given, iterations: iterations)
-            if try await settings.insertSettingIfAbsent(settingKey, value: hash) { return .fromEnvironment }
-            // Already set: the environment variable changes it (operators rotate it this way).
+            // Checked before hashing: a restart with the same variable costs one PBKDF2, not
+            // two (a hash made and thrown away, then the check).
             if let current = try await settings.setting(settingKey), PasswordHash.verify(given, against: current) {
                 return .existing
             }
+            let hash = try PasswordHash.make(given, iterations: iterations)
+            if try await settings.insertSettingIfAbsent(settingKey, value: hash) { return .fromEnvironment }
+            // Set meanwhile or before: the environment variable changes it (operators rotate
+            // it this way).
             try await settings.setSetting(settingKey, value: hash)
             return .fromEnvironment
         }
