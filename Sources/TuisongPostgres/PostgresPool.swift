@@ -25,7 +25,8 @@ import Synchronization
 /// connections, not thousands), and a thread per connection costs little next to the server
 /// process each connection already has.
 ///
-/// Work waits in one FIFO; a free worker takes the oldest. On checkout the worker checks its
+/// Work waits in one FIFO; a free worker takes the oldest, and a new job wakes the worker idle
+/// most recently, so a light load keeps to the connections already open. On checkout the worker checks its
 /// connection without a round trip (status, and whether the server closed the socket — a
 /// terminated backend, a restart) and opens a new one when it is broken or was never opened; a
 /// statement failing because the connection broke mid-closure is not retried (it may have run).
@@ -71,7 +72,9 @@ public final class PostgresPool: Sendable {
                     defer { worker.checkin() }
                     return try body(connection)
                 }
-                continuation.resume(with: result)
+                // Resumed once the worker is back on the idle list: the caller's next call
+                // finds it there and goes to the same connection.
+                return { continuation.resume(with: result) }
             }
             if !accepted { continuation.resume(throwing: PostgresError.closed()) }
         }
@@ -120,17 +123,24 @@ extension PostgresError {
 
 /// The shared FIFO, the workers' counters and shutdown bookkeeping.
 final class PoolCore: @unchecked Sendable {
-    // @unchecked Sendable: `state` is a Mutex and the counters atomics; `semaphore` is a POSIX
-    // semaphore (thread-safe by definition) allocated in init and never freed while a worker can
-    // reach it (workers retain the core); `url`, `connectTimeout` and `logger` are immutable.
+    // @unchecked Sendable: `state` is a Mutex and the counters atomics; `url`, `connectTimeout`
+    // and `logger` are immutable.
 
-    typealias Job = @Sendable (PoolWorker) -> Void
+    /// Runs on a worker; returns what to do once the worker has taken its next job or gone idle
+    /// (resume the caller).
+    typealias Job = @Sendable (PoolWorker) -> Completion
+    typealias Completion = @Sendable () -> Void
 
     private struct State {
         var jobs: [Job?] = []
         var head = 0
         var closed = false
         var workers = 0
+        /// Workers waiting for a job, the one idle most recently last: a job wakes that one, so
+        /// a light load keeps going to the same few connections and the rest are never opened
+        /// (a connection is a server process; a test suite's stores opened four each for work
+        /// one connection did, issue #46).
+        var idle: [PoolWorker] = []
         var onDone: [@Sendable () -> Void] = []
     }
 
@@ -141,20 +151,12 @@ final class PoolCore: @unchecked Sendable {
     let opened = Atomic<Int>(0)
     let replaced = Atomic<Int>(0)
     private let state = Mutex(State())
-    private let semaphore: UnsafeMutablePointer<sem_t>
 
     init(url: String, connectTimeout: Duration, idleInTransactionTimeout: Duration?, logger: Logger) {
         self.url = url
         self.connectTimeout = connectTimeout
         self.idleInTransactionTimeout = idleInTransactionTimeout
         self.logger = logger
-        semaphore = .allocate(capacity: 1)
-        sem_init(semaphore, 0, 0)
-    }
-
-    deinit {
-        sem_destroy(semaphore)
-        semaphore.deallocate()
     }
 
     func start(workers: Int, label: String) throws(PostgresError) {
@@ -179,21 +181,26 @@ final class PoolCore: @unchecked Sendable {
         }
     }
 
-    /// Queues `job`; false once the pool is closed.
+    /// Queues `job` and wakes the worker idle most recently, if any is; false once the pool is
+    /// closed.
     func submit(_ job: @escaping Job) -> Bool {
-        let accepted = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
+        let (accepted, woken) = state.withLock { state -> (Bool, PoolWorker?) in
+            guard !state.closed else { return (false, nil) }
             state.jobs.append(job)
-            return true
+            return (true, state.idle.popLast())
         }
-        if accepted { sem_post(semaphore) }
+        woken?.wake()
         return accepted
     }
 
-    /// Blocks the worker until there is a job; nil when the pool is closed and drained.
-    func next() -> Job? {
+    /// Blocks `worker` until there is a job; nil when the pool is closed and drained. A worker
+    /// finding no job goes on the idle list and sleeps until `submit` or `close` wakes it (a
+    /// wake-up that finds the job already taken by a busy worker just goes back to waiting).
+    /// `finished`, the previous job's completion, runs after the worker took its next job or
+    /// went on the idle list, so a caller resumed by it and calling again wakes this worker.
+    func next(for worker: PoolWorker, after finished: Completion? = nil) -> Job? {
+        var finished = finished
         while true {
-            while sem_wait(semaphore) != 0 && errno == EINTR {}
             let (job, stop) = state.withLock { state -> (Job?, Bool) in
                 if state.head < state.jobs.count {
                     let job = state.jobs[state.head]
@@ -205,10 +212,15 @@ final class PoolCore: @unchecked Sendable {
                     }
                     return (job, false)
                 }
-                return (nil, state.closed)
+                if state.closed { return (nil, true) }
+                state.idle.append(worker)
+                return (nil, false)
             }
+            finished?()
+            finished = nil
             if let job { return job }
             if stop { return nil }
+            worker.sleep()
         }
     }
 
@@ -223,14 +235,15 @@ final class PoolCore: @unchecked Sendable {
     }
 
     func close(whenDone: (@Sendable () -> Void)? = nil) {
-        let (workers, alreadyDone) = state.withLock { state -> (Int, Bool) in
-            let wasClosed = state.closed
+        let (idle, alreadyDone) = state.withLock { state -> ([PoolWorker], Bool) in
             state.closed = true
             if let whenDone, state.workers > 0 { state.onDone.append(whenDone) }
-            return (wasClosed ? 0 : state.workers, state.workers == 0)
+            defer { state.idle = [] }
+            return (state.idle, state.workers == 0)
         }
-        // One wake-up per worker: each finds the queue empty and closed, and ends.
-        for _ in 0..<workers { sem_post(semaphore) }
+        // Every idle worker is woken, finds the queue drained and closed, and ends; a busy one
+        // finds the same when it asks for its next job.
+        for worker in idle { worker.wake() }
         if alreadyDone { whenDone?() }
     }
 
@@ -246,21 +259,40 @@ final class PoolWorker: @unchecked Sendable {
     // @unchecked Sendable: created on the thread calling `init`, then handed (retained) to its
     // own thread, the only one that touches `connection` from then on.
 
+    // `semaphore` is a POSIX semaphore, thread-safe by definition, allocated here and freed
+    // when the worker goes (after its thread ended: the thread holds the worker).
+
     private let core: PoolCore
     private let name: String
     private var connection: PostgresConnection?
+    private let semaphore: UnsafeMutablePointer<sem_t>
 
     init(core: PoolCore, name: String) {
         self.core = core
         self.name = name
+        semaphore = .allocate(capacity: 1)
+        sem_init(semaphore, 0, 0)
+    }
+
+    deinit {
+        sem_destroy(semaphore)
+        semaphore.deallocate()
     }
 
     func run() {
         _ = tuisong_pq_name_current_thread(name)
-        while let job = core.next() { job(self) }
+        var finished: PoolCore.Completion? = nil
+        while let job = core.next(for: self, after: finished) { finished = job(self) }
         connection = nil
         core.workerEnded()
     }
+
+    /// Waits for `wake()`; a wake-up sent before the wait is not lost (the semaphore counts it).
+    func sleep() {
+        while sem_wait(semaphore) != 0 && errno == EINTR {}
+    }
+
+    func wake() { sem_post(semaphore) }
 
     /// The worker's connection, checked, or a new one in place of a broken one.
     func checkout() throws(PostgresError) -> PostgresConnection {

@@ -63,10 +63,50 @@ private let databaseCounter = Atomic<Int>(0)
 public func withTestDatabase<T>(template: String? = nil, _ body: (String) async throws -> T) async throws -> T {
     let base = try TestCluster.url.get()
     let name = "t_\(getpid())_\(databaseCounter.add(1, ordering: .relaxed).newValue)"
-    let admin = try PostgresConnection(url: base)
-    try admin.execute(TestTemplates.createStatement(name, template: template))
-    defer { _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+    try AdminConnections.execute(TestTemplates.createStatement(name, template: template))
+    defer { AdminConnections.drop(name) }
     return try await body(TestCluster.url(base, database: name))
+}
+
+/// Connections to the cluster's `postgres` database for creating and dropping test databases,
+/// kept open between tests: a new connection is a new server process (~10 ms of the server's
+/// CPU to start and end), and the suite made two for each of its ~240 databases (issue #46).
+/// A connection serves one statement at a time; one the server closed meanwhile (a test that
+/// restarts the cluster) is replaced and the statement sent again.
+enum AdminConnections {
+    /// Runs `sql` on an idle admin connection, opening one when none is idle.
+    static func execute(_ sql: String) throws {
+        let base = try TestCluster.url.get()
+        for attempt in 0..<2 {
+            let connection = try idle.withLock { $0.popLast() } ?? Admin(try PostgresConnection(url: base))
+            do {
+                _ = try connection.connection.execute(sql)
+                idle.withLock { $0.append(connection) }
+                return
+            } catch {
+                // The statement's own error on a live connection: that connection stays. A
+                // connection the server closed is dropped, and the statement tried once more.
+                if connection.connection.isConnected {
+                    idle.withLock { $0.append(connection) }
+                    throw error
+                }
+                if attempt == 1 { throw error }
+            }
+        }
+    }
+
+    /// Drops `name` (every connection to it cut), quietly: a test's failure already says more.
+    static func drop(_ name: String) {
+        _ = try? execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+
+    /// A connection moved between threads, used by one at a time (taken out of `idle` first).
+    private final class Admin: @unchecked Sendable {
+        let connection: PostgresConnection
+        init(_ connection: PostgresConnection) { self.connection = connection }
+    }
+
+    private static let idle = Mutex<[Admin]>([])
 }
 
 /// Databases that hold a schema, made once per process and copied for each test that wants it
@@ -140,8 +180,7 @@ public struct TestDatabase: Sendable {
     public init(template: String? = nil) throws {
         base = try TestCluster.url.get()
         name = "t_\(getpid())_\(databaseCounter.add(1, ordering: .relaxed).newValue)"
-        let admin = try PostgresConnection(url: base)
-        try admin.execute(TestTemplates.createStatement(name, template: template))
+        try AdminConnections.execute(TestTemplates.createStatement(name, template: template))
         url = TestCluster.url(base, database: name)
     }
 
@@ -156,8 +195,5 @@ public struct TestDatabase: Sendable {
         _ = try connection.execute(statements)
     }
 
-    public func drop() {
-        guard let admin = try? PostgresConnection(url: base) else { return }
-        _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-    }
+    public func drop() { AdminConnections.drop(name) }
 }

@@ -32,6 +32,37 @@ import TuisongPostgresTestKit
         }
     }
 
+    @Test func oneAtATimeKeepsToOneConnectionAndTogetherOpensMore() async throws {
+        try await withTestDatabase { url in
+            let pool = try PostgresPool(url: url, size: 4)
+            var backends: Set<Int32> = []
+            for _ in 0..<20 { backends.insert(try await pool.withConnection { $0.backendPID }) }
+            // Before, each job woke whichever worker the semaphore picked: all four opened one.
+            #expect(backends.count == 1)
+            #expect(pool.statistics.connectionsOpened == 1)
+
+            // Four held at once: four workers, four connections.
+            let holding = HoldCount()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        try await pool.withConnection { connection in
+                            holding.value.add(1, ordering: .relaxed)
+                            // Each waits (bounded) until all four hold a connection.
+                            for _ in 0..<500 where holding.value.load(ordering: .relaxed) < 4 {
+                                _ = try connection.execute("SELECT pg_sleep(0.01)")
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(holding.value.load(ordering: .relaxed) == 4)
+            #expect(pool.statistics.connectionsOpened == 4)
+            await pool.shutdown()
+        }
+    }
+
     @Test func aKilledConnectionIsReplacedOnCheckout() async throws {
         try await withTestDatabase { url in
             let pool = try PostgresPool(url: url, size: 1)
@@ -217,4 +248,8 @@ import TuisongPostgresTestKit
             }
         }
     }
+}
+
+private final class HoldCount: Sendable {
+    let value = Atomic<Int>(0)
 }
