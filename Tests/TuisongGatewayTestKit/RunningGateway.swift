@@ -69,11 +69,19 @@ public final class RunningGateway: Sendable {
             "TUISONG_LOG_LEVEL": "warning",
         ]
         if let providers { variables["TUISONG_PROVIDERS"] = providers.joined(separator: ",") }
-        let postgres = database == .postgresql ? try TestDatabase() : nil
+        // A new database starts as a copy of this process's migrated template (`SQLiteTemplates`,
+        // `migratedTemplate`): the runtime opens it as `tuisong serve` opens a migrated one. A
+        // PostgreSQL gateway migrated an empty database (every core and plugin migration, a few
+        // hundred statements) for each test before (issue #46); one whose environment names
+        // another database gets an empty one, as before.
+        let freshPostgres = created && (environment["TUISONG_DATABASE_URL"] ?? "").isEmpty
+        let postgres =
+            database == .postgresql
+            ? try TestDatabase(
+                template: freshPostgres ? try migratedTemplate(plugins: ProviderRegistry.pluginMigrations) : nil)
+            : nil
         if let postgres { variables["TUISONG_DATABASE_URL"] = postgres.url }
         variables.merge(environment) { _, new in new }
-        // A new SQLite database starts as a copy of this process's migrated template
-        // (`SQLiteTemplates`): the runtime opens it as `tuisong serve` opens a migrated file.
         let databasePath = directory.appending(path: "tuisong.db").path
         if created, postgres == nil, variables["TUISONG_DATABASE_PATH"] == databasePath,
             (variables["TUISONG_DATABASE_URL"] ?? "").isEmpty
