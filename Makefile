@@ -6,8 +6,10 @@ SWIFT ?= swift
 CONFIG ?= config/tuisong.json
 TEST_OUTPUT ?= test-output
 # Swift tests run at once (make test, make test-swift). On 2 cores at load 7-10 (other builds),
-# issue #46: width 4 took 184-203 s, 6 took 155-189 s, 8 took 196 s; 4 spends the least CPU.
-TEST_WIDTH ?= 4
+# issue #46: width 4 took 184-203 s, 6 took 155-189 s, 8 took 196 s. On the idle machine, after
+# the suite's CPU cuts of session fourteen: width 4 135-138 s, 5 135 s, 6 120-126 s, 8 130 s; the
+# waits of tests on sockets and child processes leave a core idle at 4.
+TEST_WIDTH ?= 6
 
 # Debian packages: build-time libraries, then tools the tests and benchmarks drive.
 BUILD_PACKAGES := pkg-config libmicrohttpd-dev libnghttp2-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libpq-dev
