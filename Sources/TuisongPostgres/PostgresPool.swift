@@ -26,10 +26,10 @@ import Synchronization
 /// process each connection already has.
 ///
 /// Work waits in one FIFO; a free worker takes the oldest, and a new job wakes the worker idle
-/// most recently, so a light load keeps to the connections already open. On checkout the worker checks its
-/// connection without a round trip (status, and whether the server closed the socket — a
-/// terminated backend, a restart) and opens a new one when it is broken or was never opened; a
-/// statement failing because the connection broke mid-closure is not retried (it may have run).
+/// most recently, so a light load keeps to the connections already open. On checkout the worker
+/// checks its connection without a round trip (status, and whether the server closed the socket
+/// — a terminated backend, a restart) and opens a new one when it is broken or was never opened;
+/// a statement failing because the connection broke mid-closure is not retried (it may have run).
 /// A closure that leaves a transaction open is rolled back when it returns. Cancelling the
 /// waiting task does not withdraw its closure.
 ///
