@@ -129,12 +129,11 @@ public enum TestTemplates {
             if let name { return name }
             let base = try TestCluster.url.get()
             let made = "tpl_\(getpid())_\(databaseCounter.add(1, ordering: .relaxed).newValue)"
-            let admin = try PostgresConnection(url: base)
-            try admin.execute("CREATE DATABASE \(made)")
+            try AdminConnections.execute("CREATE DATABASE \(made)")
             do {
                 try build(TestCluster.url(base, database: made))
             } catch {
-                _ = try? admin.execute("DROP DATABASE IF EXISTS \(made) WITH (FORCE)")
+                AdminConnections.drop(made)
                 throw error
             }
             registerDropAtExit(made, base: base)
