@@ -18,6 +18,7 @@ extension PostgresStore: WorkQueue {
     public func claimWork(now: Date, limit: Int, sliceLimit: Int, running: Set<MessageSliceKey>) async throws
         -> [WorkClaim]
     {
+        keepQueueStatistics(now: now)
         try await planDueMessages(now: now)
         guard limit > 0 || sliceLimit > 0 else { return [] }
         let node = nodeID
