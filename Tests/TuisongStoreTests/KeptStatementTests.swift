@@ -6,11 +6,11 @@ import TuisongSQLStore
 
 @testable import TuisongSQLiteStore
 
-/// Statements whose lists are bound as one parameter keep one text whatever the list, so the
-/// connection keeps them prepared however long they are.
+/// Statements whose lists are bound as one parameter keep one text whatever the list (and one
+/// more for a list of one value), so the connection keeps them prepared however long they are.
 @Suite("Statements kept prepared")
 struct KeptStatementTests {
-    @Test("A long statement with a list bound as one parameter is kept prepared, one for every list")
+    @Test("A long statement with a list bound as one parameter is kept prepared, one for every longer list")
     func boundListStatementIsKept() async throws {
         let fixture = try StoreFixture()
         defer { fixture.tearDown() }
@@ -27,10 +27,21 @@ struct KeptStatementTests {
                 """
             return query.text(for: dialect)
         }
-        let one = text(["alice"])
+        let one = text(["bob", "carol", "dave"])
         #expect(one.utf8.count > 512)
-        #expect(one == text(["bob", "carol", "dave"]))
-        let another = text(["erin"])
+        #expect(one == text(["erin", "frank"]))
+        let another = text(["grace", "heidi", "ivan", "judy"])
+        // A list of one value has a text of its own, the same for every value.
+        let single = text(["alice"])
+        let singleAgain = text(["mallory"])
+        #expect(single != one)
+        #expect(single == singleAgain)
+        let keptSingle = try await fixture.store.pool.read { db in
+            let first = try GRDBExecutor.reusable(single, db)
+            let second = try GRDBExecutor.reusable(singleAgain, db)
+            return first != nil && first === second
+        }
+        #expect(keptSingle)
         let kept = try await fixture.store.pool.read { db in
             let first = try GRDBExecutor.reusable(one, db)
             let second = try GRDBExecutor.reusable(another, db)

@@ -136,4 +136,40 @@ struct PostgresDeviceTests {
             #expect(try await storedRowCount(nodes[0], "tags") == 3)
         }
     }
+
+    @Test("A one-token page keeps its plan on the connection, not planned again for every message")
+    func aOneTokenPageKeepsItsPlan() async throws {
+        try await withStore(.postgresql) { any in
+            let store = try #require(any as? PostgresStore)
+            let app = try await makeApp(store)
+            _ = try await store.registerDevice(
+                appID: app.id, DeviceRegistration(token: token(1), environment: .production, channel: .apns))
+            let appID = app.id
+            let wanted = token(1).value
+            let (found, plans) = try await store.read { conn in
+                let db = PostgresExecutor(conn, prepares: true)
+                var found = 0
+                for _ in 0..<12 {
+                    found += try AudiencePages.page(
+                        db,
+                        AudiencePageRequest(
+                            appID: appID, audience: .tokens([wanted]), environment: nil, after: 0, limit: 10,
+                            withRecipientDetails: false)
+                    ).count
+                }
+                let row = try conn.execute(
+                    """
+                    SELECT generic_plans, custom_plans FROM pg_prepared_statements
+                    WHERE statement LIKE '%d.token IN (SELECT value FROM /* list */ (SELECT CAST($2 AS TEXT)%'
+                    """
+                ).rows.first
+                return (found, (generic: row?[0].int ?? 0, custom: row?[1].int ?? 0))
+            }
+            #expect(found == 12)
+            // PostgreSQL plans a prepared statement for its values five times, then keeps a
+            // generic plan when that costs no more: from then on a message's page is not planned.
+            #expect(plans.custom == 5)
+            #expect(plans.generic == 7)
+        }
+    }
 }
