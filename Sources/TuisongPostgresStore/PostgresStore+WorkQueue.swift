@@ -364,19 +364,22 @@ extension PostgresStore: WorkQueue {
             // In the order a batched flush locks them (`lockSlicesInOrder`). A lease that ended is
             // taken up again while no other node claimed the slice since (the claim number is
             // unchanged): a node back from an outage longer than its lease goes on sending.
-            // Unprepared, with `s.message_id = ANY(…)`: linear in the batch (`lockSlicesInOrder`).
+            // Unprepared, with `s.message_id = ANY(…)`, no nested loops: linear in the batch
+            // (`lockSlicesInOrder`).
             try Self.lockSlicesInOrder(conn, keys)
-            let rows = try conn.runUnprepared(
-                """
-                UPDATE message_slices s SET lease_until = \(raw: Self.databaseNow) + \(lease)
-                FROM unnest(\(PostgresArray.int(keys.map(\.messageID)))::bigint[], \(PostgresArray.int(keys.map(\.slice)))::bigint[],
-                    \(PostgresArray.int(keys.map { slices[$0] ?? 0 }))::bigint[]) AS v(message_id, slice, attempts)
-                WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.attempts = v.attempts
-                    AND s.owner = \(node) AND s.state = 'open'
-                    AND s.message_id = ANY(\(PostgresArray.int(keys.map(\.messageID)))::bigint[])
-                RETURNING s.message_id, s.slice
-                """
-            ).rows
+            let rows = try Self.joiningBatch(conn) {
+                try conn.runUnprepared(
+                    """
+                    UPDATE message_slices s SET lease_until = \(raw: Self.databaseNow) + \(lease)
+                    FROM unnest(\(PostgresArray.int(keys.map(\.messageID)))::bigint[], \(PostgresArray.int(keys.map(\.slice)))::bigint[],
+                        \(PostgresArray.int(keys.map { slices[$0] ?? 0 }))::bigint[]) AS v(message_id, slice, attempts)
+                    WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.attempts = v.attempts
+                        AND s.owner = \(node) AND s.state = 'open'
+                        AND s.message_id = ANY(\(PostgresArray.int(keys.map(\.messageID)))::bigint[])
+                    RETURNING s.message_id, s.slice
+                    """
+                ).rows
+            }
             return Set(rows.map { MessageSliceKey(messageID: $0.int64("message_id"), slice: $0.int64("slice")) })
         }
         return (held, now.addingTimeInterval(Double(lease) / 1000))
