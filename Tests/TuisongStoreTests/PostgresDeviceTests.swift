@@ -172,4 +172,39 @@ struct PostgresDeviceTests {
             #expect(plans.generic == 7)
         }
     }
+
+    @Test("A one-account page keeps its plan on the connection; a page of several is planned for its values")
+    func aOneAccountPageKeepsItsPlan() async throws {
+        try await withStore(.postgresql) { any in
+            let store = try #require(any as? PostgresStore)
+            let app = try await makeApp(store)
+            for (n, account) in ["alice", "bob"].enumerated() {
+                _ = try await store.bindDevice(
+                    appID: app.id, account: account,
+                    registration: DeviceRegistration(token: token(n), environment: .production, channel: .apns),
+                    credentialSelector: nil)
+            }
+            let appID = app.id
+            let (found, kept) = try await store.read { conn in
+                let db = PostgresExecutor(conn, prepares: true)
+                var found: [Int] = []
+                for accounts in Array(repeating: ["alice"], count: 8) + [["alice", "bob"]] {
+                    found.append(
+                        try AudiencePages.page(
+                            db,
+                            AudiencePageRequest(
+                                appID: appID, audience: .accounts(accounts), environment: nil, after: 0, limit: 10,
+                                withRecipientDetails: true)
+                        ).count)
+                }
+                let kept = try conn.execute(
+                    "SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%d.im_account = value%'"
+                ).rows.map { $0[0].string ?? "" }
+                return (found, kept)
+            }
+            #expect(found == Array(repeating: 1, count: 8) + [2])
+            #expect(kept.count == 1, "the one-account page, prepared once; the two-account one not kept")
+            #expect(kept.first?.contains("CAST($1 AS TEXT)") == true)
+        }
+    }
 }
