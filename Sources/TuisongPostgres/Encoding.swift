@@ -25,19 +25,32 @@ final class EncodedParameters {
     private var formats: [Int32] = []
     private var types: [Oid] = []
 
+    /// The type a parameter is sent with: integers `int8`, doubles `float8`, booleans `bool`,
+    /// bytes `bytea`; text and NULL unknown (the server reads them as the statement needs).
+    static func type(of parameter: PostgresValue) -> Oid {
+        switch parameter {
+        case .null, .text: TypeOID.unknown
+        case .int: TypeOID.int8
+        case .double: TypeOID.float8
+        case .bool: TypeOID.bool
+        case .bytes: TypeOID.bytea
+        }
+    }
+
     init(_ parameters: [PostgresValue]) {
         for parameter in parameters {
+            let type = Self.type(of: parameter)
             switch parameter {
             case .null:
-                append(nil, length: 0, format: 0, type: TypeOID.unknown)
+                append(nil, length: 0, format: 0, type: type)
             case .int(let value):
-                append(strdup(String(value)), length: 0, format: 0, type: TypeOID.int8)
+                append(strdup(String(value)), length: 0, format: 0, type: type)
             case .double(let value):
-                append(strdup(TextDecoding.text(value)), length: 0, format: 0, type: TypeOID.float8)
+                append(strdup(TextDecoding.text(value)), length: 0, format: 0, type: type)
             case .bool(let value):
-                append(strdup(value ? "t" : "f"), length: 0, format: 0, type: TypeOID.bool)
+                append(strdup(value ? "t" : "f"), length: 0, format: 0, type: type)
             case .text(let value):
-                append(strdup(value), length: 0, format: 0, type: TypeOID.unknown)
+                append(strdup(value), length: 0, format: 0, type: type)
             case .bytes(let value):
                 let copy = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, value.count))
                 value.withUnsafeBytes { raw in
@@ -45,7 +58,7 @@ final class EncodedParameters {
                         UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: raw.count)
                     }
                 }
-                append(copy, length: Int32(value.count), format: 1, type: TypeOID.bytea)
+                append(copy, length: Int32(value.count), format: 1, type: type)
             }
         }
     }

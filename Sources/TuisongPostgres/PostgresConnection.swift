@@ -115,6 +115,30 @@ public final class PostgresConnection {
         prepared[name] = sql
     }
 
+    /// Prepares `sql` under `name` with the types `execute` sends `parameters` with (integers
+    /// `int8`, doubles `float8`, booleans `bool`, bytes `bytea`; text and NULL left to the
+    /// server): run prepared, the statement reads its values as it does unprepared. Preparing a
+    /// name again with the same SQL does nothing, as `prepare(name:sql:)`.
+    public func prepare(name: String, sql: String, typedLike parameters: [PostgresValue]) throws(PostgresError) {
+        if let existing = prepared[name] {
+            guard existing != sql else { return }
+            try execute("DEALLOCATE \(quoteIdentifier(name))")
+            prepared[name] = nil
+        }
+        let types = parameters.map(EncodedParameters.type(of:))
+        try takeResult(
+            types.withUnsafeBufferPointer { types in
+                PQprepare(handle, name, sql, Int32(types.count), types.baseAddress)
+            })
+        prepared[name] = sql
+    }
+
+    /// What `prepare(name:sql:typedLike:)` distinguishes in `parameters`: their types, as a
+    /// key (`"20,0,17"`) for naming one prepared statement per text and types.
+    public static func parameterTypeKey(_ parameters: [PostgresValue]) -> String {
+        parameters.map { String(EncodedParameters.type(of: $0)) }.joined(separator: ",")
+    }
+
     /// Runs the statement prepared under `name` with `parameters`.
     @discardableResult
     public func executePrepared(name: String, _ parameters: [PostgresValue] = []) throws(PostgresError)

@@ -208,6 +208,18 @@ extension PostgresConnection {
     }
 }
 
+extension PostgresConnection {
+    /// Runs `sql` prepared with its parameters' types (`prepare(name:sql:typedLike:)`), once
+    /// per connection for each text and types: a plugin's statements, whose integers must stay
+    /// integers (`PostgresExecutor.run`).
+    @discardableResult
+    func runTyped(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresResult {
+        let name = StatementNames.name(for: "/* types \(Self.parameterTypeKey(parameters)) */ " + sql)
+        try prepare(name: name, sql: sql, typedLike: parameters)
+        return try executePrepared(name: name, parameters)
+    }
+}
+
 /// One name per statement text, for the whole process (`s1`, `s2`, …).
 enum StatementNames {
     private static let names = Mutex<[String: String]>([:])
