@@ -215,6 +215,28 @@ struct SharedDatabaseTests {
         }
     }
 
+    @Test("On PostgreSQL a plugin's statement is kept prepared once per text and parameter types")
+    func pluginStatementsKeptPreparedByType() async throws {
+        try await withStore(.postgresql) { store in
+            let (values, kept) = try await store.sharedDatabase.read { db in
+                var values: [SQLValue] = []
+                for value: SQLValue in [.integer(7), .integer(8), .text("x"), .integer(9), .text("y")] {
+                    values.append(try db.queryOne("SELECT ? AS kept_by_type", [value])?["kept_by_type"] ?? .null)
+                }
+                let kept = try db.query(
+                    """
+                    SELECT parameter_types::text AS types, generic_plans + custom_plans AS runs
+                    FROM pg_prepared_statements WHERE statement = 'SELECT $1 AS kept_by_type' ORDER BY 1
+                    """
+                ).map { "\($0["types"].string ?? "")×\($0["runs"].int ?? 0)" }
+                return (values, kept)
+            }
+            // Integers stay integers, text stays text, each on a statement of its own.
+            #expect(values == [.integer(7), .integer(8), .text("x"), .integer(9), .text("y")])
+            #expect(kept == ["{bigint}×3", "{text}×2"])
+        }
+    }
+
     @Test("A read sees one snapshot: a write committed during it is not half-seen", arguments: Backend.allCases)
     func readIsASnapshot(_ backend: Backend) async throws {
         try await withStore(backend, plugins: [.init(name: "notes", migrations: [notesV1])]) { store in
