@@ -58,9 +58,10 @@ extension PostgresStore {
     func analyzeStaleQueueTables() async throws -> [String] {
         do {
             return try await pool.transaction { conn -> [String] in
-                let locked = try conn.run(
-                    "SELECT pg_try_advisory_xact_lock(\(QueueStatisticsKeeper.lockKey))"
-                ).rows.first?[0].bool ?? false
+                let locked =
+                    try conn.run(
+                        "SELECT pg_try_advisory_xact_lock(\(QueueStatisticsKeeper.lockKey))"
+                    ).rows.first?[0].bool ?? false
                 guard locked else { return [] }
                 let stale = Set(
                     try conn.run(
