@@ -157,16 +157,18 @@ extension SQLStoreBackend {
                 var cursor = after
                 var finished: [Int64] = []
                 for _ in 0..<perRound {
+                    // The message's state by a scalar subquery, read for the one message found:
+                    // as `EXISTS (…)`, PostgreSQL hashed every sending message for each seek
+                    // (1.1 ms a seek with 2,000 sending, against 0.06; issue #47).
                     guard
                         let row = try db.fetchOne(
                             """
-                            SELECT g.message_id, CASE WHEN EXISTS (
-                                SELECT 1 FROM messages m WHERE m.id = g.message_id AND m.state = 'sending') THEN 1 ELSE 0 END
+                            SELECT g.message_id, (SELECT m.state FROM messages m WHERE m.id = g.message_id) AS state
                             FROM badge_grants g WHERE g.message_id > \(cursor) ORDER BY g.message_id LIMIT 1
                             """)
                     else { return (nil, finished) }
                     cursor = row.int64(0)
-                    if row.int64(1) == 0 { finished.append(cursor) }
+                    if row[1].string != MessageState.sending.rawValue { finished.append(cursor) }
                 }
                 return (cursor, finished)
             }
