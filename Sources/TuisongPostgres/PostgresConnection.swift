@@ -106,19 +106,14 @@ public final class PostgresConnection {
     /// a name again with the same SQL does nothing, so callers may prepare before every use; a
     /// new connection (after a pool replaced a broken one) starts with none.
     public func prepare(name: String, sql: String) throws(PostgresError) {
-        if let existing = prepared[name] {
-            guard existing != sql else { return }
-            try execute("DEALLOCATE \(quoteIdentifier(name))")
-            prepared[name] = nil
-        }
-        try takeResult(PQprepare(handle, name, sql, 0, nil))
-        prepared[name] = sql
+        try prepare(name: name, sql: sql, typedLike: [])
     }
 
     /// Prepares `sql` under `name` with the types `execute` sends `parameters` with (integers
     /// `int8`, doubles `float8`, booleans `bool`, bytes `bytea`; text and NULL left to the
-    /// server): run prepared, the statement reads its values as it does unprepared. Preparing a
-    /// name again with the same SQL does nothing, as `prepare(name:sql:)`.
+    /// server): run prepared, the statement reads its values as it does unprepared. No
+    /// parameters: every type inferred (`prepare(name:sql:)`). Preparing a name again with the
+    /// same SQL does nothing.
     public func prepare(name: String, sql: String, typedLike parameters: [PostgresValue]) throws(PostgresError) {
         if let existing = prepared[name] {
             guard existing != sql else { return }
