@@ -40,20 +40,29 @@ import Synchronization
 /// so the server ends such a session — and releases its locks — once it has waited that long
 /// for the client's next statement; the frozen process finds its connection gone when it
 /// resumes, and the pool replaces it.
+///
+/// Other server settings a pool's sessions need (`settings`, such as `jit = off`) are applied
+/// the same way, in one round trip when the connection opens.
 public final class PostgresPool: Sendable {
     private let core: PoolCore
 
     /// Starts `size` worker threads; connections open on first use (an unreachable server
     /// fails the calls, not `init`). `idleInTransactionTimeout` (nil: the server's setting) is
-    /// applied to every connection the pool opens, in whole milliseconds.
+    /// applied to every connection the pool opens, in whole milliseconds, and so is each of
+    /// `settings` (name and value, as `SET name = value` would take them).
     public init(
         url: String, size: Int = 4, connectTimeout: Duration = .seconds(10),
-        idleInTransactionTimeout: Duration? = nil, label: String = "tuisong-pg",
-        logger: Logger = Logger(label: "tuisong.postgres")
+        idleInTransactionTimeout: Duration? = nil, settings: [(name: String, value: String)] = [],
+        label: String = "tuisong-pg", logger: Logger = Logger(label: "tuisong.postgres")
     ) throws(PostgresError) {
-        core = PoolCore(
-            url: url, connectTimeout: connectTimeout, idleInTransactionTimeout: idleInTransactionTimeout,
-            logger: logger)
+        var sessionSettings = settings
+        if let timeout = idleInTransactionTimeout {
+            // At least 1 ms: 0 would turn the server's timeout off.
+            let (seconds, attoseconds) = timeout.components
+            let milliseconds = max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+            sessionSettings.append(("idle_in_transaction_session_timeout", "\(milliseconds)"))
+        }
+        core = PoolCore(url: url, connectTimeout: connectTimeout, settings: sessionSettings, logger: logger)
         try core.start(workers: max(1, size), label: label)
     }
 
@@ -146,16 +155,17 @@ final class PoolCore: @unchecked Sendable {
 
     let url: String
     let connectTimeout: Duration
-    let idleInTransactionTimeout: Duration?
+    /// Applied to each connection the pool opens (`set_config`, for the session).
+    let settings: [(name: String, value: String)]
     let logger: Logger
     let opened = Atomic<Int>(0)
     let replaced = Atomic<Int>(0)
     private let state = Mutex(State())
 
-    init(url: String, connectTimeout: Duration, idleInTransactionTimeout: Duration?, logger: Logger) {
+    init(url: String, connectTimeout: Duration, settings: [(name: String, value: String)], logger: Logger) {
         self.url = url
         self.connectTimeout = connectTimeout
-        self.idleInTransactionTimeout = idleInTransactionTimeout
+        self.settings = settings
         self.logger = logger
     }
 
@@ -305,11 +315,10 @@ final class PoolWorker: @unchecked Sendable {
             self.connection = nil
         }
         let fresh = try PostgresConnection(url: core.url, connectTimeout: core.connectTimeout)
-        if let timeout = core.idleInTransactionTimeout {
-            // At least 1 ms: 0 would turn the server's timeout off.
-            let (seconds, attoseconds) = timeout.components
-            let milliseconds = max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-            try fresh.execute("SET idle_in_transaction_session_timeout = \(milliseconds)")
+        if !core.settings.isEmpty {
+            let calls = core.settings.indices.map { "set_config($\(2 * $0 + 1), $\(2 * $0 + 2), false)" }
+            try fresh.execute(
+                "SELECT \(calls.joined(separator: ", "))", core.settings.flatMap { [.text($0.name), .text($0.value)] })
         }
         core.opened.add(1, ordering: .relaxed)
         connection = fresh

@@ -103,14 +103,23 @@ public final class PostgresStore: Sendable {
             // row) would otherwise keep the row locked until it resumes, and the claim's SKIP
             // LOCKED would pass the slice over long after its lease ended. The server ends
             // such a session in time for the slice to be taken over when its lease ends.
+            //
+            // JIT off: the gateway's statements are short, and the planner's cost of one can pass
+            // `jit_above_cost` on estimates alone (a never-analyzed `apps` table is taken for 430
+            // rows, so the claim's per-app walk cost 629,000): compiling it then took 0.3–8.8 s
+            // a claim on a loaded 2-core machine, where the statement itself runs in
+            // milliseconds — the cluster test's chat backlog filled and a push stalled.
             pool = try PostgresPool(
                 url: url, size: max(1, configuration.poolSize),
-                idleInTransactionTimeout: configuration.leaseDuration / 2, label: "tuisong-pg",
-                logger: configuration.logger)
+                idleInTransactionTimeout: configuration.leaseDuration / 2, settings: Self.sessionSettings,
+                label: "tuisong-pg", logger: configuration.logger)
         } catch {
             throw Self.storeError(error)
         }
     }
+
+    /// Server settings of every pooled session (`PostgresPool`'s `settings`).
+    static let sessionSettings: [(name: String, value: String)] = [("jit", "off")]
 
     /// Whether the database `url` names holds Tuisong's tables (a migration was applied), read
     /// without changing anything: the CLI asks before a command would migrate an empty one.

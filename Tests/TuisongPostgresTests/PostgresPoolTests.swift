@@ -79,6 +79,33 @@ import TuisongPostgresTestKit
         }
     }
 
+    /// The pool's session settings hold on every connection it opens, a replacement included,
+    /// and survive a transaction's rollback (they are the session's, not a transaction's).
+    @Test func sessionSettingsApplyToEveryConnectionItOpens() async throws {
+        try await withTestDatabase { url in
+            let pool = try PostgresPool(
+                url: url, size: 1, idleInTransactionTimeout: .milliseconds(1500),
+                settings: [("jit", "off"), ("application_name", "pool-test")])
+            let admin = try PostgresConnection(url: url)
+            let query = """
+                SELECT current_setting('jit'), current_setting('application_name'),
+                    current_setting('idle_in_transaction_session_timeout'), pg_backend_pid()
+                """
+            let first = try await pool.withConnection { try $0.execute(query).rows[0] }
+            #expect(first[0].string == "off" && first[1].string == "pool-test" && first[2].string == "1500ms")
+            try? await pool.transaction { conn -> Void in
+                try conn.execute("SET LOCAL jit = on")
+                throw TestFailure("roll back")
+            }
+            try terminate(Int32(first[3].int64 ?? 0), using: admin)
+            let second = try await pool.withConnection { try $0.execute(query).rows[0] }
+            #expect(second[3] != first[3])
+            #expect(second[0].string == "off" && second[1].string == "pool-test" && second[2].string == "1500ms")
+            #expect(pool.statistics.connectionsOpened == 2)
+            await pool.shutdown()
+        }
+    }
+
     @Test func transactionRollsBackOnThrowAndLeavesNothingOpen() async throws {
         try await withTestDatabase { url in
             let pool = try PostgresPool(url: url, size: 1)

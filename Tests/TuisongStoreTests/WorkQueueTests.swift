@@ -59,6 +59,22 @@ import TuisongPostgresTestKit
                 options: PushOptions()), state: .queued)
     }
 
+    /// The store's sessions run with JIT off, readers and writers alike: on a database whose
+    /// `apps` was never analyzed the claim's estimated cost passed `jit_above_cost`, and
+    /// compiling it took 0.3–8.8 s a claim in the cluster test (its chat backlog filled and a
+    /// push stalled), where the claim itself runs in milliseconds.
+    @Test func theStoresSessionsNeverCompileStatements() async throws {
+        try await Self.withNodes(1) { nodes in
+            let store = nodes[0]
+            let query = "SELECT current_setting('jit')"
+            #expect(try await store.read { try $0.execute(query).rows.first?[0].string } == "off")
+            #expect(try await store.write { try $0.execute(query).rows.first?[0].string } == "off")
+            // And the server would have: JIT is on by default (PostgreSQL 12 and later).
+            let own = try PostgresConnection(url: store.url)
+            #expect(try own.execute("SELECT current_setting('jit')").rows.first?[0].string == "on")
+        }
+    }
+
     @Test func nodesClaimDisjointSlicesThatCoverTheAudienceOnce() async throws {
         try await Self.withNodes(3) { nodes in
             let message = try await Self.tokenMessage(nodes[0], tokens: 95)
