@@ -81,6 +81,9 @@ public final class PostgresStore: Sendable {
     let sendingWithoutSlicesMayRemain = Atomic<Bool>(true)
     /// Analyzes the queue tables while a burst fills them (`claimWork`).
     let queueStatistics = QueueStatisticsKeeper()
+    /// Messages accepted while others are being inserted go in together (`insertMessages`):
+    /// two batches at a time, so a batch waits for at most one other.
+    let messageInserts: StoreBatcher<NewMessageRow, Int64>
 
     /// Connects, brings the schema up to date (core, then plugins) and starts the pool.
     ///
@@ -115,6 +118,14 @@ public final class PostgresStore: Sendable {
                 label: "tuisong-pg", logger: configuration.logger)
         } catch {
             throw Self.storeError(error)
+        }
+        messageInserts = StoreBatcher(concurrency: 2, maxBatch: 128) {
+            [pool, health, writeObserver = configuration.writeObserver] rows in
+            await Self.insertMessages(rows) { rows in
+                try await health.noting(timedBy: writeObserver, mapError: Self.storeError) {
+                    try await pool.transaction { conn in try Self.insertMessageRows(conn, rows) }
+                }
+            }
         }
     }
 
