@@ -13,15 +13,31 @@ extension PostgresStore {
     /// The NOTIFY channel of store changes.
     public static let changeChannel = "tuisong_changes"
 
+    /// One `NOTIFY` of a change at a time: a publish that finds the same change being sent
+    /// leaves it to the one in flight, which sends it once more when it is done — after the
+    /// commit that the later publish announces, so every node still hears of it. A chat load
+    /// published a wake-up per accepted message (a statement, a commit and a notification to
+    /// every node's listener each, issue #47); now about one per round trip.
     public func publish(_ change: StoreChange) async {
+        let payload = change.payload
+        guard changes.outgoing.begin(payload) else { return }
+        await notify(payload)
+        guard changes.outgoing.end(payload) else { return }
+        // Asked for again meanwhile: sent from a task of its own, so that this caller (an API
+        // request) does not wait for changes that are not its own.
+        Task { [self] in
+            repeat { await notify(payload) } while changes.outgoing.end(payload)
+        }
+    }
+
+    private func notify(_ payload: String) async {
         do {
             try await read { conn in
-                try conn.run("SELECT pg_notify(\(Self.changeChannel), \(change.payload))")
+                try conn.run("SELECT pg_notify(\(Self.changeChannel), \(payload))")
             }
         } catch {
             // Caches still expire on their own; a lost wake-up is found by the next poll.
-            logger.warning(
-                "cannot publish a store change", metadata: ["change": "\(change.payload)", "error": "\(error)"])
+            logger.warning("cannot publish a store change", metadata: ["change": "\(payload)", "error": "\(error)"])
         }
     }
 
@@ -34,6 +50,7 @@ extension PostgresStore {
 /// The subscribers of one `PostgresStore` and its listener.
 final class PostgresChanges: Sendable {
     let local = LocalChangeFeed()
+    let outgoing = OutgoingChanges()
     private struct State {
         var listener: PostgresListener?
         var starting = false
@@ -102,5 +119,37 @@ final class PostgresChanges: Sendable {
             return state.listener
         }
         listener?.shutdown()
+    }
+}
+
+/// The changes a store is sending (`publish`), by payload: whether the same one was asked for
+/// again while it was being sent.
+final class OutgoingChanges: Sendable {
+    private let sending = Mutex<[String: Bool]>([:])
+
+    /// True when the caller should send `payload` now; false when a send of it is in flight,
+    /// which will send it once more.
+    func begin(_ payload: String) -> Bool {
+        sending.withLock { sending in
+            if sending[payload] != nil {
+                sending[payload] = true
+                return false
+            }
+            sending[payload] = false
+            return true
+        }
+    }
+
+    /// After a send: true when it must be sent again (asked for meanwhile), the caller still
+    /// holding it; false when it is done.
+    func end(_ payload: String) -> Bool {
+        sending.withLock { sending in
+            if sending[payload] == true {
+                sending[payload] = false
+                return true
+            }
+            sending[payload] = nil
+            return false
+        }
     }
 }

@@ -123,6 +123,55 @@ final class ReceivedChanges: Sendable {
         }
     }
 
+    /// A change published while the same change is being sent is left to the send in flight,
+    /// which sends it once more when done: the later publisher's change committed before it
+    /// published, so the second send covers it. Other changes go their own way meanwhile.
+    @Test func aChangeAskedForWhileItIsBeingSentIsSentOnceMoreAfterIt() {
+        let outgoing = OutgoingChanges()
+        #expect(outgoing.begin("wake"))
+        #expect(!outgoing.begin("wake"), "in flight: left to the send in flight")
+        #expect(!outgoing.begin("wake"), "asked twice meanwhile: still one more send")
+        #expect(outgoing.begin("app:7"), "another change is not held back")
+        #expect(outgoing.end("wake"), "asked for meanwhile: sent once more")
+        #expect(!outgoing.begin("wake"), "the second send is in flight")
+        #expect(outgoing.end("wake"), "asked for during the second send")
+        #expect(!outgoing.end("wake"), "done")
+        #expect(!outgoing.end("app:7"))
+        #expect(outgoing.begin("wake"), "nothing in flight: sent at once")
+        #expect(!outgoing.end("wake"))
+    }
+
+    /// Many wake-ups published at once reach the other node, in no more notifications than
+    /// publications (fewer when they overlap, as a chat load's accepts do).
+    @Test func wakeUpsPublishedTogetherAllReachTheOtherNode() async throws {
+        try await withTestDatabase { url in
+            let one = try PostgresStore(url: url, configuration: .init(poolSize: 2))
+            let other = try PostgresStore(url: url, configuration: .init(poolSize: 1))
+            defer {
+                try? one.close()
+                try? other.close()
+            }
+            let heard = ReceivedChanges()
+            other.subscribe { heard.append($0) }
+            #expect(await heard.wait { $0.first == .some(nil) })
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<50 { group.addTask { await one.publish(.wake) } }
+            }
+            #expect(await heard.wait { $0.contains(.wake) })
+            // Whatever is still in flight finishes with one last send: wait for it, then nothing
+            // more comes.
+            var count = heard.all.count
+            for _ in 0..<100 {
+                try await Task.sleep(for: .milliseconds(20))
+                let now = heard.all.count
+                if now == count { break }
+                count = now
+            }
+            let wakes = heard.published.filter { $0 == .wake }.count
+            #expect(wakes >= 1 && wakes <= 50)
+        }
+    }
+
     /// A listener that loses its connection reconnects and asks its subscribers to resynchronise.
     @Test func aReconnectedListenerAsksToResynchronise() async throws {
         try await withTestDatabase { url in
