@@ -667,8 +667,6 @@ extension PostgresStore: MessageStore {
     }
 }
 
-/// `PostgresArrayLiteral`s as parameters, for `unnest($1::bigint[])` and friends; a text
-/// element may be NULL (an open slice end).
 /// A message's columns as `createMessage` inserts them.
 struct NewMessageRow: Sendable {
     var appID: Int64
@@ -684,6 +682,8 @@ struct NewMessageRow: Sendable {
     var vendorContext: String?
 }
 
+/// `PostgresArrayLiteral`s as parameters, for `unnest($1::bigint[])` and friends; a text
+/// element may be NULL (an open slice end).
 enum PostgresArray {
     static func int(_ values: [Int64]) -> PostgresValue { .text(PostgresArrayLiteral.integers(values)) }
 
