@@ -48,19 +48,10 @@ extension PostgresStore: MessageStore {
     }
 
     public func createMessage(_ job: PushJob, state: MessageState) async throws -> MessageRecord {
-        let audience = try JSONText.encode(job.audience)
-        let content = try JSONText.encode(job.content)
-        let options = try JSONText.encode(job.options)
-        let labels = try JSONText.encode(job.labels)
-        let vendorContext = try job.vendorContext.map { try JSONText.encode($0) }
         let now = nowMilliseconds
-        let sendAt = job.sendAt.map(SQLTime.milliseconds)
-        guard let key = job.idempotencyKey else {
-            let id = try await messageInserts.submit(
-                NewMessageRow(
-                    appID: job.appID, vendor: job.vendor, vendorMessageID: job.vendorMessageID, audience: audience,
-                    content: content, options: options, labels: labels, state: state.rawValue, sendAt: sendAt,
-                    createdAt: now, vendorContext: vendorContext))
+        let row = try MessageRow(job, state: state, createdAt: now)
+        guard let key = row.idempotencyKey else {
+            let id = try await messageInserts.submit(row)
             return MessageRecord.created(
                 id: id, job: job, state: state, createdAt: SQLTime.date(now))
         }
@@ -82,8 +73,8 @@ extension PostgresStore: MessageStore {
                     RETURNING message_id)
                 INSERT INTO messages (id, \(raw: Rows.messageInsertColumns))
                 SELECT key.message_id, \(job.appID)::bigint, \(job.vendor)::text, \(job.vendorMessageID)::text,
-                    \(audience)::text, \(content)::text, \(options)::text, \(labels)::text, \(state.rawValue)::text,
-                    \(sendAt)::bigint, \(now)::bigint, \(vendorContext)::text
+                    \(row.audience)::text, \(row.content)::text, \(row.options)::text, \(row.labels)::text, \(state.rawValue)::text,
+                    \(row.sendAt)::bigint, \(now)::bigint, \(row.vendorContext)::text
                 FROM key RETURNING id
                 """
             ).rows.first?["id"]?.int64 {
@@ -119,7 +110,7 @@ extension PostgresStore: MessageStore {
     /// connection broke (the batch may have committed), every message of it gets that error:
     /// inserted again, they could be stored twice.
     static func insertMessages(
-        _ rows: [NewMessageRow], write: ([NewMessageRow]) async throws -> [Int64]
+        _ rows: [MessageRow], write: ([MessageRow]) async throws -> [Int64]
     ) async -> [Result<Int64, any Error>] {
         if rows.count > 1 {
             do {
@@ -150,7 +141,7 @@ extension PostgresStore: MessageStore {
 
     /// The statement of `insertMessages`: ids drawn from the sequence per row first, so that
     /// they come back in the batch's order whatever order the insert takes.
-    static func insertMessageRows(_ conn: PostgresConnection, _ rows: [NewMessageRow]) throws -> [Int64] {
+    static func insertMessageRows(_ conn: PostgresConnection, _ rows: [MessageRow]) throws -> [Int64] {
         if rows.count == 1, let row = rows.first {
             let id = try conn.run(
                 """
@@ -665,21 +656,6 @@ extension PostgresStore: MessageStore {
     static func milliseconds(_ duration: Duration) -> Int64 {
         duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
-}
-
-/// A message's columns as `createMessage` inserts them.
-struct NewMessageRow: Sendable {
-    var appID: Int64
-    var vendor: String
-    var vendorMessageID: String?
-    var audience: String
-    var content: String
-    var options: String
-    var labels: String
-    var state: String
-    var sendAt: Int64?
-    var createdAt: Int64
-    var vendorContext: String?
 }
 
 /// `PostgresArrayLiteral`s as parameters, for `unnest($1::bigint[])` and friends; a text

@@ -83,7 +83,7 @@ public final class PostgresStore: Sendable {
     let queueStatistics = QueueStatisticsKeeper()
     /// Messages accepted while others are being inserted go in together (`insertMessages`):
     /// two batches at a time, so a batch waits for at most one other.
-    let messageInserts: StoreBatcher<NewMessageRow, Int64>
+    let messageInserts: StoreBatcher<MessageRow, Int64>
 
     /// Connects, brings the schema up to date (core, then plugins) and starts the pool.
     ///

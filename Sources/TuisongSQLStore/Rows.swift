@@ -286,3 +286,37 @@ package enum TokenCursor {
         return String(token)
     }
 }
+
+/// A new message's row as both stores insert it (`Rows.messageInsertColumns`, plus the
+/// idempotency key committed with it): the job's parts encoded as the stored JSON texts.
+package struct MessageRow: Sendable {
+    package var appID: Int64
+    package var vendor: String
+    package var vendorMessageID: String?
+    package var audience: String
+    /// `PushContent` as JSON.
+    package var content: String
+    package var options: String
+    package var labels: String
+    package var state: String
+    package var sendAt: Int64?
+    package var createdAt: Int64
+    package var vendorContext: String?
+    /// Committed with the message (`PushJob.idempotencyKey`).
+    package var idempotencyKey: String?
+
+    package init(_ job: PushJob, state: MessageState, createdAt: Int64) throws {
+        appID = job.appID
+        vendor = job.vendor
+        vendorMessageID = job.vendorMessageID
+        audience = try JSONText.encode(job.audience)
+        content = try JSONText.encode(job.content)
+        options = try JSONText.encode(job.options)
+        labels = try JSONText.encode(job.labels)
+        self.state = state.rawValue
+        sendAt = job.sendAt.map(SQLTime.milliseconds)
+        self.createdAt = createdAt
+        vendorContext = try job.vendorContext.map { try JSONText.encode($0) }
+        idempotencyKey = job.idempotencyKey
+    }
+}

@@ -34,12 +34,7 @@ extension SQLiteStore: MessageStore {
 
     public func createMessage(_ job: PushJob, state: MessageState) async throws -> MessageRecord {
         let now = nowMilliseconds
-        let row = MessageRow(
-            appID: job.appID, vendor: job.vendor, vendorMessageID: job.vendorMessageID,
-            audience: try JSONText.encode(job.audience), content: try JSONText.encode(job.content),
-            options: try JSONText.encode(job.options), labels: try JSONText.encode(job.labels),
-            state: state.rawValue, sendAt: job.sendAt.map(SQLTime.milliseconds), createdAt: now,
-            vendorContext: try job.vendorContext.map { try JSONText.encode($0) }, idempotencyKey: job.idempotencyKey)
+        let row = try MessageRow(job, state: state, createdAt: now)
         // Only the dispatcher claims: another process (the CLI, a second `serve`) keeps nothing.
         let keptForClaim = state == .queued && dispatcherLock.isHeld
         let createdAt = SQLTime.date(now)
@@ -94,24 +89,6 @@ extension SQLiteStore: MessageStore {
 
     /// Records kept for the dispatcher's claim at most (a backlog beyond it is read back).
     static let createdRecordLimit = 20_000
-
-    /// One message as inserted.
-    struct MessageRow: Sendable {
-        var appID: Int64
-        var vendor: String
-        var vendorMessageID: String?
-        var audience: String
-        /// `PushContent` as JSON.
-        var content: String
-        var options: String
-        var labels: String
-        var state: String
-        var sendAt: Int64?
-        var createdAt: Int64
-        var vendorContext: String?
-        /// Committed with the message (`PushJob.idempotencyKey`).
-        var idempotencyKey: String?
-    }
 
     /// A message row's id, and whether this insert created it (false: its idempotency key
     /// already named a message, whose id this is).

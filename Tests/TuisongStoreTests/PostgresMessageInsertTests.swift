@@ -106,11 +106,7 @@ import TuisongPostgresTestKit
         #expect(lost.count == 3 && lost.allSatisfy { (try? $0.get()) == nil })
     }
 
-    static func row(_ job: PushJob) throws -> NewMessageRow {
-        NewMessageRow(
-            appID: job.appID, vendor: job.vendor, vendorMessageID: job.vendorMessageID,
-            audience: try JSONText.encode(job.audience), content: try JSONText.encode(job.content),
-            options: try JSONText.encode(job.options), labels: try JSONText.encode(job.labels), state: "queued",
-            sendAt: nil, createdAt: 0, vendorContext: nil)
+    static func row(_ job: PushJob) throws -> MessageRow {
+        try MessageRow(job, state: .queued, createdAt: 0)
     }
 }
