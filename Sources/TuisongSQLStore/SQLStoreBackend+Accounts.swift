@@ -141,66 +141,42 @@ extension SQLStoreBackend {
 
     /// Forgets the badge grants of every message not sending (finished, cancelled, deleted).
     /// Messages are found by one seek each (not a scan of every grant of a message still
-    /// sending), up to `badgeGrantMessagesPerRound` in one read; the finished ones' grants then
-    /// go in bounded transactions, many messages to a transaction: a chat load finishes a
-    /// thousand messages a second with a grant or two each, and a transaction per message held
-    /// SQLite's writer for them. Returns the rows deleted.
+    /// sending), up to `badgeGrantMessagesPerRound` in one statement that walks them (a
+    /// recursive query) and counts each one's grants up to a transaction's worth. The finished
+    /// ones' grants then go in bounded transactions of one statement each: whole messages
+    /// packed together up to `badgeGrantsForgottenPerTransaction` rows, and a message with more
+    /// than that in slices of its own. A chat load finishes a thousand messages a second with a
+    /// grant or two each: a statement per message (a seek, a check and a delete) was three of
+    /// the sixteen round trips of a Tencent chat line on PostgreSQL (issue #47), and a
+    /// transaction per message held SQLite's writer for them. Returns the rows deleted.
     @discardableResult
     public func forgetFinishedBadgeGrants() async throws -> Int {
         let perTransaction = Self.badgeGrantsForgottenPerTransaction
-        let perRound = Self.badgeGrantMessagesPerRound
+        let perRound = Int64(Self.badgeGrantMessagesPerRound)
         var forgotten = 0
         var nextAfter: Int64 = 0
         while true {
             let after = nextAfter
-            let found = try await sqlRead { db -> (last: Int64?, finished: [Int64]) in
-                var cursor = after
-                var finished: [Int64] = []
-                for _ in 0..<perRound {
-                    // The message's state by a scalar subquery, read for the one message found:
-                    // as `EXISTS (…)`, PostgreSQL hashed every sending message for each seek
-                    // (1.1 ms a seek with 2,000 sending, against 0.06; issue #47).
-                    guard
-                        let row = try db.fetchOne(
-                            """
-                            SELECT g.message_id, (SELECT m.state FROM messages m WHERE m.id = g.message_id) AS state
-                            FROM badge_grants g WHERE g.message_id > \(cursor) ORDER BY g.message_id LIMIT 1
-                            """)
-                    else { return (nil, finished) }
-                    cursor = row.int64(0)
-                    if row[1].string != MessageState.sending.rawValue { finished.append(cursor) }
-                }
-                return (cursor, finished)
+            let found = try await sqlRead { db in
+                try FinishedBadgeGrants.walk(db, after: after, messages: perRound, countingUpTo: perTransaction)
             }
-            var pending = found.finished
-            while !pending.isEmpty {
-                let batch = pending
-                let (deleted, done) = try await sqlWrite { db -> (Int, Int) in
-                    var budget = perTransaction
-                    var done = 0
-                    let isSending = db.prepare(
-                        "SELECT 1 FROM messages WHERE id = \(parameter: 1) AND state = 'sending'")
-                    let forget = db.prepare(
-                        """
-                        DELETE FROM badge_grants WHERE message_id = \(parameter: 1) AND account_id IN
-                            (SELECT account_id FROM badge_grants WHERE message_id = \(parameter: 1) LIMIT \(parameter: 2))
-                        """)
-                    for messageID in batch {
-                        // Checked again in the transaction: the message may have been restarted.
-                        if try isSending.fetchAll([.integer(messageID)]).isEmpty {
-                            budget -= try forget.run([.integer(messageID), .integer(Int64(budget))])
-                            // Out of budget: this message may have grants left; the next
-                            // transaction starts with it.
-                            if budget <= 0 { break }
+            for batch in FinishedBadgeGrants.transactions(found.finished, perTransaction: perTransaction) {
+                switch batch {
+                case .whole(let messages):
+                    forgotten += try await sqlWrite { db in try FinishedBadgeGrants.forget(db, messages) }
+                case .sliced(let message):
+                    while true {
+                        let deleted = try await sqlWrite { db in
+                            try FinishedBadgeGrants.forget(db, message, atMost: perTransaction)
                         }
-                        done += 1
+                        forgotten += deleted
+                        // Out of budget: grants may be left; the next transaction takes them.
+                        if deleted < perTransaction { break }
                     }
-                    return (perTransaction - budget, done)
                 }
-                forgotten += deleted
-                pending.removeFirst(done)
             }
-            guard let last = found.last else { return forgotten }
+            // A walk that ended before its limit found every message with grants.
+            guard let last = found.last, found.walked == perRound else { return forgotten }
             nextAfter = last
         }
     }
@@ -371,5 +347,100 @@ package enum BadgeGrantAccounts {
             distinct.append(account.id)
         }
         return (byID, distinct)
+    }
+}
+
+/// The statements of `forgetFinishedBadgeGrants`, in SQL both databases take.
+enum FinishedBadgeGrants {
+    /// A message not sending, with its grants counted up to a transaction's worth and one more.
+    struct Finished: Equatable {
+        var messageID: Int64
+        var grants: Int
+    }
+
+    /// One transaction of the clean-up: whole messages, or a slice of one with more grants.
+    enum Transaction: Equatable {
+        case whole([Int64])
+        case sliced(Int64)
+    }
+
+    /// Up to `messages` messages with grants after `after`, each found by one seek (the next
+    /// key of the grants' primary key), with its state and its grants counted up to `limit + 1`.
+    /// The state is a scalar subquery read for each message found: as a join or `EXISTS (…)`,
+    /// PostgreSQL hashed every sending message for each seek (1.1 ms a seek with 2,000 sending,
+    /// against 0.06; issue #47). A message that no longer exists is not sending.
+    static func walk(_ db: any SQLExecutor, after: Int64, messages: Int64, countingUpTo limit: Int) throws -> (
+        last: Int64?, walked: Int64, finished: [Finished]
+    ) {
+        var last: Int64?
+        var walked: Int64 = 0
+        var finished: [Finished] = []
+        try db.forEachRow(
+            """
+            WITH RECURSIVE walk(message_id, n) AS (
+                SELECT (SELECT message_id FROM badge_grants WHERE message_id > \(after)
+                    ORDER BY message_id LIMIT 1), 1
+                UNION ALL
+                SELECT (SELECT g.message_id FROM badge_grants g WHERE g.message_id > walk.message_id
+                    ORDER BY g.message_id LIMIT 1), walk.n + 1
+                FROM walk WHERE walk.message_id IS NOT NULL AND walk.n < \(messages)
+            )
+            SELECT message_id, (SELECT m.state FROM messages m WHERE m.id = walk.message_id) AS state,
+                (SELECT count(*) FROM (SELECT 1 FROM badge_grants c WHERE c.message_id = walk.message_id
+                    LIMIT \(Int64(limit) + 1)) AS counted) AS grants
+            FROM walk WHERE message_id IS NOT NULL ORDER BY message_id
+            """
+        ) { row in
+            let messageID = row.int64(0)
+            last = messageID
+            walked += 1
+            if row.optionalString(1) != MessageState.sending.rawValue {
+                finished.append(Finished(messageID: messageID, grants: Int(row.int64(2))))
+            }
+        }
+        return (last, walked, finished)
+    }
+
+    /// The finished messages in transactions: whole messages packed together in order while
+    /// their grants fit in `perTransaction`, and each message with more in slices of its own.
+    static func transactions(_ finished: [Finished], perTransaction: Int) -> [Transaction] {
+        var transactions: [Transaction] = []
+        var packed: [Int64] = []
+        var rows = 0
+        for message in finished {
+            if message.grants > perTransaction {
+                transactions.append(.sliced(message.messageID))
+                continue
+            }
+            if rows + message.grants > perTransaction, !packed.isEmpty {
+                transactions.append(.whole(packed))
+                packed = []
+                rows = 0
+            }
+            packed.append(message.messageID)
+            rows += message.grants
+        }
+        if !packed.isEmpty { transactions.append(.whole(packed)) }
+        return transactions
+    }
+
+    /// Every grant of `messages` whose message is still not sending (checked again here: one
+    /// may have been restarted since the walk), found by the key; the rows deleted.
+    static func forget(_ db: any SQLExecutor, _ messages: [Int64]) throws -> Int {
+        try db.run(
+            """
+            DELETE FROM badge_grants WHERE message_id IN (SELECT value FROM \(db.dialect.list(messages)))
+            AND coalesce((SELECT m.state FROM messages m WHERE m.id = badge_grants.message_id), '') <> 'sending'
+            """)
+    }
+
+    /// At most `limit` grants of one message still not sending; the rows deleted.
+    static func forget(_ db: any SQLExecutor, _ message: Int64, atMost limit: Int) throws -> Int {
+        try db.run(
+            """
+            DELETE FROM badge_grants WHERE message_id = \(message) AND account_id IN
+                (SELECT account_id FROM badge_grants WHERE message_id = \(message) LIMIT \(Int64(limit)))
+            AND coalesce((SELECT m.state FROM messages m WHERE m.id = \(message)), '') <> 'sending'
+            """)
     }
 }

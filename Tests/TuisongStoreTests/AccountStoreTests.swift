@@ -244,6 +244,55 @@ import TuisongPostgresTestKit
     }
 
     @Test(arguments: Backend.allCases)
+    func finishedMessagesGrantsAreForgottenAcrossWalksOfManyMessages(_ backend: Backend) async throws {
+        try await withStore(backend) { store in try await forgetsFinishedGrants(store) }
+    }
+
+    /// More messages with grants than one walk takes (`badgeGrantMessagesPerRound`), finished
+    /// and sending interleaved, plus grants of a message that no longer exists: every grant of a
+    /// message not sending goes, those of the sending ones stay (and still count once).
+    func forgetsFinishedGrants(_ store: any GatewayStore) async throws {
+        let appID = try await app(store)
+        let accounts = try await keys(store, appID, ["alice", "bob"])
+        let perRound = SQLiteStore.badgeGrantMessagesPerRound
+        var sending: [Int64] = []
+        var finishedGrants = 0
+        for index in 0..<(perRound + 44) {
+            let message = try await sendingMessage(store, appID: appID)
+            let granted = index.isMultiple(of: 3) ? accounts : [accounts[0]]
+            let badges = try await store.grantBadges(appID: appID, messageID: message, accounts: granted)
+            #expect(badges.count == granted.count)
+            switch index % 4 {
+            case 0: sending.append(message)
+            case 1: try await store.setMessageState(id: message, .completed, at: Date())
+            case 2: try await store.setMessageState(id: message, .cancelled, at: Date())
+            default: try await store.setMessageState(id: message, .completed, at: Date())
+            }
+            if !index.isMultiple(of: 4) { finishedGrants += granted.count }
+        }
+        let gone: Int64 = 1 << 40
+        try await store.sharedDatabase.write { db in
+            try db.execute(
+                "INSERT INTO badge_grants (message_id, account_id) VALUES (?, ?), (?, ?)",
+                [.integer(gone), .integer(accounts[0].id), .integer(gone), .integer(accounts[1].id)])
+        }
+        let badges = try await store.badge(appID: appID, account: "alice")
+
+        #expect(try await store.forgetFinishedBadgeGrants() == finishedGrants + 2)
+        #expect(try await store.forgetFinishedBadgeGrants() == 0)
+        let left = try await store.sharedDatabase.read { db in
+            try db.query("SELECT DISTINCT message_id FROM badge_grants ORDER BY message_id").compactMap {
+                $0["message_id"].int
+            }
+        }
+        #expect(left == sending, "only the sending messages' grants are kept")
+        for message in sending.prefix(3) {
+            _ = try await store.grantBadges(appID: appID, messageID: message, accounts: [accounts[0]])
+        }
+        #expect(try await store.badge(appID: appID, account: "alice") == badges, "a kept grant is not counted again")
+    }
+
+    @Test(arguments: Backend.allCases)
     func accountAudiencesCarryAccountAppStateLocaleAndSelectorPageByPage(_ backend: Backend) async throws {
         try await withStore(backend) { store in try await accountAudiences(store) }
     }
