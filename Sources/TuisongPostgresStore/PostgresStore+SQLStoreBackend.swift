@@ -27,6 +27,9 @@ extension PostgresStore: SQLStoreBackend, AccountStore, WebhookStore, ConsoleSto
         try await sqlWrite(body)
     }
 
+    /// No: every write commits alone (`sqlGroupWrite`).
+    public var sqlGroupsWrites: Bool { false }
+
     /// A retry this node claims is leased to it (`claimDueDeliveries`).
     public var sqlRetryLease: SQLRetryLease? {
         SQLRetryLease(owner: nodeID, milliseconds: Self.milliseconds(leaseDuration))

@@ -85,52 +85,94 @@ extension SQLStoreBackend {
     /// counted once. Accounts are row ids, so every step is an integer-keyed seek; `+app_id` (a
     /// check on the rows found, not an index term) keeps SQLite's planner from walking every
     /// account of the app through the (app_id, account) index instead: quadratic in the
-    /// audience. Grouped with the grants of other messages decided at the same moment (a chat
-    /// message each).
+    /// audience. SQLite groups the grants with the other small writes of the moment (a chat
+    /// message each); PostgreSQL, whose writes each commit alone, sends them as one statement.
     public func grantBadges(appID: Int64, messageID: Int64, accounts: [AccountKey]) async throws -> [String: Int] {
         guard !accounts.isEmpty else { return [:] }
         let (names, ids) = BadgeGrantAccounts.distinct(accounts)
         let now = nowMilliseconds
+        guard sqlGroupsWrites else {
+            return try await grantBadgesInOneStatement(
+                appID: appID, messageID: messageID, names: names, ids: ids, now: now)
+        }
         return try await sqlGroupWrite { db in
-            let locking = db.dialect.hasConcurrentWriters
             let all = db.dialect.list(ids)
             var counted: [Int64] = []
             counted.reserveCapacity(ids.count)
             try db.forEachRow(
                 """
                 INSERT INTO badge_grants (message_id, account_id)
-                    SELECT \(messageID), value FROM \(all) WHERE true\(raw: locking ? " ORDER BY value" : "")
+                    SELECT \(messageID), value FROM \(all) WHERE true
                 ON CONFLICT DO NOTHING RETURNING account_id
                 """
             ) { row in counted.append(row.int64(0)) }
             var badges: [String: Int] = [:]
             badges.reserveCapacity(ids.count)
-            func collect(_ query: SQLQuery) throws {
-                try db.forEachRow(query) { row in
-                    if let name = names[row.int64(0)] { badges[name] = Int(row.int64(1)) }
-                }
-            }
             if !counted.isEmpty {
                 let list = counted.count == ids.count ? all : db.dialect.list(counted)
-                let rows: SQLQuery =
-                    locking
-                    ? "SELECT id FROM accounts WHERE id IN (SELECT value FROM \(list)) AND app_id = \(appID) ORDER BY id FOR UPDATE"
-                    : "SELECT value FROM \(list)"
-                try collect(
+                try BadgeGrantAccounts.collect(
+                    db,
                     """
                     UPDATE accounts SET badge = badge + 1, updated_at = \(now)
-                    WHERE id IN (\(rows)) AND +app_id = \(appID)
+                    WHERE id IN (SELECT value FROM \(list)) AND +app_id = \(appID)
                     RETURNING id, badge
-                    """)
+                    """, names: names, into: &badges)
             }
             guard counted.count < ids.count else { return badges }
             // Counted for this message already (another page, or this one before a crash): the
             // counter as it is now. An account deleted since has no row, and so no badge.
             let countedNow = Set(counted)
             let uncounted = counted.isEmpty ? all : db.dialect.list(ids.filter { !countedNow.contains($0) })
-            try collect(
-                "SELECT id, badge FROM accounts WHERE id IN (SELECT value FROM \(uncounted)) AND +app_id = \(appID)")
+            try BadgeGrantAccounts.collect(
+                db, BadgeGrantAccounts.current(uncounted, appID: appID), names: names, into: &badges)
             return badges
+        }
+    }
+
+    /// `grantBadges` where writes are not grouped (PostgreSQL): the grants and the increments
+    /// in one statement (a data-modifying `WITH`), atomic by itself — one round trip where a
+    /// transaction of two statements took four (BEGIN, the two, COMMIT), for every chat line
+    /// that counts a badge (issue #47). Locks are taken in key order (the grants' inserts, then
+    /// the accounts `FOR UPDATE`), so two pages counting the same accounts never wait for each
+    /// other in a cycle. The accounts counted for this message already are read after it, in a
+    /// statement of their own: its snapshot then includes a concurrent page's increments it
+    /// waited for (the grant's insert waits for that page's commit; a snapshot taken before it
+    /// would read the counter without them).
+    private func grantBadgesInOneStatement(
+        appID: Int64, messageID: Int64, names: [Int64: String], ids: [Int64], now: Int64
+    ) async throws -> [String: Int] {
+        let badges = try await sqlWriteStatement { db -> [String: Int] in
+            var badges: [String: Int] = [:]
+            badges.reserveCapacity(ids.count)
+            try BadgeGrantAccounts.collect(
+                db,
+                """
+                WITH counted AS (
+                    INSERT INTO badge_grants (message_id, account_id)
+                        SELECT \(messageID), value FROM \(db.dialect.list(ids)) WHERE true ORDER BY value
+                    ON CONFLICT DO NOTHING RETURNING account_id
+                ), locked AS (
+                    SELECT id FROM accounts WHERE id IN (SELECT account_id FROM counted) AND app_id = \(appID)
+                    ORDER BY id FOR UPDATE
+                )
+                UPDATE accounts SET badge = badge + 1, updated_at = \(now)
+                WHERE id IN (SELECT id FROM locked)
+                RETURNING id, badge
+                """, names: names, into: &badges)
+            return badges
+        }
+        guard badges.count < ids.count else { return badges }
+        let uncounted = ids.filter { id in
+            guard let name = names[id] else { return false }
+            return badges[name] == nil
+        }
+        // Counted for this message already (another page, or this one before a crash), or
+        // deleted since (no row, and so no badge): the counter as it is now.
+        return try await sqlRead { db in
+            var all = badges
+            try BadgeGrantAccounts.collect(
+                db, BadgeGrantAccounts.current(db.dialect.list(uncounted), appID: appID), names: names, into: &all)
+            return all
         }
     }
 
@@ -347,6 +389,20 @@ package enum BadgeGrantAccounts {
             distinct.append(account.id)
         }
         return (byID, distinct)
+    }
+
+    /// Each row of `query` (an account's id, its badge) into `badges` under the account's name.
+    package static func collect(
+        _ db: any SQLExecutor, _ query: SQLQuery, names: [Int64: String], into badges: inout [String: Int]
+    ) throws {
+        try db.forEachRow(query) { row in
+            if let name = names[row.int64(0)] { badges[name] = Int(row.int64(1)) }
+        }
+    }
+
+    /// The badges of `accounts` (a `SQLDialect.list`) as they are: id, badge.
+    package static func current(_ accounts: SQLQuery, appID: Int64) -> SQLQuery {
+        "SELECT id, badge FROM accounts WHERE id IN (SELECT value FROM \(accounts)) AND +app_id = \(appID)"
     }
 }
 

@@ -20,6 +20,11 @@ public protocol SQLStoreBackend: Sendable {
     /// (SQLite: group commit, each under a savepoint of its own, so it commits or fails alone;
     /// PostgreSQL: a transaction of its own, as `sqlWrite`).
     func sqlGroupWrite<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
+    /// Whether `sqlGroupWrite` shares a commit with the other writes of the moment (SQLite). Where
+    /// it does not (PostgreSQL: BEGIN and COMMIT each a round trip), a small write of several
+    /// statements is sent as one statement instead where it can be (a data-modifying `WITH`,
+    /// which SQLite has not), through `sqlWriteStatement`.
+    var sqlGroupsWrites: Bool { get }
     /// A write that is one statement, atomic by itself (PostgreSQL: without BEGIN and COMMIT,
     /// one round trip; SQLite: as `sqlWrite`).
     @discardableResult

@@ -33,6 +33,9 @@ extension SQLiteStore: SQLStoreBackend, AccountStore, SettingsStore, ChannelCred
         try await groupWrite { db in try body(GRDBExecutor(db: db)) }
     }
 
+    /// Yes: one commit for the small writes arriving together (`groupWrite`).
+    public var sqlGroupsWrites: Bool { true }
+
     /// None: retries are the file's one dispatcher's, never leased.
     public var sqlRetryLease: SQLRetryLease? { nil }
 
