@@ -284,14 +284,37 @@ extension SQLiteStore: MessageStore {
         let progress = try withoutDeletedDevices(db, flushed)
         let c = progress.counts
         // Prepared once per connection: a push flushes after every page, and parsing this
-        // statement each time showed in the per-recipient profile.
-        let updated = try db.run(
-            """
-            UPDATE messages SET cursor = max(cursor, \(progress.cursor)), queued = queued + \(c.queued),
-                sending = sending + \(c.sending), delivered = delivered + \(c.delivered), failed = failed + \(c.failed),
-                skipped = skipped + \(c.skipped), held = held + \(c.held)
-            WHERE id = \(progress.messageID)
-            """)
+        // statement each time showed in the per-recipient profile. A final flush (every chat
+        // message has one) sets the state in the same statement: the row written once, not
+        // twice. SET's expressions read the row as it was, so the final total and the check for
+        // work left add this flush's counts themselves. The audience may have changed while it
+        // was read: the final total is what actually got an outcome. A message completes once:
+        // a second final flush keeps the first completion time, which status polls have already
+        // shown. One with retries or holds left completes when the last of them ends
+        // (`finishWaitingMessages`).
+        let updated =
+            if let final = progress.finalState {
+                try db.run(
+                    """
+                    UPDATE messages SET cursor = max(cursor, \(progress.cursor)), queued = queued + \(c.queued),
+                        sending = sending + \(c.sending), delivered = delivered + \(c.delivered),
+                        failed = failed + \(c.failed), skipped = skipped + \(c.skipped), held = held + \(c.held),
+                        state = \(final.rawValue),
+                        completed_at = CASE WHEN queued + sending + held + \(c.queued + c.sending + c.held) = 0
+                            THEN coalesce(completed_at, \(now)) ELSE completed_at END,
+                        total = queued + sending + delivered + failed + skipped + held
+                            + \(c.queued + c.sending + c.delivered + c.failed + c.skipped + c.held)
+                    WHERE id = \(progress.messageID)
+                    """)
+            } else {
+                try db.run(
+                    """
+                    UPDATE messages SET cursor = max(cursor, \(progress.cursor)), queued = queued + \(c.queued),
+                        sending = sending + \(c.sending), delivered = delivered + \(c.delivered),
+                        failed = failed + \(c.failed), skipped = skipped + \(c.skipped), held = held + \(c.held)
+                    WHERE id = \(progress.messageID)
+                    """)
+            }
         // The message was deleted with its app while it was sent: nothing is left to record.
         guard updated > 0 else { return }
         try addFailures(db, messageID: progress.messageID, progress.failures)
@@ -324,20 +347,7 @@ extension SQLiteStore: MessageStore {
                 GRDBExecutor(db: db), messageID: progress.messageID, progress.deliveries, now: now)
         }
         try DeviceInvalidations.apply(GRDBExecutor(db: db), progress.invalidations, now: now, webhooks: webhooks)
-        if let final = progress.finalState {
-            // The audience may have changed while it was read: the final total is what
-            // actually got an outcome. A message completes once: a second final flush
-            // keeps the first completion time, which status polls have already shown. One
-            // with retries or holds left completes when the last of them ends
-            // (`finishWaitingMessages`).
-            try db.run(
-                """
-                UPDATE messages SET state = \(final.rawValue),
-                    completed_at = CASE WHEN queued + sending + held = 0 THEN coalesce(completed_at, \(now))
-                        ELSE completed_at END,
-                    total = queued + sending + delivered + failed + skipped + held
-                WHERE id = \(progress.messageID)
-                """)
+        if progress.finalState != nil {
             try webhooks.messagesCompleted(GRDBExecutor(db: db), [progress.messageID], now: now)
         }
     }
