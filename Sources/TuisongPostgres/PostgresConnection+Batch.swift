@@ -22,6 +22,35 @@ extension PostgresConnection {
         PostgresResult, PostgresError
     >] {
         guard !statements.isEmpty else { return [] }
+        if let begin = takeDeferredBegin() {
+            // The BEGIN goes first, synced with the first statement when each is synced alone.
+            var results = send([.query(begin, [])] + statements.map { .query($0.0, $0.1) }, atomic: atomic)
+            let began = results.removeFirst()
+            if case .failure(let error) = began { return statements.map { _ in .failure(error) } }
+            return results
+        }
+        return send(statements.map { .query($0.0, $0.1) }, atomic: atomic)
+    }
+
+    /// What `send(_:atomic:)` puts in a pipeline: a statement with its parameters, a statement
+    /// to prepare under a name (parameter types by OID, 0 for the server to infer), or one
+    /// prepared before.
+    enum PipelinedStatement {
+        case query(String, [PostgresValue])
+        case prepare(name: String, sql: String, types: [UInt32])
+        case prepared(name: String, [PostgresValue])
+    }
+
+    /// `statement` after `begin`, in one round trip with one sync point: the statement does not
+    /// run when the BEGIN fails. The statement's result (the BEGIN's error if it failed).
+    func afterBeginning(_ begin: String, _ statement: PipelinedStatement) throws(PostgresError) -> PostgresResult {
+        let results = send([.query(begin, []), statement], atomic: true)
+        if case .failure(let error) = results[0] { throw error }
+        return try results[1].get()
+    }
+
+    /// `pipeline`'s sending and reading, for any mix of statements.
+    func send(_ statements: [PipelinedStatement], atomic: Bool) -> [Result<PostgresResult, PostgresError>] {
         guard PQenterPipelineMode(handle) == 1 else {
             let error = connectionError()
             return statements.map { _ in .failure(error) }
@@ -31,10 +60,23 @@ extension PostgresConnection {
         PQsetnonblocking(handle, 1)
         var sent = 0
         var failure: PostgresError?
-        for (sql, parameters) in statements {
-            let encoded = EncodedParameters(parameters)
-            let queued = encoded.withArrays { types, values, lengths, formats in
-                PQsendQueryParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0)
+        for statement in statements {
+            let queued: Int32
+            switch statement {
+            case .query(let sql, let parameters):
+                let encoded = EncodedParameters(parameters)
+                queued = encoded.withArrays { types, values, lengths, formats in
+                    PQsendQueryParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0)
+                }
+            case .prepare(let name, let sql, let types):
+                queued = types.withUnsafeBufferPointer { types in
+                    PQsendPrepare(handle, name, sql, Int32(types.count), types.baseAddress)
+                }
+            case .prepared(let name, let parameters):
+                let encoded = EncodedParameters(parameters)
+                queued = encoded.withArrays { _, values, lengths, formats in
+                    PQsendQueryPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
+                }
             }
             guard queued == 1 else {
                 failure = connectionError()
@@ -105,6 +147,7 @@ extension PostgresConnection {
     ///     try connection.copyIn(sql: "COPY devices (token, locale) FROM STDIN", rows: [["ab01", "zh_CN"], ["cd02", nil]])
     @discardableResult
     public func copyIn(sql: String, rows: some Sequence<[String?]>) throws(PostgresError) -> Int {
+        if let begin = takeDeferredBegin() { try execute(begin) }
         guard let start = PQexec(handle, sql) else { throw connectionError() }
         let status = PQresultStatus(start)
         if status != PGRES_COPY_IN {

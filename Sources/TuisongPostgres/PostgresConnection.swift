@@ -21,6 +21,8 @@ internal import CPostgres
 public final class PostgresConnection {
     let handle: OpaquePointer
     private var prepared: [String: String] = [:]
+    /// A BEGIN not sent yet (`deferBegin`): it goes with the next statement, in one round trip.
+    private var deferredBegin: String?
     /// Set when the server sent a FATAL while no statement was running (a terminated backend, a
     /// shutdown): libpq passes it to the notice receiver and keeps the status "OK" until it
     /// reads the end of the stream, which may not have arrived yet.
@@ -92,7 +94,10 @@ public final class PostgresConnection {
     public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
         let result: OpaquePointer?
         if parameters.isEmpty {
-            result = PQexec(handle, sql)
+            // Several statements in one string are the simple protocol's: the BEGIN leads them.
+            result = PQexec(handle, takeDeferredBegin().map { "\($0);\n\(sql)" } ?? sql)
+        } else if let begin = takeDeferredBegin() {
+            return try afterBeginning(begin, .query(sql, parameters))
         } else {
             let encoded = EncodedParameters(parameters)
             result = encoded.withArrays { types, values, lengths, formats in
@@ -121,6 +126,11 @@ public final class PostgresConnection {
             prepared[name] = nil
         }
         let types = parameters.map(EncodedParameters.type(of:))
+        if let begin = takeDeferredBegin() {
+            try afterBeginning(begin, .prepare(name: name, sql: sql, types: types))
+            prepared[name] = sql
+            return
+        }
         try takeResult(
             types.withUnsafeBufferPointer { types in
                 PQprepare(handle, name, sql, Int32(types.count), types.baseAddress)
@@ -139,6 +149,7 @@ public final class PostgresConnection {
     public func executePrepared(name: String, _ parameters: [PostgresValue] = []) throws(PostgresError)
         -> PostgresResult
     {
+        if let begin = takeDeferredBegin() { return try afterBeginning(begin, .prepared(name: name, parameters)) }
         let encoded = EncodedParameters(parameters)
         let result = encoded.withArrays { _, values, lengths, formats in
             PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
@@ -146,23 +157,49 @@ public final class PostgresConnection {
         return try takeResult(result)
     }
 
+    /// Opens a transaction with `begin` (`BEGIN`, `BEGIN ISOLATION LEVEL …`) sent together with
+    /// the next statement, in one round trip (libpq's pipeline mode, one sync point: that
+    /// statement does not run when the BEGIN fails), rather than on its own: a transaction then
+    /// costs one round trip less. Until a statement is sent the server has no transaction;
+    /// `endDeferredBegin()` says whether one was opened.
+    public func deferBegin(_ begin: String = "BEGIN") {
+        deferredBegin = begin
+    }
+
+    /// Drops a deferred BEGIN no statement took: true when there was one (no transaction was
+    /// opened on the server, so there is nothing to commit or roll back).
+    @discardableResult
+    public func endDeferredBegin() -> Bool {
+        takeDeferredBegin() != nil
+    }
+
+    /// The deferred BEGIN, once: the statement about to be sent carries it.
+    func takeDeferredBegin() -> String? {
+        guard let begin = deferredBegin else { return nil }
+        deferredBegin = nil
+        return begin
+    }
+
     /// Runs `body` between BEGIN and COMMIT; ROLLBACK when it throws (the error is rethrown).
     /// A COMMIT the server turns into a rollback (a statement failed inside and `body` caught
-    /// the error) throws SQLSTATE 25P02.
+    /// the error) throws SQLSTATE 25P02. The BEGIN goes with `body`'s first statement
+    /// (`deferBegin`); a body that sends none opens no transaction.
     ///
     ///     let claimed = try connection.transaction { conn in
     ///         try conn.execute("SELECT id FROM jobs ORDER BY id LIMIT 10 FOR UPDATE SKIP LOCKED").rows
     ///     }
     @discardableResult
     public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try execute("BEGIN")
+        deferBegin()
         let value: T
         do {
             value = try body(self)
         } catch {
-            if isConnected { _ = try? execute("ROLLBACK") }
+            if !endDeferredBegin(), isConnected { _ = try? execute("ROLLBACK") }
             throw error
         }
+        // Nothing was sent: the server never opened the transaction.
+        if endDeferredBegin() { return value }
         let commit = try execute("COMMIT")
         if commit.commandTag == "ROLLBACK" {
             throw PostgresError(

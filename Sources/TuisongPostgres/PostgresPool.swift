@@ -325,9 +325,11 @@ final class PoolWorker: @unchecked Sendable {
         return fresh
     }
 
-    /// After a closure: roll back what it left open; a connection that cannot is dropped.
+    /// After a closure: roll back what it left open (a BEGIN it deferred and never sent is
+    /// dropped); a connection that cannot is dropped.
     func checkin() {
         guard let connection else { return }
+        connection.endDeferredBegin()
         if connection.isConnected, connection.isInTransaction {
             if (try? connection.execute("ROLLBACK")) == nil || connection.isInTransaction {
                 self.connection = nil

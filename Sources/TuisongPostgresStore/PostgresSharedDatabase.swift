@@ -34,13 +34,15 @@ public struct PostgresSharedDatabase: SharedDatabase {
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         try await PluginDatabaseErrors.mapping(PostgresError.self, by: PostgresStore.storeError) {
             try await store.pool.withConnection { conn in
-                try conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                // Sent with the body's first statement: a plugin's lookup (two per IM chat line)
+                // costs two round trips, not three (issue #47).
+                conn.deferBegin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 do {
                     let result = try body(PostgresExecutor(conn))
-                    try conn.execute("COMMIT")
+                    if !conn.endDeferredBegin() { try conn.execute("COMMIT") }
                     return result
                 } catch {
-                    if conn.isConnected { _ = try? conn.execute("ROLLBACK") }
+                    if !conn.endDeferredBegin(), conn.isConnected { _ = try? conn.execute("ROLLBACK") }
                     throw error
                 }
             }

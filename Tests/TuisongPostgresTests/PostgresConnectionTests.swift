@@ -127,6 +127,49 @@ import TuisongPostgresTestKit
         }
     }
 
+    @Test func aDeferredBeginOpensItsTransactionWithTheNextStatementHoweverItIsSent() async throws {
+        try await withTestDatabase { url in
+            let connection = try PostgresConnection(url: url)
+            try connection.execute("CREATE TABLE t (id int PRIMARY KEY)")
+            let isolation = "SELECT current_setting('transaction_isolation')"
+            let ways: [(String, (PostgresConnection) throws -> Void)] = [
+                ("simple", { try $0.execute(isolation) }),
+                ("with parameters", { try $0.execute("INSERT INTO t VALUES ($1)", [.int(1)]) }),
+                ("prepared now", { try $0.prepare(name: "deferred_insert", sql: "INSERT INTO t VALUES ($1)") }),
+                ("prepared before", { try $0.executePrepared(name: "deferred_insert", [.int(2)]) }),
+                ("pipelined", { _ = $0.pipeline([("INSERT INTO t VALUES ($1)", [.int(3)])]) }),
+                ("copied", { try $0.copyIn(sql: "COPY t (id) FROM STDIN", rows: [["4"]]) }),
+            ]
+            for (way, send) in ways {
+                connection.deferBegin("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                #expect(!connection.isInTransaction, "\(way): nothing sent yet")
+                try send(connection)
+                #expect(connection.isInTransaction, "\(way)")
+                #expect(try connection.execute(isolation).rows[0][0] == "repeatable read", "\(way)")
+                #expect(!connection.endDeferredBegin(), "\(way): the BEGIN was sent")
+                try connection.execute("COMMIT")
+            }
+            #expect(try connection.execute("SELECT array_agg(id ORDER BY id)::text FROM t").rows[0][0] == "{1,2,3,4}")
+
+            // A transaction whose body sends nothing opens none.
+            #expect(try connection.transaction { _ in 7 } == 7)
+            #expect(!connection.isInTransaction)
+            connection.deferBegin()
+            #expect(connection.endDeferredBegin(), "an unsent BEGIN is dropped")
+            try connection.execute("INSERT INTO t VALUES (5)")
+            #expect(!connection.isInTransaction)
+
+            // A BEGIN the server refuses: the statement sent with it does not run.
+            connection.deferBegin("BEGIN ISOLATION LEVEL NONSENSE")
+            let refused = #expect(throws: PostgresError.self) {
+                try connection.execute("INSERT INTO t VALUES ($1)", [.int(6)])
+            }
+            #expect(refused?.sqlState == "42601")
+            #expect(!connection.isInTransaction)
+            #expect(try connection.execute("SELECT count(*) FROM t WHERE id = 6").rows[0][0] == .int(0))
+        }
+    }
+
     @Test func pipelineRunsABatchInOneRoundTrip() async throws {
         try await withTestDatabase { url in
             let connection = try PostgresConnection(url: url)
