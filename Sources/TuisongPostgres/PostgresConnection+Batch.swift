@@ -23,8 +23,18 @@ extension PostgresConnection {
     >] {
         guard !statements.isEmpty else { return [] }
         if let begin = takeDeferredBegin() {
-            // The BEGIN goes first, synced with the first statement when each is synced alone.
-            var results = send([.query(begin, [])] + statements.map { .query($0.0, $0.1) }, atomic: atomic)
+            guard atomic else {
+                // Synced one by one, statements after a refused BEGIN would run outside any
+                // transaction: the BEGIN goes alone first.
+                do throws(PostgresError) {
+                    try execute(begin)
+                } catch {
+                    return statements.map { _ in .failure(error) }
+                }
+                return send(statements.map { .query($0.0, $0.1) }, atomic: false)
+            }
+            // One sync point: a refused BEGIN runs none of them.
+            var results = send([.query(begin, [])] + statements.map { .query($0.0, $0.1) }, atomic: true)
             let began = results.removeFirst()
             if case .failure(let error) = began { return statements.map { _ in .failure(error) } }
             return results

@@ -138,6 +138,7 @@ import TuisongPostgresTestKit
                 ("prepared now", { try $0.prepare(name: "deferred_insert", sql: "INSERT INTO t VALUES ($1)") }),
                 ("prepared before", { try $0.executePrepared(name: "deferred_insert", [.int(2)]) }),
                 ("pipelined", { _ = $0.pipeline([("INSERT INTO t VALUES ($1)", [.int(3)])]) }),
+                ("pipelined apart", { _ = $0.pipeline([("SELECT $1::int", [.int(3)])], atomic: false) }),
                 ("copied", { try $0.copyIn(sql: "COPY t (id) FROM STDIN", rows: [["4"]]) }),
             ]
             for (way, send) in ways {
@@ -167,6 +168,13 @@ import TuisongPostgresTestKit
             #expect(refused?.sqlState == "42601")
             #expect(!connection.isInTransaction)
             #expect(try connection.execute("SELECT count(*) FROM t WHERE id = 6").rows[0][0] == .int(0))
+            for atomic in [true, false] {
+                connection.deferBegin("BEGIN ISOLATION LEVEL NONSENSE")
+                let answers = connection.pipeline([("INSERT INTO t VALUES ($1)", [.int(7)])], atomic: atomic)
+                #expect(answers.first?.error?.sqlState == "42601", "atomic: \(atomic)")
+                #expect(!connection.isInTransaction)
+            }
+            #expect(try connection.execute("SELECT count(*) FROM t WHERE id = 7").rows[0][0] == .int(0))
         }
     }
 
