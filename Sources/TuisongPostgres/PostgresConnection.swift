@@ -78,7 +78,8 @@ public final class PostgresConnection {
     /// `pg_terminate_backend` and logs.
     public var backendPID: Int32 { PQbackendPID(handle) }
 
-    /// True between BEGIN and COMMIT/ROLLBACK (also when the transaction has failed).
+    /// True between BEGIN and COMMIT/ROLLBACK (also when the transaction has failed); a deferred
+    /// BEGIN (`deferBegin`) counts once a statement has carried it to the server.
     public var isInTransaction: Bool { PQtransactionStatus(handle) != PQTRANS_IDLE }
 
     // MARK: Statements
@@ -158,10 +159,11 @@ public final class PostgresConnection {
     }
 
     /// Opens a transaction with `begin` (`BEGIN`, `BEGIN ISOLATION LEVEL …`) sent together with
-    /// the next statement, in one round trip (libpq's pipeline mode, one sync point: that
-    /// statement does not run when the BEGIN fails), rather than on its own: a transaction then
-    /// costs one round trip less. Until a statement is sent the server has no transaction;
-    /// `endDeferredBegin()` says whether one was opened.
+    /// the next statement, in one round trip, rather than on its own: a transaction then costs
+    /// one round trip less. With parameters or prepared, the two go in libpq's pipeline mode
+    /// with one sync point (that statement does not run when the BEGIN fails); without, the
+    /// BEGIN leads the simple query's text. Until a statement is sent the server has no
+    /// transaction (`isInTransaction` is false); `endDeferredBegin()` says whether one was opened.
     public func deferBegin(_ begin: String = "BEGIN") {
         deferredBegin = begin
     }
