@@ -176,8 +176,8 @@ public final class SQLiteStore: Store {
     }
 
     /// Two processes opening a fresh file at the same moment both see "nothing applied";
-    /// the loser's first migration then fails on a table the winner just created. Retrying
-    /// re-reads what is applied, so the loser finds the work done.
+    /// the loser's next migration then fails on a table the winner just created. Retrying
+    /// re-reads what is applied, so the loser finds the work done (`migrate`).
     /// Opening switches a new file to WAL, and SQLite answers that pragma SQLITE_BUSY at once,
     /// without its busy handler, while another process (the CLI beside a starting server) is
     /// doing the same. Retried briefly, within the busy timeout. The pause is real time (not the
@@ -197,15 +197,24 @@ public final class SQLiteStore: Store {
         }
     }
 
+    /// Applies what is not applied yet, while other stores may be migrating the same fresh file
+    /// (a CLI command beside a starting server, or several stores of one process). Each
+    /// migration is a transaction of its own and GRDB reads what is applied before the first:
+    /// a migration another store applied since then fails here ("table … already exists"). Such
+    /// a failure is retried for as long as the applied set grows between two failures — someone
+    /// is making progress, and the next attempt starts from there — and thrown once it does
+    /// not: then it is this migration's own. A fixed number of attempts was not enough: with
+    /// four stores opening one file on a busy machine, one lost three races in a row (CI).
     private static func migrate(_ pool: DatabasePool, _ migrator: DatabaseMigrator) throws {
-        var attempt = 0
+        var applied = try pool.read { try migrator.appliedIdentifiers($0) }.count
         while true {
             do {
                 try migrator.migrate(pool)
                 return
             } catch {
-                attempt += 1
-                if attempt >= 3 { throw error }
+                let now = try pool.read { try migrator.appliedIdentifiers($0) }.count
+                guard now > applied else { throw error }
+                applied = now
             }
         }
     }
