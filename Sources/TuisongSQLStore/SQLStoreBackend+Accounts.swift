@@ -58,7 +58,7 @@ extension SQLStoreBackend {
         // Where writes commit alone (PostgreSQL) the one statement goes without BEGIN and
         // COMMIT, one round trip (issue #47); the count check after it then reports a statement
         // that has committed (it cannot fail: the upsert returns every row it touched).
-        let increment: @Sendable (any SQLExecutor) throws -> [String: Int] = { db in
+        return try await sqlGroupWriteStatement { db in
             let lockOrder = db.dialect.hasConcurrentWriters ? " ORDER BY value" : ""
             var values: [String: Int] = [:]
             values.reserveCapacity(unique)
@@ -78,7 +78,6 @@ extension SQLStoreBackend {
             }
             return values
         }
-        return sqlGroupsWrites ? try await sqlGroupWrite(increment) : try await sqlWriteStatement(increment)
     }
 
     /// One transaction for the grants and the increments: a crash or a failed write between an

@@ -131,6 +131,17 @@ extension SQLQuery {
     }
 }
 
+extension SQLStoreBackend {
+    /// A small write that is one statement, atomic by itself: grouped with the other writes of
+    /// the moment where writes are grouped (`sqlGroupWrite`, SQLite), sent alone without BEGIN
+    /// and COMMIT where each write commits alone (`sqlWriteStatement`, PostgreSQL).
+    package func sqlGroupWriteStatement<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T)
+        async throws -> T
+    {
+        sqlGroupsWrites ? try await sqlGroupWrite(body) : try await sqlWriteStatement(body)
+    }
+}
+
 extension SQLStoreBackend where Self: GatewayStore {
     /// The planner's statistics brought up to date (`SQLDialect.refreshingStatistics`), after an
     /// import.
