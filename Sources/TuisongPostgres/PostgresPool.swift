@@ -145,10 +145,10 @@ final class PoolCore: @unchecked Sendable {
         var head = 0
         var closed = false
         var workers = 0
-        /// Workers waiting for a job, the one idle most recently last: a job wakes that one, so
-        /// a light load keeps going to the same few connections and the rest are never opened
-        /// (a connection is a server process; a test suite's stores opened four each for work
-        /// one connection did, issue #46).
+        /// Workers waiting for a job, the one idle most recently last (those without a
+        /// connection first): a job wakes the last, so a light load keeps going to the same few
+        /// connections and the rest are never opened (a connection is a server process; a test
+        /// suite's stores opened four each for work one connection did, issue #46).
         var idle: [PoolWorker] = []
         var onDone: [@Sendable () -> Void] = []
     }
@@ -223,7 +223,14 @@ final class PoolCore: @unchecked Sendable {
                     return (job, false)
                 }
                 if state.closed { return (nil, true) }
-                state.idle.append(worker)
+                // A worker without a connection goes to the back of the line: a worker that
+                // reached its first wait late (a thread started slowly) would otherwise be the
+                // idle one most recently and open a second connection for a light load.
+                if worker.hasConnection {
+                    state.idle.append(worker)
+                } else {
+                    state.idle.insert(worker, at: 0)
+                }
                 return (nil, false)
             }
             finished?()
@@ -288,6 +295,10 @@ final class PoolWorker: @unchecked Sendable {
         sem_destroy(semaphore)
         semaphore.deallocate()
     }
+
+    /// Whether the worker holds a connection (open or found broken at its next checkout). Read
+    /// on the worker's own thread only.
+    var hasConnection: Bool { connection != nil }
 
     func run() {
         _ = tuisong_pq_name_current_thread(name)
