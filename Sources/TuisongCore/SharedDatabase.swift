@@ -126,9 +126,10 @@ public protocol SharedDatabase: Sendable {
     /// A `read` of a few rows found by index (an account, a profile item, a page of receivers'
     /// settings), on the per-message path: where the database allows it, run on the calling
     /// thread, without the hop to a reader's queue and back that a `read` costs (SQLite's point
-    /// readers); elsewhere a `read`. Only for small, indexed reads: the caller's thread is held
-    /// while it runs. The closure may run twice (once here, once as a `read` when the database
-    /// is locked), so it must only read.
+    /// readers); on PostgreSQL a body of one statement costs one round trip, not two. Only for
+    /// small, indexed reads: the caller's thread is held while it runs. The closure may run
+    /// twice (once here, once as a `read` when SQLite is locked or a PostgreSQL body sends a
+    /// second statement), so it must only read; it sees one snapshot either way.
     func quickRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     /// Which SQL the database speaks, for the few expressions that differ (`SQLDialect`).
     var dialect: any SQLDialect { get }

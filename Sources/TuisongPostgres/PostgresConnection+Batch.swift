@@ -59,6 +59,51 @@ extension PostgresConnection {
         return try results[1].get()
     }
 
+    /// Runs `sql` with `parameters` in a transaction of its own that `begin` opens (`BEGIN READ
+    /// ONLY`): BEGIN, the statement and COMMIT in one round trip with one sync point, where a
+    /// transaction of its own costs two otherwise (`deferBegin`). The statement does not run
+    /// when the BEGIN fails; when it fails itself, the transaction is rolled back before the
+    /// error is thrown.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [PostgresValue], inTransactionOfItsOwn begin: String)
+        throws(PostgresError) -> PostgresResult
+    {
+        try alone(.query(sql, parameters), in: begin)
+    }
+
+    /// `executePrepared(name:_:)` in a transaction of its own, as
+    /// `execute(_:_:inTransactionOfItsOwn:)`.
+    @discardableResult
+    public func executePrepared(name: String, _ parameters: [PostgresValue], inTransactionOfItsOwn begin: String)
+        throws(PostgresError) -> PostgresResult
+    {
+        try alone(.prepared(name: name, parameters), in: begin)
+    }
+
+    private func alone(_ statement: PipelinedStatement, in begin: String) throws(PostgresError) -> PostgresResult {
+        // Inside a transaction (or one deferred) BEGIN would only warn and the COMMIT would end
+        // the caller's.
+        guard !hasDeferredBegin, !isInTransaction else {
+            throw PostgresError(kind: .usage, message: "a statement in a transaction of its own inside a transaction")
+        }
+        let results = send([.query(begin, []), statement, .query("COMMIT", [])], atomic: true)
+        if case .failure(let error) = results[0] { throw error }
+        switch results[1] {
+        case .failure(let error):
+            // The COMMIT was skipped with the rest of the pipeline: the transaction is open and
+            // failed.
+            if isConnected, isInTransaction { _ = try? execute("ROLLBACK") }
+            throw error
+        case .success(let result):
+            let commit = try results[2].get()
+            if commit.commandTag == "ROLLBACK" {
+                throw PostgresError(
+                    kind: .server, sqlState: "25P02", message: "the transaction failed and was rolled back at COMMIT")
+            }
+            return result
+        }
+    }
+
     /// `pipeline`'s sending and reading, for any mix of statements.
     func send(_ statements: [PipelinedStatement], atomic: Bool) -> [Result<PostgresResult, PostgresError>] {
         guard PQenterPipelineMode(handle) == 1 else {

@@ -175,6 +175,9 @@ public final class PostgresConnection {
         takeDeferredBegin() != nil
     }
 
+    /// Whether a BEGIN waits for the next statement (`deferBegin`).
+    var hasDeferredBegin: Bool { deferredBegin != nil }
+
     /// The deferred BEGIN, once: the statement about to be sent carries it.
     func takeDeferredBegin() -> String? {
         guard let begin = deferredBegin else { return nil }

@@ -48,6 +48,30 @@ public struct PostgresSharedDatabase: SharedDatabase {
             }
         }
     }
+
+    /// A body of one statement (every plugin's lookup on the per-message path) costs one round
+    /// trip: the statement goes in a read-only transaction of its own, BEGIN and COMMIT in the
+    /// same pipeline (a `read` costs two: BEGIN with the statement, then COMMIT). One
+    /// statement is one snapshot; a second one could not share it, so it is refused and the
+    /// body runs again as a `read` (`quickRead`'s closure may run twice). Writes are refused, as
+    /// on SQLite's point readers.
+    public func quickRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
+        let answered: T? = try await PluginDatabaseErrors.mapping(PostgresError.self, by: PostgresStore.storeError) {
+            try await store.pool.withConnection { conn -> T? in
+                let executor = PostgresExecutor(conn, oneStatementRead: true)
+                do {
+                    let result = try body(executor)
+                    return executor.refusedSecondStatement ? nil : result
+                } catch {
+                    // Whatever the body made of the refusal, it runs again as a read.
+                    if executor.refusedSecondStatement { return nil }
+                    throw error
+                }
+            }
+        }
+        if let answered { return answered }
+        return try await read(body)
+    }
 }
 
 extension PostgresStore {
@@ -62,19 +86,30 @@ final class PostgresExecutor: SQLExecutor, SQLRowVisitor {
     /// connection (types inferred by the server, as the store's hand-written statements are);
     /// a plugin's are sent with their values' types and not kept (see `run`).
     let prepares: Bool
+    /// `PostgresSharedDatabase.quickRead`'s: one query, in a read-only transaction of its own.
+    let oneStatementRead: Bool
+    /// A `oneStatementRead` executor was asked for a second statement and refused it.
+    private(set) var refusedSecondStatement = false
+    private var statementsRun = 0
     private(set) var changedRows = 0
     /// Whether the last `execute` inserted rows: `lastInsertedRowID` asks the server then.
     private var inserted = false
     private var lastRowID: Int64 = 0
 
-    init(_ conn: PostgresConnection, prepares: Bool = false) {
+    init(_ conn: PostgresConnection, prepares: Bool = false, oneStatementRead: Bool = false) {
         self.conn = conn
         self.prepares = prepares
+        self.oneStatementRead = oneStatementRead
     }
+
+    /// What begins a `oneStatementRead` executor's statement: one statement is one snapshot at
+    /// any isolation level.
+    static let oneStatementBegin = "BEGIN READ ONLY"
 
     var dialect: any SQLDialect { PostgresDialect() }
 
     func execute(_ sql: String, _ arguments: [SQLValue]) throws {
+        if oneStatementRead { throw StoreError(.unavailable, "a quick read cannot write: \(sql)") }
         let result: PostgresResult
         if arguments.isEmpty && !Self.hasPlaceholder(sql) {
             // May hold several statements (`;`-separated), like a migration.
@@ -91,9 +126,16 @@ final class PostgresExecutor: SQLExecutor, SQLRowVisitor {
     func forEachRow(
         _ sql: String, _ arguments: [SQLValue], plannedEachRun: Bool, _ body: (any ColumnValues) throws -> Void
     ) throws {
-        let result =
-            plannedEachRun
-            ? try conn.execute(Self.numbered(sql), arguments.map(Self.parameter)) : try run(sql, arguments)
+        let result: PostgresResult
+        if !plannedEachRun {
+            result = try run(sql, arguments)
+        } else if oneStatementRead {
+            try countOneStatement()
+            result = try conn.execute(
+                Self.numbered(sql), arguments.map(Self.parameter), inTransactionOfItsOwn: Self.oneStatementBegin)
+        } else {
+            result = try conn.execute(Self.numbered(sql), arguments.map(Self.parameter))
+        }
         for row in result.rows { try body(row) }
     }
 
@@ -134,7 +176,19 @@ final class PostgresExecutor: SQLExecutor, SQLRowVisitor {
     /// per IM chat line (issue #47).
     private func run(_ sql: String, _ arguments: [SQLValue]) throws -> PostgresResult {
         if prepares { return try conn.run(sql, arguments.map(Self.parameter)) }
-        return try conn.runTyped(Self.numbered(sql), arguments.map(Self.parameter))
+        guard oneStatementRead else { return try conn.runTyped(Self.numbered(sql), arguments.map(Self.parameter)) }
+        try countOneStatement()
+        return try conn.runTyped(
+            Self.numbered(sql), arguments.map(Self.parameter), inTransactionOfItsOwn: Self.oneStatementBegin)
+    }
+
+    /// Refuses a `oneStatementRead` executor's second statement (`PostgresSharedDatabase.quickRead`
+    /// then runs the body as a `read`).
+    private func countOneStatement() throws {
+        statementsRun += 1
+        guard statementsRun > 1 else { return }
+        refusedSecondStatement = true
+        throw StoreError(.unavailable, "a quick read of more than one statement runs again as a read")
     }
 
     static func parameter(_ value: SQLValue) -> PostgresValue {

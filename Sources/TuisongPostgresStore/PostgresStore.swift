@@ -231,11 +231,15 @@ extension PostgresConnection {
 extension PostgresConnection {
     /// Runs `sql` prepared with its parameters' types (`prepare(name:sql:typedLike:)`), once
     /// per connection for each text and types: a plugin's statements, whose integers must stay
-    /// integers (`PostgresExecutor.run`).
+    /// integers (`PostgresExecutor.run`). With `begin`, run in a transaction of its own that
+    /// `begin` opens, in one round trip (`executePrepared(name:_:inTransactionOfItsOwn:)`).
     @discardableResult
-    func runTyped(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresResult {
+    func runTyped(_ sql: String, _ parameters: [PostgresValue], inTransactionOfItsOwn begin: String? = nil) throws
+        -> PostgresResult
+    {
         let name = StatementNames.name(for: "/* types \(Self.parameterTypeKey(parameters)) */ " + sql)
         try prepare(name: name, sql: sql, typedLike: parameters)
+        if let begin { return try executePrepared(name: name, parameters, inTransactionOfItsOwn: begin) }
         return try executePrepared(name: name, parameters)
     }
 }

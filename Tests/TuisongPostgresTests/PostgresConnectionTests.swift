@@ -178,6 +178,51 @@ import TuisongPostgresTestKit
         }
     }
 
+    @Test func aStatementInATransactionOfItsOwnIsBegunAndCommittedWithIt() async throws {
+        try await withTestDatabase { url in
+            let connection = try PostgresConnection(url: url)
+            try connection.execute("CREATE TABLE t (id int PRIMARY KEY)")
+            try connection.execute("INSERT INTO t VALUES (1)")
+            let inside = """
+                SELECT current_setting('transaction_read_only') || ' ' || current_setting('transaction_isolation')
+                    || ' ' || $1::text
+                """
+            let answer = try connection.execute(
+                inside, [.text("unnamed")], inTransactionOfItsOwn: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            #expect(answer.rows[0][0] == "on repeatable read unnamed")
+            #expect(!connection.isInTransaction, "committed with it")
+            try connection.prepare(name: "own_count", sql: "SELECT count(*) FROM t WHERE id >= $1")
+            let counted = try connection.executePrepared(
+                name: "own_count", [.int(0)], inTransactionOfItsOwn: "BEGIN READ ONLY")
+            #expect(counted.rows[0][0] == .int(1))
+            #expect(!connection.isInTransaction)
+
+            // The transaction's own rules hold: a read-only one refuses a write, rolled back.
+            let refused = #expect(throws: PostgresError.self) {
+                try connection.execute("INSERT INTO t VALUES ($1)", [.int(2)], inTransactionOfItsOwn: "BEGIN READ ONLY")
+            }
+            #expect(refused?.sqlState == "25006")
+            #expect(!connection.isInTransaction, "the failed transaction was rolled back")
+            // A refused BEGIN runs nothing.
+            #expect(throws: PostgresError.self) {
+                try connection.execute("INSERT INTO t VALUES ($1)", [.int(3)], inTransactionOfItsOwn: "BEGIN NONSENSE")
+            }
+            #expect(!connection.isInTransaction)
+            #expect(try connection.execute("SELECT array_agg(id)::text FROM t").rows[0][0] == "{1}")
+
+            // Inside a transaction, open or deferred, it would end the caller's: refused.
+            for deferred in [false, true] {
+                if deferred { connection.deferBegin() } else { try connection.execute("BEGIN") }
+                let misuse = #expect(throws: PostgresError.self) {
+                    try connection.execute("SELECT $1::int", [.int(1)], inTransactionOfItsOwn: "BEGIN READ ONLY")
+                }
+                #expect(misuse?.kind == .usage)
+                if deferred { #expect(connection.endDeferredBegin()) } else { try connection.execute("ROLLBACK") }
+            }
+            #expect(try connection.execute("SELECT 1").rows[0][0] == .int(1))
+        }
+    }
+
     @Test func pipelineRunsABatchInOneRoundTrip() async throws {
         try await withTestDatabase { url in
             let connection = try PostgresConnection(url: url)
