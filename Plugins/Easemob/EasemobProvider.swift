@@ -39,6 +39,8 @@ public struct EasemobProvider: PushProvider {
     /// Growing delays after wrong passwords at `POST token`, per app and user (as the console's
     /// login has per address). Per node: each node counts the guesses it sees.
     let passwordThrottle: LoginThrottle
+    /// App and user tokens verified before (`VerifiedEasemobTokens`).
+    let verifiedTokens = VerifiedEasemobTokens()
 
     public init(context: ProviderContext) throws {
         self.context = context
@@ -201,14 +203,14 @@ public struct EasemobProvider: PushProvider {
                 bindings.append(
                     EasemobToken.legacyAppBinding(clientID: settings.clientID, clientSecret: settings.clientSecret))
             }
-            return try EasemobToken.verify(token, signingKey: key, bindings: bindings, now: now).principal
+            return try verifiedTokens.verify(token, signingKey: key, bindings: bindings, now: now).principal
         case .user(let name):
             guard let user = try await store.user(appID: app.id, username: name), let hash = user.passwordHash else {
                 throw EasemobError.unauthorized("Unable to authenticate: the token's user no longer exists")
             }
             var bindings = [EasemobToken.userBinding(passwordHash: hash, secretRotation: settings.clientSecretRotation)]
             if legacy { bindings.append(EasemobToken.legacyUserBinding(passwordHash: hash)) }
-            return try EasemobToken.verify(token, signingKey: key, bindings: bindings, now: now).principal
+            return try verifiedTokens.verify(token, signingKey: key, bindings: bindings, now: now).principal
         }
     }
 

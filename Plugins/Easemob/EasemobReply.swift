@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TuisongCore
 import TuisongCrypto
 import TuisongHTTP
@@ -101,8 +102,18 @@ extension JSONValue {
 enum EasemobIDs {
     /// The app's `application` UUID: derived, so it stays the same across restarts and nodes.
     static func applicationUUID(appID: Int64) -> String {
-        uuid(from: Digest.sha256(Array("tuisong-easemob-application:\(appID)".utf8)))
+        // Every answer carries it: derived once per app, not hashed per call (a fiftieth of a
+        // message call's work, issue #47's profile).
+        if let known = applicationUUIDs.withLock({ $0[appID] }) { return known }
+        let derived = uuid(from: Digest.sha256(Array("tuisong-easemob-application:\(appID)".utf8)))
+        applicationUUIDs.withLock { known in
+            if known.count >= 4096 { known.removeAll(keepingCapacity: true) }
+            known[appID] = derived
+        }
+        return derived
     }
+
+    private static let applicationUUIDs = Mutex<[Int64: String]>([:])
 
     /// A new random UUID (a user's `uuid`).
     static func randomUUID() -> String {

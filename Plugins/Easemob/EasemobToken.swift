@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TuisongCrypto
 
 /// Who a token speaks for.
@@ -86,10 +87,15 @@ enum EasemobToken {
             return difference == 0
         }
         guard signed else { throw .unauthorized("Unable to authenticate") }
+        try checkUnexpired(claims, now: now)
+        return claims
+    }
+
+    /// Throws when the token has expired at `now`.
+    static func checkUnexpired(_ claims: EasemobTokenClaims, now: Date) throws(EasemobError) {
         if let expiresAt = claims.expiresAt, Int64(now.timeIntervalSince1970.rounded(.down)) >= expiresAt {
             throw .unauthorized("Unable to authenticate due to expired access token")
         }
-        return claims
     }
 
     /// The binding of app tokens: the client id and the rotations of the id and the secret
@@ -159,16 +165,66 @@ enum EasemobBearer {
         guard let header else {
             throw .unauthorized("Unable to authenticate due to expired access token")
         }
-        let trimmed = header.trimmingCharacters(in: .whitespaces)
-        guard trimmed.count > 7, trimmed.prefix(7).lowercased() == "bearer " else {
+        // Spaces and tabs, the whitespace of a header's value, trimmed without Foundation's
+        // Unicode walk (which was a fortieth of an Easemob message call: issue #47's profile).
+        let trimmed = trimmingBlanks(Substring(header))
+        let scheme = trimmed.utf8.prefix(7)
+        let lowercased: (UInt8) -> UInt8 = { 65...90 ~= $0 ? $0 | 0x20 : $0 }
+        guard trimmed.utf8.count > 7, scheme.elementsEqual("bearer ".utf8, by: { lowercased($0) == $1 }) else {
             throw .unauthorized("Unable to authenticate: expected Authorization: Bearer <token>")
         }
-        let token = trimmed.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        let token = String(trimmingBlanks(trimmed.dropFirst(7)))
         if token.isEmpty || ["none", "null", "undefined"].contains(token.lowercased()) {
             throw .unauthorized("Unable to authenticate due to expired access token")
         }
         return token
     }
+
+    private static func trimmingBlanks(_ text: Substring) -> Substring {
+        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) })
+        else { return "" }
+        return text[first...last]
+    }
+}
+
+/// Tokens verified before, with their claims: an app server takes one app token and sends it
+/// with every call, and its two HMACs (the binding's key, then the token's) were a thirtieth of
+/// an Easemob message call's work (issue #47's profile). A token is remembered with the signing
+/// key and the bindings it was verified under, so a rotated secret, a changed client id or
+/// password, or a new signing key verifies afresh (and fails); expiry is checked on every use.
+final class VerifiedEasemobTokens: Sendable {
+    struct Key: Hashable, Sendable {
+        var token: String
+        var signingKey: [UInt8]
+        var bindings: [String]
+    }
+
+    /// Past this many tokens the memory starts again (tokens live for days; apps have few
+    /// callers, and users' tokens are verified afresh after a start-over).
+    let capacity: Int
+    private let verified = Mutex<[Key: EasemobTokenClaims]>([:])
+
+    init(capacity: Int = 4096) { self.capacity = capacity }
+
+    /// `EasemobToken.verify`, remembered.
+    func verify(_ token: String, signingKey: [UInt8], bindings: [String], now: Date) throws(EasemobError)
+        -> EasemobTokenClaims
+    {
+        let key = Key(token: token, signingKey: signingKey, bindings: bindings)
+        if let claims = verified.withLock({ $0[key] }) {
+            try EasemobToken.checkUnexpired(claims, now: now)
+            return claims
+        }
+        let claims = try EasemobToken.verify(token, signingKey: signingKey, bindings: bindings, now: now)
+        verified.withLock { verified in
+            if verified.count >= capacity { verified.removeAll(keepingCapacity: true) }
+            verified[key] = claims
+        }
+        return claims
+    }
+
+    var count: Int { verified.withLock { $0.count } }
 }
 
 /// `ttl` of `POST token`: seconds; absent = 60 days (Easemob's default); 0 = never expires.

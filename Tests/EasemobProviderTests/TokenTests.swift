@@ -103,9 +103,52 @@ import TuisongCrypto
         }
     }
 
+    /// A remembered token answers as a fresh verification would: under another binding (a
+    /// rotated secret, a changed password) or another signing key it is refused, and it expires
+    /// on time.
+    @Test func rememberedTokensAreCheckedAsFreshOnes() throws {
+        let tokens = VerifiedEasemobTokens(capacity: 2)
+        let claims = EasemobTokenClaims(appID: 7, principal: .app, issuedAt: 1_700_000_000, expiresAt: 1_700_000_100)
+        let token = EasemobToken.issue(claims, signingKey: key, binding: appBinding)
+        func verified(
+            _ token: String, bindings: [String]? = nil, key signingKey: [UInt8]? = nil, at: Date? = nil
+        ) -> EasemobTokenClaims? {
+            try? tokens.verify(
+                token, signingKey: signingKey ?? key, bindings: bindings ?? [appBinding], now: at ?? now)
+        }
+        #expect(verified(token) == claims)
+        #expect(tokens.count == 1)
+        #expect(verified(token) == claims, "from memory")
+        #expect(tokens.count == 1)
+        let rotated = EasemobToken.appBinding(clientID: "YXA6id", clientIDRotation: "", secretRotation: "sealed-2")
+        #expect(verified(token, bindings: [rotated]) == nil)
+        #expect(verified(token, bindings: [rotated, appBinding]) == claims, "the old binding still listed")
+        #expect(verified(token, key: SecureRandom.bytes(32)) == nil)
+        // Remembered or not, it expires.
+        #expect(verified(token, at: now.addingTimeInterval(99)) == claims)
+        let expired = #expect(throws: EasemobError.self) {
+            try tokens.verify(token, signingKey: key, bindings: [appBinding], now: now.addingTimeInterval(100))
+        }
+        #expect(expired?.errorDescription.contains("expired") == true)
+        // A forged token is never remembered.
+        let forged = String(token.dropLast(2)) + (token.hasSuffix("AA") ? "AB" : "AA")
+        #expect(verified(forged) == nil)
+        #expect(verified(forged) == nil)
+        // Past its capacity the memory starts again, and still verifies.
+        let other = EasemobToken.issue(
+            EasemobTokenClaims(appID: 7, principal: .user("bob"), issuedAt: 1_700_000_000, expiresAt: nil),
+            signingKey: key, binding: appBinding)
+        #expect(tokens.count == 2)
+        #expect(verified(other)?.principal == .user("bob"))
+        #expect(tokens.count == 1)
+        #expect(verified(token) == claims)
+    }
+
     @Test func bearerHeader() throws {
         #expect(try EasemobBearer.token(from: "Bearer YWMtabc") == "YWMtabc")
         #expect(try EasemobBearer.token(from: "bearer  YWMtabc ") == "YWMtabc")
+        #expect(try EasemobBearer.token(from: "\tBEARER YWMtabc\t") == "YWMtabc")
+        #expect(try EasemobBearer.token(from: " BeArEr 天YWMt ") == "天YWMt")
         for bad in [nil, "", "Bearer", "Bearer ", "Bearer None", "Bearer null", "Basic abc", "YWMtabc"] as [String?] {
             let error = #expect(throws: EasemobError.self) { try EasemobBearer.token(from: bad) }
             #expect(error?.status == 401 && error?.error == "unauthorized")
