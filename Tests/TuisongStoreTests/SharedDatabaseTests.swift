@@ -1,7 +1,9 @@
 import Foundation
+import GRDB
 import Synchronization
 import Testing
 import TuisongCore
+import TuisongPostgres
 import TuisongPostgresTestKit
 
 @testable import TuisongPostgresStore
@@ -311,18 +313,8 @@ struct SharedDatabaseTests {
             let before = try db.queryOne("SELECT count(*) FROM notes_items")?[0].int ?? -1
             // Another connection commits while this read is open (the first time it runs).
             guard run == 1 else { return [before, try db.queryOne("SELECT count(*) FROM notes_items")?[0].int ?? -1] }
-            let written = Thread.detachNewThreadAndWait {
-                let done = DispatchSemaphore(value: 0)
-                Task {
-                    _ = try? await shared.write { db in
-                        try db.execute(
-                            "INSERT INTO notes_items (app_id, body) VALUES (?, 'during')", [.integer(app.id)])
-                    }
-                    done.signal()
-                }
-                done.wait()
-            }
-            _ = written
+            try commitFromAnotherConnection(
+                store, "INSERT INTO notes_items (app_id, body) VALUES (\(app.id), 'during')")
             let after = try db.queryOne("SELECT count(*) FROM notes_items")?[0].int ?? -1
             return [before, after]
         }
@@ -341,16 +333,20 @@ struct SharedDatabaseTests {
     }
 }
 
-extension Thread {
-    /// Runs `work` on a new thread and waits for it (a second connection's write, off the
-    /// reader's thread).
-    static func detachNewThreadAndWait(_ work: @escaping @Sendable () -> Void) -> Bool {
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            work()
-            done.signal()
-        }
-        done.wait()
-        return true
+/// Commits `sql` on a connection of its own to the store's database, synchronously: a read
+/// running on a cooperative thread can wait for it without waiting for a task (a write through
+/// the store from a `Task` needs a free cooperative thread, and with every one of them held by
+/// reads waiting like this one the test would hang rather than fail).
+private func commitFromAnotherConnection(_ store: any GatewayStore, _ sql: String) throws {
+    if let sqlite = store as? SQLiteStore {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        let queue = try DatabaseQueue(path: sqlite.path, configuration: configuration)
+        try queue.write { db in try db.execute(sql: sql) }
+        try queue.close()
+    } else if let postgres = store as? PostgresStore {
+        try PostgresConnection(url: postgres.url).execute(sql)
+    } else {
+        Issue.record("no connection of its own for \(type(of: store))")
     }
 }
