@@ -272,6 +272,10 @@ struct EasemobStore: Sendable {
 
     /// The profiles and settings the policy needs for `usernames` receiving a message in
     /// `conversation`, plus the sender's profile (under its name in `users`).
+    ///
+    /// One statement a chunk of names (`receiverDataStatement`): a chat message's lookup is a
+    /// `quickRead`, which on PostgreSQL is one round trip only for a body of one statement (a
+    /// second one sends the whole body again as a `read`).
     func receiverData(
         appID: Int64, usernames: [String], sender: String, conversation: (chatType: String, key: String)
     ) async throws -> EasemobReceiverData {
@@ -281,23 +285,18 @@ struct EasemobStore: Sendable {
             for chunk in names.chunks(ofCount: 400) {
                 let values = chunk.map(SQLValue.text)
                 for row in try db.query(
-                    "SELECT \(Self.userColumns) FROM easemob_users WHERE app_id = ? AND username IN (\(SQLList.placeholders(chunk.count)))",
-                    [.integer(appID)] + values)
+                    Self.receiverDataStatement(names: chunk.count),
+                    [.integer(appID)] + values + [.integer(appID)] + values
+                        + [.text(conversation.chatType), .text(conversation.key)])
                 {
-                    let user = Self.user(row)
-                    data.users[user.username] = user
-                }
-                // App level: chattype user keyed by the user itself; the conversation: its key.
-                for row in try db.query(
-                    """
-                    SELECT username, chat_type, target, mode, ignore_interval, ignore_until
-                    FROM easemob_notification_settings WHERE app_id = ? AND username IN (\(SQLList.placeholders(chunk.count)))
-                    AND ((chat_type = 'user' AND target = username) OR (chat_type = ? AND target = ?))
-                    """,
-                    [.integer(appID)] + values + [.text(conversation.chatType), .text(conversation.key)])
-                {
+                    guard row["kind"].string == "setting" else {
+                        let user = Self.user(row)
+                        data.users[user.username] = user
+                        continue
+                    }
                     guard let name = row["username"].string else { continue }
                     let setting = Self.setting(row)
+                    // App level: chattype user keyed by the user itself; the conversation: its key.
                     if row["chat_type"].string == "user" && row["target"].string == name {
                         data.appLevel[name] = setting
                         // A one-to-one conversation with oneself is the app level too.
@@ -314,6 +313,24 @@ struct EasemobStore: Sendable {
         // A chat message's page is its receiver's few devices: read on the calling thread. A
         // group's pages of a thousand go through a reader, not holding this thread.
         return names.count <= Self.quickReadLimit ? try await database.quickRead(read) : try await database.read(read)
+    }
+
+    /// The users named (`kind` 'user', their `userColumns`) and their app-level and
+    /// conversation settings (`kind` 'setting'), as one statement. Its parameters: the app, the
+    /// `names` usernames, the app and the usernames again, then the conversation's chat type and
+    /// key. A setting is read whether or not its user exists, as the policy asks by name.
+    static func receiverDataStatement(names: Int) -> String {
+        let marks = SQLList.placeholders(names)
+        return """
+            SELECT 'user' AS kind, \(userColumns), NULL AS chat_type, NULL AS target, NULL AS mode,
+                NULL AS ignore_interval, NULL AS ignore_until
+            FROM easemob_users WHERE app_id = ? AND username IN (\(marks))
+            UNION ALL
+            SELECT 'setting', username, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                chat_type, target, mode, ignore_interval, ignore_until
+            FROM easemob_notification_settings WHERE app_id = ? AND username IN (\(marks))
+            AND ((chat_type = 'user' AND target = username) OR (chat_type = ? AND target = ?))
+            """
     }
 
     /// Lists of users up to this long are read with `SharedDatabase.quickRead`.

@@ -147,6 +147,28 @@ import TuisongPluginTestKit
         let direct = try await store.receiverData(
             appID: appID, usernames: ["bob", "carol"], sender: "alice", conversation: ("user", "alice"))
         #expect(direct.conversation["carol"]?.mode == EasemobPushMode.none && direct.conversation["bob"] == nil)
+
+        // A chat message's lookup: one statement, its body run once, on both databases (a
+        // PostgreSQL quick read of two statements runs its body again as a read).
+        let counted = QuickReadCounter(db.database)
+        let chat = try await EasemobStore(database: counted).receiverData(
+            appID: appID, usernames: ["bob"], sender: "alice", conversation: ("user", "alice"))
+        #expect(counted.bodies == 1 && counted.statements == 1)
+        #expect(chat.users.keys.sorted() == ["alice", "bob"] && chat.users["alice"]?.nickname == "Alice")
+        #expect(chat.users["bob"]?.passwordHash == "h-bob" && chat.users["bob"]?.createdAt == 1_700_000_000_000)
+        #expect(chat.appLevel["bob"] == EasemobNotificationSetting(mode: .at, ignoreInterval: interval))
+        #expect(chat.conversation.isEmpty)
+
+        // A setting is read by name, whether or not its user exists; a conversation with
+        // oneself is the app level.
+        try await store.setNotificationSetting(
+            appID: appID, username: "dave", chatType: "user", key: "dave", EasemobNotificationSetting(mode: .none),
+            now: now)
+        let own = try await store.receiverData(
+            appID: appID, usernames: ["bob", "dave"], sender: "bob", conversation: ("user", "bob"))
+        #expect(own.users["dave"] == nil && own.appLevel["dave"]?.mode == EasemobPushMode.none)
+        #expect(own.conversation["bob"] == own.appLevel["bob"] && own.conversation["bob"] != nil)
+        #expect(own.conversation["dave"] == nil)
     }
 
     @Test(arguments: PluginStoreBackend.allCases)
