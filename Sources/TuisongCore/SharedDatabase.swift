@@ -220,6 +220,14 @@ public protocol SQLDialect: Sendable {
     /// tables, whose statistics are empty until autovacuum gets to them.
     var refreshingStatistics: String { get }
 
+    /// The condition of the `messages_pending` partial index (a message scheduled, queued or
+    /// sending), spelled exactly as the index spells it: SQLite uses a partial index only for a
+    /// query whose WHERE clause contains its condition, and PostgreSQL walked the primary key
+    /// through the whole history without it. SQLite writes it as `=` comparisons joined by OR:
+    /// an `IN` list of three or more values builds a temporary table each time it runs, and the
+    /// index's condition runs on every write of a message (SQLite's v27).
+    var pendingMessagesCondition: String { get }
+
     /// A JSON object of `key` (text) to `value` over a group's rows, as text, `{}` for no rows:
     /// SQLite's `json_group_object`, PostgreSQL's `json_object_agg`.
     func jsonObjectAggregate(key: String, value: String) -> String

@@ -77,12 +77,6 @@ package enum Rows {
     /// The columns of a message, in the order `message(columns:cursor:)` reads them; a
     /// backend's message select (`SQLStoreBackend.sqlMessageSelect`) adds, after `held`, the
     /// failures and the skips as JSON objects `{"reason": count, …}`, then its cursor.
-    /// The condition of the `messages_pending` partial index (both databases), spelled out in
-    /// every query that should use it: SQLite uses a partial index only for a query whose WHERE
-    /// clause contains its condition, and `state = 'queued'` alone (or an OR of states) made
-    /// every claim scan the whole table, a poll that grew with the message history.
-    package static let pendingIndexTerm = "state IN ('scheduled', 'queued', 'sending')"
-
     package static let messageColumns = """
         m.id, m.app_id, m.vendor, m.vendor_message_id, m.audience, m.content, m.options, m.state, \
         m.send_at, m.labels, m.created_at, m.started_at, m.completed_at, m.total, m.vendor_context

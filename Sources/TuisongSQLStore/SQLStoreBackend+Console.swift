@@ -109,7 +109,7 @@ extension SQLStoreBackend {
                         LIMIT \(min(max(scanLimit, 1), 100_000))) newest
                     WHERE state = 'sending' OR completed_at >= \(sinceMilliseconds)
                     UNION
-                    SELECT id FROM messages WHERE state = 'sending' AND \(raw: Rows.pendingIndexTerm))
+                    SELECT id FROM messages WHERE state = 'sending' AND \(raw: db.dialect.pendingMessagesCondition))
                 ORDER BY m.id DESC
                 """
             ).map { try Rows.messageActivity(columns: $0) }

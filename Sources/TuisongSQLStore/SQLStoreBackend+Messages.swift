@@ -16,13 +16,14 @@ extension SQLStoreBackend {
     public func dispatchableMessageIDs(now: Date) async throws -> [Int64] {
         let nowMs = SQLTime.milliseconds(now)
         return try await sqlRead { db in
-            try db.fetchAll(
+            let pending = db.dialect.pendingMessagesCondition
+            return try db.fetchAll(
                 """
                 SELECT id FROM (
-                    SELECT id FROM messages WHERE state IN ('queued', 'sending') AND \(raw: Rows.pendingIndexTerm)
+                    SELECT id FROM messages WHERE state IN ('queued', 'sending') AND \(raw: pending)
                     UNION ALL
                     SELECT id FROM messages
-                    WHERE state = 'scheduled' AND send_at <= \(nowMs) AND \(raw: Rows.pendingIndexTerm)) due
+                    WHERE state = 'scheduled' AND send_at <= \(nowMs) AND \(raw: pending)) due
                 ORDER BY id LIMIT 100
                 """
             ).map { $0.int64(0) }

@@ -7,6 +7,8 @@ public struct SQLiteDialect: SQLDialect {
 
     public var name: String { "sqlite" }
 
+    public var pendingMessagesCondition: String { Schema.pendingMessagesCondition }
+
     /// `?` for every binding: SQLite numbers them in order.
     public func placeholder(_ position: Int) -> String { "?" }
 

@@ -229,8 +229,8 @@ extension SQLiteStore: MessageStore {
         return turns.sorted { ($0.turn, $0.id) < ($1.turn, $1.id) }.prefix(limit).map(\.id)
     }
 
-    /// The condition of the `messages_pending` partial index (`Rows.pendingIndexTerm`).
-    static let pendingIndexTerm = Rows.pendingIndexTerm
+    /// The condition of the `messages_pending` partial index (`SQLDialect.pendingMessagesCondition`).
+    static let pendingIndexTerm = Schema.pendingMessagesCondition
 
     /// Messages left `sending` after `id`, in id order.
     func sendingMessages(after id: Int64, limit: Int) async throws -> [MessageRecord] {

@@ -47,6 +47,7 @@ enum Schema {
         (v24Identifier, sql(v24UploadedCredentialsAreChannelCredentials)),
         (v25Identifier, sql(v25ReceiptServiceRequests)),
         (v26Identifier, sql(v26ReceiptInboxStatusesByApp)),
+        (v27Identifier, v27StateConditionsWithoutInLists),
     ]
 
     /// A migration that runs `text`.

@@ -27,30 +27,37 @@ extension Schema {
     static let v9ChannelCheck = "CHECK (channel IN ('apns', 'fcm', 'huawei', 'honor', 'xiaomi', 'oppo', 'vivo'))"
 
     /// A column CHECK cannot be altered, and `devices` and `deliveries` may hold millions of
-    /// rows: instead of rebuilding them, the stored CREATE TABLE texts are edited in place, as
-    /// SQLite documents for a change that no stored row can violate ("Making Other Kinds Of
-    /// Table Schema Changes", lang_altertable.html): `writable_schema`, the `sql` of each table
-    /// in `sqlite_schema`, `schema_version` bumped (every other connection re-reads the schema
-    /// before its next statement), then `integrity_check` of each edited table (a read, which
-    /// also checks every stored row against the new CHECK). GRDB leaves
-    /// `SQLITE_DBCONFIG_DEFENSIVE` off, and all of it runs in the migration's transaction: a
-    /// failure rolls it back. A table whose text is not exactly what v9 wrote fails the
-    /// migration rather than being skipped.
+    /// rows: the stored CREATE TABLE texts are edited in place (`editTableTexts`).
     static func v15OpenChannels(_ db: Database) throws {
+        try editTableTexts(db, migration: v15Identifier, v15Edits)
+    }
+
+    /// Replaces `old` by `new` in each table's stored CREATE TABLE text, for a change no stored
+    /// row can violate (a CHECK), instead of rebuilding tables that may hold millions of rows,
+    /// as SQLite documents ("Making Other Kinds Of Table Schema Changes", lang_altertable.html):
+    /// `writable_schema`, the `sql` of each table in `sqlite_schema`, `schema_version` bumped
+    /// (every other connection re-reads the schema before its next statement), then
+    /// `integrity_check` of each edited table (a read, which also checks every stored row
+    /// against the new CHECK). GRDB leaves `SQLITE_DBCONFIG_DEFENSIVE` off, and all of it runs in
+    /// the migration's transaction: a failure rolls it back. A table whose text does not hold
+    /// `old` exactly once fails the migration rather than being skipped (one edit a table).
+    static func editTableTexts(
+        _ db: Database, migration: String, _ edits: [(table: String, old: String, new: String)]
+    ) throws {
         var edited: [(table: String, sql: String)] = []
-        for edit in v15Edits {
+        for edit in edits {
             guard
                 let sql = try String.fetchOne(
                     db, sql: "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
                     arguments: [edit.table])
             else {
-                throw StoreError(.unavailable, "\(v15Identifier): no table \(edit.table)")
+                throw StoreError(.unavailable, "\(migration): no table \(edit.table)")
             }
             let parts = sql.components(separatedBy: edit.old)
             guard parts.count == 2 else {
                 throw StoreError(
                     .unavailable,
-                    "\(v15Identifier): \(edit.table) holds \(parts.count - 1) copies of \(edit.old), expected one")
+                    "\(migration): \(edit.table) holds \(parts.count - 1) copies of \(edit.old), expected one")
             }
             edited.append((edit.table, parts.joined(separator: edit.new)))
         }
@@ -61,7 +68,7 @@ extension Schema {
                 try db.execute(
                     sql: "UPDATE sqlite_schema SET sql = ? WHERE type = 'table' AND name = ?", arguments: [sql, table])
                 guard db.changesCount == 1 else {
-                    throw StoreError(.unavailable, "\(v15Identifier): \(table) was not updated")
+                    throw StoreError(.unavailable, "\(migration): \(table) was not updated")
                 }
             }
             try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
@@ -74,7 +81,7 @@ extension Schema {
         for (table, _) in edited {
             let result = try String.fetchAll(db, sql: "PRAGMA integrity_check(\(table))")
             guard result == ["ok"] else {
-                throw StoreError(.unavailable, "\(v15Identifier): integrity_check(\(table)): \(result)")
+                throw StoreError(.unavailable, "\(migration): integrity_check(\(table)): \(result)")
             }
         }
     }
