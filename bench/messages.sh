@@ -12,7 +12,8 @@
 # created_at to completed_at in the database), the gateway's CPU per message and peak RSS.
 # BENCH_ONLY picks parts: "sqlite", "postgresql", "mixed" (space-separated; default all);
 # BENCH_APIS the APIs (default "native tencent easemob"); BENCH_LATENCIES (default "0 150");
-# BENCH_CLIENTS the client counts (default "16 64").
+# BENCH_CLIENTS the client counts (default "16 64"); BENCH_PG_NODES the PostgreSQL node counts
+# (default "1 3").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BENCH_BIN:-$PWD/.build/release/tuisong}
@@ -183,7 +184,7 @@ fi
 
 if [[ " $ONLY " == *" postgresql "* ]]; then
   PG_URL=$(scripts/pg-test-cluster.sh start)
-  for nodes in 1 3; do
+  for nodes in ${BENCH_PG_NODES:-1 3}; do
     DATABASE=$(python3 -c "import re,sys; m = re.match(r'^(postgres(?:ql)?://[^/?]*)/?([^?]*)(\?.*)?$', sys.argv[1]); print(f'{m.group(1)}/{sys.argv[2]}{m.group(3) or \"\"}')" "$PG_URL" "bench_messages_$nodes")
     psql -XAtq -d "$PG_URL" -c "CREATE DATABASE bench_messages_$nodes" > /dev/null
     echo "== (1)(2) PostgreSQL, $nodes node(s): $MESSAGES one-recipient messages per line"
