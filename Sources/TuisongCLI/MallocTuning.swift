@@ -9,10 +9,15 @@ import Foundation
 /// (heaptrack), yet resident memory grew by ~0.35 KB a request without these, because
 /// memory freed in the middle of a heap is kept by glibc, not returned.
 ///
-/// - Two arenas. glibc gives each thread that meets contention an arena of its own, up to 8
-///   per core, and memory freed in one is not reused by another: the server's threads (HTTP,
-///   the cooperative pool, event loops, database queues) each kept their own high-water mark,
-///   and a chat load's peak RSS was ~270 MB where two arenas measured ~140 MB.
+/// - Four arenas a core (`arenas(processors:)`), half glibc's default. glibc gives each thread
+///   that meets contention an arena of its own, up to 8 per core, and memory freed in one is not
+///   reused by another: with the default, the server's threads (HTTP, the cooperative pool,
+///   event loops, database queues) each kept their own high-water mark, and a chat load's peak
+///   RSS was ~270 MB. Two arenas in all held it at ~140 MB, but then the threads queued for the
+///   two arenas' locks: on two cores 10 % of a chat message's CPU was spent waiting for or waking
+///   a lock inside malloc or free (perf, session nineteen). Eight arenas on two cores halved that
+///   and took 10–15 % off the gateway's CPU a message, for ~7 MB more after `make bench-memory`'s
+///   100,000 requests (63.4 → 70.9 MB), now that the trims below hand freed memory back.
 /// - A fixed mmap threshold (128 KiB). glibc raises the threshold to the size of the largest
 ///   block freed, so after one 1 MiB request body every later large body came from the heap,
 ///   and the holes they left were never returned.
@@ -28,7 +33,8 @@ import Foundation
 /// An operator's own `MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_` or
 /// `GLIBC_TUNABLES` wins.
 enum MallocTuning {
-    static let arenas: Int32 = 2
+    /// Arenas for a machine of `processors` cores.
+    static func arenas(processors: Int) -> Int32 { Int32(clamping: 4 * max(1, processors)) }
     static let mmapThreshold: Int32 = 128 * 1024
     static let trimThreshold: Int32 = 8 * 1024 * 1024
     static let trimInterval: TimeInterval = 10
@@ -42,10 +48,12 @@ enum MallocTuning {
 
     /// The `mallopt` calls `serve` makes in `environment`: each setting the operator's
     /// environment does not already make, none under `GLIBC_TUNABLES` (which sets them all).
-    static func settings(environment: [String: String]) -> [(parameter: Parameter, value: Int32)] {
+    static func settings(
+        environment: [String: String], processors: Int = ProcessInfo.processInfo.activeProcessorCount
+    ) -> [(parameter: Parameter, value: Int32)] {
         guard environment["GLIBC_TUNABLES"] == nil else { return [] }
         let ours: [(variable: String, parameter: Parameter, value: Int32)] = [
-            ("MALLOC_ARENA_MAX", .arenaMax, arenas),
+            ("MALLOC_ARENA_MAX", .arenaMax, arenas(processors: processors)),
             ("MALLOC_MMAP_THRESHOLD_", .mmapThreshold, mmapThreshold),
             ("MALLOC_TRIM_THRESHOLD_", .trimThreshold, trimThreshold),
         ]
