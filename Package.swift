@@ -128,6 +128,12 @@ let package = Package(
             name: "CTuisongShims", dependencies: ["CMicroHTTPD", "CNGHTTP2", "COpenSSL"],
             path: "Sources/CTuisongShims"),
 
+        // SQLite's memory counted without SQLite's global mutex (an allocator installed before
+        // main); SQLite's C API is variadic where this is configured.
+        .target(
+            name: "CSQLiteShims", dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")],
+            path: "Sources/CSQLiteShims"),
+
         // MARK: Swift modules
         .target(name: "TuisongCore", path: "Sources/TuisongCore"),
         .target(
@@ -148,7 +154,7 @@ let package = Package(
                 "TuisongCore", "TuisongSQLStore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 // The raw C API, for PointReaders' prepared statements (same system libsqlite3).
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"), "CSQLiteShims",
             ],
             path: "Sources/TuisongSQLiteStore"),
         .target(

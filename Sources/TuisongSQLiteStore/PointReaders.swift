@@ -1,3 +1,4 @@
+internal import CSQLiteShims
 import Foundation
 internal import GRDBSQLite
 import Synchronization
@@ -274,6 +275,13 @@ struct PointRow: ColumnValues {
 
 extension SQLiteStore {
     /// Bytes SQLite has allocated in this process (page caches, schemas, prepared statements
-    /// of every connection): `tuisong_sqlite_memory_bytes`, and `make bench-memory`.
-    public static var memoryInUse: Int64 { sqlite3_memory_used() }
+    /// of every connection): `tuisong_sqlite_memory_bytes`, and `make bench-memory`. Counted
+    /// by the allocator `CSQLiteShims` installs, which lets SQLite run without its memory
+    /// statistics and their process-wide mutex; SQLite's own count where it refused it.
+    public static var memoryInUse: Int64 {
+        tuisong_sqlite_counts_memory() ? tuisong_sqlite_memory_in_use() : sqlite3_memory_used()
+    }
+
+    /// Whether SQLite's memory goes through that allocator (its statistics off).
+    static var countsMemoryWithoutStatistics: Bool { tuisong_sqlite_counts_memory() }
 }
