@@ -15,9 +15,9 @@ import Foundation
 ///   event loops, database queues) each kept their own high-water mark, and a chat load's peak
 ///   RSS was ~270 MB. Two arenas in all held it at ~140 MB, but then the threads queued for the
 ///   two arenas' locks: on two cores 10 % of a chat message's CPU was spent waiting for or waking
-///   a lock inside malloc or free (perf, session nineteen). Eight arenas on two cores halved that
-///   and took 10–15 % off the gateway's CPU a message, for ~7 MB more after `make bench-memory`'s
-///   100,000 requests (63.4 → 70.9 MB), now that the trims below hand freed memory back.
+///   a lock inside malloc or free (perf, session nineteen). Eight arenas on two cores cut that to
+///   a third or less, for ~7 MB more after `make bench-memory`'s 100,000 requests (63.4 → 70.9
+///   MB), now that the trims below hand freed memory back.
 /// - A fixed mmap threshold (128 KiB). glibc raises the threshold to the size of the largest
 ///   block freed, so after one 1 MiB request body every later large body came from the heap,
 ///   and the holes they left were never returned.
