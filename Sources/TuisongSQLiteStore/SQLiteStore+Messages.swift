@@ -208,7 +208,7 @@ extension SQLiteStore: MessageStore {
             db.cachedStatement(
                 sql: """
                     SELECT id, app_id FROM messages
-                    WHERE state = 'scheduled' AND send_at <= ? AND \(pendingIndexTerm) ORDER BY id LIMIT ?
+                    WHERE state = 'scheduled' AND send_at <= ? AND \(Schema.pendingMessagesCondition) ORDER BY id LIMIT ?
                     """), arguments: [nowMs, limit])
         {
             candidates[row[1] as Int64, default: []].append(row[0] as Int64)
@@ -229,16 +229,13 @@ extension SQLiteStore: MessageStore {
         return turns.sorted { ($0.turn, $0.id) < ($1.turn, $1.id) }.prefix(limit).map(\.id)
     }
 
-    /// The condition of the `messages_pending` partial index (`SQLDialect.pendingMessagesCondition`).
-    static let pendingIndexTerm = Schema.pendingMessagesCondition
-
     /// Messages left `sending` after `id`, in id order.
     func sendingMessages(after id: Int64, limit: Int) async throws -> [MessageRecord] {
         try await read { db in
             try db.fetch(
                 """
                 \(raw: Self.messageSelect)
-                WHERE m.state = 'sending' AND \(raw: Self.pendingIndexTerm) AND m.id > \(id) ORDER BY m.id LIMIT \(limit)
+                WHERE m.state = 'sending' AND \(raw: Schema.pendingMessagesCondition) AND m.id > \(id) ORDER BY m.id LIMIT \(limit)
                 """
             ) { try Self.messageRecord($0) }
         }
