@@ -36,9 +36,7 @@ import TuisongTransportKit
     @Test func storedSQLiteKeysServeBothEnvironments() async throws {
         let database = try TemporaryDatabase()
         defer { database.remove() }
-        try FileManager.default.createDirectory(
-            atPath: (database.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let old = try Schema.openDatabase(path: database.path, through: Schema.v18Identifier)
+        let old = try database.openMigrated(through: Schema.v18Identifier)
         try await old.write { db in for row in Self.rows { try db.execute(sql: row) } }
         try old.close()
         let store = try SQLiteStore(path: database.path)

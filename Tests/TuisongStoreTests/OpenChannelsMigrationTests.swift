@@ -115,9 +115,7 @@ struct OpenChannelsMigrationTests {
 
     /// A v14 file, kept open on a connection of its own across the upgrade.
     static func v14Database(_ database: TemporaryDatabase) throws -> DatabasePool {
-        try FileManager.default.createDirectory(
-            atPath: (database.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        return try Schema.openDatabase(path: database.path, through: Schema.v14Identifier)
+        try database.openMigrated(through: Schema.v14Identifier)
     }
 
     static func seed(_ db: Database) throws {

@@ -77,9 +77,7 @@ import TuisongPostgresTestKit
     @Test func anSQLiteAppFromBeforeV18IsMarkedAsPredatingStoredCredentials() async throws {
         let database = try TemporaryDatabase()
         defer { database.remove() }
-        try FileManager.default.createDirectory(
-            atPath: (database.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let old = try Schema.openDatabase(path: database.path, through: Schema.v17Identifier)
+        let old = try database.openMigrated(through: Schema.v17Identifier)
         try await old.write { db in
             try db.execute(
                 sql: """

@@ -102,9 +102,7 @@ struct StateConditionsMigrationTests {
     @Test func aDatabaseAtV26KeepsItsRowsAndRefusesWhatItRefusedBefore() async throws {
         let database = try TemporaryDatabase()
         defer { database.remove() }
-        try FileManager.default.createDirectory(
-            atPath: (database.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let old = try Schema.openDatabase(path: database.path, through: Schema.v26Identifier)
+        let old = try database.openMigrated(through: Schema.v26Identifier)
         try await old.write { db in try Self.seed(db) }
         let inserted = try await old.write { db in try Self.listTrees(db, Self.writes[0]) }
         #expect(inserted == 2, "v26's insert builds the trees v27 removes: its CHECK's and its index's")

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import TuisongCore
 import TuisongPluginTestKit
 import TuisongPostgresTestKit
@@ -22,6 +23,14 @@ struct TemporaryDatabase {
 
     func remove() {
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The core schema migrated through `identifier` only, on this file (its directory made):
+    /// a database as an older release left it, for a migration test.
+    func openMigrated(through identifier: String) throws -> DatabasePool {
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        return try Schema.openDatabase(path: path, through: identifier)
     }
 }
 

@@ -70,9 +70,7 @@ import TuisongTransportKit
     func anSQLiteDatabaseAtV23ReadsItsCredentialsUnchanged(withFCM: Bool) async throws {
         let database = try TemporaryDatabase()
         defer { database.remove() }
-        try FileManager.default.createDirectory(
-            atPath: (database.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let old = try Schema.openDatabase(path: database.path, through: Schema.v23Identifier)
+        let old = try database.openMigrated(through: Schema.v23Identifier)
         try await old.write { db in
             for row in Self.rows(blob: Self.sqliteBlob) { try db.execute(sql: row) }
             if withFCM { try db.execute(sql: Self.fcmRow(blob: Self.sqliteBlob)) }
