@@ -125,13 +125,13 @@ package enum AudiencePages {
     }
 
     /// The columns `entry` reads: the device's, then (with `details`) its account's.
-    private static func entryColumns(details: Bool) -> String {
+    package static func entryColumns(details: Bool) -> String {
         let columns = "d.id, d.token, d.environment, d.updated_at, d.credential_selector, d.channel"
         return details ? columns + ", d.im_account, d.locale, d.app_state, d.account_id" : columns
     }
 
     /// Where a list page reads `invalidated_at`: right after `entryColumns(details:)`.
-    private static func invalidatedColumn(_ details: Bool) -> Int32 { details ? 10 : 6 }
+    package static func invalidatedColumn(_ details: Bool) -> Int32 { details ? 10 : 6 }
 
     /// A page of valid devices `d` matching `condition`, in one statement. Every environment's
     /// devices are read: those of another than the push's are skipped `other_environment`,
@@ -156,10 +156,12 @@ package enum AudiencePages {
     /// The channel of a page's previous row: a page's devices are nearly all of one channel, so
     /// on the fan-out path a row costs one comparison of its name, and a name is checked only
     /// where the channel changes (whichever channel it is: no service is the default).
-    struct ChannelNames {
+    package struct ChannelNames {
         private var last: PushChannel?
 
-        mutating func channel(_ name: String) throws -> PushChannel {
+        package init() {}
+
+        package mutating func channel(_ name: String) throws -> PushChannel {
             if let last, last.rawValue == name { return last }
             guard let channel = PushChannel(rawValue: name) else {
                 throw StoreError(.unavailable, "devices.channel holds a channel this build does not speak: \(name)")
@@ -170,7 +172,7 @@ package enum AudiencePages {
     }
 
     /// An audience entry from `entryColumns(details:)`.
-    private static func entry(_ row: any ColumnValues, details: Bool, channels: inout ChannelNames) throws
+    package static func entry(_ row: any ColumnValues, details: Bool, channels: inout ChannelNames) throws
         -> AudienceEntry
     {
         let environmentName = row.string(2)
