@@ -50,7 +50,8 @@ extension PostgresStore: WorkQueue {
         // nested loop over every open slice for each message whenever the statistics were from
         // before a burst (an empty queue): 0.3–2.4 s a claim with a few thousand chat lines
         // queued, one node's chat down to ~300 messages/s (issue #47).
-        let claimed = try await write { conn in
+        // One statement, atomic by itself: no BEGIN and COMMIT around it (`writeStatement`).
+        let claimed = try await writeStatement { conn in
             try conn.run(
                 """
                 WITH running_by_app AS (
@@ -225,7 +226,7 @@ extension PostgresStore: WorkQueue {
     /// by a join with the unnested batch, and the statement runs unprepared: a generic plan
     /// compared every row of the batch with every other (17 ms for 172; `lockSlicesInOrder`).
     func planWhole(_ messages: [(id: Int64, after: Int64, total: Int?)], nowMs: Int64) async throws {
-        try await write { conn in
+        try await writeStatement { conn in
             try conn.runUnprepared(
                 """
                 WITH v AS (
@@ -367,19 +368,18 @@ extension PostgresStore: WorkQueue {
             // Unprepared, with `s.message_id = ANY(…)`, no nested loops: linear in the batch
             // (`lockSlicesInOrder`).
             try Self.lockSlicesInOrder(conn, keys)
-            let rows = try Self.joiningBatch(conn) {
-                try conn.runUnprepared(
-                    """
-                    UPDATE message_slices s SET lease_until = \(raw: Self.databaseNow) + \(lease)
-                    FROM unnest(\(PostgresArray.int(keys.map(\.messageID)))::bigint[], \(PostgresArray.int(keys.map(\.slice)))::bigint[],
-                        \(PostgresArray.int(keys.map { slices[$0] ?? 0 }))::bigint[]) AS v(message_id, slice, attempts)
-                    WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.attempts = v.attempts
-                        AND s.owner = \(node) AND s.state = 'open'
-                        AND s.message_id = ANY(\(PostgresArray.int(keys.map(\.messageID)))::bigint[])
-                    RETURNING s.message_id, s.slice
-                    """
-                ).rows
-            }
+            let rows = try Self.joiningBatch(
+                conn,
+                """
+                UPDATE message_slices s SET lease_until = \(raw: Self.databaseNow) + \(lease)
+                FROM unnest(\(PostgresArray.int(keys.map(\.messageID)))::bigint[], \(PostgresArray.int(keys.map(\.slice)))::bigint[],
+                    \(PostgresArray.int(keys.map { slices[$0] ?? 0 }))::bigint[]) AS v(message_id, slice, attempts)
+                WHERE s.message_id = v.message_id AND s.slice = v.slice AND s.attempts = v.attempts
+                    AND s.owner = \(node) AND s.state = 'open'
+                    AND s.message_id = ANY(\(PostgresArray.int(keys.map(\.messageID)))::bigint[])
+                RETURNING s.message_id, s.slice
+                """
+            ).rows
             return Set(rows.map { MessageSliceKey(messageID: $0.int64("message_id"), slice: $0.int64("slice")) })
         }
         return (held, now.addingTimeInterval(Double(lease) / 1000))

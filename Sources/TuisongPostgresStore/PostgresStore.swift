@@ -123,7 +123,8 @@ public final class PostgresStore: Sendable {
             [pool, health, writeObserver = configuration.writeObserver] rows in
             await Self.insertMessages(rows) { rows in
                 try await health.noting(timedBy: writeObserver, mapError: Self.storeError) {
-                    try await pool.transaction { conn in try Self.insertMessageRows(conn, rows) }
+                    // One statement, atomic by itself: no BEGIN and COMMIT around it.
+                    try await pool.withConnection { conn in try Self.insertMessageRows(conn, rows) }
                 }
             }
         }
