@@ -59,6 +59,40 @@ import TuisongPostgresTestKit
                 options: PushOptions()), state: .queued)
     }
 
+    /// A claim rewrites its slice row in place (a HOT update: no new index entries): no index
+    /// of `message_slices` names a column a claim, a renewal or a flush before the last changes,
+    /// and its pages keep room for the new version (`pg22-slice-claims-in-place`, issue #47).
+    /// Read from the page itself (`pageinspect`): the claimed version is marked HOT-updated, the
+    /// claim's version heap-only.
+    @Test func aClaimRewritesItsSliceInPlace() async throws {
+        try await Self.withNodes(1) { nodes in
+            let store = nodes[0]
+            let message = try await Self.tokenMessage(store, tokens: 1)
+            let claims = try await store.claimWork(now: Date(), limit: 10, sliceLimit: 4, running: [])
+            #expect(claims.map(\.record.id) == [message.id])
+            let versions = try await store.write { conn in
+                try conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+                return try conn.execute(
+                    """
+                    SELECT (t_infomask2::int & 16384) <> 0, (t_infomask2::int & 32768) <> 0
+                    FROM heap_page_items(get_raw_page('message_slices', 0)) WHERE t_infomask2 IS NOT NULL
+                    ORDER BY lp
+                    """
+                ).rows.map { ($0[0].bool ?? false, $0[1].bool ?? false) }
+            }
+            #expect(versions.count == 2, "the planned slice and its claimed version: \(versions)")
+            #expect(versions.first.map { $0.0 && !$0.1 } == true, "the planned version is HOT-updated")
+            #expect(versions.last.map { !$0.0 && $0.1 } == true, "the claimed version is heap-only")
+            let options = try await store.read { conn in
+                try conn.execute(
+                    "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = 'message_slices'"
+                )
+                .rows.first?[0].string
+            }
+            #expect(options?.split(separator: ",").contains("fillfactor=50") == true, "\(options ?? "")")
+        }
+    }
+
     /// The store's sessions run with JIT off, readers and writers alike: on a database whose
     /// `apps` was never analyzed the claim's estimated cost passed `jit_above_cost`, and
     /// compiling it took 0.3–8.8 s a claim in the cluster test (its chat backlog filled and a
