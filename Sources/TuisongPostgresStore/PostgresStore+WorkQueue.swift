@@ -25,6 +25,7 @@ extension PostgresStore: WorkQueue {
         let lease = Self.milliseconds(leaseDuration)
         let runningKeys = running.sorted { ($0.messageID, $0.slice) < ($1.messageID, $1.slice) }
         let runningMessages = PostgresArray.int(runningKeys.map(\.messageID))
+        let runningApps = claimedMessageApps.running(Set(runningKeys.map(\.messageID)))
         let runningWhole = PostgresArray.int(runningKeys.filter { $0.slice == 0 }.map(\.messageID))
         let wholeLimit = max(0, limit)
         let claimable = "s.state = 'open' AND (s.owner IS NULL OR s.lease_until < \(Self.databaseNow))"
@@ -43,7 +44,10 @@ extension PostgresStore: WorkQueue {
         // `messages_backlog_by_app`, in id order), an app's n-th getting turn n plus the runs
         // of that app this node has going; the lowest turns are claimed, oldest first among
         // equal turns. (Slices of fan-outs are claimed apart, below, and never wait behind
-        // these.)
+        // these.) The runs per app are counted here from what this node claimed
+        // (`ClaimedMessageApps`); only a running message it does not know is read: reading
+        // every running message back by key cost each claim four index pages a message in
+        // flight (400 of a claim's 500 at 800 chat lines a second, 150 ms away; issue #47).
         //
         // A message's one slice is looked up by a scalar subquery, which PostgreSQL runs once
         // per message with the message's id as its key. Written as a join, the planner chose a
@@ -55,8 +59,13 @@ extension PostgresStore: WorkQueue {
             try conn.run(
                 """
                 WITH running_by_app AS (
-                    SELECT m.app_id, count(*) AS running FROM messages m
-                    WHERE m.id = ANY(\(runningMessages)::bigint[]) GROUP BY m.app_id
+                    SELECT app_id, sum(running)::bigint AS running FROM (
+                        SELECT * FROM unnest(\(PostgresArray.int(runningApps.apps))::bigint[],
+                            \(PostgresArray.int(runningApps.counts))::bigint[]) AS known(app_id, running)
+                        UNION ALL
+                        SELECT m.app_id, count(*) FROM messages m
+                        WHERE m.id = ANY(\(PostgresArray.int(runningApps.unknown))::bigint[]) GROUP BY m.app_id
+                    ) r GROUP BY app_id
                 ), whole_turns AS (
                     SELECT w.message_id,
                         coalesce(r.running, 0) + row_number() OVER (PARTITION BY w.app_id ORDER BY w.message_id) AS turn
@@ -109,6 +118,7 @@ extension PostgresStore: WorkQueue {
             }
             claims.append(WorkClaim(record: record, slice: slice))
         }
+        claimedMessageApps.remember(claims)
         return claims
     }
 
@@ -408,5 +418,33 @@ extension PostgresStore: WorkQueue {
                 .rows.first?.int64("n") ?? 0
         }
         return max(1, Int(count))
+    }
+}
+
+/// The app of each message this node claimed and may still be sending (`claimWork`): a claim
+/// counts its runs per app from here instead of reading every running message back.
+final class ClaimedMessageApps: Sendable {
+    private let apps = Mutex<[Int64: Int64]>([:])
+
+    /// The running messages (distinct ids) counted per app, apps in order, and those whose app
+    /// this node does not know (claimed before, by another store); forgets messages no longer
+    /// running.
+    func running(_ messages: Set<Int64>) -> (apps: [Int64], counts: [Int64], unknown: [Int64]) {
+        apps.withLock { known in
+            known = known.filter { messages.contains($0.key) }
+            var counts: [Int64: Int64] = [:]
+            var unknown: [Int64] = []
+            for message in messages {
+                if let app = known[message] { counts[app, default: 0] += 1 } else { unknown.append(message) }
+            }
+            let byApp = counts.sorted { $0.key < $1.key }
+            return (byApp.map(\.key), byApp.map(\.value), unknown.sorted())
+        }
+    }
+
+    func remember(_ claims: [WorkClaim]) {
+        apps.withLock { known in
+            for claim in claims { known[claim.record.id] = claim.record.appID }
+        }
     }
 }

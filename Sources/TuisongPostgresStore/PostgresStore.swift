@@ -79,6 +79,8 @@ public final class PostgresStore: Sendable {
     /// Whether planning still looks for messages left sending without slices (from before the
     /// work queue): at its first pass, and as long as a pass finds one (`planDueMessages`).
     let sendingWithoutSlicesMayRemain = Atomic<Bool>(true)
+    /// The apps of the messages this node claimed (`claimWork`'s runs per app).
+    let claimedMessageApps = ClaimedMessageApps()
     /// Analyzes the queue tables while a burst fills them (`claimWork`).
     let queueStatistics = QueueStatisticsKeeper()
     /// Messages accepted while others are being inserted go in together (`insertMessages`):

@@ -93,6 +93,42 @@ import TuisongPostgresTestKit
         }
     }
 
+    /// A claim counts this node's runs per app (the fair turns) from the apps of what it claimed,
+    /// and reads back only the running messages it did not claim itself: with one chat line of
+    /// an app running, that app's next line waits behind another app's first, whichever node
+    /// claimed the running one.
+    @Test func aClaimCountsItsRunsPerAppWithoutReadingThemBack() async throws {
+        try await Self.withNodes(2) { nodes in
+            let (a, b) = (nodes[0], nodes[1])
+            let first = try await Self.tokenMessage(a, tokens: 1)
+            func line(_ appID: Int64) async throws -> MessageRecord {
+                try await a.createMessage(
+                    PushJob(
+                        appID: appID, vendor: "native", audience: .tokens([String(repeating: "c", count: 64)]),
+                        content: PushContent(), options: PushOptions()),
+                    state: .queued)
+            }
+            let chat = [first, try await line(first.appID), try await line(first.appID)]
+            let news = try await Self.tokenMessage(a, tokens: 1)
+            let oldest = try await a.claimWork(now: Date(), limit: 1, sliceLimit: 0, running: [])
+            #expect(oldest.map(\.record.id) == [chat[0].id])
+            let running: Set<MessageSliceKey> = [MessageSliceKey(messageID: chat[0].id, slice: 0)]
+            let known = a.claimedMessageApps.running([chat[0].id])
+            #expect(known.apps == [first.appID] && known.counts == [1] && known.unknown.isEmpty)
+            let next = try await a.claimWork(now: Date(), limit: 1, sliceLimit: 0, running: running)
+            #expect(next.map(\.record.id) == [news.id], "the chat app has a run going: the news line's turn is first")
+
+            // Another node given the same run reads its app back.
+            let later = try await line(news.appID)
+            #expect(b.claimedMessageApps.running([chat[0].id]).unknown == [chat[0].id])
+            let fromB = try await b.claimWork(now: Date(), limit: 1, sliceLimit: 0, running: running)
+            #expect(fromB.map(\.record.id) == [later.id])
+            // Finished runs are forgotten.
+            #expect(a.claimedMessageApps.running([]).apps.isEmpty)
+            #expect(a.claimedMessageApps.running([chat[0].id]).unknown == [chat[0].id])
+        }
+    }
+
     /// The store's sessions run with JIT off, readers and writers alike: on a database whose
     /// `apps` was never analyzed the claim's estimated cost passed `jit_above_cost`, and
     /// compiling it took 0.3–8.8 s a claim in the cluster test (its chat backlog filled and a
