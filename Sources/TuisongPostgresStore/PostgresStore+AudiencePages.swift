@@ -29,18 +29,18 @@ enum PostgresAudiencePages {
 
     static func pages(_ db: any SQLExecutor, _ requests: [AudiencePageRequest]) throws -> [[AudienceEntry]] {
         var pages = [[AudienceEntry]](repeating: [], count: requests.count)
-        var tokens = TokenLists()
-        var devices = DeviceLists()
+        var tokens = KeyedLists<String>()
+        var devices = KeyedLists<Int64>()
         var accounts = AccountLists()
         for (index, request) in requests.enumerated() {
             let limit = max(1, request.limit)
             switch request.audience {
             case .tokens(let list):
                 let (start, slice) = AudienceLists.tokenSlice(list, after: request.after, limit: limit)
-                if !slice.isEmpty { tokens.add(index, request, start: start, slice: slice) }
+                if !slice.isEmpty { tokens.add(index, request, start: start, slice) }
             case .devices(let ids):
                 let wanted = AudienceLists.wantedDevices(ids, after: request.after, limit: limit)
-                if !wanted.isEmpty { devices.add(index, request, wanted: wanted) }
+                if !wanted.isEmpty { devices.add(index, request, wanted) }
             case .accounts(let list):
                 var seen: Set<String> = []
                 let distinct = list.filter { seen.insert($0).inserted }
@@ -49,8 +49,23 @@ enum PostgresAudiencePages {
                 pages[index] = try AudiencePages.page(db, request)
             }
         }
-        try tokens.read(db, requests, into: &pages)
-        try devices.read(db, requests, into: &pages)
+        let registered = try tokens.read(
+            db, requests, keys: texts(tokens.keys), keyType: "text", join: "d.token = v.key"
+        ) { $0.string(1) }
+        for (index, list) in tokens.lists {
+            pages[index] = AudienceLists.tokenPage(
+                list.keys, start: list.start, registered: registered[index] ?? [:],
+                environment: requests[index].environment
+            ) { $0 }
+        }
+        let found = try devices.read(
+            db, requests, keys: integers(devices.keys), keyType: "bigint", join: "d.id = v.key"
+        ) { $0.int64(0) }
+        for (index, list) in devices.lists {
+            pages[index] = AudienceLists.devicePage(
+                list.keys, found: found[index] ?? [:], environment: requests[index].environment
+            ) { $0 }
+        }
         try accounts.read(db, requests, into: &pages)
         return pages
     }
@@ -66,85 +81,44 @@ enum PostgresAudiencePages {
         )
     }
 
-    /// The token pages: each token with its app and request, joined with the app's device of
-    /// that token (the `(app_id, token)` unique index).
-    private struct TokenLists {
-        var slices: [Int: (start: Int, slice: [String])] = [:]
+    /// The token or device id pages: each listed key with its app and request, joined in one
+    /// statement with the app's device of that key (`join`: by the `(app_id, token)` unique
+    /// index, or by id).
+    private struct KeyedLists<Key: Hashable> {
+        var lists: [Int: (start: Int, keys: [Key])] = [:]
         var requestIndexes: [Int64] = []
         var appIDs: [Int64] = []
-        var tokens: [String] = []
+        var keys: [Key] = []
 
-        mutating func add(_ index: Int, _ request: AudiencePageRequest, start: Int, slice: [String]) {
-            slices[index] = (start, slice)
-            for token in slice {
+        mutating func add(_ index: Int, _ request: AudiencePageRequest, start: Int = 0, _ list: [Key]) {
+            lists[index] = (start, list)
+            for key in list {
                 requestIndexes.append(Int64(index))
                 appIDs.append(request.appID)
-                tokens.append(token)
+                keys.append(key)
             }
         }
 
-        func read(_ db: any SQLExecutor, _ requests: [AudiencePageRequest], into pages: inout [[AudienceEntry]])
-            throws
-        {
-            guard !slices.isEmpty else { return }
-            var registered: [Int: [String: (entry: AudienceEntry, invalidated: Bool)]] = [:]
+        /// Each request's devices by key: `keyArray` is `keys` as an array of `keyType`, and
+        /// `key` reads a row's key back.
+        func read(
+            _ db: any SQLExecutor, _ requests: [AudiencePageRequest], keys keyArray: SQLValue, keyType: String,
+            join: String, key: (any ColumnValues) -> Key
+        ) throws -> [Int: [Key: (entry: AudienceEntry, invalidated: Bool)]] {
+            guard !lists.isEmpty else { return [:] }
+            var found: [Int: [Key: (entry: AudienceEntry, invalidated: Bool)]] = [:]
             var channels = AudiencePages.ChannelNames()
             try db.forEachRow(
                 """
                 SELECT \(raw: columns), v.request FROM unnest(\(integers(requestIndexes))::bigint[],
-                    \(integers(appIDs))::bigint[], \(texts(tokens))::text[]) AS v(request, app_id, token)
-                JOIN devices d ON d.app_id = v.app_id AND d.token = v.token
+                    \(integers(appIDs))::bigint[], \(keyArray)::\(raw: keyType)[]) AS v(request, app_id, key)
+                JOIN devices d ON d.app_id = v.app_id AND \(raw: join)
                 """
             ) { row in
                 let index = Int(row.int64(request))
-                registered[index, default: [:]][row.string(1)] = try decode(row, requests[index], channels: &channels)
+                found[index, default: [:]][key(row)] = try decode(row, requests[index], channels: &channels)
             }
-            for (index, slice) in slices {
-                pages[index] = AudienceLists.tokenPage(
-                    slice.slice, start: slice.start, registered: registered[index] ?? [:],
-                    environment: requests[index].environment
-                ) { $0 }
-            }
-        }
-    }
-
-    /// The device id pages: each id with its app and request, joined with that device of the app.
-    private struct DeviceLists {
-        var wanted: [Int: [Int64]] = [:]
-        var requestIndexes: [Int64] = []
-        var appIDs: [Int64] = []
-        var ids: [Int64] = []
-
-        mutating func add(_ index: Int, _ request: AudiencePageRequest, wanted list: [Int64]) {
-            wanted[index] = list
-            for id in list {
-                requestIndexes.append(Int64(index))
-                appIDs.append(request.appID)
-                ids.append(id)
-            }
-        }
-
-        func read(_ db: any SQLExecutor, _ requests: [AudiencePageRequest], into pages: inout [[AudienceEntry]])
-            throws
-        {
-            guard !wanted.isEmpty else { return }
-            var found: [Int: [Int64: (entry: AudienceEntry, invalidated: Bool)]] = [:]
-            var channels = AudiencePages.ChannelNames()
-            try db.forEachRow(
-                """
-                SELECT \(raw: columns), v.request FROM unnest(\(integers(requestIndexes))::bigint[],
-                    \(integers(appIDs))::bigint[], \(integers(ids))::bigint[]) AS v(request, app_id, id)
-                JOIN devices d ON d.id = v.id AND d.app_id = v.app_id
-                """
-            ) { row in
-                let index = Int(row.int64(request))
-                found[index, default: [:]][row.int64(0)] = try decode(row, requests[index], channels: &channels)
-            }
-            for (index, list) in wanted {
-                pages[index] = AudienceLists.devicePage(
-                    list, found: found[index] ?? [:], environment: requests[index].environment
-                ) { $0 }
-            }
+            return found
         }
     }
 
