@@ -14,6 +14,10 @@
 # BENCH_APIS the APIs (default "native tencent easemob"); BENCH_LATENCIES (default "0 150");
 # BENCH_CLIENTS the client counts (default "16 64"); BENCH_PG_NODES the PostgreSQL node counts
 # (default "1 3").
+# On PostgreSQL each line is followed by the server's work a message, counted by
+# pg_stat_statements (loaded into the bench's own cluster): statements, buffer pages read or
+# written, and the three statements run most. Unlike CPU a message on a shared machine, these do
+# not move with the machine's load, so a change's effect on the server shows in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BENCH_BIN:-$PWD/.build/release/tuisong}
@@ -139,6 +143,22 @@ easemob_token() {
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])'
 }
 
+# The server's work a message since the last reset (pg_stat_statements), then reset: on
+# PostgreSQL only, and only where the extension could be loaded.
+server_work() {  # server_work MESSAGES
+  [[ "$DATABASE" == postgres* && -n "${PG_STATEMENTS:-}" ]] || return 0
+  psql -XAtq -F ' ' -d "$DATABASE" -c "
+    WITH s AS (SELECT calls, shared_blks_hit + shared_blks_read + shared_blks_dirtied AS pages,
+        left(regexp_replace(query, '\s+', ' ', 'g'), 60) AS q
+      FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND query NOT LIKE '%pg_stat_statements%')
+    SELECT format('%-28s server a message: statements=%s pages=%s; most run: %s', '',
+      round(sum(calls) / $1.0, 2), round(sum(pages) / $1.0, 1),
+      (SELECT string_agg(format('%s x%s', q, round(calls / $1.0, 2)), ' | ' ORDER BY calls DESC)
+        FROM (SELECT * FROM s ORDER BY calls DESC LIMIT 3) top))
+    FROM s; SELECT pg_stat_statements_reset();" | head -1
+}
+
 run_load() {  # run_load API CLIENTS [RATE] [COUNT]: one chat load; the ports are spread over nodes
   local api=$1 clients=$2 rate=${3:-0} count=${4:-$MESSAGES}
   local auth=()
@@ -160,12 +180,16 @@ chat_matrix() {  # chat_matrix LABEL
     start_gateways "$NODES"
     for api in $APIS; do
       for clients in ${BENCH_CLIENTS:-16 64}; do
+        server_work 1 > /dev/null
         printf '%-28s %-8s latency=%-4s clients=%-3s ' "$1" "$api" "$latency" "$clients"
         run_load "$api" "$clients"
+        server_work "$MESSAGES"
       done
       if [ "$latency" = 150 ]; then
+        server_work 1 > /dev/null
         printf '%-28s %-8s latency=%-4s offered=%s/s ' "$1" "$api" "$latency" "$CHAT_RATE"
         run_load "$api" 64 "$CHAT_RATE" $((CHAT_RATE * 10))
+        server_work $((CHAT_RATE * 10))
       fi
     done
   done
@@ -184,9 +208,18 @@ fi
 
 if [[ " $ONLY " == *" postgresql "* ]]; then
   PG_URL=$(scripts/pg-test-cluster.sh start)
+  # pg_stat_statements (PostgreSQL's contrib, in Debian's server package) for server_work.
+  if [ "$(psql -XAtq -d "$PG_URL" -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'pg_stat_statements'")" = 1 ] \
+    && psql -XAtq -d "$PG_URL" -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" > /dev/null \
+    && scripts/pg-test-cluster.sh restart "$PG_URL" > /dev/null; then
+    PG_STATEMENTS=1
+  fi
   for nodes in ${BENCH_PG_NODES:-1 3}; do
     DATABASE=$(python3 -c "import re,sys; m = re.match(r'^(postgres(?:ql)?://[^/?]*)/?([^?]*)(\?.*)?$', sys.argv[1]); print(f'{m.group(1)}/{sys.argv[2]}{m.group(3) or \"\"}')" "$PG_URL" "bench_messages_$nodes")
     psql -XAtq -d "$PG_URL" -c "CREATE DATABASE bench_messages_$nodes" > /dev/null
+    if [ -n "${PG_STATEMENTS:-}" ]; then
+      psql -XAtq -d "$DATABASE" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" > /dev/null || PG_STATEMENTS=""
+    fi
     echo "== (1)(2) PostgreSQL, $nodes node(s): $MESSAGES one-recipient messages per line"
     start_mock 0
     gateway_env "$DATABASE"
