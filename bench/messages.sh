@@ -156,7 +156,8 @@ server_work() {  # server_work MESSAGES
       round(sum(calls) / $1.0, 2), round(sum(pages) / $1.0, 1),
       (SELECT string_agg(format('%s x%s', q, round(calls / $1.0, 2)), ' | ' ORDER BY calls DESC)
         FROM (SELECT * FROM s ORDER BY calls DESC LIMIT 3) top))
-    FROM s; SELECT pg_stat_statements_reset();" | head -1
+    FROM s"
+  psql -XAtq -d "$DATABASE" -c "SELECT pg_stat_statements_reset()" > /dev/null
 }
 
 run_load() {  # run_load API CLIENTS [RATE] [COUNT]: one chat load; the ports are spread over nodes
