@@ -68,6 +68,13 @@ public protocol StoreChangeFeed: Sendable {
     /// (keep it short). `nil` means "resynchronise everything": the feed may have missed
     /// changes (its PostgreSQL listener reconnected), so drop every cache.
     func subscribe(_ handler: @escaping @Sendable (StoreChange?) -> Void)
+    /// Whether storing a queued message already tells every node `wake`, with the commit that
+    /// stores it: then whoever submitted the message need not publish it.
+    var announcesQueuedMessages: Bool { get }
+}
+
+extension StoreChangeFeed {
+    public var announcesQueuedMessages: Bool { false }
 }
 
 /// The subscribers of one process: what `publish` calls on SQLite, and what the PostgreSQL

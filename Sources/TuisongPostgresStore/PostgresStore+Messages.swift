@@ -70,12 +70,15 @@ extension PostgresStore: MessageStore {
                     ON CONFLICT (app_id, key) DO UPDATE
                     SET message_id = excluded.message_id, created_at = excluded.created_at
                     WHERE idempotency_keys.created_at <= \(cutoff)::bigint
-                    RETURNING message_id)
-                INSERT INTO messages (id, \(raw: Rows.messageInsertColumns))
-                SELECT key.message_id, \(job.appID)::bigint, \(job.vendor)::text, \(job.vendorMessageID)::text,
-                    \(row.audience)::text, \(row.content)::text, \(row.options)::text, \(row.labels)::text, \(state.rawValue)::text,
-                    \(row.sendAt)::bigint, \(now)::bigint, \(row.vendorContext)::text
-                FROM key RETURNING id
+                    RETURNING message_id
+                ), inserted AS (
+                    INSERT INTO messages (id, \(raw: Rows.messageInsertColumns))
+                    SELECT key.message_id, \(job.appID)::bigint, \(job.vendor)::text, \(job.vendorMessageID)::text,
+                        \(row.audience)::text, \(row.content)::text, \(row.options)::text, \(row.labels)::text,
+                        \(state.rawValue)::text, \(row.sendAt)::bigint, \(now)::bigint, \(row.vendorContext)::text
+                    FROM key RETURNING id, state
+                ), woken AS (\(raw: Self.wakeWhenQueued("inserted")))
+                SELECT id FROM inserted WHERE \(raw: Self.wakeRead)
                 """
             ).rows.first?["id"]?.int64 {
                 return (id, nil)
@@ -141,15 +144,19 @@ extension PostgresStore: MessageStore {
     }
 
     /// The statement of `insertMessages`: ids drawn from the sequence per row first, so that
-    /// they come back in the batch's order whatever order the insert takes.
+    /// they come back in the batch's order whatever order the insert takes. A batch with a
+    /// queued message announces it (`wakeWhenQueued`).
     static func insertMessageRows(_ conn: PostgresConnection, _ rows: [MessageRow]) throws -> [Int64] {
         if rows.count == 1, let row = rows.first {
             let id = try conn.run(
                 """
-                INSERT INTO messages (\(raw: Rows.messageInsertColumns))
-                VALUES (\(row.appID), \(row.vendor), \(row.vendorMessageID), \(row.audience), \(row.content),
-                    \(row.options), \(row.labels), \(row.state), \(row.sendAt), \(row.createdAt), \(row.vendorContext))
-                RETURNING id
+                WITH inserted AS (
+                    INSERT INTO messages (\(raw: Rows.messageInsertColumns))
+                    VALUES (\(row.appID), \(row.vendor), \(row.vendorMessageID), \(row.audience), \(row.content),
+                        \(row.options), \(row.labels), \(row.state), \(row.sendAt), \(row.createdAt), \(row.vendorContext))
+                    RETURNING id, state
+                ), woken AS (\(raw: Self.wakeWhenQueued("inserted")))
+                SELECT id FROM inserted WHERE \(raw: Self.wakeRead)
                 """
             ).rows.first?["id"]?.int64
             return id.map { [$0] } ?? []
@@ -171,8 +178,8 @@ extension PostgresStore: MessageStore {
                 SELECT id, app_id, vendor, vendor_message_id, audience, content, options, labels, state,
                     send_at::bigint, created_at, vendor_context
                 FROM v ORDER BY ord
-            )
-            SELECT id FROM v ORDER BY ord
+            ), woken AS (\(raw: Self.wakeWhenQueued("v")))
+            SELECT id FROM v WHERE \(raw: Self.wakeRead) ORDER BY ord
             """
         ).rows.compactMap { $0["id"]?.int64 }
     }

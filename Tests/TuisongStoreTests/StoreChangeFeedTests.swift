@@ -123,6 +123,47 @@ final class ReceivedChanges: Sendable {
         }
     }
 
+    /// On PostgreSQL a queued message wakes every node with the commit that stores it, whether
+    /// it came in a batch of accepts, alone or with an idempotency key; a scheduled one does not.
+    /// (The APIs then publish nothing: `announcesQueuedMessages`.)
+    @Test func postgresAnnouncesAQueuedMessageWithItsInsert() async throws {
+        try await withTestDatabase { url in
+            let one = try PostgresStore(url: url, configuration: .init(poolSize: 2))
+            let other = try PostgresStore(url: url, configuration: .init(poolSize: 1))
+            defer {
+                try? one.close()
+                try? other.close()
+            }
+            #expect(one.announcesQueuedMessages)
+            #expect(!(try withSQLiteStoreForAnnouncing { $0.announcesQueuedMessages }))
+            let heard = ReceivedChanges()
+            other.subscribe { heard.append($0) }
+            #expect(await heard.wait { $0.first == .some(nil) })
+            let appID = try await one.createApp(name: "w", bundleID: "com.example.w", apiKeyHash: UUID().uuidString).id
+            func job(_ n: Int, at sendAt: Date? = nil, key: String? = nil) -> PushJob {
+                var job = PushJob(
+                    appID: appID, vendor: "native", audience: .tokens([String(format: "%064x", n)]),
+                    content: PushContent(title: "\(n)"), options: PushOptions(), sendAt: sendAt)
+                job.idempotencyKey = key
+                return job
+            }
+            func wakes() -> Int { heard.published.filter { $0 == .wake }.count }
+
+            _ = try await one.createMessage(job(1, at: Date().addingTimeInterval(3600)), state: .scheduled)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(wakes() == 0, "a scheduled message wakes nobody")
+            _ = try await one.createMessage(job(2), state: .queued)
+            #expect(await heard.wait { _ in wakes() == 1 }, "alone")
+            _ = try await one.createMessage(job(3, key: "k-3"), state: .queued)
+            #expect(await heard.wait { _ in wakes() == 2 }, "with an idempotency key")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for n in 4..<40 { group.addTask { _ = try await one.createMessage(job(n), state: .queued) } }
+                try await group.waitForAll()
+            }
+            #expect(await heard.wait { _ in wakes() >= 3 }, "in batches")
+        }
+    }
+
     /// A change published while the same change is being sent is left to the send in flight,
     /// which sends it once more when done: the later publisher's change committed before it
     /// published, so the second send covers it. Other changes go their own way meanwhile.
@@ -216,4 +257,13 @@ final class ReceivedChanges: Sendable {
         clock.advance(by: 2)
         #expect(await received.wait { $0 == [nil] }, "listening once the clock has moved 2 s")
     }
+}
+
+/// `body` on a new SQLite store, closed and removed after.
+private func withSQLiteStoreForAnnouncing<T>(_ body: (SQLiteStore) throws -> T) throws -> T {
+    let database = try TemporaryDatabase()
+    defer { database.remove() }
+    let store = try SQLiteStore(path: database.path)
+    defer { try? store.close() }
+    return try body(store)
 }

@@ -81,7 +81,7 @@ struct NativePushAPI: Sendable {
             do {
                 try await engine.admit(appID: app.id)
                 record = try await engine.submit(job)
-                if record.state == .queued { await changes?.publish(.wake) }
+                if record.state == .queued, changes?.announcesQueuedMessages == false { await changes?.publish(.wake) }
             } catch let error as PayloadError {
                 throw NativeAPIError(
                     400, error.code == .tooLarge ? "notification_too_large" : "invalid_notification", error.message)

@@ -58,7 +58,8 @@ enum StoreChangeWiring {
 }
 
 /// The delivery engine as the APIs and providers submit to it: a message queued for now
-/// also wakes the other nodes (`StoreChange.wake`), so an idle node starts on it at once.
+/// also wakes the other nodes (`StoreChange.wake`), so an idle node starts on it at once —
+/// published here unless the store announces it with the insert (`announcesQueuedMessages`).
 struct WakingGateway: PushGateway {
     let engine: DeliveryEngine
     let changes: any StoreChangeFeed
@@ -73,7 +74,7 @@ struct WakingGateway: PushGateway {
 
     func submit(_ job: PushJob) async throws -> MessageRecord {
         let record = try await engine.submit(job)
-        if record.state == .queued { await changes.publish(.wake) }
+        if record.state == .queued, !changes.announcesQueuedMessages { await changes.publish(.wake) }
         return record
     }
 
