@@ -75,13 +75,7 @@ final class ReceivedChanges: Sendable {
     /// Two nodes on one database: what one publishes reaches the other's subscribers (after the
     /// resynchronisation its listener's connection asks for), and a closed store hears nothing.
     @Test func postgresNodesHearEachOther() async throws {
-        try await withTestDatabase { url in
-            let one = try PostgresStore(url: url, configuration: .init(poolSize: 1))
-            let other = try PostgresStore(url: url, configuration: .init(poolSize: 1))
-            defer {
-                try? one.close()
-                try? other.close()
-            }
+        try await withTwoNodes { one, other in
             let heardByOther = ReceivedChanges()
             other.subscribe { heardByOther.append($0) }
             #expect(heardByOther.all.first == .some(nil), "connecting asks to resynchronise")
@@ -123,17 +117,27 @@ final class ReceivedChanges: Sendable {
         }
     }
 
-    /// On PostgreSQL a queued message wakes every node with the commit that stores it, whether
-    /// it came in a batch of accepts, alone or with an idempotency key; a scheduled one does not.
-    /// (The APIs then publish nothing: `announcesQueuedMessages`.)
-    @Test func postgresAnnouncesAQueuedMessageWithItsInsert() async throws {
+    /// Two PostgreSQL nodes (stores) on one new database, closed after `body`; `one` with
+    /// `poolSize` connections, `other` with one.
+    func withTwoNodes(
+        poolSize: Int = 1, _ body: (_ one: PostgresStore, _ other: PostgresStore) async throws -> Void
+    ) async throws {
         try await withTestDatabase { url in
-            let one = try PostgresStore(url: url, configuration: .init(poolSize: 2))
+            let one = try PostgresStore(url: url, configuration: .init(poolSize: poolSize))
             let other = try PostgresStore(url: url, configuration: .init(poolSize: 1))
             defer {
                 try? one.close()
                 try? other.close()
             }
+            try await body(one, other)
+        }
+    }
+
+    /// On PostgreSQL a queued message wakes every node with the commit that stores it, whether
+    /// it came in a batch of accepts, alone or with an idempotency key; a scheduled one does not.
+    /// (The APIs then publish nothing: `announcesQueuedMessages`.)
+    @Test func postgresAnnouncesAQueuedMessageWithItsInsert() async throws {
+        try await withTwoNodes(poolSize: 2) { one, other in
             #expect(one.announcesQueuedMessages)
             #expect(!(try withSQLiteStoreForAnnouncing { $0.announcesQueuedMessages }))
             let heard = ReceivedChanges()
@@ -185,13 +189,7 @@ final class ReceivedChanges: Sendable {
     /// Many wake-ups published at once reach the other node, in no more notifications than
     /// publications (fewer when they overlap, as a chat load's accepts do).
     @Test func wakeUpsPublishedTogetherAllReachTheOtherNode() async throws {
-        try await withTestDatabase { url in
-            let one = try PostgresStore(url: url, configuration: .init(poolSize: 2))
-            let other = try PostgresStore(url: url, configuration: .init(poolSize: 1))
-            defer {
-                try? one.close()
-                try? other.close()
-            }
+        try await withTwoNodes(poolSize: 2) { one, other in
             let heard = ReceivedChanges()
             other.subscribe { heard.append($0) }
             #expect(await heard.wait { $0.first == .some(nil) })
