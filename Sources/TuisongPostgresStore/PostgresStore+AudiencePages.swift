@@ -50,7 +50,7 @@ enum PostgresAudiencePages {
             }
         }
         let registered = try tokens.read(
-            db, requests, keys: texts(tokens.keys), keyType: "text", join: "d.token = v.key"
+            db, requests, keys: PostgresArray.text(tokens.keys), keyType: "text", join: "d.token = v.key"
         ) { $0.string(1) }
         for (index, list) in tokens.lists {
             pages[index] = AudienceLists.tokenPage(
@@ -59,7 +59,7 @@ enum PostgresAudiencePages {
             ) { $0 }
         }
         let found = try devices.read(
-            db, requests, keys: integers(devices.keys), keyType: "bigint", join: "d.id = v.key"
+            db, requests, keys: PostgresArray.int(devices.keys), keyType: "bigint", join: "d.id = v.key"
         ) { $0.int64(0) }
         for (index, list) in devices.lists {
             pages[index] = AudienceLists.devicePage(
@@ -102,7 +102,7 @@ enum PostgresAudiencePages {
         /// Each request's devices by key: `keyArray` is `keys` as an array of `keyType`, and
         /// `key` reads a row's key back.
         func read(
-            _ db: any SQLExecutor, _ requests: [AudiencePageRequest], keys keyArray: SQLValue, keyType: String,
+            _ db: any SQLExecutor, _ requests: [AudiencePageRequest], keys keyArray: PostgresValue, keyType: String,
             join: String, key: (any ColumnValues) -> Key
         ) throws -> [Int: [Key: (entry: AudienceEntry, invalidated: Bool)]] {
             guard !lists.isEmpty else { return [:] }
@@ -110,8 +110,8 @@ enum PostgresAudiencePages {
             var channels = AudiencePages.ChannelNames()
             try db.forEachRow(
                 """
-                SELECT \(raw: columns), v.request FROM unnest(\(integers(requestIndexes))::bigint[],
-                    \(integers(appIDs))::bigint[], \(keyArray)::\(raw: keyType)[]) AS v(request, app_id, key)
+                SELECT \(raw: columns), v.request FROM unnest(\(PostgresArray.int(requestIndexes))::bigint[],
+                    \(PostgresArray.int(appIDs))::bigint[], \(keyArray)::\(raw: keyType)[]) AS v(request, app_id, key)
                 JOIN devices d ON d.app_id = v.app_id AND \(raw: join)
                 """
             ) { row in
@@ -157,8 +157,8 @@ enum PostgresAudiencePages {
             // asked: the policies read them (as `AudiencePages.page` does).
             try db.forEachRow(
                 """
-                SELECT d.*, v.request FROM unnest(\(integers(requestIndexes))::bigint[], \(integers(appIDs))::bigint[],
-                    \(texts(accounts))::text[], \(integers(cursors))::bigint[], \(integers(perAccountLimits))::bigint[])
+                SELECT d.*, v.request FROM unnest(\(PostgresArray.int(requestIndexes))::bigint[], \(PostgresArray.int(appIDs))::bigint[],
+                    \(PostgresArray.text(accounts))::text[], \(PostgresArray.int(cursors))::bigint[], \(PostgresArray.int(perAccountLimits))::bigint[])
                     AS v(request, app_id, account, after_id, page_limit)
                 CROSS JOIN LATERAL (
                     SELECT \(raw: columns) FROM devices d
@@ -179,7 +179,4 @@ enum PostgresAudiencePages {
             }
         }
     }
-
-    private static func integers(_ values: [Int64]) -> SQLValue { .text(PostgresArrayLiteral.integers(values)) }
-    private static func texts(_ values: [String]) -> SQLValue { .text(PostgresArrayLiteral.texts(values)) }
 }
