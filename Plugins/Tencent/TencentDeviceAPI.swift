@@ -96,8 +96,8 @@ extension TencentProvider {
 }
 
 /// Per receiver: seed 003's rules (`OfflinePushRules`) and the badge. Pushed accounts get
-/// their counter incremented once per message, in one store call per page
-/// (`AccountStore.grantBadges`), which remembers which accounts the message counted: a page
+/// their counter incremented once per message, in one store call for the pages decided
+/// together (`AccountStore.grantBadges(_:)`), which remembers which accounts the message counted: a page
 /// decided again or an account whose devices fall on two pages is not counted twice (it
 /// carries the account's counter as it is then).
 ///
@@ -110,42 +110,115 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
     let accounts: any AccountStore
 
     func decide(_ recipients: [Recipient], message: MessageRecord) async throws -> [DeliveryDecision] {
-        guard let template = OfflinePushTemplate(vendorContext: message.vendorContext) else {
-            return recipients.map { _ in .send }
+        try await decide(pages: [PolicyPage(recipients: recipients, message: message)])[0].get()
+    }
+
+    /// The pages' push switches are read once per app, and their badges granted in one store
+    /// call (a chat load's messages each count one receiver: a read and a write for all of
+    /// them, not one each; issue #47). A failed read or grant fails the pages that needed it.
+    func decide(pages: [PolicyPage]) async -> [Result<[DeliveryDecision], any Error>] {
+        let templates = pages.map { OfflinePushTemplate(vendorContext: $0.message.vendorContext) }
+        var results = [Result<[DeliveryDecision], any Error>?](repeating: nil, count: pages.count)
+        var accountsByApp: [Int64: Set<String>] = [:]
+        for (index, page) in pages.enumerated() {
+            guard let template = templates[index] else {
+                results[index] = .success(page.recipients.map { _ in .send })
+                continue
+            }
+            if let suppressed = template.suppressed {
+                results[index] = .success(page.recipients.map { _ in .skip(reason: suppressed) })
+                continue
+            }
+            accountsByApp[page.message.appID, default: []].formUnion(page.recipients.compactMap(\.account))
         }
-        if let suppressed = template.suppressed { return recipients.map { _ in .skip(reason: suppressed) } }
-        let disabled = try await store.pushDisabled(appID: message.appID, accounts: recipients.compactMap(\.account))
-        let reasons = recipients.map { recipient in
-            OfflinePushRules.skipReason(
-                suppressed: nil, account: recipient.account, sender: template.sender,
-                pushDisabled: recipient.account.map { disabled.contains($0) } ?? false, appState: recipient.appState)
+        var disabled: [Int64: Result<Set<String>, any Error>] = [:]
+        for (appID, accounts) in accountsByApp {
+            do {
+                disabled[appID] = .success(try await store.pushDisabled(appID: appID, accounts: accounts.sorted()))
+            } catch {
+                disabled[appID] = .failure(error)
+            }
         }
-        var memo = AndroidStyleMemo()
-        let android = recipients.map { memo.isAndroid($0.channel) }
-        func counts(_ index: Int) -> Bool { template.countsBadge || android[index] }
-        var pushed: [AccountKey] = []
-        var seen = Set<Int64>()
-        for (index, recipient) in recipients.enumerated() where reasons[index] == nil && counts(index) {
-            if let account = recipient.accountKey, seen.insert(account.id).inserted { pushed.append(account) }
+        var pending: [PendingPage] = []
+        for (index, page) in pages.enumerated() where results[index] == nil {
+            guard let template = templates[index], let read = disabled[page.message.appID] else { continue }
+            switch read {
+            case .failure(let error): results[index] = .failure(error)
+            case .success(let disabled):
+                pending.append(PendingPage(index: index, page: page, template: template, disabled: disabled))
+            }
         }
-        let badges =
-            pushed.isEmpty
-            ? [:] : try await accounts.grantBadges(appID: message.appID, messageID: message.id, accounts: pushed)
-        // Made once per distinct badge and platform, not per receiver: a page's badges take few
-        // values, and equal contents then share one rendering per transport.
-        struct Shape: Hashable {
-            var badge: Int?
-            var android: Bool
+        let granting = pending.filter { !$0.pushed.isEmpty }
+        var badges: [Int: [String: Int]] = [:]
+        if !granting.isEmpty {
+            do {
+                let answers = try await accounts.grantBadges(
+                    granting.map {
+                        BadgeGrantRequest(
+                            appID: $0.page.message.appID, messageID: $0.page.message.id, accounts: $0.pushed)
+                    })
+                for (page, answer) in zip(granting, answers) { badges[page.index] = answer }
+            } catch {
+                for page in granting { results[page.index] = .failure(error) }
+            }
         }
-        var made: [Shape: PushContent] = [:]
-        return recipients.enumerated().map { index, recipient in
-            if let reason = reasons[index] { return .skip(reason: reason) }
-            let shape = Shape(
-                badge: counts(index) ? recipient.account.flatMap { badges[$0] } : nil, android: android[index])
-            if let content = made[shape] { return .sendContent(content) }
-            let content = template.content(badge: shape.badge, android: shape.android)
-            made[shape] = content
-            return .sendContent(content)
+        for page in pending where results[page.index] == nil {
+            results[page.index] = .success(page.decisions(badges: badges[page.index] ?? [:]))
+        }
+        return results.map { $0 ?? .failure(StoreError(.unavailable, "a page was not decided")) }
+    }
+
+    /// A page whose receivers' rules were read: who is skipped, and whose badge it counts.
+    struct PendingPage {
+        let index: Int
+        let page: PolicyPage
+        let template: OfflinePushTemplate
+        let reasons: [String?]
+        let android: [Bool]
+        /// The accounts the page counts a badge for, each once.
+        let pushed: [AccountKey]
+
+        init(index: Int, page: PolicyPage, template: OfflinePushTemplate, disabled: Set<String>) {
+            self.index = index
+            self.page = page
+            self.template = template
+            let reasons = page.recipients.map { recipient in
+                OfflinePushRules.skipReason(
+                    suppressed: nil, account: recipient.account, sender: template.sender,
+                    pushDisabled: recipient.account.map { disabled.contains($0) } ?? false,
+                    appState: recipient.appState)
+            }
+            var memo = AndroidStyleMemo()
+            let android = page.recipients.map { memo.isAndroid($0.channel) }
+            var pushed: [AccountKey] = []
+            var seen = Set<Int64>()
+            for (index, recipient) in page.recipients.enumerated()
+            where reasons[index] == nil && (template.countsBadge || android[index]) {
+                if let account = recipient.accountKey, seen.insert(account.id).inserted { pushed.append(account) }
+            }
+            self.reasons = reasons
+            self.android = android
+            self.pushed = pushed
+        }
+
+        func decisions(badges: [String: Int]) -> [DeliveryDecision] {
+            // Made once per distinct badge and platform, not per receiver: a page's badges take
+            // few values, and equal contents then share one rendering per transport.
+            struct Shape: Hashable {
+                var badge: Int?
+                var android: Bool
+            }
+            var made: [Shape: PushContent] = [:]
+            return page.recipients.enumerated().map { index, recipient in
+                if let reason = reasons[index] { return .skip(reason: reason) }
+                let counts = template.countsBadge || android[index]
+                let shape = Shape(
+                    badge: counts ? recipient.account.flatMap { badges[$0] } : nil, android: android[index])
+                if let content = made[shape] { return .sendContent(content) }
+                let content = template.content(badge: shape.badge, android: shape.android)
+                made[shape] = content
+                return .sendContent(content)
+            }
         }
     }
 }

@@ -44,9 +44,29 @@ public protocol AccountStore: Sendable {
     /// may call this concurrently. The grants are forgotten once the message has finished
     /// sending (`forgetFinishedBadgeGrants`).
     func grantBadges(appID: Int64, messageID: Int64, accounts: [AccountKey]) async throws -> [String: Int]
+    /// `grantBadges(appID:messageID:accounts:)` for several pages at once (of several messages,
+    /// or several pages of one): one answer per request, in order, each what that call would
+    /// answer: an account several messages of the batch count is incremented once for each
+    /// and gets a distinct value for each; a page asking for a grant another page gave (in the
+    /// batch or before it) gets the counter as it is then. Atomic as a whole: every grant of
+    /// the batch is recorded with its increment, or none.
+    func grantBadges(_ requests: [BadgeGrantRequest]) async throws -> [[String: Int]]
     /// "The client reports unread = N"; 0 resets.
     func setBadge(appID: Int64, account: String, to value: Int) async throws
     func badge(appID: Int64, account: String) async throws -> Int
+}
+
+/// One page's call of `AccountStore.grantBadges(_:)`.
+public struct BadgeGrantRequest: Sendable, Hashable {
+    public var appID: Int64
+    public var messageID: Int64
+    public var accounts: [AccountKey]
+
+    public init(appID: Int64, messageID: Int64, accounts: [AccountKey]) {
+        self.appID = appID
+        self.messageID = messageID
+        self.accounts = accounts
+    }
 }
 
 /// An IM account as a bound device names it: its `accounts` row id and its name.

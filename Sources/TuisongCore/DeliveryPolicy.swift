@@ -75,4 +75,51 @@ public enum DeliveryDecision: Sendable, Hashable {
 /// again after a crash.
 public protocol DeliveryPolicy: Sendable {
     func decide(_ recipients: [Recipient], message: MessageRecord) async throws -> [DeliveryDecision]
+    /// Pages of several messages (or of one) decided together, one result per page in order,
+    /// each what `decide(_:message:)` would answer for it. The dispatcher hands over the pages
+    /// that became ready while its last call was at work: under a chat load, many messages'
+    /// one-recipient pages, for which a policy that reads or writes the store per page can do
+    /// it once for all (`AccountStore.grantBadges(_:)`). A failed page fails alone; it is
+    /// retried as `decide(_:message:)`'s errors are. The default decides each page with
+    /// `decide(_:message:)`, side by side.
+    func decide(pages: [PolicyPage]) async -> [Result<[DeliveryDecision], any Error>]
+}
+
+/// One audience page of one message, for `DeliveryPolicy.decide(pages:)`.
+public struct PolicyPage: Sendable {
+    public var recipients: [Recipient]
+    public var message: MessageRecord
+
+    public init(recipients: [Recipient], message: MessageRecord) {
+        self.recipients = recipients
+        self.message = message
+    }
+}
+
+extension DeliveryPolicy {
+    public func decide(pages: [PolicyPage]) async -> [Result<[DeliveryDecision], any Error>] {
+        if pages.count == 1 {
+            let page = pages[0]
+            do {
+                return [.success(try await decide(page.recipients, message: page.message))]
+            } catch {
+                return [.failure(error)]
+            }
+        }
+        return await withTaskGroup(of: (Int, Result<[DeliveryDecision], any Error>).self) { group in
+            for (index, page) in pages.enumerated() {
+                group.addTask {
+                    do {
+                        return (index, .success(try await decide(page.recipients, message: page.message)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            var results = [Result<[DeliveryDecision], any Error>](
+                repeating: .failure(CancellationError()), count: pages.count)
+            for await (index, result) in group { results[index] = result }
+            return results
+        }
+    }
 }

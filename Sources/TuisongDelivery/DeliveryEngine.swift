@@ -106,6 +106,11 @@ public final class DeliveryEngine: PushGateway {
     /// Audience pages of every run: pages asked for while a read is at the store are read
     /// together in the next (the first pages of many small messages in one snapshot).
     let pageReads: StoreBatcher<AudiencePageRequest, [AudienceEntry]>
+    /// Pages to decide, of every run: pages ready while a policy is deciding others go to it
+    /// together next (`DeliveryPolicy.decide(pages:)`: many chat messages' badges granted in
+    /// one store call, not one each). A batch weighs at most a page's worth of recipients, so
+    /// a large message's page goes alone, as before.
+    let policyDecisions: StoreBatcher<PolicyDecisionRequest, [DeliveryDecision]>
     private let badgeGrants: BadgeGrantJanitor
     /// When each app's connections were last asked to open by `submit`.
     let preparations = PreparationTimes()
@@ -151,6 +156,10 @@ public final class DeliveryEngine: PushGateway {
         self.pageReads = StoreBatcher(concurrency: 2, maxBatch: settings.claimBatch) { requests in
             try await store.audiencePages(requests).map { .success($0) }
         }
+        self.policyDecisions = StoreBatcher(
+            concurrency: 2, maxBatch: settings.claimBatch, maxWeight: settings.pageSize,
+            weight: { $0.page.recipients.count }
+        ) { requests in await PolicyDecisionRequest.decide(requests) }
         self.badgeGrants = BadgeGrantJanitor(logger: logger, clock: clock) {
             try await store.forgetFinishedBadgeGrants()
         }

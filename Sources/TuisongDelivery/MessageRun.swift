@@ -524,7 +524,10 @@ final class MessageRun: Sendable {
         guard !candidates.isEmpty else { return PreparedPage(entries: entries, limit: page.limit) }
         var decisions: [DeliveryDecision]?
         let decided = await persistently("decide") {
-            decisions = try await policy.decide(candidates.map(\.recipient), message: record)
+            decisions = try await engine.policyDecisions.submit(
+                PolicyDecisionRequest(
+                    vendor: record.vendor, policy: policy,
+                    page: PolicyPage(recipients: candidates.map(\.recipient), message: record)))
         }
         guard decided else { return nil }
         if decisions?.count != candidates.count {

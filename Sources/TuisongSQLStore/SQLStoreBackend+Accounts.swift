@@ -99,36 +99,33 @@ extension SQLStoreBackend {
                 appID: appID, messageID: messageID, names: names, ids: ids, now: now)
         }
         return try await sqlGroupWrite { db in
-            let all = db.dialect.list(ids)
-            var counted: [Int64] = []
-            counted.reserveCapacity(ids.count)
-            try db.forEachRow(
-                """
-                INSERT INTO badge_grants (message_id, account_id)
-                    SELECT \(messageID), value FROM \(all) WHERE true
-                ON CONFLICT DO NOTHING RETURNING account_id
-                """
-            ) { row in counted.append(row.int64(0)) }
-            var badges: [String: Int] = [:]
-            badges.reserveCapacity(ids.count)
-            if !counted.isEmpty {
-                let list = counted.count == ids.count ? all : db.dialect.list(counted)
-                try BadgeGrantAccounts.collect(
-                    db,
-                    """
-                    UPDATE accounts SET badge = badge + 1, updated_at = \(now)
-                    WHERE id IN (SELECT value FROM \(list)) AND +app_id = \(appID)
-                    RETURNING id, badge
-                    """, names: names, into: &badges)
+            try BadgeGrantAccounts.grant(db, appID: appID, messageID: messageID, names: names, ids: ids, now: now)
+        }
+    }
+
+    /// Where writes are grouped (SQLite) the requests' grants go in one write, each request's
+    /// statements as `grantBadges(appID:messageID:accounts:)` runs them, in order; elsewhere each
+    /// request is granted in turn (PostgreSQL's store sends the whole batch as one statement:
+    /// `PostgresStore.grantBadges(_:)`).
+    public func grantBadges(_ requests: [BadgeGrantRequest]) async throws -> [[String: Int]] {
+        guard sqlGroupsWrites, requests.count > 1 else {
+            var answers: [[String: Int]] = []
+            answers.reserveCapacity(requests.count)
+            for request in requests {
+                answers.append(
+                    try await grantBadges(
+                        appID: request.appID, messageID: request.messageID, accounts: request.accounts))
             }
-            guard counted.count < ids.count else { return badges }
-            // Counted for this message already (another page, or this one before a crash): the
-            // counter as it is now. An account deleted since has no row, and so no badge.
-            let countedNow = Set(counted)
-            let uncounted = counted.isEmpty ? all : db.dialect.list(ids.filter { !countedNow.contains($0) })
-            try BadgeGrantAccounts.collect(
-                db, BadgeGrantAccounts.current(uncounted, appID: appID), names: names, into: &badges)
-            return badges
+            return answers
+        }
+        let now = nowMilliseconds
+        return try await sqlGroupWrite { db in
+            try requests.map { request in
+                guard !request.accounts.isEmpty else { return [:] }
+                let (names, ids) = BadgeGrantAccounts.distinct(request.accounts)
+                return try BadgeGrantAccounts.grant(
+                    db, appID: request.appID, messageID: request.messageID, names: names, ids: ids, now: now)
+            }
         }
     }
 
@@ -392,6 +389,44 @@ package enum BadgeGrantAccounts {
             distinct.append(account.id)
         }
         return (byID, distinct)
+    }
+
+    /// One page's grants and increments inside a grouped write (`grantBadges` where writes
+    /// are grouped): the grants' insert returns the accounts not yet counted for the message,
+    /// which are incremented; the others get their counter as it is now.
+    static func grant(
+        _ db: any SQLExecutor, appID: Int64, messageID: Int64, names: [Int64: String], ids: [Int64], now: Int64
+    ) throws -> [String: Int] {
+        let all = db.dialect.list(ids)
+        var counted: [Int64] = []
+        counted.reserveCapacity(ids.count)
+        try db.forEachRow(
+            """
+            INSERT INTO badge_grants (message_id, account_id)
+                SELECT \(messageID), value FROM \(all) WHERE true
+            ON CONFLICT DO NOTHING RETURNING account_id
+            """
+        ) { row in counted.append(row.int64(0)) }
+        var badges: [String: Int] = [:]
+        badges.reserveCapacity(ids.count)
+        if !counted.isEmpty {
+            let list = counted.count == ids.count ? all : db.dialect.list(counted)
+            try collect(
+                db,
+                """
+                UPDATE accounts SET badge = badge + 1, updated_at = \(now)
+                WHERE id IN (SELECT value FROM \(list)) AND +app_id = \(appID)
+                RETURNING id, badge
+                """, names: names, into: &badges)
+        }
+        guard counted.count < ids.count else { return badges }
+        // Counted for this message already (another page, or this one before a crash): the
+        // counter as it is now. An account deleted since has no row, and so no badge.
+        let countedNow = Set(counted)
+        let uncounted = counted.isEmpty ? all : db.dialect.list(ids.filter { !countedNow.contains($0) })
+        try collect(
+            db, current(uncounted, appID: appID), names: names, into: &badges)
+        return badges
     }
 
     /// Each row of `query` (an account's id, its badge) into `badges` under the account's name.

@@ -67,6 +67,75 @@ import TuisongPluginTestKit
         #expect(try await store.badge(appID: app.id, account: "carol") == 0)
     }
 
+    /// Pages of several messages decided together (the dispatcher's batches): each page gets
+    /// what it would get alone; an account two messages count gets a distinct value for each; a
+    /// suppressed message and one that is not Tencent's answer without the store.
+    @Test(arguments: PluginStoreBackend.allCases) func decidesManyMessagesPagesTogether(
+        _ backend: PluginStoreBackend
+    )
+        async throws
+    {
+        let temporary = try PluginTestStore(backend, providers: [TencentProvider.self])
+        defer { temporary.remove() }
+        let store = temporary.store
+        let app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
+        let tencent = TencentStore(database: temporary.database)
+        let policy = TencentDeliveryPolicy(store: tencent, accounts: store)
+        for account in ["bob", "carol", "dave"] { try await store.createAccount(appID: app.id, account: account) }
+        try await store.setBadge(appID: app.id, account: "bob", to: 4)
+        try await tencent.setOpenPush(appID: app.id, account: "dave", enabled: false)
+        let rows = try await temporary.database.read { db in
+            try db.query("SELECT id, account FROM accounts WHERE app_id = ?", [.integer(app.id)])
+        }
+        let ids = Dictionary(uniqueKeysWithValues: rows.map { ($0["account"].string ?? "", $0["id"].int) })
+        func recipient(_ n: Int, _ account: String, _ state: AppState?) -> Recipient {
+            Recipient(
+                deviceID: Int64(n), token: String(repeating: "b", count: 63) + String(n), environment: .production,
+                account: account, accountID: ids[account] ?? nil, appState: state, channel: .apns)
+        }
+        func message(_ text: String, pushFlag: Int = 0) async throws -> MessageRecord {
+            let elements = try MessageElement.parseBody(
+                try JSONValue(parsing: #"[{"MsgType":"TIMTextElem","MsgContent":{"Text":"\#(text)"}}]"#))
+            let pushInfo = try OfflinePushInfo.parse(try JSONValue(parsing: #"{"PushFlag":\#(pushFlag)}"#))
+            let template = OfflinePushTemplate(
+                sender: "alice", origin: .oneToOne(senderNick: nil), elements: elements, pushInfo: pushInfo)
+            let job = PushJob(
+                appID: app.id, vendor: "tencent", audience: .accounts(["bob"]), content: template.content(badge: nil),
+                options: PushOptions(), vendorContext: template.vendorContext)
+            return try await store.createMessage(job, state: .queued)
+        }
+        let first = try await message("one")
+        let second = try await message("two")
+        let quiet = try await message("shh", pushFlag: 1)
+        var foreign = first
+        foreign.vendorContext = nil
+
+        let pages = [
+            PolicyPage(recipients: [recipient(1, "bob", .background), recipient(2, "dave", nil)], message: first),
+            PolicyPage(recipients: [recipient(3, "carol", .foreground), recipient(1, "bob", nil)], message: second),
+            PolicyPage(recipients: [recipient(1, "bob", .background)], message: quiet),
+            PolicyPage(recipients: [recipient(1, "bob", .background)], message: foreign),
+        ]
+        let answers = try await policy.decide(pages: pages).map { try $0.get() }
+        #expect(answers.count == 4)
+        func badge(_ decision: DeliveryDecision) -> Int? {
+            if case .sendContent(let content) = decision { return content.badge }
+            return nil
+        }
+        #expect(answers[0].count == 2 && answers[0][1] == .skip(reason: "push_disabled"))
+        #expect(answers[1].count == 2 && answers[1][0] == .skip(reason: "foreground"))
+        #expect(Set([badge(answers[0][0]), badge(answers[1][1])]) == [5, 6], "\(answers)")
+        #expect(answers[2] == [.skip(reason: "push_flag")])
+        #expect(answers[3] == [.send])
+        #expect(try await store.badge(appID: app.id, account: "bob") == 6)
+
+        // Decided again (a retry after a crash): nothing counted twice; each page alone agrees.
+        let again = try await policy.decide(pages: pages).map { try $0.get() }
+        #expect(badge(again[0][0]) == 6 && badge(again[1][1]) == 6)
+        #expect(try await policy.decide(pages[0].recipients, message: first) == again[0])
+        #expect(try await store.badge(appID: app.id, account: "bob") == 6)
+    }
+
     /// An Android device gets the common rendering; BadgeMode 1 (iOS's) leaves its counter on
     /// Android: the account is counted once for its Android device, its iPhone carries none.
     @Test(arguments: PluginStoreBackend.allCases) func androidDevicesGetTheCommonRenderingAndTheCounter(

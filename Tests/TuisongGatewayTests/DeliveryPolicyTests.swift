@@ -72,6 +72,32 @@ final class GrantingPolicy: DeliveryPolicy {
     }
 }
 
+/// A policy that decides batches of pages itself (`decide(pages:)`), recording how many pages
+/// each call carried; a message whose text is "fail once" fails its first decision alone.
+final class BatchingPolicy: DeliveryPolicy {
+    let pagesPerCall = Mutex<[Int]>([])
+    let failed = Mutex<Set<Int64>>([])
+
+    func decide(_ recipients: [Recipient], message: MessageRecord) async throws -> [DeliveryDecision] {
+        try await decide(pages: [PolicyPage(recipients: recipients, message: message)])[0].get()
+    }
+
+    func decide(pages: [PolicyPage]) async -> [Result<[DeliveryDecision], any Error>] {
+        pagesPerCall.withLock { $0.append(pages.count) }
+        // At work a while, as a store round trip is: the pages ready meanwhile queue for the next call.
+        try? await Task.sleep(for: .milliseconds(20))
+        return pages.map { page in
+            guard case .string(let text)? = page.message.vendorContext?["text"] else {
+                return .success(page.recipients.map { _ in .skip(reason: "no_text") })
+            }
+            if text == "fail once", failed.withLock({ $0.insert(page.message.id).inserted }) {
+                return .failure(StoreError(.unavailable, "the first decision of this page fails"))
+            }
+            return .success(page.recipients.map { _ in .sendContent(PushContent(body: text)) })
+        }
+    }
+}
+
 @Suite(.serialized) struct DeliveryPolicyTests {
     static let retryFast = [
         "TUISONG_DELIVERY_RETRY_BASE_SECONDS": "0.05", "TUISONG_DELIVERY_RETRY_MAX_SECONDS": "0.2",
@@ -216,6 +242,37 @@ final class GrantingPolicy: DeliveryPolicy {
         #expect(try await reopened.badge(appID: appID, account: "erin") == 50)
         try reopened.close()
         try? FileManager.default.removeItem(at: gw.directory)
+    }
+
+    @Test func pagesOfManyMessagesAreDecidedTogetherAndAFailedPageIsRetriedAlone() async throws {
+        let gw = try await TestGateway.start(environment: Self.retryFast)
+        defer { Task { await gw.stop() } }
+        let (appID, _) = try await gw.createApp()
+        let texts = (1...40).map { $0 == 17 ? "fail once" : "m\($0)" }
+        for n in texts.indices { try await bind(gw, appID, "user\(n)", token(n + 1, prefix: "f0")) }
+        let policy = BatchingPolicy()
+        gw.runtime.engine.setPolicies(["testim": policy])
+        let engine = gw.runtime.engine
+        let records = try await withThrowingTaskGroup(of: MessageRecord.self) { group in
+            for (n, text) in texts.enumerated() {
+                group.addTask { try await engine.submit(job(appID, .accounts(["user\(n)"]), text: text)) }
+            }
+            var records: [MessageRecord] = []
+            for try await record in group { records.append(record) }
+            return records
+        }
+        for record in records { #expect(try await gw.completed(messageID: record.id).counts.delivered == 1) }
+        // Each device got its own message's text: a batch's answers went to their own pages.
+        let received = try #require(gw.runtime.localMock).receivedNotifications()
+        #expect(received.count == texts.count)
+        for notification in received {
+            let n = Int(notification.deviceToken.suffix(8), radix: 16)! - 1
+            let alert = try JSONValue(parsing: notification.payload)["aps"]?["alert"]?.stringValue
+            #expect(alert == texts[n], "device \(n)")
+        }
+        let calls = policy.pagesPerCall.withLock { $0 }
+        #expect(calls.reduce(0, +) == texts.count + 1, "every page once, the failed one twice: \(calls)")
+        #expect(calls.count < texts.count && (calls.max() ?? 0) > 1, "pages went together: \(calls)")
     }
 
     @Test func pagesDecidedAtOnceCountEachAccountOncePerMessageAndTheGrantsAreForgotten() async throws {

@@ -244,6 +244,88 @@ import TuisongPostgresTestKit
     }
 
     @Test(arguments: Backend.allCases)
+    func badgesOfManyPagesAreGrantedTogetherOncePerMessage(_ backend: Backend) async throws {
+        try await withStore(backend) { store in try await badgesGrantedTogether(store) }
+    }
+
+    /// `grantBadges(_:)`: pages of several messages (and two of one message) in one call, with
+    /// an account counted before, one of another app, a deleted one and an empty page; then
+    /// the same batch again (decided again after a crash), and batches racing each other.
+    func badgesGrantedTogether(_ store: any GatewayStore) async throws {
+        let appID = try await app(store)
+        let otherApp = try await app(store)
+        try await store.setBadge(appID: appID, account: "alice", to: 4)
+        let named = try await keys(store, appID, ["alice", "bob", "carol", "dave"])
+        let (alice, bob, carol, dave) = (named[0], named[1], named[2], named[3])
+        let zed = try await keys(store, otherApp, ["zed"])[0]
+        let (m1, m2, m3) = (
+            try await sendingMessage(store, appID: appID), try await sendingMessage(store, appID: appID),
+            try await sendingMessage(store, appID: appID)
+        )
+        let mZ = try await sendingMessage(store, appID: otherApp)
+        #expect(try await store.grantBadges(appID: appID, messageID: m1, accounts: [alice]) == ["alice": 5])
+        #expect(try await store.deleteAccount(appID: appID, account: "dave"))
+
+        let batch = [
+            BadgeGrantRequest(appID: appID, messageID: m2, accounts: [alice, bob, alice]),
+            BadgeGrantRequest(appID: appID, messageID: m1, accounts: [alice, carol]),
+            BadgeGrantRequest(appID: appID, messageID: m3, accounts: [bob]),
+            BadgeGrantRequest(appID: appID, messageID: m2, accounts: [bob]),
+            BadgeGrantRequest(appID: otherApp, messageID: mZ, accounts: [zed]),
+            BadgeGrantRequest(appID: appID, messageID: m3, accounts: [zed, dave]),
+            BadgeGrantRequest(appID: appID, messageID: m1, accounts: []),
+        ]
+        let answers = try await store.grantBadges(batch)
+        #expect(answers.count == batch.count)
+        // alice counted for m2 only (m1 had her already: the counter as it is then); bob once for
+        // m2 and once for m3, a distinct value each; zed for his own app's message only.
+        #expect(answers[0]["alice"] == 6 && answers[1] == ["alice": 6, "carol": 1])
+        let bobs = [answers[0]["bob"], answers[2]["bob"]]
+        #expect(Set(bobs) == [1, 2], "\(answers)")
+        #expect(answers[3].keys.sorted() == ["bob"] && [1, 2].contains(answers[3]["bob"] ?? 0))
+        #expect(answers[4] == ["zed": 1])
+        #expect(answers[5] == [:], "an account of another app, and a deleted one, get no badge")
+        #expect(answers[6] == [:])
+        for (name, badge) in ["alice": 6, "bob": 2, "carol": 1] {
+            #expect(try await store.badge(appID: appID, account: name) == badge, "\(name)")
+        }
+        #expect(try await store.badge(appID: otherApp, account: "zed") == 1)
+
+        // The same batch again: nothing counted twice, every page gets the counter as it is.
+        let again = try await store.grantBadges(batch)
+        #expect(again[0] == ["alice": 6, "bob": 2] && again[1] == ["alice": 6, "carol": 1])
+        #expect(again[2] == ["bob": 2] && again[3] == ["bob": 2] && again[4] == ["zed": 1])
+        #expect(again[5] == [:] && again[6] == [:])
+        #expect(try await store.badge(appID: appID, account: "bob") == 2)
+
+        // Batches racing over the same accounts, named in opposite orders: each message counts
+        // each account once, and no batch waits for another in a cycle.
+        var messages: [Int64] = []
+        for _ in 0..<6 { messages.append(try await sendingMessage(store, appID: appID)) }
+        let chosen = messages
+        let raced = try await withThrowingTaskGroup(of: [[String: Int]].self) { group in
+            for round in 0..<12 {
+                group.addTask {
+                    let ordered = round.isMultiple(of: 2) ? chosen : chosen.reversed()
+                    return try await store.grantBadges(
+                        ordered.map { message in
+                            BadgeGrantRequest(
+                                appID: appID, messageID: message,
+                                accounts: round.isMultiple(of: 3) ? [carol, bob] : [bob, carol])
+                        })
+                }
+            }
+            var all: [[String: Int]] = []
+            for try await answers in group { all += answers }
+            return all
+        }
+        #expect(raced.count == 72 && raced.allSatisfy { Set($0.keys) == ["bob", "carol"] })
+        #expect(try await store.badge(appID: appID, account: "bob") == 8)
+        #expect(try await store.badge(appID: appID, account: "carol") == 7)
+        #expect(Set(raced.compactMap { $0["bob"] }) == Set(3...8), "each of the six increments seen")
+    }
+
+    @Test(arguments: Backend.allCases)
     func finishedMessagesGrantsAreForgottenAcrossWalksOfManyMessages(_ backend: Backend) async throws {
         try await withStore(backend) { store in try await forgetsFinishedGrants(store) }
     }
