@@ -106,20 +106,17 @@ extension DeliveryPolicy {
                 return [.failure(error)]
             }
         }
-        return await withTaskGroup(of: (Int, Result<[DeliveryDecision], any Error>).self) { group in
-            for (index, page) in pages.enumerated() {
-                group.addTask {
-                    do {
-                        return (index, .success(try await decide(page.recipients, message: page.message)))
-                    } catch {
-                        return (index, .failure(error))
-                    }
-                }
-            }
-            var results = [Result<[DeliveryDecision], any Error>](
-                repeating: .failure(CancellationError()), count: pages.count)
-            for await (index, result) in group { results[index] = result }
+        // A task per page, awaited in the pages' order. (A task group answering (index,
+        // result) pairs trapped in release builds: an out-of-range index in the array's
+        // subscript, under load, with Swift 6.3.1.)
+        let tasks = pages.map { page in Task { try await decide(page.recipients, message: page.message) } }
+        return await withTaskCancellationHandler {
+            var results: [Result<[DeliveryDecision], any Error>] = []
+            results.reserveCapacity(tasks.count)
+            for task in tasks { results.append(await task.result) }
             return results
+        } onCancel: {
+            for task in tasks { task.cancel() }
         }
     }
 }

@@ -12,22 +12,23 @@ struct PolicyDecisionRequest: Sendable {
         var byVendor: [String: [Int]] = [:]
         for (index, request) in requests.enumerated() { byVendor[request.vendor, default: []].append(index) }
         if byVendor.count == 1 { return await requests[0].policy.decide(pages: requests.map(\.page)) }
+        // A task per vendor, awaited in turn (see `DeliveryPolicy.decide(pages:)`'s default on
+        // task groups answering indexes).
+        let groups = byVendor.values.map { indexes in
+            let policy = requests[indexes[0]].policy
+            let pages = indexes.map { requests[$0].page }
+            return (indexes, Task { await policy.decide(pages: pages) })
+        }
         var results = [Result<[DeliveryDecision], any Error>](
             repeating: .failure(CancellationError()), count: requests.count)
-        await withTaskGroup(of: ([Int], [Result<[DeliveryDecision], any Error>]).self) { group in
-            for indexes in byVendor.values {
-                let policy = requests[indexes[0]].policy
-                let pages = indexes.map { requests[$0].page }
-                group.addTask { (indexes, await policy.decide(pages: pages)) }
+        for (indexes, task) in groups {
+            let answers = await task.value
+            guard answers.count == indexes.count else {
+                let error = WrongNumberOfPageAnswers(vendor: requests[indexes[0]].vendor)
+                for index in indexes { results[index] = .failure(error) }
+                continue
             }
-            for await (indexes, answers) in group {
-                guard answers.count == indexes.count else {
-                    let error = WrongNumberOfPageAnswers(vendor: requests[indexes[0]].vendor)
-                    for index in indexes { results[index] = .failure(error) }
-                    continue
-                }
-                for (index, answer) in zip(indexes, answers) { results[index] = answer }
-            }
+            for (index, answer) in zip(indexes, answers) { results[index] = answer }
         }
         return results
     }
