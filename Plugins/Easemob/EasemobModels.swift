@@ -107,7 +107,15 @@ struct EasemobBinding: Sendable, Hashable {
 }
 
 /// Everything the delivery policy reads for one page of receivers of one message, in one read.
-struct EasemobReceiverData: Sendable {
+/// What `EasemobStore.receiverData(appID:pages:)` reads for one page: its receivers, and its
+/// message's sender and conversation.
+struct EasemobReceiverQuery: Sendable {
+    var usernames: [String]
+    var sender: String
+    var conversation: (chatType: String, key: String)
+}
+
+struct EasemobReceiverData: Sendable, Equatable {
     var users: [String: EasemobUser]
     var appLevel: [String: EasemobNotificationSetting]
     var conversation: [String: EasemobNotificationSetting]

@@ -289,23 +289,7 @@ struct EasemobStore: Sendable {
                     [.integer(appID)] + values + [.integer(appID)] + values
                         + [.text(conversation.chatType), .text(conversation.key)])
                 {
-                    guard row["kind"].string == "setting" else {
-                        let user = Self.user(row)
-                        data.users[user.username] = user
-                        continue
-                    }
-                    guard let name = row["username"].string else { continue }
-                    let setting = Self.setting(row)
-                    // App level: chattype user keyed by the user itself; the conversation: its key.
-                    if row["chat_type"].string == "user" && row["target"].string == name {
-                        data.appLevel[name] = setting
-                        // A one-to-one conversation with oneself is the app level too.
-                        if conversation.chatType == "user" && conversation.key == name {
-                            data.conversation[name] = setting
-                        }
-                    } else {
-                        data.conversation[name] = setting
-                    }
+                    Self.add(row, to: &data, conversation: conversation)
                 }
             }
             return data
@@ -313,6 +297,93 @@ struct EasemobStore: Sendable {
         // A chat message's page is its receiver's few devices: read on the calling thread. A
         // group's pages of a thousand go through a reader, not holding this thread.
         return names.count <= Self.quickReadLimit ? try await database.quickRead(read) : try await database.read(read)
+    }
+
+    /// `receiverData` for the pages of several messages of one app (the policy's batches: many
+    /// chat messages' one-receiver pages), one statement for all of them where a page each was a
+    /// round trip each (issue #47): every user named and every setting of theirs at the app
+    /// level or in one of the pages' conversations, then each page's share as its own read
+    /// would give it.
+    func receiverData(appID: Int64, pages: [EasemobReceiverQuery]) async throws -> [EasemobReceiverData] {
+        if pages.count == 1, let page = pages.first {
+            return [
+                try await receiverData(
+                    appID: appID, usernames: page.usernames, sender: page.sender, conversation: page.conversation)
+            ]
+        }
+        let names = SQLList.chunks(pages.flatMap { $0.usernames + [$0.sender] })
+        guard !names.isEmpty else { return [] }
+        let conversations = SQLList.chunks(pages.map { Self.conversationKey($0.conversation) })
+        let read: @Sendable (any SQLExecutor) throws -> [String: [SQLRow]] = { db in
+            var rows: [String: [SQLRow]] = [:]
+            for list in names {
+                for conversation in conversations {
+                    for row in try db.query(
+                        Self.receiverDataStatement(names: list, conversations: conversation),
+                        [.integer(appID)] + list.values + [.integer(appID)] + list.values + conversation.values)
+                    {
+                        guard let name = row["username"].string else { continue }
+                        rows[name, default: []].append(row)
+                    }
+                }
+            }
+            return rows
+        }
+        let rows =
+            names.count == 1 && conversations.count == 1 && names[0].values.count <= Self.quickReadLimit
+            ? try await database.quickRead(read) : try await database.read(read)
+        return pages.map { page in
+            var data = EasemobReceiverData(users: [:], appLevel: [:], conversation: [:])
+            for name in Set(page.usernames + [page.sender]) {
+                for row in rows[name] ?? [] { Self.add(row, to: &data, conversation: page.conversation) }
+            }
+            return data
+        }
+    }
+
+    /// A row of a receiver-data statement into `data`: a user, or a setting at the app level
+    /// (chattype user keyed by the user itself) or for `conversation`; another conversation's
+    /// setting (read for another page of a batch) is not this page's.
+    private static func add(
+        _ row: SQLRow, to data: inout EasemobReceiverData, conversation: (chatType: String, key: String)
+    ) {
+        guard row["kind"].string == "setting" else {
+            let user = user(row)
+            data.users[user.username] = user
+            return
+        }
+        guard let name = row["username"].string, let chatType = row["chat_type"].string,
+            let target = row["target"].string
+        else { return }
+        if chatType == "user" && target == name {
+            data.appLevel[name] = setting(row)
+            // A one-to-one conversation with oneself is the app level too.
+            if conversation.chatType == "user" && conversation.key == name { data.conversation[name] = setting(row) }
+        } else if chatType == conversation.chatType && target == conversation.key {
+            data.conversation[name] = setting(row)
+        }
+    }
+
+    /// A conversation as one text (`chat_type`, a space, `target`): chat types have no space,
+    /// so the first one splits it.
+    static func conversationKey(_ conversation: (chatType: String, key: String)) -> String {
+        conversation.chatType + " " + conversation.key
+    }
+
+    /// `receiverDataStatement(names:)` for a batch: the users in `names`, and their settings at
+    /// the app level or in one of `conversations` (`conversationKey`s). Its parameters: the app,
+    /// the names, the app and the names again, the conversations.
+    static func receiverDataStatement(names: SQLList, conversations: SQLList) -> String {
+        """
+        SELECT 'user' AS kind, \(userColumns), NULL AS chat_type, NULL AS target, NULL AS mode,
+            NULL AS ignore_interval, NULL AS ignore_until
+        FROM easemob_users WHERE app_id = ? AND username IN (\(names.marks))
+        UNION ALL
+        SELECT 'setting', username, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+            chat_type, target, mode, ignore_interval, ignore_until
+        FROM easemob_notification_settings WHERE app_id = ? AND username IN (\(names.marks))
+        AND ((chat_type = 'user' AND target = username) OR chat_type || ' ' || target IN (\(conversations.marks)))
+        """
     }
 
     /// The users named (`kind` 'user', their `userColumns`) and their app-level and

@@ -169,6 +169,25 @@ import TuisongPluginTestKit
         #expect(own.users["dave"] == nil && own.appLevel["dave"]?.mode == EasemobPushMode.none)
         #expect(own.conversation["bob"] == own.appLevel["bob"] && own.conversation["bob"] != nil)
         #expect(own.conversation["dave"] == nil)
+
+        // Several messages' pages read together (the policy's batches), in one statement: each
+        // page's share is what its own read gives, another page's conversation not included.
+        let queries = [
+            EasemobReceiverQuery(usernames: ["bob", "carol"], sender: "alice", conversation: ("chatgroup", "g1")),
+            EasemobReceiverQuery(usernames: ["bob", "carol"], sender: "alice", conversation: ("user", "alice")),
+            EasemobReceiverQuery(usernames: ["bob", "dave"], sender: "bob", conversation: ("user", "bob")),
+            EasemobReceiverQuery(usernames: ["carol"], sender: "nobody", conversation: ("chatgroup", "g1")),
+        ]
+        let batch = QuickReadCounter(db.database)
+        let together = try await EasemobStore(database: batch).receiverData(appID: appID, pages: queries)
+        #expect(batch.bodies == 1 && batch.statements == 1)
+        #expect(together.count == queries.count)
+        for (query, data) in zip(queries, together) {
+            let alone = try await store.receiverData(
+                appID: appID, usernames: query.usernames, sender: query.sender, conversation: query.conversation)
+            #expect(data == alone, "\(query.conversation)")
+        }
+        #expect(together[0].conversation["bob"]?.mode == .all && together[3].conversation.isEmpty)
     }
 
     @Test(arguments: PluginStoreBackend.allCases)
