@@ -134,7 +134,7 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
         var disabled: [Int64: Result<Set<String>, any Error>] = [:]
         for (appID, accounts) in accountsByApp {
             do {
-                disabled[appID] = .success(try await store.pushDisabled(appID: appID, accounts: accounts.sorted()))
+                disabled[appID] = .success(try await store.pushDisabled(appID: appID, accounts: Array(accounts)))
             } catch {
                 disabled[appID] = .failure(error)
             }

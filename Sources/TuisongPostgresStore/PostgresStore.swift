@@ -86,6 +86,11 @@ public final class PostgresStore: Sendable {
     /// Messages accepted while others are being inserted go in together (`insertMessages`):
     /// two batches at a time, so a batch waits for at most one other.
     let messageInserts: StoreBatcher<MessageRow, Int64>
+    /// `existingAccounts` calls made while others are at the database go together
+    /// (`AccountList`).
+    let accountLookups: StoreBatcher<AccountList, Set<String>>
+    /// `incrementBadges` calls made while others are at the database go together.
+    let badgeIncrements: StoreBatcher<AccountList, [String: Int]>
 
     /// Connects, brings the schema up to date (core, then plugins) and starts the pool.
     ///
@@ -127,6 +132,32 @@ public final class PostgresStore: Sendable {
                 try await health.noting(timedBy: writeObserver, mapError: Self.storeError) {
                     // One statement, atomic by itself: no BEGIN and COMMIT around it.
                     try await pool.withConnection { conn in try Self.insertMessageRows(conn, rows) }
+                }
+            }
+        }
+        accountLookups = StoreBatcher(
+            concurrency: 2, maxBatch: 256, maxWeight: AccountList.batchWeight, weight: { $0.accounts.count }
+        ) { [pool] lists in
+            await AccountList.eachAlone(lists) { lists in
+                do {
+                    return try await pool.withConnection { conn in
+                        try AccountList.existing(PostgresExecutor(conn, prepares: true), lists)
+                    }
+                } catch {
+                    throw Self.storeError(error)
+                }
+            }
+        }
+        badgeIncrements = StoreBatcher(
+            concurrency: 2, maxBatch: 256, maxWeight: AccountList.batchWeight, weight: { $0.accounts.count }
+        ) { [pool, health, clock = configuration.clock, writeObserver = configuration.writeObserver] lists in
+            await AccountList.eachAlone(lists) { lists in
+                // One statement, atomic by itself: no BEGIN and COMMIT around it.
+                try await health.noting(timedBy: writeObserver, mapError: Self.storeError) {
+                    try await pool.withConnection { conn in
+                        try AccountList.incrementBadges(
+                            PostgresExecutor(conn, prepares: true), lists, now: SQLTime.milliseconds(clock.now))
+                    }
                 }
             }
         }

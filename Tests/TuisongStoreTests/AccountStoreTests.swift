@@ -131,6 +131,96 @@ import TuisongPostgresTestKit
         await #expect(throws: StoreError.self) { try await store.setBadge(appID: appID, account: "alice", to: -1) }
     }
 
+    @Test(arguments: Backend.allCases)
+    func accountCallsMadeAtOnceAnswerEachAsAlone(_ backend: Backend) async throws {
+        try await withStore(backend) { store in try await accountCallsAtOnce(store) }
+    }
+
+    /// Many chat messages' account calls at once (on PostgreSQL they go to the database in
+    /// batches): each answers what it would alone, and a call for an app deleted meanwhile
+    /// fails without failing the calls it went with.
+    func accountCallsAtOnce(_ store: any GatewayStore) async throws {
+        let appID = try await app(store)
+        let otherApp = try await app(store)
+        let goneApp = try await app(store)
+        #expect(try await store.deleteApp(id: goneApp))
+        try await store.setBadge(appID: appID, account: "alice", to: 4)
+        try await store.createAccount(appID: otherApp, account: "alice")
+        enum Answer {
+            case badges(app: Int64, [String: Int])
+            case existing(Set<String>)
+            case failed
+        }
+        let answers = await withTaskGroup(of: Answer.self) { group in
+            for n in 0..<40 {
+                group.addTask {
+                    do {
+                        switch n % 4 {
+                        case 0:
+                            return .badges(
+                                app: appID,
+                                try await store.incrementBadges(appID: appID, accounts: ["alice", "bob", "alice"]))
+                        case 1:
+                            return .badges(
+                                app: otherApp, try await store.incrementBadges(appID: otherApp, accounts: ["alice"]))
+                        case 2:
+                            return .existing(
+                                try await store.existingAccounts(appID: appID, among: ["alice", "bob", "nobody"]))
+                        default:
+                            // Alone for this phase: a gone app's call fails the batch it goes in,
+                            // whose calls then go again each alone (below).
+                            return .existing(try await store.existingAccounts(appID: goneApp, among: ["alice"]))
+                        }
+                    } catch {
+                        return .failed
+                    }
+                }
+            }
+            var answers: [Answer] = []
+            for await answer in group { answers.append(answer) }
+            return answers
+        }
+        var alices: [Int] = []
+        var bobs: [Int] = []
+        var others: [Int] = []
+        var failed = 0
+        for answer in answers {
+            switch answer {
+            case .badges(let app, let badges) where app == appID:
+                #expect(badges.keys.sorted() == ["alice", "bob"])
+                alices.append(badges["alice"] ?? 0)
+                bobs.append(badges["bob"] ?? 0)
+            case .badges(let app, let badges) where app == otherApp: others.append(badges["alice"] ?? 0)
+            case .badges: Issue.record("no other app")
+            case .existing(let found) where found.isEmpty: break
+            case .existing(let found): #expect(found.contains("alice") && !found.contains("nobody"), "\(found)")
+            case .failed: failed += 1
+            }
+        }
+        // Each call named alice twice: two consecutive values, the later one answered.
+        #expect(alices.sorted() == Array(stride(from: 6, through: 24, by: 2)), "\(alices.sorted())")
+        #expect(bobs.sorted() == Array(1...10) && others.sorted() == Array(1...10))
+        #expect(failed == 0)
+        #expect(try await store.badge(appID: appID, account: "alice") == 24)
+
+        // Calls for an app deleted meanwhile among others: they fail, the others do not.
+        let mixed = await withTaskGroup(of: Int?.self) { group in
+            for n in 0..<20 {
+                group.addTask {
+                    try? await store.incrementBadges(appID: n % 10 == 3 ? goneApp : otherApp, accounts: ["carol"])[
+                        "carol"]
+                }
+            }
+            var values: [Int?] = []
+            for await value in group { values.append(value) }
+            return values
+        }
+        #expect(mixed.filter { $0 == nil }.count == 2, "the deleted app's two calls, and only they, failed")
+        #expect(mixed.compactMap { $0 }.sorted() == Array(1...18))
+        #expect(try await store.existingAccounts(appID: appID, among: ["bob", "nobody"]) == ["bob"])
+        #expect(try await store.existingAccounts(appID: goneApp, among: ["zed"]) == [])
+    }
+
     func sendingMessage(_ store: any GatewayStore, appID: Int64) async throws -> Int64 {
         let job = PushJob(
             appID: appID, vendor: "tencent", audience: .allAccounts, content: PushContent(),
