@@ -7,6 +7,18 @@ import TuisongPlugin
 /// Every method is one transaction or one read snapshot.
 struct EasemobStore: Sendable {
     let database: any SharedDatabase
+    /// Receivers' existence, one lookup a chat line, read together where reads are round trips.
+    private let userReads: NameReadsTogether<Bool>
+
+    init(database: any SharedDatabase) {
+        self.database = database
+        userReads = NameReadsTogether(database) { appID, usernames in
+            Dictionary(
+                uniqueKeysWithValues: try await Self.existingUsers(database, appID: appID, among: usernames).map {
+                    ($0, true)
+                })
+        }
+    }
 
     // MARK: Token signing keys
 
@@ -213,6 +225,12 @@ struct EasemobStore: Sendable {
 
     /// Which of `usernames` exist.
     func existingUsers(appID: Int64, among usernames: [String]) async throws -> Set<String> {
+        Set(try await userReads.values(appID: appID, names: usernames).keys)
+    }
+
+    private static func existingUsers(_ database: any SharedDatabase, appID: Int64, among usernames: [String])
+        async throws -> Set<String>
+    {
         guard !usernames.isEmpty else { return [] }
         let read: @Sendable (any SQLExecutor) throws -> Set<String> = { db in
             var found: Set<String> = []
@@ -226,7 +244,7 @@ struct EasemobStore: Sendable {
         }
         // A chat message's one receiver is a row by index, read on the calling thread; a send
         // to hundreds goes through a reader, not holding this thread.
-        return usernames.count <= Self.quickReadLimit
+        return usernames.count <= quickReadLimit
             ? try await database.quickRead(read) : try await database.read(read)
     }
 

@@ -14,6 +14,15 @@ struct TencentGroup: Sendable, Hashable {
 /// The plugin's tables (`TencentSchema`) on the gateway's shared database.
 struct TencentStore: Sendable {
     let database: any SharedDatabase
+    /// Senders' nicks, one lookup a chat line, read together where reads are round trips.
+    private let nickReads: NameReadsTogether<String>
+
+    init(database: any SharedDatabase) {
+        self.database = database
+        nickReads = NameReadsTogether(database) { appID, accounts in
+            try await Self.nicks(database, appID: appID, accounts: accounts)
+        }
+    }
 
     // Lists of accounts are bound as `SQLList` chunks: under every SQL engine's parameter
     // limit, and few statement texts, which the connection keeps prepared.
@@ -37,6 +46,12 @@ struct TencentStore: Sendable {
     /// Profile items of these accounts (only `tags` when given): account → tag → value.
     func profiles(appID: Int64, accounts: [String], tags: [String]? = nil) async throws -> [String: [String: JSONValue]]
     {
+        try await Self.profiles(database, appID: appID, accounts: accounts, tags: tags)
+    }
+
+    static func profiles(
+        _ database: any SharedDatabase, appID: Int64, accounts: [String], tags: [String]? = nil
+    ) async throws -> [String: [String: JSONValue]] {
         // At most 100 accounts (portrait_get), usually one (a message's sender): rows by index.
         let rows = try await database.quickRead { db in
             var rows: [SQLRow] = []
@@ -64,7 +79,13 @@ struct TencentStore: Sendable {
 
     /// `Tag_Profile_IM_Nick` of these accounts, where set and not empty.
     func nicks(appID: Int64, accounts: [String]) async throws -> [String: String] {
-        let profiles = try await profiles(appID: appID, accounts: accounts, tags: [Self.nickTag])
+        try await nickReads.values(appID: appID, names: accounts)
+    }
+
+    private static func nicks(_ database: any SharedDatabase, appID: Int64, accounts: [String]) async throws
+        -> [String: String]
+    {
+        let profiles = try await profiles(database, appID: appID, accounts: accounts, tags: [nickTag])
         return profiles.compactMapValues { items in
             guard let nick = items[Self.nickTag]?.stringValue, !nick.isEmpty else { return nil }
             return nick

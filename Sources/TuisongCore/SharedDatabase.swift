@@ -133,12 +133,18 @@ public protocol SharedDatabase: Sendable {
     func quickRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T
     /// Which SQL the database speaks, for the few expressions that differ (`SQLDialect`).
     var dialect: any SQLDialect { get }
+    /// Whether every statement is a round trip to a database server (PostgreSQL), whose fixed
+    /// cost outweighs a small read: many chat messages' lookups are then worth sending together
+    /// (`NameReadsTogether`). False where a read runs in the process (SQLite).
+    var statementsAreRoundTrips: Bool { get }
 }
 
 extension SharedDatabase {
     public func quickRead<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         try await read(body)
     }
+
+    public var statementsAreRoundTrips: Bool { false }
 }
 
 /// The SQL that differs between the store's databases, answered by each database's dialect

@@ -21,6 +21,8 @@ public struct PostgresSharedDatabase: SharedDatabase {
 
     public var dialect: any SQLDialect { PostgresDialect() }
 
+    public var statementsAreRoundTrips: Bool { true }
+
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) throws -> T) async throws -> T {
         // A plugin's write that finds the disk full or the server gone is told to `/healthz` as
         // the core's own writes are (the plugin's own errors are not trouble).
