@@ -119,7 +119,10 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
     func decide(pages: [PolicyPage]) async -> [Result<[DeliveryDecision], any Error>] {
         let templates = pages.map { OfflinePushTemplate(vendorContext: $0.message.vendorContext) }
         var results = [Result<[DeliveryDecision], any Error>?](repeating: nil, count: pages.count)
-        var accountsByApp: [Int64: Set<String>] = [:]
+        // In the pages' order, repeats and all (the read keeps each account's first): one page's
+        // accounts go to the read exactly as that page lists them, in audience order, which
+        // SQLite's `IN` list is built from fastest.
+        var accountsByApp: [Int64: [String]] = [:]
         for (index, page) in pages.enumerated() {
             guard let template = templates[index] else {
                 results[index] = .success(page.recipients.map { _ in .send })
@@ -129,12 +132,12 @@ struct TencentDeliveryPolicy: DeliveryPolicy {
                 results[index] = .success(page.recipients.map { _ in .skip(reason: suppressed) })
                 continue
             }
-            accountsByApp[page.message.appID, default: []].formUnion(page.recipients.compactMap(\.account))
+            accountsByApp[page.message.appID, default: []].append(contentsOf: page.recipients.compactMap(\.account))
         }
         var disabled: [Int64: Result<Set<String>, any Error>] = [:]
         for (appID, accounts) in accountsByApp {
             do {
-                disabled[appID] = .success(try await store.pushDisabled(appID: appID, accounts: Array(accounts)))
+                disabled[appID] = .success(try await store.pushDisabled(appID: appID, accounts: accounts))
             } catch {
                 disabled[appID] = .failure(error)
             }
