@@ -5,6 +5,39 @@ import TuisongPluginTestKit
 
 @testable import TencentProvider
 
+/// A Tencent app on a fresh store (each database) with these accounts, its policy, and
+/// recipients naming the accounts by row as bound devices do.
+struct TencentPolicyFixture {
+    let temporary: PluginTestStore
+    let app: App
+    let tencent: TencentStore
+    let policy: TencentDeliveryPolicy
+    let ids: [String: Int64]
+    var store: any GatewayStore { temporary.store }
+
+    init(_ backend: PluginStoreBackend, accounts: [String]) async throws {
+        temporary = try PluginTestStore(backend, providers: [TencentProvider.self])
+        let store = temporary.store
+        app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
+        tencent = TencentStore(database: temporary.database)
+        policy = TencentDeliveryPolicy(store: tencent, accounts: store)
+        for account in accounts { try await store.createAccount(appID: app.id, account: account) }
+        let appID = app.id
+        let rows = try await temporary.database.read { db in
+            try db.query("SELECT id, account FROM accounts WHERE app_id = ?", [.integer(appID)])
+        }
+        var ids: [String: Int64] = [:]
+        for row in rows { if let account = row["account"].string { ids[account] = row["id"].int } }
+        self.ids = ids
+    }
+
+    func recipient(_ n: Int, _ account: String, _ state: AppState?) -> Recipient {
+        Recipient(
+            deviceID: Int64(n), token: String(repeating: "b", count: 63) + String(n), environment: .production,
+            account: account, accountID: ids[account], appState: state, channel: .apns)
+    }
+}
+
 /// `TencentDeliveryPolicy` on a real store (each database): seed 003's rules per receiver, and the badge
 /// counted once per account and message however often a page is decided.
 @Suite struct TencentDeliveryPolicyTests {
@@ -13,15 +46,9 @@ import TuisongPluginTestKit
     )
         async throws
     {
-        let temporary = try PluginTestStore(backend, providers: [TencentProvider.self])
-        defer { temporary.remove() }
-        let store = temporary.store
-        let app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
-        let tencent = TencentStore(database: temporary.database)
-        let policy = TencentDeliveryPolicy(store: tencent, accounts: store)
-        for account in ["alice", "bob", "carol", "dave"] {
-            try await store.createAccount(appID: app.id, account: account)
-        }
+        let fixture = try await TencentPolicyFixture(backend, accounts: ["alice", "bob", "carol", "dave"])
+        defer { fixture.temporary.remove() }
+        let (store, app, tencent, policy) = (fixture.store, fixture.app, fixture.tencent, fixture.policy)
         try await store.setBadge(appID: app.id, account: "bob", to: 4)
         try await tencent.setOpenPush(appID: app.id, account: "dave", enabled: false)
 
@@ -39,15 +66,7 @@ import TuisongPluginTestKit
         let message = try await store.createMessage(job, state: .queued)
 
         // Each bound device names its account by row too (what the audience page reads).
-        let rows = try await temporary.database.read { db in
-            try db.query("SELECT id, account FROM accounts WHERE app_id = ?", [.integer(app.id)])
-        }
-        let ids = Dictionary(uniqueKeysWithValues: rows.map { ($0["account"].string ?? "", $0["id"].int) })
-        func recipient(_ n: Int, _ account: String, _ state: AppState?) -> Recipient {
-            Recipient(
-                deviceID: Int64(n), token: String(repeating: "b", count: 63) + String(n), environment: .production,
-                account: account, accountID: ids[account] ?? nil, appState: state, channel: .apns)
-        }
+        let recipient = fixture.recipient
         // bob has two devices on this page and one more on the next.
         let page = [
             recipient(1, "alice", .background), recipient(2, "bob", .background), recipient(3, "bob", nil),
@@ -75,24 +94,12 @@ import TuisongPluginTestKit
     )
         async throws
     {
-        let temporary = try PluginTestStore(backend, providers: [TencentProvider.self])
-        defer { temporary.remove() }
-        let store = temporary.store
-        let app = try await store.createApp(name: "t", bundleID: "com.example.t", apiKeyHash: UUID().uuidString)
-        let tencent = TencentStore(database: temporary.database)
-        let policy = TencentDeliveryPolicy(store: tencent, accounts: store)
-        for account in ["bob", "carol", "dave"] { try await store.createAccount(appID: app.id, account: account) }
+        let fixture = try await TencentPolicyFixture(backend, accounts: ["bob", "carol", "dave"])
+        defer { fixture.temporary.remove() }
+        let (store, app, tencent, policy) = (fixture.store, fixture.app, fixture.tencent, fixture.policy)
         try await store.setBadge(appID: app.id, account: "bob", to: 4)
         try await tencent.setOpenPush(appID: app.id, account: "dave", enabled: false)
-        let rows = try await temporary.database.read { db in
-            try db.query("SELECT id, account FROM accounts WHERE app_id = ?", [.integer(app.id)])
-        }
-        let ids = Dictionary(uniqueKeysWithValues: rows.map { ($0["account"].string ?? "", $0["id"].int) })
-        func recipient(_ n: Int, _ account: String, _ state: AppState?) -> Recipient {
-            Recipient(
-                deviceID: Int64(n), token: String(repeating: "b", count: 63) + String(n), environment: .production,
-                account: account, accountID: ids[account] ?? nil, appState: state, channel: .apns)
-        }
+        let recipient = fixture.recipient
         func message(_ text: String, pushFlag: Int = 0) async throws -> MessageRecord {
             let elements = try MessageElement.parseBody(
                 try JSONValue(parsing: #"[{"MsgType":"TIMTextElem","MsgContent":{"Text":"\#(text)"}}]"#))
