@@ -65,8 +65,9 @@ public enum DeliveryDecision: Sendable, Hashable {
 /// vendor's offline push rules). A provider hands one to the dispatcher through
 /// `PushProvider.deliveryPolicy`; messages whose vendor has none take the one-payload path.
 ///
-/// The dispatcher calls `decide` once per audience page (up to the page size, a thousand
-/// recipients by default). Pages are read in audience order but several pages of one message
+/// The dispatcher hands the policy each audience page (up to the page size, a thousand
+/// recipients by default), the pages ready at the same time together through
+/// `decide(pages:)`, whose default calls `decide` for each. Pages are read in audience order but several pages of one message
 /// may be decided at the same time, so a decision must not depend on another page's having
 /// been decided first: a badge counted once per message comes from `AccountStore.grantBadges`,
 /// which is atomic per call. Answer with exactly one decision per recipient, in the same order.
