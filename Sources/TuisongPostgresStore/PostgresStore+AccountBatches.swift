@@ -104,28 +104,4 @@ struct AccountList: Sendable {
             return values
         }
     }
-
-    /// `operation` for the whole batch; when the database refuses it (one list's app deleted
-    /// meanwhile, say), each list alone, so one bad call fails alone. An unavailable database
-    /// fails them all.
-    static func eachAlone<Output: Sendable>(
-        _ lists: [AccountList], _ operation: ([AccountList]) async throws -> [Output]
-    ) async -> [Result<Output, any Error>] {
-        do {
-            return try await operation(lists).map { .success($0) }
-        } catch let error as StoreError where error.code == .unavailable {
-            return lists.map { _ in .failure(error) }
-        } catch {
-            guard lists.count > 1 else { return [.failure(error)] }
-        }
-        var results: [Result<Output, any Error>] = []
-        for list in lists {
-            do {
-                results.append(.success(try await operation([list])[0]))
-            } catch {
-                results.append(.failure(error))
-            }
-        }
-        return results
-    }
 }

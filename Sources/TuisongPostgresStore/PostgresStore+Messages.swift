@@ -116,26 +116,36 @@ extension PostgresStore: MessageStore {
     static func insertMessages(
         _ rows: [MessageRow], write: ([MessageRow]) async throws -> [Int64]
     ) async -> [Result<Int64, any Error>] {
-        if rows.count > 1 {
+        await batchOrEachAlone(rows, write)
+    }
+
+    /// A batch sent as one statement (a `StoreBatcher`'s operation), one result per input, in
+    /// order. When the database refuses it (one input's row conflicts, or its app is gone),
+    /// each input is sent alone, so only the one at fault gets the error. When the database
+    /// could not be reached, or the connection broke (the batch may have committed), every
+    /// input gets that error: sent again, a write could happen twice.
+    static func batchOrEachAlone<Input, Output>(
+        _ inputs: [Input], _ write: ([Input]) async throws -> [Output]
+    ) async -> [Result<Output, any Error>] {
+        func answered(_ outputs: [Output], _ count: Int) throws -> [Output] {
+            guard outputs.count == count else {
+                throw StoreError(.unavailable, "\(outputs.count) results for a batch of \(count)")
+            }
+            return outputs
+        }
+        if inputs.count > 1 {
             do {
-                let ids = try await write(rows)
-                guard ids.count == rows.count else {
-                    let error = StoreError(.unavailable, "\(ids.count) message ids for a batch of \(rows.count)")
-                    return rows.map { _ in .failure(error) }
-                }
-                return ids.map { .success($0) }
+                return try answered(try await write(inputs), inputs.count).map { .success($0) }
             } catch let error as StoreError where error.code == .unavailable {
-                return rows.map { _ in .failure(error) }
+                return inputs.map { _ in .failure(error) }
             } catch {
                 // Refused: each alone, below.
             }
         }
-        var results: [Result<Int64, any Error>] = []
-        for row in rows {
+        var results: [Result<Output, any Error>] = []
+        for input in inputs {
             do {
-                let ids = try await write([row])
-                guard let id = ids.first else { throw StoreError.notFound("new message") }
-                results.append(.success(id))
+                results.append(.success(try answered(try await write([input]), 1)[0]))
             } catch {
                 results.append(.failure(error))
             }

@@ -138,7 +138,7 @@ public final class PostgresStore: Sendable {
         accountLookups = StoreBatcher(
             concurrency: 2, maxBatch: 256, maxWeight: AccountList.batchWeight, weight: { $0.accounts.count }
         ) { [pool] lists in
-            await AccountList.eachAlone(lists) { lists in
+            await Self.batchOrEachAlone(lists) { lists in
                 do {
                     return try await pool.withConnection { conn in
                         try AccountList.existing(PostgresExecutor(conn, prepares: true), lists)
@@ -151,7 +151,7 @@ public final class PostgresStore: Sendable {
         badgeIncrements = StoreBatcher(
             concurrency: 2, maxBatch: 256, maxWeight: AccountList.batchWeight, weight: { $0.accounts.count }
         ) { [pool, health, clock = configuration.clock, writeObserver = configuration.writeObserver] lists in
-            await AccountList.eachAlone(lists) { lists in
+            await Self.batchOrEachAlone(lists) { lists in
                 // One statement, atomic by itself: no BEGIN and COMMIT around it.
                 try await health.noting(timedBy: writeObserver, mapError: Self.storeError) {
                     try await pool.withConnection { conn in
