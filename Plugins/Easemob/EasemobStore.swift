@@ -289,32 +289,16 @@ struct EasemobStore: Sendable {
     }
 
     /// The profiles and settings the policy needs for `usernames` receiving a message in
-    /// `conversation`, plus the sender's profile (under its name in `users`).
-    ///
-    /// One statement a chunk of names (`receiverDataStatement`): a chat message's lookup is a
+    /// `conversation`, plus the sender's profile (under its name in `users`): a batch of one
+    /// page (`receiverData(appID:pages:)`). A chat message's lookup is one statement, a
     /// `quickRead`, which on PostgreSQL is one round trip only for a body of one statement (a
     /// second one sends the whole body again as a `read`).
     func receiverData(
         appID: Int64, usernames: [String], sender: String, conversation: (chatType: String, key: String)
     ) async throws -> EasemobReceiverData {
-        let names = Array(Set(usernames + [sender]))
-        let read: @Sendable (any SQLExecutor) throws -> EasemobReceiverData = { db in
-            var data = EasemobReceiverData(users: [:], appLevel: [:], conversation: [:])
-            for chunk in names.chunks(ofCount: 400) {
-                let values = chunk.map(SQLValue.text)
-                for row in try db.query(
-                    Self.receiverDataStatement(names: chunk.count),
-                    [.integer(appID)] + values + [.integer(appID)] + values
-                        + [.text(conversation.chatType), .text(conversation.key)])
-                {
-                    Self.add(row, to: &data, conversation: conversation)
-                }
-            }
-            return data
-        }
-        // A chat message's page is its receiver's few devices: read on the calling thread. A
-        // group's pages of a thousand go through a reader, not holding this thread.
-        return names.count <= Self.quickReadLimit ? try await database.quickRead(read) : try await database.read(read)
+        try await receiverData(
+            appID: appID,
+            pages: [EasemobReceiverQuery(usernames: usernames, sender: sender, conversation: conversation)])[0]
     }
 
     /// `receiverData` for the pages of several messages of one app (the policy's batches: many
@@ -323,14 +307,10 @@ struct EasemobStore: Sendable {
     /// level or in one of the pages' conversations, then each page's share as its own read
     /// would give it.
     func receiverData(appID: Int64, pages: [EasemobReceiverQuery]) async throws -> [EasemobReceiverData] {
-        if pages.count == 1, let page = pages.first {
-            return [
-                try await receiverData(
-                    appID: appID, usernames: page.usernames, sender: page.sender, conversation: page.conversation)
-            ]
-        }
         let names = SQLList.chunks(pages.flatMap { $0.usernames + [$0.sender] })
-        guard !names.isEmpty else { return [] }
+        guard !names.isEmpty else {
+            return pages.map { _ in EasemobReceiverData(users: [:], appLevel: [:], conversation: [:]) }
+        }
         let conversations = SQLList.chunks(pages.map { Self.conversationKey($0.conversation) })
         let read: @Sendable (any SQLExecutor) throws -> [String: [SQLRow]] = { db in
             var rows: [String: [SQLRow]] = [:]
@@ -388,8 +368,9 @@ struct EasemobStore: Sendable {
         conversation.chatType + " " + conversation.key
     }
 
-    /// `receiverDataStatement(names:)` for a batch: the users in `names`, and their settings at
-    /// the app level or in one of `conversations` (`conversationKey`s). Its parameters: the app,
+    /// The users in `names` (`kind` 'user', their `userColumns`), and their settings
+    /// (`kind` 'setting') at the app level or in one of `conversations` (`conversationKey`s),
+    /// read whether or not the user exists, as the policy asks by name. Its parameters: the app,
     /// the names, the app and the names again, the conversations.
     static func receiverDataStatement(names: SQLList, conversations: SQLList) -> String {
         """
@@ -402,24 +383,6 @@ struct EasemobStore: Sendable {
         FROM easemob_notification_settings WHERE app_id = ? AND username IN (\(names.marks))
         AND ((chat_type = 'user' AND target = username) OR chat_type || ' ' || target IN (\(conversations.marks)))
         """
-    }
-
-    /// The users named (`kind` 'user', their `userColumns`) and their app-level and
-    /// conversation settings (`kind` 'setting'), as one statement. Its parameters: the app, the
-    /// `names` usernames, the app and the usernames again, then the conversation's chat type and
-    /// key. A setting is read whether or not its user exists, as the policy asks by name.
-    static func receiverDataStatement(names: Int) -> String {
-        let marks = SQLList.placeholders(names)
-        return """
-            SELECT 'user' AS kind, \(userColumns), NULL AS chat_type, NULL AS target, NULL AS mode,
-                NULL AS ignore_interval, NULL AS ignore_until
-            FROM easemob_users WHERE app_id = ? AND username IN (\(marks))
-            UNION ALL
-            SELECT 'setting', username, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                chat_type, target, mode, ignore_interval, ignore_until
-            FROM easemob_notification_settings WHERE app_id = ? AND username IN (\(marks))
-            AND ((chat_type = 'user' AND target = username) OR (chat_type = ? AND target = ?))
-            """
     }
 
     /// Lists of users up to this long are read with `SharedDatabase.quickRead`.
