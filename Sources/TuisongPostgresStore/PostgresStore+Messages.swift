@@ -52,8 +52,9 @@ extension PostgresStore: MessageStore {
         let row = try MessageRow(job, state: state, createdAt: now)
         guard let key = row.idempotencyKey else {
             let id = try await messageInserts.submit(row)
-            return MessageRecord.created(
-                id: id, job: job, state: state, createdAt: SQLTime.date(now))
+            let record = MessageRecord.created(id: id, job: job, state: state, createdAt: SQLTime.date(now))
+            if state == .queued { createdRecords.keep(record) }
+            return record
         }
         let cutoff = now - Int64(IdempotencyKey.lifetime * 1000)
         let outcome = try await write { conn -> (id: Int64, existing: MessageRecord?) in
@@ -99,9 +100,10 @@ extension PostgresStore: MessageStore {
         await idempotencyKeySweeper.sweepIfDue(now: SQLTime.date(now)) { before, limit in
             try await forgetIdempotencyKeys(before: before, limit: limit)
         }
-        return outcome.existing
-            ?? MessageRecord.created(
-                id: outcome.id, job: job, state: state, createdAt: SQLTime.date(now))
+        if let existing = outcome.existing { return existing }
+        let record = MessageRecord.created(id: outcome.id, job: job, state: state, createdAt: SQLTime.date(now))
+        if state == .queued { createdRecords.keep(record) }
+        return record
     }
 
     /// Inserts messages accepted at about the same time together (`messageInserts`): one

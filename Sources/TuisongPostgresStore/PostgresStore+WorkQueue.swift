@@ -95,15 +95,16 @@ extension PostgresStore: WorkQueue {
                 )
                 UPDATE message_slices s SET owner = \(node), lease_until = \(raw: Self.databaseNow) + \(lease),
                     attempts = s.attempts + 1
-                FROM picked WHERE s.message_id = picked.message_id AND s.slice = picked.slice
-                RETURNING s.message_id, s.slice, s.cursor, s.through_position, s.attempts
+                FROM picked JOIN messages m ON m.id = picked.message_id
+                WHERE s.message_id = picked.message_id AND s.slice = picked.slice
+                RETURNING s.message_id, s.slice, s.cursor, s.through_position, s.attempts, m.started_at, m.total
                 """
             ).rows
         }
         guard !claimed.isEmpty else { return [] }
         // Measured from before the claim: the local estimate ends no later than the database's.
         let leaseUntil = now.addingTimeInterval(Double(lease) / 1000)
-        let records = try await messages(ids: Array(Set(claimed.map { $0.int64("message_id") })))
+        let records = try await claimedRecords(claimed)
         var claims: [WorkClaim] = []
         for row in claimed.sorted(by: {
             ($0.int64("message_id"), $0.int64("slice")) < ($1.int64("message_id"), $1.int64("slice"))
@@ -120,6 +121,34 @@ extension PostgresStore: WorkQueue {
         }
         claimedMessageApps.remember(claims)
         return claims
+    }
+
+    /// The records of the claimed slices' messages. A message this node created, claimed for
+    /// the first time (attempt 1) as one slice from the start (slice 0 up to the audience's
+    /// end), is as it was created but for what planning set, which the claim returned: its
+    /// state (sending: only sending messages are claimed), start and total. Nothing was counted
+    /// for it yet: outcomes are flushed only under a claim, and retry and held rows come from
+    /// outcomes. Every other message is read, in one query.
+    func claimedRecords(_ claimed: [PostgresRow]) async throws -> [Int64: MessageRecord] {
+        let created = createdRecords.take(claimed.map { $0.int64("message_id") })
+        var records: [Int64: MessageRecord] = [:]
+        var unknown: Set<Int64> = []
+        for row in claimed {
+            let messageID = row.int64("message_id")
+            guard var record = created[messageID], row.int64("slice") == 0, row.int64("attempts") == 1,
+                row.optionalInt64("through_position") == nil, let startedAt = row.optionalInt64("started_at")
+            else {
+                unknown.insert(messageID)
+                continue
+            }
+            record.state = .sending
+            record.startedAt = SQLTime.date(startedAt)
+            record.total = row.optionalInt64("total").map { Int($0) }
+            record.cursor = row.int64("cursor")
+            records[messageID] = record
+        }
+        guard !unknown.isEmpty else { return records }
+        return records.merging(try await messages(ids: Array(unknown))) { _, read in read }
     }
 
     /// Messages by id, in one query.

@@ -81,6 +81,9 @@ public final class PostgresStore: Sendable {
     let sendingWithoutSlicesMayRemain = Atomic<Bool>(true)
     /// The apps of the messages this node claimed (`claimWork`'s runs per app).
     let claimedMessageApps = ClaimedMessageApps()
+    /// Records of the queued messages this node created, for the claim that starts each
+    /// (`claimWork`): a first claim of a message's one slice takes its record from here.
+    let createdRecords = CreatedMessageRecords()
     /// Analyzes the queue tables while a burst fills them (`claimWork`).
     let queueStatistics = QueueStatisticsKeeper()
     /// Messages accepted while others are being inserted go in together (`insertMessages`):

@@ -45,13 +45,10 @@ extension SQLiteStore: MessageStore {
                 let inserted = try Self.insertMessage(db, row)
                 // Kept before the commit: a claim sees the row only once it is committed, and
                 // then finds its record here. Kept after the commit, a claim that ran in between
-                // read the row and left the record here for good (up to the limit: ~13 MB of a
-                // 300,000-request run's heap, `make bench-memory`).
+                // would read the row, and the record would stay until the oldest are dropped.
                 if keptForClaim, inserted.created {
-                    let record = MessageRecord.created(id: inserted.id, job: job, state: state, createdAt: createdAt)
-                    self.createdRecords.withLock { records in
-                        if records.count < Self.createdRecordLimit { records[inserted.id] = record }
-                    }
+                    self.createdRecords.keep(
+                        MessageRecord.created(id: inserted.id, job: job, state: state, createdAt: createdAt))
                 }
                 return inserted
             }
@@ -80,15 +77,8 @@ extension SQLiteStore: MessageStore {
     /// reads one record it could have had from memory.
     private func forgetCreatedRecordOfFailedInsert(_ row: MessageRow) {
         let createdAt = SQLTime.date(row.createdAt)
-        createdRecords.withLock { records in
-            for (id, record) in records where record.appID == row.appID && record.createdAt == createdAt {
-                records.removeValue(forKey: id)
-            }
-        }
+        createdRecords.forget { $0.appID == row.appID && $0.createdAt == createdAt }
     }
-
-    /// Records kept for the dispatcher's claim at most (a backlog beyond it is read back).
-    static let createdRecordLimit = 20_000
 
     /// A message row's id, and whether this insert created it (false: its idempotency key
     /// already named a message, whose id this is).
@@ -160,15 +150,14 @@ extension SQLiteStore: MessageStore {
         // another process, or before a restart) are read.
         var records: [MessageRecord] = []
         var unknown: [Int64] = []
-        createdRecords.withLock { created in
-            for (id, startedAt) in claimed {
-                if var record = created.removeValue(forKey: id) {
-                    record.state = .sending
-                    record.startedAt = SQLTime.date(startedAt)
-                    records.append(record)
-                } else {
-                    unknown.append(id)
-                }
+        let created = createdRecords.take(claimed.map(\.id))
+        for (id, startedAt) in claimed {
+            if var record = created[id] {
+                record.state = .sending
+                record.startedAt = SQLTime.date(startedAt)
+                records.append(record)
+            } else {
+                unknown.append(id)
             }
         }
         if !unknown.isEmpty {

@@ -93,6 +93,70 @@ import TuisongPostgresTestKit
         }
     }
 
+    /// A message's first claim of its one slice takes the record this node kept when it created
+    /// the message instead of reading the row back (`claimedRecords`): equal to what a read
+    /// gives, and not read (a row changed behind the store's back shows the kept record). A
+    /// message of several slices, one another node claimed first, and one claimed again after
+    /// its lease ended are read.
+    @Test func aFirstClaimOfAMessageCreatedHereTakesItsKeptRecord() async throws {
+        try await Self.withNodes(2, sliceSize: 10) { nodes in
+            let (a, b) = (nodes[0], nodes[1])
+            let appID = try await Self.tokenMessage(a, tokens: 1).appID
+            func create(_ audience: Audience, on store: PostgresStore, key: String? = nil) async throws -> MessageRecord
+            {
+                var content = PushContent(title: "t", body: "b \(audience)")
+                content.badge = 3
+                var options = PushOptions()
+                options.collapseID = "c"
+                var job = PushJob(
+                    appID: appID, vendor: "native", audience: audience, content: content, options: options)
+                job.labels = ["source": "test"]
+                job.vendorContext = .object(["k": .string("v")])
+                job.idempotencyKey = key
+                return try await store.createMessage(job, state: .queued)
+            }
+            let tokens = try await create(.tokens(["t1", "t2", "t2"]), on: a, key: "once")
+            let devices = try await create(.devices([7, 9, 9]), on: a)
+            let accounts = try await create(.accounts(["x", "y"]), on: a)
+            let sliced = try await create(.tokens((0..<25).map { "s\($0)" }), on: a)
+            _ = try await a.claimWork(now: Date(), limit: 1, sliceLimit: 0, running: [])  // the first message
+            let claims = try await a.claimWork(now: Date(), limit: 10, sliceLimit: 10, running: [])
+            let read = try await a.messages(ids: [tokens.id, devices.id, accounts.id, sliced.id])
+            for message in [tokens, devices, accounts] {
+                let claimed = try #require(claims.first { $0.record.id == message.id })
+                #expect(claimed.record == read[message.id], "\(message.audience)")
+                #expect(claimed.record.total == read[message.id]?.total)
+            }
+            #expect(claims.filter { $0.record.id == sliced.id }.map(\.slice.id).sorted() == [0, 1, 2])
+            for claim in claims where claim.record.id == sliced.id { #expect(claim.record == read[sliced.id]) }
+            #expect(a.createdRecords.count == 0, "each claimed message's record was taken")
+
+            // Changed behind the store's back: a first claim still shows the record kept here…
+            func relabel(_ id: Int64) async throws {
+                try await a.write { conn in
+                    try conn.execute("UPDATE messages SET labels = '{\"source\":\"changed\"}' WHERE id = \(id)")
+                }
+            }
+            let kept = try await create(.tokens(["k"]), on: a)
+            try await relabel(kept.id)
+            let keptClaim = try await a.claimWork(now: Date(), limit: 10, sliceLimit: 0, running: [])
+            #expect(keptClaim.map(\.record.labels) == [["source": "test"]])
+            // …but another node reads it, and this one reads it when it takes it over.
+            let elsewhere = try await create(.tokens(["e"]), on: a)
+            try await relabel(elsewhere.id)
+            #expect(
+                try await b.claimWork(now: Date(), limit: 10, sliceLimit: 0, running: []).map(\.record.labels) == [
+                    ["source": "changed"]
+                ])
+            #expect(a.createdRecords.count == 1)
+            try await Self.expireLeases(a)
+            let takenOver = try await a.claimWork(now: Date(), limit: 10, sliceLimit: 0, running: [])
+            let again = try #require(takenOver.first { $0.record.id == elsewhere.id })
+            #expect(again.slice.fence == 2 && again.record.labels == ["source": "changed"])
+            #expect(a.createdRecords.count == 0)
+        }
+    }
+
     /// A claim counts this node's runs per app (the fair turns) from the apps of what it claimed,
     /// and reads back only the running messages it did not claim itself: with one chat line of
     /// an app running, that app's next line waits behind another app's first, whichever node
@@ -428,6 +492,6 @@ import TuisongPostgresTestKit
             return try await group.reduce(0, +)
         }
         #expect(claimed == creators * perCreator)
-        #expect(store.createdRecords.withLock { $0.isEmpty })
+        #expect(store.createdRecords.count == 0)
     }
 }
