@@ -80,22 +80,41 @@ extension PostgresConnection {
         try alone(.prepared(name: name, parameters), in: begin)
     }
 
-    private func alone(_ statement: PipelinedStatement, in begin: String) throws(PostgresError) -> PostgresResult {
+    /// `executePrepared(name:_:inTransactionOfItsOwn:)` with `settings` (`SET LOCAL …`, which
+    /// end with the transaction) run after the BEGIN: still one round trip. A setting refused
+    /// fails the statement, which then does not run.
+    @discardableResult
+    public func executePrepared(
+        name: String, _ parameters: [PostgresValue], inTransactionOfItsOwn begin: String, settings: [String]
+    ) throws(PostgresError) -> PostgresResult {
+        try alone(.prepared(name: name, parameters), in: begin, after: settings)
+    }
+
+    private func alone(_ statement: PipelinedStatement, in begin: String, after settings: [String] = [])
+        throws(PostgresError) -> PostgresResult
+    {
         // Inside a transaction (or one deferred) BEGIN would only warn and the COMMIT would end
         // the caller's.
         guard !hasDeferredBegin, !isInTransaction else {
             throw PostgresError(kind: .usage, message: "a statement in a transaction of its own inside a transaction")
         }
-        let results = send([.query(begin, []), statement, .query("COMMIT", [])], atomic: true)
-        if case .failure(let error) = results[0] { throw error }
-        switch results[1] {
+        let results = send(
+            [.query(begin, [])] + settings.map { .query($0, []) } + [statement, .query("COMMIT", [])], atomic: true)
+        // A refused BEGIN or setting: the pipeline stopped there, nothing after it ran.
+        for result in results.prefix(1 + settings.count) {
+            if case .failure(let error) = result {
+                if isConnected, isInTransaction { _ = try? execute("ROLLBACK") }
+                throw error
+            }
+        }
+        switch results[1 + settings.count] {
         case .failure(let error):
             // The COMMIT was skipped with the rest of the pipeline: the transaction is open and
             // failed.
             if isConnected, isInTransaction { _ = try? execute("ROLLBACK") }
             throw error
         case .success(let result):
-            let commit = try results[2].get()
+            let commit = try results[2 + settings.count].get()
             if commit.commandTag == "ROLLBACK" {
                 throw PostgresError(
                     kind: .server, sqlState: "25P02", message: "the transaction failed and was rolled back at COMMIT")

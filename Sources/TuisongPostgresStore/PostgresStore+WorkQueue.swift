@@ -54,9 +54,10 @@ extension PostgresStore: WorkQueue {
         // nested loop over every open slice for each message whenever the statistics were from
         // before a burst (an empty queue): 0.3–2.4 s a claim with a few thousand chat lines
         // queued, one node's chat down to ~300 messages/s (issue #47).
-        // One statement, atomic by itself: no BEGIN and COMMIT around it (`writeStatement`).
+        // One statement in one round trip (`writeStatement`), with its generic plan
+        // (`runWithGenericPlan`): the values change its work, not its plan.
         let claimed = try await writeStatement { conn in
-            try conn.run(
+            try conn.runWithGenericPlan(
                 """
                 WITH running_by_app AS (
                     SELECT app_id, sum(running)::bigint AS running FROM (

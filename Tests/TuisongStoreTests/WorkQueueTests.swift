@@ -157,6 +157,26 @@ import TuisongPostgresTestKit
         }
     }
 
+    /// The claim runs its generic plan, made once per connection, never planned again for its
+    /// values (`runWithGenericPlan`): PostgreSQL's own choice planned it again on every other
+    /// call, which cost as much as running it at 1,500 chat lines a second (issue #47).
+    @Test func theClaimIsPlannedOncePerConnection() async throws {
+        try await withTestDatabase { url in
+            let store = try PostgresStore(url: url, configuration: .init(poolSize: 1, nodeID: "planned"))
+            defer { try? store.close() }
+            for _ in 0..<7 {
+                _ = try await Self.tokenMessage(store, tokens: 1)
+                #expect(try await store.claimWork(now: Date(), limit: 10, sliceLimit: 4, running: []).count == 1)
+            }
+            let plans = try await store.read { conn in
+                try conn.execute(
+                    "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%running_by_app%'"
+                ).rows.map { ($0[0].int64 ?? -1, $0[1].int64 ?? -1) }
+            }
+            #expect(plans.count == 1 && plans.first?.0 == 7 && plans.first?.1 == 0, "\(plans)")
+        }
+    }
+
     /// A claim counts this node's runs per app (the fair turns) from the apps of what it claimed,
     /// and reads back only the running messages it did not claim itself: with one chat line of
     /// an app running, that app's next line waits behind another app's first, whichever node
