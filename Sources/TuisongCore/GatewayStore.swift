@@ -84,6 +84,16 @@ public protocol WorkQueue: Sendable {
     /// from an index of those messages by app, so it costs what the app has pending, never its
     /// history. On PostgreSQL it is every node's backlog of the app.
     func backlog(appID: Int64, upTo: Int) async throws -> Int
+    /// The least time between the starts of two claims while claims find work but not a full
+    /// batch (the engine waits out the rest before claiming again): each claim then takes what
+    /// came meanwhile, and the statements after it go in batches as large. A claim after a
+    /// pass that found nothing, or after a full batch, is not held back. Zero (the default):
+    /// claims follow one another as soon as there is work.
+    var claimPace: Duration { get }
+}
+
+extension WorkQueue {
+    public var claimPace: Duration { .zero }
 }
 
 extension WorkQueue {

@@ -339,6 +339,7 @@ public final class DeliveryEngine: PushGateway {
             var busy = !unstarted.isEmpty
             // The moment this pass looked for due work; the next look is due a poll after it.
             let lookedAt = clock.now
+            let passStarted = ContinuousClock.now
             do {
                 if unstarted.isEmpty {
                     let running = runs.all()
@@ -365,6 +366,12 @@ public final class DeliveryEngine: PushGateway {
             passes.completed(.dispatch, busy: busy)
             // More may be waiting behind a full batch: claim again at once.
             if claimedFullBatch && unstarted.isEmpty { continue }
+            // Paced while claims find work (`WorkQueue.claimPace`), on real time: the pace is
+            // for the database's work, which a test's clock does not stand for.
+            let pace = store.claimPace
+            if busy, pace > .zero, !isStopping {
+                try? await Task.sleep(until: passStarted + pace, clock: .continuous)
+            }
             await wakeSignal.wait(until: lookedAt + settings.pollInterval.timeInterval, on: clock)
         }
         // Stopping: slices claimed under a lease and never started go back at once (SQLite's

@@ -28,6 +28,14 @@ public final class PostgresStore: Sendable {
         public var leaseDuration: Duration
         /// Audience positions per slice, roughly: what one node sends before another can help.
         public var sliceSize: Int
+        /// The least time between the starts of two claims while claims find work but not a full
+        /// batch (`WorkQueue.claimPace`, `cluster.claim_pace_ms`).
+        public var claimPace: Duration
+        /// 20 ms: under a chat load each claim then takes what 20 ms brought, and its runs' flushes
+        /// go together. Claimed as fast as the statements allowed, at 50 lines a claim, one node's
+        /// chat fell by a tenth (native) to a sixth (Tencent) against 250 lines a claim, because
+        /// every statement after the claim shrank with it (issue #47, `bench/messages.sh`).
+        public static let defaultClaimPace: Duration = .milliseconds(20)
         /// This process's identity in leases and heartbeats; new for every start.
         public var nodeID: String
         /// Told how long each write transaction took (the gateway's store metrics).
@@ -37,13 +45,15 @@ public final class PostgresStore: Sendable {
         public init(
             clock: any TuisongCore.Clock = SystemClock(), pluginMigrations: [PluginSchema] = [],
             poolSize: Int = 8, leaseDuration: Duration = .seconds(30), sliceSize: Int = 20_000,
-            nodeID: String = PostgresStore.makeNodeID(), logger: Logger = Logger(label: "tuisong.store")
+            claimPace: Duration = Options.defaultClaimPace, nodeID: String = PostgresStore.makeNodeID(),
+            logger: Logger = Logger(label: "tuisong.store")
         ) {
             self.clock = clock
             self.pluginMigrations = pluginMigrations
             self.poolSize = poolSize
             self.leaseDuration = leaseDuration
             self.sliceSize = sliceSize
+            self.claimPace = claimPace
             self.nodeID = nodeID
             self.logger = logger
         }
@@ -71,6 +81,7 @@ public final class PostgresStore: Sendable {
     public let webhookOutbox = WebhookOutbox(subscriptions: WebhookSubscriptions())
     public let leaseDuration: Duration
     let sliceSize: Int
+    public let claimPace: Duration
     private let closed = Atomic<Bool>(false)
     /// The change feed: NOTIFY out, a listener in (`PostgresStore+Changes`).
     let changes = PostgresChanges()
@@ -108,6 +119,7 @@ public final class PostgresStore: Sendable {
         self.nodeID = configuration.nodeID
         self.leaseDuration = configuration.leaseDuration
         self.sliceSize = max(1, configuration.sliceSize)
+        self.claimPace = configuration.claimPace
         do {
             // Closed when it goes out of scope (deinit).
             let connection = try PostgresConnection(url: url)

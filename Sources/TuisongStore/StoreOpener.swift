@@ -36,6 +36,9 @@ public enum StoreOpener {
         public var leaseDuration: Duration
         /// PostgreSQL: audience positions per slice of a message (`cluster.slice_size`).
         public var sliceSize: Int
+        /// PostgreSQL: the least time between two claims while claims find work but not a full
+        /// batch (`cluster.claim_pace_ms`).
+        public var claimPace: Duration
         /// Told how long each write transaction took.
         public var writeObserver: (@Sendable (Duration) -> Void)?
         public var logger: Logger
@@ -43,7 +46,8 @@ public enum StoreOpener {
         public init(
             clock: any TuisongCore.Clock = SystemClock(), pluginMigrations: [PluginSchema] = [],
             synchronousFull: Bool = false, poolSize: Int = 8, leaseDuration: Duration = .seconds(30),
-            sliceSize: Int = 20_000, writeObserver: (@Sendable (Duration) -> Void)? = nil,
+            sliceSize: Int = 20_000, claimPace: Duration = PostgresStore.Options.defaultClaimPace,
+            writeObserver: (@Sendable (Duration) -> Void)? = nil,
             logger: Logger = Logger(label: "tuisong.store")
         ) {
             self.clock = clock
@@ -52,6 +56,7 @@ public enum StoreOpener {
             self.poolSize = poolSize
             self.leaseDuration = leaseDuration
             self.sliceSize = sliceSize
+            self.claimPace = claimPace
             self.writeObserver = writeObserver
             self.logger = logger
         }
@@ -124,7 +129,8 @@ public enum StoreOpener {
         case .postgresql(let url):
             var postgres = PostgresStore.Options(
                 clock: options.clock, pluginMigrations: options.pluginMigrations, poolSize: options.poolSize,
-                leaseDuration: options.leaseDuration, sliceSize: options.sliceSize, logger: options.logger)
+                leaseDuration: options.leaseDuration, sliceSize: options.sliceSize,
+                claimPace: options.claimPace, logger: options.logger)
             postgres.writeObserver = options.writeObserver
             return try PostgresStore(url: url, configuration: postgres)
         }

@@ -80,6 +80,9 @@ public struct GatewayConfig: Sendable, Equatable {
         public var leaseSeconds: Int
         /// Audience positions per slice of a message: what one node sends before others can help.
         public var sliceSize: Int
+        /// The least time between two claims of a node while its claims find work but not a full
+        /// batch (milliseconds; 0: none).
+        public var claimPaceMilliseconds: Int = 20
     }
     public struct Security: Sendable, Equatable {
         public var masterKeyFile: String

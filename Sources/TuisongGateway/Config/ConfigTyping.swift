@@ -119,7 +119,8 @@ extension GatewayConfig {
         }
         cluster = Cluster(
             leaseSeconds: try r.int("cluster.lease_seconds", in: 2...3600),
-            sliceSize: try r.int("cluster.slice_size", in: 100...10_000_000))
+            sliceSize: try r.int("cluster.slice_size", in: 100...10_000_000),
+            claimPaceMilliseconds: try r.int("cluster.claim_pace_ms", in: 0...1000))
 
         security = Security(
             masterKeyFile: try r.string("security.master_key_file"),

@@ -27,7 +27,8 @@ let embeddedDefaultJSON = #"""
       },
       "cluster": {
         "lease_seconds": 30,
-        "slice_size": 20000
+        "slice_size": 20000,
+        "claim_pace_ms": 20
       },
       "security": {
         "master_key_file": "data/master.key",

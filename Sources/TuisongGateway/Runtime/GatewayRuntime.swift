@@ -598,6 +598,7 @@ extension StoreOpener.Options {
         self.init(
             clock: clock, pluginMigrations: ProviderRegistry.pluginMigrations,
             synchronousFull: config.database.synchronousFull, poolSize: config.database.poolSize,
-            leaseDuration: .seconds(config.cluster.leaseSeconds), sliceSize: config.cluster.sliceSize)
+            leaseDuration: .seconds(config.cluster.leaseSeconds), sliceSize: config.cluster.sliceSize,
+            claimPace: .milliseconds(config.cluster.claimPaceMilliseconds))
     }
 }
