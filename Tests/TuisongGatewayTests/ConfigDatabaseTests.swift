@@ -15,6 +15,8 @@ import TuisongStore
         #expect(config.database.poolSize == 8)
         #expect(config.cluster.leaseSeconds == 30)
         #expect(config.cluster.sliceSize == 20000)
+        #expect(config.cluster.claimPaceMilliseconds == 20)
+        #expect(StoreOpener.Options(config).claimPace == .milliseconds(20))
         #expect(config.database.directory == "data")
     }
 
@@ -24,7 +26,7 @@ import TuisongStore
             environment: [
                 "TUISONG_DATABASE_URL": "postgresql://tuisong:hunter2@db.example:5432/tuisong",
                 "TUISONG_DATABASE_POOL_SIZE": "16", "TUISONG_CLUSTER_LEASE_SECONDS": "20",
-                "TUISONG_CLUSTER_SLICE_SIZE": "2000",
+                "TUISONG_CLUSTER_SLICE_SIZE": "2000", "TUISONG_CLUSTER_CLAIM_PACE_MS": "0",
             ])
         #expect(config.database.backend == .postgresql(url: "postgresql://tuisong:hunter2@db.example:5432/tuisong"))
         #expect(config.database.sqlitePath == nil)
@@ -32,6 +34,8 @@ import TuisongStore
         #expect(config.database.poolSize == 16)
         #expect(config.cluster.leaseSeconds == 20)
         #expect(config.cluster.sliceSize == 2000)
+        #expect(config.cluster.claimPaceMilliseconds == 0)
+        #expect(StoreOpener.Options(config).claimPace == .zero)
         // Local mode's files stay beside database.path.
         #expect(config.database.directory == "data")
     }
@@ -63,6 +67,9 @@ import TuisongStore
         }
         #expect(throws: ConfigError.self) {
             try GatewayConfig.load(fileContents: nil, environment: ["TUISONG_CLUSTER_LEASE_SECONDS": "1"])
+        }
+        #expect(throws: ConfigError.self) {
+            try GatewayConfig.load(fileContents: nil, environment: ["TUISONG_CLUSTER_CLAIM_PACE_MS": "1001"])
         }
     }
 

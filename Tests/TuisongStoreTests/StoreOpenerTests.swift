@@ -71,12 +71,14 @@ import TuisongPostgresTestKit
     @Test func opensPostgreSQLForItsURL() async throws {
         try await withTestDatabase { url in
             let store = try StoreOpener.open(
-                url: url, options: .init(poolSize: 2, leaseDuration: .seconds(12), sliceSize: 700))
+                url: url,
+                options: .init(poolSize: 2, leaseDuration: .seconds(12), sliceSize: 700, claimPace: .milliseconds(7)))
             defer { try? store.close() }
             let postgres = try #require(store as? PostgresStore)
             #expect(store.backendName == "postgresql")
             #expect(postgres.leaseDuration == .seconds(12))
             #expect(postgres.sliceSize == 700)
+            #expect(postgres.claimPace == .milliseconds(7))
             #expect(store.location.hasPrefix("postgresql://") || store.location.hasPrefix("postgres://"))
             #expect(try await store.schemaVersion() != nil)
         }
