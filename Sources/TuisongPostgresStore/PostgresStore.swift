@@ -31,11 +31,13 @@ public final class PostgresStore: Sendable {
         /// The least time between the starts of two claims while claims find work but not a full
         /// batch (`WorkQueue.claimPace`, `cluster.claim_pace_ms`).
         public var claimPace: Duration
-        /// 20 ms: under a chat load each claim then takes what 20 ms brought, and its runs' flushes
-        /// go together. Claimed as fast as the statements allowed, at 50 lines a claim, one node's
-        /// chat fell by a tenth (native) to a sixth (Tencent) against 250 lines a claim, because
-        /// every statement after the claim shrank with it (issue #47, `bench/messages.sh`).
-        public static let defaultClaimPace: Duration = .milliseconds(20)
+        /// 50 ms: under a chat load each claim then takes what 50 ms brought, and its runs' flushes
+        /// go together. Claimed as fast as the statements allowed (50 lines a claim), one node's
+        /// chat was slower at saturation and cost more CPU a line at a set rate, because every
+        /// statement after the claim shrank with it (issue #47, `bench/messages.sh`, docs/benchmarks.md
+        /// "Session twenty-two": at 1,000 lines/s a pace of 50 ms against 20 took a fifth less CPU
+        /// a line, p50 +20 ms, p99 no worse).
+        public static let defaultClaimPace: Duration = .milliseconds(50)
         /// This process's identity in leases and heartbeats; new for every start.
         public var nodeID: String
         /// Told how long each write transaction took (the gateway's store metrics).

@@ -15,8 +15,8 @@ import TuisongStore
         #expect(config.database.poolSize == 8)
         #expect(config.cluster.leaseSeconds == 30)
         #expect(config.cluster.sliceSize == 20000)
-        #expect(config.cluster.claimPaceMilliseconds == 20)
-        #expect(StoreOpener.Options(config).claimPace == .milliseconds(20))
+        #expect(config.cluster.claimPaceMilliseconds == 50)
+        #expect(StoreOpener.Options(config).claimPace == .milliseconds(50))
         #expect(config.database.directory == "data")
     }
 

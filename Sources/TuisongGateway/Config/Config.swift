@@ -82,7 +82,7 @@ public struct GatewayConfig: Sendable, Equatable {
         public var sliceSize: Int
         /// The least time between two claims of a node while its claims find work but not a full
         /// batch (milliseconds; 0: none).
-        public var claimPaceMilliseconds: Int = 20
+        public var claimPaceMilliseconds: Int = 50
     }
     public struct Security: Sendable, Equatable {
         public var masterKeyFile: String

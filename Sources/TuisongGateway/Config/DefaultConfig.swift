@@ -28,7 +28,7 @@ let embeddedDefaultJSON = #"""
       "cluster": {
         "lease_seconds": 30,
         "slice_size": 20000,
-        "claim_pace_ms": 20
+        "claim_pace_ms": 50
       },
       "security": {
         "master_key_file": "data/master.key",
