@@ -90,10 +90,15 @@ public protocol WorkQueue: Sendable {
     /// pass that found nothing, or after a full batch, is not held back. Zero (the default):
     /// claims follow one another as soon as there is work.
     var claimPace: Duration { get }
+    /// The dispatcher stopped claiming (its node is stopping): work the store claimed for it
+    /// ahead of a claim (PostgreSQL's messages claimed as they are stored) goes back, so
+    /// another node may take it at once.
+    func dispatcherStopped() async
 }
 
 extension WorkQueue {
     public var claimPace: Duration { .zero }
+    public func dispatcherStopped() async {}
 }
 
 extension WorkQueue {

@@ -380,6 +380,7 @@ public final class DeliveryEngine: PushGateway {
             try? await store.releaseSlice(
                 MessageSliceKey(messageID: claim.record.id, slice: claim.slice.id), fence: claim.slice.fence)
         }
+        await store.dispatcherStopped()
     }
 
     private func start(_ run: MessageRun) {

@@ -51,9 +51,39 @@ extension PostgresStore: MessageStore {
         let now = nowMilliseconds
         let row = try MessageRow(job, state: state, createdAt: now)
         guard let key = row.idempotencyKey else {
-            let id = try await messageInserts.submit(row)
+            // Claimed as it is stored when it goes whole, now, and this node's dispatcher claims.
+            let claim =
+                state == .queued
+                ? Self.wholeSlice(of: job.audience, sliceSize: sliceSize).flatMap { slice in
+                    acceptedClaims?.reserve() == true ? slice : nil
+                } : nil
+            let id: Int64
+            do {
+                id = try await messageInserts.submit(MessageInsert(row: row, claim: claim))
+            } catch {
+                if claim != nil { acceptedClaims?.cancelReservation() }
+                throw error
+            }
+            // The answer says queued: accepted, nothing sent yet (docs/api.md).
             let record = MessageRecord.created(id: id, job: job, state: state, createdAt: SQLTime.date(now))
-            if state == .queued { createdRecords.keep(record) }
+            guard let claim, let acceptedClaims else {
+                if state == .queued { createdRecords.keep(record) }
+                return record
+            }
+            var claimed = record
+            claimed.state = .sending
+            claimed.startedAt = record.createdAt
+            claimed.total = claim.total
+            claimed.cursor = claim.after
+            let work = WorkClaim(
+                record: claimed,
+                slice: WorkSlice(
+                    id: 0, after: claim.after, through: nil, fence: 1,
+                    leaseUntil: SQLTime.date(now).addingTimeInterval(leaseDuration.timeInterval)))
+            if !acceptedClaims.add(work) {
+                // The dispatcher stopped meanwhile: another node may take it at once.
+                try? await releaseSlice(MessageSliceKey(messageID: id, slice: 0), fence: 1)
+            }
             return record
         }
         let cutoff = now - Int64(IdempotencyKey.lifetime * 1000)
@@ -115,8 +145,8 @@ extension PostgresStore: MessageStore {
     /// so that only that one gets the error. When the database could not be reached, or the
     /// connection broke (the batch may have committed), every message of it gets that error:
     /// inserted again, they could be stored twice.
-    static func insertMessages(
-        _ rows: [MessageRow], write: ([MessageRow]) async throws -> [Int64]
+    static func insertMessages<Insert>(
+        _ rows: [Insert], write: ([Insert]) async throws -> [Int64]
     ) async -> [Result<Int64, any Error>] {
         await batchOrEachAlone(rows, write)
     }
@@ -155,11 +185,41 @@ extension PostgresStore: MessageStore {
         return results
     }
 
+    /// A message to insert, and whether this node claims it as it is stored (`AcceptedClaims`):
+    /// then it is stored sending, started, with its one slice from `claim.after` claimed under
+    /// this node's lease (attempt 1).
+    struct MessageInsert: Sendable {
+        var row: MessageRow
+        var claim: (after: Int64, total: Int?)?
+    }
+
+    /// `insertMessageRows` with nothing claimed.
+    static func insertMessageRows(_ conn: PostgresConnection, _ rows: [MessageRow]) throws -> [Int64] {
+        try insertMessageRows(conn, rows.map { MessageInsert(row: $0, claim: nil) }, node: "", leaseMilliseconds: 0)
+    }
+
     /// The statement of `insertMessages`: ids drawn from the sequence per row first, so that
     /// they come back in the batch's order whatever order the insert takes. A batch with a
-    /// queued message announces it (`wakeWhenQueued`).
-    static func insertMessageRows(_ conn: PostgresConnection, _ rows: [MessageRow]) throws -> [Int64] {
-        if rows.count == 1, let row = rows.first {
+    /// queued message announces it (`wakeWhenQueued`); a message claimed as it is stored is
+    /// inserted sending with its claimed slice, and announced to nobody (no other node may
+    /// take it, and this node's dispatcher was woken by the accept).
+    static func insertMessageRows(
+        _ conn: PostgresConnection, _ inserts: [MessageInsert], node: String, leaseMilliseconds lease: Int64
+    ) throws -> [Int64] {
+        let claimed = inserts.contains { $0.claim != nil }
+        let slices: SQLQuery =
+            claimed
+            ? """
+            , claimed AS (
+                INSERT INTO message_slices (message_id, slice, after_position, through_position, cursor, owner,
+                    lease_until, attempts, updated_at)
+                SELECT id, 0, claim_after::bigint, NULL, claim_after::bigint, \(node), \(raw: databaseNow) + \(lease), 1,
+                    created_at
+                FROM v WHERE claim_after IS NOT NULL
+            )
+            """ : ""
+        if inserts.count == 1, let insert = inserts.first, insert.claim == nil {
+            let row = insert.row
             let id = try conn.run(
                 """
                 WITH inserted AS (
@@ -173,6 +233,8 @@ extension PostgresStore: MessageStore {
             ).rows.first?["id"]?.int64
             return id.map { [$0] } ?? []
         }
+        let rows = inserts.map(\.row)
+        let states = inserts.map { $0.claim == nil ? $0.row.state : MessageState.sending.rawValue }
         return try conn.run(
             """
             WITH v AS (
@@ -180,17 +242,20 @@ extension PostgresStore: MessageStore {
                 FROM unnest(\(PostgresArray.int(rows.map(\.appID)))::bigint[], \(PostgresArray.text(rows.map(\.vendor)))::text[],
                     \(PostgresArray.text(rows.map(\.vendorMessageID)))::text[], \(PostgresArray.text(rows.map(\.audience)))::text[],
                     \(PostgresArray.text(rows.map(\.content)))::text[], \(PostgresArray.text(rows.map(\.options)))::text[],
-                    \(PostgresArray.text(rows.map(\.labels)))::text[], \(PostgresArray.text(rows.map(\.state)))::text[],
+                    \(PostgresArray.text(rows.map(\.labels)))::text[], \(PostgresArray.text(states))::text[],
                     \(PostgresArray.text(rows.map { $0.sendAt.map(String.init) }))::text[],
-                    \(PostgresArray.int(rows.map(\.createdAt)))::bigint[], \(PostgresArray.text(rows.map(\.vendorContext)))::text[])
+                    \(PostgresArray.int(rows.map(\.createdAt)))::bigint[], \(PostgresArray.text(rows.map(\.vendorContext)))::text[],
+                    \(PostgresArray.text(inserts.map { $0.claim.map { String($0.after) } }))::text[],
+                    \(PostgresArray.text(inserts.map { $0.claim?.total.map(String.init) }))::text[])
                     WITH ORDINALITY AS v(app_id, vendor, vendor_message_id, audience, content, options, labels, state,
-                        send_at, created_at, vendor_context, ord)
+                        send_at, created_at, vendor_context, claim_after, claim_total, ord)
             ), inserted AS (
-                INSERT INTO messages (id, \(raw: Rows.messageInsertColumns))
+                INSERT INTO messages (id, \(raw: Rows.messageInsertColumns), started_at, total)
                 SELECT id, app_id, vendor, vendor_message_id, audience, content, options, labels, state,
-                    send_at::bigint, created_at, vendor_context
+                    send_at::bigint, created_at, vendor_context,
+                    CASE WHEN claim_after IS NOT NULL THEN created_at END, claim_total::bigint
                 FROM v ORDER BY ord
-            ), woken AS (\(raw: Self.wakeWhenQueued("v")))
+            )\(slices), woken AS (\(raw: Self.wakeWhenQueued("v")))
             SELECT id FROM v WHERE \(raw: Self.wakeRead) ORDER BY ord
             """
         ).rows.compactMap { $0["id"]?.int64 }

@@ -19,6 +19,53 @@ extension PostgresStore: WorkQueue {
         -> [WorkClaim]
     {
         keepQueueStatistics(now: now)
+        // What this node claimed as it stored it comes first, without a statement; the
+        // database's queue (due messages, fan-outs, work taken over, messages other nodes or
+        // a full `AcceptedClaims` left queued) is looked at for the room left, and at least once
+        // a pace when the accepted claims fill every pass.
+        var accepted: [WorkClaim] = []
+        if let acceptedClaims {
+            acceptedClaims.open()
+            if limit > 0, acceptedClaims.count > 0 {
+                let known = claimedMessageApps.running(Set(running.map(\.messageID)))
+                accepted = acceptedClaims.take(
+                    limit: limit, running: Dictionary(uniqueKeysWithValues: zip(known.apps, known.counts)))
+                claimedMessageApps.remember(accepted)
+            }
+            let lookAtQueue = lastQueueClaim.withLock { last in
+                let now = ContinuousClock.now
+                guard
+                    accepted.count < limit
+                        || last.map({ now - $0 >= max(claimPace, Self.queueLookWhileAccepted) })
+                            ?? true
+                else { return false }
+                last = now
+                return true
+            }
+            guard lookAtQueue else { return accepted }
+        }
+        do {
+            let claimedFromQueue = try await claimFromQueue(
+                now: now, limit: limit - accepted.count, sliceLimit: sliceLimit,
+                running: running.union(accepted.map { MessageSliceKey(messageID: $0.record.id, slice: $0.slice.id) }))
+            return accepted + claimedFromQueue
+        } catch {
+            // What was taken from memory is this node's and is sent; the queue is looked at
+            // again at the next pass.
+            guard !accepted.isEmpty else { throw error }
+            logger.warning("claiming from the queue failed", metadata: ["error": "\(error)"])
+            return accepted
+        }
+    }
+
+    /// How often, at least, the database's queue is looked at while messages claimed at
+    /// acceptance fill every pass (`claimPace` when longer).
+    static let queueLookWhileAccepted: Duration = .milliseconds(50)
+
+    /// Plans what came due, then claims from the database's queue (`claimWork`).
+    func claimFromQueue(now: Date, limit: Int, sliceLimit: Int, running: Set<MessageSliceKey>) async throws
+        -> [WorkClaim]
+    {
         try await planDueMessages(now: now)
         guard limit > 0 || sliceLimit > 0 else { return [] }
         let node = nodeID
@@ -219,21 +266,7 @@ extension PostgresStore: WorkQueue {
         for row in due {
             let messageID = row.int64("id")
             let audience = try JSONText.decode(Audience.self, row.string("audience"))
-            // Token and id lists are counted here; other audiences by the run of the first slice,
-            // beside sending (a count walks the whole audience: the first device need not wait).
-            let small: (after: Int64, total: Int?)?
-            switch audience {
-            case .tokens(let tokens) where tokens.count <= sliceSize:
-                small = (0, tokens.count)
-            case .devices(let ids) where ids.count <= sliceSize:
-                small = ((ids.min() ?? 1) - 1, Set(ids).count)
-            case .accounts(let accounts) where accounts.count <= sliceSize:
-                // A few accounts' devices: one slice over the whole id range, not the app's
-                // range cut in many slices that would each be claimed and read for nothing.
-                small = (0, nil)
-            default:
-                small = nil
-            }
+            let small = Self.wholeSlice(of: audience, sliceSize: sliceSize)
             // A message left sending without slices (from before the work queue) goes the long way.
             if let small, row.string("state") != "sending" {
                 whole.append((messageID, small.after, small.total))
@@ -252,6 +285,26 @@ extension PostgresStore: WorkQueue {
             let range = try await positionRange(appID: message.appID, audience: message.audience)
             let slices = Self.slices(range: range, size: sliceSize)
             try await plan(message.id, slices: slices, total: total, nowMs: nowMs)
+        }
+    }
+
+    /// The one slice of a message sent whole, from the position before its audience's first
+    /// (`after`), with the audience's size when it is known without a read; nil for an audience
+    /// cut in slices. Token and id lists are counted here; other audiences by the run of the
+    /// first slice, beside sending (a count walks the whole audience: the first device need not
+    /// wait).
+    static func wholeSlice(of audience: Audience, sliceSize: Int) -> (after: Int64, total: Int?)? {
+        switch audience {
+        case .tokens(let tokens) where tokens.count <= sliceSize:
+            return (0, tokens.count)
+        case .devices(let ids) where ids.count <= sliceSize:
+            return ((ids.min() ?? 1) - 1, Set(ids).count)
+        case .accounts(let accounts) where accounts.count <= sliceSize:
+            // A few accounts' devices: one slice over the whole id range, not the app's range
+            // cut in many slices that would each be claimed and read for nothing.
+            return (0, nil)
+        default:
+            return nil
         }
     }
 
@@ -370,6 +423,9 @@ extension PostgresStore: WorkQueue {
     ) {
         let node = nodeID
         let lease = Self.milliseconds(leaseDuration)
+        // The claims waiting for this node's dispatcher keep their leases as its runs do.
+        let waiting = acceptedClaims?.fences ?? [:]
+        let slices = slices.merging(waiting) { running, _ in running }
         let keys = slices.keys.sorted { ($0.messageID, $0.slice) < ($1.messageID, $1.slice) }
         // Two transactions: the node's heartbeat with its retries' leases, then its slices'. In one,
         // the renewal held delivery rows while it waited for slice rows, and a writer that takes
@@ -422,11 +478,34 @@ extension PostgresStore: WorkQueue {
             ).rows
             return Set(rows.map { MessageSliceKey(messageID: $0.int64("message_id"), slice: $0.int64("slice")) })
         }
-        return (held, now.addingTimeInterval(Double(lease) / 1000))
+        let until = now.addingTimeInterval(Double(lease) / 1000)
+        if !waiting.isEmpty { acceptedClaims?.renewed(asked: Set(waiting.keys), held: held, until: until) }
+        return (held, until)
     }
 
     /// How long a node's row outlives its last heartbeat, in milliseconds.
     static let forgetNodesAfter: Int64 = 24 * 3600 * 1000
+
+    /// No more claims at acceptance; the waiting ones go back to the queue, so another node may
+    /// take them at once.
+    public func dispatcherStopped() async {
+        guard let waiting = acceptedClaims?.close(), !waiting.isEmpty else { return }
+        let node = nodeID
+        do {
+            try await write { conn in
+                try conn.run(
+                    """
+                    UPDATE message_slices SET owner = NULL, lease_until = NULL
+                    WHERE message_id = ANY(\(PostgresArray.int(waiting.map(\.record.id)))::bigint[]) AND slice = 0
+                        AND owner = \(node) AND attempts = 1 AND state = 'open'
+                    """)
+            }
+        } catch {
+            logger.warning(
+                "giving back messages claimed at acceptance failed; they are taken over when their lease ends",
+                metadata: ["messages": "\(waiting.count)", "error": "\(error)"])
+        }
+    }
 
     public func releaseSlice(_ key: MessageSliceKey, fence: Int64) async throws {
         let node = nodeID

@@ -257,6 +257,10 @@ final class OutageStore: DeliveryEngine.Backend {
         try reachable()
         try await base.releaseSlice(key, fence: fence)
     }
+    /// Passed on even while the database is away (the base store gives back what it can).
+    func dispatcherStopped() async {
+        await base.dispatcherStopped()
+    }
     func liveNodeCount() async throws -> Int {
         try reachable()
         return try await base.liveNodeCount()

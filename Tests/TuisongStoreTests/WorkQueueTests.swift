@@ -13,9 +13,11 @@ import TuisongPostgresTestKit
 /// The work queue several nodes share on PostgreSQL (slices, leases, fencing), and SQLite's
 /// one dispatcher per file.
 @Suite struct WorkQueueTests {
-    /// Nodes on one test database, each a store with its own identity.
+    /// Nodes on one test database, each a store with its own identity. The database's queue is
+    /// under test here: messages are not claimed as they are stored unless `claimsAtAccept`
+    /// (`AcceptedClaimsTests`).
     static func withNodes<T>(
-        _ count: Int, lease: Duration = .seconds(30), sliceSize: Int = 10,
+        _ count: Int, lease: Duration = .seconds(30), sliceSize: Int = 10, claimsAtAccept: Bool = false,
         _ body: ([PostgresStore]) async throws -> T
     ) async throws -> T {
         try await withTestDatabase { url in
@@ -25,7 +27,8 @@ import TuisongPostgresTestKit
                     try PostgresStore(
                         url: url,
                         configuration: .init(
-                            poolSize: 2, leaseDuration: lease, sliceSize: sliceSize, nodeID: "node-\(index)")))
+                            poolSize: 2, leaseDuration: lease, sliceSize: sliceSize, claimsAtAccept: claimsAtAccept,
+                            nodeID: "node-\(index)")))
             }
             defer { for node in nodes { try? node.close() } }
             return try await body(nodes)
@@ -162,7 +165,8 @@ import TuisongPostgresTestKit
     /// call, which cost as much as running it at 1,500 chat lines a second (issue #47).
     @Test func theClaimIsPlannedOncePerConnection() async throws {
         try await withTestDatabase { url in
-            let store = try PostgresStore(url: url, configuration: .init(poolSize: 1, nodeID: "planned"))
+            let store = try PostgresStore(
+                url: url, configuration: .init(poolSize: 1, claimsAtAccept: false, nodeID: "planned"))
             defer { try? store.close() }
             for _ in 0..<7 {
                 _ = try await Self.tokenMessage(store, tokens: 1)
