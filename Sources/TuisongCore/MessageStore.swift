@@ -431,6 +431,12 @@ public protocol MessageStore: Sendable {
     /// a million-account push. Returns how many it deleted.
     @discardableResult
     func forgetFinishedBadgeGrants() async throws -> Int
+    /// Deletes the badge grants of `messages` that are no longer sending (one another node still
+    /// sends keeps them), in the same bounded transactions: what the engine asks for as its
+    /// messages finish, without walking past every message still sending as
+    /// `forgetFinishedBadgeGrants` does. Returns how many it deleted.
+    @discardableResult
+    func forgetBadgeGrants(ofMessages messages: [Int64]) async throws -> Int
 
     /// The next page of the message's audience after `cursor`, invalidated devices left out.
     /// With an `environment`, devices of the other environment are in the page, skipped

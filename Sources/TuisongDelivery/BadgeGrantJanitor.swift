@@ -11,8 +11,24 @@ import TuisongCore
 /// ended: under a steady chat load clean-ups otherwise ran back to back — a read and a write
 /// transaction each, on SQLite's one writer — ~3 % of the gateway's CPU (perf, Tencent chat
 /// load), to delete grants a second sooner that nothing reads once their message is done.
+///
+/// A clean-up forgets the grants of the messages that finished since the last (by id, a key
+/// lookup each); the walk over every message with grants, which steps past each message still
+/// sending (a chat backlog's thousands, each walk), is for what a crash left (`start`).
 final class BadgeGrantJanitor: Sendable {
+    /// What a clean-up forgets.
+    enum Scope: Equatable {
+        /// The grants of every message not sending (walked).
+        case everyMessage
+        /// The grants of these messages, if they are not sending.
+        case messages([Int64])
+    }
+
     private struct State {
+        /// A walk over every message is due.
+        var walk = false
+        /// Messages finished since the last clean-up took its list.
+        var finished: [Int64] = []
         var running: Task<Void, Never>?
         /// A message finished while a clean-up ran: run once more after it.
         var again = false
@@ -21,8 +37,9 @@ final class BadgeGrantJanitor: Sendable {
         var finishing = false
     }
 
-    /// The store's `forgetFinishedBadgeGrants`: the rows deleted.
-    private let forget: @Sendable () async throws -> Int
+    /// The store's `forgetFinishedBadgeGrants` or `forgetBadgeGrants(ofMessages:)`: the rows
+    /// deleted.
+    private let forget: @Sendable (Scope) async throws -> Int
     private let logger: Logger
     private let clock: any Clock
     private let pause: Duration
@@ -30,7 +47,7 @@ final class BadgeGrantJanitor: Sendable {
 
     init(
         logger: Logger, clock: any Clock, pause: Duration = .seconds(1),
-        forget: @escaping @Sendable () async throws -> Int
+        forget: @escaping @Sendable (Scope) async throws -> Int
     ) {
         self.forget = forget
         self.logger = logger
@@ -39,8 +56,10 @@ final class BadgeGrantJanitor: Sendable {
     }
 
     /// Starts a clean-up unless one runs (then one more follows it); nothing once `stopping` holds.
-    func forgetFinished(unlessStopping stopping: @escaping @Sendable () -> Bool) {
+    /// `message` finished (nil: every message not sending, walked).
+    func forgetFinished(_ message: Int64?, unlessStopping stopping: @escaping @Sendable () -> Bool) {
         state.withLock { state in
+            if let message { state.finished.append(message) } else { state.walk = true }
             guard state.running == nil else {
                 state.again = true
                 return
@@ -52,14 +71,32 @@ final class BadgeGrantJanitor: Sendable {
 
     private func run(unlessStopping stopping: @escaping @Sendable () -> Bool) async {
         while !stopping() {
+            let scope = state.withLock { state -> Scope? in
+                defer {
+                    state.walk = false
+                    state.finished = []
+                }
+                if state.walk { return .everyMessage }
+                return state.finished.isEmpty ? nil : .messages(state.finished)
+            }
             do {
-                let forgotten = try await forget()
+                var forgotten = 0
+                if let scope { forgotten = try await forget(scope) }
                 if forgotten > 0 {
                     logger.debug("forgot badge grants of finished messages", metadata: ["grants": "\(forgotten)"])
                 }
             } catch {
                 logger.warning(
                     "forgetting the badge grants of finished messages failed", metadata: ["error": "\(error)"])
+                // Tried again with the next clean-up (the next message that finishes, or the
+                // next start's walk).
+                state.withLock { state in
+                    switch scope {
+                    case .everyMessage: state.walk = true
+                    case .messages(let messages): state.finished = messages + state.finished
+                    case nil: break
+                    }
+                }
             }
             let again = state.withLock { state -> Bool in
                 if state.again {

@@ -160,8 +160,11 @@ public final class DeliveryEngine: PushGateway {
             concurrency: 2, maxBatch: settings.claimBatch, maxWeight: settings.pageSize,
             weight: { $0.page.recipients.count }
         ) { requests in await PolicyDecisionRequest.decide(requests) }
-        self.badgeGrants = BadgeGrantJanitor(logger: logger, clock: clock) {
-            try await store.forgetFinishedBadgeGrants()
+        self.badgeGrants = BadgeGrantJanitor(logger: logger, clock: clock) { scope in
+            switch scope {
+            case .everyMessage: try await store.forgetFinishedBadgeGrants()
+            case .messages(let messages): try await store.forgetBadgeGrants(ofMessages: messages)
+            }
         }
         self.admission = BacklogAdmission(
             bound: settings.maxBacklogPerApp, recount: settings.backlogRecount, store: store)
@@ -190,12 +193,12 @@ public final class DeliveryEngine: PushGateway {
         let leases = Task { await self.leaseLoop() }
         loops.withLock { $0 = [dispatch, retry, leases] }
         // What a crash left between a policy's message finishing and its clean-up.
-        badgeGrants.forgetFinished(unlessStopping: { self.isStopping })
+        badgeGrants.forgetFinished(nil, unlessStopping: { self.isStopping })
     }
 
     /// A message with a policy finished sending: its badge grants can go.
-    func messageWithPolicyFinished() {
-        badgeGrants.forgetFinished(unlessStopping: { self.isStopping })
+    func messageWithPolicyFinished(_ messageID: Int64) {
+        badgeGrants.forgetFinished(messageID, unlessStopping: { self.isStopping })
     }
 
     /// Stops launching sends, lets in-flight ones finish and flushes what finished. What was

@@ -285,7 +285,7 @@ final class MessageRun: Sendable {
         }
         // The grants are only needed while pages may be decided (again); a stop leaves the
         // message sending, and its grants with it.
-        if policy != nil, completed { engine.messageWithPolicyFinished() }
+        if policy != nil, completed { engine.messageWithPolicyFinished(record.id) }
         finish()
     }
 

@@ -202,25 +202,54 @@ extension SQLStoreBackend {
             let found = try await sqlRead { db in
                 try FinishedBadgeGrants.walk(db, after: after, messages: perRound, countingUpTo: perTransaction)
             }
-            for batch in FinishedBadgeGrants.transactions(found.finished, perTransaction: perTransaction) {
-                switch batch {
-                case .whole(let messages):
-                    forgotten += try await sqlWrite { db in try FinishedBadgeGrants.forget(db, messages) }
-                case .sliced(let message):
-                    while true {
-                        let deleted = try await sqlWrite { db in
-                            try FinishedBadgeGrants.forget(db, message, atMost: perTransaction)
-                        }
-                        forgotten += deleted
-                        // Out of budget: grants may be left; the next transaction takes them.
-                        if deleted < perTransaction { break }
-                    }
-                }
-            }
+            forgotten += try await forgetBadgeGrants(of: found.finished, perTransaction: perTransaction)
             // A walk that ended before its limit found every message with grants.
             guard let last = found.last, found.walked == perRound else { return forgotten }
             nextAfter = last
         }
+    }
+
+    /// The grants of the listed messages not sending, counted by key (one seek and one count a
+    /// message) and deleted in the transactions `forgetFinishedBadgeGrants` uses.
+    @discardableResult
+    public func forgetBadgeGrants(ofMessages messages: [Int64]) async throws -> Int {
+        let perTransaction = Self.badgeGrantsForgottenPerTransaction
+        let ids = Array(Set(messages)).sorted()
+        var forgotten = 0
+        var start = 0
+        while start < ids.count {
+            let chunk = Array(ids[start..<min(ids.count, start + Self.badgeGrantMessagesPerRound)])
+            start += chunk.count
+            let finished = try await sqlRead { db in
+                try FinishedBadgeGrants.counted(db, chunk, countingUpTo: perTransaction)
+            }
+            forgotten += try await forgetBadgeGrants(of: finished, perTransaction: perTransaction)
+        }
+        return forgotten
+    }
+
+    /// Deletes the grants of messages found finished, in bounded transactions (one statement
+    /// each).
+    private func forgetBadgeGrants(of finished: [FinishedBadgeGrants.Finished], perTransaction: Int) async throws
+        -> Int
+    {
+        var forgotten = 0
+        for batch in FinishedBadgeGrants.transactions(finished, perTransaction: perTransaction) {
+            switch batch {
+            case .whole(let messages):
+                forgotten += try await sqlWrite { db in try FinishedBadgeGrants.forget(db, messages) }
+            case .sliced(let message):
+                while true {
+                    let deleted = try await sqlWrite { db in
+                        try FinishedBadgeGrants.forget(db, message, atMost: perTransaction)
+                    }
+                    forgotten += deleted
+                    // Out of budget: grants may be left; the next transaction takes them.
+                    if deleted < perTransaction { break }
+                }
+            }
+        }
+        return forgotten
     }
 
     @discardableResult
@@ -493,6 +522,26 @@ enum FinishedBadgeGrants {
             }
         }
         return (last, walked, finished)
+    }
+
+    /// Of `messages`, those not sending that have grants, each with its grants counted up to
+    /// `limit + 1`: one key lookup and one count a message.
+    static func counted(_ db: any SQLExecutor, _ messages: [Int64], countingUpTo limit: Int) throws -> [Finished] {
+        var finished: [Finished] = []
+        try db.forEachRow(
+            """
+            SELECT value, (SELECT m.state FROM messages m WHERE m.id = value) AS state,
+                (SELECT count(*) FROM (SELECT 1 FROM badge_grants c WHERE c.message_id = value
+                    LIMIT \(Int64(limit) + 1)) AS counted) AS grants
+            FROM \(db.dialect.list(messages)) ORDER BY value
+            """
+        ) { row in
+            let grants = Int(row.int64(2))
+            if grants > 0, row.optionalString(1) != MessageState.sending.rawValue {
+                finished.append(Finished(messageID: row.int64(0), grants: grants))
+            }
+        }
+        return finished
     }
 
     /// The finished messages in transactions: whole messages packed together in order while

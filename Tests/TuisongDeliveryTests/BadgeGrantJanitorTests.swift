@@ -13,9 +13,14 @@ import TuisongPluginTestKit
     /// waits until the test opens it, so that messages can finish while it runs.
     final class Store: Sendable {
         let calls = Atomic<Int>(0)
+        /// What each call was asked to forget.
+        let scopes = Mutex<[BadgeGrantJanitor.Scope]>([])
+        /// Calls to fail (as a database away would).
+        let failing = Atomic<Int>(0)
         private let gate = Mutex<(open: Bool, waiting: CheckedContinuation<Void, Never>?)>((false, nil))
 
-        func forget() async -> Int {
+        func forget(_ scope: BadgeGrantJanitor.Scope) async throws -> Int {
+            scopes.withLock { $0.append(scope) }
             let call = calls.add(1, ordering: .acquiringAndReleasing).newValue
             if call == 1 {
                 await withCheckedContinuation { continuation in
@@ -26,6 +31,10 @@ import TuisongPluginTestKit
                     }
                     if resumeNow { continuation.resume() }
                 }
+            }
+            if failing.load(ordering: .acquiring) > 0 {
+                failing.subtract(1, ordering: .acquiringAndReleasing)
+                throw StoreError(.unavailable, "away (test)")
             }
             return 1
         }
@@ -39,18 +48,20 @@ import TuisongPluginTestKit
     }
 
     static func janitor(_ store: Store, _ clock: ManualClock) -> BadgeGrantJanitor {
-        BadgeGrantJanitor(logger: Logger(label: "test"), clock: clock, pause: .seconds(1)) { await store.forget() }
+        BadgeGrantJanitor(logger: Logger(label: "test"), clock: clock, pause: .seconds(1)) {
+            try await store.forget($0)
+        }
     }
 
     @Test func messagesFinishingDuringACleanUpMakeOneMoreAPauseLater() async throws {
         let store = Store()
         let clock = ManualClock()
         let janitor = Self.janitor(store, clock)
-        janitor.forgetFinished(unlessStopping: { false })
+        janitor.forgetFinished(nil, unlessStopping: { false })
         try await waitUntil("the first clean-up runs", within: .seconds(10)) {
             store.calls.load(ordering: .acquiring) == 1
         }
-        for _ in 0..<100 { janitor.forgetFinished(unlessStopping: { false }) }
+        for message in 1...100 { janitor.forgetFinished(Int64(message), unlessStopping: { false }) }
         store.open()
         // The one more run waits for the clock: nothing runs back to back.
         try await clock.waitForSleepers(1)
@@ -66,8 +77,29 @@ import TuisongPluginTestKit
         #expect(clock.sleeperCount == 0)
 
         // Idle again: the next finished message is cleaned up at once.
-        janitor.forgetFinished(unlessStopping: { false })
+        janitor.forgetFinished(101, unlessStopping: { false })
         try await waitUntil("a clean-up at once", within: .seconds(10)) { store.calls.load(ordering: .acquiring) == 3 }
+        // The walk at the start; then the finished messages by id, never walked again.
+        #expect(store.scopes.withLock { $0 } == [.everyMessage, .messages(Array(1...100)), .messages([101])])
+    }
+
+    /// A clean-up that failed leaves its messages to the next one, which takes them with the
+    /// messages finished since.
+    @Test func aFailedCleanUpsMessagesGoWithTheNext() async throws {
+        let store = Store()
+        store.open()
+        store.failing.store(1, ordering: .releasing)
+        let clock = ManualClock()
+        let janitor = Self.janitor(store, clock)
+        janitor.forgetFinished(7, unlessStopping: { false })
+        try await waitUntil("the failed clean-up", within: .seconds(10)) {
+            store.calls.load(ordering: .acquiring) == 1
+        }
+        await janitor.finished()
+        janitor.forgetFinished(8, unlessStopping: { false })
+        try await waitUntil("the next clean-up", within: .seconds(10)) { store.calls.load(ordering: .acquiring) == 2 }
+        await janitor.finished()
+        #expect(store.scopes.withLock { $0 } == [.messages([7]), .messages([7, 8])])
     }
 
     @Test func aStopDoesNotWaitForThePause() async throws {
@@ -76,11 +108,11 @@ import TuisongPluginTestKit
         let janitor = Self.janitor(store, clock)
         let stopping = Atomic<Bool>(false)
         let isStopping: @Sendable () -> Bool = { stopping.load(ordering: .acquiring) }
-        janitor.forgetFinished(unlessStopping: isStopping)
+        janitor.forgetFinished(nil, unlessStopping: isStopping)
         try await waitUntil("the first clean-up runs", within: .seconds(10)) {
             store.calls.load(ordering: .acquiring) == 1
         }
-        janitor.forgetFinished(unlessStopping: isStopping)
+        janitor.forgetFinished(nil, unlessStopping: isStopping)
         store.open()
         try await clock.waitForSleepers(1)
         // The clock never moves: `finished` ends the pause, and the engine's next start cleans up.

@@ -332,6 +332,10 @@ final class OutageStore: DeliveryEngine.Backend {
         try reachable()
         return try await base.forgetFinishedBadgeGrants()
     }
+    func forgetBadgeGrants(ofMessages messages: [Int64]) async throws -> Int {
+        try reachable()
+        return try await base.forgetBadgeGrants(ofMessages: messages)
+    }
     func audiencePage(
         appID: Int64, audience: Audience, environment: PushEnvironment?, after cursor: Int64, limit: Int,
         withRecipientDetails: Bool

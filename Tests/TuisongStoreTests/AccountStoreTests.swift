@@ -333,6 +333,41 @@ import TuisongPostgresTestKit
         #expect(try await store.badge(appID: appID, account: "alice") == 0, "no increment for a grant already given")
     }
 
+    /// `forgetBadgeGrants(ofMessages:)`, what the engine asks for as messages finish: the listed
+    /// messages' grants once they are not sending, a message with many in several bounded
+    /// transactions; a listed message still sending, and one not listed, keep theirs.
+    @Test(arguments: Backend.allCases)
+    func theGrantsOfListedFinishedMessagesAreForgotten(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let appID = try await app(store)
+            let named = try await keys(store, appID, ["alice", "bob"])
+            let many = try await keys(
+                store, appID, (0..<(SQLiteStore.badgeGrantsForgottenPerTransaction + 7)).map { "user\($0)" })
+            let (finished, big, sending, unlisted) = (
+                try await sendingMessage(store, appID: appID), try await sendingMessage(store, appID: appID),
+                try await sendingMessage(store, appID: appID), try await sendingMessage(store, appID: appID)
+            )
+            for message in [finished, sending, unlisted] {
+                _ = try await store.grantBadges(appID: appID, messageID: message, accounts: named)
+            }
+            _ = try await store.grantBadges(appID: appID, messageID: big, accounts: many)
+            for message in [finished, big, unlisted] {
+                try await store.setMessageState(id: message, .completed, at: Date())
+            }
+            #expect(
+                try await store.forgetBadgeGrants(ofMessages: [sending, big, finished, finished, 987_654])
+                    == 2 + many.count)
+            #expect(try await store.forgetBadgeGrants(ofMessages: [finished, big]) == 0)
+            let left = try await store.sharedDatabase.read { db in
+                try db.query("SELECT DISTINCT message_id FROM badge_grants ORDER BY message_id").compactMap {
+                    $0["message_id"].int
+                }
+            }
+            #expect(left == [sending, unlisted].sorted())
+            #expect(try await store.forgetBadgeGrants(ofMessages: []) == 0)
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func badgesOfManyPagesAreGrantedTogetherOncePerMessage(_ backend: Backend) async throws {
         try await withStore(backend) { store in try await badgesGrantedTogether(store) }
