@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Synchronization
 import TuisongCore
@@ -13,8 +14,10 @@ import TuisongCore
 /// load), to delete grants a second sooner that nothing reads once their message is done.
 ///
 /// A clean-up forgets the grants of the messages that finished since the last (by id, a key
-/// lookup each); the walk over every message with grants, which steps past each message still
-/// sending (a chat backlog's thousands, each walk), is for what a crash left (`start`).
+/// lookup each). The walk over every message with grants, which steps past each message still
+/// sending (a chat backlog's thousands, each walk), is for what a crash left (`start`) and, at
+/// most every `walkEvery`, for messages that finished elsewhere than in a run of this node (the
+/// retry worker finishing a message's last retry, a run stopped mid-way on another node).
 final class BadgeGrantJanitor: Sendable {
     /// What a clean-up forgets.
     enum Scope: Equatable {
@@ -29,6 +32,8 @@ final class BadgeGrantJanitor: Sendable {
         var walk = false
         /// Messages finished since the last clean-up took its list.
         var finished: [Int64] = []
+        /// When the last walk began.
+        var lastWalk: Date?
         var running: Task<Void, Never>?
         /// A message finished while a clean-up ran: run once more after it.
         var again = false
@@ -43,12 +48,14 @@ final class BadgeGrantJanitor: Sendable {
     private let logger: Logger
     private let clock: any Clock
     private let pause: Duration
+    private let walkEvery: Duration
     private let state = Mutex(State())
 
     init(
-        logger: Logger, clock: any Clock, pause: Duration = .seconds(1),
+        logger: Logger, clock: any Clock, pause: Duration = .seconds(1), walkEvery: Duration = .seconds(600),
         forget: @escaping @Sendable (Scope) async throws -> Int
     ) {
+        self.walkEvery = walkEvery
         self.forget = forget
         self.logger = logger
         self.clock = clock
@@ -71,12 +78,17 @@ final class BadgeGrantJanitor: Sendable {
 
     private func run(unlessStopping stopping: @escaping @Sendable () -> Bool) async {
         while !stopping() {
+            let now = clock.now
+            let walkEvery = walkEvery
             let scope = state.withLock { state -> Scope? in
                 defer {
                     state.walk = false
                     state.finished = []
                 }
-                if state.walk { return .everyMessage }
+                if state.walk || state.lastWalk.map({ now.timeIntervalSince($0) >= walkEvery.timeInterval }) ?? false {
+                    state.lastWalk = now
+                    return .everyMessage
+                }
                 return state.finished.isEmpty ? nil : .messages(state.finished)
             }
             do {

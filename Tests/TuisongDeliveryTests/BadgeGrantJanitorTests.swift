@@ -83,6 +83,26 @@ import TuisongPluginTestKit
         #expect(store.scopes.withLock { $0 } == [.everyMessage, .messages(Array(1...100)), .messages([101])])
     }
 
+    /// Messages finished since are forgotten by id; once `walkEvery` passed since the last walk,
+    /// the next clean-up walks again (a message the retry worker finished is found so).
+    @Test func theWalkComesBackEveryWalkEvery() async throws {
+        let store = Store()
+        store.open()
+        let clock = ManualClock()
+        let janitor = BadgeGrantJanitor(
+            logger: Logger(label: "test"), clock: clock, pause: .seconds(1), walkEvery: .seconds(600)
+        ) { try await store.forget($0) }
+        for (call, message) in [(1, nil), (2, 5), (3, 6)] as [(Int, Int64?)] {
+            janitor.forgetFinished(message, unlessStopping: { false })
+            try await waitUntil("clean-up \(call)", within: .seconds(10)) {
+                store.calls.load(ordering: .acquiring) == call
+            }
+            await janitor.finished()
+            if call == 2 { clock.advance(by: .seconds(600)) }
+        }
+        #expect(store.scopes.withLock { $0 } == [.everyMessage, .messages([5]), .everyMessage])
+    }
+
     /// A clean-up that failed leaves its messages to the next one, which takes them with the
     /// messages finished since.
     @Test func aFailedCleanUpsMessagesGoWithTheNext() async throws {
