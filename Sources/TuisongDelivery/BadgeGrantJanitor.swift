@@ -35,6 +35,14 @@ final class BadgeGrantJanitor: Sendable {
         /// When the last walk began.
         var lastWalk: Date?
         var running: Task<Void, Never>?
+
+        /// Past `limit` listed messages (clean-ups failing for long under a chat load), the
+        /// list goes and the next clean-up walks, which finds them all.
+        mutating func walkInsteadOfAFullList(limit: Int) {
+            guard finished.count > limit else { return }
+            finished = []
+            walk = true
+        }
         /// A message finished while a clean-up ran: run once more after it.
         var again = false
         /// The wait before that run; `finished()` ends it.
@@ -50,6 +58,8 @@ final class BadgeGrantJanitor: Sendable {
     private let pause: Duration
     private let walkEvery: Duration
     private let state = Mutex(State())
+    /// Messages listed at most for the next clean-up (`State.walkInsteadOfAFullList`).
+    static let finishedLimit = 100_000
 
     init(
         logger: Logger, clock: any Clock, pause: Duration = .seconds(1), walkEvery: Duration = .seconds(600),
@@ -67,6 +77,7 @@ final class BadgeGrantJanitor: Sendable {
     func forgetFinished(_ message: Int64?, unlessStopping stopping: @escaping @Sendable () -> Bool) {
         state.withLock { state in
             if let message { state.finished.append(message) } else { state.walk = true }
+            state.walkInsteadOfAFullList(limit: Self.finishedLimit)
             guard state.running == nil else {
                 state.again = true
                 return
@@ -108,6 +119,7 @@ final class BadgeGrantJanitor: Sendable {
                     case .messages(let messages): state.finished = messages + state.finished
                     case nil: break
                     }
+                    state.walkInsteadOfAFullList(limit: Self.finishedLimit)
                 }
             }
             let again = state.withLock { state -> Bool in

@@ -103,6 +103,26 @@ import TuisongPluginTestKit
         #expect(store.scopes.withLock { $0 } == [.everyMessage, .messages([5]), .everyMessage])
     }
 
+    /// More messages finished than a list holds while a clean-up runs: the next walks instead.
+    @Test func aFullListBecomesAWalk() async throws {
+        let store = Store()
+        let clock = ManualClock()
+        let janitor = Self.janitor(store, clock)
+        janitor.forgetFinished(nil, unlessStopping: { false })
+        try await waitUntil("the first clean-up runs", within: .seconds(10)) {
+            store.calls.load(ordering: .acquiring) == 1
+        }
+        for message in 1...(BadgeGrantJanitor.finishedLimit + 1) {
+            janitor.forgetFinished(Int64(message), unlessStopping: { false })
+        }
+        store.open()
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(1))
+        try await waitUntil("the next clean-up", within: .seconds(10)) { store.calls.load(ordering: .acquiring) == 2 }
+        await janitor.finished()
+        #expect(store.scopes.withLock { $0 } == [.everyMessage, .everyMessage])
+    }
+
     /// A clean-up that failed leaves its messages to the next one, which takes them with the
     /// messages finished since.
     @Test func aFailedCleanUpsMessagesGoWithTheNext() async throws {
