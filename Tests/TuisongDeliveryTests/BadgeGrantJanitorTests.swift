@@ -47,13 +47,16 @@ import TuisongPluginTestKit
         }
     }
 
-    static func janitor(_ store: Store, _ clock: ManualClock) -> BadgeGrantJanitor {
-        BadgeGrantJanitor(logger: Logger(label: "test"), clock: clock, pause: .seconds(1)) {
+    static func janitor(_ store: Store, _ clock: ManualClock, walkEvery: Duration = .seconds(600))
+        -> BadgeGrantJanitor
+    {
+        BadgeGrantJanitor(logger: Logger(label: "test"), clock: clock, pause: .seconds(1), walkEvery: walkEvery) {
             try await store.forget($0)
         }
     }
 
-    @Test func messagesFinishingDuringACleanUpMakeOneMoreAPauseLater() async throws {
+    /// A janitor whose first clean-up (the start's walk) is running, held at the store's gate.
+    static func walking() async throws -> (Store, ManualClock, BadgeGrantJanitor) {
         let store = Store()
         let clock = ManualClock()
         let janitor = Self.janitor(store, clock)
@@ -61,6 +64,11 @@ import TuisongPluginTestKit
         try await waitUntil("the first clean-up runs", within: .seconds(10)) {
             store.calls.load(ordering: .acquiring) == 1
         }
+        return (store, clock, janitor)
+    }
+
+    @Test func messagesFinishingDuringACleanUpMakeOneMoreAPauseLater() async throws {
+        let (store, clock, janitor) = try await Self.walking()
         for message in 1...100 { janitor.forgetFinished(Int64(message), unlessStopping: { false }) }
         store.open()
         // The one more run waits for the clock: nothing runs back to back.
@@ -89,9 +97,7 @@ import TuisongPluginTestKit
         let store = Store()
         store.open()
         let clock = ManualClock()
-        let janitor = BadgeGrantJanitor(
-            logger: Logger(label: "test"), clock: clock, pause: .seconds(1), walkEvery: .seconds(600)
-        ) { try await store.forget($0) }
+        let janitor = Self.janitor(store, clock, walkEvery: .seconds(600))
         for (call, message) in [(1, nil), (2, 5), (3, 6)] as [(Int, Int64?)] {
             janitor.forgetFinished(message, unlessStopping: { false })
             try await waitUntil("clean-up \(call)", within: .seconds(10)) {
@@ -105,13 +111,7 @@ import TuisongPluginTestKit
 
     /// More messages finished than a list holds while a clean-up runs: the next walks instead.
     @Test func aFullListBecomesAWalk() async throws {
-        let store = Store()
-        let clock = ManualClock()
-        let janitor = Self.janitor(store, clock)
-        janitor.forgetFinished(nil, unlessStopping: { false })
-        try await waitUntil("the first clean-up runs", within: .seconds(10)) {
-            store.calls.load(ordering: .acquiring) == 1
-        }
+        let (store, clock, janitor) = try await Self.walking()
         for message in 1...(BadgeGrantJanitor.finishedLimit + 1) {
             janitor.forgetFinished(Int64(message), unlessStopping: { false })
         }
