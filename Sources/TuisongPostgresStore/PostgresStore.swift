@@ -174,9 +174,7 @@ public final class PostgresStore: Sendable {
         ) { [pool] lists in
             await Self.batchOrEachAlone(lists) { lists in
                 do {
-                    return try await pool.withConnection { conn in
-                        try AccountList.existing(PostgresExecutor(conn, prepares: true), lists)
-                    }
+                    return try await pool.withConnection { conn in try AccountList.existing(conn, lists) }
                 } catch {
                     throw Self.storeError(error)
                 }
