@@ -42,7 +42,22 @@ enum PostgresSchema {
         ("pg21-open-fan-out-slices", PostgresSchema.openFanOutSlices),
         ("pg22-slice-claims-in-place", PostgresSchema.sliceClaimsInPlace),
         ("pg23-badges-counted-in-place", PostgresSchema.badgesCountedInPlace),
+        ("pg24-message-documents-unanalyzed", PostgresSchema.messageDocumentsUnanalyzed),
     ]
+
+    /// A message's documents (its audience, content, options, labels and vendor context: JSON
+    /// text, hundreds of bytes each) get no planner statistics: no statement compares them as
+    /// columns (a plugin's label lookups read a path inside, which column statistics do not
+    /// describe), and `ANALYZE` spent half its time on them, sorting every sampled document for
+    /// its histogram. The queue's statistics keeper analyzes `messages` each time a chat burst
+    /// doubles it (`QueueStatisticsKeeper`): 4–22 µs of the server's time a chat line on a new
+    /// database (issue #47, `pg_stat_statements` under `bench/messages.sh`); 91 → 46 ms an
+    /// `ANALYZE` of 20,000 messages (psql). Autovacuum's analyses skip them too.
+    static let messageDocumentsUnanalyzed = """
+        ALTER TABLE messages ALTER COLUMN audience SET STATISTICS 0, ALTER COLUMN content SET STATISTICS 0,
+            ALTER COLUMN options SET STATISTICS 0, ALTER COLUMN labels SET STATISTICS 0,
+            ALTER COLUMN vendor_context SET STATISTICS 0;
+        """
 
     /// An IM chat line counts its receiver's badge: Tencent's badge grant and Easemob's
     /// increment each rewrite the account's row (`badge`, `updated_at`, columns no index names).
