@@ -762,11 +762,5 @@ enum PostgresArray {
 
     static func text(_ values: [String]) -> PostgresValue { .text(PostgresArrayLiteral.texts(values)) }
 
-    static func text(_ values: [String?]) -> PostgresValue {
-        .text(
-            "{"
-                + values.map { value in
-                    value.map { PostgresArrayLiteral.texts([$0]).dropFirst().dropLast() }.map(String.init) ?? "NULL"
-                }.joined(separator: ",") + "}")
-    }
+    static func text(_ values: [String?]) -> PostgresValue { .text(PostgresArrayLiteral.texts(nullable: values)) }
 }

@@ -23,25 +23,56 @@ extension PostgresStore {
 enum PostgresArrayLiteral {
     /// `{1,2,3}`.
     static func integers(_ values: some Sequence<Int64>) -> String {
-        "{" + values.map(String.init).joined(separator: ",") + "}"
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        bytes.reserveCapacity(values.underestimatedCount * 8 + 2)
+        var first = true
+        for value in values {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            bytes.append(contentsOf: String(value).utf8)
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// `{"a","b \"c\""}`: every element quoted, `"` and `\` escaped, so any text (commas,
     /// braces, spaces, `NULL`) is taken literally.
     static func texts(_ values: some Sequence<String>) -> String {
-        var literal = "{"
+        texts(nullable: values.lazy.map { Optional($0) })
+    }
+
+    /// As `texts(_:)`, nil written `NULL` (unquoted: SQL's NULL, not the text).
+    ///
+    /// Built from each element's UTF-8 bytes, a run at a time between the bytes to escape (a
+    /// multi-byte character never contains `"` or `\`). Built a scalar at a time (and the
+    /// integers' as an array of strings joined), the array literals of a chat load's statements
+    /// took ~5 % of the gateway's CPU on PostgreSQL (perf, Tencent at saturation; issue #47).
+    static func texts(nullable values: some Sequence<String?>) -> String {
+        let quote = UInt8(ascii: "\"")
+        let backslash = UInt8(ascii: "\\")
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
         var first = true
         for value in values {
-            if !first { literal += "," }
+            if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
-            literal += "\""
-            for character in value.unicodeScalars {
-                if character == "\"" || character == "\\" { literal += "\\" }
-                literal.unicodeScalars.append(character)
+            guard var value else {
+                bytes.append(contentsOf: "NULL".utf8)
+                continue
             }
-            literal += "\""
+            bytes.append(quote)
+            value.withUTF8 { utf8 in
+                var run = 0
+                for index in utf8.indices where utf8[index] == quote || utf8[index] == backslash {
+                    bytes.append(contentsOf: utf8[run..<index])
+                    bytes.append(backslash)
+                    run = index
+                }
+                bytes.append(contentsOf: utf8[run...])
+            }
+            bytes.append(quote)
         }
-        return literal + "}"
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 
