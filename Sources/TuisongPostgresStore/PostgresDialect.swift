@@ -56,7 +56,10 @@ public struct PostgresDialect: SQLDialect {
     /// on every page (100 ms a page of a 200,000-device tag against under 1 ms).
     public var refreshingStatistics: String { "ANALYZE devices, device_tags, tags, accounts" }
 
-    /// As pg1 created `messages_pending`: PostgreSQL's `IN` list costs nothing to set up.
+    /// As pg1 created `messages_pending` (PostgreSQL's `IN` list costs nothing to set up). Since
+    /// pg26 PostgreSQL finds scheduled messages on `messages_scheduled` (a condition naming
+    /// `state = 'scheduled'` implies its own) and queued or sending ones on
+    /// `messages_backlog_by_app`.
     public var pendingMessagesCondition: String { "state IN ('scheduled', 'queued', 'sending')" }
 
     public func jsonObjectAggregate(key: String, value: String) -> String {

@@ -44,7 +44,18 @@ enum PostgresSchema {
         ("pg23-badges-counted-in-place", PostgresSchema.badgesCountedInPlace),
         ("pg24-message-documents-unanalyzed", PostgresSchema.messageDocumentsUnanalyzed),
         ("pg25-message-progress-unchecked", PostgresSchema.messageProgressUnchecked),
+        ("pg26-scheduled-messages", PostgresSchema.scheduledMessages),
     ]
+
+    /// `messages_pending` listed every message queued or sending as well as scheduled ones, and
+    /// only the scheduled ones are looked up by it: the queued and sending are walked on
+    /// `messages_backlog_by_app` (by state, then app). Each chat line wrote an entry into it
+    /// as it was stored and left a dead one when it completed (issue #47: 3 of a line's pages
+    /// at saturation). Now it lists what comes due: scheduled messages by `send_at`.
+    static let scheduledMessages = """
+        DROP INDEX IF EXISTS messages_pending;
+        CREATE INDEX messages_scheduled ON messages(send_at) WHERE state = 'scheduled';
+        """
 
     /// A message's slices and per-service counts are written only by the store, for a message it
     /// just inserted or holds locked, yet each new row had its message checked by a foreign key:
