@@ -504,7 +504,7 @@ extension PostgresStore: MessageStore {
                 "SELECT id FROM messages WHERE id = ANY(\(PostgresArray.int(ids))::bigint[]) ORDER BY id FOR UPDATE")
             // Each message's slices are read once, for what is open and for their sums (as
             // `unfinished` and `total` read them, and the open check): three index scans a
-            // message were a fifth of the pages of a chat line's completion (issue #47).
+            // message were a quarter of the pages of a chat line's completion (issue #47).
             try conn.run(
                 """
                 UPDATE messages m SET state = \(state.rawValue),

@@ -157,10 +157,11 @@ public final class PostgresStore: Sendable {
         }
         // One batch at a time: the statement's own cost, whatever its rows (~90 µs beyond a
         // `SELECT 1`'s round trip, beside ~20 µs a row, timed in psql with a statement of its
-        // shape), is shared by twice the rows. At saturation a native chat load's batches grew from ~10
-        // to ~20 rows and one node's rate by 16 % (3,957 · 3,733 → 4,532 · 4,380 lines/s,
-        // server 152 · 170 → 134 · 139 µs a line, alternated; issue #47). A second batch at
-        // the database meanwhile would not have been accepted sooner: the machine was busy.
+        // shape), is shared by more rows. At saturation a chat load's batches grew from ~8–10
+        // to ~12–13 rows and one node's native rate by 16 % (3,957 · 3,733 → 4,532 · 4,380
+        // lines/s, server 152 · 170 → 134 · 139 µs a line, alternated; issue #47). A second
+        // batch at the database meanwhile would not have been accepted sooner: the machine was
+        // busy.
         messageInserts = StoreBatcher(concurrency: 1, maxBatch: 128) {
             [
                 pool, health, writeObserver = configuration.writeObserver, node = configuration.nodeID,
