@@ -491,34 +491,14 @@ extension PostgresStore: MessageStore {
         }
         try DeviceInvalidations.apply(
             PostgresExecutor(conn, prepares: true), committed.flatMap(\.invalidations), now: now, webhooks: webhooks)
-        // Completions: the messages locked first, in id order (as completeIfLastSlice does, so two
-        // nodes finishing a message's last two slices see each other's), then completed by a
-        // second statement, whose snapshot sees every slice committed before the locks were had.
+        // Completions (`completeIfLastSlices`), one statement pair for each final state.
         var finishing: [MessageState: [Int64]] = [:]
         for progress in committed {
             if let final = progress.finalState { finishing[final, default: []].append(progress.messageID) }
         }
         for (state, listed) in finishing.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             let ids = Set(listed).sorted()
-            try conn.run(
-                "SELECT id FROM messages WHERE id = ANY(\(PostgresArray.int(ids))::bigint[]) ORDER BY id FOR UPDATE")
-            // Each message's slices are read once, for what is open and for their sums (as
-            // `unfinished` and `total` read them, and the open check): three index scans a
-            // message were a quarter of the pages of a chat line's completion (issue #47).
-            try conn.run(
-                """
-                UPDATE messages m SET state = \(state.rawValue),
-                    completed_at = CASE WHEN m.queued + m.sending + m.held + s.unfinished = 0
-                        THEN coalesce(m.completed_at, \(now)) ELSE m.completed_at END,
-                    total = m.queued + m.sending + m.delivered + m.failed + m.skipped + m.held + s.outcomes
-                FROM unnest(\(PostgresArray.int(ids))::bigint[]) AS f(id) CROSS JOIN LATERAL (
-                    SELECT coalesce(sum(queued + sending + held), 0) AS unfinished,
-                        coalesce(sum(queued + sending + delivered + failed + skipped + held), 0) AS outcomes,
-                        coalesce(bool_or(state = 'open'), false) AS open
-                    FROM message_slices WHERE message_id = f.id
-                ) s
-                WHERE m.id = f.id AND NOT s.open
-                """)
+            try completeIfLastSlices(conn, ids, state: state, now: now)
             try webhooks.messagesCompleted(PostgresExecutor(conn, prepares: true), ids, now: now)
         }
         return results
@@ -587,7 +567,7 @@ extension PostgresStore: MessageStore {
             try DeviceInvalidations.apply(
                 PostgresExecutor(conn, prepares: true), progress.invalidations, now: now, webhooks: webhooks)
             if let final = progress.finalState {
-                try Self.completeIfLastSlice(conn, messageID: progress.messageID, state: final, now: now)
+                try Self.completeIfLastSlices(conn, [progress.messageID], state: final, now: now)
                 try webhooks.messagesCompleted(PostgresExecutor(conn, prepares: true), [progress.messageID], now: now)
             }
         }
@@ -613,26 +593,34 @@ extension PostgresStore: MessageStore {
         return batch.map { DeletedDeviceFlushGuard.cancellingDeleted($0, existing: existing) }
     }
 
-    /// Completes the message once none of its slices is open. The message row is locked first,
-    /// so two nodes finishing its last two slices at once see each other's: one completes it.
-    static func completeIfLastSlice(_ conn: PostgresConnection, messageID: Int64, state: MessageState, now: Int64)
+    /// Completes each listed message none of whose slices is open. The messages' rows are locked
+    /// first, in id order, so two nodes finishing a message's last two slices at once see each
+    /// other's (one completes it), and the update, a second statement, has a snapshot that sees
+    /// every slice committed before the locks were had.
+    ///
+    /// The audience may have changed while it was read: the final total is what actually got an
+    /// outcome, on the message's row and its slices'. A message completes once: a repeated
+    /// completion keeps the first time; one with retries or holds left completes when the last of
+    /// them ends. Each message's slices are read once, for what is open and for their sums: three
+    /// index scans a message were a quarter of the pages of a chat line's completion (issue #47).
+    static func completeIfLastSlices(_ conn: PostgresConnection, _ ids: [Int64], state: MessageState, now: Int64)
         throws
     {
-        try conn.run("SELECT id FROM messages WHERE id = \(messageID) FOR UPDATE")
-        let open =
-            try conn.run("SELECT count(*) AS n FROM message_slices WHERE message_id = \(messageID) AND state = 'open'")
-            .rows.first?.int64("n") ?? 0
-        guard open == 0 else { return }
-        // The audience may have changed while it was read: the final total is what actually
-        // got an outcome. A message completes once: a repeated completion keeps the first time;
-        // one with retries or holds left completes when the last of them ends.
+        try conn.run(
+            "SELECT id FROM messages WHERE id = ANY(\(PostgresArray.int(ids))::bigint[]) ORDER BY id FOR UPDATE")
         try conn.run(
             """
             UPDATE messages m SET state = \(state.rawValue),
-                completed_at = CASE WHEN \(raw: Self.unfinished) = 0 THEN coalesce(m.completed_at, \(now))
-                    ELSE m.completed_at END,
-                total = \(raw: Self.total)
-            WHERE m.id = \(messageID)
+                completed_at = CASE WHEN m.queued + m.sending + m.held + s.unfinished = 0
+                    THEN coalesce(m.completed_at, \(now)) ELSE m.completed_at END,
+                total = m.queued + m.sending + m.delivered + m.failed + m.skipped + m.held + s.outcomes
+            FROM unnest(\(PostgresArray.int(ids))::bigint[]) AS f(id) CROSS JOIN LATERAL (
+                SELECT coalesce(sum(queued + sending + held), 0) AS unfinished,
+                    coalesce(sum(queued + sending + delivered + failed + skipped + held), 0) AS outcomes,
+                    coalesce(bool_or(state = 'open'), false) AS open
+                FROM message_slices WHERE message_id = f.id
+            ) s
+            WHERE m.id = f.id AND NOT s.open
             """)
     }
 
@@ -668,21 +656,6 @@ extension PostgresStore: MessageStore {
         VALUES (\(parameter: 1), \(parameter: 2), \(parameter: 3), \(parameter: 4))
         ON CONFLICT (message_id, slice, channel)
         DO UPDATE SET delivered = message_channel_deliveries.delivered + excluded.delivered
-        """
-
-    /// A message's deliveries with any outcome or none yet, on its row and its slices' (`m` is
-    /// the message): its final total.
-    static let total = """
-        m.queued + m.sending + m.delivered + m.failed + m.skipped + m.held + coalesce((
-            SELECT sum(queued + sending + delivered + failed + skipped + held)
-            FROM message_slices WHERE message_id = m.id), 0)
-        """
-
-    /// A message's deliveries without a final outcome (queued, sending, held), on its row and
-    /// its slices' (`m` is the message).
-    static let unfinished = """
-        (m.queued + m.sending + m.held + coalesce((
-            SELECT sum(queued + sending + held) FROM message_slices WHERE message_id = m.id), 0))
         """
 
     // MARK: plumbing
