@@ -121,6 +121,10 @@ import TuisongPostgresTestKit
             try await store.incrementBadges(appID: appID, accounts: ["alice", "bob", "alice"]) == [
                 "alice": 56, "bob": 1,
             ])
+        // One account alone, named more than once: a new account starts at its count (SQLite's
+        // one-account statement takes the count as its value).
+        #expect(try await store.incrementBadges(appID: appID, accounts: ["carol", "carol"]) == ["carol": 2])
+        #expect(try await store.incrementBadges(appID: appID, accounts: ["carol", "carol", "carol"]) == ["carol": 5])
 
         try store.close()
         store = try open()
@@ -422,6 +426,14 @@ import TuisongPostgresTestKit
         #expect(again[2] == ["bob": 2] && again[3] == ["bob": 2] && again[4] == ["zed": 1])
         #expect(again[5] == [:] && again[6] == [:])
         #expect(try await store.badge(appID: appID, account: "bob") == 2)
+        // One account alone (SQLite's key-lookup form): counted already, another app's, deleted.
+        #expect(try await store.grantBadges(appID: appID, messageID: m3, accounts: [bob]) == ["bob": 2])
+        #expect(try await store.grantBadges(appID: appID, messageID: m3, accounts: [zed]) == [:])
+        #expect(try await store.grantBadges(appID: appID, messageID: m3, accounts: [dave]) == [:])
+        #expect(try await store.badge(appID: otherApp, account: "zed") == 1)
+        let erin = try await keys(store, appID, ["erin"])[0]
+        #expect(try await store.grantBadges(appID: appID, messageID: m3, accounts: [erin]) == ["erin": 1])
+        #expect(try await store.grantBadges(appID: appID, messageID: m3, accounts: [erin]) == ["erin": 1])
 
         // Batches racing over the same accounts, named in opposite orders: each message counts
         // each account once, and no batch waits for another in a cycle.
