@@ -61,33 +61,27 @@ extension SQLStoreBackend {
         return try await sqlGroupWriteStatement { db in
             var values: [String: Int] = [:]
             values.reserveCapacity(unique)
-            if unique == 1 {
-                // One account (a chat message's receiver): one row of values. The list's form,
-                // even as its one-row table, sorts for its GROUP BY in an ephemeral table
-                // opened and closed each time: 9.7 against 5.4 µs a call (the system's SQLite
-                // 3.40 through Python's sqlite3, whose own call is 1.4: bench/sqlite-one-account.py).
-                try db.forEachRow(
+            // One account (a chat message's receiver): one row of values. The list's form, even
+            // as its one-row table, sorts for its GROUP BY in an ephemeral table opened and
+            // closed each time: 9.7 against 5.4 µs a call (the system's SQLite 3.40 through
+            // Python's sqlite3, whose own call is 1.4: bench/sqlite-one-account.py).
+            let rows: SQLQuery =
+                if unique == 1 {
+                    "VALUES (\(appID), \(accounts[0]), \(Int64(accounts.count)), \(now), \(now))"
+                } else {
                     """
-                    INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
-                        VALUES (\(appID), \(accounts[0]), \(Int64(accounts.count)), \(now), \(now))
-                    ON CONFLICT (app_id, account) DO UPDATE SET
-                        badge = accounts.badge + excluded.badge, updated_at = excluded.updated_at
-                    RETURNING account, badge
+                    SELECT \(appID), value, count(*), \(now), \(now) FROM \(db.dialect.list(accounts))
+                        WHERE true GROUP BY value\(raw: db.dialect.hasConcurrentWriters ? " ORDER BY value" : "")
                     """
-                ) { row in values[row.string(0)] = Int(row.int64(1)) }
-            } else {
-                let lockOrder = db.dialect.hasConcurrentWriters ? " ORDER BY value" : ""
-                try db.forEachRow(
-                    """
-                    INSERT INTO accounts (app_id, account, badge, created_at, updated_at)
-                        SELECT \(appID), value, count(*), \(now), \(now) FROM \(db.dialect.list(accounts))
-                        WHERE true GROUP BY value\(raw: lockOrder)
-                    ON CONFLICT (app_id, account) DO UPDATE SET
-                        badge = accounts.badge + excluded.badge, updated_at = excluded.updated_at
-                    RETURNING account, badge
-                    """
-                ) { row in values[row.string(0)] = Int(row.int64(1)) }
-            }
+                }
+            try db.forEachRow(
+                """
+                INSERT INTO accounts (app_id, account, badge, created_at, updated_at) \(rows)
+                ON CONFLICT (app_id, account) DO UPDATE SET
+                    badge = accounts.badge + excluded.badge, updated_at = excluded.updated_at
+                RETURNING account, badge
+                """
+            ) { row in values[row.string(0)] = Int(row.int64(1)) }
             guard values.count == unique else {
                 throw StoreError(
                     .unavailable, "the badge increments returned \(values.count) values for \(unique) accounts")
