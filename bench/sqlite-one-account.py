@@ -25,7 +25,6 @@ def run(name, f):
         db.execute('commit')
         best=min(best, el/N*1e6)
     print('%-44s %.2f us' % (name, best))
-base=[0]
 def grant_list(i):
     got=db.execute('INSERT INTO badge_grants (message_id, account_id) SELECT ?, value FROM %s WHERE true ON CONFLICT DO NOTHING RETURNING account_id' % one, (i, i%2000+1)).fetchall()
     db.execute('UPDATE accounts SET badge = badge + 1, updated_at = ? WHERE id IN (SELECT value FROM %s) AND +app_id = 1 RETURNING id, badge' % one, (5, i%2000+1)).fetchall()
