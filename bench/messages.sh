@@ -18,8 +18,17 @@
 # pg_stat_statements (loaded into the bench's own cluster): statements, buffer pages read or
 # written, and the three statements run most. Unlike CPU a message on a shared machine, these do
 # not move with the machine's load, so a change's effect on the server shows in one run.
+# BENCH_DB_CPU=N puts PostgreSQL's processes on CPU N alone and everything else the bench starts
+# on the other CPUs (the database server on a host of its own, as several nodes have it); SQLite's
+# lines then leave CPU N idle, so the two compare what one set of gateway cores carries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ -n "${BENCH_DB_CPU:-}" ] && [ -z "${BENCH_DB_CPU_PINNED:-}" ]; then
+  OTHER_CPUS=$(python3 -c "import os, sys; c = sorted(os.sched_getaffinity(0)); n = int(sys.argv[1])
+if n not in c or len(c) < 2: sys.exit(f'BENCH_DB_CPU={n}: not one of this process\'s CPUs {c}, or no other left')
+print(','.join(str(x) for x in c if x != n))" "$BENCH_DB_CPU")
+  BENCH_DB_CPU_PINNED=1 exec taskset -c "$OTHER_CPUS" bash "$PWD/bench/messages.sh" "$@"
+fi
 BIN=${BENCH_BIN:-$PWD/.build/release/tuisong}
 MESSAGES=${BENCH_MESSAGES:-20000}
 LARGE=${BENCH_LARGE:-1000000}
@@ -132,6 +141,16 @@ start_gateways() {  # start_gateways NODES
   done
 }
 
+# With BENCH_DB_CPU: the cluster's postmaster and its processes onto that CPU; the backends it
+# forks later inherit it. Again after every restart (new processes).
+pin_database() {
+  [ -n "${BENCH_DB_CPU:-}" ] || return 0
+  local dir postmaster
+  dir=$(sed -n 's/.*[?&]host=\([^&]*\).*/\1/p' <<<"$PG_URL")
+  postmaster=$(head -1 "$dir/data/postmaster.pid")
+  for p in "$postmaster" $(pgrep -P "$postmaster"); do taskset -a -p -c "$BENCH_DB_CPU" "$p" > /dev/null; done
+}
+
 stop_gateways() {
   for p in $GW_PIDS; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
   GW_PIDS=""
@@ -215,6 +234,7 @@ if [[ " $ONLY " == *" postgresql "* ]]; then
     && scripts/pg-test-cluster.sh restart "$PG_URL" > /dev/null; then
     PG_STATEMENTS=1
   fi
+  pin_database
   for nodes in ${BENCH_PG_NODES:-1 3}; do
     DATABASE=$(python3 -c "import re,sys; m = re.match(r'^(postgres(?:ql)?://[^/?]*)/?([^?]*)(\?.*)?$', sys.argv[1]); print(f'{m.group(1)}/{sys.argv[2]}{m.group(3) or \"\"}')" "$PG_URL" "bench_messages_$nodes")
     psql -XAtq -d "$PG_URL" -c "CREATE DATABASE bench_messages_$nodes" > /dev/null
