@@ -1,5 +1,5 @@
 import Foundation
-public import Logging
+import Logging
 import Synchronization
 import TuisongCore
 internal import TuisongCrypto

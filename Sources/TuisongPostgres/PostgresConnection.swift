@@ -128,7 +128,7 @@ public final class PostgresConnection {
         }
         let types = parameters.map(EncodedParameters.type(of:))
         if let begin = takeDeferredBegin() {
-            try afterBeginning(begin, .prepare(name: name, sql: sql, types: types))
+            _ = try afterBeginning(begin, .prepare(name: name, sql: sql, types: types))
             prepared[name] = sql
             return
         }

@@ -375,7 +375,7 @@ extension SQLiteStore: MessageStore {
         let existing = try Int64.fetchAll(
             listStatement(
                 db, sql: "SELECT id FROM devices WHERE id IN (\(SQLList.placeholders(ids.count)))", count: ids.count),
-            arguments: StatementArguments(ids.map { $0 as (any DatabaseValueConvertible)? }))
+            arguments: StatementArguments(ids))
         guard existing.count < ids.count else { return progress }
         return DeletedDeviceFlushGuard.cancellingDeleted(progress, existing: Set(existing))
     }

@@ -235,7 +235,6 @@ import TuisongStore
     }
 
     func timersTopicsAndStatistics(_ f: Fixture) async throws {
-        let payload = Array(#"{"aps":{"alert":"x"}}"#.utf8)
         let timer = try await f.store.createMessage(
             job(f, msgID: "100", labels: ["timer_id": "900"], sendAt: f.clock.now.addingTimeInterval(3600)),
             state: .scheduled)

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-public import TuisongCore
+import TuisongCore
 package import TuisongCrypto
 public import TuisongLookAlikeKit
 
