@@ -11,6 +11,11 @@ one line of key=value figures:
   delivered     messages/s, first request to the last completion
   p50_ms p99_ms from each message's acceptance (created_at) to its completion (completed_at)
   cpu_us        the gateway's CPU per message (utime + stime, all nodes), over the whole run
+  load_cpu_us   this generator's own CPU per message while it sends: the same requests every
+                run, so it moves only with the machine's speed
+  cpu_per_load  cpu_us / load_cpu_us: the gateway's CPU in units of the generator's, which holds
+                still across the phases of a shared VM where cpu_us swings by half (as fast as
+                answered; at an offered --rate the generator also waits)
   rss_mb        the gateway's peak RSS (VmHWM; the largest node's)
 """
 import argparse
@@ -150,7 +155,9 @@ def main():
 
     before = int(query(args.database, "SELECT coalesce(max(id), 0) FROM messages")[0][0])
     cpu0 = sum(cpu_seconds(pid) for pid in pids)
+    load_cpu0 = time.process_time()
     stats, accepted = asyncio.run(load(args, requests(args)))
+    load_cpu = time.process_time() - load_cpu0
     deadline = time.monotonic() + args.timeout
     while True:
         left = int(query(args.database, f"SELECT count(*) FROM messages WHERE id > {before} "
@@ -174,6 +181,7 @@ def main():
           f"devices_delivered={delivered} "
           f"unfinished={left} accepted_s={accepted:.2f} delivered={len(rows) / max(span, 1e-3):.0f}/s "
           f"p50_ms={pct(0.5)} p99_ms={pct(0.99)} cpu_us={cpu / args.count * 1e6:.0f} "
+          f"load_cpu_us={load_cpu / args.count * 1e6:.0f} cpu_per_load={cpu / max(load_cpu, 1e-9):.2f} "
           f"rss_mb={max(peak_rss_mb(pid) for pid in pids):.0f}")
 
 
