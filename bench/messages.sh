@@ -142,7 +142,7 @@ start_gateways() {  # start_gateways NODES
 }
 
 # With BENCH_DB_CPU: the cluster's postmaster and its processes onto that CPU; the backends it
-# forks later inherit it. Again after every restart (new processes).
+# forks later inherit it. After the cluster's last restart, which starts new processes.
 pin_database() {
   [ -n "${BENCH_DB_CPU:-}" ] || return 0
   local dir postmaster
